@@ -1,0 +1,42 @@
+"""The ``neurosym`` console command: one sub-command per benchmark.
+
+Each sub-command lives in a runner module of :mod:`neurosym.experiments` that exposes
+``add_arguments(parser)`` and ``run(args)``; runners are imported only when chosen.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "arithmetic": ("neurosym.experiments.arithmetic", "neural arithmetic units: the simple function task (Madsen & Johansen)"),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser; with ``command`` given, only that runner's module is imported."""
+    parser = argparse.ArgumentParser(prog="neurosym", description="neurosym benchmarks and pipelines.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, summary) in COMMANDS.items():
+        child = sub.add_parser(
+            name, help=summary, description=summary, formatter_class=argparse.ArgumentDefaultsHelpFormatter
+        )
+        if command in (None, name):
+            importlib.import_module(module_name).add_arguments(child)
+            child.set_defaults(_runner=module_name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0] if argv and argv[0] in COMMANDS else None
+    args = build_parser(command).parse_args(argv)
+    importlib.import_module(args._runner).run(args)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,4 @@
+"""Benchmark adapters: generation, official-format loaders, splits and symbol image banks.
+
+This package knows nothing of models; it yields numpy arrays, Python records and torch Datasets.
+"""

