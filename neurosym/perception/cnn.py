@@ -1,0 +1,178 @@
+"""Convolutional image encoders shared by the visual benchmarks, written with plain ``torch.nn``.
+
+All three map images ``[B, C, H, W]`` (float, any value range) to features ``[B, out_features]``:
+
+* :class:`SmallCNN`  -- three conv blocks and a linear head; fast on a CPU, keeps spatial layout.
+* :class:`ResNet18`  -- the 18-layer residual network (He et al. 2016), optionally with the
+  small-image stem (3x3 stride-1 convolution, no max-pool) used for 28-64 pixel inputs.
+* :class:`VGG11BN`   -- VGG configuration "A" with batch normalisation (Simonyan & Zisserman 2015),
+  with a global-average-pooled head so it accepts any input size.
+"""
+
+from __future__ import annotations
+
+import torch
+from einops import rearrange
+from torch import nn
+
+
+def _check_images(images: torch.Tensor, in_channels: int, name: str) -> None:
+    if images.dim() != 4 or images.shape[1] != in_channels:
+        raise ValueError(f"{name} expects images [B, {in_channels}, H, W], got shape {tuple(images.shape)}")
+
+
+def _conv_bn_relu(in_channels: int, out_channels: int) -> list[nn.Module]:
+    return [
+        nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False),
+        nn.BatchNorm2d(out_channels),
+        nn.ReLU(inplace=True),
+    ]
+
+
+class SmallCNN(nn.Module):
+    """Three ``conv3x3-BN-ReLU-maxpool2`` blocks (``width``, ``2*width``, ``4*width`` channels), then a
+    flattening linear layer, so the output still knows *where* in the image things are.
+
+    ``input_size`` is the (square) side of the images it will see; the feature map after the three
+    pools has side ``input_size // 8`` (at least 1).
+
+    Shapes: ``[B, in_channels, input_size, input_size]`` -> ``[B, out_features]``.
+    """
+
+    def __init__(self, in_channels: int = 1, out_features: int = 10, input_size: int = 32, width: int = 32) -> None:
+        super().__init__()
+        if input_size < 8:
+            raise ValueError(f"SmallCNN needs input_size >= 8 (three 2x poolings), got {input_size}")
+        self.in_channels = in_channels
+        self.input_size = input_size
+        self.features = nn.Sequential(
+            *_conv_bn_relu(in_channels, width),
+            nn.MaxPool2d(2),
+            *_conv_bn_relu(width, 2 * width),
+            nn.MaxPool2d(2),
+            *_conv_bn_relu(2 * width, 4 * width),
+            nn.MaxPool2d(2),
+        )
+        side = input_size // 8
+        self.head = nn.Linear(4 * width * side * side, out_features)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """``images [B, C, S, S]`` with ``S == input_size`` -> ``[B, out_features]``."""
+        _check_images(images, self.in_channels, "SmallCNN")
+        if images.shape[-2:] != (self.input_size, self.input_size):
+            raise ValueError(
+                f"SmallCNN was built for {self.input_size}x{self.input_size} images, got {tuple(images.shape[-2:])}"
+            )
+        return self.head(rearrange(self.features(images), "b c h w -> b (c h w)"))
+
+
+class BasicBlock(nn.Module):
+    """Two 3x3 convolutions with a residual connection (projected by a 1x1 conv when the shape changes).
+
+    Shapes: ``[B, in_channels, H, W]`` -> ``[B, out_channels, ceil(H/stride), ceil(W/stride)]``.
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, stride: int = 1) -> None:
+        super().__init__()
+        self.residual = nn.Sequential(
+            nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False),
+            nn.BatchNorm2d(out_channels),
+            nn.ReLU(inplace=True),
+            nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False),
+            nn.BatchNorm2d(out_channels),
+        )
+        if stride != 1 or in_channels != out_channels:
+            self.shortcut: nn.Module = nn.Sequential(
+                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False), nn.BatchNorm2d(out_channels)
+            )
+        else:
+            self.shortcut = nn.Identity()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.residual(x) + self.shortcut(x))
+
+
+class ResNet18(nn.Module):
+    """ResNet-18: a stem, four stages of two :class:`BasicBlock` each (``width``, 2x, 4x, 8x channels,
+    stages 2-4 halve the resolution), global average pooling and a linear layer.
+
+    ``small_input=True`` uses a 3x3 stride-1 stem without max-pooling (for MNIST/CIFAR-sized images);
+    ``False`` gives the ImageNet stem (7x7 stride-2 convolution and a 3x3 stride-2 max-pool).
+    ``width=64`` is the standard network; smaller widths make it cheaper on a CPU.
+
+    Shapes: ``[B, in_channels, H, W]`` -> ``[B, out_features]``.
+    """
+
+    def __init__(self, in_channels: int = 3, out_features: int = 1000, small_input: bool = True, width: int = 64):
+        super().__init__()
+        self.in_channels = in_channels
+        if small_input:
+            stem: list[nn.Module] = [nn.Conv2d(in_channels, width, 3, padding=1, bias=False)]
+        else:
+            stem = [nn.Conv2d(in_channels, width, 7, stride=2, padding=3, bias=False)]
+        stem += [nn.BatchNorm2d(width), nn.ReLU(inplace=True)]
+        if not small_input:
+            stem.append(nn.MaxPool2d(3, stride=2, padding=1))
+        blocks: list[nn.Module] = []
+        channels = width
+        for stage in range(4):
+            out_channels = width * 2**stage
+            stride = 1 if stage == 0 else 2
+            blocks += [BasicBlock(channels, out_channels, stride), BasicBlock(out_channels, out_channels)]
+            channels = out_channels
+        self.body = nn.Sequential(*stem, *blocks, nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(channels, out_features)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """``images [B, C, H, W]`` -> ``[B, out_features]``."""
+        _check_images(images, self.in_channels, "ResNet18")
+        return self.head(rearrange(self.body(images), "b c 1 1 -> b c"))
+
+
+# VGG configuration "A" (11 weight layers with the 3 linear ones): channels, or "M" for a 2x2 max-pool.
+_VGG11_LAYOUT = (1, "M", 2, "M", 4, 4, "M", 8, 8, "M", 8, 8, "M")
+
+
+class VGG11BN(nn.Module):
+    """VGG-11 with batch normalisation: eight ``conv3x3-BN-ReLU`` layers with five max-pools between them
+    (``width``..``8*width`` channels), global average pooling, and three linear layers (``hidden`` units,
+    ReLU and dropout between them). Pools round up, so any image of at least 1x1 pixel is accepted.
+
+    ``width=64, hidden=4096`` is the standard network's convolutional trunk; the default head is smaller.
+
+    Shapes: ``[B, in_channels, H, W]`` -> ``[B, out_features]``.
+    """
+
+    def __init__(
+        self,
+        in_channels: int = 3,
+        out_features: int = 1000,
+        width: int = 64,
+        hidden: int = 512,
+        dropout: float = 0.5,
+    ) -> None:
+        super().__init__()
+        self.in_channels = in_channels
+        layers: list[nn.Module] = []
+        channels = in_channels
+        for item in _VGG11_LAYOUT:
+            if item == "M":
+                layers.append(nn.MaxPool2d(2, ceil_mode=True))
+            else:
+                layers += _conv_bn_relu(channels, width * item)
+                channels = width * item
+        self.features = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1))
+        self.classifier = nn.Sequential(
+            nn.Linear(channels, hidden),
+            nn.ReLU(inplace=True),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(inplace=True),
+            nn.Dropout(dropout),
+            nn.Linear(hidden, out_features),
+        )
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        """``images [B, C, H, W]`` -> ``[B, out_features]``."""
+        _check_images(images, self.in_channels, "VGG11BN")
+        return self.classifier(rearrange(self.features(images), "b c 1 1 -> b c"))

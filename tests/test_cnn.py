@@ -1,0 +1,67 @@
+import pytest
+import torch
+
+from neurosym.perception.cnn import VGG11BN, ResNet18, SmallCNN
+
+
+def _all_parameters_get_gradients(model: torch.nn.Module, images: torch.Tensor) -> None:
+    model(images).square().sum().backward()
+    for name, parameter in model.named_parameters():
+        assert parameter.grad is not None, name
+        assert torch.isfinite(parameter.grad).all(), name
+        assert parameter.grad.abs().sum() > 0, name
+
+
+@pytest.mark.parametrize(
+    ("model", "images", "out"),
+    [
+        (SmallCNN(in_channels=1, out_features=7, input_size=28, width=4), torch.randn(3, 1, 28, 28), 7),
+        (ResNet18(in_channels=1, out_features=5, small_input=True, width=4), torch.randn(2, 1, 20, 20), 5),
+        (ResNet18(in_channels=3, out_features=4, small_input=False, width=4), torch.randn(2, 3, 40, 40), 4),
+        (VGG11BN(in_channels=2, out_features=6, width=4, hidden=8, dropout=0.0), torch.randn(2, 2, 28, 28), 6),
+    ],
+)
+def test_shapes_and_gradients(model, images, out):
+    assert model(images).shape == (images.shape[0], out)
+    _all_parameters_get_gradients(model, images)
+
+
+def test_resnet18_has_eighteen_weight_layers_and_standard_size():
+    model = ResNet18(in_channels=3, out_features=1000, small_input=False)
+    convs = [m for m in model.modules() if isinstance(m, torch.nn.Conv2d) and m.kernel_size != (1, 1)]
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert len(convs) + len(linears) == 18
+    # torchvision's resnet18 has 11,689,512 parameters; ours has the same architecture.
+    assert sum(p.numel() for p in model.parameters()) == 11_689_512
+
+
+def test_vgg11_has_eight_convolutions():
+    model = VGG11BN(in_channels=3, out_features=10)
+    assert sum(isinstance(m, torch.nn.Conv2d) for m in model.modules()) == 8
+    assert sum(isinstance(m, torch.nn.Linear) for m in model.modules()) == 3
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="SmallCNN expects images"):
+        SmallCNN(in_channels=1, out_features=2, input_size=16)(torch.randn(2, 3, 16, 16))
+    with pytest.raises(ValueError, match="built for 16x16"):
+        SmallCNN(in_channels=1, out_features=2, input_size=16)(torch.randn(2, 1, 24, 24))
+    with pytest.raises(ValueError, match="input_size >= 8"):
+        SmallCNN(input_size=4)
+    with pytest.raises(ValueError, match="ResNet18 expects"):
+        ResNet18(in_channels=1, out_features=2)(torch.randn(1, 28, 28))
+
+
+def test_small_cnn_overfits_a_tiny_batch():
+    torch.manual_seed(0)
+    images = torch.randn(16, 1, 16, 16)
+    labels = torch.arange(16) % 4
+    model = SmallCNN(in_channels=1, out_features=4, input_size=16, width=4)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for _ in range(40):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(images), labels)
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    assert (model(images).argmax(-1) == labels).all()
