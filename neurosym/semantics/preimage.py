@@ -1,0 +1,118 @@
+"""Set-valued inverses of binary operators over the non-negative integers, as integer intervals.
+
+Top-down abduction pushes a wanted value down an expression tree: given an operator, the value of
+one operand and the set of results wanted, which values of the other operand give such a result?
+For HINT's operators the answer is always an interval ``[lo, hi]`` (``hi = None`` for unbounded):
+``a - b = max(0, a - b)`` makes the result 0 for every ``a <= b``, and ``a / b = ceil(a / b)`` gives
+``t`` for every ``a`` in ``((t - 1) b, t b]``. :func:`left_preimage` and :func:`right_preimage` give
+those intervals exactly for ``+ - * /``; any other operator (a concept added at run time or an
+induced program) gets the hull of a scan over ``0..scan_limit`` — exact for monotone operators,
+an over-approximation otherwise, so callers verify candidates by execution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+Operator = Callable[[int, int], "int | None"]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """The non-negative integers ``lo <= v <= hi`` (``hi is None``: no upper bound)."""
+
+    lo: int
+    hi: int | None = None
+
+    def __contains__(self, value: object) -> bool:
+        return isinstance(value, int) and value >= self.lo and (self.hi is None or value <= self.hi)
+
+    @staticmethod
+    def make(lo: int, hi: int | None) -> "Interval | None":
+        """The interval ``[max(lo, 0), hi]``, or ``None`` when it is empty."""
+        lo = max(lo, 0)
+        return None if hi is not None and hi < lo else Interval(lo, hi)
+
+    @staticmethod
+    def point(value: int) -> "Interval":
+        return Interval(value, value)
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _scale(target: Interval, factor: int) -> Interval | None:
+    """``{x : x * factor in target}`` for ``factor >= 0``."""
+    if factor == 0:
+        return Interval(0) if target.lo == 0 else None
+    hi = None if target.hi is None else target.hi // factor
+    return Interval.make(_ceil_div(target.lo, factor), hi)
+
+
+def _shift(target: Interval, offset: int) -> Interval | None:
+    """``{x : x + offset in target}``."""
+    return Interval.make(target.lo - offset, None if target.hi is None else target.hi - offset)
+
+
+def _left_exact(symbol: str, target: Interval, right: int) -> Interval | None:
+    if symbol == "+":
+        return _shift(target, right)
+    if symbol == "-":
+        hi = None if target.hi is None else right + target.hi
+        return Interval.make(0 if target.lo == 0 else right + target.lo, hi)
+    if symbol == "*":
+        return _scale(target, right)
+    if right == 0:  # "/": division by zero is never a value
+        return None
+    hi = None if target.hi is None else target.hi * right
+    return Interval.make(0 if target.lo == 0 else (target.lo - 1) * right + 1, hi)
+
+
+def _right_exact(symbol: str, left: int, target: Interval) -> Interval | None:
+    if symbol in "+*":
+        return _left_exact(symbol, target, left)
+    if symbol == "-":
+        lo = 0 if target.hi is None else left - target.hi
+        return Interval.make(lo, None if target.lo == 0 else left - target.lo)
+    if left == 0:  # "/": 0 / b = 0 for every b >= 1
+        return Interval(1) if 0 in target else None
+    if target.hi == 0:
+        return None
+    lo = 1 if target.hi is None else _ceil_div(left, target.hi)
+    hi = None if target.lo <= 1 else (left - 1) // (target.lo - 1)
+    return Interval.make(max(lo, 1), hi)
+
+
+EXACT_SYMBOLS = frozenset("+-*/")
+
+
+def _hull(values: list[int]) -> Interval | None:
+    return Interval(min(values), max(values)) if values else None
+
+
+def left_preimage(
+    symbol: str, target: Interval, right: int, apply: Operator | None = None, scan_limit: int = 200
+) -> Interval | None:
+    """Values ``a`` with ``apply(a, right) in target``; ``None`` when there are none.
+
+    ``symbol`` in ``+ - * /`` uses HINT's semantics exactly (``apply`` is then ignored); for any other
+    symbol ``apply`` is scanned over ``0..scan_limit`` and the hull of the hits returned.
+    """
+    if symbol in EXACT_SYMBOLS:
+        return _left_exact(symbol, target, right)
+    if apply is None:
+        raise ValueError(f"operator {symbol!r} has no built-in inverse: pass its function as `apply`")
+    return _hull([a for a in range(scan_limit + 1) if apply(a, right) in target])
+
+
+def right_preimage(
+    symbol: str, left: int, target: Interval, apply: Operator | None = None, scan_limit: int = 200
+) -> Interval | None:
+    """Values ``b`` with ``apply(left, b) in target``; ``None`` when there are none (see :func:`left_preimage`)."""
+    if symbol in EXACT_SYMBOLS:
+        return _right_exact(symbol, left, target)
+    if apply is None:
+        raise ValueError(f"operator {symbol!r} has no built-in inverse: pass its function as `apply`")
+    return _hull([b for b in range(scan_limit + 1) if apply(left, b) in target])

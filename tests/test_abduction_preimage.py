@@ -1,0 +1,58 @@
+"""Set-valued inverses of HINT's operators agree with brute force over a grid."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.semantics.preimage import Interval, left_preimage, right_preimage
+
+HINT = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: max(0, a - b),
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: None if b == 0 else -(-a // b),
+}
+GRID = range(0, 121)
+
+
+def _as_set(interval: Interval | None) -> set[int]:
+    return set() if interval is None else {v for v in GRID if v in interval}
+
+
+intervals = st.builds(
+    lambda lo, width: Interval(lo, None if width is None else lo + width),
+    st.integers(0, 30),
+    st.one_of(st.none(), st.integers(0, 12)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(symbol=st.sampled_from("+-*/"), target=intervals, other=st.integers(0, 12))
+def test_exact_preimages_match_brute_force(symbol, target, other):
+    apply = HINT[symbol]
+    # Upper bounds of the grid matter only for unbounded answers; compare within values whose image stays small.
+    wanted_left = {a for a in GRID if apply(a, other) in target}
+    wanted_right = {b for b in GRID if apply(other, b) in target}
+    assert _as_set(left_preimage(symbol, target, other)) == wanted_left
+    assert _as_set(right_preimage(symbol, other, target)) == wanted_right
+
+
+def test_set_valued_cases_from_the_issue():
+    # a - b = 0 for every a <= b; ceil(a / b) = t for a in ((t-1) b, t b].
+    assert left_preimage("-", Interval.point(0), 5) == Interval(0, 5)
+    assert right_preimage("-", 3, Interval.point(0)) == Interval(3, None)
+    assert left_preimage("/", Interval.point(3), 4) == Interval(9, 12)
+    assert right_preimage("/", 7, Interval.point(2)) == Interval(4, 6)
+    assert left_preimage("/", Interval.point(1), 0) is None
+    assert left_preimage("*", Interval.point(7), 2) is None
+
+
+def test_other_operators_use_a_scan_and_need_a_function():
+    assert left_preimage("a", Interval.point(6), 4, apply=max) == Interval(6, 6)
+    assert left_preimage("a", Interval.point(4), 4, apply=max) == Interval(0, 4)
+    assert right_preimage("b", 3, Interval.point(3), apply=min) == Interval(3, 200)
+    try:
+        left_preimage("c", Interval.point(1), 1)
+    except ValueError as error:
+        assert "'c'" in str(error)
+    else:
+        raise AssertionError("an unknown operator without a function must raise")
