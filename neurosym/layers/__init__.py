@@ -1,0 +1,12 @@
+from neurosym.layers.attention import AttentionCache, MultiheadAttention
+from neurosym.layers.positional import SinusoidalPositionalEncoding, sinusoid_table
+from neurosym.layers.relative_attention import RelativeMultiheadAttention
+from neurosym.layers.transformer import (
+    DecoderLayerCache,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+    make_attention,
+)
+from neurosym.layers.universal import UniversalOutput, UniversalTransformer

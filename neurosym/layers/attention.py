@@ -1,0 +1,162 @@
+"""Multi-head attention through ``torch.nn.functional.scaled_dot_product_attention``.
+
+:class:`MultiheadAttention` is the vanilla (position-free) attention of Vaswani et al.; subclasses such
+as :class:`neurosym.layers.relative_attention.RelativeMultiheadAttention` add a position-dependent score
+term by overriding :meth:`MultiheadAttention.position_scores` and :meth:`MultiheadAttention.content_query`.
+All of them share the masking, the incremental-decoding cache and the fused kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+
+@dataclass
+class AttentionCache:
+    """State kept by one attention module between incremental (token-by-token) decoding calls.
+
+    ``keys`` and ``values`` are the projected keys/values seen so far, ``[B, heads, Tk, head_dim]``;
+    ``position`` counts the query positions already processed, so that the next query is at absolute
+    position ``position``. For self-attention every call appends its new keys; for cross-attention the
+    keys of the (fixed) memory are projected on the first call and reused afterwards.
+    """
+
+    keys: torch.Tensor | None = None
+    values: torch.Tensor | None = None
+    position: int = 0
+
+
+class MultiheadAttention(nn.Module):
+    """Scaled dot-product attention with ``heads`` heads over model dimension ``dim``.
+
+    ``forward(query [B, Tq, D], key_value [B, Tk, D] | None, *, key_padding_mask [B, Tk] | None,
+    causal=False, cache=None) -> [B, Tq, D]``. ``key_value=None`` means self-attention. In
+    ``key_padding_mask`` ``True`` marks a padding key that no query may attend to. ``causal=True`` lets
+    the query at position ``i`` see only keys at positions ``<= i``.
+    """
+
+    def __init__(self, dim: int, heads: int, *, dropout: float = 0.0) -> None:
+        super().__init__()
+        if dim <= 0 or heads <= 0 or dim % heads:
+            raise ValueError(f"dim ({dim}) must be a positive multiple of heads ({heads})")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.dim = dim
+        self.heads = heads
+        self.head_dim = dim // heads
+        self.dropout = dropout
+        self.query_proj = nn.Linear(dim, dim)
+        self.key_value_proj = nn.Linear(dim, 2 * dim)
+        self.out_proj = nn.Linear(dim, dim)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``[B, T, D] -> [B, heads, T, head_dim]``."""
+        return rearrange(x, "b t (h d) -> b h t d", h=self.heads)
+
+    def content_query(self, q: torch.Tensor) -> torch.Tensor:
+        """The query multiplied with the keys, ``[B, H, Tq, d]``; vanilla attention uses ``q`` itself."""
+        return q
+
+    def position_scores(
+        self, q: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor
+    ) -> torch.Tensor | None:
+        """Unscaled position-dependent scores ``[B, H, Tq, Tk]`` added to ``q·k``; ``None`` for vanilla."""
+        return None
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key_value: torch.Tensor | None = None,
+        *,
+        key_padding_mask: torch.Tensor | None = None,
+        causal: bool = False,
+        cache: AttentionCache | None = None,
+    ) -> torch.Tensor:
+        self._check_inputs(query, key_value, key_padding_mask, cache)
+        self_attention = key_value is None
+        q = self.split_heads(self.query_proj(query))
+        k, v, offset = self._keys_values(query if self_attention else key_value, self_attention, cache)
+        num_queries, num_keys = q.shape[2], k.shape[2]
+        if key_padding_mask is not None and key_padding_mask.shape[1] != num_keys:
+            raise ValueError(f"key_padding_mask covers {key_padding_mask.shape[1]} keys, but there are {num_keys}")
+        query_positions = torch.arange(offset, offset + num_queries, device=q.device)
+        key_positions = torch.arange(num_keys, device=q.device)
+        positional = self.position_scores(q, query_positions, key_positions)
+        scale = self.head_dim**-0.5
+        dropout = self.dropout if self.training else 0.0
+        content = self.content_query(q)
+        plain_causal = offset == 0 and num_queries == num_keys
+        if positional is None and key_padding_mask is None and (not causal or plain_causal):
+            out = F.scaled_dot_product_attention(content, k, v, dropout_p=dropout, is_causal=causal, scale=scale)
+        else:
+            allowed = self._allowed(query_positions, key_positions, key_padding_mask, causal)
+            if positional is None:
+                mask = allowed
+            else:
+                mask = (positional * scale).masked_fill(~allowed, float("-inf")).to(content.dtype)
+            out = F.scaled_dot_product_attention(content, k, v, attn_mask=mask, dropout_p=dropout, scale=scale)
+        return self.out_proj(rearrange(out, "b h t d -> b t (h d)"))
+
+    def _keys_values(
+        self, source: torch.Tensor, self_attention: bool, cache: AttentionCache | None
+    ) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """Projected keys and values ``[B, H, Tk, d]`` and the absolute position of the first query."""
+        if cache is None:
+            k, v = self.split_heads(self.key_value_proj(source)).chunk(2, dim=-1)
+            return k, v, 0
+        offset = cache.position
+        cache.position += source.shape[1] if self_attention else 0
+        if self_attention or cache.keys is None:
+            k, v = self.split_heads(self.key_value_proj(source)).chunk(2, dim=-1)
+            if self_attention and cache.keys is not None:
+                k, v = torch.cat([cache.keys, k], dim=2), torch.cat([cache.values, v], dim=2)
+            cache.keys, cache.values = k, v
+        return cache.keys, cache.values, offset
+
+    @staticmethod
+    def _allowed(
+        query_positions: torch.Tensor,
+        key_positions: torch.Tensor,
+        key_padding_mask: torch.Tensor | None,
+        causal: bool,
+    ) -> torch.Tensor:
+        """Boolean ``[B or 1, 1, Tq, Tk]`` mask, ``True`` where a query may attend to a key."""
+        shape = (1, 1, len(query_positions), len(key_positions))
+        allowed = torch.ones(shape, dtype=torch.bool, device=query_positions.device)
+        if causal:
+            allowed = allowed & (rearrange(key_positions, "k -> 1 1 1 k") <= rearrange(query_positions, "q -> 1 1 q 1"))
+        if key_padding_mask is not None:
+            allowed = allowed & ~rearrange(key_padding_mask, "b k -> b 1 1 k")
+        return allowed
+
+    def _check_inputs(
+        self,
+        query: torch.Tensor,
+        key_value: torch.Tensor | None,
+        key_padding_mask: torch.Tensor | None,
+        cache: AttentionCache | None,
+    ) -> None:
+        if query.dim() != 3 or query.shape[-1] != self.dim:
+            raise ValueError(f"query must have shape [batch, length, {self.dim}], got {tuple(query.shape)}")
+        if key_value is not None and (
+            key_value.dim() != 3 or key_value.shape[-1] != self.dim or key_value.shape[0] != query.shape[0]
+        ):
+            raise ValueError(
+                f"key_value must have shape [{query.shape[0]}, length, {self.dim}], got {tuple(key_value.shape)}"
+            )
+        if key_padding_mask is not None:
+            if key_padding_mask.dtype != torch.bool or key_padding_mask.dim() != 2:
+                raise ValueError("key_padding_mask must be a bool tensor [batch, keys] with True marking padding")
+            if key_padding_mask.shape[0] != query.shape[0]:
+                raise ValueError(f"key_padding_mask has batch {key_padding_mask.shape[0]}, query has {query.shape[0]}")
+            fully_padded = key_padding_mask.all(dim=1)
+            if fully_padded.any():
+                row = int(fully_padded.nonzero()[0, 0])
+                raise ValueError(f"every key of batch element {row} is padding: nothing to attend to")
+        if cache is not None and key_value is None and cache.keys is not None and cache.position != cache.keys.shape[2]:
+            raise ValueError("this cache belongs to a cross-attention module, not to a self-attention one")

@@ -1,0 +1,41 @@
+"""Sinusoidal position signals, shared by absolute encodings, relative attention and step embeddings."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from einops import rearrange
+from torch import nn
+
+
+def sinusoid_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
+    """Sine/cosine features of (possibly negative or fractional) positions.
+
+    ``positions`` has shape ``[N]``; the result has shape ``[N, dim]`` with the sines in the first half of
+    the features and the cosines in the second, at geometrically spaced frequencies from 1 to 1/10000.
+    """
+    if dim <= 0 or dim % 2:
+        raise ValueError(f"sinusoid dimension must be a positive even number, got {dim}")
+    half = dim // 2
+    frequencies = torch.exp(
+        torch.arange(half, device=positions.device, dtype=torch.float32) * (-math.log(10000.0) / half)
+    )
+    angles = rearrange(positions.to(torch.float32), "n -> n 1") * rearrange(frequencies, "f -> 1 f")
+    return torch.cat([angles.sin(), angles.cos()], dim=-1)
+
+
+class SinusoidalPositionalEncoding(nn.Module):
+    """Adds the fixed absolute position signal of Vaswani et al. to token embeddings.
+
+    ``forward(x [B, T, D], offset=0) -> [B, T, D]``: position ``offset + t`` is added to ``x[:, t]``
+    (the offset lets a cached decoder feed one token at a time).
+    """
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        positions = torch.arange(offset, offset + x.shape[1], device=x.device)
+        return x + sinusoid_table(positions, self.dim).to(x.dtype)

@@ -1,0 +1,218 @@
+"""Transformer encoder and decoder layers and stacks, with vanilla or relative self-attention.
+
+``attention="vanilla"`` uses :class:`MultiheadAttention` (add absolute positions to the inputs
+yourself, e.g. with :class:`neurosym.layers.positional.SinusoidalPositionalEncoding`); ``"xl"`` and
+``"shaw"`` use :class:`RelativeMultiheadAttention` in self-attention. Decoder cross-attention is always
+vanilla: positions of the source and of the target are not comparable.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+from torch import nn
+
+from neurosym.layers.attention import AttentionCache, MultiheadAttention
+from neurosym.layers.relative_attention import RelativeMultiheadAttention
+
+AttentionKind = Literal["vanilla", "xl", "shaw"]
+
+
+def make_attention(
+    kind: AttentionKind, dim: int, heads: int, *, dropout: float = 0.0, max_rel_pos: int = 15
+) -> MultiheadAttention:
+    """The attention module named by ``kind``: ``"vanilla"``, ``"xl"`` or ``"shaw"``."""
+    if kind == "vanilla":
+        return MultiheadAttention(dim, heads, dropout=dropout)
+    if kind in ("xl", "shaw"):
+        return RelativeMultiheadAttention(dim, heads, relative=kind, max_rel_pos=max_rel_pos, dropout=dropout)
+    raise ValueError(f"unknown attention kind {kind!r}: use 'vanilla', 'xl' or 'shaw'")
+
+
+class FeedForward(nn.Sequential):
+    """Position-wise ``Linear(dim, ff_dim) -> ReLU -> Dropout -> Linear(ff_dim, dim)``; ``[B, T, D] -> [B, T, D]``."""
+
+    def __init__(self, dim: int, ff_dim: int, dropout: float) -> None:
+        super().__init__(nn.Linear(dim, ff_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff_dim, dim))
+
+
+class _Residual(nn.Module):
+    """``x + dropout(f(norm(x)))`` (pre-norm) or ``norm(x + dropout(f(x)))`` (post-norm)."""
+
+    def __init__(self, dim: int, dropout: float, pre_norm: bool) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(dim)
+        self.dropout = nn.Dropout(dropout)
+        self.pre_norm = pre_norm
+
+    def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:
+        if self.pre_norm:
+            return x + self.dropout(sublayer(self.norm(x)))
+        return self.norm(x + self.dropout(sublayer(x)))
+
+
+class TransformerEncoderLayer(nn.Module):
+    """Self-attention then feed-forward, each in a residual block.
+
+    ``forward(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]`` (``True`` marks padding).
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        ff_dim: int,
+        dropout: float = 0.1,
+        *,
+        attention: AttentionKind = "vanilla",
+        pre_norm: bool = True,
+        max_rel_pos: int = 15,
+    ) -> None:
+        super().__init__()
+        self.dim = dim
+        self.self_attention = make_attention(attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos)
+        self.feed_forward = FeedForward(dim, ff_dim, dropout)
+        self.attention_block = _Residual(dim, dropout, pre_norm)
+        self.feed_forward_block = _Residual(dim, dropout, pre_norm)
+
+    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.attention_block(x, lambda h: self.self_attention(h, key_padding_mask=key_padding_mask))
+        return self.feed_forward_block(x, self.feed_forward)
+
+
+class DecoderLayerCache:
+    """The two attention caches of one decoder layer (causal self-attention and cross-attention)."""
+
+    def __init__(self) -> None:
+        self.self_attention = AttentionCache()
+        self.cross_attention = AttentionCache()
+
+
+class TransformerDecoderLayer(nn.Module):
+    """Causal self-attention, cross-attention to the encoder memory, then feed-forward.
+
+    ``forward(x [B, T, D], memory [B, S, D], *, memory_padding_mask [B, S] | None, cache) -> [B, T, D]``.
+    With a :class:`DecoderLayerCache` the layer may be fed one new target position per call.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        ff_dim: int,
+        dropout: float = 0.1,
+        *,
+        attention: AttentionKind = "vanilla",
+        pre_norm: bool = True,
+        max_rel_pos: int = 15,
+    ) -> None:
+        super().__init__()
+        self.self_attention = make_attention(attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos)
+        self.cross_attention = MultiheadAttention(dim, heads, dropout=dropout)
+        self.feed_forward = FeedForward(dim, ff_dim, dropout)
+        self.self_block = _Residual(dim, dropout, pre_norm)
+        self.cross_block = _Residual(dim, dropout, pre_norm)
+        self.feed_forward_block = _Residual(dim, dropout, pre_norm)
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        *,
+        memory_padding_mask: torch.Tensor | None = None,
+        cache: DecoderLayerCache | None = None,
+    ) -> torch.Tensor:
+        self_cache = cache.self_attention if cache is not None else None
+        cross_cache = cache.cross_attention if cache is not None else None
+        x = self.self_block(x, lambda h: self.self_attention(h, causal=True, cache=self_cache))
+        x = self.cross_block(
+            x, lambda h: self.cross_attention(h, memory, key_padding_mask=memory_padding_mask, cache=cross_cache)
+        )
+        return self.feed_forward_block(x, self.feed_forward)
+
+
+class TransformerEncoder(nn.Module):
+    """``depth`` independent :class:`TransformerEncoderLayer` s (plus a final LayerNorm when pre-norm).
+
+    ``forward(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]``.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        depth: int,
+        heads: int,
+        ff_dim: int,
+        dropout: float = 0.1,
+        *,
+        attention: AttentionKind = "vanilla",
+        pre_norm: bool = True,
+        max_rel_pos: int = 15,
+    ) -> None:
+        super().__init__()
+        if depth < 1:
+            raise ValueError(f"depth must be at least 1, got {depth}")
+        self.layers = nn.ModuleList(
+            TransformerEncoderLayer(
+                dim, heads, ff_dim, dropout, attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos
+            )
+            for _ in range(depth)
+        )
+        self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
+
+    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x, key_padding_mask)
+        return self.final_norm(x)
+
+
+class TransformerDecoder(nn.Module):
+    """``depth`` :class:`TransformerDecoderLayer` s (plus a final LayerNorm when pre-norm).
+
+    ``forward(x [B, T, D], memory [B, S, D], *, memory_padding_mask [B, S] | None, cache) -> [B, T, D]``.
+    For incremental decoding make a cache with :meth:`new_cache` and feed the target one position (or a
+    few) at a time: the result equals running the whole prefix without a cache.
+    """
+
+    def __init__(
+        self,
+        dim: int,
+        depth: int,
+        heads: int,
+        ff_dim: int,
+        dropout: float = 0.1,
+        *,
+        attention: AttentionKind = "vanilla",
+        pre_norm: bool = True,
+        max_rel_pos: int = 15,
+    ) -> None:
+        super().__init__()
+        if depth < 1:
+            raise ValueError(f"depth must be at least 1, got {depth}")
+        self.layers = nn.ModuleList(
+            TransformerDecoderLayer(
+                dim, heads, ff_dim, dropout, attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos
+            )
+            for _ in range(depth)
+        )
+        self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
+
+    def new_cache(self) -> list[DecoderLayerCache]:
+        """An empty cache, one :class:`DecoderLayerCache` per layer."""
+        return [DecoderLayerCache() for _ in self.layers]
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        memory: torch.Tensor,
+        *,
+        memory_padding_mask: torch.Tensor | None = None,
+        cache: list[DecoderLayerCache] | None = None,
+    ) -> torch.Tensor:
+        if cache is not None and len(cache) != len(self.layers):
+            raise ValueError(f"cache has {len(cache)} layers, the decoder has {len(self.layers)}")
+        for index, layer in enumerate(self.layers):
+            layer_cache = cache[index] if cache is not None else None
+            x = layer(x, memory, memory_padding_mask=memory_padding_mask, cache=layer_cache)
+        return self.final_norm(x)

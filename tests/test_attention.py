@@ -1,0 +1,165 @@
+"""Vanilla and relative multi-head attention: exact formulas, shift invariance, causality, errors."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.layers import AttentionCache, MultiheadAttention, RelativeMultiheadAttention, sinusoid_table
+
+DIM, HEADS = 16, 4
+
+
+def make(kind: str, **kwargs) -> MultiheadAttention:
+    torch.manual_seed(0)
+    if kind == "vanilla":
+        return MultiheadAttention(DIM, HEADS, **kwargs).eval()
+    module = RelativeMultiheadAttention(DIM, HEADS, relative=kind, **kwargs).eval()
+    if kind == "xl":  # non-zero biases so that u and v are exercised
+        torch.nn.init.normal_(module.content_bias)
+        torch.nn.init.normal_(module.position_bias)
+    return module
+
+
+def reference(module: MultiheadAttention, x: torch.Tensor, causal: bool) -> torch.Tensor:
+    """Attention computed pair by pair from the published formulas."""
+    q = module.split_heads(module.query_proj(x))
+    k, v = module.split_heads(module.key_value_proj(x)).chunk(2, dim=-1)
+    length, d = x.shape[1], module.head_dim
+    scores = torch.empty(x.shape[0], module.heads, length, length)
+    for i in range(length):
+        for j in range(length):
+            if isinstance(module, RelativeMultiheadAttention) and module.relative == "xl":
+                r = module.distance_proj(sinusoid_table(torch.tensor([i - j]), DIM))[0].view(module.heads, d)
+                content = ((q[:, :, i] + module.content_bias) * k[:, :, j]).sum(-1)
+                position = ((q[:, :, i] + module.position_bias) * r).sum(-1)
+                scores[:, :, i, j] = content + position
+            elif isinstance(module, RelativeMultiheadAttention):
+                clipped = max(-module.max_rel_pos, min(module.max_rel_pos, j - i)) + module.max_rel_pos
+                a = module.distance_keys.weight[clipped]
+                scores[:, :, i, j] = (q[:, :, i] * (k[:, :, j] + a)).sum(-1)
+            else:
+                scores[:, :, i, j] = (q[:, :, i] * k[:, :, j]).sum(-1)
+            if causal and j > i:
+                scores[:, :, i, j] = -math.inf
+    weights = torch.softmax(scores / math.sqrt(d), dim=-1)
+    out = torch.einsum("bhij,bhjd->bhid", weights, v)
+    return module.out_proj(out.transpose(1, 2).reshape(x.shape[0], length, DIM))
+
+
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "shaw"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_matches_pairwise_reference(kind: str, causal: bool) -> None:
+    module = make(kind, max_rel_pos=2) if kind == "shaw" else make(kind)
+    x = torch.randn(2, 6, DIM)
+    torch.testing.assert_close(module(x, causal=causal), reference(module, x, causal), atol=1e-5, rtol=1e-4)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    kind=st.sampled_from(["xl", "shaw"]),
+    length=st.integers(1, 7),
+    shift=st.integers(1, 20),
+    causal=st.booleans(),
+)
+def test_relative_attention_is_invariant_to_shifting_absolute_positions(
+    kind: str, length: int, shift: int, causal: bool
+) -> None:
+    """Prepending masked padding moves every token by ``shift`` positions; relative scores do not change."""
+    module = make(kind, max_rel_pos=3)
+    x = torch.randn(2, length, DIM)
+    shifted = torch.cat([torch.randn(2, shift, DIM), x], dim=1)
+    padding = torch.zeros(2, shift + length, dtype=torch.bool)
+    padding[:, :shift] = True
+    expected = module(x, causal=causal)
+    got = module(shifted, key_padding_mask=padding, causal=causal)[:, shift:]
+    torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-4)
+
+
+def test_absolute_positions_would_break_the_shift_test() -> None:
+    """Sanity check of the test above: adding absolute sinusoids makes outputs depend on the shift."""
+    module = make("vanilla")
+    x = torch.randn(1, 4, DIM)
+    positions = sinusoid_table(torch.arange(6), DIM)
+    padding = torch.tensor([[True, True, False, False, False, False]])
+    plain = module(x + positions[:4])
+    shifted = module(torch.cat([torch.zeros(1, 2, DIM), x], 1) + positions, key_padding_mask=padding)[:, 2:]
+    assert not torch.allclose(plain, shifted, atol=1e-3)
+
+
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "shaw"])
+def test_causal_attention_never_sees_the_future(kind: str) -> None:
+    module = make(kind)
+    x = torch.randn(2, 7, DIM, requires_grad=True)
+    out = module(x, causal=True)
+    for t in range(7):
+        (gradient,) = torch.autograd.grad(out[:, t].sum(), x, retain_graph=True)
+        assert gradient[:, t + 1 :].abs().sum() == 0
+        assert gradient[:, : t + 1].abs().sum() > 0
+
+
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "shaw"])
+def test_padding_keys_get_no_attention(kind: str) -> None:
+    module = make(kind)
+    x = torch.randn(1, 5, DIM)
+    padding = torch.tensor([[False, False, False, True, True]])
+    changed = x.clone()
+    changed[:, 3:] = torch.randn(1, 2, DIM)
+    torch.testing.assert_close(
+        module(x, key_padding_mask=padding)[:, :3], module(changed, key_padding_mask=padding)[:, :3]
+    )
+
+
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "shaw"])
+def test_incremental_self_attention_equals_full(kind: str) -> None:
+    module = make(kind)
+    x = torch.randn(3, 6, DIM)
+    cache = AttentionCache()
+    pieces = [module(x[:, :2], causal=True, cache=cache)]  # several positions in one call also work
+    pieces += [module(x[:, t : t + 1], causal=True, cache=cache) for t in range(2, 6)]
+    torch.testing.assert_close(torch.cat(pieces, 1), module(x, causal=True), atol=1e-6, rtol=1e-5)
+    assert cache.position == 6 and cache.keys.shape == (3, HEADS, 6, DIM // HEADS)
+
+
+def test_cross_attention_cache_projects_memory_once() -> None:
+    module = make("vanilla")
+    query, memory = torch.randn(2, 3, DIM), torch.randn(2, 5, DIM)
+    cache = AttentionCache()
+    first = module(query[:, :1], memory, cache=cache)
+    keys = cache.keys
+    second = module(query[:, 1:], memory, cache=cache)
+    assert cache.keys is keys
+    torch.testing.assert_close(torch.cat([first, second], 1), module(query, memory))
+
+
+def test_shaw_clips_long_distances() -> None:
+    """Beyond ``max_rel_pos`` every distance shares one embedding, so far keys are interchangeable."""
+    module = make("shaw", max_rel_pos=1)
+    x = torch.randn(1, 6, DIM)
+    swapped = x[:, [0, 1, 2, 3, 5, 4]]  # positions 4 and 5 are both > 1 away from query 0
+    torch.testing.assert_close(module(x)[:, 0], module(swapped)[:, 0], atol=1e-6, rtol=1e-5)
+
+
+def test_bad_inputs_raise_clear_errors() -> None:
+    module = make("xl")
+    x = torch.randn(2, 4, DIM)
+    with pytest.raises(ValueError, match="query must have shape"):
+        module(torch.randn(2, 4, DIM + 1))
+    with pytest.raises(ValueError, match="key_value must have shape"):
+        module(x, torch.randn(3, 4, DIM))
+    with pytest.raises(ValueError, match="bool tensor"):
+        module(x, key_padding_mask=torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="covers 3 keys"):
+        module(x, key_padding_mask=torch.zeros(2, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match="batch element 1 is padding"):
+        module(x, key_padding_mask=torch.tensor([[False] * 4, [True] * 4]))
+    with pytest.raises(ValueError, match="multiple of heads"):
+        MultiheadAttention(10, 4)
+    with pytest.raises(ValueError, match="'xl' or 'shaw'"):
+        RelativeMultiheadAttention(DIM, HEADS, relative="rope")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive even"):
+        sinusoid_table(torch.arange(3), 5)

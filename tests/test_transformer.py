@@ -1,0 +1,119 @@
+"""Transformer encoder/decoder stacks and the Universal Transformer."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from neurosym.layers import (
+    TransformerDecoder,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+    UniversalTransformer,
+    sinusoid_table,
+)
+
+DIM, HEADS, FF = 16, 4, 32
+
+
+@pytest.mark.parametrize("attention", ["vanilla", "xl", "shaw"])
+@pytest.mark.parametrize("pre_norm", [True, False])
+def test_cached_decoding_equals_uncached(attention: str, pre_norm: bool) -> None:
+    torch.manual_seed(0)
+    decoder = TransformerDecoder(DIM, 2, HEADS, FF, 0.1, attention=attention, pre_norm=pre_norm).eval()
+    target, memory = torch.randn(2, 6, DIM), torch.randn(2, 5, DIM)
+    padding = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    full = decoder(target, memory, memory_padding_mask=padding)
+    cache = decoder.new_cache()
+    steps = [decoder(target[:, t : t + 1], memory, memory_padding_mask=padding, cache=cache) for t in range(6)]
+    torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("attention", ["vanilla", "xl", "shaw"])
+def test_decoder_is_causal(attention: str) -> None:
+    torch.manual_seed(0)
+    decoder = TransformerDecoder(DIM, 2, HEADS, FF, 0.0, attention=attention)
+    target = torch.randn(1, 5, DIM, requires_grad=True)
+    out = decoder(target, torch.randn(1, 3, DIM))
+    (gradient,) = torch.autograd.grad(out[:, 2].sum(), target)
+    assert gradient[:, 3:].abs().sum() == 0 and gradient[:, :3].abs().sum() > 0
+
+
+@pytest.mark.parametrize("attention", ["vanilla", "xl", "shaw"])
+def test_encoder_ignores_padding_content(attention: str) -> None:
+    torch.manual_seed(0)
+    encoder = TransformerEncoder(DIM, 2, HEADS, FF, 0.0, attention=attention, pre_norm=False)
+    x = torch.randn(2, 5, DIM)
+    padding = torch.tensor([[False] * 5, [False, False, True, True, True]])
+    changed = x.clone()
+    changed[1, 2:] = torch.randn(3, DIM)
+    torch.testing.assert_close(
+        encoder(x, padding)[1, :2], encoder(changed, padding)[1, :2], atol=1e-6, rtol=1e-5
+    )
+
+
+def test_cache_of_the_wrong_size_is_rejected() -> None:
+    decoder = TransformerDecoder(DIM, 2, HEADS, FF)
+    with pytest.raises(ValueError, match="cache has 1 layers"):
+        decoder(torch.randn(1, 1, DIM), torch.randn(1, 2, DIM), cache=decoder.new_cache()[:1])
+    with pytest.raises(ValueError, match="unknown attention kind"):
+        TransformerEncoder(DIM, 1, HEADS, FF, attention="rotary")  # type: ignore[arg-type]
+
+
+def count(module: torch.nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+@pytest.mark.parametrize("act", [False, True])
+def test_universal_transformer_has_one_layers_parameters_whatever_its_depth(act: bool) -> None:
+    layer = TransformerEncoderLayer(DIM, HEADS, FF, attention="xl")
+    halting = DIM + 1 if act else 0
+    for depth in (1, 3, 12):
+        assert count(UniversalTransformer(layer, depth, act=act)) == count(layer) + halting
+    assert count(TransformerEncoder(DIM, 3, HEADS, FF, attention="xl")) > 3 * count(layer)
+
+
+def test_universal_transformer_applies_the_shared_layer_depth_times() -> None:
+    torch.manual_seed(0)
+    layer = TransformerEncoderLayer(DIM, HEADS, FF, 0.0, attention="shaw").eval()
+    x = torch.randn(2, 4, DIM)
+    expected = x
+    for step in range(3):
+        expected = layer(expected + sinusoid_table(torch.tensor([step]), DIM))
+    result = UniversalTransformer(layer, 3)(x)
+    torch.testing.assert_close(result.hidden, expected)
+    assert result.ponder_cost is None
+    plain = x
+    for _ in range(3):
+        plain = layer(plain)
+    torch.testing.assert_close(UniversalTransformer(layer, 3, step_embedding=False)(x).hidden, plain)
+
+
+def test_adaptive_computation_time_halts_and_reports_the_ponder_cost() -> None:
+    torch.manual_seed(0)
+    layer = TransformerEncoderLayer(DIM, HEADS, FF, 0.0, attention="xl")
+    model = UniversalTransformer(layer, 4, act=True)
+    x = torch.randn(2, 5, DIM)
+    padding = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    # A huge halting bias halts every position after one step: output = first state, cost = 1 + 1.
+    torch.nn.init.constant_(model.halting.bias, 50.0)
+    torch.nn.init.zeros_(model.halting.weight)
+    once = model(x, padding)
+    torch.testing.assert_close(once.hidden, layer(x + sinusoid_table(torch.tensor([0]), DIM), padding))
+    torch.testing.assert_close(once.ponder_cost, torch.tensor(2.0))
+    # A very negative bias never halts voluntarily: all 4 steps are used, cost = 4 + remainder (about 1).
+    torch.nn.init.constant_(model.halting.bias, -50.0)
+    never = model(x, padding)
+    assert 4.99 < never.ponder_cost.item() <= 5.0
+    # In between, the ponder cost is differentiable with respect to the halting unit.
+    torch.nn.init.constant_(model.halting.bias, 0.0)
+    torch.nn.init.normal_(model.halting.weight, std=0.3)
+    result = model(x, padding)
+    assert 1.0 < result.ponder_cost.item() <= 5.0
+    result.ponder_cost.backward()
+    assert model.halting.weight.grad.abs().sum() > 0
+
+
+def test_universal_transformer_rejects_layers_without_width() -> None:
+    with pytest.raises(ValueError, match="`dim`"):
+        UniversalTransformer(torch.nn.Linear(4, 4), 2)
