@@ -1,0 +1,57 @@
+"""Executing parse trees under an operator table, with every intermediate value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from neurosym.semantics.operators import Value
+from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
+from neurosym.syntax.parser import parse
+from neurosym.syntax.printing import infix_layout
+from neurosym.syntax.tree import Node
+
+#: ``res_all`` entry of a bracket token.
+BRACKET_VALUE = -1
+
+
+@dataclass(frozen=True)
+class Execution:
+    """The result of executing a tree.
+
+    ``value`` is the final result, ``None`` when the expression is invalid (e.g. division by zero);
+    ``res_all`` has one entry per infix token of ``to_infix(tree)``: the value of the sub-expression
+    the token heads, −1 for brackets; ``None`` when the expression is invalid.
+    """
+
+    value: Value | None
+    res_all: list[Value] | None
+
+
+INVALID = Execution(None, None)
+
+
+def execute(node: Node, table: OperatorTable = HINT_SEMANTICS) -> Execution:
+    """Execute ``node`` with ``table``; invalid arithmetic gives ``Execution(None, None)``, never raises.
+
+    Symbols the table does not know raise ``ValueError`` (a programming error, not a data error).
+    """
+    layout = infix_layout(node, table.concepts)
+    values: list[Value] = [BRACKET_VALUE] * len(layout.tokens)
+    for index in reversed(layout.preorder):
+        symbol, operands = layout.tokens[index], layout.operands[index]
+        if operands is None:
+            values[index] = table.numbers[symbol]
+            continue
+        result = table.operators[symbol].apply(values[operands[0]], values[operands[1]])
+        if result is None:
+            return INVALID
+        values[index] = result
+    return Execution(values[layout.preorder[0]], values)
+
+
+def evaluate(text: str, table: OperatorTable = HINT_SEMANTICS) -> Value | None:
+    """Parse and execute one sentence: ``evaluate("3-5*2") == 0``, ``evaluate("7/(2-2)") is None``.
+
+    Raises :class:`neurosym.syntax.ParseError` when ``text`` is not an expression of the language.
+    """
+    return execute(parse(text, table.concepts), table).value

@@ -1,0 +1,68 @@
+"""Binary operators: an exact scalar rule, and optionally the same rule over int64 numpy arrays.
+
+A scalar rule returns ``None`` when the result is undefined (e.g. division by zero). A vectorised rule
+takes operand arrays ``a, b`` of shape ``[n]`` (int64, every ``|value| <= 2**30``) and returns
+``(values, valid)``, both of shape ``[n]``: the exact results (they must fit in int64 for such
+operands) and a boolean mask that is False where the scalar rule returns ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+Value = int | Fraction
+ScalarRule = Callable[[Value, Value], Value | None]
+VectorRule = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+@dataclass(frozen=True)
+class Operator:
+    """An operator's meaning: ``level`` is its precedence (1 like ``+ -``, 2 like ``* /``)."""
+
+    level: int
+    apply: ScalarRule
+    vectorised: VectorRule | None = None
+    description: str = ""
+
+
+def _always(a: np.ndarray) -> np.ndarray:
+    return np.ones(a.shape, dtype=bool)
+
+
+def _ceil_divide(a: Value, b: Value) -> int | None:
+    return None if b == 0 else -(-a // b)
+
+
+def _ceil_divide_arrays(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    valid = b != 0
+    return -(-a // np.where(valid, b, 1)), valid
+
+
+def _ceil_harmonic(i: Value, j: Value) -> int | None:
+    return _ceil_divide(2 * i * j, i + j)
+
+
+def _ceil_harmonic_arrays(i: np.ndarray, j: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _ceil_divide_arrays(2 * i * j, i + j)
+
+
+def _fraction_divide(a: Value, b: Value) -> Fraction | None:
+    return None if b == 0 else Fraction(a) / b
+
+
+PLUS = Operator(1, lambda a, b: a + b, lambda a, b: (a + b, _always(a)), "a + b")
+CLAMPED_MINUS = Operator(1, lambda a, b: max(0, a - b), lambda a, b: (np.maximum(a - b, 0), _always(a)), "max(0, a − b)")
+TIMES = Operator(2, lambda a, b: a * b, lambda a, b: (a * b, _always(a)), "a × b")
+CEIL_DIVIDE = Operator(2, _ceil_divide, _ceil_divide_arrays, "⌈a ÷ b⌉, invalid if b = 0")
+
+MINUS = Operator(1, lambda a, b: a - b, lambda a, b: (a - b, _always(a)), "a − b")
+FRACTION_DIVIDE = Operator(2, _fraction_divide, None, "a ÷ b as an exact fraction, invalid if b = 0")
+
+MAXIMUM = Operator(1, max, lambda a, b: (np.maximum(a, b), _always(a)), "max(a, b)")
+MINIMUM = Operator(1, min, lambda a, b: (np.minimum(a, b), _always(a)), "min(a, b)")
+CEIL_MEAN = Operator(2, lambda i, j: -(-(i + j) // 2), lambda i, j: (-(-(i + j) // 2), _always(i)), "⌈(i + j) ÷ 2⌉")
+CEIL_HARMONIC = Operator(2, _ceil_harmonic, _ceil_harmonic_arrays, "⌈2ij ÷ (i + j)⌉, invalid if i + j = 0")

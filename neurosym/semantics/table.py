@@ -1,0 +1,96 @@
+"""Operator tables: what each number and operator symbol means, and the concepts they add."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from types import MappingProxyType
+
+from neurosym.semantics.operators import (
+    CEIL_DIVIDE,
+    CEIL_HARMONIC,
+    CEIL_MEAN,
+    CLAMPED_MINUS,
+    FRACTION_DIVIDE,
+    MAXIMUM,
+    MINIMUM,
+    MINUS,
+    PLUS,
+    TIMES,
+    Operator,
+    Value,
+)
+from neurosym.syntax.concepts import ADDITIVE, BUILTIN_NUMBERS, BUILTIN_OPERATORS, MULTIPLICATIVE, ConceptTable
+
+
+@dataclass(frozen=True, eq=False)
+class OperatorTable:
+    """The meaning of every symbol: ``numbers`` maps number symbols to values, ``operators`` maps
+    operator symbols to :class:`Operator`. It must cover the built-in digits and ``+ - * /`` (with
+    their grammatical levels); any other symbol is a concept, and :attr:`concepts` tells the parser.
+    """
+
+    numbers: Mapping[str, Value]
+    operators: Mapping[str, Operator]
+    name: str = field(default="custom")
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "numbers", MappingProxyType(dict(self.numbers)))
+        object.__setattr__(self, "operators", MappingProxyType(dict(self.operators)))
+        missing = [s for s in (*BUILTIN_NUMBERS, *BUILTIN_OPERATORS) if s not in self.numbers and s not in self.operators]
+        if missing:
+            raise ValueError(f"operator table {self.name!r} lacks the built-in symbols {missing}")
+        for symbol, level in BUILTIN_OPERATORS.items():
+            if self.operators[symbol].level != level:
+                raise ValueError(f"built-in operator {symbol!r} must keep precedence level {level}")
+        for symbol, operator in self.operators.items():
+            if operator.level not in (ADDITIVE, MULTIPLICATIVE):
+                raise ValueError(f"operator {symbol!r}: level must be 1 (like + −) or 2 (like × ÷)")
+        both = set(self.numbers) & set(self.operators)
+        if both:
+            raise ValueError(f"symbols {sorted(both)} are both numbers and operators")
+        self.concepts  # validates the added symbols now rather than at the first parse
+
+    @cached_property
+    def concepts(self) -> ConceptTable:
+        """The syntactic side of the added symbols, for :func:`neurosym.syntax.parse`."""
+        added = {s: op.level for s, op in self.operators.items() if s not in BUILTIN_OPERATORS}
+        return ConceptTable(
+            numbers=tuple(s for s in self.numbers if s not in BUILTIN_NUMBERS),
+            additive=tuple(s for s, level in added.items() if level == ADDITIVE),
+            multiplicative=tuple(s for s, level in added.items() if level == MULTIPLICATIVE),
+        )
+
+    def extend(
+        self,
+        numbers: Mapping[str, Value] | None = None,
+        operators: Mapping[str, Operator] | None = None,
+        name: str | None = None,
+    ) -> "OperatorTable":
+        """A new table with added (or redefined) numbers and operators, e.g. ``{"x": 11}``."""
+        return OperatorTable(
+            {**self.numbers, **(numbers or {})},
+            {**self.operators, **(operators or {})},
+            name or f"{self.name}+concepts",
+        )
+
+
+_DIGITS = {str(d): d for d in range(10)}
+
+#: The paper's semantics: a − b = max(0, a − b), a ÷ b = ⌈a ÷ b⌉, ÷0 invalid; exact integers.
+HINT_SEMANTICS = OperatorTable(_DIGITS, {"+": PLUS, "-": CLAMPED_MINUS, "*": TIMES, "/": CEIL_DIVIDE}, "hint")
+
+#: Ordinary arithmetic over exact fractions (negative results allowed, ÷0 invalid).
+RATIONAL_SEMANTICS = OperatorTable(
+    {s: Fraction(v) for s, v in _DIGITS.items()},
+    {"+": PLUS, "-": MINUS, "*": TIMES, "/": FRACTION_DIVIDE},
+    "rational",
+)
+
+#: The paper's few-shot concepts: numbers x = 11, y = 12; a = max and b = min (precedence of + −);
+#: c = ⌈(i+j)/2⌉ and d = ⌈2ij/(i+j)⌉ (precedence of × ÷).
+FEWSHOT_NUMBERS: dict[str, int] = {"x": 11, "y": 12}
+FEWSHOT_OPERATORS: dict[str, Operator] = {"a": MAXIMUM, "b": MINIMUM, "c": CEIL_MEAN, "d": CEIL_HARMONIC}
+HINT_FEWSHOT_SEMANTICS = HINT_SEMANTICS.extend(FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, "hint-fewshot")

@@ -1,0 +1,90 @@
+"""The symbols of the HINT language and the concepts that extend it at run time.
+
+A :class:`ConceptTable` names new number symbols and new operators at either precedence level. It is
+purely syntactic (what a symbol *is*); what a symbol *means* lives in
+:class:`neurosym.semantics.OperatorTable`. Each table turns into a small ``%extend`` block that is
+appended to ``grammars/hint.lark``, so the grammar file stays the single source of the language.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+#: Precedence levels of the grammar: ``OP1`` (Expression level) and ``OP2`` (Term level).
+ADDITIVE = 1
+MULTIPLICATIVE = 2
+
+#: The grammar's built-in numbers, and its built-in operators by canonical ASCII symbol.
+BUILTIN_NUMBERS: tuple[str, ...] = tuple("0123456789")
+BUILTIN_OPERATORS: dict[str, int] = {"+": ADDITIVE, "-": ADDITIVE, "*": MULTIPLICATIVE, "/": MULTIPLICATIVE}
+#: Typeset spellings accepted on input and the canonical symbol each one is read as.
+ALIASES: dict[str, str] = {"×": "*", "÷": "/", "−": "-"}
+#: Symbols with a fixed grammatical role that no concept may take.
+RESERVED: frozenset[str] = frozenset(BUILTIN_NUMBERS) | set(BUILTIN_OPERATORS) | set(ALIASES) | set("() ")
+
+_TERMINAL_OF_LEVEL = {ADDITIVE: "OP1", MULTIPLICATIVE: "OP2"}
+
+
+@dataclass(frozen=True)
+class ConceptTable:
+    """Extra symbols on top of the built-in language (hashable: parsers are cached per table).
+
+    ``numbers`` are new leaves (e.g. ``("x", "y")``); ``additive`` operators share the precedence of
+    ``+ -`` (e.g. ``("a", "b")``); ``multiplicative`` ones share that of ``* /`` (e.g. ``("c", "d")``).
+    Every symbol is one printable, non-space character not already used by the language.
+    """
+
+    numbers: tuple[str, ...] = ()
+    additive: tuple[str, ...] = ()
+    multiplicative: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for symbol in (*self.numbers, *self.additive, *self.multiplicative):
+            if not isinstance(symbol, str) or len(symbol) != 1:
+                raise ValueError(f"a concept symbol must be a single character, got {symbol!r}")
+            if symbol in RESERVED or not symbol.isprintable() or symbol.isspace() or symbol in "\"\\":
+                raise ValueError(f"concept symbol {symbol!r} is reserved or not printable")
+            if symbol in seen:
+                raise ValueError(f"concept symbol {symbol!r} is declared twice")
+            seen.add(symbol)
+
+    @property
+    def operators(self) -> dict[str, int]:
+        """Every operator symbol (built-in and added) with its precedence level."""
+        added = {s: ADDITIVE for s in self.additive} | {s: MULTIPLICATIVE for s in self.multiplicative}
+        return BUILTIN_OPERATORS | added
+
+    @property
+    def all_numbers(self) -> tuple[str, ...]:
+        """Every number symbol: the ten digits, then the added ones."""
+        return BUILTIN_NUMBERS + self.numbers
+
+    def precedence(self, symbol: str) -> int | None:
+        """The operator's precedence level, ``None`` for a number; unknown symbols raise ``ValueError``."""
+        level = self.operators.get(symbol)
+        if level is not None:
+            return level
+        if symbol in BUILTIN_NUMBERS or symbol in self.numbers:
+            return None
+        raise ValueError(f"unknown symbol {symbol!r}: neither a number nor an operator of this language")
+
+    def is_operator(self, symbol: str) -> bool:
+        return self.precedence(symbol) is not None
+
+    def grammar_extension(self) -> str:
+        """The ``%extend`` lines that add these concepts to the base grammar (empty when none)."""
+        lines = []
+        for terminal, symbols in (
+            ("NUMBER", self.numbers),
+            (_TERMINAL_OF_LEVEL[ADDITIVE], self.additive),
+            (_TERMINAL_OF_LEVEL[MULTIPLICATIVE], self.multiplicative),
+        ):
+            if symbols:
+                lines.append(f"%extend {terminal}: " + " | ".join(json.dumps(s) for s in symbols))
+        return "\n".join(lines)
+
+
+#: The language of the paper, with no concepts added.
+BASE_CONCEPTS = ConceptTable()

@@ -1,0 +1,72 @@
+"""Converting trees to and from prefix/postfix token lists, and to networkx graphs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import networkx as nx
+
+from neurosym.syntax.concepts import BASE_CONCEPTS, ConceptTable
+from neurosym.syntax.printing import infix_layout
+from neurosym.syntax.tree import Node
+
+
+def to_prefix(node: Node) -> list[str]:
+    """Symbols in pre-order (operator before its operands), e.g. ``["-", "3", "5"]`` for ``3-5``."""
+    out, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        out.append(current.symbol)
+        stack.extend(reversed(current.children))
+    return out
+
+
+def to_postfix(node: Node) -> list[str]:
+    """Symbols in post-order (operands before their operator), e.g. ``["3", "5", "-"]`` for ``3-5``."""
+    out, stack = [], [node]
+    while stack:  # a pre-order walk that visits the right operand first, reversed, is the post-order
+        current = stack.pop()
+        out.append(current.symbol)
+        stack.extend(current.children)
+    return out[::-1]
+
+
+def from_prefix(symbols: Sequence[str], concepts: ConceptTable | None = None) -> Node:
+    """Rebuild the tree from its pre-order symbols; raises ``ValueError`` if they are not one tree."""
+    concepts = concepts or BASE_CONCEPTS
+    operands: list[Node] = []
+    for position in range(len(symbols) - 1, -1, -1):  # right to left, operands are ready on a stack
+        symbol = symbols[position]
+        if concepts.precedence(symbol) is None:
+            operands.append(Node(symbol))
+            continue
+        if len(operands) < 2:
+            raise ValueError(f"prefix position {position}: operator {symbol!r} lacks operands")
+        left, right = operands.pop(), operands.pop()
+        operands.append(Node(symbol, (left, right)))
+    if len(operands) != 1:
+        what = "no symbols" if not operands else f"{len(operands)} separate expressions"
+        raise ValueError(f"prefix symbols form {what}, not one expression")
+    return operands[0]
+
+
+def to_networkx(
+    node: Node, concepts: ConceptTable | None = None, values: Sequence[object] | None = None
+) -> nx.DiGraph:
+    """The tree as a DiGraph with edges operator → operand.
+
+    Graph nodes are the infix token indices of the symbols (those of :func:`~neurosym.syntax.tokens`);
+    attributes: ``symbol``, ``span`` (the tree node's span, ``None`` if unknown) and ``value`` (taken
+    from ``values``, one per infix token such as ``execute(node).res_all``; ``None`` when not given).
+    """
+    layout = infix_layout(node, concepts)
+    if values is not None and len(values) != len(layout.tokens):
+        raise ValueError(f"values has {len(values)} entries for {len(layout.tokens)} infix tokens")
+    graph = nx.DiGraph(infix="".join(layout.tokens))
+    for index in layout.preorder:
+        tree_node = layout.nodes[index]
+        value = None if values is None else values[index]
+        graph.add_node(index, symbol=tree_node.symbol, span=tree_node.span, value=value)
+        for operand in layout.operands[index] or ():
+            graph.add_edge(index, operand)
+    return graph

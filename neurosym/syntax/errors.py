@@ -1,0 +1,30 @@
+"""Parse errors that name the position, the offending character and what was expected."""
+
+from __future__ import annotations
+
+
+class ParseError(ValueError):
+    """A sentence that is not an expression of the language.
+
+    ``position`` is the 0-based character index in the text given to ``parse`` (spaces included);
+    ``char`` the offending character, ``None`` when the text ended too early; ``expected`` what the
+    grammar would have accepted there, in words (e.g. ``("a number", "'('")``).
+    """
+
+    def __init__(self, message: str, position: int, char: str | None, expected: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.position = position
+        self.char = char
+        self.expected = expected
+
+
+class UnexpectedCharacterError(ParseError):
+    """A character that is no symbol of the language at that point (e.g. ``&`` or an unknown letter)."""
+
+
+class UnexpectedSymbolError(ParseError):
+    """A symbol of the language in a place where the grammar does not allow it (e.g. the ``2`` of ``12``)."""
+
+
+class UnexpectedEndError(ParseError):
+    """The text ended before the expression was complete (e.g. ``3+``, ``(2`` or the empty string)."""

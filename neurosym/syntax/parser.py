@@ -1,0 +1,144 @@
+"""Parsing HINT sentences with Lark's LALR parser into :class:`~neurosym.syntax.tree.Node` trees."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import lru_cache
+from importlib.resources import files
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from neurosym.syntax.concepts import ALIASES, BASE_CONCEPTS, ConceptTable
+from neurosym.syntax.errors import (
+    ParseError,
+    UnexpectedCharacterError,
+    UnexpectedEndError,
+    UnexpectedSymbolError,
+)
+from neurosym.syntax.tree import Node
+
+_END = "$END"
+_IGNORED = " "
+
+
+def base_grammar() -> str:
+    """The text of ``grammars/hint.lark``, the paper's grammar (Table A2)."""
+    return (files("neurosym") / "grammars" / "hint.lark").read_text(encoding="utf-8")
+
+
+def grammar_text(concepts: ConceptTable = BASE_CONCEPTS) -> str:
+    """The base grammar extended with ``concepts`` (the text Lark builds the parser from)."""
+    extension = concepts.grammar_extension()
+    return base_grammar() + ("\n" + extension + "\n" if extension else "")
+
+
+class _TreeBuilder(Transformer):
+    """Builds ``Node`` trees during LALR parsing; spans are character ranges until re-indexed."""
+
+    def start(self, children: list) -> Node:
+        return _as_node(children[0])
+
+    def binary(self, children: list) -> Node:
+        left, operator, right = _as_node(children[0]), children[1], _as_node(children[2])
+        symbol = ALIASES.get(operator.value, operator.value)
+        return Node(symbol, (left, right), (left.span[0], right.span[1]))
+
+    def bracketed(self, children: list) -> Node:
+        opening, inner, closing = children
+        return replace(_as_node(inner), span=(opening.start_pos, closing.end_pos))
+
+
+def _as_node(item: Node | Token) -> Node:
+    if isinstance(item, Token):
+        return Node(item.value, (), (item.start_pos, item.end_pos))
+    return item
+
+
+@lru_cache(maxsize=32)
+def lark_parser(concepts: ConceptTable = BASE_CONCEPTS) -> Lark:
+    """The LALR parser for the language extended by ``concepts`` (built once per table)."""
+    return Lark(grammar_text(concepts), parser="lalr", transformer=_TreeBuilder(), cache=False)
+
+
+def parse(text: str, concepts: ConceptTable | None = None) -> Node:
+    """Parse one sentence into a tree.
+
+    Spaces are ignored; ``× ÷ −`` are read as ``* / -``. Each node's ``span`` is the ``[start, end)``
+    range of *token* indices (spaces not counted) covered by its sub-expression, brackets included.
+    Raises a :class:`ParseError` subclass naming the position, the offending character and what the
+    grammar expected there.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse expects a string, got {type(text).__name__}")
+    concepts = concepts or BASE_CONCEPTS
+    parser = lark_parser(concepts)
+    try:
+        tree = parser.parse(text)
+    except UnexpectedInput as error:
+        raise _parse_error(parser, text, error, concepts) from None
+    if _IGNORED in text:
+        tree = _reindex_spans(tree, _token_index_of_char(text))
+    return tree
+
+
+def _token_index_of_char(text: str) -> list[int]:
+    """For each character offset (and the end), the number of tokens that start before it."""
+    index, counts = 0, []
+    for char in text:
+        counts.append(index)
+        index += char != _IGNORED
+    counts.append(index)
+    return counts
+
+
+def _reindex_spans(node: Node, token_index: list[int]) -> Node:
+    children = tuple(_reindex_spans(child, token_index) for child in node.children)
+    start, end = node.span
+    # A span ends one past its last character; map that character, then step past it.
+    return Node(node.symbol, children, (token_index[start], token_index[end - 1] + 1))
+
+
+def _parse_error(parser: Lark, text: str, error: UnexpectedInput, concepts: ConceptTable) -> ParseError:
+    if isinstance(error, UnexpectedCharacters):
+        position, char, kind = error.pos_in_stream, text[error.pos_in_stream], UnexpectedCharacterError
+    elif isinstance(error, UnexpectedToken) and error.token.type != _END:
+        position, char, kind = error.token.start_pos, error.token.value, UnexpectedSymbolError
+    elif isinstance(error, (UnexpectedToken, UnexpectedEOF)):
+        position, char, kind = len(text), None, UnexpectedEndError
+    else:  # pragma: no cover - Lark's LALR parser raises only the three kinds above
+        raise error
+    expected = _expected_words(parser, text[:position], concepts)
+    consumed = text[:position].rstrip(_IGNORED)
+    what = "end of input" if char is None else f"character {char!r}"
+    where = f" after {consumed!r}" if consumed else " at the start"
+    message = f"position {position}: unexpected {what}{where}, expected {_join(expected)}"
+    return kind(message, position, char, expected)
+
+
+def _expected_words(parser: Lark, prefix: str, concepts: ConceptTable) -> tuple[str, ...]:
+    """What the grammar accepts after ``prefix`` (a viable prefix), in words."""
+    interactive = parser.parse_interactive(prefix)
+    interactive.exhaust_lexer()
+    terminals = interactive.accepts()
+    words = []
+    if "NUMBER" in terminals:
+        words.append("a number")
+    if "LPAR" in terminals:
+        words.append("'('")
+    if {"OP1", "OP2"} <= terminals:
+        words.append("an operator")
+    else:
+        for terminal, level in (("OP1", 1), ("OP2", 2)):
+            if terminal in terminals:
+                symbols = [s for s, lv in concepts.operators.items() if lv == level]
+                words.append(_join([repr(s) for s in symbols]))
+    if "RPAR" in terminals:
+        words.append("')'")
+    if _END in terminals:
+        words.append("the end of input")
+    return tuple(words)
+
+
+def _join(words: list[str] | tuple[str, ...]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
