@@ -1,0 +1,127 @@
+"""The symbol image bank: labelled images of single symbols, split into disjoint train/val/test pools."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+POOLS: tuple[str, ...] = ("train", "val", "test")
+POOL_FRACTIONS: tuple[float, float, float] = (0.75, 0.05, 0.20)
+"""The paper's random split of all handwritten images (Section 3): 75% train, 5% val, 20% test."""
+
+
+def assign_pools(labels: np.ndarray, seed: int = 0, fractions: Sequence[float] = POOL_FRACTIONS) -> np.ndarray:
+    """Split the images of every label at random into pools of the given ``fractions``.
+
+    ``labels`` is ``[N]``; returns ``[N]`` strings from :data:`POOLS`. Each label is split on its own,
+    so every symbol appears in every pool in the same proportions (rounded down for val and test).
+    """
+    labels = np.asarray(labels)
+    if len(fractions) != len(POOLS) or abs(sum(fractions) - 1.0) > 1e-9 or min(fractions) < 0:
+        raise ValueError(f"pool fractions must be {len(POOLS)} non-negative numbers summing to 1, got {fractions}")
+    rng = np.random.default_rng(seed)
+    pools = np.empty(len(labels), dtype="<U5")
+    for label in np.unique(labels):
+        members = rng.permutation(np.flatnonzero(labels == label))
+        n_val = int(len(members) * fractions[1])
+        n_test = int(len(members) * fractions[2])
+        pools[members] = "train"
+        pools[members[len(members) - n_val - n_test : len(members) - n_test]] = "val"
+        pools[members[len(members) - n_test :]] = "test"
+    return pools
+
+
+@dataclass
+class SymbolBank:
+    """Images of single symbols, white ink on black.
+
+    ``images`` uint8 ``[N, H, W]``; ``labels`` ``[N]`` symbol tokens (``"0"``…``"9"``, ``"+"``, ``"-"``,
+    ``"*"``, ``"/"``, ``"("``, ``")"``, few-shot letters, …); ``pools`` ``[N]`` from :data:`POOLS`;
+    ``paths`` ``[N]`` names relative to a ``symbol_images`` folder (``"<class>/<file>.jpg"``).
+    """
+
+    images: np.ndarray
+    labels: np.ndarray
+    pools: np.ndarray
+    paths: np.ndarray
+    _index: dict[tuple[str, str], np.ndarray] = field(init=False, repr=False)
+    _by_path: dict[str, int] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.images = np.asarray(self.images)
+        self.labels = np.asarray(self.labels).astype(str)
+        self.pools = np.asarray(self.pools).astype(str)
+        self.paths = np.asarray(self.paths).astype(str)
+        if self.images.ndim != 3 or self.images.dtype != np.uint8:
+            raise ValueError(f"images must be uint8 [N, H, W], got {self.images.dtype} {self.images.shape}")
+        n = len(self.images)
+        for name in ("labels", "pools", "paths"):
+            if getattr(self, name).shape != (n,):
+                raise ValueError(f"{name} must have shape [{n}], got {getattr(self, name).shape}")
+        unknown = sorted(set(self.pools.tolist()) - set(POOLS))
+        if unknown:
+            raise ValueError(f"unknown pool names {unknown}; expected {POOLS}")
+        self._index = {}
+        for label in np.unique(self.labels):
+            for pool in POOLS:
+                self._index[(label, pool)] = np.flatnonzero((self.labels == label) & (self.pools == pool))
+        self._by_path = {path: i for i, path in enumerate(self.paths.tolist())}
+
+    @property
+    def symbols(self) -> list[str]:
+        """The distinct labels, sorted."""
+        return sorted(set(self.labels.tolist()))
+
+    def pool_indices(self, symbol: str, pool: str) -> np.ndarray:
+        """Indices ``[M]`` of the images of ``symbol`` in ``pool``."""
+        if pool not in POOLS:
+            raise ValueError(f"unknown pool {pool!r}; expected one of {POOLS}")
+        if symbol not in self.symbols:
+            raise KeyError(f"symbol {symbol!r} is not in this bank (it has {self.symbols})")
+        return self._index[(symbol, pool)]
+
+    def sample(self, symbols: Sequence[str], pool: str, rng: np.random.Generator) -> np.ndarray:
+        """Draw one image index per symbol of ``symbols`` from ``pool``; returns ``[len(symbols)]``."""
+        symbols = np.asarray(symbols, dtype=str)
+        picks = np.empty(len(symbols), dtype=np.int64)
+        for symbol in np.unique(symbols).tolist():
+            where = symbols == symbol
+            candidates = self.pool_indices(symbol, pool)
+            if len(candidates) == 0:
+                raise ValueError(f"the {pool!r} pool has no image of symbol {symbol!r}")
+            picks[where] = candidates[rng.integers(len(candidates), size=int(where.sum()))]
+        return picks
+
+    def index_of(self, path: str) -> int:
+        """The index of the image stored under ``path`` (``"<class>/<file>"``)."""
+        try:
+            return self._by_path[path]
+        except KeyError:
+            raise KeyError(f"no image {path!r} in this bank") from None
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """``{symbol: {pool: number of images}}``."""
+        return {s: {p: len(self._index[(s, p)]) for p in POOLS} for s in self.symbols}
+
+    def subset(self, symbols: Sequence[str]) -> "SymbolBank":
+        """The bank restricted to ``symbols`` (pools kept)."""
+        keep = np.isin(self.labels, list(symbols))
+        return SymbolBank(self.images[keep], self.labels[keep], self.pools[keep], self.paths[keep])
+
+
+def merge_banks(*banks: SymbolBank) -> SymbolBank:
+    """One bank holding the images of all ``banks`` (resized to the first bank's size when they differ)."""
+    if not banks:
+        raise ValueError("merge_banks needs at least one bank")
+    from neurosym.data.symbol_images.render import resize_images
+
+    size = banks[0].images.shape[1:]
+    images = [b.images if b.images.shape[1:] == size else resize_images(b.images, size) for b in banks]
+    return SymbolBank(
+        np.concatenate(images),
+        np.concatenate([b.labels for b in banks]),
+        np.concatenate([b.pools for b in banks]),
+        np.concatenate([b.paths for b in banks]),
+    )

@@ -1,0 +1,25 @@
+"""Symbol tokens and the class-folder names of the official HINT ``symbol_images`` release."""
+
+from __future__ import annotations
+
+DIGITS: tuple[str, ...] = tuple("0123456789")
+OPERATORS: tuple[str, ...] = ("+", "-", "*", "/")
+PARENTHESES: tuple[str, ...] = ("(", ")")
+FEWSHOT_CONCEPTS: tuple[str, ...] = ("x", "y", "a", "b", "c", "d")
+HINT_SYMBOLS: tuple[str, ...] = DIGITS + OPERATORS + PARENTHESES
+"""The 16 symbols of the main HINT split, as canonical ASCII tokens."""
+
+_FOLDER_OF_TOKEN = {"*": "times", "/": "div"}
+_TOKEN_OF_FOLDER = {folder: token for token, folder in _FOLDER_OF_TOKEN.items()}
+_TOKEN_ALIASES = {"×": "*", "÷": "/"}
+
+
+def folder_of(token: str) -> str:
+    """The release's folder name for a token: ``"*"`` → ``"times"``, ``"/"`` → ``"div"``, others unchanged."""
+    token = _TOKEN_ALIASES.get(token, token)
+    return _FOLDER_OF_TOKEN.get(token, token)
+
+
+def token_of(folder: str) -> str:
+    """The canonical token for a release folder name (inverse of :func:`folder_of`)."""
+    return _TOKEN_OF_FOLDER.get(folder, _TOKEN_ALIASES.get(folder, folder))

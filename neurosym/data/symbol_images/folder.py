@@ -1,0 +1,110 @@
+"""Symbol banks read from disk: the official ``symbol_images/<class>/<file>.jpg`` folder, any labelled
+folder of images, and ``.npz`` archives (e.g. ``../shared/data/handwritten_symbols.npz``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from neurosym.data.symbol_images.bank import POOLS, SymbolBank, assign_pools
+from neurosym.data.symbol_images.classes import folder_of, token_of
+from neurosym.data.symbol_images.render import resize_images
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
+OFFICIAL_IMAGE_SIZE = 45
+"""The official release stores 45×45 JPEGs, black ink on white."""
+
+
+def _pillow():
+    try:
+        from PIL import Image
+    except ImportError as error:  # pragma: no cover - Pillow is a dependency
+        raise RuntimeError("reading or writing symbol images needs Pillow: pip install pillow") from error
+    return Image
+
+
+def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
+    """One image file as grey uint8 ``[H, W]`` (resized to ``size × size`` when given)."""
+    Image = _pillow()
+    try:
+        with Image.open(path) as image:
+            grey = np.asarray(image.convert("L"), dtype=np.uint8)
+    except OSError as error:
+        raise ValueError(f"cannot read image {path}: {error}") from error
+    return grey if size is None else resize_images(grey[None], (size, size))[0]
+
+
+def write_image(path: str | os.PathLike, image: np.ndarray) -> None:
+    """Write grey uint8 ``[H, W]`` to ``path`` (format from the suffix), creating its folder."""
+    Image = _pillow()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.asarray(image, dtype=np.uint8)).save(path)
+
+
+def load_folder_bank(
+    root: str | os.PathLike,
+    size: int = OFFICIAL_IMAGE_SIZE,
+    black_on_white: bool = True,
+    symbols: list[str] | None = None,
+    seed: int = 0,
+) -> SymbolBank:
+    """Read ``root/<class>/<file>`` images into a bank (classes named as in the release: ``times``, ``div`` …).
+
+    Images are resized to ``size × size`` and inverted to white-on-black when ``black_on_white`` (the
+    official release's convention). ``symbols`` (tokens) restricts the classes read. Pools are a seeded
+    75/5/20 split per class.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"symbol image folder not found: {root}")
+    wanted = None if symbols is None else {folder_of(s) for s in symbols}
+    images, labels, paths = [], [], []
+    for class_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        if wanted is not None and class_dir.name not in wanted:
+            continue
+        for file in sorted(f for f in class_dir.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES):
+            images.append(read_image(file, size))
+            labels.append(token_of(class_dir.name))
+            paths.append(f"{class_dir.name}/{file.name}")
+    if not images:
+        raise ValueError(f"no images found under {root}/<class>/ (looked for {', '.join(IMAGE_SUFFIXES)})")
+    stack = np.stack(images)
+    if black_on_white:
+        stack = 255 - stack
+    labels_array = np.asarray(labels)
+    return SymbolBank(stack, labels_array, assign_pools(labels_array, seed), np.asarray(paths))
+
+
+def load_npz_bank(path: str | os.PathLike, seed: int = 0, symbols: list[str] | None = None) -> SymbolBank:
+    """Read a bank from an ``.npz`` with ``images`` uint8 ``[N, H, W]`` (white on black) and ``labels`` ``[N]``.
+
+    Its own ``splits`` array (``train``/``val``/``test``) is used when present, otherwise a seeded
+    75/5/20 split. ``symbols`` (tokens) restricts the labels kept.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"symbol bank archive not found: {path}")
+    with np.load(path) as archive:
+        missing = {"images", "labels"} - set(archive.files)
+        if missing:
+            raise ValueError(f"{path} lacks the arrays {sorted(missing)} (has {archive.files})")
+        images = archive["images"]
+        labels = archive["labels"].astype(str)
+        pools = archive["splits"].astype(str) if "splits" in archive.files else assign_pools(labels, seed)
+    if images.ndim != 3 or images.dtype != np.uint8:
+        raise ValueError(f"{path}: images must be uint8 [N, H, W], got {images.dtype} {images.shape}")
+    if set(pools.tolist()) - set(POOLS):
+        raise ValueError(f"{path}: splits must be among {POOLS}, got {sorted(set(pools.tolist()))}")
+    paths = np.asarray([f"{folder_of(label)}/{path.stem}_{i}.png" for i, label in enumerate(labels.tolist())])
+    bank = SymbolBank(images, labels, pools, paths)
+    return bank if symbols is None else bank.subset(symbols)
+
+
+def write_folder_bank(bank: SymbolBank, root: str | os.PathLike, size: int = OFFICIAL_IMAGE_SIZE) -> None:
+    """Write every image of ``bank`` to ``root/<path>`` in the release's format: ``size × size`` black on white."""
+    root = Path(root)
+    images = 255 - resize_images(bank.images, (size, size))
+    for image, relative in zip(images, bank.paths.tolist()):
+        write_image(root / relative, image)

@@ -1,0 +1,50 @@
+"""Rendering per the paper's appendix B.1: symbols side by side, white on black, height 32, 32-wide windows."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+
+WINDOW = 32
+"""Height of a rendered expression and width of the sliding window (appendix B.1)."""
+
+
+def resize_images(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Resize uint8 ``[N, H, W]`` images to ``[N, *size]`` (bilinear with anti-aliasing)."""
+    if images.ndim != 3:
+        raise ValueError(f"images must be [N, H, W], got shape {images.shape}")
+    if tuple(images.shape[1:]) == tuple(size):
+        return images
+    if len(images) == 0:
+        return np.zeros((0, *size), dtype=np.uint8)
+    batch = rearrange(torch.tensor(images, dtype=torch.float32), "n h w -> n 1 h w")
+    resized = F.interpolate(batch, size=tuple(size), mode="bilinear", antialias=True, align_corners=False)
+    return rearrange(resized, "n 1 h w -> n h w").round().clamp(0, 255).to(torch.uint8).numpy()
+
+
+def render_strip(images: np.ndarray, height: int = WINDOW) -> np.ndarray:
+    """Place symbol images ``[n, H, W]`` side by side and scale to ``height``: uint8 ``[height, n * W']``.
+
+    Each symbol is scaled to ``height`` keeping its aspect ratio, so square symbols give ``W' = height``.
+    """
+    if images.ndim != 3 or len(images) == 0:
+        raise ValueError(f"need a non-empty [n, H, W] array of symbol images, got shape {images.shape}")
+    width = max(1, round(images.shape[2] * height / images.shape[1]))
+    return rearrange(resize_images(images, (height, width)), "n h w -> h (n w)")
+
+
+def sliding_windows(strip: np.ndarray, window: int = WINDOW) -> torch.Tensor:
+    """Cut a rendered strip ``[window, W]`` into windows of ``window`` columns: float ``[W // window, 1, window, window]``
+    in ``[0, 1]`` (a last partial window is padded with black)."""
+    if strip.ndim != 2 or strip.shape[0] != window:
+        raise ValueError(f"strip must be [{window}, W], got shape {strip.shape}")
+    pad = (-strip.shape[1]) % window
+    padded = np.pad(strip, ((0, 0), (0, pad)))
+    return rearrange(torch.from_numpy(padded).float() / 255.0, "h (n w) -> n 1 h w", w=window)
+
+
+def render_windows(images: np.ndarray) -> torch.Tensor:
+    """Symbol images ``[n, H, W]`` (uint8, white on black) → windows float ``[n, 1, 32, 32]`` (one per symbol)."""
+    return sliding_windows(render_strip(images))

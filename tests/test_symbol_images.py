@@ -1,0 +1,230 @@
+"""Symbol image banks: pools, sampling, procedural strokes, rendering, folder/npz/default banks."""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.symbol_images import (
+    DRAWN_SYMBOLS,
+    GLYPHS,
+    SymbolBank,
+    assign_pools,
+    default_bank,
+    draw_symbols,
+    folder_of,
+    load_folder_bank,
+    load_npz_bank,
+    merge_banks,
+    render_strip,
+    render_windows,
+    sliding_windows,
+    token_of,
+    write_folder_bank,
+    write_image,
+)
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.sampled_from(["0", "+", "x"]), min_size=1, max_size=300), st.integers(0, 10))
+def test_pools_are_a_disjoint_75_5_20_split_of_every_label(labels, seed):
+    labels = np.asarray(labels)
+    pools = assign_pools(labels, seed)
+    for label in np.unique(labels):
+        mine = pools[labels == label]
+        n = len(mine)
+        assert (mine == "val").sum() == int(n * 0.05)
+        assert (mine == "test").sum() == int(n * 0.20)
+        assert (mine == "train").sum() == n - int(n * 0.05) - int(n * 0.20)
+    assert np.array_equal(pools, assign_pools(labels, seed))
+
+
+def test_pool_fractions_are_validated():
+    with pytest.raises(ValueError, match="fractions"):
+        assign_pools(np.array(["1"]), fractions=(0.5, 0.1, 0.1))
+
+
+def _bank(n_per_symbol: int = 40) -> SymbolBank:
+    labels = np.repeat(np.array(["1", "+"]), n_per_symbol)
+    images = np.arange(len(labels), dtype=np.uint8)[:, None, None].repeat(4, 1).repeat(4, 2)
+    paths = np.array([f"{folder_of(l)}/{i}.jpg" for i, l in enumerate(labels)])
+    return SymbolBank(images, labels, assign_pools(labels, 3), paths)
+
+
+def test_sample_draws_each_symbol_from_the_requested_pool_only():
+    bank = _bank()
+    rng = np.random.default_rng(0)
+    for pool in ("train", "val", "test"):
+        picks = bank.sample(["1", "+", "1", "1"] * 20, pool, rng)
+        assert (bank.pools[picks] == pool).all()
+        assert bank.labels[picks].tolist() == ["1", "+", "1", "1"] * 20
+    train = set(bank.pool_indices("1", "train").tolist())
+    test = set(bank.pool_indices("1", "test").tolist())
+    assert train and test and not train & test
+
+
+def test_bank_errors_name_the_problem():
+    bank = _bank()
+    with pytest.raises(KeyError, match="'7'"):
+        bank.sample(["7"], "train", np.random.default_rng(0))
+    with pytest.raises(ValueError, match="unknown pool"):
+        bank.pool_indices("1", "dev")
+    with pytest.raises(ValueError, match="labels must have shape"):
+        SymbolBank(bank.images, bank.labels[:3], bank.pools, bank.paths)
+    with pytest.raises(KeyError, match="no image"):
+        bank.index_of("nope/1.jpg")
+    assert bank.index_of(bank.paths[5]) == 5
+
+
+def test_merge_and_subset_keep_labels_and_resize():
+    small = _bank(20)
+    big = SymbolBank(np.full((3, 8, 8), 200, np.uint8), np.array(["x"] * 3), np.array(["train"] * 3), np.array(["x/a", "x/b", "x/c"]))
+    merged = merge_banks(small, big)
+    assert merged.images.shape == (43, 4, 4)
+    assert merged.symbols == ["+", "1", "x"]
+    assert (merged.images[-3:] == 200).all()
+    assert merged.subset(["x"]).labels.tolist() == ["x"] * 3
+
+
+@pytest.mark.parametrize("symbol", sorted(GLYPHS))
+def test_drawn_symbols_are_white_on_black_and_visibly_varied(symbol):
+    images = draw_symbols(symbol, 12, size=28, seed=1)
+    assert images.shape == (12, 28, 28) and images.dtype == np.uint8
+    assert images.max() > 200, "strokes must reach near-white ink"
+    ink = (images > 128).mean(axis=(1, 2))
+    assert ((ink > 0.02) & (ink < 0.5)).all(), "mostly black background with some ink"
+    flat = images.reshape(12, -1).astype(float)
+    distances = np.abs(flat[:, None] - flat[None]).mean(-1)
+    assert distances[np.triu_indices(12, 1)].min() > 1.0, "no two samples may be the same glyph"
+    assert np.array_equal(images, draw_symbols(symbol, 12, size=28, seed=1))
+    assert not np.array_equal(images, draw_symbols(symbol, 12, size=28, seed=2))
+
+
+def test_drawn_symbols_differ_between_classes():
+    means = {s: draw_symbols(s, 30, seed=0).astype(float).mean(0) for s in ("+", "-", "(", ")")}
+    assert np.abs(means["+"] - means["-"]).mean() > 5
+    assert np.abs(means["("] - means[")"]).mean() > 5
+    columns = np.arange(28)
+
+    def centre_x(rows: np.ndarray) -> float:
+        return float((rows.sum(0) * columns).sum() / rows.sum())
+
+    for symbol, sign in (("(", 1), (")", -1)):
+        image = means[symbol]
+        bulge = (centre_x(image[4:9]) + centre_x(image[19:24])) / 2 - centre_x(image[12:16])
+        assert sign * bulge > 1.0, f"{symbol} must bulge outwards in the middle"
+
+
+def test_unknown_glyph_is_rejected():
+    with pytest.raises(KeyError, match="no procedural glyph"):
+        draw_symbols("%", 2)
+
+
+def test_render_gives_one_32x32_window_per_symbol():
+    images = np.zeros((3, 45, 45), np.uint8)
+    images[1] = 255
+    strip = render_strip(images)
+    assert strip.shape == (32, 96)
+    windows = render_windows(images)
+    assert windows.shape == (3, 1, 32, 32) and windows.dtype == torch.float32
+    assert torch.allclose(windows[1], torch.ones(1, 32, 32)) and windows[0].max() == 0 and windows[2].max() == 0
+
+
+def test_sliding_windows_pad_the_last_partial_window():
+    windows = sliding_windows(np.full((32, 40), 255, np.uint8))
+    assert windows.shape == (2, 1, 32, 32)
+    assert windows[1, 0, :, :8].min() == 1 and windows[1, 0, :, 8:].max() == 0
+    with pytest.raises(ValueError, match="strip must be"):
+        sliding_windows(np.zeros((28, 40), np.uint8))
+
+
+def _write_official_folder(root: Path) -> None:
+    for folder, value in (("3", 0), ("times", 60), ("div", 120), ("(", 30)):
+        for i in range(4):
+            image = np.full((45, 45), 255, np.uint8)
+            image[10:35, 20:25] = value
+            write_image(root / folder / f"{folder}_{i}.jpg", image)
+
+
+def test_official_folder_bank_maps_class_names_and_inverts(tmp_path):
+    _write_official_folder(tmp_path)
+    bank = load_folder_bank(tmp_path)
+    assert bank.symbols == ["(", "*", "/", "3"]
+    assert bank.images.shape == (16, 45, 45)
+    times = bank.images[bank.labels == "*"]
+    assert times[:, 0, 0].max() < 20, "white background becomes black"
+    assert abs(int(times[0, 20, 22]) - 195) < 20, "dark ink becomes bright"
+    assert bank.paths[bank.labels == "/"][0] == "div/div_0.jpg"
+    assert load_folder_bank(tmp_path, symbols=["*"]).symbols == ["*"]
+    assert token_of("times") == "*" and folder_of("÷") == "div"
+
+
+def test_folder_bank_round_trip(tmp_path):
+    bank = _bank(8)
+    write_folder_bank(bank, tmp_path, size=45)
+    again = load_folder_bank(tmp_path, size=4)
+    assert sorted(again.paths.tolist()) == sorted(bank.paths.tolist())
+    order = [bank.index_of(p) for p in again.paths]
+    assert np.abs(again.images.astype(int) - bank.images[order].astype(int)).max() <= 12
+
+
+def test_folder_bank_errors(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        load_folder_bank(tmp_path / "missing")
+    (tmp_path / "3").mkdir()
+    with pytest.raises(ValueError, match="no images"):
+        load_folder_bank(tmp_path)
+    (tmp_path / "3" / "bad.jpg").write_bytes(b"not a jpeg")
+    with pytest.raises(ValueError, match="cannot read image"):
+        load_folder_bank(tmp_path)
+
+
+def test_npz_bank_uses_its_own_splits(tmp_path):
+    labels = np.array(["1", "1", "+", "+"])
+    splits = np.array(["train", "test", "train", "val"])
+    np.savez(tmp_path / "bank.npz", images=np.zeros((4, 28, 28), np.uint8), labels=labels, splits=splits)
+    bank = load_npz_bank(tmp_path / "bank.npz")
+    assert bank.pools.tolist() == splits.tolist()
+    assert load_npz_bank(tmp_path / "bank.npz", symbols=["+"]).labels.tolist() == ["+", "+"]
+    np.savez(tmp_path / "bad.npz", images=np.zeros((4, 28, 28), np.uint8))
+    with pytest.raises(ValueError, match="labels"):
+        load_npz_bank(tmp_path / "bad.npz")
+
+
+@pytest.mark.skipif(not (SHARED / "data" / "handwritten_symbols.npz").is_file(), reason="shared data absent")
+def test_shared_handwritten_symbols_load_as_a_bank():
+    bank = load_npz_bank(SHARED / "data" / "handwritten_symbols.npz", symbols=list("0123456789+-*/"))
+    assert set(bank.symbols) == set("0123456789+-*/")
+    assert bank.images.shape[1:] == (28, 28)
+    assert bank.counts()["+"]["test"] > 0
+
+
+def _fake_mnist(path: Path, per_digit: int = 3) -> Path:
+    def part(offset: int):
+        labels = np.repeat(np.arange(10), per_digit)
+        images = (labels[:, None] + offset) / 40.0 * np.ones((1, 784))
+        return images.astype(np.float32), labels
+
+    with gzip.open(path, "wb") as handle:
+        pickle.dump((part(0), part(1), part(2)), handle)
+    return path
+
+
+def test_default_bank_is_mnist_digits_plus_drawn_symbols(tmp_path):
+    bank = default_bank(drawn_per_symbol=20, seed=0, mnist_path=_fake_mnist(tmp_path / "mnist.pkl.gz"), cache=False)
+    assert set(bank.symbols) == set("0123456789") | set(DRAWN_SYMBOLS)
+    assert bank.images.shape == (90 + 20 * len(DRAWN_SYMBOLS), 28, 28)
+    digit_seven = bank.images[bank.labels == "7"]
+    assert len(digit_seven) == 9 and (digit_seven > 0).all(), "digits come from the MNIST file"
+    counts = bank.counts()
+    assert counts["+"] == {"train": 15, "val": 1, "test": 4}
+    assert bank.paths[bank.labels == "*"][0].startswith("times/")
