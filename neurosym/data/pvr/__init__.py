@@ -1,0 +1,38 @@
+"""Pointer Value Retrieval tasks (Zhang et al. 2021): vector and visual (MNIST) inputs, holdout shifts.
+
+Labels come from :class:`neurosym.semantics.pvr_rules.PVRRule`; everything here is vectorised numpy.
+"""
+
+from neurosym.data.pvr.vector import (
+    VectorPVR,
+    held_out_windows,
+    sample_vector_holdout_test,
+    sample_vector_holdout_train,
+    vector_rule,
+)
+from neurosym.data.pvr.visual import (
+    PAPER_BLOCK_HOLDOUT,
+    DigitBank,
+    VisualPVR,
+    block_holdout_masks,
+    block_rule,
+    render_blocks,
+    render_sequence,
+    sequential_rule,
+)
+
+__all__ = [
+    "VectorPVR",
+    "vector_rule",
+    "held_out_windows",
+    "sample_vector_holdout_train",
+    "sample_vector_holdout_test",
+    "DigitBank",
+    "VisualPVR",
+    "block_rule",
+    "sequential_rule",
+    "render_blocks",
+    "render_sequence",
+    "PAPER_BLOCK_HOLDOUT",
+    "block_holdout_masks",
+]

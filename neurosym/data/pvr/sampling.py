@@ -1,0 +1,29 @@
+"""Drawing digit rows slot by slot from per-slot sets of allowed digits."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def all_allowed(length: int, num_classes: int = 10) -> np.ndarray:
+    """The unrestricted mask: every digit allowed in every slot, ``[length, num_classes]`` bool."""
+    return np.ones((length, num_classes), dtype=bool)
+
+
+def sample_digits(n: int, allowed: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Draw ``n`` rows of digits; slot ``j`` is uniform over the digits ``d`` with ``allowed[j, d]``.
+
+    ``allowed [L, K]`` bool -> digits ``[n, L]`` int64.
+    """
+    allowed = np.asarray(allowed, dtype=bool)
+    if allowed.ndim != 2:
+        raise ValueError(f"allowed must be a [slots, classes] mask, got shape {allowed.shape}")
+    empty = np.flatnonzero(~allowed.any(axis=1))
+    if empty.size:
+        raise ValueError(f"slot {empty[0]} allows no digit at all")
+    if n < 0:
+        raise ValueError(f"cannot draw a negative number of rows: {n}")
+    cumulative = np.cumsum(allowed / allowed.sum(axis=1, keepdims=True), axis=1)
+    draws = rng.random((n, allowed.shape[0], 1))
+    digits = (draws >= cumulative[None, :, :-1]).sum(axis=-1)
+    return digits.astype(np.int64)

@@ -1,0 +1,72 @@
+"""Noise sensitivity ``NS_delta[f]`` of a function of digits, estimated by sampling (O'Donnell 2014, Def. 2.40;
+used for PVR tasks in Zhang et al. 2021, Section 5.1 and Appendix C).
+
+Each of the ``L`` input digits in ``0..K-1`` is written as ``D = ceil(log2 K)`` bits (standard unsigned
+binary, most significant first). ``x`` is a uniformly random bit string of ``L * D`` bits; ``y`` flips
+each bit of ``x`` independently with probability ``delta``. Bit patterns above ``K - 1`` are read
+``mod K``. ``NS_delta[f] = P(f(x) != f(y))``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+DigitFunction = Callable[[np.ndarray], np.ndarray]
+"""``digits [N, L]`` int -> outputs ``[N]``."""
+
+
+def bits_per_digit(num_classes: int) -> int:
+    """The smallest ``D`` with ``num_classes <= 2**D``."""
+    if num_classes < 2:
+        raise ValueError(f"need at least 2 digit classes, got {num_classes}")
+    return math.ceil(math.log2(num_classes))
+
+
+def bits_to_digits(bits: np.ndarray, num_classes: int) -> np.ndarray:
+    """``bits [N, L * D]`` of 0/1 -> digits ``[N, L]``, each read as unsigned binary then taken ``mod K``."""
+    width = bits_per_digit(num_classes)
+    if bits.shape[-1] % width:
+        raise ValueError(f"{bits.shape[-1]} bits do not split into {width}-bit digits")
+    grouped = bits.reshape(*bits.shape[:-1], -1, width).astype(np.int64)
+    values = grouped @ (1 << np.arange(width - 1, -1, -1))
+    return values % num_classes
+
+
+def noise_sensitivity(
+    function: DigitFunction,
+    length: int,
+    num_classes: int,
+    delta: float,
+    num_samples: int = 10_000,
+    rng: np.random.Generator | None = None,
+) -> float:
+    """Estimate ``NS_delta[function]`` from ``num_samples`` pairs ``(x, y)`` of ``length`` digits each."""
+    if not 0.0 <= delta <= 1.0:
+        raise ValueError(f"delta is a probability, got {delta}")
+    if num_samples < 1:
+        raise ValueError(f"need at least one sample, got {num_samples}")
+    rng = np.random.default_rng() if rng is None else rng
+    width = bits_per_digit(num_classes)
+    x = rng.integers(0, 2, size=(num_samples, length * width))
+    y = x ^ (rng.random(x.shape) < delta)
+    return float(np.mean(function(bits_to_digits(x, num_classes)) != function(bits_to_digits(y, num_classes))))
+
+
+def noise_sensitivity_curve(
+    function: DigitFunction,
+    length: int,
+    num_classes: int,
+    deltas: np.ndarray,
+    num_samples: int = 10_000,
+    repeats: int = 10,
+    rng: np.random.Generator | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and standard deviation over ``repeats`` estimates at each of ``deltas [M]``: two ``[M]`` arrays."""
+    rng = np.random.default_rng() if rng is None else rng
+    estimates = np.array(
+        [[noise_sensitivity(function, length, num_classes, d, num_samples, rng) for d in deltas] for _ in range(repeats)]
+    )
+    return estimates.mean(axis=0), estimates.std(axis=0)

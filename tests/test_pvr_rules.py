@@ -1,0 +1,80 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.pvr import VectorPVR, block_rule, sequential_rule, vector_rule
+from neurosym.metrics.noise_sensitivity import bits_to_digits, noise_sensitivity, noise_sensitivity_curve
+from neurosym.semantics.pvr_rules import PVRRule, induce_rule
+
+
+def test_noise_sensitivity_of_constant_is_zero_and_of_parity_is_half():
+    rng = np.random.default_rng(0)
+    for delta in (0.05, 0.3, 0.5):
+        assert noise_sensitivity(lambda d: np.zeros(len(d)), 11, 10, delta, 2000, rng) == 0.0
+    parity = noise_sensitivity(lambda d: d.sum(axis=1) % 2, 16, 2, 0.5, 20_000, rng)
+    assert abs(parity - 0.5) < 0.015
+    # parity of n bits at small delta: 1/2 - (1 - 2 delta)^n / 2
+    small = noise_sensitivity(lambda d: d.sum(axis=1) % 2, 16, 2, 0.02, 20_000, rng)
+    assert abs(small - (0.5 - 0.5 * (1 - 0.04) ** 16)) < 0.015
+    assert noise_sensitivity(lambda d: d[:, 0], 4, 10, 0.0, 500, rng) == 0.0
+
+
+def test_bits_to_digits_reads_unsigned_binary_mod_k():
+    bits = np.array([[0, 0, 1, 1, 1, 0, 1, 0, 1, 1, 1, 1]])  # 3, 10, 15 in 4-bit groups
+    assert bits_to_digits(bits, 10).tolist() == [[3, 0, 5]]
+    with pytest.raises(ValueError, match="4-bit digits"):
+        bits_to_digits(np.zeros((1, 6), dtype=int), 10)
+    with pytest.raises(ValueError, match="probability"):
+        noise_sensitivity(lambda d: d[:, 0], 2, 10, 1.5)
+
+
+def test_mod_sum_gets_more_sensitive_with_complexity_and_min_does_not():
+    rng = np.random.default_rng(1)
+    deltas = np.array([0.02, 0.1])
+    mod_sum = [noise_sensitivity_curve(vector_rule(m).label, 11, 10, deltas, 4000, 2, rng)[0].mean() for m in (0, 3)]
+    minimum = [noise_sensitivity_curve(vector_rule(m, "min").label, 11, 10, deltas, 4000, 2, rng)[0].mean() for m in (0, 5)]
+    assert mod_sum[1] > mod_sum[0] + 0.1
+    assert minimum[1] < minimum[0]
+
+
+@settings(max_examples=8, deadline=None)
+@given(
+    complexity=st.integers(0, 3),
+    aggregation=st.sampled_from(["mod_sum", "median", "majority", "min", "max"]),
+    boundary=st.sampled_from(["wrap", "truncate"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_induction_recovers_a_vector_rule_from_a_few_hundred_examples(complexity, aggregation, boundary, seed):
+    rule = vector_rule(complexity, aggregation, boundary=boundary)
+    rng = np.random.default_rng(seed)
+    digits, labels = VectorPVR(rule).sample(400, rng)
+    found = induce_rule(digits, labels, complexities=range(5), pointer_positions=[0, 5])
+    assert found.agreement == 1.0
+    fresh, fresh_labels = VectorPVR(rule).sample(2000, rng)
+    assert (found.rule.label(fresh) == fresh_labels).all()
+
+
+def test_induction_finds_block_table_and_pointer_position_despite_label_noise():
+    rng = np.random.default_rng(3)
+    rule = block_rule(pointer_position=2)
+    digits = rng.integers(0, 10, size=(300, 4))
+    labels = rule.label(digits)
+    flip = rng.random(300) < 0.05
+    labels[flip] = (labels[flip] + 1) % 10
+    found = induce_rule(digits, labels)
+    assert found.rule.pointer_position == 2 and found.rule.pointer_table == rule.pointer_table
+    assert found.rule.complexity == 0 and 0.9 < found.agreement < 1.0
+    sequential = sequential_rule(length=7, complexity=1, aggregation="max")
+    digits = rng.integers(0, 10, size=(300, 7))
+    assert induce_rule(digits, sequential.label(digits)).rule.label(digits).tolist() == sequential.label(digits).tolist()
+
+
+def test_induction_rejects_bad_input():
+    with pytest.raises(ValueError, match="labels of shape"):
+        induce_rule(np.zeros((3, 4), dtype=int), np.zeros(2, dtype=int))
+    with pytest.raises(ValueError, match="zero examples"):
+        induce_rule(np.zeros((0, 4), dtype=int), np.zeros(0, dtype=int))
+    with pytest.raises(ValueError, match="search space is empty"):
+        induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int), aggregations=())
+    assert isinstance(induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int)).rule, PVRRule)
