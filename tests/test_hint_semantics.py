@@ -1,0 +1,191 @@
+"""HINT semantics: exact executor, res_all, operator tables and run-time concepts."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.semantics import (
+    HINT_FEWSHOT_SEMANTICS,
+    HINT_SEMANTICS,
+    RATIONAL_SEMANTICS,
+    Operator,
+    OperatorTable,
+    evaluate,
+    execute,
+)
+from neurosym.syntax import Node, ParseError, heads, parse, to_infix, tokens
+
+BRACKETS = ("(", ")")
+
+
+def trees(numbers: str = "0123456789", operators: str = "+-*/", max_leaves: int = 12) -> st.SearchStrategy[Node]:
+    leaves = st.sampled_from(numbers).map(Node)
+    return st.recursive(
+        leaves,
+        lambda sub: st.tuples(st.sampled_from(operators), sub, sub).map(lambda t: Node(t[0], (t[1], t[2]))),
+        max_leaves=max_leaves,
+    )
+
+
+class Invalid(Exception):
+    """Raised by the reference evaluator for an undefined result."""
+
+
+def reference_hint(node: Node) -> int:
+    """The paper's semantics written directly from its definitions, with fractions and math.ceil."""
+    if not node.children:
+        return int(node.symbol)
+    a, b = (reference_hint(child) for child in node.children)
+    if node.symbol == "+":
+        return a + b
+    if node.symbol == "-":
+        return max(0, a - b)
+    if node.symbol == "*":
+        return a * b
+    if b == 0:
+        raise Invalid
+    return math.ceil(Fraction(a, b))
+
+
+def reference_or_none(node: Node) -> int | None:
+    try:
+        return reference_hint(node)
+    except Invalid:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("3-5*2", 0),
+        ("7/(2-2)", None),
+        ("7/2", 4),
+        ("6/3", 2),
+        ("0/5", 0),
+        ("9/2/2", 3),
+        ("2-7", 0),
+        ("(1-3)*4+1", 1),
+        ("1+(3/(2-2))*0", None),
+        ("9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9", 9**21),
+        ("((4))", 4),
+    ],
+)
+def test_evaluate_examples(text, value):
+    assert evaluate(text) == value
+
+
+def test_evaluate_rejects_non_expressions():
+    with pytest.raises(ParseError, match="position 2"):
+        evaluate("3+")
+    with pytest.raises(ParseError, match="position 1"):
+        evaluate("12")
+
+
+def test_res_all_of_a_known_expression():
+    run = execute(parse("3-(5+2)*4"))
+    assert run.value == 0
+    assert run.res_all == [3, 0, -1, 5, 7, 2, -1, 28, 4]
+    assert execute(parse("5/0+1")).res_all is None
+
+
+@settings(max_examples=200, deadline=None)
+@given(trees())
+def test_executor_matches_reference_and_never_uses_floats(tree):
+    expected = reference_or_none(tree)
+    run = execute(tree)
+    assert run.value == expected
+    assert evaluate(to_infix(tree)) == expected
+    if expected is not None:
+        assert type(run.value) is int and all(type(v) is int for v in run.res_all)
+
+
+@settings(max_examples=150, deadline=None)
+@given(trees())
+def test_res_all_is_consistent_with_heads(tree):
+    run = execute(tree)
+    if run.value is None:
+        return
+    infix, parent_of = tokens(tree), heads(tree)
+    assert len(run.res_all) == len(infix)
+    for index, symbol in enumerate(infix):
+        operands = [j for j, p in enumerate(parent_of) if p == index and infix[j] not in BRACKETS]
+        if symbol in BRACKETS:
+            assert run.res_all[index] == -1
+        elif not operands:
+            assert run.res_all[index] == int(symbol)
+        else:
+            left, right = operands
+            assert left < index < right
+            a, b = run.res_all[left], run.res_all[right]
+            assert run.res_all[index] == HINT_SEMANTICS.operators[symbol].apply(a, b)
+    assert run.res_all[parent_of.index(-1)] == run.value
+
+
+def test_rational_semantics_is_exact():
+    assert evaluate("7/2-5", RATIONAL_SEMANTICS) == Fraction(-3, 2)
+    assert evaluate("1/3+1/3+1/3", RATIONAL_SEMANTICS) == 1
+    assert isinstance(evaluate("1/3", RATIONAL_SEMANTICS), Fraction)
+    assert evaluate("4/(2-2)", RATIONAL_SEMANTICS) is None
+
+
+def test_fewshot_concepts():
+    table = HINT_FEWSHOT_SEMANTICS
+    assert evaluate("x*y", table) == 132 and evaluate("y-x", table) == 1
+    assert evaluate("3a7", table) == 7 and evaluate("3b7", table) == 3
+    assert evaluate("3c4", table) == 4 and evaluate("3c5", table) == 4  # ⌈7/2⌉, ⌈8/2⌉
+    assert evaluate("3d6", table) == 4  # ⌈36/9⌉
+    assert evaluate("2d3", table) == 3  # ⌈12/5⌉
+    assert evaluate("0d0", table) is None
+    assert evaluate("1b9d9", table) == 1  # min(1, d(9, 9)): d binds tighter than b
+    assert evaluate("(1b9)d9", table) == 2  # d(1, 9) = ⌈18/10⌉
+    assert evaluate("9-2a5", table) == 7  # left-associative at the + − level
+    with pytest.raises(ParseError):
+        evaluate("3a7")  # the base table does not know the concept
+
+
+def test_custom_operator_and_number_at_run_time():
+    modulo = Operator(2, lambda a, b: None if b == 0 else a % b, description="a mod b")
+    table = HINT_SEMANTICS.extend(numbers={"t": 10}, operators={"%": modulo})
+    assert evaluate("7%4+1", table) == 4
+    assert evaluate("1+7%4", table) == 4
+    assert evaluate("t%3", table) == 1
+    assert evaluate("t%0", table) is None
+    assert to_infix(parse("(7%4)%3", table.concepts), table.concepts) == "7%4%3"
+    assert to_infix(Node("%", (Node("7"), Node("+", (Node("1"), Node("2"))))), table.concepts) == "7%(1+2)"
+
+
+def test_operator_table_validation():
+    with pytest.raises(ValueError, match="lacks the built-in symbols"):
+        OperatorTable({"0": 0}, dict(HINT_SEMANTICS.operators))
+    with pytest.raises(ValueError, match="must keep precedence level 1"):
+        HINT_SEMANTICS.extend(operators={"+": Operator(2, lambda a, b: a + b)})
+    with pytest.raises(ValueError, match="level must be 1"):
+        HINT_SEMANTICS.extend(operators={"q": Operator(3, max)})
+    with pytest.raises(ValueError, match="reserved"):
+        HINT_SEMANTICS.extend(numbers={"(": 5})
+    with pytest.raises(ValueError, match="both numbers and operators"):
+        HINT_SEMANTICS.extend(numbers={"q": 1}, operators={"q": Operator(1, max)})
+    with pytest.raises(ValueError, match="unknown symbol 'x'"):
+        execute(Node("x"))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(-(2**30), 2**30),
+    st.integers(-(2**30), 2**30),
+    st.sampled_from(sorted(HINT_FEWSHOT_SEMANTICS.operators)),
+)
+def test_vectorised_rules_equal_scalar_rules(a, b, symbol):
+    np = pytest.importorskip("numpy")
+    operator = HINT_FEWSHOT_SEMANTICS.operators[symbol]
+    values, valid = operator.vectorised(np.array([a, b, 0], dtype=np.int64), np.array([b, 0, a], dtype=np.int64))
+    for (x, y), value, ok in zip([(a, b), (b, 0), (0, a)], values.tolist(), valid.tolist()):
+        expected = operator.apply(x, y)
+        assert ok == (expected is not None)
+        if ok:
+            assert value == expected

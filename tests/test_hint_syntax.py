@@ -1,0 +1,304 @@
+"""HINT grammar and syntax: parsing, errors, minimal parentheses, heads, conversions, concepts."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.syntax import (
+    ALIASES,
+    BUILTIN_OPERATORS,
+    ConceptTable,
+    Node,
+    ParseError,
+    UnexpectedCharacterError,
+    UnexpectedEndError,
+    UnexpectedSymbolError,
+    from_prefix,
+    heads,
+    lark_parser,
+    parse,
+    to_infix,
+    to_networkx,
+    to_postfix,
+    to_prefix,
+    tokens,
+)
+
+LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2}
+CONCEPTS = ConceptTable(numbers=("x", "y"), additive=("a", "b"), multiplicative=("c", "d"))
+CONCEPT_LEVEL = LEVEL | {"a": 1, "b": 1, "c": 2, "d": 2}
+
+
+def trees(numbers: str = "0123456789", operators: str = "+-*/", max_leaves: int = 12) -> st.SearchStrategy[Node]:
+    leaves = st.sampled_from(numbers).map(Node)
+    return st.recursive(
+        leaves,
+        lambda sub: st.tuples(st.sampled_from(operators), sub, sub).map(lambda t: Node(t[0], (t[1], t[2]))),
+        max_leaves=max_leaves,
+    )
+
+
+def reference_layout(node: Node, level: dict[str, int]) -> tuple[list[str], list[int]]:
+    """An independent recursive printer: (tokens, heads) with the release's bracketing rule."""
+    out_tokens: list[str] = []
+    out_heads: list[int] = []
+
+    def emit(current: Node, parent: int, bracketed: bool) -> int:
+        if not current.children:
+            out_tokens.append(current.symbol)
+            out_heads.append(parent)
+            return len(out_tokens) - 1
+        open_at = None
+        if bracketed:
+            out_tokens.append("(")
+            out_heads.append(None)
+            open_at = len(out_tokens) - 1
+        left, right = current.children
+        mine = level[current.symbol]
+        left_at = emit(left, None, left.children != () and level[left.symbol] < mine)
+        out_tokens.append(current.symbol)
+        out_heads.append(parent)
+        me = len(out_tokens) - 1
+        emit(right, me, right.children != () and level[right.symbol] <= mine)
+        out_heads[left_at] = me
+        if bracketed:
+            out_tokens.append(")")
+            out_heads.append(me)
+            out_heads[open_at] = me
+        return me
+
+    emit(node, -1, False)
+    return out_tokens, out_heads
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "position", "char", "expected"),
+    [
+        ("3+", UnexpectedEndError, 2, None, ("a number", "'('")),
+        ("(2", UnexpectedEndError, 2, None, ("an operator", "')'")),
+        ("12", UnexpectedSymbolError, 1, "2", ("an operator", "the end of input")),
+        ("", UnexpectedEndError, 0, None, ("a number", "'('")),
+        ("   ", UnexpectedEndError, 3, None, ("a number", "'('")),
+        ("3&4", UnexpectedCharacterError, 1, "&", ("an operator", "the end of input")),
+        ("x+1", UnexpectedCharacterError, 0, "x", ("a number", "'('")),
+        ("3+4)", UnexpectedSymbolError, 3, ")", ("an operator", "the end of input")),
+        ("()", UnexpectedSymbolError, 1, ")", ("a number", "'('")),
+        ("3++4", UnexpectedSymbolError, 2, "+", ("a number", "'('")),
+        ("(3+4)(5)", UnexpectedSymbolError, 5, "(", ("an operator", "the end of input")),
+        ("2 * ( 3 ", UnexpectedEndError, 8, None, ("an operator", "')'")),
+    ],
+)
+def test_bad_input_names_position_character_and_expectation(text, kind, position, char, expected):
+    with pytest.raises(kind) as caught:
+        parse(text)
+    error = caught.value
+    assert isinstance(error, ParseError) and isinstance(error, ValueError)
+    assert (error.position, error.char, error.expected) == (position, char, expected)
+    message = str(error)
+    assert message.startswith(f"position {position}: unexpected ")
+    assert ("end of input" if char is None else repr(char)) in message
+    assert all(word in message for word in expected)
+
+
+def test_message_reads_naturally():
+    with pytest.raises(ParseError, match=r"^position 2: unexpected end of input after '3\+', expected a number or '\('$"):
+        parse("3+")
+
+
+def test_parse_builds_left_associative_tree_with_token_spans():
+    tree = parse("3-(5+2)*4")
+    five_plus_two = Node("+", (Node("5"), Node("2")))
+    assert tree == Node("-", (Node("3"), Node("*", (five_plus_two, Node("4")))))
+    assert tree.span == (0, 9)
+    assert tree.children[1].span == (2, 9)
+    assert tree.children[1].children[0].span == (2, 7)  # brackets included
+    assert parse("8-4-2") == Node("-", (Node("-", (Node("8"), Node("4"))), Node("2")))
+    assert parse("8/4*2") == Node("*", (Node("/", (Node("8"), Node("4"))), Node("2")))
+
+
+def test_spaces_are_ignored_and_spans_count_tokens():
+    spaced = parse(" 3 -  ( 5+2 ) * 4 ")
+    assert spaced == parse("3-(5+2)*4")
+    assert [spaced.span, spaced.children[0].span, spaced.children[1].children[0].span] == [(0, 9), (0, 1), (2, 7)]
+
+
+def test_typeset_operators_are_normalised():
+    assert parse("6×(4÷2)−1") == parse("6*(4/2)-1")
+    assert to_infix(parse("6×(4÷2)−1")) == "6*(4/2)-1"
+    assert set(ALIASES.values()) <= set(BUILTIN_OPERATORS)
+
+
+@pytest.mark.parametrize("symbol", sorted(BUILTIN_OPERATORS) + sorted(ALIASES))
+def test_grammar_and_python_agree_on_precedence(symbol):
+    canonical = ALIASES.get(symbol, symbol)
+    tree = parse(f"1+2{symbol}3")
+    if BUILTIN_OPERATORS[canonical] == 2:  # binds tighter than +
+        assert tree == Node("+", (Node("1"), Node(canonical, (Node("2"), Node("3")))))
+    else:  # same level as +: left-associative
+        assert tree == Node(canonical, (Node("+", (Node("1"), Node("2"))), Node("3")))
+
+
+def test_redundant_brackets_and_deep_nesting():
+    assert parse("((7))") == Node("7")
+    depth = 600
+    assert parse("(" * depth + "1+2" + ")" * depth) == Node("+", (Node("1"), Node("2")))
+    chain = parse("+".join("9" * 800))
+    assert to_infix(chain) == "+".join("9" * 800)
+    right_nested = parse("1-(" * 400 + "1" + ")" * 400)  # the innermost "(1)" is redundant
+    assert to_infix(right_nested) == "1-(" * 399 + "1-1" + ")" * 399
+    assert len(heads(right_nested)) == 4 * 399 + 3
+
+
+@settings(max_examples=150, deadline=None)
+@given(trees())
+def test_round_trip_infix_parse(tree):
+    text = to_infix(tree)
+    assert parse(text) == tree
+    assert tokens(tree) == list(text)
+
+
+@settings(max_examples=150, deadline=None)
+@given(trees())
+def test_heads_and_tokens_match_an_independent_printer(tree):
+    expected_tokens, expected_heads = reference_layout(tree, LEVEL)
+    assert tokens(tree) == expected_tokens
+    assert heads(tree) == expected_heads
+    assert heads(tree).count(-1) == 1
+
+
+def _bracket_pairs(text: str) -> list[tuple[int, int]]:
+    pairs, open_at = [], []
+    for index, char in enumerate(text):
+        if char == "(":
+            open_at.append(index)
+        elif char == ")":
+            pairs.append((open_at.pop(), index))
+    return pairs
+
+
+@settings(max_examples=100, deadline=None)
+@given(trees())
+def test_parentheses_are_minimal(tree):
+    text = to_infix(tree)
+    for start, end in _bracket_pairs(text):
+        reduced = text[:start] + text[start + 1 : end] + text[end + 1 :]
+        try:
+            assert parse(reduced) != tree
+        except ParseError:
+            pass
+
+
+def test_known_bracketing():
+    cases = {
+        "(2*3)*4": "2*3*4",
+        "2*(3*4)": "2*(3*4)",
+        "(1+2)*3": "(1+2)*3",
+        "1-(2+3)": "1-(2+3)",
+        "(1-2)+3": "1-2+3",
+        "1+(2*3)": "1+2*3",
+        "(8/4)/(2/1)": "8/4/(2/1)",
+    }
+    for source, minimal in cases.items():
+        assert to_infix(parse(source)) == minimal
+
+
+@settings(max_examples=100, deadline=None)
+@given(trees())
+def test_prefix_and_postfix(tree):
+    prefix, postfix = to_prefix(tree), to_postfix(tree)
+    assert from_prefix(prefix) == tree
+    assert sorted(prefix) == sorted(postfix) == sorted(t for t in tokens(tree) if t not in "()")
+    stack: list[Node] = []
+    for symbol in postfix:  # rebuild from postfix independently
+        if symbol in LEVEL:
+            right, left = stack.pop(), stack.pop()
+            stack.append(Node(symbol, (left, right)))
+        else:
+            stack.append(Node(symbol))
+    assert stack == [tree]
+
+
+def test_prefix_examples_and_errors():
+    tree = parse("3-(5+2)*4")
+    assert to_prefix(tree) == ["-", "3", "*", "+", "5", "2", "4"]
+    assert to_postfix(tree) == ["3", "5", "2", "+", "4", "*", "-"]
+    with pytest.raises(ValueError, match="lacks operands"):
+        from_prefix(["+", "3"])
+    with pytest.raises(ValueError, match="2 separate expressions"):
+        from_prefix(["3", "4"])
+    with pytest.raises(ValueError, match="no symbols"):
+        from_prefix([])
+    with pytest.raises(ValueError, match="unknown symbol 'q'"):
+        from_prefix(["q"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(trees())
+def test_networkx_graph_is_the_tree(tree):
+    graph = to_networkx(tree)
+    infix = tokens(tree)
+    symbols = [t for t in infix if t not in "()"]
+    assert graph.number_of_nodes() == len(symbols)
+    assert nx.is_arborescence(graph)
+    for index, data in graph.nodes(data=True):
+        assert infix[index] == data["symbol"]
+        assert graph.out_degree(index) == (2 if data["symbol"] in LEVEL else 0)
+    for parent, child in graph.edges:
+        assert heads(tree)[child] == parent
+
+
+def test_networkx_attributes_carry_spans_and_values():
+    tree = parse("3-(5+2)*4")
+    values = [3, 0, -1, 5, 7, 2, -1, 28, 4]
+    graph = to_networkx(tree, values=values)
+    assert graph.nodes[1] == {"symbol": "-", "span": (0, 9), "value": 0}
+    assert graph.nodes[4] == {"symbol": "+", "span": (2, 7), "value": 7}
+    assert graph.graph["infix"] == "3-(5+2)*4"
+    with pytest.raises(ValueError, match="values has 2 entries for 9"):
+        to_networkx(tree, values=[1, 2])
+
+
+def test_concepts_extend_the_language_at_both_levels():
+    tree = parse("x a 3 c y", CONCEPTS)
+    assert tree == Node("a", (Node("x"), Node("c", (Node("3"), Node("y")))))
+    assert parse("1b2d3-4", CONCEPTS) == Node("-", (Node("b", (Node("1"), Node("d", (Node("2"), Node("3"))))), Node("4")))
+    low_under_high = Node("c", (Node("a", (Node("1"), Node("2"))), Node("3")))
+    assert to_infix(low_under_high, CONCEPTS) == "(1a2)c3"
+    assert heads(low_under_high, CONCEPTS) == [2, 2, 5, 2, 2, -1, 5]
+    with pytest.raises(UnexpectedCharacterError, match="position 1"):
+        parse("1a2")  # not in the base language
+    with pytest.raises(UnexpectedEndError) as caught:
+        parse("1a2+", CONCEPTS)
+    assert caught.value.expected == ("a number", "'('")
+    with pytest.raises(UnexpectedEndError) as caught:
+        parse("(1a2", CONCEPTS)
+    assert caught.value.expected == ("an operator", "')'")
+
+
+@settings(max_examples=80, deadline=None)
+@given(trees(numbers="0123456789xy", operators="+-*/abcd"))
+def test_concept_round_trip_and_heads(tree):
+    text = to_infix(tree, CONCEPTS)
+    assert parse(text, CONCEPTS) == tree
+    assert (tokens(tree, CONCEPTS), heads(tree, CONCEPTS)) == reference_layout(tree, CONCEPT_LEVEL)
+
+
+def test_concept_table_validation_and_parser_cache():
+    assert lark_parser(ConceptTable(("x",))) is lark_parser(ConceptTable(("x",)))
+    with pytest.raises(ValueError, match="single character"):
+        ConceptTable(numbers=("xy",))
+    with pytest.raises(ValueError, match="reserved"):
+        ConceptTable(additive=("+",))
+    with pytest.raises(ValueError, match="reserved"):
+        ConceptTable(numbers=("7",))
+    with pytest.raises(ValueError, match="declared twice"):
+        ConceptTable(numbers=("x",), multiplicative=("x",))
+    with pytest.raises(ValueError, match="unknown symbol 'q'"):
+        to_infix(Node("q"))
+    with pytest.raises(ValueError, match="needs 2 operands"):
+        to_infix(Node("+", (Node("1"),)))
+    with pytest.raises(TypeError, match="expects a string"):
+        parse(12)
