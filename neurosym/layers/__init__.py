@@ -1,3 +1,17 @@
+from neurosym.layers.arithmetic import (
+    NAC,
+    NALU,
+    NAU,
+    NMU,
+    NPU,
+    ArithmeticUnit,
+    EnsembleLinear,
+    GatedNAUNMU,
+    NACMul,
+    RealNPU,
+    RegularizerWarmup,
+    iNALU,
+)
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
 from neurosym.layers.positional import SinusoidalPositionalEncoding, sinusoid_table
 from neurosym.layers.relative_attention import RelativeMultiheadAttention

@@ -1,0 +1,148 @@
+"""The common skeleton of every arithmetic unit: shapes, the ensemble (batched-seeds) dimension,
+input validation, member extraction, and the default regulariser / sparsity error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from einops import pack, unpack
+from torch import Tensor, nn
+
+
+def ensemble_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``x Wᵀ (+ b)`` for a plain or an ensemble weight.
+
+    Plain: ``x [..., in]``, ``weight [out, in]``, ``bias [out]`` → ``[..., out]``.
+    Ensemble: ``x [S, ..., in]``, ``weight [S, out, in]``, ``bias [S, out]`` → ``[S, ..., out]``;
+    member ``s`` only ever sees ``weight[s]``.
+    """
+    if weight.dim() == 2:
+        return nn.functional.linear(x, weight, bias)
+    flat, packed_shape = pack([x], "s * i")
+    if bias is None:
+        out = torch.bmm(flat, weight.transpose(1, 2))
+    else:
+        out = torch.baddbmm(bias.unsqueeze(1), flat, weight.transpose(1, 2))
+    return unpack(out, packed_shape, "s * o")[0]
+
+
+def broadcast_per_member(values: Tensor, ensemble: int | None, dims: int) -> Tensor:
+    """View per-member vectors ``[S, d]`` as ``[S, 1, …, 1, d]`` (``dims`` dimensions in all) so they
+    broadcast against an ensemble activation ``[S, ..., d]``; plain ``[d]`` vectors broadcast as they are."""
+    if ensemble is None:
+        return values
+    return values.reshape(values.shape[0], *([1] * (dims - 2)), values.shape[-1])
+
+
+def per_member_mean(values: Tensor, ensemble: int | None) -> Tensor:
+    """Mean over everything but the ensemble dimension: ``[S, ...]`` → ``[S]``, or ``[...]`` → ``[]``."""
+    return values.mean() if ensemble is None else values.flatten(1).mean(1)
+
+
+def per_member_max(values: Tensor, ensemble: int | None) -> Tensor:
+    """Max over everything but the ensemble dimension: ``[S, ...]`` → ``[S]``, or ``[...]`` → ``[]``."""
+    return values.max() if ensemble is None else values.flatten(1).amax(1)
+
+
+def weight_sparsity_error(weights: list[Tensor], ensemble: int | None) -> Tensor:
+    """``max_i min(|W_i|, |1 − |W_i||)`` over all entries of ``weights`` (Madsen & Johansen 2019),
+    per ensemble member: ``[S]`` with an ensemble, a 0-d tensor without."""
+    errors = []
+    for weight in weights:
+        magnitude = weight.detach().abs()
+        errors.append(per_member_max(torch.minimum(magnitude, (1 - magnitude).abs()), ensemble))
+    return torch.stack(errors).amax(0)
+
+
+class ArithmeticUnit(nn.Module):
+    """Base class: an ``nn.Linear``-shaped unit mapping ``[..., in]`` → ``[..., out]``.
+
+    With ``ensemble=S`` every parameter gets a leading dimension ``S``, the input must be
+    ``[S, ..., in]`` and the output is ``[S, ..., out]``; the ``S`` members share nothing, so summing
+    their losses trains ``S`` independent units at once. :meth:`regularization` and
+    :meth:`sparsity_error` then return one value per member (shape ``[S]``).
+
+    Subclasses pass their extra constructor options as keyword arguments to ``__init__`` (they are
+    replayed by :meth:`member`), create parameters with :meth:`make_parameter`, and list the weights
+    the sparsity error is measured on in :meth:`sparsity_weights`.
+    """
+
+    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, **options: Any):
+        super().__init__()
+        for name, value in (("in_features", in_features), ("out_features", out_features)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{type(self).__name__}: {name} must be a positive int, got {value!r}")
+        if ensemble is not None and (not isinstance(ensemble, int) or isinstance(ensemble, bool) or ensemble < 1):
+            raise ValueError(f"{type(self).__name__}: ensemble must be None or a positive int, got {ensemble!r}")
+        self.in_features = in_features
+        self.out_features = out_features
+        self.ensemble = ensemble
+        self._options = options
+
+    @property
+    def ensemble_shape(self) -> tuple[int, ...]:
+        """``(S,)`` with an ensemble, ``()`` without."""
+        return () if self.ensemble is None else (self.ensemble,)
+
+    def make_parameter(self, *shape: int) -> nn.Parameter:
+        """An uninitialised parameter of shape ``[S, *shape]`` (or ``shape`` without an ensemble)."""
+        return nn.Parameter(torch.empty(*self.ensemble_shape, *shape))
+
+    def check_input(self, x: Tensor) -> None:
+        """Raise ``ValueError`` naming expected and received shapes unless ``x`` is ``[(S,) ..., in]``."""
+        expected = f"[..., {self.in_features}]" if self.ensemble is None else f"[{self.ensemble}, ..., {self.in_features}]"
+        min_dims = 1 + len(self.ensemble_shape)
+        if (
+            x.dim() < min_dims
+            or x.shape[-1] != self.in_features
+            or (self.ensemble is not None and x.shape[0] != self.ensemble)
+        ):
+            raise ValueError(f"{type(self).__name__}: expected input of shape {expected}, got {list(x.shape)}")
+        if not x.is_floating_point():
+            raise ValueError(f"{type(self).__name__}: expected a floating-point input, got dtype {x.dtype}")
+
+    def sparsity_weights(self) -> list[Tensor]:
+        """The effective weights the sparsity error is measured on (each ``[(S,) ..., out, in]``)."""
+        raise NotImplementedError
+
+    def regularization(self) -> Tensor:
+        """The unit's sparsity regulariser: ``[S]`` per member, or 0-d; zeros for units without one."""
+        reference = next(self.parameters())
+        return reference.new_zeros(self.ensemble_shape)
+
+    def sparsity_error(self) -> Tensor:
+        """``max_i min(|W_i|, |1 − |W_i||)`` over :meth:`sparsity_weights`: ``[S]`` or 0-d (no gradient)."""
+        return weight_sparsity_error(self.sparsity_weights(), self.ensemble)
+
+    def member(self, index: int) -> ArithmeticUnit:
+        """An unbatched copy (``ensemble=None``) holding member ``index``'s parameters (copied, not shared)."""
+        if self.ensemble is None:
+            raise ValueError(f"{type(self).__name__}: member() needs an ensemble unit, this one has ensemble=None")
+        if not -self.ensemble <= index < self.ensemble:
+            raise IndexError(f"{type(self).__name__}: member {index} out of range for ensemble={self.ensemble}")
+        reference = next(self.parameters())
+        unit = type(self)(self.in_features, self.out_features, **self._options)
+        unit.to(device=reference.device, dtype=reference.dtype)
+        unit.load_state_dict({name: value[index].clone() for name, value in self.state_dict().items()})
+        return unit
+
+    def set_member(self, index: int, unit: ArithmeticUnit) -> None:
+        """Copy the parameters of the unbatched ``unit`` into member ``index`` of this ensemble."""
+        if self.ensemble is None or unit.ensemble is not None or type(unit) is not type(self):
+            raise ValueError(
+                f"set_member copies an unbatched {type(self).__name__} into an ensemble one, "
+                f"got {type(unit).__name__}(ensemble={unit.ensemble}) into ensemble={self.ensemble}"
+            )
+        source = unit.state_dict()
+        with torch.no_grad():
+            for name, target in self.state_dict().items():
+                if target[index].shape != source[name].shape:
+                    raise ValueError(
+                        f"set_member: {name} expected shape {list(target[index].shape)}, got {list(source[name].shape)}"
+                    )
+                target[index].copy_(source[name])
+
+    def extra_repr(self) -> str:
+        options = "".join(f", {key}={value!r}" for key, value in self._options.items())
+        return f"in_features={self.in_features}, out_features={self.out_features}, ensemble={self.ensemble}{options}"

@@ -1,0 +1,35 @@
+"""Numerical guards shared by the arithmetic units.
+
+The units must never produce NaN for a finite input, and must stay finite (outputs and gradients) for
+inputs up to 1e6 in magnitude. Three guards achieve this:
+
+* additive paths clamp their input to ``±finfo.max / (2 · in_features)``, so a weighted sum with
+  weights in ``[-1, 1]`` cannot overflow (and therefore never meets ``inf − inf``);
+* logarithms are taken of ``|x| + eps`` (or ``max(|x|, eps)``), never of zero;
+* exponents are capped at :data:`MAX_LOG_MAGNITUDE`, so ``exp`` stays far below the float32 limit and
+  its gradient (which multiplies by the output once more) stays finite too.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+MAX_LOG_MAGNITUDE = 50.0
+"""Largest natural logarithm of an output magnitude (e^50 ≈ 5.2e21); larger results saturate there."""
+
+DEFAULT_EPS = 1e-7
+"""Default ε added inside logarithms (Trask et al. 2018 use a small ε of this order)."""
+
+
+def bounded_input(x: Tensor, in_features: int) -> Tensor:
+    """Clamp ``x`` to ``±finfo.max / (2 · in_features)``: sums of ``in_features`` terms weighted by
+    ``|w| ≤ 1`` then cannot overflow. Shape is unchanged. Values this large only occur for inputs
+    beyond ~1e35 (float32), so ordinary inputs pass through untouched."""
+    bound = torch.finfo(x.dtype).max / (2 * in_features)
+    return x.clamp(-bound, bound)
+
+
+def capped_exp(log_magnitude: Tensor) -> Tensor:
+    """``exp(min(z, MAX_LOG_MAGNITUDE))`` element-wise: finite for every input, including ``+inf``."""
+    return torch.exp(log_magnitude.clamp(max=MAX_LOG_MAGNITUDE))

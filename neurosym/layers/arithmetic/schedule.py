@@ -1,0 +1,30 @@
+"""The linear warm-up of the sparsity-regulariser weight (Madsen & Johansen 2020)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RegularizerWarmup:
+    """``λ(step) = weight · clamp((step − start) / (end − start), 0, 1)``: zero until ``start``, rising
+    linearly to ``weight`` at ``end``, constant after. ``start == end`` gives a step from 0 to ``weight``.
+
+    The paper uses ``weight=10, start=1e6, end=2e6`` for the NMU and ``weight=0.01, start=5e3, end=5e4``
+    for the NAU. Pure arithmetic: call it with the current training step.
+    """
+
+    weight: float
+    start: float
+    end: float
+
+    def __post_init__(self) -> None:
+        if self.end < self.start:
+            raise ValueError(f"RegularizerWarmup: end ({self.end}) must not be before start ({self.start})")
+        if self.weight < 0:
+            raise ValueError(f"RegularizerWarmup: weight must be non-negative, got {self.weight}")
+
+    def __call__(self, step: float) -> float:
+        if self.end == self.start:
+            return self.weight if step >= self.start else 0.0
+        return self.weight * min(1.0, max(0.0, (step - self.start) / (self.end - self.start)))
