@@ -1,0 +1,74 @@
+"""Character-level encoding of DeepMind Mathematics text and padded batching.
+
+Ids: ``0`` = padding, ``1`` = beginning of sequence, ``2`` = end of sequence, then the 95 characters of
+:data:`~neurosym.data.mathematics.loader.ALPHABET` in order (``3`` is the space) — 98 ids in all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from neurosym.data.mathematics.loader import ALPHABET, MathExample
+
+PAD, BOS, EOS = 0, 1, 2
+_OFFSET = 3
+VOCAB_SIZE = _OFFSET + len(ALPHABET)
+_CHAR_TO_ID = {char: index + _OFFSET for index, char in enumerate(ALPHABET)}
+
+
+def encode(text: str, bos: bool = False, eos: bool = False) -> list[int]:
+    """Ids of ``text``'s characters, optionally framed by BOS/EOS; a character outside the alphabet raises."""
+    ids = []
+    for position, char in enumerate(text):
+        if char not in _CHAR_TO_ID:
+            raise ValueError(f"character {char!r} at position {position} of {text!r} is outside the alphabet")
+        ids.append(_CHAR_TO_ID[char])
+    return [BOS] * bos + ids + [EOS] * eos
+
+
+def decode(ids: Sequence[int]) -> str:
+    """Text of ``ids``: stops at the first EOS, skips PAD and BOS; an id outside the vocabulary raises."""
+    chars = []
+    for position, index in enumerate(ids):
+        index = int(index)
+        if index == EOS:
+            break
+        if index in (PAD, BOS):
+            continue
+        if not _OFFSET <= index < VOCAB_SIZE:
+            raise ValueError(f"id {index} at position {position} is outside the vocabulary of {VOCAB_SIZE}")
+        chars.append(ALPHABET[index - _OFFSET])
+    return "".join(chars)
+
+
+def pad_sequences(sequences: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Right-pad id lists with :data:`PAD` into a LongTensor ``[batch, longest]``."""
+    if not sequences:
+        raise ValueError("cannot pad an empty list of sequences")
+    batch = torch.full((len(sequences), max(len(s) for s in sequences)), PAD, dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        batch[row, : len(sequence)] = torch.as_tensor(sequence, dtype=torch.long)
+    return batch
+
+
+@dataclass(frozen=True)
+class EncodedBatch:
+    """A padded batch: ``questions`` ``[B, S]`` (question ids then EOS) and ``answers`` ``[B, T]``
+    (BOS, answer ids, EOS); both right-padded with :data:`PAD`."""
+
+    questions: torch.Tensor
+    answers: torch.Tensor
+
+    def to(self, device: torch.device) -> "EncodedBatch":
+        return EncodedBatch(self.questions.to(device), self.answers.to(device))
+
+
+def encode_batch(examples: Sequence[MathExample]) -> EncodedBatch:
+    """Encode and pad a list of examples (usable as a DataLoader ``collate_fn``)."""
+    return EncodedBatch(
+        questions=pad_sequences([encode(e.question, eos=True) for e in examples]),
+        answers=pad_sequences([encode(e.answer, bos=True, eos=True) for e in examples]),
+    )

@@ -1,0 +1,112 @@
+"""Generate DeepMind Mathematics questions on demand, in the released file layout, into a cache.
+
+Generation runs DeepMind's own generator in its isolated environment
+(:mod:`neurosym.data.mathematics.environment`) through the driver script
+:mod:`neurosym.data.mathematics.generator_driver`. Output is deterministic for a seed: each
+``(regime, module)`` file gets its own seed derived from ``(seed, regime, module)``, Python's ``random``
+and numpy are seeded with it, and ``PYTHONHASHSEED`` is fixed in the child. Files are written as
+``<root>/<regime>/<area>__<module>.txt`` with alternating question and answer lines; a cached file with
+at least the requested number of pairs is reused (its first pairs are the same questions).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from tqdm import tqdm
+
+from neurosym.data.mathematics.environment import ensure_generator_env
+from neurosym.data.mathematics.loader import count_pairs, module_path
+from neurosym.data.mnist import cache_dir
+
+REGIMES: tuple[str, ...] = ("train-easy", "train-medium", "train-hard", "train", "interpolate", "extrapolate")
+_DRIVER = Path(__file__).with_name("generator_driver.py")
+_CHILD_HASH_SEED = "0"
+
+
+def generated_root(seed: int) -> Path:
+    """The cache folder holding the files generated with ``seed``: ``<cache>/mathematics/seed-<seed>``."""
+    return cache_dir() / "mathematics" / f"seed-{seed}"
+
+
+def job_seed(seed: int, regime: str, module: str) -> int:
+    """The seed of one ``(regime, module)`` file, stable across runs and independent of other files."""
+    digest = hashlib.sha256(f"{seed}:{regime}:{module}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def generate(
+    requests: Iterable[tuple[str, str]],
+    count: int,
+    seed: int = 0,
+    root: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> Path:
+    """Make sure ``count`` question/answer pairs exist for every ``(regime, module)`` in ``requests``.
+
+    ``module`` is the released file stem, e.g. ``"arithmetic__mixed"``; ``regime`` is one of
+    :data:`REGIMES`. Missing or too-short files are generated in one subprocess, with a tqdm bar over
+    all questions. Returns the dataset root (default :func:`generated_root` of ``seed``).
+    """
+    if count < 1:
+        raise ValueError(f"count must be at least 1, got {count}")
+    root = generated_root(seed) if root is None else Path(root)
+    todo: list[dict] = []
+    for regime, module in dict.fromkeys(requests):
+        if regime not in REGIMES:
+            raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")
+        path = module_path(root, regime, module)
+        if not path.is_file() or count_pairs(path) < count:
+            todo.append({"regime": regime, "module": module, "count": count, "seed": job_seed(seed, regime, module)})
+    if todo:
+        _run_driver(todo, root, progress)
+    return root
+
+
+def _run_driver(jobs: Sequence[dict], root: Path, progress: bool) -> None:
+    python = ensure_generator_env()
+    env = {**os.environ, "PYTHONHASHSEED": _CHILD_HASH_SEED}
+    command = [str(python), str(_DRIVER), json.dumps(list(jobs))]
+    bar = tqdm(total=sum(job["count"] for job in jobs), desc="generating questions", unit="q", disable=not progress)
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as child:
+        try:
+            _write_jobs(child.stdout, jobs, root, bar)
+        finally:
+            child.stdout.close()
+            stderr = child.stderr.read()
+            child.wait()
+            bar.close()
+    if child.returncode != 0:
+        raise RuntimeError(f"mathematics_dataset generation failed: {stderr.strip()[-1500:]}")
+
+
+def _write_jobs(lines: Iterable[str], jobs: Sequence[dict], root: Path, bar: tqdm) -> None:
+    """Stream the driver's JSON lines into one ``.partial`` file per job, renamed once complete."""
+    handles: dict[int, tuple] = {}
+    written = [0] * len(jobs)
+    try:
+        for line in lines:
+            record = json.loads(line)
+            index = record["job"]
+            if index not in handles:
+                target = module_path(root, jobs[index]["regime"], jobs[index]["module"])
+                target.parent.mkdir(parents=True, exist_ok=True)
+                partial = target.with_suffix(".partial")
+                handles[index] = (open(partial, "w", encoding="ascii"), partial, target)
+            handles[index][0].write(f"{record['question']}\n{record['answer']}\n")
+            written[index] += 1
+            bar.update(1)
+            if written[index] == jobs[index]["count"]:
+                file, partial, target = handles[index]
+                file.close()
+                os.replace(partial, target)
+    finally:
+        for file, partial, target in handles.values():
+            if not file.closed:
+                file.close()
+                partial.unlink(missing_ok=True)

@@ -1,0 +1,217 @@
+"""Exact answers to the arithmetic questions of DeepMind Mathematics: parse, execute, format.
+
+The question is parsed with the Lark grammar ``grammars/mathematics_arithmetic.lark`` into a
+:class:`~neurosym.syntax.Node` tree, evaluated exactly with :class:`fractions.Fraction`, and the result is
+written the way ``mathematics_dataset`` writes it: ``-7``, ``2.78075253`` (when the question contains a
+decimal), ``-2/3`` (otherwise), a number in the question's base, or an integer root.
+
+Node symbols: ``"+" "-" "*" "/"`` (two children), ``"neg"`` (one), ``"|-|"`` (absolute difference),
+``"base"`` (the base literal, then the expression), ``"root"`` (radicand, then degree); leaves carry the
+number exactly as written. Spans are ``[start, end)`` character offsets in the question.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+from fractions import Fraction
+
+import lark
+
+from neurosym.syntax import Node
+
+ARITHMETIC_MODULES: dict[str, tuple[str, ...]] = {
+    "interpolate": (
+        "arithmetic__add_or_sub",
+        "arithmetic__add_or_sub_in_base",
+        "arithmetic__add_sub_multiple",
+        "arithmetic__div",
+        "arithmetic__mixed",
+        "arithmetic__mul",
+        "arithmetic__mul_div_multiple",
+        "arithmetic__nearest_integer_root",
+    ),
+    "extrapolate": (
+        "arithmetic__add_or_sub_big",
+        "arithmetic__add_sub_multiple_longer",
+        "arithmetic__div_big",
+        "arithmetic__mixed_longer",
+        "arithmetic__mul_big",
+        "arithmetic__mul_div_multiple_longer",
+    ),
+}
+"""The modules (released file stems) whose questions this module answers, per test regime."""
+
+_ROOT_DEGREES = {
+    "square": 2, "second": 2, "cube": 3, "third": 3, "fourth": 4, "fifth": 5,
+    "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10,
+}  # fmt: skip
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+class QuestionError(ValueError):
+    """A question outside the arithmetic question language, or one without a defined answer."""
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> lark.Lark:
+    grammar = importlib.resources.files("neurosym") / "grammars" / "mathematics_arithmetic.lark"
+    return lark.Lark(grammar.read_text(), parser="lalr", propagate_positions=True)
+
+
+def parse_question(question: str) -> Node:
+    """Parse one question into a :class:`Node` tree; raise :class:`QuestionError` with the position."""
+    try:
+        tree = _parser().parse(question)
+    except lark.exceptions.UnexpectedInput as error:
+        found = question[error.pos_in_stream : error.pos_in_stream + 10] if error.pos_in_stream is not None else ""
+        raise QuestionError(
+            f"not an arithmetic question at column {error.column} ({found!r}): {question!r}"
+        ) from None
+    return _to_node(tree.children[0] if tree.data == "start" else tree)
+
+
+def _span(tree: lark.Tree | lark.Token) -> tuple[int, int]:
+    if isinstance(tree, lark.Token):
+        return (tree.start_pos, tree.end_pos)
+    return (tree.meta.start_pos, tree.meta.end_pos)
+
+
+def _leaf(token: lark.Token) -> Node:
+    return Node(str(token), (), _span(token))
+
+
+def _to_node(tree: lark.Tree | lark.Token) -> Node:
+    if isinstance(tree, lark.Token):
+        return _leaf(tree)
+    kind, parts = tree.data, tree.children
+    if kind == "number":
+        return _leaf(parts[0])
+    if kind in _BINARY:
+        return Node(_BINARY[kind], tuple(_to_node(part) for part in parts), _span(tree))
+    if kind == "neg":
+        return Node("neg", (_to_node(parts[0]),), _span(tree))
+    if kind == "sub_swapped":
+        subtrahend, minuend = parts
+        return Node("-", (_to_node(minuend), _to_node(subtrahend)), _span(tree))
+    if kind == "difference":
+        return Node("|-|", (_to_node(parts[1]), _to_node(parts[2])), _span(tree))
+    if kind == "in_base":
+        return Node("base", (_leaf(parts[0]), _to_node(parts[1])), _span(tree))
+    if kind == "root_power":
+        radicand, numerator, degree = parts
+        if numerator != "1":
+            raise QuestionError(f"only powers 1/k are roots, got {numerator}/{degree} at column {numerator.column}")
+        return Node("root", (_leaf(radicand), _leaf(degree)), _span(tree))
+    if kind == "root_named":
+        name, radicand = parts
+        return Node("root", (_leaf(radicand), Node(str(_ROOT_DEGREES[name]), (), _span(name))), _span(tree))
+    raise QuestionError(f"unexpected parse-tree node {kind!r}")  # pragma: no cover - grammar and code disagree
+
+
+def evaluate(tree: Node, base: int = 10) -> Fraction:
+    """The exact value of an expression tree (base questions and roots give integral fractions)."""
+    symbol, children = tree.symbol, tree.children
+    if not children:
+        return _literal(tree, base)
+    if symbol == "base":
+        return evaluate(children[1], _integer(children[0], "base", minimum=2, maximum=len(_DIGITS)))
+    if symbol == "root":
+        radicand = _integer(children[0], "radicand", minimum=0)
+        return Fraction(_nearest_root(radicand, _integer(children[1], "root degree", minimum=1)))
+    values = [evaluate(child, base) for child in children]
+    if symbol == "neg":
+        return -values[0]
+    left, right = values
+    if symbol == "+":
+        return left + right
+    if symbol == "-":
+        return left - right
+    if symbol == "*":
+        return left * right
+    if symbol == "|-|":
+        return abs(left - right)
+    if symbol == "/":
+        if right == 0:
+            raise QuestionError(f"division by zero at characters {children[1].span}")
+        return left / right
+    raise QuestionError(f"unknown operator {symbol!r}")
+
+
+def _literal(leaf: Node, base: int) -> Fraction:
+    if base == 10:
+        return Fraction(leaf.symbol)
+    try:
+        return Fraction(int(leaf.symbol, base))
+    except ValueError:
+        raise QuestionError(f"{leaf.symbol!r} at characters {leaf.span} is not a number in base {base}") from None
+
+
+def _integer(leaf: Node, role: str, minimum: int, maximum: int | None = None) -> int:
+    value = Fraction(leaf.symbol)
+    if value.denominator != 1 or value < minimum or (maximum is not None and value > maximum):
+        upper = "" if maximum is None else f" and at most {maximum}"
+        raise QuestionError(f"{role} {leaf.symbol!r} at characters {leaf.span} must be an integer of at least {minimum}{upper}")
+    return int(value)
+
+
+def _nearest_root(radicand: int, degree: int) -> int:
+    """The integer nearest to ``radicand ** (1 / degree)`` (never a tie for integer radicands)."""
+    root = round(radicand ** (1.0 / degree))
+    while root**degree > radicand:
+        root -= 1
+    while (root + 1) ** degree <= radicand:
+        root += 1
+    return root + 1 if (2 * root + 1) ** degree < 2**degree * radicand else root
+
+
+def _has_decimal(tree: Node) -> bool:
+    return ("." in tree.symbol) if tree.is_leaf else any(_has_decimal(child) for child in tree.children)
+
+
+def format_rational(value: Fraction, as_decimal: bool = False) -> str:
+    """``value`` as the dataset writes it: an integer, a reduced fraction ``-2/3``, or an exact decimal."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    if not as_decimal:
+        return f"{value.numerator}/{value.denominator}"
+    places = max(_multiplicity(value.denominator, 2), _multiplicity(value.denominator, 5))
+    if 10**places % value.denominator:
+        raise QuestionError(f"{value} has no terminating decimal expansion")
+    scaled = abs(value.numerator) * 10**places // value.denominator
+    digits = str(scaled).rjust(places + 1, "0")
+    text = f"{digits[:-places]}.{digits[-places:]}".rstrip("0")
+    return ("-" if value < 0 else "") + text
+
+
+def _multiplicity(number: int, prime: int) -> int:
+    count = 0
+    while number % prime == 0:
+        number //= prime
+        count += 1
+    return count
+
+
+def format_in_base(value: int, base: int) -> str:
+    """An integer written in ``base`` with digits ``0-9a-z`` and a leading ``-`` when negative."""
+    magnitude, digits = abs(value), []
+    while True:
+        magnitude, digit = divmod(magnitude, base)
+        digits.append(_DIGITS[digit])
+        if magnitude == 0:
+            break
+    return ("-" if value < 0 else "") + "".join(reversed(digits))
+
+
+def answer_tree(tree: Node) -> str:
+    """The answer string for a parsed question."""
+    value = evaluate(tree)
+    if tree.symbol == "base":
+        return format_in_base(int(value), int(tree.children[0].symbol))
+    return format_rational(value, as_decimal=_has_decimal(tree))
+
+
+def answer_question(question: str) -> str:
+    """Answer one arithmetic question exactly as ``mathematics_dataset`` writes the answer."""
+    return answer_tree(parse_question(question))

@@ -1,0 +1,164 @@
+"""DeepMind Mathematics data: loader, malformed files, encoding, generation driver and cache."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.mathematics import (
+    ALPHABET,
+    BOS,
+    EOS,
+    PAD,
+    VOCAB_SIZE,
+    MathematicsFormatError,
+    MathExample,
+    decode,
+    encode,
+    encode_batch,
+    generate,
+    generator_env_ready,
+    list_modules,
+    load_split,
+    read_module_file,
+)
+from neurosym.data.mathematics import generation as generate_module
+from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
+
+FIXTURES = Path(__file__).resolve().parent / "data" / "mathematics"
+FIXTURE_SEED = 2026  # the seed tests/data/mathematics was generated with (20 pairs per file)
+
+
+def write_module(root: Path, regime: str, module: str, lines: list[str]) -> Path:
+    path = root / regime / f"{module}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines))
+    return path
+
+
+def test_loader_reads_released_layout(tmp_path):
+    write_module(tmp_path, "interpolate", "arithmetic__add_or_sub", ["What is 1 + 2?", "3", "Sum 4 and -5.", "-1"])
+    write_module(tmp_path, "interpolate", "algebra__linear_1d", ["Solve 2*x = 4 for x.", "2"])
+    write_module(tmp_path, "extrapolate", "arithmetic__mul_big", ["7 * 6", "42"])
+    assert list_modules(tmp_path, "interpolate") == ["algebra__linear_1d", "arithmetic__add_or_sub"]
+    examples = load_split(tmp_path, "interpolate")
+    assert examples == [
+        MathExample("Solve 2*x = 4 for x.", "2", "algebra__linear_1d", "interpolate"),
+        MathExample("What is 1 + 2?", "3", "arithmetic__add_or_sub", "interpolate"),
+        MathExample("Sum 4 and -5.", "-1", "arithmetic__add_or_sub", "interpolate"),
+    ]
+    assert load_split(tmp_path, "interpolate", ["arithmetic__add_or_sub"], limit=1) == examples[1:2]
+    assert load_split(tmp_path, "extrapolate")[0].answer == "42"
+    with pytest.raises(FileNotFoundError, match="train-easy"):
+        list_modules(tmp_path, "train-easy")
+
+
+@pytest.mark.parametrize(
+    ("lines", "line_number", "problem"),
+    [
+        (["What is 1 + 2?", "3", "What is 2 + 2?"], 3, "odd number of lines"),
+        (["What is 1 + 2?", "3", "", "4"], 3, "empty question"),
+        (["What is 1 + 2?", ""], 2, "empty answer"),
+        (["x" * 161, "3"], 1, "question of 161 characters"),
+        (["What is 1 + 2?", "3" * 31], 2, "answer of 31 characters"),
+        (["What is 1 + 2?", "3", "What is 1\t+ 1?", "2"], 3, "character '\\\\t'"),
+        (["What is 1 + 2?", "3", "Wh\u00e9t is 2?", "2"], 3, "outside the dataset's alphabet"),
+    ],
+)
+def test_malformed_lines_name_file_and_line(tmp_path, lines, line_number, problem):
+    path = write_module(tmp_path, "interpolate", "arithmetic__mul", lines)
+    with pytest.raises(MathematicsFormatError, match=rf"arithmetic__mul\.txt:{line_number}\b.*{problem}"):
+        read_module_file(path)
+
+
+def test_limits_are_inclusive(tmp_path):
+    path = write_module(tmp_path, "interpolate", "arithmetic__mul", ["q" * 160, "a" * 30])
+    assert read_module_file(path) == [("q" * 160, "a" * 30)]
+
+
+def test_alphabet_is_printable_ascii():
+    assert len(ALPHABET) == 95 and ALPHABET[0] == " " and ALPHABET[-1] == "~"
+    assert VOCAB_SIZE == 98 and len({PAD, BOS, EOS}) == 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(alphabet=ALPHABET, max_size=160), bos=st.booleans(), eos=st.booleans())
+def test_encoding_round_trip(text, bos, eos):
+    ids = encode(text, bos=bos, eos=eos)
+    assert len(ids) == len(text) + bos + eos
+    assert all(3 <= i < VOCAB_SIZE for i in ids[bos : len(ids) - eos])
+    assert decode(ids) == text
+    assert decode(ids + [EOS, 50, PAD]) == text  # everything after the first EOS is ignored
+
+
+def test_encoding_errors_name_the_position():
+    with pytest.raises(ValueError, match="position 3"):
+        encode("abc\u00e9")
+    with pytest.raises(ValueError, match="id 98 at position 1"):
+        decode([5, 98])
+
+
+@settings(max_examples=30, deadline=None)
+@given(pairs=st.lists(st.tuples(st.text(ALPHABET, min_size=1, max_size=20), st.text(ALPHABET, min_size=1, max_size=8)), min_size=1, max_size=6))
+def test_batches_are_padded_and_decode_back(pairs):
+    batch = encode_batch([MathExample(q, a, "m", "interpolate") for q, a in pairs])
+    assert batch.questions.shape == (len(pairs), max(len(q) for q, _ in pairs) + 1)
+    assert batch.answers.shape == (len(pairs), max(len(a) for _, a in pairs) + 2)
+    assert batch.questions.dtype == batch.answers.dtype == torch.long
+    for row, (question, answer) in enumerate(pairs):
+        assert decode(batch.questions[row].tolist()) == question
+        assert batch.answers[row, 0] == BOS and decode(batch.answers[row].tolist()) == answer
+        assert (batch.answers[row, len(answer) + 2 :] == PAD).all()
+
+
+def test_module_scores_are_means_over_modules():
+    per_module = module_accuracies(["b", "a", "b", "b"], ["1", "2", "3", "0"], ["1", "x", "3", "4"])
+    assert per_module == {"a": 0.0, "b": pytest.approx(2 / 3)}
+    assert mean_over_modules(per_module) == pytest.approx(1 / 3)
+    with pytest.raises(ValueError, match="align"):
+        module_accuracies(["a"], ["1", "2"], ["1"])
+
+
+def test_generate_reuses_cached_files_and_asks_only_for_missing(tmp_path, monkeypatch):
+    write_module(tmp_path, "interpolate", "arithmetic__mul", ["1 * 2", "2", "3 * 2", "6"])
+    calls = []
+    monkeypatch.setattr(generate_module, "_run_driver", lambda jobs, root, progress: calls.append(list(jobs)))
+    generate([("interpolate", "arithmetic__mul")], 2, seed=5, root=tmp_path)
+    assert calls == []
+    generate([("interpolate", "arithmetic__mul"), ("extrapolate", "arithmetic__mul_big")], 3, seed=5, root=tmp_path)
+    assert [(job["regime"], job["module"], job["count"]) for job in calls[0]] == [
+        ("interpolate", "arithmetic__mul", 3),
+        ("extrapolate", "arithmetic__mul_big", 3),
+    ]
+    seeds = [job["seed"] for job in calls[0]]
+    assert len(set(seeds)) == 2 and seeds[0] == generate_module.job_seed(5, "interpolate", "arithmetic__mul")
+    with pytest.raises(ValueError, match="unknown regime"):
+        generate([("validation", "arithmetic__mul")], 1, root=tmp_path)
+
+
+def test_driver_output_is_written_atomically(tmp_path):
+    jobs = [{"regime": "interpolate", "module": "a__b", "count": 2}, {"regime": "extrapolate", "module": "a__c", "count": 2}]
+    lines = [json.dumps({"job": j, "question": f"q{j}{k}", "answer": f"{k}"}) for j, k in [(0, 0), (1, 0), (0, 1), (1, 1)]]
+    bar = generate_module.tqdm(disable=True)
+    generate_module._write_jobs(lines[:3], jobs, tmp_path, bar)  # job 1 is cut off after one pair
+    assert read_module_file(tmp_path / "interpolate" / "a__b.txt") == [("q00", "0"), ("q01", "1")]
+    assert not (tmp_path / "extrapolate" / "a__c.txt").exists()
+    assert not list((tmp_path / "extrapolate").glob("*.partial"))
+
+
+@pytest.mark.skipif(
+    not generator_env_ready(),
+    reason="the mathematics_dataset environment is absent (create it with neurosym.data.mathematics.ensure_generator_env())",
+)
+def test_generation_is_deterministic_for_a_seed(tmp_path):
+    requests = [("interpolate", "arithmetic__mixed"), ("extrapolate", "arithmetic__div_big")]
+    generate(requests, 20, seed=FIXTURE_SEED, root=tmp_path / "first", progress=False)
+    generate(requests[:1], 5, seed=FIXTURE_SEED + 1, root=tmp_path / "other", progress=False)
+    for regime, module in requests:
+        produced = (tmp_path / "first" / regime / f"{module}.txt").read_text()
+        assert produced == (FIXTURES / regime / f"{module}.txt").read_text()
+    other = read_module_file(tmp_path / "other" / "interpolate" / "arithmetic__mixed.txt")
+    assert other != read_module_file(tmp_path / "first" / "interpolate" / "arithmetic__mixed.txt", limit=5)

@@ -1,0 +1,109 @@
+"""The symbolic route answers DeepMind Mathematics arithmetic questions exactly as the generator does."""
+
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.mathematics import read_module_file
+from neurosym.semantics.mathematics_arithmetic import (
+    ARITHMETIC_MODULES,
+    QuestionError,
+    answer_question,
+    format_in_base,
+    format_rational,
+    parse_question,
+)
+from neurosym.syntax import Node
+
+FIXTURES = Path(__file__).resolve().parent / "data" / "mathematics"
+MODULE_FILES = [(regime, module) for regime, modules in ARITHMETIC_MODULES.items() for module in modules]
+
+
+def test_fixture_covers_big_and_longer_modules():
+    names = {module for _, module in MODULE_FILES}
+    assert {"arithmetic__add_or_sub_big", "arithmetic__mul_big", "arithmetic__div_big"} <= names
+    assert {"arithmetic__add_sub_multiple_longer", "arithmetic__mixed_longer", "arithmetic__mul_div_multiple_longer"} <= names
+
+
+@pytest.mark.parametrize(("regime", "module"), MODULE_FILES)
+def test_answers_generated_questions_exactly(regime, module):
+    pairs = read_module_file(FIXTURES / regime / f"{module}.txt")
+    assert len(pairs) == 20
+    assert [answer_question(question) for question, _ in pairs] == [answer for _, answer in pairs]
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("What is 2 less than 5?", "3"),
+        ("Subtract 0.5 from -1.", "-1.5"),
+        ("What is the difference between -2 and 3?", "5"),
+        ("What is the distance between 3 and -2?", "5"),
+        ("Total of 0.1 and 0.2.", "0.3"),
+        ("What is 4 take away -1.5?", "5.5"),
+        ("Multiply 140 and 16.45.", "2303"),
+        ("3+-2", "1"),
+        ("Calculate 6 divided by -4.", "-3/2"),
+        ("What is the value of 2 - (3 - 5)*-2/8?", "3/2"),
+        ("In base 16, what is a + -1f?", "-15"),
+        ("In base 2, what is 1 - 100?", "-11"),
+        ("What is the square root of 17 to the nearest integer?", "4"),
+        ("What is 26 to the power of 1/3, to the nearest integer?", "3"),
+        ("What is the fifth root of 0 to the nearest integer?", "0"),
+    ],
+)
+def test_phrasings(question, answer):
+    assert answer_question(question) == answer
+
+
+def test_tree_is_canonical():
+    assert parse_question("Subtract 3 from 10.") == Node("-", (Node("10"), Node("3")))
+    assert parse_question("Put together 1 and -2.") == Node("+", (Node("1"), Node("neg", (Node("2"),))))
+    question = "What is (1 + 2)*3?"
+    tree = parse_question(question)
+    assert tree.symbol == "*" and tree.children[0].symbol == "+"
+    start, end = tree.children[0].span
+    assert question[start:end] == "1 + 2" and question[slice(*tree.span)] == "(1 + 2)*3"
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        ("What is 5 +?", "column 12"),
+        ("Compute 2 + 2.", "column 1"),
+        ("What is 3/(2 - 2)?", "division by zero"),
+        ("In base 2, what is 3 + 1?", "not a number in base 2"),
+        ("In base 1.5, what is 1 + 1?", "base '1.5'"),
+        ("What is 8 to the power of 2/3, to the nearest integer?", "only powers 1/k"),
+    ],
+)
+def test_bad_questions_raise_clear_errors(question, message):
+    with pytest.raises(QuestionError, match=message):
+        answer_question(question)
+
+
+def test_decimal_formatting():
+    assert format_rational(Fraction(-1, 20), as_decimal=True) == "-0.05"
+    assert format_rational(Fraction(12345, 1000), as_decimal=True) == "12.345"
+    assert format_rational(Fraction(-2, 3)) == "-2/3"
+    with pytest.raises(QuestionError, match="no terminating decimal"):
+        format_rational(Fraction(1, 3), as_decimal=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(numerator=st.integers(-(10**15), 10**15), twos=st.integers(0, 12), fives=st.integers(0, 12))
+def test_decimal_formatting_is_exact_and_minimal(numerator, twos, fives):
+    value = Fraction(numerator, 2**twos * 5**fives)
+    text = format_rational(value, as_decimal=True)
+    assert Fraction(text) == value
+    assert not text.endswith("0") or "." not in text
+    assert not text.startswith(("-.", ".")) and text.count(".") == (value.denominator != 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(value=st.integers(-(10**12), 10**12), base=st.integers(2, 36))
+def test_base_formatting_round_trips(value, base):
+    assert int(format_in_base(value, base), base) == value
