@@ -4,10 +4,10 @@ The product needs the full ``[batch, out, in]`` tensor of terms; at 128 × 512 �
 per intermediate, so the computation runs over batch chunks of at most :data:`CHUNK_ELEMENTS` terms
 and the backward pass recomputes the terms instead of saving them (saved: ``x``, ``W``, ``y``).
 
-Each chunk first takes the fast route (a plain product, gradients as ``y / term``). It is exact
-whenever every output is finite, non-zero and within ``exp(MAX_LOG_MAGNITUDE)``; otherwise (an exact
-zero term, overflow, underflow) the chunk is recomputed in the log domain, which counts zero terms and
-negative signs separately, so it never produces NaN: outputs saturate at ``±exp(MAX_LOG_MAGNITUDE)``
+Every entry first takes the fast route (a plain product, gradients as ``y / term``), which is exact
+whenever the output is finite, non-zero and within ``exp(MAX_LOG_MAGNITUDE)``. Only the entries where
+it is not (an exact zero term, overflow, underflow, a gradient beyond the float range) are recomputed
+in the log domain, which counts zero terms and negative signs separately, so it never produces NaN: outputs saturate at ``±exp(MAX_LOG_MAGNITUDE)``
 (with zero gradient there, like a clamp), and the gradient at an exactly-zero term is the exact
 product of the other terms.
 """
@@ -41,10 +41,11 @@ def _chunks(rows: int, per_row: int) -> Iterator[slice]:
 _MAX_MAGNITUDE = math.exp(MAX_LOG_MAGNITUDE)
 
 
-def _fast_product_is_exact(product: Tensor) -> bool:
-    """Whether a plain product needs no log-domain fix: every entry finite, non-zero and unsaturated."""
+def _needs_log_domain(product: Tensor) -> Tensor:
+    """Entries a plain product cannot be trusted for: zero (an exact zero term, or underflow), beyond
+    ``exp(MAX_LOG_MAGNITUDE)``, infinite or NaN (``inf · 0``). Same shape as ``product``."""
     magnitude = product.abs()
-    return bool(((magnitude > 0) & (magnitude <= _MAX_MAGNITUDE)).all())
+    return ~((magnitude > 0) & (magnitude <= _MAX_MAGNITUDE))
 
 
 class _LogDomain:
@@ -79,33 +80,33 @@ class _MultiplicativeProduct(torch.autograd.Function):
     def forward(ctx, x: Tensor, weight: Tensor) -> Tensor:
         rows, out_features, in_features = x.shape[1], weight.shape[1], weight.shape[2]
         result = x.new_empty(x.shape[0], rows, out_features)
+        in_log_domain = torch.empty(result.shape, dtype=torch.bool, device=x.device)
         for part in _chunks(rows, x.shape[0] * out_features * in_features):
             terms = _terms(x[:, part], weight)
             product = terms.prod(-1)
-            if not _fast_product_is_exact(product):
-                product = _LogDomain(terms).product()
+            needs_log = _needs_log_domain(product)
+            if bool(needs_log.any()):
+                product = torch.where(needs_log, _LogDomain(terms).product(), product)
             result[:, part] = product
-        ctx.save_for_backward(x, weight, result)
+            in_log_domain[:, part] = needs_log
+        ctx.save_for_backward(x, weight, result, in_log_domain)
         return result
 
     @staticmethod
     @torch.amp.custom_bwd(device_type="cuda")
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_output: Tensor) -> tuple[Tensor, Tensor]:
-        x, weight, result = ctx.saved_tensors
+        x, weight, result, in_log_domain = ctx.saved_tensors
         grad_x = torch.empty_like(x)
         grad_weight = torch.zeros_like(weight)
         rows, out_features, in_features = x.shape[1], weight.shape[1], weight.shape[2]
         for part in _chunks(rows, x.shape[0] * out_features * in_features):
             terms = _terms(x[:, part], weight)
-            grad_times_output = grad_output[:, part] * result[:, part]
-            grad_terms = None
-            if _fast_product_is_exact(result[:, part]):
-                grad_terms = grad_times_output.unsqueeze(-1) / terms
-                if not bool(torch.isfinite(grad_terms).all()):
-                    grad_terms = None
-            if grad_terms is None:
-                grad_terms = grad_output[:, part].unsqueeze(-1) * _LogDomain(terms).others()
+            grad = grad_output[:, part].unsqueeze(-1)
+            grad_terms = (grad * result[:, part].unsqueeze(-1)) / terms
+            needs_log = in_log_domain[:, part].unsqueeze(-1) | ~torch.isfinite(grad_terms)
+            if bool(needs_log.any()):
+                grad_terms = torch.where(needs_log, grad * _LogDomain(terms).others(), grad_terms)
             grad_x[:, part] = torch.einsum("snoi,soi->sni", grad_terms, weight)
             grad_weight += torch.einsum("snoi,sni->soi", grad_terms, x[:, part] - 1)
         return grad_x, grad_weight

@@ -1,0 +1,346 @@
+"""Neural arithmetic units: exact solutions, gates, numerics, ensembles, shapes, schedule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from neurosym.layers import (
+    NAC,
+    NALU,
+    NAU,
+    NMU,
+    NPU,
+    EnsembleLinear,
+    GatedNAUNMU,
+    NACMul,
+    RealNPU,
+    RegularizerWarmup,
+    iNALU,
+)
+from neurosym.layers.arithmetic import MAX_LOG_MAGNITUDE, multiplicative_product, product
+from neurosym.layers.arithmetic.init import nac_glorot_matched_range
+
+UNITS = [NAC, NACMul, NALU, NAU, NMU, iNALU, NPU, RealNPU, GatedNAUNMU, EnsembleLinear]
+GUARDED_UNITS = [unit for unit in UNITS if unit is not EnsembleLinear]
+SATURATED = 30.0  # tanh(30) and σ(30) are 1 in float32
+
+
+def _subset_weights(in_features: int, subsets: list[tuple[int, int]]) -> torch.Tensor:
+    weight = torch.zeros(len(subsets), in_features)
+    for row, (start, stop) in enumerate(subsets):
+        weight[row, start:stop] = 1.0
+    return weight
+
+
+# --- exact solutions extrapolate -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("low, high", [(2.0, 6.0), (1e3, 1e6)])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_nau_with_optimal_subset_weights_is_exact(low: float, high: float, sign: float) -> None:
+    torch.manual_seed(0)
+    subsets = [(3, 28), (15, 40)]
+    first, second = NAU(100, 2).double(), NAU(2, 1).double()
+    with torch.no_grad():
+        first.weight.copy_(_subset_weights(100, subsets))
+        second.weight.copy_(torch.tensor([[1.0, sign]]))
+    x = torch.empty(500, 100, dtype=torch.float64).uniform_(low, high)
+    a, b = x[:, 3:28].sum(-1), x[:, 15:40].sum(-1)
+    expected = a + sign * b
+    scale = a.abs() + b.abs()  # rounding is relative to the summands, not to a − b
+    got = second(first(x)).squeeze(-1)
+    assert bool(((got - expected).abs() <= 1e-14 * scale).all())
+    got32 = second.float()(first.float()(x.float())).squeeze(-1).double()
+    assert bool(((got32 - expected).abs() <= 1e-6 * scale).all())
+
+
+def test_nmu_with_binary_weights_multiplies_exactly() -> None:
+    torch.manual_seed(1)
+    unit = NMU(6, 3)
+    mask = torch.tensor([[1, 1, 0, 0, 0, 0], [0, 1, 0, 1, 1, 0], [1, 1, 1, 1, 1, 1]], dtype=torch.float32)
+    with torch.no_grad():
+        unit.weight.copy_(mask)
+    x = torch.randint(-9, 10, (200, 6)).float()
+    expected = torch.stack([torch.where(row.bool(), x, torch.ones_like(x)).prod(-1) for row in mask], -1)
+    assert torch.equal(unit(x), expected)
+    big = torch.empty(50, 6).uniform_(1e2, 1e3)  # products up to 1e18, below the e^50 cap
+    expected_big = torch.stack([torch.where(row.bool(), big, 1.0).double().prod(-1) for row in mask], -1)
+    torch.testing.assert_close(unit(big).double(), expected_big, rtol=1e-5, atol=0.0)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_nalu_with_saturated_gate_takes_the_right_path(shared: bool) -> None:
+    unit = NALU(2, 1, shared_weights=shared)
+    with torch.no_grad():
+        for nac in [unit.add] + ([] if unit.mul is None else [unit.mul]):
+            nac.weight_hat.fill_(SATURATED)
+            nac.gate_hat.fill_(SATURATED)
+    x = torch.empty(100, 2).uniform_(1.0, 5.0)
+    with torch.no_grad():
+        unit.gate.fill_(SATURATED)
+    torch.testing.assert_close(unit(x).squeeze(-1), x.sum(-1))
+    with torch.no_grad():
+        unit.gate.fill_(-SATURATED)
+    torch.testing.assert_close(unit(x).squeeze(-1), x.prod(-1), rtol=1e-5, atol=0.0)
+
+
+def test_inalu_retrieves_the_sign_of_a_product() -> None:
+    unit = iNALU(3, 1)
+    with torch.no_grad():
+        unit.mul_weight_hat.copy_(torch.tensor([[SATURATED, SATURATED, 0.0]]))
+        unit.mul_gate_hat.copy_(torch.tensor([[SATURATED, SATURATED, -SATURATED]]))
+        unit.gate.fill_(-SATURATED)
+    x = torch.tensor([[-2.0, 3.0, -7.0], [-2.0, -3.0, 5.0], [4.0, 0.5, -1.0]])
+    torch.testing.assert_close(unit(x).squeeze(-1), x[:, 0] * x[:, 1], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("cls", [NPU, RealNPU])
+def test_power_units_multiply_negative_inputs_and_ignore_irrelevant_ones(cls) -> None:
+    unit = cls(3, 2)
+    with torch.no_grad():
+        unit.real_weight.copy_(torch.tensor([[1.0, 1.0, 0.0], [2.0, 0.0, 5.0]]))
+        unit.relevance.copy_(torch.tensor([1.0, 1.0, 0.0]))
+    x = torch.tensor([[-2.0, 3.0, -7.0], [1.5, -4.0, 9.0]])
+    expected = torch.stack([x[:, 0] * x[:, 1], x[:, 0] ** 2], -1)
+    torch.testing.assert_close(unit(x), expected, rtol=1e-5, atol=1e-5)
+
+
+# --- numerics --------------------------------------------------------------------------------------
+
+
+def _unit(cls, in_features: int, out_features: int, ensemble: int | None = None):
+    torch.manual_seed(hash(cls.__name__) % 1000)
+    return cls(in_features, out_features, ensemble=ensemble)
+
+
+def _assert_finite_output_and_gradients(unit, x: torch.Tensor, allow_inf: bool = False) -> None:
+    x = x.clone().requires_grad_(True)
+    unit.zero_grad()
+    y = unit(x)
+    y.sum().backward()
+    check = (lambda t: not torch.isnan(t).any()) if allow_inf else (lambda t: torch.isfinite(t).all())
+    assert check(y), f"{type(unit).__name__} output {y}"
+    assert check(x.grad), f"{type(unit).__name__} input gradient {x.grad}"
+    for name, parameter in unit.named_parameters():
+        assert parameter.grad is not None and check(parameter.grad), f"{type(unit).__name__}.{name} gradient"
+
+
+@pytest.mark.parametrize("cls", UNITS)
+def test_gradients_are_finite_at_zero(cls) -> None:
+    unit = _unit(cls, 4, 3)
+    _assert_finite_output_and_gradients(unit, torch.zeros(5, 4))
+    with torch.no_grad():  # a weight exactly 1 makes an NMU term exactly 0 at x = 0
+        for parameter in unit.parameters():
+            parameter.fill_(1.0)
+    _assert_finite_output_and_gradients(unit, torch.tensor([[0.0, 2.0, -3.0, 0.5], [0.0, 0.0, 1.0, 1.0]]))
+
+
+def test_nmu_gradient_at_a_single_zero_term_is_the_product_of_the_others() -> None:
+    unit = NMU(3, 1)
+    with torch.no_grad():
+        unit.weight.fill_(1.0)
+    x = torch.tensor([[0.0, 2.0, -3.0]], requires_grad=True)
+    unit(x).sum().backward()
+    torch.testing.assert_close(x.grad, torch.tensor([[-6.0, 0.0, 0.0]]))
+    # dy/dW_0 = (x_0 - 1) * x_1 * x_2 = 6; the other two terms see the zero
+    torch.testing.assert_close(unit.weight.grad, torch.tensor([[6.0, 0.0, 0.0]]))
+
+
+BOUNDED = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, width=32)
+ANY_FINITE = st.floats(allow_nan=False, allow_infinity=False, width=32)
+
+
+@pytest.mark.parametrize("cls", UNITS)
+@settings(max_examples=30, deadline=None)
+@given(values=arrays(np.float32, (4, 3), elements=BOUNDED | st.sampled_from([0.0, 1e6, -1e6])))
+def test_outputs_and_gradients_finite_up_to_1e6(cls, values: np.ndarray) -> None:
+    _assert_finite_output_and_gradients(_unit(cls, 3, 2), torch.from_numpy(values))
+
+
+@pytest.mark.parametrize("cls", GUARDED_UNITS)
+@settings(max_examples=30, deadline=None)
+@given(values=arrays(np.float32, (4, 3), elements=ANY_FINITE | st.sampled_from([3.4e38, -3.4e38, 0.0])))
+def test_never_nan_for_any_finite_input(cls, values: np.ndarray) -> None:
+    _assert_finite_output_and_gradients(_unit(cls, 3, 2), torch.from_numpy(values), allow_inf=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    values=arrays(np.float64, (3, 4), elements=st.floats(-30, 30, allow_nan=False) | st.just(0.0)),
+    weights=arrays(np.float64, (2, 4), elements=st.floats(0, 1) | st.sampled_from([0.0, 1.0])),
+)
+def test_multiplicative_product_matches_the_definition_and_its_gradient(values, weights) -> None:
+    x = torch.from_numpy(values).requires_grad_(True)
+    w = torch.from_numpy(weights).requires_grad_(True)
+    reference_x, reference_w = x.detach().clone().requires_grad_(True), w.detach().clone().requires_grad_(True)
+    got = multiplicative_product(x, w)
+    expected = torch.addcmul(1 - reference_w, reference_w, reference_x.unsqueeze(-2)).prod(-1)
+    torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-300)
+    seed = torch.arange(1.0, 7.0, dtype=torch.float64).reshape(3, 2)
+    (got * seed).sum().backward()
+    (expected * seed).sum().backward()
+    torch.testing.assert_close(x.grad, reference_x.grad, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(w.grad, reference_w.grad, rtol=1e-9, atol=1e-9)
+
+
+def test_multiplicative_product_saturates_instead_of_overflowing() -> None:
+    x = torch.full((2, 40), 1e6, requires_grad=True)
+    w = torch.ones(1, 40, requires_grad=True)
+    y = multiplicative_product(x, w)
+    assert torch.allclose(y, torch.tensor(math.exp(MAX_LOG_MAGNITUDE)))
+    y.sum().backward()
+    assert torch.equal(x.grad, torch.zeros_like(x)) and torch.equal(w.grad, torch.zeros_like(w))
+
+
+def test_multiplicative_product_is_the_same_in_chunks(monkeypatch) -> None:
+    torch.manual_seed(3)
+    x, w = torch.randn(3, 17, 5, dtype=torch.float64), torch.rand(3, 4, 5, dtype=torch.float64)
+    x[0, 2, 1], w[0, :, 1] = 0.0, 1.0
+    whole = torch.autograd.functional.vjp(multiplicative_product, (x, w), torch.ones(3, 17, 4, dtype=torch.float64))
+    monkeypatch.setattr(product, "CHUNK_ELEMENTS", 7)
+    chunked = torch.autograd.functional.vjp(multiplicative_product, (x, w), torch.ones(3, 17, 4, dtype=torch.float64))
+    torch.testing.assert_close(chunked, whole, rtol=1e-12, atol=0.0)
+
+
+# --- ensembles ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", UNITS)
+def test_ensemble_members_are_independent(cls) -> None:
+    members = []
+    for seed in range(3):
+        torch.manual_seed(100 + seed)
+        members.append(cls(4, 2))
+    ensemble = cls(4, 2, ensemble=3)
+    for index, member in enumerate(members):
+        ensemble.set_member(index, member)
+    torch.manual_seed(7)
+    x, target = torch.rand(3, 5, 6, 4) + 0.5, torch.randn(3, 5, 6, 2)
+    loss = ((ensemble(x) - target) ** 2).mean(dim=(1, 2, 3)).sum() + ensemble.regularization().sum()
+    loss.backward()
+    for index, member in enumerate(members):
+        member_loss = ((member(x[index]) - target[index]) ** 2).mean() + member.regularization()
+        member_loss.backward()
+        torch.testing.assert_close(ensemble(x)[index], member(x[index]), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(ensemble.sparsity_error()[index], member.sparsity_error())
+        batched = dict(ensemble.named_parameters())
+        for name, parameter in member.named_parameters():
+            torch.testing.assert_close(batched[name].grad[index], parameter.grad, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("cls", UNITS)
+def test_member_extracts_a_copy_with_that_members_parameters(cls) -> None:
+    ensemble = _unit(cls, 3, 2, ensemble=4)
+    member = ensemble.member(2)
+    assert member.ensemble is None
+    x = torch.randn(4, 5, 3)
+    torch.testing.assert_close(member(x[2]), ensemble(x)[2])
+    with torch.no_grad():
+        next(member.parameters()).add_(1.0)
+    torch.testing.assert_close(ensemble.member(2)(x[2]), ensemble(x)[2])
+    with pytest.raises(IndexError):
+        ensemble.member(4)
+    with pytest.raises(ValueError, match="ensemble"):
+        member.member(0)
+
+
+@pytest.mark.parametrize("cls", UNITS)
+def test_regularization_and_sparsity_error_have_one_value_per_member(cls) -> None:
+    ensemble, single = _unit(cls, 3, 2, ensemble=5), _unit(cls, 3, 2)
+    assert ensemble.regularization().shape == (5,) and single.regularization().shape == ()
+    assert ensemble.sparsity_error().shape == (5,) and single.sparsity_error().shape == ()
+    assert bool(((ensemble.sparsity_error() >= 0) & (ensemble.sparsity_error() <= 0.5)).all())
+
+
+# --- shapes ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", UNITS)
+def test_shape_mismatch_names_expected_and_received_shapes(cls) -> None:
+    with pytest.raises(ValueError, match=r"expected input of shape \[\.\.\., 3\], got \[8, 4\]"):
+        _unit(cls, 3, 2)(torch.zeros(8, 4))
+    ensemble = _unit(cls, 3, 2, ensemble=5)
+    with pytest.raises(ValueError, match=r"expected input of shape \[5, \.\.\., 3\], got \[4, 8, 3\]"):
+        ensemble(torch.zeros(4, 8, 3))
+    with pytest.raises(ValueError, match=r"got \[3\]"):
+        ensemble(torch.zeros(3))
+    with pytest.raises(ValueError, match="floating-point"):
+        _unit(cls, 3, 2)(torch.zeros(8, 3, dtype=torch.long))
+
+
+def test_invalid_construction_is_rejected() -> None:
+    with pytest.raises(ValueError, match="in_features"):
+        NAU(0, 2)
+    with pytest.raises(ValueError, match="ensemble"):
+        NMU(2, 2, ensemble=0)
+    with pytest.raises(ValueError, match="eps"):
+        NACMul(2, 2, eps=0.0)
+    with pytest.raises(ValueError, match="set_member"):
+        NAU(2, 2, ensemble=2).set_member(0, NMU(2, 2))
+
+
+def test_plain_units_accept_any_number_of_leading_dimensions() -> None:
+    unit = _unit(NMU, 3, 2)
+    x = torch.rand(2, 3, 4, 3)
+    torch.testing.assert_close(unit(x)[1, 2], unit(x[1, 2]))
+    assert unit(torch.rand(3)).shape == (2,)
+
+
+# --- regulariser, sparsity error, initialisation, schedule -----------------------------------------
+
+
+def test_nau_and_nmu_regularizer_and_sparsity_error_values() -> None:
+    nau, nmu = NAU(2, 2), NMU(2, 2)
+    with torch.no_grad():
+        nau.weight.copy_(torch.tensor([[-1.0, 0.0], [1.0, 0.0]]))
+        nmu.weight.copy_(torch.tensor([[0.5, 1.0], [0.0, 0.25]]))
+    assert nau.regularization().item() == 0.0 and nau.sparsity_error().item() == 0.0
+    assert nmu.regularization().item() == pytest.approx((0.5 + 0.25) / 4)
+    assert nmu.sparsity_error().item() == pytest.approx(0.5)
+    with torch.no_grad():
+        nau.weight.copy_(torch.tensor([[2.0, -0.3], [0.9, 0.0]]))
+    assert nau.sparsity_error().item() == pytest.approx(0.3)
+    nau.clamp_weights_()
+    assert nau.weight.max().item() == 1.0
+
+
+def test_initialisations_follow_the_papers() -> None:
+    torch.manual_seed(0)
+    nac = NAC(200, 200)
+    assert nac.weight().mean().abs().item() < 0.005
+    assert nac.weight().var().item() == pytest.approx(2 / 400, rel=0.05)
+    assert nac_glorot_matched_range(1, 1) == 8.0  # Glorot variance 1 is beyond tanh·σ's 1/2
+    nau, bound = NAU(100, 2), math.sqrt(3) * math.sqrt(2 / 102)  # r = min(0.5, √3·√(2/(in+out)))
+    assert bound < nau.weight.abs().max().item() / 0.97 and nau.weight.abs().max().item() <= bound
+    assert NAU(2, 2).weight.abs().max().item() <= 0.5
+    nmu = NMU(200, 200)
+    assert nmu.weight.min().item() >= 0.25 and nmu.weight.max().item() <= 0.75
+    assert nmu.weight.mean().item() == pytest.approx(0.5, abs=0.005)
+
+
+@settings(max_examples=50, deadline=None)
+@given(step=st.floats(-1e7, 1e7, allow_nan=False))
+def test_regularizer_warmup_is_a_clamped_linear_ramp(step: float) -> None:
+    schedule = RegularizerWarmup(weight=10.0, start=1e6, end=2e6)
+    value = schedule(step)
+    assert 0.0 <= value <= 10.0
+    if step <= 1e6:
+        assert value == 0.0
+    elif step >= 2e6:
+        assert value == 10.0
+    else:
+        assert value == pytest.approx(10.0 * (step - 1e6) / 1e6)
+
+
+def test_regularizer_warmup_edges() -> None:
+    assert RegularizerWarmup(0.01, 5e3, 5e4)(27_500) == pytest.approx(0.005)
+    assert RegularizerWarmup(1.0, 10, 10)(9) == 0.0 and RegularizerWarmup(1.0, 10, 10)(10) == 1.0
+    with pytest.raises(ValueError, match="end"):
+        RegularizerWarmup(1.0, 10, 5)
