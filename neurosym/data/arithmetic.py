@@ -1,0 +1,311 @@
+"""The "simple function" task of Madsen & Johansen (2019), vectorised across seeds.
+
+An input ``x ∈ R^d`` is drawn uniformly from a range; two contiguous subsets of ``⌊s·d⌋`` elements,
+overlapping by ``⌊o·⌊s·d⌋⌋`` elements and starting at a random offset fixed per seed, are summed to
+``a`` and ``b``; the target is ``a ∘ b``. Models train on the interpolation range and are tested on the
+extrapolation range.
+
+Everything here is batched over an ensemble of ``S`` members (independent runs): member ``i`` has its
+own seed (hence its own subset offset and fixed evaluation sets) and its own operation, so one batched
+model can train many seeds (and operations) at once. Tensors are ``[S, batch, d]`` inputs and
+``[S, batch, 1]`` targets.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class SampleRange:
+    """A uniform distribution over a union of disjoint intervals ``[low, high)``, e.g. ``U[−6,−2] ∪ U[2,6]``.
+
+    Each interval is chosen with probability proportional to its length, so the union is sampled uniformly.
+    """
+
+    intervals: tuple[tuple[float, float], ...]
+
+    def __post_init__(self) -> None:
+        if not self.intervals:
+            raise ValueError("a SampleRange needs at least one interval")
+        previous_high = -math.inf
+        for low, high in self.intervals:
+            if not (math.isfinite(low) and math.isfinite(high) and low < high):
+                raise ValueError(f"interval [{low}, {high}] must be finite with low < high")
+            if low < previous_high:
+                raise ValueError(f"intervals {self.intervals} must be sorted and disjoint")
+            previous_high = high
+
+    @classmethod
+    def parse(cls, text: str) -> SampleRange:
+        """Read ``"[1,2]"`` or ``"[-6,-2]u[2,6]"`` (``u``, ``U`` or ``∪`` joins intervals; a leading ``U`` is allowed)."""
+        number = r"\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)\s*"
+        interval = re.compile(rf"U?\[{number},{number}\]", re.IGNORECASE)
+        intervals, position = [], _skip_spaces(text, 0)
+        while True:
+            match = interval.match(text, position)
+            if match is None:
+                raise ValueError(f"cannot read a range from {text!r} at position {position}: expected '[low,high]'")
+            intervals.append((float(match.group(1)), float(match.group(2))))
+            position = _skip_spaces(text, match.end())
+            if position == len(text):
+                return cls(tuple(intervals))
+            if text[position] not in "uU∪":
+                raise ValueError(f"cannot read a range from {text!r} at position {position}: expected '∪' or the end")
+            position = _skip_spaces(text, position + 1)
+
+    @property
+    def low(self) -> float:
+        return self.intervals[0][0]
+
+    @property
+    def high(self) -> float:
+        return self.intervals[-1][1]
+
+    def contains_negative(self) -> bool:
+        return self.low < 0
+
+    def sample(self, shape: Sequence[int], generator: torch.Generator, dtype: torch.dtype = torch.float32) -> Tensor:
+        """Draw a tensor of ``shape`` on ``generator``'s device, uniform over the union of intervals."""
+        device = generator.device
+        uniform = torch.rand(tuple(shape), generator=generator, device=device, dtype=dtype)
+        if len(self.intervals) == 1:
+            return uniform.mul_(self.high - self.low).add_(self.low)
+        lows = torch.tensor([low for low, _ in self.intervals], dtype=dtype, device=device)
+        lengths = torch.tensor([high - low for low, high in self.intervals], dtype=dtype, device=device)
+        starts = torch.cumsum(lengths, 0) - lengths
+        position = uniform.mul_(lengths.sum())
+        index = (torch.searchsorted(starts, position, right=True) - 1).clamp_(0, len(self.intervals) - 1)
+        return position - starts[index] + lows[index]
+
+    def __str__(self) -> str:
+        return "∪".join(f"U[{low:g},{high:g}]" for low, high in self.intervals)
+
+
+def _skip_spaces(text: str, position: int) -> int:
+    while position < len(text) and text[position].isspace():
+        position += 1
+    return position
+
+
+RANGE_PAIRS: dict[str, tuple[SampleRange, SampleRange]] = {
+    name: (SampleRange.parse(interpolation), SampleRange.parse(extrapolation))
+    for name, interpolation, extrapolation in [
+        ("[1,2]", "[1,2]", "[2,6]"),
+        ("[-2,-1]", "[-2,-1]", "[-6,-2]"),
+        ("[-2,2]", "[-2,2]", "[-6,-2]u[2,6]"),
+        ("[0,1]", "[0,1]", "[1,5]"),
+        ("[0.1,0.2]", "[0.1,0.2]", "[0.2,2]"),
+        ("[1.1,1.2]", "[1.1,1.2]", "[1.2,6]"),
+        ("[10,20]", "[10,20]", "[20,40]"),
+    ]
+}
+"""The paper's (interpolation, extrapolation) range pairs, keyed by the interpolation range; ``"[1,2]"`` is the default."""
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A target function ``t = f(a, b)`` of the two subset sums (unary operations ignore ``b``)."""
+
+    name: str
+    symbol: str
+    function: Callable[[Tensor, Tensor], Tensor]
+    needs_non_negative: bool = False
+
+
+OPERATIONS: dict[str, Operation] = {
+    op.name: op
+    for op in [
+        Operation("add", "+", torch.add),
+        Operation("sub", "−", torch.sub),
+        Operation("mul", "×", torch.mul),
+        Operation("div", "÷", torch.div),
+        Operation("square", "a²", lambda a, b: a.square()),
+        Operation("sqrt", "√a", lambda a, b: a.sqrt(), needs_non_negative=True),
+    ]
+}
+"""The task's operations by name: ``add sub mul div`` (Table 1) and the unary ``square sqrt``."""
+
+
+def operation(name: str) -> Operation:
+    """Look up an operation by name, with an error that lists the valid names."""
+    try:
+        return OPERATIONS[name]
+    except KeyError:
+        raise ValueError(f"unknown operation {name!r}: choose from {', '.join(OPERATIONS)}") from None
+
+
+def range_pair(name: str) -> tuple[SampleRange, SampleRange]:
+    """Look up an (interpolation, extrapolation) pair by name, with an error that lists the valid names."""
+    try:
+        return RANGE_PAIRS[name]
+    except KeyError:
+        raise ValueError(f"unknown range pair {name!r}: choose from {', '.join(RANGE_PAIRS)}") from None
+
+
+@dataclass(frozen=True)
+class SubsetLayout:
+    """Sizes of the two summed subsets: ``⌊s·d⌋`` elements each, overlapping by ``⌊o·⌊s·d⌋⌋``."""
+
+    input_size: int = 100
+    subset_ratio: float = 0.25
+    overlap_ratio: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.input_size < 1:
+            raise ValueError(f"input_size must be positive, got {self.input_size}")
+        if not 0 < self.subset_ratio <= 1:
+            raise ValueError(f"subset_ratio must be in (0, 1], got {self.subset_ratio}")
+        if not 0 <= self.overlap_ratio <= 1:
+            raise ValueError(f"overlap_ratio must be in [0, 1], got {self.overlap_ratio}")
+        if self.subset_size < 1:
+            raise ValueError(f"subset_ratio {self.subset_ratio} of input_size {self.input_size} leaves an empty subset")
+        if self.span > self.input_size:
+            raise ValueError(
+                f"two subsets of {self.subset_size} overlapping by {self.overlap_size} span {self.span} "
+                f"elements, more than input_size {self.input_size}"
+            )
+
+    @property
+    def subset_size(self) -> int:
+        return math.floor(self.subset_ratio * self.input_size)
+
+    @property
+    def overlap_size(self) -> int:
+        return math.floor(self.overlap_ratio * self.subset_size)
+
+    @property
+    def span(self) -> int:
+        """Elements covered by the two subsets together: ``2·subset − overlap``."""
+        return 2 * self.subset_size - self.overlap_size
+
+    @property
+    def offsets(self) -> int:
+        """Number of possible start offsets: the subsets must fit inside the input."""
+        return self.input_size - self.span + 1
+
+    def weights(self, offsets: Tensor) -> Tensor:
+        """The optimal first-layer weights ``W*`` for start ``offsets [S]``: ``[S, 2, d]`` of 0/1.
+
+        Row 0 selects ``a = x[k : k+subset]``, row 1 selects ``b = x[k+subset−overlap : k+span]``.
+        """
+        if offsets.dim() != 1:
+            raise ValueError(f"offsets must be [S], got shape {list(offsets.shape)}")
+        if bool(((offsets < 0) | (offsets >= self.offsets)).any()):
+            raise ValueError(f"offsets must lie in [0, {self.offsets - 1}], got {offsets.tolist()}")
+        position = torch.arange(self.input_size, device=offsets.device)
+        starts = torch.stack([offsets, offsets + self.subset_size - self.overlap_size], dim=1)  # [S, 2]
+        relative = position - starts.unsqueeze(-1)  # [S, 2, d]
+        return ((relative >= 0) & (relative < self.subset_size)).float()
+
+
+def seed_stream(seed: int, stream: int) -> int:
+    """A 63-bit generator seed for an independent random stream ``stream`` of run ``seed``."""
+    return int(np.random.SeedSequence([seed, stream]).generate_state(2, dtype=np.uint64)[0] >> np.uint64(1))
+
+
+_OFFSET_STREAM, _VALIDATION_STREAM, _TEST_STREAM = 0, 1, 2
+
+
+class SimpleFunctionData:
+    """Training batches and fixed evaluation sets for an ensemble of ``S`` runs of the simple function task.
+
+    Member ``i`` uses ``operations[i]`` and ``seeds[i]``; the seed alone fixes the member's subset offset
+    and its validation (interpolation) and test (extrapolation) inputs, so runs with equal seeds see the
+    same inputs whatever else is batched with them. Training batches come from one generator
+    (``train_seed``) shared by the ensemble, fresh at every step.
+
+    Shapes: :meth:`training_batch` → ``x [S, B, d]``, ``t [S, B, 1]``; :meth:`evaluation_batches` yields
+    chunks of the same form. The evaluation inputs are stored once per distinct seed.
+    """
+
+    def __init__(
+        self,
+        operations: Sequence[str],
+        seeds: Sequence[int],
+        ranges: str = "[1,2]",
+        layout: SubsetLayout = SubsetLayout(),
+        evaluation_size: int = 10_000,
+        train_seed: int = 0,
+        device: torch.device | str = "cpu",
+    ):
+        if len(operations) != len(seeds) or not seeds:
+            raise ValueError(f"need one operation per seed, got {len(operations)} operations and {len(seeds)} seeds")
+        if evaluation_size < 1:
+            raise ValueError(f"evaluation_size must be positive, got {evaluation_size}")
+        self.operations = [operation(name) for name in operations]
+        self.interpolation, self.extrapolation = range_pair(ranges)
+        for op in self.operations:
+            if op.needs_non_negative and (self.interpolation.contains_negative() or self.extrapolation.contains_negative()):
+                raise ValueError(f"operation {op.name!r} needs non-negative inputs, but range pair {ranges!r} has negatives")
+        self.layout = layout
+        self.seeds = list(seeds)
+        self.evaluation_size = evaluation_size
+        self.device = torch.device(device)
+        distinct = sorted(set(self.seeds))
+        self._seed_index = torch.tensor([distinct.index(seed) for seed in self.seeds], device=self.device)
+        self.offsets = torch.tensor(
+            [self._draw_offset(seed) for seed in self.seeds], dtype=torch.long, device=self.device
+        )
+        self.weights = layout.weights(self.offsets)  # [S, 2, d]
+        self._evaluation_inputs = {
+            "validation": self._fixed_inputs(distinct, _VALIDATION_STREAM, self.interpolation),
+            "test": self._fixed_inputs(distinct, _TEST_STREAM, self.extrapolation),
+        }
+        self.generator = torch.Generator(device=self.device).manual_seed(train_seed)
+
+    @property
+    def ensemble(self) -> int:
+        return len(self.seeds)
+
+    def _draw_offset(self, seed: int) -> int:
+        generator = torch.Generator().manual_seed(seed_stream(seed, _OFFSET_STREAM))
+        return int(torch.randint(self.layout.offsets, (1,), generator=generator))
+
+    def _fixed_inputs(self, seeds: Sequence[int], stream: int, sample_range: SampleRange) -> Tensor:
+        shape = (self.evaluation_size, self.layout.input_size)
+        inputs = [sample_range.sample(shape, torch.Generator().manual_seed(seed_stream(seed, stream))) for seed in seeds]
+        return torch.stack(inputs).to(self.device)  # [distinct seeds, N, d]
+
+    @cached_property
+    def _operation_groups(self) -> list[tuple[Operation, Tensor]]:
+        names = [op.name for op in self.operations]
+        return [
+            (operation(name), torch.tensor([i for i, n in enumerate(names) if n == name], device=self.device))
+            for name in dict.fromkeys(names)
+        ]
+
+    def targets(self, x: Tensor) -> Tensor:
+        """``x [S, B, d]`` → targets ``[S, B, 1]``: each member's operation applied to its two subset sums."""
+        if x.dim() != 3 or x.shape[0] != self.ensemble or x.shape[2] != self.layout.input_size:
+            raise ValueError(
+                f"expected inputs of shape [{self.ensemble}, batch, {self.layout.input_size}], got {list(x.shape)}"
+            )
+        sums = torch.einsum("sbd,skd->sbk", x, self.weights.to(x.dtype))  # [S, B, 2]
+        targets = torch.empty_like(sums[..., :1])
+        for op, members in self._operation_groups:
+            selected = sums[members]
+            targets[members] = op.function(selected[..., :1], selected[..., 1:])
+        return targets
+
+    def training_batch(self, batch_size: int = 128) -> tuple[Tensor, Tensor]:
+        """A fresh interpolation-range batch: ``x [S, batch_size, d]``, ``t [S, batch_size, 1]``."""
+        x = self.interpolation.sample((self.ensemble, batch_size, self.layout.input_size), self.generator)
+        return x, self.targets(x)
+
+    def evaluation_batches(self, split: str, chunk_size: int = 2_000):
+        """Yield the fixed ``split`` (``"validation"`` or ``"test"``) set in chunks: ``x [S, c, d]``, ``t [S, c, 1]``."""
+        if split not in self._evaluation_inputs:
+            raise ValueError(f"unknown split {split!r}: choose 'validation' or 'test'")
+        inputs = self._evaluation_inputs[split]
+        for start in range(0, self.evaluation_size, chunk_size):
+            x = inputs[self._seed_index, start : start + chunk_size]
+            yield x, self.targets(x)

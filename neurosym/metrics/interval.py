@@ -1,0 +1,28 @@
+"""Binomial confidence intervals for success rates."""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson (1927) score interval ``(low, high)`` for ``successes`` out of ``trials``.
+
+    Unlike the normal approximation it stays inside ``[0, 1]`` and is informative at 0 and ``trials``
+    successes: 98/100 gives (0.930, 0.994) and 0/100 gives (0, 0.037) at 95 %.
+    """
+    if not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be a positive int, got {trials!r}")
+    if not isinstance(successes, int) or not 0 <= successes <= trials:
+        raise ValueError(f"successes must be an int in [0, {trials}], got {successes!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    rate = successes / trials
+    denominator = 1 + z * z / trials
+    centre = (rate + z * z / (2 * trials)) / denominator
+    half_width = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / denominator
+    low = 0.0 if successes == 0 else centre - half_width  # exact bounds where rounding would leave 1e-18
+    high = 1.0 if successes == trials else centre + half_width
+    return low, high

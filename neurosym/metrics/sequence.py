@@ -1,0 +1,42 @@
+"""Exact-match accuracy for predicted sequences (token lists, strings or padded token tensors)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+
+def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequence[Any]) -> Tensor:
+    """Per-example exact match: ``[N]`` bool, True where the whole prediction equals the whole target.
+
+    Tensors: ``predictions`` and ``targets`` of the same shape ``[N, ...]`` (padding included, so a
+    prediction must also reproduce the padding). Python sequences: ``N`` items compared with ``==`` after
+    turning each item into a tuple (so a list and a tuple of the same tokens match; strings compare as strings).
+    """
+    if isinstance(predictions, Tensor) and isinstance(targets, Tensor):
+        if predictions.shape != targets.shape or predictions.dim() < 1:
+            raise ValueError(
+                f"predictions and targets must have the same shape [N, ...], got {list(predictions.shape)} "
+                f"and {list(targets.shape)}"
+            )
+        return (predictions == targets).reshape(len(targets), -1).all(dim=1)
+    if isinstance(predictions, Tensor) or isinstance(targets, Tensor):
+        raise TypeError("pass both predictions and targets as tensors, or both as sequences")
+    if len(predictions) != len(targets):
+        raise ValueError(f"got {len(predictions)} predictions for {len(targets)} targets")
+    return torch.tensor([_as_item(p) == _as_item(t) for p, t in zip(predictions, targets)], dtype=torch.bool)
+
+
+def _as_item(value: Any) -> Any:
+    return value if isinstance(value, str) or not isinstance(value, Sequence) else tuple(value)
+
+
+def exact_match(predictions: Tensor | Sequence[Any], targets: Tensor | Sequence[Any]) -> float:
+    """Fraction of examples predicted exactly (see :func:`sequence_matches`); at least one example is needed."""
+    matches = sequence_matches(predictions, targets)
+    if len(matches) == 0:
+        raise ValueError("exact_match needs at least one example")
+    return float(matches.float().mean())

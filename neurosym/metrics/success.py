@@ -1,0 +1,94 @@
+"""The success criterion of Madsen & Johansen (2019) applied to evaluation curves of many runs.
+
+A run is *solved* when its extrapolation MSE, taken at the evaluation with the lowest validation
+(interpolation) MSE, is below the threshold (see :mod:`neurosym.metrics.threshold`). It is *solved at*
+the first evaluation step whose extrapolation MSE is below the threshold. Runs are summarised by the
+success rate with its Wilson interval, the median solved-at step and the mean sparsity error of the
+solved runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from neurosym.metrics.interval import wilson_interval
+
+
+@dataclass(frozen=True)
+class RunOutcomes:
+    """Per-run results, each ``[S]``: ``solved`` (bool), ``solved_at`` (step, NaN when unsolved),
+    ``best_index`` (evaluation index of the lowest validation MSE) and ``best_extrapolation_mse``."""
+
+    solved: Tensor
+    solved_at: Tensor
+    best_index: Tensor
+    best_extrapolation_mse: Tensor
+
+
+def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tensor, threshold: float | Tensor) -> RunOutcomes:
+    """Apply the success criterion to ``S`` runs evaluated at ``E`` steps.
+
+    ``steps [E]`` strictly increasing; ``validation_mse`` and ``extrapolation_mse`` ``[E, S]`` (or ``[E]``
+    for one run); ``threshold`` a scalar or ``[S]`` (one per run). A NaN validation MSE never counts as
+    best, and a NaN extrapolation MSE never counts as under the threshold. Ties in validation MSE go to
+    the earliest evaluation.
+    """
+    single = validation_mse.dim() == 1
+    validation = validation_mse.unsqueeze(1) if single else validation_mse
+    extrapolation = extrapolation_mse.unsqueeze(1) if single else extrapolation_mse
+    if steps.dim() != 1 or len(steps) == 0:
+        raise ValueError(f"steps must be a non-empty [E] tensor, got shape {list(steps.shape)}")
+    if bool((steps[1:] <= steps[:-1]).any()):
+        raise ValueError(f"steps must be strictly increasing, got {steps.tolist()}")
+    if validation.dim() != 2 or validation.shape != extrapolation.shape or validation.shape[0] != len(steps):
+        raise ValueError(
+            f"expected validation and extrapolation MSE of shape [{len(steps)}, S], got "
+            f"{list(validation_mse.shape)} and {list(extrapolation_mse.shape)}"
+        )
+    threshold = torch.as_tensor(threshold, dtype=extrapolation.dtype, device=extrapolation.device)
+    if not bool(torch.isfinite(threshold).all() and (threshold > 0).all()):
+        raise ValueError(f"threshold must be finite and positive, got {threshold}")
+    evaluations = len(steps)
+    ranking = torch.nan_to_num(validation.double(), nan=math.inf)
+    is_best = ranking == ranking.min(dim=0, keepdim=True).values
+    order = torch.arange(evaluations, device=validation.device).unsqueeze(1)
+    best_index = torch.where(is_best, order, evaluations).min(dim=0).values  # first index of the minimum
+    best_extrapolation = extrapolation.gather(0, best_index.unsqueeze(0)).squeeze(0)
+    solved = best_extrapolation < threshold  # NaN compares False
+    under = extrapolation < threshold
+    first_under = torch.where(under, order, evaluations).min(dim=0).values
+    first_step = steps.to(device=validation.device, dtype=torch.float64)[first_under.clamp(max=evaluations - 1)]
+    solved_at = torch.where(solved, first_step, torch.full_like(first_step, math.nan))
+    fields = (solved, solved_at, best_index, best_extrapolation)
+    return RunOutcomes(*(value.squeeze(0) for value in fields) if single else fields)
+
+
+@dataclass(frozen=True)
+class SuccessSummary:
+    """What Table 1 reports for one cell: success rate with its 95 % Wilson interval, the median
+    solved-at step and the mean sparsity error over the solved runs (``None`` when nothing was solved)."""
+
+    solved: int
+    runs: int
+    rate: float
+    interval: tuple[float, float]
+    median_solved_at: float | None
+    mean_sparsity_error: float | None
+
+
+def summarize(outcomes: RunOutcomes, sparsity_error: Tensor | None = None, confidence: float = 0.95) -> SuccessSummary:
+    """Summarise ``S`` runs; ``sparsity_error [E, S]`` is read at each solved run's best evaluation."""
+    solved = outcomes.solved.reshape(-1)
+    count, runs = int(solved.sum()), solved.numel()
+    median = float(outcomes.solved_at.reshape(-1)[solved].quantile(0.5)) if count else None
+    mean_sparsity = None
+    if sparsity_error is not None and count:
+        if sparsity_error.dim() != 2 or sparsity_error.shape[1] != runs:
+            raise ValueError(f"sparsity_error must be [E, {runs}], got {list(sparsity_error.shape)}")
+        at_best = sparsity_error.gather(0, outcomes.best_index.reshape(1, -1)).squeeze(0)
+        mean_sparsity = float(at_best[solved].double().mean())
+    return SuccessSummary(count, runs, count / runs, wilson_interval(count, runs, confidence), median, mean_sparsity)

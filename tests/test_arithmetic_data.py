@@ -1,0 +1,139 @@
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.arithmetic import (
+    OPERATIONS,
+    RANGE_PAIRS,
+    SampleRange,
+    SimpleFunctionData,
+    SubsetLayout,
+    seed_stream,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    input_size=st.integers(4, 300),
+    subset_ratio=st.floats(0.05, 0.5),
+    overlap_ratio=st.floats(0.0, 1.0),
+    data=st.data(),
+)
+def test_subset_weights_follow_the_size_and_overlap_rules(input_size, subset_ratio, overlap_ratio, data):
+    subset = math.floor(subset_ratio * input_size)
+    overlap = math.floor(overlap_ratio * subset)
+    if subset < 1 or 2 * subset - overlap > input_size:
+        with pytest.raises(ValueError):
+            SubsetLayout(input_size, subset_ratio, overlap_ratio)
+        return
+    layout = SubsetLayout(input_size, subset_ratio, overlap_ratio)
+    offsets = torch.tensor(data.draw(st.lists(st.integers(0, layout.offsets - 1), min_size=1, max_size=5)))
+    weights = layout.weights(offsets)
+    assert weights.shape == (len(offsets), 2, input_size)
+    assert set(weights.unique().tolist()) <= {0.0, 1.0}
+    assert (weights.sum(-1) == subset).all()
+    assert ((weights[:, 0] * weights[:, 1]).sum(-1) == overlap).all()
+    positions = torch.arange(input_size)
+    for member, offset in enumerate(offsets.tolist()):
+        a_positions = positions[weights[member, 0] == 1]
+        b_positions = positions[weights[member, 1] == 1]
+        assert a_positions.tolist() == list(range(offset, offset + subset))  # contiguous, starts at the offset
+        assert b_positions.tolist() == list(range(offset + subset - overlap, offset + 2 * subset - overlap))
+
+
+def test_default_layout_is_25_overlapping_by_12():
+    layout = SubsetLayout()
+    assert (layout.subset_size, layout.overlap_size, layout.span, layout.offsets) == (25, 12, 38, 63)
+    with pytest.raises(ValueError, match="offsets must lie"):
+        layout.weights(torch.tensor([63]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(sorted(RANGE_PAIRS)), seed=st.integers(0, 2**31))
+def test_samples_stay_inside_their_ranges(name, seed):
+    for sample_range in RANGE_PAIRS[name]:
+        x = sample_range.sample((4000,), torch.Generator().manual_seed(seed))
+        inside = torch.zeros_like(x, dtype=torch.bool)
+        for low, high in sample_range.intervals:
+            inside |= (x >= low) & (x <= high)
+        assert inside.all()
+        for low, high in sample_range.intervals:  # every interval is used, in proportion to its length
+            share = ((x >= low) & (x <= high)).float().mean()
+            expected = (high - low) / sum(h - l for l, h in sample_range.intervals)
+            assert abs(float(share) - expected) < 0.05
+
+
+def test_range_parsing_and_errors():
+    assert SampleRange.parse("U[-6,-2] ∪ U[2,6]") == SampleRange(((-6.0, -2.0), (2.0, 6.0)))
+    assert SampleRange.parse("[0.1,0.2]").intervals == ((0.1, 0.2),)
+    with pytest.raises(ValueError, match="position 5"):
+        SampleRange.parse("[1,2]x[3,4]")
+    with pytest.raises(ValueError, match="position 0"):
+        SampleRange.parse("(1,2)")
+    with pytest.raises(ValueError, match="sorted and disjoint"):
+        SampleRange(((2.0, 6.0), (1.0, 3.0)))
+    assert set(RANGE_PAIRS) == {"[1,2]", "[-2,-1]", "[-2,2]", "[0,1]", "[0.1,0.2]", "[1.1,1.2]", "[10,20]"}
+    assert str(RANGE_PAIRS["[-2,2]"][1]) == "U[-6,-2]∪U[2,6]"
+
+
+def test_batches_have_per_member_offsets_operations_and_targets():
+    names = ["add", "sub", "mul", "div", "square", "sqrt"]
+    data = SimpleFunctionData(names, seeds=[0, 1, 2, 3, 4, 5], evaluation_size=50)
+    x, t = data.training_batch(16)
+    assert x.shape == (6, 16, 100) and t.shape == (6, 16, 1)
+    assert bool((x >= 1).all() and (x <= 2).all())
+    for member, name in enumerate(names):
+        k = int(data.offsets[member])
+        a = x[member, :, k : k + 25].sum(-1)
+        b = x[member, :, k + 13 : k + 38].sum(-1)
+        expected = {"add": a + b, "sub": a - b, "mul": a * b, "div": a / b, "square": a * a, "sqrt": a.sqrt()}[name]
+        torch.testing.assert_close(t[member, :, 0], expected, rtol=1e-5, atol=1e-4)
+    assert len(set(data.offsets.tolist())) > 1  # one random offset per seed
+
+
+def test_evaluation_sets_are_fixed_per_seed_and_in_range():
+    first = SimpleFunctionData(["add", "mul"], seeds=[7, 3], evaluation_size=300)
+    second = SimpleFunctionData(["sub", "add", "add"], seeds=[3, 7, 9], evaluation_size=300)
+    assert first.offsets.tolist() == [second.offsets[1].item(), second.offsets[0].item()]
+    (x1, t1), (x2, t2) = next(first.evaluation_batches("test", 300)), next(second.evaluation_batches("test", 300))
+    torch.testing.assert_close(x1[0], x2[1])  # seed 7 sees the same test inputs in both ensembles
+    torch.testing.assert_close(t1[0], t2[1])
+    assert x1.shape == (2, 300, 100) and bool((x1 >= 2).all() and (x1 <= 6).all())
+    chunks = list(first.evaluation_batches("validation", 128))
+    assert [c[0].shape[1] for c in chunks] == [128, 128, 44]
+    assert bool((chunks[0][0] >= 1).all() and (chunks[0][0] <= 2).all())
+    again = torch.cat([c[0] for c in SimpleFunctionData(["add", "mul"], seeds=[7, 3], evaluation_size=300).evaluation_batches("validation", 128)], 1)
+    torch.testing.assert_close(torch.cat([c[0] for c in chunks], 1), again)
+
+
+def test_training_batches_are_reproducible_and_fresh():
+    a = SimpleFunctionData(["add"], seeds=[0], evaluation_size=10, train_seed=5)
+    b = SimpleFunctionData(["add"], seeds=[0], evaluation_size=10, train_seed=5)
+    first = a.training_batch(8)[0]
+    torch.testing.assert_close(first, b.training_batch(8)[0])
+    assert not torch.equal(first, a.training_batch(8)[0])
+
+
+def test_bad_configurations_raise_clear_errors():
+    with pytest.raises(ValueError, match="unknown operation 'pow'"):
+        SimpleFunctionData(["pow"], seeds=[0])
+    with pytest.raises(ValueError, match="unknown range pair"):
+        SimpleFunctionData(["add"], seeds=[0], ranges="[3,4]")
+    with pytest.raises(ValueError, match="non-negative"):
+        SimpleFunctionData(["sqrt"], seeds=[0], ranges="[-2,2]")
+    with pytest.raises(ValueError, match="one operation per seed"):
+        SimpleFunctionData(["add"], seeds=[0, 1])
+    data = SimpleFunctionData(["add"], seeds=[0], evaluation_size=10)
+    with pytest.raises(ValueError, match=r"expected inputs of shape \[1, batch, 100\]"):
+        data.targets(torch.ones(1, 4, 99))
+    with pytest.raises(ValueError, match="unknown split"):
+        next(data.evaluation_batches("train"))
+
+
+def test_seed_streams_are_distinct():
+    values = {seed_stream(seed, stream) for seed in range(20) for stream in range(3)}
+    assert len(values) == 60 and all(0 <= v < 2**63 for v in values)
+    assert set(OPERATIONS) == {"add", "sub", "mul", "div", "square", "sqrt"}

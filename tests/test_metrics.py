@@ -1,0 +1,141 @@
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.arithmetic import SubsetLayout
+from neurosym.metrics import (
+    exact_match,
+    perturbed_solution_mse,
+    run_outcomes,
+    sequence_matches,
+    summarize,
+    wilson_interval,
+)
+
+
+def test_wilson_interval_published_values():
+    low, high = wilson_interval(98, 100)
+    assert (round(low, 3), round(high, 3)) == (0.930, 0.994)
+    low, high = wilson_interval(0, 100)
+    assert low == 0.0 and round(high, 3) == 0.037
+    low, high = wilson_interval(100, 100)
+    assert high == 1.0 and round(low, 3) == 0.963
+
+
+@settings(max_examples=60, deadline=None)
+@given(trials=st.integers(1, 500), data=st.data(), confidence=st.floats(0.5, 0.999))
+def test_wilson_interval_contains_the_rate_and_narrows_with_confidence(trials, data, confidence):
+    successes = data.draw(st.integers(0, trials))
+    low, high = wilson_interval(successes, trials, confidence)
+    assert 0.0 <= low <= successes / trials <= high <= 1.0
+    wider_low, wider_high = wilson_interval(successes, trials, min(0.9999, confidence + 0.0005))
+    assert wider_low <= low + 1e-12 and wider_high >= high - 1e-12
+
+
+def test_wilson_interval_rejects_bad_counts():
+    with pytest.raises(ValueError, match="successes"):
+        wilson_interval(5, 4)
+    with pytest.raises(ValueError, match="trials"):
+        wilson_interval(0, 0)
+    with pytest.raises(ValueError, match="confidence"):
+        wilson_interval(1, 2, confidence=1.0)
+
+
+# Published thresholds (Madsen & Johansen 2019) with their printed precision (3 significant figures).
+PUBLISHED = {"add": 1.48e-5, "sub": 1.38e-8, "mul": 0.160, "div": 4.94e-12}
+
+
+@pytest.mark.parametrize("name", sorted(PUBLISHED))
+def test_threshold_estimator_reproduces_published_thresholds(name):
+    # The published numbers correspond to subsets of 26 overlapping by 13 (see neurosym.metrics.threshold).
+    estimate = perturbed_solution_mse(name, layout=SubsetLayout(subset_ratio=0.26), samples=100_000, seed=1)
+    rounding = 0.005 * PUBLISHED[name] / (PUBLISHED[name] / 10 ** math.floor(math.log10(PUBLISHED[name])))
+    assert abs(estimate.value - PUBLISHED[name]) <= 4 * estimate.standard_error + rounding + 0.004 * PUBLISHED[name]
+    assert estimate.standard_error < 0.02 * estimate.value
+
+
+def test_threshold_of_the_default_task_and_its_dependence_on_epsilon():
+    add = perturbed_solution_mse("add", samples=50_000)
+    assert abs(add.value - 1.604e-5) < 4 * add.standard_error + 1e-8  # 2ε(a + b − Σx) with a + b − Σx ≈ −200
+    smaller = perturbed_solution_mse("add", epsilon=1e-6, samples=50_000)
+    assert abs(smaller.value / add.value - 1e-2) < 1e-4  # quadratic in ε
+    with pytest.raises(ValueError, match="samples"):
+        perturbed_solution_mse("add", samples=1)
+    with pytest.raises(ValueError, match="unknown operation"):
+        perturbed_solution_mse("pow")
+
+
+def _curves(validation, extrapolation):
+    return torch.tensor(validation, dtype=torch.float64).T, torch.tensor(extrapolation, dtype=torch.float64).T
+
+
+def test_success_criterion_on_constructed_curves():
+    steps = torch.tensor([1000, 2000, 3000, 4000])
+    validation, extrapolation = _curves(
+        [
+            [1.0, 0.5, 0.1, 0.2],  # best validation at 3000, extrapolation there 0.01 < 0.05: solved, first under at 2000
+            [1.0, 0.1, 0.5, 0.5],  # best validation at 2000 where extrapolation is 0.2: unsolved despite 0.01 later
+            [math.nan, 0.3, 0.3, 0.9],  # NaN never best; tie at 2000/3000 goes to 2000 (0.04): solved at 2000
+            [1.0, 0.5, 0.4, 0.3],  # best at 4000 where extrapolation is NaN: unsolved
+        ],
+        [
+            [1.0, 0.04, 0.01, 0.3],
+            [1.0, 0.2, 0.01, 0.01],
+            [0.01, 0.04, 0.3, 0.3],
+            [1.0, 1.0, 0.01, math.nan],
+        ],
+    )
+    outcomes = run_outcomes(steps, validation, extrapolation, threshold=0.05)
+    assert outcomes.solved.tolist() == [True, False, True, False]
+    assert outcomes.best_index.tolist() == [2, 1, 1, 3]
+    assert outcomes.solved_at[0].item() == 2000 and outcomes.solved_at[2].item() == 1000
+    assert math.isnan(outcomes.solved_at[1].item()) and math.isnan(outcomes.solved_at[3].item())
+    sparsity = torch.tensor([[0.4, 0.3, 0.2, 0.1]] * 4).T.clone()
+    sparsity[1, 2] = 0.25
+    summary = summarize(outcomes, sparsity)
+    assert (summary.solved, summary.runs, summary.rate) == (2, 4, 0.5)
+    assert summary.interval == wilson_interval(2, 4)
+    assert summary.median_solved_at == 1500.0
+    assert summary.mean_sparsity_error == pytest.approx((0.2 + 0.25) / 2)
+    per_run = run_outcomes(steps, validation[:, 0], extrapolation[:, 0], torch.tensor(0.05))
+    assert per_run.solved.dim() == 0 and bool(per_run.solved) and per_run.solved_at.item() == 2000
+
+
+def test_success_criterion_per_run_thresholds_and_empty_summary():
+    steps = torch.tensor([10, 20])
+    validation, extrapolation = _curves([[0.2, 0.1], [0.2, 0.1]], [[0.5, 0.03], [0.5, 0.03]])
+    outcomes = run_outcomes(steps, validation, extrapolation, threshold=torch.tensor([0.05, 0.01]))
+    assert outcomes.solved.tolist() == [True, False]
+    none = summarize(run_outcomes(steps, validation, extrapolation, threshold=1e-9))
+    assert none.solved == 0 and none.median_solved_at is None and none.mean_sparsity_error is None
+    assert none.interval == wilson_interval(0, 2)
+
+
+def test_success_criterion_rejects_bad_input():
+    good = torch.zeros(3, 2)
+    with pytest.raises(ValueError, match="strictly increasing"):
+        run_outcomes(torch.tensor([1, 1, 2]), good, good, 0.1)
+    with pytest.raises(ValueError, match=r"shape \[3, S\]"):
+        run_outcomes(torch.tensor([1, 2, 3]), good, torch.zeros(3, 3), 0.1)
+    with pytest.raises(ValueError, match="threshold"):
+        run_outcomes(torch.tensor([1, 2, 3]), good, good, math.nan)
+
+
+def test_exact_match_for_tensors_and_sequences():
+    predictions = torch.tensor([[1, 2, 0], [3, 4, 5], [6, 0, 0]])
+    targets = torch.tensor([[1, 2, 0], [3, 4, 6], [6, 0, 0]])
+    assert sequence_matches(predictions, targets).tolist() == [True, False, True]
+    assert exact_match(predictions, targets) == pytest.approx(2 / 3)
+    assert exact_match(["12+3", [1, 2]], ["12+3", (1, 2)]) == 1.0
+    assert exact_match([[1, 2, 3]], [[1, 2]]) == 0.0
+    with pytest.raises(ValueError, match="same shape"):
+        exact_match(predictions, targets[:, :2])
+    with pytest.raises(ValueError, match="2 predictions for 1 targets"):
+        exact_match([[1], [2]], [[1]])
+    with pytest.raises(ValueError, match="at least one"):
+        exact_match([], [])
+    with pytest.raises(TypeError, match="both"):
+        exact_match(predictions, targets.tolist())
