@@ -13,6 +13,7 @@ from neurosym.layers.arithmetic import (
     iNALU,
 )
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
+from neurosym.layers.mixer import MixerBlock
 from neurosym.layers.positional import SinusoidalPositionalEncoding, sinusoid_table
 from neurosym.layers.relative_attention import RelativeMultiheadAttention
 from neurosym.layers.transformer import (

@@ -1,0 +1,38 @@
+"""MLP-Mixer layer (Tolstikhin et al. 2021): token mixing and channel mixing with plain MLPs."""
+
+from __future__ import annotations
+
+import torch
+from einops import rearrange
+from torch import nn
+
+
+def _mlp(width: int, hidden: int, dropout: float) -> nn.Sequential:
+    """``Linear(width, hidden) -> GELU -> Dropout -> Linear(hidden, width)`` on the last axis."""
+    return nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, width))
+
+
+class MixerBlock(nn.Module):
+    """One mixer layer on a fixed number of tokens, both MLPs pre-normalised and residual::
+
+        x = x + TokenMLP(LayerNorm(x)^T)^T      # mixes across the num_tokens positions
+        x = x + ChannelMLP(LayerNorm(x))        # mixes across the dim features of each token
+
+    ``forward(x [B, num_tokens, dim]) -> [B, num_tokens, dim]``.
+    """
+
+    def __init__(self, num_tokens: int, dim: int, token_hidden: int, channel_hidden: int, dropout: float = 0.0):
+        super().__init__()
+        self.num_tokens = num_tokens
+        self.dim = dim
+        self.token_norm = nn.LayerNorm(dim)
+        self.token_mlp = _mlp(num_tokens, token_hidden, dropout)
+        self.channel_norm = nn.LayerNorm(dim)
+        self.channel_mlp = _mlp(dim, channel_hidden, dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 3 or x.shape[1:] != (self.num_tokens, self.dim):
+            raise ValueError(f"MixerBlock expects [B, {self.num_tokens}, {self.dim}], got {tuple(x.shape)}")
+        mixed = self.token_mlp(rearrange(self.token_norm(x), "b t d -> b d t"))
+        x = x + rearrange(mixed, "b d t -> b t d")
+        return x + self.channel_mlp(self.channel_norm(x))

@@ -1,0 +1,165 @@
+"""The classifiers of the PVR paper (Zhang et al. 2021, Appendix A) for vector and visual inputs.
+
+Vector models read digits ``[B, L]`` (long) and return logits ``[B, num_classes]``; each starts with a
+learned embedding of the digits. At ``scale=1`` their sizes are the paper's (parameter counts for
+``L = 11``: MLP 1,445,194; MLP 2x 5,052,426; Transformer 8,429,066; MLP-Mixer 8,495,674); ``scale``
+multiplies every width, to make CPU runs affordable. Visual models read images ``[B, 1, H, W]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from einops import rearrange, repeat
+from torch import nn
+
+from neurosym.layers import TransformerEncoder
+from neurosym.layers.mixer import MixerBlock
+from neurosym.perception.cnn import VGG11BN, ResNet18, SmallCNN
+
+MLP_WIDTHS = (512, 1024, 512, 64)
+
+
+def _scaled(width: int, scale: float) -> int:
+    return max(1, round(width * scale))
+
+
+def _check_tokens(digits: torch.Tensor, length: int, vocab: int) -> None:
+    if digits.dim() != 2 or digits.shape[1] != length:
+        raise ValueError(f"expected digits [B, {length}], got shape {tuple(digits.shape)}")
+    if digits.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"digits must be an integer tensor, got {digits.dtype}")
+    if digits.numel() and (digits.min() < 0 or digits.max() >= vocab):
+        raise ValueError(f"digits must lie in 0..{vocab - 1}")
+
+
+class EmbeddingMLP(nn.Module):
+    """Embed each digit (``embed_dim``), concatenate, then ``Linear -> ReLU`` for each of ``widths``
+    and a linear classifier. ``forward(digits [B, L]) -> logits [B, num_classes]``."""
+
+    def __init__(
+        self,
+        length: int,
+        vocab: int = 10,
+        num_classes: int = 10,
+        embed_dim: int = 64,
+        widths: Sequence[int] = MLP_WIDTHS,
+    ) -> None:
+        super().__init__()
+        self.length, self.vocab = length, vocab
+        self.embedding = nn.Embedding(vocab, embed_dim)
+        layers: list[nn.Module] = []
+        previous = length * embed_dim
+        for width in widths:
+            layers += [nn.Linear(previous, width), nn.ReLU()]
+            previous = width
+        self.body = nn.Sequential(*layers)
+        self.classifier = nn.Linear(previous, num_classes)
+
+    def forward(self, digits: torch.Tensor) -> torch.Tensor:
+        _check_tokens(digits, self.length, self.vocab)
+        return self.classifier(self.body(rearrange(self.embedding(digits), "b l e -> b (l e)")))
+
+
+class _ClassTokenModel(nn.Module):
+    """Shared front end: digit embedding, a learned class token prepended at position 0."""
+
+    def __init__(self, length: int, vocab: int, dim: int, num_classes: int) -> None:
+        super().__init__()
+        self.length, self.vocab = length, vocab
+        self.embedding = nn.Embedding(vocab, dim)
+        self.class_token = nn.Parameter(torch.randn(dim) * 0.02)
+        self.classifier = nn.Linear(dim, num_classes)
+
+    def tokens(self, digits: torch.Tensor) -> torch.Tensor:
+        """``digits [B, L]`` -> ``[B, L + 1, dim]`` with the class token first."""
+        _check_tokens(digits, self.length, self.vocab)
+        embedded = self.embedding(digits)
+        return torch.cat([repeat(self.class_token, "d -> b 1 d", b=len(digits)), embedded], dim=1)
+
+
+class TransformerClassifier(_ClassTokenModel):
+    """Transformer encoder (pre-norm, :class:`neurosym.layers.TransformerEncoder`) over the class token and
+    the embedded digits plus learned positions; the class token's output is classified.
+    ``forward(digits [B, L]) -> logits [B, num_classes]``."""
+
+    def __init__(
+        self,
+        length: int,
+        vocab: int = 10,
+        num_classes: int = 10,
+        dim: int = 512,
+        depth: int = 4,
+        heads: int = 4,
+        ff_dim: int = 1024,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__(length, vocab, dim, num_classes)
+        self.positions = nn.Parameter(torch.randn(length + 1, dim) * 0.02)
+        self.encoder = TransformerEncoder(dim, depth, heads, ff_dim, dropout, attention="vanilla", pre_norm=True)
+
+    def forward(self, digits: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.encoder(self.tokens(digits) + self.positions)[:, 0])
+
+
+class MixerClassifier(_ClassTokenModel):
+    """MLP-Mixer over the class token and the embedded digits (token order carries position), a final
+    LayerNorm, and a linear classifier on the class token. ``forward(digits [B, L]) -> [B, num_classes]``."""
+
+    def __init__(
+        self,
+        length: int,
+        vocab: int = 10,
+        num_classes: int = 10,
+        dim: int = 512,
+        depth: int = 4,
+        token_hidden: int = 768,
+        channel_hidden: int = 2048,
+        dropout: float = 0.0,
+    ) -> None:
+        super().__init__(length, vocab, dim, num_classes)
+        self.blocks = nn.Sequential(
+            *(MixerBlock(length + 1, dim, token_hidden, channel_hidden, dropout) for _ in range(depth))
+        )
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, digits: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.norm(self.blocks(self.tokens(digits)))[:, 0])
+
+
+VECTOR_MODELS = ("mlp", "mlp2x", "transformer", "mixer")
+VISUAL_MODELS = ("resnet18", "vgg11bn", "small_cnn")
+
+
+def build_vector_model(name: str, length: int = 11, num_classes: int = 10, scale: float = 1.0) -> nn.Module:
+    """One of :data:`VECTOR_MODELS` with the paper's sizes times ``scale``."""
+    if name in ("mlp", "mlp2x"):
+        factor = 2 if name == "mlp2x" else 1
+        widths = [_scaled(w * factor, scale) for w in MLP_WIDTHS]
+        return EmbeddingMLP(length, 10, num_classes, _scaled(64, scale), widths)
+    if name == "transformer":  # the width stays a multiple of the 4 heads
+        dim = 4 * _scaled(128, scale)
+        return TransformerClassifier(length, 10, num_classes, dim=dim, heads=4, ff_dim=_scaled(1024, scale))
+    if name == "mixer":
+        return MixerClassifier(
+            length, 10, num_classes, dim=_scaled(512, scale), token_hidden=_scaled(768, scale),
+            channel_hidden=_scaled(2048, scale),
+        )
+    raise ValueError(f"unknown vector model {name!r}: choose from {VECTOR_MODELS}")
+
+
+def build_visual_model(name: str, image_size: tuple[int, int], num_classes: int = 10, scale: float = 1.0) -> nn.Module:
+    """One of :data:`VISUAL_MODELS` for grey images ``[B, 1, *image_size]``; ``scale`` multiplies widths.
+
+    ResNet-18 uses the ImageNet stem (as torchvision's, used by the paper); ``small_cnn`` needs square images.
+    """
+    if name == "resnet18":
+        return ResNet18(1, num_classes, small_input=False, width=_scaled(64, scale))
+    if name == "vgg11bn":
+        return VGG11BN(1, num_classes, width=_scaled(64, scale), hidden=_scaled(512, scale))
+    if name == "small_cnn":
+        if image_size[0] != image_size[1]:
+            raise ValueError(f"small_cnn needs square images, got {image_size}")
+        return SmallCNN(1, num_classes, input_size=image_size[0], width=_scaled(32, scale))
+    raise ValueError(f"unknown visual model {name!r}: choose from {VISUAL_MODELS}")

@@ -1,0 +1,69 @@
+import pytest
+import torch
+
+from neurosym.models.pvr import VECTOR_MODELS, build_vector_model, build_visual_model
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models train fastest on one thread, above all on a shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize(
+    ("name", "parameters"),
+    [("mlp", 1_445_194), ("mlp2x", 5_052_426), ("transformer", 8_429_066), ("mixer", 8_495_674)],
+)
+def test_vector_models_have_the_paper_sizes(name, parameters):
+    model = build_vector_model(name, length=11)
+    assert sum(p.numel() for p in model.parameters()) == parameters
+    assert model(torch.randint(0, 10, (2, 11))).shape == (2, 10)
+
+
+def _overfits(model, inputs, labels, steps, lr):
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        torch.nn.functional.cross_entropy(model(inputs), labels).backward()
+        optimizer.step()
+    model.eval()
+    with torch.no_grad():
+        return (model(inputs).argmax(-1) == labels).float().mean().item()
+
+
+@pytest.mark.parametrize("name", VECTOR_MODELS)
+def test_vector_models_overfit_a_small_batch(name):
+    torch.manual_seed(0)
+    digits = torch.randint(0, 10, (32, 11))
+    labels = torch.randint(0, 10, (32,))  # random labels: only memorisation can fit them
+    model = build_vector_model(name, length=11, scale=0.125)
+    assert _overfits(model, digits, labels, steps=60, lr=3e-3) == 1.0
+
+
+@pytest.mark.parametrize(("name", "size"), [("resnet18", (32, 32)), ("vgg11bn", (32, 32)), ("small_cnn", (32, 32))])
+def test_visual_models_overfit_a_small_batch(name, size):
+    torch.manual_seed(0)
+    images = torch.randn(10, 1, *size)
+    labels = torch.arange(10)
+    model = build_visual_model(name, size, scale=0.125)
+    assert model(images).shape == (10, 10)
+    assert _overfits(model, images, labels, steps=60, lr=3e-3) == 1.0
+
+
+def test_bad_inputs_and_names_are_reported():
+    model = build_vector_model("mlp", length=11, scale=0.1)
+    with pytest.raises(ValueError, match=r"digits \[B, 11\]"):
+        model(torch.randint(0, 10, (2, 7)))
+    with pytest.raises(ValueError, match="0..9"):
+        model(torch.full((2, 11), 10))
+    with pytest.raises(ValueError, match="integer tensor"):
+        model(torch.zeros(2, 11))
+    with pytest.raises(ValueError, match="unknown vector model"):
+        build_vector_model("lstm")
+    with pytest.raises(ValueError, match="unknown visual model"):
+        build_visual_model("alexnet", (28, 28))
+    with pytest.raises(ValueError, match="square images"):
+        build_visual_model("small_cnn", (28, 308))
