@@ -184,6 +184,7 @@ def test_vectorised_rules_equal_scalar_rules(a, b, symbol):
     np = pytest.importorskip("numpy")
     operator = HINT_FEWSHOT_SEMANTICS.operators[symbol]
     values, valid = operator.vectorised(np.array([a, b, 0], dtype=np.int64), np.array([b, 0, a], dtype=np.int64))
+    valid = np.ones(3, dtype=bool) if valid is None else valid  # None: defined everywhere
     for (x, y), value, ok in zip([(a, b), (b, 0), (0, a)], values.tolist(), valid.tolist()):
         expected = operator.apply(x, y)
         assert ok == (expected is not None)

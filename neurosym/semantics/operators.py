@@ -1,9 +1,10 @@
 """Binary operators: an exact scalar rule, and optionally the same rule over int64 numpy arrays.
 
 A scalar rule returns ``None`` when the result is undefined (e.g. division by zero). A vectorised rule
-takes operand arrays ``a, b`` of shape ``[n]`` (int64, every ``|value| <= 2**30``) and returns
-``(values, valid)``, both of shape ``[n]``: the exact results (they must fit in int64 for such
-operands) and a boolean mask that is False where the scalar rule returns ``None``.
+takes operand arrays ``a, b`` of shape ``[n]`` (int64) and returns ``(values, valid)``: the results
+``[n]``, exact whenever every ``|operand| <= 2**30`` (they must then fit in int64, and the rule must not
+fail on any operands), and a boolean mask ``[n]`` that is False where the scalar rule returns
+``None``, or ``None`` when the rule is defined everywhere.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 
 Value = int | Fraction
 ScalarRule = Callable[[Value, Value], Value | None]
-VectorRule = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
+VectorRule = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]
 
 
 @dataclass(frozen=True)
@@ -27,10 +28,6 @@ class Operator:
     apply: ScalarRule
     vectorised: VectorRule | None = None
     description: str = ""
-
-
-def _always(a: np.ndarray) -> np.ndarray:
-    return np.ones(a.shape, dtype=bool)
 
 
 def _ceil_divide(a: Value, b: Value) -> int | None:
@@ -54,15 +51,15 @@ def _fraction_divide(a: Value, b: Value) -> Fraction | None:
     return None if b == 0 else Fraction(a) / b
 
 
-PLUS = Operator(1, lambda a, b: a + b, lambda a, b: (a + b, _always(a)), "a + b")
-CLAMPED_MINUS = Operator(1, lambda a, b: max(0, a - b), lambda a, b: (np.maximum(a - b, 0), _always(a)), "max(0, a − b)")
-TIMES = Operator(2, lambda a, b: a * b, lambda a, b: (a * b, _always(a)), "a × b")
+PLUS = Operator(1, lambda a, b: a + b, lambda a, b: (a + b, None), "a + b")
+CLAMPED_MINUS = Operator(1, lambda a, b: max(0, a - b), lambda a, b: (np.maximum(a - b, 0), None), "max(0, a − b)")
+TIMES = Operator(2, lambda a, b: a * b, lambda a, b: (a * b, None), "a × b")
 CEIL_DIVIDE = Operator(2, _ceil_divide, _ceil_divide_arrays, "⌈a ÷ b⌉, invalid if b = 0")
 
-MINUS = Operator(1, lambda a, b: a - b, lambda a, b: (a - b, _always(a)), "a − b")
+MINUS = Operator(1, lambda a, b: a - b, lambda a, b: (a - b, None), "a − b")
 FRACTION_DIVIDE = Operator(2, _fraction_divide, None, "a ÷ b as an exact fraction, invalid if b = 0")
 
-MAXIMUM = Operator(1, max, lambda a, b: (np.maximum(a, b), _always(a)), "max(a, b)")
-MINIMUM = Operator(1, min, lambda a, b: (np.minimum(a, b), _always(a)), "min(a, b)")
-CEIL_MEAN = Operator(2, lambda i, j: -(-(i + j) // 2), lambda i, j: (-(-(i + j) // 2), _always(i)), "⌈(i + j) ÷ 2⌉")
+MAXIMUM = Operator(1, max, lambda a, b: (np.maximum(a, b), None), "max(a, b)")
+MINIMUM = Operator(1, min, lambda a, b: (np.minimum(a, b), None), "min(a, b)")
+CEIL_MEAN = Operator(2, lambda i, j: -(-(i + j) // 2), lambda i, j: (-(-(i + j) // 2), None), "⌈(i + j) ÷ 2⌉")
 CEIL_HARMONIC = Operator(2, _ceil_harmonic, _ceil_harmonic_arrays, "⌈2ij ÷ (i + j)⌉, invalid if i + j = 0")

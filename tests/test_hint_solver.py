@@ -1,0 +1,139 @@
+"""The fast batch solver agrees with Lark parse + execute on every input."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.semantics import (
+    HINT_FEWSHOT_SEMANTICS,
+    HINT_SEMANTICS,
+    RATIONAL_SEMANTICS,
+    Operator,
+    evaluate,
+)
+from neurosym.semantics.batch import VECTOR_OPERAND_LIMIT, BatchSolver, solve_batch
+from neurosym.syntax import Node, ParseError, to_infix
+
+
+def trees(numbers: str = "0123456789", operators: str = "+-*/", max_leaves: int = 16) -> st.SearchStrategy[Node]:
+    leaves = st.sampled_from(numbers).map(Node)
+    return st.recursive(
+        leaves,
+        lambda sub: st.tuples(st.sampled_from(operators), sub, sub).map(lambda t: Node(t[0], (t[1], t[2]))),
+        max_leaves=max_leaves,
+    )
+
+
+def reference(sentence: str, table=HINT_SEMANTICS):
+    """The Lark path: None for ungrammatical sentences, as the solver documents."""
+    try:
+        return evaluate(sentence, table)
+    except ParseError:
+        return None
+
+
+def grammatical(sentence: str, table=HINT_SEMANTICS) -> bool:
+    try:
+        evaluate(sentence, table)
+    except ParseError:
+        return False
+    return True
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(trees(), min_size=1, max_size=40))
+def test_agrees_on_random_expressions(batch):
+    sentences = [to_infix(tree) for tree in batch]
+    assert solve_batch(sentences) == [reference(s) for s in sentences]
+
+
+# Strings over the language's alphabet plus a few strangers: mostly ungrammatical, some not.
+ALPHABET = "0123456789+-*/()" * 3 + "  ×÷−x&\0é"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet=ALPHABET, max_size=14), min_size=1, max_size=60))
+def test_agrees_on_arbitrary_strings(sentences):
+    solver = BatchSolver()
+    assert solver.solve(sentences) == [reference(s) for s in sentences]
+    assert solver.grammatical(sentences).tolist() == [grammatical(s) for s in sentences]
+
+
+def test_adversarial_inputs():
+    deep = "(" * 200 + "7-(" * 50 + "3/(2-2)" + ")" * 50 + "+1" + ")" * 200
+    long_chain = "+".join(["9*8/7-6"] * 100)
+    huge = "*".join("9" * 40)  # beyond int64: exact fallback
+    huge_then_small = f"({huge})/({huge})+(9*9*9*9*9*9*9*9*9*9)/(9*9*9*9*9*9*9*9*9)"
+    sentences = [
+        deep,
+        "(" * 300 + "1+2*3" + ")" * 300,
+        "1+(" * 150 + "2" + ")" * 150,
+        long_chain,
+        huge,
+        huge_then_small,
+        "9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9",
+        "(5/(3-3))*0",
+        "0*(5/0)",
+        "8-9-1",
+        "7/2/2",
+        "3 × (4 ÷ 2) − 1",
+        "",
+        " ",
+        "12",
+        "3+",
+        "(2",
+        "2)",
+        ")(",
+        "(1))(2",
+        "((1)",
+        "1\0",
+        "1+é",
+        "3-5*2",
+    ]
+    expected = [reference(s) for s in sentences]
+    assert expected[:3] == [None, 7, 152] and expected[4] == 9**40 and expected[5] == 1 + 9
+    assert solve_batch(sentences) == expected
+    assert solve_batch(sentences[::-1]) == expected[::-1]  # independent of batch order and padding
+
+
+def test_values_beyond_the_vector_limit_are_exact():
+    big = "*".join("9" * 10)  # 9**10 > 2**30
+    sentences = [big, f"{big}-({big})", f"({big})/({big})", f"{big}/0", "2*" + big]
+    assert 9**10 > VECTOR_OPERAND_LIMIT
+    assert solve_batch(sentences) == [9**10, 0, 1, None, 2 * 9**10]
+
+
+def test_duplicates_empty_batch_and_types():
+    assert solve_batch([]) == []
+    assert solve_batch(["1+1", "2/0", "1+1", "x", "2/0"]) == [2, None, 2, None, None]
+    with pytest.raises(TypeError, match="not one string"):
+        solve_batch("1+2")
+
+
+def test_strict_mode_raises_the_parse_error():
+    with pytest.raises(ParseError, match="position 2: unexpected end of input"):
+        solve_batch(["1+2", "3+"], strict=True)
+    assert solve_batch(["1+2", "4/0"], strict=True) == [3, None]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(trees(numbers="0123456789xy", operators="+-*/abcd"), min_size=1, max_size=30))
+def test_fewshot_concepts(batch):
+    table = HINT_FEWSHOT_SEMANTICS
+    sentences = [to_infix(tree, table.concepts) for tree in batch] + ["0d0", "xa(yc3)", "1b9d9", "x+"]
+    assert solve_batch(sentences, table) == [reference(s, table) for s in sentences]
+
+
+def test_operators_with_only_a_scalar_rule_and_big_concept_numbers():
+    modulo = Operator(2, lambda a, b: None if b == 0 else a % b)
+    halve = Operator(1, lambda a, b: (a + b) // 2 if a != b else None)
+    table = HINT_SEMANTICS.extend(numbers={"g": 2**40, "n": -3}, operators={"%": modulo, "h": halve})
+    sentences = ["7%4+1", "9%0", "1+7%4*3", "ghg", "g%7", "n*n", "n-1", "n/2", "3h3", "(9%5)h(2*3)", "g/g", "1%"]
+    assert BatchSolver(table).solve(sentences) == [reference(s, table) for s in sentences]
+
+
+def test_solver_needs_integer_numbers():
+    with pytest.raises(ValueError, match="integer number values"):
+        BatchSolver(RATIONAL_SEMANTICS)
