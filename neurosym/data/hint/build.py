@@ -1,0 +1,81 @@
+"""The main and few-shot HINT splits, generated once per (scale, seed) and cached on disk."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from neurosym.data.hint.examples import HintSplit
+from neurosym.data.hint.generate import generate_split
+from neurosym.data.hint.sampling import Vocabulary
+from neurosym.data.hint.splits import FEWSHOT_NUMBER_RULES, FEWSHOT_OPERATOR_RULES, MAIN_RULES, SplitRules
+from neurosym.data.mnist import cache_dir
+from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS
+from neurosym.syntax import BUILTIN_NUMBERS, BUILTIN_OPERATORS
+
+SPLIT_NAMES: tuple[str, ...] = ("train", "val", "test")
+FEWSHOT_CONCEPTS: tuple[str, ...] = (*FEWSHOT_NUMBERS, *FEWSHOT_OPERATORS)
+_FORMAT_VERSION = 1
+
+MAIN_VOCABULARY = Vocabulary(BUILTIN_NUMBERS, tuple(BUILTIN_OPERATORS), HINT_SEMANTICS)
+
+
+def fewshot_vocabulary(concept: str) -> Vocabulary:
+    """The main vocabulary plus one few-shot ``concept`` (a number x, y or an operator a, b, c, d)."""
+    if concept in FEWSHOT_NUMBERS:
+        return Vocabulary((*BUILTIN_NUMBERS, concept), tuple(BUILTIN_OPERATORS), HINT_FEWSHOT_SEMANTICS)
+    if concept in FEWSHOT_OPERATORS:
+        return Vocabulary(BUILTIN_NUMBERS, (*BUILTIN_OPERATORS, concept), HINT_FEWSHOT_SEMANTICS)
+    raise ValueError(f"unknown few-shot concept {concept!r}; expected one of {FEWSHOT_CONCEPTS}")
+
+
+def fewshot_rules(concept: str) -> SplitRules:
+    """Table A1's few-shot sizes: numbers from ``n = 0``, operators from ``n = 1``."""
+    fewshot_vocabulary(concept)
+    return FEWSHOT_NUMBER_RULES if concept in FEWSHOT_NUMBERS else FEWSHOT_OPERATOR_RULES
+
+
+def _cached(name: str, build, table, cache: bool, root: str | os.PathLike | None) -> dict[str, HintSplit]:
+    folder = Path(root) if root is not None else cache_dir() / "hint"
+    paths = {split: folder / f"{name}_v{_FORMAT_VERSION}_{split}.npz" for split in SPLIT_NAMES}
+    if cache and all(p.is_file() for p in paths.values()):
+        return {split: HintSplit.load(p, table) for split, p in paths.items()}
+    splits = build()
+    if cache:
+        for split, path in paths.items():
+            splits[split].save(path)
+    return splits
+
+
+def main_split(
+    scale: float = 1.0, seed: int = 0, cache: bool = True, cache_root: str | os.PathLike | None = None, progress: bool = True
+) -> dict[str, HintSplit]:
+    """The main HINT split ``{"train", "val", "test"}``; at ``scale=1`` Table A1's 998,000 / 4,698 / 46,620."""
+    rules = MAIN_RULES.with_scale(scale)
+    return _cached(
+        f"main_s{scale:g}_seed{seed}",
+        lambda: generate_split(rules, MAIN_VOCABULARY, seed, progress=progress, description="HINT main"),
+        HINT_SEMANTICS,
+        cache,
+        cache_root,
+    )
+
+
+def fewshot_split(
+    concept: str,
+    scale: float = 1.0,
+    seed: int = 0,
+    cache: bool = True,
+    cache_root: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> dict[str, HintSplit]:
+    """The few-shot split of one concept; every expression contains ``concept``."""
+    rules = fewshot_rules(concept).with_scale(scale)
+    vocabulary = fewshot_vocabulary(concept)
+    return _cached(
+        f"fewshot_{concept}_s{scale:g}_seed{seed}",
+        lambda: generate_split(rules, vocabulary, seed, concept, progress, f"HINT few-shot {concept}"),
+        HINT_FEWSHOT_SEMANTICS,
+        cache,
+        cache_root,
+    )

@@ -1,0 +1,165 @@
+"""Reading and writing the official HINT release format.
+
+A release folder holds ``expr_train.json``, ``expr_val.json`` and ``expr_test.json`` (lists of records
+with ``id``, ``img_paths``, ``expr``, ``head``, ``res``, ``res_all`` and, in val/test, ``eval``), optionally
+``fewshot_dataset.json`` (``{concept: {"train": [...], "val": [...], "test": [...]}}``) and
+``symbol_images/<class>/<file>.jpg``. :func:`write_release` produces the same layout from generated splits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from neurosym.data.hint.examples import HintRecord
+from neurosym.data.hint.splits import EVAL_SUBSETS
+from neurosym.data.symbol_images import SymbolBank, write_folder_bank
+from neurosym.syntax import ALIASES
+
+SPLIT_FILES: dict[str, str] = {"train": "expr_train.json", "val": "expr_val.json", "test": "expr_test.json"}
+FEWSHOT_FILE = "fewshot_dataset.json"
+IMAGE_FOLDER = "symbol_images"
+_REQUIRED = ("id", "expr", "head", "res", "res_all")
+
+
+def record_from_json(item: Mapping, where: str) -> HintRecord:
+    """One release record → :class:`HintRecord`; ``where`` names it in error messages."""
+    if not isinstance(item, Mapping):
+        raise ValueError(f"{where}: a record must be a JSON object, got {type(item).__name__}")
+    missing = [key for key in _REQUIRED if key not in item]
+    if missing:
+        raise ValueError(f"{where}: record lacks the fields {missing}")
+    expr = "".join(ALIASES.get(c, c) for c in str(item["expr"]) if not c.isspace())
+    head, res_all = tuple(int(h) for h in item["head"]), tuple(int(v) for v in item["res_all"])
+    if not len(head) == len(res_all) == len(expr):
+        raise ValueError(f"{where}: expr {expr!r} has {len(expr)} symbols but head {len(head)} and res_all {len(res_all)}")
+    subset = item.get("eval")
+    if subset is not None and subset not in EVAL_SUBSETS:
+        raise ValueError(f"{where}: eval must be one of {EVAL_SUBSETS}, got {subset!r}")
+    paths = item.get("img_paths")
+    if paths is not None and len(paths) != len(expr):
+        raise ValueError(f"{where}: {len(paths)} img_paths for {len(expr)} symbols")
+    return HintRecord(
+        str(item["id"]), expr, head, int(item["res"]), res_all, subset, None if paths is None else tuple(map(str, paths))
+    )
+
+
+def record_to_json(record: HintRecord) -> dict:
+    """A record in the release's JSON fields (``eval`` only when set, ``img_paths`` only when assigned)."""
+    item: dict = {"id": record.id}
+    if record.img_paths is not None:
+        item["img_paths"] = list(record.img_paths)
+    item.update(expr=record.expr, head=list(record.head), res=record.res, res_all=list(record.res_all))
+    if record.eval is not None:
+        item["eval"] = record.eval
+    return item
+
+
+def _read_json(path: Path):
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from error
+
+
+def read_records(path: str | os.PathLike) -> list[HintRecord]:
+    """Read one ``expr_*.json`` file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"HINT file not found: {path}")
+    items = _read_json(path)
+    if not isinstance(items, list):
+        raise ValueError(f"{path}: expected a JSON list of records, got {type(items).__name__}")
+    return [record_from_json(item, f"{path.name} record {i}") for i, item in enumerate(items)]
+
+
+def read_release(root: str | os.PathLike) -> dict[str, list[HintRecord]]:
+    """Read the main split of a release folder: ``{"train", "val", "test"}`` → records."""
+    root = Path(root)
+    return {split: read_records(root / name) for split, name in SPLIT_FILES.items()}
+
+
+def read_fewshot(root: str | os.PathLike) -> dict[str, dict[str, list[HintRecord]]]:
+    """Read ``fewshot_dataset.json``: ``{concept: {"train", "val", "test"}}`` → records."""
+    path = Path(root) / FEWSHOT_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"HINT few-shot file not found: {path}")
+    data = _read_json(path)
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{path}: expected an object keyed by concept")
+    result = {}
+    for concept, splits in data.items():
+        missing = [s for s in SPLIT_FILES if not isinstance(splits, Mapping) or s not in splits]
+        if missing:
+            raise ValueError(f"{path}: concept {concept!r} lacks the splits {missing}")
+        result[concept] = {
+            split: [record_from_json(item, f"{path.name} {concept}/{split} record {i}") for i, item in enumerate(splits[split])]
+            for split in SPLIT_FILES
+        }
+    return result
+
+
+def assign_images(records: Sequence[HintRecord], bank: SymbolBank, pool: str, seed: int = 0) -> list[HintRecord]:
+    """Give every symbol of every record an image path drawn from ``bank``'s ``pool``."""
+    materialised = list(records)
+    symbols = [c for record in materialised for c in record.expr]
+    picks = bank.paths[bank.sample(symbols, pool, np.random.default_rng(seed))] if symbols else np.zeros(0, str)
+    bounds = np.cumsum([0] + [len(record.expr) for record in materialised])
+    return [
+        HintRecord(r.id, r.expr, r.head, r.res, r.res_all, r.eval, tuple(picks[a:b].tolist()))
+        for r, a, b in zip(materialised, bounds[:-1], bounds[1:])
+    ]
+
+
+def _dump(path: Path, data) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data))
+    os.replace(partial, path)
+
+
+def write_release(
+    root: str | os.PathLike,
+    splits: Mapping[str, Sequence[HintRecord]],
+    bank: SymbolBank | None = None,
+    fewshot: Mapping[str, Mapping[str, Sequence[HintRecord]]] | None = None,
+    seed: int = 0,
+    progress: bool = False,
+) -> Path:
+    """Write ``splits`` (and ``fewshot``) in the release's format under ``root``.
+
+    With a ``bank``, each split's symbols get images from the pool of the same name (train/val/test)
+    and every image used is written to ``symbol_images/`` as a 45×45 black-on-white JPEG.
+    """
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    used: set[str] = set()
+
+    def prepare(records: Sequence[HintRecord], split: str, salt: int) -> list[dict]:
+        listed = [records[i] for i in tqdm(range(len(records)), desc=f"records {split}", disable=not progress)]
+        if bank is not None:
+            listed = assign_images(listed, bank, split, seed=seed * 1_000 + salt)
+            used.update(p for record in listed for p in record.img_paths or ())
+        return [record_to_json(record) for record in listed]
+
+    for salt, (split, records) in enumerate(splits.items()):
+        if split not in SPLIT_FILES:
+            raise ValueError(f"unknown split {split!r}; expected {tuple(SPLIT_FILES)}")
+        _dump(root / SPLIT_FILES[split], prepare(records, split, salt))
+    if fewshot is not None:
+        data = {
+            concept: {split: prepare(records, split, 100 + 10 * c + s) for s, (split, records) in enumerate(parts.items())}
+            for c, (concept, parts) in enumerate(fewshot.items())
+        }
+        _dump(root / FEWSHOT_FILE, data)
+    if bank is not None and used:
+        indices = sorted(bank.index_of(p) for p in used)
+        write_folder_bank(
+            SymbolBank(bank.images[indices], bank.labels[indices], bank.pools[indices], bank.paths[indices]),
+            root / IMAGE_FOLDER,
+        )
+    return root

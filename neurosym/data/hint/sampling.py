@@ -1,0 +1,142 @@
+"""Vectorised prefix expressions: enumerate or sample them as token-id arrays, and evaluate them.
+
+An expression with ``n_op`` operators is a row of ``2 * n_op + 1`` token ids in prefix order. Ids below
+``len(vocabulary.numbers)`` are numbers, the rest operators. Sampling follows the released generator:
+the operator is uniform over the vocabulary's operators, ``i ~ U{0..n-1}`` of the remaining operators
+go to the left operand and the rest to the right, recursively; numbers are uniform.
+Evaluation uses each operator's vectorised rule from the :class:`~neurosym.semantics.OperatorTable`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from neurosym.semantics import OperatorTable
+
+VALUE_CEILING = 2**20
+"""Intermediate values are clipped here (the vectorised rules need ``|v| <= 2**30``); anything this
+large is far above every split's value limit, so clipping never changes which split an expression joins."""
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The symbols expressions are built from, and the table that gives them meaning."""
+
+    numbers: tuple[str, ...]
+    operators: tuple[str, ...]
+    table: OperatorTable
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.numbers if s not in self.table.numbers]
+        unknown += [s for s in self.operators if s not in self.table.operators]
+        if unknown:
+            raise ValueError(f"symbols {unknown} are not defined by operator table {self.table.name!r}")
+        if len(self.symbols) > 255:
+            raise ValueError("a vocabulary holds at most 255 symbols")
+
+    @cached_property
+    def symbols(self) -> np.ndarray:
+        """Every symbol by id: numbers first, then operators."""
+        return np.asarray(self.numbers + self.operators)
+
+    def ids_of(self, symbols: tuple[str, ...]) -> np.ndarray:
+        return np.asarray([self.numbers.index(s) if s in self.numbers else len(self.numbers) + self.operators.index(s) for s in symbols])
+
+    def to_strings(self, ids: np.ndarray) -> list[str]:
+        """Rows of ids ``[count, length]`` → prefix sentences (one character per symbol)."""
+        return ["".join(row) for row in self.symbols[ids].tolist()]
+
+
+def sample_prefix(n_op: int, count: int, vocabulary: Vocabulary, rng: np.random.Generator) -> np.ndarray:
+    """``count`` random prefix expressions with ``n_op`` operators: uint8 ``[count, 2 * n_op + 1]``."""
+    n_numbers, n_operators = len(vocabulary.numbers), len(vocabulary.operators)
+    rows = np.arange(count)
+    pending = np.zeros((count, n_op + 2), dtype=np.int64)  # stack of operator counts of subtrees to emit
+    pending[:, 0] = n_op
+    top = np.ones(count, dtype=np.int64)
+    ids = np.empty((count, 2 * n_op + 1), dtype=np.uint8)
+    for position in range(2 * n_op + 1):
+        top -= 1
+        size = pending[rows, top]
+        is_operator = size > 0
+        left = np.floor(rng.random(count) * size).astype(np.int64)
+        pending[rows, top] = np.where(is_operator, size - 1 - left, 0)
+        pending[rows, top + 1] = left
+        top += 2 * is_operator
+        number = rng.integers(n_numbers, size=count)
+        operator = n_numbers + rng.integers(n_operators, size=count)
+        ids[:, position] = np.where(is_operator, operator, number)
+    return ids
+
+
+def prefix_shapes(n_op: int) -> list[tuple[bool, ...]]:
+    """Every prefix operator/number pattern of a binary tree with ``n_op`` operators (True = operator)."""
+    if n_op == 0:
+        return [(False,)]
+    return [
+        (True, *left, *right)
+        for n_left in range(n_op)
+        for left in prefix_shapes(n_left)
+        for right in prefix_shapes(n_op - 1 - n_left)
+    ]
+
+
+def enumerate_prefix(n_op: int, vocabulary: Vocabulary) -> np.ndarray:
+    """Every prefix expression with ``n_op`` operators: uint8 ``[count, 2 * n_op + 1]`` (small ``n_op`` only)."""
+    n_numbers, n_operators = len(vocabulary.numbers), len(vocabulary.operators)
+    blocks = []
+    for shape in prefix_shapes(n_op):
+        choices = [n_numbers + np.arange(n_operators) if is_op else np.arange(n_numbers) for is_op in shape]
+        blocks.append(np.asarray(list(itertools.product(*choices)), dtype=np.uint8).reshape(-1, len(shape)))
+    return np.concatenate(blocks)
+
+
+@dataclass(frozen=True)
+class PrefixValues:
+    """Evaluation of ``[count]`` prefix expressions: the final ``value``, whether it is ``valid`` (no
+    division by zero), and ``peak``, the largest number, intermediate or final value (clipped at
+    :data:`VALUE_CEILING`)."""
+
+    value: np.ndarray
+    valid: np.ndarray
+    peak: np.ndarray
+
+
+def evaluate_prefix(ids: np.ndarray, vocabulary: Vocabulary) -> PrefixValues:
+    """Evaluate prefix rows ``[count, length]`` right to left on a per-row value stack."""
+    count, length = ids.shape
+    n_numbers = len(vocabulary.numbers)
+    number_values = np.asarray([vocabulary.table.numbers[s] for s in vocabulary.numbers], dtype=np.int64)
+    rules = [vocabulary.table.operators[s].vectorised for s in vocabulary.operators]
+    if any(rule is None for rule in rules):
+        raise ValueError(f"operator table {vocabulary.table.name!r} lacks vectorised rules for {vocabulary.operators}")
+    rows = np.arange(count)
+    stack = np.zeros((count, (length + 1) // 2 + 1), dtype=np.int64)
+    top = np.zeros(count, dtype=np.int64)
+    valid = np.ones(count, dtype=bool)
+    peak = np.zeros(count, dtype=np.int64)
+    for position in range(length - 1, -1, -1):
+        token = ids[:, position].astype(np.int64)
+        is_number = token < n_numbers
+        left = stack[rows, np.maximum(top - 1, 0)]
+        right = stack[rows, np.maximum(top - 2, 0)]
+        result = number_values[np.minimum(token, n_numbers - 1)]
+        for index, rule in enumerate(rules):
+            mine = token == n_numbers + index
+            if mine.any():
+                values, ok = rule(left[mine], right[mine])
+                if ok is None:  # the rule is defined everywhere
+                    result[mine] = values
+                else:
+                    result[mine] = np.where(ok, values, 0)
+                    valid[mine] &= ok
+        result = np.clip(result, 0, VALUE_CEILING)
+        top = np.where(is_number, top, top - 2)
+        stack[rows, top] = result
+        top += 1
+        peak = np.maximum(peak, result)
+    return PrefixValues(stack[:, 0], valid, peak)

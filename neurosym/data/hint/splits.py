@@ -1,0 +1,80 @@
+"""The HINT split rules: which expressions go to train, validation and the five test subsets.
+
+Per number of operators ``n`` (the paper's Section 3 and Table A1):
+
+* train: ``n <= 10``, every value (numbers, intermediate and final results) ``<= 100``;
+* test ``I``: the first 1% of that ``n``'s training list, to be shown with unseen images;
+* ``SS``: unseen expressions with ``n <= 10`` and values ``<= 100``;
+* ``LS``: ``11 <= n <= 20`` and values ``<= 100``;
+* ``SL``: ``n <= 10`` with the largest value in ``101..10,000``; ``LL``: ``11 <= n <= 20``, the same values.
+
+Up to ``n = 2`` every expression is enumerated (only invalid ones dropped) and the train list repeats
+them to its size; from ``n = 3`` they are sampled without duplicates, dropping invalid ones and those
+whose result is 0, and no result value may exceed 5% of a list. Validation sets are drawn before the
+test sets, from the same candidates and disjoint from them, with a tenth of their size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+EVAL_SUBSETS: tuple[str, ...] = ("I", "SS", "LS", "SL", "LL")
+
+
+@dataclass(frozen=True)
+class SplitRules:
+    """Sizes and limits of one generated split; ``scale`` multiplies every size (rounded, at least 1)."""
+
+    scale: float = 1.0
+    max_train_ops: int = 10
+    max_test_ops: int = 20
+    small_limit: int = 100
+    large_limit: int = 10_000
+    train_per_op: int = 100_000
+    train_per_op_small: dict[int, int] = field(default_factory=lambda: {0: 20_000, 1: 78_000})
+    test_per_op: int = 1_000
+    val_per_op: int = 100
+    test_i_fraction: float = 0.01
+    val_i_fraction: float = 0.001
+    enumerate_up_to: int = 2
+    result_share_cap: float = 0.05
+    min_train_ops: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 < self.scale <= 1:
+            raise ValueError(f"scale must be in (0, 1], got {self.scale}")
+        if not 0 <= self.min_train_ops <= self.max_train_ops < self.max_test_ops:
+            raise ValueError("need 0 <= min_train_ops <= max_train_ops < max_test_ops")
+        if not 0 < self.small_limit < self.large_limit:
+            raise ValueError("need 0 < small_limit < large_limit")
+
+    def scaled(self, size: int) -> int:
+        return max(1, round(size * self.scale))
+
+    def train_size(self, n_op: int) -> int:
+        return self.scaled(self.train_per_op_small.get(n_op, self.train_per_op))
+
+    def i_sizes(self, n_op: int) -> tuple[int, int]:
+        """Sizes of the validation and test ``I`` subsets for ``n_op`` (leading parts of the train list)."""
+        train = self.train_size(n_op)
+        return round(train * self.val_i_fraction), round(train * self.test_i_fraction)
+
+    def share_cap(self, size: int) -> int:
+        """How many items of a list of ``size`` may share one result value."""
+        return max(1, int(size * self.result_share_cap))
+
+    def with_scale(self, scale: float) -> "SplitRules":
+        return replace(self, scale=scale)
+
+
+MAIN_RULES = SplitRules()
+"""The main split as released: Table A1's train 998,000, val 4,698, test 46,620 at scale 1."""
+
+FEWSHOT_NUMBER_RULES = SplitRules(
+    train_per_op=100, train_per_op_small={}, test_per_op=100, val_per_op=10, test_i_fraction=1.0, val_i_fraction=0.1
+)
+"""A few-shot number concept (x, y): 100 training expressions per ``n`` from 0 to 10, all of them shown
+again with unseen images as test ``I``, and 100 test / 10 validation per ``n`` in the other subsets."""
+
+FEWSHOT_OPERATOR_RULES = replace(FEWSHOT_NUMBER_RULES, min_train_ops=1)
+"""A few-shot operator concept (a, b, c, d): as for numbers, from ``n = 1`` (it needs an operator)."""

@@ -1,0 +1,120 @@
+"""Statistics of HINT splits as in the paper's Figure A2: symbol, number of operators, length, tree depth,
+maximum dependency range and result frequencies."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from neurosym.data.hint.examples import HintRecord
+
+ASPECTS: tuple[str, ...] = ("symbol", "n_op", "length", "depth", "dependency_range", "result")
+RESULT_BINS: tuple[int, ...] = (0, 10, 100, 1_000, 10_000)
+_BRACKETS = frozenset("()")
+
+
+def tree_depth(expr: str, head: Sequence[int]) -> int:
+    """Depth of the parse tree (a single number has depth 1); brackets are not tree nodes."""
+    depth = [0] * len(head)
+    for index in _parents_first(head):
+        depth[index] = 1 if head[index] < 0 else depth[head[index]] + 1
+    return max((d for d, c in zip(depth, expr) if c not in _BRACKETS), default=0)
+
+
+def _parents_first(head: Sequence[int]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for index, parent in enumerate(head):
+        children.setdefault(parent, []).append(index)
+    order, frontier = [], list(children.get(-1, []))
+    while frontier:
+        index = frontier.pop()
+        order.append(index)
+        frontier.extend(children.get(index, []))
+    if len(order) != len(head):
+        raise ValueError(f"head list {list(head)} is not one tree rooted at -1")
+    return order
+
+
+def operator_count(expr: str) -> int:
+    """Number of binary operators: a tree of ``k`` operators has ``2k + 1`` symbols besides brackets."""
+    return (sum(c not in _BRACKETS for c in expr) - 1) // 2
+
+
+def dependency_range(head: Sequence[int]) -> int:
+    """The longest distance between a symbol and the symbol it depends on (0 for a single number)."""
+    return max((abs(i - h) for i, h in enumerate(head) if h >= 0), default=0)
+
+
+def result_bin(result: int) -> str:
+    """The decade a result falls in, e.g. ``"[10, 100)"``, and ``">= 10000"`` beyond the last bin."""
+    for low, high in zip(RESULT_BINS[:-1], RESULT_BINS[1:]):
+        if low <= result < high:
+            return f"[{low}, {high})"
+    return f">= {RESULT_BINS[-1]}"
+
+
+def split_statistics(records: Sequence[HintRecord], max_records: int | None = 100_000, seed: int = 0) -> dict[str, Counter]:
+    """Frequencies of every aspect of :data:`ASPECTS` over ``records`` (a seeded sample of ``max_records``
+    when there are more)."""
+    indices = np.arange(len(records))
+    if max_records is not None and len(records) > max_records:
+        indices = np.sort(np.random.default_rng(seed).choice(len(records), size=max_records, replace=False))
+    stats: dict[str, Counter] = {aspect: Counter() for aspect in ASPECTS}
+    for index in indices.tolist():
+        record = records[index]
+        stats["symbol"].update(record.expr)
+        stats["n_op"][operator_count(record.expr)] += 1
+        stats["length"][len(record.expr)] += 1
+        stats["depth"][tree_depth(record.expr, record.head)] += 1
+        stats["dependency_range"][dependency_range(record.head)] += 1
+        stats["result"][result_bin(record.res)] += 1
+    return stats
+
+
+def symbol_kl_divergence(p: Counter, q: Counter) -> float:
+    """KL(p ‖ q) between two symbol frequency tables (the paper reports 0.0055 for train ‖ test)."""
+    total_p, total_q = sum(p.values()), sum(q.values())
+    if total_p == 0 or total_q == 0:
+        raise ValueError("both frequency tables need at least one count")
+    missing = [s for s in p if q.get(s, 0) == 0]
+    if missing:
+        raise ValueError(f"symbols {missing} never occur in the second table: the divergence is infinite")
+    return sum((n / total_p) * math.log((n / total_p) / (q[s] / total_q)) for s, n in p.items() if n)
+
+
+def plot_statistics(stats: Mapping[str, Mapping[str, Counter]], path) -> None:
+    """Figure A2-like panels, one per aspect, with one normalised frequency curve per split."""
+    from neurosym.experiments.report import pyplot
+
+    plt = pyplot()
+    figure, axes = plt.subplots(2, 3, figsize=(15, 8))
+    for axis, aspect in zip(axes.flat, ASPECTS):
+        keys = sorted({k for split in stats.values() for k in split[aspect]}, key=_sort_key)
+        positions = np.arange(len(keys))
+        width = 0.8 / max(1, len(stats))
+        for offset, (name, split) in enumerate(stats.items()):
+            total = max(1, sum(split[aspect].values()))
+            heights = [split[aspect].get(k, 0) / total for k in keys]
+            axis.bar(positions + offset * width, heights, width=width, label=name)
+        axis.set_xticks(positions + 0.4 - width / 2, [str(k) for k in keys], rotation=90 if len(keys) > 12 else 0, fontsize=7)
+        axis.set_title(aspect.replace("_", " "))
+        axis.set_ylabel("frequency")
+    axes.flat[0].legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _sort_key(key) -> tuple:
+    if isinstance(key, (int, np.integer)):
+        return (0, int(key), "")
+    text = str(key)
+    if text.startswith("["):
+        return (1, int(text[1:].split(",")[0]), "")
+    if text.startswith(">="):
+        return (1, 10**9, "")
+    order = "0123456789+-*/()"
+    return (2, order.index(text) if text in order else len(order), text)

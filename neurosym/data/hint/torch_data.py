@@ -1,0 +1,120 @@
+"""PyTorch datasets over HINT records: symbol input or rendered image input, with a padding collate.
+
+Every item is a dict: ``tokens`` int64 ``[n]`` (symbol ids, 0 is padding), ``head`` int64 ``[n]``,
+``res_all`` int64 ``[n]``, ``res`` int64 scalar, ``res_digits`` int64 ``[k]`` (the result's decimal digits,
+least significant first, as seq2seq decoders emit them), ``length`` and ``eval`` (subset name, ``""`` in
+train); image datasets add ``images`` float ``[n, 1, 32, 32]`` (white ink on black, one window per symbol).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from neurosym.data.hint.examples import HintRecord
+from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, render_windows
+
+PAD_ID = 0
+"""Token id of padding; symbol ids start at 1."""
+IGNORE_INDEX = -100
+"""Padding of target sequences (``head``, ``res_all``, ``res_digits``): the loss functions' ignore index."""
+DEFAULT_SYMBOLS: tuple[str, ...] = HINT_SYMBOLS + FEWSHOT_CONCEPTS
+
+
+def result_digits(result: int) -> list[int]:
+    """The decimal digits of a non-negative ``result``, least significant first: ``120`` → ``[0, 2, 1]``."""
+    if result < 0:
+        raise ValueError(f"HINT results are non-negative, got {result}")
+    return [int(d) for d in reversed(str(result))]
+
+
+class HintSymbolDataset(Dataset):
+    """Records with symbol input. ``symbols`` fixes the id of each symbol (id = position + 1)."""
+
+    def __init__(self, records: Sequence[HintRecord], symbols: Sequence[str] = DEFAULT_SYMBOLS):
+        self.records = records
+        self.symbols = tuple(symbols)
+        self.ids = {symbol: index + 1 for index, symbol in enumerate(self.symbols)}
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def encode(self, sentence: str) -> torch.Tensor:
+        """Symbol ids ``[n]`` of a sentence; an unknown symbol raises naming it and its position."""
+        try:
+            return torch.tensor([self.ids[c] for c in sentence], dtype=torch.long)
+        except KeyError:
+            position = next(i for i, c in enumerate(sentence) if c not in self.ids)
+            raise ValueError(
+                f"symbol {sentence[position]!r} at position {position} of {sentence!r} is not in the vocabulary {self.symbols}"
+            ) from None
+
+    def __getitem__(self, index: int) -> dict:
+        record = self.records[index]
+        return {
+            "tokens": self.encode(record.expr),
+            "head": torch.tensor(record.head, dtype=torch.long),
+            "res_all": torch.tensor(record.res_all, dtype=torch.long),
+            "res": torch.tensor(record.res, dtype=torch.long),
+            "res_digits": torch.tensor(result_digits(record.res), dtype=torch.long),
+            "length": len(record.expr),
+            "eval": record.eval or "",
+        }
+
+
+class HintImageDataset(HintSymbolDataset):
+    """Records with image input rendered from ``bank``.
+
+    A record's own ``img_paths`` are used when the bank holds them (the official release); otherwise
+    each symbol's image is drawn from the bank's ``pool`` (train/val/test), reproducibly per ``seed`` and
+    item index.
+    """
+
+    def __init__(
+        self,
+        records: Sequence[HintRecord],
+        bank: SymbolBank,
+        pool: str,
+        seed: int = 0,
+        symbols: Sequence[str] = DEFAULT_SYMBOLS,
+    ):
+        super().__init__(records, symbols)
+        self.bank, self.pool, self.seed = bank, pool, seed
+        bank.pool_indices(bank.symbols[0], pool)  # validates the pool name now
+
+    def image_indices(self, index: int, record: HintRecord) -> np.ndarray:
+        if record.img_paths is not None:
+            return np.asarray([self.bank.index_of(path) for path in record.img_paths])
+        return self.bank.sample(list(record.expr), self.pool, np.random.default_rng([self.seed, index]))
+
+    def __getitem__(self, index: int) -> dict:
+        item = super().__getitem__(index)
+        record = self.records[index]
+        item["images"] = render_windows(self.bank.images[self.image_indices(index, record)])
+        return item
+
+
+def collate_hint(batch: Sequence[dict]) -> dict:
+    """Stack items, padding ``tokens`` with :data:`PAD_ID`, targets with :data:`IGNORE_INDEX` and images
+    with black windows: ``tokens`` ``[B, T]``, ``mask`` bool ``[B, T]``, ``res_digits`` ``[B, K]``,
+    ``res`` ``[B]``, ``lengths`` ``[B]``, ``images`` ``[B, T, 1, 32, 32]`` when present."""
+    if not batch:
+        raise ValueError("cannot collate an empty batch")
+    pad = torch.nn.utils.rnn.pad_sequence
+    lengths = torch.tensor([item["length"] for item in batch], dtype=torch.long)
+    out = {
+        "tokens": pad([item["tokens"] for item in batch], batch_first=True, padding_value=PAD_ID),
+        "head": pad([item["head"] for item in batch], batch_first=True, padding_value=IGNORE_INDEX),
+        "res_all": pad([item["res_all"] for item in batch], batch_first=True, padding_value=IGNORE_INDEX),
+        "res_digits": pad([item["res_digits"] for item in batch], batch_first=True, padding_value=IGNORE_INDEX),
+        "res": torch.stack([item["res"] for item in batch]),
+        "lengths": lengths,
+        "eval": [item["eval"] for item in batch],
+    }
+    out["mask"] = torch.arange(out["tokens"].shape[1])[None] < lengths[:, None]
+    if "images" in batch[0]:
+        out["images"] = pad([item["images"] for item in batch], batch_first=True, padding_value=0.0)
+    return out

@@ -1,0 +1,189 @@
+"""HINT generation: the released sampling procedure, the split rules, Table A1 sizes, determinism, caching."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.hint import (
+    MAIN_RULES,
+    MAIN_VOCABULARY,
+    enumerate_prefix,
+    evaluate_prefix,
+    fewshot_split,
+    fewshot_vocabulary,
+    generate_split,
+    main_split,
+    operator_count,
+    prefix_shapes,
+    sample_prefix,
+)
+from neurosym.data.hint.generate import _ListsOfOneSize
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, evaluate, execute
+from neurosym.syntax import from_prefix, heads, parse
+
+SCALE = 0.01
+
+
+@pytest.fixture(scope="module")
+def small_main():
+    return generate_split(MAIN_RULES.with_scale(SCALE), MAIN_VOCABULARY, seed=0, progress=False)
+
+
+def _peak(record) -> int:
+    numbers = [int(c) for c in record.expr if c.isdigit()]
+    return max(numbers + [v for v in record.res_all if v >= 0])
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 12), st.integers(0, 2**16), st.sampled_from(["x", "a", "c", "d"]))
+def test_sampled_prefix_rows_are_trees_whose_values_match_the_executor(n_op, seed, concept):
+    vocabulary = fewshot_vocabulary(concept)
+    rows = sample_prefix(n_op, 40, vocabulary, np.random.default_rng(seed))
+    assert rows.shape == (40, 2 * n_op + 1)
+    evaluation = evaluate_prefix(rows, vocabulary)
+    for prefix, value, valid, peak in zip(vocabulary.to_strings(rows), evaluation.value, evaluation.valid, evaluation.peak):
+        node = from_prefix(list(prefix), HINT_FEWSHOT_SEMANTICS.concepts)
+        execution = execute(node, HINT_FEWSHOT_SEMANTICS)
+        assert (execution.value is not None) == bool(valid), prefix
+        if valid and peak < 10_000:
+            numbers = [HINT_FEWSHOT_SEMANTICS.numbers[s] for s in prefix if s in HINT_FEWSHOT_SEMANTICS.numbers]
+            assert execution.value == value
+            assert max(numbers + execution.res_all) == peak
+
+
+def test_sampling_splits_operators_uniformly_between_left_and_right():
+    rows = sample_prefix(4, 20_000, MAIN_VOCABULARY, np.random.default_rng(1))
+    # the number of operators in the left subtree of the root is U{0..3}: find where the left subtree ends
+    left_ops = []
+    for row in rows[:4000]:
+        need, position = 1, 1
+        while need:
+            need += 1 if row[position] >= 10 else -1
+            position += 1
+        left_ops.append(int((row[1:position] >= 10).sum()))
+    shares = np.bincount(left_ops, minlength=4) / len(left_ops)
+    assert np.allclose(shares, 0.25, atol=0.03)
+    operators = np.bincount(rows[rows >= 10] - 10, minlength=4) / (rows >= 10).sum()
+    assert np.allclose(operators, 0.25, atol=0.01)
+    digits = np.bincount(rows[rows < 10], minlength=10) / (rows < 10).sum()
+    assert np.allclose(digits, 0.1, atol=0.01)
+
+
+def test_enumeration_covers_every_expression_once():
+    assert [len(prefix_shapes(n)) for n in range(6)] == [1, 1, 2, 5, 14, 42]
+    rows = enumerate_prefix(2, MAIN_VOCABULARY)
+    assert rows.shape == (2 * 4**2 * 10**3, 5)
+    assert len(np.unique(rows, axis=0)) == len(rows)
+
+
+def test_table_a1_sizes_are_encoded_in_the_rules():
+    train = sum(MAIN_RULES.train_size(n) for n in range(11))
+    val_i, test_i = map(sum, zip(*(MAIN_RULES.i_sizes(n) for n in range(11))))
+    assert (train, val_i, test_i) == (998_000, 998, 9_980)
+
+
+def test_enumerated_sizes_at_full_scale_match_table_a1():
+    """n_op 0–2 are enumerated, so their full-scale lists are exact and cheap to build."""
+    counts: Counter = Counter()
+    distinct_train = {}
+    for n_op in range(3):
+        lists = _ListsOfOneSize(n_op, MAIN_RULES, MAIN_VOCABULARY, None, seed=0)
+        lists.fill()
+        for name, rows, _ in lists.lists():
+            counts[(name, n_op)] = len(rows)
+            if name == "train":
+                distinct_train[n_op] = len(np.unique(rows, axis=0))
+    assert [counts[("train", n)] for n in range(3)] == [20_000, 78_000, 100_000]
+    assert distinct_train == {0: 10, 1: 390, 2: 29_230}
+    assert [counts[("test:I", n)] for n in range(3)] == [200, 780, 1_000]
+    assert [counts[("val:I", n)] for n in range(3)] == [20, 78, 100]
+    assert (counts[("val:SL", 2)], counts[("test:SL", 2)]) == (100, 640)
+    assert counts[("test:SS", 2)] == counts[("test:SL", 1)] == 0
+
+
+def test_split_rules_hold_on_a_scaled_generation(small_main):
+    train, val, test = small_main["train"], small_main["val"], small_main["test"]
+    assert len(train) == sum(MAIN_RULES.with_scale(SCALE).train_size(n) for n in range(11))
+    train_exprs = set(train.expr)
+    for record in (train[i] for i in range(0, len(train), 7)):
+        assert operator_count(record.expr) <= 10 and _peak(record) <= 100
+    sampled = train.n_op >= 3
+    assert (train.res[sampled] != 0).all()
+    for n_op in range(3, 11):
+        exprs = [e for e, n in zip(train.expr, train.n_op) if n == n_op]
+        assert len(exprs) == len(set(exprs)), "sampled training expressions are distinct"
+        results = Counter(train.res[train.n_op == n_op].tolist())
+        assert max(results.values()) <= 0.05 * len(exprs)
+    for split in (val, test):
+        for index in range(len(split)):
+            record = split[index]
+            n_op, peak = operator_count(record.expr), _peak(record)
+            short, small = n_op <= 10, peak <= 100
+            expected = "I" if record.expr in train_exprs and short and small else {
+                (True, True): "SS", (False, True): "LS", (True, False): "SL", (False, False): "LL"
+            }[(short, small)]
+            assert record.eval == expected, record
+            assert n_op <= 20 and peak <= 10_000
+    for subset in ("SS", "LS", "SL", "LL"):
+        in_val = {e for e, s in zip(val.expr, val.eval) if s == subset}
+        in_test = {e for e, s in zip(test.expr, test.eval) if s == subset}
+        assert in_test and not in_val & in_test
+
+
+def test_records_round_trip_through_the_parser(small_main):
+    for split in small_main.values():
+        for index in range(0, len(split), 5):
+            record = split[index]
+            tree = parse(record.expr)
+            assert evaluate(record.expr) == record.res
+            assert list(record.head) == heads(tree)
+            assert list(record.res_all) == execute(tree, HINT_SEMANTICS).res_all
+            assert record.res_all[record.head.index(-1)] == record.res
+
+
+def test_generation_is_deterministic_per_seed():
+    rules = MAIN_RULES.with_scale(0.002)
+    first, again, other = (generate_split(rules, MAIN_VOCABULARY, seed=s, progress=False) for s in (0, 0, 1))
+    assert again["test"].expr == first["test"].expr and again["train"].expr == first["train"].expr
+    assert other["test"].expr != first["test"].expr
+
+
+@pytest.mark.parametrize(
+    ("concept", "sizes", "subsets"),
+    [
+        ("y", (1100, 493, 4900), {"I": 1100, "SS": 900, "LS": 1000, "SL": 900, "LL": 1000}),
+        ("d", (1000, 470, 4700), {"I": 1000, "SS": 900, "LS": 1000, "SL": 800, "LL": 1000}),
+    ],
+)
+def test_fewshot_split_matches_table_a1(concept, sizes, subsets):
+    split = fewshot_split(concept, cache=False, progress=False)
+    assert (len(split["train"]), len(split["val"]), len(split["test"])) == sizes
+    assert dict(Counter(split["test"].eval.tolist())) == subsets
+    for part in split.values():
+        assert all(concept in expr for expr in part.expr)
+    record = split["test"][len(split["test"]) - 1]
+    assert evaluate(record.expr, HINT_FEWSHOT_SEMANTICS) == record.res
+
+
+def test_main_split_is_cached_on_disk(tmp_path):
+    first = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"main_s0.002_seed3_v1_{s}.npz" for s in ("train", "val", "test")
+    )
+    second = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    for name in ("train", "val", "test"):
+        assert second[name].expr == first[name].expr and second[name].prefix == first[name].prefix
+        assert np.array_equal(second[name].res, first[name].res) and np.array_equal(second[name].eval, first[name].eval)
+        assert second[name][0] == first[name][0]
+
+
+def test_bad_arguments_are_rejected():
+    with pytest.raises(ValueError, match="scale"):
+        MAIN_RULES.with_scale(0)
+    with pytest.raises(ValueError, match="few-shot concept"):
+        fewshot_split("q", cache=False)
