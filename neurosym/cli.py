@@ -12,7 +12,9 @@ import sys
 from collections.abc import Sequence
 
 COMMANDS: dict[str, tuple[str, str]] = {
+    "solver-speed": ("neurosym.experiments.solver_speed", "HINT solver throughput: Lark LALR parse + execute versus the batch solver"),
     "arithmetic": ("neurosym.experiments.arithmetic", "neural arithmetic units: the simple function task (Madsen & Johansen)"),
+    "mathematics": ("neurosym.experiments.mathematics", "DeepMind Mathematics: Transformer, attentional LSTM and the symbolic route"),
 }
 
 

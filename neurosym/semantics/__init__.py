@@ -1,6 +1,7 @@
 """HINT semantics: exact executors over parse trees with pluggable operator tables, and a fast
 vectorised batch solver for hot loops."""
 
+from neurosym.semantics.batch import BatchSolver, solve_batch
 from neurosym.semantics.executor import BRACKET_VALUE, Execution, evaluate, execute
 from neurosym.semantics.operators import Operator, Value
 from neurosym.semantics.table import (
@@ -15,6 +16,7 @@ from neurosym.syntax.concepts import ConceptTable
 
 __all__ = [
     "BRACKET_VALUE",
+    "BatchSolver",
     "ConceptTable",
     "Execution",
     "FEWSHOT_NUMBERS",
@@ -27,4 +29,5 @@ __all__ = [
     "Value",
     "evaluate",
     "execute",
+    "solve_batch",
 ]
