@@ -1,0 +1,142 @@
+"""The official HINT release format: reading a hand-written fixture, errors, and generator round trips."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neurosym.data.hint import (
+    MAIN_RULES,
+    MAIN_VOCABULARY,
+    HintImageDataset,
+    HintRecord,
+    generate_split,
+    read_fewshot,
+    read_records,
+    read_release,
+    write_release,
+)
+from neurosym.data.symbol_images import SymbolBank, assign_pools, folder_of, load_folder_bank, write_image
+
+
+def _glyph(value: int) -> np.ndarray:
+    """A 45×45 black-on-white image whose ink darkness encodes ``value``."""
+    image = np.full((45, 45), 255, np.uint8)
+    image[8:37, 8:37] = value
+    return image
+
+
+FIXTURE_RECORDS = {
+    "train": [
+        {"id": "0", "img_paths": ["3/3_a.jpg", "times/times_a.jpg", "4/4_a.jpg"], "expr": "3*4",
+         "head": [1, -1, 1], "res": 12, "res_all": [3, 12, 4]},
+    ],
+    "val": [
+        {"id": "0", "img_paths": ["3/3_b.jpg", "-/-_a.jpg", "4/4_b.jpg"], "expr": "3-4",
+         "head": [1, -1, 1], "res": 0, "res_all": [3, 0, 4], "eval": "SS"},
+    ],
+    "test": [
+        {"id": "7", "img_paths": ["3/3_a.jpg", "div/div_a.jpg", "(/(_a.jpg", "4/4_a.jpg", "-/-_a.jpg", "3/3_b.jpg", ")/)_a.jpg"],
+         "expr": "3/(4-3)", "head": [1, -1, 4, 4, 1, 4, 4], "res": 3, "res_all": [3, 3, -1, 4, 1, 3, -1], "eval": "I"},
+    ],
+}
+DARKNESS = {"3_a": 10, "3_b": 20, "4_a": 30, "4_b": 40, "times_a": 50, "div_a": 60, "-_a": 70, "(_a": 80, ")_a": 90}
+
+
+@pytest.fixture()
+def release(tmp_path: Path) -> Path:
+    for name, records in FIXTURE_RECORDS.items():
+        (tmp_path / f"expr_{name}.json").write_text(json.dumps(records))
+    fewshot = {"x": {"train": [{"id": "0", "img_paths": ["x/x_a.jpg"], "expr": "x", "head": [-1], "res": 11, "res_all": [11]}],
+                     "val": [], "test": []}}
+    (tmp_path / "fewshot_dataset.json").write_text(json.dumps(fewshot))
+    for stem, value in {**DARKNESS, "x_a": 100}.items():
+        folder = stem.rsplit("_", 1)[0]
+        write_image(tmp_path / "symbol_images" / folder / f"{stem}.jpg", _glyph(value))
+    return tmp_path
+
+
+def test_reads_the_release_fixture(release):
+    splits = read_release(release)
+    assert {name: len(records) for name, records in splits.items()} == {"train": 1, "val": 1, "test": 1}
+    record = splits["test"][0]
+    assert record == HintRecord(
+        "7", "3/(4-3)", (1, -1, 4, 4, 1, 4, 4), 3, (3, 3, -1, 4, 1, 3, -1), "I",
+        ("3/3_a.jpg", "div/div_a.jpg", "(/(_a.jpg", "4/4_a.jpg", "-/-_a.jpg", "3/3_b.jpg", ")/)_a.jpg"),
+    )
+    assert splits["train"][0].eval is None
+    fewshot = read_fewshot(release)
+    assert fewshot["x"]["train"][0].res == 11 and fewshot["x"]["test"] == []
+
+
+def test_image_dataset_uses_the_records_own_images(release):
+    bank = load_folder_bank(release / "symbol_images")
+    assert set(bank.symbols) == set("34*/-()x")
+    item = HintImageDataset(read_release(release)["test"], bank, pool="test")[0]
+    assert item["images"].shape == (7, 1, 32, 32)
+    stems = ["3_a", "div_a", "(_a", "4_a", "-_a", "3_b", ")_a"]
+    centre = item["images"][:, 0, 16, 16] * 255
+    expected = np.asarray([255 - DARKNESS[s] for s in stems], dtype=np.float32)
+    assert np.abs(centre.numpy() - expected).max() < 12, "white-on-black windows of the listed files, in order"
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda r: r.pop("res_all"), "record lacks the fields \\['res_all'\\]"),
+        (lambda r: r.update(head=[1, -1]), "expr '3-4' has 3 symbols but head 2"),
+        (lambda r: r.update(eval="XX"), "eval must be one of"),
+        (lambda r: r.update(img_paths=["3/3_a.jpg"]), "1 img_paths for 3 symbols"),
+    ],
+)
+def test_malformed_records_are_named(release, change, message):
+    records = json.loads((release / "expr_val.json").read_text())
+    change(records[0])
+    (release / "expr_val.json").write_text(json.dumps(records))
+    with pytest.raises(ValueError, match=f"expr_val.json record 0: {message}"):
+        read_release(release)
+
+
+def test_unreadable_files_are_named(release):
+    (release / "expr_test.json").write_text("[{")
+    with pytest.raises(ValueError, match="expr_test.json is not valid JSON"):
+        read_release(release)
+    with pytest.raises(FileNotFoundError, match="expr_missing.json"):
+        read_records(release / "expr_missing.json")
+    (release / "fewshot_dataset.json").write_text(json.dumps({"x": {"train": []}}))
+    with pytest.raises(ValueError, match="concept 'x' lacks the splits \\['val', 'test'\\]"):
+        read_fewshot(release)
+
+
+def _tiny_bank() -> SymbolBank:
+    symbols = list("0123456789+-*/()")
+    labels = np.repeat(symbols, 20)
+    pools = assign_pools(labels, 0)
+    intensity = {"train": 100, "val": 150, "test": 200}
+    images = np.stack([np.full((28, 28), intensity[p], np.uint8) for p in pools])
+    paths = [f"{folder_of(l)}/{i}.jpg" for i, l in enumerate(labels)]
+    return SymbolBank(images, labels, pools, np.asarray(paths))
+
+
+def test_generated_release_reads_back_identically(tmp_path):
+    splits = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
+    bank = _tiny_bank()
+    write_release(tmp_path, splits, bank=bank, fewshot={"x": {"train": splits["val"], "val": [], "test": []}}, seed=1)
+    loaded = read_release(tmp_path)
+    for name, split in splits.items():
+        assert len(loaded[name]) == len(split)
+        for index in range(0, len(split), 3):
+            mine, theirs = split[index], loaded[name][index]
+            assert (theirs.expr, theirs.head, theirs.res, theirs.res_all, theirs.eval) == (
+                mine.expr, mine.head, mine.res, mine.res_all, mine.eval
+            )
+            assert [bank.labels[bank.index_of(p)] for p in theirs.img_paths] == list(mine.expr)
+            assert all(bank.pools[bank.index_of(p)] == name for p in theirs.img_paths), "images from the split's own pool"
+            assert all((tmp_path / "symbol_images" / p).is_file() for p in theirs.img_paths)
+    assert len(read_fewshot(tmp_path)["x"]["train"]) == len(splits["val"])
+    written = load_folder_bank(tmp_path / "symbol_images", size=28)
+    test_image = written.images[written.paths == loaded["test"][0].img_paths[0]][0]
+    assert abs(int(test_image[14, 14]) - 200) < 10, "written as black on white, read back white on black"

@@ -1,0 +1,126 @@
+"""HINT PyTorch datasets, collate, and Figure A2-style statistics."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.hint import (
+    IGNORE_INDEX,
+    PAD_ID,
+    HintImageDataset,
+    HintRecord,
+    HintSymbolDataset,
+    collate_hint,
+    dependency_range,
+    operator_count,
+    plot_statistics,
+    result_digits,
+    split_statistics,
+    symbol_kl_divergence,
+    tree_depth,
+)
+from neurosym.data.symbol_images import SymbolBank, assign_pools, folder_of
+from neurosym.semantics import execute
+from neurosym.syntax import heads, parse
+
+
+def _record(expr: str, eval_: str | None = None) -> HintRecord:
+    tree = parse(expr)
+    execution = execute(tree)
+    return HintRecord("0", expr, tuple(heads(tree)), int(execution.value), tuple(execution.res_all), eval_)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(0, 10**7))
+def test_result_digits_are_reversed_decimal_digits(result):
+    digits = result_digits(result)
+    assert int("".join(map(str, reversed(digits)))) == result
+    assert all(0 <= d <= 9 for d in digits)
+
+
+def test_negative_results_are_rejected():
+    with pytest.raises(ValueError, match="non-negative"):
+        result_digits(-3)
+
+
+def test_symbol_dataset_items_and_unknown_symbols():
+    dataset = HintSymbolDataset([_record("9*(8+7)", "SL")])
+    item = dataset[0]
+    assert item["tokens"].tolist() == [10, 13, 15, 9, 11, 8, 16]
+    assert item["res"].item() == 135 and item["res_digits"].tolist() == [5, 3, 1]
+    assert item["head"].tolist() == [1, -1, 4, 4, 1, 4, 4] and item["eval"] == "SL"
+    with pytest.raises(ValueError, match="symbol '%' at position 2"):
+        dataset.encode("3+%")
+
+
+def _pool_bank() -> SymbolBank:
+    symbols = list("0123456789+-*/()")
+    labels = np.repeat(symbols, 40)
+    pools = assign_pools(labels, 0)
+    shade = {"train": 60, "val": 120, "test": 240}
+    images = np.stack([np.full((28, 28), shade[p], np.uint8) for p in pools])
+    return SymbolBank(images, labels, pools, np.asarray([f"{folder_of(l)}/{i}.png" for i, l in enumerate(labels)]))
+
+
+@pytest.mark.parametrize(("pool", "shade"), [("train", 60), ("val", 120), ("test", 240)])
+def test_image_dataset_draws_windows_from_its_pool(pool, shade):
+    dataset = HintImageDataset([_record("3+4*(2-1)"), _record("7")], _pool_bank(), pool=pool, seed=5)
+    item = dataset[0]
+    assert item["images"].shape == (9, 1, 32, 32)
+    assert torch.allclose(item["images"], torch.full((9, 1, 32, 32), shade / 255))
+    assert torch.equal(dataset[0]["images"], item["images"])
+
+
+def test_image_dataset_picks_images_of_the_right_symbols():
+    bank = _pool_bank()
+    dataset = HintImageDataset([_record("3+4*(2-1)")], bank, pool="train", seed=0)
+    chosen = dataset.image_indices(0, dataset.records[0])
+    assert bank.labels[chosen].tolist() == list("3+4*(2-1)")
+    assert (bank.pools[chosen] == "train").all()
+    with pytest.raises(ValueError, match="unknown pool"):
+        HintImageDataset([], bank, pool="dev")
+
+
+def test_collate_pads_every_field():
+    dataset = HintImageDataset([_record("3+4*(2-1)"), _record("7", "I")], _pool_bank(), pool="test")
+    batch = collate_hint([dataset[0], dataset[1]])
+    assert batch["tokens"].shape == (2, 9) and batch["images"].shape == (2, 9, 1, 32, 32)
+    assert batch["mask"].tolist()[1] == [True] + [False] * 8
+    assert (batch["tokens"][1, 1:] == PAD_ID).all() and (batch["head"][1, 1:] == IGNORE_INDEX).all()
+    assert batch["res_digits"].tolist() == [[7], [7]] and batch["res"].tolist() == [7, 7]
+    assert batch["images"][1, 1:].abs().sum() == 0 and batch["eval"] == ["", "I"]
+    with pytest.raises(ValueError, match="empty batch"):
+        collate_hint([])
+
+
+def test_tree_measures_of_known_expressions():
+    record = _record("3-(5+2)*4")
+    assert operator_count(record.expr) == 3
+    assert tree_depth(record.expr, record.head) == 4
+    assert dependency_range(record.head) == 6  # '*' (token 7) depends on '-' (token 1)
+    single = _record("7")
+    assert (operator_count("7"), tree_depth("7", single.head), dependency_range(single.head)) == (0, 1, 0)
+    with pytest.raises(ValueError, match="not one tree"):
+        tree_depth("34", [1, 0])
+
+
+def test_split_statistics_and_plot(tmp_path):
+    records = [_record(e) for e in ("3-(5+2)*4", "7", "9*9+9", "1+1")]
+    stats = split_statistics(records)
+    assert stats["symbol"]["9"] == 3 and sum(stats["symbol"].values()) == 9 + 1 + 5 + 3
+    assert stats["n_op"] == Counter({3: 1, 0: 1, 2: 1, 1: 1})
+    assert stats["result"] == Counter({"[0, 10)": 3, "[10, 100)": 1})
+    sample = split_statistics(records, max_records=2)
+    assert sum(sample["length"].values()) == 2
+    assert symbol_kl_divergence(stats["symbol"], stats["symbol"]) == pytest.approx(0.0)
+    assert symbol_kl_divergence(Counter("11+"), Counter("1+")) > 0
+    with pytest.raises(ValueError, match="infinite"):
+        symbol_kl_divergence(Counter("1*"), Counter("1+"))
+    plot_statistics({"train": stats, "test": sample}, tmp_path / "stats.png")
+    assert (tmp_path / "stats.png").stat().st_size > 10_000
