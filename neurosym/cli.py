@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 COMMANDS: dict[str, tuple[str, str]] = {
+    "hint-data": ("neurosym.experiments.hint_data", "HINT dataset: generate the splits in the official format, with statistics (Figure A2)"),
     "solver-speed": ("neurosym.experiments.solver_speed", "HINT solver throughput: Lark LALR parse + execute versus the batch solver"),
     "arithmetic": ("neurosym.experiments.arithmetic", "neural arithmetic units: the simple function task (Madsen & Johansen)"),
     "mathematics": ("neurosym.experiments.mathematics", "DeepMind Mathematics: Transformer, attentional LSTM and the symbolic route"),

@@ -57,7 +57,7 @@ class SplitRules:
     def i_sizes(self, n_op: int) -> tuple[int, int]:
         """Sizes of the validation and test ``I`` subsets for ``n_op`` (leading parts of the train list)."""
         train = self.train_size(n_op)
-        return round(train * self.val_i_fraction), round(train * self.test_i_fraction)
+        return max(1, round(train * self.val_i_fraction)), max(1, round(train * self.test_i_fraction))
 
     def share_cap(self, size: int) -> int:
         """How many items of a list of ``size`` may share one result value."""

@@ -14,6 +14,7 @@ from neurosym.data.hint.examples import HintRecord
 ASPECTS: tuple[str, ...] = ("symbol", "n_op", "length", "depth", "dependency_range", "result")
 RESULT_BINS: tuple[int, ...] = (0, 10, 100, 1_000, 10_000)
 _BRACKETS = frozenset("()")
+_CATEGORICAL = frozenset({"symbol", "result"})
 
 
 def tree_depth(expr: str, head: Sequence[int]) -> int:
@@ -86,7 +87,8 @@ def symbol_kl_divergence(p: Counter, q: Counter) -> float:
 
 
 def plot_statistics(stats: Mapping[str, Mapping[str, Counter]], path) -> None:
-    """Figure A2-like panels, one per aspect, with one normalised frequency curve per split."""
+    """Figure A2-like panels, one per aspect: normalised frequencies per split (bars for symbols and result
+    ranges, curves for the numeric aspects)."""
     from neurosym.experiments.report import pyplot
 
     plt = pyplot()
@@ -95,11 +97,18 @@ def plot_statistics(stats: Mapping[str, Mapping[str, Counter]], path) -> None:
         keys = sorted({k for split in stats.values() for k in split[aspect]}, key=_sort_key)
         positions = np.arange(len(keys))
         width = 0.8 / max(1, len(stats))
+        categorical = aspect in _CATEGORICAL
         for offset, (name, split) in enumerate(stats.items()):
             total = max(1, sum(split[aspect].values()))
             heights = [split[aspect].get(k, 0) / total for k in keys]
-            axis.bar(positions + offset * width, heights, width=width, label=name)
-        axis.set_xticks(positions + 0.4 - width / 2, [str(k) for k in keys], rotation=90 if len(keys) > 12 else 0, fontsize=7)
+            if categorical:
+                axis.bar(positions + offset * width, heights, width=width, label=name)
+            else:
+                axis.plot(keys, heights, marker=".", label=name)
+        if categorical:
+            axis.set_xticks(positions + 0.4 - width / 2, [str(k) for k in keys], fontsize=8)
+        else:
+            axis.set_xlabel(aspect.replace("_", " "))
         axis.set_title(aspect.replace("_", " "))
         axis.set_ylabel("frequency")
     axes.flat[0].legend(fontsize=7)

@@ -1,0 +1,27 @@
+"""The ``neurosym hint-data`` command: a tiny generation written in the official format, with statistics."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from neurosym.cli import main
+from neurosym.data.hint import read_release
+
+
+def test_hint_data_command_writes_release_table_and_plot(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "cache"))
+    labels = np.repeat(list("0123456789+-*/()"), 20)
+    np.savez(tmp_path / "bank.npz", images=np.full((len(labels), 28, 28), 255, np.uint8), labels=labels)
+    out = tmp_path / "out"
+    assert main(["hint-data", "--scale", "0.0005", "--bank", str(tmp_path / "bank.npz"), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "| test  | LL" in printed and "KL(train symbols || test symbols)" in printed
+    summary = json.loads((out / "hint_data.json").read_text())
+    release = read_release(out / "release")
+    assert summary["sizes"] == {name: len(records) for name, records in release.items()}
+    assert set(summary["subsets"]["test"]) == {"I", "SS", "LS", "SL", "LL"}
+    assert all(record.img_paths for record in release["test"])
+    assert (out / "statistics.png").stat().st_size > 10_000
+    assert sorted(p.name for p in (tmp_path / "cache" / "hint").iterdir())[0].startswith("main_s0.0005_seed0")
