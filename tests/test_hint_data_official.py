@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hint_banks import POOL_SHADES, pool_shaded_bank
 
 from neurosym.data.hint import (
     MAIN_RULES,
@@ -19,7 +20,7 @@ from neurosym.data.hint import (
     read_release,
     write_release,
 )
-from neurosym.data.symbol_images import SymbolBank, assign_pools, folder_of, load_folder_bank, write_image
+from neurosym.data.symbol_images import load_folder_bank, write_image
 
 
 def _glyph(value: int) -> np.ndarray:
@@ -111,19 +112,9 @@ def test_unreadable_files_are_named(release):
         read_fewshot(release)
 
 
-def _tiny_bank() -> SymbolBank:
-    symbols = list("0123456789+-*/()")
-    labels = np.repeat(symbols, 20)
-    pools = assign_pools(labels, 0)
-    intensity = {"train": 100, "val": 150, "test": 200}
-    images = np.stack([np.full((28, 28), intensity[p], np.uint8) for p in pools])
-    paths = [f"{folder_of(l)}/{i}.jpg" for i, l in enumerate(labels)]
-    return SymbolBank(images, labels, pools, np.asarray(paths))
-
-
 def test_generated_release_reads_back_identically(tmp_path):
     splits = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
-    bank = _tiny_bank()
+    bank = pool_shaded_bank(20)
     write_release(tmp_path, splits, bank=bank, fewshot={"x": {"train": splits["val"], "val": [], "test": []}}, seed=1)
     loaded = read_release(tmp_path)
     for name, split in splits.items():
@@ -139,4 +130,4 @@ def test_generated_release_reads_back_identically(tmp_path):
     assert len(read_fewshot(tmp_path)["x"]["train"]) == len(splits["val"])
     written = load_folder_bank(tmp_path / "symbol_images", size=28)
     test_image = written.images[written.paths == loaded["test"][0].img_paths[0]][0]
-    assert abs(int(test_image[14, 14]) - 200) < 10, "written as black on white, read back white on black"
+    assert abs(int(test_image[14, 14]) - POOL_SHADES["test"]) < 10, "written black on white, read back white on black"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from hint_banks import POOL_SHADES, pool_shaded_bank
 
 from neurosym.data.hint import (
     IGNORE_INDEX,
@@ -25,7 +25,6 @@ from neurosym.data.hint import (
     symbol_kl_divergence,
     tree_depth,
 )
-from neurosym.data.symbol_images import SymbolBank, assign_pools, folder_of
 from neurosym.semantics import execute
 from neurosym.syntax import heads, parse
 
@@ -59,18 +58,10 @@ def test_symbol_dataset_items_and_unknown_symbols():
         dataset.encode("3+%")
 
 
-def _pool_bank() -> SymbolBank:
-    symbols = list("0123456789+-*/()")
-    labels = np.repeat(symbols, 40)
-    pools = assign_pools(labels, 0)
-    shade = {"train": 60, "val": 120, "test": 240}
-    images = np.stack([np.full((28, 28), shade[p], np.uint8) for p in pools])
-    return SymbolBank(images, labels, pools, np.asarray([f"{folder_of(l)}/{i}.png" for i, l in enumerate(labels)]))
-
-
-@pytest.mark.parametrize(("pool", "shade"), [("train", 60), ("val", 120), ("test", 240)])
-def test_image_dataset_draws_windows_from_its_pool(pool, shade):
-    dataset = HintImageDataset([_record("3+4*(2-1)"), _record("7")], _pool_bank(), pool=pool, seed=5)
+@pytest.mark.parametrize("pool", ["train", "val", "test"])
+def test_image_dataset_draws_windows_from_its_pool(pool):
+    shade = POOL_SHADES[pool]
+    dataset = HintImageDataset([_record("3+4*(2-1)"), _record("7")], pool_shaded_bank(), pool=pool, seed=5)
     item = dataset[0]
     assert item["images"].shape == (9, 1, 32, 32)
     assert torch.allclose(item["images"], torch.full((9, 1, 32, 32), shade / 255))
@@ -78,7 +69,7 @@ def test_image_dataset_draws_windows_from_its_pool(pool, shade):
 
 
 def test_image_dataset_picks_images_of_the_right_symbols():
-    bank = _pool_bank()
+    bank = pool_shaded_bank()
     dataset = HintImageDataset([_record("3+4*(2-1)")], bank, pool="train", seed=0)
     chosen = dataset.image_indices(0, dataset.records[0])
     assert bank.labels[chosen].tolist() == list("3+4*(2-1)")
@@ -88,7 +79,7 @@ def test_image_dataset_picks_images_of_the_right_symbols():
 
 
 def test_collate_pads_every_field():
-    dataset = HintImageDataset([_record("3+4*(2-1)"), _record("7", "I")], _pool_bank(), pool="test")
+    dataset = HintImageDataset([_record("3+4*(2-1)"), _record("7", "I")], pool_shaded_bank(), pool="test")
     batch = collate_hint([dataset[0], dataset[1]])
     assert batch["tokens"].shape == (2, 9) and batch["images"].shape == (2, 9, 1, 32, 32)
     assert batch["mask"].tolist()[1] == [True] + [False] * 8
