@@ -4,20 +4,22 @@ The HINT grammar (numbers, binary operators, round brackets) accepts exactly the
 bracket-counting automaton whose state is ``(depth, expecting)``: ``expecting`` an *operand* (a number
 or ``(``) or an *operator* (a binary operator or ``)``). A sentence is accepted when it ends expecting an
 operator at depth 0. Precedence never changes which strings are accepted, so it plays no role here.
+Two flags per state optionally exclude the brackets the release never writes (see
+:func:`constrained_decode`).
 
 :func:`constrained_decode` runs exact Viterbi over that automaton, vectorised over a batch and over
-depths, so every returned sentence is grammatical and no grammatical sentence is more probable.
+states, so every returned sentence is grammatical and no accepted sentence is more probable.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import torch
 
 OPEN, CLOSE = "(", ")"
-_OPERAND, _OPERATOR = 0, 1
 
 
 @dataclass(frozen=True)
@@ -61,72 +63,119 @@ class Decoded:
         return ["".join(vocabulary[i] for i in row if i >= 0) for row in self.tokens.tolist()]
 
 
-def _best_of(log_probs: torch.Tensor, ids: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Best score and its vocabulary index among ``ids``: both [B, T]."""
-    index = torch.tensor(ids, device=log_probs.device)
-    score, arg = log_probs.index_select(-1, index).max(dim=-1)
-    return score, index[arg]
+# Token classes of the automaton, in the order of the class-score tensor built by the decoder.
+NUMBER, OPERATOR, OPEN_CLASS, CLOSE_CLASS = range(4)
 
 
-def constrained_decode(log_probs: torch.Tensor, lengths: torch.Tensor, roles: TokenRoles) -> Decoded:
-    """Exact most probable grammatical sentence per example.
+@dataclass(frozen=True)
+class _Automaton:
+    """States and transitions of the bracket automaton for sentences of at most ``steps`` symbols.
+
+    ``incoming_source [S, M]`` / ``incoming_class [S, M]`` list, per state, the source states and
+    token classes of its incoming transitions (padded with the dead state ``S - 1``).
+    """
+
+    start: int
+    accept: torch.Tensor
+    incoming_source: torch.Tensor
+    incoming_class: torch.Tensor
+
+
+@lru_cache(maxsize=16)
+def _automaton(steps: int, minimal_brackets: bool) -> _Automaton:
+    """Build the automaton; states are ``(depth, expecting_operator, fresh, wrapped)`` plus start and dead.
+
+    ``fresh``: the innermost open bracket holds no operator yet (closing it would give ``(N)``);
+    ``wrapped``: the sentence opened with ``(`` and has had no operator at depth 0 since.
+    Without ``minimal_brackets`` both flags stay false and only depth and expectation matter.
+    """
+    depths = steps // 2 + 1
+    states = [(d, e, f, w) for d in range(depths) for e in (False, True) for f in (False, True) for w in (False, True)]
+    index = {state: i for i, state in enumerate(states)}
+    start, dead = len(states), len(states) + 1
+    edges: dict[int, list[tuple[int, int]]] = {i: [] for i in range(dead + 1)}
+
+    def add(source: int, token_class: int, depth: int, expect_operator: bool, fresh: bool, wrapped: bool) -> None:
+        if depth < depths:
+            if not minimal_brackets:
+                fresh = wrapped = False
+            edges[index[(depth, expect_operator, fresh, wrapped)]].append((source, token_class))
+
+    add(start, NUMBER, 0, True, False, False)
+    add(start, OPEN_CLASS, 1, False, True, True)
+    for (d, expect_operator, fresh, wrapped), i in index.items():
+        if not expect_operator:
+            add(i, NUMBER, d, True, fresh, wrapped)
+            add(i, OPEN_CLASS, d + 1, False, True, wrapped)
+        else:
+            add(i, OPERATOR, d, False, False, wrapped and d > 0)
+            if d > 0 and not (minimal_brackets and fresh):
+                add(i, CLOSE_CLASS, d - 1, True, False, wrapped)
+    width = max(len(e) for e in edges.values())
+    padded = [e + [(dead, NUMBER)] * (width - len(e)) for e in edges.values()]
+    table = torch.tensor(padded, dtype=torch.long)
+    accept = torch.tensor([index[(0, True, f, False)] for f in (False, True)])
+    return _Automaton(start, accept, table[..., 0], table[..., 1])
+
+
+def _class_scores(log_probs: torch.Tensor, roles: TokenRoles) -> tuple[torch.Tensor, torch.Tensor]:
+    """Best score and vocabulary index per token class: both [B, T, 4]."""
+    scores, ids = [], []
+    for members in (roles.numbers, roles.operators, (roles.open,), (roles.close,)):
+        index = torch.tensor(members, device=log_probs.device)
+        score, arg = log_probs.index_select(-1, index).max(dim=-1)
+        scores.append(score)
+        ids.append(index[arg])
+    return torch.stack(scores, dim=-1), torch.stack(ids, dim=-1)
+
+
+def constrained_decode(
+    log_probs: torch.Tensor, lengths: torch.Tensor, roles: TokenRoles, minimal_brackets: bool = True
+) -> Decoded:
+    """Exact most probable grammatical sentence per example (Viterbi over the bracket automaton).
 
     Args:
         log_probs: [B, T, V] per-window log-probabilities (padding positions are ignored).
         lengths: [B] number of windows of each example, 1 <= length <= T.
         roles: the vocabulary's grammatical roles.
+        minimal_brackets: also exclude brackets that the HINT release never writes: around a single
+            number (``(3)``) and around the whole sentence (``(2+3)``).
 
     Raises:
         ValueError: when a length admits no grammatical sentence (every HINT sentence has odd length).
     """
     batch, steps, _ = log_probs.shape
-    lengths = lengths.to(log_probs.device)
+    device = log_probs.device
+    lengths = lengths.to(device)
     bad = ((lengths < 1) | (lengths > steps) | (lengths % 2 == 0)).nonzero().flatten().tolist()
     if bad:
         raise ValueError(
             f"no grammatical sentence has length {lengths[bad[0]].item()} (example {bad[0]}): "
             "HINT sentences have an odd number of symbols, at least 1"
         )
-    depths = steps // 2 + 1
+    automaton = _automaton(steps, minimal_brackets)
+    source, token_class = automaton.incoming_source.to(device), automaton.incoming_class.to(device)
     neg_inf = torch.finfo(log_probs.dtype).min
-    number_score, number_id = _best_of(log_probs, roles.numbers)
-    operator_score, operator_id = _best_of(log_probs, roles.operators)
-    open_score = log_probs[..., roles.open]
-    close_score = log_probs[..., roles.close]
-
-    # score[b, d, e]: best log-probability of a prefix ending in state (depth d, expecting e).
-    score = log_probs.new_full((batch, depths, 2), neg_inf)
-    score[:, 0, _OPERAND] = 0.0
+    class_score, class_token = _class_scores(log_probs, roles)
+    score = log_probs.new_full((batch, source.shape[0]), neg_inf)
+    score[:, automaton.start] = 0.0
     back_state, back_token = [], []
-    flat = torch.arange(depths * 2, device=log_probs.device).view(depths, 2)
     for t in range(steps):
-        new = log_probs.new_full((batch, depths, 2), neg_inf)
-        prev = flat.expand(batch, depths, 2).clone()
-        token = torch.full((batch, depths, 2), -1, dtype=torch.long, device=log_probs.device)
-        candidates = [
-            # (target depth slice, source depth slice, source expecting, target expecting, score, token)
-            (slice(None), slice(None), _OPERAND, _OPERATOR, number_score[:, t], number_id[:, t]),
-            (slice(1, None), slice(None, -1), _OPERAND, _OPERAND, open_score[:, t], roles.open),
-            (slice(None), slice(None), _OPERATOR, _OPERAND, operator_score[:, t], operator_id[:, t]),
-            (slice(None, -1), slice(1, None), _OPERATOR, _OPERATOR, close_score[:, t], roles.close),
-        ]
-        for target, source, src_e, dst_e, step_score, step_token in candidates:
-            value = score[:, source, src_e] + step_score[:, None]
-            better = value > new[:, target, dst_e]
-            new[:, target, dst_e] = torch.where(better, value, new[:, target, dst_e])
-            prev[:, target, dst_e] = torch.where(better, flat[source, src_e], prev[:, target, dst_e])
-            chosen = step_token[:, None].expand_as(value) if torch.is_tensor(step_token) else step_token
-            token[:, target, dst_e] = torch.where(better, chosen, token[:, target, dst_e])
-        active = (t < lengths)[:, None, None]
-        score = torch.where(active, new, score)
-        back_state.append(prev.flatten(1))
-        back_token.append(token.flatten(1))
+        # candidate[b, s, m]: score of reaching state s through its m-th incoming transition.
+        candidate = score[:, source] + class_score[:, t, token_class]
+        best, arg = candidate.max(dim=-1)
+        best = best.clamp_min(neg_inf)
+        active = (t < lengths)[:, None]
+        score = torch.where(active, best, score)
+        state_index = torch.arange(source.shape[0], device=device)[None, :]
+        back_state.append(source[state_index, arg])
+        back_token.append(class_token[:, t].gather(1, token_class[state_index, arg]))
 
-    accept = int(flat[0, _OPERATOR])
-    log_prob = score.flatten(1)[:, accept]
-    state = torch.full((batch,), accept, dtype=torch.long, device=log_probs.device)
-    tokens = torch.full((batch, steps), -1, dtype=torch.long, device=log_probs.device)
-    rows = torch.arange(batch, device=log_probs.device)
+    final = score[:, automaton.accept.to(device)]
+    log_prob, which = final.max(dim=-1)
+    state = automaton.accept.to(device)[which]
+    tokens = torch.full((batch, steps), -1, dtype=torch.long, device=device)
+    rows = torch.arange(batch, device=device)
     for t in range(steps - 1, -1, -1):
         active = t < lengths
         tokens[:, t] = torch.where(active, back_token[t][rows, state], tokens[:, t])

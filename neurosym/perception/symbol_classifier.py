@@ -1,0 +1,67 @@
+"""A symbol classifier over 32x32 windows whose vocabulary grows when a concept is added."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from einops import rearrange
+from torch import nn
+
+from neurosym.perception.cnn import ResNet18, SmallCNN
+
+BACKBONES = ("small", "resnet18")
+
+
+class SymbolClassifier(nn.Module):
+    """A CNN encoder and a linear layer giving a distribution over ``vocabulary``.
+
+    Args:
+        vocabulary: the symbols, one per output class (e.g. ``"0".."9", "+", "-", "*", "/", "(", ")"``).
+        backbone: ``"small"`` (:class:`SmallCNN`, fast on a CPU) or ``"resnet18"`` (as in the HINT paper).
+        features: width of the encoder's output.
+        window: side of the square input windows.
+
+    Shapes: ``windows [N, window, window]`` or ``[N, 1, window, window]`` (uint8 in 0..255 or float in
+    0..1) -> log-probabilities ``[N, len(vocabulary)]``.
+    """
+
+    def __init__(self, vocabulary: Sequence[str], backbone: str = "small", features: int = 128, window: int = 32):
+        super().__init__()
+        if backbone not in BACKBONES:
+            raise ValueError(f"unknown backbone {backbone!r}: choose one of {BACKBONES}")
+        if len(set(vocabulary)) != len(vocabulary) or not vocabulary:
+            raise ValueError(f"the vocabulary must be non-empty without repeats, got {list(vocabulary)}")
+        self.vocabulary = list(vocabulary)
+        self.window = window
+        if backbone == "small":
+            self.encoder: nn.Module = SmallCNN(1, features, input_size=window)
+        else:
+            self.encoder = ResNet18(1, features, small_input=True, width=32)
+        self.activation = nn.ReLU()
+        self.classifier = nn.Linear(features, len(self.vocabulary))
+
+    def forward(self, windows: torch.Tensor) -> torch.Tensor:
+        """``windows [N, S, S]`` or ``[N, 1, S, S]`` -> log-probabilities ``[N, V]``."""
+        if windows.dim() == 3:
+            windows = rearrange(windows, "n h w -> n 1 h w")
+        if windows.dim() != 4 or windows.shape[1:] != (1, self.window, self.window):
+            raise ValueError(
+                f"SymbolClassifier expects windows [N, {self.window}, {self.window}], got {tuple(windows.shape)}"
+            )
+        if windows.dtype == torch.uint8:
+            windows = windows.float() / 255.0
+        return self.classifier(self.activation(self.encoder(windows))).log_softmax(dim=-1)
+
+    def add_symbol(self, symbol: str) -> int:
+        """Append a class for ``symbol`` (existing classes keep their weights); returns its index."""
+        if symbol in self.vocabulary:
+            raise ValueError(f"symbol {symbol!r} is already in the vocabulary")
+        old = self.classifier
+        grown = nn.Linear(old.in_features, old.out_features + 1).to(old.weight.device, old.weight.dtype)
+        with torch.no_grad():
+            grown.weight[:-1] = old.weight
+            grown.bias[:-1] = old.bias
+        self.classifier = grown
+        self.vocabulary.append(symbol)
+        return len(self.vocabulary) - 1
