@@ -81,41 +81,71 @@ class _Automaton:
     incoming_class: torch.Tensor
 
 
-@lru_cache(maxsize=16)
-def _automaton(steps: int, minimal_brackets: bool) -> _Automaton:
-    """Build the automaton; states are ``(depth, expecting_operator, fresh, wrapped)`` plus start and dead.
+State = tuple[int, bool, bool, bool]  # (depth, expecting an operator, fresh, wrapped)
+START: State = (0, False, False, False)
+
+
+def _successors(state: State | None, minimal_brackets: bool) -> list[tuple[int, State]]:
+    """The ``(token class, next state)`` moves from ``state`` (``None``: before the first symbol).
 
     ``fresh``: the innermost open bracket holds no operator yet (closing it would give ``(N)``);
     ``wrapped``: the sentence opened with ``(`` and has had no operator at depth 0 since.
     Without ``minimal_brackets`` both flags stay false and only depth and expectation matter.
     """
+    if state is None:
+        moves = [(NUMBER, (0, True, False, False)), (OPEN_CLASS, (1, False, True, True))]
+    else:
+        depth, expect_operator, fresh, wrapped = state
+        if not expect_operator:
+            moves = [(NUMBER, (depth, True, fresh, wrapped)), (OPEN_CLASS, (depth + 1, False, True, wrapped))]
+        else:
+            moves = [(OPERATOR, (depth, False, False, wrapped and depth > 0))]
+            if depth > 0 and not (minimal_brackets and fresh):
+                moves.append((CLOSE_CLASS, (depth - 1, True, False, wrapped)))
+    if not minimal_brackets:
+        moves = [(c, (d, e, False, False)) for c, (d, e, _, _) in moves]
+    return moves
+
+
+def _accepting(state: State) -> bool:
+    return state[0] == 0 and state[1] and not state[3]
+
+
+@lru_cache(maxsize=16)
+def _automaton(steps: int, minimal_brackets: bool) -> _Automaton:
+    """Build the automaton for sentences of at most ``steps`` symbols (depth at most ``steps // 2``)."""
     depths = steps // 2 + 1
     states = [(d, e, f, w) for d in range(depths) for e in (False, True) for f in (False, True) for w in (False, True)]
     index = {state: i for i, state in enumerate(states)}
     start, dead = len(states), len(states) + 1
     edges: dict[int, list[tuple[int, int]]] = {i: [] for i in range(dead + 1)}
-
-    def add(source: int, token_class: int, depth: int, expect_operator: bool, fresh: bool, wrapped: bool) -> None:
-        if depth < depths:
-            if not minimal_brackets:
-                fresh = wrapped = False
-            edges[index[(depth, expect_operator, fresh, wrapped)]].append((source, token_class))
-
-    add(start, NUMBER, 0, True, False, False)
-    add(start, OPEN_CLASS, 1, False, True, True)
-    for (d, expect_operator, fresh, wrapped), i in index.items():
-        if not expect_operator:
-            add(i, NUMBER, d, True, fresh, wrapped)
-            add(i, OPEN_CLASS, d + 1, False, True, wrapped)
-        else:
-            add(i, OPERATOR, d, False, False, wrapped and d > 0)
-            if d > 0 and not (minimal_brackets and fresh):
-                add(i, CLOSE_CLASS, d - 1, True, False, wrapped)
+    for source_state, source in [(None, start), *index.items()]:
+        for token_class, target in _successors(source_state, minimal_brackets):
+            if target[0] < depths:
+                edges[index[target]].append((source, token_class))
     width = max(len(e) for e in edges.values())
     padded = [e + [(dead, NUMBER)] * (width - len(e)) for e in edges.values()]
     table = torch.tensor(padded, dtype=torch.long)
-    accept = torch.tensor([index[(0, True, f, False)] for f in (False, True)])
+    accept = torch.tensor([i for state, i in index.items() if _accepting(state)])
     return _Automaton(start, accept, table[..., 0], table[..., 1])
+
+
+@lru_cache(maxsize=64)
+def sentence_templates(length: int, minimal_brackets: bool = True) -> tuple[tuple[int, ...], ...]:
+    """Every accepted sequence of token classes (:data:`NUMBER`, :data:`OPERATOR`, :data:`OPEN_CLASS`,
+    :data:`CLOSE_CLASS`) of ``length`` symbols: the sentence shapes abduction may switch between."""
+    found: list[tuple[int, ...]] = []
+    stack: list[tuple[State | None, tuple[int, ...]]] = [(None, ())]
+    while stack:
+        state, prefix = stack.pop()
+        if len(prefix) == length:
+            if state is not None and _accepting(state):
+                found.append(prefix)
+            continue
+        for token_class, target in _successors(state, minimal_brackets):
+            if target[0] <= length - len(prefix) - 1:  # brackets still open must fit in what is left
+                stack.append((target, prefix + (token_class,)))
+    return tuple(sorted(found))
 
 
 def _class_scores(log_probs: torch.Tensor, roles: TokenRoles) -> tuple[torch.Tensor, torch.Tensor]:

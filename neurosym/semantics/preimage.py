@@ -92,19 +92,29 @@ def _hull(values: list[int]) -> Interval | None:
     return Interval(min(values), max(values)) if values else None
 
 
+def scan_left_preimage(apply: Operator, target: Interval, right: int, scan_limit: int = 200) -> Interval | None:
+    """Hull of the ``a`` in ``0..scan_limit`` with ``apply(a, right) in target`` (any operator)."""
+    return _hull([a for a in range(scan_limit + 1) if apply(a, right) in target])
+
+
+def scan_right_preimage(apply: Operator, left: int, target: Interval, scan_limit: int = 200) -> Interval | None:
+    """Hull of the ``b`` in ``0..scan_limit`` with ``apply(left, b) in target`` (any operator)."""
+    return _hull([b for b in range(scan_limit + 1) if apply(left, b) in target])
+
+
 def left_preimage(
     symbol: str, target: Interval, right: int, apply: Operator | None = None, scan_limit: int = 200
 ) -> Interval | None:
     """Values ``a`` with ``apply(a, right) in target``; ``None`` when there are none.
 
     ``symbol`` in ``+ - * /`` uses HINT's semantics exactly (``apply`` is then ignored); for any other
-    symbol ``apply`` is scanned over ``0..scan_limit`` and the hull of the hits returned.
+    symbol ``apply`` is scanned (:func:`scan_left_preimage`).
     """
     if symbol in EXACT_SYMBOLS:
         return _left_exact(symbol, target, right)
     if apply is None:
         raise ValueError(f"operator {symbol!r} has no built-in inverse: pass its function as `apply`")
-    return _hull([a for a in range(scan_limit + 1) if apply(a, right) in target])
+    return scan_left_preimage(apply, target, right, scan_limit)
 
 
 def right_preimage(
@@ -115,4 +125,4 @@ def right_preimage(
         return _right_exact(symbol, left, target)
     if apply is None:
         raise ValueError(f"operator {symbol!r} has no built-in inverse: pass its function as `apply`")
-    return _hull([b for b in range(scan_limit + 1) if apply(left, b) in target])
+    return scan_right_preimage(apply, left, target, scan_limit)

@@ -1,0 +1,281 @@
+"""Abduction by top-down back-search ("1-BS", Li et al., ICML 2020): correct a misread sentence so
+that it produces the known result, changing as little probability mass as possible.
+
+Given a sentence read by the perception, its per-window log-probabilities and the wanted result,
+:class:`Abducer` pushes the wanted value down the parse tree: at an operator node, each child's
+wanted values are the set-valued inverse of the operator given the other child's current value
+(:mod:`neurosym.semantics.preimage`, intervals because HINT's ``-`` clamps and ``/`` rounds up). At a
+number it proposes every number symbol with a wanted value; at an operator every other operator
+that already gives a wanted value. The most probable verified proposal wins. When no single change
+works, it changes up to ``max_changes - 1`` of the least confident symbols to their next most
+probable readings first (a bounded beam), and finally tries other sentence shapes (where the
+brackets go) for short sentences. Every returned sentence is checked by executing it.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from neurosym.pipelines.decoding import CLOSE_CLASS, NUMBER, OPEN_CLASS, OPERATOR, sentence_templates
+from neurosym.semantics import HINT_SEMANTICS, OperatorTable, execute
+from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES
+from neurosym.semantics.preimage import (
+    Interval,
+    left_preimage,
+    right_preimage,
+    scan_left_preimage,
+    scan_right_preimage,
+)
+from neurosym.syntax import Node, ParseError, infix_layout, parse
+
+# Operators whose inverses are known in closed form, by the symbol the preimage module uses for them.
+_EXACT_INVERSES = {id(PLUS): "+", id(CLAMPED_MINUS): "-", id(TIMES): "*", id(CEIL_DIVIDE): "/"}
+
+
+@dataclass(frozen=True)
+class Correction:
+    """An abduced sentence: ``log_prob`` under the perception, ``changes`` symbols differ from the input."""
+
+    sentence: str
+    log_prob: float
+    changes: int
+
+
+@dataclass(frozen=True)
+class _Proposal:
+    gain: float  # change of log-probability
+    position: int
+    symbol: str
+
+
+class Abducer:
+    """Top-down back-search over sentences of ``vocabulary`` symbols under ``table``'s semantics.
+
+    Args:
+        vocabulary: the perception's classes, in the column order of the log-probabilities.
+        table: what numbers and operators mean (symbols it lacks are never proposed).
+        max_changes: the most symbols one correction may change.
+        beam: how many uncertain symbols (and readings of each) the multi-change search explores.
+        max_template_length: sentences up to this length may also switch bracket shape.
+    """
+
+    def __init__(
+        self,
+        vocabulary: Sequence[str],
+        table: OperatorTable = HINT_SEMANTICS,
+        max_changes: int = 2,
+        beam: int = 3,
+        max_template_length: int = 11,
+    ):
+        if max_changes < 1:
+            raise ValueError(f"max_changes must be at least 1, got {max_changes}")
+        self.vocabulary = list(vocabulary)
+        self.index = {symbol: i for i, symbol in enumerate(self.vocabulary)}
+        self.table = table
+        self.concepts = table.concepts
+        self.numbers = [s for s in table.numbers if s in self.index]
+        self.operators = [s for s in table.operators if s in self.index]
+        self.max_changes, self.beam, self.max_template_length = max_changes, beam, max_template_length
+        self._class_members = {
+            NUMBER: self.numbers,
+            OPERATOR: self.operators,
+            OPEN_CLASS: ["("],
+            CLOSE_CLASS: [")"],
+        }
+
+    # -- public -----------------------------------------------------------------------------------
+
+    def score(self, sentence: str, log_probs: np.ndarray) -> float:
+        """Log-probability of ``sentence`` under per-window ``log_probs [n, V]``."""
+        return float(log_probs[np.arange(len(sentence)), [self.index[c] for c in sentence]].sum())
+
+    def value(self, sentence: str) -> int | None:
+        """The sentence's value (``None`` when ungrammatical or invalid)."""
+        try:
+            return execute(parse(sentence, self.concepts), self.table).value
+        except ParseError:
+            return None
+
+    def abduce(self, sentence: str, log_probs: np.ndarray, target: int) -> Correction | None:
+        """The most probable correction of ``sentence`` found that evaluates to ``target``, or ``None``.
+
+        Args:
+            sentence: the sentence read by the perception (length ``n``).
+            log_probs: ``[n, V]`` per-window log-probabilities, columns in ``vocabulary`` order.
+            target: the known result.
+        """
+        log_probs = np.asarray(log_probs, dtype=np.float64)
+        if log_probs.shape != (len(sentence), len(self.vocabulary)):
+            raise ValueError(
+                f"log_probs must have shape [{len(sentence)}, {len(self.vocabulary)}], got {list(log_probs.shape)}"
+            )
+        if self.value(sentence) == target:
+            return Correction(sentence, self.score(sentence, log_probs), 0)
+        found = self._search(sentence, log_probs, target)
+        if found is None and len(sentence) <= self.max_template_length:
+            found = self._search_shapes(sentence, log_probs, target)
+        return found
+
+    # -- search -----------------------------------------------------------------------------------
+
+    def _search(self, sentence: str, log_probs: np.ndarray, target: int) -> Correction | None:
+        """Single-change back-search, then a beam over the least confident symbols."""
+        base = self.score(sentence, log_probs)
+        frontier: list[tuple[float, str, frozenset[int]]] = [(0.0, sentence, frozenset())]
+        for depth in range(1, self.max_changes + 1):
+            best = self._best_single(frontier, log_probs, target)
+            if best is not None:
+                gain, corrected = best
+                return Correction(corrected, base + gain, sum(a != b for a, b in zip(corrected, sentence)))
+            if depth < self.max_changes:
+                frontier = self._expand(frontier, log_probs)
+        return None
+
+    def _best_single(
+        self, frontier: list[tuple[float, str, frozenset[int]]], log_probs: np.ndarray, target: int
+    ) -> tuple[float, str] | None:
+        proposals: list[tuple[float, str]] = []
+        for gain, sentence, frozen in frontier:
+            for proposal in self._back_search(sentence, log_probs, target):
+                if proposal.position not in frozen:
+                    corrected = sentence[: proposal.position] + proposal.symbol + sentence[proposal.position + 1 :]
+                    proposals.append((gain + proposal.gain, corrected))
+        for gain, corrected in sorted(proposals, reverse=True):
+            if self.value(corrected) == target:
+                return gain, corrected
+        return None
+
+    def _expand(
+        self, frontier: list[tuple[float, str, frozenset[int]]], log_probs: np.ndarray
+    ) -> list[tuple[float, str, frozenset[int]]]:
+        """Change one more symbol: the ``beam`` least confident positions, each to its ``beam`` best readings."""
+        grown: list[tuple[float, str, frozenset[int]]] = []
+        for gain, sentence, frozen in frontier:
+            current = log_probs[np.arange(len(sentence)), [self.index[c] for c in sentence]]
+            swappable = [p for p in np.argsort(current) if p not in frozen and sentence[p] not in "()"][: self.beam]
+            for position in swappable:
+                members = self.numbers if sentence[position] in self.table.numbers else self.operators
+                readings = sorted(
+                    (s for s in members if s != sentence[position]),
+                    key=lambda s: -log_probs[position, self.index[s]],
+                )[: self.beam]
+                for symbol in readings:
+                    delta = log_probs[position, self.index[symbol]] - current[position]
+                    changed = sentence[:position] + symbol + sentence[position + 1 :]
+                    grown.append((gain + delta, changed, frozen | {int(position)}))
+        return heapq.nlargest(self.beam * self.beam, grown, key=lambda item: item[0])
+
+    def _search_shapes(self, sentence: str, log_probs: np.ndarray, target: int) -> Correction | None:
+        """Re-read the sentence in each other bracket shape (best symbol per class) and search again."""
+        current_shape = tuple(self._class_of(c) for c in sentence)
+        readings = []
+        for shape in sentence_templates(len(sentence)):
+            if shape == current_shape:
+                continue
+            symbols = [
+                max(self._class_members[cls], key=lambda s: log_probs[p, self.index[s]]) for p, cls in enumerate(shape)
+            ]
+            if all(s in self.index for s in symbols):
+                reading = "".join(symbols)
+                readings.append((self.score(reading, log_probs), reading))
+        best: Correction | None = None
+        for _, reading in heapq.nlargest(self.beam, readings):
+            found = Correction(reading, self.score(reading, log_probs), 0) if self.value(reading) == target else None
+            found = found or self._search(reading, log_probs, target)
+            if found is not None and (best is None or found.log_prob > best.log_prob):
+                best = found
+        if best is None:
+            return None
+        return Correction(best.sentence, best.log_prob, sum(a != b for a, b in zip(best.sentence, sentence)))
+
+    def _class_of(self, symbol: str) -> int:
+        if symbol == "(":
+            return OPEN_CLASS
+        if symbol == ")":
+            return CLOSE_CLASS
+        return NUMBER if symbol in self.table.numbers else OPERATOR
+
+    # -- one back-search pass --------------------------------------------------------------------
+
+    def _back_search(self, sentence: str, log_probs: np.ndarray, target: int) -> list[_Proposal]:
+        """Every single-symbol change that the top-down pass finds for ``sentence`` (unverified)."""
+        try:
+            root = parse(sentence, self.concepts)
+        except ParseError:
+            return []
+        values = self._node_values(root)
+        if values is None:
+            return []
+        proposals: list[_Proposal] = []
+        stack: list[tuple[Node, Interval]] = [(root, Interval.point(target))]
+        while stack:
+            node, wanted = stack.pop()
+            if node.is_leaf:
+                position = node.span[0] + _leading_brackets(sentence, node.span[0])
+                proposals += self._propose(sentence, log_probs, position, self.numbers, lambda s: self.table.numbers[s] in wanted)
+                continue
+            left, right = node.children
+            position = left.span[1]
+            level = self.table.operators[node.symbol].level
+            left_value, right_value = values[id(left)], values[id(right)]
+            proposals += self._propose(
+                sentence,
+                log_probs,
+                position,
+                self.operators,
+                lambda s: self.table.operators[s].level != level
+                or self.table.operators[s].apply(left_value, right_value) in wanted,
+            )
+            left_wanted, right_wanted = self._child_targets(node.symbol, wanted, left_value, right_value)
+            if left_wanted is not None:
+                stack.append((left, left_wanted))
+            if right_wanted is not None:
+                stack.append((right, right_wanted))
+        return proposals
+
+    def _child_targets(
+        self, symbol: str, wanted: Interval, left: int, right: int
+    ) -> tuple[Interval | None, Interval | None]:
+        """Wanted values of the left child (right fixed) and of the right child (left fixed)."""
+        operator = self.table.operators[symbol]
+        exact = _EXACT_INVERSES.get(id(operator))
+        if exact is not None:
+            return left_preimage(exact, wanted, right), right_preimage(exact, left, wanted)
+        scan = _scan_limit(wanted, left, right)
+        return (
+            scan_left_preimage(operator.apply, wanted, right, scan),
+            scan_right_preimage(operator.apply, left, wanted, scan),
+        )
+
+    def _propose(self, sentence, log_probs, position, members, accepts) -> list[_Proposal]:
+        current = log_probs[position, self.index[sentence[position]]]
+        return [
+            _Proposal(float(log_probs[position, self.index[s]] - current), position, s)
+            for s in members
+            if s != sentence[position] and accepts(s)
+        ]
+
+    def _node_values(self, root: Node) -> dict[int, int] | None:
+        """Value of every node (by ``id``), read from the executor's per-token values."""
+        execution = execute(root, self.table)
+        if execution.value is None:
+            return None
+        layout = infix_layout(root, self.concepts)
+        return {id(node): value for node, value in zip(layout.nodes, execution.res_all) if node is not None}
+
+
+def _leading_brackets(sentence: str, start: int) -> int:
+    count = 0
+    while sentence[start + count] == "(":
+        count += 1
+    return count
+
+
+def _scan_limit(wanted: Interval, left: int, right: int) -> int:
+    """How far a scanned (non-closed-form) inverse looks: beyond every value in play."""
+    top = wanted.lo if wanted.hi is None else wanted.hi
+    return int(max(100, 2 * top, 2 * left, 2 * right))

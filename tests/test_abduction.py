@@ -1,0 +1,120 @@
+"""Top-down back-search finds the known corrections, including through set-valued inverses."""
+
+import numpy as np
+import pytest
+
+from neurosym.pipelines.abduction import Abducer
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, evaluate
+
+VOCAB = list("0123456789+-*/()")
+
+
+def _log_probs(sentence: str, second: dict[int, dict[str, float]] | None = None, confidence: float = 0.9) -> np.ndarray:
+    """Confident readings of ``sentence``; ``second[position][symbol]`` gives chosen alternatives a probability."""
+    probs = np.full((len(sentence), len(VOCAB)), 1e-4)
+    for position, symbol in enumerate(sentence):
+        probs[position, VOCAB.index(symbol)] = confidence
+        for other, p in (second or {}).get(position, {}).items():
+            probs[position, VOCAB.index(other)] = p
+    return np.log(probs / probs.sum(axis=1, keepdims=True))
+
+
+@pytest.fixture(scope="module")
+def abducer():
+    return Abducer(VOCAB)
+
+
+def test_correct_sentence_is_returned_unchanged(abducer):
+    found = abducer.abduce("3+4*2", _log_probs("3+4*2"), 11)
+    assert found.sentence == "3+4*2" and found.changes == 0
+
+
+def test_single_digit_correction_picks_the_most_probable_fix(abducer):
+    # 7 - b = 3 needs b = 4 on the right; on the left a = 7 would need... a - 9 = 3 -> a = 12 (no digit).
+    found = abducer.abduce("7-9", _log_probs("7-9", {2: {"4": 0.05}}), 3)
+    assert found.sentence == "7-4" and found.changes == 1
+
+
+def test_clamped_minus_set_valued_inverse(abducer):
+    # 9 - 2 = 7 but the label is 0: any left value <= 2 works, or any right value >= 9.
+    found = abducer.abduce("9-2", _log_probs("9-2", {0: {"1": 0.02, "2": 0.01}, 2: {"9": 0.005}}), 0)
+    assert found.sentence == "1-2"
+    found = abducer.abduce("9-2", _log_probs("9-2", {0: {"1": 0.002}, 2: {"9": 0.05}}), 0)
+    assert found.sentence == "9-9"
+
+
+def test_ceiling_division_set_valued_inverse(abducer):
+    # ceil(9 / 4) = 3; label 2: the left must lie in (4, 8], or the right in [5, 8].
+    found = abducer.abduce("9/4", _log_probs("9/4", {0: {"7": 0.03, "4": 0.2}}), 2)
+    assert found.sentence == "7/4"  # "4/4" is more probable but gives 1
+    found = abducer.abduce("9/4", _log_probs("9/4", {2: {"6": 0.04, "9": 0.3}}), 2)
+    assert found.sentence == "9/6"  # "9/9" is more probable but gives 1
+
+
+def test_inverse_pushed_through_two_levels(abducer):
+    # (2+3)*4 = 20; label 28 needs the inner sum to be 7: 2 -> 4 or 3 -> 5.
+    found = abducer.abduce("(2+3)*4", _log_probs("(2+3)*4", {3: {"5": 0.05}, 1: {"4": 0.01}}), 28)
+    assert found.sentence == "(2+5)*4"
+
+
+def test_operator_replacement_same_and_other_precedence(abducer):
+    assert abducer.abduce("6+3", _log_probs("6+3", {1: {"*": 0.05}}), 18).sentence == "6*3"
+    # 2+3*4 = 14; "2*3*4" = 24 changes precedence of the first operator: verified by execution.
+    assert abducer.abduce("2+3*4", _log_probs("2+3*4", {1: {"*": 0.05}}), 24).sentence == "2*3*4"
+
+
+def test_two_changes_when_one_is_not_enough(abducer):
+    # 1+1 = 2; label 18 needs two changes: the uncertain digits read as 9 give 9+9.
+    probs = {0: {"9": 0.08}, 2: {"9": 0.08}}
+    found = abducer.abduce("1+1", _log_probs("1+1", probs, confidence=0.6), 18)
+    assert found.sentence == "9+9" and found.changes == 2
+    assert Abducer(VOCAB, max_changes=1).abduce("1+1", _log_probs("1+1", probs, confidence=0.6), 18) is None
+
+
+def test_bracket_shape_is_abduced_for_short_sentences(abducer):
+    # The glyphs of "(2+3)*4" misread as a bracket-free sentence of another shape.
+    wrong = "5-6*7+4"
+    probs = {0: {"(": 0.3}, 1: {"2": 0.3}, 2: {"+": 0.3}, 3: {"3": 0.3}, 4: {")": 0.3}, 5: {"*": 0.3}}
+    found = abducer.abduce(wrong, _log_probs(wrong, probs, confidence=0.6), 20)
+    assert found.sentence == "(2+3)*4"
+    assert evaluate(found.sentence) == 20
+
+
+def test_impossible_label_gives_none_and_bad_shapes_raise(abducer):
+    assert abducer.abduce("1+1", _log_probs("1+1"), 10_000) is None
+    with pytest.raises(ValueError, match="shape"):
+        abducer.abduce("1+1", np.zeros((2, len(VOCAB))), 2)
+
+
+def test_concept_operators_use_scanned_inverses():
+    vocab = VOCAB + ["a"]
+    abducer = Abducer(vocab, HINT_FEWSHOT_SEMANTICS)
+    probs = np.full((3, len(vocab)), 1e-4)
+    for position, symbol in enumerate("3a5"):
+        probs[position, vocab.index(symbol)] = 0.9
+    probs[2, vocab.index("8")] = 0.05
+    found = abducer.abduce("3a5", np.log(probs), 8)  # max(3, 5) = 5; label 8 -> max(3, 8)
+    assert found.sentence == "3a8"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_random_corruptions_are_repaired(abducer, seed):
+    rng = np.random.default_rng(seed)
+    repaired = trials = 0
+    while trials < 30:
+        while True:
+            truth = "".join(str(rng.integers(10)) if i % 2 == 0 else "+-*/"[rng.integers(4)] for i in range(7))
+            if evaluate(truth) is not None:
+                break
+        position = int(rng.integers(7))
+        wrong = list(truth)
+        wrong[position] = str(rng.integers(10)) if position % 2 == 0 else "+-*/"[rng.integers(4)]
+        wrong = "".join(wrong)
+        if evaluate(wrong) == evaluate(truth):
+            continue  # nothing to correct
+        trials += 1
+        log_probs = _log_probs(wrong, {position: {truth[position]: 0.2}}, confidence=0.6)
+        found = abducer.abduce(wrong, log_probs, evaluate(truth))
+        assert found is not None and evaluate(found.sentence) == evaluate(truth)
+        repaired += found.sentence == truth
+    assert repaired >= 27  # the planted second reading is the most probable fix nearly always
