@@ -69,11 +69,11 @@ class BatchSolver:
         self._threshold = np.full(len(kind), _NEVER, dtype=np.int64)
         self._threshold[[END_ID, CLOSE_ID]] = 1
         self._threshold[first_operator:] = self._level[first_operator:]
-        # Vectorised rules are applied to every reduced row and chosen per row by ``_rule_index``
-        # (the last, an always-invalid placeholder, stands for operators that only have a scalar rule).
+        # Vectorised rules are applied to every reduced row and chosen per row by ``_rule_index``;
+        # rows of operators that only have a scalar rule take the first one's result, then overwrite it.
         vector_symbols = [s for s in operators if table.operators[s].vectorised is not None]
-        self._vector_rules = [table.operators[s].vectorised for s in vector_symbols] + [_no_result]
-        self._rule_index = np.full(len(kind), len(vector_symbols), dtype=np.int64)
+        self._vector_rules = [table.operators[s].vectorised for s in vector_symbols] or [_placeholder_rule]
+        self._rule_index = np.zeros(len(kind), dtype=np.int64)
         self._rule_index[[first_operator + operators.index(s) for s in vector_symbols]] = range(len(vector_symbols))
         self._scalar_rules = [
             (first_operator + i, table.operators[s].apply)
@@ -136,7 +136,8 @@ class BatchSolver:
         if strict and not accepted.all():
             parse(distinct[int(np.flatnonzero(~accepted)[0])], self.concepts)  # raises the ParseError
         rows = np.flatnonzero(accepted)
-        values, valid, overflow = self._evaluate(ids[rows], int(depth[rows].max(initial=0)))
+        with np.errstate(all="ignore"):  # rows past the limit compute garbage that is never reported
+            values, valid, overflow = self._evaluate(ids[rows], int(depth[rows].max(initial=0)))
         answers: list[int | None] = [None] * len(distinct)
         for row, value in zip(rows[valid & ~overflow].tolist(), values[valid & ~overflow].tolist()):
             answers[row] = value
@@ -180,9 +181,10 @@ class BatchSolver:
         left_at = machine.value_end[rows] - 2
         operator_at = machine.operator_end[rows] - 1
         result, valid, unfit = self._apply(machine.operators[operator_at], machine.values[left_at], machine.values[left_at + 1])
-        if valid is not None:
-            machine.valid[rows] &= valid
-        machine.overflow[rows] |= unfit
+        if valid is not None and not valid.all():
+            machine.valid[rows[~valid]] = False
+        if unfit.any():
+            machine.overflow[rows[unfit]] = True
         machine.values[left_at] = result
         machine.value_end[rows] = left_at + 1
         machine.operator_end[rows] = operator_at
@@ -233,8 +235,9 @@ def _apply_scalar(rule, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray
     return np.array(fitted, dtype=np.int64), valid, unfit
 
 
-def _no_result(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    return np.zeros_like(left), np.zeros(left.shape, dtype=bool)
+def _placeholder_rule(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, None]:
+    """Stands in when no operator has a vectorised rule (every result then comes from scalar rules)."""
+    return np.zeros_like(left), None
 
 
 @lru_cache(maxsize=8)
