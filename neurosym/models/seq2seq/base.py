@@ -1,0 +1,78 @@
+"""The interface shared by every sequence-to-sequence model, and its greedy decoder."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+from torch import nn
+
+
+class Seq2Seq(nn.Module, ABC):
+    """An encoder–decoder mapping a source sequence to target-token logits.
+
+    * ``src``: token ids ``[B, S]`` or image windows ``[B, S, C, H, W]`` (whatever the front end takes);
+    * ``src_mask``: ``[B, S]`` bool, ``True`` marks source padding;
+    * ``tgt_in``: ``[B, T]`` target ids starting with the begin-of-sequence token (teacher forcing).
+
+    ``forward(src, src_mask, tgt_in) -> logits [B, T, target_vocab]``. Subclasses implement
+    :meth:`start_decoding` and :meth:`decode_step`, which :meth:`greedy_decode` drives.
+    """
+
+    target_vocab: int
+
+    @abstractmethod
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor: ...
+
+    @abstractmethod
+    def start_decoding(self, src: torch.Tensor, src_mask: torch.Tensor, *, use_cache: bool = True) -> Any:
+        """Encode the source and return the decoder's initial state."""
+
+    @abstractmethod
+    def decode_step(self, state: Any, tokens: torch.Tensor) -> torch.Tensor:
+        """Feed the last emitted ``tokens [B]``; update ``state`` in place; return logits ``[B, V]``."""
+
+    @torch.no_grad()
+    def greedy_decode(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor,
+        max_len: int,
+        bos: int,
+        eos: int,
+        *,
+        use_cache: bool = True,
+    ) -> torch.Tensor:
+        """Most likely token at every step, ``[B, L]`` with ``L <= max_len`` (without ``bos``).
+
+        Decoding stops when every sequence has produced ``eos``; after its ``eos`` a sequence is filled
+        with ``eos``. ``use_cache=False`` makes Transformers recompute the whole prefix at every step
+        (slower, same result); recurrent decoders are incremental either way.
+        """
+        if max_len < 1:
+            raise ValueError(f"max_len must be at least 1, got {max_len}")
+        batch = src_mask.shape[0]
+        state = self.start_decoding(src, src_mask, use_cache=use_cache)
+        tokens = torch.full((batch,), bos, dtype=torch.long, device=src_mask.device)
+        finished = torch.zeros(batch, dtype=torch.bool, device=src_mask.device)
+        emitted = []
+        for _ in range(max_len):
+            tokens = self.decode_step(state, tokens).argmax(-1).masked_fill(finished, eos)
+            emitted.append(tokens)
+            finished = finished | (tokens == eos)
+            if bool(finished.all()):
+                break
+        return torch.stack(emitted, dim=1)
+
+
+def check_source(src: torch.Tensor, src_mask: torch.Tensor) -> None:
+    """Raise a clear error when the source and its padding mask do not fit together."""
+    if src_mask.dtype != torch.bool or src_mask.dim() != 2:
+        raise ValueError(f"src_mask must be a bool tensor [batch, length] (True = padding), got {src_mask.dtype} "
+                         f"with shape {tuple(src_mask.shape)}")
+    if tuple(src.shape[:2]) != tuple(src_mask.shape):
+        raise ValueError(f"src {tuple(src.shape)} and src_mask {tuple(src_mask.shape)} disagree on [batch, length]")
+    empty = src_mask.all(dim=1)
+    if bool(empty.any()):
+        raise ValueError(f"source {int(empty.nonzero()[0, 0])} of the batch is empty (all padding)")

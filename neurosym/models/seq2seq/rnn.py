@@ -1,0 +1,115 @@
+"""GRU/LSTM encoder–decoders, with or without Bahdanau attention (the HINT RNN baselines)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+from einops import rearrange
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from neurosym.layers.additive_attention import AdditiveAttention
+from neurosym.models.seq2seq.base import Seq2Seq, check_source
+
+Cell = Literal["gru", "lstm"]
+RecurrentState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
+
+
+@dataclass
+class RNNDecoderState:
+    """Decoder state between greedy steps: the recurrent state and the encoded source."""
+
+    hidden: RecurrentState
+    memory: torch.Tensor
+    projected_memory: torch.Tensor | None
+    memory_padding_mask: torch.Tensor
+
+
+class RNNSeq2Seq(Seq2Seq):
+    """Recurrent encoder–decoder (Sutskever et al. 2014; with ``attention=True``, Bahdanau et al. 2015).
+
+    ``front_end`` maps ``(src, src_mask)`` to ``[B, S, embed_dim]``. The encoder is a unidirectional
+    ``cell`` stack of ``encoder_layers``; every decoder layer starts from the top encoder layer's final
+    state. Without attention the decoder reads only the previous target token; with attention it also
+    reads the context vector of the additive attention computed from its previous top hidden state, and
+    the output layer sees ``[hidden, context]``.
+    """
+
+    def __init__(
+        self,
+        front_end: nn.Module,
+        target_vocab: int,
+        *,
+        cell: Cell = "gru",
+        embed_dim: int = 128,
+        hidden: int = 512,
+        encoder_layers: int = 3,
+        decoder_layers: int = 1,
+        dropout: float = 0.1,
+        attention: bool = False,
+    ) -> None:
+        super().__init__()
+        if cell not in ("gru", "lstm"):
+            raise ValueError(f"cell must be 'gru' or 'lstm', got {cell!r}")
+        recurrent = nn.GRU if cell == "gru" else nn.LSTM
+        self.front_end = front_end
+        self.target_vocab = target_vocab
+        self.cell = cell
+        self.decoder_layers = decoder_layers
+        self.encoder = recurrent(
+            embed_dim, hidden, encoder_layers, batch_first=True, dropout=dropout if encoder_layers > 1 else 0.0
+        )
+        self.target_embedding = nn.Embedding(target_vocab, embed_dim)
+        self.attention = AdditiveAttention(hidden, hidden, hidden) if attention else None
+        decoder_input = embed_dim + (hidden if attention else 0)
+        self.decoder = recurrent(
+            decoder_input, hidden, decoder_layers, batch_first=True, dropout=dropout if decoder_layers > 1 else 0.0
+        )
+        self.dropout = nn.Dropout(dropout)
+        self.output = nn.Linear(hidden * (2 if attention else 1), target_vocab)
+
+    def _encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> RNNDecoderState:
+        check_source(src, src_mask)
+        embedded = self.dropout(self.front_end(src, src_mask))
+        lengths = (~src_mask).sum(dim=1).cpu()
+        packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
+        outputs, final = self.encoder(packed)
+        memory, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])
+        top = final[-1:] if self.cell == "gru" else tuple(part[-1:] for part in final)
+        layers = self.decoder_layers
+        hidden = top.repeat(layers, 1, 1) if self.cell == "gru" else tuple(part.repeat(layers, 1, 1) for part in top)
+        projected = self.attention.project_keys(memory) if self.attention is not None else None
+        return RNNDecoderState(hidden, memory, projected, src_mask)
+
+    def _top_hidden(self, hidden: RecurrentState) -> torch.Tensor:
+        return (hidden if self.cell == "gru" else hidden[0])[-1]
+
+    def _attend_and_step(self, state: RNNDecoderState, embedded: torch.Tensor) -> torch.Tensor:
+        """One attentive step: ``embedded [B, E]`` -> output features ``[B, 2 * hidden]``."""
+        context, _ = self.attention(
+            self._top_hidden(state.hidden), state.memory, state.projected_memory, state.memory_padding_mask
+        )
+        step_input = rearrange(torch.cat([embedded, context], dim=-1), "b e -> b 1 e")
+        output, state.hidden = self.decoder(step_input, state.hidden)
+        return torch.cat([rearrange(output, "b 1 h -> b h"), context], dim=-1)
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        state = self._encode(src, src_mask)
+        embedded = self.dropout(self.target_embedding(tgt_in))
+        if self.attention is None:
+            outputs, _ = self.decoder(embedded, state.hidden)
+        else:
+            outputs = torch.stack([self._attend_and_step(state, embedded[:, t]) for t in range(tgt_in.shape[1])], 1)
+        return self.output(self.dropout(outputs))
+
+    def start_decoding(self, src: torch.Tensor, src_mask: torch.Tensor, *, use_cache: bool = True) -> RNNDecoderState:
+        return self._encode(src, src_mask)
+
+    def decode_step(self, state: RNNDecoderState, tokens: torch.Tensor) -> torch.Tensor:
+        embedded = self.target_embedding(tokens)
+        if self.attention is None:
+            output, state.hidden = self.decoder(rearrange(embedded, "b e -> b 1 e"), state.hidden)
+            return self.output(rearrange(output, "b 1 h -> b h"))
+        return self.output(self._attend_and_step(state, embedded))
