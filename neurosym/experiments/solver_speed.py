@@ -52,7 +52,7 @@ def lark_answers(sentences: list[str]) -> list[int | None]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--operators", type=int, nargs="+", default=[10], help="operator counts n_op of the expressions")
-    parser.add_argument("--count", type=int, default=32768, help="expressions per operator count for the batch solver")
+    parser.add_argument("--count", type=int, default=32768, help="expressions sampled per operator count (the largest batch)")
     parser.add_argument("--lark-count", type=int, default=2000, help="expressions per operator count for the Lark path")
     parser.add_argument(
         "--batch-sizes", type=int, nargs="+", default=[1, 16, 256, 4096, 32768], help="batch sizes of the batch solver"
@@ -88,11 +88,12 @@ def run(args: argparse.Namespace) -> dict:
                  "invalid": sum(v is None for v in expected)}
             )
             continue
-        batches = [sentences[i : i + size] for i in range(0, count, size)]
+        solved = max(size, lark_count)  # at least as many expressions as the Lark path
+        batches = [sentences[i : min(i + size, solved)] for i in range(0, solved, size)]
         seconds = best_seconds(lambda: [solver.solve(batch) for batch in batches], args.repeats)
         results["runs"].append(
-            {"n_operators": n_operators, "path": "batch", "batch_size": size, "expressions": count,
-             "seconds": seconds, "per_second": count / seconds}
+            {"n_operators": n_operators, "path": "batch", "batch_size": size, "expressions": solved,
+             "seconds": seconds, "per_second": solved / seconds}
         )
     lark_rate = {r["n_operators"]: r["per_second"] for r in results["runs"] if r["path"] == "lark"}
     for entry in results["runs"]:
