@@ -2,5 +2,8 @@
 
 from neurosym.training.checkpoint import load_checkpoint, save_checkpoint
 from neurosym.training.device import resolve_device
+from neurosym.training.distributed import DistributedContext, init_distributed, shutdown_distributed
+from neurosym.training.loop import TrainConfig, TrainResult, train
 
 __all__ = ["resolve_device", "save_checkpoint", "load_checkpoint"]
+__all__ += ["DistributedContext", "init_distributed", "shutdown_distributed", "TrainConfig", "TrainResult", "train"]

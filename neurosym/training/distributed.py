@@ -1,0 +1,80 @@
+"""``torch.distributed`` set-up for scripts launched by ``torchrun`` (or run as a single process).
+
+``torchrun --nproc_per_node N script.py`` sets ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
+``MASTER_ADDR`` and ``MASTER_PORT``; :func:`init_distributed` reads them, joins the process group (NCCL
+on CUDA, gloo on CPU) and pins each process to its local GPU. Without those variables it returns a
+single-process context and touches nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from neurosym.training.device import resolve_device
+
+
+@dataclass(frozen=True)
+class DistributedContext:
+    """Where this process stands: its ``rank`` among ``world_size`` processes and its ``device``."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    device: torch.device
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0: the only process that writes checkpoints, results and progress bars."""
+        return self.rank == 0
+
+    @property
+    def is_distributed(self) -> bool:
+        return self.world_size > 1
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+def init_distributed(device: str | torch.device = "auto") -> DistributedContext:
+    """Join the process group described by the ``torchrun`` environment, or run alone without it."""
+    world_size = _env_int("WORLD_SIZE", 1)
+    base = resolve_device(device)
+    if world_size <= 1:
+        return DistributedContext(0, 1, 0, base)
+    rank = _env_int("RANK", 0)
+    local_rank = _env_int("LOCAL_RANK", rank)
+    if not 0 <= rank < world_size:
+        raise ValueError(f"RANK={rank} is outside [0, WORLD_SIZE={world_size})")
+    if base.type == "cuda":
+        base = torch.device("cuda", local_rank)
+        torch.cuda.set_device(base)
+    if not dist.is_initialized():
+        dist.init_process_group("nccl" if base.type == "cuda" else "gloo", rank=rank, world_size=world_size)
+    return DistributedContext(rank, world_size, local_rank, base)
+
+
+def shutdown_distributed() -> None:
+    """Leave the process group, if one was joined."""
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def broadcast_from_main(value: Any, context: DistributedContext) -> Any:
+    """Rank 0's ``value`` on every rank (any picklable object); the value itself when running alone."""
+    if not context.is_distributed:
+        return value
+    holder = [value]
+    dist.broadcast_object_list(holder, src=0)
+    return holder[0]

@@ -1,0 +1,190 @@
+"""The training loop shared by the benchmarks: single process or DistributedDataParallel under torchrun.
+
+It samples shards with :class:`~torch.utils.data.distributed.DistributedSampler` (one shard when alone),
+runs mixed precision on CUDA, clips gradients, evaluates every ``eval_every`` steps on rank 0, keeps the
+best weights, stops early after ``patience`` evaluations without improvement, and writes an atomic
+checkpoint (rank 0 only) from which an interrupted run resumes at the same step and data order.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.distributed import DistributedSampler
+from tqdm.auto import tqdm
+
+from neurosym.training.checkpoint import load_checkpoint, save_checkpoint
+from neurosym.training.device import autocast_enabled
+from neurosym.training.distributed import DistributedContext, broadcast_from_main
+
+LossFunction = Callable[[nn.Module, Any], torch.Tensor]
+"""``loss_fn(model, batch) -> scalar loss``; ``model`` may be DDP-wrapped, ``batch`` is on the device."""
+Evaluator = Callable[[nn.Module], float]
+"""``evaluate(model) -> score`` (higher is better), called on rank 0 with the unwrapped model."""
+
+
+@dataclass
+class TrainConfig:
+    """``batch_size`` is the global batch: each of ``world_size`` processes takes ``batch_size / world_size``."""
+
+    max_steps: int
+    batch_size: int
+    lr: float = 1e-3
+    clip_norm: float | None = 5.0
+    eval_every: int = 500
+    patience: int | None = None
+    checkpoint: str | Path | None = None
+    seed: int = 0
+    num_workers: int = 0
+    progress: bool = True
+
+
+@dataclass
+class TrainResult:
+    """What happened: steps run, the best validation score and its step, and every evaluation."""
+
+    steps: int
+    best_score: float | None
+    best_step: int | None
+    stopped_early: bool
+    history: list[dict[str, float]] = field(default_factory=list)
+
+
+def move_to(batch: Any, device: torch.device) -> Any:
+    """``batch`` with every tensor inside (nested tuples, lists and dicts) moved to ``device``."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device, non_blocking=True)
+    if isinstance(batch, dict):
+        return {key: move_to(value, device) for key, value in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(move_to(value, device) for value in batch)
+    return batch
+
+
+def _check(config: TrainConfig, context: DistributedContext, dataset_size: int) -> int:
+    if config.max_steps < 1 or config.eval_every < 1:
+        raise ValueError(f"max_steps and eval_every must be positive, got {config.max_steps}, {config.eval_every}")
+    if config.batch_size % context.world_size:
+        raise ValueError(f"batch_size {config.batch_size} is not divisible by the {context.world_size} processes")
+    if dataset_size < config.batch_size:
+        raise ValueError(f"the training set ({dataset_size} examples) is smaller than one batch ({config.batch_size})")
+    return config.batch_size // context.world_size
+
+
+def _batches(loader: DataLoader, sampler: DistributedSampler, start_step: int) -> Iterator[Any]:
+    """Batches forever, epoch after epoch, starting where step ``start_step`` left off."""
+    per_epoch = len(loader)
+    epoch, skip = divmod(start_step, per_epoch)
+    for epoch in itertools.count(epoch):
+        sampler.set_epoch(epoch)
+        yield from itertools.islice(loader, skip, None)
+        skip = 0
+
+
+def train(
+    model: nn.Module,
+    dataset: Dataset,
+    loss_fn: LossFunction,
+    config: TrainConfig,
+    context: DistributedContext,
+    *,
+    evaluate: Evaluator | None = None,
+    collate_fn: Callable[[list[Any]], Any] | None = None,
+) -> TrainResult:
+    """Train ``model`` (in place, on ``context.device``) with Adam; returns a :class:`TrainResult`.
+
+    On return the model holds the best weights seen by ``evaluate`` (the last weights without one).
+    With ``config.checkpoint`` set, an existing checkpoint there is resumed from.
+    """
+    per_rank = _check(config, context, len(dataset))
+    device = context.device
+    model.to(device)
+    wrapped: nn.Module = model
+    if context.is_distributed:
+        wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    amp = autocast_enabled(device)
+    scaler = torch.amp.GradScaler(device.type, enabled=amp)
+    state = {"step": 0, "best_score": None, "best_step": None, "bad_evaluations": 0, "history": [], "best_model": None}
+    saved = load_checkpoint(config.checkpoint, map_location=device) if config.checkpoint else None
+    if saved is not None:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        scaler.load_state_dict(saved["scaler"])
+        state = saved["loop"]
+    sampler = DistributedSampler(
+        dataset, num_replicas=context.world_size, rank=context.rank, shuffle=True, seed=config.seed, drop_last=True
+    )
+    loader = DataLoader(
+        dataset,
+        batch_size=per_rank,
+        sampler=sampler,
+        collate_fn=collate_fn,
+        drop_last=True,
+        num_workers=config.num_workers,
+        pin_memory=device.type == "cuda",
+    )
+    batches = _batches(loader, sampler, state["step"])
+    bar = tqdm(total=config.max_steps, initial=state["step"], disable=not (config.progress and context.is_main))
+    stopped_early = False
+    while state["step"] < config.max_steps and not stopped_early:
+        wrapped.train()
+        batch = move_to(next(batches), device)
+        with torch.autocast(device.type, enabled=amp):
+            loss = loss_fn(wrapped, batch)
+        if not torch.isfinite(loss):
+            raise FloatingPointError(f"the training loss became {loss.item()} at step {state['step'] + 1}")
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        if config.clip_norm is not None:
+            scaler.unscale_(optimizer)
+            nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+        scaler.step(optimizer)
+        scaler.update()
+        state["step"] += 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss.item():.4f}")
+        if state["step"] % config.eval_every == 0 or state["step"] == config.max_steps:
+            stopped_early = _evaluate(model, evaluate, config, context, state, loss.item())
+            if context.is_main and config.checkpoint:
+                checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict()}
+                save_checkpoint({**checkpoint, "loop": state, "config": asdict(config)}, config.checkpoint)
+    bar.close()
+    if state["best_model"] is not None:
+        model.load_state_dict(state["best_model"])
+    return TrainResult(state["step"], state["best_score"], state["best_step"], stopped_early, state["history"])
+
+
+def _evaluate(
+    model: nn.Module,
+    evaluate: Evaluator | None,
+    config: TrainConfig,
+    context: DistributedContext,
+    state: dict[str, Any],
+    loss: float,
+) -> bool:
+    """Score on rank 0, share it, update the best weights; ``True`` when patience has run out."""
+    if evaluate is None:
+        state["history"].append({"step": state["step"], "loss": loss})
+        return False
+    score = None
+    if context.is_main:
+        model.eval()
+        with torch.no_grad():
+            score = float(evaluate(model))
+    score = broadcast_from_main(score, context)
+    state["history"].append({"step": state["step"], "loss": loss, "score": score})
+    if state["best_score"] is None or score > state["best_score"]:
+        state.update(best_score=score, best_step=state["step"], bad_evaluations=0)
+        state["best_model"] = {key: value.detach().to("cpu", copy=True) for key, value in model.state_dict().items()}
+        return False
+    state["bad_evaluations"] += 1
+    return config.patience is not None and state["bad_evaluations"] >= config.patience

@@ -1,0 +1,119 @@
+"""The shared training loop: DDP over two gloo processes equals one process on the same global batch;
+resume, early stopping and best-weight restoring."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from torch import nn
+from torch.utils.data import TensorDataset
+
+from neurosym.training import TrainConfig, init_distributed, load_checkpoint, shutdown_distributed, train
+from neurosym.training.distributed import DistributedContext
+
+SINGLE = DistributedContext(0, 1, 0, torch.device("cpu"))
+
+
+def regression_data() -> TensorDataset:
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(16, 4, generator=generator)
+    return TensorDataset(x, x @ torch.tensor([1.0, -2.0, 0.5, 3.0]) + 0.1 * torch.randn(16, generator=generator))
+
+
+def small_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+
+
+def mse(model: nn.Module, batch) -> torch.Tensor:
+    x, y = batch
+    return nn.functional.mse_loss(model(x).squeeze(-1), y)
+
+
+def _worker(rank: int, port: int, folder: str) -> None:
+    """One of two gloo processes, configured exactly as torchrun would configure it."""
+    import os
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    context = init_distributed("cpu")
+    try:
+        model = small_model()
+        config = TrainConfig(max_steps=2, batch_size=8, lr=0.05, checkpoint=Path(folder) / "ddp.pt", progress=False)
+        train(model, regression_data(), mse, config, context, evaluate=lambda m: 0.0)
+        torch.save(model.state_dict(), Path(folder) / f"rank{rank}.pt")
+    finally:
+        shutdown_distributed()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_two_gloo_processes_take_the_same_steps_as_one_process(tmp_path: Path) -> None:
+    context = mp.start_processes(_worker, args=(free_port(), str(tmp_path)), nprocs=2, join=False, start_method="spawn")
+    deadline = time.monotonic() + 120
+    while not context.join(timeout=1):
+        if time.monotonic() > deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail("the two DDP processes did not finish within 120 s")
+    model = small_model()
+    config = TrainConfig(max_steps=2, batch_size=8, lr=0.05, checkpoint=tmp_path / "single.pt", progress=False)
+    train(model, regression_data(), mse, config, SINGLE, evaluate=lambda m: 0.0)
+    initial = small_model().state_dict()
+    for rank in (0, 1):
+        replica = torch.load(tmp_path / f"rank{rank}.pt")
+        for name, value in model.state_dict().items():
+            torch.testing.assert_close(replica[name], value, atol=1e-6, rtol=1e-5)
+            assert not torch.equal(replica[name], initial[name])  # two real steps were taken
+    saved = load_checkpoint(tmp_path / "ddp.pt")
+    assert saved["loop"]["step"] == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ddp.pt", "rank0.pt", "rank1.pt", "single.pt"]
+
+
+def test_resuming_continues_exactly_where_training_stopped(tmp_path: Path) -> None:
+    straight = small_model()
+    train(straight, regression_data(), mse, TrainConfig(max_steps=6, batch_size=4, eval_every=2, progress=False), SINGLE)
+    resumed = small_model()
+    path = tmp_path / "run.pt"
+    train(resumed, regression_data(), mse, TrainConfig(max_steps=3, batch_size=4, eval_every=3, checkpoint=path, progress=False), SINGLE)
+    assert load_checkpoint(path)["loop"]["step"] == 3
+    again = small_model()  # fresh weights: everything must come from the checkpoint
+    result = train(again, regression_data(), mse, TrainConfig(max_steps=6, batch_size=4, eval_every=3, checkpoint=path, progress=False), SINGLE)
+    assert result.steps == 6
+    for name, value in straight.state_dict().items():
+        torch.testing.assert_close(again.state_dict()[name], value)
+
+
+def test_early_stopping_keeps_the_best_weights() -> None:
+    model = small_model()
+    scores = iter([0.5, 0.9, 0.4, 0.3, 0.2, 0.1])
+    snapshots = []
+
+    def evaluate(m: nn.Module) -> float:
+        snapshots.append({k: v.clone() for k, v in m.state_dict().items()})
+        return next(scores)
+
+    config = TrainConfig(max_steps=100, batch_size=4, eval_every=1, patience=2, progress=False)
+    result = train(model, regression_data(), mse, config, SINGLE, evaluate=evaluate)
+    assert result.stopped_early and result.steps == 4
+    assert result.best_score == 0.9 and result.best_step == 2
+    for name, value in model.state_dict().items():
+        torch.testing.assert_close(value, snapshots[1][name])
+
+
+def test_bad_configurations_raise_clear_errors() -> None:
+    with pytest.raises(ValueError, match="not divisible"):
+        train(small_model(), regression_data(), mse, TrainConfig(max_steps=1, batch_size=5), DistributedContext(0, 2, 0, torch.device("cpu")))
+    with pytest.raises(ValueError, match="smaller than one batch"):
+        train(small_model(), regression_data(), mse, TrainConfig(max_steps=1, batch_size=32), SINGLE)
+    with pytest.raises(FloatingPointError, match="step 1"):
+        train(small_model(), regression_data(), lambda m, b: torch.tensor(float("nan"), requires_grad=True), TrainConfig(max_steps=1, batch_size=4, progress=False), SINGLE)
