@@ -1,6 +1,3 @@
-import gzip
-import pickle
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -21,6 +18,7 @@ from neurosym.data.pvr import (
 )
 from neurosym.data.pvr.sampling import sample_digits
 from neurosym.semantics.pvr_rules import PVRRule, contiguous_pointer_table, cyclic_pointer_table
+from pvr_fakes import fake_digit_class, write_fake_mnist
 
 #            pointer  values 0..9
 ROW = np.array([[8, 3, 1, 4, 1, 5, 9, 2, 6, 5, 3]])  # pointer 8 -> values 8, 9, 0, 1 = 5, 3, 3, 1
@@ -146,28 +144,9 @@ def test_sample_digits_respects_masks_and_reports_empty_slots():
         sample_digits(5, allowed, np.random.default_rng(0))
 
 
-def _fake_mnist(path, per_class=3, seed=0):
-    """A tiny file in the official mnist.pkl.gz format: an image of class c has 2c + 2 bright pixels."""
-    rng = np.random.default_rng(seed)
-
-    def part(n):
-        labels = np.tile(np.arange(10), n)
-        images = rng.random((len(labels), 28, 28)).astype(np.float32) * 0.1
-        images[:, 14, :] = np.where(np.arange(28) < 2 * labels[:, None] + 2, 0.99, 0.0)
-        return images.reshape(len(labels), 784), labels
-
-    with gzip.open(path, "wb") as handle:
-        pickle.dump((part(per_class), part(1), part(per_class)), handle)
-    return path
-
-
 @pytest.fixture
 def mnist(tmp_path):
-    return load_mnist(_fake_mnist(tmp_path / "mnist.pkl.gz"))
-
-
-def _bar_class(cell):
-    return int((cell > 128).sum()) // 2 - 1
+    return load_mnist(write_fake_mnist(tmp_path / "mnist.pkl.gz"))
 
 
 def test_block_images_hold_the_sampled_digits_and_the_holdout_masks(mnist):
@@ -178,7 +157,7 @@ def test_block_images_hold_the_sampled_digits_and_the_holdout_masks(mnist):
         images, digits, labels = VisualPVR(bank, block_rule(), allowed=masks[split]).sample(200, rng)
         assert images.shape == (200, 80, 80) and images.dtype == np.uint8
         cells = images.reshape(200, 2, 40, 2, 40).transpose(0, 1, 3, 2, 4).reshape(200, 4, 40, 40)
-        read = np.array([[_bar_class(c) for c in row] for row in cells])
+        read = np.array([[fake_digit_class(c) for c in row] for row in cells])
         assert (read == digits).all()
         assert (labels == block_rule().label(digits)).all()
         in_held = np.isin(digits[:, 1], [1, 2, 3]) | np.isin(digits[:, 2], [4, 5, 6]) | np.isin(digits[:, 3], [7, 8, 9, 0])
@@ -197,7 +176,7 @@ def test_sequential_images_and_split_sources(mnist):
     test_bank = DigitBank.from_mnist(mnist, "test")
     images, digits, labels = VisualPVR(test_bank, sequential_rule(length=6), style="sequential").sample(30, rng)
     assert images.shape == (30, 28, 6 * 28)
-    read = np.array([[_bar_class(images[n, :, 28 * k : 28 * (k + 1)]) for k in range(6)] for n in range(30)])
+    read = np.array([[fake_digit_class(images[n, :, 28 * k : 28 * (k + 1)]) for k in range(6)] for n in range(30)])
     assert (read == digits).all()
     with pytest.raises(ValueError, match="2x2 grid has 4 slots"):
         VisualPVR(test_bank, sequential_rule())

@@ -1,0 +1,60 @@
+import numpy as np
+import pytest
+import torch
+
+from neurosym.data.mnist import load_mnist
+from neurosym.data.pvr import DigitBank, VisualPVR, block_holdout_masks, block_rule, sequential_rule
+from neurosym.pipelines.pvr import CellLayout, NeuroSymbolicPVR, train_digit_reader
+from neurosym.training.classifier import TrainConfig
+from pvr_fakes import write_fake_mnist
+
+
+@pytest.fixture(scope="module")
+def banks(tmp_path_factory):
+    mnist = load_mnist(write_fake_mnist(tmp_path_factory.mktemp("mnist") / "mnist.pkl.gz"))
+    return DigitBank.from_mnist(mnist, "train"), DigitBank.from_mnist(mnist, "test")
+
+
+@pytest.fixture(scope="module")
+def reader(banks):
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    config = TrainConfig(steps=100, batch_size=32, optimizer="adam", lr=3e-3, weight_decay=0.0)
+    trained = train_digit_reader(
+        banks[0], cell=28, device=torch.device("cpu"), examples=2000, config=config, width=8, progress=False
+    )
+    torch.set_num_threads(threads)
+    return trained
+
+
+def test_neuro_symbolic_model_recovers_the_block_rule_and_is_exact_under_holdout(banks, reader):
+    train_bank, test_bank = banks
+    rule = block_rule()
+    masks = block_holdout_masks()
+    rng = np.random.default_rng(0)
+    images, _, labels = VisualPVR(train_bank, rule, block=28, allowed=masks["train"]).sample(300, rng)
+    model = NeuroSymbolicPVR(reader, CellLayout("block", grid=2, cell=28), torch.device("cpu"))
+    found = model.fit(images, labels, complexities=[0, 1])
+    assert found.rule.pointer_table == rule.pointer_table and found.rule.pointer_position == 0
+    assert found.agreement > 0.95
+    for split in ("holdout", "dshift"):
+        images, _, labels = VisualPVR(test_bank, rule, block=28, allowed=masks[split]).sample(300, rng)
+        assert (model.predict(images) == labels).mean() > 0.95
+
+
+def test_neuro_symbolic_model_on_sequences_with_a_window(banks, reader):
+    rule = sequential_rule(length=6, complexity=1, aggregation="max")
+    rng = np.random.default_rng(1)
+    images, _, labels = VisualPVR(banks[0], rule, style="sequential").sample(300, rng)
+    model = NeuroSymbolicPVR(reader, CellLayout("sequential", cell=28), torch.device("cpu"))
+    found = model.fit(images, labels)
+    assert (found.rule.complexity, found.rule.aggregation) == (1, "max") and found.agreement == 1.0
+
+
+def test_layout_and_unfitted_model_errors(reader):
+    with pytest.raises(ValueError, match="block images of size"):
+        CellLayout("block", 2, 40).split(np.zeros((1, 64, 64)))
+    with pytest.raises(ValueError, match="style must be"):
+        CellLayout("ring", 2, 40).split(np.zeros((1, 80, 80)))
+    with pytest.raises(RuntimeError, match="call fit"):
+        NeuroSymbolicPVR(reader, CellLayout(), torch.device("cpu")).predict(np.zeros((1, 80, 80), dtype=np.uint8))
