@@ -23,6 +23,10 @@ from neurosym.semantics.pvr_rules import InducedRule, PVRRule, induce_rule
 from neurosym.training.classifier import TrainConfig, fit_classifier, predict
 
 
+READER_WIDTH = 16
+"""Channels of the first convolution of the default digit reader."""
+
+
 @dataclass(frozen=True)
 class CellLayout:
     """How an image splits into digit cells: ``style="block"`` (``grid x grid`` cells of ``cell`` pixels)
@@ -57,7 +61,7 @@ def train_digit_reader(
     examples: int = 20_000,
     config: TrainConfig | None = None,
     seed: int = 0,
-    width: int = 16,
+    width: int = READER_WIDTH,
     progress: bool = True,
 ) -> SmallCNN:
     """Fit a :class:`SmallCNN` to ``examples`` digits from ``bank``, each jittered in a ``cell``-pixel square."""

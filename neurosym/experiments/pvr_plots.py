@@ -1,0 +1,79 @@
+"""Plots of the PVR benchmark (``neurosym pvr``): noise sensitivity, the vector sweep, the holdout shifts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neurosym.experiments.report import pyplot
+
+
+def plot_noise_sensitivity(
+    deltas: np.ndarray, curves: dict[str, dict[str, Any]], aggregations: list[str], max_m: int, path: Path
+) -> None:
+    """(a) ``NS_delta`` of mod_sum against delta for each m; (b) its average over delta against m per aggregation."""
+    plt = pyplot()
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for m in range(max_m + 1):
+        curve = curves[f"mod_sum/{m}"]
+        left.errorbar(deltas, curve["mean"], yerr=curve["std"], marker="o", ms=3, label=f"m={m}")
+    left.set(xscale="log", xlabel="delta", ylabel="NS_delta", title="(a) mod_sum")
+    left.legend(fontsize=8)
+    for aggregation in aggregations:
+        right.plot(range(max_m + 1), [curves[f"{aggregation}/{m}"]["average"] for m in range(max_m + 1)],
+                   marker="o", label=aggregation)
+    right.set(xlabel="complexity m", ylabel="mean NS over delta", title="(b) aggregations")
+    right.legend(fontsize=8)
+    _save(figure, path)
+
+
+def plot_vector_sweep(runs: list[dict[str, Any]], path: Path) -> None:
+    """Test accuracy against training-set size, one line per (model, complexity)."""
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for model, m in sorted({(r["model"], r["complexity"]) for r in runs}):
+        points = sorted((r["train_size"], r["test_accuracy"]) for r in runs if (r["model"], r["complexity"]) == (model, m))
+        axis.plot(*zip(*points), marker="o", label=f"{model}, m={m}")
+    axis.axhline(0.1, color="grey", linestyle=":", label="chance")
+    axis.set(xscale="log", xlabel="training examples", ylabel="test accuracy", ylim=(0, 1.02))
+    axis.legend(fontsize=8)
+    _save(figure, path)
+
+
+def plot_holdouts(block: dict[str, Any] | None, holdout_i: dict[str, Any] | None, path: Path) -> None:
+    """Bars: block-task accuracy per test split and model; holdout-i test accuracy, neural and neuro-symbolic."""
+    plt = pyplot()
+    panels = [p for p in (block, holdout_i) if p is not None]
+    figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
+    axes = list(axes[0])
+    if block is not None:
+        axis = axes.pop(0)
+        splits = ("iid", "dshift", "holdout")
+        width = 0.8 / len(block["runs"])
+        for k, run in enumerate(block["runs"]):
+            axis.bar(np.arange(3) + k * width, [run[f"{s}_accuracy"] for s in splits], width, label=run["model"])
+        axis.set(xticks=np.arange(3) + 0.4 - width / 2, xticklabels=splits, ylabel="test accuracy", ylim=(0, 1.02),
+                 title="block MNIST PVR, trained on the holdout split")
+        axis.legend(fontsize=8)
+    if holdout_i is not None:
+        axis = axes.pop(0)
+        runs = holdout_i["runs"]
+        positions = np.arange(len(runs))
+        axis.bar(positions - 0.2, [r["holdout_accuracy"] for r in runs], 0.4, label=runs[0]["model"])
+        axis.bar(positions + 0.2, [r["neurosymbolic_holdout_accuracy"] for r in runs], 0.4, label="neuro-symbolic")
+        axis.set(xticks=positions, xticklabels=[f"holdout-{r['i']}" for r in runs], ylabel="holdout test accuracy",
+                 ylim=(0, 1.02), title=f"vector holdout-i, m={holdout_i['complexity']}")
+        axis.legend(fontsize=8)
+    _save(figure, path)
+
+
+def _save(figure, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    figure.clf()
+    import matplotlib.pyplot as plt
+
+    plt.close(figure)
