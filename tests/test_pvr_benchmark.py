@@ -38,3 +38,5 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
 def test_pvr_command_rejects_unknown_sweeps(tmp_path):
     with pytest.raises(SystemExit, match="unknown sweep 'graphs'"):
         main(["pvr", "--sweeps", "graphs", "--out", str(tmp_path)])
+    with pytest.raises(SystemExit, match="unknown vector model 'lstm'"):
+        main(["pvr", "--vector-models", "mlp,lstm", "--out", str(tmp_path)])

@@ -44,7 +44,7 @@ from neurosym.data.pvr import (
 from neurosym.experiments.pvr_plots import plot_holdouts, plot_noise_sensitivity, plot_vector_sweep
 from neurosym.experiments.report import format_table, save_json
 from neurosym.metrics.noise_sensitivity import noise_sensitivity_curve
-from neurosym.models.pvr import build_vector_model, build_visual_model
+from neurosym.models.pvr import VECTOR_MODELS, VISUAL_MODELS, build_vector_model, build_visual_model
 from neurosym.pipelines.pvr import READER_WIDTH, CellLayout, NeuroSymbolicPVR, train_digit_reader
 from neurosym.perception.cnn import SmallCNN
 from neurosym.semantics.pvr_rules import AGGREGATIONS, PVRRule, induce_rule
@@ -191,6 +191,11 @@ def _vector_config(ctx: Context, n: int) -> TrainConfig:
                        weight_decay=1e-5, schedule="cosine", warmup_steps=max(1, steps // 20), seed=ctx.args.seed)
 
 
+def _schedule(config: TrainConfig) -> str:
+    """The parts of a training configuration that name a stored run."""
+    return f"{config.optimizer}{config.lr:g}-st{config.steps}-b{config.batch_size}-seed{config.seed}"
+
+
 def train_and_score(
     ctx: Context,
     key: str,
@@ -247,9 +252,10 @@ def sweep_vector(ctx: Context) -> dict[str, Any]:
             train = task.sample(n, np.random.default_rng([args.seed, m, n]))
             for name in args.vector_models:
                 scale = ctx.budget.vector_scale[name]
-                key = f"vector-{name}-s{scale}-{args.aggregation}-m{m}-n{n}-seed{args.seed}"
+                config = _vector_config(ctx, n)
+                key = f"vector-{name}-s{scale}-{args.aggregation}-m{m}-n{n}-{_schedule(config)}"
                 model = build_vector_model(name, 11, scale=scale)
-                result = train_and_score(ctx, key, model, train, {"test": test}, _vector_config(ctx, n))
+                result = train_and_score(ctx, key, model, train, {"test": test}, config)
                 runs.append({"model": name, "scale": scale, "complexity": m, "train_size": n, **result})
     print(f"\n### Vector PVR ({args.aggregation}): accuracy by model, complexity and training-set size\n")
     print(format_table(["model", "scale", "m", "train size", "steps", "train acc", "test acc"],
@@ -270,12 +276,12 @@ def sweep_holdout_i(ctx: Context) -> dict[str, Any]:
         held = held_out_windows(m, i)
         train = sample_vector_holdout_train(rule, args.holdout_train_size, held, np.random.default_rng([args.seed, i]))
         test = sample_vector_holdout_test(rule, ctx.budget.test_size, held, np.random.default_rng([args.seed, i, 1]))
-        key = f"holdout{i}-{args.holdout_model}-s{scale}-{args.aggregation}-m{m}-n{args.holdout_train_size}-seed{args.seed}"
+        config = _vector_config(ctx, args.holdout_train_size)
+        key = f"holdout{i}-{args.holdout_model}-s{scale}-{args.aggregation}-m{m}-n{args.holdout_train_size}-{_schedule(config)}"
         model = build_vector_model(args.holdout_model, 11, scale=scale)
-        neural = train_and_score(ctx, key, model, train, {"holdout": test, "iid": iid_test},
-                                 _vector_config(ctx, args.holdout_train_size))
+        neural = train_and_score(ctx, key, model, train, {"holdout": test, "iid": iid_test}, config)
         few = slice(0, args.rule_examples)
-        induced = induce_rule(train[0][few], train[1][few], complexities=range(4), pointer_positions=[0])
+        induced = induce_rule(train[0][few], train[1][few])
         symbolic = float(np.mean(induced.rule.label(test[0]) == test[1]))
         runs.append({"i": i, "held_out": held.tolist(), "model": args.holdout_model, "scale": scale, **neural,
                      "neurosymbolic_holdout_accuracy": symbolic, "induced_rule": _describe(induced.rule)})
@@ -325,7 +331,7 @@ def sweep_block(ctx: Context) -> dict[str, Any]:
         steps = max(1, b.visual_epochs * b.visual_train // b.visual_batch)
         config = TrainConfig(steps=steps, batch_size=b.visual_batch, optimizer="adam", lr=b.visual_lr,
                              weight_decay=0.0, schedule="constant", seed=args.seed)
-        key = f"block-{name}-s{b.visual_scale}-n{b.visual_train}-e{b.visual_epochs}-seed{args.seed}"
+        key = f"block-{name}-s{b.visual_scale}-n{b.visual_train}-{_schedule(config)}"
         model = build_visual_model(name, train_images.shape[1:], scale=b.visual_scale)
         result = train_and_score(ctx, key, model, (train_images, train_labels), tests, config, _images_to_float)
         runs.append({"model": name, "scale": b.visual_scale, "train_size": b.visual_train, **result})
@@ -346,9 +352,12 @@ def sweep_block(ctx: Context) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    unknown = sorted(set(args.sweeps) - set(SWEEPS))
-    if unknown:
-        raise SystemExit(f"unknown sweep {unknown[0]!r}: choose from {', '.join(SWEEPS)}")
+    for option, given, known in (("sweep", args.sweeps, SWEEPS), ("vector model", args.vector_models, VECTOR_MODELS),
+                                 ("vector model", [args.holdout_model], VECTOR_MODELS),
+                                 ("visual model", args.visual_models, VISUAL_MODELS)):
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise SystemExit(f"unknown {option} {unknown[0]!r}: choose from {', '.join(known)}")
     device = resolve_device(args.device)
     budget_name = args.budget if args.budget != "auto" else ("paper" if device.type == "cuda" else "cpu")
     ctx = Context(args, device, BUDGETS[budget_name], RunStore(args.out))
