@@ -182,3 +182,15 @@ def test_sequential_images_and_split_sources(mnist):
         VisualPVR(test_bank, sequential_rule())
     with pytest.raises(ValueError, match="split must be"):
         DigitBank.from_mnist(mnist, "valid")
+
+
+def test_three_by_three_grid_with_custom_pointer_table(mnist):
+    rule = PVRRule(9, (7, 6, 5, 4, 3, 2, 1, 0, 0, 0), pointer_position=4)  # centre cell points outwards
+    images, digits, labels = VisualPVR(DigitBank.from_mnist(mnist, "test"), rule, grid=3, block=30).sample(
+        50, np.random.default_rng(3)
+    )
+    assert images.shape == (50, 90, 90)
+    cells = images.reshape(50, 3, 30, 3, 30).transpose(0, 1, 3, 2, 4).reshape(50, 9, 30, 30)
+    assert all(fake_digit_class(cells[n, k]) == digits[n, k] for n in range(50) for k in range(9))
+    values = np.delete(digits, 4, axis=1)
+    assert (labels == values[np.arange(50), np.array(rule.pointer_table)[digits[:, 4]]]).all()
