@@ -137,3 +137,14 @@ def test_operators_with_only_a_scalar_rule_and_big_concept_numbers():
 def test_solver_needs_integer_numbers():
     with pytest.raises(ValueError, match="integer number values"):
         BatchSolver(RATIONAL_SEMANTICS)
+
+
+def test_chunking_keeps_order_and_strict_reports_the_first_bad_sentence(monkeypatch):
+    import neurosym.semantics.batch as batch
+
+    monkeypatch.setattr(batch, "CHUNK_ROWS", 3)
+    monkeypatch.setattr(batch, "CHUNK_CELLS", 12)
+    sentences = ["1+2*3", "(" * 20 + "4" + ")" * 20, "9/0", "2)", "8-3", "7", "((1+1))*3", "5+", "6/4"]
+    assert BatchSolver().solve(sentences) == [reference(s) for s in sentences]
+    with pytest.raises(ParseError, match="position 1: unexpected character '\\)'"):
+        BatchSolver().solve(sentences, strict=True)  # "2)" comes before "5+"

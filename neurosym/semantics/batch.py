@@ -25,6 +25,9 @@ from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
 from neurosym.syntax.concepts import ALIASES
 from neurosym.syntax.parser import parse
 
+#: Sentences are solved in chunks of at most this many rows and padded tokens (cache-friendly sizes).
+CHUNK_ROWS = 4096
+CHUNK_CELLS = 2**20
 #: Operands up to this magnitude go through the vectorised rules; larger ones fall back to Python ints.
 VECTOR_OPERAND_LIMIT = 2**30
 
@@ -131,19 +134,26 @@ class BatchSolver:
         position: dict[str, int] = {}
         inverse = [position.setdefault(s, len(position)) for s in sentences]
         distinct = list(position)
-        ids = self.encode(distinct)
-        accepted, depth = self._grammatical(ids)
+        answers: list[int | None] = [None] * len(distinct)
+        accepted = np.zeros(len(distinct), dtype=bool)
+        for chunk in _chunks_by_length(distinct):
+            accepted[chunk] = self._solve_chunk([distinct[i] for i in chunk], chunk.tolist(), answers)
         if strict and not accepted.all():
-            parse(distinct[int(np.flatnonzero(~accepted)[0])], self.concepts)  # raises the ParseError
+            parse(distinct[int(np.argmin(accepted))], self.concepts)  # raises the ParseError
+        return [answers[i] for i in inverse]
+
+    def _solve_chunk(self, sentences: list[str], where: list[int], answers: list[int | None]) -> np.ndarray:
+        """Write the answer of ``sentences[j]`` to ``answers[where[j]]``; returns the grammatical mask."""
+        ids = self.encode(sentences)
+        accepted, depth = self._grammatical(ids)
         rows = np.flatnonzero(accepted)
         with np.errstate(all="ignore"):  # rows past the limit compute garbage that is never reported
             values, valid, overflow = self._evaluate(ids[rows], int(depth[rows].max(initial=0)))
-        answers: list[int | None] = [None] * len(distinct)
         for row, value in zip(rows[valid & ~overflow].tolist(), values[valid & ~overflow].tolist()):
-            answers[row] = value
+            answers[where[row]] = value
         for row in rows[overflow].tolist():
-            answers[row] = execute(parse(distinct[row], self.concepts), self.table).value
-        return [answers[i] for i in inverse]
+            answers[where[row]] = execute(parse(sentences[row], self.concepts), self.table).value
+        return accepted
 
     def _evaluate(self, ids: np.ndarray, max_depth: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Run the shunting-yard machine on grammatical rows ``ids`` ``[m, length]``.
@@ -224,6 +234,20 @@ class _Machine:
         self.operator_end += 1
         self.valid = np.ones(m, dtype=bool)
         self.overflow = np.zeros(m, dtype=bool)
+
+
+def _chunks_by_length(sentences: list[str]) -> list[np.ndarray]:
+    """Indices of ``sentences``, shortest first, cut into chunks of at most :data:`CHUNK_ROWS` rows
+    and :data:`CHUNK_CELLS` padded tokens (so one long sentence cannot blow up a whole batch)."""
+    lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences)) + 1
+    order = np.argsort(lengths, kind="stable")
+    chunks, start = [], 0
+    while start < len(order):
+        end = min(start + CHUNK_ROWS, len(order))
+        end = min(end, start + max(1, CHUNK_CELLS // int(lengths[order[end - 1]])))
+        chunks.append(order[start:end])
+        start = end
+    return chunks
 
 
 def _apply_scalar(rule, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
