@@ -6,6 +6,7 @@ import math
 from fractions import Fraction
 
 import pytest
+from hint_strategies import trees
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,15 +22,6 @@ from neurosym.semantics import (
 from neurosym.syntax import Node, ParseError, heads, parse, to_infix, tokens
 
 BRACKETS = ("(", ")")
-
-
-def trees(numbers: str = "0123456789", operators: str = "+-*/", max_leaves: int = 12) -> st.SearchStrategy[Node]:
-    leaves = st.sampled_from(numbers).map(Node)
-    return st.recursive(
-        leaves,
-        lambda sub: st.tuples(st.sampled_from(operators), sub, sub).map(lambda t: Node(t[0], (t[1], t[2]))),
-        max_leaves=max_leaves,
-    )
 
 
 class Invalid(Exception):

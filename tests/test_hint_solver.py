@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hint_strategies import trees
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,16 +15,7 @@ from neurosym.semantics import (
     evaluate,
 )
 from neurosym.semantics.batch import VECTOR_OPERAND_LIMIT, BatchSolver, solve_batch
-from neurosym.syntax import Node, ParseError, to_infix
-
-
-def trees(numbers: str = "0123456789", operators: str = "+-*/", max_leaves: int = 16) -> st.SearchStrategy[Node]:
-    leaves = st.sampled_from(numbers).map(Node)
-    return st.recursive(
-        leaves,
-        lambda sub: st.tuples(st.sampled_from(operators), sub, sub).map(lambda t: Node(t[0], (t[1], t[2]))),
-        max_leaves=max_leaves,
-    )
+from neurosym.syntax import ParseError, to_infix
 
 
 def reference(sentence: str, table=HINT_SEMANTICS):
@@ -43,7 +35,7 @@ def grammatical(sentence: str, table=HINT_SEMANTICS) -> bool:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(trees(), min_size=1, max_size=40))
+@given(st.lists(trees(max_leaves=16), min_size=1, max_size=40))
 def test_agrees_on_random_expressions(batch):
     sentences = [to_infix(tree) for tree in batch]
     assert solve_batch(sentences) == [reference(s) for s in sentences]
@@ -119,7 +111,7 @@ def test_strict_mode_raises_the_parse_error():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(trees(numbers="0123456789xy", operators="+-*/abcd"), min_size=1, max_size=30))
+@given(st.lists(trees(numbers="0123456789xy", operators="+-*/abcd", max_leaves=16), min_size=1, max_size=30))
 def test_fewshot_concepts(batch):
     table = HINT_FEWSHOT_SEMANTICS
     sentences = [to_infix(tree, table.concepts) for tree in batch] + ["0d0", "xa(yc3)", "1b9d9", "x+"]

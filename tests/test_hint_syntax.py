@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import networkx as nx
 import pytest
+from hint_strategies import trees
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from neurosym.syntax import (
     ALIASES,
@@ -30,15 +30,6 @@ from neurosym.syntax import (
 LEVEL = {"+": 1, "-": 1, "*": 2, "/": 2}
 CONCEPTS = ConceptTable(numbers=("x", "y"), additive=("a", "b"), multiplicative=("c", "d"))
 CONCEPT_LEVEL = LEVEL | {"a": 1, "b": 1, "c": 2, "d": 2}
-
-
-def trees(numbers: str = "0123456789", operators: str = "+-*/", max_leaves: int = 12) -> st.SearchStrategy[Node]:
-    leaves = st.sampled_from(numbers).map(Node)
-    return st.recursive(
-        leaves,
-        lambda sub: st.tuples(st.sampled_from(operators), sub, sub).map(lambda t: Node(t[0], (t[1], t[2]))),
-        max_leaves=max_leaves,
-    )
 
 
 def reference_layout(node: Node, level: dict[str, int]) -> tuple[list[str], list[int]]:
@@ -104,7 +95,9 @@ def test_bad_input_names_position_character_and_expectation(text, kind, position
 
 
 def test_message_reads_naturally():
-    with pytest.raises(ParseError, match=r"^position 2: unexpected end of input after '3\+', expected a number or '\('$"):
+    with pytest.raises(
+        ParseError, match=r"^position 2: unexpected end of input after '3\+', expected a number or '\('$"
+    ):
         parse("3+")
 
 
@@ -264,7 +257,9 @@ def test_networkx_attributes_carry_spans_and_values():
 def test_concepts_extend_the_language_at_both_levels():
     tree = parse("x a 3 c y", CONCEPTS)
     assert tree == Node("a", (Node("x"), Node("c", (Node("3"), Node("y")))))
-    assert parse("1b2d3-4", CONCEPTS) == Node("-", (Node("b", (Node("1"), Node("d", (Node("2"), Node("3"))))), Node("4")))
+    assert parse("1b2d3-4", CONCEPTS) == Node(
+        "-", (Node("b", (Node("1"), Node("d", (Node("2"), Node("3"))))), Node("4"))
+    )
     low_under_high = Node("c", (Node("a", (Node("1"), Node("2"))), Node("3")))
     assert to_infix(low_under_high, CONCEPTS) == "(1a2)c3"
     assert heads(low_under_high, CONCEPTS) == [2, 2, 5, 2, 2, -1, 5]

@@ -51,8 +51,12 @@ def lark_answers(sentences: list[str]) -> list[int | None]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--operators", type=int, nargs="+", default=[10], help="operator counts n_op of the expressions")
-    parser.add_argument("--count", type=int, default=32768, help="expressions sampled per operator count (the largest batch)")
+    parser.add_argument(
+        "--operators", type=int, nargs="+", default=[10], help="operator counts n_op of the expressions"
+    )
+    parser.add_argument(
+        "--count", type=int, default=32768, help="expressions sampled per operator count (the largest batch)"
+    )
     parser.add_argument("--lark-count", type=int, default=2000, help="expressions per operator count for the Lark path")
     parser.add_argument(
         "--batch-sizes", type=int, nargs="+", default=[1, 16, 256, 4096, 32768], help="batch sizes of the batch solver"
@@ -83,17 +87,30 @@ def run(args: argparse.Namespace) -> dict:
             if not agree:
                 raise AssertionError(f"the batch solver disagrees with Lark on n_op={n_operators} expressions")
             results["runs"].append(
-                {"n_operators": n_operators, "path": "lark", "batch_size": 1, "expressions": lark_count,
-                 "seconds": seconds, "per_second": lark_count / seconds, "agrees_with_lark": agree,
-                 "invalid": sum(v is None for v in expected)}
+                {
+                    "n_operators": n_operators,
+                    "path": "lark",
+                    "batch_size": 1,
+                    "expressions": lark_count,
+                    "seconds": seconds,
+                    "per_second": lark_count / seconds,
+                    "agrees_with_lark": agree,
+                    "invalid": sum(v is None for v in expected),
+                }
             )
             continue
         solved = max(size, lark_count)  # at least as many expressions as the Lark path
         batches = [sentences[i : min(i + size, solved)] for i in range(0, solved, size)]
         seconds = best_seconds(lambda: [solver.solve(batch) for batch in batches], args.repeats)
         results["runs"].append(
-            {"n_operators": n_operators, "path": "batch", "batch_size": size, "expressions": solved,
-             "seconds": seconds, "per_second": solved / seconds}
+            {
+                "n_operators": n_operators,
+                "path": "batch",
+                "batch_size": size,
+                "expressions": solved,
+                "seconds": seconds,
+                "per_second": solved / seconds,
+            }
         )
     lark_rate = {r["n_operators"]: r["per_second"] for r in results["runs"] if r["path"] == "lark"}
     for entry in results["runs"]:
@@ -118,11 +135,19 @@ def plot(results: dict, path: Path) -> None:
     for n_operators in sorted({r["n_operators"] for r in results["runs"]}):
         runs = [r for r in results["runs"] if r["n_operators"] == n_operators]
         batch = [r for r in runs if r["path"] == "batch"]
-        line = axes.plot([r["batch_size"] for r in batch], [r["per_second"] for r in batch], "o-",
-                         label=f"batch solver, n_op={n_operators}")
+        line = axes.plot(
+            [r["batch_size"] for r in batch],
+            [r["per_second"] for r in batch],
+            "o-",
+            label=f"batch solver, n_op={n_operators}",
+        )
         lark = next(r for r in runs if r["path"] == "lark")
-        axes.axhline(lark["per_second"], linestyle="--", color=line[0].get_color(),
-                     label=f"Lark LALR + execute, n_op={n_operators}")
+        axes.axhline(
+            lark["per_second"],
+            linestyle="--",
+            color=line[0].get_color(),
+            label=f"Lark LALR + execute, n_op={n_operators}",
+        )
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("batch size (sentences per call)")

@@ -190,7 +190,9 @@ class BatchSolver:
         """Apply the top operator of each of ``rows`` to the top two values of the same row."""
         left_at = machine.value_end[rows] - 2
         operator_at = machine.operator_end[rows] - 1
-        result, valid, unfit = self._apply(machine.operators[operator_at], machine.values[left_at], machine.values[left_at + 1])
+        result, valid, unfit = self._apply(
+            machine.operators[operator_at], machine.values[left_at], machine.values[left_at + 1]
+        )
         if valid is not None and not valid.all():
             machine.valid[rows[~valid]] = False
         if unfit.any():
@@ -269,6 +271,8 @@ def _solver(table: OperatorTable) -> BatchSolver:
     return BatchSolver(table)
 
 
-def solve_batch(sentences: Sequence[str], table: OperatorTable = HINT_SEMANTICS, strict: bool = False) -> list[int | None]:
+def solve_batch(
+    sentences: Sequence[str], table: OperatorTable = HINT_SEMANTICS, strict: bool = False
+) -> list[int | None]:
     """``BatchSolver(table).solve(sentences, strict)`` with the solver built once per table."""
     return _solver(table).solve(sentences, strict)

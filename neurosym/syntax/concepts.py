@@ -44,7 +44,7 @@ class ConceptTable:
         for symbol in (*self.numbers, *self.additive, *self.multiplicative):
             if not isinstance(symbol, str) or len(symbol) != 1:
                 raise ValueError(f"a concept symbol must be a single character, got {symbol!r}")
-            if symbol in RESERVED or not symbol.isprintable() or symbol.isspace() or symbol in "\"\\":
+            if symbol in RESERVED or not symbol.isprintable() or symbol.isspace() or symbol in '"\\':
                 raise ValueError(f"concept symbol {symbol!r} is reserved or not printable")
             if symbol in seen:
                 raise ValueError(f"concept symbol {symbol!r} is declared twice")

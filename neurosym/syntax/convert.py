@@ -50,9 +50,7 @@ def from_prefix(symbols: Sequence[str], concepts: ConceptTable | None = None) ->
     return operands[0]
 
 
-def to_networkx(
-    node: Node, concepts: ConceptTable | None = None, values: Sequence[object] | None = None
-) -> nx.DiGraph:
+def to_networkx(node: Node, concepts: ConceptTable | None = None, values: Sequence[object] | None = None) -> nx.DiGraph:
     """The tree as a DiGraph with edges operator → operand.
 
     Graph nodes are the infix token indices of the symbols (those of :func:`~neurosym.syntax.tokens`);
