@@ -1,0 +1,62 @@
+"""A curriculum from short to long expressions: training steps are spent in stages of growing length."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Curriculum:
+    """Stages ``(max_length, steps)``: the first ``steps[0]`` steps draw expressions of at most
+    ``max_length[0]`` symbols, and so on; the last stage lasts until training ends.
+
+    The default starts with single numbers (their result *is* the symbol), then one operator, then
+    the first brackets, then everything.
+    """
+
+    stages: tuple[tuple[int, int], ...] = ((1, 150), (3, 400), (7, 600), (15, 800), (10**9, 10**9))
+
+    def __post_init__(self) -> None:
+        lengths = [length for length, _ in self.stages]
+        if not self.stages or lengths != sorted(lengths) or any(steps < 1 for _, steps in self.stages):
+            raise ValueError(f"stages must be (max_length, steps>0) pairs with growing lengths, got {self.stages}")
+
+    def max_length(self, step: int) -> int:
+        """The longest expression allowed at ``step`` (0-based)."""
+        for length, steps in self.stages:
+            if step < steps:
+                return length
+            step -= steps
+        return self.stages[-1][0]
+
+    def sample(self, lengths: np.ndarray, step: int, batch_size: int, seed: int) -> np.ndarray:
+        """Indices ``[batch_size]`` of expressions allowed at ``step``, drawn with replacement; the
+        draw depends only on ``(seed, step)``, so a resumed run sees the same batches."""
+        allowed = np.flatnonzero(lengths <= self.max_length(step))
+        if len(allowed) == 0:
+            raise ValueError(f"no training expression has at most {self.max_length(step)} symbols")
+        return allowed[np.random.default_rng([seed, step]).integers(len(allowed), size=batch_size)]
+
+
+def parse_stages(text: str) -> tuple[tuple[int, int], ...]:
+    """``"1:150,3:400,7:600,15:800,all"`` -> stages; ``all`` is an unbounded final stage."""
+    stages = []
+    for part in text.split(","):
+        part = part.strip()
+        if part == "all":
+            stages.append((10**9, 10**9))
+            continue
+        try:
+            length, steps = (int(x) for x in part.split(":"))
+        except ValueError:
+            raise ValueError(f"curriculum stage {part!r} is not 'max_length:steps' or 'all'") from None
+        stages.append((length, steps))
+    return tuple(stages)
+
+
+def stage_lengths(records: Sequence) -> np.ndarray:
+    """Lengths ``[N]`` (symbols) of HINT records."""
+    return np.fromiter((len(r.expr) for r in records), dtype=np.int64, count=len(records))

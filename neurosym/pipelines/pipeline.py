@@ -1,0 +1,87 @@
+"""The neuro-symbolic HINT pipeline: perception -> grammar-constrained reading -> parse -> execute."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from einops import rearrange
+
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.abduction import Abducer
+from neurosym.pipelines.decoding import TokenRoles, constrained_decode
+from neurosym.semantics import HINT_SEMANTICS, BatchSolver, OperatorTable
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What the pipeline read: ``sentences`` (one string per example), their ``log_probs [B, T, V]``
+    (per-window log-probabilities, with gradients when computed in training) and ``values`` (results,
+    ``None`` where invalid)."""
+
+    sentences: list[str]
+    log_probs: torch.Tensor
+    values: list[int | None]
+
+
+class HintPipeline:
+    """A symbol classifier, the HINT grammar and an operator table, wired together.
+
+    Args:
+        classifier: perception over 32x32 windows; its vocabulary must contain the table's symbols
+            it should read, and ``(`` and ``)``.
+        table: the semantics (given, or assembled from induced programs).
+        minimal_brackets: read only sentences the HINT release could have written (see decoding).
+    """
+
+    def __init__(self, classifier: SymbolClassifier, table: OperatorTable = HINT_SEMANTICS, minimal_brackets: bool = True):
+        self.classifier = classifier
+        self.minimal_brackets = minimal_brackets
+        self.set_table(table)
+
+    def set_table(self, table: OperatorTable) -> None:
+        """Use ``table``'s semantics (after a concept was added or an operator's meaning induced)."""
+        vocabulary = self.classifier.vocabulary
+        self.table = table
+        self.roles = TokenRoles.from_vocabulary(
+            vocabulary,
+            [s for s in table.numbers if s in vocabulary],
+            [s for s in table.operators if s in vocabulary],
+        )
+        self.solver = BatchSolver(table)
+        self.abducer = Abducer(vocabulary, table)
+
+    def read(self, windows: torch.Tensor, lengths: torch.Tensor) -> Reading:
+        """Read a padded batch of expressions.
+
+        Args:
+            windows: ``[B, T, 1, 32, 32]`` (or ``[B, T, 32, 32]``) symbol windows, padded.
+            lengths: ``[B]`` number of symbols of each expression.
+        """
+        batch, steps = windows.shape[:2]
+        flat = rearrange(windows, "b t ... -> (b t) ...")
+        mask = torch.arange(steps, device=lengths.device)[None, :] < lengths[:, None]
+        read = self.classifier(flat[mask.flatten()]).float()
+        log_probs = read.new_zeros(batch * steps, read.shape[-1]).index_put((mask.flatten().nonzero().flatten(),), read)
+        log_probs = rearrange(log_probs, "(b t) v -> b t v", b=batch)
+        decoded = constrained_decode(log_probs.detach(), lengths, self.roles, self.minimal_brackets)
+        sentences = decoded.sentences(self.classifier.vocabulary)
+        return Reading(sentences, log_probs, self.solver.solve(sentences))
+
+    def predict(self, windows: torch.Tensor, lengths: torch.Tensor) -> list[int | None]:
+        """Results of a batch of expressions (no gradients)."""
+        with torch.no_grad():
+            return self.read(windows, lengths).values
+
+    def abduce(self, reading: Reading, targets: Sequence[int]) -> list[str | None]:
+        """Pseudo-labels: per example, the most probable sentence found that gives its target (or ``None``)."""
+        log_probs = reading.log_probs.detach().float().cpu().numpy()
+        labels: list[str | None] = []
+        for sentence, value, target, scores in zip(reading.sentences, reading.values, targets, log_probs):
+            if value == target:
+                labels.append(sentence)
+                continue
+            found = self.abducer.abduce(sentence, scores[: len(sentence)], int(target))
+            labels.append(None if found is None else found.sentence)
+        return labels

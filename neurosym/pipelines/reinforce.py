@@ -1,0 +1,45 @@
+"""REINFORCE from results, the baseline that abduction is compared with: sample a reading per
+window, reward it 1 when it parses and evaluates to the known result, and follow the score function."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from neurosym.semantics import BatchSolver
+
+
+def reinforce_loss(
+    log_probs: torch.Tensor,
+    lengths: torch.Tensor,
+    targets: Sequence[int],
+    vocabulary: Sequence[str],
+    solver: BatchSolver,
+    baseline: float,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, float]:
+    """Score-function loss of one batch.
+
+    Args:
+        log_probs: ``[B, T, V]`` per-window log-probabilities (with gradients).
+        lengths: ``[B]`` symbols per expression.
+        targets: the known results.
+        vocabulary: the symbols of the ``V`` columns.
+        solver: executes the sampled sentences (ungrammatical or invalid ones get reward 0).
+        baseline: the running mean reward subtracted to reduce variance.
+        generator: random source of the samples (CPU).
+
+    Returns:
+        The loss (a scalar tensor) and the batch's mean reward.
+    """
+    batch, steps, size = log_probs.shape
+    mask = torch.arange(steps, device=lengths.device)[None, :] < lengths[:, None]
+    probs = log_probs.detach().float().exp().reshape(batch * steps, size).cpu()
+    samples = torch.multinomial(probs, 1, generator=generator).view(batch, steps).to(log_probs.device)
+    sentences = ["".join(vocabulary[t] for t in row[: int(n)]) for row, n in zip(samples.tolist(), lengths.tolist())]
+    values = solver.solve(sentences)
+    reward = torch.tensor([float(v == t) for v, t in zip(values, targets)], device=log_probs.device)
+    chosen = log_probs.gather(-1, samples[..., None]).squeeze(-1).masked_fill(~mask, 0.0).sum(dim=1)
+    loss = -((reward - baseline) * chosen).mean()
+    return loss, float(reward.mean())

@@ -1,0 +1,159 @@
+"""Training the pipeline's perception from results alone, and evaluating it per test subset.
+
+Each step draws a batch allowed by the curriculum, reads it (perception + constrained decoding),
+abduces a pseudo-label sentence for every example (top-down back-search towards the known result)
+and trains the classifier with cross-entropy on the windows of the examples that got one. No symbol
+label is used anywhere. ``learning="reinforce"`` replaces abduction by the REINFORCE baseline.
+Checkpoints are atomic and a resumed run repeats an uninterrupted one exactly (batches depend only
+on ``(seed, step)``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm.auto import tqdm
+
+from neurosym.pipelines.curriculum import Curriculum, stage_lengths
+from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.reinforce import reinforce_loss
+from neurosym.pipelines.windows import WindowSource
+from neurosym.training import load_checkpoint, save_checkpoint
+from neurosym.training.device import autocast_enabled
+
+LEARNING_RULES = ("abduction", "reinforce")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Optimisation settings: ``steps`` batches of ``batch_size`` expressions, Adam at ``learning_rate``."""
+
+    steps: int = 2000
+    batch_size: int = 32
+    learning_rate: float = 1e-3
+    curriculum: Curriculum = field(default_factory=Curriculum)
+    learning: str = "abduction"
+    seed: int = 0
+    checkpoint_every: int = 100
+
+    def __post_init__(self) -> None:
+        if self.learning not in LEARNING_RULES:
+            raise ValueError(f"unknown learning rule {self.learning!r}: choose one of {LEARNING_RULES}")
+        if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
+            raise ValueError("steps, batch_size and checkpoint_every must be positive")
+
+
+def _windows_on(source: WindowSource, indices: Sequence[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    windows, lengths = source.batch(indices)
+    return windows.to(device), lengths.to(device)
+
+
+def _pseudo_label_loss(pipeline: HintPipeline, log_probs: torch.Tensor, labels: list[str | None]) -> torch.Tensor | None:
+    """Cross-entropy of the windows of examples with a pseudo-label ``[B, T, V]`` -> scalar."""
+    index = {s: i for i, s in enumerate(pipeline.classifier.vocabulary)}
+    rows, columns, classes = [], [], []
+    for row, label in enumerate(labels):
+        if label is not None:
+            rows += [row] * len(label)
+            columns += range(len(label))
+            classes += [index[s] for s in label]
+    if not rows:
+        return None
+    picked = log_probs[torch.tensor(rows), torch.tensor(columns)]
+    return F.nll_loss(picked.float(), torch.tensor(classes, device=picked.device))
+
+
+def train_pipeline(
+    pipeline: HintPipeline,
+    source: WindowSource,
+    config: TrainConfig,
+    device: torch.device,
+    checkpoint: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> list[dict]:
+    """Train ``pipeline.classifier`` on ``source``'s records from their results; returns the history
+    (one dict per logged step: ``step``, ``max_length``, ``loss``, ``labelled`` = fraction of the batch
+    with a pseudo-label or, for REINFORCE, the mean reward). Resumes from ``checkpoint`` when it exists."""
+    model = pipeline.classifier.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    lengths = stage_lengths(source.records)
+    targets = np.fromiter((r.res for r in source.records), dtype=np.int64, count=len(source.records))
+    state = load_checkpoint(checkpoint, map_location=device) if checkpoint is not None else None
+    start, history, baseline = 0, [], 0.0
+    if state is not None:
+        if state["config"] != asdict(config):
+            raise ValueError(f"checkpoint {checkpoint} was written with another configuration: {state['config']}")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start, history, baseline = state["step"], state["history"], state["baseline"]
+    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress, desc="pipeline")
+    for step in bar:
+        model.train()
+        indices = config.curriculum.sample(lengths, step, config.batch_size, config.seed)
+        windows, batch_lengths = _windows_on(source, indices, device)
+        with torch.autocast(device.type, enabled=autocast_enabled(device)):
+            reading = pipeline.read(windows, batch_lengths)
+        batch_targets = targets[indices].tolist()
+        if config.learning == "abduction":
+            labels = pipeline.abduce(reading, batch_targets)
+            loss = _pseudo_label_loss(pipeline, reading.log_probs, labels)
+            signal = sum(label is not None for label in labels) / len(labels)
+        else:
+            generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
+            loss, signal = reinforce_loss(
+                reading.log_probs, batch_lengths, batch_targets, model.vocabulary, pipeline.solver, baseline, generator
+            )
+            baseline = 0.9 * baseline + 0.1 * signal
+        if loss is not None:
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        history.append(
+            {"step": step + 1, "max_length": config.curriculum.max_length(step), "loss": None if loss is None else loss.item(), "labelled": signal}
+        )
+        bar.set_postfix(L=config.curriculum.max_length(step), labelled=f"{signal:.2f}")
+        if checkpoint is not None and ((step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps):
+            save_checkpoint(
+                {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "step": step + 1,
+                    "history": history,
+                    "baseline": baseline,
+                    "config": asdict(config),
+                    "vocabulary": list(model.vocabulary),
+                },
+                checkpoint,
+            )
+    return history
+
+
+def evaluate_pipeline(
+    pipeline: HintPipeline, source: WindowSource, device: torch.device, batch_size: int = 256, progress: bool = False
+) -> dict[str, float]:
+    """Accuracy of the results per test subset (``eval`` field; ``"all"`` for every record), their
+    mean over subsets ``"avg"``, and the perception's symbol accuracy ``"symbol"`` (diagnosis only)."""
+    model = pipeline.classifier.to(device).eval()
+    order = np.argsort(stage_lengths(source.records), kind="stable")
+    hits: dict[str, list[bool]] = defaultdict(list)
+    symbols_right = symbols_total = 0
+    for start in tqdm(range(0, len(order), batch_size), disable=not progress, desc="evaluate"):
+        indices = order[start : start + batch_size]
+        windows, lengths = _windows_on(source, indices, device)
+        with torch.no_grad(), torch.autocast(device.type, enabled=autocast_enabled(device)):
+            reading = pipeline.read(windows, lengths)
+        for index, sentence, value in zip(indices, reading.sentences, reading.values):
+            record = source.records[int(index)]
+            hits[record.eval or "all"].append(value == record.res)
+            symbols_right += sum(a == b for a, b in zip(sentence, record.expr))
+            symbols_total += len(record.expr)
+    scores = {subset: float(np.mean(flags)) for subset, flags in hits.items()}
+    scores["avg"] = float(np.mean(list(scores.values())))
+    scores["symbol"] = symbols_right / max(symbols_total, 1)
+    return scores
