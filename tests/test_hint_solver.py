@@ -123,6 +123,11 @@ def test_operators_with_only_a_scalar_rule_and_big_concept_numbers():
     halve = Operator(1, lambda a, b: (a + b) // 2 if a != b else None)
     table = HINT_SEMANTICS.extend(numbers={"g": 2**40, "n": -3}, operators={"%": modulo, "h": halve})
     sentences = ["7%4+1", "9%0", "1+7%4*3", "ghg", "g%7", "n*n", "n-1", "n/2", "3h3", "(9%5)h(2*3)", "g/g", "1%"]
+    # Scalar rules whose values leave the vectorised range: 2**32 * 2**32 would wrap to 0 in int64.
+    sentences += ["9p9p9*9*9", "(9p9p9)*(9p9p9)", "(9p9p9)/(9p9p8)", "9p0", "2p3-1", "(1q1)*(1q1)", "1q1-1"]
+    table = table.extend(
+        operators={"p": Operator(2, lambda a, b: a * b * 10**6), "q": Operator(2, lambda a, b: 2**32 + a - b)}
+    )
     assert BatchSolver(table).solve(sentences) == [reference(s, table) for s in sentences]
 
 

@@ -253,10 +253,13 @@ def _chunks_by_length(sentences: list[str]) -> list[np.ndarray]:
 
 
 def _apply_scalar(rule, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A scalar rule over operand arrays ``[k]``: (results, valid, too big or not an int), each ``[k]``."""
+    """A scalar rule over operand arrays ``[k]``: (results, valid, unfit), each ``[k]``; unfit results
+    (beyond :data:`VECTOR_OPERAND_LIMIT` or not integers) are stored as 0 and solved exactly later."""
     results = [rule(a, b) for a, b in zip(left.tolist(), right.tolist())]
     valid = np.array([r is not None for r in results], dtype=bool)
-    unfit = np.array([r is not None and (type(r) is not int or abs(r) > 2**62) for r in results], dtype=bool)
+    unfit = np.array(
+        [r is not None and (type(r) is not int or abs(r) > VECTOR_OPERAND_LIMIT) for r in results], dtype=bool
+    )
     fitted = [r if v and not u else 0 for r, v, u in zip(results, valid.tolist(), unfit.tolist())]
     return np.array(fitted, dtype=np.int64), valid, unfit
 
