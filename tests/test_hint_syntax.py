@@ -140,6 +140,8 @@ def test_redundant_brackets_and_deep_nesting():
     assert parse("(" * depth + "1+2" + ")" * depth) == Node("+", (Node("1"), Node("2")))
     chain = parse("+".join("9" * 800))
     assert to_infix(chain) == "+".join("9" * 800)
+    spaced = parse(" + ".join("9" * 1500))  # spans re-indexed without recursion
+    assert spaced.span == (0, 2999) and spaced.children[1].span == (2998, 2999)
     right_nested = parse("1-(" * 400 + "1" + ")" * 400)  # the innermost "(1)" is redundant
     assert to_infix(right_nested) == "1-(" * 399 + "1-1" + ")" * 399
     assert len(heads(right_nested)) == 4 * 399 + 3

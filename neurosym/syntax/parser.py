@@ -92,11 +92,21 @@ def _token_index_of_char(text: str) -> list[int]:
     return counts
 
 
-def _reindex_spans(node: Node, token_index: list[int]) -> Node:
-    children = tuple(_reindex_spans(child, token_index) for child in node.children)
-    start, end = node.span
-    # A span ends one past its last character; map that character, then step past it.
-    return Node(node.symbol, children, (token_index[start], token_index[end - 1] + 1))
+def _reindex_spans(root: Node, token_index: list[int]) -> Node:
+    """``root`` with character spans turned into token spans (iterative: trees of any depth)."""
+    rebuilt: dict[int, Node] = {}
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not children_done:
+            stack.append((node, True))
+            stack.extend((child, False) for child in node.children)
+            continue
+        start, end = node.span
+        children = tuple(rebuilt.pop(id(child)) for child in node.children)
+        # A span ends one past its last character: map that character, then step past it.
+        rebuilt[id(node)] = Node(node.symbol, children, (token_index[start], token_index[end - 1] + 1))
+    return rebuilt[id(root)]
 
 
 def _parse_error(parser: Lark, text: str, error: UnexpectedInput, concepts: ConceptTable) -> ParseError:
