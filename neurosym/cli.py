@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "solver-speed": ("neurosym.experiments.solver_speed", "HINT solver throughput: Lark LALR parse + execute versus the batch solver"),
     "arithmetic": ("neurosym.experiments.arithmetic", "neural arithmetic units: the simple function task (Madsen & Johansen)"),
     "mathematics": ("neurosym.experiments.mathematics", "DeepMind Mathematics: Transformer, attentional LSTM and the symbolic route"),
+    "hint": ("neurosym.experiments.hint", "HINT seq2seq baselines: GRU/LSTM (+attention) and Transformers (vanilla, relative, universal)"),
     "pvr": ("neurosym.experiments.pvr", "Pointer Value Retrieval: vector/visual tasks, holdout shifts, noise sensitivity"),
 }
 

@@ -9,6 +9,8 @@ single-process context and touches nothing.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,3 +80,13 @@ def broadcast_from_main(value: Any, context: DistributedContext) -> Any:
     holder = [value]
     dist.broadcast_object_list(holder, src=0)
     return holder[0]
+
+
+@contextmanager
+def main_process_first(context: DistributedContext) -> Iterator[None]:
+    """Let rank 0 run the block first (e.g. to build an on-disk cache), then the other ranks."""
+    if context.is_distributed and not context.is_main:
+        dist.barrier()
+    yield
+    if context.is_distributed and context.is_main:
+        dist.barrier()

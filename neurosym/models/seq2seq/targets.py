@@ -1,0 +1,44 @@
+"""Target sequences for teacher forcing, and decoded sequences brought to the same layout."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+
+def teacher_forcing_pair(
+    sequences: torch.Tensor, bos: int, eos: int, ignore_index: int = -100
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Decoder input and expected output for right-padded target ``sequences [B, K]``.
+
+    Padding in ``sequences`` is ``ignore_index``. Returns ``tgt_in [B, K+1]`` = ``bos`` then the tokens
+    (padding replaced by ``eos``; the causal decoder never looks at it for real positions) and
+    ``tgt_out [B, K+1]`` = the tokens, then ``eos``, then ``ignore_index``.
+    """
+    if sequences.dim() != 2:
+        raise ValueError(f"target sequences must have shape [batch, length], got {tuple(sequences.shape)}")
+    padding = sequences == ignore_index
+    lengths = (~padding).sum(dim=1)
+    if bool((padding[:, :-1] & ~padding[:, 1:]).any()):
+        raise ValueError("target sequences must be right-padded: a token follows padding")
+    batch = sequences.shape[0]
+    tgt_in = torch.cat([sequences.new_full((batch, 1), bos), sequences.masked_fill(padding, eos)], dim=1)
+    tgt_out = F.pad(sequences, (0, 1), value=ignore_index)
+    tgt_out[torch.arange(batch, device=sequences.device), lengths] = eos
+    return tgt_in, tgt_out
+
+
+def align_for_exact_match(
+    decoded: torch.Tensor, tgt_out: torch.Tensor, eos: int, ignore_index: int = -100
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``decoded [B, L]`` (from ``greedy_decode``, ``eos``-filled after its first ``eos``) and
+    ``tgt_out [B, K]`` (from :func:`teacher_forcing_pair`), both filled with ``eos`` to width
+    ``max(L, K)``: rows are then equal exactly when the prediction up to its ``eos`` equals the target."""
+    if decoded.shape[1] < tgt_out.shape[1] and not bool((decoded == eos).any(dim=1).all()):
+        raise ValueError(
+            f"a prediction was cut at {decoded.shape[1]} tokens before its eos: decode with max_len >= {tgt_out.shape[1]}"
+        )
+    width = max(decoded.shape[1], tgt_out.shape[1])
+    decoded = F.pad(decoded, (0, width - decoded.shape[1]), value=eos)
+    expected = F.pad(tgt_out.masked_fill(tgt_out == ignore_index, eos), (0, width - tgt_out.shape[1]), value=eos)
+    return decoded, expected

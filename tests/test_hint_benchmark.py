@@ -1,0 +1,113 @@
+"""The HINT baselines runner: end to end on a tiny split, resume, exact-match scoring, neurosym hook."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.machinery
+import json
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from neurosym.cli import main
+from neurosym.experiments import hint
+from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
+
+TINY = ["--scale", "0.002", "--batch-size", "8", "--eval-every", "2", "--dim", "16", "--hidden", "32",
+        "--encoder-layers", "1", "--eval-batch-size", "64", "--quiet", "--device", "cpu"]
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Generated splits go to a temporary cache, never to the user's."""
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "cache"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["hint", "--model", "transformer_rel_uni", "--steps", "2", "--out", str(out), *TINY]) == 0
+    result = json.loads((out / "transformer_rel_uni_symbol.json").read_text())
+    assert result["steps"] == 2 and set(result["accuracy"]) == {"I", "SS", "LS", "SL", "LL", "avg"}
+    assert all(0.0 <= v <= 100.0 for v in result["accuracy"].values())
+    assert result["accuracy"]["avg"] == pytest.approx(sum(result["accuracy"][s] for s in hint.EVAL_SUBSETS) / 5)
+    assert result["published"]["avg"] == 61.5
+    assert (out / "transformer_rel_uni_symbol.png").stat().st_size > 0
+    main(["hint", "--model", "transformer_rel_uni", "--steps", "4", "--out", str(out), *TINY])
+    resumed = json.loads((out / "transformer_rel_uni_symbol.json").read_text())
+    assert [h["step"] for h in resumed["history"]] == [2, 4]  # the first two steps came from the checkpoint
+
+
+def test_image_input_runs_with_the_small_cnn(tmp_path: Path) -> None:
+    """A tiny random bank in the .npz format stands in for MNIST, so nothing is downloaded."""
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.array(list("0123456789+-*/()")), 6)
+    bank = tmp_path / "bank.npz"
+    np.savez(bank, images=rng.integers(0, 256, (len(labels), 28, 28), dtype=np.uint8), labels=labels,
+             splits=np.tile(np.array(["train", "train", "train", "train", "val", "test"]), 16))
+    out = tmp_path / "out"
+    args = ["hint", "--model", "gru_att", "--input", "image", "--cnn", "small", "--steps", "1", "--out", str(out),
+            "--bank", str(bank)]
+    assert main([*args, *TINY]) == 0
+    assert json.loads((out / "gru_att_image.json").read_text())["published"]["avg"] == 35.9
+
+
+class Oracle(torch.nn.Module):
+    """Decodes the right answer for the first ``right`` examples of every batch and garbage otherwise."""
+
+    def __init__(self, answers: torch.Tensor, right: int) -> None:
+        super().__init__()
+        self.answers, self.right = answers, right
+
+    def greedy_decode(self, src, src_mask, max_len, bos, eos):
+        decoded = self.answers.masked_fill(self.answers == hint.IGNORE_INDEX, eos)[:, :max_len].clone()
+        decoded[self.right :, 0] = (decoded[self.right :, 0] + 1) % 10
+        return decoded
+
+
+def test_exact_match_is_counted_per_subset() -> None:
+    digits = torch.tensor([[3, -100], [1, 2], [0, -100], [9, 9]])
+    _, tgt_out = teacher_forcing_pair(digits, hint.BOS, hint.EOS)
+    batch = {
+        "tokens": torch.ones(4, 3, dtype=torch.long),
+        "mask": torch.ones(4, 3, dtype=torch.bool),
+        "res_digits": digits,
+        "eval": ["I", "I", "LL", "LL"],
+    }
+    scores = hint.exact_match_by_subset(Oracle(tgt_out, right=3), [batch], False, torch.device("cpu"))
+    assert scores == {"all": 75.0, "I": 100.0, "LL": 50.0}
+
+
+def test_a_prediction_without_end_token_is_wrong() -> None:
+    _, tgt_out = teacher_forcing_pair(torch.tensor([[4, 2]]), hint.BOS, hint.EOS)
+    decoded, expected = align_for_exact_match(torch.tensor([[4, 2, 7]]), tgt_out, hint.EOS)
+    assert not torch.equal(decoded, expected)
+    with pytest.raises(ValueError, match="max_len >= 3"):
+        align_for_exact_match(torch.tensor([[4, 2]]), tgt_out, hint.EOS)
+    with pytest.raises(ValueError, match="right-padded"):
+        teacher_forcing_pair(torch.tensor([[-100, 4]]), hint.BOS, hint.EOS)
+
+
+def test_neurosym_model_is_offered_only_when_its_runner_exists(monkeypatch: pytest.MonkeyPatch) -> None:
+    parser = argparse.ArgumentParser()
+    monkeypatch.setattr(hint, "NEUROSYM_RUNNER", "neurosym.experiments.no_such_runner")
+    hint.add_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--model", "neurosym"])
+    fake = types.ModuleType("fake_neurosym_runner")
+    fake.__spec__ = importlib.machinery.ModuleSpec("fake_neurosym_runner", None)
+    fake.add_arguments = lambda p: p.add_argument("--solver-beam", type=int, default=3, help="beam")
+    fake.run = lambda args: {"ran": args.model, "beam": args.solver_beam}
+    monkeypatch.setitem(sys.modules, "fake_neurosym_runner", fake)
+    monkeypatch.setattr(hint, "NEUROSYM_RUNNER", "fake_neurosym_runner")
+    parser = argparse.ArgumentParser()
+    hint.add_arguments(parser)
+    args = parser.parse_args(["--model", "neurosym", "--solver-beam", "5"])
+    assert hint.run(args) == {"ran": "neurosym", "beam": 5}
