@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "arithmetic": ("neurosym.experiments.arithmetic", "neural arithmetic units: the simple function task (Madsen & Johansen)"),
     "mathematics": ("neurosym.experiments.mathematics", "DeepMind Mathematics: Transformer, attentional LSTM and the symbolic route"),
     "hint": ("neurosym.experiments.hint", "HINT seq2seq baselines: GRU/LSTM (+attention) and Transformers (vanilla, relative, universal)"),
+    "attention-speed": ("neurosym.experiments.attention_speed", "relative vs SDPA vanilla attention speed; cached vs uncached greedy decoding"),
     "pvr": ("neurosym.experiments.pvr", "Pointer Value Retrieval: vector/visual tasks, holdout shifts, noise sensitivity"),
 }
 

@@ -95,7 +95,7 @@ def test_absolute_positions_would_break_the_shift_test() -> None:
 def test_causal_attention_never_sees_the_future(kind: str) -> None:
     module = make(kind)
     x = torch.randn(2, 7, DIM, requires_grad=True)
-    out = module(x, causal=True)
+    out = module(x, causal=True) @ torch.randn(DIM)
     for t in range(7):
         (gradient,) = torch.autograd.grad(out[:, t].sum(), x, retain_graph=True)
         assert gradient[:, t + 1 :].abs().sum() == 0

@@ -63,10 +63,33 @@ class MultiheadAttention(nn.Module):
         return q
 
     def position_scores(
-        self, q: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor
+        self, q: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor, scale: float
     ) -> torch.Tensor | None:
-        """Unscaled position-dependent scores ``[B, H, Tq, Tk]`` added to ``q·k``; ``None`` for vanilla."""
+        """Position-dependent scores ``[B, H, Tq, Tk]`` (already multiplied by ``scale``) added to the
+        scaled ``q·k``; ``None`` for vanilla attention. May be modified in place by the caller."""
         return None
+
+    @staticmethod
+    def _attend_with_bias(
+        content: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        bias: torch.Tensor,
+        allowed: torch.Tensor | None,
+        dropout: float,
+    ) -> torch.Tensor:
+        """``softmax(content·kᵀ + bias) v`` with the scores accumulated into ``bias`` in place.
+
+        A bias that requires gradients rules out the fused SDPA kernels; this explicit version does in
+        one pass what SDPA's fallback does in several. Shapes: ``content, k, v [B, H, T, d]``, ``bias
+        [B, H, Tq, Tk]``, ``allowed [B or 1, 1, Tq, Tk]`` bool or ``None``.
+        """
+        flat = rearrange(bias, "b h q k -> (b h) q k")
+        flat.baddbmm_(rearrange(content, "b h q d -> (b h) q d"), rearrange(k, "b h k d -> (b h) d k"))
+        if allowed is not None:
+            bias.masked_fill_(~allowed, float("-inf"))
+        weights = F.dropout(torch.softmax(bias, dim=-1), dropout, training=dropout > 0)
+        return weights @ v
 
     def forward(
         self,
@@ -86,20 +109,18 @@ class MultiheadAttention(nn.Module):
             raise ValueError(f"key_padding_mask covers {key_padding_mask.shape[1]} keys, but there are {num_keys}")
         query_positions = torch.arange(offset, offset + num_queries, device=q.device)
         key_positions = torch.arange(num_keys, device=q.device)
-        positional = self.position_scores(q, query_positions, key_positions)
         scale = self.head_dim**-0.5
         dropout = self.dropout if self.training else 0.0
+        needs_mask = key_padding_mask is not None or (causal and not (offset == 0 and num_queries == num_keys))
+        allowed = self._allowed(query_positions, key_positions, key_padding_mask, causal) if needs_mask or causal else None
+        positional = self.position_scores(q, query_positions, key_positions, scale)
         content = self.content_query(q)
-        plain_causal = offset == 0 and num_queries == num_keys
-        if positional is None and key_padding_mask is None and (not causal or plain_causal):
+        if positional is None and not needs_mask:
             out = F.scaled_dot_product_attention(content, k, v, dropout_p=dropout, is_causal=causal, scale=scale)
+        elif positional is None:
+            out = F.scaled_dot_product_attention(content, k, v, attn_mask=allowed, dropout_p=dropout, scale=scale)
         else:
-            allowed = self._allowed(query_positions, key_positions, key_padding_mask, causal)
-            if positional is None:
-                mask = allowed
-            else:
-                mask = (positional * scale).masked_fill(~allowed, float("-inf")).to(content.dtype)
-            out = F.scaled_dot_product_attention(content, k, v, attn_mask=mask, dropout_p=dropout, scale=scale)
+            out = self._attend_with_bias(content * scale, k, v, positional, allowed, dropout)
         return self.out_proj(rearrange(out, "b h t d -> b t (h d)"))
 
     def _keys_values(

@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
-from einops import rearrange, repeat
+from einops import rearrange
 from torch import nn
 
 from neurosym.layers.attention import MultiheadAttention
@@ -64,7 +64,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
         return q
 
     def position_scores(
-        self, q: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor
+        self, q: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor, scale: float
     ) -> torch.Tensor:
         batch, heads = q.shape[:2]
         if self.relative == "xl":
@@ -73,11 +73,11 @@ class RelativeMultiheadAttention(MultiheadAttention):
             all_distances = torch.arange(smallest, int(query_positions[-1] - key_positions[0]) + 1, device=q.device)
             encodings = self.distance_proj(sinusoid_table(all_distances, self.dim).to(q.dtype))
             encodings = rearrange(encodings, "r (h d) -> h r d", h=self.heads)
-            query = q + rearrange(self.position_bias, "h d -> 1 h 1 d").to(q.dtype)
-            per_distance = torch.einsum("bhqd,hrd->bhqr", query, encodings)
+            query = (q + rearrange(self.position_bias, "h d -> 1 h 1 d").to(q.dtype)) * scale
+            per_distance = query @ rearrange(encodings, "h r d -> 1 h d r")
             index = distances - smallest
         else:
             distances = rearrange(key_positions, "k -> 1 k") - rearrange(query_positions, "q -> q 1")
-            per_distance = torch.einsum("bhqd,rd->bhqr", q, self.distance_keys.weight.to(q.dtype))
+            per_distance = (q * scale) @ self.distance_keys.weight.to(q.dtype).T
             index = distances.clamp(-self.max_rel_pos, self.max_rel_pos) + self.max_rel_pos
-        return per_distance.gather(-1, repeat(index, "q k -> b h q k", b=batch, h=heads))
+        return per_distance.gather(-1, index.expand(batch, heads, *index.shape))

@@ -1,0 +1,145 @@
+"""Speed of relative attention against SDPA vanilla attention, and of cached against uncached decoding.
+
+Part 1 times one forward and backward pass of self-attention (``[B, T, D]``) at several sequence
+lengths for :class:`~neurosym.layers.MultiheadAttention` (fused ``scaled_dot_product_attention``) and
+:class:`~neurosym.layers.RelativeMultiheadAttention` in its two encodings; the goal is relative
+attention within 2× of vanilla. Part 2 times greedy decoding of 10 result digits by a relative
+universal Transformer with and without the key/value cache. Times are medians of
+:class:`torch.utils.benchmark.Timer` runs (CUDA is synchronised; CPU runs use ``--threads``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+from torch.utils.benchmark import Timer
+from tqdm.auto import tqdm
+
+from neurosym.experiments.report import format_table, pyplot, save_json
+from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention
+from neurosym.models.seq2seq import build_front_end, build_seq2seq
+from neurosym.training import resolve_device
+from neurosym.training.device import autocast_enabled
+
+ATTENTIONS = ("vanilla", "xl", "shaw")
+DIGITS = 10
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--lengths", type=int, nargs="+", default=[64, 256, 1024], help="sequence lengths to time")
+    parser.add_argument("--batch-size", type=int, default=None, help="sequences per batch (default: 8 CPU, 64 CUDA)")
+    parser.add_argument("--dim", type=int, default=256, help="model width")
+    parser.add_argument("--heads", type=int, default=8, help="attention heads")
+    parser.add_argument("--decode-batch", type=int, default=None, help="expressions per decoding batch (default: 64 CPU, 1024 CUDA)")
+    parser.add_argument("--source-length", type=int, default=40, help="source tokens of every decoded expression")
+    parser.add_argument("--min-time", type=float, default=1.0, help="seconds of measurement per configuration")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads used while timing")
+    parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
+    parser.add_argument("--out", type=Path, default=Path("results/attention_speed"), help="output folder")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
+
+
+def median_seconds(step: Callable[[], Any], min_time: float, threads: int) -> float:
+    """Median wall time of ``step()`` (CUDA-synchronised) over at least ``min_time`` seconds."""
+    step()  # warm-up: kernels, allocator, lazy initialisation
+    timer = Timer(stmt="step()", globals={"step": step}, num_threads=threads)
+    return timer.blocked_autorange(min_run_time=min_time).median
+
+
+def _attention_step(kind: str, length: int, args: argparse.Namespace, device: torch.device, batch: int) -> Callable[[], None]:
+    if kind == "vanilla":
+        module = MultiheadAttention(args.dim, args.heads)
+    else:
+        module = RelativeMultiheadAttention(args.dim, args.heads, relative=kind)
+    module.to(device)
+    x = torch.randn(batch, length, args.dim, device=device, requires_grad=True)
+
+    def step() -> None:
+        with torch.autocast(device.type, enabled=autocast_enabled(device)):
+            out = module(x)
+        out.float().sum().backward()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    return step
+
+
+def _decode_step(use_cache: bool, args: argparse.Namespace, device: torch.device, batch: int) -> Callable[[], None]:
+    front = build_front_end("symbol", args.dim, vocab_size=17)
+    model = build_seq2seq("transformer_rel_uni", front, 12, hidden=2 * args.dim, heads=args.heads).to(device).eval()
+    src = torch.randint(1, 17, (batch, args.source_length), device=device)
+    src_mask = torch.zeros(batch, args.source_length, dtype=torch.bool, device=device)
+
+    def step() -> None:
+        with torch.autocast(device.type, enabled=autocast_enabled(device)):
+            # eos = -1 is never emitted, so exactly DIGITS tokens are decoded every time
+            model.greedy_decode(src, src_mask, DIGITS, bos=10, eos=-1, use_cache=use_cache)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    return step
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    device = resolve_device(args.device)
+    cuda = device.type == "cuda"
+    batch = args.batch_size or (64 if cuda else 8)
+    decode_batch = args.decode_batch or (1024 if cuda else 64)
+    torch.manual_seed(args.seed)
+    attention: dict[str, dict[int, float]] = {kind: {} for kind in ATTENTIONS}
+    jobs = [(kind, length) for length in args.lengths for kind in ATTENTIONS]
+    for kind, length in tqdm(jobs, desc="attention"):
+        step = _attention_step(kind, length, args, device, batch)
+        attention[kind][length] = median_seconds(step, args.min_time, args.threads)
+    decoding = {
+        name: median_seconds(_decode_step(name == "cached", args, device, decode_batch), args.min_time, args.threads)
+        for name in tqdm(("cached", "uncached"), desc="decoding")
+    }
+    rows = [
+        [length, *(1000 * attention[kind][length] for kind in ATTENTIONS),
+         attention["xl"][length] / attention["vanilla"][length], attention["shaw"][length] / attention["vanilla"][length]]
+        for length in args.lengths
+    ]
+    headers = ["length", "vanilla SDPA (ms)", "relative XL (ms)", "relative Shaw (ms)", "XL / vanilla", "Shaw / vanilla"]
+    where = f"{device}, batch {batch}, dim {args.dim}, {args.heads} heads, forward + backward"
+    print(f"Self-attention ({where})")
+    print(format_table(headers, rows))
+    speedup = decoding["uncached"] / decoding["cached"]
+    print(f"\nGreedy decoding of {DIGITS} digits, relative universal Transformer, {decode_batch} sources of "
+          f"{args.source_length} tokens")
+    print(format_table(["cache", "time (ms)"], [[name, 1000 * t] for name, t in decoding.items()]))
+    print(f"cached decoding is {speedup:.2f}x faster")
+    result = {
+        "device": str(device),
+        "threads": args.threads if not cuda else None,
+        "batch_size": batch,
+        "dim": args.dim,
+        "heads": args.heads,
+        "attention_seconds": attention,
+        "decode_batch": decode_batch,
+        "decoding_seconds": decoding,
+        "decoding_speedup": speedup,
+    }
+    save_json(result, args.out / "attention_speed.json")
+    _plot(attention, args.lengths, where, args.out / "attention_speed.png")
+    return result
+
+
+def _plot(attention: dict[str, dict[int, float]], lengths: list[int], title: str, path: Path) -> None:
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for kind in ATTENTIONS:
+        axis.plot(lengths, [1000 * attention[kind][n] for n in lengths], marker="o", label=kind)
+    axis.set_xscale("log", base=2)
+    axis.set_yscale("log")
+    axis.set_xlabel("sequence length")
+    axis.set_ylabel("forward + backward (ms)")
+    axis.set_title(title, fontsize=9)
+    axis.legend()
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
