@@ -119,6 +119,8 @@ def test_module_scores_are_means_over_modules():
     assert per_module == {"a": 0.0, "b": pytest.approx(2 / 3)}
     assert mean_over_modules(per_module) == pytest.approx(1 / 3)
     with pytest.raises(ValueError, match="align"):
+        module_accuracies(["a", "b"], ["1", "2"], ["1"])
+    with pytest.raises(ValueError, match="2 predictions for 1 targets"):
         module_accuracies(["a"], ["1", "2"], ["1"])
 
 

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from neurosym.metrics.sequence import sequence_matches
+
 
 def module_accuracies(modules: Sequence[str], predictions: Sequence[str], answers: Sequence[str]) -> dict[str, float]:
     """Fraction of exactly matching answer strings for each module, keyed by module in sorted order.
@@ -13,14 +15,12 @@ def module_accuracies(modules: Sequence[str], predictions: Sequence[str], answer
     The three sequences are aligned: ``predictions[i]`` answers a question of ``modules[i]`` whose
     reference answer is ``answers[i]``.
     """
-    if not len(modules) == len(predictions) == len(answers):
-        raise ValueError(
-            f"modules, predictions and answers must align: got {len(modules)}, {len(predictions)}, {len(answers)}"
-        )
+    if len(modules) != len(answers):
+        raise ValueError(f"modules and answers must align: got {len(modules)} modules for {len(answers)} answers")
     if not modules:
         raise ValueError("no examples to score")
     names, groups = np.unique(np.asarray(modules, dtype=object), return_inverse=True)
-    correct = np.fromiter((p == a for p, a in zip(predictions, answers)), dtype=np.float64, count=len(answers))
+    correct = sequence_matches(list(predictions), list(answers)).numpy().astype(np.float64)
     totals = np.bincount(groups, weights=correct, minlength=len(names)) / np.bincount(groups, minlength=len(names))
     return {str(name): float(total) for name, total in zip(names, totals)}
 

@@ -1,0 +1,341 @@
+"""DeepMind Mathematics benchmark (Saxton et al., 2019): Transformer, attentional LSTM, symbolic route.
+
+Data come from DeepMind's generator (run in its own environment, see :mod:`neurosym.data.mathematics`)
+or from a released dataset folder (``--data-root``). Models train on the ``train-easy/medium/hard``
+files of the chosen modules and are scored by exact match per module on ``interpolate`` and on the
+matching ``extrapolate`` modules; the split score is the mean over modules, as in the paper. The
+symbolic route (grammar + exact execution, :mod:`neurosym.semantics.mathematics_arithmetic`) answers the
+same test questions without training.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+from tqdm import tqdm
+
+from neurosym.data.mathematics import (
+    BOS,
+    EOS,
+    MAX_ANSWER_LENGTH,
+    PAD,
+    VOCAB_SIZE,
+    MathExample,
+    decode,
+    encode_batch,
+    generate,
+    generated_root,
+    load_split,
+)
+from neurosym.experiments.report import format_table, pyplot, save_json
+from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
+from neurosym.models.seq2seq import RNNSeq2Seq, Seq2Seq, TokenFrontEnd, TransformerSeq2Seq
+from neurosym.semantics.mathematics_arithmetic import QuestionError, answer_question
+from neurosym.training import load_checkpoint, resolve_device, save_checkpoint
+from neurosym.training.device import autocast_enabled
+
+EXTRAPOLATION_MODULES: dict[str, tuple[str, ...]] = {
+    "arithmetic__add_or_sub": ("arithmetic__add_or_sub_big",),
+    "arithmetic__add_sub_multiple": ("arithmetic__add_sub_multiple_longer",),
+    "arithmetic__mul": ("arithmetic__mul_big",),
+    "arithmetic__div": ("arithmetic__div_big",),
+    "arithmetic__mixed": ("arithmetic__mixed_longer",),
+    "arithmetic__mul_div_multiple": ("arithmetic__mul_div_multiple_longer",),
+}
+"""The extrapolation modules that test each arithmetic training module (empty for other modules)."""
+
+TRAIN_REGIMES = ("train-easy", "train-medium", "train-hard")
+MODELS = ("symbolic", "transformer", "lstm_att")
+
+PUBLISHED = {
+    "transformer": {"interpolate": 0.76, "extrapolate": 0.50},
+    "simple_lstm": {"interpolate": 0.57, "extrapolate": 0.41},
+    "lstm_att_bidirectional": {"interpolate": 0.58, "extrapolate": 0.42},
+    "lstm_att_unidirectional": {"interpolate": 0.57, "extrapolate": 0.38},
+}
+"""Saxton et al. (2019), Table 1: means over all modules of the dataset (not only arithmetic)."""
+PUBLISHED_TRANSFORMER_MODULES = {
+    "arithmetic__add_sub_multiple": ">= 0.90",
+    "arithmetic__mul_div_multiple": ">= 0.90",
+    "arithmetic__mixed": "~0.50",
+}
+"""Per-module Transformer results stated in the paper's text (Section 4.2)."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes and schedule of the neural baselines."""
+
+    dim: int
+    heads: int
+    ff_dim: int
+    encoder_layers: int
+    decoder_layers: int
+    lstm_hidden: int
+    lstm_encoder_layers: int
+    batch_size: int
+    steps: int
+    dropout: float
+
+
+CONFIGS = {
+    # The paper: d_model 512, 8 heads, d_ff 2048, batch 1024, 500k steps; the depth is not stated there,
+    # so the 6 + 6 layers of Vaswani et al.'s base model are used. LSTM decoder of 2048 units.
+    "paper": ModelConfig(512, 8, 2048, 6, 6, 2048, 1, 1024, 500_000, 0.1),
+    # Sized so that both models train within about ten minutes each on two CPU cores.
+    "cpu": ModelConfig(128, 4, 512, 2, 2, 256, 1, 64, 1200, 0.0),
+    "quick": ModelConfig(32, 2, 64, 1, 1, 32, 1, 16, 20, 0.0),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS), help="what to evaluate")
+    parser.add_argument(
+        "--modules", nargs="+", default=list(EXTRAPOLATION_MODULES), help="training/interpolation modules (file stems)"
+    )
+    parser.add_argument("--config", choices=sorted(CONFIGS), default="cpu", help="model sizes and schedule")
+    parser.add_argument("--steps", type=int, default=None, help="training steps (default: the config's)")
+    parser.add_argument("--batch-size", type=int, default=None, help="batch size (default: the config's)")
+    parser.add_argument("--lr", type=float, default=6e-4, help="Adam learning rate (paper: 6e-4)")
+    parser.add_argument("--clip", type=float, default=0.1, help="absolute gradient-value clipping (paper: 0.1)")
+    parser.add_argument("--train-per-module", type=int, default=30_000, help="training questions per module (split over easy/medium/hard)")
+    parser.add_argument("--test-per-module", type=int, default=500, help="test questions per interpolation/extrapolation module")
+    parser.add_argument("--data-root", type=Path, default=None, help="a released dataset folder to read instead of generating")
+    parser.add_argument("--seed", type=int, default=0, help="seed of generation, initialisation and batch order")
+    parser.add_argument("--device", default="auto", help="'auto', 'cpu' or 'cuda[:N]'")
+    parser.add_argument("--eval-batch-size", type=int, default=256, help="questions per greedy-decoding batch")
+    parser.add_argument("--checkpoint-every", type=int, default=250, help="steps between checkpoints")
+    parser.add_argument("--quick", action="store_true", help="smoke test: tiny models, few questions (overrides --config)")
+    parser.add_argument("--out", type=Path, default=Path("results/mathematics"), help="output folder")
+
+
+def run(args: argparse.Namespace) -> dict:
+    config = CONFIGS["quick" if args.quick else args.config]
+    steps = args.steps if args.steps is not None else config.steps
+    batch_size = args.batch_size if args.batch_size is not None else config.batch_size
+    train_count = 30 if args.quick else args.train_per_module
+    test_count = 10 if args.quick else args.test_per_module
+    device = resolve_device(args.device)
+    neural = [name for name in args.models if name != "symbolic"]
+    data = load_data(args.modules, train_count if neural else 0, test_count, args.seed, args.data_root)
+
+    results: dict = {
+        "config": {**asdict(config), "steps": steps, "batch_size": batch_size, "lr": args.lr, "clip": args.clip},
+        "device": str(device),
+        "train_questions": len(data["train"]),
+        "test_questions_per_module": test_count,
+        "modules": {regime: sorted({e.module for e in data[regime]}) for regime in ("interpolate", "extrapolate")},
+        "published": PUBLISHED,
+        "models": {},
+    }
+    for name in args.models:
+        started = time.perf_counter()
+        if name == "symbolic":
+            answer = symbolic_answers
+            extra: dict = {}
+        else:
+            model, extra = train_model(name, config, data["train"], steps, batch_size, args, device)
+            answer = functools.partial(greedy_answers, model, device=device, batch_size=args.eval_batch_size)
+        scores = {regime: score(answer, data[regime]) for regime in ("interpolate", "extrapolate")}
+        results["models"][name] = {**scores, **extra, "seconds": time.perf_counter() - started}
+
+    print(format_table(*result_table(results)))
+    args.out.mkdir(parents=True, exist_ok=True)
+    save_json(results, args.out / "results.json")
+    plot(results, args.out / "accuracy.png")
+    return results
+
+
+def load_data(
+    modules: Sequence[str], train_count: int, test_count: int, seed: int, data_root: Path | None
+) -> dict[str, list[MathExample]]:
+    """Train examples (``train_count`` per module, a third per difficulty; none when 0) and test examples."""
+    extrapolate = [m for module in modules for m in EXTRAPOLATION_MODULES.get(module, ())]
+    per_regime = train_count // len(TRAIN_REGIMES)
+    train_regimes = TRAIN_REGIMES if per_regime else ()
+    if data_root is None:
+        tests = [("interpolate", m) for m in modules] + [("extrapolate", m) for m in extrapolate]
+        generate(tests, test_count, seed=seed)
+        if train_regimes:
+            generate([(regime, module) for regime in train_regimes for module in modules], per_regime, seed=seed)
+        data_root = generated_root(seed)
+    return {
+        "train": [e for regime in train_regimes for e in load_split(data_root, regime, list(modules), per_regime)],
+        "interpolate": load_split(data_root, "interpolate", list(modules), test_count),
+        "extrapolate": load_split(data_root, "extrapolate", extrapolate, test_count),
+    }
+
+
+def symbolic_answers(questions: Sequence[str]) -> list[str]:
+    """The symbolic route's answers; a question outside its language gets an empty answer (a miss)."""
+    answers = []
+    for question in questions:
+        try:
+            answers.append(answer_question(question))
+        except QuestionError:
+            answers.append("")
+    return answers
+
+
+def score(answer, examples: Sequence[MathExample]) -> dict:
+    """Per-module exact match and the mean over modules for one test regime."""
+    if not examples:
+        return {"per_module": {}, "mean": None}
+    predictions = answer([e.question for e in examples])
+    per_module = module_accuracies([e.module for e in examples], predictions, [e.answer for e in examples])
+    return {"per_module": per_module, "mean": mean_over_modules(per_module)}
+
+
+def build_model(name: str, config: ModelConfig) -> Seq2Seq:
+    """The paper's Transformer or the attentional LSTM over character embeddings."""
+    if name == "transformer":
+        return TransformerSeq2Seq(
+            TokenFrontEnd(VOCAB_SIZE, config.dim),
+            VOCAB_SIZE,
+            dim=config.dim,
+            heads=config.heads,
+            ff_dim=config.ff_dim,
+            encoder_layers=config.encoder_layers,
+            decoder_layers=config.decoder_layers,
+            dropout=config.dropout,
+            attention="vanilla",
+        )
+    if name == "lstm_att":
+        return RNNSeq2Seq(
+            TokenFrontEnd(VOCAB_SIZE, config.dim),
+            VOCAB_SIZE,
+            cell="lstm",
+            embed_dim=config.dim,
+            hidden=config.lstm_hidden,
+            encoder_layers=config.lstm_encoder_layers,
+            decoder_layers=1,
+            dropout=config.dropout,
+            attention=True,
+        )
+    raise ValueError(f"unknown model {name!r}: use 'transformer' or 'lstm_att'")
+
+
+def _batch_tensors(examples: Sequence[MathExample], device: torch.device) -> tuple[torch.Tensor, ...]:
+    batch = encode_batch(examples).to(device)
+    return batch.questions, batch.questions == PAD, batch.answers
+
+
+def train_model(
+    name: str,
+    config: ModelConfig,
+    train: Sequence[MathExample],
+    steps: int,
+    batch_size: int,
+    args: argparse.Namespace,
+    device: torch.device,
+) -> tuple[Seq2Seq, dict]:
+    """Teacher-forced cross-entropy training with Adam (β = 0.9, 0.995; ε = 1e-9) and value clipping.
+
+    Resumes from ``<out>/<name>/checkpoint.pt`` when present (a larger ``steps`` continues training);
+    the batch of step ``t`` is drawn with a generator seeded by ``(seed, t)``, so a resumed run sees the
+    same batches as an uninterrupted one.
+    """
+    torch.manual_seed(args.seed)
+    model = build_model(name, config).to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.995), eps=1e-9)
+    path = args.out / name / "checkpoint.pt"
+    state = load_checkpoint(path, map_location=device)
+    step, losses = 0, []
+    if state is not None:
+        if state["config"] != asdict(config):
+            raise ValueError(f"{path} was written by another configuration; remove it or choose another --out")
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        step, losses = state["step"], state["losses"]
+    loss_fn = nn.CrossEntropyLoss(ignore_index=PAD)
+    sampler = torch.Generator()
+    model.train()
+    with tqdm(total=steps, initial=step, desc=f"training {name}", unit="step") as bar:
+        while step < steps:
+            sampler.manual_seed(args.seed * 1_000_003 + step)
+            indices = torch.randint(len(train), (batch_size,), generator=sampler).tolist()
+            questions, mask, answers = _batch_tensors([train[i] for i in indices], device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_enabled(device)):
+                logits = model(questions, mask, answers[:, :-1])
+            loss = loss_fn(logits.float().flatten(0, 1), answers[:, 1:].flatten())
+            if not math.isfinite(loss.item()):
+                raise FloatingPointError(f"{name}: loss became {loss.item()} at step {step}")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            nn.utils.clip_grad_value_(model.parameters(), args.clip)
+            optimizer.step()
+            step += 1
+            losses.append(loss.item())
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+            if step % args.checkpoint_every == 0 or step == steps:
+                save_checkpoint(
+                    {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
+                     "losses": losses, "config": asdict(config)},
+                    path,
+                )  # fmt: skip
+    model.eval()
+    parameters = sum(p.numel() for p in model.parameters())
+    tail = losses[-min(len(losses), 100) :]
+    return model, {"parameters": parameters, "final_loss": sum(tail) / len(tail) if tail else None}
+
+
+@torch.no_grad()
+def greedy_answers(model: Seq2Seq, questions: Sequence[str], device: torch.device, batch_size: int) -> list[str]:
+    """Greedy decoding of at most 30 answer characters for every question."""
+    answers = []
+    for start in tqdm(range(0, len(questions), batch_size), desc="decoding", unit="batch", leave=False):
+        chunk = [MathExample(q, "0", "", "") for q in questions[start : start + batch_size]]
+        src, mask, _ = _batch_tensors(chunk, device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_enabled(device)):
+            tokens = model.greedy_decode(src, mask, max_len=MAX_ANSWER_LENGTH + 1, bos=BOS, eos=EOS)
+        answers.extend(decode(row) for row in tokens.tolist())
+    return answers
+
+
+def result_table(results: dict) -> tuple[list[str], list[list]]:
+    """Rows ``(regime, module, one accuracy per model, published Transformer)`` then the two means."""
+    names = list(results["models"])
+    headers = ["regime", "module", *names, "published Transformer"]
+    rows = []
+    for regime in ("interpolate", "extrapolate"):
+        for module in results["modules"][regime]:
+            accuracies = [results["models"][n][regime]["per_module"].get(module) for n in names]
+            rows.append([regime, module.removeprefix("arithmetic__"), *accuracies, PUBLISHED_TRANSFORMER_MODULES.get(module, "")])
+    for regime in ("interpolate", "extrapolate"):
+        means = [results["models"][n][regime]["mean"] for n in names]
+        rows.append([regime, "mean over modules", *means, f"{PUBLISHED['transformer'][regime]} (all modules)"])
+    return headers, rows
+
+
+def plot(results: dict, path: Path) -> Path:
+    """Grouped bars: accuracy per module and model, interpolation and extrapolation side by side."""
+    plt = pyplot()
+    names = list(results["models"])
+    figure, axes = plt.subplots(1, 2, figsize=(13, 4.5), sharey=True)
+    for axis, regime in zip(axes, ("interpolate", "extrapolate")):
+        modules = results["modules"][regime]
+        width = 0.8 / max(1, len(names))
+        for offset, name in enumerate(names):
+            values = [results["models"][name][regime]["per_module"].get(m, 0.0) for m in modules]
+            positions = [i + (offset - (len(names) - 1) / 2) * width for i in range(len(modules))]
+            axis.bar(positions, values, width, label=name)
+        axis.axhline(PUBLISHED["transformer"][regime], color="black", linestyle="--", linewidth=1,
+                     label="paper Transformer (mean, all modules)")  # fmt: skip
+        axis.set_xticks(range(len(modules)), [m.removeprefix("arithmetic__") for m in modules], rotation=30, ha="right")
+        axis.set_title(regime)
+        axis.set_ylim(0, 1.05)
+    axes[0].set_ylabel("exact-match accuracy")
+    axes[1].legend(loc="upper right", fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path

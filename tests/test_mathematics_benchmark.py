@@ -1,0 +1,55 @@
+"""The ``neurosym mathematics`` runner end to end on a tiny released-format folder (no generator needed)."""
+
+import json
+import shutil
+from pathlib import Path
+
+import torch
+
+from neurosym.cli import main
+from neurosym.data.mathematics import read_module_file
+from neurosym.experiments.mathematics import TRAIN_REGIMES, symbolic_answers
+from neurosym.training import load_checkpoint
+
+FIXTURES = Path(__file__).resolve().parent / "data" / "mathematics"
+
+
+def released_folder(root: Path) -> Path:
+    """The committed fixture plus train-* folders (copies of the interpolation files, for speed)."""
+    shutil.copytree(FIXTURES, root)
+    for regime in TRAIN_REGIMES:
+        (root / regime).mkdir()
+        for module in ("arithmetic__mixed", "arithmetic__div"):
+            shutil.copy(root / "interpolate" / f"{module}.txt", root / regime / f"{module}.txt")
+    return root
+
+
+def test_runner_trains_scores_and_resumes(tmp_path):
+    data, out = released_folder(tmp_path / "data"), tmp_path / "out"
+    argv = ["mathematics", "--quick", "--data-root", str(data), "--modules", "arithmetic__mixed", "arithmetic__div",
+            "--device", "cpu", "--out", str(out)]  # fmt: skip
+    main([*argv, "--models", "symbolic", "transformer", "lstm_att", "--steps", "3"])
+    results = json.loads((out / "results.json").read_text())
+    assert (out / "accuracy.png").stat().st_size > 0
+    assert results["modules"] == {
+        "interpolate": ["arithmetic__div", "arithmetic__mixed"],
+        "extrapolate": ["arithmetic__div_big", "arithmetic__mixed_longer"],
+    }
+    assert results["train_questions"] == 2 * 3 * 10
+    symbolic = results["models"]["symbolic"]
+    assert symbolic["interpolate"]["mean"] == symbolic["extrapolate"]["mean"] == 1.0
+    for name in ("transformer", "lstm_att"):
+        scores = results["models"][name]
+        assert set(scores["extrapolate"]["per_module"]) == {"arithmetic__div_big", "arithmetic__mixed_longer"}
+        assert 0.0 <= scores["interpolate"]["mean"] <= 1.0 and scores["parameters"] > 0
+        assert load_checkpoint(out / name / "checkpoint.pt")["step"] == 3
+    main([*argv, "--models", "transformer", "--steps", "5"])
+    state = load_checkpoint(out / "transformer" / "checkpoint.pt")
+    assert state["step"] == 5 and len(state["losses"]) == 5
+    assert all(torch.isfinite(torch.tensor(state["losses"])))
+
+
+def test_symbolic_route_scores_questions_outside_its_language_as_misses():
+    questions = [q for q, _ in read_module_file(FIXTURES / "interpolate" / "arithmetic__mul.txt", limit=2)]
+    answers = symbolic_answers([*questions, "Solve 2*x = 4 for x."])
+    assert answers[-1] == "" and all(answers[:2])
