@@ -132,7 +132,30 @@ class TransformerDecoderLayer(nn.Module):
         return self.feed_forward_block(x, self.feed_forward)
 
 
-class TransformerEncoder(nn.Module):
+class _LayerStack(nn.Module):
+    """``depth`` independent layers of one type, plus a final LayerNorm when pre-norm."""
+
+    def __init__(
+        self,
+        layer_type: type[nn.Module],
+        dim: int,
+        depth: int,
+        heads: int,
+        ff_dim: int,
+        dropout: float,
+        attention: AttentionKind,
+        pre_norm: bool,
+        max_rel_pos: int,
+    ) -> None:
+        super().__init__()
+        if depth < 1:
+            raise ValueError(f"depth must be at least 1, got {depth}")
+        options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos)
+        self.layers = nn.ModuleList(layer_type(dim, heads, ff_dim, dropout, **options) for _ in range(depth))
+        self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
+
+
+class TransformerEncoder(_LayerStack):
     """``depth`` independent :class:`TransformerEncoderLayer` s (plus a final LayerNorm when pre-norm).
 
     ``forward(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]``.
@@ -150,16 +173,7 @@ class TransformerEncoder(nn.Module):
         pre_norm: bool = True,
         max_rel_pos: int = 15,
     ) -> None:
-        super().__init__()
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, got {depth}")
-        self.layers = nn.ModuleList(
-            TransformerEncoderLayer(
-                dim, heads, ff_dim, dropout, attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos
-            )
-            for _ in range(depth)
-        )
-        self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
+        super().__init__(TransformerEncoderLayer, dim, depth, heads, ff_dim, dropout, attention, pre_norm, max_rel_pos)
 
     def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         for layer in self.layers:
@@ -167,7 +181,7 @@ class TransformerEncoder(nn.Module):
         return self.final_norm(x)
 
 
-class TransformerDecoder(nn.Module):
+class TransformerDecoder(_LayerStack):
     """``depth`` :class:`TransformerDecoderLayer` s (plus a final LayerNorm when pre-norm).
 
     ``forward(x [B, T, D], memory [B, S, D], *, memory_padding_mask [B, S] | None, cache) -> [B, T, D]``.
@@ -187,16 +201,7 @@ class TransformerDecoder(nn.Module):
         pre_norm: bool = True,
         max_rel_pos: int = 15,
     ) -> None:
-        super().__init__()
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, got {depth}")
-        self.layers = nn.ModuleList(
-            TransformerDecoderLayer(
-                dim, heads, ff_dim, dropout, attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos
-            )
-            for _ in range(depth)
-        )
-        self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
+        super().__init__(TransformerDecoderLayer, dim, depth, heads, ff_dim, dropout, attention, pre_norm, max_rel_pos)
 
     def new_cache(self) -> list[DecoderLayerCache]:
         """An empty cache, one :class:`DecoderLayerCache` per layer."""
