@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 import torch
+from hint_banks import POOL_SHADES, pool_shaded_bank
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hint_banks import POOL_SHADES, pool_shaded_bank
 
 from neurosym.data.hint import (
     IGNORE_INDEX,
