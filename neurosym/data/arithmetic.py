@@ -252,6 +252,8 @@ class SimpleFunctionData:
         self.device = torch.device(device)
         distinct = sorted(set(self.seeds))
         self._seed_index = torch.tensor([distinct.index(seed) for seed in self.seeds], device=self.device)
+        self._distinct_seeds = len(distinct)
+        self._inputs_are_per_member = distinct == self.seeds  # no gather needed
         self.offsets = torch.tensor(
             [self._draw_offset(seed) for seed in self.seeds], dtype=torch.long, device=self.device
         )
@@ -297,8 +299,15 @@ class SimpleFunctionData:
         return targets
 
     def training_batch(self, batch_size: int = 128) -> tuple[Tensor, Tensor]:
-        """A fresh interpolation-range batch: ``x [S, batch_size, d]``, ``t [S, batch_size, 1]``."""
-        x = self.interpolation.sample((self.ensemble, batch_size, self.layout.input_size), self.generator)
+        """A fresh interpolation-range batch: ``x [S, batch_size, d]``, ``t [S, batch_size, 1]``.
+
+        Members with equal seeds (the same run of different operations) share their inputs, which keeps
+        the cost of random numbers per step proportional to the number of distinct seeds.
+        """
+        shape = (self._distinct_seeds, batch_size, self.layout.input_size)
+        x = self.interpolation.sample(shape, self.generator)
+        if not self._inputs_are_per_member:
+            x = x[self._seed_index]
         return x, self.targets(x)
 
     def evaluation_batches(self, split: str, chunk_size: int = 2_000):

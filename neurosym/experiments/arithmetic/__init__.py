@@ -1,0 +1,285 @@
+"""``neurosym arithmetic``: Table 1 of "Measuring Arithmetic Extrapolation Performance" (Madsen &
+Johansen 2019) with the NAU and NMU of Madsen & Johansen (2020), and a batched-training speed test.
+
+Each model type is one batched model holding every (operation, seed) run as an ensemble member; a
+run is solved when its extrapolation MSE at its best validation step is below the MSE of the
+ε-perturbed optimal solution. The table gives the success rate with its Wilson 95 % interval beside the
+published rate, the median solved-at step and the mean sparsity error of the solved runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from neurosym.data.arithmetic import OPERATIONS, RANGE_PAIRS, operation, range_pair
+from neurosym.experiments.arithmetic.speed import measure_speed
+from neurosym.experiments.arithmetic.training import GroupConfig, GroupRun, train_group
+from neurosym.experiments.report import format_table, pyplot, save_json
+from neurosym.metrics import run_outcomes, summarize
+from neurosym.metrics.threshold import perturbed_solution_mse
+from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
+from neurosym.training import resolve_device
+from neurosym.training.device import autocast_enabled
+
+MODEL_NAMES = {"nac_mul": "NAC•", "nalu": "NALU", "nac_add": "NAC+", "linear": "Linear", "nau": "NAU", "nmu": "NMU"}
+"""Command-line name → model name of the table (the table's names are accepted too)."""
+
+PUBLISHED: dict[tuple[str, str], float] = {
+    ("mul", "NMU"): 0.98, ("mul", "NAC•"): 0.31, ("mul", "NALU"): 0.0,
+    ("div", "NAC•"): 0.0, ("div", "NALU"): 0.0,
+    ("add", "NAU"): 1.0, ("add", "NAC+"): 1.0, ("add", "Linear"): 1.0, ("add", "NALU"): 0.14,
+    ("sub", "NAU"): 1.0, ("sub", "NAC+"): 1.0, ("sub", "Linear"): 0.07, ("sub", "NALU"): 0.14,
+}  # fmt: skip
+"""Published success rates (100 seeds, 5·10⁶ iterations): Madsen & Johansen 2019 Table 1; NAU and NMU from 2020."""
+
+TABLE_ORDER = ("mul", "div", "add", "sub", "square", "sqrt")
+"""Operations in the order of the paper's table (× ÷ + −), then the unary ones."""
+
+PRESETS = {"quick": {"seeds": 10, "steps": 5_000}, "full": {"seeds": 100, "steps": PAPER_ITERATIONS}}
+
+
+def _model_list(text: str) -> list[str]:
+    names = {key.lower(): value for key, value in MODEL_NAMES.items()} | {v.lower(): v for v in MODEL_LAYERS}
+    models = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        if item.lower() not in names:
+            raise argparse.ArgumentTypeError(f"unknown model {item!r}: choose from {', '.join(MODEL_NAMES)}")
+        models.append(names[item.lower()])
+    if not models:
+        raise argparse.ArgumentTypeError("give at least one model")
+    return models
+
+
+def _operation_list(text: str) -> list[str]:
+    try:
+        operations = [operation(part.strip()).name for part in text.split(",") if part.strip()]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if not operations:
+        raise argparse.ArgumentTypeError("give at least one operation")
+    return operations
+
+
+def _positive(text: str) -> int:
+    value = int(float(text))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    preset = parser.add_mutually_exclusive_group()
+    preset.add_argument(
+        "--quick", action="store_true", help=f"CPU preset (the default): {PRESETS['quick']['seeds']} seeds, {PRESETS['quick']['steps']} steps"
+    )
+    preset.add_argument("--full", action="store_true", help="the paper's budget: 100 seeds, 5e6 steps (meant for a GPU)")
+    parser.add_argument("--steps", type=_positive, help="training steps per run (overrides the preset; 1e5 style accepted)")
+    parser.add_argument("--seeds", type=_positive, help="runs (seeds) per model and operation (overrides the preset)")
+    parser.add_argument(
+        "--ops", type=_operation_list,
+        help=f"comma-separated operations from {', '.join(OPERATIONS)} for every model (default: the published cells of Table 1)",
+    )  # fmt: skip
+    parser.add_argument("--models", type=_model_list, default=list(MODEL_LAYERS), help=f"comma-separated models from {', '.join(MODEL_NAMES)}")
+    parser.add_argument("--ranges", choices=sorted(RANGE_PAIRS), default="[1,2]", help="interpolation range (its extrapolation range is the paper's)")
+    parser.add_argument("--eval-every", type=_positive, default=1000, help="steps between evaluations")
+    parser.add_argument("--batch-size", type=_positive, default=128, help="training batch size per run")
+    parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
+    parser.add_argument("--evaluation-size", type=_positive, default=10_000, help="size of the fixed validation and test sets per run")
+    parser.add_argument("--epsilon", type=float, default=1e-5, help="weight perturbation ε of the success threshold")
+    parser.add_argument("--threshold-samples", type=_positive, default=1_000_000, help="Monte-Carlo samples per threshold")
+    parser.add_argument("--seed", type=int, default=0, help="base seed of the training batches and initialisations")
+    parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
+    parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA (off by default: fp16 cannot reach the 1e-8 thresholds)")
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads for torch (0: torch's default); tiny batched ops run best on 1")
+    parser.add_argument("--out", type=Path, default=Path("results/arithmetic"), help="output folder for JSON, plot and checkpoints")
+    parser.add_argument("--resume", action="store_true", help="continue from the checkpoints in --out instead of starting over")
+    parser.add_argument("--time-limit", type=float, help="stop after the evaluation at which this many minutes have passed (resume later)")
+    parser.add_argument("--speed", action="store_true", help="instead of the table, time batched vs one-seed-at-a-time training")
+    parser.add_argument("--speed-seeds", type=_positive, default=100, help="seeds of the speed test")
+    parser.add_argument("--speed-steps", type=_positive, default=300, help="training steps per seed in the speed test")
+    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+
+def run(args: argparse.Namespace) -> dict:
+    device = resolve_device(args.device)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    amp = args.amp and autocast_enabled(device)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.speed:
+        return _run_speed(args, device, amp)
+    return _run_table(args, device, amp)
+
+
+def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dict:
+    preset = PRESETS["full" if args.full else "quick"]
+    steps, seeds = args.steps or preset["steps"], args.seeds or preset["seeds"]
+    range_pair(args.ranges)
+    thresholds = _thresholds(args)
+    deadline = None if args.time_limit is None else time.monotonic() + 60 * args.time_limit
+    runs = []
+    for model in args.models:
+        config = GroupConfig(
+            model, _operations_for(model, args.ops), tuple(range(seeds)), steps, args.eval_every, args.batch_size, args.lr,
+            args.ranges, args.evaluation_size, args.seed,
+        )  # fmt: skip
+        checkpoint = args.out / "checkpoints" / f"{_slug(model)}.pt"
+        runs.append(train_group(config, device, checkpoint, args.resume, deadline, amp, not args.no_progress))
+    cells = [cell for group in runs for cell in _cells(group, thresholds)]
+    cells.sort(key=lambda cell: (TABLE_ORDER.index(cell["operation"]), args.models.index(cell["model"])))
+    result = {
+        "command": "arithmetic",
+        "device": str(device),
+        "steps": steps,
+        "seeds": seeds,
+        "ranges": args.ranges,
+        "thresholds": thresholds,
+        "finished": all(group.finished for group in runs),
+        "training_seconds": {group.config.model: group.seconds for group in runs},
+        "cells": cells,
+    }
+    print(format_table(*_table(cells)))
+    if not result["finished"]:
+        print(f"Stopped by --time-limit; run the same command with --resume to continue ({args.out / 'checkpoints'}).")
+    save_json(result, args.out / "results.json")
+    _plot(cells, args.out / "success_rates.png")
+    print(f"Wrote {args.out / 'results.json'} and {args.out / 'success_rates.png'}")
+    return result
+
+
+def _operations_for(model: str, chosen: list[str] | None) -> tuple[str, ...]:
+    """The operations ``model`` is trained on: ``chosen``, or those with a published rate (× ÷ + − order)."""
+    if chosen is not None:
+        return tuple(chosen)
+    return tuple(name for name in TABLE_ORDER if (name, model) in PUBLISHED)
+
+
+def _slug(model: str) -> str:
+    return model.lower().replace("•", "_mul").replace("+", "_add")
+
+
+def _thresholds(args: argparse.Namespace) -> dict[str, float]:
+    """Success thresholds per operation, cached in ``--out/thresholds.json`` (keyed by their settings)."""
+    cache_path = args.out / "thresholds.json"
+    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    thresholds = {}
+    for name in dict.fromkeys(op for model in args.models for op in _operations_for(model, args.ops)):
+        key = f"{name} {args.ranges} eps={args.epsilon:g} n={args.threshold_samples}"
+        if key not in cache:
+            cache[key] = perturbed_solution_mse(name, args.ranges, epsilon=args.epsilon, samples=args.threshold_samples).value
+        thresholds[name] = cache[key]
+    save_json(cache, cache_path)
+    return thresholds
+
+
+def _cells(group: GroupRun, thresholds: dict[str, float]) -> list[dict]:
+    """One result per operation of the group: the success summary of its seeds."""
+    config, curves = group.config, group.curves.stacked()
+    count = len(config.seeds)
+    cells = []
+    for index, name in enumerate(config.operations):
+        columns = slice(index * count, (index + 1) * count)
+        outcomes = run_outcomes(curves["steps"], curves["validation"][:, columns], curves["test"][:, columns], thresholds[name])
+        summary = summarize(outcomes, curves["sparsity"][:, columns])
+        cells.append(
+            {
+                "operation": name,
+                "model": config.model,
+                "finished": group.finished,
+                "steps_done": int(curves["steps"][-1]),
+                "solved": summary.solved,
+                "runs": summary.runs,
+                "success_rate": summary.rate,
+                "interval": summary.interval,
+                "published": PUBLISHED.get((name, config.model)),
+                "median_solved_at": summary.median_solved_at,
+                "mean_sparsity_error": summary.mean_sparsity_error,
+                "threshold": thresholds[name],
+                "per_seed": {
+                    "seed": list(config.seeds),
+                    "solved": outcomes.solved.tolist(),
+                    "solved_at": [None if v != v else v for v in outcomes.solved_at.tolist()],
+                    "best_step": curves["steps"][outcomes.best_index].tolist(),
+                    "best_extrapolation_mse": outcomes.best_extrapolation_mse.tolist(),
+                },
+            }
+        )
+    return cells
+
+
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.0f}%"
+
+
+def _table(cells: list[dict]) -> tuple[list[str], list[list]]:
+    headers = ["Op", "Model", "Solved", "Success", "95% interval", "Published", "Median solved at", "Sparsity error"]
+    rows = []
+    for cell in cells:
+        low, high = cell["interval"]
+        solved = f"{cell['solved']}/{cell['runs']}" + ("" if cell["finished"] else f" (stopped at {cell['steps_done']})")
+        rows.append(
+            [
+                OPERATIONS[cell["operation"]].symbol,
+                cell["model"],
+                solved,
+                _percent(cell["success_rate"]),
+                f"[{100 * low:.1f}%, {100 * high:.1f}%]",
+                _percent(cell["published"]),
+                "—" if cell["median_solved_at"] is None else f"{cell['median_solved_at']:.3g}",
+                "—" if cell["mean_sparsity_error"] is None else f"{cell['mean_sparsity_error']:.2g}",
+            ]
+        )
+    return headers, rows
+
+
+def _plot(cells: list[dict], path: Path) -> None:
+    """Grouped bars of success rate per operation and model, with Wilson intervals; published rates as crosses."""
+    plt = pyplot()
+    operations = list(dict.fromkeys(cell["operation"] for cell in cells))
+    models = list(dict.fromkeys(cell["model"] for cell in cells))
+    width = 0.8 / len(models)
+    figure, axis = plt.subplots(figsize=(2 + 1.6 * len(operations), 4))
+    for m, model in enumerate(models):
+        chosen = [c for c in cells if c["model"] == model]
+        centres = [operations.index(c["operation"]) + (m - (len(models) - 1) / 2) * width for c in chosen]
+        rates = [c["success_rate"] for c in chosen]
+        errors = [[r - c["interval"][0] for r, c in zip(rates, chosen)], [c["interval"][1] - r for r, c in zip(rates, chosen)]]
+        axis.bar(centres, rates, width, yerr=errors, capsize=2, label=model)
+        published = [(x, c["published"]) for x, c in zip(centres, chosen) if c["published"] is not None]
+        if published:
+            axis.scatter(*zip(*published), marker="x", color="black", zorder=3, label="published" if m == 0 else None)
+    axis.set_xticks(range(len(operations)), [OPERATIONS[op].symbol for op in operations])
+    axis.set_ylim(0, 1.05)
+    axis.set_ylabel("success rate (Wilson 95% interval)")
+    axis.legend(fontsize="small", ncol=2)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def _run_speed(args: argparse.Namespace, device: torch.device, amp: bool) -> dict:
+    model = args.models[0]
+    name = (args.ops or _operations_for(model, None) or ["add"])[0]
+    speed = measure_speed(model, name, args.speed_seeds, args.speed_steps, device, amp)
+    result = {"command": "arithmetic --speed", "device": str(device), "threads": torch.get_num_threads(), "model": model,
+              "operation": name, "seeds": args.speed_seeds, "steps": args.speed_steps, **speed}  # fmt: skip
+    rows = [
+        ["batched (one ensemble model)", args.speed_seeds, args.speed_steps, speed["batched_seconds"], speed["batched_rate"], speed["speedup"]],
+        ["one seed at a time", args.speed_seeds, args.speed_steps, speed["sequential_seconds"], speed["sequential_rate"], 1.0],
+    ]
+    print(format_table(["Mode", "Seeds", "Steps", "Seconds", "Seed-iterations/s", "Speed-up"], rows))
+    save_json(result, args.out / "speed.json")
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(5, 3))
+    axis.bar(["batched", "one at a time"], [speed["batched_rate"], speed["sequential_rate"]])
+    axis.set_ylabel("seed-iterations / s")
+    axis.set_title(f"{model} on {OPERATIONS[name].symbol}: {speed['speedup']:.1f}× ({device})")
+    figure.tight_layout()
+    figure.savefig(args.out / "speed.png", dpi=120)
+    plt.close(figure)
+    return result

@@ -1,0 +1,207 @@
+"""Training one batched model of the arithmetic benchmark: all (operation, seed) runs of one model type.
+
+Every run is an ensemble member of one :class:`TwoLayerArithmetic`; their losses are summed, so each
+member gets exactly the gradient it would get alone, and Adam's per-parameter statistics keep them
+independent. The loop evaluates every ``eval_every`` steps (validation = interpolation range,
+test = extrapolation range), writes an atomic checkpoint at each evaluation, and resumes from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import zlib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+from tqdm import tqdm
+
+from neurosym.data.arithmetic import SimpleFunctionData, SubsetLayout, seed_stream
+from neurosym.models.arithmetic import TwoLayerArithmetic
+from neurosym.training import load_checkpoint, save_checkpoint
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    """One batched model: ``model`` trained on every pair of ``operations`` × ``seeds``."""
+
+    model: str
+    operations: tuple[str, ...]
+    seeds: tuple[int, ...]
+    steps: int
+    eval_every: int = 1000
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    ranges: str = "[1,2]"
+    evaluation_size: int = 10_000
+    seed: int = 0
+    input_size: int = 100
+    subset_ratio: float = 0.25
+    overlap_ratio: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not self.operations or not self.seeds:
+            raise ValueError("a group needs at least one operation and one seed")
+        if self.steps < 1 or self.eval_every < 1 or self.batch_size < 1:
+            raise ValueError(
+                f"steps, eval_every and batch_size must be positive, got {self.steps}, {self.eval_every}, {self.batch_size}"
+            )
+
+    @property
+    def layout(self) -> SubsetLayout:
+        return SubsetLayout(self.input_size, self.subset_ratio, self.overlap_ratio)
+
+    @property
+    def members(self) -> list[tuple[str, int]]:
+        """``(operation, seed)`` of each ensemble member, operation-major."""
+        return [(operation, seed) for operation in self.operations for seed in self.seeds]
+
+    @property
+    def evaluation_steps(self) -> list[int]:
+        """Steps after which the model is evaluated: every ``eval_every`` steps, and the last step."""
+        steps = list(range(self.eval_every, self.steps + 1, self.eval_every))
+        return steps if steps and steps[-1] == self.steps else steps + [self.steps]
+
+    def stream(self, purpose: str) -> int:
+        """A seed for one random stream of this group (``"init"`` or ``"batches"``), distinct per model."""
+        return seed_stream(self.seed, zlib.crc32(f"{self.model}/{purpose}".encode()))
+
+
+@dataclass
+class Curves:
+    """Evaluation history: ``steps [E]`` and, per evaluation, ``[S]`` tensors of validation MSE,
+    test (extrapolation) MSE and sparsity error."""
+
+    steps: list[int] = field(default_factory=list)
+    validation: list[Tensor] = field(default_factory=list)
+    test: list[Tensor] = field(default_factory=list)
+    sparsity: list[Tensor] = field(default_factory=list)
+
+    def stacked(self) -> dict[str, Tensor]:
+        """``{"steps": [E], "validation": [E, S], "test": [E, S], "sparsity": [E, S]}``."""
+        return {
+            "steps": torch.tensor(self.steps),
+            **{name: torch.stack(getattr(self, name)) for name in ("validation", "test", "sparsity")},
+        }
+
+
+@dataclass
+class GroupRun:
+    """The outcome of :func:`train_group`: curves so far, whether all steps ran, and the seconds spent
+    training and evaluating (summed over resumed sessions)."""
+
+    config: GroupConfig
+    curves: Curves
+    finished: bool
+    seconds: float
+
+
+def build(config: GroupConfig, device: torch.device, batched: bool = True) -> tuple[SimpleFunctionData, TwoLayerArithmetic]:
+    """The group's data and freshly initialised model (initialised on the CPU, so any device gets the same start).
+
+    ``batched=False`` builds a plain model without an ensemble dimension (for a single-run group).
+    """
+    operations, seeds = zip(*config.members)
+    data = SimpleFunctionData(
+        operations,
+        seeds,
+        ranges=config.ranges,
+        layout=config.layout,
+        evaluation_size=config.evaluation_size,
+        train_seed=config.stream("batches"),
+        device=device,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.stream("init"))
+        ensemble = len(seeds) if batched else None
+        model = TwoLayerArithmetic(config.model, config.steps, in_features=config.input_size, ensemble=ensemble)
+    return data, model.to(device)
+
+
+def train_step(
+    model: TwoLayerArithmetic, optimizer: torch.optim.Optimizer, x: Tensor, target: Tensor, step: int, amp: bool
+) -> None:
+    """One Adam step on the summed per-member loss ``MSE + Σ λ(step)·R`` (``x [(S,) B, d]``, ``target [(S,) B, 1]``)."""
+    autocast = torch.autocast(x.device.type) if amp else contextlib.nullcontext()
+    with autocast:
+        output = model(x)
+    squared_error = (output.float() - target).square()
+    loss = squared_error.mean(dim=(-2, -1)) + model.regularization(step)
+    optimizer.zero_grad(set_to_none=True)
+    loss.sum().backward()
+    optimizer.step()
+    model.clamp_weights_()
+
+
+@torch.no_grad()
+def evaluate(model: TwoLayerArithmetic, data: SimpleFunctionData, split: str) -> Tensor:
+    """Mean squared error per member over the fixed ``split`` set: ``[S]`` (float64 accumulation, float32 model)."""
+    total = torch.zeros(data.ensemble, dtype=torch.float64, device=data.device)
+    for x, target in data.evaluation_batches(split):
+        total += (model(x) - target).double().square().sum(dim=(1, 2))
+    return total / data.evaluation_size
+
+
+def _checkpoint_state(config, step, seconds, model, optimizer, data, curves) -> dict:
+    return {
+        "config": asdict(config),
+        "step": step,
+        "seconds": seconds,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "generator": data.generator.get_state(),
+        "curves": asdict(curves),
+    }
+
+
+def train_group(
+    config: GroupConfig,
+    device: torch.device,
+    checkpoint: Path | None = None,
+    resume: bool = False,
+    deadline: float | None = None,
+    amp: bool = False,
+    progress: bool = True,
+) -> GroupRun:
+    """Train (or, with ``resume``, continue from ``checkpoint``) the batched model of ``config``.
+
+    A checkpoint is written atomically at every evaluation. When ``time.monotonic()`` passes
+    ``deadline`` the run stops after the next evaluation (``finished=False``); resuming later gives
+    the same result as an uninterrupted run.
+    """
+    data, model = build(config, device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    curves, step, previous_seconds = Curves(), 0, 0.0
+    state = load_checkpoint(checkpoint, map_location=device) if resume and checkpoint is not None else None
+    if state is not None:
+        if state["config"] != asdict(config):
+            raise ValueError(
+                f"checkpoint {checkpoint} was written for another configuration ({state['config']}); "
+                "delete it or run without --resume"
+            )
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        data.generator.set_state(state["generator"])
+        curves, step, previous_seconds = Curves(**state["curves"]), state["step"], state["seconds"]
+    started = time.perf_counter()
+    pending = [s for s in config.evaluation_steps if s > step]
+    bar = tqdm(total=config.steps, initial=step, desc=f"{config.model} ({data.ensemble} runs)", disable=not progress, leave=False)
+    for evaluation_step in pending:
+        for current in range(step, evaluation_step):
+            x, target = data.training_batch(config.batch_size)
+            train_step(model, optimizer, x, target, current, amp)
+        bar.update(evaluation_step - step)
+        step = evaluation_step
+        curves.steps.append(step)
+        curves.validation.append(evaluate(model, data, "validation").cpu())
+        curves.test.append(evaluate(model, data, "test").cpu())
+        curves.sparsity.append(model.sparsity_error().detach().cpu())
+        if checkpoint is not None:
+            seconds = previous_seconds + time.perf_counter() - started
+            save_checkpoint(_checkpoint_state(config, step, seconds, model, optimizer, data, curves), checkpoint)
+        if deadline is not None and time.monotonic() > deadline and step < config.steps:
+            break
+    bar.close()
+    return GroupRun(config, curves, step == config.steps, previous_seconds + time.perf_counter() - started)

@@ -1,0 +1,93 @@
+"""The two-layer models of the arithmetic extrapolation benchmark (Madsen & Johansen 2019, Table 2;
+NAU and NMU from Madsen & Johansen 2020), batched over an ensemble of independent runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from neurosym.layers import NAC, NALU, NAU, NMU, ArithmeticUnit, EnsembleLinear, NACMul, RegularizerWarmup
+
+UnitFactory = Callable[[int, int, int | None], ArithmeticUnit]
+
+
+def _linear(in_features: int, out_features: int, ensemble: int | None) -> ArithmeticUnit:
+    return EnsembleLinear(in_features, out_features, bias=False, ensemble=ensemble)
+
+
+def _unit(cls: type[ArithmeticUnit]) -> UnitFactory:
+    return lambda in_features, out_features, ensemble: cls(in_features, out_features, ensemble=ensemble)
+
+
+MODEL_LAYERS: dict[str, tuple[UnitFactory, UnitFactory]] = {
+    "NAC•": (_unit(NAC), _unit(NACMul)),
+    "NALU": (_unit(NALU), _unit(NALU)),
+    "NAC+": (_unit(NAC), _unit(NAC)),
+    "Linear": (_linear, _linear),
+    "NAU": (_unit(NAU), _unit(NAU)),
+    "NMU": (_unit(NAU), _unit(NMU)),
+}
+"""Model name → (first, second) layer. ``Linear`` has no bias, like the other units."""
+
+PAPER_ITERATIONS = 5_000_000
+"""The iteration budget the published regulariser schedules are defined for."""
+
+PAPER_SCHEDULES: dict[type[ArithmeticUnit], RegularizerWarmup] = {
+    NMU: RegularizerWarmup(weight=10.0, start=1_000_000, end=2_000_000),
+    NAU: RegularizerWarmup(weight=0.01, start=5_000, end=50_000),
+}
+"""Published sparsity-regulariser warm-ups per unit type, for a budget of :data:`PAPER_ITERATIONS`."""
+
+
+def scaled_schedule(unit: ArithmeticUnit, steps: int) -> RegularizerWarmup | None:
+    """The unit's published warm-up with start and end scaled by ``steps / PAPER_ITERATIONS`` (None: no regulariser)."""
+    schedule = PAPER_SCHEDULES.get(type(unit))
+    if schedule is None:
+        return None
+    scale = steps / PAPER_ITERATIONS
+    return RegularizerWarmup(schedule.weight, schedule.start * scale, schedule.end * scale)
+
+
+class TwoLayerArithmetic(nn.Module):
+    """``x [(S,) B, in]`` → hidden ``[(S,) B, hidden]`` → ``[(S,) B, 1]`` through the two units of ``name``.
+
+    With ``ensemble=S`` every member is an independent model (its own parameters, regulariser and
+    sparsity error). ``steps`` is the training budget the regulariser warm-ups are scaled to.
+    """
+
+    def __init__(self, name: str, steps: int, in_features: int = 100, hidden: int = 2, ensemble: int | None = None):
+        super().__init__()
+        if name not in MODEL_LAYERS:
+            raise ValueError(f"unknown model {name!r}: choose from {', '.join(MODEL_LAYERS)}")
+        if steps < 1:
+            raise ValueError(f"steps must be positive, got {steps}")
+        first, second = MODEL_LAYERS[name]
+        self.name = name
+        self.layers = nn.ModuleList([first(in_features, hidden, ensemble), second(hidden, 1, ensemble)])
+        self.schedules = [scaled_schedule(layer, steps) for layer in self.layers]
+
+    def forward(self, x: Tensor) -> Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+    def regularization(self, step: int) -> Tensor:
+        """``Σ_layers λ_layer(step) · R_layer``: ``[S]`` per member (0-d without an ensemble)."""
+        total = next(self.parameters()).new_zeros(self.layers[0].ensemble_shape)
+        for layer, schedule in zip(self.layers, self.schedules):
+            if schedule is not None and schedule(step) > 0:
+                total = total + schedule(step) * layer.regularization()
+        return total
+
+    def sparsity_error(self) -> Tensor:
+        """Largest sparsity error over both layers: ``[S]`` (0-d without an ensemble)."""
+        return torch.stack([layer.sparsity_error() for layer in self.layers]).amax(0)
+
+    @torch.no_grad()
+    def clamp_weights_(self) -> None:
+        """Project clamped-weight units (NAU, NMU) back onto their ranges; call after each optimiser step."""
+        for layer in self.layers:
+            if hasattr(layer, "clamp_weights_"):
+                layer.clamp_weights_()

@@ -1,0 +1,134 @@
+import json
+import time
+
+import pytest
+import torch
+
+from neurosym.cli import main
+from neurosym.data.arithmetic import SimpleFunctionData
+from neurosym.experiments.arithmetic.training import GroupConfig, build, evaluate, train_group, train_step
+from neurosym.metrics import perturbed_solution_mse, run_outcomes
+from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS, TwoLayerArithmetic
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny batched ops run fastest (and steadiest on a shared machine) on one thread, as the CLI does."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_LAYERS))
+def test_models_map_batched_inputs_to_one_output_per_member(name):
+    model = TwoLayerArithmetic(name, steps=1000, ensemble=3)
+    output = model(torch.rand(3, 5, 100) + 1)
+    assert output.shape == (3, 5, 1) and torch.isfinite(output).all()
+    assert model.sparsity_error().shape == (3,) and model.regularization(10**9).shape == (3,)
+
+
+def test_regulariser_schedules_scale_with_the_budget():
+    model = TwoLayerArithmetic("NMU", steps=PAPER_ITERATIONS // 100)  # NAU → NMU, 1/100 of the paper's budget
+    nau, nmu = model.schedules
+    assert (nau.weight, nau.start, nau.end) == (0.01, 50, 500)
+    assert (nmu.weight, nmu.start, nmu.end) == (10.0, 10_000, 20_000)
+    assert model.regularization(40).item() == 0.0
+    assert model.regularization(20_000).item() > model.regularization(15_000).item() > 0
+    assert TwoLayerArithmetic("NALU", steps=10).schedules == [None, None]
+
+
+def test_the_optimal_solution_passes_the_success_criterion_and_a_perturbed_one_fails():
+    data = SimpleFunctionData(["add", "add"], seeds=[4, 4], evaluation_size=2000)
+    model = TwoLayerArithmetic("NAU", steps=1000, ensemble=2)
+    with torch.no_grad():
+        model.layers[0].weight.copy_(data.weights)
+        model.layers[1].weight.fill_(1.0)
+        model.layers[0].weight[1, 0, :] += 1e-3 * (2 * data.weights[1, 0] - 1)  # member 1: 100× the ε perturbation
+    threshold = perturbed_solution_mse("add", samples=20_000).value
+    test = evaluate(model, data, "test")
+    outcomes = run_outcomes(torch.tensor([1]), evaluate(model, data, "validation")[None], test[None], threshold)
+    assert outcomes.solved.tolist() == [True, False]
+    assert test[0] < 1e-3 * threshold
+
+
+def test_ensemble_members_train_exactly_like_separate_models():
+    config = GroupConfig("NMU", ("mul", "add"), (0, 1), steps=100, evaluation_size=10)
+    data, model = build(config, CPU)
+    member = TwoLayerArithmetic("NMU", steps=100)
+    for plain, batched in zip(member.layers, model.layers):
+        plain.load_state_dict({key: value[2].clone() for key, value in batched.state_dict().items()})
+    batched_optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    plain_optimizer = torch.optim.Adam(member.parameters(), lr=1e-3)
+    for step in range(30):
+        x, target = data.training_batch(16)
+        target[0] = float("nan")  # a diverged member must not disturb the others
+        train_step(model, batched_optimizer, x, target, step, amp=False)
+        train_step(member, plain_optimizer, x[2], target[2], step, amp=False)
+    for plain, batched in zip(member.layers, model.layers):
+        torch.testing.assert_close(plain.weight, batched.weight[2], rtol=1e-5, atol=1e-6)
+    assert torch.isfinite(model.layers[0].weight[1:]).all()
+
+
+def test_short_nau_run_solves_addition():
+    config = GroupConfig("NAU", ("add",), (0, 1), steps=5000, eval_every=250, ranges="[-2,2]", evaluation_size=1000)
+    run = train_group(config, CPU, progress=False)
+    curves = run.curves.stacked()
+    threshold = perturbed_solution_mse("add", "[-2,2]", samples=20_000).value
+    outcomes = run_outcomes(curves["steps"], curves["validation"], curves["test"], threshold)
+    assert run.finished and outcomes.solved.all(), (outcomes, threshold)
+    assert (outcomes.solved_at <= 5000).all()
+
+
+def test_resume_after_interruption_equals_an_uninterrupted_run(tmp_path):
+    config = GroupConfig("NALU", ("mul", "sub"), (0, 1), steps=300, eval_every=100, evaluation_size=200)
+    straight = train_group(config, CPU, tmp_path / "straight.pt", progress=False)
+    interrupted = train_group(config, CPU, tmp_path / "resumed.pt", deadline=time.monotonic() - 1, progress=False)
+    assert not interrupted.finished and interrupted.curves.steps == [100]
+    resumed = train_group(config, CPU, tmp_path / "resumed.pt", resume=True, progress=False)
+    assert resumed.finished and resumed.curves.steps == [100, 200, 300]
+    for name, values in straight.curves.stacked().items():
+        torch.testing.assert_close(resumed.curves.stacked()[name], values, rtol=0, atol=0)
+    again = train_group(config, CPU, tmp_path / "resumed.pt", resume=True, progress=False)  # nothing left to do
+    assert again.curves.steps == [100, 200, 300]
+    with pytest.raises(ValueError, match="another configuration"):
+        train_group(GroupConfig("NALU", ("mul", "sub"), (0, 1), steps=400, eval_every=100, evaluation_size=200),
+                    CPU, tmp_path / "resumed.pt", resume=True, progress=False)  # fmt: skip
+
+
+def test_cli_writes_table_json_and_plot(tmp_path, capsys):
+    out = tmp_path / "run"
+    common = ["--steps", "200", "--seeds", "2", "--eval-every", "100", "--evaluation-size", "100",
+              "--threshold-samples", "2000", "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main(["arithmetic", "--models", "nau,nmu", *common]) == 0
+    printed = capsys.readouterr().out
+    assert "| Op" in printed and "| ×  | NMU" in printed and "| +  | NAU" in printed
+    result = json.loads((out / "results.json").read_text())
+    assert [(c["operation"], c["model"]) for c in result["cells"]] == [("mul", "NMU"), ("add", "NAU"), ("sub", "NAU")]
+    assert printed.index("| ×  | NMU") < printed.index("| +  | NAU") < printed.index("| −  | NAU")
+    assert result["cells"][0]["published"] == 0.98 and result["cells"][0]["runs"] == 2
+    assert set(result["thresholds"]) == {"mul", "add", "sub"}
+    assert (out / "success_rates.png").stat().st_size > 0
+    assert (out / "checkpoints" / "nau.pt").exists() and (out / "checkpoints" / "nmu.pt").exists()
+    assert main(["arithmetic", "--models", "nau,nmu", "--resume", *common]) == 0  # finished checkpoints: no training
+    assert json.loads((out / "results.json").read_text())["cells"] == result["cells"]
+
+
+def test_cli_speed_mode(tmp_path, capsys):
+    out = tmp_path / "speed"
+    assert main(["arithmetic", "--speed", "--speed-seeds", "3", "--speed-steps", "4", "--models", "linear", "--out", str(out)]) == 0
+    result = json.loads((out / "speed.json").read_text())
+    assert result["seeds"] == 3 and result["batched_rate"] > 0 and result["sequential_rate"] > 0
+    assert result["speedup"] == pytest.approx(result["sequential_seconds"] / result["batched_seconds"])
+    assert "Seed-iterations/s" in capsys.readouterr().out and (out / "speed.png").exists()
+
+
+def test_cli_rejects_unknown_models_and_operations(capsys):
+    with pytest.raises(SystemExit):
+        main(["arithmetic", "--models", "transformer"])
+    assert "unknown model 'transformer'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["arithmetic", "--ops", "add,pow"])
+    assert "unknown operation 'pow'" in capsys.readouterr().err
