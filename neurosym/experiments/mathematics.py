@@ -37,7 +37,7 @@ from neurosym.data.mathematics import (
 )
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
-from neurosym.models.seq2seq import RNNSeq2Seq, Seq2Seq, TokenFrontEnd, TransformerSeq2Seq
+from neurosym.models.seq2seq import Seq2Seq, build_front_end, build_seq2seq
 from neurosym.semantics.mathematics_arithmetic import QuestionError, answer_question
 from neurosym.training import load_checkpoint, resolve_device, save_checkpoint
 from neurosym.training.device import autocast_enabled
@@ -195,32 +195,20 @@ def score(answer, examples: Sequence[MathExample]) -> dict:
 
 
 def build_model(name: str, config: ModelConfig) -> Seq2Seq:
-    """The paper's Transformer or the attentional LSTM over character embeddings."""
-    if name == "transformer":
-        return TransformerSeq2Seq(
-            TokenFrontEnd(VOCAB_SIZE, config.dim),
-            VOCAB_SIZE,
-            dim=config.dim,
-            heads=config.heads,
-            ff_dim=config.ff_dim,
-            encoder_layers=config.encoder_layers,
-            decoder_layers=config.decoder_layers,
-            dropout=config.dropout,
-            attention="vanilla",
-        )
-    if name == "lstm_att":
-        return RNNSeq2Seq(
-            TokenFrontEnd(VOCAB_SIZE, config.dim),
-            VOCAB_SIZE,
-            cell="lstm",
-            embed_dim=config.dim,
-            hidden=config.lstm_hidden,
-            encoder_layers=config.lstm_encoder_layers,
-            decoder_layers=1,
-            dropout=config.dropout,
-            attention=True,
-        )
-    raise ValueError(f"unknown model {name!r}: use 'transformer' or 'lstm_att'")
+    """The paper's Transformer (``"transformer"``) or the attentional LSTM (``"lstm_att"``) over characters."""
+    if name not in ("transformer", "lstm_att"):
+        raise ValueError(f"unknown model {name!r}: use 'transformer' or 'lstm_att'")
+    transformer = name == "transformer"
+    return build_seq2seq(
+        name,
+        build_front_end("symbol", config.dim, vocab_size=VOCAB_SIZE),
+        VOCAB_SIZE,
+        hidden=config.ff_dim if transformer else config.lstm_hidden,
+        heads=config.heads,
+        encoder_layers=config.encoder_layers if transformer else config.lstm_encoder_layers,
+        decoder_layers=config.decoder_layers if transformer else 1,
+        dropout=config.dropout,
+    )
 
 
 def _batch_tensors(examples: Sequence[MathExample], device: torch.device) -> tuple[torch.Tensor, ...]:
@@ -238,6 +226,9 @@ def train_model(
     device: torch.device,
 ) -> tuple[Seq2Seq, dict]:
     """Teacher-forced cross-entropy training with Adam (β = 0.9, 0.995; ε = 1e-9) and value clipping.
+
+    The paper's optimiser settings and gradient-*value* clipping are why this does not use
+    :func:`neurosym.training.train`, which fixes Adam's defaults and clips the gradient norm.
 
     Resumes from ``<out>/<name>/checkpoint.pt`` when present (a larger ``steps`` continues training);
     the batch of step ``t`` is drawn with a generator seeded by ``(seed, t)``, so a resumed run sees the
