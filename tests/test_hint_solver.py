@@ -102,6 +102,8 @@ def test_duplicates_empty_batch_and_types():
     assert solve_batch(["1+1", "2/0", "1+1", "x", "2/0"]) == [2, None, 2, None, None]
     with pytest.raises(TypeError, match="not one string"):
         solve_batch("1+2")
+    with pytest.raises(TypeError, match="expects strings, got NoneType None"):
+        solve_batch(["1+2", None])
 
 
 def test_strict_mode_raises_the_parse_error():

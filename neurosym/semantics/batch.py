@@ -134,6 +134,9 @@ class BatchSolver:
         position: dict[str, int] = {}
         inverse = [position.setdefault(s, len(position)) for s in sentences]
         distinct = list(position)
+        if not all(isinstance(s, str) for s in distinct):
+            wrong = next(s for s in distinct if not isinstance(s, str))
+            raise TypeError(f"solve expects strings, got {type(wrong).__name__} {wrong!r}")
         answers: list[int | None] = [None] * len(distinct)
         accepted = np.zeros(len(distinct), dtype=bool)
         for chunk in _chunks_by_length(distinct):
