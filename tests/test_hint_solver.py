@@ -147,3 +147,28 @@ def test_chunking_keeps_order_and_strict_reports_the_first_bad_sentence(monkeypa
     assert BatchSolver().solve(sentences) == [reference(s) for s in sentences]
     with pytest.raises(ParseError, match="position 1: unexpected character '\\)'"):
         BatchSolver().solve(sentences, strict=True)  # "2)" comes before "5+"
+
+
+def test_agrees_on_mutated_sentences():
+    """Valid sentences with one character deleted, duplicated or replaced: a mix near the grammar's edge."""
+    import random
+
+    from neurosym.experiments.solver_speed import random_expression
+
+    rng = random.Random(3)
+    sentences = []
+    for _ in range(1500):
+        text = to_infix(random_expression(rng.randrange(6), rng))
+        at = rng.randrange(len(text))
+        edit = rng.randrange(3)
+        if edit == 0:
+            text = text[:at] + text[at + 1 :]
+        elif edit == 1:
+            text = text[:at] + text[at] + text[at:]
+        else:
+            text = text[:at] + rng.choice("0123456789+-*/() ") + text[at + 1 :]
+        sentences.append(text)
+    expected = [reference(s) for s in sentences]
+    grammatical_count = sum(grammatical(s) for s in sentences)
+    assert 100 < grammatical_count < 1400  # both kinds are well represented
+    assert solve_batch(sentences) == expected
