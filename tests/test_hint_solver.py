@@ -133,6 +133,16 @@ def test_operators_with_only_a_scalar_rule_and_big_concept_numbers():
     assert BatchSolver(table).solve(sentences) == [reference(s, table) for s in sentences]
 
 
+def test_concepts_outside_latin_1():
+    table = HINT_SEMANTICS.extend(numbers={"α": 7}, operators={"β": Operator(1, max)})
+    sentences = ["α+1", "α×2", "αβ3", "3βα*2", "α+é", "€", "αα", "β"]
+    assert (
+        BatchSolver(table).solve(sentences)
+        == [reference(s, table) for s in sentences]
+        == [8, 14, 7, 14, None, None, None, None]
+    )
+
+
 def test_solver_needs_integer_numbers():
     with pytest.raises(ValueError, match="integer number values"):
         BatchSolver(RATIONAL_SEMANTICS)
