@@ -145,10 +145,12 @@ def test_driver_output_is_written_atomically(tmp_path):
     jobs = [{"regime": "interpolate", "module": "a__b", "count": 2}, {"regime": "extrapolate", "module": "a__c", "count": 2}]
     lines = [json.dumps({"job": j, "question": f"q{j}{k}", "answer": f"{k}"}) for j, k in [(0, 0), (1, 0), (0, 1), (1, 1)]]
     bar = generate_module.tqdm(disable=True)
-    generate_module._write_jobs(lines[:3], jobs, tmp_path, bar)  # job 1 is cut off after one pair
+    assert generate_module._write_jobs(lines[:3], jobs, tmp_path, bar) == [2, 1]  # job 1 is cut off
     assert read_module_file(tmp_path / "interpolate" / "a__b.txt") == [("q00", "0"), ("q01", "1")]
     assert not (tmp_path / "extrapolate" / "a__c.txt").exists()
     assert not list((tmp_path / "extrapolate").glob("*.partial"))
+    with pytest.raises(RuntimeError, match="line 2 from the generator is not a JSON record"):
+        generate_module._write_jobs([lines[0], "Traceback (most recent call last):"], jobs, tmp_path, bar)
 
 
 @pytest.mark.skipif(
@@ -164,3 +166,10 @@ def test_generation_is_deterministic_for_a_seed(tmp_path):
         assert produced == (FIXTURES / regime / f"{module}.txt").read_text()
     other = read_module_file(tmp_path / "other" / "interpolate" / "arithmetic__mixed.txt")
     assert other != read_module_file(tmp_path / "first" / "interpolate" / "arithmetic__mixed.txt", limit=5)
+
+
+@pytest.mark.skipif(not generator_env_ready(), reason="the mathematics_dataset environment is absent")
+def test_generator_errors_surface_with_the_reason(tmp_path):
+    with pytest.raises(RuntimeError, match="unknown module 'arithmetic__nope'"):
+        generate([("interpolate", "arithmetic__nope")], 1, root=tmp_path, progress=False)
+    assert not (tmp_path / "interpolate" / "arithmetic__nope.txt").exists()

@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -73,25 +74,35 @@ def _run_driver(jobs: Sequence[dict], root: Path, progress: bool) -> None:
     env = {**os.environ, "PYTHONHASHSEED": _CHILD_HASH_SEED}
     command = [str(python), str(_DRIVER), json.dumps(list(jobs))]
     bar = tqdm(total=sum(job["count"] for job in jobs), desc="generating questions", unit="q", disable=not progress)
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) as child:
-        try:
-            _write_jobs(child.stdout, jobs, root, bar)
-        finally:
-            child.stdout.close()
-            stderr = child.stderr.read()
-            child.wait()
-            bar.close()
-    if child.returncode != 0:
-        raise RuntimeError(f"mathematics_dataset generation failed: {stderr.strip()[-1500:]}")
+    with tempfile.TemporaryFile("w+") as errors:
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env) as child:
+            try:
+                written = _write_jobs(child.stdout, jobs, root, bar)
+            finally:
+                child.stdout.close()
+                child.wait()
+                bar.close()
+        errors.seek(0)
+        if child.returncode != 0:
+            raise RuntimeError(f"mathematics_dataset generation failed: {errors.read().strip()[-1500:]}")
+    short = [f"{job['regime']}/{job['module']} ({n} of {job['count']})" for job, n in zip(jobs, written) if n < job["count"]]
+    if short:
+        raise RuntimeError(f"the generator stopped early for {', '.join(short)}")
 
 
-def _write_jobs(lines: Iterable[str], jobs: Sequence[dict], root: Path, bar: tqdm) -> None:
-    """Stream the driver's JSON lines into one ``.partial`` file per job, renamed once complete."""
+def _write_jobs(lines: Iterable[str], jobs: Sequence[dict], root: Path, bar: tqdm) -> list[int]:
+    """Stream the driver's JSON lines into one ``.partial`` file per job, renamed once complete.
+
+    Returns the number of pairs received per job; incomplete jobs leave no file behind.
+    """
     handles: dict[int, tuple] = {}
     written = [0] * len(jobs)
     try:
-        for line in lines:
-            record = json.loads(line)
+        for number, line in enumerate(lines, start=1):
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                raise RuntimeError(f"line {number} from the generator is not a JSON record: {line[:200]!r}") from None
             index = record["job"]
             if index not in handles:
                 target = module_path(root, jobs[index]["regime"], jobs[index]["module"])
@@ -110,3 +121,4 @@ def _write_jobs(lines: Iterable[str], jobs: Sequence[dict], root: Path, bar: tqd
             if not file.closed:
                 file.close()
                 partial.unlink(missing_ok=True)
+    return written
