@@ -84,7 +84,7 @@ def _run_driver(jobs: Sequence[dict], root: Path, progress: bool) -> None:
                 bar.close()
         errors.seek(0)
         if child.returncode != 0:
-            raise RuntimeError(f"mathematics_dataset generation failed: {errors.read().strip()[-1500:]}")
+            raise RuntimeError(f"mathematics_dataset generation failed: {errors.read().strip()[-4000:]}")
     short = [f"{job['regime']}/{job['module']} ({n} of {job['count']})" for job, n in zip(jobs, written) if n < job["count"]]
     if short:
         raise RuntimeError(f"the generator stopped early for {', '.join(short)}")
