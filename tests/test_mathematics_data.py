@@ -173,3 +173,18 @@ def test_generator_errors_surface_with_the_reason(tmp_path):
     with pytest.raises(RuntimeError, match="unknown module 'arithmetic__nope'"):
         generate([("interpolate", "arithmetic__nope")], 1, root=tmp_path, progress=False)
     assert not (tmp_path / "interpolate" / "arithmetic__nope.txt").exists()
+
+
+def test_generator_env_is_ready_only_with_its_marker(tmp_path):
+    from neurosym.data.mathematics.environment import GENERATOR_REQUIREMENTS, ensure_generator_env, generator_python
+
+    env = tmp_path / "env"
+    assert not generator_env_ready(env)
+    with pytest.raises(FileNotFoundError, match="not ready"):
+        ensure_generator_env(create=False, env_dir=env)
+    generator_python(env).parent.mkdir(parents=True)
+    generator_python(env).touch()
+    (env / "neurosym-ready.txt").write_text("sympy==1.4\n")  # an older, different pin list
+    assert not generator_env_ready(env)
+    (env / "neurosym-ready.txt").write_text("\n".join(GENERATOR_REQUIREMENTS) + "\n")
+    assert generator_env_ready(env) and ensure_generator_env(create=False, env_dir=env) == generator_python(env)
