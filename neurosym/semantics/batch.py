@@ -173,14 +173,16 @@ class BatchSolver:
         machine = _Machine(len(ids), max_depth)
         if self._has_big_numbers:
             machine.overflow |= self._big_number[columns].any(axis=0)
+        may_reduce = (thresholds < _NEVER).any(axis=1).tolist()  # positions holding an operator, ")" or the end
         for position, count in enumerate(live.tolist()):
-            threshold = thresholds[position, :count]
-            due = np.flatnonzero(self._level[machine.operators[machine.operator_end[:count] - 1]] >= threshold)
-            if due.size:  # a bracket group holds at most two pending operators: reduce at most twice
-                self._reduce(due, machine)
-                due = due[self._level[machine.operators[machine.operator_end[due] - 1]] >= threshold[due]]
+            if may_reduce[position]:  # a bracket group holds at most two pending operators: reduce at most twice
+                threshold = thresholds[position, :count]
+                due = np.flatnonzero(self._level[machine.operators[machine.operator_end[:count] - 1]] >= threshold)
                 if due.size:
                     self._reduce(due, machine)
+                    due = due[self._level[machine.operators[machine.operator_end[due] - 1]] >= threshold[due]]
+                    if due.size:
+                        self._reduce(due, machine)
             machine.values[machine.value_end[:count]] = shifted[position, :count]  # harmless unless a number
             machine.value_end[:count] += numbers[position, :count]
             machine.operators[machine.operator_end[:count]] = columns[position, :count]
