@@ -182,3 +182,17 @@ def test_agrees_on_mutated_sentences():
     grammatical_count = sum(grammatical(s) for s in sentences)
     assert 100 < grammatical_count < 1400  # both kinds are well represented
     assert solve_batch(sentences) == expected
+
+
+def test_solver_speed_runner_writes_table_json_and_plot(tmp_path, capsys):
+    import json
+
+    from neurosym.cli import main
+
+    assert main(["solver-speed", "--quick", "--repeats", "1", "--batch-sizes", "16", "256", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "solver_speed.json").read_text())
+    paths = [(r["path"], r["batch_size"]) for r in report["runs"]]
+    assert paths == [("lark", 1), ("batch", 16), ("batch", 256)]
+    assert report["runs"][0]["agrees_with_lark"] and all(r["per_second"] > 0 for r in report["runs"])
+    assert (tmp_path / "solver_speed.png").stat().st_size > 0
+    assert "| n_op | path" in capsys.readouterr().out

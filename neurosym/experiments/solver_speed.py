@@ -3,7 +3,9 @@
 Both paths solve the same random expressions (the HINT sampling scheme: an operator drawn uniformly
 from + − × ÷, i ~ U{0..n−1} of the remaining operators to its left, digits uniform). The batch solver's
 answers are checked against the Lark path on every expression the Lark path solved, and the run
-fails if any differs. Throughput is wall-clock expressions per second, best of ``--repeats``.
+fails if any differs. Measurements are interleaved: each of ``--repeats`` rounds times every path
+once, and the fastest round of each path is kept, so a burst of load from other processes cannot
+favour one path. Throughput is reported per wall-clock second and per CPU second of this process.
 The solver is numpy on the CPU, so there is no ``--device`` option.
 """
 
@@ -35,14 +37,11 @@ def random_expression(n_operators: int, rng: random.Random) -> Node:
     )
 
 
-def best_seconds(work: Callable[[], object], repeats: int) -> float:
-    """The fastest of ``repeats`` wall-clock timings of ``work()``."""
-    timings = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        work()
-        timings.append(time.perf_counter() - started)
-    return min(timings)
+def timed(work: Callable[[], object]) -> tuple[float, float]:
+    """(wall-clock seconds, CPU seconds of this process) of one call of ``work()``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    work()
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
 def lark_answers(sentences: list[str]) -> list[int | None]:
@@ -61,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--batch-sizes", type=int, nargs="+", default=[1, 16, 256, 4096, 32768], help="batch sizes of the batch solver"
     )
-    parser.add_argument("--repeats", type=int, default=3, help="timings per measurement; the fastest is kept")
+    parser.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds; the fastest is kept")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random expressions")
     parser.add_argument("--quick", action="store_true", help="smoke test: few expressions, small batches")
     parser.add_argument("--out", type=Path, default=Path("results/solver-speed"), help="output folder")
@@ -75,51 +74,64 @@ def run(args: argparse.Namespace) -> dict:
     rng = random.Random(args.seed)
     solver = BatchSolver(HINT_SEMANTICS)
     lark_parser()  # build the parser before timing
-    results: dict = {"machine": "CPU (numpy)", "seed": args.seed, "runs": []}
-    steps = [(n, size) for n in args.operators for size in [0, *batch_sizes]]
-    sentences_by_n = {n: [to_infix(random_expression(n, rng)) for _ in range(count)] for n in args.operators}
-    for n_operators, size in tqdm(steps, desc="solver-speed"):
-        sentences = sentences_by_n[n_operators]
-        if size == 0:  # the Lark path
-            seconds = best_seconds(lambda: lark_answers(sentences[:lark_count]), args.repeats)
-            expected = lark_answers(sentences[:lark_count])
-            agree = solver.solve(sentences[:lark_count]) == expected
-            if not agree:
-                raise AssertionError(f"the batch solver disagrees with Lark on n_op={n_operators} expressions")
-            results["runs"].append(
-                {
-                    "n_operators": n_operators,
-                    "path": "lark",
-                    "batch_size": 1,
-                    "expressions": lark_count,
-                    "seconds": seconds,
-                    "per_second": lark_count / seconds,
-                    "agrees_with_lark": agree,
-                    "invalid": sum(v is None for v in expected),
-                }
-            )
-            continue
-        solved = max(size, lark_count)  # at least as many expressions as the Lark path
-        batches = [sentences[i : min(i + size, solved)] for i in range(0, solved, size)]
-        seconds = best_seconds(lambda: [solver.solve(batch) for batch in batches], args.repeats)
-        results["runs"].append(
+    runs = []
+    for n_operators in args.operators:
+        sentences = [to_infix(random_expression(n_operators, rng)) for _ in range(count)]
+        expected = lark_answers(sentences[:lark_count])
+        if solver.solve(sentences[:lark_count]) != expected:
+            raise AssertionError(f"the batch solver disagrees with Lark on n_op={n_operators} expressions")
+        lark_sentences = sentences[:lark_count]
+        runs.append(
             {
                 "n_operators": n_operators,
-                "path": "batch",
-                "batch_size": size,
-                "expressions": solved,
-                "seconds": seconds,
-                "per_second": solved / seconds,
+                "path": "lark",
+                "batch_size": 1,
+                "expressions": lark_count,
+                "work": lambda s=lark_sentences: lark_answers(s),
+                "agrees_with_lark": True,
+                "invalid": sum(v is None for v in expected),
             }
         )
-    lark_rate = {r["n_operators"]: r["per_second"] for r in results["runs"] if r["path"] == "lark"}
-    for entry in results["runs"]:
-        entry["speedup"] = entry["per_second"] / lark_rate[entry["n_operators"]]
+        for size in batch_sizes:
+            solved = max(size, lark_count)  # at least as many expressions as the Lark path
+            batches = [sentences[i : min(i + size, solved)] for i in range(0, solved, size)]
+            runs.append(
+                {
+                    "n_operators": n_operators,
+                    "path": "batch",
+                    "batch_size": size,
+                    "expressions": solved,
+                    "work": lambda b=batches: [solver.solve(batch) for batch in b],
+                }
+            )
+    for _ in tqdm(range(args.repeats), desc="solver-speed rounds"):
+        for entry in runs:
+            wall, cpu = timed(entry["work"])
+            entry["seconds"] = min(entry.get("seconds", wall), wall)
+            entry["cpu_seconds"] = min(entry.get("cpu_seconds", cpu), cpu)
+    for entry in runs:
+        del entry["work"]
+        entry["per_second"] = entry["expressions"] / entry["seconds"]
+        entry["per_cpu_second"] = entry["expressions"] / entry["cpu_seconds"]
+    lark = {r["n_operators"]: r for r in runs if r["path"] == "lark"}
+    for entry in runs:
+        entry["speedup"] = entry["per_second"] / lark[entry["n_operators"]]["per_second"]
+        entry["cpu_speedup"] = entry["per_cpu_second"] / lark[entry["n_operators"]]["per_cpu_second"]
+    results = {"machine": "CPU (numpy)", "seed": args.seed, "repeats": args.repeats, "runs": runs}
 
-    headers = ["n_op", "path", "batch", "expressions", "expr/s", "× Lark"]
+    headers = ["n_op", "path", "batch", "expressions", "expr/s (wall)", "× Lark", "expr/s (CPU)", "× Lark (CPU)"]
     rows = [
-        [r["n_operators"], r["path"], r["batch_size"], r["expressions"], round(r["per_second"]), f"{r['speedup']:.1f}"]
-        for r in results["runs"]
+        [
+            r["n_operators"],
+            r["path"],
+            r["batch_size"],
+            r["expressions"],
+            round(r["per_second"]),
+            f"{r['speedup']:.1f}",
+            round(r["per_cpu_second"]),
+            f"{r['cpu_speedup']:.1f}",
+        ]
+        for r in runs
     ]
     print(format_table(headers, rows))
     args.out.mkdir(parents=True, exist_ok=True)
@@ -129,7 +141,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def plot(results: dict, path: Path) -> None:
-    """Throughput against batch size (log–log), one line per operator count, Lark dashed."""
+    """Wall-clock throughput against batch size (log–log), one line per operator count, Lark dashed."""
     plt = pyplot()
     figure, axes = plt.subplots(figsize=(6, 4))
     for n_operators in sorted({r["n_operators"] for r in results["runs"]}):
@@ -151,7 +163,7 @@ def plot(results: dict, path: Path) -> None:
     axes.set_xscale("log")
     axes.set_yscale("log")
     axes.set_xlabel("batch size (sentences per call)")
-    axes.set_ylabel("expressions per second")
+    axes.set_ylabel("expressions per second (wall clock)")
     axes.set_title("HINT solver throughput")
     axes.legend(fontsize=8)
     figure.tight_layout()
