@@ -9,7 +9,10 @@ appended to ``grammars/hint.lark``, so the grammar file stays the single source 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
+from types import MappingProxyType
 
 #: Precedence levels of the grammar: ``OP1`` (Expression level) and ``OP2`` (Term level).
 ADDITIVE = 1
@@ -50,11 +53,15 @@ class ConceptTable:
                 raise ValueError(f"concept symbol {symbol!r} is declared twice")
             seen.add(symbol)
 
-    @property
-    def operators(self) -> dict[str, int]:
-        """Every operator symbol (built-in and added) with its precedence level."""
+    @cached_property
+    def operators(self) -> Mapping[str, int]:
+        """Every operator symbol (built-in and added) with its precedence level (read-only)."""
         added = {s: ADDITIVE for s in self.additive} | {s: MULTIPLICATIVE for s in self.multiplicative}
-        return BUILTIN_OPERATORS | added
+        return MappingProxyType(BUILTIN_OPERATORS | added)
+
+    @cached_property
+    def _number_set(self) -> frozenset[str]:
+        return frozenset(self.all_numbers)
 
     @property
     def all_numbers(self) -> tuple[str, ...]:
@@ -66,7 +73,7 @@ class ConceptTable:
         level = self.operators.get(symbol)
         if level is not None:
             return level
-        if symbol in BUILTIN_NUMBERS or symbol in self.numbers:
+        if symbol in self._number_set:
             return None
         raise ValueError(f"unknown symbol {symbol!r}: neither a number nor an operator of this language")
 
