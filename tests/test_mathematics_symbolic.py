@@ -53,6 +53,10 @@ def test_answers_generated_questions_exactly(regime, module):
         ("What is the square root of 17 to the nearest integer?", "4"),
         ("What is 26 to the power of 1/3, to the nearest integer?", "3"),
         ("What is the fifth root of 0 to the nearest integer?", "0"),
+        ("What is -2**2 + 2**-1?", "-7/2"),
+        ("What is sqrt(9/4)*2?", "3"),
+        ("Simplify sqrt(8) + sqrt(2)*-1.", "sqrt(2)"),
+        ("Simplify (1 + sqrt(3))**2.", "2*sqrt(3) + 4"),
     ],
 )
 def test_phrasings(question, answer):
@@ -78,6 +82,10 @@ def test_tree_is_canonical():
         ("In base 2, what is 3 + 1?", "not a number in base 2"),
         ("In base 1.5, what is 1 + 1?", "base '1.5'"),
         ("What is 8 to the power of 2/3, to the nearest integer?", "only powers 1/k"),
+        ("What is sqrt(2)?", "not rational"),
+        ("What is 0**-1?", "zero to the negative power"),
+        ("What is 2**(1/2)?", "must be an integer"),
+        ("Simplify 1/(sqrt(2) - sqrt(2)).", "division by zero"),
     ],
 )
 def test_bad_questions_raise_clear_errors(question, message):

@@ -3,20 +3,26 @@
 The question is parsed with the Lark grammar ``grammars/mathematics_arithmetic.lark`` into a
 :class:`~neurosym.syntax.Node` tree, evaluated exactly with :class:`fractions.Fraction`, and the result is
 written the way ``mathematics_dataset`` writes it: ``-7``, ``2.78075253`` (when the question contains a
-decimal), ``-2/3`` (otherwise), a number in the question's base, or an integer root.
+decimal), ``-2/3`` (otherwise), a number in the question's base, or an integer root. ``Simplify``
+questions with square roots are evaluated with sympy and answered as the generator does, with
+``str(expand(simplify(expression)))``.
 
-Node symbols: ``"+" "-" "*" "/"`` (two children), ``"neg"`` (one), ``"|-|"`` (absolute difference),
-``"base"`` (the base literal, then the expression), ``"root"`` (radicand, then degree); leaves carry the
-number exactly as written. Spans are ``[start, end)`` character offsets in the question.
+Node symbols: ``"+" "-" "*" "/" "**"`` (two children), ``"neg"`` and ``"sqrt"`` (one), ``"|-|"``
+(absolute difference), ``"base"`` (the base literal, then the expression), ``"root"`` (radicand, then
+degree), ``"simplify"`` (one); leaves carry the number exactly as written. Spans are ``[start, end)``
+character offsets in the question.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.resources
+import math
+import operator
 from fractions import Fraction
 
 import lark
+import sympy
 
 from neurosym.syntax import Node
 
@@ -30,6 +36,7 @@ ARITHMETIC_MODULES: dict[str, tuple[str, ...]] = {
         "arithmetic__mul",
         "arithmetic__mul_div_multiple",
         "arithmetic__nearest_integer_root",
+        "arithmetic__simplify_surd",
     ),
     "extrapolate": (
         "arithmetic__add_or_sub_big",
@@ -46,7 +53,10 @@ _ROOT_DEGREES = {
     "square": 2, "second": 2, "cube": 3, "third": 3, "fourth": 4, "fifth": 5,
     "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10,
 }  # fmt: skip
-_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
+_UNARY = {"neg": "neg", "sqrt": "sqrt", "simplify": "simplify"}
+_SURD_OPERATIONS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "**": operator.pow}
+_MAX_EXPONENT = 10_000
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
@@ -90,8 +100,8 @@ def _to_node(tree: lark.Tree | lark.Token) -> Node:
         return _leaf(parts[0])
     if kind in _BINARY:
         return Node(_BINARY[kind], tuple(_to_node(part) for part in parts), _span(tree))
-    if kind == "neg":
-        return Node("neg", (_to_node(parts[0]),), _span(tree))
+    if kind in _UNARY:
+        return Node(_UNARY[kind], (_to_node(parts[0]),), _span(tree))
     if kind == "sub_swapped":
         subtrahend, minuend = parts
         return Node("-", (_to_node(minuend), _to_node(subtrahend)), _span(tree))
@@ -120,9 +130,13 @@ def evaluate(tree: Node, base: int = 10) -> Fraction:
     if symbol == "root":
         radicand = _integer(children[0], "radicand", minimum=0)
         return Fraction(_nearest_root(radicand, _integer(children[1], "root degree", minimum=1)))
+    if symbol == "simplify":
+        raise QuestionError("a Simplify question has a surd for answer, not a rational: use answer_tree")
     values = [evaluate(child, base) for child in children]
     if symbol == "neg":
         return -values[0]
+    if symbol == "sqrt":
+        return _rational_sqrt(values[0], children[0])
     left, right = values
     if symbol == "+":
         return left + right
@@ -132,11 +146,44 @@ def evaluate(tree: Node, base: int = 10) -> Fraction:
         return left * right
     if symbol == "|-|":
         return abs(left - right)
+    if symbol == "**":
+        return _power(left, right, children[1])
     if symbol == "/":
         if right == 0:
             raise QuestionError(f"division by zero at characters {children[1].span}")
         return left / right
     raise QuestionError(f"unknown operator {symbol!r}")
+
+
+def _power(base: Fraction, exponent: Fraction, where: Node) -> Fraction:
+    if exponent.denominator != 1 or abs(exponent) > _MAX_EXPONENT:
+        raise QuestionError(f"exponent {exponent} at characters {where.span} must be an integer of at most {_MAX_EXPONENT}")
+    if base == 0 and exponent < 0:
+        raise QuestionError(f"zero to the negative power {exponent} at characters {where.span}")
+    return base ** int(exponent)
+
+
+def _rational_sqrt(value: Fraction, where: Node) -> Fraction:
+    roots = [math.isqrt(part) if part >= 0 else -1 for part in (value.numerator, value.denominator)]
+    if min(roots) < 0 or roots[0] ** 2 != value.numerator or roots[1] ** 2 != value.denominator:
+        raise QuestionError(f"sqrt of {value} at characters {where.span} is not rational (only Simplify keeps surds)")
+    return Fraction(roots[0], roots[1])
+
+
+def to_sympy(tree: Node) -> sympy.Expr:
+    """The exact sympy expression of a tree of numbers, ``+ - * / ** neg sqrt`` (for surds)."""
+    symbol, children = tree.symbol, tree.children
+    if not children:
+        return sympy.Rational(symbol)
+    values = [to_sympy(child) for child in children]
+    if symbol in ("neg", "sqrt"):
+        return -values[0] if symbol == "neg" else sympy.sqrt(values[0])
+    left, right = values
+    if symbol == "/" and right.is_zero:
+        raise QuestionError(f"division by zero at characters {children[1].span}")
+    if symbol not in _SURD_OPERATIONS:
+        raise QuestionError(f"operator {symbol!r} at characters {tree.span} has no surd meaning")
+    return _SURD_OPERATIONS[symbol](left, right)
 
 
 def _literal(leaf: Node, base: int) -> Fraction:
@@ -206,6 +253,8 @@ def format_in_base(value: int, base: int) -> str:
 
 def answer_tree(tree: Node) -> str:
     """The answer string for a parsed question."""
+    if tree.symbol == "simplify":
+        return str(sympy.expand(sympy.simplify(to_sympy(tree.children[0]))))
     value = evaluate(tree)
     if tree.symbol == "base":
         return format_in_base(int(value), int(tree.children[0].symbol))
