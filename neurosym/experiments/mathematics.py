@@ -30,10 +30,12 @@ from neurosym.data.mathematics import (
     VOCAB_SIZE,
     MathExample,
     decode,
+    encode,
     encode_batch,
     generate,
     generated_root,
     load_split,
+    pad_sequences,
 )
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
@@ -284,8 +286,8 @@ def greedy_answers(model: Seq2Seq, questions: Sequence[str], device: torch.devic
     """Greedy decoding of at most 30 answer characters for every question."""
     answers = []
     for start in tqdm(range(0, len(questions), batch_size), desc="decoding", unit="batch", leave=False):
-        chunk = [MathExample(q, "0", "", "") for q in questions[start : start + batch_size]]
-        src, mask, _ = _batch_tensors(chunk, device)
+        src = pad_sequences([encode(q, eos=True) for q in questions[start : start + batch_size]]).to(device)
+        mask = src == PAD
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_enabled(device)):
             tokens = model.greedy_decode(src, mask, max_len=MAX_ANSWER_LENGTH + 1, bos=BOS, eos=EOS)
         answers.extend(decode(row) for row in tokens.tolist())

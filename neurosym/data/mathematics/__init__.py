@@ -6,7 +6,17 @@
 - :mod:`~neurosym.data.mathematics.encoding` — the 95-character alphabet plus PAD/BOS/EOS, padding.
 """
 
-from neurosym.data.mathematics.encoding import BOS, EOS, PAD, VOCAB_SIZE, EncodedBatch, decode, encode, encode_batch
+from neurosym.data.mathematics.encoding import (
+    BOS,
+    EOS,
+    PAD,
+    VOCAB_SIZE,
+    EncodedBatch,
+    decode,
+    encode,
+    encode_batch,
+    pad_sequences,
+)
 from neurosym.data.mathematics.environment import ensure_generator_env, generator_env_ready
 from neurosym.data.mathematics.generation import REGIMES, generate, generated_root
 from neurosym.data.mathematics.loader import (
@@ -43,5 +53,6 @@ __all__ = [
     "list_modules",
     "load_split",
     "module_path",
+    "pad_sequences",
     "read_module_file",
 ]
