@@ -111,16 +111,18 @@ class MultiheadAttention(nn.Module):
         key_positions = torch.arange(num_keys, device=q.device)
         scale = self.head_dim**-0.5
         dropout = self.dropout if self.training else 0.0
-        needs_mask = key_padding_mask is not None or (causal and not (offset == 0 and num_queries == num_keys))
-        allowed = self._allowed(query_positions, key_positions, key_padding_mask, causal) if needs_mask or causal else None
         positional = self.position_scores(q, query_positions, key_positions, scale)
         content = self.content_query(q)
-        if positional is None and not needs_mask:
+        plain_causal = offset == 0 and num_queries == num_keys
+        if positional is None and key_padding_mask is None and (not causal or plain_causal):
             out = F.scaled_dot_product_attention(content, k, v, dropout_p=dropout, is_causal=causal, scale=scale)
-        elif positional is None:
-            out = F.scaled_dot_product_attention(content, k, v, attn_mask=allowed, dropout_p=dropout, scale=scale)
         else:
-            out = self._attend_with_bias(content * scale, k, v, positional, allowed, dropout)
+            masked = key_padding_mask is not None or causal
+            allowed = self._allowed(query_positions, key_positions, key_padding_mask, causal) if masked else None
+            if positional is None:
+                out = F.scaled_dot_product_attention(content, k, v, attn_mask=allowed, dropout_p=dropout, scale=scale)
+            else:
+                out = self._attend_with_bias(content * scale, k, v, positional, allowed, dropout)
         return self.out_proj(rearrange(out, "b h t d -> b t (h d)"))
 
     def _keys_values(
