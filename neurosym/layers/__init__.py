@@ -12,6 +12,7 @@ from neurosym.layers.arithmetic import (
     RegularizerWarmup,
     iNALU,
 )
+from neurosym.layers.additive_attention import AdditiveAttention
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
 from neurosym.layers.mixer import MixerBlock
 from neurosym.layers.positional import SinusoidalPositionalEncoding, sinusoid_table
