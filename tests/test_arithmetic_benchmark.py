@@ -116,6 +116,21 @@ def test_cli_writes_table_json_and_plot(tmp_path, capsys):
     assert json.loads((out / "results.json").read_text())["cells"] == result["cells"]
 
 
+def test_cli_time_limit_stops_and_resume_finishes(tmp_path, capsys):
+    common = ["--models", "linear,nau", "--steps", "300", "--seeds", "2", "--eval-every", "100", "--evaluation-size", "100",
+              "--threshold-samples", "2000", "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    stopped = main(["arithmetic", "--time-limit", "1e-9", *common])
+    assert stopped == 0
+    partial = json.loads((tmp_path / "results.json").read_text())
+    assert not partial["finished"] and partial["not_started"] == ["NAU"]
+    assert {c["steps_done"] for c in partial["cells"]} == {100}
+    assert "not started: NAU" in capsys.readouterr().out
+    assert main(["arithmetic", "--resume", *common]) == 0
+    finished = json.loads((tmp_path / "results.json").read_text())
+    assert finished["finished"] and {c["steps_done"] for c in finished["cells"]} == {300}
+    assert {c["model"] for c in finished["cells"]} == {"Linear", "NAU"}
+
+
 def test_cli_speed_mode(tmp_path, capsys):
     out = tmp_path / "speed"
     assert main(["arithmetic", "--speed", "--speed-seeds", "3", "--speed-steps", "4", "--models", "linear", "--out", str(out)]) == 0
@@ -132,3 +147,5 @@ def test_cli_rejects_unknown_models_and_operations(capsys):
     with pytest.raises(SystemExit):
         main(["arithmetic", "--ops", "add,pow"])
     assert "unknown operation 'pow'" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="span 11 elements, more than input_size 10"):
+        main(["arithmetic", "--input-size", "10", "--subset-ratio", "0.7"])

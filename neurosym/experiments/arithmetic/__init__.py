@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from neurosym.data.arithmetic import OPERATIONS, RANGE_PAIRS, operation, range_pair
+from neurosym.data.arithmetic import OPERATIONS, RANGE_PAIRS, SubsetLayout, operation
 from neurosym.experiments.arithmetic.speed import measure_speed
 from neurosym.experiments.arithmetic.training import GroupConfig, GroupRun, train_group
 from neurosym.experiments.report import format_table, pyplot, save_json
@@ -40,7 +40,7 @@ PUBLISHED: dict[tuple[str, str], float] = {
 TABLE_ORDER = ("mul", "div", "add", "sub", "square", "sqrt")
 """Operations in the order of the paper's table (× ÷ + −), then the unary ones."""
 
-PRESETS = {"quick": {"seeds": 10, "steps": 5_000}, "full": {"seeds": 100, "steps": PAPER_ITERATIONS}}
+PRESETS = {"quick": {"seeds": 10, "steps": 10_000}, "full": {"seeds": 100, "steps": PAPER_ITERATIONS}}
 
 
 def _model_list(text: str) -> list[str]:
@@ -72,6 +72,13 @@ def _positive(text: str) -> int:
     return value
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     preset = parser.add_mutually_exclusive_group()
     preset.add_argument(
@@ -86,6 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--models", type=_model_list, default=list(MODEL_LAYERS), help=f"comma-separated models from {', '.join(MODEL_NAMES)}")
     parser.add_argument("--ranges", choices=sorted(RANGE_PAIRS), default="[1,2]", help="interpolation range (its extrapolation range is the paper's)")
+    parser.add_argument("--input-size", type=_positive, default=100, help="input size d of the task")
+    parser.add_argument("--subset-ratio", type=float, default=0.25, help="subset size as a fraction s of d (⌊s·d⌋ elements)")
+    parser.add_argument("--overlap-ratio", type=float, default=0.5, help="overlap as a fraction o of the subset (⌊o·subset⌋)")
     parser.add_argument("--eval-every", type=_positive, default=1000, help="steps between evaluations")
     parser.add_argument("--batch-size", type=_positive, default=128, help="training batch size per run")
     parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
@@ -98,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="CPU threads for torch (0: torch's default); tiny batched ops run best on 1")
     parser.add_argument("--out", type=Path, default=Path("results/arithmetic"), help="output folder for JSON, plot and checkpoints")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoints in --out instead of starting over")
-    parser.add_argument("--time-limit", type=float, help="stop after the evaluation at which this many minutes have passed (resume later)")
+    parser.add_argument("--time-limit", type=_positive_float, help="stop after the evaluation at which this many minutes have passed (resume later)")
     parser.add_argument("--speed", action="store_true", help="instead of the table, time batched vs one-seed-at-a-time training")
     parser.add_argument("--speed-seeds", type=_positive, default=100, help="seeds of the speed test")
     parser.add_argument("--speed-steps", type=_positive, default=300, help="training steps per seed in the speed test")
@@ -119,14 +129,20 @@ def run(args: argparse.Namespace) -> dict:
 def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dict:
     preset = PRESETS["full" if args.full else "quick"]
     steps, seeds = args.steps or preset["steps"], args.seeds or preset["seeds"]
-    range_pair(args.ranges)
-    thresholds = _thresholds(args)
+    try:
+        layout = SubsetLayout(args.input_size, args.subset_ratio, args.overlap_ratio)
+    except ValueError as error:
+        raise SystemExit(f"neurosym arithmetic: {error}") from None
+    thresholds = _thresholds(args, layout)
     deadline = None if args.time_limit is None else time.monotonic() + 60 * args.time_limit
-    runs = []
+    runs, pending = [], []
     for model in args.models:
+        if runs and not runs[-1].finished:  # the time limit stopped the previous model: leave the rest for --resume
+            pending.append(model)
+            continue
         config = GroupConfig(
             model, _operations_for(model, args.ops), tuple(range(seeds)), steps, args.eval_every, args.batch_size, args.lr,
-            args.ranges, args.evaluation_size, args.seed,
+            args.ranges, args.evaluation_size, args.seed, args.input_size, args.subset_ratio, args.overlap_ratio,
         )  # fmt: skip
         checkpoint = args.out / "checkpoints" / f"{_slug(model)}.pt"
         runs.append(train_group(config, device, checkpoint, args.resume, deadline, amp, not args.no_progress))
@@ -138,14 +154,17 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
         "steps": steps,
         "seeds": seeds,
         "ranges": args.ranges,
+        "layout": {"input_size": layout.input_size, "subset_size": layout.subset_size, "overlap_size": layout.overlap_size},
         "thresholds": thresholds,
-        "finished": all(group.finished for group in runs),
+        "finished": not pending and all(group.finished for group in runs),
+        "not_started": pending,
         "training_seconds": {group.config.model: group.seconds for group in runs},
         "cells": cells,
     }
     print(format_table(*_table(cells)))
     if not result["finished"]:
-        print(f"Stopped by --time-limit; run the same command with --resume to continue ({args.out / 'checkpoints'}).")
+        waiting = f"; not started: {', '.join(pending)}" if pending else ""
+        print(f"Stopped by --time-limit{waiting}. Run the same command with --resume to continue ({args.out / 'checkpoints'}).")
     save_json(result, args.out / "results.json")
     _plot(cells, args.out / "success_rates.png")
     print(f"Wrote {args.out / 'results.json'} and {args.out / 'success_rates.png'}")
@@ -163,15 +182,16 @@ def _slug(model: str) -> str:
     return model.lower().replace("•", "_mul").replace("+", "_add")
 
 
-def _thresholds(args: argparse.Namespace) -> dict[str, float]:
+def _thresholds(args: argparse.Namespace, layout: SubsetLayout) -> dict[str, float]:
     """Success thresholds per operation, cached in ``--out/thresholds.json`` (keyed by their settings)."""
     cache_path = args.out / "thresholds.json"
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     thresholds = {}
     for name in dict.fromkeys(op for model in args.models for op in _operations_for(model, args.ops)):
-        key = f"{name} {args.ranges} eps={args.epsilon:g} n={args.threshold_samples}"
+        key = f"{name} {args.ranges} {layout} eps={args.epsilon:g} n={args.threshold_samples}"
         if key not in cache:
-            cache[key] = perturbed_solution_mse(name, args.ranges, epsilon=args.epsilon, samples=args.threshold_samples).value
+            estimate = perturbed_solution_mse(name, args.ranges, layout, args.epsilon, args.threshold_samples)
+            cache[key] = estimate.value
         thresholds[name] = cache[key]
     save_json(cache, cache_path)
     return thresholds
