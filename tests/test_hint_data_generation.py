@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from neurosym.data.hint import (
     MAIN_RULES,
+    HintSplit,
     MAIN_VOCABULARY,
     enumerate_prefix,
     evaluate_prefix,
@@ -54,6 +55,31 @@ def test_sampled_prefix_rows_are_trees_whose_values_match_the_executor(n_op, see
             numbers = [HINT_FEWSHOT_SEMANTICS.numbers[s] for s in prefix if s in HINT_FEWSHOT_SEMANTICS.numbers]
             assert execution.value == value
             assert max(numbers + execution.res_all) == peak
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 14), st.integers(0, 2**16), st.sampled_from([None, "y", "b", "d"]))
+def test_generated_records_round_trip_and_heads_agree_with_res_all(n_op, seed, concept):
+    vocabulary = MAIN_VOCABULARY if concept is None else fewshot_vocabulary(concept)
+    table = vocabulary.table
+    rows = sample_prefix(n_op, 30, vocabulary, np.random.default_rng(seed))
+    evaluation = evaluate_prefix(rows, vocabulary)
+    keep = evaluation.valid & (evaluation.peak < 10_000)
+    split = HintSplit.from_prefix_rows([("SS", rows[keep], evaluation.value[keep], n_op)], vocabulary)
+    for index in range(len(split)):
+        record = split[index]
+        assert evaluate(record.expr, table) == record.res == split.res[index]
+        assert list(record.head) == heads(parse(record.expr, table.concepts), table.concepts)
+        for position, (symbol, value) in enumerate(zip(record.expr, record.res_all)):
+            operands = [j for j, h in enumerate(record.head) if h == position and record.expr[j] not in "()"]
+            if symbol in "()":
+                assert value == -1 and record.expr[record.head[position]] in table.operators
+            elif symbol in table.numbers:
+                assert value == table.numbers[symbol] and not operands
+            else:
+                left, right = operands
+                assert left < position < right
+                assert value == table.operators[symbol].apply(record.res_all[left], record.res_all[right])
 
 
 def test_sampling_splits_operators_uniformly_between_left_and_right():

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neurosym.data.symbol_images.render import resize_images
+
 POOLS: tuple[str, ...] = ("train", "val", "test")
 POOL_FRACTIONS: tuple[float, float, float] = (0.75, 0.05, 0.20)
 """The paper's random split of all handwritten images (Section 3): 75% train, 5% val, 20% test."""
@@ -115,8 +117,6 @@ def merge_banks(*banks: SymbolBank) -> SymbolBank:
     """One bank holding the images of all ``banks`` (resized to the first bank's size when they differ)."""
     if not banks:
         raise ValueError("merge_banks needs at least one bank")
-    from neurosym.data.symbol_images.render import resize_images
-
     size = banks[0].images.shape[1:]
     images = [b.images if b.images.shape[1:] == size else resize_images(b.images, size) for b in banks]
     return SymbolBank(
