@@ -84,7 +84,7 @@ class _ListsOfOneSize:
 
     def __init__(self, n_op: int, rules: SplitRules, vocabulary: Vocabulary, concept: str | None, seed: int):
         self.n_op, self.rules, self.vocabulary = n_op, rules, vocabulary
-        self.concept_id = None if concept is None else int(vocabulary.ids_of((concept,))[0])
+        self.concept_id = None if concept is None else vocabulary.id_of(concept)
         self.rng = np.random.default_rng([seed, n_op, 0 if concept is None else ord(concept)])
         sampled = n_op > rules.enumerate_up_to
         short = n_op <= rules.max_train_ops

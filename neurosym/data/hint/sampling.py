@@ -43,8 +43,12 @@ class Vocabulary:
         """Every symbol by id: numbers first, then operators."""
         return np.asarray(self.numbers + self.operators)
 
-    def ids_of(self, symbols: tuple[str, ...]) -> np.ndarray:
-        return np.asarray([self.numbers.index(s) if s in self.numbers else len(self.numbers) + self.operators.index(s) for s in symbols])
+    def id_of(self, symbol: str) -> int:
+        """The token id of ``symbol``."""
+        try:
+            return (self.numbers + self.operators).index(symbol)
+        except ValueError:
+            raise ValueError(f"symbol {symbol!r} is not in the vocabulary {self.numbers + self.operators}") from None
 
     def to_strings(self, ids: np.ndarray) -> list[str]:
         """Rows of ids ``[count, length]`` → prefix sentences (one character per symbol)."""
