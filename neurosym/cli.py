@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "hint-data": ("neurosym.experiments.hint_data", "HINT dataset: generate the splits in the official format, with statistics (Figure A2)"),
     "solver-speed": ("neurosym.experiments.solver_speed", "HINT solver throughput: Lark LALR parse + execute versus the batch solver"),
     "arithmetic": ("neurosym.experiments.arithmetic", "neural arithmetic units: the simple function task (Madsen & Johansen)"),
+    "layer-speed": ("neurosym.experiments.layer_speed", "arithmetic units vs nn.Linear: forward+backward time (NAU, NMU, NALU goals)"),
     "mathematics": ("neurosym.experiments.mathematics", "DeepMind Mathematics: Transformer, attentional LSTM and the symbolic route"),
     "hint": ("neurosym.experiments.hint", "HINT seq2seq baselines: GRU/LSTM (+attention) and Transformers (vanilla, relative, universal)"),
     "attention-speed": ("neurosym.experiments.attention_speed", "relative vs SDPA vanilla attention speed; cached vs uncached greedy decoding"),

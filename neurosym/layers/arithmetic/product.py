@@ -2,14 +2,16 @@
 
 The product needs the full ``[batch, out, in]`` tensor of terms; at 128 × 512 × 512 that is 134 MB
 per intermediate, so the computation runs over batch chunks of at most :data:`CHUNK_ELEMENTS` terms
-and the backward pass recomputes the terms instead of saving them (saved: ``x``, ``W``, ``y``).
+(one reused buffer) and the backward pass recomputes the terms instead of saving them (saved: ``x``,
+``W``, ``y``).
 
-Every entry first takes the fast route (a plain product, gradients as ``y / term``), which is exact
-whenever the output is finite, non-zero and within ``exp(MAX_LOG_MAGNITUDE)``. Only the entries where
-it is not (an exact zero term, overflow, underflow, a gradient beyond the float range) are recomputed
-in the log domain, which counts zero terms and negative signs separately, so it never produces NaN: outputs saturate at ``±exp(MAX_LOG_MAGNITUDE)``
-(with zero gradient there, like a clamp), and the gradient at an exactly-zero term is the exact
-product of the other terms.
+Each chunk first takes the fast route: a plain product, and gradients ``∂y/∂term_i = y / term_i``.
+That is exact whenever every output is finite, non-zero and within ``exp(MAX_LOG_MAGNITUDE)`` and every
+gradient is finite. Only the entries where it is not (an exact zero term, overflow, underflow, a
+gradient beyond the float range) are recomputed in the log domain, which counts zero terms and negative
+signs separately and never produces NaN: outputs saturate at ``±exp(MAX_LOG_MAGNITUDE)`` (with zero
+gradient there, like a clamp), and the gradient at an exactly-zero term is the exact product of the
+other terms.
 """
 
 from __future__ import annotations
@@ -18,34 +20,62 @@ import math
 from collections.abc import Iterator
 
 import torch
-from einops import pack, unpack
 from torch import Tensor
 
 from .numerics import MAX_LOG_MAGNITUDE
 
-CHUNK_ELEMENTS = 1 << 22
-"""Largest number of product terms (``ensemble · rows · out · in``) materialised at once."""
-
-
-def _terms(x: Tensor, weight: Tensor) -> Tensor:
-    """``[S, n, in]``, ``[S, out, in]`` → terms ``W x + 1 − W`` of shape ``[S, n, out, in]``."""
-    return torch.addcmul(1 - weight.unsqueeze(1), weight.unsqueeze(1), x.unsqueeze(2))
-
-
-def _chunks(rows: int, per_row: int) -> Iterator[slice]:
-    step = max(1, CHUNK_ELEMENTS // max(1, per_row))
-    for start in range(0, rows, step):
-        yield slice(start, min(start + step, rows))
-
+CHUNK_ELEMENTS = 1 << 18
+"""Largest number of product terms (``ensemble · rows · out · in``) materialised at once (1 MiB in float32)."""
 
 _MAX_MAGNITUDE = math.exp(MAX_LOG_MAGNITUDE)
 
 
-def _needs_log_domain(product: Tensor) -> Tensor:
-    """Entries a plain product cannot be trusted for: zero (an exact zero term, or underflow), beyond
-    ``exp(MAX_LOG_MAGNITUDE)``, infinite or NaN (``inf · 0``). Same shape as ``product``."""
+def _chunks(rows: int, per_row: int) -> Iterator[slice]:
+    step = max(1, CHUNK_ELEMENTS // per_row)
+    for start in range(0, rows, step):
+        yield slice(start, min(start + step, rows))
+
+
+def _all_trusted(product: Tensor) -> bool:
+    """Whether a plain product is exact everywhere: no zero (an exact zero term, or underflow), nothing
+    beyond ``exp(MAX_LOG_MAGNITUDE)``, no inf or NaN (``inf · 0``). NaN fails both comparisons."""
+    magnitude = product.abs()
+    return bool((magnitude.amin() > 0) & (magnitude.amax() <= _MAX_MAGNITUDE))
+
+
+def _untrusted(product: Tensor) -> Tensor:
+    """The entries of ``product`` that :func:`_all_trusted` rejects, as a mask of the same shape."""
     magnitude = product.abs()
     return ~((magnitude > 0) & (magnitude <= _MAX_MAGNITUDE))
+
+
+class _Terms:
+    """The terms ``W x + 1 − W`` of one weight, produced chunk by chunk into a reused buffer."""
+
+    def __init__(self, x: Tensor, weight: Tensor):
+        self.x, self.weight = x, weight.unsqueeze(1)  # [S, N, in], [S, 1, out, in]
+        self.bias = 1 - self.weight
+        self.buffer: Tensor | None = None
+
+    def chunks(self) -> Iterator[slice]:
+        return _chunks(self.x.shape[1], self.x.shape[0] * self.weight.shape[2] * self.weight.shape[3])
+
+    def __call__(self, part: slice, fresh: bool = False) -> Tensor:
+        """Terms of rows ``part``: ``[S, n, out, in]`` (in the shared buffer unless ``fresh``)."""
+        x = self.x[:, part].unsqueeze(2)
+        if fresh:
+            return torch.addcmul(self.bias, self.weight, x)
+        if self.buffer is None:
+            self.buffer = torch.addcmul(self.bias, self.weight, x)
+            return self.buffer
+        return torch.addcmul(self.bias, self.weight, x, out=self.buffer[:, : part.stop - part.start])
+
+    def gradients(self, part: slice, grad_terms: Tensor) -> tuple[Tensor, Tensor]:
+        """Chain rule through ``term = W x + 1 − W``: ``∂L/∂term [S, n, out, in]`` → (``∂L/∂x [S, n, in]``,
+        this chunk's share of ``∂L/∂W [S, out, in]``)."""
+        grad_x = (grad_terms * self.weight).sum(-2)
+        grad_weight = (grad_terms * (self.x[:, part].unsqueeze(2) - 1)).sum(1)
+        return grad_x, grad_weight
 
 
 class _LogDomain:
@@ -78,37 +108,46 @@ class _MultiplicativeProduct(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, x: Tensor, weight: Tensor) -> Tensor:
-        rows, out_features, in_features = x.shape[1], weight.shape[1], weight.shape[2]
-        result = x.new_empty(x.shape[0], rows, out_features)
-        in_log_domain = torch.empty(result.shape, dtype=torch.bool, device=x.device)
-        for part in _chunks(rows, x.shape[0] * out_features * in_features):
-            terms = _terms(x[:, part], weight)
-            product = terms.prod(-1)
-            needs_log = _needs_log_domain(product)
-            if bool(needs_log.any()):
-                product = torch.where(needs_log, _LogDomain(terms).product(), product)
+        terms = _Terms(x, weight)
+        result = x.new_empty(x.shape[0], x.shape[1], weight.shape[1])
+        ctx.log_domain_masks = {}
+        for part in terms.chunks():
+            chunk = terms(part)
+            product = chunk.prod(-1)
+            if not _all_trusted(product):
+                mask = _untrusted(product)
+                product = torch.where(mask, _LogDomain(chunk).product(), product)
+                ctx.log_domain_masks[part.start] = mask
             result[:, part] = product
-            in_log_domain[:, part] = needs_log
-        ctx.save_for_backward(x, weight, result, in_log_domain)
+        ctx.save_for_backward(x, weight, result)
         return result
 
     @staticmethod
     @torch.amp.custom_bwd(device_type="cuda")
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_output: Tensor) -> tuple[Tensor, Tensor]:
-        x, weight, result, in_log_domain = ctx.saved_tensors
+        x, weight, result = ctx.saved_tensors
+        terms = _Terms(x, weight)
+        grad_times_result = (grad_output * result).unsqueeze(-1)
         grad_x = torch.empty_like(x)
         grad_weight = torch.zeros_like(weight)
-        rows, out_features, in_features = x.shape[1], weight.shape[1], weight.shape[2]
-        for part in _chunks(rows, x.shape[0] * out_features * in_features):
-            terms = _terms(x[:, part], weight)
-            grad = grad_output[:, part].unsqueeze(-1)
-            grad_terms = (grad * result[:, part].unsqueeze(-1)) / terms
-            needs_log = in_log_domain[:, part].unsqueeze(-1) | ~torch.isfinite(grad_terms)
-            if bool(needs_log.any()):
-                grad_terms = torch.where(needs_log, grad * _LogDomain(terms).others(), grad_terms)
-            grad_x[:, part] = torch.einsum("snoi,soi->sni", grad_terms, weight)
-            grad_weight += torch.einsum("snoi,sni->soi", grad_terms, x[:, part] - 1)
+        for part in terms.chunks():
+            mask = ctx.log_domain_masks.get(part.start)
+            part_grads = None
+            if mask is None:  # fast route, in place: ∂y/∂term_i = y / term_i
+                chunk = terms(part)
+                grad_terms = torch.div(grad_times_result[:, part], chunk, out=chunk)
+                part_grads = terms.gradients(part, grad_terms)
+                if not bool(torch.isfinite(part_grads[0].sum() + part_grads[1].sum())):
+                    part_grads = None  # some y / term_i left the float range (or the sum overflowed)
+            if part_grads is None:
+                chunk = terms(part, fresh=True)
+                fast = grad_times_result[:, part] / chunk
+                needs_log = ~torch.isfinite(fast) if mask is None else mask.unsqueeze(-1) | ~torch.isfinite(fast)
+                grad_terms = torch.where(needs_log, grad_output[:, part].unsqueeze(-1) * _LogDomain(chunk).others(), fast)
+                part_grads = terms.gradients(part, grad_terms)
+            grad_x[:, part] = part_grads[0]
+            grad_weight += part_grads[1]
         return grad_x, grad_weight
 
 
@@ -119,8 +158,8 @@ def multiplicative_product(x: Tensor, weight: Tensor) -> Tensor:
     Ensemble: ``x [S, ..., in]``, ``weight [S, out, in]`` → ``[S, ..., out]``.
     Magnitudes saturate at ``exp(MAX_LOG_MAGNITUDE)``; see the module docstring for the gradient.
     """
-    if weight.dim() == 2:
-        return multiplicative_product(x.unsqueeze(0), weight.unsqueeze(0)).squeeze(0)
-    flat, packed_shape = pack([x], "s * i")
-    product = _MultiplicativeProduct.apply(flat, weight)
-    return unpack(product, packed_shape, "s * o")[0]
+    members = 1 if weight.dim() == 2 else weight.shape[0]
+    out_features, in_features = weight.shape[-2:]
+    flat = x.reshape(members, -1, in_features)  # plain: one member holding every row
+    product = _MultiplicativeProduct.apply(flat, weight.reshape(members, out_features, in_features))
+    return product.reshape(*x.shape[:-1], out_features)
