@@ -35,7 +35,11 @@ def record_from_json(item: Mapping, where: str) -> HintRecord:
     if missing:
         raise ValueError(f"{where}: record lacks the fields {missing}")
     expr = "".join(ALIASES.get(c, c) for c in str(item["expr"]) if not c.isspace())
-    head, res_all = tuple(int(h) for h in item["head"]), tuple(int(v) for v in item["res_all"])
+    try:
+        head, res_all = tuple(int(h) for h in item["head"]), tuple(int(v) for v in item["res_all"])
+        result = int(item["res"])
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"{where}: head, res_all and res must be integers ({error})") from None
     if not len(head) == len(res_all) == len(expr):
         raise ValueError(f"{where}: expr {expr!r} has {len(expr)} symbols but head {len(head)} and res_all {len(res_all)}")
     subset = item.get("eval")
@@ -45,7 +49,7 @@ def record_from_json(item: Mapping, where: str) -> HintRecord:
     if paths is not None and len(paths) != len(expr):
         raise ValueError(f"{where}: {len(paths)} img_paths for {len(expr)} symbols")
     return HintRecord(
-        str(item["id"]), expr, head, int(item["res"]), res_all, subset, None if paths is None else tuple(map(str, paths))
+        str(item["id"]), expr, head, result, res_all, subset, None if paths is None else tuple(map(str, paths))
     )
 
 
