@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from neurosym.data.hint.sampling import Vocabulary
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, execute
@@ -68,14 +69,19 @@ class HintSplit(Sequence[HintRecord]):
 
     @classmethod
     def from_prefix_rows(
-        cls, parts: Sequence[tuple[str, np.ndarray, np.ndarray, int]], vocabulary: Vocabulary
+        cls,
+        parts: Sequence[tuple[str, np.ndarray, np.ndarray, int]],
+        vocabulary: Vocabulary,
+        description: str | None = None,
     ) -> "HintSplit":
-        """Build a split from ``(subset, prefix id rows, values, n_op)`` parts (subset ``""`` for train)."""
+        """Build a split from ``(subset, prefix id rows, values, n_op)`` parts (subset ``""`` for train);
+        with a ``description``, a progress bar of that name follows the printing of infix sentences."""
         prefix: list[str] = []
         for _, rows, _, _ in parts:
             prefix.extend(vocabulary.to_strings(rows))
         concepts = vocabulary.table.concepts
-        infix = {p: to_infix(from_prefix(list(p), concepts), concepts) for p in set(prefix)}
+        distinct = tqdm(set(prefix), desc=description, unit="expr", disable=description is None)
+        infix = {p: to_infix(from_prefix(list(p), concepts), concepts) for p in distinct}
         return cls(
             prefix,
             [infix[p] for p in prefix],

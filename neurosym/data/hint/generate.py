@@ -181,4 +181,7 @@ def generate_split(
         for name, rows, values in lists.lists():
             pool, _, subset = name.partition(":")
             collected[pool].append((subset, rows, values, n_op))
-    return {pool: HintSplit.from_prefix_rows(parts, vocabulary) for pool, parts in collected.items()}
+    return {
+        pool: HintSplit.from_prefix_rows(parts, vocabulary, f"{description} {pool} infix" if progress else None)
+        for pool, parts in collected.items()
+    }
