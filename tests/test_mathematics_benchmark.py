@@ -15,12 +15,13 @@ FIXTURES = Path(__file__).resolve().parent / "data" / "mathematics"
 
 
 def released_folder(root: Path) -> Path:
-    """The committed fixture plus train-* folders (copies of the interpolation files, for speed)."""
+    """The committed fixture plus train-* folders holding the interpolation pairs in reverse order."""
     shutil.copytree(FIXTURES, root)
     for regime in TRAIN_REGIMES:
         (root / regime).mkdir()
         for module in ("arithmetic__mixed", "arithmetic__div"):
-            shutil.copy(root / "interpolate" / f"{module}.txt", root / regime / f"{module}.txt")
+            pairs = read_module_file(root / "interpolate" / f"{module}.txt")[::-1]
+            (root / regime / f"{module}.txt").write_text("".join(f"{q}\n{a}\n" for q, a in pairs))
     return root
 
 
@@ -53,3 +54,15 @@ def test_symbolic_route_scores_questions_outside_its_language_as_misses():
     questions = [q for q, _ in read_module_file(FIXTURES / "interpolate" / "arithmetic__mul.txt", limit=2)]
     answers = symbolic_answers([*questions, "Solve 2*x = 4 for x."])
     assert answers[-1] == "" and all(answers[:2])
+
+
+def test_training_questions_that_occur_in_a_test_set_are_dropped(tmp_path):
+    from neurosym.experiments.mathematics import load_data
+
+    data = released_folder(tmp_path / "data")
+    test_questions = {q for q, _ in read_module_file(data / "interpolate" / "arithmetic__div.txt", limit=12)}
+    loaded = load_data(["arithmetic__div"], 30, 12, seed=0, data_root=data)
+    assert {e.question for e in loaded["interpolate"]} == test_questions
+    # each train file starts with interpolation questions 20..11, of which 12 and 11 are test questions
+    assert len(loaded["train"]) == 3 * 8
+    assert not test_questions & {e.question for e in loaded["train"]}

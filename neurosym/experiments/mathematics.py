@@ -128,6 +128,8 @@ def run(args: argparse.Namespace) -> dict:
     device = resolve_device(args.device)
     neural = [name for name in args.models if name != "symbolic"]
     data = load_data(args.modules, train_count if neural else 0, test_count, args.seed, args.data_root)
+    if neural and not data["train"]:
+        raise ValueError("no training questions left for the neural models (all of them occur in the test sets)")
 
     results: dict = {
         "config": {**asdict(config), "steps": steps, "batch_size": batch_size, "lr": args.lr, "clip": args.clip},
@@ -159,7 +161,10 @@ def run(args: argparse.Namespace) -> dict:
 def load_data(
     modules: Sequence[str], train_count: int, test_count: int, seed: int, data_root: Path | None
 ) -> dict[str, list[MathExample]]:
-    """Train examples (``train_count`` per module, a third per difficulty; none when 0) and test examples."""
+    """Train examples (``train_count`` per module, a third per difficulty; none when 0) and test examples.
+
+    As in the released dataset, training questions that also occur in a test set are dropped.
+    """
     extrapolate = [m for module in modules for m in EXTRAPOLATION_MODULES.get(module, ())]
     per_regime = train_count // len(TRAIN_REGIMES)
     train_regimes = TRAIN_REGIMES if per_regime else ()
@@ -169,11 +174,13 @@ def load_data(
         if train_regimes:
             generate([(regime, module) for regime in train_regimes for module in modules], per_regime, seed=seed)
         data_root = generated_root(seed)
-    return {
-        "train": [e for regime in train_regimes for e in load_split(data_root, regime, list(modules), per_regime)],
+    tests = {
         "interpolate": load_split(data_root, "interpolate", list(modules), test_count),
         "extrapolate": load_split(data_root, "extrapolate", extrapolate, test_count),
     }
+    seen = {e.question for split in tests.values() for e in split}
+    train = [e for regime in train_regimes for e in load_split(data_root, regime, list(modules), per_regime)]
+    return {"train": [e for e in train if e.question not in seen], **tests}
 
 
 def symbolic_answers(questions: Sequence[str]) -> list[str]:
