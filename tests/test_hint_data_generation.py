@@ -199,7 +199,7 @@ def test_fewshot_split_matches_table_a1(concept, sizes, subsets):
 def test_main_split_is_cached_on_disk(tmp_path):
     first = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        f"main_s0.002_seed3_v1_{s}.npz" for s in ("train", "val", "test")
+        f"main_s0.002_seed3_v2_{s}.npz" for s in ("train", "val", "test")
     )
     second = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
     for name in ("train", "val", "test"):

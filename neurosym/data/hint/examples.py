@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +13,7 @@ from tqdm.auto import tqdm
 
 from neurosym.data.hint.sampling import Vocabulary
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, execute
-from neurosym.syntax import from_prefix, infix_layout, to_infix
+from neurosym.syntax import from_prefix, infix_layout
 
 
 @dataclass(frozen=True)
@@ -42,14 +43,24 @@ class HintRecord:
 @dataclass
 class HintSplit(Sequence[HintRecord]):
     """A generated split stored by columns: ``prefix``/``expr`` sentences, ``res`` int64 ``[N]``,
-    ``n_op`` int64 ``[N]`` and ``eval`` ``[N]`` (``""`` for training items). Records are built on access."""
+    ``n_op`` int64 ``[N]``, ``eval`` ``[N]`` (``""`` for training items), and every record's ``head`` and
+    ``res_all`` concatenated: int64 ``[T]`` with ``T`` the total number of symbols. ``split[i]`` is a
+    :class:`HintRecord`."""
 
     prefix: list[str]
     expr: list[str]
     res: np.ndarray
     n_op: np.ndarray
     eval: np.ndarray
+    head: np.ndarray
+    res_all: np.ndarray
     table: OperatorTable = HINT_SEMANTICS
+    offsets: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.offsets = np.cumsum([0] + [len(e) for e in self.expr])
+        if not len(self.head) == len(self.res_all) == self.offsets[-1]:
+            raise ValueError(f"head and res_all need {self.offsets[-1]} entries, got {len(self.head)} and {len(self.res_all)}")
 
     def __len__(self) -> int:
         return len(self.expr)
@@ -57,14 +68,11 @@ class HintSplit(Sequence[HintRecord]):
     def __getitem__(self, index: int) -> HintRecord:  # type: ignore[override]
         if not -len(self) <= index < len(self):
             raise IndexError(f"index {index} out of range for a split of {len(self)}")
-        concepts = self.table.concepts
-        node = from_prefix(list(self.prefix[index]), concepts)
-        layout = infix_layout(node, concepts)
-        execution = execute(node, self.table)
-        subset = str(self.eval[index]) or None
+        index %= len(self)
+        start, stop = self.offsets[index], self.offsets[index + 1]
         return HintRecord(
-            str(index % len(self)), "".join(layout.tokens), tuple(layout.heads), int(self.res[index]),
-            tuple(int(v) for v in execution.res_all), subset,
+            str(index), self.expr[index], tuple(self.head[start:stop].tolist()), int(self.res[index]),
+            tuple(self.res_all[start:stop].tolist()), str(self.eval[index]) or None,
         )
 
     @classmethod
@@ -74,21 +82,35 @@ class HintSplit(Sequence[HintRecord]):
         vocabulary: Vocabulary,
         description: str | None = None,
     ) -> "HintSplit":
-        """Build a split from ``(subset, prefix id rows, values, n_op)`` parts (subset ``""`` for train);
-        with a ``description``, a progress bar of that name follows the printing of infix sentences."""
+        """Build a split from ``(subset, prefix id rows, values, n_op)`` parts (subset ``""`` for train).
+
+        Each distinct expression is laid out once (infix sentence and heads) and executed once
+        (``res_all``); with a ``description``, a progress bar of that name follows this work."""
         prefix: list[str] = []
         for _, rows, _, _ in parts:
             prefix.extend(vocabulary.to_strings(rows))
-        concepts = vocabulary.table.concepts
-        distinct = tqdm(set(prefix), desc=description, unit="expr", disable=description is None)
-        infix = {p: to_infix(from_prefix(list(p), concepts), concepts) for p in distinct}
+        concepts, table = vocabulary.table.concepts, vocabulary.table
+        layouts = {}
+        for sentence in tqdm(set(prefix), desc=description, unit="expr", disable=description is None):
+            node = from_prefix(list(sentence), concepts)
+            layout = infix_layout(node, concepts)
+            layouts[sentence] = ("".join(layout.tokens), layout.heads, execute(node, table).res_all)
+        records = [layouts[p] for p in prefix]
+        total = sum(len(infix) for infix, _, _ in records)
+
+        def column(field_index: int) -> np.ndarray:
+            return np.fromiter(itertools.chain.from_iterable(r[field_index] for r in records), np.int64, count=total)
+
+        sizes = [len(values) for _, _, values, _ in parts]
         return cls(
             prefix,
-            [infix[p] for p in prefix],
-            np.concatenate([values for _, _, values, _ in parts]).astype(np.int64) if parts else np.zeros(0, np.int64),
-            np.concatenate([np.full(len(v), n, np.int64) for _, _, v, n in parts]) if parts else np.zeros(0, np.int64),
-            np.concatenate([np.full(len(v), s, "<U2") for s, _, v, _ in parts]) if parts else np.zeros(0, "<U2"),
-            vocabulary.table,
+            [infix for infix, _, _ in records],
+            np.concatenate([np.zeros(0, np.int64)] + [np.asarray(values, np.int64) for _, _, values, _ in parts]),
+            np.repeat([n_op for *_, n_op in parts], sizes).astype(np.int64),
+            np.repeat([subset for subset, *_ in parts], sizes).astype("<U2"),
+            column(1),
+            column(2),
+            table,
         )
 
     def save(self, path: str | os.PathLike) -> Path:
@@ -96,18 +118,16 @@ class HintSplit(Sequence[HintRecord]):
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         partial = path.with_name(path.name + ".partial.npz")
-        np.savez_compressed(
-            partial, prefix=_pack(self.prefix), expr=_pack(self.expr), res=self.res, n_op=self.n_op, eval=self.eval
-        )
+        columns = {name: getattr(self, name) for name in ("res", "n_op", "eval", "head", "res_all")}
+        np.savez_compressed(partial, prefix=_pack(self.prefix), expr=_pack(self.expr), **columns)
         os.replace(partial, path)
         return path
 
     @classmethod
     def load(cls, path: str | os.PathLike, table: OperatorTable = HINT_SEMANTICS) -> "HintSplit":
         with np.load(path) as archive:
-            return cls(
-                _unpack(archive["prefix"]), _unpack(archive["expr"]), archive["res"], archive["n_op"], archive["eval"], table
-            )
+            columns = [archive[name] for name in ("res", "n_op", "eval", "head", "res_all")]
+            return cls(_unpack(archive["prefix"]), _unpack(archive["expr"]), *columns, table)
 
 
 def _pack(sentences: list[str]) -> np.ndarray:
