@@ -3,9 +3,9 @@
 Issue 2 sets the goals at batch 128 for the shapes 100→2 and 512→512: NAU ≤ 1.5×, NMU ≤ 3×,
 NALU ≤ 4× the time of ``nn.Linear``. One step is ``unit(x).sum().backward()`` with ``x`` requiring a
 gradient (as in a hidden layer), ``x ~ U[0.5, 1.5]``. Timing is interleaved to be fair under a
-fluctuating machine load: in each of ``--rounds`` rounds every layer is timed with
-:class:`torch.utils.benchmark.Timer` (median of its blocked runs); a layer's time is its fastest
-round. CUDA is synchronised after every step and uses autocast (AMP), as training would.
+fluctuating machine load: in each of ``--rounds`` rounds every layer is timed by
+:func:`~neurosym.experiments.attention_speed.median_seconds` (median of ``Timer`` blocked runs); a
+layer's time is its fastest round. CUDA is synchronised after every step and uses autocast (AMP), as training would.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Callable
 
 import torch
 from torch import nn
-from torch.utils.benchmark import Timer
 from tqdm.auto import tqdm
 
+from neurosym.experiments.attention_speed import median_seconds
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.layers import arithmetic
 from neurosym.training import resolve_device
@@ -76,7 +76,6 @@ def _step(name: str, shape: tuple[int, int], batch: int, device: torch.device) -
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
-    step()  # warm-up: allocations, lazy initialisation
     return step
 
 
@@ -91,8 +90,7 @@ def run(args: argparse.Namespace) -> dict:
     with tqdm(total=args.rounds * len(steps), desc="layer-speed", unit="timing") as progress:
         for _ in range(args.rounds):
             for key, step in steps.items():
-                timer = Timer(stmt="step()", globals={"step": step}, num_threads=args.threads)
-                best[key] = min(best[key], timer.blocked_autorange(min_run_time=args.min_time).median)
+                best[key] = min(best[key], median_seconds(step, args.min_time, args.threads))
                 progress.update()
     records = []
     for (shape, name), seconds in best.items():

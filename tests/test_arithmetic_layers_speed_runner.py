@@ -1,0 +1,39 @@
+"""The layer-speed runner: a tiny end-to-end run through the CLI, and its argument checks."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from neurosym.cli import main
+from neurosym.experiments import layer_speed
+
+
+def test_layer_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> None:
+    out = tmp_path / "speed"
+    argv = ["layer-speed", "--shapes", "6x2", "3x3", "--units", "NAU", "NMU", "--batch-size", "4"]
+    assert main([*argv, "--rounds", "1", "--min-time", "0.001", "--out", str(out)]) == 0
+    results = json.loads((out / "layer_speed.json").read_text())
+    assert (out / "layer_speed.png").stat().st_size > 0
+    records = {(r["shape"], r["unit"]): r for r in results["records"]}
+    assert set(records) == {(s, u) for s in ("6→2", "3→3") for u in ("Linear", "NAU", "NMU")}
+    assert all(r["microseconds"] > 0 for r in records.values())
+    assert records[("6→2", "Linear")]["ratio_to_linear"] == 1.0
+    nmu = records[("3→3", "NMU")]
+    assert nmu["goal"] == 3.0 and nmu["meets_goal"] == (nmu["ratio_to_linear"] <= 3.0)
+    assert "| 3→3   | NMU" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("text", ["100", "ax2", "0x3", "2x-1"])
+def test_shape_argument_rejects_malformed_text(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError, match="shape"):
+        layer_speed._shape(text)
+
+
+def test_run_rejects_non_positive_settings(tmp_path) -> None:
+    parser = argparse.ArgumentParser()
+    layer_speed.add_arguments(parser)
+    with pytest.raises(ValueError, match="--rounds"):
+        layer_speed.run(parser.parse_args(["--rounds", "0", "--out", str(tmp_path)]))
