@@ -286,6 +286,17 @@ def test_invalid_construction_is_rejected() -> None:
         NAU(2, 2, ensemble=2).set_member(0, NMU(2, 2))
 
 
+@pytest.mark.parametrize("cls", UNITS)
+def test_units_compute_in_float32_under_autocast(cls) -> None:
+    unit, x = _unit(cls, 3, 2), torch.rand(8, 3) * 1000 + 1000
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = unit(x)
+        mixed_from_half = unit(x.bfloat16())
+    assert mixed.dtype == torch.float32 and mixed_from_half.dtype == torch.float32
+    torch.testing.assert_close(mixed, unit(x))
+    torch.testing.assert_close(mixed_from_half, unit(x.bfloat16().float()))
+
+
 def test_plain_units_accept_any_number_of_leading_dimensions() -> None:
     unit = _unit(NMU, 3, 2)
     x = torch.rand(2, 3, 4, 3)

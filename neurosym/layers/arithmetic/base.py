@@ -64,8 +64,9 @@ class ArithmeticUnit(nn.Module):
     :meth:`sparsity_error` then return one value per member (shape ``[S]``).
 
     Subclasses pass their extra constructor options as keyword arguments to ``__init__`` (they are
-    replayed by :meth:`member`), create parameters with :meth:`make_parameter`, and list the weights
-    the sparsity error is measured on in :meth:`sparsity_weights`.
+    replayed by :meth:`member`), create parameters with :meth:`make_parameter`, implement their
+    formula in :meth:`compute` (``forward`` validates the input first), and list the weights the
+    sparsity error is measured on in :meth:`sparsity_weights`.
     """
 
     def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, **options: Any):
@@ -101,6 +102,22 @@ class ArithmeticUnit(nn.Module):
             raise ValueError(f"{type(self).__name__}: expected input of shape {expected}, got {list(x.shape)}")
         if not x.is_floating_point():
             raise ValueError(f"{type(self).__name__}: expected a floating-point input, got dtype {x.dtype}")
+
+    def forward(self, x: Tensor) -> Tensor:
+        """Validate ``x [(S,) ..., in]`` and apply :meth:`compute` → ``[(S,) ..., out]``.
+
+        Under autocast (AMP) the unit still computes in float32: sums and products of values in the
+        thousands lose their exactness in float16/bfloat16, which defeats the purpose of these units.
+        """
+        self.check_input(x)
+        if torch.is_autocast_enabled(x.device.type):
+            with torch.autocast(x.device.type, enabled=False):
+                return self.compute(x.float() if x.dtype in (torch.float16, torch.bfloat16) else x)
+        return self.compute(x)
+
+    def compute(self, x: Tensor) -> Tensor:
+        """The unit's formula on a validated input ``[(S,) ..., in]`` → ``[(S,) ..., out]``."""
+        raise NotImplementedError
 
     def sparsity_weights(self) -> list[Tensor]:
         """The effective weights the sparsity error is measured on (each ``[(S,) ..., out, in]``)."""

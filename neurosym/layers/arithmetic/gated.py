@@ -29,8 +29,7 @@ class GatedNAUNMU(ArithmeticUnit):
         self.gate = self.make_parameter(out_features, in_features)
         glorot_uniform_(self.gate, in_features, out_features)
 
-    def forward(self, x: Tensor) -> Tensor:
-        self.check_input(x)
+    def compute(self, x: Tensor) -> Tensor:
         return torch.lerp(self.mul(x), self.add(x), input_gate(x, self.gate, self.in_features))
 
     @torch.no_grad()

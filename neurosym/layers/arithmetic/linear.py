@@ -16,7 +16,7 @@ class EnsembleLinear(ArithmeticUnit):
     Shapes: ``x [..., in]`` → ``[..., out]``; with ``ensemble=S``: ``x [S, ..., in]`` → ``[S, ..., out]``,
     ``weight [S, out, in]``, ``bias [S, out]``. There is no regulariser (:meth:`regularization` is 0);
     the sparsity error is measured on ``weight``. Like ``nn.Linear`` it applies no input guard, so inputs
-    near the float limit can overflow.
+    near the float limit can overflow; unlike it, it computes in float32 under autocast, as all units do.
     """
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *, ensemble: int | None = None):
@@ -32,8 +32,7 @@ class EnsembleLinear(ArithmeticUnit):
             if self.bias is not None:
                 self.bias.uniform_(-bound, bound)
 
-    def forward(self, x: Tensor) -> Tensor:
-        self.check_input(x)
+    def compute(self, x: Tensor) -> Tensor:
         return ensemble_linear(x, self.weight, self.bias)
 
     def sparsity_weights(self) -> list[Tensor]:

@@ -49,8 +49,7 @@ class NAC(_TanhSigmoidWeight):
     variance matched through tanh·σ, as analysed by Madsen & Johansen 2020). No regulariser.
     """
 
-    def forward(self, x: Tensor) -> Tensor:
-        self.check_input(x)
+    def compute(self, x: Tensor) -> Tensor:
         return nac_add(x, self.weight(), self.in_features)
 
 
@@ -68,6 +67,5 @@ class NACMul(_TanhSigmoidWeight):
         super().__init__(in_features, out_features, ensemble=ensemble, eps=eps)
         self.eps = eps
 
-    def forward(self, x: Tensor) -> Tensor:
-        self.check_input(x)
+    def compute(self, x: Tensor) -> Tensor:
         return nac_mul(x, self.weight(), self.eps)

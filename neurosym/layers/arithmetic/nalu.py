@@ -50,8 +50,7 @@ class NALU(ArithmeticUnit):
         """``g = σ(x Gᵀ)``: ``[(S,) ..., out]``, the weight of the additive path."""
         return input_gate(x, self.gate, self.in_features)
 
-    def forward(self, x: Tensor) -> Tensor:
-        self.check_input(x)
+    def compute(self, x: Tensor) -> Tensor:
         add_weight = self.add.weight()
         mul_weight = add_weight if self.mul is None else self.mul.weight()
         added = nac_add(x, add_weight, self.in_features)
@@ -96,8 +95,7 @@ class iNALU(ArithmeticUnit):  # noqa: N801 - the published name
         """``W_m = tanh(Ŵ_m) ⊙ σ(M̂_m)``, shape ``[(S,) out, in]``."""
         return torch.tanh(self.mul_weight_hat) * torch.sigmoid(self.mul_gate_hat)
 
-    def forward(self, x: Tensor) -> Tensor:
-        self.check_input(x)
+    def compute(self, x: Tensor) -> Tensor:
         mul_weight = self.mul_weight()
         added = nac_add(x, self.add.weight(), self.in_features)
         log_magnitude = ensemble_linear(torch.log(x.abs().clamp(min=INALU_EPS)), mul_weight)

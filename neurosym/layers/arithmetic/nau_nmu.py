@@ -58,8 +58,7 @@ class NAU(_ClampedWeight):
     def reset_parameters(self) -> None:
         nau_init_(self.weight, self.in_features, self.out_features)
 
-    def forward(self, x: Tensor) -> Tensor:
-        self.check_input(x)
+    def compute(self, x: Tensor) -> Tensor:
         return nac_add(x, self.clamped_weight(), self.in_features)
 
 
@@ -77,6 +76,5 @@ class NMU(_ClampedWeight):
     def reset_parameters(self) -> None:
         nmu_init_(self.weight)
 
-    def forward(self, x: Tensor) -> Tensor:
-        self.check_input(x)
+    def compute(self, x: Tensor) -> Tensor:
         return multiplicative_product(x, self.clamped_weight())

@@ -58,8 +58,7 @@ class NPU(_PowerUnit):
         self.imag_weight = self.make_parameter(out_features, in_features)
         torch.nn.init.zeros_(self.imag_weight)
 
-    def forward(self, x: Tensor) -> Tensor:
-        self.check_input(x)
+    def compute(self, x: Tensor) -> Tensor:
         log_radius, angle = self.polar_input(x)
         magnitude = ensemble_linear(log_radius, self.real_weight) - ensemble_linear(angle, self.imag_weight)
         phase = ensemble_linear(log_radius, self.imag_weight) + ensemble_linear(angle, self.real_weight)
@@ -76,8 +75,7 @@ class RealNPU(_PowerUnit):
     Shapes, initialisation (``W`` Glorot uniform, ``g = ½``), regulariser and exponent cap as :class:`NPU`.
     """
 
-    def forward(self, x: Tensor) -> Tensor:
-        self.check_input(x)
+    def compute(self, x: Tensor) -> Tensor:
         log_radius, angle = self.polar_input(x)
         return capped_exp(ensemble_linear(log_radius, self.real_weight)) * torch.cos(ensemble_linear(angle, self.real_weight))
 
