@@ -336,6 +336,38 @@ def test_initialisations_follow_the_papers() -> None:
     assert nmu.weight.mean().item() == pytest.approx(0.5, abs=0.005)
 
 
+def test_gated_nau_nmu_with_saturated_gate_takes_the_right_path() -> None:
+    unit = GatedNAUNMU(3, 1)
+    with torch.no_grad():
+        unit.add.weight.copy_(torch.tensor([[1.0, -1.0, 0.0]]))
+        unit.mul.weight.copy_(torch.tensor([[1.0, 0.0, 1.0]]))
+    x = torch.empty(50, 3).uniform_(1.0, 5.0)
+    with torch.no_grad():
+        unit.gate.fill_(SATURATED)
+    torch.testing.assert_close(unit(x).squeeze(-1), x[:, 0] - x[:, 1])
+    with torch.no_grad():
+        unit.gate.fill_(-SATURATED)
+    torch.testing.assert_close(unit(x).squeeze(-1), x[:, 0] * x[:, 2])
+
+
+def test_inalu_and_npu_regularizers() -> None:
+    inalu = iNALU(2, 2)
+    with torch.no_grad():
+        for parameter in inalu.parameters():
+            parameter.fill_(25.0)
+    assert inalu.regularization().item() == 0.0  # every raw parameter saturated beyond t = 20
+    with torch.no_grad():
+        for parameter in inalu.parameters():
+            parameter.fill_(5.0)
+    assert inalu.regularization().item() == pytest.approx(15.0 / 20.0)
+    npu = NPU(2, 3)
+    with torch.no_grad():
+        npu.real_weight.fill_(-2.0)
+        npu.imag_weight.fill_(0.0)
+        npu.relevance.fill_(1.0)
+    assert npu.regularization().item() == pytest.approx((6 * 2.0 + 2 * 1.0) / (6 + 6 + 2))
+
+
 @settings(max_examples=50, deadline=None)
 @given(step=st.floats(-1e7, 1e7, allow_nan=False))
 def test_regularizer_warmup_is_a_clamped_linear_ramp(step: float) -> None:
