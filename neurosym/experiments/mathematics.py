@@ -334,8 +334,9 @@ def plot(results: dict, path: Path) -> Path:
         axis.set_title(regime)
         axis.set_ylim(0, 1.05)
     axes[0].set_ylabel("exact-match accuracy")
-    axes[1].legend(loc="upper right", fontsize=8)
-    figure.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
     figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
