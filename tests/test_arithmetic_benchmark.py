@@ -72,6 +72,17 @@ def test_ensemble_members_train_exactly_like_separate_models():
     assert torch.isfinite(model.layers[0].weight[1:]).all()
 
 
+def test_group_configuration_members_evaluations_and_errors():
+    config = GroupConfig("NAU", ("add", "sub"), (3, 4), steps=250, eval_every=100)
+    assert config.members == [("add", 3), ("add", 4), ("sub", 3), ("sub", 4)]
+    assert config.evaluation_steps == [100, 200, 250]
+    assert config.stream("init") != config.stream("batches") != GroupConfig("NMU", ("add",), (3,), 10).stream("batches")
+    with pytest.raises(ValueError, match="at least one operation"):
+        GroupConfig("NAU", (), (0,), steps=10)
+    with pytest.raises(ValueError, match="must be positive"):
+        GroupConfig("NAU", ("add",), (0,), steps=0)
+
+
 def test_short_nau_run_solves_addition():
     config = GroupConfig("NAU", ("add",), (0, 1), steps=5000, eval_every=250, ranges="[-2,2]", evaluation_size=1000)
     run = train_group(config, CPU, progress=False)

@@ -183,7 +183,7 @@ def train_group(
             )
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        data.generator.set_state(state["generator"])
+        data.generator.set_state(state["generator"].cpu())  # generator states are CPU byte tensors on every device
         curves, step, previous_seconds = Curves(**state["curves"]), state["step"], state["seconds"]
     started = time.perf_counter()
     pending = [s for s in config.evaluation_steps if s > step]
