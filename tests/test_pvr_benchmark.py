@@ -30,7 +30,7 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
     for plot in ("noise_sensitivity.png", "vector_sweep.png", "holdout.png"):
         assert (out / plot).stat().st_size > 1000
     stored = {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
-    assert len(stored) == 4  # vector, two holdout-i, block CNN
+    assert len(stored) == 5  # noise, vector, two holdout-i, block CNN
     assert main(["pvr", *TINY, "--sweeps", "vector,holdout_i", "--mnist", str(mnist), "--out", str(out)]) == 0
     assert {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()} == stored
 

@@ -91,9 +91,9 @@ BUDGETS = {
     ),
     "cpu": Budget(
         vector_scale={"mlp": 0.25, "mlp2x": 0.25, "transformer": 0.125, "mixer": 0.125},
-        vector_batch=256, vector_epochs=200, vector_min_steps=300, vector_max_steps=300,
+        vector_batch=256, vector_epochs=200, vector_min_steps=1000, vector_max_steps=1000,
         visual_scale=0.25, visual_train=6_000, visual_epochs=2, visual_batch=50, visual_lr=1e-3,
-        reader_examples=12_000, test_size=2_000,
+        reader_examples=30_000, test_size=2_000,
     ),
     "smoke": Budget(  # seconds-long runs that only check the plumbing (used by the tests)
         vector_scale={"mlp": 0.05, "mlp2x": 0.05, "transformer": 0.03, "mixer": 0.03},
@@ -226,13 +226,17 @@ def sweep_noise(ctx: Context) -> dict[str, Any]:
     """``NS_delta`` for every aggregation and m = 0..max at deltas spread over [e^-7, e^-1] (Figure 10)."""
     args = ctx.args
     deltas = np.exp(np.linspace(-7.0, -1.0, 7))
-    rng = np.random.default_rng(args.seed)
-    curves = {}
-    for aggregation in AGGREGATIONS:
-        for m in range(args.ns_max_complexity + 1):
-            mean, std = noise_sensitivity_curve(vector_rule(m, aggregation).label, 11, 10, deltas,
-                                                args.ns_samples, args.ns_repeats, rng)
-            curves[f"{aggregation}/{m}"] = {"mean": mean.tolist(), "std": std.tolist(), "average": float(mean.mean())}
+    key = f"noise-m{args.ns_max_complexity}-n{args.ns_samples}-r{args.ns_repeats}-seed{args.seed}"
+    curves = ctx.store.get(key)
+    if curves is None:
+        rng = np.random.default_rng(args.seed)
+        curves = {}
+        for aggregation in AGGREGATIONS:
+            for m in range(args.ns_max_complexity + 1):
+                mean, std = noise_sensitivity_curve(vector_rule(m, aggregation).label, 11, 10, deltas,
+                                                    args.ns_samples, args.ns_repeats, rng)
+                curves[f"{aggregation}/{m}"] = {"mean": mean.tolist(), "std": std.tolist(), "average": float(mean.mean())}
+        ctx.store.put(key, curves)
     headers = ["aggregation", *[f"m={m}" for m in range(args.ns_max_complexity + 1)]]
     rows = [[a, *[curves[f"{a}/{m}"]["average"] for m in range(args.ns_max_complexity + 1)]] for a in AGGREGATIONS]
     print("\n### Noise sensitivity, averaged over delta in [e^-7, e^-1]\n")
@@ -299,7 +303,7 @@ def _describe(rule: PVRRule) -> dict[str, Any]:
 
 def _digit_reader(ctx: Context, train_bank: DigitBank, test_bank: DigitBank, cell: int):
     """Train (or load) the neuro-symbolic model's digit reader; returns it and its test accuracy."""
-    path = ctx.store.checkpoint(f"reader-{cell}-n{ctx.budget.reader_examples}-seed{ctx.args.seed}")
+    path = ctx.store.checkpoint(f"reader-{cell}-n{ctx.budget.reader_examples}-e3-seed{ctx.args.seed}")
     saved = load_checkpoint(path)
     if saved is None:
         reader = train_digit_reader(train_bank, cell, ctx.device, ctx.budget.reader_examples, seed=ctx.args.seed,
