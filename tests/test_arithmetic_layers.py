@@ -94,8 +94,8 @@ def test_nalu_with_saturated_gate_takes_the_right_path(shared: bool) -> None:
 def test_inalu_retrieves_the_sign_of_a_product() -> None:
     unit = iNALU(3, 1)
     with torch.no_grad():
-        unit.mul_weight_hat.copy_(torch.tensor([[SATURATED, SATURATED, 0.0]]))
-        unit.mul_gate_hat.copy_(torch.tensor([[SATURATED, SATURATED, -SATURATED]]))
+        unit.mul.weight_hat.copy_(torch.tensor([[SATURATED, SATURATED, 0.0]]))
+        unit.mul.gate_hat.copy_(torch.tensor([[SATURATED, SATURATED, -SATURATED]]))
         unit.gate.fill_(-SATURATED)
     x = torch.tensor([[-2.0, 3.0, -7.0], [-2.0, -3.0, 5.0], [4.0, 0.5, -1.0]])
     torch.testing.assert_close(unit(x).squeeze(-1), x[:, 0] * x[:, 1], rtol=1e-5, atol=1e-6)

@@ -40,19 +40,17 @@ def per_member_mean(values: Tensor, ensemble: int | None) -> Tensor:
     return values.mean() if ensemble is None else values.flatten(1).mean(1)
 
 
-def per_member_max(values: Tensor, ensemble: int | None) -> Tensor:
-    """Max over everything but the ensemble dimension: ``[S, ...]`` → ``[S]``, or ``[...]`` → ``[]``."""
-    return values.max() if ensemble is None else values.flatten(1).amax(1)
+def flatten_per_member(tensors: list[Tensor], ensemble: int | None) -> Tensor:
+    """All entries of ``tensors`` side by side: ``[S, total]`` per member with an ensemble (every tensor
+    ``[S, ...]``), ``[total]`` without."""
+    return pack(tensors, "*" if ensemble is None else "s *")[0]
 
 
 def weight_sparsity_error(weights: list[Tensor], ensemble: int | None) -> Tensor:
     """``max_i min(|W_i|, |1 − |W_i||)`` over all entries of ``weights`` (Madsen & Johansen 2019),
     per ensemble member: ``[S]`` with an ensemble, a 0-d tensor without."""
-    errors = []
-    for weight in weights:
-        magnitude = weight.detach().abs()
-        errors.append(per_member_max(torch.minimum(magnitude, (1 - magnitude).abs()), ensemble))
-    return torch.stack(errors).amax(0)
+    magnitude = flatten_per_member([weight.detach() for weight in weights], ensemble).abs()
+    return torch.minimum(magnitude, (1 - magnitude).abs()).amax(-1)
 
 
 class ArithmeticUnit(nn.Module):

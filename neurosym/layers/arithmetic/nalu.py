@@ -4,11 +4,10 @@ iNALU (Schlör, Ring & Hotho 2020)."""
 from __future__ import annotations
 
 import torch
-from einops import pack
 from torch import Tensor
 
-from .base import ArithmeticUnit, broadcast_per_member, ensemble_linear
-from .init import glorot_uniform_, nac_init_
+from .base import ArithmeticUnit, broadcast_per_member, ensemble_linear, flatten_per_member
+from .init import glorot_uniform_
 from .nac import NAC, NACMul, nac_add, nac_mul
 from .numerics import DEFAULT_EPS, bounded_input
 from .product import multiplicative_product
@@ -85,18 +84,12 @@ class iNALU(ArithmeticUnit):  # noqa: N801 - the published name
     def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None):
         super().__init__(in_features, out_features, ensemble=ensemble)
         self.add = NAC(in_features, out_features, ensemble=ensemble)
-        self.mul_weight_hat = self.make_parameter(out_features, in_features)
-        self.mul_gate_hat = self.make_parameter(out_features, in_features)
-        nac_init_(self.mul_weight_hat, self.mul_gate_hat, in_features, out_features)
+        self.mul = NACMul(in_features, out_features, ensemble=ensemble)  # holds W_m; its own forward is unused
         self.gate = self.make_parameter(out_features)
         torch.nn.init.zeros_(self.gate)
 
-    def mul_weight(self) -> Tensor:
-        """``W_m = tanh(Ŵ_m) ⊙ σ(M̂_m)``, shape ``[(S,) out, in]``."""
-        return torch.tanh(self.mul_weight_hat) * torch.sigmoid(self.mul_gate_hat)
-
     def compute(self, x: Tensor) -> Tensor:
-        mul_weight = self.mul_weight()
+        mul_weight = self.mul.weight()
         added = nac_add(x, self.add.weight(), self.in_features)
         log_magnitude = ensemble_linear(torch.log(x.abs().clamp(min=INALU_EPS)), mul_weight)
         magnitude = torch.exp(log_magnitude.clamp(max=INALU_MAX_LOG))
@@ -105,10 +98,10 @@ class iNALU(ArithmeticUnit):  # noqa: N801 - the published name
         return torch.lerp(magnitude * sign, added, gate)
 
     def regularization(self) -> Tensor:
-        raw = [self.add.weight_hat, self.add.gate_hat, self.mul_weight_hat, self.mul_gate_hat, self.gate]
-        flat, _ = pack(raw, "*" if self.ensemble is None else "s *")
+        raw = [self.add.weight_hat, self.add.gate_hat, self.mul.weight_hat, self.mul.gate_hat, self.gate]
+        flat = flatten_per_member(raw, self.ensemble)
         threshold = INALU_REGULARIZER_THRESHOLD
         return ((threshold - flat.abs()).clamp(min=0) / threshold).mean(-1)
 
     def sparsity_weights(self) -> list[Tensor]:
-        return [self.add.weight(), self.mul_weight()]
+        return self.add.sparsity_weights() + self.mul.sparsity_weights()

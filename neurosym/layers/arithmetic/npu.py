@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 
 import torch
-from einops import pack
 from torch import Tensor
 
-from .base import ArithmeticUnit, broadcast_per_member, ensemble_linear
+from .base import ArithmeticUnit, broadcast_per_member, ensemble_linear, flatten_per_member
 from .init import glorot_uniform_
 from .numerics import DEFAULT_EPS, capped_exp
 
@@ -38,8 +37,7 @@ class _PowerUnit(ArithmeticUnit):
 
     def regularization(self) -> Tensor:
         """L1 sparsity regulariser: mean absolute value of all parameters, ``[S]`` or 0-d."""
-        flat, _ = pack(list(self.parameters()), "*" if self.ensemble is None else "s *")
-        return flat.abs().mean(-1)
+        return flatten_per_member(list(self.parameters()), self.ensemble).abs().mean(-1)
 
 
 class NPU(_PowerUnit):
