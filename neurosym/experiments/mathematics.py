@@ -310,7 +310,7 @@ def result_table(results: dict) -> tuple[list[str], list[list]]:
         for module in results["modules"][regime]:
             accuracies = [results["models"][n][regime]["per_module"].get(module) for n in names]
             rows.append([regime, module.removeprefix("arithmetic__"), *accuracies, PUBLISHED_TRANSFORMER_MODULES.get(module, "")])
-    for regime in ("interpolate", "extrapolate"):
+    for regime in (r for r in ("interpolate", "extrapolate") if results["modules"][r]):
         means = [results["models"][n][regime]["mean"] for n in names]
         rows.append([regime, "mean over modules", *means, f"{PUBLISHED['transformer'][regime]} (all modules)"])
     return headers, rows
