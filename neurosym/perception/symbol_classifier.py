@@ -21,12 +21,15 @@ class SymbolClassifier(nn.Module):
         backbone: ``"small"`` (:class:`SmallCNN`, fast on a CPU) or ``"resnet18"`` (as in the HINT paper).
         features: width of the encoder's output.
         window: side of the square input windows.
+        width: channels of the encoder's first stage (later stages double it).
 
     Shapes: ``windows [N, window, window]`` or ``[N, 1, window, window]`` (uint8 in 0..255 or float in
     0..1) -> log-probabilities ``[N, len(vocabulary)]``.
     """
 
-    def __init__(self, vocabulary: Sequence[str], backbone: str = "small", features: int = 128, window: int = 32):
+    def __init__(
+        self, vocabulary: Sequence[str], backbone: str = "small", features: int = 128, window: int = 32, width: int = 32
+    ):
         super().__init__()
         if backbone not in BACKBONES:
             raise ValueError(f"unknown backbone {backbone!r}: choose one of {BACKBONES}")
@@ -35,9 +38,9 @@ class SymbolClassifier(nn.Module):
         self.vocabulary = list(vocabulary)
         self.window = window
         if backbone == "small":
-            self.encoder: nn.Module = SmallCNN(1, features, input_size=window)
+            self.encoder: nn.Module = SmallCNN(1, features, input_size=window, width=width)
         else:
-            self.encoder = ResNet18(1, features, small_input=True, width=32)
+            self.encoder = ResNet18(1, features, small_input=True, width=width)
         self.activation = nn.ReLU()
         self.classifier = nn.Linear(features, len(self.vocabulary))
 

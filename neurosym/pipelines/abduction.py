@@ -207,7 +207,7 @@ class Abducer:
             root = parse(sentence, self.concepts)
         except ParseError:
             return []
-        values = self._node_values(root)
+        values = self.node_values(root)
         if values is None:
             return []
         proposals: list[_Proposal] = []
@@ -230,14 +230,14 @@ class Abducer:
                 lambda s: self.table.operators[s].level != level
                 or self.table.operators[s].apply(left_value, right_value) in wanted,
             )
-            left_wanted, right_wanted = self._child_targets(node.symbol, wanted, left_value, right_value)
+            left_wanted, right_wanted = self.child_targets(node.symbol, wanted, left_value, right_value)
             if left_wanted is not None:
                 stack.append((left, left_wanted))
             if right_wanted is not None:
                 stack.append((right, right_wanted))
         return proposals
 
-    def _child_targets(
+    def child_targets(
         self, symbol: str, wanted: Interval, left: int, right: int
     ) -> tuple[Interval | None, Interval | None]:
         """Wanted values of the left child (right fixed) and of the right child (left fixed)."""
@@ -259,7 +259,7 @@ class Abducer:
             if s != sentence[position] and accepts(s)
         ]
 
-    def _node_values(self, root: Node) -> dict[int, int] | None:
+    def node_values(self, root: Node) -> dict[int, int] | None:
         """Value of every node (by ``id``), read from the executor's per-token values."""
         execution = execute(root, self.table)
         if execution.value is None:

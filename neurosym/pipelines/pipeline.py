@@ -33,11 +33,19 @@ class HintPipeline:
             it should read, and ``(`` and ``)``.
         table: the semantics (given, or assembled from induced programs).
         minimal_brackets: read only sentences the HINT release could have written (see decoding).
+        abduction_changes: the most symbols one abduced correction may change.
     """
 
-    def __init__(self, classifier: SymbolClassifier, table: OperatorTable = HINT_SEMANTICS, minimal_brackets: bool = True):
+    def __init__(
+        self,
+        classifier: SymbolClassifier,
+        table: OperatorTable = HINT_SEMANTICS,
+        minimal_brackets: bool = True,
+        abduction_changes: int = 2,
+    ):
         self.classifier = classifier
         self.minimal_brackets = minimal_brackets
+        self.abduction_changes = abduction_changes
         self.set_table(table)
 
     def set_table(self, table: OperatorTable) -> None:
@@ -50,7 +58,7 @@ class HintPipeline:
             [s for s in table.operators if s in vocabulary],
         )
         self.solver = BatchSolver(table)
-        self.abducer = Abducer(vocabulary, table)
+        self.abducer = Abducer(vocabulary, table, max_changes=self.abduction_changes)
 
     def read(self, windows: torch.Tensor, lengths: torch.Tensor) -> Reading:
         """Read a padded batch of expressions.

@@ -1,0 +1,132 @@
+"""Learning semantics from results: a new number's value, an operator's meaning and its precedence.
+
+* :func:`learn_number` abduces the value of a new number symbol: the value under which the most
+  training sentences evaluate to their results.
+* :func:`learn_operator` induces an operator's meaning. For each precedence level (with ``+ -`` or
+  with ``* /``) it parses the sentences that use the operator once, pushes each result down the tree
+  to the operator's node through the known operators' set-valued inverses (the abduction machinery),
+  reads off ``(left operand, right operand) -> value`` examples, induces the smallest DSL program
+  (:func:`neurosym.semantics.induction.induce_operator`) and keeps the level whose grammar extension
+  explains more training sentences.
+* :func:`induced_table` gives the four built-in operators meanings induced from one-operator
+  sentences (the syntax, and so the precedence of built-ins, is the grammar's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from neurosym.pipelines.abduction import Abducer
+from neurosym.semantics import BatchSolver, Operator, OperatorTable
+from neurosym.semantics.induction import Program, induce_operator
+from neurosym.semantics.preimage import Interval
+from neurosym.syntax import ADDITIVE, BUILTIN_OPERATORS, MULTIPLICATIVE, ParseError, parse
+
+Example = tuple[str, int]  # (sentence, result)
+
+
+@dataclass(frozen=True)
+class LearnedConcept:
+    """What was learned about ``symbol``: a number ``value`` or an operator ``program`` at ``level``;
+    ``explained`` is the fraction of the training sentences the extended ``table`` gets right."""
+
+    symbol: str
+    table: OperatorTable
+    explained: float
+    value: int | None = None
+    level: int | None = None
+    program: Program | None = None
+
+
+def explained_fraction(table: OperatorTable, examples: Sequence[Example]) -> float:
+    """Fraction of ``examples`` whose sentence evaluates to its result under ``table``."""
+    values = BatchSolver(table).solve([sentence for sentence, _ in examples])
+    return float(np.mean([v == result for v, (_, result) in zip(values, examples)]))
+
+
+def learn_number(
+    symbol: str, examples: Sequence[Example], table: OperatorTable, candidates: Sequence[int] = range(101)
+) -> LearnedConcept:
+    """Abduce the value of the number ``symbol`` among ``candidates``."""
+    if not examples:
+        raise ValueError(f"no training sentence for the number {symbol!r}")
+    scored = [(explained_fraction(table.extend({symbol: v}), examples), v) for v in candidates]
+    explained, value = max(scored, key=lambda item: (item[0], -item[1]))
+    return LearnedConcept(symbol, table.extend({symbol: value}), explained, value=value)
+
+
+def operator_examples(symbol: str, examples: Sequence[Example], hypothesis: OperatorTable) -> list[tuple[int, int, int]]:
+    """``(left, right, value)`` triples for ``symbol`` read off sentences that use it once.
+
+    ``hypothesis`` holds ``symbol`` (with any placeholder meaning) at the precedence level being
+    tried; a triple is kept when the result pushed down to the operator's node is a single value.
+    """
+    vocabulary = [*hypothesis.numbers, *hypothesis.operators, "(", ")"]
+    abducer = Abducer(vocabulary, hypothesis)
+    triples = []
+    for sentence, result in examples:
+        if sentence.count(symbol) != 1:
+            continue
+        try:
+            node = parse(sentence, hypothesis.concepts)
+        except ParseError:
+            continue
+        values = abducer.node_values(node)
+        if values is None:
+            continue
+        position, wanted = sentence.index(symbol), Interval.point(result)
+        while wanted is not None and not (node.symbol == symbol and node.span[0] <= position < node.span[1]):
+            left, right = node.children
+            targets = abducer.child_targets(node.symbol, wanted, values[id(left)], values[id(right)])
+            side = 0 if left.span[0] <= position < left.span[1] else 1
+            node, wanted = node.children[side], targets[side]
+        if wanted is not None and wanted.hi == wanted.lo:
+            left, right = node.children
+            triples.append((values[id(left)], values[id(right)], wanted.lo))
+    return triples
+
+
+def learn_operator(
+    symbol: str, examples: Sequence[Example], table: OperatorTable, max_size: int = 10, min_agreement: float = 0.95
+) -> LearnedConcept:
+    """Induce the precedence level and meaning of the operator ``symbol`` from sentences and results."""
+    best: LearnedConcept | None = None
+    for level in (ADDITIVE, MULTIPLICATIVE):
+        hypothesis = table.extend(operators={symbol: Operator(level, lambda a, b: 1)})
+        triples = operator_examples(symbol, examples, hypothesis)
+        program = induce_operator(triples, max_size, min_agreement) if triples else None
+        if program is None:
+            continue
+        learned_table = table.extend(operators={symbol: Operator(level, program, None, str(program))})
+        concept = LearnedConcept(symbol, learned_table, explained_fraction(learned_table, examples), level=level, program=program)
+        if best is None or concept.explained > best.explained:
+            best = concept
+    if best is None:
+        raise ValueError(f"no program up to size {max_size} explains the examples of operator {symbol!r}")
+    return best
+
+
+def induced_table(examples: Sequence[Example], known: OperatorTable, max_size: int = 8) -> tuple[OperatorTable, dict[str, Program]]:
+    """Meanings of ``+ - * /`` induced from the one-operator sentences among ``examples``.
+
+    ``known`` supplies the number values (and is otherwise only a template); returns the table with
+    the induced operators and the programs by symbol.
+    """
+    programs: dict[str, Program] = {}
+    for symbol, level in BUILTIN_OPERATORS.items():
+        triples = [
+            (known.numbers[s[0]], known.numbers[s[2]], result)
+            for s, result in examples
+            if len(s) == 3 and s[1] == symbol
+        ]
+        if not triples:
+            raise ValueError(f"no one-operator sentence uses {symbol!r}: its meaning cannot be induced")
+        program = induce_operator(triples, max_size)
+        if program is None:
+            raise ValueError(f"no program up to size {max_size} explains every example of {symbol!r}")
+        programs[symbol] = program
+    operators = {s: Operator(BUILTIN_OPERATORS[s], p, None, str(p)) for s, p in programs.items()}
+    return known.extend(operators=operators, name="induced"), programs

@@ -1,0 +1,136 @@
+"""The pipeline learns perception from results alone on a tiny synthetic problem, and resumes exactly."""
+
+import numpy as np
+import pytest
+import torch
+
+import neurosym.pipelines.trainer as trainer_module
+from neurosym.data.hint import main_split
+from neurosym.data.symbol_images import HINT_SYMBOLS, POOLS, SymbolBank
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.curriculum import Curriculum, parse_stages
+from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.windows import WindowSource
+
+CPU = torch.device("cpu")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny convolutions on a shared 2-core machine run far faster without intra-op threads."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _synthetic_bank(per_symbol: int = 40, seed: int = 0) -> SymbolBank:
+    """One random 28x28 prototype per symbol, each image with 8% of its pixels flipped."""
+    rng = np.random.default_rng(seed)
+    prototypes = rng.integers(0, 2, size=(len(HINT_SYMBOLS), 28, 28)).astype(bool)
+    images, labels = [], []
+    for prototype, symbol in zip(prototypes, HINT_SYMBOLS):
+        flips = rng.random((per_symbol, 28, 28)) < 0.08
+        images.append(((prototype[None] ^ flips) * 255).astype(np.uint8))
+        labels += [symbol] * per_symbol
+    pools = np.resize(np.asarray(POOLS), len(labels))
+    paths = np.asarray([f"{s}/{i}.png" for i, s in enumerate(labels)])
+    return SymbolBank(np.concatenate(images), np.asarray(labels), pools, paths)
+
+
+@pytest.fixture(scope="module")
+def problem():
+    splits = main_split(scale=0.002, seed=0, cache=False, progress=False)
+    short = [r for r in splits["train"] if len(r.expr) <= 7]
+    bank = _synthetic_bank()
+    return WindowSource(short, bank, "train"), WindowSource(short[:80], bank, "test")
+
+
+def _pipeline(seed: int = 0) -> HintPipeline:
+    torch.manual_seed(seed)
+    return HintPipeline(SymbolClassifier(list(HINT_SYMBOLS), features=32, width=8))
+
+
+def test_perception_is_learned_from_results_alone(problem):
+    train, test = problem
+    pipeline = _pipeline()
+    config = TrainConfig(steps=70, batch_size=12, curriculum=Curriculum(((1, 20), (3, 30), (10**9, 10**9))))
+    before = evaluate_pipeline(pipeline, test, CPU)
+    history = train_pipeline(pipeline, train, config, CPU, progress=False)
+    after = evaluate_pipeline(pipeline, test, CPU)
+    assert before["symbol"] < 0.3
+    assert after["symbol"] > 0.9, after
+    assert after["all"] > 0.8, after
+    assert [h["max_length"] for h in history[:21:20]] == [1, 3]
+
+
+def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, monkeypatch):
+    train, test = problem
+    config = TrainConfig(steps=12, batch_size=8, checkpoint_every=4, curriculum=Curriculum(((1, 4), (3, 4), (7, 4))))
+    straight = _pipeline(seed=3)
+    train_pipeline(straight, train, config, CPU, tmp_path / "straight.pt", progress=False)
+
+    saved = trainer_module.save_checkpoint
+
+    def save_then_crash(state, path):
+        saved(state, path)
+        if state["step"] == 8:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer_module, "save_checkpoint", save_then_crash)
+    interrupted = _pipeline(seed=3)
+    with pytest.raises(KeyboardInterrupt):
+        train_pipeline(interrupted, train, config, CPU, tmp_path / "resumed.pt", progress=False)
+    monkeypatch.setattr(trainer_module, "save_checkpoint", saved)
+    resumed = _pipeline(seed=99)  # a different initialisation: everything must come from the checkpoint
+    history = train_pipeline(resumed, train, config, CPU, tmp_path / "resumed.pt", progress=False)
+    assert len(history) == 12
+    for name, tensor in straight.classifier.state_dict().items():
+        assert torch.equal(tensor, resumed.classifier.state_dict()[name]), name
+    assert evaluate_pipeline(straight, test, CPU) == evaluate_pipeline(resumed, test, CPU)
+
+
+def test_checkpoint_of_another_configuration_is_refused(problem, tmp_path):
+    train, _ = problem
+    path = tmp_path / "ckpt.pt"
+    train_pipeline(_pipeline(), train, TrainConfig(steps=2, batch_size=4), CPU, path, progress=False)
+    with pytest.raises(ValueError, match="another configuration"):
+        train_pipeline(_pipeline(), train, TrainConfig(steps=3, batch_size=4), CPU, path, progress=False)
+
+
+def test_reinforce_baseline_runs_and_reports_rewards(problem):
+    train, _ = problem
+    config = TrainConfig(steps=3, batch_size=8, learning="reinforce", curriculum=Curriculum(((1, 10**9),)))
+    history = train_pipeline(_pipeline(), train, config, CPU, progress=False)
+    assert len(history) == 3 and all(0.0 <= h["labelled"] <= 1.0 for h in history)
+    assert all(h["loss"] is not None for h in history)
+
+
+def test_classifier_grows_its_vocabulary_keeping_weights():
+    classifier = SymbolClassifier(list("0123"), features=16)
+    windows = torch.rand(5, 32, 32)
+    classifier.eval()
+    before = classifier(windows)
+    assert classifier.add_symbol("x") == 4
+    after = classifier(windows)
+    assert after.shape == (5, 5)
+    # Old classes keep their logits, so their probabilities only shrink by the new class's share.
+    assert torch.allclose((before.exp() * (1 - after.exp()[:, 4:5])).log(), after[:, :4], atol=1e-5)
+    with pytest.raises(ValueError, match="already"):
+        classifier.add_symbol("x")
+    with pytest.raises(ValueError, match="windows"):
+        classifier(torch.rand(2, 28, 28))
+
+
+def test_curriculum_stages_and_errors():
+    curriculum = Curriculum(parse_stages("1:2,3:2,all"))
+    assert [curriculum.max_length(s) for s in range(6)] == [1, 1, 3, 3, 10**9, 10**9]
+    lengths = np.array([1, 3, 3, 7])
+    first = curriculum.sample(lengths, 0, 50, seed=1)
+    assert set(first.tolist()) == {0}
+    assert np.array_equal(curriculum.sample(lengths, 5, 20, 1), curriculum.sample(lengths, 5, 20, 1))
+    with pytest.raises(ValueError, match="max_length:steps"):
+        parse_stages("1-2")
+    with pytest.raises(ValueError, match="growing"):
+        Curriculum(((3, 1), (1, 1)))
