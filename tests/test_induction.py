@@ -1,0 +1,117 @@
+"""Program induction recovers operators from examples; concepts are learned from results."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.hint import fewshot_split, main_split
+from neurosym.pipelines.concepts import explained_fraction, induced_table, learn_number, learn_operator
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS
+from neurosym.semantics.induction import Program, induce_operator
+from neurosym.syntax import ADDITIVE, MULTIPLICATIVE
+
+TARGETS = {
+    "max": max,
+    "min": min,
+    "ceil mean": lambda i, j: -(-(i + j) // 2),
+    "floor mean": lambda i, j: (i + j) // 2,
+    "clamped minus": lambda i, j: max(0, i - j),
+    "i*j+1": lambda i, j: i * j + 1,
+}
+
+
+def _examples(function, count=30, seed=0):
+    rng = np.random.default_rng(seed)
+    pairs = rng.integers(0, 10, size=(count, 2)).tolist()
+    return [(i, j, function(i, j)) for i, j in pairs]
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_recovers_known_operators_from_a_few_dozen_examples(name):
+    function = TARGETS[name]
+    program = induce_operator(_examples(function), max_size=7)
+    assert program is not None
+    grid = [(i, j) for i in range(15) for j in range(15)]
+    assert all(program(i, j) == function(i, j) for i, j in grid), str(program)
+
+
+def test_smallest_program_is_returned():
+    assert str(induce_operator(_examples(max))) == "max(i, j)"
+    assert induce_operator(_examples(max)).size == 3
+    assert induce_operator(_examples(lambda i, j: -(-(i + j) // 2))).size == 6
+
+
+def test_noisy_examples_with_an_agreement_threshold():
+    examples = _examples(min, count=40, seed=1)
+    examples[:4] = [(i, j, v + 3) for i, j, v in examples[:4]]  # 10% wrong abductions
+    assert induce_operator(examples, max_size=5) is None or str(induce_operator(examples, max_size=5)) != "min(i, j)"
+    assert str(induce_operator(examples, max_size=5, min_agreement=0.85)) == "min(i, j)"
+
+
+def test_no_program_within_the_size_limit_gives_none():
+    rng = np.random.default_rng(3)
+    examples = [(i, j, int(rng.integers(50))) for i, j in rng.integers(0, 10, size=(20, 2)).tolist()]
+    assert induce_operator(examples, max_size=4) is None
+
+
+def test_programs_are_exact_and_partial():
+    program = Program(("ceil", ("/", ("+", ("i",), ("j",)), ("const", 2))))
+    assert program(3, 4) == 4 and program(2, 4) == 3
+    assert str(program) == "ceil(((i + j) / 2))"
+    assert Program(("/", ("i",), ("j",)))(1, 0) is None  # division by zero
+    assert Program(("/", ("i",), ("j",)))(1, 2) is None  # not an integer
+    assert Program(("-", ("i",), ("j",)))(1, 2) is None  # negative
+
+
+def test_bad_examples_raise():
+    with pytest.raises(ValueError, match="at least one"):
+        induce_operator([])
+    with pytest.raises(ValueError, match="non-negative"):
+        induce_operator([(1, 2)])
+    with pytest.raises(ValueError, match="min_agreement"):
+        induce_operator([(1, 2, 3)], min_agreement=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    table=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 30)), min_size=1, max_size=6)
+)
+def test_any_returned_program_explains_every_example(table):
+    program = induce_operator(table, max_size=5)
+    if program is not None:
+        assert all(program(i, j) == v for i, j, v in table)
+
+
+def test_induced_table_recovers_hint_semantics_from_results():
+    splits = main_split(scale=0.002, seed=0, cache=False, progress=False)
+    table, programs = induced_table([(r.expr, r.res) for r in splits["train"]], HINT_SEMANTICS)
+    assert str(programs["+"]) == "(i + j)" and str(programs["*"]) == "(i * j)"
+    grid = [(i, j) for i in range(12) for j in range(12)]
+    assert all(programs["-"](i, j) == max(0, i - j) for i, j in grid)
+    assert all(programs["/"](i, j) == (None if j == 0 else -(-i // j)) for i, j in grid)
+    assert explained_fraction(table, [(r.expr, r.res) for r in splits["test"]]) == 1.0
+
+
+def test_new_number_value_is_abduced():
+    sentences = ["x", "x+1", "2*x", "x-3", "(x+1)/2", "9-x"]
+    examples = [(s, _evaluate(s)) for s in sentences]
+    learned = learn_number("x", examples, HINT_SEMANTICS)
+    assert learned.value == 11 and learned.explained == 1.0
+
+
+def _evaluate(sentence):
+    from neurosym.semantics import evaluate
+
+    return evaluate(sentence, HINT_FEWSHOT_SEMANTICS)
+
+
+@pytest.mark.parametrize("concept,level,function", [("a", ADDITIVE, max), ("c", MULTIPLICATIVE, lambda i, j: -(-(i + j) // 2))])
+def test_operator_precedence_and_meaning_are_learned(concept, level, function):
+    split = fewshot_split(concept, scale=0.05, seed=0, cache=False, progress=False)
+    learned = learn_operator(concept, [(r.expr, r.res) for r in split["train"]], HINT_SEMANTICS, max_size=7)
+    assert learned.level == level
+    assert all(learned.program(i, j) == function(i, j) for i in range(12) for j in range(12)), str(learned.program)
+    assert explained_fraction(learned.table, [(r.expr, r.res) for r in split["test"]]) == 1.0
