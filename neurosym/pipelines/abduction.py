@@ -176,12 +176,10 @@ class Abducer:
         for shape in sentence_templates(len(sentence)):
             if shape == current_shape:
                 continue
-            symbols = [
+            reading = "".join(
                 max(self._class_members[cls], key=lambda s: log_probs[p, self.index[s]]) for p, cls in enumerate(shape)
-            ]
-            if all(s in self.index for s in symbols):
-                reading = "".join(symbols)
-                readings.append((self.score(reading, log_probs), reading))
+            )
+            readings.append((self.score(reading, log_probs), reading))
         best: Correction | None = None
         for _, reading in heapq.nlargest(self.beam, readings):
             found = Correction(reading, self.score(reading, log_probs), 0) if self.value(reading) == target else None
