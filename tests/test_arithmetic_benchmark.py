@@ -6,9 +6,19 @@ import torch
 
 from neurosym.cli import main
 from neurosym.data.arithmetic import SimpleFunctionData
-from neurosym.experiments.arithmetic.training import GroupConfig, build, evaluate, train_group, train_step
+from neurosym.experiments.arithmetic.training import (
+    GroupConfig,
+    build,
+    evaluate,
+    train_group,
+    train_step,
+)
 from neurosym.metrics import perturbed_solution_mse, run_outcomes
-from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS, TwoLayerArithmetic
+from neurosym.models.arithmetic import (
+    MODEL_LAYERS,
+    PAPER_ITERATIONS,
+    TwoLayerArithmetic,
+)
 
 CPU = torch.device("cpu")
 

@@ -207,6 +207,10 @@ class SubsetLayout:
         return ((relative >= 0) & (relative < self.subset_size)).float()
 
 
+DEFAULT_LAYOUT = SubsetLayout()
+"""The paper's default: d = 100, subsets of 25 overlapping by 12."""
+
+
 def seed_stream(seed: int, stream: int) -> int:
     """A 63-bit generator seed for an independent random stream ``stream`` of run ``seed``."""
     return int(np.random.SeedSequence([seed, stream]).generate_state(2, dtype=np.uint64)[0] >> np.uint64(1))
@@ -232,7 +236,7 @@ class SimpleFunctionData:
         operations: Sequence[str],
         seeds: Sequence[int],
         ranges: str = "[1,2]",
-        layout: SubsetLayout = SubsetLayout(),
+        layout: SubsetLayout = DEFAULT_LAYOUT,
         evaluation_size: int = 10_000,
         train_seed: int = 0,
         device: torch.device | str = "cpu",

@@ -2,17 +2,22 @@
 
 from neurosym.metrics.interval import wilson_interval
 from neurosym.metrics.sequence import exact_match, sequence_matches
-from neurosym.metrics.success import RunOutcomes, SuccessSummary, run_outcomes, summarize
+from neurosym.metrics.success import (
+    RunOutcomes,
+    SuccessSummary,
+    run_outcomes,
+    summarize,
+)
 from neurosym.metrics.threshold import MonteCarloEstimate, perturbed_solution_mse
 
 __all__ = [
-    "wilson_interval",
-    "exact_match",
-    "sequence_matches",
+    "MonteCarloEstimate",
     "RunOutcomes",
     "SuccessSummary",
-    "run_outcomes",
-    "summarize",
-    "MonteCarloEstimate",
+    "exact_match",
     "perturbed_solution_mse",
+    "run_outcomes",
+    "sequence_matches",
+    "summarize",
+    "wilson_interval",
 ]

@@ -18,7 +18,13 @@ from typing import NamedTuple
 
 import torch
 
-from neurosym.data.arithmetic import SubsetLayout, operation, range_pair, seed_stream
+from neurosym.data.arithmetic import (
+    DEFAULT_LAYOUT,
+    SubsetLayout,
+    operation,
+    range_pair,
+    seed_stream,
+)
 
 
 class MonteCarloEstimate(NamedTuple):
@@ -31,7 +37,7 @@ class MonteCarloEstimate(NamedTuple):
 def perturbed_solution_mse(
     operation_name: str,
     ranges: str = "[1,2]",
-    layout: SubsetLayout = SubsetLayout(),
+    layout: SubsetLayout = DEFAULT_LAYOUT,
     epsilon: float = 1e-5,
     samples: int = 1_000_000,
     seed: int = 0,

@@ -8,7 +8,16 @@ from collections.abc import Callable
 import torch
 from torch import Tensor, nn
 
-from neurosym.layers import NAC, NALU, NAU, NMU, ArithmeticUnit, EnsembleLinear, NACMul, RegularizerWarmup
+from neurosym.layers import (
+    NAC,
+    NALU,
+    NAU,
+    NMU,
+    ArithmeticUnit,
+    EnsembleLinear,
+    NACMul,
+    RegularizerWarmup,
+)
 
 UnitFactory = Callable[[int, int, int | None], ArithmeticUnit]
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from pathlib import Path
 
@@ -223,7 +224,7 @@ def _cells(group: GroupRun, thresholds: dict[str, float]) -> list[dict]:
                 "per_seed": {
                     "seed": list(config.seeds),
                     "solved": outcomes.solved.tolist(),
-                    "solved_at": [None if v != v else v for v in outcomes.solved_at.tolist()],
+                    "solved_at": [None if math.isnan(v) else v for v in outcomes.solved_at.tolist()],
                     "best_step": curves["steps"][outcomes.best_index].tolist(),
                     "best_extrapolation_mse": outcomes.best_extrapolation_mse.tolist(),
                 },
