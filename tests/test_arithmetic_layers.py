@@ -190,6 +190,13 @@ def test_multiplicative_product_matches_the_definition_and_its_gradient(values, 
     torch.testing.assert_close(w.grad, reference_w.grad, rtol=1e-9, atol=1e-9)
 
 
+def test_multiplicative_product_gradient_for_one_input_only() -> None:
+    torch.manual_seed(4)
+    x, w = torch.randn(5, 4, dtype=torch.float64), torch.rand(3, 4, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda weight: multiplicative_product(x, weight), (w.requires_grad_(True),))
+    assert torch.autograd.gradcheck(lambda inputs: multiplicative_product(inputs, w.detach()), (x.requires_grad_(True),))
+
+
 def test_multiplicative_product_saturates_instead_of_overflowing() -> None:
     x = torch.full((2, 40), 1e6, requires_grad=True)
     w = torch.ones(1, 40, requires_grad=True)

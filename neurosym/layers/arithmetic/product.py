@@ -70,11 +70,11 @@ class _Terms:
             return self.buffer
         return torch.addcmul(self.bias, self.weight, x, out=self.buffer[:, : part.stop - part.start])
 
-    def gradients(self, part: slice, grad_terms: Tensor) -> tuple[Tensor, Tensor]:
+    def gradients(self, part: slice, grad_terms: Tensor, wanted: tuple[bool, bool]) -> tuple[Tensor | None, Tensor | None]:
         """Chain rule through ``term = W x + 1 − W``: ``∂L/∂term [S, n, out, in]`` → (``∂L/∂x [S, n, in]``,
-        this chunk's share of ``∂L/∂W [S, out, in]``)."""
-        grad_x = (grad_terms * self.weight).sum(-2)
-        grad_weight = (grad_terms * (self.x[:, part].unsqueeze(2) - 1)).sum(1)
+        this chunk's share of ``∂L/∂W [S, out, in]``); an entry is None where ``wanted`` says so."""
+        grad_x = (grad_terms * self.weight).sum(-2) if wanted[0] else None
+        grad_weight = (grad_terms * (self.x[:, part].unsqueeze(2) - 1)).sum(1) if wanted[1] else None
         return grad_x, grad_weight
 
 
@@ -125,29 +125,32 @@ class _MultiplicativeProduct(torch.autograd.Function):
     @staticmethod
     @torch.amp.custom_bwd(device_type="cuda")
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_output: Tensor) -> tuple[Tensor, Tensor]:
+    def backward(ctx, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None]:
         x, weight, result = ctx.saved_tensors
+        wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[1])
         terms = _Terms(x, weight)
         grad_times_result = (grad_output * result).unsqueeze(-1)
-        grad_x = torch.empty_like(x)
-        grad_weight = torch.zeros_like(weight)
+        grad_x = torch.empty_like(x) if wanted[0] else None
+        grad_weight = torch.zeros_like(weight) if wanted[1] else None
         for part in terms.chunks():
             mask = ctx.log_domain_masks.get(part.start)
             part_grads = None
             if mask is None:  # fast route, in place: ∂y/∂term_i = y / term_i
                 chunk = terms(part)
-                grad_terms = torch.div(grad_times_result[:, part], chunk, out=chunk)
-                part_grads = terms.gradients(part, grad_terms)
-                if not bool(torch.isfinite(part_grads[0].sum() + part_grads[1].sum())):
+                part_grads = terms.gradients(part, torch.div(grad_times_result[:, part], chunk, out=chunk), wanted)
+                total = sum(grad.sum() for grad in part_grads if grad is not None)
+                if not bool(torch.isfinite(total)):
                     part_grads = None  # some y / term_i left the float range (or the sum overflowed)
             if part_grads is None:
                 chunk = terms(part, fresh=True)
                 fast = grad_times_result[:, part] / chunk
                 needs_log = ~torch.isfinite(fast) if mask is None else mask.unsqueeze(-1) | ~torch.isfinite(fast)
                 grad_terms = torch.where(needs_log, grad_output[:, part].unsqueeze(-1) * _LogDomain(chunk).others(), fast)
-                part_grads = terms.gradients(part, grad_terms)
-            grad_x[:, part] = part_grads[0]
-            grad_weight += part_grads[1]
+                part_grads = terms.gradients(part, grad_terms, wanted)
+            if grad_x is not None:
+                grad_x[:, part] = part_grads[0]
+            if grad_weight is not None:
+                grad_weight += part_grads[1]
         return grad_x, grad_weight
 
 
