@@ -115,3 +115,11 @@ def test_operator_precedence_and_meaning_are_learned(concept, level, function):
     assert learned.level == level
     assert all(learned.program(i, j) == function(i, j) for i in range(12) for j in range(12)), str(learned.program)
     assert explained_fraction(learned.table, [(r.expr, r.res) for r in split["test"]]) == 1.0
+
+
+def test_many_examples_search_a_subset_but_every_example_is_checked():
+    examples = _examples(max, count=500, seed=5)
+    i, j, v = examples[-1]
+    examples[-1] = (i, j, v + 1)  # one wrong example, very likely outside the searched subset
+    assert induce_operator(examples, max_size=4) is None
+    assert str(induce_operator(examples, max_size=4, min_agreement=0.99)) == "max(i, j)"

@@ -1,0 +1,222 @@
+"""Program induction: find the meaning of an unknown binary operator from input/output examples.
+
+Programs are expressions over the operands ``i`` and ``j`` in a small typed DSL — rational ``+ - * /``,
+``max``, ``min``, ``ceil``, ``floor`` and the constants ``0 1 2`` — whose value must be a non-negative
+integer. :func:`induce_operator` enumerates programs bottom-up by size, keeping one program per
+distinct vector of outputs on the examples (observational equivalence), all vectorised with numpy,
+and returns the smallest program that explains at least ``min_agreement`` of the examples (abduced
+examples may be noisy). Candidates found with floating point are re-checked with exact fractions.
+
+Sizes count DSL nodes: ``max(i, j)`` has size 3, ``ceil((i + j) / 2)`` size 6 and
+``ceil(2 * i * j / (i + j))`` size 10.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+# A program is a nested tuple: ("i",), ("j",), ("const", c), (op, a) for ceil/floor, (op, a, b) otherwise.
+Expr = tuple
+BINARY = ("+", "-", "*", "/", "max", "min")
+UNARY = ("ceil", "floor")
+CONSTANTS = (0, 1, 2)
+_COMMUTATIVE = {"+", "*", "max", "min"}
+_NEAR_INTEGER = 1e-9
+
+
+def _size(expr: Expr) -> int:
+    return 1 + sum(_size(child) for child in expr[1:] if isinstance(child, tuple))
+
+
+@dataclass(frozen=True)
+class Program:
+    """An induced operator: call it as ``program(i, j)`` (``None`` when it divides by zero or goes negative)."""
+
+    expr: Expr
+
+    @property
+    def size(self) -> int:
+        return _size(self.expr)
+
+    def __call__(self, i: int, j: int) -> int | None:
+        value = _exact(self.expr, Fraction(i), Fraction(j))
+        if value is None or value.denominator != 1 or value < 0:
+            return None
+        return int(value)
+
+    def __str__(self) -> str:
+        return _show(self.expr)
+
+
+def _show(expr: Expr) -> str:
+    head = expr[0]
+    if head in ("i", "j"):
+        return head
+    if head == "const":
+        return str(expr[1])
+    if head in UNARY or head in ("max", "min"):
+        return f"{head}({', '.join(_show(c) for c in expr[1:])})"
+    return f"({_show(expr[1])} {head} {_show(expr[2])})"
+
+
+def _exact(expr: Expr, i: Fraction, j: Fraction) -> Fraction | None:
+    head = expr[0]
+    if head == "i":
+        return i
+    if head == "j":
+        return j
+    if head == "const":
+        return Fraction(expr[1])
+    args = [_exact(child, i, j) for child in expr[1:]]
+    if any(a is None for a in args):
+        return None
+    if head == "ceil":
+        return Fraction(-(-args[0].numerator // args[0].denominator))
+    if head == "floor":
+        return Fraction(args[0].numerator // args[0].denominator)
+    a, b = args
+    if head == "/":
+        return None if b == 0 else a / b
+    return {"+": a + b, "-": a - b, "*": a * b, "max": max(a, b), "min": min(a, b)}[head]
+
+
+def _snap(values: np.ndarray) -> np.ndarray:
+    """Round values within floating-point noise of an integer to that integer."""
+    rounded = np.round(values)
+    return np.where(np.abs(values - rounded) < _NEAR_INTEGER, rounded, values)
+
+
+def _apply_binary(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a [Na, 1, E]`` op ``b [1, Nb, E]`` -> ``[Na, Nb, E]`` (NaN where undefined)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if op == "+":
+            out = a + b
+        elif op == "-":
+            out = a - b
+        elif op == "*":
+            out = a * b
+        elif op == "/":
+            out = np.where(b == 0, np.nan, a / np.where(b == 0, 1.0, b))
+        elif op == "max":
+            out = np.maximum(a, b)
+        else:
+            out = np.minimum(a, b)
+    return _snap(out)
+
+
+@dataclass
+class _Bank:
+    """Programs of one size with their output vectors ``values [N, E]``."""
+
+    values: np.ndarray
+    exprs: list[Expr]
+
+
+class _Enumerator:
+    """Bottom-up enumeration by size with observational-equivalence pruning."""
+
+    def __init__(self, inputs_i: np.ndarray, inputs_j: np.ndarray, chunk: int = 200_000):
+        self.examples = len(inputs_i)
+        self.banks: dict[int, _Bank] = {}
+        self.seen: set[bytes] = set()
+        self.chunk = chunk
+        leaves = [("i",), ("j",)] + [("const", c) for c in CONSTANTS]
+        values = np.stack([inputs_i, inputs_j] + [np.full(self.examples, float(c)) for c in CONSTANTS])
+        self.banks[1] = self._dedupe(values, leaves)
+
+    def _dedupe(self, values: np.ndarray, exprs: Sequence[Expr]) -> _Bank:
+        keys = np.ascontiguousarray(np.nan_to_num(values, nan=np.inf))
+        rows = keys.view(np.dtype((np.void, keys.dtype.itemsize * self.examples))).ravel()
+        _, first = np.unique(rows, return_index=True)
+        keep = [k for k in np.sort(first) if not np.isnan(values[k]).all() and rows[k].tobytes() not in self.seen]
+        self.seen.update(rows[k].tobytes() for k in keep)
+        return _Bank(values[keep].reshape(-1, self.examples), [exprs[k] for k in keep])
+
+    def candidates(self, size: int) -> Iterator[tuple[np.ndarray, list[Expr]]]:
+        """Every program of ``size`` as chunks of ``(values [N, E], exprs)``; not yet deduplicated."""
+        inner = self.banks.get(size - 1)
+        if inner is not None and len(inner.exprs):
+            for op in UNARY:
+                rounded = np.ceil(inner.values) if op == "ceil" else np.floor(inner.values)
+                yield rounded, [(op, e) for e in inner.exprs]
+        for left_size in range(1, size - 1):
+            right_size = size - 1 - left_size
+            left, right = self.banks.get(left_size), self.banks.get(right_size)
+            if left is None or right is None or not len(left.exprs) or not len(right.exprs):
+                continue
+            step = max(1, self.chunk // max(1, len(right.exprs)))
+            for start in range(0, len(left.exprs), step):
+                block = left.values[start : start + step]
+                for op in BINARY:
+                    if op in _COMMUTATIVE and left_size > right_size:
+                        continue
+                    values = _apply_binary(op, block[:, None, :], right.values[None, :, :])
+                    pairs = itertools.product(left.exprs[start : start + step], right.exprs)
+                    yield values.reshape(-1, self.examples), [(op, a, b) for a, b in pairs]
+
+    def grow(self, size: int, chunks: list[tuple[np.ndarray, list[Expr]]]) -> None:
+        if chunks:
+            values = np.concatenate([c[0] for c in chunks])
+            exprs = [e for c in chunks for e in c[1]]
+            self.banks[size] = self._dedupe(values, exprs)
+
+
+def induce_operator(
+    examples: Sequence[tuple[int, int, int]],
+    max_size: int = 10,
+    min_agreement: float = 1.0,
+    max_bank: int = 400_000,
+    max_search_examples: int = 64,
+) -> Program | None:
+    """The smallest DSL program ``p`` with ``p(i, j) == v`` on at least ``min_agreement`` of ``examples``.
+
+    Args:
+        examples: ``(i, j, v)`` triples of non-negative integers.
+        max_size: largest program size (nodes) to try.
+        min_agreement: fraction of examples the program must explain (1.0: all).
+        max_bank: stop growing the program banks beyond this many programs per size (memory bound).
+        max_search_examples: the enumeration runs on at most this many distinct examples (a fixed
+            random subset); every candidate is then checked exactly on all ``examples``.
+
+    Returns:
+        The program, or ``None`` when no program up to ``max_size`` explains enough examples.
+    """
+    if not examples:
+        raise ValueError("induce_operator needs at least one (i, j, value) example")
+    if not 0.0 < min_agreement <= 1.0:
+        raise ValueError(f"min_agreement must be in (0, 1], got {min_agreement}")
+    array = np.asarray(examples, dtype=np.float64)
+    if array.ndim != 2 or array.shape[1] != 3 or (array < 0).any():
+        raise ValueError("examples must be (i, j, value) triples of non-negative integers")
+    array = np.unique(array, axis=0)
+    if len(array) > max_search_examples:
+        array = array[np.sort(np.random.default_rng(0).choice(len(array), max_search_examples, replace=False))]
+    target = array[:, 2]
+    # On the searched subset a share may be wrong by chance: round the threshold down there.
+    needed = len(array) if min_agreement == 1.0 else int(np.floor(min_agreement * len(array)))
+    needed_all = int(np.ceil(min_agreement * len(examples) - 1e-9))
+    enumerator = _Enumerator(array[:, 0], array[:, 1])
+    for size in range(1, max_size + 1):
+        chunks = [(enumerator.banks[1].values, enumerator.banks[1].exprs)] if size == 1 else enumerator.candidates(size)
+        kept: list[tuple[np.ndarray, list[Expr]]] = []
+        best: tuple[int, Program] | None = None
+        for values, exprs in chunks:
+            hits = (values == target[None, :]).sum(axis=1)
+            for index in np.flatnonzero(hits >= needed)[np.argsort(-hits[hits >= needed], kind="stable")]:
+                program = Program(exprs[index])
+                score = sum(program(int(i), int(j)) == int(v) for i, j, v in examples)
+                if score >= needed_all and (best is None or score > best[0]):
+                    best = (score, program)
+                    break
+            if size > 1 and size < max_size and sum(len(k[1]) for k in kept) < max_bank:
+                kept.append((values, exprs))
+        if best is not None:
+            return best[1]
+        if size > 1:
+            enumerator.grow(size, kept)
+    return None
