@@ -11,7 +11,14 @@ from .numerics import DEFAULT_EPS, bounded_input, capped_exp
 
 
 def nac_add(x: Tensor, weight: Tensor, in_features: int) -> Tensor:
-    """Additive path ``x Wᵀ`` on the overflow-guarded input (see :func:`bounded_input`)."""
+    """Additive path ``x Wᵀ`` (``|W| ≤ 1``) that cannot overflow into ``inf − inf = NaN``: computed on the
+    clamped input of :func:`bounded_input`. On the CPU the clamp (and its backward node, a third of the
+    cost of a small layer) is only paid when the plain product did not come out finite; on accelerators
+    it is always applied, since checking would stall the device."""
+    if x.device.type == "cpu":
+        out = ensemble_linear(x, weight)
+        if bool(torch.isfinite(out.sum())):
+            return out
     return ensemble_linear(bounded_input(x, in_features), weight)
 
 

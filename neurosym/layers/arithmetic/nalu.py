@@ -9,13 +9,14 @@ from torch import Tensor
 from .base import ArithmeticUnit, broadcast_per_member, ensemble_linear, flatten_per_member
 from .init import glorot_uniform_
 from .nac import NAC, NACMul, nac_add, nac_mul
-from .numerics import DEFAULT_EPS, bounded_input
+from .numerics import DEFAULT_EPS
 from .product import multiplicative_product
 
 
 def input_gate(x: Tensor, gate_weight: Tensor, in_features: int) -> Tensor:
-    """NALU gate ``g = σ(x Gᵀ)``: ``x [(S,) ..., in]``, ``G [(S,) out, in]`` → ``[(S,) ..., out]``."""
-    return torch.sigmoid(ensemble_linear(bounded_input(x, in_features), gate_weight))
+    """NALU gate ``g = σ(x Gᵀ)``: ``x [(S,) ..., in]``, ``G [(S,) out, in]`` → ``[(S,) ..., out]``
+    (the logits are an overflow-guarded sum, as in :func:`nac_add`)."""
+    return torch.sigmoid(nac_add(x, gate_weight, in_features))
 
 
 class NALU(ArithmeticUnit):

@@ -4,7 +4,8 @@ The units must never produce NaN for a finite input, and must stay finite (outpu
 inputs up to 1e6 in magnitude. Three guards achieve this:
 
 * additive paths clamp their input to ``±finfo.max / (2 · in_features)``, so a weighted sum with
-  weights in ``[-1, 1]`` cannot overflow (and therefore never meets ``inf − inf``);
+  weights in ``[-1, 1]`` cannot overflow (and therefore never meets ``inf − inf``); on the CPU only
+  when the unclamped sum did not come out finite (see :func:`~neurosym.layers.arithmetic.nac.nac_add`);
 * logarithms are taken of ``|x| + eps`` (or ``max(|x|, eps)``), never of zero;
 * exponents are capped at :data:`MAX_LOG_MAGNITUDE`, so ``exp`` stays far below the float32 limit and
   its gradient (which multiplies by the output once more) stays finite too.
