@@ -39,8 +39,8 @@ def _chunks(rows: int, per_row: int) -> Iterator[slice]:
 def _all_trusted(product: Tensor) -> bool:
     """Whether a plain product is exact everywhere: no zero (an exact zero term, or underflow), nothing
     beyond ``exp(MAX_LOG_MAGNITUDE)``, no inf or NaN (``inf · 0``). NaN fails both comparisons."""
-    magnitude = product.abs()
-    return bool((magnitude.amin() > 0) & (magnitude.amax() <= _MAX_MAGNITUDE))
+    smallest, largest = (float(value) for value in torch.aminmax(product.abs()))
+    return 0 < smallest and largest <= _MAX_MAGNITUDE
 
 
 def _untrusted(product: Tensor) -> Tensor:
@@ -138,8 +138,7 @@ class _MultiplicativeProduct(torch.autograd.Function):
             if mask is None:  # fast route, in place: ∂y/∂term_i = y / term_i
                 chunk = terms(part)
                 part_grads = terms.gradients(part, torch.div(grad_times_result[:, part], chunk, out=chunk), wanted)
-                total = sum(grad.sum() for grad in part_grads if grad is not None)
-                if not bool(torch.isfinite(total)):
+                if not all(math.isfinite(float(grad.sum())) for grad in part_grads if grad is not None):
                     part_grads = None  # some y / term_i left the float range (or the sum overflowed)
             if part_grads is None:
                 chunk = terms(part, fresh=True)
