@@ -1,9 +1,9 @@
 import json
 
 import pytest
+from pvr_fakes import write_fake_mnist
 
 from neurosym.cli import COMMANDS, main
-from pvr_fakes import write_fake_mnist
 
 TINY = [
     "--budget", "smoke", "--device", "cpu", "--no-progress",

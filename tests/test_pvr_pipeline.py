@@ -1,12 +1,18 @@
 import numpy as np
 import pytest
 import torch
+from pvr_fakes import write_fake_mnist
 
 from neurosym.data.mnist import load_mnist
-from neurosym.data.pvr import DigitBank, VisualPVR, block_holdout_masks, block_rule, sequential_rule
+from neurosym.data.pvr import (
+    DigitBank,
+    VisualPVR,
+    block_holdout_masks,
+    block_rule,
+    sequential_rule,
+)
 from neurosym.pipelines.pvr import CellLayout, NeuroSymbolicPVR, train_digit_reader
 from neurosym.training.classifier import TrainConfig
-from pvr_fakes import write_fake_mnist
 
 
 @pytest.fixture(scope="module")

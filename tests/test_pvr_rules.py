@@ -4,7 +4,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.data.pvr import VectorPVR, block_rule, sequential_rule, vector_rule
-from neurosym.metrics.noise_sensitivity import bits_to_digits, noise_sensitivity, noise_sensitivity_curve
+from neurosym.metrics.noise_sensitivity import (
+    bits_to_digits,
+    noise_sensitivity,
+    noise_sensitivity_curve,
+)
 from neurosym.semantics.pvr_rules import PVRRule, induce_rule
 
 

@@ -2,10 +2,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pvr_fakes import fake_digit_class, write_fake_mnist
 
 from neurosym.data.mnist import load_mnist
 from neurosym.data.pvr import (
     DigitBank,
+    VectorPVR,
     VisualPVR,
     block_holdout_masks,
     block_rule,
@@ -14,11 +16,13 @@ from neurosym.data.pvr import (
     sample_vector_holdout_train,
     sequential_rule,
     vector_rule,
-    VectorPVR,
 )
 from neurosym.data.pvr.sampling import sample_digits
-from neurosym.semantics.pvr_rules import PVRRule, contiguous_pointer_table, cyclic_pointer_table
-from pvr_fakes import fake_digit_class, write_fake_mnist
+from neurosym.semantics.pvr_rules import (
+    PVRRule,
+    contiguous_pointer_table,
+    cyclic_pointer_table,
+)
 
 #            pointer  values 0..9
 ROW = np.array([[8, 3, 1, 4, 1, 5, 9, 2, 6, 5, 3]])  # pointer 8 -> values 8, 9, 0, 1 = 5, 3, 3, 1
@@ -174,7 +178,7 @@ def test_block_images_hold_the_sampled_digits_and_the_holdout_masks(mnist):
 def test_sequential_images_and_split_sources(mnist):
     rng = np.random.default_rng(2)
     test_bank = DigitBank.from_mnist(mnist, "test")
-    images, digits, labels = VisualPVR(test_bank, sequential_rule(length=6), style="sequential").sample(30, rng)
+    images, digits, _ = VisualPVR(test_bank, sequential_rule(length=6), style="sequential").sample(30, rng)
     assert images.shape == (30, 28, 6 * 28)
     read = np.array([[fake_digit_class(images[n, :, 28 * k : 28 * (k + 1)]) for k in range(6)] for n in range(30)])
     assert (read == digits).all()

@@ -1,7 +1,12 @@
 import pytest
 import torch
 
-from neurosym.training.classifier import TrainConfig, accuracy, fit_classifier, learning_rate_factor
+from neurosym.training.classifier import (
+    TrainConfig,
+    accuracy,
+    fit_classifier,
+    learning_rate_factor,
+)
 
 
 def _data():

@@ -41,12 +41,26 @@ from neurosym.data.pvr import (
     sample_vector_holdout_train,
     vector_rule,
 )
-from neurosym.experiments.pvr_plots import plot_holdouts, plot_noise_sensitivity, plot_vector_sweep
+from neurosym.experiments.pvr_plots import (
+    plot_holdouts,
+    plot_noise_sensitivity,
+    plot_vector_sweep,
+)
 from neurosym.experiments.report import format_table, save_json
 from neurosym.metrics.noise_sensitivity import noise_sensitivity_curve
-from neurosym.models.pvr import VECTOR_MODELS, VISUAL_MODELS, build_vector_model, build_visual_model
-from neurosym.pipelines.pvr import READER_WIDTH, CellLayout, NeuroSymbolicPVR, train_digit_reader
+from neurosym.models.pvr import (
+    VECTOR_MODELS,
+    VISUAL_MODELS,
+    build_vector_model,
+    build_visual_model,
+)
 from neurosym.perception.cnn import SmallCNN
+from neurosym.pipelines.pvr import (
+    READER_WIDTH,
+    CellLayout,
+    NeuroSymbolicPVR,
+    train_digit_reader,
+)
 from neurosym.semantics.pvr_rules import AGGREGATIONS, PVRRule, induce_rule
 from neurosym.training import load_checkpoint, resolve_device, save_checkpoint
 from neurosym.training.classifier import TrainConfig, accuracy, fit_classifier

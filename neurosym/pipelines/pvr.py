@@ -22,7 +22,6 @@ from neurosym.perception.cnn import SmallCNN
 from neurosym.semantics.pvr_rules import InducedRule, PVRRule, induce_rule
 from neurosym.training.classifier import TrainConfig, fit_classifier, predict
 
-
 READER_WIDTH = 16
 """Channels of the first convolution of the default digit reader."""
 

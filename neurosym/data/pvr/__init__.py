@@ -22,17 +22,17 @@ from neurosym.data.pvr.visual import (
 )
 
 __all__ = [
-    "VectorPVR",
-    "vector_rule",
-    "held_out_windows",
-    "sample_vector_holdout_train",
-    "sample_vector_holdout_test",
+    "PAPER_BLOCK_HOLDOUT",
     "DigitBank",
+    "VectorPVR",
     "VisualPVR",
+    "block_holdout_masks",
     "block_rule",
-    "sequential_rule",
+    "held_out_windows",
     "render_blocks",
     "render_sequence",
-    "PAPER_BLOCK_HOLDOUT",
-    "block_holdout_masks",
+    "sample_vector_holdout_test",
+    "sample_vector_holdout_train",
+    "sequential_rule",
+    "vector_rule",
 ]

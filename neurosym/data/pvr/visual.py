@@ -20,7 +20,11 @@ from einops import rearrange
 
 from neurosym.data.mnist import MNIST
 from neurosym.data.pvr.sampling import all_allowed, sample_digits
-from neurosym.semantics.pvr_rules import PVRRule, contiguous_pointer_table, cyclic_pointer_table
+from neurosym.semantics.pvr_rules import (
+    PVRRule,
+    contiguous_pointer_table,
+    cyclic_pointer_table,
+)
 
 DIGIT_SIZE = 28
 
