@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from einops import rearrange
 
 from neurosym.data.mnist import load_mnist
 from neurosym.data.pvr import (
@@ -59,11 +58,18 @@ from neurosym.pipelines.pvr import (
     READER_WIDTH,
     CellLayout,
     NeuroSymbolicPVR,
+    images_to_float,
     train_digit_reader,
 )
 from neurosym.semantics.pvr_rules import AGGREGATIONS, PVRRule, induce_rule
 from neurosym.training import load_checkpoint, resolve_device, save_checkpoint
-from neurosym.training.classifier import TrainConfig, accuracy, fit_classifier
+from neurosym.training.classifier import (
+    Prepare,
+    TrainConfig,
+    accuracy,
+    fit_classifier,
+    identity,
+)
 from neurosym.training.device import autocast_enabled
 
 SWEEPS = ("noise", "vector", "holdout_i", "block")
@@ -192,10 +198,6 @@ def _tensor(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array))
 
 
-def _images_to_float(images: torch.Tensor) -> torch.Tensor:
-    return rearrange(images.float() / 255.0, "n h w -> n 1 h w")
-
-
 def _vector_config(ctx: Context, n: int) -> TrainConfig:
     b = ctx.budget
     steps = max(b.vector_min_steps, b.vector_epochs * math.ceil(n / b.vector_batch))
@@ -217,15 +219,14 @@ def train_and_score(
     train: tuple[np.ndarray, np.ndarray],
     tests: dict[str, tuple[np.ndarray, np.ndarray]],
     config: TrainConfig,
-    prepare=None,
+    prepare: Prepare = identity,
 ) -> dict[str, Any]:
     """Train (or resume) ``model`` on ``train`` and score it on its training set and each test set."""
     done = ctx.store.get(key)
     if done is not None:
         return done
-    kwargs = {} if prepare is None else {"prepare": prepare}
+    kwargs = {"prepare": prepare}
     started = time.perf_counter()
-    torch.manual_seed(ctx.args.seed)
     fit_classifier(model, _tensor(train[0]), _tensor(train[1]), config, ctx.device,
                    checkpoint=ctx.store.checkpoint(key), progress=ctx.progress, **kwargs)
     result = {"steps": config.steps, "parameters": sum(p.numel() for p in model.parameters()),
@@ -272,6 +273,7 @@ def sweep_vector(ctx: Context) -> dict[str, Any]:
                 scale = ctx.budget.vector_scale[name]
                 config = _vector_config(ctx, n)
                 key = f"vector-{name}-s{scale}-{args.aggregation}-m{m}-n{n}-{_schedule(config)}"
+                torch.manual_seed(args.seed)
                 model = build_vector_model(name, 11, scale=scale)
                 result = train_and_score(ctx, key, model, train, {"test": test}, config)
                 runs.append({"model": name, "scale": scale, "complexity": m, "train_size": n, **result})
@@ -296,6 +298,7 @@ def sweep_holdout_i(ctx: Context) -> dict[str, Any]:
         test = sample_vector_holdout_test(rule, ctx.budget.test_size, held, np.random.default_rng([args.seed, i, 1]))
         config = _vector_config(ctx, args.holdout_train_size)
         key = f"holdout{i}-{args.holdout_model}-s{scale}-{args.aggregation}-m{m}-n{args.holdout_train_size}-{_schedule(config)}"
+        torch.manual_seed(args.seed)
         model = build_vector_model(args.holdout_model, 11, scale=scale)
         neural = train_and_score(ctx, key, model, train, {"holdout": test, "iid": iid_test}, config)
         few = slice(0, args.rule_examples)
@@ -330,7 +333,7 @@ def _digit_reader(ctx: Context, train_bank: DigitBank, test_bank: DigitBank, cel
     rng = np.random.default_rng(ctx.args.seed + 7)
     classes = rng.integers(0, 10, size=(ctx.budget.test_size, 1))
     digits = render_blocks(test_bank.draw(classes, rng), grid=1, block=cell, rng=rng)
-    return reader, accuracy(reader, _tensor(digits), _tensor(classes[:, 0]), ctx.device, _images_to_float)
+    return reader, accuracy(reader, _tensor(digits), _tensor(classes[:, 0]), ctx.device, images_to_float)
 
 
 def sweep_block(ctx: Context) -> dict[str, Any]:
@@ -350,8 +353,9 @@ def sweep_block(ctx: Context) -> dict[str, Any]:
         config = TrainConfig(steps=steps, batch_size=b.visual_batch, optimizer="adam", lr=b.visual_lr,
                              weight_decay=0.0, schedule="constant", seed=args.seed)
         key = f"block-{name}-s{b.visual_scale}-n{b.visual_train}-{_schedule(config)}"
+        torch.manual_seed(args.seed)
         model = build_visual_model(name, train_images.shape[1:], scale=b.visual_scale)
-        result = train_and_score(ctx, key, model, (train_images, train_labels), tests, config, _images_to_float)
+        result = train_and_score(ctx, key, model, (train_images, train_labels), tests, config, images_to_float)
         runs.append({"model": name, "scale": b.visual_scale, "train_size": b.visual_train, **result})
         rows.append([name, result["train_accuracy"], result["iid_accuracy"], result["dshift_accuracy"],
                      result["holdout_accuracy"]])

@@ -49,7 +49,8 @@ class CellLayout:
         raise ValueError(f"style must be 'block' or 'sequential', got {self.style!r}")
 
 
-def _to_float(images: torch.Tensor) -> torch.Tensor:
+def images_to_float(images: torch.Tensor) -> torch.Tensor:
+    """uint8 images ``[N, H, W]`` -> float ``[N, 1, H, W]`` in ``[0, 1]``."""
     return rearrange(images.float() / 255.0, "n h w -> n 1 h w")
 
 
@@ -73,7 +74,7 @@ def train_digit_reader(
     torch.manual_seed(seed)
     reader = SmallCNN(1, 10, input_size=cell, width=width)
     fit_classifier(
-        reader, torch.from_numpy(images), torch.from_numpy(classes[:, 0]), config, device, _to_float, progress=progress
+        reader, torch.from_numpy(images), torch.from_numpy(classes[:, 0]), config, device, images_to_float, progress=progress
     )
     return reader.eval()
 
@@ -92,7 +93,7 @@ class NeuroSymbolicPVR:
         """``images [N, H, W]`` uint8 -> digits ``[N, L]`` int64."""
         cells = self.layout.split(np.asarray(images))
         flat = torch.from_numpy(np.ascontiguousarray(rearrange(cells, "n l h w -> (n l) h w")))
-        digits = predict(self.reader, flat, self.device, _to_float).numpy()
+        digits = predict(self.reader, flat, self.device, images_to_float).numpy()
         return rearrange(digits, "(n l) -> n l", n=len(cells))
 
     def fit(self, images: np.ndarray, labels: np.ndarray, **search) -> InducedRule:

@@ -67,7 +67,8 @@ def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimi
     return torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
 
 
-def _identity(batch: torch.Tensor) -> torch.Tensor:
+def identity(batch: torch.Tensor) -> torch.Tensor:
+    """The default :data:`Prepare`: use stored inputs as they are."""
     return batch
 
 
@@ -77,7 +78,7 @@ def fit_classifier(
     labels: torch.Tensor,
     config: TrainConfig,
     device: torch.device,
-    prepare: Prepare = _identity,
+    prepare: Prepare = identity,
     checkpoint: str | os.PathLike | None = None,
     progress: bool = True,
 ) -> dict[str, float]:
@@ -150,7 +151,7 @@ def fit_classifier(
 
 @torch.no_grad()
 def predict(
-    model: nn.Module, inputs: torch.Tensor, device: torch.device, prepare: Prepare = _identity, batch_size: int = 1024
+    model: nn.Module, inputs: torch.Tensor, device: torch.device, prepare: Prepare = identity, batch_size: int = 1024
 ) -> torch.Tensor:
     """Arg-max class of every input: ``inputs [N, ...]`` -> ``[N]`` long on the CPU (model in eval mode)."""
     model.to(device).eval()
@@ -166,7 +167,7 @@ def accuracy(
     inputs: torch.Tensor,
     labels: torch.Tensor,
     device: torch.device,
-    prepare: Prepare = _identity,
+    prepare: Prepare = identity,
     batch_size: int = 1024,
 ) -> float:
     """Fraction of ``inputs`` whose predicted class equals ``labels``."""
