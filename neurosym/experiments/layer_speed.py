@@ -57,8 +57,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="units to time against nn.Linear",
     )
     parser.add_argument("--batch-size", type=int, default=128, help="rows per forward/backward step")
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved timing rounds; each layer keeps its fastest")
-    parser.add_argument("--min-time", type=float, default=0.3, help="seconds of measurement per layer and round")
+    parser.add_argument(
+        "--rounds", type=int, default=20,
+        help="interleaved timing rounds; each layer keeps its fastest (many short rounds resist load changes)",
+    )
+    parser.add_argument("--min-time", type=float, default=0.02, help="seconds of measurement per layer and round")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads used while timing (1 avoids OpenMP spin-waits on a loaded machine)")
     parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
     parser.add_argument("--out", type=Path, default=Path("results/layer_speed"), help="output folder")
@@ -87,11 +90,16 @@ def run(args: argparse.Namespace) -> dict:
     names = [BASELINE, *dict.fromkeys(args.units)]
     steps = {(shape, name): _step(name, shape, args.batch_size, device) for shape in args.shapes for name in names}
     best = dict.fromkeys(steps, float("inf"))
-    with tqdm(total=args.rounds * len(steps), desc="layer-speed", unit="timing") as progress:
-        for _ in range(args.rounds):
-            for key, step in steps.items():
-                best[key] = min(best[key], median_seconds(step, args.min_time, args.threads))
-                progress.update()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)  # the warm-up steps too, not only the timed ones
+    try:
+        with tqdm(total=args.rounds * len(steps), desc="layer-speed", unit="timing") as progress:
+            for _ in range(args.rounds):
+                for key, step in steps.items():
+                    best[key] = min(best[key], median_seconds(step, args.min_time, args.threads))
+                    progress.update()
+    finally:
+        torch.set_num_threads(threads)
     records = []
     for (shape, name), seconds in best.items():
         ratio = seconds / best[(shape, BASELINE)]
