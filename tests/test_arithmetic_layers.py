@@ -190,6 +190,18 @@ def test_multiplicative_product_matches_the_definition_and_its_gradient(values, 
     torch.testing.assert_close(w.grad, reference_w.grad, rtol=1e-9, atol=1e-9)
 
 
+def test_multiplicative_product_gradient_beyond_float_range_is_capped_not_inf() -> None:
+    # y = 1e-30 · (1e6)^7 = 1e12 is fine, but ∂y/∂x_0 = (1e6)^7 = 1e42 exceeds float32
+    x = torch.tensor([[1e-30] + [1e6] * 7], requires_grad=True)
+    w = torch.ones(1, 8, requires_grad=True)
+    y = multiplicative_product(x, w)
+    torch.testing.assert_close(y, torch.tensor([[1e12]]), rtol=1e-5, atol=0.0)
+    y.sum().backward()
+    assert torch.isfinite(x.grad).all() and torch.isfinite(w.grad).all()
+    torch.testing.assert_close(x.grad[0, 0], torch.tensor(math.exp(MAX_LOG_MAGNITUDE)), rtol=1e-5, atol=0.0)
+    torch.testing.assert_close(x.grad[0, 1:], torch.full((7,), 1e6), rtol=1e-5, atol=0.0)
+
+
 def test_multiplicative_product_gradient_for_one_input_only() -> None:
     torch.manual_seed(4)
     x, w = torch.randn(5, 4, dtype=torch.float64), torch.rand(3, 4, dtype=torch.float64)

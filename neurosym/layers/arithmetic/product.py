@@ -17,7 +17,6 @@ other terms.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 
 import torch
 from torch import Tensor
@@ -30,10 +29,10 @@ CHUNK_ELEMENTS = 1 << 18
 _MAX_MAGNITUDE = math.exp(MAX_LOG_MAGNITUDE)
 
 
-def _chunks(rows: int, per_row: int) -> Iterator[slice]:
+def _row_slices(rows: int, per_row: int) -> list[slice]:
+    """Row ranges of at most :data:`CHUNK_ELEMENTS` terms each (at least one row)."""
     step = max(1, CHUNK_ELEMENTS // per_row)
-    for start in range(0, rows, step):
-        yield slice(start, min(start + step, rows))
+    return [slice(start, min(start + step, rows)) for start in range(0, rows, step)]
 
 
 def _all_trusted(product: Tensor) -> bool:
@@ -56,9 +55,7 @@ class _Terms:
         self.x, self.weight = x, weight.unsqueeze(1)  # [S, N, in], [S, 1, out, in]
         self.bias = 1 - self.weight
         self.buffer: Tensor | None = None
-
-    def chunks(self) -> Iterator[slice]:
-        return _chunks(self.x.shape[1], self.x.shape[0] * self.weight.shape[2] * self.weight.shape[3])
+        self.parts = _row_slices(x.shape[1], x.shape[0] * weight.shape[1] * weight.shape[2])
 
     def __call__(self, part: slice, fresh: bool = False) -> Tensor:
         """Terms of rows ``part``: ``[S, n, out, in]`` (in the shared buffer unless ``fresh``)."""
@@ -109,16 +106,16 @@ class _MultiplicativeProduct(torch.autograd.Function):
     @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, x: Tensor, weight: Tensor) -> Tensor:
         terms = _Terms(x, weight)
-        result = x.new_empty(x.shape[0], x.shape[1], weight.shape[1])
-        ctx.log_domain_masks = {}
-        for part in terms.chunks():
+        products, ctx.log_domain_masks = [], {}
+        for part in terms.parts:
             chunk = terms(part)
             product = chunk.prod(-1)
             if not _all_trusted(product):
                 mask = _untrusted(product)
                 product = torch.where(mask, _LogDomain(chunk).product(), product)
                 ctx.log_domain_masks[part.start] = mask
-            result[:, part] = product
+            products.append(product)
+        result = products[0] if len(products) == 1 else torch.cat(products, dim=1)
         ctx.save_for_backward(x, weight, result)
         return result
 
@@ -130,27 +127,32 @@ class _MultiplicativeProduct(torch.autograd.Function):
         wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[1])
         terms = _Terms(x, weight)
         grad_times_result = (grad_output * result).unsqueeze(-1)
-        grad_x = torch.empty_like(x) if wanted[0] else None
-        grad_weight = torch.zeros_like(weight) if wanted[1] else None
-        for part in terms.chunks():
+        grad_x_parts, grad_weight = [], None
+        for part in terms.parts:
             mask = ctx.log_domain_masks.get(part.start)
             part_grads = None
             if mask is None:  # fast route, in place: ∂y/∂term_i = y / term_i
                 chunk = terms(part)
                 part_grads = terms.gradients(part, torch.div(grad_times_result[:, part], chunk, out=chunk), wanted)
-                if not all(math.isfinite(float(grad.sum())) for grad in part_grads if grad is not None):
-                    part_grads = None  # some y / term_i left the float range (or the sum overflowed)
+                # a non-finite ∂L/∂term (y / term_i beyond the float range) reaches either gradient
+                # (inf·0 = NaN included), so checking one of them is enough; an overflowing sum only
+                # sends the chunk down the exact route below
+                checked = part_grads[1] if wanted[1] else part_grads[0]
+                if not math.isfinite(float(checked.sum())):
+                    part_grads = None
             if part_grads is None:
                 chunk = terms(part, fresh=True)
                 fast = grad_times_result[:, part] / chunk
                 needs_log = ~torch.isfinite(fast) if mask is None else mask.unsqueeze(-1) | ~torch.isfinite(fast)
                 grad_terms = torch.where(needs_log, grad_output[:, part].unsqueeze(-1) * _LogDomain(chunk).others(), fast)
                 part_grads = terms.gradients(part, grad_terms, wanted)
-            if grad_x is not None:
-                grad_x[:, part] = part_grads[0]
-            if grad_weight is not None:
-                grad_weight += part_grads[1]
-        return grad_x, grad_weight
+            if wanted[0]:
+                grad_x_parts.append(part_grads[0])
+            if wanted[1]:
+                grad_weight = part_grads[1] if grad_weight is None else grad_weight.add_(part_grads[1])
+        if not wanted[0]:
+            return None, grad_weight
+        return (grad_x_parts[0] if len(grad_x_parts) == 1 else torch.cat(grad_x_parts, dim=1)), grad_weight
 
 
 def multiplicative_product(x: Tensor, weight: Tensor) -> Tensor:
