@@ -11,7 +11,7 @@ HINT = {
     "*": lambda a, b: a * b,
     "/": lambda a, b: None if b == 0 else -(-a // b),
 }
-GRID = range(0, 121)
+GRID = range(121)
 
 
 def _as_set(interval: Interval | None) -> set[int]:

@@ -1,14 +1,17 @@
 """Program induction recovers operators from examples; concepts are learned from results."""
 
-from fractions import Fraction
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.data.hint import fewshot_split, main_split
-from neurosym.pipelines.concepts import explained_fraction, induced_table, learn_number, learn_operator
+from neurosym.pipelines.concepts import (
+    explained_fraction,
+    induced_table,
+    learn_number,
+    learn_operator,
+)
 from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS
 from neurosym.semantics.induction import Program, induce_operator
 from neurosym.syntax import ADDITIVE, MULTIPLICATIVE
@@ -76,9 +79,7 @@ def test_bad_examples_raise():
 
 
 @settings(max_examples=25, deadline=None)
-@given(
-    table=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 30)), min_size=1, max_size=6)
-)
+@given(table=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 30)), min_size=1, max_size=6))
 def test_any_returned_program_explains_every_example(table):
     program = induce_operator(table, max_size=5)
     if program is not None:
@@ -108,7 +109,9 @@ def _evaluate(sentence):
     return evaluate(sentence, HINT_FEWSHOT_SEMANTICS)
 
 
-@pytest.mark.parametrize("concept,level,function", [("a", ADDITIVE, max), ("c", MULTIPLICATIVE, lambda i, j: -(-(i + j) // 2))])
+@pytest.mark.parametrize(
+    "concept,level,function", [("a", ADDITIVE, max), ("c", MULTIPLICATIVE, lambda i, j: -(-(i + j) // 2))]
+)
 def test_operator_precedence_and_meaning_are_learned(concept, level, function):
     split = fewshot_split(concept, scale=0.05, seed=0, cache=False, progress=False)
     learned = learn_operator(concept, [(r.expr, r.res) for r in split["train"]], HINT_SEMANTICS, max_size=7)

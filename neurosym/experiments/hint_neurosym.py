@@ -28,20 +28,32 @@ from neurosym.data.hint import EVAL_SUBSETS, FEWSHOT_CONCEPTS, fewshot_split, ma
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.abduction import Abducer
-from neurosym.pipelines.concepts import explained_fraction, induced_table, learn_number, learn_operator
+from neurosym.pipelines.concepts import (
+    explained_fraction,
+    induced_table,
+    learn_number,
+    learn_operator,
+)
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import LEARNING_RULES, TrainConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import (
+    LEARNING_RULES,
+    TrainConfig,
+    evaluate_pipeline,
+    train_pipeline,
+)
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import FEWSHOT_NUMBERS, HINT_SEMANTICS, BatchSolver, evaluate
 from neurosym.training import resolve_device
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
 #: Published image-input anchors (HINT paper Table 2, medians of 5 runs) and the NSR model's average.
-PUBLISHED_IMAGE = {"Transformer rel. uni. (paper)": dict(I=88.4, SS=86.0, LS=62.5, SL=10.9, LL=19.0, avg=53.1)}
+PUBLISHED_IMAGE = {
+    "Transformer rel. uni. (paper)": {"I": 88.4, "SS": 86.0, "LS": 62.5, "SL": 10.9, "LL": 19.0, "avg": 53.1}
+}
 NSR_IMAGE_AVERAGE = 76.0
 #: HINT paper Table 4, Transformer rel. uni. (median of 5 runs), accuracy in %.
-PUBLISHED_FEWSHOT = dict(x=52.8, y=50.7, a=46.4, b=42.6, c=27.3, d=30.4, avg=41.7)
+PUBLISHED_FEWSHOT = {"x": 52.8, "y": 50.7, "a": 46.4, "b": 42.6, "c": 27.3, "d": 30.4, "avg": 41.7}
 DEFAULT_CURRICULUM = "1:150,3:350,7:500,15:1000,all"
 
 
@@ -53,24 +65,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="neurosym: stages 'max_length:steps,...,all' from short to long expressions",
     )
     parser.add_argument(
-        "--learning-rule", choices=LEARNING_RULES, default="abduction", help="neurosym: abduction or the REINFORCE baseline"
+        "--learning-rule",
+        choices=LEARNING_RULES,
+        default="abduction",
+        help="neurosym: abduction or the REINFORCE baseline",
     )
     parser.add_argument(
         "--abduction-changes", type=int, default=2, help="neurosym: most symbols one abduced correction may change"
     )
-    parser.add_argument("--classifier-features", type=int, default=64, help="neurosym: width of the classifier's encoder output")
+    parser.add_argument(
+        "--classifier-features", type=int, default=64, help="neurosym: width of the classifier's encoder output"
+    )
     parser.add_argument("--classifier-width", type=int, default=16, help="neurosym: channels of the CNN's first stage")
     parser.add_argument(
-        "--cpu-threads", type=int, default=1, help="neurosym: torch threads on CPU (small convolutions on shared cores: 1)"
+        "--cpu-threads",
+        type=int,
+        default=1,
+        help="neurosym: torch threads on CPU (small convolutions on shared cores: 1)",
     )
     parser.add_argument("--checkpoint-interval", type=int, default=100, help="neurosym: steps between checkpoints")
     parser.add_argument(
-        "--extra-test-bank", type=Path, default=None, help="neurosym: .npz symbol bank whose test pool also serves as test images"
+        "--extra-test-bank",
+        type=Path,
+        default=None,
+        help="neurosym: .npz symbol bank whose test pool also serves as test images",
     )
     parser.add_argument(
-        "--fewshot-scales", default="0.01,0.1,1", help="neurosym (symbol input): few-shot split scales to learn concepts from"
+        "--fewshot-scales",
+        default="0.01,0.1,1",
+        help="neurosym (symbol input): few-shot split scales to learn concepts from",
     )
-    parser.add_argument("--speed-samples", type=int, default=300, help="neurosym: corrupted expressions timed for abduction")
+    parser.add_argument(
+        "--speed-samples", type=int, default=300, help="neurosym: corrupted expressions timed for abduction"
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -95,7 +122,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    from neurosym.data.symbol_images import HINT_SYMBOLS, default_bank, load_npz_bank, merge_banks
+    from neurosym.data.symbol_images import (
+        HINT_SYMBOLS,
+        default_bank,
+        load_npz_bank,
+        merge_banks,
+    )
 
     device = resolve_device(args.device)
     if device.type == "cpu":
@@ -121,18 +153,35 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     if args.no_resume:
         checkpoint.unlink(missing_ok=True)
     started = time.perf_counter()
-    history = train_pipeline(pipeline, WindowSource(splits["train"], bank, "train", args.seed), config, device, checkpoint, not args.quiet)
+    history = train_pipeline(
+        pipeline, WindowSource(splits["train"], bank, "train", args.seed), config, device, checkpoint, not args.quiet
+    )
     train_seconds = time.perf_counter() - started
-    scores = evaluate_pipeline(pipeline, WindowSource(splits["test"], bank, "test", args.seed), device, args.eval_batch_size)
-    results: dict[str, Any] = {"device": str(device), "train_seconds": train_seconds, "steps": args.steps, "test": scores}
+    scores = evaluate_pipeline(
+        pipeline, WindowSource(splits["test"], bank, "test", args.seed), device, args.eval_batch_size
+    )
+    results: dict[str, Any] = {
+        "device": str(device),
+        "train_seconds": train_seconds,
+        "steps": args.steps,
+        "test": scores,
+    }
     rows = [["neurosym pipeline (this run)", *(100 * scores[s] for s in SUBSETS), 100 * scores["symbol"]]]
     if args.extra_test_bank is not None:
         extra = load_npz_bank(args.extra_test_bank, seed=args.seed, symbols=[s for s in HINT_SYMBOLS if s not in "()"])
         # Banks without brackets borrow them from the default bank's test pool.
         merged = merge_banks(extra, bank.subset(["(", ")"]))
-        extra_scores = evaluate_pipeline(pipeline, WindowSource(splits["test"], merged, "test", args.seed), device, args.eval_batch_size)
+        extra_scores = evaluate_pipeline(
+            pipeline, WindowSource(splits["test"], merged, "test", args.seed), device, args.eval_batch_size
+        )
         results["extra_test_bank"] = {"path": str(args.extra_test_bank), "test": extra_scores}
-        rows.append([f"same model, test images from {args.extra_test_bank.name}", *(100 * extra_scores[s] for s in SUBSETS), 100 * extra_scores["symbol"]])
+        rows.append(
+            [
+                f"same model, test images from {args.extra_test_bank.name}",
+                *(100 * extra_scores[s] for s in SUBSETS),
+                100 * extra_scores["symbol"],
+            ]
+        )
     for name, published in PUBLISHED_IMAGE.items():
         rows.append([name, *(published[s] for s in SUBSETS), "-"])
     rows.append(["NSR (paper, average only)", "-", "-", "-", "-", "-", NSR_IMAGE_AVERAGE, "-"])
@@ -147,12 +196,20 @@ def _plot_image(history: list[dict], scores: dict[str, float], path: Path) -> No
     plt = pyplot()
     figure, (curve, bars) = plt.subplots(1, 2, figsize=(11, 4))
     steps = [h["step"] for h in history]
-    curve.plot(steps, [h["loss"] if h["loss"] is not None else np.nan for h in history], label="pseudo-label loss", lw=0.8)
+    curve.plot(
+        steps, [h["loss"] if h["loss"] is not None else np.nan for h in history], label="pseudo-label loss", lw=0.8
+    )
     curve.set_yscale("log")
     curve.set_xlabel("step")
     curve.set_title("training from results only")
     twin = curve.twinx()
-    twin.plot(steps, [h["max_length"] if h["max_length"] < 10**6 else 41 for h in history], color="gray", ls="--", label="max length")
+    twin.plot(
+        steps,
+        [h["max_length"] if h["max_length"] < 10**6 else 41 for h in history],
+        color="gray",
+        ls="--",
+        label="max length",
+    )
     twin.set_ylabel("curriculum: max symbols")
     positions = np.arange(len(SUBSETS))
     paper = PUBLISHED_IMAGE["Transformer rel. uni. (paper)"]
@@ -202,10 +259,22 @@ def _run_symbol(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         average = float(np.mean([c["test_accuracy"] for c in per_concept.values()]))
         results["fewshot"][str(scale)] = {"concepts": per_concept, "avg": average}
         sizes = "/".join(sorted({str(c["train"]) for c in per_concept.values()}))
-        rows.append([f"induced, {sizes} training sentences", *(100 * per_concept[c]["test_accuracy"] for c in FEWSHOT_CONCEPTS), 100 * average])
+        rows.append(
+            [
+                f"induced, {sizes} training sentences",
+                *(100 * per_concept[c]["test_accuracy"] for c in FEWSHOT_CONCEPTS),
+                100 * average,
+            ]
+        )
         for concept, info in per_concept.items():
             print(f"  scale {scale}: {concept} learned as {info['learned']} from {info['train']} sentences")
-    rows.append(["Transformer rel. uni. (paper Table 4)", *(PUBLISHED_FEWSHOT[c] for c in FEWSHOT_CONCEPTS), PUBLISHED_FEWSHOT["avg"]])
+    rows.append(
+        [
+            "Transformer rel. uni. (paper Table 4)",
+            *(PUBLISHED_FEWSHOT[c] for c in FEWSHOT_CONCEPTS),
+            PUBLISHED_FEWSHOT["avg"],
+        ]
+    )
     print("\nFew-shot concepts (symbol input), test accuracy %:")
     print(format_table(["model", *FEWSHOT_CONCEPTS, "avg"], rows))
     _plot_fewshot(results["fewshot"], out / "hint_neurosym_fewshot.png")
@@ -219,8 +288,15 @@ def _plot_fewshot(fewshot: dict[str, Any], path: Path) -> None:
     width = 0.8 / (len(fewshot) + 1)
     for k, (scale, info) in enumerate(fewshot.items()):
         heights = [100 * info["concepts"][c]["test_accuracy"] for c in FEWSHOT_CONCEPTS] + [100 * info["avg"]]
-        axis.bar(positions + k * width, heights, width, label=f"scale {scale} ({info['concepts']['a']['train']} sentences)")
-    axis.bar(positions + len(fewshot) * width, [PUBLISHED_FEWSHOT[c] for c in (*FEWSHOT_CONCEPTS, "avg")], width, label="paper, Transformer")
+        axis.bar(
+            positions + k * width, heights, width, label=f"scale {scale} ({info['concepts']['a']['train']} sentences)"
+        )
+    axis.bar(
+        positions + len(fewshot) * width,
+        [PUBLISHED_FEWSHOT[c] for c in (*FEWSHOT_CONCEPTS, "avg")],
+        width,
+        label="paper, Transformer",
+    )
     axis.set_xticks(positions + 0.4 - width / 2, [*FEWSHOT_CONCEPTS, "avg"])
     axis.set_ylabel("test accuracy %")
     axis.legend(fontsize=8)

@@ -3,9 +3,20 @@ abduction by top-down back-search, a curriculum, the REINFORCE baseline, the pip
 and semantics learned from results (induced operators, new numbers and operators)."""
 
 from neurosym.pipelines.abduction import Abducer, Correction
-from neurosym.pipelines.concepts import LearnedConcept, explained_fraction, induced_table, learn_number, learn_operator
+from neurosym.pipelines.concepts import (
+    LearnedConcept,
+    explained_fraction,
+    induced_table,
+    learn_number,
+    learn_operator,
+)
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
-from neurosym.pipelines.decoding import Decoded, TokenRoles, constrained_decode, sentence_templates
+from neurosym.pipelines.decoding import (
+    Decoded,
+    TokenRoles,
+    constrained_decode,
+    sentence_templates,
+)
 from neurosym.pipelines.pipeline import HintPipeline, Reading
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline

@@ -20,7 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neurosym.pipelines.decoding import CLOSE_CLASS, NUMBER, OPEN_CLASS, OPERATOR, sentence_templates
+from neurosym.pipelines.decoding import (
+    CLOSE_CLASS,
+    NUMBER,
+    OPEN_CLASS,
+    OPERATOR,
+    sentence_templates,
+)
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, execute
 from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES
 from neurosym.semantics.preimage import (
@@ -214,20 +220,21 @@ class Abducer:
             node, wanted = stack.pop()
             if node.is_leaf:
                 position = node.span[0] + _leading_brackets(sentence, node.span[0])
-                proposals += self._propose(sentence, log_probs, position, self.numbers, lambda s: self.table.numbers[s] in wanted)
+                fitting = [s for s in self.numbers if self.table.numbers[s] in wanted]
+                proposals += self._propose(sentence, log_probs, position, fitting)
                 continue
             left, right = node.children
             position = left.span[1]
             level = self.table.operators[node.symbol].level
             left_value, right_value = values[id(left)], values[id(right)]
-            proposals += self._propose(
-                sentence,
-                log_probs,
-                position,
-                self.operators,
-                lambda s: self.table.operators[s].level != level
-                or self.table.operators[s].apply(left_value, right_value) in wanted,
-            )
+            # Operators of the other precedence change the tree: proposed, and verified by execution.
+            fitting = [
+                s
+                for s in self.operators
+                if self.table.operators[s].level != level
+                or self.table.operators[s].apply(left_value, right_value) in wanted
+            ]
+            proposals += self._propose(sentence, log_probs, position, fitting)
             left_wanted, right_wanted = self.child_targets(node.symbol, wanted, left_value, right_value)
             if left_wanted is not None:
                 stack.append((left, left_wanted))
@@ -249,12 +256,13 @@ class Abducer:
             scan_right_preimage(operator.apply, left, wanted, scan),
         )
 
-    def _propose(self, sentence, log_probs, position, members, accepts) -> list[_Proposal]:
+    def _propose(self, sentence: str, log_probs: np.ndarray, position: int, symbols: list[str]) -> list[_Proposal]:
+        """Replacing the symbol at ``position`` by each of ``symbols`` (other than itself)."""
         current = log_probs[position, self.index[sentence[position]]]
         return [
             _Proposal(float(log_probs[position, self.index[s]] - current), position, s)
-            for s in members
-            if s != sentence[position] and accepts(s)
+            for s in symbols
+            if s != sentence[position]
         ]
 
     def node_values(self, root: Node) -> dict[int, int] | None:

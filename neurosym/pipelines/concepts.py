@@ -23,7 +23,13 @@ from neurosym.pipelines.abduction import Abducer
 from neurosym.semantics import BatchSolver, Operator, OperatorTable
 from neurosym.semantics.induction import Program, induce_operator
 from neurosym.semantics.preimage import Interval
-from neurosym.syntax import ADDITIVE, BUILTIN_OPERATORS, MULTIPLICATIVE, ParseError, parse
+from neurosym.syntax import (
+    ADDITIVE,
+    BUILTIN_OPERATORS,
+    MULTIPLICATIVE,
+    ParseError,
+    parse,
+)
 
 Example = tuple[str, int]  # (sentence, result)
 
@@ -58,7 +64,9 @@ def learn_number(
     return LearnedConcept(symbol, table.extend({symbol: value}), explained, value=value)
 
 
-def operator_examples(symbol: str, examples: Sequence[Example], hypothesis: OperatorTable) -> list[tuple[int, int, int]]:
+def operator_examples(
+    symbol: str, examples: Sequence[Example], hypothesis: OperatorTable
+) -> list[tuple[int, int, int]]:
     """``(left, right, value)`` triples for ``symbol`` read off sentences that use it once.
 
     ``hypothesis`` holds ``symbol`` (with any placeholder meaning) at the precedence level being
@@ -101,7 +109,9 @@ def learn_operator(
         if program is None:
             continue
         learned_table = table.extend(operators={symbol: Operator(level, program, None, str(program))})
-        concept = LearnedConcept(symbol, learned_table, explained_fraction(learned_table, examples), level=level, program=program)
+        concept = LearnedConcept(
+            symbol, learned_table, explained_fraction(learned_table, examples), level=level, program=program
+        )
         if best is None or concept.explained > best.explained:
             best = concept
     if best is None:
@@ -109,14 +119,16 @@ def learn_operator(
     return best
 
 
-def induced_table(examples: Sequence[Example], known: OperatorTable, max_size: int = 8) -> tuple[OperatorTable, dict[str, Program]]:
+def induced_table(
+    examples: Sequence[Example], known: OperatorTable, max_size: int = 8
+) -> tuple[OperatorTable, dict[str, Program]]:
     """Meanings of ``+ - * /`` induced from the one-operator sentences among ``examples``.
 
     ``known`` supplies the number values (and is otherwise only a template); returns the table with
     the induced operators and the programs by symbol.
     """
     programs: dict[str, Program] = {}
-    for symbol, level in BUILTIN_OPERATORS.items():
+    for symbol in BUILTIN_OPERATORS:
         triples = [
             (known.numbers[s[0]], known.numbers[s[2]], result)
             for s, result in examples

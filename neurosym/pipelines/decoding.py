@@ -37,9 +37,7 @@ class TokenRoles:
     close: int
 
     @classmethod
-    def from_vocabulary(
-        cls, vocabulary: Sequence[str], numbers: Iterable[str], operators: Iterable[str]
-    ) -> "TokenRoles":
+    def from_vocabulary(cls, vocabulary: Sequence[str], numbers: Iterable[str], operators: Iterable[str]) -> TokenRoles:
         index = {symbol: i for i, symbol in enumerate(vocabulary)}
         missing = [s for s in (*numbers, *operators, OPEN, CLOSE) if s not in index]
         if missing:

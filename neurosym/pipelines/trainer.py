@@ -49,12 +49,16 @@ class TrainConfig:
             raise ValueError("steps, batch_size and checkpoint_every must be positive")
 
 
-def _windows_on(source: WindowSource, indices: Sequence[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def _windows_on(
+    source: WindowSource, indices: Sequence[int], device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
     windows, lengths = source.batch(indices)
     return windows.to(device), lengths.to(device)
 
 
-def _pseudo_label_loss(pipeline: HintPipeline, log_probs: torch.Tensor, labels: list[str | None]) -> torch.Tensor | None:
+def _pseudo_label_loss(
+    pipeline: HintPipeline, log_probs: torch.Tensor, labels: list[str | None]
+) -> torch.Tensor | None:
     """Cross-entropy of the windows of examples with a pseudo-label ``[B, T, V]`` -> scalar."""
     index = {s: i for i, s in enumerate(pipeline.classifier.vocabulary)}
     rows, columns, classes = [], [], []
@@ -115,7 +119,12 @@ def train_pipeline(
             loss.backward()
             optimizer.step()
         history.append(
-            {"step": step + 1, "max_length": config.curriculum.max_length(step), "loss": None if loss is None else loss.item(), "labelled": signal}
+            {
+                "step": step + 1,
+                "max_length": config.curriculum.max_length(step),
+                "loss": None if loss is None else loss.item(),
+                "labelled": signal,
+            }
         )
         bar.set_postfix(L=config.curriculum.max_length(step), labelled=f"{signal:.2f}")
         if checkpoint is not None and ((step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps):
@@ -139,7 +148,7 @@ def evaluate_pipeline(
 ) -> dict[str, float]:
     """Accuracy of the results per test subset (``eval`` field; ``"all"`` for every record), their
     mean over subsets ``"avg"``, and the perception's symbol accuracy ``"symbol"`` (diagnosis only)."""
-    model = pipeline.classifier.to(device).eval()
+    pipeline.classifier.to(device).eval()
     order = np.argsort(stage_lengths(source.records), kind="stable")
     hits: dict[str, list[bool]] = defaultdict(list)
     symbols_right = symbols_total = 0

@@ -29,13 +29,13 @@ class Interval:
         return isinstance(value, int) and value >= self.lo and (self.hi is None or value <= self.hi)
 
     @staticmethod
-    def make(lo: int, hi: int | None) -> "Interval | None":
+    def make(lo: int, hi: int | None) -> Interval | None:
         """The interval ``[max(lo, 0), hi]``, or ``None`` when it is empty."""
         lo = max(lo, 0)
         return None if hi is not None and hi < lo else Interval(lo, hi)
 
     @staticmethod
-    def point(value: int) -> "Interval":
+    def point(value: int) -> Interval:
         return Interval(value, value)
 
 
