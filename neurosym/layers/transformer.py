@@ -133,33 +133,9 @@ class TransformerDecoderLayer(nn.Module):
 
 
 class _LayerStack(nn.Module):
-    """``depth`` independent layers of one type, plus a final LayerNorm when pre-norm."""
+    """``depth`` independent layers of type ``layer_type``, plus a final LayerNorm when pre-norm."""
 
-    def __init__(
-        self,
-        layer_type: type[nn.Module],
-        dim: int,
-        depth: int,
-        heads: int,
-        ff_dim: int,
-        dropout: float,
-        attention: AttentionKind,
-        pre_norm: bool,
-        max_rel_pos: int,
-    ) -> None:
-        super().__init__()
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, got {depth}")
-        options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos)
-        self.layers = nn.ModuleList(layer_type(dim, heads, ff_dim, dropout, **options) for _ in range(depth))
-        self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
-
-
-class TransformerEncoder(_LayerStack):
-    """``depth`` independent :class:`TransformerEncoderLayer` s (plus a final LayerNorm when pre-norm).
-
-    ``forward(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]``.
-    """
+    layer_type: type[nn.Module]
 
     def __init__(
         self,
@@ -173,7 +149,22 @@ class TransformerEncoder(_LayerStack):
         pre_norm: bool = True,
         max_rel_pos: int = 15,
     ) -> None:
-        super().__init__(TransformerEncoderLayer, dim, depth, heads, ff_dim, dropout, attention, pre_norm, max_rel_pos)
+        super().__init__()
+        if depth < 1:
+            raise ValueError(f"depth must be at least 1, got {depth}")
+        options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos)
+        self.layers = nn.ModuleList(self.layer_type(dim, heads, ff_dim, dropout, **options) for _ in range(depth))
+        self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
+
+
+class TransformerEncoder(_LayerStack):
+    """``depth`` independent :class:`TransformerEncoderLayer` s (plus a final LayerNorm when pre-norm).
+
+    ``TransformerEncoder(dim, depth, heads, ff_dim, dropout=0.1, *, attention="vanilla", pre_norm=True,
+    max_rel_pos=15)``; ``forward(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]``.
+    """
+
+    layer_type = TransformerEncoderLayer
 
     def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
         for layer in self.layers:
@@ -184,24 +175,13 @@ class TransformerEncoder(_LayerStack):
 class TransformerDecoder(_LayerStack):
     """``depth`` :class:`TransformerDecoderLayer` s (plus a final LayerNorm when pre-norm).
 
-    ``forward(x [B, T, D], memory [B, S, D], *, memory_padding_mask [B, S] | None, cache) -> [B, T, D]``.
-    For incremental decoding make a cache with :meth:`new_cache` and feed the target one position (or a
-    few) at a time: the result equals running the whole prefix without a cache.
+    Same constructor as :class:`TransformerEncoder`. ``forward(x [B, T, D], memory [B, S, D], *,
+    memory_padding_mask [B, S] | None, cache) -> [B, T, D]``. For incremental decoding make a cache with
+    :meth:`new_cache` and feed the target one position (or a few) at a time: the result equals running
+    the whole prefix without a cache.
     """
 
-    def __init__(
-        self,
-        dim: int,
-        depth: int,
-        heads: int,
-        ff_dim: int,
-        dropout: float = 0.1,
-        *,
-        attention: AttentionKind = "vanilla",
-        pre_norm: bool = True,
-        max_rel_pos: int = 15,
-    ) -> None:
-        super().__init__(TransformerDecoderLayer, dim, depth, heads, ff_dim, dropout, attention, pre_norm, max_rel_pos)
+    layer_type = TransformerDecoderLayer
 
     def new_cache(self) -> list[DecoderLayerCache]:
         """An empty cache, one :class:`DecoderLayerCache` per layer."""
