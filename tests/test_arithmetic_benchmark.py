@@ -23,13 +23,7 @@ from neurosym.models.arithmetic import (
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny batched ops run fastest (and steadiest on a shared machine) on one thread, as the CLI does."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.mark.parametrize("name", sorted(MODEL_LAYERS))

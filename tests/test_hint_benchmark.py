@@ -21,14 +21,13 @@ TINY = ["--scale", "0.002", "--batch-size", "8", "--eval-every", "2", "--dim", "
         "--encoder-layers", "1", "--eval-batch-size", "64", "--quiet", "--device", "cpu"]
 
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Generated splits go to a temporary cache, never to the user's."""
     monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "cache"))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:

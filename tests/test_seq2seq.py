@@ -13,13 +13,7 @@ PAD, BOS, EOS = 0, 1, 2  # target specials; digits are 3..12
 SOURCE_VOCAB = 10
 
 
-@pytest.fixture(autouse=True)
-def single_thread():
-    """Tiny models train much faster on one thread than on an oversubscribed shared CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def reversal_batch(size: int = 64, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from torch.utils.benchmark import Timer
 from tqdm.auto import tqdm
 
 from neurosym.experiments.report import format_table, pyplot, save_json
+from neurosym.experiments.timing import forward_backward_step, median_seconds
 from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention
 from neurosym.models.seq2seq import build_front_end, build_seq2seq
 from neurosym.training import resolve_device
@@ -42,13 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
 
 
-def median_seconds(step: Callable[[], Any], min_time: float, threads: int) -> float:
-    """Median wall time of ``step()`` (CUDA-synchronised) over at least ``min_time`` seconds."""
-    step()  # warm-up: kernels, allocator, lazy initialisation
-    timer = Timer(stmt="step()", globals={"step": step}, num_threads=threads)
-    return timer.blocked_autorange(min_run_time=min_time).median
-
-
 def _attention_step(kind: str, length: int, args: argparse.Namespace, device: torch.device, batch: int) -> Callable[[], None]:
     if kind == "vanilla":
         module = MultiheadAttention(args.dim, args.heads)
@@ -56,15 +49,7 @@ def _attention_step(kind: str, length: int, args: argparse.Namespace, device: to
         module = RelativeMultiheadAttention(args.dim, args.heads, relative=kind)
     module.to(device)
     x = torch.randn(batch, length, args.dim, device=device, requires_grad=True)
-
-    def step() -> None:
-        with torch.autocast(device.type, enabled=autocast_enabled(device)):
-            out = module(x)
-        out.float().sum().backward()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    return step
+    return forward_backward_step(module, x, device)
 
 
 def _decode_step(use_cache: bool, args: argparse.Namespace, device: torch.device, batch: int) -> Callable[[], None]:

@@ -4,7 +4,7 @@ Issue 2 sets the goals at batch 128 for the shapes 100→2 and 512→512: NAU �
 NALU ≤ 4× the time of ``nn.Linear``. One step is ``unit(x).sum().backward()`` with ``x`` requiring a
 gradient (as in a hidden layer), ``x ~ U[0.5, 1.5]``. Timing is interleaved to be fair under a
 fluctuating machine load: in each of ``--rounds`` rounds every layer is timed by
-:func:`~neurosym.experiments.attention_speed.median_seconds` (median of ``Timer`` blocked runs); a
+:func:`~neurosym.experiments.timing.median_seconds` (median of ``Timer`` blocked runs); a
 layer's time is its fastest round. CUDA is synchronised after every step and uses autocast (AMP), as training would.
 """
 
@@ -18,11 +18,10 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from neurosym.experiments.attention_speed import median_seconds
 from neurosym.experiments.report import format_table, pyplot, save_json
+from neurosym.experiments.timing import forward_backward_step, median_seconds
 from neurosym.layers import arithmetic
 from neurosym.training import resolve_device
-from neurosym.training.device import autocast_enabled
 
 UNITS: dict[str, type[nn.Module]] = {
     "Linear": nn.Linear,
@@ -71,15 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _step(name: str, shape: tuple[int, int], batch: int, device: torch.device) -> Callable[[], None]:
     module = UNITS[name](*shape).to(device)
     x = (torch.rand(batch, shape[0], device=device) + 0.5).requires_grad_(True)
-
-    def step() -> None:
-        with torch.autocast(device.type, enabled=autocast_enabled(device)):
-            out = module(x)
-        out.float().sum().backward()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    return step
+    return forward_backward_step(module, x, device)
 
 
 def run(args: argparse.Namespace) -> dict:
