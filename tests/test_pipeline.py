@@ -16,13 +16,7 @@ from neurosym.pipelines.windows import WindowSource
 CPU = torch.device("cpu")
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny convolutions on a shared 2-core machine run far faster without intra-op threads."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def _synthetic_bank(per_symbol: int = 40, seed: int = 0) -> SymbolBank:
