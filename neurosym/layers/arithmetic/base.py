@@ -3,6 +3,7 @@ input validation, member extraction, and the default regulariser / sparsity erro
 
 from __future__ import annotations
 
+from abc import ABCMeta, abstractmethod
 from typing import Any
 
 import torch
@@ -53,7 +54,7 @@ def weight_sparsity_error(weights: list[Tensor], ensemble: int | None) -> Tensor
     return torch.minimum(magnitude, (1 - magnitude).abs()).amax(-1)
 
 
-class ArithmeticUnit(nn.Module):
+class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
     """Base class: an ``nn.Linear``-shaped unit mapping ``[..., in]`` → ``[..., out]``.
 
     With ``ensemble=S`` every parameter gets a leading dimension ``S``, the input must be
@@ -113,13 +114,13 @@ class ArithmeticUnit(nn.Module):
                 return self.compute(x.float() if x.dtype in (torch.float16, torch.bfloat16) else x)
         return self.compute(x)
 
+    @abstractmethod
     def compute(self, x: Tensor) -> Tensor:
         """The unit's formula on a validated input ``[(S,) ..., in]`` → ``[(S,) ..., out]``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def sparsity_weights(self) -> list[Tensor]:
         """The effective weights the sparsity error is measured on (each ``[(S,) ..., out, in]``)."""
-        raise NotImplementedError
 
     def regularization(self) -> Tensor:
         """The unit's sparsity regulariser: ``[S]`` per member, or 0-d; zeros for units without one."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from abc import abstractmethod
+
 import torch
 from torch import Tensor
 
@@ -23,8 +25,9 @@ class _ClampedWeight(ArithmeticUnit):
         self.weight = self.make_parameter(out_features, in_features)
         self.reset_parameters()
 
+    @abstractmethod
     def reset_parameters(self) -> None:
-        raise NotImplementedError
+        """Initialise ``weight`` as the concrete unit's paper prescribes."""
 
     def clamped_weight(self) -> Tensor:
         """The weight clamped to ``[LOWER, 1]``, shape ``[(S,) out, in]``."""
