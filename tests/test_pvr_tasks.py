@@ -19,6 +19,7 @@ from neurosym.data.pvr import (
 )
 from neurosym.data.pvr.sampling import sample_digits
 from neurosym.semantics.pvr_rules import (
+    AGGREGATIONS,
     PVRRule,
     contiguous_pointer_table,
     cyclic_pointer_table,
@@ -86,7 +87,7 @@ def test_bad_rules_and_digits_raise_clear_errors():
 @settings(max_examples=30, deadline=None)
 @given(
     complexity=st.integers(0, 9),
-    aggregation=st.sampled_from(["mod_sum", "median", "majority", "min", "max"]),
+    aggregation=st.sampled_from(sorted(AGGREGATIONS)),
     boundary=st.sampled_from(["wrap", "truncate"]),
     seed=st.integers(0, 2**32 - 1),
 )
