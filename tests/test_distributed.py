@@ -15,6 +15,7 @@ from torch.utils.data import TensorDataset
 
 from neurosym.training import TrainConfig, init_distributed, load_checkpoint, shutdown_distributed, train
 from neurosym.training.distributed import DistributedContext
+from neurosym.training.loop import learning_rate_factor
 
 SINGLE = DistributedContext(0, 1, 0, torch.device("cpu"))
 
@@ -117,3 +118,55 @@ def test_bad_configurations_raise_clear_errors() -> None:
         train(small_model(), regression_data(), mse, TrainConfig(max_steps=1, batch_size=32), SINGLE)
     with pytest.raises(FloatingPointError, match="step 1"):
         train(small_model(), regression_data(), lambda m, b: torch.tensor(float("nan"), requires_grad=True), TrainConfig(max_steps=1, batch_size=4, progress=False), SINGLE)
+
+
+def test_cosine_schedule_warms_up_then_decays_to_zero() -> None:
+    config = TrainConfig(max_steps=10, batch_size=4, schedule="cosine", warmup_steps=2)
+    factors = [learning_rate_factor(step, config) for step in range(10)]
+    assert factors[:3] == [0.5, 1.0, 1.0]
+    assert all(a > b for a, b in zip(factors[2:], factors[3:]))
+    assert learning_rate_factor(10, config) == pytest.approx(0.0)
+    assert learning_rate_factor(5, TrainConfig(max_steps=10, batch_size=4)) == 1.0
+    with pytest.raises(ValueError, match="unknown schedule"):
+        TrainConfig(max_steps=1, batch_size=1, schedule="linear")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown optimizer"):
+        TrainConfig(max_steps=1, batch_size=1, optimizer="lamb")  # type: ignore[arg-type]
+
+
+def test_sgd_with_value_clipping_moves_each_weight_by_at_most_lr_times_clip() -> None:
+    model = nn.Linear(4, 1)
+    with torch.no_grad():
+        model.weight.zero_()
+        model.bias.zero_()
+    data = TensorDataset(torch.full((4, 4), 100.0), torch.full((4,), 1e4))  # huge gradients, all negative
+    config = TrainConfig(max_steps=1, batch_size=4, lr=0.1, optimizer="sgd", momentum=0.0, clip_norm=None,
+                         clip_value=0.5, progress=False)
+    train(model, data, mse, config, SINGLE)
+    torch.testing.assert_close(model.weight, torch.full((1, 4), 0.05))
+    torch.testing.assert_close(model.bias, torch.full((1,), 0.05))
+
+
+def test_adam_settings_and_schedule_survive_a_resume(tmp_path: Path) -> None:
+    def config(steps: int, checkpoint: Path | None = None) -> TrainConfig:
+        return TrainConfig(max_steps=steps, batch_size=4, lr=0.01, betas=(0.9, 0.995), eps=1e-9, schedule="cosine",
+                           warmup_steps=2, clip_norm=None, clip_value=0.1, eval_every=3, checkpoint=checkpoint,
+                           progress=False)
+
+    straight = small_model()
+    train(straight, regression_data(), mse, config(6), SINGLE)
+    path = tmp_path / "run.pt"
+    calls = iter(range(100))
+
+    def interrupted_mse(model: nn.Module, batch) -> torch.Tensor:
+        if next(calls) == 4:  # the 5th step: the checkpoint of step 3 is on disk
+            raise KeyboardInterrupt
+        return mse(model, batch)
+
+    with pytest.raises(KeyboardInterrupt):
+        train(small_model(), regression_data(), interrupted_mse, config(6, path), SINGLE)
+    assert load_checkpoint(path)["loop"]["step"] == 3
+    again = small_model()
+    train(again, regression_data(), mse, config(6, path), SINGLE)
+    assert load_checkpoint(path)["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.995)
+    for name, value in straight.state_dict().items():
+        torch.testing.assert_close(again.state_dict()[name], value)

@@ -9,10 +9,11 @@ checkpoint (rank 0 only) from which an interrupted run resumes at the same step 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -33,18 +34,62 @@ Evaluator = Callable[[nn.Module], float]
 
 @dataclass
 class TrainConfig:
-    """``batch_size`` is the global batch: each of ``world_size`` processes takes ``batch_size / world_size``."""
+    """How to train.
+
+    ``batch_size`` is the global batch: each of ``world_size`` processes takes ``batch_size / world_size``.
+    ``optimizer`` is ``"adam"`` (with ``betas`` and ``eps``) or ``"sgd"`` (with ``momentum``), both with
+    ``weight_decay``; the learning rate ``lr`` follows ``schedule`` (``"constant"`` or ``"cosine"``
+    decay to zero at ``max_steps``) after ``warmup_steps`` of linear warm-up. Gradients are clipped by
+    global norm (``clip_norm``) and/or element-wise by value (``clip_value``); ``None`` turns either off.
+    """
 
     max_steps: int
     batch_size: int
     lr: float = 1e-3
+    optimizer: Literal["adam", "sgd"] = "adam"
+    betas: tuple[float, float] = (0.9, 0.999)
+    eps: float = 1e-8
+    momentum: float = 0.9
+    weight_decay: float = 0.0
+    schedule: Literal["constant", "cosine"] = "constant"
+    warmup_steps: int = 0
     clip_norm: float | None = 5.0
+    clip_value: float | None = None
     eval_every: int = 500
     patience: int | None = None
     checkpoint: str | Path | None = None
     seed: int = 0
     num_workers: int = 0
     progress: bool = True
+
+    def __post_init__(self) -> None:
+        if self.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"unknown optimizer {self.optimizer!r}: use 'adam' or 'sgd'")
+        if self.schedule not in ("constant", "cosine"):
+            raise ValueError(f"unknown schedule {self.schedule!r}: use 'constant' or 'cosine'")
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+
+
+def learning_rate_factor(step: int, config: TrainConfig) -> float:
+    """Multiplier of ``config.lr`` at update ``step`` (0-based): linear warm-up, then the schedule."""
+    if step < config.warmup_steps:
+        return (step + 1) / config.warmup_steps
+    if config.schedule == "constant":
+        return 1.0
+    progress = (step - config.warmup_steps) / max(1, config.max_steps - config.warmup_steps)
+    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    """The optimiser that ``config`` names, over ``model``'s parameters."""
+    if config.optimizer == "sgd":
+        return torch.optim.SGD(
+            model.parameters(), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
+        )
+    return torch.optim.Adam(
+        model.parameters(), lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay
+    )
 
 
 @dataclass
@@ -99,7 +144,7 @@ def train(
     evaluate: Evaluator | None = None,
     collate_fn: Callable[[list[Any]], Any] | None = None,
 ) -> TrainResult:
-    """Train ``model`` (in place, on ``context.device``) with Adam; returns a :class:`TrainResult`.
+    """Train ``model`` (in place, on ``context.device``) as ``config`` says; returns a :class:`TrainResult`.
 
     On return the model holds the best weights seen by ``evaluate`` (the last weights without one).
     With ``config.checkpoint`` set, an existing checkpoint there is resumed from.
@@ -110,7 +155,8 @@ def train(
     wrapped: nn.Module = model
     if context.is_distributed:
         wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimizer = make_optimizer(model, config)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate_factor(step, config))
     amp = autocast_enabled(device)
     scaler = torch.amp.GradScaler(device.type, enabled=amp)
     state = {"step": 0, "best_score": None, "best_step": None, "bad_evaluations": 0, "history": [], "best_model": None}
@@ -118,6 +164,7 @@ def train(
     if saved is not None:
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
+        scheduler.load_state_dict(saved["scheduler"])
         scaler.load_state_dict(saved["scaler"])
         state = saved["loop"]
     sampler = DistributedSampler(
@@ -144,18 +191,27 @@ def train(
             raise FloatingPointError(f"the training loss became {loss.item()} at step {state['step'] + 1}")
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
-        if config.clip_norm is not None:
+        if config.clip_norm is not None or config.clip_value is not None:
             scaler.unscale_(optimizer)
+        if config.clip_value is not None:
+            nn.utils.clip_grad_value_(model.parameters(), config.clip_value)
+        if config.clip_norm is not None:
             nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
         scaler.step(optimizer)
         scaler.update()
+        scheduler.step()
         state["step"] += 1
         bar.update(1)
         bar.set_postfix(loss=f"{loss.item():.4f}")
         if state["step"] % config.eval_every == 0 or state["step"] == config.max_steps:
             stopped_early = _evaluate(model, evaluate, config, context, state, loss.item())
             if context.is_main and config.checkpoint:
-                checkpoint = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scaler": scaler.state_dict()}
+                checkpoint = {
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "scaler": scaler.state_dict(),
+                }
                 save_checkpoint({**checkpoint, "loop": state, "config": asdict(config)}, config.checkpoint)
     bar.close()
     if state["best_model"] is not None:
