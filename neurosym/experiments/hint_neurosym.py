@@ -45,6 +45,7 @@ from neurosym.pipelines.trainer import (
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import FEWSHOT_NUMBERS, HINT_SEMANTICS, BatchSolver, evaluate
 from neurosym.training import resolve_device
+from neurosym.training.loop import SCHEDULES
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
 #: Published image-input anchors (HINT paper Table 2, medians of 5 runs) and the NSR model's average.
@@ -63,6 +64,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--curriculum",
         default=DEFAULT_CURRICULUM,
         help="neurosym: stages 'max_length:steps,...,all' from short to long expressions",
+    )
+    parser.add_argument(
+        "--lr-schedule",
+        choices=SCHEDULES,
+        default="constant",
+        help="neurosym: learning-rate schedule over --steps (cosine decays to zero at the last step)",
     )
     parser.add_argument(
         "--learning-rule",
@@ -144,6 +151,7 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         steps=args.steps,
         batch_size=args.batch_size,
         learning_rate=args.lr or 1e-3,
+        schedule=args.lr_schedule,
         curriculum=Curriculum(parse_stages(args.curriculum)),
         learning=args.learning_rule,
         seed=args.seed,

@@ -26,17 +26,20 @@ from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.windows import WindowSource
 from neurosym.training import load_checkpoint, save_checkpoint
 from neurosym.training.device import autocast_enabled
+from neurosym.training.loop import SCHEDULES, schedule_factor
 
 LEARNING_RULES = ("abduction", "reinforce")
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """Optimisation settings: ``steps`` batches of ``batch_size`` expressions, Adam at ``learning_rate``."""
+    """Optimisation settings: ``steps`` batches of ``batch_size`` expressions, Adam at ``learning_rate``
+    under ``schedule`` (``"constant"``, or ``"cosine"`` decay to zero at ``steps``)."""
 
     steps: int = 2000
     batch_size: int = 32
     learning_rate: float = 1e-3
+    schedule: str = "constant"
     curriculum: Curriculum = field(default_factory=Curriculum)
     learning: str = "abduction"
     seed: int = 0
@@ -47,6 +50,8 @@ class TrainConfig:
             raise ValueError(f"unknown learning rule {self.learning!r}: choose one of {LEARNING_RULES}")
         if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
             raise ValueError("steps, batch_size and checkpoint_every must be positive")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}: choose one of {SCHEDULES}")
 
 
 def _windows_on(
@@ -86,6 +91,9 @@ def train_pipeline(
     with a pseudo-label or, for REINFORCE, the mean reward). Resumes from ``checkpoint`` when it exists."""
     model = pipeline.classifier.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: schedule_factor(step, config.steps, config.schedule)
+    )
     lengths = stage_lengths(source.records)
     targets = np.fromiter((r.res for r in source.records), dtype=np.int64, count=len(source.records))
     state = load_checkpoint(checkpoint, map_location=device) if checkpoint is not None else None
@@ -95,6 +103,7 @@ def train_pipeline(
             raise ValueError(f"checkpoint {checkpoint} was written with another configuration: {state['config']}")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
         start, history, baseline = state["step"], state["history"], state["baseline"]
     bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress, desc="pipeline")
     for step in bar:
@@ -118,6 +127,7 @@ def train_pipeline(
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
+        scheduler.step()
         history.append(
             {
                 "step": step + 1,
@@ -132,6 +142,7 @@ def train_pipeline(
                 {
                     "model": model.state_dict(),
                     "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
                     "step": step + 1,
                     "history": history,
                     "baseline": baseline,

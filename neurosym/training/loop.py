@@ -32,6 +32,10 @@ Evaluator = Callable[[nn.Module], float]
 """``evaluate(model) -> score`` (higher is better), called on rank 0 with the unwrapped model."""
 
 
+SCHEDULES = ("constant", "cosine")
+"""Learning-rate schedules of :func:`schedule_factor`."""
+
+
 @dataclass
 class TrainConfig:
     """How to train.
@@ -65,20 +69,28 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.optimizer not in ("adam", "sgd"):
             raise ValueError(f"unknown optimizer {self.optimizer!r}: use 'adam' or 'sgd'")
-        if self.schedule not in ("constant", "cosine"):
-            raise ValueError(f"unknown schedule {self.schedule!r}: use 'constant' or 'cosine'")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}: use one of {SCHEDULES}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
 
 
+def schedule_factor(step: int, max_steps: int, schedule: str, warmup_steps: int = 0) -> float:
+    """Learning-rate multiplier at update ``step`` (0-based) of ``max_steps``: linear warm-up over
+    ``warmup_steps``, then ``"constant"`` 1 or ``"cosine"`` decay from 1 to 0 at ``max_steps``."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"unknown schedule {schedule!r}: use one of {SCHEDULES}")
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    if schedule == "constant":
+        return 1.0
+    progress = (step - warmup_steps) / max(1, max_steps - warmup_steps)
+    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
 def learning_rate_factor(step: int, config: TrainConfig) -> float:
     """Multiplier of ``config.lr`` at update ``step`` (0-based): linear warm-up, then the schedule."""
-    if step < config.warmup_steps:
-        return (step + 1) / config.warmup_steps
-    if config.schedule == "constant":
-        return 1.0
-    progress = (step - config.warmup_steps) / max(1, config.max_steps - config.warmup_steps)
-    return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+    return schedule_factor(step, config.max_steps, config.schedule, config.warmup_steps)
 
 
 def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
