@@ -3,10 +3,11 @@
 import numpy as np
 import pytest
 import torch
+from hint_banks import prototype_bank
 
 import neurosym.pipelines.trainer as trainer_module
 from neurosym.data.hint import main_split
-from neurosym.data.symbol_images import HINT_SYMBOLS, POOLS, SymbolBank
+from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.pipeline import HintPipeline
@@ -19,25 +20,11 @@ CPU = torch.device("cpu")
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def _synthetic_bank(per_symbol: int = 40, seed: int = 0) -> SymbolBank:
-    """One random 28x28 prototype per symbol, each image with 8% of its pixels flipped."""
-    rng = np.random.default_rng(seed)
-    prototypes = rng.integers(0, 2, size=(len(HINT_SYMBOLS), 28, 28)).astype(bool)
-    images, labels = [], []
-    for prototype, symbol in zip(prototypes, HINT_SYMBOLS):
-        flips = rng.random((per_symbol, 28, 28)) < 0.08
-        images.append(((prototype[None] ^ flips) * 255).astype(np.uint8))
-        labels += [symbol] * per_symbol
-    pools = np.resize(np.asarray(POOLS), len(labels))
-    paths = np.asarray([f"{s}/{i}.png" for i, s in enumerate(labels)])
-    return SymbolBank(np.concatenate(images), np.asarray(labels), pools, paths)
-
-
 @pytest.fixture(scope="module")
 def problem():
     splits = main_split(scale=0.002, seed=0, cache=False, progress=False)
     short = [r for r in splits["train"] if len(r.expr) <= 7]
-    bank = _synthetic_bank()
+    bank = prototype_bank()
     return WindowSource(short, bank, "train"), WindowSource(short[:80], bank, "test")
 
 

@@ -23,6 +23,6 @@ def test_symbol_input_run_induces_semantics_and_learns_concepts(private_cache, c
     fewshot = results["fewshot"]["0.01"]["concepts"]
     assert fewshot["x"]["learned"] == "= 11" and fewshot["a"]["learned"].startswith("level 1: max")
     assert results["abduction_speed"]["samples"] == 5
-    assert (out / "hint_neurosym_fewshot.png").is_file()
+    assert (out / "hint_neurosym_fewshot_symbol.png").is_file()
     printed = capsys.readouterr().out
     assert "| induced semantics |" in printed and "paper Table 4" in printed

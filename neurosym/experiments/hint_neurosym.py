@@ -17,24 +17,33 @@ Both modes also time abduction on corrupted 7-symbol expressions. Generic option
 from __future__ import annotations
 
 import argparse
+import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from neurosym.data.hint import EVAL_SUBSETS, FEWSHOT_CONCEPTS, fewshot_split, main_split
+from neurosym.data.hint import (
+    EVAL_SUBSETS,
+    FEWSHOT_CONCEPTS,
+    HintRecord,
+    fewshot_split,
+    main_split,
+)
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.concepts import (
+    LearnedConcept,
     explained_fraction,
     induced_table,
-    learn_number,
-    learn_operator,
+    learn_concept,
 )
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
+from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import (
     LEARNING_RULES,
@@ -100,7 +109,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fewshot-scales",
         default="0.01,0.1,1",
-        help="neurosym (symbol input): few-shot split scales to learn concepts from",
+        help="neurosym: few-shot split scales (1 = 1,000 training sentences per operator) to learn the "
+        "concepts x y a b c d from after the main task, comma-separated, or 'none'",
+    )
+    parser.add_argument(
+        "--fewshot-replay",
+        type=int,
+        default=200,
+        help="neurosym (image input): main-task expressions replayed while a new glyph is learned",
     )
     parser.add_argument(
         "--speed-samples", type=int, default=300, help="neurosym: corrupted expressions timed for abduction"
@@ -197,6 +213,16 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     print(format_table(["model", *SUBSETS, "symbol acc."], rows))
     results["history"] = history
     _plot_image(history, scores, out / "hint_neurosym.png")
+    replay = list(splits["train"])[: args.fewshot_replay]
+
+    def learn(concept: str, train: list[HintRecord], test: list[HintRecord]) -> tuple[str, float]:
+        config = FewShotConfig(seed=args.seed)
+        learned = learn_concept_from_images(pipeline, concept, train, replay, bank, device, config)
+        source = WindowSource(test, bank, "test", args.seed)
+        scores = evaluate_pipeline(learned.pipeline, source, device, args.eval_batch_size)
+        return f"{learned.role}, {_meaning(learned.learned)}", scores["overall"]
+
+    results["fewshot"] = _learn_fewshot(args, out, "image input, glyphs learned from the few shots", learn)
     return results
 
 
@@ -249,33 +275,65 @@ def _run_symbol(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     print(f"\nHINT symbol input, operator meanings induced from results (scale {args.scale}):")
     print(format_table(["operator", "induced program"], [[s, str(p)] for s, p in programs.items()]))
     print(format_table(["model", *SUBSETS], [["induced semantics", *(100 * scores[s] for s in SUBSETS)]]))
-    results: dict[str, Any] = {"programs": {s: str(p) for s, p in programs.items()}, "test": scores, "fewshot": {}}
-    rows = []
-    for scale in (float(s) for s in args.fewshot_scales.split(",")):
-        per_concept: dict[str, Any] = {}
+    results: dict[str, Any] = {"programs": {s: str(p) for s, p in programs.items()}, "test": scores}
+
+    def learn(concept: str, train: list[HintRecord], test: list[HintRecord]) -> tuple[str, float]:
+        role = "number" if concept in FEWSHOT_NUMBERS else "operator"
+        learned = learn_concept(concept, role, [(r.expr, r.res) for r in train], table)
+        return _meaning(learned), explained_fraction(learned.table, [(r.expr, r.res) for r in test])
+
+    results["fewshot"] = _learn_fewshot(args, out, "symbol input", learn)
+    return results
+
+
+def _meaning(learned: LearnedConcept) -> str:
+    return f"= {learned.value}" if learned.value is not None else f"level {learned.level}: {learned.program}"
+
+
+def _learn_fewshot(
+    args: argparse.Namespace,
+    out: Path,
+    label: str,
+    learn: Callable[[str, list[HintRecord], list[HintRecord]], tuple[str, float]],
+) -> dict[str, Any]:
+    """Learn every few-shot concept at every ``--fewshot-scales`` scale with ``learn(concept, train,
+    test) -> (meaning, test accuracy)``; prints the table, plots, and keeps finished concepts in
+    ``<out>/fewshot_<input>.json`` so that a resumed run skips them."""
+    progress_path = out / f"fewshot_{args.input}.json"
+    done: dict[str, Any] = {}
+    if progress_path.is_file() and not args.no_resume:
+        done = json.loads(progress_path.read_text())
+    rows, scales = [], _fewshot_scales(args.fewshot_scales)
+    for scale in scales:
+        per_concept: dict[str, Any] = done.setdefault(str(scale), {"concepts": {}})["concepts"]
         for concept in FEWSHOT_CONCEPTS:
+            if concept in per_concept:
+                continue
             split = fewshot_split(concept, scale=scale, seed=args.seed, progress=False)
-            train = [(r.expr, r.res) for r in split["train"]]
-            if concept in FEWSHOT_NUMBERS:
-                learned = learn_number(concept, train, table)
-                meaning = f"= {learned.value}"
-            else:
-                learned = learn_operator(concept, train, table)
-                meaning = f"level {learned.level}: {learned.program}"
-            accuracy = explained_fraction(learned.table, [(r.expr, r.res) for r in split["test"]])
-            per_concept[concept] = {"train": len(train), "learned": meaning, "test_accuracy": accuracy}
+            train, test = list(split["train"]), list(split["test"])
+            started = time.perf_counter()
+            meaning, accuracy = learn(concept, train, test)
+            per_concept[concept] = {
+                "train": len(train),
+                "test": len(test),
+                "learned": meaning,
+                "test_accuracy": accuracy,
+                "seconds": time.perf_counter() - started,
+            }
+            save_json(done, progress_path)
+            print(f"  scale {scale}: {concept} learned as {meaning} from {len(train)} sentences, test {accuracy:.1%}")
         average = float(np.mean([c["test_accuracy"] for c in per_concept.values()]))
-        results["fewshot"][str(scale)] = {"concepts": per_concept, "avg": average}
+        done[str(scale)]["avg"] = average
         sizes = "/".join(sorted({str(c["train"]) for c in per_concept.values()}))
         rows.append(
             [
-                f"induced, {sizes} training sentences",
+                f"{sizes} training sentences",
                 *(100 * per_concept[c]["test_accuracy"] for c in FEWSHOT_CONCEPTS),
                 100 * average,
             ]
         )
-        for concept, info in per_concept.items():
-            print(f"  scale {scale}: {concept} learned as {info['learned']} from {info['train']} sentences")
+    if not rows:
+        return {}
     rows.append(
         [
             "Transformer rel. uni. (paper Table 4)",
@@ -283,10 +341,22 @@ def _run_symbol(args: argparse.Namespace, out: Path) -> dict[str, Any]:
             PUBLISHED_FEWSHOT["avg"],
         ]
     )
-    print("\nFew-shot concepts (symbol input), test accuracy %:")
+    print(f"\nFew-shot concepts ({label}), test accuracy %:")
     print(format_table(["model", *FEWSHOT_CONCEPTS, "avg"], rows))
-    _plot_fewshot(results["fewshot"], out / "hint_neurosym_fewshot.png")
-    return results
+    save_json(done, progress_path)
+    measured = {str(scale): done[str(scale)] for scale in scales}
+    _plot_fewshot(measured, out / f"hint_neurosym_fewshot_{args.input}.png")
+    return measured
+
+
+def _fewshot_scales(text: str) -> list[float]:
+    """``--fewshot-scales``: comma-separated scales, or ``none``."""
+    if text.strip().lower() == "none":
+        return []
+    try:
+        return [float(part) for part in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--fewshot-scales must be comma-separated numbers or 'none', got {text!r}") from None
 
 
 def _plot_fewshot(fewshot: dict[str, Any], path: Path) -> None:

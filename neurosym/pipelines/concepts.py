@@ -8,6 +8,8 @@
   reads off ``(left operand, right operand) -> value`` examples, induces the smallest DSL program
   (:func:`neurosym.semantics.induction.induce_operator`) and keeps the level whose grammar extension
   explains more training sentences.
+* :func:`learn_concept` dispatches on the concept's role (``"number"`` or ``"operator"``), and
+  :func:`placeholder_table` gives a concept its role before its meaning is known.
 * :func:`induced_table` gives the four built-in operators meanings induced from one-operator
   sentences (the syntax, and so the precedence of built-ins, is the grammar's).
 """
@@ -32,6 +34,8 @@ from neurosym.syntax import (
 )
 
 Example = tuple[str, int]  # (sentence, result)
+ROLES = ("number", "operator")
+"""The grammatical roles a new concept can take."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,29 @@ def learn_operator(
     if best is None:
         raise ValueError(f"no program up to size {max_size} explains the examples of operator {symbol!r}")
     return best
+
+
+def learn_concept(
+    symbol: str, role: str, examples: Sequence[Example], table: OperatorTable, min_agreement: float = 0.95
+) -> LearnedConcept:
+    """Learn ``symbol`` in ``role``: a number's value (:func:`learn_number`) or an operator's precedence
+    and meaning (:func:`learn_operator`, whose program must agree with ``min_agreement`` of the
+    examples pushed down to it)."""
+    if role == "number":
+        return learn_number(symbol, examples, table)
+    if role == "operator":
+        return learn_operator(symbol, examples, table, min_agreement=min_agreement)
+    raise ValueError(f"unknown role {role!r}: choose one of {ROLES}")
+
+
+def placeholder_table(table: OperatorTable, symbol: str, role: str) -> OperatorTable:
+    """``table`` with ``symbol`` in ``role`` and a meaning still unknown (the number 0, or an additive
+    operator that always gives 0): enough to read and parse sentences that use it."""
+    if role == "number":
+        return table.extend({symbol: 0})
+    if role == "operator":
+        return table.extend(operators={symbol: Operator(ADDITIVE, lambda a, b: 0, None, "unknown")})
+    raise ValueError(f"unknown role {role!r}: choose one of {ROLES}")
 
 
 def induced_table(

@@ -158,7 +158,8 @@ def evaluate_pipeline(
     pipeline: HintPipeline, source: WindowSource, device: torch.device, batch_size: int = 256, progress: bool = False
 ) -> dict[str, float]:
     """Accuracy of the results per test subset (``eval`` field; ``"all"`` for every record), their
-    mean over subsets ``"avg"``, and the perception's symbol accuracy ``"symbol"`` (diagnosis only)."""
+    mean over subsets ``"avg"``, over all records ``"overall"``, and the perception's symbol accuracy
+    ``"symbol"`` (diagnosis only)."""
     pipeline.classifier.to(device).eval()
     order = np.argsort(stage_lengths(source.records), kind="stable")
     hits: dict[str, list[bool]] = defaultdict(list)
@@ -175,5 +176,6 @@ def evaluate_pipeline(
             symbols_total += len(record.expr)
     scores = {subset: float(np.mean(flags)) for subset, flags in hits.items()}
     scores["avg"] = float(np.mean(list(scores.values())))
+    scores["overall"] = float(np.mean([hit for flags in hits.values() for hit in flags]))
     scores["symbol"] = symbols_right / max(symbols_total, 1)
     return scores

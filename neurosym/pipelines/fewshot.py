@@ -1,0 +1,249 @@
+"""Learning a new concept from a few handwritten expressions and their results: glyph, role, meaning.
+
+A trained pipeline meets a symbol it has never seen (``x``, or an operator ``a``) in a few training
+expressions, each labelled only with its result. :func:`learn_concept_from_images` learns it in four
+steps, none of which uses a symbol label:
+
+1. **Spot the glyph.** The classifier's log-probabilities get one more column for the new symbol: the
+   mass it does *not* give its top class, ``log(1 - max_v p_v)``. Grammar-constrained decoding with the
+   new symbol in a role (number, or binary operator) then puts it where no known symbol of the role
+   the grammar demands is likely, e.g. the middle window of ``5a6`` that the classifier reads as ``(``.
+   The role is the one whose readings are more probable overall.
+2. **Grow the perception.** A class is added to the classifier (:meth:`SymbolClassifier.add_symbol`) and
+   trained on the spotted readings, with windows of replayed main-task expressions read by the old
+   classifier against forgetting.
+3. **Learn the meaning** from the new readings and the results: a number's value, or an operator's
+   precedence and program (:func:`neurosym.pipelines.concepts.learn_concept`).
+4. **Refine by abduction** with the learned semantics (the main task's trainer on the few-shot and
+   replayed expressions), then learn the meaning once more from the refined readings.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+
+from neurosym.data.hint import HintRecord
+from neurosym.data.symbol_images import SymbolBank
+from neurosym.pipelines.concepts import (
+    ROLES,
+    LearnedConcept,
+    learn_concept,
+    placeholder_table,
+)
+from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.decoding import TokenRoles, constrained_decode
+from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.trainer import TrainConfig, train_pipeline
+from neurosym.pipelines.windows import WindowSource
+from neurosym.semantics import OperatorTable
+
+
+@dataclass(frozen=True)
+class FewShotConfig:
+    """Budget of :func:`learn_concept_from_images`.
+
+    ``glyph_steps`` supervised steps of ``glyph_batch`` windows (half from the few-shot expressions,
+    half replayed) on the spotted readings; ``abduction_steps`` trainer steps of ``batch_size``
+    expressions with the learned semantics; ``replay`` main-task expressions replayed; Adam at
+    ``learning_rate``; ``role`` ``"number"``, ``"operator"`` or ``None`` (inferred); an operator's
+    program must agree with the first of ``agreements`` (fractions of its examples, strictest first)
+    that some program up to the search's size meets.
+    """
+
+    glyph_steps: int = 150
+    glyph_batch: int = 64
+    abduction_steps: int = 100
+    batch_size: int = 16
+    replay: int = 200
+    learning_rate: float = 1e-3
+    role: str | None = None
+    agreements: tuple[float, ...] = (0.95, 0.9, 0.8)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.role is not None and self.role not in ROLES:
+            raise ValueError(f"unknown role {self.role!r}: choose one of {ROLES} or None")
+        if not self.agreements or any(not 0 < a <= 1 for a in self.agreements):
+            raise ValueError(f"agreements must be fractions in (0, 1], got {self.agreements}")
+        if self.glyph_steps < 1 or self.glyph_batch < 2 or self.batch_size < 1 or self.abduction_steps < 0:
+            raise ValueError("glyph_steps and batch_size must be positive, glyph_batch at least 2")
+
+
+@dataclass(frozen=True)
+class FewShotResult:
+    """The grown ``pipeline`` (its own classifier and table), what was ``learned``, the inferred
+    ``role``, and ``spotted``: the fraction of training expressions where the new glyph was spotted."""
+
+    pipeline: HintPipeline
+    learned: LearnedConcept
+    role: str
+    spotted: float
+
+
+def with_new_symbol(log_probs: torch.Tensor) -> torch.Tensor:
+    """``[..., V]`` log-probabilities -> ``[..., V + 1]``: the last class, for a symbol never seen,
+    gets the mass the classifier does not give its top class, ``log(1 - max_v p_v)``."""
+    top = log_probs.max(dim=-1, keepdim=True).values.exp()
+    return torch.cat([log_probs, torch.log1p(-top.clamp(max=1.0 - 1e-6))], dim=-1)
+
+
+def _roles(vocabulary: Sequence[str], table: OperatorTable, symbol: str, role: str) -> TokenRoles:
+    numbers = [s for s in table.numbers if s in vocabulary]
+    operators = [s for s in table.operators if s in vocabulary]
+    return TokenRoles.from_vocabulary(
+        vocabulary, numbers + [symbol] * (role == "number"), operators + [symbol] * (role == "operator")
+    )
+
+
+def spot_new_symbol(
+    pipeline: HintPipeline, symbol: str, windows: torch.Tensor, lengths: torch.Tensor, role: str | None = None
+) -> tuple[list[str], str]:
+    """Read ``windows [B, T, 32, 32]`` (lengths ``[B]``) with ``symbol`` as an extra, never-seen symbol.
+
+    Returns the readings and the role used: ``role``, or when ``None`` the role (``"number"`` or
+    ``"operator"``) whose readings have the higher total log-probability.
+    """
+    if symbol in pipeline.classifier.vocabulary:
+        raise ValueError(f"{symbol!r} is already in the vocabulary: it is not new")
+    with torch.no_grad():
+        flat = torch.cat(
+            [pipeline.classifier(part).float() for part in rearrange(windows, "b t h w -> (b t) h w").split(4096)]
+        )
+    extended = with_new_symbol(rearrange(flat, "(b t) v -> b t v", b=windows.shape[0])).cpu()
+    vocabulary = [*pipeline.classifier.vocabulary, symbol]
+    best: tuple[float, list[str], str] | None = None
+    for candidate in ROLES if role is None else (role,):
+        decoded = constrained_decode(extended, lengths.cpu(), _roles(vocabulary, pipeline.table, symbol, candidate))
+        total = float(decoded.log_prob.sum())
+        if best is None or total > best[0]:
+            best = (total, decoded.sentences(vocabulary), candidate)
+    assert best is not None
+    return best[1], best[2]
+
+
+def _window_labels(
+    source: WindowSource, sentences: Sequence[str], vocabulary: Sequence[str]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """All windows of ``source`` ``[N, 32, 32]`` and the class of each in ``sentences`` ``[N]``."""
+    windows, lengths = source.batch(range(len(source)))
+    mask = torch.arange(windows.shape[1])[None, :] < lengths[:, None]
+    index = {s: i for i, s in enumerate(vocabulary)}
+    labels = torch.tensor([index[s] for sentence in sentences for s in sentence])
+    return windows[mask], labels
+
+
+def _read(pipeline: HintPipeline, source: WindowSource, device: torch.device, chunk: int = 128) -> list[str]:
+    """Every expression of ``source`` read by ``pipeline`` (grammar-constrained), ``chunk`` at a time."""
+    pipeline.classifier.to(device).eval()
+    sentences: list[str] = []
+    for start in range(0, len(source), chunk):
+        windows, lengths = source.batch(range(start, min(start + chunk, len(source))))
+        sentences += pipeline.read(windows.to(device), lengths.to(device)).sentences
+    return sentences
+
+
+def _train_glyph(
+    pipeline: HintPipeline,
+    fewshot: tuple[torch.Tensor, torch.Tensor],
+    replay: tuple[torch.Tensor, torch.Tensor],
+    config: FewShotConfig,
+    device: torch.device,
+) -> None:
+    """Cross-entropy on windows, each batch half few-shot windows, half replayed ones."""
+    model = pipeline.classifier.to(device).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    rng = np.random.default_rng(config.seed)
+    half = config.glyph_batch // 2
+    for _ in range(config.glyph_steps):
+        picks = [(w[i], y[i]) for w, y in (fewshot, replay) for i in [rng.integers(len(w), size=half)]]
+        windows = torch.cat([w for w, _ in picks]).to(device)
+        labels = torch.cat([y for _, y in picks]).to(device)
+        loss = F.nll_loss(model(windows).float(), labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+
+def _learn_meaning(
+    symbol: str, role: str, examples: list[tuple[str, int]], table: OperatorTable, agreements: Sequence[float]
+) -> LearnedConcept:
+    """:func:`learn_concept` at the strictest of ``agreements`` that finds a meaning: misread
+    expressions make some examples wrong, more of them the worse the perception."""
+    for agreement in agreements[:-1]:
+        try:
+            return learn_concept(symbol, role, examples, table, agreement)
+        except ValueError:
+            continue
+    return learn_concept(symbol, role, examples, table, agreements[-1])
+
+
+def learn_concept_from_images(
+    pipeline: HintPipeline,
+    symbol: str,
+    records: Sequence[HintRecord],
+    replay_records: Sequence[HintRecord],
+    bank: SymbolBank,
+    device: torch.device,
+    config: FewShotConfig = FewShotConfig(),
+) -> FewShotResult:
+    """Learn the new ``symbol`` from the handwritten few-shot ``records`` (images from ``bank``'s train
+    pool) and their results; ``replay_records`` are main-task expressions read against forgetting.
+
+    ``pipeline`` is left unchanged; the result holds a grown copy. Raises ``ValueError`` when the glyph is
+    never spotted or no meaning explains the examples.
+    """
+    if not records:
+        raise ValueError(f"no few-shot training expression for {symbol!r}")
+    source = WindowSource(records, bank, "train", config.seed)
+    replay = WindowSource(replay_records, bank, "train", config.seed + 1)
+    windows, lengths = source.batch(range(len(source)))
+    pipeline.classifier.to(device).eval()
+    readings, role = spot_new_symbol(pipeline, symbol, windows.to(device), lengths, config.role)
+    spotted = float(np.mean([symbol in sentence for sentence in readings]))
+    if spotted == 0:
+        raise ValueError(f"the new glyph {symbol!r} was not spotted in any of the {len(records)} expressions")
+    replay_readings = _read(pipeline, replay, device)
+
+    grown = HintPipeline(
+        copy.deepcopy(pipeline.classifier),
+        pipeline.table,
+        pipeline.minimal_brackets,
+        pipeline.abduction_changes,
+    )
+    grown.classifier.add_symbol(symbol)
+    vocabulary = grown.classifier.vocabulary
+    _train_glyph(
+        grown,
+        _window_labels(source, readings, vocabulary),
+        _window_labels(replay, replay_readings, vocabulary),
+        config,
+        device,
+    )
+    base_table = pipeline.table
+    grown.set_table(placeholder_table(base_table, symbol, role))
+    results = [record.res for record in records]
+    learned = _learn_meaning(
+        symbol, role, list(zip(_read(grown, source, device), results)), base_table, config.agreements
+    )
+    grown.set_table(learned.table)
+    if config.abduction_steps:
+        schedule = TrainConfig(
+            steps=config.abduction_steps,
+            batch_size=config.batch_size,
+            learning_rate=config.learning_rate,
+            curriculum=Curriculum(((10**9, config.abduction_steps),)),
+            seed=config.seed,
+        )
+        both = WindowSource([*records, *replay_records], bank, "train", config.seed)
+        train_pipeline(grown, both, schedule, device, progress=False)
+        refined = list(zip(_read(grown, source, device), results))
+        learned = _learn_meaning(symbol, role, refined, base_table, config.agreements)
+        grown.set_table(learned.table)
+    return FewShotResult(grown, learned, role, spotted)

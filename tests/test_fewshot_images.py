@@ -1,0 +1,76 @@
+"""A trained pipeline learns a new concept (glyph, role, meaning) from a few images and results."""
+
+import math
+
+import pytest
+import torch
+
+from hint_banks import prototype_bank
+from neurosym.data.hint import fewshot_split, main_split
+from neurosym.data.symbol_images import HINT_SYMBOLS
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images, spot_new_symbol, with_new_symbol
+from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.windows import WindowSource
+
+CPU = torch.device("cpu")
+pytestmark = pytest.mark.usefixtures("one_thread")
+FAST = FewShotConfig(glyph_steps=60, abduction_steps=30, replay=40)
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A pipeline trained from results on the 16 HINT symbols; the bank also draws ``x`` and ``a``."""
+    torch.manual_seed(0)
+    bank = prototype_bank(symbols=[*HINT_SYMBOLS, "x", "a"])
+    short = [r for r in main_split(scale=0.002, seed=0, cache=False, progress=False)["train"] if len(r.expr) <= 7]
+    pipeline = HintPipeline(SymbolClassifier(list(HINT_SYMBOLS), features=32, width=8))
+    config = TrainConfig(steps=70, batch_size=12, curriculum=Curriculum(((1, 20), (3, 30), (10**9, 10**9))))
+    with torch.random.fork_rng():
+        train_pipeline(pipeline, WindowSource(short, bank, "train"), config, CPU, progress=False)
+    return pipeline, bank, short[:40]
+
+
+def test_new_symbol_gets_the_mass_the_top_class_misses():
+    probabilities = torch.tensor([[0.7, 0.2, 0.1], [1.0, 0.0, 0.0]])
+    extended = with_new_symbol(probabilities.log())
+    assert extended.shape == (2, 4)
+    assert extended[0, 3].item() == pytest.approx(math.log(0.3), abs=1e-6)
+    assert torch.isfinite(extended[1, 3]) and extended[1, 3] < -10  # a certain window: never new, never NaN
+    torch.testing.assert_close(extended[:, :3], probabilities.log())
+
+
+@pytest.mark.parametrize(
+    ("concept", "role", "meaning"), [("x", "number", "value 11"), ("a", "operator", "max(i, j) at level 1")]
+)
+def test_concept_is_learned_from_ten_images_and_results(trained, concept, role, meaning):
+    pipeline, bank, replay = trained
+    split = fewshot_split(concept, scale=0.01, seed=0, cache=False, progress=False)
+    train = list(split["train"])
+    larger = fewshot_split(concept, scale=0.1, seed=0, cache=False, progress=False)["test"]
+    test = [r for r in larger if len(r.expr) <= 7][:60]  # as long as the main task's training expressions
+    assert len(train) <= 11 and len(test) >= 30
+    result = learn_concept_from_images(pipeline, concept, train, replay, bank, CPU, FAST)
+    assert result.role == role  # inferred, not given
+    assert result.spotted == 1.0
+    learned = result.learned
+    assert (f"value {learned.value}" if role == "number" else f"{learned.program} at level {learned.level}") == meaning
+    assert result.pipeline.classifier.vocabulary[-1] == concept
+    assert pipeline.classifier.vocabulary == list(HINT_SYMBOLS)  # the original pipeline is untouched
+    scores = evaluate_pipeline(result.pipeline, WindowSource(test, bank, "test"), CPU)
+    assert scores["overall"] >= 0.8 and scores["symbol"] >= 0.95, scores
+
+
+def test_spotting_refuses_a_known_symbol_and_bad_configurations(trained):
+    pipeline, bank, replay = trained
+    windows, lengths = WindowSource(replay[:2], bank, "train").batch([0, 1])
+    with pytest.raises(ValueError, match="already in the vocabulary"):
+        spot_new_symbol(pipeline, "7", windows, lengths)
+    with pytest.raises(ValueError, match="unknown role"):
+        FewShotConfig(role="bracket")
+    with pytest.raises(ValueError, match="agreements"):
+        FewShotConfig(agreements=(0.9, 1.5))
+    with pytest.raises(ValueError, match="no few-shot training expression"):
+        learn_concept_from_images(pipeline, "x", [], replay, bank, CPU, FAST)
