@@ -1,12 +1,14 @@
 """Weakly-supervised perception -> syntax -> semantics learning on HINT: grammar-constrained decoding,
 abduction by top-down back-search, a curriculum, the REINFORCE baseline, the pipeline and its trainer,
-and semantics learned from results (induced operators, new numbers and operators)."""
+semantics learned from results (induced operators, new numbers and operators), and new concepts
+learned from a few images (glyph, role and meaning)."""
 
 from neurosym.pipelines.abduction import Abducer, Correction
 from neurosym.pipelines.concepts import (
     LearnedConcept,
     explained_fraction,
     induced_table,
+    learn_concept,
     learn_number,
     learn_operator,
 )
@@ -17,6 +19,7 @@ from neurosym.pipelines.decoding import (
     constrained_decode,
     sentence_templates,
 )
+from neurosym.pipelines.fewshot import FewShotConfig, FewShotResult, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline, Reading
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
@@ -27,6 +30,8 @@ __all__ = [
     "Correction",
     "Curriculum",
     "Decoded",
+    "FewShotConfig",
+    "FewShotResult",
     "HintPipeline",
     "LearnedConcept",
     "Reading",
@@ -37,6 +42,8 @@ __all__ = [
     "evaluate_pipeline",
     "explained_fraction",
     "induced_table",
+    "learn_concept",
+    "learn_concept_from_images",
     "learn_number",
     "learn_operator",
     "parse_stages",
