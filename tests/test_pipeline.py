@@ -49,7 +49,12 @@ def test_perception_is_learned_from_results_alone(problem):
 def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, monkeypatch):
     train, test = problem
     config = TrainConfig(
-        steps=12, batch_size=8, checkpoint_every=4, schedule="cosine", curriculum=Curriculum(((1, 4), (3, 4), (7, 4)))
+        steps=12,
+        batch_size=8,
+        checkpoint_every=4,
+        schedule="cosine",
+        augment_shift=1,
+        curriculum=Curriculum(((1, 4), (3, 4), (7, 4))),
     )
     straight = _pipeline(seed=3)
     train_pipeline(straight, train, config, CPU, tmp_path / "straight.pt", progress=False)

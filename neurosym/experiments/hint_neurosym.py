@@ -81,6 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="neurosym: learning-rate schedule over --steps (cosine decays to zero at the last step)",
     )
     parser.add_argument(
+        "--augment-shift",
+        type=int,
+        default=0,
+        help="neurosym: shift each training window by up to this many pixels (0: no augmentation)",
+    )
+    parser.add_argument(
         "--learning-rule",
         choices=LEARNING_RULES,
         default="abduction",
@@ -168,6 +174,7 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         batch_size=args.batch_size,
         learning_rate=args.lr or 1e-3,
         schedule=args.lr_schedule,
+        augment_shift=args.augment_shift,
         curriculum=Curriculum(parse_stages(args.curriculum)),
         learning=args.learning_rule,
         seed=args.seed,

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from neurosym.perception.augment import random_shift
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
@@ -34,12 +35,14 @@ LEARNING_RULES = ("abduction", "reinforce")
 @dataclass(frozen=True)
 class TrainConfig:
     """Optimisation settings: ``steps`` batches of ``batch_size`` expressions, Adam at ``learning_rate``
-    under ``schedule`` (``"constant"``, or ``"cosine"`` decay to zero at ``steps``)."""
+    under ``schedule`` (``"constant"``, or ``"cosine"`` decay to zero at ``steps``); training windows are
+    shifted by up to ``augment_shift`` pixels each (:func:`neurosym.perception.augment.random_shift`)."""
 
     steps: int = 2000
     batch_size: int = 32
     learning_rate: float = 1e-3
     schedule: str = "constant"
+    augment_shift: int = 0
     curriculum: Curriculum = field(default_factory=Curriculum)
     learning: str = "abduction"
     seed: int = 0
@@ -50,6 +53,8 @@ class TrainConfig:
             raise ValueError(f"unknown learning rule {self.learning!r}: choose one of {LEARNING_RULES}")
         if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
             raise ValueError("steps, batch_size and checkpoint_every must be positive")
+        if self.augment_shift < 0:
+            raise ValueError(f"augment_shift must be >= 0, got {self.augment_shift}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}: choose one of {SCHEDULES}")
 
@@ -110,6 +115,8 @@ def train_pipeline(
         model.train()
         indices = config.curriculum.sample(lengths, step, config.batch_size, config.seed)
         windows, batch_lengths = _windows_on(source, indices, device)
+        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
+        windows = random_shift(windows, config.augment_shift, generator)
         with torch.autocast(device.type, enabled=autocast_enabled(device)):
             reading = pipeline.read(windows, batch_lengths)
         batch_targets = targets[indices].tolist()
@@ -118,7 +125,6 @@ def train_pipeline(
             loss = _pseudo_label_loss(pipeline, reading.log_probs, labels)
             signal = sum(label is not None for label in labels) / len(labels)
         else:
-            generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
             loss, signal = reinforce_loss(
                 reading.log_probs, batch_lengths, batch_targets, model.vocabulary, pipeline.solver, baseline, generator
             )
