@@ -48,13 +48,22 @@ def reference(module: MultiheadAttention, x: torch.Tensor, causal: bool) -> torc
                 scores[:, :, i, j] = -math.inf
     weights = torch.softmax(scores / math.sqrt(d), dim=-1)
     out = torch.einsum("bhij,bhjd->bhid", weights, v)
+    if isinstance(module, RelativeMultiheadAttention) and module.relative == "shaw" and module.distance_values is not None:
+        for i in range(length):  # Shaw et al. (2018), eq. 3: z_i = sum_j alpha_ij (v_j + a^V_ij)
+            for j in range(length):
+                clipped = max(-module.max_rel_pos, min(module.max_rel_pos, j - i)) + module.max_rel_pos
+                out[:, :, i] += weights[:, :, i, j, None] * module.distance_values.weight[clipped]
     return module.out_proj(out.transpose(1, 2).reshape(x.shape[0], length, DIM))
 
 
-@pytest.mark.parametrize("kind", ["vanilla", "xl", "shaw"])
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "shaw", "shaw-keys-only"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_matches_pairwise_reference(kind: str, causal: bool) -> None:
-    module = make(kind, max_rel_pos=2) if kind == "shaw" else make(kind)
+    if kind.startswith("shaw"):
+        module = make("shaw", max_rel_pos=2, shaw_values=kind == "shaw")
+        assert (module.distance_values is None) == (kind != "shaw")
+    else:
+        module = make(kind)
     x = torch.randn(2, 6, DIM)
     torch.testing.assert_close(module(x, causal=causal), reference(module, x, causal), atol=1e-5, rtol=1e-4)
 

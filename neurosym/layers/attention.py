@@ -2,7 +2,8 @@
 
 :class:`MultiheadAttention` is the vanilla (position-free) attention of Vaswani et al.; subclasses such
 as :class:`neurosym.layers.relative_attention.RelativeMultiheadAttention` add a position-dependent score
-term by overriding :meth:`MultiheadAttention.position_scores` and :meth:`MultiheadAttention.content_query`.
+term by overriding :meth:`MultiheadAttention.position_scores` and :meth:`MultiheadAttention.content_query`
+(and a position-dependent value term with :meth:`MultiheadAttention.position_values`).
 All of them share the masking, the incremental-decoding cache and the fused kernel.
 """
 
@@ -69,27 +70,39 @@ class MultiheadAttention(nn.Module):
         scaled ``q·k``; ``None`` for vanilla attention. May be modified in place by the caller."""
         return None
 
-    @staticmethod
+    def position_values(
+        self, weights: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor
+    ) -> torch.Tensor | None:
+        """Position-dependent values ``[B, H, Tq, d]`` added to ``weights @ v`` (``weights [B, H, Tq, Tk]``
+        are the attention probabilities); ``None`` when values carry no position, as in vanilla attention."""
+        return None
+
     def _attend_with_bias(
+        self,
         content: torch.Tensor,
         k: torch.Tensor,
         v: torch.Tensor,
         bias: torch.Tensor,
         allowed: torch.Tensor | None,
         dropout: float,
+        positions: tuple[torch.Tensor, torch.Tensor],
     ) -> torch.Tensor:
-        """``softmax(content·kᵀ + bias) v`` with the scores accumulated into ``bias`` in place.
+        """``softmax(content·kᵀ + bias) v`` (plus :meth:`position_values`) with the scores accumulated
+        into ``bias`` in place.
 
         A bias that requires gradients rules out the fused SDPA kernels; this explicit version does in
         one pass what SDPA's fallback does in several. Shapes: ``content, k, v [B, H, T, d]``, ``bias
-        [B, H, Tq, Tk]``, ``allowed [B or 1, 1, Tq, Tk]`` bool or ``None``.
+        [B, H, Tq, Tk]``, ``allowed [B or 1, 1, Tq, Tk]`` bool or ``None``; ``positions`` are the query
+        and key positions ``[Tq]``, ``[Tk]``.
         """
         flat = rearrange(bias, "b h q k -> (b h) q k")
         flat.baddbmm_(rearrange(content, "b h q d -> (b h) q d"), rearrange(k, "b h k d -> (b h) d k"))
         if allowed is not None:
             bias.masked_fill_(~allowed, float("-inf"))
         weights = F.dropout(torch.softmax(bias, dim=-1), dropout, training=dropout > 0)
-        return weights @ v
+        out = weights @ v
+        offsets = self.position_values(weights, *positions)
+        return out if offsets is None else out + offsets
 
     def forward(
         self,
@@ -122,7 +135,8 @@ class MultiheadAttention(nn.Module):
             if positional is None:
                 out = F.scaled_dot_product_attention(content, k, v, attn_mask=allowed, dropout_p=dropout, scale=scale)
             else:
-                out = self._attend_with_bias(content * scale, k, v, positional, allowed, dropout)
+                positions = (query_positions, key_positions)
+                out = self._attend_with_bias(content * scale, k, v, positional, allowed, dropout, positions)
         return self.out_proj(rearrange(out, "b h t d -> b t (h d)"))
 
     def _keys_values(
