@@ -26,3 +26,27 @@ def test_symbol_input_run_induces_semantics_and_learns_concepts(private_cache, c
     assert (out / "hint_neurosym_fewshot_symbol.png").is_file()
     printed = capsys.readouterr().out
     assert "| induced semantics |" in printed and "paper Table 4" in printed
+
+
+def test_image_input_run_trains_from_results_then_learns_concepts_from_images(private_cache, monkeypatch, capsys):
+    import neurosym.data.symbol_images as symbol_images
+    from hint_banks import prototype_bank
+    from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS
+
+    bank = prototype_bank(symbols=[*HINT_SYMBOLS, *FEWSHOT_CONCEPTS])
+    monkeypatch.setattr(symbol_images, "default_bank", lambda seed=0: bank)  # no MNIST download in tests
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "100"]
+    argv += ["--batch-size", "12", "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32"]
+    argv += ["--classifier-width", "8", "--fewshot-scales", "0.01", "--fewshot-replay", "40"]
+    argv += ["--fewshot-concepts", "x,a", "--fewshot-steps", "60,20"]
+    assert main([*argv, "--speed-samples", "5", "--out", str(out), "--quiet"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["test"]["symbol"] > 0.9
+    concepts = results["fewshot"]["0.01"]["concepts"]
+    assert concepts["x"]["learned"] == "number, = 11" and concepts["x"]["train"] == 11
+    assert concepts["a"]["learned"] == "operator, level 1: max(i, j)"
+    assert concepts.keys() == {"x", "a"} and min(c["test_accuracy"] for c in concepts.values()) > 0.5
+    assert (out / "hint_neurosym_fewshot_image.png").is_file()
+    assert json.loads((out / "fewshot_image.json").read_text())["0.01"]["concepts"].keys() == {"x", "a"}
+    assert "glyphs learned from the few shots" in capsys.readouterr().out

@@ -5,6 +5,7 @@ learned from a few images (glyph, role and meaning)."""
 
 from neurosym.pipelines.abduction import Abducer, Correction
 from neurosym.pipelines.concepts import (
+    ConceptNotLearned,
     LearnedConcept,
     explained_fraction,
     induced_table,
@@ -19,7 +20,11 @@ from neurosym.pipelines.decoding import (
     constrained_decode,
     sentence_templates,
 )
-from neurosym.pipelines.fewshot import FewShotConfig, FewShotResult, learn_concept_from_images
+from neurosym.pipelines.fewshot import (
+    FewShotConfig,
+    FewShotResult,
+    learn_concept_from_images,
+)
 from neurosym.pipelines.pipeline import HintPipeline, Reading
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
@@ -27,6 +32,7 @@ from neurosym.pipelines.windows import WindowSource
 
 __all__ = [
     "Abducer",
+    "ConceptNotLearned",
     "Correction",
     "Curriculum",
     "Decoded",

@@ -38,6 +38,11 @@ ROLES = ("number", "operator")
 """The grammatical roles a new concept can take."""
 
 
+class ConceptNotLearned(ValueError):
+    """The examples do not determine a meaning (no program of the searched sizes explains enough of
+    them, or the new symbol was never found)."""
+
+
 @dataclass(frozen=True)
 class LearnedConcept:
     """What was learned about ``symbol``: a number ``value`` or an operator ``program`` at ``level``;
@@ -119,7 +124,7 @@ def learn_operator(
         if best is None or concept.explained > best.explained:
             best = concept
     if best is None:
-        raise ValueError(f"no program up to size {max_size} explains the examples of operator {symbol!r}")
+        raise ConceptNotLearned(f"no program up to size {max_size} explains the examples of operator {symbol!r}")
     return best
 
 
@@ -165,7 +170,7 @@ def induced_table(
             raise ValueError(f"no one-operator sentence uses {symbol!r}: its meaning cannot be induced")
         program = induce_operator(triples, max_size)
         if program is None:
-            raise ValueError(f"no program up to size {max_size} explains every example of {symbol!r}")
+            raise ConceptNotLearned(f"no program up to size {max_size} explains every example of {symbol!r}")
         programs[symbol] = program
     operators = {s: Operator(BUILTIN_OPERATORS[s], p, None, str(p)) for s, p in programs.items()}
     return known.extend(operators=operators, name="induced"), programs

@@ -33,6 +33,7 @@ from neurosym.data.hint import HintRecord
 from neurosym.data.symbol_images import SymbolBank
 from neurosym.pipelines.concepts import (
     ROLES,
+    ConceptNotLearned,
     LearnedConcept,
     learn_concept,
     placeholder_table,
@@ -179,7 +180,7 @@ def _learn_meaning(
     for agreement in agreements[:-1]:
         try:
             return learn_concept(symbol, role, examples, table, agreement)
-        except ValueError:
+        except ConceptNotLearned:
             continue
     return learn_concept(symbol, role, examples, table, agreements[-1])
 
@@ -196,8 +197,8 @@ def learn_concept_from_images(
     """Learn the new ``symbol`` from the handwritten few-shot ``records`` (images from ``bank``'s train
     pool) and their results; ``replay_records`` are main-task expressions read against forgetting.
 
-    ``pipeline`` is left unchanged; the result holds a grown copy. Raises ``ValueError`` when the glyph is
-    never spotted or no meaning explains the examples.
+    ``pipeline`` is left unchanged; the result holds a grown copy. Raises :class:`ConceptNotLearned` when
+    the glyph is never spotted or no meaning explains the examples.
     """
     if not records:
         raise ValueError(f"no few-shot training expression for {symbol!r}")
@@ -208,7 +209,7 @@ def learn_concept_from_images(
     readings, role = spot_new_symbol(pipeline, symbol, windows.to(device), lengths, config.role)
     spotted = float(np.mean([symbol in sentence for sentence in readings]))
     if spotted == 0:
-        raise ValueError(f"the new glyph {symbol!r} was not spotted in any of the {len(records)} expressions")
+        raise ConceptNotLearned(f"the new glyph {symbol!r} was not spotted in any of the {len(records)} expressions")
     replay_readings = _read(pipeline, replay, device)
 
     grown = HintPipeline(
