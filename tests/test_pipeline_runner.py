@@ -29,8 +29,9 @@ def test_symbol_input_run_induces_semantics_and_learns_concepts(private_cache, c
 
 
 def test_image_input_run_trains_from_results_then_learns_concepts_from_images(private_cache, monkeypatch, capsys):
-    import neurosym.data.symbol_images as symbol_images
     from hint_banks import prototype_bank
+
+    from neurosym.data import symbol_images
     from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS
 
     bank = prototype_bank(symbols=[*HINT_SYMBOLS, *FEWSHOT_CONCEPTS])
