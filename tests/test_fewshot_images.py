@@ -10,7 +10,13 @@ from neurosym.data.hint import fewshot_split, main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
-from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images, spot_new_symbol, with_new_symbol
+from neurosym.pipelines.fewshot import (
+    FewShotConfig,
+    insist_on_symbol,
+    learn_concept_from_images,
+    spot_new_symbol,
+    with_new_symbol,
+)
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
@@ -40,6 +46,18 @@ def test_new_symbol_gets_the_mass_the_top_class_misses():
     assert extended[0, 3].item() == pytest.approx(math.log(0.3), abs=1e-6)
     assert torch.isfinite(extended[1, 3]) and extended[1, 3] < -10  # a certain window: never new, never NaN
     torch.testing.assert_close(extended[:, :3], probabilities.log())
+
+
+def test_a_reading_without_the_new_symbol_gets_it_where_a_same_role_symbol_is_least_sure():
+    vocabulary = ["9", "2", "3", "*", "+", "a"]
+    log_probs = torch.full((5, 6), -9.0)
+    for t, (symbol, read) in enumerate(zip("9*2+3", [-0.1, -0.2, -0.1, -1.5, -0.1])):
+        log_probs[t, vocabulary.index(symbol)] = read
+    log_probs[:, 5] = torch.tensor([-5.0, -2.5, -5.0, -0.4, -5.0])  # the '+' window is the unsure one
+    assert insist_on_symbol("9*2+3", log_probs, vocabulary, "a", ["*", "+"]) == "9*2a3"
+    assert insist_on_symbol("9a2+3", log_probs, vocabulary, "a", ["*", "+"]) == "9a2+3"  # already there
+    log_probs[2, 5] = -1.0  # of the numbers, the '2' window is the unsure one
+    assert insist_on_symbol("9*2+3", log_probs, vocabulary, "a", ["9", "2", "3"]) == "9*a+3"  # as a number
 
 
 @pytest.mark.parametrize(

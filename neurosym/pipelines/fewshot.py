@@ -50,22 +50,23 @@ from neurosym.semantics import OperatorTable
 class FewShotConfig:
     """Budget of :func:`learn_concept_from_images`.
 
-    ``glyph_steps`` supervised steps of ``glyph_batch`` windows (half from the few-shot expressions,
-    half replayed) on the spotted readings; ``abduction_steps`` trainer steps of ``batch_size``
+    ``rounds`` of ``glyph_steps`` supervised steps of ``glyph_batch`` windows (half from the few-shot
+    expressions, half replayed) on the spotted readings, re-read by the grown classifier after each round; ``abduction_steps`` trainer steps of ``batch_size``
     expressions with the learned semantics; ``replay`` main-task expressions replayed; Adam at
     ``learning_rate``; ``role`` ``"number"``, ``"operator"`` or ``None`` (inferred); an operator's
-    program must agree with the first of ``agreements`` (fractions of its examples, strictest first)
-    that some program up to the search's size meets.
+    program is induced at each of ``agreements`` (fractions of its examples it must explain) and the
+    one whose meaning explains the most training sentences is kept.
     """
 
     glyph_steps: int = 150
     glyph_batch: int = 64
+    rounds: int = 2
     abduction_steps: int = 100
     batch_size: int = 16
     replay: int = 200
     learning_rate: float = 1e-3
     role: str | None = None
-    agreements: tuple[float, ...] = (0.95, 0.9, 0.8)
+    agreements: tuple[float, ...] = (0.95, 0.9, 0.8, 0.7, 0.6)
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -73,14 +74,15 @@ class FewShotConfig:
             raise ValueError(f"unknown role {self.role!r}: choose one of {ROLES} or None")
         if not self.agreements or any(not 0 < a <= 1 for a in self.agreements):
             raise ValueError(f"agreements must be fractions in (0, 1], got {self.agreements}")
-        if self.glyph_steps < 1 or self.glyph_batch < 2 or self.batch_size < 1 or self.abduction_steps < 0:
-            raise ValueError("glyph_steps and batch_size must be positive, glyph_batch at least 2")
+        if self.rounds < 1 or self.glyph_steps < 1 or self.glyph_batch < 2 or self.batch_size < 1 or self.abduction_steps < 0:
+            raise ValueError("rounds, glyph_steps and batch_size must be positive, glyph_batch at least 2")
 
 
 @dataclass(frozen=True)
 class FewShotResult:
     """The grown ``pipeline`` (its own classifier and table), what was ``learned``, the inferred
-    ``role``, and ``spotted``: the fraction of training expressions where the new glyph was spotted."""
+    ``role``, and ``spotted``: the fraction of training expressions where decoding found the new glyph
+    before any was insisted on (:func:`insist_on_symbol`)."""
 
     pipeline: HintPipeline
     learned: LearnedConcept
@@ -103,13 +105,44 @@ def _roles(vocabulary: Sequence[str], table: OperatorTable, symbol: str, role: s
     )
 
 
+def insist_on_symbol(
+    sentence: str, log_probs: torch.Tensor, vocabulary: Sequence[str], symbol: str, interchangeable: Sequence[str]
+) -> str:
+    """``sentence`` if it uses ``symbol``; otherwise ``sentence`` with one symbol replaced by ``symbol``: among
+    the ``interchangeable`` ones (those of ``symbol``'s role, so the sentence stays grammatical), the one
+    whose replacement costs the least log-probability (``log_probs [len(sentence), V]``).
+
+    Every few-shot training expression uses its new concept, so a reading without it is wrong somewhere,
+    most likely where a known symbol of the same role was read instead of the unfamiliar glyph.
+    """
+    if symbol in sentence:
+        return sentence
+    index = {s: i for i, s in enumerate(vocabulary)}
+    costs = [
+        (float(log_probs[t, index[s]] - log_probs[t, index[symbol]]), t)
+        for t, s in enumerate(sentence)
+        if s in interchangeable
+    ]
+    if not costs:
+        return sentence
+    position = min(costs)[1]
+    return sentence[:position] + symbol + sentence[position + 1 :]
+
+
+def _same_role(table: OperatorTable, role: str, vocabulary: Sequence[str]) -> list[str]:
+    known = table.numbers if role == "number" else table.operators
+    return [s for s in known if s in vocabulary]
+
+
 def spot_new_symbol(
     pipeline: HintPipeline, symbol: str, windows: torch.Tensor, lengths: torch.Tensor, role: str | None = None
-) -> tuple[list[str], str]:
-    """Read ``windows [B, T, 32, 32]`` (lengths ``[B]``) with ``symbol`` as an extra, never-seen symbol.
+) -> tuple[list[str], str, float]:
+    """Read ``windows [B, T, 32, 32]`` (lengths ``[B]``) with ``symbol`` as an extra, never-seen symbol
+    that every expression uses (:func:`insist_on_symbol`).
 
-    Returns the readings and the role used: ``role``, or when ``None`` the role (``"number"`` or
-    ``"operator"``) whose readings have the higher total log-probability.
+    Returns the readings, the role used (``role``, or when ``None`` the role, ``"number"`` or
+    ``"operator"``, whose readings have the higher total log-probability) and the fraction of
+    expressions where decoding found the symbol without insisting.
     """
     if symbol in pipeline.classifier.vocabulary:
         raise ValueError(f"{symbol!r} is already in the vocabulary: it is not new")
@@ -126,7 +159,14 @@ def spot_new_symbol(
         if best is None or total > best[0]:
             best = (total, decoded.sentences(vocabulary), candidate)
     assert best is not None
-    return best[1], best[2]
+    _, sentences, chosen = best
+    spotted = float(np.mean([symbol in sentence for sentence in sentences]))
+    interchangeable = _same_role(pipeline.table, chosen, vocabulary)
+    insisted = [
+        insist_on_symbol(sentence, scores, vocabulary, symbol, interchangeable)
+        for sentence, scores in zip(sentences, extended)
+    ]
+    return insisted, chosen, spotted
 
 
 def _window_labels(
@@ -140,13 +180,31 @@ def _window_labels(
     return windows[mask], labels
 
 
-def _read(pipeline: HintPipeline, source: WindowSource, device: torch.device, chunk: int = 128) -> list[str]:
-    """Every expression of ``source`` read by ``pipeline`` (grammar-constrained), ``chunk`` at a time."""
+def _read(
+    pipeline: HintPipeline,
+    source: WindowSource,
+    device: torch.device,
+    insist: tuple[str, str] | None = None,
+    chunk: int = 128,
+) -> list[str]:
+    """Every expression of ``source`` read by ``pipeline`` (grammar-constrained), ``chunk`` at a time;
+    with ``insist = (symbol, role)`` every reading uses ``symbol`` (:func:`insist_on_symbol`)."""
     pipeline.classifier.to(device).eval()
+    vocabulary = pipeline.classifier.vocabulary
     sentences: list[str] = []
     for start in range(0, len(source), chunk):
         windows, lengths = source.batch(range(start, min(start + chunk, len(source))))
-        sentences += pipeline.read(windows.to(device), lengths.to(device)).sentences
+        reading = pipeline.read(windows.to(device), lengths.to(device))
+        if insist is None:
+            sentences += reading.sentences
+            continue
+        symbol, role = insist
+        interchangeable = _same_role(pipeline.table, role, vocabulary)
+        log_probs = reading.log_probs.detach().float().cpu()
+        sentences += [
+            insist_on_symbol(sentence, scores, vocabulary, symbol, interchangeable)
+            for sentence, scores in zip(reading.sentences, log_probs)
+        ]
     return sentences
 
 
@@ -175,14 +233,21 @@ def _train_glyph(
 def _learn_meaning(
     symbol: str, role: str, examples: list[tuple[str, int]], table: OperatorTable, agreements: Sequence[float]
 ) -> LearnedConcept:
-    """:func:`learn_concept` at the strictest of ``agreements`` that finds a meaning: misread
-    expressions make some examples wrong, more of them the worse the perception."""
-    for agreement in agreements[:-1]:
+    """:func:`learn_concept` at each of ``agreements``; the meaning that explains the most training
+    sentences wins (the strictest agreement among ties). Misread expressions make some pushed-down
+    examples wrong, and with few shots a handful of examples decide, so a strict agreement alone can
+    find nothing; whole sentences, including those that use the symbol more than once, then judge."""
+    if role == "number":
+        return learn_concept(symbol, role, examples, table)
+    found = []
+    for agreement in agreements:
         try:
-            return learn_concept(symbol, role, examples, table, agreement)
+            found.append(learn_concept(symbol, role, examples, table, agreement))
         except ConceptNotLearned:
             continue
-    return learn_concept(symbol, role, examples, table, agreements[-1])
+    if not found:
+        raise ConceptNotLearned(f"no program explains {min(agreements):.0%} of the examples of operator {symbol!r}")
+    return max(found, key=lambda concept: concept.explained)
 
 
 def learn_concept_from_images(
@@ -198,7 +263,7 @@ def learn_concept_from_images(
     pool) and their results; ``replay_records`` are main-task expressions read against forgetting.
 
     ``pipeline`` is left unchanged; the result holds a grown copy. Raises :class:`ConceptNotLearned` when
-    the glyph is never spotted or no meaning explains the examples.
+    no meaning explains the examples.
     """
     if not records:
         raise ValueError(f"no few-shot training expression for {symbol!r}")
@@ -206,10 +271,7 @@ def learn_concept_from_images(
     replay = WindowSource(replay_records, bank, "train", config.seed + 1)
     windows, lengths = source.batch(range(len(source)))
     pipeline.classifier.to(device).eval()
-    readings, role = spot_new_symbol(pipeline, symbol, windows.to(device), lengths, config.role)
-    spotted = float(np.mean([symbol in sentence for sentence in readings]))
-    if spotted == 0:
-        raise ConceptNotLearned(f"the new glyph {symbol!r} was not spotted in any of the {len(records)} expressions")
+    readings, role, spotted = spot_new_symbol(pipeline, symbol, windows.to(device), lengths, config.role)
     replay_readings = _read(pipeline, replay, device)
 
     grown = HintPipeline(
@@ -220,19 +282,14 @@ def learn_concept_from_images(
     )
     grown.classifier.add_symbol(symbol)
     vocabulary = grown.classifier.vocabulary
-    _train_glyph(
-        grown,
-        _window_labels(source, readings, vocabulary),
-        _window_labels(replay, replay_readings, vocabulary),
-        config,
-        device,
-    )
     base_table = pipeline.table
     grown.set_table(placeholder_table(base_table, symbol, role))
+    replayed = _window_labels(replay, replay_readings, vocabulary)
+    for _ in range(config.rounds):  # self-training: the grown classifier re-reads its own few shots
+        _train_glyph(grown, _window_labels(source, readings, vocabulary), replayed, config, device)
+        readings = _read(grown, source, device, insist=(symbol, role))
     results = [record.res for record in records]
-    learned = _learn_meaning(
-        symbol, role, list(zip(_read(grown, source, device), results)), base_table, config.agreements
-    )
+    learned = _learn_meaning(symbol, role, list(zip(readings, results)), base_table, config.agreements)
     grown.set_table(learned.table)
     if config.abduction_steps:
         schedule = TrainConfig(
@@ -244,7 +301,7 @@ def learn_concept_from_images(
         )
         both = WindowSource([*records, *replay_records], bank, "train", config.seed)
         train_pipeline(grown, both, schedule, device, progress=False)
-        refined = list(zip(_read(grown, source, device), results))
+        refined = list(zip(_read(grown, source, device, insist=(symbol, role)), results))
         learned = _learn_meaning(symbol, role, refined, base_table, config.agreements)
         grown.set_table(learned.table)
     return FewShotResult(grown, learned, role, spotted)
