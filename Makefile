@@ -15,10 +15,11 @@ $(BIN)/neurosym: pyproject.toml
 install: $(BIN)/neurosym
 
 # The main job: the HINT neuro-symbolic pipeline learned from results alone on the embedded default
-# images (real MNIST digits + drawn operators), CPU-sized (a few minutes on 2 cores). Resumes when re-run.
+# images (real MNIST digits + drawn operators), then the six few-shot concepts learned from 100 images
+# each; CPU-sized (about ten minutes on 2 cores). Resumes when re-run.
 run: install
 	$(BIN)/neurosym hint --model neurosym --input image --scale 0.01 --steps 800 --batch-size 32 \
-		--cnn small --curriculum 1:150,3:200,7:200,15:250 --out results/main
+		--cnn small --curriculum 1:150,3:200,7:200,15:250 --fewshot-scales 0.1 --out results/main
 
 test: install
 	$(BIN)/python -m pytest -q -n 2 tests
