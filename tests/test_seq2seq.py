@@ -7,7 +7,12 @@ import pytest
 import torch
 
 from neurosym.models import build_front_end, build_seq2seq
-from neurosym.models.seq2seq import MODEL_NAMES, ImageWindowFrontEnd, RNNSeq2Seq, TransformerSeq2Seq
+from neurosym.models.seq2seq import (
+    MODEL_NAMES,
+    ImageWindowFrontEnd,
+    RNNSeq2Seq,
+    TransformerSeq2Seq,
+)
 from neurosym.perception.cnn import SmallCNN
 
 PAD, BOS, EOS = 0, 1, 2  # target specials; digits are 3..12
