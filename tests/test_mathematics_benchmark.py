@@ -55,10 +55,11 @@ def test_runner_trains_scores_and_resumes(tmp_path):
     assert state["config"]["clip_value"] == 0.1 and state["config"]["clip_norm"] is None
 
 
+@pytest.mark.usefixtures("one_thread")
 def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path):
     data = released_folder(tmp_path / "data")
     argv = ["mathematics", "--quick", "--data-root", str(data), "--modules", "arithmetic__mixed", "arithmetic__div",
-            "--device", "cpu", "--models", "lstm_att_bi", "--checkpoint-every", "2"]  # fmt: skip
+            "--device", "cpu", "--models", "lstm_att_bi", "--checkpoint-every", "2", "--threads", "1"]  # fmt: skip
     main([*argv, "--steps", "7", "--out", str(tmp_path / "straight")])
     main([*argv, "--steps", "4", "--out", str(tmp_path / "resumed")])
     first = load_checkpoint(tmp_path / "resumed" / "lstm_att_bi" / "checkpoint.pt")
@@ -69,6 +70,7 @@ def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path)
     for key, value in straight["model"].items():
         torch.testing.assert_close(resumed["model"][key], value, rtol=0, atol=0)
     assert [h["step"] for h in resumed["loop"]["history"]] == [2, 4, 6, 7]
+    assert json.loads((tmp_path / "resumed" / "results.json").read_text())["threads"] == 1
     with pytest.raises(ValueError, match="other settings"):
         main([*argv, "--steps", "9", "--lr", "1e-3", "--out", str(tmp_path / "resumed")])
 

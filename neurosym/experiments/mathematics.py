@@ -124,6 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-root", type=Path, default=None, help="a released dataset folder to read instead of generating")
     parser.add_argument("--seed", type=int, default=0, help="seed of generation, initialisation and batch order")
     parser.add_argument("--device", default="auto", help="'auto', 'cpu' or 'cuda[:N]'")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0: torch's default); use 1 on a shared CPU")
     parser.add_argument("--eval-batch-size", type=int, default=256, help="questions per greedy-decoding batch")
     parser.add_argument("--checkpoint-every", type=int, default=250, help="steps between checkpoints")
     parser.add_argument("--quick", action="store_true", help="smoke test: tiny models, few questions (overrides --config)")
@@ -137,6 +138,8 @@ def run(args: argparse.Namespace) -> dict:
     train_count = 30 if args.quick else args.train_per_module
     test_count = 10 if args.quick else args.test_per_module
     device = resolve_device(args.device)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     neural = [name for name in args.models if name != "symbolic"]
     data = load_data(args.modules, train_count if neural else 0, test_count, args.seed, args.data_root)
     if neural and not data["train"]:
@@ -145,6 +148,7 @@ def run(args: argparse.Namespace) -> dict:
     results: dict = {
         "config": {**asdict(config), "steps": steps, "batch_size": batch_size, "lr": args.lr, "clip": args.clip},
         "device": str(device),
+        "threads": torch.get_num_threads(),
         "train_questions": len(data["train"]),
         "test_questions_per_module": test_count,
         "modules": {regime: sorted({e.module for e in data[regime]}) for regime in ("interpolate", "extrapolate")},
