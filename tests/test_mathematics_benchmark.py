@@ -4,6 +4,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 import torch
 
 from neurosym.cli import main
@@ -29,7 +30,7 @@ def test_runner_trains_scores_and_resumes(tmp_path):
     data, out = released_folder(tmp_path / "data"), tmp_path / "out"
     argv = ["mathematics", "--quick", "--data-root", str(data), "--modules", "arithmetic__mixed", "arithmetic__div",
             "--device", "cpu", "--out", str(out)]  # fmt: skip
-    main([*argv, "--models", "symbolic", "transformer", "lstm_att", "--steps", "3"])
+    main([*argv, "--models", "symbolic", "transformer", "lstm_att", "lstm_att_bi", "--steps", "3"])
     results = json.loads((out / "results.json").read_text())
     assert (out / "accuracy.png").stat().st_size > 0
     assert results["modules"] == {
@@ -39,15 +40,39 @@ def test_runner_trains_scores_and_resumes(tmp_path):
     assert results["train_questions"] == 2 * 3 * 10
     symbolic = results["models"]["symbolic"]
     assert symbolic["interpolate"]["mean"] == symbolic["extrapolate"]["mean"] == 1.0
-    for name in ("transformer", "lstm_att"):
+    for name in ("transformer", "lstm_att", "lstm_att_bi"):
         scores = results["models"][name]
         assert set(scores["extrapolate"]["per_module"]) == {"arithmetic__div_big", "arithmetic__mixed_longer"}
         assert 0.0 <= scores["interpolate"]["mean"] <= 1.0 and scores["parameters"] > 0
-        assert load_checkpoint(out / name / "checkpoint.pt")["step"] == 3
-    main([*argv, "--models", "transformer", "--steps", "5"])
+        assert scores["steps"] == 3 and torch.isfinite(torch.tensor(scores["final_loss"]))
+        assert load_checkpoint(out / name / "checkpoint.pt")["loop"]["step"] == 3
+    lstm, bidirectional = (load_checkpoint(out / n / "checkpoint.pt")["model"] for n in ("lstm_att", "lstm_att_bi"))
+    assert lstm["encoder.weight_hh_l0"].shape == (4 * 32, 32)  # quick config: 32 units
+    assert bidirectional["encoder.weight_hh_l0_reverse"].shape == (4 * 16, 16)  # 16 per direction
     state = load_checkpoint(out / "transformer" / "checkpoint.pt")
-    assert state["step"] == 5 and len(state["losses"]) == 5
-    assert all(torch.isfinite(torch.tensor(state["losses"])))
+    optimizer = state["optimizer"]["param_groups"][0]
+    assert optimizer["betas"] == (0.9, 0.995) and optimizer["eps"] == 1e-9 and optimizer["lr"] == 6e-4
+    assert state["config"]["clip_value"] == 0.1 and state["config"]["clip_norm"] is None
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path):
+    data = released_folder(tmp_path / "data")
+    argv = ["mathematics", "--quick", "--data-root", str(data), "--modules", "arithmetic__mixed", "arithmetic__div",
+            "--device", "cpu", "--models", "lstm_att_bi", "--checkpoint-every", "2", "--threads", "1"]  # fmt: skip
+    main([*argv, "--steps", "7", "--out", str(tmp_path / "straight")])
+    main([*argv, "--steps", "4", "--out", str(tmp_path / "resumed")])
+    first = load_checkpoint(tmp_path / "resumed" / "lstm_att_bi" / "checkpoint.pt")
+    main([*argv, "--steps", "7", "--out", str(tmp_path / "resumed")])
+    straight, resumed = (load_checkpoint(tmp_path / run / "lstm_att_bi" / "checkpoint.pt") for run in ("straight", "resumed"))
+    assert first["loop"]["step"] == 4 and resumed["loop"]["step"] == straight["loop"]["step"] == 7
+    assert not torch.equal(first["model"]["output.weight"], resumed["model"]["output.weight"])
+    for key, value in straight["model"].items():
+        torch.testing.assert_close(resumed["model"][key], value, rtol=0, atol=0)
+    assert [h["step"] for h in resumed["loop"]["history"]] == [2, 4, 6, 7]
+    assert json.loads((tmp_path / "resumed" / "results.json").read_text())["threads"] == 1
+    with pytest.raises(ValueError, match="other settings"):
+        main([*argv, "--steps", "9", "--lr", "1e-3", "--out", str(tmp_path / "resumed")])
 
 
 def test_symbolic_route_scores_questions_outside_its_language_as_misses():

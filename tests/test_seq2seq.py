@@ -1,4 +1,5 @@
-"""Seq2Seq models: every variant overfits a 64-example batch; greedy decoding is consistent and cached."""
+"""Seq2Seq models: every variant overfits a 64-example batch; greedy decoding is consistent and cached;
+bidirectional RNN encoders see the whole source."""
 
 from __future__ import annotations
 
@@ -6,11 +7,18 @@ import pytest
 import torch
 
 from neurosym.models import build_front_end, build_seq2seq
-from neurosym.models.seq2seq import MODEL_NAMES, ImageWindowFrontEnd, TransformerSeq2Seq
+from neurosym.models.seq2seq import (
+    MODEL_NAMES,
+    ImageWindowFrontEnd,
+    RNNSeq2Seq,
+    TransformerSeq2Seq,
+)
 from neurosym.perception.cnn import SmallCNN
 
 PAD, BOS, EOS = 0, 1, 2  # target specials; digits are 3..12
 SOURCE_VOCAB = 10
+VARIANTS = (*MODEL_NAMES, "lstm_att_bi", "gru_bi")
+"""The HINT models and, with a ``_bi`` suffix, RNNs with a bidirectional encoder."""
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -31,11 +39,13 @@ def reversal_batch(size: int = 64, seed: int = 0) -> tuple[torch.Tensor, torch.T
     return src, src_mask, tgt[:, :-1], tgt[:, 1:]
 
 
-def tiny_model(name: str, kind: str = "symbol") -> torch.nn.Module:
+def tiny_model(name: str, kind: str = "symbol", encoder_layers: int | None = None, decoder_layers: int = 1) -> torch.nn.Module:
+    """One of :data:`VARIANTS`, 64 hidden units, 32-dimensional embeddings."""
     torch.manual_seed(0)
     front = build_front_end(kind, 32, vocab_size=SOURCE_VOCAB, image_size=16)
-    layers = 2 if name.startswith("transformer") else 1
-    return build_seq2seq(name, front, 13, hidden=64, heads=4, encoder_layers=layers, dropout=0.0)
+    layers = encoder_layers or (2 if name.startswith("transformer") else 1)
+    return build_seq2seq(name.removesuffix("_bi"), front, 13, hidden=64, heads=4, encoder_layers=layers,
+                         decoder_layers=decoder_layers, dropout=0.0, bidirectional=name.endswith("_bi"))
 
 
 def exact_match(model, src, src_mask, tgt_out) -> float:
@@ -59,7 +69,7 @@ def overfit(model, src, src_mask, tgt_in, tgt_out, steps: int) -> float:
     return exact_match(model, src, src_mask, tgt_out)
 
 
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name", VARIANTS)
 def test_every_model_overfits_a_batch_of_64(name: str) -> None:
     src, src_mask, tgt_in, tgt_out = reversal_batch()
     model = tiny_model(name)
@@ -77,7 +87,7 @@ def test_image_input_model_overfits_a_batch_of_64() -> None:
     assert overfit(model, images, src_mask, tgt_in, tgt_out, steps=300) == 1.0
 
 
-@pytest.mark.parametrize("name", MODEL_NAMES)
+@pytest.mark.parametrize("name", VARIANTS)
 def test_greedy_decoding_agrees_with_teacher_forcing(name: str) -> None:
     """Feeding the decoded tokens back with teacher forcing must give the same argmax at every step."""
     src, src_mask, _, _ = reversal_batch(8, seed=1)
@@ -89,7 +99,7 @@ def test_greedy_decoding_agrees_with_teacher_forcing(name: str) -> None:
     assert torch.equal(forced[first_eos], decoded[first_eos])
 
 
-@pytest.mark.parametrize("name", ["transformer", "transformer_rel", "transformer_rel_uni"])
+@pytest.mark.parametrize("name", ["transformer", "transformer_rel", "transformer_rel_uni", "lstm_att_bi"])
 def test_cached_greedy_decoding_equals_uncached(name: str) -> None:
     src, src_mask, _, _ = reversal_batch(16, seed=2)
     model = tiny_model(name).eval()
@@ -126,3 +136,43 @@ def test_bad_sources_raise_clear_errors() -> None:
     with pytest.raises(ValueError, match="max_len"):
         model.greedy_decode(src, src_mask, max_len=0, bos=BOS, eos=EOS)
     assert isinstance(tiny_model("transformer_rel_uni"), TransformerSeq2Seq)
+
+
+@pytest.mark.parametrize("name", ["lstm_att_bi", "gru_bi"])
+def test_bidirectional_encoder_shapes(name: str) -> None:
+    """hidden / 2 units per direction: memory [B, S, hidden], decoder state [decoder_layers, B, hidden]."""
+    src, src_mask, tgt_in, _ = reversal_batch(8, seed=3)
+    model = tiny_model(name, encoder_layers=2, decoder_layers=3).eval()
+    assert model.encoder.bidirectional and model.encoder.hidden_size == 32 and model.encoder.num_layers == 2
+    state = model.start_decoding(src, src_mask)
+    assert state.memory.shape == (8, 5, 64)
+    for part in state.hidden if name.startswith("lstm") else (state.hidden,):
+        assert part.shape == (3, 8, 64)
+    assert model(src, src_mask, tgt_in).shape == (8, tgt_in.shape[1], 13)
+    assert model.decode_step(state, tgt_in[:, 0]).shape == (8, 13)
+
+
+@pytest.mark.parametrize("name", ["lstm_att", "lstm_att_bi", "gru_bi"])
+def test_only_a_bidirectional_encoder_sees_the_future(name: str) -> None:
+    """Changing the last real source token changes the first memory position only with a backward pass;
+    the backward pass starts at the last real token, not at the padding."""
+    src = torch.tensor([[3, 4, 5, 0], [3, 4, 5, 6]])
+    src_mask = torch.tensor([[False, False, False, True], [False] * 4])
+    changed = src.clone()
+    changed[0, 2], changed[1, 3] = 9, 9
+    model = tiny_model(name, encoder_layers=2).eval()
+    memory = model.start_decoding(src, src_mask).memory
+    first_changes = ~torch.isclose(memory[:, 0], model.start_decoding(changed, src_mask).memory[:, 0]).all(dim=-1)
+    assert first_changes.tolist() == [name.endswith("_bi")] * 2
+    unpadded = model.start_decoding(src[:1, :3], src_mask[:1, :3]).memory
+    torch.testing.assert_close(unpadded[0], memory[0, :3])
+
+
+def test_bidirectional_option_is_off_by_default_and_checked() -> None:
+    default = tiny_model("lstm_att")
+    assert isinstance(default, RNNSeq2Seq) and not default.encoder.bidirectional and default.encoder.hidden_size == 64
+    front = build_front_end("symbol", 32, vocab_size=SOURCE_VOCAB)
+    with pytest.raises(ValueError, match="hidden must be even"):
+        build_seq2seq("lstm_att", front, 13, hidden=63, bidirectional=True)
+    with pytest.raises(ValueError, match="not to 'transformer'"):
+        build_seq2seq("transformer", front, 13, bidirectional=True)

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import functools
-import math
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
+from einops import rearrange
 from torch import nn
 from tqdm import tqdm
 
@@ -41,7 +42,7 @@ from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
 from neurosym.models.seq2seq import Seq2Seq, build_front_end, build_seq2seq
 from neurosym.semantics.mathematics_arithmetic import QuestionError, answer_question
-from neurosym.training import load_checkpoint, resolve_device, save_checkpoint
+from neurosym.training import DistributedContext, TrainConfig, resolve_device, train
 from neurosym.training.device import autocast_enabled
 
 EXTRAPOLATION_MODULES: dict[str, tuple[str, ...]] = {
@@ -51,19 +52,29 @@ EXTRAPOLATION_MODULES: dict[str, tuple[str, ...]] = {
     "arithmetic__div": ("arithmetic__div_big",),
     "arithmetic__mixed": ("arithmetic__mixed_longer",),
     "arithmetic__mul_div_multiple": ("arithmetic__mul_div_multiple_longer",),
+    "comparison__closest": ("comparison__closest_more",),
+    "comparison__kth_biggest": ("comparison__kth_biggest_more",),
+    "comparison__sort": ("comparison__sort_more",),
+    "numbers__place_value": ("numbers__place_value_big",),
+    "numbers__round_number": ("numbers__round_number_big",),
 }
-"""The extrapolation modules that test each arithmetic training module (empty for other modules)."""
+"""The extrapolation modules that test each training module (none for the other modules)."""
+DEFAULT_MODULES = tuple(module for module in EXTRAPOLATION_MODULES if module.startswith("arithmetic__"))
+"""The six arithmetic modules that have extrapolation versions."""
 
 TRAIN_REGIMES = ("train-easy", "train-medium", "train-hard")
-MODELS = ("symbolic", "transformer", "lstm_att")
+NEURAL_MODELS = ("transformer", "lstm_att", "lstm_att_bi")
+"""The Transformer, the attentional LSTM with a unidirectional and with a bidirectional encoder."""
+MODELS = ("symbolic", *NEURAL_MODELS)
 
 PUBLISHED = {
     "transformer": {"interpolate": 0.76, "extrapolate": 0.50},
     "simple_lstm": {"interpolate": 0.57, "extrapolate": 0.41},
-    "lstm_att_bidirectional": {"interpolate": 0.58, "extrapolate": 0.42},
-    "lstm_att_unidirectional": {"interpolate": 0.57, "extrapolate": 0.38},
+    "lstm_att": {"interpolate": 0.57, "extrapolate": 0.38},
+    "lstm_att_bi": {"interpolate": 0.58, "extrapolate": 0.42},
 }
-"""Saxton et al. (2019), Table 1: means over all modules of the dataset (not only arithmetic)."""
+"""Saxton et al. (2019), Table 1: means over all modules of the dataset (not only arithmetic); ``lstm_att``
+is their attentional LSTM with an LSTM encoder, ``lstm_att_bi`` with a bidirectional LSTM encoder."""
 PUBLISHED_TRANSFORMER_MODULES = {
     "arithmetic__add_sub_multiple": ">= 0.90",
     "arithmetic__mul_div_multiple": ">= 0.90",
@@ -101,7 +112,7 @@ CONFIGS = {
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS), help="what to evaluate")
     parser.add_argument(
-        "--modules", nargs="+", default=list(EXTRAPOLATION_MODULES), help="training/interpolation modules (file stems)"
+        "--modules", nargs="+", default=list(DEFAULT_MODULES), help="training/interpolation modules (file stems)"
     )
     parser.add_argument("--config", choices=sorted(CONFIGS), default="cpu", help="model sizes and schedule")
     parser.add_argument("--steps", type=int, default=None, help="training steps (default: the config's)")
@@ -113,6 +124,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-root", type=Path, default=None, help="a released dataset folder to read instead of generating")
     parser.add_argument("--seed", type=int, default=0, help="seed of generation, initialisation and batch order")
     parser.add_argument("--device", default="auto", help="'auto', 'cpu' or 'cuda[:N]'")
+    parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0: torch's default); use 1 on a shared CPU")
     parser.add_argument("--eval-batch-size", type=int, default=256, help="questions per greedy-decoding batch")
     parser.add_argument("--checkpoint-every", type=int, default=250, help="steps between checkpoints")
     parser.add_argument("--quick", action="store_true", help="smoke test: tiny models, few questions (overrides --config)")
@@ -126,6 +138,8 @@ def run(args: argparse.Namespace) -> dict:
     train_count = 30 if args.quick else args.train_per_module
     test_count = 10 if args.quick else args.test_per_module
     device = resolve_device(args.device)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
     neural = [name for name in args.models if name != "symbolic"]
     data = load_data(args.modules, train_count if neural else 0, test_count, args.seed, args.data_root)
     if neural and not data["train"]:
@@ -134,6 +148,7 @@ def run(args: argparse.Namespace) -> dict:
     results: dict = {
         "config": {**asdict(config), "steps": steps, "batch_size": batch_size, "lr": args.lr, "clip": args.clip},
         "device": str(device),
+        "threads": torch.get_num_threads(),
         "train_questions": len(data["train"]),
         "test_questions_per_module": test_count,
         "modules": {regime: sorted({e.module for e in data[regime]}) for regime in ("interpolate", "extrapolate")},
@@ -204,12 +219,14 @@ def score(answer, examples: Sequence[MathExample]) -> dict:
 
 
 def build_model(name: str, config: ModelConfig) -> Seq2Seq:
-    """The paper's Transformer (``"transformer"``) or the attentional LSTM (``"lstm_att"``) over characters."""
-    if name not in ("transformer", "lstm_att"):
-        raise ValueError(f"unknown model {name!r}: use 'transformer' or 'lstm_att'")
+    """One of :data:`NEURAL_MODELS` over characters: the paper's Transformer, or the attentional LSTM whose
+    encoder is unidirectional (``"lstm_att"``) or bidirectional (``"lstm_att_bi"``, ``lstm_hidden / 2``
+    units per direction)."""
+    if name not in NEURAL_MODELS:
+        raise ValueError(f"unknown model {name!r}: use one of {', '.join(NEURAL_MODELS)}")
     transformer = name == "transformer"
     return build_seq2seq(
-        name,
+        name.removesuffix("_bi"),
         build_front_end("symbol", config.dim, vocab_size=VOCAB_SIZE),
         VOCAB_SIZE,
         hidden=config.ff_dim if transformer else config.lstm_hidden,
@@ -217,75 +234,85 @@ def build_model(name: str, config: ModelConfig) -> Seq2Seq:
         encoder_layers=config.encoder_layers if transformer else config.lstm_encoder_layers,
         decoder_layers=config.decoder_layers if transformer else 1,
         dropout=config.dropout,
+        bidirectional=name == "lstm_att_bi",
     )
 
 
-def _batch_tensors(examples: Sequence[MathExample], device: torch.device) -> tuple[torch.Tensor, ...]:
-    batch = encode_batch(examples).to(device)
+PAPER_ADAM = {"optimizer": "adam", "betas": (0.9, 0.995), "eps": 1e-9, "clip_norm": None}
+"""The paper's Adam settings; the learning rate and the gradient-value clip come from the command line."""
+
+
+def collate(examples: Sequence[MathExample]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Examples -> ``(questions [B, S], question padding mask [B, S], answers [B, T])`` (BOS ... EOS answers)."""
+    batch = encode_batch(examples)
     return batch.questions, batch.questions == PAD, batch.answers
+
+
+def answer_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Mean cross-entropy of the answer characters under teacher forcing (padding ignored)."""
+    questions, mask, answers = batch
+    logits = model(questions, mask, answers[:, :-1])
+    return nn.functional.cross_entropy(
+        rearrange(logits.float(), "b t v -> (b t) v"), rearrange(answers[:, 1:], "b t -> (b t)"), ignore_index=PAD
+    )
 
 
 def train_model(
     name: str,
     config: ModelConfig,
-    train: Sequence[MathExample],
+    train_examples: Sequence[MathExample],
     steps: int,
     batch_size: int,
     args: argparse.Namespace,
     device: torch.device,
 ) -> tuple[Seq2Seq, dict]:
-    """Teacher-forced cross-entropy training with Adam (β = 0.9, 0.995; ε = 1e-9) and value clipping.
+    """Teacher-forced training with :func:`neurosym.training.train`: Adam (β = 0.9, 0.995; ε = 1e-9),
+    learning rate ``args.lr``, gradient values clipped to ``args.clip``, no norm clipping, no validation.
 
-    The paper's optimiser settings and gradient-*value* clipping are why this does not use
-    :func:`neurosym.training.train`, which fixes Adam's defaults and clips the gradient norm.
-
-    Resumes from ``<out>/<name>/checkpoint.pt`` when present (a larger ``steps`` continues training);
-    the batch of step ``t`` is drawn with a generator seeded by ``(seed, t)``, so a resumed run sees the
-    same batches as an uninterrupted one.
+    Checkpoints every ``args.checkpoint_every`` steps to ``<out>/<name>/checkpoint.pt`` and resumes from it
+    (a larger ``steps`` continues training on the same batch order). ``<out>/<name>/settings.json`` records
+    the model configuration, batch size, learning rate, clip and seed; resuming with other ones raises.
     """
+    folder = args.out / name
+    settings = {"model": asdict(config), "batch_size": batch_size, "lr": args.lr, "clip": args.clip, "seed": args.seed}
+    _check_settings(folder, settings)
     torch.manual_seed(args.seed)
-    model = build_model(name, config).to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.995), eps=1e-9)
-    path = args.out / name / "checkpoint.pt"
-    state = load_checkpoint(path, map_location=device)
-    step, losses = 0, []
-    if state is not None:
-        if state["config"] != asdict(config):
-            raise ValueError(f"{path} was written by another configuration; remove it or choose another --out")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        step, losses = state["step"], state["losses"]
-    loss_fn = nn.CrossEntropyLoss(ignore_index=PAD)
-    sampler = torch.Generator()
-    model.train()
-    with tqdm(total=steps, initial=step, desc=f"training {name}", unit="step") as bar:
-        while step < steps:
-            sampler.manual_seed(args.seed * 1_000_003 + step)
-            indices = torch.randint(len(train), (batch_size,), generator=sampler).tolist()
-            questions, mask, answers = _batch_tensors([train[i] for i in indices], device)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_enabled(device)):
-                logits = model(questions, mask, answers[:, :-1])
-            loss = loss_fn(logits.float().flatten(0, 1), answers[:, 1:].flatten())
-            if not math.isfinite(loss.item()):
-                raise FloatingPointError(f"{name}: loss became {loss.item()} at step {step}")
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            nn.utils.clip_grad_value_(model.parameters(), args.clip)
-            optimizer.step()
-            step += 1
-            losses.append(loss.item())
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}")
-            if step % args.checkpoint_every == 0 or step == steps:
-                save_checkpoint(
-                    {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step,
-                     "losses": losses, "config": asdict(config)},
-                    path,
-                )  # fmt: skip
+    model = build_model(name, config)
+    train_config = TrainConfig(
+        max_steps=steps,
+        batch_size=batch_size,
+        lr=args.lr,
+        clip_value=args.clip,
+        eval_every=args.checkpoint_every,
+        checkpoint=folder / "checkpoint.pt",
+        seed=args.seed,
+        **PAPER_ADAM,
+    )
+    print(f"training {name} ({sum(p.numel() for p in model.parameters()):,} parameters) for {steps} steps")
+    outcome = train(
+        model, train_examples, answer_loss, train_config, DistributedContext(0, 1, 0, device), collate_fn=collate
+    )
     model.eval()
-    parameters = sum(p.numel() for p in model.parameters())
-    tail = losses[-min(len(losses), 100) :]
-    return model, {"parameters": parameters, "final_loss": sum(tail) / len(tail) if tail else None}
+    losses = [(entry["step"], entry["loss"]) for entry in outcome.history]
+    return model, {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "steps": outcome.steps,
+        "losses": losses,
+        "final_loss": losses[-1][1],
+    }
+
+
+def _check_settings(folder: Path, settings: dict) -> None:
+    """Write ``settings.json`` for a fresh run; refuse to resume a checkpoint written with other settings."""
+    recorded = folder / "settings.json"
+    if (folder / "checkpoint.pt").exists():
+        if not recorded.exists() or json.loads(recorded.read_text()) != json.loads(json.dumps(settings)):
+            raise ValueError(
+                f"{folder / 'checkpoint.pt'} was written with other settings than {settings} (see {recorded}); "
+                "remove it or choose another --out"
+            )
+        return
+    save_json(settings, recorded)
 
 
 @torch.no_grad()
@@ -313,6 +340,8 @@ def result_table(results: dict) -> tuple[list[str], list[list]]:
     for regime in (r for r in ("interpolate", "extrapolate") if results["modules"][r]):
         means = [results["models"][n][regime]["mean"] for n in names]
         rows.append([regime, "mean over modules", *means, f"{PUBLISHED['transformer'][regime]} (all modules)"])
+        published = [PUBLISHED.get(n, {}).get(regime, "") for n in names]
+        rows.append([regime, "published mean (all modules)", *published, PUBLISHED["transformer"][regime]])
     return headers, rows
 
 

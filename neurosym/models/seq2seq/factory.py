@@ -54,15 +54,19 @@ def build_seq2seq(
     decoder_layers: int = 1,
     dropout: float = 0.1,
     relative: Literal["xl", "shaw"] = "xl",
+    bidirectional: bool = False,
 ) -> Seq2Seq:
     """One of :data:`MODEL_NAMES` over ``front_end`` (whose ``dim`` attribute is the embedding width).
 
     RNNs use ``hidden`` units and 3 encoder layers by default; Transformers use width ``front_end.dim``,
     feed-forward ``hidden`` and 6 encoder layers by default; ``decoder_layers`` is 1 for both, as in
-    the HINT release.
+    the HINT release. ``bidirectional=True`` gives an RNN a bidirectional encoder (``hidden / 2`` units
+    per direction, see :class:`RNNSeq2Seq`); Transformer encoders see the whole source anyway.
     """
     if name not in MODEL_NAMES:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODEL_NAMES)}")
+    if bidirectional and not name.startswith(("gru", "lstm")):
+        raise ValueError(f"bidirectional applies to the RNN encoders, not to {name!r}")
     dim = front_end.dim
     if name.startswith(("gru", "lstm")):
         return RNNSeq2Seq(
@@ -75,6 +79,7 @@ def build_seq2seq(
             decoder_layers=decoder_layers,
             dropout=dropout,
             attention=name.endswith("_att"),
+            bidirectional=bidirectional,
         )
     return TransformerSeq2Seq(
         front_end,

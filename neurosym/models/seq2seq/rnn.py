@@ -1,4 +1,8 @@
-"""GRU/LSTM encoder–decoders, with or without Bahdanau attention (the HINT RNN baselines)."""
+"""GRU/LSTM encoder–decoders, with or without Bahdanau attention, uni- or bidirectional encoder.
+
+The HINT RNN baselines use the unidirectional encoder; the DeepMind Mathematics baseline also the
+bidirectional one.
+"""
 
 from __future__ import annotations
 
@@ -30,11 +34,17 @@ class RNNDecoderState:
 class RNNSeq2Seq(Seq2Seq):
     """Recurrent encoder–decoder (Sutskever et al. 2014; with ``attention=True``, Bahdanau et al. 2015).
 
-    ``front_end`` maps ``(src, src_mask)`` to ``[B, S, embed_dim]``. The encoder is a unidirectional
-    ``cell`` stack of ``encoder_layers``; every decoder layer starts from the top encoder layer's final
-    state. Without attention the decoder reads only the previous target token; with attention it also
-    reads the context vector of the additive attention computed from its previous top hidden state, and
-    the output layer sees ``[hidden, context]``.
+    ``front_end`` maps ``(src, src_mask)`` to ``[B, S, embed_dim]``. The encoder is a ``cell`` stack of
+    ``encoder_layers``; every decoder layer starts from the top encoder layer's final state. Without
+    attention the decoder reads only the previous target token; with attention it also reads the context
+    vector of the additive attention computed from its previous top hidden state, and the output layer
+    sees ``[hidden, context]``.
+
+    ``bidirectional=True`` runs a forward and a backward encoder of ``hidden / 2`` units each (``hidden``
+    must be even): the memory at position ``s`` is ``[forward_s, backward_s]`` (``[B, S, hidden]``), so
+    every position sees the whole source, and the decoder starts from the concatenated final states of
+    the top layer's two directions (forward after the last token, backward after the first). Decoder,
+    attention and output layer are the same as with the unidirectional encoder of ``hidden`` units.
     """
 
     def __init__(
@@ -49,17 +59,26 @@ class RNNSeq2Seq(Seq2Seq):
         decoder_layers: int = 1,
         dropout: float = 0.1,
         attention: bool = False,
+        bidirectional: bool = False,
     ) -> None:
         super().__init__()
         if cell not in ("gru", "lstm"):
             raise ValueError(f"cell must be 'gru' or 'lstm', got {cell!r}")
+        if bidirectional and hidden % 2:
+            raise ValueError(f"a bidirectional encoder splits hidden over two directions: hidden must be even, got {hidden}")
         recurrent = nn.GRU if cell == "gru" else nn.LSTM
         self.front_end = front_end
         self.target_vocab = target_vocab
         self.cell = cell
         self.decoder_layers = decoder_layers
+        self.bidirectional = bidirectional
         self.encoder = recurrent(
-            embed_dim, hidden, encoder_layers, batch_first=True, dropout=dropout if encoder_layers > 1 else 0.0
+            embed_dim,
+            hidden // 2 if bidirectional else hidden,
+            encoder_layers,
+            batch_first=True,
+            dropout=dropout if encoder_layers > 1 else 0.0,
+            bidirectional=bidirectional,
         )
         self.target_embedding = nn.Embedding(target_vocab, embed_dim)
         self.attention = AdditiveAttention(hidden, hidden, hidden) if attention else None
@@ -77,11 +96,19 @@ class RNNSeq2Seq(Seq2Seq):
         packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
         outputs, final = self.encoder(packed)
         memory, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])
-        top = final[-1:] if self.cell == "gru" else tuple(part[-1:] for part in final)
-        layers = self.decoder_layers
-        hidden = top.repeat(layers, 1, 1) if self.cell == "gru" else tuple(part.repeat(layers, 1, 1) for part in top)
+        hidden = self._top_final(final) if self.cell == "gru" else tuple(self._top_final(part) for part in final)
         projected = self.attention.project_keys(memory) if self.attention is not None else None
         return RNNDecoderState(hidden, memory, projected, src_mask)
+
+    def _top_final(self, final: torch.Tensor) -> torch.Tensor:
+        """Encoder final states ``[layers * directions, B, H]`` -> the top layer's, once per decoder layer.
+
+        Returns ``[decoder_layers, B, hidden]``; the two directions of a bidirectional top layer are
+        concatenated (forward first, as in the memory).
+        """
+        directions = 2 if self.bidirectional else 1
+        top = rearrange(final[-directions:], "d b h -> 1 b (d h)")
+        return top.repeat(self.decoder_layers, 1, 1)
 
     def _top_hidden(self, hidden: RecurrentState) -> torch.Tensor:
         return (hidden if self.cell == "gru" else hidden[0])[-1]
