@@ -91,3 +91,23 @@ def test_training_questions_that_occur_in_a_test_set_are_dropped(tmp_path):
     # each train file starts with interpolation questions 20..11, of which 12 and 11 are test questions
     assert len(loaded["train"]) == 3 * 8
     assert not test_questions & {e.question for e in loaded["train"]}
+
+
+def test_table_marks_modules_a_model_was_not_scored_on():
+    from neurosym.experiments.mathematics import result_table
+
+    scored = {"per_module": {"arithmetic__mul": 1.0}, "mean": 1.0}
+    results = {
+        "modules": {"interpolate": ["arithmetic__mul", "comparison__pair"], "extrapolate": []},
+        "models": {
+            "symbolic": {"interpolate": scored, "extrapolate": {"per_module": {}, "mean": None}},
+            "transformer": {
+                "interpolate": {"per_module": {"arithmetic__mul": 0.5, "comparison__pair": 0.3}, "mean": 0.4},
+                "extrapolate": {"per_module": {}, "mean": None},
+            },
+        },
+    }
+    headers, rows = result_table(results)
+    assert headers[2:4] == ["symbolic", "transformer"]
+    assert rows[1][:4] == ["interpolate", "comparison__pair", "n/a", 0.3]
+    assert rows[2][:4] == ["interpolate", "mean over modules", 1.0, 0.4]

@@ -41,7 +41,11 @@ from neurosym.data.mathematics import (
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
 from neurosym.models.seq2seq import Seq2Seq, build_front_end, build_seq2seq
-from neurosym.semantics.mathematics_arithmetic import QuestionError, answer_question
+from neurosym.semantics.mathematics_arithmetic import (
+    ARITHMETIC_MODULES,
+    QuestionError,
+    answer_question,
+)
 from neurosym.training import DistributedContext, TrainConfig, resolve_device, train
 from neurosym.training.device import autocast_enabled
 
@@ -157,13 +161,15 @@ def run(args: argparse.Namespace) -> dict:
     }
     for name in args.models:
         started = time.perf_counter()
-        if name == "symbolic":
+        if name == "symbolic":  # scored only on the modules whose question language it covers
             answer = symbolic_answers
             extra: dict = {}
+            tests = {r: [e for e in data[r] if e.module in ARITHMETIC_MODULES[r]] for r in ("interpolate", "extrapolate")}
         else:
             model, extra = train_model(name, config, data["train"], steps, batch_size, args, device)
             answer = functools.partial(greedy_answers, model, device=device, batch_size=args.eval_batch_size)
-        scores = {regime: score(answer, data[regime]) for regime in ("interpolate", "extrapolate")}
+            tests = data
+        scores = {regime: score(answer, tests[regime]) for regime in ("interpolate", "extrapolate")}
         results["models"][name] = {**scores, **extra, "seconds": time.perf_counter() - started}
 
     print(format_table(*result_table(results)))
@@ -328,17 +334,22 @@ def greedy_answers(model: Seq2Seq, questions: Sequence[str], device: torch.devic
     return answers
 
 
+def _or_na(value: float | None) -> float | str:
+    return "n/a" if value is None else value
+
+
 def result_table(results: dict) -> tuple[list[str], list[list]]:
-    """Rows ``(regime, module, one accuracy per model, published Transformer)`` then the two means."""
+    """Rows ``(regime, module, one accuracy per model, published Transformer)`` then the two means; a
+    model not scored on a module (the symbolic route outside arithmetic) shows ``n/a``."""
     names = list(results["models"])
     headers = ["regime", "module", *names, "published Transformer"]
     rows = []
     for regime in ("interpolate", "extrapolate"):
         for module in results["modules"][regime]:
-            accuracies = [results["models"][n][regime]["per_module"].get(module) for n in names]
+            accuracies = [results["models"][n][regime]["per_module"].get(module, "n/a") for n in names]
             rows.append([regime, module.removeprefix("arithmetic__"), *accuracies, PUBLISHED_TRANSFORMER_MODULES.get(module, "")])
     for regime in (r for r in ("interpolate", "extrapolate") if results["modules"][r]):
-        means = [results["models"][n][regime]["mean"] for n in names]
+        means = [_or_na(results["models"][n][regime]["mean"]) for n in names]
         rows.append([regime, "mean over modules", *means, f"{PUBLISHED['transformer'][regime]} (all modules)"])
         published = [PUBLISHED.get(n, {}).get(regime, "") for n in names]
         rows.append([regime, "published mean (all modules)", *published, PUBLISHED["transformer"][regime]])
