@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict
+from typing import Any
 
 import torch
 from torch import nn
@@ -45,7 +46,7 @@ class RowIndices(Dataset):
         return index
 
 
-def _comparable(config: dict) -> dict:
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in config.items() if key not in RUN_INDEPENDENT_FIELDS}
 
 
