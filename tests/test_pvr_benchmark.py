@@ -10,7 +10,7 @@ TINY = [
     "--train-sizes", "64", "--complexities", "0", "--vector-models", "mlp",
     "--holdout-train-size", "64", "--holdout-model", "mlp", "--rule-examples", "64",
     "--ns-max-complexity", "1", "--ns-samples", "200", "--ns-repeats", "1",
-    "--visual-models", "small_cnn",
+    "--visual-models", "small_cnn", "--sequential-models", "resnet18",
 ]  # fmt: skip
 
 
@@ -22,15 +22,21 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
     printed = capsys.readouterr().out
     assert "| aggregation" in printed and "holdout test" in printed and "neuro-symbolic" in printed
     results = json.loads((out / "pvr.json").read_text())
-    assert set(results) >= {"noise", "vector", "holdout_i", "block", "published"}
+    assert set(results) >= {"noise", "vector", "holdout_i", "block", "sequential", "published"}
     assert [r["i"] for r in results["holdout_i"]["runs"]] == [1, 2]
     # the rule is symbolic: whatever the data, induction from the generated labels is exact on holdout-i
     assert all(r["neurosymbolic_holdout_accuracy"] == 1.0 for r in results["holdout_i"]["runs"])
     assert {r["model"] for r in results["block"]["runs"]} == {"small_cnn", "neurosymbolic"}
+    sequential = {r["model"]: r for r in results["sequential"]["runs"]}
+    assert set(sequential) == {"resnet18", "neurosymbolic"} and results["sequential"]["sequence_length"] == 11
+    assert 0.0 <= sequential["resnet18"]["test_accuracy"] <= 1.0
+    # the layout splits each 28 x 308 image into 11 cells: the pointer and 10 values to point at
+    rule = sequential["neurosymbolic"]["induced_rule"]
+    assert rule["length"] == 11 and len(rule["pointer_table"]) == 10 and "test_accuracy" in sequential["neurosymbolic"]
     for plot in ("noise_sensitivity.png", "vector_sweep.png", "holdout.png"):
         assert (out / plot).stat().st_size > 1000
     stored = {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
-    assert len(stored) == 5  # noise, vector, two holdout-i, block CNN
+    assert len(stored) == 6  # noise, vector, two holdout-i, block CNN, sequential CNN
     assert main(["pvr", *TINY, "--sweeps", "vector,holdout_i", "--mnist", str(mnist), "--out", str(out)]) == 0
     assert {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()} == stored
 

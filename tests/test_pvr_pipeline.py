@@ -12,7 +12,7 @@ from neurosym.data.pvr import (
     sequential_rule,
 )
 from neurosym.pipelines.pvr import CellLayout, NeuroSymbolicPVR, train_digit_reader
-from neurosym.training.classifier import TrainConfig
+from neurosym.training.loop import TrainConfig
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def banks(tmp_path_factory):
 def reader(banks):
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    config = TrainConfig(steps=100, batch_size=32, optimizer="adam", lr=3e-3, weight_decay=0.0)
+    config = TrainConfig(max_steps=100, batch_size=32, optimizer="adam", lr=3e-3, clip_norm=None)
     trained = train_digit_reader(
         banks[0], cell=28, device=torch.device("cpu"), examples=2000, config=config, width=8, progress=False
     )

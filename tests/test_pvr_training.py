@@ -1,12 +1,8 @@
 import pytest
 import torch
 
-from neurosym.training.classifier import (
-    TrainConfig,
-    accuracy,
-    fit_classifier,
-    learning_rate_factor,
-)
+from neurosym.training.classifier import RowIndices, accuracy, fit_classifier, predict
+from neurosym.training.loop import TrainConfig
 
 
 def _data():
@@ -20,25 +16,22 @@ def _model():
     return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
 
 
-def test_warmup_then_cosine_schedule():
-    config = TrainConfig(steps=110, batch_size=4, warmup_steps=10)
-    assert learning_rate_factor(0, config) == pytest.approx(0.1)
-    assert learning_rate_factor(9, config) == pytest.approx(1.0)
-    assert learning_rate_factor(60, config) == pytest.approx(0.5)
-    assert learning_rate_factor(110, config) == pytest.approx(0.0)
-    assert learning_rate_factor(50, TrainConfig(steps=110, batch_size=4, schedule="constant")) == 1.0
+def _config(**changes) -> TrainConfig:
+    settings = dict(max_steps=30, batch_size=8, optimizer="sgd", lr=0.1, schedule="cosine", warmup_steps=3,
+                    clip_norm=None, eval_every=10, progress=False)
+    return TrainConfig(**{**settings, **changes})
 
 
 def test_fit_learns_and_resumes_exactly_after_an_interruption(tmp_path):
     inputs, labels = _data()
-    config = TrainConfig(steps=30, batch_size=8, lr=0.1, checkpoint_every=10, warmup_steps=3)
     straight = _model()
-    result = fit_classifier(straight, inputs, labels, config, torch.device("cpu"), progress=False)
-    assert result["steps"] == 30 and accuracy(straight, inputs, labels, torch.device("cpu")) > 0.9
+    result = fit_classifier(straight, inputs, labels, _config(), torch.device("cpu"))
+    assert result.steps == 30 and [entry["step"] for entry in result.history] == [10, 20, 30]
+    assert accuracy(straight, inputs, labels, torch.device("cpu")) > 0.9
 
     calls = {"n": 0}
 
-    def crash_at_step_25(batch):
+    def crash_at_step_26(batch):
         calls["n"] += 1
         if calls["n"] == 26:
             raise KeyboardInterrupt
@@ -46,22 +39,44 @@ def test_fit_learns_and_resumes_exactly_after_an_interruption(tmp_path):
 
     path = tmp_path / "run.pt"
     with pytest.raises(KeyboardInterrupt):
-        fit_classifier(_model(), inputs, labels, config, torch.device("cpu"), crash_at_step_25, path, progress=False)
-    resumed = _model()
-    fit_classifier(resumed, inputs, labels, config, torch.device("cpu"), checkpoint=path, progress=False)
+        fit_classifier(_model(), inputs, labels, _config(checkpoint=path), torch.device("cpu"), crash_at_step_26)
+    resumed = _model()  # starts from the step-20 checkpoint; a progress bar does not change the run
+    result = fit_classifier(resumed, inputs, labels, _config(checkpoint=path, progress=True), torch.device("cpu"))
+    assert result.steps == 30 and [entry["step"] for entry in result.history] == [10, 20, 30]
     for a, b in zip(straight.parameters(), resumed.parameters()):
-        assert torch.allclose(a, b, atol=1e-6)
+        assert torch.equal(a, b)
 
 
-def test_bad_configurations_are_named(tmp_path):
-    with pytest.raises(ValueError, match="unknown optimizer"):
-        TrainConfig(steps=1, batch_size=1, optimizer="lbfgs")
-    with pytest.raises(ValueError, match="positive"):
-        TrainConfig(steps=0, batch_size=1)
+def test_prepare_runs_on_every_batch_and_batches_cover_the_data(tmp_path):
+    inputs, labels = _data()
+    seen = []
+
+    def record(batch):
+        seen.append(batch.clone())
+        return batch
+
+    fit_classifier(_model(), inputs, labels, _config(max_steps=5), torch.device("cpu"), record)
+    assert len(seen) == 5 and all(batch.shape == (8, 6) for batch in seen)
+    epoch = torch.cat(seen)  # 5 batches of 8 = one epoch over the 40 rows, each row once
+    assert torch.equal(torch.sort(epoch[:, 0]).values, torch.sort(inputs[:, 0]).values)
+    assert RowIndices(3)[2] == 2 and len(RowIndices(3)) == 3
+
+
+def test_predict_returns_classes_in_input_order():
+    model = torch.nn.Linear(2, 2, bias=False)
+    with torch.no_grad():
+        model.weight.copy_(torch.eye(2))
+    inputs = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 3.0]])
+    assert predict(model, inputs, torch.device("cpu"), batch_size=2).tolist() == [0, 1, 1]
+    with pytest.raises(ValueError, match="empty set"):
+        accuracy(model, inputs[:0], torch.zeros(0, dtype=torch.long), torch.device("cpu"))
+
+
+def test_bad_inputs_and_foreign_checkpoints_are_named(tmp_path):
     inputs, labels = _data()
     with pytest.raises(ValueError, match="as many labels"):
-        fit_classifier(_model(), inputs, labels[:5], TrainConfig(steps=1, batch_size=2), torch.device("cpu"))
+        fit_classifier(_model(), inputs, labels[:5], _config(max_steps=1), torch.device("cpu"))
     path = tmp_path / "run.pt"
-    fit_classifier(_model(), inputs, labels, TrainConfig(steps=2, batch_size=2), torch.device("cpu"), checkpoint=path)
+    fit_classifier(_model(), inputs, labels, _config(max_steps=2, checkpoint=path), torch.device("cpu"))
     with pytest.raises(ValueError, match="another configuration"):
-        fit_classifier(_model(), inputs, labels, TrainConfig(steps=3, batch_size=2), torch.device("cpu"), checkpoint=path)
+        fit_classifier(_model(), inputs, labels, _config(max_steps=3, checkpoint=path), torch.device("cpu"))

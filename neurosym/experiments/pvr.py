@@ -1,12 +1,14 @@
 """Pointer Value Retrieval benchmark (Zhang et al. 2021): ``neurosym pvr``.
 
-Four sweeps (``--sweeps``), each printed as a Markdown table and saved in ``pvr.json`` with plots:
+Five sweeps (``--sweeps``), each printed as a Markdown table and saved in ``pvr.json`` with plots:
 
 * ``noise``    -- noise sensitivity ``NS_delta`` of the vector task's labelling function (Figure 10);
 * ``vector``   -- test accuracy over training-set size x complexity for the vector models (Figures 9/11);
 * ``holdout_i`` -- the vector holdout-i shift at complexity ``m`` (Figure 13), neural and neuro-symbolic;
-* ``block``    -- the visual block-style holdout shift on MNIST (Figure 7): a CNN and the neuro-symbolic
-  model on the iid, dshift and holdout test sets.
+* ``block``    -- the visual block-style holdout shift on MNIST (Figure 7): CNNs and the neuro-symbolic
+  model on the iid, dshift and holdout test sets;
+* ``sequential`` -- the visual sequential task (a row of 11 MNIST digits, the leftmost points into the
+  other 10): CNNs and the neuro-symbolic model on MNIST test digits.
 
 ``--budget paper`` uses the paper's model sizes and schedules; ``--budget cpu`` (the default on a CPU)
 shrinks widths, steps and data so that every sweep fits in minutes on two cores. Each finished run is
@@ -20,7 +22,7 @@ import argparse
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ from neurosym.data.pvr import (
     render_blocks,
     sample_vector_holdout_test,
     sample_vector_holdout_train,
+    sequential_rule,
     vector_rule,
 )
 from neurosym.experiments.pvr_plots import (
@@ -65,14 +68,16 @@ from neurosym.semantics.pvr_rules import AGGREGATIONS, PVRRule, induce_rule
 from neurosym.training import load_checkpoint, resolve_device, save_checkpoint
 from neurosym.training.classifier import (
     Prepare,
-    TrainConfig,
     accuracy,
     fit_classifier,
     identity,
 )
 from neurosym.training.device import autocast_enabled
+from neurosym.training.loop import TrainConfig
 
-SWEEPS = ("noise", "vector", "holdout_i", "block")
+SWEEPS = ("noise", "vector", "holdout_i", "block", "sequential")
+CHECKPOINT_EVERY = 200
+"""Training steps between checkpoints of a run."""
 
 PUBLISHED = {
     "block": "ResNet-18 / VGG-11-BN: high iid accuracy; on holdout shift accuracy falls from chance to about 0% "
@@ -81,6 +86,7 @@ PUBLISHED = {
     "(Figure 9); MLP-Mixer solves complexity m with 5x10^(m+3) examples (Figure 12)",
     "holdout_i": "m = 1, 2: runs that train reach 100% on the holdout-i test set (Figure 13)",
     "noise": "mod_sum: NS grows with m; median/majority not monotone; min/max get easier with m (Figure 10)",
+    "sequential": "no accuracy reported for the sequential MNIST task; the block-style CNN results are the anchor",
 }
 
 
@@ -111,7 +117,7 @@ BUDGETS = {
     ),
     "cpu": Budget(
         vector_scale={"mlp": 0.25, "mlp2x": 0.25, "transformer": 0.125, "mixer": 0.125},
-        vector_batch=256, vector_epochs=200, vector_min_steps=1000, vector_max_steps=1000,
+        vector_batch=256, vector_epochs=200, vector_min_steps=1000, vector_max_steps=None,
         visual_scale=0.25, visual_train=6_000, visual_epochs=2, visual_batch=50, visual_lr=1e-3,
         reader_examples=30_000, test_size=2_000,
     ),
@@ -145,14 +151,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vector-models", type=_name_list, default=["mlp", "mixer"],
                         help="vector models: mlp, mlp2x, transformer, mixer")
     parser.add_argument("--complexities", type=_int_list, default=[0, 1], help="vector sweep complexities m")
-    parser.add_argument("--train-sizes", type=_int_list, default=[1000, 10000], help="vector sweep training-set sizes")
+    parser.add_argument("--train-sizes", type=_int_list, default=[1000, 5000], help="vector sweep training-set sizes")
+    parser.add_argument("--vector-epochs", type=int, default=None,
+                        help="epochs of every vector run (default: the budget's, 200 as in the paper)")
     parser.add_argument("--aggregation", choices=sorted(AGGREGATIONS), default="mod_sum",
                         help="aggregation of the vector sweeps")
     parser.add_argument("--holdout-model", default="mixer", help="vector model of the holdout-i sweep")
     parser.add_argument("--holdout-complexity", type=int, default=1, help="complexity m of the holdout-i sweep")
     parser.add_argument("--holdout-train-size", type=int, default=10000, help="training-set size of holdout-i")
-    parser.add_argument("--visual-models", type=_name_list, default=["resnet18"],
+    parser.add_argument("--visual-models", type=_name_list, default=["resnet18", "vgg11bn"],
                         help="CNNs of the block sweep: resnet18, vgg11bn, small_cnn")
+    parser.add_argument("--sequential-models", type=_name_list, default=["resnet18"],
+                        help="CNNs of the sequential sweep: resnet18, vgg11bn")
+    parser.add_argument("--sequence-length", type=int, default=11,
+                        help="digits in a sequential image: the pointer and the values")
+    parser.add_argument("--visual-epochs", type=int, default=None,
+                        help="epochs of every CNN run (default: the budget's)")
     parser.add_argument("--rule-examples", type=int, default=300,
                         help="task examples from which the neuro-symbolic model induces its rule")
     parser.add_argument("--ns-samples", type=int, default=10_000, help="bit strings per noise-sensitivity estimate")
@@ -200,16 +214,26 @@ def _tensor(array: np.ndarray) -> torch.Tensor:
 
 def _vector_config(ctx: Context, n: int) -> TrainConfig:
     b = ctx.budget
-    steps = max(b.vector_min_steps, b.vector_epochs * math.ceil(n / b.vector_batch))
+    epochs = b.vector_epochs if ctx.args.vector_epochs is None else ctx.args.vector_epochs
+    steps = max(b.vector_min_steps, epochs * math.ceil(n / b.vector_batch))
     steps = min(steps, b.vector_max_steps) if b.vector_max_steps else steps
     # the paper warms up for 10 of its 200 epochs: the first 5% of the steps
-    return TrainConfig(steps=steps, batch_size=min(b.vector_batch, n), optimizer="sgd", lr=0.05, momentum=0.9,
-                       weight_decay=1e-5, schedule="cosine", warmup_steps=max(1, steps // 20), seed=ctx.args.seed)
+    return TrainConfig(max_steps=steps, batch_size=min(b.vector_batch, n), optimizer="sgd", lr=0.05, momentum=0.9,
+                       weight_decay=1e-5, schedule="cosine", warmup_steps=max(1, steps // 20), clip_norm=None,
+                       eval_every=CHECKPOINT_EVERY, seed=ctx.args.seed)
+
+
+def _visual_config(ctx: Context) -> TrainConfig:
+    b = ctx.budget
+    epochs = b.visual_epochs if ctx.args.visual_epochs is None else ctx.args.visual_epochs
+    return TrainConfig(max_steps=max(1, epochs * b.visual_train // b.visual_batch), batch_size=b.visual_batch,
+                       optimizer="adam", lr=b.visual_lr, clip_norm=None, eval_every=CHECKPOINT_EVERY,
+                       seed=ctx.args.seed)
 
 
 def _schedule(config: TrainConfig) -> str:
     """The parts of a training configuration that name a stored run."""
-    return f"{config.optimizer}{config.lr:g}-st{config.steps}-b{config.batch_size}-seed{config.seed}"
+    return f"{config.optimizer}{config.lr:g}-st{config.max_steps}-b{config.batch_size}-seed{config.seed}"
 
 
 def train_and_score(
@@ -225,14 +249,15 @@ def train_and_score(
     done = ctx.store.get(key)
     if done is not None:
         return done
-    kwargs = {"prepare": prepare}
     started = time.perf_counter()
-    fit_classifier(model, _tensor(train[0]), _tensor(train[1]), config, ctx.device,
-                   checkpoint=ctx.store.checkpoint(key), progress=ctx.progress, **kwargs)
-    result = {"steps": config.steps, "parameters": sum(p.numel() for p in model.parameters()),
-              "train_accuracy": accuracy(model, _tensor(train[0]), _tensor(train[1]), ctx.device, **kwargs)}
+    config = replace(config, checkpoint=ctx.store.checkpoint(key), progress=ctx.progress)
+    fit_classifier(model, _tensor(train[0]), _tensor(train[1]), config, ctx.device, prepare)
+    trained = time.perf_counter()
+    result = {"steps": config.max_steps, "parameters": sum(p.numel() for p in model.parameters()),
+              "train_accuracy": accuracy(model, _tensor(train[0]), _tensor(train[1]), ctx.device, prepare)}
     for name, (inputs, labels) in tests.items():
-        result[f"{name}_accuracy"] = accuracy(model, _tensor(inputs), _tensor(labels), ctx.device, **kwargs)
+        result[f"{name}_accuracy"] = accuracy(model, _tensor(inputs), _tensor(labels), ctx.device, prepare)
+    result["training_seconds"] = trained - started  # of this invocation: a resumed run counts only its rest
     result["seconds"] = time.perf_counter() - started
     return ctx.store.put(key, result)
 
@@ -314,7 +339,7 @@ def sweep_holdout_i(ctx: Context) -> dict[str, Any]:
 
 
 def _describe(rule: PVRRule) -> dict[str, Any]:
-    return {"pointer_position": rule.pointer_position, "pointer_table": list(rule.pointer_table),
+    return {"length": rule.length, "pointer_position": rule.pointer_position, "pointer_table": list(rule.pointer_table),
             "complexity": rule.complexity, "aggregation": rule.aggregation, "boundary": rule.boundary}
 
 
@@ -336,47 +361,84 @@ def _digit_reader(ctx: Context, train_bank: DigitBank, test_bank: DigitBank, cel
     return reader, accuracy(reader, _tensor(digits), _tensor(classes[:, 0]), ctx.device, images_to_float)
 
 
+def _compare_on_images(
+    ctx: Context,
+    task: str,
+    models: list[str],
+    train: tuple[np.ndarray, np.ndarray],
+    tests: dict[str, tuple[np.ndarray, np.ndarray]],
+    layout: CellLayout,
+    banks: tuple[DigitBank, DigitBank],
+) -> tuple[list[dict[str, Any]], list[list[Any]]]:
+    """Train each CNN of ``models`` on ``train`` (images ``[N, H, W]`` uint8, labels ``[N]``) and the
+    neuro-symbolic model (digit reader for ``layout``'s cells + a rule induced from the first
+    ``--rule-examples`` training pairs); score both on every test set. Returns the runs and table rows."""
+    args, b = ctx.args, ctx.budget
+    runs, rows = [], []
+    config = _visual_config(ctx)
+    for name in models:
+        key = f"{task}-{name}-s{b.visual_scale}-n{len(train[1])}-{_schedule(config)}"
+        torch.manual_seed(args.seed)
+        model = build_visual_model(name, train[0].shape[1:], scale=b.visual_scale)
+        result = train_and_score(ctx, key, model, train, tests, config, images_to_float)
+        runs.append({"model": name, "scale": b.visual_scale, "train_size": len(train[1]), **result})
+        rows.append([name, result["train_accuracy"], *(result[f"{split}_accuracy"] for split in tests)])
+    reader, reader_accuracy = _digit_reader(ctx, *banks, cell=layout.cell)
+    solver = NeuroSymbolicPVR(reader, layout, ctx.device)
+    induced = solver.fit(train[0][: args.rule_examples], train[1][: args.rule_examples])
+    symbolic = {f"{split}_accuracy": float(np.mean(solver.predict(images) == labels))
+                for split, (images, labels) in tests.items()}
+    runs.append({"model": "neurosymbolic", "rule_examples": args.rule_examples, "reader_digit_accuracy": reader_accuracy,
+                 "rule_agreement": induced.agreement, "induced_rule": _describe(induced.rule), **symbolic})
+    rows.append([f"neuro-symbolic ({args.rule_examples} task examples)", induced.agreement, *symbolic.values()])
+    return runs, rows
+
+
+def _banks(ctx: Context) -> tuple[DigitBank, DigitBank]:
+    mnist = load_mnist(ctx.args.mnist)
+    return DigitBank.from_mnist(mnist, "train"), DigitBank.from_mnist(mnist, "test")
+
+
 def sweep_block(ctx: Context) -> dict[str, Any]:
     """Visual block-style holdout (Figure 7): CNNs and the neuro-symbolic model on iid/dshift/holdout."""
     args, b = ctx.args, ctx.budget
-    mnist = load_mnist(args.mnist)
-    train_bank, test_bank = DigitBank.from_mnist(mnist, "train"), DigitBank.from_mnist(mnist, "test")
+    train_bank, test_bank = _banks(ctx)
     rule, masks = block_rule(), block_holdout_masks()
     train_images, _, train_labels = VisualPVR(train_bank, rule, allowed=masks["train"]).sample(
         b.visual_train, np.random.default_rng([args.seed, 10]))
     tests = {split: VisualPVR(test_bank, rule, allowed=masks[split]).sample(b.test_size, np.random.default_rng([args.seed, k]))
              for k, split in enumerate(("iid", "dshift", "holdout"), start=11)}
     tests = {split: (images, labels) for split, (images, _, labels) in tests.items()}
-    rows, runs = [], []
-    for name in args.visual_models:
-        steps = max(1, b.visual_epochs * b.visual_train // b.visual_batch)
-        config = TrainConfig(steps=steps, batch_size=b.visual_batch, optimizer="adam", lr=b.visual_lr,
-                             weight_decay=0.0, schedule="constant", seed=args.seed)
-        key = f"block-{name}-s{b.visual_scale}-n{b.visual_train}-{_schedule(config)}"
-        torch.manual_seed(args.seed)
-        model = build_visual_model(name, train_images.shape[1:], scale=b.visual_scale)
-        result = train_and_score(ctx, key, model, (train_images, train_labels), tests, config, images_to_float)
-        runs.append({"model": name, "scale": b.visual_scale, "train_size": b.visual_train, **result})
-        rows.append([name, result["train_accuracy"], result["iid_accuracy"], result["dshift_accuracy"],
-                     result["holdout_accuracy"]])
-    reader, reader_accuracy = _digit_reader(ctx, train_bank, test_bank, cell=40)
-    solver = NeuroSymbolicPVR(reader, CellLayout("block", grid=2, cell=40), ctx.device)
-    induced = solver.fit(train_images[: args.rule_examples], train_labels[: args.rule_examples])
-    symbolic = {f"{split}_accuracy": float(np.mean(solver.predict(images) == labels))
-                for split, (images, labels) in tests.items()}
-    runs.append({"model": "neurosymbolic", "rule_examples": args.rule_examples, "reader_digit_accuracy": reader_accuracy,
-                 "rule_agreement": induced.agreement, "induced_rule": _describe(induced.rule), **symbolic})
-    rows.append([f"neuro-symbolic ({args.rule_examples} task examples)", induced.agreement, symbolic["iid_accuracy"],
-                 symbolic["dshift_accuracy"], symbolic["holdout_accuracy"]])
+    runs, rows = _compare_on_images(ctx, "block", args.visual_models, (train_images, train_labels), tests,
+                                    CellLayout("block", grid=2, cell=40), (train_bank, test_bank))
     print(f"\n### Block MNIST PVR, trained on the holdout split ({b.visual_train} images)\n")
     print(format_table(["model", "train acc", "iid test", "dshift test", "holdout test"], rows))
     return {"runs": runs}
 
 
+def sweep_sequential(ctx: Context) -> dict[str, Any]:
+    """Visual sequential task: a row of ``--sequence-length`` MNIST digits, the leftmost is the pointer;
+    CNNs and the neuro-symbolic model, trained on MNIST training digits and tested on MNIST test digits."""
+    args, b = ctx.args, ctx.budget
+    train_bank, test_bank = _banks(ctx)
+    rule = sequential_rule(length=args.sequence_length)
+    train_images, _, train_labels = VisualPVR(train_bank, rule, style="sequential").sample(
+        b.visual_train, np.random.default_rng([args.seed, 20]))
+    test_images, _, test_labels = VisualPVR(test_bank, rule, style="sequential").sample(
+        b.test_size, np.random.default_rng([args.seed, 21]))
+    runs, rows = _compare_on_images(ctx, f"sequential{args.sequence_length}", args.sequential_models,
+                                    (train_images, train_labels), {"test": (test_images, test_labels)},
+                                    CellLayout("sequential", cell=train_images.shape[1]), (train_bank, test_bank))
+    print(f"\n### Sequential MNIST PVR ({args.sequence_length} digits, {b.visual_train} training images)\n")
+    print(format_table(["model", "train acc", "test"], rows))
+    return {"sequence_length": args.sequence_length, "runs": runs}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     for option, given, known in (("sweep", args.sweeps, SWEEPS), ("vector model", args.vector_models, VECTOR_MODELS),
                                  ("vector model", [args.holdout_model], VECTOR_MODELS),
-                                 ("visual model", args.visual_models, VISUAL_MODELS)):
+                                 ("visual model", args.visual_models, VISUAL_MODELS),
+                                 ("visual model", args.sequential_models, VISUAL_MODELS)):
         unknown = sorted(set(given) - set(known))
         if unknown:
             raise SystemExit(f"unknown {option} {unknown[0]!r}: choose from {', '.join(known)}")
@@ -384,7 +446,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     budget_name = args.budget if args.budget != "auto" else ("paper" if device.type == "cuda" else "cpu")
     ctx = Context(args, device, BUDGETS[budget_name], RunStore(args.out))
     print(f"PVR benchmark on {device} ({'AMP' if autocast_enabled(device) else 'fp32'}), budget {budget_name!r}")
-    sweeps = {"noise": sweep_noise, "vector": sweep_vector, "holdout_i": sweep_holdout_i, "block": sweep_block}
+    sweeps = {"noise": sweep_noise, "vector": sweep_vector, "holdout_i": sweep_holdout_i, "block": sweep_block,
+              "sequential": sweep_sequential}
     results: dict[str, Any] = {"device": str(device), "budget": budget_name, "published": PUBLISHED}
     for name in args.sweeps:
         results[name] = sweeps[name](ctx)

@@ -10,7 +10,7 @@ the solver is unaffected by which digits appeared where during training (the hol
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -20,7 +20,8 @@ from torch import nn
 from neurosym.data.pvr import DigitBank, render_blocks
 from neurosym.perception.cnn import SmallCNN
 from neurosym.semantics.pvr_rules import InducedRule, PVRRule, induce_rule
-from neurosym.training.classifier import TrainConfig, fit_classifier, predict
+from neurosym.training.classifier import fit_classifier, predict
+from neurosym.training.loop import TrainConfig
 
 READER_WIDTH = 16
 """Channels of the first convolution of the default digit reader."""
@@ -65,17 +66,19 @@ def train_digit_reader(
     progress: bool = True,
 ) -> SmallCNN:
     """Fit a :class:`SmallCNN` to ``examples`` digits from ``bank``, each jittered in a ``cell``-pixel square
-    (by default for three epochs with Adam, learning rate 2e-3, batches of 64)."""
+    (by default for three epochs with Adam, learning rate 2e-3 decayed to zero on a cosine, batches of 64,
+    no gradient clipping);
+    ``progress`` overrides the configuration's progress bar switch."""
     rng = np.random.default_rng(seed)
     classes = rng.integers(0, 10, size=(examples, 1))
     images = render_blocks(bank.draw(classes, rng), grid=1, block=cell, rng=rng)
     if config is None:  # three epochs of Adam
-        config = TrainConfig(steps=max(1, 3 * examples // 64), batch_size=64, optimizer="adam", lr=2e-3, weight_decay=0.0)
+        config = TrainConfig(max_steps=max(1, 3 * examples // 64), batch_size=64, optimizer="adam", lr=2e-3,
+                             schedule="cosine", clip_norm=None, seed=seed)
     torch.manual_seed(seed)
     reader = SmallCNN(1, 10, input_size=cell, width=width)
-    fit_classifier(
-        reader, torch.from_numpy(images), torch.from_numpy(classes[:, 0]), config, device, images_to_float, progress=progress
-    )
+    fit_classifier(reader, torch.from_numpy(images), torch.from_numpy(classes[:, 0]), replace(config, progress=progress),
+                   device, images_to_float)
     return reader.eval()
 
 

@@ -1,75 +1,53 @@
-"""Supervised training of a classifier on in-memory tensors: step-based, resumable, AMP on CUDA.
+"""Supervised classification on in-memory tensors, trained by the shared loop :func:`neurosym.training.train`.
 
-Batches are drawn epoch by epoch from a seeded permutation, so a run resumed from its checkpoint sees
-the same batches as an uninterrupted one. Schedules: ``"cosine"`` (linear warm-up, then cosine decay to
-zero, as in the PVR paper) or ``"constant"``.
+:func:`fit_classifier` is a thin adapter: the training set is a dataset of row indices whose collate
+function gathers a whole batch from the stored tensors at once, and the loss is cross-entropy of the model
+on ``prepare(inputs)``. Optimiser, warm-up and cosine schedule, mixed precision, checkpoints and resume
+(at the same step and data order) are the loop's, configured by its :class:`~neurosym.training.TrainConfig`.
 """
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Literal
+from dataclasses import asdict
+from typing import Any
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
+from torch.utils.data import Dataset
 
-from neurosym.training.checkpoint import load_checkpoint, save_checkpoint
+from neurosym.training.checkpoint import load_checkpoint
 from neurosym.training.device import autocast_enabled
+from neurosym.training.distributed import DistributedContext
+from neurosym.training.loop import TrainConfig, TrainResult, train
 
 Prepare = Callable[[torch.Tensor], torch.Tensor]
 """Turns a batch of stored inputs (already on the device) into model inputs, e.g. uint8 -> float."""
 
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """``steps`` optimiser updates of ``batch_size`` examples; ``optimizer`` ``"sgd"`` (with ``momentum``)
-    or ``"adam"``; learning rate ``lr`` under ``schedule`` with ``warmup_steps`` of linear warm-up."""
-
-    steps: int
-    batch_size: int
-    optimizer: Literal["sgd", "adam"] = "sgd"
-    lr: float = 0.05
-    momentum: float = 0.9
-    weight_decay: float = 1e-5
-    schedule: Literal["cosine", "constant"] = "cosine"
-    warmup_steps: int = 0
-    checkpoint_every: int = 200
-    seed: int = 0
-
-    def __post_init__(self) -> None:
-        if self.steps < 1 or self.batch_size < 1:
-            raise ValueError(f"steps and batch_size must be positive, got {self.steps} and {self.batch_size}")
-        if self.optimizer not in ("sgd", "adam"):
-            raise ValueError(f"unknown optimizer {self.optimizer!r}: use 'sgd' or 'adam'")
-        if self.schedule not in ("cosine", "constant"):
-            raise ValueError(f"unknown schedule {self.schedule!r}: use 'cosine' or 'constant'")
-
-
-def learning_rate_factor(step: int, config: TrainConfig) -> float:
-    """Multiplier of ``config.lr`` at update ``step`` (0-based)."""
-    if step < config.warmup_steps:
-        return (step + 1) / config.warmup_steps
-    if config.schedule == "constant":
-        return 1.0
-    progress = (step - config.warmup_steps) / max(1, config.steps - config.warmup_steps)
-    return 0.5 * (1.0 + math.cos(math.pi * progress))
-
-
-def _make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    if config.optimizer == "sgd":
-        return torch.optim.SGD(
-            model.parameters(), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
-        )
-    return torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+RUN_INDEPENDENT_FIELDS = ("checkpoint", "progress", "num_workers")
+"""Configuration fields that may change between an interrupted run and its resumption."""
 
 
 def identity(batch: torch.Tensor) -> torch.Tensor:
     """The default :data:`Prepare`: use stored inputs as they are."""
     return batch
+
+
+class RowIndices(Dataset):
+    """The row numbers ``0 .. size-1`` of in-memory tensors; item ``i`` is ``i``."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> int:
+        return index
+
+
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in config.items() if key not in RUN_INDEPENDENT_FIELDS}
 
 
 def fit_classifier(
@@ -79,74 +57,34 @@ def fit_classifier(
     config: TrainConfig,
     device: torch.device,
     prepare: Prepare = identity,
-    checkpoint: str | os.PathLike | None = None,
-    progress: bool = True,
-) -> dict[str, float]:
-    """Train ``model`` with cross-entropy on ``inputs [N, ...]`` and ``labels [N]`` (kept on the CPU;
-    batches move to ``device``). With ``checkpoint``, state is saved every ``checkpoint_every`` steps and
-    at the end, and an existing checkpoint is resumed. Returns ``{"steps", "final_loss", "train_accuracy"}``
-    where the last two are measured over the final 10% of steps (at least one batch)."""
+) -> TrainResult:
+    """Train ``model`` with cross-entropy on ``inputs [N, ...]`` and ``labels [N]`` (kept on the CPU; each
+    batch moves to ``device`` and goes through ``prepare`` there) for ``config.max_steps`` updates.
+
+    With ``config.checkpoint`` set, the loop writes a checkpoint every ``config.eval_every`` steps and at
+    the end, and resumes an existing one; a checkpoint written with another configuration (other than
+    :data:`RUN_INDEPENDENT_FIELDS`) is refused. Returns the loop's :class:`TrainResult` (its ``history``
+    holds the training loss at every checkpoint step).
+    """
     if len(inputs) != len(labels) or len(inputs) == 0:
         raise ValueError(f"need as many labels as inputs (and at least one): {len(inputs)} vs {len(labels)}")
-    model.to(device)
-    optimizer = _make_optimizer(model, config)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate_factor(step, config))
-    start, tail = 0, {"loss": 0.0, "correct": 0.0, "seen": 0.0}
-    state = load_checkpoint(checkpoint) if checkpoint is not None else None
-    if state is not None:
-        if state["config"] != asdict(config):
-            raise ValueError(f"checkpoint {checkpoint} was written with another configuration: {state['config']}")
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        start, tail = state["step"], state["tail"]
-    generator = torch.Generator().manual_seed(config.seed)
-    batches_per_epoch = max(1, len(inputs) // config.batch_size)
-    order = torch.randperm(len(inputs), generator=generator)
-    for _ in range(start // batches_per_epoch):  # replay the permutations of finished epochs
-        order = torch.randperm(len(inputs), generator=generator)
-    tail_start = config.steps - max(1, config.steps // 10)
-    model.train()
-    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress, leave=False)
-    for step in bar:
-        position = step % batches_per_epoch
-        if position == 0 and step > start:
-            order = torch.randperm(len(inputs), generator=generator)
-        index = order[position * config.batch_size : (position + 1) * config.batch_size]
-        batch = prepare(inputs[index].to(device, non_blocking=True))
-        targets = labels[index].to(device, non_blocking=True)
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_enabled(device)):
-            logits = model(batch)
-        loss = nn.functional.cross_entropy(logits.float(), targets)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"the training loss became {loss.item()} at step {step}")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        scheduler.step()
-        if step >= tail_start:
-            tail["loss"] += loss.item() * len(targets)
-            tail["correct"] += (logits.argmax(-1) == targets).sum().item()
-            tail["seen"] += len(targets)
-        if checkpoint is not None and ((step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps):
-            save_checkpoint(
-                {
-                    "config": asdict(config),
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "step": step + 1,
-                    "tail": tail,
-                },
-                checkpoint,
+    if config.checkpoint is not None:
+        saved = load_checkpoint(config.checkpoint)
+        if saved is not None and _comparable(saved["config"]) != _comparable(asdict(config)):
+            raise ValueError(
+                f"checkpoint {config.checkpoint} was written with another configuration: {saved['config']}"
             )
-        if progress and step % 20 == 0:
-            bar.set_postfix(loss=f"{loss.item():.3f}")
-    return {
-        "steps": config.steps,
-        "final_loss": tail["loss"] / tail["seen"],
-        "train_accuracy": tail["correct"] / tail["seen"],
-    }
+
+    def gather(rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        index = torch.tensor(rows)
+        return inputs[index], labels[index]
+
+    def loss_fn(network: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        batch_inputs, targets = batch
+        return nn.functional.cross_entropy(network(prepare(batch_inputs)).float(), targets)
+
+    context = DistributedContext(rank=0, world_size=1, local_rank=0, device=device)
+    return train(model, RowIndices(len(inputs)), loss_fn, config, context, collate_fn=gather)
 
 
 @torch.no_grad()
