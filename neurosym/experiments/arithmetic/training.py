@@ -185,7 +185,8 @@ def train_group(
             )
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        data.stream.set_state(state["generator"])
+        if state["step"] < config.steps:  # a finished run needs no stream (and may predate UniformStream)
+            data.stream.set_state(state["generator"])
         curves, step, previous_seconds = Curves(**state["curves"]), state["step"], state["seconds"]
     started = time.perf_counter()
     pending = [s for s in config.evaluation_steps if s > step]
