@@ -1,6 +1,5 @@
 import math
 
-import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -169,16 +168,3 @@ def test_transform_maps_uniform_samples_from_either_origin_identically(name):
         from_one = sample_range.transform(uniform + 1, origin=1.0)
         torch.testing.assert_close(from_one, from_zero, rtol=0, atol=1e-12)
         assert bool((from_zero >= sample_range.low).all() and (from_zero <= sample_range.high).all())
-
-
-def test_prefetching_stream_hands_out_exactly_the_plain_stream():
-    interpolation, extrapolation = RANGE_PAIRS["[-2,2]"]
-    plain, prefetching = UniformStream(3), UniformStream(3, prefetch=True)
-    requests = [(interpolation, (4, 5)), (interpolation, (4, 5)), (extrapolation, (4, 5)), (interpolation, (7,))]
-    for sample_range, shape in requests:  # a changed range or shape discards the prefetched draw
-        torch.testing.assert_close(prefetching.sample(sample_range, shape), plain.sample(sample_range, shape), rtol=0, atol=0)
-    np.testing.assert_equal(prefetching.state(), plain.state())  # the pending draw is not part of the state
-    resumed = UniformStream(0, prefetch=True)
-    resumed.sample(interpolation, (7,))
-    resumed.set_state(prefetching.state())
-    torch.testing.assert_close(resumed.sample(interpolation, (7,)), plain.sample(interpolation, (7,)), rtol=0, atol=0)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -234,17 +233,6 @@ def seed_stream(seed: int, stream: int) -> int:
 _OFFSET_STREAM, _VALIDATION_STREAM, _TEST_STREAM = 0, 1, 2
 
 
-_PREFETCH_WORKER: ThreadPoolExecutor | None = None
-
-
-def _prefetch_worker() -> ThreadPoolExecutor:
-    """The one background thread that draws the next batch of every prefetching :class:`UniformStream`."""
-    global _PREFETCH_WORKER
-    if _PREFETCH_WORKER is None:
-        _PREFETCH_WORKER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="uniform-prefetch")
-    return _PREFETCH_WORKER
-
-
 class UniformStream:
     """A seeded stream of uniform training inputs (float32), cheap on the CPU.
 
@@ -252,18 +240,13 @@ class UniformStream:
     bits written into the mantissa of 1.0 make a value uniform over the 2^23 float32 numbers in ``[1, 2)``
     (2^23 equally spaced values, the resolution of float32 there), which :meth:`SampleRange.transform`
     maps onto the wanted range — no arithmetic at all for the default ``U[1, 2]``. That takes less than
-    half the time of ``torch.rand``, whose Mersenne Twister dominated a batched training step. With
-    ``prefetch=True`` the next draw of the same range and shape is made on a background thread (numpy
-    releases the GIL) while the caller trains on the current one; the values, their order and the
-    checkpointed state are exactly those of a stream without prefetching. On other devices the stream
-    is ``torch.rand`` on a device generator. The state (:meth:`state`, :meth:`set_state`) goes into
-    checkpoints, so a resumed run continues the same stream.
+    half the time of ``torch.rand``, whose Mersenne Twister dominated a batched training step. On other
+    devices the stream is ``torch.rand`` on a device generator. The state (:meth:`state`,
+    :meth:`set_state`) goes into checkpoints, so a resumed run continues the same stream.
     """
 
-    def __init__(self, seed: int, device: torch.device | str = "cpu", prefetch: bool = False):
+    def __init__(self, seed: int, device: torch.device | str = "cpu"):
         self.device = torch.device(device)
-        self._pending: tuple[tuple[SampleRange, tuple[int, ...]], Future, dict] | None = None
-        self._prefetch = prefetch and self.device.type == "cpu"
         if self.device.type == "cpu":
             self._bits: np.random.SFC64 | None = np.random.SFC64(seed)
         else:
@@ -274,39 +257,17 @@ class UniformStream:
         """A fresh float32 tensor of ``shape`` on the stream's device, uniform over ``sample_range``."""
         if self._bits is None:
             return sample_range.transform(torch.rand(tuple(shape), generator=self._generator, device=self.device))
-        request = (sample_range, tuple(shape))
-        values = self._take_pending(request)
-        if values is None:
-            values = self._draw(*request)
-        if self._prefetch:
-            state = self._bits.state  # the stream's position as seen by the caller, before the next draw
-            self._pending = (request, _prefetch_worker().submit(self._draw, *request), state)
-        return values
-
-    def _draw(self, sample_range: SampleRange, shape: tuple[int, ...]) -> Tensor:
         count = math.prod(shape)
         mantissas = self._bits.random_raw((count + 1) // 2).view(np.uint32)[:count]
         mantissas >>= np.uint32(9)
         mantissas |= np.uint32(0x3F800000)  # sign 0, exponent of 1.0: 1 + mantissa / 2^23
-        return sample_range.transform(torch.from_numpy(mantissas.view(np.float32)).reshape(shape), origin=1.0)
-
-    def _take_pending(self, request: tuple[SampleRange, tuple[int, ...]] | None) -> Tensor | None:
-        """The prefetched draw if it answers ``request``; otherwise rewind the stream to before it."""
-        if self._pending is None:
-            return None
-        made_for, future, state = self._pending
-        self._pending = None
-        values = future.result()
-        if made_for == request:
-            return values
-        self._bits.state = state
-        return None
+        return sample_range.transform(torch.from_numpy(mantissas.view(np.float32)).reshape(tuple(shape)), origin=1.0)
 
     def state(self) -> dict:
-        """The position in the stream (after the last sample handed out), for a checkpoint."""
+        """The position in the stream, for a checkpoint."""
         if self._bits is None:
             return {"torch": self._generator.get_state()}
-        return {"sfc64": self._pending[2] if self._pending is not None else self._bits.state}
+        return {"sfc64": self._bits.state}
 
     def set_state(self, state: dict) -> None:
         """Continue from a :meth:`state` of a stream on the same kind of device."""
@@ -319,7 +280,6 @@ class UniformStream:
         if self._bits is None:
             self._generator.set_state(state["torch"].cpu())  # generator states are CPU byte tensors on every device
         else:
-            self._take_pending(None)
             self._bits.state = state["sfc64"]
 
 
@@ -329,8 +289,7 @@ class SimpleFunctionData:
     Member ``i`` uses ``operations[i]`` and ``seeds[i]``; the seed alone fixes the member's subset offset
     and its validation (interpolation) and test (extrapolation) inputs, so runs with equal seeds see the
     same inputs whatever else is batched with them. Training batches come from one
-    :class:`UniformStream` (``train_seed``) shared by the ensemble, fresh at every step; ``prefetch``
-    draws the next one on a background thread (same values).
+    :class:`UniformStream` (``train_seed``) shared by the ensemble, fresh at every step.
 
     Shapes: :meth:`training_batch` → ``x [S, B, d]``, ``t [S, B, 1]``; :meth:`evaluation_batches` yields
     chunks of the same form. The evaluation inputs are stored once per distinct seed.
@@ -345,7 +304,6 @@ class SimpleFunctionData:
         evaluation_size: int = 10_000,
         train_seed: int = 0,
         device: torch.device | str = "cpu",
-        prefetch: bool = False,
     ):
         if len(operations) != len(seeds) or not seeds:
             raise ValueError(f"need one operation per seed, got {len(operations)} operations and {len(seeds)} seeds")
@@ -372,7 +330,7 @@ class SimpleFunctionData:
             "validation": self._fixed_inputs(distinct, _VALIDATION_STREAM, self.interpolation),
             "test": self._fixed_inputs(distinct, _TEST_STREAM, self.extrapolation),
         }
-        self.stream = UniformStream(train_seed, self.device, prefetch)
+        self.stream = UniformStream(train_seed, self.device)
 
     @property
     def ensemble(self) -> int:

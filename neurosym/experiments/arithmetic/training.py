@@ -99,8 +99,7 @@ class GroupRun:
 
 
 def build(config: GroupConfig, device: torch.device, batched: bool = True) -> tuple[SimpleFunctionData, TwoLayerArithmetic]:
-    """The group's data (training batches prefetched on a background thread) and freshly initialised
-    model (initialised on the CPU, so any device gets the same start).
+    """The group's data and freshly initialised model (initialised on the CPU, so any device gets the same start).
 
     ``batched=False`` builds a plain model without an ensemble dimension (for a single-run group).
     """
@@ -113,7 +112,6 @@ def build(config: GroupConfig, device: torch.device, batched: bool = True) -> tu
         evaluation_size=config.evaluation_size,
         train_seed=config.stream("batches"),
         device=device,
-        prefetch=True,
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.stream("init"))
