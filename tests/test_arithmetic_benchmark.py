@@ -14,6 +14,7 @@ from neurosym.experiments.arithmetic.training import (
     train_step,
 )
 from neurosym.metrics import perturbed_solution_mse, run_outcomes
+from neurosym.training import load_checkpoint, save_checkpoint
 from neurosym.models.arithmetic import (
     MODEL_LAYERS,
     PAPER_ITERATIONS,
@@ -111,6 +112,20 @@ def test_resume_after_interruption_equals_an_uninterrupted_run(tmp_path):
     with pytest.raises(ValueError, match="another configuration"):
         train_group(GroupConfig("NALU", ("mul", "sub"), (0, 1), steps=400, eval_every=100, evaluation_size=200),
                     CPU, tmp_path / "resumed.pt", resume=True, progress=False)  # fmt: skip
+
+
+def test_checkpoints_with_a_foreign_stream_state_are_read_when_finished_and_refused_when_not(tmp_path):
+    config = GroupConfig("NAU", ("add",), (0,), steps=200, eval_every=100, evaluation_size=50)
+    for path, deadline in [(tmp_path / "finished.pt", None), (tmp_path / "stopped.pt", time.monotonic() - 1)]:
+        run = train_group(config, CPU, path, deadline=deadline, progress=False)
+        state = load_checkpoint(path)
+        state["generator"] = torch.Generator().get_state()  # as written before UniformStream
+        save_checkpoint(state, path)
+    again = train_group(config, CPU, tmp_path / "finished.pt", resume=True, progress=False)
+    assert again.finished and again.curves.steps == [100, 200]
+    assert not run.finished
+    with pytest.raises(ValueError, match="cannot resume"):
+        train_group(config, CPU, tmp_path / "stopped.pt", resume=True, progress=False)
 
 
 def test_cli_writes_table_json_and_plot(tmp_path, capsys):

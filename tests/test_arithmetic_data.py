@@ -11,6 +11,7 @@ from neurosym.data.arithmetic import (
     SampleRange,
     SimpleFunctionData,
     SubsetLayout,
+    UniformStream,
     seed_stream,
 )
 
@@ -137,3 +138,33 @@ def test_seed_streams_are_distinct():
     values = {seed_stream(seed, stream) for seed in range(20) for stream in range(3)}
     assert len(values) == 60 and all(0 <= v < 2**63 for v in values)
     assert set(OPERATIONS) == {"add", "sub", "mul", "div", "square", "sqrt"}
+
+
+def test_uniform_stream_draws_float32_on_the_range_grid_reproducibly_and_resumes():
+    stream = UniformStream(11)
+    x = stream.sample(RANGE_PAIRS["[1,2]"][0], (64, 100))
+    assert x.shape == (64, 100) and x.dtype == torch.float32
+    steps = (x.double() - 1) * 2**23  # every float32 in [1, 2) is 1 + k / 2^23
+    assert bool((x >= 1).all() and (x < 2).all()) and torch.equal(steps, steps.round())
+    assert abs(float(x.mean()) - 1.5) < 0.01 and abs(float(x.var()) - 1 / 12) < 0.005
+    assert torch.equal(x, UniformStream(11).sample(RANGE_PAIRS["[1,2]"][0], (64, 100)))
+    assert not torch.equal(x, UniformStream(12).sample(RANGE_PAIRS["[1,2]"][0], (64, 100)))
+    state = stream.state()
+    union = SampleRange.parse("[-6,-2]u[2,6]")
+    odd = stream.sample(union, (3, 7))  # an odd count uses half of the last 64-bit word
+    assert odd.shape == (3, 7) and bool(((odd.abs() >= 2) & (odd.abs() <= 6)).all())
+    resumed = UniformStream(0)
+    resumed.set_state(state)
+    assert torch.equal(resumed.sample(union, (3, 7)), odd)
+    with pytest.raises(ValueError, match="cannot resume"):
+        resumed.set_state({"torch": torch.Generator().get_state()})
+
+
+@pytest.mark.parametrize("name", sorted(RANGE_PAIRS))
+def test_transform_maps_uniform_samples_from_either_origin_identically(name):
+    uniform = torch.rand(5000, dtype=torch.float64)
+    for sample_range in RANGE_PAIRS[name]:
+        from_zero = sample_range.transform(uniform.clone())
+        from_one = sample_range.transform(uniform + 1, origin=1.0)
+        torch.testing.assert_close(from_one, from_zero, rtol=0, atol=1e-12)
+        assert bool((from_zero >= sample_range.low).all() and (from_zero <= sample_range.high).all())

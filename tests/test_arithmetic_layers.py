@@ -91,6 +91,29 @@ def test_nalu_with_saturated_gate_takes_the_right_path(shared: bool) -> None:
     torch.testing.assert_close(unit(x).squeeze(-1), x.prod(-1), rtol=1e-5, atol=0.0)
 
 
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("ensemble", [None, 3])
+def test_nalu_matches_its_formula_and_gradient(shared: bool, ensemble: int | None) -> None:
+    torch.manual_seed(5)
+    unit = NALU(4, 3, shared_weights=shared, ensemble=ensemble).double()
+    x = (torch.rand(*([] if ensemble is None else [ensemble]), 6, 4, dtype=torch.float64) * 4 - 2).requires_grad_(True)
+    reference_x = x.detach().clone().requires_grad_(True)
+    add_weight = torch.tanh(unit.add.weight_hat) * torch.sigmoid(unit.add.gate_hat)
+    mul_weight = add_weight if shared else torch.tanh(unit.mul.weight_hat) * torch.sigmoid(unit.mul.gate_hat)
+    matmul = lambda inputs, weight: inputs @ weight.transpose(-1, -2)  # noqa: E731 - [(S,) N, in] @ [(S,) in, out]
+    gate = torch.sigmoid(matmul(reference_x, unit.gate))
+    expected = gate * matmul(reference_x, add_weight) + (1 - gate) * torch.exp(matmul(torch.log(reference_x.abs() + unit.eps), mul_weight))
+    got = unit(x)
+    torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
+    got.square().sum().backward()
+    got_grads = [x.grad] + [parameter.grad.clone() for parameter in unit.parameters()]
+    unit.zero_grad()
+    expected.square().sum().backward()
+    expected_grads = [reference_x.grad] + [parameter.grad for parameter in unit.parameters()]
+    for got_grad, expected_grad in zip(got_grads, expected_grads):
+        torch.testing.assert_close(got_grad, expected_grad, rtol=1e-10, atol=1e-12)
+
+
 def test_inalu_retrieves_the_sign_of_a_product() -> None:
     unit = iNALU(3, 1)
     with torch.no_grad():

@@ -151,7 +151,7 @@ def _checkpoint_state(config, step, seconds, model, optimizer, data, curves) -> 
         "seconds": seconds,
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
-        "generator": data.generator.get_state(),
+        "generator": data.stream.state(),
         "curves": asdict(curves),
     }
 
@@ -183,7 +183,8 @@ def train_group(
             )
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
-        data.generator.set_state(state["generator"].cpu())  # generator states are CPU byte tensors on every device
+        if state["step"] < config.steps:  # a finished run needs no stream (and may predate UniformStream)
+            data.stream.set_state(state["generator"])
         curves, step, previous_seconds = Curves(**state["curves"]), state["step"], state["seconds"]
     started = time.perf_counter()
     pending = [s for s in config.evaluation_steps if s > step]

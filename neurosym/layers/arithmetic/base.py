@@ -7,7 +7,7 @@ from abc import ABCMeta, abstractmethod
 from typing import Any
 
 import torch
-from einops import pack, unpack
+from einops import pack, rearrange
 from torch import Tensor, nn
 
 
@@ -17,15 +17,19 @@ def ensemble_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Te
     Plain: ``x [..., in]``, ``weight [out, in]``, ``bias [out]`` → ``[..., out]``.
     Ensemble: ``x [S, ..., in]``, ``weight [S, out, in]``, ``bias [S, out]`` → ``[S, ..., out]``;
     member ``s`` only ever sees ``weight[s]``.
+
+    The ensemble product is computed as ``W xᵀ`` (``[S, out, rows]``) and returned as its transposed
+    view: with few outputs (the benchmark's ``out = 2``) that batched GEMM is about twice as fast as
+    ``x Wᵀ``, and the rows are flattened by a view, not a copy.
     """
     if weight.dim() == 2:
         return nn.functional.linear(x, weight, bias)
-    flat, packed_shape = pack([x], "s * i")
+    rows = rearrange(x, "s ... i -> s i (...)")  # [S, in, rows], a view of x
     if bias is None:
-        out = torch.bmm(flat, weight.transpose(1, 2))
+        out = torch.bmm(weight, rows)
     else:
-        out = torch.baddbmm(bias.unsqueeze(1), flat, weight.transpose(1, 2))
-    return unpack(out, packed_shape, "s * o")[0]
+        out = torch.baddbmm(bias.unsqueeze(-1), weight, rows)
+    return out.transpose(1, 2).reshape(*x.shape[:-1], weight.shape[1])
 
 
 def broadcast_per_member(values: Tensor, ensemble: int | None, dims: int) -> Tensor:

@@ -22,9 +22,10 @@ def nac_add(x: Tensor, weight: Tensor, in_features: int) -> Tensor:
     return ensemble_linear(bounded_input(x, in_features), weight)
 
 
-def nac_mul(x: Tensor, weight: Tensor, eps: float) -> Tensor:
-    """Multiplicative path ``exp(log(|x| + ε) Wᵀ)``, exponent capped at ``MAX_LOG_MAGNITUDE``."""
-    return capped_exp(ensemble_linear(torch.log(x.abs() + eps), weight))
+def nac_mul(x: Tensor, weight: Tensor, eps: float, magnitude: Tensor | None = None) -> Tensor:
+    """Multiplicative path ``exp(log(|x| + ε) Wᵀ)``, exponent capped at ``MAX_LOG_MAGNITUDE``
+    (``magnitude``: ``|x|`` when the caller has it already)."""
+    return capped_exp(ensemble_linear(torch.log((x.abs() if magnitude is None else magnitude) + eps), weight))
 
 
 class _TanhSigmoidWeight(ArithmeticUnit):

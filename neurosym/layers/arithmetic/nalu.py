@@ -9,7 +9,7 @@ from torch import Tensor
 from .base import ArithmeticUnit, broadcast_per_member, ensemble_linear, flatten_per_member
 from .init import glorot_uniform_
 from .nac import NAC, NACMul, nac_add, nac_mul
-from .numerics import DEFAULT_EPS
+from .numerics import DEFAULT_EPS, bounded_input, input_bound
 from .product import multiplicative_product
 
 
@@ -53,9 +53,15 @@ class NALU(ArithmeticUnit):
     def compute(self, x: Tensor) -> Tensor:
         add_weight = self.add.weight()
         mul_weight = add_weight if self.mul is None else self.mul.weight()
-        added = nac_add(x, add_weight, self.in_features)
-        multiplied = nac_mul(x, mul_weight, self.eps)
-        return torch.lerp(multiplied, added, self.gate_value(x))
+        magnitude = x.abs()
+        # one input check guards both sums of x (additive path, gate logits); accelerators always clamp
+        within = x.device.type == "cpu" and (
+            magnitude.numel() == 0 or float(magnitude.detach().amax()) <= input_bound(x.dtype, self.in_features)
+        )
+        guarded = x if within else bounded_input(x, self.in_features)
+        added = ensemble_linear(guarded, add_weight)
+        multiplied = nac_mul(x, mul_weight, self.eps, magnitude)
+        return torch.lerp(multiplied, added, torch.sigmoid(ensemble_linear(guarded, self.gate)))
 
     def sparsity_weights(self) -> list[Tensor]:
         return self.add.sparsity_weights() + ([] if self.mul is None else self.mul.sparsity_weights())

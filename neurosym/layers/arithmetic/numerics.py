@@ -23,11 +23,17 @@ DEFAULT_EPS = 1e-7
 """Default ε added inside logarithms (Trask et al. 2018 use a small ε of this order)."""
 
 
+def input_bound(dtype: torch.dtype, in_features: int) -> float:
+    """``finfo(dtype).max / (2 · in_features)``: inputs within it keep a sum of ``in_features`` terms
+    weighted by ``|w| ≤ 1`` finite."""
+    return torch.finfo(dtype).max / (2 * in_features)
+
+
 def bounded_input(x: Tensor, in_features: int) -> Tensor:
-    """Clamp ``x`` to ``±finfo.max / (2 · in_features)``: sums of ``in_features`` terms weighted by
-    ``|w| ≤ 1`` then cannot overflow. Shape is unchanged. Values this large only occur for inputs
-    beyond ~1e35 (float32), so ordinary inputs pass through untouched."""
-    bound = torch.finfo(x.dtype).max / (2 * in_features)
+    """Clamp ``x`` to ``±`` :func:`input_bound`: sums of ``in_features`` terms weighted by ``|w| ≤ 1``
+    then cannot overflow. Shape is unchanged. Values this large only occur for inputs beyond ~1e35
+    (float32), so ordinary inputs pass through untouched."""
+    bound = input_bound(x.dtype, in_features)
     return x.clamp(-bound, bound)
 
 

@@ -1,9 +1,12 @@
 """The NMU product ``y_j = Π_i (W_ji x_i + 1 − W_ji)`` as a memory-bounded, NaN-free autograd function.
 
-The product needs the full ``[batch, out, in]`` tensor of terms; at 128 × 512 × 512 that is 134 MB
+The product needs the full tensor of terms, laid out ``[out, batch, in]`` (so that both gradient
+reductions, over ``out`` and over ``batch``, run over outer dimensions, which is the fast direction for
+a CPU); at 128 × 512 × 512 that is 134 MB
 per intermediate, so the computation runs over batch chunks of at most :data:`CHUNK_ELEMENTS` terms
 (one reused buffer) and the backward pass recomputes the terms instead of saving them (saved: ``x``,
-``W``, ``y``).
+``W``, ``y``). When all terms fit in one chunk (small layers, e.g. the benchmark's 2 → 1 NMU) a plain
+path runs instead: no chunk bookkeeping, and the terms are kept for the backward pass.
 
 Each chunk first takes the fast route: a plain product, and gradients ``∂y/∂term_i = y / term_i``.
 That is exact whenever every output is finite, non-zero and within ``exp(MAX_LOG_MAGNITUDE)`` and every
@@ -52,27 +55,43 @@ class _Terms:
     """The terms ``W x + 1 − W`` of one weight, produced chunk by chunk into a reused buffer."""
 
     def __init__(self, x: Tensor, weight: Tensor):
-        self.x, self.weight = x, weight.unsqueeze(1)  # [S, N, in], [S, 1, out, in]
+        self.x, self.weight = x, weight.unsqueeze(2)  # [S, N, in], [S, out, 1, in]
         self.bias = 1 - self.weight
         self.buffer: Tensor | None = None
         self.parts = _row_slices(x.shape[1], x.shape[0] * weight.shape[1] * weight.shape[2])
 
     def __call__(self, part: slice, fresh: bool = False) -> Tensor:
-        """Terms of rows ``part``: ``[S, n, out, in]`` (in the shared buffer unless ``fresh``)."""
-        x = self.x[:, part].unsqueeze(2)
+        """Terms of rows ``part``: ``[S, out, n, in]`` (in the shared buffer unless ``fresh``)."""
+        x = self.x[:, part].unsqueeze(1)
         if fresh:
             return torch.addcmul(self.bias, self.weight, x)
         if self.buffer is None:
             self.buffer = torch.addcmul(self.bias, self.weight, x)
             return self.buffer
-        return torch.addcmul(self.bias, self.weight, x, out=self.buffer[:, : part.stop - part.start])
+        return torch.addcmul(self.bias, self.weight, x, out=self.buffer[:, :, : part.stop - part.start])
 
     def gradients(self, part: slice, grad_terms: Tensor, wanted: tuple[bool, bool]) -> tuple[Tensor | None, Tensor | None]:
-        """Chain rule through ``term = W x + 1 − W``: ``∂L/∂term [S, n, out, in]`` → (``∂L/∂x [S, n, in]``,
-        this chunk's share of ``∂L/∂W [S, out, in]``); an entry is None where ``wanted`` says so."""
-        grad_x = (grad_terms * self.weight).sum(-2) if wanted[0] else None
-        grad_weight = (grad_terms * (self.x[:, part].unsqueeze(2) - 1)).sum(1) if wanted[1] else None
-        return grad_x, grad_weight
+        """This chunk's gradients (see :func:`_term_gradients`)."""
+        return _term_gradients(self.x[:, part], self.weight, grad_terms, wanted)
+
+
+def _term_gradients(
+    x: Tensor, weight: Tensor, grad_terms: Tensor, wanted: tuple[bool, bool]
+) -> tuple[Tensor | None, Tensor | None]:
+    """Chain rule through ``term = W x + 1 − W``: ``x [S, n, in]``, ``weight [S, out, 1, in]`` and
+    ``∂L/∂term [S, out, n, in]`` (overwritten) → (``∂L/∂x [S, n, in]``, the share of ``∂L/∂W [S, out, in]``
+    of these rows); an entry is None where ``wanted`` says so."""
+    grad_x = (grad_terms * weight).sum(1) if wanted[0] else None
+    grad_weight = grad_terms.mul_(x.unsqueeze(1) - 1).sum(2) if wanted[1] else None
+    return grad_x, grad_weight
+
+
+def _finite_gradients(gradients: tuple[Tensor | None, Tensor | None], wanted: tuple[bool, bool]) -> bool:
+    """Whether the fast-route gradients are all finite. A non-finite ``∂L/∂term`` (``y / term_i`` beyond
+    the float range) reaches either gradient (inf·0 = NaN included), so checking one of them is enough;
+    an overflowing sum only sends the computation down the exact log-domain route."""
+    checked = gradients[1] if wanted[1] else gradients[0]
+    return math.isfinite(float(checked.sum()))
 
 
 class _LogDomain:
@@ -87,12 +106,12 @@ class _LogDomain:
         self.sign = self.term_sign.prod(-1)
 
     def product(self) -> Tensor:
-        """``[S, n, out]``: the saturated product, exactly 0 where some term is 0."""
+        """``[S, out, n]``: the saturated product, exactly 0 where some term is 0."""
         value = self.sign * torch.exp(self.log_sum.clamp(max=MAX_LOG_MAGNITUDE))
         return torch.where(self.zero_count > 0, 0.0, value)
 
     def others(self) -> Tensor:
-        """``[S, n, out, in]``: ``Π_{k≠i} term_k``, 0 where the output is saturated."""
+        """``[S, out, n, in]``: ``Π_{k≠i} term_k``, 0 where the output is saturated."""
         log_others = self.log_sum.unsqueeze(-1) - self.log_magnitude
         value = (self.sign.unsqueeze(-1) * self.term_sign) * torch.exp(log_others.clamp(max=MAX_LOG_MAGNITUDE))
         zeros = self.zero_count.unsqueeze(-1)
@@ -102,9 +121,18 @@ class _LogDomain:
 
 
 class _MultiplicativeProduct(torch.autograd.Function):
+    """``x [S, N, in]``, ``weight [S, out, in]`` → ``[S, out, N]`` (float32 or float64, no autocast)."""
+
     @staticmethod
-    @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
     def forward(ctx, x: Tensor, weight: Tensor) -> Tensor:
+        if x.numel() * weight.shape[1] <= CHUNK_ELEMENTS:  # one chunk: plain tensors, terms kept
+            expanded = weight.unsqueeze(2)
+            terms = torch.addcmul(1 - expanded, expanded, x.unsqueeze(1))  # [S, out, N, in]
+            product = terms.prod(-1)
+            if _all_trusted(product):
+                ctx.log_domain_masks = {}
+                ctx.save_for_backward(x, weight, product, terms)
+                return product
         terms = _Terms(x, weight)
         products, ctx.log_domain_masks = [], {}
         for part in terms.parts:
@@ -115,36 +143,36 @@ class _MultiplicativeProduct(torch.autograd.Function):
                 product = torch.where(mask, _LogDomain(chunk).product(), product)
                 ctx.log_domain_masks[part.start] = mask
             products.append(product)
-        result = products[0] if len(products) == 1 else torch.cat(products, dim=1)
+        result = products[0] if len(products) == 1 else torch.cat(products, dim=2)
         ctx.save_for_backward(x, weight, result)
         return result
 
     @staticmethod
-    @torch.amp.custom_bwd(device_type="cuda")
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None]:
-        x, weight, result = ctx.saved_tensors
+        x, weight, result, *kept_terms = ctx.saved_tensors
         wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        grad_times_result = (grad_output * result).unsqueeze(-1)  # [S, out, N, 1]
+        if kept_terms:  # the one-chunk plain path: ∂y/∂term_i = y / term_i, unless that is not finite
+            gradients = _term_gradients(x, weight.unsqueeze(2), grad_times_result / kept_terms[0], wanted)
+            if _finite_gradients(gradients, wanted):
+                return gradients
         terms = _Terms(x, weight)
-        grad_times_result = (grad_output * result).unsqueeze(-1)
         grad_x_parts, grad_weight = [], None
         for part in terms.parts:
             mask = ctx.log_domain_masks.get(part.start)
             part_grads = None
             if mask is None:  # fast route, in place: ∂y/∂term_i = y / term_i
                 chunk = terms(part)
-                part_grads = terms.gradients(part, torch.div(grad_times_result[:, part], chunk, out=chunk), wanted)
-                # a non-finite ∂L/∂term (y / term_i beyond the float range) reaches either gradient
-                # (inf·0 = NaN included), so checking one of them is enough; an overflowing sum only
-                # sends the chunk down the exact route below
-                checked = part_grads[1] if wanted[1] else part_grads[0]
-                if not math.isfinite(float(checked.sum())):
+                part_grads = terms.gradients(part, torch.div(grad_times_result[:, :, part], chunk, out=chunk), wanted)
+                if not _finite_gradients(part_grads, wanted):
                     part_grads = None
             if part_grads is None:
                 chunk = terms(part, fresh=True)
-                fast = grad_times_result[:, part] / chunk
+                fast = grad_times_result[:, :, part] / chunk
                 needs_log = ~torch.isfinite(fast) if mask is None else mask.unsqueeze(-1) | ~torch.isfinite(fast)
-                grad_terms = torch.where(needs_log, grad_output[:, part].unsqueeze(-1) * _LogDomain(chunk).others(), fast)
+                others = _LogDomain(chunk).others()
+                grad_terms = torch.where(needs_log, grad_output[:, :, part].unsqueeze(-1) * others, fast)
                 part_grads = terms.gradients(part, grad_terms, wanted)
             if wanted[0]:
                 grad_x_parts.append(part_grads[0])
@@ -161,9 +189,13 @@ def multiplicative_product(x: Tensor, weight: Tensor) -> Tensor:
     Plain: ``x [..., in]``, ``weight [out, in]`` → ``[..., out]``.
     Ensemble: ``x [S, ..., in]``, ``weight [S, out, in]`` → ``[S, ..., out]``.
     Magnitudes saturate at ``exp(MAX_LOG_MAGNITUDE)``; see the module docstring for the gradient.
+    Under autocast it computes in float32 (half-precision inputs are upcast).
     """
+    if torch.is_autocast_enabled(x.device.type):
+        with torch.autocast(x.device.type, enabled=False):
+            return multiplicative_product(x.float(), weight.float())
     members = 1 if weight.dim() == 2 else weight.shape[0]
     out_features, in_features = weight.shape[-2:]
     flat = x.reshape(members, -1, in_features)  # plain: one member holding every row
-    product = _MultiplicativeProduct.apply(flat, weight.reshape(members, out_features, in_features))
-    return product.reshape(*x.shape[:-1], out_features)
+    product = _MultiplicativeProduct.apply(flat, weight.reshape(members, out_features, in_features))  # [S, out, N]
+    return product.transpose(1, 2).reshape(*x.shape[:-1], out_features)
