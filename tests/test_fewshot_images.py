@@ -23,7 +23,7 @@ from neurosym.pipelines.windows import WindowSource
 
 CPU = torch.device("cpu")
 pytestmark = pytest.mark.usefixtures("one_thread")
-FAST = FewShotConfig(glyph_steps=60, abduction_steps=30, replay=40)
+FAST = FewShotConfig(glyph_steps=60, abduction_steps=30)
 
 
 @pytest.fixture(scope="module")

@@ -51,10 +51,10 @@ class FewShotConfig:
     """Budget of :func:`learn_concept_from_images`.
 
     ``rounds`` of ``glyph_steps`` supervised steps of ``glyph_batch`` windows (half from the few-shot
-    expressions, half replayed) on the spotted readings, re-read by the grown classifier after each round; ``abduction_steps`` trainer steps of ``batch_size``
-    expressions with the learned semantics; ``replay`` main-task expressions replayed; Adam at
-    ``learning_rate``; ``role`` ``"number"``, ``"operator"`` or ``None`` (inferred); an operator's
-    program is induced at each of ``agreements`` (fractions of its examples it must explain) and the
+    expressions, half replayed) on the spotted readings, re-read by the grown classifier after each
+    round; ``abduction_steps`` trainer steps of ``batch_size`` expressions (the few-shot and the
+    replayed ones) with the learned semantics; Adam at ``learning_rate``; ``role`` ``"number"``,
+    ``"operator"`` or ``None`` (inferred); an operator's program is induced at each of ``agreements`` (fractions of its examples it must explain) and the
     one whose meaning explains the most training sentences is kept.
     """
 
@@ -63,7 +63,6 @@ class FewShotConfig:
     rounds: int = 2
     abduction_steps: int = 100
     batch_size: int = 16
-    replay: int = 200
     learning_rate: float = 1e-3
     role: str | None = None
     agreements: tuple[float, ...] = (0.95, 0.9, 0.8, 0.7, 0.6)
