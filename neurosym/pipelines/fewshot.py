@@ -54,8 +54,9 @@ class FewShotConfig:
     expressions, half replayed) on the spotted readings, re-read by the grown classifier after each
     round; ``abduction_steps`` trainer steps of ``batch_size`` expressions (the few-shot and the
     replayed ones) with the learned semantics; Adam at ``learning_rate``; ``role`` ``"number"``,
-    ``"operator"`` or ``None`` (inferred); an operator's program is induced at each of ``agreements`` (fractions of its examples it must explain) and the
-    one whose meaning explains the most training sentences is kept.
+    ``"operator"`` or ``None`` (inferred); an operator's program is induced at each of ``agreements``
+    (fractions of its examples it must explain) and the one whose meaning explains the most training
+    sentences is kept.
     """
 
     glyph_steps: int = 150
@@ -73,8 +74,10 @@ class FewShotConfig:
             raise ValueError(f"unknown role {self.role!r}: choose one of {ROLES} or None")
         if not self.agreements or any(not 0 < a <= 1 for a in self.agreements):
             raise ValueError(f"agreements must be fractions in (0, 1], got {self.agreements}")
-        if self.rounds < 1 or self.glyph_steps < 1 or self.glyph_batch < 2 or self.batch_size < 1 or self.abduction_steps < 0:
-            raise ValueError("rounds, glyph_steps and batch_size must be positive, glyph_batch at least 2")
+        if min(self.rounds, self.glyph_steps, self.batch_size) < 1 or self.glyph_batch < 2 or self.abduction_steps < 0:
+            raise ValueError(
+                "rounds, glyph_steps and batch_size must be positive, glyph_batch at least 2, abduction_steps >= 0"
+            )
 
 
 @dataclass(frozen=True)
@@ -97,8 +100,9 @@ def with_new_symbol(log_probs: torch.Tensor) -> torch.Tensor:
 
 
 def _roles(vocabulary: Sequence[str], table: OperatorTable, symbol: str, role: str) -> TokenRoles:
-    numbers = [s for s in table.numbers if s in vocabulary]
-    operators = [s for s in table.operators if s in vocabulary]
+    """Grammatical roles of ``vocabulary`` with ``symbol`` added in ``role``."""
+    numbers = _same_role(table, "number", vocabulary)
+    operators = _same_role(table, "operator", vocabulary)
     return TokenRoles.from_vocabulary(
         vocabulary, numbers + [symbol] * (role == "number"), operators + [symbol] * (role == "operator")
     )
@@ -129,6 +133,7 @@ def insist_on_symbol(
 
 
 def _same_role(table: OperatorTable, role: str, vocabulary: Sequence[str]) -> list[str]:
+    """The symbols of ``table`` in ``role`` that ``vocabulary`` can read."""
     known = table.numbers if role == "number" else table.operators
     return [s for s in known if s in vocabulary]
 
