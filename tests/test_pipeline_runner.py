@@ -51,3 +51,15 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     assert (out / "hint_neurosym_fewshot_image.png").is_file()
     assert json.loads((out / "fewshot_image.json").read_text())["0.01"]["concepts"].keys() == {"x", "a"}
     assert "glyphs learned from the few shots" in capsys.readouterr().out
+
+
+def test_steps_default_to_the_pipelines_budget_not_the_seq2seq_one(private_cache):
+    from neurosym.cli import build_parser
+    from neurosym.experiments import hint
+
+    argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "none"]
+    args = build_parser().parse_args([*argv, "--speed-samples", "3", "--out", str(private_cache / "out"), "--quiet"])
+    assert args.steps is None
+    hint.run(args)
+    assert args.steps == hint.DEFAULT_STEPS["neurosym"] == 2_000
+    assert build_parser().parse_args(["hint", "--model", "gru", "--steps", "7"]).steps == 7

@@ -81,7 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", choices=("symbol", "image"), default="symbol", help="symbol ids or handwritten images")
     parser.add_argument("--scale", type=float, default=1.0, help="fraction of the released split sizes (1 = Table A1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of data generation, initialisation and shuffling")
-    parser.add_argument("--steps", type=int, default=100_000, help="maximum training steps (HINT: 100k)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="maximum training steps (default: 100k for the seq2seq models as in HINT, 2,000 for neurosym)",
+    )
     parser.add_argument("--batch-size", type=int, default=128, help="global batch size (HINT: 128)")
     parser.add_argument("--lr", type=float, default=None, help="Adam learning rate (default: 1e-3 RNNs, 1e-4 Transformers)")
     parser.add_argument("--dim", type=int, default=128, help="embedding size (the Transformer width)")
@@ -153,7 +158,13 @@ def _loader(dataset: Dataset, args: argparse.Namespace) -> DataLoader:
     return DataLoader(dataset, batch_size=args.eval_batch_size, collate_fn=collate_hint, num_workers=args.num_workers)
 
 
+DEFAULT_STEPS = {"seq2seq": 100_000, "neurosym": 2_000}
+"""Training steps when ``--steps`` is not given: the HINT release's budget, and the pipeline's."""
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.steps is None:
+        args.steps = DEFAULT_STEPS["neurosym" if args.model == "neurosym" else "seq2seq"]
     if args.model == "neurosym":
         return importlib.import_module(NEUROSYM_RUNNER).run(args)
     context = init_distributed(args.device)
