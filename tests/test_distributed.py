@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,13 @@ import torch.multiprocessing as mp
 from torch import nn
 from torch.utils.data import TensorDataset
 
-from neurosym.training import TrainConfig, init_distributed, load_checkpoint, shutdown_distributed, train
+from neurosym.training import (
+    TrainConfig,
+    init_distributed,
+    load_checkpoint,
+    shutdown_distributed,
+    train,
+)
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import learning_rate_factor
 
@@ -170,3 +177,15 @@ def test_adam_settings_and_schedule_survive_a_resume(tmp_path: Path) -> None:
     assert load_checkpoint(path)["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.995)
     for name, value in straight.state_dict().items():
         torch.testing.assert_close(again.state_dict()[name], value)
+
+
+def test_resuming_with_another_configuration_is_refused_but_more_steps_continue(tmp_path: Path) -> None:
+    path = tmp_path / "run.pt"
+    train(small_model(), regression_data(), mse, TrainConfig(max_steps=2, batch_size=4, checkpoint=path, progress=False), SINGLE)
+    with pytest.raises(ValueError, match="another configuration \\(lr differ\\)"):
+        train(small_model(), regression_data(), mse, TrainConfig(max_steps=2, batch_size=4, lr=0.5, checkpoint=path, progress=False), SINGLE)
+    longer = TrainConfig(max_steps=3, batch_size=4, checkpoint=path, progress=False)
+    assert train(small_model(), regression_data(), mse, longer, SINGLE).steps == 3
+    with pytest.raises(ValueError, match="max_steps differ"):
+        strict = ("checkpoint", "progress")
+        train(small_model(), regression_data(), mse, replace(longer, max_steps=4), SINGLE, resume_may_change=strict)

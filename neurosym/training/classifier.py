@@ -9,14 +9,11 @@ on ``prepare(inputs)``. Optimiser, warm-up and cosine schedule, mixed precision,
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
-from typing import Any
 
 import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from neurosym.training.checkpoint import load_checkpoint
 from neurosym.training.device import autocast_enabled
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import TrainConfig, TrainResult, train
@@ -46,10 +43,6 @@ class RowIndices(Dataset):
         return index
 
 
-def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in config.items() if key not in RUN_INDEPENDENT_FIELDS}
-
-
 def fit_classifier(
     model: nn.Module,
     inputs: torch.Tensor,
@@ -68,12 +61,6 @@ def fit_classifier(
     """
     if len(inputs) != len(labels) or len(inputs) == 0:
         raise ValueError(f"need as many labels as inputs (and at least one): {len(inputs)} vs {len(labels)}")
-    if config.checkpoint is not None:
-        saved = load_checkpoint(config.checkpoint)
-        if saved is not None and _comparable(saved["config"]) != _comparable(asdict(config)):
-            raise ValueError(
-                f"checkpoint {config.checkpoint} was written with another configuration: {saved['config']}"
-            )
 
     def gather(rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         index = torch.tensor(rows)
@@ -84,7 +71,8 @@ def fit_classifier(
         return nn.functional.cross_entropy(network(prepare(batch_inputs)).float(), targets)
 
     context = DistributedContext(rank=0, world_size=1, local_rank=0, device=device)
-    return train(model, RowIndices(len(inputs)), loss_fn, config, context, collate_fn=gather)
+    rows = RowIndices(len(inputs))
+    return train(model, rows, loss_fn, config, context, collate_fn=gather, resume_may_change=RUN_INDEPENDENT_FIELDS)
 
 
 @torch.no_grad()

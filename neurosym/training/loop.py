@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -88,6 +88,22 @@ def schedule_factor(step: int, max_steps: int, schedule: str, warmup_steps: int 
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
+RESUMABLE_CHANGES = ("max_steps", "eval_every", "patience", "checkpoint", "progress", "num_workers")
+"""Fields of :class:`TrainConfig` that may differ when a run is resumed (a larger ``max_steps`` continues it)."""
+
+
+def check_resumable(saved: dict[str, Any], config: TrainConfig, may_change: Collection[str], path: Any) -> None:
+    """Refuse to resume the checkpoint at ``path`` whose ``saved`` configuration (``asdict`` of a
+    :class:`TrainConfig`) differs from ``config`` in a field outside ``may_change``."""
+    current = asdict(config)
+    differing = sorted(key for key in current if key not in may_change and saved.get(key) != current[key])
+    if differing:
+        raise ValueError(
+            f"checkpoint {path} was written with another configuration ({', '.join(differing)} differ): {saved}; "
+            "remove it or choose another checkpoint path"
+        )
+
+
 def learning_rate_factor(step: int, config: TrainConfig) -> float:
     """Multiplier of ``config.lr`` at update ``step`` (0-based): linear warm-up, then the schedule."""
     return schedule_factor(step, config.max_steps, config.schedule, config.warmup_steps)
@@ -155,11 +171,13 @@ def train(
     *,
     evaluate: Evaluator | None = None,
     collate_fn: Callable[[list[Any]], Any] | None = None,
+    resume_may_change: Collection[str] = RESUMABLE_CHANGES,
 ) -> TrainResult:
     """Train ``model`` (in place, on ``context.device``) as ``config`` says; returns a :class:`TrainResult`.
 
     On return the model holds the best weights seen by ``evaluate`` (the last weights without one).
-    With ``config.checkpoint`` set, an existing checkpoint there is resumed from.
+    With ``config.checkpoint`` set, an existing checkpoint there is resumed from; one written with a
+    configuration that differs outside ``resume_may_change`` raises ``ValueError``.
     """
     per_rank = _check(config, context, len(dataset))
     device = context.device
@@ -174,6 +192,7 @@ def train(
     state = {"step": 0, "best_score": None, "best_step": None, "bad_evaluations": 0, "history": [], "best_model": None}
     saved = load_checkpoint(config.checkpoint, map_location=device) if config.checkpoint else None
     if saved is not None:
+        check_resumable(saved["config"], config, resume_may_change, config.checkpoint)
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
