@@ -122,3 +122,34 @@ def test_curriculum_stages_and_errors():
         parse_stages("1-2")
     with pytest.raises(ValueError, match="growing"):
         Curriculum(((3, 1), (1, 1)))
+
+
+def test_verified_positions_are_the_symbols_the_result_pins_down():
+    pipeline = _pipeline()
+    labels = ["3*0", "2-7", "9/4", "(1+2)*3", None]
+    targets = [0, 0, 3, 9, 5]
+    verified = pipeline.verified_positions(labels, targets)
+    # 3*0: any first factor gives 0; the 0 and the * (3+0, 3-0, 3/0 are not 0) are pinned.
+    assert verified[0] == [False, True, True]
+    # 2-7 = max(0, 2-7): 0, 1 and 2 also clamp to 0 against 7 (so 2 is not pinned); 7 is not
+    # pinned either (8, 9 clamp too); the minus is (2+7, 2*7, ceil(2/7) = 1 differ from 0).
+    assert verified[1] == [False, True, False]
+    # 9/4 = ceil(2.25) = 3: 10 is not a digit, but 8/4 = 2 and ceil(9/3) = 3 (so the divisor is not pinned).
+    assert verified[2] == [True, True, False]
+    assert verified[3] == [True] * 7
+    assert verified[4] is None
+
+
+def test_pseudo_label_loss_uses_only_the_trained_positions():
+    pipeline = _pipeline()
+    log_probs = torch.randn(2, 3, len(HINT_SYMBOLS)).log_softmax(-1)
+    labels = ["3*0", "1+2"]
+    index = {s: i for i, s in enumerate(HINT_SYMBOLS)}
+    trained = [[False, True, True], [True, False, False]]
+    loss = trainer_module._pseudo_label_loss(pipeline, log_probs, labels, trained)
+    picked = [log_probs[0, 1, index["*"]], log_probs[0, 2, index["0"]], log_probs[1, 0, index["1"]]]
+    assert torch.allclose(loss, -torch.stack(picked).mean())
+    everything = trainer_module._pseudo_label_loss(pipeline, log_probs, labels)
+    assert torch.allclose(everything, -torch.stack([log_probs[r, c, index[labels[r][c]]] for r in range(2) for c in range(3)]).mean())
+    with pytest.raises(ValueError, match="pseudo_labels"):
+        TrainConfig(pseudo_labels="some")

@@ -48,6 +48,7 @@ from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import (
     LEARNING_RULES,
+    PSEUDO_LABELS,
     TrainConfig,
     evaluate_pipeline,
     train_pipeline,
@@ -92,6 +93,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=LEARNING_RULES,
         default="abduction",
         help="neurosym: abduction or the REINFORCE baseline",
+    )
+    parser.add_argument(
+        "--pseudo-labels",
+        choices=PSEUDO_LABELS,
+        default="verified",
+        help="neurosym: train on the symbols of a pseudo-label that the result pins down, or on all of them",
     )
     parser.add_argument(
         "--abduction-changes", type=int, default=2, help="neurosym: most symbols one abduced correction may change"
@@ -196,6 +203,7 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         augment_shift=args.augment_shift,
         curriculum=Curriculum(parse_stages(args.curriculum)),
         learning=args.learning_rule,
+        pseudo_labels=args.pseudo_labels,
         seed=args.seed,
         checkpoint_every=args.checkpoint_interval,
     )

@@ -93,3 +93,34 @@ class HintPipeline:
             found = self.abducer.abduce(sentence, scores[: len(sentence)], int(target))
             labels.append(None if found is None else found.sentence)
         return labels
+
+    def verified_positions(self, labels: Sequence[str | None], targets: Sequence[int]) -> list[list[bool] | None]:
+        """Which symbols of each pseudo-label the result pins down: position ``i`` of ``labels[b]`` is
+        verified when every other symbol of its role (another number for a number, another operator for
+        an operator) in its place gives a value other than ``targets[b]`` (or an invalid sentence).
+        Brackets are always verified (the grammar places them). ``None`` labels stay ``None``.
+
+        A symbol the result does not pin down (a factor of ``0 * ...``, the subtrahend of a clamped
+        ``a - b`` with ``b >= a``, a divisor whose neighbours round up to the same value) would only
+        confirm what the classifier already reads there, right or wrong.
+        """
+        vocabulary = self.roles.vocabulary
+        alternatives = {
+            vocabulary[i]: [vocabulary[j] for j in ids if j != i]
+            for ids in (self.roles.numbers, self.roles.operators)
+            for i in ids
+        }
+        variants: list[str] = []
+        owners: list[tuple[int, int]] = []  # (label index, position) of each variant
+        for row, label in enumerate(labels):
+            if label is None:
+                continue
+            for position, symbol in enumerate(label):
+                for other in alternatives.get(symbol, ()):
+                    variants.append(label[:position] + other + label[position + 1 :])
+                    owners.append((row, position))
+        verified = [None if label is None else [True] * len(label) for label in labels]
+        for (row, position), value in zip(owners, self.solver.solve(variants)):
+            if value == targets[row]:
+                verified[row][position] = False
+        return verified

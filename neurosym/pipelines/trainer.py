@@ -30,13 +30,17 @@ from neurosym.training.device import autocast_enabled
 from neurosym.training.loop import SCHEDULES, schedule_factor
 
 LEARNING_RULES = ("abduction", "reinforce")
+#: Which symbols of a pseudo-label are trained on: those the result pins down, or all of them.
+PSEUDO_LABELS = ("verified", "all")
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """Optimisation settings: ``steps`` batches of ``batch_size`` expressions, Adam at ``learning_rate``
     under ``schedule`` (``"constant"``, or ``"cosine"`` decay to zero at ``steps``); training windows are
-    shifted by up to ``augment_shift`` pixels each (:func:`neurosym.perception.augment.random_shift`)."""
+    shifted by up to ``augment_shift`` pixels each (:func:`neurosym.perception.augment.random_shift`).
+    ``pseudo_labels="verified"`` trains only on the symbols of a pseudo-label that the result pins down
+    (:meth:`HintPipeline.verified_positions`); ``"all"`` on every symbol."""
 
     steps: int = 2000
     batch_size: int = 32
@@ -45,12 +49,15 @@ class TrainConfig:
     augment_shift: int = 0
     curriculum: Curriculum = field(default_factory=Curriculum)
     learning: str = "abduction"
+    pseudo_labels: str = "verified"
     seed: int = 0
     checkpoint_every: int = 100
 
     def __post_init__(self) -> None:
         if self.learning not in LEARNING_RULES:
             raise ValueError(f"unknown learning rule {self.learning!r}: choose one of {LEARNING_RULES}")
+        if self.pseudo_labels not in PSEUDO_LABELS:
+            raise ValueError(f"unknown pseudo_labels {self.pseudo_labels!r}: choose one of {PSEUDO_LABELS}")
         if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
             raise ValueError("steps, batch_size and checkpoint_every must be positive")
         if self.augment_shift < 0:
@@ -67,16 +74,23 @@ def _windows_on(
 
 
 def _pseudo_label_loss(
-    pipeline: HintPipeline, log_probs: torch.Tensor, labels: list[str | None]
+    pipeline: HintPipeline,
+    log_probs: torch.Tensor,
+    labels: list[str | None],
+    trained: list[list[bool] | None] | None = None,
 ) -> torch.Tensor | None:
-    """Cross-entropy of the windows of examples with a pseudo-label ``[B, T, V]`` -> scalar."""
+    """Cross-entropy of the windows of examples with a pseudo-label ``[B, T, V]`` -> scalar; with
+    ``trained``, only of the positions it marks (per label, one flag per symbol)."""
     index = {s: i for i, s in enumerate(pipeline.classifier.vocabulary)}
     rows, columns, classes = [], [], []
     for row, label in enumerate(labels):
-        if label is not None:
-            rows += [row] * len(label)
-            columns += range(len(label))
-            classes += [index[s] for s in label]
+        if label is None:
+            continue
+        for column, symbol in enumerate(label):
+            if trained is None or trained[row][column]:
+                rows.append(row)
+                columns.append(column)
+                classes.append(index[symbol])
     if not rows:
         return None
     picked = log_probs[torch.tensor(rows), torch.tensor(columns)]
@@ -122,7 +136,8 @@ def train_pipeline(
         batch_targets = targets[indices].tolist()
         if config.learning == "abduction":
             labels = pipeline.abduce(reading, batch_targets)
-            loss = _pseudo_label_loss(pipeline, reading.log_probs, labels)
+            trained = pipeline.verified_positions(labels, batch_targets) if config.pseudo_labels == "verified" else None
+            loss = _pseudo_label_loss(pipeline, reading.log_probs, labels, trained)
             signal = sum(label is not None for label in labels) / len(labels)
         else:
             loss, signal = reinforce_loss(
