@@ -97,7 +97,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pseudo-labels",
         choices=PSEUDO_LABELS,
-        default="verified",
+        default="all",
         help="neurosym: train on the symbols of a pseudo-label that the result pins down, or on all of them",
     )
     parser.add_argument(

@@ -39,8 +39,8 @@ class TrainConfig:
     """Optimisation settings: ``steps`` batches of ``batch_size`` expressions, Adam at ``learning_rate``
     under ``schedule`` (``"constant"``, or ``"cosine"`` decay to zero at ``steps``); training windows are
     shifted by up to ``augment_shift`` pixels each (:func:`neurosym.perception.augment.random_shift`).
-    ``pseudo_labels="verified"`` trains only on the symbols of a pseudo-label that the result pins down
-    (:meth:`HintPipeline.verified_positions`); ``"all"`` on every symbol."""
+    ``pseudo_labels="all"`` trains on every symbol of a pseudo-label, ``"verified"`` only on those the
+    result pins down (:meth:`HintPipeline.verified_positions`)."""
 
     steps: int = 2000
     batch_size: int = 32
@@ -49,7 +49,7 @@ class TrainConfig:
     augment_shift: int = 0
     curriculum: Curriculum = field(default_factory=Curriculum)
     learning: str = "abduction"
-    pseudo_labels: str = "verified"
+    pseudo_labels: str = "all"
     seed: int = 0
     checkpoint_every: int = 100
 
