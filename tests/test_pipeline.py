@@ -1,5 +1,7 @@
 """The pipeline learns perception from results alone on a tiny synthetic problem, and resumes exactly."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -13,6 +15,7 @@ from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
+from neurosym.training import load_checkpoint, save_checkpoint
 
 CPU = torch.device("cpu")
 
@@ -85,6 +88,19 @@ def test_checkpoint_of_another_configuration_is_refused(problem, tmp_path):
     train_pipeline(_pipeline(), train, TrainConfig(steps=2, batch_size=4), CPU, path, progress=False)
     with pytest.raises(ValueError, match="another configuration"):
         train_pipeline(_pipeline(), train, TrainConfig(steps=3, batch_size=4), CPU, path, progress=False)
+
+
+def test_checkpoint_from_before_a_new_config_field_resumes_with_its_default(problem, tmp_path):
+    train, _ = problem
+    path = tmp_path / "ckpt.pt"
+    config = TrainConfig(steps=2, batch_size=4)
+    history = train_pipeline(_pipeline(), train, config, CPU, path, progress=False)
+    state = load_checkpoint(path)
+    del state["config"]["pseudo_labels"]  # as written before the field existed
+    save_checkpoint(state, path)
+    assert train_pipeline(_pipeline(), train, config, CPU, path, progress=False) == history
+    with pytest.raises(ValueError, match="another configuration"):
+        train_pipeline(_pipeline(), train, replace(config, pseudo_labels="verified"), CPU, path, progress=False)
 
 
 def test_reinforce_baseline_runs_and_reports_rewards(problem):

@@ -118,7 +118,9 @@ def train_pipeline(
     state = load_checkpoint(checkpoint, map_location=device) if checkpoint is not None else None
     start, history, baseline = 0, [], 0.0
     if state is not None:
-        if state["config"] != asdict(config):
+        # Fields added after a checkpoint was written take their defaults, which reproduce the old behaviour.
+        saved = {**asdict(TrainConfig()), **state["config"]}
+        if saved != asdict(config):
             raise ValueError(f"checkpoint {checkpoint} was written with another configuration: {state['config']}")
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
