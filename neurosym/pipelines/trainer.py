@@ -27,7 +27,7 @@ from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.windows import WindowSource
 from neurosym.training import load_checkpoint, save_checkpoint
 from neurosym.training.device import autocast_enabled
-from neurosym.training.loop import SCHEDULES, schedule_factor
+from neurosym.training.loop import SCHEDULES, check_resumable, schedule_factor
 
 LEARNING_RULES = ("abduction", "reinforce")
 #: Which symbols of a pseudo-label are trained on: those the result pins down, or all of them.
@@ -118,10 +118,7 @@ def train_pipeline(
     state = load_checkpoint(checkpoint, map_location=device) if checkpoint is not None else None
     start, history, baseline = 0, [], 0.0
     if state is not None:
-        # Fields added after a checkpoint was written take their defaults, which reproduce the old behaviour.
-        saved = {**asdict(TrainConfig()), **state["config"]}
-        if saved != asdict(config):
-            raise ValueError(f"checkpoint {checkpoint} was written with another configuration: {state['config']}")
+        check_resumable(state["config"], config, (), checkpoint)
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])

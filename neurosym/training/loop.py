@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -92,10 +92,25 @@ RESUMABLE_CHANGES = ("max_steps", "eval_every", "patience", "checkpoint", "progr
 """Fields of :class:`TrainConfig` that may differ when a run is resumed (a larger ``max_steps`` continues it)."""
 
 
-def check_resumable(saved: dict[str, Any], config: TrainConfig, may_change: Collection[str], path: Any) -> None:
+def _field_defaults(config: Any) -> dict[str, Any]:
+    """The defaults of the dataclass ``config``'s fields that have one, as ``asdict`` would give them."""
+    defaults = {}
+    for spec in fields(config):
+        if spec.default is not MISSING:
+            defaults[spec.name] = spec.default
+        elif spec.default_factory is not MISSING:
+            value = spec.default_factory()
+            defaults[spec.name] = asdict(value) if is_dataclass(value) else value
+    return defaults
+
+
+def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[str], path: Any) -> None:
     """Refuse to resume the checkpoint at ``path`` whose ``saved`` configuration (``asdict`` of a
-    :class:`TrainConfig`) differs from ``config`` in a field outside ``may_change``."""
+    dataclass config such as :class:`TrainConfig`) differs from ``config`` in a field outside
+    ``may_change``. A field the checkpoint lacks (added to the config after it was written) counts as
+    its default, which reproduces the behaviour before the field existed."""
     current = asdict(config)
+    saved = {**_field_defaults(config), **saved}
     differing = sorted(key for key in current if key not in may_change and saved.get(key) != current[key])
     if differing:
         raise ValueError(
