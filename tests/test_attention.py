@@ -34,7 +34,7 @@ def reference(module: MultiheadAttention, x: torch.Tensor, causal: bool) -> torc
     for i in range(length):
         for j in range(length):
             if isinstance(module, RelativeMultiheadAttention) and module.relative == "xl":
-                r = module.distance_proj(sinusoid_table(torch.tensor([i - j]), DIM))[0].view(module.heads, d)
+                r = module.distance_proj(sinusoid_table(torch.tensor([i - j]), module.position_dim))[0].view(module.heads, d)
                 content = ((q[:, :, i] + module.content_bias) * k[:, :, j]).sum(-1)
                 position = ((q[:, :, i] + module.position_bias) * r).sum(-1)
                 scores[:, :, i, j] = content + position
@@ -66,6 +66,36 @@ def test_matches_pairwise_reference(kind: str, causal: bool) -> None:
         module = make(kind)
     x = torch.randn(2, 6, DIM)
     torch.testing.assert_close(module(x, causal=causal), reference(module, x, causal), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("position_dim", [2, DIM, 4 * DIM])
+def test_xl_with_any_number_of_sinusoid_features_matches_reference(position_dim: int) -> None:
+    module = make("xl", position_dim=position_dim)
+    assert module.distance_proj.in_features == position_dim
+    x = torch.randn(2, 5, DIM)
+    torch.testing.assert_close(module(x, causal=True), reference(module, x, causal=True), atol=1e-5, rtol=1e-4)
+
+
+def test_fused_xl_equals_explicit_scores_at_long_distances() -> None:
+    """The product-of-sinusoids form loses no precision for positions up to a thousand: the XL output at
+    query positions 1000..1004 (an incremental decoder's offset) equals softmax of the explicit scores."""
+    module = make("xl", position_dim=DIM)
+    memory, query = torch.randn(1, 1000, DIM), torch.randn(1, 5, DIM)
+    cache = AttentionCache()
+    module(memory, cache=cache)
+    fused = module(query, cache=cache, causal=True)
+    x = torch.cat([memory, query], dim=1)
+    q = module.split_heads(module.query_proj(query))
+    k, v = module.split_heads(module.key_value_proj(x)).chunk(2, dim=-1)
+    distances = torch.arange(1000, 1005)[:, None] - torch.arange(1005)[None, :]
+    r = module.distance_proj(sinusoid_table(distances.flatten(), DIM)).view(5, 1005, HEADS, -1)
+    content = torch.einsum("bhid,bhjd->bhij", q + module.content_bias[:, None], k)
+    position = torch.einsum("bhid,ijhd->bhij", q + module.position_bias[:, None], r)
+    scores = (content + position) / math.sqrt(module.head_dim)
+    scores = scores.masked_fill(distances < 0, -math.inf)
+    out = torch.einsum("bhij,bhjd->bhid", scores.softmax(-1), v)
+    expected = module.out_proj(out.transpose(1, 2).reshape(1, 5, DIM))
+    torch.testing.assert_close(fused, expected, atol=1e-4, rtol=1e-4)
 
 
 @settings(max_examples=15, deadline=None)
@@ -172,3 +202,7 @@ def test_bad_inputs_raise_clear_errors() -> None:
         RelativeMultiheadAttention(DIM, HEADS, relative="rope")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="positive even"):
         sinusoid_table(torch.arange(3), 5)
+    with pytest.raises(ValueError, match="position_dim must be a positive even"):
+        RelativeMultiheadAttention(DIM, HEADS, relative="xl", position_dim=3)
+    with pytest.raises(ValueError, match="position_dim belongs to relative='xl'"):
+        RelativeMultiheadAttention(DIM, HEADS, relative="shaw", position_dim=4)

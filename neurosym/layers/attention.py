@@ -1,9 +1,10 @@
 """Multi-head attention through ``torch.nn.functional.scaled_dot_product_attention``.
 
 :class:`MultiheadAttention` is the vanilla (position-free) attention of Vaswani et al.; subclasses such
-as :class:`neurosym.layers.relative_attention.RelativeMultiheadAttention` add a position-dependent score
-term by overriding :meth:`MultiheadAttention.position_scores` and :meth:`MultiheadAttention.content_query`
-(and a position-dependent value term with :meth:`MultiheadAttention.position_values`).
+as :class:`neurosym.layers.relative_attention.RelativeMultiheadAttention` add positions either inside the
+fused kernel, by extending queries, keys and values (:meth:`MultiheadAttention.attention_inputs`), or as
+an explicit score term (:meth:`MultiheadAttention.position_scores`, and a value term with
+:meth:`MultiheadAttention.position_values`).
 All of them share the masking, the incremental-decoding cache and the fused kernel.
 """
 
@@ -59,9 +60,18 @@ class MultiheadAttention(nn.Module):
         """``[B, T, D] -> [B, heads, T, head_dim]``."""
         return rearrange(x, "b t (h d) -> b h t d", h=self.heads)
 
-    def content_query(self, q: torch.Tensor) -> torch.Tensor:
-        """The query multiplied with the keys, ``[B, H, Tq, d]``; vanilla attention uses ``q`` itself."""
-        return q
+    def attention_inputs(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        query_positions: torch.Tensor,
+        key_positions: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The queries, keys and values the dot-product attention sees: ``q [B, H, Tq, d]``,
+        ``k, v [B, H, Tk, d]`` -> ``[B, H, Tq, e]``, ``[B, H, Tk, e]``, ``[B, H, Tk, e]`` with ``e >= d``
+        (only the first ``d`` output features are kept). Vanilla attention uses them as they are."""
+        return q, k, v
 
     def position_scores(
         self, q: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor, scale: float
@@ -125,19 +135,19 @@ class MultiheadAttention(nn.Module):
         scale = self.head_dim**-0.5
         dropout = self.dropout if self.training else 0.0
         positional = self.position_scores(q, query_positions, key_positions, scale)
-        content = self.content_query(q)
+        q, k, v = self.attention_inputs(q, k, v, query_positions, key_positions)
         plain_causal = offset == 0 and num_queries == num_keys
         if positional is None and key_padding_mask is None and (not causal or plain_causal):
-            out = F.scaled_dot_product_attention(content, k, v, dropout_p=dropout, is_causal=causal, scale=scale)
+            out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal, scale=scale)
         else:
             masked = key_padding_mask is not None or causal
             allowed = self._allowed(query_positions, key_positions, key_padding_mask, causal) if masked else None
             if positional is None:
-                out = F.scaled_dot_product_attention(content, k, v, attn_mask=allowed, dropout_p=dropout, scale=scale)
+                out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout, scale=scale)
             else:
                 positions = (query_positions, key_positions)
-                out = self._attend_with_bias(content * scale, k, v, positional, allowed, dropout, positions)
-        return self.out_proj(rearrange(out, "b h t d -> b t (h d)"))
+                out = self._attend_with_bias(q * scale, k, v, positional, allowed, dropout, positions)
+        return self.out_proj(rearrange(out[..., : self.head_dim], "b h t d -> b t (h d)"))
 
     def _keys_values(
         self, source: torch.Tensor, self_attention: bool, cache: AttentionCache | None

@@ -9,18 +9,22 @@ from einops import rearrange
 from torch import nn
 
 
+def sinusoid_frequencies(dim: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """The ``dim // 2`` angular frequencies of a ``dim``-feature sinusoid, geometrically spaced from 1 to
+    1/10000: float32 ``[dim // 2]``."""
+    if dim <= 0 or dim % 2:
+        raise ValueError(f"sinusoid dimension must be a positive even number, got {dim}")
+    half = dim // 2
+    return torch.exp(torch.arange(half, device=device, dtype=torch.float32) * (-math.log(10000.0) / half))
+
+
 def sinusoid_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
     """Sine/cosine features of (possibly negative or fractional) positions.
 
     ``positions`` has shape ``[N]``; the result has shape ``[N, dim]`` with the sines in the first half of
-    the features and the cosines in the second, at geometrically spaced frequencies from 1 to 1/10000.
+    the features and the cosines in the second, at the frequencies of :func:`sinusoid_frequencies`.
     """
-    if dim <= 0 or dim % 2:
-        raise ValueError(f"sinusoid dimension must be a positive even number, got {dim}")
-    half = dim // 2
-    frequencies = torch.exp(
-        torch.arange(half, device=positions.device, dtype=torch.float32) * (-math.log(10000.0) / half)
-    )
+    frequencies = sinusoid_frequencies(dim, positions.device)
     angles = rearrange(positions.to(torch.float32), "n -> n 1") * rearrange(frequencies, "f -> 1 f")
     return torch.cat([angles.sin(), angles.cos()], dim=-1)
 

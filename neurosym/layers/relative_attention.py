@@ -4,15 +4,21 @@ Two encodings (selected with ``relative=``):
 
 * ``"xl"`` — Transformer-XL (Dai et al. 2019) as used by Csordás et al. (2021): the score of query ``i``
   and key ``j`` is ``(q_i + u)·k_j + (q_i + v)·(W_r r_{i-j})`` where ``r_d`` is the sinusoid of the
-  distance ``d``, ``W_r`` a learned projection and ``u``, ``v`` learned per-head biases.
+  distance ``d`` (``position_dim`` features, default ``head_dim``; Transformer-XL uses ``dim``), ``W_r`` a
+  learned projection and ``u``, ``v`` learned per-head biases. Since ``sin((i-j)ω)`` and ``cos((i-j)ω)``
+  expand into products of functions of ``i`` and of ``j``, the position term is a dot product of an
+  extended query ``[B, H, Tq, position_dim]`` with the key-side features ``[cos(jω), sin(jω)]``: XL
+  attention runs entirely in the fused ``scaled_dot_product_attention`` kernel on queries and keys of
+  ``head_dim + position_dim`` features (values zero-padded to match); without dropout the CPU and CUDA
+  kernels never materialise the ``[Tq, Tk]`` scores.
 * ``"shaw"`` — Shaw et al. (2018): learned vectors per clipped distance ``c = clip(j - i, ±max_rel_pos)``
   are added to the key and (with ``shaw_values=True``, the default, as in the paper) to the value:
   scores ``q_i·k_j + q_i·a^K_c`` and output ``Σ_j α_ij (v_j + a^V_c)``. The value term is computed
   per distance too: the attention weights are summed per clipped distance (``[B, H, Tq, 2R+1]``)
   and multiplied with the ``a^V`` table.
 
-The position term is computed once per distinct distance (``[B, H, Tq, R]``) and spread over the
-``[Tq, Tk]`` grid by an index gather — the vectorised form of Transformer-XL's shift.
+Shaw's key term is computed once per clipped distance (``[B, H, Tq, 2R+1]``) and spread over the
+``[Tq, Tk]`` grid by an index gather.
 """
 
 from __future__ import annotations
@@ -20,11 +26,12 @@ from __future__ import annotations
 from typing import Literal
 
 import torch
+import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
 from neurosym.layers.attention import MultiheadAttention
-from neurosym.layers.positional import sinusoid_table
+from neurosym.layers.positional import sinusoid_frequencies
 
 RelativeKind = Literal["xl", "shaw"]
 
@@ -34,7 +41,8 @@ class RelativeMultiheadAttention(MultiheadAttention):
 
     ``forward(query [B, Tq, D], key_value [B, Tk, D] | None, *, key_padding_mask [B, Tk] | None,
     causal=False, cache=None) -> [B, Tq, D]``. Query ``t`` of a call sits at position ``t`` (plus the
-    cache's offset during incremental decoding); key ``j`` at position ``j``.
+    cache's offset during incremental decoding); key ``j`` at position ``j``. ``max_rel_pos`` and
+    ``shaw_values`` configure ``"shaw"``, ``position_dim`` (even; default ``head_dim``) ``"xl"``.
     """
 
     def __init__(
@@ -45,6 +53,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
         relative: RelativeKind = "xl",
         max_rel_pos: int = 15,
         shaw_values: bool = True,
+        position_dim: int | None = None,
         dropout: float = 0.0,
     ) -> None:
         super().__init__(dim, heads, dropout=dropout)
@@ -52,10 +61,15 @@ class RelativeMultiheadAttention(MultiheadAttention):
             raise ValueError(f"relative must be 'xl' or 'shaw', got {relative!r}")
         if max_rel_pos < 1:
             raise ValueError(f"max_rel_pos must be at least 1, got {max_rel_pos}")
+        if relative == "shaw" and position_dim is not None:
+            raise ValueError("position_dim belongs to relative='xl'; Shaw attention learns one vector per distance")
         self.relative = relative
         self.max_rel_pos = max_rel_pos
         if relative == "xl":
-            self.distance_proj = nn.Linear(dim, dim, bias=False)
+            self.position_dim = self.head_dim if position_dim is None else position_dim
+            if self.position_dim <= 0 or self.position_dim % 2:
+                raise ValueError(f"position_dim must be a positive even number, got {self.position_dim}")
+            self.distance_proj = nn.Linear(self.position_dim, dim, bias=False)
             self.content_bias = nn.Parameter(torch.zeros(heads, self.head_dim))
             self.position_bias = nn.Parameter(torch.zeros(heads, self.head_dim))
         else:
@@ -65,27 +79,49 @@ class RelativeMultiheadAttention(MultiheadAttention):
             if self.distance_values is not None:
                 nn.init.normal_(self.distance_values.weight, std=self.head_dim**-0.5)
 
-    def content_query(self, q: torch.Tensor) -> torch.Tensor:
-        if self.relative == "xl":
-            return q + rearrange(self.content_bias, "h d -> 1 h 1 d").to(q.dtype)
-        return q
+    def attention_inputs(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        query_positions: torch.Tensor,
+        key_positions: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """XL: ``[q + u, position query]``, ``[k, cos(jω), sin(jω)]`` and ``[v, 0]`` (``head_dim +
+        position_dim`` features each); Shaw: unchanged (its terms are explicit)."""
+        if self.relative != "xl":
+            return q, k, v
+        batch, heads = q.shape[:2]
+        # (q + v)·W_r r_{i-j} = p·[sin((i-j)ω), cos((i-j)ω)] with p = W_rᵀ (q + v) = [p_sin, p_cos]
+        projection = rearrange(self.distance_proj.weight, "(h d) p -> h d p", h=heads).to(q.dtype)
+        p_sin, p_cos = ((q + rearrange(self.position_bias, "h d -> 1 h 1 d").to(q.dtype)) @ projection).chunk(2, -1)
+        frequencies = sinusoid_frequencies(self.position_dim, q.device)
+        query_angles = rearrange(query_positions.float(), "q -> q 1") * frequencies
+        key_angles = rearrange(key_positions.float(), "k -> k 1") * frequencies
+        sin_i, cos_i = query_angles.sin().to(q.dtype), query_angles.cos().to(q.dtype)
+        # sin(a-b) = sin a cos b - cos a sin b;  cos(a-b) = cos a cos b + sin a sin b
+        query = torch.cat(
+            [
+                q + rearrange(self.content_bias, "h d -> 1 h 1 d").to(q.dtype),
+                p_sin * sin_i + p_cos * cos_i,  # multiplies cos(jω)
+                p_cos * sin_i - p_sin * cos_i,  # multiplies sin(jω)
+            ],
+            dim=-1,
+        )
+        key_features = torch.cat([key_angles.cos(), key_angles.sin()], dim=-1).to(k.dtype)
+        key = torch.cat([k, key_features.expand(batch, heads, *key_features.shape)], dim=-1)
+        value = F.pad(v, (0, self.position_dim))
+        return query, key, value
 
     def position_scores(
         self, q: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor, scale: float
-    ) -> torch.Tensor:
+    ) -> torch.Tensor | None:
+        """Shaw's key term ``q_i·a^K_{clip(j-i)}`` (scaled) ``[B, H, Tq, Tk]``; ``None`` for XL."""
+        if self.relative != "shaw":
+            return None
         batch, heads = q.shape[:2]
-        if self.relative == "xl":
-            distances = rearrange(query_positions, "q -> q 1") - rearrange(key_positions, "k -> 1 k")
-            smallest = int(query_positions[0] - key_positions[-1])
-            all_distances = torch.arange(smallest, int(query_positions[-1] - key_positions[0]) + 1, device=q.device)
-            encodings = self.distance_proj(sinusoid_table(all_distances, self.dim).to(q.dtype))
-            encodings = rearrange(encodings, "r (h d) -> h r d", h=self.heads)
-            query = (q + rearrange(self.position_bias, "h d -> 1 h 1 d").to(q.dtype)) * scale
-            per_distance = query @ rearrange(encodings, "h r d -> 1 h d r")
-            index = distances - smallest
-        else:
-            per_distance = (q * scale) @ self.distance_keys.weight.to(q.dtype).T
-            index = self._clipped_distances(query_positions, key_positions)
+        per_distance = (q * scale) @ self.distance_keys.weight.to(q.dtype).T
+        index = self._clipped_distances(query_positions, key_positions)
         return per_distance.gather(-1, index.expand(batch, heads, *index.shape))
 
     def _clipped_distances(self, query_positions: torch.Tensor, key_positions: torch.Tensor) -> torch.Tensor:
