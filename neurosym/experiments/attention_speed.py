@@ -33,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=int, default=None, help="sequences per batch (default: 8 CPU, 64 CUDA)")
     parser.add_argument("--dim", type=int, default=256, help="model width")
     parser.add_argument("--heads", type=int, default=8, help="attention heads")
+    parser.add_argument(
+        "--position-dim",
+        type=int,
+        default=None,
+        help="sinusoid features of XL attention (default: the head dimension; Transformer-XL uses --dim)",
+    )
     parser.add_argument("--decode-batch", type=int, default=None, help="expressions per decoding batch (default: 64 CPU, 1024 CUDA)")
     parser.add_argument("--source-length", type=int, default=40, help="source tokens of every decoded expression")
     parser.add_argument("--min-time", type=float, default=1.0, help="seconds of measurement per configuration")
@@ -46,7 +52,8 @@ def _attention_step(kind: str, length: int, args: argparse.Namespace, device: to
     if kind == "vanilla":
         module = MultiheadAttention(args.dim, args.heads)
     else:
-        module = RelativeMultiheadAttention(args.dim, args.heads, relative=kind)
+        position_dim = args.position_dim if kind == "xl" else None
+        module = RelativeMultiheadAttention(args.dim, args.heads, relative=kind, position_dim=position_dim)
     module.to(device)
     x = torch.randn(batch, length, args.dim, device=device, requires_grad=True)
     return forward_backward_step(module, x, device)
@@ -103,6 +110,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "batch_size": batch,
         "dim": args.dim,
         "heads": args.heads,
+        "position_dim": args.position_dim or args.dim // args.heads,
         "attention_seconds": attention,
         "decode_batch": decode_batch,
         "decoding_seconds": decoding,

@@ -1,0 +1,22 @@
+"""The attention-speed runner: a tiny end-to-end run through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+from neurosym.cli import main
+
+
+def test_attention_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> None:
+    out = tmp_path / "speed"
+    argv = ["attention-speed", "--lengths", "4", "8", "--batch-size", "2", "--dim", "16", "--heads", "2"]
+    argv += ["--position-dim", "6", "--decode-batch", "2", "--source-length", "3", "--min-time", "0.001"]
+    assert main([*argv, "--device", "cpu", "--out", str(out)]) == 0
+    results = json.loads((out / "attention_speed.json").read_text())
+    assert (out / "attention_speed.png").stat().st_size > 0
+    assert results["position_dim"] == 6
+    assert set(results["attention_seconds"]) == {"vanilla", "xl", "shaw"}
+    for times in results["attention_seconds"].values():
+        assert set(times) == {"4", "8"} and all(t > 0 for t in times.values())
+    assert results["decoding_speedup"] > 0
+    assert "XL / vanilla" in capsys.readouterr().out
