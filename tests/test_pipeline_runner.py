@@ -63,3 +63,22 @@ def test_steps_default_to_the_pipelines_budget_not_the_seq2seq_one(private_cache
     hint.run(args)
     assert args.steps == hint.DEFAULT_STEPS["neurosym"] == 2_000
     assert build_parser().parse_args(["hint", "--model", "gru", "--steps", "7"]).steps == 7
+
+
+def test_test_scale_evaluates_on_the_larger_generated_test_split(private_cache):
+    from neurosym.cli import build_parser
+    from neurosym.data.hint import main_split
+    from neurosym.experiments import hint_neurosym
+
+    argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "none"]
+    out = str(private_cache / "out")
+    args = build_parser().parse_args([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--quiet"])
+    small, large = main_split(scale=0.002, progress=False), main_split(scale=0.004, progress=False)
+    assert len(large["test"]) > len(small["test"])
+    chosen = hint_neurosym._test_records(args, small)
+    assert [(r.expr, r.res, r.eval) for r in chosen] == [(r.expr, r.res, r.eval) for r in large["test"]]
+    args.test_scale = None
+    assert hint_neurosym._test_records(args, small) is small["test"]
+    assert main([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--quiet"]) == 0
+    results = json.loads((private_cache / "out" / "results.json").read_text())
+    assert results["test_scale"] == 0.004 and results["test"]["avg"] == 1.0

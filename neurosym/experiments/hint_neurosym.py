@@ -115,6 +115,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--checkpoint-interval", type=int, default=100, help="neurosym: steps between checkpoints")
     parser.add_argument(
+        "--test-scale",
+        type=float,
+        default=None,
+        help="neurosym: test on the test split generated at this scale (default: --scale); a larger test set "
+        "narrows the interval of the accuracies",
+    )
+    parser.add_argument(
         "--extra-test-bank",
         type=Path,
         default=None,
@@ -158,7 +165,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"input": args.input, "scale": args.scale, "seed": args.seed}
+    test_scale = args.scale if args.test_scale is None else args.test_scale
+    results: dict[str, Any] = {"input": args.input, "scale": args.scale, "test_scale": test_scale, "seed": args.seed}
     if args.input == "image":
         results.update(_run_image(args, out))
     else:
@@ -171,6 +179,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     save_json(results, out / "results.json")
     return results
+
+
+def _test_records(args: argparse.Namespace, splits: dict[str, list[HintRecord]]) -> list[HintRecord]:
+    """The main split's test records, or those of the split generated at ``--test-scale``."""
+    if args.test_scale is None or args.test_scale == args.scale:
+        return splits["test"]
+    return main_split(scale=args.test_scale, seed=args.seed, progress=not args.quiet)["test"]
 
 
 # -- image input ------------------------------------------------------------------------------------
@@ -215,9 +230,8 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         pipeline, WindowSource(splits["train"], bank, "train", args.seed), config, device, checkpoint, not args.quiet
     )
     train_seconds = time.perf_counter() - started
-    scores = evaluate_pipeline(
-        pipeline, WindowSource(splits["test"], bank, "test", args.seed), device, args.eval_batch_size
-    )
+    test = _test_records(args, splits)
+    scores = evaluate_pipeline(pipeline, WindowSource(test, bank, "test", args.seed), device, args.eval_batch_size)
     results: dict[str, Any] = {
         "device": str(device),
         "train_seconds": train_seconds,
@@ -230,7 +244,7 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         # Banks without brackets borrow them from the default bank's test pool.
         merged = merge_banks(extra, bank.subset(["(", ")"]))
         extra_scores = evaluate_pipeline(
-            pipeline, WindowSource(splits["test"], merged, "test", args.seed), device, args.eval_batch_size
+            pipeline, WindowSource(test, merged, "test", args.seed), device, args.eval_batch_size
         )
         results["extra_test_bank"] = {"path": str(args.extra_test_bank), "test": extra_scores}
         rows.append(
@@ -243,7 +257,10 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     for name, published in PUBLISHED_IMAGE.items():
         rows.append([name, *(published[s] for s in SUBSETS), "-"])
     rows.append(["NSR (paper, average only)", "-", "-", "-", "-", "-", NSR_IMAGE_AVERAGE, "-"])
-    print(f"\nHINT image input, scale {args.scale}, {args.steps} steps ({train_seconds:.0f} s on {device}); accuracy %")
+    print(
+        f"\nHINT image input, scale {args.scale}, {args.steps} steps ({train_seconds:.0f} s on {device}); "
+        f"{len(test)} test expressions; accuracy %"
+    )
     print(format_table(["model", *SUBSETS, "symbol acc."], rows))
     results["history"] = history
     _plot_image(history, scores, out / "hint_neurosym.png")
@@ -314,7 +331,7 @@ def _run_symbol(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     splits = main_split(scale=args.scale, seed=args.seed, progress=not args.quiet)
     examples = [(r.expr, r.res) for r in splits["train"]]
     table, programs = induced_table(examples, HINT_SEMANTICS)
-    scores = _subset_accuracy(table, splits["test"])
+    scores = _subset_accuracy(table, _test_records(args, splits))
     print(f"\nHINT symbol input, operator meanings induced from results (scale {args.scale}):")
     print(format_table(["operator", "induced program"], [[s, str(p)] for s, p in programs.items()]))
     print(format_table(["model", *SUBSETS], [["induced semantics", *(100 * scores[s] for s in SUBSETS)]]))
