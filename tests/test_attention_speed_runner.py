@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from neurosym.cli import main
 
 
 def test_attention_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> None:
     out = tmp_path / "speed"
     argv = ["attention-speed", "--lengths", "4", "8", "--batch-size", "2", "--dim", "16", "--heads", "2"]
-    argv += ["--position-dim", "6", "--decode-batch", "2", "--source-length", "3", "--min-time", "0.001"]
+    argv += ["--position-dim", "6", "--decode-batch", "2", "--source-length", "3", "--min-time", "0.001", "--rounds", "2"]
     assert main([*argv, "--device", "cpu", "--out", str(out)]) == 0
     results = json.loads((out / "attention_speed.json").read_text())
     assert (out / "attention_speed.png").stat().st_size > 0
@@ -19,4 +21,10 @@ def test_attention_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> 
     for times in results["attention_seconds"].values():
         assert set(times) == {"4", "8"} and all(t > 0 for t in times.values())
     assert results["decoding_speedup"] > 0
+    assert results["rounds"] == 2
     assert "XL / vanilla" in capsys.readouterr().out
+
+
+def test_attention_speed_rejects_bad_rounds(tmp_path) -> None:
+    with pytest.raises(ValueError, match="--rounds"):
+        main(["attention-speed", "--rounds", "0", "--out", str(tmp_path)])

@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
-from tqdm.auto import tqdm
 
 from neurosym.experiments.report import format_table, pyplot, save_json
-from neurosym.experiments.timing import forward_backward_step, median_seconds
+from neurosym.experiments.timing import fastest_of_rounds, forward_backward_step
 from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention
 from neurosym.models.seq2seq import build_front_end, build_seq2seq
 from neurosym.training import resolve_device
@@ -41,7 +40,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--decode-batch", type=int, default=None, help="expressions per decoding batch (default: 64 CPU, 1024 CUDA)")
     parser.add_argument("--source-length", type=int, default=40, help="source tokens of every decoded expression")
-    parser.add_argument("--min-time", type=float, default=1.0, help="seconds of measurement per configuration")
+    parser.add_argument("--min-time", type=float, default=0.5, help="seconds of measurement per configuration and round")
+    parser.add_argument(
+        "--rounds", type=int, default=3,
+        help="interleaved timing rounds; each configuration keeps its fastest (resists load changes)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="CPU threads used while timing")
     parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
     parser.add_argument("--out", type=Path, default=Path("results/attention_speed"), help="output folder")
@@ -76,20 +79,20 @@ def _decode_step(use_cache: bool, args: argparse.Namespace, device: torch.device
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.rounds < 1 or args.min_time <= 0 or args.threads < 1:
+        raise ValueError("--rounds and --threads must be positive, --min-time above 0")
     device = resolve_device(args.device)
     cuda = device.type == "cuda"
     batch = args.batch_size or (64 if cuda else 8)
     decode_batch = args.decode_batch or (1024 if cuda else 64)
     torch.manual_seed(args.seed)
+    steps = {(kind, length): _attention_step(kind, length, args, device, batch) for length in args.lengths for kind in ATTENTIONS}
+    fastest = fastest_of_rounds(steps, args.rounds, args.min_time, args.threads, "attention")
     attention: dict[str, dict[int, float]] = {kind: {} for kind in ATTENTIONS}
-    jobs = [(kind, length) for length in args.lengths for kind in ATTENTIONS]
-    for kind, length in tqdm(jobs, desc="attention"):
-        step = _attention_step(kind, length, args, device, batch)
-        attention[kind][length] = median_seconds(step, args.min_time, args.threads)
-    decoding = {
-        name: median_seconds(_decode_step(name == "cached", args, device, decode_batch), args.min_time, args.threads)
-        for name in tqdm(("cached", "uncached"), desc="decoding")
-    }
+    for (kind, length), seconds in fastest.items():
+        attention[kind][length] = seconds
+    decoders = {name: _decode_step(name == "cached", args, device, decode_batch) for name in ("cached", "uncached")}
+    decoding = fastest_of_rounds(decoders, args.rounds, args.min_time, args.threads, "decoding")
     rows = [
         [length, *(1000 * attention[kind][length] for kind in ATTENTIONS),
          attention["xl"][length] / attention["vanilla"][length], attention["shaw"][length] / attention["vanilla"][length]]
@@ -112,6 +115,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "heads": args.heads,
         "position_dim": args.position_dim or args.dim // args.heads,
         "attention_seconds": attention,
+        "rounds": args.rounds,
         "decode_batch": decode_batch,
         "decoding_seconds": decoding,
         "decoding_speedup": speedup,

@@ -16,10 +16,9 @@ from typing import Callable
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from neurosym.experiments.report import format_table, pyplot, save_json
-from neurosym.experiments.timing import forward_backward_step, median_seconds
+from neurosym.experiments.timing import fastest_of_rounds, forward_backward_step
 from neurosym.layers import arithmetic
 from neurosym.training import resolve_device
 
@@ -80,17 +79,7 @@ def run(args: argparse.Namespace) -> dict:
     torch.manual_seed(args.seed)
     names = [BASELINE, *dict.fromkeys(args.units)]
     steps = {(shape, name): _step(name, shape, args.batch_size, device) for shape in args.shapes for name in names}
-    best = dict.fromkeys(steps, float("inf"))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(args.threads)  # the warm-up steps too, not only the timed ones
-    try:
-        with tqdm(total=args.rounds * len(steps), desc="layer-speed", unit="timing") as progress:
-            for _ in range(args.rounds):
-                for key, step in steps.items():
-                    best[key] = min(best[key], median_seconds(step, args.min_time, args.threads))
-                    progress.update()
-    finally:
-        torch.set_num_threads(threads)
+    best = fastest_of_rounds(steps, args.rounds, args.min_time, args.threads, "layer-speed")
     records = []
     for (shape, name), seconds in best.items():
         ratio = seconds / best[(shape, BASELINE)]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Hashable, Mapping
 
 import torch
 from torch import nn
 from torch.utils.benchmark import Timer
+from tqdm.auto import tqdm
 
 from neurosym.training.device import autocast_enabled
 
@@ -16,6 +17,26 @@ def median_seconds(step: Callable[[], Any], min_time: float, threads: int) -> fl
     step()  # warm-up: kernels, allocator, lazy initialisation
     timer = Timer(stmt="step()", globals={"step": step}, num_threads=threads)
     return timer.blocked_autorange(min_run_time=min_time).median
+
+
+def fastest_of_rounds(
+    steps: Mapping[Hashable, Callable[[], Any]], rounds: int, min_time: float, threads: int, desc: str
+) -> dict[Hashable, float]:
+    """The fastest :func:`median_seconds` of every step over ``rounds`` rounds that time all the steps in
+    turn: a load change on a shared machine then slows every step of a round alike, and a ratio of two
+    steps compares times taken seconds apart. The warm-up steps run with ``threads`` threads too."""
+    best = dict.fromkeys(steps, float("inf"))
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with tqdm(total=rounds * len(steps), desc=desc, unit="timing") as progress:
+            for _ in range(rounds):
+                for key, step in steps.items():
+                    best[key] = min(best[key], median_seconds(step, min_time, threads))
+                    progress.update()
+    finally:
+        torch.set_num_threads(previous)
+    return best
 
 
 def forward_backward_step(module: nn.Module, x: torch.Tensor, device: torch.device) -> Callable[[], None]:

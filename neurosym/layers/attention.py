@@ -114,6 +114,36 @@ class MultiheadAttention(nn.Module):
         offsets = self.position_values(weights, *positions)
         return out if offsets is None else out + offsets
 
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        *,
+        offset: int,
+        key_padding_mask: torch.Tensor | None,
+        causal: bool,
+        dropout: float,
+    ) -> torch.Tensor:
+        """Attention of the projected heads ``q [B, H, Tq, d]`` over ``k, v [B, H, Tk, d]`` -> ``[B, H, Tq, e]``
+        (``e >= d``; the first ``d`` features are the output). The first query sits at position ``offset``,
+        the keys at ``0 .. Tk-1``; ``dropout`` is the attention dropout in effect."""
+        num_queries, num_keys = q.shape[2], k.shape[2]
+        query_positions = torch.arange(offset, offset + num_queries, device=q.device)
+        key_positions = torch.arange(num_keys, device=q.device)
+        scale = self.head_dim**-0.5
+        positional = self.position_scores(q, query_positions, key_positions, scale)
+        q, k, v = self.attention_inputs(q, k, v, query_positions, key_positions)
+        plain_causal = offset == 0 and num_queries == num_keys
+        if positional is None and key_padding_mask is None and (not causal or plain_causal):
+            return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal, scale=scale)
+        masked = key_padding_mask is not None or causal
+        allowed = self._allowed(query_positions, key_positions, key_padding_mask, causal) if masked else None
+        if positional is None:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout, scale=scale)
+        positions = (query_positions, key_positions)
+        return self._attend_with_bias(q * scale, k, v, positional, allowed, dropout, positions)
+
     def forward(
         self,
         query: torch.Tensor,
@@ -127,26 +157,10 @@ class MultiheadAttention(nn.Module):
         self_attention = key_value is None
         q = self.split_heads(self.query_proj(query))
         k, v, offset = self._keys_values(query if self_attention else key_value, self_attention, cache)
-        num_queries, num_keys = q.shape[2], k.shape[2]
-        if key_padding_mask is not None and key_padding_mask.shape[1] != num_keys:
-            raise ValueError(f"key_padding_mask covers {key_padding_mask.shape[1]} keys, but there are {num_keys}")
-        query_positions = torch.arange(offset, offset + num_queries, device=q.device)
-        key_positions = torch.arange(num_keys, device=q.device)
-        scale = self.head_dim**-0.5
+        if key_padding_mask is not None and key_padding_mask.shape[1] != k.shape[2]:
+            raise ValueError(f"key_padding_mask covers {key_padding_mask.shape[1]} keys, but there are {k.shape[2]}")
         dropout = self.dropout if self.training else 0.0
-        positional = self.position_scores(q, query_positions, key_positions, scale)
-        q, k, v = self.attention_inputs(q, k, v, query_positions, key_positions)
-        plain_causal = offset == 0 and num_queries == num_keys
-        if positional is None and key_padding_mask is None and (not causal or plain_causal):
-            out = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal, scale=scale)
-        else:
-            masked = key_padding_mask is not None or causal
-            allowed = self._allowed(query_positions, key_positions, key_padding_mask, causal) if masked else None
-            if positional is None:
-                out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout, scale=scale)
-            else:
-                positions = (query_positions, key_positions)
-                out = self._attend_with_bias(q * scale, k, v, positional, allowed, dropout, positions)
+        out = self.attend(q, k, v, offset=offset, key_padding_mask=key_padding_mask, causal=causal, dropout=dropout)
         return self.out_proj(rearrange(out[..., : self.head_dim], "b h t d -> b t (h d)"))
 
     def _keys_values(

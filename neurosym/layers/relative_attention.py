@@ -18,7 +18,8 @@ Two encodings (selected with ``relative=``):
   and multiplied with the ``a^V`` table.
 
 Shaw's key term is computed once per clipped distance (``[B, H, Tq, 2R+1]``) and spread over the
-``[Tq, Tk]`` grid by an index gather.
+``[Tq, Tk]`` grid by an index gather. Long self-attention (``banded_min_length`` positions and more,
+no padding or dropout) skips the ``[Tq, Tk]`` grid altogether: see :mod:`neurosym.layers.clipped_relative`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.attention import MultiheadAttention
+from neurosym.layers.clipped_relative import clipped_relative_attention
 from neurosym.layers.positional import sinusoid_frequencies
 
 RelativeKind = Literal["xl", "shaw"]
@@ -112,6 +114,43 @@ class RelativeMultiheadAttention(MultiheadAttention):
         key = torch.cat([k, key_features.expand(batch, heads, *key_features.shape)], dim=-1)
         value = F.pad(v, (0, self.position_dim))
         return query, key, value
+
+    banded_min_length = 512
+    """Shortest Shaw self-attention computed in blocks; shorter ones use explicit scores, which were
+    faster up to 256 positions on a CPU (``benchmarks/RESULTS.md``)."""
+    banded_block: int | None = None
+    """Block size of the blocked path (at least ``max_rel_pos - 1``; ``None``: ``default_block``)."""
+
+    def attend(
+        self,
+        q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        *,
+        offset: int,
+        key_padding_mask: torch.Tensor | None,
+        causal: bool,
+        dropout: float,
+    ) -> torch.Tensor:
+        """Shaw self-attention of at least :attr:`banded_min_length` positions, without padding, decoding
+        offset or attention dropout, goes through :func:`~neurosym.layers.clipped_relative.clipped_relative_attention`
+        (window explicit, tails in one fused call, no ``[T, T]`` scores); the rest through the explicit
+        scores of the base class."""
+        blocked = (
+            self.relative == "shaw"
+            and q.shape[2] >= self.banded_min_length
+            and offset == 0
+            and q.shape[2] == k.shape[2]
+            and key_padding_mask is None
+            and dropout == 0.0
+            and q.dtype != torch.float16
+        )
+        if not blocked:
+            masks = {"key_padding_mask": key_padding_mask, "causal": causal}
+            return super().attend(q, k, v, offset=offset, dropout=dropout, **masks)
+        values = None if self.distance_values is None else self.distance_values.weight
+        settings = {"max_rel_pos": self.max_rel_pos, "scale": self.head_dim**-0.5, "block": self.banded_block}
+        return clipped_relative_attention(q, k, v, self.distance_keys.weight, values, causal=causal, **settings)
 
     def position_scores(
         self, q: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor, scale: float

@@ -1,0 +1,112 @@
+"""Blocked Shaw attention (window explicit, tails in one fused call) against the explicit scores."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.layers import RelativeMultiheadAttention
+from neurosym.layers.clipped_relative import clipped_relative_attention, default_block
+
+DIM, HEADS = 16, 2
+
+
+def explicit_and_blocked(
+    max_rel_pos: int, length: int, causal: bool, values: bool, dtype: torch.dtype = torch.float64, gain: float = 1.0
+) -> tuple[RelativeMultiheadAttention, RelativeMultiheadAttention, torch.Tensor]:
+    """The same Shaw module twice: one always blocked, one always explicit; and an input ``[2, T, DIM]``."""
+    torch.manual_seed(length + 100 * max_rel_pos)
+    blocked = RelativeMultiheadAttention(DIM, HEADS, relative="shaw", max_rel_pos=max_rel_pos, shaw_values=values)
+    with torch.no_grad():
+        blocked.query_proj.weight.mul_(gain)
+        blocked.key_value_proj.weight.mul_(gain)
+    blocked = blocked.to(dtype)
+    blocked.banded_min_length = 0
+    explicit = copy.deepcopy(blocked)
+    explicit.banded_min_length = 10**9
+    return blocked, explicit, torch.randn(2, length, DIM, dtype=dtype, requires_grad=True)
+
+
+def outputs_and_gradients(module: RelativeMultiheadAttention, x: torch.Tensor, causal: bool) -> list[torch.Tensor]:
+    out = module(x, causal=causal)
+    return [out, *torch.autograd.grad(out.square().sum(), [x, *module.parameters()])]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    max_rel_pos=st.integers(1, 6),
+    length=st.integers(1, 40),
+    extra=st.integers(0, 3),
+    causal=st.booleans(),
+    values=st.booleans(),
+)
+def test_blocked_equals_explicit(max_rel_pos: int, length: int, extra: int, causal: bool, values: bool) -> None:
+    blocked, explicit, x = explicit_and_blocked(max_rel_pos, length, causal, values)
+    blocked.banded_block = max(max_rel_pos - 1, 1) + extra  # small blocks: short sequences have tails
+    for got, want in zip(outputs_and_gradients(blocked, x, causal), outputs_and_gradients(explicit, x, causal)):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("gain", [1.0, 30.0, 300.0])
+def test_blocked_holds_extreme_scores_in_range(gain: float) -> None:
+    """Scores hundreds of nats apart (tails far above the window) still merge exactly: float32 blocked
+    and explicit attention agree with float64 explicit attention to the same precision."""
+    blocked, explicit, x = explicit_and_blocked(3, 60, False, True, dtype=torch.float32, gain=gain)
+    blocked.banded_block = 4
+    reference = copy.deepcopy(explicit).double()
+    want = reference(x.detach().double())
+    got = blocked(x)
+    assert torch.isfinite(got).all()
+    scale = want.abs().max()
+    blocked_error = (got.double() - want).abs().max() / scale
+    explicit_error = (explicit(x).double() - want).abs().max() / scale
+    assert blocked_error < max(1e-5, 10 * explicit_error)
+    gradient = torch.autograd.grad(got.sum(), x)[0]
+    assert torch.isfinite(gradient).all()
+
+
+def test_module_uses_blocks_from_banded_min_length(monkeypatch) -> None:
+    calls = []
+
+    def spy(*args, **kwargs):
+        calls.append(args[0].shape[2])
+        return clipped_relative_attention(*args, **kwargs)
+
+    monkeypatch.setattr("neurosym.layers.relative_attention.clipped_relative_attention", spy)
+    module = RelativeMultiheadAttention(DIM, HEADS, relative="shaw").eval()
+    module.banded_min_length = 50
+    module(torch.randn(1, 49, DIM))
+    module(torch.randn(1, 60, DIM))
+    module(torch.randn(1, 60, DIM), key_padding_mask=torch.zeros(1, 60, dtype=torch.bool))  # padding: explicit
+    module.train()
+    module.dropout = 0.1
+    module(torch.randn(1, 60, DIM))  # attention dropout: explicit
+    assert calls == [60]
+
+
+def test_bfloat16_close_to_float32() -> None:
+    blocked, explicit, x = explicit_and_blocked(4, 70, False, True, dtype=torch.float32)
+    blocked.banded_block = 8
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        low = blocked(x)
+    assert low.dtype == torch.bfloat16
+    torch.testing.assert_close(low.float(), explicit(x), rtol=0.05, atol=0.05)
+
+
+def test_default_block_covers_unclipped_distances() -> None:
+    assert default_block(64, 15) == 32
+    assert default_block(1024, 15) == 39
+    assert default_block(100, 60) == 59
+
+
+def test_errors() -> None:
+    q = torch.randn(1, 1, 8, 4)
+    table = torch.randn(7, 4)
+    with pytest.raises(ValueError, match=r"block must be at least max\(max_rel_pos - 1, 1\) = 2"):
+        clipped_relative_attention(q, q, q, table, None, max_rel_pos=3, scale=0.5, block=1)
+    with pytest.raises(ValueError, match="not float16"):
+        clipped_relative_attention(q.half(), q.half(), q.half(), table, None, max_rel_pos=3, scale=0.5)
