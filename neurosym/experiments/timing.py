@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
 
 import torch
 from torch import nn

@@ -81,23 +81,24 @@ def _window_part(
     query_pos = rearrange(torch.arange(blocks * block, device=q.device), "(n a) -> n a 1", a=block)
     key_pos = rearrange(torch.arange(3 * block, device=q.device), "c -> 1 1 c") + (query_pos // block - 1) * block
     distance = key_pos - query_pos  # [n, block, 3·block]
-    index = (distance.clamp(-max_rel_pos, max_rel_pos) + max_rel_pos).expand_as(scores)
-    scores = scores + _blocks(per_distance, block).gather(-1, index)
     allowed = (key_pos >= 0) & (key_pos < length)
     if causal:
         allowed = allowed & (distance <= 0)
-    scores = scores.masked_fill(~allowed, float("-inf"))
-    # rows past the end of the sequence may see no key: keep their maximum finite
-    top = scores.amax(dim=-1, keepdim=True).detach().clamp_min(torch.finfo(scores.dtype).min)
-    weights = torch.exp(scores - top)
-    numerator = weights @ _windows(v, block)
+    # one gather adds the key term of the clipped distance, or -inf (an extra column) where not allowed
+    hidden = 2 * max_rel_pos + 1
+    index = torch.where(allowed, distance.clamp(-max_rel_pos, max_rel_pos) + max_rel_pos, hidden).expand_as(scores)
+    terms = F.pad(_blocks(per_distance, block), (0, 1), value=float("-inf"))
+    scores = scores + terms.gather(-1, index)
+    with torch.no_grad():  # rows past the end of the sequence may see no key: keep their maximum finite
+        top = scores.amax(dim=-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).min)
+    weights = (scores - top).exp_()
+    # a column of ones among the values makes the last output feature the normaliser Σ e^{s - m}
+    numerator = weights @ _windows(F.pad(v, (0, 1), value=1.0), block)
     if value_table is not None:
-        per_clipped = weights.new_zeros(*weights.shape[:-1], value_table.shape[0]).scatter_add(-1, index, weights)
-        numerator = numerator + per_clipped @ value_table.to(weights.dtype)
-    unblock = "b h n a d -> b h (n a) d"
-    numerator = rearrange(numerator, unblock)[:, :, :length]
-    normaliser = rearrange(weights.sum(-1, keepdim=True), unblock)[:, :, :length, 0]
-    return numerator, normaliser, rearrange(top, unblock)[:, :, :length, 0]
+        per_clipped = weights.new_zeros(*weights.shape[:-1], hidden + 1).scatter_add(-1, index, weights)
+        numerator[..., :-1] += per_clipped[..., :hidden] @ value_table.to(weights.dtype)
+    numerator = rearrange(numerator, "b h n a d -> b h (n a) d")[:, :, :length]
+    return numerator[..., :-1], numerator[..., -1], rearrange(top, "b h n a 1 -> b h (n a)")[:, :, :length]
 
 
 def _tail_part(

@@ -115,9 +115,9 @@ class RelativeMultiheadAttention(MultiheadAttention):
         value = F.pad(v, (0, self.position_dim))
         return query, key, value
 
-    banded_min_length = 512
+    banded_min_length = 256
     """Shortest Shaw self-attention computed in blocks; shorter ones use explicit scores, which were
-    faster up to 256 positions on a CPU (``benchmarks/RESULTS.md``)."""
+    faster up to 128 positions on a CPU (``benchmarks/RESULTS.md``)."""
     banded_block: int | None = None
     """Block size of the blocked path (at least ``max_rel_pos - 1``; ``None``: ``default_block``)."""
 
