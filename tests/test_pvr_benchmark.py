@@ -4,6 +4,7 @@ import pytest
 from pvr_fakes import write_fake_mnist
 
 from neurosym.cli import COMMANDS, main
+from neurosym.experiments.pvr import merge_results
 
 TINY = [
     "--budget", "smoke", "--device", "cpu", "--no-progress",
@@ -39,6 +40,18 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
     assert len(stored) == 6  # noise, vector, two holdout-i, block CNN, sequential CNN
     assert main(["pvr", *TINY, "--sweeps", "vector,holdout_i", "--mnist", str(mnist), "--out", str(out)]) == 0
     assert {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()} == stored
+    merged = json.loads((out / "pvr.json").read_text())  # the sweeps not re-run are still there
+    assert set(merged) >= {"noise", "vector", "holdout_i", "block", "sequential"}
+    assert merged["block"] == results["block"]
+
+
+def test_pvr_json_collects_sweeps_of_the_same_device_and_budget():
+    earlier = {"device": "cpu", "budget": "cpu", "noise": {"a": 1}, "vector": {"old": True}}
+    now = {"device": "cpu", "budget": "cpu", "vector": {"new": True}}
+    assert merge_results(earlier, now) == {"device": "cpu", "budget": "cpu", "noise": {"a": 1}, "vector": {"new": True}}
+    assert merge_results(earlier, {**now, "budget": "paper"}) == {**now, "budget": "paper"}
+    assert merge_results(earlier, {**now, "device": "cuda"}) == {**now, "device": "cuda"}
+    assert merge_results(None, now) == now
 
 
 def test_pvr_command_rejects_unknown_sweeps(tmp_path):

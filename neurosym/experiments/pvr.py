@@ -1,6 +1,7 @@
 """Pointer Value Retrieval benchmark (Zhang et al. 2021): ``neurosym pvr``.
 
-Five sweeps (``--sweeps``), each printed as a Markdown table and saved in ``pvr.json`` with plots:
+Five sweeps (``--sweeps``), each printed as a Markdown table and saved in ``pvr.json`` with plots (the
+file collects the sweeps of successive invocations into the same ``--out``, see :func:`merge_results`):
 
 * ``noise``    -- noise sensitivity ``NS_delta`` of the vector task's labelling function (Figure 10);
 * ``vector``   -- test accuracy over training-set size x complexity for the vector models (Figures 9/11);
@@ -434,6 +435,15 @@ def sweep_sequential(ctx: Context) -> dict[str, Any]:
     return {"sequence_length": args.sequence_length, "runs": runs}
 
 
+def merge_results(previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
+    """``pvr.json`` of an output folder collects its sweeps: the sweeps of an earlier invocation on the
+    same device and budget stay, those run again are replaced (a sweep's entry is that of its latest
+    invocation; every single run also stays under ``runs/``); another device or budget starts afresh."""
+    if previous is None or (previous.get("device"), previous.get("budget")) != (current["device"], current["budget"]):
+        return current
+    return {**previous, **current}
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     for option, given, known in (("sweep", args.sweeps, SWEEPS), ("vector model", args.vector_models, VECTOR_MODELS),
                                  ("vector model", [args.holdout_model], VECTOR_MODELS),
@@ -451,8 +461,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {"device": str(device), "budget": budget_name, "published": PUBLISHED}
     for name in args.sweeps:
         results[name] = sweeps[name](ctx)
+    path = args.out / "pvr.json"
+    results = merge_results(json.loads(path.read_text()) if path.exists() else None, results)
     if "holdout_i" in results or "block" in results:
         plot_holdouts(results.get("block"), results.get("holdout_i"), args.out / "holdout.png")
-    save_json(results, args.out / "pvr.json")
+    save_json(results, path)
     print(f"\nSaved {args.out / 'pvr.json'} and plots in {args.out}")
     return results
