@@ -4,12 +4,11 @@ import math
 
 import pytest
 import torch
-
 from hint_banks import prototype_bank
-from neurosym.data.hint import fewshot_split, main_split
+from hint_pipelines import TINY_TRAINING, short_training_records, tiny_pipeline
+
+from neurosym.data.hint import fewshot_split
 from neurosym.data.symbol_images import HINT_SYMBOLS
-from neurosym.perception.symbol_classifier import SymbolClassifier
-from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import (
     FewShotConfig,
     insist_on_symbol,
@@ -17,8 +16,7 @@ from neurosym.pipelines.fewshot import (
     spot_new_symbol,
     with_new_symbol,
 )
-from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 
 CPU = torch.device("cpu")
@@ -29,13 +27,11 @@ FAST = FewShotConfig(glyph_steps=60, abduction_steps=30)
 @pytest.fixture(scope="module")
 def trained():
     """A pipeline trained from results on the 16 HINT symbols; the bank also draws ``x`` and ``a``."""
-    torch.manual_seed(0)
     bank = prototype_bank(symbols=[*HINT_SYMBOLS, "x", "a"])
-    short = [r for r in main_split(scale=0.002, seed=0, cache=False, progress=False)["train"] if len(r.expr) <= 7]
-    pipeline = HintPipeline(SymbolClassifier(list(HINT_SYMBOLS), features=32, width=8))
-    config = TrainConfig(steps=70, batch_size=12, curriculum=Curriculum(((1, 20), (3, 30), (10**9, 10**9))))
+    short = short_training_records()
+    pipeline = tiny_pipeline()
     with torch.random.fork_rng():
-        train_pipeline(pipeline, WindowSource(short, bank, "train"), config, CPU, progress=False)
+        train_pipeline(pipeline, WindowSource(short, bank, "train"), TINY_TRAINING, CPU, progress=False)
     return pipeline, bank, short[:40]
 
 

@@ -6,13 +6,12 @@ import numpy as np
 import pytest
 import torch
 from hint_banks import prototype_bank
+from hint_pipelines import TINY_TRAINING, short_training_records, tiny_pipeline
 
 import neurosym.pipelines.trainer as trainer_module
-from neurosym.data.hint import main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
-from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.training import load_checkpoint, save_checkpoint
@@ -25,23 +24,16 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def problem():
-    splits = main_split(scale=0.002, seed=0, cache=False, progress=False)
-    short = [r for r in splits["train"] if len(r.expr) <= 7]
+    short = short_training_records()
     bank = prototype_bank()
     return WindowSource(short, bank, "train"), WindowSource(short[:80], bank, "test")
 
 
-def _pipeline(seed: int = 0) -> HintPipeline:
-    torch.manual_seed(seed)
-    return HintPipeline(SymbolClassifier(list(HINT_SYMBOLS), features=32, width=8))
-
-
 def test_perception_is_learned_from_results_alone(problem):
     train, test = problem
-    pipeline = _pipeline()
-    config = TrainConfig(steps=70, batch_size=12, curriculum=Curriculum(((1, 20), (3, 30), (10**9, 10**9))))
+    pipeline = tiny_pipeline()
     before = evaluate_pipeline(pipeline, test, CPU)
-    history = train_pipeline(pipeline, train, config, CPU, progress=False)
+    history = train_pipeline(pipeline, train, TINY_TRAINING, CPU, progress=False)
     after = evaluate_pipeline(pipeline, test, CPU)
     assert before["symbol"] < 0.3
     assert after["symbol"] > 0.9, after
@@ -59,7 +51,7 @@ def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, 
         augment_shift=1,
         curriculum=Curriculum(((1, 4), (3, 4), (7, 4))),
     )
-    straight = _pipeline(seed=3)
+    straight = tiny_pipeline(seed=3)
     train_pipeline(straight, train, config, CPU, tmp_path / "straight.pt", progress=False)
 
     saved = trainer_module.save_checkpoint
@@ -70,11 +62,11 @@ def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, 
             raise KeyboardInterrupt
 
     monkeypatch.setattr(trainer_module, "save_checkpoint", save_then_crash)
-    interrupted = _pipeline(seed=3)
+    interrupted = tiny_pipeline(seed=3)
     with pytest.raises(KeyboardInterrupt):
         train_pipeline(interrupted, train, config, CPU, tmp_path / "resumed.pt", progress=False)
     monkeypatch.setattr(trainer_module, "save_checkpoint", saved)
-    resumed = _pipeline(seed=99)  # a different initialisation: everything must come from the checkpoint
+    resumed = tiny_pipeline(seed=99)  # a different initialisation: everything must come from the checkpoint
     history = train_pipeline(resumed, train, config, CPU, tmp_path / "resumed.pt", progress=False)
     assert len(history) == 12
     for name, tensor in straight.classifier.state_dict().items():
@@ -85,28 +77,28 @@ def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, 
 def test_checkpoint_of_another_configuration_is_refused(problem, tmp_path):
     train, _ = problem
     path = tmp_path / "ckpt.pt"
-    train_pipeline(_pipeline(), train, TrainConfig(steps=2, batch_size=4), CPU, path, progress=False)
+    train_pipeline(tiny_pipeline(), train, TrainConfig(steps=2, batch_size=4), CPU, path, progress=False)
     with pytest.raises(ValueError, match="another configuration"):
-        train_pipeline(_pipeline(), train, TrainConfig(steps=3, batch_size=4), CPU, path, progress=False)
+        train_pipeline(tiny_pipeline(), train, TrainConfig(steps=3, batch_size=4), CPU, path, progress=False)
 
 
 def test_checkpoint_from_before_a_new_config_field_resumes_with_its_default(problem, tmp_path):
     train, _ = problem
     path = tmp_path / "ckpt.pt"
     config = TrainConfig(steps=2, batch_size=4)
-    history = train_pipeline(_pipeline(), train, config, CPU, path, progress=False)
+    history = train_pipeline(tiny_pipeline(), train, config, CPU, path, progress=False)
     state = load_checkpoint(path)
     del state["config"]["pseudo_labels"]  # as written before the field existed
     save_checkpoint(state, path)
-    assert train_pipeline(_pipeline(), train, config, CPU, path, progress=False) == history
+    assert train_pipeline(tiny_pipeline(), train, config, CPU, path, progress=False) == history
     with pytest.raises(ValueError, match="another configuration"):
-        train_pipeline(_pipeline(), train, replace(config, pseudo_labels="verified"), CPU, path, progress=False)
+        train_pipeline(tiny_pipeline(), train, replace(config, pseudo_labels="verified"), CPU, path, progress=False)
 
 
 def test_reinforce_baseline_runs_and_reports_rewards(problem):
     train, _ = problem
     config = TrainConfig(steps=3, batch_size=8, learning="reinforce", curriculum=Curriculum(((1, 10**9),)))
-    history = train_pipeline(_pipeline(), train, config, CPU, progress=False)
+    history = train_pipeline(tiny_pipeline(), train, config, CPU, progress=False)
     assert len(history) == 3 and all(0.0 <= h["labelled"] <= 1.0 for h in history)
     assert all(h["loss"] is not None for h in history)
 
@@ -141,7 +133,7 @@ def test_curriculum_stages_and_errors():
 
 
 def test_verified_positions_are_the_symbols_the_result_pins_down():
-    pipeline = _pipeline()
+    pipeline = tiny_pipeline()
     labels = ["3*0", "2-7", "9/4", "(1+2)*3", None]
     targets = [0, 0, 3, 9, 5]
     verified = pipeline.verified_positions(labels, targets)
@@ -157,7 +149,7 @@ def test_verified_positions_are_the_symbols_the_result_pins_down():
 
 
 def test_pseudo_label_loss_uses_only_the_trained_positions():
-    pipeline = _pipeline()
+    pipeline = tiny_pipeline()
     log_probs = torch.randn(2, 3, len(HINT_SYMBOLS)).log_softmax(-1)
     labels = ["3*0", "1+2"]
     index = {s: i for i, s in enumerate(HINT_SYMBOLS)}

@@ -1,0 +1,27 @@
+"""The tiny weakly supervised HINT problem shared by the pipeline tests: short training expressions, a
+small reader and a short curriculum that learns perception from results in a few seconds."""
+
+from __future__ import annotations
+
+import torch
+
+from neurosym.data.hint import HintRecord, main_split
+from neurosym.data.symbol_images import HINT_SYMBOLS
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.trainer import TrainConfig
+
+TINY_TRAINING = TrainConfig(steps=70, batch_size=12, curriculum=Curriculum(((1, 20), (3, 30), (10**9, 10**9))))
+"""70 steps: single digits, then up to 3 symbols, then everything."""
+
+
+def short_training_records() -> list[HintRecord]:
+    """The training expressions of at most 7 symbols of the HINT split at scale 0.002 (seed 0)."""
+    return [r for r in main_split(scale=0.002, seed=0, cache=False, progress=False)["train"] if len(r.expr) <= 7]
+
+
+def tiny_pipeline(seed: int = 0) -> HintPipeline:
+    """A pipeline with a small reader of the 16 HINT symbols, initialised from ``seed``."""
+    torch.manual_seed(seed)
+    return HintPipeline(SymbolClassifier(list(HINT_SYMBOLS), features=32, width=8))
