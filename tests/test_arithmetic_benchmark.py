@@ -6,6 +6,7 @@ import torch
 
 from neurosym.cli import main
 from neurosym.data.arithmetic import SimpleFunctionData
+from neurosym.experiments.arithmetic import speed
 from neurosym.experiments.arithmetic.training import (
     GroupConfig,
     build,
@@ -168,6 +169,22 @@ def test_cli_speed_mode(tmp_path, capsys):
     assert result["seeds"] == 3 and result["batched_rate"] > 0 and result["sequential_rate"] > 0
     assert result["speedup"] == pytest.approx(result["sequential_seconds"] / result["batched_seconds"])
     assert "Seed-iterations/s" in capsys.readouterr().out and (out / "speed.png").exists()
+
+
+def test_speed_interleaves_the_modes_and_trains_every_step(monkeypatch):
+    """The batched model takes its steps in shares between groups of one-seed runs, and both modes
+    train exactly ``steps`` steps per seed."""
+    calls = []
+    advance = speed._TimedRun.advance
+
+    def spy(run, steps):
+        calls.append(("batched" if run.batched else "one seed", steps))
+        return advance(run, steps)
+
+    monkeypatch.setattr(speed._TimedRun, "advance", spy)
+    monkeypatch.setattr(speed, "ROUNDS", 2)
+    speed.measure_speed("Linear", "add", seeds=3, steps=5, device=torch.device("cpu"))
+    assert calls == [("one seed", 5), ("one seed", 5), ("batched", 3), ("one seed", 5), ("batched", 2)]
 
 
 def test_cli_rejects_unknown_models_and_operations(capsys):

@@ -3,6 +3,11 @@
 Both modes run the same training step (:func:`train_step`) on the same data generator and model type;
 the batched mode trains all ``S`` seeds as one ensemble model, the sequential mode trains each seed
 as a plain model without an ensemble dimension. Set-up (building data and models) is not timed.
+The two modes are interleaved in :data:`ROUNDS` rounds: each round trains a tenth of the seeds one at a
+time and then the batched model for a tenth of its steps, so both accumulate their time over the same
+span of wall-clock time and a drift in the machine's speed (on a shared machine, a third within
+minutes) affects them alike; the rounds are long enough (tens of batched steps) that re-warming the
+batched model's caches after the one-seed runs costs little.
 """
 
 from __future__ import annotations
@@ -10,9 +15,14 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+import numpy as np
 import torch
 
 from neurosym.experiments.arithmetic.training import GroupConfig, build, train_step
+
+
+ROUNDS = 10
+"""Rounds of the interleaved measurement (fewer when there are fewer seeds)."""
 
 
 def _synchronize(device: torch.device) -> None:
@@ -20,35 +30,49 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _timed_training(config: GroupConfig, device: torch.device, batched: bool, amp: bool) -> float:
-    """Seconds spent on ``config.steps`` training steps of the group's model (batched or a plain model)."""
-    data, model = build(config, device, batched=batched)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
-    _synchronize(device)
-    started = time.perf_counter()
-    for step in range(config.steps):
-        x, target = data.training_batch(config.batch_size)
-        if not batched:
-            x, target = x[0], target[0]
-        train_step(model, optimizer, x, target, step, amp)
-    _synchronize(device)
-    return time.perf_counter() - started
+class _TimedRun:
+    """The group's model (batched over its seeds, or a plain model for a one-seed group) with its
+    optimiser and data; :meth:`advance` trains it for some steps and returns the seconds they took."""
+
+    def __init__(self, config: GroupConfig, device: torch.device, batched: bool, amp: bool):
+        self.data, self.model = build(config, device, batched=batched)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate)
+        self.config, self.device, self.batched, self.amp = config, device, batched, amp
+        self.step = 0
+
+    def advance(self, steps: int) -> float:
+        _synchronize(self.device)
+        started = time.perf_counter()
+        for _ in range(steps):
+            x, target = self.data.training_batch(self.config.batch_size)
+            if not self.batched:
+                x, target = x[0], target[0]
+            train_step(self.model, self.optimizer, x, target, self.step, self.amp)
+            self.step += 1
+        _synchronize(self.device)
+        return time.perf_counter() - started
 
 
 def measure_speed(
     model: str, operation: str, seeds: int, steps: int, device: torch.device, amp: bool = False
 ) -> dict[str, float]:
-    """Seed-iterations per second of ``seeds`` runs of ``steps`` steps, batched and one seed at a time.
+    """Seed-iterations per second of ``seeds`` runs of ``steps`` steps, batched and one seed at a time
+    (interleaved, see the module docstring).
 
     Returns ``{"batched_seconds", "sequential_seconds", "batched_rate", "sequential_rate", "speedup"}``.
     """
     if seeds < 1 or steps < 1:
         raise ValueError(f"seeds and steps must be positive, got {seeds} and {steps}")
     config = GroupConfig(model, (operation,), tuple(range(seeds)), steps=steps, evaluation_size=1)
-    batched = _timed_training(config, device, batched=True, amp=amp)
-    sequential = sum(
-        _timed_training(replace(config, seeds=(seed,)), device, batched=False, amp=amp) for seed in config.seeds
-    )
+    batched_run = _TimedRun(config, device, batched=True, amp=amp)
+    rounds = min(ROUNDS, seeds)
+    seed_groups = np.array_split(np.asarray(config.seeds), rounds)
+    batched_shares = [len(part) for part in np.array_split(np.arange(steps), rounds)]
+    batched = sequential = 0.0
+    for group, share in zip(seed_groups, batched_shares):
+        for seed in group.tolist():
+            sequential += _TimedRun(replace(config, seeds=(seed,)), device, batched=False, amp=amp).advance(steps)
+        batched += batched_run.advance(share)
     work = seeds * steps
     return {
         "batched_seconds": batched,
