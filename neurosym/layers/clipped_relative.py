@@ -17,11 +17,11 @@ for the queries of block ``b``
   ``a^V_U - a^V_L`` and sums to the tails' total weight ``w'``.
 
 The two parts are merged exactly through a *sink*: one extra key that every query sees, with score
-``m_i`` (the largest window score of query ``i``, detached) and value ``[0, …, 0, 1]``. The kernel's
-last output feature is then the sink's weight ``w = e^m / (Z + e^m)``, and with ``η``, ``ζ`` the
-window's numerator and normaliser relative to ``e^m`` (``ζ >= 1``: the largest term is ``e^0``) the
-output is ``(O + η w) / (w' + ζ w)``. The denominator is at least ``1/2`` since ``w + w' = 1``, so the
-merge cannot overflow, underflow or divide by zero, whatever the scores. Gradients flow by autograd.
+``m_i`` (the largest window score of query ``i``, detached) and a value feature of its own. The kernel
+returns in that feature the sink's weight ``w = e^m / (Z + e^m)``, and with ``η``, ``ζ`` the window's
+numerator and normaliser relative to ``e^m`` (``ζ >= 1``: the largest term is ``e^0``) the output is
+``(O + η w) / (w' + ζ w)``. The denominator is at least ``w' + w = 1``, so the merge cannot overflow,
+underflow or divide by zero, whatever the scores. Gradients flow by autograd.
 
 Restrictions (the caller computes explicit scores otherwise): self-attention over positions
 ``0 .. T-1`` (no decoding offset), no key padding, no attention dropout, and not float16, whose range
