@@ -46,7 +46,7 @@ def outputs_and_gradients(module: RelativeMultiheadAttention, x: torch.Tensor, c
 )
 def test_blocked_equals_explicit(max_rel_pos: int, length: int, extra: int, causal: bool, values: bool) -> None:
     blocked, explicit, x = explicit_and_blocked(max_rel_pos, length, causal, values)
-    blocked.banded_block = max(max_rel_pos - 1, 1) + extra  # small blocks: short sequences have tails
+    blocked.banded_block = 2 * max(max_rel_pos - 1, 1) + 2 * extra  # small blocks: short sequences have tails
     for got, want in zip(outputs_and_gradients(blocked, x, causal), outputs_and_gradients(explicit, x, causal)):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
 
@@ -99,14 +99,16 @@ def test_bfloat16_close_to_float32() -> None:
 
 def test_default_block_covers_unclipped_distances() -> None:
     assert default_block(64, 15) == 32
-    assert default_block(1024, 15) == 39
-    assert default_block(100, 60) == 59
+    assert default_block(1024, 15) == 40  # ⌊√1536⌋ = 39, made even
+    assert default_block(100, 60) == 118
 
 
 def test_errors() -> None:
     q = torch.randn(1, 1, 8, 4)
     table = torch.randn(7, 4)
-    with pytest.raises(ValueError, match=r"block must be at least max\(max_rel_pos - 1, 1\) = 2"):
-        clipped_relative_attention(q, q, q, table, None, max_rel_pos=3, scale=0.5, block=1)
+    with pytest.raises(ValueError, match="block must be even and at least 4"):
+        clipped_relative_attention(q, q, q, table, None, max_rel_pos=3, scale=0.5, block=2)
+    with pytest.raises(ValueError, match="block must be even"):
+        clipped_relative_attention(q, q, q, table, None, max_rel_pos=3, scale=0.5, block=5)
     with pytest.raises(ValueError, match="not float16"):
         clipped_relative_attention(q.half(), q.half(), q.half(), table, None, max_rel_pos=3, scale=0.5)

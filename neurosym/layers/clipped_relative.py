@@ -3,11 +3,12 @@
 The score of query ``i`` and key ``j`` is ``s_ij = scale·q_i·(k_j + a^K_c)`` and the output is
 ``Σ_j α_ij (v_j + a^V_c)`` with ``c = clip(j - i, ±R)``. Beyond the clipping distance the position terms
 no longer depend on ``j``: every key left of ``i - R`` carries ``a_L = a_{-R}``, every key right of
-``i + R`` carries ``a_U = a_{+R}``. The sequence is cut into blocks of ``block >= R - 1`` positions, and
-for the queries of block ``b``
+``i + R`` carries ``a_U = a_{+R}``. The sequence is cut into blocks of an even number ``block >= 2(R - 1)``
+of positions, and for the queries of each half of block ``b``
 
-* the **window** — key blocks ``b-1 .. b+1``, which hold every key closer than ``R`` — is computed
-  explicitly with the clipped terms (``[block, 3·block]`` scores per query block, never ``[T, T]``);
+* the **window** — key blocks ``b-1, b`` for the first half, ``b, b+1`` for the second, which hold
+  every key closer than ``R`` — is computed explicitly with the clipped terms (``[block/2, 2·block]``
+  scores per half block, never ``[T, T]``);
 * the **tails** — all other key blocks — go through one ``scaled_dot_product_attention`` call over
   keys ``k + a^K_L`` and values ``v + a^V_L``. Queries and keys gain one feature per key block: a key
   carries the one-hot of its block, a query the bias it gives that block — ``0`` left of its window,
@@ -40,10 +41,11 @@ _HIDDEN = -1e30  # bias of the key blocks a query must not see in the fused call
 
 
 def default_block(length: int, max_rel_pos: int) -> int:
-    """Block size: at least ``R - 1`` (the window must hold every unclipped distance), at least 32, and
-    about ``1.2·√T``, which balances the window's ``3·block`` explicit keys per query against the
-    ``T / block`` extra features of the fused call (measured fastest at ``T = 1024`` on a CPU)."""
-    return max(max_rel_pos - 1, 32, math.isqrt(3 * length // 2))
+    """Block size: even, at least ``2(R - 1)`` (a half block's window must hold every unclipped
+    distance), at least 32, and about ``1.2·√T``, which balances the window's ``2·block`` explicit keys
+    per query against the ``T / block`` extra features of the fused call."""
+    size = max(2 * (max_rel_pos - 1), 32, math.isqrt(3 * length // 2))
+    return size + size % 2
 
 
 def _blocks(x: torch.Tensor, block: int) -> torch.Tensor:
@@ -53,9 +55,16 @@ def _blocks(x: torch.Tensor, block: int) -> torch.Tensor:
 
 
 def _windows(x: torch.Tensor, block: int) -> torch.Tensor:
-    """Key blocks ``b-1, b, b+1`` of every block ``b``: ``[B, H, T, d]`` -> ``[B, H, n, 3·block, d]``."""
+    """The keys seen by each half block: ``[B, H, T, d]`` -> ``[B, H, n, 2, 2·block, d]`` (blocks ``b-1, b``
+    for the first half of block ``b``, blocks ``b, b+1`` for the second)."""
     blocks = F.pad(_blocks(x, block), (0, 0, 0, 0, 1, 1))
-    return torch.cat([blocks[:, :, :-2], blocks[:, :, 1:-1], blocks[:, :, 2:]], dim=3)
+    pairs = torch.cat([blocks[:, :, :-1], blocks[:, :, 1:]], dim=3)  # pair j: blocks j-1 and j
+    return torch.stack([pairs[:, :, :-1], pairs[:, :, 1:]], dim=3)
+
+
+def _first_hidden_block(positions: torch.Tensor, block: int) -> torch.Tensor:
+    """The first of the two key blocks in the window of the queries at ``positions``."""
+    return positions // block - 1 + (positions % block >= block // 2).long()
 
 
 def _window_part(
@@ -76,18 +85,21 @@ def _window_part(
     distance.
     """
     length = q.shape[2]
-    scores = _blocks(q * scale, block) @ _windows(k, block).transpose(-1, -2)  # [B, H, n, block, 3·block]
+    halves = rearrange(_blocks(q * scale, block), "b h n (two a) d -> b h n two a d", two=2)
+    scores = halves @ _windows(k, block).transpose(-1, -2)  # [B, H, n, 2, block/2, 2·block]
     blocks = scores.shape[2]
-    query_pos = rearrange(torch.arange(blocks * block, device=q.device), "(n a) -> n a 1", a=block)
-    key_pos = rearrange(torch.arange(3 * block, device=q.device), "c -> 1 1 c") + (query_pos // block - 1) * block
-    distance = key_pos - query_pos  # [n, block, 3·block]
+    positions = torch.arange(blocks * block, device=q.device)
+    query_pos = rearrange(positions, "(n two a) -> n two a 1", n=blocks, two=2)
+    window_start = rearrange(_first_hidden_block(positions, block) * block, "(n two a) -> n two a 1", n=blocks, two=2)
+    key_pos = window_start + torch.arange(2 * block, device=q.device)
+    distance = key_pos - query_pos  # [n, 2, block/2, 2·block]
     allowed = (key_pos >= 0) & (key_pos < length)
     if causal:
         allowed = allowed & (distance <= 0)
     # one gather adds the key term of the clipped distance, or -inf (an extra column) where not allowed
     hidden = 2 * max_rel_pos + 1
     index = torch.where(allowed, distance.clamp(-max_rel_pos, max_rel_pos) + max_rel_pos, hidden).expand_as(scores)
-    terms = F.pad(_blocks(per_distance, block), (0, 1), value=float("-inf"))
+    terms = rearrange(F.pad(_blocks(per_distance, block), (0, 1), value=float("-inf")), "b h n (two a) c -> b h n two a c", two=2)
     scores = scores + terms.gather(-1, index)
     with torch.no_grad():  # rows past the end of the sequence may see no key: keep their maximum finite
         top = scores.amax(dim=-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).min)
@@ -97,8 +109,8 @@ def _window_part(
     if value_table is not None:
         per_clipped = weights.new_zeros(*weights.shape[:-1], hidden + 1).scatter_add(-1, index, weights)
         numerator[..., :-1] += per_clipped[..., :hidden] @ value_table.to(weights.dtype)
-    numerator = rearrange(numerator, "b h n a d -> b h (n a) d")[:, :, :length]
-    return numerator[..., :-1], numerator[..., -1], rearrange(top, "b h n a 1 -> b h (n a)")[:, :, :length]
+    numerator = rearrange(numerator, "b h n two a d -> b h (n two a) d")[:, :, :length]
+    return numerator[..., :-1], numerator[..., -1], rearrange(top, "b h n two a 1 -> b h (n two a)")[:, :, :length]
 
 
 def _tail_part(
@@ -120,11 +132,12 @@ def _tail_part(
     if q.device.type == "cuda":  # the fused CUDA kernels want aligned head sizes
         width = -(-width // 8) * 8
     spare = width - head_dim - blocks - 1
-    key_block = torch.arange(length, device=q.device) // block
-    one_hot = F.one_hot(key_block, blocks).to(q.dtype)  # [T, n]
-    relative = rearrange(torch.arange(blocks, device=q.device), "c -> 1 c") - rearrange(key_block, "t -> t 1")
+    positions = torch.arange(length, device=q.device)
+    one_hot = F.one_hot(positions // block, blocks).to(q.dtype)  # [T, n]: each key's block
+    first_hidden = rearrange(_first_hidden_block(positions, block), "t -> t 1")
+    relative = rearrange(torch.arange(blocks, device=q.device), "c -> 1 c") - first_hidden  # [T, n]
     right = relative > 1
-    visible = torch.where(relative < -1, 0.0, _HIDDEN).to(q.dtype)  # [T, n]: left tail 0, window hidden
+    visible = torch.where(relative < 0, 0.0, _HIDDEN).to(q.dtype)  # [T, n]: left tail 0, window hidden
     if causal:
         block_bias = visible.expand(batch, heads, length, blocks)
     else:
@@ -163,17 +176,17 @@ def clipped_relative_attention(
 
     ``key_table``/``value_table [2R + 1, d]`` are the learned ``a^K``/``a^V`` rows of the clipped
     distances ``-R .. R`` (``value_table=None``: keys only); ``causal=True`` hides keys after the query;
-    ``block`` (default :func:`default_block`) must be at least ``R - 1``.
+    ``block`` (default :func:`default_block`) must be even and at least ``2(R - 1)``.
     """
     if q.dtype == torch.float16:
         raise ValueError("clipped_relative_attention needs float32, float64 or bfloat16 inputs, not float16")
     length = q.shape[2]
     block = default_block(length, max_rel_pos) if block is None else block
-    if block < max(max_rel_pos - 1, 1):
-        raise ValueError(f"block must be at least max(max_rel_pos - 1, 1) = {max(max_rel_pos - 1, 1)}, got {block}")
+    if block < max(2 * (max_rel_pos - 1), 2) or block % 2:
+        raise ValueError(f"block must be even and at least {max(2 * (max_rel_pos - 1), 2)} (2·(max_rel_pos - 1)), got {block}")
     per_distance = (q * scale) @ key_table.to(q.dtype).T  # [B, H, T, 2R + 1]
     numerator, normaliser, top = _window_part(q, k, v, per_distance, value_table, max_rel_pos, scale, causal, block)
-    if length <= 2 * block:  # every key lies in every query's window
+    if length <= block:  # one block: every key lies in every query's window
         return numerator / normaliser[..., None]
     tail, sink_weight, tail_weight = _tail_part(q, k, v, key_table, value_table, top, scale, causal, block)
     return (tail + numerator * sink_weight[..., None]) / (tail_weight + normaliser * sink_weight)[..., None]

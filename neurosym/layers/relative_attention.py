@@ -119,7 +119,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
     """Shortest Shaw self-attention computed in blocks; shorter ones use explicit scores, which were
     faster up to 128 positions on a CPU (``benchmarks/RESULTS.md``)."""
     banded_block: int | None = None
-    """Block size of the blocked path (at least ``max_rel_pos - 1``; ``None``: ``default_block``)."""
+    """Block size of the blocked path (even, at least ``2 (max_rel_pos - 1)``; ``None``: ``default_block``)."""
 
     def attend(
         self,
