@@ -466,5 +466,5 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "holdout_i" in results or "block" in results:
         plot_holdouts(results.get("block"), results.get("holdout_i"), args.out / "holdout.png")
     save_json(results, path)
-    print(f"\nSaved {args.out / 'pvr.json'} and plots in {args.out}")
+    print(f"\nSaved {path} and plots in {args.out}")
     return results

@@ -68,30 +68,30 @@ def _first_hidden_block(positions: torch.Tensor, block: int) -> torch.Tensor:
 
 
 def _window_part(
-    q: torch.Tensor,
+    scaled_q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
     per_distance: torch.Tensor,
     value_table: torch.Tensor | None,
     max_rel_pos: int,
-    scale: float,
     causal: bool,
     block: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The keys of each query's window: ``(η [B, H, T, d], ζ [B, H, T], m [B, H, T])`` with ``m`` the
     largest window score (detached), ``ζ = Σ e^{s - m}`` and ``η = Σ e^{s - m} (v_j + a^V_c)``.
 
-    ``per_distance [B, H, T, 2R + 1]`` holds the scaled key terms ``scale·q_i·a^K_c`` of every clipped
-    distance.
+    ``scaled_q`` is ``scale·q``; ``per_distance [B, H, T, 2R + 1]`` holds its key terms ``scale·q_i·a^K_c``
+    for every clipped distance.
     """
-    length = q.shape[2]
-    halves = rearrange(_blocks(q * scale, block), "b h n (two a) d -> b h n two a d", two=2)
+    length = scaled_q.shape[2]
+    device = scaled_q.device
+    halves = rearrange(_blocks(scaled_q, block), "b h n (two a) d -> b h n two a d", two=2)
     scores = halves @ _windows(k, block).transpose(-1, -2)  # [B, H, n, 2, block/2, 2·block]
     blocks = scores.shape[2]
-    positions = torch.arange(blocks * block, device=q.device)
+    positions = torch.arange(blocks * block, device=device)
     query_pos = rearrange(positions, "(n two a) -> n two a 1", n=blocks, two=2)
     window_start = rearrange(_first_hidden_block(positions, block) * block, "(n two a) -> n two a 1", n=blocks, two=2)
-    key_pos = window_start + torch.arange(2 * block, device=q.device)
+    key_pos = window_start + torch.arange(2 * block, device=device)
     distance = key_pos - query_pos  # [n, 2, block/2, 2·block]
     allowed = (key_pos >= 0) & (key_pos < length)
     if causal:
@@ -184,8 +184,9 @@ def clipped_relative_attention(
     block = default_block(length, max_rel_pos) if block is None else block
     if block < max(2 * (max_rel_pos - 1), 2) or block % 2:
         raise ValueError(f"block must be even and at least {max(2 * (max_rel_pos - 1), 2)} (2·(max_rel_pos - 1)), got {block}")
-    per_distance = (q * scale) @ key_table.to(q.dtype).T  # [B, H, T, 2R + 1]
-    numerator, normaliser, top = _window_part(q, k, v, per_distance, value_table, max_rel_pos, scale, causal, block)
+    scaled_q = q * scale
+    per_distance = scaled_q @ key_table.to(q.dtype).T  # [B, H, T, 2R + 1]
+    numerator, normaliser, top = _window_part(scaled_q, k, v, per_distance, value_table, max_rel_pos, causal, block)
     if length <= block:  # one block: every key lies in every query's window
         return numerator / normaliser[..., None]
     tail, sink_weight, tail_weight = _tail_part(q, k, v, key_table, value_table, top, scale, causal, block)
