@@ -20,12 +20,13 @@ class GatedNAUNMU(ArithmeticUnit):
     Shapes: ``x [..., in]`` → ``[..., out]``; with ``ensemble=S``: ``[S, ..., in]`` → ``[S, ..., out]``.
     Initialisation: NAU and NMU as published, ``G`` Glorot uniform. Regulariser: mean of the NAU and NMU
     regularisers (they have equally many weights); :meth:`clamp_weights_` projects both weights.
+    ``compiled`` is passed to the :class:`NMU`.
     """
 
-    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None):
-        super().__init__(in_features, out_features, ensemble=ensemble)
+    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, compiled: bool = False):
+        super().__init__(in_features, out_features, ensemble=ensemble, compiled=compiled)
         self.add = NAU(in_features, out_features, ensemble=ensemble)
-        self.mul = NMU(in_features, out_features, ensemble=ensemble)
+        self.mul = NMU(in_features, out_features, ensemble=ensemble, compiled=compiled)
         self.gate = self.make_parameter(out_features, in_features)
         glorot_uniform_(self.gate, in_features, out_features)
 

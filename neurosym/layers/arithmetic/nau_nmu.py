@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import abstractmethod
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -20,8 +21,8 @@ class _ClampedWeight(ArithmeticUnit):
 
     LOWER: float
 
-    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None):
-        super().__init__(in_features, out_features, ensemble=ensemble)
+    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, **options: Any):
+        super().__init__(in_features, out_features, ensemble=ensemble, **options)
         self.weight = self.make_parameter(out_features, in_features)
         self.reset_parameters()
 
@@ -71,13 +72,19 @@ class NMU(_ClampedWeight):
 
     Shapes: ``x [..., in]`` → ``[..., out]``; with ``ensemble=S``: ``[S, ..., in]`` → ``[S, ..., out]``.
     Initialisation: ``W ~ U[1/4, 3/4]`` (E[W] = 1/2). Regulariser: ``mean min(W, 1 − W)``.
-    Computed by :func:`multiplicative_product` (chunked, NaN-free, magnitudes saturate at e^50).
+    Computed by :func:`multiplicative_product` (chunked, NaN-free, magnitudes saturate at e^50);
+    ``compiled=True`` runs its fast route through ``torch.compile`` kernels (large layers: several
+    times faster; each new input shape compiles first).
     """
 
     LOWER = 0.0
+
+    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, compiled: bool = False):
+        super().__init__(in_features, out_features, ensemble=ensemble, compiled=compiled)
+        self.compiled = compiled
 
     def reset_parameters(self) -> None:
         nmu_init_(self.weight)
 
     def compute(self, x: Tensor) -> Tensor:
-        return multiplicative_product(x, self.clamped_weight())
+        return multiplicative_product(x, self.clamped_weight(), compiled=self.compiled)

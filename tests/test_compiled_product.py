@@ -1,0 +1,111 @@
+"""The NMU product's compiled fast route (``compiled=True``): same values and gradients as the
+definition, the eager log-domain route where the fast route is not exact, and a warned fallback
+when compiling fails."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from neurosym.layers import NMU, GatedNAUNMU
+from neurosym.layers.arithmetic import multiplicative_product, product
+from neurosym.layers.lazy_compile import LazilyCompiled
+
+
+@pytest.fixture
+def compiled_calls(monkeypatch) -> dict[str, int]:
+    """Every product goes past one chunk (so ``compiled=True`` takes the kernels); counts the kernel
+    calls that returned a result."""
+    monkeypatch.setattr(product, "CHUNK_ELEMENTS", 1)
+    calls = {"product": 0, "gradients": 0}
+    for name in calls:
+        kernel = getattr(product, f"_compiled_{name}")
+
+        def counted(*args, kernel=kernel, name=name):
+            result = kernel(*args)
+            calls[name] += result is not None
+            return result
+
+        monkeypatch.setattr(product, f"_compiled_{name}", counted)
+    return calls
+
+
+def _definition(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """``x [S, N, in]``, ``w [S, out, in]`` → ``[S, N, out]`` by plain autograd ops."""
+    return torch.addcmul(1 - w.unsqueeze(1), w.unsqueeze(1), x.unsqueeze(2)).prod(-1)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    values=arrays(np.float64, (2, 5, 4), elements=st.floats(-30, 30, allow_nan=False)),
+    weights=arrays(np.float64, (2, 3, 4), elements=st.floats(0, 1) | st.sampled_from([0.0, 1.0])),
+)
+def test_compiled_route_matches_the_definition_and_its_gradient(compiled_calls, values, weights) -> None:
+    kernel_calls_before = compiled_calls["product"]  # (the fixture is shared by all examples)
+    x, w = torch.from_numpy(values).requires_grad_(True), torch.from_numpy(weights).requires_grad_(True)
+    reference_x, reference_w = x.detach().clone().requires_grad_(True), w.detach().clone().requires_grad_(True)
+    got = multiplicative_product(x, w, compiled=True)
+    expected = _definition(reference_x, reference_w)
+    torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-300)
+    seed = torch.arange(1.0, 31.0, dtype=torch.float64).reshape(2, 5, 3)
+    (got * seed).sum().backward()
+    (expected * seed).sum().backward()
+    torch.testing.assert_close(x.grad, reference_x.grad, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(w.grad, reference_w.grad, rtol=1e-9, atol=1e-9)
+    assert compiled_calls["product"] == kernel_calls_before + 1
+
+
+def test_compiled_route_runs_both_kernels_for_either_gradient(compiled_calls) -> None:
+    torch.manual_seed(0)
+    x, w = torch.rand(2, 6, 5, dtype=torch.float64) + 0.5, torch.rand(2, 3, 5, dtype=torch.float64)
+    assert torch.autograd.gradcheck(lambda weight: multiplicative_product(x, weight, compiled=True), (w.requires_grad_(True),))
+    assert torch.autograd.gradcheck(lambda inputs: multiplicative_product(inputs, w.detach(), compiled=True), (x.requires_grad_(True),))
+    assert compiled_calls["product"] > 0 and compiled_calls["gradients"] > 0
+
+
+def test_zero_terms_leave_the_compiled_route_for_the_exact_one(compiled_calls) -> None:
+    # W = 1 at x = 0 makes a term exactly 0: the plain product is not trusted there.
+    x = torch.tensor([[[0.0, 2.0, -3.0], [1.5, 2.0, 0.5]]], requires_grad=True)
+    w = torch.ones(1, 1, 3, requires_grad=True)
+    y = multiplicative_product(x, w, compiled=True)
+    torch.testing.assert_close(y, torch.tensor([[[0.0], [1.5]]]))
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, torch.tensor([[[-6.0, 0.0, 0.0], [1.0, 0.75, 3.0]]]))
+    torch.testing.assert_close(w.grad, torch.tensor([[[6.0 + 0.5 * 1.0, 0.0 + 1.0 * 0.75, 0.0 + -0.5 * 3.0]]]))
+    assert compiled_calls["product"] == 1 and compiled_calls["gradients"] == 0
+
+
+def test_nmu_passes_compiled_on_and_its_members_keep_it(compiled_calls) -> None:
+    torch.manual_seed(1)
+    unit = NMU(4, 3, ensemble=2, compiled=True)
+    x = torch.rand(2, 7, 4) + 0.5
+    torch.testing.assert_close(unit(x), _definition(x, unit.clamped_weight()), rtol=1e-5, atol=1e-6)
+    assert compiled_calls["product"] == 1
+    assert unit.member(1).compiled and GatedNAUNMU(4, 3, compiled=True).mul.compiled
+    assert "compiled=True" in repr(unit)
+
+
+def test_a_failed_compilation_warns_once_and_the_eager_route_computes(monkeypatch) -> None:
+    def no_compiler(function):
+        def fails(*args):
+            raise RuntimeError("no C++ compiler")
+
+        return fails
+
+    monkeypatch.setattr(torch, "compile", no_compiler)
+    monkeypatch.setattr(product, "CHUNK_ELEMENTS", 1)
+    monkeypatch.setattr(product, "_compiled_product", LazilyCompiled(product._fast_product, "the NMU product kernel"))
+    x, w = torch.rand(3, 4) + 0.5, torch.rand(2, 4)
+    with pytest.warns(RuntimeWarning, match="could not build the NMU product kernel.*no C\\+\\+ compiler"):
+        first = multiplicative_product(x, w, compiled=True)
+    torch.testing.assert_close(first, multiplicative_product(x, w))
+    assert product._compiled_product.failed
+    with warnings.catch_warnings():  # no second warning
+        warnings.simplefilter("error")
+        torch.testing.assert_close(multiplicative_product(x, w, compiled=True), first)
