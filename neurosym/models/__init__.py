@@ -1,3 +1,6 @@
+"""Reference architectures assembled from :mod:`neurosym.layers`: the HINT seq2seq baselines (GRU/LSTM with
+and without attention, vanilla/relative/universal Transformers) with symbol or image front ends."""
+
 from neurosym.models.seq2seq import (
     ImageWindowFrontEnd,
     RNNSeq2Seq,
@@ -7,3 +10,13 @@ from neurosym.models.seq2seq import (
     build_front_end,
     build_seq2seq,
 )
+
+__all__ = [
+    "ImageWindowFrontEnd",
+    "RNNSeq2Seq",
+    "Seq2Seq",
+    "TokenFrontEnd",
+    "TransformerSeq2Seq",
+    "build_front_end",
+    "build_seq2seq",
+]

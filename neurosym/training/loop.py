@@ -170,8 +170,8 @@ def _check(config: TrainConfig, context: DistributedContext, dataset_size: int) 
 def _batches(loader: DataLoader, sampler: DistributedSampler, start_step: int) -> Iterator[Any]:
     """Batches forever, epoch after epoch, starting where step ``start_step`` left off."""
     per_epoch = len(loader)
-    epoch, skip = divmod(start_step, per_epoch)
-    for epoch in itertools.count(epoch):
+    first_epoch, skip = divmod(start_step, per_epoch)
+    for epoch in itertools.count(first_epoch):
         sampler.set_epoch(epoch)
         yield from itertools.islice(loader, skip, None)
         skip = 0
