@@ -6,6 +6,7 @@ import torch
 
 from neurosym.cli import main
 from neurosym.data.arithmetic import SimpleFunctionData
+import neurosym.experiments.arithmetic as arithmetic_runner
 from neurosym.experiments.arithmetic import speed
 from neurosym.experiments.arithmetic.training import (
     GroupConfig,
@@ -162,13 +163,16 @@ def test_cli_time_limit_stops_and_resume_finishes(tmp_path, capsys):
     assert {c["model"] for c in finished["cells"]} == {"Linear", "NAU"}
 
 
-def test_cli_speed_mode(tmp_path, capsys):
+def test_cli_speed_mode(tmp_path, capsys, monkeypatch):
+    kept = []
+    monkeypatch.setattr(arithmetic_runner, "retain_freed_memory", lambda: kept.append(True) or True)
     out = tmp_path / "speed"
     assert main(["arithmetic", "--speed", "--speed-seeds", "3", "--speed-steps", "4", "--models", "linear", "--out", str(out)]) == 0
     result = json.loads((out / "speed.json").read_text())
     assert result["seeds"] == 3 and result["batched_rate"] > 0 and result["sequential_rate"] > 0
     assert result["speedup"] == pytest.approx(result["sequential_seconds"] / result["batched_seconds"])
     assert "Seed-iterations/s" in capsys.readouterr().out and (out / "speed.png").exists()
+    assert kept == [True]  # a CPU run keeps freed memory (no page faults for the batched buffers)
 
 
 def test_speed_interleaves_the_modes_and_trains_every_step(monkeypatch):

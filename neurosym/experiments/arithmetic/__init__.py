@@ -25,6 +25,7 @@ from neurosym.metrics import run_outcomes, summarize
 from neurosym.metrics.threshold import perturbed_solution_mse
 from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
 from neurosym.training import resolve_device
+from neurosym.training.allocator import retain_freed_memory
 from neurosym.training.device import autocast_enabled
 
 MODEL_NAMES = {"nac_mul": "NAC•", "nalu": "NALU", "nac_add": "NAC+", "linear": "Linear", "nau": "NAU", "nmu": "NMU"}
@@ -120,6 +121,8 @@ def run(args: argparse.Namespace) -> dict:
     device = resolve_device(args.device)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
+    if device.type == "cpu":  # the batched steps' MB-sized buffers would page-fault every step otherwise
+        retain_freed_memory()
     amp = args.amp and autocast_enabled(device)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.speed:
