@@ -62,7 +62,7 @@ def _windows(x: torch.Tensor, block: int) -> torch.Tensor:
     return torch.stack([pairs[:, :, :-1], pairs[:, :, 1:]], dim=3)
 
 
-def _first_hidden_block(positions: torch.Tensor, block: int) -> torch.Tensor:
+def _first_window_block(positions: torch.Tensor, block: int) -> torch.Tensor:
     """The first of the two key blocks in the window of the queries at ``positions``."""
     return positions // block - 1 + (positions % block >= block // 2).long()
 
@@ -90,7 +90,7 @@ def _window_part(
     blocks = scores.shape[2]
     positions = torch.arange(blocks * block, device=device)
     query_pos = rearrange(positions, "(n two a) -> n two a 1", n=blocks, two=2)
-    window_start = rearrange(_first_hidden_block(positions, block) * block, "(n two a) -> n two a 1", n=blocks, two=2)
+    window_start = rearrange(_first_window_block(positions, block) * block, "(n two a) -> n two a 1", n=blocks, two=2)
     key_pos = window_start + torch.arange(2 * block, device=device)
     distance = key_pos - query_pos  # [n, 2, block/2, 2·block]
     allowed = (key_pos >= 0) & (key_pos < length)
@@ -134,8 +134,8 @@ def _tail_part(
     spare = width - head_dim - blocks - 1
     positions = torch.arange(length, device=q.device)
     one_hot = F.one_hot(positions // block, blocks).to(q.dtype)  # [T, n]: each key's block
-    first_hidden = rearrange(_first_hidden_block(positions, block), "t -> t 1")
-    relative = rearrange(torch.arange(blocks, device=q.device), "c -> 1 c") - first_hidden  # [T, n]
+    first_window = rearrange(_first_window_block(positions, block), "t -> t 1")
+    relative = rearrange(torch.arange(blocks, device=q.device), "c -> 1 c") - first_window  # [T, n]
     right = relative > 1
     visible = torch.where(relative < 0, 0.0, _HIDDEN).to(q.dtype)  # [T, n]: left tail 0, window hidden
     if causal:
