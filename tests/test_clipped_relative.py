@@ -1,4 +1,4 @@
-"""Blocked Shaw attention (window explicit, tails in one fused call) against the explicit scores."""
+"""Banded Shaw attention (band explicit, tails in the fused causal kernel) against the explicit scores."""
 
 from __future__ import annotations
 
@@ -46,7 +46,15 @@ def outputs_and_gradients(module: RelativeMultiheadAttention, x: torch.Tensor, c
 )
 def test_blocked_equals_explicit(max_rel_pos: int, length: int, extra: int, causal: bool, values: bool) -> None:
     blocked, explicit, x = explicit_and_blocked(max_rel_pos, length, causal, values)
-    blocked.banded_block = 2 * max(max_rel_pos - 1, 1) + 2 * extra  # small blocks: short sequences have tails
+    blocked.banded_block = 2 * max_rel_pos + extra  # small blocks: short sequences have several, and tails
+    for got, want in zip(outputs_and_gradients(blocked, x, causal), outputs_and_gradients(explicit, x, causal)):
+        torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_default_blocks_at_the_hint_clipping_distance(causal: bool) -> None:
+    """``max_rel_pos = 15`` (the HINT code's), the default block, 300 positions: ten blocks and long tails."""
+    blocked, explicit, x = explicit_and_blocked(15, 300, causal, True)
     for got, want in zip(outputs_and_gradients(blocked, x, causal), outputs_and_gradients(explicit, x, causal)):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
 
@@ -56,7 +64,7 @@ def test_blocked_holds_extreme_scores_in_range(gain: float) -> None:
     """Scores hundreds of nats apart (tails far above the window) still merge exactly: float32 blocked
     and explicit attention agree with float64 explicit attention to the same precision."""
     blocked, explicit, x = explicit_and_blocked(3, 60, False, True, dtype=torch.float32, gain=gain)
-    blocked.banded_block = 4
+    blocked.banded_block = 6
     reference = copy.deepcopy(explicit).double()
     want = reference(x.detach().double())
     got = blocked(x)
@@ -97,18 +105,28 @@ def test_bfloat16_close_to_float32() -> None:
     torch.testing.assert_close(low.float(), explicit(x), rtol=0.05, atol=0.05)
 
 
-def test_default_block_covers_unclipped_distances() -> None:
-    assert default_block(64, 15) == 32
-    assert default_block(1024, 15) == 40  # ⌊√1536⌋ = 39, made even
-    assert default_block(100, 60) == 118
+def test_float16_is_computed_in_float32() -> None:
+    torch.manual_seed(0)
+    q, k, v = torch.randn(3, 2, 2, 50, 8).unbind(0)
+    tables = torch.randn(2, 9, 8).unbind(0)
+    settings = {"max_rel_pos": 4, "scale": 8**-0.5}
+    half = clipped_relative_attention(*(x.half() for x in (q, k, v, *tables)), **settings)
+    assert half.dtype == torch.float16
+    rounded = clipped_relative_attention(*(x.half().float() for x in (q, k, v, *tables)), **settings)
+    torch.testing.assert_close(half.float(), rounded, rtol=2e-3, atol=2e-3)
+
+
+def test_default_block_covers_the_band() -> None:
+    assert default_block(15) == 32
+    assert default_block(16) == 32
+    assert default_block(60) == 120
 
 
 def test_errors() -> None:
     q = torch.randn(1, 1, 8, 4)
     table = torch.randn(7, 4)
-    with pytest.raises(ValueError, match="block must be even and at least 4"):
-        clipped_relative_attention(q, q, q, table, None, max_rel_pos=3, scale=0.5, block=2)
-    with pytest.raises(ValueError, match="block must be even"):
+    with pytest.raises(ValueError, match="block must be at least 6"):
         clipped_relative_attention(q, q, q, table, None, max_rel_pos=3, scale=0.5, block=5)
-    with pytest.raises(ValueError, match="not float16"):
-        clipped_relative_attention(q.half(), q.half(), q.half(), table, None, max_rel_pos=3, scale=0.5)
+    meta = torch.empty(1, 1, 8, 4, device="meta")
+    with pytest.raises(ValueError, match="runs on the CPU"):
+        clipped_relative_attention(meta, meta, meta, table, None, max_rel_pos=3, scale=0.5)

@@ -1,193 +1,245 @@
-"""Shaw et al. (2018) attention with clipped relative positions, mostly inside one fused SDPA call.
+"""Shaw et al. (2018) self-attention with clipped relative positions on the CPU, in ``O(T·R)`` memory.
 
 The score of query ``i`` and key ``j`` is ``s_ij = scale·q_i·(k_j + a^K_c)`` and the output is
-``Σ_j α_ij (v_j + a^V_c)`` with ``c = clip(j - i, ±R)``. Beyond the clipping distance the position terms
-no longer depend on ``j``: every key left of ``i - R`` carries ``a_L = a_{-R}``, every key right of
-``i + R`` carries ``a_U = a_{+R}``. The sequence is cut into blocks of an even number ``block >= 2(R - 1)``
-of positions, and for the queries of each half of block ``b``
+``Σ_j α_ij (v_j + a^V_c)`` with ``c = clip(j - i, ±R)``. The keys of query ``i`` fall into three parts:
 
-* the **window** — key blocks ``b-1, b`` for the first half, ``b, b+1`` for the second, which hold
-  every key closer than ``R`` — is computed explicitly with the clipped terms (``[block/2, 2·block]``
-  scores per half block, never ``[T, T]``);
-* the **tails** — all other key blocks — go through one ``scaled_dot_product_attention`` call over
-  keys ``k + a^K_L`` and values ``v + a^V_L``. Queries and keys gain one feature per key block: a key
-  carries the one-hot of its block, a query the bias it gives that block — ``0`` left of its window,
-  ``scale·q·(a^K_U - a^K_L)`` (divided by ``scale``) right of it, and a large negative number on its
-  window (and right of it under a causal mask). The values carry the same one-hot, so the kernel
-  also returns each block's share of the attention, which corrects the right tail's values by
-  ``a^V_U - a^V_L`` and sums to the tails' total weight ``w'``.
+* the **band** ``|j - i| <= R`` is scored explicitly: each block of ``block >= 2R`` queries meets a
+  window of ``block + 2R`` keys in one batched GEMM, and the band's ``2R + 1`` diagonals are read out of
+  those ``[block, block + 2R]`` scores by the skew trick (pad, reshape, cut). In these band coordinates
+  the key term ``scale·q_i·a^K_c`` adds without a gather and the value term is one GEMM with ``a^V``;
+* the **left tail** ``j <= i - R - 1``, where every key carries ``a_{-R}``, is causal attention of the
+  queries ``R + 1 ..`` against the keys ``k + a^K_{-R}`` (values ``v + a^V_{-R}``) shifted by ``R + 1``:
+  one call of the fused CPU flash-attention kernel, which skips the masked triangle;
+* the **right tail** ``j >= i + R + 1`` (``a_{+R}``; none under a causal mask) is the same on both
+  sequences reversed.
 
-The two parts are merged exactly through a *sink*: one extra key that every query sees, with score
-``m_i`` (the largest window score of query ``i``, detached) and a value feature of its own. The kernel
-returns in that feature the sink's weight ``w = e^m / (Z + e^m)``, and with ``η``, ``ζ`` the window's
-numerator and normaliser relative to ``e^m`` (``ζ >= 1``: the largest term is ``e^0``) the output is
-``(O + η w) / (w' + ζ w)``. The denominator is at least ``w' + w = 1``, so the merge cannot overflow,
-underflow or divide by zero, whatever the scores. Gradients flow by autograd.
+Each part yields its output normalised over its own keys, ``O_p``, and its log-normaliser ``lse_p``; the
+merge ``out = Σ_p β_p O_p`` with ``β_p = exp(lse_p - LSE)`` is exact whatever the scores. The backward
+pass is written out: the kernel's backward computes ``D_i = dO_i·O_i`` from the output it is handed, and
+handing it the *merged* output with ``dO = β_p·g`` yields exactly the gradient of the merged attention,
+the log-normaliser's share included; the band does the same in explicit form. No ``[T, T]`` tensor is
+ever built.
 
-Restrictions (the caller computes explicit scores otherwise): self-attention over positions
-``0 .. T-1`` (no decoding offset), no key padding, no attention dropout, and not float16, whose range
-cannot hold the large negative block bias next to real scores.
+Restrictions (the caller computes explicit scores otherwise): CPU tensors (the log-normaliser comes from
+the CPU flash-attention kernel), self-attention over positions ``0 .. T-1`` (no decoding offset), no key
+padding, no attention dropout. Half-precision inputs are computed in float32.
 """
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from einops import rearrange
+from torch import Tensor
 
-_HIDDEN = -1e30  # bias of the key blocks a query must not see in the fused call
-
-
-def default_block(length: int, max_rel_pos: int) -> int:
-    """Block size: even, at least ``2(R - 1)`` (a half block's window must hold every unclipped
-    distance), at least 32, and about ``1.2·√T``, which balances the window's ``2·block`` explicit keys
-    per query against the ``T / block`` extra features of the fused call."""
-    size = max(2 * (max_rel_pos - 1), 32, math.isqrt(3 * length // 2))
-    return size + size % 2
+_FLASH = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+_FLASH_BACKWARD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
 
 
-def _blocks(x: torch.Tensor, block: int) -> torch.Tensor:
-    """``[B, H, T, d]`` -> ``[B, H, n, block, d]``, zero-padding the end."""
-    padded = -(-x.shape[2] // block) * block
-    return rearrange(F.pad(x, (0, 0, 0, padded - x.shape[2])), "b h (n t) d -> b h n t d", t=block)
+def default_block(max_rel_pos: int) -> int:
+    """Queries per band block: at least ``2R`` (the window is the block's own keys and ``2R`` more) and
+    at least 32, so that the batched GEMMs are not dominated by their call overhead."""
+    return max(2 * max_rel_pos, 32)
 
 
-def _windows(x: torch.Tensor, block: int) -> torch.Tensor:
-    """The keys seen by each half block: ``[B, H, T, d]`` -> ``[B, H, n, 2, 2·block, d]`` (blocks ``b-1, b``
-    for the first half of block ``b``, blocks ``b, b+1`` for the second)."""
-    blocks = F.pad(_blocks(x, block), (0, 0, 0, 0, 1, 1))
-    pairs = torch.cat([blocks[:, :, :-1], blocks[:, :, 1:]], dim=3)  # pair j: blocks j-1 and j
-    return torch.stack([pairs[:, :, :-1], pairs[:, :, 1:]], dim=3)
+def _query_blocks(x: Tensor, block: int) -> Tensor:
+    """``[G, T, f]`` -> ``[G, n, block, f]``, zero-padding the end (a view when ``block`` divides ``T``)."""
+    padding = -x.shape[1] % block
+    return rearrange(F.pad(x, (0, 0, 0, padding)) if padding else x, "g (n t) f -> g n t f", t=block)
 
 
-def _first_window_block(positions: torch.Tensor, block: int) -> torch.Tensor:
-    """The first of the two key blocks in the window of the queries at ``positions``."""
-    return positions // block - 1 + (positions % block >= block // 2).long()
+def _unblock(x: Tensor, length: int) -> Tensor:
+    """Inverse of :func:`_query_blocks`: ``[G, n, block, f]`` -> ``[G, length, f]``."""
+    return rearrange(x, "g n t f -> g (n t) f")[:, :length]
 
 
-def _window_part(
-    scaled_q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    per_distance: torch.Tensor,
-    value_table: torch.Tensor | None,
-    max_rel_pos: int,
-    causal: bool,
-    block: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The keys of each query's window: ``(η [B, H, T, d], ζ [B, H, T], m [B, H, T])`` with ``m`` the
-    largest window score (detached), ``ζ = Σ e^{s - m}`` and ``η = Σ e^{s - m} (v_j + a^V_c)``.
-
-    ``scaled_q`` is ``scale·q``; ``per_distance [B, H, T, 2R + 1]`` holds its key terms ``scale·q_i·a^K_c``
-    for every clipped distance.
-    """
-    length = scaled_q.shape[2]
-    device = scaled_q.device
-    halves = rearrange(_blocks(scaled_q, block), "b h n (two a) d -> b h n two a d", two=2)
-    scores = halves @ _windows(k, block).transpose(-1, -2)  # [B, H, n, 2, block/2, 2·block]
-    blocks = scores.shape[2]
-    positions = torch.arange(blocks * block, device=device)
-    query_pos = rearrange(positions, "(n two a) -> n two a 1", n=blocks, two=2)
-    window_start = rearrange(_first_window_block(positions, block) * block, "(n two a) -> n two a 1", n=blocks, two=2)
-    key_pos = window_start + torch.arange(2 * block, device=device)
-    distance = key_pos - query_pos  # [n, 2, block/2, 2·block]
-    allowed = (key_pos >= 0) & (key_pos < length)
-    if causal:
-        allowed = allowed & (distance <= 0)
-    # one gather adds the key term of the clipped distance, or -inf (an extra column) where not allowed
-    hidden = 2 * max_rel_pos + 1
-    index = torch.where(allowed, distance.clamp(-max_rel_pos, max_rel_pos) + max_rel_pos, hidden).expand_as(scores)
-    terms = rearrange(F.pad(_blocks(per_distance, block), (0, 1), value=float("-inf")), "b h n (two a) c -> b h n two a c", two=2)
-    scores = scores + terms.gather(-1, index)
-    with torch.no_grad():  # rows past the end of the sequence may see no key: keep their maximum finite
-        top = scores.amax(dim=-1, keepdim=True).clamp_min(torch.finfo(scores.dtype).min)
-    weights = (scores - top).exp_()
-    # a column of ones among the values makes the last output feature the normaliser Σ e^{s - m}
-    numerator = weights @ _windows(F.pad(v, (0, 1), value=1.0), block)
-    if value_table is not None:
-        per_clipped = weights.new_zeros(*weights.shape[:-1], hidden + 1).scatter_add(-1, index, weights)
-        numerator[..., :-1] += per_clipped[..., :hidden] @ value_table.to(weights.dtype)
-    numerator = rearrange(numerator, "b h n two a d -> b h (n two a) d")[:, :, :length]
-    return numerator[..., :-1], numerator[..., -1], rearrange(top, "b h n two a 1 -> b h (n two a)")[:, :, :length]
+def _key_windows(x: Tensor, reach: int, block: int) -> Tensor:
+    """``[G, T, d]`` -> ``[G, n, block + 2R, d]``: window ``b`` holds positions ``b·block - R ..
+    (b + 1)·block + R - 1`` (zeros outside the sequence)."""
+    blocks = -(-x.shape[1] // block)
+    padded = F.pad(x, (0, 0, reach, (blocks + 1) * block - x.shape[1] - reach))
+    padded = rearrange(padded, "g (n t) d -> g n t d", t=block)
+    return torch.cat([padded[:, :-1], padded[:, 1:, : 2 * reach]], dim=2)
 
 
-def _tail_part(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    key_table: torch.Tensor,
-    value_table: torch.Tensor | None,
-    top: torch.Tensor,
-    scale: float,
-    causal: bool,
-    block: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The keys outside each query's window plus the sink, in one fused call: ``(O [B, H, T, d],
-    w [B, H, T], w' [B, H, T])`` as in the module docstring."""
-    batch, heads, length, head_dim = q.shape
-    blocks = -(-length // block)
-    width = head_dim + blocks + 1
-    if q.device.type == "cuda":  # the fused CUDA kernels want aligned head sizes
-        width = -(-width // 8) * 8
-    spare = width - head_dim - blocks - 1
-    positions = torch.arange(length, device=q.device)
-    one_hot = F.one_hot(positions // block, blocks).to(q.dtype)  # [T, n]: each key's block
-    first_window = rearrange(_first_window_block(positions, block), "t -> t 1")
-    relative = rearrange(torch.arange(blocks, device=q.device), "c -> 1 c") - first_window  # [T, n]
-    right = relative > 1
-    visible = torch.where(relative < 0, 0.0, _HIDDEN).to(q.dtype)  # [T, n]: left tail 0, window hidden
-    if causal:
-        block_bias = visible.expand(batch, heads, length, blocks)
-    else:
-        right_shift = q @ (key_table[-1] - key_table[0]).to(q.dtype)  # [B, H, T], divided by scale
-        block_bias = torch.where(right, rearrange(right_shift, "b h t -> b h t 1"), visible)
-    extra = F.pad(one_hot, (0, 1 + spare)).expand(batch, heads, length, width - head_dim)  # keys' and values' features
-    sink_score = rearrange(top / scale, "b h t -> b h t 1")
-    query = F.pad(torch.cat([q, block_bias, sink_score], dim=-1), (0, spare))
-    sink = q.new_zeros(batch, heads, 1, width)
-    sink[..., head_dim + blocks] = 1.0
-    keys = torch.cat([sink, torch.cat([k + key_table[0].to(k.dtype), extra], dim=-1)], dim=2)
-    values = v if value_table is None else v + value_table[0].to(v.dtype)
-    values = torch.cat([sink, torch.cat([values, extra], dim=-1)], dim=2)
-    out = F.scaled_dot_product_attention(query, keys, values, scale=scale)
-    shares = out[..., head_dim : head_dim + blocks]  # [B, H, T, n]
-    output = out[..., :head_dim]
-    if value_table is not None and not causal:
-        right_share = (shares * right.to(shares.dtype)).sum(-1, keepdim=True)
-        output = output + right_share * (value_table[-1] - value_table[0]).to(output.dtype)
-    return output, out[..., head_dim + blocks], shares.sum(-1)
+def _window_gradient(grad: Tensor, length: int, reach: int) -> Tensor:
+    """The adjoint of :func:`_key_windows`: ``[G, n, block + 2R, d]`` -> ``[G, length, d]``."""
+    block = grad.shape[2] - 2 * reach
+    total = grad.new_zeros(grad.shape[0], grad.shape[1] + 1, block, grad.shape[3])
+    total[:, :-1] = grad[:, :, :block]
+    total[:, 1:, : 2 * reach] += grad[:, :, block:]
+    return rearrange(total, "g n t d -> g (n t) d")[:, reach : reach + length]
+
+
+def _diagonals(window: Tensor, width: int) -> Tensor:
+    """``[..., rows, rows + 2R]`` (contiguous) -> ``[..., rows, width]`` with entry ``(i, c) = window[i, i + c]``:
+    a strided view (row stride ``rows + 2R + 1``) copied out."""
+    columns = window.shape[-1]
+    return window.as_strided((*window.shape[:-1], width), (*window.stride()[:-2], columns + 1, 1)).contiguous()
+
+
+def _undiagonals(band: Tensor, columns: int) -> Tensor:
+    """The adjoint of :func:`_diagonals`: ``[..., rows, width]`` -> ``[..., rows, columns]``, zero off the band."""
+    window = band.new_zeros(*band.shape[:-1], columns)
+    window.as_strided(band.shape, (*window.stride()[:-2], columns + 1, 1)).copy_(band)
+    return window
+
+
+class _Band:
+    """The explicit band ``|j - i| <= R`` of every query (``rows``): ``output [G, T, d]`` and ``lse [G, T]``
+    over the band's keys, with what its backward pass needs."""
+
+    rows = slice(None)
+
+    def __init__(
+        self, scaled_q: Tensor, k: Tensor, v: Tensor, key_table: Tensor, value_table: Tensor | None,
+        reach: int, causal: bool, block: int,
+    ):
+        length = scaled_q.shape[1]
+        self.reach, self.length = reach, length
+        self.query_blocks = _query_blocks(scaled_q, block)
+        self.key_windows, self.value_windows = _key_windows(k, reach, block), _key_windows(v, reach, block)
+        width = 2 * reach + 1
+        scores = _unblock(_diagonals(self.query_blocks @ self.key_windows.transpose(-1, -2), width), length)
+        scores = scores + scaled_q @ key_table.T
+        key_pos = torch.arange(length, device=k.device).unsqueeze(1) + torch.arange(-reach, reach + 1, device=k.device)
+        hidden = (key_pos < 0) | (key_pos >= length)
+        if causal:
+            hidden = hidden | (torch.arange(width, device=k.device) > reach)
+        scores = scores.masked_fill_(hidden, float("-inf"))
+        self.lse = torch.logsumexp(scores, dim=-1)
+        self.weights = (scores - self.lse.unsqueeze(-1)).exp_()  # [G, T, 2R + 1]
+        self.weight_windows = _undiagonals(_query_blocks(self.weights, block), self.key_windows.shape[2])
+        self.output = _unblock(self.weight_windows @ self.value_windows, length)
+        if value_table is not None:
+            self.output = self.output + self.weights @ value_table
+
+    def gradients(self, grad: Tensor, merged: Tensor, key_table: Tensor, value_table: Tensor | None) -> tuple[Tensor | None, ...]:
+        """From ``grad = β·∂L/∂out [G, T, d]`` and the merged output: gradients of ``scale·q``, ``k``, ``v``,
+        the key table and the value table (None without one)."""
+        grad_blocks = _query_blocks(grad, self.query_blocks.shape[2])
+        grad_window_weights = grad_blocks @ self.value_windows.transpose(-1, -2)
+        grad_weights = _unblock(_diagonals(grad_window_weights, self.weights.shape[-1]), self.length)
+        grad_value_table = None
+        if value_table is not None:
+            grad_weights = grad_weights + grad @ value_table.T
+            grad_value_table = self.weights.flatten(0, 1).T @ grad.flatten(0, 1)
+        # softmax backward against the merged output: D = grad·out covers the log-normaliser's share too
+        grad_scores = self.weights * (grad_weights - (grad * merged).sum(-1, keepdim=True))
+        scaled_q = _unblock(self.query_blocks, self.length)
+        grad_key_table = grad_scores.flatten(0, 1).T @ scaled_q.flatten(0, 1)
+        grad_windows = _undiagonals(_query_blocks(grad_scores, self.query_blocks.shape[2]), self.key_windows.shape[2])
+        grad_q = _unblock(grad_windows @ self.key_windows, self.length) + grad_scores @ key_table
+        grad_k = _window_gradient(grad_windows.transpose(-1, -2) @ self.query_blocks, self.length, self.reach)
+        grad_v = _window_gradient(self.weight_windows.transpose(-1, -2) @ grad_blocks, self.length, self.reach)
+        return grad_q, grad_k, grad_v, grad_key_table, grad_value_table
+
+
+class _Tail:
+    """One tail (keys beyond ``R`` on one side) by the fused causal kernel: the queries ``rows`` against
+    the keys ``keys`` shifted by table row ``row``, both reversed for the right tail; ``output [G, t, d]``
+    and ``lse [G, t]`` over the tail's keys."""
+
+    def __init__(
+        self, q: Tensor, k: Tensor, v: Tensor, key_table: Tensor, value_table: Tensor | None,
+        reach: int, right: bool, scale: float,
+    ):
+        near, far = slice(0, q.shape[1] - reach - 1), slice(reach + 1, q.shape[1])  # positions with a tail / in one
+        self.rows, self.keys = (near, far) if right else (far, near)
+        self.row, self.right, self.scale = (-1 if right else 0), right, scale
+        keys, values = k[:, self.keys] + key_table[self.row], v[:, self.keys]
+        if value_table is not None:
+            values = values + value_table[self.row]
+        self.query, self.key, self.value = (self.to_kernel(x) for x in (q[:, self.rows], keys, values))
+        output, lse = _FLASH(self.query, self.key, self.value, is_causal=True, scale=scale)
+        self.output, self.lse = self.from_kernel(output), self.from_kernel(lse)
+
+    def to_kernel(self, x: Tensor) -> Tensor:
+        """``[G, t, ...]`` -> the kernel's ``[G, 1, t, ...]``, reversed in time for the right tail."""
+        return (x.flip(1) if self.right else x).unsqueeze(1)
+
+    def from_kernel(self, x: Tensor) -> Tensor:
+        """The kernel's ``[G, 1, t, ...]`` -> ``[G, t, ...]`` in sequence order."""
+        x = x.squeeze(1)
+        return x.flip(1) if self.right else x
+
+    def gradients(self, grad: Tensor, merged: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """From ``grad = β·∂L/∂out`` of this tail's rows and the merged output of those rows: gradients of
+        its queries, keys and values ``[G, t, d]``."""
+        kernel_grad, kernel_merged, kernel_lse = (self.to_kernel(x) for x in (grad, merged, self.lse))
+        grads = _FLASH_BACKWARD(
+            kernel_grad, self.query, self.key, self.value, kernel_merged, kernel_lse, 0.0, True, scale=self.scale
+        )
+        return tuple(self.from_kernel(x) for x in grads)
+
+
+class _ClippedRelativeAttention(torch.autograd.Function):
+    """``q, k, v [G, T, d]``, tables ``[2R + 1, d]`` -> ``[G, T, d]`` (see the module docstring)."""
+
+    @staticmethod
+    def forward(
+        ctx, q: Tensor, k: Tensor, v: Tensor, key_table: Tensor, value_table: Tensor | None,
+        reach: int, scale: float, causal: bool, block: int,
+    ) -> Tensor:
+        band = _Band(q * scale, k, v, key_table, value_table, reach, causal, block)
+        sides = [] if q.shape[1] <= reach + 1 else [False] if causal else [False, True]
+        tails = [_Tail(q, k, v, key_table, value_table, reach, right, scale) for right in sides]
+        total = band.lse.clone()
+        for tail in tails:
+            total[:, tail.rows] = torch.logaddexp(total[:, tail.rows], tail.lse)
+        shares = [(part.lse - total[:, part.rows]).exp_().unsqueeze(-1) for part in (band, *tails)]  # β
+        out = band.output * shares[0]
+        for tail, share in zip(tails, shares[1:]):
+            out[:, tail.rows] += tail.output * share
+        ctx.band, ctx.tails, ctx.shares, ctx.scale = band, tails, shares, scale
+        ctx.save_for_backward(key_table, value_table, out)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, ...]:
+        band, (key_table, value_table, out) = ctx.band, ctx.saved_tensors
+        grad = grad.contiguous()
+        band_share, *tail_shares = ctx.shares
+        grad_q, grad_k, grad_v, grad_key_table, grad_value_table = band.gradients(grad * band_share, out, key_table, value_table)
+        grad_q = grad_q * ctx.scale
+        for tail, share in zip(ctx.tails, tail_shares):
+            tail_q, tail_k, tail_v = tail.gradients(grad[:, tail.rows] * share, out[:, tail.rows])
+            grad_q[:, tail.rows] += tail_q
+            grad_k[:, tail.keys] += tail_k
+            grad_v[:, tail.keys] += tail_v
+            grad_key_table[tail.row] += tail_k.sum((0, 1))
+            if grad_value_table is not None:
+                grad_value_table[tail.row] += tail_v.sum((0, 1))
+        return grad_q, grad_k, grad_v, grad_key_table, grad_value_table, None, None, None, None
 
 
 def clipped_relative_attention(
-    q: torch.Tensor,
-    k: torch.Tensor,
-    v: torch.Tensor,
-    key_table: torch.Tensor,
-    value_table: torch.Tensor | None,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    key_table: Tensor,
+    value_table: Tensor | None,
     *,
     max_rel_pos: int,
     scale: float,
     causal: bool = False,
     block: int | None = None,
-) -> torch.Tensor:
-    """Shaw self-attention of ``q, k, v [B, H, T, d]`` (positions ``0 .. T-1``) -> ``[B, H, T, d]``.
+) -> Tensor:
+    """Shaw self-attention of CPU tensors ``q, k, v [B, H, T, d]`` (positions ``0 .. T-1``) -> ``[B, H, T, d]``.
 
     ``key_table``/``value_table [2R + 1, d]`` are the learned ``a^K``/``a^V`` rows of the clipped
     distances ``-R .. R`` (``value_table=None``: keys only); ``causal=True`` hides keys after the query;
-    ``block`` (default :func:`default_block`) must be even and at least ``2(R - 1)``.
+    ``block`` (default :func:`default_block`) is the number of queries per band block, at least ``2R``.
     """
-    if q.dtype == torch.float16:
-        raise ValueError("clipped_relative_attention needs float32, float64 or bfloat16 inputs, not float16")
-    length = q.shape[2]
-    block = default_block(length, max_rel_pos) if block is None else block
-    if block < max(2 * (max_rel_pos - 1), 2) or block % 2:
-        raise ValueError(f"block must be even and at least {max(2 * (max_rel_pos - 1), 2)} (2·(max_rel_pos - 1)), got {block}")
-    scaled_q = q * scale
-    per_distance = scaled_q @ key_table.to(q.dtype).T  # [B, H, T, 2R + 1]
-    numerator, normaliser, top = _window_part(scaled_q, k, v, per_distance, value_table, max_rel_pos, causal, block)
-    if length <= block:  # one block: every key lies in every query's window
-        return numerator / normaliser[..., None]
-    tail, sink_weight, tail_weight = _tail_part(q, k, v, key_table, value_table, top, scale, causal, block)
-    return (tail + numerator * sink_weight[..., None]) / (tail_weight + normaliser * sink_weight)[..., None]
+    if q.device.type != "cpu":
+        raise ValueError(f"clipped_relative_attention runs on the CPU (its fused kernel is the CPU one), got {q.device}")
+    block = default_block(max_rel_pos) if block is None else block
+    if block < 2 * max_rel_pos:
+        raise ValueError(f"block must be at least {2 * max_rel_pos} (2·max_rel_pos), got {block}")
+    dtype = q.dtype if q.dtype in (torch.float32, torch.float64) else torch.float32
+    heads = q.shape[1]
+    flat = [rearrange(x.to(dtype), "b h t d -> (b h) t d") for x in (q, k, v)]
+    tables = [None if table is None else table.to(dtype) for table in (key_table, value_table)]
+    out = _ClippedRelativeAttention.apply(*flat, *tables, max_rel_pos, scale, causal, block)
+    return rearrange(out, "(b h) t d -> b h t d", h=heads).to(q.dtype)

@@ -18,8 +18,8 @@ Two encodings (selected with ``relative=``):
   and multiplied with the ``a^V`` table.
 
 Shaw's key term is computed once per clipped distance (``[B, H, Tq, 2R+1]``) and spread over the
-``[Tq, Tk]`` grid by an index gather. Long self-attention (``banded_min_length`` positions and more,
-no padding or dropout) skips the ``[Tq, Tk]`` grid altogether: see :mod:`neurosym.layers.clipped_relative`.
+``[Tq, Tk]`` grid by an index gather. Long self-attention on the CPU (``banded_min_length`` positions and
+more, no padding or dropout) skips the ``[Tq, Tk]`` grid altogether: see :mod:`neurosym.layers.clipped_relative`.
 """
 
 from __future__ import annotations
@@ -116,10 +116,10 @@ class RelativeMultiheadAttention(MultiheadAttention):
         return query, key, value
 
     banded_min_length = 256
-    """Shortest Shaw self-attention computed in blocks; shorter ones use explicit scores, which were
-    faster up to 128 positions on a CPU (``benchmarks/RESULTS.md``)."""
+    """Shortest Shaw self-attention computed by the banded path; shorter ones use explicit scores, which
+    were faster up to 128 positions on a CPU (``benchmarks/RESULTS.md``)."""
     banded_block: int | None = None
-    """Block size of the blocked path (even, at least ``2 (max_rel_pos - 1)``; ``None``: ``default_block``)."""
+    """Queries per band block of the banded path (at least ``2·max_rel_pos``; ``None``: ``default_block``)."""
 
     def attend(
         self,
@@ -132,20 +132,20 @@ class RelativeMultiheadAttention(MultiheadAttention):
         causal: bool,
         dropout: float,
     ) -> torch.Tensor:
-        """Shaw self-attention of at least :attr:`banded_min_length` positions, without padding, decoding
-        offset or attention dropout, goes through :func:`~neurosym.layers.clipped_relative.clipped_relative_attention`
-        (window explicit, tails in one fused call, no ``[T, T]`` scores); the rest through the explicit
-        scores of the base class."""
-        blocked = (
+        """Shaw self-attention on the CPU of at least :attr:`banded_min_length` positions, without padding,
+        decoding offset or attention dropout, goes through
+        :func:`~neurosym.layers.clipped_relative.clipped_relative_attention` (band explicit, tails in the fused
+        causal kernel, no ``[T, T]`` scores); the rest through the explicit scores of the base class."""
+        banded = (
             self.relative == "shaw"
+            and q.device.type == "cpu"
             and q.shape[2] >= self.banded_min_length
             and offset == 0
             and q.shape[2] == k.shape[2]
             and key_padding_mask is None
             and dropout == 0.0
-            and q.dtype != torch.float16
         )
-        if not blocked:
+        if not banded:
             masks = {"key_padding_mask": key_padding_mask, "causal": causal}
             return super().attend(q, k, v, offset=offset, dropout=dropout, **masks)
         values = None if self.distance_values is None else self.distance_values.weight
