@@ -103,6 +103,10 @@ def test_bfloat16_close_to_float32() -> None:
         low = blocked(x)
     assert low.dtype == torch.bfloat16
     torch.testing.assert_close(low.float(), explicit(x), rtol=0.05, atol=0.05)
+    (gradient,) = torch.autograd.grad(low.float().sum(), x)
+    (want,) = torch.autograd.grad(explicit(x).sum(), x)
+    assert gradient.dtype == torch.float32
+    torch.testing.assert_close(gradient, want, rtol=0.05, atol=0.05)
 
 
 def test_float16_is_computed_in_float32() -> None:

@@ -22,7 +22,7 @@ ever built.
 
 Restrictions (the caller computes explicit scores otherwise): CPU tensors (the log-normaliser comes from
 the CPU flash-attention kernel), self-attention over positions ``0 .. T-1`` (no decoding offset), no key
-padding, no attention dropout. Half-precision inputs are computed in float32.
+padding, no attention dropout. Half-precision inputs, and inputs under autocast, are computed in float32.
 """
 
 from __future__ import annotations
@@ -241,5 +241,6 @@ def clipped_relative_attention(
     heads = q.shape[1]
     flat = [rearrange(x.to(dtype), "b h t d -> (b h) t d") for x in (q, k, v)]
     tables = [None if table is None else table.to(dtype) for table in (key_table, value_table)]
-    out = _ClippedRelativeAttention.apply(*flat, *tables, max_rel_pos, scale, causal, block)
+    with torch.autocast("cpu", enabled=False):  # the hand-written backward needs one dtype throughout
+        out = _ClippedRelativeAttention.apply(*flat, *tables, max_rel_pos, scale, causal, block)
     return rearrange(out, "(b h) t d -> b h t d", h=heads).to(q.dtype)
