@@ -225,6 +225,17 @@ def test_multiplicative_product_gradient_beyond_float_range_is_capped_not_inf() 
     torch.testing.assert_close(x.grad[0, 1:], torch.full((7,), 1e6), rtol=1e-5, atol=0.0)
 
 
+def test_multiplicative_product_is_exact_when_a_partial_product_underflows() -> None:
+    """Partial products below the smallest normal number lose digits even when the result is normal (or
+    are themselves the subnormal result): such products take the exact log-domain route."""
+    x = torch.tensor([[1e-20, 3e-21, 7e6, 1e6, 1e6, 1e6, 1e6]], requires_grad=True)
+    y = multiplicative_product(x, torch.ones(1, 7))
+    torch.testing.assert_close(y.double(), x.detach().double().prod().reshape(1, 1), rtol=1e-6, atol=0.0)
+    tiny = torch.tensor([[4.9e-324, 1.5, 1.5, 1.5]], dtype=torch.float64, requires_grad=True)
+    multiplicative_product(tiny, torch.ones(1, 4, dtype=torch.float64)).sum().backward()
+    torch.testing.assert_close(tiny.grad[0, 0], torch.tensor(1.5**3, dtype=torch.float64), rtol=1e-12, atol=0.0)
+
+
 def test_multiplicative_product_gradient_for_one_input_only() -> None:
     torch.manual_seed(4)
     x, w = torch.randn(5, 4, dtype=torch.float64), torch.rand(3, 4, dtype=torch.float64)

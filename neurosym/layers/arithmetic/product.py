@@ -9,9 +9,11 @@ per intermediate, so the computation runs over batch chunks of at most :data:`CH
 path runs instead: no chunk bookkeeping, and the terms are kept for the backward pass.
 
 Each chunk first takes the fast route: a plain product, and gradients ``∂y/∂term_i = y / term_i``.
-That is exact whenever every output is finite, non-zero and within ``exp(MAX_LOG_MAGNITUDE)`` and every
-gradient is finite. Only the entries where it is not (an exact zero term, overflow, underflow, a
-gradient beyond the float range) are recomputed in the log domain, which counts zero terms and negative
+That is exact whenever no partial product of the terms leaves the normal float range (the product of
+the terms below 1 in magnitude, a lower bound of every partial product, is at least the smallest normal
+number), every output is within ``exp(MAX_LOG_MAGNITUDE)`` and every gradient is finite. Only the
+entries where it is not (an exact zero term, overflow, an underflow into subnormal numbers or zero
+anywhere along the product, a gradient beyond the float range) are recomputed in the log domain, which counts zero terms and negative
 signs separately and never produces NaN: outputs saturate at ``±exp(MAX_LOG_MAGNITUDE)`` (with zero
 gradient there, like a clamp), and the gradient at an exactly-zero term is the exact product of the
 other terms.
@@ -43,17 +45,23 @@ def _row_slices(rows: int, per_row: int) -> list[slice]:
     return [slice(start, min(start + step, rows)) for start in range(0, rows, step)]
 
 
-def _all_trusted(product: Tensor) -> bool:
-    """Whether a plain product is exact everywhere: no zero (an exact zero term, or underflow), nothing
-    beyond ``exp(MAX_LOG_MAGNITUDE)``, no inf or NaN (``inf · 0``). NaN fails both comparisons."""
-    smallest, largest = (float(value) for value in torch.aminmax(product.abs()))
-    return 0 < smallest and largest <= _MAX_MAGNITUDE
+def _shrinkage(terms: Tensor) -> Tensor:
+    """``Π_i min(|term_i|, 1)`` over the last axis: a lower bound of the magnitude of every partial product
+    of the terms, in whatever order the product is reduced."""
+    return terms.abs().clamp_(max=1.0).prod(-1)
 
 
-def _untrusted(product: Tensor) -> Tensor:
+def _all_trusted(product: Tensor, shrinkage: Tensor) -> bool:
+    """Whether a plain product is exact everywhere: its :func:`_shrinkage` is at least the smallest normal
+    number (no partial product underflowed into subnormal numbers or zero; an exact zero term fails too),
+    nothing is beyond ``exp(MAX_LOG_MAGNITUDE)``, no inf or NaN (``inf · 0``). NaN fails every comparison."""
+    smallest, largest = float(shrinkage.amin()), float(product.abs().amax())
+    return smallest >= torch.finfo(product.dtype).tiny and largest <= _MAX_MAGNITUDE
+
+
+def _untrusted(product: Tensor, shrinkage: Tensor) -> Tensor:
     """The entries of ``product`` that :func:`_all_trusted` rejects, as a mask of the same shape."""
-    magnitude = product.abs()
-    return ~((magnitude > 0) & (magnitude <= _MAX_MAGNITUDE))
+    return ~((shrinkage >= torch.finfo(product.dtype).tiny) & (product.abs() <= _MAX_MAGNITUDE))
 
 
 def _terms(x: Tensor, weight: Tensor) -> Tensor:
@@ -104,9 +112,11 @@ def _finite_gradients(gradients: tuple[Tensor | None, Tensor | None], wanted: tu
     return math.isfinite(float(checked.sum()))
 
 
-def _fast_product(x: Tensor, weight: Tensor) -> Tensor:
-    """The fast route's plain product in one piece: ``x [S, N, in]``, ``weight [S, out, in]`` → ``[S, out, N]``."""
-    return _terms(x, weight.unsqueeze(2)).prod(-1)
+def _fast_product(x: Tensor, weight: Tensor) -> tuple[Tensor, Tensor]:
+    """The fast route's plain product in one piece, and its :func:`_shrinkage`: ``x [S, N, in]``,
+    ``weight [S, out, in]`` → two ``[S, out, N]``."""
+    terms = _terms(x, weight.unsqueeze(2))
+    return terms.prod(-1), _shrinkage(terms)
 
 
 def _fast_gradients(
@@ -124,9 +134,13 @@ _compiled_gradients = LazilyCompiled(_fast_gradients, "the NMU gradient kernels"
 
 
 class _LogDomain:
-    """Log-domain view of a chunk of terms: zero counts, signs and log-magnitudes, all NaN-free."""
+    """Log-domain view of a chunk of terms: zero counts, signs and log-magnitudes, all NaN-free. Computed in
+    float64 (the error of ``exp(Σ log|term|)`` grows with ``|Σ log|term||``, which float32 cannot hold to its
+    own precision when products span the float range) and returned in the terms' dtype."""
 
     def __init__(self, terms: Tensor):
+        self.dtype = terms.dtype
+        terms = terms.double()
         self.is_zero = terms == 0
         self.log_magnitude = torch.where(self.is_zero, 1.0, terms.abs()).log()
         self.term_sign = 1 - 2 * (terms < 0).to(terms.dtype)
@@ -137,7 +151,7 @@ class _LogDomain:
     def product(self) -> Tensor:
         """``[S, out, n]``: the saturated product, exactly 0 where some term is 0."""
         value = self.sign * torch.exp(self.log_sum.clamp(max=MAX_LOG_MAGNITUDE))
-        return torch.where(self.zero_count > 0, 0.0, value)
+        return torch.where(self.zero_count > 0, 0.0, value).to(self.dtype)
 
     def others(self) -> Tensor:
         """``[S, out, n, in]``: ``Π_{k≠i} term_k``, 0 where the output is saturated."""
@@ -146,7 +160,7 @@ class _LogDomain:
         zeros = self.zero_count.unsqueeze(-1)
         defined = torch.where(self.is_zero, zeros == 1, zeros == 0)
         unsaturated = (self.log_sum <= MAX_LOG_MAGNITUDE).unsqueeze(-1)
-        return torch.where(defined & unsaturated, value, 0.0)
+        return torch.where(defined & unsaturated, value, 0.0).to(self.dtype)
 
 
 class _MultiplicativeProduct(torch.autograd.Function):
@@ -158,24 +172,25 @@ class _MultiplicativeProduct(torch.autograd.Function):
         ctx.log_domain_masks, ctx.compiled = {}, False
         one_chunk = x.numel() * weight.shape[1] <= CHUNK_ELEMENTS
         if compiled and not one_chunk:  # (one chunk: the plain eager path is as fast as the kernels)
-            product = _compiled_product(x, weight)
-            if product is not None and _all_trusted(product):
+            fast = _compiled_product(x, weight)
+            if fast is not None and _all_trusted(*fast):
+                product = fast[0]
                 ctx.compiled = True
                 ctx.save_for_backward(x, weight, product)
                 return product
         if one_chunk:  # plain tensors, terms kept
             terms = _terms(x, weight.unsqueeze(2))  # [S, out, N, in]
             product = terms.prod(-1)
-            if _all_trusted(product):
+            if _all_trusted(product, _shrinkage(terms)):
                 ctx.save_for_backward(x, weight, product, terms)
                 return product
         terms = _Terms(x, weight)
         products = []
         for part in terms.parts:
             chunk = terms(part)
-            product = chunk.prod(-1)
-            if not _all_trusted(product):
-                mask = _untrusted(product)
+            product, shrinkage = chunk.prod(-1), _shrinkage(chunk)
+            if not _all_trusted(product, shrinkage):
+                mask = _untrusted(product, shrinkage)
                 product = torch.where(mask, _LogDomain(chunk).product(), product)
                 ctx.log_domain_masks[part.start] = mask
             products.append(product)
