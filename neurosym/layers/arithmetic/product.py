@@ -51,16 +51,28 @@ def _shrinkage(terms: Tensor) -> Tensor:
     return terms.abs().clamp_(max=1.0).prod(-1)
 
 
-def _all_trusted(product: Tensor, shrinkage: Tensor) -> bool:
-    """Whether a plain product is exact everywhere: its :func:`_shrinkage` is at least the smallest normal
-    number (no partial product underflowed into subnormal numbers or zero; an exact zero term fails too),
-    nothing is beyond ``exp(MAX_LOG_MAGNITUDE)``, no inf or NaN (``inf · 0``). NaN fails every comparison."""
-    smallest, largest = float(shrinkage.amin()), float(product.abs().amax())
-    return smallest >= torch.finfo(product.dtype).tiny and largest <= _MAX_MAGNITUDE
+def _in_range(product: Tensor) -> bool:
+    """No output beyond ``exp(MAX_LOG_MAGNITUDE)``, inf or NaN (``inf · 0``; NaN fails the comparison)."""
+    return float(product.abs().amax()) <= _MAX_MAGNITUDE
+
+
+def _no_underflow(shrinkage: Tensor) -> bool:
+    """Whether every :func:`_shrinkage` is at least the smallest normal number: no partial product fell
+    into subnormal numbers or zero (an exact zero term fails too; NaN fails the comparison)."""
+    return float(shrinkage.amin()) >= torch.finfo(shrinkage.dtype).tiny
+
+
+def _terms_cannot_underflow(terms: Tensor) -> bool:
+    """:func:`_no_underflow` for the rows of ``terms [..., in]``, decided by the smallest term alone when
+    every term is at least ``(2·tiny)^(1/in)`` (then every partial product is above ``tiny``; the usual
+    case, one reduction), else by the rows' :func:`_shrinkage`."""
+    if float(terms.amin()) >= (2 * torch.finfo(terms.dtype).tiny) ** (1 / terms.shape[-1]):
+        return True
+    return _no_underflow(_shrinkage(terms))
 
 
 def _untrusted(product: Tensor, shrinkage: Tensor) -> Tensor:
-    """The entries of ``product`` that :func:`_all_trusted` rejects, as a mask of the same shape."""
+    """The entries where the plain product is not exact (:func:`_in_range`, :func:`_no_underflow`), as a mask."""
     return ~((shrinkage >= torch.finfo(product.dtype).tiny) & (product.abs() <= _MAX_MAGNITUDE))
 
 
@@ -173,7 +185,7 @@ class _MultiplicativeProduct(torch.autograd.Function):
         one_chunk = x.numel() * weight.shape[1] <= CHUNK_ELEMENTS
         if compiled and not one_chunk:  # (one chunk: the plain eager path is as fast as the kernels)
             fast = _compiled_product(x, weight)
-            if fast is not None and _all_trusted(*fast):
+            if fast is not None and _in_range(fast[0]) and _no_underflow(fast[1]):
                 product = fast[0]
                 ctx.compiled = True
                 ctx.save_for_backward(x, weight, product)
@@ -181,16 +193,16 @@ class _MultiplicativeProduct(torch.autograd.Function):
         if one_chunk:  # plain tensors, terms kept
             terms = _terms(x, weight.unsqueeze(2))  # [S, out, N, in]
             product = terms.prod(-1)
-            if _all_trusted(product, _shrinkage(terms)):
+            if _in_range(product) and _terms_cannot_underflow(terms):
                 ctx.save_for_backward(x, weight, product, terms)
                 return product
         terms = _Terms(x, weight)
         products = []
         for part in terms.parts:
             chunk = terms(part)
-            product, shrinkage = chunk.prod(-1), _shrinkage(chunk)
-            if not _all_trusted(product, shrinkage):
-                mask = _untrusted(product, shrinkage)
+            product = chunk.prod(-1)
+            if not (_in_range(product) and _terms_cannot_underflow(chunk)):
+                mask = _untrusted(product, _shrinkage(chunk))
                 product = torch.where(mask, _LogDomain(chunk).product(), product)
                 ctx.log_domain_masks[part.start] = mask
             products.append(product)
