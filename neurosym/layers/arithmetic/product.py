@@ -13,10 +13,10 @@ That is exact whenever no partial product of the terms leaves the normal float r
 the terms below 1 in magnitude, a lower bound of every partial product, is at least the smallest normal
 number), every output is within ``exp(MAX_LOG_MAGNITUDE)`` and every gradient is finite. Only the
 entries where it is not (an exact zero term, overflow, an underflow into subnormal numbers or zero
-anywhere along the product, a gradient beyond the float range) are recomputed in the log domain, which counts zero terms and negative
-signs separately and never produces NaN: outputs saturate at ``±exp(MAX_LOG_MAGNITUDE)`` (with zero
-gradient there, like a clamp), and the gradient at an exactly-zero term is the exact product of the
-other terms.
+anywhere along the product, a gradient beyond the float range) are recomputed in the log domain (in
+float64), which counts zero terms and negative signs separately and never produces NaN: outputs
+saturate at ``±exp(MAX_LOG_MAGNITUDE)`` (with zero gradient there, like a clamp), and the gradient at
+an exactly-zero term is the exact product of the other terms.
 
 With ``compiled=True``, products beyond one chunk take the fast route through ``torch.compile`` kernels
 (:class:`~neurosym.layers.lazy_compile.LazilyCompiled`) that form the terms inside their loops, so no
