@@ -59,6 +59,16 @@ def test_default_blocks_at_the_hint_clipping_distance(causal: bool) -> None:
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
 
 
+def test_causal_banded_attention_never_sees_the_future() -> None:
+    """The gradient of output ``t`` reaches no input after ``t`` (band, left tail; no right tail)."""
+    blocked, _, x = explicit_and_blocked(3, 50, True, True)
+    blocked.banded_block = 6
+    for t in (0, 4, 20, 49):
+        (gradient,) = torch.autograd.grad(blocked(x, causal=True)[:, t].sum(), x)
+        assert torch.all(gradient[:, t + 1 :] == 0)
+        assert gradient[:, : t + 1].abs().max() > 0
+
+
 @pytest.mark.parametrize("gain", [1.0, 30.0, 300.0])
 def test_blocked_holds_extreme_scores_in_range(gain: float) -> None:
     """Scores hundreds of nats apart (tails far above the window) still merge exactly: float32 blocked
