@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.layers import RelativeMultiheadAttention
-from neurosym.layers.clipped_relative import clipped_relative_attention, default_block
+from neurosym.layers.clipped_relative import banded_kernels_available, clipped_relative_attention, default_block
 
 DIM, HEADS = 16, 2
 
@@ -104,6 +104,22 @@ def test_module_uses_blocks_from_banded_min_length(monkeypatch) -> None:
     module.dropout = 0.1
     module(torch.randn(1, 60, DIM))  # attention dropout: explicit
     assert calls == [60]
+
+
+def test_module_scores_explicitly_without_the_cpu_flash_kernel(monkeypatch) -> None:
+    torch.manual_seed(3)
+    module = RelativeMultiheadAttention(DIM, HEADS, relative="shaw").eval()
+    module.banded_min_length = 20
+    x = torch.randn(2, 40, DIM, dtype=torch.float64)
+    module.double()
+    banded = module(x)
+    monkeypatch.setattr("neurosym.layers.clipped_relative._FLASH", None)
+    assert not banded_kernels_available()
+    explicit = module(x)  # would raise inside clipped_relative_attention if the banded path were taken
+    torch.testing.assert_close(explicit, banded)
+    q = torch.randn(1, 1, 8, 4)
+    with pytest.raises(RuntimeError, match="CPU flash-attention kernel"):
+        clipped_relative_attention(q, q, q, torch.randn(7, 4), None, max_rel_pos=3, scale=0.5)
 
 
 def test_bfloat16_close_to_float32() -> None:

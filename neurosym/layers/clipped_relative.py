@@ -32,8 +32,16 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import Tensor
 
-_FLASH = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
-_FLASH_BACKWARD = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward
+# Private ATen operators (the CPU flash kernel returns the log-normaliser the merge needs). A PyTorch build
+# without them leaves both None: :func:`banded_kernels_available` is then False and callers score explicitly.
+_FLASH = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_FLASH_BACKWARD = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu_backward", None)
+
+
+def banded_kernels_available() -> bool:
+    """Whether this PyTorch build has the CPU flash-attention kernel and its backward, which
+    :func:`clipped_relative_attention` needs."""
+    return _FLASH is not None and _FLASH_BACKWARD is not None
 
 
 def default_block(max_rel_pos: int) -> int:
@@ -234,6 +242,11 @@ def clipped_relative_attention(
     """
     if q.device.type != "cpu":
         raise ValueError(f"clipped_relative_attention runs on the CPU (its fused kernel is the CPU one), got {q.device}")
+    if not banded_kernels_available():
+        raise RuntimeError(
+            f"clipped_relative_attention needs the CPU flash-attention kernel, which PyTorch {torch.__version__} "
+            "does not provide; RelativeMultiheadAttention scores explicitly in that case"
+        )
     block = default_block(max_rel_pos) if block is None else block
     if block < 2 * max_rel_pos:
         raise ValueError(f"block must be at least {2 * max_rel_pos} (2·max_rel_pos), got {block}")

@@ -32,7 +32,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.attention import MultiheadAttention
-from neurosym.layers.clipped_relative import clipped_relative_attention
+from neurosym.layers.clipped_relative import banded_kernels_available, clipped_relative_attention
 from neurosym.layers.positional import sinusoid_frequencies
 
 RelativeKind = Literal["xl", "shaw"]
@@ -135,7 +135,8 @@ class RelativeMultiheadAttention(MultiheadAttention):
         """Shaw self-attention on the CPU of at least :attr:`banded_min_length` positions, without padding,
         decoding offset or attention dropout, goes through
         :func:`~neurosym.layers.clipped_relative.clipped_relative_attention` (band explicit, tails in the fused
-        causal kernel, no ``[T, T]`` scores); the rest through the explicit scores of the base class."""
+        causal kernel, no ``[T, T]`` scores) where this PyTorch build has that kernel; the rest through the
+        explicit scores of the base class."""
         banded = (
             self.relative == "shaw"
             and q.device.type == "cpu"
@@ -144,6 +145,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
             and q.shape[2] == k.shape[2]
             and key_padding_mask is None
             and dropout == 0.0
+            and banded_kernels_available()
         )
         if not banded:
             masks = {"key_padding_mask": key_padding_mask, "causal": causal}
