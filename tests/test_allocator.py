@@ -12,7 +12,6 @@ import pytest
 
 from neurosym.training import allocator
 
-
 # The pattern of a batched NALU step: three 5 MB buffers over 1.28 M inputs, allocated and freed every step.
 STEP_FAULTS = """
 import resource, sys, torch

@@ -4,9 +4,9 @@ import time
 import pytest
 import torch
 
+import neurosym.experiments.arithmetic as arithmetic_runner
 from neurosym.cli import main
 from neurosym.data.arithmetic import SimpleFunctionData
-import neurosym.experiments.arithmetic as arithmetic_runner
 from neurosym.experiments.arithmetic import speed
 from neurosym.experiments.arithmetic.training import (
     GroupConfig,
@@ -16,12 +16,12 @@ from neurosym.experiments.arithmetic.training import (
     train_step,
 )
 from neurosym.metrics import perturbed_solution_mse, run_outcomes
-from neurosym.training import load_checkpoint, save_checkpoint
 from neurosym.models.arithmetic import (
     MODEL_LAYERS,
     PAPER_ITERATIONS,
     TwoLayerArithmetic,
 )
+from neurosym.training import load_checkpoint, save_checkpoint
 
 CPU = torch.device("cpu")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import time
 from dataclasses import replace
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -131,7 +132,7 @@ def test_cosine_schedule_warms_up_then_decays_to_zero() -> None:
     config = TrainConfig(max_steps=10, batch_size=4, schedule="cosine", warmup_steps=2)
     factors = [learning_rate_factor(step, config) for step in range(10)]
     assert factors[:3] == [0.5, 1.0, 1.0]
-    assert all(a > b for a, b in zip(factors[2:], factors[3:]))
+    assert all(a > b for a, b in pairwise(factors[2:]))
     assert learning_rate_factor(10, config) == pytest.approx(0.0)
     assert learning_rate_factor(5, TrainConfig(max_steps=10, batch_size=4)) == 1.0
     with pytest.raises(ValueError, match="unknown schedule"):

@@ -24,4 +24,4 @@ def test_hint_data_command_writes_release_table_and_plot(tmp_path, monkeypatch, 
     assert set(summary["subsets"]["test"]) == {"I", "SS", "LS", "SL", "LL"}
     assert all(record.img_paths for record in release["test"])
     assert (out / "statistics.png").stat().st_size > 10_000
-    assert sorted(p.name for p in (tmp_path / "cache" / "hint").iterdir())[0].startswith("main_s0.0005_seed0")
+    assert min(p.name for p in (tmp_path / "cache" / "hint").iterdir()).startswith("main_s0.0005_seed0")

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from neurosym.data.hint import (
     MAIN_RULES,
-    HintSplit,
     MAIN_VOCABULARY,
+    HintSplit,
     enumerate_prefix,
     evaluate_prefix,
     fewshot_split,

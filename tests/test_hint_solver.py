@@ -149,7 +149,7 @@ def test_solver_needs_integer_numbers():
 
 
 def test_chunking_keeps_order_and_strict_reports_the_first_bad_sentence(monkeypatch):
-    import neurosym.semantics.batch as batch
+    from neurosym.semantics import batch
 
     monkeypatch.setattr(batch, "CHUNK_ROWS", 3)
     monkeypatch.setattr(batch, "CHUNK_CELLS", 12)

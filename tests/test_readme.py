@@ -8,12 +8,12 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 def test_readme_starts_with_the_two_setup_commands():
     text = README.read_text()
-    first_block = re.search(r"```bash\n(.*?)```", text, re.S).group(1)
+    first_block = re.search(r"```bash\n(.*?)```", text, re.DOTALL).group(1)
     assert [line.split()[0:2] for line in first_block.strip().splitlines()] == [["make", "run"], ["make", "test"]]
 
 
 def test_readme_quickstart_runs():
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
     assert blocks, "README has no python quickstart"
     namespace: dict = {}
     exec(compile(blocks[0], str(README), "exec"), namespace)

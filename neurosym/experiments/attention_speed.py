@@ -11,8 +11,9 @@ universal Transformer with and without the key/value cache. Times are medians of
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 

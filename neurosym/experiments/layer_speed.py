@@ -12,9 +12,9 @@ layer's time is its fastest round. CUDA is synchronised after every step and use
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Callable
 
 import torch
 from torch import nn

@@ -191,7 +191,7 @@ class BatchSolver:
         result[:, order] = machine.values[machine.value_base], machine.valid, machine.overflow
         return result[0], result[1].astype(bool), result[2].astype(bool)
 
-    def _reduce(self, rows: np.ndarray, machine: "_Machine") -> None:
+    def _reduce(self, rows: np.ndarray, machine: _Machine) -> None:
         """Apply the top operator of each of ``rows`` to the top two values of the same row."""
         left_at = machine.value_end[rows] - 2
         operator_at = machine.operator_end[rows] - 1

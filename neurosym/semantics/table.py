@@ -53,7 +53,7 @@ class OperatorTable:
         both = set(self.numbers) & set(self.operators)
         if both:
             raise ValueError(f"symbols {sorted(both)} are both numbers and operators")
-        self.concepts  # validates the added symbols now rather than at the first parse
+        self.concepts  # noqa: B018 - validates the added symbols now rather than at the first parse
 
     @cached_property
     def concepts(self) -> ConceptTable:
@@ -70,7 +70,7 @@ class OperatorTable:
         numbers: Mapping[str, Value] | None = None,
         operators: Mapping[str, Operator] | None = None,
         name: str | None = None,
-    ) -> "OperatorTable":
+    ) -> OperatorTable:
         """A new table with added (or redefined) numbers and operators, e.g. ``{"x": 11}``."""
         return OperatorTable(
             {**self.numbers, **(numbers or {})},

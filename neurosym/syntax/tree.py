@@ -15,7 +15,7 @@ class Node:
     """
 
     symbol: str
-    children: tuple["Node", ...] = ()
+    children: tuple[Node, ...] = ()
     span: tuple[int, int] | None = field(default=None, compare=False)
 
     @property

@@ -81,7 +81,7 @@ class HintSplit(Sequence[HintRecord]):
         parts: Sequence[tuple[str, np.ndarray, np.ndarray, int]],
         vocabulary: Vocabulary,
         description: str | None = None,
-    ) -> "HintSplit":
+    ) -> HintSplit:
         """Build a split from ``(subset, prefix id rows, values, n_op)`` parts (subset ``""`` for train).
 
         Each distinct expression is laid out once (infix sentence and heads) and executed once
@@ -124,7 +124,7 @@ class HintSplit(Sequence[HintRecord]):
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike, table: OperatorTable = HINT_SEMANTICS) -> "HintSplit":
+    def load(cls, path: str | os.PathLike, table: OperatorTable = HINT_SEMANTICS) -> HintSplit:
         with np.load(path) as archive:
             columns = [archive[name] for name in ("res", "n_op", "eval", "head", "res_all")]
             return cls(_unpack(archive["prefix"]), _unpack(archive["expr"]), *columns, table)

@@ -174,7 +174,7 @@ def generate_split(
 ) -> dict[str, HintSplit]:
     """Generate ``{"train", "val", "test"}`` by ``rules``; with ``concept``, every expression contains it."""
     collected: dict[str, list[tuple[str, np.ndarray, np.ndarray, int]]] = {"train": [], "val": [], "test": []}
-    sizes = range(0, rules.max_test_ops + 1)
+    sizes = range(rules.max_test_ops + 1)
     for n_op in tqdm(sizes, desc=description, unit="n_op", disable=not progress):
         lists = _ListsOfOneSize(n_op, rules, vocabulary, concept, seed)
         lists.fill()

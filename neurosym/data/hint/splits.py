@@ -63,7 +63,7 @@ class SplitRules:
         """How many items of a list of ``size`` may share one result value."""
         return max(1, int(size * self.result_share_cap))
 
-    def with_scale(self, scale: float) -> "SplitRules":
+    def with_scale(self, scale: float) -> SplitRules:
         return replace(self, scale=scale)
 
 

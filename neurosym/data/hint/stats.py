@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def dependency_range(head: Sequence[int]) -> int:
 
 def result_bin(result: int) -> str:
     """The decade a result falls in, e.g. ``"[10, 100)"``, and ``">= 10000"`` beyond the last bin."""
-    for low, high in zip(RESULT_BINS[:-1], RESULT_BINS[1:]):
+    for low, high in pairwise(RESULT_BINS):
         if low <= result < high:
             return f"[{low}, {high})"
     return f">= {RESULT_BINS[-1]}"

@@ -62,7 +62,7 @@ class EncodedBatch:
     questions: torch.Tensor
     answers: torch.Tensor
 
-    def to(self, device: torch.device) -> "EncodedBatch":
+    def to(self, device: torch.device) -> EncodedBatch:
         return EncodedBatch(self.questions.to(device), self.answers.to(device))
 
 

@@ -77,7 +77,7 @@ def ensure_generator_env(create: bool = True, env_dir: Path | None = None) -> Pa
 
 
 def _run(command: list[str], purpose: str) -> None:
-    result = subprocess.run(command, capture_output=True, text=True)
+    result = subprocess.run(command, capture_output=True, text=True, check=False)  # the error names the command
     if result.returncode != 0:
         raise RuntimeError(
             f"could not {purpose} for mathematics_dataset ({' '.join(command)}): {result.stderr.strip()[-800:]}"

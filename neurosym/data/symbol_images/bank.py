@@ -107,7 +107,7 @@ class SymbolBank:
         """``{symbol: {pool: number of images}}``."""
         return {s: {p: len(self._index[(s, p)]) for p in POOLS} for s in self.symbols}
 
-    def subset(self, symbols: Sequence[str]) -> "SymbolBank":
+    def subset(self, symbols: Sequence[str]) -> SymbolBank:
         """The bank restricted to ``symbols`` (pools kept)."""
         keep = np.isin(self.labels, list(symbols))
         return SymbolBank(self.images[keep], self.labels[keep], self.pools[keep], self.paths[keep])

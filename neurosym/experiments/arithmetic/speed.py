@@ -20,7 +20,6 @@ import torch
 
 from neurosym.experiments.arithmetic.training import GroupConfig, build, train_step
 
-
 ROUNDS = 10
 """Rounds of the interleaved measurement (fewer when there are fewer seeds)."""
 

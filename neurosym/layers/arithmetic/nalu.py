@@ -72,7 +72,7 @@ INALU_MAX_LOG = 20.0
 INALU_REGULARIZER_THRESHOLD = 20.0
 
 
-class iNALU(ArithmeticUnit):  # noqa: N801 - the published name
+class iNALU(ArithmeticUnit):  # lower-case i: the published name
     """Improved NALU (Schlör, Ring & Hotho 2020).
 
     Separate weights ``W_a = tanh(Ŵ_a) ⊙ σ(M̂_a)`` and ``W_m = tanh(Ŵ_m) ⊙ σ(M̂_m)``;
