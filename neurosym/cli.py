@@ -41,7 +41,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None
     args = build_parser(command).parse_args(argv)
-    importlib.import_module(args._runner).run(args)
+    runner = importlib.import_module(args._runner)
+    from neurosym.training.stopping import TrainingInterrupted  # after the runner: torch is loaded by now
+
+    try:
+        runner.run(args)
+    except TrainingInterrupted as stop:
+        print(f"neurosym {args.command}: {stop}", file=sys.stderr)
+        return stop.exit_status
     return 0
 
 

@@ -3,7 +3,9 @@ resume, early stopping and best-weight restoring."""
 
 from __future__ import annotations
 
+import signal
 import socket
+import threading
 import time
 from dataclasses import replace
 from itertools import pairwise
@@ -16,7 +18,9 @@ from torch import nn
 from torch.utils.data import TensorDataset
 
 from neurosym.training import (
+    StopRequests,
     TrainConfig,
+    TrainingInterrupted,
     init_distributed,
     load_checkpoint,
     shutdown_distributed,
@@ -24,6 +28,7 @@ from neurosym.training import (
 )
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import learning_rate_factor
+from neurosym.training.stopping import TIME_LIMIT
 
 SINGLE = DistributedContext(0, 1, 0, torch.device("cpu"))
 
@@ -66,14 +71,36 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_two_gloo_processes_take_the_same_steps_as_one_process(tmp_path: Path) -> None:
-    context = mp.start_processes(_worker, args=(free_port(), str(tmp_path)), nprocs=2, join=False, start_method="spawn")
+def _stopping_worker(rank: int, port: int, folder: str) -> None:
+    """A gloo process of which only rank 1 has a time limit (as if a signal reached one process only)."""
+    import os
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    context = init_distributed("cpu")
+    try:
+        time_limit = 0.0 if rank == 1 else None
+        config = TrainConfig(max_steps=4, batch_size=8, checkpoint=Path(folder) / "ddp.pt", progress=False, time_limit=time_limit)
+        try:
+            train(small_model(), regression_data(), mse, config, context)
+        except TrainingInterrupted as stop:
+            (Path(folder) / f"rank{rank}.txt").write_text(f"{stop.step} {stop.reason}")
+    finally:
+        shutdown_distributed()
+
+
+def run_two_processes(worker, folder: Path) -> None:
+    context = mp.start_processes(worker, args=(free_port(), str(folder)), nprocs=2, join=False, start_method="spawn")
     deadline = time.monotonic() + 120
     while not context.join(timeout=1):
         if time.monotonic() > deadline:
             for process in context.processes:
                 process.kill()
             pytest.fail("the two DDP processes did not finish within 120 s")
+
+
+def test_two_gloo_processes_take_the_same_steps_as_one_process(tmp_path: Path) -> None:
+    run_two_processes(_worker, tmp_path)
     model = small_model()
     config = TrainConfig(max_steps=2, batch_size=8, lr=0.05, checkpoint=tmp_path / "single.pt", progress=False)
     train(model, regression_data(), mse, config, SINGLE, evaluate=lambda m: 0.0)
@@ -100,6 +127,71 @@ def test_resuming_continues_exactly_where_training_stopped(tmp_path: Path) -> No
     assert result.steps == 6
     for name, value in straight.state_dict().items():
         torch.testing.assert_close(again.state_dict()[name], value)
+
+
+def test_every_process_stops_at_the_step_one_of_them_was_asked_to(tmp_path: Path) -> None:
+    run_two_processes(_stopping_worker, tmp_path)  # without agreement rank 0 would wait for rank 1 forever
+    assert [(tmp_path / f"rank{rank}.txt").read_text() for rank in (0, 1)] == ["1 time limit", "1 time limit"]
+    assert load_checkpoint(tmp_path / "ddp.pt")["loop"]["step"] == 1
+
+
+def test_time_limit_checkpoints_every_step_and_the_same_call_continues_exactly(tmp_path: Path) -> None:
+    straight = small_model()
+    train(straight, regression_data(), mse, TrainConfig(max_steps=6, batch_size=4, eval_every=3, progress=False), SINGLE)
+    path = tmp_path / "run.pt"
+    config = TrainConfig(max_steps=6, batch_size=4, eval_every=3, checkpoint=path, progress=False, time_limit=0.0)
+    stops = []
+    while True:
+        # the first call starts from the same weights as the straight run, later ones from other weights (the checkpoint's win)
+        chunked = small_model() if not stops else nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+        try:
+            result = train(chunked, regression_data(), mse, config, SINGLE)
+            break
+        except TrainingInterrupted as stop:
+            assert load_checkpoint(path)["loop"]["step"] == stop.step
+            stops.append((stop.step, stop.reason, stop.exit_status))
+    assert stops == [(step, TIME_LIMIT, 75) for step in range(1, 6)]
+    assert result.steps == 6
+    for name, value in straight.state_dict().items():
+        torch.testing.assert_close(chunked.state_dict()[name], value)
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signal handlers need the main thread")
+def test_sigterm_finishes_the_step_checkpoints_and_restores_the_handler(tmp_path: Path) -> None:
+    calls = []
+
+    def loss_then_sigterm(model: nn.Module, batch) -> torch.Tensor:
+        calls.append(1)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGTERM)
+        return mse(model, batch)
+
+    before = signal.getsignal(signal.SIGTERM)
+    path = tmp_path / "run.pt"
+    with pytest.raises(TrainingInterrupted) as stop:
+        train(small_model(), regression_data(), loss_then_sigterm, TrainConfig(max_steps=6, batch_size=4, checkpoint=path, progress=False), SINGLE)
+    assert (stop.value.step, stop.value.reason, stop.value.exit_status) == (2, "SIGTERM", 143)
+    assert f"{path} holds it: run the same command again" in str(stop.value)
+    assert load_checkpoint(path)["loop"]["step"] == 2
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signal handlers need the main thread")
+def test_a_second_sigint_interrupts_at_once() -> None:
+    with StopRequests() as stops:
+        assert stops.reason() is None
+        signal.raise_signal(signal.SIGINT)
+        assert stops.reason() == "SIGINT"
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_bad_time_limits_are_refused() -> None:
+    with pytest.raises(ValueError, match="time_limit must be None or at least 0 seconds"):
+        TrainConfig(max_steps=1, batch_size=1, time_limit=-1.0)
+    with pytest.raises(ValueError, match="time_limit"):
+        StopRequests(float("nan"))
 
 
 def test_early_stopping_keeps_the_best_weights() -> None:

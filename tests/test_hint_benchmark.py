@@ -44,6 +44,16 @@ def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
     assert [h["step"] for h in resumed["history"]] == [2, 4]  # the first two steps came from the checkpoint
 
 
+def test_time_limit_exits_75_without_results_and_the_same_command_continues(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "out"
+    command = ["hint", "--model", "gru", "--steps", "3", "--out", str(out), *TINY]
+    assert main([*command, "--time-limit", "0"]) == 75
+    assert "training stopped after step 1 of 3 (time limit)" in capsys.readouterr().err
+    assert not (out / "gru_symbol.json").exists() and (out / "gru_symbol.pt").exists()
+    assert main(command) == 0
+    assert json.loads((out / "gru_symbol.json").read_text())["steps"] == 3
+
+
 def test_image_input_runs_with_the_small_cnn(tmp_path: Path) -> None:
     """A tiny random bank in the .npz format stands in for MNIST, so nothing is downloaded."""
     rng = np.random.default_rng(0)

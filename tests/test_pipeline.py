@@ -14,7 +14,8 @@ from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
-from neurosym.training import load_checkpoint, save_checkpoint
+from neurosym.training import TrainingInterrupted, load_checkpoint, save_checkpoint
+from neurosym.training.stopping import TIME_LIMIT
 
 CPU = torch.device("cpu")
 
@@ -72,6 +73,27 @@ def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, 
     for name, tensor in straight.classifier.state_dict().items():
         assert torch.equal(tensor, resumed.classifier.state_dict()[name]), name
     assert evaluate_pipeline(straight, test, CPU) == evaluate_pipeline(resumed, test, CPU)
+
+
+def test_time_limit_stops_between_checkpoints_and_the_next_call_continues_exactly(problem, tmp_path):
+    train, _ = problem
+    config = TrainConfig(steps=5, batch_size=8, checkpoint_every=4, curriculum=Curriculum(((1, 2), (3, 3))))
+    straight = tiny_pipeline(seed=3)
+    train_pipeline(straight, train, config, CPU, tmp_path / "straight.pt", progress=False)
+    path = tmp_path / "chunked.pt"
+    stopped_at = []
+    while True:
+        chunked = tiny_pipeline(seed=99 if stopped_at else 3)  # later calls: everything must come from the checkpoint
+        try:
+            history = train_pipeline(chunked, train, config, CPU, path, progress=False, time_limit=0.0)
+            break
+        except TrainingInterrupted as stop:
+            assert load_checkpoint(path)["step"] == stop.step
+            stopped_at.append((stop.step, stop.reason))
+    assert stopped_at == [(step, TIME_LIMIT) for step in range(1, 5)]
+    assert len(history) == 5
+    for name, tensor in straight.classifier.state_dict().items():
+        assert torch.equal(tensor, chunked.classifier.state_dict()[name]), name
 
 
 def test_checkpoint_of_another_configuration_is_refused(problem, tmp_path):

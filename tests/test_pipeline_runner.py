@@ -82,3 +82,16 @@ def test_test_scale_evaluates_on_the_larger_generated_test_split(private_cache):
     assert main([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--quiet"]) == 0
     results = json.loads((private_cache / "out" / "results.json").read_text())
     assert results["test_scale"] == 0.004 and results["test"]["avg"] == 1.0
+
+
+def test_image_input_run_stops_at_the_time_limit_with_a_checkpoint(private_cache, monkeypatch, capsys):
+    from hint_banks import prototype_bank
+
+    from neurosym.data import symbol_images
+
+    monkeypatch.setattr(symbol_images, "default_bank", lambda seed=0: prototype_bank())
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "50", "--batch-size", "4"]
+    assert main([*argv, "--time-limit", "0", "--out", str(out), "--quiet"]) == 75
+    assert "training stopped after step 1 of 50 (time limit)" in capsys.readouterr().err
+    assert (out / "checkpoint.pt").is_file() and not (out / "results.json").exists()

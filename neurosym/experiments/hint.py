@@ -41,6 +41,7 @@ from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forci
 from neurosym.training import TrainConfig, init_distributed, shutdown_distributed, train
 from neurosym.training.device import autocast_enabled
 from neurosym.training.distributed import DistributedContext, main_process_first
+from neurosym.training.stopping import minutes_to_seconds
 
 BOS, EOS = 10, 11
 """Target ids: the digits 0–9 are their own ids, then begin and end of sequence."""
@@ -108,6 +109,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
     parser.add_argument("--out", type=Path, default=Path("results/hint"), help="output folder")
     parser.add_argument("--no-resume", action="store_true", help="start afresh even if a checkpoint exists")
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="minutes of training in this call: then checkpoint and exit with status 75; the same command continues "
+        "(Ctrl-C and SIGTERM stop the same way, with status 130 and 143)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     if runner is not None:
         runner.add_arguments(parser)
@@ -208,6 +216,7 @@ def _run_baseline(args: argparse.Namespace, context: DistributedContext) -> dict
         seed=args.seed,
         num_workers=args.num_workers,
         progress=not args.quiet,
+        time_limit=minutes_to_seconds(args.time_limit),
     )
     val_loader = _loader(datasets["val"], args)
 

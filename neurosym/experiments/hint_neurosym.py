@@ -57,6 +57,7 @@ from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import FEWSHOT_NUMBERS, HINT_SEMANTICS, BatchSolver, evaluate
 from neurosym.training import resolve_device
 from neurosym.training.loop import SCHEDULES
+from neurosym.training.stopping import minutes_to_seconds
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
 #: Published image-input anchors (HINT paper Table 2, medians of 5 runs) and the NSR model's average.
@@ -227,7 +228,13 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         checkpoint.unlink(missing_ok=True)
     started = time.perf_counter()
     history = train_pipeline(
-        pipeline, WindowSource(splits["train"], bank, "train", args.seed), config, device, checkpoint, not args.quiet
+        pipeline,
+        WindowSource(splits["train"], bank, "train", args.seed),
+        config,
+        device,
+        checkpoint,
+        not args.quiet,
+        time_limit=minutes_to_seconds(args.time_limit),
     )
     train_seconds = time.perf_counter() - started
     test = _test_records(args, splits)

@@ -48,6 +48,7 @@ from neurosym.semantics.mathematics_arithmetic import (
 )
 from neurosym.training import DistributedContext, TrainConfig, resolve_device, train
 from neurosym.training.device import autocast_enabled
+from neurosym.training.stopping import minutes_to_seconds
 
 EXTRAPOLATION_MODULES: dict[str, tuple[str, ...]] = {
     "arithmetic__add_or_sub": ("arithmetic__add_or_sub_big",),
@@ -131,6 +132,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0: torch's default); use 1 on a shared CPU")
     parser.add_argument("--eval-batch-size", type=int, default=256, help="questions per greedy-decoding batch")
     parser.add_argument("--checkpoint-every", type=int, default=250, help="steps between checkpoints")
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="minutes of training per model in this call: then checkpoint and exit with status 75; the same "
+        "command continues (Ctrl-C and SIGTERM stop the same way)",
+    )
     parser.add_argument("--quick", action="store_true", help="smoke test: tiny models, few questions (overrides --config)")
     parser.add_argument("--out", type=Path, default=Path("results/mathematics"), help="output folder")
 
@@ -292,6 +300,7 @@ def train_model(
         eval_every=args.checkpoint_every,
         checkpoint=folder / "checkpoint.pt",
         seed=args.seed,
+        time_limit=minutes_to_seconds(args.time_limit),
         **PAPER_ADAM,
     )
     print(f"training {name} ({sum(p.numel() for p in model.parameters()):,} parameters) for {steps} steps")

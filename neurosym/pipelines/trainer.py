@@ -28,6 +28,7 @@ from neurosym.pipelines.windows import WindowSource
 from neurosym.training import load_checkpoint, save_checkpoint
 from neurosym.training.device import autocast_enabled
 from neurosym.training.loop import SCHEDULES, check_resumable, schedule_factor
+from neurosym.training.stopping import StopRequests, TrainingInterrupted
 
 LEARNING_RULES = ("abduction", "reinforce")
 #: Which symbols of a pseudo-label are trained on: those the result pins down, or all of them.
@@ -104,10 +105,13 @@ def train_pipeline(
     device: torch.device,
     checkpoint: str | os.PathLike | None = None,
     progress: bool = True,
+    time_limit: float | None = None,
 ) -> list[dict]:
     """Train ``pipeline.classifier`` on ``source``'s records from their results; returns the history
     (one dict per logged step: ``step``, ``max_length``, ``loss``, ``labelled`` = fraction of the batch
-    with a pseudo-label or, for REINFORCE, the mean reward). Resumes from ``checkpoint`` when it exists."""
+    with a pseudo-label or, for REINFORCE, the mean reward). Resumes from ``checkpoint`` when it exists.
+    SIGINT, SIGTERM or ``time_limit`` seconds end the step under way, write the checkpoint and raise
+    :class:`~neurosym.training.stopping.TrainingInterrupted`."""
     model = pipeline.classifier.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -123,54 +127,54 @@ def train_pipeline(
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start, history, baseline = state["step"], state["history"], state["baseline"]
+    def save(steps_done: int) -> None:
+        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+        state.update(step=steps_done, history=history, baseline=baseline, config=asdict(config), vocabulary=list(model.vocabulary))
+        save_checkpoint(state, checkpoint)
+
     bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress, desc="pipeline")
-    for step in bar:
-        model.train()
-        indices = config.curriculum.sample(lengths, step, config.batch_size, config.seed)
-        windows, batch_lengths = _windows_on(source, indices, device)
-        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
-        windows = random_shift(windows, config.augment_shift, generator)
-        with torch.autocast(device.type, enabled=autocast_enabled(device)):
-            reading = pipeline.read(windows, batch_lengths)
-        batch_targets = targets[indices].tolist()
-        if config.learning == "abduction":
-            labels = pipeline.abduce(reading, batch_targets)
-            trained = pipeline.verified_positions(labels, batch_targets) if config.pseudo_labels == "verified" else None
-            loss = _pseudo_label_loss(pipeline, reading.log_probs, labels, trained)
-            signal = sum(label is not None for label in labels) / len(labels)
-        else:
-            loss, signal = reinforce_loss(
-                reading.log_probs, batch_lengths, batch_targets, model.vocabulary, pipeline.solver, baseline, generator
-            )
-            baseline = 0.9 * baseline + 0.1 * signal
-        if loss is not None:
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-        scheduler.step()
-        history.append(
-            {
-                "step": step + 1,
-                "max_length": config.curriculum.max_length(step),
-                "loss": None if loss is None else loss.item(),
-                "labelled": signal,
-            }
-        )
-        bar.set_postfix(L=config.curriculum.max_length(step), labelled=f"{signal:.2f}")
-        if checkpoint is not None and ((step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps):
-            save_checkpoint(
+    with StopRequests(time_limit) as stops, bar:
+        for step in bar:
+            model.train()
+            indices = config.curriculum.sample(lengths, step, config.batch_size, config.seed)
+            windows, batch_lengths = _windows_on(source, indices, device)
+            generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
+            windows = random_shift(windows, config.augment_shift, generator)
+            with torch.autocast(device.type, enabled=autocast_enabled(device)):
+                reading = pipeline.read(windows, batch_lengths)
+            batch_targets = targets[indices].tolist()
+            if config.learning == "abduction":
+                labels = pipeline.abduce(reading, batch_targets)
+                trained = pipeline.verified_positions(labels, batch_targets) if config.pseudo_labels == "verified" else None
+                loss = _pseudo_label_loss(pipeline, reading.log_probs, labels, trained)
+                signal = sum(label is not None for label in labels) / len(labels)
+            else:
+                loss, signal = reinforce_loss(
+                    reading.log_probs, batch_lengths, batch_targets, model.vocabulary, pipeline.solver, baseline, generator
+                )
+                baseline = 0.9 * baseline + 0.1 * signal
+            if loss is not None:
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                optimizer.step()
+            scheduler.step()
+            history.append(
                 {
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
                     "step": step + 1,
-                    "history": history,
-                    "baseline": baseline,
-                    "config": asdict(config),
-                    "vocabulary": list(model.vocabulary),
-                },
-                checkpoint,
+                    "max_length": config.curriculum.max_length(step),
+                    "loss": None if loss is None else loss.item(),
+                    "labelled": signal,
+                }
             )
+            bar.set_postfix(L=config.curriculum.max_length(step), labelled=f"{signal:.2f}")
+            checkpointed = checkpoint is not None and ((step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps)
+            if checkpointed:
+                save(step + 1)
+            reason = stops.reason()
+            if reason is not None and step + 1 < config.steps:
+                if checkpoint is not None and not checkpointed:
+                    save(step + 1)
+                raise TrainingInterrupted(step + 1, config.steps, reason, checkpoint)
     return history
 
 

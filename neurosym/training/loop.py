@@ -3,7 +3,9 @@
 It samples shards with :class:`~torch.utils.data.distributed.DistributedSampler` (one shard when alone),
 runs mixed precision on CUDA, clips gradients, evaluates every ``eval_every`` steps on rank 0, keeps the
 best weights, stops early after ``patience`` evaluations without improvement, and writes an atomic
-checkpoint (rank 0 only) from which an interrupted run resumes at the same step and data order.
+checkpoint (rank 0 only) from which an interrupted run resumes at the same step and data order. At
+SIGINT, SIGTERM or ``time_limit`` it finishes the step, checkpoints and raises
+:class:`~neurosym.training.stopping.TrainingInterrupted` (all processes stop at the same step).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
+import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
@@ -25,6 +28,7 @@ from tqdm.auto import tqdm
 from neurosym.training.checkpoint import load_checkpoint, save_checkpoint
 from neurosym.training.device import autocast_enabled
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
+from neurosym.training.stopping import TIME_LIMIT, StopRequests, TrainingInterrupted
 
 LossFunction = Callable[[nn.Module, Any], torch.Tensor]
 """``loss_fn(model, batch) -> scalar loss``; ``model`` may be DDP-wrapped, ``batch`` is on the device."""
@@ -45,6 +49,8 @@ class TrainConfig:
     ``weight_decay``; the learning rate ``lr`` follows ``schedule`` (``"constant"`` or ``"cosine"``
     decay to zero at ``max_steps``) after ``warmup_steps`` of linear warm-up. Gradients are clipped by
     global norm (``clip_norm``) and/or element-wise by value (``clip_value``); ``None`` turns either off.
+    ``time_limit`` (seconds, ``None``: none) ends this call's training early, as SIGINT and SIGTERM do:
+    checkpoint, then :class:`~neurosym.training.stopping.TrainingInterrupted`.
     """
 
     max_steps: int
@@ -65,6 +71,7 @@ class TrainConfig:
     seed: int = 0
     num_workers: int = 0
     progress: bool = True
+    time_limit: float | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in ("adam", "sgd"):
@@ -73,6 +80,8 @@ class TrainConfig:
             raise ValueError(f"unknown schedule {self.schedule!r}: use one of {SCHEDULES}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if self.time_limit is not None and not self.time_limit >= 0:
+            raise ValueError(f"time_limit must be None or at least 0 seconds, got {self.time_limit!r}")
 
 
 def schedule_factor(step: int, max_steps: int, schedule: str, warmup_steps: int = 0) -> float:
@@ -88,7 +97,7 @@ def schedule_factor(step: int, max_steps: int, schedule: str, warmup_steps: int 
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
-RESUMABLE_CHANGES = ("max_steps", "eval_every", "patience", "checkpoint", "progress", "num_workers")
+RESUMABLE_CHANGES = ("max_steps", "eval_every", "patience", "checkpoint", "progress", "num_workers", "time_limit")
 """Fields of :class:`TrainConfig` that may differ when a run is resumed (a larger ``max_steps`` continues it)."""
 
 
@@ -167,6 +176,19 @@ def _check(config: TrainConfig, context: DistributedContext, dataset_size: int) 
     return config.batch_size // context.world_size
 
 
+STOP_REASONS = (None, TIME_LIMIT, "SIGTERM", "SIGINT")
+"""Stop reasons in rising precedence: the processes of a distributed run stop for the highest any of them has."""
+
+
+def _agreed_stop(reason: str | None, context: DistributedContext) -> str | None:
+    """The stop reason every process acts on (one all-reduce per step when distributed)."""
+    if not context.is_distributed:
+        return reason
+    code = torch.tensor([STOP_REASONS.index(reason)], device=context.device)
+    dist.all_reduce(code, op=dist.ReduceOp.MAX)
+    return STOP_REASONS[int(code.item())]
+
+
 def _batches(loader: DataLoader, sampler: DistributedSampler, start_step: int) -> Iterator[Any]:
     """Batches forever, epoch after epoch, starting where step ``start_step`` left off."""
     per_epoch = len(loader)
@@ -192,7 +214,9 @@ def train(
 
     On return the model holds the best weights seen by ``evaluate`` (the last weights without one).
     With ``config.checkpoint`` set, an existing checkpoint there is resumed from; one written with a
-    configuration that differs outside ``resume_may_change`` raises ``ValueError``.
+    configuration that differs outside ``resume_may_change`` raises ``ValueError``. A stop request (SIGINT,
+    SIGTERM, ``config.time_limit``) ends the step under way, writes the checkpoint and raises
+    :class:`~neurosym.training.stopping.TrainingInterrupted`; the model then holds that step's weights.
     """
     per_rank = _check(config, context, len(dataset))
     device = context.device
@@ -226,40 +250,52 @@ def train(
         pin_memory=device.type == "cuda",
     )
     batches = _batches(loader, sampler, state["step"])
-    bar = tqdm(total=config.max_steps, initial=state["step"], disable=not (config.progress and context.is_main))
+
+    def save() -> None:
+        if context.is_main and config.checkpoint:
+            checkpoint = {
+                "model": model.state_dict(),
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "scaler": scaler.state_dict(),
+            }
+            save_checkpoint({**checkpoint, "loop": state, "config": asdict(config)}, config.checkpoint)
+
     stopped_early = False
-    while state["step"] < config.max_steps and not stopped_early:
-        wrapped.train()
-        batch = move_to(next(batches), device)
-        with torch.autocast(device.type, enabled=amp):
-            loss = loss_fn(wrapped, batch)
-        if not torch.isfinite(loss):
-            raise FloatingPointError(f"the training loss became {loss.item()} at step {state['step'] + 1}")
-        optimizer.zero_grad(set_to_none=True)
-        scaler.scale(loss).backward()
-        if config.clip_norm is not None or config.clip_value is not None:
-            scaler.unscale_(optimizer)
-        if config.clip_value is not None:
-            nn.utils.clip_grad_value_(model.parameters(), config.clip_value)
-        if config.clip_norm is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
-        scaler.step(optimizer)
-        scaler.update()
-        scheduler.step()
-        state["step"] += 1
-        bar.update(1)
-        bar.set_postfix(loss=f"{loss.item():.4f}")
-        if state["step"] % config.eval_every == 0 or state["step"] == config.max_steps:
-            stopped_early = _evaluate(model, evaluate, config, context, state, loss.item())
-            if context.is_main and config.checkpoint:
-                checkpoint = {
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "scaler": scaler.state_dict(),
-                }
-                save_checkpoint({**checkpoint, "loop": state, "config": asdict(config)}, config.checkpoint)
-    bar.close()
+    progress = config.progress and context.is_main
+    with StopRequests(config.time_limit) as stops, tqdm(total=config.max_steps, initial=state["step"], disable=not progress) as bar:
+        while state["step"] < config.max_steps and not stopped_early:
+            wrapped.train()
+            batch = move_to(next(batches), device)
+            with torch.autocast(device.type, enabled=amp):
+                loss = loss_fn(wrapped, batch)
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"the training loss became {loss.item()} at step {state['step'] + 1}")
+            optimizer.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            if config.clip_norm is not None or config.clip_value is not None:
+                scaler.unscale_(optimizer)
+            if config.clip_value is not None:
+                nn.utils.clip_grad_value_(model.parameters(), config.clip_value)
+            if config.clip_norm is not None:
+                nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            scheduler.step()
+            state["step"] += 1
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.4f}")
+            checkpointed = state["step"] % config.eval_every == 0 or state["step"] == config.max_steps
+            if checkpointed:
+                stopped_early = _evaluate(model, evaluate, config, context, state, loss.item())
+                save()
+            reason = _agreed_stop(stops.reason(), context)
+            if reason is not None and state["step"] < config.max_steps and not stopped_early:
+                if not checkpointed:
+                    save()
+                if context.is_distributed:
+                    dist.barrier()  # no process exits (and gets its peers killed by torchrun) before rank 0 has saved
+                raise TrainingInterrupted(state["step"], config.max_steps, reason, config.checkpoint)
     if state["best_model"] is not None:
         model.load_state_dict(state["best_model"])
     return TrainResult(state["step"], state["best_score"], state["best_step"], stopped_early, state["history"])
