@@ -127,10 +127,11 @@ def train_pipeline(
         optimizer.load_state_dict(state["optimizer"])
         scheduler.load_state_dict(state["scheduler"])
         start, history, baseline = state["step"], state["history"], state["baseline"]
+
     def save(steps_done: int) -> None:
-        state = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
-        state.update(step=steps_done, history=history, baseline=baseline, config=asdict(config), vocabulary=list(model.vocabulary))
-        save_checkpoint(state, checkpoint)
+        snapshot = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
+        snapshot.update(step=steps_done, history=history, baseline=baseline, config=asdict(config), vocabulary=list(model.vocabulary))
+        save_checkpoint(snapshot, checkpoint)
 
     bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress, desc="pipeline")
     with StopRequests(time_limit) as stops, bar:
