@@ -194,6 +194,18 @@ def test_bad_time_limits_are_refused() -> None:
         StopRequests(float("nan"))
 
 
+def test_a_run_checkpointed_without_amp_continues_with_amp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A CPU run's checkpoint (no gradient scaler state) continues where AMP is on, as on a GPU."""
+    from neurosym.training import loop
+
+    path = tmp_path / "run.pt"
+    train(small_model(), regression_data(), mse, TrainConfig(max_steps=2, batch_size=4, checkpoint=path, progress=False), SINGLE)
+    assert load_checkpoint(path)["scaler"] == {}
+    monkeypatch.setattr(loop, "autocast_enabled", lambda device: True)
+    result = train(small_model(), regression_data(), mse, TrainConfig(max_steps=4, batch_size=4, checkpoint=path, progress=False), SINGLE)
+    assert result.steps == 4 and load_checkpoint(path)["scaler"]["scale"] > 0
+
+
 def test_early_stopping_keeps_the_best_weights() -> None:
     model = small_model()
     scores = iter([0.5, 0.9, 0.4, 0.3, 0.2, 0.1])

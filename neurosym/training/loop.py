@@ -235,7 +235,8 @@ def train(
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
-        scaler.load_state_dict(saved["scaler"])
+        if saved["scaler"]:  # empty when written without AMP (on the CPU): a CPU run continues on a GPU afresh here
+            scaler.load_state_dict(saved["scaler"])
         state = saved["loop"]
     sampler = DistributedSampler(
         dataset, num_replicas=context.world_size, rank=context.rank, shuffle=True, seed=config.seed, drop_last=True
