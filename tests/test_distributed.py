@@ -3,10 +3,13 @@ resume, early stopping and best-weight restoring."""
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
@@ -49,20 +52,24 @@ def mse(model: nn.Module, batch) -> torch.Tensor:
     return nn.functional.mse_loss(model(x).squeeze(-1), y)
 
 
-def _worker(rank: int, port: int, folder: str) -> None:
-    """One of two gloo processes, configured exactly as torchrun would configure it."""
-    import os
-
+@contextmanager
+def torchrun_process(rank: int, port: int) -> Iterator[DistributedContext]:
+    """Process ``rank`` of a two-process gloo group, configured exactly as torchrun would configure it."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
     context = init_distributed("cpu")
     try:
+        yield context
+    finally:
+        shutdown_distributed()
+
+
+def _worker(rank: int, port: int, folder: str) -> None:
+    with torchrun_process(rank, port) as context:
         model = small_model()
         config = TrainConfig(max_steps=2, batch_size=8, lr=0.05, checkpoint=Path(folder) / "ddp.pt", progress=False)
         train(model, regression_data(), mse, config, context, evaluate=lambda m: 0.0)
         torch.save(model.state_dict(), Path(folder) / f"rank{rank}.pt")
-    finally:
-        shutdown_distributed()
 
 
 def free_port() -> int:
@@ -73,20 +80,13 @@ def free_port() -> int:
 
 def _stopping_worker(rank: int, port: int, folder: str) -> None:
     """A gloo process of which only rank 1 has a time limit (as if a signal reached one process only)."""
-    import os
-
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank))
-    torch.set_num_threads(1)
-    context = init_distributed("cpu")
-    try:
+    with torchrun_process(rank, port) as context:
         time_limit = 0.0 if rank == 1 else None
         config = TrainConfig(max_steps=4, batch_size=8, checkpoint=Path(folder) / "ddp.pt", progress=False, time_limit=time_limit)
         try:
             train(small_model(), regression_data(), mse, config, context)
         except TrainingInterrupted as stop:
             (Path(folder) / f"rank{rank}.txt").write_text(f"{stop.step} {stop.reason}")
-    finally:
-        shutdown_distributed()
 
 
 def run_two_processes(worker, folder: Path) -> None:

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 from neurosym.training.checkpoint import load_checkpoint, save_checkpoint
 from neurosym.training.device import autocast_enabled
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
-from neurosym.training.stopping import TIME_LIMIT, StopRequests, TrainingInterrupted
+from neurosym.training.stopping import TIME_LIMIT, StopRequests, TrainingInterrupted, checked_time_limit
 
 LossFunction = Callable[[nn.Module, Any], torch.Tensor]
 """``loss_fn(model, batch) -> scalar loss``; ``model`` may be DDP-wrapped, ``batch`` is on the device."""
@@ -80,8 +80,7 @@ class TrainConfig:
             raise ValueError(f"unknown schedule {self.schedule!r}: use one of {SCHEDULES}")
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
-        if self.time_limit is not None and not self.time_limit >= 0:
-            raise ValueError(f"time_limit must be None or at least 0 seconds, got {self.time_limit!r}")
+        checked_time_limit(self.time_limit)
 
 
 def schedule_factor(step: int, max_steps: int, schedule: str, warmup_steps: int = 0) -> float:

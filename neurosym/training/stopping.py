@@ -21,6 +21,13 @@ EXIT_TRY_AGAIN = 75
 """Exit status after the time limit: ``EX_TEMPFAIL`` of ``sysexits.h``, "try again" (the run is not finished)."""
 
 
+def checked_time_limit(seconds: float | None) -> float | None:
+    """``seconds`` unchanged if it is None or at least 0 (NaN is not); else ``ValueError``."""
+    if seconds is not None and not seconds >= 0:
+        raise ValueError(f"time_limit must be None or at least 0 seconds, got {seconds!r}")
+    return seconds
+
+
 class TrainingInterrupted(Exception):
     """Training stopped at a stop request after update ``step`` of ``max_steps``; ``checkpoint`` (None when
     none was configured) holds that step, and running the same command again continues from it."""
@@ -50,9 +57,7 @@ class StopRequests:
     the time limit applies) and the previous ones are restored on closing."""
 
     def __init__(self, time_limit: float | None = None):
-        if time_limit is not None and not time_limit >= 0:
-            raise ValueError(f"time_limit must be None or at least 0 seconds, got {time_limit!r}")
-        self.time_limit = time_limit
+        self.time_limit = checked_time_limit(time_limit)
         self._signal: str | None = None
         self._previous: dict[int, Any] = {}
         self._start = time.monotonic()
