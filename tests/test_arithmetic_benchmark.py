@@ -1,5 +1,5 @@
 import json
-import time
+import signal
 
 import pytest
 import torch
@@ -8,6 +8,7 @@ import neurosym.experiments.arithmetic as arithmetic_runner
 from neurosym.cli import main
 from neurosym.data.arithmetic import SimpleFunctionData
 from neurosym.experiments.arithmetic import speed
+from neurosym.experiments.arithmetic import training as arithmetic_training
 from neurosym.experiments.arithmetic.training import (
     GroupConfig,
     build,
@@ -22,6 +23,7 @@ from neurosym.models.arithmetic import (
     TwoLayerArithmetic,
 )
 from neurosym.training import load_checkpoint, save_checkpoint
+from neurosym.training.stopping import TIME_LIMIT, StopRequests
 
 CPU = torch.device("cpu")
 
@@ -103,8 +105,10 @@ def test_short_nau_run_solves_addition():
 def test_resume_after_interruption_equals_an_uninterrupted_run(tmp_path):
     config = GroupConfig("NALU", ("mul", "sub"), (0, 1), steps=300, eval_every=100, evaluation_size=200)
     straight = train_group(config, CPU, tmp_path / "straight.pt", progress=False)
-    interrupted = train_group(config, CPU, tmp_path / "resumed.pt", deadline=time.monotonic() - 1, progress=False)
-    assert not interrupted.finished and interrupted.curves.steps == [100]
+    assert straight.finished and straight.stop_reason is None
+    interrupted = train_group(config, CPU, tmp_path / "resumed.pt", stops=StopRequests(0), progress=False)
+    assert interrupted.stop_reason == TIME_LIMIT and not interrupted.finished
+    assert interrupted.step == 1 and interrupted.curves.steps == [] and load_checkpoint(tmp_path / "resumed.pt")["step"] == 1
     resumed = train_group(config, CPU, tmp_path / "resumed.pt", resume=True, progress=False)
     assert resumed.finished and resumed.curves.steps == [100, 200, 300]
     for name, values in straight.curves.stacked().items():
@@ -116,10 +120,26 @@ def test_resume_after_interruption_equals_an_uninterrupted_run(tmp_path):
                     CPU, tmp_path / "resumed.pt", resume=True, progress=False)  # fmt: skip
 
 
+def test_a_stop_request_at_an_evaluation_step_evaluates_before_stopping(tmp_path, monkeypatch):
+    config = GroupConfig("NAU", ("add",), (0,), steps=300, eval_every=100, evaluation_size=50)
+
+    class StopAt:
+        def __init__(self, step):
+            self.calls, self.step = 0, step
+
+        def reason(self):
+            self.calls += 1
+            return "SIGTERM" if self.calls >= self.step else None
+
+    run = train_group(config, CPU, tmp_path / "run.pt", stops=StopAt(200), progress=False)
+    assert (run.step, run.curves.steps, run.stop_reason) == (200, [100, 200], "SIGTERM")
+    assert load_checkpoint(tmp_path / "run.pt")["curves"]["steps"] == [100, 200]
+
+
 def test_checkpoints_with_a_foreign_stream_state_are_read_when_finished_and_refused_when_not(tmp_path):
     config = GroupConfig("NAU", ("add",), (0,), steps=200, eval_every=100, evaluation_size=50)
-    for path, deadline in [(tmp_path / "finished.pt", None), (tmp_path / "stopped.pt", time.monotonic() - 1)]:
-        run = train_group(config, CPU, path, deadline=deadline, progress=False)
+    for path, stops in [(tmp_path / "finished.pt", None), (tmp_path / "stopped.pt", StopRequests(0))]:
+        run = train_group(config, CPU, path, stops=stops, progress=False)
         state = load_checkpoint(path)
         state["generator"] = torch.Generator().get_state()  # as written before UniformStream
         save_checkpoint(state, path)
@@ -148,19 +168,39 @@ def test_cli_writes_table_json_and_plot(tmp_path, capsys):
     assert json.loads((out / "results.json").read_text())["cells"] == result["cells"]
 
 
-def test_cli_time_limit_stops_and_resume_finishes(tmp_path, capsys):
+def test_cli_time_limit_stops_with_status_75_and_resume_finishes(tmp_path, capsys):
     common = ["--models", "linear,nau", "--steps", "300", "--seeds", "2", "--eval-every", "100", "--evaluation-size", "100",
               "--threshold-samples", "2000", "--out", str(tmp_path), "--no-progress"]  # fmt: skip
-    stopped = main(["arithmetic", "--time-limit", "1e-9", *common])
-    assert stopped == 0
+    assert main(["arithmetic", "--time-limit", "1e-9", *common]) == 75
     partial = json.loads((tmp_path / "results.json").read_text())
-    assert not partial["finished"] and partial["not_started"] == ["NAU"]
-    assert {c["steps_done"] for c in partial["cells"]} == {100}
-    assert "not started: NAU" in capsys.readouterr().out
+    assert not partial["finished"] and partial["not_evaluated"] == ["Linear"] and partial["not_started"] == ["NAU"]
+    assert partial["cells"] == [] and load_checkpoint(tmp_path / "checkpoints" / "linear.pt")["step"] == 1
+    printed = capsys.readouterr()
+    assert "Linear stopped at step 1 of 300; not evaluated yet: Linear; not started: NAU" in printed.out
+    assert "(time limit)" in printed.err and "run the same command with --resume to continue" in printed.err
     assert main(["arithmetic", "--resume", *common]) == 0
     finished = json.loads((tmp_path / "results.json").read_text())
     assert finished["finished"] and {c["steps_done"] for c in finished["cells"]} == {300}
     assert {c["model"] for c in finished["cells"]} == {"Linear", "NAU"}
+
+
+def test_cli_ctrl_c_reports_the_cells_evaluated_so_far_and_exits_130(tmp_path, capsys, monkeypatch):
+    steps = []
+
+    def interrupting_step(*args, **kwargs):
+        steps.append(1)
+        if len(steps) == 150:
+            signal.raise_signal(signal.SIGINT)
+        return train_step(*args, **kwargs)
+
+    monkeypatch.setattr(arithmetic_training, "train_step", interrupting_step)
+    status = main(["arithmetic", "--models", "nau", "--ops", "add", "--steps", "300", "--seeds", "2", "--eval-every", "100",
+                   "--evaluation-size", "100", "--threshold-samples", "2000", "--out", str(tmp_path), "--no-progress"])  # fmt: skip
+    assert status == 130 and len(steps) == 150
+    partial = json.loads((tmp_path / "results.json").read_text())
+    assert [(c["model"], c["steps_done"], c["finished"]) for c in partial["cells"]] == [("NAU", 100, False)]
+    assert "NAU stopped at step 150 of 300" in capsys.readouterr().out
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_cli_speed_mode(tmp_path, capsys, monkeypatch):

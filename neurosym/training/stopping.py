@@ -30,12 +30,15 @@ def checked_time_limit(seconds: float | None) -> float | None:
 
 class TrainingInterrupted(Exception):
     """Training stopped at a stop request after update ``step`` of ``max_steps``; ``checkpoint`` (None when
-    none was configured) holds that step, and running the same command again continues from it."""
+    none was configured) holds that step, and running ``resume_with`` (by default the same command again)
+    continues from it."""
 
-    def __init__(self, step: int, max_steps: int, reason: str, checkpoint: str | Path | None):
+    def __init__(
+        self, step: int, max_steps: int, reason: str, checkpoint: str | Path | None, resume_with: str = "the same command again"
+    ):
         self.step, self.max_steps, self.reason, self.checkpoint = step, max_steps, reason, checkpoint
         where = (
-            f"{checkpoint} holds it: run the same command again to continue"
+            f"{checkpoint} holds it: run {resume_with} to continue"
             if checkpoint is not None
             else "this training had no checkpoint, so running it again starts it afresh"
         )

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import time
 from pathlib import Path
 
 import torch
@@ -27,6 +26,7 @@ from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
 from neurosym.training import resolve_device
 from neurosym.training.allocator import retain_freed_memory
 from neurosym.training.device import autocast_enabled
+from neurosym.training.stopping import StopRequests, TrainingInterrupted, minutes_to_seconds
 
 MODEL_NAMES = {"nac_mul": "NAC•", "nalu": "NALU", "nac_add": "NAC+", "linear": "Linear", "nau": "NAU", "nmu": "NMU"}
 """Command-line name → model name of the table (the table's names are accepted too)."""
@@ -110,7 +110,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=1, help="CPU threads for torch (0: torch's default); tiny batched ops run best on 1")
     parser.add_argument("--out", type=Path, default=Path("results/arithmetic"), help="output folder for JSON, plot and checkpoints")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoints in --out instead of starting over")
-    parser.add_argument("--time-limit", type=_positive_float, help="stop after the evaluation at which this many minutes have passed (resume later)")
+    parser.add_argument(
+        "--time-limit", type=_positive_float,
+        help="after this many minutes, finish the step, write the checkpoint and exit with status 75 (continue with --resume); "
+             "Ctrl-C and SIGTERM stop the same way",
+    )  # fmt: skip
     parser.add_argument("--speed", action="store_true", help="instead of the table, time batched vs one-seed-at-a-time training")
     parser.add_argument("--speed-seeds", type=_positive, default=100, help="seeds of the speed test")
     parser.add_argument("--speed-steps", type=_positive, default=300, help="training steps per seed in the speed test")
@@ -138,19 +142,20 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
     except ValueError as error:
         raise SystemExit(f"neurosym arithmetic: {error}") from None
     thresholds = _thresholds(args, layout)
-    deadline = None if args.time_limit is None else time.monotonic() + 60 * args.time_limit
     runs, pending = [], []
-    for model in args.models:
-        if runs and not runs[-1].finished:  # the time limit stopped the previous model: leave the rest for --resume
-            pending.append(model)
-            continue
-        config = GroupConfig(
-            model, _operations_for(model, args.ops), tuple(range(seeds)), steps, args.eval_every, args.batch_size, args.lr,
-            args.ranges, args.evaluation_size, args.seed, args.input_size, args.subset_ratio, args.overlap_ratio,
-        )  # fmt: skip
-        checkpoint = args.out / "checkpoints" / f"{_slug(model)}.pt"
-        runs.append(train_group(config, device, checkpoint, args.resume, deadline, amp, not args.no_progress))
-    cells = [cell for group in runs for cell in _cells(group, thresholds)]
+    with StopRequests(minutes_to_seconds(args.time_limit)) as stops:
+        for model in args.models:
+            if runs and runs[-1].stop_reason is not None:  # a stop request ended the previous model: the rest waits for --resume
+                pending.append(model)
+                continue
+            config = GroupConfig(
+                model, _operations_for(model, args.ops), tuple(range(seeds)), steps, args.eval_every, args.batch_size, args.lr,
+                args.ranges, args.evaluation_size, args.seed, args.input_size, args.subset_ratio, args.overlap_ratio,
+            )  # fmt: skip
+            checkpoint = args.out / "checkpoints" / f"{_slug(model)}.pt"
+            runs.append(train_group(config, device, checkpoint, args.resume, stops, amp, not args.no_progress))
+    evaluated = [group for group in runs if group.curves.steps]
+    cells = [cell for group in evaluated for cell in _cells(group, thresholds)]
     cells.sort(key=lambda cell: (TABLE_ORDER.index(cell["operation"]), args.models.index(cell["model"])))
     result = {
         "command": "arithmetic",
@@ -161,17 +166,24 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
         "layout": {"input_size": layout.input_size, "subset_size": layout.subset_size, "overlap_size": layout.overlap_size},
         "thresholds": thresholds,
         "finished": not pending and all(group.finished for group in runs),
+        "not_evaluated": [group.config.model for group in runs if not group.curves.steps],
         "not_started": pending,
         "training_seconds": {group.config.model: group.seconds for group in runs},
         "cells": cells,
     }
     print(format_table(*_table(cells)))
-    if not result["finished"]:
-        waiting = f"; not started: {', '.join(pending)}" if pending else ""
-        print(f"Stopped by --time-limit{waiting}. Run the same command with --resume to continue ({args.out / 'checkpoints'}).")
     save_json(result, args.out / "results.json")
-    _plot(cells, args.out / "success_rates.png")
-    print(f"Wrote {args.out / 'results.json'} and {args.out / 'success_rates.png'}")
+    if cells:
+        _plot(cells, args.out / "success_rates.png")
+    print(f"Wrote {args.out / 'results.json'}" + (f" and {args.out / 'success_rates.png'}" if cells else ""))
+    stopped = runs[-1]
+    if stopped.stop_reason is not None:
+        waiting = [f"{label}: {', '.join(models)}" for label, models in
+                   (("not evaluated yet", result["not_evaluated"]), ("not started", pending)) if models]  # fmt: skip
+        print(f"{stopped.config.model} stopped at step {stopped.step} of {steps}" + "".join(f"; {part}" for part in waiting))
+        raise TrainingInterrupted(
+            stopped.step, steps, stopped.stop_reason, args.out / "checkpoints", resume_with="the same command with --resume"
+        )
     return result
 
 

@@ -21,6 +21,7 @@ from tqdm import tqdm
 from neurosym.data.arithmetic import SimpleFunctionData, SubsetLayout, seed_stream
 from neurosym.models.arithmetic import TwoLayerArithmetic
 from neurosym.training import load_checkpoint, save_checkpoint
+from neurosym.training.stopping import StopRequests
 
 
 @dataclass(frozen=True)
@@ -89,13 +90,18 @@ class Curves:
 
 @dataclass
 class GroupRun:
-    """The outcome of :func:`train_group`: curves so far, whether all steps ran, and the seconds spent
-    training and evaluating (summed over resumed sessions)."""
+    """The outcome of :func:`train_group`: curves so far, the steps done, the seconds spent training and
+    evaluating (summed over resumed sessions), and why it stopped early (None when it did not)."""
 
     config: GroupConfig
     curves: Curves
-    finished: bool
+    step: int
     seconds: float
+    stop_reason: str | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.step == self.config.steps
 
 
 def build(config: GroupConfig, device: torch.device, batched: bool = True) -> tuple[SimpleFunctionData, TwoLayerArithmetic]:
@@ -161,15 +167,15 @@ def train_group(
     device: torch.device,
     checkpoint: Path | None = None,
     resume: bool = False,
-    deadline: float | None = None,
+    stops: StopRequests | None = None,
     amp: bool = False,
     progress: bool = True,
 ) -> GroupRun:
     """Train (or, with ``resume``, continue from ``checkpoint``) the batched model of ``config``.
 
-    A checkpoint is written atomically at every evaluation. When ``time.monotonic()`` passes
-    ``deadline`` the run stops after the next evaluation (``finished=False``); resuming later gives
-    the same result as an uninterrupted run.
+    A checkpoint is written atomically at every evaluation. When ``stops`` reports a stop request
+    (SIGINT, SIGTERM, time limit) the run finishes its step, writes the checkpoint there and returns
+    with ``stop_reason`` set; resuming later gives exactly the curves of an uninterrupted run.
     """
     data, model = build(config, device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
@@ -187,22 +193,27 @@ def train_group(
             data.stream.set_state(state["generator"])
         curves, step, previous_seconds = Curves(**state["curves"]), state["step"], state["seconds"]
     started = time.perf_counter()
-    pending = [s for s in config.evaluation_steps if s > step]
-    bar = tqdm(total=config.steps, initial=step, desc=f"{config.model} ({data.ensemble} runs)", disable=not progress, leave=False)
-    for evaluation_step in pending:
-        for current in range(step, evaluation_step):
-            x, target = data.training_batch(config.batch_size)
-            train_step(model, optimizer, x, target, current, amp)
-        bar.update(evaluation_step - step)
-        step = evaluation_step
-        curves.steps.append(step)
-        curves.validation.append(evaluate(model, data, "validation").cpu())
-        curves.test.append(evaluate(model, data, "test").cpu())
-        curves.sparsity.append(model.sparsity_error().detach().cpu())
+
+    def save() -> None:
         if checkpoint is not None:
             seconds = previous_seconds + time.perf_counter() - started
             save_checkpoint(_checkpoint_state(config, step, seconds, model, optimizer, data, curves), checkpoint)
-        if deadline is not None and time.monotonic() > deadline and step < config.steps:
-            break
-    bar.close()
-    return GroupRun(config, curves, step == config.steps, previous_seconds + time.perf_counter() - started)
+
+    reason = None
+    with tqdm(total=config.steps, initial=step, desc=f"{config.model} ({data.ensemble} runs)", disable=not progress, leave=False) as bar:
+        for evaluation_step in (s for s in config.evaluation_steps if s > step):
+            while step < evaluation_step and reason is None:
+                x, target = data.training_batch(config.batch_size)
+                train_step(model, optimizer, x, target, step, amp)
+                step += 1
+                bar.update()
+                reason = stops.reason() if stops is not None else None
+            if step == evaluation_step:
+                curves.steps.append(step)
+                curves.validation.append(evaluate(model, data, "validation").cpu())
+                curves.test.append(evaluate(model, data, "test").cpu())
+                curves.sparsity.append(model.sparsity_error().detach().cpu())
+            save()  # at the evaluation, or where a stop request ended the steps before it
+            if reason is not None:
+                break
+    return GroupRun(config, curves, step, previous_seconds + time.perf_counter() - started, None if step == config.steps else reason)
