@@ -45,6 +45,26 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
     assert merged["block"] == results["block"]
 
 
+def test_pvr_time_limit_checkpoints_the_run_under_way_exits_75_and_the_same_command_continues(tmp_path, capsys):
+    out = tmp_path / "out"
+    command = ["pvr", *TINY, "--sweeps", "vector", "--out", str(out)]
+    assert main([*command, "--time-limit", "0"]) == 75
+    assert "(time limit)" in capsys.readouterr().err
+    [checkpoint] = (out / "checkpoints").iterdir()
+    assert not (out / "runs").exists() and not (out / "pvr.json").exists()
+    assert main([*command, "--time-limit", "30"]) == 0
+    [stored] = (out / "runs").iterdir()
+    assert checkpoint.stem == stored.stem and json.loads(stored.read_text())["steps"] == 3
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf", "soon"])
+def test_time_limits_must_be_finite_minutes_at_least_zero(value, capsys):
+    for command in ("pvr", "hint", "mathematics", "arithmetic"):
+        with pytest.raises(SystemExit):
+            main([command, "--time-limit", value])
+        assert "argument --time-limit" in capsys.readouterr().err
+
+
 def test_pvr_json_collects_sweeps_of_the_same_device_and_budget():
     earlier = {"device": "cpu", "budget": "cpu", "noise": {"a": 1}, "vector": {"old": True}}
     now = {"device": "cpu", "budget": "cpu", "vector": {"new": True}}

@@ -13,6 +13,7 @@ from neurosym.data.pvr import (
 )
 from neurosym.pipelines.pvr import CellLayout, NeuroSymbolicPVR, train_digit_reader
 from neurosym.training.loop import TrainConfig
+from neurosym.training.stopping import TIME_LIMIT, TrainingInterrupted
 
 
 @pytest.fixture(scope="module")
@@ -64,3 +65,15 @@ def test_layout_and_unfitted_model_errors(reader):
         CellLayout("ring", 2, 40).split(np.zeros((1, 80, 80)))
     with pytest.raises(RuntimeError, match="call fit"):
         NeuroSymbolicPVR(reader, CellLayout(), torch.device("cpu")).predict(np.zeros((1, 80, 80), dtype=np.uint8))
+
+
+def test_digit_reader_training_stops_at_its_time_limit_and_resumes_to_the_same_weights(banks, tmp_path):
+    config = TrainConfig(max_steps=6, batch_size=16, optimizer="adam", lr=3e-3, clip_norm=None)
+    common = dict(cell=28, device=torch.device("cpu"), examples=96, config=config, width=4, progress=False)
+    straight = train_digit_reader(banks[0], **common)
+    with pytest.raises(TrainingInterrupted) as stop:
+        train_digit_reader(banks[0], **common, checkpoint=tmp_path / "reader.pt", time_limit=0)
+    assert (stop.value.step, stop.value.reason) == (1, TIME_LIMIT) and (tmp_path / "reader.pt").exists()
+    resumed = train_digit_reader(banks[0], **common, checkpoint=tmp_path / "reader.pt")
+    for name, value in straight.state_dict().items():
+        torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=0)

@@ -34,6 +34,7 @@ from neurosym.data.hint import (
     main_split,
 )
 from neurosym.data.symbol_images import default_bank, load_npz_bank
+from neurosym.experiments.options import time_limit_minutes
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics import sequence_matches
 from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES, Seq2Seq, build_front_end, build_seq2seq
@@ -111,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-resume", action="store_true", help="start afresh even if a checkpoint exists")
     parser.add_argument(
         "--time-limit",
-        type=float,
+        type=time_limit_minutes,
         default=None,
         help="minutes of training in this call: then checkpoint and exit with status 75; the same command continues "
         "(Ctrl-C and SIGTERM stop the same way, with status 130 and 143)",

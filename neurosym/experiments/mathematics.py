@@ -38,6 +38,7 @@ from neurosym.data.mathematics import (
     load_split,
     pad_sequences,
 )
+from neurosym.experiments.options import time_limit_minutes
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
 from neurosym.models.seq2seq import Seq2Seq, build_front_end, build_seq2seq
@@ -134,7 +135,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-every", type=int, default=250, help="steps between checkpoints")
     parser.add_argument(
         "--time-limit",
-        type=float,
+        type=time_limit_minutes,
         default=None,
         help="minutes of training per model in this call: then checkpoint and exit with status 75; the same "
         "command continues (Ctrl-C and SIGTERM stop the same way)",

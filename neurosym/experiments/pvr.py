@@ -44,6 +44,7 @@ from neurosym.data.pvr import (
     sequential_rule,
     vector_rule,
 )
+from neurosym.experiments.options import time_limit_minutes
 from neurosym.experiments.pvr_plots import (
     plot_holdouts,
     plot_noise_sensitivity,
@@ -75,6 +76,7 @@ from neurosym.training.classifier import (
 )
 from neurosym.training.device import autocast_enabled
 from neurosym.training.loop import TrainConfig
+from neurosym.training.stopping import minutes_to_seconds
 
 SWEEPS = ("noise", "vector", "holdout_i", "block", "sequential")
 CHECKPOINT_EVERY = 200
@@ -174,6 +176,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ns-repeats", type=int, default=10, help="estimates averaged per noise-sensitivity point")
     parser.add_argument("--ns-max-complexity", type=int, default=5, help="largest m of the noise-sensitivity sweep")
     parser.add_argument("--mnist", type=Path, default=None, help="path to mnist.pkl.gz (default: cached download)")
+    parser.add_argument("--time-limit", type=time_limit_minutes, default=None,
+                        help="minutes for this command: the training under way then finishes its step, writes its "
+                             "checkpoint and the command exits with status 75 (finished runs stay stored; run it again "
+                             "to continue); Ctrl-C and SIGTERM stop the same way")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
@@ -197,16 +203,22 @@ class RunStore:
 
 @dataclass
 class Context:
-    """What every sweep needs: the parsed arguments, device, budget, run store and progress switch."""
+    """What every sweep needs: the parsed arguments, device, budget, run store, progress switch and the
+    ``time.monotonic()`` deadline of ``--time-limit`` (None: none)."""
 
     args: argparse.Namespace
     device: torch.device
     budget: Budget
     store: RunStore
+    deadline: float | None = None
 
     @property
     def progress(self) -> bool:
         return not self.args.no_progress
+
+    def time_left(self) -> float | None:
+        """Seconds until the deadline (0 once passed; None without one): the next training's time limit."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
 
 
 def _tensor(array: np.ndarray) -> torch.Tensor:
@@ -251,7 +263,7 @@ def train_and_score(
     if done is not None:
         return done
     started = time.perf_counter()
-    config = replace(config, checkpoint=ctx.store.checkpoint(key), progress=ctx.progress)
+    config = replace(config, checkpoint=ctx.store.checkpoint(key), progress=ctx.progress, time_limit=ctx.time_left())
     fit_classifier(model, _tensor(train[0]), _tensor(train[1]), config, ctx.device, prepare)
     trained = time.perf_counter()
     result = {"steps": config.max_steps, "parameters": sum(p.numel() for p in model.parameters()),
@@ -346,11 +358,13 @@ def _describe(rule: PVRRule) -> dict[str, Any]:
 
 def _digit_reader(ctx: Context, train_bank: DigitBank, test_bank: DigitBank, cell: int):
     """Train (or load) the neuro-symbolic model's digit reader; returns it and its test accuracy."""
-    path = ctx.store.checkpoint(f"reader-{cell}-n{ctx.budget.reader_examples}-e3-seed{ctx.args.seed}")
+    key = f"reader-{cell}-n{ctx.budget.reader_examples}-e3-seed{ctx.args.seed}"
+    path = ctx.store.checkpoint(key)
     saved = load_checkpoint(path)
     if saved is None:
         reader = train_digit_reader(train_bank, cell, ctx.device, ctx.budget.reader_examples, seed=ctx.args.seed,
-                                    progress=ctx.progress)
+                                    progress=ctx.progress, checkpoint=ctx.store.checkpoint(f"{key}-training"),
+                                    time_limit=ctx.time_left())
         save_checkpoint({"model": reader.state_dict()}, path)
     else:
         reader = SmallCNN(1, 10, input_size=cell, width=READER_WIDTH)
@@ -454,7 +468,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             raise SystemExit(f"unknown {option} {unknown[0]!r}: choose from {', '.join(known)}")
     device = resolve_device(args.device)
     budget_name = args.budget if args.budget != "auto" else ("paper" if device.type == "cuda" else "cpu")
-    ctx = Context(args, device, BUDGETS[budget_name], RunStore(args.out))
+    deadline = None if args.time_limit is None else time.monotonic() + minutes_to_seconds(args.time_limit)
+    ctx = Context(args, device, BUDGETS[budget_name], RunStore(args.out), deadline)
     print(f"PVR benchmark on {device} ({'AMP' if autocast_enabled(device) else 'fp32'}), budget {budget_name!r}")
     sweeps = {"noise": sweep_noise, "vector": sweep_vector, "holdout_i": sweep_holdout_i, "block": sweep_block,
               "sequential": sweep_sequential}

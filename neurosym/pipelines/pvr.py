@@ -11,6 +11,7 @@ the solver is unaffected by which digits appeared where during training (the hol
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -64,11 +65,14 @@ def train_digit_reader(
     seed: int = 0,
     width: int = READER_WIDTH,
     progress: bool = True,
+    checkpoint: Path | None = None,
+    time_limit: float | None = None,
 ) -> SmallCNN:
     """Fit a :class:`SmallCNN` to ``examples`` digits from ``bank``, each jittered in a ``cell``-pixel square
     (by default for three epochs with Adam, learning rate 2e-3 decayed to zero on a cosine, batches of 64,
     no gradient clipping);
-    ``progress`` overrides the configuration's progress bar switch."""
+    ``progress``, ``checkpoint`` (training resumes from it) and ``time_limit`` (seconds) override the
+    configuration's fields of those names."""
     rng = np.random.default_rng(seed)
     classes = rng.integers(0, 10, size=(examples, 1))
     images = render_blocks(bank.draw(classes, rng), grid=1, block=cell, rng=rng)
@@ -77,7 +81,7 @@ def train_digit_reader(
                              schedule="cosine", clip_norm=None, seed=seed)
     torch.manual_seed(seed)
     reader = SmallCNN(1, 10, input_size=cell, width=width)
-    fit_classifier(reader, torch.from_numpy(images), torch.from_numpy(classes[:, 0]), replace(config, progress=progress),
+    fit_classifier(reader, torch.from_numpy(images), torch.from_numpy(classes[:, 0]), replace(config, progress=progress, checkpoint=checkpoint, time_limit=time_limit),
                    device, images_to_float)
     return reader.eval()
 

@@ -21,7 +21,7 @@ from neurosym.training.loop import TrainConfig, TrainResult, train
 Prepare = Callable[[torch.Tensor], torch.Tensor]
 """Turns a batch of stored inputs (already on the device) into model inputs, e.g. uint8 -> float."""
 
-RUN_INDEPENDENT_FIELDS = ("checkpoint", "progress", "num_workers")
+RUN_INDEPENDENT_FIELDS = ("checkpoint", "progress", "num_workers", "time_limit")
 """Configuration fields that may change between an interrupted run and its resumption."""
 
 

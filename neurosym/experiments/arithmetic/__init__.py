@@ -19,6 +19,7 @@ import torch
 from neurosym.data.arithmetic import OPERATIONS, RANGE_PAIRS, SubsetLayout, operation
 from neurosym.experiments.arithmetic.speed import measure_speed
 from neurosym.experiments.arithmetic.training import GroupConfig, GroupRun, train_group
+from neurosym.experiments.options import time_limit_minutes
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics import run_outcomes, summarize
 from neurosym.metrics.threshold import perturbed_solution_mse
@@ -111,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("results/arithmetic"), help="output folder for JSON, plot and checkpoints")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoints in --out instead of starting over")
     parser.add_argument(
-        "--time-limit", type=_positive_float,
+        "--time-limit", type=time_limit_minutes,
         help="after this many minutes, finish the step, write the checkpoint and exit with status 75 (continue with --resume); "
              "Ctrl-C and SIGTERM stop the same way",
     )  # fmt: skip
