@@ -95,3 +95,16 @@ def test_image_input_run_stops_at_the_time_limit_with_a_checkpoint(private_cache
     assert main([*argv, "--time-limit", "0", "--out", str(out), "--quiet"]) == 75
     assert "training stopped after step 1 of 50 (time limit)" in capsys.readouterr().err
     assert (out / "checkpoint.pt").is_file() and not (out / "results.json").exists()
+
+
+def test_few_shot_stage_stops_after_the_concept_under_way_and_the_same_command_continues(private_cache, capsys):
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "0.01",
+            "--fewshot-concepts", "x,y,a", "--speed-samples", "3", "--out", str(out), "--quiet"]  # fmt: skip
+    assert main([*argv, "--time-limit", "0"]) == 75
+    err = capsys.readouterr().err
+    assert "training stopped after few-shot concept 1 of 3 (time limit)" in err and "fewshot_symbol.json holds it" in err
+    assert json.loads((out / "fewshot_symbol.json").read_text())["0.01"]["concepts"].keys() == {"x"}
+    assert not (out / "results.json").exists()
+    assert main(argv) == 0
+    assert json.loads((out / "results.json").read_text())["fewshot"]["0.01"]["concepts"].keys() == {"x", "y", "a"}

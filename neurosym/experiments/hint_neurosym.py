@@ -17,6 +17,7 @@ Both modes also time abduction on corrupted 7-symbol expressions. Generic option
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -57,7 +58,7 @@ from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import FEWSHOT_NUMBERS, HINT_SEMANTICS, BatchSolver, evaluate
 from neurosym.training import resolve_device
 from neurosym.training.loop import SCHEDULES
-from neurosym.training.stopping import minutes_to_seconds
+from neurosym.training.stopping import StopRequests, TrainingInterrupted, minutes_to_seconds
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
 #: Published image-input anchors (HINT paper Table 2, medians of 5 runs) and the NSR model's average.
@@ -289,7 +290,8 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         scores = evaluate_pipeline(learned.pipeline, source, device, args.eval_batch_size)
         return f"{learned.role}, {_meaning(learned.learned)}", scores["overall"]
 
-    results["fewshot"] = _learn_fewshot(args, out, label, learn)
+    time_left = None if args.time_limit is None else max(0.0, minutes_to_seconds(args.time_limit) - train_seconds)
+    results["fewshot"] = _learn_fewshot(args, out, label, learn, time_left)
     return results
 
 
@@ -349,7 +351,7 @@ def _run_symbol(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         learned = learn_concept(concept, role, [(r.expr, r.res) for r in train], table)
         return _meaning(learned), explained_fraction(learned.table, [(r.expr, r.res) for r in test])
 
-    results["fewshot"] = _learn_fewshot(args, out, "symbol input", learn)
+    results["fewshot"] = _learn_fewshot(args, out, "symbol input", learn, minutes_to_seconds(args.time_limit))
     return results
 
 
@@ -362,10 +364,12 @@ def _learn_fewshot(
     out: Path,
     label: str,
     learn: Callable[[str, list[HintRecord], list[HintRecord]], tuple[str, float]],
+    time_limit: float | None = None,
 ) -> dict[str, Any]:
     """Learn every few-shot concept at every ``--fewshot-scales`` scale with ``learn(concept, train,
     test) -> (meaning, test accuracy)``; prints the table, plots, and keeps finished concepts in
-    ``<out>/fewshot_<input>.json`` so that a resumed run skips them."""
+    ``<out>/fewshot_<input>.json`` so that a resumed run skips them. SIGINT, SIGTERM or ``time_limit``
+    seconds end the stage after the concept under way with :class:`TrainingInterrupted`."""
     progress_path = out / f"fewshot_{args.input}.json"
     done: dict[str, Any] = {}
     if progress_path.is_file() and not args.no_resume:
@@ -375,9 +379,9 @@ def _learn_fewshot(
     unknown = sorted(set(concepts) - set(FEWSHOT_CONCEPTS))
     if unknown:
         raise ValueError(f"--fewshot-concepts: unknown concepts {unknown}; choose among {FEWSHOT_CONCEPTS}")
-    for scale in scales:
-        per_concept: dict[str, Any] = done.setdefault(str(scale), {"concepts": {}})["concepts"]
-        for concept in concepts:
+    with StopRequests(time_limit) as stops:
+        for number, (scale, concept) in enumerate(itertools.product(scales, concepts), start=1):
+            per_concept: dict[str, Any] = done.setdefault(str(scale), {"concepts": {}})["concepts"]
             if concept in per_concept:
                 continue
             split = fewshot_split(concept, scale=scale, seed=args.seed, progress=False)
@@ -396,6 +400,10 @@ def _learn_fewshot(
             }
             save_json(done, progress_path)
             print(f"  scale {scale}: {concept} learned as {meaning} from {len(train)} sentences, test {accuracy:.1%}")
+            reason = stops.reason()
+            if reason is not None:
+                total = len(scales) * len(concepts)
+                raise TrainingInterrupted(number, total, reason, progress_path, unit="few-shot concept")
     measured = {}
     for scale in scales:
         chosen = {c: done[str(scale)]["concepts"][c] for c in concepts}

@@ -29,12 +29,18 @@ def checked_time_limit(seconds: float | None) -> float | None:
 
 
 class TrainingInterrupted(Exception):
-    """Training stopped at a stop request after update ``step`` of ``max_steps``; ``checkpoint`` (None when
-    none was configured) holds that step, and running ``resume_with`` (by default the same command again)
-    continues from it."""
+    """Training stopped at a stop request after ``step`` of ``max_steps`` (updates, or the ``unit`` it counts
+    in); ``checkpoint`` (None when none was configured) holds that step, and running ``resume_with`` (by
+    default the same command again) continues from it."""
 
     def __init__(
-        self, step: int, max_steps: int, reason: str, checkpoint: str | Path | None, resume_with: str = "the same command again"
+        self,
+        step: int,
+        max_steps: int,
+        reason: str,
+        checkpoint: str | Path | None,
+        resume_with: str = "the same command again",
+        unit: str = "step",
     ):
         self.step, self.max_steps, self.reason, self.checkpoint = step, max_steps, reason, checkpoint
         where = (
@@ -42,7 +48,7 @@ class TrainingInterrupted(Exception):
             if checkpoint is not None
             else "this training had no checkpoint, so running it again starts it afresh"
         )
-        super().__init__(f"training stopped after step {step} of {max_steps} ({reason}); {where}")
+        super().__init__(f"training stopped after {unit} {step} of {max_steps} ({reason}); {where}")
 
     @property
     def exit_status(self) -> int:
