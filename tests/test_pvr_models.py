@@ -43,7 +43,7 @@ def test_visual_models_overfit_a_small_batch(name, size):
     labels = torch.arange(10)
     model = build_visual_model(name, size, scale=0.125)
     assert model(images).shape == (10, 10)
-    assert _overfits(model, images, labels, steps=60, lr=3e-3) == 1.0
+    assert _overfits(model, images, labels, steps=150, lr=3e-3) == 1.0  # VGG (dropout 0.5) misses at some seeds with 100 steps
 
 
 def test_bad_inputs_and_names_are_reported():

@@ -1,5 +1,6 @@
 """Layers: ``nn.Module`` building blocks — neural arithmetic units, attention (vanilla, relative, additive),
-Transformer blocks, universal (weight-shared) Transformers and the MLP-Mixer block. No I/O, no data."""
+Transformer blocks, universal (weight-shared) Transformers, the MLP-Mixer block and a dropout with a
+fast CPU mask. No I/O, no data."""
 
 from neurosym.layers.additive_attention import AdditiveAttention
 from neurosym.layers.arithmetic import (
@@ -17,6 +18,7 @@ from neurosym.layers.arithmetic import (
     iNALU,
 )
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
+from neurosym.layers.dropout import Dropout
 from neurosym.layers.mixer import MixerBlock
 from neurosym.layers.positional import SinusoidalPositionalEncoding, sinusoid_table
 from neurosym.layers.relative_attention import RelativeMultiheadAttention
@@ -40,6 +42,7 @@ __all__ = [
     "ArithmeticUnit",
     "AttentionCache",
     "DecoderLayerCache",
+    "Dropout",
     "EnsembleLinear",
     "GatedNAUNMU",
     "MixerBlock",

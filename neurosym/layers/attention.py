@@ -17,6 +17,8 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.dropout import dropout as functional_dropout
+
 
 @dataclass
 class AttentionCache:
@@ -109,7 +111,7 @@ class MultiheadAttention(nn.Module):
         flat.baddbmm_(rearrange(content, "b h q d -> (b h) q d"), rearrange(k, "b h k d -> (b h) d k"))
         if allowed is not None:
             bias.masked_fill_(~allowed, float("-inf"))
-        weights = F.dropout(torch.softmax(bias, dim=-1), dropout, training=dropout > 0)
+        weights = functional_dropout(torch.softmax(bias, dim=-1), dropout)
         out = weights @ v
         offsets = self.position_values(weights, *positions)
         return out if offsets is None else out + offsets

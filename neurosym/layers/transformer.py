@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
+from neurosym.layers.dropout import Dropout
 from neurosym.layers.relative_attention import RelativeMultiheadAttention
 
 AttentionKind = Literal["vanilla", "xl", "shaw"]
@@ -34,7 +35,7 @@ class FeedForward(nn.Sequential):
     """Position-wise ``Linear(dim, ff_dim) -> ReLU -> Dropout -> Linear(ff_dim, dim)``; ``[B, T, D] -> [B, T, D]``."""
 
     def __init__(self, dim: int, ff_dim: int, dropout: float) -> None:
-        super().__init__(nn.Linear(dim, ff_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff_dim, dim))
+        super().__init__(nn.Linear(dim, ff_dim), nn.ReLU(), Dropout(dropout), nn.Linear(ff_dim, dim))
 
 
 class _Residual(nn.Module):
@@ -43,7 +44,7 @@ class _Residual(nn.Module):
     def __init__(self, dim: int, dropout: float, pre_norm: bool) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.pre_norm = pre_norm
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:

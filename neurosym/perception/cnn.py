@@ -15,6 +15,8 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.dropout import Dropout
+
 
 def _check_images(images: torch.Tensor, in_channels: int, name: str) -> None:
     if images.dim() != 4 or images.shape[1] != in_channels:
@@ -165,10 +167,10 @@ class VGG11BN(nn.Module):
         self.classifier = nn.Sequential(
             nn.Linear(channels, hidden),
             nn.ReLU(inplace=True),
-            nn.Dropout(dropout),
+            Dropout(dropout),
             nn.Linear(hidden, hidden),
             nn.ReLU(inplace=True),
-            nn.Dropout(dropout),
+            Dropout(dropout),
             nn.Linear(hidden, out_features),
         )
 

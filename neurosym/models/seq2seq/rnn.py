@@ -15,6 +15,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from neurosym.layers.additive_attention import AdditiveAttention
+from neurosym.layers.dropout import Dropout
 from neurosym.models.seq2seq.base import Seq2Seq, check_source
 
 Cell = Literal["gru", "lstm"]
@@ -86,7 +87,7 @@ class RNNSeq2Seq(Seq2Seq):
         self.decoder = recurrent(
             decoder_input, hidden, decoder_layers, batch_first=True, dropout=dropout if decoder_layers > 1 else 0.0
         )
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output = nn.Linear(hidden * (2 if attention else 1), target_vocab)
 
     def _encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> RNNDecoderState:

@@ -8,6 +8,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.dropout import Dropout
 from neurosym.layers.positional import SinusoidalPositionalEncoding
 from neurosym.layers.transformer import (
     AttentionKind,
@@ -72,7 +73,7 @@ class TransformerSeq2Seq(Seq2Seq):
             self.encoder_norm = nn.Identity()
         self.decoder = TransformerDecoder(dim, decoder_layers, heads, ff_dim, dropout, **options)
         self.target_embedding = nn.Embedding(target_vocab, dim)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.output = nn.Linear(dim, target_vocab)
 
     def _embed(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
