@@ -44,6 +44,11 @@ class MultiheadAttention(nn.Module):
     the query at position ``i`` see only keys at positions ``<= i``.
     """
 
+    sdpa_dropout = True
+    """Whether attention dropout on the CPU stays inside ``scaled_dot_product_attention`` (vanilla
+    attention). Subclasses that set it False take the explicit scores there, whose dropout mask
+    (:func:`neurosym.layers.dropout.dropout`) costs a fraction of SDPA's CPU ``bernoulli_``."""
+
     def __init__(self, dim: int, heads: int, *, dropout: float = 0.0) -> None:
         super().__init__()
         if dim <= 0 or heads <= 0 or dim % heads:
@@ -136,6 +141,8 @@ class MultiheadAttention(nn.Module):
         scale = self.head_dim**-0.5
         positional = self.position_scores(q, query_positions, key_positions, scale)
         q, k, v = self.attention_inputs(q, k, v, query_positions, key_positions)
+        if positional is None and dropout > 0 and q.device.type == "cpu" and not self.sdpa_dropout:
+            positional = q.new_zeros(*q.shape[:2], num_queries, num_keys)
         plain_causal = offset == 0 and num_queries == num_keys
         if positional is None and key_padding_mask is None and (not causal or plain_causal):
             return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal, scale=scale)

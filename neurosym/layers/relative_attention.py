@@ -10,7 +10,8 @@ Two encodings (selected with ``relative=``):
   extended query ``[B, H, Tq, position_dim]`` with the key-side features ``[cos(jω), sin(jω)]``: XL
   attention runs entirely in the fused ``scaled_dot_product_attention`` kernel on queries and keys of
   ``head_dim + position_dim`` features (values zero-padded to match); without dropout the CPU and CUDA
-  kernels never materialise the ``[Tq, Tk]`` scores.
+  kernels never materialise the ``[Tq, Tk]`` scores. With attention dropout on the CPU the same extended
+  queries and keys go through the explicit scores instead, for the cheaper CPU dropout mask.
 * ``"shaw"`` — Shaw et al. (2018): learned vectors per clipped distance ``c = clip(j - i, ±max_rel_pos)``
   are added to the key and (with ``shaw_values=True``, the default, as in the paper) to the value:
   scores ``q_i·k_j + q_i·a^K_c`` and output ``Σ_j α_ij (v_j + a^V_c)``. The value term is computed
@@ -46,6 +47,8 @@ class RelativeMultiheadAttention(MultiheadAttention):
     cache's offset during incremental decoding); key ``j`` at position ``j``. ``max_rel_pos`` and
     ``shaw_values`` configure ``"shaw"``, ``position_dim`` (even; default ``head_dim``) ``"xl"``.
     """
+
+    sdpa_dropout = False  # XL with attention dropout on the CPU: explicit scores and the fast dropout mask
 
     def __init__(
         self,
