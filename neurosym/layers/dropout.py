@@ -10,7 +10,8 @@ runs unchanged.
 
 The drop probability is rounded to a multiple of 2⁻¹⁶ (``p = 0.1`` drops with probability
 6554/65536 = 0.100006), and kept elements are scaled by ``1 / (1 − that probability)``, so the
-expectation of the output is exactly the input.
+expectation of the output is exactly the input. The mask is drawn outside PyTorch's operators, so
+``torch.compile`` breaks its graph at a CPU dropout in training mode (the result is unchanged).
 """
 
 from __future__ import annotations
