@@ -73,3 +73,12 @@ def test_layers_use_it_and_it_is_an_nn_dropout():
     found = [m for m in layer.modules() if isinstance(m, torch.nn.Dropout)]
     assert found and all(isinstance(m, Dropout) for m in found)
     assert layer.state_dict().keys() == TransformerEncoderLayer(16, 2, 32, dropout=0.0).state_dict().keys()
+
+
+def test_compiled_models_draw_the_masks_of_eager_mode():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), Dropout(0.5))
+    compiled = torch.compile(model)
+    torch.manual_seed(0)
+    expected = model(torch.ones(4, 8))
+    torch.manual_seed(0)
+    assert torch.equal(compiled(torch.ones(4, 8)), expected)

@@ -11,7 +11,8 @@ runs unchanged.
 The drop probability is rounded to a multiple of 2⁻¹⁶ (``p = 0.1`` drops with probability
 6554/65536 = 0.100006), and kept elements are scaled by ``1 / (1 − that probability)``, so the
 expectation of the output is exactly the input. The mask is drawn outside PyTorch's operators, so
-``torch.compile`` breaks its graph at a CPU dropout in training mode (the result is unchanged).
+``torch.compile`` runs :func:`keep_multiplier` as it is, between compiled graphs (the masks are those of
+eager mode).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ def _dropped_levels(p: float) -> int:
     return round(_checked(p) * _LEVELS)
 
 
+@torch.compiler.disable  # compiled models call it as it is: the same masks as in eager mode, no graph-break warning
 def keep_multiplier(shape: torch.Size | tuple[int, ...], p: float, dtype: torch.dtype = torch.float32) -> Tensor:
     """A CPU dropout mask of ``shape``, already scaled: each entry independently 0 with probability ``p``
     (rounded to a multiple of 2⁻¹⁶, which must leave it strictly between 0 and 1), else ``1 / (1 − p)``.
