@@ -23,6 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+INTERRUPTED = 130
+"""Exit status after Ctrl-C outside a training loop: ``128 + SIGINT``, as a shell reports it."""
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser; with ``command`` given, only that runner's module is imported."""
     parser = argparse.ArgumentParser(prog="neurosym", description="neurosym benchmarks and pipelines.")
@@ -49,6 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainingInterrupted as stop:
         print(f"neurosym {args.command}: {stop}", file=sys.stderr)
         return stop.exit_status
+    except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C
+        print(f"neurosym {args.command}: interrupted; files are written atomically, so run it again to continue", file=sys.stderr)
+        return INTERRUPTED
     return 0
 
 

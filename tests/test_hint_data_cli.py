@@ -25,3 +25,14 @@ def test_hint_data_command_writes_release_table_and_plot(tmp_path, monkeypatch, 
     assert all(record.img_paths for record in release["test"])
     assert (out / "statistics.png").stat().st_size > 10_000
     assert min(p.name for p in (tmp_path / "cache" / "hint").iterdir()).startswith("main_s0.0005_seed0")
+
+
+def test_ctrl_c_outside_a_training_loop_exits_130_with_a_message(tmp_path, monkeypatch, capsys):
+    import neurosym.experiments.hint_data as runner
+
+    def interrupted_generation(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "main_split", interrupted_generation)
+    assert main(["hint-data", "--scale", "0.0005", "--out", str(tmp_path / "out")]) == 130
+    assert "neurosym hint-data: interrupted" in capsys.readouterr().err
