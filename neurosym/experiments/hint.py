@@ -112,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-resume", action="store_true", help="start afresh even if a checkpoint exists")
     parser.add_argument(
         "--time-limit",
-        type=time_limit_minutes,
+        type=time_limit_minutes, metavar="MINUTES",
         default=None,
         help="minutes of training in this call: then checkpoint and exit with status 75; the same command continues "
         "(Ctrl-C and SIGTERM stop the same way, with status 130 and 143)",

@@ -135,7 +135,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-every", type=int, default=250, help="steps between checkpoints")
     parser.add_argument(
         "--time-limit",
-        type=time_limit_minutes,
+        type=time_limit_minutes, metavar="MINUTES",
         default=None,
         help="minutes of training per model in this call: then checkpoint and exit with status 75; the same "
         "command continues (Ctrl-C and SIGTERM stop the same way)",

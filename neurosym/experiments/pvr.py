@@ -176,7 +176,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ns-repeats", type=int, default=10, help="estimates averaged per noise-sensitivity point")
     parser.add_argument("--ns-max-complexity", type=int, default=5, help="largest m of the noise-sensitivity sweep")
     parser.add_argument("--mnist", type=Path, default=None, help="path to mnist.pkl.gz (default: cached download)")
-    parser.add_argument("--time-limit", type=time_limit_minutes, default=None,
+    parser.add_argument("--time-limit", type=time_limit_minutes, metavar="MINUTES", default=None,
                         help="minutes for this command: the training under way then finishes its step, writes its "
                              "checkpoint and the command exits with status 75 (finished runs stay stored; run it again "
                              "to continue); Ctrl-C and SIGTERM stop the same way")

@@ -112,7 +112,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=Path("results/arithmetic"), help="output folder for JSON, plot and checkpoints")
     parser.add_argument("--resume", action="store_true", help="continue from the checkpoints in --out instead of starting over")
     parser.add_argument(
-        "--time-limit", type=time_limit_minutes,
+        "--time-limit", type=time_limit_minutes, metavar="MINUTES",
         help="after this many minutes, finish the step, write the checkpoint and exit with status 75 (continue with --resume); "
              "Ctrl-C and SIGTERM stop the same way",
     )  # fmt: skip
