@@ -207,11 +207,15 @@ def test_cli_speed_mode(tmp_path, capsys, monkeypatch):
     kept = []
     monkeypatch.setattr(arithmetic_runner, "retain_freed_memory", lambda: kept.append(True) or True)
     out = tmp_path / "speed"
-    assert main(["arithmetic", "--speed", "--speed-seeds", "3", "--speed-steps", "4", "--models", "linear", "--out", str(out)]) == 0
+    arguments = ["arithmetic", "--speed", "--speed-seeds", "3", "--speed-steps", "4", "--models", "linear,nmu", "--out", str(out)]
+    assert main(arguments) == 0
     result = json.loads((out / "speed.json").read_text())
-    assert result["seeds"] == 3 and result["batched_rate"] > 0 and result["sequential_rate"] > 0
-    assert result["speedup"] == pytest.approx(result["sequential_seconds"] / result["batched_seconds"])
-    assert "Seed-iterations/s" in capsys.readouterr().out and (out / "speed.png").exists()
+    assert result["seeds"] == 3 and [(run["model"], run["operation"]) for run in result["models"]] == [("Linear", "add"), ("NMU", "mul")]
+    for run in result["models"]:
+        assert run["batched_rate"] > 0 and run["sequential_rate"] > 0
+        assert run["speedup"] == pytest.approx(run["sequential_seconds"] / run["batched_seconds"])
+    printed = capsys.readouterr().out
+    assert "Seed-iterations/s" in printed and "NMU (×)" in printed and (out / "speed.png").exists()
     assert kept == [True]  # a CPU run keeps freed memory (no page faults for the batched buffers)
 
 
