@@ -32,8 +32,10 @@ def test_shape_argument_rejects_malformed_text(text: str) -> None:
         layer_speed._shape(text)
 
 
-def test_run_rejects_non_positive_settings(tmp_path) -> None:
+def test_non_positive_settings_are_usage_errors(tmp_path, capsys) -> None:
     parser = argparse.ArgumentParser()
     layer_speed.add_arguments(parser)
-    with pytest.raises(ValueError, match="--rounds"):
-        layer_speed.run(parser.parse_args(["--rounds", "0", "--out", str(tmp_path)]))
+    for option in ("--rounds", "--batch-size", "--threads"):
+        with pytest.raises(SystemExit):
+            parser.parse_args([option, "0", "--out", str(tmp_path)])
+        assert f"argument {option}: expected a positive integer" in capsys.readouterr().err

@@ -25,6 +25,7 @@ def test_attention_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> 
     assert "XL / vanilla" in capsys.readouterr().out
 
 
-def test_attention_speed_rejects_bad_rounds(tmp_path) -> None:
-    with pytest.raises(ValueError, match="--rounds"):
+def test_attention_speed_rejects_bad_rounds(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:
         main(["attention-speed", "--rounds", "0", "--out", str(tmp_path)])
+    assert stopped.value.code == 2 and "argument --rounds: expected a positive integer" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from neurosym.experiments.options import positive_float, positive_int
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.experiments.timing import fastest_of_rounds, forward_backward_step
 from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention
@@ -29,24 +30,24 @@ DIGITS = 10
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lengths", type=int, nargs="+", default=[64, 256, 1024], help="sequence lengths to time")
-    parser.add_argument("--batch-size", type=int, default=None, help="sequences per batch (default: 8 CPU, 64 CUDA)")
-    parser.add_argument("--dim", type=int, default=256, help="model width")
-    parser.add_argument("--heads", type=int, default=8, help="attention heads")
+    parser.add_argument("--lengths", type=positive_int, nargs="+", default=[64, 256, 1024], help="sequence lengths to time")
+    parser.add_argument("--batch-size", type=positive_int, default=None, help="sequences per batch (default: 8 CPU, 64 CUDA)")
+    parser.add_argument("--dim", type=positive_int, default=256, help="model width")
+    parser.add_argument("--heads", type=positive_int, default=8, help="attention heads")
     parser.add_argument(
         "--position-dim",
-        type=int,
+        type=positive_int,
         default=None,
         help="sinusoid features of XL attention (default: the head dimension; Transformer-XL uses --dim)",
     )
-    parser.add_argument("--decode-batch", type=int, default=None, help="expressions per decoding batch (default: 64 CPU, 1024 CUDA)")
-    parser.add_argument("--source-length", type=int, default=40, help="source tokens of every decoded expression")
-    parser.add_argument("--min-time", type=float, default=0.5, help="seconds of measurement per configuration and round")
+    parser.add_argument("--decode-batch", type=positive_int, default=None, help="expressions per decoding batch (default: 64 CPU, 1024 CUDA)")
+    parser.add_argument("--source-length", type=positive_int, default=40, help="source tokens of every decoded expression")
+    parser.add_argument("--min-time", type=positive_float, default=0.5, help="seconds of measurement per configuration and round")
     parser.add_argument(
-        "--rounds", type=int, default=3,
+        "--rounds", type=positive_int, default=3,
         help="interleaved timing rounds; each configuration keeps its fastest (resists load changes)",
     )
-    parser.add_argument("--threads", type=int, default=1, help="CPU threads used while timing")
+    parser.add_argument("--threads", type=positive_int, default=1, help="CPU threads used while timing")
     parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
     parser.add_argument("--out", type=Path, default=Path("results/attention_speed"), help="output folder")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
@@ -80,8 +81,6 @@ def _decode_step(use_cache: bool, args: argparse.Namespace, device: torch.device
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    if args.rounds < 1 or args.min_time <= 0 or args.threads < 1:
-        raise ValueError("--rounds and --threads must be positive, --min-time above 0")
     device = resolve_device(args.device)
     cuda = device.type == "cuda"
     batch = args.batch_size or (64 if cuda else 8)

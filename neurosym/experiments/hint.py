@@ -34,7 +34,15 @@ from neurosym.data.hint import (
     main_split,
 )
 from neurosym.data.symbol_images import default_bank, load_npz_bank
-from neurosym.experiments.options import time_limit_minutes
+from neurosym.experiments.options import (
+    existing_file,
+    fraction_up_to_one,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability_below_one,
+    time_limit_minutes,
+)
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics import sequence_matches
 from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES, Seq2Seq, build_front_end, build_seq2seq
@@ -76,37 +84,44 @@ def _neurosym_runner() -> ModuleType | None:
     return importlib.import_module(NEUROSYM_RUNNER)
 
 
+def _bank(text: str) -> str:
+    """``--bank``: ``default`` or the path of an existing ``.npz`` archive."""
+    if text != "default":
+        existing_file(text)
+    return text
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     runner = _neurosym_runner()
     models = (*MODEL_NAMES, "neurosym") if runner is not None else MODEL_NAMES
     parser.add_argument("--model", choices=models, default="transformer_rel_uni", help="which baseline to train")
     parser.add_argument("--input", choices=("symbol", "image"), default="symbol", help="symbol ids or handwritten images")
-    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the released split sizes (1 = Table A1)")
+    parser.add_argument("--scale", type=fraction_up_to_one, default=1.0, help="fraction of the released split sizes (1 = Table A1)")
     parser.add_argument("--seed", type=int, default=0, help="seed of data generation, initialisation and shuffling")
     parser.add_argument(
         "--steps",
-        type=int,
+        type=positive_int,
         default=None,
         help="maximum training steps (default: 100k for the seq2seq models as in HINT, 2,000 for neurosym)",
     )
-    parser.add_argument("--batch-size", type=int, default=128, help="global batch size (HINT: 128)")
-    parser.add_argument("--lr", type=float, default=None, help="Adam learning rate (default: 1e-3 RNNs, 1e-4 Transformers)")
-    parser.add_argument("--dim", type=int, default=128, help="embedding size (the Transformer width)")
-    parser.add_argument("--hidden", type=int, default=512, help="RNN hidden units / Transformer feed-forward size")
-    parser.add_argument("--heads", type=int, default=4, help="attention heads of the Transformers")
-    parser.add_argument("--encoder-layers", type=int, default=None, help="encoder depth (default: 3 RNNs, 6 Transformers)")
-    parser.add_argument("--decoder-layers", type=int, default=1, help="decoder depth")
-    parser.add_argument("--dropout", type=float, default=0.1, help="dropout of every recurrent layer and sub-layer")
+    parser.add_argument("--batch-size", type=positive_int, default=128, help="global batch size (HINT: 128)")
+    parser.add_argument("--lr", type=positive_float, default=None, help="Adam learning rate (default: 1e-3 RNNs, 1e-4 Transformers)")
+    parser.add_argument("--dim", type=positive_int, default=128, help="embedding size (the Transformer width)")
+    parser.add_argument("--hidden", type=positive_int, default=512, help="RNN hidden units / Transformer feed-forward size")
+    parser.add_argument("--heads", type=positive_int, default=4, help="attention heads of the Transformers")
+    parser.add_argument("--encoder-layers", type=positive_int, default=None, help="encoder depth (default: 3 RNNs, 6 Transformers)")
+    parser.add_argument("--decoder-layers", type=positive_int, default=1, help="decoder depth")
+    parser.add_argument("--dropout", type=probability_below_one, default=0.1, help="dropout of every recurrent layer and sub-layer")
     parser.add_argument("--relative", choices=("xl", "shaw"), default="xl", help="relative position encoding")
     parser.add_argument(
-        "--bank", default="default", help="symbol images: 'default' (MNIST + drawn symbols) or an .npz archive"
+        "--bank", type=_bank, default="default", help="symbol images: 'default' (MNIST + drawn symbols) or an .npz archive"
     )
     parser.add_argument("--cnn", choices=CNN_NAMES, default="resnet18", help="image window encoder (image input)")
-    parser.add_argument("--clip", type=float, default=5.0, help="gradient-norm clipping threshold")
-    parser.add_argument("--eval-every", type=int, default=1000, help="steps between validation evaluations")
-    parser.add_argument("--patience", type=int, default=10, help="evaluations without improvement before stopping")
-    parser.add_argument("--eval-batch-size", type=int, default=256, help="batch size of greedy decoding")
-    parser.add_argument("--num-workers", type=int, default=0, help="data-loading worker processes")
+    parser.add_argument("--clip", type=positive_float, default=5.0, help="gradient-norm clipping threshold")
+    parser.add_argument("--eval-every", type=positive_int, default=1000, help="steps between validation evaluations")
+    parser.add_argument("--patience", type=positive_int, default=10, help="evaluations without improvement before stopping")
+    parser.add_argument("--eval-batch-size", type=positive_int, default=256, help="batch size of greedy decoding")
+    parser.add_argument("--num-workers", type=non_negative_int, default=0, help="data-loading worker processes")
     parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
     parser.add_argument("--out", type=Path, default=Path("results/hint"), help="output folder")
     parser.add_argument("--no-resume", action="store_true", help="start afresh even if a checkpoint exists")
@@ -176,6 +191,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         args.steps = DEFAULT_STEPS["neurosym" if args.model == "neurosym" else "seq2seq"]
     if args.model == "neurosym":
         return importlib.import_module(NEUROSYM_RUNNER).run(args)
+    if args.model.startswith("transformer") and args.dim % args.heads:
+        raise SystemExit(f"neurosym hint: --dim ({args.dim}) must be a multiple of --heads ({args.heads})")
     context = init_distributed(args.device)
     try:
         return _run_baseline(args, context)

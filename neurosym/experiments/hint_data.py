@@ -28,25 +28,34 @@ from neurosym.data.hint import (
     write_release,
 )
 from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank, load_npz_bank
+from neurosym.experiments.options import fraction_up_to_one, positive_int
 from neurosym.experiments.report import format_table, save_json
 
 QUICK_SCALE = 0.01
 HEADERS = ("split", "subset", "examples", "mean n_op", "mean length", "max depth", "max dep. range", "results >= 100 (%)")
 
 
+def _bank_source(text: str) -> str:
+    """``--bank``: ``default``, ``none``, or an existing folder or ``.npz`` archive."""
+    if text not in ("default", "none") and not Path(text).exists():
+        raise argparse.ArgumentTypeError(f"expected 'default', 'none', a folder or an .npz archive; no such path: {text!r}")
+    return text
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scale", type=float, default=1.0, help="fraction of the released sizes (1 = Table A1)")
+    parser.add_argument("--scale", type=fraction_up_to_one, default=1.0, help="fraction of the released sizes (1 = Table A1)")
     parser.add_argument("--quick", action="store_true", help=f"a small run: --scale {QUICK_SCALE}")
     parser.add_argument("--seed", type=int, default=0, help="seed of generation and image assignment")
     parser.add_argument("--out", type=Path, default=Path("results/hint_data"), help="output folder")
     parser.add_argument("--fewshot", action="store_true", help="also generate the few-shot splits of x y a b c d")
     parser.add_argument(
         "--bank",
+        type=_bank_source,
         default="default",
         help="symbol images: 'default' (MNIST + drawn), 'none' (no images), a symbol_images folder, or an .npz",
     )
-    parser.add_argument("--drawn-per-symbol", type=int, default=2000, help="drawn images per symbol in the default bank")
-    parser.add_argument("--stats-sample", type=int, default=100_000, help="records per split used for statistics")
+    parser.add_argument("--drawn-per-symbol", type=positive_int, default=2000, help="drawn images per symbol in the default bank")
+    parser.add_argument("--stats-sample", type=positive_int, default=100_000, help="records per split used for statistics")
     parser.add_argument("--no-cache", action="store_true", help="regenerate instead of using the on-disk cache")
 
 

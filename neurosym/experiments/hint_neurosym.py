@@ -34,6 +34,7 @@ from neurosym.data.hint import (
     fewshot_split,
     main_split,
 )
+from neurosym.experiments.options import existing_file, fraction_up_to_one, non_negative_int, positive_int
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.abduction import Abducer
@@ -75,6 +76,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of the neuro-symbolic pipeline (the generic ones are added by the ``hint`` runner)."""
     parser.add_argument(
         "--curriculum",
+        type=_curriculum,
         default=DEFAULT_CURRICULUM,
         help="neurosym: stages 'max_length:steps,...,all' from short to long expressions",
     )
@@ -86,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--augment-shift",
-        type=int,
+        type=non_negative_int,
         default=0,
         help="neurosym: shift each training window by up to this many pixels (0: no augmentation)",
     )
@@ -103,64 +105,67 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="neurosym: train on the symbols of a pseudo-label that the result pins down, or on all of them",
     )
     parser.add_argument(
-        "--abduction-changes", type=int, default=2, help="neurosym: most symbols one abduced correction may change"
+        "--abduction-changes", type=positive_int, default=2, help="neurosym: most symbols one abduced correction may change"
     )
     parser.add_argument(
-        "--classifier-features", type=int, default=64, help="neurosym: width of the classifier's encoder output"
+        "--classifier-features", type=positive_int, default=64, help="neurosym: width of the classifier's encoder output"
     )
-    parser.add_argument("--classifier-width", type=int, default=16, help="neurosym: channels of the CNN's first stage")
+    parser.add_argument("--classifier-width", type=positive_int, default=16, help="neurosym: channels of the CNN's first stage")
     parser.add_argument(
         "--cpu-threads",
-        type=int,
+        type=positive_int,
         default=1,
         help="neurosym: torch threads on CPU (small convolutions on shared cores: 1)",
     )
-    parser.add_argument("--checkpoint-interval", type=int, default=100, help="neurosym: steps between checkpoints")
+    parser.add_argument("--checkpoint-interval", type=positive_int, default=100, help="neurosym: steps between checkpoints")
     parser.add_argument(
         "--test-scale",
-        type=float,
+        type=fraction_up_to_one,
         default=None,
         help="neurosym: test on the test split generated at this scale (default: --scale); a larger test set "
         "narrows the interval of the accuracies",
     )
     parser.add_argument(
         "--extra-test-bank",
-        type=Path,
+        type=existing_file,
         default=None,
         help="neurosym: .npz symbol bank whose test pool also serves as test images",
     )
     parser.add_argument(
         "--fewshot-scales",
+        type=_fewshot_scales,
         default="0.01,0.1,1",
         help="neurosym: few-shot split scales (1 = 1,000 training sentences per operator) to learn the "
         "concepts x y a b c d from after the main task, comma-separated, or 'none'",
     )
     parser.add_argument(
         "--fewshot-bank",
-        type=Path,
+        type=existing_file,
         default=None,
         help="neurosym (image input): .npz symbol bank whose new-concept glyphs (e.g. real handwritten x, y) "
         "replace the default bank's drawn ones in few-shot learning and testing",
     )
     parser.add_argument(
         "--fewshot-concepts",
+        type=_fewshot_concepts,
         default=",".join(FEWSHOT_CONCEPTS),
         help="neurosym: which few-shot concepts to learn, comma-separated",
     )
     parser.add_argument(
         "--fewshot-steps",
+        type=_fewshot_steps,
         default="150,100",
         help="neurosym (image input): steps spent on a new glyph's perception, then on abduction with its "
         "learned meaning, 'GLYPH,ABDUCTION'",
     )
     parser.add_argument(
         "--fewshot-replay",
-        type=int,
+        type=non_negative_int,
         default=200,
         help="neurosym (image input): main-task expressions replayed while a new glyph is learned",
     )
     parser.add_argument(
-        "--speed-samples", type=int, default=300, help="neurosym: corrupted expressions timed for abduction"
+        "--speed-samples", type=positive_int, default=300, help="neurosym: corrupted expressions timed for abduction"
     )
 
 
@@ -218,7 +223,7 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         learning_rate=args.lr or 1e-3,
         schedule=args.lr_schedule,
         augment_shift=args.augment_shift,
-        curriculum=Curriculum(parse_stages(args.curriculum)),
+        curriculum=Curriculum(args.curriculum),
         learning=args.learning_rule,
         pseudo_labels=args.pseudo_labels,
         seed=args.seed,
@@ -281,7 +286,7 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         fewshot_bank = merge_banks(bank.subset([s for s in bank.symbols if s not in own.symbols]), own)
         label += f"; {', '.join(own.symbols)} from {args.fewshot_bank.name}"
 
-    glyph_steps, abduction_steps = (int(part) for part in args.fewshot_steps.split(","))
+    glyph_steps, abduction_steps = args.fewshot_steps
     config = FewShotConfig(glyph_steps=glyph_steps, abduction_steps=abduction_steps, seed=args.seed)
 
     def learn(concept: str, train: list[HintRecord], test: list[HintRecord]) -> tuple[str, float]:
@@ -374,11 +379,7 @@ def _learn_fewshot(
     done: dict[str, Any] = {}
     if progress_path.is_file() and not args.no_resume:
         done = json.loads(progress_path.read_text())
-    rows, scales = [], _fewshot_scales(args.fewshot_scales)
-    concepts = [c.strip() for c in args.fewshot_concepts.split(",")]
-    unknown = sorted(set(concepts) - set(FEWSHOT_CONCEPTS))
-    if unknown:
-        raise ValueError(f"--fewshot-concepts: unknown concepts {unknown}; choose among {FEWSHOT_CONCEPTS}")
+    rows, scales, concepts = [], args.fewshot_scales, args.fewshot_concepts
     with StopRequests(time_limit) as stops:
         for number, (scale, concept) in enumerate(itertools.product(scales, concepts), start=1):
             per_concept: dict[str, Any] = done.setdefault(str(scale), {"concepts": {}})["concepts"]
@@ -423,14 +424,45 @@ def _learn_fewshot(
     return measured
 
 
+def _curriculum(text: str) -> tuple[tuple[int, int], ...]:
+    """``--curriculum``: the stages of :func:`parse_stages`."""
+    try:
+        return parse_stages(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def _fewshot_scales(text: str) -> list[float]:
-    """``--fewshot-scales``: comma-separated scales, or ``none``."""
+    """``--fewshot-scales``: comma-separated positive scales, or ``none``."""
     if text.strip().lower() == "none":
         return []
     try:
-        return [float(part) for part in text.split(",")]
+        scales = [float(part) for part in text.split(",")]
     except ValueError:
-        raise ValueError(f"--fewshot-scales must be comma-separated numbers or 'none', got {text!r}") from None
+        scales = []
+    if not scales or not all(0 < scale < float("inf") for scale in scales):
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive scales or 'none', got {text!r}")
+    return scales
+
+
+def _fewshot_concepts(text: str) -> list[str]:
+    """``--fewshot-concepts``: comma-separated concepts among :data:`FEWSHOT_CONCEPTS`."""
+    concepts = [concept.strip() for concept in text.split(",") if concept.strip()]
+    unknown = sorted(set(concepts) - set(FEWSHOT_CONCEPTS))
+    if unknown or not concepts:
+        raise argparse.ArgumentTypeError(f"unknown concepts {unknown or text!r}; choose among {', '.join(FEWSHOT_CONCEPTS)}")
+    return concepts
+
+
+def _fewshot_steps(text: str) -> tuple[int, int]:
+    """``--fewshot-steps``: ``GLYPH,ABDUCTION`` positive step counts."""
+    try:
+        glyph, abduction = (int(part) for part in text.split(","))
+    except ValueError:
+        glyph = abduction = 0
+    if glyph < 1 or abduction < 1:
+        raise argparse.ArgumentTypeError(f"expected two positive step counts 'GLYPH,ABDUCTION', got {text!r}")
+    return glyph, abduction
 
 
 def _plot_fewshot(fewshot: dict[str, Any], concepts: list[str], path: Path) -> None:

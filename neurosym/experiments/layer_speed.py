@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from neurosym.experiments.options import positive_float, positive_int
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.experiments.timing import fastest_of_rounds, forward_backward_step
 from neurosym.layers import arithmetic
@@ -57,13 +58,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--units", nargs="+", default=["NAU", "NMU", "NMU-compiled", "NALU"], choices=[name for name in UNITS if name != BASELINE],
         help="units to time against nn.Linear",
     )
-    parser.add_argument("--batch-size", type=int, default=128, help="rows per forward/backward step")
+    parser.add_argument("--batch-size", type=positive_int, default=128, help="rows per forward/backward step")
     parser.add_argument(
-        "--rounds", type=int, default=20,
+        "--rounds", type=positive_int, default=20,
         help="interleaved timing rounds; each layer keeps its fastest (many short rounds resist load changes)",
     )
-    parser.add_argument("--min-time", type=float, default=0.02, help="seconds of measurement per layer and round")
-    parser.add_argument("--threads", type=int, default=1, help="CPU threads used while timing (1 avoids OpenMP spin-waits on a loaded machine)")
+    parser.add_argument("--min-time", type=positive_float, default=0.02, help="seconds of measurement per layer and round")
+    parser.add_argument("--threads", type=positive_int, default=1, help="CPU threads used while timing (1 avoids OpenMP spin-waits on a loaded machine)")
     parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
     parser.add_argument("--out", type=Path, default=Path("results/layer_speed"), help="output folder")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
@@ -76,8 +77,6 @@ def _step(name: str, shape: tuple[int, int], batch: int, device: torch.device) -
 
 
 def run(args: argparse.Namespace) -> dict:
-    if args.batch_size < 1 or args.rounds < 1 or args.min_time <= 0 or args.threads < 1:
-        raise ValueError("--batch-size, --rounds and --threads must be positive, --min-time above 0")
     device = resolve_device(args.device)
     torch.manual_seed(args.seed)
     names = [BASELINE, *dict.fromkeys(args.units)]

@@ -38,7 +38,7 @@ from neurosym.data.mathematics import (
     load_split,
     pad_sequences,
 )
-from neurosym.experiments.options import time_limit_minutes
+from neurosym.experiments.options import existing_folder, non_negative_int, positive_float, positive_int, time_limit_minutes
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
 from neurosym.models.seq2seq import Seq2Seq, build_front_end, build_seq2seq
@@ -121,18 +121,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--modules", nargs="+", default=list(DEFAULT_MODULES), help="training/interpolation modules (file stems)"
     )
     parser.add_argument("--config", choices=sorted(CONFIGS), default="cpu", help="model sizes and schedule")
-    parser.add_argument("--steps", type=int, default=None, help="training steps (default: the config's)")
-    parser.add_argument("--batch-size", type=int, default=None, help="batch size (default: the config's)")
-    parser.add_argument("--lr", type=float, default=6e-4, help="Adam learning rate (paper: 6e-4)")
-    parser.add_argument("--clip", type=float, default=0.1, help="absolute gradient-value clipping (paper: 0.1)")
-    parser.add_argument("--train-per-module", type=int, default=30_000, help="training questions per module (split over easy/medium/hard)")
-    parser.add_argument("--test-per-module", type=int, default=500, help="test questions per interpolation/extrapolation module")
-    parser.add_argument("--data-root", type=Path, default=None, help="a released dataset folder to read instead of generating")
+    parser.add_argument("--steps", type=positive_int, default=None, help="training steps (default: the config's)")
+    parser.add_argument("--batch-size", type=positive_int, default=None, help="batch size (default: the config's)")
+    parser.add_argument("--lr", type=positive_float, default=6e-4, help="Adam learning rate (paper: 6e-4)")
+    parser.add_argument("--clip", type=positive_float, default=0.1, help="absolute gradient-value clipping (paper: 0.1)")
+    parser.add_argument("--train-per-module", type=positive_int, default=30_000, help="training questions per module (split over easy/medium/hard)")
+    parser.add_argument("--test-per-module", type=positive_int, default=500, help="test questions per interpolation/extrapolation module")
+    parser.add_argument("--data-root", type=existing_folder, default=None, help="a released dataset folder to read instead of generating")
     parser.add_argument("--seed", type=int, default=0, help="seed of generation, initialisation and batch order")
     parser.add_argument("--device", default="auto", help="'auto', 'cpu' or 'cuda[:N]'")
-    parser.add_argument("--threads", type=int, default=0, help="CPU threads for torch (0: torch's default); use 1 on a shared CPU")
-    parser.add_argument("--eval-batch-size", type=int, default=256, help="questions per greedy-decoding batch")
-    parser.add_argument("--checkpoint-every", type=int, default=250, help="steps between checkpoints")
+    parser.add_argument("--threads", type=non_negative_int, default=0, help="CPU threads for torch (0: torch's default); use 1 on a shared CPU")
+    parser.add_argument("--eval-batch-size", type=positive_int, default=256, help="questions per greedy-decoding batch")
+    parser.add_argument("--checkpoint-every", type=positive_int, default=250, help="steps between checkpoints")
     parser.add_argument(
         "--time-limit",
         type=time_limit_minutes, metavar="MINUTES",
@@ -154,9 +154,12 @@ def run(args: argparse.Namespace) -> dict:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     neural = [name for name in args.models if name != "symbolic"]
-    data = load_data(args.modules, train_count if neural else 0, test_count, args.seed, args.data_root)
+    try:  # an unknown module or an unreadable --data-root: the message names it
+        data = load_data(args.modules, train_count if neural else 0, test_count, args.seed, args.data_root)
+    except (RuntimeError, ValueError, FileNotFoundError) as error:
+        raise SystemExit(f"neurosym mathematics: {error}") from None
     if neural and not data["train"]:
-        raise ValueError("no training questions left for the neural models (all of them occur in the test sets)")
+        raise SystemExit("neurosym mathematics: no training questions left for the neural models (all of them occur in the test sets)")
 
     results: dict = {
         "config": {**asdict(config), "steps": steps, "batch_size": batch_size, "lr": args.lr, "clip": args.clip},

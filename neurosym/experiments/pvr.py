@@ -23,6 +23,7 @@ import argparse
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ from neurosym.data.pvr import (
     sequential_rule,
     vector_rule,
 )
-from neurosym.experiments.options import time_limit_minutes
+from neurosym.experiments.options import existing_file, non_negative_int, positive_int, time_limit_minutes
 from neurosym.experiments.pvr_plots import (
     plot_holdouts,
     plot_noise_sensitivity,
@@ -133,11 +134,19 @@ BUDGETS = {
 }
 
 
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(",") if part]
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from error
+def _int_list(minimum: int) -> Callable[[str], list[int]]:
+    """A parser of comma-separated integers of at least ``minimum``."""
+
+    def parse(text: str) -> list[int]:
+        try:
+            values = [int(part) for part in text.split(",") if part]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+        if not values or min(values) < minimum:
+            raise argparse.ArgumentTypeError(f"expected comma-separated integers of at least {minimum}, got {text!r}")
+        return values
+
+    return parse
 
 
 def _name_list(text: str) -> list[str]:
@@ -153,29 +162,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed of data and initialisation")
     parser.add_argument("--vector-models", type=_name_list, default=["mlp", "mixer"],
                         help="vector models: mlp, mlp2x, transformer, mixer")
-    parser.add_argument("--complexities", type=_int_list, default=[0, 1], help="vector sweep complexities m")
-    parser.add_argument("--train-sizes", type=_int_list, default=[1000, 5000], help="vector sweep training-set sizes")
-    parser.add_argument("--vector-epochs", type=int, default=None,
+    parser.add_argument("--complexities", type=_int_list(0), default=[0, 1], help="vector sweep complexities m")
+    parser.add_argument("--train-sizes", type=_int_list(1), default=[1000, 5000], help="vector sweep training-set sizes")
+    parser.add_argument("--vector-epochs", type=positive_int, default=None,
                         help="epochs of every vector run (default: the budget's, 200 as in the paper)")
     parser.add_argument("--aggregation", choices=sorted(AGGREGATIONS), default="mod_sum",
                         help="aggregation of the vector sweeps")
     parser.add_argument("--holdout-model", default="mixer", help="vector model of the holdout-i sweep")
-    parser.add_argument("--holdout-complexity", type=int, default=1, help="complexity m of the holdout-i sweep")
-    parser.add_argument("--holdout-train-size", type=int, default=10000, help="training-set size of holdout-i")
+    parser.add_argument("--holdout-complexity", type=non_negative_int, default=1, help="complexity m of the holdout-i sweep")
+    parser.add_argument("--holdout-train-size", type=positive_int, default=10000, help="training-set size of holdout-i")
     parser.add_argument("--visual-models", type=_name_list, default=["resnet18", "vgg11bn"],
                         help="CNNs of the block sweep: resnet18, vgg11bn, small_cnn")
     parser.add_argument("--sequential-models", type=_name_list, default=["resnet18"],
                         help="CNNs of the sequential sweep: resnet18, vgg11bn")
-    parser.add_argument("--sequence-length", type=int, default=11,
+    parser.add_argument("--sequence-length", type=positive_int, default=11,
                         help="digits in a sequential image: the pointer and the values")
-    parser.add_argument("--visual-epochs", type=int, default=None,
+    parser.add_argument("--visual-epochs", type=positive_int, default=None,
                         help="epochs of every CNN run (default: the budget's)")
-    parser.add_argument("--rule-examples", type=int, default=300,
+    parser.add_argument("--rule-examples", type=positive_int, default=300,
                         help="task examples from which the neuro-symbolic model induces its rule")
-    parser.add_argument("--ns-samples", type=int, default=10_000, help="bit strings per noise-sensitivity estimate")
-    parser.add_argument("--ns-repeats", type=int, default=10, help="estimates averaged per noise-sensitivity point")
-    parser.add_argument("--ns-max-complexity", type=int, default=5, help="largest m of the noise-sensitivity sweep")
-    parser.add_argument("--mnist", type=Path, default=None, help="path to mnist.pkl.gz (default: cached download)")
+    parser.add_argument("--ns-samples", type=positive_int, default=10_000, help="bit strings per noise-sensitivity estimate")
+    parser.add_argument("--ns-repeats", type=positive_int, default=10, help="estimates averaged per noise-sensitivity point")
+    parser.add_argument("--ns-max-complexity", type=non_negative_int, default=5, help="largest m of the noise-sensitivity sweep")
+    parser.add_argument("--mnist", type=existing_file, default=None, help="path to mnist.pkl.gz (default: cached download)")
     parser.add_argument("--time-limit", type=time_limit_minutes, metavar="MINUTES", default=None,
                         help="minutes for this command: the training under way then finishes its step, writes its "
                              "checkpoint and the command exits with status 75 (finished runs stay stored; run it again "

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from neurosym.experiments.options import non_negative_int, positive_int
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver, execute
 from neurosym.syntax import Node, lark_parser, parse, to_infix
@@ -51,16 +52,16 @@ def lark_answers(sentences: list[str]) -> list[int | None]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--operators", type=int, nargs="+", default=[10], help="operator counts n_op of the expressions"
+        "--operators", type=non_negative_int, nargs="+", default=[10], help="operator counts n_op of the expressions"
     )
     parser.add_argument(
-        "--count", type=int, default=32768, help="expressions sampled per operator count (the largest batch)"
+        "--count", type=positive_int, default=32768, help="expressions sampled per operator count (the largest batch)"
     )
-    parser.add_argument("--lark-count", type=int, default=2000, help="expressions per operator count for the Lark path")
+    parser.add_argument("--lark-count", type=positive_int, default=2000, help="expressions per operator count for the Lark path")
     parser.add_argument(
-        "--batch-sizes", type=int, nargs="+", default=[1, 16, 256, 4096, 32768], help="batch sizes of the batch solver"
+        "--batch-sizes", type=positive_int, nargs="+", default=[1, 16, 256, 4096, 32768], help="batch sizes of the batch solver"
     )
-    parser.add_argument("--repeats", type=int, default=5, help="interleaved timing rounds; the fastest is kept")
+    parser.add_argument("--repeats", type=positive_int, default=5, help="interleaved timing rounds; the fastest is kept")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random expressions")
     parser.add_argument("--quick", action="store_true", help="smoke test: few expressions, small batches")
     parser.add_argument("--out", type=Path, default=Path("results/solver-speed"), help="output folder")
@@ -70,7 +71,7 @@ def run(args: argparse.Namespace) -> dict:
     count, lark_count = (512, 100) if args.quick else (args.count, args.lark_count)
     batch_sizes = [b for b in args.batch_sizes if b <= count]
     if not batch_sizes or lark_count > count:
-        raise ValueError("--batch-sizes needs a size <= --count, and --lark-count must not exceed --count")
+        raise SystemExit("neurosym solver-speed: --batch-sizes needs a size <= --count, and --lark-count must not exceed --count")
     rng = random.Random(args.seed)
     solver = BatchSolver(HINT_SEMANTICS)
     lark_parser()  # build the parser before timing

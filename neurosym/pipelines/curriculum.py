@@ -53,6 +53,8 @@ def parse_stages(text: str) -> tuple[tuple[int, int], ...]:
             length, steps = (int(x) for x in part.split(":"))
         except ValueError:
             raise ValueError(f"curriculum stage {part!r} is not 'max_length:steps' or 'all'") from None
+        if length < 1 or steps < 1:
+            raise ValueError(f"curriculum stage {part!r} needs a positive max_length and positive steps")
         stages.append((length, steps))
     return tuple(stages)
 

@@ -19,7 +19,7 @@ import torch
 from neurosym.data.arithmetic import OPERATIONS, RANGE_PAIRS, SubsetLayout, operation
 from neurosym.experiments.arithmetic.speed import measure_speed
 from neurosym.experiments.arithmetic.training import GroupConfig, GroupRun, train_group
-from neurosym.experiments.options import time_limit_minutes
+from neurosym.experiments.options import non_negative_int, positive_float, positive_int, time_limit_minutes
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics import run_outcomes, summarize
 from neurosym.metrics.threshold import perturbed_solution_mse
@@ -68,48 +68,34 @@ def _operation_list(text: str) -> list[str]:
     return operations
 
 
-def _positive(text: str) -> int:
-    value = int(float(text))
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}")
-    return value
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     preset = parser.add_mutually_exclusive_group()
     preset.add_argument(
         "--quick", action="store_true", help=f"CPU preset (the default): {PRESETS['quick']['seeds']} seeds, {PRESETS['quick']['steps']} steps"
     )
     preset.add_argument("--full", action="store_true", help="the paper's budget: 100 seeds, 5e6 steps (meant for a GPU)")
-    parser.add_argument("--steps", type=_positive, help="training steps per run (overrides the preset; 1e5 style accepted)")
-    parser.add_argument("--seeds", type=_positive, help="runs (seeds) per model and operation (overrides the preset)")
+    parser.add_argument("--steps", type=positive_int, help="training steps per run (overrides the preset; 1e5 style accepted)")
+    parser.add_argument("--seeds", type=positive_int, help="runs (seeds) per model and operation (overrides the preset)")
     parser.add_argument(
         "--ops", type=_operation_list,
         help=f"comma-separated operations from {', '.join(OPERATIONS)} for every model (default: the published cells of Table 1)",
     )  # fmt: skip
     parser.add_argument("--models", type=_model_list, default=list(MODEL_LAYERS), help=f"comma-separated models from {', '.join(MODEL_NAMES)}")
     parser.add_argument("--ranges", choices=sorted(RANGE_PAIRS), default="[1,2]", help="interpolation range (its extrapolation range is the paper's)")
-    parser.add_argument("--input-size", type=_positive, default=100, help="input size d of the task")
+    parser.add_argument("--input-size", type=positive_int, default=100, help="input size d of the task")
     parser.add_argument("--subset-ratio", type=float, default=0.25, help="subset size as a fraction s of d (⌊s·d⌋ elements)")
     parser.add_argument("--overlap-ratio", type=float, default=0.5, help="overlap as a fraction o of the subset (⌊o·subset⌋)")
-    parser.add_argument("--eval-every", type=_positive, default=1000, help="steps between evaluations")
-    parser.add_argument("--batch-size", type=_positive, default=128, help="training batch size per run")
-    parser.add_argument("--lr", type=_positive_float, default=1e-3, help="Adam learning rate")
-    parser.add_argument("--evaluation-size", type=_positive, default=10_000, help="size of the fixed validation and test sets per run")
-    parser.add_argument("--epsilon", type=_positive_float, default=1e-5, help="weight perturbation ε of the success threshold")
-    parser.add_argument("--threshold-samples", type=_positive, default=1_000_000, help="Monte-Carlo samples per threshold")
+    parser.add_argument("--eval-every", type=positive_int, default=1000, help="steps between evaluations")
+    parser.add_argument("--batch-size", type=positive_int, default=128, help="training batch size per run")
+    parser.add_argument("--lr", type=positive_float, default=1e-3, help="Adam learning rate")
+    parser.add_argument("--evaluation-size", type=positive_int, default=10_000, help="size of the fixed validation and test sets per run")
+    parser.add_argument("--epsilon", type=positive_float, default=1e-5, help="weight perturbation ε of the success threshold")
+    parser.add_argument("--threshold-samples", type=positive_int, default=1_000_000, help="Monte-Carlo samples per threshold")
     parser.add_argument("--seed", type=int, default=0, help="base seed of the training batches and initialisations")
     parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
     parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA (off by default: fp16 cannot reach the 1e-8 thresholds)")
     parser.add_argument(
-        "--threads", type=int, default=0,
+        "--threads", type=non_negative_int, default=0,
         help="CPU threads for torch (0: torch's default, all cores); use 1 on a CPU shared with another job",
     )  # fmt: skip
     parser.add_argument("--out", type=Path, default=Path("results/arithmetic"), help="output folder for JSON, plot and checkpoints")
@@ -123,8 +109,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--speed", action="store_true",
         help="instead of the table, time batched vs one-seed-at-a-time training of each of --models (on its first operation)",
     )  # fmt: skip
-    parser.add_argument("--speed-seeds", type=_positive, default=100, help="seeds of the speed test")
-    parser.add_argument("--speed-steps", type=_positive, default=300, help="training steps per seed in the speed test")
+    parser.add_argument("--speed-seeds", type=positive_int, default=100, help="seeds of the speed test")
+    parser.add_argument("--speed-steps", type=positive_int, default=300, help="training steps per seed in the speed test")
     parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 

@@ -1,0 +1,114 @@
+"""Option types of the benchmark commands: a bad value is a one-line usage error naming the option."""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neurosym.cli import build_parser, main
+from neurosym.experiments.options import (
+    existing_file,
+    existing_folder,
+    fraction_up_to_one,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    probability_below_one,
+)
+
+
+@given(st.integers(-10**20, 10**20))
+def test_integer_options_take_exactly_the_integers_in_range(value: int) -> None:
+    for parse, smallest in ((positive_int, 1), (non_negative_int, 0)):
+        if value >= smallest:
+            assert parse(str(value)) == value
+        else:
+            with pytest.raises(argparse.ArgumentTypeError, match="expected"):
+                parse(str(value))
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_number_options_take_exactly_their_ranges(value: float) -> None:
+    text = repr(value)
+    checks = (
+        (positive_float, value > 0 and math.isfinite(value)),
+        (probability_below_one, 0 <= value < 1),
+        (fraction_up_to_one, 0 < value <= 1),
+    )
+    for parse, accepted in checks:
+        if accepted:
+            assert parse(text) == value
+        else:
+            with pytest.raises(argparse.ArgumentTypeError, match="expected"):
+                parse(text)
+
+
+def test_integer_options_accept_exponent_notation_but_not_fractions() -> None:
+    assert positive_int("5e6") == 5_000_000 and positive_int("+7") == 7
+    for text in ("1.5", "abc", "", "inf", "nan"):
+        with pytest.raises(argparse.ArgumentTypeError, match="expected an integer"):
+            positive_int(text)
+
+
+def test_path_options_name_the_missing_path(tmp_path) -> None:
+    archive = tmp_path / "bank.npz"
+    archive.write_bytes(b"")
+    assert existing_file(str(archive)) == archive and existing_folder(str(tmp_path)) == tmp_path
+    with pytest.raises(argparse.ArgumentTypeError, match="no such file: '.*missing.npz'"):
+        existing_file(str(tmp_path / "missing.npz"))
+    with pytest.raises(argparse.ArgumentTypeError, match="no such folder"):
+        existing_folder(str(archive))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ("hint --scale 0", "argument --scale: expected a number in (0, 1]"),
+        ("hint --dropout 1", "argument --dropout: expected a number in [0, 1)"),
+        ("hint --lr nan", "argument --lr: expected a finite number"),
+        ("hint --num-workers -1", "argument --num-workers: expected an integer of at least 0"),
+        ("hint --bank missing.npz", "argument --bank: no such file"),
+        ("hint --model neurosym --curriculum 1:abc", "argument --curriculum: curriculum stage '1:abc'"),
+        ("hint --model neurosym --fewshot-concepts x,q", "argument --fewshot-concepts: unknown concepts ['q']"),
+        ("hint --model neurosym --fewshot-steps 5", "argument --fewshot-steps: expected two positive step counts"),
+        ("hint --model neurosym --fewshot-scales 0.1,-1", "argument --fewshot-scales: expected comma-separated positive"),
+        ("hint-data --bank missing", "argument --bank: expected 'default', 'none'"),
+        ("mathematics --steps -5", "argument --steps: expected a positive integer"),
+        ("mathematics --data-root missing", "argument --data-root: no such folder"),
+        ("pvr --complexities -1", "argument --complexities: expected comma-separated integers of at least 0"),
+        ("pvr --mnist missing.pkl.gz", "argument --mnist: no such file"),
+        ("arithmetic --threads -2", "argument --threads: expected an integer of at least 0"),
+        ("attention-speed --lengths 64 0", "argument --lengths: expected a positive integer"),
+        ("layer-speed --min-time 0", "argument --min-time: expected a finite positive number"),
+        ("solver-speed --repeats 0", "argument --repeats: expected a positive integer"),
+    ],
+)
+def test_commands_reject_bad_values_before_running(argv: str, message: str, capsys, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # relative 'missing' paths really are missing
+    with pytest.raises(SystemExit) as stopped:
+        main(argv.split())
+    assert stopped.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_string_options_arrive_parsed() -> None:
+    args = build_parser("hint").parse_args(
+        ["hint", "--model", "neurosym", "--curriculum", "1:5,all", "--fewshot-scales", "none", "--fewshot-steps", "3,4"]
+    )
+    assert args.curriculum == ((1, 5), (10**9, 10**9)) and args.fewshot_scales == [] and args.fewshot_steps == (3, 4)
+    defaults = build_parser("hint").parse_args(["hint", "--model", "neurosym"])
+    assert defaults.fewshot_concepts == ["x", "y", "a", "b", "c", "d"] and defaults.fewshot_scales == [0.01, 0.1, 1.0]
+
+
+def test_transformer_width_must_split_into_heads(capsys) -> None:
+    with pytest.raises(SystemExit, match=r"--dim \(128\) must be a multiple of --heads \(3\)"):
+        main(["hint", "--dim", "128", "--heads", "3"])
+
+
+def test_solver_speed_rejects_inconsistent_counts() -> None:
+    with pytest.raises(SystemExit, match="--lark-count must not exceed --count"):
+        main(["solver-speed", "--count", "10", "--lark-count", "20", "--batch-sizes", "4"])
