@@ -129,6 +129,29 @@ def test_resuming_continues_exactly_where_training_stopped(tmp_path: Path) -> No
         torch.testing.assert_close(again.state_dict()[name], value)
 
 
+def test_a_resumed_run_draws_the_dropout_masks_of_an_uninterrupted_one(tmp_path: Path) -> None:
+    """The checkpoint carries torch's generator: after a resume (in a fresh process, re-seeded as at
+    its start) dropout continues with the masks the uninterrupted run draws."""
+
+    def dropout_model() -> nn.Module:
+        torch.manual_seed(0)  # what a command does at its start, before building the model
+        return nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Dropout(0.5), nn.Linear(16, 1))
+
+    config = TrainConfig(max_steps=6, batch_size=4, eval_every=3, progress=False)
+    straight = dropout_model()
+    train(straight, regression_data(), mse, config, SINGLE)
+    path = tmp_path / "run.pt"
+    train(dropout_model(), regression_data(), mse, replace(config, max_steps=3, checkpoint=path), SINGLE)
+    resumed = dropout_model()
+    train(resumed, regression_data(), mse, replace(config, checkpoint=path), SINGLE)
+    for name, value in straight.state_dict().items():
+        torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=0)
+    old_style = load_checkpoint(path)
+    del old_style["random"]  # a checkpoint from before the generator was saved still resumes
+    torch.save(old_style, path)
+    assert train(dropout_model(), regression_data(), mse, replace(config, max_steps=7, checkpoint=path), SINGLE).steps == 7
+
+
 def test_every_process_stops_at_the_step_one_of_them_was_asked_to(tmp_path: Path) -> None:
     run_two_processes(_stopping_worker, tmp_path)  # without agreement rank 0 would wait for rank 1 forever
     assert [(tmp_path / f"rank{rank}.txt").read_text() for rank in (0, 1)] == ["1 time limit", "1 time limit"]

@@ -3,7 +3,9 @@
 It samples shards with :class:`~torch.utils.data.distributed.DistributedSampler` (one shard when alone),
 runs mixed precision on CUDA, clips gradients, evaluates every ``eval_every`` steps on rank 0, keeps the
 best weights, stops early after ``patience`` evaluations without improvement, and writes an atomic
-checkpoint (rank 0 only) from which an interrupted run resumes at the same step and data order. At
+checkpoint (rank 0 only) from which an interrupted run resumes at the same step and data order, with
+torch's random generators (dropout masks) where they were, so that a single-process run resumed
+equals an uninterrupted one (a distributed run restores rank 0's generators on every rank). At
 SIGINT, SIGTERM or ``time_limit`` it finishes the step, checkpoints and raises
 :class:`~neurosym.training.stopping.TrainingInterrupted` (all processes stop at the same step).
 """
@@ -154,6 +156,22 @@ class TrainResult:
     history: list[dict[str, float]] = field(default_factory=list)
 
 
+def random_state(device: torch.device) -> dict[str, torch.Tensor]:
+    """Torch's global generator states that training draws from (dropout masks and the like): the CPU
+    generator's, and the current CUDA device's when ``device`` is a GPU."""
+    state = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def restore_random_state(state: dict[str, torch.Tensor], device: torch.device) -> None:
+    """Set the generators saved by :func:`random_state` (states loaded onto any device are moved back)."""
+    torch.set_rng_state(state["cpu"].cpu())
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"].cpu(), device)
+
+
 def move_to(batch: Any, device: torch.device) -> Any:
     """``batch`` with every tensor inside (nested tuples, lists and dicts) moved to ``device``."""
     if isinstance(batch, torch.Tensor):
@@ -236,6 +254,8 @@ def train(
         scheduler.load_state_dict(saved["scheduler"])
         if saved["scaler"]:  # empty when written without AMP (on the CPU): a CPU run continues on a GPU afresh here
             scaler.load_state_dict(saved["scaler"])
+        if "random" in saved:  # absent from checkpoints written before it was saved
+            restore_random_state(saved["random"], device)
         state = saved["loop"]
     sampler = DistributedSampler(
         dataset, num_replicas=context.world_size, rank=context.rank, shuffle=True, seed=config.seed, drop_last=True
@@ -248,6 +268,7 @@ def train(
         drop_last=True,
         num_workers=config.num_workers,
         pin_memory=device.type == "cuda",
+        generator=torch.Generator().manual_seed(config.seed),  # its per-epoch draw leaves the global generator alone
     )
     batches = _batches(loader, sampler, state["step"])
 
@@ -258,6 +279,7 @@ def train(
                 "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(),
                 "scaler": scaler.state_dict(),
+                "random": random_state(device),
             }
             save_checkpoint({**checkpoint, "loop": state, "config": asdict(config)}, config.checkpoint)
 
