@@ -112,3 +112,13 @@ def test_transformer_width_must_split_into_heads(capsys) -> None:
 def test_solver_speed_rejects_inconsistent_counts() -> None:
     with pytest.raises(SystemExit, match="--lark-count must not exceed --count"):
         main(["solver-speed", "--count", "10", "--lark-count", "20", "--batch-sizes", "4"])
+
+
+def test_arithmetic_ratios_are_checked_by_argparse(capsys) -> None:
+    for option, value, message in (
+        ("--subset-ratio", "0", "argument --subset-ratio: expected a number in (0, 1]"),
+        ("--overlap-ratio", "1.5", "argument --overlap-ratio: expected a number in [0, 1]"),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main(["arithmetic", option, value])
+        assert stopped.value.code == 2 and message in capsys.readouterr().err

@@ -74,8 +74,13 @@ def test_pvr_json_collects_sweeps_of_the_same_device_and_budget():
     assert merge_results(None, now) == now
 
 
-def test_pvr_command_rejects_unknown_sweeps(tmp_path):
-    with pytest.raises(SystemExit, match="unknown sweep 'graphs'"):
-        main(["pvr", "--sweeps", "graphs", "--out", str(tmp_path)])
-    with pytest.raises(SystemExit, match="unknown vector model 'lstm'"):
-        main(["pvr", "--vector-models", "mlp,lstm", "--out", str(tmp_path)])
+def test_pvr_command_rejects_unknown_sweeps_and_models(tmp_path, capsys):
+    for option, value, message in (
+        ("--sweeps", "graphs", "argument --sweeps: unknown sweep 'graphs'"),
+        ("--vector-models", "mlp,lstm", "argument --vector-models: unknown vector model 'lstm'"),
+        ("--visual-models", "resnet18,vit", "argument --visual-models: unknown visual model 'vit'"),
+        ("--holdout-model", "lstm", "argument --holdout-model: invalid choice: 'lstm'"),
+    ):
+        with pytest.raises(SystemExit) as stopped:
+            main(["pvr", option, value, "--out", str(tmp_path)])
+        assert stopped.value.code == 2 and message in capsys.readouterr().err

@@ -59,6 +59,14 @@ def probability_below_one(text: str) -> float:
     return value
 
 
+def unit_interval(text: str) -> float:
+    """A number in ``[0, 1]``: a ratio."""
+    value = _number(text, float)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
 def fraction_up_to_one(text: str) -> float:
     """A number in ``(0, 1]``: a dataset scale."""
     value = _number(text, float)

@@ -23,7 +23,7 @@ import argparse
 import json
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -149,18 +149,27 @@ def _int_list(minimum: int) -> Callable[[str], list[int]]:
     return parse
 
 
-def _name_list(text: str) -> list[str]:
-    return [part for part in text.split(",") if part]
+def _name_list(kind: str, known: Sequence[str]) -> Callable[[str], list[str]]:
+    """A parser of comma-separated names of ``kind``, each one of ``known``."""
+
+    def parse(text: str) -> list[str]:
+        names = [part for part in text.split(",") if part]
+        unknown = [name for name in names if name not in known]
+        if unknown or not names:
+            raise argparse.ArgumentTypeError(f"unknown {kind} {(unknown or [text])[0]!r}: choose from {', '.join(known)}")
+        return names
+
+    return parse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sweeps", type=_name_list, default=list(SWEEPS), help=f"comma-separated subset of {SWEEPS}")
+    parser.add_argument("--sweeps", type=_name_list("sweep", SWEEPS), default=list(SWEEPS), help=f"comma-separated subset of {SWEEPS}")
     parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
     parser.add_argument("--budget", choices=("auto", *BUDGETS), default="auto",
                         help="model sizes and schedules: 'paper', or 'cpu' (shrunk); 'auto' picks by device")
     parser.add_argument("--out", type=Path, default=Path("results/pvr"), help="output folder")
     parser.add_argument("--seed", type=int, default=0, help="random seed of data and initialisation")
-    parser.add_argument("--vector-models", type=_name_list, default=["mlp", "mixer"],
+    parser.add_argument("--vector-models", type=_name_list("vector model", VECTOR_MODELS), default=["mlp", "mixer"],
                         help="vector models: mlp, mlp2x, transformer, mixer")
     parser.add_argument("--complexities", type=_int_list(0), default=[0, 1], help="vector sweep complexities m")
     parser.add_argument("--train-sizes", type=_int_list(1), default=[1000, 5000], help="vector sweep training-set sizes")
@@ -168,12 +177,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="epochs of every vector run (default: the budget's, 200 as in the paper)")
     parser.add_argument("--aggregation", choices=sorted(AGGREGATIONS), default="mod_sum",
                         help="aggregation of the vector sweeps")
-    parser.add_argument("--holdout-model", default="mixer", help="vector model of the holdout-i sweep")
+    parser.add_argument("--holdout-model", choices=VECTOR_MODELS, default="mixer", help="vector model of the holdout-i sweep")
     parser.add_argument("--holdout-complexity", type=non_negative_int, default=1, help="complexity m of the holdout-i sweep")
     parser.add_argument("--holdout-train-size", type=positive_int, default=10000, help="training-set size of holdout-i")
-    parser.add_argument("--visual-models", type=_name_list, default=["resnet18", "vgg11bn"],
+    parser.add_argument("--visual-models", type=_name_list("visual model", VISUAL_MODELS), default=["resnet18", "vgg11bn"],
                         help="CNNs of the block sweep: resnet18, vgg11bn, small_cnn")
-    parser.add_argument("--sequential-models", type=_name_list, default=["resnet18"],
+    parser.add_argument("--sequential-models", type=_name_list("visual model", VISUAL_MODELS), default=["resnet18"],
                         help="CNNs of the sequential sweep: resnet18, vgg11bn")
     parser.add_argument("--sequence-length", type=positive_int, default=11,
                         help="digits in a sequential image: the pointer and the values")
@@ -468,13 +477,6 @@ def merge_results(previous: dict[str, Any] | None, current: dict[str, Any]) -> d
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    for option, given, known in (("sweep", args.sweeps, SWEEPS), ("vector model", args.vector_models, VECTOR_MODELS),
-                                 ("vector model", [args.holdout_model], VECTOR_MODELS),
-                                 ("visual model", args.visual_models, VISUAL_MODELS),
-                                 ("visual model", args.sequential_models, VISUAL_MODELS)):
-        unknown = sorted(set(given) - set(known))
-        if unknown:
-            raise SystemExit(f"unknown {option} {unknown[0]!r}: choose from {', '.join(known)}")
     device = resolve_device(args.device)
     budget_name = args.budget if args.budget != "auto" else ("paper" if device.type == "cuda" else "cpu")
     deadline = None if args.time_limit is None else time.monotonic() + minutes_to_seconds(args.time_limit)

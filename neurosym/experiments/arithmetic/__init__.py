@@ -19,7 +19,14 @@ import torch
 from neurosym.data.arithmetic import OPERATIONS, RANGE_PAIRS, SubsetLayout, operation
 from neurosym.experiments.arithmetic.speed import measure_speed
 from neurosym.experiments.arithmetic.training import GroupConfig, GroupRun, train_group
-from neurosym.experiments.options import non_negative_int, positive_float, positive_int, time_limit_minutes
+from neurosym.experiments.options import (
+    fraction_up_to_one,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    time_limit_minutes,
+    unit_interval,
+)
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics import run_outcomes, summarize
 from neurosym.metrics.threshold import perturbed_solution_mse
@@ -83,8 +90,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--models", type=_model_list, default=list(MODEL_LAYERS), help=f"comma-separated models from {', '.join(MODEL_NAMES)}")
     parser.add_argument("--ranges", choices=sorted(RANGE_PAIRS), default="[1,2]", help="interpolation range (its extrapolation range is the paper's)")
     parser.add_argument("--input-size", type=positive_int, default=100, help="input size d of the task")
-    parser.add_argument("--subset-ratio", type=float, default=0.25, help="subset size as a fraction s of d (⌊s·d⌋ elements)")
-    parser.add_argument("--overlap-ratio", type=float, default=0.5, help="overlap as a fraction o of the subset (⌊o·subset⌋)")
+    parser.add_argument("--subset-ratio", type=fraction_up_to_one, default=0.25, help="subset size as a fraction s of d (⌊s·d⌋ elements)")
+    parser.add_argument("--overlap-ratio", type=unit_interval, default=0.5, help="overlap as a fraction o of the subset (⌊o·subset⌋)")
     parser.add_argument("--eval-every", type=positive_int, default=1000, help="steps between evaluations")
     parser.add_argument("--batch-size", type=positive_int, default=128, help="training batch size per run")
     parser.add_argument("--lr", type=positive_float, default=1e-3, help="Adam learning rate")
