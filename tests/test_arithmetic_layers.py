@@ -293,10 +293,15 @@ def test_member_extracts_a_copy_with_that_members_parameters(cls) -> None:
     member = ensemble.member(2)
     assert member.ensemble is None
     x = torch.randn(4, 5, 3)
-    torch.testing.assert_close(member(x[2]), ensemble(x)[2])
+    before = ensemble(x)[2].detach().clone()
+    torch.testing.assert_close(member(x[2]), before)
     with torch.no_grad():
-        next(member.parameters()).add_(1.0)
-    torch.testing.assert_close(ensemble.member(2)(x[2]), ensemble(x)[2])
+        for parameter in member.parameters():
+            parameter.add_(0.3)
+    torch.testing.assert_close(ensemble(x)[2], before)  # a copy: editing the member leaves the ensemble alone
+    assert not torch.allclose(member(x[2]), before)
+    ensemble_storage = {parameter.untyped_storage().data_ptr() for parameter in ensemble.parameters()}
+    assert not ensemble_storage & {parameter.untyped_storage().data_ptr() for parameter in member.parameters()}
     with pytest.raises(IndexError):
         ensemble.member(4)
     with pytest.raises(ValueError, match="ensemble"):

@@ -42,9 +42,19 @@ def regression_data() -> TensorDataset:
     return TensorDataset(x, x @ torch.tensor([1.0, -2.0, 0.5, 3.0]) + 0.1 * torch.randn(16, generator=generator))
 
 
-def small_model() -> nn.Module:
-    torch.manual_seed(0)
+def small_model(seed: int = 0) -> nn.Module:
+    torch.manual_seed(seed)
     return nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+
+
+def counted(loss_fn, counter: list[int]):
+    """``loss_fn`` that appends 1 to ``counter`` at every training step."""
+
+    def counting(model: nn.Module, batch) -> torch.Tensor:
+        counter.append(1)
+        return loss_fn(model, batch)
+
+    return counting
 
 
 def mse(model: nn.Module, batch) -> torch.Tensor:
@@ -122,9 +132,9 @@ def test_resuming_continues_exactly_where_training_stopped(tmp_path: Path) -> No
     path = tmp_path / "run.pt"
     train(resumed, regression_data(), mse, TrainConfig(max_steps=3, batch_size=4, eval_every=3, checkpoint=path, progress=False), SINGLE)
     assert load_checkpoint(path)["loop"]["step"] == 3
-    again = small_model()  # fresh weights: everything must come from the checkpoint
-    result = train(again, regression_data(), mse, TrainConfig(max_steps=6, batch_size=4, eval_every=3, checkpoint=path, progress=False), SINGLE)
-    assert result.steps == 6
+    again, steps = small_model(seed=1), []  # other weights: everything must come from the checkpoint
+    result = train(again, regression_data(), counted(mse, steps), TrainConfig(max_steps=6, batch_size=4, eval_every=3, checkpoint=path, progress=False), SINGLE)
+    assert result.steps == 6 and len(steps) == 3
     for name, value in straight.state_dict().items():
         torch.testing.assert_close(again.state_dict()[name], value)
 
@@ -133,8 +143,8 @@ def test_a_resumed_run_draws_the_dropout_masks_of_an_uninterrupted_one(tmp_path:
     """The checkpoint carries torch's generator: after a resume (in a fresh process, re-seeded as at
     its start) dropout continues with the masks the uninterrupted run draws."""
 
-    def dropout_model() -> nn.Module:
-        torch.manual_seed(0)  # what a command does at its start, before building the model
+    def dropout_model(seed: int = 0) -> nn.Module:
+        torch.manual_seed(seed)  # what a command does at its start, before building the model
         return nn.Sequential(nn.Linear(4, 16), nn.Tanh(), nn.Dropout(0.5), nn.Linear(16, 1))
 
     config = TrainConfig(max_steps=6, batch_size=4, eval_every=3, progress=False)
@@ -142,8 +152,9 @@ def test_a_resumed_run_draws_the_dropout_masks_of_an_uninterrupted_one(tmp_path:
     train(straight, regression_data(), mse, config, SINGLE)
     path = tmp_path / "run.pt"
     train(dropout_model(), regression_data(), mse, replace(config, max_steps=3, checkpoint=path), SINGLE)
-    resumed = dropout_model()
-    train(resumed, regression_data(), mse, replace(config, checkpoint=path), SINGLE)
+    resumed, steps = dropout_model(seed=1), []  # other weights and generator: both must come from the checkpoint
+    train(resumed, regression_data(), counted(mse, steps), replace(config, checkpoint=path), SINGLE)
+    assert len(steps) == 3
     for name, value in straight.state_dict().items():
         torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=0)
     old_style = load_checkpoint(path)
@@ -300,9 +311,9 @@ def test_adam_settings_and_schedule_survive_a_resume(tmp_path: Path) -> None:
     with pytest.raises(KeyboardInterrupt):
         train(small_model(), regression_data(), interrupted_mse, config(6, path), SINGLE)
     assert load_checkpoint(path)["loop"]["step"] == 3
-    again = small_model()
-    train(again, regression_data(), mse, config(6, path), SINGLE)
-    assert load_checkpoint(path)["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.995)
+    again, steps = small_model(seed=1), []
+    train(again, regression_data(), counted(mse, steps), config(6, path), SINGLE)
+    assert len(steps) == 3 and load_checkpoint(path)["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.995)
     for name, value in straight.state_dict().items():
         torch.testing.assert_close(again.state_dict()[name], value)
 

@@ -16,6 +16,7 @@ import torch
 from neurosym.cli import main
 from neurosym.experiments import hint
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
+from neurosym.training import load_checkpoint, save_checkpoint
 
 TINY = ["--scale", "0.002", "--batch-size", "8", "--eval-every", "2", "--dim", "16", "--hidden", "32",
         "--encoder-layers", "1", "--eval-batch-size", "64", "--quiet", "--device", "cpu"]
@@ -39,9 +40,13 @@ def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
     assert result["accuracy"]["avg"] == pytest.approx(sum(result["accuracy"][s] for s in hint.EVAL_SUBSETS) / 5)
     assert result["published"]["avg"] == 61.5
     assert (out / "transformer_rel_uni_symbol.png").stat().st_size > 0
-    main(["hint", "--model", "transformer_rel_uni", "--steps", "4", "--out", str(out), *TINY])
+    checkpoint = out / "transformer_rel_uni_symbol.pt"
+    state = load_checkpoint(checkpoint)
+    state["loop"]["history"][0]["loss"] = 123.0  # a marker that only a resumed run can report
+    save_checkpoint(state, checkpoint)
+    assert main(["hint", "--model", "transformer_rel_uni", "--steps", "4", "--out", str(out), *TINY]) == 0
     resumed = json.loads((out / "transformer_rel_uni_symbol.json").read_text())
-    assert [h["step"] for h in resumed["history"]] == [2, 4]  # the first two steps came from the checkpoint
+    assert [(h["step"], h["loss"] == 123.0) for h in resumed["history"]] == [(2, True), (4, False)]
 
 
 def test_time_limit_exits_75_without_results_and_the_same_command_continues(tmp_path: Path, capsys) -> None:

@@ -201,7 +201,9 @@ def test_main_split_is_cached_on_disk(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         f"main_s0.002_seed3_v2_{s}.npz" for s in ("train", "val", "test")
     )
-    second = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    with pytest.MonkeyPatch.context() as patch:  # the second call must read the files, not generate again
+        patch.setattr("neurosym.data.hint.build.generate_split", lambda *args, **kwargs: pytest.fail("regenerated"))
+        second = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
     for name in ("train", "val", "test"):
         assert second[name].expr == first[name].expr and second[name].prefix == first[name].prefix
         assert np.array_equal(second[name].res, first[name].res) and np.array_equal(second[name].eval, first[name].eval)

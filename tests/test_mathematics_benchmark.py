@@ -10,7 +10,7 @@ import torch
 from neurosym.cli import main
 from neurosym.data.mathematics import read_module_file
 from neurosym.experiments.mathematics import TRAIN_REGIMES, symbolic_answers
-from neurosym.training import load_checkpoint
+from neurosym.training import load_checkpoint, save_checkpoint
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "mathematics"
 
@@ -30,7 +30,7 @@ def test_runner_trains_scores_and_resumes(tmp_path):
     data, out = released_folder(tmp_path / "data"), tmp_path / "out"
     argv = ["mathematics", "--quick", "--data-root", str(data), "--modules", "arithmetic__mixed", "arithmetic__div",
             "--device", "cpu", "--out", str(out)]  # fmt: skip
-    main([*argv, "--models", "symbolic", "transformer", "lstm_att", "lstm_att_bi", "--steps", "3"])
+    assert main([*argv, "--models", "symbolic", "transformer", "lstm_att", "lstm_att_bi", "--steps", "3"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert (out / "accuracy.png").stat().st_size > 0
     assert results["modules"] == {
@@ -61,15 +61,18 @@ def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path)
     argv = ["mathematics", "--quick", "--data-root", str(data), "--modules", "arithmetic__mixed", "arithmetic__div",
             "--device", "cpu", "--models", "lstm_att_bi", "--checkpoint-every", "2", "--threads", "1"]  # fmt: skip
     main([*argv, "--steps", "7", "--out", str(tmp_path / "straight")])
-    main([*argv, "--steps", "4", "--out", str(tmp_path / "resumed")])
-    first = load_checkpoint(tmp_path / "resumed" / "lstm_att_bi" / "checkpoint.pt")
-    main([*argv, "--steps", "7", "--out", str(tmp_path / "resumed")])
+    assert main([*argv, "--steps", "4", "--out", str(tmp_path / "resumed")]) == 0
+    path = tmp_path / "resumed" / "lstm_att_bi" / "checkpoint.pt"
+    first = load_checkpoint(path)
+    first["loop"]["history"][0]["loss"] = 123.0  # a marker that only a resumed run keeps
+    save_checkpoint(first, path)
+    assert main([*argv, "--steps", "7", "--out", str(tmp_path / "resumed")]) == 0
     straight, resumed = (load_checkpoint(tmp_path / run / "lstm_att_bi" / "checkpoint.pt") for run in ("straight", "resumed"))
     assert first["loop"]["step"] == 4 and resumed["loop"]["step"] == straight["loop"]["step"] == 7
     assert not torch.equal(first["model"]["output.weight"], resumed["model"]["output.weight"])
     for key, value in straight["model"].items():
         torch.testing.assert_close(resumed["model"][key], value, rtol=0, atol=0)
-    assert [h["step"] for h in resumed["loop"]["history"]] == [2, 4, 6, 7]
+    assert [h["step"] for h in resumed["loop"]["history"]] == [2, 4, 6, 7] and resumed["loop"]["history"][0]["loss"] == 123.0
     assert json.loads((tmp_path / "resumed" / "results.json").read_text())["threads"] == 1
     with pytest.raises(ValueError, match="other settings"):
         main([*argv, "--steps", "9", "--lr", "1e-3", "--out", str(tmp_path / "resumed")])

@@ -11,8 +11,8 @@ def _data():
     return inputs, (inputs[:, 0] > 0).long()
 
 
-def _model():
-    torch.manual_seed(0)
+def _model(seed: int = 0):
+    torch.manual_seed(seed)
     return torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
 
 
@@ -40,9 +40,14 @@ def test_fit_learns_and_resumes_exactly_after_an_interruption(tmp_path):
     path = tmp_path / "run.pt"
     with pytest.raises(KeyboardInterrupt):
         fit_classifier(_model(), inputs, labels, _config(checkpoint=path), torch.device("cpu"), crash_at_step_26)
-    resumed = _model()  # starts from the step-20 checkpoint; a progress bar does not change the run
-    result = fit_classifier(resumed, inputs, labels, _config(checkpoint=path, progress=True), torch.device("cpu"))
-    assert result.steps == 30 and [entry["step"] for entry in result.history] == [10, 20, 30]
+    resumed, steps = _model(seed=1), []  # other weights: it starts from the step-20 checkpoint
+
+    def count(batch):
+        steps.append(1)
+        return batch
+
+    result = fit_classifier(resumed, inputs, labels, _config(checkpoint=path, progress=True), torch.device("cpu"), count)
+    assert result.steps == 30 and [entry["step"] for entry in result.history] == [10, 20, 30] and len(steps) == 10
     for a, b in zip(straight.parameters(), resumed.parameters()):
         assert torch.equal(a, b)
 
