@@ -102,19 +102,32 @@ def test_short_nau_run_solves_addition():
     assert (outcomes.solved_at <= 5000).all()
 
 
-def test_resume_after_interruption_equals_an_uninterrupted_run(tmp_path):
+def counted_steps(monkeypatch) -> list[int]:
+    """Count the training steps taken from now on (every ``train_step`` call of the runner)."""
+    steps, step = [], arithmetic_training.train_step
+
+    def counting(*args, **kwargs):
+        steps.append(1)
+        return step(*args, **kwargs)
+
+    monkeypatch.setattr(arithmetic_training, "train_step", counting)
+    return steps
+
+
+def test_resume_after_interruption_equals_an_uninterrupted_run(tmp_path, monkeypatch):
     config = GroupConfig("NALU", ("mul", "sub"), (0, 1), steps=300, eval_every=100, evaluation_size=200)
     straight = train_group(config, CPU, tmp_path / "straight.pt", progress=False)
     assert straight.finished and straight.stop_reason is None
     interrupted = train_group(config, CPU, tmp_path / "resumed.pt", stops=StopRequests(0), progress=False)
     assert interrupted.stop_reason == TIME_LIMIT and not interrupted.finished
     assert interrupted.step == 1 and interrupted.curves.steps == [] and load_checkpoint(tmp_path / "resumed.pt")["step"] == 1
+    steps = counted_steps(monkeypatch)
     resumed = train_group(config, CPU, tmp_path / "resumed.pt", resume=True, progress=False)
-    assert resumed.finished and resumed.curves.steps == [100, 200, 300]
+    assert resumed.finished and resumed.curves.steps == [100, 200, 300] and len(steps) == 299
     for name, values in straight.curves.stacked().items():
         torch.testing.assert_close(resumed.curves.stacked()[name], values, rtol=0, atol=0)
     again = train_group(config, CPU, tmp_path / "resumed.pt", resume=True, progress=False)  # nothing left to do
-    assert again.curves.steps == [100, 200, 300]
+    assert again.curves.steps == [100, 200, 300] and len(steps) == 299
     with pytest.raises(ValueError, match="another configuration"):
         train_group(GroupConfig("NALU", ("mul", "sub"), (0, 1), steps=400, eval_every=100, evaluation_size=200),
                     CPU, tmp_path / "resumed.pt", resume=True, progress=False)  # fmt: skip
@@ -150,7 +163,7 @@ def test_checkpoints_with_a_foreign_stream_state_are_read_when_finished_and_refu
         train_group(config, CPU, tmp_path / "stopped.pt", resume=True, progress=False)
 
 
-def test_cli_writes_table_json_and_plot(tmp_path, capsys):
+def test_cli_writes_table_json_and_plot(tmp_path, capsys, monkeypatch):
     out = tmp_path / "run"
     common = ["--steps", "200", "--seeds", "2", "--eval-every", "100", "--evaluation-size", "100",
               "--threshold-samples", "2000", "--out", str(out), "--no-progress"]  # fmt: skip
@@ -164,7 +177,9 @@ def test_cli_writes_table_json_and_plot(tmp_path, capsys):
     assert set(result["thresholds"]) == {"mul", "add", "sub"}
     assert (out / "success_rates.png").stat().st_size > 0
     assert (out / "checkpoints" / "nau.pt").exists() and (out / "checkpoints" / "nmu.pt").exists()
-    assert main(["arithmetic", "--models", "nau,nmu", "--resume", *common]) == 0  # finished checkpoints: no training
+    steps = counted_steps(monkeypatch)
+    assert main(["arithmetic", "--models", "nau,nmu", "--resume", *common]) == 0
+    assert steps == []  # finished checkpoints: no training
     assert json.loads((out / "results.json").read_text())["cells"] == result["cells"]
 
 

@@ -12,6 +12,7 @@ from neurosym.data.pvr import (
     sequential_rule,
 )
 from neurosym.pipelines.pvr import CellLayout, NeuroSymbolicPVR, train_digit_reader
+from neurosym.training import loop
 from neurosym.training.loop import TrainConfig
 from neurosym.training.stopping import TIME_LIMIT, TrainingInterrupted
 
@@ -67,13 +68,22 @@ def test_layout_and_unfitted_model_errors(reader):
         NeuroSymbolicPVR(reader, CellLayout(), torch.device("cpu")).predict(np.zeros((1, 80, 80), dtype=np.uint8))
 
 
-def test_digit_reader_training_stops_at_its_time_limit_and_resumes_to_the_same_weights(banks, tmp_path):
+def test_digit_reader_training_stops_at_its_time_limit_and_resumes_to_the_same_weights(banks, tmp_path, monkeypatch):
     config = TrainConfig(max_steps=6, batch_size=16, optimizer="adam", lr=3e-3, clip_norm=None)
     common = dict(cell=28, device=torch.device("cpu"), examples=96, config=config, width=4, progress=False)
     straight = train_digit_reader(banks[0], **common)
     with pytest.raises(TrainingInterrupted) as stop:
         train_digit_reader(banks[0], **common, checkpoint=tmp_path / "reader.pt", time_limit=0)
     assert (stop.value.step, stop.value.reason) == (1, TIME_LIMIT) and (tmp_path / "reader.pt").exists()
+    batches, move = [], loop.move_to
+
+    def counting(batch, device):
+        if not isinstance(batch, torch.Tensor):  # the step's batch, not the tensors inside it
+            batches.append(1)
+        return move(batch, device)
+
+    monkeypatch.setattr(loop, "move_to", counting)
     resumed = train_digit_reader(banks[0], **common, checkpoint=tmp_path / "reader.pt")
+    assert len(batches) == 5  # steps 2 to 6: the first came from the checkpoint
     for name, value in straight.state_dict().items():
         torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=0)
