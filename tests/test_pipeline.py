@@ -12,8 +12,10 @@ import neurosym.pipelines.trainer as trainer_module
 from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
+from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
+from neurosym.semantics import HINT_SEMANTICS, BatchSolver
 from neurosym.training import TrainingInterrupted, load_checkpoint, save_checkpoint
 from neurosym.training.stopping import TIME_LIMIT
 
@@ -123,6 +125,30 @@ def test_reinforce_baseline_runs_and_reports_rewards(problem):
     history = train_pipeline(tiny_pipeline(), train, config, CPU, progress=False)
     assert len(history) == 3 and all(0.0 <= h["labelled"] <= 1.0 for h in history)
     assert all(h["loss"] is not None for h in history)
+
+
+def test_reinforce_loss_rewards_readings_that_give_the_result_and_follows_the_score_function():
+    vocabulary = list(HINT_SYMBOLS)
+    sentences = ["2+3", "9*9"]
+    logits = torch.full((2, 3, len(vocabulary)), -50.0)
+    for row, sentence in enumerate(sentences):  # each window all but certain of its symbol
+        for column, symbol in enumerate(sentence):
+            logits[row, column, vocabulary.index(symbol)] = 50.0
+    log_probs = torch.log_softmax(logits, -1).requires_grad_()
+    lengths = torch.tensor([3, 3])
+    solver = BatchSolver(HINT_SEMANTICS)
+    loss, reward = reinforce_loss(log_probs, lengths, [5, 80], vocabulary, solver, baseline=0.25)
+    assert reward == 0.5  # 2+3 = 5 is right, 9*9 = 81 is not
+    loss.backward()
+    chosen = log_probs.grad.gather(-1, torch.tensor([[vocabulary.index(c) for c in s] for s in sentences])[..., None])
+    # d loss / d log p(chosen) = -(reward - baseline) / batch: raise the right reading, lower the wrong one
+    torch.testing.assert_close(chosen.squeeze(-1), torch.tensor([[-0.375] * 3, [0.125] * 3]))
+    assert float(log_probs.grad.abs().sum() - chosen.abs().sum()) == 0.0  # nothing else moves
+    short = torch.tensor([1, 3])  # a one-symbol reading "2" of the first expression: reward 0, and its padding gets no gradient
+    log_probs.grad = None
+    loss, reward = reinforce_loss(log_probs, short, [5, 81], vocabulary, solver, baseline=0.0)
+    loss.backward()
+    assert reward == 0.5 and float(log_probs.grad[0, 1:].abs().sum()) == 0.0
 
 
 def test_classifier_grows_its_vocabulary_keeping_weights():
