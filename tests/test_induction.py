@@ -79,9 +79,21 @@ def test_bad_examples_raise():
 
 
 @settings(max_examples=25, deadline=None)
-@given(table=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9), st.integers(0, 30)), min_size=1, max_size=6))
-def test_any_returned_program_explains_every_example(table):
-    program = induce_operator(table, max_size=5)
+@given(
+    target=st.sampled_from(sorted(TARGETS)),
+    pairs=st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), min_size=1, max_size=8),
+    corrupt=st.one_of(st.none(), st.integers(0, 7)),
+)
+def test_any_returned_program_explains_every_example(target, pairs, corrupt):
+    """Tables of a known operator (one entry possibly corrupted): whatever program comes back agrees with
+    every example, and an uncorrupted table always gets one."""
+    table = [(i, j, TARGETS[target](i, j)) for i, j in pairs]
+    if corrupt is not None and corrupt < len(table):
+        i, j, v = table[corrupt]
+        table[corrupt] = (i, j, v + 1)
+    program = induce_operator(table)  # the default size limit holds every target
+    if corrupt is None:
+        assert program is not None
     if program is not None:
         assert all(program(i, j) == v for i, j, v in table)
 
