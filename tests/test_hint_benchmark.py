@@ -18,7 +18,7 @@ from neurosym.experiments import hint
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
 from neurosym.training import load_checkpoint, save_checkpoint
 
-TINY = ["--scale", "0.002", "--batch-size", "8", "--eval-every", "2", "--dim", "16", "--hidden", "32",
+TINY = ["--scale", "0.002", "--batch-size", "8", "--eval-every", "2", "--embedding", "16", "--dim", "16", "--hidden", "32", "--heads", "2",
         "--encoder-layers", "1", "--eval-batch-size", "64", "--quiet", "--device", "cpu"]
 
 
@@ -125,3 +125,44 @@ def test_neurosym_model_is_offered_only_when_its_runner_exists(monkeypatch: pyte
     hint.add_arguments(parser)
     args = parser.parse_args(["--model", "neurosym", "--solver-beam", "5"])
     assert hint.run(args) == {"ran": "neurosym", "beam": 5}
+
+
+def _defaults(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    hint.add_arguments(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_default_transformer_is_the_hint_release_configuration() -> None:
+    """``sweeps/transformer.yaml`` of the HINT release: embeddings 128, width 512, 8 heads, feed-forward
+    4 × 512, post-norm, dropout 0.1, one layer applied 6 times without step embeddings, 1 decoder layer."""
+    model = hint.build_model(_defaults(), source_vocab=17)
+    assert model.front_end.dim == 128 and model.dim == 512
+    assert (model.source_projection.in_features, model.source_projection.out_features) == (128, 512)
+    assert (model.target_projection.in_features, model.target_projection.out_features) == (128, 512)
+    shared = model.encoder.layer
+    assert model.encoder.depth == 6 and not model.encoder.step_embedding
+    assert shared.self_attention.heads == 8
+    assert (shared.feed_forward[0].in_features, shared.feed_forward[0].out_features) == (512, 2048)
+    assert not shared.attention_block.pre_norm and not shared.feed_forward_block.pre_norm
+    assert isinstance(model.encoder_norm, torch.nn.Identity)
+    assert len(model.decoder.layers) == 1
+    assert {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)} == {0.1}
+
+
+def test_default_rnn_is_the_hint_release_configuration() -> None:
+    """``sweeps/rnn.yaml``: 512 units, 3 encoder layers, dropout 0.5, embeddings 128 (decoder: 1 layer, #4)."""
+    model = hint.build_model(_defaults("--model", "lstm_att"), source_vocab=17)
+    assert model.encoder.hidden_size == 512 and model.encoder.num_layers == 3 and model.encoder.dropout == 0.5
+    assert model.encoder.input_size == 128 and model.decoder.num_layers == 1
+    assert model.dropout.p == 0.5
+
+
+def test_model_size_options_reach_the_model() -> None:
+    args = _defaults("--embedding", "32", "--dim", "64", "--hidden", "96", "--heads", "4", "--norm", "pre",
+                     "--dropout", "0.2", "--encoder-layers", "2")
+    model = hint.build_model(args, source_vocab=17)
+    assert model.front_end.dim == 32 and model.dim == 64 and model.encoder.depth == 2
+    assert model.encoder.layer.self_attention.heads == 4 and model.encoder.layer.feed_forward[0].out_features == 96
+    assert model.encoder.layer.attention_block.pre_norm
+    assert {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)} == {0.2}

@@ -176,3 +176,33 @@ def test_bidirectional_option_is_off_by_default_and_checked() -> None:
         build_seq2seq("lstm_att", front, 13, hidden=63, bidirectional=True)
     with pytest.raises(ValueError, match="not to 'transformer'"):
         build_seq2seq("transformer", front, 13, bidirectional=True)
+
+
+def test_a_transformer_wider_than_its_embeddings_projects_them_and_learns() -> None:
+    """Embeddings of 16 in a post-norm Transformer of width 32 (the HINT release's 128 in 512): both
+    embeddings go through a trained linear map, decoding stays consistent, and the model overfits."""
+    torch.manual_seed(0)
+    front = build_front_end("symbol", 16, vocab_size=SOURCE_VOCAB)
+    model = build_seq2seq("transformer_rel_uni", front, 13, dim=32, hidden=64, heads=4, encoder_layers=2,
+                          dropout=0.0, pre_norm=False)
+    assert isinstance(model, TransformerSeq2Seq) and model.dim == 32
+    for projection in (model.source_projection, model.target_projection):
+        assert (projection.in_features, projection.out_features) == (16, 32)
+    src, src_mask, tgt_in, tgt_out = reversal_batch()
+    assert model.encode(src, src_mask).shape == (64, 5, 32)
+    before = model.source_projection.weight.detach().clone()
+    assert overfit(model, src, src_mask, tgt_in, tgt_out, steps=200) == 1.0
+    assert not torch.equal(before, model.source_projection.weight)
+    cached = model.greedy_decode(src[:8], src_mask[:8], max_len=7, bos=BOS, eos=EOS, use_cache=True)
+    assert torch.equal(cached, model.greedy_decode(src[:8], src_mask[:8], max_len=7, bos=BOS, eos=EOS, use_cache=False))
+
+
+def test_equal_embedding_and_width_add_no_projection() -> None:
+    model = tiny_model("transformer_rel_uni")
+    assert isinstance(model.source_projection, torch.nn.Identity)
+    assert isinstance(model.target_projection, torch.nn.Identity)
+    wider = build_seq2seq("transformer_rel_uni", build_front_end("symbol", 32, vocab_size=SOURCE_VOCAB), 13, dim=64,
+                          hidden=64, heads=4, encoder_layers=2)
+    extra = 2 * (32 * 64 + 64)  # the two projections
+    own = sum(p.numel() for name, p in wider.named_parameters() if "projection" in name)
+    assert own == extra

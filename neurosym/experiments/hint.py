@@ -46,6 +46,7 @@ from neurosym.experiments.options import (
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics import sequence_matches
 from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES, Seq2Seq, build_front_end, build_seq2seq
+from neurosym.models.seq2seq.factory import RNN_HIDDEN
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
 from neurosym.training import TrainConfig, init_distributed, shutdown_distributed, train
 from neurosym.training.device import autocast_enabled
@@ -106,12 +107,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--batch-size", type=positive_int, default=128, help="global batch size (HINT: 128)")
     parser.add_argument("--lr", type=positive_float, default=None, help="Adam learning rate (default: 1e-3 RNNs, 1e-4 Transformers)")
-    parser.add_argument("--dim", type=positive_int, default=128, help="embedding size (the Transformer width)")
-    parser.add_argument("--hidden", type=positive_int, default=512, help="RNN hidden units / Transformer feed-forward size")
-    parser.add_argument("--heads", type=positive_int, default=4, help="attention heads of the Transformers")
+    parser.add_argument("--embedding", type=positive_int, default=128, help="size of the source and target embeddings")
+    parser.add_argument(
+        "--dim",
+        type=positive_int,
+        default=512,
+        help="Transformer width; embeddings are mapped to it by a linear layer when it differs from --embedding",
+    )
+    parser.add_argument(
+        "--hidden",
+        type=positive_int,
+        default=None,
+        help=f"RNN hidden units (default {RNN_HIDDEN}) / Transformer feed-forward size (default 4 × --dim)",
+    )
+    parser.add_argument("--heads", type=positive_int, default=8, help="attention heads of the Transformers")
+    parser.add_argument(
+        "--norm", choices=("post", "pre"), default="post", help="LayerNorm after (HINT release) or before each sub-layer"
+    )
     parser.add_argument("--encoder-layers", type=positive_int, default=None, help="encoder depth (default: 3 RNNs, 6 Transformers)")
     parser.add_argument("--decoder-layers", type=positive_int, default=1, help="decoder depth")
-    parser.add_argument("--dropout", type=probability_below_one, default=0.1, help="dropout of every recurrent layer and sub-layer")
+    parser.add_argument(
+        "--dropout",
+        type=probability_below_one,
+        default=None,
+        help="dropout of every recurrent layer and sub-layer (default: 0.5 RNNs, 0.1 Transformers)",
+    )
     parser.add_argument("--relative", choices=("xl", "shaw"), default="xl", help="relative position encoding")
     parser.add_argument(
         "--bank", type=_bank, default="default", help="symbol images: 'default' (MNIST + drawn symbols) or an .npz archive"
@@ -200,23 +220,33 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shutdown_distributed()
 
 
+def build_model(args: argparse.Namespace, source_vocab: int) -> Seq2Seq:
+    """The baseline ``args.model`` as the command line configures it (defaults: the HINT release,
+    ``sweeps/transformer.yaml`` and ``rnn.yaml``: embeddings of 128; Transformers of width 512, 8 heads,
+    feed-forward 2,048, post-norm, dropout 0.1; RNNs of 512 units, dropout 0.5)."""
+    is_rnn = args.model.startswith(("gru", "lstm"))
+    front_end = build_front_end(args.input, args.embedding, vocab_size=source_vocab, cnn=args.cnn)
+    return build_seq2seq(
+        args.model,
+        front_end,
+        TARGET_VOCAB,
+        dim=args.dim,
+        hidden=args.hidden,
+        heads=args.heads,
+        encoder_layers=args.encoder_layers,
+        decoder_layers=args.decoder_layers,
+        dropout=args.dropout if args.dropout is not None else (0.5 if is_rnn else 0.1),
+        relative=args.relative,
+        pre_norm=args.norm == "pre",
+    )
+
+
 def _run_baseline(args: argparse.Namespace, context: DistributedContext) -> dict[str, Any]:
     torch.manual_seed(args.seed)
     image_input = args.input == "image"
     datasets = _datasets(args, context)
     symbols = datasets["train"].symbols
-    front_end = build_front_end(args.input, args.dim, vocab_size=len(symbols) + 1, cnn=args.cnn)
-    model = build_seq2seq(
-        args.model,
-        front_end,
-        TARGET_VOCAB,
-        hidden=args.hidden,
-        heads=args.heads,
-        encoder_layers=args.encoder_layers,
-        decoder_layers=args.decoder_layers,
-        dropout=args.dropout,
-        relative=args.relative,
-    )
+    model = build_model(args, source_vocab=len(symbols) + 1)
     is_rnn = args.model.startswith(("gru", "lstm"))
     lr = args.lr if args.lr is not None else (1e-3 if is_rnn else 1e-4)
     name = f"{args.model}_{args.input}"

@@ -14,6 +14,8 @@ from neurosym.perception.cnn import ResNet18, SmallCNN
 
 MODEL_NAMES = ("gru", "lstm", "gru_att", "lstm_att", "transformer", "transformer_rel", "transformer_rel_uni")
 CNN_NAMES = ("small", "resnet18")
+RNN_HIDDEN = 512
+"""Hidden units of the RNN baselines when none are given (the HINT release)."""
 
 
 def build_front_end(
@@ -48,33 +50,38 @@ def build_seq2seq(
     front_end: nn.Module,
     target_vocab: int,
     *,
-    hidden: int = 512,
+    dim: int | None = None,
+    hidden: int | None = None,
     heads: int = 4,
     encoder_layers: int | None = None,
     decoder_layers: int = 1,
     dropout: float = 0.1,
     relative: Literal["xl", "shaw"] = "xl",
+    pre_norm: bool = True,
     bidirectional: bool = False,
 ) -> Seq2Seq:
-    """One of :data:`MODEL_NAMES` over ``front_end`` (whose ``dim`` attribute is the embedding width).
+    """One of :data:`MODEL_NAMES` over ``front_end`` (whose ``dim`` attribute is the embedding size).
 
-    RNNs use ``hidden`` units and 3 encoder layers by default; Transformers use width ``front_end.dim``,
-    feed-forward ``hidden`` and 6 encoder layers by default; ``decoder_layers`` is 1 for both, as in
-    the HINT release. ``bidirectional=True`` gives an RNN a bidirectional encoder (``hidden / 2`` units
-    per direction, see :class:`RNNSeq2Seq`); Transformer encoders see the whole source anyway.
+    RNNs embed tokens at ``front_end.dim``, have ``hidden`` units (default 512) and 3 encoder layers by
+    default. Transformers have width ``dim`` (default ``front_end.dim``; a different width adds a linear
+    map from the embeddings, see :class:`TransformerSeq2Seq`), feed-forward ``hidden`` (default 4 ×
+    width), 6 encoder layers by default, and pre- or post-LayerNorm layers (``pre_norm``; the HINT
+    release is post-norm). ``decoder_layers`` is 1 for both, as in the HINT release.
+    ``bidirectional=True`` gives an RNN a bidirectional encoder (``hidden / 2`` units per direction,
+    see :class:`RNNSeq2Seq`); Transformer encoders see the whole source anyway.
     """
     if name not in MODEL_NAMES:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODEL_NAMES)}")
-    if bidirectional and not name.startswith(("gru", "lstm")):
+    is_rnn = name.startswith(("gru", "lstm"))
+    if bidirectional and not is_rnn:
         raise ValueError(f"bidirectional applies to the RNN encoders, not to {name!r}")
-    dim = front_end.dim
-    if name.startswith(("gru", "lstm")):
+    if is_rnn:
         return RNNSeq2Seq(
             front_end,
             target_vocab,
             cell="gru" if name.startswith("gru") else "lstm",
-            embed_dim=dim,
-            hidden=hidden,
+            embed_dim=front_end.dim,
+            hidden=RNN_HIDDEN if hidden is None else hidden,
             encoder_layers=3 if encoder_layers is None else encoder_layers,
             decoder_layers=decoder_layers,
             dropout=dropout,
@@ -92,4 +99,5 @@ def build_seq2seq(
         dropout=dropout,
         attention="vanilla" if name == "transformer" else relative,
         universal=name == "transformer_rel_uni",
+        pre_norm=pre_norm,
     )

@@ -21,6 +21,11 @@ from neurosym.layers.universal import UniversalTransformer
 from neurosym.models.seq2seq.base import Seq2Seq, check_source
 
 
+def _projection(embed_dim: int, dim: int) -> nn.Module:
+    """``[..., embed_dim]`` -> ``[..., dim]``: a linear layer, or the identity when the sizes agree."""
+    return nn.Identity() if embed_dim == dim else nn.Linear(embed_dim, dim)
+
+
 @dataclass
 class TransformerDecoderState:
     """Greedy-decoding state: the encoded source, the tokens fed so far, and the layer caches."""
@@ -32,13 +37,19 @@ class TransformerDecoderState:
 
 
 class TransformerSeq2Seq(Seq2Seq):
-    """Encoder–decoder Transformer over a source front end producing ``[B, S, dim]``.
+    """Encoder–decoder Transformer over a source front end producing ``[B, S, front_end.dim]``.
+
+    ``dim`` is the model width (default ``front_end.dim``). When it differs from the front end's
+    embedding size ``E = front_end.dim``, source embeddings ``[B, S, E]`` and target embeddings
+    ``[B, T, E]`` are mapped to ``[.., dim]`` by a linear layer each, as in the HINT release
+    (embeddings of 128 in a Transformer of width 512).
 
     ``attention="vanilla"`` adds sinusoidal absolute positions to source and target embeddings;
     ``"xl"``/``"shaw"`` use relative self-attention and no absolute positions. ``universal=True``
     replaces the encoder stack by one layer applied ``encoder_layers`` times
-    (:class:`~neurosym.layers.universal.UniversalTransformer`); the decoder keeps ``decoder_layers``
-    separate layers (the HINT configuration has a single one).
+    (:class:`~neurosym.layers.universal.UniversalTransformer`, with a step embedding before every
+    application when ``step_embedding=True``; the HINT release has none); the decoder keeps
+    ``decoder_layers`` separate layers (the HINT configuration has a single one).
     """
 
     def __init__(
@@ -46,7 +57,7 @@ class TransformerSeq2Seq(Seq2Seq):
         front_end: nn.Module,
         target_vocab: int,
         *,
-        dim: int = 256,
+        dim: int | None = None,
         heads: int = 4,
         ff_dim: int | None = None,
         encoder_layers: int = 6,
@@ -54,25 +65,30 @@ class TransformerSeq2Seq(Seq2Seq):
         dropout: float = 0.1,
         attention: AttentionKind = "vanilla",
         universal: bool = False,
+        step_embedding: bool = False,
         pre_norm: bool = True,
         max_rel_pos: int = 15,
     ) -> None:
         super().__init__()
+        embed_dim = front_end.dim
+        dim = dim or embed_dim
         ff_dim = ff_dim or 4 * dim
         options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos)
         self.front_end = front_end
         self.target_vocab = target_vocab
         self.dim = dim
+        self.source_projection = _projection(embed_dim, dim)
         self.positions = SinusoidalPositionalEncoding(dim) if attention == "vanilla" else None
         if universal:
             layer = TransformerEncoderLayer(dim, heads, ff_dim, dropout, **options)
-            self.encoder: nn.Module = UniversalTransformer(layer, encoder_layers)
+            self.encoder: nn.Module = UniversalTransformer(layer, encoder_layers, step_embedding)
             self.encoder_norm: nn.Module = nn.LayerNorm(dim) if pre_norm else nn.Identity()
         else:
             self.encoder = TransformerEncoder(dim, encoder_layers, heads, ff_dim, dropout, **options)
             self.encoder_norm = nn.Identity()
         self.decoder = TransformerDecoder(dim, decoder_layers, heads, ff_dim, dropout, **options)
-        self.target_embedding = nn.Embedding(target_vocab, dim)
+        self.target_embedding = nn.Embedding(target_vocab, embed_dim)
+        self.target_projection = _projection(embed_dim, dim)
         self.dropout = Dropout(dropout)
         self.output = nn.Linear(dim, target_vocab)
 
@@ -84,13 +100,13 @@ class TransformerSeq2Seq(Seq2Seq):
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         """``src`` -> memory ``[B, S, dim]``."""
         check_source(src, src_mask)
-        hidden = self.encoder(self._embed(self.front_end(src, src_mask)), src_mask)
+        hidden = self.encoder(self._embed(self.source_projection(self.front_end(src, src_mask))), src_mask)
         if isinstance(self.encoder, UniversalTransformer):
             hidden = hidden.hidden
         return self.encoder_norm(hidden)
 
     def _decode(self, tgt: torch.Tensor, state: TransformerDecoderState, offset: int) -> torch.Tensor:
-        embedded = self._embed(self.target_embedding(tgt), offset)
+        embedded = self._embed(self.target_projection(self.target_embedding(tgt)), offset)
         hidden = self.decoder(embedded, state.memory, memory_padding_mask=state.memory_padding_mask, cache=state.cache)
         return self.output(hidden)
 
