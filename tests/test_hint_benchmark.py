@@ -160,9 +160,16 @@ def test_default_rnn_is_the_hint_release_configuration() -> None:
 
 def test_model_size_options_reach_the_model() -> None:
     args = _defaults("--embedding", "32", "--dim", "64", "--hidden", "96", "--heads", "4", "--norm", "pre",
-                     "--dropout", "0.2", "--encoder-layers", "2")
+                     "--dropout", "0.2", "--encoder-layers", "2", "--step-embedding")
     model = hint.build_model(args, source_vocab=17)
-    assert model.front_end.dim == 32 and model.dim == 64 and model.encoder.depth == 2
+    assert model.front_end.dim == 32 and model.dim == 64 and model.encoder.depth == 2 and model.encoder.step_embedding
     assert model.encoder.layer.self_attention.heads == 4 and model.encoder.layer.feed_forward[0].out_features == 96
     assert model.encoder.layer.attention_block.pre_norm
     assert {m.p for m in model.modules() if isinstance(m, torch.nn.Dropout)} == {0.2}
+
+
+def test_training_defaults_are_the_hint_release_schedule() -> None:
+    """100k steps of 128, validation every 1,000 steps, early stopping after 50 evaluations without gain."""
+    args = _defaults()
+    assert (args.batch_size, args.eval_every, args.patience, args.clip) == (128, 1000, 50, 5.0)
+    assert hint.DEFAULT_STEPS["seq2seq"] == 100_000

@@ -26,7 +26,7 @@ def released_folder(root: Path) -> Path:
     return root
 
 
-def test_runner_trains_scores_and_resumes(tmp_path):
+def test_runner_trains_and_scores_every_model(tmp_path):
     data, out = released_folder(tmp_path / "data"), tmp_path / "out"
     argv = ["mathematics", "--quick", "--data-root", str(data), "--modules", "arithmetic__mixed", "arithmetic__div",
             "--device", "cpu", "--out", str(out)]  # fmt: skip

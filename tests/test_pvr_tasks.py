@@ -189,6 +189,20 @@ def test_sequential_images_and_split_sources(mnist):
         DigitBank.from_mnist(mnist, "valid")
 
 
+@pytest.mark.parametrize("split", ["train", "test"])
+def test_a_digit_bank_draws_only_images_of_its_own_split(mnist, split):
+    """Images drawn from the train bank are train images of the right class, never test images (the fake
+    splits share their labels but not their noise), and the other way round."""
+    own, other = (mnist.train_images, mnist.test_images) if split == "train" else (mnist.test_images, mnist.train_images)
+    own_labels = mnist.train_labels if split == "train" else mnist.test_labels
+    classes = np.tile(np.arange(10), 5)
+    drawn = DigitBank.from_mnist(mnist, split).draw(classes, np.random.default_rng(4))
+    for image, digit in zip(drawn, classes):
+        matches = (own == image).all(axis=(1, 2))
+        assert matches.any() and (own_labels[matches] == digit).all()
+        assert not (other == image).all(axis=(1, 2)).any()
+
+
 def test_three_by_three_grid_with_custom_pointer_table(mnist):
     rule = PVRRule(9, (7, 6, 5, 4, 3, 2, 1, 0, 0, 0), pointer_position=4)  # centre cell points outwards
     images, digits, labels = VisualPVR(DigitBank.from_mnist(mnist, "test"), rule, grid=3, block=30).sample(

@@ -124,6 +124,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--norm", choices=("post", "pre"), default="post", help="LayerNorm after (HINT release) or before each sub-layer"
     )
+    parser.add_argument(
+        "--step-embedding",
+        action="store_true",
+        help="transformer_rel_uni: add a sinusoidal step embedding before every application of the shared layer "
+        "(not in the HINT release)",
+    )
     parser.add_argument("--encoder-layers", type=positive_int, default=None, help="encoder depth (default: 3 RNNs, 6 Transformers)")
     parser.add_argument("--decoder-layers", type=positive_int, default=1, help="decoder depth")
     parser.add_argument(
@@ -139,7 +145,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cnn", choices=CNN_NAMES, default="resnet18", help="image window encoder (image input)")
     parser.add_argument("--clip", type=positive_float, default=5.0, help="gradient-norm clipping threshold")
     parser.add_argument("--eval-every", type=positive_int, default=1000, help="steps between validation evaluations")
-    parser.add_argument("--patience", type=positive_int, default=10, help="evaluations without improvement before stopping")
+    parser.add_argument(
+        "--patience", type=positive_int, default=50, help="evaluations without improvement before stopping (HINT release: 50)"
+    )
     parser.add_argument("--eval-batch-size", type=positive_int, default=256, help="batch size of greedy decoding")
     parser.add_argument("--num-workers", type=non_negative_int, default=0, help="data-loading worker processes")
     parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
@@ -238,6 +246,7 @@ def build_model(args: argparse.Namespace, source_vocab: int) -> Seq2Seq:
         dropout=args.dropout if args.dropout is not None else (0.5 if is_rnn else 0.1),
         relative=args.relative,
         pre_norm=args.norm == "pre",
+        step_embedding=args.step_embedding,
     )
 
 

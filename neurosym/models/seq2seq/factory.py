@@ -58,6 +58,7 @@ def build_seq2seq(
     dropout: float = 0.1,
     relative: Literal["xl", "shaw"] = "xl",
     pre_norm: bool = True,
+    step_embedding: bool = False,
     bidirectional: bool = False,
 ) -> Seq2Seq:
     """One of :data:`MODEL_NAMES` over ``front_end`` (whose ``dim`` attribute is the embedding size).
@@ -66,7 +67,8 @@ def build_seq2seq(
     default. Transformers have width ``dim`` (default ``front_end.dim``; a different width adds a linear
     map from the embeddings, see :class:`TransformerSeq2Seq`), feed-forward ``hidden`` (default 4 ×
     width), 6 encoder layers by default, and pre- or post-LayerNorm layers (``pre_norm``; the HINT
-    release is post-norm). ``decoder_layers`` is 1 for both, as in the HINT release.
+    release is post-norm); ``step_embedding`` adds a step signal before every application of the shared
+    layer of ``transformer_rel_uni`` (the release has none). ``decoder_layers`` is 1 for both, as in the HINT release.
     ``bidirectional=True`` gives an RNN a bidirectional encoder (``hidden / 2`` units per direction,
     see :class:`RNNSeq2Seq`); Transformer encoders see the whole source anyway.
     """
@@ -99,5 +101,6 @@ def build_seq2seq(
         dropout=dropout,
         attention="vanilla" if name == "transformer" else relative,
         universal=name == "transformer_rel_uni",
+        step_embedding=step_embedding,
         pre_norm=pre_norm,
     )
