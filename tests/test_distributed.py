@@ -221,6 +221,19 @@ def test_a_second_sigint_interrupts_at_once() -> None:
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(), reason="signal handlers need the main thread")
+@pytest.mark.parametrize(("first", "second"), [(signal.SIGTERM, signal.SIGTERM), (signal.SIGINT, signal.SIGTERM)])
+def test_a_second_sigterm_exits_at_once_with_status_143(first: signal.Signals, second: signal.Signals) -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with StopRequests() as stops:
+        signal.raise_signal(first)
+        assert stops.reason() == first.name
+        with pytest.raises(SystemExit) as exit_:
+            signal.raise_signal(second)
+    assert exit_.value.code == 143
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
 def test_bad_time_limits_are_refused() -> None:
     with pytest.raises(ValueError, match="time_limit must be None or at least 0 seconds"):
         TrainConfig(max_steps=1, batch_size=1, time_limit=-1.0)

@@ -61,8 +61,9 @@ class TrainingInterrupted(Exception):
 class StopRequests:
     """While open (``with StopRequests(limit) as stops``), SIGINT and SIGTERM ask the loop to stop instead of
     ending the process, and so does the passing of ``time_limit`` seconds after opening; :meth:`reason` says
-    whether and why a stop was asked for. A second SIGINT while a stop is pending raises
-    ``KeyboardInterrupt`` at once. Signal handlers are installed from the main thread only (elsewhere only
+    whether and why a stop was asked for. A second signal while a stop is pending ends the work at once:
+    SIGINT raises ``KeyboardInterrupt``, SIGTERM ``SystemExit(143)`` (a scheduler's grace period may end
+    before a long step or evaluation does). Signal handlers are installed from the main thread only (elsewhere only
     the time limit applies) and the previous ones are restored on closing."""
 
     def __init__(self, time_limit: float | None = None):
@@ -84,8 +85,10 @@ class StopRequests:
         self._previous.clear()
 
     def _request(self, number: int, frame: FrameType | None) -> None:
-        if self._signal is not None and number == signal.SIGINT:
-            raise KeyboardInterrupt
+        if self._signal is not None:
+            if number == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise SystemExit(128 + number)
         self._signal = signal.Signals(number).name
 
     def reason(self) -> str | None:
