@@ -19,7 +19,7 @@ def make(kind: str, **kwargs) -> MultiheadAttention:
     if kind == "vanilla":
         return MultiheadAttention(DIM, HEADS, **kwargs).eval()
     module = RelativeMultiheadAttention(DIM, HEADS, relative=kind, **kwargs).eval()
-    if kind == "xl":  # non-zero biases so that u and v are exercised
+    if kind in ("xl", "xl_clipped"):  # non-zero biases so that u and v are exercised
         torch.nn.init.normal_(module.content_bias)
         torch.nn.init.normal_(module.position_bias)
     return module
@@ -34,7 +34,8 @@ def reference(module: MultiheadAttention, x: torch.Tensor, causal: bool) -> torc
     for i in range(length):
         for j in range(length):
             if isinstance(module, RelativeMultiheadAttention) and module.relative == "xl":
-                r = module.distance_proj(sinusoid_table(torch.tensor([i - j]), module.position_dim))[0].view(module.heads, d)
+                distance = max(-module.max_rel_pos, min(module.max_rel_pos, i - j)) if module.clipped else i - j
+                r = module.distance_proj(sinusoid_table(torch.tensor([distance]), module.position_dim))[0].view(module.heads, d)
                 content = ((q[:, :, i] + module.content_bias) * k[:, :, j]).sum(-1)
                 position = ((q[:, :, i] + module.position_bias) * r).sum(-1)
                 scores[:, :, i, j] = content + position
@@ -56,12 +57,15 @@ def reference(module: MultiheadAttention, x: torch.Tensor, causal: bool) -> torc
     return module.out_proj(out.transpose(1, 2).reshape(x.shape[0], length, DIM))
 
 
-@pytest.mark.parametrize("kind", ["vanilla", "xl", "shaw", "shaw-keys-only"])
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw", "shaw-keys-only"])
 @pytest.mark.parametrize("causal", [False, True])
 def test_matches_pairwise_reference(kind: str, causal: bool) -> None:
     if kind.startswith("shaw"):
         module = make("shaw", max_rel_pos=2, shaw_values=kind == "shaw")
         assert (module.distance_values is None) == (kind != "shaw")
+    elif kind == "xl_clipped":
+        module = make(kind, max_rel_pos=2)
+        assert module.relative == "xl" and module.clipped
     else:
         module = make(kind)
     x = torch.randn(2, 6, DIM)
@@ -117,7 +121,7 @@ def test_xl_with_attention_dropout_on_the_cpu_takes_explicit_scores_of_the_same_
 
 @settings(max_examples=15, deadline=None)
 @given(
-    kind=st.sampled_from(["xl", "shaw"]),
+    kind=st.sampled_from(["xl", "xl_clipped", "shaw"]),
     length=st.integers(1, 7),
     shift=st.integers(1, 20),
     causal=st.booleans(),
@@ -147,7 +151,7 @@ def test_absolute_positions_would_break_the_shift_test() -> None:
     assert not torch.allclose(plain, shifted, atol=1e-3)
 
 
-@pytest.mark.parametrize("kind", ["vanilla", "xl", "shaw"])
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])
 def test_causal_attention_never_sees_the_future(kind: str) -> None:
     module = make(kind)
     x = torch.randn(2, 7, DIM, requires_grad=True)
@@ -158,7 +162,7 @@ def test_causal_attention_never_sees_the_future(kind: str) -> None:
         assert gradient[:, : t + 1].abs().sum() > 0
 
 
-@pytest.mark.parametrize("kind", ["vanilla", "xl", "shaw"])
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])
 def test_padding_keys_get_no_attention(kind: str) -> None:
     module = make(kind)
     x = torch.randn(1, 5, DIM)
@@ -170,7 +174,7 @@ def test_padding_keys_get_no_attention(kind: str) -> None:
     )
 
 
-@pytest.mark.parametrize("kind", ["vanilla", "xl", "shaw"])
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])
 def test_incremental_self_attention_equals_full(kind: str) -> None:
     module = make(kind)
     x = torch.randn(3, 6, DIM)
@@ -192,12 +196,34 @@ def test_cross_attention_cache_projects_memory_once() -> None:
     torch.testing.assert_close(torch.cat([first, second], 1), module(query, memory))
 
 
-def test_shaw_clips_long_distances() -> None:
-    """Beyond ``max_rel_pos`` every distance shares one embedding, so far keys are interchangeable."""
-    module = make("shaw", max_rel_pos=1)
+@pytest.mark.parametrize("kind", ["shaw", "xl_clipped"])
+def test_clipped_encodings_make_far_keys_interchangeable(kind: str) -> None:
+    """Beyond ``max_rel_pos`` every distance shares one encoding, so far keys are interchangeable; without
+    the clip (unclipped XL) they are not."""
     x = torch.randn(1, 6, DIM)
     swapped = x[:, [0, 1, 2, 3, 5, 4]]  # positions 4 and 5 are both > 1 away from query 0
+    module = make(kind, max_rel_pos=1)
     torch.testing.assert_close(module(x)[:, 0], module(swapped)[:, 0], atol=1e-6, rtol=1e-5)
+    unclipped = make("xl")
+    assert not torch.allclose(unclipped(x)[:, 0], unclipped(swapped)[:, 0], atol=1e-4)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_clipped_xl_beyond_the_sequence_length_is_xl(causal: bool) -> None:
+    """With the clip at or beyond the longest distance, clipped XL (explicit per-distance scores) and XL
+    (the product-of-sinusoids form) are the same function of the same parameters, gradients included."""
+    xl = make("xl")
+    clipped = RelativeMultiheadAttention(DIM, HEADS, relative="xl_clipped", max_rel_pos=5).eval()
+    clipped.load_state_dict(xl.state_dict())
+    x = torch.randn(2, 6, DIM, requires_grad=True)
+    padding = torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
+    out_xl = xl(x, key_padding_mask=padding, causal=causal)
+    out_clipped = clipped(x, key_padding_mask=padding, causal=causal)
+    torch.testing.assert_close(out_clipped, out_xl, atol=1e-5, rtol=1e-4)
+    grad_xl = torch.autograd.grad(out_xl.square().sum(), [x, *xl.parameters()])
+    grad_clipped = torch.autograd.grad(out_clipped.square().sum(), [x, *clipped.parameters()])
+    for expected, got in zip(grad_xl, grad_clipped, strict=True):
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=1e-4)
 
 
 def test_bad_inputs_raise_clear_errors() -> None:
@@ -215,7 +241,7 @@ def test_bad_inputs_raise_clear_errors() -> None:
         module(x, key_padding_mask=torch.tensor([[False] * 4, [True] * 4]))
     with pytest.raises(ValueError, match="multiple of heads"):
         MultiheadAttention(10, 4)
-    with pytest.raises(ValueError, match="'xl' or 'shaw'"):
+    with pytest.raises(ValueError, match="'xl', 'xl_clipped' or 'shaw', got 'rope'"):
         RelativeMultiheadAttention(DIM, HEADS, relative="rope")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="positive even"):
         sinusoid_table(torch.arange(3), 5)

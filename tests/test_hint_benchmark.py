@@ -135,7 +135,8 @@ def _defaults(*argv: str) -> argparse.Namespace:
 
 def test_default_transformer_is_the_hint_release_configuration() -> None:
     """``sweeps/transformer.yaml`` of the HINT release: embeddings 128, width 512, 8 heads, feed-forward
-    4 × 512, post-norm, dropout 0.1, one layer applied 6 times without step embeddings, 1 decoder layer."""
+    4 × 512, post-norm, dropout 0.1, XL attention with distances clipped at 15, one layer applied 6 times
+    without step embeddings, 1 decoder layer."""
     model = hint.build_model(_defaults(), source_vocab=17)
     assert model.front_end.dim == 128 and model.dim == 512
     assert (model.source_projection.in_features, model.source_projection.out_features) == (128, 512)
@@ -143,6 +144,10 @@ def test_default_transformer_is_the_hint_release_configuration() -> None:
     shared = model.encoder.layer
     assert model.encoder.depth == 6 and not model.encoder.step_embedding
     assert shared.self_attention.heads == 8
+    assert shared.self_attention.relative == "xl" and shared.self_attention.clipped
+    assert shared.self_attention.max_rel_pos == 15  # the release's max_rel_pos clips the XL distances
+    decoder_self = model.decoder.layers[0].self_attention
+    assert decoder_self.clipped and decoder_self.max_rel_pos == 15
     assert (shared.feed_forward[0].in_features, shared.feed_forward[0].out_features) == (512, 2048)
     assert not shared.attention_block.pre_norm and not shared.feed_forward_block.pre_norm
     assert isinstance(model.encoder_norm, torch.nn.Identity)

@@ -16,7 +16,7 @@ from neurosym.layers import (
 DIM, HEADS, FF = 16, 4, 32
 
 
-@pytest.mark.parametrize("attention", ["vanilla", "xl", "shaw"])
+@pytest.mark.parametrize("attention", ["vanilla", "xl", "xl_clipped", "shaw"])
 @pytest.mark.parametrize("pre_norm", [True, False])
 def test_cached_decoding_equals_uncached(attention: str, pre_norm: bool) -> None:
     torch.manual_seed(0)
@@ -29,7 +29,7 @@ def test_cached_decoding_equals_uncached(attention: str, pre_norm: bool) -> None
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-6, rtol=1e-5)
 
 
-@pytest.mark.parametrize("attention", ["vanilla", "xl", "shaw"])
+@pytest.mark.parametrize("attention", ["vanilla", "xl", "xl_clipped", "shaw"])
 def test_decoder_is_causal(attention: str) -> None:
     torch.manual_seed(0)
     decoder = TransformerDecoder(DIM, 2, HEADS, FF, 0.0, attention=attention)
@@ -40,7 +40,7 @@ def test_decoder_is_causal(attention: str) -> None:
     assert gradient[:, 3:].abs().sum() == 0 and gradient[:, :3].abs().sum() > 0
 
 
-@pytest.mark.parametrize("attention", ["vanilla", "xl", "shaw"])
+@pytest.mark.parametrize("attention", ["vanilla", "xl", "xl_clipped", "shaw"])
 def test_encoder_ignores_padding_content(attention: str) -> None:
     torch.manual_seed(0)
     encoder = TransformerEncoder(DIM, 2, HEADS, FF, 0.0, attention=attention, pre_norm=False)

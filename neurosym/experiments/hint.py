@@ -138,7 +138,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="dropout of every recurrent layer and sub-layer (default: 0.5 RNNs, 0.1 Transformers)",
     )
-    parser.add_argument("--relative", choices=("xl", "shaw"), default="xl", help="relative position encoding")
+    parser.add_argument(
+        "--relative",
+        choices=("xl_clipped", "xl", "shaw"),
+        default="xl_clipped",
+        help="relative position encoding: Transformer-XL with distances clipped at ±15 (the HINT release), "
+        "unclipped XL, or Shaw's learned vectors per clipped distance",
+    )
     parser.add_argument(
         "--bank", type=_bank, default="default", help="symbol images: 'default' (MNIST + drawn symbols) or an .npz archive"
     )

@@ -12,6 +12,11 @@ Two encodings (selected with ``relative=``):
   ``head_dim + position_dim`` features (values zero-padded to match); without dropout the CPU and CUDA
   kernels never materialise the ``[Tq, Tk]`` scores. With attention dropout on the CPU the same extended
   queries and keys go through the explicit scores instead, for the cheaper CPU dropout mask.
+* ``"xl_clipped"`` — the same with the distance clipped to ``±max_rel_pos`` before the sinusoid,
+  ``r_{clip(i-j)}``, as in the HINT release (``max_rel_pos = 15``): distances beyond the clip, which a
+  model trained on short sequences never sees, all look like the largest one it has seen. The clip breaks
+  the product form above, so the position term is computed per clipped distance (``[B, H, Tq, 2R+1]``)
+  and spread over the ``[Tq, Tk]`` scores by an index gather, like Shaw's.
 * ``"shaw"`` — Shaw et al. (2018): learned vectors per clipped distance ``c = clip(j - i, ±max_rel_pos)``
   are added to the key and (with ``shaw_values=True``, the default, as in the paper) to the value:
   scores ``q_i·k_j + q_i·a^K_c`` and output ``Σ_j α_ij (v_j + a^V_c)``. The value term is computed
@@ -36,7 +41,7 @@ from neurosym.layers.attention import MultiheadAttention
 from neurosym.layers.clipped_relative import banded_kernels_available, clipped_relative_attention
 from neurosym.layers.positional import sinusoid_frequencies
 
-RelativeKind = Literal["xl", "shaw"]
+RelativeKind = Literal["xl", "xl_clipped", "shaw"]
 
 
 class RelativeMultiheadAttention(MultiheadAttention):
@@ -44,8 +49,10 @@ class RelativeMultiheadAttention(MultiheadAttention):
 
     ``forward(query [B, Tq, D], key_value [B, Tk, D] | None, *, key_padding_mask [B, Tk] | None,
     causal=False, cache=None) -> [B, Tq, D]``. Query ``t`` of a call sits at position ``t`` (plus the
-    cache's offset during incremental decoding); key ``j`` at position ``j``. ``max_rel_pos`` and
-    ``shaw_values`` configure ``"shaw"``, ``position_dim`` (even; default ``head_dim``) ``"xl"``.
+    cache's offset during incremental decoding); key ``j`` at position ``j``. ``max_rel_pos`` configures
+    ``"shaw"`` and ``"xl_clipped"``, ``shaw_values`` ``"shaw"``, ``position_dim`` (even; default
+    ``head_dim``) ``"xl"`` and ``"xl_clipped"``. After construction ``relative`` is ``"xl"`` or ``"shaw"``
+    and ``clipped`` says whether XL distances are clipped.
     """
 
     sdpa_dropout = False  # XL with attention dropout on the CPU: explicit scores and the fast dropout mask
@@ -62,15 +69,16 @@ class RelativeMultiheadAttention(MultiheadAttention):
         dropout: float = 0.0,
     ) -> None:
         super().__init__(dim, heads, dropout=dropout)
-        if relative not in ("xl", "shaw"):
-            raise ValueError(f"relative must be 'xl' or 'shaw', got {relative!r}")
+        if relative not in ("xl", "xl_clipped", "shaw"):
+            raise ValueError(f"relative must be 'xl', 'xl_clipped' or 'shaw', got {relative!r}")
         if max_rel_pos < 1:
             raise ValueError(f"max_rel_pos must be at least 1, got {max_rel_pos}")
         if relative == "shaw" and position_dim is not None:
             raise ValueError("position_dim belongs to relative='xl'; Shaw attention learns one vector per distance")
-        self.relative = relative
+        self.clipped = relative == "xl_clipped"
+        self.relative = "xl" if self.clipped else relative
         self.max_rel_pos = max_rel_pos
-        if relative == "xl":
+        if self.relative == "xl":
             self.position_dim = self.head_dim if position_dim is None else position_dim
             if self.position_dim <= 0 or self.position_dim % 2:
                 raise ValueError(f"position_dim must be a positive even number, got {self.position_dim}")
@@ -93,13 +101,15 @@ class RelativeMultiheadAttention(MultiheadAttention):
         key_positions: torch.Tensor,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """XL: ``[q + u, position query]``, ``[k, cos(jω), sin(jω)]`` and ``[v, 0]`` (``head_dim +
-        position_dim`` features each); Shaw: unchanged (its terms are explicit)."""
+        position_dim`` features each); clipped XL: ``q + u`` and ``k, v`` (its position term is explicit);
+        Shaw: unchanged (its terms are explicit)."""
         if self.relative != "xl":
             return q, k, v
+        if self.clipped:
+            return q + rearrange(self.content_bias, "h d -> 1 h 1 d").to(q.dtype), k, v
         batch, heads = q.shape[:2]
         # (q + v)·W_r r_{i-j} = p·[sin((i-j)ω), cos((i-j)ω)] with p = W_rᵀ (q + v) = [p_sin, p_cos]
-        projection = rearrange(self.distance_proj.weight, "(h d) p -> h d p", h=heads).to(q.dtype)
-        p_sin, p_cos = ((q + rearrange(self.position_bias, "h d -> 1 h 1 d").to(q.dtype)) @ projection).chunk(2, -1)
+        p_sin, p_cos = self._position_queries(q).chunk(2, -1)
         frequencies = sinusoid_frequencies(self.position_dim, q.device)
         query_angles = rearrange(query_positions.float(), "q -> q 1") * frequencies
         key_angles = rearrange(key_positions.float(), "k -> k 1") * frequencies
@@ -157,16 +167,29 @@ class RelativeMultiheadAttention(MultiheadAttention):
         settings = {"max_rel_pos": self.max_rel_pos, "scale": self.head_dim**-0.5, "block": self.banded_block}
         return clipped_relative_attention(q, k, v, self.distance_keys.weight, values, causal=causal, **settings)
 
+    def _position_queries(self, q: torch.Tensor) -> torch.Tensor:
+        """XL's ``W_rᵀ (q + v)`` per head: ``q [B, H, Tq, head_dim]`` -> ``[B, H, Tq, position_dim]``, the
+        vector whose dot product with the distance sinusoid ``r_d = [sin(dω), cos(dω)]`` is the position term."""
+        projection = rearrange(self.distance_proj.weight, "(h d) p -> h d p", h=q.shape[1]).to(q.dtype)
+        return (q + rearrange(self.position_bias, "h d -> 1 h 1 d").to(q.dtype)) @ projection
+
     def position_scores(
         self, q: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor, scale: float
     ) -> torch.Tensor | None:
-        """Shaw's key term ``q_i·a^K_{clip(j-i)}`` (scaled) ``[B, H, Tq, Tk]``; ``None`` for XL."""
-        if self.relative != "shaw":
+        """The scaled position term ``[B, H, Tq, Tk]`` computed per clipped distance: Shaw's
+        ``q_i·a^K_{clip(j-i)}``, or clipped XL's ``(q_i + v)·W_r r_{clip(i-j)}``; ``None`` for XL."""
+        if self.relative == "shaw":
+            per_distance = (q * scale) @ self.distance_keys.weight.to(q.dtype).T
+        elif self.clipped:
+            # distances j - i = -R .. R, the order of the Shaw tables; XL's sinusoid takes i - j
+            distances = torch.arange(self.max_rel_pos, -self.max_rel_pos - 1, -1, device=q.device)
+            angles = rearrange(distances.float(), "c -> c 1") * sinusoid_frequencies(self.position_dim, q.device)
+            sinusoids = torch.cat([angles.sin(), angles.cos()], dim=-1).to(q.dtype)
+            per_distance = (self._position_queries(q) * scale) @ sinusoids.T
+        else:
             return None
-        batch, heads = q.shape[:2]
-        per_distance = (q * scale) @ self.distance_keys.weight.to(q.dtype).T
         index = self._clipped_distances(query_positions, key_positions)
-        return per_distance.gather(-1, index.expand(batch, heads, *index.shape))
+        return per_distance.gather(-1, index.expand(*q.shape[:2], *index.shape))
 
     def _clipped_distances(self, query_positions: torch.Tensor, key_positions: torch.Tensor) -> torch.Tensor:
         """Index ``[Tq, Tk]`` of ``clip(j - i, ±max_rel_pos)`` into the Shaw tables (0 .. 2·max_rel_pos)."""

@@ -17,18 +17,20 @@ from neurosym.layers.attention import AttentionCache, MultiheadAttention
 from neurosym.layers.dropout import Dropout
 from neurosym.layers.relative_attention import RelativeMultiheadAttention
 
-AttentionKind = Literal["vanilla", "xl", "shaw"]
+AttentionKind = Literal["vanilla", "xl", "xl_clipped", "shaw"]
 
 
 def make_attention(
     kind: AttentionKind, dim: int, heads: int, *, dropout: float = 0.0, max_rel_pos: int = 15
 ) -> MultiheadAttention:
-    """The attention module named by ``kind``: ``"vanilla"``, ``"xl"`` or ``"shaw"``."""
+    """The attention module named by ``kind``: ``"vanilla"``, or ``"xl"``, ``"xl_clipped"`` or ``"shaw"``
+    (:class:`~neurosym.layers.relative_attention.RelativeMultiheadAttention`; ``max_rel_pos`` clips the
+    distances of the last two)."""
     if kind == "vanilla":
         return MultiheadAttention(dim, heads, dropout=dropout)
-    if kind in ("xl", "shaw"):
+    if kind in ("xl", "xl_clipped", "shaw"):
         return RelativeMultiheadAttention(dim, heads, relative=kind, max_rel_pos=max_rel_pos, dropout=dropout)
-    raise ValueError(f"unknown attention kind {kind!r}: use 'vanilla', 'xl' or 'shaw'")
+    raise ValueError(f"unknown attention kind {kind!r}: use 'vanilla', 'xl', 'xl_clipped' or 'shaw'")
 
 
 class FeedForward(nn.Sequential):

@@ -56,7 +56,7 @@ def build_seq2seq(
     encoder_layers: int | None = None,
     decoder_layers: int = 1,
     dropout: float = 0.1,
-    relative: Literal["xl", "shaw"] = "xl",
+    relative: Literal["xl", "xl_clipped", "shaw"] = "xl",
     pre_norm: bool = True,
     step_embedding: bool = False,
     bidirectional: bool = False,
