@@ -132,3 +132,16 @@ def test_generated_release_reads_back_identically(tmp_path):
     written = load_folder_bank(tmp_path / "symbol_images", size=28)
     test_image = written.images[written.paths == loaded["test"][0].img_paths[0]][0]
     assert abs(int(test_image[14, 14]) - POOL_SHADES["test"]) < 10, "written black on white, read back white on black"
+
+
+def test_a_release_written_over_another_leaves_nothing_of_it(tmp_path):
+    """A second release into the same folder without few-shot splits or images removes the first one's
+    few-shot file and images, and keeps files that are not part of a release."""
+    splits = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
+    write_release(tmp_path, splits, bank=pool_shaded_bank(20), fewshot={"x": {"train": splits["val"], "val": [], "test": []}})
+    (tmp_path / "notes.txt").write_text("mine")
+    assert (tmp_path / "fewshot_dataset.json").is_file() and any((tmp_path / "symbol_images").rglob("*.jpg"))
+    write_release(tmp_path, splits)
+    assert not (tmp_path / "fewshot_dataset.json").exists() and not (tmp_path / "symbol_images").exists()
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+    assert all(record.img_paths is None for record in read_release(tmp_path)["test"])

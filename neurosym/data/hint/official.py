@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -137,10 +138,16 @@ def write_release(
     """Write ``splits`` (and ``fewshot``) in the release's format under ``root``.
 
     With a ``bank``, each split's symbols get images from the pool of the same name (train/val/test)
-    and every image used is written to ``symbol_images/`` as a 45×45 black-on-white JPEG.
+    and every image used is written to ``symbol_images/`` as a 45×45 black-on-white JPEG. What an earlier
+    release in ``root`` left and this one does not write (``fewshot_dataset.json`` without ``fewshot``,
+    ``symbol_images/`` without a ``bank``, images no longer used) is removed, so the folder holds one
+    release; other files in ``root`` are left alone.
     """
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
+    if fewshot is None:
+        (root / FEWSHOT_FILE).unlink(missing_ok=True)
+    shutil.rmtree(root / IMAGE_FOLDER, ignore_errors=True)
     used: set[str] = set()
 
     def prepare(records: Sequence[HintRecord], split: str, salt: int) -> list[dict]:
