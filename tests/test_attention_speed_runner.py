@@ -17,12 +17,13 @@ def test_attention_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> 
     results = json.loads((out / "attention_speed.json").read_text())
     assert (out / "attention_speed.png").stat().st_size > 0
     assert results["position_dim"] == 6
-    assert set(results["attention_seconds"]) == {"vanilla", "xl", "shaw"}
+    assert set(results["attention_seconds"]) == {"vanilla", "xl", "xl_clipped", "shaw"}
     for times in results["attention_seconds"].values():
         assert set(times) == {"4", "8"} and all(t > 0 for t in times.values())
     assert results["decoding_speedup"] > 0
     assert results["rounds"] == 2
-    assert "XL / vanilla" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| XL / vanilla" in printed and "clipped XL / vanilla" in printed
 
 
 def test_attention_speed_rejects_bad_rounds(tmp_path, capsys) -> None:

@@ -2,7 +2,8 @@
 
 Part 1 times one forward and backward pass of self-attention (``[B, T, D]``) at several sequence
 lengths for :class:`~neurosym.layers.MultiheadAttention` (fused ``scaled_dot_product_attention``) and
-:class:`~neurosym.layers.RelativeMultiheadAttention` in its two encodings; the goal is relative
+:class:`~neurosym.layers.RelativeMultiheadAttention` in its encodings (XL, XL with clipped distances,
+Shaw); the goal is relative
 attention within 2× of vanilla. Part 2 times greedy decoding of 10 result digits by a relative
 universal Transformer with and without the key/value cache. Times are medians of
 :class:`torch.utils.benchmark.Timer` runs (CUDA is synchronised; CPU runs use ``--threads``).
@@ -25,7 +26,8 @@ from neurosym.models.seq2seq import build_front_end, build_seq2seq
 from neurosym.training import resolve_device
 from neurosym.training.device import autocast_enabled
 
-ATTENTIONS = ("vanilla", "xl", "shaw")
+ATTENTIONS = ("vanilla", "xl", "xl_clipped", "shaw")
+RELATIVE_NAMES = {"xl": "XL", "xl_clipped": "clipped XL", "shaw": "Shaw"}
 DIGITS = 10
 
 
@@ -57,7 +59,7 @@ def _attention_step(kind: str, length: int, args: argparse.Namespace, device: to
     if kind == "vanilla":
         module = MultiheadAttention(args.dim, args.heads)
     else:
-        position_dim = args.position_dim if kind == "xl" else None
+        position_dim = args.position_dim if kind.startswith("xl") else None
         module = RelativeMultiheadAttention(args.dim, args.heads, relative=kind, position_dim=position_dim)
     module.to(device)
     x = torch.randn(batch, length, args.dim, device=device, requires_grad=True)
@@ -95,10 +97,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     decoding = fastest_of_rounds(decoders, args.rounds, args.min_time, args.threads, "decoding")
     rows = [
         [length, *(1000 * attention[kind][length] for kind in ATTENTIONS),
-         attention["xl"][length] / attention["vanilla"][length], attention["shaw"][length] / attention["vanilla"][length]]
+         *(attention[kind][length] / attention["vanilla"][length] for kind in RELATIVE_NAMES)]
         for length in args.lengths
     ]
-    headers = ["length", "vanilla SDPA (ms)", "relative XL (ms)", "relative Shaw (ms)", "XL / vanilla", "Shaw / vanilla"]
+    headers = ["length", "vanilla SDPA (ms)", *(f"relative {name} (ms)" for name in RELATIVE_NAMES.values())]
+    headers += [f"{name} / vanilla" for name in RELATIVE_NAMES.values()]
     where = f"{device}, batch {batch}, dim {args.dim}, {args.heads} heads, forward + backward"
     print(f"Self-attention ({where})")
     print(format_table(headers, rows))
