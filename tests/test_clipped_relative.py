@@ -1,4 +1,5 @@
-"""Banded Shaw attention (band explicit, tails in the fused causal kernel) against the explicit scores."""
+"""Banded clipped relative attention (band explicit, tails in the fused causal kernel) against the explicit
+scores: Shaw's, and Transformer-XL's with clipped distances."""
 
 from __future__ import annotations
 
@@ -16,14 +17,25 @@ DIM, HEADS = 16, 2
 
 
 def explicit_and_blocked(
-    max_rel_pos: int, length: int, causal: bool, values: bool, dtype: torch.dtype = torch.float64, gain: float = 1.0
+    max_rel_pos: int,
+    length: int,
+    causal: bool,
+    values: bool,
+    dtype: torch.dtype = torch.float64,
+    gain: float = 1.0,
+    kind: str = "shaw",
 ) -> tuple[RelativeMultiheadAttention, RelativeMultiheadAttention, torch.Tensor]:
-    """The same Shaw module twice: one always blocked, one always explicit; and an input ``[2, T, DIM]``."""
+    """The same module (Shaw with or without ``values``, or clipped XL) twice: one always blocked, one always
+    explicit; and an input ``[2, T, DIM]``. Clipped XL gets random biases ``u`` and ``v`` (zeros at init)."""
     torch.manual_seed(length + 100 * max_rel_pos)
-    blocked = RelativeMultiheadAttention(DIM, HEADS, relative="shaw", max_rel_pos=max_rel_pos, shaw_values=values)
+    options = {"shaw_values": values} if kind == "shaw" else {}
+    blocked = RelativeMultiheadAttention(DIM, HEADS, relative=kind, max_rel_pos=max_rel_pos, **options)
     with torch.no_grad():
         blocked.query_proj.weight.mul_(gain)
         blocked.key_value_proj.weight.mul_(gain)
+        if kind == "xl_clipped":
+            blocked.content_bias.normal_()
+            blocked.position_bias.normal_()
     blocked = blocked.to(dtype)
     blocked.banded_min_length = 0
     explicit = copy.deepcopy(blocked)
@@ -43,18 +55,20 @@ def outputs_and_gradients(module: RelativeMultiheadAttention, x: torch.Tensor, c
     extra=st.integers(0, 3),
     causal=st.booleans(),
     values=st.booleans(),
+    kind=st.sampled_from(["shaw", "xl_clipped"]),
 )
-def test_blocked_equals_explicit(max_rel_pos: int, length: int, extra: int, causal: bool, values: bool) -> None:
-    blocked, explicit, x = explicit_and_blocked(max_rel_pos, length, causal, values)
+def test_blocked_equals_explicit(max_rel_pos: int, length: int, extra: int, causal: bool, values: bool, kind: str) -> None:
+    blocked, explicit, x = explicit_and_blocked(max_rel_pos, length, causal, values, kind=kind)
     blocked.banded_block = 2 * max_rel_pos + extra  # small blocks: short sequences have several, and tails
     for got, want in zip(outputs_and_gradients(blocked, x, causal), outputs_and_gradients(explicit, x, causal)):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
 
 
+@pytest.mark.parametrize("kind", ["shaw", "xl_clipped"])
 @pytest.mark.parametrize("causal", [False, True])
-def test_default_blocks_at_the_hint_clipping_distance(causal: bool) -> None:
+def test_default_blocks_at_the_hint_clipping_distance(causal: bool, kind: str) -> None:
     """``max_rel_pos = 15`` (the HINT code's), the default block, 300 positions: ten blocks and long tails."""
-    blocked, explicit, x = explicit_and_blocked(15, 300, causal, True)
+    blocked, explicit, x = explicit_and_blocked(15, 300, causal, True, kind=kind)
     for got, want in zip(outputs_and_gradients(blocked, x, causal), outputs_and_gradients(explicit, x, causal)):
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
 
@@ -69,11 +83,12 @@ def test_causal_banded_attention_never_sees_the_future() -> None:
         assert gradient[:, : t + 1].abs().max() > 0
 
 
+@pytest.mark.parametrize("kind", ["shaw", "xl_clipped"])
 @pytest.mark.parametrize("gain", [1.0, 30.0, 300.0])
-def test_blocked_holds_extreme_scores_in_range(gain: float) -> None:
+def test_blocked_holds_extreme_scores_in_range(gain: float, kind: str) -> None:
     """Scores hundreds of nats apart (tails far above the window) still merge exactly: float32 blocked
     and explicit attention agree with float64 explicit attention to the same precision."""
-    blocked, explicit, x = explicit_and_blocked(3, 60, False, True, dtype=torch.float32, gain=gain)
+    blocked, explicit, x = explicit_and_blocked(3, 60, False, True, dtype=torch.float32, gain=gain, kind=kind)
     blocked.banded_block = 6
     reference = copy.deepcopy(explicit).double()
     want = reference(x.detach().double())
@@ -87,7 +102,8 @@ def test_blocked_holds_extreme_scores_in_range(gain: float) -> None:
     assert torch.isfinite(gradient).all()
 
 
-def test_module_uses_blocks_from_banded_min_length(monkeypatch) -> None:
+@pytest.mark.parametrize("kind", ["shaw", "xl_clipped"])
+def test_module_uses_blocks_from_banded_min_length(monkeypatch, kind: str) -> None:
     calls = []
 
     def spy(*args, **kwargs):
@@ -95,7 +111,7 @@ def test_module_uses_blocks_from_banded_min_length(monkeypatch) -> None:
         return clipped_relative_attention(*args, **kwargs)
 
     monkeypatch.setattr("neurosym.layers.relative_attention.clipped_relative_attention", spy)
-    module = RelativeMultiheadAttention(DIM, HEADS, relative="shaw").eval()
+    module = RelativeMultiheadAttention(DIM, HEADS, relative=kind).eval()
     module.banded_min_length = 50
     module(torch.randn(1, 49, DIM))
     module(torch.randn(1, 60, DIM))
@@ -160,3 +176,41 @@ def test_errors() -> None:
     meta = torch.empty(1, 1, 8, 4, device="meta")
     with pytest.raises(ValueError, match="runs on the CPU"):
         clipped_relative_attention(meta, meta, meta, table, None, max_rel_pos=3, scale=0.5)
+
+
+def test_xl_without_clipping_never_takes_the_banded_path(monkeypatch) -> None:
+    """Unclipped XL has no clipped tails: it stays in the fused kernel whatever the length."""
+    monkeypatch.setattr("neurosym.layers.relative_attention.clipped_relative_attention", None)
+    module = RelativeMultiheadAttention(DIM, HEADS, relative="xl").eval()
+    module.banded_min_length = 0
+    assert module(torch.randn(1, 40, DIM)).shape == (1, 40, DIM)
+
+
+def test_per_head_tables_and_bias_equal_a_loop_over_heads() -> None:
+    """Tables ``[H, 2R + 1, d]`` and a bias ``[H, 2R + 1]`` act on each head as that head's own shared
+    tables would, with the bias added to the scaled scores of its distances (checked per head by the
+    naive formula), gradients of every input included."""
+    torch.manual_seed(4)
+    heads, length, d, reach, scale = 3, 23, 4, 2, 0.7
+    q, k, v = (torch.randn(2, heads, length, d, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    keys, values = (torch.randn(heads, 2 * reach + 1, d, dtype=torch.float64, requires_grad=True) for _ in range(2))
+    bias = torch.randn(heads, 2 * reach + 1, dtype=torch.float64, requires_grad=True)
+    got = clipped_relative_attention(q, k, v, keys, values, max_rel_pos=reach, scale=scale, score_bias=bias, block=4)
+    positions = torch.arange(length)
+    index = (positions[None] - positions[:, None]).clamp(-reach, reach) + reach  # [Tq, Tk]: clip(j - i) + R
+    scores = scale * (q @ k.mT + torch.einsum("bhid,hijd->bhij", q, keys[:, index])) + bias[:, index]
+    weights = scores.softmax(-1)
+    want = weights @ v + torch.einsum("bhij,hijd->bhid", weights, values[:, index])
+    torch.testing.assert_close(got, want)
+    inputs = [q, k, v, keys, values, bias]
+    cotangent = torch.randn_like(want)
+    for g, w in zip(torch.autograd.grad(got, inputs, cotangent), torch.autograd.grad(want, inputs, cotangent)):
+        torch.testing.assert_close(g, w)
+
+
+def test_table_and_bias_shapes_are_checked() -> None:
+    q = torch.randn(1, 2, 8, 4)
+    with pytest.raises(ValueError, match=r"key_table must have shape \[7, 4\] or \[2, 7, 4\], got \[2, 7, 3\]"):
+        clipped_relative_attention(q, q, q, torch.randn(2, 7, 3), None, max_rel_pos=3, scale=0.5)
+    with pytest.raises(ValueError, match=r"score_bias must have shape \[2, 7\], got \[7\]"):
+        clipped_relative_attention(q, q, q, torch.randn(7, 4), None, max_rel_pos=3, scale=0.5, score_bias=torch.randn(7))

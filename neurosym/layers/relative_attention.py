@@ -16,16 +16,19 @@ Two encodings (selected with ``relative=``):
   ``r_{clip(i-j)}``, as in the HINT release (``max_rel_pos = 15``): distances beyond the clip, which a
   model trained on short sequences never sees, all look like the largest one it has seen. The clip breaks
   the product form above, so the position term is computed per clipped distance (``[B, H, Tq, 2R+1]``)
-  and spread over the ``[Tq, Tk]`` scores by an index gather, like Shaw's.
+  and spread over the ``[Tq, Tk]`` scores by an index gather, like Shaw's. Rewritten as
+  ``(q_i + u)·(k_j + P_c) + (v - u)·P_c`` with ``P_c = W_r r_c`` per head, it has Shaw's form (keys shifted
+  per clipped distance ``c``) plus a bias per head and distance, so it shares Shaw's banded path below.
 * ``"shaw"`` — Shaw et al. (2018): learned vectors per clipped distance ``c = clip(j - i, ±max_rel_pos)``
   are added to the key and (with ``shaw_values=True``, the default, as in the paper) to the value:
   scores ``q_i·k_j + q_i·a^K_c`` and output ``Σ_j α_ij (v_j + a^V_c)``. The value term is computed
   per distance too: the attention weights are summed per clipped distance (``[B, H, Tq, 2R+1]``)
   and multiplied with the ``a^V`` table.
 
-Shaw's key term is computed once per clipped distance (``[B, H, Tq, 2R+1]``) and spread over the
-``[Tq, Tk]`` grid by an index gather. Long self-attention on the CPU (``banded_min_length`` positions and
-more, no padding or dropout) skips the ``[Tq, Tk]`` grid altogether: see :mod:`neurosym.layers.clipped_relative`.
+The clipped encodings' key terms are computed once per clipped distance (``[B, H, Tq, 2R+1]``) and spread
+over the ``[Tq, Tk]`` grid by an index gather. Their long self-attention on the CPU (``banded_min_length``
+positions and more, no padding or dropout) skips the ``[Tq, Tk]`` grid altogether: see
+:mod:`neurosym.layers.clipped_relative`.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
         self.clipped = relative == "xl_clipped"
         self.relative = "xl" if self.clipped else relative
         self.max_rel_pos = max_rel_pos
+        self.banded_min_length = 512 if self.clipped else 256
         if self.relative == "xl":
             self.position_dim = self.head_dim if position_dim is None else position_dim
             if self.position_dim <= 0 or self.position_dim % 2:
@@ -106,7 +110,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
         if self.relative != "xl":
             return q, k, v
         if self.clipped:
-            return q + rearrange(self.content_bias, "h d -> 1 h 1 d").to(q.dtype), k, v
+            return self._content_queries(q), k, v
         batch, heads = q.shape[:2]
         # (q + v)·W_r r_{i-j} = p·[sin((i-j)ω), cos((i-j)ω)] with p = W_rᵀ (q + v) = [p_sin, p_cos]
         p_sin, p_cos = self._position_queries(q).chunk(2, -1)
@@ -117,7 +121,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
         # sin(a-b) = sin a cos b - cos a sin b;  cos(a-b) = cos a cos b + sin a sin b
         query = torch.cat(
             [
-                q + rearrange(self.content_bias, "h d -> 1 h 1 d").to(q.dtype),
+                self._content_queries(q),
                 p_sin * sin_i + p_cos * cos_i,  # multiplies cos(jω)
                 p_cos * sin_i - p_sin * cos_i,  # multiplies sin(jω)
             ],
@@ -128,9 +132,11 @@ class RelativeMultiheadAttention(MultiheadAttention):
         value = F.pad(v, (0, self.position_dim))
         return query, key, value
 
-    banded_min_length = 256
-    """Shortest Shaw self-attention computed by the banded path; shorter ones use explicit scores, which
-    were faster up to 128 positions on a CPU (``benchmarks/RESULTS.md``)."""
+    banded_min_length: int
+    """Shortest Shaw or clipped-XL self-attention computed by the banded path; shorter ones use explicit
+    scores. Set per instance at construction: 256 for Shaw (explicit scores were faster up to 128
+    positions on a CPU), 512 for clipped XL (its explicit scores carry no value term and were faster up to
+    256 positions; ``benchmarks/RESULTS.md``)."""
     banded_block: int | None = None
     """Queries per band block of the banded path (at least ``2·max_rel_pos``; ``None``: ``default_block``)."""
 
@@ -145,13 +151,13 @@ class RelativeMultiheadAttention(MultiheadAttention):
         causal: bool,
         dropout: float,
     ) -> torch.Tensor:
-        """Shaw self-attention on the CPU of at least :attr:`banded_min_length` positions, without padding,
+        """Shaw and clipped-XL self-attention on the CPU of at least :attr:`banded_min_length` positions, without padding,
         decoding offset or attention dropout, goes through
         :func:`~neurosym.layers.clipped_relative.clipped_relative_attention` (band explicit, tails in the fused
         causal kernel, no ``[T, T]`` scores) where this PyTorch build has that kernel; the rest through the
         explicit scores of the base class."""
         banded = (
-            self.relative == "shaw"
+            (self.relative == "shaw" or self.clipped)
             and q.device.type == "cpu"
             and q.shape[2] >= self.banded_min_length
             and offset == 0
@@ -163,9 +169,20 @@ class RelativeMultiheadAttention(MultiheadAttention):
         if not banded:
             masks = {"key_padding_mask": key_padding_mask, "causal": causal}
             return super().attend(q, k, v, offset=offset, dropout=dropout, **masks)
+        scale = self.head_dim**-0.5
+        settings = {"max_rel_pos": self.max_rel_pos, "scale": scale, "block": self.banded_block, "causal": causal}
+        if self.clipped:
+            # (q + u)·k + (q + v)·P_c = (q + u)·(k + P_c) + (v - u)·P_c: Shaw's form with per-head keys P_c
+            content = self._content_queries(q)
+            keys = self._clipped_distance_keys(q.dtype)
+            bias = scale * torch.einsum("hd,hcd->hc", (self.position_bias - self.content_bias).to(q.dtype), keys)
+            return clipped_relative_attention(content, k, v, keys, None, score_bias=bias, **settings)
         values = None if self.distance_values is None else self.distance_values.weight
-        settings = {"max_rel_pos": self.max_rel_pos, "scale": self.head_dim**-0.5, "block": self.banded_block}
-        return clipped_relative_attention(q, k, v, self.distance_keys.weight, values, causal=causal, **settings)
+        return clipped_relative_attention(q, k, v, self.distance_keys.weight, values, **settings)
+
+    def _content_queries(self, q: torch.Tensor) -> torch.Tensor:
+        """XL's ``q + u``: ``[B, H, Tq, head_dim]``, the queries of the content term ``(q + u)·k``."""
+        return q + rearrange(self.content_bias, "h d -> 1 h 1 d").to(q.dtype)
 
     def _position_queries(self, q: torch.Tensor) -> torch.Tensor:
         """XL's ``W_rᵀ (q + v)`` per head: ``q [B, H, Tq, head_dim]`` -> ``[B, H, Tq, position_dim]``, the
@@ -181,15 +198,21 @@ class RelativeMultiheadAttention(MultiheadAttention):
         if self.relative == "shaw":
             per_distance = (q * scale) @ self.distance_keys.weight.to(q.dtype).T
         elif self.clipped:
-            # distances j - i = -R .. R, the order of the Shaw tables; XL's sinusoid takes i - j
-            distances = torch.arange(self.max_rel_pos, -self.max_rel_pos - 1, -1, device=q.device)
-            angles = rearrange(distances.float(), "c -> c 1") * sinusoid_frequencies(self.position_dim, q.device)
-            sinusoids = torch.cat([angles.sin(), angles.cos()], dim=-1).to(q.dtype)
-            per_distance = (self._position_queries(q) * scale) @ sinusoids.T
+            position_queries = (q + rearrange(self.position_bias, "h d -> 1 h 1 d").to(q.dtype)) * scale
+            per_distance = position_queries @ self._clipped_distance_keys(q.dtype).mT
         else:
             return None
         index = self._clipped_distances(query_positions, key_positions)
         return per_distance.gather(-1, index.expand(*q.shape[:2], *index.shape))
+
+    def _clipped_distance_keys(self, dtype: torch.dtype) -> torch.Tensor:
+        """Clipped XL's ``P_c = W_r r_c`` per head, ``[H, 2R + 1, head_dim]``, for ``c = j - i = -R .. R`` (the
+        order of the Shaw tables; the sinusoid ``r = [sin, cos]`` takes the distance ``i - j``)."""
+        distances = torch.arange(self.max_rel_pos, -self.max_rel_pos - 1, -1, device=self.distance_proj.weight.device)
+        angles = rearrange(distances.float(), "c -> c 1") * sinusoid_frequencies(self.position_dim, distances.device)
+        sinusoids = torch.cat([angles.sin(), angles.cos()], dim=-1)
+        keys = sinusoids.to(self.distance_proj.weight.dtype) @ self.distance_proj.weight.T
+        return rearrange(keys, "c (h d) -> h c d", h=self.heads).to(dtype)
 
     def _clipped_distances(self, query_positions: torch.Tensor, key_positions: torch.Tensor) -> torch.Tensor:
         """Index ``[Tq, Tk]`` of ``clip(j - i, ±max_rel_pos)`` into the Shaw tables (0 .. 2·max_rel_pos)."""
