@@ -12,30 +12,25 @@ The solver is numpy on the CPU, so there is no ``--device`` option.
 from __future__ import annotations
 
 import argparse
-import random
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from tqdm import tqdm
 
+from neurosym.data.hint import MAIN_VOCABULARY, sample_prefix
 from neurosym.experiments.options import non_negative_int, positive_int
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver, execute
-from neurosym.syntax import Node, lark_parser, parse, to_infix
-
-OPERATORS = "+-*/"
+from neurosym.syntax import from_prefix, lark_parser, parse, to_infix
 
 
-def random_expression(n_operators: int, rng: random.Random) -> Node:
-    """A random tree with ``n_operators`` operators, sampled as the HINT generator does."""
-    if n_operators == 0:
-        return Node(str(rng.randrange(10)))
-    left = rng.randrange(n_operators)
-    return Node(
-        rng.choice(OPERATORS),
-        (random_expression(left, rng), random_expression(n_operators - 1 - left, rng)),
-    )
+def random_sentences(n_operators: int, count: int, rng: np.random.Generator) -> list[str]:
+    """``count`` random infix sentences with ``n_operators`` operators, sampled as the HINT generator
+    does (:func:`~neurosym.data.hint.sample_prefix` over the main vocabulary)."""
+    ids = sample_prefix(n_operators, count, MAIN_VOCABULARY, rng)
+    return [to_infix(from_prefix(row)) for row in MAIN_VOCABULARY.symbols[ids].tolist()]
 
 
 def timed(work: Callable[[], object]) -> tuple[float, float]:
@@ -72,12 +67,12 @@ def run(args: argparse.Namespace) -> dict:
     batch_sizes = [b for b in args.batch_sizes if b <= count]
     if not batch_sizes or lark_count > count:
         raise SystemExit("neurosym solver-speed: --batch-sizes needs a size <= --count, and --lark-count must not exceed --count")
-    rng = random.Random(args.seed)
+    rng = np.random.default_rng(args.seed)
     solver = BatchSolver(HINT_SEMANTICS)
     lark_parser()  # build the parser before timing
     runs = []
     for n_operators in args.operators:
-        sentences = [to_infix(random_expression(n_operators, rng)) for _ in range(count)]
+        sentences = random_sentences(n_operators, count, rng)
         expected = lark_answers(sentences[:lark_count])
         if solver.solve(sentences[:lark_count]) != expected:
             raise AssertionError(f"the batch solver disagrees with Lark on n_op={n_operators} expressions")
