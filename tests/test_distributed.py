@@ -242,15 +242,29 @@ def test_bad_time_limits_are_refused() -> None:
 
 
 def test_a_run_checkpointed_without_amp_continues_with_amp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A CPU run's checkpoint (no gradient scaler state) continues where AMP is on, as on a GPU."""
+    """A CPU run's checkpoint (no gradient scaler state) continues where the loss is scaled, as under
+    float16 AMP on a GPU."""
     from neurosym.training import loop
 
     path = tmp_path / "run.pt"
     train(small_model(), regression_data(), mse, TrainConfig(max_steps=2, batch_size=4, checkpoint=path, progress=False), SINGLE)
     assert load_checkpoint(path)["scaler"] == {}
-    monkeypatch.setattr(loop, "autocast_enabled", lambda device: True)
+    monkeypatch.setattr(loop, "autocast_dtype", lambda device: torch.float16)
     result = train(small_model(), regression_data(), mse, TrainConfig(max_steps=4, batch_size=4, checkpoint=path, progress=False), SINGLE)
     assert result.steps == 4 and load_checkpoint(path)["scaler"]["scale"] > 0
+
+
+def test_the_loss_is_scaled_under_float16_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bfloat16 AMP has float32's range: no GradScaler, so the checkpoint holds no scaler state."""
+    from neurosym.training import loop
+
+    path = tmp_path / "run.pt"
+    monkeypatch.setattr(loop, "autocast_dtype", lambda device: torch.bfloat16)
+    train(small_model(), regression_data(), mse, TrainConfig(max_steps=2, batch_size=4, checkpoint=path, progress=False), SINGLE)
+    assert load_checkpoint(path)["scaler"] == {}
+    monkeypatch.setattr(loop, "autocast_dtype", lambda device: torch.float16)
+    train(small_model(), regression_data(), mse, TrainConfig(max_steps=3, batch_size=4, checkpoint=path, progress=False), SINGLE)
+    assert load_checkpoint(path)["scaler"]["scale"] > 0
 
 
 def test_early_stopping_keeps_the_best_weights() -> None:

@@ -9,7 +9,7 @@ import torch
 from neurosym.cli import COMMANDS, build_parser
 from neurosym.data.mnist import load_mnist
 from neurosym.experiments.report import format_table, save_json
-from neurosym.training import load_checkpoint, resolve_device, save_checkpoint
+from neurosym.training import autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
 
 
 def test_resolve_device_auto_and_errors():
@@ -21,6 +21,18 @@ def test_resolve_device_auto_and_errors():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
             resolve_device("cuda")
+
+
+def test_mixed_precision_is_bfloat16_where_the_gpu_has_it_and_off_on_the_cpu(monkeypatch):
+    cpu = torch.device("cpu")
+    assert autocast_dtype(cpu) is None
+    with mixed_precision(cpu):
+        assert not torch.is_autocast_enabled("cpu")
+        assert (torch.ones(2, 2) @ torch.ones(2, 2)).dtype == torch.float32
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: True)
+    assert autocast_dtype(torch.device("cuda")) == torch.bfloat16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: False)
+    assert autocast_dtype(torch.device("cuda")) == torch.float16
 
 
 def test_checkpoint_roundtrip_and_no_partial_files(tmp_path):

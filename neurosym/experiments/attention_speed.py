@@ -24,7 +24,7 @@ from neurosym.experiments.timing import fastest_of_rounds, forward_backward_step
 from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention
 from neurosym.models.seq2seq import build_front_end, build_seq2seq
 from neurosym.training import resolve_device
-from neurosym.training.device import autocast_enabled
+from neurosym.training.device import mixed_precision
 
 ATTENTIONS = ("vanilla", "xl", "xl_clipped", "shaw")
 RELATIVE_NAMES = {"xl": "XL", "xl_clipped": "clipped XL", "shaw": "Shaw"}
@@ -73,7 +73,7 @@ def _decode_step(use_cache: bool, args: argparse.Namespace, device: torch.device
     src_mask = torch.zeros(batch, args.source_length, dtype=torch.bool, device=device)
 
     def step() -> None:
-        with torch.autocast(device.type, enabled=autocast_enabled(device)):
+        with mixed_precision(device):
             # eos = -1 is never emitted, so exactly DIGITS tokens are decoded every time
             model.greedy_decode(src, src_mask, DIGITS, bos=10, eos=-1, use_cache=use_cache)
         if device.type == "cuda":

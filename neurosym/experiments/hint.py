@@ -49,7 +49,7 @@ from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES, Seq2Seq, build_front
 from neurosym.models.seq2seq.factory import RNN_HIDDEN
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
 from neurosym.training import TrainConfig, init_distributed, shutdown_distributed, train
-from neurosym.training.device import autocast_enabled
+from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.stopping import minutes_to_seconds
 
@@ -192,7 +192,7 @@ def exact_match_by_subset(
     correct: dict[str, list[torch.Tensor]] = defaultdict(list)
     for batch in batches:
         src, src_mask, _, tgt_out = (t.to(device) for t in hint_batch(batch, image_input))
-        with torch.autocast(device.type, enabled=autocast_enabled(device)):
+        with mixed_precision(device):
             decoded = model.greedy_decode(src, src_mask, tgt_out.shape[1], BOS, EOS)
         matches = sequence_matches(*align_for_exact_match(decoded, tgt_out, EOS, IGNORE_INDEX)).cpu()
         correct["all"].append(matches)

@@ -48,7 +48,7 @@ from neurosym.semantics.mathematics_arithmetic import (
     answer_question,
 )
 from neurosym.training import DistributedContext, TrainConfig, resolve_device, train
-from neurosym.training.device import autocast_enabled
+from neurosym.training.device import mixed_precision
 from neurosym.training.stopping import minutes_to_seconds
 
 EXTRAPOLATION_MODULES: dict[str, tuple[str, ...]] = {
@@ -341,7 +341,7 @@ def greedy_answers(model: Seq2Seq, questions: Sequence[str], device: torch.devic
     for start in tqdm(range(0, len(questions), batch_size), desc="decoding", unit="batch", leave=False):
         src = pad_sequences([encode(q, eos=True) for q in questions[start : start + batch_size]]).to(device)
         mask = src == PAD
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_enabled(device)):
+        with mixed_precision(device):
             tokens = model.greedy_decode(src, mask, max_len=MAX_ANSWER_LENGTH + 1, bos=BOS, eos=EOS)
         answers.extend(decode(row) for row in tokens.tolist())
     return answers

@@ -10,7 +10,7 @@ from torch import nn
 from torch.utils.benchmark import Timer
 from tqdm.auto import tqdm
 
-from neurosym.training.device import autocast_enabled
+from neurosym.training.device import mixed_precision
 
 
 def median_seconds(step: Callable[[], Any], min_time: float, threads: int) -> float:
@@ -44,7 +44,7 @@ def forward_backward_step(module: nn.Module, x: torch.Tensor, device: torch.devi
     """A closure running one forward and backward pass of ``module`` on ``x`` (AMP on CUDA), synchronised."""
 
     def step() -> None:
-        with torch.autocast(device.type, enabled=autocast_enabled(device)):
+        with mixed_precision(device):
             out = module(x)
         out.float().sum().backward()
         if device.type == "cuda":

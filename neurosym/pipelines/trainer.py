@@ -26,7 +26,7 @@ from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.windows import WindowSource
 from neurosym.training import load_checkpoint, save_checkpoint
-from neurosym.training.device import autocast_enabled
+from neurosym.training.device import mixed_precision
 from neurosym.training.loop import SCHEDULES, check_resumable, schedule_factor
 from neurosym.training.stopping import StopRequests, TrainingInterrupted
 
@@ -141,7 +141,7 @@ def train_pipeline(
             windows, batch_lengths = _windows_on(source, indices, device)
             generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
             windows = random_shift(windows, config.augment_shift, generator)
-            with torch.autocast(device.type, enabled=autocast_enabled(device)):
+            with mixed_precision(device):
                 reading = pipeline.read(windows, batch_lengths)
             batch_targets = targets[indices].tolist()
             if config.learning == "abduction":
@@ -192,7 +192,7 @@ def evaluate_pipeline(
     for start in tqdm(range(0, len(order), batch_size), disable=not progress, desc="evaluate"):
         indices = order[start : start + batch_size]
         windows, lengths = _windows_on(source, indices, device)
-        with torch.no_grad(), torch.autocast(device.type, enabled=autocast_enabled(device)):
+        with torch.no_grad(), mixed_precision(device):
             reading = pipeline.read(windows, lengths)
         for index, sentence, value in zip(indices, reading.sentences, reading.values):
             record = source.records[int(index)]

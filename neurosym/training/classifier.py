@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from neurosym.training.device import autocast_enabled
+from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import TrainConfig, TrainResult, train
 
@@ -83,7 +83,7 @@ def predict(
     model.to(device).eval()
     outputs = []
     for chunk in torch.split(inputs, batch_size):
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast_enabled(device)):
+        with mixed_precision(device):
             outputs.append(model(prepare(chunk.to(device))).argmax(-1).cpu())
     return torch.cat(outputs) if outputs else torch.zeros(0, dtype=torch.long)
 

@@ -25,6 +25,22 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return resolved
 
 
+def autocast_dtype(device: torch.device) -> torch.dtype | None:
+    """The mixed-precision (AMP) dtype on ``device``, ``None`` where AMP is off (the CPU).
+
+    bfloat16 on GPUs that support it (Ampere and newer): float32's range, so no loss scaling. float16 on
+    older GPUs, where :func:`~neurosym.training.train` scales the loss (``GradScaler``)."""
+    if device.type != "cuda":
+        return None
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
 def autocast_enabled(device: torch.device) -> bool:
-    """Whether mixed precision (AMP) should be used on ``device``: on CUDA only."""
-    return device.type == "cuda"
+    """Whether mixed precision (AMP) is used on ``device``: on CUDA only."""
+    return autocast_dtype(device) is not None
+
+
+def mixed_precision(device: torch.device) -> torch.autocast:
+    """The ``torch.autocast`` context of :func:`autocast_dtype` on ``device`` (disabled on the CPU)."""
+    dtype = autocast_dtype(device)
+    return torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)

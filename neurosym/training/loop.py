@@ -28,7 +28,7 @@ from torch.utils.data.distributed import DistributedSampler
 from tqdm.auto import tqdm
 
 from neurosym.training.checkpoint import load_checkpoint, save_checkpoint
-from neurosym.training.device import autocast_enabled
+from neurosym.training.device import autocast_dtype, mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
 from neurosym.training.stopping import TIME_LIMIT, StopRequests, TrainingInterrupted, checked_time_limit
 
@@ -243,8 +243,7 @@ def train(
         wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = make_optimizer(model, config)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate_factor(step, config))
-    amp = autocast_enabled(device)
-    scaler = torch.amp.GradScaler(device.type, enabled=amp)
+    scaler = torch.amp.GradScaler(device.type, enabled=autocast_dtype(device) == torch.float16)
     state = {"step": 0, "best_score": None, "best_step": None, "bad_evaluations": 0, "history": [], "best_model": None}
     saved = load_checkpoint(config.checkpoint, map_location=device) if config.checkpoint else None
     if saved is not None:
@@ -289,7 +288,7 @@ def train(
         while state["step"] < config.max_steps and not stopped_early:
             wrapped.train()
             batch = move_to(next(batches), device)
-            with torch.autocast(device.type, enabled=amp):
+            with mixed_precision(device):
                 loss = loss_fn(wrapped, batch)
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"the training loss became {loss.item()} at step {state['step'] + 1}")

@@ -21,6 +21,7 @@ from tqdm import tqdm
 from neurosym.data.arithmetic import SimpleFunctionData, SubsetLayout, seed_stream
 from neurosym.models.arithmetic import TwoLayerArithmetic
 from neurosym.training import load_checkpoint, save_checkpoint
+from neurosym.training.device import mixed_precision
 from neurosym.training.stopping import StopRequests
 
 
@@ -130,7 +131,7 @@ def train_step(
     model: TwoLayerArithmetic, optimizer: torch.optim.Optimizer, x: Tensor, target: Tensor, step: int, amp: bool
 ) -> None:
     """One Adam step on the summed per-member loss ``MSE + Σ λ(step)·R`` (``x [(S,) B, d]``, ``target [(S,) B, 1]``)."""
-    autocast = torch.autocast(x.device.type) if amp else contextlib.nullcontext()
+    autocast = mixed_precision(x.device) if amp else contextlib.nullcontext()
     with autocast:
         output = model(x)
     squared_error = (output.float() - target).square()
