@@ -293,6 +293,25 @@ def test_bad_configurations_raise_clear_errors() -> None:
         train(small_model(), regression_data(), lambda m, b: torch.tensor(float("nan"), requires_grad=True), TrainConfig(max_steps=1, batch_size=4, progress=False), SINGLE)
 
 
+def test_a_non_finite_loss_between_reads_is_reported_with_its_step(tmp_path: Path) -> None:
+    """With the loss read every 5 steps (as on CUDA), a NaN at step 3 raises at step 5, naming step 3
+    and its value, before any checkpoint holds weights it has updated."""
+    calls = iter(range(100))
+
+    def loss_fn(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        loss = mse(model, batch)
+        return loss * float("nan") if next(calls) == 2 else loss
+
+    path = tmp_path / "run.pt"
+    config = TrainConfig(max_steps=10, batch_size=4, eval_every=10, sync_every=5, checkpoint=path, progress=False)
+    with pytest.raises(FloatingPointError, match="became nan at step 3$"):
+        train(small_model(), regression_data(), loss_fn, config, SINGLE)
+    assert next(calls) == 5  # raised at the fifth step, before its update
+    assert not path.exists()
+    with pytest.raises(ValueError, match="sync_every must be None or at least 1, got 0"):
+        TrainConfig(max_steps=1, batch_size=1, sync_every=0)
+
+
 def test_cosine_schedule_warms_up_then_decays_to_zero() -> None:
     config = TrainConfig(max_steps=10, batch_size=4, schedule="cosine", warmup_steps=2)
     factors = [learning_rate_factor(step, config) for step in range(10)]

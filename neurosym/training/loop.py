@@ -38,6 +38,9 @@ Evaluator = Callable[[nn.Module], float]
 """``evaluate(model) -> score`` (higher is better), called on rank 0 with the unwrapped model."""
 
 
+CUDA_SYNC_EVERY = 50
+"""Steps between host reads of the loss on CUDA when :attr:`TrainConfig.sync_every` is ``None``."""
+
 SCHEDULES = ("constant", "cosine")
 """Learning-rate schedules of :func:`schedule_factor`."""
 
@@ -52,7 +55,10 @@ class TrainConfig:
     decay to zero at ``max_steps``) after ``warmup_steps`` of linear warm-up. Gradients are clipped by
     global norm (``clip_norm``) and/or element-wise by value (``clip_value``); ``None`` turns either off.
     ``time_limit`` (seconds, ``None``: none) ends this call's training early, as SIGINT and SIGTERM do:
-    checkpoint, then :class:`~neurosym.training.stopping.TrainingInterrupted`.
+    checkpoint, then :class:`~neurosym.training.stopping.TrainingInterrupted`. ``sync_every`` is the number
+    of steps between the loop's reads of the loss on the host (progress bar, non-finite check); ``None``:
+    every step on the CPU, every :data:`CUDA_SYNC_EVERY` on CUDA, where each read would stall the queue of
+    kernels. Evaluation and checkpoint steps always read it.
     """
 
     max_steps: int
@@ -74,6 +80,7 @@ class TrainConfig:
     num_workers: int = 0
     progress: bool = True
     time_limit: float | None = None
+    sync_every: int | None = None
 
     def __post_init__(self) -> None:
         if self.optimizer not in ("adam", "sgd"):
@@ -83,6 +90,8 @@ class TrainConfig:
         if self.warmup_steps < 0:
             raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
         checked_time_limit(self.time_limit)
+        if self.sync_every is not None and self.sync_every < 1:
+            raise ValueError(f"sync_every must be None or at least 1, got {self.sync_every}")
 
 
 def schedule_factor(step: int, max_steps: int, schedule: str, warmup_steps: int = 0) -> float:
@@ -98,7 +107,9 @@ def schedule_factor(step: int, max_steps: int, schedule: str, warmup_steps: int 
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
-RESUMABLE_CHANGES = ("max_steps", "eval_every", "patience", "checkpoint", "progress", "num_workers", "time_limit")
+RESUMABLE_CHANGES = (
+    "max_steps", "eval_every", "patience", "checkpoint", "progress", "num_workers", "time_limit", "sync_every"
+)
 """Fields of :class:`TrainConfig` that may differ when a run is resumed (a larger ``max_steps`` continues it)."""
 
 
@@ -284,14 +295,20 @@ def train(
 
     stopped_early = False
     progress = config.progress and context.is_main
+    sync_every = config.sync_every or (1 if device.type == "cpu" else CUDA_SYNC_EVERY)
+    nonfinite = _NonFiniteLoss(device)
     with StopRequests(config.time_limit) as stops, tqdm(total=config.max_steps, initial=state["step"], disable=not progress) as bar:
         while state["step"] < config.max_steps and not stopped_early:
             wrapped.train()
             batch = move_to(next(batches), device)
             with mixed_precision(device):
                 loss = loss_fn(wrapped, batch)
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"the training loss became {loss.item()} at step {state['step'] + 1}")
+            step = state["step"] + 1
+            nonfinite.record(loss, step)
+            checkpointed = step % config.eval_every == 0 or step == config.max_steps
+            if checkpointed or step % sync_every == 0:
+                nonfinite.check()  # before the update: a loss found here never reaches the weights
+                bar.set_postfix(loss=f"{loss.item():.4f}")
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             if config.clip_norm is not None or config.clip_value is not None:
@@ -305,14 +322,13 @@ def train(
             scheduler.step()
             state["step"] += 1
             bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.4f}")
-            checkpointed = state["step"] % config.eval_every == 0 or state["step"] == config.max_steps
             if checkpointed:
                 stopped_early = _evaluate(model, evaluate, config, context, state, loss.item())
                 save()
             reason = _agreed_stop(stops.reason(), context)
             if reason is not None and state["step"] < config.max_steps and not stopped_early:
                 if not checkpointed:
+                    nonfinite.check()  # no checkpoint of weights that a non-finite loss has updated
                     save()
                 if context.is_distributed:
                     dist.barrier()  # no process exits (and gets its peers killed by torchrun) before rank 0 has saved
@@ -320,6 +336,25 @@ def train(
     if state["best_model"] is not None:
         model.load_state_dict(state["best_model"])
     return TrainResult(state["step"], state["best_score"], state["best_step"], stopped_early, state["history"])
+
+
+class _NonFiniteLoss:
+    """The first step whose loss was not finite, kept on the device so that recording it never waits for
+    the device; :meth:`check` reads it (one sync) and raises ``FloatingPointError`` naming that step."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.step = torch.zeros((), dtype=torch.long, device=device)  # 0: every loss so far was finite
+        self.value = torch.zeros((), device=device)
+
+    def record(self, loss: torch.Tensor, step: int) -> None:
+        first = (self.step == 0) & ~torch.isfinite(loss.detach())
+        self.step = torch.where(first, step, self.step)
+        self.value = torch.where(first, loss.detach().float(), self.value)
+
+    def check(self) -> None:
+        step = int(self.step.item())
+        if step:
+            raise FloatingPointError(f"the training loss became {self.value.item()} at step {step}")
 
 
 def _evaluate(
