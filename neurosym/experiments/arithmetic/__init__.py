@@ -100,7 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threshold-samples", type=positive_int, default=1_000_000, help="Monte-Carlo samples per threshold")
     parser.add_argument("--seed", type=int, default=0, help="base seed of the training batches and initialisations")
     parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
-    parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA (off by default: fp16 cannot reach the 1e-8 thresholds)")
+    parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA, bfloat16 where supported (off by default: half precision cannot reach the 1e-8 thresholds)")
     parser.add_argument(
         "--threads", type=non_negative_int, default=0,
         help="CPU threads for torch (0: torch's default, all cores); use 1 on a CPU shared with another job",
