@@ -184,11 +184,15 @@ class RelativeMultiheadAttention(MultiheadAttention):
         """XL's ``q + u``: ``[B, H, Tq, head_dim]``, the queries of the content term ``(q + u)·k``."""
         return q + rearrange(self.content_bias, "h d -> 1 h 1 d").to(q.dtype)
 
+    def _biased_position_queries(self, q: torch.Tensor) -> torch.Tensor:
+        """XL's ``q + v``: ``[B, H, Tq, head_dim]``, the queries of the position term ``(q + v)·W_r r``."""
+        return q + rearrange(self.position_bias, "h d -> 1 h 1 d").to(q.dtype)
+
     def _position_queries(self, q: torch.Tensor) -> torch.Tensor:
         """XL's ``W_rᵀ (q + v)`` per head: ``q [B, H, Tq, head_dim]`` -> ``[B, H, Tq, position_dim]``, the
         vector whose dot product with the distance sinusoid ``r_d = [sin(dω), cos(dω)]`` is the position term."""
         projection = rearrange(self.distance_proj.weight, "(h d) p -> h d p", h=q.shape[1]).to(q.dtype)
-        return (q + rearrange(self.position_bias, "h d -> 1 h 1 d").to(q.dtype)) @ projection
+        return self._biased_position_queries(q) @ projection
 
     def position_scores(
         self, q: torch.Tensor, query_positions: torch.Tensor, key_positions: torch.Tensor, scale: float
@@ -198,8 +202,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
         if self.relative == "shaw":
             per_distance = (q * scale) @ self.distance_keys.weight.to(q.dtype).T
         elif self.clipped:
-            position_queries = (q + rearrange(self.position_bias, "h d -> 1 h 1 d").to(q.dtype)) * scale
-            per_distance = position_queries @ self._clipped_distance_keys(q.dtype).mT
+            per_distance = (self._biased_position_queries(q) * scale) @ self._clipped_distance_keys(q.dtype).mT
         else:
             return None
         index = self._clipped_distances(query_positions, key_positions)

@@ -308,7 +308,8 @@ def train(
             checkpointed = step % config.eval_every == 0 or step == config.max_steps
             if checkpointed or step % sync_every == 0:
                 nonfinite.check()  # before the update: a loss found here never reaches the weights
-                bar.set_postfix(loss=f"{loss.item():.4f}")
+                loss_value = loss.item()
+                bar.set_postfix(loss=f"{loss_value:.4f}")
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             if config.clip_norm is not None or config.clip_value is not None:
@@ -323,7 +324,7 @@ def train(
             state["step"] += 1
             bar.update(1)
             if checkpointed:
-                stopped_early = _evaluate(model, evaluate, config, context, state, loss.item())
+                stopped_early = _evaluate(model, evaluate, config, context, state, loss_value)
                 save()
             reason = _agreed_stop(stops.reason(), context)
             if reason is not None and state["step"] < config.max_steps and not stopped_early:
