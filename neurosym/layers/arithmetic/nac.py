@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -17,7 +19,7 @@ def nac_add(x: Tensor, weight: Tensor, in_features: int) -> Tensor:
     it is always applied, since checking would stall the device."""
     if x.device.type == "cpu":
         out = ensemble_linear(x, weight)
-        if bool(torch.isfinite(out.sum())):
+        if math.isfinite(float(out.detach().sum())):
             return out
     return ensemble_linear(bounded_input(x, in_features), weight)
 

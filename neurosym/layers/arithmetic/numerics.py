@@ -37,6 +37,29 @@ def bounded_input(x: Tensor, in_features: int) -> Tensor:
     return x.clamp(-bound, bound)
 
 
+def clamp_where_needed(x: Tensor, min: float | None = None, max: float | None = None) -> Tensor:
+    """``x.clamp(min, max)`` (any shape), returning ``x`` itself on the CPU when every entry already lies in
+    ``[min, max]``.
+
+    The clamp is then the identity in value and in gradient (``torch.clamp`` passes the gradient at the
+    bounds too), and skipping it saves its backward node, which on a small layer costs more than the
+    layer's product (``benchmarks/RESULTS.md``, layer speed). The check is one reduction read on the host,
+    so accelerators always clamp: reading would stall the device. NaN entries fail the check and clamp.
+    """
+    if x.device.type == "cpu" and x.numel() > 0:
+        values = x.detach()
+        if min is None:
+            inside = float(values.amax()) <= max
+        elif max is None:
+            inside = float(values.amin()) >= min
+        else:
+            low, high = torch.aminmax(values)
+            inside = float(low) >= min and float(high) <= max
+        if inside:
+            return x
+    return x.clamp(min, max)
+
+
 def capped_exp(log_magnitude: Tensor) -> Tensor:
     """``exp(min(z, MAX_LOG_MAGNITUDE))`` element-wise: finite for every input, including ``+inf``."""
-    return torch.exp(log_magnitude.clamp(max=MAX_LOG_MAGNITUDE))
+    return torch.exp(clamp_where_needed(log_magnitude, max=MAX_LOG_MAGNITUDE))
