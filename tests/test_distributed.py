@@ -374,3 +374,12 @@ def test_resuming_with_another_configuration_is_refused_but_more_steps_continue(
     with pytest.raises(ValueError, match="max_steps differ"):
         strict = ("checkpoint", "progress")
         train(small_model(), regression_data(), mse, replace(longer, max_steps=4), SINGLE, resume_may_change=strict)
+
+
+def test_resuming_into_another_model_names_the_checkpoint(tmp_path: Path) -> None:
+    path = tmp_path / "run.pt"
+    config = TrainConfig(max_steps=2, batch_size=4, checkpoint=path, progress=False)
+    train(small_model(), regression_data(), mse, config, SINGLE)
+    other = nn.Sequential(nn.Linear(4, 8, bias=False), nn.Tanh(), nn.Linear(8, 1))  # no first bias
+    with pytest.raises(ValueError, match="run.pt holds another model .*bias"):
+        train(other, regression_data(), mse, replace(config, max_steps=3), SINGLE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.machinery
 import json
+import math
 import sys
 import types
 from pathlib import Path
@@ -15,6 +16,8 @@ import torch
 
 from neurosym.cli import main
 from neurosym.experiments import hint
+from neurosym.layers import MultiheadAttention
+from neurosym.models.seq2seq import TransformerSeq2Seq
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
 from neurosym.training import load_checkpoint, save_checkpoint
 
@@ -178,3 +181,48 @@ def test_training_defaults_are_the_hint_release_schedule() -> None:
     args = _defaults()
     assert (args.batch_size, args.eval_every, args.patience, args.clip) == (128, 1000, 50, 5.0)
     assert hint.DEFAULT_STEPS["seq2seq"] == 100_000
+
+
+def _uniform_bound(weight: torch.Tensor) -> float:
+    """The largest magnitude in ``weight``: for a uniform initialisation, within a fraction of a percent of its bound."""
+    return float(weight.detach().abs().max())
+
+
+def test_default_transformers_are_initialised_and_biased_as_the_hint_release() -> None:
+    """The release (its Transformer code by Csordás et al.): no attention biases; Xavier-uniform feed-forward (ReLU
+    gain on the first layer), absolute-attention (q, k, v, merge) and output weights; its relative attention keeps
+    PyTorch's default; Xavier target embeddings and no embedding dropout in the relative models."""
+    torch.manual_seed(0)
+    relative = hint.build_model(_defaults(), source_vocab=17)
+    vanilla = hint.build_model(_defaults("--model", "transformer"), source_vocab=17)
+    for model in (relative, vanilla):
+        attentions = [m for m in model.modules() if isinstance(m, MultiheadAttention)]
+        assert attentions and all(
+            p is None for m in attentions for p in (m.query_proj.bias, m.key_value_proj.bias, m.out_proj.bias)
+        )
+    feed_forward = relative.encoder.layer.feed_forward
+    assert _uniform_bound(feed_forward[0].weight) == pytest.approx(math.sqrt(2) * math.sqrt(6 / (512 + 2048)), rel=0.01)
+    assert _uniform_bound(feed_forward[-1].weight) == pytest.approx(math.sqrt(6 / (512 + 2048)), rel=0.01)
+    cross = relative.decoder.layers[0].cross_attention
+    keys, values = cross.key_value_proj.weight.chunk(2)
+    for weight in (cross.query_proj.weight, keys, values, cross.out_proj.weight):
+        assert _uniform_bound(weight) == pytest.approx(math.sqrt(6 / 1024), rel=0.01)
+    relative_self = relative.encoder.layer.self_attention
+    assert _uniform_bound(relative_self.query_proj.weight) == pytest.approx(1 / math.sqrt(512), rel=0.01)  # PyTorch's
+    vocab = relative.output.out_features
+    assert _uniform_bound(relative.output.weight) == pytest.approx(math.sqrt(6 / (512 + vocab)), rel=0.05)
+    assert _uniform_bound(relative.target_embedding.weight) <= math.sqrt(6 / (vocab + 128))
+    assert _uniform_bound(vanilla.target_embedding.weight) > 1.5  # N(0, 1), as the release's vanilla model
+    assert isinstance(relative.dropout, torch.nn.Identity) and not isinstance(vanilla.dropout, torch.nn.Identity)
+
+
+def test_pytorch_initialisation_biases_and_embedding_dropout_on_request() -> None:
+    torch.manual_seed(0)
+    model = hint.build_model(_defaults("--init", "torch", "--attention-bias", "--embedding-dropout"), source_vocab=17)
+    cross = model.decoder.layers[0].cross_attention
+    assert cross.query_proj.bias is not None and model.encoder.layer.self_attention.out_proj.bias is not None
+    assert _uniform_bound(cross.query_proj.weight) == pytest.approx(1 / math.sqrt(512), rel=0.01)
+    assert _uniform_bound(model.encoder.layer.feed_forward[-1].weight) == pytest.approx(1 / math.sqrt(2048), rel=0.01)
+    assert not isinstance(model.dropout, torch.nn.Identity)
+    with pytest.raises(ValueError, match="unknown init"):
+        TransformerSeq2Seq(model.front_end, 10, init="xavier")

@@ -146,6 +146,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "unclipped XL, or Shaw's learned vectors per clipped distance",
     )
     parser.add_argument(
+        "--init",
+        choices=("release", "torch"),
+        default="release",
+        help="Transformer initialisation: the HINT release's (Xavier-uniform feed-forward, absolute-attention and "
+        "output weights) or PyTorch's defaults",
+    )
+    parser.add_argument(
+        "--attention-bias",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="biases in the Transformers' attention projections (the HINT release has none)",
+    )
+    parser.add_argument(
+        "--embedding-dropout",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="dropout on the Transformers' input embeddings (default: as the HINT release, only in the vanilla "
+        "transformer, where it follows the absolute positions)",
+    )
+    parser.add_argument(
         "--bank", type=_bank, default="default", help="symbol images: 'default' (MNIST + drawn symbols) or an .npz archive"
     )
     parser.add_argument("--cnn", choices=CNN_NAMES, default="resnet18", help="image window encoder (image input)")
@@ -237,7 +257,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def build_model(args: argparse.Namespace, source_vocab: int) -> Seq2Seq:
     """The baseline ``args.model`` as the command line configures it (defaults: the HINT release,
     ``sweeps/transformer.yaml`` and ``rnn.yaml``: embeddings of 128; Transformers of width 512, 8 heads,
-    feed-forward 2,048, post-norm, dropout 0.1; RNNs of 512 units, dropout 0.5)."""
+    feed-forward 2,048, post-norm, dropout 0.1, the release's initialisation, attention projections
+    without biases, no embedding dropout in the relative models; RNNs of 512 units, dropout 0.5)."""
     is_rnn = args.model.startswith(("gru", "lstm"))
     front_end = build_front_end(args.input, args.embedding, vocab_size=source_vocab, cnn=args.cnn)
     return build_seq2seq(
@@ -253,6 +274,9 @@ def build_model(args: argparse.Namespace, source_vocab: int) -> Seq2Seq:
         relative=args.relative,
         pre_norm=args.norm == "pre",
         step_embedding=args.step_embedding,
+        attention_bias=args.attention_bias,
+        embedding_dropout=args.model == "transformer" if args.embedding_dropout is None else args.embedding_dropout,
+        init=args.init,
     )
 
 

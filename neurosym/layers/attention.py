@@ -36,7 +36,8 @@ class AttentionCache:
 
 
 class MultiheadAttention(nn.Module):
-    """Scaled dot-product attention with ``heads`` heads over model dimension ``dim``.
+    """Scaled dot-product attention with ``heads`` heads over model dimension ``dim``; ``bias=False`` builds
+    the query, key/value and output projections without biases (as the HINT release does).
 
     ``forward(query [B, Tq, D], key_value [B, Tk, D] | None, *, key_padding_mask [B, Tk] | None,
     causal=False, cache=None) -> [B, Tq, D]``. ``key_value=None`` means self-attention. In
@@ -49,7 +50,7 @@ class MultiheadAttention(nn.Module):
     attention). Subclasses that set it False take the explicit scores there, whose dropout mask
     (:func:`neurosym.layers.dropout.dropout`) costs a fraction of SDPA's CPU ``bernoulli_``."""
 
-    def __init__(self, dim: int, heads: int, *, dropout: float = 0.0) -> None:
+    def __init__(self, dim: int, heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
         if dim <= 0 or heads <= 0 or dim % heads:
             raise ValueError(f"dim ({dim}) must be a positive multiple of heads ({heads})")
@@ -59,9 +60,9 @@ class MultiheadAttention(nn.Module):
         self.heads = heads
         self.head_dim = dim // heads
         self.dropout = dropout
-        self.query_proj = nn.Linear(dim, dim)
-        self.key_value_proj = nn.Linear(dim, 2 * dim)
-        self.out_proj = nn.Linear(dim, dim)
+        self.query_proj = nn.Linear(dim, dim, bias=bias)
+        self.key_value_proj = nn.Linear(dim, 2 * dim, bias=bias)
+        self.out_proj = nn.Linear(dim, dim, bias=bias)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``[B, T, D] -> [B, heads, T, head_dim]``."""

@@ -70,8 +70,9 @@ class RelativeMultiheadAttention(MultiheadAttention):
         shaw_values: bool = True,
         position_dim: int | None = None,
         dropout: float = 0.0,
+        bias: bool = True,
     ) -> None:
-        super().__init__(dim, heads, dropout=dropout)
+        super().__init__(dim, heads, dropout=dropout, bias=bias)
         if relative not in ("xl", "xl_clipped", "shaw"):
             raise ValueError(f"relative must be 'xl', 'xl_clipped' or 'shaw', got {relative!r}")
         if max_rel_pos < 1:

@@ -21,15 +21,15 @@ AttentionKind = Literal["vanilla", "xl", "xl_clipped", "shaw"]
 
 
 def make_attention(
-    kind: AttentionKind, dim: int, heads: int, *, dropout: float = 0.0, max_rel_pos: int = 15
+    kind: AttentionKind, dim: int, heads: int, *, dropout: float = 0.0, max_rel_pos: int = 15, bias: bool = True
 ) -> MultiheadAttention:
     """The attention module named by ``kind``: ``"vanilla"``, or ``"xl"``, ``"xl_clipped"`` or ``"shaw"``
     (:class:`~neurosym.layers.relative_attention.RelativeMultiheadAttention`; ``max_rel_pos`` clips the
-    distances of the last two)."""
+    distances of the last two); ``bias`` gives its query, key/value and output projections biases."""
     if kind == "vanilla":
-        return MultiheadAttention(dim, heads, dropout=dropout)
+        return MultiheadAttention(dim, heads, dropout=dropout, bias=bias)
     if kind in ("xl", "xl_clipped", "shaw"):
-        return RelativeMultiheadAttention(dim, heads, relative=kind, max_rel_pos=max_rel_pos, dropout=dropout)
+        return RelativeMultiheadAttention(dim, heads, relative=kind, max_rel_pos=max_rel_pos, dropout=dropout, bias=bias)
     raise ValueError(f"unknown attention kind {kind!r}: use 'vanilla', 'xl', 'xl_clipped' or 'shaw'")
 
 
@@ -56,7 +56,8 @@ class _Residual(nn.Module):
 
 
 class TransformerEncoderLayer(nn.Module):
-    """Self-attention then feed-forward, each in a residual block.
+    """Self-attention then feed-forward, each in a residual block (``attention_bias=False``: attention
+    projections without biases).
 
     ``forward(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]`` (``True`` marks padding).
     """
@@ -71,10 +72,13 @@ class TransformerEncoderLayer(nn.Module):
         attention: AttentionKind = "vanilla",
         pre_norm: bool = True,
         max_rel_pos: int = 15,
+        attention_bias: bool = True,
     ) -> None:
         super().__init__()
         self.dim = dim
-        self.self_attention = make_attention(attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos)
+        self.self_attention = make_attention(
+            attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias
+        )
         self.feed_forward = FeedForward(dim, ff_dim, dropout)
         self.attention_block = _Residual(dim, dropout, pre_norm)
         self.feed_forward_block = _Residual(dim, dropout, pre_norm)
@@ -109,10 +113,13 @@ class TransformerDecoderLayer(nn.Module):
         attention: AttentionKind = "vanilla",
         pre_norm: bool = True,
         max_rel_pos: int = 15,
+        attention_bias: bool = True,
     ) -> None:
         super().__init__()
-        self.self_attention = make_attention(attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos)
-        self.cross_attention = MultiheadAttention(dim, heads, dropout=dropout)
+        self.self_attention = make_attention(
+            attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias
+        )
+        self.cross_attention = MultiheadAttention(dim, heads, dropout=dropout, bias=attention_bias)
         self.feed_forward = FeedForward(dim, ff_dim, dropout)
         self.self_block = _Residual(dim, dropout, pre_norm)
         self.cross_block = _Residual(dim, dropout, pre_norm)
@@ -151,11 +158,12 @@ class _LayerStack(nn.Module):
         attention: AttentionKind = "vanilla",
         pre_norm: bool = True,
         max_rel_pos: int = 15,
+        attention_bias: bool = True,
     ) -> None:
         super().__init__()
         if depth < 1:
             raise ValueError(f"depth must be at least 1, got {depth}")
-        options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos)
+        options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos, attention_bias=attention_bias)
         self.layers = nn.ModuleList(self.layer_type(dim, heads, ff_dim, dropout, **options) for _ in range(depth))
         self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
 
@@ -164,7 +172,7 @@ class TransformerEncoder(_LayerStack):
     """``depth`` independent :class:`TransformerEncoderLayer` s (plus a final LayerNorm when pre-norm).
 
     ``TransformerEncoder(dim, depth, heads, ff_dim, dropout=0.1, *, attention="vanilla", pre_norm=True,
-    max_rel_pos=15)``; ``forward(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]``.
+    max_rel_pos=15, attention_bias=True)``; ``forward(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]``.
     """
 
     layer_type = TransformerEncoderLayer

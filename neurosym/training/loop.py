@@ -259,7 +259,13 @@ def train(
     saved = load_checkpoint(config.checkpoint, map_location=device) if config.checkpoint else None
     if saved is not None:
         check_resumable(saved["config"], config, resume_may_change, config.checkpoint)
-        model.load_state_dict(saved["model"])
+        try:
+            model.load_state_dict(saved["model"])
+        except RuntimeError as error:
+            raise ValueError(
+                f"the checkpoint {config.checkpoint} holds another model (other sizes or options): "
+                f"{' '.join(str(error).split())}; train it with the options it was written with, or start afresh"
+            ) from None
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
         if saved["scaler"]:  # empty when written without AMP (on the CPU): a CPU run continues on a GPU afresh here

@@ -60,6 +60,9 @@ def build_seq2seq(
     pre_norm: bool = True,
     step_embedding: bool = False,
     bidirectional: bool = False,
+    attention_bias: bool = True,
+    embedding_dropout: bool = True,
+    init: Literal["torch", "release"] = "torch",
 ) -> Seq2Seq:
     """One of :data:`MODEL_NAMES` over ``front_end`` (whose ``dim`` attribute is the embedding size).
 
@@ -70,7 +73,8 @@ def build_seq2seq(
     release is post-norm); ``step_embedding`` adds a step signal before every application of the shared
     layer of ``transformer_rel_uni`` (the release has none). ``decoder_layers`` is 1 for both, as in the HINT release.
     ``bidirectional=True`` gives an RNN a bidirectional encoder (``hidden / 2`` units per direction,
-    see :class:`RNNSeq2Seq`); Transformer encoders see the whole source anyway.
+    see :class:`RNNSeq2Seq`); Transformer encoders see the whole source anyway. ``attention_bias``,
+    ``embedding_dropout`` and ``init`` configure the Transformers (see :class:`TransformerSeq2Seq`).
     """
     if name not in MODEL_NAMES:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODEL_NAMES)}")
@@ -103,4 +107,7 @@ def build_seq2seq(
         universal=name == "transformer_rel_uni",
         step_embedding=step_embedding,
         pre_norm=pre_norm,
+        attention_bias=attention_bias,
+        embedding_dropout=embedding_dropout,
+        init=init,
     )

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
 
 import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.attention import MultiheadAttention
 from neurosym.layers.dropout import Dropout
 from neurosym.layers.positional import SinusoidalPositionalEncoding
 from neurosym.layers.transformer import (
     AttentionKind,
     DecoderLayerCache,
+    FeedForward,
     TransformerDecoder,
     TransformerEncoder,
     TransformerEncoderLayer,
@@ -50,6 +53,11 @@ class TransformerSeq2Seq(Seq2Seq):
     (:class:`~neurosym.layers.universal.UniversalTransformer`, with a step embedding before every
     application when ``step_embedding=True``; the HINT release has none); the decoder keeps
     ``decoder_layers`` separate layers (the HINT configuration has a single one).
+
+    ``attention_bias=False`` builds every attention projection without biases, ``embedding_dropout=False``
+    feeds the embeddings to the stacks without dropout, and ``init="release"`` re-initialises the weights
+    as the HINT release does (:meth:`release_initialisation_`); the release has all three, with embedding
+    dropout only where absolute positions are added. The defaults are PyTorch's.
     """
 
     def __init__(
@@ -68,12 +76,17 @@ class TransformerSeq2Seq(Seq2Seq):
         step_embedding: bool = False,
         pre_norm: bool = True,
         max_rel_pos: int = 15,
+        attention_bias: bool = True,
+        embedding_dropout: bool = True,
+        init: Literal["torch", "release"] = "torch",
     ) -> None:
         super().__init__()
+        if init not in ("torch", "release"):
+            raise ValueError(f"unknown init {init!r}: use 'torch' or 'release'")
         embed_dim = front_end.dim
         dim = dim or embed_dim
         ff_dim = ff_dim or 4 * dim
-        options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos)
+        options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos, attention_bias=attention_bias)
         self.front_end = front_end
         self.target_vocab = target_vocab
         self.dim = dim
@@ -89,8 +102,29 @@ class TransformerSeq2Seq(Seq2Seq):
         self.decoder = TransformerDecoder(dim, decoder_layers, heads, ff_dim, dropout, **options)
         self.target_embedding = nn.Embedding(target_vocab, embed_dim)
         self.target_projection = _projection(embed_dim, dim)
-        self.dropout = Dropout(dropout)
+        self.dropout = Dropout(dropout) if embedding_dropout else nn.Identity()
         self.output = nn.Linear(dim, target_vocab)
+        if init == "release":
+            self.release_initialisation_()
+
+    @torch.no_grad()
+    def release_initialisation_(self) -> None:
+        """Initialise as the HINT release (its Transformer code, from Csordás et al.) does: Xavier-uniform
+        feed-forward weights (ReLU gain on the first layer), Xavier-uniform query, key, value and output
+        projections of the absolute-position attention modules (the release never re-initialises its
+        relative ones, which keep PyTorch's defaults, as here), a Xavier-uniform output map and, in the
+        relative models, target embedding. Biases, LayerNorms, source embeddings and projections keep
+        PyTorch's initialisation."""
+        for module in self.modules():
+            if isinstance(module, FeedForward):
+                nn.init.xavier_uniform_(module[0].weight, gain=nn.init.calculate_gain("relu"))
+                nn.init.xavier_uniform_(module[-1].weight)
+            elif type(module) is MultiheadAttention:
+                for weight in (module.query_proj.weight, *module.key_value_proj.weight.chunk(2), module.out_proj.weight):
+                    nn.init.xavier_uniform_(weight)
+        nn.init.xavier_uniform_(self.output.weight)
+        if self.positions is None:
+            nn.init.xavier_uniform_(self.target_embedding.weight)
 
     def _embed(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         if self.positions is not None:
