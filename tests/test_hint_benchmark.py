@@ -17,7 +17,7 @@ import torch
 from neurosym.cli import main
 from neurosym.experiments import hint
 from neurosym.layers import MultiheadAttention
-from neurosym.models.seq2seq import TransformerSeq2Seq
+from neurosym.models.seq2seq import BoundaryMarkers, TransformerSeq2Seq
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
 from neurosym.training import load_checkpoint, save_checkpoint
 
@@ -214,6 +214,9 @@ def test_default_transformers_are_initialised_and_biased_as_the_hint_release() -
     assert _uniform_bound(relative.target_embedding.weight) <= math.sqrt(6 / (vocab + 128))
     assert _uniform_bound(vanilla.target_embedding.weight) > 1.5  # N(0, 1), as the release's vanilla model
     assert isinstance(relative.dropout, torch.nn.Identity) and not isinstance(vanilla.dropout, torch.nn.Identity)
+    assert isinstance(relative.front_end, BoundaryMarkers) and isinstance(vanilla.front_end, BoundaryMarkers)
+    plain = hint.build_model(_defaults("--model", "gru", "--no-source-boundaries"), source_vocab=17)
+    assert not isinstance(plain.front_end, BoundaryMarkers)
 
 
 def test_pytorch_initialisation_biases_and_embedding_dropout_on_request() -> None:

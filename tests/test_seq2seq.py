@@ -9,8 +9,10 @@ import torch
 from neurosym.models import build_front_end, build_seq2seq
 from neurosym.models.seq2seq import (
     MODEL_NAMES,
+    BoundaryMarkers,
     ImageWindowFrontEnd,
     RNNSeq2Seq,
+    TokenFrontEnd,
     TransformerSeq2Seq,
 )
 from neurosym.perception.cnn import SmallCNN
@@ -39,10 +41,13 @@ def reversal_batch(size: int = 64, seed: int = 0) -> tuple[torch.Tensor, torch.T
     return src, src_mask, tgt[:, :-1], tgt[:, 1:]
 
 
-def tiny_model(name: str, kind: str = "symbol", encoder_layers: int | None = None, decoder_layers: int = 1) -> torch.nn.Module:
-    """One of :data:`VARIANTS`, 64 hidden units, 32-dimensional embeddings."""
+def tiny_model(
+    name: str, kind: str = "symbol", encoder_layers: int | None = None, decoder_layers: int = 1, boundaries: bool = False
+) -> torch.nn.Module:
+    """One of :data:`VARIANTS`, 64 hidden units, 32-dimensional embeddings (framed by start and end vectors
+    with ``boundaries=True``)."""
     torch.manual_seed(0)
-    front = build_front_end(kind, 32, vocab_size=SOURCE_VOCAB, image_size=16)
+    front = build_front_end(kind, 32, vocab_size=SOURCE_VOCAB, image_size=16, boundaries=boundaries)
     layers = encoder_layers or (2 if name.startswith("transformer") else 1)
     return build_seq2seq(name.removesuffix("_bi"), front, 13, hidden=64, heads=4, encoder_layers=layers,
                          decoder_layers=decoder_layers, dropout=0.0, bidirectional=name.endswith("_bi"))
@@ -206,3 +211,39 @@ def test_equal_embedding_and_width_add_no_projection() -> None:
     extra = 2 * (32 * 64 + 64)  # the two projections
     own = sum(p.numel() for name, p in wider.named_parameters() if "projection" in name)
     assert own == extra
+
+
+def test_boundary_markers_frame_every_source_with_start_and_end() -> None:
+    torch.manual_seed(0)
+    front = BoundaryMarkers(TokenFrontEnd(SOURCE_VOCAB, 4))
+    src = torch.tensor([[3, 4, 5], [6, 7, 0]])
+    src_mask = torch.tensor([[False, False, False], [False, False, True]])
+    framed = front(src, src_mask)
+    assert framed.shape == (2, 5, 4)
+    assert torch.equal(front.output_mask(src_mask), torch.tensor([[False] * 5, [False] * 4 + [True]]))
+    table = front.front_end.embedding.weight
+    for row, length in enumerate((3, 2)):
+        torch.testing.assert_close(framed[row, 0], front.start)
+        torch.testing.assert_close(framed[row, 1 : length + 1], table[src[row, :length]])
+        torch.testing.assert_close(framed[row, length + 1], front.end)
+    assert torch.equal(framed[1, 4], torch.zeros(4))
+    framed.sum().backward()
+    assert torch.equal(front.start.grad, torch.full((4,), 2.0)) and torch.equal(front.end.grad, torch.full((4,), 2.0))
+    with pytest.raises(ValueError, match="right-padded"):
+        front.output_mask(torch.tensor([[True, False, False]]))
+
+
+@pytest.mark.parametrize("name", ["transformer_rel_uni", "transformer", "gru_att", "lstm"])
+def test_framed_sources_ignore_extra_padding_and_decode_alike_with_a_cache(name: str) -> None:
+    src, src_mask, tgt_in, _ = reversal_batch(8, seed=3)
+    model = tiny_model(name, boundaries=True).eval()
+    longer = torch.nn.functional.pad(src, (0, 3))
+    longer_mask = torch.nn.functional.pad(src_mask, (0, 3), value=True)
+    torch.testing.assert_close(model(src, src_mask, tgt_in), model(longer, longer_mask, tgt_in))
+    cached = model.greedy_decode(src, src_mask, max_len=8, bos=BOS, eos=EOS, use_cache=True)
+    assert torch.equal(cached, model.greedy_decode(src, src_mask, max_len=8, bos=BOS, eos=EOS, use_cache=False))
+
+
+def test_a_model_over_framed_sources_overfits_a_batch_of_64() -> None:
+    src, src_mask, tgt_in, tgt_out = reversal_batch()
+    assert overfit(tiny_model("transformer_rel_uni", boundaries=True), src, src_mask, tgt_in, tgt_out, steps=200) == 1.0

@@ -146,6 +146,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "unclipped XL, or Shaw's learned vectors per clipped distance",
     )
     parser.add_argument(
+        "--source-boundaries",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="frame every source with learned start and end vectors, as the HINT release's START and END tokens",
+    )
+    parser.add_argument(
         "--init",
         choices=("release", "torch"),
         default="release",
@@ -258,9 +264,12 @@ def build_model(args: argparse.Namespace, source_vocab: int) -> Seq2Seq:
     """The baseline ``args.model`` as the command line configures it (defaults: the HINT release,
     ``sweeps/transformer.yaml`` and ``rnn.yaml``: embeddings of 128; Transformers of width 512, 8 heads,
     feed-forward 2,048, post-norm, dropout 0.1, the release's initialisation, attention projections
-    without biases, no embedding dropout in the relative models; RNNs of 512 units, dropout 0.5)."""
+    without biases, no embedding dropout in the relative models; RNNs of 512 units, dropout 0.5; every
+    source framed by start and end vectors)."""
     is_rnn = args.model.startswith(("gru", "lstm"))
-    front_end = build_front_end(args.input, args.embedding, vocab_size=source_vocab, cnn=args.cnn)
+    front_end = build_front_end(
+        args.input, args.embedding, vocab_size=source_vocab, cnn=args.cnn, boundaries=args.source_boundaries
+    )
     return build_seq2seq(
         args.model,
         front_end,

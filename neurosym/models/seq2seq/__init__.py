@@ -2,7 +2,7 @@
 
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.factory import CNN_NAMES, MODEL_NAMES, build_front_end, build_seq2seq
-from neurosym.models.seq2seq.front_ends import ImageWindowFrontEnd, TokenFrontEnd
+from neurosym.models.seq2seq.front_ends import BoundaryMarkers, ImageWindowFrontEnd, TokenFrontEnd
 from neurosym.models.seq2seq.rnn import RNNSeq2Seq
 from neurosym.models.seq2seq.transformer import TransformerSeq2Seq
 
@@ -12,6 +12,7 @@ __all__ = [
     "TransformerSeq2Seq",
     "TokenFrontEnd",
     "ImageWindowFrontEnd",
+    "BoundaryMarkers",
     "build_seq2seq",
     "build_front_end",
     "MODEL_NAMES",

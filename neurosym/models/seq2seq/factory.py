@@ -7,7 +7,7 @@ from typing import Literal
 from torch import nn
 
 from neurosym.models.seq2seq.base import Seq2Seq
-from neurosym.models.seq2seq.front_ends import ImageWindowFrontEnd, TokenFrontEnd
+from neurosym.models.seq2seq.front_ends import BoundaryMarkers, ImageWindowFrontEnd, TokenFrontEnd
 from neurosym.models.seq2seq.rnn import RNNSeq2Seq
 from neurosym.models.seq2seq.transformer import TransformerSeq2Seq
 from neurosym.perception.cnn import ResNet18, SmallCNN
@@ -26,9 +26,17 @@ def build_front_end(
     cnn: Literal["small", "resnet18"] = "small",
     image_channels: int = 1,
     image_size: int = 32,
+    boundaries: bool = False,
 ) -> nn.Module:
     """``"symbol"``: a token embedding (needs ``vocab_size``); ``"image"``: a per-window CNN
-    (``"resnet18"`` as in the HINT paper, randomly initialised, or ``"small"`` for CPU work)."""
+    (``"resnet18"`` as in the HINT paper, randomly initialised, or ``"small"`` for CPU work).
+    ``boundaries=True`` frames every source with learned start and end vectors (:class:`BoundaryMarkers`,
+    as the HINT release's START and END tokens)."""
+    front_end = _front_end(kind, dim, vocab_size, cnn, image_channels, image_size)
+    return BoundaryMarkers(front_end) if boundaries else front_end
+
+
+def _front_end(kind: str, dim: int, vocab_size: int | None, cnn: str, image_channels: int, image_size: int) -> nn.Module:
     if kind == "symbol":
         if vocab_size is None:
             raise ValueError("a symbol front end needs vocab_size")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 
@@ -47,3 +48,43 @@ class ImageWindowFrontEnd(nn.Module):
         out[real] = features
         return out
 
+
+
+class BoundaryMarkers(nn.Module):
+    """Frames the sequence of another front end with a learned start and end vector, as the HINT release
+    frames every source with START and END tokens.
+
+    ``forward(src, src_mask [B, S]) -> [B, S + 2, dim]``: the start vector at position 0, the ``n`` real
+    positions of a source at ``1 .. n``, the end vector at ``n + 1``, zeros after it;
+    :meth:`output_mask` gives the matching padding mask ``[B, S + 2]``. Sources must be right-padded (every
+    padding position after every real one). Both vectors are initialised N(0, 1), like embedding rows.
+    """
+
+    def __init__(self, front_end: nn.Module) -> None:
+        super().__init__()
+        self.front_end = front_end
+        self.dim = front_end.dim
+        self.start = nn.Parameter(torch.randn(self.dim))
+        self.end = nn.Parameter(torch.randn(self.dim))
+
+    def output_mask(self, src_mask: torch.Tensor) -> torch.Tensor:
+        """``[B, S]`` source padding -> ``[B, S + 2]`` padding of the framed sequence."""
+        if bool((src_mask[:, :-1] & ~src_mask[:, 1:]).any()):
+            raise ValueError("BoundaryMarkers needs right-padded sources: a real position follows a padding one")
+        positions = torch.arange(src_mask.shape[1] + 2, device=src_mask.device)
+        return positions > (~src_mask).sum(dim=1, keepdim=True) + 1
+
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        body = self.front_end(src, src_mask).masked_fill(src_mask.unsqueeze(-1), 0.0)
+        framed = F.pad(body, (0, 0, 1, 1))  # [B, S + 2, dim]
+        positions = torch.arange(framed.shape[1], device=src_mask.device)
+        end = positions == (~src_mask).sum(dim=1, keepdim=True) + 1  # [B, S + 2]
+        framed = torch.where(end.unsqueeze(-1), self.end.to(framed.dtype), framed)
+        return torch.where((positions == 0).view(1, -1, 1), self.start.to(framed.dtype), framed)
+
+
+def output_mask(front_end: nn.Module, src_mask: torch.Tensor) -> torch.Tensor:
+    """The padding mask of what ``front_end`` returns for sources padded as ``src_mask [B, S]``: the same mask,
+    unless the front end changes the length and says how (an ``output_mask`` method, as :class:`BoundaryMarkers`)."""
+    resize = getattr(front_end, "output_mask", None)
+    return src_mask if resize is None else resize(src_mask)

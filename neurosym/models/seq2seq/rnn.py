@@ -17,6 +17,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from neurosym.layers.additive_attention import AdditiveAttention
 from neurosym.layers.dropout import Dropout
 from neurosym.models.seq2seq.base import Seq2Seq, check_source
+from neurosym.models.seq2seq.front_ends import output_mask
 
 Cell = Literal["gru", "lstm"]
 RecurrentState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
@@ -93,13 +94,14 @@ class RNNSeq2Seq(Seq2Seq):
     def _encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> RNNDecoderState:
         check_source(src, src_mask)
         embedded = self.dropout(self.front_end(src, src_mask))
-        lengths = (~src_mask).sum(dim=1).cpu()
+        mask = output_mask(self.front_end, src_mask)
+        lengths = (~mask).sum(dim=1).cpu()
         packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
         outputs, final = self.encoder(packed)
-        memory, _ = pad_packed_sequence(outputs, batch_first=True, total_length=src.shape[1])
+        memory, _ = pad_packed_sequence(outputs, batch_first=True, total_length=mask.shape[1])
         hidden = self._top_final(final) if self.cell == "gru" else tuple(self._top_final(part) for part in final)
         projected = self.attention.project_keys(memory) if self.attention is not None else None
-        return RNNDecoderState(hidden, memory, projected, src_mask)
+        return RNNDecoderState(hidden, memory, projected, mask)
 
     def _top_final(self, final: torch.Tensor) -> torch.Tensor:
         """Encoder final states ``[layers * directions, B, H]`` -> the top layer's, once per decoder layer.

@@ -22,6 +22,7 @@ from neurosym.layers.transformer import (
 )
 from neurosym.layers.universal import UniversalTransformer
 from neurosym.models.seq2seq.base import Seq2Seq, check_source
+from neurosym.models.seq2seq.front_ends import output_mask
 
 
 def _projection(embed_dim: int, dim: int) -> nn.Module:
@@ -132,9 +133,11 @@ class TransformerSeq2Seq(Seq2Seq):
         return self.dropout(x)
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        """``src`` -> memory ``[B, S, dim]``."""
+        """``src`` -> memory ``[B, S', dim]`` (``S' = S``, or ``S + 2`` with :class:`BoundaryMarkers`; its
+        padding mask is ``output_mask(self.front_end, src_mask)``)."""
         check_source(src, src_mask)
-        hidden = self.encoder(self._embed(self.source_projection(self.front_end(src, src_mask))), src_mask)
+        embedded = self._embed(self.source_projection(self.front_end(src, src_mask)))
+        hidden = self.encoder(embedded, output_mask(self.front_end, src_mask))
         if isinstance(self.encoder, UniversalTransformer):
             hidden = hidden.hidden
         return self.encoder_norm(hidden)
@@ -145,14 +148,14 @@ class TransformerSeq2Seq(Seq2Seq):
         return self.output(hidden)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        state = TransformerDecoderState(self.encode(src, src_mask), src_mask, cache=None)
+        state = TransformerDecoderState(self.encode(src, src_mask), output_mask(self.front_end, src_mask), cache=None)
         return self._decode(tgt_in, state, offset=0)
 
     def start_decoding(
         self, src: torch.Tensor, src_mask: torch.Tensor, *, use_cache: bool = True
     ) -> TransformerDecoderState:
         cache = self.decoder.new_cache() if use_cache else None
-        return TransformerDecoderState(self.encode(src, src_mask), src_mask, cache)
+        return TransformerDecoderState(self.encode(src, src_mask), output_mask(self.front_end, src_mask), cache)
 
     def decode_step(self, state: TransformerDecoderState, tokens: torch.Tensor) -> torch.Tensor:
         state.prefix.append(tokens)
