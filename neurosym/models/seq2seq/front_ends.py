@@ -49,7 +49,6 @@ class ImageWindowFrontEnd(nn.Module):
         return out
 
 
-
 class BoundaryMarkers(nn.Module):
     """Frames the sequence of another front end with a learned start and end vector, as the HINT release
     frames every source with START and END tokens.
