@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -122,3 +124,13 @@ def test_arithmetic_ratios_are_checked_by_argparse(capsys) -> None:
         with pytest.raises(SystemExit) as stopped:
             main(["arithmetic", option, value])
         assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_python_dash_m_neurosym_runs_the_command_line() -> None:
+    def run(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "neurosym", *argv], check=False, capture_output=True, text=True, timeout=120)
+
+    done = run("hint", "--help")
+    assert done.returncode == 0 and "--source-boundaries" in done.stdout
+    bad = run("hint", "--steps", "0")
+    assert bad.returncode == 2 and "--steps" in bad.stderr
