@@ -47,15 +47,8 @@ def clamp_where_needed(x: Tensor, min: float | None = None, max: float | None = 
     so accelerators always clamp: reading would stall the device. NaN entries fail the check and clamp.
     """
     if x.device.type == "cpu" and x.numel() > 0:
-        values = x.detach()
-        if min is None:
-            inside = float(values.amax()) <= max
-        elif max is None:
-            inside = float(values.amin()) >= min
-        else:
-            low, high = torch.aminmax(values)
-            inside = float(low) >= min and float(high) <= max
-        if inside:
+        low, high = torch.aminmax(x.detach())  # NaN anywhere makes both NaN
+        if (min is None or float(low) >= min) and (max is None or float(high) <= max):
             return x
     return x.clamp(min, max)
 

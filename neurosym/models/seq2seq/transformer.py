@@ -135,12 +135,19 @@ class TransformerSeq2Seq(Seq2Seq):
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         """``src`` -> memory ``[B, S', dim]`` (``S' = S``, or ``S + 2`` with :class:`BoundaryMarkers`; its
         padding mask is ``output_mask(self.front_end, src_mask)``)."""
+        return self._encoded(src, src_mask, cache=None).memory
+
+    def _encoded(
+        self, src: torch.Tensor, src_mask: torch.Tensor, cache: list[DecoderLayerCache] | None
+    ) -> TransformerDecoderState:
+        """The encoded source with its padding mask (the front end's, computed once) as a decoder state."""
         check_source(src, src_mask)
+        memory_mask = output_mask(self.front_end, src_mask)
         embedded = self._embed(self.source_projection(self.front_end(src, src_mask)))
-        hidden = self.encoder(embedded, output_mask(self.front_end, src_mask))
+        hidden = self.encoder(embedded, memory_mask)
         if isinstance(self.encoder, UniversalTransformer):
             hidden = hidden.hidden
-        return self.encoder_norm(hidden)
+        return TransformerDecoderState(self.encoder_norm(hidden), memory_mask, cache)
 
     def _decode(self, tgt: torch.Tensor, state: TransformerDecoderState, offset: int) -> torch.Tensor:
         embedded = self._embed(self.target_projection(self.target_embedding(tgt)), offset)
@@ -148,14 +155,13 @@ class TransformerSeq2Seq(Seq2Seq):
         return self.output(hidden)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        state = TransformerDecoderState(self.encode(src, src_mask), output_mask(self.front_end, src_mask), cache=None)
-        return self._decode(tgt_in, state, offset=0)
+        return self._decode(tgt_in, self._encoded(src, src_mask, cache=None), offset=0)
 
     def start_decoding(
         self, src: torch.Tensor, src_mask: torch.Tensor, *, use_cache: bool = True
     ) -> TransformerDecoderState:
         cache = self.decoder.new_cache() if use_cache else None
-        return TransformerDecoderState(self.encode(src, src_mask), output_mask(self.front_end, src_mask), cache)
+        return self._encoded(src, src_mask, cache)
 
     def decode_step(self, state: TransformerDecoderState, tokens: torch.Tensor) -> torch.Tensor:
         state.prefix.append(tokens)
