@@ -108,8 +108,14 @@ def test_a_prediction_without_end_token_is_wrong() -> None:
     assert not torch.equal(decoded, expected)
     with pytest.raises(ValueError, match="max_len >= 3"):
         align_for_exact_match(torch.tensor([[4, 2]]), tgt_out, hint.EOS)
-    with pytest.raises(ValueError, match="right-padded"):
-        teacher_forcing_pair(torch.tensor([[-100, 4]]), hint.BOS, hint.EOS)
+
+
+def test_teacher_forcing_reads_the_tokens_of_a_row_wherever_its_padding_is() -> None:
+    right = teacher_forcing_pair(torch.tensor([[4, 2, -100, -100], [7, 5, 3, 1]]), hint.BOS, hint.EOS)
+    scattered = teacher_forcing_pair(torch.tensor([[-100, 4, -100, 2], [7, 5, 3, 1]]), hint.BOS, hint.EOS)
+    for expected, got in zip(right, scattered):
+        assert torch.equal(got, expected)
+    assert right[1][0].tolist() == [4, 2, hint.EOS, -100, -100]
 
 
 def test_neurosym_model_is_offered_only_when_its_runner_exists(monkeypatch: pytest.MonkeyPatch) -> None:

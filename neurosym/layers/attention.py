@@ -18,6 +18,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.dropout import dropout as functional_dropout
+from neurosym.layers.value_checks import values_are_readable
 
 
 @dataclass
@@ -226,7 +227,7 @@ class MultiheadAttention(nn.Module):
             if key_padding_mask.shape[0] != query.shape[0]:
                 raise ValueError(f"key_padding_mask has batch {key_padding_mask.shape[0]}, query has {query.shape[0]}")
             fully_padded = key_padding_mask.all(dim=1)
-            if fully_padded.any():
+            if values_are_readable(fully_padded) and fully_padded.any():
                 row = int(fully_padded.nonzero()[0, 0])
                 raise ValueError(f"every key of batch element {row} is padding: nothing to attend to")
         if cache is not None and key_value is None and cache.keys is not None and cache.position != cache.keys.shape[2]:

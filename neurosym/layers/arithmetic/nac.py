@@ -7,6 +7,7 @@ import math
 import torch
 from torch import Tensor
 
+from ..value_checks import values_are_readable
 from .base import ArithmeticUnit, ensemble_linear
 from .init import nac_init_
 from .numerics import DEFAULT_EPS, bounded_input, capped_exp
@@ -17,7 +18,7 @@ def nac_add(x: Tensor, weight: Tensor, in_features: int) -> Tensor:
     clamped input of :func:`bounded_input`. On the CPU the clamp (and its backward node, a third of the
     cost of a small layer) is only paid when the plain product did not come out finite; on accelerators
     it is always applied, since checking would stall the device."""
-    if x.device.type == "cpu":
+    if values_are_readable(x):
         out = ensemble_linear(x, weight)
         if math.isfinite(float(out.detach().sum())):
             return out

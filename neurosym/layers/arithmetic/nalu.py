@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ..value_checks import values_are_readable
 from .base import ArithmeticUnit, broadcast_per_member, ensemble_linear, flatten_per_member
 from .init import glorot_uniform_
 from .nac import NAC, NACMul, nac_add, nac_mul
@@ -55,7 +56,7 @@ class NALU(ArithmeticUnit):
         mul_weight = add_weight if self.mul is None else self.mul.weight()
         magnitude = x.abs()
         # one input check guards both sums of x (additive path, gate logits); accelerators always clamp
-        within = x.device.type == "cpu" and (
+        within = values_are_readable(x) and (
             magnitude.numel() == 0 or float(magnitude.detach().amax()) <= input_bound(x.dtype, self.in_features)
         )
         guarded = x if within else bounded_input(x, self.in_features)

@@ -16,6 +16,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ..value_checks import values_are_readable
+
 MAX_LOG_MAGNITUDE = 50.0
 """Largest natural logarithm of an output magnitude (e^50 ≈ 5.2e21); larger results saturate there."""
 
@@ -46,7 +48,7 @@ def clamp_where_needed(x: Tensor, min: float | None = None, max: float | None = 
     layer's product (``benchmarks/RESULTS.md``, layer speed). The check is one reduction read on the host,
     so accelerators always clamp: reading would stall the device. NaN entries fail the check and clamp.
     """
-    if x.device.type == "cpu" and x.numel() > 0:
+    if values_are_readable(x) and x.numel() > 0:
         low, high = torch.aminmax(x.detach())  # NaN anywhere makes both NaN
         if (min is None or float(low) >= min) and (max is None or float(high) <= max):
             return x

@@ -8,6 +8,9 @@ from typing import Any
 import torch
 from torch import nn
 
+from neurosym.layers.value_checks import values_are_readable
+from neurosym.models.seq2seq.padding import real_first
+
 
 class Seq2Seq(nn.Module, ABC):
     """An encoder–decoder mapping a source sequence to target-token logits.
@@ -66,13 +69,18 @@ class Seq2Seq(nn.Module, ABC):
         return torch.stack(emitted, dim=1)
 
 
-def check_source(src: torch.Tensor, src_mask: torch.Tensor) -> None:
-    """Raise a clear error when the source and its padding mask do not fit together."""
+def prepared_source(src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(src, src_mask)`` checked and with every row's real positions first (:func:`real_first`), which is
+    what the encoders and :class:`~neurosym.models.seq2seq.front_ends.BoundaryMarkers` assume; raises a clear
+    error when the two do not fit together, or (where values are readable, see
+    :func:`values_are_readable`) when a source is empty."""
     if src_mask.dtype != torch.bool or src_mask.dim() != 2:
         raise ValueError(f"src_mask must be a bool tensor [batch, length] (True = padding), got {src_mask.dtype} "
                          f"with shape {tuple(src_mask.shape)}")
     if tuple(src.shape[:2]) != tuple(src_mask.shape):
         raise ValueError(f"src {tuple(src.shape)} and src_mask {tuple(src_mask.shape)} disagree on [batch, length]")
-    empty = src_mask.all(dim=1)
-    if bool(empty.any()):
-        raise ValueError(f"source {int(empty.nonzero()[0, 0])} of the batch is empty (all padding)")
+    if values_are_readable(src_mask):
+        empty = src_mask.all(dim=1)
+        if bool(empty.any()):
+            raise ValueError(f"source {int(empty.nonzero()[0, 0])} of the batch is empty (all padding)")
+    return real_first(src, src_mask)

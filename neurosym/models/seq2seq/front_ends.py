@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from neurosym.layers.value_checks import values_are_readable
+
 
 class TokenFrontEnd(nn.Module):
     """Token ids ``[B, S]`` -> embeddings ``[B, S, dim]``."""
@@ -19,10 +21,12 @@ class TokenFrontEnd(nn.Module):
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         if src.dim() != 2 or src.dtype != torch.long:
             raise ValueError(f"token sources must be long tensors [batch, length], got {src.dtype} {tuple(src.shape)}")
-        real = src[~src_mask]
-        if real.numel() and (int(real.min()) < 0 or int(real.max()) >= self.vocab_size):
-            raise ValueError(f"source token ids must lie in [0, {self.vocab_size}), got {int(real.min())}..{int(real.max())}")
-        return self.embedding(src.masked_fill(src_mask, 0))
+        ids = src.masked_fill(src_mask, 0)
+        if values_are_readable(ids) and ids.numel():
+            low, high = (int(bound) for bound in torch.aminmax(ids))
+            if low < 0 or high >= self.vocab_size:
+                raise ValueError(f"source token ids must lie in [0, {self.vocab_size}), got {low}..{high}")
+        return self.embedding(ids)
 
 
 class ImageWindowFrontEnd(nn.Module):
@@ -56,7 +60,10 @@ class BoundaryMarkers(nn.Module):
     ``forward(src, src_mask [B, S]) -> [B, S + 2, dim]``: the start vector at position 0, the ``n`` real
     positions of a source at ``1 .. n``, the end vector at ``n + 1``, zeros after it;
     :meth:`output_mask` gives the matching padding mask ``[B, S + 2]``. Sources must be right-padded (every
-    padding position after every real one). Both vectors are initialised N(0, 1), like embedding rows.
+    padding position after every real one): the seq2seq models bring theirs into that form first
+    (:func:`~neurosym.models.seq2seq.padding.real_first`); other padding raises ``ValueError`` where values
+    are readable (:func:`~neurosym.layers.value_checks.values_are_readable`). Both vectors are initialised
+    N(0, 1), like embedding rows.
     """
 
     def __init__(self, front_end: nn.Module) -> None:
@@ -68,7 +75,7 @@ class BoundaryMarkers(nn.Module):
 
     def output_mask(self, src_mask: torch.Tensor) -> torch.Tensor:
         """``[B, S]`` source padding -> ``[B, S + 2]`` padding of the framed sequence."""
-        if bool((src_mask[:, :-1] & ~src_mask[:, 1:]).any()):
+        if values_are_readable(src_mask) and bool((src_mask[:, :-1] & ~src_mask[:, 1:]).any()):
             raise ValueError("BoundaryMarkers needs right-padded sources: a real position follows a padding one")
         positions = torch.arange(src_mask.shape[1] + 2, device=src_mask.device)
         return positions > (~src_mask).sum(dim=1, keepdim=True) + 1

@@ -16,7 +16,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from neurosym.layers.additive_attention import AdditiveAttention
 from neurosym.layers.dropout import Dropout
-from neurosym.models.seq2seq.base import Seq2Seq, check_source
+from neurosym.models.seq2seq.base import Seq2Seq, prepared_source
 from neurosym.models.seq2seq.front_ends import output_mask
 
 Cell = Literal["gru", "lstm"]
@@ -92,7 +92,7 @@ class RNNSeq2Seq(Seq2Seq):
         self.output = nn.Linear(hidden * (2 if attention else 1), target_vocab)
 
     def _encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> RNNDecoderState:
-        check_source(src, src_mask)
+        src, src_mask = prepared_source(src, src_mask)
         embedded = self.dropout(self.front_end(src, src_mask))
         mask = output_mask(self.front_end, src_mask)
         lengths = (~mask).sum(dim=1).cpu()

@@ -5,22 +5,23 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from neurosym.models.seq2seq.padding import real_first
+
 
 def teacher_forcing_pair(
     sequences: torch.Tensor, bos: int, eos: int, ignore_index: int = -100
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Decoder input and expected output for right-padded target ``sequences [B, K]``.
+    """Decoder input and expected output for padded target ``sequences [B, K]``.
 
-    Padding in ``sequences`` is ``ignore_index``. Returns ``tgt_in [B, K+1]`` = ``bos`` then the tokens
-    (padding replaced by ``eos``; the causal decoder never looks at it for real positions) and
-    ``tgt_out [B, K+1]`` = the tokens, then ``eos``, then ``ignore_index``.
+    Padding in ``sequences`` is ``ignore_index``, anywhere in a row: a row's tokens are read in order with
+    its padding left out (:func:`~neurosym.models.seq2seq.padding.real_first`). Returns ``tgt_in [B, K+1]``
+    = ``bos`` then the tokens (padding replaced by ``eos``; the causal decoder never looks at it for real
+    positions) and ``tgt_out [B, K+1]`` = the tokens, then ``eos``, then ``ignore_index``.
     """
     if sequences.dim() != 2:
         raise ValueError(f"target sequences must have shape [batch, length], got {tuple(sequences.shape)}")
-    padding = sequences == ignore_index
+    sequences, padding = real_first(sequences, sequences == ignore_index)
     lengths = (~padding).sum(dim=1)
-    if bool((padding[:, :-1] & ~padding[:, 1:]).any()):
-        raise ValueError("target sequences must be right-padded: a token follows padding")
     batch = sequences.shape[0]
     tgt_in = torch.cat([sequences.new_full((batch, 1), bos), sequences.masked_fill(padding, eos)], dim=1)
     tgt_out = F.pad(sequences, (0, 1), value=ignore_index)

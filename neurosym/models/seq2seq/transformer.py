@@ -21,7 +21,7 @@ from neurosym.layers.transformer import (
     TransformerEncoderLayer,
 )
 from neurosym.layers.universal import UniversalTransformer
-from neurosym.models.seq2seq.base import Seq2Seq, check_source
+from neurosym.models.seq2seq.base import Seq2Seq, prepared_source
 from neurosym.models.seq2seq.front_ends import output_mask
 
 
@@ -141,7 +141,7 @@ class TransformerSeq2Seq(Seq2Seq):
         self, src: torch.Tensor, src_mask: torch.Tensor, cache: list[DecoderLayerCache] | None
     ) -> TransformerDecoderState:
         """The encoded source with its padding mask (the front end's, computed once) as a decoder state."""
-        check_source(src, src_mask)
+        src, src_mask = prepared_source(src, src_mask)
         memory_mask = output_mask(self.front_end, src_mask)
         embedded = self._embed(self.source_projection(self.front_end(src, src_mask)))
         hidden = self.encoder(embedded, memory_mask)

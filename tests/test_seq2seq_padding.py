@@ -1,0 +1,76 @@
+"""Padding anywhere in a row: :func:`real_first` against a per-row reference, models that read a padded
+source as the sequence of its real positions, and value checks that run on the CPU only."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_seq2seq import BOS, EOS, reversal_batch, tiny_model
+
+from neurosym.models.seq2seq.base import prepared_source
+from neurosym.layers.value_checks import values_are_readable
+from neurosym.models.seq2seq.padding import real_first
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@st.composite
+def padded_rows(draw) -> tuple[torch.Tensor, torch.Tensor]:
+    """``values [B, S, 2]`` and a padding mask ``[B, S]`` with padding anywhere (rows may be all padding)."""
+    batch, length = draw(st.integers(1, 4)), draw(st.integers(1, 7))
+    padding = torch.tensor(draw(st.lists(st.lists(st.booleans(), min_size=length, max_size=length), min_size=batch, max_size=batch)))
+    values = torch.arange(batch * length * 2).reshape(batch, length, 2)
+    return values, padding
+
+
+@settings(max_examples=60, deadline=None)
+@given(padded_rows())
+def test_real_first_moves_each_rows_real_positions_to_its_front_in_order(rows) -> None:
+    values, padding = rows
+    aligned, aligned_padding = real_first(values, padding)
+    for row in range(values.shape[0]):
+        real = values[row][~padding[row]]
+        count = real.shape[0]
+        assert torch.equal(aligned[row, :count], real)
+        assert torch.equal(aligned_padding[row], torch.arange(values.shape[1]) >= count)
+        assert sorted(aligned[row, count:, 0].tolist()) == sorted(values[row][padding[row]][:, 0].tolist())
+
+
+def _scatter_padding(src: torch.Tensor, src_mask: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """The same sources with three padding positions added and every row's positions (real and padding)
+    shuffled among themselves while the real ones keep their order."""
+    src = torch.nn.functional.pad(src, (0, 3))
+    src_mask = torch.nn.functional.pad(src_mask, (0, 3), value=True)
+    moved_src, moved_mask = torch.empty_like(src), torch.empty_like(src_mask)
+    for row in range(src.shape[0]):
+        places = torch.randperm(src.shape[1], generator=generator)
+        real_places = places[: int((~src_mask[row]).sum())].sort().values
+        padding_places = places[real_places.numel() :]
+        moved_src[row, real_places] = src[row][~src_mask[row]]
+        moved_src[row, padding_places] = 7  # any id: padding is never read
+        moved_mask[row, real_places], moved_mask[row, padding_places] = False, True
+    return moved_src, moved_mask
+
+
+@pytest.mark.parametrize("boundaries", [False, True])
+@pytest.mark.parametrize("name", ["transformer_rel_uni", "transformer", "gru_att", "lstm"])
+def test_a_source_means_its_real_positions_wherever_the_padding_is(name: str, boundaries: bool) -> None:
+    src, src_mask, tgt_in, _ = reversal_batch(8, seed=5)
+    moved_src, moved_mask = _scatter_padding(src, src_mask, torch.Generator().manual_seed(0))
+    assert bool((moved_mask[:, :-1] & ~moved_mask[:, 1:]).any())  # some row is not right-padded
+    model = tiny_model(name, boundaries=boundaries).eval()
+    torch.testing.assert_close(model(moved_src, moved_mask, tgt_in), model(src, src_mask, tgt_in))
+    decoded = model.greedy_decode(moved_src, moved_mask, max_len=8, bos=BOS, eos=EOS)
+    assert torch.equal(decoded, model.greedy_decode(src, src_mask, max_len=8, bos=BOS, eos=EOS))
+
+
+def test_value_checks_run_where_reading_values_is_free() -> None:
+    assert values_are_readable(torch.zeros(2))
+    assert not values_are_readable(torch.zeros(2, device="meta"))  # an accelerator's stand-in: no values to read
+    empty = torch.ones(2, 3, dtype=torch.bool)
+    with pytest.raises(ValueError, match="source 0 of the batch is empty"):
+        prepared_source(torch.zeros(2, 3, dtype=torch.long), empty)
+    src, mask = prepared_source(torch.zeros(2, 3, dtype=torch.long, device="meta"), empty.to("meta"))
+    assert src.shape == (2, 3) and mask.shape == (2, 3) and mask.dtype == torch.bool
