@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_seq2seq import BOS, EOS, reversal_batch, tiny_model
 
-from neurosym.models.seq2seq.base import prepared_source
 from neurosym.layers.value_checks import values_are_readable
+from neurosym.models.seq2seq.base import prepared_source
 from neurosym.models.seq2seq.padding import real_first
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -5,14 +5,12 @@ PyTorch's CPU dropout draws its mask with ``bernoulli_``, one Mersenne-Twister d
 (``benchmarks/RESULTS.md``). Here a CPU mask comes from numpy's SFC64 generator instead: 16 random bits
 per element, compared with a threshold, about a quarter of the time. The generator is seeded from
 PyTorch's default generator at every call, so ``torch.manual_seed`` and a checkpointed RNG state
-reproduce the masks as they would PyTorch's own. On other devices :func:`torch.nn.functional.dropout`
-runs unchanged.
+reproduce the masks as they would PyTorch's own. On other devices, and under ``torch.compile`` (which
+fuses the mask into its own kernels, in one graph), :func:`torch.nn.functional.dropout` runs unchanged.
 
 The drop probability is rounded to a multiple of 2⁻¹⁶ (``p = 0.1`` drops with probability
 6554/65536 = 0.100006), and kept elements are scaled by ``1 / (1 − that probability)``, so the
-expectation of the output is exactly the input. The mask is drawn outside PyTorch's operators, so
-``torch.compile`` runs :func:`keep_multiplier` as it is, between compiled graphs (the masks are those of
-eager mode).
+expectation of the output is exactly the input.
 """
 
 from __future__ import annotations
@@ -39,7 +37,6 @@ def _dropped_levels(p: float) -> int:
     return round(_checked(p) * _LEVELS)
 
 
-@torch.compiler.disable  # compiled models call it as it is: the same masks as in eager mode, no graph-break warning
 def keep_multiplier(shape: torch.Size | tuple[int, ...], p: float, dtype: torch.dtype = torch.float32) -> Tensor:
     """A CPU dropout mask of ``shape``, already scaled: each entry independently 0 with probability ``p``
     (rounded to a multiple of 2⁻¹⁶, which must leave it strictly between 0 and 1), else ``1 / (1 − p)``.
@@ -57,11 +54,13 @@ def keep_multiplier(shape: torch.Size | tuple[int, ...], p: float, dtype: torch.
 
 def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     """:func:`torch.nn.functional.dropout` of ``x [...]`` (not in place), with the mask of
-    :func:`keep_multiplier` for floating-point CPU tensors; ``x`` itself when not training or ``p = 0``."""
+    :func:`keep_multiplier` for floating-point CPU tensors in eager mode; ``x`` itself when not training or
+    ``p = 0``."""
     dropped = _dropped_levels(p)
     if not training or p == 0.0:
         return x
-    if x.device.type != "cpu" or not x.is_floating_point() or not 0 < dropped < _LEVELS:
+    eager_cpu = x.device.type == "cpu" and not torch.compiler.is_compiling()
+    if not eager_cpu or not x.is_floating_point() or not 0 < dropped < _LEVELS:
         return F.dropout(x, p, training)
     return x * keep_multiplier(x.shape, p, x.dtype)
 
