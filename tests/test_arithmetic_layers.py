@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from nmu_reference import exact_nmu
@@ -167,7 +167,17 @@ def test_gradients_are_finite_at_zero(cls) -> None:
     _assert_finite_output_and_gradients(unit, torch.tensor([[0.0, 2.0, -3.0, 0.5], [0.0, 0.0, 1.0, 1.0]]))
 
 
-def test_nmu_gradient_at_a_single_zero_term_is_the_product_of_the_others() -> None:
+@pytest.fixture(params=["host reads", "device route"])
+def product_route(request, monkeypatch) -> str:
+    """Runs an NMU product test on the CPU twice: as the CPU runs it (deciding between the plain and the
+    log-domain route from values read on the host) and down the accelerators' route, which computes
+    both for every output and never reads a value on the host."""
+    if request.param == "device route":
+        monkeypatch.setattr(product, "values_are_readable", lambda tensor: False)
+    return request.param
+
+
+def test_nmu_gradient_at_a_single_zero_term_is_the_product_of_the_others(product_route) -> None:
     unit = NMU(3, 1)
     with torch.no_grad():
         unit.weight.fill_(1.0)
@@ -196,12 +206,12 @@ def test_never_nan_for_any_finite_input(cls, values: np.ndarray) -> None:
     _assert_finite_output_and_gradients(_unit(cls, 3, 2), torch.from_numpy(values), allow_inf=True)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     values=arrays(np.float64, (3, 4), elements=st.floats(-30, 30, allow_nan=False) | st.just(0.0)),
     weights=arrays(np.float64, (2, 4), elements=st.floats(0, 1) | st.sampled_from([0.0, 1.0])),
 )
-def test_multiplicative_product_matches_the_definition_and_its_gradient(values, weights) -> None:
+def test_multiplicative_product_matches_the_definition_and_its_gradient(product_route, values, weights) -> None:
     x = torch.from_numpy(values).requires_grad_(True)
     w = torch.from_numpy(weights).requires_grad_(True)
     seed = torch.arange(1.0, 7.0, dtype=torch.float64).reshape(3, 2)
@@ -213,7 +223,7 @@ def test_multiplicative_product_matches_the_definition_and_its_gradient(values, 
     torch.testing.assert_close(w.grad, expected_grad_w, rtol=1e-9, atol=1e-9)
 
 
-def test_multiplicative_product_gradient_beyond_float_range_is_capped_not_inf() -> None:
+def test_multiplicative_product_gradient_beyond_float_range_is_capped_not_inf(product_route) -> None:
     # y = 1e-30 · (1e6)^7 = 1e12 is fine, but ∂y/∂x_0 = (1e6)^7 = 1e42 exceeds float32
     x = torch.tensor([[1e-30] + [1e6] * 7], requires_grad=True)
     w = torch.ones(1, 8, requires_grad=True)
@@ -225,7 +235,7 @@ def test_multiplicative_product_gradient_beyond_float_range_is_capped_not_inf() 
     torch.testing.assert_close(x.grad[0, 1:], torch.full((7,), 1e6), rtol=1e-5, atol=0.0)
 
 
-def test_multiplicative_product_is_exact_when_a_partial_product_underflows() -> None:
+def test_multiplicative_product_is_exact_when_a_partial_product_underflows(product_route) -> None:
     """Partial products below the smallest normal number lose digits even when the result is normal (or
     are themselves the subnormal result): such products take the exact log-domain route."""
     x = torch.tensor([[1e-20, 3e-21, 7e6, 1e6, 1e6, 1e6, 1e6]], requires_grad=True)
@@ -236,14 +246,14 @@ def test_multiplicative_product_is_exact_when_a_partial_product_underflows() -> 
     torch.testing.assert_close(tiny.grad[0, 0], torch.tensor(1.5**3, dtype=torch.float64), rtol=1e-12, atol=0.0)
 
 
-def test_multiplicative_product_gradient_for_one_input_only() -> None:
+def test_multiplicative_product_gradient_for_one_input_only(product_route) -> None:
     torch.manual_seed(4)
     x, w = torch.randn(5, 4, dtype=torch.float64), torch.rand(3, 4, dtype=torch.float64)
     assert torch.autograd.gradcheck(lambda weight: multiplicative_product(x, weight), (w.requires_grad_(True),))
     assert torch.autograd.gradcheck(lambda inputs: multiplicative_product(inputs, w.detach()), (x.requires_grad_(True),))
 
 
-def test_multiplicative_product_saturates_instead_of_overflowing() -> None:
+def test_multiplicative_product_saturates_instead_of_overflowing(product_route) -> None:
     x = torch.full((2, 40), 1e6, requires_grad=True)
     w = torch.ones(1, 40, requires_grad=True)
     y = multiplicative_product(x, w)
@@ -260,6 +270,22 @@ def test_multiplicative_product_is_the_same_in_chunks(monkeypatch) -> None:
     monkeypatch.setattr(product, "CHUNK_ELEMENTS", 7)
     chunked = torch.autograd.functional.vjp(multiplicative_product, (x, w), torch.ones(3, 17, 4, dtype=torch.float64))
     torch.testing.assert_close(chunked, whole, rtol=1e-12, atol=0.0)
+
+
+@pytest.mark.parametrize("ensemble", [None, 3])
+@pytest.mark.parametrize("cls", UNITS)
+def test_no_unit_reads_a_value_on_the_host_off_the_cpu(cls, ensemble) -> None:
+    """On an accelerator a host read would stall the queue of kernels. The meta device holds shapes only,
+    and any read of a value there raises: forward, backward, regulariser, sparsity error and weight
+    clamps all run without one."""
+    unit = _unit(cls, 4, 3, ensemble=ensemble).to("meta")
+    x = torch.randn(*([3] if ensemble else []), 7, 4, device="meta")
+    out = unit(x)
+    assert out.shape == (*x.shape[:-1], 3)
+    (out.sum() + unit.regularization().sum()).backward()
+    unit.sparsity_error()
+    if hasattr(unit, "clamp_weights_"):
+        unit.clamp_weights_()
 
 
 # --- ensembles ---------------------------------------------------------------------------------------

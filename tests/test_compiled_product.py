@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from nmu_reference import exact_nmu
 
-from neurosym.layers import NMU, GatedNAUNMU
+from neurosym.layers import NALU, NAU, NMU, NPU, GatedNAUNMU
 from neurosym.layers.arithmetic import multiplicative_product, product
 from neurosym.layers.lazy_compile import LazilyCompiled
 
@@ -108,3 +108,48 @@ def test_a_failed_compilation_warns_once_and_the_eager_route_computes(monkeypatc
     with warnings.catch_warnings():  # no second warning
         warnings.simplefilter("error")
         torch.testing.assert_close(multiplicative_product(x, w, compiled=True), first)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    values=arrays(np.float64, (2, 5, 4), elements=st.floats(-30, 30, allow_nan=False) | st.just(0.0)),
+    weights=arrays(np.float64, (2, 3, 4), elements=st.floats(0, 1) | st.sampled_from([0.0, 1.0])),
+)
+def test_the_compiled_device_route_matches_the_definition_and_its_gradient(monkeypatch, values, weights) -> None:
+    """The accelerators' route (no host reads: plain and log-domain values for every output), compiled."""
+    monkeypatch.setattr(product, "values_are_readable", lambda tensor: False)
+    calls = {"product": 0, "gradients": 0}
+    for name in calls:
+        kernel = getattr(product, f"_compiled_device_{name}")
+
+        def counted(*args, kernel=kernel, name=name):
+            result = kernel(*args)
+            calls[name] += result is not None
+            return result
+
+        monkeypatch.setattr(product, f"_compiled_device_{name}", counted)
+    x, w = torch.from_numpy(values).requires_grad_(True), torch.from_numpy(weights).requires_grad_(True)
+    seed = torch.arange(1.0, 31.0, dtype=torch.float64).reshape(2, 5, 3)
+    expected, expected_grad_x, expected_grad_w = exact_nmu(x.detach(), w.detach(), seed)
+    got = multiplicative_product(x, w, compiled=True)
+    torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-300)
+    (got * seed).sum().backward()
+    torch.testing.assert_close(x.grad, expected_grad_x, rtol=1e-9, atol=1e-9)
+    torch.testing.assert_close(w.grad, expected_grad_w, rtol=1e-9, atol=1e-9)
+    assert calls == {"product": 1, "gradients": 1}
+
+
+@pytest.mark.parametrize("cls", [NMU, NALU, NAU, NPU])
+def test_units_compile_into_one_graph_and_match_eager_mode(cls) -> None:
+    """Under ``torch.compile`` the units read no value on the host (``fullgraph=True`` raises at a graph
+    break), and compute what eager mode computes, gradients included, at a zero input too."""
+    torch.manual_seed(0)
+    unit = cls(6, 3, ensemble=2).double()
+    x = torch.randn(2, 5, 6, dtype=torch.float64)
+    x[0, 0, 0] = 0.0
+    expected = unit(x)
+    expected_grads = torch.autograd.grad(expected.sum(), list(unit.parameters()))
+    got = torch.compile(unit, fullgraph=True)(x)
+    torch.testing.assert_close(got, expected)
+    for grad, want in zip(torch.autograd.grad(got.sum(), list(unit.parameters())), expected_grads):
+        torch.testing.assert_close(grad, want)

@@ -10,6 +10,8 @@ import torch
 from einops import pack, rearrange
 from torch import Tensor, nn
 
+from .numerics import autocast_enabled
+
 
 def ensemble_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x Wᵀ (+ b)`` for a plain or an ensemble weight.
@@ -113,7 +115,7 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         thousands lose their exactness in float16/bfloat16, which defeats the purpose of these units.
         """
         self.check_input(x)
-        if torch.is_autocast_enabled(x.device.type):
+        if autocast_enabled(x):
             with torch.autocast(x.device.type, enabled=False):
                 return self.compute(x.float() if x.dtype in (torch.float16, torch.bfloat16) else x)
         return self.compute(x)

@@ -58,3 +58,10 @@ def clamp_where_needed(x: Tensor, min: float | None = None, max: float | None = 
 def capped_exp(log_magnitude: Tensor) -> Tensor:
     """``exp(min(z, MAX_LOG_MAGNITUDE))`` element-wise: finite for every input, including ``+inf``."""
     return torch.exp(clamp_where_needed(log_magnitude, max=MAX_LOG_MAGNITUDE))
+
+
+def autocast_enabled(x: Tensor) -> bool:
+    """Whether autocast (AMP) is on for ``x``'s device type (never for a type without autocast, such as
+    the ``meta`` device of shape-only tensors)."""
+    device = x.device.type
+    return torch.amp.is_autocast_available(device) and torch.is_autocast_enabled(device)

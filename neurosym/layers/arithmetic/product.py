@@ -18,6 +18,10 @@ float64), which counts zero terms and negative signs separately and never produc
 saturate at ``±exp(MAX_LOG_MAGNITUDE)`` (with zero gradient there, like a clamp), and the gradient at
 an exactly-zero term is the exact product of the other terms.
 
+Off the CPU (and under ``torch.compile``), where reading a value on the host would stall the device, the
+*device route* (:func:`_device_product`) computes the plain and the log-domain value of every output and
+picks the exact one per output with ``torch.where``; its gradients likewise. No chunking there.
+
 With ``compiled=True``, products beyond one chunk take the fast route through ``torch.compile`` kernels
 (:class:`~neurosym.layers.lazy_compile.LazilyCompiled`) that form the terms inside their loops, so no
 chunk of terms is ever written to memory; the exactness checks and the log-domain route stay as above.
@@ -26,12 +30,15 @@ chunk of terms is ever written to memory; the exactness checks and the log-domai
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..lazy_compile import LazilyCompiled
-from .numerics import MAX_LOG_MAGNITUDE
+from ..value_checks import values_are_readable
+from .numerics import MAX_LOG_MAGNITUDE, autocast_enabled
 
 CHUNK_ELEMENTS = 1 << 18
 """Largest number of product terms (``ensemble · rows · out · in``) materialised at once (1 MiB in float32)."""
@@ -150,15 +157,20 @@ class _LogDomain:
     float64 (the error of ``exp(Σ log|term|)`` grows with ``|Σ log|term||``, which float32 cannot hold to its
     own precision when products span the float range) and returned in the terms' dtype."""
 
-    def __init__(self, terms: Tensor):
+    def __init__(self, terms: Tensor, totals: tuple[Tensor, Tensor, Tensor] | None = None):
         self.dtype = terms.dtype
         terms = terms.double()
         self.is_zero = terms == 0
         self.log_magnitude = torch.where(self.is_zero, 1.0, terms.abs()).log()
         self.term_sign = 1 - 2 * (terms < 0).to(terms.dtype)
-        self.zero_count = self.is_zero.sum(-1)
-        self.log_sum = self.log_magnitude.sum(-1)
-        self.sign = self.term_sign.prod(-1)
+        if totals is None:
+            totals = (self.is_zero.sum(-1), self.log_magnitude.sum(-1), self.term_sign.prod(-1))
+        self.zero_count, self.log_sum, self.sign = totals
+
+    def totals(self) -> tuple[Tensor, Tensor, Tensor]:
+        """The per-product reductions ``(zero count, Σ log|term|, sign)``, each ``[S, out, n]``: what
+        :meth:`others` needs besides the terms, so a backward pass can take them from the forward."""
+        return self.zero_count, self.log_sum, self.sign
 
     def product(self) -> Tensor:
         """``[S, out, n]``: the saturated product, exactly 0 where some term is 0."""
@@ -175,13 +187,59 @@ class _LogDomain:
         return torch.where(defined & unsaturated, value, 0.0).to(self.dtype)
 
 
+def _device_product(x: Tensor, weight: Tensor) -> tuple[Tensor, ...]:
+    """The product without host reads (accelerators, ``torch.compile``): ``x [S, N, in]``,
+    ``weight [S, out, in]`` → ``(product, trusted, zero count, Σ log|term|, sign)``, each ``[S, out, N]``.
+
+    Every output takes the plain product where that is exact (``trusted``: the test of
+    :func:`_untrusted`) and the log-domain value elsewhere, both computed for every output, so no
+    decision waits for the host. Compiled, the terms live only inside the kernels' loops."""
+    terms = _terms(x, weight.unsqueeze(2))  # [S, out, N, in]
+    plain = terms.prod(-1)
+    trusted = ~_untrusted(plain, _shrinkage(terms))
+    log_domain = _LogDomain(terms)
+    return torch.where(trusted, plain, log_domain.product()), trusted, *log_domain.totals()
+
+
+def _device_gradients(
+    x: Tensor, weight: Tensor, grad_output: Tensor, saved: tuple[Tensor, ...], want_x: bool, want_weight: bool
+) -> tuple[Tensor | None, Tensor | None]:
+    """Gradients of :func:`_device_product` without host reads: ``∂y/∂term_i = y / term_i`` where the
+    output is trusted and that quotient finite, the log-domain product of the other terms elsewhere.
+    ``saved``: its outputs; ``grad_output [S, out, N]`` → (``∂L/∂x [S, N, in]``, ``∂L/∂W [S, out, in]``)."""
+    product, trusted, *totals = saved
+    expanded = weight.unsqueeze(2)
+    terms = _terms(x, expanded)
+    fast = (grad_output * product).unsqueeze(-1) / terms
+    needs_log = ~trusted.unsqueeze(-1) | ~torch.isfinite(fast)
+    others = _LogDomain(terms, tuple(totals)).others()
+    grad_terms = torch.where(needs_log, grad_output.unsqueeze(-1) * others, fast)
+    return _term_gradients(x, expanded, grad_terms, (want_x, want_weight))
+
+
+_compiled_device_product = LazilyCompiled(_device_product, "the NMU product kernel (device route)")
+_compiled_device_gradients = LazilyCompiled(_device_gradients, "the NMU gradient kernels (device route)")
+
+
+def _on_device_route(compiled_kernel: LazilyCompiled, eager: Callable, compiled: bool, *args) -> Any:
+    """``eager(*args)`` through its compiled kernel when ``compiled`` (and not already inside a compiled
+    graph, which fuses it anyway), falling back to eager when compiling fails."""
+    result = compiled_kernel(*args) if compiled and not torch.compiler.is_compiling() else None
+    return eager(*args) if result is None else result
+
+
 class _MultiplicativeProduct(torch.autograd.Function):
     """``x [S, N, in]``, ``weight [S, out, in]`` → ``[S, out, N]`` (float32 or float64, no autocast);
     ``compiled``: take the fast route through the compiled kernels (see :func:`multiplicative_product`)."""
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, compiled: bool) -> Tensor:
-        ctx.log_domain_masks, ctx.compiled = {}, False
+        ctx.log_domain_masks, ctx.compiled, ctx.device_route = {}, False, not values_are_readable(x)
+        if ctx.device_route:
+            saved = _on_device_route(_compiled_device_product, _device_product, compiled, x, weight)
+            ctx.compiled = compiled
+            ctx.save_for_backward(x, weight, *saved)
+            return saved[0]
         one_chunk = x.numel() * weight.shape[1] <= CHUNK_ELEMENTS
         if compiled and not one_chunk:  # (one chunk: the plain eager path is as fast as the kernels)
             fast = _compiled_product(x, weight)
@@ -218,8 +276,13 @@ class _MultiplicativeProduct(torch.autograd.Function):
     @staticmethod
     def gradients(ctx, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None]:
         """(``∂L/∂x``, ``∂L/∂W``) from ``∂L/∂y [S, out, N]``; None where no gradient is needed."""
-        x, weight, result, *kept_terms = ctx.saved_tensors
         wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        if ctx.device_route:
+            x, weight, *saved = ctx.saved_tensors
+            return _on_device_route(
+                _compiled_device_gradients, _device_gradients, ctx.compiled, x, weight, grad_output, tuple(saved), *wanted
+            )
+        x, weight, result, *kept_terms = ctx.saved_tensors
         grad_times_result = (grad_output * result).unsqueeze(-1)  # [S, out, N, 1]
         if ctx.compiled:
             gradients = _compiled_gradients(x, weight, grad_times_result, *wanted)
@@ -267,10 +330,11 @@ def multiplicative_product(x: Tensor, weight: Tensor, *, compiled: bool = False)
     more than :data:`CHUNK_ELEMENTS` terms through ``torch.compile`` kernels that form the terms inside
     their loops instead of writing them to memory: about 6× faster at batch 128, 512 → 512 on a CPU
     core (``benchmarks/RESULTS.md``). Each new shape, dtype or device compiles first (seconds). Smaller
-    products keep the plain eager path, which is as fast. Where the fast route is not exact, or
+    products keep the plain eager path, which is as fast. Off the CPU both passes of the device route
+    (see the module docstring) are compiled instead, whatever the size. Where the fast route is not exact, or
     compiling fails (a warning, once), the chunked eager route computes the same result.
     """
-    if torch.is_autocast_enabled(x.device.type):
+    if autocast_enabled(x):
         with torch.autocast(x.device.type, enabled=False):
             return multiplicative_product(x.float(), weight.float(), compiled=compiled)
     members = 1 if weight.dim() == 2 else weight.shape[0]
