@@ -1,5 +1,6 @@
 """Padding anywhere in a row: :func:`real_first` against a per-row reference, models that read a padded
-source as the sequence of its real positions, and value checks that run on the CPU only."""
+source as the sequence of its real positions; value checks that run on the CPU only, and Transformer
+training steps that read no value on the host elsewhere."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from hypothesis import strategies as st
 from test_seq2seq import BOS, EOS, reversal_batch, tiny_model
 
 from neurosym.layers.value_checks import values_are_readable
+from neurosym.models import build_front_end, build_seq2seq
 from neurosym.models.seq2seq.base import prepared_source
 from neurosym.models.seq2seq.padding import real_first
+from neurosym.models.seq2seq.targets import teacher_forcing_pair
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -74,3 +77,18 @@ def test_value_checks_run_where_reading_values_is_free() -> None:
         prepared_source(torch.zeros(2, 3, dtype=torch.long), empty)
     src, mask = prepared_source(torch.zeros(2, 3, dtype=torch.long, device="meta"), empty.to("meta"))
     assert src.shape == (2, 3) and mask.shape == (2, 3) and mask.dtype == torch.bool
+
+
+@pytest.mark.parametrize("relative", ["xl_clipped", "xl", "shaw"])
+@pytest.mark.parametrize("name", ["transformer", "transformer_rel", "transformer_rel_uni"])
+def test_a_transformer_training_step_reads_no_value_on_the_host_off_the_cpu(name: str, relative: str) -> None:
+    """On a GPU each host read waits for the queued kernels. The meta device holds shapes only (any read
+    raises): targets, forward, loss and backward of every Transformer run there, dropout on."""
+    front = build_front_end("symbol", 32, vocab_size=10, boundaries=True)
+    model = build_seq2seq(name, front, 13, hidden=64, heads=4, encoder_layers=2, dropout=0.1, relative=relative).to("meta")
+    targets = torch.zeros(4, 3, dtype=torch.long, device="meta")
+    tgt_in, tgt_out = teacher_forcing_pair(targets, BOS, EOS, ignore_index=-100)
+    src, src_mask = torch.zeros(4, 6, dtype=torch.long, device="meta"), torch.zeros(4, 6, dtype=torch.bool, device="meta")
+    logits = model(src, src_mask, tgt_in)
+    assert logits.shape == (4, 4, 13)
+    torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=-100).backward()
