@@ -19,22 +19,28 @@ from neurosym.layers.arithmetic import multiplicative_product, product
 from neurosym.layers.lazy_compile import LazilyCompiled
 
 
-@pytest.fixture
-def compiled_calls(monkeypatch) -> dict[str, int]:
-    """Every product goes past one chunk (so ``compiled=True`` takes the kernels); counts the kernel
-    calls that returned a result."""
-    monkeypatch.setattr(product, "CHUNK_ELEMENTS", 1)
+def _counted_kernels(monkeypatch, prefix: str) -> dict[str, int]:
+    """Counts the calls of the compiled kernels ``product.{prefix}product`` and ``{prefix}gradients``
+    that returned a result."""
     calls = {"product": 0, "gradients": 0}
     for name in calls:
-        kernel = getattr(product, f"_compiled_{name}")
+        kernel = getattr(product, f"{prefix}{name}")
 
         def counted(*args, kernel=kernel, name=name):
             result = kernel(*args)
             calls[name] += result is not None
             return result
 
-        monkeypatch.setattr(product, f"_compiled_{name}", counted)
+        monkeypatch.setattr(product, f"{prefix}{name}", counted)
     return calls
+
+
+@pytest.fixture
+def compiled_calls(monkeypatch) -> dict[str, int]:
+    """Every product goes past one chunk (so ``compiled=True`` takes the kernels); counts the kernel
+    calls that returned a result."""
+    monkeypatch.setattr(product, "CHUNK_ELEMENTS", 1)
+    return _counted_kernels(monkeypatch, "_compiled_")
 
 
 def _definition(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
@@ -42,13 +48,24 @@ def _definition(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
     return torch.addcmul(1 - w.unsqueeze(1), w.unsqueeze(1), x.unsqueeze(2)).prod(-1)
 
 
+@pytest.fixture(params=["host route", "device route"])
+def route_kernels(request, monkeypatch) -> dict[str, int]:
+    """The compiled kernels of the CPU's route (every product past one chunk), or those of the device
+    route (no host reads: plain and log-domain values for every output), with their calls counted."""
+    if request.param == "device route":
+        monkeypatch.setattr(product, "values_are_readable", lambda tensor: False)
+        return _counted_kernels(monkeypatch, "_compiled_device_")
+    monkeypatch.setattr(product, "CHUNK_ELEMENTS", 1)
+    return _counted_kernels(monkeypatch, "_compiled_")
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    values=arrays(np.float64, (2, 5, 4), elements=st.floats(-30, 30, allow_nan=False)),
+    values=arrays(np.float64, (2, 5, 4), elements=st.floats(-30, 30, allow_nan=False) | st.just(0.0)),
     weights=arrays(np.float64, (2, 3, 4), elements=st.floats(0, 1) | st.sampled_from([0.0, 1.0])),
 )
-def test_compiled_route_matches_the_definition_and_its_gradient(compiled_calls, values, weights) -> None:
-    kernel_calls_before = compiled_calls["product"]  # (the fixture is shared by all examples)
+def test_compiled_route_matches_the_definition_and_its_gradient(route_kernels, values, weights) -> None:
+    kernel_calls_before = route_kernels["product"]  # (the fixture is shared by all examples)
     x, w = torch.from_numpy(values).requires_grad_(True), torch.from_numpy(weights).requires_grad_(True)
     seed = torch.arange(1.0, 31.0, dtype=torch.float64).reshape(2, 5, 3)
     expected, expected_grad_x, expected_grad_w = exact_nmu(x.detach(), w.detach(), seed)
@@ -57,7 +74,7 @@ def test_compiled_route_matches_the_definition_and_its_gradient(compiled_calls, 
     (got * seed).sum().backward()
     torch.testing.assert_close(x.grad, expected_grad_x, rtol=1e-9, atol=1e-9)
     torch.testing.assert_close(w.grad, expected_grad_w, rtol=1e-9, atol=1e-9)
-    assert compiled_calls["product"] == kernel_calls_before + 1
+    assert route_kernels["product"] == kernel_calls_before + 1
 
 
 def test_compiled_route_runs_both_kernels_for_either_gradient(compiled_calls) -> None:
@@ -108,35 +125,6 @@ def test_a_failed_compilation_warns_once_and_the_eager_route_computes(monkeypatc
     with warnings.catch_warnings():  # no second warning
         warnings.simplefilter("error")
         torch.testing.assert_close(multiplicative_product(x, w, compiled=True), first)
-
-
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(
-    values=arrays(np.float64, (2, 5, 4), elements=st.floats(-30, 30, allow_nan=False) | st.just(0.0)),
-    weights=arrays(np.float64, (2, 3, 4), elements=st.floats(0, 1) | st.sampled_from([0.0, 1.0])),
-)
-def test_the_compiled_device_route_matches_the_definition_and_its_gradient(monkeypatch, values, weights) -> None:
-    """The accelerators' route (no host reads: plain and log-domain values for every output), compiled."""
-    monkeypatch.setattr(product, "values_are_readable", lambda tensor: False)
-    calls = {"product": 0, "gradients": 0}
-    for name in calls:
-        kernel = getattr(product, f"_compiled_device_{name}")
-
-        def counted(*args, kernel=kernel, name=name):
-            result = kernel(*args)
-            calls[name] += result is not None
-            return result
-
-        monkeypatch.setattr(product, f"_compiled_device_{name}", counted)
-    x, w = torch.from_numpy(values).requires_grad_(True), torch.from_numpy(weights).requires_grad_(True)
-    seed = torch.arange(1.0, 31.0, dtype=torch.float64).reshape(2, 5, 3)
-    expected, expected_grad_x, expected_grad_w = exact_nmu(x.detach(), w.detach(), seed)
-    got = multiplicative_product(x, w, compiled=True)
-    torch.testing.assert_close(got, expected, rtol=1e-10, atol=1e-300)
-    (got * seed).sum().backward()
-    torch.testing.assert_close(x.grad, expected_grad_x, rtol=1e-9, atol=1e-9)
-    torch.testing.assert_close(w.grad, expected_grad_w, rtol=1e-9, atol=1e-9)
-    assert calls == {"product": 1, "gradients": 1}
 
 
 @pytest.mark.parametrize("cls", [NMU, NALU, NAU, NPU])
