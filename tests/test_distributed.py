@@ -135,6 +135,8 @@ def test_resuming_continues_exactly_where_training_stopped(tmp_path: Path) -> No
     again, steps = small_model(seed=1), []  # other weights: everything must come from the checkpoint
     result = train(again, regression_data(), counted(mse, steps), TrainConfig(max_steps=6, batch_size=4, eval_every=3, checkpoint=path, progress=False), SINGLE)
     assert result.steps == 6 and len(steps) == 3
+    assert result.steps_this_call == 3 and result.seconds_this_call > 0  # this call's share of the run
+    assert result.steps_per_second == pytest.approx(3 / result.seconds_this_call)
     for name, value in straight.state_dict().items():
         torch.testing.assert_close(again.state_dict()[name], value)
 

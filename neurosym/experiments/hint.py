@@ -348,7 +348,8 @@ def _run_baseline(args: argparse.Namespace, context: DistributedContext) -> dict
     rows = [["ours", *(round(accuracy[s], 1) for s in SUBSETS_AND_AVERAGE)]]
     rows.append(["published", *(published[s] for s in SUBSETS_AND_AVERAGE)])
     table = format_table(["", *SUBSETS_AND_AVERAGE], rows)
-    print(f"HINT {args.model} ({args.input} input, scale {args.scale:g}, {outcome.steps} steps, {context.device})")
+    rate = "" if outcome.steps_per_second is None else f", {outcome.steps_per_second:.2f} steps/s in this call"
+    print(f"HINT {args.model} ({args.input} input, scale {args.scale:g}, {outcome.steps} steps{rate}, {context.device})")
     print(table)
     result = {
         "model": args.model,
@@ -362,6 +363,9 @@ def _run_baseline(args: argparse.Namespace, context: DistributedContext) -> dict
         "best_val_exact_match": outcome.best_score,
         "best_step": outcome.best_step,
         "stopped_early": outcome.stopped_early,
+        "steps_this_call": outcome.steps_this_call,
+        "train_seconds_this_call": round(outcome.seconds_this_call, 1),
+        "steps_per_second": outcome.steps_per_second,
         "accuracy": accuracy,
         "published": published,
         "history": outcome.history,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -167,13 +168,22 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimiz
 
 @dataclass
 class TrainResult:
-    """What happened: steps run, the best validation score and its step, and every evaluation."""
+    """What happened: steps run, the best validation score and its step, and every evaluation; and of
+    this call alone (a resumed run continues earlier calls), the steps it took and their wall-clock
+    seconds, evaluations and checkpoints included."""
 
     steps: int
     best_score: float | None
     best_step: int | None
     stopped_early: bool
     history: list[dict[str, float]] = field(default_factory=list)
+    steps_this_call: int = 0
+    seconds_this_call: float = 0.0
+
+    @property
+    def steps_per_second(self) -> float | None:
+        """Training throughput of this call (``None`` when it took no step)."""
+        return self.steps_this_call / self.seconds_this_call if self.steps_this_call else None
 
 
 def random_state(device: torch.device) -> dict[str, torch.Tensor]:
@@ -309,6 +319,7 @@ def train(
             save_checkpoint({**checkpoint, "loop": state, "config": asdict(config)}, config.checkpoint)
 
     stopped_early = False
+    first_step, started = state["step"], time.perf_counter()
     progress = config.progress and context.is_main
     sync_every = config.sync_every or (1 if device.type == "cpu" else CUDA_SYNC_EVERY)
     nonfinite = _NonFiniteLoss(device)
@@ -351,7 +362,15 @@ def train(
                 raise TrainingInterrupted(state["step"], config.max_steps, reason, config.checkpoint)
     if state["best_model"] is not None:
         model.load_state_dict(state["best_model"])
-    return TrainResult(state["step"], state["best_score"], state["best_step"], stopped_early, state["history"])
+    return TrainResult(
+        state["step"],
+        state["best_score"],
+        state["best_step"],
+        stopped_early,
+        state["history"],
+        steps_this_call=state["step"] - first_step,
+        seconds_this_call=time.perf_counter() - started,
+    )
 
 
 class _NonFiniteLoss:
