@@ -35,6 +35,7 @@ from neurosym.data.hint import (
 )
 from neurosym.data.symbol_images import default_bank, load_npz_bank
 from neurosym.experiments.options import (
+    add_compile_option,
     existing_file,
     fraction_up_to_one,
     non_negative_int,
@@ -172,12 +173,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="dropout on the Transformers' input embeddings (default: as the HINT release, only in the vanilla "
         "transformer, where it follows the absolute positions)",
     )
-    parser.add_argument(
-        "--compile",
-        action="store_true",
-        help="run the model's training forward and backward through torch.compile (one graph for every batch "
-        "shape): fewer, fused kernels, for GPU training (slower on a CPU); the first step waits for the compiler",
-    )
+    add_compile_option(parser)
     parser.add_argument(
         "--bank", type=_bank, default="default", help="symbol images: 'default' (MNIST + drawn symbols) or an .npz archive"
     )

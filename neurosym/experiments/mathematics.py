@@ -38,7 +38,14 @@ from neurosym.data.mathematics import (
     load_split,
     pad_sequences,
 )
-from neurosym.experiments.options import existing_folder, non_negative_int, positive_float, positive_int, time_limit_minutes
+from neurosym.experiments.options import (
+    add_compile_option,
+    existing_folder,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    time_limit_minutes,
+)
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
 from neurosym.models.seq2seq import Seq2Seq, build_front_end, build_seq2seq
@@ -48,6 +55,7 @@ from neurosym.semantics.mathematics_arithmetic import (
     answer_question,
 )
 from neurosym.training import DistributedContext, TrainConfig, resolve_device, train
+from neurosym.training.compile import compile_for_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.stopping import minutes_to_seconds
 
@@ -133,6 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=non_negative_int, default=0, help="CPU threads for torch (0: torch's default); use 1 on a shared CPU")
     parser.add_argument("--eval-batch-size", type=positive_int, default=256, help="questions per greedy-decoding batch")
     parser.add_argument("--checkpoint-every", type=positive_int, default=250, help="steps between checkpoints")
+    add_compile_option(parser)
     parser.add_argument(
         "--time-limit",
         type=time_limit_minutes, metavar="MINUTES",
@@ -296,6 +305,8 @@ def train_model(
     _check_settings(folder, settings)
     torch.manual_seed(args.seed)
     model = build_model(name, config)
+    if args.compile:
+        compile_for_training(model)
     train_config = TrainConfig(
         max_steps=steps,
         batch_size=batch_size,

@@ -1,4 +1,4 @@
-"""Command-line option types shared by the benchmark runners.
+"""Command-line option types (and options) shared by the benchmark runners.
 
 Each type turns the option's text into its value or raises :class:`argparse.ArgumentTypeError`, so a bad
 value ends the command with a one-line usage error that names the option, instead of a traceback from
@@ -100,3 +100,13 @@ def time_limit_minutes(text: str) -> float:
     if not minutes >= 0 or minutes == float("inf"):
         raise argparse.ArgumentTypeError(f"the time limit must be a finite number of minutes, at least 0; got {text!r}")
     return minutes
+
+
+def add_compile_option(parser: argparse.ArgumentParser) -> None:
+    """``--compile``: train through ``torch.compile`` (:func:`neurosym.training.compile.compile_for_training`)."""
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="run the model's training forward and backward through torch.compile (one graph for every batch "
+        "shape): fewer, fused kernels, for GPU training (slower on a CPU); the first step waits for the compiler",
+    )
