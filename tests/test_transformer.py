@@ -11,6 +11,7 @@ from neurosym.layers import (
     TransformerEncoderLayer,
     UniversalTransformer,
     sinusoid_table,
+    universal,
 )
 
 DIM, HEADS, FF = 16, 4, 32
@@ -113,6 +114,25 @@ def test_adaptive_computation_time_halts_and_reports_the_ponder_cost() -> None:
     assert 1.0 < result.ponder_cost.item() <= 5.0
     result.ponder_cost.backward()
     assert model.halting.weight.grad.abs().sum() > 0
+
+
+def test_act_without_the_early_stop_of_the_cpu_gives_the_same_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Off the CPU the loop does not read on the host whether every position has halted; the steps it then
+    runs add nothing, to the output or to the ponder cost (and its gradient)."""
+    torch.manual_seed(0)
+    model = UniversalTransformer(TransformerEncoderLayer(DIM, HEADS, FF, 0.0, attention="xl"), 4, act=True)
+    torch.nn.init.constant_(model.halting.bias, 2.0)  # every position halts within the first steps
+    torch.nn.init.normal_(model.halting.weight, std=0.3)
+    x = torch.randn(2, 5, DIM)
+    padding = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    early = model(x, padding)
+    assert early.ponder_cost.item() < 3.5  # halted before the last of the 4 steps
+    expected_grad = torch.autograd.grad(early.ponder_cost + early.hidden.sum(), model.halting.weight)[0]
+    monkeypatch.setattr(universal, "values_are_readable", lambda tensor: False)
+    full = model(x, padding)
+    torch.testing.assert_close(full.hidden, early.hidden)
+    torch.testing.assert_close(full.ponder_cost, early.ponder_cost)
+    torch.testing.assert_close(torch.autograd.grad(full.ponder_cost + full.hidden.sum(), model.halting.weight)[0], expected_grad)
 
 
 def test_universal_transformer_rejects_layers_without_width() -> None:

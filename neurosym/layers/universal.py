@@ -16,6 +16,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.positional import sinusoid_table
+from neurosym.layers.value_checks import values_are_readable
 
 
 class UniversalOutput(NamedTuple):
@@ -81,7 +82,9 @@ class UniversalTransformer(nn.Module):
         state = x
         for step in range(self.depth):
             running = halted_mass < threshold
-            if not running.any():
+            # once every position has halted, later steps add nothing (weight 0); stopping early needs a
+            # host read, which only the CPU takes for free: accelerators run the remaining steps instead
+            if values_are_readable(running) and not running.any():
                 break
             state = self._step_input(state, step)
             probability = torch.sigmoid(rearrange(self.halting(state), "b t 1 -> b t"))
