@@ -133,8 +133,10 @@ class TransformerSeq2Seq(Seq2Seq):
         return self.dropout(x)
 
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        """``src`` -> memory ``[B, S', dim]`` (``S' = S``, or ``S + 2`` with :class:`BoundaryMarkers`; its
-        padding mask is ``output_mask(self.front_end, src_mask)``)."""
+        """``src`` -> memory ``[B, S', dim]`` (``S' = S``, or ``S + 2`` with :class:`BoundaryMarkers`), each row's
+        real positions first (:func:`~neurosym.models.seq2seq.padding.real_first`): its padding mask is
+        ``output_mask(self.front_end, real_first(src, src_mask)[1])``, which is ``output_mask(self.front_end,
+        src_mask)`` for right-padded sources."""
         return self._encoded(src, src_mask, cache=None).memory
 
     def _encoded(
