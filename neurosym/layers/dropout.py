@@ -22,6 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from neurosym.layers.value_checks import values_are_readable
+
 _LEVELS = 1 << 16
 """Resolution of the drop probability: a mask entry is 16 random bits."""
 
@@ -59,8 +61,7 @@ def dropout(x: Tensor, p: float, training: bool = True) -> Tensor:
     dropped = _dropped_levels(p)
     if not training or p == 0.0:
         return x
-    eager_cpu = x.device.type == "cpu" and not torch.compiler.is_compiling()
-    if not eager_cpu or not x.is_floating_point() or not 0 < dropped < _LEVELS:
+    if not values_are_readable(x) or not x.is_floating_point() or not 0 < dropped < _LEVELS:
         return F.dropout(x, p, training)
     return x * keep_multiplier(x.shape, p, x.dtype)
 
