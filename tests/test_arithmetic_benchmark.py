@@ -90,6 +90,15 @@ def test_group_configuration_members_evaluations_and_errors():
         GroupConfig("NAU", (), (0,), steps=10)
     with pytest.raises(ValueError, match="must be positive"):
         GroupConfig("NAU", ("add",), (0,), steps=0)
+    with pytest.raises(ValueError, match="schedule must be one of"):
+        GroupConfig("NAU", ("add",), (0,), steps=10, schedule="compressed")
+
+
+def test_regulariser_warmups_stay_at_the_published_iterations_unless_scaled():
+    published = build(GroupConfig("NMU", ("mul",), (0,), steps=2_000_000, evaluation_size=1), CPU)[1]
+    scaled = build(GroupConfig("NMU", ("mul",), (0,), steps=2_000_000, evaluation_size=1, schedule="scaled"), CPU)[1]
+    assert [(s.start, s.end) for s in published.schedules] == [(5_000, 50_000), (1_000_000, 2_000_000)]
+    assert [(s.start, s.end) for s in scaled.schedules] == [(2_000, 20_000), (400_000, 800_000)]
 
 
 def test_short_nau_run_solves_addition():

@@ -63,7 +63,8 @@ class TwoLayerArithmetic(nn.Module):
     """``x [(S,) B, in]`` → hidden ``[(S,) B, hidden]`` → ``[(S,) B, 1]`` through the two units of ``name``.
 
     With ``ensemble=S`` every member is an independent model (its own parameters, regulariser and
-    sparsity error). ``steps`` is the training budget the regulariser warm-ups are scaled to.
+    sparsity error). ``steps`` is the budget the regulariser warm-ups are scaled to:
+    :data:`PAPER_ITERATIONS` keeps them at their published iterations, a shorter budget compresses them.
     """
 
     def __init__(self, name: str, steps: int, in_features: int = 100, hidden: int = 2, ensemble: int | None = None):

@@ -18,7 +18,7 @@ import torch
 
 from neurosym.data.arithmetic import OPERATIONS, RANGE_PAIRS, SubsetLayout, operation
 from neurosym.experiments.arithmetic.speed import measure_speed
-from neurosym.experiments.arithmetic.training import GroupConfig, GroupRun, train_group
+from neurosym.experiments.arithmetic.training import SCHEDULES, GroupConfig, GroupRun, train_group
 from neurosym.experiments.options import (
     fraction_up_to_one,
     non_negative_int,
@@ -92,6 +92,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input-size", type=positive_int, default=100, help="input size d of the task")
     parser.add_argument("--subset-ratio", type=fraction_up_to_one, default=0.25, help="subset size as a fraction s of d (⌊s·d⌋ elements)")
     parser.add_argument("--overlap-ratio", type=unit_interval, default=0.5, help="overlap as a fraction o of the subset (⌊o·subset⌋)")
+    parser.add_argument(
+        "--schedule", choices=SCHEDULES, default="published",
+        help="regulariser warm-ups at the paper's iterations (NMU 1e6-2e6, NAU 5e3-5e4), or scaled by steps/5e6 for a short budget",
+    )  # fmt: skip
     parser.add_argument("--eval-every", type=positive_int, default=1000, help="steps between evaluations")
     parser.add_argument("--batch-size", type=positive_int, default=128, help="training batch size per run")
     parser.add_argument("--lr", type=positive_float, default=1e-3, help="Adam learning rate")
@@ -150,7 +154,7 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
                 continue
             config = GroupConfig(
                 model, _operations_for(model, args.ops), tuple(range(seeds)), steps, args.eval_every, args.batch_size, args.lr,
-                args.ranges, args.evaluation_size, args.seed, args.input_size, args.subset_ratio, args.overlap_ratio,
+                args.ranges, args.evaluation_size, args.seed, args.input_size, args.subset_ratio, args.overlap_ratio, args.schedule,
             )  # fmt: skip
             checkpoint = args.out / "checkpoints" / f"{_slug(model)}.pt"
             runs.append(train_group(config, device, checkpoint, args.resume, stops, amp, not args.no_progress))
@@ -163,6 +167,7 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
         "steps": steps,
         "seeds": seeds,
         "ranges": args.ranges,
+        "schedule": args.schedule,
         "layout": {"input_size": layout.input_size, "subset_size": layout.subset_size, "overlap_size": layout.overlap_size},
         "thresholds": thresholds,
         "finished": not pending and all(group.finished for group in runs),

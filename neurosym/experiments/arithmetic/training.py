@@ -19,10 +19,14 @@ from torch import Tensor
 from tqdm import tqdm
 
 from neurosym.data.arithmetic import SimpleFunctionData, SubsetLayout, seed_stream
-from neurosym.models.arithmetic import TwoLayerArithmetic
+from neurosym.models.arithmetic import PAPER_ITERATIONS, TwoLayerArithmetic
 from neurosym.training import load_checkpoint, save_checkpoint
 from neurosym.training.device import mixed_precision
 from neurosym.training.stopping import StopRequests
+
+
+SCHEDULES = ("published", "scaled")
+"""Where the regulariser warm-ups sit: at the paper's iterations, or compressed to the run's budget."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,8 @@ class GroupConfig:
     input_size: int = 100
     subset_ratio: float = 0.25
     overlap_ratio: float = 0.5
+    schedule: str = "published"
+    """``"published"``: regulariser warm-ups at the paper's iterations; ``"scaled"``: compressed to ``steps``."""
 
     def __post_init__(self) -> None:
         if not self.operations or not self.seeds:
@@ -50,10 +56,17 @@ class GroupConfig:
             raise ValueError(
                 f"steps, eval_every and batch_size must be positive, got {self.steps}, {self.eval_every}, {self.batch_size}"
             )
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
 
     @property
     def layout(self) -> SubsetLayout:
         return SubsetLayout(self.input_size, self.subset_ratio, self.overlap_ratio)
+
+    @property
+    def schedule_budget(self) -> int:
+        """The budget the regulariser warm-ups are defined for (see :class:`TwoLayerArithmetic`)."""
+        return PAPER_ITERATIONS if self.schedule == "published" else self.steps
 
     @property
     def members(self) -> list[tuple[str, int]]:
@@ -123,7 +136,7 @@ def build(config: GroupConfig, device: torch.device, batched: bool = True) -> tu
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.stream("init"))
         ensemble = len(seeds) if batched else None
-        model = TwoLayerArithmetic(config.model, config.steps, in_features=config.input_size, ensemble=ensemble)
+        model = TwoLayerArithmetic(config.model, config.schedule_budget, in_features=config.input_size, ensemble=ensemble)
     return data, model.to(device)
 
 
