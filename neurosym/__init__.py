@@ -1,16 +1,19 @@
 """neurosym: neuro-symbolic components for PyTorch.
 
-Sub-packages (imports flow one way, ``layers`` <- ``models`` <- ``pipelines``):
+Sub-packages, by level (a package imports only packages of its own level or lower, and the package graph
+has no cycle; ``tests/test_import_order.py`` checks every import, those inside functions included):
 
-- :mod:`neurosym.layers` — ``nn.Module`` building blocks (arithmetic units, attention, transformers).
-- :mod:`neurosym.syntax` / :mod:`neurosym.semantics` — grammars, parse trees and exact executors.
-- :mod:`neurosym.perception` — symbol encoders and image tokenizers.
-- :mod:`neurosym.models` — reference architectures assembled from layers.
-- :mod:`neurosym.pipelines` — weakly-supervised perception → syntax → semantics learning.
-- :mod:`neurosym.data` — benchmark adapters (generation, loaders, splits, image banks).
-- :mod:`neurosym.metrics` — exact match, success criterion, confidence intervals.
-- :mod:`neurosym.training` — devices, checkpoints and the shared training loop.
-- :mod:`neurosym.experiments` — the benchmark runners behind the ``neurosym`` command.
+0. :mod:`neurosym.layers` — ``nn.Module`` building blocks (arithmetic units, attention, transformers);
+   :mod:`neurosym.syntax` — grammars, parsing and parse trees;
+   :mod:`neurosym.training` — devices, checkpoints and the shared training loop.
+1. :mod:`neurosym.semantics` — exact executors, solvers and program induction over parse trees.
+2. :mod:`neurosym.data` — benchmark adapters (generation, loaders, splits, image banks);
+   :mod:`neurosym.perception` — symbol encoders and image tokenizers.
+3. :mod:`neurosym.models` — reference architectures assembled from layers;
+   :mod:`neurosym.pipelines` — weakly-supervised perception → syntax → semantics learning;
+   :mod:`neurosym.metrics` — exact match, success criterion, confidence intervals.
+4. :mod:`neurosym.experiments` — the benchmark runners (tables, JSON, plots).
+5. :mod:`neurosym.cli` — the ``neurosym`` command.
 """
 
 __version__ = "0.1.0"

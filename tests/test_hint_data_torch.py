@@ -19,12 +19,12 @@ from neurosym.data.hint import (
     collate_hint,
     dependency_range,
     operator_count,
-    plot_statistics,
     result_digits,
     split_statistics,
     symbol_kl_divergence,
     tree_depth,
 )
+from neurosym.experiments.hint_data_plots import plot_statistics
 from neurosym.semantics import execute
 from neurosym.syntax import heads, parse
 

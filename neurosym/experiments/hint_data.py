@@ -22,12 +22,12 @@ from neurosym.data.hint import (
     HintSplit,
     fewshot_split,
     main_split,
-    plot_statistics,
     split_statistics,
     symbol_kl_divergence,
     write_release,
 )
 from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank, load_npz_bank
+from neurosym.experiments.hint_data_plots import plot_statistics
 from neurosym.experiments.options import fraction_up_to_one, positive_int
 from neurosym.experiments.report import format_table, save_json
 

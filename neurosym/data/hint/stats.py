@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from itertools import pairwise
 
 import numpy as np
@@ -15,7 +15,6 @@ from neurosym.data.hint.examples import HintRecord
 ASPECTS: tuple[str, ...] = ("symbol", "n_op", "length", "depth", "dependency_range", "result")
 RESULT_BINS: tuple[int, ...] = (0, 10, 100, 1_000, 10_000)
 _BRACKETS = frozenset("()")
-_CATEGORICAL = frozenset({"symbol", "result"})
 
 
 def tree_depth(expr: str, head: Sequence[int]) -> int:
@@ -85,46 +84,3 @@ def symbol_kl_divergence(p: Counter, q: Counter) -> float:
     if missing:
         raise ValueError(f"symbols {missing} never occur in the second table: the divergence is infinite")
     return sum((n / total_p) * math.log((n / total_p) / (q[s] / total_q)) for s, n in p.items() if n)
-
-
-def plot_statistics(stats: Mapping[str, Mapping[str, Counter]], path) -> None:
-    """Figure A2-like panels, one per aspect: normalised frequencies per split (bars for symbols and result
-    ranges, curves for the numeric aspects)."""
-    from neurosym.experiments.report import pyplot
-
-    plt = pyplot()
-    figure, axes = plt.subplots(2, 3, figsize=(15, 8))
-    for axis, aspect in zip(axes.flat, ASPECTS):
-        keys = sorted({k for split in stats.values() for k in split[aspect]}, key=_sort_key)
-        positions = np.arange(len(keys))
-        width = 0.8 / max(1, len(stats))
-        categorical = aspect in _CATEGORICAL
-        for offset, (name, split) in enumerate(stats.items()):
-            total = max(1, sum(split[aspect].values()))
-            heights = [split[aspect].get(k, 0) / total for k in keys]
-            if categorical:
-                axis.bar(positions + offset * width, heights, width=width, label=name)
-            else:
-                axis.plot(keys, heights, marker=".", label=name)
-        if categorical:
-            axis.set_xticks(positions + 0.4 - width / 2, [str(k) for k in keys], fontsize=8)
-        else:
-            axis.set_xlabel(aspect.replace("_", " "))
-        axis.set_title(aspect.replace("_", " "))
-        axis.set_ylabel("frequency")
-    axes.flat[0].legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-
-
-def _sort_key(key) -> tuple:
-    if isinstance(key, (int, np.integer)):
-        return (0, int(key), "")
-    text = str(key)
-    if text.startswith("["):
-        return (1, int(text[1:].split(",")[0]), "")
-    if text.startswith(">="):
-        return (1, 10**9, "")
-    order = "0123456789+-*/()"
-    return (2, order.index(text) if text in order else len(order), text)
