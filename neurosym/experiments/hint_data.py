@@ -102,10 +102,10 @@ def _mean(counter: Counter) -> float:
 def run(args: argparse.Namespace) -> dict:
     scale = QUICK_SCALE if args.quick else args.scale
     started = time.perf_counter()
-    splits = main_split(scale=scale, seed=args.seed, cache=not args.no_cache)
+    splits = main_split(scale=scale, seed=args.seed, cache=not args.no_cache, progress=True)
     generation_seconds = time.perf_counter() - started
     fewshot = (
-        {c: fewshot_split(c, scale=scale, seed=args.seed, cache=not args.no_cache) for c in FEWSHOT_CONCEPTS}
+        {c: fewshot_split(c, scale=scale, seed=args.seed, cache=not args.no_cache, progress=True) for c in FEWSHOT_CONCEPTS}
         if args.fewshot
         else None
     )

@@ -212,9 +212,9 @@ def load_data(
     train_regimes = TRAIN_REGIMES if per_regime else ()
     if data_root is None:
         tests = [("interpolate", m) for m in modules] + [("extrapolate", m) for m in extrapolate]
-        generate(tests, test_count, seed=seed)
+        generate(tests, test_count, seed=seed, progress=True)
         if train_regimes:
-            generate([(regime, module) for regime in train_regimes for module in modules], per_regime, seed=seed)
+            generate([(regime, module) for regime in train_regimes for module in modules], per_regime, seed=seed, progress=True)
         data_root = generated_root(seed)
     tests = {
         "interpolate": load_split(data_root, "interpolate", list(modules), test_count),
@@ -315,6 +315,7 @@ def train_model(
         eval_every=args.checkpoint_every,
         checkpoint=folder / "checkpoint.pt",
         seed=args.seed,
+        progress=True,
         time_limit=minutes_to_seconds(args.time_limit),
         **PAPER_ADAM,
     )

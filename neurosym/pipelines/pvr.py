@@ -64,7 +64,7 @@ def train_digit_reader(
     config: TrainConfig | None = None,
     seed: int = 0,
     width: int = READER_WIDTH,
-    progress: bool = True,
+    progress: bool = False,
     checkpoint: Path | None = None,
     time_limit: float | None = None,
 ) -> SmallCNN:

@@ -104,7 +104,7 @@ def train_pipeline(
     config: TrainConfig,
     device: torch.device,
     checkpoint: str | os.PathLike | None = None,
-    progress: bool = True,
+    progress: bool = False,
     time_limit: float | None = None,
 ) -> list[dict]:
     """Train ``pipeline.classifier`` on ``source``'s records from their results; returns the history

@@ -79,7 +79,7 @@ class TrainConfig:
     checkpoint: str | Path | None = None
     seed: int = 0
     num_workers: int = 0
-    progress: bool = True
+    progress: bool = False
     time_limit: float | None = None
     sync_every: int | None = None
 

@@ -48,7 +48,7 @@ def _cached(name: str, build, table, cache: bool, root: str | os.PathLike | None
 
 
 def main_split(
-    scale: float = 1.0, seed: int = 0, cache: bool = True, cache_root: str | os.PathLike | None = None, progress: bool = True
+    scale: float = 1.0, seed: int = 0, cache: bool = True, cache_root: str | os.PathLike | None = None, progress: bool = False
 ) -> dict[str, HintSplit]:
     """The main HINT split ``{"train", "val", "test"}``; at ``scale=1`` Table A1's 998,000 / 4,698 / 46,620."""
     rules = MAIN_RULES.with_scale(scale)
@@ -67,7 +67,7 @@ def fewshot_split(
     seed: int = 0,
     cache: bool = True,
     cache_root: str | os.PathLike | None = None,
-    progress: bool = True,
+    progress: bool = False,
 ) -> dict[str, HintSplit]:
     """The few-shot split of one concept; every expression contains ``concept``."""
     rules = fewshot_rules(concept).with_scale(scale)

@@ -169,7 +169,7 @@ def generate_split(
     vocabulary: Vocabulary,
     seed: int = 0,
     concept: str | None = None,
-    progress: bool = True,
+    progress: bool = False,
     description: str = "HINT",
 ) -> dict[str, HintSplit]:
     """Generate ``{"train", "val", "test"}`` by ``rules``; with ``concept``, every expression contains it."""

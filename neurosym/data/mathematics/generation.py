@@ -46,13 +46,13 @@ def generate(
     count: int,
     seed: int = 0,
     root: str | os.PathLike | None = None,
-    progress: bool = True,
+    progress: bool = False,
 ) -> Path:
     """Make sure ``count`` question/answer pairs exist for every ``(regime, module)`` in ``requests``.
 
     ``module`` is the released file stem, e.g. ``"arithmetic__mixed"``; ``regime`` is one of
-    :data:`REGIMES`. Missing or too-short files are generated in one subprocess, with a tqdm bar over
-    all questions. Returns the dataset root (default :func:`generated_root` of ``seed``).
+    :data:`REGIMES`. Missing or too-short files are generated in one subprocess (with ``progress``, under a
+    tqdm bar over all questions). Returns the dataset root (default :func:`generated_root` of ``seed``).
     """
     if count < 1:
         raise ValueError(f"count must be at least 1, got {count}")
