@@ -1,15 +1,27 @@
-"""Command-line option types (and options) shared by the benchmark runners.
+"""The command-line options of every ``neurosym`` command: their types, and the options they share.
 
 Each type turns the option's text into its value or raises :class:`argparse.ArgumentTypeError`, so a bad
 value ends the command with a one-line usage error that names the option, instead of a traceback from
 deep inside a run that has already started.
+
+Options that several commands have are declared once here, with one name, one default and one help
+text: :func:`add_run_options` (``--out``, ``--seed``, ``--device``, ``--threads``, ``--progress``, and for
+commands that train ``--resume`` and ``--time-limit``), :func:`add_preset_option` (``--preset``, from the
+one vocabulary :data:`PRESETS`) and :func:`add_compile_option`. Lists are given comma-separated and
+parsed by :func:`comma_list`.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
+
+import torch
+
+T = TypeVar("T")
 
 
 def _number(text: str, kind: type) -> float | int:
@@ -110,3 +122,83 @@ def add_compile_option(parser: argparse.ArgumentParser) -> None:
         help="run the model's training forward and backward through torch.compile (one graph for every batch "
         "shape): fewer, fused kernels, for GPU training (slower on a CPU); the first step waits for the compiler",
     )
+
+
+def comma_list(item: Callable[[str], T], *, what: str = "value", choices: Sequence[str] | None = None) -> Callable[[str], list[T]]:
+    """A parser of a non-empty comma-separated list, each part converted by ``item`` (an option type, or
+    ``str``) and, with ``choices``, one of them; the error names the part that is wrong."""
+
+    def parse(text: str) -> list[T]:
+        parts = [part.strip() for part in text.split(",") if part.strip()]
+        if not parts:
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}s, got {text!r}")
+        values = []
+        for part in parts:
+            if choices is not None and part not in choices:
+                raise argparse.ArgumentTypeError(f"unknown {what} {part!r}: choose from {', '.join(choices)}")
+            try:
+                values.append(item(part))
+            except ValueError as error:  # a type's own ArgumentTypeError names the part already
+                raise argparse.ArgumentTypeError(f"{what} {part!r}: {error}") from None
+        return values
+
+    parse.__name__ = f"comma-separated {what}s"  # argparse names the type in its error message
+    return parse
+
+
+def device_name(text: str) -> str:
+    """``auto`` or a torch device string (``cpu``, ``cuda``, ``cuda:1``, ``mps``), checked but not opened."""
+    if text == "auto":
+        return text
+    try:
+        torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"expected 'auto', 'cpu', 'cuda' or 'cuda:N', got {text!r}") from None
+    return text
+
+
+PRESETS: dict[str, str] = {
+    "smoke": "seconds to minutes: checks that every part runs, numbers not meaningful",
+    "cpu": "sized for a laptop CPU (2 cores): the budget benchmarks/RESULTS.md reports",
+    "paper": "the published budget (meant for a GPU)",
+}
+"""The one vocabulary of budgets; each command offers the presets it has, with what they mean for it."""
+
+
+def add_preset_option(parser: argparse.ArgumentParser, meanings: Mapping[str, str], default: str) -> None:
+    """``--preset NAME``: the command's budget, one of ``meanings`` (names from :data:`PRESETS`, each with
+    what it means for this command); options given explicitly override the preset's values."""
+    unknown = set(meanings) - set(PRESETS)
+    if unknown:
+        raise ValueError(f"presets {sorted(unknown)} are not in the vocabulary {list(PRESETS)}")
+    lines = "; ".join(f"{name}: {meaning}" for name, meaning in meanings.items())
+    parser.add_argument("--preset", choices=list(meanings), default=default, help=f"budget ({lines})")
+
+
+def add_run_options(parser: argparse.ArgumentParser, *, out: str, threads: int = 0, trains: bool = True) -> None:
+    """The options every command has: ``--out``, ``--seed``, ``--device``, ``--threads``, ``--progress``; and,
+    when it ``trains`` (with checkpoints), ``--resume/--no-resume`` and ``--time-limit``."""
+    parser.add_argument("--out", type=Path, default=Path(out), help="output folder (JSON, plot, checkpoints)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of data generation, initialisation and batch order")
+    parser.add_argument("--device", type=device_name, default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
+    parser.add_argument(
+        "--threads", type=non_negative_int, default=threads, help="torch CPU threads (0: torch's default, all cores); 1 on a shared CPU"
+    )
+    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show progress bars")
+    if not trains:
+        return
+    parser.add_argument(
+        "--resume", action=argparse.BooleanOptionalAction, default=True,
+        help="continue from the checkpoints in --out (--no-resume starts afresh and overwrites them)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--time-limit", type=time_limit_minutes, metavar="MINUTES", default=None,
+        help="minutes of training in this call: then the step under way ends, the checkpoint is written and the "
+        "command exits with status 75; the same command continues it (Ctrl-C and SIGTERM stop the same way)",
+    )  # fmt: skip
+
+
+def apply_threads(threads: int) -> None:
+    """Set torch's CPU threads as ``--threads`` says (0 leaves torch's default)."""
+    if threads > 0:
+        torch.set_num_threads(threads)

@@ -20,11 +20,13 @@ from neurosym.data.arithmetic import OPERATIONS, RANGE_PAIRS, SubsetLayout, oper
 from neurosym.experiments.arithmetic.speed import measure_speed
 from neurosym.experiments.arithmetic.training import SCHEDULES, GroupConfig, GroupRun, train_group
 from neurosym.experiments.options import (
+    add_preset_option,
+    add_run_options,
+    apply_threads,
+    comma_list,
     fraction_up_to_one,
-    non_negative_int,
     positive_float,
     positive_int,
-    time_limit_minutes,
     unit_interval,
 )
 from neurosym.experiments.report import format_table, pyplot, save_json
@@ -50,85 +52,78 @@ PUBLISHED: dict[tuple[str, str], float] = {
 TABLE_ORDER = ("mul", "div", "add", "sub", "square", "sqrt")
 """Operations in the order of the paper's table (× ÷ + −), then the unary ones."""
 
-PRESETS = {"quick": {"seeds": 10, "steps": 10_000}, "full": {"seeds": 100, "steps": PAPER_ITERATIONS}}
+PAPER = {"seeds": 100, "steps": PAPER_ITERATIONS, "models": list(MODEL_LAYERS), "ops": None}
+"""The published budget: every cell of Table 1, 100 seeds of 5·10⁶ iterations."""
+SMOKE = {"seeds": 10, "steps": 50_000, "models": ["NAU", "Linear", "NAC+"], "ops": ["add", "sub"]}
+"""A CPU smoke test: the cells that converge within a short budget."""
 
 
-def _model_list(text: str) -> list[str]:
+def _model_name(text: str) -> str:
+    """A model of the table by its command-line name (``nmu``) or its table name (``NMU``), any case."""
     names = {key.lower(): value for key, value in MODEL_NAMES.items()} | {v.lower(): v for v in MODEL_LAYERS}
-    models = []
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        if item.lower() not in names:
-            raise argparse.ArgumentTypeError(f"unknown model {item!r}: choose from {', '.join(MODEL_NAMES)}")
-        models.append(names[item.lower()])
-    if not models:
-        raise argparse.ArgumentTypeError("give at least one model")
-    return models
+    if text.lower() not in names:
+        raise argparse.ArgumentTypeError(f"unknown model {text!r}: choose from {', '.join(MODEL_NAMES)}")
+    return names[text.lower()]
 
 
-def _operation_list(text: str) -> list[str]:
+def _operation_name(text: str) -> str:
     try:
-        operations = [operation(part.strip()).name for part in text.split(",") if part.strip()]
+        return operation(text).name
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-    if not operations:
-        raise argparse.ArgumentTypeError("give at least one operation")
-    return operations
+
+
+PRESET_MEANINGS = {
+    "smoke": f"{SMOKE['seeds']} seeds x {SMOKE['steps']:.0e} steps of the cells that converge early: "
+    f"{', '.join(SMOKE['models'])} on + and -, about 5 minutes on 2 cores",
+    "paper": "100 seeds x 5e6 steps of every published cell of Table 1 (meant for a GPU)",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    preset = parser.add_mutually_exclusive_group()
-    preset.add_argument(
-        "--quick", action="store_true", help=f"CPU preset (the default): {PRESETS['quick']['seeds']} seeds, {PRESETS['quick']['steps']} steps"
-    )
-    preset.add_argument("--full", action="store_true", help="the paper's budget: 100 seeds, 5e6 steps (meant for a GPU)")
+    add_preset_option(parser, PRESET_MEANINGS, default="smoke")
     parser.add_argument("--steps", type=positive_int, help="training steps per run (overrides the preset; 1e5 style accepted)")
     parser.add_argument("--seeds", type=positive_int, help="runs (seeds) per model and operation (overrides the preset)")
     parser.add_argument(
-        "--ops", type=_operation_list,
-        help=f"comma-separated operations from {', '.join(OPERATIONS)} for every model (default: the published cells of Table 1)",
+        "--models", type=comma_list(_model_name, what="model"),
+        help=f"comma-separated models from {', '.join(MODEL_NAMES)} (overrides the preset)",
     )  # fmt: skip
-    parser.add_argument("--models", type=_model_list, default=list(MODEL_LAYERS), help=f"comma-separated models from {', '.join(MODEL_NAMES)}")
-    parser.add_argument("--ranges", choices=sorted(RANGE_PAIRS), default="[1,2]", help="interpolation range (its extrapolation range is the paper's)")
-    parser.add_argument("--input-size", type=positive_int, default=100, help="input size d of the task")
-    parser.add_argument("--subset-ratio", type=fraction_up_to_one, default=0.25, help="subset size as a fraction s of d (⌊s·d⌋ elements)")
-    parser.add_argument("--overlap-ratio", type=unit_interval, default=0.5, help="overlap as a fraction o of the subset (⌊o·subset⌋)")
+    parser.add_argument(
+        "--ops", type=comma_list(_operation_name, what="operation"),
+        help=f"comma-separated operations from {', '.join(OPERATIONS)} for every model (default: the preset's; "
+        "paper: the published cells of Table 1)",
+    )  # fmt: skip
     parser.add_argument(
         "--schedule", choices=SCHEDULES, default="published",
         help="regulariser warm-ups at the paper's iterations (NMU 1e6-2e6, NAU 5e3-5e4), or scaled by steps/5e6 for a short budget",
     )  # fmt: skip
+    parser.add_argument("--ranges", choices=sorted(RANGE_PAIRS), default="[1,2]", help="interpolation range (its extrapolation range is the paper's)")
+    parser.add_argument("--input-size", type=positive_int, default=100, help="input size d of the task")
+    parser.add_argument("--subset-ratio", type=fraction_up_to_one, default=0.25, help="subset size as a fraction s of d (⌊s·d⌋ elements)")
+    parser.add_argument("--overlap-ratio", type=unit_interval, default=0.5, help="overlap as a fraction o of the subset (⌊o·subset⌋)")
     parser.add_argument("--eval-every", type=positive_int, default=1000, help="steps between evaluations")
     parser.add_argument("--batch-size", type=positive_int, default=128, help="training batch size per run")
     parser.add_argument("--lr", type=positive_float, default=1e-3, help="Adam learning rate")
     parser.add_argument("--evaluation-size", type=positive_int, default=10_000, help="size of the fixed validation and test sets per run")
     parser.add_argument("--epsilon", type=positive_float, default=1e-5, help="weight perturbation ε of the success threshold")
     parser.add_argument("--threshold-samples", type=positive_int, default=1_000_000, help="Monte-Carlo samples per threshold")
-    parser.add_argument("--seed", type=int, default=0, help="base seed of the training batches and initialisations")
-    parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
     parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA, bfloat16 where supported (off by default: half precision cannot reach the 1e-8 thresholds)")
-    parser.add_argument(
-        "--threads", type=non_negative_int, default=0,
-        help="CPU threads for torch (0: torch's default, all cores); use 1 on a CPU shared with another job",
-    )  # fmt: skip
-    parser.add_argument("--out", type=Path, default=Path("results/arithmetic"), help="output folder for JSON, plot and checkpoints")
-    parser.add_argument("--resume", action="store_true", help="continue from the checkpoints in --out instead of starting over")
-    parser.add_argument(
-        "--time-limit", type=time_limit_minutes, metavar="MINUTES",
-        help="after this many minutes, finish the step, write the checkpoint and exit with status 75 (continue with --resume); "
-             "Ctrl-C and SIGTERM stop the same way",
-    )  # fmt: skip
+    add_run_options(parser, out="results/arithmetic")
     parser.add_argument(
         "--speed", action="store_true",
         help="instead of the table, time batched vs one-seed-at-a-time training of each of --models (on its first operation)",
     )  # fmt: skip
     parser.add_argument("--speed-seeds", type=positive_int, default=100, help="seeds of the speed test")
     parser.add_argument("--speed-steps", type=positive_int, default=300, help="training steps per seed in the speed test")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
 def run(args: argparse.Namespace) -> dict:
+    preset = PAPER if args.preset == "paper" else SMOKE
+    if args.models is None:  # the preset's cells; models of one's own choosing get their published cells
+        args.models, args.ops = preset["models"], args.ops or preset["ops"]
+    args.steps, args.seeds = args.steps or preset["steps"], args.seeds or preset["seeds"]
     device = resolve_device(args.device)
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
+    apply_threads(args.threads)
     if device.type == "cpu":  # the batched steps' MB-sized buffers would page-fault every step otherwise
         retain_freed_memory()
     amp = args.amp and autocast_enabled(device)
@@ -139,8 +134,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dict:
-    preset = PRESETS["full" if args.full else "quick"]
-    steps, seeds = args.steps or preset["steps"], args.seeds or preset["seeds"]
+    steps, seeds = args.steps, args.seeds
     try:
         layout = SubsetLayout(args.input_size, args.subset_ratio, args.overlap_ratio)
     except ValueError as error:
@@ -149,7 +143,7 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
     runs, pending = [], []
     with StopRequests(minutes_to_seconds(args.time_limit)) as stops:
         for model in args.models:
-            if runs and runs[-1].stop_reason is not None:  # a stop request ended the previous model: the rest waits for --resume
+            if runs and runs[-1].stop_reason is not None:  # a stop request ended the previous model: the rest waits for the next call
                 pending.append(model)
                 continue
             config = GroupConfig(
@@ -157,12 +151,13 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
                 args.ranges, args.evaluation_size, args.seed, args.input_size, args.subset_ratio, args.overlap_ratio, args.schedule,
             )  # fmt: skip
             checkpoint = args.out / "checkpoints" / f"{_slug(model)}.pt"
-            runs.append(train_group(config, device, checkpoint, args.resume, stops, amp, not args.no_progress))
+            runs.append(train_group(config, device, checkpoint, args.resume, stops, amp, args.progress))
     evaluated = [group for group in runs if group.curves.steps]
     cells = [cell for group in evaluated for cell in _cells(group, thresholds)]
     cells.sort(key=lambda cell: (TABLE_ORDER.index(cell["operation"]), args.models.index(cell["model"])))
     result = {
         "command": "arithmetic",
+        "preset": args.preset,
         "device": str(device),
         "steps": steps,
         "seeds": seeds,
@@ -176,18 +171,20 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
         "training_seconds": {group.config.model: group.seconds for group in runs},
         "cells": cells,
     }
+    print(_caption(args.preset))
     print(format_table(*_table(cells)))
     save_json(result, args.out / "results.json")
     if cells:
         _plot(cells, args.out / "success_rates.png")
-    print(f"Wrote {args.out / 'results.json'}" + (f" and {args.out / 'success_rates.png'}" if cells else ""))
+        plot_learning_curves(evaluated, thresholds, args.out / "learning_curves.png")
+    print(f"Wrote {args.out / 'results.json'}" + (f", {args.out / 'success_rates.png'} and learning_curves.png" if cells else ""))
     stopped = runs[-1]
     if stopped.stop_reason is not None:
         waiting = [f"{label}: {', '.join(models)}" for label, models in
                    (("not evaluated yet", result["not_evaluated"]), ("not started", pending)) if models]  # fmt: skip
         print(f"{stopped.config.model} stopped at step {stopped.step} of {steps}" + "".join(f"; {part}" for part in waiting))
         raise TrainingInterrupted(
-            stopped.step, steps, stopped.stop_reason, args.out / "checkpoints", resume_with="the same command with --resume"
+            stopped.step, steps, stopped.stop_reason, args.out / "checkpoints", resume_with="the same command"
         )
     return result
 
@@ -258,11 +255,13 @@ def _percent(value: float | None) -> str:
 
 
 def _table(cells: list[dict]) -> tuple[list[str], list[list]]:
-    headers = ["Op", "Model", "Solved", "Success", "95% interval", "Published", "Median solved at", "Sparsity error"]
+    """Ours beside the published rate in every row, each with its budget (runs × iterations)."""
+    headers = ["Op", "Model", "Solved", "Success", "95% interval", "Budget", "Published", "Published budget", "Median solved at",
+               "Sparsity error"]  # fmt: skip
     rows = []
     for cell in cells:
         low, high = cell["interval"]
-        solved = f"{cell['solved']}/{cell['runs']}" + ("" if cell["finished"] else f" (stopped at {cell['steps_done']})")
+        solved = f"{cell['solved']}/{cell['runs']}" + ("" if cell["finished"] else " (stopped)")
         rows.append(
             [
                 OPERATIONS[cell["operation"]].symbol,
@@ -270,12 +269,21 @@ def _table(cells: list[dict]) -> tuple[list[str], list[list]]:
                 solved,
                 _percent(cell["success_rate"]),
                 f"[{100 * low:.1f}%, {100 * high:.1f}%]",
+                f"{cell['runs']} x {cell['steps_done']:.3g}",
                 _percent(cell["published"]),
+                "—" if cell["published"] is None else f"{PAPER['seeds']} x {PAPER['steps']:.3g}",
                 "—" if cell["median_solved_at"] is None else f"{cell['median_solved_at']:.3g}",
                 "—" if cell["mean_sparsity_error"] is None else f"{cell['mean_sparsity_error']:.2g}",
             ]
         )
     return headers, rows
+
+
+def _caption(preset: str) -> str:
+    published = "published: Madsen & Johansen 2019 Table 1 (NAU, NMU: 2020), 100 seeds x 5e6 iterations each"
+    if preset == "smoke":
+        return f"Simple function task, smoke test at a short CPU budget (not comparable to the published budget; {published})"
+    return f"Simple function task ({published})"
 
 
 def _plot(cells: list[dict], path: Path) -> None:
@@ -300,6 +308,31 @@ def _plot(cells: list[dict], path: Path) -> None:
     axis.legend(fontsize="small", ncol=2)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def plot_learning_curves(groups: list[GroupRun], thresholds: dict[str, float], path: Path) -> None:
+    """One panel per (model, operation) cell: the extrapolation MSE of every seed at each evaluation (log
+    scale), with the cell's success threshold as a dashed line."""
+    panels = [(group, index, name) for group in groups for index, name in enumerate(group.config.operations)]
+    plt = pyplot()
+    columns = min(3, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False)
+    for axis, (group, index, name) in zip(axes.flat, panels):
+        curves, count = group.curves.stacked(), len(group.config.seeds)
+        test = curves["test"][:, index * count : (index + 1) * count].clamp_min(1e-300).numpy()
+        axis.plot(curves["steps"].numpy(), test, linewidth=0.6, alpha=0.5)
+        axis.axhline(thresholds[name], color="black", linestyle="--", linewidth=1, label="success threshold")
+        axis.set_yscale("log")
+        axis.set_title(f"{group.config.model}, {OPERATIONS[name].symbol} ({count} seeds)", fontsize=10)
+        axis.set_xlabel("iteration")
+        axis.set_ylabel("extrapolation MSE")
+        axis.legend(fontsize=7, loc="upper right")
+    for axis in list(axes.flat)[len(panels) :]:
+        axis.set_visible(False)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
     plt.close(figure)
 
 
