@@ -10,7 +10,9 @@ from neurosym.data.arithmetic import SimpleFunctionData
 from neurosym.experiments.arithmetic import speed
 from neurosym.experiments.arithmetic import training as arithmetic_training
 from neurosym.experiments.arithmetic.training import (
+    Curves,
     GroupConfig,
+    GroupRun,
     build,
     evaluate,
     train_group,
@@ -184,12 +186,15 @@ def test_cli_writes_table_json_and_plot(tmp_path, capsys, monkeypatch):
     assert printed.index("| ×  | NMU") < printed.index("| +  | NAU") < printed.index("| −  | NAU")
     assert result["cells"][0]["published"] == 0.98 and result["cells"][0]["runs"] == 2
     assert set(result["thresholds"]) == {"mul", "add", "sub"}
-    assert (out / "success_rates.png").stat().st_size > 0
+    assert (out / "success_rates.png").stat().st_size > 0 and (out / "learning_curves.png").stat().st_size > 0
+    assert "| 2 x 200 " in printed and "| 100 x 5e+06 " in printed  # each row's budget beside the published one
     assert (out / "checkpoints" / "nau.pt").exists() and (out / "checkpoints" / "nmu.pt").exists()
     steps = counted_steps(monkeypatch)
-    assert main(["arithmetic", "--models", "nau,nmu", "--resume", *common]) == 0
+    assert main(["arithmetic", "--models", "nau,nmu", *common]) == 0  # resumes by default
     assert steps == []  # finished checkpoints: no training
     assert json.loads((out / "results.json").read_text())["cells"] == result["cells"]
+    assert main(["arithmetic", "--models", "nau", "--no-resume", *common]) == 0
+    assert len(steps) == 200  # NAU (+ and − as one batched model) trained afresh
 
 
 def test_cli_time_limit_stops_with_status_75_and_resume_finishes(tmp_path, capsys):
@@ -201,8 +206,8 @@ def test_cli_time_limit_stops_with_status_75_and_resume_finishes(tmp_path, capsy
     assert partial["cells"] == [] and load_checkpoint(tmp_path / "checkpoints" / "linear.pt")["step"] == 1
     printed = capsys.readouterr()
     assert "Linear stopped at step 1 of 300; not evaluated yet: Linear; not started: NAU" in printed.out
-    assert "(time limit)" in printed.err and "run the same command with --resume to continue" in printed.err
-    assert main(["arithmetic", "--resume", *common]) == 0
+    assert "(time limit)" in printed.err and "run the same command to continue" in printed.err
+    assert main(["arithmetic", *common]) == 0
     finished = json.loads((tmp_path / "results.json").read_text())
     assert finished["finished"] and {c["steps_done"] for c in finished["cells"]} == {300}
     assert {c["model"] for c in finished["cells"]} == {"Linear", "NAU"}
@@ -226,6 +231,20 @@ def test_cli_ctrl_c_reports_the_cells_evaluated_so_far_and_exits_130(tmp_path, c
     assert [(c["model"], c["steps_done"], c["finished"]) for c in partial["cells"]] == [("NAU", 100, False)]
     assert "NAU stopped at step 150 of 300" in capsys.readouterr().out
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_smoke_preset_names_its_cells_and_the_published_budget(tmp_path, capsys, monkeypatch):
+    trained = []
+    monkeypatch.setattr(arithmetic_runner, "train_group", lambda config, *rest: trained.append(config) or GroupRun(config, Curves(), 0, 0.0))
+    assert main(["arithmetic", "--steps", "10", "--threshold-samples", "2000", "--out", str(tmp_path), "--no-progress"]) == 0
+    assert [(c.model, c.operations, len(c.seeds), c.schedule) for c in trained] == [
+        ("NAU", ("add", "sub"), 10, "published"), ("Linear", ("add", "sub"), 10, "published"), ("NAC+", ("add", "sub"), 10, "published")
+    ]  # fmt: skip
+    assert "smoke test" in capsys.readouterr().out
+    trained.clear()
+    assert main(["arithmetic", "--preset", "paper", "--models", "nmu", "--steps", "10", "--threshold-samples", "2000",
+                 "--out", str(tmp_path), "--no-progress"]) == 0  # fmt: skip
+    assert [(c.model, c.operations, len(c.seeds)) for c in trained] == [("NMU", ("mul",), 100)]
 
 
 def test_cli_speed_mode(tmp_path, capsys, monkeypatch):
