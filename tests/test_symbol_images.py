@@ -1,9 +1,7 @@
-"""Symbol image banks: pools, sampling, procedural strokes, rendering, folder/npz/default banks."""
+"""Symbol image banks: pools, sampling, procedural strokes, rendering, folder and npz banks."""
 
 from __future__ import annotations
 
-import gzip
-import pickle
 from pathlib import Path
 
 import numpy as np
@@ -13,11 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.data.symbol_images import (
-    DRAWN_SYMBOLS,
     GLYPHS,
     SymbolBank,
     assign_pools,
-    default_bank,
     draw_symbols,
     folder_of,
     load_folder_bank,
@@ -30,8 +26,6 @@ from neurosym.data.symbol_images import (
     write_folder_bank,
     write_image,
 )
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 @settings(max_examples=25, deadline=None)
@@ -198,33 +192,3 @@ def test_npz_bank_uses_its_own_splits(tmp_path):
     np.savez(tmp_path / "bad.npz", images=np.zeros((4, 28, 28), np.uint8))
     with pytest.raises(ValueError, match="labels"):
         load_npz_bank(tmp_path / "bad.npz")
-
-
-@pytest.mark.skipif(not (SHARED / "data" / "handwritten_symbols.npz").is_file(), reason="shared data absent")
-def test_shared_handwritten_symbols_load_as_a_bank():
-    bank = load_npz_bank(SHARED / "data" / "handwritten_symbols.npz", symbols=list("0123456789+-*/"))
-    assert set(bank.symbols) == set("0123456789+-*/")
-    assert bank.images.shape[1:] == (28, 28)
-    assert bank.counts()["+"]["test"] > 0
-
-
-def _fake_mnist(path: Path, per_digit: int = 3) -> Path:
-    def part(offset: int):
-        labels = np.repeat(np.arange(10), per_digit)
-        images = (labels[:, None] + offset) / 40.0 * np.ones((1, 784))
-        return images.astype(np.float32), labels
-
-    with gzip.open(path, "wb") as handle:
-        pickle.dump((part(0), part(1), part(2)), handle)
-    return path
-
-
-def test_default_bank_is_mnist_digits_plus_drawn_symbols(tmp_path):
-    bank = default_bank(drawn_per_symbol=20, seed=0, mnist_path=_fake_mnist(tmp_path / "mnist.pkl.gz"), cache=False)
-    assert set(bank.symbols) == set("0123456789") | set(DRAWN_SYMBOLS)
-    assert bank.images.shape == (90 + 20 * len(DRAWN_SYMBOLS), 28, 28)
-    digit_seven = bank.images[bank.labels == "7"]
-    assert len(digit_seven) == 9 and (digit_seven > 0).all(), "digits come from the MNIST file"
-    counts = bank.counts()
-    assert counts["+"] == {"train": 15, "val": 1, "test": 4}
-    assert bank.paths[bank.labels == "*"][0].startswith("times/")

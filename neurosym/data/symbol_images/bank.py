@@ -41,13 +41,16 @@ class SymbolBank:
 
     ``images`` uint8 ``[N, H, W]``; ``labels`` ``[N]`` symbol tokens (``"0"``…``"9"``, ``"+"``, ``"-"``,
     ``"*"``, ``"/"``, ``"("``, ``")"``, few-shot letters, …); ``pools`` ``[N]`` from :data:`POOLS`;
-    ``paths`` ``[N]`` names relative to a ``symbol_images`` folder (``"<class>/<file>.jpg"``).
+    ``paths`` ``[N]`` names relative to a ``symbol_images`` folder (``"<class>/<file>.jpg"``);
+    ``sources`` ``[N]`` the data set each image comes from (``"mnist"``, ``"bhmsds"``, ``"drawn"`` …;
+    ``""`` when not given).
     """
 
     images: np.ndarray
     labels: np.ndarray
     pools: np.ndarray
     paths: np.ndarray
+    sources: np.ndarray | None = None
     _index: dict[tuple[str, str], np.ndarray] = field(init=False, repr=False)
     _by_path: dict[str, int] = field(init=False, repr=False)
 
@@ -56,10 +59,11 @@ class SymbolBank:
         self.labels = np.asarray(self.labels).astype(str)
         self.pools = np.asarray(self.pools).astype(str)
         self.paths = np.asarray(self.paths).astype(str)
+        self.sources = np.full(len(self.labels), "") if self.sources is None else np.asarray(self.sources).astype(str)
         if self.images.ndim != 3 or self.images.dtype != np.uint8:
             raise ValueError(f"images must be uint8 [N, H, W], got {self.images.dtype} {self.images.shape}")
         n = len(self.images)
-        for name in ("labels", "pools", "paths"):
+        for name in ("labels", "pools", "paths", "sources"):
             if getattr(self, name).shape != (n,):
                 raise ValueError(f"{name} must have shape [{n}], got {getattr(self, name).shape}")
         unknown = sorted(set(self.pools.tolist()) - set(POOLS))
@@ -107,10 +111,13 @@ class SymbolBank:
         """``{symbol: {pool: number of images}}``."""
         return {s: {p: len(self._index[(s, p)]) for p in POOLS} for s in self.symbols}
 
+    def take(self, keep: np.ndarray) -> SymbolBank:
+        """The bank of the images selected by ``keep`` (indices or a boolean mask ``[N]``), pools kept."""
+        return SymbolBank(self.images[keep], self.labels[keep], self.pools[keep], self.paths[keep], self.sources[keep])
+
     def subset(self, symbols: Sequence[str]) -> SymbolBank:
         """The bank restricted to ``symbols`` (pools kept)."""
-        keep = np.isin(self.labels, list(symbols))
-        return SymbolBank(self.images[keep], self.labels[keep], self.pools[keep], self.paths[keep])
+        return self.take(np.isin(self.labels, list(symbols)))
 
 
 def merge_banks(*banks: SymbolBank) -> SymbolBank:
@@ -124,4 +131,5 @@ def merge_banks(*banks: SymbolBank) -> SymbolBank:
         np.concatenate([b.labels for b in banks]),
         np.concatenate([b.pools for b in banks]),
         np.concatenate([b.paths for b in banks]),
+        np.concatenate([b.sources for b in banks]),
     )

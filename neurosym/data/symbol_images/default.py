@@ -1,4 +1,5 @@
-"""The embedded default bank: real MNIST digits plus procedurally drawn operators, parentheses and letters."""
+"""The embedded banks: real handwriting wherever a permissively licensed set has it (MNIST digits, the
+shipped ``bhmsds`` and ``handwritten-calculator`` symbols), procedurally drawn symbols for the rest."""
 
 from __future__ import annotations
 
@@ -9,11 +10,25 @@ import numpy as np
 
 from neurosym.data.mnist import cache_dir, load_mnist
 from neurosym.data.symbol_images.bank import SymbolBank, assign_pools
-from neurosym.data.symbol_images.classes import FEWSHOT_CONCEPTS, OPERATORS, PARENTHESES, folder_of
+from neurosym.data.symbol_images.classes import DIGITS, FEWSHOT_CONCEPTS, HANDWRITTEN_LABELS, HINT_SYMBOLS, folder_of
+from neurosym.data.symbol_images.handwriting import HANDWRITTEN_SIZE, handwritten_symbols
 from neurosym.data.symbol_images.strokes import draw_bank_images
 
-DRAWN_SYMBOLS: tuple[str, ...] = OPERATORS + PARENTHESES + FEWSHOT_CONCEPTS
-"""Symbols of the default bank that are drawn procedurally (digits come from MNIST)."""
+BANK_SYMBOLS: tuple[str, ...] = HINT_SYMBOLS + FEWSHOT_CONCEPTS
+"""The symbols of the embedded banks: the 16 of the main split and the six few-shot concepts."""
+HANDWRITTEN_SYMBOLS: tuple[str, ...] = tuple(s for s in BANK_SYMBOLS if s in HANDWRITTEN_LABELS)
+"""Symbols of the embedded banks with real handwritten images in the shipped archive:
+digits, ``+ - * /`` and the few-shot numbers ``x y``."""
+DRAWN_SYMBOLS: tuple[str, ...] = tuple(s for s in BANK_SYMBOLS if s not in HANDWRITTEN_LABELS)
+"""Symbols of the embedded banks that are drawn procedurally: the parentheses and the few-shot
+operators ``a b c d`` (no permissively licensed real handwriting of them exists)."""
+OTHER_WRITERS: dict[str, tuple[str, str]] = {
+    **{digit: ("mnist", "bhmsds") for digit in DIGITS},
+    "+": ("handwritten-calculator", "bhmsds"),
+    "-": ("handwritten-calculator", "bhmsds"),
+}
+"""The symbols that :func:`other_writers_bank` trains and tests on different sets: ``symbol → (training
+source, test source)``."""
 
 
 def default_bank(
@@ -22,33 +37,83 @@ def default_bank(
     mnist_path: str | os.PathLike | None = None,
     cache: bool = True,
 ) -> SymbolBank:
-    """MNIST's 70,000 digits (28×28) plus ``drawn_per_symbol`` drawn images of each of :data:`DRAWN_SYMBOLS`.
+    """Real handwriting wherever it exists, drawn symbols elsewhere (28×28, white ink on black):
 
-    Every class is split 75/5/20 into train/val/test pools with ``seed``. The result is cached as an
-    ``.npz`` under :func:`neurosym.data.mnist.cache_dir` when ``cache``.
+    * digits: MNIST's 70,000 plus 15,000 from ``bhmsds``;
+    * ``+`` and ``-``: ``bhmsds`` and ``handwritten-calculator``; ``*`` (×, a cross) and ``/`` (÷, an
+      obelus): ``handwritten-calculator``; few-shot ``x`` and ``y``: ``bhmsds``;
+    * :data:`DRAWN_SYMBOLS` (parentheses, few-shot ``a b c d``): ``drawn_per_symbol`` drawn images each.
+
+    The train/val/test pools are disjoint: the shipped sets keep their own splits, MNIST and drawn
+    images are split 75/5/20 per class with ``seed``. ``sources`` names each image's set (``mnist``,
+    ``bhmsds``, ``handwritten-calculator``, ``drawn``) and so does its path (``<class>/<source>_<i>.jpg``).
+    The result is cached as an ``.npz`` under :func:`neurosym.data.mnist.cache_dir` when ``cache``.
     """
     if drawn_per_symbol < 1:
         raise ValueError(f"drawn_per_symbol must be positive, got {drawn_per_symbol}")
-    cached = cache_dir() / f"symbol_bank_default_{drawn_per_symbol}_{seed}.npz"
+    cached = cache_dir() / f"symbol_bank_handwriting_{drawn_per_symbol}_{seed}.npz"
     if cache and mnist_path is None and cached.is_file():
         with np.load(cached) as archive:
-            return SymbolBank(archive["images"], archive["labels"], archive["pools"], archive["paths"])
-    mnist = load_mnist(mnist_path)
-    digits = np.concatenate([mnist.train_images, mnist.test_images])
-    digit_labels = np.concatenate([mnist.train_labels, mnist.test_labels]).astype(str)
-    drawn, drawn_labels = draw_bank_images(DRAWN_SYMBOLS, drawn_per_symbol, size=digits.shape[1], seed=seed)
-    images = np.concatenate([digits, drawn])
-    labels = np.concatenate([digit_labels, drawn_labels])
-    sources = np.repeat(["mnist", "drawn"], [len(digits), len(drawn)])
-    paths = np.asarray([f"{folder_of(l)}/{s}_{i}.jpg" for i, (l, s) in enumerate(zip(labels.tolist(), sources))])
-    bank = SymbolBank(images, labels, assign_pools(labels, seed), paths)
+            return SymbolBank(archive["images"], archive["labels"], archive["pools"], archive["paths"], archive["sources"])
+    bank = _seeded_part(drawn_per_symbol, seed, mnist_path)
+    real = handwritten_symbols()
+    keep = np.flatnonzero(np.isin(real.labels, HANDWRITTEN_SYMBOLS))
+    labels, sources = real.labels[keep], real.sources[keep]
+    paths = [f"{folder_of(label)}/{source}_{i}.jpg" for label, source, i in zip(labels.tolist(), sources.tolist(), keep.tolist())]
+    bank = SymbolBank(
+        np.concatenate([bank.images, real.images[keep]]),
+        np.concatenate([bank.labels, labels]),
+        np.concatenate([bank.pools, real.splits[keep]]),
+        np.concatenate([bank.paths, paths]),
+        np.concatenate([bank.sources, sources]),
+    )
     if cache and mnist_path is None:
         _save_atomically(cached, bank)
     return bank
 
 
+def _seeded_part(drawn_per_symbol: int, seed: int, mnist_path: str | os.PathLike | None) -> SymbolBank:
+    """MNIST's digits and the drawn symbols, split 75/5/20 per class with ``seed``."""
+    mnist = load_mnist(mnist_path)
+    digits = np.concatenate([mnist.train_images, mnist.test_images])
+    digit_labels = np.concatenate([mnist.train_labels, mnist.test_labels]).astype(str)
+    drawn, drawn_labels = draw_bank_images(DRAWN_SYMBOLS, drawn_per_symbol, size=HANDWRITTEN_SIZE, seed=seed)
+    labels = np.concatenate([digit_labels, drawn_labels])
+    sources = np.repeat(["mnist", "drawn"], [len(digits), len(drawn)])
+    index = np.concatenate([np.arange(len(digits)), np.arange(len(drawn))])
+    paths = [f"{folder_of(label)}/{source}_{i}.jpg" for label, source, i in zip(labels.tolist(), sources.tolist(), index.tolist())]
+    return SymbolBank(np.concatenate([digits, drawn]), labels, assign_pools(labels, seed), np.asarray(paths), sources)
+
+
+def other_writers_bank(
+    drawn_per_symbol: int = 2000,
+    seed: int = 0,
+    mnist_path: str | os.PathLike | None = None,
+    cache: bool = True,
+) -> SymbolBank:
+    """The other-writers protocol: :func:`default_bank` with test images written by other people than the
+    training images, as one bank whose pools encode it (use its ``train``/``val`` pools for training and
+    model selection and its ``test`` pool for testing, like any bank).
+
+    For each symbol of :data:`OTHER_WRITERS` the ``train`` and ``val`` pools keep only the training
+    source's images of those pools and the ``test`` pool only the test source's test images: digits are
+    learnt from MNIST and tested on ``bhmsds``; ``+`` and ``-`` learnt from ``handwritten-calculator``
+    and tested on ``bhmsds``. ``*`` and ``/`` exist in ``handwritten-calculator`` only, and ``x``, ``y``
+    in ``bhmsds`` only, so they keep that set's own train/val/test split; the drawn symbols (parentheses,
+    ``a b c d``) keep their disjoint seeded pools. The test images are thus the default bank's test
+    images of the test sources, and no training image shares a writer set with a test image of its
+    symbol among :data:`OTHER_WRITERS`.
+    """
+    bank = default_bank(drawn_per_symbol, seed, mnist_path, cache)
+    keep = np.ones(len(bank.labels), dtype=bool)
+    for symbol, (train_source, test_source) in OTHER_WRITERS.items():
+        wanted = np.where(bank.pools == "test", test_source, train_source)
+        keep &= (bank.labels != symbol) | (bank.sources == wanted)
+    return bank.take(keep)
+
+
 def _save_atomically(path: Path, bank: SymbolBank) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial.npz")
-    np.savez(partial, images=bank.images, labels=bank.labels, pools=bank.pools, paths=bank.paths)
+    np.savez(partial, images=bank.images, labels=bank.labels, pools=bank.pools, paths=bank.paths, sources=bank.sources)
     os.replace(partial, path)

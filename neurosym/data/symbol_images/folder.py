@@ -1,5 +1,5 @@
 """Symbol banks read from disk: the official ``symbol_images/<class>/<file>.jpg`` folder, any labelled
-folder of images, and ``.npz`` archives (e.g. ``../shared/data/handwritten_symbols.npz``)."""
+folder of images, and ``.npz`` archives (checked by :func:`~neurosym.data.symbol_images.archive.read_bank_archive`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from neurosym.data.symbol_images.bank import POOLS, SymbolBank, assign_pools
+from neurosym.data.symbol_images.archive import read_bank_archive
+from neurosym.data.symbol_images.bank import SymbolBank, assign_pools
 from neurosym.data.symbol_images.classes import folder_of, token_of
 from neurosym.data.symbol_images.render import resize_images
 
@@ -81,25 +82,22 @@ def load_npz_bank(path: str | os.PathLike, seed: int = 0, symbols: list[str] | N
     """Read a bank from an ``.npz`` with ``images`` uint8 ``[N, H, W]`` (white on black) and ``labels`` ``[N]``.
 
     Its own ``splits`` array (``train``/``val``/``test``) is used when present, otherwise a seeded
-    75/5/20 split. ``symbols`` (tokens) restricts the labels kept.
+    75/5/20 split; its ``sources`` when present, otherwise the file's name. ``symbols`` (tokens) restricts
+    the labels kept. The archive is checked first: a corrupt file, a missing array, a wrong shape or
+    dtype, an unknown label or arrays of different lengths raise a one-line ``ValueError`` naming the file.
     """
+    arrays = read_bank_archive(path)
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"symbol bank archive not found: {path}")
-    with np.load(path) as archive:
-        missing = {"images", "labels"} - set(archive.files)
-        if missing:
-            raise ValueError(f"{path} lacks the arrays {sorted(missing)} (has {archive.files})")
-        images = archive["images"]
-        labels = archive["labels"].astype(str)
-        pools = archive["splits"].astype(str) if "splits" in archive.files else assign_pools(labels, seed)
-    if images.ndim != 3 or images.dtype != np.uint8:
-        raise ValueError(f"{path}: images must be uint8 [N, H, W], got {images.dtype} {images.shape}")
-    if set(pools.tolist()) - set(POOLS):
-        raise ValueError(f"{path}: splits must be among {POOLS}, got {sorted(set(pools.tolist()))}")
+    labels = arrays["labels"]
+    pools = arrays["splits"] if "splits" in arrays else assign_pools(labels, seed)
+    sources = arrays.get("sources", np.full(len(labels), path.stem))
     paths = np.asarray([f"{folder_of(label)}/{path.stem}_{i}.png" for i, label in enumerate(labels.tolist())])
-    bank = SymbolBank(images, labels, pools, paths)
-    return bank if symbols is None else bank.subset(symbols)
+    bank = SymbolBank(arrays["images"], labels, pools, paths, sources)
+    if symbols is None:
+        return bank
+    if not set(symbols) & set(bank.symbols):
+        raise ValueError(f"{path}: holds none of the symbols {list(symbols)} (it has {bank.symbols})")
+    return bank.subset(symbols)
 
 
 def write_folder_bank(bank: SymbolBank, root: str | os.PathLike, size: int = OFFICIAL_IMAGE_SIZE) -> None:

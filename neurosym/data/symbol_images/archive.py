@@ -1,0 +1,70 @@
+"""Checked reading of symbol bank archives (``.npz``): every problem is one ``ValueError`` naming the file."""
+
+from __future__ import annotations
+
+import os
+import zipfile
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from neurosym.data.symbol_images.bank import POOLS
+from neurosym.data.symbol_images.classes import BANK_LABELS, token_of
+
+ARCHIVE_ARRAYS: tuple[str, ...] = ("images", "labels", "splits", "sources")
+"""The arrays a bank archive may hold: ``images`` and ``labels`` always, ``splits`` and ``sources`` optionally."""
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
+
+
+def read_bank_archive(path: str | os.PathLike, required: Sequence[str] = ("images", "labels")) -> dict[str, np.ndarray]:
+    """Read and check a bank archive; returns the arrays of :data:`ARCHIVE_ARRAYS` it holds.
+
+    ``images`` uint8 ``[N, H, W]`` (white ink on black, ``N ≥ 1``); ``labels`` ``[N]`` from
+    :data:`~neurosym.data.symbol_images.classes.BANK_LABELS` (release folder names such as ``times`` are
+    mapped to their tokens); ``splits`` ``[N]`` from ``train``/``val``/``test``; ``sources`` ``[N]``
+    strings. ``required`` names the arrays that must be present. A missing file raises
+    ``FileNotFoundError``; an unreadable file, a missing array, a wrong shape or dtype, an unknown label
+    or split, or arrays of different lengths raise a one-line ``ValueError`` naming the file.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"symbol bank archive not found: {path}")
+    try:
+        archive = np.load(path, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ValueError("it holds a single array, not named arrays")
+        with archive:
+            arrays = {name: archive[name] for name in ARCHIVE_ARRAYS if name in archive.files}
+            present = sorted(archive.files)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        raise ValueError(f"{path}: not a readable .npz archive ({_one_line(error)})") from None
+    missing = [name for name in required if name not in arrays]
+    if missing:
+        raise ValueError(f"{path}: lacks the arrays {missing} (has {present})")
+    return _checked(path, arrays)
+
+
+def _checked(path: Path, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    images = arrays["images"]
+    if images.ndim != 3 or images.dtype != np.uint8 or min(images.shape) < 1:
+        raise ValueError(f"{path}: images must be uint8 [N, H, W] with N, H, W >= 1, got {images.dtype} {list(images.shape)}")
+    for name in ARCHIVE_ARRAYS[1:]:
+        if name not in arrays:
+            continue
+        array = arrays[name]
+        if array.dtype.kind not in "USiu" or array.shape != (len(images),):
+            raise ValueError(
+                f"{path}: {name} must be [{len(images)}] strings (one per image), got {array.dtype} {list(array.shape)}"
+            )
+        arrays[name] = array.astype(str)
+    arrays["labels"] = np.asarray([token_of(label) for label in arrays["labels"].tolist()], dtype=str)
+    for name, allowed in (("labels", BANK_LABELS), ("splits", POOLS)):
+        unknown = sorted(set(arrays[name].tolist()) - set(allowed)) if name in arrays else []
+        if unknown:
+            raise ValueError(f"{path}: unknown {name} {unknown[:10]}; expected among {list(allowed)}")
+    return arrays

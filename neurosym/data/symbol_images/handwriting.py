@@ -1,0 +1,55 @@
+"""The real handwritten symbols shipped with the package (two MIT-licensed sets; see ``handwritten/LICENSES.md``).
+
+``handwritten/handwritten_symbols.npz`` holds 31,506 images, 28×28 white ink on black:
+
+* ``bhmsds`` (Basic Handwritten Math Symbols Data Set): digits ``0``–``9``, ``+``, ``-``, ``/slash`` and
+  the letters ``w x y z``, 1,500 of each;
+* ``handwritten-calculator``: ``+``, ``-``, ``*`` (× as a cross), ``*dot``, ``/`` (÷ as an obelus) and
+  ``/slash``, about 1,000 of each.
+
+Each image comes with its set's own train/val/test split. No permissively licensed set of real
+handwritten parentheses exists, so banks draw those (:mod:`neurosym.data.symbol_images.strokes`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from neurosym.data.symbol_images.archive import read_bank_archive
+from neurosym.data.symbol_images.classes import HANDWRITTEN_LABELS
+
+HANDWRITTEN_FOLDER = Path(__file__).with_name("handwritten")
+HANDWRITTEN_ARCHIVE = HANDWRITTEN_FOLDER / "handwritten_symbols.npz"
+HANDWRITTEN_LICENSES = HANDWRITTEN_FOLDER / "LICENSES.md"
+HANDWRITTEN_SOURCES: tuple[str, ...] = ("bhmsds", "handwritten-calculator")
+HANDWRITTEN_SIZE = 28
+
+
+@dataclass(frozen=True)
+class HandwrittenSymbols:
+    """``images`` uint8 ``[N, 28, 28]`` (white ink on black) with ``labels``, ``sources`` and ``splits``,
+    each ``[N]`` strings (from :data:`HANDWRITTEN_LABELS`, :data:`HANDWRITTEN_SOURCES` and
+    ``train``/``val``/``test``)."""
+
+    images: np.ndarray
+    labels: np.ndarray
+    sources: np.ndarray
+    splits: np.ndarray
+
+
+def handwritten_symbols(path: str | os.PathLike = HANDWRITTEN_ARCHIVE) -> HandwrittenSymbols:
+    """Load the shipped handwritten symbols (or an archive of the same layout at ``path``), checked:
+    a missing array, a wrong shape, an unknown label or source raises a ``ValueError`` naming the file."""
+    arrays = read_bank_archive(path, required=("images", "labels", "sources", "splits"))
+    images = arrays["images"]
+    if images.shape[1:] != (HANDWRITTEN_SIZE, HANDWRITTEN_SIZE):
+        raise ValueError(f"{path}: handwritten images must be {HANDWRITTEN_SIZE}x{HANDWRITTEN_SIZE}, got {list(images.shape[1:])}")
+    for name, allowed in (("labels", HANDWRITTEN_LABELS), ("sources", HANDWRITTEN_SOURCES)):
+        unknown = sorted(set(arrays[name].tolist()) - set(allowed))
+        if unknown:
+            raise ValueError(f"{path}: unknown {name} {unknown}; expected among {list(allowed)}")
+    return HandwrittenSymbols(images, arrays["labels"], arrays["sources"], arrays["splits"])

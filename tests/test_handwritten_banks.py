@@ -1,0 +1,161 @@
+"""The shipped handwritten symbols, their licences, the default bank of real handwriting and the
+other-writers bank."""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neurosym.data import symbol_images
+from neurosym.data.symbol_images import (
+    BANK_SYMBOLS,
+    DIGITS,
+    DRAWN_SYMBOLS,
+    HANDWRITTEN_ARCHIVE,
+    HANDWRITTEN_LABELS,
+    HANDWRITTEN_LICENSES,
+    HANDWRITTEN_SOURCES,
+    OTHER_WRITERS,
+    POOLS,
+    default_bank,
+    handwritten_symbols,
+    other_writers_bank,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+CALCULATOR = "handwritten-calculator"
+EXPECTED_SOURCES = {
+    **{digit: {"mnist", "bhmsds"} for digit in DIGITS},
+    "+": {"bhmsds", CALCULATOR},
+    "-": {"bhmsds", CALCULATOR},
+    "*": {CALCULATOR},
+    "/": {CALCULATOR},
+    "x": {"bhmsds"},
+    "y": {"bhmsds"},
+    **{symbol: {"drawn"} for symbol in ("(", ")", "a", "b", "c", "d")},
+}
+
+
+def _fake_mnist(path: Path, per_digit: int = 20) -> Path:
+    """An MNIST pickle whose images are flat shades: ``per_digit`` images of each digit in each of its three parts."""
+
+    def part(offset: int):
+        labels = np.repeat(np.arange(10), per_digit)
+        images = (labels[:, None] + offset + 1) / 40.0 * np.ones((1, 784))
+        return images.astype(np.float32), labels
+
+    with gzip.open(path, "wb") as handle:
+        pickle.dump((part(0), part(1), part(2)), handle)
+    return path
+
+
+@pytest.fixture(scope="module")
+def mnist(tmp_path_factory) -> Path:
+    return _fake_mnist(tmp_path_factory.mktemp("mnist") / "mnist.pkl.gz")
+
+
+@pytest.fixture(scope="module")
+def bank(mnist):
+    return default_bank(drawn_per_symbol=40, seed=0, mnist_path=mnist, cache=False)
+
+
+@pytest.fixture(scope="module")
+def other(mnist):
+    return other_writers_bank(drawn_per_symbol=40, seed=0, mnist_path=mnist, cache=False)
+
+
+def _archive_index(path: str) -> int:
+    """The archive index in a path ``<class>/<source>_<index>.jpg``."""
+    return int(path.rsplit("_", 1)[1].removesuffix(".jpg"))
+
+
+def test_the_shipped_archive_loads_checked():
+    real = handwritten_symbols()
+    assert real.images.shape == (31_506, 28, 28) and real.images.dtype == np.uint8
+    assert set(real.labels.tolist()) == set(HANDWRITTEN_LABELS)
+    assert set(real.sources.tolist()) == set(HANDWRITTEN_SOURCES)
+    assert set(real.splits.tolist()) == set(POOLS)
+    counts = Counter(zip(real.labels.tolist(), real.sources.tolist()))
+    assert all(counts[(digit, "bhmsds")] == 1_500 for digit in DIGITS)
+    assert counts[("*", CALCULATOR)] > 900 and counts[("/", CALCULATOR)] > 900
+    assert real.images.mean() > 10, "white ink on black"
+
+
+def test_the_licences_ship_beside_the_archive_and_in_the_wheel():
+    text = HANDWRITTEN_LICENSES.read_text()
+    assert HANDWRITTEN_LICENSES.parent == HANDWRITTEN_ARCHIVE.parent
+    assert "Copyright (c) 2019 wblachowski" in text and "Copyright (c) 2024 Jason MacLeod" in text
+    assert "wblachowski/bhmsds" in text and "jdmacleod/handwritten-calculator" in text
+    assert text.count("MIT License") >= 2
+    assert text.count("Permission is hereby granted, free of charge") == 2
+    assert text.count('THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND') == 2
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    package = Path(symbol_images.__file__).parent
+    shipped = {path for pattern in package_data["neurosym.data.symbol_images"] for path in package.glob(pattern)}
+    assert {HANDWRITTEN_ARCHIVE, HANDWRITTEN_LICENSES} <= shipped
+
+
+def test_default_bank_is_real_handwriting_wherever_it_exists(bank):
+    assert set(bank.symbols) == set(BANK_SYMBOLS) == set(EXPECTED_SOURCES)
+    for symbol, sources in EXPECTED_SOURCES.items():
+        assert set(bank.sources[bank.labels == symbol].tolist()) == sources, symbol
+    assert set(DRAWN_SYMBOLS) == {s for s, sources in EXPECTED_SOURCES.items() if sources == {"drawn"}}
+    assert len(set(bank.paths.tolist())) == len(bank.paths), "every image is in the bank once, so in one pool"
+    for symbol in BANK_SYMBOLS:
+        assert all(bank.counts()[symbol][pool] > 0 for pool in POOLS), symbol
+    assert bank.paths[bank.labels == "*"][0].startswith("times/")
+
+
+def test_real_images_keep_their_sets_split_and_pixels(bank):
+    real = handwritten_symbols()
+    for source in HANDWRITTEN_SOURCES:
+        mine = np.flatnonzero(bank.sources == source)
+        index = np.asarray([_archive_index(p) for p in bank.paths[mine]])
+        assert np.array_equal(bank.pools[mine], real.splits[index])
+        assert np.array_equal(bank.labels[mine], real.labels[index])
+        assert np.array_equal(bank.images[mine], real.images[index])
+    kept = (np.isin(real.labels, BANK_SYMBOLS)).sum()
+    assert (np.isin(bank.sources, HANDWRITTEN_SOURCES)).sum() == kept, "*dot, /slash, w and z are left out"
+
+
+def test_mnist_and_drawn_images_are_split_75_5_20_per_class(bank):
+    for source, symbol, total in (("mnist", "7", 60), ("drawn", "(", 40), ("drawn", "c", 40)):
+        pools = Counter(bank.pools[(bank.labels == symbol) & (bank.sources == source)].tolist())
+        assert pools == {"train": total - int(total * 0.05) - int(total * 0.2), "val": int(total * 0.05), "test": int(total * 0.2)}
+
+
+def test_the_cache_is_keyed_anew_and_reused(tmp_path, monkeypatch, mnist):
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path))
+    monkeypatch.setenv("NEUROSYM_MNIST", str(mnist))
+    np.savez(tmp_path / "symbol_bank_default_5_0.npz", images=np.zeros((1, 28, 28), np.uint8))  # the drawn bank's cache
+    built = default_bank(drawn_per_symbol=5)
+    assert [p.name for p in tmp_path.glob("symbol_bank_handwriting_*")] == ["symbol_bank_handwriting_5_0.npz"]
+    again = default_bank(drawn_per_symbol=5)
+    for name in ("images", "labels", "pools", "paths", "sources"):
+        assert np.array_equal(getattr(again, name), getattr(built, name)), name
+
+
+def test_other_writers_bank_tests_on_other_writers(bank, other):
+    for symbol, (train_source, test_source) in OTHER_WRITERS.items():
+        mine = other.labels == symbol
+        assert set(other.sources[mine & (other.pools != "test")].tolist()) == {train_source}, symbol
+        assert set(other.sources[mine & (other.pools == "test")].tolist()) == {test_source}, symbol
+    digits = np.isin(other.labels, DIGITS)
+    assert not (digits & (other.pools != "test") & (other.sources == "bhmsds")).any(), "no bhmsds digit to learn from"
+    assert set(other.sources[digits & (other.pools == "test")].tolist()) == {"bhmsds"}
+    for symbol in BANK_SYMBOLS:
+        assert all(other.counts()[symbol][pool] > 0 for pool in POOLS), symbol
+
+
+def test_other_writers_pools_are_the_default_pools_of_the_kept_images(bank, other):
+    pool_of = dict(zip(bank.paths.tolist(), bank.pools.tolist()))
+    assert all(pool_of[path] == pool for path, pool in zip(other.paths.tolist(), other.pools.tolist()))
+    unchanged = [s for s in BANK_SYMBOLS if s not in OTHER_WRITERS]
+    assert other.subset(unchanged).paths.tolist() == bank.subset(unchanged).paths.tolist(), "* / x y and drawn symbols as in default"
+    assert set(other.sources[other.labels == "*"].tolist()) == {CALCULATOR}
