@@ -6,8 +6,6 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.tanh import tanh
-
 
 class AdditiveAttention(nn.Module):
     """Bahdanau et al. (2015): ``score_j = w · tanh(W_q q + W_k k_j)``, softmax over ``j``.
@@ -33,7 +31,7 @@ class AdditiveAttention(nn.Module):
         projected_keys: torch.Tensor,
         key_padding_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        hidden = tanh(projected_keys + rearrange(self.query_proj(query), "b a -> b 1 a"))
+        hidden = torch.tanh(projected_keys + rearrange(self.query_proj(query), "b a -> b 1 a"))
         scores = rearrange(self.score(hidden), "b s 1 -> b s")
         if key_padding_mask is not None:
             scores = scores.masked_fill(key_padding_mask, float("-inf"))

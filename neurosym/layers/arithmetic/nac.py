@@ -7,7 +7,6 @@ import math
 import torch
 from torch import Tensor
 
-from ..tanh import tanh
 from ..value_checks import values_are_readable
 from .base import ArithmeticUnit, ensemble_linear
 from .init import nac_init_
@@ -47,7 +46,7 @@ class _TanhSigmoidWeight(ArithmeticUnit):
 
     def weight(self) -> Tensor:
         """``W = tanh(Ŵ) ⊙ σ(M̂)``, shape ``[(S,) out, in]``."""
-        return tanh(self.weight_hat) * torch.sigmoid(self.gate_hat)
+        return torch.tanh(self.weight_hat) * torch.sigmoid(self.gate_hat)
 
     def sparsity_weights(self) -> list[Tensor]:
         return [self.weight()]
