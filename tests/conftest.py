@@ -1,7 +1,12 @@
-"""Fixtures shared by the test suite, and the hypothesis profiles.
+"""Fixtures shared by the test suite, the hypothesis profiles and the ``mathematics_generator`` marker.
 
 The suite runs hypothesis derandomized (the same examples on every run, so CI cannot turn red by the
 draw); ``HYPOTHESIS_PROFILE=explore pytest tests`` draws fresh examples, to hunt for new failures.
+
+Tests marked ``mathematics_generator`` run DeepMind's generator in its isolated environment. ``make test``
+creates that environment once under ``.cache/`` and names it in ``$NEUROSYM_MATHEMATICS_ENV``; a named
+environment that is not ready fails these tests, and without the variable they are skipped when the
+default environment (``<cache>/mathematics-env``) is absent.
 """
 
 import os
@@ -10,9 +15,23 @@ import pytest
 import torch
 from hypothesis import settings
 
+from neurosym.data.mathematics.environment import ENV_VARIABLE, generator_env_dir, generator_env_ready
+
 settings.register_profile("deterministic", derandomize=True, database=None)
 settings.register_profile("explore", derandomize=False)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "mathematics_generator: runs DeepMind's generator in its isolated environment")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("mathematics_generator") is None or generator_env_ready():
+        return
+    if os.environ.get(ENV_VARIABLE):
+        pytest.fail(f"${ENV_VARIABLE} names {generator_env_dir()}, which is not a ready generator environment")
+    pytest.skip(f"the mathematics_dataset environment is absent at {generator_env_dir()} (make test creates one)")
 
 
 @pytest.fixture

@@ -153,10 +153,7 @@ def test_driver_output_is_written_atomically(tmp_path):
         generate_module._write_jobs([lines[0], "Traceback (most recent call last):"], jobs, tmp_path, bar)
 
 
-@pytest.mark.skipif(
-    not generator_env_ready(),
-    reason="the mathematics_dataset environment is absent (create it with neurosym.data.mathematics.ensure_generator_env())",
-)
+@pytest.mark.mathematics_generator
 def test_generation_is_deterministic_for_a_seed(tmp_path):
     requests = [("interpolate", "arithmetic__mixed"), ("extrapolate", "arithmetic__div_big")]
     generate(requests, 20, seed=FIXTURE_SEED, root=tmp_path / "first", progress=False)
@@ -168,7 +165,7 @@ def test_generation_is_deterministic_for_a_seed(tmp_path):
     assert other != read_module_file(tmp_path / "first" / "interpolate" / "arithmetic__mixed.txt", limit=5)
 
 
-@pytest.mark.skipif(not generator_env_ready(), reason="the mathematics_dataset environment is absent")
+@pytest.mark.mathematics_generator
 def test_generator_errors_surface_with_the_reason(tmp_path):
     with pytest.raises(RuntimeError, match="unknown module 'arithmetic__nope'"):
         generate([("interpolate", "arithmetic__nope")], 1, root=tmp_path, progress=False)
@@ -188,3 +185,13 @@ def test_generator_env_is_ready_only_with_its_marker(tmp_path):
     assert not generator_env_ready(env)
     (env / "neurosym-ready.txt").write_text("\n".join(GENERATOR_REQUIREMENTS) + "\n")
     assert generator_env_ready(env) and ensure_generator_env(create=False, env_dir=env) == generator_python(env)
+
+
+def test_the_generator_environment_lives_where_the_variable_names(tmp_path, monkeypatch):
+    from neurosym.data.mathematics.environment import ENV_VARIABLE, generator_env_dir
+
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv(ENV_VARIABLE, raising=False)
+    assert generator_env_dir() == tmp_path / "cache" / "mathematics-env"
+    monkeypatch.setenv(ENV_VARIABLE, str(tmp_path / "named"))
+    assert generator_env_dir() == tmp_path / "named" and not generator_env_ready()

@@ -27,9 +27,14 @@ GENERATOR_REQUIREMENTS: tuple[str, ...] = (
 _READY_MARKER = "neurosym-ready.txt"
 
 
+ENV_VARIABLE = "NEUROSYM_MATHEMATICS_ENV"
+"""Names the folder of the generator's environment (``make test`` keeps it in the repository's ``.cache/``)."""
+
+
 def generator_env_dir() -> Path:
-    """Where the generator's environment lives: ``<cache>/mathematics-env``."""
-    return cache_dir() / "mathematics-env"
+    """Where the generator's environment lives: ``$NEUROSYM_MATHEMATICS_ENV``, else ``<cache>/mathematics-env``."""
+    named = os.environ.get(ENV_VARIABLE)
+    return Path(named) if named else cache_dir() / "mathematics-env"
 
 
 def generator_python(env_dir: Path | None = None) -> Path:
