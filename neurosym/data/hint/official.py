@@ -3,7 +3,8 @@
 A release folder holds ``expr_train.json``, ``expr_val.json`` and ``expr_test.json`` (lists of records
 with ``id``, ``img_paths``, ``expr``, ``head``, ``res``, ``res_all`` and, in val/test, ``eval``), optionally
 ``fewshot_dataset.json`` (``{concept: {"train": [...], "val": [...], "test": [...]}}``) and
-``symbol_images/<class>/<file>.jpg``. :func:`write_release` produces the same layout from generated splits.
+``symbol_images/<class>/<file>.jpg``. :func:`write_release` produces the same layout from generated splits;
+:func:`check_release` checks a folder (files, records, images) before any work is done on it.
 """
 
 from __future__ import annotations
@@ -35,22 +36,30 @@ def record_from_json(item: Mapping, where: str) -> HintRecord:
     missing = [key for key in _REQUIRED if key not in item]
     if missing:
         raise ValueError(f"{where}: record lacks the fields {missing}")
-    expr = "".join(ALIASES.get(c, c) for c in str(item["expr"]) if not c.isspace())
-    try:
-        head, res_all = tuple(int(h) for h in item["head"]), tuple(int(v) for v in item["res_all"])
-        result = int(item["res"])
-    except (TypeError, ValueError) as error:
-        raise ValueError(f"{where}: head, res_all and res must be integers ({error})") from None
+    if not isinstance(item["expr"], str):
+        raise ValueError(f"{where}: expr must be a string, got {type(item['expr']).__name__}")
+    expr = "".join(ALIASES.get(c, c) for c in item["expr"] if not c.isspace())
+    numbers = [item["res"]]
+    for key in ("head", "res_all"):
+        if not isinstance(item[key], list):
+            raise ValueError(f"{where}: head, res_all and res must be integers ({key} is {type(item[key]).__name__}, not a list)")
+        numbers += item[key]
+    wrong = [v for v in numbers if not isinstance(v, int) or isinstance(v, bool)]
+    if wrong:
+        raise ValueError(f"{where}: head, res_all and res must be integers (got {wrong[0]!r})")
+    head, res_all, result = tuple(item["head"]), tuple(item["res_all"]), item["res"]
     if not len(head) == len(res_all) == len(expr):
         raise ValueError(f"{where}: expr {expr!r} has {len(expr)} symbols but head {len(head)} and res_all {len(res_all)}")
     subset = item.get("eval")
     if subset is not None and subset not in EVAL_SUBSETS:
         raise ValueError(f"{where}: eval must be one of {EVAL_SUBSETS}, got {subset!r}")
     paths = item.get("img_paths")
+    if paths is not None and (not isinstance(paths, list) or not all(isinstance(path, str) for path in paths)):
+        raise ValueError(f"{where}: img_paths must be a list of strings")
     if paths is not None and len(paths) != len(expr):
         raise ValueError(f"{where}: {len(paths)} img_paths for {len(expr)} symbols")
     return HintRecord(
-        str(item["id"]), expr, head, result, res_all, subset, None if paths is None else tuple(map(str, paths))
+        str(item["id"]), expr, head, result, res_all, subset, None if paths is None else tuple(paths)
     )
 
 
@@ -72,15 +81,38 @@ def _read_json(path: Path):
         raise ValueError(f"{path} is not valid JSON: {error}") from error
 
 
-def read_records(path: str | os.PathLike) -> list[HintRecord]:
-    """Read one ``expr_*.json`` file."""
-    path = Path(path)
+def _record_items(path: Path) -> list:
+    """The JSON list of records in one ``expr_*.json`` file."""
     if not path.is_file():
         raise FileNotFoundError(f"HINT file not found: {path}")
     items = _read_json(path)
     if not isinstance(items, list):
         raise ValueError(f"{path}: expected a JSON list of records, got {type(items).__name__}")
-    return [record_from_json(item, f"{path.name} record {i}") for i, item in enumerate(items)]
+    return items
+
+
+def _fewshot_items(root: str | os.PathLike) -> dict[str, dict[str, list]]:
+    """``fewshot_dataset.json`` as ``{concept: {"train", "val", "test"}}`` → JSON lists of records."""
+    path = Path(root) / FEWSHOT_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"HINT few-shot file not found: {path}")
+    data = _read_json(path)
+    if not isinstance(data, Mapping):
+        raise ValueError(f"{path}: expected an object keyed by concept")
+    for concept, splits in data.items():
+        missing = [s for s in SPLIT_FILES if not isinstance(splits, Mapping) or s not in splits]
+        if missing:
+            raise ValueError(f"{path}: concept {concept!r} lacks the splits {missing}")
+        wrong = [s for s in SPLIT_FILES if not isinstance(splits[s], list)]
+        if wrong:
+            raise ValueError(f"{path}: concept {concept!r} splits {wrong} must be JSON lists of records")
+    return {concept: {split: splits[split] for split in SPLIT_FILES} for concept, splits in data.items()}
+
+
+def read_records(path: str | os.PathLike) -> list[HintRecord]:
+    """Read one ``expr_*.json`` file."""
+    path = Path(path)
+    return [record_from_json(item, f"{path.name} record {i}") for i, item in enumerate(_record_items(path))]
 
 
 def read_release(root: str | os.PathLike) -> dict[str, list[HintRecord]]:
@@ -91,22 +123,56 @@ def read_release(root: str | os.PathLike) -> dict[str, list[HintRecord]]:
 
 def read_fewshot(root: str | os.PathLike) -> dict[str, dict[str, list[HintRecord]]]:
     """Read ``fewshot_dataset.json``: ``{concept: {"train", "val", "test"}}`` → records."""
-    path = Path(root) / FEWSHOT_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"HINT few-shot file not found: {path}")
-    data = _read_json(path)
-    if not isinstance(data, Mapping):
-        raise ValueError(f"{path}: expected an object keyed by concept")
-    result = {}
-    for concept, splits in data.items():
-        missing = [s for s in SPLIT_FILES if not isinstance(splits, Mapping) or s not in splits]
-        if missing:
-            raise ValueError(f"{path}: concept {concept!r} lacks the splits {missing}")
-        result[concept] = {
-            split: [record_from_json(item, f"{path.name} {concept}/{split} record {i}") for i, item in enumerate(splits[split])]
-            for split in SPLIT_FILES
+    return {
+        concept: {
+            split: [record_from_json(item, f"{FEWSHOT_FILE} {concept}/{split} record {i}") for i, item in enumerate(items)]
+            for split, items in splits.items()
         }
-    return result
+        for concept, splits in _fewshot_items(root).items()
+    }
+
+
+def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool = True) -> None:
+    """Check a release folder before any work is done on it.
+
+    Every ``expr_*.json`` split that :func:`read_release` reads (and ``fewshot_dataset.json`` when
+    ``fewshot``) must be present, every record well-formed as :func:`record_from_json` reads it, and,
+    when ``images``, every record must list ``img_paths`` whose files exist under ``symbol_images/``.
+    A missing file raises ``FileNotFoundError``, anything else a ``ValueError``; both are one line naming
+    the file and, for a record, its index and id.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"HINT release folder not found: {root}")
+    wanted = [*SPLIT_FILES.values(), *([FEWSHOT_FILE] if fewshot else [])]
+    missing = [name for name in wanted if not (root / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{root}: the release lacks {missing}")
+    available = _image_files(root / IMAGE_FOLDER) if images else None
+    for name in SPLIT_FILES.values():
+        _check_records(_record_items(root / name), name, available, root)
+    for concept, splits in (_fewshot_items(root) if fewshot else {}).items():
+        for split, items in splits.items():
+            _check_records(items, f"{FEWSHOT_FILE} {concept}/{split}", available, root)
+
+
+def _image_files(folder: Path) -> set[str]:
+    if not folder.is_dir():
+        raise FileNotFoundError(f"the release has no image folder {folder}")
+    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+
+
+def _check_records(items: list, name: str, available: set[str] | None, root: Path) -> None:
+    for index, item in enumerate(items):
+        where = f"{name} record {index}" + (f" (id {item['id']!r})" if isinstance(item, Mapping) and "id" in item else "")
+        record = record_from_json(item, where)
+        if available is None:
+            continue
+        if record.img_paths is None:
+            raise ValueError(f"{where}: record lacks img_paths")
+        absent = next((path for path in record.img_paths if path not in available), None)
+        if absent is not None:
+            raise FileNotFoundError(f"{where}: image {absent!r} is not in {root / IMAGE_FOLDER}")
 
 
 def assign_images(records: Sequence[HintRecord], bank: SymbolBank, pool: str, seed: int = 0) -> list[HintRecord]:
@@ -169,8 +235,5 @@ def write_release(
         _dump(root / FEWSHOT_FILE, data)
     if bank is not None and used:
         indices = sorted(bank.index_of(p) for p in used)
-        write_folder_bank(
-            SymbolBank(bank.images[indices], bank.labels[indices], bank.pools[indices], bank.paths[indices]),
-            root / IMAGE_FOLDER,
-        )
+        write_folder_bank(bank.take(indices), root / IMAGE_FOLDER)
     return root

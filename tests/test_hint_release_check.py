@@ -1,0 +1,142 @@
+"""``check_release``: a HINT release folder is checked before any work, each problem named in one line."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.hint import (
+    EVAL_SUBSETS,
+    FEWSHOT_FILE,
+    IMAGE_FOLDER,
+    MAIN_RULES,
+    MAIN_VOCABULARY,
+    SPLIT_FILES,
+    check_release,
+    generate_split,
+    read_release,
+    write_release,
+)
+from neurosym.data.symbol_images import (
+    HANDWRITTEN_ARCHIVE,
+    HINT_SYMBOLS,
+    PARENTHESES,
+    SymbolBank,
+    assign_pools,
+    draw_symbols,
+    load_npz_bank,
+    merge_banks,
+)
+
+
+def _real_bank() -> SymbolBank:
+    """The shipped handwritten symbols of the main split, with 40 drawn images of each parenthesis."""
+    real = load_npz_bank(HANDWRITTEN_ARCHIVE, symbols=[s for s in HINT_SYMBOLS if s not in PARENTHESES])
+    images = np.concatenate([draw_symbols(s, 40) for s in PARENTHESES])
+    labels = np.repeat(PARENTHESES, 40)
+    paths = np.asarray([f"{s}/drawn_{i}.jpg" for i, s in enumerate(labels)])
+    return merge_banks(real, SymbolBank(images, labels, assign_pools(labels), paths))
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory) -> Path:
+    splits = generate_split(MAIN_RULES.with_scale(0.0002), MAIN_VOCABULARY, seed=3, progress=False)
+    fewshot = {"x": {"train": [splits["val"][i] for i in range(5)], "val": [], "test": []}}
+    return write_release(tmp_path_factory.mktemp("release"), splits, bank=_real_bank(), fewshot=fewshot, seed=1)
+
+
+@pytest.fixture()
+def release(written, tmp_path) -> Path:
+    return Path(shutil.copytree(written, tmp_path / "release"))
+
+
+def _records(release: Path, name: str) -> list[dict]:
+    return json.loads((release / name).read_text())
+
+
+def test_a_release_of_real_images_passes(release):
+    check_release(release, fewshot=True)
+    assert sum(len(records) for records in read_release(release).values()) > 100
+
+
+def test_a_missing_split_is_named(release):
+    (release / SPLIT_FILES["val"]).unlink()
+    with pytest.raises(FileNotFoundError, match=r"the release lacks \['expr_val.json'\]"):
+        check_release(release)
+    (release / FEWSHOT_FILE).unlink()
+    with pytest.raises(FileNotFoundError, match=r"lacks \['expr_val.json', 'fewshot_dataset.json'\]"):
+        check_release(release, fewshot=True)
+
+
+def test_a_missing_image_is_named_with_its_record(release):
+    first = _records(release, SPLIT_FILES["test"])[0]
+    (release / IMAGE_FOLDER / first["img_paths"][0]).unlink()
+    expected = f"expr_test.json record 0 (id {first['id']!r}): image {first['img_paths'][0]!r} is not in"
+    with pytest.raises(FileNotFoundError, match=re.escape(expected)):
+        check_release(release)
+    check_release(release, images=False)
+
+
+def test_a_release_without_images_passes_only_when_asked_not_to_check_them(tmp_path):
+    splits = generate_split(MAIN_RULES.with_scale(0.0002), MAIN_VOCABULARY, seed=3, progress=False)
+    write_release(tmp_path, splits)
+    check_release(tmp_path, images=False)
+    with pytest.raises(FileNotFoundError, match="has no image folder"):
+        check_release(tmp_path)
+    (tmp_path / IMAGE_FOLDER).mkdir()
+    with pytest.raises(ValueError, match=r"expr_train.json record 0 \(id '.*'\): record lacks img_paths"):
+        check_release(tmp_path)
+
+
+def _corruptions(record: dict) -> st.SearchStrategy:
+    """Changes that each make ``record`` malformed."""
+    not_integer = st.one_of(st.text(max_size=3), st.floats(allow_nan=False), st.none(), st.booleans(), st.lists(st.integers(), max_size=2))
+    return st.one_of(
+        st.sampled_from(["id", "expr", "head", "res", "res_all"]).map(lambda key: {k: v for k, v in record.items() if k != key}),
+        st.sampled_from(["head", "res_all"]).map(lambda key: {**record, key: [*record[key], 0]}),
+        not_integer.map(lambda value: {**record, "res": value}),
+        st.sampled_from(["head", "res_all"]).flatmap(
+            lambda key: not_integer.map(lambda value: {**record, key: [value, *record[key][1:]]})
+        ),
+        st.text(max_size=4).filter(lambda text: text not in EVAL_SUBSETS).map(lambda value: {**record, "eval": value}),
+        st.one_of(st.integers(), st.lists(st.text(max_size=3), max_size=2)).map(lambda value: {**record, "expr": value}),
+        st.one_of(st.just(record["img_paths"][:-1]), st.just("0/a.jpg"), st.just([1] * len(record["img_paths"]))).map(
+            lambda value: {**record, "img_paths": value}
+        ),
+        st.one_of(st.integers(), st.text(max_size=3), st.just([record])),
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_malformed_record_is_named_by_file_index_and_id(written, data):
+    name = data.draw(st.sampled_from(list(SPLIT_FILES.values())), label="file")
+    original = (written / name).read_text()
+    records = json.loads(original)
+    index = data.draw(st.integers(0, len(records) - 1), label="record")
+    records[index] = data.draw(_corruptions(records[index]), label="corrupted")
+    item = records[index]
+    named = f"{name} record {index}" + (f" (id {item['id']!r})" if isinstance(item, dict) and "id" in item else "")
+    (written / name).write_text(json.dumps(records))
+    try:
+        with pytest.raises(ValueError, match=re.escape(named) + ": ") as error:
+            check_release(written)
+    finally:
+        (written / name).write_text(original)
+    assert "\n" not in str(error.value)
+
+
+def test_a_malformed_fewshot_record_is_named(release):
+    data = json.loads((release / FEWSHOT_FILE).read_text())
+    data["x"]["train"][2]["res"] = "eleven"
+    (release / FEWSHOT_FILE).write_text(json.dumps(data))
+    check_release(release)
+    with pytest.raises(ValueError, match=r"fewshot_dataset.json x/train record 2 \(id '.*'\): head, res_all and res must be integers"):
+        check_release(release, fewshot=True)
