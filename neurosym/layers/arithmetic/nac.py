@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor
 
-from ..value_checks import values_are_readable
 from .base import ArithmeticUnit, ensemble_linear
 from .init import nac_init_
 from .numerics import DEFAULT_EPS, bounded_input, capped_exp
@@ -15,20 +12,13 @@ from .numerics import DEFAULT_EPS, bounded_input, capped_exp
 
 def nac_add(x: Tensor, weight: Tensor, in_features: int) -> Tensor:
     """Additive path ``x Wᵀ`` (``|W| ≤ 1``) that cannot overflow into ``inf − inf = NaN``: computed on the
-    clamped input of :func:`bounded_input`. On the CPU the clamp (and its backward node, a third of the
-    cost of a small layer) is only paid when the plain product did not come out finite; on accelerators
-    it is always applied, since checking would stall the device."""
-    if values_are_readable(x):
-        out = ensemble_linear(x, weight)
-        if math.isfinite(float(out.detach().sum())):
-            return out
+    clamped input of :func:`bounded_input`."""
     return ensemble_linear(bounded_input(x, in_features), weight)
 
 
-def nac_mul(x: Tensor, weight: Tensor, eps: float, magnitude: Tensor | None = None) -> Tensor:
-    """Multiplicative path ``exp(log(|x| + ε) Wᵀ)``, exponent capped at ``MAX_LOG_MAGNITUDE``
-    (``magnitude``: ``|x|`` when the caller has it already)."""
-    return capped_exp(ensemble_linear(torch.log((x.abs() if magnitude is None else magnitude) + eps), weight))
+def nac_mul(x: Tensor, weight: Tensor, eps: float) -> Tensor:
+    """Multiplicative path ``exp(log(|x| + ε) Wᵀ)``, exponent capped at ``MAX_LOG_MAGNITUDE``."""
+    return capped_exp(ensemble_linear(torch.log(x.abs() + eps), weight))
 
 
 class _TanhSigmoidWeight(ArithmeticUnit):

@@ -11,7 +11,6 @@ from torch import Tensor
 from .base import ArithmeticUnit, per_member_mean
 from .init import nau_init_, nmu_init_
 from .nac import nac_add
-from .numerics import clamp_where_needed
 from .product import multiplicative_product
 
 
@@ -32,9 +31,8 @@ class _ClampedWeight(ArithmeticUnit):
         """Initialise ``weight`` as the concrete unit's paper prescribes."""
 
     def clamped_weight(self) -> Tensor:
-        """The weight clamped to ``[LOWER, 1]``, shape ``[(S,) out, in]`` (on the CPU the parameter itself when
-        it is inside already, as after :meth:`clamp_weights_`: see :func:`clamp_where_needed`)."""
-        return clamp_where_needed(self.weight, self.LOWER, 1.0)
+        """The weight clamped to ``[LOWER, 1]``, shape ``[(S,) out, in]``."""
+        return self.weight.clamp(self.LOWER, 1.0)
 
     @torch.no_grad()
     def clamp_weights_(self) -> None:
