@@ -102,23 +102,6 @@ def test_fused_xl_equals_explicit_scores_at_long_distances() -> None:
     torch.testing.assert_close(fused, expected, atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_xl_with_attention_dropout_on_the_cpu_takes_explicit_scores_of_the_same_attention(causal, monkeypatch) -> None:
-    import neurosym.layers.attention as attention_module
-
-    module = make("xl", dropout=0.5)
-    x, padding = torch.randn(2, 6, DIM), torch.tensor([[False] * 6, [False] * 4 + [True] * 2])
-    expected = module.eval()(x, key_padding_mask=padding, causal=causal)  # no dropout: the fused kernel
-    module.train()
-    torch.manual_seed(0)
-    dropped = module(x, key_padding_mask=padding, causal=causal)
-    assert not torch.allclose(dropped, expected, atol=1e-3)
-    masks = []
-    monkeypatch.setattr(attention_module, "functional_dropout", lambda weights, p: masks.append(p) or weights)
-    torch.testing.assert_close(module(x, key_padding_mask=padding, causal=causal), expected, atol=1e-5, rtol=1e-4)
-    assert masks == [0.5]
-
-
 @settings(max_examples=15, deadline=None)
 @given(
     kind=st.sampled_from(["xl", "xl_clipped", "shaw"]),

@@ -18,7 +18,6 @@ from neurosym.layers.arithmetic import (
     iNALU,
 )
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
-from neurosym.layers.dropout import Dropout
 from neurosym.layers.mixer import MixerBlock
 from neurosym.layers.positional import SinusoidalPositionalEncoding, sinusoid_table
 from neurosym.layers.relative_attention import RelativeMultiheadAttention
@@ -42,7 +41,6 @@ __all__ = [
     "ArithmeticUnit",
     "AttentionCache",
     "DecoderLayerCache",
-    "Dropout",
     "EnsembleLinear",
     "GatedNAUNMU",
     "MixerBlock",

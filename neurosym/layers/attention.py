@@ -17,7 +17,6 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.dropout import dropout as functional_dropout
 from neurosym.layers.value_checks import values_are_readable
 
 
@@ -45,11 +44,6 @@ class MultiheadAttention(nn.Module):
     ``key_padding_mask`` ``True`` marks a padding key that no query may attend to. ``causal=True`` lets
     the query at position ``i`` see only keys at positions ``<= i``.
     """
-
-    sdpa_dropout = True
-    """Whether attention dropout on the CPU stays inside ``scaled_dot_product_attention`` (vanilla
-    attention). Subclasses that set it False take the explicit scores there, whose dropout mask
-    (:func:`neurosym.layers.dropout.dropout`) costs a fraction of SDPA's CPU ``bernoulli_``."""
 
     def __init__(self, dim: int, heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
@@ -118,7 +112,7 @@ class MultiheadAttention(nn.Module):
         flat.baddbmm_(rearrange(content, "b h q d -> (b h) q d"), rearrange(k, "b h k d -> (b h) d k"))
         if allowed is not None:
             bias.masked_fill_(~allowed, float("-inf"))
-        weights = functional_dropout(torch.softmax(bias, dim=-1), dropout)
+        weights = F.dropout(torch.softmax(bias, dim=-1), dropout)
         out = weights @ v
         offsets = self.position_values(weights, *positions)
         return out if offsets is None else out + offsets
@@ -143,8 +137,6 @@ class MultiheadAttention(nn.Module):
         scale = self.head_dim**-0.5
         positional = self.position_scores(q, query_positions, key_positions, scale)
         q, k, v = self.attention_inputs(q, k, v, query_positions, key_positions)
-        if positional is None and dropout > 0 and q.device.type == "cpu" and not self.sdpa_dropout:
-            positional = q.new_zeros(*q.shape[:2], num_queries, num_keys)
         plain_causal = offset == 0 and num_queries == num_keys
         if positional is None and key_padding_mask is None and (not causal or plain_causal):
             return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal, scale=scale)

@@ -6,12 +6,10 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.dropout import Dropout
-
 
 def _mlp(width: int, hidden: int, dropout: float) -> nn.Sequential:
     """``Linear(width, hidden) -> GELU -> Dropout -> Linear(hidden, width)`` on the last axis."""
-    return nn.Sequential(nn.Linear(width, hidden), nn.GELU(), Dropout(dropout), nn.Linear(hidden, width))
+    return nn.Sequential(nn.Linear(width, hidden), nn.GELU(), nn.Dropout(dropout), nn.Linear(hidden, width))
 
 
 class MixerBlock(nn.Module):

@@ -10,8 +10,7 @@ Two encodings (selected with ``relative=``):
   extended query ``[B, H, Tq, position_dim]`` with the key-side features ``[cos(jω), sin(jω)]``: XL
   attention runs entirely in the fused ``scaled_dot_product_attention`` kernel on queries and keys of
   ``head_dim + position_dim`` features (values zero-padded to match); without dropout the CPU and CUDA
-  kernels never materialise the ``[Tq, Tk]`` scores. With attention dropout on the CPU the same extended
-  queries and keys go through the explicit scores instead, for the cheaper CPU dropout mask.
+  kernels never materialise the ``[Tq, Tk]`` scores.
 * ``"xl_clipped"`` — the same with the distance clipped to ``±max_rel_pos`` before the sinusoid,
   ``r_{clip(i-j)}``, as in the HINT release (``max_rel_pos = 15``): distances beyond the clip, which a
   model trained on short sequences never sees, all look like the largest one it has seen. The clip breaks
@@ -57,8 +56,6 @@ class RelativeMultiheadAttention(MultiheadAttention):
     ``head_dim``) ``"xl"`` and ``"xl_clipped"``. After construction ``relative`` is ``"xl"`` or ``"shaw"``
     and ``clipped`` says whether XL distances are clipped.
     """
-
-    sdpa_dropout = False  # XL with attention dropout on the CPU: explicit scores and the fast dropout mask
 
     def __init__(
         self,

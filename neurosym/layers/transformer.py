@@ -14,7 +14,6 @@ import torch
 from torch import nn
 
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
-from neurosym.layers.dropout import Dropout
 from neurosym.layers.relative_attention import RelativeMultiheadAttention
 
 AttentionKind = Literal["vanilla", "xl", "xl_clipped", "shaw"]
@@ -37,7 +36,7 @@ class FeedForward(nn.Sequential):
     """Position-wise ``Linear(dim, ff_dim) -> ReLU -> Dropout -> Linear(ff_dim, dim)``; ``[B, T, D] -> [B, T, D]``."""
 
     def __init__(self, dim: int, ff_dim: int, dropout: float) -> None:
-        super().__init__(nn.Linear(dim, ff_dim), nn.ReLU(), Dropout(dropout), nn.Linear(ff_dim, dim))
+        super().__init__(nn.Linear(dim, ff_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff_dim, dim))
 
 
 class _Residual(nn.Module):
@@ -46,7 +45,7 @@ class _Residual(nn.Module):
     def __init__(self, dim: int, dropout: float, pre_norm: bool) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(dim)
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
         self.pre_norm = pre_norm
 
     def forward(self, x: torch.Tensor, sublayer) -> torch.Tensor:

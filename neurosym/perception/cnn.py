@@ -15,8 +15,6 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.dropout import Dropout
-
 
 def _check_images(images: torch.Tensor, in_channels: int, name: str) -> None:
     if images.dim() != 4 or images.shape[1] != in_channels:
@@ -167,10 +165,10 @@ class VGG11BN(nn.Module):
         self.classifier = nn.Sequential(
             nn.Linear(channels, hidden),
             nn.ReLU(inplace=True),
-            Dropout(dropout),
+            nn.Dropout(dropout),
             nn.Linear(hidden, hidden),
             nn.ReLU(inplace=True),
-            Dropout(dropout),
+            nn.Dropout(dropout),
             nn.Linear(hidden, out_features),
         )
 

@@ -15,7 +15,6 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from neurosym.layers.additive_attention import AdditiveAttention
-from neurosym.layers.dropout import Dropout
 from neurosym.models.seq2seq.base import Seq2Seq, prepared_source
 from neurosym.models.seq2seq.front_ends import output_mask
 
@@ -88,7 +87,7 @@ class RNNSeq2Seq(Seq2Seq):
         self.decoder = recurrent(
             decoder_input, hidden, decoder_layers, batch_first=True, dropout=dropout if decoder_layers > 1 else 0.0
         )
-        self.dropout = Dropout(dropout)
+        self.dropout = nn.Dropout(dropout)
         self.output = nn.Linear(hidden * (2 if attention else 1), target_vocab)
 
     def _encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> RNNDecoderState:

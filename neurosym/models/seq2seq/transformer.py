@@ -10,7 +10,6 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.attention import MultiheadAttention
-from neurosym.layers.dropout import Dropout
 from neurosym.layers.positional import SinusoidalPositionalEncoding
 from neurosym.layers.transformer import (
     AttentionKind,
@@ -103,7 +102,7 @@ class TransformerSeq2Seq(Seq2Seq):
         self.decoder = TransformerDecoder(dim, decoder_layers, heads, ff_dim, dropout, **options)
         self.target_embedding = nn.Embedding(target_vocab, embed_dim)
         self.target_projection = _projection(embed_dim, dim)
-        self.dropout = Dropout(dropout) if embedding_dropout else nn.Identity()
+        self.dropout = nn.Dropout(dropout) if embedding_dropout else nn.Identity()
         self.output = nn.Linear(dim, target_vocab)
         if init == "release":
             self.release_initialisation_()
