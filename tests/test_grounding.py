@@ -1,0 +1,127 @@
+"""Learning everything from results on symbol input: roles, values, programs and precedence of
+anonymous classes; the grounding's table, printout and JSON."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.hint import main_split
+from neurosym.pipelines.concepts import ConceptNotLearned
+from neurosym.pipelines.ground_symbols import (
+    HINT_ALPHABET,
+    GroundingConfig,
+    accuracy_by_subset,
+    anonymise,
+    class_symbols,
+    grammatical,
+    learn_grounding,
+    random_permutation,
+)
+from neurosym.pipelines.grounding import Grounding, compare_grounding
+from neurosym.semantics import HINT_SEMANTICS, BatchSolver
+from neurosym.semantics.induction import Program
+
+
+@pytest.fixture(scope="module")
+def split():
+    return main_split(scale=0.005, seed=0, cache=False, progress=False)
+
+
+@settings(max_examples=4, deadline=None)
+@given(permutation=st.permutations(range(16)))
+def test_learns_hints_table_under_any_permutation_of_the_classes(split, permutation):
+    train, test = split["train"], split["test"]
+    grounding = learn_grounding(anonymise(train.expr, permutation), train.res.tolist(), 16)
+    assert compare_grounding(grounding, HINT_SEMANTICS, class_symbols(permutation)).equal
+    scores = accuracy_by_subset(grounding, anonymise(test.expr, permutation), test.res.tolist(), list(test.eval))
+    assert scores["overall"] == 1.0 and set(scores) >= {"I", "SS", "LS", "SL", "LL"}
+
+
+def test_tolerates_a_few_wrong_results(split):
+    train = split["train"]
+    permutation = random_permutation(16, 1)
+    results = train.res.copy()
+    wrong = np.random.default_rng(0).choice(len(results), len(results) // 50, replace=False)
+    results[wrong] += 1
+    config = GroundingConfig(min_agreement=0.9)
+    grounding = learn_grounding(anonymise(train.expr, permutation), results.tolist(), 16, config)
+    assert compare_grounding(grounding, HINT_SEMANTICS, class_symbols(permutation)).equal
+
+
+def test_comparison_names_a_swapped_precedence(split):
+    train = split["train"]
+    permutation = random_permutation(16, 2)
+    grounding = learn_grounding(anonymise(train.expr, permutation), train.res.tolist(), 16)
+    swapped = Grounding(grounding.roles, grounding.values, grounding.programs, {c: 3 - v for c, v in grounding.levels.items()})
+    mismatches = compare_grounding(swapped, HINT_SEMANTICS, class_symbols(permutation)).mismatches
+    assert len(mismatches) == 4 and all("level" in m for m in mismatches)
+
+
+def test_a_number_never_seen_alone_is_reported():
+    sentences = [(0,), (0, 2, 1), (1, 2, 0), (3, 0, 2, 1, 4, 2, 0)]
+    with pytest.raises(ConceptNotLearned, match=r"\[1\] never occur alone"):
+        learn_grounding(sentences, [0, 1, 1, 2], 5)
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(ValueError, match="reorder"):
+        anonymise(["1+2"], [0] * 16)
+    with pytest.raises(ValueError, match="not in the alphabet"):
+        anonymise(["1x2"], list(range(16)))
+    with pytest.raises(ValueError, match="class ids"):
+        learn_grounding([(0, 16, 1)], [1], 16)
+
+
+KIND_SYMBOLS = "1+()"  # a sentence of kinds written with one symbol per kind
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=9), min_size=1, max_size=20))
+def test_grammaticality_of_kinds_agrees_with_the_solver(rows):
+    lengths = np.array([len(r) for r in rows])
+    kinds = np.zeros((len(rows), lengths.max()), dtype=np.int64)
+    for i, row in enumerate(rows):
+        kinds[i, : len(row)] = row
+    expected = BatchSolver().grammatical(["".join(KIND_SYMBOLS[k] for k in row) for row in rows])
+    assert grammatical(kinds, lengths).tolist() == expected.tolist()
+
+
+def _odd_grounding() -> Grounding:
+    """Two numbers show the same digit value and one value has two digits: both get letters."""
+    roles = ("number", "operator", "open", "number", "close", "number", "operator", "unused")
+    programs = {1: Program(("max", ("i",), ("j",))), 6: Program(("ceil", ("/", ("i",), ("const", 2))))}
+    return Grounding(roles, {0: 3, 3: 3, 5: 12}, programs, {1: 1, 6: 2})
+
+
+def test_display_symbols_and_table_follow_the_learned_meaning():
+    grounding = _odd_grounding()
+    assert grounding.symbols == ("a", "b", "(", "c", ")", "d", "e", "f")
+    # b = max at level 1, e = ceil(i / 2) at level 2: a b (c e d) -> max(3, ceil(3 / 2)) = 3
+    assert grounding.solve([(0, 1, 2, 3, 6, 5, 4), (5, 6, 0, 1, 3)]) == [3, 6]
+    assert grounding.solve([(7, 1, 0)]) == [None]
+
+
+def test_printout_and_json_round_trip(tmp_path):
+    grounding = _odd_grounding()
+    text = grounding.format()
+    assert text.splitlines()[0].split() == ["class", "role", "symbol", "meaning", "level"]
+    assert "max(i, j)" in text and "ceil((i / 2))" in text and len(text.splitlines()) == 9
+    loaded = Grounding.load(grounding.save(tmp_path / "grounding.json"))
+    assert loaded.to_json() == grounding.to_json() and loaded.symbols == grounding.symbols
+    assert loaded.solve([(5, 6, 0, 1, 3)]) == [6]
+
+
+def test_invalid_groundings_are_refused():
+    with pytest.raises(ValueError, match="one open bracket"):
+        Grounding(("number", "operator", "close", "close"), {0: 1}, {1: Program(("i",))}, {1: 1})
+    with pytest.raises(ValueError, match="programs must cover"):
+        Grounding(("number", "operator", "open", "close"), {0: 1}, {}, {1: 1})
+    with pytest.raises(ValueError, match="lacks"):
+        Grounding.from_json({"roles": []})
+
+
+def test_class_symbols_invert_the_permutation():
+    permutation = random_permutation(16, 5)
+    symbols = class_symbols(permutation)
+    assert "".join(symbols[c] for c in anonymise([HINT_ALPHABET], permutation)[0]) == HINT_ALPHABET
