@@ -15,9 +15,7 @@ Two encodings (selected with ``relative=``):
   ``r_{clip(i-j)}``, as in the HINT release (``max_rel_pos = 15``): distances beyond the clip, which a
   model trained on short sequences never sees, all look like the largest one it has seen. The clip breaks
   the product form above, so the position term is computed per clipped distance (``[B, H, Tq, 2R+1]``)
-  and spread over the ``[Tq, Tk]`` scores by an index gather, like Shaw's. Rewritten as
-  ``(q_i + u)·(k_j + P_c) + (v - u)·P_c`` with ``P_c = W_r r_c`` per head, it has Shaw's form (keys shifted
-  per clipped distance ``c``) plus a bias per head and distance, so it shares Shaw's banded path below.
+  and spread over the ``[Tq, Tk]`` scores by an index gather, like Shaw's.
 * ``"shaw"`` — Shaw et al. (2018): learned vectors per clipped distance ``c = clip(j - i, ±max_rel_pos)``
   are added to the key and (with ``shaw_values=True``, the default, as in the paper) to the value:
   scores ``q_i·k_j + q_i·a^K_c`` and output ``Σ_j α_ij (v_j + a^V_c)``. The value term is computed
@@ -25,9 +23,7 @@ Two encodings (selected with ``relative=``):
   and multiplied with the ``a^V`` table.
 
 The clipped encodings' key terms are computed once per clipped distance (``[B, H, Tq, 2R+1]``) and spread
-over the ``[Tq, Tk]`` grid by an index gather. Their long self-attention on the CPU (``banded_min_length``
-positions and more, no padding or dropout) skips the ``[Tq, Tk]`` grid altogether: see
-:mod:`neurosym.layers.clipped_relative`.
+over the ``[Tq, Tk]`` grid by an index gather.
 """
 
 from __future__ import annotations
@@ -40,7 +36,6 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.attention import MultiheadAttention
-from neurosym.layers.clipped_relative import banded_kernels_available, clipped_relative_attention
 from neurosym.layers.positional import sinusoid_frequencies
 
 RelativeKind = Literal["xl", "xl_clipped", "shaw"]
@@ -79,7 +74,6 @@ class RelativeMultiheadAttention(MultiheadAttention):
         self.clipped = relative == "xl_clipped"
         self.relative = "xl" if self.clipped else relative
         self.max_rel_pos = max_rel_pos
-        self.banded_min_length = 512 if self.clipped else 256
         if self.relative == "xl":
             self.position_dim = self.head_dim if position_dim is None else position_dim
             if self.position_dim <= 0 or self.position_dim % 2:
@@ -129,54 +123,6 @@ class RelativeMultiheadAttention(MultiheadAttention):
         key = torch.cat([k, key_features.expand(batch, heads, *key_features.shape)], dim=-1)
         value = F.pad(v, (0, self.position_dim))
         return query, key, value
-
-    banded_min_length: int
-    """Shortest Shaw or clipped-XL self-attention computed by the banded path; shorter ones use explicit
-    scores. Set per instance at construction: 256 for Shaw (explicit scores were faster up to 128
-    positions on a CPU), 512 for clipped XL (its explicit scores carry no value term and were faster up to
-    256 positions; ``benchmarks/RESULTS.md``)."""
-    banded_block: int | None = None
-    """Queries per band block of the banded path (at least ``2·max_rel_pos``; ``None``: ``default_block``)."""
-
-    def attend(
-        self,
-        q: torch.Tensor,
-        k: torch.Tensor,
-        v: torch.Tensor,
-        *,
-        offset: int,
-        key_padding_mask: torch.Tensor | None,
-        causal: bool,
-        dropout: float,
-    ) -> torch.Tensor:
-        """Shaw and clipped-XL self-attention on the CPU of at least :attr:`banded_min_length` positions, without padding,
-        decoding offset or attention dropout, goes through
-        :func:`~neurosym.layers.clipped_relative.clipped_relative_attention` (band explicit, tails in the fused
-        causal kernel, no ``[T, T]`` scores) where this PyTorch build has that kernel; the rest through the
-        explicit scores of the base class."""
-        banded = (
-            (self.relative == "shaw" or self.clipped)
-            and q.device.type == "cpu"
-            and q.shape[2] >= self.banded_min_length
-            and offset == 0
-            and q.shape[2] == k.shape[2]
-            and key_padding_mask is None
-            and dropout == 0.0
-            and banded_kernels_available()
-        )
-        if not banded:
-            masks = {"key_padding_mask": key_padding_mask, "causal": causal}
-            return super().attend(q, k, v, offset=offset, dropout=dropout, **masks)
-        scale = self.head_dim**-0.5
-        settings = {"max_rel_pos": self.max_rel_pos, "scale": scale, "block": self.banded_block, "causal": causal}
-        if self.clipped:
-            # (q + u)·k + (q + v)·P_c = (q + u)·(k + P_c) + (v - u)·P_c: Shaw's form with per-head keys P_c
-            content = self._content_queries(q)
-            keys = self._clipped_distance_keys(q.dtype)
-            bias = scale * torch.einsum("hd,hcd->hc", (self.position_bias - self.content_bias).to(q.dtype), keys)
-            return clipped_relative_attention(content, k, v, keys, None, score_bias=bias, **settings)
-        values = None if self.distance_values is None else self.distance_values.weight
-        return clipped_relative_attention(q, k, v, self.distance_keys.weight, values, **settings)
 
     def _content_queries(self, q: torch.Tensor) -> torch.Tensor:
         """XL's ``q + u``: ``[B, H, Tq, head_dim]``, the queries of the content term ``(q + u)·k``."""
