@@ -13,7 +13,7 @@ from neurosym.experiments import layer_speed
 
 def test_layer_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> None:
     out = tmp_path / "speed"
-    argv = ["layer-speed", "--shapes", "6x2", "3x3", "--units", "NAU", "NMU", "--batch-size", "4"]
+    argv = ["layer-speed", "--shapes", "6x2,3x3", "--units", "NAU,NMU", "--batch-size", "4"]
     assert main([*argv, "--rounds", "1", "--min-time", "0.001", "--out", str(out)]) == 0
     results = json.loads((out / "layer_speed.json").read_text())
     assert (out / "layer_speed.png").stat().st_size > 0
@@ -35,7 +35,10 @@ def test_shape_argument_rejects_malformed_text(text: str) -> None:
 def test_non_positive_settings_are_usage_errors(tmp_path, capsys) -> None:
     parser = argparse.ArgumentParser()
     layer_speed.add_arguments(parser)
-    for option in ("--rounds", "--batch-size", "--threads"):
+    for option in ("--rounds", "--batch-size"):
         with pytest.raises(SystemExit):
             parser.parse_args([option, "0", "--out", str(tmp_path)])
         assert f"argument {option}: expected a positive integer" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--threads", "-1"])
+    assert "argument --threads: expected an integer of at least 0" in capsys.readouterr().err

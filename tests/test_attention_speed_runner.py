@@ -11,7 +11,7 @@ from neurosym.cli import main
 
 def test_attention_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> None:
     out = tmp_path / "speed"
-    argv = ["attention-speed", "--lengths", "4", "8", "--batch-size", "2", "--dim", "16", "--heads", "2"]
+    argv = ["attention-speed", "--lengths", "4,8", "--batch-size", "2", "--dim", "16", "--heads", "2"]
     argv += ["--position-dim", "6", "--decode-batch", "2", "--source-length", "3", "--min-time", "0.001", "--rounds", "2"]
     assert main([*argv, "--device", "cpu", "--out", str(out)]) == 0
     results = json.loads((out / "attention_speed.json").read_text())

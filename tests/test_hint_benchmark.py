@@ -15,14 +15,16 @@ import pytest
 import torch
 
 from neurosym.cli import main
+from neurosym.data.hint import EVAL_SUBSETS, IGNORE_INDEX
 from neurosym.experiments import hint
 from neurosym.layers import MultiheadAttention
 from neurosym.models.seq2seq import BoundaryMarkers, TransformerSeq2Seq
+from neurosym.models.seq2seq.hint_task import BOS, EOS, exact_match_by_subset
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
 from neurosym.training import load_checkpoint, save_checkpoint
 
 TINY = ["--scale", "0.002", "--batch-size", "8", "--eval-every", "2", "--embedding", "16", "--dim", "16", "--hidden", "32", "--heads", "2",
-        "--encoder-layers", "1", "--eval-batch-size", "64", "--quiet", "--device", "cpu"]
+        "--encoder-layers", "1", "--eval-batch-size", "64", "--no-progress", "--device", "cpu"]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -40,7 +42,7 @@ def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
     result = json.loads((out / "transformer_rel_uni_symbol.json").read_text())
     assert result["steps"] == 2 and set(result["accuracy"]) == {"I", "SS", "LS", "SL", "LL", "avg"}
     assert all(0.0 <= v <= 100.0 for v in result["accuracy"].values())
-    assert result["accuracy"]["avg"] == pytest.approx(sum(result["accuracy"][s] for s in hint.EVAL_SUBSETS) / 5)
+    assert result["accuracy"]["avg"] == pytest.approx(sum(result["accuracy"][s] for s in EVAL_SUBSETS) / 5)
     assert result["published"]["avg"] == 61.5
     assert (out / "transformer_rel_uni_symbol.png").stat().st_size > 0
     checkpoint = out / "transformer_rel_uni_symbol.pt"
@@ -84,38 +86,38 @@ class Oracle(torch.nn.Module):
         self.answers, self.right = answers, right
 
     def greedy_decode(self, src, src_mask, max_len, bos, eos):
-        decoded = self.answers.masked_fill(self.answers == hint.IGNORE_INDEX, eos)[:, :max_len].clone()
+        decoded = self.answers.masked_fill(self.answers == IGNORE_INDEX, eos)[:, :max_len].clone()
         decoded[self.right :, 0] = (decoded[self.right :, 0] + 1) % 10
         return decoded
 
 
 def test_exact_match_is_counted_per_subset() -> None:
     digits = torch.tensor([[3, -100], [1, 2], [0, -100], [9, 9]])
-    _, tgt_out = teacher_forcing_pair(digits, hint.BOS, hint.EOS)
+    _, tgt_out = teacher_forcing_pair(digits, BOS, EOS)
     batch = {
         "tokens": torch.ones(4, 3, dtype=torch.long),
         "mask": torch.ones(4, 3, dtype=torch.bool),
         "res_digits": digits,
         "eval": ["I", "I", "LL", "LL"],
     }
-    scores = hint.exact_match_by_subset(Oracle(tgt_out, right=3), [batch], False, torch.device("cpu"))
+    scores = exact_match_by_subset(Oracle(tgt_out, right=3), [batch], False, torch.device("cpu"))
     assert scores == {"all": 75.0, "I": 100.0, "LL": 50.0}
 
 
 def test_a_prediction_without_end_token_is_wrong() -> None:
-    _, tgt_out = teacher_forcing_pair(torch.tensor([[4, 2]]), hint.BOS, hint.EOS)
-    decoded, expected = align_for_exact_match(torch.tensor([[4, 2, 7]]), tgt_out, hint.EOS)
+    _, tgt_out = teacher_forcing_pair(torch.tensor([[4, 2]]), BOS, EOS)
+    decoded, expected = align_for_exact_match(torch.tensor([[4, 2, 7]]), tgt_out, EOS)
     assert not torch.equal(decoded, expected)
     with pytest.raises(ValueError, match="max_len >= 3"):
-        align_for_exact_match(torch.tensor([[4, 2]]), tgt_out, hint.EOS)
+        align_for_exact_match(torch.tensor([[4, 2]]), tgt_out, EOS)
 
 
 def test_teacher_forcing_reads_the_tokens_of_a_row_wherever_its_padding_is() -> None:
-    right = teacher_forcing_pair(torch.tensor([[4, 2, -100, -100], [7, 5, 3, 1]]), hint.BOS, hint.EOS)
-    scattered = teacher_forcing_pair(torch.tensor([[-100, 4, -100, 2], [7, 5, 3, 1]]), hint.BOS, hint.EOS)
+    right = teacher_forcing_pair(torch.tensor([[4, 2, -100, -100], [7, 5, 3, 1]]), BOS, EOS)
+    scattered = teacher_forcing_pair(torch.tensor([[-100, 4, -100, 2], [7, 5, 3, 1]]), BOS, EOS)
     for expected, got in zip(right, scattered):
         assert torch.equal(got, expected)
-    assert right[1][0].tolist() == [4, 2, hint.EOS, -100, -100]
+    assert right[1][0].tolist() == [4, 2, EOS, -100, -100]
 
 
 def test_neurosym_model_is_offered_only_when_its_runner_exists(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -165,7 +165,7 @@ def test_agrees_on_mutated_sentences():
 
     import numpy as np
 
-    from neurosym.experiments.solver_speed import random_sentences
+    from neurosym.data.hint import random_sentences
 
     rng = random.Random(3)
     sampled = [text for n_op in range(6) for text in random_sentences(n_op, 250, np.random.default_rng(n_op))]
@@ -191,7 +191,7 @@ def test_solver_speed_runner_writes_table_json_and_plot(tmp_path, capsys):
 
     from neurosym.cli import main
 
-    assert main(["solver-speed", "--quick", "--repeats", "1", "--batch-sizes", "16", "256", "--out", str(tmp_path)]) == 0
+    assert main(["solver-speed", "--preset", "smoke", "--repeats", "1", "--batch-sizes", "16,256", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "solver_speed.json").read_text())
     paths = [(r["path"], r["batch_size"]) for r in report["runs"]]
     assert paths == [("lark", 1), ("batch", 16), ("batch", 256)]

@@ -9,7 +9,8 @@ import torch
 
 from neurosym.cli import main
 from neurosym.data.mathematics import read_module_file
-from neurosym.experiments.mathematics import TRAIN_REGIMES, symbolic_answers
+from neurosym.experiments.mathematics import TRAIN_REGIMES
+from neurosym.semantics.mathematics_arithmetic import symbolic_answers
 from neurosym.training import load_checkpoint, save_checkpoint
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "mathematics"
@@ -28,9 +29,9 @@ def released_folder(root: Path) -> Path:
 
 def test_runner_trains_and_scores_every_model(tmp_path):
     data, out = released_folder(tmp_path / "data"), tmp_path / "out"
-    argv = ["mathematics", "--quick", "--data-root", str(data), "--modules", "arithmetic__mixed", "arithmetic__div",
+    argv = ["mathematics", "--preset", "smoke", "--data-root", str(data), "--modules", "arithmetic__mixed,arithmetic__div",
             "--device", "cpu", "--out", str(out)]  # fmt: skip
-    assert main([*argv, "--models", "symbolic", "transformer", "lstm_att", "lstm_att_bi", "--steps", "3"]) == 0
+    assert main([*argv, "--models", "symbolic,transformer,lstm_att,lstm_att_bi", "--steps", "3"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert (out / "accuracy.png").stat().st_size > 0
     assert results["modules"] == {
@@ -45,7 +46,7 @@ def test_runner_trains_and_scores_every_model(tmp_path):
         assert set(scores["extrapolate"]["per_module"]) == {"arithmetic__div_big", "arithmetic__mixed_longer"}
         assert 0.0 <= scores["interpolate"]["mean"] <= 1.0 and scores["parameters"] > 0
         assert scores["steps"] == 3 and torch.isfinite(torch.tensor(scores["final_loss"]))
-        assert load_checkpoint(out / name / "checkpoint.pt")["loop"]["step"] == 3
+        assert load_checkpoint(out / name / "checkpoint.pt")["step"] == 3
     lstm, bidirectional = (load_checkpoint(out / n / "checkpoint.pt")["model"] for n in ("lstm_att", "lstm_att_bi"))
     assert lstm["encoder.weight_hh_l0"].shape == (4 * 32, 32)  # quick config: 32 units
     assert bidirectional["encoder.weight_hh_l0_reverse"].shape == (4 * 16, 16)  # 16 per direction
@@ -58,7 +59,7 @@ def test_runner_trains_and_scores_every_model(tmp_path):
 @pytest.mark.usefixtures("one_thread")
 def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path):
     data = released_folder(tmp_path / "data")
-    argv = ["mathematics", "--quick", "--data-root", str(data), "--modules", "arithmetic__mixed", "arithmetic__div",
+    argv = ["mathematics", "--preset", "smoke", "--data-root", str(data), "--modules", "arithmetic__mixed,arithmetic__div",
             "--device", "cpu", "--models", "lstm_att_bi", "--checkpoint-every", "2", "--threads", "1"]  # fmt: skip
     main([*argv, "--steps", "7", "--out", str(tmp_path / "straight")])
     assert main([*argv, "--steps", "4", "--out", str(tmp_path / "resumed")]) == 0
@@ -68,11 +69,14 @@ def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path)
     save_checkpoint(first, path)
     assert main([*argv, "--steps", "7", "--out", str(tmp_path / "resumed")]) == 0
     straight, resumed = (load_checkpoint(tmp_path / run / "lstm_att_bi" / "checkpoint.pt") for run in ("straight", "resumed"))
-    assert first["loop"]["step"] == 4 and resumed["loop"]["step"] == straight["loop"]["step"] == 7
+    assert first["step"] == 4 and resumed["step"] == straight["step"] == 7
     assert not torch.equal(first["model"]["output.weight"], resumed["model"]["output.weight"])
     for key, value in straight["model"].items():
         torch.testing.assert_close(resumed["model"][key], value, rtol=0, atol=0)
     assert [h["step"] for h in resumed["loop"]["history"]] == [2, 4, 6, 7] and resumed["loop"]["history"][0]["loss"] == 123.0
+    assert main([*argv, "--steps", "7", "--no-resume", "--out", str(tmp_path / "resumed")]) == 0
+    afresh = load_checkpoint(path)
+    assert afresh["step"] == 7 and afresh["loop"]["history"][0]["loss"] != 123.0  # trained from step 0 again
     assert json.loads((tmp_path / "resumed" / "results.json").read_text())["threads"] == 1
     with pytest.raises(ValueError, match="other settings"):
         main([*argv, "--steps", "9", "--lr", "1e-3", "--out", str(tmp_path / "resumed")])

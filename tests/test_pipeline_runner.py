@@ -16,7 +16,7 @@ def private_cache(tmp_path, monkeypatch):
 def test_symbol_input_run_induces_semantics_and_learns_concepts(private_cache, capsys):
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "0.01"]
-    assert main([*argv, "--speed-samples", "5", "--out", str(out), "--quiet"]) == 0
+    assert main([*argv, "--speed-samples", "5", "--out", str(out), "--no-progress"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["programs"]["+"] == "(i + j)"
     assert results["test"]["avg"] == 1.0
@@ -41,7 +41,7 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     argv += ["--batch-size", "12", "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32"]
     argv += ["--classifier-width", "8", "--fewshot-scales", "0.01", "--fewshot-replay", "40"]
     argv += ["--fewshot-concepts", "x,a", "--fewshot-steps", "60,20"]
-    assert main([*argv, "--speed-samples", "5", "--out", str(out), "--quiet"]) == 0
+    assert main([*argv, "--speed-samples", "5", "--out", str(out), "--no-progress"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["test"]["symbol"] > 0.9
     concepts = results["fewshot"]["0.01"]["concepts"]
@@ -58,7 +58,7 @@ def test_steps_default_to_the_pipelines_budget_not_the_seq2seq_one(private_cache
     from neurosym.experiments import hint
 
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "none"]
-    args = build_parser().parse_args([*argv, "--speed-samples", "3", "--out", str(private_cache / "out"), "--quiet"])
+    args = build_parser().parse_args([*argv, "--speed-samples", "3", "--out", str(private_cache / "out"), "--no-progress"])
     assert args.steps is None
     hint.run(args)
     assert args.steps == hint.DEFAULT_STEPS["neurosym"] == 2_000
@@ -72,14 +72,14 @@ def test_test_scale_evaluates_on_the_larger_generated_test_split(private_cache):
 
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "none"]
     out = str(private_cache / "out")
-    args = build_parser().parse_args([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--quiet"])
+    args = build_parser().parse_args([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--no-progress"])
     small, large = main_split(scale=0.002, progress=False), main_split(scale=0.004, progress=False)
     assert len(large["test"]) > len(small["test"])
     chosen = hint_neurosym._test_records(args, small)
     assert [(r.expr, r.res, r.eval) for r in chosen] == [(r.expr, r.res, r.eval) for r in large["test"]]
     args.test_scale = None
     assert hint_neurosym._test_records(args, small) is small["test"]
-    assert main([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--quiet"]) == 0
+    assert main([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--no-progress"]) == 0
     results = json.loads((private_cache / "out" / "results.json").read_text())
     assert results["test_scale"] == 0.004 and results["test"]["avg"] == 1.0
 
@@ -92,7 +92,7 @@ def test_image_input_run_stops_at_the_time_limit_with_a_checkpoint(private_cache
     monkeypatch.setattr(symbol_images, "default_bank", lambda seed=0: prototype_bank())
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "50", "--batch-size", "4"]
-    assert main([*argv, "--time-limit", "0", "--out", str(out), "--quiet"]) == 75
+    assert main([*argv, "--time-limit", "0", "--out", str(out), "--no-progress"]) == 75
     assert "training stopped after step 1 of 50 (time limit)" in capsys.readouterr().err
     assert (out / "checkpoint.pt").is_file() and not (out / "results.json").exists()
 
@@ -100,7 +100,7 @@ def test_image_input_run_stops_at_the_time_limit_with_a_checkpoint(private_cache
 def test_few_shot_stage_stops_after_the_concept_under_way_and_the_same_command_continues(private_cache, capsys):
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "0.01",
-            "--fewshot-concepts", "x,y,a", "--speed-samples", "3", "--out", str(out), "--quiet"]  # fmt: skip
+            "--fewshot-concepts", "x,y,a", "--speed-samples", "3", "--out", str(out), "--no-progress"]  # fmt: skip
     assert main([*argv, "--time-limit", "0"]) == 75
     err = capsys.readouterr().err
     assert "training stopped after few-shot concept 1 of 3 (time limit)" in err and "fewshot_symbol.json holds it" in err

@@ -7,7 +7,7 @@ from neurosym.cli import COMMANDS, main
 from neurosym.experiments.pvr import merge_results
 
 TINY = [
-    "--budget", "smoke", "--device", "cpu", "--no-progress",
+    "--preset", "smoke", "--device", "cpu", "--no-progress",
     "--train-sizes", "64", "--complexities", "0", "--vector-models", "mlp",
     "--holdout-train-size", "64", "--holdout-model", "mlp", "--rule-examples", "64",
     "--ns-max-complexity", "1", "--ns-samples", "200", "--ns-repeats", "1",
@@ -43,6 +43,8 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
     merged = json.loads((out / "pvr.json").read_text())  # the sweeps not re-run are still there
     assert set(merged) >= {"noise", "vector", "holdout_i", "block", "sequential"}
     assert merged["block"] == results["block"]
+    assert main(["pvr", *TINY, "--sweeps", "noise", "--no-resume", "--mnist", str(mnist), "--out", str(out)]) == 0
+    assert [p.name for p in (out / "runs").iterdir()] == [name for name in stored if name.startswith("noise")]  # the rest forgotten
 
 
 def test_pvr_time_limit_checkpoints_the_run_under_way_exits_75_and_the_same_command_continues(tmp_path, capsys):

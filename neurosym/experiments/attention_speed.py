@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from neurosym.experiments.options import positive_float, positive_int
+from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.experiments.timing import fastest_of_rounds, forward_backward_step
 from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention
@@ -32,7 +32,9 @@ DIGITS = 10
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lengths", type=positive_int, nargs="+", default=[64, 256, 1024], help="sequence lengths to time")
+    parser.add_argument(
+        "--lengths", type=comma_list(positive_int, what="length"), default=[64, 256, 1024], help="comma-separated sequence lengths to time"
+    )
     parser.add_argument("--batch-size", type=positive_int, default=None, help="sequences per batch (default: 8 CPU, 64 CUDA)")
     parser.add_argument("--dim", type=positive_int, default=256, help="model width")
     parser.add_argument("--heads", type=positive_int, default=8, help="attention heads")
@@ -49,10 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--rounds", type=positive_int, default=3,
         help="interleaved timing rounds; each configuration keeps its fastest (resists load changes)",
     )
-    parser.add_argument("--threads", type=positive_int, default=1, help="CPU threads used while timing")
-    parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
-    parser.add_argument("--out", type=Path, default=Path("results/attention_speed"), help="output folder")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
+    add_run_options(parser, out="results/attention_speed", threads=1, trains=False)
 
 
 def _attention_step(kind: str, length: int, args: argparse.Namespace, device: torch.device, batch: int) -> Callable[[], None]:
@@ -89,12 +88,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     decode_batch = args.decode_batch or (1024 if cuda else 64)
     torch.manual_seed(args.seed)
     steps = {(kind, length): _attention_step(kind, length, args, device, batch) for length in args.lengths for kind in ATTENTIONS}
-    fastest = fastest_of_rounds(steps, args.rounds, args.min_time, args.threads, "attention")
+    fastest = fastest_of_rounds(steps, args.rounds, args.min_time, args.threads, "attention", args.progress)
     attention: dict[str, dict[int, float]] = {kind: {} for kind in ATTENTIONS}
     for (kind, length), seconds in fastest.items():
         attention[kind][length] = seconds
     decoders = {name: _decode_step(name == "cached", args, device, decode_batch) for name in ("cached", "uncached")}
-    decoding = fastest_of_rounds(decoders, args.rounds, args.min_time, args.threads, "decoding")
+    decoding = fastest_of_rounds(decoders, args.rounds, args.min_time, args.threads, "decoding", args.progress)
     rows = [
         [length, *(1000 * attention[kind][length] for kind in ATTENTIONS),
          *(attention[kind][length] / attention["vanilla"][length] for kind in RELATIVE_NAMES)]

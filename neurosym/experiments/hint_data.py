@@ -28,10 +28,10 @@ from neurosym.data.hint import (
 )
 from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank, load_npz_bank
 from neurosym.experiments.hint_data_plots import plot_statistics
-from neurosym.experiments.options import fraction_up_to_one, positive_int
+from neurosym.experiments.options import add_preset_option, add_run_options, fraction_up_to_one, positive_int
 from neurosym.experiments.report import format_table, save_json
 
-QUICK_SCALE = 0.01
+SMOKE_SCALE = 0.01
 HEADERS = ("split", "subset", "examples", "mean n_op", "mean length", "max depth", "max dep. range", "results >= 100 (%)")
 
 
@@ -43,10 +43,9 @@ def _bank_source(text: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scale", type=fraction_up_to_one, default=1.0, help="fraction of the released sizes (1 = Table A1)")
-    parser.add_argument("--quick", action="store_true", help=f"a small run: --scale {QUICK_SCALE}")
-    parser.add_argument("--seed", type=int, default=0, help="seed of generation and image assignment")
-    parser.add_argument("--out", type=Path, default=Path("results/hint_data"), help="output folder")
+    add_preset_option(parser, {"smoke": f"scale {SMOKE_SCALE}, a few seconds", "paper": "scale 1, the released sizes (Table A1)"}, "paper")
+    parser.add_argument("--scale", type=fraction_up_to_one, default=None, help="fraction of the released sizes (overrides the preset)")
+    add_run_options(parser, out="results/hint_data", trains=False)
     parser.add_argument("--fewshot", action="store_true", help="also generate the few-shot splits of x y a b c d")
     parser.add_argument(
         "--bank",
@@ -100,18 +99,18 @@ def _mean(counter: Counter) -> float:
 
 
 def run(args: argparse.Namespace) -> dict:
-    scale = QUICK_SCALE if args.quick else args.scale
+    scale = args.scale or (SMOKE_SCALE if args.preset == "smoke" else 1.0)
     started = time.perf_counter()
-    splits = main_split(scale=scale, seed=args.seed, cache=not args.no_cache, progress=True)
+    splits = main_split(scale=scale, seed=args.seed, cache=not args.no_cache, progress=args.progress)
     generation_seconds = time.perf_counter() - started
     fewshot = (
-        {c: fewshot_split(c, scale=scale, seed=args.seed, cache=not args.no_cache, progress=True) for c in FEWSHOT_CONCEPTS}
+        {c: fewshot_split(c, scale=scale, seed=args.seed, cache=not args.no_cache, progress=args.progress) for c in FEWSHOT_CONCEPTS}
         if args.fewshot
         else None
     )
     bank = _bank(args)
     release = args.out / "release"
-    write_release(release, splits, bank=bank, fewshot=fewshot, seed=args.seed, progress=True)
+    write_release(release, splits, bank=bank, fewshot=fewshot, seed=args.seed, progress=args.progress)
     rows, stats = [], {}
     for name, split in splits.items():
         split_rows, stats[name] = _summary_rows(name, split, args.stats_sample, args.seed)

@@ -10,8 +10,8 @@
   their few-shot training sets of several sizes (value, precedence and meaning).
 
 Both modes also time abduction on corrupted 7-symbol expressions. Generic options (``--scale``,
-``--seed``, ``--steps``, ``--batch-size``, ``--lr``, ``--cnn``, ``--device``, ``--out``, ``--no-resume``,
-``--quiet``, ``--eval-batch-size``) come from :mod:`neurosym.experiments.hint`.
+``--seed``, ``--steps``, ``--batch-size``, ``--lr``, ``--cnn``, ``--device``, ``--out``, ``--resume``,
+``--progress``, ``--threads``, ``--eval-batch-size``) come from :mod:`neurosym.experiments.hint`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,18 @@ from neurosym.data.hint import (
     fewshot_split,
     main_split,
 )
-from neurosym.experiments.options import existing_file, fraction_up_to_one, non_negative_int, positive_int
-from neurosym.experiments.report import format_table, pyplot, save_json
+from neurosym.experiments.options import (
+    comma_list,
+    existing_file,
+    fraction_up_to_one,
+    non_negative_int,
+    positive_float,
+    positive_int,
+)
+from neurosym.experiments.published import HINT_FEWSHOT, HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
+from neurosym.experiments.report import bar_vs_published, format_table, pyplot, save_figure, save_json
 from neurosym.perception.symbol_classifier import SymbolClassifier
-from neurosym.pipelines.abduction import Abducer
+from neurosym.pipelines.abduction_speed import abduction_speed
 from neurosym.pipelines.concepts import (
     ConceptNotLearned,
     LearnedConcept,
@@ -51,24 +59,19 @@ from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import (
     LEARNING_RULES,
     PSEUDO_LABELS,
-    TrainConfig,
+    PipelineConfig,
     evaluate_pipeline,
     train_pipeline,
 )
 from neurosym.pipelines.windows import WindowSource
-from neurosym.semantics import FEWSHOT_NUMBERS, HINT_SEMANTICS, BatchSolver, evaluate
+from neurosym.semantics import FEWSHOT_NUMBERS, HINT_SEMANTICS, BatchSolver
 from neurosym.training import resolve_device
 from neurosym.training.loop import SCHEDULES
 from neurosym.training.stopping import StopRequests, TrainingInterrupted, minutes_to_seconds
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
-#: Published image-input anchors (HINT paper Table 2, medians of 5 runs) and the NSR model's average.
-PUBLISHED_IMAGE = {
-    "Transformer rel. uni. (paper)": {"I": 88.4, "SS": 86.0, "LS": 62.5, "SL": 10.9, "LL": 19.0, "avg": 53.1}
-}
-NSR_IMAGE_AVERAGE = 76.0
-#: HINT paper Table 4, Transformer rel. uni. (median of 5 runs), accuracy in %.
-PUBLISHED_FEWSHOT = {"x": 52.8, "y": 50.7, "a": 46.4, "b": 42.6, "c": 27.3, "d": 30.4, "avg": 41.7}
+PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
+"""The best seq2seq model of HINT's Table 2 (image input), the pipeline's anchor."""
 DEFAULT_CURRICULUM = "1:150,3:350,7:500,15:1000,all"
 
 
@@ -111,13 +114,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--classifier-features", type=positive_int, default=64, help="neurosym: width of the classifier's encoder output"
     )
     parser.add_argument("--classifier-width", type=positive_int, default=16, help="neurosym: channels of the CNN's first stage")
-    parser.add_argument(
-        "--cpu-threads",
-        type=positive_int,
-        default=1,
-        help="neurosym: torch threads on CPU (small convolutions on shared cores: 1)",
-    )
-    parser.add_argument("--checkpoint-interval", type=positive_int, default=100, help="neurosym: steps between checkpoints")
+    parser.add_argument("--checkpoint-every", type=positive_int, default=100, help="neurosym: steps between checkpoints")
     parser.add_argument(
         "--test-scale",
         type=fraction_up_to_one,
@@ -192,7 +189,7 @@ def _test_records(args: argparse.Namespace, splits: dict[str, list[HintRecord]])
     """The main split's test records, or those of the split generated at ``--test-scale``."""
     if args.test_scale is None or args.test_scale == args.scale:
         return splits["test"]
-    return main_split(scale=args.test_scale, seed=args.seed, progress=not args.quiet)["test"]
+    return main_split(scale=args.test_scale, seed=args.seed, progress=args.progress)["test"]
 
 
 # -- image input ------------------------------------------------------------------------------------
@@ -207,17 +204,15 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     )
 
     device = resolve_device(args.device)
-    if device.type == "cpu":
-        torch.set_num_threads(args.cpu_threads)
     torch.manual_seed(args.seed)
-    splits = main_split(scale=args.scale, seed=args.seed, progress=not args.quiet)
+    splits = main_split(scale=args.scale, seed=args.seed, progress=args.progress)
     bank = default_bank(seed=args.seed)
     backbone = "resnet18" if args.cnn == "resnet18" else "small"
     classifier = SymbolClassifier(
         list(HINT_SYMBOLS), backbone=backbone, features=args.classifier_features, width=args.classifier_width
     )
     pipeline = HintPipeline(classifier, HINT_SEMANTICS, abduction_changes=args.abduction_changes)
-    config = TrainConfig(
+    config = PipelineConfig(
         steps=args.steps,
         batch_size=args.batch_size,
         learning_rate=args.lr or 1e-3,
@@ -227,10 +222,10 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         learning=args.learning_rule,
         pseudo_labels=args.pseudo_labels,
         seed=args.seed,
-        checkpoint_every=args.checkpoint_interval,
+        checkpoint_every=args.checkpoint_every,
     )
     checkpoint = out / "checkpoint.pt"
-    if args.no_resume:
+    if not args.resume:
         checkpoint.unlink(missing_ok=True)
     started = time.perf_counter()
     history = train_pipeline(
@@ -239,7 +234,7 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         config,
         device,
         checkpoint,
-        not args.quiet,
+        args.progress,
         time_limit=minutes_to_seconds(args.time_limit),
     )
     train_seconds = time.perf_counter() - started
@@ -267,9 +262,8 @@ def _run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                 100 * extra_scores["symbol"],
             ]
         )
-    for name, published in PUBLISHED_IMAGE.items():
-        rows.append([name, *(published[s] for s in SUBSETS), "-"])
-    rows.append(["NSR (paper, average only)", "-", "-", "-", "-", "-", NSR_IMAGE_AVERAGE, "-"])
+    rows.append([f"Transformer rel. uni. ({PUBLISHED_DATA})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
+    rows.append([f"NSR ({PUBLISHED_DATA}; average only)", "-", "-", "-", "-", "-", HINT_NSR_IMAGE_AVERAGE, "-"])
     print(
         f"\nHINT image input, scale {args.scale}, {args.steps} steps ({train_seconds:.0f} s on {device}); "
         f"{len(test)} test expressions; accuracy %"
@@ -319,16 +313,9 @@ def _plot_image(history: list[dict], scores: dict[str, float], path: Path) -> No
         label="max length",
     )
     twin.set_ylabel("curriculum: max symbols")
-    positions = np.arange(len(SUBSETS))
-    paper = PUBLISHED_IMAGE["Transformer rel. uni. (paper)"]
-    bars.bar(positions - 0.2, [100 * scores[s] for s in SUBSETS], 0.4, label="neurosym (this run)")
-    bars.bar(positions + 0.2, [paper[s] for s in SUBSETS], 0.4, label="Transformer rel. uni. (paper)")
-    bars.set_xticks(positions, SUBSETS)
-    bars.set_ylabel("accuracy %")
-    bars.legend()
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+    series = {"neurosym (this run)": [100 * scores[s] for s in SUBSETS], "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS]}
+    bar_vs_published(bars, SUBSETS, series, "accuracy %")
+    save_figure(figure, path)
 
 
 # -- symbol input: induced semantics and few-shot concepts -----------------------------------------------
@@ -342,7 +329,7 @@ def _subset_accuracy(table, records) -> dict[str, float]:
 
 
 def _run_symbol(args: argparse.Namespace, out: Path) -> dict[str, Any]:
-    splits = main_split(scale=args.scale, seed=args.seed, progress=not args.quiet)
+    splits = main_split(scale=args.scale, seed=args.seed, progress=args.progress)
     examples = [(r.expr, r.res) for r in splits["train"]]
     table, programs = induced_table(examples, HINT_SEMANTICS)
     scores = _subset_accuracy(table, _test_records(args, splits))
@@ -377,7 +364,7 @@ def _learn_fewshot(
     seconds end the stage after the concept under way with :class:`TrainingInterrupted`."""
     progress_path = out / f"fewshot_{args.input}.json"
     done: dict[str, Any] = {}
-    if progress_path.is_file() and not args.no_resume:
+    if progress_path.is_file() and args.resume:
         done = json.loads(progress_path.read_text())
     rows, scales, concepts = [], args.fewshot_scales, args.fewshot_concepts
     with StopRequests(time_limit) as stops:
@@ -416,8 +403,8 @@ def _learn_fewshot(
         )
     if not rows:
         return {}
-    paper_average = np.mean([PUBLISHED_FEWSHOT[c] for c in concepts])
-    rows.append(["Transformer rel. uni. (paper Table 4)", *(PUBLISHED_FEWSHOT[c] for c in concepts), paper_average])
+    paper_average = np.mean([HINT_FEWSHOT[c] for c in concepts])
+    rows.append(["Transformer rel. uni. (paper Table 4)", *(HINT_FEWSHOT[c] for c in concepts), paper_average])
     print(f"\nFew-shot concepts ({label}), test accuracy %:")
     print(format_table(["model", *concepts, "avg"], rows))
     _plot_fewshot(measured, concepts, out / f"hint_neurosym_fewshot_{args.input}.png")
@@ -434,89 +421,30 @@ def _curriculum(text: str) -> tuple[tuple[int, int], ...]:
 
 def _fewshot_scales(text: str) -> list[float]:
     """``--fewshot-scales``: comma-separated positive scales, or ``none``."""
-    if text.strip().lower() == "none":
-        return []
-    try:
-        scales = [float(part) for part in text.split(",")]
-    except ValueError:
-        scales = []
-    if not scales or not all(0 < scale < float("inf") for scale in scales):
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive scales or 'none', got {text!r}")
-    return scales
+    return [] if text.strip().lower() == "none" else comma_list(positive_float, what="scale")(text)
 
 
-def _fewshot_concepts(text: str) -> list[str]:
-    """``--fewshot-concepts``: comma-separated concepts among :data:`FEWSHOT_CONCEPTS`."""
-    concepts = [concept.strip() for concept in text.split(",") if concept.strip()]
-    unknown = sorted(set(concepts) - set(FEWSHOT_CONCEPTS))
-    if unknown or not concepts:
-        raise argparse.ArgumentTypeError(f"unknown concepts {unknown or text!r}; choose among {', '.join(FEWSHOT_CONCEPTS)}")
-    return concepts
+_fewshot_concepts = comma_list(str, what="concept", choices=FEWSHOT_CONCEPTS)
+"""``--fewshot-concepts``: comma-separated concepts among :data:`FEWSHOT_CONCEPTS`."""
 
 
 def _fewshot_steps(text: str) -> tuple[int, int]:
     """``--fewshot-steps``: ``GLYPH,ABDUCTION`` positive step counts."""
-    try:
-        glyph, abduction = (int(part) for part in text.split(","))
-    except ValueError:
-        glyph = abduction = 0
-    if glyph < 1 or abduction < 1:
+    steps = comma_list(positive_int, what="step count")(text)
+    if len(steps) != 2:
         raise argparse.ArgumentTypeError(f"expected two positive step counts 'GLYPH,ABDUCTION', got {text!r}")
-    return glyph, abduction
+    return steps[0], steps[1]
 
 
 def _plot_fewshot(fewshot: dict[str, Any], concepts: list[str], path: Path) -> None:
     plt = pyplot()
     figure, axis = plt.subplots(figsize=(7, 4))
-    positions = np.arange(len(concepts) + 1)
-    width = 0.8 / (len(fewshot) + 1)
-    for k, (scale, info) in enumerate(fewshot.items()):
-        heights = [100 * info["concepts"][c]["test_accuracy"] for c in concepts] + [100 * info["avg"]]
-        sentences = max(entry["train"] for entry in info["concepts"].values())
-        axis.bar(positions + k * width, heights, width, label=f"scale {scale} (up to {sentences} sentences)")
-    paper = [PUBLISHED_FEWSHOT[c] for c in concepts]
-    axis.bar(positions + len(fewshot) * width, [*paper, np.mean(paper)], width, label="paper, Transformer")
-    axis.set_xticks(positions + 0.4 - width / 2, [*concepts, "avg"])
-    axis.set_ylabel("test accuracy %")
-    axis.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-
-
-# -- abduction speed ---------------------------------------------------------------------------------
-
-
-def abduction_speed(samples: int, seed: int = 0) -> dict[str, float]:
-    """Time abduction on ``samples`` wrong 7-symbol expressions (one or two symbols misread).
-
-    The perception is simulated: each window puts most mass on the misread symbol, a random share
-    on the rest (Dirichlet), so the true symbol is rarely the runner-up. Returns the median and
-    90th-percentile milliseconds and the fraction corrected to the right result.
-    """
-    vocabulary = list("0123456789+-*/()")
-    abducer = Abducer(vocabulary)
-    rng = np.random.default_rng(seed)
-    timings, corrected = [], 0
-    while len(timings) < samples:
-        truth = "".join(str(rng.integers(10)) if i % 2 == 0 else "+-*/"[rng.integers(4)] for i in range(7))
-        target = evaluate(truth)
-        wrong = list(truth)
-        for position in rng.choice(7, size=int(rng.integers(1, 3)), replace=False):
-            wrong[position] = str(rng.integers(10)) if position % 2 == 0 else "+-*/"[rng.integers(4)]
-        wrong = "".join(wrong)
-        if target is None or evaluate(wrong) == target:
-            continue
-        log_probs = np.log(rng.dirichlet(np.full(len(vocabulary), 0.3), size=7) + 1e-6)
-        log_probs[np.arange(7), [vocabulary.index(c) for c in wrong]] += 3.0
-        start = time.perf_counter()
-        found = abducer.abduce(wrong, log_probs, target)
-        timings.append(time.perf_counter() - start)
-        corrected += found is not None and evaluate(found.sentence) == target
-    milliseconds = 1000 * np.asarray(timings)
-    return {
-        "samples": samples,
-        "median_ms": float(np.median(milliseconds)),
-        "p90_ms": float(np.percentile(milliseconds, 90)),
-        "corrected": corrected / samples,
-    }
+    series = {
+        f"scale {scale} (up to {max(entry['train'] for entry in info['concepts'].values())} sentences)":
+            [100 * info["concepts"][c]["test_accuracy"] for c in concepts] + [100 * info["avg"]]
+        for scale, info in fewshot.items()
+    }  # fmt: skip
+    paper = [HINT_FEWSHOT[c] for c in concepts]
+    series["paper, Transformer"] = [*paper, float(np.mean(paper))]
+    bar_vs_published(axis, [*concepts, "avg"], series, "test accuracy %")
+    save_figure(figure, path)

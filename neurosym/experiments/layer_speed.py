@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from neurosym.experiments.options import positive_float, positive_int
+from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.experiments.timing import fastest_of_rounds, forward_backward_step
 from neurosym.layers import arithmetic
@@ -53,21 +53,20 @@ def _shape(text: str) -> tuple[int, int]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--shapes", type=_shape, nargs="+", default=[(100, 2), (512, 512)], help="layer shapes IN x OUT")
     parser.add_argument(
-        "--units", nargs="+", default=["NAU", "NMU", "NMU-compiled", "NALU"], choices=[name for name in UNITS if name != BASELINE],
-        help="units to time against nn.Linear",
+        "--shapes", type=comma_list(_shape, what="shape"), default=[(100, 2), (512, 512)], help="comma-separated layer shapes IN x OUT"
     )
+    parser.add_argument(
+        "--units", type=comma_list(str, what="unit", choices=[name for name in UNITS if name != BASELINE]),
+        default=["NAU", "NMU", "NMU-compiled", "NALU"], help="comma-separated units to time against nn.Linear",
+    )  # fmt: skip
     parser.add_argument("--batch-size", type=positive_int, default=128, help="rows per forward/backward step")
     parser.add_argument(
         "--rounds", type=positive_int, default=20,
         help="interleaved timing rounds; each layer keeps its fastest (many short rounds resist load changes)",
     )
     parser.add_argument("--min-time", type=positive_float, default=0.02, help="seconds of measurement per layer and round")
-    parser.add_argument("--threads", type=positive_int, default=1, help="CPU threads used while timing (1 avoids OpenMP spin-waits on a loaded machine)")
-    parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
-    parser.add_argument("--out", type=Path, default=Path("results/layer_speed"), help="output folder")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs and weights")
+    add_run_options(parser, out="results/layer_speed", threads=1, trains=False)
 
 
 def _step(name: str, shape: tuple[int, int], batch: int, device: torch.device) -> Callable[[], None]:
@@ -81,7 +80,7 @@ def run(args: argparse.Namespace) -> dict:
     torch.manual_seed(args.seed)
     names = [BASELINE, *dict.fromkeys(args.units)]
     steps = {(shape, name): _step(name, shape, args.batch_size, device) for shape in args.shapes for name in names}
-    best = fastest_of_rounds(steps, args.rounds, args.min_time, args.threads, "layer-speed")
+    best = fastest_of_rounds(steps, args.rounds, args.min_time, args.threads, "layer-speed", args.progress)
     records = []
     for (shape, name), seconds in best.items():
         ratio = seconds / best[(shape, BASELINE)]

@@ -40,19 +40,21 @@ from neurosym.data.mathematics import (
 )
 from neurosym.experiments.options import (
     add_compile_option,
+    add_preset_option,
+    add_run_options,
+    apply_threads,
+    comma_list,
     existing_folder,
-    non_negative_int,
     positive_float,
     positive_int,
-    time_limit_minutes,
 )
+from neurosym.experiments.published import MATHEMATICS, MATHEMATICS_TRANSFORMER_MODULES
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
 from neurosym.models.seq2seq import Seq2Seq, build_front_end, build_seq2seq
 from neurosym.semantics.mathematics_arithmetic import (
     ARITHMETIC_MODULES,
-    QuestionError,
-    answer_question,
+    symbolic_answers,
 )
 from neurosym.training import DistributedContext, TrainConfig, resolve_device, train
 from neurosym.training.compile import compile_for_training
@@ -81,22 +83,6 @@ NEURAL_MODELS = ("transformer", "lstm_att", "lstm_att_bi")
 """The Transformer, the attentional LSTM with a unidirectional and with a bidirectional encoder."""
 MODELS = ("symbolic", *NEURAL_MODELS)
 
-PUBLISHED = {
-    "transformer": {"interpolate": 0.76, "extrapolate": 0.50},
-    "simple_lstm": {"interpolate": 0.57, "extrapolate": 0.41},
-    "lstm_att": {"interpolate": 0.57, "extrapolate": 0.38},
-    "lstm_att_bi": {"interpolate": 0.58, "extrapolate": 0.42},
-}
-"""Saxton et al. (2019), Table 1: means over all modules of the dataset (not only arithmetic); ``lstm_att``
-is their attentional LSTM with an LSTM encoder, ``lstm_att_bi`` with a bidirectional LSTM encoder."""
-PUBLISHED_TRANSFORMER_MODULES = {
-    "arithmetic__add_sub_multiple": ">= 0.90",
-    "arithmetic__mul_div_multiple": ">= 0.90",
-    "arithmetic__mixed": "~0.50",
-}
-"""Per-module Transformer results stated in the paper's text (Section 4.2)."""
-
-
 @dataclass(frozen=True)
 class ModelConfig:
     """Sizes and schedule of the neural baselines."""
@@ -119,16 +105,25 @@ CONFIGS = {
     "paper": ModelConfig(512, 8, 2048, 6, 6, 2048, 1, 1024, 500_000, 0.1),
     # Sized so that both models train within about ten minutes each on two CPU cores.
     "cpu": ModelConfig(128, 4, 512, 2, 2, 256, 1, 64, 1200, 0.0),
-    "quick": ModelConfig(32, 2, 64, 1, 1, 32, 1, 16, 20, 0.0),
+    "smoke": ModelConfig(32, 2, 64, 1, 1, 32, 1, 16, 20, 0.0),
+}
+PRESET_MEANINGS = {
+    "smoke": "tiny models, 30 training and 10 test questions per module: checks that everything runs (a minute)",
+    "cpu": "d_model 128, 2 + 2 layers, 1,200 steps of batch 64: about ten minutes per model on 2 cores",
+    "paper": "the paper's d_model 512, batch 1024, 500k steps (meant for GPUs)",
 }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--models", nargs="+", choices=MODELS, default=list(MODELS), help="what to evaluate")
     parser.add_argument(
-        "--modules", nargs="+", default=list(DEFAULT_MODULES), help="training/interpolation modules (file stems)"
-    )
-    parser.add_argument("--config", choices=sorted(CONFIGS), default="cpu", help="model sizes and schedule")
+        "--models", type=comma_list(str, what="model", choices=MODELS), default=list(MODELS),
+        help=f"comma-separated models to evaluate from {', '.join(MODELS)}",
+    )  # fmt: skip
+    parser.add_argument(
+        "--modules", type=comma_list(str, what="module"), default=list(DEFAULT_MODULES),
+        help="comma-separated training/interpolation modules (file stems)",
+    )  # fmt: skip
+    add_preset_option(parser, PRESET_MEANINGS, default="cpu")
     parser.add_argument("--steps", type=positive_int, default=None, help="training steps (default: the config's)")
     parser.add_argument("--batch-size", type=positive_int, default=None, help="batch size (default: the config's)")
     parser.add_argument("--lr", type=positive_float, default=6e-4, help="Adam learning rate (paper: 6e-4)")
@@ -136,35 +131,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--train-per-module", type=positive_int, default=30_000, help="training questions per module (split over easy/medium/hard)")
     parser.add_argument("--test-per-module", type=positive_int, default=500, help="test questions per interpolation/extrapolation module")
     parser.add_argument("--data-root", type=existing_folder, default=None, help="a released dataset folder to read instead of generating")
-    parser.add_argument("--seed", type=int, default=0, help="seed of generation, initialisation and batch order")
-    parser.add_argument("--device", default="auto", help="'auto', 'cpu' or 'cuda[:N]'")
-    parser.add_argument("--threads", type=non_negative_int, default=0, help="CPU threads for torch (0: torch's default); use 1 on a shared CPU")
     parser.add_argument("--eval-batch-size", type=positive_int, default=256, help="questions per greedy-decoding batch")
     parser.add_argument("--checkpoint-every", type=positive_int, default=250, help="steps between checkpoints")
     add_compile_option(parser)
-    parser.add_argument(
-        "--time-limit",
-        type=time_limit_minutes, metavar="MINUTES",
-        default=None,
-        help="minutes of training per model in this call: then checkpoint and exit with status 75; the same "
-        "command continues (Ctrl-C and SIGTERM stop the same way)",
-    )
-    parser.add_argument("--quick", action="store_true", help="smoke test: tiny models, few questions (overrides --config)")
-    parser.add_argument("--out", type=Path, default=Path("results/mathematics"), help="output folder")
+    add_run_options(parser, out="results/mathematics")
 
 
 def run(args: argparse.Namespace) -> dict:
-    config = CONFIGS["quick" if args.quick else args.config]
+    config = CONFIGS[args.preset]
     steps = args.steps if args.steps is not None else config.steps
     batch_size = args.batch_size if args.batch_size is not None else config.batch_size
-    train_count = 30 if args.quick else args.train_per_module
-    test_count = 10 if args.quick else args.test_per_module
+    train_count = 30 if args.preset == "smoke" else args.train_per_module
+    test_count = 10 if args.preset == "smoke" else args.test_per_module
     device = resolve_device(args.device)
-    if args.threads > 0:
-        torch.set_num_threads(args.threads)
+    apply_threads(args.threads)
     neural = [name for name in args.models if name != "symbolic"]
     try:  # an unknown module or an unreadable --data-root: the message names it
-        data = load_data(args.modules, train_count if neural else 0, test_count, args.seed, args.data_root)
+        data = load_data(args.modules, train_count if neural else 0, test_count, args.seed, args.data_root, args.progress)
     except (RuntimeError, ValueError, FileNotFoundError) as error:
         raise SystemExit(f"neurosym mathematics: {error}") from None
     if neural and not data["train"]:
@@ -177,7 +160,7 @@ def run(args: argparse.Namespace) -> dict:
         "train_questions": len(data["train"]),
         "test_questions_per_module": test_count,
         "modules": {regime: sorted({e.module for e in data[regime]}) for regime in ("interpolate", "extrapolate")},
-        "published": PUBLISHED,
+        "published": MATHEMATICS,
         "models": {},
     }
     for name in args.models:
@@ -201,7 +184,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def load_data(
-    modules: Sequence[str], train_count: int, test_count: int, seed: int, data_root: Path | None
+    modules: Sequence[str], train_count: int, test_count: int, seed: int, data_root: Path | None, progress: bool = False
 ) -> dict[str, list[MathExample]]:
     """Train examples (``train_count`` per module, a third per difficulty; none when 0) and test examples.
 
@@ -212,9 +195,9 @@ def load_data(
     train_regimes = TRAIN_REGIMES if per_regime else ()
     if data_root is None:
         tests = [("interpolate", m) for m in modules] + [("extrapolate", m) for m in extrapolate]
-        generate(tests, test_count, seed=seed, progress=True)
+        generate(tests, test_count, seed=seed, progress=progress)
         if train_regimes:
-            generate([(regime, module) for regime in train_regimes for module in modules], per_regime, seed=seed, progress=True)
+            generate([(regime, module) for regime in train_regimes for module in modules], per_regime, seed=seed, progress=progress)
         data_root = generated_root(seed)
     tests = {
         "interpolate": load_split(data_root, "interpolate", list(modules), test_count),
@@ -223,17 +206,6 @@ def load_data(
     seen = {e.question for split in tests.values() for e in split}
     train = [e for regime in train_regimes for e in load_split(data_root, regime, list(modules), per_regime)]
     return {"train": [e for e in train if e.question not in seen], **tests}
-
-
-def symbolic_answers(questions: Sequence[str]) -> list[str]:
-    """The symbolic route's answers; a question outside its language gets an empty answer (a miss)."""
-    answers = []
-    for question in questions:
-        try:
-            answers.append(answer_question(question))
-        except QuestionError:
-            answers.append("")
-    return answers
 
 
 def score(answer, examples: Sequence[MathExample]) -> dict:
@@ -301,6 +273,8 @@ def train_model(
     the model configuration, batch size, learning rate, clip and seed; resuming with other ones raises.
     """
     folder = args.out / name
+    if not args.resume:
+        (folder / "checkpoint.pt").unlink(missing_ok=True)
     settings = {"model": asdict(config), "batch_size": batch_size, "lr": args.lr, "clip": args.clip, "seed": args.seed}
     _check_settings(folder, settings)
     torch.manual_seed(args.seed)
@@ -315,7 +289,7 @@ def train_model(
         eval_every=args.checkpoint_every,
         checkpoint=folder / "checkpoint.pt",
         seed=args.seed,
-        progress=True,
+        progress=args.progress,
         time_limit=minutes_to_seconds(args.time_limit),
         **PAPER_ADAM,
     )
@@ -372,12 +346,12 @@ def result_table(results: dict) -> tuple[list[str], list[list]]:
     for regime in ("interpolate", "extrapolate"):
         for module in results["modules"][regime]:
             accuracies = [results["models"][n][regime]["per_module"].get(module, "n/a") for n in names]
-            rows.append([regime, module.removeprefix("arithmetic__"), *accuracies, PUBLISHED_TRANSFORMER_MODULES.get(module, "")])
+            rows.append([regime, module.removeprefix("arithmetic__"), *accuracies, MATHEMATICS_TRANSFORMER_MODULES.get(module, "")])
     for regime in (r for r in ("interpolate", "extrapolate") if results["modules"][r]):
         means = [_or_na(results["models"][n][regime]["mean"]) for n in names]
-        rows.append([regime, "mean over modules", *means, f"{PUBLISHED['transformer'][regime]} (all modules)"])
-        published = [PUBLISHED.get(n, {}).get(regime, "") for n in names]
-        rows.append([regime, "published mean (all modules)", *published, PUBLISHED["transformer"][regime]])
+        rows.append([regime, "mean over modules", *means, f"{MATHEMATICS['transformer'][regime]} (all modules)"])
+        published = [MATHEMATICS.get(n, {}).get(regime, "") for n in names]
+        rows.append([regime, "published mean (all modules)", *published, MATHEMATICS["transformer"][regime]])
     return headers, rows
 
 
@@ -393,7 +367,7 @@ def plot(results: dict, path: Path) -> Path:
             values = [results["models"][name][regime]["per_module"].get(m, 0.0) for m in modules]
             positions = [i + (offset - (len(names) - 1) / 2) * width for i in range(len(modules))]
             axis.bar(positions, values, width, label=name)
-        axis.axhline(PUBLISHED["transformer"][regime], color="black", linestyle="--", linewidth=1,
+        axis.axhline(MATHEMATICS["transformer"][regime], color="black", linestyle="--", linewidth=1,
                      label="paper Transformer (mean, all modules)")  # fmt: skip
         axis.set_xticks(range(len(modules)), [m.removeprefix("arithmetic__") for m in modules], rotation=30, ha="right")
         axis.set_title(regime)

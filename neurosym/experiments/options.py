@@ -165,9 +165,10 @@ PRESETS: dict[str, str] = {
 """The one vocabulary of budgets; each command offers the presets it has, with what they mean for it."""
 
 
-def add_preset_option(parser: argparse.ArgumentParser, meanings: Mapping[str, str], default: str) -> None:
+def add_preset_option(parser: argparse.ArgumentParser, meanings: Mapping[str, str], default: str | None) -> None:
     """``--preset NAME``: the command's budget, one of ``meanings`` (names from :data:`PRESETS`, each with
-    what it means for this command); options given explicitly override the preset's values."""
+    what it means for this command); options given explicitly override the preset's values. A ``None``
+    default leaves the choice to the command (say so in one of the meanings)."""
     unknown = set(meanings) - set(PRESETS)
     if unknown:
         raise ValueError(f"presets {sorted(unknown)} are not in the vocabulary {list(PRESETS)}")

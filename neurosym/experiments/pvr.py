@@ -11,7 +11,7 @@ file collects the sweeps of successive invocations into the same ``--out``, see 
 * ``sequential`` -- the visual sequential task (a row of 11 MNIST digits, the leftmost points into the
   other 10): CNNs and the neuro-symbolic model on MNIST test digits.
 
-``--budget paper`` uses the paper's model sizes and schedules; ``--budget cpu`` (the default on a CPU)
+``--preset paper`` uses the paper's model sizes and schedules; ``--preset cpu`` (the default on a CPU)
 shrinks widths, steps and data so that every sweep fits in minutes on two cores. Each finished run is
 stored under ``--out/runs`` and skipped when the command is repeated; training checkpoints under
 ``--out/checkpoints`` let an interrupted run resume.
@@ -22,8 +22,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,16 @@ from neurosym.data.pvr import (
     sequential_rule,
     vector_rule,
 )
-from neurosym.experiments.options import existing_file, non_negative_int, positive_int, time_limit_minutes
+from neurosym.experiments.options import (
+    add_preset_option,
+    add_run_options,
+    apply_threads,
+    comma_list,
+    existing_file,
+    non_negative_int,
+    positive_int,
+)
+from neurosym.experiments.published import PVR
 from neurosym.experiments.pvr_plots import (
     plot_holdouts,
     plot_noise_sensitivity,
@@ -75,24 +84,13 @@ from neurosym.training.classifier import (
     fit_classifier,
     identity,
 )
-from neurosym.training.device import autocast_enabled
+from neurosym.training.device import amp_available
 from neurosym.training.loop import TrainConfig
 from neurosym.training.stopping import minutes_to_seconds
 
 SWEEPS = ("noise", "vector", "holdout_i", "block", "sequential")
 CHECKPOINT_EVERY = 200
 """Training steps between checkpoints of a run."""
-
-PUBLISHED = {
-    "block": "ResNet-18 / VGG-11-BN: high iid accuracy; on holdout shift accuracy falls from chance to about 0% "
-    "(Figure 7); dshift in between",
-    "vector": "MLP: training accuracy 100% everywhere, test accuracy jumps from chance only with enough data "
-    "(Figure 9); MLP-Mixer solves complexity m with 5x10^(m+3) examples (Figure 12)",
-    "holdout_i": "m = 1, 2: runs that train reach 100% on the holdout-i test set (Figure 13)",
-    "noise": "mod_sum: NS grows with m; median/majority not monotone; min/max get easier with m (Figure 10)",
-    "sequential": "no accuracy reported for the sequential MNIST task; the block-style CNN results are the anchor",
-}
-
 
 @dataclass(frozen=True)
 class Budget:
@@ -111,6 +109,12 @@ class Budget:
     reader_examples: int
     test_size: int
 
+
+PRESET_MEANINGS = {
+    "smoke": "seconds-long runs that check the plumbing",
+    "cpu": "shrunk models and schedules for a CPU (the default without CUDA)",
+    "paper": "the paper's sizes and schedules (the default on CUDA)",
+}
 
 BUDGETS = {
     "paper": Budget(
@@ -134,45 +138,14 @@ BUDGETS = {
 }
 
 
-def _int_list(minimum: int) -> Callable[[str], list[int]]:
-    """A parser of comma-separated integers of at least ``minimum``."""
-
-    def parse(text: str) -> list[int]:
-        try:
-            values = [int(part) for part in text.split(",") if part]
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-        if not values or min(values) < minimum:
-            raise argparse.ArgumentTypeError(f"expected comma-separated integers of at least {minimum}, got {text!r}")
-        return values
-
-    return parse
-
-
-def _name_list(kind: str, known: Sequence[str]) -> Callable[[str], list[str]]:
-    """A parser of comma-separated names of ``kind``, each one of ``known``."""
-
-    def parse(text: str) -> list[str]:
-        names = [part for part in text.split(",") if part]
-        unknown = [name for name in names if name not in known]
-        if unknown or not names:
-            raise argparse.ArgumentTypeError(f"unknown {kind} {(unknown or [text])[0]!r}: choose from {', '.join(known)}")
-        return names
-
-    return parse
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sweeps", type=_name_list("sweep", SWEEPS), default=list(SWEEPS), help=f"comma-separated subset of {SWEEPS}")
-    parser.add_argument("--device", default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
-    parser.add_argument("--budget", choices=("auto", *BUDGETS), default="auto",
-                        help="model sizes and schedules: 'paper', or 'cpu' (shrunk); 'auto' picks by device")
-    parser.add_argument("--out", type=Path, default=Path("results/pvr"), help="output folder")
-    parser.add_argument("--seed", type=int, default=0, help="random seed of data and initialisation")
-    parser.add_argument("--vector-models", type=_name_list("vector model", VECTOR_MODELS), default=["mlp", "mixer"],
+    parser.add_argument("--sweeps", type=comma_list(str, what="sweep", choices=SWEEPS), default=list(SWEEPS), help=f"comma-separated subset of {SWEEPS}")
+    add_preset_option(parser, PRESET_MEANINGS, default=None)
+    add_run_options(parser, out="results/pvr")
+    parser.add_argument("--vector-models", type=comma_list(str, what="vector model", choices=VECTOR_MODELS), default=["mlp", "mixer"],
                         help="vector models: mlp, mlp2x, transformer, mixer")
-    parser.add_argument("--complexities", type=_int_list(0), default=[0, 1], help="vector sweep complexities m")
-    parser.add_argument("--train-sizes", type=_int_list(1), default=[1000, 5000], help="vector sweep training-set sizes")
+    parser.add_argument("--complexities", type=comma_list(non_negative_int, what="complexity"), default=[0, 1], help="vector sweep complexities m")
+    parser.add_argument("--train-sizes", type=comma_list(positive_int, what="training-set size"), default=[1000, 5000], help="vector sweep training-set sizes")
     parser.add_argument("--vector-epochs", type=positive_int, default=None,
                         help="epochs of every vector run (default: the budget's, 200 as in the paper)")
     parser.add_argument("--aggregation", choices=sorted(AGGREGATIONS), default="mod_sum",
@@ -180,9 +153,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--holdout-model", choices=VECTOR_MODELS, default="mixer", help="vector model of the holdout-i sweep")
     parser.add_argument("--holdout-complexity", type=non_negative_int, default=1, help="complexity m of the holdout-i sweep")
     parser.add_argument("--holdout-train-size", type=positive_int, default=10000, help="training-set size of holdout-i")
-    parser.add_argument("--visual-models", type=_name_list("visual model", VISUAL_MODELS), default=["resnet18", "vgg11bn"],
+    parser.add_argument("--visual-models", type=comma_list(str, what="visual model", choices=VISUAL_MODELS), default=["resnet18", "vgg11bn"],
                         help="CNNs of the block sweep: resnet18, vgg11bn, small_cnn")
-    parser.add_argument("--sequential-models", type=_name_list("visual model", VISUAL_MODELS), default=["resnet18"],
+    parser.add_argument("--sequential-models", type=comma_list(str, what="visual model", choices=VISUAL_MODELS), default=["resnet18"],
                         help="CNNs of the sequential sweep: resnet18, vgg11bn")
     parser.add_argument("--sequence-length", type=positive_int, default=11,
                         help="digits in a sequential image: the pointer and the values")
@@ -194,11 +167,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ns-repeats", type=positive_int, default=10, help="estimates averaged per noise-sensitivity point")
     parser.add_argument("--ns-max-complexity", type=non_negative_int, default=5, help="largest m of the noise-sensitivity sweep")
     parser.add_argument("--mnist", type=existing_file, default=None, help="path to mnist.pkl.gz (default: cached download)")
-    parser.add_argument("--time-limit", type=time_limit_minutes, metavar="MINUTES", default=None,
-                        help="minutes for this command: the training under way then finishes its step, writes its "
-                             "checkpoint and the command exits with status 75 (finished runs stay stored; run it again "
-                             "to continue); Ctrl-C and SIGTERM stop the same way")
-    parser.add_argument("--no-progress", action="store_true", help="hide progress bars")
 
 
 class RunStore:
@@ -218,6 +186,11 @@ class RunStore:
     def checkpoint(self, key: str) -> Path:
         return self.checkpoints / f"{key}.pt"
 
+    def clear(self) -> None:
+        """Forget every stored run and checkpoint (``--no-resume``)."""
+        for folder in (self.runs, self.checkpoints):
+            shutil.rmtree(folder, ignore_errors=True)
+
 
 @dataclass
 class Context:
@@ -232,7 +205,7 @@ class Context:
 
     @property
     def progress(self) -> bool:
-        return not self.args.no_progress
+        return self.args.progress
 
     def time_left(self) -> float | None:
         """Seconds until the deadline (0 once passed; None without one): the next training's time limit."""
@@ -478,13 +451,17 @@ def merge_results(previous: dict[str, Any] | None, current: dict[str, Any]) -> d
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     device = resolve_device(args.device)
-    budget_name = args.budget if args.budget != "auto" else ("paper" if device.type == "cuda" else "cpu")
+    apply_threads(args.threads)
+    budget_name = args.preset or ("paper" if device.type == "cuda" else "cpu")
     deadline = None if args.time_limit is None else time.monotonic() + minutes_to_seconds(args.time_limit)
-    ctx = Context(args, device, BUDGETS[budget_name], RunStore(args.out), deadline)
-    print(f"PVR benchmark on {device} ({'AMP' if autocast_enabled(device) else 'fp32'}), budget {budget_name!r}")
+    store = RunStore(args.out)
+    if not args.resume:
+        store.clear()
+    ctx = Context(args, device, BUDGETS[budget_name], store, deadline)
+    print(f"PVR benchmark on {device} ({'AMP' if amp_available(device) else 'fp32'}), budget {budget_name!r}")
     sweeps = {"noise": sweep_noise, "vector": sweep_vector, "holdout_i": sweep_holdout_i, "block": sweep_block,
               "sequential": sweep_sequential}
-    results: dict[str, Any] = {"device": str(device), "budget": budget_name, "published": PUBLISHED}
+    results: dict[str, Any] = {"device": str(device), "budget": budget_name, "published": PVR}
     for name in args.sweeps:
         results[name] = sweeps[name](ctx)
     path = args.out / "pvr.json"

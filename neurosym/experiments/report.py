@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +50,24 @@ def pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def bar_vs_published(axis, categories: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str) -> None:
+    """Grouped bars on a matplotlib ``axis``: in each of ``categories``, one bar per entry of ``series``
+    (``label -> one value per category``, ours first, then the published rows), with a legend."""
+    width = 0.8 / len(series)
+    for k, (label, values) in enumerate(series.items()):
+        axis.bar([i + (k - (len(series) - 1) / 2) * width for i in range(len(categories))], values, width, label=label)
+    axis.set_xticks(range(len(categories)), categories)
+    axis.set_ylabel(ylabel)
+    axis.legend(fontsize=8)
+
+
+def save_figure(figure, path: str | os.PathLike) -> Path:
+    """Lay out, write (creating the folder) and close a matplotlib ``figure``; returns ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    pyplot().close(figure)
+    return path

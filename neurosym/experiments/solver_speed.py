@@ -19,18 +19,18 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
-from neurosym.data.hint import MAIN_VOCABULARY, sample_prefix
-from neurosym.experiments.options import non_negative_int, positive_int
+from neurosym.data.hint import random_sentences
+from neurosym.experiments.options import (
+    add_preset_option,
+    add_run_options,
+    apply_threads,
+    comma_list,
+    non_negative_int,
+    positive_int,
+)
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver, execute
-from neurosym.syntax import from_prefix, lark_parser, parse, to_infix
-
-
-def random_sentences(n_operators: int, count: int, rng: np.random.Generator) -> list[str]:
-    """``count`` random infix sentences with ``n_operators`` operators, sampled as the HINT generator
-    does (:func:`~neurosym.data.hint.sample_prefix` over the main vocabulary)."""
-    ids = sample_prefix(n_operators, count, MAIN_VOCABULARY, rng)
-    return [to_infix(from_prefix(row)) for row in MAIN_VOCABULARY.symbols[ids].tolist()]
+from neurosym.syntax import lark_parser, parse
 
 
 def timed(work: Callable[[], object]) -> tuple[float, float]:
@@ -47,23 +47,25 @@ def lark_answers(sentences: list[str]) -> list[int | None]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--operators", type=non_negative_int, nargs="+", default=[10], help="operator counts n_op of the expressions"
-    )
+        "--operators", type=comma_list(non_negative_int, what="operator count"), default=[10],
+        help="comma-separated operator counts n_op of the expressions",
+    )  # fmt: skip
     parser.add_argument(
         "--count", type=positive_int, default=32768, help="expressions sampled per operator count (the largest batch)"
     )
     parser.add_argument("--lark-count", type=positive_int, default=2000, help="expressions per operator count for the Lark path")
     parser.add_argument(
-        "--batch-sizes", type=positive_int, nargs="+", default=[1, 16, 256, 4096, 32768], help="batch sizes of the batch solver"
-    )
+        "--batch-sizes", type=comma_list(positive_int, what="batch size"), default=[1, 16, 256, 4096, 32768],
+        help="comma-separated batch sizes of the batch solver",
+    )  # fmt: skip
     parser.add_argument("--repeats", type=positive_int, default=5, help="interleaved timing rounds; the fastest is kept")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random expressions")
-    parser.add_argument("--quick", action="store_true", help="smoke test: few expressions, small batches")
-    parser.add_argument("--out", type=Path, default=Path("results/solver-speed"), help="output folder")
+    add_preset_option(parser, {"smoke": "512 expressions (100 through Lark), small batches", "cpu": "--count and --lark-count as given"}, "cpu")
+    add_run_options(parser, out="results/solver-speed", threads=1, trains=False)
 
 
 def run(args: argparse.Namespace) -> dict:
-    count, lark_count = (512, 100) if args.quick else (args.count, args.lark_count)
+    apply_threads(args.threads)
+    count, lark_count = (512, 100) if args.preset == "smoke" else (args.count, args.lark_count)
     batch_sizes = [b for b in args.batch_sizes if b <= count]
     if not batch_sizes or lark_count > count:
         raise SystemExit("neurosym solver-speed: --batch-sizes needs a size <= --count, and --lark-count must not exceed --count")

@@ -21,20 +21,21 @@ def median_seconds(step: Callable[[], Any], min_time: float, threads: int) -> fl
 
 
 def fastest_of_rounds(
-    steps: Mapping[Hashable, Callable[[], Any]], rounds: int, min_time: float, threads: int, desc: str
+    steps: Mapping[Hashable, Callable[[], Any]], rounds: int, min_time: float, threads: int, desc: str, progress: bool = False
 ) -> dict[Hashable, float]:
     """The fastest :func:`median_seconds` of every step over ``rounds`` rounds that time all the steps in
     turn: a load change on a shared machine then slows every step of a round alike, and a ratio of two
     steps compares times taken seconds apart. The warm-up steps run with ``threads`` threads too."""
     best = dict.fromkeys(steps, float("inf"))
     previous = torch.get_num_threads()
+    threads = threads or previous
     torch.set_num_threads(threads)
     try:
-        with tqdm(total=rounds * len(steps), desc=desc, unit="timing") as progress:
+        with tqdm(total=rounds * len(steps), desc=desc, unit="timing", disable=not progress) as bar:
             for _ in range(rounds):
                 for key, step in steps.items():
                     best[key] = min(best[key], median_seconds(step, min_time, threads))
-                    progress.update()
+                    bar.update()
     finally:
         torch.set_num_threads(previous)
     return best

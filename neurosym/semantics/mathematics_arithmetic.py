@@ -19,6 +19,7 @@ import functools
 import importlib.resources
 import math
 import operator
+from collections.abc import Sequence
 from fractions import Fraction
 
 import lark
@@ -264,3 +265,14 @@ def answer_tree(tree: Node) -> str:
 def answer_question(question: str) -> str:
     """Answer one arithmetic question exactly as ``mathematics_dataset`` writes the answer."""
     return answer_tree(parse_question(question))
+
+
+def symbolic_answers(questions: Sequence[str]) -> list[str]:
+    """The symbolic route's answers; a question outside its language gets an empty answer (a miss)."""
+    answers = []
+    for question in questions:
+        try:
+            answers.append(answer_question(question))
+        except QuestionError:
+            answers.append("")
+    return answers

@@ -9,6 +9,7 @@ from neurosym.data.hint.build import (
     fewshot_split,
     fewshot_vocabulary,
     main_split,
+    random_sentences,
 )
 from neurosym.data.hint.examples import HintRecord, HintSplit
 from neurosym.data.hint.generate import generate_split
@@ -23,6 +24,7 @@ from neurosym.data.hint.official import (
     read_release,
     record_from_json,
     record_to_json,
+    subsample,
     write_release,
 )
 from neurosym.data.hint.sampling import Vocabulary, enumerate_prefix, evaluate_prefix, prefix_shapes, sample_prefix
@@ -89,7 +91,9 @@ __all__ = [
     "record_from_json",
     "record_to_json",
     "result_digits",
+    "random_sentences",
     "sample_prefix",
+    "subsample",
     "split_statistics",
     "symbol_kl_divergence",
     "tree_depth",

@@ -5,19 +5,28 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
+
 from neurosym.data.hint.examples import HintSplit
 from neurosym.data.hint.generate import generate_split
-from neurosym.data.hint.sampling import Vocabulary
+from neurosym.data.hint.sampling import Vocabulary, sample_prefix
 from neurosym.data.hint.splits import FEWSHOT_NUMBER_RULES, FEWSHOT_OPERATOR_RULES, MAIN_RULES, SplitRules
 from neurosym.data.mnist import cache_dir
 from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS
-from neurosym.syntax import BUILTIN_NUMBERS, BUILTIN_OPERATORS
+from neurosym.syntax import BUILTIN_NUMBERS, BUILTIN_OPERATORS, from_prefix, to_infix
 
 SPLIT_NAMES: tuple[str, ...] = ("train", "val", "test")
 FEWSHOT_CONCEPTS: tuple[str, ...] = (*FEWSHOT_NUMBERS, *FEWSHOT_OPERATORS)
 _FORMAT_VERSION = 2
 
 MAIN_VOCABULARY = Vocabulary(BUILTIN_NUMBERS, tuple(BUILTIN_OPERATORS), HINT_SEMANTICS)
+
+
+def random_sentences(n_operators: int, count: int, rng: np.random.Generator) -> list[str]:
+    """``count`` random infix sentences with ``n_operators`` operators, sampled as the HINT generator
+    does (:func:`~neurosym.data.hint.sample_prefix` over the main vocabulary)."""
+    ids = sample_prefix(n_operators, count, MAIN_VOCABULARY, rng)
+    return [to_infix(from_prefix(row)) for row in MAIN_VOCABULARY.symbols[ids].tolist()]
 
 
 def fewshot_vocabulary(concept: str) -> Vocabulary:

@@ -121,6 +121,25 @@ def read_release(root: str | os.PathLike) -> dict[str, list[HintRecord]]:
     return {split: read_records(root / name) for split, name in SPLIT_FILES.items()}
 
 
+def subsample(records: Sequence[HintRecord], scale: float, seed: int = 0) -> list[HintRecord]:
+    """A fixed-seed sample of ``scale`` of ``records``, drawn per test subset (``eval``) so that every
+    subset keeps its share (at least one record of each subset present); the order is kept."""
+    if not 0 < scale <= 1:
+        raise ValueError(f"scale must be in (0, 1], got {scale}")
+    if scale == 1:
+        return list(records)
+    rng = np.random.default_rng(seed)
+    by_subset: dict[str | None, list[int]] = {}
+    for index, record in enumerate(records):
+        by_subset.setdefault(record.eval, []).append(index)
+    kept = [
+        index
+        for indices in by_subset.values()
+        for index in rng.choice(indices, size=max(1, round(scale * len(indices))), replace=False).tolist()
+    ]
+    return [records[index] for index in sorted(kept)]
+
+
 def read_fewshot(root: str | os.PathLike) -> dict[str, dict[str, list[HintRecord]]]:
     """Read ``fewshot_dataset.json``: ``{concept: {"train", "val", "test"}}`` → records."""
     return {

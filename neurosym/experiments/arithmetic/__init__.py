@@ -29,25 +29,18 @@ from neurosym.experiments.options import (
     positive_int,
     unit_interval,
 )
+from neurosym.experiments.published import ARITHMETIC
 from neurosym.experiments.report import format_table, pyplot, save_json
 from neurosym.metrics import run_outcomes, summarize
 from neurosym.metrics.threshold import perturbed_solution_mse
 from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
 from neurosym.training import resolve_device
 from neurosym.training.allocator import retain_freed_memory
-from neurosym.training.device import autocast_enabled
+from neurosym.training.device import amp_available
 from neurosym.training.stopping import StopRequests, TrainingInterrupted, minutes_to_seconds
 
 MODEL_NAMES = {"nac_mul": "NAC•", "nalu": "NALU", "nac_add": "NAC+", "linear": "Linear", "nau": "NAU", "nmu": "NMU"}
 """Command-line name → model name of the table (the table's names are accepted too)."""
-
-PUBLISHED: dict[tuple[str, str], float] = {
-    ("mul", "NMU"): 0.98, ("mul", "NAC•"): 0.31, ("mul", "NALU"): 0.0,
-    ("div", "NAC•"): 0.0, ("div", "NALU"): 0.0,
-    ("add", "NAU"): 1.0, ("add", "NAC+"): 1.0, ("add", "Linear"): 1.0, ("add", "NALU"): 0.14,
-    ("sub", "NAU"): 1.0, ("sub", "NAC+"): 1.0, ("sub", "Linear"): 0.07, ("sub", "NALU"): 0.14,
-}  # fmt: skip
-"""Published success rates (100 seeds, 5·10⁶ iterations): Madsen & Johansen 2019 Table 1; NAU and NMU from 2020."""
 
 TABLE_ORDER = ("mul", "div", "add", "sub", "square", "sqrt")
 """Operations in the order of the paper's table (× ÷ + −), then the unary ones."""
@@ -126,7 +119,7 @@ def run(args: argparse.Namespace) -> dict:
     apply_threads(args.threads)
     if device.type == "cpu":  # the batched steps' MB-sized buffers would page-fault every step otherwise
         retain_freed_memory()
-    amp = args.amp and autocast_enabled(device)
+    amp = args.amp and amp_available(device)
     args.out.mkdir(parents=True, exist_ok=True)
     if args.speed:
         return _run_speed(args, device, amp)
@@ -193,7 +186,7 @@ def _operations_for(model: str, chosen: list[str] | None) -> tuple[str, ...]:
     """The operations ``model`` is trained on: ``chosen``, or those with a published rate (× ÷ + − order)."""
     if chosen is not None:
         return tuple(chosen)
-    return tuple(name for name in TABLE_ORDER if (name, model) in PUBLISHED)
+    return tuple(name for name in TABLE_ORDER if (name, model) in ARITHMETIC)
 
 
 def _slug(model: str) -> str:
@@ -234,7 +227,7 @@ def _cells(group: GroupRun, thresholds: dict[str, float]) -> list[dict]:
                 "runs": summary.runs,
                 "success_rate": summary.rate,
                 "interval": summary.interval,
-                "published": PUBLISHED.get((name, config.model)),
+                "published": ARITHMETIC.get((name, config.model)),
                 "median_solved_at": summary.median_solved_at,
                 "mean_sparsity_error": summary.mean_sparsity_error,
                 "threshold": thresholds[name],

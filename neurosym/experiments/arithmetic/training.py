@@ -2,8 +2,11 @@
 
 Every run is an ensemble member of one :class:`TwoLayerArithmetic`; their losses are summed, so each
 member gets exactly the gradient it would get alone, and Adam's per-parameter statistics keep them
-independent. The loop evaluates every ``eval_every`` steps (validation = interpolation range,
-test = extrapolation range), writes an atomic checkpoint at each evaluation, and resumes from it.
+independent. The steps run in the library's one training loop
+(:func:`neurosym.training.core.run_training`, weights clamped after each update): it evaluates every
+``eval_every`` steps (validation = interpolation range, test = extrapolation range), writes an atomic
+checkpoint at each evaluation, with the training data's random stream and the curves, and resumes from it.
+The loss is not checked for finite values: an ensemble member may diverge without disturbing the others.
 """
 
 from __future__ import annotations
@@ -13,17 +16,18 @@ import time
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import Tensor
-from tqdm import tqdm
 
 from neurosym.data.arithmetic import SimpleFunctionData, SubsetLayout, seed_stream
 from neurosym.models.arithmetic import PAPER_ITERATIONS, TwoLayerArithmetic
-from neurosym.training import load_checkpoint, save_checkpoint
+from neurosym.training.checkpoint import ABSENT_IS_DEFAULT
+from neurosym.training.core import Checkpointing, StopSource, run_training
 from neurosym.training.device import mixed_precision
-from neurosym.training.stopping import StopRequests
-
+from neurosym.training.stopping import TrainingInterrupted
+from neurosym.training.update import Update
 
 SCHEDULES = ("published", "scaled")
 """Where the regulariser warm-ups sit: at the paper's iterations, or compressed to the run's budget."""
@@ -46,8 +50,9 @@ class GroupConfig:
     input_size: int = 100
     subset_ratio: float = 0.25
     overlap_ratio: float = 0.5
-    schedule: str = "published"
-    """``"published"``: regulariser warm-ups at the paper's iterations; ``"scaled"``: compressed to ``steps``."""
+    schedule: str = field(default="published", metadata={ABSENT_IS_DEFAULT: False})
+    """``"published"``: regulariser warm-ups at the paper's iterations; ``"scaled"``: compressed to ``steps``
+    (what checkpoints written before this field existed did, so they do not resume under the default)."""
 
     def __post_init__(self) -> None:
         if not self.operations or not self.seeds:
@@ -140,19 +145,20 @@ def build(config: GroupConfig, device: torch.device, batched: bool = True) -> tu
     return data, model.to(device)
 
 
-def train_step(
-    model: TwoLayerArithmetic, optimizer: torch.optim.Optimizer, x: Tensor, target: Tensor, step: int, amp: bool
-) -> None:
-    """One Adam step on the summed per-member loss ``MSE + Σ λ(step)·R`` (``x [(S,) B, d]``, ``target [(S,) B, 1]``)."""
+def group_loss(model: TwoLayerArithmetic, x: Tensor, target: Tensor, step: int, amp: bool) -> Tensor:
+    """The summed per-member loss ``Σ_members MSE + Σ λ(step)·R`` (``x [(S,) B, d]``, ``target [(S,) B, 1]``) -> scalar."""
     autocast = mixed_precision(x.device) if amp else contextlib.nullcontext()
     with autocast:
         output = model(x)
     squared_error = (output.float() - target).square()
-    loss = squared_error.mean(dim=(-2, -1)) + model.regularization(step)
-    optimizer.zero_grad(set_to_none=True)
-    loss.sum().backward()
-    optimizer.step()
-    model.clamp_weights_()
+    return (squared_error.mean(dim=(-2, -1)) + model.regularization(step)).sum()
+
+
+def train_step(
+    model: TwoLayerArithmetic, optimizer: torch.optim.Optimizer, x: Tensor, target: Tensor, step: int, amp: bool
+) -> None:
+    """One Adam step on :func:`group_loss`, then the weight clamp: the update :func:`train_group`'s loop makes."""
+    Update(optimizer, after=model.clamp_weights_)(group_loss(model, x, target, step, amp))
 
 
 @torch.no_grad()
@@ -164,70 +170,57 @@ def evaluate(model: TwoLayerArithmetic, data: SimpleFunctionData, split: str) ->
     return total / data.evaluation_size
 
 
-def _checkpoint_state(config, step, seconds, model, optimizer, data, curves) -> dict:
-    return {
-        "config": asdict(config),
-        "step": step,
-        "seconds": seconds,
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "generator": data.stream.state(),
-        "curves": asdict(curves),
-    }
-
-
 def train_group(
     config: GroupConfig,
     device: torch.device,
     checkpoint: Path | None = None,
     resume: bool = False,
-    stops: StopRequests | None = None,
+    stops: StopSource | None = None,
     amp: bool = False,
     progress: bool = True,
 ) -> GroupRun:
     """Train (or, with ``resume``, continue from ``checkpoint``) the batched model of ``config``.
 
-    A checkpoint is written atomically at every evaluation. When ``stops`` reports a stop request
-    (SIGINT, SIGTERM, time limit) the run finishes its step, writes the checkpoint there and returns
-    with ``stop_reason`` set; resuming later gives exactly the curves of an uninterrupted run.
+    A checkpoint is written atomically at every evaluation. When ``stops`` reports a stop request (SIGINT,
+    SIGTERM, time limit; without ``stops``, SIGINT and SIGTERM during this call) the run finishes its step,
+    writes the checkpoint there and returns with ``stop_reason`` set; resuming later gives exactly the
+    curves of an uninterrupted run.
     """
     data, model = build(config, device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
-    curves, step, previous_seconds = Curves(), 0, 0.0
-    state = load_checkpoint(checkpoint, map_location=device) if resume and checkpoint is not None else None
-    if state is not None:
-        if state["config"] != asdict(config):
-            raise ValueError(
-                f"checkpoint {checkpoint} was written for another configuration ({state['config']}); "
-                "delete it or run without --resume"
-            )
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        if state["step"] < config.steps:  # a finished run needs no stream (and may predate UniformStream)
-            data.stream.set_state(state["generator"])
-        curves, step, previous_seconds = Curves(**state["curves"]), state["step"], state["seconds"]
-    started = time.perf_counter()
+    curves, previous_seconds, started = Curves(), 0.0, time.perf_counter()
 
-    def save() -> None:
-        if checkpoint is not None:
-            seconds = previous_seconds + time.perf_counter() - started
-            save_checkpoint(_checkpoint_state(config, step, seconds, model, optimizer, data, curves), checkpoint)
+    def step(index: int) -> tuple[Tensor, dict]:
+        x, target = data.training_batch(config.batch_size)
+        return group_loss(model, x, target, index, amp), {}
 
+    def record(done: int, loss: float | None) -> None:
+        curves.steps.append(done)
+        curves.validation.append(evaluate(model, data, "validation").cpu())
+        curves.test.append(evaluate(model, data, "test").cpu())
+        curves.sparsity.append(model.sparsity_error().detach().cpu())
+
+    def save() -> dict[str, Any]:
+        seconds = previous_seconds + time.perf_counter() - started
+        return {"seconds": seconds, "generator": data.stream.state(), "curves": asdict(curves)}
+
+    def load(saved: dict[str, Any]) -> None:
+        nonlocal curves, previous_seconds
+        if saved["step"] < config.steps:  # a finished run needs no stream (and may predate UniformStream)
+            data.stream.set_state(saved["generator"])
+        curves, previous_seconds = Curves(**saved["curves"]), saved["seconds"]
+
+    checkpointing = None
+    if checkpoint is not None:
+        checkpointing = Checkpointing(checkpoint, config, config.eval_every, (), save, load, resume=resume)
+    description = f"{config.model} ({data.ensemble} runs)"
     reason = None
-    with tqdm(total=config.steps, initial=step, desc=f"{config.model} ({data.ensemble} runs)", disable=not progress, leave=False) as bar:
-        for evaluation_step in (s for s in config.evaluation_steps if s > step):
-            while step < evaluation_step and reason is None:
-                x, target = data.training_batch(config.batch_size)
-                train_step(model, optimizer, x, target, step, amp)
-                step += 1
-                bar.update()
-                reason = stops.reason() if stops is not None else None
-            if step == evaluation_step:
-                curves.steps.append(step)
-                curves.validation.append(evaluate(model, data, "validation").cpu())
-                curves.test.append(evaluate(model, data, "test").cpu())
-                curves.sparsity.append(model.sparsity_error().detach().cpu())
-            save()  # at the evaluation, or where a stop request ended the steps before it
-            if reason is not None:
-                break
-    return GroupRun(config, curves, step, previous_seconds + time.perf_counter() - started, None if step == config.steps else reason)
+    try:
+        done = run_training(
+            model, step, Update(optimizer, after=model.clamp_weights_), config.steps, device=device, evaluate=record,
+            eval_every=config.eval_every, checkpoint=checkpointing, stops=stops, progress=progress,
+            description=description, check_finite=False,
+        ).step  # fmt: skip
+    except TrainingInterrupted as stop:
+        done, reason = stop.step, stop.reason
+    return GroupRun(config, curves, done, previous_seconds + time.perf_counter() - started, reason)

@@ -1,0 +1,121 @@
+"""Where ``neurosym hint`` takes its expressions and images from: generated splits rendered with a symbol
+bank (the embedded real-handwriting bank, its other-writers protocol, or a user's ``.npz``), or an official
+HINT release folder (``--data PATH``: its splits, its few-shot file and its ``symbol_images/``).
+
+Every source is checked before any work: a release folder by
+:func:`~neurosym.data.hint.check_release`, a bank archive when its option is parsed
+(:func:`bank_archive`), each with a one-line error naming the file and the record or array.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from neurosym.data.hint import (
+    IMAGE_FOLDER,
+    HintRecord,
+    check_release,
+    fewshot_split,
+    main_split,
+    read_fewshot,
+    read_release,
+    subsample,
+)
+from neurosym.data.symbol_images import (
+    SymbolBank,
+    default_bank,
+    load_folder_bank,
+    load_npz_bank,
+    other_writers_bank,
+    read_bank_archive,
+)
+from neurosym.experiments.options import existing_folder
+
+BANKS: dict[str, str] = {
+    "default": "real handwriting (MNIST + bhmsds digits; + - from bhmsds and handwritten-calculator; x / from "
+    "handwritten-calculator), drawn brackets",
+    "other-writers": "the default bank's symbols, tested on other writers than trained on (digits MNIST -> bhmsds, "
+    "+ - handwritten-calculator -> bhmsds; x / keep handwritten-calculator's own split; drawn brackets)",
+}
+"""Named banks of ``--bank``; any other value is the path of an ``.npz`` archive."""
+
+
+def bank_archive(text: str) -> Path:
+    """An ``.npz`` symbol bank option: the archive is read and checked when the option is parsed."""
+    try:
+        read_bank_archive(text)
+    except (FileNotFoundError, ValueError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return Path(text)
+
+
+def bank_choice(text: str) -> str | Path:
+    """``--bank``: a name of :data:`BANKS`, or a checked ``.npz`` archive."""
+    return text if text in BANKS else bank_archive(text)
+
+
+def add_data_options(parser: argparse.ArgumentParser) -> None:
+    """``--data`` and ``--bank`` (with ``--scale`` they say which expressions and images a run uses)."""
+    parser.add_argument(
+        "--data", type=existing_folder, default=None, metavar="PATH",
+        help="an official HINT release folder (expr_{train,val,test}.json, fewshot_dataset.json, symbol_images/): "
+        "train, validate and test on it; --scale then sub-samples each split with a fixed seed",
+    )  # fmt: skip
+    parser.add_argument(
+        "--bank", type=bank_choice, default="default",
+        help="symbol images of generated expressions: " + "; ".join(f"'{k}': {v}" for k, v in BANKS.items())
+        + "; or an .npz archive (images uint8 [N, H, W] white on black, labels [N], optional splits [N])",
+    )  # fmt: skip
+
+
+@dataclass
+class HintData:
+    """The records of a run (``splits``: train/val/test), the bank their images come from (``None`` for
+    symbol input), what the images are (``images``, for report rows), and the few-shot split of a concept
+    at a scale (``fewshot(concept, scale)``)."""
+
+    splits: dict[str, list[HintRecord]]
+    bank: SymbolBank | None
+    images: str
+    scale: float
+    fewshot: Callable[[str, float], dict[str, list[HintRecord]]]
+
+    @property
+    def label(self) -> str:
+        """``images, scale`` for a table row."""
+        return f"{self.images}, scale {self.scale:g}"
+
+
+def load_hint_data(args: argparse.Namespace, image_input: bool, fewshot: bool = False, progress: bool = False) -> HintData:
+    """The data that ``args`` (``--data``, ``--bank``, ``--scale``, ``--seed``) name; a release folder is
+    checked first (its few-shot file too when ``fewshot``), so a broken one fails before any training."""
+    if args.data is not None:
+        check_release(args.data, fewshot=fewshot, images=image_input)
+        splits = {name: subsample(records, args.scale, args.seed) for name, records in read_release(args.data).items()}
+        bank = load_folder_bank(args.data / IMAGE_FOLDER, seed=args.seed) if image_input else None
+
+        def release_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
+            return {name: subsample(records, scale, args.seed) for name, records in read_fewshot(args.data)[concept].items()}
+
+        return HintData(splits, bank, f"official HINT release {args.data}", args.scale, release_fewshot)
+    splits = {name: list(split) for name, split in main_split(scale=args.scale, seed=args.seed, progress=progress).items()}
+
+    def generated_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
+        return {name: list(split) for name, split in fewshot_split(concept, scale=scale, seed=args.seed).items()}
+
+    bank, images = None, "symbols"
+    if image_input:
+        bank, images = bank_from_option(args.bank, args.seed)
+    return HintData(splits, bank, images, args.scale, generated_fewshot)
+
+
+def bank_from_option(bank: str | Path, seed: int) -> tuple[SymbolBank, str]:
+    """The bank that ``--bank`` names, and a description of its images."""
+    if bank == "default":
+        return default_bank(seed=seed), "default bank (real handwriting, drawn brackets)"
+    if bank == "other-writers":
+        return other_writers_bank(seed=seed), "other writers (trained on MNIST/calculator, tested on bhmsds)"
+    return load_npz_bank(bank, seed=seed), f"bank {Path(bank).name}"

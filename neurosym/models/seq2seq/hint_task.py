@@ -1,0 +1,52 @@
+"""HINT as a sequence-to-sequence task: the result's digits as targets, the teacher-forced loss, and exact
+match per test subset under greedy decoding (the seq2seq baselines of ``neurosym hint``)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from neurosym.data.hint import IGNORE_INDEX
+from neurosym.metrics import sequence_matches
+from neurosym.models.seq2seq.base import Seq2Seq
+from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
+from neurosym.training.device import mixed_precision
+
+BOS, EOS = 10, 11
+"""Target ids: the digits 0–9 are their own ids, then begin and end of sequence."""
+TARGET_VOCAB = 12
+
+def hint_batch(batch: dict[str, Any], image_input: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(src, src_mask, tgt_in, tgt_out)`` of a :func:`collate_hint` batch (``src_mask`` True = padding)."""
+    src = batch["images"] if image_input else batch["tokens"]
+    tgt_in, tgt_out = teacher_forcing_pair(batch["res_digits"], BOS, EOS, IGNORE_INDEX)
+    return src, ~batch["mask"], tgt_in, tgt_out
+
+
+def sequence_loss(model: nn.Module, batch: dict[str, Any], image_input: bool) -> torch.Tensor:
+    """Mean cross-entropy of the next target token under teacher forcing."""
+    src, src_mask, tgt_in, tgt_out = hint_batch(batch, image_input)
+    logits = model(src, src_mask, tgt_in)
+    return F.cross_entropy(logits.flatten(0, 1).float(), tgt_out.flatten(), ignore_index=IGNORE_INDEX)
+
+
+def exact_match_by_subset(
+    model: Seq2Seq, batches: Iterable[dict[str, Any]], image_input: bool, device: torch.device
+) -> dict[str, float]:
+    """Greedy-decoding exact match (in %) per ``eval`` subset, plus ``"all"`` over every example."""
+    correct: dict[str, list[torch.Tensor]] = defaultdict(list)
+    for batch in batches:
+        src, src_mask, _, tgt_out = (t.to(device) for t in hint_batch(batch, image_input))
+        with mixed_precision(device):
+            decoded = model.greedy_decode(src, src_mask, tgt_out.shape[1], BOS, EOS)
+        matches = sequence_matches(*align_for_exact_match(decoded, tgt_out, EOS, IGNORE_INDEX)).cpu()
+        correct["all"].append(matches)
+        for subset in set(batch["eval"]) - {""}:
+            rows = torch.tensor([name == subset for name in batch["eval"]])
+            correct[subset].append(matches[rows])
+    return {name: 100.0 * float(torch.cat(parts).float().mean()) for name, parts in correct.items()}

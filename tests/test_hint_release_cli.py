@@ -1,0 +1,86 @@
+"""``neurosym hint --data PATH``: every model family trains, validates and tests on an official-format release
+folder written from real handwritten images; a broken folder or bank archive is refused before any work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neurosym.cli import main
+from neurosym.data.hint import SPLIT_FILES, main_split, read_release, subsample, write_release
+from neurosym.data.symbol_images import SymbolBank, folder_of, handwritten_symbols
+from neurosym.data.symbol_images.strokes import draw_bank_images
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+SMALL = ["--batch-size", "4", "--eval-every", "2", "--embedding", "16", "--dim", "16", "--hidden", "32", "--heads", "2",
+         "--encoder-layers", "1", "--eval-batch-size", "64", "--no-progress", "--device", "cpu", "--cnn", "small"]  # fmt: skip
+
+
+def real_bank(per_symbol: int = 12) -> SymbolBank:
+    """Real handwritten digits and operators (the shipped sets) and drawn brackets, a few of each per pool."""
+    real = handwritten_symbols()
+    keep = [i for symbol in "0123456789+-*/" for pool in ("train", "val", "test")
+            for i in np.flatnonzero((real.labels == symbol) & (real.splits == pool))[:per_symbol]]  # fmt: skip
+    brackets, labels = draw_bank_images(("(", ")"), 3 * per_symbol, seed=0)
+    images = np.concatenate([real.images[keep], brackets])
+    labels = np.concatenate([real.labels[keep], labels])
+    pools = np.concatenate([real.splits[keep], np.tile(["train", "val", "test"], 2 * per_symbol)])
+    paths = np.asarray([f"{folder_of(label)}/{i}.png" for i, label in enumerate(labels.tolist())])
+    return SymbolBank(images, labels, pools, paths)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("release")
+    cache = tmp_path_factory.mktemp("cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NEUROSYM_CACHE", str(cache))
+        splits = {name: subsample(list(split), 0.3, 0) for name, split in main_split(scale=0.001, seed=0).items()}
+    return write_release(root, splits, real_bank())
+
+
+@pytest.mark.parametrize(("model", "input_kind"), [("gru", "symbol"), ("lstm_att", "image"), ("transformer", "symbol"),
+                                                   ("transformer_rel_uni", "image")])  # fmt: skip
+def test_each_model_family_trains_and_tests_on_a_release(release: Path, tmp_path: Path, model: str, input_kind: str) -> None:
+    out = tmp_path / "out"
+    assert main(["hint", "--data", str(release), "--model", model, "--input", input_kind, "--steps", "2", "--out", str(out), *SMALL]) == 0
+    result = json.loads((out / f"{model}_{input_kind}.json").read_text())
+    test_records = json.loads((release / SPLIT_FILES["test"]).read_text())
+    assert result["data"] == f"official HINT release {release}, scale 1" and result["test_size"] == len(test_records)
+    assert set(result["accuracy"]) == {"I", "SS", "LS", "SL", "LL", "avg"}
+
+
+def test_scale_subsamples_the_release_with_a_fixed_seed_per_subset(release: Path) -> None:
+    test = read_release(release)["test"]
+    half = subsample(test, 0.5, seed=3)
+    assert half == subsample(test, 0.5, seed=3) and len(half) < len(test)
+    assert {r.eval for r in half} == {r.eval for r in test}  # every subset keeps records
+
+
+def test_a_missing_image_is_refused_before_training_naming_the_record(release: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for item in release.iterdir():
+        (broken / item.name).symlink_to(item)
+    test = json.loads((release / SPLIT_FILES["test"]).read_text())
+    test[2]["img_paths"][0] = "digits/no_such_image.png"
+    (broken / SPLIT_FILES["test"]).unlink()
+    (broken / SPLIT_FILES["test"]).write_text(json.dumps(test))
+    with pytest.raises(SystemExit) as stopped:
+        main(["hint", "--data", str(broken), "--model", "gru", "--input", "image", "--out", str(tmp_path / "out"), *SMALL])
+    message = str(stopped.value.code)
+    assert message.startswith("neurosym hint: expr_test.json record 2") and "no_such_image.png" in message
+    assert "\n" not in message and not (tmp_path / "out" / "gru_image.pt").exists()
+
+
+def test_a_corrupt_bank_archive_is_a_usage_error_at_once(tmp_path: Path, capsys) -> None:
+    corrupt = tmp_path / "bank.npz"
+    corrupt.write_bytes(b"PK\x03\x04 not really a zip archive")
+    with pytest.raises(SystemExit) as stopped:
+        main(["hint", "--input", "image", "--bank", str(corrupt), "--out", str(tmp_path / "out")])
+    assert stopped.value.code == 2
+    assert f"argument --bank: {corrupt}: not a readable .npz archive" in capsys.readouterr().err
