@@ -172,7 +172,7 @@ def product_route(request, monkeypatch) -> str:
     log-domain route from values read on the host) and down the accelerators' route, which computes
     both for every output and never reads a value on the host."""
     if request.param == "device route":
-        monkeypatch.setattr(product, "values_are_readable", lambda tensor: False)
+        monkeypatch.setattr(product, "reads_on_host", lambda tensor: False)
     return request.param
 
 

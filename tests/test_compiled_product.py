@@ -53,7 +53,7 @@ def route_kernels(request, monkeypatch) -> dict[str, int]:
     """The compiled kernels of the CPU's route (every product past one chunk), or those of the device
     route (no host reads: plain and log-domain values for every output), with their calls counted."""
     if request.param == "device route":
-        monkeypatch.setattr(product, "values_are_readable", lambda tensor: False)
+        monkeypatch.setattr(product, "reads_on_host", lambda tensor: False)
         return _counted_kernels(monkeypatch, "_compiled_device_")
     monkeypatch.setattr(product, "CHUNK_ELEMENTS", 1)
     return _counted_kernels(monkeypatch, "_compiled_")

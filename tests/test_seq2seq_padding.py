@@ -71,7 +71,7 @@ def test_a_source_means_its_real_positions_wherever_the_padding_is(name: str, bo
 
 def test_value_checks_run_where_reading_values_is_free() -> None:
     assert values_are_readable(torch.zeros(2))
-    assert not values_are_readable(torch.zeros(2, device="meta"))  # an accelerator's stand-in: no values to read
+    assert not values_are_readable(torch.zeros(2, device="meta"))  # shapes only: no values to read
     empty = torch.ones(2, 3, dtype=torch.bool)
     with pytest.raises(ValueError, match="source 0 of the batch is empty"):
         prepared_source(torch.zeros(2, 3, dtype=torch.long), empty)

@@ -16,7 +16,6 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.positional import sinusoid_table
-from neurosym.layers.value_checks import values_are_readable
 
 
 class UniversalOutput(NamedTuple):
@@ -81,11 +80,7 @@ class UniversalTransformer(nn.Module):
         output = torch.zeros_like(x)
         state = x
         for step in range(self.depth):
-            running = halted_mass < threshold
-            # once every position has halted, later steps add nothing (weight 0); stopping early needs a
-            # host read, which only the CPU takes for free: accelerators run the remaining steps instead
-            if values_are_readable(running) and not running.any():
-                break
+            running = halted_mass < threshold  # once every position has halted, later steps add nothing (weight 0)
             state = self._step_input(state, step)
             probability = torch.sigmoid(rearrange(self.halting(state), "b t 1 -> b t"))
             last_step = step == self.depth - 1

@@ -1,4 +1,4 @@
-"""When host-side work on tensor values (an input check, a numpy kernel) is free."""
+"""Where input checks that read tensor values run."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import torch
 
 
 def values_are_readable(tensor: torch.Tensor) -> bool:
-    """Whether a check may read ``tensor``'s values on the host: on the CPU in eager mode, where that costs
-    nothing. On an accelerator a read waits for every queued kernel (a stall at every call, so the host
-    can no longer run ahead of the device), and under ``torch.compile`` it splits the graph; checks that
-    read values are skipped there, and the structural checks (shapes, dtypes) still run."""
-    return tensor.device.type == "cpu" and not torch.compiler.is_compiling()
+    """Whether an input check may read ``tensor``'s values on the host: in eager mode on every device (on an
+    accelerator the read waits for the queued kernels, once per checked call), but not on the ``meta``
+    device (shapes only, no values) and not while ``torch.compile`` traces (a read would split the
+    graph). Where it is False the value checks are skipped; the structural checks (shapes, dtypes) still run."""
+    return tensor.device.type != "meta" and not torch.compiler.is_compiling()

@@ -18,8 +18,8 @@ float64), which counts zero terms and negative signs separately and never produc
 saturate at ``±exp(MAX_LOG_MAGNITUDE)`` (with zero gradient there, like a clamp), and the gradient at
 an exactly-zero term is the exact product of the other terms.
 
-Off the CPU (and under ``torch.compile``), where reading a value on the host would stall the device, the
-*device route* (:func:`_device_product`) computes the plain and the log-domain value of every output and
+Off the CPU (and under ``torch.compile``), where reading a value on the host would stall the device or split
+the graph (:func:`reads_on_host` is False), the *device route* (:func:`_device_product`) computes the plain and the log-domain value of every output and
 picks the exact one per output with ``torch.where``; its gradients likewise. No chunking there.
 
 With ``compiled=True``, products beyond one chunk take the fast route through ``torch.compile`` kernels
@@ -37,13 +37,18 @@ import torch
 from torch import Tensor
 
 from ..lazy_compile import LazilyCompiled
-from ..value_checks import values_are_readable
 from .numerics import MAX_LOG_MAGNITUDE, autocast_enabled
 
 CHUNK_ELEMENTS = 1 << 18
 """Largest number of product terms (``ensemble · rows · out · in``) materialised at once (1 MiB in float32)."""
 
 _MAX_MAGNITUDE = math.exp(MAX_LOG_MAGNITUDE)
+
+
+def reads_on_host(x: Tensor) -> bool:
+    """Whether the product of ``x`` takes the CPU route, which reads its exactness checks on the host: a CPU
+    tensor in eager mode. Elsewhere it takes the device route, which makes no host read."""
+    return x.device.type == "cpu" and not torch.compiler.is_compiling()
 
 
 def _row_slices(rows: int, per_row: int) -> list[slice]:
@@ -234,7 +239,7 @@ class _MultiplicativeProduct(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x: Tensor, weight: Tensor, compiled: bool) -> Tensor:
-        ctx.log_domain_masks, ctx.compiled, ctx.device_route = {}, False, not values_are_readable(x)
+        ctx.log_domain_masks, ctx.compiled, ctx.device_route = {}, False, not reads_on_host(x)
         if ctx.device_route:
             saved = _on_device_route(_compiled_device_product, _device_product, compiled, x, weight)
             ctx.compiled = compiled
