@@ -10,9 +10,9 @@ from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import TrainConfig
+from neurosym.pipelines.trainer import PipelineConfig
 
-TINY_TRAINING = TrainConfig(steps=70, batch_size=12, curriculum=Curriculum(((1, 20), (3, 30), (10**9, 10**9))))
+TINY_TRAINING = PipelineConfig(steps=70, batch_size=12, curriculum=Curriculum(((1, 20), (3, 30), (10**9, 10**9))))
 """70 steps: single digits, then up to 3 symbols, then everything."""
 
 

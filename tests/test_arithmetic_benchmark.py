@@ -15,6 +15,7 @@ from neurosym.experiments.arithmetic.training import (
     GroupRun,
     build,
     evaluate,
+    group_loss,
     train_group,
     train_step,
 )
@@ -114,14 +115,14 @@ def test_short_nau_run_solves_addition():
 
 
 def counted_steps(monkeypatch) -> list[int]:
-    """Count the training steps taken from now on (every ``train_step`` call of the runner)."""
-    steps, step = [], arithmetic_training.train_step
+    """Count the training steps taken from now on (every ``group_loss`` call of the runner)."""
+    steps, loss = [], arithmetic_training.group_loss
 
     def counting(*args, **kwargs):
         steps.append(1)
-        return step(*args, **kwargs)
+        return loss(*args, **kwargs)
 
-    monkeypatch.setattr(arithmetic_training, "train_step", counting)
+    monkeypatch.setattr(arithmetic_training, "group_loss", counting)
     return steps
 
 
@@ -220,9 +221,9 @@ def test_cli_ctrl_c_reports_the_cells_evaluated_so_far_and_exits_130(tmp_path, c
         steps.append(1)
         if len(steps) == 150:
             signal.raise_signal(signal.SIGINT)
-        return train_step(*args, **kwargs)
+        return group_loss(*args, **kwargs)
 
-    monkeypatch.setattr(arithmetic_training, "train_step", interrupting_step)
+    monkeypatch.setattr(arithmetic_training, "group_loss", interrupting_step)
     before = signal.getsignal(signal.SIGINT)  # default_int_handler, or SIG_IGN under nohup
     status = main(["arithmetic", "--models", "nau", "--ops", "add", "--steps", "300", "--seeds", "2", "--eval-every", "100",
                    "--evaluation-size", "100", "--threshold-samples", "2000", "--out", str(tmp_path), "--no-progress"])  # fmt: skip

@@ -121,7 +121,7 @@ def test_two_gloo_processes_take_the_same_steps_as_one_process(tmp_path: Path) -
             torch.testing.assert_close(replica[name], value, atol=1e-6, rtol=1e-5)
             assert not torch.equal(replica[name], initial[name])  # two real steps were taken
     saved = load_checkpoint(tmp_path / "ddp.pt")
-    assert saved["loop"]["step"] == 2
+    assert saved["step"] == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ddp.pt", "rank0.pt", "rank1.pt", "single.pt"]
 
 
@@ -131,7 +131,7 @@ def test_resuming_continues_exactly_where_training_stopped(tmp_path: Path) -> No
     resumed = small_model()
     path = tmp_path / "run.pt"
     train(resumed, regression_data(), mse, TrainConfig(max_steps=3, batch_size=4, eval_every=3, checkpoint=path, progress=False), SINGLE)
-    assert load_checkpoint(path)["loop"]["step"] == 3
+    assert load_checkpoint(path)["step"] == 3
     again, steps = small_model(seed=1), []  # other weights: everything must come from the checkpoint
     result = train(again, regression_data(), counted(mse, steps), TrainConfig(max_steps=6, batch_size=4, eval_every=3, checkpoint=path, progress=False), SINGLE)
     assert result.steps == 6 and len(steps) == 3
@@ -168,7 +168,7 @@ def test_a_resumed_run_draws_the_dropout_masks_of_an_uninterrupted_one(tmp_path:
 def test_every_process_stops_at_the_step_one_of_them_was_asked_to(tmp_path: Path) -> None:
     run_two_processes(_stopping_worker, tmp_path)  # without agreement rank 0 would wait for rank 1 forever
     assert [(tmp_path / f"rank{rank}.txt").read_text() for rank in (0, 1)] == ["1 time limit", "1 time limit"]
-    assert load_checkpoint(tmp_path / "ddp.pt")["loop"]["step"] == 1
+    assert load_checkpoint(tmp_path / "ddp.pt")["step"] == 1
 
 
 def test_time_limit_checkpoints_every_step_and_the_same_call_continues_exactly(tmp_path: Path) -> None:
@@ -184,7 +184,7 @@ def test_time_limit_checkpoints_every_step_and_the_same_call_continues_exactly(t
             result = train(chunked, regression_data(), mse, config, SINGLE)
             break
         except TrainingInterrupted as stop:
-            assert load_checkpoint(path)["loop"]["step"] == stop.step
+            assert load_checkpoint(path)["step"] == stop.step
             stops.append((stop.step, stop.reason, stop.exit_status))
     assert stops == [(step, TIME_LIMIT, 75) for step in range(1, 6)]
     assert result.steps == 6
@@ -208,7 +208,7 @@ def test_sigterm_finishes_the_step_checkpoints_and_restores_the_handler(tmp_path
         train(small_model(), regression_data(), loss_then_sigterm, TrainConfig(max_steps=6, batch_size=4, checkpoint=path, progress=False), SINGLE)
     assert (stop.value.step, stop.value.reason, stop.value.exit_status) == (2, "SIGTERM", 143)
     assert f"{path} holds it: run the same command again" in str(stop.value)
-    assert load_checkpoint(path)["loop"]["step"] == 2
+    assert load_checkpoint(path)["step"] == 2
     assert signal.getsignal(signal.SIGTERM) is before
 
 
@@ -247,25 +247,25 @@ def test_bad_time_limits_are_refused() -> None:
 def test_a_run_checkpointed_without_amp_continues_with_amp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A CPU run's checkpoint (no gradient scaler state) continues where the loss is scaled, as under
     float16 AMP on a GPU."""
-    from neurosym.training import loop
+    from neurosym.training import update
 
     path = tmp_path / "run.pt"
     train(small_model(), regression_data(), mse, TrainConfig(max_steps=2, batch_size=4, checkpoint=path, progress=False), SINGLE)
     assert load_checkpoint(path)["scaler"] == {}
-    monkeypatch.setattr(loop, "autocast_dtype", lambda device: torch.float16)
+    monkeypatch.setattr(update, "autocast_dtype", lambda device: torch.float16)
     result = train(small_model(), regression_data(), mse, TrainConfig(max_steps=4, batch_size=4, checkpoint=path, progress=False), SINGLE)
     assert result.steps == 4 and load_checkpoint(path)["scaler"]["scale"] > 0
 
 
 def test_the_loss_is_scaled_under_float16_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """bfloat16 AMP has float32's range: no GradScaler, so the checkpoint holds no scaler state."""
-    from neurosym.training import loop
+    from neurosym.training import update
 
     path = tmp_path / "run.pt"
-    monkeypatch.setattr(loop, "autocast_dtype", lambda device: torch.bfloat16)
+    monkeypatch.setattr(update, "autocast_dtype", lambda device: torch.bfloat16)
     train(small_model(), regression_data(), mse, TrainConfig(max_steps=2, batch_size=4, checkpoint=path, progress=False), SINGLE)
     assert load_checkpoint(path)["scaler"] == {}
-    monkeypatch.setattr(loop, "autocast_dtype", lambda device: torch.float16)
+    monkeypatch.setattr(update, "autocast_dtype", lambda device: torch.float16)
     train(small_model(), regression_data(), mse, TrainConfig(max_steps=3, batch_size=4, checkpoint=path, progress=False), SINGLE)
     assert load_checkpoint(path)["scaler"]["scale"] > 0
 
@@ -359,7 +359,7 @@ def test_adam_settings_and_schedule_survive_a_resume(tmp_path: Path) -> None:
 
     with pytest.raises(KeyboardInterrupt):
         train(small_model(), regression_data(), interrupted_mse, config(6, path), SINGLE)
-    assert load_checkpoint(path)["loop"]["step"] == 3
+    assert load_checkpoint(path)["step"] == 3
     again, steps = small_model(seed=1), []
     train(again, regression_data(), counted(mse, steps), config(6, path), SINGLE)
     assert len(steps) == 3 and load_checkpoint(path)["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.995)

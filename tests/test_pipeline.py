@@ -9,11 +9,12 @@ from hint_banks import prototype_bank
 from hint_pipelines import TINY_TRAINING, short_training_records, tiny_pipeline
 
 import neurosym.pipelines.trainer as trainer_module
+import neurosym.training.core as training_loop
 from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.reinforce import reinforce_loss
-from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver
 from neurosym.training import TrainingInterrupted, load_checkpoint, save_checkpoint
@@ -46,7 +47,7 @@ def test_perception_is_learned_from_results_alone(problem):
 
 def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, monkeypatch):
     train, test = problem
-    config = TrainConfig(
+    config = PipelineConfig(
         steps=12,
         batch_size=8,
         checkpoint_every=4,
@@ -57,18 +58,18 @@ def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, 
     straight = tiny_pipeline(seed=3)
     train_pipeline(straight, train, config, CPU, tmp_path / "straight.pt", progress=False)
 
-    saved = trainer_module.save_checkpoint
+    saved = training_loop.save_checkpoint
 
     def save_then_crash(state, path):
         saved(state, path)
         if state["step"] == 8:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(trainer_module, "save_checkpoint", save_then_crash)
+    monkeypatch.setattr(training_loop, "save_checkpoint", save_then_crash)
     interrupted = tiny_pipeline(seed=3)
     with pytest.raises(KeyboardInterrupt):
         train_pipeline(interrupted, train, config, CPU, tmp_path / "resumed.pt", progress=False)
-    monkeypatch.setattr(trainer_module, "save_checkpoint", saved)
+    monkeypatch.setattr(training_loop, "save_checkpoint", saved)
     resumed = tiny_pipeline(seed=99)  # a different initialisation: everything must come from the checkpoint
     history = train_pipeline(resumed, train, config, CPU, tmp_path / "resumed.pt", progress=False)
     assert len(history) == 12
@@ -79,7 +80,7 @@ def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, 
 
 def test_time_limit_stops_between_checkpoints_and_the_next_call_continues_exactly(problem, tmp_path):
     train, _ = problem
-    config = TrainConfig(steps=5, batch_size=8, checkpoint_every=4, curriculum=Curriculum(((1, 2), (3, 3))))
+    config = PipelineConfig(steps=5, batch_size=8, checkpoint_every=4, curriculum=Curriculum(((1, 2), (3, 3))))
     straight = tiny_pipeline(seed=3)
     train_pipeline(straight, train, config, CPU, tmp_path / "straight.pt", progress=False)
     path = tmp_path / "chunked.pt"
@@ -101,15 +102,15 @@ def test_time_limit_stops_between_checkpoints_and_the_next_call_continues_exactl
 def test_checkpoint_of_another_configuration_is_refused(problem, tmp_path):
     train, _ = problem
     path = tmp_path / "ckpt.pt"
-    train_pipeline(tiny_pipeline(), train, TrainConfig(steps=2, batch_size=4), CPU, path, progress=False)
+    train_pipeline(tiny_pipeline(), train, PipelineConfig(steps=2, batch_size=4), CPU, path, progress=False)
     with pytest.raises(ValueError, match="another configuration"):
-        train_pipeline(tiny_pipeline(), train, TrainConfig(steps=3, batch_size=4), CPU, path, progress=False)
+        train_pipeline(tiny_pipeline(), train, PipelineConfig(steps=3, batch_size=4), CPU, path, progress=False)
 
 
 def test_checkpoint_from_before_a_new_config_field_resumes_with_its_default(problem, tmp_path):
     train, _ = problem
     path = tmp_path / "ckpt.pt"
-    config = TrainConfig(steps=2, batch_size=4)
+    config = PipelineConfig(steps=2, batch_size=4)
     history = train_pipeline(tiny_pipeline(), train, config, CPU, path, progress=False)
     state = load_checkpoint(path)
     del state["config"]["pseudo_labels"]  # as written before the field existed
@@ -121,7 +122,7 @@ def test_checkpoint_from_before_a_new_config_field_resumes_with_its_default(prob
 
 def test_reinforce_baseline_runs_and_reports_rewards(problem):
     train, _ = problem
-    config = TrainConfig(steps=3, batch_size=8, learning="reinforce", curriculum=Curriculum(((1, 10**9),)))
+    config = PipelineConfig(steps=3, batch_size=8, learning="reinforce", curriculum=Curriculum(((1, 10**9),)))
     history = train_pipeline(tiny_pipeline(), train, config, CPU, progress=False)
     assert len(history) == 3 and all(0.0 <= h["labelled"] <= 1.0 for h in history)
     assert all(h["loss"] is not None for h in history)
@@ -208,4 +209,4 @@ def test_pseudo_label_loss_uses_only_the_trained_positions():
     everything = trainer_module._pseudo_label_loss(pipeline, log_probs, labels)
     assert torch.allclose(everything, -torch.stack([log_probs[r, c, index[labels[r][c]]] for r in range(2) for c in range(3)]).mean())
     with pytest.raises(ValueError, match="pseudo_labels"):
-        TrainConfig(pseudo_labels="some")
+        PipelineConfig(pseudo_labels="some")

@@ -41,9 +41,11 @@ from neurosym.pipelines.concepts import (
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import TrainConfig, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import OperatorTable
+from neurosym.training.core import run_training
+from neurosym.training.update import Update
 
 
 @dataclass(frozen=True)
@@ -219,19 +221,20 @@ def _train_glyph(
     config: FewShotConfig,
     device: torch.device,
 ) -> None:
-    """Cross-entropy on windows, each batch half few-shot windows, half replayed ones."""
+    """Cross-entropy on windows (``[N, 32, 32]`` and their classes ``[N]``), each batch half few-shot
+    windows, half replayed ones, in the library's training loop (no checkpoint: it is short)."""
     model = pipeline.classifier.to(device).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     rng = np.random.default_rng(config.seed)
     half = config.glyph_batch // 2
-    for _ in range(config.glyph_steps):
+
+    def step(index: int) -> tuple[torch.Tensor, dict]:
         picks = [(w[i], y[i]) for w, y in (fewshot, replay) for i in [rng.integers(len(w), size=half)]]
         windows = torch.cat([w for w, _ in picks]).to(device)
         labels = torch.cat([y for _, y in picks]).to(device)
-        loss = F.nll_loss(model(windows).float(), labels)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        return F.nll_loss(model(windows).float(), labels), {}
+
+    run_training(model, step, Update(optimizer), config.glyph_steps, device=device)
 
 
 def _learn_meaning(
@@ -296,7 +299,7 @@ def learn_concept_from_images(
     learned = _learn_meaning(symbol, role, list(zip(readings, results)), base_table, config.agreements)
     grown.set_table(learned.table)
     if config.abduction_steps:
-        schedule = TrainConfig(
+        schedule = PipelineConfig(
             steps=config.abduction_steps,
             batch_size=config.batch_size,
             learning_rate=config.learning_rate,

@@ -4,8 +4,9 @@ Each step draws a batch allowed by the curriculum, reads it (perception + constr
 abduces a pseudo-label sentence for every example (top-down back-search towards the known result)
 and trains the classifier with cross-entropy on the windows of the examples that got one. No symbol
 label is used anywhere. ``learning="reinforce"`` replaces abduction by the REINFORCE baseline.
-Checkpoints are atomic and a resumed run repeats an uninterrupted one exactly (batches depend only
-on ``(seed, step)``).
+The steps run in the library's one training loop (:func:`neurosym.training.core.run_training`): its
+checkpoints are atomic and a resumed run repeats an uninterrupted one exactly (batches depend only on
+``(seed, step)``; the REINFORCE baseline is saved with the checkpoint).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,10 +27,10 @@ from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.windows import WindowSource
-from neurosym.training import load_checkpoint, save_checkpoint
+from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
-from neurosym.training.loop import SCHEDULES, check_resumable, schedule_factor
-from neurosym.training.stopping import StopRequests, TrainingInterrupted
+from neurosym.training.loop import SCHEDULES, schedule_factor
+from neurosym.training.update import Update, grad_scaler
 
 LEARNING_RULES = ("abduction", "reinforce")
 #: Which symbols of a pseudo-label are trained on: those the result pins down, or all of them.
@@ -36,7 +38,7 @@ PSEUDO_LABELS = ("verified", "all")
 
 
 @dataclass(frozen=True)
-class TrainConfig:
+class PipelineConfig:
     """Optimisation settings: ``steps`` batches of ``batch_size`` expressions, Adam at ``learning_rate``
     under ``schedule`` (``"constant"``, or ``"cosine"`` decay to zero at ``steps``); training windows are
     shifted by up to ``augment_shift`` pixels each (:func:`neurosym.perception.augment.random_shift`).
@@ -101,16 +103,17 @@ def _pseudo_label_loss(
 def train_pipeline(
     pipeline: HintPipeline,
     source: WindowSource,
-    config: TrainConfig,
+    config: PipelineConfig,
     device: torch.device,
     checkpoint: str | os.PathLike | None = None,
     progress: bool = False,
     time_limit: float | None = None,
 ) -> list[dict]:
     """Train ``pipeline.classifier`` on ``source``'s records from their results; returns the history
-    (one dict per logged step: ``step``, ``max_length``, ``loss``, ``labelled`` = fraction of the batch
-    with a pseudo-label or, for REINFORCE, the mean reward). Resumes from ``checkpoint`` when it exists.
-    SIGINT, SIGTERM or ``time_limit`` seconds end the step under way, write the checkpoint and raise
+    (one dict per step: ``step``, ``max_length``, ``loss`` (None when no example of the batch gave a
+    training signal), ``labelled`` = fraction of the batch with a pseudo-label or, for REINFORCE, the
+    mean reward). Resumes from ``checkpoint`` when it exists. SIGINT, SIGTERM or ``time_limit`` seconds
+    end the step under way, write the checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`."""
     model = pipeline.classifier.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
@@ -119,64 +122,54 @@ def train_pipeline(
     )
     lengths = stage_lengths(source.records)
     targets = np.fromiter((r.res for r in source.records), dtype=np.int64, count=len(source.records))
-    state = load_checkpoint(checkpoint, map_location=device) if checkpoint is not None else None
-    start, history, baseline = 0, [], 0.0
-    if state is not None:
-        check_resumable(state["config"], config, (), checkpoint)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        scheduler.load_state_dict(state["scheduler"])
-        start, history, baseline = state["step"], state["history"], state["baseline"]
+    baseline = 0.0
 
-    def save(steps_done: int) -> None:
-        snapshot = {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}
-        snapshot.update(step=steps_done, history=history, baseline=baseline, config=asdict(config), vocabulary=list(model.vocabulary))
-        save_checkpoint(snapshot, checkpoint)
-
-    bar = tqdm(range(start, config.steps), initial=start, total=config.steps, disable=not progress, desc="pipeline")
-    with StopRequests(time_limit) as stops, bar:
-        for step in bar:
-            model.train()
-            indices = config.curriculum.sample(lengths, step, config.batch_size, config.seed)
-            windows, batch_lengths = _windows_on(source, indices, device)
-            generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
-            windows = random_shift(windows, config.augment_shift, generator)
-            with mixed_precision(device):
-                reading = pipeline.read(windows, batch_lengths)
-            batch_targets = targets[indices].tolist()
-            if config.learning == "abduction":
-                labels = pipeline.abduce(reading, batch_targets)
-                trained = pipeline.verified_positions(labels, batch_targets) if config.pseudo_labels == "verified" else None
-                loss = _pseudo_label_loss(pipeline, reading.log_probs, labels, trained)
-                signal = sum(label is not None for label in labels) / len(labels)
-            else:
-                loss, signal = reinforce_loss(
-                    reading.log_probs, batch_lengths, batch_targets, model.vocabulary, pipeline.solver, baseline, generator
-                )
-                baseline = 0.9 * baseline + 0.1 * signal
-            if loss is not None:
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                optimizer.step()
-            scheduler.step()
-            history.append(
-                {
-                    "step": step + 1,
-                    "max_length": config.curriculum.max_length(step),
-                    "loss": None if loss is None else loss.item(),
-                    "labelled": signal,
-                }
+    def step(index: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
+        nonlocal baseline
+        model.train()
+        indices = config.curriculum.sample(lengths, index, config.batch_size, config.seed)
+        windows, batch_lengths = _windows_on(source, indices, device)
+        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
+        windows = random_shift(windows, config.augment_shift, generator)
+        with mixed_precision(device):
+            reading = pipeline.read(windows, batch_lengths)
+        batch_targets = targets[indices].tolist()
+        if config.learning == "abduction":
+            labels = pipeline.abduce(reading, batch_targets)
+            trained = pipeline.verified_positions(labels, batch_targets) if config.pseudo_labels == "verified" else None
+            loss = _pseudo_label_loss(pipeline, reading.log_probs, labels, trained)
+            signal = sum(label is not None for label in labels) / len(labels)
+        else:
+            loss, signal = reinforce_loss(
+                reading.log_probs, batch_lengths, batch_targets, model.vocabulary, pipeline.solver, baseline, generator
             )
-            bar.set_postfix(L=config.curriculum.max_length(step), labelled=f"{signal:.2f}")
-            checkpointed = checkpoint is not None and ((step + 1) % config.checkpoint_every == 0 or step + 1 == config.steps)
-            if checkpointed:
-                save(step + 1)
-            reason = stops.reason()
-            if reason is not None and step + 1 < config.steps:
-                if checkpoint is not None and not checkpointed:
-                    save(step + 1)
-                raise TrainingInterrupted(step + 1, config.steps, reason, checkpoint)
-    return history
+            baseline = 0.9 * baseline + 0.1 * signal
+        logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
+        return loss, {**logs, "labelled": signal}
+
+    def save() -> dict[str, Any]:
+        return {"baseline": baseline, "vocabulary": list(model.vocabulary)}
+
+    def load(saved: dict[str, Any]) -> None:
+        nonlocal baseline
+        baseline = saved["baseline"]
+
+    checkpointing = None
+    if checkpoint is not None:
+        checkpointing = Checkpointing(checkpoint, config, config.checkpoint_every, (), save, load)
+    update = Update(optimizer, scheduler, grad_scaler(device))
+    result = run_training(
+        model,
+        step,
+        update,
+        config.steps,
+        device=device,
+        checkpoint=checkpointing,
+        time_limit=time_limit,
+        progress=progress,
+        description="pipeline",
+    )
+    return result.history
 
 
 def evaluate_pipeline(

@@ -1,9 +1,12 @@
-"""Atomic checkpoints: a crash or interruption never leaves a half-written file behind."""
+"""Atomic checkpoints: a crash or interruption never leaves a half-written file behind; and the one check
+that a checkpoint may be resumed under a given configuration."""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Collection
+from dataclasses import MISSING, asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,3 +39,38 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     if not path.exists():
         return None
     return torch.load(path, map_location=map_location, weights_only=False)
+
+
+ABSENT_IS_DEFAULT = "absent_is_default"
+"""Metadata key of a config field (``field(metadata={ABSENT_IS_DEFAULT: False})``) whose default is not
+what runs did before the field existed: :func:`check_resumable` refuses checkpoints that lack it."""
+
+
+def _field_defaults(config: Any) -> dict[str, Any]:
+    """The defaults of the dataclass ``config``'s fields that have one, as ``asdict`` would give them
+    (those marked ``ABSENT_IS_DEFAULT: False`` left out)."""
+    defaults = {}
+    for spec in fields(config):
+        if not spec.metadata.get(ABSENT_IS_DEFAULT, True):
+            continue
+        if spec.default is not MISSING:
+            defaults[spec.name] = spec.default
+        elif spec.default_factory is not MISSING:
+            value = spec.default_factory()
+            defaults[spec.name] = asdict(value) if is_dataclass(value) else value
+    return defaults
+
+
+def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[str], path: Any) -> None:
+    """Refuse (``ValueError``) to resume the checkpoint at ``path`` whose ``saved`` configuration (``asdict``
+    of a dataclass config) differs from the dataclass ``config`` in a field outside ``may_change``. A
+    field the checkpoint lacks (added to the config after it was written) counts as its default, which
+    reproduces the behaviour before the field existed."""
+    current = asdict(config)
+    saved = {**_field_defaults(config), **saved}
+    differing = sorted(key for key in current if key not in may_change and saved.get(key) != current[key])
+    if differing:
+        raise ValueError(
+            f"checkpoint {path} was written with another configuration ({', '.join(differing)} differ): {saved}; "
+            "remove it or choose another checkpoint path"
+        )

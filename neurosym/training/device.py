@@ -35,7 +35,7 @@ def autocast_dtype(device: torch.device) -> torch.dtype | None:
     return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
 
 
-def autocast_enabled(device: torch.device) -> bool:
+def amp_available(device: torch.device) -> bool:
     """Whether mixed precision (AMP) is used on ``device``: on CUDA only."""
     return autocast_dtype(device) is not None
 

@@ -1,4 +1,5 @@
-"""The training loop shared by the benchmarks: single process or DistributedDataParallel under torchrun.
+"""Training on a dataset, single process or DistributedDataParallel under torchrun: a layer over the
+library's one loop (:func:`neurosym.training.core.run_training`).
 
 It samples shards with :class:`~torch.utils.data.distributed.DistributedSampler` (one shard when alone),
 runs mixed precision on CUDA, clips gradients, evaluates every ``eval_every`` steps on rank 0, keeps the
@@ -14,33 +15,27 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import torch
-import torch.distributed as dist
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
-from tqdm.auto import tqdm
 
-from neurosym.training.checkpoint import load_checkpoint, save_checkpoint
-from neurosym.training.device import autocast_dtype, mixed_precision
+from neurosym.training.core import Checkpointing, run_training
+from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
-from neurosym.training.stopping import TIME_LIMIT, StopRequests, TrainingInterrupted, checked_time_limit
+from neurosym.training.stopping import checked_time_limit
+from neurosym.training.update import Update, grad_scaler
 
 LossFunction = Callable[[nn.Module, Any], torch.Tensor]
 """``loss_fn(model, batch) -> scalar loss``; ``model`` may be DDP-wrapped, ``batch`` is on the device."""
 Evaluator = Callable[[nn.Module], float]
 """``evaluate(model) -> score`` (higher is better), called on rank 0 with the unwrapped model."""
-
-
-CUDA_SYNC_EVERY = 50
-"""Steps between host reads of the loss on CUDA when :attr:`TrainConfig.sync_every` is ``None``."""
 
 SCHEDULES = ("constant", "cosine")
 """Learning-rate schedules of :func:`schedule_factor`."""
@@ -58,7 +53,7 @@ class TrainConfig:
     ``time_limit`` (seconds, ``None``: none) ends this call's training early, as SIGINT and SIGTERM do:
     checkpoint, then :class:`~neurosym.training.stopping.TrainingInterrupted`. ``sync_every`` is the number
     of steps between the loop's reads of the loss on the host (progress bar, non-finite check); ``None``:
-    every step on the CPU, every :data:`CUDA_SYNC_EVERY` on CUDA, where each read would stall the queue of
+    every step on the CPU, every :data:`~neurosym.training.core.CUDA_SYNC_EVERY` on CUDA, where each read would stall the queue of
     kernels. Evaluation and checkpoint steps always read it.
     """
 
@@ -114,33 +109,6 @@ RESUMABLE_CHANGES = (
 """Fields of :class:`TrainConfig` that may differ when a run is resumed (a larger ``max_steps`` continues it)."""
 
 
-def _field_defaults(config: Any) -> dict[str, Any]:
-    """The defaults of the dataclass ``config``'s fields that have one, as ``asdict`` would give them."""
-    defaults = {}
-    for spec in fields(config):
-        if spec.default is not MISSING:
-            defaults[spec.name] = spec.default
-        elif spec.default_factory is not MISSING:
-            value = spec.default_factory()
-            defaults[spec.name] = asdict(value) if is_dataclass(value) else value
-    return defaults
-
-
-def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[str], path: Any) -> None:
-    """Refuse to resume the checkpoint at ``path`` whose ``saved`` configuration (``asdict`` of a
-    dataclass config such as :class:`TrainConfig`) differs from ``config`` in a field outside
-    ``may_change``. A field the checkpoint lacks (added to the config after it was written) counts as
-    its default, which reproduces the behaviour before the field existed."""
-    current = asdict(config)
-    saved = {**_field_defaults(config), **saved}
-    differing = sorted(key for key in current if key not in may_change and saved.get(key) != current[key])
-    if differing:
-        raise ValueError(
-            f"checkpoint {path} was written with another configuration ({', '.join(differing)} differ): {saved}; "
-            "remove it or choose another checkpoint path"
-        )
-
-
 def learning_rate_factor(step: int, config: TrainConfig) -> float:
     """Multiplier of ``config.lr`` at update ``step`` (0-based): linear warm-up, then the schedule."""
     return schedule_factor(step, config.max_steps, config.schedule, config.warmup_steps)
@@ -186,22 +154,6 @@ class TrainResult:
         return self.steps_this_call / self.seconds_this_call if self.steps_this_call else None
 
 
-def random_state(device: torch.device) -> dict[str, torch.Tensor]:
-    """Torch's global generator states that training draws from (dropout masks and the like): the CPU
-    generator's, and the current CUDA device's when ``device`` is a GPU."""
-    state = {"cpu": torch.get_rng_state()}
-    if device.type == "cuda":
-        state["cuda"] = torch.cuda.get_rng_state(device)
-    return state
-
-
-def restore_random_state(state: dict[str, torch.Tensor], device: torch.device) -> None:
-    """Set the generators saved by :func:`random_state` (states loaded onto any device are moved back)."""
-    torch.set_rng_state(state["cpu"].cpu())
-    if device.type == "cuda" and "cuda" in state:
-        torch.cuda.set_rng_state(state["cuda"].cpu(), device)
-
-
 def move_to(batch: Any, device: torch.device) -> Any:
     """``batch`` with every tensor inside (nested tuples, lists and dicts) moved to ``device``."""
     if isinstance(batch, torch.Tensor):
@@ -214,26 +166,12 @@ def move_to(batch: Any, device: torch.device) -> Any:
 
 
 def _check(config: TrainConfig, context: DistributedContext, dataset_size: int) -> int:
-    if config.max_steps < 1 or config.eval_every < 1:
-        raise ValueError(f"max_steps and eval_every must be positive, got {config.max_steps}, {config.eval_every}")
+    """The per-process batch size, after checking that ``dataset_size`` examples fill a global batch."""
     if config.batch_size % context.world_size:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by the {context.world_size} processes")
     if dataset_size < config.batch_size:
         raise ValueError(f"the training set ({dataset_size} examples) is smaller than one batch ({config.batch_size})")
     return config.batch_size // context.world_size
-
-
-STOP_REASONS = (None, TIME_LIMIT, "SIGTERM", "SIGINT")
-"""Stop reasons in rising precedence: the processes of a distributed run stop for the highest any of them has."""
-
-
-def _agreed_stop(reason: str | None, context: DistributedContext) -> str | None:
-    """The stop reason every process acts on (one all-reduce per step when distributed)."""
-    if not context.is_distributed:
-        return reason
-    code = torch.tensor([STOP_REASONS.index(reason)], device=context.device)
-    dist.all_reduce(code, op=dist.ReduceOp.MAX)
-    return STOP_REASONS[int(code.item())]
 
 
 def _batches(loader: DataLoader, sampler: DistributedSampler, start_step: int) -> Iterator[Any]:
@@ -244,6 +182,8 @@ def _batches(loader: DataLoader, sampler: DistributedSampler, start_step: int) -
         sampler.set_epoch(epoch)
         yield from itertools.islice(loader, skip, None)
         skip = 0
+
+
 
 
 def train(
@@ -273,25 +213,8 @@ def train(
         wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = make_optimizer(model, config)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate_factor(step, config))
-    scaler = torch.amp.GradScaler(device.type, enabled=autocast_dtype(device) == torch.float16)
-    state = {"step": 0, "best_score": None, "best_step": None, "bad_evaluations": 0, "history": [], "best_model": None}
-    saved = load_checkpoint(config.checkpoint, map_location=device) if config.checkpoint else None
-    if saved is not None:
-        check_resumable(saved["config"], config, resume_may_change, config.checkpoint)
-        try:
-            model.load_state_dict(saved["model"])
-        except RuntimeError as error:
-            raise ValueError(
-                f"the checkpoint {config.checkpoint} holds another model (other sizes or options): "
-                f"{' '.join(str(error).split())}; train it with the options it was written with, or start afresh"
-            ) from None
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        if saved["scaler"]:  # empty when written without AMP (on the CPU): a CPU run continues on a GPU afresh here
-            scaler.load_state_dict(saved["scaler"])
-        if "random" in saved:  # absent from checkpoints written before it was saved
-            restore_random_state(saved["random"], device)
-        state = saved["loop"]
+    update = Update(optimizer, scheduler, grad_scaler(device), config.clip_norm, config.clip_value)
+    best = _BestWeights(model, evaluate, config.patience, context)
     sampler = DistributedSampler(
         dataset, num_replicas=context.world_size, rank=context.rank, shuffle=True, seed=config.seed, drop_last=True
     )
@@ -305,115 +228,82 @@ def train(
         pin_memory=device.type == "cuda",
         generator=torch.Generator().manual_seed(config.seed),  # its per-epoch draw leaves the global generator alone
     )
-    batches = _batches(loader, sampler, state["step"])
+    batches: Iterator[Any] | None = None
 
-    def save() -> None:
-        if context.is_main and config.checkpoint:
-            checkpoint = {
-                "model": model.state_dict(),
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "scaler": scaler.state_dict(),
-                "random": random_state(device),
-            }
-            save_checkpoint({**checkpoint, "loop": state, "config": asdict(config)}, config.checkpoint)
+    def step(index: int) -> tuple[torch.Tensor, dict[str, Any]]:
+        nonlocal batches
+        if batches is None:  # the first step of this call: 0, or where the checkpoint left off
+            batches = _batches(loader, sampler, index)
+        wrapped.train()
+        batch = move_to(next(batches), device)
+        with mixed_precision(device):
+            return loss_fn(wrapped, batch), {}
 
-    stopped_early = False
-    first_step, started = state["step"], time.perf_counter()
-    progress = config.progress and context.is_main
-    sync_every = config.sync_every or (1 if device.type == "cpu" else CUDA_SYNC_EVERY)
-    nonfinite = _NonFiniteLoss(device)
-    with StopRequests(config.time_limit) as stops, tqdm(total=config.max_steps, initial=state["step"], disable=not progress) as bar:
-        while state["step"] < config.max_steps and not stopped_early:
-            wrapped.train()
-            batch = move_to(next(batches), device)
-            with mixed_precision(device):
-                loss = loss_fn(wrapped, batch)
-            step = state["step"] + 1
-            nonfinite.record(loss, step)
-            checkpointed = step % config.eval_every == 0 or step == config.max_steps
-            if checkpointed or step % sync_every == 0:
-                nonfinite.check()  # before the update: a loss found here never reaches the weights
-                loss_value = loss.item()
-                bar.set_postfix(loss=f"{loss_value:.4f}")
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            if config.clip_norm is not None or config.clip_value is not None:
-                scaler.unscale_(optimizer)
-            if config.clip_value is not None:
-                nn.utils.clip_grad_value_(model.parameters(), config.clip_value)
-            if config.clip_norm is not None:
-                nn.utils.clip_grad_norm_(model.parameters(), config.clip_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            scheduler.step()
-            state["step"] += 1
-            bar.update(1)
-            if checkpointed:
-                stopped_early = _evaluate(model, evaluate, config, context, state, loss_value)
-                save()
-            reason = _agreed_stop(stops.reason(), context)
-            if reason is not None and state["step"] < config.max_steps and not stopped_early:
-                if not checkpointed:
-                    nonfinite.check()  # no checkpoint of weights that a non-finite loss has updated
-                    save()
-                if context.is_distributed:
-                    dist.barrier()  # no process exits (and gets its peers killed by torchrun) before rank 0 has saved
-                raise TrainingInterrupted(state["step"], config.max_steps, reason, config.checkpoint)
+    checkpoint = None
+    if config.checkpoint:
+        checkpoint = Checkpointing(
+            config.checkpoint, config, config.eval_every, resume_may_change, lambda: {"loop": best.state}, best.load
+        )
+    result = run_training(
+        model,
+        step,
+        update,
+        config.max_steps,
+        device=device,
+        evaluate=best.evaluate,
+        eval_every=config.eval_every,
+        checkpoint=checkpoint,
+        context=context,
+        time_limit=config.time_limit,
+        progress=config.progress,
+        sync_every=config.sync_every,
+    )
+    state = best.state
     if state["best_model"] is not None:
         model.load_state_dict(state["best_model"])
     return TrainResult(
-        state["step"],
+        result.step,
         state["best_score"],
         state["best_step"],
-        stopped_early,
+        result.stopped_early,
         state["history"],
-        steps_this_call=state["step"] - first_step,
-        seconds_this_call=time.perf_counter() - started,
+        steps_this_call=result.steps_this_call,
+        seconds_this_call=result.seconds_this_call,
     )
 
 
-class _NonFiniteLoss:
-    """The first step whose loss was not finite, kept on the device so that recording it never waits for
-    the device; :meth:`check` reads it (one sync) and raises ``FloatingPointError`` naming that step."""
+class _BestWeights:
+    """The evaluation hook of :func:`train`: scores on rank 0, shares the score, keeps the best weights and
+    counts evaluations without improvement; its :attr:`state` (``best_score``, ``best_step``,
+    ``bad_evaluations``, ``history``: one dict per evaluation, ``best_model``) goes into the checkpoint."""
 
-    def __init__(self, device: torch.device) -> None:
-        self.step = torch.zeros((), dtype=torch.long, device=device)  # 0: every loss so far was finite
-        self.value = torch.zeros((), device=device)
+    def __init__(
+        self, model: nn.Module, evaluate: Evaluator | None, patience: int | None, context: DistributedContext
+    ) -> None:
+        self.model, self.score, self.patience, self.context = model, evaluate, patience, context
+        self.state: dict[str, Any] = {
+            "best_score": None, "best_step": None, "bad_evaluations": 0, "history": [], "best_model": None
+        }
 
-    def record(self, loss: torch.Tensor, step: int) -> None:
-        first = (self.step == 0) & ~torch.isfinite(loss.detach())
-        self.step = torch.where(first, step, self.step)
-        self.value = torch.where(first, loss.detach().float(), self.value)
+    def load(self, checkpoint: dict[str, Any]) -> None:
+        self.state = checkpoint["loop"]
 
-    def check(self) -> None:
-        step = int(self.step.item())
-        if step:
-            raise FloatingPointError(f"the training loss became {self.value.item()} at step {step}")
-
-
-def _evaluate(
-    model: nn.Module,
-    evaluate: Evaluator | None,
-    config: TrainConfig,
-    context: DistributedContext,
-    state: dict[str, Any],
-    loss: float,
-) -> bool:
-    """Score on rank 0, share it, update the best weights; ``True`` when patience has run out."""
-    if evaluate is None:
-        state["history"].append({"step": state["step"], "loss": loss})
-        return False
-    score = None
-    if context.is_main:
-        model.eval()
-        with torch.no_grad():
-            score = float(evaluate(model))
-    score = broadcast_from_main(score, context)
-    state["history"].append({"step": state["step"], "loss": loss, "score": score})
-    if state["best_score"] is None or score > state["best_score"]:
-        state.update(best_score=score, best_step=state["step"], bad_evaluations=0)
-        state["best_model"] = {key: value.detach().to("cpu", copy=True) for key, value in model.state_dict().items()}
-        return False
-    state["bad_evaluations"] += 1
-    return config.patience is not None and state["bad_evaluations"] >= config.patience
+    def evaluate(self, step: int, loss: float | None) -> bool:
+        """Record the evaluation after ``step``; ``True`` when patience has run out."""
+        state = self.state
+        if self.score is None:
+            state["history"].append({"step": step, "loss": loss})
+            return False
+        score = None
+        if self.context.is_main:
+            self.model.eval()
+            with torch.no_grad():
+                score = float(self.score(self.model))
+        score = broadcast_from_main(score, self.context)
+        state["history"].append({"step": step, "loss": loss, "score": score})
+        if state["best_score"] is None or score > state["best_score"]:
+            state.update(best_score=score, best_step=step, bad_evaluations=0)
+            state["best_model"] = {key: value.detach().to("cpu", copy=True) for key, value in self.model.state_dict().items()}
+            return False
+        state["bad_evaluations"] += 1
+        return self.patience is not None and state["bad_evaluations"] >= self.patience

@@ -1,0 +1,279 @@
+"""The one training loop of the library. Every trainer runs its steps through :func:`run_training`:
+:func:`neurosym.training.train` (a dataset, DistributedDataParallel, best weights and patience),
+:func:`neurosym.pipelines.train_pipeline` (curriculum batches, abduction or REINFORCE), the few-shot
+glyph training of :func:`neurosym.pipelines.learn_concept_from_images` and the arithmetic benchmark's
+batched ensembles (:func:`neurosym.experiments.arithmetic.training.train_group`).
+
+The caller supplies what differs between them: a step function ``step(index) -> (loss, logs)`` that
+draws the batch of 0-based step ``index`` and returns its scalar loss (``None`` when the batch gives no
+training signal) and a dict of values to log; an :class:`~neurosym.training.update.Update` (optimiser,
+learning-rate scheduler, loss scaler, clipping, a hook after each update such as a weight clamp); an
+optional evaluation hook; and, in :class:`Checkpointing`, its configuration and its own state.
+
+The loop owns the rest: the step counter, the update, the progress bar, the check that the loss is
+finite, evaluation steps, atomic checkpoints at a fixed interval with torch's random generators, the
+resume (one resumability check, :func:`~neurosym.training.checkpoint.check_resumable`), and stop
+requests: at SIGINT, SIGTERM or the time limit it finishes the step, checkpoints and raises
+:class:`~neurosym.training.stopping.TrainingInterrupted`, so that resuming repeats an uninterrupted run.
+
+A checkpoint holds ``config``, ``step``, ``model``, ``optimizer``, ``scheduler`` (with one), ``scaler``,
+``random`` and ``history`` (the logged steps), beside the caller's own entries.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from tqdm.auto import tqdm
+
+from neurosym.training.checkpoint import check_resumable, load_checkpoint, save_checkpoint
+from neurosym.training.distributed import DistributedContext
+from neurosym.training.stopping import TIME_LIMIT, StopRequests, TrainingInterrupted
+from neurosym.training.update import Update
+
+StepFunction = Callable[[int], tuple[torch.Tensor | None, Mapping[str, Any]]]
+"""``step(index) -> (loss, logs)``: the scalar loss of 0-based step ``index`` (``None``: nothing to learn
+from this batch; the step still counts) and the values to log for it (``{}``: none; else host values,
+kept in the history and shown on the progress bar)."""
+EvaluationHook = Callable[[int, "float | None"], "bool | None"]
+"""``evaluate(steps_done, loss) -> stop``: called after the update of every evaluation step, with the loss
+of that step read on the host (``None`` when the step had none); a true result ends training early."""
+
+CUDA_SYNC_EVERY = 50
+"""Steps between host reads of the loss off the CPU when ``sync_every`` is ``None``."""
+CHECKPOINT_KEYS = frozenset({"config", "step", "model", "optimizer", "scheduler", "scaler", "random", "history"})
+"""The loop's entries of a checkpoint; a caller's own state takes other names."""
+STOP_REASONS = (None, TIME_LIMIT, "SIGTERM", "SIGINT")
+"""Stop reasons in rising precedence: the processes of a distributed run stop for the highest any of them has."""
+
+
+class StopSource(Protocol):
+    """Anything that says whether and why to stop, as :meth:`StopRequests.reason` does."""
+
+    def reason(self) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Checkpointing:
+    """Where and when the loop checkpoints, and what a resume must agree with.
+
+    Checkpoints go to ``path`` every ``every`` steps, at the last step and at a stop request. ``config``
+    (a dataclass) is saved; resuming under a configuration that differs outside ``may_change`` raises
+    ``ValueError``. ``save_extra() -> dict`` adds the caller's own entries (names outside
+    :data:`CHECKPOINT_KEYS`); ``load_extra(checkpoint)`` gets the whole checkpoint back on resume, after
+    the loop has restored its own state. ``resume=False`` starts afresh over an existing checkpoint.
+    """
+
+    path: str | Path
+    config: Any
+    every: int
+    may_change: Collection[str] = ()
+    save_extra: Callable[[], dict[str, Any]] | None = None
+    load_extra: Callable[[dict[str, Any]], None] | None = None
+    resume: bool = True
+
+    def __post_init__(self) -> None:
+        if self.every < 1:
+            raise ValueError(f"checkpoints need a positive interval, got every={self.every}")
+
+
+@dataclass
+class LoopResult:
+    """Steps done (over every call of a resumed run), the logged ``history`` (one dict per step that logged
+    values: ``step`` and the values), whether the evaluation hook ended training early, and of this call
+    alone the steps it took and their wall-clock seconds (evaluations and checkpoints included)."""
+
+    step: int
+    history: list[dict[str, Any]] = field(default_factory=list)
+    stopped_early: bool = False
+    steps_this_call: int = 0
+    seconds_this_call: float = 0.0
+
+
+def random_state(device: torch.device) -> dict[str, torch.Tensor]:
+    """Torch's global generator states that training draws from (dropout masks and the like): the CPU
+    generator's, and the current CUDA device's when ``device`` is a GPU."""
+    state = {"cpu": torch.get_rng_state()}
+    if device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def restore_random_state(state: dict[str, torch.Tensor], device: torch.device) -> None:
+    """Set the generators saved by :func:`random_state` (states loaded onto any device are moved back)."""
+    torch.set_rng_state(state["cpu"].cpu())
+    if device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"].cpu(), device)
+
+
+class _NonFiniteLoss:
+    """The first step whose loss was not finite, kept on the loss's device so that recording it never waits
+    for the device; :meth:`check` reads it (one sync) and raises ``FloatingPointError`` naming that step."""
+
+    def __init__(self) -> None:
+        self.step: torch.Tensor | None = None  # 0: every loss so far was finite
+        self.value: torch.Tensor | None = None
+
+    def record(self, loss: torch.Tensor, step: int) -> None:
+        loss = loss.detach()
+        if self.step is None:
+            self.step = torch.zeros((), dtype=torch.long, device=loss.device)
+            self.value = torch.zeros((), device=loss.device)
+        first = (self.step == 0) & ~torch.isfinite(loss)
+        self.step = torch.where(first, step, self.step)
+        self.value = torch.where(first, loss.float(), self.value)
+
+    def check(self) -> None:
+        if self.step is not None and (step := int(self.step.item())):
+            raise FloatingPointError(f"the training loss became {self.value.item()} at step {step}")
+
+
+def _agreed_stop(reason: str | None, context: DistributedContext | None) -> str | None:
+    """The stop reason every process acts on (one all-reduce per step when distributed)."""
+    if context is None or not context.is_distributed:
+        return reason
+    code = torch.tensor([STOP_REASONS.index(reason)], device=context.device)
+    dist.all_reduce(code, op=dist.ReduceOp.MAX)
+    return STOP_REASONS[int(code.item())]
+
+
+def _due(step: int, every: int | None, max_steps: int) -> bool:
+    """Whether 1-based ``step`` is one of every ``every`` steps or the last (never when ``every`` is None)."""
+    return every is not None and (step % every == 0 or step == max_steps)
+
+
+def _resume(
+    saved: dict[str, Any], model: nn.Module, update: Update, checkpoint: Checkpointing, device: torch.device
+) -> tuple[int, list[dict[str, Any]]]:
+    """Restore the loop's state (and the caller's) from ``saved``; returns the steps done and the history."""
+    if not {"config", "step", "model", "optimizer"} <= saved.keys():
+        raise ValueError(f"{checkpoint.path} is not a checkpoint of this training loop (it has {sorted(saved)}); remove it")
+    check_resumable(saved["config"], checkpoint.config, checkpoint.may_change, checkpoint.path)
+    try:
+        model.load_state_dict(saved["model"])
+    except RuntimeError as error:
+        raise ValueError(
+            f"the checkpoint {checkpoint.path} holds another model (other sizes or options): "
+            f"{' '.join(str(error).split())}; train it with the options it was written with, or start afresh"
+        ) from None
+    update.optimizer.load_state_dict(saved["optimizer"])
+    if update.scheduler is not None:
+        update.scheduler.load_state_dict(saved["scheduler"])
+    if saved.get("scaler"):  # empty when written without a float16 loss scale: a CPU run continues on a GPU afresh
+        update.scaler.load_state_dict(saved["scaler"])
+    if "random" in saved:  # absent from checkpoints written before it was saved
+        restore_random_state(saved["random"], device)
+    if checkpoint.load_extra is not None:
+        checkpoint.load_extra(saved)
+    return saved["step"], list(saved.get("history", []))
+
+
+def run_training(
+    model: nn.Module,
+    step: StepFunction,
+    update: Update,
+    max_steps: int,
+    *,
+    device: torch.device,
+    evaluate: EvaluationHook | None = None,
+    eval_every: int | None = None,
+    checkpoint: Checkpointing | None = None,
+    context: DistributedContext | None = None,
+    stops: StopSource | None = None,
+    time_limit: float | None = None,
+    progress: bool = False,
+    description: str | None = None,
+    sync_every: int | None = None,
+    check_finite: bool = True,
+) -> LoopResult:
+    """Run steps ``step(i)`` for ``i`` from the resumed step (0 afresh) up to ``max_steps``, each followed
+    by ``update(loss)``; returns a :class:`LoopResult`.
+
+    ``evaluate`` runs after every ``eval_every`` steps and the last; ``checkpoint`` resumes from an existing
+    checkpoint and writes one as it says. Stop requests come from ``stops`` (opened by the caller) or,
+    without it, from a :class:`StopRequests` of ``time_limit`` seconds opened here; at one, the loop
+    finishes the step, checkpoints and raises :class:`TrainingInterrupted` (after the last step it just
+    returns). ``check_finite`` raises ``FloatingPointError`` at the first read of the loss (every
+    ``sync_every`` steps, default every step on the CPU and :data:`CUDA_SYNC_EVERY` elsewhere, and at
+    evaluation and checkpoint steps) after a non-finite one, before that read's update and before any
+    checkpoint holds its weights. ``device`` is where the model trains (checkpoints are loaded there);
+    ``context`` makes a distributed run agree on stops and checkpoint and show progress on rank 0 only.
+    """
+    if max_steps < 1 or (eval_every is not None and eval_every < 1):
+        raise ValueError(f"max_steps and eval_every must be positive, got {max_steps}, {eval_every}")
+    if evaluate is not None and eval_every is None:
+        raise ValueError("an evaluation hook needs eval_every")
+    main = context is None or context.is_main
+    done, history = 0, []
+    saved = load_checkpoint(checkpoint.path, map_location=device) if checkpoint is not None and checkpoint.resume else None
+    if saved is not None:
+        done, history = _resume(saved, model, update, checkpoint, device)
+
+    def save() -> None:
+        if checkpoint is None or not main:
+            return
+        state = {"config": asdict(checkpoint.config), "step": done, "model": model.state_dict()}
+        state.update(optimizer=update.optimizer.state_dict(), scaler=update.scaler.state_dict(), history=history)
+        state["random"] = random_state(device)
+        if update.scheduler is not None:
+            state["scheduler"] = update.scheduler.state_dict()
+        extra = checkpoint.save_extra() if checkpoint.save_extra is not None else {}
+        if clashing := sorted(CHECKPOINT_KEYS & extra.keys()):
+            raise ValueError(f"the caller's checkpoint entries {clashing} clash with the loop's own")
+        save_checkpoint({**state, **extra}, checkpoint.path)
+
+    first, started = done, time.perf_counter()
+    show = progress and main
+    sync_every = sync_every or (1 if device.type == "cpu" else CUDA_SYNC_EVERY)
+    read_often = check_finite or show
+    nonfinite = _NonFiniteLoss()
+    stopped_early = False
+    opened = StopRequests(time_limit) if stops is None else contextlib.nullcontext(stops)
+    with opened as requests, tqdm(total=max_steps, initial=done, disable=not show, desc=description) as bar:
+        while done < max_steps and not stopped_early:
+            loss, logs = step(done)
+            number = done + 1
+            evaluating = evaluate is not None and _due(number, eval_every, max_steps)
+            checkpointed = checkpoint is not None and _due(number, checkpoint.every, max_steps)
+            loss_value = None
+            if loss is not None:
+                if check_finite:
+                    nonfinite.record(loss, number)
+                if evaluating or checkpointed or (read_often and number % sync_every == 0):
+                    nonfinite.check()  # before the update: a loss found here never reaches the weights
+                    loss_value = loss.item()
+            update(loss)
+            done = number
+            if logs:
+                history.append({"step": done, **logs})
+            if show:
+                shown = {} if loss_value is None else {"loss": f"{loss_value:.4g}"}
+                bar.set_postfix({**shown, **{key: _shown(value) for key, value in logs.items()}}, refresh=False)
+                bar.update(1)
+            if evaluating:
+                stopped_early = bool(evaluate(done, loss_value))
+            if checkpointed:
+                save()
+            reason = _agreed_stop(requests.reason(), context)
+            if reason is not None and done < max_steps and not stopped_early:
+                if not checkpointed:
+                    nonfinite.check()  # no checkpoint of weights that a non-finite loss has updated
+                    save()
+                if context is not None and context.is_distributed:
+                    dist.barrier()  # no process exits (and gets its peers killed by torchrun) before rank 0 has saved
+                path = None if checkpoint is None else checkpoint.path
+                raise TrainingInterrupted(done, max_steps, reason, path)
+    return LoopResult(done, history, stopped_early, done - first, time.perf_counter() - started)
+
+
+def _shown(value: Any) -> str:
+    """A logged value as the progress bar shows it."""
+    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,58 @@
+"""One optimiser update from a loss: the part of a training step every loop of the library shares."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from neurosym.training.device import autocast_dtype
+
+
+def grad_scaler(device: torch.device, amp: bool = True) -> torch.amp.GradScaler:
+    """The loss scaler of mixed precision on ``device``: enabled only where ``amp`` runs in float16
+    (:func:`~neurosym.training.device.autocast_dtype`); bfloat16 has float32's range and needs none."""
+    return torch.amp.GradScaler(device.type, enabled=amp and autocast_dtype(device) == torch.float16)
+
+
+@dataclass
+class Update:
+    """``update(loss)``, one training step: zero the gradients, back-propagate the scalar ``loss`` (scaled
+    by ``scaler``), clip the gradients by value (``clip_value``) and/or global norm (``clip_norm``), step
+    ``optimizer`` and run ``after`` (e.g. a model's weight clamp); then step ``scheduler``.
+    ``update(None)``, a batch without training signal, leaves the weights alone (``after`` is not run)
+    but still steps ``scheduler``: the learning rate follows steps, not updates.
+    """
+
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None = None
+    scaler: torch.amp.GradScaler = field(default_factory=lambda: torch.amp.GradScaler("cpu", enabled=False))
+    clip_norm: float | None = None
+    clip_value: float | None = None
+    after: Callable[[], object] | None = None
+
+    def __post_init__(self) -> None:
+        self.parameters = [p for group in self.optimizer.param_groups for p in group["params"]]
+        self.clips = self.clip_norm is not None or self.clip_value is not None
+
+    def __call__(self, loss: torch.Tensor | None) -> None:
+        if loss is not None:
+            self._apply(loss)
+        if self.scheduler is not None:
+            self.scheduler.step()
+
+    def _apply(self, loss: torch.Tensor) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss).backward()
+        if self.clips:
+            self.scaler.unscale_(self.optimizer)
+            if self.clip_value is not None:
+                nn.utils.clip_grad_value_(self.parameters, self.clip_value)
+            if self.clip_norm is not None:
+                nn.utils.clip_grad_norm_(self.parameters, self.clip_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        if self.after is not None:
+            self.after()

@@ -1,0 +1,181 @@
+"""The contract of the one training loop (:func:`neurosym.training.core.run_training`) with its callers:
+step function, optimiser update, evaluation hook, checkpoint state of its own, stop and resume."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from neurosym.training import Checkpointing, TrainingInterrupted, Update, load_checkpoint, run_training, save_checkpoint
+from neurosym.training.checkpoint import ABSENT_IS_DEFAULT
+
+CPU = torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class Settings:
+    lr: float = 0.1
+    noise: float = 0.5
+    new: str = field(default="b", metadata={ABSENT_IS_DEFAULT: False})
+
+
+class StopAt:
+    """Stop requests from the ``at``-th question on (one question per step)."""
+
+    def __init__(self, at: int) -> None:
+        self.asked, self.at = 0, at
+
+    def reason(self) -> str | None:
+        self.asked += 1
+        return "SIGTERM" if self.asked >= self.at else None
+
+
+class Toy:
+    """A linear model trained on batches that depend on the step only, with noise from torch's global
+    generator (as dropout draws it), skipping every third step (``None`` loss), clamping its weights
+    after each update, and keeping a running sum of its losses as its own checkpoint state."""
+
+    def __init__(self, settings: Settings = Settings(), seed: int = 0) -> None:
+        torch.manual_seed(seed)
+        self.settings = settings
+        self.model = nn.Linear(3, 1)
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=settings.lr)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda step: 1.0 / (1 + step))
+        self.steps_seen: list[int] = []
+        self.clamps = 0
+        self.evaluations: list[tuple[int, float | None]] = []
+        self.total = 0.0
+
+    def step(self, index: int) -> tuple[torch.Tensor | None, dict[str, float]]:
+        self.steps_seen.append(index)
+        x = torch.randn(8, 3, generator=torch.Generator().manual_seed(index))
+        target = x.sum(dim=1, keepdim=True) + self.settings.noise * torch.rand(8, 1)
+        loss = (self.model(x) - target).square().mean()
+        self.total += loss.item()
+        return (None if index % 3 == 2 else loss), {"total": self.total}
+
+    def clamp(self) -> None:
+        self.clamps += 1
+        with torch.no_grad():
+            self.model.weight.clamp_(-0.5, 0.5)
+
+    def evaluate(self, step: int, loss: float | None) -> bool:
+        self.evaluations.append((step, loss))
+        return False
+
+    def checkpointing(self, path: Path, every: int = 3) -> Checkpointing:
+        def load(saved: dict) -> None:
+            self.total = saved["total"]
+
+        return Checkpointing(path, self.settings, every, (), lambda: {"total": self.total}, load)
+
+    def run(self, steps: int = 10, path: Path | None = None, **options) -> object:
+        update = Update(self.optimizer, self.scheduler, after=self.clamp)
+        checkpoint = None if path is None else self.checkpointing(path)
+        return run_training(self.model, self.step, update, steps, device=CPU, evaluate=self.evaluate, eval_every=4,
+                            checkpoint=checkpoint, **options)  # fmt: skip
+
+
+def test_a_none_loss_skips_the_update_but_counts_the_step_and_the_schedule() -> None:
+    toy = Toy()
+    weights = []
+
+    def step(index: int) -> tuple[torch.Tensor | None, dict]:
+        loss, logs = toy.step(index)
+        weights.append(toy.model.weight.detach().clone())
+        return loss, logs
+
+    update = Update(toy.optimizer, toy.scheduler, after=toy.clamp)
+    result = run_training(toy.model, step, update, 6, device=CPU)
+    assert result.step == result.steps_this_call == 6 and toy.steps_seen == list(range(6))
+    assert toy.clamps == 4  # after each of the 4 updates, not after the skipped steps 2 and 5
+    assert torch.equal(weights[3], weights[2]) and not torch.equal(weights[2], weights[1])
+    assert toy.optimizer.param_groups[0]["lr"] == pytest.approx(0.1 / 7)  # the schedule counted all 6 steps
+    assert (toy.model.weight.abs() <= 0.5).all()
+    assert [entry["step"] for entry in result.history] == [1, 2, 3, 4, 5, 6]
+
+
+def test_evaluations_come_every_eval_every_steps_and_at_the_last_with_the_loss_read() -> None:
+    toy = Toy()
+    toy.run(10)
+    assert [step for step, _ in toy.evaluations] == [4, 8, 10]
+    assert all(isinstance(loss, float) for _, loss in toy.evaluations)
+    toy = Toy()
+    toy.evaluate = lambda step, loss: step == 4  # a true result ends training early
+    result = toy.run(10)
+    assert result.stopped_early and result.step == 4
+
+
+def test_the_callers_state_round_trips_through_a_checkpoint(tmp_path: Path) -> None:
+    toy = Toy()
+    toy.run(6, tmp_path / "run.pt")
+    saved = load_checkpoint(tmp_path / "run.pt")
+    assert saved["step"] == 6 and saved["total"] == toy.total and saved["config"] == {"lr": 0.1, "noise": 0.5, "new": "b"}
+    again = Toy(seed=1)
+    again.run(6, tmp_path / "run.pt")  # finished: loads, trains nothing
+    assert again.steps_seen == [] and again.total == toy.total
+    assert torch.equal(again.model.weight, toy.model.weight)
+    clashing = Checkpointing(tmp_path / "other.pt", Settings(), 1, save_extra=lambda: {"step": 3})
+    with pytest.raises(ValueError, match=r"entries \['step'\] clash"):
+        run_training(toy.model, toy.step, Update(toy.optimizer), 1, device=CPU, checkpoint=clashing)
+
+
+@pytest.mark.parametrize("stop_at", [2, 4, 7])
+def test_a_stop_request_then_a_resume_equals_an_uninterrupted_run(tmp_path: Path, stop_at: int) -> None:
+    straight = Toy()
+    expected = straight.run(10, tmp_path / "straight.pt")
+    path = tmp_path / "resumed.pt"
+    first = Toy()
+    with pytest.raises(TrainingInterrupted) as stop:
+        first.run(10, path, stops=StopAt(stop_at))
+    assert stop.value.step == stop_at and stop.value.reason == "SIGTERM" and load_checkpoint(path)["step"] == stop_at
+    resumed = Toy(seed=7)  # another start: everything must come from the checkpoint
+    result = resumed.run(10, path)
+    assert resumed.steps_seen == list(range(stop_at, 10)) and result.steps_this_call == 10 - stop_at
+    assert result.history == expected.history and resumed.total == straight.total
+    assert first.evaluations + resumed.evaluations == straight.evaluations
+    for name, value in straight.model.state_dict().items():
+        assert torch.equal(resumed.model.state_dict()[name], value), name
+    assert resumed.optimizer.param_groups[0]["lr"] == straight.optimizer.param_groups[0]["lr"]
+
+
+def test_resuming_under_another_configuration_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "run.pt"
+    Toy().run(3, path)
+    with pytest.raises(ValueError, match=r"another configuration \(lr differ\)"):
+        Toy(Settings(lr=0.2)).run(3, path)
+    state = load_checkpoint(path)
+    del state["config"]["noise"]  # as written before the field existed: its default is what runs did
+    save_checkpoint(state, path)
+    Toy().run(3, path)
+    del state["config"]["new"]  # a field whose default is not what runs did before it existed
+    save_checkpoint(state, path)
+    with pytest.raises(ValueError, match=r"new differ"):
+        Toy().run(3, path)
+    save_checkpoint({"model": {}}, path)
+    with pytest.raises(ValueError, match="not a checkpoint of this training loop"):
+        Toy().run(3, path)
+
+
+def test_a_non_finite_loss_is_named_with_its_step_unless_checks_are_off() -> None:
+    toy = Toy()
+    toy.settings = Settings(noise=float("nan"))
+    with pytest.raises(FloatingPointError, match="became nan at step 1$"):
+        toy.run(3)
+    assert toy.clamps == 0  # raised before its update
+    toy = Toy(Settings(noise=float("nan")))
+    assert toy.run(3, check_finite=False).step == 3
+
+
+def test_bad_arguments_are_named() -> None:
+    toy = Toy()
+    with pytest.raises(ValueError, match="max_steps and eval_every must be positive"):
+        run_training(toy.model, toy.step, Update(toy.optimizer), 0, device=CPU)
+    with pytest.raises(ValueError, match="an evaluation hook needs eval_every"):
+        run_training(toy.model, toy.step, Update(toy.optimizer), 2, device=CPU, evaluate=toy.evaluate)
+    with pytest.raises(ValueError, match="positive interval"):
+        Checkpointing("x.pt", Settings(), 0)
