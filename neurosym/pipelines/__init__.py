@@ -27,7 +27,7 @@ from neurosym.pipelines.fewshot import (
 )
 from neurosym.pipelines.pipeline import HintPipeline, Reading
 from neurosym.pipelines.reinforce import reinforce_loss
-from neurosym.pipelines.trainer import TrainConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 
 __all__ = [
@@ -40,9 +40,9 @@ __all__ = [
     "FewShotResult",
     "HintPipeline",
     "LearnedConcept",
+    "PipelineConfig",
     "Reading",
     "TokenRoles",
-    "TrainConfig",
     "WindowSource",
     "constrained_decode",
     "evaluate_pipeline",
