@@ -1,0 +1,372 @@
+"""Learning perception and semantics together from handwritten expressions and their results alone.
+
+A classifier with ``K`` anonymous classes (``c0 .. c{K-1}``) is grounded in four stages, given only
+the grammar's shape (numbers are single tokens; binary operators; one pair of round brackets) and
+``K``; no symbol label, value or operator meaning is read:
+
+1. **Numbers.** A one-symbol expression is a number whose value is its result: its windows, grouped
+   by result, train one class per distinct result.
+2. **Operators.** The middle window of a three-symbol expression is an operator. These windows are
+   clustered (k-means on pixels, ``restarts`` times) into the ``K - numbers - 2`` operator classes; per
+   cluster a program is induced from ``(left, right) -> result`` with the operands read by the
+   classifier, and the clustering whose programs explain the most expressions is kept. A window that
+   exactly one cluster's program explains moves to that cluster; the classifier then learns numbers
+   and operators together.
+3. **Brackets and meaning.** Every training expression is read by grammar-constrained decoding, with
+   the two bracket classes scored ``log(1 - max p)`` (the mass the classifier does not give a known
+   glyph), and :func:`neurosym.pipelines.ground_symbols.learn_grounding` learns roles, values,
+   programs and precedence from the readings. The classifier learns the readings that the grounding
+   evaluates to their results.
+4. **Refinement.** The pipeline's abduction trainer (:func:`~neurosym.pipelines.trainer.train_pipeline`)
+   trains the perception with the learned table; the grounding is learned once more from the refined
+   readings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.concepts import ConceptNotLearned
+from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.decoding import TokenRoles, constrained_decode
+from neurosym.pipelines.fewshot import with_new_symbol
+from neurosym.pipelines.ground_symbols import GroundingConfig, learn_grounding
+from neurosym.pipelines.grounding import Grounding
+from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
+from neurosym.pipelines.windows import WindowSource
+from neurosym.semantics.induction import induce_operator
+from neurosym.training.core import run_training
+from neurosym.training.update import Update
+
+
+@dataclass(frozen=True)
+class ImageGroundingConfig:
+    """Budget of :func:`learn_grounding_from_images`.
+
+    ``classes`` anonymous classes; ``glyph_steps`` supervised steps of ``glyph_batch`` windows per
+    classifier stage; operator glyphs clustered ``restarts`` times (``kmeans_iterations`` each);
+    expressions up to ``max_reading_length`` symbols are read in stage 3; programs up to
+    ``max_program_size`` nodes must explain ``min_agreement`` of their (noisy) examples;
+    ``refine_steps`` abduction steps of ``batch_size`` expressions (0: no refinement); Adam at
+    ``learning_rate``; the classifier's ``backbone``, ``width`` and ``features``
+    (:class:`~neurosym.perception.symbol_classifier.SymbolClassifier`).
+    """
+
+    classes: int = 16
+    glyph_steps: int = 300
+    glyph_batch: int = 128
+    restarts: int = 4
+    kmeans_iterations: int = 30
+    max_reading_length: int = 11
+    max_program_size: int = 8
+    min_agreement: float = 0.8
+    refine_steps: int = 200
+    batch_size: int = 32
+    learning_rate: float = 1e-3
+    backbone: str = "small"
+    width: int = 32
+    features: int = 128
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.classes < 4:
+            raise ValueError(f"classes must be at least 4 (a number, an operator, two brackets), got {self.classes}")
+        if min(self.glyph_steps, self.glyph_batch, self.restarts, self.kmeans_iterations, self.batch_size) < 1:
+            raise ValueError("glyph_steps, glyph_batch, restarts, kmeans_iterations and batch_size must be positive")
+        if self.refine_steps < 0 or self.max_reading_length < 3:
+            raise ValueError("refine_steps must be >= 0 and max_reading_length >= 3")
+        if not 0 < self.min_agreement <= 1:
+            raise ValueError(f"min_agreement must be in (0, 1], got {self.min_agreement}")
+
+
+@dataclass(frozen=True)
+class ImageGrounding:
+    """The learned ``pipeline`` (its classifier's vocabulary is the grounding's display symbols) and
+    ``grounding``; ``log`` records each stage (sizes, explained fractions)."""
+
+    pipeline: HintPipeline
+    grounding: Grounding
+    log: dict
+
+
+def class_names(size: int) -> list[str]:
+    """The anonymous class names ``c0 .. c{size-1}``."""
+    return [f"c{c}" for c in range(size)]
+
+
+def _lengths(source: WindowSource) -> np.ndarray:
+    """Number of windows of each expression ``[N]`` (what the images show, not the symbols)."""
+    return np.array([len(source.image_indices(i)) for i in range(len(source))])
+
+
+def _windows_at(source: WindowSource, indices: Sequence[int], position: int) -> torch.Tensor:
+    """The windows at ``position`` of the expressions at ``indices`` -> uint8 ``[n, 32, 32]``."""
+    if not len(indices):
+        return torch.zeros(0, 32, 32, dtype=torch.uint8)
+    windows, _ = source.batch(indices)
+    return windows[:, position]
+
+
+def _fit(
+    classifier: SymbolClassifier,
+    windows: torch.Tensor,
+    labels: torch.Tensor,
+    config: ImageGroundingConfig,
+    device: torch.device,
+    seed: int,
+) -> None:
+    """Cross-entropy on ``windows [N, 32, 32]`` with classes ``labels [N]`` for ``glyph_steps`` steps."""
+    model = classifier.to(device).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    rng = np.random.default_rng(seed)
+
+    def step(index: int) -> tuple[torch.Tensor, dict]:
+        pick = torch.from_numpy(rng.integers(len(windows), size=config.glyph_batch))
+        return F.nll_loss(model(windows[pick].to(device)).float(), labels[pick].to(device)), {}
+
+    run_training(model, step, Update(optimizer), config.glyph_steps, device=device)
+
+
+def _predict(classifier: SymbolClassifier, windows: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Log-probabilities ``[N, K]`` of ``windows [N, 32, 32]`` (no gradients, CPU)."""
+    classifier.to(device).eval()
+    with torch.no_grad():
+        parts = [classifier(part.to(device)).float().cpu() for part in windows.split(1024)]
+    return torch.cat(parts) if parts else torch.zeros(0, len(classifier.vocabulary))
+
+
+def kmeans(points: torch.Tensor, clusters: int, iterations: int, seed: int) -> tuple[torch.Tensor, float]:
+    """Lloyd's k-means on ``points [N, D]`` from a k-means++ start -> (assignments ``[N]``, inertia)."""
+    if len(points) < clusters:
+        raise ConceptNotLearned(f"{len(points)} glyphs cannot form {clusters} clusters")
+    generator = torch.Generator().manual_seed(seed)
+    centres = points[torch.randint(len(points), (1,), generator=generator)]
+    while len(centres) < clusters:
+        distance = torch.cdist(points, centres).min(dim=1).values ** 2
+        pick = torch.multinomial(distance + 1e-12, 1, generator=generator)
+        centres = torch.cat([centres, points[pick]])
+    for _ in range(iterations):
+        assignment = torch.cdist(points, centres).argmin(dim=1)
+        for k in range(clusters):
+            members = points[assignment == k]
+            if len(members):
+                centres[k] = members.mean(dim=0)
+    distance = torch.cdist(points, centres)
+    assignment = distance.argmin(dim=1)
+    return assignment, float(distance.min(dim=1).values.pow(2).sum())
+
+
+def _cluster_operators(
+    windows: torch.Tensor, triples: list[tuple[int, int, int]], clusters: int, config: ImageGroundingConfig
+) -> tuple[torch.Tensor, float]:
+    """Operator class per window ``[N]`` (in ``0 .. clusters-1``) and the fraction of triples explained.
+
+    Each restart clusters the pixels; a cluster's program is induced from its triples; the restart whose
+    programs explain the most triples wins, and a window explained by exactly one program moves there.
+    """
+    points = F.avg_pool2d(windows[:, None].float() / 255.0, 2).flatten(1)
+    best: tuple[int, torch.Tensor, list] | None = None
+    for restart in range(config.restarts):
+        assignment, _ = kmeans(points, clusters, config.kmeans_iterations, config.seed * 1000 + restart)
+        programs = []
+        for k in range(clusters):
+            members = [triples[i] for i in (assignment == k).nonzero().flatten().tolist()]
+            found = induce_operator(members, config.max_program_size, 0.5) if members else None
+            programs.append(found)
+        explained = sum(programs[k] is not None and programs[k](i, j) == v for k, (i, j, v) in zip(assignment.tolist(), triples))
+        if best is None or explained > best[0]:
+            best = (explained, assignment, programs)
+    _, assignment, programs = best
+    moved = assignment.clone()
+    for row, (i, j, v) in enumerate(triples):
+        fits = [k for k, p in enumerate(programs) if p is not None and p(i, j) == v]
+        if len(fits) == 1:
+            moved[row] = fits[0]
+    explained = float(np.mean([programs[k] is not None and programs[k](*t[:2]) == t[2] for k, t in zip(moved.tolist(), triples)]))
+    return moved, explained
+
+
+def _read_with_brackets(
+    classifier: SymbolClassifier,
+    source: WindowSource,
+    indices: Sequence[int],
+    numbers: int,
+    operators: int,
+    device: torch.device,
+) -> list[tuple[int, ...]]:
+    """Class-id readings of the expressions at ``indices``: grammar-constrained decoding where classes
+    ``numbers + operators`` and the next one (open, close) score ``log(1 - max p)`` over the others."""
+    known = numbers + operators
+    names = class_names(known + 2)
+    roles = TokenRoles(tuple(names), tuple(range(numbers)), tuple(range(numbers, known)), known, known + 1)
+    readings: list[tuple[int, ...]] = []
+    for start in range(0, len(indices), 256):
+        windows, lengths = source.batch(indices[start : start + 256])
+        flat = _predict(classifier, windows.flatten(0, 1), device)[:, :known].log_softmax(dim=-1)
+        scores = with_new_symbol(flat.view(*windows.shape[:2], known))
+        scores = torch.cat([scores, scores[..., -1:]], dim=-1)
+        tokens = constrained_decode(scores, lengths, roles).tokens.tolist()
+        readings += [tuple(t for t in row if t >= 0) for row in tokens]
+    return readings
+
+
+def _verified_windows(
+    source: WindowSource, indices: Sequence[int], readings: Sequence[tuple[int, ...]], grounding: Grounding, results: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The windows ``[N, 32, 32]`` and classes ``[N]`` of the readings the grounding evaluates to their result."""
+    values = grounding.solve(readings)
+    keep = [k for k, (value, index) in enumerate(zip(values, indices)) if value == results[index]]
+    if not keep:
+        raise ConceptNotLearned("no reading evaluates to its result under the learned grounding")
+    windows, lengths = source.batch([indices[k] for k in keep])
+    mask = torch.arange(windows.shape[1])[None, :] < lengths[:, None]
+    labels = torch.tensor([c for k in keep for c in readings[k]])
+    return windows[mask], labels
+
+
+def learn_grounding_from_images(
+    source: WindowSource, device: torch.device, config: ImageGroundingConfig = ImageGroundingConfig()
+) -> ImageGrounding:
+    """Learn a classifier over ``config.classes`` anonymous classes and its grounding from the images of
+    ``source``'s expressions and their results (see the module's stages). Raises
+    :class:`~neurosym.pipelines.concepts.ConceptNotLearned` when a stage finds no meaning."""
+    torch.manual_seed(config.seed)
+    results = np.array([record.res for record in source.records])
+    lengths = _lengths(source)
+    classifier = SymbolClassifier(class_names(config.classes), config.backbone, features=config.features, width=config.width)
+    log: dict = {}
+
+    # 1. numbers: one class per result of the one-symbol expressions
+    singles = np.flatnonzero(lengths == 1)
+    values = sorted(set(results[singles].tolist()))
+    operators = config.classes - len(values) - 2
+    if operators < 1:
+        raise ConceptNotLearned(f"{len(values)} one-symbol results leave no class for operators among {config.classes}")
+    number_windows = _windows_at(source, singles, 0)
+    number_labels = torch.tensor([values.index(v) for v in results[singles].tolist()])
+    _fit(classifier, number_windows, number_labels, config, device, config.seed)
+    log["numbers"] = {"expressions": len(singles), "classes": len(values)}
+
+    # 2. operators: cluster the middle windows of three-symbol expressions
+    triples_at = np.flatnonzero(lengths == 3)
+    windows = source.batch(triples_at)[0] if len(triples_at) else torch.zeros(0, 3, 32, 32, dtype=torch.uint8)
+    operands = _predict(classifier, windows[:, [0, 2]].flatten(0, 1), device)[:, : len(values)].argmax(dim=-1)
+    operand_values = torch.tensor(values)[operands].view(-1, 2).tolist()
+    triples = [(i, j, int(v)) for (i, j), v in zip(operand_values, results[triples_at])]
+    clusters, explained = _cluster_operators(windows[:, 1], triples, operators, config)
+    _fit(
+        classifier,
+        torch.cat([number_windows, windows[:, 1]]),
+        torch.cat([number_labels, clusters + len(values)]),
+        config,
+        device,
+        config.seed + 1,
+    )
+    log["operators"] = {"expressions": len(triples_at), "classes": operators, "explained": explained}
+
+    # 3. brackets and meaning from readings of the expressions
+    readable = np.flatnonzero(lengths <= config.max_reading_length).tolist()
+    readings = _read_with_brackets(classifier, source, readable, len(values), operators, device)
+    grounding_config = GroundingConfig(config.max_program_size, config.min_agreement)
+    grounding = learn_grounding(readings, results[readable].tolist(), config.classes, grounding_config)
+    windows, labels = _verified_windows(source, readable, readings, grounding, results)
+    _fit(classifier, windows, labels, config, device, config.seed + 2)
+    log["readings"] = {"expressions": len(readable), "verified": len(labels) / int(lengths[readable].sum())}
+
+    # 4. refinement by abduction with the learned table, then the grounding of the refined readings
+    classifier.vocabulary = list(grounding.symbols)
+    pipeline = HintPipeline(classifier, grounding.table)
+    if config.refine_steps:
+        schedule = PipelineConfig(
+            steps=config.refine_steps,
+            batch_size=config.batch_size,
+            learning_rate=config.learning_rate,
+            curriculum=Curriculum(((config.max_reading_length, config.refine_steps),)),
+            seed=config.seed,
+        )
+        train_pipeline(pipeline, source, schedule, device)
+        readings = read_classes(pipeline, source, readable, device)
+        grounding = learn_grounding(readings, results[readable].tolist(), config.classes, grounding_config)
+        classifier.vocabulary = list(grounding.symbols)
+        pipeline = HintPipeline(classifier, grounding.table)
+    log["final"] = {"explained": float(np.mean(np.array(grounding.solve(readings)) == results[readable]))}
+    return ImageGrounding(pipeline, grounding, log)
+
+
+def read_classes(
+    pipeline: HintPipeline, source: WindowSource, indices: Sequence[int], device: torch.device
+) -> list[tuple[int, ...]]:
+    """The pipeline's grammar-constrained readings of the expressions at ``indices``, as class ids."""
+    index = {s: c for c, s in enumerate(pipeline.classifier.vocabulary)}
+    pipeline.classifier.to(device).eval()
+    readings: list[tuple[int, ...]] = []
+    for start in range(0, len(indices), 256):
+        windows, lengths = source.batch(indices[start : start + 256])
+        sentences = pipeline.read(windows.to(device), lengths.to(device)).sentences
+        readings += [tuple(index[s] for s in sentence) for sentence in sentences]
+    return readings
+
+
+def symbol_accuracy(pipeline: HintPipeline, source: WindowSource, device: torch.device) -> tuple[float, dict[int, str]]:
+    """Per-window accuracy of the classifier's argmax under a one-to-one class-to-symbol matching
+    (greedy on the confusion counts, largest first), and the matching. Reads the records' symbols:
+    for reports only."""
+    windows, lengths = source.batch(range(len(source)))
+    mask = torch.arange(windows.shape[1])[None, :] < lengths[:, None]
+    predicted = _predict(pipeline.classifier, windows[mask], device).argmax(dim=-1).tolist()
+    truth = [s for record in source.records for s in record.expr]
+    symbols = sorted(set(truth))
+    confusion = np.zeros((len(pipeline.classifier.vocabulary), len(symbols)), dtype=np.int64)
+    for c, s in zip(predicted, truth):
+        confusion[c, symbols.index(s)] += 1
+    matching: dict[int, str] = {}
+    counts = confusion.copy()
+    while counts.max() > 0:
+        c, s = np.unravel_index(int(counts.argmax()), counts.shape)
+        matching[int(c)] = symbols[s]
+        counts[c, :] = -1
+        counts[:, s] = -1
+    right = sum(confusion[c, symbols.index(s)] for c, s in matching.items())
+    return float(right / max(len(truth), 1)), matching
+
+
+def glyph_grid(pipeline: HintPipeline, source: WindowSource, per_class: int, device: torch.device) -> np.ndarray:
+    """The ``per_class`` windows read most confidently as each class -> uint8 ``[K, per_class, 32, 32]``
+    (black where a class has fewer windows)."""
+    windows, lengths = source.batch(range(len(source)))
+    mask = torch.arange(windows.shape[1])[None, :] < lengths[:, None]
+    flat = windows[mask]
+    log_probs = _predict(pipeline.classifier, flat, device)
+    confidence, predicted = log_probs.max(dim=-1)
+    grid = np.zeros((log_probs.shape[1], per_class, *flat.shape[1:]), dtype=np.uint8)
+    for c in range(log_probs.shape[1]):
+        members = (predicted == c).nonzero().flatten()
+        best = members[confidence[members].argsort(descending=True)[:per_class]]
+        grid[c, : len(best)] = flat[best].numpy()
+    return grid
+
+
+def save_glyph_grid(grid: np.ndarray, names: Sequence[str], path: str | os.PathLike) -> None:
+    """Plot ``grid [K, n, H, W]`` as a picture: one row per class, labelled with ``names``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rows, columns = grid.shape[:2]
+    figure = Figure(figsize=(columns * 0.6 + 1, rows * 0.6))
+    FigureCanvasAgg(figure)
+    axes = figure.subplots(rows, columns, squeeze=False)
+    for r in range(rows):
+        for c in range(columns):
+            axes[r, c].imshow(grid[r, c], cmap="gray", vmin=0, vmax=255)
+            axes[r, c].set_xticks([])
+            axes[r, c].set_yticks([])
+        axes[r, 0].set_ylabel(names[r], rotation=0, ha="right", va="center", fontsize=7)
+    figure.savefig(path, dpi=100, bbox_inches="tight")
