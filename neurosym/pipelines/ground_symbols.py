@@ -229,7 +229,7 @@ def accuracy_by_subset(
     ``"all"``), with ``"avg"`` (mean over subsets) and ``"overall"``."""
     hits: dict[str, list[bool]] = defaultdict(list)
     for value, result, subset in zip(grounding.solve(sentences), results, subsets):
-        hits[subset or "all"].append(value == result)
+        hits[str(subset) if subset else "all"].append(value == result)
     scores = {subset: float(np.mean(flags)) for subset, flags in hits.items()}
     scores["avg"] = float(np.mean(list(scores.values())))
     scores["overall"] = float(np.mean([hit for flags in hits.values() for hit in flags]))
