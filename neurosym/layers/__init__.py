@@ -1,6 +1,5 @@
 """Layers: ``nn.Module`` building blocks — neural arithmetic units, attention (vanilla, relative, additive),
-Transformer blocks, universal (weight-shared) Transformers, the MLP-Mixer block and a dropout with a
-fast CPU mask. No I/O, no data."""
+Transformer blocks, universal (weight-shared) Transformers and the MLP-Mixer block. No I/O, no data."""
 
 from neurosym.layers.additive_attention import AdditiveAttention
 from neurosym.layers.arithmetic import (
