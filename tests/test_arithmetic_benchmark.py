@@ -289,3 +289,11 @@ def test_cli_rejects_unknown_models_and_operations(capsys):
     assert "unknown operation 'pow'" in capsys.readouterr().err
     with pytest.raises(SystemExit, match="span 11 elements, more than input_size 10"):
         main(["arithmetic", "--input-size", "10", "--subset-ratio", "0.7"])
+
+
+def test_every_evaluation_gives_freed_memory_back(monkeypatch):
+    released = []
+    monkeypatch.setattr(arithmetic_training, "release_free_memory", lambda: released.append(True) or True)
+    config = GroupConfig("NAU", ("add",), (0,), steps=300, eval_every=100, evaluation_size=50)
+    assert train_group(config, CPU, progress=False).finished
+    assert len(released) == 3  # a long run would otherwise grow by the evaluations' fragments (gigabytes by 10^6 steps)

@@ -21,15 +21,35 @@ TRIM_THRESHOLD = 1 << 30
 """Free memory at the heap top kept before trimming: 1 GiB."""
 
 
+def _libc_function(name: str):
+    """glibc's function ``name``, or None off Linux or without glibc (musl, macOS, Windows)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return getattr(ctypes.CDLL("libc.so.6"), name)
+    except (OSError, AttributeError):
+        return None
+
+
+def release_free_memory() -> bool:
+    """Give the free pages inside the heap back to the kernel (glibc's ``malloc_trim(0)``); returns whether
+    it could. Freed blocks between live ones are otherwise kept by the process for good: a long run that
+    alternates training steps with large evaluation batches grew by gigabytes that way (the arithmetic
+    benchmark's 20 seeds reached 14 GB by 7·10⁵ steps). Call it after an evaluation, not every step."""
+    trim = _libc_function("malloc_trim")
+    if trim is None:
+        return False
+    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
+    trim(0)
+    return True
+
+
 def retain_freed_memory() -> bool:
     """Raise glibc's mmap threshold to :data:`MMAP_THRESHOLD_MAX` and its trim threshold to
     :data:`TRIM_THRESHOLD` for this process. Returns whether both were set: False off Linux or without
     glibc (musl, macOS, Windows), where nothing changes."""
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        mallopt = ctypes.CDLL("libc.so.6").mallopt
-    except (OSError, AttributeError):
+    mallopt = _libc_function("mallopt")
+    if mallopt is None:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))

@@ -23,6 +23,7 @@ from torch import Tensor
 
 from neurosym.data.arithmetic import SimpleFunctionData, SubsetLayout, seed_stream
 from neurosym.models.arithmetic import PAPER_ITERATIONS, TwoLayerArithmetic
+from neurosym.training.allocator import release_free_memory
 from neurosym.training.checkpoint import ABSENT_IS_DEFAULT
 from neurosym.training.core import Checkpointing, StopSource, run_training
 from neurosym.training.device import mixed_precision
@@ -199,6 +200,7 @@ def train_group(
         curves.validation.append(evaluate(model, data, "validation").cpu())
         curves.test.append(evaluate(model, data, "test").cpu())
         curves.sparsity.append(model.sparsity_error().detach().cpu())
+        release_free_memory()  # the evaluation batches' freed blocks would otherwise pile up over a long run
 
     def save() -> dict[str, Any]:
         seconds = previous_seconds + time.perf_counter() - started
