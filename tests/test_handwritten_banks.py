@@ -25,6 +25,7 @@ from neurosym.data.symbol_images import (
     default_bank,
     handwritten_symbols,
     other_writers_bank,
+    writers_bank,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -159,3 +160,16 @@ def test_other_writers_pools_are_the_default_pools_of_the_kept_images(bank, othe
     unchanged = [s for s in BANK_SYMBOLS if s not in OTHER_WRITERS]
     assert other.subset(unchanged).paths.tolist() == bank.subset(unchanged).paths.tolist(), "* / x y and drawn symbols as in default"
     assert set(other.sources[other.labels == "*"].tolist()) == {CALCULATOR}
+
+
+@pytest.mark.parametrize("side", ["train", "test"])
+def test_each_side_of_the_protocol_is_a_bank_of_one_set_of_writers(mnist, bank, side):
+    writers = writers_bank(side, drawn_per_symbol=40, seed=0, mnist_path=mnist, cache=False)
+    for symbol, sources in OTHER_WRITERS.items():
+        mine = writers.labels == symbol
+        assert set(writers.sources[mine].tolist()) == {sources[side == "test"]}, symbol
+        assert set(writers.pools[mine].tolist()) == set(POOLS), symbol  # every pool from those writers
+    unchanged = [s for s in BANK_SYMBOLS if s not in OTHER_WRITERS]
+    assert writers.subset(unchanged).paths.tolist() == bank.subset(unchanged).paths.tolist()
+    with pytest.raises(ValueError, match="side must be"):
+        writers_bank("both", mnist_path=mnist, cache=False)

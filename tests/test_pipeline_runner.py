@@ -25,17 +25,17 @@ def test_symbol_input_run_induces_semantics_and_learns_concepts(private_cache, c
     assert results["abduction_speed"]["samples"] == 5
     assert (out / "hint_neurosym_fewshot_symbol.png").is_file()
     printed = capsys.readouterr().out
-    assert "| induced semantics |" in printed and "paper Table 4" in printed
+    assert "| induced semantics |" in printed and "paper Table 4" in printed and "unseen expressions" in printed
 
 
 def test_image_input_run_trains_from_results_then_learns_concepts_from_images(private_cache, monkeypatch, capsys):
     from hint_banks import prototype_bank
 
-    from neurosym.data import symbol_images
     from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS
+    from neurosym.experiments import hint_sources
 
     bank = prototype_bank(symbols=[*HINT_SYMBOLS, *FEWSHOT_CONCEPTS])
-    monkeypatch.setattr(symbol_images, "default_bank", lambda seed=0: bank)  # no MNIST download in tests
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: bank)  # a tiny bank keeps the test fast
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "100"]
     argv += ["--batch-size", "12", "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32"]
@@ -48,6 +48,8 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     assert concepts["x"]["learned"] == "number, = 11" and concepts["x"]["train"] == 11
     assert concepts["a"]["learned"] == "operator, level 1: max(i, j)"
     assert concepts.keys() == {"x", "a"} and min(c["test_accuracy"] for c in concepts.values()) > 0.5
+    assert all(c["test_unseen"] < c["test"] and 0 <= c["unseen_accuracy"] <= 1 for c in concepts.values())
+    assert set(results["val"]) >= {"avg", "symbol"}
     assert (out / "hint_neurosym_fewshot_image.png").is_file()
     assert json.loads((out / "fewshot_image.json").read_text())["0.01"]["concepts"].keys() == {"x", "a"}
     assert "glyphs learned from the few shots" in capsys.readouterr().out
@@ -68,17 +70,16 @@ def test_steps_default_to_the_pipelines_budget_not_the_seq2seq_one(private_cache
 def test_test_scale_evaluates_on_the_larger_generated_test_split(private_cache):
     from neurosym.cli import build_parser
     from neurosym.data.hint import main_split
-    from neurosym.experiments import hint_neurosym
+    from neurosym.experiments.hint_sources import load_hint_data
 
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "none"]
     out = str(private_cache / "out")
     args = build_parser().parse_args([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--no-progress"])
     small, large = main_split(scale=0.002, progress=False), main_split(scale=0.004, progress=False)
     assert len(large["test"]) > len(small["test"])
-    chosen = hint_neurosym._test_records(args, small)
-    assert [(r.expr, r.res, r.eval) for r in chosen] == [(r.expr, r.res, r.eval) for r in large["test"]]
-    args.test_scale = None
-    assert hint_neurosym._test_records(args, small) is small["test"]
+    chosen = load_hint_data(args, image_input=False, test_scale=args.test_scale).splits
+    assert [(r.expr, r.res, r.eval) for r in chosen["test"]] == [(r.expr, r.res, r.eval) for r in large["test"]]
+    assert [r.expr for r in chosen["train"]] == [r.expr for r in small["train"]]
     assert main([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--no-progress"]) == 0
     results = json.loads((private_cache / "out" / "results.json").read_text())
     assert results["test_scale"] == 0.004 and results["test"]["avg"] == 1.0
@@ -87,9 +88,9 @@ def test_test_scale_evaluates_on_the_larger_generated_test_split(private_cache):
 def test_image_input_run_stops_at_the_time_limit_with_a_checkpoint(private_cache, monkeypatch, capsys):
     from hint_banks import prototype_bank
 
-    from neurosym.data import symbol_images
+    from neurosym.experiments import hint_sources
 
-    monkeypatch.setattr(symbol_images, "default_bank", lambda seed=0: prototype_bank())
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "50", "--batch-size", "4"]
     assert main([*argv, "--time-limit", "0", "--out", str(out), "--no-progress"]) == 75
@@ -108,3 +109,38 @@ def test_few_shot_stage_stops_after_the_concept_under_way_and_the_same_command_c
     assert not (out / "results.json").exists()
     assert main(argv) == 0
     assert json.loads((out / "results.json").read_text())["fewshot"]["0.01"]["concepts"].keys() == {"x", "y", "a"}
+
+
+def test_symbol_input_learns_everything_from_results_when_asked(private_cache, capsys):
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "symbol", "--semantics", "learned", "--scale", "0.005", "--seed", "3"]
+    assert main([*argv, "--speed-samples", "3", "--out", str(out), "--no-progress"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["equals_hint"] and results["mismatches"] == [] and results["test"]["avg"] == 1.0
+    saved = json.loads((out / "grounding.json").read_text())
+    assert saved == results["grounding"]
+    printed = capsys.readouterr().out
+    assert "the learned table equals HINT's" in printed and "| neurosym, everything learned (symbol input) |" in printed
+
+
+def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_cache, monkeypatch, capsys, tmp_path):
+    import numpy as np
+    from hint_banks import prototype_bank
+
+    from neurosym.experiments import hint_sources
+
+    first, new = prototype_bank(seed=0), prototype_bank(seed=1)  # other glyphs for every symbol: a new writer
+    archive = tmp_path / "new_writer.npz"
+    np.savez(archive, images=new.images, labels=new.labels, splits=new.pools)
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: first)
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "100", "--batch-size", "12",
+            "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32", "--classifier-width", "8",
+            "--fewshot-scales", "none", "--extra-test-bank", str(archive), "--adapt", str(archive),
+            "--adapt-examples", "60", "--adapt-steps", "60", "--speed-samples", "3", "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main(argv) == 0
+    results = json.loads((out / "results.json").read_text())
+    before, after = results["extra_test_bank"]["test"]["symbol"], results["adapt"]["test_new_writer"]["symbol"]
+    assert after > max(before, 0.8), (before, after)  # learned the new glyphs from results alone
+    assert results["adapt"]["test_first_bank"]["symbol"] > 0.8  # and kept the first ones
+    assert "adapted from 60 results" in capsys.readouterr().out

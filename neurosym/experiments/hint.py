@@ -5,7 +5,7 @@ result's digits, least significant first, then an end token; accuracy is exact m
 result on each test subset (I, SS, LS, SL, LL) and their unweighted mean. Training uses the shared loop
 of :mod:`neurosym.training.loop` (DDP under ``torchrun``, AMP on CUDA, early stopping on validation
 exact match, resumable checkpoint). ``--model neurosym`` hands the whole run to
-:mod:`neurosym.experiments.hint_neurosym` when that module is installed.
+:mod:`neurosym.experiments.hint_pipeline` when that module is installed.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.stopping import minutes_to_seconds
 
 SUBSETS_AND_AVERAGE = (*EVAL_SUBSETS, "avg")
-NEUROSYM_RUNNER = "neurosym.experiments.hint_neurosym"
+NEUROSYM_RUNNER = "neurosym.experiments.hint_pipeline"
 
 def _neurosym_runner() -> ModuleType | None:
     """The neuro-symbolic pipeline's runner, when that module is part of this installation."""
@@ -215,10 +215,7 @@ def build_model(args: argparse.Namespace, source_vocab: int) -> Seq2Seq:
 def _run_baseline(args: argparse.Namespace, context: DistributedContext) -> dict[str, Any]:
     torch.manual_seed(args.seed)
     image_input = args.input == "image"
-    try:
-        datasets, data = _datasets(args, context)
-    except (FileNotFoundError, ValueError) as error:  # a broken release folder: one line, before any training
-        raise SystemExit(f"neurosym hint: {error}") from None
+    datasets, data = _datasets(args, context)
     symbols = datasets["train"].symbols
     model = build_model(args, source_vocab=len(symbols) + 1)
     if args.compile:

@@ -31,6 +31,7 @@ from neurosym.data.symbol_images import (
     load_npz_bank,
     other_writers_bank,
     read_bank_archive,
+    writers_bank,
 )
 from neurosym.experiments.options import existing_folder
 
@@ -39,6 +40,8 @@ BANKS: dict[str, str] = {
     "handwritten-calculator), drawn brackets",
     "other-writers": "the default bank's symbols, tested on other writers than trained on (digits MNIST -> bhmsds, "
     "+ - handwritten-calculator -> bhmsds; x / keep handwritten-calculator's own split; drawn brackets)",
+    "train-writers": "the other-writers protocol's training writers in every pool (MNIST digits, handwritten-calculator + -)",
+    "test-writers": "the other-writers protocol's test writers in every pool (bhmsds digits and + -), e.g. for --adapt",
 }
 """Named banks of ``--bank``; any other value is the path of an ``.npz`` archive."""
 
@@ -89,12 +92,20 @@ class HintData:
         return f"{self.images}, scale {self.scale:g}"
 
 
-def load_hint_data(args: argparse.Namespace, image_input: bool, fewshot: bool = False, progress: bool = False) -> HintData:
-    """The data that ``args`` (``--data``, ``--bank``, ``--scale``, ``--seed``) name; a release folder is
-    checked first (its few-shot file too when ``fewshot``), so a broken one fails before any training."""
+def load_hint_data(
+    args: argparse.Namespace, image_input: bool, fewshot: bool = False, test_scale: float | None = None, progress: bool = False
+) -> HintData:
+    """The data that ``args`` (``--data``, ``--bank``, ``--scale``, ``--seed``) name, with the test split at
+    ``test_scale`` when given (a larger test set than training needs); a release folder is checked first (its
+    few-shot file too when ``fewshot``): a broken one ends the command with a one-line message (exit status 1)
+before any training."""
+    scales = {"train": args.scale, "val": args.scale, "test": test_scale or args.scale}
     if args.data is not None:
-        check_release(args.data, fewshot=fewshot, images=image_input)
-        splits = {name: subsample(records, args.scale, args.seed) for name, records in read_release(args.data).items()}
+        try:
+            check_release(args.data, fewshot=fewshot, images=image_input)
+        except (FileNotFoundError, ValueError) as error:  # one line naming the file and record, before any work
+            raise SystemExit(f"neurosym hint: {error}") from None
+        splits = {name: subsample(records, scales[name], args.seed) for name, records in read_release(args.data).items()}
         bank = load_folder_bank(args.data / IMAGE_FOLDER, seed=args.seed) if image_input else None
 
         def release_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
@@ -102,6 +113,8 @@ def load_hint_data(args: argparse.Namespace, image_input: bool, fewshot: bool = 
 
         return HintData(splits, bank, f"official HINT release {args.data}", args.scale, release_fewshot)
     splits = {name: list(split) for name, split in main_split(scale=args.scale, seed=args.seed, progress=progress).items()}
+    if scales["test"] != args.scale:
+        splits["test"] = list(main_split(scale=scales["test"], seed=args.seed, progress=progress)["test"])
 
     def generated_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
         return {name: list(split) for name, split in fewshot_split(concept, scale=scale, seed=args.seed).items()}
@@ -118,4 +131,7 @@ def bank_from_option(bank: str | Path, seed: int) -> tuple[SymbolBank, str]:
         return default_bank(seed=seed), "default bank (real handwriting, drawn brackets)"
     if bank == "other-writers":
         return other_writers_bank(seed=seed), "other writers (trained on MNIST/calculator, tested on bhmsds)"
+    if bank in ("train-writers", "test-writers"):
+        side = bank.removesuffix("-writers")
+        return writers_bank(side, seed=seed), f"{side} writers only ({'MNIST/calculator' if side == 'train' else 'bhmsds'})"
     return load_npz_bank(bank, seed=seed), f"bank {Path(bank).name}"

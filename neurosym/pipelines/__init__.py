@@ -28,7 +28,7 @@ from neurosym.pipelines.fewshot import (
 from neurosym.pipelines.pipeline import HintPipeline, Reading
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
-from neurosym.pipelines.windows import WindowSource
+from neurosym.pipelines.windows import ConcatWindows, WindowSource
 
 __all__ = [
     "Abducer",
@@ -44,6 +44,7 @@ __all__ = [
     "Reading",
     "TokenRoles",
     "WindowSource",
+    "ConcatWindows",
     "constrained_decode",
     "evaluate_pipeline",
     "explained_fraction",

@@ -32,11 +32,43 @@ class WindowSource:
     def __len__(self) -> int:
         return len(self.records)
 
+    def windows(self, index: int) -> torch.Tensor:
+        """Record ``index``'s windows, uint8 ``[n, 32, 32]``."""
+        return self.images[torch.from_numpy(self.image_indices(index))]
+
     def batch(self, indices: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]`` of the records at ``indices``."""
-        picks = [self.image_indices(int(i)) for i in indices]
-        lengths = torch.tensor([len(p) for p in picks], dtype=torch.long)
-        windows = torch.zeros(len(picks), int(lengths.max()), WINDOW, WINDOW, dtype=torch.uint8)
-        for row, pick in enumerate(picks):
-            windows[row, : len(pick)] = self.images[torch.from_numpy(pick)]
-        return windows, lengths
+        return stack_windows([self.windows(int(i)) for i in indices])
+
+
+def stack_windows(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+    """``B`` records' windows ``[n_b, 32, 32]`` → windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]``."""
+    lengths = torch.tensor([len(row) for row in rows], dtype=torch.long)
+    windows = torch.zeros(len(rows), int(lengths.max()), WINDOW, WINDOW, dtype=torch.uint8)
+    for index, row in enumerate(rows):
+        windows[index, : len(row)] = row
+    return windows, lengths
+
+
+class ConcatWindows:
+    """Several window sources as one: ``records`` and indices run through them in order, so a trainer can
+    mix expressions drawn from different banks (e.g. a new writer's images and replayed old ones)."""
+
+    def __init__(self, *sources: WindowSource):
+        if not sources:
+            raise ValueError("ConcatWindows needs at least one source")
+        self.sources = sources
+        self.records = [record for source in sources for record in source.records]
+        self.offsets = np.cumsum([0] + [len(source) for source in sources])
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def windows(self, index: int) -> torch.Tensor:
+        """Record ``index``'s windows, uint8 ``[n, 32, 32]``, from the source that holds it."""
+        which = int(np.searchsorted(self.offsets, index, side="right")) - 1
+        return self.sources[which].windows(index - int(self.offsets[which]))
+
+    def batch(self, indices: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]`` of the records at ``indices``."""
+        return stack_windows([self.windows(int(i)) for i in indices])

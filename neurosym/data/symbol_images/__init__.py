@@ -22,6 +22,7 @@ from neurosym.data.symbol_images.default import (
     OTHER_WRITERS,
     default_bank,
     other_writers_bank,
+    writers_bank,
 )
 from neurosym.data.symbol_images.folder import load_folder_bank, load_npz_bank, read_image, write_folder_bank, write_image
 from neurosym.data.symbol_images.handwriting import (
@@ -65,6 +66,7 @@ __all__ = [
     "load_npz_bank",
     "merge_banks",
     "other_writers_bank",
+    "writers_bank",
     "read_bank_archive",
     "read_image",
     "render_strip",

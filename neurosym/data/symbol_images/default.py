@@ -112,6 +112,23 @@ def other_writers_bank(
     return bank.take(keep)
 
 
+def writers_bank(
+    side: str, drawn_per_symbol: int = 2000, seed: int = 0, mnist_path: str | os.PathLike | None = None, cache: bool = True
+) -> SymbolBank:
+    """One side of the other-writers protocol as a bank of its own, every pool from the same writers:
+    ``side="train"`` keeps, for each symbol of :data:`OTHER_WRITERS`, only its training source's images
+    (MNIST digits, ``handwritten-calculator``'s ``+`` and ``-``), ``side="test"`` only its test source's
+    (``bhmsds``); the other symbols are the default bank's. Train on one and adapt to the other, and the
+    first side's test pool measures what was kept."""
+    if side not in ("train", "test"):
+        raise ValueError(f"side must be 'train' or 'test', got {side!r}")
+    bank = default_bank(drawn_per_symbol, seed, mnist_path, cache)
+    keep = np.ones(len(bank.labels), dtype=bool)
+    for symbol, sources in OTHER_WRITERS.items():
+        keep &= (bank.labels != symbol) | (bank.sources == sources[side == "test"])
+    return bank.take(keep)
+
+
 def _save_atomically(path: Path, bank: SymbolBank) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial.npz")

@@ -1,0 +1,115 @@
+"""The few-shot stage of ``neurosym hint --model neurosym``: every concept at every scale, resumable, with
+the accuracy on the concept's whole test set (as HINT's Table 4) and on its unseen expressions."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from neurosym.data.hint import HintRecord
+from neurosym.experiments.published import HINT_FEWSHOT
+from neurosym.experiments.report import bar_vs_published, format_table, pyplot, save_figure, save_json
+from neurosym.pipelines.concepts import ConceptNotLearned, LearnedConcept
+from neurosym.training.stopping import StopRequests, TrainingInterrupted
+
+Learner = Callable[[str, list[HintRecord]], tuple[str, Callable[[list[HintRecord]], float]]]
+"""``learn(concept, train) -> (meaning, score)``: ``score(records)`` is the learned model's accuracy on records."""
+FewShotSplits = Callable[[str, float], dict[str, list[HintRecord]]]
+"""``splits(concept, scale) -> {"train", "val", "test"}``."""
+
+
+def meaning(learned: LearnedConcept) -> str:
+    """A learned concept's meaning for the table: its value, or its precedence level and program."""
+    return f"= {learned.value}" if learned.value is not None else f"level {learned.level}: {learned.program}"
+
+
+def unseen(records: list[HintRecord]) -> list[HintRecord]:
+    """The test expressions that are not training sentences of the concept (HINT's few-shot test sets hold
+    every training sentence too, as their ``I`` subset)."""
+    return [record for record in records if record.eval != "I"]
+
+
+def learn_fewshot(
+    args: argparse.Namespace,
+    out: Path,
+    label: str,
+    learn: Learner,
+    splits: FewShotSplits,
+    time_limit: float | None = None,
+) -> dict[str, Any]:
+    """Learn every ``--fewshot-concepts`` concept at every ``--fewshot-scales`` scale; prints the table,
+    plots, and keeps finished concepts in ``<out>/fewshot_<input>.json`` so that a resumed run skips them.
+    SIGINT, SIGTERM or ``time_limit`` seconds end the stage after the concept under way with
+    :class:`TrainingInterrupted`."""
+    progress_path = out / f"fewshot_{args.input}.json"
+    done: dict[str, Any] = json.loads(progress_path.read_text()) if progress_path.is_file() and args.resume else {}
+    scales, concepts = args.fewshot_scales, args.fewshot_concepts
+    with StopRequests(time_limit) as stops:
+        for number, (scale, concept) in enumerate(itertools.product(scales, concepts), start=1):
+            per_concept: dict[str, Any] = done.setdefault(str(scale), {"concepts": {}})["concepts"]
+            if concept in per_concept:
+                continue
+            split = splits(concept, scale)
+            train, test = split["train"], split["test"]
+            started = time.perf_counter()
+            try:
+                learned, score = learn(concept, train)
+                accuracy, unseen_accuracy = score(test), score(unseen(test))
+            except ConceptNotLearned as error:  # no meaning: no expression using the concept can be evaluated
+                learned, accuracy, unseen_accuracy = f"not learned ({error})", 0.0, 0.0
+            per_concept[concept] = {
+                "train": len(train),
+                "test": len(test),
+                "test_unseen": len(unseen(test)),
+                "learned": learned,
+                "test_accuracy": accuracy,
+                "unseen_accuracy": unseen_accuracy,
+                "seconds": time.perf_counter() - started,
+            }
+            save_json(done, progress_path)
+            print(f"  scale {scale}: {concept} learned as {learned} from {len(train)} sentences, test {accuracy:.1%}, "
+                  f"unseen {unseen_accuracy:.1%}")  # fmt: skip
+            reason = stops.reason()
+            if reason is not None:
+                raise TrainingInterrupted(number, len(scales) * len(concepts), reason, progress_path, unit="few-shot concept")
+    return _report(done, scales, concepts, label, out / f"hint_neurosym_fewshot_{args.input}.png")
+
+
+def _report(done: dict[str, Any], scales: list[float], concepts: list[str], label: str, plot: Path) -> dict[str, Any]:
+    measured, rows = {}, []
+    for scale in scales:
+        chosen = {c: done[str(scale)]["concepts"][c] for c in concepts}
+        averages = {key: float(np.mean([info[key] for info in chosen.values()])) for key in ("test_accuracy", "unseen_accuracy")}
+        measured[str(scale)] = {"concepts": chosen, "avg": averages["test_accuracy"], "avg_unseen": averages["unseen_accuracy"]}
+        sizes = "/".join(sorted({str(info["train"]) for info in chosen.values()}))
+        for key, what in (("test_accuracy", "whole test set"), ("unseen_accuracy", "unseen expressions")):
+            rows.append([f"{sizes} training sentences, {what}", *(100 * chosen[c][key] for c in concepts), 100 * averages[key]])
+    if not rows:
+        return {}
+    paper_average = np.mean([HINT_FEWSHOT[c] for c in concepts])
+    rows.append(["Transformer rel. uni. (paper Table 4, whole test set)", *(HINT_FEWSHOT[c] for c in concepts), paper_average])
+    print(f"\nFew-shot concepts ({label}), accuracy %: on the whole test set (its training sentences included, as "
+          "in HINT's Table 4) and on the unseen expressions alone")  # fmt: skip
+    print(format_table(["model", *concepts, "avg"], rows))
+    _plot(measured, concepts, plot)
+    return measured
+
+
+def _plot(fewshot: dict[str, Any], concepts: list[str], path: Path) -> None:
+    figure, axis = pyplot().subplots(figsize=(7, 4))
+    series = {
+        f"scale {scale} (up to {max(entry['train'] for entry in info['concepts'].values())} sentences)":
+            [100 * info["concepts"][c]["test_accuracy"] for c in concepts] + [100 * info["avg"]]
+        for scale, info in fewshot.items()
+    }  # fmt: skip
+    paper = [HINT_FEWSHOT[c] for c in concepts]
+    series["paper, Transformer"] = [*paper, float(np.mean(paper))]
+    bar_vs_published(axis, [*concepts, "avg"], series, "test accuracy %")
+    save_figure(figure, path)

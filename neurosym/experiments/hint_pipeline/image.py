@@ -1,0 +1,165 @@
+"""``neurosym hint --model neurosym --input image``: the perception learned from results alone, validated and
+tested per subset, optionally tested on other images (``--extra-test-bank``), adapted to a new writer from
+results alone (``--adapt``), then the few-shot concepts."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from neurosym.data.hint import EVAL_SUBSETS, HintRecord
+from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, merge_banks
+from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot, meaning
+from neurosym.experiments.hint_sources import bank_from_option, load_hint_data
+from neurosym.experiments.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
+from neurosym.experiments.report import bar_vs_published, format_table, pyplot, save_figure
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.curriculum import Curriculum, parse_stages
+from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
+from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.windows import ConcatWindows, WindowSource
+from neurosym.semantics import HINT_SEMANTICS
+from neurosym.training import resolve_device
+from neurosym.training.stopping import minutes_to_seconds
+
+SUBSETS = (*EVAL_SUBSETS, "avg")
+PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
+"""The best seq2seq model of HINT's Table 2 (image input), the pipeline's anchor."""
+
+
+def _row(name: str, scores: dict[str, float]) -> list:
+    return [name, *(100 * scores[s] for s in SUBSETS), 100 * scores["symbol"]]
+
+
+def _with_brackets(bank: SymbolBank, brackets_from: SymbolBank) -> SymbolBank:
+    """``bank``, borrowing the brackets of ``brackets_from`` when it has none (no real ones exist)."""
+    if {"(", ")"} <= set(bank.symbols):
+        return bank
+    return merge_banks(bank.subset([s for s in HINT_SYMBOLS if s in bank.symbols and s not in "()"]), brackets_from.subset(["(", ")"]))
+
+
+def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    device = resolve_device(args.device)
+    torch.manual_seed(args.seed)
+    data = load_hint_data(args, image_input=True, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
+                          progress=args.progress)  # fmt: skip
+    bank = data.bank
+    backbone = "resnet18" if args.cnn == "resnet18" else "small"
+    classifier = SymbolClassifier(list(HINT_SYMBOLS), backbone=backbone, features=args.classifier_features, width=args.classifier_width)
+    pipeline = HintPipeline(classifier, HINT_SEMANTICS, abduction_changes=args.abduction_changes)
+    config = PipelineConfig(
+        steps=args.steps,
+        batch_size=args.batch_size,
+        learning_rate=args.lr or 1e-3,
+        schedule=args.lr_schedule,
+        augment_shift=args.augment_shift,
+        curriculum=Curriculum(args.curriculum),
+        learning=args.learning_rule,
+        pseudo_labels=args.pseudo_labels,
+        seed=args.seed,
+        checkpoint_every=args.checkpoint_every,
+    )
+    checkpoint = out / "checkpoint.pt"
+    if not args.resume:
+        checkpoint.unlink(missing_ok=True)
+    started = time.perf_counter()
+    time_limit = minutes_to_seconds(args.time_limit)
+    history = train_pipeline(pipeline, WindowSource(data.splits["train"], bank, "train", args.seed), config, device, checkpoint,
+                             args.progress, time_limit=time_limit)  # fmt: skip
+    train_seconds = time.perf_counter() - started
+
+    def evaluate(records: list[HintRecord], images: SymbolBank, pool: str) -> dict[str, float]:
+        return evaluate_pipeline(pipeline, WindowSource(records, images, pool, args.seed), device, args.eval_batch_size)
+
+    validation, scores = evaluate(data.splits["val"], bank, "val"), evaluate(data.splits["test"], bank, "test")
+    results: dict[str, Any] = {"device": str(device), "data": data.label, "train_seconds": train_seconds, "steps": args.steps,
+                               "val": validation, "test": scores, "history": history}  # fmt: skip
+    rows = [_row(f"neurosym, validation: {data.label}", validation), _row(f"neurosym, test: {data.label}", scores)]
+    if args.extra_test_bank is not None:
+        extra, images = bank_from_option(args.extra_test_bank, args.seed)
+        extra_scores = evaluate(data.splits["test"], _with_brackets(extra, bank), "test")
+        results["extra_test_bank"] = {"images": images, "test": extra_scores}
+        rows.append(_row(f"same model, test images: {images}", extra_scores))
+    if args.adapt is not None:
+        adapted, adapted_rows = _adapt(args, out, pipeline, config, data.splits, bank, evaluate, device)
+        results["adapt"] = adapted
+        rows += adapted_rows
+    rows.append([f"Transformer rel. uni. ({PUBLISHED_DATA})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
+    rows.append([f"NSR ({PUBLISHED_DATA}; average only)", "-", "-", "-", "-", "-", HINT_NSR_IMAGE_AVERAGE, "-"])
+    print(f"\nHINT image input, {args.steps} steps ({train_seconds:.0f} s on {device}); {len(data.splits['test'])} test "
+          "expressions; accuracy % (the grammar, the precedence and HINT's operator table are given; the perception is "
+          "learned from results alone)")  # fmt: skip
+    print(format_table(["model", *SUBSETS, "symbol acc."], rows))
+    _plot(history, scores, out / "hint_neurosym.png")
+    results["fewshot"] = _fewshot(args, out, pipeline, data, device, None if time_limit is None else max(0.0, time_limit - train_seconds))
+    return results
+
+
+def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple[dict[str, Any], list[list]]:
+    """Go on training from results alone on ``--adapt-examples`` training expressions rendered with the new
+    writer's training images, beside as many replayed with the first bank's (against forgetting); test on
+    the new writer's test images and, again, on the first bank's."""
+    new, images = bank_from_option(args.adapt, args.seed)
+    new = _with_brackets(new, bank)
+    order = np.random.default_rng([args.seed, 7]).permutation(len(splits["train"]))
+    chosen = [splits["train"][i] for i in order[: args.adapt_examples]]
+    replayed = [splits["train"][i] for i in order[args.adapt_examples : 2 * args.adapt_examples]]
+    source = ConcatWindows(WindowSource(chosen, new, "train", args.seed + 1), WindowSource(replayed, bank, "train", args.seed))
+    adapt_config = replace(config, steps=args.adapt_steps, curriculum=Curriculum(parse_stages("all")), schedule="constant")
+    checkpoint = out / "adapt_checkpoint.pt"
+    if not args.resume:
+        checkpoint.unlink(missing_ok=True)
+    train_pipeline(pipeline, source, adapt_config, device, checkpoint, args.progress)
+    on_new, on_first = evaluate(splits["test"], new, "test"), evaluate(splits["test"], bank, "test")
+    adapted = {"images": images, "examples": len(chosen), "replayed": len(replayed), "steps": args.adapt_steps,
+               "test_new_writer": on_new, "test_first_bank": on_first}  # fmt: skip
+    rows = [_row(f"adapted from {len(chosen)} results: {images}", on_new), _row("adapted, first bank again", on_first)]
+    return adapted, rows
+
+
+def _fewshot(args, out, pipeline, data, device, time_limit) -> dict[str, Any]:
+    replay = data.splits["train"][: args.fewshot_replay]
+    fewshot_bank, label = data.bank, "image input, glyphs learned from the few shots"
+    if args.fewshot_bank is not None:
+        own, images = bank_from_option(args.fewshot_bank, args.seed)
+        concepts = [s for s in own.symbols if s in args.fewshot_concepts]
+        if not concepts:
+            raise SystemExit(f"neurosym hint: --fewshot-bank {images} has images of none of the concepts {args.fewshot_concepts}")
+        fewshot_bank = merge_banks(data.bank.subset([s for s in data.bank.symbols if s not in concepts]), own.subset(concepts))
+        label += f"; {', '.join(concepts)} from {images}"
+    glyph_steps, abduction_steps = args.fewshot_steps
+    config = FewShotConfig(glyph_steps=glyph_steps, abduction_steps=abduction_steps, seed=args.seed)
+
+    def learn(concept: str, train: list[HintRecord]):
+        learned = learn_concept_from_images(pipeline, concept, train, replay, fewshot_bank, device, config)
+
+        def score(records: list[HintRecord]) -> float:
+            source = WindowSource(records, fewshot_bank, "test", args.seed)
+            return evaluate_pipeline(learned.pipeline, source, device, args.eval_batch_size)["overall"] if records else 0.0
+
+        return f"{learned.role}, {meaning(learned.learned)}", score
+
+    return learn_fewshot(args, out, label, learn, data.fewshot, time_limit)
+
+
+def _plot(history: list[dict], scores: dict[str, float], path: Path) -> None:
+    figure, (curve, bars) = pyplot().subplots(1, 2, figsize=(11, 4))
+    steps = [h["step"] for h in history]
+    curve.plot(steps, [h["loss"] if h["loss"] is not None else np.nan for h in history], label="pseudo-label loss", lw=0.8)
+    curve.set_yscale("log")
+    curve.set_xlabel("step")
+    curve.set_title("training from results only")
+    twin = curve.twinx()
+    twin.plot(steps, [h["max_length"] if h["max_length"] < 10**6 else 41 for h in history], color="gray", ls="--", label="max length")
+    twin.set_ylabel("curriculum: max symbols")
+    series = {"neurosym (this run)": [100 * scores[s] for s in SUBSETS],
+              "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS]}  # fmt: skip
+    bar_vs_published(bars, SUBSETS, series, "accuracy %")
+    save_figure(figure, path)

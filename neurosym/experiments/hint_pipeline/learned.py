@@ -1,0 +1,78 @@
+"""``neurosym hint --model neurosym --semantics learned``: nothing given but the grammar's shape.
+
+Every symbol is an anonymous class; the learner finds each class's role (number, operator, bracket), each
+number's value, each operator's program and precedence level (and, on images, the perception) from
+results alone (:mod:`neurosym.pipelines.ground_symbols`, :mod:`neurosym.pipelines.ground_images`). The
+symbols are read only afterwards, to report how the learned grounding compares with HINT's table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from neurosym.data.hint import EVAL_SUBSETS
+from neurosym.experiments.hint_sources import HintData
+from neurosym.experiments.report import format_table
+from neurosym.pipelines.concepts import ConceptNotLearned
+from neurosym.pipelines.ground_images import (
+    ImageGroundingConfig,
+    glyph_grid,
+    learn_grounding_from_images,
+    save_glyph_grid,
+    symbol_accuracy,
+)
+from neurosym.pipelines.ground_symbols import accuracy_by_subset, anonymise, class_symbols, learn_grounding, random_permutation
+from neurosym.pipelines.grounding import Grounding, compare_grounding
+from neurosym.pipelines.trainer import evaluate_pipeline
+from neurosym.pipelines.windows import WindowSource
+from neurosym.semantics import HINT_SEMANTICS
+from neurosym.training import resolve_device
+
+SUBSETS = (*EVAL_SUBSETS, "avg")
+
+
+def _report(grounding: Grounding, truth: list[str], scores: dict[str, float], out: Path, what: str) -> dict[str, Any]:
+    """Print and save the grounding; ``truth[c]`` is the symbol class ``c`` stands for (read for the report only)."""
+    comparison = compare_grounding(grounding, HINT_SEMANTICS, truth)
+    print(f"\nLearned grounding ({what}); in brackets the symbol each class stands for, read for this report only:")
+    print(grounding.format([f"c{c} [{symbol or '-'}]" for c, symbol in enumerate(truth)]))
+    print(format_table(["model", *SUBSETS], [[f"neurosym, everything learned ({what})", *(100 * scores[s] for s in SUBSETS)]]))
+    print("the learned table equals HINT's" if comparison.equal else "differs from HINT's: " + "; ".join(comparison.mismatches))
+    grounding.save(out / "grounding.json")
+    return {"grounding": grounding.to_json(), "equals_hint": comparison.equal, "mismatches": list(comparison.mismatches), "test": scores}
+
+
+def run_learned_symbol(args: argparse.Namespace, out: Path, data: HintData) -> dict[str, Any]:
+    """Symbol input: the tokens are given to the learner as ids of a random permutation of the classes."""
+    permutation = random_permutation(args.classes, args.seed)
+    started = time.perf_counter()
+    train = data.splits["train"]
+    grounding = learn_grounding(anonymise([r.expr for r in train], permutation), [r.res for r in train], args.classes)
+    seconds = time.perf_counter() - started
+    test = data.splits["test"]
+    scores = accuracy_by_subset(grounding, anonymise([r.expr for r in test], permutation), [r.res for r in test], [r.eval for r in test])
+    return {"learn_seconds": seconds, **_report(grounding, class_symbols(permutation), scores, out, "symbol input")}
+
+
+def run_learned_image(args: argparse.Namespace, out: Path, data: HintData) -> dict[str, Any]:
+    """Image input: the perception has ``--classes`` anonymous classes, learned with everything else."""
+    device = resolve_device(args.device)
+    config = ImageGroundingConfig(classes=args.classes, refine_steps=args.steps, batch_size=args.batch_size, seed=args.seed)
+    started = time.perf_counter()
+    try:
+        learned = learn_grounding_from_images(WindowSource(data.splits["train"], data.bank, "train", args.seed), device, config)
+    except ConceptNotLearned as error:  # a stage found no consistent grounding: say so, with what was measured
+        print(f"\nno grounding found from the images ({data.label}): {error}")
+        return {"grounding": None, "error": str(error), "learn_seconds": time.perf_counter() - started}
+    seconds = time.perf_counter() - started
+    test = WindowSource(data.splits["test"], data.bank, "test", args.seed)
+    scores = evaluate_pipeline(learned.pipeline, test, device, args.eval_batch_size)
+    accuracy, symbols = symbol_accuracy(learned.pipeline, test, device)
+    names = [symbols.get(c, "") for c in range(args.classes)]
+    report = _report(learned.grounding, names, scores, out, f"image input, {data.label}")
+    save_glyph_grid(glyph_grid(learned.pipeline, test, 8, device), names, out / "grounding_glyphs.png")
+    print(f"symbol accuracy under the best class-to-symbol matching (report only): {100 * accuracy:.1f}%")
+    return {**report, "learn_seconds": seconds, "symbol_accuracy": accuracy, "log": learned.log}
