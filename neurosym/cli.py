@@ -12,13 +12,31 @@ import sys
 from collections.abc import Sequence
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "hint-data": ("neurosym.experiments.hint_data", "HINT dataset: generate the splits in the official format, with statistics (Figure A2)"),
-    "solver-speed": ("neurosym.experiments.solver_speed", "HINT solver throughput: Lark LALR parse + execute versus the batch solver"),
+    "hint-data": (
+        "neurosym.experiments.hint_data",
+        "HINT dataset: generate the splits in the official format, with statistics (Figure A2)",
+    ),
+    "solver-speed": (
+        "neurosym.experiments.solver_speed",
+        "HINT solver throughput: Lark LALR parse + execute versus the batch solver",
+    ),
     "arithmetic": ("neurosym.experiments.arithmetic", "neural arithmetic units: the simple function task (Madsen & Johansen)"),
-    "layer-speed": ("neurosym.experiments.layer_speed", "arithmetic units vs nn.Linear: forward+backward time (NAU, NMU, NALU goals)"),
-    "mathematics": ("neurosym.experiments.mathematics", "DeepMind Mathematics: Transformer, attentional LSTM and the symbolic route"),
-    "hint": ("neurosym.experiments.hint", "HINT seq2seq baselines: GRU/LSTM (+attention) and Transformers (vanilla, relative, universal)"),
-    "attention-speed": ("neurosym.experiments.attention_speed", "relative vs SDPA vanilla attention speed; cached vs uncached greedy decoding"),
+    "layer-speed": (
+        "neurosym.experiments.layer_speed",
+        "arithmetic units vs nn.Linear: forward+backward time (NAU, NMU, NALU goals)",
+    ),
+    "mathematics": (
+        "neurosym.experiments.mathematics",
+        "DeepMind Mathematics: Transformer, attentional LSTM and the symbolic route",
+    ),
+    "hint": (
+        "neurosym.experiments.hint",
+        "HINT seq2seq baselines: GRU/LSTM (+attention) and Transformers (vanilla, relative, universal)",
+    ),
+    "attention-speed": (
+        "neurosym.experiments.attention_speed",
+        "relative vs SDPA vanilla attention speed; cached vs uncached greedy decoding",
+    ),
     "pvr": ("neurosym.experiments.pvr", "Pointer Value Retrieval: vector/visual tasks, holdout shifts, noise sensitivity"),
 }
 
@@ -32,9 +50,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neurosym", description="neurosym benchmarks and pipelines.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, summary) in COMMANDS.items():
-        child = sub.add_parser(
-            name, help=summary, description=summary, formatter_class=argparse.ArgumentDefaultsHelpFormatter
-        )
+        child = sub.add_parser(name, help=summary, description=summary, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         if command in (None, name):
             importlib.import_module(module_name).add_arguments(child)
             child.set_defaults(_runner=module_name)

@@ -29,13 +29,22 @@ def exact_nmu(x: torch.Tensor, w: torch.Tensor, seed: torch.Tensor) -> tuple[tor
         terms = [[[wi * xi + 1 - wi for xi, wi in zip(row, weights)] for weights in member_w] for row in member_x]
         y.append([[prod(t) for t in row] for row in terms])
         inputs, outputs, rows = len(member_w[0]), len(member_w), len(member_x)
-        grad_x.append([
-            [sum(member_seed[n][j] * member_w[j][i] * _others(terms[n][j], i) for j in range(outputs)) for i in range(inputs)]
-            for n in range(rows)
-        ])
-        grad_w.append([
-            [sum(member_seed[n][j] * (member_x[n][i] - 1) * _others(terms[n][j], i) for n in range(rows)) for i in range(inputs)]
-            for j in range(outputs)
-        ])
-    return tuple(torch.tensor([[[float(v) for v in row] for row in member] for member in values], dtype=torch.float64)
-                 for values in (y, grad_x, grad_w))
+        grad_x.append(
+            [
+                [sum(member_seed[n][j] * member_w[j][i] * _others(terms[n][j], i) for j in range(outputs)) for i in range(inputs)]
+                for n in range(rows)
+            ]
+        )
+        grad_w.append(
+            [
+                [
+                    sum(member_seed[n][j] * (member_x[n][i] - 1) * _others(terms[n][j], i) for n in range(rows))
+                    for i in range(inputs)
+                ]
+                for j in range(outputs)
+            ]
+        )
+    return tuple(
+        torch.tensor([[[float(v) for v in row] for row in member] for member in values], dtype=torch.float64)
+        for values in (y, grad_x, grad_w)
+    )

@@ -236,7 +236,9 @@ def test_cli_ctrl_c_reports_the_cells_evaluated_so_far_and_exits_130(tmp_path, c
 
 def test_smoke_preset_names_its_cells_and_the_published_budget(tmp_path, capsys, monkeypatch):
     trained = []
-    monkeypatch.setattr(arithmetic_runner, "train_group", lambda config, *rest: trained.append(config) or GroupRun(config, Curves(), 0, 0.0))
+    monkeypatch.setattr(
+        arithmetic_runner, "train_group", lambda config, *rest: trained.append(config) or GroupRun(config, Curves(), 0, 0.0)
+    )
     assert main(["arithmetic", "--steps", "10", "--threshold-samples", "2000", "--out", str(tmp_path), "--no-progress"]) == 0
     assert [(c.model, c.operations, len(c.seeds), c.schedule) for c in trained] == [
         ("NAU", ("add", "sub"), 10, "published"), ("Linear", ("add", "sub"), 10, "published"), ("NAC+", ("add", "sub"), 10, "published")
@@ -255,7 +257,10 @@ def test_cli_speed_mode(tmp_path, capsys, monkeypatch):
     arguments = ["arithmetic", "--speed", "--speed-seeds", "3", "--speed-steps", "4", "--models", "linear,nmu", "--out", str(out)]
     assert main(arguments) == 0
     result = json.loads((out / "speed.json").read_text())
-    assert result["seeds"] == 3 and [(run["model"], run["operation"]) for run in result["models"]] == [("Linear", "add"), ("NMU", "mul")]
+    assert result["seeds"] == 3 and [(run["model"], run["operation"]) for run in result["models"]] == [
+        ("Linear", "add"),
+        ("NMU", "mul"),
+    ]
     for run in result["models"]:
         assert run["batched_rate"] > 0 and run["sequential_rate"] > 0
         assert run["speedup"] == pytest.approx(run["sequential_seconds"] / run["batched_seconds"])

@@ -106,7 +106,13 @@ def test_evaluation_sets_are_fixed_per_seed_and_in_range():
     chunks = list(first.evaluation_batches("validation", 128))
     assert [c[0].shape[1] for c in chunks] == [128, 128, 44]
     assert bool((chunks[0][0] >= 1).all() and (chunks[0][0] <= 2).all())
-    again = torch.cat([c[0] for c in SimpleFunctionData(["add", "mul"], seeds=[7, 3], evaluation_size=300).evaluation_batches("validation", 128)], 1)
+    again = torch.cat(
+        [
+            c[0]
+            for c in SimpleFunctionData(["add", "mul"], seeds=[7, 3], evaluation_size=300).evaluation_batches("validation", 128)
+        ],
+        1,
+    )
     torch.testing.assert_close(torch.cat([c[0] for c in chunks], 1), again)
 
 

@@ -103,7 +103,9 @@ def test_nalu_matches_its_formula_and_gradient(shared: bool, ensemble: int | Non
     mul_weight = add_weight if shared else torch.tanh(unit.mul.weight_hat) * torch.sigmoid(unit.mul.gate_hat)
     matmul = lambda inputs, weight: inputs @ weight.transpose(-1, -2)  # [(S,) N, in] @ [(S,) in, out]
     gate = torch.sigmoid(matmul(reference_x, unit.gate))
-    expected = gate * matmul(reference_x, add_weight) + (1 - gate) * torch.exp(matmul(torch.log(reference_x.abs() + unit.eps), mul_weight))
+    expected = gate * matmul(reference_x, add_weight) + (1 - gate) * torch.exp(
+        matmul(torch.log(reference_x.abs() + unit.eps), mul_weight)
+    )
     got = unit(x)
     torch.testing.assert_close(got, expected, rtol=1e-12, atol=1e-12)
     got.square().sum().backward()

@@ -109,9 +109,7 @@ def test_fused_xl_equals_explicit_scores_at_long_distances() -> None:
     shift=st.integers(1, 20),
     causal=st.booleans(),
 )
-def test_relative_attention_is_invariant_to_shifting_absolute_positions(
-    kind: str, length: int, shift: int, causal: bool
-) -> None:
+def test_relative_attention_is_invariant_to_shifting_absolute_positions(kind: str, length: int, shift: int, causal: bool) -> None:
     """Prepending masked padding moves every token by ``shift`` positions; relative scores do not change."""
     module = make(kind, max_rel_pos=3)
     x = torch.randn(2, length, DIM)
@@ -152,9 +150,7 @@ def test_padding_keys_get_no_attention(kind: str) -> None:
     padding = torch.tensor([[False, False, False, True, True]])
     changed = x.clone()
     changed[:, 3:] = torch.randn(1, 2, DIM)
-    torch.testing.assert_close(
-        module(x, key_padding_mask=padding)[:, :3], module(changed, key_padding_mask=padding)[:, :3]
-    )
+    torch.testing.assert_close(module(x, key_padding_mask=padding)[:, :3], module(changed, key_padding_mask=padding)[:, :3])
 
 
 @pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])

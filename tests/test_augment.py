@@ -17,7 +17,7 @@ def test_each_window_is_translated_within_the_bound(max_shift, count, seed):
     shifted = random_shift(windows, max_shift, generator)
     assert shifted.shape == windows.shape and shifted.dtype == torch.uint8
     for n in range(count):
-        (row, column), = shifted[n].nonzero().tolist()
+        ((row, column),) = shifted[n].nonzero().tolist()
         assert abs(row - 5) <= max_shift and abs(column - 6) <= max_shift
         assert shifted[n, row, column] == n + 1
 

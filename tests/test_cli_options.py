@@ -23,7 +23,7 @@ from neurosym.experiments.options import (
 )
 
 
-@given(st.integers(-10**20, 10**20))
+@given(st.integers(-(10**20), 10**20))
 def test_integer_options_take_exactly_the_integers_in_range(value: int) -> None:
     for parse, smallest in ((positive_int, 1), (non_negative_int, 0)):
         if value >= smallest:
@@ -75,9 +75,18 @@ def test_path_options_name_the_missing_path(tmp_path) -> None:
         ("hint --num-workers -1", "argument --num-workers: expected an integer of at least 0"),
         ("hint --bank missing.npz", "argument --bank: no such file"),
         ("hint --model neurosym --curriculum 1:abc", "argument --curriculum: curriculum stage '1:abc'"),
-        ("hint --model neurosym --fewshot-concepts x,q", "argument --fewshot-concepts: unknown concept 'q': choose from x, y, a, b, c, d"),
-        ("hint --model neurosym --fewshot-steps 5", "argument --fewshot-steps: expected two positive step counts 'GLYPH,ABDUCTION', got '5'"),
-        ("hint --model neurosym --fewshot-scales 0.1,-1", "argument --fewshot-scales: expected a finite positive number, got '-1'"),
+        (
+            "hint --model neurosym --fewshot-concepts x,q",
+            "argument --fewshot-concepts: unknown concept 'q': choose from x, y, a, b, c, d",
+        ),
+        (
+            "hint --model neurosym --fewshot-steps 5",
+            "argument --fewshot-steps: expected two positive step counts 'GLYPH,ABDUCTION', got '5'",
+        ),
+        (
+            "hint --model neurosym --fewshot-scales 0.1,-1",
+            "argument --fewshot-scales: expected a finite positive number, got '-1'",
+        ),
         ("hint-data --bank missing", "argument --bank: expected 'default', 'none'"),
         ("mathematics --steps -5", "argument --steps: expected a positive integer"),
         ("mathematics --data-root missing", "argument --data-root: no such folder"),

@@ -81,7 +81,9 @@ def test_compiled_route_runs_both_kernels_for_either_gradient(compiled_calls) ->
     torch.manual_seed(0)
     x, w = torch.rand(2, 6, 5, dtype=torch.float64) + 0.5, torch.rand(2, 3, 5, dtype=torch.float64)
     assert torch.autograd.gradcheck(lambda weight: multiplicative_product(x, weight, compiled=True), (w.requires_grad_(True),))
-    assert torch.autograd.gradcheck(lambda inputs: multiplicative_product(inputs, w.detach(), compiled=True), (x.requires_grad_(True),))
+    assert torch.autograd.gradcheck(
+        lambda inputs: multiplicative_product(inputs, w.detach(), compiled=True), (x.requires_grad_(True),)
+    )
     assert compiled_calls["product"] > 0 and compiled_calls["gradients"] > 0
 
 

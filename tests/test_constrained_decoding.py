@@ -39,9 +39,7 @@ def _release_style(sentence: str) -> bool:
 )
 def test_decoded_sentences_always_parse(seed, lengths, minimal, sharpness):
     generator = torch.Generator().manual_seed(seed)
-    log_probs = (torch.randn(len(lengths), max(lengths), len(HINT_VOCAB), generator=generator) * sharpness).log_softmax(
-        -1
-    )
+    log_probs = (torch.randn(len(lengths), max(lengths), len(HINT_VOCAB), generator=generator) * sharpness).log_softmax(-1)
     decoded = constrained_decode(log_probs, torch.tensor(lengths), HINT_ROLES, minimal_brackets=minimal)
     for sentence, length, row, score in zip(decoded.sentences(HINT_VOCAB), lengths, decoded.tokens, decoded.log_prob):
         assert len(sentence) == length

@@ -130,10 +130,22 @@ def test_resuming_continues_exactly_where_training_stopped(tmp_path: Path) -> No
     train(straight, regression_data(), mse, TrainConfig(max_steps=6, batch_size=4, eval_every=2, progress=False), SINGLE)
     resumed = small_model()
     path = tmp_path / "run.pt"
-    train(resumed, regression_data(), mse, TrainConfig(max_steps=3, batch_size=4, eval_every=3, checkpoint=path, progress=False), SINGLE)
+    train(
+        resumed,
+        regression_data(),
+        mse,
+        TrainConfig(max_steps=3, batch_size=4, eval_every=3, checkpoint=path, progress=False),
+        SINGLE,
+    )
     assert load_checkpoint(path)["step"] == 3
     again, steps = small_model(seed=1), []  # other weights: everything must come from the checkpoint
-    result = train(again, regression_data(), counted(mse, steps), TrainConfig(max_steps=6, batch_size=4, eval_every=3, checkpoint=path, progress=False), SINGLE)
+    result = train(
+        again,
+        regression_data(),
+        counted(mse, steps),
+        TrainConfig(max_steps=6, batch_size=4, eval_every=3, checkpoint=path, progress=False),
+        SINGLE,
+    )
     assert result.steps == 6 and len(steps) == 3
     assert result.steps_this_call == 3 and result.seconds_this_call > 0  # this call's share of the run
     assert result.steps_per_second == pytest.approx(3 / result.seconds_this_call)
@@ -205,7 +217,13 @@ def test_sigterm_finishes_the_step_checkpoints_and_restores_the_handler(tmp_path
     before = signal.getsignal(signal.SIGTERM)
     path = tmp_path / "run.pt"
     with pytest.raises(TrainingInterrupted) as stop:
-        train(small_model(), regression_data(), loss_then_sigterm, TrainConfig(max_steps=6, batch_size=4, checkpoint=path, progress=False), SINGLE)
+        train(
+            small_model(),
+            regression_data(),
+            loss_then_sigterm,
+            TrainConfig(max_steps=6, batch_size=4, checkpoint=path, progress=False),
+            SINGLE,
+        )
     assert (stop.value.step, stop.value.reason, stop.value.exit_status) == (2, "SIGTERM", 143)
     assert f"{path} holds it: run the same command again" in str(stop.value)
     assert load_checkpoint(path)["step"] == 2
@@ -253,7 +271,9 @@ def test_a_run_checkpointed_without_amp_continues_with_amp(tmp_path: Path, monke
     train(small_model(), regression_data(), mse, TrainConfig(max_steps=2, batch_size=4, checkpoint=path, progress=False), SINGLE)
     assert load_checkpoint(path)["scaler"] == {}
     monkeypatch.setattr(update, "autocast_dtype", lambda device: torch.float16)
-    result = train(small_model(), regression_data(), mse, TrainConfig(max_steps=4, batch_size=4, checkpoint=path, progress=False), SINGLE)
+    result = train(
+        small_model(), regression_data(), mse, TrainConfig(max_steps=4, batch_size=4, checkpoint=path, progress=False), SINGLE
+    )
     assert result.steps == 4 and load_checkpoint(path)["scaler"]["scale"] > 0
 
 
@@ -289,11 +309,23 @@ def test_early_stopping_keeps_the_best_weights() -> None:
 
 def test_bad_configurations_raise_clear_errors() -> None:
     with pytest.raises(ValueError, match="not divisible"):
-        train(small_model(), regression_data(), mse, TrainConfig(max_steps=1, batch_size=5), DistributedContext(0, 2, 0, torch.device("cpu")))
+        train(
+            small_model(),
+            regression_data(),
+            mse,
+            TrainConfig(max_steps=1, batch_size=5),
+            DistributedContext(0, 2, 0, torch.device("cpu")),
+        )
     with pytest.raises(ValueError, match="smaller than one batch"):
         train(small_model(), regression_data(), mse, TrainConfig(max_steps=1, batch_size=32), SINGLE)
     with pytest.raises(FloatingPointError, match="step 1"):
-        train(small_model(), regression_data(), lambda m, b: torch.tensor(float("nan"), requires_grad=True), TrainConfig(max_steps=1, batch_size=4, progress=False), SINGLE)
+        train(
+            small_model(),
+            regression_data(),
+            lambda m, b: torch.tensor(float("nan"), requires_grad=True),
+            TrainConfig(max_steps=1, batch_size=4, progress=False),
+            SINGLE,
+        )
 
 
 def test_a_non_finite_loss_between_reads_is_reported_with_its_step(tmp_path: Path) -> None:
@@ -334,8 +366,9 @@ def test_sgd_with_value_clipping_moves_each_weight_by_at_most_lr_times_clip() ->
         model.weight.zero_()
         model.bias.zero_()
     data = TensorDataset(torch.full((4, 4), 100.0), torch.full((4,), 1e4))  # huge gradients, all negative
-    config = TrainConfig(max_steps=1, batch_size=4, lr=0.1, optimizer="sgd", momentum=0.0, clip_norm=None,
-                         clip_value=0.5, progress=False)
+    config = TrainConfig(
+        max_steps=1, batch_size=4, lr=0.1, optimizer="sgd", momentum=0.0, clip_norm=None, clip_value=0.5, progress=False
+    )
     train(model, data, mse, config, SINGLE)
     torch.testing.assert_close(model.weight, torch.full((1, 4), 0.05))
     torch.testing.assert_close(model.bias, torch.full((1,), 0.05))
@@ -343,9 +376,20 @@ def test_sgd_with_value_clipping_moves_each_weight_by_at_most_lr_times_clip() ->
 
 def test_adam_settings_and_schedule_survive_a_resume(tmp_path: Path) -> None:
     def config(steps: int, checkpoint: Path | None = None) -> TrainConfig:
-        return TrainConfig(max_steps=steps, batch_size=4, lr=0.01, betas=(0.9, 0.995), eps=1e-9, schedule="cosine",
-                           warmup_steps=2, clip_norm=None, clip_value=0.1, eval_every=3, checkpoint=checkpoint,
-                           progress=False)
+        return TrainConfig(
+            max_steps=steps,
+            batch_size=4,
+            lr=0.01,
+            betas=(0.9, 0.995),
+            eps=1e-9,
+            schedule="cosine",
+            warmup_steps=2,
+            clip_norm=None,
+            clip_value=0.1,
+            eval_every=3,
+            checkpoint=checkpoint,
+            progress=False,
+        )
 
     straight = small_model()
     train(straight, regression_data(), mse, config(6), SINGLE)
@@ -371,7 +415,13 @@ def test_resuming_with_another_configuration_is_refused_but_more_steps_continue(
     path = tmp_path / "run.pt"
     train(small_model(), regression_data(), mse, TrainConfig(max_steps=2, batch_size=4, checkpoint=path, progress=False), SINGLE)
     with pytest.raises(ValueError, match="another configuration \\(lr differ\\)"):
-        train(small_model(), regression_data(), mse, TrainConfig(max_steps=2, batch_size=4, lr=0.5, checkpoint=path, progress=False), SINGLE)
+        train(
+            small_model(),
+            regression_data(),
+            mse,
+            TrainConfig(max_steps=2, batch_size=4, lr=0.5, checkpoint=path, progress=False),
+            SINGLE,
+        )
     longer = TrainConfig(max_steps=3, batch_size=4, checkpoint=path, progress=False)
     assert train(small_model(), regression_data(), mse, longer, SINGLE).steps == 3
     with pytest.raises(ValueError, match="max_steps differ"):

@@ -56,9 +56,7 @@ def test_a_reading_without_the_new_symbol_gets_it_where_a_same_role_symbol_is_le
     assert insist_on_symbol("9*2+3", log_probs, vocabulary, "a", ["9", "2", "3"]) == "9*a+3"  # as a number
 
 
-@pytest.mark.parametrize(
-    ("concept", "role", "meaning"), [("x", "number", "value 11"), ("a", "operator", "max(i, j) at level 1")]
-)
+@pytest.mark.parametrize(("concept", "role", "meaning"), [("x", "number", "value 11"), ("a", "operator", "max(i, j) at level 1")])
 def test_concept_is_learned_from_ten_images_and_results(trained, concept, role, meaning):
     pipeline, bank, replay = trained
     split = fewshot_split(concept, scale=0.01, seed=0, cache=False, progress=False)

@@ -128,7 +128,11 @@ def test_real_images_keep_their_sets_split_and_pixels(bank):
 def test_mnist_and_drawn_images_are_split_75_5_20_per_class(bank):
     for source, symbol, total in (("mnist", "7", 60), ("drawn", "(", 40), ("drawn", "c", 40)):
         pools = Counter(bank.pools[(bank.labels == symbol) & (bank.sources == source)].tolist())
-        assert pools == {"train": total - int(total * 0.05) - int(total * 0.2), "val": int(total * 0.05), "test": int(total * 0.2)}
+        assert pools == {
+            "train": total - int(total * 0.05) - int(total * 0.2),
+            "val": int(total * 0.05),
+            "test": int(total * 0.2),
+        }
 
 
 def test_the_cache_is_keyed_anew_and_reused(tmp_path, monkeypatch, mnist):
@@ -158,7 +162,9 @@ def test_other_writers_pools_are_the_default_pools_of_the_kept_images(bank, othe
     pool_of = dict(zip(bank.paths.tolist(), bank.pools.tolist()))
     assert all(pool_of[path] == pool for path, pool in zip(other.paths.tolist(), other.pools.tolist()))
     unchanged = [s for s in BANK_SYMBOLS if s not in OTHER_WRITERS]
-    assert other.subset(unchanged).paths.tolist() == bank.subset(unchanged).paths.tolist(), "* / x y and drawn symbols as in default"
+    assert other.subset(unchanged).paths.tolist() == bank.subset(unchanged).paths.tolist(), (
+        "* / x y and drawn symbols as in default"
+    )
     assert set(other.sources[other.labels == "*"].tolist()) == {CALCULATOR}
 
 

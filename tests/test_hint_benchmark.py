@@ -23,8 +23,29 @@ from neurosym.models.seq2seq.hint_task import BOS, EOS, exact_match_by_subset
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
 from neurosym.training import load_checkpoint, save_checkpoint
 
-TINY = ["--scale", "0.002", "--batch-size", "8", "--eval-every", "2", "--embedding", "16", "--dim", "16", "--hidden", "32", "--heads", "2",
-        "--encoder-layers", "1", "--eval-batch-size", "64", "--no-progress", "--device", "cpu"]
+TINY = [
+    "--scale",
+    "0.002",
+    "--batch-size",
+    "8",
+    "--eval-every",
+    "2",
+    "--embedding",
+    "16",
+    "--dim",
+    "16",
+    "--hidden",
+    "32",
+    "--heads",
+    "2",
+    "--encoder-layers",
+    "1",
+    "--eval-batch-size",
+    "64",
+    "--no-progress",
+    "--device",
+    "cpu",
+]
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -69,11 +90,28 @@ def test_image_input_runs_with_the_small_cnn(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
     labels = np.repeat(np.array(list("0123456789+-*/()")), 6)
     bank = tmp_path / "bank.npz"
-    np.savez(bank, images=rng.integers(0, 256, (len(labels), 28, 28), dtype=np.uint8), labels=labels,
-             splits=np.tile(np.array(["train", "train", "train", "train", "val", "test"]), 16))
+    np.savez(
+        bank,
+        images=rng.integers(0, 256, (len(labels), 28, 28), dtype=np.uint8),
+        labels=labels,
+        splits=np.tile(np.array(["train", "train", "train", "train", "val", "test"]), 16),
+    )
     out = tmp_path / "out"
-    args = ["hint", "--model", "gru_att", "--input", "image", "--cnn", "small", "--steps", "1", "--out", str(out),
-            "--bank", str(bank)]
+    args = [
+        "hint",
+        "--model",
+        "gru_att",
+        "--input",
+        "image",
+        "--cnn",
+        "small",
+        "--steps",
+        "1",
+        "--out",
+        str(out),
+        "--bank",
+        str(bank),
+    ]
     assert main([*args, *TINY]) == 0
     assert json.loads((out / "gru_att_image.json").read_text())["published"]["avg"] == 35.9
 
@@ -175,8 +213,23 @@ def test_default_rnn_is_the_hint_release_configuration() -> None:
 
 
 def test_model_size_options_reach_the_model() -> None:
-    args = _defaults("--embedding", "32", "--dim", "64", "--hidden", "96", "--heads", "4", "--norm", "pre",
-                     "--dropout", "0.2", "--encoder-layers", "2", "--step-embedding")
+    args = _defaults(
+        "--embedding",
+        "32",
+        "--dim",
+        "64",
+        "--hidden",
+        "96",
+        "--heads",
+        "4",
+        "--norm",
+        "pre",
+        "--dropout",
+        "0.2",
+        "--encoder-layers",
+        "2",
+        "--step-embedding",
+    )
     model = hint.build_model(args, source_vocab=17)
     assert model.front_end.dim == 32 and model.dim == 64 and model.encoder.depth == 2 and model.encoder.step_embedding
     assert model.encoder.layer.self_attention.heads == 4 and model.encoder.layer.feed_forward[0].out_features == 96

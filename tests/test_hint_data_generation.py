@@ -150,9 +150,11 @@ def test_split_rules_hold_on_a_scaled_generation(small_main):
             record = split[index]
             n_op, peak = operator_count(record.expr), _peak(record)
             short, small = n_op <= 10, peak <= 100
-            expected = "I" if record.expr in train_exprs and short and small else {
-                (True, True): "SS", (False, True): "LS", (True, False): "SL", (False, False): "LL"
-            }[(short, small)]
+            expected = (
+                "I"
+                if record.expr in train_exprs and short and small
+                else {(True, True): "SS", (False, True): "LS", (True, False): "SL", (False, False): "LL"}[(short, small)]
+            )
             assert record.eval == expected, record
             assert n_op <= 20 and peak <= 10_000
     for subset in ("SS", "LS", "SL", "LL"):
@@ -198,9 +200,7 @@ def test_fewshot_split_matches_table_a1(concept, sizes, subsets):
 
 def test_main_split_is_cached_on_disk(tmp_path):
     first = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        f"main_s0.002_seed3_v2_{s}.npz" for s in ("train", "val", "test")
-    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"main_s0.002_seed3_v2_{s}.npz" for s in ("train", "val", "test"))
     with pytest.MonkeyPatch.context() as patch:  # the second call must read the files, not generate again
         patch.setattr("neurosym.data.hint.build.generate_split", lambda *args, **kwargs: pytest.fail("regenerated"))
         second = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)

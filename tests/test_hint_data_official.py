@@ -32,16 +32,36 @@ def _glyph(value: int) -> np.ndarray:
 
 FIXTURE_RECORDS = {
     "train": [
-        {"id": "0", "img_paths": ["3/3_a.jpg", "times/times_a.jpg", "4/4_a.jpg"], "expr": "3*4",
-         "head": [1, -1, 1], "res": 12, "res_all": [3, 12, 4]},
+        {
+            "id": "0",
+            "img_paths": ["3/3_a.jpg", "times/times_a.jpg", "4/4_a.jpg"],
+            "expr": "3*4",
+            "head": [1, -1, 1],
+            "res": 12,
+            "res_all": [3, 12, 4],
+        },
     ],
     "val": [
-        {"id": "0", "img_paths": ["3/3_b.jpg", "-/-_a.jpg", "4/4_b.jpg"], "expr": "3-4",
-         "head": [1, -1, 1], "res": 0, "res_all": [3, 0, 4], "eval": "SS"},
+        {
+            "id": "0",
+            "img_paths": ["3/3_b.jpg", "-/-_a.jpg", "4/4_b.jpg"],
+            "expr": "3-4",
+            "head": [1, -1, 1],
+            "res": 0,
+            "res_all": [3, 0, 4],
+            "eval": "SS",
+        },
     ],
     "test": [
-        {"id": "7", "img_paths": ["3/3_a.jpg", "div/div_a.jpg", "(/(_a.jpg", "4/4_a.jpg", "-/-_a.jpg", "3/3_b.jpg", ")/)_a.jpg"],
-         "expr": "3/(4-3)", "head": [1, -1, 4, 4, 1, 4, 4], "res": 3, "res_all": [3, 3, -1, 4, 1, 3, -1], "eval": "I"},
+        {
+            "id": "7",
+            "img_paths": ["3/3_a.jpg", "div/div_a.jpg", "(/(_a.jpg", "4/4_a.jpg", "-/-_a.jpg", "3/3_b.jpg", ")/)_a.jpg"],
+            "expr": "3/(4-3)",
+            "head": [1, -1, 4, 4, 1, 4, 4],
+            "res": 3,
+            "res_all": [3, 3, -1, 4, 1, 3, -1],
+            "eval": "I",
+        },
     ],
 }
 DARKNESS = {"3_a": 10, "3_b": 20, "4_a": 30, "4_b": 40, "times_a": 50, "div_a": 60, "-_a": 70, "(_a": 80, ")_a": 90}
@@ -51,8 +71,13 @@ DARKNESS = {"3_a": 10, "3_b": 20, "4_a": 30, "4_b": 40, "times_a": 50, "div_a": 
 def release(tmp_path: Path) -> Path:
     for name, records in FIXTURE_RECORDS.items():
         (tmp_path / f"expr_{name}.json").write_text(json.dumps(records))
-    fewshot = {"x": {"train": [{"id": "0", "img_paths": ["x/x_a.jpg"], "expr": "x", "head": [-1], "res": 11, "res_all": [11]}],
-                     "val": [], "test": []}}
+    fewshot = {
+        "x": {
+            "train": [{"id": "0", "img_paths": ["x/x_a.jpg"], "expr": "x", "head": [-1], "res": 11, "res_all": [11]}],
+            "val": [],
+            "test": [],
+        }
+    }
     (tmp_path / "fewshot_dataset.json").write_text(json.dumps(fewshot))
     for stem, value in {**DARKNESS, "x_a": 100}.items():
         folder = stem.rsplit("_", 1)[0]
@@ -65,7 +90,12 @@ def test_reads_the_release_fixture(release):
     assert {name: len(records) for name, records in splits.items()} == {"train": 1, "val": 1, "test": 1}
     record = splits["test"][0]
     assert record == HintRecord(
-        "7", "3/(4-3)", (1, -1, 4, 4, 1, 4, 4), 3, (3, 3, -1, 4, 1, 3, -1), "I",
+        "7",
+        "3/(4-3)",
+        (1, -1, 4, 4, 1, 4, 4),
+        3,
+        (3, 3, -1, 4, 1, 3, -1),
+        "I",
         ("3/3_a.jpg", "div/div_a.jpg", "(/(_a.jpg", "4/4_a.jpg", "-/-_a.jpg", "3/3_b.jpg", ")/)_a.jpg"),
     )
     assert splits["train"][0].eval is None
@@ -123,7 +153,11 @@ def test_generated_release_reads_back_identically(tmp_path):
         for index in range(0, len(split), 3):
             mine, theirs = split[index], loaded[name][index]
             assert (theirs.expr, theirs.head, theirs.res, theirs.res_all, theirs.eval) == (
-                mine.expr, mine.head, mine.res, mine.res_all, mine.eval
+                mine.expr,
+                mine.head,
+                mine.res,
+                mine.res_all,
+                mine.eval,
             )
             assert [bank.labels[bank.index_of(p)] for p in theirs.img_paths] == list(mine.expr)
             assert all(bank.pools[bank.index_of(p)] == name for p in theirs.img_paths), "images from the split's own pool"

@@ -97,7 +97,9 @@ def test_a_release_without_images_passes_only_when_asked_not_to_check_them(tmp_p
 
 def _corruptions(record: dict) -> st.SearchStrategy:
     """Changes that each make ``record`` malformed."""
-    not_integer = st.one_of(st.text(max_size=3), st.floats(allow_nan=False), st.none(), st.booleans(), st.lists(st.integers(), max_size=2))
+    not_integer = st.one_of(
+        st.text(max_size=3), st.floats(allow_nan=False), st.none(), st.booleans(), st.lists(st.integers(), max_size=2)
+    )
     return st.one_of(
         st.sampled_from(["id", "expr", "head", "res", "res_all"]).map(lambda key: {k: v for k, v in record.items() if k != key}),
         st.sampled_from(["head", "res_all"]).map(lambda key: {**record, key: [*record[key], 0]}),
@@ -138,5 +140,7 @@ def test_a_malformed_fewshot_record_is_named(release):
     data["x"]["train"][2]["res"] = "eleven"
     (release / FEWSHOT_FILE).write_text(json.dumps(data))
     check_release(release)
-    with pytest.raises(ValueError, match=r"fewshot_dataset.json x/train record 2 \(id '.*'\): head, res_all and res must be integers"):
+    with pytest.raises(
+        ValueError, match=r"fewshot_dataset.json x/train record 2 \(id '.*'\): head, res_all and res must be integers"
+    ):
         check_release(release, fewshot=True)

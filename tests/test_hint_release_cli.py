@@ -47,7 +47,10 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                                    ("transformer_rel_uni", "image")])  # fmt: skip
 def test_each_model_family_trains_and_tests_on_a_release(release: Path, tmp_path: Path, model: str, input_kind: str) -> None:
     out = tmp_path / "out"
-    assert main(["hint", "--data", str(release), "--model", model, "--input", input_kind, "--steps", "2", "--out", str(out), *SMALL]) == 0
+    assert (
+        main(["hint", "--data", str(release), "--model", model, "--input", input_kind, "--steps", "2", "--out", str(out), *SMALL])
+        == 0
+    )
     result = json.loads((out / f"{model}_{input_kind}.json").read_text())
     test_records = json.loads((release / SPLIT_FILES["test"]).read_text())
     assert result["data"] == f"official HINT release {release}, scale 1" and result["test_size"] == len(test_records)

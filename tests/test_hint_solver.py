@@ -127,9 +127,7 @@ def test_operators_with_only_a_scalar_rule_and_big_concept_numbers():
     sentences = ["7%4+1", "9%0", "1+7%4*3", "ghg", "g%7", "n*n", "n-1", "n/2", "3h3", "(9%5)h(2*3)", "g/g", "1%"]
     # Scalar rules whose values leave the vectorised range: 2**32 * 2**32 would wrap to 0 in int64.
     sentences += ["9p9p9*9*9", "(9p9p9)*(9p9p9)", "(9p9p9)/(9p9p8)", "9p0", "2p3-1", "(1q1)*(1q1)", "1q1-1"]
-    table = table.extend(
-        operators={"p": Operator(2, lambda a, b: a * b * 10**6), "q": Operator(2, lambda a, b: 2**32 + a - b)}
-    )
+    table = table.extend(operators={"p": Operator(2, lambda a, b: a * b * 10**6), "q": Operator(2, lambda a, b: 2**32 + a - b)})
     assert BatchSolver(table).solve(sentences) == [reference(s, table) for s in sentences]
 
 
@@ -137,9 +135,7 @@ def test_concepts_outside_latin_1():
     table = HINT_SEMANTICS.extend(numbers={"α": 7}, operators={"β": Operator(1, max)})
     sentences = ["α+1", "α×2", "αβ3", "3βα*2", "α+é", "€", "αα", "β"]
     assert (
-        BatchSolver(table).solve(sentences)
-        == [reference(s, table) for s in sentences]
-        == [8, 14, 7, 14, None, None, None, None]
+        BatchSolver(table).solve(sentences) == [reference(s, table) for s in sentences] == [8, 14, 7, 14, None, None, None, None]
     )
 
 

@@ -95,9 +95,7 @@ def test_bad_input_names_position_character_and_expectation(text, kind, position
 
 
 def test_message_reads_naturally():
-    with pytest.raises(
-        ParseError, match=r"^position 2: unexpected end of input after '3\+', expected a number or '\('$"
-    ):
+    with pytest.raises(ParseError, match=r"^position 2: unexpected end of input after '3\+', expected a number or '\('$"):
         parse("3+")
 
 
@@ -259,9 +257,7 @@ def test_networkx_attributes_carry_spans_and_values():
 def test_concepts_extend_the_language_at_both_levels():
     tree = parse("x a 3 c y", CONCEPTS)
     assert tree == Node("a", (Node("x"), Node("c", (Node("3"), Node("y")))))
-    assert parse("1b2d3-4", CONCEPTS) == Node(
-        "-", (Node("b", (Node("1"), Node("d", (Node("2"), Node("3"))))), Node("4"))
-    )
+    assert parse("1b2d3-4", CONCEPTS) == Node("-", (Node("b", (Node("1"), Node("d", (Node("2"), Node("3"))))), Node("4")))
     low_under_high = Node("c", (Node("a", (Node("1"), Node("2"))), Node("3")))
     assert to_infix(low_under_high, CONCEPTS) == "(1a2)c3"
     assert heads(low_under_high, CONCEPTS) == [2, 2, 5, 2, 2, -1, 5]

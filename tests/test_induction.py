@@ -121,9 +121,7 @@ def _evaluate(sentence):
     return evaluate(sentence, HINT_FEWSHOT_SEMANTICS)
 
 
-@pytest.mark.parametrize(
-    "concept,level,function", [("a", ADDITIVE, max), ("c", MULTIPLICATIVE, lambda i, j: -(-(i + j) // 2))]
-)
+@pytest.mark.parametrize("concept,level,function", [("a", ADDITIVE, max), ("c", MULTIPLICATIVE, lambda i, j: -(-(i + j) // 2))])
 def test_operator_precedence_and_meaning_are_learned(concept, level, function):
     split = fewshot_split(concept, scale=0.05, seed=0, cache=False, progress=False)
     learned = learn_operator(concept, [(r.expr, r.res) for r in split["train"]], HINT_SEMANTICS, max_size=7)

@@ -102,7 +102,11 @@ def test_encoding_errors_name_the_position():
 
 
 @settings(max_examples=30, deadline=None)
-@given(pairs=st.lists(st.tuples(st.text(ALPHABET, min_size=1, max_size=20), st.text(ALPHABET, min_size=1, max_size=8)), min_size=1, max_size=6))
+@given(
+    pairs=st.lists(
+        st.tuples(st.text(ALPHABET, min_size=1, max_size=20), st.text(ALPHABET, min_size=1, max_size=8)), min_size=1, max_size=6
+    )
+)
 def test_batches_are_padded_and_decode_back(pairs):
     batch = encode_batch([MathExample(q, a, "m", "interpolate") for q, a in pairs])
     assert batch.questions.shape == (len(pairs), max(len(q) for q, _ in pairs) + 1)

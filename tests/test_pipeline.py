@@ -207,6 +207,8 @@ def test_pseudo_label_loss_uses_only_the_trained_positions():
     picked = [log_probs[0, 1, index["*"]], log_probs[0, 2, index["0"]], log_probs[1, 0, index["1"]]]
     assert torch.allclose(loss, -torch.stack(picked).mean())
     everything = trainer_module._pseudo_label_loss(pipeline, log_probs, labels)
-    assert torch.allclose(everything, -torch.stack([log_probs[r, c, index[labels[r][c]]] for r in range(2) for c in range(3)]).mean())
+    assert torch.allclose(
+        everything, -torch.stack([log_probs[r, c, index[labels[r][c]]] for r in range(2) for c in range(3)]).mean()
+    )
     with pytest.raises(ValueError, match="pseudo_labels"):
         PipelineConfig(pseudo_labels="some")

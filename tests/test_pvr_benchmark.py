@@ -44,7 +44,9 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
     assert set(merged) >= {"noise", "vector", "holdout_i", "block", "sequential"}
     assert merged["block"] == results["block"]
     assert main(["pvr", *TINY, "--sweeps", "noise", "--no-resume", "--mnist", str(mnist), "--out", str(out)]) == 0
-    assert [p.name for p in (out / "runs").iterdir()] == [name for name in stored if name.startswith("noise")]  # the rest forgotten
+    assert [p.name for p in (out / "runs").iterdir()] == [
+        name for name in stored if name.startswith("noise")
+    ]  # the rest forgotten
 
 
 def test_pvr_time_limit_checkpoints_the_run_under_way_exits_75_and_the_same_command_continues(tmp_path, capsys):

@@ -17,8 +17,17 @@ def _model(seed: int = 0):
 
 
 def _config(**changes) -> TrainConfig:
-    settings = dict(max_steps=30, batch_size=8, optimizer="sgd", lr=0.1, schedule="cosine", warmup_steps=3,
-                    clip_norm=None, eval_every=10, progress=False)
+    settings = dict(
+        max_steps=30,
+        batch_size=8,
+        optimizer="sgd",
+        lr=0.1,
+        schedule="cosine",
+        warmup_steps=3,
+        clip_norm=None,
+        eval_every=10,
+        progress=False,
+    )
     return TrainConfig(**{**settings, **changes})
 
 

@@ -49,8 +49,17 @@ def tiny_model(
     torch.manual_seed(0)
     front = build_front_end(kind, 32, vocab_size=SOURCE_VOCAB, image_size=16, boundaries=boundaries)
     layers = encoder_layers or (2 if name.startswith("transformer") else 1)
-    return build_seq2seq(name.removesuffix("_bi"), front, 13, hidden=64, heads=4, encoder_layers=layers,
-                         decoder_layers=decoder_layers, dropout=0.0, bidirectional=name.endswith("_bi"))
+    return build_seq2seq(
+        name.removesuffix("_bi"),
+        front,
+        13,
+        hidden=64,
+        heads=4,
+        encoder_layers=layers,
+        decoder_layers=decoder_layers,
+        dropout=0.0,
+        bidirectional=name.endswith("_bi"),
+    )
 
 
 def exact_match(model, src, src_mask, tgt_out) -> float:
@@ -188,8 +197,9 @@ def test_a_transformer_wider_than_its_embeddings_projects_them_and_learns() -> N
     embeddings go through a trained linear map, decoding stays consistent, and the model overfits."""
     torch.manual_seed(0)
     front = build_front_end("symbol", 16, vocab_size=SOURCE_VOCAB)
-    model = build_seq2seq("transformer_rel_uni", front, 13, dim=32, hidden=64, heads=4, encoder_layers=2,
-                          dropout=0.0, pre_norm=False)
+    model = build_seq2seq(
+        "transformer_rel_uni", front, 13, dim=32, hidden=64, heads=4, encoder_layers=2, dropout=0.0, pre_norm=False
+    )
     assert isinstance(model, TransformerSeq2Seq) and model.dim == 32
     for projection in (model.source_projection, model.target_projection):
         assert (projection.in_features, projection.out_features) == (16, 32)
@@ -206,8 +216,15 @@ def test_equal_embedding_and_width_add_no_projection() -> None:
     model = tiny_model("transformer_rel_uni")
     assert isinstance(model.source_projection, torch.nn.Identity)
     assert isinstance(model.target_projection, torch.nn.Identity)
-    wider = build_seq2seq("transformer_rel_uni", build_front_end("symbol", 32, vocab_size=SOURCE_VOCAB), 13, dim=64,
-                          hidden=64, heads=4, encoder_layers=2)
+    wider = build_seq2seq(
+        "transformer_rel_uni",
+        build_front_end("symbol", 32, vocab_size=SOURCE_VOCAB),
+        13,
+        dim=64,
+        hidden=64,
+        heads=4,
+        encoder_layers=2,
+    )
     extra = 2 * (32 * 64 + 64)  # the two projections
     own = sum(p.numel() for name, p in wider.named_parameters() if "projection" in name)
     assert own == extra

@@ -23,7 +23,9 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def padded_rows(draw) -> tuple[torch.Tensor, torch.Tensor]:
     """``values [B, S, 2]`` and a padding mask ``[B, S]`` with padding anywhere (rows may be all padding)."""
     batch, length = draw(st.integers(1, 4)), draw(st.integers(1, 7))
-    padding = torch.tensor(draw(st.lists(st.lists(st.booleans(), min_size=length, max_size=length), min_size=batch, max_size=batch)))
+    padding = torch.tensor(
+        draw(st.lists(st.lists(st.booleans(), min_size=length, max_size=length), min_size=batch, max_size=batch))
+    )
     values = torch.arange(batch * length * 2).reshape(batch, length, 2)
     return values, padding
 

@@ -81,7 +81,9 @@ def test_bank_errors_name_the_problem():
 
 def test_merge_and_subset_keep_labels_and_resize():
     small = _bank(20)
-    big = SymbolBank(np.full((3, 8, 8), 200, np.uint8), np.array(["x"] * 3), np.array(["train"] * 3), np.array(["x/a", "x/b", "x/c"]))
+    big = SymbolBank(
+        np.full((3, 8, 8), 200, np.uint8), np.array(["x"] * 3), np.array(["train"] * 3), np.array(["x/a", "x/b", "x/c"])
+    )
     merged = merge_banks(small, big)
     assert merged.images.shape == (43, 4, 4)
     assert merged.symbols == ["+", "1", "x"]

@@ -48,9 +48,7 @@ def test_encoder_ignores_padding_content(attention: str) -> None:
     padding = torch.tensor([[False] * 5, [False, False, True, True, True]])
     changed = x.clone()
     changed[1, 2:] = torch.randn(3, DIM)
-    torch.testing.assert_close(
-        encoder(x, padding)[1, :2], encoder(changed, padding)[1, :2], atol=1e-6, rtol=1e-5
-    )
+    torch.testing.assert_close(encoder(x, padding)[1, :2], encoder(changed, padding)[1, :2], atol=1e-6, rtol=1e-5)
 
 
 def test_cache_of_the_wrong_size_is_rejected() -> None:

@@ -322,9 +322,7 @@ class SimpleFunctionData:
         self._seed_index = torch.tensor([distinct.index(seed) for seed in self.seeds], device=self.device)
         self._distinct_seeds = len(distinct)
         self._inputs_are_per_member = distinct == self.seeds  # no gather needed
-        self.offsets = torch.tensor(
-            [self._draw_offset(seed) for seed in self.seeds], dtype=torch.long, device=self.device
-        )
+        self.offsets = torch.tensor([self._draw_offset(seed) for seed in self.seeds], dtype=torch.long, device=self.device)
         self.weights = layout.weights(self.offsets)  # [S, 2, d]
         self._evaluation_inputs = {
             "validation": self._fixed_inputs(distinct, _VALIDATION_STREAM, self.interpolation),
@@ -356,9 +354,7 @@ class SimpleFunctionData:
     def targets(self, x: Tensor) -> Tensor:
         """``x [S, B, d]`` → targets ``[S, B, 1]``: each member's operation applied to its two subset sums."""
         if x.dim() != 3 or x.shape[0] != self.ensemble or x.shape[2] != self.layout.input_size:
-            raise ValueError(
-                f"expected inputs of shape [{self.ensemble}, batch, {self.layout.input_size}], got {list(x.shape)}"
-            )
+            raise ValueError(f"expected inputs of shape [{self.ensemble}, batch, {self.layout.input_size}], got {list(x.shape)}")
         sums = ensemble_linear(x, self.weights.to(x.dtype))  # [S, B, 2]: a and b
         groups = self._operation_groups
         if len(groups) == 1:  # every member has the same operation

@@ -33,7 +33,10 @@ DIGITS = 10
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--lengths", type=comma_list(positive_int, what="length"), default=[64, 256, 1024], help="comma-separated sequence lengths to time"
+        "--lengths",
+        type=comma_list(positive_int, what="length"),
+        default=[64, 256, 1024],
+        help="comma-separated sequence lengths to time",
     )
     parser.add_argument("--batch-size", type=positive_int, default=None, help="sequences per batch (default: 8 CPU, 64 CUDA)")
     parser.add_argument("--dim", type=positive_int, default=256, help="model width")
@@ -44,11 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="sinusoid features of XL attention (default: the head dimension; Transformer-XL uses --dim)",
     )
-    parser.add_argument("--decode-batch", type=positive_int, default=None, help="expressions per decoding batch (default: 64 CPU, 1024 CUDA)")
+    parser.add_argument(
+        "--decode-batch", type=positive_int, default=None, help="expressions per decoding batch (default: 64 CPU, 1024 CUDA)"
+    )
     parser.add_argument("--source-length", type=positive_int, default=40, help="source tokens of every decoded expression")
     parser.add_argument("--min-time", type=positive_float, default=0.5, help="seconds of measurement per configuration and round")
     parser.add_argument(
-        "--rounds", type=positive_int, default=3,
+        "--rounds",
+        type=positive_int,
+        default=3,
         help="interleaved timing rounds; each configuration keeps its fastest (resists load changes)",
     )
     add_run_options(parser, out="results/attention_speed", threads=1, trains=False)
@@ -95,8 +102,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     decoders = {name: _decode_step(name == "cached", args, device, decode_batch) for name in ("cached", "uncached")}
     decoding = fastest_of_rounds(decoders, args.rounds, args.min_time, args.threads, "decoding", args.progress)
     rows = [
-        [length, *(1000 * attention[kind][length] for kind in ATTENTIONS),
-         *(attention[kind][length] / attention["vanilla"][length] for kind in RELATIVE_NAMES)]
+        [
+            length,
+            *(1000 * attention[kind][length] for kind in ATTENTIONS),
+            *(attention[kind][length] / attention["vanilla"][length] for kind in RELATIVE_NAMES),
+        ]
         for length in args.lengths
     ]
     headers = ["length", "vanilla SDPA (ms)", *(f"relative {name} (ms)" for name in RELATIVE_NAMES.values())]
@@ -105,8 +115,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     print(f"Self-attention ({where})")
     print(format_table(headers, rows))
     speedup = decoding["uncached"] / decoding["cached"]
-    print(f"\nGreedy decoding of {DIGITS} digits, relative universal Transformer, {decode_batch} sources of "
-          f"{args.source_length} tokens")
+    print(
+        f"\nGreedy decoding of {DIGITS} digits, relative universal Transformer, {decode_batch} sources of "
+        f"{args.source_length} tokens"
+    )
     print(format_table(["cache", "time (ms)"], [[name, 1000 * t] for name, t in decoding.items()]))
     print(f"cached decoding is {speedup:.2f}x faster")
     result = {

@@ -52,6 +52,7 @@ from neurosym.training.stopping import minutes_to_seconds
 SUBSETS_AND_AVERAGE = (*EVAL_SUBSETS, "avg")
 NEUROSYM_RUNNER = "neurosym.experiments.hint_pipeline"
 
+
 def _neurosym_runner() -> ModuleType | None:
     """The neuro-symbolic pipeline's runner, when that module is part of this installation."""
     if importlib.util.find_spec(NEUROSYM_RUNNER) is None:
@@ -64,7 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     models = (*MODEL_NAMES, "neurosym") if runner is not None else MODEL_NAMES
     parser.add_argument("--model", choices=models, default="transformer_rel_uni", help="which baseline to train")
     parser.add_argument("--input", choices=("symbol", "image"), default="symbol", help="symbol ids or handwritten images")
-    parser.add_argument("--scale", type=fraction_up_to_one, default=1.0, help="fraction of the released split sizes (1 = Table A1)")
+    parser.add_argument(
+        "--scale", type=fraction_up_to_one, default=1.0, help="fraction of the released split sizes (1 = Table A1)"
+    )
     parser.add_argument(
         "--steps",
         type=positive_int,
@@ -72,7 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="maximum training steps (default: 100k for the seq2seq models as in HINT, 2,000 for neurosym)",
     )
     parser.add_argument("--batch-size", type=positive_int, default=128, help="global batch size (HINT: 128)")
-    parser.add_argument("--lr", type=positive_float, default=None, help="Adam learning rate (default: 1e-3 RNNs, 1e-4 Transformers)")
+    parser.add_argument(
+        "--lr", type=positive_float, default=None, help="Adam learning rate (default: 1e-3 RNNs, 1e-4 Transformers)"
+    )
     parser.add_argument("--embedding", type=positive_int, default=128, help="size of the source and target embeddings")
     parser.add_argument(
         "--dim",
@@ -96,7 +101,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="transformer_rel_uni: add a sinusoidal step embedding before every application of the shared layer "
         "(not in the HINT release)",
     )
-    parser.add_argument("--encoder-layers", type=positive_int, default=None, help="encoder depth (default: 3 RNNs, 6 Transformers)")
+    parser.add_argument(
+        "--encoder-layers", type=positive_int, default=None, help="encoder depth (default: 3 RNNs, 6 Transformers)"
+    )
     parser.add_argument("--decoder-layers", type=positive_int, default=1, help="decoder depth")
     parser.add_argument(
         "--dropout",

@@ -43,8 +43,12 @@ def _bank_source(text: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_preset_option(parser, {"smoke": f"scale {SMOKE_SCALE}, a few seconds", "paper": "scale 1, the released sizes (Table A1)"}, "paper")
-    parser.add_argument("--scale", type=fraction_up_to_one, default=None, help="fraction of the released sizes (overrides the preset)")
+    add_preset_option(
+        parser, {"smoke": f"scale {SMOKE_SCALE}, a few seconds", "paper": "scale 1, the released sizes (Table A1)"}, "paper"
+    )
+    parser.add_argument(
+        "--scale", type=fraction_up_to_one, default=None, help="fraction of the released sizes (overrides the preset)"
+    )
     add_run_options(parser, out="results/hint_data", trains=False)
     parser.add_argument("--fewshot", action="store_true", help="also generate the few-shot splits of x y a b c d")
     parser.add_argument(
@@ -78,12 +82,18 @@ def _summary_rows(name: str, split: HintSplit, sample: int, seed: int) -> tuple[
         counts = split_statistics(records, max_records=None)
         stats[subset] = counts
         total = max(1, len(records))
-        rows.append([
-            name, subset, len(indices),
-            _mean(counts["n_op"]), _mean(counts["length"]), max(counts["depth"], default=0),
-            max(counts["dependency_range"], default=0),
-            100 * sum(n for k, n in counts["result"].items() if not k.startswith(("[0,", "[10,"))) / total,
-        ])
+        rows.append(
+            [
+                name,
+                subset,
+                len(indices),
+                _mean(counts["n_op"]),
+                _mean(counts["length"]),
+                max(counts["depth"], default=0),
+                max(counts["dependency_range"], default=0),
+                100 * sum(n for k, n in counts["result"].items() if not k.startswith(("[0,", "[10,"))) / total,
+            ]
+        )
     return rows, stats
 
 
@@ -104,7 +114,10 @@ def run(args: argparse.Namespace) -> dict:
     splits = main_split(scale=scale, seed=args.seed, cache=not args.no_cache, progress=args.progress)
     generation_seconds = time.perf_counter() - started
     fewshot = (
-        {c: fewshot_split(c, scale=scale, seed=args.seed, cache=not args.no_cache, progress=args.progress) for c in FEWSHOT_CONCEPTS}
+        {
+            c: fewshot_split(c, scale=scale, seed=args.seed, cache=not args.no_cache, progress=args.progress)
+            for c in FEWSHOT_CONCEPTS
+        }
         if args.fewshot
         else None
     )
@@ -120,8 +133,15 @@ def run(args: argparse.Namespace) -> dict:
     print(table)
     print(f"\nKL(train symbols || test symbols) = {divergence:.4f} (paper: 0.0055)")
     print(f"generation: {generation_seconds:.1f} s (scale {scale:g}, seed {args.seed}); release written to {release}")
-    plot_statistics({f"{split} {subset}": stats[split][subset] for split in stats for subset in stats[split]
-                     if subset == "all" or split == "test"}, args.out / "statistics.png")
+    plot_statistics(
+        {
+            f"{split} {subset}": stats[split][subset]
+            for split in stats
+            for subset in stats[split]
+            if subset == "all" or split == "test"
+        },
+        args.out / "statistics.png",
+    )
     result = {
         "scale": scale,
         "seed": args.seed,
@@ -131,8 +151,10 @@ def run(args: argparse.Namespace) -> dict:
         "fewshot_sizes": None if fewshot is None else {c: {k: len(v) for k, v in parts.items()} for c, parts in fewshot.items()},
         "symbol_kl_train_test": divergence,
         "table": rows,
-        "statistics": {s: {sub: {a: {str(k): v for k, v in c.items()} for a, c in d.items()} for sub, d in parts.items()}
-                       for s, parts in stats.items()},
+        "statistics": {
+            s: {sub: {a: {str(k): v for k, v in c.items()} for a, c in d.items()} for sub, d in parts.items()}
+            for s, parts in stats.items()
+        },
     }
     save_json(result, args.out / "hint_data.json")
     return result

@@ -96,9 +96,9 @@ def load_hint_data(
     args: argparse.Namespace, image_input: bool, fewshot: bool = False, test_scale: float | None = None, progress: bool = False
 ) -> HintData:
     """The data that ``args`` (``--data``, ``--bank``, ``--scale``, ``--seed``) name, with the test split at
-    ``test_scale`` when given (a larger test set than training needs); a release folder is checked first (its
-    few-shot file too when ``fewshot``): a broken one ends the command with a one-line message (exit status 1)
-before any training."""
+        ``test_scale`` when given (a larger test set than training needs); a release folder is checked first (its
+        few-shot file too when ``fewshot``): a broken one ends the command with a one-line message (exit status 1)
+    before any training."""
     scales = {"train": args.scale, "val": args.scale, "test": test_scale or args.scale}
     if args.data is not None:
         try:

@@ -54,7 +54,10 @@ def _shape(text: str) -> tuple[int, int]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--shapes", type=comma_list(_shape, what="shape"), default=[(100, 2), (512, 512)], help="comma-separated layer shapes IN x OUT"
+        "--shapes",
+        type=comma_list(_shape, what="shape"),
+        default=[(100, 2), (512, 512)],
+        help="comma-separated layer shapes IN x OUT",
     )
     parser.add_argument(
         "--units", type=comma_list(str, what="unit", choices=[name for name in UNITS if name != BASELINE]),
@@ -62,7 +65,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     parser.add_argument("--batch-size", type=positive_int, default=128, help="rows per forward/backward step")
     parser.add_argument(
-        "--rounds", type=positive_int, default=20,
+        "--rounds",
+        type=positive_int,
+        default=20,
         help="interleaved timing rounds; each layer keeps its fastest (many short rounds resist load changes)",
     )
     parser.add_argument("--min-time", type=positive_float, default=0.02, help="seconds of measurement per layer and round")
@@ -85,22 +90,40 @@ def run(args: argparse.Namespace) -> dict:
     for (shape, name), seconds in best.items():
         ratio = seconds / best[(shape, BASELINE)]
         goal = GOALS.get(name)
-        records.append({
-            "shape": f"{shape[0]}→{shape[1]}", "unit": name, "microseconds": seconds * 1e6, "ratio_to_linear": ratio,
-            "goal": goal, "meets_goal": None if goal is None else ratio <= goal,
-        })
+        records.append(
+            {
+                "shape": f"{shape[0]}→{shape[1]}",
+                "unit": name,
+                "microseconds": seconds * 1e6,
+                "ratio_to_linear": ratio,
+                "goal": goal,
+                "meets_goal": None if goal is None else ratio <= goal,
+            }
+        )
     headers = ["shape", "unit", "fwd+bwd µs", "× Linear", "goal", "meets goal"]
     rows = [
-        [r["shape"], r["unit"], round(r["microseconds"], 1), round(r["ratio_to_linear"], 2),
-         "—" if r["goal"] is None else f"≤ {r['goal']}×", "—" if r["meets_goal"] is None else ("yes" if r["meets_goal"] else "no")]
+        [
+            r["shape"],
+            r["unit"],
+            round(r["microseconds"], 1),
+            round(r["ratio_to_linear"], 2),
+            "—" if r["goal"] is None else f"≤ {r['goal']}×",
+            "—" if r["meets_goal"] is None else ("yes" if r["meets_goal"] else "no"),
+        ]
         for r in records
     ]
     table = format_table(headers, rows)
     print(f"device: {device} ({args.threads} threads), batch {args.batch_size}, fastest of {args.rounds} rounds")
     print(table)
     results = {
-        "device": str(device), "threads": args.threads, "batch_size": args.batch_size, "rounds": args.rounds,
-        "min_time": args.min_time, "seed": args.seed, "records": records, "table": table,
+        "device": str(device),
+        "threads": args.threads,
+        "batch_size": args.batch_size,
+        "rounds": args.rounds,
+        "min_time": args.min_time,
+        "seed": args.seed,
+        "records": records,
+        "table": table,
     }
     save_json(results, args.out / "layer_speed.json")
     plot(records, args.out / "layer_speed.png")

@@ -83,6 +83,7 @@ NEURAL_MODELS = ("transformer", "lstm_att", "lstm_att_bi")
 """The Transformer, the attentional LSTM with a unidirectional and with a bidirectional encoder."""
 MODELS = ("symbolic", *NEURAL_MODELS)
 
+
 @dataclass(frozen=True)
 class ModelConfig:
     """Sizes and schedule of the neural baselines."""
@@ -128,9 +129,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=positive_int, default=None, help="batch size (default: the config's)")
     parser.add_argument("--lr", type=positive_float, default=6e-4, help="Adam learning rate (paper: 6e-4)")
     parser.add_argument("--clip", type=positive_float, default=0.1, help="absolute gradient-value clipping (paper: 0.1)")
-    parser.add_argument("--train-per-module", type=positive_int, default=30_000, help="training questions per module (split over easy/medium/hard)")
-    parser.add_argument("--test-per-module", type=positive_int, default=500, help="test questions per interpolation/extrapolation module")
-    parser.add_argument("--data-root", type=existing_folder, default=None, help="a released dataset folder to read instead of generating")
+    parser.add_argument(
+        "--train-per-module",
+        type=positive_int,
+        default=30_000,
+        help="training questions per module (split over easy/medium/hard)",
+    )
+    parser.add_argument(
+        "--test-per-module", type=positive_int, default=500, help="test questions per interpolation/extrapolation module"
+    )
+    parser.add_argument(
+        "--data-root", type=existing_folder, default=None, help="a released dataset folder to read instead of generating"
+    )
     parser.add_argument("--eval-batch-size", type=positive_int, default=256, help="questions per greedy-decoding batch")
     parser.add_argument("--checkpoint-every", type=positive_int, default=250, help="steps between checkpoints")
     add_compile_option(parser)
@@ -151,7 +161,9 @@ def run(args: argparse.Namespace) -> dict:
     except (RuntimeError, ValueError, FileNotFoundError) as error:
         raise SystemExit(f"neurosym mathematics: {error}") from None
     if neural and not data["train"]:
-        raise SystemExit("neurosym mathematics: no training questions left for the neural models (all of them occur in the test sets)")
+        raise SystemExit(
+            "neurosym mathematics: no training questions left for the neural models (all of them occur in the test sets)"
+        )
 
     results: dict = {
         "config": {**asdict(config), "steps": steps, "batch_size": batch_size, "lr": args.lr, "clip": args.clip},
@@ -197,7 +209,9 @@ def load_data(
         tests = [("interpolate", m) for m in modules] + [("extrapolate", m) for m in extrapolate]
         generate(tests, test_count, seed=seed, progress=progress)
         if train_regimes:
-            generate([(regime, module) for regime in train_regimes for module in modules], per_regime, seed=seed, progress=progress)
+            generate(
+                [(regime, module) for regime in train_regimes for module in modules], per_regime, seed=seed, progress=progress
+            )
         data_root = generated_root(seed)
     tests = {
         "interpolate": load_split(data_root, "interpolate", list(modules), test_count),
@@ -294,9 +308,7 @@ def train_model(
         **PAPER_ADAM,
     )
     print(f"training {name} ({sum(p.numel() for p in model.parameters()):,} parameters) for {steps} steps")
-    outcome = train(
-        model, train_examples, answer_loss, train_config, DistributedContext(0, 1, 0, device), collate_fn=collate
-    )
+    outcome = train(model, train_examples, answer_loss, train_config, DistributedContext(0, 1, 0, device), collate_fn=collate)
     model.eval()
     losses = [(entry["step"], entry["loss"]) for entry in outcome.history]
     return model, {
@@ -346,7 +358,9 @@ def result_table(results: dict) -> tuple[list[str], list[list]]:
     for regime in ("interpolate", "extrapolate"):
         for module in results["modules"][regime]:
             accuracies = [results["models"][n][regime]["per_module"].get(module, "n/a") for n in names]
-            rows.append([regime, module.removeprefix("arithmetic__"), *accuracies, MATHEMATICS_TRANSFORMER_MODULES.get(module, "")])
+            rows.append(
+                [regime, module.removeprefix("arithmetic__"), *accuracies, MATHEMATICS_TRANSFORMER_MODULES.get(module, "")]
+            )
     for regime in (r for r in ("interpolate", "extrapolate") if results["modules"][r]):
         means = [_or_na(results["models"][n][regime]["mean"]) for n in names]
         rows.append([regime, "mean over modules", *means, f"{MATHEMATICS['transformer'][regime]} (all modules)"])

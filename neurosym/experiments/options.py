@@ -124,7 +124,9 @@ def add_compile_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def comma_list(item: Callable[[str], T], *, what: str = "value", choices: Sequence[str] | None = None) -> Callable[[str], list[T]]:
+def comma_list(
+    item: Callable[[str], T], *, what: str = "value", choices: Sequence[str] | None = None
+) -> Callable[[str], list[T]]:
     """A parser of a non-empty comma-separated list, each part converted by ``item`` (an option type, or
     ``str``) and, with ``choices``, one of them; the error names the part that is wrong."""
 
@@ -183,7 +185,10 @@ def add_run_options(parser: argparse.ArgumentParser, *, out: str, threads: int =
     parser.add_argument("--seed", type=int, default=0, help="seed of data generation, initialisation and batch order")
     parser.add_argument("--device", type=device_name, default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
     parser.add_argument(
-        "--threads", type=non_negative_int, default=threads, help="torch CPU threads (0: torch's default, all cores); 1 on a shared CPU"
+        "--threads",
+        type=non_negative_int,
+        default=threads,
+        help="torch CPU threads (0: torch's default, all cores); 1 on a shared CPU",
     )
     parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show progress bars")
     if not trains:

@@ -92,6 +92,7 @@ SWEEPS = ("noise", "vector", "holdout_i", "block", "sequential")
 CHECKPOINT_EVERY = 200
 """Training steps between checkpoints of a run."""
 
+
 @dataclass(frozen=True)
 class Budget:
     """Sizes and schedules of one budget (see the module docstring)."""
@@ -119,50 +120,107 @@ PRESET_MEANINGS = {
 BUDGETS = {
     "paper": Budget(
         vector_scale={"mlp": 1.0, "mlp2x": 1.0, "transformer": 1.0, "mixer": 1.0},
-        vector_batch=1024, vector_epochs=200, vector_min_steps=800, vector_max_steps=None,
-        visual_scale=1.0, visual_train=60_000, visual_epochs=10, visual_batch=50, visual_lr=1e-4,
-        reader_examples=60_000, test_size=10_000,
+        vector_batch=1024,
+        vector_epochs=200,
+        vector_min_steps=800,
+        vector_max_steps=None,
+        visual_scale=1.0,
+        visual_train=60_000,
+        visual_epochs=10,
+        visual_batch=50,
+        visual_lr=1e-4,
+        reader_examples=60_000,
+        test_size=10_000,
     ),
     "cpu": Budget(
         vector_scale={"mlp": 0.25, "mlp2x": 0.25, "transformer": 0.125, "mixer": 0.125},
-        vector_batch=256, vector_epochs=200, vector_min_steps=1000, vector_max_steps=None,
-        visual_scale=0.25, visual_train=6_000, visual_epochs=2, visual_batch=50, visual_lr=1e-3,
-        reader_examples=30_000, test_size=2_000,
+        vector_batch=256,
+        vector_epochs=200,
+        vector_min_steps=1000,
+        vector_max_steps=None,
+        visual_scale=0.25,
+        visual_train=6_000,
+        visual_epochs=2,
+        visual_batch=50,
+        visual_lr=1e-3,
+        reader_examples=30_000,
+        test_size=2_000,
     ),
     "smoke": Budget(  # seconds-long runs that only check the plumbing (used by the tests)
         vector_scale={"mlp": 0.05, "mlp2x": 0.05, "transformer": 0.03, "mixer": 0.03},
-        vector_batch=32, vector_epochs=1, vector_min_steps=3, vector_max_steps=3,
-        visual_scale=0.0625, visual_train=64, visual_epochs=1, visual_batch=32, visual_lr=1e-3,
-        reader_examples=256, test_size=64,
+        vector_batch=32,
+        vector_epochs=1,
+        vector_min_steps=3,
+        vector_max_steps=3,
+        visual_scale=0.0625,
+        visual_train=64,
+        visual_epochs=1,
+        visual_batch=32,
+        visual_lr=1e-3,
+        reader_examples=256,
+        test_size=64,
     ),
 }
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--sweeps", type=comma_list(str, what="sweep", choices=SWEEPS), default=list(SWEEPS), help=f"comma-separated subset of {SWEEPS}")
+    parser.add_argument(
+        "--sweeps",
+        type=comma_list(str, what="sweep", choices=SWEEPS),
+        default=list(SWEEPS),
+        help=f"comma-separated subset of {SWEEPS}",
+    )
     add_preset_option(parser, PRESET_MEANINGS, default=None)
     add_run_options(parser, out="results/pvr")
-    parser.add_argument("--vector-models", type=comma_list(str, what="vector model", choices=VECTOR_MODELS), default=["mlp", "mixer"],
-                        help="vector models: mlp, mlp2x, transformer, mixer")
-    parser.add_argument("--complexities", type=comma_list(non_negative_int, what="complexity"), default=[0, 1], help="vector sweep complexities m")
-    parser.add_argument("--train-sizes", type=comma_list(positive_int, what="training-set size"), default=[1000, 5000], help="vector sweep training-set sizes")
-    parser.add_argument("--vector-epochs", type=positive_int, default=None,
-                        help="epochs of every vector run (default: the budget's, 200 as in the paper)")
-    parser.add_argument("--aggregation", choices=sorted(AGGREGATIONS), default="mod_sum",
-                        help="aggregation of the vector sweeps")
+    parser.add_argument(
+        "--vector-models",
+        type=comma_list(str, what="vector model", choices=VECTOR_MODELS),
+        default=["mlp", "mixer"],
+        help="vector models: mlp, mlp2x, transformer, mixer",
+    )
+    parser.add_argument(
+        "--complexities", type=comma_list(non_negative_int, what="complexity"), default=[0, 1], help="vector sweep complexities m"
+    )
+    parser.add_argument(
+        "--train-sizes",
+        type=comma_list(positive_int, what="training-set size"),
+        default=[1000, 5000],
+        help="vector sweep training-set sizes",
+    )
+    parser.add_argument(
+        "--vector-epochs",
+        type=positive_int,
+        default=None,
+        help="epochs of every vector run (default: the budget's, 200 as in the paper)",
+    )
+    parser.add_argument("--aggregation", choices=sorted(AGGREGATIONS), default="mod_sum", help="aggregation of the vector sweeps")
     parser.add_argument("--holdout-model", choices=VECTOR_MODELS, default="mixer", help="vector model of the holdout-i sweep")
     parser.add_argument("--holdout-complexity", type=non_negative_int, default=1, help="complexity m of the holdout-i sweep")
     parser.add_argument("--holdout-train-size", type=positive_int, default=10000, help="training-set size of holdout-i")
-    parser.add_argument("--visual-models", type=comma_list(str, what="visual model", choices=VISUAL_MODELS), default=["resnet18", "vgg11bn"],
-                        help="CNNs of the block sweep: resnet18, vgg11bn, small_cnn")
-    parser.add_argument("--sequential-models", type=comma_list(str, what="visual model", choices=VISUAL_MODELS), default=["resnet18"],
-                        help="CNNs of the sequential sweep: resnet18, vgg11bn")
-    parser.add_argument("--sequence-length", type=positive_int, default=11,
-                        help="digits in a sequential image: the pointer and the values")
-    parser.add_argument("--visual-epochs", type=positive_int, default=None,
-                        help="epochs of every CNN run (default: the budget's)")
-    parser.add_argument("--rule-examples", type=positive_int, default=300,
-                        help="task examples from which the neuro-symbolic model induces its rule")
+    parser.add_argument(
+        "--visual-models",
+        type=comma_list(str, what="visual model", choices=VISUAL_MODELS),
+        default=["resnet18", "vgg11bn"],
+        help="CNNs of the block sweep: resnet18, vgg11bn, small_cnn",
+    )
+    parser.add_argument(
+        "--sequential-models",
+        type=comma_list(str, what="visual model", choices=VISUAL_MODELS),
+        default=["resnet18"],
+        help="CNNs of the sequential sweep: resnet18, vgg11bn",
+    )
+    parser.add_argument(
+        "--sequence-length", type=positive_int, default=11, help="digits in a sequential image: the pointer and the values"
+    )
+    parser.add_argument(
+        "--visual-epochs", type=positive_int, default=None, help="epochs of every CNN run (default: the budget's)"
+    )
+    parser.add_argument(
+        "--rule-examples",
+        type=positive_int,
+        default=300,
+        help="task examples from which the neuro-symbolic model induces its rule",
+    )
     parser.add_argument("--ns-samples", type=positive_int, default=10_000, help="bit strings per noise-sensitivity estimate")
     parser.add_argument("--ns-repeats", type=positive_int, default=10, help="estimates averaged per noise-sensitivity point")
     parser.add_argument("--ns-max-complexity", type=non_negative_int, default=5, help="largest m of the noise-sensitivity sweep")
@@ -222,17 +280,33 @@ def _vector_config(ctx: Context, n: int) -> TrainConfig:
     steps = max(b.vector_min_steps, epochs * math.ceil(n / b.vector_batch))
     steps = min(steps, b.vector_max_steps) if b.vector_max_steps else steps
     # the paper warms up for 10 of its 200 epochs: the first 5% of the steps
-    return TrainConfig(max_steps=steps, batch_size=min(b.vector_batch, n), optimizer="sgd", lr=0.05, momentum=0.9,
-                       weight_decay=1e-5, schedule="cosine", warmup_steps=max(1, steps // 20), clip_norm=None,
-                       eval_every=CHECKPOINT_EVERY, seed=ctx.args.seed)
+    return TrainConfig(
+        max_steps=steps,
+        batch_size=min(b.vector_batch, n),
+        optimizer="sgd",
+        lr=0.05,
+        momentum=0.9,
+        weight_decay=1e-5,
+        schedule="cosine",
+        warmup_steps=max(1, steps // 20),
+        clip_norm=None,
+        eval_every=CHECKPOINT_EVERY,
+        seed=ctx.args.seed,
+    )
 
 
 def _visual_config(ctx: Context) -> TrainConfig:
     b = ctx.budget
     epochs = b.visual_epochs if ctx.args.visual_epochs is None else ctx.args.visual_epochs
-    return TrainConfig(max_steps=max(1, epochs * b.visual_train // b.visual_batch), batch_size=b.visual_batch,
-                       optimizer="adam", lr=b.visual_lr, clip_norm=None, eval_every=CHECKPOINT_EVERY,
-                       seed=ctx.args.seed)
+    return TrainConfig(
+        max_steps=max(1, epochs * b.visual_train // b.visual_batch),
+        batch_size=b.visual_batch,
+        optimizer="adam",
+        lr=b.visual_lr,
+        clip_norm=None,
+        eval_every=CHECKPOINT_EVERY,
+        seed=ctx.args.seed,
+    )
 
 
 def _schedule(config: TrainConfig) -> str:
@@ -257,8 +331,11 @@ def train_and_score(
     config = replace(config, checkpoint=ctx.store.checkpoint(key), progress=ctx.progress, time_limit=ctx.time_left())
     fit_classifier(model, _tensor(train[0]), _tensor(train[1]), config, ctx.device, prepare)
     trained = time.perf_counter()
-    result = {"steps": config.max_steps, "parameters": sum(p.numel() for p in model.parameters()),
-              "train_accuracy": accuracy(model, _tensor(train[0]), _tensor(train[1]), ctx.device, prepare)}
+    result = {
+        "steps": config.max_steps,
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "train_accuracy": accuracy(model, _tensor(train[0]), _tensor(train[1]), ctx.device, prepare),
+    }
     for name, (inputs, labels) in tests.items():
         result[f"{name}_accuracy"] = accuracy(model, _tensor(inputs), _tensor(labels), ctx.device, prepare)
     result["training_seconds"] = trained - started  # of this invocation: a resumed run counts only its rest
@@ -277,8 +354,9 @@ def sweep_noise(ctx: Context) -> dict[str, Any]:
         curves = {}
         for aggregation in AGGREGATIONS:
             for m in range(args.ns_max_complexity + 1):
-                mean, std = noise_sensitivity_curve(vector_rule(m, aggregation).label, 11, 10, deltas,
-                                                    args.ns_samples, args.ns_repeats, rng)
+                mean, std = noise_sensitivity_curve(
+                    vector_rule(m, aggregation).label, 11, 10, deltas, args.ns_samples, args.ns_repeats, rng
+                )
                 curves[f"{aggregation}/{m}"] = {"mean": mean.tolist(), "std": std.tolist(), "average": float(mean.mean())}
         ctx.store.put(key, curves)
     headers = ["aggregation", *[f"m={m}" for m in range(args.ns_max_complexity + 1)]]
@@ -307,9 +385,15 @@ def sweep_vector(ctx: Context) -> dict[str, Any]:
                 result = train_and_score(ctx, key, model, train, {"test": test}, config)
                 runs.append({"model": name, "scale": scale, "complexity": m, "train_size": n, **result})
     print(f"\n### Vector PVR ({args.aggregation}): accuracy by model, complexity and training-set size\n")
-    print(format_table(["model", "scale", "m", "train size", "steps", "train acc", "test acc"],
-                       [[r["model"], r["scale"], r["complexity"], r["train_size"], r["steps"],
-                         r["train_accuracy"], r["test_accuracy"]] for r in runs]))
+    print(
+        format_table(
+            ["model", "scale", "m", "train size", "steps", "train acc", "test acc"],
+            [
+                [r["model"], r["scale"], r["complexity"], r["train_size"], r["steps"], r["train_accuracy"], r["test_accuracy"]]
+                for r in runs
+            ],
+        )
+    )
     plot_vector_sweep(runs, args.out / "vector_sweep.png")
     return {"aggregation": args.aggregation, "runs": runs}
 
@@ -333,18 +417,46 @@ def sweep_holdout_i(ctx: Context) -> dict[str, Any]:
         few = slice(0, args.rule_examples)
         induced = induce_rule(train[0][few], train[1][few])
         symbolic = float(np.mean(induced.rule.label(test[0]) == test[1]))
-        runs.append({"i": i, "held_out": held.tolist(), "model": args.holdout_model, "scale": scale, **neural,
-                     "neurosymbolic_holdout_accuracy": symbolic, "induced_rule": _describe(induced.rule)})
+        runs.append(
+            {
+                "i": i,
+                "held_out": held.tolist(),
+                "model": args.holdout_model,
+                "scale": scale,
+                **neural,
+                "neurosymbolic_holdout_accuracy": symbolic,
+                "induced_rule": _describe(induced.rule),
+            }
+        )
     print(f"\n### Vector holdout-i (m={m}, {args.aggregation}, {args.holdout_train_size} training examples)\n")
-    print(format_table(["i", "model", "train acc", "iid test", "holdout test", "neuro-symbolic holdout"],
-                       [[r["i"], r["model"], r["train_accuracy"], r["iid_accuracy"], r["holdout_accuracy"],
-                         r["neurosymbolic_holdout_accuracy"]] for r in runs]))
+    print(
+        format_table(
+            ["i", "model", "train acc", "iid test", "holdout test", "neuro-symbolic holdout"],
+            [
+                [
+                    r["i"],
+                    r["model"],
+                    r["train_accuracy"],
+                    r["iid_accuracy"],
+                    r["holdout_accuracy"],
+                    r["neurosymbolic_holdout_accuracy"],
+                ]
+                for r in runs
+            ],
+        )
+    )
     return {"complexity": m, "runs": runs}
 
 
 def _describe(rule: PVRRule) -> dict[str, Any]:
-    return {"length": rule.length, "pointer_position": rule.pointer_position, "pointer_table": list(rule.pointer_table),
-            "complexity": rule.complexity, "aggregation": rule.aggregation, "boundary": rule.boundary}
+    return {
+        "length": rule.length,
+        "pointer_position": rule.pointer_position,
+        "pointer_table": list(rule.pointer_table),
+        "complexity": rule.complexity,
+        "aggregation": rule.aggregation,
+        "boundary": rule.boundary,
+    }
 
 
 def _digit_reader(ctx: Context, train_bank: DigitBank, test_bank: DigitBank, cell: int):
@@ -353,9 +465,16 @@ def _digit_reader(ctx: Context, train_bank: DigitBank, test_bank: DigitBank, cel
     path = ctx.store.checkpoint(key)
     saved = load_checkpoint(path)
     if saved is None:
-        reader = train_digit_reader(train_bank, cell, ctx.device, ctx.budget.reader_examples, seed=ctx.args.seed,
-                                    progress=ctx.progress, checkpoint=ctx.store.checkpoint(f"{key}-training"),
-                                    time_limit=ctx.time_left())
+        reader = train_digit_reader(
+            train_bank,
+            cell,
+            ctx.device,
+            ctx.budget.reader_examples,
+            seed=ctx.args.seed,
+            progress=ctx.progress,
+            checkpoint=ctx.store.checkpoint(f"{key}-training"),
+            time_limit=ctx.time_left(),
+        )
         save_checkpoint({"model": reader.state_dict()}, path)
     else:
         reader = SmallCNN(1, 10, input_size=cell, width=READER_WIDTH)
@@ -392,10 +511,19 @@ def _compare_on_images(
     reader, reader_accuracy = _digit_reader(ctx, *banks, cell=layout.cell)
     solver = NeuroSymbolicPVR(reader, layout, ctx.device)
     induced = solver.fit(train[0][: args.rule_examples], train[1][: args.rule_examples])
-    symbolic = {f"{split}_accuracy": float(np.mean(solver.predict(images) == labels))
-                for split, (images, labels) in tests.items()}
-    runs.append({"model": "neurosymbolic", "rule_examples": args.rule_examples, "reader_digit_accuracy": reader_accuracy,
-                 "rule_agreement": induced.agreement, "induced_rule": _describe(induced.rule), **symbolic})
+    symbolic = {
+        f"{split}_accuracy": float(np.mean(solver.predict(images) == labels)) for split, (images, labels) in tests.items()
+    }
+    runs.append(
+        {
+            "model": "neurosymbolic",
+            "rule_examples": args.rule_examples,
+            "reader_digit_accuracy": reader_accuracy,
+            "rule_agreement": induced.agreement,
+            "induced_rule": _describe(induced.rule),
+            **symbolic,
+        }
+    )
     rows.append([f"neuro-symbolic ({args.rule_examples} task examples)", induced.agreement, *symbolic.values()])
     return runs, rows
 
@@ -411,12 +539,22 @@ def sweep_block(ctx: Context) -> dict[str, Any]:
     train_bank, test_bank = _banks(ctx)
     rule, masks = block_rule(), block_holdout_masks()
     train_images, _, train_labels = VisualPVR(train_bank, rule, allowed=masks["train"]).sample(
-        b.visual_train, np.random.default_rng([args.seed, 10]))
-    tests = {split: VisualPVR(test_bank, rule, allowed=masks[split]).sample(b.test_size, np.random.default_rng([args.seed, k]))
-             for k, split in enumerate(("iid", "dshift", "holdout"), start=11)}
+        b.visual_train, np.random.default_rng([args.seed, 10])
+    )
+    tests = {
+        split: VisualPVR(test_bank, rule, allowed=masks[split]).sample(b.test_size, np.random.default_rng([args.seed, k]))
+        for k, split in enumerate(("iid", "dshift", "holdout"), start=11)
+    }
     tests = {split: (images, labels) for split, (images, _, labels) in tests.items()}
-    runs, rows = _compare_on_images(ctx, "block", args.visual_models, (train_images, train_labels), tests,
-                                    CellLayout("block", grid=2, cell=40), (train_bank, test_bank))
+    runs, rows = _compare_on_images(
+        ctx,
+        "block",
+        args.visual_models,
+        (train_images, train_labels),
+        tests,
+        CellLayout("block", grid=2, cell=40),
+        (train_bank, test_bank),
+    )
     print(f"\n### Block MNIST PVR, trained on the holdout split ({b.visual_train} images)\n")
     print(format_table(["model", "train acc", "iid test", "dshift test", "holdout test"], rows))
     return {"runs": runs}
@@ -429,12 +567,20 @@ def sweep_sequential(ctx: Context) -> dict[str, Any]:
     train_bank, test_bank = _banks(ctx)
     rule = sequential_rule(length=args.sequence_length)
     train_images, _, train_labels = VisualPVR(train_bank, rule, style="sequential").sample(
-        b.visual_train, np.random.default_rng([args.seed, 20]))
+        b.visual_train, np.random.default_rng([args.seed, 20])
+    )
     test_images, _, test_labels = VisualPVR(test_bank, rule, style="sequential").sample(
-        b.test_size, np.random.default_rng([args.seed, 21]))
-    runs, rows = _compare_on_images(ctx, f"sequential{args.sequence_length}", args.sequential_models,
-                                    (train_images, train_labels), {"test": (test_images, test_labels)},
-                                    CellLayout("sequential", cell=train_images.shape[1]), (train_bank, test_bank))
+        b.test_size, np.random.default_rng([args.seed, 21])
+    )
+    runs, rows = _compare_on_images(
+        ctx,
+        f"sequential{args.sequence_length}",
+        args.sequential_models,
+        (train_images, train_labels),
+        {"test": (test_images, test_labels)},
+        CellLayout("sequential", cell=train_images.shape[1]),
+        (train_bank, test_bank),
+    )
     print(f"\n### Sequential MNIST PVR ({args.sequence_length} digits, {b.visual_train} training images)\n")
     print(format_table(["model", "train acc", "test"], rows))
     return {"sequence_length": args.sequence_length, "runs": runs}
@@ -459,8 +605,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         store.clear()
     ctx = Context(args, device, BUDGETS[budget_name], store, deadline)
     print(f"PVR benchmark on {device} ({'AMP' if amp_available(device) else 'fp32'}), budget {budget_name!r}")
-    sweeps = {"noise": sweep_noise, "vector": sweep_vector, "holdout_i": sweep_holdout_i, "block": sweep_block,
-              "sequential": sweep_sequential}
+    sweeps = {
+        "noise": sweep_noise,
+        "vector": sweep_vector,
+        "holdout_i": sweep_holdout_i,
+        "block": sweep_block,
+        "sequential": sweep_sequential,
+    }
     results: dict[str, Any] = {"device": str(device), "budget": budget_name, "published": PVR}
     for name in args.sweeps:
         results[name] = sweeps[name](ctx)

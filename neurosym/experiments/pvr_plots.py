@@ -22,8 +22,9 @@ def plot_noise_sensitivity(
     left.set(xscale="log", xlabel="delta", ylabel="NS_delta", title="(a) mod_sum")
     left.legend(fontsize=8)
     for aggregation in aggregations:
-        right.plot(range(max_m + 1), [curves[f"{aggregation}/{m}"]["average"] for m in range(max_m + 1)],
-                   marker="o", label=aggregation)
+        right.plot(
+            range(max_m + 1), [curves[f"{aggregation}/{m}"]["average"] for m in range(max_m + 1)], marker="o", label=aggregation
+        )
     right.set(xlabel="complexity m", ylabel="mean NS over delta", title="(b) aggregations")
     right.legend(fontsize=8)
     _save(figure, path)
@@ -54,8 +55,13 @@ def plot_holdouts(block: dict[str, Any] | None, holdout_i: dict[str, Any] | None
         width = 0.8 / len(block["runs"])
         for k, run in enumerate(block["runs"]):
             axis.bar(np.arange(3) + k * width, [run[f"{s}_accuracy"] for s in splits], width, label=run["model"])
-        axis.set(xticks=np.arange(3) + 0.4 - width / 2, xticklabels=splits, ylabel="test accuracy", ylim=(0, 1.02),
-                 title="block MNIST PVR, trained on the holdout split")
+        axis.set(
+            xticks=np.arange(3) + 0.4 - width / 2,
+            xticklabels=splits,
+            ylabel="test accuracy",
+            ylim=(0, 1.02),
+            title="block MNIST PVR, trained on the holdout split",
+        )
         axis.legend(fontsize=8)
     if holdout_i is not None:
         axis = axes.pop(0)
@@ -63,8 +69,13 @@ def plot_holdouts(block: dict[str, Any] | None, holdout_i: dict[str, Any] | None
         positions = np.arange(len(runs))
         axis.bar(positions - 0.2, [r["holdout_accuracy"] for r in runs], 0.4, label=runs[0]["model"])
         axis.bar(positions + 0.2, [r["neurosymbolic_holdout_accuracy"] for r in runs], 0.4, label="neuro-symbolic")
-        axis.set(xticks=positions, xticklabels=[f"holdout-{r['i']}" for r in runs], ylabel="holdout test accuracy",
-                 ylim=(0, 1.02), title=f"vector holdout-i, m={holdout_i['complexity']}")
+        axis.set(
+            xticks=positions,
+            xticklabels=[f"holdout-{r['i']}" for r in runs],
+            ylabel="holdout test accuracy",
+            ylim=(0, 1.02),
+            title=f"vector holdout-i, m={holdout_i['complexity']}",
+        )
         axis.legend(fontsize=8)
     _save(figure, path)
 

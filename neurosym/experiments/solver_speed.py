@@ -59,7 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="comma-separated batch sizes of the batch solver",
     )  # fmt: skip
     parser.add_argument("--repeats", type=positive_int, default=5, help="interleaved timing rounds; the fastest is kept")
-    add_preset_option(parser, {"smoke": "512 expressions (100 through Lark), small batches", "cpu": "--count and --lark-count as given"}, "cpu")
+    add_preset_option(
+        parser, {"smoke": "512 expressions (100 through Lark), small batches", "cpu": "--count and --lark-count as given"}, "cpu"
+    )
     add_run_options(parser, out="results/solver-speed", threads=1, trains=False)
 
 

@@ -210,9 +210,7 @@ class MultiheadAttention(nn.Module):
         if key_value is not None and (
             key_value.dim() != 3 or key_value.shape[-1] != self.dim or key_value.shape[0] != query.shape[0]
         ):
-            raise ValueError(
-                f"key_value must have shape [{query.shape[0]}, length, {self.dim}], got {tuple(key_value.shape)}"
-            )
+            raise ValueError(f"key_value must have shape [{query.shape[0]}, length, {self.dim}], got {tuple(key_value.shape)}")
         if key_padding_mask is not None:
             if key_padding_mask.dtype != torch.bool or key_padding_mask.dim() != 2:
                 raise ValueError("key_padding_mask must be a bool tensor [batch, keys] with True marking padding")

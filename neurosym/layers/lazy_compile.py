@@ -33,6 +33,7 @@ class LazilyCompiled:
             self.failed = True
             warnings.warn(
                 f"torch.compile could not build {self.what} ({type(error).__name__}: {error}); the eager route is used instead",
-                RuntimeWarning, stacklevel=2,
+                RuntimeWarning,
+                stacklevel=2,
             )
             return None

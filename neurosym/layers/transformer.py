@@ -75,9 +75,7 @@ class TransformerEncoderLayer(nn.Module):
     ) -> None:
         super().__init__()
         self.dim = dim
-        self.self_attention = make_attention(
-            attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias
-        )
+        self.self_attention = make_attention(attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias)
         self.feed_forward = FeedForward(dim, ff_dim, dropout)
         self.attention_block = _Residual(dim, dropout, pre_norm)
         self.feed_forward_block = _Residual(dim, dropout, pre_norm)
@@ -115,9 +113,7 @@ class TransformerDecoderLayer(nn.Module):
         attention_bias: bool = True,
     ) -> None:
         super().__init__()
-        self.self_attention = make_attention(
-            attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias
-        )
+        self.self_attention = make_attention(attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias)
         self.cross_attention = MultiheadAttention(dim, heads, dropout=dropout, bias=attention_bias)
         self.feed_forward = FeedForward(dim, ff_dim, dropout)
         self.self_block = _Residual(dim, dropout, pre_norm)

@@ -119,9 +119,7 @@ class MixerClassifier(_ClassTokenModel):
         dropout: float = 0.0,
     ) -> None:
         super().__init__(length, vocab, dim, num_classes)
-        self.blocks = nn.Sequential(
-            *(MixerBlock(length + 1, dim, token_hidden, channel_hidden, dropout) for _ in range(depth))
-        )
+        self.blocks = nn.Sequential(*(MixerBlock(length + 1, dim, token_hidden, channel_hidden, dropout) for _ in range(depth)))
         self.norm = nn.LayerNorm(dim)
 
     def forward(self, digits: torch.Tensor) -> torch.Tensor:
@@ -143,7 +141,11 @@ def build_vector_model(name: str, length: int = 11, num_classes: int = 10, scale
         return TransformerClassifier(length, 10, num_classes, dim=dim, heads=4, ff_dim=_scaled(1024, scale))
     if name == "mixer":
         return MixerClassifier(
-            length, 10, num_classes, dim=_scaled(512, scale), token_hidden=_scaled(768, scale),
+            length,
+            10,
+            num_classes,
+            dim=_scaled(512, scale),
+            token_hidden=_scaled(768, scale),
             channel_hidden=_scaled(2048, scale),
         )
     raise ValueError(f"unknown vector model {name!r}: choose from {VECTOR_MODELS}")

@@ -60,9 +60,7 @@ class SmallCNN(nn.Module):
         """``images [B, C, S, S]`` with ``S == input_size`` -> ``[B, out_features]``."""
         _check_images(images, self.in_channels, "SmallCNN")
         if images.shape[-2:] != (self.input_size, self.input_size):
-            raise ValueError(
-                f"SmallCNN was built for {self.input_size}x{self.input_size} images, got {tuple(images.shape[-2:])}"
-            )
+            raise ValueError(f"SmallCNN was built for {self.input_size}x{self.input_size} images, got {tuple(images.shape[-2:])}")
         return self.head(rearrange(self.features(images), "b c h w -> b (c h w)"))
 
 

@@ -49,9 +49,7 @@ class SymbolClassifier(nn.Module):
         if windows.dim() == 3:
             windows = rearrange(windows, "n h w -> n 1 h w")
         if windows.dim() != 4 or windows.shape[1:] != (1, self.window, self.window):
-            raise ValueError(
-                f"SymbolClassifier expects windows [N, {self.window}, {self.window}], got {tuple(windows.shape)}"
-            )
+            raise ValueError(f"SymbolClassifier expects windows [N, {self.window}, {self.window}], got {tuple(windows.shape)}")
         if windows.dtype == torch.uint8:
             windows = windows.float() / 255.0
         return self.classifier(self.activation(self.encoder(windows))).log_softmax(dim=-1)

@@ -116,9 +116,7 @@ class Abducer:
         """
         log_probs = np.asarray(log_probs, dtype=np.float64)
         if log_probs.shape != (len(sentence), len(self.vocabulary)):
-            raise ValueError(
-                f"log_probs must have shape [{len(sentence)}, {len(self.vocabulary)}], got {list(log_probs.shape)}"
-            )
+            raise ValueError(f"log_probs must have shape [{len(sentence)}, {len(self.vocabulary)}], got {list(log_probs.shape)}")
         if self.value(sentence) == target:
             return Correction(sentence, self.score(sentence, log_probs), 0)
         found = self._search(sentence, log_probs, target)
@@ -231,8 +229,7 @@ class Abducer:
             fitting = [
                 s
                 for s in self.operators
-                if self.table.operators[s].level != level
-                or self.table.operators[s].apply(left_value, right_value) in wanted
+                if self.table.operators[s].level != level or self.table.operators[s].apply(left_value, right_value) in wanted
             ]
             proposals += self._propose(sentence, log_probs, position, fitting)
             left_wanted, right_wanted = self.child_targets(node.symbol, wanted, left_value, right_value)
@@ -242,9 +239,7 @@ class Abducer:
                 stack.append((right, right_wanted))
         return proposals
 
-    def child_targets(
-        self, symbol: str, wanted: Interval, left: int, right: int
-    ) -> tuple[Interval | None, Interval | None]:
+    def child_targets(self, symbol: str, wanted: Interval, left: int, right: int) -> tuple[Interval | None, Interval | None]:
         """Wanted values of the left child (right fixed) and of the right child (left fixed)."""
         operator = self.table.operators[symbol]
         exact = _EXACT_INVERSES.get(id(operator))

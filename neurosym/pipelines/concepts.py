@@ -73,9 +73,7 @@ def learn_number(
     return LearnedConcept(symbol, table.extend({symbol: value}), explained, value=value)
 
 
-def operator_examples(
-    symbol: str, examples: Sequence[Example], hypothesis: OperatorTable
-) -> list[tuple[int, int, int]]:
+def operator_examples(symbol: str, examples: Sequence[Example], hypothesis: OperatorTable) -> list[tuple[int, int, int]]:
     """``(left, right, value)`` triples for ``symbol`` read off sentences that use it once.
 
     ``hypothesis`` holds ``symbol`` (with any placeholder meaning) at the precedence level being
@@ -118,9 +116,7 @@ def learn_operator(
         if program is None:
             continue
         learned_table = table.extend(operators={symbol: Operator(level, program, None, str(program))})
-        concept = LearnedConcept(
-            symbol, learned_table, explained_fraction(learned_table, examples), level=level, program=program
-        )
+        concept = LearnedConcept(symbol, learned_table, explained_fraction(learned_table, examples), level=level, program=program)
         if best is None or concept.explained > best.explained:
             best = concept
     if best is None:
@@ -161,11 +157,7 @@ def induced_table(
     """
     programs: dict[str, Program] = {}
     for symbol in BUILTIN_OPERATORS:
-        triples = [
-            (known.numbers[s[0]], known.numbers[s[2]], result)
-            for s, result in examples
-            if len(s) == 3 and s[1] == symbol
-        ]
+        triples = [(known.numbers[s[0]], known.numbers[s[2]], result) for s, result in examples if len(s) == 3 and s[1] == symbol]
         if not triples:
             raise ValueError(f"no one-operator sentence uses {symbol!r}: its meaning cannot be induced")
         program = induce_operator(triples, max_size)

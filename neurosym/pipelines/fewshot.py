@@ -77,9 +77,7 @@ class FewShotConfig:
         if not self.agreements or any(not 0 < a <= 1 for a in self.agreements):
             raise ValueError(f"agreements must be fractions in (0, 1], got {self.agreements}")
         if min(self.rounds, self.glyph_steps, self.batch_size) < 1 or self.glyph_batch < 2 or self.abduction_steps < 0:
-            raise ValueError(
-                "rounds, glyph_steps and batch_size must be positive, glyph_batch at least 2, abduction_steps >= 0"
-            )
+            raise ValueError("rounds, glyph_steps and batch_size must be positive, glyph_batch at least 2, abduction_steps >= 0")
 
 
 @dataclass(frozen=True)
@@ -124,9 +122,7 @@ def insist_on_symbol(
         return sentence
     index = {s: i for i, s in enumerate(vocabulary)}
     costs = [
-        (float(log_probs[t, index[s]] - log_probs[t, index[symbol]]), t)
-        for t, s in enumerate(sentence)
-        if s in interchangeable
+        (float(log_probs[t, index[s]] - log_probs[t, index[symbol]]), t) for t, s in enumerate(sentence) if s in interchangeable
     ]
     if not costs:
         return sentence
@@ -153,9 +149,7 @@ def spot_new_symbol(
     if symbol in pipeline.classifier.vocabulary:
         raise ValueError(f"{symbol!r} is already in the vocabulary: it is not new")
     with torch.no_grad():
-        flat = torch.cat(
-            [pipeline.classifier(part).float() for part in rearrange(windows, "b t h w -> (b t) h w").split(4096)]
-        )
+        flat = torch.cat([pipeline.classifier(part).float() for part in rearrange(windows, "b t h w -> (b t) h w").split(4096)])
     extended = with_new_symbol(rearrange(flat, "(b t) v -> b t v", b=windows.shape[0])).cpu()
     vocabulary = [*pipeline.classifier.vocabulary, symbol]
     best: tuple[float, list[str], str] | None = None
@@ -169,8 +163,7 @@ def spot_new_symbol(
     spotted = float(np.mean([symbol in sentence for sentence in sentences]))
     interchangeable = _same_role(pipeline.table, chosen, vocabulary)
     insisted = [
-        insist_on_symbol(sentence, scores, vocabulary, symbol, interchangeable)
-        for sentence, scores in zip(sentences, extended)
+        insist_on_symbol(sentence, scores, vocabulary, symbol, interchangeable) for sentence, scores in zip(sentences, extended)
     ]
     return insisted, chosen, spotted
 

@@ -77,12 +77,25 @@ def train_digit_reader(
     classes = rng.integers(0, 10, size=(examples, 1))
     images = render_blocks(bank.draw(classes, rng), grid=1, block=cell, rng=rng)
     if config is None:  # three epochs of Adam
-        config = TrainConfig(max_steps=max(1, 3 * examples // 64), batch_size=64, optimizer="adam", lr=2e-3,
-                             schedule="cosine", clip_norm=None, seed=seed)
+        config = TrainConfig(
+            max_steps=max(1, 3 * examples // 64),
+            batch_size=64,
+            optimizer="adam",
+            lr=2e-3,
+            schedule="cosine",
+            clip_norm=None,
+            seed=seed,
+        )
     torch.manual_seed(seed)
     reader = SmallCNN(1, 10, input_size=cell, width=width)
-    fit_classifier(reader, torch.from_numpy(images), torch.from_numpy(classes[:, 0]), replace(config, progress=progress, checkpoint=checkpoint, time_limit=time_limit),
-                   device, images_to_float)
+    fit_classifier(
+        reader,
+        torch.from_numpy(images),
+        torch.from_numpy(classes[:, 0]),
+        replace(config, progress=progress, checkpoint=checkpoint, time_limit=time_limit),
+        device,
+        images_to_float,
+    )
     return reader.eval()
 
 

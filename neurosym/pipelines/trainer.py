@@ -69,9 +69,7 @@ class PipelineConfig:
             raise ValueError(f"unknown schedule {self.schedule!r}: choose one of {SCHEDULES}")
 
 
-def _windows_on(
-    source: WindowSource, indices: Sequence[int], device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor]:
+def _windows_on(source: WindowSource, indices: Sequence[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
     windows, lengths = source.batch(indices)
     return windows.to(device), lengths.to(device)
 
@@ -117,9 +115,7 @@ def train_pipeline(
     :class:`~neurosym.training.stopping.TrainingInterrupted`."""
     model = pipeline.classifier.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: schedule_factor(step, config.steps, config.schedule)
-    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule_factor(step, config.steps, config.schedule))
     lengths = stage_lengths(source.records)
     targets = np.fromiter((r.res for r in source.records), dtype=np.int64, count=len(source.records))
     baseline = 0.0

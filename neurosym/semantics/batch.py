@@ -195,9 +195,7 @@ class BatchSolver:
         """Apply the top operator of each of ``rows`` to the top two values of the same row."""
         left_at = machine.value_end[rows] - 2
         operator_at = machine.operator_end[rows] - 1
-        result, valid, unfit = self._apply(
-            machine.operators[operator_at], machine.values[left_at], machine.values[left_at + 1]
-        )
+        result, valid, unfit = self._apply(machine.operators[operator_at], machine.values[left_at], machine.values[left_at + 1])
         if valid is not None and not valid.all():
             machine.valid[rows[~valid]] = False
         if unfit.any():
@@ -262,9 +260,7 @@ def _apply_scalar(rule, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray
     (beyond :data:`VECTOR_OPERAND_LIMIT` or not integers) are stored as 0 and solved exactly later."""
     results = [rule(a, b) for a, b in zip(left.tolist(), right.tolist())]
     valid = np.array([r is not None for r in results], dtype=bool)
-    unfit = np.array(
-        [r is not None and (type(r) is not int or abs(r) > VECTOR_OPERAND_LIMIT) for r in results], dtype=bool
-    )
+    unfit = np.array([r is not None and (type(r) is not int or abs(r) > VECTOR_OPERAND_LIMIT) for r in results], dtype=bool)
     fitted = [r if v and not u else 0 for r, v, u in zip(results, valid.tolist(), unfit.tolist())]
     return np.array(fitted, dtype=np.int64), valid, unfit
 
@@ -279,8 +275,6 @@ def _solver(table: OperatorTable) -> BatchSolver:
     return BatchSolver(table)
 
 
-def solve_batch(
-    sentences: Sequence[str], table: OperatorTable = HINT_SEMANTICS, strict: bool = False
-) -> list[int | None]:
+def solve_batch(sentences: Sequence[str], table: OperatorTable = HINT_SEMANTICS, strict: bool = False) -> list[int | None]:
     """``BatchSolver(table).solve(sentences, strict)`` with the solver built once per table."""
     return _solver(table).solve(sentences, strict)

@@ -77,9 +77,7 @@ def parse_question(question: str) -> Node:
         tree = _parser().parse(question)
     except lark.exceptions.UnexpectedInput as error:
         found = question[error.pos_in_stream : error.pos_in_stream + 10] if error.pos_in_stream is not None else ""
-        raise QuestionError(
-            f"not an arithmetic question at column {error.column} ({found!r}): {question!r}"
-        ) from None
+        raise QuestionError(f"not an arithmetic question at column {error.column} ({found!r}): {question!r}") from None
     return _to_node(tree.children[0] if tree.data == "start" else tree)
 
 

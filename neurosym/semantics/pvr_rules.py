@@ -202,8 +202,7 @@ def induce_rule(
         # hits[s, n]: whether starting the window at value s labels example n correctly
         hits = np.stack(
             [
-                PVRRule(length, (start,) * num_classes, position, complexity, aggregation, boundary).label(digits)
-                == labels
+                PVRRule(length, (start,) * num_classes, position, complexity, aggregation, boundary).label(digits) == labels
                 for start in range(num_values)
             ]
         )

@@ -39,9 +39,7 @@ class OperatorTable:
     def __post_init__(self) -> None:
         object.__setattr__(self, "numbers", MappingProxyType(dict(self.numbers)))
         object.__setattr__(self, "operators", MappingProxyType(dict(self.operators)))
-        missing = [
-            s for s in (*BUILTIN_NUMBERS, *BUILTIN_OPERATORS) if s not in self.numbers and s not in self.operators
-        ]
+        missing = [s for s in (*BUILTIN_NUMBERS, *BUILTIN_OPERATORS) if s not in self.numbers and s not in self.operators]
         if missing:
             raise ValueError(f"operator table {self.name!r} lacks the built-in symbols {missing}")
         for symbol, level in BUILTIN_OPERATORS.items():

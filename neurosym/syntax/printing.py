@@ -83,9 +83,7 @@ def infix_layout(node: Node, concepts: ConceptTable | None = None) -> InfixLayou
     for occurrence, parent in enumerate(parents):
         if parent >= 0:
             slot = operands[head_tokens[parent]]
-            operands[head_tokens[parent]] = (
-                (head_tokens[occurrence],) if slot is None else (*slot, head_tokens[occurrence])
-            )
+            operands[head_tokens[parent]] = (head_tokens[occurrence],) if slot is None else (*slot, head_tokens[occurrence])
     return InfixLayout(tokens, heads, nodes, operands, head_tokens)
 
 

@@ -103,9 +103,7 @@ def schedule_factor(step: int, max_steps: int, schedule: str, warmup_steps: int 
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
 
 
-RESUMABLE_CHANGES = (
-    "max_steps", "eval_every", "patience", "checkpoint", "progress", "num_workers", "time_limit", "sync_every"
-)
+RESUMABLE_CHANGES = ("max_steps", "eval_every", "patience", "checkpoint", "progress", "num_workers", "time_limit", "sync_every")
 """Fields of :class:`TrainConfig` that may differ when a run is resumed (a larger ``max_steps`` continues it)."""
 
 
@@ -124,9 +122,7 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimiz
     """The optimiser that ``config`` names, over ``model``'s parameters (Adam fused where
     :data:`FUSED_ADAM_DEVICES` allows: the same update, in one kernel)."""
     if config.optimizer == "sgd":
-        return torch.optim.SGD(
-            model.parameters(), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay
-        )
+        return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
     parameters = list(model.parameters())
     fused = all(p.device.type in FUSED_ADAM_DEVICES and p.is_floating_point() for p in parameters)
     return torch.optim.Adam(
@@ -182,8 +178,6 @@ def _batches(loader: DataLoader, sampler: DistributedSampler, start_step: int) -
         sampler.set_epoch(epoch)
         yield from itertools.islice(loader, skip, None)
         skip = 0
-
-
 
 
 def train(
@@ -277,12 +271,14 @@ class _BestWeights:
     counts evaluations without improvement; its :attr:`state` (``best_score``, ``best_step``,
     ``bad_evaluations``, ``history``: one dict per evaluation, ``best_model``) goes into the checkpoint."""
 
-    def __init__(
-        self, model: nn.Module, evaluate: Evaluator | None, patience: int | None, context: DistributedContext
-    ) -> None:
+    def __init__(self, model: nn.Module, evaluate: Evaluator | None, patience: int | None, context: DistributedContext) -> None:
         self.model, self.score, self.patience, self.context = model, evaluate, patience, context
         self.state: dict[str, Any] = {
-            "best_score": None, "best_step": None, "bad_evaluations": 0, "history": [], "best_model": None
+            "best_score": None,
+            "best_step": None,
+            "bad_evaluations": 0,
+            "history": [],
+            "best_model": None,
         }
 
     def load(self, checkpoint: dict[str, Any]) -> None:

@@ -71,8 +71,12 @@ class HintSplit(Sequence[HintRecord]):
         index %= len(self)
         start, stop = self.offsets[index], self.offsets[index + 1]
         return HintRecord(
-            str(index), self.expr[index], tuple(self.head[start:stop].tolist()), int(self.res[index]),
-            tuple(self.res_all[start:stop].tolist()), str(self.eval[index]) or None,
+            str(index),
+            self.expr[index],
+            tuple(self.head[start:stop].tolist()),
+            int(self.res[index]),
+            tuple(self.res_all[start:stop].tolist()),
+            str(self.eval[index]) or None,
         )
 
     @classmethod

@@ -93,10 +93,14 @@ class _ListsOfOneSize:
             return _Bucket(name, size, rules.share_cap(size) if sampled else None, limit)
 
         small, large = ("SS", "SL") if short else ("LS", "LL")
-        self.small = [bucket(f"{pool}:{small}", rules.scaled(size), rules.small_limit) for pool, size in
-                      (("val", rules.val_per_op), ("test", rules.test_per_op))]
-        self.large = [bucket(f"{pool}:{large}", rules.scaled(size), rules.large_limit) for pool, size in
-                      (("val", rules.val_per_op), ("test", rules.test_per_op))]
+        self.small = [
+            bucket(f"{pool}:{small}", rules.scaled(size), rules.small_limit)
+            for pool, size in (("val", rules.val_per_op), ("test", rules.test_per_op))
+        ]
+        self.large = [
+            bucket(f"{pool}:{large}", rules.scaled(size), rules.large_limit)
+            for pool, size in (("val", rules.val_per_op), ("test", rules.test_per_op))
+        ]
         self.train = None
         if short and n_op >= rules.min_train_ops:
             self.train = bucket("train", rules.train_size(n_op), rules.small_limit)

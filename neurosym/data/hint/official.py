@@ -58,9 +58,7 @@ def record_from_json(item: Mapping, where: str) -> HintRecord:
         raise ValueError(f"{where}: img_paths must be a list of strings")
     if paths is not None and len(paths) != len(expr):
         raise ValueError(f"{where}: {len(paths)} img_paths for {len(expr)} symbols")
-    return HintRecord(
-        str(item["id"]), expr, head, result, res_all, subset, None if paths is None else tuple(paths)
-    )
+    return HintRecord(str(item["id"]), expr, head, result, res_all, subset, None if paths is None else tuple(paths))
 
 
 def record_to_json(record: HintRecord) -> dict:

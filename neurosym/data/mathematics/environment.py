@@ -47,11 +47,7 @@ def generator_env_ready(env_dir: Path | None = None) -> bool:
     """Whether the environment exists and its pinned requirements were installed completely."""
     env_dir = generator_env_dir() if env_dir is None else env_dir
     marker = env_dir / _READY_MARKER
-    return (
-        generator_python(env_dir).exists()
-        and marker.is_file()
-        and marker.read_text().split() == list(GENERATOR_REQUIREMENTS)
-    )
+    return generator_python(env_dir).exists() and marker.is_file() and marker.read_text().split() == list(GENERATOR_REQUIREMENTS)
 
 
 def ensure_generator_env(create: bool = True, env_dir: Path | None = None) -> Path:
@@ -84,6 +80,4 @@ def ensure_generator_env(create: bool = True, env_dir: Path | None = None) -> Pa
 def _run(command: list[str], purpose: str) -> None:
     result = subprocess.run(command, capture_output=True, text=True, check=False)  # the error names the command
     if result.returncode != 0:
-        raise RuntimeError(
-            f"could not {purpose} for mathematics_dataset ({' '.join(command)}): {result.stderr.strip()[-800:]}"
-        )
+        raise RuntimeError(f"could not {purpose} for mathematics_dataset ({' '.join(command)}): {result.stderr.strip()[-800:]}")

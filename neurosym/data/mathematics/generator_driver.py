@@ -50,9 +50,7 @@ def main(argv):
             raise SystemExit(f"unknown module {job['module']!r} in regime {job['regime']!r}; known: {sorted(table)}")
         module_fn = table[job["module"]]
         for _ in range(job["count"]):
-            question, answer = _sample(
-                module_fn, generate_settings.MAX_QUESTION_LENGTH, generate_settings.MAX_ANSWER_LENGTH
-            )
+            question, answer = _sample(module_fn, generate_settings.MAX_QUESTION_LENGTH, generate_settings.MAX_ANSWER_LENGTH)
             sys.stdout.write(json.dumps({"job": index, "question": question, "answer": answer}) + "\n")
         sys.stdout.flush()
 

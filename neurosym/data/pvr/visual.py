@@ -137,7 +137,7 @@ class VisualPVR:
         if self.style not in ("block", "sequential"):
             raise ValueError(f"style must be 'block' or 'sequential', got {self.style!r}")
         if self.style == "block" and self.rule.length != self.grid * self.grid:
-            raise ValueError(f"a {self.grid}x{self.grid} grid has {self.grid ** 2} slots, the rule {self.rule.length}")
+            raise ValueError(f"a {self.grid}x{self.grid} grid has {self.grid**2} slots, the rule {self.rule.length}")
         if self.allowed is not None and np.shape(self.allowed) != (self.rule.length, self.rule.num_classes):
             raise ValueError(f"allowed must have shape {(self.rule.length, self.rule.num_classes)}")
 

@@ -24,6 +24,7 @@ def token_of(folder: str) -> str:
     """The canonical token for a release folder name (inverse of :func:`folder_of`)."""
     return _TOKEN_OF_FOLDER.get(folder, _TOKEN_ALIASES.get(folder, folder))
 
+
 HANDWRITTEN_LABELS: tuple[str, ...] = DIGITS + OPERATORS + ("*dot", "/slash", "w", "x", "y", "z")
 """Labels of the shipped handwritten archive. ``*`` is × written as a cross and ``/`` is ÷ written as an
 obelus (HINT's symbols); ``*dot`` (× as a dot) and ``/slash`` (÷ as a slash) are other ways of writing them."""

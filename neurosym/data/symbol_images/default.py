@@ -81,7 +81,9 @@ def _seeded_part(drawn_per_symbol: int, seed: int, mnist_path: str | os.PathLike
     labels = np.concatenate([digit_labels, drawn_labels])
     sources = np.repeat(["mnist", "drawn"], [len(digits), len(drawn)])
     index = np.concatenate([np.arange(len(digits)), np.arange(len(drawn))])
-    paths = [f"{folder_of(label)}/{source}_{i}.jpg" for label, source, i in zip(labels.tolist(), sources.tolist(), index.tolist())]
+    paths = [
+        f"{folder_of(label)}/{source}_{i}.jpg" for label, source, i in zip(labels.tolist(), sources.tolist(), index.tolist())
+    ]
     return SymbolBank(np.concatenate([digits, drawn]), labels, assign_pools(labels, seed), np.asarray(paths), sources)
 
 

@@ -47,7 +47,9 @@ def handwritten_symbols(path: str | os.PathLike = HANDWRITTEN_ARCHIVE) -> Handwr
     arrays = read_bank_archive(path, required=("images", "labels", "sources", "splits"))
     images = arrays["images"]
     if images.shape[1:] != (HANDWRITTEN_SIZE, HANDWRITTEN_SIZE):
-        raise ValueError(f"{path}: handwritten images must be {HANDWRITTEN_SIZE}x{HANDWRITTEN_SIZE}, got {list(images.shape[1:])}")
+        raise ValueError(
+            f"{path}: handwritten images must be {HANDWRITTEN_SIZE}x{HANDWRITTEN_SIZE}, got {list(images.shape[1:])}"
+        )
     for name, allowed in (("labels", HANDWRITTEN_LABELS), ("sources", HANDWRITTEN_SOURCES)):
         unknown = sorted(set(arrays[name].tolist()) - set(allowed))
         if unknown:

@@ -90,17 +90,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--schedule", choices=SCHEDULES, default="published",
         help="regulariser warm-ups at the paper's iterations (NMU 1e6-2e6, NAU 5e3-5e4), or scaled by steps/5e6 for a short budget",
     )  # fmt: skip
-    parser.add_argument("--ranges", choices=sorted(RANGE_PAIRS), default="[1,2]", help="interpolation range (its extrapolation range is the paper's)")
+    parser.add_argument(
+        "--ranges",
+        choices=sorted(RANGE_PAIRS),
+        default="[1,2]",
+        help="interpolation range (its extrapolation range is the paper's)",
+    )
     parser.add_argument("--input-size", type=positive_int, default=100, help="input size d of the task")
-    parser.add_argument("--subset-ratio", type=fraction_up_to_one, default=0.25, help="subset size as a fraction s of d (⌊s·d⌋ elements)")
-    parser.add_argument("--overlap-ratio", type=unit_interval, default=0.5, help="overlap as a fraction o of the subset (⌊o·subset⌋)")
+    parser.add_argument(
+        "--subset-ratio", type=fraction_up_to_one, default=0.25, help="subset size as a fraction s of d (⌊s·d⌋ elements)"
+    )
+    parser.add_argument(
+        "--overlap-ratio", type=unit_interval, default=0.5, help="overlap as a fraction o of the subset (⌊o·subset⌋)"
+    )
     parser.add_argument("--eval-every", type=positive_int, default=1000, help="steps between evaluations")
     parser.add_argument("--batch-size", type=positive_int, default=128, help="training batch size per run")
     parser.add_argument("--lr", type=positive_float, default=1e-3, help="Adam learning rate")
-    parser.add_argument("--evaluation-size", type=positive_int, default=10_000, help="size of the fixed validation and test sets per run")
+    parser.add_argument(
+        "--evaluation-size", type=positive_int, default=10_000, help="size of the fixed validation and test sets per run"
+    )
     parser.add_argument("--epsilon", type=positive_float, default=1e-5, help="weight perturbation ε of the success threshold")
     parser.add_argument("--threshold-samples", type=positive_int, default=1_000_000, help="Monte-Carlo samples per threshold")
-    parser.add_argument("--amp", action="store_true", help="mixed precision on CUDA, bfloat16 where supported (off by default: half precision cannot reach the 1e-8 thresholds)")
+    parser.add_argument(
+        "--amp",
+        action="store_true",
+        help="mixed precision on CUDA, bfloat16 where supported (off by default: half precision cannot reach the 1e-8 thresholds)",
+    )
     add_run_options(parser, out="results/arithmetic")
     parser.add_argument(
         "--speed", action="store_true",
@@ -136,7 +151,9 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
     runs, pending = [], []
     with StopRequests(minutes_to_seconds(args.time_limit)) as stops:
         for model in args.models:
-            if runs and runs[-1].stop_reason is not None:  # a stop request ended the previous model: the rest waits for the next call
+            if (
+                runs and runs[-1].stop_reason is not None
+            ):  # a stop request ended the previous model: the rest waits for the next call
                 pending.append(model)
                 continue
             config = GroupConfig(
@@ -357,7 +374,9 @@ def _run_speed(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
     axis.axhline(SPEEDUP_GOAL, color="grey", linestyle="--", label=f"goal on a CPU: {SPEEDUP_GOAL}×")
     axis.legend(loc="best", fontsize=8)
     axis.set_ylabel("speed-up (seed-iterations/s)")
-    axis.set_title(f"{args.speed_seeds} seeds batched vs one at a time ({device}, {torch.get_num_threads()} threads)", fontsize=10)
+    axis.set_title(
+        f"{args.speed_seeds} seeds batched vs one at a time ({device}, {torch.get_num_threads()} threads)", fontsize=10
+    )
     figure.tight_layout()
     figure.savefig(args.out / "speed.png", dpi=120)
     plt.close(figure)

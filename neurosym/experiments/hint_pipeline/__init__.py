@@ -105,7 +105,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--adapt-examples expressions rendered with its training images (and as many replayed with the first bank's), "
         "then test on its test images and on the first bank's again",
     )
-    parser.add_argument("--adapt-examples", type=positive_int, default=1000, help="neurosym: expressions of the new writer for --adapt")
+    parser.add_argument(
+        "--adapt-examples", type=positive_int, default=1000, help="neurosym: expressions of the new writer for --adapt"
+    )
     parser.add_argument("--adapt-steps", type=positive_int, default=400, help="neurosym: training steps of --adapt")
     parser.add_argument(
         "--fewshot-scales",
@@ -152,7 +154,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    results: dict[str, Any] = {"input": args.input, "scale": args.scale, "test_scale": args.test_scale or args.scale, "seed": args.seed}
+    results: dict[str, Any] = {
+        "input": args.input,
+        "scale": args.scale,
+        "test_scale": args.test_scale or args.scale,
+        "seed": args.seed,
+    }
     if args.semantics == "learned":
         data = load_hint_data(args, image_input=args.input == "image", test_scale=args.test_scale, progress=args.progress)
         results.update((run_learned_image if args.input == "image" else run_learned_symbol)(args, out, data))
@@ -191,5 +198,3 @@ def _fewshot_steps(text: str) -> tuple[int, int]:
     if len(steps) != 2:
         raise argparse.ArgumentTypeError(f"expected two positive step counts 'GLYPH,ABDUCTION', got {text!r}")
     return steps[0], steps[1]
-
-

@@ -42,7 +42,9 @@ def _with_brackets(bank: SymbolBank, brackets_from: SymbolBank) -> SymbolBank:
     """``bank``, borrowing the brackets of ``brackets_from`` when it has none (no real ones exist)."""
     if {"(", ")"} <= set(bank.symbols):
         return bank
-    return merge_banks(bank.subset([s for s in HINT_SYMBOLS if s in bank.symbols and s not in "()"]), brackets_from.subset(["(", ")"]))
+    return merge_banks(
+        bank.subset([s for s in HINT_SYMBOLS if s in bank.symbols and s not in "()"]), brackets_from.subset(["(", ")"])
+    )
 
 
 def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -52,7 +54,9 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                           progress=args.progress)  # fmt: skip
     bank = data.bank
     backbone = "resnet18" if args.cnn == "resnet18" else "small"
-    classifier = SymbolClassifier(list(HINT_SYMBOLS), backbone=backbone, features=args.classifier_features, width=args.classifier_width)
+    classifier = SymbolClassifier(
+        list(HINT_SYMBOLS), backbone=backbone, features=args.classifier_features, width=args.classifier_width
+    )
     pipeline = HintPipeline(classifier, HINT_SEMANTICS, abduction_changes=args.abduction_changes)
     config = PipelineConfig(
         steps=args.steps,
@@ -98,7 +102,9 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
           "learned from results alone)")  # fmt: skip
     print(format_table(["model", *SUBSETS, "symbol acc."], rows))
     _plot(history, scores, out / "hint_neurosym.png")
-    results["fewshot"] = _fewshot(args, out, pipeline, data, device, None if time_limit is None else max(0.0, time_limit - train_seconds))
+    results["fewshot"] = _fewshot(
+        args, out, pipeline, data, device, None if time_limit is None else max(0.0, time_limit - train_seconds)
+    )
     return results
 
 
@@ -157,7 +163,9 @@ def _plot(history: list[dict], scores: dict[str, float], path: Path) -> None:
     curve.set_xlabel("step")
     curve.set_title("training from results only")
     twin = curve.twinx()
-    twin.plot(steps, [h["max_length"] if h["max_length"] < 10**6 else 41 for h in history], color="gray", ls="--", label="max length")
+    twin.plot(
+        steps, [h["max_length"] if h["max_length"] < 10**6 else 41 for h in history], color="gray", ls="--", label="max length"
+    )
     twin.set_ylabel("curriculum: max symbols")
     series = {"neurosym (this run)": [100 * scores[s] for s in SUBSETS],
               "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS]}  # fmt: skip

@@ -42,7 +42,12 @@ def _report(grounding: Grounding, truth: list[str], scores: dict[str, float], ou
     print(format_table(["model", *SUBSETS], [[f"neurosym, everything learned ({what})", *(100 * scores[s] for s in SUBSETS)]]))
     print("the learned table equals HINT's" if comparison.equal else "differs from HINT's: " + "; ".join(comparison.mismatches))
     grounding.save(out / "grounding.json")
-    return {"grounding": grounding.to_json(), "equals_hint": comparison.equal, "mismatches": list(comparison.mismatches), "test": scores}
+    return {
+        "grounding": grounding.to_json(),
+        "equals_hint": comparison.equal,
+        "mismatches": list(comparison.mismatches),
+        "test": scores,
+    }
 
 
 def run_learned_symbol(args: argparse.Namespace, out: Path, data: HintData) -> dict[str, Any]:
@@ -53,7 +58,9 @@ def run_learned_symbol(args: argparse.Namespace, out: Path, data: HintData) -> d
     grounding = learn_grounding(anonymise([r.expr for r in train], permutation), [r.res for r in train], args.classes)
     seconds = time.perf_counter() - started
     test = data.splits["test"]
-    scores = accuracy_by_subset(grounding, anonymise([r.expr for r in test], permutation), [r.res for r in test], [r.eval for r in test])
+    scores = accuracy_by_subset(
+        grounding, anonymise([r.expr for r in test], permutation), [r.res for r in test], [r.eval for r in test]
+    )
     return {"learn_seconds": seconds, **_report(grounding, class_symbols(permutation), scores, out, "symbol input")}
 
 

@@ -99,11 +99,7 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         """Raise ``ValueError`` naming expected and received shapes unless ``x`` is ``[(S,) ..., in]``."""
         expected = f"[..., {self.in_features}]" if self.ensemble is None else f"[{self.ensemble}, ..., {self.in_features}]"
         min_dims = 1 + len(self.ensemble_shape)
-        if (
-            x.dim() < min_dims
-            or x.shape[-1] != self.in_features
-            or (self.ensemble is not None and x.shape[0] != self.ensemble)
-        ):
+        if x.dim() < min_dims or x.shape[-1] != self.in_features or (self.ensemble is not None and x.shape[0] != self.ensemble):
             raise ValueError(f"{type(self).__name__}: expected input of shape {expected}, got {list(x.shape)}")
         if not x.is_floating_point():
             raise ValueError(f"{type(self).__name__}: expected a floating-point input, got dtype {x.dtype}")

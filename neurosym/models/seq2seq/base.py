@@ -75,8 +75,10 @@ def prepared_source(src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Te
     error when the two do not fit together, or (where values are readable, see
     :func:`values_are_readable`) when a source is empty."""
     if src_mask.dtype != torch.bool or src_mask.dim() != 2:
-        raise ValueError(f"src_mask must be a bool tensor [batch, length] (True = padding), got {src_mask.dtype} "
-                         f"with shape {tuple(src_mask.shape)}")
+        raise ValueError(
+            f"src_mask must be a bool tensor [batch, length] (True = padding), got {src_mask.dtype} "
+            f"with shape {tuple(src_mask.shape)}"
+        )
     if tuple(src.shape[:2]) != tuple(src_mask.shape):
         raise ValueError(f"src {tuple(src.shape)} and src_mask {tuple(src_mask.shape)} disagree on [batch, length]")
     if values_are_readable(src_mask):

@@ -21,6 +21,7 @@ BOS, EOS = 10, 11
 """Target ids: the digits 0–9 are their own ids, then begin and end of sequence."""
 TARGET_VOCAB = 12
 
+
 def hint_batch(batch: dict[str, Any], image_input: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """``(src, src_mask, tgt_in, tgt_out)`` of a :func:`collate_hint` batch (``src_mask`` True = padding)."""
     src = batch["images"] if image_input else batch["tokens"]

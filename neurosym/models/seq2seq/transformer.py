@@ -158,9 +158,7 @@ class TransformerSeq2Seq(Seq2Seq):
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         return self._decode(tgt_in, self._encoded(src, src_mask, cache=None), offset=0)
 
-    def start_decoding(
-        self, src: torch.Tensor, src_mask: torch.Tensor, *, use_cache: bool = True
-    ) -> TransformerDecoderState:
+    def start_decoding(self, src: torch.Tensor, src_mask: torch.Tensor, *, use_cache: bool = True) -> TransformerDecoderState:
         cache = self.decoder.new_cache() if use_cache else None
         return self._encoded(src, src_mask, cache)
 
