@@ -1,7 +1,16 @@
-"""Weakly-supervised perception -> syntax -> semantics learning on HINT: grammar-constrained decoding,
-abduction by top-down back-search, a curriculum, the REINFORCE baseline, the pipeline and its trainer,
-semantics learned from results (induced operators, new numbers and operators), and new concepts
-learned from a few images (glyph, role and meaning)."""
+"""Weakly-supervised perception -> syntax -> semantics learning on HINT.
+
+What is learned from results, and what is given:
+
+* :class:`HintPipeline` + :func:`train_pipeline`: the perception, from images and results, with the
+  grammar, the precedence levels and an operator table given (grammar-constrained decoding, abduction by
+  top-down back-search, a curriculum; the REINFORCE baseline);
+* :mod:`~neurosym.pipelines.concepts`: operator meanings induced from results with the digits and the
+  grammar given; a new number's value or a new operator's meaning and precedence;
+* :func:`learn_concept_from_images`: a new concept's glyph, role and meaning from a few images;
+* :mod:`~neurosym.pipelines.ground_symbols` / :mod:`~neurosym.pipelines.ground_images`: everything but
+  the grammar's shape: each anonymous class's role, value or program and precedence (and the perception).
+"""
 
 from neurosym.pipelines.abduction import Abducer, Correction
 from neurosym.pipelines.concepts import (
