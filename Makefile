@@ -18,9 +18,9 @@ $(BIN)/neurosym: pyproject.toml
 
 install: $(BIN)/neurosym
 
-# The main job: the HINT neuro-symbolic pipeline learned from results alone on the embedded default
-# images (real MNIST digits + drawn operators), then the six few-shot concepts learned from 100 images
-# each; CPU-sized (about ten minutes on 2 cores). Resumes when re-run.
+# The main job: the HINT pipeline's perception learned from results alone on the embedded real-handwriting
+# images (MNIST + bhmsds digits, real operators, drawn brackets), then the six few-shot concepts learned
+# from 100 images each; CPU-sized (benchmarks/RESULTS.md gives the measured time). Resumes when re-run.
 run: install
 	$(BIN)/neurosym hint --model neurosym --input image --scale 0.01 --steps 800 --batch-size 32 \
 		--cnn small --curriculum 1:150,3:200,7:200,15:250 --fewshot-scales 0.1 --out results/main
