@@ -243,7 +243,7 @@ def test_smoke_preset_names_its_cells_and_the_published_budget(tmp_path, capsys,
     assert [(c.model, c.operations, len(c.seeds), c.schedule) for c in trained] == [
         ("NAU", ("add", "sub"), 10, "published"), ("Linear", ("add", "sub"), 10, "published"), ("NAC+", ("add", "sub"), 10, "published")
     ]  # fmt: skip
-    assert "smoke test" in capsys.readouterr().out
+    assert "10 seeds x 1e+01 iterations: a shorter budget than published" in capsys.readouterr().out
     trained.clear()
     assert main(["arithmetic", "--preset", "paper", "--models", "nmu", "--steps", "10", "--threshold-samples", "2000",
                  "--out", str(tmp_path), "--no-progress"]) == 0  # fmt: skip

@@ -73,7 +73,7 @@ def test_path_options_name_the_missing_path(tmp_path) -> None:
         ("hint --dropout 1", "argument --dropout: expected a number in [0, 1)"),
         ("hint --lr nan", "argument --lr: expected a finite number"),
         ("hint --num-workers -1", "argument --num-workers: expected an integer of at least 0"),
-        ("hint --bank missing.npz", "argument --bank: no such file"),
+        ("hint --bank missing.npz", "argument --bank: symbol bank archive not found: missing.npz"),
         ("hint --model neurosym --curriculum 1:abc", "argument --curriculum: curriculum stage '1:abc'"),
         (
             "hint --model neurosym --fewshot-concepts x,q",

@@ -127,9 +127,12 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     import numpy as np
     from hint_banks import prototype_bank
 
+    from neurosym.data.symbol_images import merge_banks
     from neurosym.experiments import hint_sources
 
-    first, new = prototype_bank(seed=0), prototype_bank(seed=1)  # other glyphs for every symbol: a new writer
+    first = prototype_bank(seed=0)
+    digits = list("0123456789")
+    new = merge_banks(prototype_bank(seed=1).subset(digits), first.subset(list("+-*/()")))  # a new writer's digits
     archive = tmp_path / "new_writer.npz"
     np.savez(archive, images=new.images, labels=new.labels, splits=new.pools)
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: first)
@@ -137,10 +140,10 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "100", "--batch-size", "12",
             "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32", "--classifier-width", "8",
             "--fewshot-scales", "none", "--extra-test-bank", str(archive), "--adapt", str(archive),
-            "--adapt-examples", "60", "--adapt-steps", "60", "--speed-samples", "3", "--out", str(out), "--no-progress"]  # fmt: skip
+            "--adapt-examples", "200", "--adapt-steps", "100", "--speed-samples", "3", "--out", str(out), "--no-progress"]  # fmt: skip
     assert main(argv) == 0
     results = json.loads((out / "results.json").read_text())
     before, after = results["extra_test_bank"]["test"]["symbol"], results["adapt"]["test_new_writer"]["symbol"]
     assert after > max(before, 0.8), (before, after)  # learned the new glyphs from results alone
     assert results["adapt"]["test_first_bank"]["symbol"] > 0.8  # and kept the first ones
-    assert "adapted from 60 results" in capsys.readouterr().out
+    assert "adapted from 200 results" in capsys.readouterr().out

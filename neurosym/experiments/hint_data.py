@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--bank",
         type=_bank_source,
         default="default",
-        help="symbol images: 'default' (MNIST + drawn), 'none' (no images), a symbol_images folder, or an .npz",
+        help="symbol images: 'default' (real handwriting, drawn brackets), 'none' (no images), a symbol_images folder, or an .npz",
     )
     parser.add_argument("--drawn-per-symbol", type=positive_int, default=2000, help="drawn images per symbol in the default bank")
     parser.add_argument("--stats-sample", type=positive_int, default=100_000, help="records per split used for statistics")

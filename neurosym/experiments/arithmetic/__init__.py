@@ -181,7 +181,7 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
         "training_seconds": {group.config.model: group.seconds for group in runs},
         "cells": cells,
     }
-    print(_caption(args.preset))
+    print(_caption(seeds, steps))
     print(format_table(*_table(cells)))
     save_json(result, args.out / "results.json")
     if cells:
@@ -289,11 +289,14 @@ def _table(cells: list[dict]) -> tuple[list[str], list[list]]:
     return headers, rows
 
 
-def _caption(preset: str) -> str:
-    published = "published: Madsen & Johansen 2019 Table 1 (NAU, NMU: 2020), 100 seeds x 5e6 iterations each"
-    if preset == "smoke":
-        return f"Simple function task, smoke test at a short CPU budget (not comparable to the published budget; {published})"
-    return f"Simple function task ({published})"
+def _caption(seeds: int, steps: int) -> str:
+    """The table's caption: this run's budget beside the published one, flagged when it is shorter."""
+    published = (
+        f"published: Madsen & Johansen 2019 Table 1 (NAU, NMU: 2020), {PAPER['seeds']} seeds x {PAPER['steps']:.0e} iterations"
+    )
+    if steps < PAPER["steps"]:
+        return f"Simple function task, {seeds} seeds x {steps:.0e} iterations: a shorter budget than published ({published})"
+    return f"Simple function task, {seeds} seeds x {steps:.0e} iterations ({published})"
 
 
 def _plot(cells: list[dict], path: Path) -> None:

@@ -20,7 +20,7 @@ from neurosym.experiments.hint_sources import bank_from_option, load_hint_data
 from neurosym.experiments.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.experiments.report import bar_vs_published, format_table, pyplot, save_figure
 from neurosym.perception.symbol_classifier import SymbolClassifier
-from neurosym.pipelines.curriculum import Curriculum, parse_stages
+from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
@@ -118,7 +118,7 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     chosen = [splits["train"][i] for i in order[: args.adapt_examples]]
     replayed = [splits["train"][i] for i in order[args.adapt_examples : 2 * args.adapt_examples]]
     source = ConcatWindows(WindowSource(chosen, new, "train", args.seed + 1), WindowSource(replayed, bank, "train", args.seed))
-    adapt_config = replace(config, steps=args.adapt_steps, curriculum=Curriculum(parse_stages("all")), schedule="constant")
+    adapt_config = replace(config, steps=args.adapt_steps, schedule="constant")  # the same curriculum: short sentences first
     checkpoint = out / "adapt_checkpoint.pt"
     if not args.resume:
         checkpoint.unlink(missing_ok=True)
