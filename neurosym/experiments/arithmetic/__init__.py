@@ -45,10 +45,11 @@ MODEL_NAMES = {"nac_mul": "NAC•", "nalu": "NALU", "nac_add": "NAC+", "linear":
 TABLE_ORDER = ("mul", "div", "add", "sub", "square", "sqrt")
 """Operations in the order of the paper's table (× ÷ + −), then the unary ones."""
 
-PAPER = {"seeds": 100, "steps": PAPER_ITERATIONS, "models": list(MODEL_LAYERS), "ops": None}
-"""The published budget: every cell of Table 1, 100 seeds of 5·10⁶ iterations."""
-SMOKE = {"seeds": 10, "steps": 50_000, "models": ["NAU", "Linear", "NAC+"], "ops": ["add", "sub"]}
-"""A CPU smoke test: the cells that converge within a short budget."""
+PAPER = {"seeds": 100, "steps": PAPER_ITERATIONS, "cells": None}
+"""The published budget: every cell of Table 1 (``cells=None``), 100 seeds of 5·10⁶ iterations."""
+SMOKE = {"seeds": 10, "steps": 50_000, "cells": {"NAU": ("add", "sub"), "Linear": ("add", "sub"), "NAC+": ("sub",)}}
+"""A CPU smoke test: the cells (model → operations) that converge within 5·10⁴ iterations (NAC+ on + needs about
+5·10⁵, so it is left out)."""
 
 
 def _model_name(text: str) -> str:
@@ -67,8 +68,8 @@ def _operation_name(text: str) -> str:
 
 
 PRESET_MEANINGS = {
-    "smoke": f"{SMOKE['seeds']} seeds x {SMOKE['steps']:.0e} steps of the cells that converge early: "
-    f"{', '.join(SMOKE['models'])} on + and -, about 5 minutes on 2 cores",
+    "smoke": f"{SMOKE['seeds']} seeds x {SMOKE['steps']:.0e} steps of the cells that converge early: NAU and Linear on "
+    "+ and -, NAC+ on - (about 7 minutes on one thread)",
     "paper": "100 seeds x 5e6 steps of every published cell of Table 1 (meant for a GPU)",
 }
 
@@ -127,8 +128,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     preset = PAPER if args.preset == "paper" else SMOKE
-    if args.models is None:  # the preset's cells; models of one's own choosing get their published cells
-        args.models, args.ops = preset["models"], args.ops or preset["ops"]
+    cells = preset["cells"] if args.models is None else None  # models of one's own choosing get their published cells
+    if args.models is None:
+        args.models = list(cells or MODEL_LAYERS)
+    args.operations = {model: _operations_for(model, args.ops, cells) for model in args.models}
     args.steps, args.seeds = args.steps or preset["steps"], args.seeds or preset["seeds"]
     device = resolve_device(args.device)
     apply_threads(args.threads)
@@ -157,7 +160,7 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
                 pending.append(model)
                 continue
             config = GroupConfig(
-                model, _operations_for(model, args.ops), tuple(range(seeds)), steps, args.eval_every, args.batch_size, args.lr,
+                model, args.operations[model], tuple(range(seeds)), steps, args.eval_every, args.batch_size, args.lr,
                 args.ranges, args.evaluation_size, args.seed, args.input_size, args.subset_ratio, args.overlap_ratio, args.schedule,
             )  # fmt: skip
             checkpoint = args.out / "checkpoints" / f"{_slug(model)}.pt"
@@ -199,10 +202,13 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
     return result
 
 
-def _operations_for(model: str, chosen: list[str] | None) -> tuple[str, ...]:
-    """The operations ``model`` is trained on: ``chosen``, or those with a published rate (× ÷ + − order)."""
+def _operations_for(model: str, chosen: list[str] | None, cells: dict[str, tuple[str, ...]] | None = None) -> tuple[str, ...]:
+    """The operations ``model`` is trained on: ``chosen``, else its operations in ``cells``, else those with a
+    published rate (× ÷ + − order)."""
     if chosen is not None:
         return tuple(chosen)
+    if cells is not None:
+        return cells[model]
     return tuple(name for name in TABLE_ORDER if (name, model) in ARITHMETIC)
 
 
@@ -215,7 +221,7 @@ def _thresholds(args: argparse.Namespace, layout: SubsetLayout) -> dict[str, flo
     cache_path = args.out / "thresholds.json"
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     thresholds = {}
-    for name in dict.fromkeys(op for model in args.models for op in _operations_for(model, args.ops)):
+    for name in dict.fromkeys(op for operations in args.operations.values() for op in operations):
         key = f"{name} {args.ranges} {layout} eps={args.epsilon:g} n={args.threshold_samples}"
         if key not in cache:
             estimate = perturbed_solution_mse(name, args.ranges, layout, args.epsilon, args.threshold_samples)
@@ -357,7 +363,7 @@ def _run_speed(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
     """Time every model of ``--models`` on its first operation (``--ops`` or the model's default)."""
     timed = []
     for model in args.models:
-        name = (args.ops or _operations_for(model, None) or ["add"])[0]
+        name = (args.operations[model] or ("add",))[0]
         speed = measure_speed(model, name, args.speed_seeds, args.speed_steps, device, amp)
         timed.append({"model": model, "operation": name, **speed})
     result = {"command": "arithmetic --speed", "device": str(device), "threads": torch.get_num_threads(),
