@@ -108,7 +108,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--adapt-examples", type=positive_int, default=1000, help="neurosym: expressions of the new writer for --adapt"
     )
-    parser.add_argument("--adapt-steps", type=positive_int, default=400, help="neurosym: training steps of --adapt")
+    parser.add_argument(
+        "--adapt-steps",
+        type=positive_int,
+        default=1600,
+        help="neurosym: training steps of --adapt (1,600 kept the first writers within 2 points)",
+    )
     parser.add_argument(
         "--fewshot-scales",
         type=_fewshot_scales,
