@@ -7,9 +7,15 @@ import torch
 import neurosym.experiments.arithmetic as arithmetic_runner
 from neurosym.cli import main
 from neurosym.data.arithmetic import SimpleFunctionData
-from neurosym.experiments.arithmetic import speed
-from neurosym.experiments.arithmetic import training as arithmetic_training
-from neurosym.experiments.arithmetic.training import (
+from neurosym.metrics import perturbed_solution_mse, run_outcomes
+from neurosym.models import arithmetic_speed as speed
+from neurosym.models import arithmetic_training
+from neurosym.models.arithmetic import (
+    MODEL_LAYERS,
+    PAPER_ITERATIONS,
+    TwoLayerArithmetic,
+)
+from neurosym.models.arithmetic_training import (
     Curves,
     GroupConfig,
     GroupRun,
@@ -18,12 +24,6 @@ from neurosym.experiments.arithmetic.training import (
     group_loss,
     train_group,
     train_step,
-)
-from neurosym.metrics import perturbed_solution_mse, run_outcomes
-from neurosym.models.arithmetic import (
-    MODEL_LAYERS,
-    PAPER_ITERATIONS,
-    TwoLayerArithmetic,
 )
 from neurosym.training import load_checkpoint, save_checkpoint
 from neurosym.training.stopping import TIME_LIMIT, StopRequests

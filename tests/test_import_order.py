@@ -25,6 +25,7 @@ LEVELS: dict[str, int] = {
     "models": 3,
     "pipelines": 3,
     "metrics": 3,
+    "plots": 3,
     "experiments": 4,
     "cli": 5,
     "__main__": 5,

@@ -20,11 +20,11 @@ import torch
 
 from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
 from neurosym.experiments.report import format_table, pyplot, save_json
-from neurosym.experiments.timing import fastest_of_rounds, forward_backward_step
 from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention
 from neurosym.models.seq2seq import build_front_end, build_seq2seq
 from neurosym.training import resolve_device
 from neurosym.training.device import mixed_precision
+from neurosym.training.speed import fastest_of_rounds, forward_backward_step
 
 ATTENTIONS = ("vanilla", "xl", "xl_clipped", "shaw")
 RELATIVE_NAMES = {"xl": "XL", "xl_clipped": "clipped XL", "shaw": "Shaw"}

@@ -5,7 +5,7 @@ NALU ≤ 4× the time of ``nn.Linear``. One step is ``unit(x).sum().backward()``
 gradient (as in a hidden layer), ``x ~ U[0.5, 1.5]``. ``NMU-compiled`` is ``NMU(compiled=True)``; its
 kernels are compiled before timing starts. Timing is interleaved to be fair under a
 fluctuating machine load: in each of ``--rounds`` rounds every layer is timed by
-:func:`~neurosym.experiments.timing.median_seconds` (median of ``Timer`` blocked runs); a
+:func:`~neurosym.training.speed.median_seconds` (median of ``Timer`` blocked runs); a
 layer's time is its fastest round. CUDA is synchronised after every step and uses autocast (AMP), as training would.
 """
 
@@ -21,9 +21,9 @@ from torch import nn
 
 from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
 from neurosym.experiments.report import format_table, pyplot, save_json
-from neurosym.experiments.timing import fastest_of_rounds, forward_backward_step
 from neurosym.layers import arithmetic
 from neurosym.training import resolve_device
+from neurosym.training.speed import fastest_of_rounds, forward_backward_step
 
 UNITS: dict[str, type[nn.Module]] = {
     "Linear": nn.Linear,

@@ -1,8 +1,9 @@
-"""Atomic checkpoints: a crash or interruption never leaves a half-written file behind; and the one check
-that a checkpoint may be resumed under a given configuration."""
+"""Atomic checkpoints and JSON files: a crash or interruption never leaves a half-written file behind; and
+the one check that a checkpoint may be resumed under a given configuration."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Collection
@@ -31,6 +32,22 @@ def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return path
+
+
+def save_json(data: Any, path: str | os.PathLike) -> Path:
+    """Write ``data`` as indented JSON (atomically: temporary file, then rename)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=_json_default))
+    os.replace(tmp, path)
+    return path
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any] | None:

@@ -10,15 +10,10 @@ published rate, the median solved-at step and the mean sparsity error of the sol
 from __future__ import annotations
 
 import argparse
-import json
-import math
-from pathlib import Path
 
 import torch
 
 from neurosym.data.arithmetic import OPERATIONS, RANGE_PAIRS, SubsetLayout, operation
-from neurosym.experiments.arithmetic.speed import measure_speed
-from neurosym.experiments.arithmetic.training import SCHEDULES, GroupConfig, GroupRun, train_group
 from neurosym.experiments.options import (
     add_preset_option,
     add_run_options,
@@ -30,10 +25,12 @@ from neurosym.experiments.options import (
     unit_interval,
 )
 from neurosym.experiments.published import ARITHMETIC
-from neurosym.experiments.report import format_table, pyplot, save_json
-from neurosym.metrics import run_outcomes, summarize
-from neurosym.metrics.threshold import perturbed_solution_mse
+from neurosym.experiments.report import format_table, save_json
 from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
+from neurosym.models.arithmetic_results import cached_thresholds, group_cells
+from neurosym.models.arithmetic_speed import measure_speed
+from neurosym.models.arithmetic_training import SCHEDULES, GroupConfig, train_group
+from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
 from neurosym.training import resolve_device
 from neurosym.training.allocator import retain_freed_memory
 from neurosym.training.device import amp_available
@@ -150,7 +147,10 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
         layout = SubsetLayout(args.input_size, args.subset_ratio, args.overlap_ratio)
     except ValueError as error:
         raise SystemExit(f"neurosym arithmetic: {error}") from None
-    thresholds = _thresholds(args, layout)
+    operations = (op for model_operations in args.operations.values() for op in model_operations)
+    thresholds = cached_thresholds(
+        operations, args.ranges, layout, args.epsilon, args.threshold_samples, args.out / "thresholds.json"
+    )
     runs, pending = [], []
     with StopRequests(minutes_to_seconds(args.time_limit)) as stops:
         for model in args.models:
@@ -166,7 +166,7 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
             checkpoint = args.out / "checkpoints" / f"{_slug(model)}.pt"
             runs.append(train_group(config, device, checkpoint, args.resume, stops, amp, args.progress))
     evaluated = [group for group in runs if group.curves.steps]
-    cells = [cell for group in evaluated for cell in _cells(group, thresholds)]
+    cells = [cell for group in evaluated for cell in group_cells(group, thresholds, ARITHMETIC)]
     cells.sort(key=lambda cell: (TABLE_ORDER.index(cell["operation"]), args.models.index(cell["model"])))
     result = {
         "command": "arithmetic",
@@ -188,7 +188,7 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
     print(format_table(*_table(cells)))
     save_json(result, args.out / "results.json")
     if cells:
-        _plot(cells, args.out / "success_rates.png")
+        plot_success_rates(cells, args.out / "success_rates.png")
         plot_learning_curves(evaluated, thresholds, args.out / "learning_curves.png")
     print(f"Wrote {args.out / 'results.json'}" + (f", {args.out / 'success_rates.png'} and learning_curves.png" if cells else ""))
     stopped = runs[-1]
@@ -214,56 +214,6 @@ def _operations_for(model: str, chosen: list[str] | None, cells: dict[str, tuple
 
 def _slug(model: str) -> str:
     return model.lower().replace("•", "_mul").replace("+", "_add")
-
-
-def _thresholds(args: argparse.Namespace, layout: SubsetLayout) -> dict[str, float]:
-    """Success thresholds per operation, cached in ``--out/thresholds.json`` (keyed by their settings)."""
-    cache_path = args.out / "thresholds.json"
-    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
-    thresholds = {}
-    for name in dict.fromkeys(op for operations in args.operations.values() for op in operations):
-        key = f"{name} {args.ranges} {layout} eps={args.epsilon:g} n={args.threshold_samples}"
-        if key not in cache:
-            estimate = perturbed_solution_mse(name, args.ranges, layout, args.epsilon, args.threshold_samples)
-            cache[key] = estimate.value
-        thresholds[name] = cache[key]
-    save_json(cache, cache_path)
-    return thresholds
-
-
-def _cells(group: GroupRun, thresholds: dict[str, float]) -> list[dict]:
-    """One result per operation of the group: the success summary of its seeds."""
-    config, curves = group.config, group.curves.stacked()
-    count = len(config.seeds)
-    cells = []
-    for index, name in enumerate(config.operations):
-        columns = slice(index * count, (index + 1) * count)
-        outcomes = run_outcomes(curves["steps"], curves["validation"][:, columns], curves["test"][:, columns], thresholds[name])
-        summary = summarize(outcomes, curves["sparsity"][:, columns])
-        cells.append(
-            {
-                "operation": name,
-                "model": config.model,
-                "finished": group.finished,
-                "steps_done": int(curves["steps"][-1]),
-                "solved": summary.solved,
-                "runs": summary.runs,
-                "success_rate": summary.rate,
-                "interval": summary.interval,
-                "published": ARITHMETIC.get((name, config.model)),
-                "median_solved_at": summary.median_solved_at,
-                "mean_sparsity_error": summary.mean_sparsity_error,
-                "threshold": thresholds[name],
-                "per_seed": {
-                    "seed": list(config.seeds),
-                    "solved": outcomes.solved.tolist(),
-                    "solved_at": [None if math.isnan(v) else v for v in outcomes.solved_at.tolist()],
-                    "best_step": curves["steps"][outcomes.best_index].tolist(),
-                    "best_extrapolation_mse": outcomes.best_extrapolation_mse.tolist(),
-                },
-            }
-        )
-    return cells
 
 
 def _percent(value: float | None) -> str:
@@ -305,56 +255,6 @@ def _caption(seeds: int, steps: int) -> str:
     return f"Simple function task, {seeds} seeds x {steps:.0e} iterations ({published})"
 
 
-def _plot(cells: list[dict], path: Path) -> None:
-    """Grouped bars of success rate per operation and model, with Wilson intervals; published rates as crosses."""
-    plt = pyplot()
-    operations = list(dict.fromkeys(cell["operation"] for cell in cells))
-    models = list(dict.fromkeys(cell["model"] for cell in cells))
-    width = 0.8 / len(models)
-    figure, axis = plt.subplots(figsize=(2 + 1.6 * len(operations), 4))
-    for m, model in enumerate(models):
-        chosen = [c for c in cells if c["model"] == model]
-        centres = [operations.index(c["operation"]) + (m - (len(models) - 1) / 2) * width for c in chosen]
-        rates = [c["success_rate"] for c in chosen]
-        errors = [[r - c["interval"][0] for r, c in zip(rates, chosen)], [c["interval"][1] - r for r, c in zip(rates, chosen)]]
-        axis.bar(centres, rates, width, yerr=errors, capsize=2, label=model)
-        published = [(x, c["published"]) for x, c in zip(centres, chosen) if c["published"] is not None]
-        if published:
-            axis.scatter(*zip(*published), marker="x", color="black", zorder=3, label="published" if m == 0 else None)
-    axis.set_xticks(range(len(operations)), [OPERATIONS[op].symbol for op in operations])
-    axis.set_ylim(0, 1.05)
-    axis.set_ylabel("success rate (Wilson 95% interval)")
-    axis.legend(fontsize="small", ncol=2)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-
-
-def plot_learning_curves(groups: list[GroupRun], thresholds: dict[str, float], path: Path) -> None:
-    """One panel per (model, operation) cell: the extrapolation MSE of every seed at each evaluation (log
-    scale), with the cell's success threshold as a dashed line."""
-    panels = [(group, index, name) for group in groups for index, name in enumerate(group.config.operations)]
-    plt = pyplot()
-    columns = min(3, len(panels))
-    rows = math.ceil(len(panels) / columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False)
-    for axis, (group, index, name) in zip(axes.flat, panels):
-        curves, count = group.curves.stacked(), len(group.config.seeds)
-        test = curves["test"][:, index * count : (index + 1) * count].clamp_min(1e-300).numpy()
-        axis.plot(curves["steps"].numpy(), test, linewidth=0.6, alpha=0.5)
-        axis.axhline(thresholds[name], color="black", linestyle="--", linewidth=1, label="success threshold")
-        axis.set_yscale("log")
-        axis.set_title(f"{group.config.model}, {OPERATIONS[name].symbol} ({count} seeds)", fontsize=10)
-        axis.set_xlabel("iteration")
-        axis.set_ylabel("extrapolation MSE")
-        axis.legend(fontsize=7, loc="upper right")
-    for axis in list(axes.flat)[len(panels) :]:
-        axis.set_visible(False)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-
-
 SPEEDUP_GOAL = 20
 """The batched-seed speed-up the benchmark aims at on a CPU (shown in the speed plot)."""
 
@@ -376,17 +276,7 @@ def _run_speed(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
     ]  # fmt: skip
     print(format_table(["Model", "Mode", "Seeds", "Steps", "Seconds", "Seed-iterations/s", "Speed-up"], rows))
     save_json(result, args.out / "speed.json")
-    plt = pyplot()
-    figure, axis = plt.subplots(figsize=(max(5.5, 1.2 * len(timed) + 2), 3.2))
     labels = [f"{run['model']} ({OPERATIONS[run['operation']].symbol})" for run in timed]
-    axis.bar(labels, [run["speedup"] for run in timed])
-    axis.axhline(SPEEDUP_GOAL, color="grey", linestyle="--", label=f"goal on a CPU: {SPEEDUP_GOAL}×")
-    axis.legend(loc="best", fontsize=8)
-    axis.set_ylabel("speed-up (seed-iterations/s)")
-    axis.set_title(
-        f"{args.speed_seeds} seeds batched vs one at a time ({device}, {torch.get_num_threads()} threads)", fontsize=10
-    )
-    figure.tight_layout()
-    figure.savefig(args.out / "speed.png", dpi=120)
-    plt.close(figure)
+    title = f"{args.speed_seeds} seeds batched vs one at a time ({device}, {torch.get_num_threads()} threads)"
+    plot_speedups(labels, [run["speedup"] for run in timed], SPEEDUP_GOAL, title, args.out / "speed.png")
     return result

@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from neurosym.experiments.arithmetic.training import GroupConfig, build, train_step
+from neurosym.models.arithmetic_training import GroupConfig, build, train_step
 
 ROUNDS = 10
 """Rounds of the interleaved measurement (fewer when there are fewer seeds)."""

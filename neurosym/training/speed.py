@@ -1,4 +1,4 @@
-"""Timing helpers shared by the speed benchmarks (``layer-speed``, ``attention-speed``)."""
+"""Timing helpers of the speed benchmarks: the median time of a step, interleaved rounds, a forward-backward step."""
 
 from __future__ import annotations
 

@@ -1,0 +1,67 @@
+"""The results of the arithmetic benchmark: success thresholds (cached on disk) and, per (model, operation)
+cell of a trained group, the success summary of its seeds."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from neurosym.data.arithmetic import SubsetLayout
+from neurosym.metrics import run_outcomes, summarize
+from neurosym.metrics.threshold import perturbed_solution_mse
+from neurosym.models.arithmetic_training import GroupRun
+from neurosym.training.checkpoint import save_json
+
+
+def cached_thresholds(
+    operations: Iterable[str], ranges: str, layout: SubsetLayout, epsilon: float, samples: int, cache_path: Path
+) -> dict[str, float]:
+    """The success threshold (:func:`perturbed_solution_mse`) of every operation, cached in the JSON file
+    ``cache_path`` (keyed by operation, ranges, layout, ``epsilon`` and ``samples``)."""
+    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    thresholds = {}
+    for name in dict.fromkeys(operations):
+        key = f"{name} {ranges} {layout} eps={epsilon:g} n={samples}"
+        if key not in cache:
+            cache[key] = perturbed_solution_mse(name, ranges, layout, epsilon, samples).value
+        thresholds[name] = cache[key]
+    save_json(cache, cache_path)
+    return thresholds
+
+
+def group_cells(group: GroupRun, thresholds: Mapping[str, float], published: Mapping[tuple[str, str], float]) -> list[dict]:
+    """One result per operation of the group: the success summary of its seeds (rate, Wilson interval,
+    median solved-at step, sparsity error, per-seed outcomes) beside ``published[(operation, model)]``."""
+    config, curves = group.config, group.curves.stacked()
+    count = len(config.seeds)
+    cells = []
+    for index, name in enumerate(config.operations):
+        columns = slice(index * count, (index + 1) * count)
+        outcomes = run_outcomes(curves["steps"], curves["validation"][:, columns], curves["test"][:, columns], thresholds[name])
+        summary = summarize(outcomes, curves["sparsity"][:, columns])
+        cells.append(
+            {
+                "operation": name,
+                "model": config.model,
+                "finished": group.finished,
+                "steps_done": int(curves["steps"][-1]),
+                "solved": summary.solved,
+                "runs": summary.runs,
+                "success_rate": summary.rate,
+                "interval": summary.interval,
+                "published": published.get((name, config.model)),
+                "median_solved_at": summary.median_solved_at,
+                "mean_sparsity_error": summary.mean_sparsity_error,
+                "threshold": thresholds[name],
+                "per_seed": {
+                    "seed": list(config.seeds),
+                    "solved": outcomes.solved.tolist(),
+                    "solved_at": [None if math.isnan(v) else v for v in outcomes.solved_at.tolist()],
+                    "best_step": curves["steps"][outcomes.best_index].tolist(),
+                    "best_extrapolation_mse": outcomes.best_extrapolation_mse.tolist(),
+                },
+            }
+        )
+    return cells

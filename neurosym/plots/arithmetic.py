@@ -1,0 +1,71 @@
+"""Figures of ``neurosym arithmetic``: success rates beside the published ones, learning curves, and the
+speed-up of batched-seed training."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from neurosym.data.arithmetic import OPERATIONS
+from neurosym.models.arithmetic_training import GroupRun
+from neurosym.plots.figure import grouped_bars, pyplot, save_figure
+
+
+def plot_success_rates(cells: list[dict], path: Path) -> Path:
+    """Grouped bars of success rate per operation and model, with Wilson intervals; published rates as crosses.
+
+    ``cells``: the results of :func:`neurosym.models.arithmetic_results.group_cells` (``operation``,
+    ``model``, ``success_rate``, ``interval``, ``published``)."""
+    operations = list(dict.fromkeys(cell["operation"] for cell in cells))
+    models = list(dict.fromkeys(cell["model"] for cell in cells))
+    by_key = {(cell["model"], cell["operation"]): cell for cell in cells}
+    nan_cell = {"success_rate": math.nan, "interval": (math.nan, math.nan), "published": None}
+    table = {model: [by_key.get((model, op), nan_cell) for op in operations] for model in models}
+    figure, axis = pyplot().subplots(figsize=(2 + 1.6 * len(operations), 4))
+    rates = {model: [c["success_rate"] for c in chosen] for model, chosen in table.items()}
+    errors = {
+        model: [[c["success_rate"] - c["interval"][0] for c in chosen], [c["interval"][1] - c["success_rate"] for c in chosen]]
+        for model, chosen in table.items()
+    }
+    centres = grouped_bars(axis, [OPERATIONS[op].symbol for op in operations], rates, errors)
+    for m, (model, chosen) in enumerate(table.items()):
+        published = [(x, c["published"]) for x, c in zip(centres[model], chosen) if c["published"] is not None]
+        if published:
+            axis.scatter(*zip(*published), marker="x", color="black", zorder=3, label="published" if m == 0 else None)
+    axis.set_ylim(0, 1.05)
+    axis.set_ylabel("success rate (Wilson 95% interval)")
+    axis.legend(fontsize="small", ncol=2)
+    return save_figure(figure, path)
+
+
+def plot_learning_curves(groups: list[GroupRun], thresholds: dict[str, float], path: Path) -> Path:
+    """One panel per (model, operation) cell: the extrapolation MSE of every seed at each evaluation (log
+    scale), with the cell's success threshold as a dashed line."""
+    panels = [(group, index, name) for group in groups for index, name in enumerate(group.config.operations)]
+    columns = min(3, len(panels))
+    rows = math.ceil(len(panels) / columns)
+    figure, axes = pyplot().subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False)
+    for axis, (group, index, name) in zip(axes.flat, panels):
+        curves, count = group.curves.stacked(), len(group.config.seeds)
+        test = curves["test"][:, index * count : (index + 1) * count].clamp_min(1e-300).numpy()
+        axis.plot(curves["steps"].numpy(), test, linewidth=0.6, alpha=0.5)
+        axis.axhline(thresholds[name], color="black", linestyle="--", linewidth=1, label="success threshold")
+        axis.set_yscale("log")
+        axis.set_title(f"{group.config.model}, {OPERATIONS[name].symbol} ({count} seeds)", fontsize=10)
+        axis.set_xlabel("iteration")
+        axis.set_ylabel("extrapolation MSE")
+        axis.legend(fontsize=7, loc="upper right")
+    for axis in list(axes.flat)[len(panels) :]:
+        axis.set_visible(False)
+    return save_figure(figure, path, dpi=110)
+
+
+def plot_speedups(labels: list[str], speedups: list[float], goal: float, title: str, path: Path) -> Path:
+    """Bars of the batched-seed speed-up of each model (``labels``), with the ``goal`` as a dashed line."""
+    figure, axis = pyplot().subplots(figsize=(max(5.5, 1.2 * len(labels) + 2), 3.2))
+    axis.bar(labels, speedups)
+    axis.axhline(goal, color="grey", linestyle="--", label=f"goal on a CPU: {goal}×")
+    axis.legend(loc="best", fontsize=8)
+    axis.set_ylabel("speed-up (seed-iterations/s)")
+    axis.set_title(title, fontsize=10)
+    return save_figure(figure, path)

@@ -1,0 +1,56 @@
+"""What every figure shares: matplotlib without a display, grouped bars, and writing a figure to a file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+
+def pyplot():
+    """Return ``matplotlib.pyplot`` with a non-interactive backend, or raise a clear error."""
+    try:
+        import matplotlib
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        raise RuntimeError("plots need matplotlib: pip install 'neurosym[plots]'") from error
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def grouped_bars(
+    axis,
+    categories: Sequence[str],
+    series: Mapping[str, Sequence[float]],
+    errors: Mapping[str, Sequence[Sequence[float]]] | None = None,
+) -> dict[str, list[float]]:
+    """Grouped bars on a matplotlib ``axis``: in each of ``categories``, one bar per entry of ``series``
+    (``label -> one value per category``; NaN draws no bar), with ``errors[label]`` as ``[below, above]``
+    error bars where given. Returns the bars' centres per label."""
+    width = 0.8 / max(1, len(series))
+    centres = {}
+    for k, (label, values) in enumerate(series.items()):
+        centres[label] = [i + (k - (len(series) - 1) / 2) * width for i in range(len(categories))]
+        yerr = None if errors is None else errors.get(label)
+        axis.bar(centres[label], values, width, yerr=yerr, capsize=2 if yerr is not None else 0, label=label)
+    axis.set_xticks(range(len(categories)), categories)
+    return centres
+
+
+def bar_vs_published(axis, categories: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str) -> None:
+    """Grouped bars on a matplotlib ``axis``: in each of ``categories``, one bar per entry of ``series``
+    (``label -> one value per category``, ours first, then the published rows), with a legend."""
+    grouped_bars(axis, categories, series)
+    axis.set_ylabel(ylabel)
+    axis.legend(fontsize=8)
+
+
+def save_figure(figure, path: str | os.PathLike, dpi: int = 120) -> Path:
+    """Lay out, write (creating the folder) and close a matplotlib ``figure``; returns ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.tight_layout()
+    figure.savefig(path, dpi=dpi)
+    pyplot().close(figure)
+    return path
