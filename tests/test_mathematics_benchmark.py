@@ -9,7 +9,7 @@ import torch
 
 from neurosym.cli import main
 from neurosym.data.mathematics import read_module_file
-from neurosym.experiments.mathematics import TRAIN_REGIMES
+from neurosym.models.seq2seq.mathematics_task import TRAIN_REGIMES
 from neurosym.semantics.mathematics_arithmetic import symbolic_answers
 from neurosym.training import load_checkpoint, save_checkpoint
 
@@ -89,7 +89,7 @@ def test_symbolic_route_scores_questions_outside_its_language_as_misses():
 
 
 def test_training_questions_that_occur_in_a_test_set_are_dropped(tmp_path):
-    from neurosym.experiments.mathematics import load_data
+    from neurosym.models.seq2seq.mathematics_task import load_data
 
     data = released_folder(tmp_path / "data")
     test_questions = {q for q, _ in read_module_file(data / "interpolate" / "arithmetic__div.txt", limit=12)}

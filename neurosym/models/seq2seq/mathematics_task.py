@@ -1,0 +1,247 @@
+"""The DeepMind Mathematics benchmark (Saxton et al., 2019) as a character-level seq2seq task: the
+module lists, the model sizes of each budget, the data of a run, the Transformer and attentional-LSTM
+baselines, their teacher-forced training and greedy answers, and exact-match scores per module."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from einops import rearrange
+from torch import nn
+from tqdm import tqdm
+
+from neurosym.data.mathematics import (
+    BOS,
+    EOS,
+    MAX_ANSWER_LENGTH,
+    PAD,
+    VOCAB_SIZE,
+    MathExample,
+    decode,
+    encode,
+    encode_batch,
+    generate,
+    generated_root,
+    load_split,
+    pad_sequences,
+)
+from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
+from neurosym.models.seq2seq.base import Seq2Seq
+from neurosym.models.seq2seq.factory import build_front_end, build_seq2seq
+from neurosym.training import DistributedContext, TrainConfig, train
+from neurosym.training.checkpoint import save_json
+from neurosym.training.compile import compile_for_training
+from neurosym.training.device import mixed_precision
+
+EXTRAPOLATION_MODULES: dict[str, tuple[str, ...]] = {
+    "arithmetic__add_or_sub": ("arithmetic__add_or_sub_big",),
+    "arithmetic__add_sub_multiple": ("arithmetic__add_sub_multiple_longer",),
+    "arithmetic__mul": ("arithmetic__mul_big",),
+    "arithmetic__div": ("arithmetic__div_big",),
+    "arithmetic__mixed": ("arithmetic__mixed_longer",),
+    "arithmetic__mul_div_multiple": ("arithmetic__mul_div_multiple_longer",),
+    "comparison__closest": ("comparison__closest_more",),
+    "comparison__kth_biggest": ("comparison__kth_biggest_more",),
+    "comparison__sort": ("comparison__sort_more",),
+    "numbers__place_value": ("numbers__place_value_big",),
+    "numbers__round_number": ("numbers__round_number_big",),
+}
+"""The extrapolation modules that test each training module (none for the other modules)."""
+DEFAULT_MODULES = tuple(module for module in EXTRAPOLATION_MODULES if module.startswith("arithmetic__"))
+"""The six arithmetic modules that have extrapolation versions."""
+
+TRAIN_REGIMES = ("train-easy", "train-medium", "train-hard")
+NEURAL_MODELS = ("transformer", "lstm_att", "lstm_att_bi")
+"""The Transformer, the attentional LSTM with a unidirectional and with a bidirectional encoder."""
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Sizes and schedule of the neural baselines."""
+
+    dim: int
+    heads: int
+    ff_dim: int
+    encoder_layers: int
+    decoder_layers: int
+    lstm_hidden: int
+    lstm_encoder_layers: int
+    batch_size: int
+    steps: int
+    dropout: float
+
+
+CONFIGS = {
+    # The paper: d_model 512, 8 heads, d_ff 2048, batch 1024, 500k steps; the depth is not stated there,
+    # so the 6 + 6 layers of Vaswani et al.'s base model are used. LSTM decoder of 2048 units.
+    "paper": ModelConfig(512, 8, 2048, 6, 6, 2048, 1, 1024, 500_000, 0.1),
+    # Sized so that both models train within about ten minutes each on two CPU cores.
+    "cpu": ModelConfig(128, 4, 512, 2, 2, 256, 1, 64, 1200, 0.0),
+    "smoke": ModelConfig(32, 2, 64, 1, 1, 32, 1, 16, 20, 0.0),
+}
+
+
+def load_data(
+    modules: Sequence[str], train_count: int, test_count: int, seed: int, data_root: Path | None, progress: bool = False
+) -> dict[str, list[MathExample]]:
+    """Train examples (``train_count`` per module, a third per difficulty; none when 0) and test examples.
+
+    As in the released dataset, training questions that also occur in a test set are dropped.
+    """
+    extrapolate = [m for module in modules for m in EXTRAPOLATION_MODULES.get(module, ())]
+    per_regime = train_count // len(TRAIN_REGIMES)
+    train_regimes = TRAIN_REGIMES if per_regime else ()
+    if data_root is None:
+        tests = [("interpolate", m) for m in modules] + [("extrapolate", m) for m in extrapolate]
+        generate(tests, test_count, seed=seed, progress=progress)
+        if train_regimes:
+            generate(
+                [(regime, module) for regime in train_regimes for module in modules], per_regime, seed=seed, progress=progress
+            )
+        data_root = generated_root(seed)
+    tests = {
+        "interpolate": load_split(data_root, "interpolate", list(modules), test_count),
+        "extrapolate": load_split(data_root, "extrapolate", extrapolate, test_count),
+    }
+    seen = {e.question for split in tests.values() for e in split}
+    train = [e for regime in train_regimes for e in load_split(data_root, regime, list(modules), per_regime)]
+    return {"train": [e for e in train if e.question not in seen], **tests}
+
+
+def score(answer: Callable[[list[str]], list[str]], examples: Sequence[MathExample]) -> dict:
+    """Per-module exact match of ``answer(questions) -> answers`` and the mean over modules for one test regime."""
+    if not examples:
+        return {"per_module": {}, "mean": None}
+    predictions = answer([e.question for e in examples])
+    per_module = module_accuracies([e.module for e in examples], predictions, [e.answer for e in examples])
+    return {"per_module": per_module, "mean": mean_over_modules(per_module)}
+
+
+def build_model(name: str, config: ModelConfig) -> Seq2Seq:
+    """One of :data:`NEURAL_MODELS` over characters: the paper's Transformer, or the attentional LSTM whose
+    encoder is unidirectional (``"lstm_att"``) or bidirectional (``"lstm_att_bi"``, ``lstm_hidden / 2``
+    units per direction)."""
+    if name not in NEURAL_MODELS:
+        raise ValueError(f"unknown model {name!r}: use one of {', '.join(NEURAL_MODELS)}")
+    transformer = name == "transformer"
+    return build_seq2seq(
+        name.removesuffix("_bi"),
+        build_front_end("symbol", config.dim, vocab_size=VOCAB_SIZE),
+        VOCAB_SIZE,
+        hidden=config.ff_dim if transformer else config.lstm_hidden,
+        heads=config.heads,
+        encoder_layers=config.encoder_layers if transformer else config.lstm_encoder_layers,
+        decoder_layers=config.decoder_layers if transformer else 1,
+        dropout=config.dropout,
+        bidirectional=name == "lstm_att_bi",
+    )
+
+
+PAPER_ADAM = {"optimizer": "adam", "betas": (0.9, 0.995), "eps": 1e-9, "clip_norm": None}
+"""The paper's Adam settings; the learning rate and the gradient-value clip come from the command line."""
+
+
+def collate(examples: Sequence[MathExample]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Examples -> ``(questions [B, S], question padding mask [B, S], answers [B, T])`` (BOS ... EOS answers)."""
+    batch = encode_batch(examples)
+    return batch.questions, batch.questions == PAD, batch.answers
+
+
+def answer_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Mean cross-entropy of the answer characters under teacher forcing (padding ignored)."""
+    questions, mask, answers = batch
+    logits = model(questions, mask, answers[:, :-1])
+    return nn.functional.cross_entropy(
+        rearrange(logits.float(), "b t v -> (b t) v"), rearrange(answers[:, 1:], "b t -> (b t)"), ignore_index=PAD
+    )
+
+
+def train_model(
+    name: str,
+    config: ModelConfig,
+    train_examples: Sequence[MathExample],
+    steps: int,
+    batch_size: int,
+    device: torch.device,
+    folder: Path,
+    *,
+    lr: float,
+    clip: float,
+    seed: int,
+    checkpoint_every: int,
+    resume: bool = True,
+    compile: bool = False,
+    progress: bool = False,
+    time_limit: float | None = None,
+) -> tuple[Seq2Seq, dict]:
+    """Teacher-forced training with :func:`neurosym.training.train`: Adam (β = 0.9, 0.995; ε = 1e-9),
+    learning rate ``lr``, gradient values clipped to ``clip``, no norm clipping, no validation; ``compile``
+    trains through ``torch.compile``, ``time_limit`` (seconds) stops with a checkpoint.
+
+    Checkpoints every ``checkpoint_every`` steps to ``folder/checkpoint.pt`` and resumes from it unless
+    ``resume`` is false (a larger ``steps`` continues training on the same batch order).
+    ``folder/settings.json`` records the model configuration, batch size, learning rate, clip and seed;
+    resuming with other ones raises. Returns the model (in eval mode) and its record: ``parameters``,
+    ``steps``, ``losses`` (``[step, loss]`` pairs) and ``final_loss``.
+    """
+    if not resume:
+        (folder / "checkpoint.pt").unlink(missing_ok=True)
+    settings = {"model": asdict(config), "batch_size": batch_size, "lr": lr, "clip": clip, "seed": seed}
+    check_settings(folder, settings)
+    torch.manual_seed(seed)
+    model = build_model(name, config)
+    if compile:
+        compile_for_training(model)
+    train_config = TrainConfig(
+        max_steps=steps,
+        batch_size=batch_size,
+        lr=lr,
+        clip_value=clip,
+        eval_every=checkpoint_every,
+        checkpoint=folder / "checkpoint.pt",
+        seed=seed,
+        progress=progress,
+        time_limit=time_limit,
+        **PAPER_ADAM,
+    )
+    outcome = train(model, train_examples, answer_loss, train_config, DistributedContext(0, 1, 0, device), collate_fn=collate)
+    model.eval()
+    losses = [(entry["step"], entry["loss"]) for entry in outcome.history]
+    return model, {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "steps": outcome.steps,
+        "losses": losses,
+        "final_loss": losses[-1][1],
+    }
+
+
+def check_settings(folder: Path, settings: dict) -> None:
+    """Write ``settings.json`` for a fresh run; refuse to resume a checkpoint written with other settings."""
+    recorded = folder / "settings.json"
+    if (folder / "checkpoint.pt").exists():
+        if not recorded.exists() or json.loads(recorded.read_text()) != json.loads(json.dumps(settings)):
+            raise ValueError(
+                f"{folder / 'checkpoint.pt'} was written with other settings than {settings} (see {recorded}); "
+                "remove it or choose another --out"
+            )
+        return
+    save_json(settings, recorded)
+
+
+@torch.no_grad()
+def greedy_answers(
+    model: Seq2Seq, questions: Sequence[str], device: torch.device, batch_size: int, progress: bool = False
+) -> list[str]:
+    """Greedy decoding of at most 30 answer characters for every question (``batch_size`` questions at a time)."""
+    answers = []
+    for start in tqdm(range(0, len(questions), batch_size), desc="decoding", unit="batch", leave=False, disable=not progress):
+        src = pad_sequences([encode(q, eos=True) for q in questions[start : start + batch_size]]).to(device)
+        mask = src == PAD
+        with mixed_precision(device):
+            tokens = model.greedy_decode(src, mask, max_len=MAX_ANSWER_LENGTH + 1, bos=BOS, eos=EOS)
+        answers.extend(decode(row) for row in tokens.tolist())
+    return answers
