@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from neurosym.experiments.report import pyplot
+from neurosym.plots.figure import grouped_bars, pyplot, save_figure
 
 
 def plot_noise_sensitivity(
@@ -27,7 +27,7 @@ def plot_noise_sensitivity(
         )
     right.set(xlabel="complexity m", ylabel="mean NS over delta", title="(b) aggregations")
     right.legend(fontsize=8)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def plot_vector_sweep(runs: list[dict[str, Any]], path: Path) -> None:
@@ -40,7 +40,7 @@ def plot_vector_sweep(runs: list[dict[str, Any]], path: Path) -> None:
     axis.axhline(0.1, color="grey", linestyle=":", label="chance")
     axis.set(xscale="log", xlabel="training examples", ylabel="test accuracy", ylim=(0, 1.02))
     axis.legend(fontsize=8)
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def plot_holdouts(block: dict[str, Any] | None, holdout_i: dict[str, Any] | None, path: Path) -> None:
@@ -52,16 +52,9 @@ def plot_holdouts(block: dict[str, Any] | None, holdout_i: dict[str, Any] | None
     if block is not None:
         axis = axes.pop(0)
         splits = ("iid", "dshift", "holdout")
-        width = 0.8 / len(block["runs"])
-        for k, run in enumerate(block["runs"]):
-            axis.bar(np.arange(3) + k * width, [run[f"{s}_accuracy"] for s in splits], width, label=run["model"])
-        axis.set(
-            xticks=np.arange(3) + 0.4 - width / 2,
-            xticklabels=splits,
-            ylabel="test accuracy",
-            ylim=(0, 1.02),
-            title="block MNIST PVR, trained on the holdout split",
-        )
+        series = {run["model"]: [run[f"{s}_accuracy"] for s in splits] for run in block["runs"]}
+        grouped_bars(axis, splits, series)
+        axis.set(ylabel="test accuracy", ylim=(0, 1.02), title="block MNIST PVR, trained on the holdout split")
         axis.legend(fontsize=8)
     if holdout_i is not None:
         axis = axes.pop(0)
@@ -77,14 +70,4 @@ def plot_holdouts(block: dict[str, Any] | None, holdout_i: dict[str, Any] | None
             title=f"vector holdout-i, m={holdout_i['complexity']}",
         )
         axis.legend(fontsize=8)
-    _save(figure, path)
-
-
-def _save(figure, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    figure.clf()
-    import matplotlib.pyplot as plt
-
-    plt.close(figure)
+    save_figure(figure, path)
