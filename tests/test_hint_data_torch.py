@@ -24,7 +24,7 @@ from neurosym.data.hint import (
     symbol_kl_divergence,
     tree_depth,
 )
-from neurosym.experiments.hint_data_plots import plot_statistics
+from neurosym.plots.hint_data import plot_statistics
 from neurosym.semantics import execute
 from neurosym.syntax import heads, parse
 

@@ -14,25 +14,21 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import numpy as np
-
 from neurosym.data.hint import (
-    EVAL_SUBSETS,
     FEWSHOT_CONCEPTS,
-    HintSplit,
+    SUMMARY_COLUMNS,
     fewshot_split,
     main_split,
-    split_statistics,
+    split_summary,
     symbol_kl_divergence,
     write_release,
 )
 from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank, load_npz_bank
-from neurosym.experiments.hint_data_plots import plot_statistics
 from neurosym.experiments.options import add_preset_option, add_run_options, fraction_up_to_one, positive_int
 from neurosym.experiments.report import format_table, save_json
+from neurosym.plots.hint_data import plot_statistics
 
 SMOKE_SCALE = 0.01
-HEADERS = ("split", "subset", "examples", "mean n_op", "mean length", "max depth", "max dep. range", "results >= 100 (%)")
 
 
 def _bank_source(text: str) -> str:
@@ -71,43 +67,6 @@ def _bank(args: argparse.Namespace) -> SymbolBank | None:
     return load_npz_bank(path, seed=args.seed) if path.suffix == ".npz" else load_folder_bank(path, seed=args.seed)
 
 
-def _summary_rows(name: str, split: HintSplit, sample: int, seed: int) -> tuple[list[list], dict]:
-    """Table rows of one split (all of it, then each test subset) and its statistics."""
-    rows, stats = [], {}
-    subsets = [("all", np.arange(len(split)))] + [
-        (s, np.flatnonzero(split.eval == s)) for s in EVAL_SUBSETS if (split.eval == s).any()
-    ]
-    for subset, indices in subsets:
-        records = [split[int(i)] for i in _sample(indices, sample, seed)]
-        counts = split_statistics(records, max_records=None)
-        stats[subset] = counts
-        total = max(1, len(records))
-        rows.append(
-            [
-                name,
-                subset,
-                len(indices),
-                _mean(counts["n_op"]),
-                _mean(counts["length"]),
-                max(counts["depth"], default=0),
-                max(counts["dependency_range"], default=0),
-                100 * sum(n for k, n in counts["result"].items() if not k.startswith(("[0,", "[10,"))) / total,
-            ]
-        )
-    return rows, stats
-
-
-def _sample(indices: np.ndarray, size: int, seed: int) -> np.ndarray:
-    if len(indices) <= size:
-        return indices
-    return np.sort(np.random.default_rng(seed).choice(indices, size=size, replace=False))
-
-
-def _mean(counter: Counter) -> float:
-    total = sum(counter.values())
-    return sum(k * n for k, n in counter.items()) / total if total else 0.0
-
-
 def run(args: argparse.Namespace) -> dict:
     scale = args.scale or (SMOKE_SCALE if args.preset == "smoke" else 1.0)
     started = time.perf_counter()
@@ -126,10 +85,10 @@ def run(args: argparse.Namespace) -> dict:
     write_release(release, splits, bank=bank, fewshot=fewshot, seed=args.seed, progress=args.progress)
     rows, stats = [], {}
     for name, split in splits.items():
-        split_rows, stats[name] = _summary_rows(name, split, args.stats_sample, args.seed)
+        split_rows, stats[name] = split_summary(name, split, args.stats_sample, args.seed)
         rows += split_rows
     divergence = symbol_kl_divergence(stats["train"]["all"]["symbol"], stats["test"]["all"]["symbol"])
-    table = format_table(HEADERS, rows)
+    table = format_table(SUMMARY_COLUMNS, rows)
     print(table)
     print(f"\nKL(train symbols || test symbols) = {divergence:.4f} (paper: 0.0055)")
     print(f"generation: {generation_seconds:.1f} s (scale {scale:g}, seed {args.seed}); release written to {release}")

@@ -37,9 +37,11 @@ from neurosym.data.hint.splits import (
 )
 from neurosym.data.hint.stats import (
     ASPECTS,
+    SUMMARY_COLUMNS,
     dependency_range,
     operator_count,
     split_statistics,
+    split_summary,
     symbol_kl_divergence,
     tree_depth,
 )
@@ -70,6 +72,7 @@ __all__ = [
     "PAD_ID",
     "SPLIT_FILES",
     "SPLIT_NAMES",
+    "SUMMARY_COLUMNS",
     "SplitRules",
     "Vocabulary",
     "assign_images",
@@ -95,6 +98,7 @@ __all__ = [
     "sample_prefix",
     "subsample",
     "split_statistics",
+    "split_summary",
     "symbol_kl_divergence",
     "tree_depth",
     "write_release",

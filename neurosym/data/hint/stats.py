@@ -10,7 +10,8 @@ from itertools import pairwise
 
 import numpy as np
 
-from neurosym.data.hint.examples import HintRecord
+from neurosym.data.hint.examples import HintRecord, HintSplit
+from neurosym.data.hint.splits import EVAL_SUBSETS
 
 ASPECTS: tuple[str, ...] = ("symbol", "n_op", "length", "depth", "dependency_range", "result")
 RESULT_BINS: tuple[int, ...] = (0, 10, 100, 1_000, 10_000)
@@ -84,3 +85,43 @@ def symbol_kl_divergence(p: Counter, q: Counter) -> float:
     if missing:
         raise ValueError(f"symbols {missing} never occur in the second table: the divergence is infinite")
     return sum((n / total_p) * math.log((n / total_p) / (q[s] / total_q)) for s, n in p.items() if n)
+
+
+SUMMARY_COLUMNS = ("split", "subset", "examples", "mean n_op", "mean length", "max depth", "max dep. range", "results >= 100 (%)")
+"""The columns of a row of :func:`split_summary`."""
+
+
+def split_summary(name: str, split: HintSplit, sample: int, seed: int) -> tuple[list[list], dict[str, dict[str, Counter]]]:
+    """Summary rows (:data:`SUMMARY_COLUMNS`) of split ``name``: all of it, then each test subset in it; and
+    the :func:`split_statistics` of each (``{"all" | subset: {aspect: Counter}}``), over a seeded sample of
+    at most ``sample`` records per row."""
+    rows, stats = [], {}
+    subsets = [("all", np.arange(len(split)))] + [
+        (s, np.flatnonzero(split.eval == s)) for s in EVAL_SUBSETS if (split.eval == s).any()
+    ]
+    for subset, indices in subsets:
+        chosen = indices
+        if len(indices) > sample:
+            chosen = np.sort(np.random.default_rng(seed).choice(indices, size=sample, replace=False))
+        records = [split[int(i)] for i in chosen]
+        counts = split_statistics(records, max_records=None)
+        stats[subset] = counts
+        total = max(1, len(records))
+        rows.append(
+            [
+                name,
+                subset,
+                len(indices),
+                _mean(counts["n_op"]),
+                _mean(counts["length"]),
+                max(counts["depth"], default=0),
+                max(counts["dependency_range"], default=0),
+                100 * sum(n for k, n in counts["result"].items() if not k.startswith(("[0,", "[10,"))) / total,
+            ]
+        )
+    return rows, stats
+
+
+def _mean(counter: Counter) -> float:
+    total = sum(counter.values())
+    return sum(k * n for k, n in counter.items()) / total if total else 0.0

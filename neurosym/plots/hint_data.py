@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from neurosym.data.hint import ASPECTS
-from neurosym.experiments.report import pyplot
+from neurosym.plots.figure import pyplot, save_figure
 
 _CATEGORICAL = frozenset({"symbol", "result"})
 
@@ -18,8 +18,7 @@ _CATEGORICAL = frozenset({"symbol", "result"})
 def plot_statistics(stats: Mapping[str, Mapping[str, Counter]], path: str | os.PathLike) -> None:
     """Figure A2-like panels, one per aspect: normalised frequencies per split (bars for symbols and result
     ranges, curves for the numeric aspects)."""
-    plt = pyplot()
-    figure, axes = plt.subplots(2, 3, figsize=(15, 8))
+    figure, axes = pyplot().subplots(2, 3, figsize=(15, 8))
     for axis, aspect in zip(axes.flat, ASPECTS):
         keys = sorted({k for split in stats.values() for k in split[aspect]}, key=_sort_key)
         positions = np.arange(len(keys))
@@ -39,9 +38,7 @@ def plot_statistics(stats: Mapping[str, Mapping[str, Counter]], path: str | os.P
         axis.set_title(aspect.replace("_", " "))
         axis.set_ylabel("frequency")
     axes.flat[0].legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
+    save_figure(figure, path, dpi=110)
 
 
 def _sort_key(key) -> tuple:
