@@ -12,19 +12,16 @@ universal Transformer with and without the key/value cache. Times are medians of
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
-from neurosym.experiments.report import format_table, pyplot, save_json
-from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention
-from neurosym.models.seq2seq import build_front_end, build_seq2seq
+from neurosym.experiments.report import format_table, save_json
+from neurosym.models.speed_steps import attention_step, decode_step
+from neurosym.plots.speed import plot_times_over_length
 from neurosym.training import resolve_device
-from neurosym.training.device import mixed_precision
-from neurosym.training.speed import fastest_of_rounds, forward_backward_step
+from neurosym.training.speed import fastest_of_rounds
 
 ATTENTIONS = ("vanilla", "xl", "xl_clipped", "shaw")
 RELATIVE_NAMES = {"xl": "XL", "xl_clipped": "clipped XL", "shaw": "Shaw"}
@@ -61,45 +58,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_options(parser, out="results/attention_speed", threads=1, trains=False)
 
 
-def _attention_step(kind: str, length: int, args: argparse.Namespace, device: torch.device, batch: int) -> Callable[[], None]:
-    if kind == "vanilla":
-        module = MultiheadAttention(args.dim, args.heads)
-    else:
-        position_dim = args.position_dim if kind.startswith("xl") else None
-        module = RelativeMultiheadAttention(args.dim, args.heads, relative=kind, position_dim=position_dim)
-    module.to(device)
-    x = torch.randn(batch, length, args.dim, device=device, requires_grad=True)
-    return forward_backward_step(module, x, device)
-
-
-def _decode_step(use_cache: bool, args: argparse.Namespace, device: torch.device, batch: int) -> Callable[[], None]:
-    front = build_front_end("symbol", args.dim, vocab_size=17)
-    model = build_seq2seq("transformer_rel_uni", front, 12, hidden=2 * args.dim, heads=args.heads).to(device).eval()
-    src = torch.randint(1, 17, (batch, args.source_length), device=device)
-    src_mask = torch.zeros(batch, args.source_length, dtype=torch.bool, device=device)
-
-    def step() -> None:
-        with mixed_precision(device):
-            # eos = -1 is never emitted, so exactly DIGITS tokens are decoded every time
-            model.greedy_decode(src, src_mask, DIGITS, bos=10, eos=-1, use_cache=use_cache)
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-
-    return step
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     device = resolve_device(args.device)
     cuda = device.type == "cuda"
     batch = args.batch_size or (64 if cuda else 8)
     decode_batch = args.decode_batch or (1024 if cuda else 64)
     torch.manual_seed(args.seed)
-    steps = {(kind, length): _attention_step(kind, length, args, device, batch) for length in args.lengths for kind in ATTENTIONS}
+    steps = {
+        (kind, length): attention_step(kind, length, batch, args.dim, args.heads, device, args.position_dim)
+        for length in args.lengths
+        for kind in ATTENTIONS
+    }
     fastest = fastest_of_rounds(steps, args.rounds, args.min_time, args.threads, "attention", args.progress)
     attention: dict[str, dict[int, float]] = {kind: {} for kind in ATTENTIONS}
     for (kind, length), seconds in fastest.items():
         attention[kind][length] = seconds
-    decoders = {name: _decode_step(name == "cached", args, device, decode_batch) for name in ("cached", "uncached")}
+    decoders = {
+        name: decode_step(name == "cached", decode_batch, args.source_length, args.dim, args.heads, DIGITS, device)
+        for name in ("cached", "uncached")
+    }
     decoding = fastest_of_rounds(decoders, args.rounds, args.min_time, args.threads, "decoding", args.progress)
     rows = [
         [
@@ -135,22 +112,5 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "decoding_speedup": speedup,
     }
     save_json(result, args.out / "attention_speed.json")
-    _plot(attention, args.lengths, where, args.out / "attention_speed.png")
+    plot_times_over_length(attention, args.lengths, where, args.out / "attention_speed.png")
     return result
-
-
-def _plot(attention: dict[str, dict[int, float]], lengths: list[int], title: str, path: Path) -> None:
-    plt = pyplot()
-    figure, axis = plt.subplots(figsize=(6, 4))
-    for kind in ATTENTIONS:
-        axis.plot(lengths, [1000 * attention[kind][n] for n in lengths], marker="o", label=kind)
-    axis.set_xscale("log", base=2)
-    axis.set_yscale("log")
-    axis.set_xlabel("sequence length")
-    axis.set_ylabel("forward + backward (ms)")
-    axis.set_title(title, fontsize=9)
-    axis.legend()
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)

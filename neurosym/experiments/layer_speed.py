@@ -12,32 +12,16 @@ layer's time is its fastest round. CUDA is synchronised after every step and use
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from functools import partial
-from pathlib import Path
 
 import torch
-from torch import nn
 
 from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
-from neurosym.experiments.report import format_table, pyplot, save_json
-from neurosym.layers import arithmetic
+from neurosym.experiments.report import format_table, save_json
+from neurosym.models.speed_steps import UNITS, unit_step
+from neurosym.plots.speed import plot_unit_ratios
 from neurosym.training import resolve_device
-from neurosym.training.speed import fastest_of_rounds, forward_backward_step
+from neurosym.training.speed import fastest_of_rounds
 
-UNITS: dict[str, type[nn.Module]] = {
-    "Linear": nn.Linear,
-    "NAC": arithmetic.NAC,
-    "NACMul": arithmetic.NACMul,
-    "NALU": arithmetic.NALU,
-    "NAU": arithmetic.NAU,
-    "NMU": arithmetic.NMU,
-    "NMU-compiled": partial(arithmetic.NMU, compiled=True),
-    "iNALU": arithmetic.iNALU,
-    "NPU": arithmetic.NPU,
-    "RealNPU": arithmetic.RealNPU,
-    "GatedNAUNMU": arithmetic.GatedNAUNMU,
-}
 GOALS = {"NAU": 1.5, "NMU": 3.0, "NMU-compiled": 3.0, "NALU": 4.0}
 BASELINE = "Linear"
 
@@ -74,17 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_options(parser, out="results/layer_speed", threads=1, trains=False)
 
 
-def _step(name: str, shape: tuple[int, int], batch: int, device: torch.device) -> Callable[[], None]:
-    module = UNITS[name](*shape).to(device)
-    x = (torch.rand(batch, shape[0], device=device) + 0.5).requires_grad_(True)
-    return forward_backward_step(module, x, device)
-
-
 def run(args: argparse.Namespace) -> dict:
     device = resolve_device(args.device)
     torch.manual_seed(args.seed)
     names = [BASELINE, *dict.fromkeys(args.units)]
-    steps = {(shape, name): _step(name, shape, args.batch_size, device) for shape in args.shapes for name in names}
+    steps = {(shape, name): unit_step(name, shape, args.batch_size, device) for shape in args.shapes for name in names}
     best = fastest_of_rounds(steps, args.rounds, args.min_time, args.threads, "layer-speed", args.progress)
     records = []
     for (shape, name), seconds in best.items():
@@ -126,30 +104,5 @@ def run(args: argparse.Namespace) -> dict:
         "table": table,
     }
     save_json(results, args.out / "layer_speed.json")
-    plot(records, args.out / "layer_speed.png")
+    plot_unit_ratios(records, BASELINE, GOALS, args.out / "layer_speed.png")
     return results
-
-
-def plot(records: list[dict], path: Path) -> None:
-    """Grouped bars of the time relative to ``nn.Linear`` per shape, with the goals as tick marks."""
-    plt = pyplot()
-    shapes = list(dict.fromkeys(r["shape"] for r in records))
-    units = [u for u in dict.fromkeys(r["unit"] for r in records) if u != BASELINE]
-    width = 0.8 / max(1, len(units))
-    figure, axis = plt.subplots(figsize=(2 + 2 * len(shapes), 4))
-    for offset, unit in enumerate(units):
-        ratios = {r["shape"]: r for r in records if r["unit"] == unit}
-        xs = [index + (offset - (len(units) - 1) / 2) * width for index in range(len(shapes))]
-        axis.bar(xs, [ratios[s]["ratio_to_linear"] for s in shapes], width, label=unit)
-        if unit in GOALS:
-            axis.scatter(xs, [GOALS[unit]] * len(xs), marker="_", s=400, color="black", zorder=3)
-    axis.axhline(1.0, color="grey", linewidth=0.8)
-    axis.set_xticks(range(len(shapes)), shapes)
-    axis.set_yscale("log")
-    axis.set_ylabel("forward+backward time / nn.Linear (log)")
-    axis.set_title("Arithmetic units vs nn.Linear (black ticks: goals)")
-    axis.legend()
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)

@@ -12,12 +12,8 @@ The solver is numpy on the CPU, so there is no ``--device`` option.
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from neurosym.data.hint import random_sentences
 from neurosym.experiments.options import (
@@ -28,21 +24,9 @@ from neurosym.experiments.options import (
     non_negative_int,
     positive_int,
 )
-from neurosym.experiments.report import format_table, pyplot, save_json
-from neurosym.semantics import HINT_SEMANTICS, BatchSolver, execute
-from neurosym.syntax import lark_parser, parse
-
-
-def timed(work: Callable[[], object]) -> tuple[float, float]:
-    """(wall-clock seconds, CPU seconds of this process) of one call of ``work()``."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    work()
-    return time.perf_counter() - wall, time.process_time() - cpu
-
-
-def lark_answers(sentences: list[str]) -> list[int | None]:
-    """The reference path: Lark LALR parse, then the tree executor."""
-    return [execute(parse(s), HINT_SEMANTICS).value for s in sentences]
+from neurosym.experiments.report import format_table, save_json
+from neurosym.plots.speed import plot_solver_throughput
+from neurosym.semantics.solver_speed import measure_solvers
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,51 +56,8 @@ def run(args: argparse.Namespace) -> dict:
     if not batch_sizes or lark_count > count:
         raise SystemExit("neurosym solver-speed: --batch-sizes needs a size <= --count, and --lark-count must not exceed --count")
     rng = np.random.default_rng(args.seed)
-    solver = BatchSolver(HINT_SEMANTICS)
-    lark_parser()  # build the parser before timing
-    runs = []
-    for n_operators in args.operators:
-        sentences = random_sentences(n_operators, count, rng)
-        expected = lark_answers(sentences[:lark_count])
-        if solver.solve(sentences[:lark_count]) != expected:
-            raise AssertionError(f"the batch solver disagrees with Lark on n_op={n_operators} expressions")
-        lark_sentences = sentences[:lark_count]
-        runs.append(
-            {
-                "n_operators": n_operators,
-                "path": "lark",
-                "batch_size": 1,
-                "expressions": lark_count,
-                "work": lambda s=lark_sentences: lark_answers(s),
-                "agrees_with_lark": True,
-                "invalid": sum(v is None for v in expected),
-            }
-        )
-        for size in batch_sizes:
-            solved = max(size, lark_count)  # at least as many expressions as the Lark path
-            batches = [sentences[i : min(i + size, solved)] for i in range(0, solved, size)]
-            runs.append(
-                {
-                    "n_operators": n_operators,
-                    "path": "batch",
-                    "batch_size": size,
-                    "expressions": solved,
-                    "work": lambda b=batches: [solver.solve(batch) for batch in b],
-                }
-            )
-    for _ in tqdm(range(args.repeats), desc="solver-speed rounds"):
-        for entry in runs:
-            wall, cpu = timed(entry["work"])
-            entry["seconds"] = min(entry.get("seconds", wall), wall)
-            entry["cpu_seconds"] = min(entry.get("cpu_seconds", cpu), cpu)
-    for entry in runs:
-        del entry["work"]
-        entry["per_second"] = entry["expressions"] / entry["seconds"]
-        entry["per_cpu_second"] = entry["expressions"] / entry["cpu_seconds"]
-    lark = {r["n_operators"]: r for r in runs if r["path"] == "lark"}
-    for entry in runs:
-        entry["speedup"] = entry["per_second"] / lark[entry["n_operators"]]["per_second"]
-        entry["cpu_speedup"] = entry["per_cpu_second"] / lark[entry["n_operators"]]["per_cpu_second"]
+    sentences = {n_operators: random_sentences(n_operators, count, rng) for n_operators in args.operators}
+    runs = measure_solvers(sentences, lark_count, batch_sizes, args.repeats, args.progress)
     results = {"machine": "CPU (numpy)", "seed": args.seed, "repeats": args.repeats, "runs": runs}
 
     headers = ["n_op", "path", "batch", "expressions", "expr/s (wall)", "× Lark", "expr/s (CPU)", "× Lark (CPU)"]
@@ -136,36 +77,5 @@ def run(args: argparse.Namespace) -> dict:
     print(format_table(headers, rows))
     args.out.mkdir(parents=True, exist_ok=True)
     save_json(results, args.out / "solver_speed.json")
-    plot(results, args.out / "solver_speed.png")
+    plot_solver_throughput(runs, args.out / "solver_speed.png")
     return results
-
-
-def plot(results: dict, path: Path) -> None:
-    """Wall-clock throughput against batch size (log–log), one line per operator count, Lark dashed."""
-    plt = pyplot()
-    figure, axes = plt.subplots(figsize=(6, 4))
-    for n_operators in sorted({r["n_operators"] for r in results["runs"]}):
-        runs = [r for r in results["runs"] if r["n_operators"] == n_operators]
-        batch = [r for r in runs if r["path"] == "batch"]
-        line = axes.plot(
-            [r["batch_size"] for r in batch],
-            [r["per_second"] for r in batch],
-            "o-",
-            label=f"batch solver, n_op={n_operators}",
-        )
-        lark = next(r for r in runs if r["path"] == "lark")
-        axes.axhline(
-            lark["per_second"],
-            linestyle="--",
-            color=line[0].get_color(),
-            label=f"Lark LALR + execute, n_op={n_operators}",
-        )
-    axes.set_xscale("log")
-    axes.set_yscale("log")
-    axes.set_xlabel("batch size (sentences per call)")
-    axes.set_ylabel("expressions per second (wall clock)")
-    axes.set_title("HINT solver throughput")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)

@@ -1,0 +1,77 @@
+"""The steps the speed benchmarks time (``neurosym layer-speed``, ``neurosym attention-speed``): each a
+closure that runs one forward and backward pass, or one greedy decoding, and synchronises CUDA; time them
+with :func:`neurosym.training.speed.fastest_of_rounds`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+import torch
+from torch import nn
+
+from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention, arithmetic
+from neurosym.models.seq2seq import build_front_end, build_seq2seq
+from neurosym.training.device import mixed_precision
+from neurosym.training.speed import forward_backward_step
+
+UNITS: dict[str, Callable[[int, int], nn.Module]] = {
+    "Linear": nn.Linear,
+    "NAC": arithmetic.NAC,
+    "NACMul": arithmetic.NACMul,
+    "NALU": arithmetic.NALU,
+    "NAU": arithmetic.NAU,
+    "NMU": arithmetic.NMU,
+    "NMU-compiled": partial(arithmetic.NMU, compiled=True),
+    "iNALU": arithmetic.iNALU,
+    "NPU": arithmetic.NPU,
+    "RealNPU": arithmetic.RealNPU,
+    "GatedNAUNMU": arithmetic.GatedNAUNMU,
+}
+"""The layers ``layer-speed`` can time, by name: ``nn.Linear`` and the arithmetic units (``NMU-compiled``
+is ``NMU(compiled=True)``)."""
+
+
+def unit_step(name: str, shape: tuple[int, int], batch: int, device: torch.device) -> Callable[[], None]:
+    """``unit(x).sum().backward()`` for the layer ``UNITS[name]`` of ``shape`` ``(in, out)``, with ``x
+    [batch, in] ~ U[0.5, 1.5]`` requiring a gradient (as in a hidden layer)."""
+    module = UNITS[name](*shape).to(device)
+    x = (torch.rand(batch, shape[0], device=device) + 0.5).requires_grad_(True)
+    return forward_backward_step(module, x, device)
+
+
+def attention_step(
+    kind: str, length: int, batch: int, dim: int, heads: int, device: torch.device, position_dim: int | None = None
+) -> Callable[[], None]:
+    """A forward and backward pass of self-attention over ``x [batch, length, dim]``: ``kind`` ``"vanilla"``
+    (:class:`MultiheadAttention`, fused SDPA) or a relative encoding of :class:`RelativeMultiheadAttention`
+    (``"xl"``, ``"xl_clipped"``, ``"shaw"``; ``position_dim`` sinusoid features for the XL ones)."""
+    if kind == "vanilla":
+        module = MultiheadAttention(dim, heads)
+    else:
+        module = RelativeMultiheadAttention(
+            dim, heads, relative=kind, position_dim=position_dim if kind.startswith("xl") else None
+        )
+    module.to(device)
+    x = torch.randn(batch, length, dim, device=device, requires_grad=True)
+    return forward_backward_step(module, x, device)
+
+
+def decode_step(
+    use_cache: bool, batch: int, source_length: int, dim: int, heads: int, digits: int, device: torch.device
+) -> Callable[[], None]:
+    """Greedy decoding of exactly ``digits`` tokens by a relative universal Transformer (width ``dim``) from
+    ``batch`` random sources of ``source_length`` tokens, with or without the key/value cache."""
+    front = build_front_end("symbol", dim, vocab_size=17)
+    model = build_seq2seq("transformer_rel_uni", front, 12, hidden=2 * dim, heads=heads).to(device).eval()
+    src = torch.randint(1, 17, (batch, source_length), device=device)
+    src_mask = torch.zeros(batch, source_length, dtype=torch.bool, device=device)
+
+    def step() -> None:
+        with mixed_precision(device):
+            # eos = -1 is never emitted, so exactly ``digits`` tokens are decoded every time
+            model.greedy_decode(src, src_mask, digits, bos=10, eos=-1, use_cache=use_cache)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    return step
