@@ -3,6 +3,7 @@ NAU and NMU from Madsen & Johansen 2020), batched over an ensemble of independen
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -23,7 +24,13 @@ UnitFactory = Callable[[int, int, int | None], ArithmeticUnit]
 
 
 def _linear(in_features: int, out_features: int, ensemble: int | None) -> ArithmeticUnit:
-    return EnsembleLinear(in_features, out_features, bias=False, ensemble=ensemble)
+    """The paper's Linear layer as its reference code builds it: a bias, Xavier-uniform weights, a zero bias."""
+    layer = EnsembleLinear(in_features, out_features, bias=True, ensemble=ensemble)
+    bound = math.sqrt(6.0 / (in_features + out_features))
+    with torch.no_grad():
+        layer.weight.uniform_(-bound, bound)
+        layer.bias.zero_()
+    return layer
 
 
 def _unit(cls: type[ArithmeticUnit]) -> UnitFactory:
@@ -38,7 +45,11 @@ MODEL_LAYERS: dict[str, tuple[UnitFactory, UnitFactory]] = {
     "NAU": (_unit(NAU), _unit(NAU)),
     "NMU": (_unit(NAU), _unit(NMU)),
 }
-"""Model name → (first, second) layer. ``Linear`` has no bias, like the other units."""
+"""Model name → (first, second) layer.
+
+``Linear`` follows the reference implementation the published numbers come from (stable-nalu's
+``BasicLayer``): each layer has a bias, initialised to zero, and Xavier-uniform weights
+(``U[−√(6/(in+out)), √(6/(in+out))]``). The arithmetic units have no bias."""
 
 PAPER_ITERATIONS = 5_000_000
 """The iteration budget the published regulariser schedules are defined for."""
