@@ -13,20 +13,16 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import torch
-from torch import nn
-from torch.utils.data import DataLoader, Dataset
-from tqdm.auto import tqdm
+from torch.utils.data import Dataset
 
 from neurosym.data.hint import (
     EVAL_SUBSETS,
     HintImageDataset,
     HintSymbolDataset,
-    collate_hint,
 )
 from neurosym.experiments.hint_sources import HintData, add_data_options, load_hint_data
 from neurosym.experiments.options import (
@@ -41,10 +37,10 @@ from neurosym.experiments.options import (
 )
 from neurosym.experiments.published import HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.experiments.report import bar_vs_published, format_table, pyplot, save_figure, save_json
-from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES, Seq2Seq, build_front_end, build_seq2seq
+from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES, Seq2Seq
 from neurosym.models.seq2seq.factory import RNN_HIDDEN
-from neurosym.models.seq2seq.hint_task import TARGET_VOCAB, exact_match_by_subset, sequence_loss
-from neurosym.training import TrainConfig, init_distributed, shutdown_distributed, train
+from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS, build_baseline, default_learning_rate, train_baseline
+from neurosym.training import TrainConfig, init_distributed, shutdown_distributed
 from neurosym.training.compile import compile_for_training
 from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.stopping import minutes_to_seconds
@@ -167,10 +163,6 @@ def _datasets(args: argparse.Namespace, context: DistributedContext) -> tuple[di
     return {name: HintImageDataset(split, data.bank, pool=name, seed=args.seed) for name, split in data.splits.items()}, data
 
 
-def _loader(dataset: Dataset, args: argparse.Namespace) -> DataLoader:
-    return DataLoader(dataset, batch_size=args.eval_batch_size, collate_fn=collate_hint, num_workers=args.num_workers)
-
-
 DEFAULT_STEPS = {"seq2seq": 100_000, "neurosym": 2_000}
 """Training steps when ``--steps`` is not given: the HINT release's budget, and the pipeline's."""
 
@@ -191,32 +183,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def build_model(args: argparse.Namespace, source_vocab: int) -> Seq2Seq:
-    """The baseline ``args.model`` as the command line configures it (defaults: the HINT release,
-    ``sweeps/transformer.yaml`` and ``rnn.yaml``: embeddings of 128; Transformers of width 512, 8 heads,
-    feed-forward 2,048, post-norm, dropout 0.1, the release's initialisation, attention projections
-    without biases, no embedding dropout in the relative models; RNNs of 512 units, dropout 0.5; every
-    source framed by start and end vectors)."""
-    is_rnn = args.model.startswith(("gru", "lstm"))
-    front_end = build_front_end(
-        args.input, args.embedding, vocab_size=source_vocab, cnn=args.cnn, boundaries=args.source_boundaries
-    )
-    return build_seq2seq(
-        args.model,
-        front_end,
-        TARGET_VOCAB,
-        dim=args.dim,
-        hidden=args.hidden,
-        heads=args.heads,
-        encoder_layers=args.encoder_layers,
-        decoder_layers=args.decoder_layers,
-        dropout=args.dropout if args.dropout is not None else (0.5 if is_rnn else 0.1),
-        relative=args.relative,
-        pre_norm=args.norm == "pre",
-        step_embedding=args.step_embedding,
-        attention_bias=args.attention_bias,
-        embedding_dropout=args.model == "transformer" if args.embedding_dropout is None else args.embedding_dropout,
-        init=args.init,
-    )
+    """The baseline ``args.model`` as the command line configures it (:func:`build_baseline`)."""
+    return build_baseline(args.model, args.input, source_vocab, **{name: getattr(args, name) for name in BASELINE_OPTIONS})
 
 
 def _run_baseline(args: argparse.Namespace, context: DistributedContext) -> dict[str, Any]:
@@ -227,8 +195,7 @@ def _run_baseline(args: argparse.Namespace, context: DistributedContext) -> dict
     model = build_model(args, source_vocab=len(symbols) + 1)
     if args.compile:
         compile_for_training(model)
-    is_rnn = args.model.startswith(("gru", "lstm"))
-    lr = args.lr if args.lr is not None else (1e-3 if is_rnn else 1e-4)
+    lr = args.lr if args.lr is not None else default_learning_rate(args.model)
     name = f"{args.model}_{args.input}"
     checkpoint = args.out / f"{name}.pt"
     if not args.resume and context.is_main:
@@ -246,27 +213,11 @@ def _run_baseline(args: argparse.Namespace, context: DistributedContext) -> dict
         progress=args.progress,
         time_limit=minutes_to_seconds(args.time_limit),
     )
-    val_loader = _loader(datasets["val"], args)
-
-    def validate(trained: nn.Module) -> float:
-        return exact_match_by_subset(trained, val_loader, image_input, context.device)["all"]
-
-    outcome = train(
-        model,
-        datasets["train"],
-        lambda m, batch: sequence_loss(m, batch, image_input),
-        config,
-        context,
-        evaluate=validate,
-        collate_fn=collate_hint,
+    outcome, accuracy = train_baseline(
+        model, datasets, image_input, config, context, args.eval_batch_size, args.num_workers, args.progress
     )
     if not context.is_main:
         return {}
-    model.eval()
-    test_batches = tqdm(_loader(datasets["test"], args), desc="test", disable=not args.progress)
-    scores = exact_match_by_subset(model, test_batches, image_input, context.device)
-    accuracy = {subset: scores.get(subset, float("nan")) for subset in EVAL_SUBSETS}
-    accuracy["avg"] = sum(accuracy.values()) / len(EVAL_SUBSETS)
     published = HINT_SEQ2SEQ[(args.input, args.model)]
     rows = [[f"ours: {data.label}", *(round(accuracy[s], 1) for s in SUBSETS_AND_AVERAGE)]]
     rows.append([PUBLISHED_DATA, *(published[s] for s in SUBSETS_AND_AVERAGE)])
@@ -296,14 +247,9 @@ def _run_baseline(args: argparse.Namespace, context: DistributedContext) -> dict
         "arguments": {key: str(value) for key, value in vars(args).items() if not key.startswith("_")},
     }
     save_json(result, args.out / f"{name}.json")
-    _plot(accuracy, published, f"HINT {args.model}, {args.input} input", args.out / f"{name}.png")
-    return result
-
-
-def _plot(ours: dict[str, float], published: dict[str, float], title: str, path: Path) -> None:
     figure, axis = pyplot().subplots(figsize=(7, 3.5))
-    series = {"ours": [ours[s] for s in SUBSETS_AND_AVERAGE], "published": [published[s] for s in SUBSETS_AND_AVERAGE]}
+    series = {"ours": [accuracy[s] for s in SUBSETS_AND_AVERAGE], "published": [published[s] for s in SUBSETS_AND_AVERAGE]}
     bar_vs_published(axis, SUBSETS_AND_AVERAGE, series, "exact match (%)")
-    axis.set_ylim(0, 100)
-    axis.set_title(title)
-    save_figure(figure, path)
+    axis.set(ylim=(0, 100), title=f"HINT {args.model}, {args.input} input")
+    save_figure(figure, args.out / f"{name}.png")
+    return result

@@ -1,0 +1,115 @@
+"""The HINT seq2seq baselines of Li et al. (Tables 2–3): the models as the HINT release configures them,
+and their training with early stopping on validation exact match, scored per test subset."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+from tqdm.auto import tqdm
+
+from neurosym.data.hint import EVAL_SUBSETS, collate_hint
+from neurosym.models.seq2seq.base import Seq2Seq
+from neurosym.models.seq2seq.factory import build_front_end, build_seq2seq
+from neurosym.models.seq2seq.hint_task import TARGET_VOCAB, exact_match_by_subset, sequence_loss
+from neurosym.training import DistributedContext, TrainConfig, TrainResult, train
+
+BASELINE_OPTIONS = (
+    "embedding", "dim", "hidden", "heads", "encoder_layers", "decoder_layers", "dropout", "relative", "norm",
+    "step_embedding", "attention_bias", "embedding_dropout", "init", "cnn", "source_boundaries",
+)  # fmt: skip
+"""The keyword arguments of :func:`build_baseline` (the ``neurosym hint`` options of the same names)."""
+
+
+def is_rnn(name: str) -> bool:
+    """Whether baseline ``name`` is a GRU or LSTM (else a Transformer)."""
+    return name.startswith(("gru", "lstm"))
+
+
+def default_learning_rate(name: str) -> float:
+    """The HINT release's Adam learning rate: 1e-3 for the RNNs, 1e-4 for the Transformers."""
+    return 1e-3 if is_rnn(name) else 1e-4
+
+
+def build_baseline(
+    name: str,
+    input_type: str,
+    source_vocab: int,
+    *,
+    embedding: int = 128,
+    dim: int = 512,
+    hidden: int | None = None,
+    heads: int = 8,
+    encoder_layers: int | None = None,
+    decoder_layers: int = 1,
+    dropout: float | None = None,
+    relative: str = "xl_clipped",
+    norm: str = "post",
+    step_embedding: bool = False,
+    attention_bias: bool = False,
+    embedding_dropout: bool | None = None,
+    init: str = "release",
+    cnn: str = "resnet18",
+    source_boundaries: bool = True,
+) -> Seq2Seq:
+    """The baseline ``name`` over ``input_type`` (``"symbol"`` ids of ``source_vocab``, or ``"image"`` windows
+    read by ``cnn``). The defaults are the HINT release's (``sweeps/transformer.yaml`` and ``rnn.yaml``):
+    embeddings of 128; Transformers of width 512, 8 heads, feed-forward 2,048, post-norm, dropout 0.1, the
+    release's initialisation, attention projections without biases, no embedding dropout in the relative
+    models; RNNs of 512 units, dropout 0.5; every source framed by start and end vectors."""
+    front_end = build_front_end(input_type, embedding, vocab_size=source_vocab, cnn=cnn, boundaries=source_boundaries)
+    return build_seq2seq(
+        name,
+        front_end,
+        TARGET_VOCAB,
+        dim=dim,
+        hidden=hidden,
+        heads=heads,
+        encoder_layers=encoder_layers,
+        decoder_layers=decoder_layers,
+        dropout=dropout if dropout is not None else (0.5 if is_rnn(name) else 0.1),
+        relative=relative,
+        pre_norm=norm == "pre",
+        step_embedding=step_embedding,
+        attention_bias=attention_bias,
+        embedding_dropout=name == "transformer" if embedding_dropout is None else embedding_dropout,
+        init=init,
+    )
+
+
+def train_baseline(
+    model: Seq2Seq,
+    datasets: Mapping[str, Dataset],
+    image_input: bool,
+    config: TrainConfig,
+    context: DistributedContext,
+    eval_batch_size: int,
+    num_workers: int = 0,
+    progress: bool = False,
+) -> tuple[TrainResult, dict[str, float]]:
+    """Train ``model`` on ``datasets["train"]`` with the shared loop (early stopping on the exact match of
+    ``datasets["val"]``), then score it on ``datasets["test"]`` by greedy decoding: exact match in % per
+    test subset and their unweighted mean ``"avg"`` (an empty dict off the main process)."""
+
+    def loader(dataset: Dataset) -> DataLoader:
+        return DataLoader(dataset, batch_size=eval_batch_size, collate_fn=collate_hint, num_workers=num_workers)
+
+    val_loader = loader(datasets["val"])
+
+    def validate(trained: nn.Module) -> float:
+        return exact_match_by_subset(trained, val_loader, image_input, context.device)["all"]
+
+    def loss(trained: nn.Module, batch: dict) -> torch.Tensor:
+        return sequence_loss(trained, batch, image_input)
+
+    outcome = train(model, datasets["train"], loss, config, context, evaluate=validate, collate_fn=collate_hint)
+    if not context.is_main:
+        return outcome, {}
+    model.eval()
+    test_batches = tqdm(loader(datasets["test"]), desc="test", disable=not progress)
+    scores = exact_match_by_subset(model, test_batches, image_input, context.device)
+    accuracy = {subset: scores.get(subset, float("nan")) for subset in EVAL_SUBSETS}
+    accuracy["avg"] = sum(accuracy.values()) / len(EVAL_SUBSETS)
+    return outcome, accuracy
