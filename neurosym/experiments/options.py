@@ -39,52 +39,26 @@ def _number(text: str, kind: type) -> float | int:
     raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}")
 
 
-def positive_int(text: str) -> int:
-    """An integer of at least 1."""
-    value = _number(text, int)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+def _in_range(kind: type, accepts: Callable[[float], bool], expected: str, meaning: str) -> Callable[[str], float | int]:
+    """The option type of a number of ``kind`` (``int`` or ``float``) that ``accepts`` (else an error saying
+    ``expected ...``); ``meaning`` is its docstring."""
+
+    def parse(text: str) -> float | int:
+        value = _number(text, kind)
+        if not accepts(value):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+        return value
+
+    parse.__doc__ = meaning
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    """An integer of at least 0."""
-    value = _number(text, int)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer of at least 0, got {text!r}")
-    return value
-
-
-def positive_float(text: str) -> float:
-    """A finite number above 0."""
-    value = _number(text, float)
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a finite positive number, got {text!r}")
-    return value
-
-
-def probability_below_one(text: str) -> float:
-    """A number in ``[0, 1)``: a dropout rate."""
-    value = _number(text, float)
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1), got {text!r}")
-    return value
-
-
-def unit_interval(text: str) -> float:
-    """A number in ``[0, 1]``: a ratio."""
-    value = _number(text, float)
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
-    return value
-
-
-def fraction_up_to_one(text: str) -> float:
-    """A number in ``(0, 1]``: a dataset scale."""
-    value = _number(text, float)
-    if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return value
+positive_int = _in_range(int, lambda v: v >= 1, "a positive integer", "An integer of at least 1.")
+non_negative_int = _in_range(int, lambda v: v >= 0, "an integer of at least 0", "An integer of at least 0.")
+positive_float = _in_range(float, lambda v: v > 0 and math.isfinite(v), "a finite positive number", "A finite number above 0.")
+probability_below_one = _in_range(float, lambda v: 0 <= v < 1, "a number in [0, 1)", "A number in ``[0, 1)``: a dropout rate.")
+unit_interval = _in_range(float, lambda v: 0 <= v <= 1, "a number in [0, 1]", "A number in ``[0, 1]``: a ratio.")
+fraction_up_to_one = _in_range(float, lambda v: 0 < v <= 1, "a number in (0, 1]", "A number in ``(0, 1]``: a dataset scale.")
 
 
 def existing_file(text: str) -> Path:
