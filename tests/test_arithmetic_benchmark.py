@@ -244,7 +244,7 @@ def test_cli_ctrl_c_reports_the_cells_evaluated_so_far_and_exits_130(tmp_path, c
 def test_smoke_preset_names_its_cells_and_the_published_budget(tmp_path, capsys, monkeypatch):
     trained = []
     monkeypatch.setattr(
-        arithmetic_runner, "train_group", lambda config, *rest: trained.append(config) or GroupRun(config, Curves(), 0, 0.0)
+        arithmetic_training, "train_group", lambda config, *rest: trained.append(config) or GroupRun(config, Curves(), 0, 0.0)
     )
     assert main(["arithmetic", "--steps", "10", "--threshold-samples", "2000", "--out", str(tmp_path), "--no-progress"]) == 0
     assert [(c.model, c.operations, len(c.seeds), c.schedule) for c in trained] == [

@@ -1,5 +1,5 @@
-"""The results of the arithmetic benchmark: success thresholds (cached on disk) and, per (model, operation)
-cell of a trained group, the success summary of its seeds."""
+"""The results of the arithmetic benchmark: success thresholds (cached on disk), per (model, operation) cell
+of a trained group the success summary of its seeds, and the table of those cells beside the published rates."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from neurosym.data.arithmetic import SubsetLayout
+from neurosym.data.arithmetic import OPERATIONS, SubsetLayout
 from neurosym.metrics import run_outcomes, summarize
 from neurosym.metrics.threshold import perturbed_solution_mse
 from neurosym.models.arithmetic_training import GroupRun
@@ -65,3 +65,45 @@ def group_cells(group: GroupRun, thresholds: Mapping[str, float], published: Map
             }
         )
     return cells
+
+
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.0f}%"
+
+
+def results_table(cells: list[dict], published_budget: tuple[int, int]) -> tuple[list[str], list[list]]:
+    """Headers and rows of :func:`group_cells` results: ours beside the published rate in every row, each with
+    its budget (runs × iterations; ``published_budget`` is the paper's ``(seeds, iterations)``)."""
+    headers = ["Op", "Model", "Solved", "Success", "95% interval", "Budget", "Published", "Published budget", "Median solved at",
+               "Sparsity error"]  # fmt: skip
+    rows = []
+    for cell in cells:
+        low, high = cell["interval"]
+        solved = f"{cell['solved']}/{cell['runs']}" + ("" if cell["finished"] else " (stopped)")
+        rows.append(
+            [
+                OPERATIONS[cell["operation"]].symbol,
+                cell["model"],
+                solved,
+                _percent(cell["success_rate"]),
+                f"[{100 * low:.1f}%, {100 * high:.1f}%]",
+                f"{cell['runs']} x {cell['steps_done']:.3g}",
+                _percent(cell["published"]),
+                "—" if cell["published"] is None else "{} x {:.3g}".format(*published_budget),
+                "—" if cell["median_solved_at"] is None else f"{cell['median_solved_at']:.3g}",
+                "—" if cell["mean_sparsity_error"] is None else f"{cell['mean_sparsity_error']:.2g}",
+            ]
+        )
+    return headers, rows
+
+
+def results_caption(seeds: int, steps: int, published_budget: tuple[int, int]) -> str:
+    """The table's caption: this run's budget beside the published one ``(seeds, iterations)``, flagged when
+    it is shorter."""
+    seeds_published, steps_published = published_budget
+    published = (
+        f"published: Madsen & Johansen 2019 Table 1 (NAU, NMU: 2020), {seeds_published} seeds x {steps_published:.0e} iterations"
+    )
+    if steps < steps_published:
+        return f"Simple function task, {seeds} seeds x {steps:.0e} iterations: a shorter budget than published ({published})"
+    return f"Simple function task, {seeds} seeds x {steps:.0e} iterations ({published})"

@@ -226,3 +226,30 @@ def train_group(
     except TrainingInterrupted as stop:
         done, reason = stop.step, stop.reason
     return GroupRun(config, curves, done, previous_seconds + time.perf_counter() - started, reason)
+
+
+def checkpoint_name(model: str) -> str:
+    """The file name of a model's checkpoint: ``NAC•`` -> ``nac_mul.pt``, ``NAC+`` -> ``nac_add.pt``, ``NMU`` -> ``nmu.pt``."""
+    return model.lower().replace("•", "_mul").replace("+", "_add") + ".pt"
+
+
+def train_groups(
+    configs: list[GroupConfig],
+    device: torch.device,
+    checkpoints: Path,
+    resume: bool,
+    stops: StopSource,
+    amp: bool = False,
+    progress: bool = True,
+) -> tuple[list[GroupRun], list[str]]:
+    """Train (or resume) the groups in turn with :func:`train_group`, each checkpointed in ``checkpoints``
+    (:func:`checkpoint_name`); once a stop request ends a group, the rest wait for the next call. Returns the
+    runs, the last one stopped when ``stop_reason`` is set, and the models not started."""
+    runs, pending = [], []
+    for config in configs:
+        if runs and runs[-1].stop_reason is not None:
+            pending.append(config.model)
+            continue
+        checkpoint = checkpoints / checkpoint_name(config.model)
+        runs.append(train_group(config, device, checkpoint, resume, stops, amp, progress))
+    return runs, pending

@@ -27,9 +27,9 @@ from neurosym.experiments.options import (
 from neurosym.experiments.published import ARITHMETIC
 from neurosym.experiments.report import format_table, save_json
 from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
-from neurosym.models.arithmetic_results import cached_thresholds, group_cells
+from neurosym.models.arithmetic_results import cached_thresholds, group_cells, results_caption, results_table
 from neurosym.models.arithmetic_speed import measure_speed
-from neurosym.models.arithmetic_training import SCHEDULES, GroupConfig, train_group
+from neurosym.models.arithmetic_training import SCHEDULES, GroupConfig, train_groups
 from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
 from neurosym.training import resolve_device
 from neurosym.training.allocator import retain_freed_memory
@@ -151,20 +151,14 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
     thresholds = cached_thresholds(
         operations, args.ranges, layout, args.epsilon, args.threshold_samples, args.out / "thresholds.json"
     )
-    runs, pending = [], []
+    configs = []
+    for model in args.models:
+        configs.append(GroupConfig(
+            model, args.operations[model], tuple(range(seeds)), steps, args.eval_every, args.batch_size, args.lr,
+            args.ranges, args.evaluation_size, args.seed, args.input_size, args.subset_ratio, args.overlap_ratio, args.schedule,
+        ))  # fmt: skip
     with StopRequests(minutes_to_seconds(args.time_limit)) as stops:
-        for model in args.models:
-            if (
-                runs and runs[-1].stop_reason is not None
-            ):  # a stop request ended the previous model: the rest waits for the next call
-                pending.append(model)
-                continue
-            config = GroupConfig(
-                model, args.operations[model], tuple(range(seeds)), steps, args.eval_every, args.batch_size, args.lr,
-                args.ranges, args.evaluation_size, args.seed, args.input_size, args.subset_ratio, args.overlap_ratio, args.schedule,
-            )  # fmt: skip
-            checkpoint = args.out / "checkpoints" / f"{_slug(model)}.pt"
-            runs.append(train_group(config, device, checkpoint, args.resume, stops, amp, args.progress))
+        runs, pending = train_groups(configs, device, args.out / "checkpoints", args.resume, stops, amp, args.progress)
     evaluated = [group for group in runs if group.curves.steps]
     cells = [cell for group in evaluated for cell in group_cells(group, thresholds, ARITHMETIC)]
     cells.sort(key=lambda cell: (TABLE_ORDER.index(cell["operation"]), args.models.index(cell["model"])))
@@ -184,8 +178,9 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
         "training_seconds": {group.config.model: group.seconds for group in runs},
         "cells": cells,
     }
-    print(_caption(seeds, steps))
-    print(format_table(*_table(cells)))
+    published_budget = (PAPER["seeds"], PAPER["steps"])
+    print(results_caption(seeds, steps, published_budget))
+    print(format_table(*results_table(cells, published_budget)))
     save_json(result, args.out / "results.json")
     if cells:
         plot_success_rates(cells, args.out / "success_rates.png")
@@ -210,49 +205,6 @@ def _operations_for(model: str, chosen: list[str] | None, cells: dict[str, tuple
     if cells is not None:
         return cells[model]
     return tuple(name for name in TABLE_ORDER if (name, model) in ARITHMETIC)
-
-
-def _slug(model: str) -> str:
-    return model.lower().replace("•", "_mul").replace("+", "_add")
-
-
-def _percent(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.0f}%"
-
-
-def _table(cells: list[dict]) -> tuple[list[str], list[list]]:
-    """Ours beside the published rate in every row, each with its budget (runs × iterations)."""
-    headers = ["Op", "Model", "Solved", "Success", "95% interval", "Budget", "Published", "Published budget", "Median solved at",
-               "Sparsity error"]  # fmt: skip
-    rows = []
-    for cell in cells:
-        low, high = cell["interval"]
-        solved = f"{cell['solved']}/{cell['runs']}" + ("" if cell["finished"] else " (stopped)")
-        rows.append(
-            [
-                OPERATIONS[cell["operation"]].symbol,
-                cell["model"],
-                solved,
-                _percent(cell["success_rate"]),
-                f"[{100 * low:.1f}%, {100 * high:.1f}%]",
-                f"{cell['runs']} x {cell['steps_done']:.3g}",
-                _percent(cell["published"]),
-                "—" if cell["published"] is None else f"{PAPER['seeds']} x {PAPER['steps']:.3g}",
-                "—" if cell["median_solved_at"] is None else f"{cell['median_solved_at']:.3g}",
-                "—" if cell["mean_sparsity_error"] is None else f"{cell['mean_sparsity_error']:.2g}",
-            ]
-        )
-    return headers, rows
-
-
-def _caption(seeds: int, steps: int) -> str:
-    """The table's caption: this run's budget beside the published one, flagged when it is shorter."""
-    published = (
-        f"published: Madsen & Johansen 2019 Table 1 (NAU, NMU: 2020), {PAPER['seeds']} seeds x {PAPER['steps']:.0e} iterations"
-    )
-    if steps < PAPER["steps"]:
-        return f"Simple function task, {seeds} seeds x {steps:.0e} iterations: a shorter budget than published ({published})"
-    return f"Simple function task, {seeds} seeds x {steps:.0e} iterations ({published})"
 
 
 SPEEDUP_GOAL = 20
