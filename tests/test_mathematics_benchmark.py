@@ -101,7 +101,7 @@ def test_training_questions_that_occur_in_a_test_set_are_dropped(tmp_path):
 
 
 def test_table_marks_modules_a_model_was_not_scored_on():
-    from neurosym.experiments.mathematics import result_table
+    from neurosym.metrics.mathematics import results_table
 
     scored = {"per_module": {"arithmetic__mul": 1.0}, "mean": 1.0}
     results = {
@@ -114,7 +114,7 @@ def test_table_marks_modules_a_model_was_not_scored_on():
             },
         },
     }
-    headers, rows = result_table(results)
+    headers, rows = results_table(results)
     assert headers[2:4] == ["symbolic", "transformer"]
     assert rows[1][:4] == ["interpolate", "comparison__pair", "n/a", 0.3]
     assert rows[2][:4] == ["interpolate", "mean over modules", 1.0, 0.4]

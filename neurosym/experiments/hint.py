@@ -35,8 +35,8 @@ from neurosym.experiments.options import (
     positive_int,
     probability_below_one,
 )
-from neurosym.experiments.published import HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.experiments.report import bar_vs_published, format_table, pyplot, save_figure, save_json
+from neurosym.metrics.published import HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES, Seq2Seq
 from neurosym.models.seq2seq.factory import RNN_HIDDEN
 from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS, build_baseline, default_learning_rate, train_baseline

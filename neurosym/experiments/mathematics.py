@@ -27,8 +27,9 @@ from neurosym.experiments.options import (
     positive_float,
     positive_int,
 )
-from neurosym.experiments.published import MATHEMATICS, MATHEMATICS_TRANSFORMER_MODULES
 from neurosym.experiments.report import format_table, save_json
+from neurosym.metrics.mathematics import results_table
+from neurosym.metrics.published import MATHEMATICS
 from neurosym.models.seq2seq.mathematics_task import (
     CONFIGS,
     DEFAULT_MODULES,
@@ -133,32 +134,8 @@ def run(args: argparse.Namespace) -> dict:
         scores = {regime: score(answer, tests[regime]) for regime in ("interpolate", "extrapolate")}
         results["models"][name] = {**scores, **extra, "seconds": time.perf_counter() - started}
 
-    print(format_table(*result_table(results)))
+    print(format_table(*results_table(results)))
     args.out.mkdir(parents=True, exist_ok=True)
     save_json(results, args.out / "results.json")
     plot_module_accuracies(results, MATHEMATICS["transformer"], args.out / "accuracy.png")
     return results
-
-
-def _or_na(value: float | None) -> float | str:
-    return "n/a" if value is None else value
-
-
-def result_table(results: dict) -> tuple[list[str], list[list]]:
-    """Rows ``(regime, module, one accuracy per model, published Transformer)`` then the two means; a
-    model not scored on a module (the symbolic route outside arithmetic) shows ``n/a``."""
-    names = list(results["models"])
-    headers = ["regime", "module", *names, "published Transformer"]
-    rows = []
-    for regime in ("interpolate", "extrapolate"):
-        for module in results["modules"][regime]:
-            accuracies = [results["models"][n][regime]["per_module"].get(module, "n/a") for n in names]
-            rows.append(
-                [regime, module.removeprefix("arithmetic__"), *accuracies, MATHEMATICS_TRANSFORMER_MODULES.get(module, "")]
-            )
-    for regime in (r for r in ("interpolate", "extrapolate") if results["modules"][r]):
-        means = [_or_na(results["models"][n][regime]["mean"]) for n in names]
-        rows.append([regime, "mean over modules", *means, f"{MATHEMATICS['transformer'][regime]} (all modules)"])
-        published = [MATHEMATICS.get(n, {}).get(regime, "") for n in names]
-        rows.append([regime, "published mean (all modules)", *published, MATHEMATICS["transformer"][regime]])
-    return headers, rows

@@ -33,8 +33,8 @@ from neurosym.experiments.options import (
     non_negative_int,
     positive_int,
 )
-from neurosym.experiments.published import PVR
 from neurosym.experiments.report import format_table, save_json
+from neurosym.metrics.published import PVR
 from neurosym.models.pvr import VECTOR_MODELS, VISUAL_MODELS
 from neurosym.pipelines.pvr_runs import BUDGETS, PVRRuns, RunStore
 from neurosym.pipelines.pvr_sweeps import (

@@ -1,4 +1,5 @@
-"""DeepMind Mathematics scoring as in the paper: exact match per module, then the mean over modules."""
+"""DeepMind Mathematics scoring as in the paper: exact match per module, then the mean over modules; and the
+table of a run's scores beside the published ones."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from neurosym.metrics.published import MATHEMATICS, MATHEMATICS_TRANSFORMER_MODULES
 from neurosym.metrics.sequence import sequence_matches
 
 
@@ -30,3 +32,29 @@ def mean_over_modules(per_module: Mapping[str, float]) -> float:
     if not per_module:
         raise ValueError("no modules to average")
     return float(np.mean(list(per_module.values())))
+
+
+def _or_na(value: float | None) -> float | str:
+    return "n/a" if value is None else value
+
+
+def results_table(results: dict) -> tuple[list[str], list[list]]:
+    """Headers and rows ``(regime, module, one accuracy per model, published Transformer)``, then per regime
+    the means over modules and the published means; a model not scored on a module (the symbolic route
+    outside arithmetic) shows ``n/a``. ``results``: ``{"modules": {regime: [module]}, "models": {name:
+    {regime: {"per_module": {module: accuracy}, "mean": float | None}}}}``."""
+    names = list(results["models"])
+    headers = ["regime", "module", *names, "published Transformer"]
+    rows = []
+    for regime in ("interpolate", "extrapolate"):
+        for module in results["modules"][regime]:
+            accuracies = [results["models"][n][regime]["per_module"].get(module, "n/a") for n in names]
+            rows.append(
+                [regime, module.removeprefix("arithmetic__"), *accuracies, MATHEMATICS_TRANSFORMER_MODULES.get(module, "")]
+            )
+    for regime in (r for r in ("interpolate", "extrapolate") if results["modules"][r]):
+        means = [_or_na(results["models"][n][regime]["mean"]) for n in names]
+        rows.append([regime, "mean over modules", *means, f"{MATHEMATICS['transformer'][regime]} (all modules)"])
+        published = [MATHEMATICS.get(n, {}).get(regime, "") for n in names]
+        rows.append([regime, "published mean (all modules)", *published, MATHEMATICS["transformer"][regime]])
+    return headers, rows

@@ -24,8 +24,8 @@ from neurosym.experiments.options import (
     positive_int,
     unit_interval,
 )
-from neurosym.experiments.published import ARITHMETIC
 from neurosym.experiments.report import format_table, save_json
+from neurosym.metrics.published import ARITHMETIC
 from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
 from neurosym.models.arithmetic_results import cached_thresholds, group_cells, results_caption, results_table
 from neurosym.models.arithmetic_speed import measure_speed
