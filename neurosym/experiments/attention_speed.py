@@ -18,7 +18,7 @@ import torch
 
 from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
 from neurosym.experiments.report import format_table, save_json
-from neurosym.models.speed_steps import attention_step, decode_step
+from neurosym.models.speed_steps import decode_step, time_attention
 from neurosym.plots.speed import plot_times_over_length
 from neurosym.training import resolve_device
 from neurosym.training.speed import fastest_of_rounds
@@ -64,15 +64,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     batch = args.batch_size or (64 if cuda else 8)
     decode_batch = args.decode_batch or (1024 if cuda else 64)
     torch.manual_seed(args.seed)
-    steps = {
-        (kind, length): attention_step(kind, length, batch, args.dim, args.heads, device, args.position_dim)
-        for length in args.lengths
-        for kind in ATTENTIONS
-    }
-    fastest = fastest_of_rounds(steps, args.rounds, args.min_time, args.threads, "attention", args.progress)
-    attention: dict[str, dict[int, float]] = {kind: {} for kind in ATTENTIONS}
-    for (kind, length), seconds in fastest.items():
-        attention[kind][length] = seconds
+    attention = time_attention(
+        ATTENTIONS, args.lengths, batch, args.dim, args.heads, device, args.position_dim,
+        rounds=args.rounds, min_time=args.min_time, threads=args.threads, progress=args.progress,
+    )  # fmt: skip
     decoders = {
         name: decode_step(name == "cached", decode_batch, args.source_length, args.dim, args.heads, DIGITS, device)
         for name in ("cached", "uncached")

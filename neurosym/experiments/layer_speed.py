@@ -1,12 +1,9 @@
 """Forward + backward time of the neural arithmetic units relative to ``nn.Linear`` of the same shape.
 
-Issue 2 sets the goals at batch 128 for the shapes 100→2 and 512→512: NAU ≤ 1.5×, NMU ≤ 3×,
-NALU ≤ 4× the time of ``nn.Linear``. One step is ``unit(x).sum().backward()`` with ``x`` requiring a
-gradient (as in a hidden layer), ``x ~ U[0.5, 1.5]``. ``NMU-compiled`` is ``NMU(compiled=True)``; its
-kernels are compiled before timing starts. Timing is interleaved to be fair under a
-fluctuating machine load: in each of ``--rounds`` rounds every layer is timed by
-:func:`~neurosym.training.speed.median_seconds` (median of ``Timer`` blocked runs); a
-layer's time is its fastest round. CUDA is synchronised after every step and uses autocast (AMP), as training would.
+Issue 2 sets the goals at batch 128 for the shapes 100→2 and 512→512: NAU ≤ 1.5×, NMU ≤ 3×, NALU ≤ 4×
+the time of ``nn.Linear`` (:data:`~neurosym.models.speed_steps.UNIT_GOALS`). The step timed is
+:func:`~neurosym.models.speed_steps.unit_step`; a layer's time is its fastest of ``--rounds`` interleaved
+rounds (:func:`~neurosym.training.speed.fastest_of_rounds`), CUDA synchronised and with autocast (AMP).
 """
 
 from __future__ import annotations
@@ -17,12 +14,11 @@ import torch
 
 from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
 from neurosym.experiments.report import format_table, save_json
-from neurosym.models.speed_steps import UNITS, unit_step
+from neurosym.models.speed_steps import UNIT_GOALS, UNITS, unit_records, unit_step
 from neurosym.plots.speed import plot_unit_ratios
 from neurosym.training import resolve_device
 from neurosym.training.speed import fastest_of_rounds
 
-GOALS = {"NAU": 1.5, "NMU": 3.0, "NMU-compiled": 3.0, "NALU": 4.0}
 BASELINE = "Linear"
 
 
@@ -64,20 +60,7 @@ def run(args: argparse.Namespace) -> dict:
     names = [BASELINE, *dict.fromkeys(args.units)]
     steps = {(shape, name): unit_step(name, shape, args.batch_size, device) for shape in args.shapes for name in names}
     best = fastest_of_rounds(steps, args.rounds, args.min_time, args.threads, "layer-speed", args.progress)
-    records = []
-    for (shape, name), seconds in best.items():
-        ratio = seconds / best[(shape, BASELINE)]
-        goal = GOALS.get(name)
-        records.append(
-            {
-                "shape": f"{shape[0]}→{shape[1]}",
-                "unit": name,
-                "microseconds": seconds * 1e6,
-                "ratio_to_linear": ratio,
-                "goal": goal,
-                "meets_goal": None if goal is None else ratio <= goal,
-            }
-        )
+    records = unit_records(best, BASELINE)
     headers = ["shape", "unit", "fwd+bwd µs", "× Linear", "goal", "meets goal"]
     rows = [
         [
@@ -104,5 +87,5 @@ def run(args: argparse.Namespace) -> dict:
         "table": table,
     }
     save_json(results, args.out / "layer_speed.json")
-    plot_unit_ratios(records, BASELINE, GOALS, args.out / "layer_speed.png")
+    plot_unit_ratios(records, BASELINE, UNIT_GOALS, args.out / "layer_speed.png")
     return results

@@ -1,12 +1,10 @@
 """HINT solver throughput: Lark LALR parse + execute versus the vectorised batch solver.
 
 Both paths solve the same random expressions (the HINT sampling scheme: an operator drawn uniformly
-from + − × ÷, i ~ U{0..n−1} of the remaining operators to its left, digits uniform). The batch solver's
-answers are checked against the Lark path on every expression the Lark path solved, and the run
-fails if any differs. Measurements are interleaved: each of ``--repeats`` rounds times every path
-once, and the fastest round of each path is kept, so a burst of load from other processes cannot
-favour one path. Throughput is reported per wall-clock second and per CPU second of this process.
-The solver is numpy on the CPU, so there is no ``--device`` option.
+from + − × ÷, i ~ U{0..n−1} of the remaining operators to its left, digits uniform), measured by
+:func:`neurosym.semantics.solver_speed.measure_solvers` (answers checked against the Lark path first;
+fastest of ``--repeats`` interleaved rounds; per wall-clock and per CPU second). The solver is numpy on
+the CPU, so there is no ``--device`` option.
 """
 
 from __future__ import annotations

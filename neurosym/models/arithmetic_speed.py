@@ -80,3 +80,12 @@ def measure_speed(
         "sequential_rate": work / sequential,
         "speedup": sequential / batched,
     }
+
+
+def measure_models(operations: dict[str, str], seeds: int, steps: int, device: torch.device, amp: bool = False) -> list[dict]:
+    """:func:`measure_speed` of every model on its operation (``operations``: model -> operation): one record
+    each, ``{"model", "operation", ...}`` with the times, rates and speed-up."""
+    return [
+        {"model": model, "operation": name, **measure_speed(model, name, seeds, steps, device, amp)}
+        for model, name in operations.items()
+    ]

@@ -4,7 +4,7 @@ with :func:`neurosym.training.speed.fastest_of_rounds`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 
 import torch
@@ -13,7 +13,7 @@ from torch import nn
 from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention, arithmetic
 from neurosym.models.seq2seq import build_front_end, build_seq2seq
 from neurosym.training.device import mixed_precision
-from neurosym.training.speed import forward_backward_step
+from neurosym.training.speed import fastest_of_rounds, forward_backward_step
 
 UNITS: dict[str, Callable[[int, int], nn.Module]] = {
     "Linear": nn.Linear,
@@ -32,12 +32,36 @@ UNITS: dict[str, Callable[[int, int], nn.Module]] = {
 is ``NMU(compiled=True)``)."""
 
 
+UNIT_GOALS = {"NAU": 1.5, "NMU": 3.0, "NMU-compiled": 3.0, "NALU": 4.0}
+"""The most time relative to ``nn.Linear`` each unit may take (issue 2's goals at batch 128)."""
+
+
 def unit_step(name: str, shape: tuple[int, int], batch: int, device: torch.device) -> Callable[[], None]:
     """``unit(x).sum().backward()`` for the layer ``UNITS[name]`` of ``shape`` ``(in, out)``, with ``x
     [batch, in] ~ U[0.5, 1.5]`` requiring a gradient (as in a hidden layer)."""
     module = UNITS[name](*shape).to(device)
     x = (torch.rand(batch, shape[0], device=device) + 0.5).requires_grad_(True)
     return forward_backward_step(module, x, device)
+
+
+def unit_records(seconds: Mapping[tuple[tuple[int, int], str], float], baseline: str = "Linear") -> list[dict]:
+    """One record per ``(shape, unit)`` of ``seconds`` (the fastest time of each unit's step): the shape
+    ``"in→out"``, the unit, ``microseconds``, ``ratio_to_linear`` (to ``baseline`` of the same shape), its
+    ``goal`` in :data:`UNIT_GOALS` and whether it ``meets_goal`` (None without a goal)."""
+    records = []
+    for (shape, name), time in seconds.items():
+        ratio, goal = time / seconds[(shape, baseline)], UNIT_GOALS.get(name)
+        records.append(
+            {
+                "shape": f"{shape[0]}→{shape[1]}",
+                "unit": name,
+                "microseconds": time * 1e6,
+                "ratio_to_linear": ratio,
+                "goal": goal,
+                "meets_goal": None if goal is None else ratio <= goal,
+            }
+        )
+    return records
 
 
 def attention_step(
@@ -75,3 +99,31 @@ def decode_step(
             torch.cuda.synchronize(device)
 
     return step
+
+
+def time_attention(
+    kinds: Sequence[str],
+    lengths: Sequence[int],
+    batch: int,
+    dim: int,
+    heads: int,
+    device: torch.device,
+    position_dim: int | None = None,
+    *,
+    rounds: int,
+    min_time: float,
+    threads: int,
+    progress: bool = False,
+) -> dict[str, dict[int, float]]:
+    """The fastest seconds of :func:`attention_step` of every kind at every length, over ``rounds``
+    interleaved rounds (:func:`fastest_of_rounds`): ``{kind: {length: seconds}}``."""
+    steps = {
+        (kind, length): attention_step(kind, length, batch, dim, heads, device, position_dim)
+        for length in lengths
+        for kind in kinds
+    }
+    fastest = fastest_of_rounds(steps, rounds, min_time, threads, "attention", progress)
+    seconds: dict[str, dict[int, float]] = {kind: {} for kind in kinds}
+    for (kind, length), time in fastest.items():
+        seconds[kind][length] = time
+    return seconds

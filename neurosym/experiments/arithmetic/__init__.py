@@ -28,7 +28,7 @@ from neurosym.experiments.report import format_table, save_json
 from neurosym.metrics.published import ARITHMETIC
 from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
 from neurosym.models.arithmetic_results import cached_thresholds, group_cells, results_caption, results_table
-from neurosym.models.arithmetic_speed import measure_speed
+from neurosym.models.arithmetic_speed import measure_models
 from neurosym.models.arithmetic_training import SCHEDULES, GroupConfig, train_groups
 from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
 from neurosym.training import resolve_device
@@ -213,11 +213,8 @@ SPEEDUP_GOAL = 20
 
 def _run_speed(args: argparse.Namespace, device: torch.device, amp: bool) -> dict:
     """Time every model of ``--models`` on its first operation (``--ops`` or the model's default)."""
-    timed = []
-    for model in args.models:
-        name = (args.operations[model] or ("add",))[0]
-        speed = measure_speed(model, name, args.speed_seeds, args.speed_steps, device, amp)
-        timed.append({"model": model, "operation": name, **speed})
+    first = {model: (args.operations[model] or ("add",))[0] for model in args.models}
+    timed = measure_models(first, args.speed_seeds, args.speed_steps, device, amp)
     result = {"command": "arithmetic --speed", "device": str(device), "threads": torch.get_num_threads(),
               "seeds": args.speed_seeds, "steps": args.speed_steps, "models": timed}  # fmt: skip
     rows = [
