@@ -19,11 +19,7 @@ from typing import Any
 import torch
 from torch.utils.data import Dataset
 
-from neurosym.data.hint import (
-    EVAL_SUBSETS,
-    HintImageDataset,
-    HintSymbolDataset,
-)
+from neurosym.data.hint import EVAL_SUBSETS, split_datasets
 from neurosym.experiments.hint_sources import HintData, add_data_options, load_hint_data
 from neurosym.experiments.options import (
     add_compile_option,
@@ -158,9 +154,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _datasets(args: argparse.Namespace, context: DistributedContext) -> tuple[dict[str, Dataset], HintData]:
     with main_process_first(context):
         data = load_hint_data(args, args.input == "image", progress=context.is_main and args.progress)
-    if data.bank is None:
-        return {name: HintSymbolDataset(split) for name, split in data.splits.items()}, data
-    return {name: HintImageDataset(split, data.bank, pool=name, seed=args.seed) for name, split in data.splits.items()}, data
+    return split_datasets(data.splits, data.bank, seed=args.seed), data
 
 
 DEFAULT_STEPS = {"seq2seq": 100_000, "neurosym": 2_000}

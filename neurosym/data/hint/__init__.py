@@ -52,6 +52,7 @@ from neurosym.data.hint.torch_data import (
     HintSymbolDataset,
     collate_hint,
     result_digits,
+    split_datasets,
 )
 
 __all__ = [
@@ -99,6 +100,7 @@ __all__ = [
     "subsample",
     "split_statistics",
     "split_summary",
+    "split_datasets",
     "symbol_kl_divergence",
     "tree_depth",
     "write_release",

@@ -8,7 +8,7 @@ train); image datasets add ``images`` float ``[n, 1, 32, 32]`` (white ink on bla
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -95,6 +95,16 @@ class HintImageDataset(HintSymbolDataset):
         record = self.records[index]
         item["images"] = render_windows(self.bank.images[self.image_indices(index, record)])
         return item
+
+
+def split_datasets(
+    splits: Mapping[str, Sequence[HintRecord]], bank: SymbolBank | None = None, seed: int = 0
+) -> dict[str, HintSymbolDataset]:
+    """A dataset per split: symbol input without a ``bank``, else image input drawn from the split's own pool
+    of ``bank`` (the split's name: train/val/test)."""
+    if bank is None:
+        return {name: HintSymbolDataset(split) for name, split in splits.items()}
+    return {name: HintImageDataset(split, bank, pool=name, seed=seed) for name, split in splits.items()}
 
 
 def collate_hint(batch: Sequence[dict]) -> dict:
