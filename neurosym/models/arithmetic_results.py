@@ -10,9 +10,19 @@ from pathlib import Path
 
 from neurosym.data.arithmetic import OPERATIONS, SubsetLayout
 from neurosym.metrics import run_outcomes, summarize
+from neurosym.metrics.published import ARITHMETIC
 from neurosym.metrics.threshold import perturbed_solution_mse
 from neurosym.models.arithmetic_training import GroupRun
 from neurosym.training.checkpoint import save_json
+
+TABLE_ORDER = ("mul", "div", "add", "sub", "square", "sqrt")
+"""Operations in the order of the paper's table (× ÷ + −), then the unary ones."""
+
+
+def published_operations(model: str) -> tuple[str, ...]:
+    """The operations with a published success rate for ``model`` (:data:`~neurosym.metrics.published.ARITHMETIC`),
+    in :data:`TABLE_ORDER`."""
+    return tuple(name for name in TABLE_ORDER if (name, model) in ARITHMETIC)
 
 
 def cached_thresholds(
@@ -31,7 +41,9 @@ def cached_thresholds(
     return thresholds
 
 
-def group_cells(group: GroupRun, thresholds: Mapping[str, float], published: Mapping[tuple[str, str], float]) -> list[dict]:
+def group_cells(
+    group: GroupRun, thresholds: Mapping[str, float], published: Mapping[tuple[str, str], float] = ARITHMETIC
+) -> list[dict]:
     """One result per operation of the group: the success summary of its seeds (rate, Wilson interval,
     median solved-at step, sparsity error, per-seed outcomes) beside ``published[(operation, model)]``."""
     config, curves = group.config, group.curves.stacked()
@@ -67,13 +79,23 @@ def group_cells(group: GroupRun, thresholds: Mapping[str, float], published: Map
     return cells
 
 
+def table_cells(groups: Iterable[GroupRun], thresholds: Mapping[str, float], models: list[str]) -> list[dict]:
+    """The :func:`group_cells` of every group, in the table's order: operations in :data:`TABLE_ORDER`, then
+    models in the order of ``models``."""
+    cells = [cell for group in groups for cell in group_cells(group, thresholds)]
+    return sorted(cells, key=lambda cell: (TABLE_ORDER.index(cell["operation"]), models.index(cell["model"])))
+
+
 def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.0f}%"
 
 
-def results_table(cells: list[dict], published_budget: tuple[int, int]) -> tuple[list[str], list[list]]:
-    """Headers and rows of :func:`group_cells` results: ours beside the published rate in every row, each with
-    its budget (runs × iterations; ``published_budget`` is the paper's ``(seeds, iterations)``)."""
+def results_table(
+    cells: list[dict], seeds: int, steps: int, published_budget: tuple[int, int]
+) -> tuple[str, list[str], list[list]]:
+    """Caption (:func:`results_caption`), headers and rows of :func:`group_cells` results of ``seeds`` runs of
+    ``steps`` steps: ours beside the published rate in every row, each with its budget (runs × iterations;
+    ``published_budget`` is the paper's ``(seeds, iterations)``)."""
     headers = ["Op", "Model", "Solved", "Success", "95% interval", "Budget", "Published", "Published budget", "Median solved at",
                "Sparsity error"]  # fmt: skip
     rows = []
@@ -94,7 +116,7 @@ def results_table(cells: list[dict], published_budget: tuple[int, int]) -> tuple
                 "—" if cell["mean_sparsity_error"] is None else f"{cell['mean_sparsity_error']:.2g}",
             ]
         )
-    return headers, rows
+    return results_caption(seeds, steps, published_budget), headers, rows
 
 
 def results_caption(seeds: int, steps: int, published_budget: tuple[int, int]) -> str:

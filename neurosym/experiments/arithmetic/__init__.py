@@ -25,9 +25,8 @@ from neurosym.experiments.options import (
     unit_interval,
 )
 from neurosym.experiments.report import format_table, save_json
-from neurosym.metrics.published import ARITHMETIC
 from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
-from neurosym.models.arithmetic_results import cached_thresholds, group_cells, results_caption, results_table
+from neurosym.models.arithmetic_results import cached_thresholds, published_operations, results_table, table_cells
 from neurosym.models.arithmetic_speed import measure_models
 from neurosym.models.arithmetic_training import SCHEDULES, GroupConfig, train_groups
 from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
@@ -38,9 +37,6 @@ from neurosym.training.stopping import StopRequests, TrainingInterrupted, minute
 
 MODEL_NAMES = {"nac_mul": "NAC•", "nalu": "NALU", "nac_add": "NAC+", "linear": "Linear", "nau": "NAU", "nmu": "NMU"}
 """Command-line name → model name of the table (the table's names are accepted too)."""
-
-TABLE_ORDER = ("mul", "div", "add", "sub", "square", "sqrt")
-"""Operations in the order of the paper's table (× ÷ + −), then the unary ones."""
 
 PAPER = {"seeds": 100, "steps": PAPER_ITERATIONS, "cells": None}
 """The published budget: every cell of Table 1 (``cells=None``), 100 seeds of 5·10⁶ iterations."""
@@ -160,8 +156,7 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
     with StopRequests(minutes_to_seconds(args.time_limit)) as stops:
         runs, pending = train_groups(configs, device, args.out / "checkpoints", args.resume, stops, amp, args.progress)
     evaluated = [group for group in runs if group.curves.steps]
-    cells = [cell for group in evaluated for cell in group_cells(group, thresholds, ARITHMETIC)]
-    cells.sort(key=lambda cell: (TABLE_ORDER.index(cell["operation"]), args.models.index(cell["model"])))
+    cells = table_cells(evaluated, thresholds, args.models)
     result = {
         "command": "arithmetic",
         "preset": args.preset,
@@ -178,9 +173,9 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
         "training_seconds": {group.config.model: group.seconds for group in runs},
         "cells": cells,
     }
-    published_budget = (PAPER["seeds"], PAPER["steps"])
-    print(results_caption(seeds, steps, published_budget))
-    print(format_table(*results_table(cells, published_budget)))
+    caption, headers, rows = results_table(cells, seeds, steps, (PAPER["seeds"], PAPER["steps"]))
+    print(caption)
+    print(format_table(headers, rows))
     save_json(result, args.out / "results.json")
     if cells:
         plot_success_rates(cells, args.out / "success_rates.png")
@@ -202,9 +197,7 @@ def _operations_for(model: str, chosen: list[str] | None, cells: dict[str, tuple
     published rate (× ÷ + − order)."""
     if chosen is not None:
         return tuple(chosen)
-    if cells is not None:
-        return cells[model]
-    return tuple(name for name in TABLE_ORDER if (name, model) in ARITHMETIC)
+    return cells[model] if cells is not None else published_operations(model)
 
 
 SPEEDUP_GOAL = 20
