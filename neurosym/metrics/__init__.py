@@ -1,4 +1,5 @@
-"""Metrics: exact match for sequences, binomial intervals, and the arithmetic-extrapolation success criterion."""
+"""Metrics: exact match for sequences, binomial intervals, the arithmetic-extrapolation success criterion, and
+the published numbers the benchmarks compare with (:mod:`neurosym.metrics.published`)."""
 
 from neurosym.metrics.interval import wilson_interval
 from neurosym.metrics.sequence import exact_match, sequence_matches
