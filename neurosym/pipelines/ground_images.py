@@ -10,8 +10,10 @@ the grammar's shape (numbers are single tokens; binary operators; one pair of ro
    clustered (k-means on pixels, ``restarts`` times) into the ``K - numbers - 2`` operator classes; per
    cluster a program is induced from ``(left, right) -> result`` with the operands read by the
    classifier, and the clustering whose programs explain the most expressions is kept. A window that
-   exactly one cluster's program explains moves to that cluster; the classifier then learns numbers
-   and operators together.
+   exactly one cluster's program explains moves to that cluster. Then, ``operator_rounds`` times, the
+   classifier learns numbers and operators together, reads the operands and operators again, and the
+   programs are induced and the windows moved once more: the network's view of a glyph's shape purifies
+   clusters that pixel distances mixed (real handwritten operators are not far apart in pixels).
 3. **Brackets and meaning.** Every training expression is read by grammar-constrained decoding, with
    the two bracket classes scored ``log(1 - max p)`` (the mass the classifier does not give a known
    glyph), and :func:`neurosym.pipelines.ground_symbols.learn_grounding` learns roles, values,
@@ -52,7 +54,8 @@ class ImageGroundingConfig:
     """Budget of :func:`learn_grounding_from_images`.
 
     ``classes`` anonymous classes; ``glyph_steps`` supervised steps of ``glyph_batch`` windows per
-    classifier stage; operator glyphs clustered ``restarts`` times (``kmeans_iterations`` each);
+    classifier stage; operator glyphs clustered ``restarts`` times (``kmeans_iterations`` each), then
+    re-read by the classifier ``operator_rounds`` times;
     expressions up to ``max_reading_length`` symbols are read in stage 3; programs up to
     ``max_program_size`` nodes must explain ``min_agreement`` of their (noisy) examples;
     ``refine_steps`` abduction steps of ``batch_size`` expressions (0: no refinement); Adam at
@@ -65,6 +68,7 @@ class ImageGroundingConfig:
     glyph_batch: int = 128
     restarts: int = 4
     kmeans_iterations: int = 30
+    operator_rounds: int = 2
     max_reading_length: int = 11
     max_program_size: int = 8
     min_agreement: float = 0.8
@@ -81,8 +85,8 @@ class ImageGroundingConfig:
             raise ValueError(f"classes must be at least 4 (a number, an operator, two brackets), got {self.classes}")
         if min(self.glyph_steps, self.glyph_batch, self.restarts, self.kmeans_iterations, self.batch_size) < 1:
             raise ValueError("glyph_steps, glyph_batch, restarts, kmeans_iterations and batch_size must be positive")
-        if self.refine_steps < 0 or self.max_reading_length < 3:
-            raise ValueError("refine_steps must be >= 0 and max_reading_length >= 3")
+        if self.refine_steps < 0 or self.operator_rounds < 0 or self.max_reading_length < 3:
+            raise ValueError("refine_steps and operator_rounds must be >= 0 and max_reading_length >= 3")
         if not 0 < self.min_agreement <= 1:
             raise ValueError(f"min_agreement must be in (0, 1], got {self.min_agreement}")
 
@@ -164,6 +168,32 @@ def kmeans(points: torch.Tensor, clusters: int, iterations: int, seed: int) -> t
     return assignment, float(distance.min(dim=1).values.pow(2).sum())
 
 
+def _programs(triples: list[tuple[int, int, int]], assignment: torch.Tensor, clusters: int, config: ImageGroundingConfig) -> list:
+    """Per cluster the smallest program explaining half of its ``(i, j, result)`` triples, or ``None``."""
+    programs = []
+    for k in range(clusters):
+        members = [triples[i] for i in (assignment == k).nonzero().flatten().tolist()]
+        programs.append(induce_operator(members, config.max_program_size, 0.5) if members else None)
+    return programs
+
+
+def _explained(triples: list[tuple[int, int, int]], assignment: torch.Tensor, programs: list) -> float:
+    """Fraction of triples whose cluster's program gives their result."""
+    return float(
+        np.mean([programs[k] is not None and programs[k](i, j) == v for k, (i, j, v) in zip(assignment.tolist(), triples)])
+    )
+
+
+def _move_to_programs(triples: list[tuple[int, int, int]], assignment: torch.Tensor, programs: list) -> torch.Tensor:
+    """``assignment [N]`` with each triple that exactly one cluster's program explains moved to that cluster."""
+    moved = assignment.clone()
+    for row, (i, j, v) in enumerate(triples):
+        fits = [k for k, p in enumerate(programs) if p is not None and p(i, j) == v]
+        if len(fits) == 1:
+            moved[row] = fits[0]
+    return moved
+
+
 def _cluster_operators(
     windows: torch.Tensor, triples: list[tuple[int, int, int]], clusters: int, config: ImageGroundingConfig
 ) -> tuple[torch.Tensor, float]:
@@ -173,25 +203,27 @@ def _cluster_operators(
     programs explain the most triples wins, and a window explained by exactly one program moves there.
     """
     points = F.avg_pool2d(windows[:, None].float() / 255.0, 2).flatten(1)
-    best: tuple[int, torch.Tensor, list] | None = None
+    best: tuple[float, torch.Tensor, list] | None = None
     for restart in range(config.restarts):
         assignment, _ = kmeans(points, clusters, config.kmeans_iterations, config.seed * 1000 + restart)
-        programs = []
-        for k in range(clusters):
-            members = [triples[i] for i in (assignment == k).nonzero().flatten().tolist()]
-            found = induce_operator(members, config.max_program_size, 0.5) if members else None
-            programs.append(found)
-        explained = sum(programs[k] is not None and programs[k](i, j) == v for k, (i, j, v) in zip(assignment.tolist(), triples))
+        programs = _programs(triples, assignment, clusters, config)
+        explained = _explained(triples, assignment, programs)
         if best is None or explained > best[0]:
             best = (explained, assignment, programs)
     _, assignment, programs = best
-    moved = assignment.clone()
-    for row, (i, j, v) in enumerate(triples):
-        fits = [k for k, p in enumerate(programs) if p is not None and p(i, j) == v]
-        if len(fits) == 1:
-            moved[row] = fits[0]
-    explained = float(np.mean([programs[k] is not None and programs[k](*t[:2]) == t[2] for k, t in zip(moved.tolist(), triples)]))
-    return moved, explained
+    moved = _move_to_programs(triples, assignment, programs)
+    return moved, _explained(triples, moved, programs)
+
+
+def _read_triples(
+    classifier: SymbolClassifier, windows: torch.Tensor, results: np.ndarray, values: list[int], device: torch.device
+) -> tuple[list[tuple[int, int, int]], torch.Tensor]:
+    """Read three-symbol expressions ``windows [N, 3, 32, 32]``: the ``(left, right, result)`` triples with
+    the operands' values, and each operator window's class among the operator columns ``[N]``."""
+    log_probs = _predict(classifier, windows.flatten(0, 1), device).view(len(windows), 3, -1)
+    operands = torch.tensor(values)[log_probs[:, [0, 2], : len(values)].argmax(dim=-1)].tolist()
+    operators = log_probs[:, 1, len(values) :].argmax(dim=-1)
+    return [(i, j, int(v)) for (i, j), v in zip(operands, results)], operators
 
 
 def _read_with_brackets(
@@ -257,20 +289,22 @@ def learn_grounding_from_images(
 
     # 2. operators: cluster the middle windows of three-symbol expressions
     triples_at = np.flatnonzero(lengths == 3)
-    windows = source.batch(triples_at)[0] if len(triples_at) else torch.zeros(0, 3, 32, 32, dtype=torch.uint8)
-    operands = _predict(classifier, windows[:, [0, 2]].flatten(0, 1), device)[:, : len(values)].argmax(dim=-1)
-    operand_values = torch.tensor(values)[operands].view(-1, 2).tolist()
-    triples = [(i, j, int(v)) for (i, j), v in zip(operand_values, results[triples_at])]
+    if len(triples_at) < operators:
+        raise ConceptNotLearned(f"{len(triples_at)} three-symbol expressions cannot show {operators} operators")
+    windows = source.batch(triples_at)[0]
+    triples, _ = _read_triples(classifier, windows, results[triples_at], values, device)
     clusters, explained = _cluster_operators(windows[:, 1], triples, operators, config)
-    _fit(
-        classifier,
-        torch.cat([number_windows, windows[:, 1]]),
-        torch.cat([number_labels, clusters + len(values)]),
-        config,
-        device,
-        config.seed + 1,
-    )
-    log["operators"] = {"expressions": len(triples_at), "classes": operators, "explained": explained}
+    explained_by_round = [explained]
+    for repeat in range(config.operator_rounds + 1):
+        glyphs = torch.cat([number_windows, windows[:, 1]])
+        _fit(classifier, glyphs, torch.cat([number_labels, clusters + len(values)]), config, device, config.seed + 1 + repeat)
+        if repeat == config.operator_rounds:
+            break
+        triples, clusters = _read_triples(classifier, windows, results[triples_at], values, device)
+        programs = _programs(triples, clusters, operators, config)
+        clusters = _move_to_programs(triples, clusters, programs)
+        explained_by_round.append(_explained(triples, clusters, programs))
+    log["operators"] = {"expressions": len(triples_at), "classes": operators, "explained": explained_by_round}
 
     # 3. brackets and meaning from readings of the expressions
     readable = np.flatnonzero(lengths <= config.max_reading_length).tolist()
