@@ -8,8 +8,9 @@ import torch
 
 from neurosym.cli import COMMANDS, build_parser
 from neurosym.data.mnist import load_mnist
-from neurosym.experiments.report import format_table, save_json
+from neurosym.experiments.report import format_table
 from neurosym.training import autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
+from neurosym.training.checkpoint import save_json
 
 
 def test_resolve_device_auto_and_errors():

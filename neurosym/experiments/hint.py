@@ -31,12 +31,14 @@ from neurosym.experiments.options import (
     positive_int,
     probability_below_one,
 )
-from neurosym.experiments.report import bar_vs_published, format_table, pyplot, save_figure, save_json
+from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES, Seq2Seq
 from neurosym.models.seq2seq.factory import RNN_HIDDEN
 from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS, build_baseline, default_learning_rate, train_baseline
+from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
 from neurosym.training import TrainConfig, init_distributed, shutdown_distributed
+from neurosym.training.checkpoint import save_json
 from neurosym.training.compile import compile_for_training
 from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.stopping import minutes_to_seconds

@@ -25,8 +25,9 @@ from neurosym.data.hint import (
 )
 from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank, load_npz_bank
 from neurosym.experiments.options import add_preset_option, add_run_options, fraction_up_to_one, positive_int
-from neurosym.experiments.report import format_table, save_json
+from neurosym.experiments.report import format_table
 from neurosym.plots.hint_data import plot_statistics
+from neurosym.training.checkpoint import save_json
 
 SMOKE_SCALE = 0.01
 

@@ -13,10 +13,11 @@ import argparse
 import torch
 
 from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
-from neurosym.experiments.report import format_table, save_json
+from neurosym.experiments.report import format_table
 from neurosym.models.speed_steps import UNIT_GOALS, UNITS, unit_records, unit_step
 from neurosym.plots.speed import plot_unit_ratios
 from neurosym.training import resolve_device
+from neurosym.training.checkpoint import save_json
 from neurosym.training.speed import fastest_of_rounds
 
 BASELINE = "Linear"

@@ -27,7 +27,7 @@ from neurosym.experiments.options import (
     positive_float,
     positive_int,
 )
-from neurosym.experiments.report import format_table, save_json
+from neurosym.experiments.report import format_table
 from neurosym.metrics.mathematics import results_table
 from neurosym.metrics.published import MATHEMATICS
 from neurosym.models.seq2seq.mathematics_task import (
@@ -42,6 +42,7 @@ from neurosym.models.seq2seq.mathematics_task import (
 from neurosym.plots.mathematics import plot_module_accuracies
 from neurosym.semantics.mathematics_arithmetic import ARITHMETIC_MODULES, symbolic_answers
 from neurosym.training import resolve_device
+from neurosym.training.checkpoint import save_json
 from neurosym.training.stopping import minutes_to_seconds
 
 MODELS = ("symbolic", *NEURAL_MODELS)

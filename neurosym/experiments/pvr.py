@@ -33,7 +33,7 @@ from neurosym.experiments.options import (
     non_negative_int,
     positive_int,
 )
-from neurosym.experiments.report import format_table, save_json
+from neurosym.experiments.report import format_table
 from neurosym.metrics.published import PVR
 from neurosym.models.pvr import VECTOR_MODELS, VISUAL_MODELS
 from neurosym.pipelines.pvr_runs import BUDGETS, PVRRuns, RunStore
@@ -49,6 +49,7 @@ from neurosym.pipelines.pvr_sweeps import (
 from neurosym.plots.pvr import plot_holdouts, plot_noise_sensitivity, plot_vector_sweep
 from neurosym.semantics.pvr_rules import AGGREGATIONS
 from neurosym.training import resolve_device
+from neurosym.training.checkpoint import save_json
 from neurosym.training.device import amp_available
 from neurosym.training.stopping import minutes_to_seconds
 

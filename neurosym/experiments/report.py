@@ -1,15 +1,10 @@
-"""Reporting shared by all benchmarks: a printed table, a JSON file and a plot (the figure helpers of
-:mod:`neurosym.plots.figure`, named here too)."""
+"""The printed table every benchmark command shows (figures: :mod:`neurosym.plots.figure`; JSON:
+:func:`neurosym.training.checkpoint.save_json`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-
-from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
-from neurosym.training.checkpoint import save_json
-
-__all__ = ["bar_vs_published", "format_table", "pyplot", "save_figure", "save_json"]
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

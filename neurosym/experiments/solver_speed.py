@@ -22,9 +22,10 @@ from neurosym.experiments.options import (
     non_negative_int,
     positive_int,
 )
-from neurosym.experiments.report import format_table, save_json
+from neurosym.experiments.report import format_table
 from neurosym.plots.speed import plot_solver_throughput
 from neurosym.semantics.solver_speed import measure_solvers
+from neurosym.training.checkpoint import save_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

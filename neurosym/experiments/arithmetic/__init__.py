@@ -24,7 +24,7 @@ from neurosym.experiments.options import (
     positive_int,
     unit_interval,
 )
-from neurosym.experiments.report import format_table, save_json
+from neurosym.experiments.report import format_table
 from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
 from neurosym.models.arithmetic_results import cached_thresholds, published_operations, results_table, table_cells
 from neurosym.models.arithmetic_speed import measure_models
@@ -32,6 +32,7 @@ from neurosym.models.arithmetic_training import SCHEDULES, GroupConfig, train_gr
 from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
 from neurosym.training import resolve_device
 from neurosym.training.allocator import retain_freed_memory
+from neurosym.training.checkpoint import save_json
 from neurosym.training.device import amp_available
 from neurosym.training.stopping import StopRequests, TrainingInterrupted, minutes_to_seconds
 

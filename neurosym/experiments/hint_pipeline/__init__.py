@@ -23,10 +23,10 @@ from typing import Any
 from neurosym.data.hint import FEWSHOT_CONCEPTS
 from neurosym.experiments.hint_sources import bank_choice, load_hint_data
 from neurosym.experiments.options import comma_list, fraction_up_to_one, non_negative_int, positive_float, positive_int
-from neurosym.experiments.report import save_json
 from neurosym.pipelines.abduction_speed import abduction_speed
 from neurosym.pipelines.curriculum import parse_stages
 from neurosym.pipelines.trainer import LEARNING_RULES, PSEUDO_LABELS
+from neurosym.training.checkpoint import save_json
 from neurosym.training.loop import SCHEDULES
 
 DEFAULT_CURRICULUM = "1:150,3:350,7:500,15:1000,all"

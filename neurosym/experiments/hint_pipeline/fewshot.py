@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 
 from neurosym.data.hint import HintRecord
-from neurosym.experiments.published import HINT_FEWSHOT
-from neurosym.experiments.report import bar_vs_published, format_table, pyplot, save_figure, save_json
+from neurosym.experiments.report import format_table
+from neurosym.metrics.published import HINT_FEWSHOT
 from neurosym.pipelines.concepts import ConceptNotLearned, LearnedConcept
+from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
+from neurosym.training.checkpoint import save_json
 from neurosym.training.stopping import StopRequests, TrainingInterrupted
 
 Learner = Callable[[str, list[HintRecord]], tuple[str, Callable[[list[HintRecord]], float]]]

@@ -17,14 +17,15 @@ from neurosym.data.hint import EVAL_SUBSETS, HintRecord
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, merge_banks
 from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot, meaning
 from neurosym.experiments.hint_sources import bank_from_option, load_hint_data
-from neurosym.experiments.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
-from neurosym.experiments.report import bar_vs_published, format_table, pyplot, save_figure
+from neurosym.experiments.report import format_table
+from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
+from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
 from neurosym.training.stopping import minutes_to_seconds
