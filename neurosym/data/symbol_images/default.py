@@ -12,6 +12,7 @@ from neurosym.data.mnist import cache_dir, load_mnist
 from neurosym.data.symbol_images.bank import SymbolBank, assign_pools
 from neurosym.data.symbol_images.classes import DIGITS, FEWSHOT_CONCEPTS, HANDWRITTEN_LABELS, HINT_SYMBOLS, folder_of
 from neurosym.data.symbol_images.handwriting import HANDWRITTEN_SIZE, handwritten_symbols
+from neurosym.data.symbol_images.normalise import normalise_glyphs
 from neurosym.data.symbol_images.strokes import draw_bank_images
 
 BANK_SYMBOLS: tuple[str, ...] = HINT_SYMBOLS + FEWSHOT_CONCEPTS
@@ -44,14 +45,16 @@ def default_bank(
       obelus): ``handwritten-calculator``; few-shot ``x`` and ``y``: ``bhmsds``;
     * :data:`DRAWN_SYMBOLS` (parentheses, few-shot ``a b c d``): ``drawn_per_symbol`` drawn images each.
 
-    The train/val/test pools are disjoint: the shipped sets keep their own splits, MNIST and drawn
+    Every image is in MNIST's size convention: the shipped and the drawn images are brought to it by
+    :func:`~neurosym.data.symbol_images.normalise.normalise_glyphs` (the sets' glyph sizes differ from
+    14 to 28 pixels). The train/val/test pools are disjoint: the shipped sets keep their own splits, MNIST and drawn
     images are split 75/5/20 per class with ``seed``. ``sources`` names each image's set (``mnist``,
     ``bhmsds``, ``handwritten-calculator``, ``drawn``) and so does its path (``<class>/<source>_<i>.jpg``).
     The result is cached as an ``.npz`` under :func:`neurosym.data.mnist.cache_dir` when ``cache``.
     """
     if drawn_per_symbol < 1:
         raise ValueError(f"drawn_per_symbol must be positive, got {drawn_per_symbol}")
-    cached = cache_dir() / f"symbol_bank_handwriting_{drawn_per_symbol}_{seed}.npz"
+    cached = cache_dir() / f"symbol_bank_normalised_{drawn_per_symbol}_{seed}.npz"
     if cache and mnist_path is None and cached.is_file():
         with np.load(cached) as archive:
             return SymbolBank(archive["images"], archive["labels"], archive["pools"], archive["paths"], archive["sources"])
@@ -61,7 +64,7 @@ def default_bank(
     labels, sources = real.labels[keep], real.sources[keep]
     paths = [f"{folder_of(label)}/{source}_{i}.jpg" for label, source, i in zip(labels.tolist(), sources.tolist(), keep.tolist())]
     bank = SymbolBank(
-        np.concatenate([bank.images, real.images[keep]]),
+        np.concatenate([bank.images, normalise_glyphs(real.images[keep])]),
         np.concatenate([bank.labels, labels]),
         np.concatenate([bank.pools, real.splits[keep]]),
         np.concatenate([bank.paths, paths]),
@@ -73,11 +76,12 @@ def default_bank(
 
 
 def _seeded_part(drawn_per_symbol: int, seed: int, mnist_path: str | os.PathLike | None) -> SymbolBank:
-    """MNIST's digits and the drawn symbols, split 75/5/20 per class with ``seed``."""
+    """MNIST's digits and the drawn symbols (size-normalised), split 75/5/20 per class with ``seed``."""
     mnist = load_mnist(mnist_path)
     digits = np.concatenate([mnist.train_images, mnist.test_images])
     digit_labels = np.concatenate([mnist.train_labels, mnist.test_labels]).astype(str)
     drawn, drawn_labels = draw_bank_images(DRAWN_SYMBOLS, drawn_per_symbol, size=HANDWRITTEN_SIZE, seed=seed)
+    drawn = normalise_glyphs(drawn)
     labels = np.concatenate([digit_labels, drawn_labels])
     sources = np.repeat(["mnist", "drawn"], [len(digits), len(drawn)])
     index = np.concatenate([np.arange(len(digits)), np.arange(len(drawn))])
