@@ -3,8 +3,8 @@
 
 The shipped sets differ most in size, not in style: ``bhmsds`` glyphs fill their 28×28 images, MNIST's
 digits their central 20×20, ``handwritten-calculator``'s about 14×14. A network trained on one set reads
-another set's glyphs far better once both are brought to one size (for MNIST → ``bhmsds`` digits, a small
-classifier's accuracy went from 67 % to 90 %, as measured in ``benchmarks/RESULTS.md``).
+another set's glyphs far better once both are brought to one size (the other-writers protocol of
+``benchmarks/RESULTS.md`` measures it).
 """
 
 from __future__ import annotations
