@@ -7,13 +7,17 @@ the grammar's shape (numbers are single tokens; binary operators; one pair of ro
 1. **Numbers.** A one-symbol expression is a number whose value is its result: its windows, grouped
    by result, train one class per distinct result.
 2. **Operators.** The middle window of a three-symbol expression is an operator. These windows are
-   clustered (k-means on pixels, ``restarts`` times) into the ``K - numbers - 2`` operator classes; per
-   cluster a program is induced from ``(left, right) -> result`` with the operands read by the
-   classifier, and the clustering whose programs explain the most expressions is kept. A window that
-   exactly one cluster's program explains moves to that cluster. Then, ``operator_rounds`` times, the
-   classifier learns numbers and operators together, reads the operands and operators again, and the
-   programs are induced and the windows moved once more: the network's view of a glyph's shape purifies
-   clusters that pixel distances mixed (real handwritten operators are not far apart in pixels).
+   clustered (k-means on pixels, ``restarts`` times) into ``over_clustering`` times as many fine
+   clusters as there are operator classes (``K - numbers - 2``); per fine cluster a program is induced
+   from ``(left, right) -> result`` with the operands read by the classifier, fine clusters computing the
+   same function merge, the functions explaining the most expressions become the operator classes, and
+   the clustering whose programs explain the most expressions is kept. A window that
+   exactly one cluster's program explains moves to that cluster. Then, ``operator_rounds`` times, each
+   half of the operator windows is read by a classifier trained on the numbers and the other half
+   (cross-fitting: it cannot memorise a window's own cluster), the programs are induced and the windows
+   moved once more: the network's view of a glyph's shape purifies clusters that pixel distances mixed
+   (real handwritten operators are not far apart in pixels). The classifier then learns numbers and
+   operators together.
 3. **Brackets and meaning.** Every training expression is read by grammar-constrained decoding, with
    the two bracket classes scored ``log(1 - max p)`` (the mass the classifier does not give a known
    glyph), and :func:`neurosym.pipelines.ground_symbols.learn_grounding` learns roles, values,
@@ -54,7 +58,8 @@ class ImageGroundingConfig:
     """Budget of :func:`learn_grounding_from_images`.
 
     ``classes`` anonymous classes; ``glyph_steps`` supervised steps of ``glyph_batch`` windows per
-    classifier stage; operator glyphs clustered ``restarts`` times (``kmeans_iterations`` each), then
+    classifier stage; operator glyphs clustered ``restarts`` times (``kmeans_iterations`` each, into
+    ``over_clustering`` times as many fine clusters, merged by their programs), then
     re-read by the classifier ``operator_rounds`` times;
     expressions up to ``max_reading_length`` symbols are read in stage 3; programs up to
     ``max_program_size`` nodes must explain ``min_agreement`` of their (noisy) examples;
@@ -68,6 +73,7 @@ class ImageGroundingConfig:
     glyph_batch: int = 128
     restarts: int = 4
     kmeans_iterations: int = 30
+    over_clustering: int = 3
     operator_rounds: int = 2
     max_reading_length: int = 11
     max_program_size: int = 8
@@ -83,8 +89,13 @@ class ImageGroundingConfig:
     def __post_init__(self) -> None:
         if self.classes < 4:
             raise ValueError(f"classes must be at least 4 (a number, an operator, two brackets), got {self.classes}")
-        if min(self.glyph_steps, self.glyph_batch, self.restarts, self.kmeans_iterations, self.batch_size) < 1:
-            raise ValueError("glyph_steps, glyph_batch, restarts, kmeans_iterations and batch_size must be positive")
+        if (
+            min(self.glyph_steps, self.glyph_batch, self.restarts, self.kmeans_iterations, self.over_clustering, self.batch_size)
+            < 1
+        ):
+            raise ValueError(
+                "glyph_steps, glyph_batch, restarts, kmeans_iterations, over_clustering and batch_size must be positive"
+            )
         if self.refine_steps < 0 or self.operator_rounds < 0 or self.max_reading_length < 3:
             raise ValueError("refine_steps and operator_rounds must be >= 0 and max_reading_length >= 3")
         if not 0 < self.min_agreement <= 1:
@@ -169,11 +180,18 @@ def kmeans(points: torch.Tensor, clusters: int, iterations: int, seed: int) -> t
 
 
 def _programs(triples: list[tuple[int, int, int]], assignment: torch.Tensor, clusters: int, config: ImageGroundingConfig) -> list:
-    """Per cluster the smallest program explaining half of its ``(i, j, result)`` triples, or ``None``."""
+    """Per cluster the smallest program explaining ``min_agreement`` of its ``(i, j, result)`` triples, else the
+    smallest explaining half of them, else ``None``. (Half alone would often name a constant: ``0`` is the
+    result of more than half of all ``max(0, i - j)`` with digits.)"""
     programs = []
     for k in range(clusters):
         members = [triples[i] for i in (assignment == k).nonzero().flatten().tolist()]
-        programs.append(induce_operator(members, config.max_program_size, 0.5) if members else None)
+        found = None
+        for agreement in dict.fromkeys((config.min_agreement, 0.5)) if members else ():
+            found = induce_operator(members, config.max_program_size, agreement)
+            if found is not None:
+                break
+        programs.append(found)
     return programs
 
 
@@ -194,19 +212,51 @@ def _move_to_programs(triples: list[tuple[int, int, int]], assignment: torch.Ten
     return moved
 
 
+def _merge_by_program(
+    points: torch.Tensor, triples: list[tuple[int, int, int]], fine: torch.Tensor, clusters: int, config: ImageGroundingConfig
+) -> tuple[torch.Tensor, list]:
+    """Merge the fine clusters ``fine [N]`` whose programs compute the same function of the operands, keep the
+    ``clusters`` functions that explain the most triples, and put every window of a dropped fine cluster in
+    the kept cluster with the nearest centre (``points [N, D]``) -> (assignment ``[N]``, programs)."""
+    programs = _programs(triples, fine, int(fine.max()) + 1, config)
+    operands = sorted({i for i, _, _ in triples} | {j for _, j, _ in triples})
+    by_function: dict[tuple, list[int]] = {}
+    for k, program in enumerate(programs):
+        if program is not None:
+            by_function.setdefault(tuple(program(i, j) for i in operands for j in operands), []).append(k)
+    explained = {
+        function: sum(programs[k](i, j) == v for k in members for (i, j, v), f in zip(triples, fine.tolist()) if f == k)
+        for function, members in by_function.items()
+    }
+    kept = sorted(by_function, key=explained.get, reverse=True)[:clusters]
+    if not kept:
+        raise ConceptNotLearned("no program up to the size limit explains any cluster of operator glyphs")
+    group = torch.full((int(fine.max()) + 1,), -1, dtype=torch.long)
+    for index, function in enumerate(kept):
+        group[by_function[function]] = index
+    assignment = group[fine]
+    centres = torch.stack([points[assignment == index].mean(dim=0) for index in range(len(kept))])
+    dropped = assignment < 0
+    assignment[dropped] = torch.cdist(points[dropped], centres).argmin(dim=1)
+    kept_programs = [programs[by_function[function][0]] for function in kept]
+    return assignment, kept_programs + [None] * (clusters - len(kept))
+
+
 def _cluster_operators(
     windows: torch.Tensor, triples: list[tuple[int, int, int]], clusters: int, config: ImageGroundingConfig
 ) -> tuple[torch.Tensor, float]:
     """Operator class per window ``[N]`` (in ``0 .. clusters-1``) and the fraction of triples explained.
 
-    Each restart clusters the pixels; a cluster's program is induced from its triples; the restart whose
-    programs explain the most triples wins, and a window explained by exactly one program moves there.
+    Each restart clusters the pixels into ``over_clustering × clusters`` fine clusters (one operator's
+    handwriting may form several; two operators rarely share a fine cluster), induces each one's program
+    and merges the fine clusters that compute the same function (:func:`_merge_by_program`); the restart
+    whose programs explain the most triples wins, and a window explained by exactly one program moves there.
     """
     points = F.avg_pool2d(windows[:, None].float() / 255.0, 2).flatten(1)
     best: tuple[float, torch.Tensor, list] | None = None
     for restart in range(config.restarts):
-        assignment, _ = kmeans(points, clusters, config.kmeans_iterations, config.seed * 1000 + restart)
-        programs = _programs(triples, assignment, clusters, config)
+        fine, _ = kmeans(points, clusters * config.over_clustering, config.kmeans_iterations, config.seed * 1000 + restart)
+        assignment, programs = _merge_by_program(points, triples, fine, clusters, config)
         explained = _explained(triples, assignment, programs)
         if best is None or explained > best[0]:
             best = (explained, assignment, programs)
@@ -224,6 +274,33 @@ def _read_triples(
     operands = torch.tensor(values)[log_probs[:, [0, 2], : len(values)].argmax(dim=-1)].tolist()
     operators = log_probs[:, 1, len(values) :].argmax(dim=-1)
     return [(i, j, int(v)) for (i, j), v in zip(operands, results)], operators
+
+
+def _cross_read_operators(
+    classifier: SymbolClassifier,
+    number_windows: torch.Tensor,
+    number_labels: torch.Tensor,
+    windows: torch.Tensor,
+    clusters: torch.Tensor,
+    config: ImageGroundingConfig,
+    device: torch.device,
+    repeat: int,
+) -> torch.Tensor:
+    """Each operator window's class ``[N]`` as read by a copy of ``classifier`` trained on the numbers and on
+    the *other* half of the operator windows (``windows [N, 3, 32, 32]``, classes ``clusters [N]``): a
+    network that never saw a window's own (possibly wrong) cluster reads it by its shape, so clusters that
+    pixel distances mixed become purer. ``classifier`` itself is not changed."""
+    numbers = int(number_labels.max()) + 1
+    operators = len(classifier.vocabulary) - numbers - 2
+    fold = torch.arange(len(windows)) % 2 == 1
+    read = torch.empty_like(clusters)
+    for held_out in (fold, ~fold):
+        copy = SymbolClassifier(list(classifier.vocabulary), config.backbone, features=config.features, width=config.width)
+        copy.load_state_dict(classifier.state_dict())
+        glyphs = torch.cat([number_windows, windows[~held_out, 1]])
+        _fit(copy, glyphs, torch.cat([number_labels, clusters[~held_out] + numbers]), config, device, config.seed + 10 + repeat)
+        read[held_out] = _predict(copy, windows[held_out, 1], device)[:, numbers : numbers + operators].argmax(dim=-1)
+    return read
 
 
 def _read_with_brackets(
@@ -295,15 +372,16 @@ def learn_grounding_from_images(
     triples, _ = _read_triples(classifier, windows, results[triples_at], values, device)
     clusters, explained = _cluster_operators(windows[:, 1], triples, operators, config)
     explained_by_round = [explained]
-    for repeat in range(config.operator_rounds + 1):
-        glyphs = torch.cat([number_windows, windows[:, 1]])
-        _fit(classifier, glyphs, torch.cat([number_labels, clusters + len(values)]), config, device, config.seed + 1 + repeat)
-        if repeat == config.operator_rounds:
-            break
-        triples, clusters = _read_triples(classifier, windows, results[triples_at], values, device)
-        programs = _programs(triples, clusters, operators, config)
-        clusters = _move_to_programs(triples, clusters, programs)
+    for repeat in range(config.operator_rounds):
+        operators_read = _cross_read_operators(
+            classifier, number_windows, number_labels, windows, clusters, config, device, repeat
+        )
+        triples, _ = _read_triples(classifier, windows, results[triples_at], values, device)
+        programs = _programs(triples, operators_read, operators, config)
+        clusters = _move_to_programs(triples, operators_read, programs)
         explained_by_round.append(_explained(triples, clusters, programs))
+    glyphs, glyph_labels = torch.cat([number_windows, windows[:, 1]]), torch.cat([number_labels, clusters + len(values)])
+    _fit(classifier, glyphs, glyph_labels, config, device, config.seed + 1)
     log["operators"] = {"expressions": len(triples_at), "classes": operators, "explained": explained_by_round}
 
     # 3. brackets and meaning from readings of the expressions
