@@ -136,3 +136,10 @@ def test_many_examples_search_a_subset_but_every_example_is_checked():
     examples[-1] = (i, j, v + 1)  # one wrong example, very likely outside the searched subset
     assert induce_operator(examples, max_size=4) is None
     assert str(induce_operator(examples, max_size=4, min_agreement=0.99)) == "max(i, j)"
+
+
+def test_agreement_counts_repeated_examples_as_often_as_they_occur():
+    right = [(i, j, i + j) for i in range(5) for j in range(5)] * 8  # 200 examples, 25 distinct
+    noise = [(i, j, 40 + k) for k, (i, j) in enumerate((k % 5, k // 5) for k in range(20))]  # 20 distinct misreadings
+    assert str(induce_operator(right + noise, max_size=3, min_agreement=0.8)) == "(i + j)"  # 91 % of examples
+    assert induce_operator(right + noise, max_size=3, min_agreement=0.95) is None

@@ -193,12 +193,15 @@ def induce_operator(
     array = np.asarray(examples, dtype=np.float64)
     if array.ndim != 2 or array.shape[1] != 3 or (array < 0).any():
         raise ValueError("examples must be (i, j, value) triples of non-negative integers")
-    array = np.unique(array, axis=0)
+    array, counts = np.unique(array, axis=0, return_counts=True)
     if len(array) > max_search_examples:
-        array = array[np.sort(np.random.default_rng(0).choice(len(array), max_search_examples, replace=False))]
+        pick = np.sort(np.random.default_rng(0).choice(len(array), max_search_examples, replace=False))
+        array, counts = array[pick], counts[pick]
     target = array[:, 2]
-    # On the searched subset a share may be wrong by chance: round the threshold down there.
-    needed = len(array) if min_agreement == 1.0 else int(np.floor(min_agreement * len(array)))
+    # Distinct examples count as often as they occur: noise is mostly distinct, right examples repeat, so an
+    # unweighted share of distinct examples would understate the agreement. On the searched subset a share
+    # may be wrong by chance: round the threshold down there.
+    needed = int(counts.sum()) if min_agreement == 1.0 else int(np.floor(min_agreement * counts.sum()))
     needed_all = int(np.ceil(min_agreement * len(examples) - 1e-9))
     enumerator = _Enumerator(array[:, 0], array[:, 1])
     for size in range(1, max_size + 1):
@@ -206,7 +209,7 @@ def induce_operator(
         kept: list[tuple[np.ndarray, list[Expr]]] = []
         best: tuple[int, Program] | None = None
         for values, exprs in chunks:
-            hits = (values == target[None, :]).sum(axis=1)
+            hits = (values == target[None, :]).astype(np.int64) @ counts
             for index in np.flatnonzero(hits >= needed)[np.argsort(-hits[hits >= needed], kind="stable")]:
                 program = Program(exprs[index])
                 score = sum(program(int(i), int(j)) == int(v) for i, j, v in examples)
