@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from copy import deepcopy
 from dataclasses import dataclass
 
 import numpy as np
@@ -267,13 +268,12 @@ def _cluster_operators(
 
 def _read_triples(
     classifier: SymbolClassifier, windows: torch.Tensor, results: np.ndarray, values: list[int], device: torch.device
-) -> tuple[list[tuple[int, int, int]], torch.Tensor]:
+) -> list[tuple[int, int, int]]:
     """Read three-symbol expressions ``windows [N, 3, 32, 32]``: the ``(left, right, result)`` triples with
-    the operands' values, and each operator window's class among the operator columns ``[N]``."""
-    log_probs = _predict(classifier, windows.flatten(0, 1), device).view(len(windows), 3, -1)
-    operands = torch.tensor(values)[log_probs[:, [0, 2], : len(values)].argmax(dim=-1)].tolist()
-    operators = log_probs[:, 1, len(values) :].argmax(dim=-1)
-    return [(i, j, int(v)) for (i, j), v in zip(operands, results)], operators
+    the operands' values."""
+    log_probs = _predict(classifier, windows[:, [0, 2]].flatten(0, 1), device).view(len(windows), 2, -1)
+    operands = torch.tensor(values)[log_probs[..., : len(values)].argmax(dim=-1)].tolist()
+    return [(i, j, int(v)) for (i, j), v in zip(operands, results)]
 
 
 def _cross_read_operators(
@@ -295,8 +295,7 @@ def _cross_read_operators(
     fold = torch.arange(len(windows)) % 2 == 1
     read = torch.empty_like(clusters)
     for held_out in (fold, ~fold):
-        copy = SymbolClassifier(list(classifier.vocabulary), config.backbone, features=config.features, width=config.width)
-        copy.load_state_dict(classifier.state_dict())
+        copy = deepcopy(classifier)
         glyphs = torch.cat([number_windows, windows[~held_out, 1]])
         _fit(copy, glyphs, torch.cat([number_labels, clusters[~held_out] + numbers]), config, device, config.seed + 10 + repeat)
         read[held_out] = _predict(copy, windows[held_out, 1], device)[:, numbers : numbers + operators].argmax(dim=-1)
@@ -369,14 +368,13 @@ def learn_grounding_from_images(
     if len(triples_at) < operators:
         raise ConceptNotLearned(f"{len(triples_at)} three-symbol expressions cannot show {operators} operators")
     windows = source.batch(triples_at)[0]
-    triples, _ = _read_triples(classifier, windows, results[triples_at], values, device)
+    triples = _read_triples(classifier, windows, results[triples_at], values, device)
     clusters, explained = _cluster_operators(windows[:, 1], triples, operators, config)
     explained_by_round = [explained]
     for repeat in range(config.operator_rounds):
         operators_read = _cross_read_operators(
             classifier, number_windows, number_labels, windows, clusters, config, device, repeat
         )
-        triples, _ = _read_triples(classifier, windows, results[triples_at], values, device)
         programs = _programs(triples, operators_read, operators, config)
         clusters = _move_to_programs(triples, operators_read, programs)
         explained_by_round.append(_explained(triples, clusters, programs))
