@@ -1,11 +1,15 @@
-"""Random shifts of symbol windows: a translation within the bound, reproducible from a seed."""
+"""Augmentation of symbol windows: random shifts within the bound and random restyling (affine map and
+stroke width), each reproducible from a seed."""
 
+import math
+
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neurosym.perception.augment import random_shift
+from neurosym.perception.augment import MAX_ROTATION, MAX_SHEAR, random_shift, random_style
 
 
 @settings(max_examples=40, deadline=None)
@@ -37,3 +41,45 @@ def test_batch_dimensions_are_kept_and_bad_bounds_refused():
     assert random_shift(windows, 1, torch.Generator().manual_seed(0)).shape == (2, 3, 32, 32)
     with pytest.raises(ValueError, match="max_shift"):
         random_shift(windows, -1)
+
+
+def _bar_angle(window: torch.Tensor) -> float:
+    """The angle in degrees, in (-90, 90], of the principal axis of a window's ink."""
+    rows, columns = (window > 64).nonzero(as_tuple=True)
+    covariance = np.cov(np.stack([columns.numpy(), rows.numpy()]))
+    axis = np.linalg.eigh(covariance)[1][:, -1]
+    angle = math.degrees(math.atan2(axis[1], axis[0]))
+    return angle - 180 if angle > 90 else angle + 180 if angle <= -90 else angle
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.floats(0.05, 1.0), st.integers(0, 2**31 - 1))
+def test_style_turns_a_bar_within_the_bound_and_keeps_it_centred(strength, seed):
+    windows = torch.zeros(8, 32, 32, dtype=torch.uint8)
+    windows[:-1, 15:17, 6:26] = 255  # a horizontal bar through the centre; the last window is blank
+    styled = random_style(windows, strength, torch.Generator().manual_seed(seed))
+    assert styled.shape == windows.shape and styled.dtype == torch.uint8
+    assert not styled[-1].any()  # blank stays blank
+    # Rotation and shear together turn a horizontal bar by at most rotation + atan(shear · scale ratio).
+    bound = math.degrees(MAX_ROTATION * strength + math.atan(MAX_SHEAR * strength * 1.5)) + 3
+    for window in styled[:-1]:
+        assert abs(_bar_angle(window)) <= bound
+        rows, columns = window.nonzero(as_tuple=True)
+        assert abs(rows.float().mean() - 15.5) < 2 and abs(columns.float().mean() - 15.5) < 2
+        assert 0.25 < window.float().sum() / windows[0].float().sum() < 3  # ink neither vanishes nor floods (a 2-px bar)
+
+
+def test_style_varies_between_windows_repeats_with_the_seed_and_zero_is_identity():
+    windows = torch.zeros(200, 32, 32, dtype=torch.uint8)
+    windows[:, 15:17, 6:26] = 255
+    first = random_style(windows, 1.0, torch.Generator().manual_seed(3))
+    angles = [_bar_angle(window) for window in first]
+    assert max(angles) - min(angles) > 20  # windows are turned by different angles
+    ink = first.float().sum((1, 2)) / windows[0].float().sum()
+    assert ink.min() < 0.8 and ink.max() > 1.5  # thinner and bolder strokes both occur
+    assert torch.equal(first, random_style(windows, 1.0, torch.Generator().manual_seed(3)))
+    assert random_style(windows, 0.0) is windows
+    floats = random_style(windows.float().unsqueeze(0) / 255, 0.5, torch.Generator().manual_seed(3))
+    assert floats.shape == (1, 200, 32, 32) and floats.dtype == torch.float32
+    with pytest.raises(ValueError, match="strength"):
+        random_style(windows, 1.5)

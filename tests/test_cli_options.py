@@ -92,6 +92,7 @@ def test_path_options_name_the_missing_path(tmp_path) -> None:
         ("mathematics --data-root missing", "argument --data-root: no such folder"),
         ("pvr --complexities 1,-1", "argument --complexities: expected an integer of at least 0, got '-1'"),
         ("pvr --vector-models mlp,,lstm", "argument --vector-models: unknown vector model 'lstm'"),
+        ("hint --model neurosym --augment-style 1.5", "argument --augment-style: expected a number in [0, 1], got '1.5'"),
         ("hint --device gpu", "argument --device: expected 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'"),
         ("arithmetic --preset full", "argument --preset: invalid choice: 'full'"),
         ("pvr --mnist missing.pkl.gz", "argument --mnist: no such file"),

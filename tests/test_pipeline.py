@@ -53,6 +53,7 @@ def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, 
         checkpoint_every=4,
         schedule="cosine",
         augment_shift=1,
+        augment_style=0.5,
         curriculum=Curriculum(((1, 4), (3, 4), (7, 4))),
     )
     straight = tiny_pipeline(seed=3)

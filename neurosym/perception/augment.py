@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from einops import rearrange
@@ -27,3 +29,47 @@ def random_shift(windows: torch.Tensor, max_shift: int, generator: torch.Generat
     columns = offsets[1, :, None] + torch.arange(width, device=windows.device)  # [N, W]
     shifted = padded[torch.arange(count, device=windows.device)[:, None, None], rows[:, :, None], columns[:, None, :]]
     return shifted.view_as(windows)
+
+
+MAX_ROTATION = math.radians(15.0)
+"""Rotation of :func:`random_style` at strength 1, either way."""
+MAX_SCALE_CHANGE = 0.2
+"""Relative change of each axis' scale at strength 1."""
+MAX_SHEAR = 0.3
+"""Horizontal shear (x moves by this times y) at strength 1."""
+
+
+def random_style(windows: torch.Tensor, strength: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Redraw each window as another hand might have written it: ``[..., H, W]`` -> ``[..., H, W]``, same dtype
+    and device; blank windows stay blank.
+
+    Each window gets its own random affine map about its centre, a rotation of up to ``strength`` × 15°
+    either way, a scale of ``1 ± 0.2·strength`` on each axis and a shear of up to ``0.3·strength``, and with
+    probability ``strength / 3`` each a stroke one pixel bolder (3×3 dilation) or thinner (half-way to a
+    3×3 erosion). The draws come from ``generator`` on the CPU, so a seeded generator gives the same
+    windows on any device. ``strength`` is in ``[0, 1]``; 0 returns ``windows`` itself.
+    """
+    if not 0 <= strength <= 1:
+        raise ValueError(f"strength must be in [0, 1], got {strength}")
+    if strength == 0 or windows.numel() == 0:
+        return windows
+    flat = rearrange(windows, "... h w -> (...) 1 h w").float()
+    draws = torch.rand(5, flat.shape[0], generator=generator, dtype=torch.float64) * 2 - 1  # [5, N] in [-1, 1)
+    angle, scale_x, scale_y, shear, stroke = draws.to(windows.device)
+    angle, shear = angle * MAX_ROTATION * strength, shear * MAX_SHEAR * strength
+    scale_x, scale_y = 1 + scale_x * MAX_SCALE_CHANGE * strength, 1 + scale_y * MAX_SCALE_CHANGE * strength
+    cos, sin = angle.cos(), angle.sin()
+    # The map from output to input coordinates (affine_grid's convention): the inverse of rotate·shear·scale.
+    forward = torch.stack([cos * scale_x, (cos * shear - sin) * scale_y, sin * scale_x, (sin * shear + cos) * scale_y], -1)
+    inverse = torch.linalg.inv(rearrange(forward, "n (r c) -> n r c", r=2))
+    theta = torch.cat([inverse, inverse.new_zeros(len(inverse), 2, 1)], dim=2).float()
+    grid = F.affine_grid(theta, list(flat.shape), align_corners=False)
+    warped = F.grid_sample(flat, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+    bolder = F.max_pool2d(warped, 3, stride=1, padding=1)
+    thinner = (warped - F.max_pool2d(-warped, 3, stride=1, padding=1)) / 2
+    threshold = 1 - 2 * strength / 3
+    choice = rearrange(stroke, "n -> n 1 1 1")
+    styled = torch.where(choice > threshold, bolder, torch.where(choice < -threshold, thinner, warped))
+    if not windows.dtype.is_floating_point:
+        styled = styled.round().clamp(0, torch.iinfo(windows.dtype).max)
+    return styled.to(windows.dtype).view_as(windows)

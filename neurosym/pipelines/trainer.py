@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from neurosym.perception.augment import random_shift
+from neurosym.perception.augment import random_shift, random_style
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
@@ -41,7 +41,8 @@ PSEUDO_LABELS = ("verified", "all")
 class PipelineConfig:
     """Optimisation settings: ``steps`` batches of ``batch_size`` expressions, Adam at ``learning_rate``
     under ``schedule`` (``"constant"``, or ``"cosine"`` decay to zero at ``steps``); training windows are
-    shifted by up to ``augment_shift`` pixels each (:func:`neurosym.perception.augment.random_shift`).
+    shifted by up to ``augment_shift`` pixels each (:func:`neurosym.perception.augment.random_shift`) and
+    redrawn in another hand at ``augment_style`` strength in ``[0, 1]`` (:func:`~neurosym.perception.augment.random_style`).
     ``pseudo_labels="all"`` trains on every symbol of a pseudo-label, ``"verified"`` only on those the
     result pins down (:meth:`HintPipeline.verified_positions`)."""
 
@@ -50,6 +51,7 @@ class PipelineConfig:
     learning_rate: float = 1e-3
     schedule: str = "constant"
     augment_shift: int = 0
+    augment_style: float = 0.0
     curriculum: Curriculum = field(default_factory=Curriculum)
     learning: str = "abduction"
     pseudo_labels: str = "all"
@@ -65,6 +67,8 @@ class PipelineConfig:
             raise ValueError("steps, batch_size and checkpoint_every must be positive")
         if self.augment_shift < 0:
             raise ValueError(f"augment_shift must be >= 0, got {self.augment_shift}")
+        if not 0 <= self.augment_style <= 1:
+            raise ValueError(f"augment_style must be in [0, 1], got {self.augment_style}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}: choose one of {SCHEDULES}")
 
@@ -126,7 +130,7 @@ def train_pipeline(
         indices = config.curriculum.sample(lengths, index, config.batch_size, config.seed)
         windows, batch_lengths = _windows_on(source, indices, device)
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
-        windows = random_shift(windows, config.augment_shift, generator)
+        windows = random_style(random_shift(windows, config.augment_shift, generator), config.augment_style, generator)
         with mixed_precision(device):
             reading = pipeline.read(windows, batch_lengths)
         batch_targets = targets[indices].tolist()

@@ -65,6 +65,7 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         learning_rate=args.lr or 1e-3,
         schedule=args.lr_schedule,
         augment_shift=args.augment_shift,
+        augment_style=args.augment_style,
         curriculum=Curriculum(args.curriculum),
         learning=args.learning_rule,
         pseudo_labels=args.pseudo_labels,
