@@ -261,7 +261,8 @@ def test_cli_speed_mode(tmp_path, capsys, monkeypatch):
     kept = []
     monkeypatch.setattr(arithmetic_runner, "retain_freed_memory", lambda: kept.append(True) or True)
     out = tmp_path / "speed"
-    arguments = ["arithmetic", "--speed", "--speed-seeds", "3", "--speed-steps", "4", "--models", "linear,nmu", "--device", "cpu", "--out", str(out)]
+    arguments = ["arithmetic", "--speed", "--speed-seeds", "3", "--speed-steps", "4", "--models", "linear,nmu", "--device", "cpu"]
+    arguments += ["--out", str(out)]
     assert main(arguments) == 0
     result = json.loads((out / "speed.json").read_text())
     assert result["seeds"] == 3 and [(run["model"], run["operation"]) for run in result["models"]] == [

@@ -21,6 +21,7 @@ from neurosym.data.symbol_images import (
     merge_banks,
     render_strip,
     render_windows,
+    resize_images,
     sliding_windows,
     token_of,
     write_folder_bank,
@@ -89,6 +90,16 @@ def test_merge_and_subset_keep_labels_and_resize():
     assert merged.symbols == ["+", "1", "x"]
     assert (merged.images[-3:] == 200).all()
     assert merged.subset(["x"]).labels.tolist() == ["x"] * 3
+
+
+def test_resized_images_are_computed_once_per_size_and_symbols_cannot_be_changed_from_outside():
+    bank = _bank(20)
+    windows = bank.resized((8, 8))
+    assert windows.shape == (40, 8, 8) and bank.resized((8, 8)) is windows
+    np.testing.assert_array_equal(windows, resize_images(bank.images, (8, 8)))
+    assert bank.resized(bank.images.shape[1:]) is bank.images
+    bank.symbols.append("?")
+    assert "?" not in bank.symbols
 
 
 @pytest.mark.parametrize("symbol", sorted(GLYPHS))

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from neurosym.data.hint import HintImageDataset, HintRecord
-from neurosym.data.symbol_images import WINDOW, SymbolBank, resize_images
+from neurosym.data.symbol_images import WINDOW, SymbolBank
 
 
 class WindowSource:
@@ -20,7 +20,7 @@ class WindowSource:
     def __init__(self, records: Sequence[HintRecord], bank: SymbolBank, pool: str, seed: int = 0):
         self.records = records
         self.dataset = HintImageDataset(records, bank, pool, seed)
-        self.images = torch.from_numpy(resize_images(bank.images, (WINDOW, WINDOW)))
+        self.images = torch.from_numpy(bank.resized((WINDOW, WINDOW)))
         self._picks: dict[int, np.ndarray] = {}  # image indices per record, drawn once
 
     def image_indices(self, index: int) -> np.ndarray:

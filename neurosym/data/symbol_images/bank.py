@@ -53,6 +53,8 @@ class SymbolBank:
     sources: np.ndarray | None = None
     _index: dict[tuple[str, str], np.ndarray] = field(init=False, repr=False)
     _by_path: dict[str, int] = field(init=False, repr=False)
+    _symbols: list[str] = field(init=False, repr=False)
+    _resized: dict[tuple[int, int], np.ndarray] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.images = np.asarray(self.images)
@@ -69,8 +71,9 @@ class SymbolBank:
         unknown = sorted(set(self.pools.tolist()) - set(POOLS))
         if unknown:
             raise ValueError(f"unknown pool names {unknown}; expected {POOLS}")
-        self._index = {}
-        for label in np.unique(self.labels):
+        self._index, self._resized = {}, {}
+        self._symbols = np.unique(self.labels).tolist()
+        for label in self._symbols:
             for pool in POOLS:
                 self._index[(label, pool)] = np.flatnonzero((self.labels == label) & (self.pools == pool))
         self._by_path = {path: i for i, path in enumerate(self.paths.tolist())}
@@ -78,13 +81,20 @@ class SymbolBank:
     @property
     def symbols(self) -> list[str]:
         """The distinct labels, sorted."""
-        return sorted(set(self.labels.tolist()))
+        return list(self._symbols)
+
+    def resized(self, size: tuple[int, int]) -> np.ndarray:
+        """The images resized to ``size`` (uint8 ``[N, *size]``), computed once per size and kept: a bank's
+        images are not changed after it is built."""
+        if size not in self._resized:
+            self._resized[size] = self.images if self.images.shape[1:] == size else resize_images(self.images, size)
+        return self._resized[size]
 
     def pool_indices(self, symbol: str, pool: str) -> np.ndarray:
         """Indices ``[M]`` of the images of ``symbol`` in ``pool``."""
         if pool not in POOLS:
             raise ValueError(f"unknown pool {pool!r}; expected one of {POOLS}")
-        if symbol not in self.symbols:
+        if (symbol, pool) not in self._index:
             raise KeyError(f"symbol {symbol!r} is not in this bank (it has {self.symbols})")
         return self._index[(symbol, pool)]
 
@@ -125,7 +135,7 @@ def merge_banks(*banks: SymbolBank) -> SymbolBank:
     if not banks:
         raise ValueError("merge_banks needs at least one bank")
     size = banks[0].images.shape[1:]
-    images = [b.images if b.images.shape[1:] == size else resize_images(b.images, size) for b in banks]
+    images = [b.resized(size) for b in banks]
     return SymbolBank(
         np.concatenate(images),
         np.concatenate([b.labels for b in banks]),

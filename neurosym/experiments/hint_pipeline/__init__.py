@@ -22,8 +22,14 @@ from typing import Any
 
 from neurosym.data.hint import FEWSHOT_CONCEPTS
 from neurosym.experiments.hint_sources import bank_choice, load_hint_data
-from neurosym.experiments.options import comma_list, fraction_up_to_one, non_negative_int, positive_float, positive_int
-from neurosym.experiments.options import unit_interval
+from neurosym.experiments.options import (
+    comma_list,
+    fraction_up_to_one,
+    non_negative_int,
+    positive_float,
+    positive_int,
+    unit_interval,
+)
 from neurosym.pipelines.abduction_speed import abduction_speed
 from neurosym.pipelines.curriculum import parse_stages
 from neurosym.pipelines.trainer import LEARNING_RULES, PSEUDO_LABELS
@@ -57,12 +63,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="constant",
         help="neurosym: learning-rate schedule over --steps (cosine decays to zero at the last step)",
     )
-    parser.add_argument(
-        "--augment-shift",
-        type=non_negative_int,
-        default=0,
-        help="neurosym: shift each training window by up to this many pixels (0: no augmentation)",
-    )
+    parser.add_argument("--augment-shift", type=non_negative_int, default=0, help="neurosym: shift training windows up to N px")
     parser.add_argument("--augment-style", type=unit_interval, default=0.0, help="neurosym: restyle training glyphs (0 to 1)")
     parser.add_argument(
         "--learning-rule",
