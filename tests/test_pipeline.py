@@ -1,5 +1,6 @@
 """The pipeline learns perception from results alone on a tiny synthetic problem, and resumes exactly."""
 
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -14,7 +15,7 @@ from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.reinforce import reinforce_loss
-from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver
 from neurosym.training import TrainingInterrupted, load_checkpoint, save_checkpoint
@@ -43,6 +44,15 @@ def test_perception_is_learned_from_results_alone(problem):
     assert after["symbol"] > 0.9, after
     assert after["all"] > 0.8, after
     assert [h["max_length"] for h in history[:21:20]] == [1, 3]
+    counts = Counter(symbol for record in test.records for symbol in record.expr)
+    assert set(after["symbol_by_class"]) == set(counts)
+    weighted = sum(after["symbol_by_class"][s] * n for s, n in counts.items()) / sum(counts.values())
+    assert after["symbol"] == pytest.approx(weighted)
+
+
+def test_symbol_cell_names_the_weakest_classes():
+    scores = {"symbol": 0.9512, "symbol_by_class": {"1": 0.99, "4": 0.671, "9": 0.782, "+": 1.0}}
+    assert symbol_cell(scores) == "95.12 (4: 67.1, 9: 78.2)"
 
 
 def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, monkeypatch):

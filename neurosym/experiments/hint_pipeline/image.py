@@ -23,7 +23,7 @@ from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
 from neurosym.semantics import HINT_SEMANTICS
@@ -36,7 +36,7 @@ PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
 
 
 def _row(name: str, scores: dict[str, float]) -> list:
-    return [name, *(100 * scores[s] for s in SUBSETS), 100 * scores["symbol"]]
+    return [name, *(100 * scores[s] for s in SUBSETS), symbol_cell(scores)]
 
 
 def _with_brackets(bank: SymbolBank, brackets_from: SymbolBank) -> SymbolBank:
@@ -102,7 +102,7 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     print(f"\nHINT image input, {args.steps} steps ({train_seconds:.0f} s on {device}); {len(data.splits['test'])} test "
           "expressions; accuracy % (the grammar, the precedence and HINT's operator table are given; the perception is "
           "learned from results alone)")  # fmt: skip
-    print(format_table(["model", *SUBSETS, "symbol acc."], rows))
+    print(format_table(["model", *SUBSETS, "symbols % (weakest)"], rows))
     _plot(history, scores, out / "hint_neurosym.png")
     results["fewshot"] = _fewshot(
         args, out, pipeline, data, device, None if time_limit is None else max(0.0, time_limit - train_seconds)
