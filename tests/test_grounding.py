@@ -96,8 +96,8 @@ def _odd_grounding() -> Grounding:
 
 def test_display_symbols_and_table_follow_the_learned_meaning():
     grounding = _odd_grounding()
-    assert grounding.symbols == ("a", "b", "(", "c", ")", "d", "e", "f")
-    # b = max at level 1, e = ceil(i / 2) at level 2: a b (c e d) -> max(3, ceil(3 / 2)) = 3
+    assert grounding.symbols == ("e", "f", "(", "g", ")", "h", "i", "j")  # a to d, x and y are few-shot concepts
+    # f = max at level 1, i = ceil(i / 2) at level 2: e f (g i h) -> max(3, ceil(3 / 2)) = 3
     assert grounding.solve([(0, 1, 2, 3, 6, 5, 4), (5, 6, 0, 1, 3)]) == [3, 6]
     assert grounding.solve([(7, 1, 0)]) == [None]
 

@@ -6,8 +6,9 @@ import pytest
 import torch
 from hint_banks import prototype_bank
 
-from neurosym.data.hint import main_split
+from neurosym.data.hint import fewshot_split, main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank
+from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.ground_images import (
     ImageGroundingConfig,
     glyph_grid,
@@ -17,16 +18,19 @@ from neurosym.pipelines.ground_images import (
     symbol_accuracy,
 )
 from neurosym.pipelines.grounding import compare_grounding
+from neurosym.pipelines.trainer import evaluate_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS
 
+CPU = torch.device("cpu")
 DIGIT_PERMUTATION = dict(zip("0123456789", "7305896421"))
 
 
 def _permuted_bank() -> tuple[SymbolBank, dict[str, str]]:
-    """Prototype glyphs where each digit's images are labelled with another digit; returns the bank
-    and, per label, the symbol whose prototype its images show."""
-    bank = prototype_bank(per_symbol=30, seed=3, symbols=HINT_SYMBOLS)
+    """Prototype glyphs where each digit's images are labelled with another digit (and glyphs of the few-shot
+    concepts ``x`` and ``a``, never seen while the grounding is learned); returns the bank and, per label,
+    the symbol whose prototype its images show."""
+    bank = prototype_bank(per_symbol=30, seed=3, symbols=[*HINT_SYMBOLS, "x", "a"])
     labels = np.array([DIGIT_PERMUTATION.get(label, label) for label in bank.labels])
     shown = {DIGIT_PERMUTATION.get(s, s): s for s in HINT_SYMBOLS}
     return SymbolBank(bank.images, labels, bank.pools, bank.paths), shown
@@ -44,14 +48,14 @@ def learned():
         glyph_steps=60, glyph_batch=64, restarts=2, refine_steps=5, batch_size=16, width=8, features=32, max_reading_length=7
     )
     try:
-        yield learn_grounding_from_images(source, torch.device("cpu"), config), source, shown
+        yield learn_grounding_from_images(source, CPU, config), source, shown, bank
     finally:
         torch.set_num_threads(threads)
 
 
 def test_the_grounding_of_a_permuted_bank_shows_the_permutation(learned):
-    result, source, shown = learned
-    accuracy, matching = symbol_accuracy(result.pipeline, source, torch.device("cpu"))
+    result, source, shown, _ = learned
+    accuracy, matching = symbol_accuracy(result.pipeline, source, CPU)
     assert accuracy > 0.95
     class_symbols = [matching.get(c, "") for c in range(result.grounding.size)]
     assert compare_grounding(result.grounding, HINT_SEMANTICS, class_symbols).equal
@@ -61,11 +65,23 @@ def test_the_grounding_of_a_permuted_bank_shows_the_permutation(learned):
 
 
 def test_glyph_grid_shows_each_class_and_plots(learned, tmp_path):
-    result, source, _ = learned
-    grid = glyph_grid(result.pipeline, source, 3, torch.device("cpu"))
+    result, source, _, _ = learned
+    grid = glyph_grid(result.pipeline, source, 3, CPU)
     assert grid.shape == (16, 3, 32, 32) and (grid.reshape(16, -1).max(axis=1) > 0).all()
     save_glyph_grid(grid, result.grounding.symbols, tmp_path / "glyphs.png")
     assert (tmp_path / "glyphs.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize(("concept", "role", "meaning"), [("x", "number", "= 11"), ("a", "operator", "level 1: max(i, j)")])
+def test_after_learning_everything_a_new_concept_is_learned_from_eleven_results(learned, concept, role, meaning):
+    result, source, _, bank = learned
+    assert concept not in result.grounding.symbols  # display symbols never take a few-shot concept's name
+    split = fewshot_split(concept, scale=0.01, seed=0, cache=False, progress=False)
+    config = FewShotConfig(glyph_steps=60, abduction_steps=30)
+    new = learn_concept_from_images(result.pipeline, concept, list(split["train"]), source.records[:40], bank, CPU, config)
+    assert new.role == role and new.learned.meaning == meaning
+    test = [r for r in split["test"] if len(r.expr) <= 7]
+    assert evaluate_pipeline(new.pipeline, WindowSource(test, bank, "test"), CPU)["overall"] >= 0.8
 
 
 def test_kmeans_separates_far_apart_blobs():

@@ -114,13 +114,18 @@ def test_few_shot_stage_stops_after_the_concept_under_way_and_the_same_command_c
 def test_symbol_input_learns_everything_from_results_when_asked(private_cache, capsys):
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--semantics", "learned", "--scale", "0.005", "--seed", "3"]
+    argv += ["--fewshot-scales", "0.01", "--fewshot-concepts", "x,a"]
     assert main([*argv, "--speed-samples", "3", "--out", str(out), "--no-progress"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["equals_hint"] and results["mismatches"] == [] and results["test"]["avg"] == 1.0
+    concepts = results["fewshot"]["0.01"]["concepts"]  # then the new concepts, beside the learned table
+    assert concepts["x"]["learned"] == "= 11" and concepts["a"]["learned"] == "level 1: max(i, j)"
+    assert min(c["test_accuracy"] for c in concepts.values()) == 1.0
     saved = json.loads((out / "grounding.json").read_text())
     assert saved == results["grounding"]
     printed = capsys.readouterr().out
     assert "the learned table equals HINT's" in printed and "| neurosym, everything learned (symbol input) |" in printed
+    assert "Few-shot concepts (symbol input, everything learned)" in printed
 
 
 def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_cache, monkeypatch, capsys, tmp_path):

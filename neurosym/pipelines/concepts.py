@@ -55,6 +55,11 @@ class LearnedConcept:
     level: int | None = None
     program: Program | None = None
 
+    @property
+    def meaning(self) -> str:
+        """The meaning for a table: ``"= 11"`` for a number, ``"level 1: max(i, j)"`` for an operator."""
+        return f"= {self.value}" if self.value is not None else f"level {self.level}: {self.program}"
+
 
 def explained_fraction(table: OperatorTable, examples: Sequence[Example]) -> float:
     """Fraction of ``examples`` whose sentence evaluates to its result under ``table``."""

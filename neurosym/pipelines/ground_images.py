@@ -31,7 +31,8 @@ the grammar's shape (numbers are single tokens; binary operators; one pair of ro
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from copy import deepcopy
 from dataclasses import dataclass
 
@@ -106,11 +107,23 @@ class ImageGroundingConfig:
 @dataclass(frozen=True)
 class ImageGrounding:
     """The learned ``pipeline`` (its classifier's vocabulary is the grounding's display symbols) and
-    ``grounding``; ``log`` records each stage (sizes, explained fractions)."""
+    ``grounding``; ``log`` records each stage (sizes, explained fractions, seconds)."""
 
     pipeline: HintPipeline
     grounding: Grounding
     log: dict
+
+
+def _stopwatch() -> Callable[[], float]:
+    """A function that returns the seconds since its previous call (the first time: since its creation)."""
+    last = [time.perf_counter()]
+
+    def lap() -> float:
+        now = time.perf_counter()
+        seconds, last[0] = now - last[0], now
+        return round(seconds, 1)
+
+    return lap
 
 
 def class_names(size: int) -> list[str]:
@@ -351,6 +364,7 @@ def learn_grounding_from_images(
     lengths = _lengths(source)
     classifier = SymbolClassifier(class_names(config.classes), config.backbone, features=config.features, width=config.width)
     log: dict = {}
+    lap = _stopwatch()
 
     # 1. numbers: one class per result of the one-symbol expressions
     singles = np.flatnonzero(lengths == 1)
@@ -361,7 +375,7 @@ def learn_grounding_from_images(
     number_windows = _windows_at(source, singles, 0)
     number_labels = torch.tensor([values.index(v) for v in results[singles].tolist()])
     _fit(classifier, number_windows, number_labels, config, device, config.seed)
-    log["numbers"] = {"expressions": len(singles), "classes": len(values)}
+    log["numbers"] = {"expressions": len(singles), "classes": len(values), "seconds": lap()}
 
     # 2. operators: cluster the middle windows of three-symbol expressions
     triples_at = np.flatnonzero(lengths == 3)
@@ -380,7 +394,7 @@ def learn_grounding_from_images(
         explained_by_round.append(_explained(triples, clusters, programs))
     glyphs, glyph_labels = torch.cat([number_windows, windows[:, 1]]), torch.cat([number_labels, clusters + len(values)])
     _fit(classifier, glyphs, glyph_labels, config, device, config.seed + 1)
-    log["operators"] = {"expressions": len(triples_at), "classes": operators, "explained": explained_by_round}
+    log["operators"] = {"expressions": len(triples_at), "classes": operators, "explained": explained_by_round, "seconds": lap()}
 
     # 3. brackets and meaning from readings of the expressions
     readable = np.flatnonzero(lengths <= config.max_reading_length).tolist()
@@ -389,7 +403,7 @@ def learn_grounding_from_images(
     grounding = learn_grounding(readings, results[readable].tolist(), config.classes, grounding_config)
     windows, labels = _verified_windows(source, readable, readings, grounding, results)
     _fit(classifier, windows, labels, config, device, config.seed + 2)
-    log["readings"] = {"expressions": len(readable), "verified": len(labels) / int(lengths[readable].sum())}
+    log["readings"] = {"expressions": len(readable), "verified": len(labels) / int(lengths[readable].sum()), "seconds": lap()}
 
     # 4. refinement by abduction with the learned table, then the grounding of the refined readings
     classifier.vocabulary = list(grounding.symbols)
@@ -407,7 +421,7 @@ def learn_grounding_from_images(
         grounding = learn_grounding(readings, results[readable].tolist(), config.classes, grounding_config)
         classifier.vocabulary = list(grounding.symbols)
         pipeline = HintPipeline(classifier, grounding.table)
-    log["final"] = {"explained": float(np.mean(np.array(grounding.solve(readings)) == results[readable]))}
+    log["final"] = {"explained": float(np.mean(np.array(grounding.solve(readings)) == results[readable])), "seconds": lap()}
     return ImageGrounding(pipeline, grounding, log)
 
 

@@ -83,6 +83,17 @@ def class_symbols(permutation: Sequence[int], alphabet: str = HINT_ALPHABET) -> 
     return symbols
 
 
+def shown_as(sentence: str, permutation: Sequence[int], grounding: Grounding, alphabet: str = HINT_ALPHABET) -> str:
+    """``sentence`` in ``grounding``'s display symbols: symbol ``alphabet[i]`` becomes the symbol shown for
+    class ``permutation[i]``; a symbol outside ``alphabet`` (a new concept, e.g. HINT's few-shot ``x``)
+    stays as it is, so it must not be one of the display symbols."""
+    shown = {symbol: grounding.symbols[permutation[i]] for i, symbol in enumerate(alphabet)}
+    clash = sorted({s for s in sentence if s not in shown and s in grounding.symbols})
+    if clash:
+        raise ValueError(f"new symbol(s) {clash} of {sentence!r} are display symbols of the grounding {grounding.symbols}")
+    return "".join(shown.get(s, s) for s in sentence)
+
+
 def grammatical(kinds: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Which sentences of token kinds ``[N, T]`` (0 number, 1 operator, 2 open, 3 close; padding past
     ``lengths [N]`` ignored; any other kind is never accepted) the grammar accepts -> bool ``[N]``."""

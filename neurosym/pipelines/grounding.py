@@ -14,17 +14,20 @@ from __future__ import annotations
 import functools
 import json
 import os
+import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neurosym.semantics import BatchSolver, Operator, OperatorTable
+from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, BatchSolver, Operator, OperatorTable
 from neurosym.semantics.induction import Program
 from neurosym.syntax import ADDITIVE, BUILTIN_NUMBERS, BUILTIN_OPERATORS, MULTIPLICATIVE
 
 ROLES = ("number", "operator", "open", "close", "unused")
 """The grammatical roles of a class: the grammar's shape (numbers, binary operators, round brackets)."""
-_LETTERS = "abcdefghijklmnopqrstuvwzABCDEFGHIJKLMNOPQRSTUVWXYZ"  # display symbols of operators etc.; no x, y
+_LETTERS = "".join(c for c in string.ascii_letters if c not in {*FEWSHOT_NUMBERS, *FEWSHOT_OPERATORS})
+"""Display symbols of operators, numbers that show no digit and unused classes: not HINT's few-shot concepts
+(x, y, a, b, c, d), which a learned grounding meets later as new symbols."""
 
 
 @dataclass(frozen=True)

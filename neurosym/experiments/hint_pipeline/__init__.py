@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="neurosym: 'given': the grammar, precedence and HINT's operator table are given (image input learns the "
         "perception; symbol input induces the operators with the digits known); 'learned': only the grammar's shape "
         "is given, every symbol is an anonymous class whose role, value or program and precedence are learned from "
-        "results (then no few-shot stage)",
+        "results, then the few-shot concepts",
     )
     parser.add_argument("--classes", type=positive_int, default=16, help="neurosym --semantics learned: anonymous classes")
     parser.add_argument(
@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
     }
     if args.semantics == "learned":
-        data = load_hint_data(args, image_input=args.input == "image", test_scale=args.test_scale, progress=args.progress)
+        data = load_hint_data(args, args.input == "image", bool(args.fewshot_scales), args.test_scale, args.progress)
         results.update((run_learned_image if args.input == "image" else run_learned_symbol)(args, out, data))
     else:
         results.update((run_image if args.input == "image" else run_symbol)(args, out))

@@ -16,8 +16,8 @@ import numpy as np
 from neurosym.data.hint import HintRecord
 from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_FEWSHOT
-from neurosym.pipelines.concepts import ConceptNotLearned, LearnedConcept
-from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
+from neurosym.pipelines.concepts import ConceptNotLearned
+from neurosym.plots.hint_pipeline import plot_fewshot
 from neurosym.training.checkpoint import save_json
 from neurosym.training.stopping import StopRequests, TrainingInterrupted
 
@@ -25,11 +25,6 @@ Learner = Callable[[str, list[HintRecord]], tuple[str, Callable[[list[HintRecord
 """``learn(concept, train) -> (meaning, score)``: ``score(records)`` is the learned model's accuracy on records."""
 FewShotSplits = Callable[[str, float], dict[str, list[HintRecord]]]
 """``splits(concept, scale) -> {"train", "val", "test"}``."""
-
-
-def meaning(learned: LearnedConcept) -> str:
-    """A learned concept's meaning for the table: its value, or its precedence level and program."""
-    return f"= {learned.value}" if learned.value is not None else f"level {learned.level}: {learned.program}"
 
 
 def unseen(records: list[HintRecord]) -> list[HintRecord]:
@@ -100,18 +95,5 @@ def _report(done: dict[str, Any], scales: list[float], concepts: list[str], labe
     print(f"\nFew-shot concepts ({label}), accuracy %: on the whole test set (its training sentences included, as "
           "in HINT's Table 4) and on the unseen expressions alone")  # fmt: skip
     print(format_table(["model", *concepts, "avg"], rows))
-    _plot(measured, concepts, plot)
+    plot_fewshot(measured, concepts, HINT_FEWSHOT, plot)
     return measured
-
-
-def _plot(fewshot: dict[str, Any], concepts: list[str], path: Path) -> None:
-    figure, axis = pyplot().subplots(figsize=(7, 4))
-    series = {
-        f"scale {scale} (up to {max(entry['train'] for entry in info['concepts'].values())} sentences)":
-            [100 * info["concepts"][c]["test_accuracy"] for c in concepts] + [100 * info["avg"]]
-        for scale, info in fewshot.items()
-    }  # fmt: skip
-    paper = [HINT_FEWSHOT[c] for c in concepts]
-    series["paper, Transformer"] = [*paper, float(np.mean(paper))]
-    bar_vs_published(axis, [*concepts, "avg"], series, "test accuracy %")
-    save_figure(figure, path)

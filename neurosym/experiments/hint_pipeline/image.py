@@ -15,7 +15,7 @@ import torch
 
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, merge_banks
-from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot, meaning
+from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
 from neurosym.experiments.hint_sources import bank_from_option, load_hint_data
 from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
@@ -25,7 +25,7 @@ from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
-from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
+from neurosym.plots.hint_pipeline import plot_training
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
 from neurosym.training.stopping import minutes_to_seconds
@@ -103,8 +103,12 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
           "expressions; accuracy % (the grammar, the precedence and HINT's operator table are given; the perception is "
           "learned from results alone)")  # fmt: skip
     print(format_table(["model", *SUBSETS, "symbols % (weakest)"], rows))
-    _plot(history, scores, out / "hint_neurosym.png")
-    results["fewshot"] = _fewshot(
+    series = {
+        "neurosym (this run)": [100 * scores[s] for s in SUBSETS],
+        "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS],
+    }
+    plot_training(history, SUBSETS, series, out / "hint_neurosym.png")
+    results["fewshot"] = fewshot_from_images(
         args, out, pipeline, data, device, None if time_limit is None else max(0.0, time_limit - train_seconds)
     )
     return results
@@ -132,7 +136,8 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     return adapted, rows
 
 
-def _fewshot(args, out, pipeline, data, device, time_limit) -> dict[str, Any]:
+def fewshot_from_images(args, out, pipeline, data, device, time_limit) -> dict[str, Any]:
+    """The few-shot stage on image input: each concept's glyph, role and meaning learned by a copy of ``pipeline``."""
     replay = data.splits["train"][: args.fewshot_replay]
     fewshot_bank, label = data.bank, "image input, glyphs learned from the few shots"
     if args.fewshot_bank is not None:
@@ -152,24 +157,6 @@ def _fewshot(args, out, pipeline, data, device, time_limit) -> dict[str, Any]:
             source = WindowSource(records, fewshot_bank, "test", args.seed)
             return evaluate_pipeline(learned.pipeline, source, device, args.eval_batch_size)["overall"] if records else 0.0
 
-        return f"{learned.role}, {meaning(learned.learned)}", score
+        return f"{learned.role}, {learned.learned.meaning}", score
 
     return learn_fewshot(args, out, label, learn, data.fewshot, time_limit)
-
-
-def _plot(history: list[dict], scores: dict[str, float], path: Path) -> None:
-    figure, (curve, bars) = pyplot().subplots(1, 2, figsize=(11, 4))
-    steps = [h["step"] for h in history]
-    curve.plot(steps, [h["loss"] if h["loss"] is not None else np.nan for h in history], label="pseudo-label loss", lw=0.8)
-    curve.set_yscale("log")
-    curve.set_xlabel("step")
-    curve.set_title("training from results only")
-    twin = curve.twinx()
-    twin.plot(
-        steps, [h["max_length"] if h["max_length"] < 10**6 else 41 for h in history], color="gray", ls="--", label="max length"
-    )
-    twin.set_ylabel("curriculum: max symbols")
-    series = {"neurosym (this run)": [100 * scores[s] for s in SUBSETS],
-              "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS]}  # fmt: skip
-    bar_vs_published(bars, SUBSETS, series, "accuracy %")
-    save_figure(figure, path)

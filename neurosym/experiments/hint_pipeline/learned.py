@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from neurosym.data.hint import EVAL_SUBSETS
+from neurosym.data.hint import EVAL_SUBSETS, HintRecord
+from neurosym.experiments.hint_pipeline.image import fewshot_from_images
+from neurosym.experiments.hint_pipeline.symbol import fewshot_from_symbols
 from neurosym.experiments.hint_sources import HintData
 from neurosym.experiments.report import format_table
 from neurosym.pipelines.concepts import ConceptNotLearned
@@ -24,7 +27,14 @@ from neurosym.pipelines.ground_images import (
     save_glyph_grid,
     symbol_accuracy,
 )
-from neurosym.pipelines.ground_symbols import accuracy_by_subset, anonymise, class_symbols, learn_grounding, random_permutation
+from neurosym.pipelines.ground_symbols import (
+    accuracy_by_subset,
+    anonymise,
+    class_symbols,
+    learn_grounding,
+    random_permutation,
+    shown_as,
+)
 from neurosym.pipelines.grounding import Grounding, compare_grounding
 from neurosym.pipelines.trainer import evaluate_pipeline
 from neurosym.pipelines.windows import WindowSource
@@ -61,7 +71,14 @@ def run_learned_symbol(args: argparse.Namespace, out: Path, data: HintData) -> d
     scores = accuracy_by_subset(
         grounding, anonymise([r.expr for r in test], permutation), [r.res for r in test], [r.eval for r in test]
     )
-    return {"learn_seconds": seconds, **_report(grounding, class_symbols(permutation), scores, out, "symbol input")}
+    report = _report(grounding, class_symbols(permutation), scores, out, "symbol input")
+
+    def shown(concept: str, scale: float) -> dict[str, list[HintRecord]]:  # the known symbols as the grounding shows them
+        split = data.fewshot(concept, scale)
+        return {name: [replace(r, expr=shown_as(r.expr, permutation, grounding)) for r in rs] for name, rs in split.items()}
+
+    fewshot = fewshot_from_symbols(args, out, "symbol input, everything learned", grounding.table, shown)
+    return {"learn_seconds": seconds, **report, "fewshot": fewshot}
 
 
 def run_learned_image(args: argparse.Namespace, out: Path, data: HintData) -> dict[str, Any]:
@@ -82,4 +99,5 @@ def run_learned_image(args: argparse.Namespace, out: Path, data: HintData) -> di
     report = _report(learned.grounding, names, scores, out, f"image input, {data.label}")
     save_glyph_grid(glyph_grid(learned.pipeline, test, 8, device), names, out / "grounding_glyphs.png")
     print(f"symbol accuracy under the best class-to-symbol matching (report only): {100 * accuracy:.1f}%")
-    return {**report, "learn_seconds": seconds, "symbol_accuracy": accuracy, "log": learned.log}
+    fewshot = fewshot_from_images(args, out, learned.pipeline, data, device, None)
+    return {**report, "learn_seconds": seconds, "symbol_accuracy": accuracy, "log": learned.log, "fewshot": fewshot}

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
-from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot, meaning
+from neurosym.experiments.hint_pipeline.fewshot import FewShotSplits, learn_fewshot
 from neurosym.experiments.hint_sources import load_hint_data
 from neurosym.experiments.report import format_table
 from neurosym.pipelines.concepts import explained_fraction, induced_table, learn_concept
@@ -37,13 +37,17 @@ def run_symbol(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     print(f"\nHINT symbol input, operator meanings induced from results ({data.label}):")
     print(format_table(["operator", "induced program"], [[s, str(p)] for s, p in programs.items()]))
     print(format_table(["model", *SUBSETS], [["induced semantics", *(100 * scores[s] for s in SUBSETS)]]))
-    results: dict[str, Any] = {"data": data.label, "programs": {s: str(p) for s, p in programs.items()}, "test": scores}
+    fewshot = fewshot_from_symbols(args, out, "symbol input", table, data.fewshot)
+    return {"data": data.label, "programs": {s: str(p) for s, p in programs.items()}, "test": scores, "fewshot": fewshot}
+
+
+def fewshot_from_symbols(args: argparse.Namespace, out: Path, label: str, table: OperatorTable, splits: FewShotSplits):
+    """The few-shot stage on symbol input: each concept's meaning learned from its training sentences with
+    ``table`` for the known symbols (the role, number or operator, is given by the concept's name)."""
 
     def learn(concept: str, train: list[HintRecord]):
         role = "number" if concept in FEWSHOT_NUMBERS else "operator"
         learned = learn_concept(concept, role, [(r.expr, r.res) for r in train], table)
-        return meaning(learned), lambda records: explained_fraction(learned.table, [(r.expr, r.res) for r in records])
+        return learned.meaning, lambda records: explained_fraction(learned.table, [(r.expr, r.res) for r in records])
 
-    time_limit = minutes_to_seconds(args.time_limit)
-    results["fewshot"] = learn_fewshot(args, out, "symbol input", learn, data.fewshot, time_limit)
-    return results
+    return learn_fewshot(args, out, label, learn, splits, minutes_to_seconds(args.time_limit))

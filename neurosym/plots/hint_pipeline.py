@@ -1,0 +1,51 @@
+"""The figures of ``neurosym hint --model neurosym``: training from results, and the few-shot concepts."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
+
+
+def plot_training(
+    history: Sequence[Mapping[str, Any]],
+    subsets: Sequence[str],
+    series: Mapping[str, Sequence[float]],
+    path: str | os.PathLike,
+) -> None:
+    """Left: the pseudo-label loss per logged step of ``history`` (log scale) with the curriculum's longest
+    expression; right: accuracy per test subset, one bar per entry of ``series`` (ours first)."""
+    figure, (curve, bars) = pyplot().subplots(1, 2, figsize=(11, 4))
+    steps = [h["step"] for h in history]
+    curve.plot(steps, [h["loss"] if h["loss"] is not None else np.nan for h in history], label="pseudo-label loss", lw=0.8)
+    curve.set_yscale("log")
+    curve.set_xlabel("step")
+    curve.set_title("training from results only")
+    twin = curve.twinx()
+    twin.plot(
+        steps, [h["max_length"] if h["max_length"] < 10**6 else 41 for h in history], color="gray", ls="--", label="max length"
+    )
+    twin.set_ylabel("curriculum: max symbols")
+    bar_vs_published(bars, subsets, series, "accuracy %")
+    save_figure(figure, path)
+
+
+def plot_fewshot(
+    fewshot: Mapping[str, Mapping[str, Any]], concepts: Sequence[str], paper: Mapping[str, float], path: str | os.PathLike
+) -> None:
+    """Test accuracy per concept and on average: one bar per few-shot scale of ``fewshot``
+    (``{scale: {"concepts": {concept: {"train", "test_accuracy"}}, "avg"}}``), then the ``paper``'s."""
+    figure, axis = pyplot().subplots(figsize=(7, 4))
+    series = {
+        f"scale {scale} (up to {max(entry['train'] for entry in info['concepts'].values())} sentences)":
+            [100 * info["concepts"][c]["test_accuracy"] for c in concepts] + [100 * info["avg"]]
+        for scale, info in fewshot.items()
+    }  # fmt: skip
+    published = [paper[c] for c in concepts]
+    series["paper, Transformer"] = [*published, float(np.mean(published))]
+    bar_vs_published(axis, [*concepts, "avg"], series, "test accuracy %")
+    save_figure(figure, path)
