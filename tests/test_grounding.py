@@ -49,6 +49,20 @@ def test_tolerates_a_few_wrong_results(split):
     assert compare_grounding(grounding, HINT_SEMANTICS, class_symbols(permutation)).equal
 
 
+def test_noisy_results_need_the_agreement_lowered(split):
+    train = split["train"]
+    permutation = random_permutation(16, 4)
+    results = train.res.copy()
+    results[np.random.default_rng(1).random(len(results)) < 0.25] += 1  # a quarter wrong, as misread operands make them
+    sentences = anonymise(train.expr, permutation)
+    with pytest.raises(ConceptNotLearned, match="explains 80% of operator class"):
+        learn_grounding(sentences, results.tolist(), 16, GroundingConfig(min_agreement=0.8))
+    grounding = learn_grounding(sentences, results.tolist(), 16, GroundingConfig(min_agreement=0.8, lowest_agreement=0.5))
+    assert compare_grounding(grounding, HINT_SEMANTICS, class_symbols(permutation)).equal
+    with pytest.raises(ValueError, match="lowest_agreement"):
+        GroundingConfig(min_agreement=0.8, lowest_agreement=0.9)
+
+
 def test_comparison_names_a_swapped_precedence(split):
     train = split["train"]
     permutation = random_permutation(16, 2)

@@ -13,7 +13,7 @@ from neurosym.pipelines.concepts import (
     learn_operator,
 )
 from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS
-from neurosym.semantics.induction import Program, induce_operator
+from neurosym.semantics.induction import Program, induce_noisy_operator, induce_operator
 from neurosym.syntax import ADDITIVE, MULTIPLICATIVE
 
 TARGETS = {
@@ -143,3 +143,18 @@ def test_agreement_counts_repeated_examples_as_often_as_they_occur():
     noise = [(i, j, 40 + k) for k, (i, j) in enumerate((k % 5, k // 5) for k in range(20))]  # 20 distinct misreadings
     assert str(induce_operator(right + noise, max_size=3, min_agreement=0.8)) == "(i + j)"  # 91 % of examples
     assert induce_operator(right + noise, max_size=3, min_agreement=0.95) is None
+
+
+def test_noisy_induction_lowers_the_agreement_in_steps_so_a_constant_cannot_win():
+    pairs = [(i, j) for i in range(10) for j in range(10)]
+    # max(0, i - j) read through noise: half of the positive results are one too big (75 % right), the 55 % of
+    # zeros untouched, so the constant 0 explains more than half of the examples
+    minus = [(i, j, max(0, i - j) + (k % 2 == 0 and i > j)) for k, (i, j) in enumerate(pairs)]
+    assert induce_operator(minus, max_size=8, min_agreement=0.8) is None
+    assert str(induce_operator(minus, max_size=8, min_agreement=0.5)) == "0"
+    assert str(induce_noisy_operator(minus, max_size=8, highest=0.8, lowest=0.5)) == "(i - min(i, j))"
+    times = [(i, j, i * j + (k % 4 == 0)) for k, (i, j) in enumerate(pairs)]  # 75 % right
+    assert str(induce_noisy_operator(times, max_size=8, highest=0.8, lowest=0.5)) == "(i * j)"
+    assert induce_noisy_operator(times, max_size=8, highest=0.8, lowest=0.8) is None
+    with pytest.raises(ValueError, match="lowest"):
+        induce_noisy_operator(times, max_size=8, highest=0.5, lowest=0.8)

@@ -50,7 +50,7 @@ from neurosym.pipelines.grounding import Grounding
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
 from neurosym.pipelines.windows import WindowSource
-from neurosym.semantics.induction import induce_operator
+from neurosym.semantics.induction import induce_noisy_operator
 from neurosym.training.core import run_training
 from neurosym.training.update import Update
 
@@ -64,7 +64,9 @@ class ImageGroundingConfig:
     ``over_clustering`` times as many fine clusters, merged by their programs), then
     re-read by the classifier ``operator_rounds`` times;
     expressions up to ``max_reading_length`` symbols are read in stage 3; programs up to
-    ``max_program_size`` nodes must explain ``min_agreement`` of their (noisy) examples;
+    ``max_program_size`` nodes must explain ``min_agreement`` of their (noisy) examples, lowered in steps
+    of 0.05 down to ``lowest_agreement`` for an operator that no program explains so well (operands misread
+    by a young classifier make a right program's examples wrong: × suffers most);
     ``refine_steps`` abduction steps of ``batch_size`` expressions (0: no refinement); Adam at
     ``learning_rate``; the classifier's ``backbone``, ``width`` and ``features``
     (:class:`~neurosym.perception.symbol_classifier.SymbolClassifier`).
@@ -80,6 +82,7 @@ class ImageGroundingConfig:
     max_reading_length: int = 11
     max_program_size: int = 8
     min_agreement: float = 0.8
+    lowest_agreement: float = 0.5
     refine_steps: int = 200
     batch_size: int = 32
     learning_rate: float = 1e-3
@@ -100,8 +103,10 @@ class ImageGroundingConfig:
             )
         if self.refine_steps < 0 or self.operator_rounds < 0 or self.max_reading_length < 3:
             raise ValueError("refine_steps and operator_rounds must be >= 0 and max_reading_length >= 3")
-        if not 0 < self.min_agreement <= 1:
-            raise ValueError(f"min_agreement must be in (0, 1], got {self.min_agreement}")
+        if not 0 < self.lowest_agreement <= self.min_agreement <= 1:
+            raise ValueError(
+                f"need 0 < lowest_agreement <= min_agreement <= 1, got {self.lowest_agreement}, {self.min_agreement}"
+            )
 
 
 @dataclass(frozen=True)
@@ -194,18 +199,13 @@ def kmeans(points: torch.Tensor, clusters: int, iterations: int, seed: int) -> t
 
 
 def _programs(triples: list[tuple[int, int, int]], assignment: torch.Tensor, clusters: int, config: ImageGroundingConfig) -> list:
-    """Per cluster the smallest program explaining ``min_agreement`` of its ``(i, j, result)`` triples, else the
-    smallest explaining half of them, else ``None``. (Half alone would often name a constant: ``0`` is the
-    result of more than half of all ``max(0, i - j)`` with digits.)"""
+    """Per cluster the program :func:`induce_noisy_operator` finds for its ``(i, j, result)`` triples, from
+    ``min_agreement`` down to ``lowest_agreement``, or ``None``."""
     programs = []
     for k in range(clusters):
         members = [triples[i] for i in (assignment == k).nonzero().flatten().tolist()]
-        found = None
-        for agreement in dict.fromkeys((config.min_agreement, 0.5)) if members else ():
-            found = induce_operator(members, config.max_program_size, agreement)
-            if found is not None:
-                break
-        programs.append(found)
+        agreements = (config.min_agreement, config.lowest_agreement)
+        programs.append(induce_noisy_operator(members, config.max_program_size, *agreements) if members else None)
     return programs
 
 
@@ -399,7 +399,7 @@ def learn_grounding_from_images(
     # 3. brackets and meaning from readings of the expressions
     readable = np.flatnonzero(lengths <= config.max_reading_length).tolist()
     readings = _read_with_brackets(classifier, source, readable, len(values), operators, device)
-    grounding_config = GroundingConfig(config.max_program_size, config.min_agreement)
+    grounding_config = GroundingConfig(config.max_program_size, config.min_agreement, lowest_agreement=config.lowest_agreement)
     grounding = learn_grounding(readings, results[readable].tolist(), config.classes, grounding_config)
     windows, labels = _verified_windows(source, readable, readings, grounding, results)
     _fit(classifier, windows, labels, config, device, config.seed + 2)

@@ -29,7 +29,7 @@ import numpy as np
 
 from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.pipelines.grounding import Grounding
-from neurosym.semantics.induction import Program, induce_operator
+from neurosym.semantics.induction import Program, induce_noisy_operator
 from neurosym.syntax import ADDITIVE, MULTIPLICATIVE
 
 Sentence = Sequence[int]
@@ -43,7 +43,9 @@ _NUMBER, _OPERATOR, _OPEN, _CLOSE = range(4)
 @dataclass(frozen=True)
 class GroundingConfig:
     """Settings of :func:`learn_grounding`: programs up to ``max_program_size`` DSL nodes that explain at
-    least ``min_agreement`` of their examples; at most ``precedence_sentences`` sentences (the first
+    least ``min_agreement`` of their examples (with ``lowest_agreement``, noisy readings: an operator no
+    program explains so well gets the one :func:`~neurosym.semantics.induction.induce_noisy_operator`
+    finds, lowering the agreement down to it); at most ``precedence_sentences`` sentences (the first
     ones with two or more operators) score each level assignment; up to ``max_free_classes`` classes
     unseen in short sentences get their roles by search."""
 
@@ -51,12 +53,15 @@ class GroundingConfig:
     min_agreement: float = 1.0
     precedence_sentences: int = 2000
     max_free_classes: int = 4
+    lowest_agreement: float | None = None
 
     def __post_init__(self) -> None:
         if self.max_program_size < 1 or self.precedence_sentences < 1 or self.max_free_classes < 0:
             raise ValueError("max_program_size and precedence_sentences must be positive, max_free_classes >= 0")
         if not 0 < self.min_agreement <= 1:
             raise ValueError(f"min_agreement must be in (0, 1], got {self.min_agreement}")
+        if self.lowest_agreement is not None and not 0 < self.lowest_agreement <= self.min_agreement:
+            raise ValueError(f"lowest_agreement must be in (0, min_agreement], got {self.lowest_agreement}")
 
 
 def random_permutation(size: int, seed: int) -> list[int]:
@@ -174,8 +179,10 @@ def learn_programs(
     values: dict[int, int],
     max_size: int = 8,
     min_agreement: float = 1.0,
+    lowest_agreement: float | None = None,
 ) -> dict[int, Program]:
-    """Each operator class's program, induced from its ``i op j -> result`` sentences (step 3)."""
+    """Each operator class's program, induced from its ``i op j -> result`` sentences (step 3); with
+    ``lowest_agreement``, :func:`induce_noisy_operator` from ``min_agreement`` down to it."""
     triples: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for sentence, result in zip(sentences, results):
         if len(sentence) == 3 and sentence[0] in values and sentence[2] in values and result >= 0:
@@ -186,9 +193,10 @@ def learn_programs(
             continue
         if not triples[c]:
             raise ConceptNotLearned(f"operator class {c} never occurs between two numbers: its program is unknown")
-        program = induce_operator(triples[c], max_size, min_agreement)
+        lowest = min_agreement if lowest_agreement is None else lowest_agreement
+        program = induce_noisy_operator(triples[c], max_size, min_agreement, lowest)
         if program is None:
-            raise ConceptNotLearned(f"no program up to size {max_size} explains operator class {c}")
+            raise ConceptNotLearned(f"no program up to size {max_size} explains {lowest:.0%} of operator class {c}'s examples")
         programs[c] = program
     return programs
 
@@ -228,7 +236,9 @@ def learn_grounding(
         raise ValueError(f"class ids must be in 0..{size - 1}")
     roles = learn_roles(sentences, size, config.max_free_classes)
     values = learn_values(sentences, results, roles)
-    programs = learn_programs(sentences, results, roles, values, config.max_program_size, config.min_agreement)
+    programs = learn_programs(
+        sentences, results, roles, values, config.max_program_size, config.min_agreement, config.lowest_agreement
+    )
     levels = learn_levels(sentences, results, roles, values, programs, config.precedence_sentences)
     return Grounding(roles, values, programs, levels)
 

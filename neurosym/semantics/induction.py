@@ -223,3 +223,22 @@ def induce_operator(
         if size > 1:
             enumerator.grow(size, kept)
     return None
+
+
+def induce_noisy_operator(
+    examples: Sequence[tuple[int, int, int]], max_size: int, highest: float, lowest: float, step: float = 0.05
+) -> Program | None:
+    """:func:`induce_operator` on noisy ``examples``: the smallest program explaining ``highest`` of them;
+    failing that, the agreement is lowered by ``step`` at a time down to ``lowest``, and the first program
+    found wins. So the program kept explains within ``step`` of the most any program explains: a small
+    program that explains a little more than ``lowest`` (the constant ``0`` explains more than half of
+    ``max(0, i - j)`` on digits) cannot win over the right one read through noise. ``None``: nothing
+    explains ``lowest``."""
+    if not 0.0 < lowest <= highest <= 1.0 or step <= 0:
+        raise ValueError(f"need 0 < lowest <= highest <= 1 and step > 0, got {lowest}, {highest}, {step}")
+    count = int(np.floor((highest - lowest) / step + 1e-9))
+    for agreement in dict.fromkeys((*(highest - k * step for k in range(count + 1)), lowest)):
+        program = induce_operator(examples, max_size, agreement)
+        if program is not None:
+            return program
+    return None
