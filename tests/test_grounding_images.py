@@ -21,6 +21,7 @@ from neurosym.pipelines.grounding import compare_grounding
 from neurosym.pipelines.trainer import evaluate_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS
+from neurosym.training.stopping import TrainingInterrupted
 
 CPU = torch.device("cpu")
 DIGIT_PERMUTATION = dict(zip("0123456789", "7305896421"))
@@ -36,6 +37,11 @@ def _permuted_bank() -> tuple[SymbolBank, dict[str, str]]:
     return SymbolBank(bank.images, labels, bank.pools, bank.paths), shown
 
 
+SMALL = ImageGroundingConfig(
+    glyph_steps=60, glyph_batch=64, restarts=2, refine_steps=5, batch_size=16, width=8, features=32, max_reading_length=7
+)
+
+
 @pytest.fixture(scope="module")
 def learned():
     torch.manual_seed(0)
@@ -44,11 +50,8 @@ def learned():
     records = [r for r in main_split(scale=0.002, seed=0, cache=False, progress=False)["train"] if len(r.expr) <= 7]
     bank, shown = _permuted_bank()
     source = WindowSource(records, bank, "train", 0)
-    config = ImageGroundingConfig(
-        glyph_steps=60, glyph_batch=64, restarts=2, refine_steps=5, batch_size=16, width=8, features=32, max_reading_length=7
-    )
     try:
-        yield learn_grounding_from_images(source, CPU, config), source, shown, bank
+        yield learn_grounding_from_images(source, CPU, SMALL), source, shown, bank
     finally:
         torch.set_num_threads(threads)
 
@@ -82,6 +85,17 @@ def test_after_learning_everything_a_new_concept_is_learned_from_eleven_results(
     assert new.role == role and new.learned.meaning == meaning
     test = [r for r in split["test"] if len(r.expr) <= 7]
     assert evaluate_pipeline(new.pipeline, WindowSource(test, bank, "test"), CPU)["overall"] >= 0.8
+
+
+def test_the_refinement_stops_at_a_time_limit_and_a_rerun_continues_it(learned, tmp_path):
+    result, source, _, _ = learned
+    checkpoint = tmp_path / "refine.pt"
+    with pytest.raises(TrainingInterrupted) as stopped:
+        learn_grounding_from_images(source, CPU, SMALL, checkpoint, time_limit=0)
+    assert stopped.value.step == 1 and checkpoint.is_file()
+    resumed = learn_grounding_from_images(source, CPU, SMALL, checkpoint)
+    assert torch.load(checkpoint, weights_only=False)["step"] == SMALL.refine_steps
+    assert resumed.grounding.to_json() == result.grounding.to_json()
 
 
 def test_kmeans_separates_far_apart_blobs():

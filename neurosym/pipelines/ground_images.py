@@ -354,11 +354,21 @@ def _verified_windows(
 
 
 def learn_grounding_from_images(
-    source: WindowSource, device: torch.device, config: ImageGroundingConfig = ImageGroundingConfig()
+    source: WindowSource,
+    device: torch.device,
+    config: ImageGroundingConfig = ImageGroundingConfig(),
+    checkpoint: str | os.PathLike | None = None,
+    progress: bool = False,
+    time_limit: float | None = None,
 ) -> ImageGrounding:
     """Learn a classifier over ``config.classes`` anonymous classes and its grounding from the images of
     ``source``'s expressions and their results (see the module's stages). Raises
-    :class:`~neurosym.pipelines.concepts.ConceptNotLearned` when a stage finds no meaning."""
+    :class:`~neurosym.pipelines.concepts.ConceptNotLearned` when a stage finds no meaning.
+
+    The refinement (stage 4, most of the time) shows ``progress``, writes ``checkpoint`` and resumes from
+    it; SIGINT, SIGTERM or ``time_limit`` seconds stop it with
+    :class:`~neurosym.training.stopping.TrainingInterrupted` (:func:`train_pipeline`). Stages 1–3 are
+    deterministic for a seed and device, so a rerun repeats them (minutes) and continues the refinement."""
     torch.manual_seed(config.seed)
     results = np.array([record.res for record in source.records])
     lengths = _lengths(source)
@@ -416,7 +426,7 @@ def learn_grounding_from_images(
             curriculum=Curriculum(((config.max_reading_length, config.refine_steps),)),
             seed=config.seed,
         )
-        train_pipeline(pipeline, source, schedule, device)
+        train_pipeline(pipeline, source, schedule, device, checkpoint, progress, time_limit)
         readings = read_classes(pipeline, source, readable, device)
         grounding = learn_grounding(readings, results[readable].tolist(), config.classes, grounding_config)
         classifier.vocabulary = list(grounding.symbols)

@@ -40,6 +40,7 @@ from neurosym.pipelines.trainer import evaluate_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
+from neurosym.training.stopping import minutes_to_seconds
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
 
@@ -85,9 +86,14 @@ def run_learned_image(args: argparse.Namespace, out: Path, data: HintData) -> di
     """Image input: the perception has ``--classes`` anonymous classes, learned with everything else."""
     device = resolve_device(args.device)
     config = ImageGroundingConfig(classes=args.classes, refine_steps=args.steps, batch_size=args.batch_size, seed=args.seed)
-    started = time.perf_counter()
+    started, checkpoint = time.perf_counter(), out / "checkpoint.pt"
+    if not args.resume:
+        checkpoint.unlink(missing_ok=True)
     try:
-        learned = learn_grounding_from_images(WindowSource(data.splits["train"], data.bank, "train", args.seed), device, config)
+        train = WindowSource(data.splits["train"], data.bank, "train", args.seed)
+        learned = learn_grounding_from_images(
+            train, device, config, checkpoint, args.progress, minutes_to_seconds(args.time_limit)
+        )
     except ConceptNotLearned as error:  # a stage found no consistent grounding: say so, with what was measured
         print(f"\nno grounding found from the images ({data.label}): {error}")
         return {"grounding": None, "error": str(error), "learn_seconds": time.perf_counter() - started}
