@@ -99,7 +99,9 @@ def run_learned_image(args: argparse.Namespace, out: Path, data: HintData) -> di
         return {"grounding": None, "error": str(error), "learn_seconds": time.perf_counter() - started}
     seconds = time.perf_counter() - started
     test = WindowSource(data.splits["test"], data.bank, "test", args.seed)
+    # evaluate_pipeline's "symbol" keys compare display letters with HINT's symbols: symbol_accuracy matches them
     scores = evaluate_pipeline(learned.pipeline, test, device, args.eval_batch_size)
+    scores = {key: value for key, value in scores.items() if not key.startswith("symbol")}
     accuracy, symbols = symbol_accuracy(learned.pipeline, test, device)
     names = [symbols.get(c, "") for c in range(args.classes)]
     report = _report(learned.grounding, names, scores, out, f"image input, {data.label}")
