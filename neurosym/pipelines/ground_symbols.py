@@ -187,13 +187,13 @@ def learn_programs(
     for sentence, result in zip(sentences, results):
         if len(sentence) == 3 and sentence[0] in values and sentence[2] in values and result >= 0:
             triples[sentence[1]].append((values[sentence[0]], values[sentence[2]], int(result)))
+    lowest = min_agreement if lowest_agreement is None else lowest_agreement
     programs = {}
     for c, role in enumerate(roles):
         if role != "operator":
             continue
         if not triples[c]:
             raise ConceptNotLearned(f"operator class {c} never occurs between two numbers: its program is unknown")
-        lowest = min_agreement if lowest_agreement is None else lowest_agreement
         program = induce_noisy_operator(triples[c], max_size, min_agreement, lowest)
         if program is None:
             raise ConceptNotLearned(f"no program up to size {max_size} explains {lowest:.0%} of operator class {c}'s examples")
