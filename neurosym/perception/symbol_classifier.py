@@ -9,6 +9,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.perception.cnn import ResNet18, SmallCNN
+from neurosym.perception.strokes import StrokeNormaliser
 
 BACKBONES = ("small", "resnet18")
 
@@ -22,13 +23,22 @@ class SymbolClassifier(nn.Module):
         features: width of the encoder's output.
         window: side of the square input windows.
         width: channels of the encoder's first stage (later stages double it).
+        stroke_width: when given, every window is first redrawn as its skeleton at this pen width
+            (:class:`~neurosym.perception.strokes.StrokeNormaliser`), so the reader never sees a writer's
+            stroke width or blur.
 
     Shapes: ``windows [N, window, window]`` or ``[N, 1, window, window]`` (uint8 in 0..255 or float in
     0..1) -> log-probabilities ``[N, len(vocabulary)]``.
     """
 
     def __init__(
-        self, vocabulary: Sequence[str], backbone: str = "small", features: int = 128, window: int = 32, width: int = 32
+        self,
+        vocabulary: Sequence[str],
+        backbone: str = "small",
+        features: int = 128,
+        window: int = 32,
+        width: int = 32,
+        stroke_width: int | None = None,
     ):
         super().__init__()
         if backbone not in BACKBONES:
@@ -37,6 +47,7 @@ class SymbolClassifier(nn.Module):
             raise ValueError(f"the vocabulary must be non-empty without repeats, got {list(vocabulary)}")
         self.vocabulary = list(vocabulary)
         self.window = window
+        self.strokes = None if stroke_width is None else StrokeNormaliser(stroke_width)
         if backbone == "small":
             self.encoder: nn.Module = SmallCNN(1, features, input_size=window, width=width)
         else:
@@ -52,6 +63,8 @@ class SymbolClassifier(nn.Module):
             raise ValueError(f"SymbolClassifier expects windows [N, {self.window}, {self.window}], got {tuple(windows.shape)}")
         if windows.dtype == torch.uint8:
             windows = windows.float() / 255.0
+        if self.strokes is not None:
+            windows = self.strokes(windows)
         return self.classifier(self.activation(self.encoder(windows))).log_softmax(dim=-1)
 
     def add_symbol(self, symbol: str) -> int:

@@ -65,6 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--augment-shift", type=non_negative_int, default=0, help="neurosym: shift training windows up to N px")
     parser.add_argument("--augment-style", type=unit_interval, default=0.0, help="neurosym: restyle training glyphs (0 to 1)")
+    parser.add_argument("--stroke-width", type=positive_int, help="neurosym: redraw each glyph's skeleton at N px")
     parser.add_argument(
         "--learning-rule",
         choices=LEARNING_RULES,

@@ -54,10 +54,8 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     data = load_hint_data(args, image_input=True, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
     bank = data.bank
-    backbone = "resnet18" if args.cnn == "resnet18" else "small"
-    classifier = SymbolClassifier(
-        list(HINT_SYMBOLS), backbone=backbone, features=args.classifier_features, width=args.classifier_width
-    )
+    classifier = SymbolClassifier(list(HINT_SYMBOLS), args.cnn, args.classifier_features, width=args.classifier_width,
+                                  stroke_width=args.stroke_width)  # fmt: skip
     pipeline = HintPipeline(classifier, HINT_SEMANTICS, abduction_changes=args.abduction_changes)
     config = PipelineConfig(
         steps=args.steps,

@@ -1,0 +1,94 @@
+"""Stroke-width normalisation: Zhang–Suen skeletons (thin, inside the ink, connected, stable) and glyphs
+redrawn at one pen width whatever width they were written with."""
+
+import itertools
+
+import networkx as nx
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.perception.strokes import StrokeNormaliser, skeletonise
+from neurosym.perception.symbol_classifier import SymbolClassifier
+
+
+def _components(ink: torch.Tensor) -> int:
+    """8-connected components of a bool image ``[H, W]``."""
+    pixels = {tuple(p) for p in ink.nonzero().tolist()}
+    graph = nx.Graph()
+    graph.add_nodes_from(pixels)
+    for row, column in pixels:
+        for d_row in (-1, 0, 1):
+            for d_column in (-1, 0, 1):
+                if (row + d_row, column + d_column) in pixels:
+                    graph.add_edge((row, column), (row + d_row, column + d_column))
+    return nx.number_connected_components(graph)
+
+
+def _stroke(points: list[tuple[int, int]], width: int, size: int = 32) -> torch.Tensor:
+    """A polyline through ``points`` drawn ``width`` pixels wide: bool ``[size, size]``."""
+    line = torch.zeros(size, size)
+    for (r0, c0), (r1, c1) in itertools.pairwise(points):
+        for t in torch.linspace(0, 1, 4 * size):
+            line[round(float(r0 + t * (r1 - r0))), round(float(c0 + t * (c1 - c0)))] = 1
+    before, after = (width - 1) // 2, width // 2
+    return F.max_pool2d(F.pad(line[None, None], (before, after, before, after)), width, stride=1)[0, 0] > 0
+
+
+strokes = st.lists(st.tuples(st.integers(6, 25), st.integers(6, 25)), min_size=2, max_size=4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(strokes, st.integers(1, 6))
+def test_a_skeleton_lies_in_the_ink_keeps_its_connectivity_and_is_stable(points, width):
+    ink = _stroke(points, width)
+    skeleton = skeletonise(ink[None])[0]
+    assert skeleton.any() and not (skeleton & ~ink).any()
+    assert _components(skeleton) == _components(ink) == 1
+    assert torch.equal(skeletonise(skeleton[None])[0], skeleton)
+
+
+def test_a_thick_bar_thins_to_a_one_pixel_line_of_its_length():
+    bar = torch.zeros(1, 20, 30, dtype=torch.bool)
+    bar[0, 8:13, 4:26] = True  # 5 rows by 22 columns
+    skeleton = skeletonise(bar)[0]
+    assert skeleton.sum(dim=0).max() == 1  # one pixel per column
+    columns = skeleton.any(dim=0).nonzero().flatten()
+    assert columns.min() <= 7 and columns.max() >= 22  # ends shortened by at most half the width
+    with pytest.raises(ValueError, match="bool images"):
+        skeletonise(bar.float())
+
+
+@settings(max_examples=25, deadline=None)
+@given(strokes)
+def test_glyphs_written_thin_or_bold_are_redrawn_alike(points):
+    thin, bold = _stroke(points, 1).float(), _stroke(points, 5).float()
+    normalise = StrokeNormaliser(width=3)
+    redrawn = normalise(torch.stack([thin, bold])[:, None])
+    assert redrawn.shape == (2, 1, 32, 32) and redrawn.min() >= 0 and redrawn.amax(dim=(1, 2, 3)).tolist() == [1.0, 1.0]
+    difference = (redrawn[0] - redrawn[1]).abs().sum()
+    assert difference < 0.5 * (bold - thin).abs().sum()
+
+
+def test_blank_windows_stay_blank_and_bad_arguments_are_refused():
+    windows = torch.zeros(3, 1, 32, 32)
+    windows[1, 0, 10:14, 5:25] = 0.7
+    redrawn = StrokeNormaliser(width=2)(windows)
+    assert torch.equal(redrawn[0], windows[0]) and torch.equal(redrawn[2], windows[2])
+    assert redrawn[1].amax() == 1 and not torch.isnan(redrawn).any()
+    with pytest.raises(ValueError, match="stroke width"):
+        StrokeNormaliser(width=0)
+    with pytest.raises(ValueError, match=r"\[N, 1, S, S\]"):
+        StrokeNormaliser()(torch.zeros(2, 32, 32))
+
+
+def test_a_classifier_with_stroke_normalisation_reads_a_glyph_the_same_at_any_width():
+    torch.manual_seed(0)
+    classifier = SymbolClassifier(list("0123456789"), stroke_width=3, width=4, features=8).eval()
+    points = [(8, 10), (24, 20), (10, 24)]
+    windows = torch.stack([_stroke(points, w) for w in (2, 3, 4, 5)]).to(torch.uint8) * 255
+    log_probabilities = classifier(windows)
+    assert log_probabilities.shape == (4, 10)
+    torch.testing.assert_close(log_probabilities[1:], log_probabilities[0].expand(3, 10), atol=0.1, rtol=0)
