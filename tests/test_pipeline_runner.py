@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from neurosym.cli import main
 
@@ -53,6 +54,24 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     assert (out / "hint_neurosym_fewshot_image.png").is_file()
     assert json.loads((out / "fewshot_image.json").read_text())["0.01"]["concepts"].keys() == {"x", "a"}
     assert "glyphs learned from the few shots" in capsys.readouterr().out
+
+
+def test_stroke_width_option_puts_a_stroke_normaliser_in_front_of_the_reader(private_cache, monkeypatch):
+    from hint_banks import prototype_bank
+
+    from neurosym.experiments import hint_sources
+
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "5", "--batch-size", "4",
+            "--curriculum", "1:5", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
+            "--speed-samples", "1", "--out", str(out), "--no-progress"]  # fmt: skip
+    assert main([*argv, "--stroke-width", "3"]) == 0
+    saved = torch.load(out / "checkpoint.pt")["model"]
+    assert saved["strokes.gaussian"].sum().item() == pytest.approx(1.0)  # the checkpoint holds the classifier
+    argv[argv.index(str(out))] = str(out.with_name("plain"))
+    assert main(argv) == 0
+    assert not any("strokes" in key for key in torch.load(out.with_name("plain") / "checkpoint.pt")["model"])
 
 
 def test_steps_default_to_the_pipelines_budget_not_the_seq2seq_one(private_cache):
@@ -151,4 +170,6 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     before, after = results["extra_test_bank"]["test"]["symbol"], results["adapt"]["test_new_writer"]["symbol"]
     assert after > max(before, 0.8), (before, after)  # learned the new glyphs from results alone
     assert results["adapt"]["test_first_bank"]["symbol"] > 0.8  # and kept the first ones
-    assert "adapted from 200 results" in capsys.readouterr().out
+    assert 0 <= results["extra_test_bank"]["test_their_batch_statistics"]["symbol"] <= 1
+    printed = capsys.readouterr().out
+    assert "adapted from 200 results" in printed and "batch-norm statistics of 200 unlabelled expressions" in printed

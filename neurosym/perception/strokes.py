@@ -88,7 +88,7 @@ class StrokeNormaliser(nn.Module):
         radius = max(1, round(2 * blur))
         offsets = torch.arange(-radius, radius + 1, dtype=torch.float32)
         gaussian = torch.exp(-(offsets**2) / (2 * blur**2))
-        self.register_buffer("gaussian", gaussian / gaussian.sum(), persistent=False)
+        self.register_buffer("gaussian", gaussian / gaussian.sum())  # saved, so a checkpoint says it was used
 
     def forward(self, windows: torch.Tensor) -> torch.Tensor:
         """``windows [N, 1, S, S]`` in ``[0, 1]`` -> redrawn ``[N, 1, S, S]``."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -39,6 +39,12 @@ class WindowSource:
     def batch(self, indices: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]`` of the records at ``indices``."""
         return stack_windows([self.windows(int(i)) for i in indices])
+
+    def window_batches(self, records_per_batch: int = 64) -> Iterator[torch.Tensor]:
+        """Every record's windows, ``records_per_batch`` records at a time: uint8 ``[n, 32, 32]`` per batch
+        (no padding), e.g. to re-estimate batch-norm statistics on unlabelled images."""
+        for start in range(0, len(self), records_per_batch):
+            yield torch.cat([self.windows(i) for i in range(start, min(start + records_per_batch, len(self)))])
 
 
 def stack_windows(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -97,7 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--extra-test-bank",
         type=bank_choice,
         default=None,
-        help="neurosym (image input): test the same model again on this bank's test images (a --bank value: "
+        help="neurosym (image input): test the same model again on this bank's test images, as trained and with the "
+        "batch-norm statistics of --adapt-examples expressions of its unlabelled training images (a --bank value: "
         "'other-writers', or an .npz; a bank without brackets borrows the main bank's)",
     )
     parser.add_argument(
@@ -109,15 +110,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--adapt-examples expressions rendered with its training images (and as many replayed with the first bank's), "
         "then test on its test images and on the first bank's again",
     )
-    parser.add_argument(
-        "--adapt-examples", type=positive_int, default=1000, help="neurosym: expressions of the new writer for --adapt"
-    )
-    parser.add_argument(
-        "--adapt-steps",
-        type=positive_int,
-        default=1600,
-        help="neurosym: training steps of --adapt (1,600 kept the first writers within 2 points)",
-    )
+    parser.add_argument("--adapt-examples", type=positive_int, default=1000, help="neurosym: new writer's expressions")
+    parser.add_argument("--adapt-steps", type=positive_int, default=1600, help="neurosym: training steps of --adapt")
     parser.add_argument(
         "--fewshot-scales",
         type=_fewshot_scales,

@@ -19,6 +19,7 @@ from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
 from neurosym.experiments.hint_sources import bank_from_option, load_hint_data
 from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
+from neurosym.perception.batch_statistics import batch_statistics_of
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
@@ -86,11 +87,16 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     results: dict[str, Any] = {"device": str(device), "data": data.label, "train_seconds": train_seconds, "steps": args.steps,
                                "val": validation, "test": scores, "history": history}  # fmt: skip
     rows = [_row(f"neurosym, validation: {data.label}", validation), _row(f"neurosym, test: {data.label}", scores)]
-    if args.extra_test_bank is not None:
+    if args.extra_test_bank is not None:  # tested as trained, then with the batch-norm statistics of its unlabelled images
         extra, images = bank_from_option(args.extra_test_bank, args.seed)
-        extra_scores = evaluate(data.splits["test"], _with_brackets(extra, bank), "test")
-        results["extra_test_bank"] = {"images": images, "test": extra_scores}
-        rows.append(_row(f"same model, test images: {images}", extra_scores))
+        extra = _with_brackets(extra, bank)
+        unlabelled = WindowSource(data.splits["train"][: args.adapt_examples], extra, "train", args.seed + 1)
+        extra_scores = evaluate(data.splits["test"], extra, "test")
+        with batch_statistics_of(pipeline.classifier, (w.to(device) for w in unlabelled.window_batches())):
+            restats = evaluate(data.splits["test"], extra, "test")
+        results["extra_test_bank"] = {"images": images, "test": extra_scores, "test_their_batch_statistics": restats}
+        rows += [_row(f"same model, test images: {images}", extra_scores),
+                 _row(f"same weights, batch-norm statistics of {len(unlabelled)} unlabelled expressions", restats)]  # fmt: skip
     if args.adapt is not None:
         adapted, adapted_rows = _adapt(args, out, pipeline, config, data.splits, bank, evaluate, device)
         results["adapt"] = adapted

@@ -1,0 +1,54 @@
+"""Batch-norm statistics re-estimated on another writer's images, with no labels and no results (AdaBN,
+Li et al. 2016): the weights stay, only each ``BatchNorm`` layer's running mean and variance are
+replaced by those of the new images, so the new writers' features are normalised as the first
+writers' were in training."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+
+def _batch_norms(module: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
+    return [layer for layer in module.modules() if isinstance(layer, nn.modules.batchnorm._BatchNorm)]
+
+
+@contextmanager
+def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> Iterator[int]:
+    """Within the block, ``module``'s batch-norm layers use the running statistics of ``batches`` (the
+    plain average over all of them); on leaving, every statistic, momentum and train/eval mode is
+    restored. Yields the number of samples seen.
+
+    ``batches``: inputs ``module`` accepts, e.g. windows ``[N, 32, 32]`` for a
+    :class:`~neurosym.perception.symbol_classifier.SymbolClassifier`. No gradient is computed.
+    """
+    layers = _batch_norms(module)
+    if not layers:
+        raise ValueError(f"{type(module).__name__} has no batch-norm layer whose statistics could be re-estimated")
+    saved = [(layer.running_mean.clone(), layer.running_var.clone(), layer.num_batches_tracked.clone(), layer.momentum)
+             for layer in layers]  # fmt: skip
+    training = module.training
+    try:
+        for layer in layers:
+            layer.reset_running_stats()
+            layer.momentum = None  # cumulative average
+        module.train()
+        seen = 0
+        with torch.no_grad():
+            for batch in batches:
+                module(batch)
+                seen += len(batch)
+        if seen == 0:
+            raise ValueError("no images to re-estimate the batch-norm statistics from")
+        module.eval()
+        yield seen
+    finally:
+        for layer, (mean, variance, count, momentum) in zip(layers, saved, strict=True):
+            layer.running_mean.copy_(mean)
+            layer.running_var.copy_(variance)
+            layer.num_batches_tracked.copy_(count)
+            layer.momentum = momentum
+        module.train(training)

@@ -1,0 +1,34 @@
+"""Batch-norm statistics re-estimated on unlabelled images (AdaBN), restored afterwards."""
+
+import pytest
+import torch
+from torch import nn
+
+from neurosym.perception.batch_statistics import batch_statistics_of
+
+
+def test_statistics_are_those_of_the_new_batches_inside_and_restored_after():
+    torch.manual_seed(0)
+    network = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).eval()
+    network[1].running_mean.fill_(5.0)
+    before = {k: v.clone() for k, v in network.state_dict().items()}
+    data = torch.randn(300, 3) * 3 + 2
+    features = network[0](data).detach()
+    with batch_statistics_of(network, data.split(60)) as seen:
+        assert seen == 300 and not network.training
+        torch.testing.assert_close(network[1].running_mean, features.mean(dim=0))
+        normalised = network(data)
+        torch.testing.assert_close(normalised.mean(dim=0), network[1].bias.detach(), atol=1e-4, rtol=0)
+    assert not network.training and network[1].momentum == 0.1
+    for key, value in network.state_dict().items():
+        assert torch.equal(value, before[key]), key
+
+
+def test_no_batch_norm_or_no_images_is_refused_and_leaves_the_module_as_it_was():
+    with pytest.raises(ValueError, match="no batch-norm layer"), batch_statistics_of(nn.Linear(2, 2), [torch.zeros(1, 2)]):
+        pass
+    network = nn.Sequential(nn.Linear(2, 2), nn.BatchNorm1d(2)).train()
+    mean = network[1].running_mean.clone()
+    with pytest.raises(ValueError, match="no images"), batch_statistics_of(network, []):
+        pass
+    assert network.training and torch.equal(network[1].running_mean, mean) and network[1].momentum == 0.1
