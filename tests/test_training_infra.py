@@ -5,12 +5,15 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neurosym.cli import COMMANDS, build_parser
 from neurosym.data.mnist import load_mnist
 from neurosym.experiments.report import format_table
 from neurosym.training import autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
 from neurosym.training.checkpoint import save_json
+from neurosym.training.stopping import minutes_to_seconds, time_left
 
 
 def test_resolve_device_auto_and_errors():
@@ -101,3 +104,11 @@ def test_mnist_bad_file_is_named(tmp_path):
         load_mnist(bad)
     with pytest.raises(FileNotFoundError, match="not found"):
         load_mnist(tmp_path / "missing.pkl.gz")
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(0, 1e6), st.floats(0, 1e6))
+def test_time_left_of_a_limit_never_goes_below_zero(limit, spent):
+    assert time_left(None, spent) is None and minutes_to_seconds(None) is None
+    left = time_left(limit, spent)
+    assert left >= 0 and (left == limit - spent if spent <= limit else left == 0)

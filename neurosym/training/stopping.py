@@ -103,3 +103,8 @@ class StopRequests:
 def minutes_to_seconds(minutes: float | None) -> float | None:
     """A ``--time-limit`` in minutes as the seconds :class:`StopRequests` takes (None stays None)."""
     return None if minutes is None else 60.0 * minutes
+
+
+def time_left(limit: float | None, spent: float) -> float | None:
+    """Seconds of ``limit`` left after ``spent`` seconds, never negative (None, no limit, stays None)."""
+    return None if limit is None else max(0.0, limit - spent)

@@ -29,7 +29,7 @@ from neurosym.pipelines.windows import ConcatWindows, WindowSource
 from neurosym.plots.hint_pipeline import plot_training
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
-from neurosym.training.stopping import minutes_to_seconds
+from neurosym.training.stopping import minutes_to_seconds, time_left
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
 PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
@@ -112,9 +112,7 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS],
     }
     plot_training(history, SUBSETS, series, out / "hint_neurosym.png")
-    results["fewshot"] = fewshot_from_images(
-        args, out, pipeline, data, device, None if time_limit is None else max(0.0, time_limit - train_seconds)
-    )
+    results["fewshot"] = fewshot_from_images(args, out, pipeline, data, device, time_left(time_limit, train_seconds))
     return results
 
 

@@ -40,7 +40,7 @@ from neurosym.pipelines.trainer import evaluate_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
-from neurosym.training.stopping import minutes_to_seconds
+from neurosym.training.stopping import minutes_to_seconds, time_left
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
 
@@ -86,14 +86,12 @@ def run_learned_image(args: argparse.Namespace, out: Path, data: HintData) -> di
     """Image input: the perception has ``--classes`` anonymous classes, learned with everything else."""
     device = resolve_device(args.device)
     config = ImageGroundingConfig(classes=args.classes, refine_steps=args.steps, batch_size=args.batch_size, seed=args.seed)
-    started, checkpoint = time.perf_counter(), out / "checkpoint.pt"
+    started, checkpoint, time_limit = time.perf_counter(), out / "checkpoint.pt", minutes_to_seconds(args.time_limit)
     if not args.resume:
         checkpoint.unlink(missing_ok=True)
     try:
         train = WindowSource(data.splits["train"], data.bank, "train", args.seed)
-        learned = learn_grounding_from_images(
-            train, device, config, checkpoint, args.progress, minutes_to_seconds(args.time_limit)
-        )
+        learned = learn_grounding_from_images(train, device, config, checkpoint, args.progress, time_limit)
     except ConceptNotLearned as error:  # a stage found no consistent grounding: say so, with what was measured
         print(f"\nno grounding found from the images ({data.label}): {error}")
         return {"grounding": None, "error": str(error), "learn_seconds": time.perf_counter() - started}
@@ -107,5 +105,5 @@ def run_learned_image(args: argparse.Namespace, out: Path, data: HintData) -> di
     report = _report(learned.grounding, names, scores, out, f"image input, {data.label}")
     save_glyph_grid(glyph_grid(learned.pipeline, test, 8, device), names, out / "grounding_glyphs.png")
     print(f"symbol accuracy under the best class-to-symbol matching (report only): {100 * accuracy:.1f}%")
-    fewshot = fewshot_from_images(args, out, learned.pipeline, data, device, None)
+    fewshot = fewshot_from_images(args, out, learned.pipeline, data, device, time_left(time_limit, seconds))
     return {**report, "learn_seconds": seconds, "symbol_accuracy": accuracy, "log": learned.log, "fewshot": fewshot}
