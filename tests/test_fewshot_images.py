@@ -84,5 +84,8 @@ def test_spotting_refuses_a_known_symbol_and_bad_configurations(trained):
         FewShotConfig(role="bracket")
     with pytest.raises(ValueError, match="agreements"):
         FewShotConfig(agreements=(0.9, 1.5))
+    for augmentation in ({"augment_shift": -1}, {"augment_style": 1.5}):
+        with pytest.raises(ValueError, match="augment_shift >= 0 and augment_style"):
+            FewShotConfig(**augmentation)
     with pytest.raises(ValueError, match="no few-shot training expression"):
         learn_concept_from_images(pipeline, "x", [], replay, bank, CPU, FAST)

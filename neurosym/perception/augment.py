@@ -73,3 +73,9 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
     if not windows.dtype.is_floating_point:
         styled = styled.round().clamp(0, torch.iinfo(windows.dtype).max)
     return styled.to(windows.dtype).view_as(windows)
+
+
+def augment_windows(windows: torch.Tensor, max_shift: int, style: float, generator: torch.Generator) -> torch.Tensor:
+    """:func:`random_shift` by up to ``max_shift`` pixels, then :func:`random_style` at strength ``style``, both
+    drawn from ``generator`` (seed it per training step and a resumed run stays exact): ``[..., H, W]`` -> ``[..., H, W]``."""
+    return random_style(random_shift(windows, max_shift, generator), style, generator)

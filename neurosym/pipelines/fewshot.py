@@ -31,6 +31,7 @@ from einops import rearrange
 
 from neurosym.data.hint import HintRecord
 from neurosym.data.symbol_images import SymbolBank
+from neurosym.perception.augment import augment_windows
 from neurosym.pipelines.concepts import (
     ROLES,
     ConceptNotLearned,
@@ -58,7 +59,10 @@ class FewShotConfig:
     replayed ones) with the learned semantics; Adam at ``learning_rate``; ``role`` ``"number"``,
     ``"operator"`` or ``None`` (inferred); an operator's program is induced at each of ``agreements``
     (fractions of its examples it must explain) and the one whose meaning explains the most training
-    sentences is kept.
+    sentences is kept. Every training window (glyph and abduction steps) is shifted by up to
+    ``augment_shift`` pixels and restyled at ``augment_style``
+    (:func:`~neurosym.perception.augment.augment_windows`); use the main training's augmentation, since a
+    classifier trained on plain windows reads its own few shots worse when they are shifted.
     """
 
     glyph_steps: int = 150
@@ -70,6 +74,8 @@ class FewShotConfig:
     role: str | None = None
     agreements: tuple[float, ...] = (0.95, 0.9, 0.8, 0.7, 0.6)
     seed: int = 0
+    augment_shift: int = 0
+    augment_style: float = 0.0
 
     def __post_init__(self) -> None:
         if self.role is not None and self.role not in ROLES:
@@ -78,6 +84,10 @@ class FewShotConfig:
             raise ValueError(f"agreements must be fractions in (0, 1], got {self.agreements}")
         if min(self.rounds, self.glyph_steps, self.batch_size) < 1 or self.glyph_batch < 2 or self.abduction_steps < 0:
             raise ValueError("rounds, glyph_steps and batch_size must be positive, glyph_batch at least 2, abduction_steps >= 0")
+        if self.augment_shift < 0 or not 0 <= self.augment_style <= 1:
+            raise ValueError(
+                f"need augment_shift >= 0 and augment_style in [0, 1], got {self.augment_shift}, {self.augment_style}"
+            )
 
 
 @dataclass(frozen=True)
@@ -223,7 +233,9 @@ def _train_glyph(
 
     def step(index: int) -> tuple[torch.Tensor, dict]:
         picks = [(w[i], y[i]) for w, y in (fewshot, replay) for i in [rng.integers(len(w), size=half)]]
-        windows = torch.cat([w for w, _ in picks]).to(device)
+        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
+        windows = augment_windows(torch.cat([w for w, _ in picks]), config.augment_shift, config.augment_style, generator)
+        windows = windows.to(device)
         labels = torch.cat([y for _, y in picks]).to(device)
         return F.nll_loss(model(windows).float(), labels), {}
 
@@ -298,6 +310,8 @@ def learn_concept_from_images(
             learning_rate=config.learning_rate,
             curriculum=Curriculum(((10**9, config.abduction_steps),)),
             seed=config.seed,
+            augment_shift=config.augment_shift,
+            augment_style=config.augment_style,
         )
         both = WindowSource([*records, *replay_records], bank, "train", config.seed)
         train_pipeline(grown, both, schedule, device, progress=False)

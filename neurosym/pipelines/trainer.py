@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from neurosym.perception.augment import random_shift, random_style
+from neurosym.perception.augment import augment_windows
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
@@ -130,7 +130,7 @@ def train_pipeline(
         indices = config.curriculum.sample(lengths, index, config.batch_size, config.seed)
         windows, batch_lengths = _windows_on(source, indices, device)
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
-        windows = random_style(random_shift(windows, config.augment_shift, generator), config.augment_style, generator)
+        windows = augment_windows(windows, config.augment_shift, config.augment_style, generator)
         with mixed_precision(device):
             reading = pipeline.read(windows, batch_lengths)
         batch_targets = targets[indices].tolist()
