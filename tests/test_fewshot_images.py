@@ -89,3 +89,18 @@ def test_spotting_refuses_a_known_symbol_and_bad_configurations(trained):
             FewShotConfig(**augmentation)
     with pytest.raises(ValueError, match="no few-shot training expression"):
         learn_concept_from_images(pipeline, "x", [], replay, bank, CPU, FAST)
+
+
+@pytest.mark.parametrize("only_new_class", [True, False])
+def test_with_only_new_class_the_known_symbols_are_read_as_before(trained, only_new_class):
+    pipeline, bank, replay = trained
+    train = list(fewshot_split("a", scale=0.01, seed=0, cache=False, progress=False)["train"])
+    config = FewShotConfig(glyph_steps=20, abduction_steps=10, only_new_class=only_new_class)
+    grown = learn_concept_from_images(pipeline, "a", train, replay, bank, CPU, config).pipeline.classifier
+    before, after = pipeline.classifier.state_dict(), grown.state_dict()
+    known = [key for key in before if key not in ("classifier.weight", "classifier.bias") and "num_batches" not in key]
+    kept = all(torch.equal(before[key], after[key]) for key in known)
+    kept_rows = torch.equal(after["classifier.weight"][:-1], before["classifier.weight"])
+    assert kept == kept_rows == only_new_class
+    assert all(parameter.requires_grad for parameter in grown.parameters())  # learns again afterwards
+    assert all(layer.momentum == 0.1 for layer in grown.modules() if isinstance(layer, torch.nn.BatchNorm2d))

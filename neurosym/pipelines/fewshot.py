@@ -21,13 +21,15 @@ steps, none of which uses a symbol label:
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from einops import rearrange
+from torch import nn
 
 from neurosym.data.hint import HintRecord
 from neurosym.data.symbol_images import SymbolBank
@@ -62,7 +64,11 @@ class FewShotConfig:
     sentences is kept. Every training window (glyph and abduction steps) is shifted by up to
     ``augment_shift`` pixels and restyled at ``augment_style``
     (:func:`~neurosym.perception.augment.augment_windows`); use the main training's augmentation, since a
-    classifier trained on plain windows reads its own few shots worse when they are shifted.
+    classifier trained on plain windows reads its own few shots worse when they are shifted. With
+    ``only_new_class`` only the new class's output row learns: the encoder, the other rows and the
+    batch-norm statistics stay, so the known symbols are read exactly as before (training everything
+    costs the main task a few points: ``benchmarks/RESULTS.md``), but the new glyph must be told apart
+    with the features the classifier already has.
     """
 
     glyph_steps: int = 150
@@ -76,6 +82,7 @@ class FewShotConfig:
     seed: int = 0
     augment_shift: int = 0
     augment_style: float = 0.0
+    only_new_class: bool = False
 
     def __post_init__(self) -> None:
         if self.role is not None and self.role not in ROLES:
@@ -242,6 +249,42 @@ def _train_glyph(
     run_training(model, step, Update(optimizer), config.glyph_steps, device=device)
 
 
+def _keep_last_row(grad: torch.Tensor) -> torch.Tensor:
+    """``grad`` with every row but the last zeroed (the new class's output weights ``[F]`` or bias ``[]``)."""
+    kept = torch.zeros_like(grad)
+    kept[-1] = grad[-1]
+    return kept
+
+
+@contextmanager
+def _only_new_class_learns(classifier: nn.Module, enabled: bool) -> Iterator[None]:
+    """Within the block only the output row of ``classifier``'s last class gets gradients and the batch-norm
+    statistics stay; on leaving, every parameter learns again. Does nothing unless ``enabled``."""
+    if not enabled:
+        yield
+        return
+    parameters = list(classifier.parameters())
+    norms = [layer for layer in classifier.modules() if isinstance(layer, nn.modules.batchnorm._BatchNorm)]
+    momenta = [layer.momentum for layer in norms]
+    head = classifier.classifier
+    for parameter in parameters:
+        parameter.requires_grad_(False)
+    head.weight.requires_grad_(True)
+    head.bias.requires_grad_(True)
+    hooks = [head.weight.register_hook(_keep_last_row), head.bias.register_hook(_keep_last_row)]
+    for layer in norms:
+        layer.momentum = 0.0
+    try:
+        yield
+    finally:
+        for hook in hooks:
+            hook.remove()
+        for parameter in parameters:
+            parameter.requires_grad_(True)
+        for layer, momentum in zip(norms, momenta, strict=True):
+            layer.momentum = momentum
+
+
 def _learn_meaning(
     symbol: str, role: str, examples: list[tuple[str, int]], table: OperatorTable, agreements: Sequence[float]
 ) -> LearnedConcept:
@@ -297,25 +340,44 @@ def learn_concept_from_images(
     base_table = pipeline.table
     grown.set_table(placeholder_table(base_table, symbol, role))
     replayed = _window_labels(replay, replay_readings, vocabulary)
-    for _ in range(config.rounds):  # self-training: the grown classifier re-reads its own few shots
-        _train_glyph(grown, _window_labels(source, readings, vocabulary), replayed, config, device)
-        readings = _read(grown, source, device, insist=(symbol, role))
-    results = [record.res for record in records]
-    learned = _learn_meaning(symbol, role, list(zip(readings, results)), base_table, config.agreements)
-    grown.set_table(learned.table)
-    if config.abduction_steps:
-        schedule = PipelineConfig(
-            steps=config.abduction_steps,
-            batch_size=config.batch_size,
-            learning_rate=config.learning_rate,
-            curriculum=Curriculum(((10**9, config.abduction_steps),)),
-            seed=config.seed,
-            augment_shift=config.augment_shift,
-            augment_style=config.augment_style,
-        )
-        both = WindowSource([*records, *replay_records], bank, "train", config.seed)
-        train_pipeline(grown, both, schedule, device, progress=False)
-        refined = list(zip(_read(grown, source, device, insist=(symbol, role)), results))
-        learned = _learn_meaning(symbol, role, refined, base_table, config.agreements)
+    with _only_new_class_learns(grown.classifier, config.only_new_class):
+        for _ in range(config.rounds):  # self-training: the grown classifier re-reads its own few shots
+            _train_glyph(grown, _window_labels(source, readings, vocabulary), replayed, config, device)
+            readings = _read(grown, source, device, insist=(symbol, role))
+        results = [record.res for record in records]
+        learned = _learn_meaning(symbol, role, list(zip(readings, results)), base_table, config.agreements)
         grown.set_table(learned.table)
+        if config.abduction_steps:
+            learned = _refine(grown, symbol, role, records, replay_records, bank, base_table, device, config)
     return FewShotResult(grown, learned, role, spotted)
+
+
+def _refine(
+    grown: HintPipeline,
+    symbol: str,
+    role: str,
+    records: Sequence[HintRecord],
+    replay_records: Sequence[HintRecord],
+    bank: SymbolBank,
+    base_table: OperatorTable,
+    device: torch.device,
+    config: FewShotConfig,
+) -> LearnedConcept:
+    """``config.abduction_steps`` trainer steps on the few-shot and replayed expressions with the learned
+    meaning, then the meaning learned again from the refined readings (and set in ``grown``'s table)."""
+    schedule = PipelineConfig(
+        steps=config.abduction_steps,
+        batch_size=config.batch_size,
+        learning_rate=config.learning_rate,
+        curriculum=Curriculum(((10**9, config.abduction_steps),)),
+        seed=config.seed,
+        augment_shift=config.augment_shift,
+        augment_style=config.augment_style,
+    )
+    both = WindowSource([*records, *replay_records], bank, "train", config.seed)
+    train_pipeline(grown, both, schedule, device, progress=False)
+    source = WindowSource(records, bank, "train", config.seed)
+    refined = list(zip(_read(grown, source, device, insist=(symbol, role)), [record.res for record in records]))
+    learned = _learn_meaning(symbol, role, refined, base_table, config.agreements)
+    grown.set_table(learned.table)
+    return learned

@@ -145,6 +145,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=200,
         help="neurosym (image input): main-task expressions replayed while a new glyph is learned",
     )
+    parser.add_argument("--fewshot-only-new-class", action="store_true", help="neurosym: a new glyph trains only its own row")
     parser.add_argument(
         "--speed-samples", type=positive_int, default=300, help="neurosym: corrupted expressions timed for abduction"
     )

@@ -150,8 +150,8 @@ def fewshot_from_images(args, out, pipeline, data, device, time_limit) -> dict[s
         fewshot_bank = merge_banks(data.bank.subset([s for s in data.bank.symbols if s not in concepts]), own.subset(concepts))
         label += f"; {', '.join(concepts)} from {images}"
     glyph_steps, abduction_steps = args.fewshot_steps
-    config = FewShotConfig(glyph_steps=glyph_steps, abduction_steps=abduction_steps, seed=args.seed,
-                           augment_shift=args.augment_shift, augment_style=args.augment_style)  # fmt: skip
+    config = FewShotConfig(glyph_steps=glyph_steps, abduction_steps=abduction_steps, seed=args.seed, augment_shift=args.augment_shift,
+                           augment_style=args.augment_style, only_new_class=args.fewshot_only_new_class)  # fmt: skip
 
     def learn(concept: str, train: list[HintRecord]):
         learned = learn_concept_from_images(pipeline, concept, train, replay, fewshot_bank, device, config)
