@@ -84,6 +84,8 @@ def test_spotting_refuses_a_known_symbol_and_bad_configurations(trained):
         FewShotConfig(role="bracket")
     with pytest.raises(ValueError, match="agreements"):
         FewShotConfig(agreements=(0.9, 1.5))
+    with pytest.raises(ValueError, match="only_new_class takes roles"):
+        FewShotConfig(only_new_class=("bracket",))
     for augmentation in ({"augment_shift": -1}, {"augment_style": 1.5}):
         with pytest.raises(ValueError, match="augment_shift >= 0 and augment_style"):
             FewShotConfig(**augmentation)
@@ -95,7 +97,8 @@ def test_spotting_refuses_a_known_symbol_and_bad_configurations(trained):
 def test_with_only_new_class_the_known_symbols_are_read_as_before(trained, only_new_class):
     pipeline, bank, replay = trained
     train = list(fewshot_split("a", scale=0.01, seed=0, cache=False, progress=False)["train"])
-    config = FewShotConfig(glyph_steps=20, abduction_steps=10, only_new_class=only_new_class)
+    config = FewShotConfig(glyph_steps=20, abduction_steps=10, only_new_class=("operator",) if only_new_class else ())
+    assert FewShotConfig().only_new_class == ()  # the whole classifier learns unless asked
     grown = learn_concept_from_images(pipeline, "a", train, replay, bank, CPU, config).pipeline.classifier
     before, after = pipeline.classifier.state_dict(), grown.state_dict()
     known = [key for key in before if key not in ("classifier.weight", "classifier.bias") and "num_batches" not in key]

@@ -64,11 +64,12 @@ class FewShotConfig:
     sentences is kept. Every training window (glyph and abduction steps) is shifted by up to
     ``augment_shift`` pixels and restyled at ``augment_style``
     (:func:`~neurosym.perception.augment.augment_windows`); use the main training's augmentation, since a
-    classifier trained on plain windows reads its own few shots worse when they are shifted. With
-    ``only_new_class`` only the new class's output row learns: the encoder, the other rows and the
-    batch-norm statistics stay, so the known symbols are read exactly as before (training everything
-    costs the main task a few points: ``benchmarks/RESULTS.md``), but the new glyph must be told apart
-    with the features the classifier already has.
+    classifier trained on plain windows reads its own few shots worse when they are shifted. For a concept
+    whose role is in ``only_new_class`` only the new class's output row learns: the encoder, the other rows
+    and the batch-norm statistics stay, so the known symbols are read exactly as before (training
+    everything costs the main task a few points), but the new glyph must be told apart with the features
+    the classifier already has: enough for a new operator (one of five in its positions), not for a new
+    handwritten number (one of eleven); ``benchmarks/RESULTS.md`` measures both.
     """
 
     glyph_steps: int = 150
@@ -82,7 +83,7 @@ class FewShotConfig:
     seed: int = 0
     augment_shift: int = 0
     augment_style: float = 0.0
-    only_new_class: bool = False
+    only_new_class: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.role is not None and self.role not in ROLES:
@@ -91,6 +92,8 @@ class FewShotConfig:
             raise ValueError(f"agreements must be fractions in (0, 1], got {self.agreements}")
         if min(self.rounds, self.glyph_steps, self.batch_size) < 1 or self.glyph_batch < 2 or self.abduction_steps < 0:
             raise ValueError("rounds, glyph_steps and batch_size must be positive, glyph_batch at least 2, abduction_steps >= 0")
+        if not set(self.only_new_class) <= set(ROLES):
+            raise ValueError(f"only_new_class takes roles of {ROLES}, got {self.only_new_class}")
         if self.augment_shift < 0 or not 0 <= self.augment_style <= 1:
             raise ValueError(
                 f"need augment_shift >= 0 and augment_style in [0, 1], got {self.augment_shift}, {self.augment_style}"
@@ -340,7 +343,7 @@ def learn_concept_from_images(
     base_table = pipeline.table
     grown.set_table(placeholder_table(base_table, symbol, role))
     replayed = _window_labels(replay, replay_readings, vocabulary)
-    with _only_new_class_learns(grown.classifier, config.only_new_class):
+    with _only_new_class_learns(grown.classifier, role in config.only_new_class):
         for _ in range(config.rounds):  # self-training: the grown classifier re-reads its own few shots
             _train_glyph(grown, _window_labels(source, readings, vocabulary), replayed, config, device)
             readings = _read(grown, source, device, insist=(symbol, role))

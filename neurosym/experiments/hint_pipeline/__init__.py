@@ -31,6 +31,7 @@ from neurosym.experiments.options import (
     unit_interval,
 )
 from neurosym.pipelines.abduction_speed import abduction_speed
+from neurosym.pipelines.concepts import ROLES
 from neurosym.pipelines.curriculum import parse_stages
 from neurosym.pipelines.trainer import LEARNING_RULES, PSEUDO_LABELS
 from neurosym.training.checkpoint import save_json
@@ -78,12 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="all",
         help="neurosym: train on the symbols of a pseudo-label that the result pins down, or on all of them",
     )
-    parser.add_argument(
-        "--abduction-changes", type=positive_int, default=2, help="neurosym: most symbols one abduced correction may change"
-    )
-    parser.add_argument(
-        "--classifier-features", type=positive_int, default=64, help="neurosym: width of the classifier's encoder output"
-    )
+    parser.add_argument("--abduction-changes", type=positive_int, default=2, help="neurosym: most symbols an abduction changes")
+    parser.add_argument("--classifier-features", type=positive_int, default=64, help="neurosym: the encoder's output width")
     parser.add_argument("--classifier-width", type=positive_int, default=16, help="neurosym: channels of the CNN's first stage")
     parser.add_argument("--checkpoint-every", type=positive_int, default=100, help="neurosym: steps between checkpoints")
     parser.add_argument(
@@ -145,7 +142,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=200,
         help="neurosym (image input): main-task expressions replayed while a new glyph is learned",
     )
-    parser.add_argument("--fewshot-only-new-class", action="store_true", help="neurosym: a new glyph trains only its own row")
+    parser.add_argument("--fewshot-only-new-class", type=_roles, default=(), help="neurosym: roles ('number', "
+                        "'operator', comma-separated, or 'none') whose new glyph trains only its own output row")  # fmt: skip
     parser.add_argument(
         "--speed-samples", type=positive_int, default=300, help="neurosym: corrupted expressions timed for abduction"
     )
@@ -177,6 +175,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     save_json(results, out / "results.json")
     return results
+
+
+def _roles(text: str) -> tuple[str, ...]:
+    return () if text == "none" else tuple(comma_list(str, what="role", choices=ROLES)(text))
 
 
 def _curriculum(text: str) -> tuple[tuple[int, int], ...]:
