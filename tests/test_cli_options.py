@@ -93,6 +93,8 @@ def test_path_options_name_the_missing_path(tmp_path) -> None:
         ("pvr --complexities 1,-1", "argument --complexities: expected an integer of at least 0, got '-1'"),
         ("pvr --vector-models mlp,,lstm", "argument --vector-models: unknown vector model 'lstm'"),
         ("hint --model neurosym --augment-style 1.5", "argument --augment-style: expected a number in [0, 1], got '1.5'"),
+        ("hint --model neurosym --stroke-width 0", "argument --stroke-width: expected a positive integer"),
+        ("hint --model neurosym --fewshot-only-new-class bracket", "argument --fewshot-only-new-class: unknown role 'bracket'"),
         ("hint --device gpu", "argument --device: expected 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'"),
         ("arithmetic --preset full", "argument --preset: invalid choice: 'full'"),
         ("pvr --mnist missing.pkl.gz", "argument --mnist: no such file"),
@@ -147,3 +149,10 @@ def test_python_dash_m_neurosym_runs_the_command_line() -> None:
     assert done.returncode == 0 and "--source-boundaries" in done.stdout
     bad = run("hint", "--steps", "0")
     assert bad.returncode == 2 and "--steps" in bad.stderr
+
+
+def test_fewshot_only_new_class_takes_roles_or_none() -> None:
+    parser = build_parser()
+    parse = lambda *extra: parser.parse_args(["hint", "--model", "neurosym", *extra]).fewshot_only_new_class
+    assert parse() == () and parse("--fewshot-only-new-class", "none") == ()
+    assert parse("--fewshot-only-new-class", "operator,number") == ("operator", "number")
