@@ -41,7 +41,7 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "100"]
     argv += ["--batch-size", "12", "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32"]
     argv += ["--classifier-width", "8", "--fewshot-scales", "0.01", "--fewshot-replay", "40"]
-    argv += ["--fewshot-concepts", "x,a", "--fewshot-steps", "60,20"]
+    argv += ["--fewshot-concepts", "x,a", "--fewshot-steps", "60,20", "--fewshot-only-new-class", "none"]
     assert main([*argv, "--speed-samples", "5", "--out", str(out), "--no-progress"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert results["test"]["symbol"] > 0.9

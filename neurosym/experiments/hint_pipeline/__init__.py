@@ -142,7 +142,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=200,
         help="neurosym (image input): main-task expressions replayed while a new glyph is learned",
     )
-    parser.add_argument("--fewshot-only-new-class", type=_roles, default=(), help="neurosym: roles ('number', "
+    parser.add_argument("--fewshot-only-new-class", type=_roles, default=("operator",), help="neurosym: roles ('number', "
                         "'operator', comma-separated, or 'none') whose new glyph trains only its own output row")  # fmt: skip
     parser.add_argument(
         "--speed-samples", type=positive_int, default=300, help="neurosym: corrupted expressions timed for abduction"
