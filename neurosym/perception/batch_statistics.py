@@ -12,7 +12,8 @@ import torch
 from torch import nn
 
 
-def _batch_norms(module: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
+def batch_norms(module: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
+    """Every batch-norm layer of ``module`` (any dimension), in module order."""
     return [layer for layer in module.modules() if isinstance(layer, nn.modules.batchnorm._BatchNorm)]
 
 
@@ -25,7 +26,7 @@ def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> I
     ``batches``: inputs ``module`` accepts, e.g. windows ``[N, 32, 32]`` for a
     :class:`~neurosym.perception.symbol_classifier.SymbolClassifier`. No gradient is computed.
     """
-    layers = _batch_norms(module)
+    layers = batch_norms(module)
     if not layers:
         raise ValueError(f"{type(module).__name__} has no batch-norm layer whose statistics could be re-estimated")
     saved = [(layer.running_mean.clone(), layer.running_var.clone(), layer.num_batches_tracked.clone(), layer.momentum)

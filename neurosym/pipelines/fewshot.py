@@ -34,6 +34,7 @@ from torch import nn
 from neurosym.data.hint import HintRecord
 from neurosym.data.symbol_images import SymbolBank
 from neurosym.perception.augment import augment_windows
+from neurosym.perception.batch_statistics import batch_norms
 from neurosym.pipelines.concepts import (
     ROLES,
     ConceptNotLearned,
@@ -268,7 +269,7 @@ def _only_new_class_learns(classifier: nn.Module, enabled: bool) -> Iterator[Non
         yield
         return
     parameters = list(classifier.parameters())
-    norms = [layer for layer in classifier.modules() if isinstance(layer, nn.modules.batchnorm._BatchNorm)]
+    norms = batch_norms(classifier)
     momenta = [layer.momentum for layer in norms]
     head = classifier.classifier
     for parameter in parameters:
@@ -352,7 +353,7 @@ def learn_concept_from_images(
         learned = _learn_meaning(symbol, role, list(zip(readings, results)), base_table, config.agreements)
         grown.set_table(learned.table)
         if config.abduction_steps:
-            learned = _refine(grown, symbol, role, records, replay_records, bank, base_table, device, config)
+            learned = _refine(grown, symbol, role, source, results, replay_records, bank, base_table, device, config)
     return FewShotResult(grown, learned, role, spotted)
 
 
@@ -360,15 +361,17 @@ def _refine(
     grown: HintPipeline,
     symbol: str,
     role: str,
-    records: Sequence[HintRecord],
+    source: WindowSource,
+    results: Sequence[int],
     replay_records: Sequence[HintRecord],
     bank: SymbolBank,
     base_table: OperatorTable,
     device: torch.device,
     config: FewShotConfig,
 ) -> LearnedConcept:
-    """``config.abduction_steps`` trainer steps on the few-shot and replayed expressions with the learned
-    meaning, then the meaning learned again from the refined readings (and set in ``grown``'s table)."""
+    """``config.abduction_steps`` trainer steps on the few-shot expressions (``source``, with their ``results``)
+    and the replayed ones with the learned meaning, then the meaning learned again from the refined readings (and
+    set in ``grown``'s table)."""
     schedule = PipelineConfig(
         steps=config.abduction_steps,
         batch_size=config.batch_size,
@@ -378,10 +381,9 @@ def _refine(
         augment_shift=config.augment_shift,
         augment_style=config.augment_style,
     )
-    both = WindowSource([*records, *replay_records], bank, "train", config.seed)
+    both = WindowSource([*source.records, *replay_records], bank, "train", config.seed)
     train_pipeline(grown, both, schedule, device, progress=False)
-    source = WindowSource(records, bank, "train", config.seed)
-    refined = list(zip(_read(grown, source, device, insist=(symbol, role)), [record.res for record in records]))
+    refined = list(zip(_read(grown, source, device, insist=(symbol, role)), results))
     learned = _learn_meaning(symbol, role, refined, base_table, config.agreements)
     grown.set_table(learned.table)
     return learned
