@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -173,3 +174,26 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     assert 0 <= results["extra_test_bank"]["test_their_batch_statistics"]["symbol"] <= 1
     printed = capsys.readouterr().out
     assert "adapted from 200 results" in printed and "batch-norm statistics of 200 unlabelled expressions" in printed
+
+
+def test_drawn_digits_join_the_bank_s_training_images_and_the_report(private_cache, monkeypatch, tmp_path):
+    from hint_banks import prototype_bank
+
+    from neurosym.data.symbol_images import DIGITS, with_drawn_digits
+    from neurosym.experiments import hint_sources
+
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "5", "--batch-size", "4",
+            "--curriculum", "1:5", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
+            "--speed-samples", "1", "--no-progress"]  # fmt: skip
+    assert main([*argv, "--drawn-digits", "6", "--out", str(out)]) == 0
+    assert json.loads((out / "results.json").read_text())["data"].endswith("+ 6 drawn digits each, scale 0.002")
+    bank = with_drawn_digits(prototype_bank(), 6, seed=0)
+    drawn = bank.sources == "drawn"
+    assert set(bank.pools[drawn].tolist()) == {"train"} and sorted(bank.labels[drawn].tolist()) == sorted(list(DIGITS) * 6)
+    ink = bank.images[drawn] > 32
+    rows, columns = ink.any(axis=2).sum(axis=1), ink.any(axis=1).sum(axis=1)
+    assert (abs(np.maximum(rows, columns) - 20) <= 2).all(), "drawn digits come in MNIST's glyph size"
+    with pytest.raises(SystemExit, match="--drawn-digits adds to --bank's images"):
+        main(["hint", "--model", "neurosym", "--input", "image", "--data", str(tmp_path), "--drawn-digits", "6"])

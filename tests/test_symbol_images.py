@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.data.symbol_images import (
+    ALLOGRAPHS,
+    DIGITS,
     GLYPHS,
     SymbolBank,
     assign_pools,
@@ -102,7 +104,7 @@ def test_resized_images_are_computed_once_per_size_and_symbols_cannot_be_changed
     assert "?" not in bank.symbols
 
 
-@pytest.mark.parametrize("symbol", sorted(GLYPHS))
+@pytest.mark.parametrize("symbol", sorted(ALLOGRAPHS))
 def test_drawn_symbols_are_white_on_black_and_visibly_varied(symbol):
     images = draw_symbols(symbol, 12, size=28, seed=1)
     assert images.shape == (12, 28, 28) and images.dtype == np.uint8
@@ -129,6 +131,37 @@ def test_drawn_symbols_differ_between_classes():
         image = means[symbol]
         bulge = (centre_x(image[4:9]) + centre_x(image[19:24])) / 2 - centre_x(image[12:16])
         assert sign * bulge > 1.0, f"{symbol} must bulge outwards in the middle"
+
+
+def test_symbols_of_one_glyph_draw_as_before_the_digits_allographs():
+    """The drawn brackets and letters of the embedded banks (and so every measured result) stay the same images:
+    their mean ink, pinned before digits were drawable (another seed's differs by 0.2 to 7)."""
+    pinned = {"(": 19.027, ")": 19.822, "*": 27.701, "+": 30.714, "-": 16.025, "/": 23.307, "a": 38.232, "b": 47.488}
+    pinned |= {"c": 28.358, "d": 44.323, "x": 33.715, "y": 38.144}
+    assert set(pinned) == set(GLYPHS)
+    for symbol, ink in pinned.items():
+        assert draw_symbols(symbol, 20, seed=0).mean() == pytest.approx(ink, abs=0.01), symbol
+
+
+def test_digits_are_drawn_in_each_of_their_allographs():
+    counts = [len(ALLOGRAPHS[digit]) for digit in DIGITS]
+    assert counts[1] >= 3 and counts[7] == 2 and counts[9] >= 2, "flagged 1s, crossed 7s, curved 9s"
+    plain, crossed = (draw_symbols_of_glyph(glyph) for glyph in ALLOGRAPHS["7"])
+    assert (crossed.astype(float) - plain).mean() > 3, "the crossed 7 has more ink (its bar)"
+    sevens = draw_symbols("7", 400, seed=0).astype(float).mean(0)
+    plain_mean, crossed_mean = plain.astype(float).mean(0), crossed.astype(float).mean(0)
+    bar = crossed_mean - plain_mean > 40  # pixels only the crossed 7 inks
+    assert bar.sum() >= 5
+    assert 0.25 < (sevens[bar] - plain_mean[bar]).mean() / (crossed_mean[bar] - plain_mean[bar]).mean() < 0.75, (
+        "about half the 7s are crossed"
+    )
+
+
+def draw_symbols_of_glyph(glyph, count: int = 400):
+    """``count`` images of one allograph: :func:`draw_symbols` of a symbol drawn in it alone."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setitem(ALLOGRAPHS, "7", (glyph,))
+        return draw_symbols("7", count, seed=0)
 
 
 def test_unknown_glyph_is_rejected():

@@ -31,9 +31,10 @@ from neurosym.data.symbol_images import (
     load_npz_bank,
     other_writers_bank,
     read_bank_archive,
+    with_drawn_digits,
     writers_bank,
 )
-from neurosym.experiments.options import existing_folder
+from neurosym.experiments.options import existing_folder, non_negative_int
 
 BANKS: dict[str, str] = {
     "default": "real handwriting (MNIST + bhmsds digits; + - from bhmsds and handwritten-calculator; x / from "
@@ -72,6 +73,11 @@ def add_data_options(parser: argparse.ArgumentParser) -> None:
         help="symbol images of generated expressions: " + "; ".join(f"'{k}': {v}" for k, v in BANKS.items())
         + "; or an .npz archive (images uint8 [N, H, W] white on black, labels [N], optional splits [N])",
     )  # fmt: skip
+    parser.add_argument(
+        "--drawn-digits", type=non_negative_int, default=0, metavar="N",
+        help="add N drawn images of each digit, in shapes one writer set may lack (flagged 1, open 4, crossed 7, "
+        "hooked 9, ...), to the training images of --bank (generated expressions only)",
+    )  # fmt: skip
 
 
 @dataclass
@@ -101,6 +107,8 @@ def load_hint_data(
     before any training."""
     scales = {"train": args.scale, "val": args.scale, "test": test_scale or args.scale}
     if args.data is not None:
+        if args.drawn_digits:
+            raise SystemExit("neurosym hint: --drawn-digits adds to --bank's images; a release's expressions name theirs")
         try:
             check_release(args.data, fewshot=fewshot, images=image_input)
         except (FileNotFoundError, ValueError) as error:  # one line naming the file and record, before any work
@@ -119,9 +127,9 @@ def load_hint_data(
     def generated_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
         return {name: list(split) for name, split in fewshot_split(concept, scale=scale, seed=args.seed).items()}
 
-    bank, images = None, "symbols"
-    if image_input:
-        bank, images = bank_from_option(args.bank, args.seed)
+    bank, images = bank_from_option(args.bank, args.seed) if image_input else (None, "symbols")
+    if image_input and args.drawn_digits:
+        bank, images = with_drawn_digits(bank, args.drawn_digits, args.seed), f"{images} + {args.drawn_digits} drawn digits each"
     return HintData(splits, bank, images, args.scale, generated_fewshot)
 
 

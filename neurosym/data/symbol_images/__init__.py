@@ -22,6 +22,7 @@ from neurosym.data.symbol_images.default import (
     OTHER_WRITERS,
     default_bank,
     other_writers_bank,
+    with_drawn_digits,
     writers_bank,
 )
 from neurosym.data.symbol_images.folder import load_folder_bank, load_npz_bank, read_image, write_folder_bank, write_image
@@ -33,7 +34,7 @@ from neurosym.data.symbol_images.handwriting import (
     handwritten_symbols,
 )
 from neurosym.data.symbol_images.render import WINDOW, render_strip, render_windows, resize_images, sliding_windows
-from neurosym.data.symbol_images.strokes import GLYPHS, draw_symbols
+from neurosym.data.symbol_images.strokes import ALLOGRAPHS, DIGIT_ALLOGRAPHS, GLYPHS, draw_symbols
 
 __all__ = [
     "ARCHIVE_ARRAYS",
@@ -42,6 +43,8 @@ __all__ = [
     "DIGITS",
     "DRAWN_SYMBOLS",
     "FEWSHOT_CONCEPTS",
+    "ALLOGRAPHS",
+    "DIGIT_ALLOGRAPHS",
     "GLYPHS",
     "HANDWRITTEN_ARCHIVE",
     "HANDWRITTEN_LABELS",
@@ -66,6 +69,7 @@ __all__ = [
     "load_npz_bank",
     "merge_banks",
     "other_writers_bank",
+    "with_drawn_digits",
     "writers_bank",
     "read_bank_archive",
     "read_image",

@@ -135,6 +135,25 @@ def writers_bank(
     return bank.take(keep)
 
 
+def with_drawn_digits(bank: SymbolBank, per_digit: int, seed: int = 0) -> SymbolBank:
+    """``bank`` with ``per_digit`` procedurally drawn images of each digit added to its ``train`` pool (source
+    ``drawn``, MNIST's glyph size): the allographs of
+    :data:`~neurosym.data.symbol_images.strokes.DIGIT_ALLOGRAPHS`, such as the flagged 1, the open 4, the crossed 7,
+    that one writer set (MNIST has few) may lack. Validation and test images stay the bank's own."""
+    if per_digit < 1:
+        raise ValueError(f"per_digit must be positive, got {per_digit}")
+    images, labels = draw_bank_images(DIGITS, per_digit, size=bank.images.shape[-1], seed=seed)
+    paths = [f"{folder_of(label)}/drawn_{i}.jpg" for i, label in enumerate(labels.tolist())]
+    sources = bank.sources if bank.sources is not None else np.full(len(bank.labels), "")
+    return SymbolBank(
+        np.concatenate([bank.images, normalise_glyphs(images)]),
+        np.concatenate([bank.labels, labels]),
+        np.concatenate([bank.pools, np.full(len(labels), "train")]),
+        np.concatenate([bank.paths, paths]),
+        np.concatenate([sources, np.full(len(labels), "drawn")]),
+    )
+
+
 def _save_atomically(path: Path, bank: SymbolBank) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(path.name + ".partial.npz")

@@ -1,4 +1,5 @@
-"""Handwriting-like symbols drawn procedurally: + − × ÷ ( ) and the few-shot letters x y a b c d.
+"""Handwriting-like symbols drawn procedurally: + − × ÷ ( ), the few-shot letters x y a b c d, and the
+digits in the shapes people commonly write them (:data:`DIGIT_ALLOGRAPHS`).
 
 Each glyph is a few pen strokes (polylines in a unit square, x to the right and y downwards). Every
 sample gets its own bends, endpoint jitter, scale, rotation, slant, shift, pen thickness and ink
@@ -46,13 +47,52 @@ GLYPHS: dict[str, tuple[np.ndarray, ...]] = {
     "c": (_arc(0.52, 0.56, 0.26, 0.3, 40, 320, points=14),),
     "d": (_arc(0.46, 0.64, 0.2, 0.21, 0, 360, points=16), _line(0.67, 0.1, 0.67, 0.86)),
 }
-"""Stroke skeletons (polylines in the unit square) of every procedurally drawn symbol."""
+"""Stroke skeletons (polylines in the unit square) of the procedurally drawn operators, brackets and letters."""
+
+_ONE = _line(0.52, 0.1, 0.5, 0.9)
+_ONE_FLAG = _line(0.3, 0.3, 0.52, 0.1)
+_ONE_LONG_FLAG = _line(0.2, 0.42, 0.54, 0.1)
+_SEVEN = (_line(0.2, 0.14, 0.8, 0.12), _line(0.8, 0.12, 0.42, 0.9))
+_NINE_LOOP = _arc(0.46, 0.3, 0.22, 0.19, 0, 360, points=16)
+DIGIT_ALLOGRAPHS: dict[str, tuple[tuple[np.ndarray, ...], ...]] = {
+    "0": ((_arc(0.5, 0.5, 0.27, 0.4, -90, 275, points=20),),),
+    "1": ((_ONE,), (_ONE_FLAG, _ONE), (_ONE_LONG_FLAG, _ONE), (_ONE_FLAG, _ONE, _line(0.3, 0.9, 0.72, 0.9))),
+    "2": (
+        (_arc(0.5, 0.34, 0.26, 0.22, 190, 400, points=14), _line(0.73, 0.48, 0.2, 0.88), _line(0.2, 0.88, 0.82, 0.87)),
+        (_arc(0.5, 0.36, 0.26, 0.24, 190, 430, points=14), _arc(0.5, 0.78, 0.32, 0.12, -30, 180, points=10)),
+    ),
+    "3": (
+        (_arc(0.48, 0.3, 0.24, 0.19, 200, 450, points=14), _arc(0.48, 0.69, 0.28, 0.21, 270, 520, points=14)),
+        (_line(0.24, 0.12, 0.74, 0.12), _line(0.74, 0.12, 0.44, 0.44), _arc(0.48, 0.67, 0.28, 0.23, 280, 520, points=14)),
+    ),
+    "4": (
+        (_line(0.62, 0.1, 0.18, 0.64), _line(0.18, 0.64, 0.84, 0.64), _line(0.64, 0.1, 0.64, 0.92)),
+        (_line(0.28, 0.1, 0.24, 0.6), _line(0.24, 0.6, 0.82, 0.6), _line(0.66, 0.3, 0.66, 0.92)),
+    ),
+    "5": ((_line(0.74, 0.12, 0.32, 0.12), _line(0.32, 0.12, 0.29, 0.46), _arc(0.5, 0.65, 0.27, 0.24, 215, 505, points=16)),),
+    "6": ((_arc(0.7, 0.62, 0.44, 0.52, 240, 180, points=10), _arc(0.5, 0.68, 0.23, 0.2, 0, 360, points=16)),),
+    "7": (_SEVEN, (*_SEVEN, _line(0.38, 0.52, 0.78, 0.5))),
+    "8": ((_arc(0.5, 0.29, 0.2, 0.18, 0, 360, points=16), _arc(0.5, 0.7, 0.25, 0.21, 0, 360, points=16)),),
+    "9": (
+        (_NINE_LOOP, _line(0.68, 0.3, 0.64, 0.9)),
+        (_NINE_LOOP, _arc(0.38, 0.32, 0.3, 0.56, 0, 100, points=12)),
+        (_NINE_LOOP, _line(0.68, 0.3, 0.64, 0.76), _arc(0.48, 0.76, 0.16, 0.14, 0, 160, points=8)),
+    ),
+}
+"""The digits as several allographs each (the shapes different hands write): ``1`` plain, with a short or a long
+flag, with flag and base; ``2`` with a straight or a curled foot; ``3`` round or flat-topped; ``4`` closed or open; ``7`` plain or
+crossed; ``9`` with a straight, a curved or a hooked tail."""
+ALLOGRAPHS: dict[str, tuple[tuple[np.ndarray, ...], ...]] = {
+    **{symbol: (strokes,) for symbol, strokes in GLYPHS.items()},
+    **DIGIT_ALLOGRAPHS,
+}
+"""Every drawable symbol's allographs (one for the symbols of :data:`GLYPHS`)."""
 
 
-def _perturbed_points(symbol: str, count: int, rng: np.random.Generator) -> np.ndarray:
-    """Sample ``count`` perturbed copies of the glyph's segments: ``[count, S, 2, 2]``."""
+def _perturbed_points(glyph: Sequence[np.ndarray], count: int, rng: np.random.Generator) -> np.ndarray:
+    """Sample ``count`` perturbed copies of the segments of ``glyph`` (its strokes): ``[count, S, 2, 2]``."""
     strokes = []
-    for stroke in GLYPHS[symbol]:
+    for stroke in glyph:
         points = repeat(stroke, "p c -> n p c", n=count).copy()
         t = np.linspace(0.0, 1.0, len(stroke))
         direction = stroke[-1] - stroke[0]
@@ -73,6 +113,21 @@ def _perturbed_points(symbol: str, count: int, rng: np.random.Generator) -> np.n
     transform = rotation @ shear * scale[:, :, None]
     shift = rng.uniform(-0.06, 0.06, size=(count, 1, 1, 2))
     return np.einsum("nij,nsej->nsei", transform, segments) + 0.5 + shift
+
+
+def _allograph_points(glyphs: Sequence[Sequence[np.ndarray]], count: int, rng: np.random.Generator) -> np.ndarray:
+    """Segments ``[count, S, 2, 2]`` of ``count`` perturbed glyphs, each one of ``glyphs`` drawn uniformly. Glyphs
+    with fewer segments repeat their last one up to ``S`` (a repeated segment draws nothing new)."""
+    if len(glyphs) == 1:
+        return _perturbed_points(glyphs[0], count, rng)
+    choice = rng.integers(len(glyphs), size=count)
+    parts = [_perturbed_points(glyph, int((choice == i).sum()), rng) for i, glyph in enumerate(glyphs)]
+    longest = max(part.shape[1] for part in parts)
+    segments = np.zeros((count, longest, 2, 2))
+    for i, part in enumerate(parts):
+        padding = repeat(part[:, -1:], "n 1 e c -> n s e c", s=longest - part.shape[1])
+        segments[choice == i] = np.concatenate([part, padding], axis=1)
+    return segments
 
 
 def _rasterise(segments: torch.Tensor, thickness: torch.Tensor, ink: torch.Tensor, size: int) -> torch.Tensor:
@@ -103,14 +158,15 @@ def _elastic(images: torch.Tensor, generator: torch.Generator, strength: float =
 
 
 def draw_symbols(symbol: str, count: int, size: int = 28, seed: int = 0) -> np.ndarray:
-    """Draw ``count`` handwriting-like images of ``symbol``: uint8 ``[count, size, size]``, white on black."""
-    if symbol not in GLYPHS:
-        raise KeyError(f"no procedural glyph for {symbol!r}; available: {sorted(GLYPHS)}")
+    """Draw ``count`` handwriting-like images of ``symbol``: uint8 ``[count, size, size]``, white on black.
+    A symbol with several allographs (:data:`ALLOGRAPHS`) draws each image in one of them, uniformly at random."""
+    if symbol not in ALLOGRAPHS:
+        raise KeyError(f"no procedural glyph for {symbol!r}; available: {sorted(ALLOGRAPHS)}")
     if count < 0 or size < 8:
         raise ValueError(f"need count >= 0 and size >= 8, got count={count}, size={size}")
     rng = np.random.default_rng([seed, ord(symbol[0])])
     generator = torch.Generator().manual_seed(int(rng.integers(2**31)))
-    segments = torch.from_numpy(_perturbed_points(symbol, count, rng)).float()
+    segments = torch.from_numpy(_allograph_points(ALLOGRAPHS[symbol], count, rng)).float()
     thickness = torch.from_numpy(rng.uniform(0.03, 0.075, size=count)).float()
     ink = torch.from_numpy(rng.uniform(0.75, 1.0, size=count)).float()
     chunks = [
