@@ -52,33 +52,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "results, then the few-shot concepts",
     )
     parser.add_argument("--classes", type=positive_int, default=16, help="neurosym --semantics learned: anonymous classes")
-    parser.add_argument(
-        "--curriculum",
-        type=_curriculum,
-        default=DEFAULT_CURRICULUM,
-        help="neurosym: stages 'max_length:steps,...,all' from short to long expressions",
-    )
-    parser.add_argument(
-        "--lr-schedule",
-        choices=SCHEDULES,
-        default="constant",
-        help="neurosym: learning-rate schedule over --steps (cosine decays to zero at the last step)",
-    )
+    parser.add_argument("--curriculum", type=_curriculum, default=DEFAULT_CURRICULUM,
+                        help="neurosym: stages 'max_length:steps,...,all' from short to long expressions")  # fmt: skip
+    parser.add_argument("--lr-schedule", choices=SCHEDULES, default="constant",
+                        help="neurosym: learning-rate schedule over --steps (cosine decays to zero at the last step)")  # fmt: skip
     parser.add_argument("--augment-shift", type=non_negative_int, default=0, help="neurosym: shift training windows up to N px")
     parser.add_argument("--augment-style", type=unit_interval, default=0.0, help="neurosym: restyle training glyphs (0 to 1)")
     parser.add_argument("--stroke-width", type=positive_int, help="neurosym: redraw each glyph's skeleton at N px")
-    parser.add_argument(
-        "--learning-rule",
-        choices=LEARNING_RULES,
-        default="abduction",
-        help="neurosym: abduction or the REINFORCE baseline",
-    )
-    parser.add_argument(
-        "--pseudo-labels",
-        choices=PSEUDO_LABELS,
-        default="all",
-        help="neurosym: train on the symbols of a pseudo-label that the result pins down, or on all of them",
-    )
+    parser.add_argument("--learning-rule", choices=LEARNING_RULES, default="abduction",
+                        help="neurosym: abduction or the REINFORCE baseline")  # fmt: skip
+    parser.add_argument("--pseudo-labels", choices=PSEUDO_LABELS, default="all",
+                        help="neurosym: train on the symbols of a pseudo-label that the result pins down, or on all of them")  # fmt: skip
     parser.add_argument("--abduction-changes", type=positive_int, default=2, help="neurosym: most symbols an abduction changes")
     parser.add_argument("--classifier-features", type=positive_int, default=64, help="neurosym: the encoder's output width")
     parser.add_argument("--classifier-width", type=positive_int, default=16, help="neurosym: channels of the CNN's first stage")
