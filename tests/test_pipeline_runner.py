@@ -197,3 +197,21 @@ def test_drawn_digits_join_the_bank_s_training_images_and_the_report(private_cac
     assert (abs(np.maximum(rows, columns) - 20) <= 2).all(), "drawn digits come in MNIST's glyph size"
     with pytest.raises(SystemExit, match="--drawn-digits adds to --bank's images"):
         main(["hint", "--model", "neurosym", "--input", "image", "--data", str(tmp_path), "--drawn-digits", "6"])
+
+
+def test_adapting_follows_the_main_run_s_learning_rate_schedule_anew(private_cache, monkeypatch):
+    from hint_banks import prototype_bank
+
+    from neurosym.experiments import hint_sources
+
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "6", "--batch-size", "4",
+            "--curriculum", "7:6", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
+            "--speed-samples", "1", "--no-progress", "--lr-schedule", "cosine", "--adapt", "test-writers",
+            "--adapt-examples", "30", "--adapt-steps", "4", "--out", str(out)]  # fmt: skip
+    monkeypatch.setattr(hint_sources, "writers_bank", lambda side, seed=0: prototype_bank(seed=1))
+    assert main(argv) == 0
+    adapted = torch.load(out / "adapt_checkpoint.pt", weights_only=False)
+    assert adapted["step"] == 4 and adapted["config"]["schedule"] == "cosine"
+    assert adapted["scheduler"]["_last_lr"][0] < 1e-6  # decayed to zero over the adaptation's own steps

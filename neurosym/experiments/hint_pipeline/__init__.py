@@ -88,8 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="BANK",
         help="neurosym (image input): after training, adapt to this bank's writer(s) from results alone: learn from "
-        "--adapt-examples expressions rendered with its training images (and as many replayed with the first bank's), "
-        "then test on its test images and on the first bank's again",
+        "--adapt-examples expressions rendered with its training images (and as many replayed with the first bank's) for "
+        "--adapt-steps steps of the main run's curriculum and --lr-schedule, then test on its test images and the first bank's",
     )
     parser.add_argument("--adapt-examples", type=positive_int, default=1000, help="neurosym: new writer's expressions")
     parser.add_argument("--adapt-steps", type=positive_int, default=1600, help="neurosym: training steps of --adapt")

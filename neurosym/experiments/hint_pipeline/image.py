@@ -126,7 +126,7 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     chosen = [splits["train"][i] for i in order[: args.adapt_examples]]
     replayed = [splits["train"][i] for i in order[args.adapt_examples : 2 * args.adapt_examples]]
     source = ConcatWindows(WindowSource(chosen, new, "train", args.seed + 1), WindowSource(replayed, bank, "train", args.seed))
-    adapt_config = replace(config, steps=args.adapt_steps, schedule="constant")  # the same curriculum: short sentences first
+    adapt_config = replace(config, steps=args.adapt_steps)  # the same curriculum and learning-rate schedule, anew
     checkpoint = out / "adapt_checkpoint.pt"
     if not args.resume:
         checkpoint.unlink(missing_ok=True)
