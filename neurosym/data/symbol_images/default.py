@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from neurosym.data.mnist import cache_dir, load_mnist
-from neurosym.data.symbol_images.bank import SymbolBank, assign_pools
+from neurosym.data.symbol_images.bank import SymbolBank, assign_pools, merge_banks
 from neurosym.data.symbol_images.classes import DIGITS, FEWSHOT_CONCEPTS, HANDWRITTEN_LABELS, HINT_SYMBOLS, folder_of
 from neurosym.data.symbol_images.handwriting import HANDWRITTEN_SIZE, handwritten_symbols
 from neurosym.data.symbol_images.normalise import normalise_glyphs
@@ -144,14 +144,10 @@ def with_drawn_digits(bank: SymbolBank, per_digit: int, seed: int = 0) -> Symbol
         raise ValueError(f"per_digit must be positive, got {per_digit}")
     images, labels = draw_bank_images(DIGITS, per_digit, size=bank.images.shape[-1], seed=seed)
     paths = [f"{folder_of(label)}/drawn_{i}.jpg" for i, label in enumerate(labels.tolist())]
-    sources = bank.sources if bank.sources is not None else np.full(len(bank.labels), "")
-    return SymbolBank(
-        np.concatenate([bank.images, normalise_glyphs(images)]),
-        np.concatenate([bank.labels, labels]),
-        np.concatenate([bank.pools, np.full(len(labels), "train")]),
-        np.concatenate([bank.paths, paths]),
-        np.concatenate([sources, np.full(len(labels), "drawn")]),
+    drawn = SymbolBank(
+        normalise_glyphs(images), labels, np.full(len(labels), "train"), np.asarray(paths), np.full(len(labels), "drawn")
     )
+    return merge_banks(bank, drawn)
 
 
 def _save_atomically(path: Path, bank: SymbolBank) -> None:
