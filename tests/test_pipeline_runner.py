@@ -209,9 +209,13 @@ def test_adapting_follows_the_main_run_s_learning_rate_schedule_anew(private_cac
     argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "6", "--batch-size", "4",
             "--curriculum", "7:6", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
             "--speed-samples", "1", "--no-progress", "--lr-schedule", "cosine", "--adapt", "test-writers",
-            "--adapt-examples", "30", "--adapt-steps", "4", "--out", str(out)]  # fmt: skip
+            "--adapt-examples", "30", "--adapt-steps", "4", "--adapt-lr", "4e-4", "--out", str(out)]  # fmt: skip
     monkeypatch.setattr(hint_sources, "writers_bank", lambda side, seed=0: prototype_bank(seed=1))
     assert main(argv) == 0
     adapted = torch.load(out / "adapt_checkpoint.pt", weights_only=False)
     assert adapted["step"] == 4 and adapted["config"]["schedule"] == "cosine"
+    assert adapted["scheduler"]["base_lrs"] == [4e-4]  # peaks at --adapt-lr, the main run at 1e-3
+    assert torch.load(out / "checkpoint.pt", weights_only=False)["scheduler"]["base_lrs"] == [1e-3]
     assert adapted["scheduler"]["_last_lr"][0] < 1e-6  # decayed to zero over the adaptation's own steps
+    report = json.loads((out / "results.json").read_text())["adapt"]
+    assert report["learning_rate"] == 4e-4 and set(report["val_new_writer"]) >= {"I", "LL", "avg", "symbol"}

@@ -93,6 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--adapt-examples", type=positive_int, default=1000, help="neurosym: new writer's expressions")
     parser.add_argument("--adapt-steps", type=positive_int, default=1600, help="neurosym: training steps of --adapt")
+    parser.add_argument("--adapt-lr", type=positive_float, help="neurosym: peak learning rate of --adapt (default: --lr's)")
     parser.add_argument(
         "--fewshot-scales",
         type=_fewshot_scales,

@@ -126,15 +126,19 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     chosen = [splits["train"][i] for i in order[: args.adapt_examples]]
     replayed = [splits["train"][i] for i in order[args.adapt_examples : 2 * args.adapt_examples]]
     source = ConcatWindows(WindowSource(chosen, new, "train", args.seed + 1), WindowSource(replayed, bank, "train", args.seed))
-    adapt_config = replace(config, steps=args.adapt_steps)  # the same curriculum and learning-rate schedule, anew
+    # the same curriculum and learning-rate schedule, anew, peaking at --adapt-lr
+    adapt_config = replace(config, steps=args.adapt_steps, learning_rate=args.adapt_lr or config.learning_rate)
     checkpoint = out / "adapt_checkpoint.pt"
     if not args.resume:
         checkpoint.unlink(missing_ok=True)
     train_pipeline(pipeline, source, adapt_config, device, checkpoint, args.progress)
-    on_new, on_first = evaluate(splits["test"], new, "test"), evaluate(splits["test"], bank, "test")
+    on_val, on_new = evaluate(splits["val"], new, "val"), evaluate(splits["test"], new, "test")
+    on_first = evaluate(splits["test"], bank, "test")
     adapted = {"images": images, "examples": len(chosen), "replayed": len(replayed), "steps": args.adapt_steps,
-               "test_new_writer": on_new, "test_first_bank": on_first}  # fmt: skip
-    rows = [_row(f"adapted from {len(chosen)} results: {images}", on_new), _row("adapted, first bank again", on_first)]
+               "learning_rate": adapt_config.learning_rate, "val_new_writer": on_val, "test_new_writer": on_new,
+               "test_first_bank": on_first}  # fmt: skip
+    rows = [_row(f"adapted, validation: {images}", on_val), _row(f"adapted from {len(chosen)} results: {images}", on_new),
+            _row("adapted, first bank again", on_first)]  # fmt: skip
     return adapted, rows
 
 
