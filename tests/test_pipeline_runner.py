@@ -199,7 +199,7 @@ def test_drawn_digits_join_the_bank_s_training_images_and_the_report(private_cac
         main(["hint", "--model", "neurosym", "--input", "image", "--data", str(tmp_path), "--drawn-digits", "6"])
 
 
-def test_adapting_follows_the_main_run_s_learning_rate_schedule_anew(private_cache, monkeypatch):
+def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay(private_cache, monkeypatch):
     from hint_banks import prototype_bank
 
     from neurosym.experiments import hint_sources
@@ -209,7 +209,7 @@ def test_adapting_follows_the_main_run_s_learning_rate_schedule_anew(private_cac
     argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "6", "--batch-size", "4",
             "--curriculum", "7:6", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
             "--speed-samples", "1", "--no-progress", "--lr-schedule", "cosine", "--adapt", "test-writers",
-            "--adapt-examples", "30", "--adapt-steps", "4", "--adapt-lr", "4e-4", "--out", str(out)]  # fmt: skip
+            "--adapt-examples", "30", "--adapt-steps", "4", "--adapt-lr", "4e-4", "--adapt-replay", "20", "--out", str(out)]  # fmt: skip
     monkeypatch.setattr(hint_sources, "writers_bank", lambda side, seed=0: prototype_bank(seed=1))
     assert main(argv) == 0
     adapted = torch.load(out / "adapt_checkpoint.pt", weights_only=False)
@@ -218,4 +218,5 @@ def test_adapting_follows_the_main_run_s_learning_rate_schedule_anew(private_cac
     assert torch.load(out / "checkpoint.pt", weights_only=False)["scheduler"]["base_lrs"] == [1e-3]
     assert adapted["scheduler"]["_last_lr"][0] < 1e-6  # decayed to zero over the adaptation's own steps
     report = json.loads((out / "results.json").read_text())["adapt"]
+    assert report["examples"] == 30 and report["replayed"] == 20
     assert report["learning_rate"] == 4e-4 and set(report["val_new_writer"]) >= {"I", "LL", "avg", "symbol"}

@@ -88,11 +88,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="BANK",
         help="neurosym (image input): after training, adapt to this bank's writer(s) from results alone: learn from "
-        "--adapt-examples expressions rendered with its training images (and as many replayed with the first bank's) for "
+        "--adapt-examples expressions rendered with its training images (and --adapt-replay with the first bank's) for "
         "--adapt-steps steps of the main run's curriculum and --lr-schedule, then test on its test images and the first bank's",
     )
     parser.add_argument("--adapt-examples", type=positive_int, default=1000, help="neurosym: new writer's expressions")
     parser.add_argument("--adapt-steps", type=positive_int, default=1600, help="neurosym: training steps of --adapt")
+    parser.add_argument("--adapt-replay", type=positive_int, help="neurosym: first-bank expressions replayed (default: as many)")
     parser.add_argument("--adapt-lr", type=positive_float, help="neurosym: peak learning rate of --adapt (default: --lr's)")
     parser.add_argument(
         "--fewshot-scales",
