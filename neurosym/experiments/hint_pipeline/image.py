@@ -124,7 +124,8 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     new = _with_brackets(new, bank)
     order = np.random.default_rng([args.seed, 7]).permutation(len(splits["train"]))
     chosen = [splits["train"][i] for i in order[: args.adapt_examples]]
-    replayed = [splits["train"][i] for i in order[args.adapt_examples :][: args.adapt_replay or args.adapt_examples]]
+    replay_end = args.adapt_examples + (args.adapt_replay or args.adapt_examples)
+    replayed = [splits["train"][i] for i in order[args.adapt_examples : replay_end]]
     source = ConcatWindows(WindowSource(chosen, new, "train", args.seed + 1), WindowSource(replayed, bank, "train", args.seed))
     # the same curriculum and learning-rate schedule, anew, peaking at --adapt-lr
     adapt_config = replace(config, steps=args.adapt_steps, learning_rate=args.adapt_lr or config.learning_rate)
