@@ -220,3 +220,43 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay(priv
     report = json.loads((out / "results.json").read_text())["adapt"]
     assert report["examples"] == 30 and report["replayed"] == 20
     assert report["learning_rate"] == 4e-4 and set(report["val_new_writer"]) >= {"I", "LL", "avg", "symbol"}
+
+
+def test_ensemble_reads_with_the_trained_runs_readers_and_trains_nothing(private_cache, monkeypatch, capsys):
+    from hint_banks import prototype_bank
+
+    from neurosym.experiments import hint_sources
+
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
+    runs = [private_cache / "seed0", private_cache / "seed1"]
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "30", "--batch-size", "8",
+            "--curriculum", "1:10,3:20", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
+            "--speed-samples", "1", "--no-progress"]  # fmt: skip
+    for seed, run in enumerate(runs):
+        assert main([*argv, "--seed", str(seed), "--out", str(run)]) == 0
+    members = [(run / "checkpoint.pt").read_bytes() for run in runs]
+    out = private_cache / "ensemble"
+    assert main([*argv, "--ensemble", *map(str, runs), "--out", str(out)]) == 0
+    assert [(run / "checkpoint.pt").read_bytes() for run in runs] == members  # the members are read, never rewritten
+    assert not (out / "checkpoint.pt").exists()  # nothing was trained
+    results = json.loads((out / "results.json").read_text())
+    assert results["ensemble"] == list(map(str, runs)) and results["history"] == []
+    assert 0 <= results["test"]["symbol"] <= 1 and set(results["val"]) >= {"avg", "symbol"}
+    assert "| ensemble of 2 readers, test:" in capsys.readouterr().out
+
+
+def test_ensemble_refuses_missing_runs_and_training_stages_before_any_work(private_cache, monkeypatch):
+    from neurosym.experiments import hint_sources
+
+    def no_data(*args, **kwargs):
+        raise AssertionError("the data were loaded before the ensemble was checked")
+
+    monkeypatch.setattr(hint_sources, "default_bank", no_data)
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--out", str(private_cache / "out")]
+    missing = private_cache / "never_trained"
+    with pytest.raises(SystemExit, match=f"--ensemble: no checkpoint at {missing}/checkpoint.pt"):
+        main([*argv, "--fewshot-scales", "none", "--ensemble", str(missing)])
+    with pytest.raises(SystemExit, match="--adapt and the few-shot stage train one reader"):
+        main([*argv, "--ensemble", str(missing)])  # the few-shot stage is on by default
+    with pytest.raises(SystemExit, match="--adapt and the few-shot stage train one reader"):
+        main([*argv, "--fewshot-scales", "none", "--adapt", "test-writers", "--ensemble", str(missing)])

@@ -67,13 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--classifier-features", type=positive_int, default=64, help="neurosym: the encoder's output width")
     parser.add_argument("--classifier-width", type=positive_int, default=16, help="neurosym: channels of the CNN's first stage")
     parser.add_argument("--checkpoint-every", type=positive_int, default=100, help="neurosym: steps between checkpoints")
-    parser.add_argument(
-        "--test-scale",
-        type=fraction_up_to_one,
-        default=None,
-        help="neurosym: test on the test split generated at this scale (default: --scale); a larger test set "
-        "narrows the interval of the accuracies",
-    )
+    parser.add_argument("--test-scale", type=fraction_up_to_one, help="neurosym: test on the test split generated at this "
+                        "scale (default: --scale); a larger test set narrows the interval of the accuracies")  # fmt: skip
     parser.add_argument(
         "--extra-test-bank",
         type=bank_choice,
@@ -91,6 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--adapt-examples expressions rendered with its training images (and --adapt-replay with the first bank's) for "
         "--adapt-steps steps of the main run's curriculum and --lr-schedule, then test on its test images and the first bank's",
     )
+    parser.add_argument("--ensemble", nargs="+", metavar="RUN", help="neurosym (image input): train nothing; read with the mean "
+                        "probability of the readers these runs trained (their --out folders, this command's reader options)")  # fmt: skip
     parser.add_argument("--adapt-examples", type=positive_int, default=1000, help="neurosym: new writer's expressions")
     parser.add_argument("--adapt-steps", type=positive_int, default=1600, help="neurosym: training steps of --adapt")
     parser.add_argument("--adapt-replay", type=positive_int, help="neurosym: first-bank expressions replayed (default: as many)")
@@ -102,32 +99,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="neurosym: few-shot split scales (1 = 1,000 training sentences per operator) to learn the "
         "concepts x y a b c d from after the main task, comma-separated, or 'none'",
     )
-    parser.add_argument(
-        "--fewshot-bank",
-        type=bank_choice,
-        default=None,
-        help="neurosym (image input): a bank (.npz) whose new-concept glyphs replace the main bank's in few-shot "
-        "learning and testing",
-    )
-    parser.add_argument(
-        "--fewshot-concepts",
-        type=_fewshot_concepts,
-        default=",".join(FEWSHOT_CONCEPTS),
-        help="neurosym: which few-shot concepts to learn, comma-separated",
-    )
-    parser.add_argument(
-        "--fewshot-steps",
-        type=_fewshot_steps,
-        default="150,100",
-        help="neurosym (image input): steps spent on a new glyph's perception, then on abduction with its "
-        "learned meaning, 'GLYPH,ABDUCTION'",
-    )
-    parser.add_argument(
-        "--fewshot-replay",
-        type=non_negative_int,
-        default=200,
-        help="neurosym (image input): main-task expressions replayed while a new glyph is learned",
-    )
+    parser.add_argument("--fewshot-bank", type=bank_choice, help="neurosym (image input): a bank (.npz) whose new-concept "
+                        "glyphs replace the main bank's in few-shot learning and testing")  # fmt: skip
+    parser.add_argument("--fewshot-concepts", type=_fewshot_concepts, default=",".join(FEWSHOT_CONCEPTS),
+                        help="neurosym: which few-shot concepts to learn, comma-separated")  # fmt: skip
+    parser.add_argument("--fewshot-steps", type=_fewshot_steps, default="150,100", help="neurosym (image input): steps spent "
+                        "on a new glyph's perception, then on abduction with its learned meaning, 'GLYPH,ABDUCTION'")  # fmt: skip
+    parser.add_argument("--fewshot-replay", type=non_negative_int, default=200,
+                        help="neurosym (image input): main-task expressions replayed while a new glyph is learned")  # fmt: skip
     parser.add_argument("--fewshot-only-new-class", type=_roles, default=("operator",), help="neurosym: roles ('number', "
                         "'operator', comma-separated, or 'none') whose new glyph trains only its own output row")  # fmt: skip
     parser.add_argument(

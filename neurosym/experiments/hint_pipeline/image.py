@@ -20,6 +20,7 @@ from neurosym.experiments.hint_sources import bank_from_option, load_hint_data
 from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.perception.batch_statistics import batch_statistics_of
+from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
@@ -52,11 +53,15 @@ def _with_brackets(bank: SymbolBank, brackets_from: SymbolBank) -> SymbolBank:
 def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     device = resolve_device(args.device)
     torch.manual_seed(args.seed)
+
+    def reader() -> SymbolClassifier:
+        return SymbolClassifier(list(HINT_SYMBOLS), args.cnn, args.classifier_features, width=args.classifier_width,
+                                stroke_width=args.stroke_width)  # fmt: skip
+
+    classifier = _ensemble(args, reader) if args.ensemble else reader()
     data = load_hint_data(args, image_input=True, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
     bank = data.bank
-    classifier = SymbolClassifier(list(HINT_SYMBOLS), args.cnn, args.classifier_features, width=args.classifier_width,
-                                  stroke_width=args.stroke_width)  # fmt: skip
     pipeline = HintPipeline(classifier, HINT_SEMANTICS, abduction_changes=args.abduction_changes)
     config = PipelineConfig(
         steps=args.steps,
@@ -72,21 +77,22 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         checkpoint_every=args.checkpoint_every,
     )
     checkpoint = out / "checkpoint.pt"
-    if not args.resume:
+    if not args.resume and not args.ensemble:
         checkpoint.unlink(missing_ok=True)
     started = time.perf_counter()
     time_limit = minutes_to_seconds(args.time_limit)
-    history = train_pipeline(pipeline, WindowSource(data.splits["train"], bank, "train", args.seed), config, device, checkpoint,
-                             args.progress, time_limit=time_limit)  # fmt: skip
+    history = [] if args.ensemble else train_pipeline(pipeline, WindowSource(data.splits["train"], bank, "train", args.seed), config,
+                                                      device, checkpoint, args.progress, time_limit=time_limit)  # fmt: skip
     train_seconds = time.perf_counter() - started
 
     def evaluate(records: list[HintRecord], images: SymbolBank, pool: str) -> dict[str, float]:
         return evaluate_pipeline(pipeline, WindowSource(records, images, pool, args.seed), device, args.eval_batch_size)
 
     validation, scores = evaluate(data.splits["val"], bank, "val"), evaluate(data.splits["test"], bank, "test")
+    model = f"ensemble of {len(args.ensemble)} readers" if args.ensemble else "neurosym"
     results: dict[str, Any] = {"device": str(device), "data": data.label, "train_seconds": train_seconds, "steps": args.steps,
-                               "val": validation, "test": scores, "history": history}  # fmt: skip
-    rows = [_row(f"neurosym, validation: {data.label}", validation), _row(f"neurosym, test: {data.label}", scores)]
+                               "val": validation, "test": scores, "history": history, "ensemble": args.ensemble}  # fmt: skip
+    rows = [_row(f"{model}, validation: {data.label}", validation), _row(f"{model}, test: {data.label}", scores)]
     if args.extra_test_bank is not None:  # tested as trained, then with the batch-norm statistics of its unlabelled images
         extra, images = bank_from_option(args.extra_test_bank, args.seed)
         extra = _with_brackets(extra, bank)
@@ -103,7 +109,10 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         rows += adapted_rows
     rows.append([f"Transformer rel. uni. ({PUBLISHED_DATA})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
     rows.append([f"NSR ({PUBLISHED_DATA}; average only)", "-", "-", "-", "-", "-", HINT_NSR_IMAGE_AVERAGE, "-"])
-    print(f"\nHINT image input, {args.steps} steps ({train_seconds:.0f} s on {device}); {len(data.splits['test'])} test "
+    trained = (
+        f"readers of {' '.join(args.ensemble)}" if args.ensemble else f"{args.steps} steps ({train_seconds:.0f} s on {device})"
+    )
+    print(f"\nHINT image input, {trained}; {len(data.splits['test'])} test "
           "expressions; accuracy % (the grammar, the precedence and HINT's operator table are given; the perception is "
           "learned from results alone)")  # fmt: skip
     print(format_table(["model", *SUBSETS, "symbols % (weakest)"], rows))
@@ -114,6 +123,17 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     plot_training(history, SUBSETS, series, out / "hint_neurosym.png")
     results["fewshot"] = fewshot_from_images(args, out, pipeline, data, device, time_left(time_limit, train_seconds))
     return results
+
+
+def _ensemble(args: argparse.Namespace, reader) -> ReaderEnsemble:
+    """``--ensemble``: the readers its runs trained, loaded (and checked) before any other work."""
+    if args.adapt is not None or args.fewshot_scales:
+        raise SystemExit("neurosym hint: --ensemble reads with readers trained apart; --adapt and the few-shot stage "
+                         "train one reader: adapt each run, or pass --fewshot-scales none")  # fmt: skip
+    try:
+        return readers_from_checkpoints([Path(run) / "checkpoint.pt" for run in args.ensemble], reader)
+    except ValueError as error:
+        raise SystemExit(f"neurosym hint: --ensemble: {error}") from None
 
 
 def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple[dict[str, Any], list[list]]:

@@ -1,0 +1,69 @@
+"""Several trained symbol readers read as one: a deep ensemble (Lakshminarayanan et al. 2017), whose mean
+probability reads another writer's handwriting better than any one of its members."""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from neurosym.perception.symbol_classifier import SymbolClassifier
+
+
+class ReaderEnsemble(nn.Module):
+    """The mean probability of ``readers`` (classifiers over one vocabulary, trained apart, e.g. with other
+    seeds), as log-probabilities: ``windows [N, S, S]`` or ``[N, 1, S, S]`` -> ``[N, V]``.
+
+    It reads wherever a :class:`SymbolClassifier` does (:class:`~neurosym.pipelines.pipeline.HintPipeline`,
+    :func:`~neurosym.perception.batch_statistics.batch_statistics_of` on every member's batch norms); train the
+    members one by one, not the ensemble (the gradient of the mixture's likelihood lets members collude).
+    """
+
+    def __init__(self, readers: Sequence[SymbolClassifier]):
+        super().__init__()
+        if not readers:
+            raise ValueError("an ensemble needs at least one reader")
+        vocabularies = {tuple(reader.vocabulary) for reader in readers}
+        if len(vocabularies) > 1:
+            raise ValueError(f"the readers of an ensemble must share one vocabulary, got {sorted(vocabularies)}")
+        self.readers = nn.ModuleList(readers)
+        self.vocabulary = list(readers[0].vocabulary)
+
+    def forward(self, windows: torch.Tensor) -> torch.Tensor:
+        """``windows [N, S, S]`` or ``[N, 1, S, S]`` -> log of the members' mean probability ``[N, V]``."""
+        members = torch.stack([reader(windows) for reader in self.readers])  # [K, N, V]
+        return members.logsumexp(dim=0) - math.log(len(self.readers))
+
+
+def readers_from_checkpoints(paths: Sequence[str | os.PathLike], make_reader: Callable[[], SymbolClassifier]) -> ReaderEnsemble:
+    """The ensemble of the readers saved in ``paths`` (training checkpoints, whose ``"model"`` entry holds a
+    reader's weights), each loaded into a fresh ``make_reader()`` of the same architecture. Raises
+    ``ValueError`` naming the file that is missing, unreadable, not a training checkpoint or of another reader."""
+    readers = []
+    for path in map(Path, paths):
+        if not path.is_file():
+            raise ValueError(f"no checkpoint at {path}")
+        try:
+            saved = torch.load(path, map_location="cpu", weights_only=False)
+        except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError) as error:  # truncated or foreign
+            raise ValueError(f"{path} is not a readable checkpoint: {type(error).__name__}: {error}") from None
+        if not isinstance(saved, dict) or "model" not in saved:
+            raise ValueError(f"{path} is not a training checkpoint (it has no 'model' entry)")
+        if saved.get("step", 0) < saved.get("config", {}).get("steps", 0):
+            raise ValueError(
+                f"{path} holds a reader trained for {saved['step']} of {saved['config']['steps']} steps: finish its run first"
+            )
+        reader = make_reader()
+        try:
+            reader.load_state_dict(saved["model"])
+        except RuntimeError as error:
+            raise ValueError(
+                f"{path} holds another reader (trained with other reader options): {' '.join(str(error).split())[:300]}"
+            ) from None
+        readers.append(reader.eval())
+    return ReaderEnsemble(readers)

@@ -1,0 +1,68 @@
+"""ReaderEnsemble: the log of its members' mean probability; readers_from_checkpoints: every bad file named."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.training.checkpoint import save_checkpoint
+
+VOCABULARY = list("0123456789+-*/()")
+
+
+def reader(seed: int, width: int = 4) -> SymbolClassifier:
+    torch.manual_seed(seed)
+    return SymbolClassifier(VOCABULARY, features=8, width=width).eval()
+
+
+@settings(max_examples=10, deadline=None)
+@given(members=st.integers(1, 4), seed=st.integers(0, 1000))
+def test_ensemble_reads_the_log_of_its_members_mean_probability(members, seed):
+    readers = [reader(seed + k) for k in range(members)]
+    windows = torch.randint(0, 256, (5, 32, 32), dtype=torch.uint8)
+    with torch.no_grad():
+        mean = torch.stack([r(windows).exp() for r in readers]).mean(dim=0)
+        read = ReaderEnsemble(readers).eval()(windows)
+    assert read.shape == (5, len(VOCABULARY))
+    torch.testing.assert_close(read, mean.log(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(read.exp().sum(dim=-1), torch.ones(5))
+
+
+def test_ensemble_needs_readers_of_one_vocabulary():
+    with pytest.raises(ValueError, match="at least one reader"):
+        ReaderEnsemble([])
+    other = SymbolClassifier(VOCABULARY[:-1], features=8, width=4)
+    with pytest.raises(ValueError, match="share one vocabulary"):
+        ReaderEnsemble([reader(0), other])
+
+
+def test_readers_from_checkpoints_loads_each_runs_weights(tmp_path):
+    saved = [reader(seed) for seed in (1, 2)]
+    paths = [save_checkpoint({"config": {"steps": 3}, "step": 3, "model": r.state_dict()}, tmp_path / f"{i}.pt")
+             for i, r in enumerate(saved)]  # fmt: skip
+    ensemble = readers_from_checkpoints(paths, lambda: reader(99))
+    windows = torch.rand(3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(ensemble(windows), ReaderEnsemble(saved)(windows))
+    assert not ensemble.readers[0].training
+
+
+def test_readers_from_checkpoints_names_each_bad_file(tmp_path):
+    make = lambda: reader(0)
+    with pytest.raises(ValueError, match=f"no checkpoint at {tmp_path / 'absent.pt'}"):
+        readers_from_checkpoints([tmp_path / "absent.pt"], make)
+    (tmp_path / "torn.pt").write_bytes(b"PK\x03\x04 torn")
+    with pytest.raises(ValueError, match="torn.pt is not a readable checkpoint"):
+        readers_from_checkpoints([tmp_path / "torn.pt"], make)
+    save_checkpoint({"weights": {}}, tmp_path / "foreign.pt")
+    with pytest.raises(ValueError, match="foreign.pt is not a training checkpoint"):
+        readers_from_checkpoints([tmp_path / "foreign.pt"], make)
+    state = reader(0).state_dict()
+    save_checkpoint({"config": {"steps": 10}, "step": 4, "model": state}, tmp_path / "unfinished.pt")
+    with pytest.raises(ValueError, match="unfinished.pt holds a reader trained for 4 of 10 steps"):
+        readers_from_checkpoints([tmp_path / "unfinished.pt"], make)
+    save_checkpoint({"config": {"steps": 1}, "step": 1, "model": reader(0, width=8).state_dict()}, tmp_path / "wide.pt")
+    with pytest.raises(ValueError, match="wide.pt holds another reader"):
+        readers_from_checkpoints([tmp_path / "wide.pt"], make)
