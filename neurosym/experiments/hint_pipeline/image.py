@@ -89,7 +89,7 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         return evaluate_pipeline(pipeline, WindowSource(records, images, pool, args.seed), device, args.eval_batch_size)
 
     validation, scores = evaluate(data.splits["val"], bank, "val"), evaluate(data.splits["test"], bank, "test")
-    model = f"ensemble of {len(args.ensemble)} readers" if args.ensemble else "neurosym"
+    model = f"ensemble of {len(args.ensemble)} readers" if args.ensemble and len(args.ensemble) > 1 else "neurosym"
     results: dict[str, Any] = {"device": str(device), "data": data.label, "train_seconds": train_seconds, "steps": args.steps,
                                "val": validation, "test": scores, "history": history, "ensemble": args.ensemble}  # fmt: skip
     rows = [_row(f"{model}, validation: {data.label}", validation), _row(f"{model}, test: {data.label}", scores)]
