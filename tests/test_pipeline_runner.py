@@ -243,6 +243,10 @@ def test_ensemble_reads_with_the_trained_runs_readers_and_trains_nothing(private
     assert results["ensemble"] == list(map(str, runs)) and results["history"] == []
     assert 0 <= results["test"]["symbol"] <= 1 and set(results["val"]) >= {"avg", "symbol"}
     assert "| ensemble of 2 readers, test:" in capsys.readouterr().out
+    alone = private_cache / "alone"  # one run's reader alone scores exactly as that run did
+    assert main([*argv, "--ensemble", str(runs[0]), "--out", str(alone)]) == 0
+    trained = json.loads((runs[0] / "results.json").read_text())
+    assert json.loads((alone / "results.json").read_text())["test"] == trained["test"]
 
 
 def test_ensemble_refuses_missing_runs_and_training_stages_before_any_work(private_cache, monkeypatch):
