@@ -264,3 +264,6 @@ def test_ensemble_refuses_missing_runs_and_training_stages_before_any_work(priva
         main([*argv, "--ensemble", str(missing)])  # the few-shot stage is on by default
     with pytest.raises(SystemExit, match="--adapt and the few-shot stage train one reader"):
         main([*argv, "--fewshot-scales", "none", "--adapt", "test-writers", "--ensemble", str(missing)])
+    for other in (["--input", "symbol"], ["--semantics", "learned"], ["--model", "transformer"]):
+        with pytest.raises(SystemExit, match="--ensemble reads with trained symbol readers: --model neurosym --input image only"):
+            main([*argv, *other, "--fewshot-scales", "none", "--ensemble", str(missing)])
