@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     apply_threads(args.threads)
     if args.steps is None:
         args.steps = DEFAULT_STEPS["neurosym" if args.model == "neurosym" else "seq2seq"]
-    if args.ensemble and (args.model, args.input, args.semantics) != ("neurosym", "image", "given"):
+    if getattr(args, "ensemble", None) and (args.model, args.input, args.semantics) != ("neurosym", "image", "given"):
         raise SystemExit("neurosym hint: --ensemble reads with trained symbol readers: --model neurosym --input image only")
     if args.model == "neurosym":
         return importlib.import_module(NEUROSYM_RUNNER).run(args)
