@@ -1,5 +1,5 @@
 """Several trained symbol readers read as one: a deep ensemble (Lakshminarayanan et al. 2017), whose mean
-probability reads another writer's handwriting better than any one of its members."""
+probability reads another writer's handwriting better than its members do on average."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.training.checkpoint import load_checkpoint
 
 
 class ReaderEnsemble(nn.Module):
@@ -46,12 +47,12 @@ def readers_from_checkpoints(paths: Sequence[str | os.PathLike], make_reader: Ca
     ``ValueError`` naming the file that is missing, unreadable, not a training checkpoint or of another reader."""
     readers = []
     for path in map(Path, paths):
-        if not path.is_file():
-            raise ValueError(f"no checkpoint at {path}")
         try:
-            saved = torch.load(path, map_location="cpu", weights_only=False)
+            saved = load_checkpoint(path)
         except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError) as error:  # truncated or foreign
             raise ValueError(f"{path} is not a readable checkpoint: {type(error).__name__}: {error}") from None
+        if saved is None:
+            raise ValueError(f"no checkpoint at {path}")
         if not isinstance(saved, dict) or "model" not in saved:
             raise ValueError(f"{path} is not a training checkpoint (it has no 'model' entry)")
         if saved.get("step", 0) < saved.get("config", {}).get("steps", 0):
