@@ -223,3 +223,50 @@ def test_pseudo_label_loss_uses_only_the_trained_positions():
     )
     with pytest.raises(ValueError, match="pseudo_labels"):
         PipelineConfig(pseudo_labels="some")
+
+
+def test_distillation_loss_is_the_anchors_kl_over_the_real_windows_only():
+    anchor = tiny_pipeline(seed=1).classifier.eval()
+    windows = torch.randint(0, 256, (2, 3, 32, 32), dtype=torch.uint8)
+    lengths = torch.tensor([3, 1])
+    student = torch.randn(2, 3, len(HINT_SYMBOLS)).log_softmax(-1)
+    real = [(0, 0), (0, 1), (0, 2), (1, 0)]  # (1, 1) and (1, 2) are padding
+    with torch.no_grad():
+        target = anchor(torch.stack([windows[r, c] for r, c in real]))
+    picked = torch.stack([student[r, c] for r, c in real])
+    expected = (target.exp() * (target - picked)).sum(-1).mean()
+    assert torch.allclose(trainer_module._distillation_loss(anchor, windows, lengths, student), expected, atol=1e-6)
+    same = student.clone()
+    for k, (r, c) in enumerate(real):
+        same[r, c] = target[k]
+    assert trainer_module._distillation_loss(anchor, windows, lengths, same).abs() < 1e-6
+
+
+def _reading_gap(reader: SymbolClassifier, anchor: SymbolClassifier, source: WindowSource) -> float:
+    """Mean KL between two readers' distributions over ``source``'s windows (both in eval mode)."""
+    windows = torch.cat([source.windows(i) for i in range(len(source))])
+    with torch.no_grad():
+        a, b = anchor.eval()(windows), reader.eval()(windows)
+    return float((a.exp() * (a - b)).sum(-1).mean())
+
+
+def test_distilling_keeps_the_anchors_reading_of_the_flagged_records_only(problem):
+    from neurosym.pipelines.trainer import Anchor
+
+    train, test = problem
+    config = replace(TINY_TRAINING, steps=30, learning_rate=3e-3)
+    anchor = tiny_pipeline(seed=3).classifier  # a reader whose reading training would move away from
+    every, none = np.ones(len(train), dtype=bool), np.zeros(len(train), dtype=bool)
+    gaps, histories = {}, {}
+    for name, flags, distill in [("plain", every, 0.0), ("distilled", every, 30.0), ("unflagged", none, 30.0)]:
+        pipeline = tiny_pipeline(seed=3)
+        histories[name] = train_pipeline(
+            pipeline, train, replace(config, distill=distill), CPU, progress=False, anchor=Anchor(anchor, flags)
+        )
+        gaps[name] = _reading_gap(pipeline.classifier, anchor, test)
+    assert gaps["distilled"] < 0.3 * gaps["plain"], gaps
+    assert histories["unflagged"] == histories["plain"]  # no flagged record, no added loss
+    with pytest.raises(ValueError, match="anchor"):
+        train_pipeline(tiny_pipeline(), train, replace(config, distill=1.0), CPU, progress=False)
+    with pytest.raises(ValueError, match="distill"):
+        PipelineConfig(distill=-1.0)

@@ -56,6 +56,7 @@ def _in_range(kind: type, accepts: Callable[[float], bool], expected: str, meani
 positive_int = _in_range(int, lambda v: v >= 1, "a positive integer", "An integer of at least 1.")
 non_negative_int = _in_range(int, lambda v: v >= 0, "an integer of at least 0", "An integer of at least 0.")
 positive_float = _in_range(float, lambda v: v > 0 and math.isfinite(v), "a finite positive number", "A finite number above 0.")
+non_negative_float = _in_range(float, lambda v: v >= 0 and math.isfinite(v), "a finite number >= 0", "A finite number >= 0.")
 probability_below_one = _in_range(float, lambda v: 0 <= v < 1, "a number in [0, 1)", "A number in ``[0, 1)``: a dropout rate.")
 unit_interval = _in_range(float, lambda v: 0 <= v <= 1, "a number in [0, 1]", "A number in ``[0, 1]``: a ratio.")
 fraction_up_to_one = _in_range(float, lambda v: 0 < v <= 1, "a number in (0, 1]", "A number in ``(0, 1]``: a dataset scale.")

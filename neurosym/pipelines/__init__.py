@@ -36,11 +36,12 @@ from neurosym.pipelines.fewshot import (
 )
 from neurosym.pipelines.pipeline import HintPipeline, Reading
 from neurosym.pipelines.reinforce import reinforce_loss
-from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import Anchor, PipelineConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 
 __all__ = [
     "Abducer",
+    "Anchor",
     "ConceptNotLearned",
     "Correction",
     "Curriculum",

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
@@ -44,7 +45,8 @@ class PipelineConfig:
     shifted by up to ``augment_shift`` pixels each (:func:`neurosym.perception.augment.random_shift`) and
     redrawn in another hand at ``augment_style`` strength in ``[0, 1]`` (:func:`~neurosym.perception.augment.random_style`).
     ``pseudo_labels="all"`` trains on every symbol of a pseudo-label, ``"verified"`` only on those the
-    result pins down (:meth:`HintPipeline.verified_positions`)."""
+    result pins down (:meth:`HintPipeline.verified_positions`). ``distill`` weighs the KL divergence from an
+    :class:`Anchor`'s reading (learning without forgetting; 0 = off)."""
 
     steps: int = 2000
     batch_size: int = 32
@@ -57,6 +59,7 @@ class PipelineConfig:
     pseudo_labels: str = "all"
     seed: int = 0
     checkpoint_every: int = 100
+    distill: float = 0.0
 
     def __post_init__(self) -> None:
         if self.learning not in LEARNING_RULES:
@@ -71,6 +74,26 @@ class PipelineConfig:
             raise ValueError(f"augment_style must be in [0, 1], got {self.augment_style}")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}: choose one of {SCHEDULES}")
+        if self.distill < 0:
+            raise ValueError(f"distill must be >= 0, got {self.distill}")
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """What training keeps (learning without forgetting): the frozen ``reader``'s distribution over the
+    windows of the records marked in ``records`` (bool ``[R]``, one flag per record of the training source),
+    e.g. the trained reader on replayed first-writer expressions while adapting to a new writer."""
+
+    reader: nn.Module
+    records: np.ndarray
+
+
+def _distillation_loss(anchor: nn.Module, windows: torch.Tensor, lengths: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
+    """KL(anchor's reading || ``log_probs [B, T, V]``) per window of ``windows [B, T, ...]`` (``lengths [B]``) -> scalar."""
+    mask = torch.arange(windows.shape[1], device=lengths.device)[None, :] < lengths[:, None]
+    with torch.no_grad():
+        target = anchor(windows[mask]).float()
+    return F.kl_div(log_probs[mask].float(), target, reduction="batchmean", log_target=True)
 
 
 def _windows_on(source: WindowSource, indices: Sequence[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -110,14 +133,20 @@ def train_pipeline(
     checkpoint: str | os.PathLike | None = None,
     progress: bool = False,
     time_limit: float | None = None,
+    anchor: Anchor | None = None,
 ) -> list[dict]:
     """Train ``pipeline.classifier`` on ``source``'s records from their results; returns the history
     (one dict per step: ``step``, ``max_length``, ``loss`` (None when no example of the batch gave a
     training signal), ``labelled`` = fraction of the batch with a pseudo-label or, for REINFORCE, the
     mean reward). Resumes from ``checkpoint`` when it exists. SIGINT, SIGTERM or ``time_limit`` seconds
     end the step under way, write the checkpoint and raise
-    :class:`~neurosym.training.stopping.TrainingInterrupted`."""
+    :class:`~neurosym.training.stopping.TrainingInterrupted`. With ``config.distill > 0``, ``anchor``'s reading
+    of its records' windows is kept (added loss: ``distill`` times :func:`_distillation_loss`)."""
+    if config.distill > 0 and (anchor is None or len(anchor.records) != len(source.records)):
+        raise ValueError("config.distill > 0 needs an anchor with one flag per training record")
     model = pipeline.classifier.to(device)
+    if anchor is not None:
+        anchor.reader.to(device).eval().requires_grad_(False)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule_factor(step, config.steps, config.schedule))
     lengths = stage_lengths(source.records)
@@ -144,6 +173,12 @@ def train_pipeline(
                 reading.log_probs, batch_lengths, batch_targets, model.vocabulary, pipeline.solver, baseline, generator
             )
             baseline = 0.9 * baseline + 0.1 * signal
+        kept = anchor.records[indices] if config.distill > 0 else np.zeros(len(indices), dtype=bool)
+        if kept.any():
+            rows = torch.from_numpy(kept).to(device)
+            with mixed_precision(device):
+                kl = _distillation_loss(anchor.reader, windows[rows], batch_lengths[rows], reading.log_probs[rows])
+            loss = config.distill * kl if loss is None else loss + config.distill * kl
         logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
         return loss, {**logs, "labelled": signal}
 

@@ -25,6 +25,7 @@ from neurosym.experiments.hint_sources import bank_choice, load_hint_data
 from neurosym.experiments.options import (
     comma_list,
     fraction_up_to_one,
+    non_negative_float,
     non_negative_int,
     positive_float,
     positive_int,
@@ -69,29 +70,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint-every", type=positive_int, default=100, help="neurosym: steps between checkpoints")
     parser.add_argument("--test-scale", type=fraction_up_to_one, help="neurosym: test on the test split generated at this "
                         "scale (default: --scale); a larger test set narrows the interval of the accuracies")  # fmt: skip
-    parser.add_argument(
-        "--extra-test-bank",
-        type=bank_choice,
-        default=None,
-        help="neurosym (image input): test the same model again on this bank's test images, as trained and with the "
-        "batch-norm statistics of --adapt-examples expressions of its unlabelled training images (a --bank value: "
-        "'other-writers', or an .npz; a bank without brackets borrows the main bank's)",
-    )
-    parser.add_argument(
-        "--adapt",
-        type=bank_choice,
-        default=None,
-        metavar="BANK",
-        help="neurosym (image input): after training, adapt to this bank's writer(s) from results alone: learn from "
-        "--adapt-examples expressions rendered with its training images (and --adapt-replay with the first bank's) for "
-        "--adapt-steps steps of the main run's curriculum and --lr-schedule, then test on its test images and the first bank's",
-    )
+    parser.add_argument("--extra-test-bank", type=bank_choice, help="neurosym (image input): test the same model again on "
+                        "this bank's test images, as trained and with the batch-norm statistics of --adapt-examples expressions "
+                        "of its unlabelled training images (a --bank value: 'other-writers', or an .npz; a bank without "
+                        "brackets borrows the main bank's)")  # fmt: skip
+    parser.add_argument("--adapt", type=bank_choice, metavar="BANK", help="neurosym (image input): after training, adapt to "
+                        "this bank's writer(s) from results alone: learn from --adapt-examples expressions rendered with its "
+                        "training images (and --adapt-replay with the first bank's) for --adapt-steps steps of the main run's "
+                        "curriculum and --lr-schedule, then test on its test images and the first bank's")  # fmt: skip
     parser.add_argument("--ensemble", nargs="+", metavar="RUN", help="neurosym (image input): train nothing; read with the mean "
                         "probability of the readers these runs trained (their --out folders, this command's reader options)")  # fmt: skip
     parser.add_argument("--adapt-examples", type=positive_int, default=1000, help="neurosym: new writer's expressions")
     parser.add_argument("--adapt-steps", type=positive_int, default=1600, help="neurosym: training steps of --adapt")
     parser.add_argument("--adapt-replay", type=positive_int, help="neurosym: first-bank expressions replayed (default: as many)")
     parser.add_argument("--adapt-lr", type=positive_float, help="neurosym: peak learning rate of --adapt (default: --lr's)")
+    parser.add_argument("--adapt-distill", type=non_negative_float, default=0.0, help="neurosym: weight of keeping the trained reader's "
+                        "reading of the replayed windows (KL; learning without forgetting); 0 = off")  # fmt: skip
     parser.add_argument(
         "--fewshot-scales",
         type=_fewshot_scales,

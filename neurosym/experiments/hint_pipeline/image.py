@@ -5,6 +5,7 @@ results alone (``--adapt``), then the few-shot concepts."""
 from __future__ import annotations
 
 import argparse
+import copy
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -25,7 +26,7 @@ from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
+from neurosym.pipelines.trainer import Anchor, PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 from neurosym.plots.hint_pipeline import plot_training
 from neurosym.semantics import HINT_SEMANTICS
@@ -147,19 +148,21 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     replay_end = args.adapt_examples + (args.adapt_replay or args.adapt_examples)
     replayed = [splits["train"][i] for i in order[args.adapt_examples : replay_end]]
     source = ConcatWindows(WindowSource(chosen, new, "train", args.seed + 1), WindowSource(replayed, bank, "train", args.seed))
+    anchor = Anchor(copy.deepcopy(pipeline.classifier), np.arange(len(source)) >= len(chosen))  # the replayed records
     # the same curriculum and learning-rate schedule, anew, peaking at --adapt-lr
-    adapt_config = replace(config, steps=args.adapt_steps, learning_rate=args.adapt_lr or config.learning_rate)
+    adapt_config = replace(config, steps=args.adapt_steps, learning_rate=args.adapt_lr or config.learning_rate,
+                           distill=args.adapt_distill)  # fmt: skip
     checkpoint = out / "adapt_checkpoint.pt"
     if not args.resume:
         checkpoint.unlink(missing_ok=True)
-    train_pipeline(pipeline, source, adapt_config, device, checkpoint, args.progress)
+    train_pipeline(pipeline, source, adapt_config, device, checkpoint, args.progress, anchor=anchor)
     on_val, on_new = evaluate(splits["val"], new, "val"), evaluate(splits["test"], new, "test")
-    on_first = evaluate(splits["test"], bank, "test")
+    on_first_val, on_first = evaluate(splits["val"], bank, "val"), evaluate(splits["test"], bank, "test")
     adapted = {"images": images, "examples": len(chosen), "replayed": len(replayed), "steps": args.adapt_steps,
-               "learning_rate": adapt_config.learning_rate, "val_new_writer": on_val, "test_new_writer": on_new,
-               "test_first_bank": on_first}  # fmt: skip
+               "learning_rate": adapt_config.learning_rate, "distill": args.adapt_distill, "val_new_writer": on_val,
+               "test_new_writer": on_new, "val_first_bank": on_first_val, "test_first_bank": on_first}  # fmt: skip
     rows = [_row(f"adapted, validation: {images}", on_val), _row(f"adapted from {len(chosen)} results: {images}", on_new),
-            _row("adapted, first bank again", on_first)]  # fmt: skip
+            _row("adapted, first bank's validation", on_first_val), _row("adapted, first bank again", on_first)]  # fmt: skip
     return adapted, rows
 
 
