@@ -139,8 +139,8 @@ def _ensemble(args: argparse.Namespace, reader) -> ReaderEnsemble:
 
 def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple[dict[str, Any], list[list]]:
     """Go on training from results alone on ``--adapt-examples`` training expressions rendered with the new
-    writer's training images, beside as many replayed with the first bank's (against forgetting); test on
-    the new writer's test images and, again, on the first bank's."""
+    writer's training images, beside ``--adapt-replay`` replayed with the first bank's (against forgetting, with
+    ``--adapt-distill`` the trained reader's reading of them kept too); score both banks' validation and test."""
     new, images = bank_from_option(args.adapt, args.seed)
     new = _with_brackets(new, bank)
     order = np.random.default_rng([args.seed, 7]).permutation(len(splits["train"]))
