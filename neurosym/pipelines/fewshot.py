@@ -46,7 +46,7 @@ from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
-from neurosym.pipelines.windows import WindowSource
+from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics import OperatorTable
 from neurosym.training.core import run_training
 from neurosym.training.update import Update
@@ -195,7 +195,7 @@ def _window_labels(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """All windows of ``source`` ``[N, 32, 32]`` and the class of each in ``sentences`` ``[N]``."""
     windows, lengths = source.batch(range(len(source)))
-    mask = torch.arange(windows.shape[1])[None, :] < lengths[:, None]
+    mask = real_positions(lengths, windows.shape[1])
     index = {s: i for i, s in enumerate(vocabulary)}
     labels = torch.tensor([index[s] for sentence in sentences for s in sentence])
     return windows[mask], labels

@@ -49,7 +49,7 @@ from neurosym.pipelines.ground_symbols import GroundingConfig, learn_grounding
 from neurosym.pipelines.grounding import Grounding
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
-from neurosym.pipelines.windows import WindowSource
+from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics.induction import induce_noisy_operator
 from neurosym.training.core import run_training
 from neurosym.training.update import Update
@@ -348,7 +348,7 @@ def _verified_windows(
     if not keep:
         raise ConceptNotLearned("no reading evaluates to its result under the learned grounding")
     windows, lengths = source.batch([indices[k] for k in keep])
-    mask = torch.arange(windows.shape[1])[None, :] < lengths[:, None]
+    mask = real_positions(lengths, windows.shape[1])
     labels = torch.tensor([c for k in keep for c in readings[k]])
     return windows[mask], labels
 
@@ -454,7 +454,7 @@ def symbol_accuracy(pipeline: HintPipeline, source: WindowSource, device: torch.
     (greedy on the confusion counts, largest first), and the matching. Reads the records' symbols:
     for reports only."""
     windows, lengths = source.batch(range(len(source)))
-    mask = torch.arange(windows.shape[1])[None, :] < lengths[:, None]
+    mask = real_positions(lengths, windows.shape[1])
     predicted = _predict(pipeline.classifier, windows[mask], device).argmax(dim=-1).tolist()
     truth = [s for record in source.records for s in record.expr]
     symbols = sorted(set(truth))
@@ -476,7 +476,7 @@ def glyph_grid(pipeline: HintPipeline, source: WindowSource, per_class: int, dev
     """The ``per_class`` windows read most confidently as each class -> uint8 ``[K, per_class, 32, 32]``
     (black where a class has fewer windows)."""
     windows, lengths = source.batch(range(len(source)))
-    mask = torch.arange(windows.shape[1])[None, :] < lengths[:, None]
+    mask = real_positions(lengths, windows.shape[1])
     flat = windows[mask]
     log_probs = _predict(pipeline.classifier, flat, device)
     confidence, predicted = log_probs.max(dim=-1)

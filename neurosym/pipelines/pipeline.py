@@ -11,6 +11,7 @@ from einops import rearrange
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
+from neurosym.pipelines.windows import real_positions
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver, OperatorTable
 
 
@@ -69,7 +70,7 @@ class HintPipeline:
         """
         batch, steps = windows.shape[:2]
         flat = rearrange(windows, "b t ... -> (b t) ...")
-        mask = torch.arange(steps, device=lengths.device)[None, :] < lengths[:, None]
+        mask = real_positions(lengths, steps)
         read = self.classifier(flat[mask.flatten()]).float()
         log_probs = read.new_zeros(batch * steps, read.shape[-1]).index_put((mask.flatten().nonzero().flatten(),), read)
         log_probs = rearrange(log_probs, "(b t) v -> b t v", b=batch)

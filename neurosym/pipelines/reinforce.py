@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
+from neurosym.pipelines.windows import real_positions
 from neurosym.semantics import BatchSolver
 
 
@@ -34,7 +35,7 @@ def reinforce_loss(
         The loss (a scalar tensor) and the batch's mean reward.
     """
     batch, steps, size = log_probs.shape
-    mask = torch.arange(steps, device=lengths.device)[None, :] < lengths[:, None]
+    mask = real_positions(lengths, steps)
     probs = log_probs.detach().float().exp().reshape(batch * steps, size).cpu()
     samples = torch.multinomial(probs, 1, generator=generator).view(batch, steps).to(log_probs.device)
     sentences = ["".join(vocabulary[t] for t in row[: int(n)]) for row, n in zip(samples.tolist(), lengths.tolist())]

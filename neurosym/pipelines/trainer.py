@@ -27,7 +27,7 @@ from neurosym.perception.augment import augment_windows
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
-from neurosym.pipelines.windows import WindowSource
+from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.loop import SCHEDULES, schedule_factor
@@ -90,7 +90,7 @@ class Anchor:
 
 def _distillation_loss(anchor: nn.Module, windows: torch.Tensor, lengths: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
     """KL(anchor's reading || ``log_probs [B, T, V]``) per window of ``windows [B, T, ...]`` (``lengths [B]``) -> scalar."""
-    mask = torch.arange(windows.shape[1], device=lengths.device)[None, :] < lengths[:, None]
+    mask = real_positions(lengths, windows.shape[1])
     with torch.no_grad():
         target = anchor(windows[mask]).float()
     return F.kl_div(log_probs[mask].float(), target, reduction="batchmean", log_target=True)
@@ -173,8 +173,7 @@ def train_pipeline(
                 reading.log_probs, batch_lengths, batch_targets, model.vocabulary, pipeline.solver, baseline, generator
             )
             baseline = 0.9 * baseline + 0.1 * signal
-        kept = anchor.records[indices] if config.distill > 0 else np.zeros(len(indices), dtype=bool)
-        if kept.any():
+        if config.distill > 0 and (kept := anchor.records[indices]).any():
             rows = torch.from_numpy(kept).to(device)
             with mixed_precision(device):
                 kl = _distillation_loss(anchor.reader, windows[rows], batch_lengths[rows], reading.log_probs[rows])

@@ -47,6 +47,11 @@ class WindowSource:
             yield torch.cat([self.windows(i) for i in range(start, min(start + records_per_batch, len(self)))])
 
 
+def real_positions(lengths: torch.Tensor, steps: int) -> torch.Tensor:
+    """Which positions of a padded batch hold a symbol: bool ``[B, steps]`` from ``lengths [B]``."""
+    return torch.arange(steps, device=lengths.device)[None, :] < lengths[:, None]
+
+
 def stack_windows(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """``B`` records' windows ``[n_b, 32, 32]`` → windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]``."""
     lengths = torch.tensor([len(row) for row in rows], dtype=torch.long)

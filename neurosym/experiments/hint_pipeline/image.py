@@ -148,7 +148,8 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     replay_end = args.adapt_examples + (args.adapt_replay or args.adapt_examples)
     replayed = [splits["train"][i] for i in order[args.adapt_examples : replay_end]]
     source = ConcatWindows(WindowSource(chosen, new, "train", args.seed + 1), WindowSource(replayed, bank, "train", args.seed))
-    anchor = Anchor(copy.deepcopy(pipeline.classifier), np.arange(len(source)) >= len(chosen))  # the replayed records
+    replay = np.arange(len(source)) >= len(chosen)
+    anchor = Anchor(copy.deepcopy(pipeline.classifier), replay) if args.adapt_distill > 0 else None  # frozen trained reader
     # the same curriculum and learning-rate schedule, anew, peaking at --adapt-lr
     adapt_config = replace(config, steps=args.adapt_steps, learning_rate=args.adapt_lr or config.learning_rate,
                            distill=args.adapt_distill)  # fmt: skip
