@@ -87,7 +87,7 @@ def test_steps_default_to_the_pipelines_budget_not_the_seq2seq_one(private_cache
     assert build_parser().parse_args(["hint", "--model", "gru", "--steps", "7"]).steps == 7
 
 
-def test_test_scale_evaluates_on_the_larger_generated_test_split(private_cache):
+def test_test_scale_validates_and_evaluates_on_the_larger_generated_splits(private_cache):
     from neurosym.cli import build_parser
     from neurosym.data.hint import main_split
     from neurosym.experiments.hint_sources import load_hint_data
@@ -96,9 +96,10 @@ def test_test_scale_evaluates_on_the_larger_generated_test_split(private_cache):
     out = str(private_cache / "out")
     args = build_parser().parse_args([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--no-progress"])
     small, large = main_split(scale=0.002, progress=False), main_split(scale=0.004, progress=False)
-    assert len(large["test"]) > len(small["test"])
+    assert len(large["test"]) > len(small["test"]) and [r.expr for r in large["val"]] != [r.expr for r in small["val"]]
     chosen = load_hint_data(args, image_input=False, test_scale=args.test_scale).splits
-    assert [(r.expr, r.res, r.eval) for r in chosen["test"]] == [(r.expr, r.res, r.eval) for r in large["test"]]
+    for split in ("val", "test"):
+        assert [(r.expr, r.res, r.eval) for r in chosen[split]] == [(r.expr, r.res, r.eval) for r in large[split]]
     assert [r.expr for r in chosen["train"]] == [r.expr for r in small["train"]]
     assert main([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--no-progress"]) == 0
     results = json.loads((private_cache / "out" / "results.json").read_text())

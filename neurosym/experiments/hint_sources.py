@@ -101,11 +101,11 @@ class HintData:
 def load_hint_data(
     args: argparse.Namespace, image_input: bool, fewshot: bool = False, test_scale: float | None = None, progress: bool = False
 ) -> HintData:
-    """The data that ``args`` (``--data``, ``--bank``, ``--scale``, ``--seed``) name, with the test split at
-        ``test_scale`` when given (a larger test set than training needs); a release folder is checked first (its
+    """The data that ``args`` (``--data``, ``--bank``, ``--scale``, ``--seed``) name, with the validation and test
+        splits at ``test_scale`` when given (larger than training needs); a release folder is checked first (its
         few-shot file too when ``fewshot``): a broken one ends the command with a one-line message (exit status 1)
     before any training."""
-    scales = {"train": args.scale, "val": args.scale, "test": test_scale or args.scale}
+    scales = {"train": args.scale, "val": test_scale or args.scale, "test": test_scale or args.scale}
     if args.data is not None:
         if args.drawn_digits:
             raise SystemExit("neurosym hint: --drawn-digits adds to --bank's images; a release's expressions name theirs")
@@ -122,7 +122,8 @@ def load_hint_data(
         return HintData(splits, bank, f"official HINT release {args.data}", args.scale, release_fewshot)
     splits = {name: list(split) for name, split in main_split(scale=args.scale, seed=args.seed, progress=progress).items()}
     if scales["test"] != args.scale:
-        splits["test"] = list(main_split(scale=scales["test"], seed=args.seed, progress=progress)["test"])
+        larger = main_split(scale=scales["test"], seed=args.seed, progress=progress)
+        splits.update(val=list(larger["val"]), test=list(larger["test"]))
 
     def generated_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
         return {name: list(split) for name, split in fewshot_split(concept, scale=scale, seed=args.seed).items()}

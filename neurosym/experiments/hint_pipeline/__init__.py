@@ -68,8 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--classifier-features", type=positive_int, default=64, help="neurosym: the encoder's output width")
     parser.add_argument("--classifier-width", type=positive_int, default=16, help="neurosym: channels of the CNN's first stage")
     parser.add_argument("--checkpoint-every", type=positive_int, default=100, help="neurosym: steps between checkpoints")
-    parser.add_argument("--test-scale", type=fraction_up_to_one, help="neurosym: test on the test split generated at this "
-                        "scale (default: --scale); a larger test set narrows the interval of the accuracies")  # fmt: skip
+    parser.add_argument("--test-scale", type=fraction_up_to_one, help="neurosym: validate and test on the splits generated at "
+                        "this scale (default: --scale); larger ones narrow the accuracies' intervals and rank choices better")  # fmt: skip
     parser.add_argument("--extra-test-bank", type=bank_choice, help="neurosym (image input): test the same model again on "
                         "this bank's test images, as trained and with the batch-norm statistics of --adapt-examples expressions "
                         "of its unlabelled training images (a --bank value: 'other-writers', or an .npz; a bank without "
