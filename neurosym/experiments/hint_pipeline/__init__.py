@@ -86,7 +86,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--adapt-lr", type=positive_float, help="neurosym: peak learning rate of --adapt (default: --lr's)")
     parser.add_argument("--adapt-distill", type=non_negative_float, default=0.0, help="neurosym: weight of keeping the trained reader's "
                         "reading of the replayed windows (KL; learning without forgetting); 0 = off")  # fmt: skip
-    parser.add_argument("--adapt-style", type=unit_interval, help="neurosym: --augment-style of --adapt (default: the main run's)")  # fmt: skip
     parser.add_argument(
         "--fewshot-scales",
         type=_fewshot_scales,

@@ -151,16 +151,15 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     replay = np.arange(len(source)) >= len(chosen)
     anchor = Anchor(copy.deepcopy(pipeline.classifier), replay) if args.adapt_distill > 0 else None  # frozen trained reader
     # the same curriculum and learning-rate schedule, anew, peaking at --adapt-lr
-    style = config.augment_style if args.adapt_style is None else args.adapt_style
     adapt_config = replace(config, steps=args.adapt_steps, learning_rate=args.adapt_lr or config.learning_rate,
-                           distill=args.adapt_distill, augment_style=style)  # fmt: skip
+                           distill=args.adapt_distill)  # fmt: skip
     checkpoint = out / "adapt_checkpoint.pt"
     if not args.resume:
         checkpoint.unlink(missing_ok=True)
     train_pipeline(pipeline, source, adapt_config, device, checkpoint, args.progress, anchor=anchor)
     on_val, on_new = evaluate(splits["val"], new, "val"), evaluate(splits["test"], new, "test")
     on_first_val, on_first = evaluate(splits["val"], bank, "val"), evaluate(splits["test"], bank, "test")
-    adapted = {"images": images, "examples": len(chosen), "replayed": len(replayed), "steps": args.adapt_steps, "style": style,
+    adapted = {"images": images, "examples": len(chosen), "replayed": len(replayed), "steps": args.adapt_steps,
                "learning_rate": adapt_config.learning_rate, "distill": args.adapt_distill, "val_new_writer": on_val,
                "test_new_writer": on_new, "val_first_bank": on_first_val, "test_first_bank": on_first}  # fmt: skip
     rows = [_row(f"adapted, validation: {images}", on_val), _row(f"adapted from {len(chosen)} results: {images}", on_new),
