@@ -12,6 +12,7 @@ from hint_pipelines import TINY_TRAINING, short_training_records, tiny_pipeline
 import neurosym.pipelines.trainer as trainer_module
 import neurosym.training.core as training_loop
 from neurosym.data.symbol_images import HINT_SYMBOLS
+from neurosym.perception.batch_statistics import batch_statistics_of
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.reinforce import reinforce_loss
@@ -48,6 +49,19 @@ def test_perception_is_learned_from_results_alone(problem):
     assert set(after["symbol_by_class"]) == set(counts)
     weighted = sum(after["symbol_by_class"][s] * n for s, n in counts.items()) / sum(counts.values())
     assert after["symbol"] == pytest.approx(weighted)
+
+
+def test_evaluating_with_other_batch_statistics_reads_as_within_batch_statistics_of_and_restores_them(problem):
+    train, test = problem
+    pipeline = tiny_pipeline()
+    running = [t.clone() for t in pipeline.classifier.state_dict().values()]
+    plain = evaluate_pipeline(pipeline, test, CPU)
+    own = evaluate_pipeline(pipeline, test, CPU, statistics=train.window_batches())
+    with batch_statistics_of(pipeline.classifier, train.window_batches()):
+        assert evaluate_pipeline(pipeline, test, CPU) == own  # the same reading as within the context
+    assert own != plain  # the untrained reader's running statistics (0, 1) read otherwise
+    assert all(torch.equal(a, b) for a, b in zip(running, pipeline.classifier.state_dict().values(), strict=True))
+    assert evaluate_pipeline(pipeline, test, CPU) == plain
 
 
 def test_symbol_cell_names_the_weakest_classes():

@@ -1,5 +1,6 @@
 """The `neurosym hint --model neurosym` runner end to end on symbol input (tiny scale)."""
 
+import itertools
 import json
 
 import numpy as np
@@ -224,6 +225,9 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
     assert report["examples"] == 30 and report["replayed"] == 20
     assert report["learning_rate"] == 4e-4 and set(report["val_new_writer"]) >= {"I", "LL", "avg", "symbol"}
     assert report["distill"] == 2 and set(report["val_first_bank"]) >= {"I", "LL", "avg", "symbol"}
+    for split, writers in itertools.product(("val", "test"), ("new_writer", "first_bank")):  # also with their own statistics
+        assert report[f"{split}_{writers}_own_statistics"].keys() == report[f"{split}_{writers}"].keys()
+    assert "adapted, first bank, test (own batch-norm statistics)" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main([*argv, "--adapt-distill", "-1"])
     assert "--adapt-distill: expected a finite number >= 0, got '-1'" in capsys.readouterr().err

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
+from neurosym.perception.batch_statistics import batch_statistics_of
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
@@ -207,11 +208,23 @@ def train_pipeline(
 
 
 def evaluate_pipeline(
-    pipeline: HintPipeline, source: WindowSource, device: torch.device, batch_size: int = 256, progress: bool = False
+    pipeline: HintPipeline,
+    source: WindowSource,
+    device: torch.device,
+    batch_size: int = 256,
+    progress: bool = False,
+    statistics: Iterable[torch.Tensor] | None = None,
 ) -> dict[str, Any]:
     """Accuracy of the results per test subset (``eval`` field; ``"all"`` for every record), their
     mean over subsets ``"avg"``, over all records ``"overall"``, and, for diagnosis only, the perception's
-    symbol accuracy ``"symbol"`` and per true symbol ``"symbol_by_class"`` (``{symbol: accuracy}``)."""
+    symbol accuracy ``"symbol"`` and per true symbol ``"symbol_by_class"`` (``{symbol: accuracy}``).
+
+    With ``statistics`` (batches of windows ``[n, 32, 32]``, e.g. a writer's unlabelled images from
+    :meth:`WindowSource.window_batches`) the reader reads with their batch-norm statistics instead of its
+    running ones (:func:`~neurosym.perception.batch_statistics.batch_statistics_of`), restored afterwards."""
+    if statistics is not None:
+        with batch_statistics_of(pipeline.classifier, (windows.to(device) for windows in statistics)):
+            return evaluate_pipeline(pipeline, source, device, batch_size, progress)
     pipeline.classifier.to(device).eval()
     order = np.argsort(stage_lengths(source.records), kind="stable")
     hits: dict[str, list[bool]] = defaultdict(list)

@@ -20,7 +20,6 @@ from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
 from neurosym.experiments.hint_sources import bank_from_option, load_hint_data
 from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
-from neurosym.perception.batch_statistics import batch_statistics_of
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
@@ -86,8 +85,10 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
                                                       device, checkpoint, args.progress, time_limit=time_limit)  # fmt: skip
     train_seconds = time.perf_counter() - started
 
-    def evaluate(records: list[HintRecord], images: SymbolBank, pool: str) -> dict[str, float]:
-        return evaluate_pipeline(pipeline, WindowSource(records, images, pool, args.seed), device, args.eval_batch_size)
+    def evaluate(records: list[HintRecord], images: SymbolBank, pool: str, own: WindowSource | None = None) -> dict[str, Any]:
+        """Scores on ``records`` shown with ``images``' ``pool``, read with the batch-norm statistics of ``own``'s windows."""
+        source, statistics = WindowSource(records, images, pool, args.seed), None if own is None else own.window_batches()
+        return evaluate_pipeline(pipeline, source, device, args.eval_batch_size, statistics=statistics)
 
     validation, scores = evaluate(data.splits["val"], bank, "val"), evaluate(data.splits["test"], bank, "test")
     model = f"ensemble of {len(args.ensemble)} readers" if args.ensemble and len(args.ensemble) > 1 else "neurosym"
@@ -98,9 +99,7 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         extra, images = bank_from_option(args.extra_test_bank, args.seed)
         extra = _with_brackets(extra, bank)
         unlabelled = WindowSource(data.splits["train"][: args.adapt_examples], extra, "train", args.seed + 1)
-        extra_scores = evaluate(data.splits["test"], extra, "test")
-        with batch_statistics_of(pipeline.classifier, (w.to(device) for w in unlabelled.window_batches())):
-            restats = evaluate(data.splits["test"], extra, "test")
+        extra_scores, restats = [evaluate(data.splits["test"], extra, "test", statistics) for statistics in (None, unlabelled)]
         results["extra_test_bank"] = {"images": images, "test": extra_scores, "test_their_batch_statistics": restats}
         rows += [_row(f"same model, test images: {images}", extra_scores),
                  _row(f"same weights, batch-norm statistics of {len(unlabelled)} unlabelled expressions", restats)]  # fmt: skip
@@ -147,7 +146,8 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     chosen = [splits["train"][i] for i in order[: args.adapt_examples]]
     replay_end = args.adapt_examples + (args.adapt_replay or args.adapt_examples)
     replayed = [splits["train"][i] for i in order[args.adapt_examples : replay_end]]
-    source = ConcatWindows(WindowSource(chosen, new, "train", args.seed + 1), WindowSource(replayed, bank, "train", args.seed))
+    own = {"new_writer": WindowSource(chosen, new, "train", args.seed + 1), "first_bank": WindowSource(replayed, bank, "train", args.seed)}  # fmt: skip
+    source = ConcatWindows(*own.values())
     replay = np.arange(len(source)) >= len(chosen)
     anchor = Anchor(copy.deepcopy(pipeline.classifier), replay) if args.adapt_distill > 0 else None  # frozen trained reader
     # the same curriculum and learning-rate schedule, anew, peaking at --adapt-lr
@@ -157,13 +157,15 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     if not args.resume:
         checkpoint.unlink(missing_ok=True)
     train_pipeline(pipeline, source, adapt_config, device, checkpoint, args.progress, anchor=anchor)
-    on_val, on_new = evaluate(splits["val"], new, "val"), evaluate(splits["test"], new, "test")
-    on_first_val, on_first = evaluate(splits["val"], bank, "val"), evaluate(splits["test"], bank, "test")
     adapted = {"images": images, "examples": len(chosen), "replayed": len(replayed), "steps": args.adapt_steps,
-               "learning_rate": adapt_config.learning_rate, "distill": args.adapt_distill, "val_new_writer": on_val,
-               "test_new_writer": on_new, "val_first_bank": on_first_val, "test_first_bank": on_first}  # fmt: skip
-    rows = [_row(f"adapted, validation: {images}", on_val), _row(f"adapted from {len(chosen)} results: {images}", on_new),
-            _row("adapted, first bank's validation", on_first_val), _row("adapted, first bank again", on_first)]  # fmt: skip
+               "learning_rate": adapt_config.learning_rate, "distill": args.adapt_distill}  # fmt: skip
+    rows = []  # each writer's splits as adapted, then with the batch-norm statistics of their own adaptation images (no labels)
+    for writers, shown, name in (("new_writer", new, f"adapted from {len(chosen)} results, {images}"),
+                                 ("first_bank", bank, "adapted, first bank")):  # fmt: skip
+        for suffix, statistics in (("", None), ("_own_statistics", own[writers])):
+            for split in ("val", "test"):
+                adapted[f"{split}_{writers}{suffix}"] = scores = evaluate(splits[split], shown, split, statistics)
+                rows.append(_row(f"{name}, {split}{' (own batch-norm statistics)' if suffix else ''}", scores))
     return adapted, rows
 
 
