@@ -222,10 +222,11 @@ def evaluate_pipeline(
     With ``statistics`` (batches of windows ``[n, 32, 32]``, e.g. a writer's unlabelled images from
     :meth:`WindowSource.window_batches`) the reader reads with their batch-norm statistics instead of its
     running ones (:func:`~neurosym.perception.batch_statistics.batch_statistics_of`), restored afterwards."""
+    pipeline.classifier.to(device)  # before the statistics are gathered on ``device``
     if statistics is not None:
         with batch_statistics_of(pipeline.classifier, (windows.to(device) for windows in statistics)):
             return evaluate_pipeline(pipeline, source, device, batch_size, progress)
-    pipeline.classifier.to(device).eval()
+    pipeline.classifier.eval()
     order = np.argsort(stage_lengths(source.records), kind="stable")
     hits: dict[str, list[bool]] = defaultdict(list)
     by_class: dict[str, list[bool]] = defaultdict(list)
