@@ -228,6 +228,14 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
     for split, writers in itertools.product(("val", "test"), ("new_writer", "first_bank")):  # also with their own statistics
         assert report[f"{split}_{writers}_own_statistics"].keys() == report[f"{split}_{writers}"].keys()
     assert "adapted, first bank, test (own batch-norm statistics)" in capsys.readouterr().out
+    assert report["refit_steps"] == 0 and not (out / "refit_checkpoint.pt").exists()
+    assert main([*argv, "--adapt-refit", "3", "--resume"]) == 0  # trained and adapted: only the refit runs
+    refit = torch.load(out / "refit_checkpoint.pt", weights_only=False)
+    assert refit["step"] == 3 and refit["config"]["batch_size"] == 128 and refit["config"]["learning_rate"] == 4e-4
+    assert any(not torch.equal(refit["model"][name], tensor) for name, tensor in adapted["model"].items())
+    assert torch.load(out / "adapt_checkpoint.pt", weights_only=False)["model"].keys() == adapted["model"].keys()
+    assert json.loads((out / "results.json").read_text())["adapt"]["refit_steps"] == 3
+    assert "adapted from 30 results, refit, " in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main([*argv, "--adapt-distill", "-1"])
     assert "--adapt-distill: expected a finite number >= 0, got '-1'" in capsys.readouterr().err

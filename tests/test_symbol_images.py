@@ -26,6 +26,7 @@ from neurosym.data.symbol_images import (
     resize_images,
     sliding_windows,
     token_of,
+    with_brackets,
     write_folder_bank,
     write_image,
 )
@@ -92,6 +93,22 @@ def test_merge_and_subset_keep_labels_and_resize():
     assert merged.symbols == ["+", "1", "x"]
     assert (merged.images[-3:] == 200).all()
     assert merged.subset(["x"]).labels.tolist() == ["x"] * 3
+
+
+def test_a_bank_without_brackets_borrows_both_and_keeps_its_hint_symbols():
+    digits = _bank(5)  # "1" and "+"
+    foreign = SymbolBank(
+        np.full((3, 4, 4), 9, np.uint8), np.array(["x", "1", "1"]), np.array(["train"] * 3), np.array(["x/a", "1/b", "1/c"])
+    )
+    drawn = SymbolBank(
+        np.full((4, 8, 8), 7, np.uint8), np.array(["(", ")", "(", "2"]), np.array(["test"] * 4), np.array(["a", "b", "c", "d"])
+    )
+    borrowed = with_brackets(merge_banks(digits, foreign.subset(["x"])), drawn)
+    assert sorted(borrowed.symbols) == ["(", ")", "+", "1"]  # its HINT symbols ("x" is none), the other's brackets only
+    assert borrowed.labels.tolist().count("(") == 2 and (borrowed.subset(["(", ")"]).images == 7).all()
+    assert borrowed.subset(["1"]).images.tolist() == digits.subset(["1"]).images.tolist()
+    whole = merge_banks(digits, drawn.subset(["(", ")"]))
+    assert with_brackets(whole, foreign) is whole  # has both: itself
 
 
 def test_resized_images_are_computed_once_per_size_and_symbols_cannot_be_changed_from_outside():

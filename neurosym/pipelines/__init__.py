@@ -4,7 +4,8 @@ What is learned from results, and what is given:
 
 * :class:`HintPipeline` + :func:`train_pipeline`: the perception, from images and results, with the
   grammar, the precedence levels and an operator table given (grammar-constrained decoding, abduction by
-  top-down back-search, a curriculum; the REINFORCE baseline);
+  top-down back-search, a curriculum; the REINFORCE baseline); :func:`abduced_windows` + :func:`refit_reader`
+  then refit the reader to its own abduced readings, window by window (no symbol label either);
 * :mod:`~neurosym.pipelines.concepts`: operator meanings induced from results with the digits and the
   grammar given; a new number's value or a new operator's meaning and precedence;
 * :func:`learn_concept_from_images`: a new concept's glyph, role and meaning from a few images;
@@ -35,6 +36,7 @@ from neurosym.pipelines.fewshot import (
     learn_concept_from_images,
 )
 from neurosym.pipelines.pipeline import HintPipeline, Reading
+from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.trainer import Anchor, PipelineConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
@@ -49,12 +51,15 @@ __all__ = [
     "FewShotConfig",
     "FewShotResult",
     "HintPipeline",
+    "LabelledWindows",
     "LearnedConcept",
     "PipelineConfig",
     "Reading",
+    "RefitConfig",
     "TokenRoles",
     "WindowSource",
     "ConcatWindows",
+    "abduced_windows",
     "constrained_decode",
     "evaluate_pipeline",
     "explained_fraction",
@@ -64,6 +69,7 @@ __all__ = [
     "learn_number",
     "learn_operator",
     "parse_stages",
+    "refit_reader",
     "reinforce_loss",
     "sentence_templates",
     "train_pipeline",

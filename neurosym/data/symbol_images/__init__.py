@@ -3,7 +3,7 @@ real handwriting: MNIST, the shipped ``bhmsds`` and ``handwritten-calculator`` s
 their disjoint train/val/test pools, and rendering of expressions as the HINT paper does (appendix B.1)."""
 
 from neurosym.data.symbol_images.archive import ARCHIVE_ARRAYS, read_bank_archive
-from neurosym.data.symbol_images.bank import POOL_FRACTIONS, POOLS, SymbolBank, assign_pools, merge_banks
+from neurosym.data.symbol_images.bank import POOL_FRACTIONS, POOLS, SymbolBank, assign_pools, merge_banks, with_brackets
 from neurosym.data.symbol_images.classes import (
     BANK_LABELS,
     DIGITS,
@@ -68,6 +68,7 @@ __all__ = [
     "load_folder_bank",
     "load_npz_bank",
     "merge_banks",
+    "with_brackets",
     "other_writers_bank",
     "with_drawn_digits",
     "writers_bank",

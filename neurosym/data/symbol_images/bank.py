@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neurosym.data.symbol_images.classes import HINT_SYMBOLS
 from neurosym.data.symbol_images.render import resize_images
 
 POOLS: tuple[str, ...] = ("train", "val", "test")
@@ -143,3 +144,13 @@ def merge_banks(*banks: SymbolBank) -> SymbolBank:
         np.concatenate([b.paths for b in banks]),
         np.concatenate([b.sources for b in banks]),
     )
+
+
+def with_brackets(bank: SymbolBank, brackets_from: SymbolBank) -> SymbolBank:
+    """``bank`` itself when it has both brackets; else its HINT symbols with the ``(`` and ``)`` images of
+    ``brackets_from`` (real handwritten brackets under a permissive licence exist nowhere: banks of real
+    handwriting borrow drawn ones)."""
+    if {"(", ")"} <= set(bank.symbols):
+        return bank
+    own = [s for s in HINT_SYMBOLS if s in bank.symbols and s not in "()"]
+    return merge_banks(bank.subset(own), brackets_from.subset(["(", ")"]))

@@ -86,6 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--adapt-lr", type=positive_float, help="neurosym: peak learning rate of --adapt (default: --lr's)")
     parser.add_argument("--adapt-distill", type=non_negative_float, default=0.0, help="neurosym: weight of keeping the trained reader's "
                         "reading of the replayed windows (KL; learning without forgetting); 0 = off")  # fmt: skip
+    parser.add_argument("--adapt-refit", type=non_negative_int, default=0, help="neurosym: after --adapt, steps fitting the reader to "
+                        "the abduced readings of the new writer's and the replayed windows (128 windows a step); 0 = off")  # fmt: skip
     parser.add_argument(
         "--fewshot-scales",
         type=_fewshot_scales,

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
-from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, merge_banks
+from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, merge_banks, with_brackets
 from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
 from neurosym.experiments.hint_sources import bank_from_option, load_hint_data
 from neurosym.experiments.report import format_table
@@ -25,6 +25,7 @@ from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.refit import RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.trainer import Anchor, PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 from neurosym.plots.hint_pipeline import plot_training
@@ -39,15 +40,6 @@ PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
 
 def _row(name: str, scores: dict[str, float]) -> list:
     return [name, *(100 * scores[s] for s in SUBSETS), symbol_cell(scores)]
-
-
-def _with_brackets(bank: SymbolBank, brackets_from: SymbolBank) -> SymbolBank:
-    """``bank``, borrowing the brackets of ``brackets_from`` when it has none (no real ones exist)."""
-    if {"(", ")"} <= set(bank.symbols):
-        return bank
-    return merge_banks(
-        bank.subset([s for s in HINT_SYMBOLS if s in bank.symbols and s not in "()"]), brackets_from.subset(["(", ")"])
-    )
 
 
 def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -97,7 +89,7 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     rows = [_row(f"{model}, validation: {data.label}", validation), _row(f"{model}, test: {data.label}", scores)]
     if args.extra_test_bank is not None:  # tested as trained, then with the batch-norm statistics of its unlabelled images
         extra, images = bank_from_option(args.extra_test_bank, args.seed)
-        extra = _with_brackets(extra, bank)
+        extra = with_brackets(extra, bank)
         unlabelled = WindowSource(data.splits["train"][: args.adapt_examples], extra, "train", args.seed + 1)
         extra_scores, restats = [evaluate(data.splits["test"], extra, "test", statistics) for statistics in (None, unlabelled)]
         results["extra_test_bank"] = {"images": images, "test": extra_scores, "test_their_batch_statistics": restats}
@@ -109,9 +101,7 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         rows += adapted_rows
     rows.append([f"Transformer rel. uni. ({PUBLISHED_DATA})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
     rows.append([f"NSR ({PUBLISHED_DATA}; average only)", "-", "-", "-", "-", "-", HINT_NSR_IMAGE_AVERAGE, "-"])
-    trained = (
-        f"readers of {' '.join(args.ensemble)}" if args.ensemble else f"{args.steps} steps ({train_seconds:.0f} s on {device})"
-    )
+    trained = f"readers of {' '.join(args.ensemble)}" if args.ensemble else f"{args.steps} steps ({train_seconds:.0f} s on {device})"  # fmt: skip
     print(f"\nHINT image input, {trained}; {len(data.splits['test'])} test "
           "expressions; accuracy % (the grammar, the precedence and HINT's operator table are given; the perception is "
           "learned from results alone)")  # fmt: skip
@@ -141,7 +131,7 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     writer's training images, beside ``--adapt-replay`` replayed with the first bank's (against forgetting, with
     ``--adapt-distill`` the trained reader's reading of them kept too); score both banks' validation and test."""
     new, images = bank_from_option(args.adapt, args.seed)
-    new = _with_brackets(new, bank)
+    new = with_brackets(new, bank)
     order = np.random.default_rng([args.seed, 7]).permutation(len(splits["train"]))
     chosen = [splits["train"][i] for i in order[: args.adapt_examples]]
     replay_end = args.adapt_examples + (args.adapt_replay or args.adapt_examples)
@@ -149,18 +139,25 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     own = {"new_writer": WindowSource(chosen, new, "train", args.seed + 1), "first_bank": WindowSource(replayed, bank, "train", args.seed)}  # fmt: skip
     source = ConcatWindows(*own.values())
     replay = np.arange(len(source)) >= len(chosen)
-    anchor = Anchor(copy.deepcopy(pipeline.classifier), replay) if args.adapt_distill > 0 else None  # frozen trained reader
+    trained = copy.deepcopy(pipeline.classifier)  # frozen: the replay's anchor and labeller
+    anchor = Anchor(trained, replay) if args.adapt_distill > 0 else None
     # the same curriculum and learning-rate schedule, anew, peaking at --adapt-lr
     adapt_config = replace(config, steps=args.adapt_steps, learning_rate=args.adapt_lr or config.learning_rate,
                            distill=args.adapt_distill)  # fmt: skip
-    checkpoint = out / "adapt_checkpoint.pt"
+    checkpoint, refit = out / "adapt_checkpoint.pt", out / "refit_checkpoint.pt"
     if not args.resume:
-        checkpoint.unlink(missing_ok=True)
+        checkpoint.unlink(missing_ok=True), refit.unlink(missing_ok=True)
     train_pipeline(pipeline, source, adapt_config, device, checkpoint, args.progress, anchor=anchor)
+    if args.adapt_refit:  # labels: the new writer's windows as the adapted reader reads them, the replayed as the trained one
+        first = HintPipeline(trained, pipeline.table, abduction_changes=args.abduction_changes)
+        labelled = [abduced_windows(p, own[w], device) for p, w in ((pipeline, "new_writer"), (first, "first_bank"))]
+        refit_reader(pipeline.classifier, labelled, RefitConfig(args.adapt_refit, learning_rate=adapt_config.learning_rate,
+                     augment_shift=args.augment_shift, seed=args.seed), device, refit, args.progress)  # fmt: skip
     adapted = {"images": images, "examples": len(chosen), "replayed": len(replayed), "steps": args.adapt_steps,
-               "learning_rate": adapt_config.learning_rate, "distill": args.adapt_distill}  # fmt: skip
+               "learning_rate": adapt_config.learning_rate, "distill": args.adapt_distill, "refit_steps": args.adapt_refit}  # fmt: skip
     rows = []  # each writer's splits as adapted, then with the batch-norm statistics of their own adaptation images (no labels)
-    for writers, shown, name in (("new_writer", new, f"adapted from {len(chosen)} results, {images}"),
+    adapted_from = f"adapted from {len(chosen)} results{', refit' if args.adapt_refit else ''}"
+    for writers, shown, name in (("new_writer", new, f"{adapted_from}, {images}"),
                                  ("first_bank", bank, "adapted, first bank")):  # fmt: skip
         for suffix, statistics in (("", None), ("_own_statistics", own[writers])):
             for split in ("val", "test"):

@@ -1,0 +1,132 @@
+"""Refitting a reader to its own abduced readings, window by window.
+
+Learning from results trains on whole expressions: each batch is a few dozen expressions, and a window's
+pseudo-label is whatever abduction makes of the current reading. Once a reader has learned, its readings of
+the training expressions, corrected by abduction towards their known results, are nearly all right.
+:func:`abduced_windows` takes them once, as fixed labels of every window; :func:`refit_reader` then fits the
+reader to them by plain classification over large batches of windows drawn from all the expressions at
+once. No symbol label is used: the labels come from the reader and the results.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from neurosym.perception.augment import random_shift
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.windows import ConcatWindows, WindowSource, real_positions
+from neurosym.training.core import Checkpointing, run_training
+from neurosym.training.device import mixed_precision
+from neurosym.training.loop import SCHEDULES, schedule_factor
+from neurosym.training.update import Update, grad_scaler
+
+
+@dataclass(frozen=True)
+class LabelledWindows:
+    """Symbol windows uint8 ``[N, 32, 32]`` with ``labels`` int64 ``[N]`` (indices into the reader's
+    vocabulary), taken from ``expressions`` expressions; ``left_out`` expressions gave no label."""
+
+    windows: torch.Tensor
+    labels: torch.Tensor
+    expressions: int
+    left_out: int
+
+
+@dataclass(frozen=True)
+class RefitConfig:
+    """``steps`` batches of ``batch_size`` windows, Adam at ``learning_rate`` under ``schedule``
+    (``"constant"`` or ``"cosine"``); each window shifted by up to ``augment_shift`` pixels; batches
+    depend only on ``(seed, step)``, so a resumed refit repeats an uninterrupted one."""
+
+    steps: int = 1600
+    batch_size: int = 128
+    learning_rate: float = 1e-3
+    schedule: str = "cosine"
+    augment_shift: int = 0
+    seed: int = 0
+    checkpoint_every: int = 200
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
+            raise ValueError("steps, batch_size and checkpoint_every must be positive")
+        if self.learning_rate <= 0 or self.augment_shift < 0:
+            raise ValueError(f"need learning_rate > 0 and augment_shift >= 0, got {self.learning_rate}, {self.augment_shift}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}: choose one of {SCHEDULES}")
+
+
+def abduced_windows(
+    pipeline: HintPipeline, source: WindowSource | ConcatWindows, device: torch.device, batch_size: int = 256
+) -> LabelledWindows:
+    """Every window of ``source``'s expressions labelled with ``pipeline``'s reading of it, corrected by
+    abduction towards the expression's result (:meth:`HintPipeline.abduce`); expressions it cannot explain
+    are left out."""
+    index = {symbol: i for i, symbol in enumerate(pipeline.classifier.vocabulary)}
+    pipeline.classifier.to(device).eval()
+    windows, labels, left_out = [], [], 0
+    for start in range(0, len(source), batch_size):
+        indices = range(start, min(start + batch_size, len(source)))
+        batch, lengths = source.batch(indices)
+        with torch.no_grad(), mixed_precision(device):
+            reading = pipeline.read(batch.to(device), lengths.to(device))
+        sentences = pipeline.abduce(reading, [source.records[i].res for i in indices])
+        kept = torch.tensor([sentence is not None for sentence in sentences])
+        left_out += int((~kept).sum())
+        windows.append(batch[kept][real_positions(lengths[kept], batch.shape[1])])
+        labels += [index[symbol] for sentence in sentences if sentence is not None for symbol in sentence]
+    expressions = len(source) - left_out
+    return LabelledWindows(torch.cat(windows), torch.tensor(labels, dtype=torch.long), expressions, left_out)
+
+
+def refit_reader(
+    reader: SymbolClassifier,
+    data: Sequence[LabelledWindows],
+    config: RefitConfig,
+    device: torch.device,
+    checkpoint: str | os.PathLike | None = None,
+    progress: bool = False,
+    time_limit: float | None = None,
+) -> list[dict]:
+    """Fit ``reader`` to the labelled windows of all of ``data`` (drawn uniformly across them) by
+    cross-entropy; returns the history (``loss`` per step). Runs in the library's one training loop:
+    resumes from ``checkpoint``, and a stop request or ``time_limit`` checkpoints and raises
+    :class:`~neurosym.training.stopping.TrainingInterrupted`."""
+    windows = torch.cat([part.windows for part in data])
+    labels = torch.cat([part.labels for part in data])
+    if len(labels) == 0:
+        raise ValueError("refit_reader needs at least one labelled window")
+    if int(labels.max()) >= len(reader.vocabulary):
+        raise ValueError(f"a label ({int(labels.max())}) lies outside the reader's {len(reader.vocabulary)} classes")
+    model = reader.to(device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule_factor(step, config.steps, config.schedule))
+
+    def step(index: int) -> tuple[torch.Tensor, dict[str, float]]:
+        model.train()
+        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
+        picks = torch.randint(len(labels), (config.batch_size,), generator=generator)
+        batch = random_shift(windows[picks], config.augment_shift, generator).to(device)
+        with mixed_precision(device):
+            log_probs = model(batch)
+        loss = F.nll_loss(log_probs.float(), labels[picks].to(device))
+        return loss, {"loss": loss.item()}
+
+    checkpointing = None if checkpoint is None else Checkpointing(checkpoint, config, config.checkpoint_every)
+    result = run_training(
+        model,
+        step,
+        Update(optimizer, scheduler, grad_scaler(device)),
+        config.steps,
+        device=device,
+        checkpoint=checkpointing,
+        time_limit=time_limit,
+        progress=progress,
+        description="refit",
+    )
+    return result.history

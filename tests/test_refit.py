@@ -1,0 +1,110 @@
+"""Refitting a reader to abduced readings: the windows and labels taken, the fit, its resumption and bad input."""
+
+import pytest
+import torch
+from hint_banks import prototype_bank
+from hint_pipelines import TINY_TRAINING, short_training_records, tiny_pipeline
+
+from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windows, refit_reader
+from neurosym.pipelines.trainer import evaluate_pipeline, train_pipeline
+from neurosym.pipelines.windows import ConcatWindows, WindowSource
+from neurosym.semantics import BatchSolver
+from neurosym.training import TrainingInterrupted, load_checkpoint
+
+CPU = torch.device("cpu")
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture(scope="module")
+def problem():
+    short = short_training_records()
+    bank = prototype_bank()
+    return WindowSource(short, bank, "train"), WindowSource(short[:80], bank, "test")
+
+
+def _truth(source) -> LabelledWindows:
+    """Every window of ``source`` with its true symbol (for fitting tests only)."""
+    vocabulary = tiny_pipeline().classifier.vocabulary
+    windows = torch.cat([source.windows(i) for i in range(len(source))])
+    labels = torch.tensor([vocabulary.index(s) for record in source.records for s in record.expr])
+    return LabelledWindows(windows, labels, len(source), 0)
+
+
+def test_abduced_windows_are_each_kept_expressions_windows_with_its_abduced_sentence(problem, monkeypatch):
+    train, _ = problem
+    pipeline = tiny_pipeline()
+    records = train.records[:30]
+    bank = train.dataset.bank
+    source = ConcatWindows(WindowSource(records[:20], bank, "train"), WindowSource(records[20:], bank, "test"))
+    order = iter(range(len(records)))
+
+    def abduce(reading, targets):  # each expression's own sentence, every third one left unexplained
+        picked = [next(order) for _ in targets]
+        assert targets == [records[i].res for i in picked] and reading.log_probs.shape[0] == len(picked)
+        return [None if i % 3 == 0 else records[i].expr for i in picked]
+
+    monkeypatch.setattr(pipeline, "abduce", abduce)
+    labelled = abduced_windows(pipeline, source, CPU, batch_size=7)
+    kept = [i for i in range(len(records)) if i % 3]
+    assert labelled.expressions == len(kept) and labelled.left_out == len(records) - len(kept)
+    assert torch.equal(labelled.windows, torch.cat([source.windows(i) for i in kept]))
+    vocabulary = pipeline.classifier.vocabulary
+    assert [vocabulary[i] for i in labelled.labels] == [s for i in kept for s in records[i].expr]
+    assert labelled.labels.dtype == torch.long and labelled.windows.dtype == torch.uint8
+
+
+def test_a_trained_readers_abduced_labels_give_each_kept_expression_its_result(problem):
+    train, _ = problem
+    pipeline = tiny_pipeline()
+    train_pipeline(pipeline, train, TINY_TRAINING, CPU, progress=False)
+    whole = abduced_windows(pipeline, train, CPU)
+    assert whole.expressions + whole.left_out == len(train) and whole.left_out < 0.1 * len(train)
+    solver, vocabulary = BatchSolver(pipeline.table), pipeline.classifier.vocabulary
+    sentences, results, agree = [], [], []
+    for record in train.records[:60]:  # one expression at a time: its labels are its sentence
+        one = abduced_windows(pipeline, WindowSource([record], train.dataset.bank, "train"), CPU)
+        if one.expressions:
+            sentences.append("".join(vocabulary[i] for i in one.labels))
+            results.append(record.res)
+            agree += [a == b for a, b in zip(sentences[-1], record.expr, strict=True)]
+    assert len(sentences) > 50 and solver.solve(sentences) == results
+    assert sum(agree) > 0.9 * len(agree)
+
+
+def test_refit_learns_the_labels_and_a_resumed_refit_repeats_an_uninterrupted_one(problem, tmp_path):
+    train, test = problem
+    config = RefitConfig(steps=60, batch_size=64, learning_rate=3e-3, augment_shift=1, seed=2, checkpoint_every=25)
+    straight = tiny_pipeline(seed=3)
+    before = evaluate_pipeline(straight, test, CPU)["symbol"]
+    history = refit_reader(straight.classifier, [_truth(train)], config, CPU, tmp_path / "straight.pt")
+    assert len(history) == 60 and history[-1]["loss"] < history[0]["loss"]
+    assert before < 0.3 and evaluate_pipeline(straight, test, CPU)["symbol"] > 0.9
+    path, stops = tmp_path / "chunked.pt", []
+    while True:
+        chunked = tiny_pipeline(seed=99 if stops else 3)  # later calls: everything must come from the checkpoint
+        try:
+            refit_reader(chunked.classifier, [_truth(train)], config, CPU, path, time_limit=0.0)
+            break
+        except TrainingInterrupted as stop:
+            stops.append(stop.step)
+            assert load_checkpoint(path)["step"] == stop.step
+    assert stops == list(range(1, 60))
+    for name, tensor in straight.classifier.state_dict().items():
+        assert torch.equal(tensor, chunked.classifier.state_dict()[name]), name
+
+
+def test_refit_refuses_bad_input(problem):
+    train, _ = problem
+    reader = tiny_pipeline().classifier
+    empty = LabelledWindows(torch.zeros(0, 32, 32, dtype=torch.uint8), torch.zeros(0, dtype=torch.long), 0, 3)
+    with pytest.raises(ValueError, match="at least one labelled window"):
+        refit_reader(reader, [empty], RefitConfig(steps=1), CPU)
+    truth = _truth(train)
+    foreign = LabelledWindows(truth.windows[:2], torch.tensor([0, len(reader.vocabulary)]), 1, 0)
+    with pytest.raises(ValueError, match="outside the reader's 16 classes"):
+        refit_reader(reader, [foreign], RefitConfig(steps=1), CPU)
+    for bad, match in (({"steps": 0}, "must be positive"), ({"augment_shift": -1}, "augment_shift >= 0"),
+                       ({"learning_rate": 0.0}, "learning_rate > 0"), ({"schedule": "warm"}, "unknown schedule")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            RefitConfig(**bad)
