@@ -4,6 +4,7 @@ small reader and a short curriculum that learns perception from results in a few
 from __future__ import annotations
 
 import torch
+from hint_banks import prototype_bank
 
 from neurosym.data.hint import HintRecord, main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS
@@ -11,6 +12,7 @@ from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import PipelineConfig
+from neurosym.pipelines.windows import WindowSource
 
 TINY_TRAINING = PipelineConfig(steps=70, batch_size=12, curriculum=Curriculum(((1, 20), (3, 30), (10**9, 10**9))))
 """70 steps: single digits, then up to 3 symbols, then everything."""
@@ -19,6 +21,14 @@ TINY_TRAINING = PipelineConfig(steps=70, batch_size=12, curriculum=Curriculum(((
 def short_training_records() -> list[HintRecord]:
     """The training expressions of at most 7 symbols of the HINT split at scale 0.002 (seed 0)."""
     return [r for r in main_split(scale=0.002, seed=0, cache=False, progress=False)["train"] if len(r.expr) <= 7]
+
+
+def tiny_problem() -> tuple[WindowSource, WindowSource]:
+    """The short training expressions shown with the prototype bank's training images, and the first 80
+    of them with its test images."""
+    short = short_training_records()
+    bank = prototype_bank()
+    return WindowSource(short, bank, "train"), WindowSource(short[:80], bank, "test")
 
 
 def tiny_pipeline(seed: int = 0) -> HintPipeline:

@@ -6,8 +6,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
-from hint_banks import prototype_bank
-from hint_pipelines import TINY_TRAINING, short_training_records, tiny_pipeline
+from hint_pipelines import TINY_TRAINING, tiny_pipeline, tiny_problem
 
 import neurosym.pipelines.trainer as trainer_module
 import neurosym.training.core as training_loop
@@ -30,9 +29,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def problem():
-    short = short_training_records()
-    bank = prototype_bank()
-    return WindowSource(short, bank, "train"), WindowSource(short[:80], bank, "test")
+    return tiny_problem()
 
 
 def test_perception_is_learned_from_results_alone(problem):

@@ -2,8 +2,7 @@
 
 import pytest
 import torch
-from hint_banks import prototype_bank
-from hint_pipelines import TINY_TRAINING, short_training_records, tiny_pipeline
+from hint_pipelines import TINY_TRAINING, tiny_pipeline, tiny_problem
 
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.trainer import evaluate_pipeline, train_pipeline
@@ -18,9 +17,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def problem():
-    short = short_training_records()
-    bank = prototype_bank()
-    return WindowSource(short, bank, "train"), WindowSource(short[:80], bank, "test")
+    return tiny_problem()
 
 
 def _truth(source) -> LabelledWindows:

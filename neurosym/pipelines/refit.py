@@ -20,11 +20,10 @@ import torch.nn.functional as F
 from neurosym.perception.augment import random_shift
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.trainer import run_reader_training
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, real_positions
-from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
-from neurosym.training.loop import SCHEDULES, schedule_factor
-from neurosym.training.update import Update, grad_scaler
+from neurosym.training.loop import SCHEDULES
 
 
 @dataclass(frozen=True)
@@ -104,8 +103,6 @@ def refit_reader(
     if int(labels.max()) >= len(reader.vocabulary):
         raise ValueError(f"a label ({int(labels.max())}) lies outside the reader's {len(reader.vocabulary)} classes")
     model = reader.to(device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule_factor(step, config.steps, config.schedule))
 
     def step(index: int) -> tuple[torch.Tensor, dict[str, float]]:
         model.train()
@@ -117,16 +114,4 @@ def refit_reader(
         loss = F.nll_loss(log_probs.float(), labels[picks].to(device))
         return loss, {"loss": loss.item()}
 
-    checkpointing = None if checkpoint is None else Checkpointing(checkpoint, config, config.checkpoint_every)
-    result = run_training(
-        model,
-        step,
-        Update(optimizer, scheduler, grad_scaler(device)),
-        config.steps,
-        device=device,
-        checkpoint=checkpointing,
-        time_limit=time_limit,
-        progress=progress,
-        description="refit",
-    )
-    return result.history
+    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, "refit")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,8 +148,6 @@ def train_pipeline(
     model = pipeline.classifier.to(device)
     if anchor is not None:
         anchor.reader.to(device).eval().requires_grad_(False)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: schedule_factor(step, config.steps, config.schedule))
     lengths = stage_lengths(source.records)
     targets = np.fromiter((r.res for r in source.records), dtype=np.int64, count=len(source.records))
     baseline = 0.0
@@ -189,20 +187,39 @@ def train_pipeline(
         nonlocal baseline
         baseline = saved["baseline"]
 
+    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, "pipeline", save, load)
+
+
+def run_reader_training(
+    model: nn.Module,
+    step: Callable[[int], tuple[torch.Tensor | None, dict[str, Any]]],
+    config: Any,
+    device: torch.device,
+    checkpoint: str | os.PathLike | None,
+    progress: bool,
+    time_limit: float | None,
+    description: str,
+    save: Callable[[], dict[str, Any]] | None = None,
+    load: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict]:
+    """``config.steps`` steps ``step(i) -> (loss, logs)`` of Adam at ``config.learning_rate`` under
+    ``config.schedule``, in the library's one training loop, checkpointing to ``checkpoint`` every
+    ``config.checkpoint_every`` steps (with the caller's ``save``/``load`` entries); returns the history."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda index: schedule_factor(index, config.steps, config.schedule))
     checkpointing = None
     if checkpoint is not None:
         checkpointing = Checkpointing(checkpoint, config, config.checkpoint_every, (), save, load)
-    update = Update(optimizer, scheduler, grad_scaler(device))
     result = run_training(
         model,
         step,
-        update,
+        Update(optimizer, scheduler, grad_scaler(device)),
         config.steps,
         device=device,
         checkpoint=checkpointing,
         time_limit=time_limit,
         progress=progress,
-        description="pipeline",
+        description=description,
     )
     return result.history
 
