@@ -93,6 +93,8 @@ def test_refit_learns_the_labels_and_a_resumed_refit_repeats_an_uninterrupted_on
 
 def test_refit_refuses_bad_input(problem):
     train, _ = problem
+    with pytest.raises(ValueError, match="at least one expression"):
+        abduced_windows(tiny_pipeline(), WindowSource([], train.dataset.bank, "train"), CPU)
     reader = tiny_pipeline().classifier
     empty = LabelledWindows(torch.zeros(0, 32, 32, dtype=torch.uint8), torch.zeros(0, dtype=torch.long), 0, 3)
     with pytest.raises(ValueError, match="at least one labelled window"):

@@ -66,6 +66,8 @@ def abduced_windows(
     """Every window of ``source``'s expressions labelled with ``pipeline``'s reading of it, corrected by
     abduction towards the expression's result (:meth:`HintPipeline.abduce`); expressions it cannot explain
     are left out."""
+    if len(source) == 0:
+        raise ValueError("abduced_windows needs at least one expression")
     index = {symbol: i for i, symbol in enumerate(pipeline.classifier.vocabulary)}
     pipeline.classifier.to(device).eval()
     windows, labels, left_out = [], [], 0
