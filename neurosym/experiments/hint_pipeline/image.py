@@ -145,11 +145,11 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     adapt_config = replace(config, steps=args.adapt_steps, learning_rate=args.adapt_lr or config.learning_rate,
                            distill=args.adapt_distill)  # fmt: skip
     checkpoint, refit = out / "adapt_checkpoint.pt", out / "refit_checkpoint.pt"
-    if not args.resume:
-        checkpoint.unlink(missing_ok=True), refit.unlink(missing_ok=True)
+    for path in () if args.resume else (checkpoint, refit):
+        path.unlink(missing_ok=True)
     train_pipeline(pipeline, source, adapt_config, device, checkpoint, args.progress, anchor=anchor)
     if args.adapt_refit:  # labels: the new writer's windows as the adapted reader reads them, the replayed as the trained one
-        first = HintPipeline(trained, pipeline.table, abduction_changes=args.abduction_changes)
+        first = HintPipeline(trained, pipeline.table, abduction_changes=pipeline.abduction_changes)
         labelled = [abduced_windows(p, own[w], device) for p, w in ((pipeline, "new_writer"), (first, "first_bank"))]
         refit_reader(pipeline.classifier, labelled, RefitConfig(args.adapt_refit, learning_rate=adapt_config.learning_rate,
                      augment_shift=args.augment_shift, seed=args.seed), device, refit, args.progress)  # fmt: skip
