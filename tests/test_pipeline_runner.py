@@ -236,6 +236,13 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
     assert torch.load(out / "adapt_checkpoint.pt", weights_only=False)["model"].keys() == adapted["model"].keys()
     assert json.loads((out / "results.json").read_text())["adapt"]["refit_steps"] == 3
     assert "adapted from 30 results, refit, " in capsys.readouterr().out
+    assert main([*argv, "--adapt-refit", "3", "--adapt-route", "2", "--resume"]) == 0  # only the router trains
+    routing = torch.load(out / "routing_checkpoint.pt", weights_only=False)
+    assert routing["step"] == 2 and routing["model"]["classifier.weight"].shape == (2, 32)  # first bank, new writer
+    assert json.loads((out / "results.json").read_text())["adapt"]["routing_steps"] == 2
+    assert "adapted from 30 results, refit, routed, " in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="--adapt-route reads with two readers"):
+        main([*argv, "--adapt-route", "2", "--fewshot-scales", "0.01"])
     with pytest.raises(SystemExit):
         main([*argv, "--adapt-distill", "-1"])
     assert "--adapt-distill: expected a finite number >= 0, got '-1'" in capsys.readouterr().err

@@ -5,6 +5,7 @@ import torch
 from hint_pipelines import TINY_TRAINING, tiny_pipeline, tiny_problem
 
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windows, refit_reader
+from neurosym.pipelines.routing import source_windows
 from neurosym.pipelines.trainer import evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 from neurosym.semantics import BatchSolver
@@ -23,9 +24,18 @@ def problem():
 def _truth(source) -> LabelledWindows:
     """Every window of ``source`` with its true symbol (for fitting tests only)."""
     vocabulary = tiny_pipeline().classifier.vocabulary
-    windows = torch.cat([source.windows(i) for i in range(len(source))])
     labels = torch.tensor([vocabulary.index(s) for record in source.records for s in record.expr])
-    return LabelledWindows(windows, labels, len(source), 0)
+    return LabelledWindows(source_windows(source, 0).windows, labels, len(source), 0)
+
+
+def test_source_windows_are_every_window_of_the_source_labelled_with_where_they_came_from(problem):
+    _, test = problem
+    labelled = source_windows(test, 3)
+    assert torch.equal(labelled.windows, torch.cat([test.windows(i) for i in range(len(test))]))
+    assert labelled.labels.dtype == torch.long and labelled.labels.tolist() == [3] * sum(len(r.expr) for r in test.records)
+    assert (labelled.expressions, labelled.left_out) == (len(test), 0)
+    with pytest.raises(ValueError, match="source_windows needs at least one expression"):
+        source_windows(WindowSource([], test.dataset.bank, "test"), 0)
 
 
 def test_abduced_windows_are_each_kept_expressions_windows_with_its_abduced_sentence(problem, monkeypatch):

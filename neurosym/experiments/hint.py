@@ -62,29 +62,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scale", type=fraction_up_to_one, default=1.0, help="fraction of the released split sizes (1 = Table A1)"
     )
-    parser.add_argument(
-        "--steps",
-        type=positive_int,
-        default=None,
-        help="maximum training steps (default: 100k for the seq2seq models as in HINT, 2,000 for neurosym)",
-    )
+    parser.add_argument("--steps", type=positive_int, default=None,
+                        help="maximum training steps (default: 100k for the seq2seq models as in HINT, 2,000 for neurosym)")  # fmt: skip
     parser.add_argument("--batch-size", type=positive_int, default=128, help="global batch size (HINT: 128)")
     parser.add_argument(
         "--lr", type=positive_float, default=None, help="Adam learning rate (default: 1e-3 RNNs, 1e-4 Transformers)"
     )
     parser.add_argument("--embedding", type=positive_int, default=128, help="size of the source and target embeddings")
-    parser.add_argument(
-        "--dim",
-        type=positive_int,
-        default=512,
-        help="Transformer width; embeddings are mapped to it by a linear layer when it differs from --embedding",
-    )
-    parser.add_argument(
-        "--hidden",
-        type=positive_int,
-        default=None,
-        help=f"RNN hidden units (default {RNN_HIDDEN}) / Transformer feed-forward size (default 4 × --dim)",
-    )
+    parser.add_argument("--dim", type=positive_int, default=512,
+                        help="Transformer width; embeddings are mapped to it by a linear layer when it differs from --embedding")  # fmt: skip
+    parser.add_argument("--hidden", type=positive_int, default=None,
+                        help=f"RNN hidden units (default {RNN_HIDDEN}) / Transformer feed-forward size (default 4 × --dim)")  # fmt: skip
     parser.add_argument("--heads", type=positive_int, default=8, help="attention heads of the Transformers")
     parser.add_argument(
         "--norm", choices=("post", "pre"), default="post", help="LayerNorm after (HINT release) or before each sub-layer"
@@ -99,12 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--encoder-layers", type=positive_int, default=None, help="encoder depth (default: 3 RNNs, 6 Transformers)"
     )
     parser.add_argument("--decoder-layers", type=positive_int, default=1, help="decoder depth")
-    parser.add_argument(
-        "--dropout",
-        type=probability_below_one,
-        default=None,
-        help="dropout of every recurrent layer and sub-layer (default: 0.5 RNNs, 0.1 Transformers)",
-    )
+    parser.add_argument("--dropout", type=probability_below_one, default=None,
+                        help="dropout of every recurrent layer and sub-layer (default: 0.5 RNNs, 0.1 Transformers)")  # fmt: skip
     parser.add_argument(
         "--relative",
         choices=("xl_clipped", "xl", "shaw"),

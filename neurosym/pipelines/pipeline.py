@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from einops import rearrange
+from einops import rearrange, repeat
 
+from neurosym.perception.routed import RoutedReader
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
@@ -71,7 +72,11 @@ class HintPipeline:
         batch, steps = windows.shape[:2]
         flat = rearrange(windows, "b t ... -> (b t) ...")
         mask = real_positions(lengths, steps)
-        read = self.classifier(flat[mask.flatten()]).float()
+        if isinstance(self.classifier, RoutedReader):  # routed per expression: one writer writes it all
+            expression = repeat(torch.arange(batch, device=windows.device), "b -> (b t)", t=steps)
+            read = self.classifier(flat[mask.flatten()], expression[mask.flatten()]).float()
+        else:
+            read = self.classifier(flat[mask.flatten()]).float()
         log_probs = read.new_zeros(batch * steps, read.shape[-1]).index_put((mask.flatten().nonzero().flatten(),), read)
         log_probs = rearrange(log_probs, "(b t) v -> b t v", b=batch)
         decoded = constrained_decode(log_probs.detach(), lengths, self.roles, self.minimal_brackets)

@@ -88,6 +88,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "reading of the replayed windows (KL; learning without forgetting); 0 = off")  # fmt: skip
     parser.add_argument("--adapt-refit", type=non_negative_int, default=0, help="neurosym: after --adapt, steps fitting the reader to "
                         "the abduced readings of the new writer's and the replayed windows (128 windows a step); 0 = off")  # fmt: skip
+    parser.add_argument("--adapt-route", type=non_negative_int, default=0, help="neurosym: after --adapt, read each expression with "
+                        "the trained reader or the adapted one as a router trained this many steps to tell the first bank's "
+                        "windows from the new writer's weighs them (--adapt-refit then fits the new writer's only); 0 = off")  # fmt: skip
     parser.add_argument(
         "--fewshot-scales",
         type=_fewshot_scales,

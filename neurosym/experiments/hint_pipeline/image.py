@@ -26,6 +26,7 @@ from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.refit import RefitConfig, abduced_windows, refit_reader
+from neurosym.pipelines.routing import route_readers
 from neurosym.pipelines.trainer import Anchor, PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 from neurosym.plots.hint_pipeline import plot_training
@@ -50,6 +51,8 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         return SymbolClassifier(list(HINT_SYMBOLS), args.cnn, args.classifier_features, width=args.classifier_width,
                                 stroke_width=args.stroke_width)  # fmt: skip
 
+    if args.adapt_route and args.fewshot_scales:
+        raise SystemExit("neurosym hint: --adapt-route reads with two readers, the few-shot stage trains one: add --fewshot-scales none")  # fmt: skip
     classifier = _ensemble(args, reader) if args.ensemble else reader()
     data = load_hint_data(args, image_input=True, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
@@ -129,7 +132,8 @@ def _ensemble(args: argparse.Namespace, reader) -> ReaderEnsemble:
 def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple[dict[str, Any], list[list]]:
     """Go on training from results alone on ``--adapt-examples`` training expressions rendered with the new
     writer's training images, beside ``--adapt-replay`` replayed with the first bank's (against forgetting, with
-    ``--adapt-distill`` the trained reader's reading of them kept too); score both banks' validation and test."""
+    ``--adapt-distill`` the trained reader's reading of them kept too); with ``--adapt-route``, read each expression
+    with the trained or the adapted reader as a router of writers weighs them; score both banks' validation and test."""
     new, images = bank_from_option(args.adapt, args.seed)
     new = with_brackets(new, bank)
     order = np.random.default_rng([args.seed, 7]).permutation(len(splits["train"]))
@@ -144,19 +148,24 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     # the same curriculum and learning-rate schedule, anew, peaking at --adapt-lr
     adapt_config = replace(config, steps=args.adapt_steps, learning_rate=args.adapt_lr or config.learning_rate,
                            distill=args.adapt_distill)  # fmt: skip
-    checkpoint, refit = out / "adapt_checkpoint.pt", out / "refit_checkpoint.pt"
-    for path in () if args.resume else (checkpoint, refit):
+    checkpoint, refit, routing = out / "adapt_checkpoint.pt", out / "refit_checkpoint.pt", out / "routing_checkpoint.pt"
+    for path in () if args.resume else (checkpoint, refit, routing):
         path.unlink(missing_ok=True)
     train_pipeline(pipeline, source, adapt_config, device, checkpoint, args.progress, anchor=anchor)
     if args.adapt_refit:  # labels: the new writer's windows as the adapted reader reads them, the replayed as the trained one
         first = HintPipeline(trained, pipeline.table, abduction_changes=pipeline.abduction_changes)
-        labelled = [abduced_windows(p, own[w], device) for p, w in ((pipeline, "new_writer"), (first, "first_bank"))]
+        readers = ((pipeline, "new_writer"),) if args.adapt_route else ((pipeline, "new_writer"), (first, "first_bank"))
+        labelled = [abduced_windows(p, own[w], device) for p, w in readers]  # routed: the trained reader keeps the first
         refit_reader(pipeline.classifier, labelled, RefitConfig(args.adapt_refit, learning_rate=adapt_config.learning_rate,
                      augment_shift=args.augment_shift, seed=args.seed), device, refit, args.progress)  # fmt: skip
+    if args.adapt_route:  # each expression read by the trained reader or the adapted one, as a router of writers weighs them
+        pipeline.classifier = route_readers([trained, pipeline.classifier], [own["first_bank"], own["new_writer"]], RefitConfig(
+            args.adapt_route, augment_shift=args.augment_shift, seed=args.seed), device, routing, args.progress, args.cnn)  # fmt: skip
     adapted = {"images": images, "examples": len(chosen), "replayed": len(replayed), "steps": args.adapt_steps,
-               "learning_rate": adapt_config.learning_rate, "distill": args.adapt_distill, "refit_steps": args.adapt_refit}  # fmt: skip
+               "learning_rate": adapt_config.learning_rate, "distill": args.adapt_distill,
+               "refit_steps": args.adapt_refit, "routing_steps": args.adapt_route}  # fmt: skip
     rows = []  # each writer's splits as adapted, then with the batch-norm statistics of their own adaptation images (no labels)
-    adapted_from = f"adapted from {len(chosen)} results{', refit' if args.adapt_refit else ''}"
+    adapted_from = f"adapted from {len(chosen)} results{', refit' * bool(args.adapt_refit)}{', routed' * bool(args.adapt_route)}"
     for writers, shown, name in (("new_writer", new, f"{adapted_from}, {images}"),
                                  ("first_bank", bank, "adapted, first bank")):  # fmt: skip
         for suffix, statistics in (("", None), ("_own_statistics", own[writers])):

@@ -1,0 +1,54 @@
+"""Readers for different writers read as one: a router tells whose handwriting an expression is and weights
+each writer's reader by its belief (the expert gate of Aljundi et al. 2017, per expression). A reader adapted
+to a new writer then need not share its weights with the first writers', so adapting forgets nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+from neurosym.perception.symbol_classifier import SymbolClassifier
+
+
+class RoutedReader(nn.Module):
+    """``readers[k]`` reads the handwriting that ``router`` calls class ``k``.
+
+    Args:
+        readers: classifiers over one vocabulary, one per group of writers.
+        router: a classifier with one class per reader (trained to tell which group a window came from).
+
+    Shapes: ``windows [N, S, S]`` or ``[N, 1, S, S]``, optional ``groups`` int64 ``[N]`` (the expression each
+    window belongs to) -> log-probabilities ``[N, V]``: ``log sum_k w_k p_k(symbol | window)``, where ``w`` is
+    the router's distribution per window, or with ``groups`` its mean log-probability over the group's windows,
+    renormalised (one writer writes a whole expression).
+    """
+
+    def __init__(self, readers: Sequence[SymbolClassifier], router: SymbolClassifier):
+        super().__init__()
+        vocabularies = {tuple(reader.vocabulary) for reader in readers}
+        if len(vocabularies) != 1:
+            raise ValueError(f"routed readers must share one vocabulary, got {sorted(vocabularies)}")
+        if len(router.vocabulary) != len(readers):
+            raise ValueError(f"the router has {len(router.vocabulary)} classes for {len(readers)} readers")
+        self.readers = nn.ModuleList(readers)
+        self.router = router
+        self.vocabulary = list(readers[0].vocabulary)
+
+    def route(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        """``windows [N, S, S]`` -> log-weights of the readers ``[N, K]`` (per group when ``groups [N]`` is given)."""
+        log_weights = self.router(windows).float()
+        if groups is None:
+            return log_weights
+        if groups.shape != log_weights.shape[:1]:
+            raise ValueError(f"groups must give one index per window ({len(log_weights)}), got shape {tuple(groups.shape)}")
+        _, groups = torch.unique(groups, return_inverse=True)
+        sums = log_weights.new_zeros(int(groups.max()) + 1, log_weights.shape[1]).index_add(0, groups, log_weights)
+        counts = torch.bincount(groups).unsqueeze(1).to(log_weights.dtype)
+        return (sums / counts).log_softmax(dim=-1)[groups]
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        """``windows [N, S, S]`` or ``[N, 1, S, S]`` (``groups [N]`` optional) -> log-probabilities ``[N, V]``."""
+        readings = torch.stack([reader(windows).float() for reader in self.readers], dim=1)  # [N, K, V]
+        return (readings + self.route(windows, groups).unsqueeze(-1)).logsumexp(dim=1)

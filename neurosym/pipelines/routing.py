@@ -1,0 +1,44 @@
+"""Routing expressions to the reader of their writers: a router learns where windows came from (which set of
+writers drew them, known without any symbol label), and a :class:`~neurosym.perception.routed.RoutedReader`
+reads each expression with the readers it weighs. Adapting to a new writer then leaves the first writers'
+reader as it was trained."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import torch
+
+from neurosym.perception.routed import RoutedReader
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.refit import LabelledWindows, RefitConfig, refit_reader
+from neurosym.pipelines.windows import ConcatWindows, WindowSource
+
+
+def source_windows(source: WindowSource | ConcatWindows, label: int) -> LabelledWindows:
+    """Every window of ``source``'s expressions, all labelled ``label``: what is known of where they came from
+    (e.g. which writers drew them, a writer router's target), not what they show."""
+    if len(source) == 0:
+        raise ValueError("source_windows needs at least one expression")
+    windows = torch.cat([source.windows(i) for i in range(len(source))])
+    return LabelledWindows(windows, torch.full((len(windows),), label, dtype=torch.long), len(source), 0)
+
+
+def route_readers(
+    readers: Sequence[SymbolClassifier],
+    sources: Sequence[WindowSource | ConcatWindows],
+    config: RefitConfig,
+    device: torch.device,
+    checkpoint: str | os.PathLike | None = None,
+    progress: bool = False,
+    backbone: str = "small",
+) -> RoutedReader:
+    """``readers[k]`` for the handwriting of ``sources[k]``'s expressions: a router (a small ``backbone``
+    classifier, one class per reader) is fit to tell the sources' windows apart by :func:`refit_reader`
+    (resumable from ``checkpoint``), and the routed reader reads with both."""
+    if len(readers) != len(sources) or len(readers) < 2:
+        raise ValueError(f"route_readers needs one source per reader and at least two, got {len(readers)} and {len(sources)}")
+    router = SymbolClassifier([f"source {k}" for k in range(len(sources))], backbone, 32, width=16)
+    refit_reader(router, [source_windows(source, k) for k, source in enumerate(sources)], config, device, checkpoint, progress)
+    return RoutedReader(list(readers), router.eval())

@@ -1,0 +1,127 @@
+"""Readers routed by writer: the mixture each window or expression is read with, batch independence, bad input."""
+
+import pytest
+import torch
+from hint_pipelines import tiny_pipeline, tiny_problem
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank
+from neurosym.perception.routed import RoutedReader
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.refit import RefitConfig
+from neurosym.pipelines.routing import route_readers
+from neurosym.pipelines.windows import WindowSource, stack_windows
+from neurosym.training import load_checkpoint
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _reader(seed: int, vocabulary=tuple(HINT_SYMBOLS)) -> SymbolClassifier:
+    torch.manual_seed(seed)
+    return SymbolClassifier(list(vocabulary), features=16, width=4).eval()
+
+
+class InkRouter(torch.nn.Module):
+    """Routes by how much ink a window holds: its weights vary from window to window."""
+
+    def __init__(self, threshold: float):
+        super().__init__()
+        self.vocabulary, self.threshold = ["first", "new"], threshold
+
+    def forward(self, windows: torch.Tensor) -> torch.Tensor:
+        ink = windows.float().mean(dim=(-2, -1)).flatten() / 255.0 - self.threshold
+        return torch.stack([ink, -ink], dim=-1).mul(40.0).log_softmax(dim=-1)
+
+
+def _routed(bias: tuple[float, float] | None = None, threshold: float = 0.5) -> RoutedReader:
+    if bias is None:
+        return RoutedReader([_reader(0), _reader(1)], InkRouter(threshold)).eval()
+    router = _reader(2, ("first", "new"))
+    with torch.no_grad():  # a router that says the same whatever it sees
+        router.classifier.weight.zero_()
+        router.classifier.bias.copy_(torch.tensor(bias))
+    return RoutedReader([_reader(0), _reader(1)], router).eval()
+
+
+WINDOWS = torch.randint(0, 256, (12, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+
+
+def test_a_certain_router_reads_with_the_reader_it_names():
+    for bias, chosen in (((30.0, -30.0), 0), ((-30.0, 30.0), 1)):
+        routed = _routed(bias)
+        with torch.no_grad():
+            assert torch.allclose(routed(WINDOWS), routed.readers[chosen](WINDOWS), atol=1e-5)
+
+
+def test_each_window_is_read_with_the_mixture_its_router_weights_give():
+    routed = _routed()
+    with torch.no_grad():
+        weights = routed.router(WINDOWS).exp()  # [N, 2]
+        mixture = sum(weights[:, k : k + 1] * routed.readers[k](WINDOWS).exp() for k in range(2))
+        assert torch.allclose(routed(WINDOWS), mixture.log(), atol=1e-5)
+        assert torch.allclose(routed(WINDOWS).exp().sum(-1), torch.ones(len(WINDOWS)), atol=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=len(WINDOWS), max_size=len(WINDOWS)))
+def test_a_groups_windows_share_the_renormalised_mean_of_their_routing(labels):
+    routed, groups = _routed(), torch.tensor(labels)
+    with torch.no_grad():
+        per_window, shared = routed.router(WINDOWS), routed.route(WINDOWS, groups)
+        for group in groups.unique():
+            members = groups == group
+            expected = per_window[members].mean(0).log_softmax(-1)
+            assert torch.allclose(shared[members], expected.expand(int(members.sum()), -1), atol=1e-5)
+        relabelled = routed.route(WINDOWS, 10 * groups + 7)  # only which windows share a group matters
+        assert torch.allclose(relabelled, shared)
+
+
+def test_the_pipeline_routes_each_expression_as_a_whole_whatever_it_is_batched_with():
+    _, test = tiny_problem()
+    ink = torch.cat([test.windows(i) for i in range(len(test))]).float().mean(dim=(-2, -1)) / 255.0
+    pipeline = HintPipeline(_routed(threshold=float(ink.median())), tiny_pipeline().table)
+    picked = [0, 40, 1, 41, 42, 2]  # one symbol or three
+    together = pipeline.read(*test.batch(picked))
+    with torch.no_grad():  # the test means something only where the router's weights differ within an expression
+        longest = max(picked, key=lambda i: len(test.windows(i)))
+        assert pipeline.classifier.router(test.windows(longest)).exp()[:, 0].std() > 0.1
+    with torch.no_grad():
+        for row, i in enumerate(picked):
+            alone = pipeline.read(*test.batch([i]))
+            length = len(test.windows(i))
+            assert torch.allclose(together.log_probs[row, :length], alone.log_probs[0, :length], atol=1e-5)
+            one_group = pipeline.classifier(test.windows(i), torch.zeros(length, dtype=torch.long))
+            assert torch.allclose(alone.log_probs[0, :length], one_group, atol=1e-5)
+    assert together.values == [pipeline.read(*stack_windows([test.windows(i)])).values[0] for i in picked]
+
+
+def test_bad_routes_are_refused():
+    with pytest.raises(ValueError, match="share one vocabulary"):
+        RoutedReader([_reader(0), _reader(1, "0123456789")], _reader(2, ("first", "new")))
+    with pytest.raises(ValueError, match="the router has 3 classes for 2 readers"):
+        RoutedReader([_reader(0), _reader(1)], _reader(2, ("a", "b", "c")))
+    with pytest.raises(ValueError, match=r"one index per window \(12\), got shape \(5,\)"):
+        _routed().route(WINDOWS, torch.zeros(5, dtype=torch.long))
+
+
+def test_route_readers_learns_where_windows_came_from_and_routes_each_expression_to_its_reader(tmp_path):
+    train, test = tiny_problem()
+    bank = train.dataset.bank
+    inverted = SymbolBank(255 - bank.images, bank.labels, bank.pools, bank.paths)  # another "writer": white paper
+    first, other = train.records[:40], train.records[40:80]
+    sources = [WindowSource(first, bank, "train"), WindowSource(other, inverted, "train")]
+    readers = [_reader(0), _reader(1)]
+    routed = route_readers(readers, sources, RefitConfig(150, learning_rate=3e-3, augment_shift=1), torch.device("cpu"), tmp_path / "routing.pt")
+    assert routed.readers[0] is readers[0] and routed.readers[1] is readers[1]
+    assert load_checkpoint(tmp_path / "routing.pt")["step"] == 150
+    with torch.no_grad():
+        for k, images in enumerate((bank, inverted)):  # held-out expressions, each routed as a whole
+            windows, lengths = WindowSource(test.records[40:], images, "test").batch(range(40))
+            groups = torch.repeat_interleave(torch.arange(40), lengths)
+            flat = torch.cat([windows[i, : lengths[i]] for i in range(40)])
+            weights = routed.route(flat, groups).exp()[:, k]
+            assert weights.min() > 0.5 and weights.mean() > 0.9
+    with pytest.raises(ValueError, match="one source per reader and at least two, got 2 and 1"):
+        route_readers(readers, sources[:1], RefitConfig(1), torch.device("cpu"))
