@@ -6,6 +6,8 @@ What is learned from results, and what is given:
   grammar, the precedence levels and an operator table given (grammar-constrained decoding, abduction by
   top-down back-search, a curriculum; the REINFORCE baseline); :func:`abduced_windows` + :func:`refit_reader`
   then refit the reader to its own abduced readings, window by window (no symbol label either);
+  :func:`route_readers` reads each expression with the reader of its writers, as a router trained on where
+  windows came from tells (a reader adapted to a new writer beside the first writers' own);
 * :mod:`~neurosym.pipelines.concepts`: operator meanings induced from results with the digits and the
   grammar given; a new number's value or a new operator's meaning and precedence;
 * :func:`learn_concept_from_images`: a new concept's glyph, role and meaning from a few images;
@@ -38,6 +40,7 @@ from neurosym.pipelines.fewshot import (
 from neurosym.pipelines.pipeline import HintPipeline, Reading
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.reinforce import reinforce_loss
+from neurosym.pipelines.routing import route_readers, source_windows
 from neurosym.pipelines.trainer import Anchor, PipelineConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 
@@ -71,6 +74,8 @@ __all__ = [
     "parse_stages",
     "refit_reader",
     "reinforce_loss",
+    "route_readers",
     "sentence_templates",
+    "source_windows",
     "train_pipeline",
 ]
