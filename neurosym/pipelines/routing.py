@@ -36,7 +36,7 @@ def route_readers(
 ) -> RoutedReader:
     """``readers[k]`` for the handwriting of ``sources[k]``'s expressions: a router (a small ``backbone``
     classifier, one class per reader) is fit to tell the sources' windows apart by :func:`refit_reader`
-    (resumable from ``checkpoint``), and the routed reader reads with both."""
+    (resumable from ``checkpoint``), and the routed reader reads with them all."""
     if len(readers) != len(sources) or len(readers) < 2:
         raise ValueError(f"route_readers needs one source per reader and at least two, got {len(readers)} and {len(sources)}")
     router = SymbolClassifier([f"source {k}" for k in range(len(sources))], backbone, 32, width=16)
