@@ -37,6 +37,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "neurosym.experiments.attention_speed",
         "relative vs SDPA vanilla attention speed; cached vs uncached greedy decoding",
     ),
+    "pipeline": (
+        "neurosym.experiments.pipeline",
+        "the grammar pipeline learned from results on a task: multi-digit MNIST addition, handwritten formulas",
+    ),
     "pvr": ("neurosym.experiments.pvr", "Pointer Value Retrieval: vector/visual tasks, holdout shifts, noise sensitivity"),
 }
 

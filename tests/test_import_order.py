@@ -26,9 +26,10 @@ LEVELS: dict[str, int] = {
     "pipelines": 3,
     "metrics": 3,
     "plots": 3,
-    "experiments": 4,
-    "cli": 5,
-    "__main__": 5,
+    "tasks": 4,
+    "experiments": 5,
+    "cli": 6,
+    "__main__": 6,
 }
 
 

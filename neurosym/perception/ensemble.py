@@ -35,9 +35,10 @@ class ReaderEnsemble(nn.Module):
         self.readers = nn.ModuleList(readers)
         self.vocabulary = list(readers[0].vocabulary)
 
-    def forward(self, windows: torch.Tensor) -> torch.Tensor:
-        """``windows [N, S, S]`` or ``[N, 1, S, S]`` -> log of the members' mean probability ``[N, V]``."""
-        members = torch.stack([reader(windows) for reader in self.readers])  # [K, N, V]
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        """``windows [N, S, S]`` or ``[N, 1, S, S]`` (``groups [N]`` passed on to the members) -> log of the
+        members' mean probability ``[N, V]``."""
+        members = torch.stack([reader(windows, groups) for reader in self.readers])  # [K, N, V]
         return members.logsumexp(dim=0) - math.log(len(self.readers))
 
 

@@ -55,8 +55,9 @@ class SymbolClassifier(nn.Module):
         self.activation = nn.ReLU()
         self.classifier = nn.Linear(features, len(self.vocabulary))
 
-    def forward(self, windows: torch.Tensor) -> torch.Tensor:
-        """``windows [N, S, S]`` or ``[N, 1, S, S]`` -> log-probabilities ``[N, V]``."""
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        """``windows [N, S, S]`` or ``[N, 1, S, S]`` -> log-probabilities ``[N, V]`` (each window alone:
+        ``groups`` is accepted for the :class:`~neurosym.perception.reader.Reader` interface and unused)."""
         if windows.dim() == 3:
             windows = rearrange(windows, "n h w -> n 1 h w")
         if windows.dim() != 4 or windows.shape[1:] != (1, self.window, self.window):

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import torch
 from einops import rearrange, repeat
 
-from neurosym.perception.routed import RoutedReader
-from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.perception.reader import Reader
 from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.windows import real_positions
@@ -31,8 +30,9 @@ class HintPipeline:
     """A symbol classifier, the HINT grammar and an operator table, wired together.
 
     Args:
-        classifier: perception over 32x32 windows; its vocabulary must contain the table's symbols
-            it should read, and ``(`` and ``)``.
+        classifier: any :class:`~neurosym.perception.reader.Reader` over 32x32 windows (it is given each
+            window's expression as its group); its vocabulary must contain the table's symbols it should
+            read, and ``(`` and ``)``.
         table: the semantics (given, or assembled from induced programs).
         minimal_brackets: read only sentences the HINT release could have written (see decoding).
         abduction_changes: the most symbols one abduced correction may change.
@@ -40,7 +40,7 @@ class HintPipeline:
 
     def __init__(
         self,
-        classifier: SymbolClassifier,
+        classifier: Reader,
         table: OperatorTable = HINT_SEMANTICS,
         minimal_brackets: bool = True,
         abduction_changes: int = 2,
@@ -72,11 +72,8 @@ class HintPipeline:
         batch, steps = windows.shape[:2]
         flat = rearrange(windows, "b t ... -> (b t) ...")
         mask = real_positions(lengths, steps)
-        if isinstance(self.classifier, RoutedReader):  # routed per expression: one writer writes it all
-            expression = repeat(torch.arange(batch, device=windows.device), "b -> (b t)", t=steps)
-            read = self.classifier(flat[mask.flatten()], expression[mask.flatten()]).float()
-        else:
-            read = self.classifier(flat[mask.flatten()]).float()
+        expression = repeat(torch.arange(batch, device=windows.device), "b -> (b t)", t=steps)
+        read = self.classifier(flat[mask.flatten()], expression[mask.flatten()]).float()
         log_probs = read.new_zeros(batch * steps, read.shape[-1]).index_put((mask.flatten().nonzero().flatten(),), read)
         log_probs = rearrange(log_probs, "(b t) v -> b t v", b=batch)
         decoded = constrained_decode(log_probs.detach(), lengths, self.roles, self.minimal_brackets)

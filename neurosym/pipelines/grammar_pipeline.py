@@ -1,0 +1,202 @@
+"""The weak-supervision pipeline as a component: any reader, any Lark grammar, any semantics, learned from results.
+
+A :class:`GrammarPipeline` reads each window of an example as one symbol of a
+:class:`~neurosym.syntax.symbol_grammar.SymbolGrammar` (positions whose symbol is *given* instead, e.g. the
+``+`` between two numbers that are shown as images, are not read), decodes the most probable sentence the
+grammar accepts (:class:`~neurosym.pipelines.grammar_decoding.GrammarDecoder`, exact), and executes it with
+the user's :class:`~neurosym.semantics.tree_semantics.TreeSemantics`. :func:`train_grammar_pipeline` learns
+the reader from results alone: each step abduces, for every example, the most probable grammatical sentence
+within a change budget that gives its result (:class:`~neurosym.pipelines.grammar_abduction.GrammarAbducer`)
+and trains the reader with cross-entropy on those pseudo-labels, in the library's one training loop (curriculum,
+atomic checkpoints, resume, signals, ``time_limit``, progress; DistributedDataParallel under ``torchrun``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from einops import rearrange, repeat
+from tqdm.auto import tqdm
+
+from neurosym.perception.augment import augment_windows
+from neurosym.perception.reader import Reader
+from neurosym.pipelines.abduction import Correction
+from neurosym.pipelines.grammar_abduction import GrammarAbducer
+from neurosym.pipelines.grammar_decoding import GrammarDecoder
+from neurosym.pipelines.pipeline import Reading
+from neurosym.pipelines.sentences import READ, SentenceBatch, SentenceSource
+from neurosym.pipelines.trainer import PipelineConfig, run_reader_training
+from neurosym.pipelines.windows import real_positions
+from neurosym.semantics.tree_semantics import Executor, TreeSemantics
+from neurosym.syntax.symbol_grammar import SymbolGrammar
+from neurosym.training.device import mixed_precision
+
+
+class GrammarPipeline:
+    """A reader, a grammar and its semantics, wired together.
+
+    Args:
+        grammar: the language; its vocabulary must hold every symbol of ``reader.vocabulary``.
+        semantics: what a parse tree means (with inverses, abduction also searches top-down).
+        reader: windows -> log-probabilities over its vocabulary (symbols it lacks can only be given).
+        max_changes, max_candidates, alternatives, beam, equal: abduction's budget
+            (:class:`~neurosym.pipelines.grammar_abduction.GrammarAbducer`).
+    """
+
+    def __init__(
+        self,
+        grammar: SymbolGrammar,
+        semantics: TreeSemantics,
+        reader: Reader,
+        max_changes: int = 2,
+        max_candidates: int = 256,
+        alternatives: int = 4,
+        beam: int = 4,
+        equal: Callable[[Any, Any], bool] | None = None,
+    ):
+        missing = [s for s in reader.vocabulary if s not in grammar.symbols]
+        if missing:
+            raise ValueError(f"the reader's symbols {missing} are not in the grammar's vocabulary {list(grammar.symbols)}")
+        self.grammar, self.semantics, self.reader = grammar, semantics, reader
+        self.executor = Executor(grammar, semantics)
+        self.decoder = GrammarDecoder(grammar)
+        self.abducer = GrammarAbducer(self.executor, max_changes, max_candidates, alternatives, beam, equal)
+        self.columns = torch.tensor([grammar.symbols.index(s) for s in reader.vocabulary])
+
+    @property
+    def vocabulary(self) -> tuple[str, ...]:
+        return self.grammar.symbols
+
+    def log_probs(self, batch: SentenceBatch) -> torch.Tensor:
+        """Per-position log-probabilities over the grammar's symbols ``[B, T, V]``: the reader's at read
+        positions (``-inf`` for symbols it lacks), one-hot at given ones, zero at padding."""
+        size, steps = batch.given.shape
+        real = real_positions(batch.lengths, steps)
+        read = real & (batch.given == READ)
+        groups = repeat(torch.arange(size, device=batch.given.device), "b -> b t", t=steps)
+        flat = rearrange(batch.windows, "b t ... -> (b t) ...")
+        read_log_probs = self.reader(flat[read.flatten()], groups[read]).float()  # [n, V_reader]
+        vocabulary = len(self.grammar.symbols)
+        out = read_log_probs.new_full((size * steps, vocabulary), -torch.inf)
+        columns = self.columns.to(out.device)
+        out[read.flatten().nonzero().flatten()[:, None], columns[None, :]] = read_log_probs
+        given = (batch.given != READ) & real
+        out[given.flatten()] = F.one_hot(batch.given[given], vocabulary).float().log()
+        out[~real.flatten()] = 0.0
+        return rearrange(out, "(b t) v -> b t v", b=size)
+
+    def read(self, batch: SentenceBatch) -> Reading:
+        """Read, decode and execute a batch: sentences, log-probabilities ``[B, T, V]`` (with gradients
+        where computed in training) and values (``None`` where invalid)."""
+        log_probs = self.log_probs(batch)
+        decoded = self.decoder.decode(log_probs.detach(), batch.lengths)
+        sentences = decoded.sentences(self.grammar.symbols)
+        return Reading(sentences, log_probs, self.executor.values(sentences))
+
+    def predict(self, batch: SentenceBatch) -> list[Any]:
+        """Results of a batch (no gradients)."""
+        with torch.no_grad():
+            return self.read(batch).values
+
+    def abduce(self, reading: Reading, targets: Sequence[Any], given: torch.Tensor) -> list[Correction | None]:
+        """Per example, the most probable correction found within the budget that gives its target."""
+        log_probs = reading.log_probs.detach().float().cpu().numpy()
+        given = given.cpu().numpy()
+        corrections = []
+        for sentence, scores, target, fixed in zip(reading.sentences, log_probs, targets, given):
+            positions = np.flatnonzero(fixed[: len(sentence)] != READ).tolist()
+            corrections.append(self.abducer.abduce(sentence, scores[: len(sentence)], target, positions))
+        return corrections
+
+
+def pseudo_label_loss(
+    pipeline: GrammarPipeline, log_probs: torch.Tensor, batch: SentenceBatch, labels: Sequence[str | None]
+) -> torch.Tensor | None:
+    """Cross-entropy of the read windows of the examples with a pseudo-label (``log_probs [B, T, V]``) -> scalar."""
+    index = {symbol: i for i, symbol in enumerate(pipeline.grammar.symbols)}
+    given = batch.given.cpu().numpy()
+    rows, columns, classes = [], [], []
+    for row, label in enumerate(labels):
+        if label is None:
+            continue
+        for column, symbol in enumerate(label):
+            if given[row, column] == READ:
+                rows.append(row)
+                columns.append(column)
+                classes.append(index[symbol])
+    if not rows:
+        return None
+    picked = log_probs[torch.tensor(rows), torch.tensor(columns)]
+    return F.nll_loss(picked.float(), torch.tensor(classes, device=picked.device))
+
+
+def train_grammar_pipeline(
+    pipeline: GrammarPipeline,
+    source: SentenceSource,
+    config: PipelineConfig,
+    device: torch.device,
+    checkpoint: str | os.PathLike | None = None,
+    progress: bool = False,
+    time_limit: float | None = None,
+) -> list[dict]:
+    """Train ``pipeline.reader`` on ``source`` from its results alone; returns the history (per step:
+    ``max_length``, ``loss`` (None when no example got a pseudo-label), ``labelled`` (the fraction that did),
+    ``correct`` (the fraction read right before the update)). ``config.learning`` must be ``"abduction"``.
+    Resumes from ``checkpoint``; SIGINT, SIGTERM or ``time_limit`` seconds checkpoint and raise
+    :class:`~neurosym.training.stopping.TrainingInterrupted`."""
+    if config.learning != "abduction" or config.distill:
+        raise ValueError("the grammar pipeline learns by abduction, without distillation")
+    if not isinstance(pipeline.reader, torch.nn.Module):
+        raise ValueError("a reader trained from results must be a torch.nn.Module")
+    model = pipeline.reader.to(device)
+    targets = list(source.targets)
+
+    def step(index: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
+        model.train()
+        indices = config.curriculum.sample(source.lengths, index, config.batch_size, config.seed)
+        batch = source.batch(indices).to(device)
+        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
+        windows = augment_windows(batch.windows, config.augment_shift, config.augment_style, generator)
+        batch = SentenceBatch(windows, batch.lengths, batch.given)
+        with mixed_precision(device):
+            reading = pipeline.read(batch)
+        batch_targets = [targets[i] for i in indices]
+        corrections = pipeline.abduce(reading, batch_targets, batch.given)
+        labels = [None if c is None else c.sentence for c in corrections]
+        loss = pseudo_label_loss(pipeline, reading.log_probs, batch, labels)
+        correct = float(np.mean([c is not None and c.changes == 0 for c in corrections]))
+        logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
+        return loss, {**logs, "labelled": sum(label is not None for label in labels) / len(labels), "correct": correct}
+
+    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, "pipeline")
+
+
+def evaluate_grammar_pipeline(
+    pipeline: GrammarPipeline, source: SentenceSource, device: torch.device, batch_size: int = 256, progress: bool = False
+) -> dict[str, float]:
+    """``accuracy`` of the results over ``source`` and, where it has ``truths``, ``symbol`` (the fraction of
+    read windows read right)."""
+    model = pipeline.reader
+    if isinstance(model, torch.nn.Module):
+        model.to(device).eval()
+    hits, symbols = [], []
+    truths = getattr(source, "truths", None)
+    for start in tqdm(range(0, len(source), batch_size), disable=not progress, desc="evaluate"):
+        indices = list(range(start, min(start + batch_size, len(source))))
+        batch = source.batch(indices).to(device)
+        with torch.no_grad(), mixed_precision(device):
+            reading = pipeline.read(batch)
+        given = batch.given.cpu().numpy()
+        for row, (index, sentence, value) in enumerate(zip(indices, reading.sentences, reading.values)):
+            hits.append(pipeline.abducer.gives(value, source.targets[index]))
+            if truths is not None:
+                symbols += [a == b for a, b, g in zip(sentence, truths[index], given[row]) if g == READ]
+    scores = {"accuracy": float(np.mean(hits))}
+    if symbols:
+        scores["symbol"] = float(np.mean(symbols))
+    return scores

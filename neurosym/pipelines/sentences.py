@@ -1,0 +1,91 @@
+"""Examples for the grammar pipeline: sentences whose symbols are shown as images or given, with results."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+READ = -1
+"""The ``given`` entry of a position whose symbol is read from its window."""
+
+
+@dataclass(frozen=True)
+class SentenceBatch:
+    """A padded batch: ``windows [B, T, ...]`` (anything at given or padding positions), ``lengths [B]``
+    symbols per example, ``given [B, T]`` int64 symbol ids of the grammar's vocabulary where a symbol is
+    given, :data:`READ` where it is read."""
+
+    windows: torch.Tensor
+    lengths: torch.Tensor
+    given: torch.Tensor
+
+    def to(self, device: torch.device) -> SentenceBatch:
+        return SentenceBatch(self.windows.to(device), self.lengths.to(device), self.given.to(device))
+
+
+class SentenceSource(Protocol):
+    """Examples to learn from: ``targets`` (one result per example), ``lengths`` int ``[N]`` (symbols per
+    example, for the curriculum), ``batch(indices)``, and ``truths`` (the true sentences, used only to
+    report how well symbols are read; ``None`` when unknown)."""
+
+    targets: Sequence[Any]
+    lengths: np.ndarray
+    truths: Sequence[str] | None
+
+    def __len__(self) -> int: ...
+
+    def batch(self, indices: Sequence[int]) -> SentenceBatch: ...
+
+
+class ImageSentences:
+    """Sentences shown with images from one array.
+
+    Args:
+        images: ``[M, H, W]`` (uint8) the images symbols are shown with.
+        picks: ``[N, T]`` int, the image of each position (``-1`` at given positions and past each length).
+        given: ``[N, T]`` int, the grammar's symbol id given at a position, :data:`READ` where it is read
+            (and past each length).
+        lengths: ``[N]`` symbols per example.
+        targets: the result of each example.
+        truths: the true sentences (for the symbol accuracy only), or ``None``.
+    """
+
+    def __init__(
+        self,
+        images: np.ndarray | torch.Tensor,
+        picks: np.ndarray,
+        given: np.ndarray,
+        lengths: np.ndarray,
+        targets: Sequence[Any],
+        truths: Sequence[str] | None = None,
+    ):
+        picks, given, lengths = np.asarray(picks), np.asarray(given), np.asarray(lengths)
+        count, steps = picks.shape
+        if given.shape != picks.shape or lengths.shape != (count,) or len(targets) != count:
+            raise ValueError(
+                f"picks {picks.shape}, given {given.shape}, lengths {lengths.shape} and {len(targets)} targets disagree"
+            )
+        positions = np.arange(steps)[None, :] < lengths[:, None]
+        if ((picks >= 0) != (positions & (given == READ))).any():
+            raise ValueError("every read position within its example's length needs an image, and no other position")
+        if truths is not None and [len(t) for t in truths] != lengths.tolist():
+            raise ValueError("every true sentence must be as long as its example")
+        self.images = torch.as_tensor(images)
+        self.picks, self.given, self.lengths = picks, given, lengths
+        self.targets, self.truths = list(targets), None if truths is None else list(truths)
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def batch(self, indices: Sequence[int]) -> SentenceBatch:
+        """The examples at ``indices``, padded to the longest."""
+        indices = np.asarray(indices, dtype=np.int64)
+        lengths = self.lengths[indices]
+        steps = int(lengths.max())
+        picks = torch.from_numpy(self.picks[indices, :steps])
+        windows = self.images[picks.clamp_min(0)] * (picks >= 0)[..., None, None].to(self.images.dtype)
+        return SentenceBatch(windows, torch.from_numpy(lengths), torch.from_numpy(self.given[indices, :steps]))

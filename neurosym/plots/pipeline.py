@@ -1,0 +1,32 @@
+"""The figure of ``neurosym pipeline``: learning from results, and the test accuracy beside the published."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
+
+
+def plot_grammar_pipeline(
+    history: Sequence[Mapping[str, Any]], ours: float, published: Sequence[Any], title: str, path: str | os.PathLike
+) -> None:
+    """Left: per training step, the fraction of the batch read right and the fraction abduction could
+    label (moving averages over 50 steps); right: the test accuracy in % beside each ``published`` row
+    (objects with ``method`` and ``accuracy``)."""
+    figure, (curve, bars) = pyplot().subplots(1, 2, figsize=(11, 4))
+    steps = [h["step"] for h in history]
+    for key, label in (("correct", "read right"), ("labelled", "abduced")):
+        values = np.asarray([h[key] for h in history], dtype=float)
+        window = min(50, max(1, len(values)))
+        curve.plot(steps[window - 1 :], np.convolve(values, np.ones(window) / window, mode="valid"), label=label, lw=0.9)
+    curve.set_xlabel("step")
+    curve.set_ylabel("fraction of the batch")
+    curve.set_title(f"{title}: learning from results")
+    curve.legend(fontsize=8)
+    series = {"neurosym (ours)": [ours], **{row.method: [row.accuracy] for row in published}}
+    bar_vs_published(bars, ["test accuracy"], series, "accuracy %")
+    save_figure(figure, path)

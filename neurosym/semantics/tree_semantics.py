@@ -1,0 +1,129 @@
+"""A user's semantics over a :class:`~neurosym.syntax.symbol_grammar.SymbolGrammar`'s parse trees.
+
+:class:`TreeSemantics` computes a parse tree's value bottom-up from one callable per rule (a Lark
+``Transformer`` or a mapping ``rule -> f(children values)``; a terminal's value is its symbol unless a
+callable is named after the terminal), and optionally knows *inverses* per rule for top-down abduction:
+``inverse(wanted, children_values)`` yields tuples of children values that give ``wanted``. A value is
+*invalid* (``None``) when a callable returns ``None`` or raises an arithmetic or value error (division by
+zero, a negative square root, ...). :class:`Executor` runs the grammar and the semantics over many
+sentences at once, remembering sentences it has seen.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from lark import Token, Transformer, Tree
+from lark.exceptions import VisitError
+
+from neurosym.syntax.errors import ParseError
+from neurosym.syntax.symbol_grammar import SymbolGrammar
+
+Inverse = Callable[[Any, tuple[Any, ...]], Iterable[Sequence[Any]]]
+#: Errors a rule's callable may raise to say "this sentence has no value".
+INVALID = (ArithmeticError, ValueError)
+
+
+class TreeSemantics:
+    """What a parse tree means, and optionally how to push a wanted value back down it.
+
+    Args:
+        rules: a Lark ``Transformer`` (its methods named after rules, aliases or terminals), or a mapping
+            from those names to callables; a rule callable takes the list of its children's values, a
+            terminal callable the symbol (``str``). A rule without a callable and with one child passes
+            its child's value up; with several children it is an error (named at evaluation).
+        inverses: per rule name, ``f(wanted, children_values) -> iterable of children-value tuples`` whose
+            evaluation gives ``wanted`` (each tuple as long as ``children_values``; a child kept as it is
+            repeats its current value).
+    """
+
+    def __init__(self, rules: Transformer | Mapping[str, Callable], inverses: Mapping[str, Inverse] | None = None):
+        self.rules = rules
+        self.inverses = dict(inverses or {})
+
+    def _callable(self, name: str) -> Callable | None:
+        if isinstance(self.rules, Transformer):
+            if not hasattr(self.rules, name):
+                return None
+            transformer = self.rules
+            if name.isupper():  # a terminal callback: Lark passes the token
+                return _unwrapped(lambda symbol: transformer._call_userfunc_token(Token(name, symbol)))
+            return _unwrapped(lambda children: transformer._call_userfunc(Tree(name, children), children))
+        return self.rules.get(name)
+
+    def leaf_value(self, terminal: str, symbol: str) -> Any:
+        """The value of ``symbol`` read as ``terminal``."""
+        function = self._callable(terminal)
+        return symbol if function is None else function(symbol)
+
+    def node_values(self, tree: Tree) -> dict[int, Any] | None:
+        """The value of every subtree and token (keyed by ``id``), or ``None`` when the sentence is invalid."""
+        values: dict[int, Any] = {}
+        try:
+            root = self._evaluate(tree, values)
+        except INVALID:
+            return None
+        return None if root is None else values
+
+    def evaluate(self, tree: Tree) -> Any:
+        """The tree's value (``None`` when invalid)."""
+        values = self.node_values(tree)
+        return None if values is None else values[id(tree)]
+
+    def _evaluate(self, node: Tree | Token, values: dict[int, Any]) -> Any:
+        if isinstance(node, Token):
+            value = self.leaf_value(node.type, str(node))
+        else:
+            children = [self._evaluate(child, values) for child in node.children]
+            if any(child is None for child in children):
+                return None
+            function = self._callable(str(node.data))
+            if function is not None:
+                value = function(children)
+            elif len(children) == 1:
+                value = children[0]
+            else:
+                raise TypeError(f"the semantics give no callable for rule {str(node.data)!r} ({len(children)} children)")
+        values[id(node)] = value
+        return value
+
+
+def _unwrapped(function: Callable) -> Callable:
+    """``function`` raising what a Lark callback raised, not Lark's ``VisitError`` around it."""
+
+    def call(argument):
+        try:
+            return function(argument)
+        except VisitError as error:
+            raise error.orig_exc from None
+
+    return call
+
+
+class Executor:
+    """Values of sentences under a grammar and its semantics, batched, with a bounded memory of
+    sentences already run (abduction executes the same candidates again and again)."""
+
+    def __init__(self, grammar: SymbolGrammar, semantics: TreeSemantics, memory: int = 100_000):
+        self.grammar, self.semantics, self.memory = grammar, semantics, memory
+        self._seen: OrderedDict[str, Any] = OrderedDict()
+
+    def value(self, sentence: str) -> Any:
+        """The value of ``sentence`` (``None`` when ungrammatical or invalid)."""
+        if sentence in self._seen:
+            self._seen.move_to_end(sentence)
+            return self._seen[sentence]
+        try:
+            value = self.semantics.evaluate(self.grammar.parse(sentence))
+        except ParseError:
+            value = None
+        self._seen[sentence] = value
+        if len(self._seen) > self.memory:
+            self._seen.popitem(last=False)
+        return value
+
+    def values(self, sentences: Iterable[str]) -> list[Any]:
+        """Values of many sentences (``None`` where ungrammatical or invalid)."""
+        return [self.value(sentence) for sentence in sentences]

@@ -1,0 +1,232 @@
+"""Any Lark grammar as a language of perceived symbols: one window, one single-character symbol, one token.
+
+A :class:`SymbolGrammar` reads a Lark grammar (text or ``.lark`` file) whose terminals match single
+characters: every symbol of its vocabulary matches exactly one terminal, so a sentence (a string of
+symbols) is lexed one token per symbol, whatever the terminals' patterns would match greedily. It parses
+sentences into Lark trees whose tokens carry their symbol position (``token.start_pos``), and compiles
+the grammar's rules into the weighted normal form that exact grammar-constrained decoding needs
+(:class:`NormalForm`: terminal, unary and binary rules over integer ids).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import string
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import GrammarError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.lexer import Lexer
+
+from neurosym.syntax.errors import ParseError, UnexpectedCharacterError, UnexpectedEndError, UnexpectedSymbolError
+
+#: Characters tried against every terminal when no vocabulary is given.
+CANDIDATE_SYMBOLS = string.digits + string.ascii_letters + string.punctuation + "×÷−"
+
+
+@dataclass(frozen=True)
+class NormalForm:
+    """The grammar's rules in the form CKY decoding uses (nonterminals and terminals as ids).
+
+    ``terminal_rules`` ``(A, t)``: nonterminal ``A`` derives terminal ``t``; ``unary_rules`` ``(A, B)``;
+    ``binary_rules`` ``(A, B, C)``: ``A -> B C``. ``start`` is the start symbol's id, ``nonterminals``
+    and ``terminals`` name the ids. Empty rules are eliminated (a sentence has at least one symbol).
+    """
+
+    nonterminals: tuple[str, ...]
+    terminals: tuple[str, ...]
+    start: int
+    terminal_rules: tuple[tuple[int, int], ...]
+    unary_rules: tuple[tuple[int, int], ...]
+    binary_rules: tuple[tuple[int, int, int], ...]
+
+
+class SymbolGrammar:
+    """A Lark grammar over single-character symbols, one token per symbol.
+
+    Args:
+        grammar: Lark grammar text, or a path to a ``.lark`` file.
+        symbols: the vocabulary (single characters); default: every character of
+            :data:`CANDIDATE_SYMBOLS` that one of the grammar's terminals matches.
+        start: the start rule.
+
+    Raises:
+        ValueError: a symbol that is not one character, matches no terminal or matches several.
+    """
+
+    def __init__(self, grammar: str | os.PathLike, symbols: Sequence[str] | None = None, start: str = "start"):
+        text = Path(grammar).read_text(encoding="utf-8") if isinstance(grammar, os.PathLike) else grammar
+        self.text, self.start = text, start
+        probe = Lark(text, start=start, parser="earley", lexer="basic")
+        ignored = set(probe.ignore_tokens)
+        self._patterns = {t.name: t.pattern for t in probe.terminals if t.name not in ignored}
+        self.symbols: tuple[str, ...] = tuple(symbols) if symbols is not None else self._matched(CANDIDATE_SYMBOLS)
+        self.terminal_of: dict[str, str] = {}
+        for symbol in self.symbols:
+            if len(symbol) != 1:
+                raise ValueError(f"symbols are single characters, got {symbol!r}")
+            matching = [name for name, pattern in self._patterns.items() if _matches(pattern, symbol)]
+            if len(matching) != 1:
+                found = "no terminal" if not matching else f"several terminals ({', '.join(matching)})"
+                raise ValueError(f"symbol {symbol!r} matches {found} of the grammar; each symbol must match exactly one")
+            self.terminal_of[symbol] = matching[0]
+        if len(set(self.symbols)) != len(self.symbols) or not self.symbols:
+            raise ValueError(f"the vocabulary must be non-empty without repeats, got {list(self.symbols)}")
+        self._rules = probe.rules
+        self.parser = self._parser()
+
+    def _matched(self, candidates: Iterable[str]) -> tuple[str, ...]:
+        return tuple(c for c in candidates if any(_matches(p, c) for p in self._patterns.values()))
+
+    def _parser(self) -> Lark:
+        terminal_of = self.terminal_of
+
+        class SymbolLexer(Lexer):
+            def __init__(self, lexer_conf):
+                pass
+
+            def lex(self, data: str):
+                for position, symbol in enumerate(data):
+                    if symbol not in terminal_of:
+                        raise UnexpectedCharacters(data, position, 1, position + 1)
+                    yield Token(terminal_of[symbol], symbol, position, 1, position + 1, 1, position + 1, position + 1)
+
+        for parser in ("lalr", "earley"):
+            try:
+                return Lark(
+                    self.text,
+                    start=self.start,
+                    parser=parser,
+                    lexer=SymbolLexer,
+                    propagate_positions=True,
+                    strict=parser == "lalr",
+                )
+            except GrammarError:  # not LALR(1): Earley parses any context-free grammar
+                continue
+        raise AssertionError("unreachable: Earley accepts every grammar Lark loads")
+
+    def symbols_of(self, terminal: str) -> tuple[str, ...]:
+        """The vocabulary's symbols that ``terminal`` matches."""
+        return tuple(s for s in self.symbols if self.terminal_of[s] == terminal)
+
+    def parse(self, sentence: str) -> Tree:
+        """The Lark tree of ``sentence`` (each token's ``start_pos`` is its symbol position).
+
+        Raises:
+            ParseError: naming the position and what the grammar expected there.
+        """
+        if not isinstance(sentence, str):
+            raise TypeError(f"a sentence is a string of symbols, got {type(sentence).__name__}")
+        try:
+            return self.parser.parse(sentence)
+        except UnexpectedInput as error:
+            raise _parse_error(sentence, error) from None
+
+    def accepts(self, sentence: str) -> bool:
+        """Whether ``sentence`` is a sentence of the grammar."""
+        try:
+            self.parse(sentence)
+        except ParseError:
+            return False
+        return True
+
+    @cached_property
+    def normal_form(self) -> NormalForm:
+        """The rules as terminal, unary and binary rules (long rules binarised, empty rules removed)."""
+        return _normal_form(self._rules, tuple(self._patterns), self.start)
+
+
+def _matches(pattern, symbol: str) -> bool:
+    return pattern.value == symbol if pattern.type == "str" else bool(re.fullmatch(pattern.to_regexp(), symbol))
+
+
+def _parse_error(sentence: str, error: UnexpectedInput) -> ParseError:
+    if isinstance(error, UnexpectedCharacters):
+        position = error.pos_in_stream
+        char = sentence[position]
+        return UnexpectedCharacterError(
+            f"symbol {char!r} at position {position} is not in the grammar's vocabulary", position, char, ()
+        )
+    expected = tuple(sorted(getattr(error, "expected", None) or getattr(error, "accepts", None) or ()))
+    if isinstance(error, UnexpectedEOF) or (isinstance(error, UnexpectedToken) and error.token.type == "$END"):
+        position = len(sentence)
+        return UnexpectedEndError(
+            f"the sentence ends too early at position {position}; expected {', '.join(expected)}", position, None, expected
+        )
+    position = error.token.start_pos if isinstance(error, UnexpectedToken) else error.pos_in_stream
+    char = sentence[position]
+    return UnexpectedSymbolError(
+        f"unexpected symbol {char!r} at position {position}; expected {', '.join(expected)}", position, char, expected
+    )
+
+
+def _normal_form(rules, terminals: tuple[str, ...], start: str) -> NormalForm:
+    """Lark's expanded rules -> :class:`NormalForm` (nullable symbols dropped in every combination)."""
+    expansions: dict[str, list[tuple[str, ...]]] = {}
+    for rule in rules:
+        expansions.setdefault(str(rule.origin.name), []).append(tuple(str(s.name) for s in rule.expansion))
+    terminal_set = set(terminals)
+    nullable: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for head, bodies in expansions.items():
+            if head not in nullable and any(all(s in nullable for s in body) for body in bodies):
+                nullable.add(head)
+                changed = True
+    productions: set[tuple[str, tuple[str, ...]]] = set()
+    for head, bodies in expansions.items():
+        for body in bodies:
+            for variant in _without_nullable(body, nullable):
+                if variant and variant != (head,):
+                    productions.add((head, variant))
+    names: list[str] = [start]
+    index: dict[str, int] = {start: 0}
+
+    def nonterminal(name: str) -> int:
+        if name not in index:
+            index[name] = len(names)
+            names.append(name)
+        return index[name]
+
+    terminal_id = {name: i for i, name in enumerate(terminals)}
+    terminal_rules, unary, binary = set(), set(), set()
+
+    def symbol(name: str) -> int:  # a terminal inside a longer body gets a pre-terminal
+        if name in terminal_set:
+            pre = nonterminal(f"<{name}>")
+            terminal_rules.add((pre, terminal_id[name]))
+            return pre
+        return nonterminal(name)
+
+    for head, body in sorted(productions):
+        head_id = nonterminal(head)
+        if len(body) == 1:
+            if body[0] in terminal_set:
+                terminal_rules.add((head_id, terminal_id[body[0]]))
+            else:
+                unary.add((head_id, nonterminal(body[0])))
+            continue
+        current = head_id
+        for position in range(len(body) - 2):  # A -> X1 X2 ... Xk  ==>  A -> X1 A', A' -> X2 A'', ...
+            rest = nonterminal(f"{head}->{' '.join(body)}@{position + 1}")
+            binary.add((current, symbol(body[position]), rest))
+            current = rest
+        binary.add((current, symbol(body[-2]), symbol(body[-1])))
+    if start not in expansions:
+        raise ValueError(f"the grammar has no rule {start!r}")
+    return NormalForm(tuple(names), terminals, 0, tuple(sorted(terminal_rules)), tuple(sorted(unary)), tuple(sorted(binary)))
+
+
+def _without_nullable(body: tuple[str, ...], nullable: set[str]) -> list[tuple[str, ...]]:
+    variants: list[tuple[str, ...]] = [()]
+    for name in body:
+        variants = [v + (name,) for v in variants] + ([*variants] if name in nullable else [])
+    return list(dict.fromkeys(variants))
+
+
+__all__ = ["CANDIDATE_SYMBOLS", "NormalForm", "SymbolGrammar"]

@@ -1,0 +1,66 @@
+"""Tasks for the grammar pipeline: each is a small module beside its grammar file (``*.lark``) that says
+what the symbols are, what a sentence means and where the examples come from.
+
+A task module gives :func:`build` ``(options) -> Task``; :data:`TASKS` names them (imported when chosen).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib.resources import files
+from typing import Any
+
+from torch import nn
+
+from neurosym.pipelines.sentences import SentenceSource
+from neurosym.semantics.tree_semantics import TreeSemantics
+from neurosym.syntax.symbol_grammar import SymbolGrammar
+
+TASKS: dict[str, str] = {"mnist-add": "neurosym.tasks.mnist_add", "hwf": "neurosym.tasks.hwf"}
+"""Task name -> the module that builds it."""
+
+
+@dataclass(frozen=True)
+class Published:
+    """A published result beside ours: ``method``, ``accuracy`` in %, ``std`` (or ``None``) and a ``note``."""
+
+    method: str
+    accuracy: float
+    std: float | None = None
+    note: str = ""
+
+
+@dataclass
+class Task:
+    """Everything the pipeline needs for one task.
+
+    ``make_reader()`` makes a fresh reader; ``train``/``validation``/``test`` are the examples; ``abduction``
+    holds the task's abduction budget (keyword arguments of
+    :class:`~neurosym.pipelines.grammar_pipeline.GrammarPipeline`); ``equal`` says when a value is the
+    result; ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs.
+    """
+
+    name: str
+    grammar: SymbolGrammar
+    semantics: TreeSemantics
+    make_reader: Callable[[], nn.Module]
+    train: SentenceSource
+    validation: SentenceSource
+    test: SentenceSource
+    abduction: dict[str, Any] = field(default_factory=dict)
+    published: Sequence[Published] = ()
+    data_note: str = ""
+
+
+def grammar_file(name: str) -> str:
+    """The text of the grammar ``name`` shipped beside the task modules (e.g. ``"mnist_add.lark"``)."""
+    return (files("neurosym.tasks") / name).read_text(encoding="utf-8")
+
+
+def build_task(name: str, **options: Any) -> Task:
+    """The task ``name`` of :data:`TASKS`, built with its ``options``."""
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}: choose one of {sorted(TASKS)}")
+    return importlib.import_module(TASKS[name]).build(**options)

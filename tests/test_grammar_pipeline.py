@@ -1,0 +1,202 @@
+"""The grammar-generic pipeline: any Lark grammar's symbols, exact CKY decoding, abduction with and without
+inverses, and learning a reader from results on a tiny synthetic task."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lark import Transformer
+
+from neurosym.pipelines.decoding import TokenRoles, constrained_decode
+from neurosym.pipelines.grammar_abduction import GrammarAbducer
+from neurosym.pipelines.grammar_decoding import GrammarDecoder
+from neurosym.semantics.tree_semantics import Executor, TreeSemantics
+from neurosym.syntax import ParseError
+from neurosym.syntax.parser import base_grammar
+from neurosym.syntax.symbol_grammar import SymbolGrammar
+
+HINT_SYMBOLS = list("0123456789+-*/()")
+ADDITION = 'start: number "+" number\nnumber: DIGIT+\nDIGIT: "0".."9"\n'
+# A grammar with an empty rule, a unary chain and a rule of four symbols.
+ODD = """
+start: item+ tail
+item: A | B maybe
+maybe: C |
+tail: B B A B
+A: "a"
+B: "b"
+C: "c"
+"""
+
+
+def addition_semantics() -> TreeSemantics:
+    return TreeSemantics(
+        {"number": lambda digits: int("".join(digits)), "start": lambda xs: xs[0] + xs[1]},
+        {
+            "start": lambda s, c: [t for t in ((s - c[1], c[1]), (c[0], s - c[0])) if min(t) >= 0],
+            "number": lambda v, d: [tuple(str(v).zfill(len(d)))] if 0 <= v < 10 ** len(d) else [],
+        },
+    )
+
+
+def test_the_vocabulary_is_every_symbol_a_terminal_matches():
+    grammar = SymbolGrammar(ADDITION)
+    assert grammar.symbols == tuple("0123456789+")
+    assert grammar.terminal_of["7"] == "DIGIT" and grammar.symbols_of("PLUS") == ("+",)
+
+
+def test_a_symbol_must_match_exactly_one_terminal():
+    with pytest.raises(ValueError, match="'x' matches no terminal"):
+        SymbolGrammar(ADDITION, symbols=list("0123+x"))
+    with pytest.raises(ValueError, match="several terminals"):
+        SymbolGrammar('start: A | B\nA: "1"\nB: /[0-9]/\n', symbols=["1"])
+    with pytest.raises(ValueError, match="single characters"):
+        SymbolGrammar(ADDITION, symbols=["12"])
+
+
+def test_parse_errors_name_the_position():
+    grammar = SymbolGrammar(ADDITION)
+    with pytest.raises(ParseError, match="position 2") as error:
+        grammar.parse("1++2")
+    assert error.value.position == 2 and error.value.char == "+"
+    with pytest.raises(ParseError, match="ends too early at position 3"):
+        grammar.parse("12+")
+    with pytest.raises(ParseError, match="'a' at position 1"):
+        grammar.parse("1a+2")
+    assert grammar.accepts("12+3") and not grammar.accepts("+3")
+
+
+def test_tokens_carry_their_symbol_position():
+    tree = SymbolGrammar(ADDITION).parse("12+345")
+    assert [(str(t), t.start_pos) for t in tree.scan_values(lambda _: True)] == [("1", 0), ("2", 1), ("3", 3), ("4", 4), ("5", 5)]
+
+
+def brute_force_best(grammar: SymbolGrammar, log_probs: torch.Tensor, length: int) -> float:
+    best = -np.inf
+    for symbols in itertools.product(range(len(grammar.symbols)), repeat=length):
+        sentence = "".join(grammar.symbols[i] for i in symbols)
+        if grammar.accepts(sentence):
+            best = max(best, float(log_probs[range(length), list(symbols)].sum()))
+    return best
+
+
+@pytest.mark.parametrize("text", [ODD, 'start: x x\nx: "(" x ")" | "1"\n'])
+def test_decoding_is_exactly_optimal_against_brute_force(text):
+    grammar = SymbolGrammar(text)
+    decoder = GrammarDecoder(grammar)
+    generator = torch.Generator().manual_seed(3)
+    for length in range(2, 7):
+        log_probs = torch.randn(4, length, len(grammar.symbols), generator=generator).log_softmax(-1)
+        best = [brute_force_best(grammar, row, length) for row in log_probs]
+        if not np.isfinite(best).all():
+            with pytest.raises(ValueError, match="no sentence of the grammar fits"):
+                decoder.decode(log_probs, torch.full((4,), length))
+            continue
+        decoded = decoder.decode(log_probs, torch.full((4,), length))
+        assert decoded.log_prob.tolist() == pytest.approx(best, abs=1e-5)
+        for sentence, row, score in zip(decoded.sentences(grammar.symbols), log_probs, decoded.log_prob):
+            assert grammar.accepts(sentence)
+            assert float(row[range(length), [grammar.symbols.index(c) for c in sentence]].sum()) == pytest.approx(
+                float(score), abs=1e-5
+            )
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), lengths=st.lists(st.integers(0, 6).map(lambda k: 2 * k + 1), min_size=1, max_size=4))
+def test_cky_on_the_hint_grammar_agrees_with_hints_bracket_automaton(seed, lengths):
+    grammar = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
+    generator = torch.Generator().manual_seed(seed)
+    log_probs = torch.randn(len(lengths), max(lengths), len(HINT_SYMBOLS), generator=generator).mul(3).log_softmax(-1)
+    roles = TokenRoles.from_vocabulary(HINT_SYMBOLS, "0123456789", "+-*/")
+    fast = constrained_decode(log_probs, torch.tensor(lengths), roles, minimal_brackets=False)
+    generic = GrammarDecoder(grammar).decode(log_probs, torch.tensor(lengths))
+    assert torch.allclose(generic.log_prob, fast.log_prob, atol=1e-4)
+    assert generic.sentences(HINT_SYMBOLS) == fast.sentences(HINT_SYMBOLS)
+
+
+def test_padding_positions_do_not_change_shorter_examples():
+    grammar = SymbolGrammar(ADDITION)
+    decoder = GrammarDecoder(grammar)
+    log_probs = torch.randn(2, 7, len(grammar.symbols), generator=torch.Generator().manual_seed(0)).log_softmax(-1)
+    both = decoder.decode(log_probs, torch.tensor([7, 3]))
+    alone = decoder.decode(log_probs[1:, :3], torch.tensor([3]))
+    assert both.sentences(grammar.symbols)[1] == alone.sentences(grammar.symbols)[0]
+    assert both.tokens[1, 3:].tolist() == [-1] * 4
+
+
+class Arithmetic(Transformer):
+    def start(self, children):
+        return children[0] // children[1]
+
+    def NUMBER(self, token):
+        return int(token)
+
+
+def test_semantics_from_a_transformer_or_a_mapping_and_invalid_values():
+    grammar = SymbolGrammar('start: NUMBER "/" NUMBER\nNUMBER: "0".."9"\n')
+    run = Executor(grammar, TreeSemantics(Arithmetic()))
+    assert run.values(["8/2", "7/0", "8/"]) == [4, None, None]  # a division by zero and a parse error are invalid
+    mapping = Executor(grammar, TreeSemantics({"start": lambda c: c[0] // c[1], "NUMBER": int}))
+    assert mapping.value("9/3") == 3
+    with pytest.raises(TypeError, match="no callable for rule 'start'"):
+        Executor(grammar, TreeSemantics({})).value("9/3")
+
+
+def brute_force_abduction(grammar, executor, sentence, log_probs, target, max_changes, fixed=()):
+    best = None
+    index = {s: i for i, s in enumerate(grammar.symbols)}
+    for symbols in itertools.product(grammar.symbols, repeat=len(sentence)):
+        candidate = "".join(symbols)
+        changed = [i for i, (a, b) in enumerate(zip(candidate, sentence)) if a != b]
+        if len(changed) > max_changes or any(i in fixed for i in changed) or executor.value(candidate) != target:
+            continue
+        score = float(sum(log_probs[i, index[c]] for i, c in enumerate(candidate)))
+        best = score if best is None else max(best, score)
+    return best
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), target=st.integers(0, 20), inverses=st.booleans())
+def test_abduction_finds_the_most_probable_correction_within_the_budget(seed, target, inverses):
+    grammar = SymbolGrammar('start: number "+" number\nnumber: DIGIT DIGIT?\nDIGIT: "0".."3"\n')
+    semantics = addition_semantics()
+    executor = Executor(grammar, semantics if inverses else TreeSemantics(semantics.rules))
+    abducer = GrammarAbducer(executor, max_changes=2, max_candidates=10_000, alternatives=4)
+    log_probs = np.log(np.random.default_rng(seed).dirichlet(np.ones(5), size=4))
+    sentence = "1+22"
+    found = abducer.abduce(sentence, log_probs, target, fixed=[1])
+    best = brute_force_abduction(grammar, executor, sentence, log_probs, target, 2, fixed=[1])
+    if best is None:
+        assert found is None
+    else:
+        assert found is not None and executor.value(found.sentence) == target and found.sentence[1] == "+"
+        assert found.log_prob == pytest.approx(best)
+        assert found.changes == sum(a != b for a, b in zip(found.sentence, sentence)) <= 2
+
+
+def test_top_down_search_changes_a_whole_number_that_enumeration_cannot_reach():
+    grammar = SymbolGrammar(ADDITION)
+    semantics = addition_semantics()
+    sentence = "123456+111111"
+    log_probs = np.log(np.full((13, 11), 0.05))
+    log_probs[range(13), [grammar.symbols.index(c) for c in sentence]] = np.log(0.5)
+    target = 999999 + 111111  # the first number must become 999999: six changes
+    top_down = GrammarAbducer(Executor(grammar, semantics), max_changes=13, max_candidates=50)
+    found = top_down.abduce(sentence, log_probs, target, fixed=[6])
+    assert found is not None and found.sentence == "999999+111111" and found.changes == 6
+    enumeration_only = GrammarAbducer(Executor(grammar, TreeSemantics(semantics.rules)), max_changes=13, max_candidates=50)
+    assert enumeration_only.abduce(sentence, log_probs, target, fixed=[6]) is None
+
+
+def test_abduction_checks_its_input():
+    grammar = SymbolGrammar(ADDITION)
+    abducer = GrammarAbducer(Executor(grammar, addition_semantics()))
+    with pytest.raises(ValueError, match=r"shape \[3, 11\]"):
+        abducer.abduce("1+2", np.zeros((2, 11)), 3)
+    with pytest.raises(ValueError, match="at least 1"):
+        GrammarAbducer(Executor(grammar, addition_semantics()), max_changes=0)
