@@ -161,12 +161,12 @@ def brute_force_abduction(grammar, executor, sentence, log_probs, target, max_ch
 
 
 @settings(max_examples=20, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), target=st.integers(0, 20), inverses=st.booleans())
-def test_abduction_finds_the_most_probable_correction_within_the_budget(seed, target, inverses):
+@given(seed=st.integers(0, 2**31 - 1), target=st.integers(0, 20), inverses=st.booleans(), readings=st.integers(0, 3))
+def test_abduction_finds_the_most_probable_correction_within_the_budget(seed, target, inverses, readings):
     grammar = SymbolGrammar('start: number "+" number\nnumber: DIGIT DIGIT?\nDIGIT: "0".."3"\n')
     semantics = addition_semantics()
     executor = Executor(grammar, semantics if inverses else TreeSemantics(semantics.rules))
-    abducer = GrammarAbducer(executor, max_changes=2, max_candidates=10_000, alternatives=4)
+    abducer = GrammarAbducer(executor, max_changes=2, max_candidates=10_000, alternatives=4, readings=readings)
     log_probs = np.log(np.random.default_rng(seed).dirichlet(np.ones(5), size=4))
     sentence = "1+22"
     found = abducer.abduce(sentence, log_probs, target, fixed=[1])
@@ -200,3 +200,21 @@ def test_abduction_checks_its_input():
         abducer.abduce("1+2", np.zeros((2, 11)), 3)
     with pytest.raises(ValueError, match="at least 1"):
         GrammarAbducer(Executor(grammar, addition_semantics()), max_changes=0)
+    with pytest.raises(ValueError, match="readings at least 0"):
+        GrammarAbducer(Executor(grammar, addition_semantics()), readings=-1)
+
+
+def test_readings_let_the_top_down_search_trade_one_number_against_the_other():
+    grammar = SymbolGrammar(ADDITION)
+    sentence = "19+19"  # read; the sum is 22: keeping either number as read needs an unlikely other number
+    log_probs = np.log(np.full((5, 11), 1e-6))
+    confident = {0: {"1": 0.9}, 1: {"9": 0.5, "2": 0.45}, 3: {"1": 0.9}, 4: {"9": 0.5, "0": 0.45}}
+    for position, readings in confident.items():
+        for symbol, probability in readings.items():
+            log_probs[position, grammar.symbols.index(symbol)] = np.log(probability)
+    log_probs[2, grammar.symbols.index("+")] = 0.0
+    plain = GrammarAbducer(Executor(grammar, addition_semantics()), max_changes=5, max_candidates=1)
+    with_readings = GrammarAbducer(Executor(grammar, addition_semantics()), max_changes=5, max_candidates=1, readings=4)
+    assert with_readings.abduce(sentence, log_probs, 22, fixed=[2]).sentence == "12+10"
+    found = plain.abduce(sentence, log_probs, 22, fixed=[2])
+    assert found is None or found.sentence != "12+10"

@@ -42,6 +42,9 @@ class GrammarAbducer:
         max_candidates: the most sentences the enumeration runs per abduction.
         alternatives: other symbols tried per position by the enumeration.
         beam: ways kept per node of the top-down search.
+        readings: at a rule with an inverse, each child is also assumed kept at each of its ``readings`` most
+            probable other readings (its other children solved through the inverse): the top-down search
+            then weighs whole readings of one part against the others, not only the part as read.
         equal: when a value counts as the result (default ``==``; e.g. a tolerance for real values).
     """
 
@@ -52,14 +55,17 @@ class GrammarAbducer:
         max_candidates: int = 256,
         alternatives: int = 4,
         beam: int = 4,
+        readings: int = 0,
         equal: Callable[[Any, Any], bool] | None = None,
     ):
-        if max_changes < 1 or max_candidates < 1 or alternatives < 1 or beam < 1:
-            raise ValueError("max_changes, max_candidates, alternatives and beam must be at least 1")
+        if max_changes < 1 or max_candidates < 1 or alternatives < 1 or beam < 1 or readings < 0:
+            raise ValueError("max_changes, max_candidates, alternatives and beam must be at least 1, readings at least 0")
         self.executor, self.grammar, self.semantics = executor, executor.grammar, executor.semantics
-        self.max_changes, self.max_candidates, self.alternatives, self.beam = max_changes, max_candidates, alternatives, beam
+        self.max_changes, self.max_candidates, self.alternatives = max_changes, max_candidates, alternatives
+        self.beam, self.readings = beam, readings
         self.equal = equal or (lambda value, target: value == target)
         self.index = {symbol: i for i, symbol in enumerate(self.grammar.symbols)}
+        self._leaves: dict[str, list[tuple[str, Any]]] = {}
 
     def gives(self, value: Any, target: Any) -> bool:
         return value is not None and bool(self.equal(value, target))
@@ -125,8 +131,8 @@ class GrammarAbducer:
             current = log_probs[position, self.index[sentence[position]]]
             options = [
                 (float(log_probs[position, self.index[s]] - current), ((position, s),))
-                for s in self.grammar.symbols_of(node.type)
-                if np.isfinite(log_probs[position, self.index[s]]) and self.gives(self.semantics.leaf_value(node.type, s), wanted)
+                for s, value in self._leaf_values(node.type)
+                if np.isfinite(log_probs[position, self.index[s]]) and self.gives(value, wanted)
             ]
             return heapq.nlargest(self.beam, options, key=lambda item: item[0])
         inverse = self.semantics.inverses.get(str(node.data))
@@ -135,22 +141,60 @@ class GrammarAbducer:
                 return self._descend(node.children[0], wanted, values, sentence, log_probs, fixed)
             return []
         current = tuple(values[id(child)] for child in node.children)
+        # Each child as read, or kept at one of its ``readings`` most probable other readings.
+        assumptions: list[tuple[int, float, Edits, tuple[Any, ...]]] = [(-1, 0.0, (), current)]
+        for which, child in enumerate(node.children):
+            if isinstance(child, Token):  # a symbol's other readings are what the descent proposes anyway
+                continue
+            for gain, edits, value in self._readings(child, sentence, log_probs, fixed):
+                assumptions.append((which, gain, edits, current[:which] + (value,) + current[which + 1 :]))
         ways: list[tuple[float, Edits]] = []
-        for wanted_children in itertools.islice(inverse(wanted, current), 4 * self.beam):
-            combined: list[tuple[float, Edits]] = [(0.0, ())]
-            for child, value, now in zip(node.children, wanted_children, current):
-                if value == now:
-                    continue
-                options = self._descend(child, value, values, sentence, log_probs, fixed)
-                combined = heapq.nlargest(
-                    self.beam,
-                    ((g + h, e + f) for (g, e), (h, f) in itertools.product(combined, options)),
-                    key=lambda item: item[0],
-                )
-                if not combined:
-                    break
-            ways += combined
+        for which, gain, edits, assumed in assumptions:
+            for wanted_children in itertools.islice(inverse(wanted, assumed), 4 * self.beam):
+                combined: list[tuple[float, Edits]] = [(gain, edits)]
+                for position, (child, value, now) in enumerate(zip(node.children, wanted_children, assumed)):
+                    if value == now:
+                        continue
+                    if position == which:  # the inverse changed the kept child too: search it from its reading
+                        combined = [(g - gain, tuple(e for e in edit if e not in edits)) for g, edit in combined]
+                    options = self._descend(child, value, values, sentence, log_probs, fixed)
+                    combined = heapq.nlargest(
+                        self.beam,
+                        ((g + h, e + f) for (g, e), (h, f) in itertools.product(combined, options)),
+                        key=lambda item: item[0],
+                    )
+                    if not combined:
+                        break
+                ways += combined
         return heapq.nlargest(self.beam, ways, key=lambda item: item[0])
+
+    def _leaf_values(self, terminal: str) -> list[tuple[str, Any]]:
+        """``(symbol, value)`` of every symbol of ``terminal`` (computed once)."""
+        if terminal not in self._leaves:
+            self._leaves[terminal] = [(s, self.semantics.leaf_value(terminal, s)) for s in self.grammar.symbols_of(terminal)]
+        return self._leaves[terminal]
+
+    def _readings(
+        self, node: Tree, sentence: str, log_probs: np.ndarray, fixed: frozenset[int]
+    ) -> list[tuple[float, Edits, Any]]:
+        """The ``readings`` most probable other readings of ``node``'s symbols (each symbol among those of its
+        terminal) with a valid value: ``(gain, edits, value)``."""
+        if not self.readings:
+            return []
+        leaves = list(node.scan_values(lambda item: isinstance(item, Token)))
+        options = {
+            leaf.start_pos: [s for s in self.grammar.symbols_of(leaf.type) if s != sentence[leaf.start_pos]]
+            for leaf in leaves
+            if leaf.start_pos not in fixed
+        }
+        found = []
+        for gain, edits in itertools.islice(self._ranked(sentence, log_probs, options, len(options)), 4 * self.readings):
+            value = self.semantics.evaluate(_rebuilt(node, dict(edits)))
+            if value is not None:
+                found.append((gain, edits, value))
+                if len(found) == self.readings:
+                    break
+        return found
 
     # -- enumeration -----------------------------------------------------------------------------
 
@@ -158,56 +202,64 @@ class GrammarAbducer:
         self, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int], floor: float
     ) -> tuple[float, str] | None:
         """The first sentence, in decreasing probability, that gives ``target`` (gain above ``floor``)."""
-        batch: list[tuple[float, str]] = []
-        for gain, candidate in itertools.islice(self._ranked(sentence, log_probs, fixed), self.max_candidates):
+        options = {p: [s for s in self.grammar.symbols if s != sentence[p]] for p in range(len(sentence)) if p not in fixed}
+        for gain, edits in itertools.islice(self._ranked(sentence, log_probs, options, self.max_changes), self.max_candidates):
             if gain <= floor:
                 break
-            batch.append((gain, candidate))
-        for gain, candidate in batch:  # in decreasing probability: the first that fits is the best
-            if self.gives(self.executor.value(candidate), target):
+            candidate = _apply(sentence, edits)
+            if self.gives(self.executor.value(candidate), target):  # in decreasing probability: the first is the best
                 return gain, candidate
         return None
 
-    def _ranked(self, sentence: str, log_probs: np.ndarray, fixed: frozenset[int]) -> Iterator[tuple[float, str]]:
-        """Sentences with 1..``max_changes`` changed symbols, in decreasing probability (lazy k-best: each
-        change set has one parent, so none is produced twice)."""
-        current = log_probs[np.arange(len(sentence)), [self.index[c] for c in sentence]]
-        options: list[tuple[int, list[tuple[float, str]]]] = []
-        for position in range(len(sentence)):
-            if position in fixed:
-                continue
+    def _ranked(
+        self, sentence: str, log_probs: np.ndarray, options: dict[int, list[str]], max_changes: int
+    ) -> Iterator[tuple[float, Edits]]:
+        """Edits of 1..``max_changes`` positions of ``options`` (position -> symbols it may become), in
+        decreasing probability (lazy k-best over each position's ``alternatives`` best symbols: each edit set
+        has one parent, so none is produced twice)."""
+        ranked: list[tuple[int, list[tuple[float, str]]]] = []
+        for position, symbols in options.items():
+            now = log_probs[position, self.index[sentence[position]]]
             others = [
-                (float(log_probs[position, i] - current[position]), symbol)
-                for symbol, i in self.index.items()
-                if symbol != sentence[position] and np.isfinite(log_probs[position, i])
+                (float(log_probs[position, self.index[s]] - now), s)
+                for s in symbols
+                if np.isfinite(log_probs[position, self.index[s]])
             ]
             if others:
-                options.append((position, heapq.nlargest(self.alternatives, others)))
-        options.sort(key=lambda item: -item[1][0][0])  # most promising position first
-        if not options:
+                ranked.append((position, heapq.nlargest(self.alternatives, others)))
+        ranked.sort(key=lambda item: -item[1][0][0])  # most promising position first
+        if not ranked or max_changes < 1:
             return
 
         def gain(changes: tuple[tuple[int, int], ...]) -> float:
-            return sum(options[j][1][r][0] for j, r in changes)
+            return sum(ranked[j][1][r][0] for j, r in changes)
 
         heap: list[tuple[float, tuple[tuple[int, int], ...]]] = [(-gain(((0, 0),)), ((0, 0),))]
         while heap:
             negative, changes = heapq.heappop(heap)
-            edited = list(sentence)
-            for j, r in changes:
-                edited[options[j][0]] = options[j][1][r][1]
-            yield -negative, "".join(edited)
+            yield -negative, tuple((ranked[j][0], ranked[j][1][r][1]) for j, r in changes)
             j, r = changes[-1]
             successors = []
-            if r + 1 < len(options[j][1]):
+            if r + 1 < len(ranked[j][1]):
                 successors.append(changes[:-1] + ((j, r + 1),))
-            if j + 1 < len(options):
-                if len(changes) < self.max_changes:
+            if j + 1 < len(ranked):
+                if len(changes) < max_changes:
                     successors.append(changes + ((j + 1, 0),))
                 if r == 0:
                     successors.append(changes[:-1] + ((j + 1, 0),))
             for successor in successors:
                 heapq.heappush(heap, (-gain(successor), successor))
+
+
+def _rebuilt(node: Tree, edits: dict[int, str]) -> Tree:
+    """``node`` with the symbols at the positions of ``edits`` replaced."""
+    children = [
+        (child.update(value=edits[child.start_pos]) if child.start_pos in edits else child)
+        if isinstance(child, Token)
+        else _rebuilt(child, edits)
+        for child in node.children
+    ]
+    return Tree(node.data, children, node.meta)
 
 
 def _apply(sentence: str, edits: Edits) -> str:

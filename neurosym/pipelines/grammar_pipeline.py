@@ -44,7 +44,7 @@ class GrammarPipeline:
         grammar: the language; its vocabulary must hold every symbol of ``reader.vocabulary``.
         semantics: what a parse tree means (with inverses, abduction also searches top-down).
         reader: windows -> log-probabilities over its vocabulary (symbols it lacks can only be given).
-        max_changes, max_candidates, alternatives, beam, equal: abduction's budget
+        max_changes, max_candidates, alternatives, beam, readings, equal: abduction's budget
             (:class:`~neurosym.pipelines.grammar_abduction.GrammarAbducer`).
     """
 
@@ -57,6 +57,7 @@ class GrammarPipeline:
         max_candidates: int = 256,
         alternatives: int = 4,
         beam: int = 4,
+        readings: int = 0,
         equal: Callable[[Any, Any], bool] | None = None,
     ):
         missing = [s for s in reader.vocabulary if s not in grammar.symbols]
@@ -65,7 +66,7 @@ class GrammarPipeline:
         self.grammar, self.semantics, self.reader = grammar, semantics, reader
         self.executor = Executor(grammar, semantics)
         self.decoder = GrammarDecoder(grammar)
-        self.abducer = GrammarAbducer(self.executor, max_changes, max_candidates, alternatives, beam, equal)
+        self.abducer = GrammarAbducer(self.executor, max_changes, max_candidates, alternatives, beam, readings, equal)
         self.columns = torch.tensor([grammar.symbols.index(s) for s in reader.vocabulary])
 
     @property

@@ -1,0 +1,126 @@
+"""Handwritten formula evaluation (HWF; Li et al., ICML 2020, "closed-loop neural-symbolic learning"):
+formulas of 1, 3, 5 or 7 symbols over single digits and ``+ - × ÷`` (true division), each symbol a handwritten
+image, learned from the formulas' values alone.
+
+HWF's own images come from CROHME, whose licence forbids shipping them; here every symbol is an image from the
+shipped real-handwriting set (:mod:`neurosym.data.symbol_images.handwriting`: bhmsds digits and operators,
+handwritten-calculator × and ÷), training formulas drawn from its ``train`` images, validation from ``val`` and
+test from ``test``, so no image is shared between them. Formulas are drawn uniformly per symbol, a quarter of
+each length (NGS's exact proportions are not restated here); a formula dividing by zero is drawn again.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from neurosym.data.symbol_images.handwriting import handwritten_symbols
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.sentences import READ, ImageSentences
+from neurosym.semantics.tree_semantics import TreeSemantics
+from neurosym.syntax.symbol_grammar import SymbolGrammar
+from neurosym.tasks import Published, Task, grammar_file
+
+DIGITS, OPERATORS = "0123456789", "+-*/"
+LENGTHS = (1, 3, 5, 7)
+SIZES = {"train": 10_000, "val": 1_000, "test": 2_000}
+PUBLISHED = (Published("ABL", 99.2), Published("NGS-m-BS", 98.5))
+"""Accuracy of the value in % over all lengths on HWF's own (CROHME) images."""
+
+APPLY = {
+    "+": lambda a, b: a + b,
+    "-": lambda a, b: a - b,
+    "*": lambda a, b: a * b,
+    "/": lambda a, b: a / b,  # Fraction: division by zero raises ZeroDivisionError, i.e. invalid
+}
+
+
+def formula_semantics() -> TreeSemantics:
+    """Exact rational values; inverses of each operator for either operand, and every operator that already
+    gives the wanted value from the operands as read."""
+
+    def binary(children: list) -> Fraction:
+        left, operator, right = children
+        return APPLY[operator](left, right)
+
+    def inverse(wanted: Fraction, children: tuple) -> list[tuple]:
+        left, operator, right = children
+        lefts = {
+            "+": lambda: wanted - right,
+            "-": lambda: wanted + right,
+            "*": lambda: wanted / right,
+            "/": lambda: wanted * right,
+        }
+        rights = {"+": lambda: wanted - left, "-": lambda: left - wanted, "*": lambda: wanted / left, "/": lambda: left / wanted}
+        found = [(left, other, right) for other in OPERATORS if other != operator and _value(other, left, right) == wanted]
+        for solve, make in ((lefts[operator], lambda v: (v, operator, right)), (rights[operator], lambda v: (left, operator, v))):
+            try:
+                found.append(make(solve()))
+            except ZeroDivisionError:
+                continue
+        return found
+
+    return TreeSemantics({"binary": binary, "DIGIT": lambda symbol: Fraction(int(symbol))}, {"binary": inverse})
+
+
+def _value(operator: str, left: Fraction, right: Fraction) -> Fraction | None:
+    try:
+        return APPLY[operator](left, right)
+    except ZeroDivisionError:
+        return None
+
+
+def random_formulas(count: int, rng: np.random.Generator) -> list[str]:
+    """``count`` valid formulas, a quarter of each length of :data:`LENGTHS` (uniform symbols)."""
+    formulas = []
+    for index in range(count):
+        length = LENGTHS[index % len(LENGTHS)]
+        while True:
+            symbols = [rng.choice(list(DIGITS if i % 2 == 0 else OPERATORS)) for i in range(length)]
+            formula = "".join(symbols)
+            if "/0" not in formula:
+                formulas.append(formula)
+                break
+    return formulas
+
+
+def formula_sentences(formulas: list[str], images: np.ndarray, labels: np.ndarray, rng: np.random.Generator) -> ImageSentences:
+    """``formulas`` shown with images drawn (with replacement) from ``images`` of their symbols (``labels``)."""
+    pools = {symbol: np.flatnonzero(labels == symbol) for symbol in DIGITS + OPERATORS}
+    steps = max(LENGTHS)
+    picks = np.full((len(formulas), steps), -1)
+    for row, formula in enumerate(formulas):
+        picks[row, : len(formula)] = [rng.choice(pools[symbol]) for symbol in formula]
+    semantics = formula_semantics()
+    grammar = SymbolGrammar(grammar_file("hwf.lark"))
+    targets = [semantics.evaluate(grammar.parse(formula)) for formula in formulas]
+    lengths = np.array([len(f) for f in formulas])
+    return ImageSentences(images, picks, np.full(picks.shape, READ), lengths, targets, formulas)
+
+
+def build(seed: int = 0, reader_width: int = 16) -> Task:
+    """HWF on the shipped handwriting (images of each split disjoint)."""
+    bank = handwritten_symbols()
+    keep = np.isin(bank.labels, list(DIGITS + OPERATORS))
+    rng = np.random.default_rng(seed)
+    parts = {}
+    for split, size in SIZES.items():
+        chosen = keep & (bank.splits == split)
+        parts[split] = formula_sentences(random_formulas(size, rng), bank.images[chosen], bank.labels[chosen], rng)
+
+    def make_reader() -> SymbolClassifier:
+        return SymbolClassifier(list(DIGITS + OPERATORS), window=28, width=reader_width)
+
+    return Task(
+        name="hwf",
+        grammar=SymbolGrammar(grammar_file("hwf.lark")),
+        semantics=formula_semantics(),
+        make_reader=make_reader,
+        train=parts["train"],
+        validation=parts["val"],
+        test=parts["test"],
+        abduction={"max_changes": 3, "max_candidates": 256, "readings": 4},
+        published=PUBLISHED,
+        data_note="symbols from the shipped real handwriting (bhmsds, handwritten-calculator), not HWF's CROHME images",
+    )

@@ -1,0 +1,187 @@
+"""Tasks as configurations of the grammar pipeline: MNIST addition and HWF data, their semantics' inverses,
+learning a reader from results on synthetic glyphs, resuming, and the ``neurosym pipeline`` command."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from neurosym.cli import main
+from neurosym.data.symbol_images.handwriting import handwritten_symbols
+from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline, train_grammar_pipeline
+from neurosym.pipelines.sentences import READ, ImageSentences
+from neurosym.pipelines.trainer import PipelineConfig
+from neurosym.syntax.symbol_grammar import SymbolGrammar
+from neurosym.tasks import build_task, grammar_file
+from neurosym.tasks.hwf import DIGITS, OPERATORS, formula_semantics
+from neurosym.training import TrainingInterrupted
+
+SYMBOLS = DIGITS + OPERATORS
+from neurosym.tasks.mnist_add import addition_semantics, addition_sentences
+
+GLYPH = 10
+
+
+def glyphs(labels: np.ndarray, seed: int) -> np.ndarray:
+    """Synthetic 'images' of digits: digit d lights row d of a 10x10 window, with noise (uint8)."""
+    rng = np.random.default_rng(seed)
+    images = rng.integers(0, 50, size=(len(labels), GLYPH, GLYPH))
+    images[np.arange(len(labels)), labels, :] += 200
+    return np.clip(images, 0, 255).astype(np.uint8)
+
+
+class GlyphReader(nn.Module):
+    """A linear reader of 10x10 windows over the ten digits."""
+
+    def __init__(self):
+        super().__init__()
+        self.vocabulary = list("0123456789")
+        self.layer = nn.Linear(GLYPH * GLYPH, 10)
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        return self.layer(windows.float().flatten(1) / 255).log_softmax(-1)
+
+
+def addition_problem(digits: int, count: int, seed: int) -> ImageSentences:
+    labels = np.random.default_rng(seed).integers(0, 10, size=count * 2 * digits)
+    return addition_sentences(glyphs(labels, seed), labels, digits, plus=10, seed=seed)
+
+
+def test_addition_sentences_pair_each_digit_once_with_the_plus_given():
+    labels = np.arange(24) % 10
+    sentences = addition_sentences(glyphs(labels, 0), labels, digits=3, plus=10, seed=1)
+    assert len(sentences) == 4 and sentences.lengths.tolist() == [7] * 4
+    used = sentences.picks[sentences.picks >= 0]
+    assert sorted(used.tolist()) == list(range(24))  # every image once
+    assert (sentences.given[:, 3] == 10).all() and (sentences.given[:, [0, 1, 2, 4, 5, 6]] == READ).all()
+    for truth, target, picks in zip(sentences.truths, sentences.targets, sentences.picks):
+        left, right = truth.split("+")
+        assert int(left) + int(right) == target
+        assert "".join(str(labels[p]) for p in picks if p >= 0) == left + right
+    batch = sentences.batch([2, 0])
+    assert batch.windows.shape == (2, 7, GLYPH, GLYPH) and (batch.windows[:, 3] == 0).all()
+
+
+def test_image_sentences_check_their_layout():
+    with pytest.raises(ValueError, match="needs an image"):
+        ImageSentences(np.zeros((2, 4, 4)), np.array([[0, -1]]), np.array([[READ, READ]]), np.array([2]), [1])
+    with pytest.raises(ValueError, match="disagree"):
+        ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 1]]), np.array([[READ, READ]]), np.array([2]), [1, 2])
+
+
+@settings(max_examples=30, deadline=None)
+@given(left=st.integers(0, 999), right=st.integers(0, 999), wanted=st.integers(0, 1998))
+def test_addition_inverses_give_the_wanted_sum(left, right, wanted):
+    semantics = addition_semantics()
+    for a, b in semantics.inverses["start"](wanted, (left, right)):
+        assert a + b == wanted and (a == left or b == right) and min(a, b) >= 0
+    for digits in semantics.inverses["number"](wanted, tuple("000")):
+        assert int("".join(digits)) == wanted and len(digits) == 3
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    left=st.fractions(min_value=-20, max_value=20, max_denominator=9),
+    right=st.fractions(min_value=-20, max_value=20, max_denominator=9),
+    wanted=st.fractions(min_value=-50, max_value=50, max_denominator=9),
+    operator=st.sampled_from("+-*/"),
+)
+def test_formula_inverses_give_the_wanted_value(left, right, wanted, operator):
+    semantics = formula_semantics()
+    binary = semantics.rules["binary"]
+    for children in semantics.inverses["binary"](wanted, (left, operator, right)):
+        assert binary(list(children)) == wanted
+        assert sum(a != b for a, b in zip(children, (left, operator, right))) <= 1
+
+
+def test_hwf_formulas_have_their_values_and_splits_share_no_image():
+    task = build_task("hwf", seed=0)
+    grammar = SymbolGrammar(grammar_file("hwf.lark"))
+    assert (len(task.train), len(task.validation), len(task.test)) == (10_000, 1_000, 2_000)
+    assert sorted(set(task.test.lengths.tolist())) == [1, 3, 5, 7]
+    for truth, target in zip(task.test.truths[:50], task.test.targets[:50]):
+        assert task.semantics.evaluate(grammar.parse(truth)) == target
+    assert task.semantics.evaluate(grammar.parse("7-3*4/8")) == Fraction(11, 2)
+    assert task.semantics.evaluate(grammar.parse("3/0")) is None
+    bank = handwritten_symbols()
+    for sentences, split in ((task.train, "train"), (task.validation, "val"), (task.test, "test")):
+        assert torch.equal(
+            sentences.images, torch.from_numpy(bank.images[(bank.splits == split) & np.isin(bank.labels, list(SYMBOLS))])
+        )
+
+
+def tiny_training(steps: int) -> PipelineConfig:
+    return PipelineConfig(
+        steps=steps,
+        batch_size=16,
+        learning_rate=0.05,
+        curriculum=Curriculum(((10**9, 10**9),)),
+        checkpoint_every=10,
+    )
+
+
+def addition_pipeline(seed: int) -> GrammarPipeline:
+    torch.manual_seed(seed)
+    grammar = SymbolGrammar(grammar_file("mnist_add.lark"))
+    return GrammarPipeline(grammar, addition_semantics(), GlyphReader(), max_changes=4, max_candidates=32, readings=8)
+
+
+def test_the_reader_learns_two_digit_addition_from_sums_alone(one_thread):
+    train, test = addition_problem(2, 600, seed=0), addition_problem(2, 200, seed=1)
+    pipeline = addition_pipeline(0)
+    before = evaluate_grammar_pipeline(pipeline, test, torch.device("cpu"))
+    history = train_grammar_pipeline(pipeline, train, tiny_training(250), torch.device("cpu"))
+    after = evaluate_grammar_pipeline(pipeline, test, torch.device("cpu"))
+    assert before["accuracy"] < 0.1 and after["symbol"] > 0.85 and after["accuracy"] > 0.6  # chance: 0.1 and 0.01
+    assert np.mean([h["correct"] for h in history[-20:]]) > 0.6
+
+
+def test_a_resumed_training_repeats_an_uninterrupted_one(tmp_path, one_thread):
+    train = addition_problem(2, 200, seed=0)
+    straight = addition_pipeline(0)
+    train_grammar_pipeline(straight, train, tiny_training(12), torch.device("cpu"), tmp_path / "straight.pt")
+    path, stops = tmp_path / "sliced.pt", []
+    while True:
+        sliced = addition_pipeline(99 if stops else 0)  # later calls: everything must come from the checkpoint
+        try:
+            train_grammar_pipeline(sliced, train, tiny_training(12), torch.device("cpu"), path, time_limit=0.0)
+            break
+        except TrainingInterrupted as stop:
+            stops.append(stop.step)
+    assert stops == list(range(1, 12))
+    for a, b in zip(straight.reader.parameters(), sliced.reader.parameters()):
+        assert torch.equal(a, b)
+
+
+def test_the_pipeline_refuses_readers_outside_the_grammar_and_other_learning_rules():
+    grammar = SymbolGrammar(grammar_file("mnist_add.lark"))
+    reader = GlyphReader()
+    reader.vocabulary = [*reader.vocabulary, "x"]
+    with pytest.raises(ValueError, match=r"\['x'\] are not in the grammar"):
+        GrammarPipeline(grammar, addition_semantics(), reader)
+    with pytest.raises(ValueError, match="learns by abduction"):
+        train_grammar_pipeline(
+            addition_pipeline(0), addition_problem(1, 10, 0), PipelineConfig(learning="reinforce"), torch.device("cpu")
+        )
+
+
+def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, one_thread):
+    out = tmp_path / "hwf"
+    status = main(["pipeline", "--task", "hwf", "--epochs", "0.02", "--no-progress", "--device", "cpu", "--out", str(out)])
+    assert status == 0
+    printed = capsys.readouterr().out
+    assert "| neurosym (ours)" in printed and "| ABL" in printed and "not HWF's CROHME images" in printed
+    results = json.loads((out / "results.json").read_text())
+    assert results["steps"] == 7 and len(results["history"]) == 7
+    assert 0 <= results["test"]["accuracy"] < 0.5  # seven steps from scratch cannot read formulas yet
+    lengths = build_task("hwf", seed=0).test.lengths
+    assert results["ceiling"] == pytest.approx(np.mean(results["test"]["symbol"] ** lengths))
+    assert results["reads_per_example"] == pytest.approx(4.0, abs=0.01)
