@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     steps = max(1, math.ceil(args.epochs * len(task.train) / args.batch_size))
     config = PipelineConfig(
         steps=steps, batch_size=args.batch_size, learning_rate=args.lr, schedule=args.schedule,
-        augment_shift=args.augment_shift, curriculum=Curriculum(((10**9, 10**9),)), seed=args.seed,
+        augment_shift=args.augment_shift, curriculum=Curriculum.none(), seed=args.seed,
     )  # fmt: skip
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

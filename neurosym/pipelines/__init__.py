@@ -1,6 +1,12 @@
-"""Weakly-supervised perception -> syntax -> semantics learning on HINT.
+"""Weakly-supervised perception -> syntax -> semantics learning.
 
-What is learned from results, and what is given:
+Any task: :class:`GrammarPipeline` wires any reader, any Lark grammar (:class:`~neurosym.syntax.SymbolGrammar`) and
+its semantics (:class:`~neurosym.semantics.TreeSemantics`, with inverses for top-down abduction) together;
+:func:`train_grammar_pipeline` learns the reader from results alone (exact CKY decoding, :class:`GrammarDecoder`;
+abduction within a change budget, :class:`GrammarAbducer`); examples come as :class:`ImageSentences` or any
+:class:`SentenceSource`. Tasks built on it live in :mod:`neurosym.tasks`.
+
+HINT, what is learned from results, and what is given:
 
 * :class:`HintPipeline` + :func:`train_pipeline`: the perception, from images and results, with the
   grammar, the precedence levels and an operator table given (grammar-constrained decoding, abduction by
@@ -37,14 +43,24 @@ from neurosym.pipelines.fewshot import (
     FewShotResult,
     learn_concept_from_images,
 )
+from neurosym.pipelines.grammar_abduction import GrammarAbducer
+from neurosym.pipelines.grammar_decoding import GrammarDecoder
+from neurosym.pipelines.grammar_pipeline import (
+    GrammarPipeline,
+    evaluate_grammar_pipeline,
+    pseudo_label_loss,
+    train_grammar_pipeline,
+)
 from neurosym.pipelines.pipeline import HintPipeline, Reading
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.routing import route_readers, source_windows
+from neurosym.pipelines.sentences import READ, ImageSentences, SentenceBatch, SentenceSource
 from neurosym.pipelines.trainer import Anchor, PipelineConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 
 __all__ = [
+    "READ",
     "Abducer",
     "Anchor",
     "ConceptNotLearned",
@@ -53,6 +69,12 @@ __all__ = [
     "Decoded",
     "FewShotConfig",
     "FewShotResult",
+    "GrammarAbducer",
+    "GrammarDecoder",
+    "GrammarPipeline",
+    "ImageSentences",
+    "SentenceBatch",
+    "SentenceSource",
     "HintPipeline",
     "LabelledWindows",
     "LearnedConcept",
@@ -64,6 +86,7 @@ __all__ = [
     "ConcatWindows",
     "abduced_windows",
     "constrained_decode",
+    "evaluate_grammar_pipeline",
     "evaluate_pipeline",
     "explained_fraction",
     "induced_table",
@@ -72,10 +95,12 @@ __all__ = [
     "learn_number",
     "learn_operator",
     "parse_stages",
+    "pseudo_label_loss",
     "refit_reader",
     "reinforce_loss",
     "route_readers",
     "sentence_templates",
     "source_windows",
+    "train_grammar_pipeline",
     "train_pipeline",
 ]

@@ -24,6 +24,11 @@ class Curriculum:
         if not self.stages or lengths != sorted(lengths) or any(steps < 1 for _, steps in self.stages):
             raise ValueError(f"stages must be (max_length, steps>0) pairs with growing lengths, got {self.stages}")
 
+    @classmethod
+    def none(cls) -> Curriculum:
+        """No curriculum: every example may be drawn from the first step on."""
+        return cls(((10**9, 10**9),))
+
     def max_length(self, step: int) -> int:
         """The longest expression allowed at ``step`` (0-based)."""
         for length, steps in self.stages:

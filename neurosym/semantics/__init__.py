@@ -12,9 +12,12 @@ from neurosym.semantics.table import (
     RATIONAL_SEMANTICS,
     OperatorTable,
 )
+from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.concepts import ConceptTable
 
 __all__ = [
+    "Executor",
+    "TreeSemantics",
     "BRACKET_VALUE",
     "BatchSolver",
     "ConceptTable",

@@ -90,7 +90,7 @@ def build(digits: int = 1, seed: int = 0, mnist: str | None = None, reader_width
         train=train,
         validation=validation,
         test=test,
-        abduction={"max_changes": 2 * digits, "max_candidates": 64, "readings": 32},
+        abduction={"max_changes": 2 * digits, "max_candidates": 16, "readings": 16},
         published=PUBLISHED.get(digits, ()),
         data_note=f"{len(train)} training sums from 55,000 MNIST digits (the protocol's ⌊60000/2N⌋ uses all 60,000)",
     )
