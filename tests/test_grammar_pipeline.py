@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from lark import Transformer
 
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
-from neurosym.pipelines.grammar_abduction import GrammarAbducer
+from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax import ParseError
@@ -166,7 +166,7 @@ def test_abduction_finds_the_most_probable_correction_within_the_budget(seed, ta
     grammar = SymbolGrammar('start: number "+" number\nnumber: DIGIT DIGIT?\nDIGIT: "0".."3"\n')
     semantics = addition_semantics()
     executor = Executor(grammar, semantics if inverses else TreeSemantics(semantics.rules))
-    abducer = GrammarAbducer(executor, max_changes=2, max_candidates=10_000, alternatives=4, readings=readings)
+    abducer = GrammarAbducer(executor, AbductionBudget(max_changes=2, max_candidates=10_000, alternatives=4, readings=readings))
     log_probs = np.log(np.random.default_rng(seed).dirichlet(np.ones(5), size=4))
     sentence = "1+22"
     found = abducer.abduce(sentence, log_probs, target, fixed=[1])
@@ -186,10 +186,12 @@ def test_top_down_search_changes_a_whole_number_that_enumeration_cannot_reach():
     log_probs = np.log(np.full((13, 11), 0.05))
     log_probs[range(13), [grammar.symbols.index(c) for c in sentence]] = np.log(0.5)
     target = 999999 + 111111  # the first number must become 999999: six changes
-    top_down = GrammarAbducer(Executor(grammar, semantics), max_changes=13, max_candidates=50)
+    top_down = GrammarAbducer(Executor(grammar, semantics), AbductionBudget(max_changes=13, max_candidates=50))
     found = top_down.abduce(sentence, log_probs, target, fixed=[6])
     assert found is not None and found.sentence == "999999+111111" and found.changes == 6
-    enumeration_only = GrammarAbducer(Executor(grammar, TreeSemantics(semantics.rules)), max_changes=13, max_candidates=50)
+    enumeration_only = GrammarAbducer(
+        Executor(grammar, TreeSemantics(semantics.rules)), AbductionBudget(max_changes=13, max_candidates=50)
+    )
     assert enumeration_only.abduce(sentence, log_probs, target, fixed=[6]) is None
 
 
@@ -199,9 +201,9 @@ def test_abduction_checks_its_input():
     with pytest.raises(ValueError, match=r"shape \[3, 11\]"):
         abducer.abduce("1+2", np.zeros((2, 11)), 3)
     with pytest.raises(ValueError, match="at least 1"):
-        GrammarAbducer(Executor(grammar, addition_semantics()), max_changes=0)
+        AbductionBudget(max_changes=0)
     with pytest.raises(ValueError, match="readings at least 0"):
-        GrammarAbducer(Executor(grammar, addition_semantics()), readings=-1)
+        AbductionBudget(readings=-1)
 
 
 def test_readings_let_the_top_down_search_trade_one_number_against_the_other():
@@ -213,8 +215,10 @@ def test_readings_let_the_top_down_search_trade_one_number_against_the_other():
         for symbol, probability in readings.items():
             log_probs[position, grammar.symbols.index(symbol)] = np.log(probability)
     log_probs[2, grammar.symbols.index("+")] = 0.0
-    plain = GrammarAbducer(Executor(grammar, addition_semantics()), max_changes=5, max_candidates=1)
-    with_readings = GrammarAbducer(Executor(grammar, addition_semantics()), max_changes=5, max_candidates=1, readings=4)
+    plain = GrammarAbducer(Executor(grammar, addition_semantics()), AbductionBudget(max_changes=5, max_candidates=1))
+    with_readings = GrammarAbducer(
+        Executor(grammar, addition_semantics()), AbductionBudget(max_changes=5, max_candidates=1, readings=4)
+    )
     assert with_readings.abduce(sentence, log_probs, 22, fixed=[2]).sentence == "12+10"
     found = plain.abduce(sentence, log_probs, 22, fixed=[2])
     assert found is None or found.sentence != "12+10"

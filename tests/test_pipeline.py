@@ -225,10 +225,10 @@ def test_pseudo_label_loss_uses_only_the_trained_positions():
     labels = ["3*0", "1+2"]
     index = {s: i for i, s in enumerate(HINT_SYMBOLS)}
     trained = [[False, True, True], [True, False, False]]
-    loss = trainer_module._pseudo_label_loss(pipeline, log_probs, labels, trained)
+    loss = trainer_module.pseudo_label_loss(log_probs, labels, pipeline.classifier.vocabulary, trained)
     picked = [log_probs[0, 1, index["*"]], log_probs[0, 2, index["0"]], log_probs[1, 0, index["1"]]]
     assert torch.allclose(loss, -torch.stack(picked).mean())
-    everything = trainer_module._pseudo_label_loss(pipeline, log_probs, labels)
+    everything = trainer_module.pseudo_label_loss(log_probs, labels, pipeline.classifier.vocabulary)
     assert torch.allclose(
         everything, -torch.stack([log_probs[r, c, index[labels[r][c]]] for r in range(2) for c in range(3)]).mean()
     )

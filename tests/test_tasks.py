@@ -16,6 +16,7 @@ from torch import nn
 from neurosym.cli import main
 from neurosym.data.symbol_images.handwriting import handwritten_symbols
 from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline, train_grammar_pipeline
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.pipelines.trainer import PipelineConfig
@@ -131,7 +132,9 @@ def tiny_training(steps: int) -> PipelineConfig:
 def addition_pipeline(seed: int) -> GrammarPipeline:
     torch.manual_seed(seed)
     grammar = SymbolGrammar(grammar_file("mnist_add.lark"))
-    return GrammarPipeline(grammar, addition_semantics(), GlyphReader(), max_changes=4, max_candidates=32, readings=8)
+    return GrammarPipeline(
+        grammar, addition_semantics(), GlyphReader(), AbductionBudget(max_changes=4, max_candidates=32, readings=8)
+    )
 
 
 def test_the_reader_learns_two_digit_addition_from_sums_alone(one_thread):

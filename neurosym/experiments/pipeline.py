@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -66,14 +67,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     torch.manual_seed(args.seed)
-    abduction = dict(task.abduction)
-    if args.max_changes is not None:
-        abduction["max_changes"] = args.max_changes
-    if args.max_candidates is not None:
-        abduction["max_candidates"] = args.max_candidates
-    if args.readings is not None:
-        abduction["readings"] = args.readings
-    pipeline = GrammarPipeline(task.grammar, task.semantics, task.make_reader(), **abduction)
+    chosen = {"max_changes": args.max_changes, "max_candidates": args.max_candidates, "readings": args.readings}
+    abduction = replace(task.abduction, **{name: value for name, value in chosen.items() if value is not None})
+    pipeline = GrammarPipeline(task.grammar, task.semantics, task.make_reader(), abduction)
     steps = max(1, math.ceil(args.epochs * len(task.train) / args.batch_size))
     config = PipelineConfig(
         steps=steps, batch_size=args.batch_size, learning_rate=args.lr, schedule=args.schedule,
@@ -93,7 +89,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     reads = task.test.lengths - (task.test.given != READ).sum(axis=1)  # read symbols per test example
     results = {
         "task": task.name, "device": str(device), "steps": steps, "config": vars(args) | {"out": str(out)},
-        "abduction": abduction, "train_seconds": trained, "validation": validation, "test": test,
+        "abduction": asdict(abduction), "train_seconds": trained, "validation": validation, "test": test,
         "ceiling": float(np.mean(test["symbol"] ** reads)) if "symbol" in test else None,
         "reads_per_example": float(reads.mean()),
         "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},

@@ -43,12 +43,11 @@ from neurosym.pipelines.fewshot import (
     FewShotResult,
     learn_concept_from_images,
 )
-from neurosym.pipelines.grammar_abduction import GrammarAbducer
+from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
 from neurosym.pipelines.grammar_pipeline import (
     GrammarPipeline,
     evaluate_grammar_pipeline,
-    pseudo_label_loss,
     train_grammar_pipeline,
 )
 from neurosym.pipelines.pipeline import HintPipeline, Reading
@@ -56,12 +55,13 @@ from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windo
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.routing import route_readers, source_windows
 from neurosym.pipelines.sentences import READ, ImageSentences, SentenceBatch, SentenceSource
-from neurosym.pipelines.trainer import Anchor, PipelineConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import Anchor, PipelineConfig, evaluate_pipeline, pseudo_label_loss, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 
 __all__ = [
     "READ",
     "Abducer",
+    "AbductionBudget",
     "Anchor",
     "ConceptNotLearned",
     "Correction",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Collection, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,36 +34,49 @@ from neurosym.syntax.errors import ParseError
 Edits = tuple[tuple[int, str], ...]
 
 
+@dataclass(frozen=True)
+class AbductionBudget:
+    """How hard abduction searches.
+
+    Args:
+        max_changes: the most symbols a correction may change.
+        max_candidates: the most sentences the enumeration runs per abduction.
+        alternatives: other symbols tried per position by the enumeration.
+        beam: ways kept per node of the top-down search.
+        readings: at a rule with an inverse, each part is also assumed kept at each of its ``readings`` most
+            probable other readings (the other parts solved through the inverse): the top-down search then
+            weighs whole readings of one part against the others, not only the part as read.
+    """
+
+    max_changes: int = 2
+    max_candidates: int = 256
+    alternatives: int = 4
+    beam: int = 4
+    readings: int = 0
+
+    def __post_init__(self) -> None:
+        if min(self.max_changes, self.max_candidates, self.alternatives, self.beam) < 1 or self.readings < 0:
+            raise ValueError(
+                f"max_changes, max_candidates, alternatives and beam must be at least 1, readings at least 0: {self}"
+            )
+
+
 class GrammarAbducer:
     """Corrections of read sentences towards known results.
 
     Args:
         executor: the grammar and semantics (its grammar's symbols order the log-probability columns).
-        max_changes: the most symbols a correction may change.
-        max_candidates: the most sentences the enumeration runs per abduction.
-        alternatives: other symbols tried per position by the enumeration.
-        beam: ways kept per node of the top-down search.
-        readings: at a rule with an inverse, each child is also assumed kept at each of its ``readings`` most
-            probable other readings (its other children solved through the inverse): the top-down search
-            then weighs whole readings of one part against the others, not only the part as read.
+        budget: how hard to search (default: :class:`AbductionBudget`'s).
         equal: when a value counts as the result (default ``==``; e.g. a tolerance for real values).
     """
 
     def __init__(
-        self,
-        executor: Executor,
-        max_changes: int = 2,
-        max_candidates: int = 256,
-        alternatives: int = 4,
-        beam: int = 4,
-        readings: int = 0,
-        equal: Callable[[Any, Any], bool] | None = None,
+        self, executor: Executor, budget: AbductionBudget = AbductionBudget(), equal: Callable[[Any, Any], bool] | None = None
     ):
-        if max_changes < 1 or max_candidates < 1 or alternatives < 1 or beam < 1 or readings < 0:
-            raise ValueError("max_changes, max_candidates, alternatives and beam must be at least 1, readings at least 0")
+        budget = budget or AbductionBudget()
         self.executor, self.grammar, self.semantics = executor, executor.grammar, executor.semantics
-        self.max_changes, self.max_candidates, self.alternatives = max_changes, max_candidates, alternatives
-        self.beam, self.readings = beam, readings
+        self.max_changes, self.max_candidates, self.alternatives = budget.max_changes, budget.max_candidates, budget.alternatives
+        self.beam, self.readings = budget.beam, budget.readings
         self.equal = equal or (lambda value, target: value == target)
         self.index = {symbol: i for i, symbol in enumerate(self.grammar.symbols)}
         self._leaves: dict[str, list[tuple[str, Any]]] = {}

@@ -26,11 +26,11 @@ from tqdm.auto import tqdm
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.reader import Reader
 from neurosym.pipelines.abduction import Correction
-from neurosym.pipelines.grammar_abduction import GrammarAbducer
+from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
 from neurosym.pipelines.pipeline import Reading
 from neurosym.pipelines.sentences import READ, SentenceBatch, SentenceSource
-from neurosym.pipelines.trainer import PipelineConfig, run_reader_training
+from neurosym.pipelines.trainer import PipelineConfig, pseudo_label_loss, run_reader_training
 from neurosym.pipelines.windows import real_positions
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
@@ -44,8 +44,7 @@ class GrammarPipeline:
         grammar: the language; its vocabulary must hold every symbol of ``reader.vocabulary``.
         semantics: what a parse tree means (with inverses, abduction also searches top-down).
         reader: windows -> log-probabilities over its vocabulary (symbols it lacks can only be given).
-        max_changes, max_candidates, alternatives, beam, readings, equal: abduction's budget
-            (:class:`~neurosym.pipelines.grammar_abduction.GrammarAbducer`).
+        budget: abduction's search budget (default: :class:`AbductionBudget`'s); equal: when a value counts as the result (default ``==``).
     """
 
     def __init__(
@@ -53,11 +52,7 @@ class GrammarPipeline:
         grammar: SymbolGrammar,
         semantics: TreeSemantics,
         reader: Reader,
-        max_changes: int = 2,
-        max_candidates: int = 256,
-        alternatives: int = 4,
-        beam: int = 4,
-        readings: int = 0,
+        budget: AbductionBudget | None = None,
         equal: Callable[[Any, Any], bool] | None = None,
     ):
         missing = [s for s in reader.vocabulary if s not in grammar.symbols]
@@ -66,7 +61,7 @@ class GrammarPipeline:
         self.grammar, self.semantics, self.reader = grammar, semantics, reader
         self.executor = Executor(grammar, semantics)
         self.decoder = GrammarDecoder(grammar)
-        self.abducer = GrammarAbducer(self.executor, max_changes, max_candidates, alternatives, beam, readings, equal)
+        self.abducer = GrammarAbducer(self.executor, budget or AbductionBudget(), equal)
         self.columns = torch.tensor([grammar.symbols.index(s) for s in reader.vocabulary])
 
     @property
@@ -115,27 +110,6 @@ class GrammarPipeline:
         return corrections
 
 
-def pseudo_label_loss(
-    pipeline: GrammarPipeline, log_probs: torch.Tensor, batch: SentenceBatch, labels: Sequence[str | None]
-) -> torch.Tensor | None:
-    """Cross-entropy of the read windows of the examples with a pseudo-label (``log_probs [B, T, V]``) -> scalar."""
-    index = {symbol: i for i, symbol in enumerate(pipeline.grammar.symbols)}
-    given = batch.given.cpu().numpy()
-    rows, columns, classes = [], [], []
-    for row, label in enumerate(labels):
-        if label is None:
-            continue
-        for column, symbol in enumerate(label):
-            if given[row, column] == READ:
-                rows.append(row)
-                columns.append(column)
-                classes.append(index[symbol])
-    if not rows:
-        return None
-    picked = log_probs[torch.tensor(rows), torch.tensor(columns)]
-    return F.nll_loss(picked.float(), torch.tensor(classes, device=picked.device))
-
-
 def train_grammar_pipeline(
     pipeline: GrammarPipeline,
     source: SentenceSource,
@@ -169,7 +143,8 @@ def train_grammar_pipeline(
         batch_targets = [targets[i] for i in indices]
         corrections = pipeline.abduce(reading, batch_targets, batch.given)
         labels = [None if c is None else c.sentence for c in corrections]
-        loss = pseudo_label_loss(pipeline, reading.log_probs, batch, labels)
+        read = (batch.given == READ).cpu().numpy()  # given symbols are not the reader's
+        loss = pseudo_label_loss(reading.log_probs, labels, pipeline.grammar.symbols, read)
         correct = float(np.mean([c is not None and c.changes == 0 for c in corrections]))
         logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
         return loss, {**logs, "labelled": sum(label is not None for label in labels) / len(labels), "correct": correct}

@@ -102,15 +102,16 @@ def _windows_on(source: WindowSource, indices: Sequence[int], device: torch.devi
     return windows.to(device), lengths.to(device)
 
 
-def _pseudo_label_loss(
-    pipeline: HintPipeline,
+def pseudo_label_loss(
     log_probs: torch.Tensor,
-    labels: list[str | None],
-    trained: list[list[bool] | None] | None = None,
+    labels: Sequence[str | None],
+    vocabulary: Sequence[str],
+    trained: Sequence[Sequence[bool] | None] | None = None,
 ) -> torch.Tensor | None:
-    """Cross-entropy of the windows of examples with a pseudo-label ``[B, T, V]`` -> scalar; with
-    ``trained``, only of the positions it marks (per label, one flag per symbol)."""
-    index = {s: i for i, s in enumerate(pipeline.classifier.vocabulary)}
+    """Cross-entropy of the windows of examples with a pseudo-label: ``log_probs [B, T, V]`` (columns in
+    ``vocabulary`` order) -> scalar, ``None`` when no position is trained; with ``trained``, only of the
+    positions it marks (per label, one flag per symbol)."""
+    index = {s: i for i, s in enumerate(vocabulary)}
     rows, columns, classes = [], [], []
     for row, label in enumerate(labels):
         if label is None:
@@ -165,7 +166,7 @@ def train_pipeline(
         if config.learning == "abduction":
             labels = pipeline.abduce(reading, batch_targets)
             trained = pipeline.verified_positions(labels, batch_targets) if config.pseudo_labels == "verified" else None
-            loss = _pseudo_label_loss(pipeline, reading.log_probs, labels, trained)
+            loss = pseudo_label_loss(reading.log_probs, labels, pipeline.classifier.vocabulary, trained)
             signal = sum(label is not None for label in labels) / len(labels)
         else:
             loss, signal = reinforce_loss(

@@ -14,6 +14,7 @@ from typing import Any
 
 from torch import nn
 
+from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import SentenceSource
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
@@ -37,9 +38,7 @@ class Task:
     """Everything the pipeline needs for one task.
 
     ``make_reader()`` makes a fresh reader; ``train``/``validation``/``test`` are the examples; ``abduction``
-    holds the task's abduction budget (keyword arguments of
-    :class:`~neurosym.pipelines.grammar_pipeline.GrammarPipeline`); ``equal`` says when a value is the
-    result; ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs.
+    is the task's abduction budget; ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs.
     """
 
     name: str
@@ -49,7 +48,7 @@ class Task:
     train: SentenceSource
     validation: SentenceSource
     test: SentenceSource
-    abduction: dict[str, Any] = field(default_factory=dict)
+    abduction: AbductionBudget = field(default_factory=AbductionBudget)
     published: Sequence[Published] = ()
     data_note: str = ""
 

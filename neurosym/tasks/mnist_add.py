@@ -13,6 +13,7 @@ import numpy as np
 
 from neurosym.data.mnist import load_mnist
 from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
@@ -90,7 +91,7 @@ def build(digits: int = 1, seed: int = 0, mnist: str | None = None, reader_width
         train=train,
         validation=validation,
         test=test,
-        abduction={"max_changes": 2 * digits, "max_candidates": 16, "readings": 16},
+        abduction=AbductionBudget(max_changes=2 * digits, max_candidates=16, readings=16),
         published=PUBLISHED.get(digits, ()),
         data_note=f"{len(train)} training sums from 55,000 MNIST digits (the protocol's ⌊60000/2N⌋ uses all 60,000)",
     )
