@@ -36,7 +36,7 @@ from neurosym.metrics.published import HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES, Seq2Seq
 from neurosym.models.seq2seq.factory import RNN_HIDDEN
 from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS, build_baseline, default_learning_rate, train_baseline
-from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
+from neurosym.plots.figure import plot_vs_published
 from neurosym.training import TrainConfig, init_distributed, shutdown_distributed
 from neurosym.training.checkpoint import save_json
 from neurosym.training.compile import compile_for_training
@@ -229,9 +229,8 @@ def _run_baseline(args: argparse.Namespace, context: DistributedContext) -> dict
         "arguments": {key: str(value) for key, value in vars(args).items() if not key.startswith("_")},
     }
     save_json(result, args.out / f"{name}.json")
-    figure, axis = pyplot().subplots(figsize=(7, 3.5))
     series = {"ours": [accuracy[s] for s in SUBSETS_AND_AVERAGE], "published": [published[s] for s in SUBSETS_AND_AVERAGE]}
-    bar_vs_published(axis, SUBSETS_AND_AVERAGE, series, "exact match (%)")
-    axis.set(ylim=(0, 100), title=f"HINT {args.model}, {args.input} input")
-    save_figure(figure, args.out / f"{name}.png")
+    plot_vs_published(
+        SUBSETS_AND_AVERAGE, series, "exact match (%)", f"HINT {args.model}, {args.input} input", args.out / f"{name}.png"
+    )
     return result

@@ -22,6 +22,7 @@ from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline, train_grammar_pipeline
 from neurosym.pipelines.sentences import READ
 from neurosym.pipelines.trainer import SCHEDULES, PipelineConfig
+from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task
 from neurosym.training.checkpoint import save_json
 from neurosym.training.device import resolve_device
@@ -124,9 +125,4 @@ def _table(task: Task, results: dict[str, Any]) -> str:
 
 
 def _plot(task: Task, results: dict[str, Any], path: Path) -> None:
-    from neurosym.plots.pipeline import plot_grammar_pipeline
-
-    try:
-        plot_grammar_pipeline(results["history"], 100 * results["test"]["accuracy"], task.published, task.name, path)
-    except RuntimeError as error:  # matplotlib missing: the results stand without the figure
-        print(f"no plot: {error}")
+    plot_grammar_pipeline(results["history"], 100 * results["test"]["accuracy"], task.published, task.name, path)

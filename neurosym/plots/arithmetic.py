@@ -8,9 +8,10 @@ from pathlib import Path
 
 from neurosym.data.arithmetic import OPERATIONS
 from neurosym.models.arithmetic_training import GroupRun
-from neurosym.plots.figure import grouped_bars, pyplot, save_figure
+from neurosym.plots.figure import grouped_bars, optional_figure, pyplot, save_figure
 
 
+@optional_figure
 def plot_success_rates(cells: list[dict], path: Path) -> Path:
     """Grouped bars of success rate per operation and model, with Wilson intervals; published rates as crosses.
 
@@ -38,6 +39,7 @@ def plot_success_rates(cells: list[dict], path: Path) -> Path:
     return save_figure(figure, path)
 
 
+@optional_figure
 def plot_learning_curves(groups: list[GroupRun], thresholds: dict[str, float], path: Path) -> Path:
     """One panel per (model, operation) cell: the extrapolation MSE of every seed at each evaluation (log
     scale), with the cell's success threshold as a dashed line."""
@@ -60,6 +62,7 @@ def plot_learning_curves(groups: list[GroupRun], thresholds: dict[str, float], p
     return save_figure(figure, path, dpi=110)
 
 
+@optional_figure
 def plot_speedups(labels: list[str], speedups: list[float], goal: float, title: str, path: Path) -> Path:
     """Bars of the batched-seed speed-up of each model (``labels``), with the ``goal`` as a dashed line."""
     figure, axis = pyplot().subplots(figsize=(max(5.5, 1.2 * len(labels) + 2), 3.2))

@@ -2,21 +2,45 @@
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class PlotsUnavailable(RuntimeError):
+    """matplotlib is not installed: figures are skipped, everything else runs."""
 
 
 def pyplot():
-    """Return ``matplotlib.pyplot`` with a non-interactive backend, or raise a clear error."""
+    """Return ``matplotlib.pyplot`` with a non-interactive backend, or raise :class:`PlotsUnavailable`."""
     try:
         import matplotlib
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        raise RuntimeError("plots need matplotlib: pip install 'neurosym[plots]'") from error
+    except ImportError as error:
+        raise PlotsUnavailable("figures need matplotlib: pip install 'neurosym[plots]'") from error
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def optional_figure(draw: Callable[..., T]) -> Callable[..., T | None]:
+    """``draw`` (a function that draws and writes a figure), which without matplotlib says so in one line on
+    stderr and returns ``None``: a base install runs every command to the end, less its figures."""
+
+    @functools.wraps(draw)
+    def drawing(*args, **kwargs) -> T | None:
+        try:
+            return draw(*args, **kwargs)
+        except PlotsUnavailable as missing:
+            print(f"{missing} (figure skipped)", file=sys.stderr)
+            return None
+
+    return drawing
 
 
 def grouped_bars(
@@ -54,3 +78,14 @@ def save_figure(figure, path: str | os.PathLike, dpi: int = 120) -> Path:
     figure.savefig(path, dpi=dpi)
     pyplot().close(figure)
     return path
+
+
+@optional_figure
+def plot_vs_published(
+    categories: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str, title: str, path: str | os.PathLike
+) -> Path:
+    """One figure of grouped bars (ours first, then the published rows; 0 to 100) written to ``path``."""
+    figure, axis = pyplot().subplots(figsize=(7, 3.5))
+    bar_vs_published(axis, categories, series, ylabel)
+    axis.set(ylim=(0, 100), title=title)
+    return save_figure(figure, path)

@@ -10,11 +10,12 @@ from collections.abc import Mapping
 import numpy as np
 
 from neurosym.data.hint import ASPECTS
-from neurosym.plots.figure import pyplot, save_figure
+from neurosym.plots.figure import optional_figure, pyplot, save_figure
 
 _CATEGORICAL = frozenset({"symbol", "result"})
 
 
+@optional_figure
 def plot_statistics(stats: Mapping[str, Mapping[str, Counter]], path: str | os.PathLike) -> None:
     """Figure A2-like panels, one per aspect: normalised frequencies per split (bars for symbols and result
     ranges, curves for the numeric aspects)."""

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
+from neurosym.plots.figure import bar_vs_published, optional_figure, pyplot, save_figure
 
 
+@optional_figure
 def plot_training(
     history: Sequence[Mapping[str, Any]],
     subsets: Sequence[str],
@@ -34,6 +35,7 @@ def plot_training(
     save_figure(figure, path)
 
 
+@optional_figure
 def plot_fewshot(
     fewshot: Mapping[str, Mapping[str, Any]], concepts: Sequence[str], paper: Mapping[str, float], path: str | os.PathLike
 ) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from neurosym.plots.figure import grouped_bars, pyplot, save_figure
+from neurosym.plots.figure import grouped_bars, optional_figure, pyplot, save_figure
 
 REGIMES = ("interpolate", "extrapolate")
 
 
+@optional_figure
 def plot_module_accuracies(results: dict, published_transformer: Mapping[str, float], path: Path) -> Path:
     """Grouped bars: accuracy per module and model, interpolation and extrapolation side by side, with the
     paper's Transformer mean (``published_transformer[regime]``) as a dashed line.

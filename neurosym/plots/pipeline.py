@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from neurosym.plots.figure import bar_vs_published, pyplot, save_figure
+from neurosym.plots.figure import bar_vs_published, optional_figure, pyplot, save_figure
 
 
+@optional_figure
 def plot_grammar_pipeline(
     history: Sequence[Mapping[str, Any]], ours: float, published: Sequence[Any], title: str, path: str | os.PathLike
 ) -> None:

@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from neurosym.plots.figure import grouped_bars, pyplot, save_figure
+from neurosym.plots.figure import grouped_bars, optional_figure, pyplot, save_figure
 
 
+@optional_figure
 def plot_noise_sensitivity(
     deltas: np.ndarray, curves: dict[str, dict[str, Any]], aggregations: list[str], max_m: int, path: Path
 ) -> None:
@@ -30,6 +31,7 @@ def plot_noise_sensitivity(
     save_figure(figure, path)
 
 
+@optional_figure
 def plot_vector_sweep(runs: list[dict[str, Any]], path: Path) -> None:
     """Test accuracy against training-set size, one line per (model, complexity)."""
     plt = pyplot()
@@ -43,6 +45,7 @@ def plot_vector_sweep(runs: list[dict[str, Any]], path: Path) -> None:
     save_figure(figure, path)
 
 
+@optional_figure
 def plot_holdouts(block: dict[str, Any] | None, holdout_i: dict[str, Any] | None, path: Path) -> None:
     """Bars: block-task accuracy per test split and model; holdout-i test accuracy, neural and neuro-symbolic."""
     plt = pyplot()

