@@ -19,12 +19,17 @@ import numpy as np
 from neurosym.experiments.options import add_run_options, apply_threads, existing_file, non_negative_float, positive_int
 from neurosym.experiments.report import format_table
 from neurosym.pipelines.curriculum import Curriculum
-from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline, train_grammar_pipeline
+from neurosym.pipelines.grammar_pipeline import (
+    GrammarPipeline,
+    evaluate_grammar_pipeline,
+    pipeline_timings,
+    train_grammar_pipeline,
+)
 from neurosym.pipelines.sentences import READ
 from neurosym.pipelines.trainer import SCHEDULES, PipelineConfig
 from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task
-from neurosym.training.checkpoint import save_json
+from neurosym.training.checkpoint import load_checkpoint, save_json
 from neurosym.training.device import resolve_device
 
 
@@ -52,6 +57,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--readings", type=int, default=None, help="abduction: other readings each part may be kept at (default: the task's)"
     )
+    parser.add_argument(
+        "--init-reader", type=existing_file, default=None, metavar="CHECKPOINT",
+        help="start from the reader of another run's checkpoint.pt (same task and --reader-width): a transfer, not the protocol",
+    )  # fmt: skip
     add_run_options(parser, out="results/pipeline")
 
 
@@ -70,7 +79,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     torch.manual_seed(args.seed)
     chosen = {"max_changes": args.max_changes, "max_candidates": args.max_candidates, "readings": args.readings}
     abduction = replace(task.abduction, **{name: value for name, value in chosen.items() if value is not None})
-    pipeline = GrammarPipeline(task.grammar, task.semantics, task.make_reader(), abduction)
+    reader = task.make_reader()
+    if args.init_reader is not None:
+        reader.load_state_dict(_saved_reader(args.init_reader))
+    pipeline = GrammarPipeline(task.grammar, task.semantics, reader, abduction)
     steps = max(1, math.ceil(args.epochs * len(task.train) / args.batch_size))
     config = PipelineConfig(
         steps=steps, batch_size=args.batch_size, learning_rate=args.lr, schedule=args.schedule,
@@ -87,19 +99,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     trained = time.perf_counter() - start
     validation = evaluate_grammar_pipeline(pipeline, task.validation, device, progress=args.progress)
     test = evaluate_grammar_pipeline(pipeline, task.test, device, progress=args.progress)
+    timings = pipeline_timings(pipeline, task.test, device, args.batch_size)
     reads = task.test.lengths - (task.test.given != READ).sum(axis=1)  # read symbols per test example
     results = {
         "task": task.name, "device": str(device), "steps": steps, "config": vars(args) | {"out": str(out)},
         "abduction": asdict(abduction), "train_seconds": trained, "validation": validation, "test": test,
         "ceiling": float(np.mean(test["symbol"] ** reads)) if "symbol" in test else None,
         "reads_per_example": float(reads.mean()),
-        "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
+        "timings": timings, "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
         "data_note": task.data_note, "history": history,
     }  # fmt: skip
     save_json(results, out / "results.json")
     print(_table(task, results))
     _plot(task, results, out / "pipeline.png")
     return results
+
+
+def _saved_reader(path: Path) -> dict[str, Any]:
+    saved = load_checkpoint(path)
+    if not isinstance(saved, dict) or "model" not in saved:
+        raise SystemExit(f"neurosym pipeline: --init-reader {path} is not a training checkpoint (no 'model' entry)")
+    return saved["model"]
 
 
 def _seconds(minutes: float | None) -> float | None:
@@ -121,7 +141,12 @@ def _table(task: Task, results: dict[str, Any]) -> str:
         accuracy = f"{row.accuracy:.1f}" + ("" if row.std is None else f" ± {row.std:.1f}")
         rows.append([row.method, accuracy, "", "", "", row.note, "published"])
     headers = ["method", "test %", "validation %", "symbols %", "ceiling p^n %", "training time", "device"]
-    return f"{task.name}: {results['data_note']}\n" + format_table(headers, rows)
+    timings = results["timings"]
+    speed = (
+        f"decoding {1000 * timings['decode_per_batch']:.1f} ms per batch; abduction {1000 * timings['abduction_per_wrong']:.1f} ms "
+        f"per test example read wrong (median of {timings['wrong_timed']}; {100 * timings['abduced']:.0f} % explained)"
+    )
+    return f"{task.name}: {results['data_note']}\n" + format_table(headers, rows) + "\n" + speed
 
 
 def _plot(task: Task, results: dict[str, Any], path: Path) -> None:

@@ -14,6 +14,7 @@ atomic checkpoints, resume, signals, ``time_limit``, progress; DistributedDataPa
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -176,3 +177,38 @@ def evaluate_grammar_pipeline(
     if symbols:
         scores["symbol"] = float(np.mean(symbols))
     return scores
+
+
+def pipeline_timings(
+    pipeline: GrammarPipeline, source: SentenceSource, device: torch.device, batch_size: int = 32, wrong: int = 100
+) -> dict[str, float]:
+    """Seconds the symbolic parts take on ``source``: ``decode_per_batch`` (the median over batches of
+    ``batch_size`` examples of constrained decoding alone) and ``abduction_per_wrong`` (the median over up to
+    ``wrong`` examples read wrong of one abduction towards their result), with ``abduced`` the fraction of
+    those that abduction explained."""
+    decode, abduce, explained = [], [], []
+    for start in range(0, len(source), batch_size):
+        batch = source.batch(list(range(start, min(start + batch_size, len(source))))).to(device)
+        with torch.no_grad(), mixed_precision(device):
+            log_probs = pipeline.log_probs(batch)
+        began = time.perf_counter()
+        sentences = pipeline.decoder.decode(log_probs, batch.lengths).sentences(pipeline.grammar.symbols)
+        decode.append(time.perf_counter() - began)
+        given, scores = batch.given.cpu().numpy(), log_probs.float().cpu().numpy()
+        for row, sentence in enumerate(sentences):
+            target = source.targets[start + row]
+            if len(abduce) >= wrong or pipeline.abducer.gives(pipeline.executor.value(sentence), target):
+                continue
+            began = time.perf_counter()
+            fixed = np.flatnonzero(given[row, : len(sentence)] != READ).tolist()
+            found = pipeline.abducer.abduce(sentence, scores[row, : len(sentence)], target, fixed)
+            abduce.append(time.perf_counter() - began)
+            explained.append(found is not None)
+        if len(abduce) >= wrong and len(decode) >= 10:
+            break
+    return {
+        "decode_per_batch": float(np.median(decode)),
+        "abduction_per_wrong": float(np.median(abduce)) if abduce else float("nan"),
+        "abduced": float(np.mean(explained)) if explained else float("nan"),
+        "wrong_timed": len(abduce),
+    }
