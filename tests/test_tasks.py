@@ -188,3 +188,16 @@ def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, 
     lengths = build_task("hwf", seed=0).test.lengths
     assert results["ceiling"] == pytest.approx(np.mean(results["test"]["symbol"] ** lengths))
     assert results["reads_per_example"] == pytest.approx(4.0, abs=0.01)
+
+
+def test_init_reader_starts_from_another_runs_reader(tmp_path, one_thread):
+    first, second = tmp_path / "first", tmp_path / "second"
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress"]
+    assert main([*common, "--epochs", "0.02", "--out", str(first)]) == 0
+    checkpoint = first / "checkpoint.pt"
+    assert main([*common, "--epochs", "0.01", "--lr", "0", "--init-reader", str(checkpoint), "--out", str(second)]) == 0
+    trained, started = (json.loads((run / "results.json").read_text())["test"] for run in (first, second))
+    assert started == trained  # not one update (lr 0): the second run reads exactly as the first
+    (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(SystemExit, match="not a training checkpoint|not a readable"):
+        main([*common, "--epochs", "0.01", "--init-reader", str(tmp_path / "junk.pt"), "--out", str(tmp_path / "x")])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import pickle
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     timings = pipeline_timings(pipeline, task.test, device, args.batch_size)
     reads = task.test.lengths - (task.test.given != READ).sum(axis=1)  # read symbols per test example
     results = {
-        "task": task.name, "device": str(device), "steps": steps, "config": vars(args) | {"out": str(out)},
+        "task": task.name, "device": str(device), "steps": steps, "config": {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items() if not key.startswith("_")},
         "abduction": asdict(abduction), "train_seconds": trained, "validation": validation, "test": test,
         "ceiling": float(np.mean(test["symbol"] ** reads)) if "symbol" in test else None,
         "reads_per_example": float(reads.mean()),
@@ -116,7 +117,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _saved_reader(path: Path) -> dict[str, Any]:
-    saved = load_checkpoint(path)
+    try:
+        saved = load_checkpoint(path)
+    except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError) as error:
+        raise SystemExit(f"neurosym pipeline: --init-reader {path} is not a readable checkpoint: {error}") from None
     if not isinstance(saved, dict) or "model" not in saved:
         raise SystemExit(f"neurosym pipeline: --init-reader {path} is not a training checkpoint (no 'model' entry)")
     return saved["model"]
