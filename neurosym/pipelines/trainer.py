@@ -31,6 +31,7 @@ from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
+from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import SCHEDULES, schedule_factor
 from neurosym.training.update import Update, grad_scaler
 
@@ -202,10 +203,12 @@ def run_reader_training(
     description: str,
     save: Callable[[], dict[str, Any]] | None = None,
     load: Callable[[dict[str, Any]], None] | None = None,
+    context: DistributedContext | None = None,
 ) -> list[dict]:
     """``config.steps`` steps ``step(i) -> (loss, logs)`` of Adam at ``config.learning_rate`` under
     ``config.schedule``, in the library's one training loop, checkpointing to ``checkpoint`` every
-    ``config.checkpoint_every`` steps (with the caller's ``save``/``load`` entries); returns the history."""
+    ``config.checkpoint_every`` steps (with the caller's ``save``/``load`` entries); returns the history.
+    With a distributed ``context`` the processes agree on stops and only rank 0 writes."""
     optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda index: schedule_factor(index, config.steps, config.schedule))
     checkpointing = None
@@ -221,6 +224,7 @@ def run_reader_training(
         time_limit=time_limit,
         progress=progress,
         description=description,
+        context=context,
     )
     return result.history
 
