@@ -23,7 +23,7 @@ import torch
 from neurosym.experiments import hint
 from neurosym.experiments.options import add_run_options, apply_threads, existing_file, non_negative_float, positive_int
 from neurosym.experiments.report import format_table
-from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.grammar_pipeline import (
     GrammarPipeline,
     evaluate_grammar_pipeline,
@@ -49,6 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--batch-size", type=positive_int, default=32, help="examples per step")
     parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (peak of the schedule)")
     parser.add_argument("--schedule", choices=SCHEDULES, default="cosine", help="learning-rate schedule")
+    parser.add_argument(
+        "--curriculum", type=curriculum_stages, default=None,
+        help="stages 'max_length:steps,...,all' of growing sentence length (default: the task's; hwf starts with single digits)",
+    )  # fmt: skip
     parser.add_argument("--augment-shift", type=int, default=0, help="pixels each training window is shifted by, at most")
     parser.add_argument("--reader-width", type=positive_int, default=16, help="channels of the reader's first convolution")
     parser.add_argument(
@@ -68,6 +72,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="start from the reader of another run's checkpoint.pt (same task and --reader-width): a transfer, not the protocol",
     )  # fmt: skip
     add_run_options(parser, out="results/pipeline")
+
+
+def curriculum_stages(text: str) -> Curriculum:
+    """The value of ``--curriculum``: stages as :func:`~neurosym.pipelines.curriculum.parse_stages` reads them."""
+    try:
+        return Curriculum(parse_stages(text))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _task(args: argparse.Namespace) -> Task:
@@ -101,7 +113,7 @@ def _run(args: argparse.Namespace, context: DistributedContext) -> dict[str, Any
     steps = max(1, math.ceil(args.epochs * len(task.train) / args.batch_size))
     config = PipelineConfig(
         steps=steps, batch_size=args.batch_size, learning_rate=args.lr, schedule=args.schedule,
-        augment_shift=args.augment_shift, curriculum=Curriculum.none(), seed=args.seed,
+        augment_shift=args.augment_shift, curriculum=args.curriculum or task.curriculum, seed=args.seed,
     )  # fmt: skip
     out = Path(args.out)
     if context.is_main:

@@ -14,6 +14,7 @@ from typing import Any
 
 from torch import nn
 
+from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import SentenceSource
 from neurosym.semantics.tree_semantics import TreeSemantics
@@ -38,7 +39,7 @@ class Task:
     """Everything the pipeline needs for one task.
 
     ``make_reader()`` makes a fresh reader; ``train``/``validation``/``test`` are the examples; ``abduction``
-    is the task's abduction budget; ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs.
+    is the task's abduction budget and ``curriculum`` its default schedule of lengths; ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs.
     """
 
     name: str
@@ -49,6 +50,7 @@ class Task:
     validation: SentenceSource
     test: SentenceSource
     abduction: AbductionBudget = field(default_factory=AbductionBudget)
+    curriculum: Curriculum = field(default_factory=Curriculum.none)
     published: Sequence[Published] = ()
     data_note: str = ""
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from neurosym.data.symbol_images.handwriting import handwritten_symbols
 from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.tree_semantics import TreeSemantics
@@ -122,6 +123,7 @@ def build(seed: int = 0, reader_width: int = 16) -> Task:
         validation=parts["val"],
         test=parts["test"],
         abduction=AbductionBudget(max_changes=3, max_candidates=256, readings=4),
+        curriculum=Curriculum(((1, 150), (3, 250), (5, 250), (7, 10**9))),
         published=PUBLISHED,
         data_note="symbols from the shipped real handwriting (bhmsds, handwritten-calculator), not HWF's CROHME images",
     )
