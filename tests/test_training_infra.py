@@ -74,7 +74,17 @@ def test_report_table_and_json(tmp_path):
 def test_cli_lists_every_command():
     parser = build_parser()
     (commands,) = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
-    expected = {"hint", "hint-data", "solver-speed", "arithmetic", "layer-speed", "mathematics", "attention-speed", "pvr"}
+    expected = {
+        "hint",
+        "hint-data",
+        "solver-speed",
+        "arithmetic",
+        "layer-speed",
+        "mathematics",
+        "attention-speed",
+        "pvr",
+        "pipeline",
+    }
     assert set(commands.choices) == expected == set(COMMANDS)
     listed = {line.split()[0] for line in parser.format_help().splitlines() if line.startswith("    ") and line[4] != " "}
     assert listed == expected
