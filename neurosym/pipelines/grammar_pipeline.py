@@ -67,10 +67,6 @@ class GrammarPipeline:
         self.abducer = GrammarAbducer(self.executor, budget or AbductionBudget(), equal)
         self.columns = torch.tensor([grammar.symbols.index(s) for s in reader.vocabulary])
 
-    @property
-    def vocabulary(self) -> tuple[str, ...]:
-        return self.grammar.symbols
-
     def log_probs(self, batch: SentenceBatch, reader: Reader | None = None) -> torch.Tensor:
         """Per-position log-probabilities over the grammar's symbols ``[B, T, V]``: the reader's (or
         ``reader``'s, e.g. the reader wrapped for DistributedDataParallel) at read positions (``-inf`` for
