@@ -103,7 +103,8 @@ class GrammarDecoder:
         if ((lengths < 1) | (lengths > steps)).any():
             raise ValueError(f"lengths must be in [1, {steps}], got {lengths.tolist()}")
         with torch.no_grad():
-            chart, back = self._chart(log_probs.detach().float())
+            term_score, best_symbol = self.terminal_scores(log_probs.detach().float())
+            chart, back = self._chart(term_score)
         rows = torch.arange(batch)
         score = chart[rows, 0, lengths, self.form.start].cpu()
         bad = (~torch.isfinite(score)).nonzero().flatten().tolist()
@@ -111,21 +112,19 @@ class GrammarDecoder:
             raise ValueError(
                 f"no sentence of the grammar fits example {bad[0]} (length {lengths[bad[0]].item()} and its fixed symbols)"
             )
-        _, best_symbol = self.terminal_scores(log_probs.detach().float())
         tokens = self._backtrack(back, best_symbol.cpu().numpy(), lengths.tolist(), steps)
         return Decoded(torch.from_numpy(tokens).to(log_probs.device), score.to(log_probs.device))
 
-    def _chart(self, log_probs: torch.Tensor) -> tuple[torch.Tensor, dict[str, list[np.ndarray]]]:
-        """``best [N, B, T, T+1]`` (nonterminal, example, start, length) and the back-pointers per span
-        length (``rule``, ``split``, ``unary``: each ``[B, S, N]``)."""
-        batch, steps, _ = log_probs.shape
-        device, tables = log_probs.device, self._tables
+    def _chart(self, term_score: torch.Tensor) -> tuple[torch.Tensor, dict[str, list[np.ndarray]]]:
+        """From the best score per terminal ``term_score [B, T, K]``: ``best [B, T, T+1, N]`` (example, start,
+        length, nonterminal) and the back-pointers per span length (``rule``, ``split``, ``unary``: each ``[B, S, N]``)."""
+        batch, steps, _ = term_score.shape
+        device, tables = term_score.device, self._tables
         count = len(self.form.nonterminals)
         chart = torch.full((count, batch, steps, steps + 1), -torch.inf, device=device)
         # The same spans by end and reversed length, so the right parts of every split are one slice.
         by_end = torch.full((count, batch, steps + 1, steps), -torch.inf, device=device)  # [A, b, i + l, T - l]
         back: dict[str, list] = {"rule": [None], "split": [None, None], "unary": [None]}
-        term_score, _ = self.terminal_scores(log_probs)  # [B, T, K]
         per_rule = rearrange(term_score[..., tables.terminal_of_rule.to(device)], "b t r -> r b t")
         best, rule = _best_per_head(per_rule, tables.terminal_heads.to(device))
         chart[:, :, :, 1] = best
