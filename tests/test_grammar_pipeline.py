@@ -76,6 +76,35 @@ def test_tokens_carry_their_symbol_position():
     assert [(str(t), t.start_pos) for t in tree.scan_values(lambda _: True)] == [("1", 0), ("2", 1), ("3", 3), ("4", 4), ("5", 5)]
 
 
+@pytest.mark.parametrize("text", [ODD, 'start: x x\nx: "(" x ")" | "1"\n', ADDITION])
+def test_position_symbols_are_those_of_the_sentences_of_that_length(text):
+    grammar = SymbolGrammar(text)
+    for length in itertools.takewhile(lambda n: len(grammar.symbols) ** n <= 3_000, itertools.count(1)):
+        seen: list[set[str]] = [set() for _ in range(length)]
+        for symbols in itertools.product(grammar.symbols, repeat=length):
+            if grammar.accepts("".join(symbols)):
+                for position, symbol in enumerate(symbols):
+                    seen[position].add(symbol)
+        assert [set(symbols) for symbols in grammar.position_symbols(length)] == seen
+    with pytest.raises(ValueError, match="at least one symbol"):
+        grammar.position_symbols(0)
+
+
+def test_enumeration_edits_across_terminals_where_the_grammar_allows_it():
+    """An operator read as ``*`` whose value needs ``+`` (another terminal, another precedence level): the
+    enumeration's alternatives at that position are the other operators, however likely a digit looks there."""
+    grammar = SymbolGrammar('?start: sum\n?sum: product | sum ADD product -> binary\n'
+                            '?product: DIGIT | product MUL DIGIT -> binary\nADD: "+"\nMUL: "*"\nDIGIT: "0".."9"\n')
+    operators = {"+": lambda a, b: a + b, "*": lambda a, b: a * b}
+    semantics = TreeSemantics({"binary": lambda c: operators[c[1]](c[0], c[2]), "DIGIT": int})
+    log_probs = np.log(np.full((3, len(grammar.symbols)), 0.001))
+    log_probs[[0, 2], [grammar.symbols.index("8"), grammar.symbols.index("5")]] = np.log(0.9)
+    log_probs[1, [grammar.symbols.index(d) for d in "0123456789"]] = np.log(0.05)  # digits beat "+" there
+    log_probs[1, grammar.symbols.index("*")] = np.log(0.4)
+    found = GrammarAbducer(Executor(grammar, semantics), AbductionBudget(max_changes=1)).abduce("8*5", log_probs, 13)
+    assert found is not None and found.sentence == "8+5"
+
+
 def brute_force_best(grammar: SymbolGrammar, log_probs: torch.Tensor, length: int) -> float:
     best = -np.inf
     for symbols in itertools.product(range(len(grammar.symbols)), repeat=length):

@@ -9,7 +9,8 @@ Two searches, both verified by executing every candidate (:class:`~neurosym.sema
   ``beam`` most probable ways each); at a symbol, every symbol of the same terminal with the wanted
   value is proposed. One pass may change many symbols (a whole number, when its value must change);
 * **best-first enumeration** of the sentences that differ from the one read in at most ``max_changes``
-  positions, in decreasing probability (each position's ``alternatives`` most probable other symbols),
+  positions, in decreasing probability (each position's ``alternatives`` most probable other symbols among
+  those some sentence of its length has there, :meth:`~neurosym.syntax.symbol_grammar.SymbolGrammar.position_symbols`),
   until ``max_candidates`` were run or none left can beat a correction already found. It needs no
   inverse, and switches between sentence shapes as easily as between symbols.
 
@@ -216,7 +217,8 @@ class GrammarAbducer:
         self, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int], floor: float
     ) -> tuple[float, str] | None:
         """The first sentence, in decreasing probability, that gives ``target`` (gain above ``floor``)."""
-        options = {p: [s for s in self.grammar.symbols if s != sentence[p]] for p in range(len(sentence)) if p not in fixed}
+        allowed = self.grammar.position_symbols(len(sentence))  # an edit puts there only what some sentence has
+        options = {p: [s for s in allowed[p] if s != sentence[p]] for p in range(len(sentence)) if p not in fixed}
         for gain, edits in itertools.islice(self._ranked(sentence, log_probs, options, self.max_changes), self.max_candidates):
             if gain <= floor:
                 break

@@ -15,9 +15,10 @@ import re
 import string
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
+import numpy as np
 from lark import Lark, Token, Tree
 from lark.exceptions import GrammarError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
@@ -139,6 +140,24 @@ class SymbolGrammar:
         """The rules as terminal, unary and binary rules (long rules binarised, empty rules removed)."""
         return _normal_form(self._rules, tuple(self._patterns), self.start)
 
+    def position_symbols(self, length: int) -> tuple[tuple[str, ...], ...]:
+        """Per position of a sentence of ``length`` symbols, the vocabulary's symbols that some sentence of the
+        grammar of that length has there (all empty when no sentence has that length); e.g. which symbols an
+        edit may put at a position. Exact, computed once per length (time ``O(rules · length²)``)."""
+        if length < 1:
+            raise ValueError(f"a sentence has at least one symbol, got length {length}")
+        return self._position_symbols(length)
+
+    @lru_cache(maxsize=64)  # noqa: B019 (a grammar lives as long as the pipelines that use it)
+    def _position_symbols(self, length: int) -> tuple[tuple[str, ...], ...]:
+        form = self.normal_form
+        reached = _reached_spans(form, length)  # [N, start, span length]
+        allowed: list[set[str]] = [set() for _ in range(length)]
+        for head, terminal in form.terminal_rules:
+            for position in np.flatnonzero(reached[head, :, 1]):
+                allowed[position].update(self.symbols_of(form.terminals[terminal]))
+        return tuple(tuple(s for s in self.symbols if s in symbols) for symbols in allowed)
+
 
 def _matches(pattern, symbol: str) -> bool:
     return pattern.value == symbol if pattern.type == "str" else bool(re.fullmatch(pattern.to_regexp(), symbol))
@@ -220,6 +239,54 @@ def _normal_form(rules, terminals: tuple[str, ...], start: str) -> NormalForm:
     if start not in expansions:
         raise ValueError(f"the grammar has no rule {start!r}")
     return NormalForm(tuple(names), terminals, 0, tuple(sorted(terminal_rules)), tuple(sorted(unary)), tuple(sorted(binary)))
+
+
+def _derivable_lengths(form: NormalForm, length: int) -> np.ndarray:
+    """``[N, length + 1]``: whether each nonterminal derives some string of each length."""
+    derives = np.zeros((len(form.nonterminals), length + 1), dtype=bool)
+    for head, _ in form.terminal_rules:
+        derives[head, 1] = True
+    for span in range(1, length + 1):
+        for head, left, right in form.binary_rules:
+            derives[head, span] |= bool(np.any(derives[left, 1:span] & derives[right, span - 1 : 0 : -1]))
+        _close_unary(form, derives[:, span], lambda head, child: (child, head))
+    return derives
+
+
+def _reached_spans(form: NormalForm, length: int) -> np.ndarray:
+    """``[N, length, length + 1]``: whether nonterminal ``A`` spans ``[start, start + span)`` in some derivation
+    of a whole sentence of ``length`` symbols (top-down from the start symbol through derivable children)."""
+    derives = _derivable_lengths(form, length)
+    reached = np.zeros((len(form.nonterminals), length, length + 1), dtype=bool)
+    reached[form.start, 0, length] = derives[form.start, length]
+    for span in range(length, 0, -1):
+        starts = length - span + 1
+        cell = reached[:, :starts, span]
+        _close_unary(form, cell, lambda head, child: (head, child), derives[:, span])
+        for head, left, right in form.binary_rules:
+            parents = cell[head]
+            if not parents.any():
+                continue
+            for split in np.flatnonzero(derives[left, 1:span] & derives[right, span - 1 : 0 : -1]) + 1:
+                reached[left, :starts, split] |= parents
+                reached[right, split : split + starts, span - split] |= parents
+    return reached
+
+
+def _close_unary(form: NormalForm, cell: np.ndarray, direction, derivable: np.ndarray | None = None) -> None:
+    """Propagate ``cell [N, ...]`` along the unary rules in place until nothing changes; ``direction`` maps a
+    rule ``(head, child)`` to ``(source, destination)``; ``derivable [N]``: destinations allowed."""
+    changed = True
+    while changed:
+        changed = False
+        for rule in form.unary_rules:
+            source, destination = direction(*rule)
+            if derivable is not None and not derivable[destination]:
+                continue
+            grown = cell[destination] | cell[source]
+            if np.any(grown != cell[destination]):
+                cell[destination] = grown
+                changed = True
 
 
 def _without_nullable(body: tuple[str, ...], nullable: set[str]) -> list[tuple[str, ...]]:
