@@ -93,8 +93,10 @@ def test_position_symbols_are_those_of_the_sentences_of_that_length(text):
 def test_enumeration_edits_across_terminals_where_the_grammar_allows_it():
     """An operator read as ``*`` whose value needs ``+`` (another terminal, another precedence level): the
     enumeration's alternatives at that position are the other operators, however likely a digit looks there."""
-    grammar = SymbolGrammar('?start: sum\n?sum: product | sum ADD product -> binary\n'
-                            '?product: DIGIT | product MUL DIGIT -> binary\nADD: "+"\nMUL: "*"\nDIGIT: "0".."9"\n')
+    grammar = SymbolGrammar(
+        "?start: sum\n?sum: product | sum ADD product -> binary\n"
+        '?product: DIGIT | product MUL DIGIT -> binary\nADD: "+"\nMUL: "*"\nDIGIT: "0".."9"\n'
+    )
     operators = {"+": lambda a, b: a + b, "*": lambda a, b: a * b}
     semantics = TreeSemantics({"binary": lambda c: operators[c[1]](c[0], c[2]), "DIGIT": int})
     log_probs = np.log(np.full((3, len(grammar.symbols)), 0.001))
