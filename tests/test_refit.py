@@ -99,6 +99,10 @@ def test_refit_learns_the_labels_and_a_resumed_refit_repeats_an_uninterrupted_on
     assert stops == list(range(1, 60))
     for name, tensor in straight.classifier.state_dict().items():
         assert torch.equal(tensor, chunked.classifier.state_dict()[name]), name
+    other = _truth(train)
+    other.labels[0] = (other.labels[0] + 1) % len(chunked.classifier.vocabulary)  # one label differs
+    with pytest.raises(ValueError, match="fitted to other labelled windows"):
+        refit_reader(tiny_pipeline(seed=3).classifier, [other], config, CPU, path)
 
 
 def test_refit_refuses_bad_input(problem):

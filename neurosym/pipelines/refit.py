@@ -10,9 +10,11 @@ once. No symbol label is used: the labels come from the reader and the results.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -96,8 +98,8 @@ def refit_reader(
 ) -> list[dict]:
     """Fit ``reader`` to the labelled windows of all of ``data`` (drawn uniformly across them) by
     cross-entropy; returns the history (``loss`` per step). Runs in the library's one training loop:
-    resumes from ``checkpoint``, and a stop request or ``time_limit`` checkpoints and raises
-    :class:`~neurosym.training.stopping.TrainingInterrupted`."""
+    resumes from ``checkpoint`` (refusing, with ``ValueError``, one fitted to other labelled windows), and a stop
+    request or ``time_limit`` checkpoints and raises :class:`~neurosym.training.stopping.TrainingInterrupted`."""
     windows = torch.cat([part.windows for part in data])
     labels = torch.cat([part.labels for part in data])
     if len(labels) == 0:
@@ -116,4 +118,24 @@ def refit_reader(
         loss = F.nll_loss(log_probs.float(), labels[picks].to(device))
         return loss, {"loss": loss.item()}
 
-    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, "refit")
+    fitted_to = _fingerprint(windows, labels)
+
+    def check_data(saved: dict[str, Any]) -> None:
+        if saved.get("fitted_to") != fitted_to:
+            raise ValueError(
+                f"{checkpoint} was fitted to other labelled windows than these ({len(labels)} windows); "
+                "remove it to refit, or resume with the data it was fitted to"
+            )
+
+    return run_reader_training(
+        model, step, config, device, checkpoint, progress, time_limit, "refit", lambda: {"fitted_to": fitted_to}, check_data
+    )
+
+
+def _fingerprint(windows: torch.Tensor, labels: torch.Tensor) -> str:
+    """A digest of the labelled windows a refit fits (what its resume must agree with, beside its config)."""
+    digest = hashlib.sha256()
+    for tensor in (windows, labels):
+        digest.update(str(tuple(tensor.shape)).encode())
+        digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return digest.hexdigest()

@@ -156,8 +156,11 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
         first = HintPipeline(trained, pipeline.table, abduction_changes=pipeline.abduction_changes)
         readers = ((pipeline, "new_writer"),) if args.adapt_route else ((pipeline, "new_writer"), (first, "first_bank"))
         labelled = [abduced_windows(p, own[w], device) for p, w in readers]  # routed: the trained reader keeps the first
-        refit_reader(pipeline.classifier, labelled, RefitConfig(args.adapt_refit, learning_rate=adapt_config.learning_rate,
-                     augment_shift=args.augment_shift, seed=args.seed), device, refit, args.progress)  # fmt: skip
+        try:  # a resumed refit must have fitted these windows: routed, the new writer's alone
+            refit_reader(pipeline.classifier, labelled, RefitConfig(args.adapt_refit, learning_rate=adapt_config.learning_rate,
+                         augment_shift=args.augment_shift, seed=args.seed), device, refit, args.progress)  # fmt: skip
+        except ValueError as error:
+            raise SystemExit(f"neurosym hint: --adapt-refit: {error}") from None
     if args.adapt_route:  # each expression read by the trained reader or the adapted one, as a router of writers weighs them
         pipeline.classifier = route_readers([trained, pipeline.classifier], [own["first_bank"], own["new_writer"]], RefitConfig(
             args.adapt_route, augment_shift=args.augment_shift, seed=args.seed), device, routing, args.progress, args.cnn)  # fmt: skip
