@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from neurosym.models.arithmetic_training import GroupConfig, build, train_step
+from neurosym.training.update import adam
 
 ROUNDS = 10
 """Rounds of the interleaved measurement (fewer when there are fewer seeds)."""
@@ -35,7 +36,7 @@ class _TimedRun:
 
     def __init__(self, config: GroupConfig, device: torch.device, batched: bool, amp: bool):
         self.data, self.model = build(config, device, batched=batched)
-        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=config.learning_rate)
+        self.optimizer = adam(self.model.parameters(), config.learning_rate)
         self.config, self.device, self.batched, self.amp = config, device, batched, amp
         self.step = 0
 

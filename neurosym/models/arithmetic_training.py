@@ -28,7 +28,7 @@ from neurosym.training.checkpoint import ABSENT_IS_DEFAULT
 from neurosym.training.core import Checkpointing, StopSource, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.stopping import TrainingInterrupted
-from neurosym.training.update import Update
+from neurosym.training.update import Update, adam
 
 SCHEDULES = ("published", "scaled")
 """Where the regulariser warm-ups sit: at the paper's iterations, or compressed to the run's budget."""
@@ -188,7 +188,7 @@ def train_group(
     curves of an uninterrupted run.
     """
     data, model = build(config, device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    optimizer = adam(model.parameters(), config.learning_rate)
     curves, previous_seconds, started = Curves(), 0.0, time.perf_counter()
 
     def step(index: int) -> tuple[Tensor, dict]:

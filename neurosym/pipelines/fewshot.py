@@ -49,7 +49,7 @@ from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics import OperatorTable
 from neurosym.training.core import run_training
-from neurosym.training.update import Update
+from neurosym.training.update import Update, adam
 
 
 @dataclass(frozen=True)
@@ -239,7 +239,7 @@ def _train_glyph(
     """Cross-entropy on windows (``[N, 32, 32]`` and their classes ``[N]``), each batch half few-shot
     windows, half replayed ones, in the library's training loop (no checkpoint: it is short)."""
     model = pipeline.classifier.to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    optimizer = adam(model.parameters(), config.learning_rate)
     rng = np.random.default_rng(config.seed)
     half = config.glyph_batch // 2
 

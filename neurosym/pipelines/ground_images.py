@@ -52,7 +52,7 @@ from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics.induction import induce_noisy_operator
 from neurosym.training.core import run_training
-from neurosym.training.update import Update
+from neurosym.training.update import Update, adam
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,7 @@ def _fit(
 ) -> None:
     """Cross-entropy on ``windows [N, 32, 32]`` with classes ``labels [N]`` for ``glyph_steps`` steps."""
     model = classifier.to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    optimizer = adam(model.parameters(), config.learning_rate)
     rng = np.random.default_rng(seed)
 
     def step(index: int) -> tuple[torch.Tensor, dict]:

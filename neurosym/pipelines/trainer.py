@@ -33,7 +33,7 @@ from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import SCHEDULES, schedule_factor
-from neurosym.training.update import Update, grad_scaler
+from neurosym.training.update import Update, adam, grad_scaler
 
 LEARNING_RULES = ("abduction", "reinforce")
 #: Which symbols of a pseudo-label are trained on: those the result pins down, or all of them.
@@ -209,7 +209,7 @@ def run_reader_training(
     ``config.schedule``, in the library's one training loop, checkpointing to ``checkpoint`` every
     ``config.checkpoint_every`` steps (with the caller's ``save``/``load`` entries); returns the history.
     With a distributed ``context`` the processes agree on stops and only rank 0 writes."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.learning_rate)
+    optimizer = adam(model.parameters(), config.learning_rate)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda index: schedule_factor(index, config.steps, config.schedule))
     checkpointing = None
     if checkpoint is not None:

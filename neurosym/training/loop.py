@@ -30,7 +30,7 @@ from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
 from neurosym.training.stopping import checked_time_limit
-from neurosym.training.update import Update, grad_scaler
+from neurosym.training.update import Update, adam, grad_scaler
 
 LossFunction = Callable[[nn.Module, Any], torch.Tensor]
 """``loss_fn(model, batch) -> scalar loss``; ``model`` may be DDP-wrapped, ``batch`` is on the device."""
@@ -112,22 +112,11 @@ def learning_rate_factor(step: int, config: TrainConfig) -> float:
     return schedule_factor(step, config.max_steps, config.schedule, config.warmup_steps)
 
 
-FUSED_ADAM_DEVICES = ("cpu", "cuda")
-"""Device types where Adam runs fused: one kernel updates every parameter (3.7 ms against 19.5 ms per
-update of the 7.6M parameters of the released HINT ``transformer_rel_uni`` on two CPU threads,
-``benchmarks/RESULTS.md``)."""
-
-
 def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
-    """The optimiser that ``config`` names, over ``model``'s parameters (Adam fused where
-    :data:`FUSED_ADAM_DEVICES` allows: the same update, in one kernel)."""
+    """The optimiser that ``config`` names, over ``model``'s parameters (Adam: :func:`~neurosym.training.update.adam`)."""
     if config.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=config.lr, momentum=config.momentum, weight_decay=config.weight_decay)
-    parameters = list(model.parameters())
-    fused = all(p.device.type in FUSED_ADAM_DEVICES and p.is_floating_point() for p in parameters)
-    return torch.optim.Adam(
-        parameters, lr=config.lr, betas=config.betas, eps=config.eps, weight_decay=config.weight_decay, fused=fused
-    )
+    return adam(model.parameters(), config.lr, config.betas, config.eps, config.weight_decay)
 
 
 @dataclass
