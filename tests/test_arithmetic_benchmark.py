@@ -5,17 +5,9 @@ import pytest
 import torch
 
 import neurosym.experiments.arithmetic as arithmetic_runner
-from neurosym.cli import main
-from neurosym.data.arithmetic import SimpleFunctionData
-from neurosym.metrics import perturbed_solution_mse, run_outcomes
-from neurosym.models import arithmetic_speed as speed
-from neurosym.models import arithmetic_training
-from neurosym.models.arithmetic import (
-    MODEL_LAYERS,
-    PAPER_ITERATIONS,
-    TwoLayerArithmetic,
-)
-from neurosym.models.arithmetic_training import (
+from neurosym.benchmarking import arithmetic_speed as speed
+from neurosym.benchmarking import arithmetic_training
+from neurosym.benchmarking.arithmetic_training import (
     Curves,
     GroupConfig,
     GroupRun,
@@ -24,6 +16,14 @@ from neurosym.models.arithmetic_training import (
     group_loss,
     train_group,
     train_step,
+)
+from neurosym.cli import main
+from neurosym.data.arithmetic import SimpleFunctionData
+from neurosym.metrics import perturbed_solution_mse, run_outcomes
+from neurosym.models.arithmetic import (
+    MODEL_LAYERS,
+    PAPER_ITERATIONS,
+    TwoLayerArithmetic,
 )
 from neurosym.training import load_checkpoint, save_checkpoint
 from neurosym.training.stopping import TIME_LIMIT, StopRequests

@@ -16,13 +16,13 @@ from typing import Any
 
 import torch
 
+from neurosym.benchmarking.speed_steps import decode_step, time_attention
+from neurosym.benchmarking.timing import fastest_of_rounds
 from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
 from neurosym.experiments.report import format_table
-from neurosym.models.speed_steps import decode_step, time_attention
 from neurosym.plots.speed import plot_times_over_length
 from neurosym.training import resolve_device
 from neurosym.training.checkpoint import save_json
-from neurosym.training.speed import fastest_of_rounds
 
 ATTENTIONS = ("vanilla", "xl", "xl_clipped", "shaw")
 RELATIVE_NAMES = {"xl": "XL", "xl_clipped": "clipped XL", "shaw": "Shaw"}

@@ -1,9 +1,9 @@
 """Forward + backward time of the neural arithmetic units relative to ``nn.Linear`` of the same shape.
 
 Issue 2 sets the goals at batch 128 for the shapes 100→2 and 512→512: NAU ≤ 1.5×, NMU ≤ 3×, NALU ≤ 4×
-the time of ``nn.Linear`` (:data:`~neurosym.models.speed_steps.UNIT_GOALS`). The step timed is
-:func:`~neurosym.models.speed_steps.unit_step`; a layer's time is its fastest of ``--rounds`` interleaved
-rounds (:func:`~neurosym.training.speed.fastest_of_rounds`), CUDA synchronised and with autocast (AMP).
+the time of ``nn.Linear`` (:data:`~neurosym.benchmarking.speed_steps.UNIT_GOALS`). The step timed is
+:func:`~neurosym.benchmarking.speed_steps.unit_step`; a layer's time is its fastest of ``--rounds`` interleaved
+rounds (:func:`~neurosym.benchmarking.timing.fastest_of_rounds`), CUDA synchronised and with autocast (AMP).
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import argparse
 
 import torch
 
+from neurosym.benchmarking.speed_steps import UNIT_GOALS, UNITS, unit_records, unit_step
+from neurosym.benchmarking.timing import fastest_of_rounds
 from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
 from neurosym.experiments.report import format_table
-from neurosym.models.speed_steps import UNIT_GOALS, UNITS, unit_records, unit_step
 from neurosym.plots.speed import plot_unit_ratios
 from neurosym.training import resolve_device
 from neurosym.training.checkpoint import save_json
-from neurosym.training.speed import fastest_of_rounds
 
 BASELINE = "Linear"
 

@@ -24,6 +24,16 @@ import json
 import time
 from typing import Any
 
+from neurosym.benchmarking.pvr_runs import BUDGETS, PVRRuns, RunStore
+from neurosym.benchmarking.pvr_sweeps import (
+    NOISE_DELTAS,
+    block_sweep,
+    digit_banks,
+    holdout_i_sweep,
+    noise_curves,
+    sequential_sweep,
+    vector_sweep,
+)
 from neurosym.experiments.options import (
     add_preset_option,
     add_run_options,
@@ -36,16 +46,6 @@ from neurosym.experiments.options import (
 from neurosym.experiments.report import format_table
 from neurosym.metrics.published import PVR
 from neurosym.models.pvr import VECTOR_MODELS, VISUAL_MODELS
-from neurosym.pipelines.pvr_runs import BUDGETS, PVRRuns, RunStore
-from neurosym.pipelines.pvr_sweeps import (
-    NOISE_DELTAS,
-    block_sweep,
-    digit_banks,
-    holdout_i_sweep,
-    noise_curves,
-    sequential_sweep,
-    vector_sweep,
-)
 from neurosym.plots.pvr import plot_holdouts, plot_noise_sensitivity, plot_vector_sweep
 from neurosym.semantics.pvr_rules import AGGREGATIONS
 from neurosym.training import resolve_device

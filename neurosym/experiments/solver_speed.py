@@ -2,7 +2,7 @@
 
 Both paths solve the same random expressions (the HINT sampling scheme: an operator drawn uniformly
 from + − × ÷, i ~ U{0..n−1} of the remaining operators to its left, digits uniform), measured by
-:func:`neurosym.semantics.solver_speed.measure_solvers` (answers checked against the Lark path first;
+:func:`neurosym.benchmarking.solver_speed.measure_solvers` (answers checked against the Lark path first;
 fastest of ``--repeats`` interleaved rounds; per wall-clock and per CPU second). The solver is numpy on
 the CPU, so there is no ``--device`` option.
 """
@@ -13,6 +13,7 @@ import argparse
 
 import numpy as np
 
+from neurosym.benchmarking.solver_speed import measure_solvers
 from neurosym.data.hint import random_sentences
 from neurosym.experiments.options import (
     add_preset_option,
@@ -24,7 +25,6 @@ from neurosym.experiments.options import (
 )
 from neurosym.experiments.report import format_table
 from neurosym.plots.speed import plot_solver_throughput
-from neurosym.semantics.solver_speed import measure_solvers
 from neurosym.training.checkpoint import save_json
 
 

@@ -1,7 +1,7 @@
 """Reference architectures assembled from :mod:`neurosym.layers`: the HINT seq2seq baselines (GRU/LSTM with
-and without attention, vanilla/relative/universal Transformers) with symbol or image front ends; and the
-benchmark tasks built on them: the arithmetic groups (:mod:`~neurosym.models.arithmetic_training`), the
-Mathematics and HINT seq2seq tasks (:mod:`~neurosym.models.seq2seq`), the steps the speed benchmarks time."""
+and without attention, vanilla/relative/universal Transformers) with symbol or image front ends
+(:mod:`~neurosym.models.seq2seq`), the arithmetic units' two-layer network and the PVR models. What trains and
+times them for the benchmarks lives in :mod:`neurosym.benchmarking`."""
 
 from neurosym.models.seq2seq import (
     ImageWindowFrontEnd,

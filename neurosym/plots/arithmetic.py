@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from neurosym.benchmarking.arithmetic_training import GroupRun
 from neurosym.data.arithmetic import OPERATIONS
-from neurosym.models.arithmetic_training import GroupRun
 from neurosym.plots.figure import grouped_bars, optional_figure, pyplot, save_figure
 
 
@@ -15,7 +15,7 @@ from neurosym.plots.figure import grouped_bars, optional_figure, pyplot, save_fi
 def plot_success_rates(cells: list[dict], path: Path) -> Path:
     """Grouped bars of success rate per operation and model, with Wilson intervals; published rates as crosses.
 
-    ``cells``: the results of :func:`neurosym.models.arithmetic_results.group_cells` (``operation``,
+    ``cells``: the results of :func:`neurosym.benchmarking.arithmetic_results.group_cells` (``operation``,
     ``model``, ``success_rate``, ``interval``, ``published``)."""
     operations = list(dict.fromkeys(cell["operation"] for cell in cells))
     models = list(dict.fromkeys(cell["model"] for cell in cells))

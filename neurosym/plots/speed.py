@@ -48,7 +48,7 @@ def plot_times_over_length(seconds: Mapping[str, Mapping[int, float]], lengths: 
 @optional_figure
 def plot_solver_throughput(runs: list[dict], path: Path) -> Path:
     """Wall-clock throughput against batch size (log-log), one line per operator count, Lark dashed.
-    ``runs``: the records of :func:`neurosym.semantics.solver_speed.measure_solvers`."""
+    ``runs``: the records of :func:`neurosym.benchmarking.solver_speed.measure_solvers`."""
     figure, axis = pyplot().subplots(figsize=(6, 4))
     for n_operators in sorted({r["n_operators"] for r in runs}):
         chosen = [r for r in runs if r["n_operators"] == n_operators]

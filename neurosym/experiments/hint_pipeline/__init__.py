@@ -20,6 +20,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from neurosym.benchmarking.abduction_speed import abduction_speed
 from neurosym.data.hint import FEWSHOT_CONCEPTS
 from neurosym.experiments.hint_sources import bank_choice, load_hint_data
 from neurosym.experiments.options import (
@@ -31,7 +32,6 @@ from neurosym.experiments.options import (
     positive_int,
     unit_interval,
 )
-from neurosym.pipelines.abduction_speed import abduction_speed
 from neurosym.pipelines.concepts import ROLES
 from neurosym.pipelines.curriculum import parse_stages
 from neurosym.pipelines.trainer import LEARNING_RULES, PSEUDO_LABELS

@@ -18,7 +18,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from neurosym.models.arithmetic_training import GroupConfig, build, train_step
+from neurosym.benchmarking.arithmetic_training import GroupConfig, build, train_step
 from neurosym.training.update import adam
 
 ROUNDS = 10

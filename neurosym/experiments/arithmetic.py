@@ -13,6 +13,9 @@ import argparse
 
 import torch
 
+from neurosym.benchmarking.arithmetic_results import cached_thresholds, published_operations, results_table, table_cells
+from neurosym.benchmarking.arithmetic_speed import measure_models
+from neurosym.benchmarking.arithmetic_training import SCHEDULES, GroupConfig, train_groups
 from neurosym.data.arithmetic import OPERATIONS, RANGE_PAIRS, SubsetLayout, operation
 from neurosym.experiments.options import (
     add_preset_option,
@@ -26,9 +29,6 @@ from neurosym.experiments.options import (
 )
 from neurosym.experiments.report import format_table
 from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
-from neurosym.models.arithmetic_results import cached_thresholds, published_operations, results_table, table_cells
-from neurosym.models.arithmetic_speed import measure_models
-from neurosym.models.arithmetic_training import SCHEDULES, GroupConfig, train_groups
 from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
 from neurosym.training import resolve_device
 from neurosym.training.allocator import retain_freed_memory

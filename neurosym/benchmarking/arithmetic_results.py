@@ -8,11 +8,11 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from neurosym.benchmarking.arithmetic_training import GroupRun
 from neurosym.data.arithmetic import OPERATIONS, SubsetLayout
 from neurosym.metrics import run_outcomes, summarize
 from neurosym.metrics.published import ARITHMETIC
 from neurosym.metrics.threshold import perturbed_solution_mse
-from neurosym.models.arithmetic_training import GroupRun
 from neurosym.training.checkpoint import save_json
 
 TABLE_ORDER = ("mul", "div", "add", "sub", "square", "sqrt")

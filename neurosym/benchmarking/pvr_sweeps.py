@@ -1,5 +1,5 @@
 """The sweeps of the Pointer Value Retrieval benchmark (Zhang et al. 2021) as library calls: each trains and
-scores its runs through :class:`~neurosym.pipelines.pvr_runs.PVRRuns` and returns them as JSON-ready dicts."""
+scores its runs through :class:`~neurosym.benchmarking.pvr_runs.PVRRuns` and returns them as JSON-ready dicts."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from neurosym.benchmarking.pvr_runs import PVRRuns, describe_rule, schedule_name
 from neurosym.data.mnist import load_mnist
 from neurosym.data.pvr import (
     DigitBank,
@@ -26,7 +27,6 @@ from neurosym.data.pvr import (
 from neurosym.metrics.noise_sensitivity import noise_sensitivity_curve
 from neurosym.models.pvr import build_vector_model
 from neurosym.pipelines.pvr import CellLayout
-from neurosym.pipelines.pvr_runs import PVRRuns, describe_rule, schedule_name
 from neurosym.semantics.pvr_rules import AGGREGATIONS, induce_rule
 
 NOISE_DELTAS = np.exp(np.linspace(-7.0, -1.0, 7))

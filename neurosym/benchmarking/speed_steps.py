@@ -1,6 +1,6 @@
 """The steps the speed benchmarks time (``neurosym layer-speed``, ``neurosym attention-speed``): each a
 closure that runs one forward and backward pass, or one greedy decoding, and synchronises CUDA; time them
-with :func:`neurosym.training.speed.fastest_of_rounds`."""
+with :func:`neurosym.benchmarking.timing.fastest_of_rounds`."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from functools import partial
 import torch
 from torch import nn
 
+from neurosym.benchmarking.timing import fastest_of_rounds, forward_backward_step
 from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention, arithmetic
 from neurosym.models.seq2seq import build_front_end, build_seq2seq
 from neurosym.training.device import mixed_precision
-from neurosym.training.speed import fastest_of_rounds, forward_backward_step
 
 UNITS: dict[str, Callable[[int, int], nn.Module]] = {
     "Linear": nn.Linear,
