@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import importlib.machinery
 import json
 import math
-import sys
-import types
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +13,7 @@ import torch
 
 from neurosym.cli import main
 from neurosym.data.hint import EVAL_SUBSETS, IGNORE_INDEX
-from neurosym.experiments import hint
+from neurosym.experiments import hint, hint_pipeline
 from neurosym.layers import MultiheadAttention
 from neurosym.models.seq2seq import BoundaryMarkers, TransformerSeq2Seq
 from neurosym.models.seq2seq.hint_task import BOS, EOS, exact_match_by_subset
@@ -158,22 +155,12 @@ def test_teacher_forcing_reads_the_tokens_of_a_row_wherever_its_padding_is() -> 
     assert right[1][0].tolist() == [4, 2, EOS, -100, -100]
 
 
-def test_neurosym_model_is_offered_only_when_its_runner_exists(monkeypatch: pytest.MonkeyPatch) -> None:
-    parser = argparse.ArgumentParser()
-    monkeypatch.setattr(hint, "NEUROSYM_RUNNER", "neurosym.experiments.no_such_runner")
-    hint.add_arguments(parser)
-    with pytest.raises(SystemExit):
-        parser.parse_args(["--model", "neurosym"])
-    fake = types.ModuleType("fake_neurosym_runner")
-    fake.__spec__ = importlib.machinery.ModuleSpec("fake_neurosym_runner", None)
-    fake.add_arguments = lambda p: p.add_argument("--solver-beam", type=int, default=3, help="beam")
-    fake.run = lambda args: {"ran": args.model, "beam": args.solver_beam}
-    monkeypatch.setitem(sys.modules, "fake_neurosym_runner", fake)
-    monkeypatch.setattr(hint, "NEUROSYM_RUNNER", "fake_neurosym_runner")
+def test_the_neurosym_model_runs_the_pipelines_runner_with_its_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hint_pipeline, "run", lambda args: {"ran": args.model, "changes": args.abduction_changes})
     parser = argparse.ArgumentParser()
     hint.add_arguments(parser)
-    args = parser.parse_args(["--model", "neurosym", "--solver-beam", "5"])
-    assert hint.run(args) == {"ran": "neurosym", "beam": 5}
+    args = parser.parse_args(["--model", "neurosym", "--abduction-changes", "5"])
+    assert hint.run(args) == {"ran": "neurosym", "changes": 5}
 
 
 def _defaults(*argv: str) -> argparse.Namespace:

@@ -1,10 +1,12 @@
 """Imports flow one way: a package never imports a package of a higher level, and the package graph has
 no cycle. Every ``import`` statement of every module under ``neurosym/`` counts, those inside functions
-included, so a lazy import cannot hide a dependency the wrong way."""
+included, and every string that names a ``neurosym`` module (what ``importlib.import_module`` is given), so a
+lazy import cannot hide a dependency the wrong way."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -34,6 +36,10 @@ LEVELS: dict[str, int] = {
 }
 
 
+DOTTED_MODULE = re.compile(r"neurosym(\.[A-Za-z_]\w*)+")
+"""A string that names a ``neurosym`` module, as ``importlib.import_module`` takes it."""
+
+
 def module_name(path: Path, root: Path = ROOT) -> str:
     """``neurosym/data/hint/stats.py`` -> ``neurosym.data.hint.stats``; a package's ``__init__`` is the package."""
     parts = list(path.relative_to(root.parent).with_suffix("").parts)
@@ -54,6 +60,8 @@ def imported_modules(source: str, name: str, is_package: bool) -> list[tuple[str
             target = ".".join(base + ([node.module] if node.module else []))
             found.append((target, node.lineno))
             found += [(f"{target}.{alias.name}", node.lineno) for alias in node.names if alias.name != "*"]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and DOTTED_MODULE.fullmatch(node.value):
+            found.append((node.value, node.lineno))  # a module named for importlib (cli's COMMANDS, tasks' TASKS)
     return found
 
 
@@ -89,6 +97,9 @@ def test_the_import_scanner_resolves_relative_and_nested_imports():
         ("neurosym.syntax", 1),
     ]
     assert module_name(ROOT / "data" / "hint" / "__init__.py") == "neurosym.data.hint"
+    dynamic = 'import importlib\nRUNNERS = {"x": "neurosym.experiments.pvr"}\nimportlib.import_module("neurosym.cli")\n'
+    found = imported_modules(dynamic, "neurosym.tasks", is_package=True)
+    assert ("neurosym.experiments.pvr", 2) in found and ("neurosym.cli", 3) in found
 
 
 def test_every_top_level_package_and_module_has_a_level():
@@ -100,7 +111,13 @@ def test_every_top_level_package_and_module_has_a_level():
 
 def test_the_scan_sees_the_known_imports():
     pairs = {(source, target) for source, target, *_ in package_imports()}
-    assert {("semantics", "syntax"), ("experiments", "data"), ("cli", "training"), ("__main__", "cli")} <= pairs
+    assert {
+        ("semantics", "syntax"),
+        ("experiments", "data"),
+        ("cli", "training"),
+        ("__main__", "cli"),
+        ("cli", "experiments"),
+    } <= pairs
 
 
 def test_no_package_imports_a_package_of_a_higher_level():

@@ -11,15 +11,13 @@ exact match, resumable checkpoint). ``--model neurosym`` hands the whole run to
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
-from types import ModuleType
 from typing import Any
 
 import torch
 from torch.utils.data import Dataset
 
 from neurosym.data.hint import EVAL_SUBSETS, split_datasets
+from neurosym.experiments import hint_pipeline
 from neurosym.experiments.hint_sources import HintData, add_data_options, load_hint_data
 from neurosym.experiments.options import (
     add_compile_option,
@@ -44,20 +42,12 @@ from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.stopping import minutes_to_seconds
 
 SUBSETS_AND_AVERAGE = (*EVAL_SUBSETS, "avg")
-NEUROSYM_RUNNER = "neurosym.experiments.hint_pipeline"
-
-
-def _neurosym_runner() -> ModuleType | None:
-    """The neuro-symbolic pipeline's runner, when that module is part of this installation."""
-    if importlib.util.find_spec(NEUROSYM_RUNNER) is None:
-        return None
-    return importlib.import_module(NEUROSYM_RUNNER)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    runner = _neurosym_runner()
-    models = (*MODEL_NAMES, "neurosym") if runner is not None else MODEL_NAMES
-    parser.add_argument("--model", choices=models, default="transformer_rel_uni", help="which baseline to train")
+    parser.add_argument(
+        "--model", choices=(*MODEL_NAMES, "neurosym"), default="transformer_rel_uni", help="which baseline to train"
+    )
     parser.add_argument("--input", choices=("symbol", "image"), default="symbol", help="symbol ids or handwritten images")
     parser.add_argument(
         "--scale", type=fraction_up_to_one, default=1.0, help="fraction of the released split sizes (1 = Table A1)"
@@ -133,8 +123,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-batch-size", type=positive_int, default=256, help="batch size of greedy decoding")
     parser.add_argument("--num-workers", type=non_negative_int, default=0, help="data-loading worker processes")
     add_run_options(parser, out="results/hint")
-    if runner is not None:
-        runner.add_arguments(parser)
+    hint_pipeline.add_arguments(parser)
 
 
 def _datasets(args: argparse.Namespace, context: DistributedContext) -> tuple[dict[str, Dataset], HintData]:
@@ -151,10 +140,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     apply_threads(args.threads)
     if args.steps is None:
         args.steps = DEFAULT_STEPS["neurosym" if args.model == "neurosym" else "seq2seq"]
-    if getattr(args, "ensemble", None) and (args.model, args.input, args.semantics) != ("neurosym", "image", "given"):
+    if args.ensemble and (args.model, args.input, args.semantics) != ("neurosym", "image", "given"):
         raise SystemExit("neurosym hint: --ensemble reads with trained symbol readers: --model neurosym --input image only")
     if args.model == "neurosym":
-        return importlib.import_module(NEUROSYM_RUNNER).run(args)
+        return hint_pipeline.run(args)
     if args.model.startswith("transformer") and args.dim % args.heads:
         raise SystemExit(f"neurosym hint: --dim ({args.dim}) must be a multiple of --heads ({args.heads})")
     context = init_distributed(args.device)
