@@ -150,6 +150,27 @@ def test_cky_on_the_hint_grammar_agrees_with_hints_bracket_automaton(seed, lengt
     assert generic.sentences(HINT_SYMBOLS) == fast.sentences(HINT_SYMBOLS)
 
 
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), lengths=st.lists(st.integers(0, 5).map(lambda k: 2 * k + 1), min_size=2, max_size=6))
+def test_the_linear_shortcut_decodes_what_the_chart_does_and_spares_it_the_settled_rows(seed, lengths):
+    grammar = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
+    decoder = GrammarDecoder(grammar)
+    generator = torch.Generator().manual_seed(seed)
+    log_probs = torch.randn(len(lengths), max(lengths), len(HINT_SYMBOLS), generator=generator).mul(3)
+    for row, length in enumerate(lengths[::2]):  # every other example leans towards a grammatical sentence
+        sentence = "".join("7" if i % 2 == 0 else "+" for i in range(length))
+        log_probs[2 * row, range(length), [HINT_SYMBOLS.index(c) for c in sentence]] += 20
+    log_probs = log_probs.log_softmax(-1)
+    charted_rows = []
+    viterbi = decoder.viterbi
+    decoder.viterbi = lambda scores, sizes: charted_rows.append(len(sizes)) or viterbi(scores, sizes)
+    fast = decoder.decode(log_probs, torch.tensor(lengths))
+    exact = viterbi(log_probs, torch.tensor(lengths))
+    assert torch.allclose(fast.log_prob, exact.log_prob, atol=1e-4)
+    assert all(grammar.accepts(sentence) for sentence in fast.sentences(HINT_SYMBOLS))
+    assert sum(charted_rows) <= len(lengths) - len(lengths[::2])  # the leaning examples never reach the chart
+
+
 def test_padding_positions_do_not_change_shorter_examples():
     grammar = SymbolGrammar(ADDITION)
     decoder = GrammarDecoder(grammar)
