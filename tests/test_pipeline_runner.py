@@ -25,10 +25,12 @@ def test_symbol_input_run_induces_semantics_and_learns_concepts(private_cache, c
     assert results["test"]["avg"] == 1.0
     fewshot = results["fewshot"]["0.01"]["concepts"]
     assert fewshot["x"]["learned"] == "= 11" and fewshot["a"]["learned"].startswith("level 1: max")
+    assert fewshot["x"]["val_accuracy"] == fewshot["a"]["val_accuracy"] == 1.0 and fewshot["x"]["val"] > 0  # scored on validation
     assert results["abduction_speed"]["samples"] == 5
     assert (out / "hint_neurosym_fewshot_symbol.png").is_file()
     printed = capsys.readouterr().out
     assert "| induced semantics |" in printed and "paper Table 4" in printed and "unseen expressions" in printed
+    assert "training sentences, validation set " in printed
 
 
 def test_image_input_run_trains_from_results_then_learns_concepts_from_images(private_cache, monkeypatch, capsys):
@@ -51,7 +53,8 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     assert concepts["x"]["learned"] == "number, = 11" and concepts["x"]["train"] == 11
     assert concepts["a"]["learned"] == "operator, level 1: max(i, j)"
     assert concepts.keys() == {"x", "a"} and min(c["test_accuracy"] for c in concepts.values()) > 0.5
-    assert all(c["test_unseen"] < c["test"] and 0 <= c["unseen_accuracy"] <= 1 for c in concepts.values())
+    assert all(c["test_unseen"] < c["test"] and c["val"] > 0 and c["val_accuracy"] > 0.5 for c in concepts.values())
+    assert results["fewshot"]["0.01"]["avg_val"] == sum(c["val_accuracy"] for c in concepts.values()) / 2
     assert set(results["val"]) >= {"avg", "symbol"}
     assert (out / "hint_neurosym_fewshot_image.png").is_file()
     assert json.loads((out / "fewshot_image.json").read_text())["0.01"]["concepts"].keys() == {"x", "a"}
@@ -148,6 +151,7 @@ def test_symbol_input_learns_everything_from_results_when_asked(private_cache, c
     printed = capsys.readouterr().out
     assert "the learned table equals HINT's" in printed and "| neurosym, everything learned (symbol input) |" in printed
     assert "Few-shot concepts (symbol input, everything learned)" in printed
+    assert "two precedence levels (each operator is assigned to one)" in printed  # what it was told, beside the table
 
 
 def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_cache, monkeypatch, capsys, tmp_path):
@@ -174,8 +178,10 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     assert after > max(before, 0.8), (before, after)  # learned the new glyphs from results alone
     assert results["adapt"]["test_first_bank"]["symbol"] > 0.8  # and kept the first ones
     extra = results["extra_test_bank"]  # the new writer's own batch-norm statistics change how its windows read
-    assert extra["test_their_batch_statistics"].keys() == extra["test"].keys()
-    assert extra["test_their_batch_statistics"] != extra["test"]
+    for split in ("val", "test"):  # validation beside test, to choose on
+        assert extra[f"{split}_their_batch_statistics"].keys() == extra[split].keys() >= {"I", "LL", "avg", "symbol"}
+        assert extra[f"{split}_their_batch_statistics"] != extra[split]
+    assert extra["val"] != extra["test"]
     printed = capsys.readouterr().out
     assert "adapted from 200 results" in printed and "batch-norm statistics of 200 unlabelled expressions" in printed
 

@@ -14,6 +14,7 @@ HINT, what is learned from results, and what is given:
   then refit the reader to its own abduced readings, window by window (no symbol label either);
   :func:`route_readers` reads each expression with the reader of its writers, as a router trained on where
   windows came from tells (a reader adapted to a new writer beside the first writers' own);
+  :func:`adapt_to_writer` (:class:`AdaptConfig`) chains those stages to adapt a trained pipeline to a new writer;
 * :mod:`~neurosym.pipelines.concepts`: operator meanings induced from results with the digits and the
   grammar given; a new number's value or a new operator's meaning and precedence;
 * :func:`learn_concept_from_images`: a new concept's glyph, role and meaning from a few images;
@@ -22,6 +23,7 @@ HINT, what is learned from results, and what is given:
 """
 
 from neurosym.pipelines.abduction import Abducer, Correction
+from neurosym.pipelines.adapt import Adaptation, AdaptConfig, adapt_to_writer
 from neurosym.pipelines.concepts import (
     ConceptNotLearned,
     LearnedConcept,
@@ -62,6 +64,8 @@ __all__ = [
     "READ",
     "Abducer",
     "AbductionBudget",
+    "AdaptConfig",
+    "Adaptation",
     "Anchor",
     "ConceptNotLearned",
     "Correction",
@@ -85,6 +89,7 @@ __all__ = [
     "WindowSource",
     "ConcatWindows",
     "abduced_windows",
+    "adapt_to_writer",
     "constrained_decode",
     "evaluate_grammar_pipeline",
     "evaluate_pipeline",

@@ -87,15 +87,21 @@ def random_formulas(count: int, rng: np.random.Generator) -> list[str]:
     return formulas
 
 
-def formula_sentences(formulas: list[str], images: np.ndarray, labels: np.ndarray, rng: np.random.Generator) -> ImageSentences:
-    """``formulas`` shown with images drawn (with replacement) from ``images`` of their symbols (``labels``)."""
+def formula_sentences(
+    formulas: list[str],
+    images: np.ndarray,
+    labels: np.ndarray,
+    rng: np.random.Generator,
+    grammar: SymbolGrammar,
+    semantics: TreeSemantics,
+) -> ImageSentences:
+    """``formulas`` shown with images drawn (with replacement) from ``images`` of their symbols (``labels``), each
+    with its value under ``grammar`` and ``semantics``."""
     pools = {symbol: np.flatnonzero(labels == symbol) for symbol in DIGITS + OPERATORS}
     steps = max(LENGTHS)
     picks = np.full((len(formulas), steps), -1)
     for row, formula in enumerate(formulas):
         picks[row, : len(formula)] = [rng.choice(pools[symbol]) for symbol in formula]
-    semantics = formula_semantics()
-    grammar = SymbolGrammar(grammar_file("hwf.lark"))
     targets = [semantics.evaluate(grammar.parse(formula)) for formula in formulas]
     lengths = np.array([len(f) for f in formulas])
     return ImageSentences(images, picks, np.full(picks.shape, READ), lengths, targets, formulas)
@@ -106,18 +112,20 @@ def build(seed: int = 0, reader_width: int = 16) -> Task:
     bank = handwritten_symbols()
     keep = np.isin(bank.labels, list(DIGITS + OPERATORS))
     rng = np.random.default_rng(seed)
+    grammar, semantics = SymbolGrammar(grammar_file("hwf.lark")), formula_semantics()
     parts = {}
     for split, size in SIZES.items():
         chosen = keep & (bank.splits == split)
-        parts[split] = formula_sentences(random_formulas(size, rng), bank.images[chosen], bank.labels[chosen], rng)
+        formulas = random_formulas(size, rng)
+        parts[split] = formula_sentences(formulas, bank.images[chosen], bank.labels[chosen], rng, grammar, semantics)
 
     def make_reader() -> SymbolClassifier:
         return SymbolClassifier(list(DIGITS + OPERATORS), window=28, width=reader_width)
 
     return Task(
         name="hwf",
-        grammar=SymbolGrammar(grammar_file("hwf.lark")),
-        semantics=formula_semantics(),
+        grammar=grammar,
+        semantics=semantics,
         make_reader=make_reader,
         train=parts["train"],
         validation=parts["val"],

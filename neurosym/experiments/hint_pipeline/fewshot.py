@@ -1,5 +1,6 @@
 """The few-shot stage of ``neurosym hint --model neurosym``: every concept at every scale, resumable, with
-the accuracy on the concept's whole test set (as HINT's Table 4) and on its unseen expressions."""
+the accuracy on the concept's validation set (to choose on), its whole test set (as HINT's Table 4) and its
+unseen test expressions."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from neurosym.plots.hint_pipeline import plot_fewshot
 from neurosym.training.checkpoint import save_json
 from neurosym.training.stopping import StopRequests, TrainingInterrupted
 
-Learner = Callable[[str, list[HintRecord]], tuple[str, Callable[[list[HintRecord]], float]]]
-"""``learn(concept, train) -> (meaning, score)``: ``score(records)`` is the learned model's accuracy on records."""
+Learner = Callable[[str, list[HintRecord]], tuple[str, Callable[[list[HintRecord], str], float]]]
+"""``learn(concept, train) -> (meaning, score)``: ``score(records, split)`` is the learned model's accuracy on
+records of ``split`` (``"val"`` or ``"test"``: image input shows each split's own images)."""
 FewShotSplits = Callable[[str, float], dict[str, list[HintRecord]]]
 """``splits(concept, scale) -> {"train", "val", "test"}``."""
 
@@ -51,28 +53,34 @@ def learn_fewshot(
     with StopRequests(time_limit) as stops:
         for number, (scale, concept) in enumerate(itertools.product(scales, concepts), start=1):
             per_concept: dict[str, Any] = done.setdefault(str(scale), {"concepts": {}})["concepts"]
-            if concept in per_concept:
+            if "val_accuracy" in per_concept.get(concept, {}):  # done (an entry without validation is redone)
                 continue
             split = splits(concept, scale)
-            train, test = split["train"], split["test"]
+            train, validation, test = split["train"], split["val"], split["test"]
             started = time.perf_counter()
             try:
                 learned, score = learn(concept, train)
-                accuracy, unseen_accuracy = score(test), score(unseen(test))
+                accuracy, unseen_accuracy, val_accuracy = (
+                    score(test, "test"),
+                    score(unseen(test), "test"),
+                    score(validation, "val"),
+                )
             except ConceptNotLearned as error:  # no meaning: no expression using the concept can be evaluated
-                learned, accuracy, unseen_accuracy = f"not learned ({error})", 0.0, 0.0
+                learned, accuracy, unseen_accuracy, val_accuracy = f"not learned ({error})", 0.0, 0.0, 0.0
             per_concept[concept] = {
                 "train": len(train),
+                "val": len(validation),
                 "test": len(test),
                 "test_unseen": len(unseen(test)),
                 "learned": learned,
+                "val_accuracy": val_accuracy,
                 "test_accuracy": accuracy,
                 "unseen_accuracy": unseen_accuracy,
                 "seconds": time.perf_counter() - started,
             }
             save_json(done, progress_path)
-            print(f"  scale {scale}: {concept} learned as {learned} from {len(train)} sentences, test {accuracy:.1%}, "
-                  f"unseen {unseen_accuracy:.1%}")  # fmt: skip
+            print(f"  scale {scale}: {concept} learned as {learned} from {len(train)} sentences, validation "
+                  f"{val_accuracy:.1%}, test {accuracy:.1%}, unseen {unseen_accuracy:.1%}")  # fmt: skip
             reason = stops.reason()
             if reason is not None:
                 raise TrainingInterrupted(number, len(scales) * len(concepts), reason, progress_path, unit="few-shot concept")
@@ -83,17 +91,23 @@ def _report(done: dict[str, Any], scales: list[float], concepts: list[str], labe
     measured, rows = {}, []
     for scale in scales:
         chosen = {c: done[str(scale)]["concepts"][c] for c in concepts}
-        averages = {key: float(np.mean([info[key] for info in chosen.values()])) for key in ("test_accuracy", "unseen_accuracy")}
-        measured[str(scale)] = {"concepts": chosen, "avg": averages["test_accuracy"], "avg_unseen": averages["unseen_accuracy"]}
+        keys = ("val_accuracy", "test_accuracy", "unseen_accuracy")
+        averages = {key: float(np.mean([info[key] for info in chosen.values()])) for key in keys}
+        measured[str(scale)] = {"concepts": chosen, "avg": averages["test_accuracy"], "avg_unseen": averages["unseen_accuracy"],
+                                "avg_val": averages["val_accuracy"]}  # fmt: skip
         sizes = "/".join(sorted({str(info["train"]) for info in chosen.values()}))
-        for key, what in (("test_accuracy", "whole test set"), ("unseen_accuracy", "unseen expressions")):
+        for key, what in (
+            ("val_accuracy", "validation set"),
+            ("test_accuracy", "whole test set"),
+            ("unseen_accuracy", "unseen expressions"),
+        ):
             rows.append([f"{sizes} training sentences, {what}", *(100 * chosen[c][key] for c in concepts), 100 * averages[key]])
     if not rows:
         return {}
     paper_average = np.mean([HINT_FEWSHOT[c] for c in concepts])
     rows.append(["Transformer rel. uni. (paper Table 4, whole test set)", *(HINT_FEWSHOT[c] for c in concepts), paper_average])
-    print(f"\nFew-shot concepts ({label}), accuracy %: on the whole test set (its training sentences included, as "
-          "in HINT's Table 4) and on the unseen expressions alone")  # fmt: skip
+    print(f"\nFew-shot concepts ({label}), accuracy %: on the validation set (to choose on), on the whole test set (its "
+          "training sentences included, as in HINT's Table 4) and on the unseen expressions alone")  # fmt: skip
     print(format_table(["model", *concepts, "avg"], rows))
     plot_fewshot(measured, concepts, HINT_FEWSHOT, plot)
     return measured

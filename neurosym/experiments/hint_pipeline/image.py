@@ -5,13 +5,10 @@ results alone (``--adapt``), then the few-shot concepts."""
 from __future__ import annotations
 
 import argparse
-import copy
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
@@ -22,13 +19,12 @@ from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.adapt import AdaptConfig, adapt_to_writer
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.refit import RefitConfig, abduced_windows, refit_reader
-from neurosym.pipelines.routing import route_readers
-from neurosym.pipelines.trainer import Anchor, PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
-from neurosym.pipelines.windows import ConcatWindows, WindowSource
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
+from neurosym.pipelines.windows import WindowSource
 from neurosym.plots.hint_pipeline import plot_training
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
@@ -94,10 +90,12 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         extra, images = bank_from_option(args.extra_test_bank, args.seed)
         extra = with_brackets(extra, bank)
         unlabelled = WindowSource(data.splits["train"][: args.adapt_examples], extra, "train", args.seed + 1)
-        extra_scores, restats = [evaluate(data.splits["test"], extra, "test", statistics) for statistics in (None, unlabelled)]
-        results["extra_test_bank"] = {"images": images, "test": extra_scores, "test_their_batch_statistics": restats}
-        rows += [_row(f"same model, test images: {images}", extra_scores),
-                 _row(f"same weights, batch-norm statistics of {len(unlabelled)} unlabelled expressions", restats)]  # fmt: skip
+        results["extra_test_bank"] = {"images": images}
+        for split, name in (("val", "validation"), ("test", "test")):  # validation chooses, test reports
+            plain, restats = [evaluate(data.splits[split], extra, split, statistics) for statistics in (None, unlabelled)]
+            results["extra_test_bank"] |= {split: plain, f"{split}_their_batch_statistics": restats}
+            rows += [_row(f"same model, {name} images: {images}", plain),
+                     _row(f"same weights, {name}, batch-norm statistics of {len(unlabelled)} unlabelled expressions", restats)]  # fmt: skip
     if args.adapt is not None:
         adapted, adapted_rows = _adapt(args, out, pipeline, config, data.splits, bank, evaluate, device)
         results["adapt"] = adapted
@@ -130,48 +128,27 @@ def _ensemble(args: argparse.Namespace, reader) -> ReaderEnsemble:
 
 
 def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple[dict[str, Any], list[list]]:
-    """Go on training from results alone on ``--adapt-examples`` training expressions rendered with the new
-    writer's training images, beside ``--adapt-replay`` replayed with the first bank's (against forgetting, with
-    ``--adapt-distill`` the trained reader's reading of them kept too); with ``--adapt-route``, read each expression
-    with the trained or the adapted reader as a router of writers weighs them; score both banks' validation and test."""
+    """``--adapt``: :func:`~neurosym.pipelines.adapt.adapt_to_writer` with the ``--adapt-*`` options, then both
+    writers' validation and test, as adapted and with the batch-norm statistics of their own adaptation images."""
     new, images = bank_from_option(args.adapt, args.seed)
     new = with_brackets(new, bank)
-    order = np.random.default_rng([args.seed, 7]).permutation(len(splits["train"]))
-    chosen = [splits["train"][i] for i in order[: args.adapt_examples]]
-    replay_end = args.adapt_examples + (args.adapt_replay or args.adapt_examples)
-    replayed = [splits["train"][i] for i in order[args.adapt_examples : replay_end]]
-    own = {"new_writer": WindowSource(chosen, new, "train", args.seed + 1), "first_bank": WindowSource(replayed, bank, "train", args.seed)}  # fmt: skip
-    source = ConcatWindows(*own.values())
-    replay = np.arange(len(source)) >= len(chosen)
-    trained = copy.deepcopy(pipeline.classifier)  # frozen: the replay's anchor and labeller
-    anchor = Anchor(trained, replay) if args.adapt_distill > 0 else None
-    # the same curriculum and learning-rate schedule, anew, peaking at --adapt-lr
-    adapt_config = replace(config, steps=args.adapt_steps, learning_rate=args.adapt_lr or config.learning_rate,
-                           distill=args.adapt_distill)  # fmt: skip
-    checkpoint, refit, routing = out / "adapt_checkpoint.pt", out / "refit_checkpoint.pt", out / "routing_checkpoint.pt"
-    for path in () if args.resume else (checkpoint, refit, routing):
-        path.unlink(missing_ok=True)
-    train_pipeline(pipeline, source, adapt_config, device, checkpoint, args.progress, anchor=anchor)
-    if args.adapt_refit:  # labels: the new writer's windows as the adapted reader reads them, the replayed as the trained one
-        first = HintPipeline(trained, pipeline.table, abduction_changes=pipeline.abduction_changes)
-        readers = ((pipeline, "new_writer"),) if args.adapt_route else ((pipeline, "new_writer"), (first, "first_bank"))
-        labelled = [abduced_windows(p, own[w], device) for p, w in readers]  # routed: the trained reader keeps the first
-        try:  # a resumed refit must have fitted these windows: routed, the new writer's alone
-            refit_reader(pipeline.classifier, labelled, RefitConfig(args.adapt_refit, learning_rate=adapt_config.learning_rate,
-                         augment_shift=args.augment_shift, seed=args.seed), device, refit, args.progress)  # fmt: skip
-        except ValueError as error:
-            raise SystemExit(f"neurosym hint: --adapt-refit: {error}") from None
-    if args.adapt_route:  # each expression read by the trained reader or the adapted one, as a router of writers weighs them
-        pipeline.classifier = route_readers([trained, pipeline.classifier], [own["first_bank"], own["new_writer"]], RefitConfig(
-            args.adapt_route, augment_shift=args.augment_shift, seed=args.seed), device, routing, args.progress, args.cnn)  # fmt: skip
-    adapted = {"images": images, "examples": len(chosen), "replayed": len(replayed), "steps": args.adapt_steps,
-               "learning_rate": adapt_config.learning_rate, "distill": args.adapt_distill,
+    adapt = AdaptConfig(args.adapt_examples, args.adapt_replay, args.adapt_steps, args.adapt_lr, args.adapt_distill,
+                        args.adapt_refit, args.adapt_route, args.cnn, args.augment_shift, args.seed)  # fmt: skip
+    try:
+        done = adapt_to_writer(pipeline, splits["train"], new, bank, config, adapt, device, out,
+                               args.resume, args.progress)  # fmt: skip
+    except ValueError as error:  # a resumed stage that fitted other data
+        raise SystemExit(f"neurosym hint: --adapt: {error}") from None
+    adapted = {"images": images, "examples": done.examples, "replayed": done.replayed, "steps": args.adapt_steps,
+               "learning_rate": done.learning_rate, "distill": args.adapt_distill,
                "refit_steps": args.adapt_refit, "routing_steps": args.adapt_route}  # fmt: skip
     rows = []  # each writer's splits as adapted, then with the batch-norm statistics of their own adaptation images (no labels)
-    adapted_from = f"adapted from {len(chosen)} results{', refit' * bool(args.adapt_refit)}{', routed' * bool(args.adapt_route)}"
+    adapted_from = (
+        f"adapted from {done.examples} results{', refit' * bool(args.adapt_refit)}{', routed' * bool(args.adapt_route)}"
+    )
     for writers, shown, name in (("new_writer", new, f"{adapted_from}, {images}"),
                                  ("first_bank", bank, "adapted, first bank")):  # fmt: skip
-        for suffix, statistics in (("", None), ("_own_statistics", own[writers])):
+        for suffix, statistics in (("", None), ("_own_statistics", done.sources[writers])):
             for split in ("val", "test"):
                 adapted[f"{split}_{writers}{suffix}"] = scores = evaluate(splits[split], shown, split, statistics)
                 rows.append(_row(f"{name}, {split}{' (own batch-norm statistics)' if suffix else ''}", scores))
@@ -196,8 +173,8 @@ def fewshot_from_images(args, out, pipeline, data, device, time_limit) -> dict[s
     def learn(concept: str, train: list[HintRecord]):
         learned = learn_concept_from_images(pipeline, concept, train, replay, fewshot_bank, device, config)
 
-        def score(records: list[HintRecord]) -> float:
-            source = WindowSource(records, fewshot_bank, "test", args.seed)
+        def score(records: list[HintRecord], split: str) -> float:
+            source = WindowSource(records, fewshot_bank, split, args.seed)
             return evaluate_pipeline(learned.pipeline, source, device, args.eval_batch_size)["overall"] if records else 0.0
 
         return f"{learned.role}, {learned.learned.meaning}", score

@@ -1,8 +1,8 @@
-"""``neurosym hint --model neurosym --semantics learned``: nothing given but the grammar's shape.
+"""``neurosym hint --model neurosym --semantics learned``: nothing given but the grammar's shape (:data:`GIVEN`).
 
 Every symbol is an anonymous class; the learner finds each class's role (number, operator, bracket), each
-number's value, each operator's program and precedence level (and, on images, the perception) from
-results alone (:mod:`neurosym.pipelines.ground_symbols`, :mod:`neurosym.pipelines.ground_images`). The
+number's value, each operator's program and which of the two given precedence levels it takes (and, on images,
+the perception) from results alone (:mod:`neurosym.pipelines.ground_symbols`, :mod:`neurosym.pipelines.ground_images`). The
 symbols are read only afterwards, to report how the learned grounding compares with HINT's table.
 """
 
@@ -43,6 +43,12 @@ from neurosym.training import resolve_device
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
+GIVEN = (
+    "given: --classes anonymous classes; numbers are single tokens; one pair of brackets; binary, left-associative "
+    "operators at two precedence levels (each operator is assigned to one); the decoder's fewest-brackets prior; "
+    "programs over i, j, 0, 1, 2 with + - * / max min ceil floor"
+)
+"""What ``--semantics learned`` is told, printed with its table."""
 
 
 def _report(grounding: Grounding, truth: list[str], scores: dict[str, float], out: Path, what: str) -> dict[str, Any]:
@@ -51,6 +57,7 @@ def _report(grounding: Grounding, truth: list[str], scores: dict[str, float], ou
     print(f"\nLearned grounding ({what}); in brackets the symbol each class stands for, read for this report only:")
     print(grounding.format([f"c{c} [{symbol or '-'}]" for c, symbol in enumerate(truth)]))
     print(format_table(["model", *SUBSETS], [[f"neurosym, everything learned ({what})", *(100 * scores[s] for s in SUBSETS)]]))
+    print(GIVEN)
     print("the learned table equals HINT's" if comparison.equal else "differs from HINT's: " + "; ".join(comparison.mismatches))
     grounding.save(out / "grounding.json")
     return {

@@ -48,6 +48,6 @@ def fewshot_from_symbols(args: argparse.Namespace, out: Path, label: str, table:
     def learn(concept: str, train: list[HintRecord]):
         role = "number" if concept in FEWSHOT_NUMBERS else "operator"
         learned = learn_concept(concept, role, [(r.expr, r.res) for r in train], table)
-        return learned.meaning, lambda records: explained_fraction(learned.table, [(r.expr, r.res) for r in records])
+        return learned.meaning, lambda records, split: explained_fraction(learned.table, [(r.expr, r.res) for r in records])
 
     return learn_fewshot(args, out, label, learn, splits, minutes_to_seconds(args.time_limit))

@@ -1,0 +1,150 @@
+"""Adapting a trained pipeline to a new writer from results alone.
+
+:func:`adapt_to_writer` goes on training the pipeline's reader on expressions rendered with the new writer's
+training images, beside expressions replayed with the first bank's (against forgetting; with ``distill`` the
+trained reader's reading of the replayed ones is kept too, :class:`~neurosym.pipelines.trainer.Anchor`), for a
+fresh run of the same curriculum and learning-rate schedule. Optionally it then refits the reader to the
+windows the adapted pipeline labels by abduction (:func:`~neurosym.pipelines.refit.refit_reader`), and routes
+each expression to the trained or the adapted reader by a router that tells the two writers' windows apart
+(:func:`~neurosym.pipelines.routing.route_readers`). Every stage checkpoints (resumable); a resume must agree
+with what the stage fits.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from neurosym.data.hint import HintRecord
+from neurosym.data.symbol_images import SymbolBank
+from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.refit import RefitConfig, abduced_windows, refit_reader
+from neurosym.pipelines.routing import route_readers
+from neurosym.pipelines.trainer import Anchor, PipelineConfig, train_pipeline
+from neurosym.pipelines.windows import ConcatWindows, WindowSource
+
+STAGE_CHECKPOINTS = {"adapt": "adapt_checkpoint.pt", "refit": "refit_checkpoint.pt", "route": "routing_checkpoint.pt"}
+"""The checkpoint file of each stage, in the folder :func:`adapt_to_writer` is given."""
+
+
+@dataclass(frozen=True)
+class AdaptConfig:
+    """What adaptation learns from and for how long.
+
+    Args:
+        examples: the new writer's training expressions (their results are all that is learned from).
+        replay: first-bank expressions replayed beside them (default: as many as ``examples``).
+        steps: training steps of the adaptation (the main run's curriculum and schedule, anew).
+        learning_rate: peak learning rate (default: the main run's).
+        distill: weight of keeping the trained reader's reading of the replayed expressions (0: off).
+        refit_steps: steps refitting the reader to the abduced labels of its windows afterwards (0: off);
+            routed, only the new writer's windows (the trained reader keeps the first bank's).
+        route_steps: steps training a router between the trained and the adapted reader (0: off).
+        router_backbone: the router's backbone (``"small"`` or ``"resnet"``).
+        augment_shift: pixels each refit or router window is shifted by, at most.
+        seed: which expressions are drawn and how refit and router batches are drawn.
+    """
+
+    examples: int = 1000
+    replay: int | None = None
+    steps: int = 1600
+    learning_rate: float | None = None
+    distill: float = 0.0
+    refit_steps: int = 0
+    route_steps: int = 0
+    router_backbone: str = "small"
+    augment_shift: int = 0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.examples < 1 or self.steps < 1 or (self.replay is not None and self.replay < 1):
+            raise ValueError(f"examples, steps and replay must be positive, got {self.examples}, {self.steps}, {self.replay}")
+        if min(self.refit_steps, self.route_steps, self.augment_shift) < 0:
+            raise ValueError("refit_steps, route_steps and augment_shift must be at least 0")
+        if not math.isfinite(self.distill) or self.distill < 0:
+            raise ValueError(f"distill must be a finite number >= 0, got {self.distill}")
+        if self.learning_rate is not None and not self.learning_rate > 0:
+            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+
+
+@dataclass
+class Adaptation:
+    """What :func:`adapt_to_writer` did: the expressions each writer's images showed (``sources``:
+    ``"new_writer"`` and ``"first_bank"``, e.g. for their own batch-norm statistics) and the peak learning
+    rate it used. The pipeline it was given now reads with the adapted (or routed) reader."""
+
+    sources: dict[str, WindowSource]
+    learning_rate: float
+
+    @property
+    def examples(self) -> int:
+        return len(self.sources["new_writer"])
+
+    @property
+    def replayed(self) -> int:
+        return len(self.sources["first_bank"])
+
+
+def adapt_to_writer(
+    pipeline: HintPipeline,
+    expressions: list[HintRecord],
+    new_bank: SymbolBank,
+    first_bank: SymbolBank,
+    training: PipelineConfig,
+    adapt: AdaptConfig,
+    device: torch.device,
+    folder: str | os.PathLike,
+    resume: bool = True,
+    progress: bool = False,
+) -> Adaptation:
+    """Adapt ``pipeline`` (trained on ``first_bank``'s images under ``training``) to ``new_bank``'s writer.
+
+    ``adapt.examples`` of ``expressions`` (drawn with ``adapt.seed``; fewer where fewer are given: see
+    :attr:`Adaptation.examples`) are shown with the new writer's training images, the next ``adapt.replay`` with
+    the first bank's; each stage writes its checkpoint into ``folder``
+    (:data:`STAGE_CHECKPOINTS`) and, with ``resume``, continues from it (else they are removed first).
+
+    Raises:
+        ValueError: a resumed refit whose checkpoint fitted other windows.
+    """
+    replay = adapt.replay or adapt.examples
+    order = np.random.default_rng([adapt.seed, 7]).permutation(len(expressions))
+    chosen = [expressions[i] for i in order[: adapt.examples]]
+    replayed = [expressions[i] for i in order[adapt.examples : adapt.examples + replay]]
+    sources = {
+        "new_writer": WindowSource(chosen, new_bank, "train", adapt.seed + 1),
+        "first_bank": WindowSource(replayed, first_bank, "train", adapt.seed),
+    }
+    folder = Path(folder)
+    checkpoints = {stage: folder / name for stage, name in STAGE_CHECKPOINTS.items()}
+    if not resume:
+        for path in checkpoints.values():
+            path.unlink(missing_ok=True)
+    both = ConcatWindows(*sources.values())
+    trained = copy.deepcopy(pipeline.classifier)  # frozen: the replay's anchor and labeller
+    anchor = Anchor(trained, np.arange(len(both)) >= len(chosen)) if adapt.distill > 0 else None
+    config = replace(
+        training, steps=adapt.steps, learning_rate=adapt.learning_rate or training.learning_rate, distill=adapt.distill
+    )
+    train_pipeline(pipeline, both, config, device, checkpoints["adapt"], progress, anchor=anchor)
+    if adapt.refit_steps:  # the new writer's windows as the adapted reader reads them, the replayed as the trained one
+        first = HintPipeline(trained, pipeline.table, abduction_changes=pipeline.abduction_changes)
+        labellers = [(pipeline, "new_writer")] + ([] if adapt.route_steps else [(first, "first_bank")])
+        labelled = [abduced_windows(labeller, sources[writer], device) for labeller, writer in labellers]
+        refit = RefitConfig(
+            adapt.refit_steps, learning_rate=config.learning_rate, augment_shift=adapt.augment_shift, seed=adapt.seed
+        )
+        refit_reader(pipeline.classifier, labelled, refit, device, checkpoints["refit"], progress)
+    if adapt.route_steps:
+        routing = RefitConfig(adapt.route_steps, augment_shift=adapt.augment_shift, seed=adapt.seed)
+        pipeline.classifier = route_readers(
+            [trained, pipeline.classifier], [sources["first_bank"], sources["new_writer"]], routing, device,
+            checkpoints["route"], progress, adapt.router_backbone,
+        )  # fmt: skip
+    return Adaptation(sources, config.learning_rate)

@@ -1,0 +1,53 @@
+"""Adaptation to a new writer as a library call: what it draws, trains, checkpoints and refuses."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hint_banks import prototype_bank
+from hint_pipelines import TINY_TRAINING, short_training_records, tiny_pipeline
+
+from neurosym.perception.routed import RoutedReader
+from neurosym.pipelines import AdaptConfig, adapt_to_writer, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.adapt import STAGE_CHECKPOINTS
+from neurosym.pipelines.windows import WindowSource
+
+CPU = torch.device("cpu")
+
+
+def test_adaptation_reads_the_new_writer_better_and_routes_between_the_two_readers(tmp_path):
+    records, first, new = short_training_records(), prototype_bank(), prototype_bank(seed=1)
+    pipeline = tiny_pipeline()
+    train_pipeline(pipeline, WindowSource(records, first, "train"), TINY_TRAINING, CPU)
+    new_test = WindowSource(records[:80], new, "test")
+    before = evaluate_pipeline(pipeline, new_test, CPU)["symbol"]
+    trained = {name: tensor.clone() for name, tensor in pipeline.classifier.state_dict().items()}
+    adapt = AdaptConfig(examples=60, replay=30, steps=40, refit_steps=3, route_steps=2, seed=1)
+    done = adapt_to_writer(pipeline, records, new, first, TINY_TRAINING, adapt, CPU, tmp_path)
+    assert (done.examples, done.replayed, done.learning_rate) == (60, 30, TINY_TRAINING.learning_rate)
+    assert {name for name in STAGE_CHECKPOINTS.values()} <= {path.name for path in tmp_path.iterdir()}
+    assert isinstance(pipeline.classifier, RoutedReader)
+    first_reader, adapted = pipeline.classifier.readers
+    assert all(torch.equal(first_reader.state_dict()[name], tensor) for name, tensor in trained.items())  # kept as trained
+    assert not all(torch.equal(adapted.state_dict()[name], tensor) for name, tensor in trained.items())
+    assert evaluate_pipeline(pipeline, new_test, CPU)["symbol"] > before
+    again = tiny_pipeline()
+    train_pipeline(again, WindowSource(records, first, "train"), TINY_TRAINING, CPU)
+    routed_again = adapt_to_writer(again, records, new, first, TINY_TRAINING, adapt, CPU, tmp_path)  # every stage resumes
+    assert [len(s) for s in routed_again.sources.values()] == [len(s) for s in done.sources.values()]
+    for name, tensor in pipeline.classifier.state_dict().items():
+        assert torch.equal(again.classifier.state_dict()[name], tensor), name
+    with pytest.raises(ValueError, match="fitted to other labelled windows"):  # unrouted, the refit fits both banks
+        adapt_to_writer(
+            tiny_pipeline(), records, new, first, TINY_TRAINING, AdaptConfig(60, 30, 40, refit_steps=3, seed=1), CPU, tmp_path
+        )
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [({"examples": 0}, "must be positive"), ({"replay": 0}, "must be positive"), ({"refit_steps": -1}, "at least 0"),
+     ({"distill": float("nan")}, "finite number"), ({"learning_rate": 0.0}, "learning_rate must be positive")],
+)  # fmt: skip
+def test_adapt_config_refuses_bad_values(options, message):
+    with pytest.raises(ValueError, match=message):
+        AdaptConfig(**options)
