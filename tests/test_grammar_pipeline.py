@@ -15,6 +15,8 @@ from lark import Transformer
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
+from neurosym.pipelines.grammar_pipeline import marginal_loss
+from neurosym.pipelines.trainer import pseudo_label_loss
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax import ParseError
 from neurosym.syntax.parser import base_grammar
@@ -229,6 +231,43 @@ def test_abduction_finds_the_most_probable_correction_within_the_budget(seed, ta
         assert found is not None and executor.value(found.sentence) == target and found.sentence[1] == "+"
         assert found.log_prob == pytest.approx(best)
         assert found.changes == sum(a != b for a, b in zip(found.sentence, sentence)) <= 2
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), target=st.integers(0, 20), readings=st.integers(0, 3))
+def test_explanations_are_verified_sentences_within_the_budget_led_by_abductions_correction(seed, target, readings):
+    grammar = SymbolGrammar('start: number "+" number\nnumber: DIGIT DIGIT?\nDIGIT: "0".."3"\n')
+    executor = Executor(grammar, addition_semantics())
+    abducer = GrammarAbducer(executor, AbductionBudget(max_changes=2, max_candidates=10_000, alternatives=4, readings=readings))
+    log_probs = np.log(np.random.default_rng(seed).dirichlet(np.ones(5), size=4))
+    found = abducer.explanations("1+22", log_probs, target, fixed=[1])
+    every = {  # brute force: every sentence of the vocabulary within two changes, + kept, that sums to the target
+        "".join(s)
+        for s in itertools.product(grammar.symbols, repeat=4)
+        if s[1] == "+" and sum(a != b for a, b in zip(s, "1+22")) <= 2 and executor.value("".join(s)) == target
+    }
+    assert {c.sentence for c in found} == every  # the budget here reaches them all
+    assert [c.log_prob for c in found] == sorted((c.log_prob for c in found), reverse=True)
+    best = abducer.abduce("1+22", log_probs, target, fixed=[1])
+    assert (best is None) == (not found) and (best is None or best.sentence == found[0].sentence)
+
+
+def test_the_marginal_loss_is_the_pseudo_label_loss_for_one_explanation_and_sums_over_several():
+    vocabulary = list("0123+")
+    log_probs = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(0)).log_softmax(-1).requires_grad_()
+    read = np.array([[True, False, True], [True, False, True]])
+    one = marginal_loss(log_probs, [["1+2"], ["3+0"]], vocabulary, read)
+    assert torch.allclose(one, pseudo_label_loss(log_probs, ["1+2", "3+0"], vocabulary, read.tolist()))
+    both = marginal_loss(log_probs, [["1+2", "2+1"], []], vocabulary, read)
+    index = [vocabulary.index(c) for c in "1221"]
+    expected = (
+        -torch.logaddexp(
+            log_probs[0, 0, index[0]] + log_probs[0, 2, index[1]], log_probs[0, 0, index[2]] + log_probs[0, 2, index[3]]
+        )
+        / 2
+    )
+    assert torch.allclose(both, expected)
+    assert marginal_loss(log_probs, [[], []], vocabulary, read) is None
 
 
 def test_top_down_search_changes_a_whole_number_that_enumeration_cannot_reach():

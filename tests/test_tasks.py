@@ -4,6 +4,7 @@ learning a reader from results on synthetic glyphs, resuming, and the ``neurosym
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -147,6 +148,18 @@ def test_the_reader_learns_two_digit_addition_from_sums_alone(one_thread):
     after = evaluate_grammar_pipeline(pipeline, test, torch.device("cpu"))
     assert before["accuracy"] < 0.1 and after["symbol"] > 0.85 and after["accuracy"] > 0.6  # chance: 0.1 and 0.01
     assert np.mean([h["correct"] for h in history[-20:]]) > 0.6
+
+
+def test_marginal_pseudo_labels_learn_where_hard_em_locks_into_a_wrong_reading(one_thread):
+    """Seed 1: trained on each sum's best correction the reader settles on a wrong reading; weighing every
+    explanation found by its probability, it reads every digit."""
+    train, test = addition_problem(2, 600, seed=0), addition_problem(2, 200, seed=1)
+    scores = {}
+    for labels in ("all", "marginal"):
+        pipeline = addition_pipeline(1)
+        train_grammar_pipeline(pipeline, train, replace(tiny_training(250), pseudo_labels=labels), torch.device("cpu"))
+        scores[labels] = evaluate_grammar_pipeline(pipeline, test, torch.device("cpu"))
+    assert scores["all"]["accuracy"] < 0.5 and scores["marginal"]["accuracy"] > 0.9 and scores["marginal"]["symbol"] > 0.95
 
 
 def test_a_resumed_training_repeats_an_uninterrupted_one(tmp_path, one_thread):

@@ -31,7 +31,7 @@ from neurosym.pipelines.grammar_pipeline import (
     train_grammar_pipeline,
 )
 from neurosym.pipelines.sentences import READ
-from neurosym.pipelines.trainer import SCHEDULES, PipelineConfig
+from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, SCHEDULES, PipelineConfig
 from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task
 from neurosym.training import init_distributed, shutdown_distributed
@@ -52,6 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--curriculum", type=curriculum_stages, default=None,
         help="stages 'max_length:steps,...,all' of growing sentence length (default: the task's; hwf starts with single digits)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--pseudo-labels", choices=GRAMMAR_PSEUDO_LABELS, default="all",
+        help="train on each example's best correction (all: hard EM) or on all its explanations found, weighted (marginal)",
     )  # fmt: skip
     parser.add_argument("--augment-shift", type=int, default=0, help="pixels each training window is shifted by, at most")
     parser.add_argument("--reader-width", type=positive_int, default=16, help="channels of the reader's first convolution")
@@ -114,6 +118,7 @@ def _run(args: argparse.Namespace, context: DistributedContext) -> dict[str, Any
     config = PipelineConfig(
         steps=steps, batch_size=args.batch_size, learning_rate=args.lr, schedule=args.schedule,
         augment_shift=args.augment_shift, curriculum=args.curriculum or task.curriculum, seed=args.seed,
+        pseudo_labels=args.pseudo_labels,
     )  # fmt: skip
     out = Path(args.out)
     if context.is_main:

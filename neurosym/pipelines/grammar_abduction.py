@@ -98,9 +98,7 @@ class GrammarAbducer:
             target: the known result.
             fixed: positions that may not change (symbols given rather than read).
         """
-        log_probs = np.asarray(log_probs, dtype=np.float64)
-        if log_probs.shape != (len(sentence), len(self.index)):
-            raise ValueError(f"log_probs must have shape [{len(sentence)}, {len(self.index)}], got {list(log_probs.shape)}")
+        log_probs = self._checked(sentence, log_probs)
         base = self.score(sentence, log_probs)
         if self.gives(self.executor.value(sentence), target):
             return Correction(sentence, base, 0)
@@ -116,6 +114,32 @@ class GrammarAbducer:
             return None
         gain, corrected = best
         return Correction(corrected, base + gain, sum(a != b for a, b in zip(corrected, sentence)))
+
+    def explanations(self, sentence: str, log_probs: np.ndarray, target: Any, fixed: Collection[int] = ()) -> list[Correction]:
+        """Every sentence whose value is ``target`` that the budget's searches reach (the one read, the top-down
+        search's, the ``max_candidates`` first of the enumeration), most probable first; empty when none does.
+        Their probabilities approximate the likelihood of the result (a marginal over explanations). Arguments
+        as :meth:`abduce`'s; its correction, where it finds one, is among them."""
+        log_probs = self._checked(sentence, log_probs)
+        fixed = frozenset(fixed)
+        gains: dict[str, float] = {}
+        candidates = [(0.0, ())] + [
+            item for item in self._top_down(sentence, log_probs, target, fixed) if len(item[1]) <= self.max_changes
+        ]
+        ranked = self._ranked(sentence, log_probs, self._options(sentence, fixed), self.max_changes)
+        for gain, edits in itertools.chain(candidates, itertools.islice(ranked, self.max_candidates)):
+            candidate = _apply(sentence, edits)
+            if candidate not in gains and self.gives(self.executor.value(candidate), target):
+                gains[candidate] = gain
+        base = self.score(sentence, log_probs)
+        found = [Correction(c, base + g, sum(a != b for a, b in zip(c, sentence))) for c, g in gains.items()]
+        return sorted(found, key=lambda correction: -correction.log_prob)
+
+    def _checked(self, sentence: str, log_probs: np.ndarray) -> np.ndarray:
+        log_probs = np.asarray(log_probs, dtype=np.float64)
+        if log_probs.shape != (len(sentence), len(self.index)):
+            raise ValueError(f"log_probs must have shape [{len(sentence)}, {len(self.index)}], got {list(log_probs.shape)}")
+        return log_probs
 
     # -- top-down --------------------------------------------------------------------------------
 
@@ -217,15 +241,19 @@ class GrammarAbducer:
         self, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int], floor: float
     ) -> tuple[float, str] | None:
         """The first sentence, in decreasing probability, that gives ``target`` (gain above ``floor``)."""
-        allowed = self.grammar.position_symbols(len(sentence))  # an edit puts there only what some sentence has
-        options = {p: [s for s in allowed[p] if s != sentence[p]] for p in range(len(sentence)) if p not in fixed}
-        for gain, edits in itertools.islice(self._ranked(sentence, log_probs, options, self.max_changes), self.max_candidates):
+        ranked = self._ranked(sentence, log_probs, self._options(sentence, fixed), self.max_changes)
+        for gain, edits in itertools.islice(ranked, self.max_candidates):
             if gain <= floor:
                 break
             candidate = _apply(sentence, edits)
             if self.gives(self.executor.value(candidate), target):  # in decreasing probability: the first is the best
                 return gain, candidate
         return None
+
+    def _options(self, sentence: str, fixed: frozenset[int]) -> dict[int, list[str]]:
+        """Per position that may change, the symbols an edit may put there: those some sentence of its length has."""
+        allowed = self.grammar.position_symbols(len(sentence))
+        return {p: [s for s in allowed[p] if s != sentence[p]] for p in range(len(sentence)) if p not in fixed}
 
     def _ranked(
         self, sentence: str, log_probs: np.ndarray, options: dict[int, list[str]], max_changes: int

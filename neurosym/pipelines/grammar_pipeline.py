@@ -32,7 +32,7 @@ from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
 from neurosym.pipelines.pipeline import Reading
 from neurosym.pipelines.sentences import READ, SentenceBatch, SentenceSource
-from neurosym.pipelines.trainer import PipelineConfig, pseudo_label_loss, run_reader_training
+from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig, pseudo_label_loss, run_reader_training
 from neurosym.pipelines.windows import real_positions
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
@@ -102,13 +102,21 @@ class GrammarPipeline:
 
     def abduce(self, reading: Reading, targets: Sequence[Any], given: torch.Tensor) -> list[Correction | None]:
         """Per example, the most probable correction found within the budget that gives its target."""
+        return self._per_example(self.abducer.abduce, reading, targets, given)
+
+    def explain(self, reading: Reading, targets: Sequence[Any], given: torch.Tensor) -> list[list[Correction]]:
+        """Per example, every sentence within the budget that gives its target, most probable first
+        (:meth:`GrammarAbducer.explanations`)."""
+        return self._per_example(self.abducer.explanations, reading, targets, given)
+
+    def _per_example(self, search: Callable, reading: Reading, targets: Sequence[Any], given: torch.Tensor) -> list:
         log_probs = reading.log_probs.detach().float().cpu().numpy()
         given = given.cpu().numpy()
-        corrections = []
+        found = []
         for sentence, scores, target, fixed in zip(reading.sentences, log_probs, targets, given):
             positions = np.flatnonzero(fixed[: len(sentence)] != READ).tolist()
-            corrections.append(self.abducer.abduce(sentence, scores[: len(sentence)], target, positions))
-        return corrections
+            found.append(search(sentence, scores[: len(sentence)], target, positions))
+        return found
 
 
 def train_grammar_pipeline(
@@ -123,14 +131,18 @@ def train_grammar_pipeline(
 ) -> list[dict]:
     """Train ``pipeline.reader`` on ``source`` from its results alone; returns the history (per step:
     ``max_length``, ``loss`` (None when no example got a pseudo-label), ``labelled`` (the fraction that did),
-    ``correct`` (the fraction read right before the update)). ``config.learning`` must be ``"abduction"``.
+    ``correct`` (the fraction read right before the update)). ``config.learning`` must be ``"abduction"``;
+    ``config.pseudo_labels`` ``"all"`` trains on each example's best correction (hard EM), ``"marginal"`` on all
+    its explanations found, each as probable as the reader makes it (:func:`marginal_loss`).
     Resumes from ``checkpoint``; SIGINT, SIGTERM or ``time_limit`` seconds checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`. Under ``torchrun`` (a distributed ``context``,
     :func:`~neurosym.training.init_distributed`) every process draws the same global batch, reads, abduces and
     learns from its own share of it through DistributedDataParallel, and only rank 0 writes the checkpoint:
     the steps equal one process's on the global batch (for examples of one length)."""
-    if config.learning != "abduction" or config.distill:
-        raise ValueError("the grammar pipeline learns by abduction, without distillation")
+    if config.learning != "abduction" or config.distill or config.pseudo_labels not in GRAMMAR_PSEUDO_LABELS:
+        raise ValueError(
+            f"the grammar pipeline learns by abduction, without distillation, from {GRAMMAR_PSEUDO_LABELS} pseudo-labels"
+        )
     if not isinstance(pipeline.reader, torch.nn.Module):
         raise ValueError("a reader trained from results must be a torch.nn.Module")
     model = pipeline.reader.to(device)
@@ -150,17 +162,46 @@ def train_grammar_pipeline(
         with mixed_precision(device):
             reading = pipeline.read(batch, forward)
         batch_targets = [targets[i] for i in indices]
-        corrections = pipeline.abduce(reading, batch_targets, batch.given)
-        labels = [None if c is None else c.sentence for c in corrections]
         read = (batch.given == READ).cpu().numpy()  # given symbols are not the reader's
-        loss = pseudo_label_loss(reading.log_probs, labels, pipeline.grammar.symbols, read)
+        if config.pseudo_labels == "marginal":
+            found = pipeline.explain(reading, batch_targets, batch.given)
+            loss = marginal_loss(reading.log_probs, [[c.sentence for c in f] for f in found], pipeline.grammar.symbols, read)
+            best = [f[0] if f else None for f in found]
+        else:
+            best = pipeline.abduce(reading, batch_targets, batch.given)
+            labels = [None if c is None else c.sentence for c in best]
+            loss = pseudo_label_loss(reading.log_probs, labels, pipeline.grammar.symbols, read)
         if loss is None and distributed:  # every process must take part in the gradient's all-reduce
             loss = reading.log_probs[torch.isfinite(reading.log_probs)].sum() * 0.0
-        correct = float(np.mean([c is not None and c.changes == 0 for c in corrections]))
+        correct = float(np.mean([c is not None and c.sentence == s for c, s in zip(best, reading.sentences)]))
         logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
-        return loss, {**logs, "labelled": sum(label is not None for label in labels) / len(labels), "correct": correct}
+        return loss, {**logs, "labelled": float(np.mean([c is not None for c in best])), "correct": correct}
 
     return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, "pipeline", context=context)
+
+
+def marginal_loss(
+    log_probs: torch.Tensor, explanations: Sequence[Sequence[str]], vocabulary: Sequence[str], trained: np.ndarray
+) -> torch.Tensor | None:
+    """Negative log of each example's probability summed over its explanations, per trained position, averaged
+    over the examples that have any: ``log_probs [B, T, V]`` (columns in ``vocabulary`` order), per example its
+    explaining sentences, ``trained [B, T]`` the positions the reader reads. With one explanation each it is the
+    cross-entropy of :func:`~neurosym.pipelines.trainer.pseudo_label_loss` (for examples of one length);
+    ``None`` when no example has an explanation."""
+    index = {s: i for i, s in enumerate(vocabulary)}
+    terms = []
+    for row, sentences in enumerate(explanations):
+        if not sentences:
+            continue
+        length = len(sentences[0])
+        mask = torch.as_tensor(trained[row, :length], device=log_probs.device)
+        if not mask.any():
+            continue
+        symbols = torch.tensor([[index[c] for c in sentence] for sentence in sentences], device=log_probs.device)  # [C, n]
+        picked = log_probs[row, :length].float().gather(1, rearrange(symbols, "c n -> n c"))  # [n, C]
+        per_sentence = torch.where(mask[:, None], picked, torch.zeros_like(picked)).sum(dim=0)  # [C]
+        terms.append(-torch.logsumexp(per_sentence, dim=0) / mask.sum())
+    return torch.stack(terms).mean() if terms else None
 
 
 def evaluate_grammar_pipeline(

@@ -37,7 +37,10 @@ from neurosym.training.update import Update, adam, grad_scaler
 
 LEARNING_RULES = ("abduction", "reinforce")
 #: Which symbols of a pseudo-label are trained on: those the result pins down, or all of them.
-PSEUDO_LABELS = ("verified", "all")
+PSEUDO_LABELS = ("verified", "all", "marginal")
+HINT_PSEUDO_LABELS = ("verified", "all")
+"""What :func:`train_pipeline` trains on; the grammar pipeline takes :data:`GRAMMAR_PSEUDO_LABELS`."""
+GRAMMAR_PSEUDO_LABELS = ("all", "marginal")
 
 
 @dataclass(frozen=True)
@@ -47,7 +50,8 @@ class PipelineConfig:
     shifted by up to ``augment_shift`` pixels each (:func:`neurosym.perception.augment.random_shift`) and
     redrawn in another hand at ``augment_style`` strength in ``[0, 1]`` (:func:`~neurosym.perception.augment.random_style`).
     ``pseudo_labels="all"`` trains on every symbol of a pseudo-label, ``"verified"`` only on those the
-    result pins down (:meth:`HintPipeline.verified_positions`). ``distill`` weighs the KL divergence from an
+    result pins down (:meth:`HintPipeline.verified_positions`), ``"marginal"`` (grammar pipeline only) on every
+    explanation found, weighted by its probability. ``distill`` weighs the KL divergence from an
     :class:`Anchor`'s reading (learning without forgetting; 0 = off)."""
 
     steps: int = 2000
@@ -145,6 +149,8 @@ def train_pipeline(
     end the step under way, write the checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`. With ``config.distill > 0``, ``anchor``'s reading
     of its records' windows is kept (added loss: ``distill`` times :func:`_distillation_loss`)."""
+    if config.pseudo_labels not in HINT_PSEUDO_LABELS:
+        raise ValueError(f"HintPipeline trains on {HINT_PSEUDO_LABELS} pseudo-labels, got {config.pseudo_labels!r}")
     if config.distill > 0 and (anchor is None or len(anchor.records) != len(source.records)):
         raise ValueError("config.distill > 0 needs an anchor with one flag per training record")
     model = pipeline.classifier.to(device)

@@ -34,7 +34,7 @@ from neurosym.experiments.options import (
 )
 from neurosym.pipelines.concepts import ROLES
 from neurosym.pipelines.curriculum import parse_stages
-from neurosym.pipelines.trainer import LEARNING_RULES, PSEUDO_LABELS
+from neurosym.pipelines.trainer import HINT_PSEUDO_LABELS, LEARNING_RULES
 from neurosym.training.checkpoint import save_json
 from neurosym.training.loop import SCHEDULES
 
@@ -62,7 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stroke-width", type=positive_int, help="neurosym: redraw each glyph's skeleton at N px")
     parser.add_argument("--learning-rule", choices=LEARNING_RULES, default="abduction",
                         help="neurosym: abduction or the REINFORCE baseline")  # fmt: skip
-    parser.add_argument("--pseudo-labels", choices=PSEUDO_LABELS, default="all",
+    parser.add_argument("--pseudo-labels", choices=HINT_PSEUDO_LABELS, default="all",
                         help="neurosym: train on the symbols of a pseudo-label that the result pins down, or on all of them")  # fmt: skip
     parser.add_argument("--abduction-changes", type=positive_int, default=2, help="neurosym: most symbols an abduction changes")
     parser.add_argument("--classifier-features", type=positive_int, default=64, help="neurosym: the encoder's output width")
