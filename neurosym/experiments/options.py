@@ -21,6 +21,8 @@ from typing import TypeVar
 
 import torch
 
+from neurosym.pipelines.curriculum import parse_stages
+
 T = TypeVar("T")
 
 
@@ -60,6 +62,14 @@ non_negative_float = _in_range(float, lambda v: v >= 0 and math.isfinite(v), "a 
 probability_below_one = _in_range(float, lambda v: 0 <= v < 1, "a number in [0, 1)", "A number in ``[0, 1)``: a dropout rate.")
 unit_interval = _in_range(float, lambda v: 0 <= v <= 1, "a number in [0, 1]", "A number in ``[0, 1]``: a ratio.")
 fraction_up_to_one = _in_range(float, lambda v: 0 < v <= 1, "a number in (0, 1]", "A number in ``(0, 1]``: a dataset scale.")
+
+
+def curriculum_stages(text: str) -> tuple[tuple[int, int], ...]:
+    """``--curriculum``: stages ``max_length:steps,...,all`` as :func:`~neurosym.pipelines.curriculum.parse_stages` reads them."""
+    try:
+        return parse_stages(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def existing_file(text: str) -> Path:

@@ -21,9 +21,16 @@ import numpy as np
 import torch
 
 from neurosym.experiments import hint
-from neurosym.experiments.options import add_run_options, apply_threads, existing_file, non_negative_float, positive_int
+from neurosym.experiments.options import (
+    add_run_options,
+    apply_threads,
+    curriculum_stages,
+    existing_file,
+    non_negative_float,
+    positive_int,
+)
 from neurosym.experiments.report import format_table
-from neurosym.pipelines.curriculum import Curriculum, parse_stages
+from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_pipeline import (
     GrammarPipeline,
     evaluate_grammar_pipeline,
@@ -78,14 +85,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_run_options(parser, out="results/pipeline")
 
 
-def curriculum_stages(text: str) -> Curriculum:
-    """The value of ``--curriculum``: stages as :func:`~neurosym.pipelines.curriculum.parse_stages` reads them."""
-    try:
-        return Curriculum(parse_stages(text))
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
 def _task(args: argparse.Namespace) -> Task:
     if args.task == "mnist-add":
         return build_task("mnist-add", digits=args.digits, seed=args.seed, mnist=args.mnist, reader_width=args.reader_width)
@@ -117,7 +116,7 @@ def _run(args: argparse.Namespace, context: DistributedContext) -> dict[str, Any
     steps = max(1, math.ceil(args.epochs * len(task.train) / args.batch_size))
     config = PipelineConfig(
         steps=steps, batch_size=args.batch_size, learning_rate=args.lr, schedule=args.schedule,
-        augment_shift=args.augment_shift, curriculum=args.curriculum or task.curriculum, seed=args.seed,
+        augment_shift=args.augment_shift, curriculum=Curriculum(args.curriculum) if args.curriculum else task.curriculum, seed=args.seed,
         pseudo_labels=args.pseudo_labels,
     )  # fmt: skip
     out = Path(args.out)

@@ -25,6 +25,7 @@ from neurosym.data.hint import FEWSHOT_CONCEPTS
 from neurosym.experiments.hint_sources import bank_choice, load_hint_data
 from neurosym.experiments.options import (
     comma_list,
+    curriculum_stages,
     fraction_up_to_one,
     non_negative_float,
     non_negative_int,
@@ -33,7 +34,6 @@ from neurosym.experiments.options import (
     unit_interval,
 )
 from neurosym.pipelines.concepts import ROLES
-from neurosym.pipelines.curriculum import parse_stages
 from neurosym.pipelines.trainer import HINT_PSEUDO_LABELS, LEARNING_RULES
 from neurosym.training.checkpoint import save_json
 from neurosym.training.loop import SCHEDULES
@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "results, then the few-shot concepts",
     )
     parser.add_argument("--classes", type=positive_int, default=16, help="neurosym --semantics learned: anonymous classes")
-    parser.add_argument("--curriculum", type=_curriculum, default=DEFAULT_CURRICULUM,
+    parser.add_argument("--curriculum", type=curriculum_stages, default=DEFAULT_CURRICULUM,
                         help="neurosym: stages 'max_length:steps,...,all' from short to long expressions")  # fmt: skip
     parser.add_argument("--lr-schedule", choices=SCHEDULES, default="constant",
                         help="neurosym: learning-rate schedule over --steps (cosine decays to zero at the last step)")  # fmt: skip
@@ -143,14 +143,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _roles(text: str) -> tuple[str, ...]:
     return () if text == "none" else tuple(comma_list(str, what="role", choices=ROLES)(text))
-
-
-def _curriculum(text: str) -> tuple[tuple[int, int], ...]:
-    """``--curriculum``: the stages of :func:`parse_stages`."""
-    try:
-        return parse_stages(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _fewshot_scales(text: str) -> list[float]:
