@@ -7,6 +7,9 @@ Tests marked ``mathematics_generator`` run DeepMind's generator in its isolated 
 creates that environment once under ``.cache/`` and names it in ``$NEUROSYM_MATHEMATICS_ENV``; a named
 environment that is not ready fails these tests, and without the variable they are skipped when the
 default environment (``<cache>/mathematics-env``) is absent.
+
+Tests marked ``cuda`` need a CUDA device and are skipped without one; ``make gpu-check`` runs them.
+``NEUROSYM_CUDA_TESTS_ON=cpu`` runs them on the CPU instead, to check the tests themselves.
 """
 
 import os
@@ -24,14 +27,27 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "mathematics_generator: runs DeepMind's generator in its isolated environment")
+    config.addinivalue_line("markers", "cuda: needs a CUDA device (skipped without one; make gpu-check runs it)")
+
+
+CUDA_TESTS_ON = "NEUROSYM_CUDA_TESTS_ON"
+"""Set to ``cpu`` to run the ``cuda`` tests on the CPU (a check of the tests, not of CUDA)."""
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("cuda") is not None and not torch.cuda.is_available() and os.environ.get(CUDA_TESTS_ON) != "cpu":
+        pytest.skip("needs a CUDA device (make gpu-check runs it on one)")
     if item.get_closest_marker("mathematics_generator") is None or generator_env_ready():
         return
     if os.environ.get(ENV_VARIABLE):
         pytest.fail(f"${ENV_VARIABLE} names {generator_env_dir()}, which is not a ready generator environment")
     pytest.skip(f"the mathematics_dataset environment is absent at {generator_env_dir()} (make test creates one)")
+
+
+@pytest.fixture
+def accelerator() -> torch.device:
+    """The device of the ``cuda`` tests: CUDA, or the CPU under ``NEUROSYM_CUDA_TESTS_ON=cpu``."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 @pytest.fixture

@@ -90,3 +90,17 @@ def measure_models(operations: dict[str, str], seeds: int, steps: int, device: t
         {"model": model, "operation": name, **measure_speed(model, name, seeds, steps, device, amp)}
         for model, name in operations.items()
     ]
+
+
+def batched_rate(config: GroupConfig, device: torch.device, steps: int, warmup: int = 20, amp: bool = False) -> dict[str, float]:
+    """Seed-iterations per second of ``config``'s whole group (every operation × seed) trained as one batched
+    model for ``steps`` steps after ``warmup`` untimed ones (kernels compiled, caches warm).
+
+    Returns ``{"runs", "steps", "seconds", "rate"}`` (``rate``: runs × steps / seconds)."""
+    if steps < 1 or warmup < 0:
+        raise ValueError(f"steps must be positive and warmup at least 0, got {steps} and {warmup}")
+    run = _TimedRun(config, device, batched=True, amp=amp)
+    run.advance(warmup)
+    seconds = run.advance(steps)
+    runs = len(config.operations) * len(config.seeds)
+    return {"runs": runs, "steps": steps, "seconds": seconds, "rate": runs * steps / seconds}

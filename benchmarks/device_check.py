@@ -1,0 +1,260 @@
+"""The device check: on a CUDA machine, the whole test suite (the ``cuda`` tests included) and the GPU
+speed rows of benchmarks/RESULTS.md, in one command that fits in 8 minutes on one H100.
+
+    make gpu-check                                   # = python benchmarks/device_check.py
+    python benchmarks/device_check.py --out results/device_check --skip suite
+
+Parts, each within its own time budget (a part that overruns is stopped and reported, the rest still run):
+
+- ``environment``: torch, CUDA, the GPU, a C++ compiler (``torch.compile`` on the CPU needs one);
+- ``suite``: ``pytest tests`` on all cores, with ``device="auto"`` meaning the GPU; failures listed;
+- ``arithmetic``: seed-iterations per second of every model family of Table 1 trained as one batched
+  model over its published cells × 100 seeds, and the time the whole table (5·10⁶ steps) would take;
+- ``hint_pipeline``: ``make run``'s training (800 steps of 32) on the device, steps per second and the
+  accuracies, then steps per second at HINT's batch of 128 and the projected time of 10⁵ steps;
+- ``hint_transformer``: the same for the released relative universal Transformer (``transformer_rel_uni``).
+
+It writes ``device_check.json`` and ``device_check.md`` under ``--out`` and prints the Markdown, ending
+with what it could not run. Without CUDA it runs on the CPU and says so (the parts still work).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+PARTS = ("environment", "suite", "arithmetic", "hint_pipeline", "hint_transformer")
+BUDGETS = {"environment": 30, "suite": 300, "arithmetic": 60, "hint_pipeline": 120, "hint_transformer": 60}
+"""Seconds each part may take (together under 8 minutes with the start-up)."""
+PROJECTED_STEPS = 100_000
+"""HINT's schedule: 10⁵ steps of 128 expressions."""
+MAKE_RUN = ["--model", "neurosym", "--input", "image", "--scale", "0.01", "--cnn", "small"]
+MAKE_RUN_TRAINING = ["--steps", "800", "--batch-size", "32", "--curriculum", "1:150,3:200,7:200,15:250"]
+
+
+class PartFailed(RuntimeError):
+    """A part could not produce its numbers; the message says why."""
+
+
+def _tail(text: str, lines: int = 30) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+def _command(argv: list[str], seconds: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run ``argv`` from the repository root, stopped with SIGINT (files written so far stay) after ``seconds``."""
+    process = subprocess.Popen(
+        argv, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        output, _ = process.communicate(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        process.send_signal(2)  # SIGINT: pytest writes its report, a training its checkpoint
+        try:
+            output, _ = process.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            output, _ = process.communicate()
+        raise PartFailed(f"stopped after {seconds:.0f} s (its budget):\n{_tail(output)}") from None
+    return subprocess.CompletedProcess(argv, process.returncode, output, None)
+
+
+def environment(device: torch.device, out: Path, seconds: float) -> dict[str, Any]:
+    found = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "device": str(device),
+        "cpu_cores": os.cpu_count(),
+        "c_compiler": shutil.which("cc") or shutil.which("gcc") or shutil.which("g++"),
+    }
+    if device.type == "cuda":
+        properties = torch.cuda.get_device_properties(device)
+        found |= {"gpu": properties.name, "gpu_memory_gib": round(properties.total_memory / 2**30, 1)}
+        found["bf16"] = torch.cuda.is_bf16_supported()
+    return found
+
+
+def _junit_counts(path: Path) -> dict[str, Any]:
+    """Totals and the failing tests (id and the first line of the message) of a pytest JUnit XML report."""
+    root = ElementTree.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root)
+    totals = {key: sum(int(suite.get(key, 0)) for suite in suites) for key in ("tests", "failures", "errors", "skipped")}
+    failing, skipped = [], {}
+    for case in root.iter("testcase"):
+        test = f"{case.get('classname')}::{case.get('name')}"
+        for outcome in ("failure", "error"):
+            for element in case.findall(outcome):
+                message = (element.get("message") or element.text or "").strip().splitlines()
+                failing.append({"test": test, "outcome": outcome, "message": message[0][:300] if message else ""})
+        for element in case.findall("skipped"):
+            reason = (element.get("message") or "").strip()
+            skipped[reason] = skipped.get(reason, 0) + 1
+    return {**totals, "passed": totals["tests"] - totals["failures"] - totals["errors"] - totals["skipped"],
+            "failing": failing, "skipped_reasons": skipped}  # fmt: skip
+
+
+def suite(device: torch.device, out: Path, seconds: float) -> dict[str, Any]:
+    report = out / "junit.xml"
+    report.unlink(missing_ok=True)
+    workers = max(1, min(8, (os.cpu_count() or 2) // 2))
+    argv = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "tests", "-p", "no:cacheprovider",
+            "--junitxml", str(report), "-rfE"]  # fmt: skip
+    try:
+        completed = _command(argv, seconds)
+        output, stopped = completed.stdout, False
+    except PartFailed as error:
+        output, stopped = str(error), True
+    if not report.is_file():
+        raise PartFailed(f"pytest wrote no report:\n{_tail(output)}")
+    counts = _junit_counts(report) | {"workers": workers, "stopped_at_budget": stopped, "summary": _tail(output, 3)}
+    if stopped or counts["failures"] or counts["errors"]:
+        counts["status"] = "failed"
+    return counts
+
+
+def arithmetic(device: torch.device, out: Path, seconds: float, seeds: int = 100, steps: int = 200) -> dict[str, Any]:
+    from neurosym.benchmarking.arithmetic_results import published_operations
+    from neurosym.benchmarking.arithmetic_speed import batched_rate
+    from neurosym.benchmarking.arithmetic_training import GroupConfig
+    from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
+
+    families, work, spent = [], 0, 0.0
+    for model in MODEL_LAYERS:
+        operations = published_operations(model)
+        if not operations:
+            continue
+        config = GroupConfig(model, operations, tuple(range(seeds)), steps=steps, evaluation_size=1)
+        measured = batched_rate(config, device, steps)
+        families.append({"model": model, "operations": list(operations), **measured})
+        work, spent = work + measured["runs"] * steps, spent + measured["seconds"]
+    runs = sum(family["runs"] for family in families)
+    rate = work / spent
+    return {"seeds": seeds, "steps_timed": steps, "families": families, "cells": runs // seeds, "rate": rate,
+            "table_hours": runs * PAPER_ITERATIONS / rate / 3600}  # fmt: skip
+
+
+def _hint_run(device: torch.device, out: Path, seconds: float, argv: list[str]) -> dict[str, Any]:
+    """One ``neurosym hint`` run into ``out`` (afresh), its results.json."""
+    command = [sys.executable, "-m", "neurosym.cli", "hint", *argv, "--device", device.type, "--no-progress", "--no-resume"]
+    completed = _command([*command, "--out", str(out)], seconds)
+    if completed.returncode != 0:
+        raise PartFailed(f"exit status {completed.returncode}:\n{_tail(completed.stdout)}")
+    return json.loads((out / "results.json").read_text())
+
+
+def _steps_per_second(results: dict[str, Any]) -> float:
+    seconds = results.get("train_seconds", results.get("train_seconds_this_call"))
+    return results["steps"] / seconds
+
+
+def hint_pipeline(device: torch.device, out: Path, seconds: float) -> dict[str, Any]:
+    started = time.perf_counter()
+    make_run = _hint_run(
+        device, out / "hint_pipeline", 0.7 * seconds, [*MAKE_RUN, *MAKE_RUN_TRAINING, "--fewshot-scales", "none"]
+    )
+    left = seconds - (time.perf_counter() - started)
+    large = _hint_run(device, out / "hint_pipeline_128", left, [*MAKE_RUN, "--steps", "100", "--batch-size", "128"])
+    rate = _steps_per_second(large)
+    return {"make_run_steps_per_second": _steps_per_second(make_run), "make_run_train_seconds": make_run["train_seconds"],
+            "make_run_test": make_run.get("test"), "steps_per_second_batch_128": rate,
+            "projected_hours_1e5_x_128": PROJECTED_STEPS / rate / 3600}  # fmt: skip
+
+
+def hint_transformer(device: torch.device, out: Path, seconds: float) -> dict[str, Any]:
+    argv = ["--model", "transformer_rel_uni", "--scale", "0.01", "--steps", "300", "--batch-size", "128", "--eval-every", "300"]
+    results = _hint_run(device, out / "hint_transformer", seconds, argv)
+    rate = _steps_per_second(results)
+    return {
+        "steps": results["steps"],
+        "steps_per_second_batch_128": rate,
+        "projected_hours_1e5_x_128": PROJECTED_STEPS / rate / 3600,
+    }
+
+
+RUNNERS: dict[str, Callable[[torch.device, Path, float], dict[str, Any]]] = {
+    "environment": environment, "suite": suite, "arithmetic": arithmetic,
+    "hint_pipeline": hint_pipeline, "hint_transformer": hint_transformer,
+}  # fmt: skip
+
+
+def run_parts(parts: list[str], device: torch.device, out: Path, scale: float = 1.0) -> dict[str, dict[str, Any]]:
+    """Every part in turn, each within ``scale`` × its budget: ``{part: {"status", "seconds", ...}}``."""
+    report = {}
+    for part in parts:
+        started = time.perf_counter()
+        try:
+            found = {"status": "ok"} | RUNNERS[part](device, out, scale * BUDGETS[part])
+        except PartFailed as error:
+            found = {"status": "failed", "error": str(error)}
+        except Exception as error:  # noqa: BLE001 - a part's crash is a finding; the other parts still run
+            found = {"status": "failed", "error": f"{type(error).__name__}: {error}"}
+        report[part] = found | {"seconds": round(time.perf_counter() - started, 1)}
+        print(f"{part}: {report[part]['status']} in {report[part]['seconds']} s", flush=True)
+    return report
+
+
+def _numbers(part: str, found: dict[str, Any]) -> str:
+    """The part's headline numbers, one line."""
+    if found["status"] != "ok" and "error" in found:
+        return found["error"].splitlines()[0]
+    if part == "environment":
+        return f"torch {found['torch']}, CUDA {found['cuda']}, {found.get('gpu', 'no GPU')}, compiler {found['c_compiler']}"
+    if part == "suite":
+        return f"{found['passed']} passed, {found['failures']} failed, {found['errors']} errors, {found['skipped']} skipped"
+    if part == "arithmetic":
+        return f"{found['rate']:.3g} seed-iterations/s over {found['cells']} cells x {found['seeds']} seeds; Table 1: {found['table_hours']:.2f} h"
+    if part == "hint_pipeline":
+        return (f"make run: {found['make_run_steps_per_second']:.1f} steps/s; batch 128: "
+                f"{found['steps_per_second_batch_128']:.1f} steps/s, 1e5 steps in {found['projected_hours_1e5_x_128']:.2f} h")  # fmt: skip
+    return (
+        f"batch 128: {found['steps_per_second_batch_128']:.1f} steps/s, 1e5 steps in {found['projected_hours_1e5_x_128']:.2f} h"
+    )
+
+
+def markdown(report: dict[str, dict[str, Any]], device: torch.device) -> str:
+    lines = [f"# Device check on {device}", "", "| part | status | seconds | numbers |", "|---|---|---|---|"]
+    lines += [f"| {part} | {found['status']} | {found['seconds']} | {_numbers(part, found)} |" for part, found in report.items()]
+    failing = report.get("suite", {}).get("failing", [])
+    if failing:
+        lines += ["", "## Failing tests", ""] + [f"- `{item['test']}` ({item['outcome']}): {item['message']}" for item in failing]
+    not_run = [f"- {part}: {found.get('error', 'failed')}" for part, found in report.items() if found["status"] != "ok"]
+    if device.type != "cuda":
+        not_run.insert(0, "- no CUDA device: every part ran on the CPU")
+    lines += ["", "## Could not run", ""] + (not_run or ["nothing: every part ran"])
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=ROOT / "results" / "device_check", help="folder of the JSON and Markdown")
+    parser.add_argument("--skip", default="", help=f"comma-separated parts to leave out, of {', '.join(PARTS)}")
+    parser.add_argument("--budget-scale", type=float, default=1.0, help="multiply every part's time budget")
+    args = parser.parse_args(argv)
+    skipped = {part.strip() for part in args.skip.split(",") if part.strip()}
+    if skipped - set(PARTS):
+        parser.error(f"unknown parts {sorted(skipped - set(PARTS))}: choose from {', '.join(PARTS)}")
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    args.out.mkdir(parents=True, exist_ok=True)
+    report = run_parts([part for part in PARTS if part not in skipped], device, args.out, args.budget_scale)
+    (args.out / "device_check.json").write_text(json.dumps(report, indent=2, default=str))
+    text = markdown(report, device)
+    (args.out / "device_check.md").write_text(text)
+    print(text)
+    return 0 if all(found["status"] == "ok" for found in report.values()) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""What must hold on a CUDA device: the units compute there what they compute on the CPU, the batched
+arithmetic training resumes exactly, and the grammar pipeline learns with mixed precision.
+
+Marked ``cuda``: skipped without a GPU, run by ``make gpu-check`` (``benchmarks/device_check.py``);
+``NEUROSYM_CUDA_TESTS_ON=cpu`` runs them on the CPU to check the tests themselves.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from test_tasks import addition_pipeline, addition_problem, tiny_training
+
+from neurosym.benchmarking.arithmetic_training import GroupConfig, train_group
+from neurosym.cli import main
+from neurosym.layers import NALU, NAU, NMU, NPU
+from neurosym.pipelines.grammar_pipeline import evaluate_grammar_pipeline, train_grammar_pipeline
+from neurosym.training import resolve_device
+from neurosym.training.stopping import StopRequests
+
+pytestmark = pytest.mark.cuda
+
+
+def test_auto_picks_the_gpu(accelerator):
+    assert resolve_device("auto").type == accelerator.type
+
+
+@pytest.mark.parametrize("cls", [NMU, NAU, NALU, NPU])
+def test_units_compute_on_the_device_what_they_compute_on_the_cpu(cls, accelerator):
+    """float64, an ensemble of 3, exact zeros and a product that overflows float32's range in one member:
+    the device route (no host reads) agrees with the CPU's chunked route, gradients included."""
+    torch.manual_seed(0)
+    unit = cls(6, 4, ensemble=3).double()
+    x = torch.randn(3, 9, 6, dtype=torch.float64)
+    x[0, 0, :2] = 0.0
+    x[2] *= 1e30
+    moved = cls(6, 4, ensemble=3).double().to(accelerator)
+    moved.load_state_dict(unit.state_dict())
+    x_cpu, x_device = x.clone().requires_grad_(True), x.to(accelerator).requires_grad_(True)
+    y_cpu, y_device = unit(x_cpu), moved(x_device)
+    torch.testing.assert_close(y_device.cpu(), y_cpu, rtol=1e-9, atol=1e-12, equal_nan=True)
+    seed = torch.randn_like(y_cpu)
+    (y_cpu.nan_to_num() * seed).sum().backward()
+    (y_device.nan_to_num() * seed.to(accelerator)).sum().backward()
+    torch.testing.assert_close(x_device.grad.cpu(), x_cpu.grad, rtol=1e-7, atol=1e-9)
+    for (name, on_cpu), on_device in zip(unit.named_parameters(), moved.parameters()):
+        torch.testing.assert_close(on_device.grad.cpu(), on_cpu.grad, rtol=1e-7, atol=1e-9, msg=name)
+
+
+def test_batched_arithmetic_training_resumes_exactly_on_the_device(tmp_path, accelerator):
+    config = GroupConfig("NMU", ("mul", "add"), (0, 1, 2), steps=200, eval_every=100, evaluation_size=200)
+    straight = train_group(config, accelerator, tmp_path / "straight.pt", progress=False)
+    stopped = train_group(config, accelerator, tmp_path / "resumed.pt", stops=StopRequests(0), progress=False)
+    assert stopped.step == 1 and stopped.stop_reason is not None
+    resumed = train_group(config, accelerator, tmp_path / "resumed.pt", resume=True, progress=False)
+    assert straight.finished and resumed.finished and resumed.curves.steps == [100, 200]
+    for name, values in straight.curves.stacked().items():
+        torch.testing.assert_close(resumed.curves.stacked()[name], values, rtol=0, atol=0, msg=name)
+    assert torch.isfinite(straight.curves.stacked()["validation"]).all()
+
+
+def test_the_grammar_pipeline_learns_two_digit_addition_on_the_device(accelerator):
+    train, test = addition_problem(2, 600, seed=0), addition_problem(2, 200, seed=1)
+    pipeline = addition_pipeline(0)
+    train_grammar_pipeline(pipeline, train, tiny_training(250), accelerator)
+    after = evaluate_grammar_pipeline(pipeline, test, accelerator)
+    assert after["symbol"] > 0.85 and after["accuracy"] > 0.6
+    assert next(pipeline.reader.parameters()).device.type == accelerator.type
+
+
+def test_the_arithmetic_command_runs_on_the_device_and_says_so(tmp_path, accelerator):
+    out = tmp_path / "run"
+    argv = ["arithmetic", "--models", "nau", "--ops", "add", "--steps", "200", "--seeds", "4", "--eval-every", "100"]
+    argv += ["--evaluation-size", "100", "--threshold-samples", "2000", "--out", str(out), "--no-progress"]
+    assert main([*argv, "--device", accelerator.type]) == 0
+    result = json.loads((out / "results.json").read_text())
+    assert result["device"].startswith(accelerator.type) and result["cells"][0]["runs"] == 4

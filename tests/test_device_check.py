@@ -1,0 +1,66 @@
+"""benchmarks/device_check.py: its report of a pytest run, a part's failure, and its files."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "device_check.py"
+
+
+@pytest.fixture(scope="module")
+def device_check():
+    spec = importlib.util.spec_from_file_location("device_check", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="1" failures="1"
+skipped="2" tests="6"><testcase classname="tests.test_a" name="test_ok"/><testcase classname="tests.test_a"
+name="test_bad"><failure message="assert 1 == 2&#10;more">trace</failure></testcase><testcase
+classname="tests.test_b" name="test_broken"><error message="fixture failed">trace</error></testcase><testcase
+classname="tests.test_c" name="test_gpu"><skipped message="needs a CUDA device"/></testcase><testcase
+classname="tests.test_c" name="test_gpu2"><skipped message="needs a CUDA device"/></testcase><testcase
+classname="tests.test_d" name="test_ok2"/></testsuite></testsuites>"""
+
+
+def test_a_junit_report_gives_totals_failing_tests_and_skip_reasons(device_check, tmp_path):
+    (tmp_path / "junit.xml").write_text(JUNIT)
+    counts = device_check._junit_counts(tmp_path / "junit.xml")
+    assert (counts["tests"], counts["passed"], counts["failures"], counts["errors"], counts["skipped"]) == (6, 2, 1, 1, 2)
+    assert counts["failing"] == [
+        {"test": "tests.test_a::test_bad", "outcome": "failure", "message": "assert 1 == 2"},
+        {"test": "tests.test_b::test_broken", "outcome": "error", "message": "fixture failed"},
+    ]
+    assert counts["skipped_reasons"] == {"needs a CUDA device": 2}
+
+
+def test_a_command_over_its_budget_is_stopped_and_reported(device_check):
+    with pytest.raises(device_check.PartFailed, match=r"stopped after 1 s \(its budget\)"):
+        device_check._command(["python3", "-c", "import time; print('started', flush=True); time.sleep(30)"], 1)
+
+
+def test_the_check_writes_json_and_markdown_and_lists_what_failed(device_check, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(device_check.RUNNERS, "arithmetic", functools.partial(device_check.arithmetic, seeds=2, steps=3))
+
+    def broken(device, out, seconds):
+        raise device_check.PartFailed("exit status 1:\nTraceback ...")
+
+    monkeypatch.setitem(device_check.RUNNERS, "hint_transformer", broken)
+    status = device_check.main(["--skip", "suite,hint_pipeline", "--out", str(tmp_path)])
+    report = json.loads((tmp_path / "device_check.json").read_text())
+    assert status == 1 and list(report) == ["environment", "arithmetic", "hint_transformer"]
+    assert report["arithmetic"]["status"] == "ok" and report["arithmetic"]["cells"] == 13
+    assert {family["model"] for family in report["arithmetic"]["families"]} == {"NAC•", "NALU", "NAC+", "Linear", "NAU", "NMU"}
+    assert report["arithmetic"]["rate"] > 0 and report["hint_transformer"]["status"] == "failed"
+    text = (tmp_path / "device_check.md").read_text()
+    assert "| hint_transformer | failed |" in text and "- hint_transformer: exit status 1:" in text
+    if not torch.cuda.is_available():
+        assert "no CUDA device: every part ran on the CPU" in text
+    assert text in capsys.readouterr().out
