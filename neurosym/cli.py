@@ -1,7 +1,11 @@
 """The ``neurosym`` console command: one sub-command per benchmark.
 
-Each sub-command lives in a runner module of :mod:`neurosym.experiments` that exposes
-``add_arguments(parser)`` and ``run(args)``; runners are imported only when chosen.
+Each sub-command lives in a runner module of :mod:`neurosym.experiments`, imported only when chosen. A
+runner exposes ``OPTIONS``, the dataclass of its options (fields made with
+:func:`~neurosym.experiments.options.option`, from which the command line is generated), and
+``run(options)``; every such command also takes ``--config FILE.toml`` (its keys: option names; options
+given on the command line win). Runners not yet moved to that form expose ``add_arguments(parser)`` and
+``run(args)``.
 """
 
 from __future__ import annotations
@@ -56,25 +60,53 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, (module_name, summary) in COMMANDS.items():
         child = sub.add_parser(name, help=summary, description=summary, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         if command in (None, name):
-            importlib.import_module(module_name).add_arguments(child)
-            child.set_defaults(_runner=module_name)
+            runner = importlib.import_module(module_name)
+            if hasattr(runner, "OPTIONS"):
+                from neurosym.experiments.options import CONFIG_OPTION, add_options, existing_file
+
+                add_options(child, runner.OPTIONS)
+                child.add_argument(
+                    CONFIG_OPTION, type=existing_file, metavar="FILE.toml",
+                    help="option values from a TOML file (keys: the option names); options given here win",
+                )  # fmt: skip
+            else:
+                runner.add_arguments(child)
+            child.set_defaults(_runner=module_name, _parser=child)
     return parser
+
+
+def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed, with the values of a ``--config`` file as the command's defaults."""
+    args = parser.parse_args(argv)
+    if getattr(args, "config", None) is not None:
+        from neurosym.experiments.options import config_file_values
+
+        args._parser.set_defaults(**config_file_values(args._parser, args.config))
+        args = parser.parse_args(argv)
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None
-    args = build_parser(command).parse_args(argv)
-    runner = importlib.import_module(args._runner)
+    parser = build_parser(command)
+    args = _parsed(parser, argv)
+    name, runner = args.command, importlib.import_module(args._runner)
+    from neurosym.experiments.options import options_from
     from neurosym.training.stopping import TrainingInterrupted  # after the runner: torch is loaded by now
 
+    if hasattr(runner, "OPTIONS"):
+        try:
+            args = options_from(runner.OPTIONS, args)
+        except ValueError as error:  # the options' own checks, before any work
+            args._parser.error(str(error))
     try:
         runner.run(args)
     except TrainingInterrupted as stop:
-        print(f"neurosym {args.command}: {stop}", file=sys.stderr)
+        print(f"neurosym {name}: {stop}", file=sys.stderr)
         return stop.exit_status
     except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C
-        print(f"neurosym {args.command}: interrupted; files are written atomically, so run it again to continue", file=sys.stderr)
+        print(f"neurosym {name}: interrupted; files are written atomically, so run it again to continue", file=sys.stderr)
         return INTERRUPTED
     return 0
 

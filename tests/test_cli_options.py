@@ -156,3 +156,59 @@ def test_fewshot_only_new_class_takes_roles_or_none() -> None:
     parse = lambda *extra: parser.parse_args(["hint", "--model", "neurosym", *extra]).fewshot_only_new_class
     assert parse() == ("operator",) and parse("--fewshot-only-new-class", "none") == ()
     assert parse("--fewshot-only-new-class", "operator,number") == ("operator", "number")
+
+
+def test_a_config_file_gives_defaults_that_the_command_line_overrides(tmp_path) -> None:
+    from neurosym.cli import _parsed
+    from neurosym.experiments.options import options_from
+    from neurosym.experiments.pipeline import PipelineOptions
+
+    config = tmp_path / "run.toml"
+    config.write_text('task = "hwf"\nepochs = 3\naugment-shift = 1\ncurriculum = "1:50,all"\nprogress = false\n')
+    args = _parsed(build_parser("pipeline"), ["pipeline", "--config", str(config), "--epochs", "2", "--lr", "0.01"])
+    options = options_from(PipelineOptions, args)
+    assert (options.task, options.epochs, options.augment_shift, options.progress) == ("hwf", 2.0, 1, False)
+    assert options.curriculum == ((1, 50), (10**9, 10**9)) and options.learning_rate == 0.01  # --lr: the old spelling
+    assert options.batch_size == 32 and options.out.as_posix() == "results/pipeline"  # untouched: the defaults
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("epochs = -1\n", "epochs: expected a finite number >= 0, got '-1'"),
+        ("epoch = 3\n", "unknown option 'epoch'"),
+        ('task = "sudoku"\n', "task: invalid choice 'sudoku'"),
+        ('progress = "no"\n', "progress must be true or false"),
+        ("epochs = 3 3\n", "run.toml: Expected newline or end of document after a statement (at line 1, column 12)"),
+    ],
+)
+def test_a_config_file_with_a_bad_entry_is_a_one_line_usage_error(text, message, tmp_path, capsys) -> None:
+    config = tmp_path / "run.toml"
+    config.write_text(text)
+    with pytest.raises(SystemExit) as stopped:
+        main(["pipeline", "--config", str(config)])
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ("pipeline --task hwf --digits 3", "--digits and --mnist are options of --task mnist-add"),
+        (
+            "pipeline --task hint --epochs 2 --reader-width 8",
+            "--task hint takes only the shared options, not --epochs, --reader-width",
+        ),
+    ],
+)
+def test_rules_between_options_are_checked_before_any_work(argv, message, capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv.split())
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_generated_help_groups_the_options_and_hides_old_spellings(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["pipeline", "--help"])
+    text = capsys.readouterr().out
+    assert text.index("The options of neurosym pipeline:") < text.index("The options every command has:")
+    assert "--learning-rate" in text and "--lr" not in text

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import tomllib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar, get_args, get_type_hints
 
 import torch
 
@@ -164,32 +166,152 @@ def add_preset_option(parser: argparse.ArgumentParser, meanings: Mapping[str, st
 
 
 def add_run_options(parser: argparse.ArgumentParser, *, out: str, threads: int = 0, trains: bool = True) -> None:
-    """The options every command has: ``--out``, ``--seed``, ``--device``, ``--threads``, ``--progress``; and,
-    when it ``trains`` (with checkpoints), ``--resume/--no-resume`` and ``--time-limit``."""
-    parser.add_argument("--out", type=Path, default=Path(out), help="output folder (JSON, plot, checkpoints)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of data generation, initialisation and batch order")
-    parser.add_argument("--device", type=device_name, default="auto", help="'auto' (CUDA when present), 'cpu' or 'cuda[:N]'")
-    parser.add_argument(
-        "--threads",
-        type=non_negative_int,
-        default=threads,
-        help="torch CPU threads (0: torch's default, all cores); 1 on a shared CPU",
-    )
-    parser.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="show progress bars")
-    if not trains:
-        return
-    parser.add_argument(
-        "--resume", action=argparse.BooleanOptionalAction, default=True,
-        help="continue from the checkpoints in --out (--no-resume starts afresh and overwrites them)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--time-limit", type=time_limit_minutes, metavar="MINUTES", default=None,
-        help="minutes of training in this call: then the step under way ends, the checkpoint is written and the "
-        "command exits with status 75; the same command continues it (Ctrl-C and SIGTERM stop the same way)",
-    )  # fmt: skip
+    """The options every command has (:class:`RunOptions`; with ``trains``, :class:`TrainingOptions`), with this
+    command's default ``out`` folder and ``threads``."""
+    add_options(parser, TrainingOptions if trains else RunOptions)
+    parser.set_defaults(out=Path(out), threads=threads)
 
 
 def apply_threads(threads: int) -> None:
     """Set torch's CPU threads as ``--threads`` says (0 leaves torch's default)."""
     if threads > 0:
         torch.set_num_threads(threads)
+
+
+# --- Options generated from dataclasses ------------------------------------------------------------------
+
+CONFIG_OPTION = "--config"
+
+
+def option(
+    default: Any,
+    help: str,
+    *,
+    parse: Callable[[str], Any] | None = None,
+    choices: Sequence[str] | None = None,
+    metavar: str | None = None,
+    aliases: Sequence[str] = (),
+    factory: Callable[[], Any] | None = None,
+) -> Any:
+    """A field of a command's options dataclass: its default, help text and, for the command line, how its
+    text is read (``parse``: an option type of this module, else the field's annotated type), its ``choices``,
+    ``metavar`` and hidden ``aliases`` (old spellings still accepted). A bool field becomes ``--x/--no-x``.
+    ``factory`` builds a mutable default (lists)."""
+    metadata = {"help": help, "parse": parse, "choices": choices, "metavar": metavar, "aliases": tuple(aliases)}
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def flag(name: str) -> str:
+    """The command-line spelling of a field: ``time_limit`` -> ``--time-limit``."""
+    return "--" + name.replace("_", "-")
+
+
+def _field_parser(config_field: Field, annotation: Any) -> Callable[[str], Any] | None:
+    parse = config_field.metadata.get("parse")
+    if parse is not None:
+        return parse
+    kinds = [kind for kind in get_args(annotation) if kind is not type(None)] or [annotation]
+    kind = kinds[0]
+    if kind is int:
+        return lambda text: _number(text, int)
+    if kind is float:
+        return lambda text: _number(text, float)
+    return kind if kind in (Path, str) else None
+
+
+def add_options(parser: argparse.ArgumentParser, options: type) -> None:
+    """Every field of the dataclass ``options`` (made with :func:`option`) as a command-line option: name, type,
+    default and help written once, in the dataclass. Each class of its hierarchy is one group of options, titled
+    by its docstring's first line, the most derived first (the command's own options before the shared ones)."""
+    hints, added = get_type_hints(options), set()
+    by_name = {item.name: item for item in fields(options)}
+    for owner in options.__mro__:
+        own = [name for name in vars(owner).get("__annotations__", {}) if name in by_name and name not in added]
+        if not own:
+            continue
+        title = (owner.__doc__ or owner.__name__).strip().splitlines()[0]
+        group = parser.add_argument_group(title.replace("``", "").rstrip("."))
+        for name in own:
+            _add_field(group, by_name[name], hints[name])
+            added.add(name)
+
+
+def _add_field(group: argparse._ArgumentGroup, config_field: Field, annotation: Any) -> None:
+    meta = config_field.metadata
+    default = config_field.default if config_field.default is not MISSING else config_field.default_factory()
+    if annotation is bool:
+        group.add_argument(flag(config_field.name), action=argparse.BooleanOptionalAction, default=default, help=meta["help"])
+        return
+    kwargs = {"type": _field_parser(config_field, annotation), "default": default, "help": meta["help"]}
+    kwargs |= {key: meta[key] for key in ("choices", "metavar") if meta.get(key) is not None}
+    group.add_argument(flag(config_field.name), dest=config_field.name, **kwargs)
+    for alias in meta["aliases"]:
+        group.add_argument(alias, dest=config_field.name, type=kwargs["type"], help=argparse.SUPPRESS, default=argparse.SUPPRESS)
+
+
+def options_from(options: type[T], namespace: argparse.Namespace) -> T:
+    """The dataclass ``options`` from parsed arguments; its own checks (``__post_init__``) raise ``ValueError``."""
+    return options(**{item.name: getattr(namespace, item.name) for item in fields(options) if hasattr(namespace, item.name)})
+
+
+def config_file_values(parser: argparse.ArgumentParser, path: Path) -> dict[str, Any]:
+    """The option values of a TOML config file (keys: option names, ``-`` or ``_``), each read as the command
+    line reads it, so a bad value is the same one-line error; unknown keys are refused."""
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        parser.error(f"{CONFIG_OPTION} {path}: {error}")
+    actions = {action.dest: action for action in parser._actions if action.option_strings}
+    values = {}
+    for key, value in table.items():
+        dest = key.replace("-", "_")
+        action = actions.get(dest)
+        if action is None or dest in ("help", "config"):
+            parser.error(f"{CONFIG_OPTION} {path}: unknown option {key!r}")
+        if isinstance(action, argparse.BooleanOptionalAction):
+            if not isinstance(value, bool):
+                parser.error(f"{CONFIG_OPTION} {path}: {key} must be true or false, got {value!r}")
+            values[dest] = value
+            continue
+        text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        if action.choices is not None and text not in action.choices:
+            parser.error(
+                f"{CONFIG_OPTION} {path}: {key}: invalid choice {text!r} (choose from {', '.join(map(str, action.choices))})"
+            )
+        try:
+            values[dest] = action.type(text) if action.type is not None else text
+        except (argparse.ArgumentTypeError, ValueError) as error:
+            parser.error(f"{CONFIG_OPTION} {path}: {key}: {error}")
+    return values
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The options every command has."""
+
+    out: Path = option(Path("results"), "output folder (JSON, plot, checkpoints)")
+    seed: int = option(0, "seed of data generation, initialisation and batch order")
+    device: str = option("auto", "'auto' (CUDA when present), 'cpu' or 'cuda[:N]'", parse=device_name)
+    threads: int = option(0, "torch CPU threads (0: torch's default, all cores); 1 on a shared CPU", parse=non_negative_int)
+    progress: bool = option(True, "show progress bars")
+
+
+@dataclass(frozen=True)
+class TrainingOptions(RunOptions):
+    """The options of every command that trains with checkpoints."""
+
+    resume: bool = option(True, "continue from the checkpoints in --out (--no-resume starts afresh and overwrites them)")
+    time_limit: float | None = option(
+        None,
+        "minutes of training in this call: then the step under way ends, the checkpoint is written and the command "
+        "exits with status 75; the same command continues it (Ctrl-C and SIGTERM stop the same way)",
+        parse=time_limit_minutes,
+        metavar="MINUTES",
+    )
+
+
+def output_folder(default: str) -> Any:
+    """The ``out`` field of a command's options with the command's own default folder."""
+    return option(Path(default), "output folder (JSON, plot, checkpoints)")

