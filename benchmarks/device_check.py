@@ -146,13 +146,13 @@ def arithmetic(device: torch.device, out: Path, seconds: float, seeds: int = 100
             "table_hours": runs * PAPER_ITERATIONS / rate / 3600}  # fmt: skip
 
 
-def _hint_run(device: torch.device, out: Path, seconds: float, argv: list[str]) -> dict[str, Any]:
-    """One ``neurosym hint`` run into ``out`` (afresh), its results.json."""
+def _hint_run(device: torch.device, out: Path, seconds: float, argv: list[str], written: str = "results.json") -> dict[str, Any]:
+    """One ``neurosym hint`` run into ``out`` (afresh), the JSON file ``written`` that it writes there."""
     command = [sys.executable, "-m", "neurosym.cli", "hint", *argv, "--device", device.type, "--no-progress", "--no-resume"]
     completed = _command([*command, "--out", str(out)], seconds)
     if completed.returncode != 0:
         raise PartFailed(f"exit status {completed.returncode}:\n{_tail(completed.stdout)}")
-    return json.loads((out / "results.json").read_text())
+    return json.loads((out / written).read_text())
 
 
 def _steps_per_second(results: dict[str, Any]) -> float:
@@ -175,7 +175,7 @@ def hint_pipeline(device: torch.device, out: Path, seconds: float) -> dict[str, 
 
 def hint_transformer(device: torch.device, out: Path, seconds: float) -> dict[str, Any]:
     argv = ["--model", "transformer_rel_uni", "--scale", "0.01", "--steps", "300", "--batch-size", "128", "--eval-every", "300"]
-    results = _hint_run(device, out / "hint_transformer", seconds, argv)
+    results = _hint_run(device, out / "hint_transformer", seconds, argv, "transformer_rel_uni_symbol.json")
     rate = _steps_per_second(results)
     return {
         "steps": results["steps"],

@@ -10,6 +10,8 @@ published rate, the median solved-at step and the mean sparsity error of the sol
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import torch
 
@@ -18,11 +20,12 @@ from neurosym.benchmarking.arithmetic_speed import measure_models
 from neurosym.benchmarking.arithmetic_training import SCHEDULES, GroupConfig, train_groups
 from neurosym.data.arithmetic import OPERATIONS, RANGE_PAIRS, SubsetLayout, operation
 from neurosym.experiments.options import (
-    add_preset_option,
-    add_run_options,
+    TrainingOptions,
     apply_threads,
     comma_list,
     fraction_up_to_one,
+    option,
+    output_folder,
     positive_float,
     positive_int,
     unit_interval,
@@ -68,104 +71,101 @@ PRESET_MEANINGS = {
 }
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_preset_option(parser, PRESET_MEANINGS, default="smoke")
-    parser.add_argument("--steps", type=positive_int, help="training steps per run (overrides the preset; 1e5 style accepted)")
-    parser.add_argument("--seeds", type=positive_int, help="runs (seeds) per model and operation (overrides the preset)")
-    parser.add_argument(
-        "--models", type=comma_list(_model_name, what="model"),
-        help=f"comma-separated models from {', '.join(MODEL_NAMES)} (overrides the preset)",
+@dataclass(frozen=True)
+class ArithmeticOptions(TrainingOptions):
+    """The options of ``neurosym arithmetic``."""
+
+    out: Path = output_folder("results/arithmetic")
+    preset: str = option("smoke", "budget (" + "; ".join(f"{name}: {text}" for name, text in PRESET_MEANINGS.items()) + ")",
+                         choices=list(PRESET_MEANINGS))  # fmt: skip
+    steps: int | None = option(None, "training steps per run (overrides the preset; 1e5 style accepted)", parse=positive_int)
+    seeds: int | None = option(None, "runs (seeds) per model and operation (overrides the preset)", parse=positive_int)
+    models: list[str] | None = option(
+        None, f"comma-separated models from {', '.join(MODEL_NAMES)} (overrides the preset)",
+        parse=comma_list(_model_name, what="model"),
     )  # fmt: skip
-    parser.add_argument(
-        "--ops", type=comma_list(_operation_name, what="operation"),
-        help=f"comma-separated operations from {', '.join(OPERATIONS)} for every model (default: the preset's; "
-        "paper: the published cells of Table 1)",
+    operations: list[str] | None = option(
+        None, f"comma-separated operations from {', '.join(OPERATIONS)} for every model (default: the preset's; "
+        "paper: the published cells of Table 1)", parse=comma_list(_operation_name, what="operation"), aliases=["--ops"],
     )  # fmt: skip
-    parser.add_argument(
-        "--schedule", choices=SCHEDULES, default="published",
-        help="regulariser warm-ups at the paper's iterations (NMU 1e6-2e6, NAU 5e3-5e4), or scaled by steps/5e6 for a short budget",
+    schedule: str = option(
+        "published", "regulariser warm-ups at the paper's iterations (NMU 1e6-2e6, NAU 5e3-5e4), or scaled by "
+        "steps/5e6 for a short budget", choices=SCHEDULES,
     )  # fmt: skip
-    parser.add_argument(
-        "--ranges",
-        choices=sorted(RANGE_PAIRS),
-        default="[1,2]",
-        help="interpolation range (its extrapolation range is the paper's)",
+    ranges: str = option("[1,2]", "interpolation range (its extrapolation range is the paper's)", choices=sorted(RANGE_PAIRS))
+    input_size: int = option(100, "input size d of the task", parse=positive_int)
+    subset_ratio: float = option(0.25, "subset size as a fraction s of d (⌊s·d⌋ elements)", parse=fraction_up_to_one)
+    overlap_ratio: float = option(0.5, "overlap as a fraction o of the subset (⌊o·subset⌋)", parse=unit_interval)
+    eval_every: int = option(1000, "steps between evaluations", parse=positive_int)
+    batch_size: int = option(128, "training batch size per run", parse=positive_int)
+    learning_rate: float = option(1e-3, "Adam learning rate", parse=positive_float, aliases=["--lr"])
+    evaluation_size: int = option(10_000, "size of the fixed validation and test sets per run", parse=positive_int)
+    epsilon: float = option(1e-5, "weight perturbation ε of the success threshold", parse=positive_float)
+    threshold_samples: int = option(1_000_000, "Monte-Carlo samples per threshold", parse=positive_int)
+    amp: bool = option(
+        False,
+        "mixed precision on CUDA, bfloat16 where supported (off by default: half precision cannot reach the 1e-8 thresholds)",
     )
-    parser.add_argument("--input-size", type=positive_int, default=100, help="input size d of the task")
-    parser.add_argument(
-        "--subset-ratio", type=fraction_up_to_one, default=0.25, help="subset size as a fraction s of d (⌊s·d⌋ elements)"
+    speed: bool = option(
+        False, "instead of the table, time batched vs one-seed-at-a-time training of each of --models (on its first operation)"
     )
-    parser.add_argument(
-        "--overlap-ratio", type=unit_interval, default=0.5, help="overlap as a fraction o of the subset (⌊o·subset⌋)"
-    )
-    parser.add_argument("--eval-every", type=positive_int, default=1000, help="steps between evaluations")
-    parser.add_argument("--batch-size", type=positive_int, default=128, help="training batch size per run")
-    parser.add_argument("--lr", type=positive_float, default=1e-3, help="Adam learning rate")
-    parser.add_argument(
-        "--evaluation-size", type=positive_int, default=10_000, help="size of the fixed validation and test sets per run"
-    )
-    parser.add_argument("--epsilon", type=positive_float, default=1e-5, help="weight perturbation ε of the success threshold")
-    parser.add_argument("--threshold-samples", type=positive_int, default=1_000_000, help="Monte-Carlo samples per threshold")
-    parser.add_argument(
-        "--amp",
-        action="store_true",
-        help="mixed precision on CUDA, bfloat16 where supported (off by default: half precision cannot reach the 1e-8 thresholds)",
-    )
-    add_run_options(parser, out="results/arithmetic")
-    parser.add_argument(
-        "--speed", action="store_true",
-        help="instead of the table, time batched vs one-seed-at-a-time training of each of --models (on its first operation)",
-    )  # fmt: skip
-    parser.add_argument("--speed-seeds", type=positive_int, default=100, help="seeds of the speed test")
-    parser.add_argument("--speed-steps", type=positive_int, default=300, help="training steps per seed in the speed test")
+    speed_seeds: int = option(100, "seeds of the speed test", parse=positive_int)
+    speed_steps: int = option(300, "training steps per seed in the speed test", parse=positive_int)
+
+    def __post_init__(self) -> None:
+        self.layout()  # its ValueError names the sizes that do not fit
+
+    def layout(self) -> SubsetLayout:
+        return SubsetLayout(self.input_size, self.subset_ratio, self.overlap_ratio)
 
 
-def run(args: argparse.Namespace) -> dict:
-    preset = PAPER if args.preset == "paper" else SMOKE
-    cells = preset["cells"] if args.models is None else None  # models of one's own choosing get their published cells
-    if args.models is None:
-        args.models = list(cells or MODEL_LAYERS)
-    args.operations = {model: _operations_for(model, args.ops, cells) for model in args.models}
-    args.steps, args.seeds = args.steps or preset["steps"], args.seeds or preset["seeds"]
-    device = resolve_device(args.device)
-    apply_threads(args.threads)
+OPTIONS = ArithmeticOptions
+GROUP_OPTIONS = ("eval_every", "batch_size", "learning_rate", "ranges", "evaluation_size", "seed", "input_size",
+                 "subset_ratio", "overlap_ratio", "schedule")  # fmt: skip
+"""The fields of :class:`GroupConfig` that the options set under the same names."""
+
+
+def run(options: ArithmeticOptions) -> dict:
+    preset = PAPER if options.preset == "paper" else SMOKE
+    cells = preset["cells"] if options.models is None else None  # models of one's own choosing get their published cells
+    models = options.models if options.models is not None else list(cells or MODEL_LAYERS)
+    options = replace(options, models=models, steps=options.steps or preset["steps"], seeds=options.seeds or preset["seeds"])
+    operations = {model: _operations_for(model, options.operations, cells) for model in models}
+    device = resolve_device(options.device)
+    apply_threads(options.threads)
     if device.type == "cpu":  # the batched steps' MB-sized buffers would page-fault every step otherwise
         retain_freed_memory()
-    amp = args.amp and amp_available(device)
-    args.out.mkdir(parents=True, exist_ok=True)
-    if args.speed:
-        return _run_speed(args, device, amp)
-    return _run_table(args, device, amp)
+    amp = options.amp and amp_available(device)
+    options.out.mkdir(parents=True, exist_ok=True)
+    if options.speed:
+        return _run_speed(options, operations, device, amp)
+    return _run_table(options, operations, device, amp)
 
 
-def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dict:
-    steps, seeds = args.steps, args.seeds
-    try:
-        layout = SubsetLayout(args.input_size, args.subset_ratio, args.overlap_ratio)
-    except ValueError as error:
-        raise SystemExit(f"neurosym arithmetic: {error}") from None
-    operations = (op for model_operations in args.operations.values() for op in model_operations)
+def _run_table(options: ArithmeticOptions, operations: dict[str, tuple[str, ...]], device: torch.device, amp: bool) -> dict:
+    steps, seeds, layout = options.steps, options.seeds, options.layout()
     thresholds = cached_thresholds(
-        operations, args.ranges, layout, args.epsilon, args.threshold_samples, args.out / "thresholds.json"
+        (op for model_operations in operations.values() for op in model_operations),
+        options.ranges,
+        layout,
+        options.epsilon,
+        options.threshold_samples,
+        options.out / "thresholds.json",
     )
-    configs = []
-    for model in args.models:
-        configs.append(GroupConfig(
-            model, args.operations[model], tuple(range(seeds)), steps, args.eval_every, args.batch_size, args.lr,
-            args.ranges, args.evaluation_size, args.seed, args.input_size, args.subset_ratio, args.overlap_ratio, args.schedule,
-        ))  # fmt: skip
-    with StopRequests(minutes_to_seconds(args.time_limit)) as stops:
-        runs, pending = train_groups(configs, device, args.out / "checkpoints", args.resume, stops, amp, args.progress)
+    shared = {name: getattr(options, name) for name in GROUP_OPTIONS}
+    configs = [GroupConfig(model, operations[model], tuple(range(seeds)), steps, **shared) for model in options.models]
+    with StopRequests(minutes_to_seconds(options.time_limit)) as stops:
+        runs, pending = train_groups(configs, device, options.out / "checkpoints", options.resume, stops, amp, options.progress)
     evaluated = [group for group in runs if group.curves.steps]
-    cells = table_cells(evaluated, thresholds, args.models)
+    cells = table_cells(evaluated, thresholds, options.models)
     result = {
         "command": "arithmetic",
-        "preset": args.preset,
+        "preset": options.preset,
         "device": str(device),
         "steps": steps,
         "seeds": seeds,
-        "ranges": args.ranges,
-        "schedule": args.schedule,
+        "ranges": options.ranges,
+        "schedule": options.schedule,
         "layout": {"input_size": layout.input_size, "subset_size": layout.subset_size, "overlap_size": layout.overlap_size},
         "thresholds": thresholds,
         "finished": not pending and all(group.finished for group in runs),
@@ -177,18 +177,21 @@ def _run_table(args: argparse.Namespace, device: torch.device, amp: bool) -> dic
     caption, headers, rows = results_table(cells, seeds, steps, (PAPER["seeds"], PAPER["steps"]))
     print(caption)
     print(format_table(headers, rows))
-    save_json(result, args.out / "results.json")
+    save_json(result, options.out / "results.json")
     if cells:
-        plot_success_rates(cells, args.out / "success_rates.png")
-        plot_learning_curves(evaluated, thresholds, args.out / "learning_curves.png")
-    print(f"Wrote {args.out / 'results.json'}" + (f", {args.out / 'success_rates.png'} and learning_curves.png" if cells else ""))
+        plot_success_rates(cells, options.out / "success_rates.png")
+        plot_learning_curves(evaluated, thresholds, options.out / "learning_curves.png")
+    print(
+        f"Wrote {options.out / 'results.json'}"
+        + (f", {options.out / 'success_rates.png'} and learning_curves.png" if cells else "")
+    )
     stopped = runs[-1]
     if stopped.stop_reason is not None:
         waiting = [f"{label}: {', '.join(models)}" for label, models in
                    (("not evaluated yet", result["not_evaluated"]), ("not started", pending)) if models]  # fmt: skip
         print(f"{stopped.config.model} stopped at step {stopped.step} of {steps}" + "".join(f"; {part}" for part in waiting))
         raise TrainingInterrupted(
-            stopped.step, steps, stopped.stop_reason, args.out / "checkpoints", resume_with="the same command"
+            stopped.step, steps, stopped.stop_reason, options.out / "checkpoints", resume_with="the same command"
         )
     return result
 
@@ -205,21 +208,21 @@ SPEEDUP_GOAL = 20
 """The batched-seed speed-up the benchmark aims at on a CPU (shown in the speed plot)."""
 
 
-def _run_speed(args: argparse.Namespace, device: torch.device, amp: bool) -> dict:
-    """Time every model of ``--models`` on its first operation (``--ops`` or the model's default)."""
-    first = {model: (args.operations[model] or ("add",))[0] for model in args.models}
-    timed = measure_models(first, args.speed_seeds, args.speed_steps, device, amp)
+def _run_speed(options: ArithmeticOptions, operations: dict[str, tuple[str, ...]], device: torch.device, amp: bool) -> dict:
+    """Time every model of ``--models`` on its first operation (``--operations`` or the model's default)."""
+    first = {model: (operations[model] or ("add",))[0] for model in options.models}
+    timed = measure_models(first, options.speed_seeds, options.speed_steps, device, amp)
     result = {"command": "arithmetic --speed", "device": str(device), "threads": torch.get_num_threads(),
-              "seeds": args.speed_seeds, "steps": args.speed_steps, "models": timed}  # fmt: skip
+              "seeds": options.speed_seeds, "steps": options.speed_steps, "models": timed}  # fmt: skip
     rows = [
-        [f"{run['model']} ({OPERATIONS[run['operation']].symbol})", mode, args.speed_seeds, args.speed_steps,
+        [f"{run['model']} ({OPERATIONS[run['operation']].symbol})", mode, options.speed_seeds, options.speed_steps,
          run[f"{key}_seconds"], run[f"{key}_rate"], run["speedup"] if key == "batched" else 1.0]
         for run in timed
         for mode, key in (("batched (one ensemble model)", "batched"), ("one seed at a time", "sequential"))
     ]  # fmt: skip
     print(format_table(["Model", "Mode", "Seeds", "Steps", "Seconds", "Seed-iterations/s", "Speed-up"], rows))
-    save_json(result, args.out / "speed.json")
+    save_json(result, options.out / "speed.json")
     labels = [f"{run['model']} ({OPERATIONS[run['operation']].symbol})" for run in timed]
-    title = f"{args.speed_seeds} seeds batched vs one at a time ({device}, {torch.get_num_threads()} threads)"
-    plot_speedups(labels, [run["speedup"] for run in timed], SPEEDUP_GOAL, title, args.out / "speed.png")
+    title = f"{options.speed_seeds} seeds batched vs one at a time ({device}, {torch.get_num_threads()} threads)"
+    plot_speedups(labels, [run["speedup"] for run in timed], SPEEDUP_GOAL, title, options.out / "speed.png")
     return result
