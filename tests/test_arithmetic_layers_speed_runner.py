@@ -9,6 +9,7 @@ import pytest
 
 from neurosym.cli import main
 from neurosym.experiments import layer_speed
+from neurosym.experiments.options import add_options
 
 
 def test_layer_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> None:
@@ -34,7 +35,7 @@ def test_shape_argument_rejects_malformed_text(text: str) -> None:
 
 def test_non_positive_settings_are_usage_errors(tmp_path, capsys) -> None:
     parser = argparse.ArgumentParser()
-    layer_speed.add_arguments(parser)
+    add_options(parser, layer_speed.OPTIONS)
     for option in ("--rounds", "--batch-size"):
         with pytest.raises(SystemExit):
             parser.parse_args([option, "0", "--out", str(tmp_path)])

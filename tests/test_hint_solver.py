@@ -187,7 +187,7 @@ def test_solver_speed_runner_writes_table_json_and_plot(tmp_path, capsys):
 
     from neurosym.cli import main
 
-    assert main(["solver-speed", "--preset", "smoke", "--repeats", "1", "--batch-sizes", "16,256", "--out", str(tmp_path)]) == 0
+    assert main(["solver-speed", "--preset", "smoke", "--rounds", "1", "--batch-sizes", "16,256", "--out", str(tmp_path)]) == 0
     report = json.loads((tmp_path / "solver_speed.json").read_text())
     paths = [(r["path"], r["batch_size"]) for r in report["runs"]]
     assert paths == [("lark", 1), ("batch", 16), ("batch", 256)]

@@ -11,14 +11,23 @@ universal Transformer with and without the key/value cache. Times are medians of
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from neurosym.benchmarking.speed_steps import decode_step, time_attention
 from neurosym.benchmarking.timing import fastest_of_rounds
-from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
+from neurosym.experiments.options import (
+    RunOptions,
+    comma_list,
+    non_negative_int,
+    option,
+    output_folder,
+    positive_float,
+    positive_int,
+)
 from neurosym.experiments.report import format_table
 from neurosym.plots.speed import plot_times_over_length
 from neurosym.training import resolve_device
@@ -29,84 +38,83 @@ RELATIVE_NAMES = {"xl": "XL", "xl_clipped": "clipped XL", "shaw": "Shaw"}
 DIGITS = 10
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--lengths",
-        type=comma_list(positive_int, what="length"),
-        default=[64, 256, 1024],
-        help="comma-separated sequence lengths to time",
+@dataclass(frozen=True)
+class AttentionSpeedOptions(RunOptions):
+    """The options of ``neurosym attention-speed``."""
+
+    out: Path = output_folder("results/attention_speed")
+    threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
+    lengths: list[int] = option(
+        None,
+        "comma-separated sequence lengths to time",
+        parse=comma_list(positive_int, what="length"),
+        factory=lambda: [64, 256, 1024],
     )
-    parser.add_argument("--batch-size", type=positive_int, default=None, help="sequences per batch (default: 8 CPU, 64 CUDA)")
-    parser.add_argument("--dim", type=positive_int, default=256, help="model width")
-    parser.add_argument("--heads", type=positive_int, default=8, help="attention heads")
-    parser.add_argument(
-        "--position-dim",
-        type=positive_int,
-        default=None,
-        help="sinusoid features of XL attention (default: the head dimension; Transformer-XL uses --dim)",
+    batch_size: int | None = option(None, "sequences per batch (default: 8 CPU, 64 CUDA)", parse=positive_int)
+    dim: int = option(256, "model width", parse=positive_int)
+    heads: int = option(8, "attention heads", parse=positive_int)
+    position_dim: int | None = option(
+        None, "sinusoid features of XL attention (default: the head dimension; Transformer-XL uses --dim)", parse=positive_int
     )
-    parser.add_argument(
-        "--decode-batch", type=positive_int, default=None, help="expressions per decoding batch (default: 64 CPU, 1024 CUDA)"
+    decode_batch: int | None = option(None, "expressions per decoding batch (default: 64 CPU, 1024 CUDA)", parse=positive_int)
+    source_length: int = option(40, "source tokens of every decoded expression", parse=positive_int)
+    min_time: float = option(0.5, "seconds of measurement per configuration and round", parse=positive_float)
+    rounds: int = option(
+        3, "interleaved timing rounds; each configuration keeps its fastest (resists load changes)", parse=positive_int
     )
-    parser.add_argument("--source-length", type=positive_int, default=40, help="source tokens of every decoded expression")
-    parser.add_argument("--min-time", type=positive_float, default=0.5, help="seconds of measurement per configuration and round")
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=3,
-        help="interleaved timing rounds; each configuration keeps its fastest (resists load changes)",
-    )
-    add_run_options(parser, out="results/attention_speed", threads=1, trains=False)
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    device = resolve_device(args.device)
+OPTIONS = AttentionSpeedOptions
+
+
+def run(options: AttentionSpeedOptions) -> dict[str, Any]:
+    device = resolve_device(options.device)
     cuda = device.type == "cuda"
-    batch = args.batch_size or (64 if cuda else 8)
-    decode_batch = args.decode_batch or (1024 if cuda else 64)
-    torch.manual_seed(args.seed)
+    batch = options.batch_size or (64 if cuda else 8)
+    decode_batch = options.decode_batch or (1024 if cuda else 64)
+    torch.manual_seed(options.seed)
     attention = time_attention(
-        ATTENTIONS, args.lengths, batch, args.dim, args.heads, device, args.position_dim,
-        rounds=args.rounds, min_time=args.min_time, threads=args.threads, progress=args.progress,
+        ATTENTIONS, options.lengths, batch, options.dim, options.heads, device, options.position_dim,
+        rounds=options.rounds, min_time=options.min_time, threads=options.threads, progress=options.progress,
     )  # fmt: skip
     decoders = {
-        name: decode_step(name == "cached", decode_batch, args.source_length, args.dim, args.heads, DIGITS, device)
+        name: decode_step(name == "cached", decode_batch, options.source_length, options.dim, options.heads, DIGITS, device)
         for name in ("cached", "uncached")
     }
-    decoding = fastest_of_rounds(decoders, args.rounds, args.min_time, args.threads, "decoding", args.progress)
+    decoding = fastest_of_rounds(decoders, options.rounds, options.min_time, options.threads, "decoding", options.progress)
     rows = [
         [
             length,
             *(1000 * attention[kind][length] for kind in ATTENTIONS),
             *(attention[kind][length] / attention["vanilla"][length] for kind in RELATIVE_NAMES),
         ]
-        for length in args.lengths
+        for length in options.lengths
     ]
     headers = ["length", "vanilla SDPA (ms)", *(f"relative {name} (ms)" for name in RELATIVE_NAMES.values())]
     headers += [f"{name} / vanilla" for name in RELATIVE_NAMES.values()]
-    where = f"{device}, batch {batch}, dim {args.dim}, {args.heads} heads, forward + backward"
+    where = f"{device}, batch {batch}, dim {options.dim}, {options.heads} heads, forward + backward"
     print(f"Self-attention ({where})")
     print(format_table(headers, rows))
     speedup = decoding["uncached"] / decoding["cached"]
     print(
         f"\nGreedy decoding of {DIGITS} digits, relative universal Transformer, {decode_batch} sources of "
-        f"{args.source_length} tokens"
+        f"{options.source_length} tokens"
     )
     print(format_table(["cache", "time (ms)"], [[name, 1000 * t] for name, t in decoding.items()]))
     print(f"cached decoding is {speedup:.2f}x faster")
     result = {
         "device": str(device),
-        "threads": args.threads if not cuda else None,
+        "threads": options.threads if not cuda else None,
         "batch_size": batch,
-        "dim": args.dim,
-        "heads": args.heads,
-        "position_dim": args.position_dim or args.dim // args.heads,
+        "dim": options.dim,
+        "heads": options.heads,
+        "position_dim": options.position_dim or options.dim // options.heads,
         "attention_seconds": attention,
-        "rounds": args.rounds,
+        "rounds": options.rounds,
         "decode_batch": decode_batch,
         "decoding_seconds": decoding,
         "decoding_speedup": speedup,
     }
-    save_json(result, args.out / "attention_speed.json")
-    plot_times_over_length(attention, args.lengths, where, args.out / "attention_speed.png")
+    save_json(result, options.out / "attention_speed.json")
+    plot_times_over_length(attention, options.lengths, where, options.out / "attention_speed.png")
     return result

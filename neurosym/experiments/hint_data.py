@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 
 from neurosym.data.hint import (
@@ -24,7 +25,7 @@ from neurosym.data.hint import (
     write_release,
 )
 from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank, load_npz_bank
-from neurosym.experiments.options import add_preset_option, add_run_options, fraction_up_to_one, positive_int
+from neurosym.experiments.options import OutputOptions, fraction_up_to_one, option, output_folder, positive_int
 from neurosym.experiments.report import format_table
 from neurosym.plots.hint_data import plot_statistics
 from neurosym.training.checkpoint import save_json
@@ -39,60 +40,63 @@ def _bank_source(text: str) -> str:
     return text
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_preset_option(
-        parser, {"smoke": f"scale {SMOKE_SCALE}, a few seconds", "paper": "scale 1, the released sizes (Table A1)"}, "paper"
-    )
-    parser.add_argument(
-        "--scale", type=fraction_up_to_one, default=None, help="fraction of the released sizes (overrides the preset)"
-    )
-    add_run_options(parser, out="results/hint_data", trains=False)
-    parser.add_argument("--fewshot", action="store_true", help="also generate the few-shot splits of x y a b c d")
-    parser.add_argument(
-        "--bank",
-        type=_bank_source,
-        default="default",
-        help="symbol images: 'default' (real handwriting, drawn brackets), 'none' (no images), a symbol_images folder, or an .npz",
-    )
-    parser.add_argument("--drawn-per-symbol", type=positive_int, default=2000, help="drawn images per symbol in the default bank")
-    parser.add_argument("--stats-sample", type=positive_int, default=100_000, help="records per split used for statistics")
-    parser.add_argument("--no-cache", action="store_true", help="regenerate instead of using the on-disk cache")
+@dataclass(frozen=True)
+class HintDataOptions(OutputOptions):
+    """The options of ``neurosym hint-data`` (it runs on the CPU)."""
+
+    out: Path = output_folder("results/hint_data")
+    preset: str = option(
+        "paper", f"budget (smoke: scale {SMOKE_SCALE}, a few seconds; paper: scale 1, the released sizes (Table A1))",
+        choices=["smoke", "paper"],
+    )  # fmt: skip
+    scale: float | None = option(None, "fraction of the released sizes (overrides the preset)", parse=fraction_up_to_one)
+    fewshot: bool = option(False, "also generate the few-shot splits of x y a b c d")
+    bank: str = option(
+        "default", "symbol images: 'default' (real handwriting, drawn brackets), 'none' (no images), a symbol_images "
+        "folder, or an .npz", parse=_bank_source,
+    )  # fmt: skip
+    drawn_per_symbol: int = option(2000, "drawn images per symbol in the default bank", parse=positive_int)
+    stats_sample: int = option(100_000, "records per split used for statistics", parse=positive_int)
+    cache: bool = option(True, "use the on-disk cache of generated splits (--no-cache regenerates)")
 
 
-def _bank(args: argparse.Namespace) -> SymbolBank | None:
-    if args.bank == "none":
+OPTIONS = HintDataOptions
+
+
+def _bank(options: HintDataOptions) -> SymbolBank | None:
+    if options.bank == "none":
         return None
-    if args.bank == "default":
-        return default_bank(drawn_per_symbol=args.drawn_per_symbol, seed=args.seed)
-    path = Path(args.bank)
-    return load_npz_bank(path, seed=args.seed) if path.suffix == ".npz" else load_folder_bank(path, seed=args.seed)
+    if options.bank == "default":
+        return default_bank(drawn_per_symbol=options.drawn_per_symbol, seed=options.seed)
+    path = Path(options.bank)
+    return load_npz_bank(path, seed=options.seed) if path.suffix == ".npz" else load_folder_bank(path, seed=options.seed)
 
 
-def run(args: argparse.Namespace) -> dict:
-    scale = args.scale or (SMOKE_SCALE if args.preset == "smoke" else 1.0)
+def run(options: HintDataOptions) -> dict:
+    scale = options.scale or (SMOKE_SCALE if options.preset == "smoke" else 1.0)
     started = time.perf_counter()
-    splits = main_split(scale=scale, seed=args.seed, cache=not args.no_cache, progress=args.progress)
+    splits = main_split(scale=scale, seed=options.seed, cache=options.cache, progress=options.progress)
     generation_seconds = time.perf_counter() - started
     fewshot = (
         {
-            c: fewshot_split(c, scale=scale, seed=args.seed, cache=not args.no_cache, progress=args.progress)
+            c: fewshot_split(c, scale=scale, seed=options.seed, cache=options.cache, progress=options.progress)
             for c in FEWSHOT_CONCEPTS
         }
-        if args.fewshot
+        if options.fewshot
         else None
     )
-    bank = _bank(args)
-    release = args.out / "release"
-    write_release(release, splits, bank=bank, fewshot=fewshot, seed=args.seed, progress=args.progress)
+    bank = _bank(options)
+    release = options.out / "release"
+    write_release(release, splits, bank=bank, fewshot=fewshot, seed=options.seed, progress=options.progress)
     rows, stats = [], {}
     for name, split in splits.items():
-        split_rows, stats[name] = split_summary(name, split, args.stats_sample, args.seed)
+        split_rows, stats[name] = split_summary(name, split, options.stats_sample, options.seed)
         rows += split_rows
     divergence = symbol_kl_divergence(stats["train"]["all"]["symbol"], stats["test"]["all"]["symbol"])
     table = format_table(SUMMARY_COLUMNS, rows)
     print(table)
     print(f"\nKL(train symbols || test symbols) = {divergence:.4f} (paper: 0.0055)")
-    print(f"generation: {generation_seconds:.1f} s (scale {scale:g}, seed {args.seed}); release written to {release}")
+    print(f"generation: {generation_seconds:.1f} s (scale {scale:g}, seed {options.seed}); release written to {release}")
     plot_statistics(
         {
             f"{split} {subset}": stats[split][subset]
@@ -100,11 +104,11 @@ def run(args: argparse.Namespace) -> dict:
             for subset in stats[split]
             if subset == "all" or split == "test"
         },
-        args.out / "statistics.png",
+        options.out / "statistics.png",
     )
     result = {
         "scale": scale,
-        "seed": args.seed,
+        "seed": options.seed,
         "generation_seconds": generation_seconds,
         "sizes": {name: len(split) for name, split in splits.items()},
         "subsets": {name: dict(Counter(split.eval.tolist())) for name, split in splits.items()},
@@ -116,5 +120,5 @@ def run(args: argparse.Namespace) -> dict:
             for s, parts in stats.items()
         },
     }
-    save_json(result, args.out / "hint_data.json")
+    save_json(result, options.out / "hint_data.json")
     return result

@@ -9,12 +9,22 @@ rounds (:func:`~neurosym.benchmarking.timing.fastest_of_rounds`), CUDA synchroni
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 from neurosym.benchmarking.speed_steps import UNIT_GOALS, UNITS, unit_records, unit_step
 from neurosym.benchmarking.timing import fastest_of_rounds
-from neurosym.experiments.options import add_run_options, comma_list, positive_float, positive_int
+from neurosym.experiments.options import (
+    RunOptions,
+    comma_list,
+    non_negative_int,
+    option,
+    output_folder,
+    positive_float,
+    positive_int,
+)
 from neurosym.experiments.report import format_table
 from neurosym.plots.speed import plot_unit_ratios
 from neurosym.training import resolve_device
@@ -33,34 +43,39 @@ def _shape(text: str) -> tuple[int, int]:
     return in_features, out_features
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--shapes",
-        type=comma_list(_shape, what="shape"),
-        default=[(100, 2), (512, 512)],
-        help="comma-separated layer shapes IN x OUT",
+@dataclass(frozen=True)
+class LayerSpeedOptions(RunOptions):
+    """The options of ``neurosym layer-speed``."""
+
+    out: Path = output_folder("results/layer_speed")
+    threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
+    shapes: list[tuple[int, int]] = option(
+        None,
+        "comma-separated layer shapes IN x OUT",
+        parse=comma_list(_shape, what="shape"),
+        factory=lambda: [(100, 2), (512, 512)],
     )
-    parser.add_argument(
-        "--units", type=comma_list(str, what="unit", choices=[name for name in UNITS if name != BASELINE]),
-        default=["NAU", "NMU", "NMU-compiled", "NALU"], help="comma-separated units to time against nn.Linear",
+    units: list[str] = option(
+        None, "comma-separated units to time against nn.Linear",
+        parse=comma_list(str, what="unit", choices=[name for name in UNITS if name != BASELINE]),
+        factory=lambda: ["NAU", "NMU", "NMU-compiled", "NALU"],
     )  # fmt: skip
-    parser.add_argument("--batch-size", type=positive_int, default=128, help="rows per forward/backward step")
-    parser.add_argument(
-        "--rounds",
-        type=positive_int,
-        default=20,
-        help="interleaved timing rounds; each layer keeps its fastest (many short rounds resist load changes)",
+    batch_size: int = option(128, "rows per forward/backward step", parse=positive_int)
+    rounds: int = option(
+        20, "interleaved timing rounds; each layer keeps its fastest (many short rounds resist load changes)", parse=positive_int
     )
-    parser.add_argument("--min-time", type=positive_float, default=0.02, help="seconds of measurement per layer and round")
-    add_run_options(parser, out="results/layer_speed", threads=1, trains=False)
+    min_time: float = option(0.02, "seconds of measurement per layer and round", parse=positive_float)
 
 
-def run(args: argparse.Namespace) -> dict:
-    device = resolve_device(args.device)
-    torch.manual_seed(args.seed)
-    names = [BASELINE, *dict.fromkeys(args.units)]
-    steps = {(shape, name): unit_step(name, shape, args.batch_size, device) for shape in args.shapes for name in names}
-    best = fastest_of_rounds(steps, args.rounds, args.min_time, args.threads, "layer-speed", args.progress)
+OPTIONS = LayerSpeedOptions
+
+
+def run(options: LayerSpeedOptions) -> dict:
+    device = resolve_device(options.device)
+    torch.manual_seed(options.seed)
+    names = [BASELINE, *dict.fromkeys(options.units)]
+    steps = {(shape, name): unit_step(name, shape, options.batch_size, device) for shape in options.shapes for name in names}
+    best = fastest_of_rounds(steps, options.rounds, options.min_time, options.threads, "layer-speed", options.progress)
     records = unit_records(best, BASELINE)
     headers = ["shape", "unit", "fwd+bwd µs", "× Linear", "goal", "meets goal"]
     rows = [
@@ -75,18 +90,18 @@ def run(args: argparse.Namespace) -> dict:
         for r in records
     ]
     table = format_table(headers, rows)
-    print(f"device: {device} ({args.threads} threads), batch {args.batch_size}, fastest of {args.rounds} rounds")
+    print(f"device: {device} ({options.threads} threads), batch {options.batch_size}, fastest of {options.rounds} rounds")
     print(table)
     results = {
         "device": str(device),
-        "threads": args.threads,
-        "batch_size": args.batch_size,
-        "rounds": args.rounds,
-        "min_time": args.min_time,
-        "seed": args.seed,
+        "threads": options.threads,
+        "batch_size": options.batch_size,
+        "rounds": options.rounds,
+        "min_time": options.min_time,
+        "seed": options.seed,
         "records": records,
         "table": table,
     }
-    save_json(results, args.out / "layer_speed.json")
-    plot_unit_ratios(records, BASELINE, UNIT_GOALS, args.out / "layer_speed.png")
+    save_json(results, options.out / "layer_speed.json")
+    plot_unit_ratios(records, BASELINE, UNIT_GOALS, options.out / "layer_speed.png")
     return results

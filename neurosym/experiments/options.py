@@ -223,19 +223,19 @@ def _field_parser(config_field: Field, annotation: Any) -> Callable[[str], Any] 
 
 def add_options(parser: argparse.ArgumentParser, options: type) -> None:
     """Every field of the dataclass ``options`` (made with :func:`option`) as a command-line option: name, type,
-    default and help written once, in the dataclass. Each class of its hierarchy is one group of options, titled
-    by its docstring's first line, the most derived first (the command's own options before the shared ones)."""
-    hints, added = get_type_hints(options), set()
-    by_name = {item.name: item for item in fields(options)}
-    for owner in options.__mro__:
-        own = [name for name in vars(owner).get("__annotations__", {}) if name in by_name and name not in added]
-        if not own:
-            continue
-        title = (owner.__doc__ or owner.__name__).strip().splitlines()[0]
-        group = parser.add_argument_group(title.replace("``", "").rstrip("."))
-        for name in own:
-            _add_field(group, by_name[name], hints[name])
-            added.add(name)
+    default and help written once, in the dataclass. Two groups: the fields ``options`` declares (titled by its
+    docstring's first line), then those it inherits, the options shared with other commands."""
+    hints = get_type_hints(options)
+    own = set(vars(options).get("__annotations__", {}))
+    titles = ((options.__doc__ or options.__name__).strip().splitlines()[0].replace("``", "").rstrip("."), SHARED_TITLE)
+    for title, chosen in zip(titles, (True, False)):
+        group = parser.add_argument_group(title)
+        for config_field in fields(options):
+            if (config_field.name in own) == chosen:
+                _add_field(group, config_field, hints[config_field.name])
+
+
+SHARED_TITLE = "options shared with other commands"
 
 
 def _add_field(group: argparse._ArgumentGroup, config_field: Field, annotation: Any) -> None:
@@ -288,14 +288,26 @@ def config_file_values(parser: argparse.ArgumentParser, path: Path) -> dict[str,
 
 
 @dataclass(frozen=True)
-class RunOptions:
+class OutputOptions:
     """The options every command has."""
 
     out: Path = option(Path("results"), "output folder (JSON, plot, checkpoints)")
     seed: int = option(0, "seed of data generation, initialisation and batch order")
-    device: str = option("auto", "'auto' (CUDA when present), 'cpu' or 'cuda[:N]'", parse=device_name)
-    threads: int = option(0, "torch CPU threads (0: torch's default, all cores); 1 on a shared CPU", parse=non_negative_int)
     progress: bool = option(True, "show progress bars")
+
+
+@dataclass(frozen=True)
+class ThreadOptions(OutputOptions):
+    """The options of every command that computes on the CPU."""
+
+    threads: int = option(0, "torch CPU threads (0: torch's default, all cores); 1 on a shared CPU", parse=non_negative_int)
+
+
+@dataclass(frozen=True)
+class RunOptions(ThreadOptions):
+    """The options of every command that computes with torch on a device."""
+
+    device: str = option("auto", "'auto' (CUDA when present), 'cpu' or 'cuda[:N]'", parse=device_name)
 
 
 @dataclass(frozen=True)

@@ -9,18 +9,20 @@ the CPU, so there is no ``--device`` option.
 
 from __future__ import annotations
 
-import argparse
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from neurosym.benchmarking.solver_speed import measure_solvers
 from neurosym.data.hint import random_sentences
 from neurosym.experiments.options import (
-    add_preset_option,
-    add_run_options,
+    ThreadOptions,
     apply_threads,
     comma_list,
     non_negative_int,
+    option,
+    output_folder,
     positive_int,
 )
 from neurosym.experiments.report import format_table
@@ -28,36 +30,47 @@ from neurosym.plots.speed import plot_solver_throughput
 from neurosym.training.checkpoint import save_json
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--operators", type=comma_list(non_negative_int, what="operator count"), default=[10],
-        help="comma-separated operator counts n_op of the expressions",
+@dataclass(frozen=True)
+class SolverSpeedOptions(ThreadOptions):
+    """The options of ``neurosym solver-speed``."""
+
+    out: Path = output_folder("results/solver-speed")
+    threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
+    preset: str = option("cpu", "budget (smoke: 512 expressions (100 through Lark), small batches; cpu: --count and "
+                         "--lark-count as given)", choices=["smoke", "cpu"])  # fmt: skip
+    operator_counts: list[int] = option(
+        None, "comma-separated operator counts n_op of the expressions", parse=comma_list(non_negative_int, what="operator count"),
+        aliases=["--operators"], factory=lambda: [10],
     )  # fmt: skip
-    parser.add_argument(
-        "--count", type=positive_int, default=32768, help="expressions sampled per operator count (the largest batch)"
-    )
-    parser.add_argument("--lark-count", type=positive_int, default=2000, help="expressions per operator count for the Lark path")
-    parser.add_argument(
-        "--batch-sizes", type=comma_list(positive_int, what="batch size"), default=[1, 16, 256, 4096, 32768],
-        help="comma-separated batch sizes of the batch solver",
+    count: int = option(32768, "expressions sampled per operator count (the largest batch)", parse=positive_int)
+    lark_count: int = option(2000, "expressions per operator count for the Lark path", parse=positive_int)
+    batch_sizes: list[int] = option(
+        None, "comma-separated batch sizes of the batch solver", parse=comma_list(positive_int, what="batch size"),
+        factory=lambda: [1, 16, 256, 4096, 32768],
     )  # fmt: skip
-    parser.add_argument("--repeats", type=positive_int, default=5, help="interleaved timing rounds; the fastest is kept")
-    add_preset_option(
-        parser, {"smoke": "512 expressions (100 through Lark), small batches", "cpu": "--count and --lark-count as given"}, "cpu"
-    )
-    add_run_options(parser, out="results/solver-speed", threads=1, trains=False)
+    rounds: int = option(5, "interleaved timing rounds; the fastest is kept", parse=positive_int, aliases=["--repeats"])
+
+    def __post_init__(self) -> None:
+        count, lark_count, batch_sizes = self.budget()
+        if not batch_sizes or lark_count > count:
+            raise ValueError("--batch-sizes needs a size <= --count, and --lark-count must not exceed --count")
+
+    def budget(self) -> tuple[int, int, list[int]]:
+        """Expressions per operator count, those through Lark, and the batch sizes that fit: the preset's or given."""
+        count, lark_count = (512, 100) if self.preset == "smoke" else (self.count, self.lark_count)
+        return count, lark_count, [size for size in self.batch_sizes if size <= count]
 
 
-def run(args: argparse.Namespace) -> dict:
-    apply_threads(args.threads)
-    count, lark_count = (512, 100) if args.preset == "smoke" else (args.count, args.lark_count)
-    batch_sizes = [b for b in args.batch_sizes if b <= count]
-    if not batch_sizes or lark_count > count:
-        raise SystemExit("neurosym solver-speed: --batch-sizes needs a size <= --count, and --lark-count must not exceed --count")
-    rng = np.random.default_rng(args.seed)
-    sentences = {n_operators: random_sentences(n_operators, count, rng) for n_operators in args.operators}
-    runs = measure_solvers(sentences, lark_count, batch_sizes, args.repeats, args.progress)
-    results = {"machine": "CPU (numpy)", "seed": args.seed, "repeats": args.repeats, "runs": runs}
+OPTIONS = SolverSpeedOptions
+
+
+def run(options: SolverSpeedOptions) -> dict:
+    apply_threads(options.threads)
+    count, lark_count, batch_sizes = options.budget()
+    rng = np.random.default_rng(options.seed)
+    sentences = {n_operators: random_sentences(n_operators, count, rng) for n_operators in options.operator_counts}
+    runs = measure_solvers(sentences, lark_count, batch_sizes, options.rounds, options.progress)
+    results = {"machine": "CPU (numpy)", "seed": options.seed, "rounds": options.rounds, "runs": runs}
 
     headers = ["n_op", "path", "batch", "expressions", "expr/s (wall)", "× Lark", "expr/s (CPU)", "× Lark (CPU)"]
     rows = [
@@ -74,7 +87,7 @@ def run(args: argparse.Namespace) -> dict:
         for r in runs
     ]
     print(format_table(headers, rows))
-    args.out.mkdir(parents=True, exist_ok=True)
-    save_json(results, args.out / "solver_speed.json")
-    plot_solver_throughput(runs, args.out / "solver_speed.png")
+    options.out.mkdir(parents=True, exist_ok=True)
+    save_json(results, options.out / "solver_speed.json")
+    plot_solver_throughput(runs, options.out / "solver_speed.png")
     return results
