@@ -29,7 +29,7 @@ def released_folder(root: Path) -> Path:
 
 def test_runner_trains_and_scores_every_model(tmp_path):
     data, out = released_folder(tmp_path / "data"), tmp_path / "out"
-    argv = ["mathematics", "--preset", "smoke", "--data-root", str(data), "--modules", "arithmetic__mixed,arithmetic__div",
+    argv = ["mathematics", "--preset", "smoke", "--data", str(data), "--modules", "arithmetic__mixed,arithmetic__div",
             "--device", "cpu", "--out", str(out)]  # fmt: skip
     assert main([*argv, "--models", "symbolic,transformer,lstm_att,lstm_att_bi", "--steps", "3"]) == 0
     results = json.loads((out / "results.json").read_text())
@@ -59,7 +59,7 @@ def test_runner_trains_and_scores_every_model(tmp_path):
 @pytest.mark.usefixtures("one_thread")
 def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path):
     data = released_folder(tmp_path / "data")
-    argv = ["mathematics", "--preset", "smoke", "--data-root", str(data), "--modules", "arithmetic__mixed,arithmetic__div",
+    argv = ["mathematics", "--preset", "smoke", "--data", str(data), "--modules", "arithmetic__mixed,arithmetic__div",
             "--device", "cpu", "--models", "lstm_att_bi", "--checkpoint-every", "2", "--threads", "1"]  # fmt: skip
     main([*argv, "--steps", "7", "--out", str(tmp_path / "straight")])
     assert main([*argv, "--steps", "4", "--out", str(tmp_path / "resumed")]) == 0

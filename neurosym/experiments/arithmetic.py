@@ -28,6 +28,7 @@ from neurosym.experiments.options import (
     output_folder,
     positive_float,
     positive_int,
+    preset_option,
     unit_interval,
 )
 from neurosym.experiments.report import format_table
@@ -76,8 +77,7 @@ class ArithmeticOptions(TrainingOptions):
     """The options of ``neurosym arithmetic``."""
 
     out: Path = output_folder("results/arithmetic")
-    preset: str = option("smoke", "budget (" + "; ".join(f"{name}: {text}" for name, text in PRESET_MEANINGS.items()) + ")",
-                         choices=list(PRESET_MEANINGS))  # fmt: skip
+    preset: str = preset_option(PRESET_MEANINGS, "smoke")
     steps: int | None = option(None, "training steps per run (overrides the preset; 1e5 style accepted)", parse=positive_int)
     seeds: int | None = option(None, "runs (seeds) per model and operation (overrides the preset)", parse=positive_int)
     models: list[str] | None = option(

@@ -25,7 +25,7 @@ from neurosym.data.hint import (
     write_release,
 )
 from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank, load_npz_bank
-from neurosym.experiments.options import OutputOptions, fraction_up_to_one, option, output_folder, positive_int
+from neurosym.experiments.options import OutputOptions, fraction_up_to_one, option, output_folder, positive_int, preset_option
 from neurosym.experiments.report import format_table
 from neurosym.plots.hint_data import plot_statistics
 from neurosym.training.checkpoint import save_json
@@ -45,10 +45,9 @@ class HintDataOptions(OutputOptions):
     """The options of ``neurosym hint-data`` (it runs on the CPU)."""
 
     out: Path = output_folder("results/hint_data")
-    preset: str = option(
-        "paper", f"budget (smoke: scale {SMOKE_SCALE}, a few seconds; paper: scale 1, the released sizes (Table A1))",
-        choices=["smoke", "paper"],
-    )  # fmt: skip
+    preset: str = preset_option(
+        {"smoke": f"scale {SMOKE_SCALE}, a few seconds", "paper": "scale 1, the released sizes (Table A1)"}, "paper"
+    )
     scale: float | None = option(None, "fraction of the released sizes (overrides the preset)", parse=fraction_up_to_one)
     fewshot: bool = option(False, "also generate the few-shot splits of x y a b c d")
     bank: str = option(

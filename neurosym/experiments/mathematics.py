@@ -10,22 +10,24 @@ same test questions without training.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
 from neurosym.experiments.options import (
-    add_compile_option,
-    add_preset_option,
-    add_run_options,
+    COMPILE_HELP,
+    TrainingOptions,
     apply_threads,
     comma_list,
     existing_folder,
+    option,
+    output_folder,
     positive_float,
     positive_int,
+    preset_option,
 )
 from neurosym.experiments.report import format_table
 from neurosym.metrics.mathematics import results_table
@@ -55,49 +57,48 @@ PRESET_MEANINGS = {
 }
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--models", type=comma_list(str, what="model", choices=MODELS), default=list(MODELS),
-        help=f"comma-separated models to evaluate from {', '.join(MODELS)}",
+@dataclass(frozen=True)
+class MathematicsOptions(TrainingOptions):
+    """The options of ``neurosym mathematics``."""
+
+    out: Path = output_folder("results/mathematics")
+    models: list[str] = option(
+        None, f"comma-separated models to evaluate from {', '.join(MODELS)}",
+        parse=comma_list(str, what="model", choices=MODELS), factory=lambda: list(MODELS),
     )  # fmt: skip
-    parser.add_argument(
-        "--modules", type=comma_list(str, what="module"), default=list(DEFAULT_MODULES),
-        help="comma-separated training/interpolation modules (file stems)",
+    modules: list[str] = option(
+        None, "comma-separated training/interpolation modules (file stems)", parse=comma_list(str, what="module"),
+        factory=lambda: list(DEFAULT_MODULES),
     )  # fmt: skip
-    add_preset_option(parser, PRESET_MEANINGS, default="cpu")
-    parser.add_argument("--steps", type=positive_int, default=None, help="training steps (default: the config's)")
-    parser.add_argument("--batch-size", type=positive_int, default=None, help="batch size (default: the config's)")
-    parser.add_argument("--lr", type=positive_float, default=6e-4, help="Adam learning rate (paper: 6e-4)")
-    parser.add_argument("--clip", type=positive_float, default=0.1, help="absolute gradient-value clipping (paper: 0.1)")
-    parser.add_argument(
-        "--train-per-module",
-        type=positive_int,
-        default=30_000,
-        help="training questions per module (split over easy/medium/hard)",
+    preset: str = preset_option(PRESET_MEANINGS, "cpu")
+    steps: int | None = option(None, "training steps (default: the config's)", parse=positive_int)
+    batch_size: int | None = option(None, "batch size (default: the config's)", parse=positive_int)
+    learning_rate: float = option(6e-4, "Adam learning rate (paper: 6e-4)", parse=positive_float, aliases=["--lr"])
+    clip: float = option(0.1, "absolute gradient-value clipping (paper: 0.1)", parse=positive_float)
+    train_per_module: int = option(30_000, "training questions per module (split over easy/medium/hard)", parse=positive_int)
+    test_per_module: int = option(500, "test questions per interpolation/extrapolation module", parse=positive_int)
+    data: Path | None = option(
+        None, "a released dataset folder to read instead of generating", parse=existing_folder, aliases=["--data-root"]
     )
-    parser.add_argument(
-        "--test-per-module", type=positive_int, default=500, help="test questions per interpolation/extrapolation module"
-    )
-    parser.add_argument(
-        "--data-root", type=existing_folder, default=None, help="a released dataset folder to read instead of generating"
-    )
-    parser.add_argument("--eval-batch-size", type=positive_int, default=256, help="questions per greedy-decoding batch")
-    parser.add_argument("--checkpoint-every", type=positive_int, default=250, help="steps between checkpoints")
-    add_compile_option(parser)
-    add_run_options(parser, out="results/mathematics")
+    eval_batch_size: int = option(256, "questions per greedy-decoding batch", parse=positive_int)
+    checkpoint_every: int = option(250, "steps between checkpoints", parse=positive_int)
+    compile: bool = option(False, COMPILE_HELP)
 
 
-def run(args: argparse.Namespace) -> dict:
-    config = CONFIGS[args.preset]
-    steps = args.steps if args.steps is not None else config.steps
-    batch_size = args.batch_size if args.batch_size is not None else config.batch_size
-    train_count = 30 if args.preset == "smoke" else args.train_per_module
-    test_count = 10 if args.preset == "smoke" else args.test_per_module
-    device = resolve_device(args.device)
-    apply_threads(args.threads)
-    neural = [name for name in args.models if name != "symbolic"]
+OPTIONS = MathematicsOptions
+
+
+def run(options: MathematicsOptions) -> dict:
+    config = CONFIGS[options.preset]
+    steps = options.steps if options.steps is not None else config.steps
+    batch_size = options.batch_size if options.batch_size is not None else config.batch_size
+    train_count = 30 if options.preset == "smoke" else options.train_per_module
+    test_count = 10 if options.preset == "smoke" else options.test_per_module
+    device = resolve_device(options.device)
+    apply_threads(options.threads)
+    neural = [name for name in options.models if name != "symbolic"]
     try:  # an unknown module or an unreadable --data-root: the message names it
-        data = load_data(args.modules, train_count if neural else 0, test_count, args.seed, args.data_root, args.progress)
+        data = load_data(options.modules, train_count if neural else 0, test_count, options.seed, options.data, options.progress)
     except (RuntimeError, ValueError, FileNotFoundError) as error:
         raise SystemExit(f"neurosym mathematics: {error}") from None
     if neural and not data["train"]:
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> dict:
         )
 
     results: dict = {
-        "config": {**asdict(config), "steps": steps, "batch_size": batch_size, "lr": args.lr, "clip": args.clip},
+        "config": {**asdict(config), "steps": steps, "batch_size": batch_size, "lr": options.learning_rate, "clip": options.clip},
         "device": str(device),
         "threads": torch.get_num_threads(),
         "train_questions": len(data["train"]),
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace) -> dict:
         "published": MATHEMATICS,
         "models": {},
     }
-    for name in args.models:
+    for name in options.models:
         started = time.perf_counter()
         if name == "symbolic":  # scored only on the modules whose question language it covers
             answer = symbolic_answers
@@ -123,20 +124,20 @@ def run(args: argparse.Namespace) -> dict:
             tests = {r: [e for e in data[r] if e.module in ARITHMETIC_MODULES[r]] for r in ("interpolate", "extrapolate")}
         else:
             model, extra = train_model(
-                name, config, data["train"], steps, batch_size, device, args.out / name, lr=args.lr, clip=args.clip,
-                seed=args.seed, checkpoint_every=args.checkpoint_every, resume=args.resume, compile=args.compile,
-                progress=args.progress, time_limit=minutes_to_seconds(args.time_limit),
+                name, config, data["train"], steps, batch_size, device, options.out / name, lr=options.learning_rate, clip=options.clip,
+                seed=options.seed, checkpoint_every=options.checkpoint_every, resume=options.resume, compile=options.compile,
+                progress=options.progress, time_limit=minutes_to_seconds(options.time_limit),
             )  # fmt: skip
             print(f"trained {name} ({extra['parameters']:,} parameters) for {extra['steps']} steps")
             answer = functools.partial(
-                greedy_answers, model, device=device, batch_size=args.eval_batch_size, progress=args.progress
+                greedy_answers, model, device=device, batch_size=options.eval_batch_size, progress=options.progress
             )
             tests = data
         scores = {regime: score(answer, tests[regime]) for regime in ("interpolate", "extrapolate")}
         results["models"][name] = {**scores, **extra, "seconds": time.perf_counter() - started}
 
     print(format_table(*results_table(results)))
-    args.out.mkdir(parents=True, exist_ok=True)
-    save_json(results, args.out / "results.json")
-    plot_module_accuracies(results, MATHEMATICS["transformer"], args.out / "accuracy.png")
+    options.out.mkdir(parents=True, exist_ok=True)
+    save_json(results, options.out / "results.json")
+    plot_module_accuracies(results, MATHEMATICS["transformer"], options.out / "accuracy.png")
     return results

@@ -6,7 +6,7 @@ deep inside a run that has already started.
 
 Options that several commands have are declared once here, with one name, one default and one help
 text: :func:`add_run_options` (``--out``, ``--seed``, ``--device``, ``--threads``, ``--progress``, and for
-commands that train ``--resume`` and ``--time-limit``), :func:`add_preset_option` (``--preset``, from the
+commands that train ``--resume`` and ``--time-limit``), :func:`preset_option` (``--preset``, from the
 one vocabulary :data:`PRESETS`) and :func:`add_compile_option`. Lists are given comma-separated and
 parsed by :func:`comma_list`.
 """
@@ -101,14 +101,16 @@ def time_limit_minutes(text: str) -> float:
     return minutes
 
 
+COMPILE_HELP = (
+    "run the model's training forward and backward through torch.compile (one graph for every batch shape): fewer, "
+    "fused kernels, for GPU training (slower on a CPU); the first step waits for the compiler"
+)
+"""``--compile``: train through ``torch.compile`` (:func:`neurosym.training.compile.compile_for_training`)."""
+
+
 def add_compile_option(parser: argparse.ArgumentParser) -> None:
-    """``--compile``: train through ``torch.compile`` (:func:`neurosym.training.compile.compile_for_training`)."""
-    parser.add_argument(
-        "--compile",
-        action="store_true",
-        help="run the model's training forward and backward through torch.compile (one graph for every batch "
-        "shape): fewer, fused kernels, for GPU training (slower on a CPU); the first step waits for the compiler",
-    )
+    """``--compile`` (:data:`COMPILE_HELP`) for a command whose options are not a dataclass yet."""
+    parser.add_argument("--compile", action="store_true", help=COMPILE_HELP)
 
 
 def comma_list(
@@ -154,15 +156,15 @@ PRESETS: dict[str, str] = {
 """The one vocabulary of budgets; each command offers the presets it has, with what they mean for it."""
 
 
-def add_preset_option(parser: argparse.ArgumentParser, meanings: Mapping[str, str], default: str | None) -> None:
-    """``--preset NAME``: the command's budget, one of ``meanings`` (names from :data:`PRESETS`, each with
-    what it means for this command); options given explicitly override the preset's values. A ``None``
-    default leaves the choice to the command (say so in one of the meanings)."""
+def preset_option(meanings: Mapping[str, str], default: str | None) -> Any:
+    """The ``preset`` field of a command's options: its budget, one of ``meanings`` (names from :data:`PRESETS`,
+    each with what it means for this command); options given explicitly override the preset's values. A
+    ``None`` default leaves the choice to the command (say so in one of the meanings)."""
     unknown = set(meanings) - set(PRESETS)
     if unknown:
         raise ValueError(f"presets {sorted(unknown)} are not in the vocabulary {list(PRESETS)}")
     lines = "; ".join(f"{name}: {meaning}" for name, meaning in meanings.items())
-    parser.add_argument("--preset", choices=list(meanings), default=default, help=f"budget ({lines})")
+    return option(default, f"budget ({lines})", choices=list(meanings))
 
 
 def add_run_options(parser: argparse.ArgumentParser, *, out: str, threads: int = 0, trains: bool = True) -> None:

@@ -24,6 +24,7 @@ from neurosym.experiments.options import (
     option,
     output_folder,
     positive_int,
+    preset_option,
 )
 from neurosym.experiments.report import format_table
 from neurosym.plots.speed import plot_solver_throughput
@@ -36,8 +37,9 @@ class SolverSpeedOptions(ThreadOptions):
 
     out: Path = output_folder("results/solver-speed")
     threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
-    preset: str = option("cpu", "budget (smoke: 512 expressions (100 through Lark), small batches; cpu: --count and "
-                         "--lark-count as given)", choices=["smoke", "cpu"])  # fmt: skip
+    preset: str = preset_option(
+        {"smoke": "512 expressions (100 through Lark), small batches", "cpu": "--count and --lark-count as given"}, "cpu"
+    )
     operator_counts: list[int] = option(
         None, "comma-separated operator counts n_op of the expressions", parse=comma_list(non_negative_int, what="operator count"),
         aliases=["--operators"], factory=lambda: [10],
