@@ -81,7 +81,11 @@ def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namesp
     if getattr(args, "config", None) is not None:
         from neurosym.experiments.options import config_file_values
 
-        args._parser.set_defaults(**config_file_values(args._parser, args.config))
+        runner = importlib.import_module(args._runner)
+        try:
+            args._parser.set_defaults(**config_file_values(runner.OPTIONS, args.config))
+        except ValueError as error:
+            args._parser.error(f"--config {args.config}: {error}")
         args = parser.parse_args(argv)
     return args
 

@@ -121,9 +121,19 @@ def test_string_options_arrive_parsed() -> None:
     assert defaults.fewshot_concepts == ["x", "y", "a", "b", "c", "d"] and defaults.fewshot_scales == [0.01, 0.1, 1.0]
 
 
-def test_transformer_width_must_split_into_heads(capsys) -> None:
-    with pytest.raises(SystemExit, match=r"--dim \(128\) must be a multiple of --heads \(3\)"):
-        main(["hint", "--dim", "128", "--heads", "3"])
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ("hint --dim 128 --heads 3", "--dim (128) must be a multiple of --heads (3)"),
+        ("hint --model gru --ensemble a b", "--ensemble reads with trained symbol readers: --model neurosym --input image only"),
+        ("hint --model neurosym --input image --adapt-route 5", "--adapt-route reads with two readers"),
+        ("hint --model neurosym --drawn-digits 5 --data .", "--drawn-digits adds to --bank's images"),
+    ],
+)
+def test_hint_rules_between_options_are_usage_errors(argv, message, capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv.split())
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_solver_speed_rejects_inconsistent_counts(capsys) -> None:
@@ -147,7 +157,8 @@ def test_python_dash_m_neurosym_runs_the_command_line() -> None:
         return subprocess.run([sys.executable, "-m", "neurosym", *argv], check=False, capture_output=True, text=True, timeout=120)
 
     done = run("hint", "--help")
-    assert done.returncode == 0 and "--source-boundaries" in done.stdout
+    assert done.returncode == 0 and "--dim" in done.stdout and "--source-boundaries" not in done.stdout
+    assert "Study knobs, set in a --config file" in done.stdout and "source_boundaries" in done.stdout
     bad = run("hint", "--steps", "0")
     assert bad.returncode == 2 and "--steps" in bad.stderr
 

@@ -14,6 +14,8 @@ import torch
 from neurosym.cli import main
 from neurosym.data.hint import EVAL_SUBSETS, IGNORE_INDEX
 from neurosym.experiments import hint, hint_pipeline
+from neurosym.experiments.hint_options import HintOptions
+from neurosym.experiments.options import add_options, options_from
 from neurosym.layers import MultiheadAttention
 from neurosym.models.seq2seq import BoundaryMarkers, TransformerSeq2Seq
 from neurosym.models.seq2seq.hint_task import BOS, EOS, exact_match_by_subset
@@ -157,16 +159,14 @@ def test_teacher_forcing_reads_the_tokens_of_a_row_wherever_its_padding_is() -> 
 
 def test_the_neurosym_model_runs_the_pipelines_runner_with_its_options(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hint_pipeline, "run", lambda args: {"ran": args.model, "changes": args.abduction_changes})
-    parser = argparse.ArgumentParser()
-    hint.add_arguments(parser)
-    args = parser.parse_args(["--model", "neurosym", "--abduction-changes", "5"])
-    assert hint.run(args) == {"ran": "neurosym", "changes": 5}
+    assert hint.run(_defaults("--model", "neurosym", "--abduction-changes", "5")) == {"ran": "neurosym", "changes": 5}
 
 
-def _defaults(*argv: str) -> argparse.Namespace:
+def _defaults(*argv: str) -> HintOptions:
+    """The options of ``neurosym hint ARGV`` as the command builds them (unlisted study knobs included)."""
     parser = argparse.ArgumentParser()
-    hint.add_arguments(parser)
-    return parser.parse_args(list(argv))
+    add_options(parser, HintOptions)
+    return options_from(HintOptions, parser.parse_args(list(argv)))
 
 
 def test_default_transformer_is_the_hint_release_configuration() -> None:
@@ -228,7 +228,7 @@ def test_training_defaults_are_the_hint_release_schedule() -> None:
     """100k steps of 128, validation every 1,000 steps, early stopping after 50 evaluations without gain."""
     args = _defaults()
     assert (args.batch_size, args.eval_every, args.patience, args.clip) == (128, 1000, 50, 5.0)
-    assert hint.DEFAULT_STEPS["seq2seq"] == 100_000
+    assert args.training_steps() == 100_000 and _defaults("--model", "neurosym").training_steps() == 2_000
 
 
 def _uniform_bound(weight: torch.Tensor) -> float:

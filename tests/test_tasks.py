@@ -198,7 +198,7 @@ def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, 
     printed = capsys.readouterr().out
     assert "| neurosym (ours)" in printed and "| ABL" in printed and "not HWF's CROHME images" in printed
     results = json.loads((out / "results.json").read_text())
-    assert results["steps"] == 7 and len(results["history"]) == 7
+    assert results["steps"] == 7 and len(results["history"]) == 7 and results["pseudo_labels"] == "all"  # the task's
     assert 0 <= results["test"]["accuracy"] < 0.5  # seven steps from scratch cannot read formulas yet
     lengths = build_task("hwf", seed=0).test.lengths
     assert results["ceiling"] == pytest.approx(np.mean(results["test"]["symbol"] ** lengths))

@@ -13,6 +13,7 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from neurosym.data.hint import (
     IMAGE_FOLDER,
@@ -34,7 +35,6 @@ from neurosym.data.symbol_images import (
     with_drawn_digits,
     writers_bank,
 )
-from neurosym.experiments.options import existing_folder, non_negative_int
 
 BANKS: dict[str, str] = {
     "default": "real handwriting (MNIST + bhmsds digits; + - from bhmsds and handwritten-calculator; x / from "
@@ -45,6 +45,9 @@ BANKS: dict[str, str] = {
     "test-writers": "the other-writers protocol's test writers in every pool (bhmsds digits and + -), e.g. for --adapt",
 }
 """Named banks of ``--bank``; any other value is the path of an ``.npz`` archive."""
+
+if TYPE_CHECKING:  # hint_options reads bank names from here
+    from neurosym.experiments.hint_options import HintOptions
 
 
 def bank_archive(text: str) -> Path:
@@ -59,25 +62,6 @@ def bank_archive(text: str) -> Path:
 def bank_choice(text: str) -> str | Path:
     """``--bank``: a name of :data:`BANKS`, or a checked ``.npz`` archive."""
     return text if text in BANKS else bank_archive(text)
-
-
-def add_data_options(parser: argparse.ArgumentParser) -> None:
-    """``--data`` and ``--bank`` (with ``--scale`` they say which expressions and images a run uses)."""
-    parser.add_argument(
-        "--data", type=existing_folder, default=None, metavar="PATH",
-        help="an official HINT release folder (expr_{train,val,test}.json, fewshot_dataset.json, symbol_images/): "
-        "train, validate and test on it; --scale then sub-samples each split with a fixed seed",
-    )  # fmt: skip
-    parser.add_argument(
-        "--bank", type=bank_choice, default="default",
-        help="symbol images of generated expressions: " + "; ".join(f"'{k}': {v}" for k, v in BANKS.items())
-        + "; or an .npz archive (images uint8 [N, H, W] white on black, labels [N], optional splits [N])",
-    )  # fmt: skip
-    parser.add_argument(
-        "--drawn-digits", type=non_negative_int, default=0, metavar="N",
-        help="add N drawn images of each digit, in shapes one writer set may lack (flagged 1, open 4, crossed 7, "
-        "hooked 9, ...), to the training images of --bank (generated expressions only)",
-    )  # fmt: skip
 
 
 @dataclass
@@ -99,7 +83,7 @@ class HintData:
 
 
 def load_hint_data(
-    args: argparse.Namespace, image_input: bool, fewshot: bool = False, test_scale: float | None = None, progress: bool = False
+    args: HintOptions, image_input: bool, fewshot: bool = False, test_scale: float | None = None, progress: bool = False
 ) -> HintData:
     """The data that ``args`` (``--data``, ``--bank``, ``--scale``, ``--seed``) name, with the validation and test
         splits at ``test_scale`` when given (larger than training needs); a release folder is checked first (its
@@ -107,8 +91,6 @@ def load_hint_data(
     before any training."""
     scales = {"train": args.scale, "val": test_scale or args.scale, "test": test_scale or args.scale}
     if args.data is not None:
-        if args.drawn_digits:
-            raise SystemExit("neurosym hint: --drawn-digits adds to --bank's images; a release's expressions name theirs")
         try:
             check_release(args.data, fewshot=fewshot, images=image_input)
         except (FileNotFoundError, ValueError) as error:  # one line naming the file and record, before any work

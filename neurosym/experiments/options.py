@@ -194,12 +194,16 @@ def option(
     metavar: str | None = None,
     aliases: Sequence[str] = (),
     factory: Callable[[], Any] | None = None,
+    nargs: str | None = None,
+    listed: bool = True,
 ) -> Any:
     """A field of a command's options dataclass: its default, help text and, for the command line, how its
     text is read (``parse``: an option type of this module, else the field's annotated type), its ``choices``,
-    ``metavar`` and hidden ``aliases`` (old spellings still accepted). A bool field becomes ``--x/--no-x``.
-    ``factory`` builds a mutable default (lists)."""
-    metadata = {"help": help, "parse": parse, "choices": choices, "metavar": metavar, "aliases": tuple(aliases)}
+    ``metavar``, ``nargs`` and hidden ``aliases`` (old spellings still accepted). A bool field becomes
+    ``--x/--no-x``. ``factory`` builds a mutable default (lists). ``listed=False`` keeps a study knob out of
+    ``--help``: it is set in a ``--config`` file (its flag still works, unlisted)."""
+    metadata = {"help": help, "parse": parse, "choices": choices, "metavar": metavar, "aliases": tuple(aliases),
+                "nargs": nargs, "listed": listed}  # fmt: skip
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -208,6 +212,11 @@ def option(
 def flag(name: str) -> str:
     """The command-line spelling of a field: ``time_limit`` -> ``--time-limit``."""
     return "--" + name.replace("_", "-")
+
+
+def _is_switch(annotation: Any) -> bool:
+    """Whether a field is a ``--x/--no-x`` switch: ``bool``, or ``bool | None`` (None: the command decides)."""
+    return annotation is bool or set(get_args(annotation)) == {bool, type(None)}
 
 
 def _field_parser(config_field: Field, annotation: Any) -> Callable[[str], Any] | None:
@@ -223,34 +232,47 @@ def _field_parser(config_field: Field, annotation: Any) -> Callable[[str], Any] 
     return kind if kind in (Path, str) else None
 
 
+SHARED_TITLE = "options shared with other commands"
+
+
 def add_options(parser: argparse.ArgumentParser, options: type) -> None:
     """Every field of the dataclass ``options`` (made with :func:`option`) as a command-line option: name, type,
-    default and help written once, in the dataclass. Two groups: the fields ``options`` declares (titled by its
-    docstring's first line), then those it inherits, the options shared with other commands."""
-    hints = get_type_hints(options)
-    own = set(vars(options).get("__annotations__", {}))
-    titles = ((options.__doc__ or options.__name__).strip().splitlines()[0].replace("``", "").rstrip("."), SHARED_TITLE)
-    for title, chosen in zip(titles, (True, False)):
+    default and help written once, in the dataclass. One group per class of its hierarchy that declares
+    fields, titled by the class docstring's first line (the most derived first); the classes of this module
+    make one last group, the options shared with other commands."""
+    hints, by_name = get_type_hints(options), {item.name: item for item in fields(options)}
+    groups: dict[str, list[str]] = {}
+    for owner in options.__mro__:
+        own = [name for name in vars(owner).get("__annotations__", {}) if name in by_name]
+        if not own:
+            continue
+        shared = owner.__module__ == __name__
+        title = (
+            SHARED_TITLE if shared else (owner.__doc__ or owner.__name__).strip().splitlines()[0].replace("``", "").rstrip(".")
+        )
+        groups.setdefault(title, []).extend(name for name in own if not any(name in names for names in groups.values()))
+    for title, names in groups.items():
         group = parser.add_argument_group(title)
-        for config_field in fields(options):
-            if (config_field.name in own) == chosen:
-                _add_field(group, config_field, hints[config_field.name])
-
-
-SHARED_TITLE = "options shared with other commands"
+        for name in names:
+            _add_field(group, by_name[name], hints[name])
+    unlisted = [item.name for item in fields(options) if not item.metadata.get("listed", True)]
+    if unlisted:
+        parser.epilog = (f"Study knobs, set in a {CONFIG_OPTION} file (each a key; its flag works too, e.g. "
+                         f"{flag(unlisted[0])}): {', '.join(unlisted)}.")  # fmt: skip
 
 
 def _add_field(group: argparse._ArgumentGroup, config_field: Field, annotation: Any) -> None:
     meta = config_field.metadata
     default = config_field.default if config_field.default is not MISSING else config_field.default_factory()
-    if annotation is bool:
-        group.add_argument(flag(config_field.name), action=argparse.BooleanOptionalAction, default=default, help=meta["help"])
+    shown = meta["help"] if meta["listed"] else argparse.SUPPRESS
+    if _is_switch(annotation):
+        group.add_argument(flag(config_field.name), action=argparse.BooleanOptionalAction, default=default, help=shown)
         return
-    kwargs = {"type": _field_parser(config_field, annotation), "default": default, "help": meta["help"]}
-    kwargs |= {key: meta[key] for key in ("choices", "metavar") if meta.get(key) is not None}
+    kwargs = {"type": _field_parser(config_field, annotation), "default": default, "help": shown}
+    kwargs |= {key: meta[key] for key in ("choices", "metavar", "nargs") if meta.get(key) is not None}
     group.add_argument(flag(config_field.name), dest=config_field.name, **kwargs)
     for alias in meta["aliases"]:
-        group.add_argument(alias, dest=config_field.name, type=kwargs["type"], help=argparse.SUPPRESS, default=argparse.SUPPRESS)
+        group.add_argument(alias, dest=config_field.name, **(kwargs | {"help": argparse.SUPPRESS, "default": argparse.SUPPRESS}))
 
 
 def options_from(options: type[T], namespace: argparse.Namespace) -> T:
@@ -258,35 +280,41 @@ def options_from(options: type[T], namespace: argparse.Namespace) -> T:
     return options(**{item.name: getattr(namespace, item.name) for item in fields(options) if hasattr(namespace, item.name)})
 
 
-def config_file_values(parser: argparse.ArgumentParser, path: Path) -> dict[str, Any]:
-    """The option values of a TOML config file (keys: option names, ``-`` or ``_``), each read as the command
-    line reads it, so a bad value is the same one-line error; unknown keys are refused."""
+def config_file_values(options: type, path: Path) -> dict[str, Any]:
+    """The values of the TOML config file ``path`` for the fields of ``options`` (keys: field names, with ``-``
+    or ``_``), each read as the command line reads it; a bad or unknown entry raises ``ValueError`` naming it."""
     try:
         table = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
-        parser.error(f"{CONFIG_OPTION} {path}: {error}")
-    actions = {action.dest: action for action in parser._actions if action.option_strings}
+        raise ValueError(str(error)) from None
+    hints, by_name = get_type_hints(options), {item.name: item for item in fields(options) if "help" in item.metadata}
     values = {}
     for key, value in table.items():
-        dest = key.replace("-", "_")
-        action = actions.get(dest)
-        if action is None or dest in ("help", "config"):
-            parser.error(f"{CONFIG_OPTION} {path}: unknown option {key!r}")
-        if isinstance(action, argparse.BooleanOptionalAction):
-            if not isinstance(value, bool):
-                parser.error(f"{CONFIG_OPTION} {path}: {key} must be true or false, got {value!r}")
-            values[dest] = value
-            continue
-        text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-        if action.choices is not None and text not in action.choices:
-            parser.error(
-                f"{CONFIG_OPTION} {path}: {key}: invalid choice {text!r} (choose from {', '.join(map(str, action.choices))})"
-            )
-        try:
-            values[dest] = action.type(text) if action.type is not None else text
-        except (argparse.ArgumentTypeError, ValueError) as error:
-            parser.error(f"{CONFIG_OPTION} {path}: {key}: {error}")
+        name = key.replace("-", "_")
+        if name not in by_name:
+            raise ValueError(f"unknown option {key!r}")
+        values[name] = _config_value(key, value, by_name[name], hints[name])
     return values
+
+
+def _config_value(key: str, value: Any, config_field: Field, annotation: Any) -> Any:
+    """One config-file entry read as its option's text would be."""
+    if _is_switch(annotation):
+        if not isinstance(value, bool):
+            raise ValueError(f"{key} must be true or false, got {value!r}")
+        return value
+    meta, parse = config_field.metadata, _field_parser(config_field, annotation) or str
+    items = value if meta.get("nargs") else [value]
+    parsed = []
+    for item in items if isinstance(items, list) else [items]:
+        text = ",".join(map(str, item)) if isinstance(item, list) else str(item)
+        if meta.get("choices") is not None and text not in meta["choices"]:
+            raise ValueError(f"{key}: invalid choice {text!r} (choose from {', '.join(map(str, meta['choices']))})")
+        try:
+            parsed.append(parse(text))
+        except (argparse.ArgumentTypeError, ValueError) as error:
+            raise ValueError(f"{key}: {error}") from None
+    return parsed if meta.get("nargs") else parsed[0]
 
 
 @dataclass(frozen=True)

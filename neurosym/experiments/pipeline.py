@@ -9,7 +9,6 @@ benchmarks/pipeline.py ...`` the processes share each batch (DistributedDataPara
 
 from __future__ import annotations
 
-import argparse
 import math
 import pickle
 import time
@@ -21,6 +20,7 @@ import numpy as np
 import torch
 
 from neurosym.experiments import hint
+from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.options import (
     TrainingOptions,
     apply_threads,
@@ -68,9 +68,10 @@ class PipelineOptions(TrainingOptions):
         "stages 'max_length:steps,...,all' of growing sentence length (default: the task's; hwf starts with single digits)",
         parse=curriculum_stages,
     )
-    pseudo_labels: str = option(
-        "all",
-        "train on each example's best correction (all: hard EM) or on all its explanations found, weighted (marginal)",
+    pseudo_labels: str | None = option(
+        None,
+        "train on each example's best correction (all: hard EM) or on all its explanations found, weighted (marginal); "
+        "default: the task's (mnist-add: all for N = 1, marginal from N = 2; hwf: all)",
         choices=GRAMMAR_PSEUDO_LABELS,
     )
     augment_shift: int = option(0, "pixels each training window is shifted by, at most", parse=non_negative_int)
@@ -140,7 +141,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     config = PipelineConfig(
         steps=steps, batch_size=options.batch_size, learning_rate=options.learning_rate, schedule=options.schedule,
         augment_shift=options.augment_shift, curriculum=Curriculum(options.curriculum) if options.curriculum else task.curriculum, seed=options.seed,
-        pseudo_labels=options.pseudo_labels,
+        pseudo_labels=options.pseudo_labels or task.pseudo_labels,
     )  # fmt: skip
     out = Path(options.out)
     if context.is_main:
@@ -158,7 +159,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     results = _evaluated(pipeline, task, device, options) | {
         "task": task.name, "device": str(device), "processes": context.world_size, "steps": steps,
         "config": {key: str(value) if isinstance(value, Path) else value for key, value in asdict(options).items()},
-        "abduction": asdict(abduction), "train_seconds": trained, "data_note": task.data_note, "history": history,
+        "abduction": asdict(abduction), "pseudo_labels": config.pseudo_labels, "train_seconds": trained, "data_note": task.data_note, "history": history,
         "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
     }  # fmt: skip
     save_json(results, out / "results.json")
@@ -169,14 +170,8 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
 
 def _hint(options: PipelineOptions) -> dict[str, Any] | None:
     """HINT's own pipeline with this command's shared options."""
-    parser = argparse.ArgumentParser(prog="neurosym pipeline --task hint")
-    hint.add_arguments(parser)
-    shared = ["--model", "neurosym", "--input", "image", "--out", str(options.out), "--seed", str(options.seed),
-              "--device", options.device, "--threads", str(options.threads), "--progress" if options.progress else "--no-progress",
-              "--resume" if options.resume else "--no-resume"]  # fmt: skip
-    if options.time_limit is not None:
-        shared += ["--time-limit", str(options.time_limit)]
-    return hint.run(parser.parse_args(shared))
+    shared = {name: getattr(options, name) for name in SHARED}
+    return hint.run(HintOptions(model="neurosym", input="image", **shared))
 
 
 def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, options: PipelineOptions) -> dict[str, Any]:

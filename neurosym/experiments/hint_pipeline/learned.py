@@ -8,13 +8,13 @@ symbols are read only afterwards, to report how the learned grounding compares w
 
 from __future__ import annotations
 
-import argparse
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
+from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_pipeline.image import fewshot_from_images
 from neurosym.experiments.hint_pipeline.symbol import fewshot_from_symbols
 from neurosym.experiments.hint_sources import HintData
@@ -68,7 +68,7 @@ def _report(grounding: Grounding, truth: list[str], scores: dict[str, float], ou
     }
 
 
-def run_learned_symbol(args: argparse.Namespace, out: Path, data: HintData) -> dict[str, Any]:
+def run_learned_symbol(args: HintOptions, out: Path, data: HintData) -> dict[str, Any]:
     """Symbol input: the tokens are given to the learner as ids of a random permutation of the classes."""
     permutation = random_permutation(args.classes, args.seed)
     started = time.perf_counter()
@@ -89,7 +89,7 @@ def run_learned_symbol(args: argparse.Namespace, out: Path, data: HintData) -> d
     return {"learn_seconds": seconds, **report, "fewshot": fewshot}
 
 
-def run_learned_image(args: argparse.Namespace, out: Path, data: HintData) -> dict[str, Any]:
+def run_learned_image(args: HintOptions, out: Path, data: HintData) -> dict[str, Any]:
     """Image input: the perception has ``--classes`` anonymous classes, learned with everything else."""
     device = resolve_device(args.device)
     config = ImageGroundingConfig(classes=args.classes, refine_steps=args.steps, batch_size=args.batch_size, seed=args.seed)

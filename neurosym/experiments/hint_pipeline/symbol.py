@@ -3,13 +3,13 @@ digits known), then the few-shot concepts learned from their training sentences.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
+from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_pipeline.fewshot import FewShotSplits, learn_fewshot
 from neurosym.experiments.hint_sources import load_hint_data
 from neurosym.experiments.report import format_table
@@ -28,7 +28,7 @@ def subset_accuracy(table: OperatorTable, records: list[HintRecord]) -> dict[str
     return scores
 
 
-def run_symbol(args: argparse.Namespace, out: Path) -> dict[str, Any]:
+def run_symbol(args: HintOptions, out: Path) -> dict[str, Any]:
     data = load_hint_data(args, image_input=False, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
     examples = [(r.expr, r.res) for r in data.splits["train"]]
@@ -41,7 +41,7 @@ def run_symbol(args: argparse.Namespace, out: Path) -> dict[str, Any]:
     return {"data": data.label, "programs": {s: str(p) for s, p in programs.items()}, "test": scores, "fewshot": fewshot}
 
 
-def fewshot_from_symbols(args: argparse.Namespace, out: Path, label: str, table: OperatorTable, splits: FewShotSplits):
+def fewshot_from_symbols(args: HintOptions, out: Path, label: str, table: OperatorTable, splits: FewShotSplits):
     """The few-shot stage on symbol input: each concept's meaning learned from its training sentences with
     ``table`` for the known symbols (the role, number or operator, is given by the concept's name)."""
 

@@ -1,0 +1,248 @@
+"""The options of ``neurosym hint``: the data, the training, the seq2seq baselines' models and the
+neuro-symbolic pipeline's (``--model neurosym``), written once as dataclasses from which the command line is
+generated. The unlisted options are study knobs: set them in a ``--config`` file (their flags still work).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from neurosym.data.hint import FEWSHOT_CONCEPTS
+from neurosym.experiments.hint_sources import BANKS, bank_choice
+from neurosym.experiments.options import (
+    COMPILE_HELP,
+    TrainingOptions,
+    comma_list,
+    curriculum_stages,
+    existing_folder,
+    fraction_up_to_one,
+    non_negative_float,
+    non_negative_int,
+    option,
+    output_folder,
+    positive_float,
+    positive_int,
+    probability_below_one,
+    unit_interval,
+)
+from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES
+from neurosym.models.seq2seq.factory import RNN_HIDDEN
+from neurosym.pipelines.concepts import ROLES
+from neurosym.pipelines.trainer import HINT_PSEUDO_LABELS, LEARNING_RULES
+from neurosym.training.loop import SCHEDULES
+
+DEFAULT_CURRICULUM = "1:150,3:350,7:500,15:1000,all"
+
+
+def _roles(text: str) -> tuple[str, ...]:
+    return () if text == "none" else tuple(comma_list(str, what="role", choices=ROLES)(text))
+
+
+def _fewshot_scales(text: str) -> list[float]:
+    """``--fewshot-scales``: comma-separated positive scales, or ``none``."""
+    return [] if text.strip().lower() == "none" else comma_list(positive_float, what="scale")(text)
+
+
+_fewshot_concepts = comma_list(str, what="concept", choices=FEWSHOT_CONCEPTS)
+"""``--fewshot-concepts``: comma-separated concepts among :data:`FEWSHOT_CONCEPTS`."""
+
+
+def _fewshot_steps(text: str) -> tuple[int, int]:
+    """``--fewshot-steps``: ``GLYPH,ABDUCTION`` positive step counts."""
+    steps = comma_list(positive_int, what="step count")(text)
+    if len(steps) != 2:
+        raise argparse.ArgumentTypeError(f"expected two positive step counts 'GLYPH,ABDUCTION', got {text!r}")
+    return steps[0], steps[1]
+
+
+@dataclass(frozen=True)
+class HintPipelineOptions(TrainingOptions):
+    """The neuro-symbolic pipeline's options (--model neurosym); the unlisted ones are study knobs for a --config file."""
+
+    semantics: str = option(
+        "given", "neurosym: 'given': the grammar, precedence and HINT's operator table are given (image input learns the "
+        "perception; symbol input induces the operators with the digits known); 'learned': only the grammar's shape "
+        "is given, every symbol is an anonymous class whose role, value or program and precedence are learned from "
+        "results, then the few-shot concepts", choices=("given", "learned"),
+    )  # fmt: skip
+    curriculum: tuple[tuple[int, int], ...] = option(
+        curriculum_stages(DEFAULT_CURRICULUM), "neurosym: stages 'max_length:steps,...,all' from short to long expressions",
+        parse=curriculum_stages,
+    )  # fmt: skip
+    lr_schedule: str = option(
+        "constant", "neurosym: learning-rate schedule over --steps (cosine decays to zero at the last step)", choices=SCHEDULES
+    )
+    fewshot_scales: list[float] = option(
+        None, "neurosym: few-shot split scales (1 = 1,000 training sentences per operator) to learn the concepts x y a b c d "
+        "from after the main task, comma-separated, or 'none'", parse=_fewshot_scales, factory=lambda: [0.01, 0.1, 1.0],
+    )  # fmt: skip
+    classes: int = option(16, "neurosym --semantics learned: anonymous classes", parse=positive_int, listed=False)
+    augment_shift: int = option(0, "neurosym: shift training windows up to N px", parse=non_negative_int, listed=False)
+    augment_style: float = option(0.0, "neurosym: restyle training glyphs (0 to 1)", parse=unit_interval, listed=False)
+    stroke_width: int | None = option(None, "neurosym: redraw each glyph's skeleton at N px", parse=positive_int, listed=False)
+    learning_rule: str = option(
+        "abduction", "neurosym: abduction or the REINFORCE baseline", choices=LEARNING_RULES, listed=False
+    )
+    pseudo_labels: str = option(
+        "all", "neurosym: train on the symbols of a pseudo-label that the result pins down, or on all of them",
+        choices=HINT_PSEUDO_LABELS, listed=False,
+    )  # fmt: skip
+    abduction_changes: int = option(2, "neurosym: most symbols an abduction changes", parse=positive_int, listed=False)
+    classifier_features: int = option(64, "neurosym: the encoder's output width", parse=positive_int, listed=False)
+    classifier_width: int = option(16, "neurosym: channels of the CNN's first stage", parse=positive_int, listed=False)
+    checkpoint_every: int = option(100, "neurosym: steps between checkpoints", parse=positive_int, listed=False)
+    test_scale: float | None = option(
+        None, "neurosym: validate and test on the splits generated at this scale (default: --scale); larger ones narrow "
+        "the accuracies' intervals and rank choices better", parse=fraction_up_to_one, listed=False,
+    )  # fmt: skip
+    extra_test_bank: str | None = option(
+        None, "neurosym (image input): test the same model again on this bank's test images, as trained and with the "
+        "batch-norm statistics of --adapt-examples expressions of its unlabelled training images (a --bank value: "
+        "'other-writers', or an .npz; a bank without brackets borrows the main bank's)", parse=bank_choice, listed=False,
+    )  # fmt: skip
+    adapt: str | None = option(
+        None, "neurosym (image input): after training, adapt to this bank's writer(s) from results alone: learn from "
+        "--adapt-examples expressions rendered with its training images (and --adapt-replay with the first bank's) for "
+        "--adapt-steps steps of the main run's curriculum and --lr-schedule, then test on its test images and the first "
+        "bank's", parse=bank_choice, metavar="BANK", listed=False,
+    )  # fmt: skip
+    ensemble: list[Path] | None = option(
+        None, "neurosym (image input): train nothing; read with the mean probability of the readers these runs trained "
+        "(their --out folders, this command's reader options)", parse=Path, nargs="+", metavar="RUN", listed=False,
+    )  # fmt: skip
+    adapt_examples: int = option(1000, "neurosym: new writer's expressions", parse=positive_int, listed=False)
+    adapt_steps: int = option(1600, "neurosym: training steps of --adapt", parse=positive_int, listed=False)
+    adapt_replay: int | None = option(
+        None, "neurosym: first-bank expressions replayed (default: as many)", parse=positive_int, listed=False
+    )
+    adapt_lr: float | None = option(
+        None, "neurosym: peak learning rate of --adapt (default: --learning-rate's)", parse=positive_float, listed=False
+    )
+    adapt_distill: float = option(
+        0.0, "neurosym: weight of keeping the trained reader's reading of the replayed windows (KL; learning without "
+        "forgetting); 0 = off", parse=non_negative_float, listed=False,
+    )  # fmt: skip
+    adapt_refit: int = option(
+        0, "neurosym: after --adapt, steps fitting the reader to the abduced readings of the new writer's and the "
+        "replayed windows (128 windows a step); 0 = off", parse=non_negative_int, listed=False,
+    )  # fmt: skip
+    adapt_route: int = option(
+        0, "neurosym: after --adapt, read each expression with the trained reader or the adapted one as a router trained "
+        "this many steps to tell the first bank's windows from the new writer's weighs them (--adapt-refit then fits "
+        "the new writer's only); 0 = off", parse=non_negative_int, listed=False,
+    )  # fmt: skip
+    fewshot_bank: str | None = option(
+        None, "neurosym (image input): a bank (.npz) whose new-concept glyphs replace the main bank's in few-shot "
+        "learning and testing", parse=bank_choice, listed=False,
+    )  # fmt: skip
+    fewshot_concepts: list[str] = option(
+        None, "neurosym: which few-shot concepts to learn, comma-separated", parse=_fewshot_concepts,
+        factory=lambda: list(FEWSHOT_CONCEPTS), listed=False,
+    )  # fmt: skip
+    fewshot_steps: tuple[int, int] = option(
+        (150, 100), "neurosym (image input): steps spent on a new glyph's perception, then on abduction with its learned "
+        "meaning, 'GLYPH,ABDUCTION'", parse=_fewshot_steps, listed=False,
+    )  # fmt: skip
+    fewshot_replay: int = option(
+        200, "neurosym (image input): main-task expressions replayed while a new glyph is learned", parse=non_negative_int,
+        listed=False,
+    )  # fmt: skip
+    fewshot_only_new_class: tuple[str, ...] = option(
+        ("operator",), "neurosym: roles ('number', 'operator', comma-separated, or 'none') whose new glyph trains only its "
+        "own output row", parse=_roles, listed=False,
+    )  # fmt: skip
+    speed_samples: int = option(300, "neurosym: corrupted expressions timed for abduction", parse=positive_int, listed=False)
+
+
+DEFAULT_STEPS = {"seq2seq": 100_000, "neurosym": 2_000}
+"""Training steps when ``--steps`` is not given: the HINT release's budget, and the pipeline's."""
+
+
+@dataclass(frozen=True)
+class HintOptions(HintPipelineOptions):
+    """The options of neurosym hint: the data and the training, the seq2seq baselines' models (unlisted ones for a --config file)."""
+
+    out: Path = output_folder("results/hint")
+    model: str = option("transformer_rel_uni", "which baseline to train", choices=(*MODEL_NAMES, "neurosym"))
+    input: str = option("symbol", "symbol ids or handwritten images", choices=("symbol", "image"))
+    scale: float = option(1.0, "fraction of the released split sizes (1 = Table A1)", parse=fraction_up_to_one)
+    steps: int | None = option(
+        None, "maximum training steps (default: 100k for the seq2seq models as in HINT, 2,000 for neurosym)", parse=positive_int
+    )
+    batch_size: int = option(128, "global batch size (HINT: 128)", parse=positive_int)
+    learning_rate: float | None = option(
+        None, "Adam learning rate (default: 1e-3 RNNs and neurosym, 1e-4 Transformers)", parse=positive_float, aliases=["--lr"]
+    )
+    data: Path | None = option(
+        None, "an official HINT release folder (expr_{train,val,test}.json, fewshot_dataset.json, symbol_images/): train, "
+        "validate and test on it; --scale then sub-samples each split with a fixed seed", parse=existing_folder, metavar="PATH",
+    )  # fmt: skip
+    bank: str = option(
+        "default", "symbol images of generated expressions: " + "; ".join(f"'{k}': {v}" for k, v in BANKS.items())
+        + "; or an .npz archive (images uint8 [N, H, W] white on black, labels [N], optional splits [N])", parse=bank_choice,
+    )  # fmt: skip
+    cnn: str = option("resnet18", "image window encoder (image input)", choices=CNN_NAMES)
+    eval_every: int = option(1000, "steps between validation evaluations", parse=positive_int)
+    patience: int = option(50, "evaluations without improvement before stopping (HINT release: 50)", parse=positive_int)
+    num_workers: int = option(0, "data-loading worker processes", parse=non_negative_int)
+    compile: bool = option(False, COMPILE_HELP)
+    dim: int = option(
+        512, "Transformer width; embeddings are mapped to it by a linear layer when it differs from --embedding",
+        parse=positive_int,
+    )  # fmt: skip
+    heads: int = option(8, "attention heads of the Transformers", parse=positive_int)
+    hidden: int | None = option(
+        None, f"RNN hidden units (default {RNN_HIDDEN}) / Transformer feed-forward size (default 4 × --dim)", parse=positive_int
+    )
+    encoder_layers: int | None = option(None, "encoder depth (default: 3 RNNs, 6 Transformers)", parse=positive_int)
+    dropout: float | None = option(
+        None, "dropout of every recurrent layer and sub-layer (default: 0.5 RNNs, 0.1 Transformers)", parse=probability_below_one
+    )
+    drawn_digits: int = option(
+        0, "add N drawn images of each digit, in shapes one writer set may lack (flagged 1, open 4, crossed 7, hooked 9, "
+        "...), to the training images of --bank (generated expressions only)", parse=non_negative_int, metavar="N",
+        listed=False,
+    )  # fmt: skip
+    clip: float = option(5.0, "gradient-norm clipping threshold", parse=positive_float, listed=False)
+    eval_batch_size: int = option(256, "batch size of greedy decoding", parse=positive_int, listed=False)
+    embedding: int = option(128, "size of the source and target embeddings", parse=positive_int, listed=False)
+    decoder_layers: int = option(1, "decoder depth", parse=positive_int, listed=False)
+    norm: str = option("post", "LayerNorm after (HINT release) or before each sub-layer", choices=("post", "pre"), listed=False)
+    step_embedding: bool = option(
+        False, "transformer_rel_uni: add a sinusoidal step embedding before every application of the shared layer (not in "
+        "the HINT release)", listed=False,
+    )  # fmt: skip
+    relative: str = option(
+        "xl_clipped", "relative position encoding: Transformer-XL with distances clipped at ±15 (the HINT release), "
+        "unclipped XL, or Shaw's learned vectors per clipped distance", choices=("xl_clipped", "xl", "shaw"), listed=False,
+    )  # fmt: skip
+    source_boundaries: bool = option(
+        True, "frame every source with learned start and end vectors, as the HINT release's START and END tokens", listed=False
+    )
+    init: str = option(
+        "release", "Transformer initialisation: the HINT release's (Xavier-uniform feed-forward, absolute-attention and "
+        "output weights) or PyTorch's defaults", choices=("release", "torch"), listed=False,
+    )  # fmt: skip
+    attention_bias: bool = option(
+        False, "biases in the Transformers' attention projections (the HINT release has none)", listed=False
+    )
+    embedding_dropout: bool | None = option(
+        None, "dropout on the Transformers' input embeddings (default: as the HINT release, only in the vanilla transformer, "
+        "where it follows the absolute positions)", listed=False,
+    )  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if self.ensemble and (self.model, self.input, self.semantics) != ("neurosym", "image", "given"):
+            raise ValueError("--ensemble reads with trained symbol readers: --model neurosym --input image only")
+        if self.model.startswith("transformer") and self.dim % self.heads:
+            raise ValueError(f"--dim ({self.dim}) must be a multiple of --heads ({self.heads})")
+        if self.adapt_route and self.fewshot_scales:
+            raise ValueError("--adapt-route reads with two readers, the few-shot stage trains one: add --fewshot-scales none")
+        if self.drawn_digits and self.data is not None:
+            raise ValueError("--drawn-digits adds to --bank's images; a release's expressions name theirs")
+
+    def training_steps(self) -> int:
+        """``--steps``, else the budget of the model: the HINT release's, or the pipeline's."""
+        return self.steps or DEFAULT_STEPS["neurosym" if self.model == "neurosym" else "seq2seq"]
