@@ -6,6 +6,7 @@ import argparse
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -224,3 +225,48 @@ def test_generated_help_groups_the_options_and_hides_old_spellings(capsys) -> No
     text = capsys.readouterr().out
     assert text.index("The options of neurosym pipeline:") < text.index("options shared with other commands:")
     assert "--learning-rate" in text and "--lr" not in text
+
+
+CONFIGS = Path(__file__).resolve().parents[1] / "benchmarks" / "configs"
+LONG = ["--model", "neurosym", "--input", "image", "--batch-size", "32", "--cnn", "small", "--classifier-width", "32",
+        "--classifier-features", "128", "--curriculum", "1:150,3:250,7:400,15:800,all", "--lr-schedule", "cosine",
+        "--augment-shift", "2", "--threads", "1", "--scale", "0.02", "--steps", "7200", "--fewshot-scales", "none"]  # fmt: skip
+WRITERS = [*LONG, "--bank", "train-writers", "--drawn-digits", "3000", "--extra-test-bank", "test-writers",
+           "--adapt", "test-writers", "--adapt-examples", "1000", "--adapt-steps", "2400"]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "flags"),
+    [
+        ("hint_long.toml", [*LONG, "--test-scale", "0.1"]),
+        ("hint_writers_long.toml", WRITERS),
+        (
+            "hint_writers_routed.toml",
+            [
+                *WRITERS,
+                "--adapt-distill",
+                "1",
+                "--adapt-refit",
+                "1600",
+                "--adapt-route",
+                "2000",
+                "--test-scale",
+                "0.1",
+                "--threads",
+                "2",
+            ],
+        ),
+    ],
+)
+def test_each_study_config_file_is_the_command_line_it_names(name, flags) -> None:
+    from neurosym.cli import _parsed
+    from neurosym.experiments.hint_options import HintOptions
+    from neurosym.experiments.options import options_from
+
+    from_file = options_from(HintOptions, _parsed(build_parser("hint"), ["hint", "--config", str(CONFIGS / name)]))
+    assert from_file == options_from(HintOptions, _parsed(build_parser("hint"), ["hint", *flags]))
+    assert sorted(path.name for path in CONFIGS.glob("*.toml")) == [
+        "hint_long.toml",
+        "hint_writers_long.toml",
+        "hint_writers_routed.toml",
+    ]
