@@ -3,9 +3,8 @@
 Each sub-command lives in a runner module of :mod:`neurosym.experiments`, imported only when chosen. A
 runner exposes ``OPTIONS``, the dataclass of its options (fields made with
 :func:`~neurosym.experiments.options.option`, from which the command line is generated), and
-``run(options)``; every such command also takes ``--config FILE.toml`` (its keys: option names; options
-given on the command line win). Runners not yet moved to that form expose ``add_arguments(parser)`` and
-``run(args)``.
+``run(options)``; every command also takes ``--config FILE.toml`` (its keys: option names; options given
+on the command line win).
 """
 
 from __future__ import annotations
@@ -60,17 +59,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for name, (module_name, summary) in COMMANDS.items():
         child = sub.add_parser(name, help=summary, description=summary, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         if command in (None, name):
-            runner = importlib.import_module(module_name)
-            if hasattr(runner, "OPTIONS"):
-                from neurosym.experiments.options import CONFIG_OPTION, add_options, existing_file
+            from neurosym.experiments.options import CONFIG_OPTION, add_options, existing_file
 
-                add_options(child, runner.OPTIONS)
-                child.add_argument(
-                    CONFIG_OPTION, type=existing_file, metavar="FILE.toml",
-                    help="option values from a TOML file (keys: the option names); options given here win",
-                )  # fmt: skip
-            else:
-                runner.add_arguments(child)
+            add_options(child, importlib.import_module(module_name).OPTIONS)
+            child.add_argument(
+                CONFIG_OPTION, type=existing_file, metavar="FILE.toml",
+                help="option values from a TOML file (keys: the option names); options given here win",
+            )  # fmt: skip
             child.set_defaults(_runner=module_name, _parser=child)
     return parser
 
@@ -78,7 +73,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``argv`` parsed, with the values of a ``--config`` file as the command's defaults."""
     args = parser.parse_args(argv)
-    if getattr(args, "config", None) is not None:
+    if args.config is not None:
         from neurosym.experiments.options import config_file_values
 
         runner = importlib.import_module(args._runner)
@@ -99,11 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from neurosym.experiments.options import options_from
     from neurosym.training.stopping import TrainingInterrupted  # after the runner: torch is loaded by now
 
-    if hasattr(runner, "OPTIONS"):
-        try:
-            args = options_from(runner.OPTIONS, args)
-        except ValueError as error:  # the options' own checks, before any work
-            args._parser.error(str(error))
+    try:
+        args = options_from(runner.OPTIONS, args)
+    except ValueError as error:  # the options' own checks, before any work
+        args._parser.error(str(error))
     try:
         runner.run(args)
     except TrainingInterrupted as stop:

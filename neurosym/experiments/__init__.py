@@ -1,4 +1,4 @@
 """Benchmark runners behind the ``neurosym`` console command and the scripts in ``benchmarks/``.
 
-Each runner module exposes ``add_arguments(parser)`` and ``run(args) -> dict``.
+Each runner module exposes ``OPTIONS`` (the dataclass of its options) and ``run(options) -> dict``.
 """

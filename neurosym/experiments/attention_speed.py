@@ -20,9 +20,8 @@ import torch
 from neurosym.benchmarking.speed_steps import decode_step, time_attention
 from neurosym.benchmarking.timing import fastest_of_rounds
 from neurosym.experiments.options import (
-    RunOptions,
+    TimingOptions,
     comma_list,
-    non_negative_int,
     option,
     output_folder,
     positive_float,
@@ -39,11 +38,10 @@ DIGITS = 10
 
 
 @dataclass(frozen=True)
-class AttentionSpeedOptions(RunOptions):
+class AttentionSpeedOptions(TimingOptions):
     """The options of ``neurosym attention-speed``."""
 
     out: Path = output_folder("results/attention_speed")
-    threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
     lengths: list[int] = option(
         None,
         "comma-separated sequence lengths to time",

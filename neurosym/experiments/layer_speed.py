@@ -17,9 +17,8 @@ import torch
 from neurosym.benchmarking.speed_steps import UNIT_GOALS, UNITS, unit_records, unit_step
 from neurosym.benchmarking.timing import fastest_of_rounds
 from neurosym.experiments.options import (
-    RunOptions,
+    TimingOptions,
     comma_list,
-    non_negative_int,
     option,
     output_folder,
     positive_float,
@@ -44,11 +43,10 @@ def _shape(text: str) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class LayerSpeedOptions(RunOptions):
+class LayerSpeedOptions(TimingOptions):
     """The options of ``neurosym layer-speed``."""
 
     out: Path = output_folder("results/layer_speed")
-    threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
     shapes: list[tuple[int, int]] = option(
         None,
         "comma-separated layer shapes IN x OUT",

@@ -1,14 +1,15 @@
-"""The command-line options of every ``neurosym`` command: their types, and the options they share.
+"""The command-line options of every ``neurosym`` command, generated from dataclasses, and their types.
 
-Each type turns the option's text into its value or raises :class:`argparse.ArgumentTypeError`, so a bad
-value ends the command with a one-line usage error that names the option, instead of a traceback from
-deep inside a run that has already started.
+A command's options are one frozen dataclass whose fields are made with :func:`option` (default, help, how the
+text is read); :func:`add_options` makes the command line from it, :func:`options_from` the dataclass from
+the parsed arguments (its ``__post_init__`` checks the rules between options before any work), and
+:func:`config_file_values` reads a ``--config`` TOML file of the same names. The options shared by commands
+are the fields of :class:`OutputOptions`, :class:`ThreadOptions`, :class:`RunOptions` and
+:class:`TrainingOptions`; ``--preset`` comes from :func:`preset_option` (the one vocabulary :data:`PRESETS`).
 
-Options that several commands have are declared once here, with one name, one default and one help
-text: :func:`add_run_options` (``--out``, ``--seed``, ``--device``, ``--threads``, ``--progress``, and for
-commands that train ``--resume`` and ``--time-limit``), :func:`preset_option` (``--preset``, from the
-one vocabulary :data:`PRESETS`) and :func:`add_compile_option`. Lists are given comma-separated and
-parsed by :func:`comma_list`.
+Each option type turns the option's text into its value or raises :class:`argparse.ArgumentTypeError`, so a
+bad value ends the command with a one-line usage error that names the option, instead of a traceback from
+deep inside a run that has already started. Lists are given comma-separated and parsed by :func:`comma_list`.
 """
 
 from __future__ import annotations
@@ -108,11 +109,6 @@ COMPILE_HELP = (
 """``--compile``: train through ``torch.compile`` (:func:`neurosym.training.compile.compile_for_training`)."""
 
 
-def add_compile_option(parser: argparse.ArgumentParser) -> None:
-    """``--compile`` (:data:`COMPILE_HELP`) for a command whose options are not a dataclass yet."""
-    parser.add_argument("--compile", action="store_true", help=COMPILE_HELP)
-
-
 def comma_list(
     item: Callable[[str], T], *, what: str = "value", choices: Sequence[str] | None = None
 ) -> Callable[[str], list[T]]:
@@ -165,13 +161,6 @@ def preset_option(meanings: Mapping[str, str], default: str | None) -> Any:
         raise ValueError(f"presets {sorted(unknown)} are not in the vocabulary {list(PRESETS)}")
     lines = "; ".join(f"{name}: {meaning}" for name, meaning in meanings.items())
     return option(default, f"budget ({lines})", choices=list(meanings))
-
-
-def add_run_options(parser: argparse.ArgumentParser, *, out: str, threads: int = 0, trains: bool = True) -> None:
-    """The options every command has (:class:`RunOptions`; with ``trains``, :class:`TrainingOptions`), with this
-    command's default ``out`` folder and ``threads``."""
-    add_options(parser, TrainingOptions if trains else RunOptions)
-    parser.set_defaults(out=Path(out), threads=threads)
 
 
 def apply_threads(threads: int) -> None:
@@ -338,6 +327,13 @@ class RunOptions(ThreadOptions):
     """The options of every command that computes with torch on a device."""
 
     device: str = option("auto", "'auto' (CUDA when present), 'cpu' or 'cuda[:N]'", parse=device_name)
+
+
+@dataclass(frozen=True)
+class TimingOptions(RunOptions):
+    """The options of every command that times code on a device (one CPU thread by default: steadier timings)."""
+
+    threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
 
 
 @dataclass(frozen=True)
