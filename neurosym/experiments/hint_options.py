@@ -236,6 +236,9 @@ class HintOptions(HintPipelineOptions):
     def __post_init__(self) -> None:
         if self.ensemble and (self.model, self.input, self.semantics) != ("neurosym", "image", "given"):
             raise ValueError("--ensemble reads with trained symbol readers: --model neurosym --input image only")
+        if self.ensemble and (self.adapt is not None or self.fewshot_scales):
+            raise ValueError("--ensemble reads with readers trained apart; --adapt and the few-shot stage train one "
+                             "reader: adapt each run, or pass --fewshot-scales none")  # fmt: skip
         if self.model.startswith("transformer") and self.dim % self.heads:
             raise ValueError(f"--dim ({self.dim}) must be a multiple of --heads ({self.heads})")
         if self.adapt_route and self.fewshot_scales:

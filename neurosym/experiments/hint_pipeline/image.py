@@ -82,7 +82,7 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     validation, scores = evaluate(data.splits["val"], bank, "val"), evaluate(data.splits["test"], bank, "test")
     model = f"ensemble of {len(args.ensemble)} readers" if args.ensemble and len(args.ensemble) > 1 else "neurosym"
     results: dict[str, Any] = {"device": str(device), "data": data.label, "train_seconds": train_seconds, "steps": args.steps,
-                               "val": validation, "test": scores, "history": history, "ensemble": args.ensemble}  # fmt: skip
+                               "val": validation, "test": scores, "history": history, "ensemble": args.ensemble and list(map(str, args.ensemble))}  # fmt: skip
     rows = [_row(f"{model}, validation: {data.label}", validation), _row(f"{model}, test: {data.label}", scores)]
     if args.extra_test_bank is not None:  # tested as trained, then with the batch-norm statistics of its unlabelled images
         extra, images = bank_from_option(args.extra_test_bank, args.seed)
@@ -100,7 +100,7 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
         rows += adapted_rows
     rows.append([f"Transformer rel. uni. ({PUBLISHED_DATA})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
     rows.append([f"NSR ({PUBLISHED_DATA}; average only)", "-", "-", "-", "-", "-", HINT_NSR_IMAGE_AVERAGE, "-"])
-    trained = f"readers of {' '.join(args.ensemble)}" if args.ensemble else f"{args.steps} steps ({train_seconds:.0f} s on {device})"  # fmt: skip
+    trained = f"readers of {' '.join(map(str, args.ensemble))}" if args.ensemble else f"{args.steps} steps ({train_seconds:.0f} s on {device})"  # fmt: skip
     print(f"\nHINT image input, {trained}; {len(data.splits['test'])} test "
           "expressions; accuracy % (the grammar, the precedence and HINT's operator table are given; the perception is "
           "learned from results alone)")  # fmt: skip
@@ -116,11 +116,8 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
 
 def _ensemble(args: HintOptions, reader) -> ReaderEnsemble:
     """``--ensemble``: the readers its runs trained, loaded (and checked) before any other work."""
-    if args.adapt is not None or args.fewshot_scales:
-        raise SystemExit("neurosym hint: --ensemble reads with readers trained apart; --adapt and the few-shot stage "
-                         "train one reader: adapt each run, or pass --fewshot-scales none")  # fmt: skip
     try:
-        return readers_from_checkpoints([Path(run) / "checkpoint.pt" for run in args.ensemble], reader)
+        return readers_from_checkpoints([run / "checkpoint.pt" for run in args.ensemble], reader)
     except ValueError as error:
         raise SystemExit(f"neurosym hint: --ensemble: {error}") from None
 
