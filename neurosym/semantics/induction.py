@@ -13,8 +13,7 @@ Sizes count DSL nodes: ``max(i, j)`` has size 3, ``ceil((i + j) / 2)`` size 6 an
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -86,9 +85,10 @@ def _exact(expr: Expr, i: Fraction, j: Fraction) -> Fraction | None:
 
 
 def _snap(values: np.ndarray) -> np.ndarray:
-    """Round values within floating-point noise of an integer to that integer."""
-    rounded = np.round(values)
-    return np.where(np.abs(values - rounded) < _NEAR_INTEGER, rounded, values)
+    """Round values within floating-point noise of an integer to that integer (in place; returns ``values``)."""
+    rounded = np.rint(values)
+    np.copyto(values, rounded, where=np.abs(values - rounded) < _NEAR_INTEGER)
+    return values
 
 
 def _apply_binary(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -109,6 +109,11 @@ def _apply_binary(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _snap(out)
 
 
+Build = Callable[[np.ndarray], list[Expr]]
+"""The programs of some rows of a chunk of candidates, built only for the rows asked for: ``indices [n]`` ->
+``n`` programs (most candidates are pruned, so most are never built)."""
+
+
 @dataclass
 class _Bank:
     """Programs of one size with their output vectors ``values [N, E]``."""
@@ -118,52 +123,79 @@ class _Bank:
 
 
 class _Enumerator:
-    """Bottom-up enumeration by size with observational-equivalence pruning."""
+    """Bottom-up enumeration by size with observational-equivalence pruning.
+
+    Output vectors are compared by a 64-bit hash of their bytes (a random linear map modulo 2^64, NaN read as
+    +inf): two different vectors share a hash with probability about 2^-64, so a program is wrongly pruned
+    with probability below 10^-7 over a whole search of millions of programs."""
 
     def __init__(self, inputs_i: np.ndarray, inputs_j: np.ndarray, chunk: int = 200_000):
         self.examples = len(inputs_i)
         self.banks: dict[int, _Bank] = {}
-        self.seen: set[bytes] = set()
+        self.seen = np.zeros(0, dtype=np.uint64)  # sorted hashes of the output vectors kept so far
         self.chunk = chunk
+        self.multipliers = np.random.default_rng(0).integers(1, 2**63, size=self.examples, dtype=np.uint64) * np.uint64(
+            2
+        ) + np.uint64(1)
         leaves = [("i",), ("j",)] + [("const", c) for c in CONSTANTS]
         values = np.stack([inputs_i, inputs_j] + [np.full(self.examples, float(c)) for c in CONSTANTS])
-        self.banks[1] = self._dedupe(values, leaves)
+        self.banks[1] = self._dedupe(values, lambda rows: [leaves[k] for k in rows])
 
-    def _dedupe(self, values: np.ndarray, exprs: Sequence[Expr]) -> _Bank:
-        keys = np.ascontiguousarray(np.nan_to_num(values, nan=np.inf))
-        rows = keys.view(np.dtype((np.void, keys.dtype.itemsize * self.examples))).ravel()
-        _, first = np.unique(rows, return_index=True)
-        keep = [k for k in np.sort(first) if not np.isnan(values[k]).all() and rows[k].tobytes() not in self.seen]
-        self.seen.update(rows[k].tobytes() for k in keep)
-        return _Bank(values[keep].reshape(-1, self.examples), [exprs[k] for k in keep])
+    def _hashes(self, values: np.ndarray) -> np.ndarray:
+        """``values [N, E]`` -> ``[N]`` uint64 hashes of the rows' bytes (NaN read as +inf)."""
+        bits = np.nan_to_num(values, nan=np.inf).view(np.uint64)
+        with np.errstate(over="ignore"):
+            return (bits * self.multipliers).sum(axis=1, dtype=np.uint64)
 
-    def candidates(self, size: int) -> Iterator[tuple[np.ndarray, list[Expr]]]:
-        """Every program of ``size`` as chunks of ``(values [N, E], exprs)``; not yet deduplicated."""
+    def _dedupe(self, values: np.ndarray, build: Build) -> _Bank:
+        """The rows of ``values`` whose output vector is new (first occurrence, not seen at a smaller size, not
+        undefined everywhere), in their order, with their programs."""
+        hashes = self._hashes(values)
+        _, first = np.unique(hashes, return_index=True)
+        first.sort()
+        first = first[~np.isnan(values[first]).all(axis=1)]
+        if len(self.seen):
+            place = np.minimum(np.searchsorted(self.seen, hashes[first]), len(self.seen) - 1)
+            first = first[self.seen[place] != hashes[first]]
+        self.seen = np.union1d(self.seen, hashes[first])
+        return _Bank(values[first].reshape(-1, self.examples), build(first))
+
+    def candidates(self, size: int) -> Iterator[tuple[np.ndarray, Build]]:
+        """Every program of ``size`` as chunks of ``(values [N, E], build)``; not yet deduplicated."""
         inner = self.banks.get(size - 1)
         if inner is not None and len(inner.exprs):
             for op in UNARY:
                 rounded = np.ceil(inner.values) if op == "ceil" else np.floor(inner.values)
-                yield rounded, [(op, e) for e in inner.exprs]
+                yield rounded, lambda rows, op=op, exprs=inner.exprs: [(op, exprs[k]) for k in rows]
         for left_size in range(1, size - 1):
             right_size = size - 1 - left_size
             left, right = self.banks.get(left_size), self.banks.get(right_size)
             if left is None or right is None or not len(left.exprs) or not len(right.exprs):
                 continue
-            step = max(1, self.chunk // max(1, len(right.exprs)))
+            width = len(right.exprs)
+            step = max(1, self.chunk // max(1, width))
             for start in range(0, len(left.exprs), step):
                 block = left.values[start : start + step]
                 for op in BINARY:
                     if op in _COMMUTATIVE and left_size > right_size:
                         continue
                     values = _apply_binary(op, block[:, None, :], right.values[None, :, :])
-                    pairs = itertools.product(left.exprs[start : start + step], right.exprs)
-                    yield values.reshape(-1, self.examples), [(op, a, b) for a, b in pairs]
 
-    def grow(self, size: int, chunks: list[tuple[np.ndarray, list[Expr]]]) -> None:
+                    def build(rows, op=op, start=start, lefts=left.exprs, rights=right.exprs, width=width):
+                        return [(op, lefts[start + k // width], rights[k % width]) for k in rows.tolist()]
+
+                    yield values.reshape(-1, self.examples), build
+
+    def grow(self, size: int, chunks: list[tuple[np.ndarray, Build]]) -> None:
         if chunks:
             values = np.concatenate([c[0] for c in chunks])
-            exprs = [e for c in chunks for e in c[1]]
-            self.banks[size] = self._dedupe(values, exprs)
+            offsets = np.cumsum([0] + [len(c[0]) for c in chunks])
+
+            def build(rows: np.ndarray) -> list[Expr]:  # rows ascending: each chunk's rows are one run, in order
+                part = np.searchsorted(offsets, rows, side="right") - 1
+                return [expr for p in np.unique(part).tolist() for expr in chunks[p][1](rows[part == p] - offsets[p])]
+
+            self.banks[size] = self._dedupe(values, build)
 
 
 def induce_operator(
@@ -204,20 +236,21 @@ def induce_operator(
     needed = int(counts.sum()) if min_agreement == 1.0 else int(np.floor(min_agreement * counts.sum()))
     needed_all = int(np.ceil(min_agreement * len(examples) - 1e-9))
     enumerator = _Enumerator(array[:, 0], array[:, 1])
+    leaves = enumerator.banks[1]
     for size in range(1, max_size + 1):
-        chunks = [(enumerator.banks[1].values, enumerator.banks[1].exprs)] if size == 1 else enumerator.candidates(size)
-        kept: list[tuple[np.ndarray, list[Expr]]] = []
+        chunks = [(leaves.values, lambda rows: [leaves.exprs[k] for k in rows])] if size == 1 else enumerator.candidates(size)
+        kept: list[tuple[np.ndarray, Build]] = []
         best: tuple[int, Program] | None = None
-        for values, exprs in chunks:
+        for values, build in chunks:
             hits = (values == target[None, :]).astype(np.int64) @ counts
             for index in np.flatnonzero(hits >= needed)[np.argsort(-hits[hits >= needed], kind="stable")]:
-                program = Program(exprs[index])
+                program = Program(build(np.array([index]))[0])
                 score = sum(program(int(i), int(j)) == int(v) for i, j, v in examples)
                 if score >= needed_all and (best is None or score > best[0]):
                     best = (score, program)
                     break
-            if size > 1 and size < max_size and sum(len(k[1]) for k in kept) < max_bank:
-                kept.append((values, exprs))
+            if size > 1 and size < max_size and sum(len(k[0]) for k in kept) < max_bank:
+                kept.append((values, build))
         if best is not None:
             return best[1]
         if size > 1:
