@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
@@ -45,11 +44,10 @@ from neurosym.pipelines.concepts import (
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
+from neurosym.pipelines.refit import RefitConfig
+from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics import OperatorTable
-from neurosym.training.core import run_training
-from neurosym.training.update import Update, adam
 
 
 @dataclass(frozen=True)
@@ -237,21 +235,18 @@ def _train_glyph(
     device: torch.device,
 ) -> None:
     """Cross-entropy on windows (``[N, 32, 32]`` and their classes ``[N]``), each batch half few-shot
-    windows, half replayed ones, in the library's training loop (no checkpoint: it is short)."""
-    model = pipeline.classifier.to(device).train()
-    optimizer = adam(model.parameters(), config.learning_rate)
+    windows, half replayed ones, by :func:`~neurosym.pipelines.trainer.fit_windows` (no checkpoint: it is short)."""
     rng = np.random.default_rng(config.seed)
     half = config.glyph_batch // 2
 
-    def step(index: int) -> tuple[torch.Tensor, dict]:
+    def batch(index: int) -> tuple[torch.Tensor, torch.Tensor]:
         picks = [(w[i], y[i]) for w, y in (fewshot, replay) for i in [rng.integers(len(w), size=half)]]
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
         windows = augment_windows(torch.cat([w for w, _ in picks]), config.augment_shift, config.augment_style, generator)
-        windows = windows.to(device)
-        labels = torch.cat([y for _, y in picks]).to(device)
-        return F.nll_loss(model(windows).float(), labels), {}
+        return windows, torch.cat([y for _, y in picks])
 
-    run_training(model, step, Update(optimizer), config.glyph_steps, device=device)
+    schedule = RefitConfig(steps=config.glyph_steps, learning_rate=config.learning_rate, schedule="constant")
+    fit_windows(pipeline.classifier.to(device), batch, schedule, device, description="glyph")
 
 
 def _keep_last_row(grad: torch.Tensor) -> torch.Tensor:

@@ -48,11 +48,10 @@ from neurosym.pipelines.fewshot import with_new_symbol
 from neurosym.pipelines.ground_symbols import GroundingConfig, learn_grounding
 from neurosym.pipelines.grounding import Grounding
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
+from neurosym.pipelines.refit import RefitConfig
+from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics.induction import induce_noisy_operator
-from neurosym.training.core import run_training
-from neurosym.training.update import Update, adam
 
 
 @dataclass(frozen=True)
@@ -157,16 +156,16 @@ def _fit(
     device: torch.device,
     seed: int,
 ) -> None:
-    """Cross-entropy on ``windows [N, 32, 32]`` with classes ``labels [N]`` for ``glyph_steps`` steps."""
-    model = classifier.to(device).train()
-    optimizer = adam(model.parameters(), config.learning_rate)
+    """Cross-entropy on ``windows [N, 32, 32]`` with classes ``labels [N]`` for ``glyph_steps`` steps
+    (:func:`~neurosym.pipelines.trainer.fit_windows`)."""
     rng = np.random.default_rng(seed)
 
-    def step(index: int) -> tuple[torch.Tensor, dict]:
+    def batch(index: int) -> tuple[torch.Tensor, torch.Tensor]:
         pick = torch.from_numpy(rng.integers(len(windows), size=config.glyph_batch))
-        return F.nll_loss(model(windows[pick].to(device)).float(), labels[pick].to(device)), {}
+        return windows[pick], labels[pick]
 
-    run_training(model, step, Update(optimizer), config.glyph_steps, device=device)
+    schedule = RefitConfig(steps=config.glyph_steps, learning_rate=config.learning_rate, schedule="constant")
+    fit_windows(classifier.to(device), batch, schedule, device, description="glyphs")
 
 
 def _predict(classifier: SymbolClassifier, windows: torch.Tensor, device: torch.device) -> torch.Tensor:

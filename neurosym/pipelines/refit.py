@@ -17,12 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from neurosym.perception.augment import random_shift
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import run_reader_training
+from neurosym.pipelines.trainer import fit_windows
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, real_positions
 from neurosym.training.device import mixed_precision
 from neurosym.training.loop import SCHEDULES
@@ -106,17 +105,11 @@ def refit_reader(
         raise ValueError("refit_reader needs at least one labelled window")
     if int(labels.max()) >= len(reader.vocabulary):
         raise ValueError(f"a label ({int(labels.max())}) lies outside the reader's {len(reader.vocabulary)} classes")
-    model = reader.to(device)
 
-    def step(index: int) -> tuple[torch.Tensor, dict[str, float]]:
-        model.train()
+    def batch(index: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
         picks = torch.randint(len(labels), (config.batch_size,), generator=generator)
-        batch = random_shift(windows[picks], config.augment_shift, generator).to(device)
-        with mixed_precision(device):
-            log_probs = model(batch)
-        loss = F.nll_loss(log_probs.float(), labels[picks].to(device))
-        return loss, {"loss": loss.item()}
+        return random_shift(windows[picks], config.augment_shift, generator), labels[picks]
 
     fitted_to = _fingerprint(windows, labels)
 
@@ -127,9 +120,10 @@ def refit_reader(
                 "remove it to refit, or resume with the data it was fitted to"
             )
 
-    return run_reader_training(
-        model, step, config, device, checkpoint, progress, time_limit, "refit", lambda: {"fitted_to": fitted_to}, check_data
-    )
+    return fit_windows(
+        reader.to(device), batch, config, device, checkpoint, progress, time_limit, "refit", lambda: {"fitted_to": fitted_to},
+        check_data,
+    )  # fmt: skip
 
 
 def _fingerprint(windows: torch.Tensor, labels: torch.Tensor) -> str:

@@ -235,6 +235,37 @@ def run_reader_training(
     return result.history
 
 
+WindowBatches = Callable[[int], tuple[torch.Tensor, torch.Tensor]]
+"""Step index -> a batch ``(windows [B, ...] on the CPU, classes [B])``, depending only on the index."""
+
+
+def fit_windows(
+    model: nn.Module,
+    batches: WindowBatches,
+    config: Any,
+    device: torch.device,
+    checkpoint: str | os.PathLike | None = None,
+    progress: bool = False,
+    time_limit: float | None = None,
+    description: str = "fit",
+    save: Callable[[], dict[str, Any]] | None = None,
+    load: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict]:
+    """Fit a window classifier (windows -> log-probabilities) to ``batches(i)`` by cross-entropy: the one fit
+    of every window classifier here (glyphs, refits, routers), by :func:`run_reader_training` (``config``:
+    ``steps``, ``learning_rate``, ``schedule``, ``checkpoint_every``); returns the history (``loss`` per step)."""
+
+    def step(index: int) -> tuple[torch.Tensor, dict[str, float]]:
+        model.train()
+        windows, labels = batches(index)
+        with mixed_precision(device):
+            log_probs = model(windows.to(device))
+        loss = F.nll_loss(log_probs.float(), labels.to(device))
+        return loss, {"loss": loss.item()}
+
+    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, description, save, load)
+
+
 def evaluate_pipeline(
     pipeline: HintPipeline,
     source: WindowSource,
