@@ -270,3 +270,10 @@ def test_each_study_config_file_is_the_command_line_it_names(name, flags) -> Non
         "hint_writers_long.toml",
         "hint_writers_routed.toml",
     ]
+
+
+def test_hint_data_takes_every_bank_that_hint_takes(tmp_path) -> None:
+    from neurosym.experiments.hint_sources import BANKS
+
+    parse = lambda value: build_parser("hint-data").parse_args(["hint-data", "--bank", value]).bank
+    assert [parse(name) for name in BANKS] == list(BANKS) and parse("none") == "none" and parse(str(tmp_path)) == str(tmp_path)

@@ -24,7 +24,8 @@ from neurosym.data.hint import (
     symbol_kl_divergence,
     write_release,
 )
-from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank, load_npz_bank
+from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank
+from neurosym.experiments.hint_sources import BANKS, bank_archive, bank_from_option
 from neurosym.experiments.options import OutputOptions, fraction_up_to_one, option, output_folder, positive_int, preset_option
 from neurosym.experiments.report import format_table
 from neurosym.plots.hint_data import plot_statistics
@@ -33,11 +34,16 @@ from neurosym.training.checkpoint import save_json
 SMOKE_SCALE = 0.01
 
 
-def _bank_source(text: str) -> str:
-    """``--bank``: ``default``, ``none``, or an existing folder or ``.npz`` archive."""
-    if text not in ("default", "none") and not Path(text).exists():
-        raise argparse.ArgumentTypeError(f"expected 'default', 'none', a folder or an .npz archive; no such path: {text!r}")
-    return text
+def _bank_source(text: str) -> str | Path:
+    """``--bank``: what ``neurosym hint --bank`` takes (a name of :data:`BANKS` or an ``.npz`` archive), ``none``,
+    or a ``symbol_images`` folder."""
+    if text == "none" or text in BANKS or Path(text).is_dir():
+        return text
+    if Path(text).suffix == ".npz":
+        return bank_archive(text)
+    raise argparse.ArgumentTypeError(
+        f"expected 'default', 'none', a bank name ({', '.join(BANKS)}), a symbol_images folder or an .npz archive; got {text!r}"
+    )
 
 
 @dataclass(frozen=True)
@@ -51,8 +57,9 @@ class HintDataOptions(OutputOptions):
     scale: float | None = option(None, "fraction of the released sizes (overrides the preset)", parse=fraction_up_to_one)
     fewshot: bool = option(False, "also generate the few-shot splits of x y a b c d")
     bank: str = option(
-        "default", "symbol images: 'default' (real handwriting, drawn brackets), 'none' (no images), a symbol_images "
-        "folder, or an .npz", parse=_bank_source,
+        "default", "symbol images: a bank as neurosym hint --bank names it ('default': real handwriting, drawn "
+        "brackets; 'other-writers', 'train-writers', 'test-writers'; an .npz), 'none' (no images) or a symbol_images "
+        "folder", parse=_bank_source,
     )  # fmt: skip
     drawn_per_symbol: int = option(2000, "drawn images per symbol in the default bank", parse=positive_int)
     stats_sample: int = option(100_000, "records per split used for statistics", parse=positive_int)
@@ -67,8 +74,9 @@ def _bank(options: HintDataOptions) -> SymbolBank | None:
         return None
     if options.bank == "default":
         return default_bank(drawn_per_symbol=options.drawn_per_symbol, seed=options.seed)
-    path = Path(options.bank)
-    return load_npz_bank(path, seed=options.seed) if path.suffix == ".npz" else load_folder_bank(path, seed=options.seed)
+    if Path(options.bank).is_dir():
+        return load_folder_bank(Path(options.bank), seed=options.seed)
+    return bank_from_option(options.bank, options.seed)[0]
 
 
 def run(options: HintDataOptions) -> dict:
