@@ -13,6 +13,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "hint-data": (
@@ -66,7 +67,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                 CONFIG_OPTION, type=existing_file, metavar="FILE.toml",
                 help="option values from a TOML file (keys: the option names); options given here win",
             )  # fmt: skip
-            child.set_defaults(_runner=module_name, _parser=child)
+            child.set_defaults(_runner=module_name, _parser=child, out=Path("results") / name.replace("-", "_"))
     return parser
 
 

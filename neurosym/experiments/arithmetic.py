@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import torch
 
@@ -25,7 +24,6 @@ from neurosym.experiments.options import (
     comma_list,
     fraction_up_to_one,
     option,
-    output_folder,
     positive_float,
     positive_int,
     preset_option,
@@ -76,7 +74,6 @@ PRESET_MEANINGS = {
 class ArithmeticOptions(TrainingOptions):
     """The options of ``neurosym arithmetic``."""
 
-    out: Path = output_folder("results/arithmetic")
     preset: str = preset_option(PRESET_MEANINGS, "smoke")
     steps: int | None = option(None, "training steps per run (overrides the preset; 1e5 style accepted)", parse=positive_int)
     seeds: int | None = option(None, "runs (seeds) per model and operation (overrides the preset)", parse=positive_int)

@@ -12,7 +12,6 @@ universal Transformer with and without the key/value cache. Times are medians of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -23,7 +22,6 @@ from neurosym.experiments.options import (
     TimingOptions,
     comma_list,
     option,
-    output_folder,
     positive_float,
     positive_int,
 )
@@ -41,7 +39,6 @@ DIGITS = 10
 class AttentionSpeedOptions(TimingOptions):
     """The options of ``neurosym attention-speed``."""
 
-    out: Path = output_folder("results/attention_speed")
     lengths: list[int] = option(
         None,
         "comma-separated sequence lengths to time",

@@ -26,7 +26,7 @@ from neurosym.data.hint import (
 )
 from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank
 from neurosym.experiments.hint_sources import BANKS, bank_archive, bank_from_option
-from neurosym.experiments.options import OutputOptions, fraction_up_to_one, option, output_folder, positive_int, preset_option
+from neurosym.experiments.options import OutputOptions, fraction_up_to_one, option, positive_int, preset_option
 from neurosym.experiments.report import format_table
 from neurosym.plots.hint_data import plot_statistics
 from neurosym.training.checkpoint import save_json
@@ -50,7 +50,6 @@ def _bank_source(text: str) -> str | Path:
 class HintDataOptions(OutputOptions):
     """The options of ``neurosym hint-data`` (it runs on the CPU)."""
 
-    out: Path = output_folder("results/hint_data")
     preset: str = preset_option(
         {"smoke": f"scale {SMOKE_SCALE}, a few seconds", "paper": "scale 1, the released sizes (Table A1)"}, "paper"
     )

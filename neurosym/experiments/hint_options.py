@@ -21,7 +21,6 @@ from neurosym.experiments.options import (
     non_negative_float,
     non_negative_int,
     option,
-    output_folder,
     positive_float,
     positive_int,
     probability_below_one,
@@ -164,7 +163,6 @@ DEFAULT_STEPS = {"seq2seq": 100_000, "neurosym": 2_000}
 class HintOptions(HintPipelineOptions):
     """The options of neurosym hint: the data and the training, the seq2seq baselines' models (unlisted ones for a --config file)."""
 
-    out: Path = output_folder("results/hint")
     model: str = option("transformer_rel_uni", "which baseline to train", choices=(*MODEL_NAMES, "neurosym"))
     input: str = option("symbol", "symbol ids or handwritten images", choices=("symbol", "image"))
     scale: float = option(1.0, "fraction of the released split sizes (1 = Table A1)", parse=fraction_up_to_one)

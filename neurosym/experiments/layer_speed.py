@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
@@ -20,7 +19,6 @@ from neurosym.experiments.options import (
     TimingOptions,
     comma_list,
     option,
-    output_folder,
     positive_float,
     positive_int,
 )
@@ -46,7 +44,6 @@ def _shape(text: str) -> tuple[int, int]:
 class LayerSpeedOptions(TimingOptions):
     """The options of ``neurosym layer-speed``."""
 
-    out: Path = output_folder("results/layer_speed")
     shapes: list[tuple[int, int]] = option(
         None,
         "comma-separated layer shapes IN x OUT",

@@ -24,7 +24,6 @@ from neurosym.experiments.options import (
     comma_list,
     existing_folder,
     option,
-    output_folder,
     positive_float,
     positive_int,
     preset_option,
@@ -61,7 +60,6 @@ PRESET_MEANINGS = {
 class MathematicsOptions(TrainingOptions):
     """The options of ``neurosym mathematics``."""
 
-    out: Path = output_folder("results/mathematics")
     models: list[str] = option(
         None, f"comma-separated models to evaluate from {', '.join(MODELS)}",
         parse=comma_list(str, what="model", choices=MODELS), factory=lambda: list(MODELS),

@@ -310,7 +310,7 @@ def _config_value(key: str, value: Any, config_field: Field, annotation: Any) ->
 class OutputOptions:
     """The options every command has."""
 
-    out: Path = option(Path("results"), "output folder (JSON, plot, checkpoints)")
+    out: Path = option(Path("results"), "output folder (JSON, plot, checkpoints); on the command line results/COMMAND")
     seed: int = option(0, "seed of data generation, initialisation and batch order")
     progress: bool = option(True, "show progress bars")
 
@@ -348,8 +348,3 @@ class TrainingOptions(RunOptions):
         parse=time_limit_minutes,
         metavar="MINUTES",
     )
-
-
-def output_folder(default: str) -> Any:
-    """The ``out`` field of a command's options with the command's own default folder."""
-    return option(Path(default), "output folder (JSON, plot, checkpoints)")

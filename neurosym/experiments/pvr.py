@@ -42,7 +42,6 @@ from neurosym.experiments.options import (
     existing_file,
     non_negative_int,
     option,
-    output_folder,
     positive_int,
     preset_option,
 )
@@ -69,7 +68,6 @@ PRESET_MEANINGS = {
 class PVROptions(TrainingOptions):
     """The options of ``neurosym pvr``."""
 
-    out: Path = output_folder("results/pvr")
     sweeps: list[str] = option(
         None,
         f"comma-separated subset of {SWEEPS}",

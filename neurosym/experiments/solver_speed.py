@@ -10,7 +10,6 @@ the CPU, so there is no ``--device`` option.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -22,7 +21,6 @@ from neurosym.experiments.options import (
     comma_list,
     non_negative_int,
     option,
-    output_folder,
     positive_int,
     preset_option,
 )
@@ -35,7 +33,6 @@ from neurosym.training.checkpoint import save_json
 class SolverSpeedOptions(ThreadOptions):
     """The options of ``neurosym solver-speed``."""
 
-    out: Path = output_folder("results/solver-speed")
     threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
     preset: str = preset_option(
         {"smoke": "512 expressions (100 through Lark), small batches", "cpu": "--count and --lark-count as given"}, "cpu"
