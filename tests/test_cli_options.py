@@ -167,7 +167,7 @@ def test_python_dash_m_neurosym_runs_the_command_line() -> None:
 def test_fewshot_only_new_class_takes_roles_or_none() -> None:
     parser = build_parser()
     parse = lambda *extra: parser.parse_args(["hint", "--model", "neurosym", *extra]).fewshot_only_new_class
-    assert parse() == ("operator",) and parse("--fewshot-only-new-class", "none") == ()
+    assert parse() == ("operator", "number") and parse("--fewshot-only-new-class", "none") == ()
     assert parse("--fewshot-only-new-class", "operator,number") == ("operator", "number")
 
 

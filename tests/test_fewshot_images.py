@@ -94,11 +94,11 @@ def test_spotting_refuses_a_known_symbol_and_bad_configurations(trained):
 
 
 @pytest.mark.parametrize("only_new_class", [True, False])
-def test_for_a_new_operator_by_default_only_its_row_learns_and_the_known_symbols_are_read_as_before(trained, only_new_class):
+def test_for_a_new_symbol_by_default_only_its_row_learns_and_the_known_symbols_are_read_as_before(trained, only_new_class):
     pipeline, bank, replay = trained
     train = list(fewshot_split("a", scale=0.01, seed=0, cache=False, progress=False)["train"])
     config = FewShotConfig(glyph_steps=20, abduction_steps=10, only_new_class=("operator",) if only_new_class else ())
-    assert FewShotConfig().only_new_class == ("operator",)
+    assert FewShotConfig().only_new_class == ("operator", "number")
     grown = learn_concept_from_images(pipeline, "a", train, replay, bank, CPU, config).pipeline.classifier
     before, after = pipeline.classifier.state_dict(), grown.state_dict()
     known = [key for key in before if key not in ("classifier.weight", "classifier.bias") and "num_batches" not in key]

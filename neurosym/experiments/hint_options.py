@@ -149,8 +149,8 @@ class HintPipelineOptions(TrainingOptions):
         listed=False,
     )  # fmt: skip
     fewshot_only_new_class: tuple[str, ...] = option(
-        ("operator",), "neurosym: roles ('number', 'operator', comma-separated, or 'none') whose new glyph trains only its "
-        "own output row", parse=_roles, listed=False,
+        ("operator", "number"), "neurosym: roles ('number', 'operator', comma-separated, or 'none') whose new glyph trains "
+        "only its own output row", parse=_roles, listed=False,
     )  # fmt: skip
     speed_samples: int = option(300, "neurosym: corrupted expressions timed for abduction", parse=positive_int, listed=False)
 
