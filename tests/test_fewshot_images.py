@@ -24,6 +24,16 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 FAST = FewShotConfig(glyph_steps=60, abduction_steps=30, only_new_class=())  # a tiny reader's features are too weak
 
 
+@pytest.fixture(scope="module", autouse=True)
+def single_thread():
+    """One torch thread for the whole module: the tiny reader trained here lands on the same weights on every
+    machine (with two threads its float sums differ, and x and a are learned just under the thresholds)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="module")
 def trained():
     """A pipeline trained from results on the 16 HINT symbols; the bank also draws ``x`` and ``a``."""
