@@ -109,11 +109,13 @@ def _junit_counts(path: Path) -> dict[str, Any]:
 def suite(device: torch.device, out: Path, seconds: float) -> dict[str, Any]:
     report = out / "junit.xml"
     report.unlink(missing_ok=True)
-    workers = max(1, min(8, (os.cpu_count() or 2) // 2))
+    cores = os.cpu_count() or 2
+    workers = max(1, min(8, cores // 2))
     argv = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "tests", "-p", "no:cacheprovider",
             "--junitxml", str(report), "-rfE"]  # fmt: skip
+    threads = str(max(1, cores // workers))  # each worker's torch would otherwise take every core
     try:
-        completed = _command(argv, seconds)
+        completed = _command(argv, seconds, env={"OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads})
         output, stopped = completed.stdout, False
     except PartFailed as error:
         output, stopped = str(error), True
@@ -213,7 +215,8 @@ def _numbers(part: str, found: dict[str, Any]) -> str:
     if part == "environment":
         return f"torch {found['torch']}, CUDA {found['cuda']}, {found.get('gpu', 'no GPU')}, compiler {found['c_compiler']}"
     if part == "suite":
-        return f"{found['passed']} passed, {found['failures']} failed, {found['errors']} errors, {found['skipped']} skipped"
+        counts = f"{found['passed']} passed, {found['failures']} failed, {found['errors']} errors, {found['skipped']} skipped"
+        return counts + (" before it was stopped at its time budget" if found["stopped_at_budget"] else "")
     if part == "arithmetic":
         return f"{found['rate']:.3g} seed-iterations/s over {found['cells']} cells x {found['seeds']} seeds; Table 1: {found['table_hours']:.2f} h"
     if part == "hint_pipeline":
@@ -224,13 +227,22 @@ def _numbers(part: str, found: dict[str, Any]) -> str:
     )
 
 
+def _why(found: dict[str, Any]) -> str:
+    """Why a part is not ok: its error, or for the suite its stop or its failing tests."""
+    if "error" in found:
+        return found["error"]
+    if found.get("stopped_at_budget"):
+        return "stopped at its time budget (raise it with --budget-scale)"
+    return f"{found['failures']} failing tests, {found['errors']} errors (listed above)"
+
+
 def markdown(report: dict[str, dict[str, Any]], device: torch.device) -> str:
     lines = [f"# Device check on {device}", "", "| part | status | seconds | numbers |", "|---|---|---|---|"]
     lines += [f"| {part} | {found['status']} | {found['seconds']} | {_numbers(part, found)} |" for part, found in report.items()]
     failing = report.get("suite", {}).get("failing", [])
     if failing:
         lines += ["", "## Failing tests", ""] + [f"- `{item['test']}` ({item['outcome']}): {item['message']}" for item in failing]
-    not_run = [f"- {part}: {found.get('error', 'failed')}" for part, found in report.items() if found["status"] != "ok"]
+    not_run = [f"- {part}: {_why(found)}" for part, found in report.items() if found["status"] != "ok"]
     if device.type != "cuda":
         not_run.insert(0, "- no CUDA device: every part ran on the CPU")
     lines += ["", "## Could not run", ""] + (not_run or ["nothing: every part ran"])

