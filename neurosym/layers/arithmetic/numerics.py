@@ -45,4 +45,7 @@ def autocast_enabled(x: Tensor) -> bool:
     """Whether autocast (AMP) is on for ``x``'s device type (never for a type without autocast, such as
     the ``meta`` device of shape-only tensors)."""
     device = x.device.type
-    return torch.amp.is_autocast_available(device) and torch.is_autocast_enabled(device)
+    # Under torch.compile the tensors are on real devices; older Dynamo (torch < 2.13) cannot trace the
+    # availability check and would break the graph there.
+    available = torch.compiler.is_compiling() or torch.amp.is_autocast_available(device)
+    return available and torch.is_autocast_enabled(device)
