@@ -42,6 +42,8 @@ BUDGETS = {"environment": 30, "suite": 300, "arithmetic": 60, "hint_pipeline": 1
 PROJECTED_STEPS = 100_000
 """HINT's schedule: 10⁵ steps of 128 expressions."""
 MAKE_RUN = ["--model", "neurosym", "--input", "image", "--scale", "0.01", "--cnn", "small"]
+NO_FEWSHOT = ["--fewshot-scales", "none"]
+"""Speed parts time the training only."""
 MAKE_RUN_TRAINING = ["--steps", "800", "--batch-size", "32", "--curriculum", "1:150,3:200,7:200,15:250"]
 
 
@@ -164,11 +166,9 @@ def _steps_per_second(results: dict[str, Any]) -> float:
 
 def hint_pipeline(device: torch.device, out: Path, seconds: float) -> dict[str, Any]:
     started = time.perf_counter()
-    make_run = _hint_run(
-        device, out / "hint_pipeline", 0.7 * seconds, [*MAKE_RUN, *MAKE_RUN_TRAINING, "--fewshot-scales", "none"]
-    )
+    make_run = _hint_run(device, out / "hint_pipeline", 0.7 * seconds, [*MAKE_RUN, *MAKE_RUN_TRAINING, *NO_FEWSHOT])
     left = seconds - (time.perf_counter() - started)
-    large = _hint_run(device, out / "hint_pipeline_128", left, [*MAKE_RUN, "--steps", "100", "--batch-size", "128"])
+    large = _hint_run(device, out / "hint_pipeline_128", left, [*MAKE_RUN, "--steps", "100", "--batch-size", "128", *NO_FEWSHOT])
     rate = _steps_per_second(large)
     return {"make_run_steps_per_second": _steps_per_second(make_run), "make_run_train_seconds": make_run["train_seconds"],
             "make_run_test": make_run.get("test"), "steps_per_second_batch_128": rate,

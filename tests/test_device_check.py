@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,27 @@ def test_a_suite_stopped_at_its_budget_says_so(device_check):
     assert "- suite: stopped at its time budget (raise it with --budget-scale)" in text
     finished = device_check.markdown({"suite": stopped | {"stopped_at_budget": False, "failures": 2}}, torch.device("cuda"))
     assert "- suite: 2 failing tests, 0 errors (listed above)" in finished and "stopped" not in finished
+
+
+def test_the_hint_speed_runs_are_valid_commands_that_time_training_only(device_check, tmp_path, monkeypatch):
+    """The two pipeline runs parse as ``neurosym hint`` commands and learn no few-shot concepts (the part
+    times training; few-shot learning after 100 steps would spend its budget)."""
+    from neurosym.cli import build_parser
+
+    commands = []
+
+    def fake(argv, seconds, env=None):
+        commands.append(argv)
+        out = Path(argv[argv.index("--out") + 1])
+        out.mkdir(parents=True)
+        (out / "results.json").write_text(json.dumps({"steps": 100, "train_seconds": 4.0, "test": {"avg": 0.5}}))
+        return subprocess.CompletedProcess(argv, 0, "", None)
+
+    monkeypatch.setattr(device_check, "_command", fake)
+    found = device_check.hint_pipeline(torch.device("cuda"), tmp_path, 100.0)
+    assert found["steps_per_second_batch_128"] == 25.0 and found["make_run_test"] == {"avg": 0.5}
+    assert len(commands) == 2
+    for argv in commands:
+        hint = argv[argv.index("hint") :]
+        args = build_parser("hint").parse_args(hint)
+        assert args.device == "cuda" and args.fewshot_scales in ([], None, ()), args.fewshot_scales
