@@ -1,5 +1,5 @@
 """The device check: on a CUDA machine, the whole test suite (the ``cuda`` tests included) and the GPU
-speed rows of benchmarks/RESULTS.md, in one command that fits in 8 minutes on one H100.
+speed rows of benchmarks/RESULTS.md, in one command of about 8 minutes on one GPU.
 
     make gpu-check                                   # = python benchmarks/device_check.py
     python benchmarks/device_check.py --out results/device_check --skip suite
@@ -10,6 +10,8 @@ Parts, each within its own time budget (a part that overruns is stopped and repo
 - ``suite``: ``pytest tests`` on all cores, with ``device="auto"`` meaning the GPU; failures listed;
 - ``arithmetic``: seed-iterations per second of every model family of Table 1 trained as one batched
   model over its published cells × 100 seeds, and the time the whole table (5·10⁶ steps) would take;
+- ``arithmetic_steps``: what bounds that step (NMU × 100 seeds): its rate with each batch drawn, on one
+  fixed batch, and with the loss compiled into CUDA graphs (``torch.compile(mode="reduce-overhead")``);
 - ``hint_pipeline``: ``make run``'s training (800 steps of 32) on the device, steps per second and the
   accuracies, then steps per second at HINT's batch of 128 and the projected time of 10⁵ steps;
 - ``hint_transformer``: the same for the released relative universal Transformer (``transformer_rel_uni``).
@@ -36,9 +38,16 @@ from xml.etree import ElementTree
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("environment", "suite", "arithmetic", "hint_pipeline", "hint_transformer")
-BUDGETS = {"environment": 30, "suite": 300, "arithmetic": 60, "hint_pipeline": 120, "hint_transformer": 60}
-"""Seconds each part may take (together under 8 minutes with the start-up)."""
+PARTS = ("environment", "suite", "arithmetic", "arithmetic_steps", "hint_pipeline", "hint_transformer")
+BUDGETS = {
+    "environment": 30,
+    "suite": 300,
+    "arithmetic": 60,
+    "arithmetic_steps": 90,
+    "hint_pipeline": 120,
+    "hint_transformer": 60,
+}
+"""Seconds each part may take at most; the measured parts take about 8 minutes together on an H200."""
 PROJECTED_STEPS = 100_000
 """HINT's schedule: 10⁵ steps of 128 expressions."""
 MAKE_RUN = ["--model", "neurosym", "--input", "image", "--scale", "0.01", "--cnn", "small"]
@@ -150,6 +159,24 @@ def arithmetic(device: torch.device, out: Path, seconds: float, seeds: int = 100
             "table_hours": runs * PAPER_ITERATIONS / rate / 3600}  # fmt: skip
 
 
+STEP_COSTS = """import json, sys, torch
+from neurosym.benchmarking.arithmetic_speed import step_costs
+from neurosym.benchmarking.arithmetic_training import GroupConfig
+device, seeds, steps = torch.device(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+config = GroupConfig("NMU", ("mul",), tuple(range(seeds)), steps=5_000_000, evaluation_size=1)
+print(json.dumps(step_costs(config, device, steps)))"""
+"""The step-cost probe, in its own process so that its budget can stop a compiler that hangs."""
+
+
+def arithmetic_steps(device: torch.device, out: Path, seconds: float, seeds: int = 100, steps: int = 200) -> dict[str, Any]:
+    """What bounds the batched arithmetic step (:func:`~neurosym.benchmarking.arithmetic_speed.step_costs`):
+    NMU × ``seeds``, with its batch drawn each step, one fixed batch, and the loss compiled (CUDA graphs)."""
+    completed = _command([sys.executable, "-c", STEP_COSTS, device.type, str(seeds), str(steps)], seconds)
+    if completed.returncode != 0:
+        raise PartFailed(f"exit status {completed.returncode}:\n{_tail(completed.stdout)}")
+    return {"model": "NMU", "seeds": seeds, "steps_timed": steps, **json.loads(completed.stdout.strip().splitlines()[-1])}
+
+
 def _hint_run(device: torch.device, out: Path, seconds: float, argv: list[str], written: str = "results.json") -> dict[str, Any]:
     """One ``neurosym hint`` run into ``out`` (afresh), the JSON file ``written`` that it writes there."""
     command = [sys.executable, "-m", "neurosym.cli", "hint", *argv, "--device", device.type, "--no-progress", "--no-resume"]
@@ -187,7 +214,7 @@ def hint_transformer(device: torch.device, out: Path, seconds: float) -> dict[st
 
 
 RUNNERS: dict[str, Callable[[torch.device, Path, float], dict[str, Any]]] = {
-    "environment": environment, "suite": suite, "arithmetic": arithmetic,
+    "environment": environment, "suite": suite, "arithmetic": arithmetic, "arithmetic_steps": arithmetic_steps,
     "hint_pipeline": hint_pipeline, "hint_transformer": hint_transformer,
 }  # fmt: skip
 
@@ -219,6 +246,9 @@ def _numbers(part: str, found: dict[str, Any]) -> str:
         return counts + (" before it was stopped at its time budget" if found["stopped_at_budget"] else "")
     if part == "arithmetic":
         return f"{found['rate']:.3g} seed-iterations/s over {found['cells']} cells x {found['seeds']} seeds; Table 1: {found['table_hours']:.2f} h"
+    if part == "arithmetic_steps":
+        return (f"NMU x {found['seeds']} seeds, seed-iterations/s: {found['drawn']:.3g} drawing each batch, "
+                f"{found['fixed']:.3g} on one batch, {found['compiled']:.3g} compiled (CUDA graphs)")  # fmt: skip
     if part == "hint_pipeline":
         return (f"make run: {found['make_run_steps_per_second']:.1f} steps/s; batch 128: "
                 f"{found['steps_per_second_batch_128']:.1f} steps/s, 1e5 steps in {found['projected_hours_1e5_x_128']:.2f} h")  # fmt: skip

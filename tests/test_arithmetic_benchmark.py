@@ -311,3 +311,11 @@ def test_every_evaluation_gives_freed_memory_back(monkeypatch):
     config = GroupConfig("NAU", ("add",), (0,), steps=300, eval_every=100, evaluation_size=50)
     assert train_group(config, CPU, progress=False).finished
     assert len(released) == 3  # a long run would otherwise grow by the evaluations' fragments (gigabytes by 10^6 steps)
+
+
+def test_step_costs_time_the_step_with_and_without_drawing_and_compiled():
+    config = GroupConfig("NAU", ("add",), (0, 1), steps=10, evaluation_size=1)
+    rates = speed.step_costs(config, torch.device("cpu"), steps=3, warmup=1)
+    assert set(rates) == {"drawn", "fixed", "compiled"} and all(rate > 0 for rate in rates.values())
+    with pytest.raises(ValueError, match="steps must be positive"):
+        speed.step_costs(config, torch.device("cpu"), steps=0)
