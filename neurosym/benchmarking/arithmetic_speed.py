@@ -13,6 +13,7 @@ batched model's caches after the one-seed runs costs little.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -30,6 +31,16 @@ def _synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+def _seconds(device: torch.device, steps: int, step: Callable[[], None]) -> float:
+    """Wall-clock seconds of ``steps`` calls of ``step``, the device's queued work included."""
+    _synchronize(device)
+    started = time.perf_counter()
+    for _ in range(steps):
+        step()
+    _synchronize(device)
+    return time.perf_counter() - started
+
+
 class _TimedRun:
     """The group's model (batched over its seeds, or a plain model for a one-seed group) with its
     optimiser and data; :meth:`advance` trains it for some steps and returns the seconds they took."""
@@ -41,16 +52,14 @@ class _TimedRun:
         self.step = 0
 
     def advance(self, steps: int) -> float:
-        _synchronize(self.device)
-        started = time.perf_counter()
-        for _ in range(steps):
-            x, target = self.data.training_batch(self.config.batch_size)
-            if not self.batched:
-                x, target = x[0], target[0]
-            train_step(self.model, self.optimizer, x, target, self.step, self.amp)
-            self.step += 1
-        _synchronize(self.device)
-        return time.perf_counter() - started
+        return _seconds(self.device, steps, self._train_one_step)
+
+    def _train_one_step(self) -> None:
+        x, target = self.data.training_batch(self.config.batch_size)
+        if not self.batched:
+            x, target = x[0], target[0]
+        train_step(self.model, self.optimizer, x, target, self.step, self.amp)
+        self.step += 1
 
 
 def measure_speed(
@@ -143,12 +152,7 @@ def step_costs(
         raise RuntimeError(f"the compiled loss is {got.item()}, eager mode's {expected.item()}: not the same step")
     update = Update(drawn.optimizer, after=drawn.model.clamp_weights_)
     for name, loss in (("fixed", eager), ("compiled", compiled)):
-        for _ in range(warmup):
-            update(loss())
-        _synchronize(device)
-        started = time.perf_counter()
-        for _ in range(steps):
-            update(loss())
-        _synchronize(device)
-        rates[name] = runs * steps / (time.perf_counter() - started)
+        step = lambda loss=loss: update(loss())
+        _seconds(device, warmup, step)
+        rates[name] = runs * steps / _seconds(device, steps, step)
     return rates
