@@ -9,6 +9,7 @@ from neurosym.benchmarking import arithmetic_speed as speed
 from neurosym.benchmarking import arithmetic_training
 from neurosym.benchmarking.arithmetic_training import (
     Curves,
+    GraphedStep,
     GroupConfig,
     GroupRun,
     build,
@@ -319,3 +320,43 @@ def test_step_costs_time_the_step_with_and_without_drawing_and_compiled():
     assert set(rates) == {"drawn", "fixed", "compiled"} and all(rate > 0 for rate in rates.values())
     with pytest.raises(ValueError, match="steps must be positive"):
         speed.step_costs(config, torch.device("cpu"), steps=0)
+
+
+@pytest.mark.parametrize(("model", "operations"), [("NMU", ("mul", "add")), ("NALU", ("mul", "div", "add", "sub"))])
+def test_the_whole_step_as_one_call_trains_exactly_as_the_eager_loop(model, operations):
+    """On the CPU the CUDA-graph step runs eagerly: with its step counter on the device (the warm-ups of the NAU
+    and NMU regularisers inside the 300 steps of a scaled schedule) it gives the eager loop's curves bit for bit."""
+    config = GroupConfig(model, operations, (0, 1, 2), steps=300, eval_every=100, evaluation_size=50, schedule="scaled")
+    eager, graphed = (train_group(config, CPU, progress=False, cuda_graph=graph) for graph in (False, True))
+    assert graphed.finished and graphed.curves.steps == [100, 200, 300]
+    for name, values in eager.curves.stacked().items():
+        torch.testing.assert_close(graphed.curves.stacked()[name], values, rtol=0, atol=0, msg=name)
+
+
+def test_a_graphed_step_counts_from_the_loops_step():
+    config = GroupConfig("NMU", ("mul",), (0, 1), steps=10, evaluation_size=1)
+    data, model = build(config, CPU)
+    step = GraphedStep(model, torch.optim.Adam(model.parameters()), data, batch_size=4)
+    assert step(0) == (None, {}) and step.counter.item() == 1
+    step(5)  # a resumed run starts at its checkpoint's step
+    assert step.counter.item() == 6
+    step(6)
+    assert step.counter.item() == 7
+
+
+def test_a_cuda_graph_step_refuses_mixed_precision():
+    config = GroupConfig("NAU", ("add",), (0,), steps=10, evaluation_size=1)
+    with pytest.raises(ValueError, match="cuda_graph or with amp"):
+        train_group(config, CPU, progress=False, amp=True, cuda_graph=True)
+    with pytest.raises(ValueError, match="float32"):
+        speed.batched_rate(config, CPU, steps=2, amp=True, cuda_graph=True)
+    with pytest.raises(SystemExit):
+        main(["arithmetic", "--cuda-graph", "--amp"])
+
+
+def test_a_rate_measured_for_a_minimum_time_times_more_steps(monkeypatch):
+    advanced = []
+    monkeypatch.setattr(speed._TimedRun, "advance", lambda run, steps: advanced.append(steps) or 0.5)
+    config = GroupConfig("NAU", ("add",), (0, 1), steps=10, evaluation_size=1)
+    measured = speed.batched_rate(config, CPU, steps=10, warmup=2, cuda_graph=True, min_seconds=2.0)
+    assert advanced == [2, 10, 30] and measured["steps"] == 40 and measured["rate"] == pytest.approx(2 * 40 / 1.0)

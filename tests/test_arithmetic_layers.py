@@ -467,6 +467,18 @@ def test_regularizer_warmup_is_a_clamped_linear_ramp(step: float) -> None:
         assert value == pytest.approx(10.0 * (step - 1e6) / 1e6)
 
 
+@given(
+    step=st.integers(0, 6_000_000),
+    weight=st.floats(0.0, 100.0),
+    start=st.floats(0.0, 3e6),
+    length=st.sampled_from([0.0, 1.0, 4.5e4, 1e6]),
+)
+def test_the_warmup_of_a_step_held_in_a_tensor_is_the_warmup_of_the_number(step, weight, start, length) -> None:
+    schedule = RegularizerWarmup(weight, start, start + length)
+    value = schedule.at(torch.tensor(step))
+    assert value.dtype == torch.float64 and value.dim() == 0 and value.item() == schedule(step)
+
+
 def test_regularizer_warmup_edges() -> None:
     assert RegularizerWarmup(0.01, 5e3, 5e4)(27_500) == pytest.approx(0.005)
     assert RegularizerWarmup(1.0, 10, 10)(9) == 0.0 and RegularizerWarmup(1.0, 10, 10)(10) == 1.0

@@ -62,6 +62,21 @@ def test_batched_arithmetic_training_resumes_exactly_on_the_device(tmp_path, acc
     assert torch.isfinite(straight.curves.stacked()["validation"]).all()
 
 
+def test_the_cuda_graph_step_trains_as_the_eager_step_and_resumes_exactly(tmp_path, accelerator):
+    """The whole step captured into a CUDA graph (the batch drawn inside it from the data's generator) follows
+    the eager steps up to the rounding of Adam's capturable update, and resumes exactly."""
+    config = GroupConfig("NMU", ("mul", "add"), (0, 1, 2), steps=300, eval_every=100, evaluation_size=200, schedule="scaled")
+    eager = train_group(config, accelerator, progress=False)
+    straight = train_group(config, accelerator, tmp_path / "straight.pt", progress=False, cuda_graph=True)
+    stopped = train_group(config, accelerator, tmp_path / "resumed.pt", stops=StopRequests(0), progress=False, cuda_graph=True)
+    assert stopped.step == 1
+    resumed = train_group(config, accelerator, tmp_path / "resumed.pt", resume=True, progress=False, cuda_graph=True)
+    assert straight.finished and resumed.finished
+    for name, values in straight.curves.stacked().items():
+        torch.testing.assert_close(resumed.curves.stacked()[name], values, rtol=0, atol=0, msg=name)
+        torch.testing.assert_close(values, eager.curves.stacked()[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
 def test_the_grammar_pipeline_learns_two_digit_addition_on_the_device(accelerator):
     train, test = addition_problem(2, 600, seed=0), addition_problem(2, 200, seed=1)
     pipeline = addition_pipeline(0)

@@ -12,6 +12,7 @@ batched model's caches after the one-seed runs costs little.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -19,7 +20,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from neurosym.benchmarking.arithmetic_training import GroupConfig, build, group_loss, train_step
+from neurosym.benchmarking.arithmetic_training import GraphedStep, GroupConfig, build, group_loss, train_step
 from neurosym.training.update import Update, adam
 
 ROUNDS = 10
@@ -43,18 +44,26 @@ def _seconds(device: torch.device, steps: int, step: Callable[[], None]) -> floa
 
 class _TimedRun:
     """The group's model (batched over its seeds, or a plain model for a one-seed group) with its
-    optimiser and data; :meth:`advance` trains it for some steps and returns the seconds they took."""
+    optimiser and data; :meth:`advance` trains it for some steps and returns the seconds they took.
+    ``cuda_graph`` (batched only) takes every step as one :class:`GraphedStep`."""
 
-    def __init__(self, config: GroupConfig, device: torch.device, batched: bool, amp: bool):
+    def __init__(self, config: GroupConfig, device: torch.device, batched: bool, amp: bool, cuda_graph: bool = False):
+        if cuda_graph and (amp or not batched):
+            raise ValueError("a CUDA-graph step is timed for a batched group in float32 (no amp)")
         self.data, self.model = build(config, device, batched=batched)
-        self.optimizer = adam(self.model.parameters(), config.learning_rate)
+        self.optimizer = adam(self.model.parameters(), config.learning_rate, capturable=cuda_graph and device.type == "cuda")
         self.config, self.device, self.batched, self.amp = config, device, batched, amp
+        self.graphed = GraphedStep(self.model, self.optimizer, self.data, config.batch_size) if cuda_graph else None
         self.step = 0
 
     def advance(self, steps: int) -> float:
         return _seconds(self.device, steps, self._train_one_step)
 
     def _train_one_step(self) -> None:
+        if self.graphed is not None:
+            self.graphed(self.step)
+            self.step += 1
+            return
         x, target = self.data.training_batch(self.config.batch_size)
         if not self.batched:
             x, target = x[0], target[0]
@@ -101,16 +110,29 @@ def measure_models(operations: dict[str, str], seeds: int, steps: int, device: t
     ]
 
 
-def batched_rate(config: GroupConfig, device: torch.device, steps: int, warmup: int = 20, amp: bool = False) -> dict[str, float]:
+def batched_rate(
+    config: GroupConfig,
+    device: torch.device,
+    steps: int,
+    warmup: int = 20,
+    amp: bool = False,
+    cuda_graph: bool = False,
+    min_seconds: float = 0.0,
+) -> dict[str, float]:
     """Seed-iterations per second of ``config``'s whole group (every operation × seed) trained as one batched
-    model for ``steps`` steps after ``warmup`` untimed ones (kernels compiled, caches warm).
+    model for ``steps`` steps after ``warmup`` untimed ones (kernels compiled, caches warm, the CUDA graph
+    captured), each step a :class:`GraphedStep` with ``cuda_graph``. When ``steps`` took less than
+    ``min_seconds``, more steps are timed, as many as the rate so far says fill the rest.
 
     Returns ``{"runs", "steps", "seconds", "rate"}`` (``rate``: runs × steps / seconds)."""
     if steps < 1 or warmup < 0:
         raise ValueError(f"steps must be positive and warmup at least 0, got {steps} and {warmup}")
-    run = _TimedRun(config, device, batched=True, amp=amp)
+    run = _TimedRun(config, device, batched=True, amp=amp, cuda_graph=cuda_graph)
     run.advance(warmup)
     seconds = run.advance(steps)
+    if seconds < min_seconds:
+        more = math.ceil(steps * (min_seconds - seconds) / seconds)
+        seconds, steps = seconds + run.advance(more), steps + more
     runs = len(config.operations) * len(config.seeds)
     return {"runs": runs, "steps": steps, "seconds": seconds, "rate": runs * steps / seconds}
 

@@ -162,6 +162,73 @@ def train_step(
     Update(optimizer, after=model.clamp_weights_)(group_loss(model, x, target, step, amp))
 
 
+GRAPH_WARMUP_STEPS = 3
+"""Eager steps a :class:`GraphedStep` takes on a side stream before it captures (optimiser state, kernels)."""
+
+
+class GraphedStep:
+    """A group's whole training step as one call ``step(index)``: draw the batch, the loss with the
+    regulariser at a step counter held on the device, back-propagation, Adam and the weight clamp.
+
+    On CUDA the first :data:`GRAPH_WARMUP_STEPS` steps run eagerly on a side stream; then the step is captured
+    once into a CUDA graph (the batch drawn inside it, from the data's own generator) and every later step
+    replays it: one launch instead of a few hundred kernel launches. ``optimizer`` must be capturable there
+    (:func:`~neurosym.training.update.adam` with ``capturable=True``). On the CPU the same step runs eagerly
+    and equals :func:`train_step`'s exactly. ``step`` returns ``None``: no loss is read back.
+    """
+
+    def __init__(self, model: TwoLayerArithmetic, optimizer: torch.optim.Optimizer, data: SimpleFunctionData, batch_size: int):
+        self.model, self.data, self.batch_size = model, data, batch_size
+        self.update = Update(optimizer, after=model.clamp_weights_)
+        self.device = data.device
+        self.counter = torch.zeros((), dtype=torch.long, device=self.device)
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.eager_steps, self.next_index = 0, None
+
+    def _step(self) -> None:
+        x, target = self.data.training_batch(self.batch_size)
+        self.update(group_loss(self.model, x, target, self.counter, amp=False))
+        self.counter += 1
+
+    def __call__(self, index: int) -> tuple[None, dict]:
+        if index != self.next_index:
+            self.counter.fill_(index)  # a fresh or resumed run: the counter starts at the loop's step
+        self.next_index = index + 1
+        if self.device.type != "cuda":
+            self._step()
+        elif self.graph is not None:
+            self.graph.replay()
+        elif self.eager_steps < GRAPH_WARMUP_STEPS:
+            self._warm_up()
+        else:
+            self._capture()
+            self.graph.replay()
+        return None, {}
+
+    def _warm_up(self) -> None:
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side):
+            self._step()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        self.eager_steps += 1
+
+    def _capture(self) -> None:
+        graph = torch.cuda.CUDAGraph()
+        generator = self.data.stream.generator
+        if generator is not None:
+            if not hasattr(graph, "register_generator_state"):
+                raise RuntimeError(
+                    f"torch {torch.__version__} cannot capture draws from a generator of one's own in a CUDA graph; "
+                    "train without the CUDA graph"
+                )
+            graph.register_generator_state(generator)
+        self.update.optimizer.zero_grad(set_to_none=True)
+        with torch.cuda.graph(graph):
+            self._step()
+        self.graph = graph
+
+
 @torch.no_grad()
 def evaluate(model: TwoLayerArithmetic, data: SimpleFunctionData, split: str) -> Tensor:
     """Mean squared error per member over the fixed ``split`` set: ``[S]`` (float64 accumulation, float32 model)."""
@@ -179,21 +246,29 @@ def train_group(
     stops: StopSource | None = None,
     amp: bool = False,
     progress: bool = True,
+    cuda_graph: bool = False,
 ) -> GroupRun:
     """Train (or, with ``resume``, continue from ``checkpoint``) the batched model of ``config``.
+
+    ``cuda_graph`` takes each step as a :class:`GraphedStep` (on CUDA: captured once, then replayed; not with
+    ``amp``). The results are those of the eager steps, up to the rounding of Adam's capturable update.
 
     A checkpoint is written atomically at every evaluation. When ``stops`` reports a stop request (SIGINT,
     SIGTERM, time limit; without ``stops``, SIGINT and SIGTERM during this call) the run finishes its step,
     writes the checkpoint there and returns with ``stop_reason`` set; resuming later gives exactly the
     curves of an uninterrupted run.
     """
+    if cuda_graph and amp:
+        raise ValueError("a CUDA-graph step runs in float32: train with cuda_graph or with amp, not both")
     data, model = build(config, device)
-    optimizer = adam(model.parameters(), config.learning_rate)
+    optimizer = adam(model.parameters(), config.learning_rate, capturable=cuda_graph and device.type == "cuda")
     curves, previous_seconds, started = Curves(), 0.0, time.perf_counter()
 
-    def step(index: int) -> tuple[Tensor, dict]:
+    def eager_step(index: int) -> tuple[Tensor, dict]:
         x, target = data.training_batch(config.batch_size)
         return group_loss(model, x, target, index, amp), {}
+
+    step = GraphedStep(model, optimizer, data, config.batch_size) if cuda_graph else eager_step
 
     def record(done: int, loss: float | None) -> None:
         curves.steps.append(done)
@@ -244,9 +319,10 @@ def train_groups(
     stops: StopSource,
     amp: bool = False,
     progress: bool = True,
+    cuda_graph: bool = False,
 ) -> tuple[list[GroupRun], list[str]]:
     """Train (or resume) the groups in turn with :func:`train_group`, each checkpointed in ``checkpoints``
-    (:func:`checkpoint_name`); once a stop request ends a group, the rest wait for the next call. Returns the
+    (:func:`checkpoint_name`), with ``cuda_graph`` as there; once a stop request ends a group, the rest wait for the next call. Returns the
     runs, the last one stopped when ``stop_reason`` is set, and the models not started."""
     runs, pending = [], []
     for config in configs:
@@ -254,5 +330,5 @@ def train_groups(
             pending.append(config.model)
             continue
         checkpoint = checkpoints / checkpoint_name(config.model)
-        runs.append(train_group(config, device, checkpoint, resume, stops, amp, progress))
+        runs.append(train_group(config, device, checkpoint, resume, stops, amp, progress, cuda_graph))
     return runs, pending

@@ -263,6 +263,11 @@ class UniformStream:
         mantissas |= np.uint32(0x3F800000)  # sign 0, exponent of 1.0: 1 + mantissa / 2^23
         return sample_range.transform(torch.from_numpy(mantissas.view(np.float32)).reshape(tuple(shape)), origin=1.0)
 
+    @property
+    def generator(self) -> torch.Generator | None:
+        """The device generator the stream draws from (``None`` on the CPU, where numpy's SFC64 draws)."""
+        return None if self._bits is not None else self._generator
+
     def state(self) -> dict:
         """The position in the stream, for a checkpoint."""
         if self._bits is None:

@@ -103,6 +103,10 @@ class ArithmeticOptions(TrainingOptions):
         False,
         "mixed precision on CUDA, bfloat16 where supported (off by default: half precision cannot reach the 1e-8 thresholds)",
     )
+    cuda_graph: bool = option(
+        False, "capture each model's whole training step (batch, loss, Adam, clamp) into one CUDA graph and replay it: "
+        "one launch per step instead of hundreds (float32, not with --amp; eager on the CPU)",
+    )  # fmt: skip
     speed: bool = option(
         False, "instead of the table, time batched vs one-seed-at-a-time training of each of --models (on its first operation)"
     )
@@ -111,6 +115,8 @@ class ArithmeticOptions(TrainingOptions):
 
     def __post_init__(self) -> None:
         self.layout()  # its ValueError names the sizes that do not fit
+        if self.cuda_graph and self.amp:
+            raise ValueError("--cuda-graph runs in float32: choose --cuda-graph or --amp")
 
     def layout(self) -> SubsetLayout:
         return SubsetLayout(self.input_size, self.subset_ratio, self.overlap_ratio)
@@ -152,7 +158,7 @@ def _run_table(options: ArithmeticOptions, operations: dict[str, tuple[str, ...]
     shared = {name: getattr(options, name) for name in GROUP_OPTIONS}
     configs = [GroupConfig(model, operations[model], tuple(range(seeds)), steps, **shared) for model in options.models]
     with StopRequests(minutes_to_seconds(options.time_limit)) as stops:
-        runs, pending = train_groups(configs, device, options.out / "checkpoints", options.resume, stops, amp, options.progress)
+        runs, pending = train_groups(configs, device, options.out / "checkpoints", options.resume, stops, amp, options.progress, options.cuda_graph)
     evaluated = [group for group in runs if group.curves.steps]
     cells = table_cells(evaluated, thresholds, options.models)
     result = {

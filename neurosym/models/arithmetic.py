@@ -94,11 +94,18 @@ class TwoLayerArithmetic(nn.Module):
             x = layer(x)
         return x
 
-    def regularization(self, step: int) -> Tensor:
-        """``Σ_layers λ_layer(step) · R_layer``: ``[S]`` per member (0-d without an ensemble)."""
+    def regularization(self, step: int | Tensor) -> Tensor:
+        """``Σ_layers λ_layer(step) · R_layer``: ``[S]`` per member (0-d without an ensemble).
+
+        ``step`` may be a 0-d tensor on the model's device (a CUDA graph's step counter): the weights are then
+        computed there, and a layer whose ``λ`` is 0 adds ``0 · R`` (the same value; nothing read back)."""
         total = next(self.parameters()).new_zeros(self.layers[0].ensemble_shape)
         for layer, schedule in zip(self.layers, self.schedules):
-            if schedule is not None and schedule(step) > 0:
+            if schedule is None:
+                continue
+            if isinstance(step, Tensor):
+                total = total + schedule.at(step).to(total.dtype) * layer.regularization()
+            elif schedule(step) > 0:
                 total = total + schedule(step) * layer.regularization()
         return total
 

@@ -22,12 +22,16 @@ def adam(
     betas: tuple[float, float] = (0.9, 0.999),
     eps: float = 1e-8,
     weight_decay: float = 0.0,
+    capturable: bool = False,
 ) -> torch.optim.Adam:
     """The library's Adam (every trainer builds it here): fused where :data:`FUSED_ADAM_DEVICES` allows and
-    every parameter is floating point (the same update, in one kernel), else the per-parameter loop."""
+    every parameter is floating point (the same update, in one kernel), else the per-parameter loop.
+    ``capturable`` keeps its step counts on the parameters' device, so that a CUDA graph can capture the update."""
     parameters = list(parameters)
     fused = all(p.device.type in FUSED_ADAM_DEVICES and p.is_floating_point() for p in parameters)
-    return torch.optim.Adam(parameters, lr=learning_rate, betas=betas, eps=eps, weight_decay=weight_decay, fused=fused)
+    return torch.optim.Adam(
+        parameters, lr=learning_rate, betas=betas, eps=eps, weight_decay=weight_decay, fused=fused, capturable=capturable
+    )
 
 
 def grad_scaler(device: torch.device, amp: bool = True) -> torch.amp.GradScaler:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from torch import Tensor
+
 
 @dataclass(frozen=True)
 class RegularizerWarmup:
@@ -28,3 +30,11 @@ class RegularizerWarmup:
         if self.end == self.start:
             return self.weight if step >= self.start else 0.0
         return self.weight * min(1.0, max(0.0, (step - self.start) / (self.end - self.start)))
+
+    def at(self, step: Tensor) -> Tensor:
+        """``λ(step)`` of a step held in a 0-d tensor (e.g. a step counter inside a CUDA graph): a 0-d float64
+        tensor on ``step``'s device, equal to ``self(step.item())`` without reading the step back."""
+        step = step.double()
+        if self.end == self.start:
+            return (step >= self.start).double() * self.weight
+        return self.weight * ((step - self.start) / (self.end - self.start)).clamp(0.0, 1.0)
