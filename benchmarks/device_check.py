@@ -10,9 +10,8 @@ Parts, each within its own time budget (a part that overruns is stopped and repo
 - ``suite``: ``pytest tests`` on all cores, with ``device="auto"`` meaning the GPU; failures listed;
 - ``arithmetic``: seed-iterations per second of every model family of Table 1 trained as one batched
   model over its published cells × 100 seeds, with eager steps and with the whole step captured into a CUDA
-  graph (timed for 2 minutes in all), and the time the whole table (5·10⁶ steps) would take each way;
-- ``arithmetic_steps``: what bounds that step (NMU × 100 seeds): its rate with each batch drawn, on one
-  fixed batch, and with the loss compiled into CUDA graphs (``torch.compile(mode="reduce-overhead")``);
+  graph, and with every family's graph at once on streams of their own (timed for 2 minutes), and the time
+  the whole table (5·10⁶ steps) would take each way;
 - ``hint_pipeline``: ``make run``'s training (800 steps of 32) on the device, steps per second and the
   accuracies, then steps per second at HINT's batch of 128 and the projected time of 10⁵ steps;
 - ``hint_transformer``: the same for the released relative universal Transformer (``transformer_rel_uni``).
@@ -39,16 +38,15 @@ from xml.etree import ElementTree
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("environment", "suite", "arithmetic", "arithmetic_steps", "hint_pipeline", "hint_transformer")
+PARTS = ("environment", "suite", "arithmetic", "hint_pipeline", "hint_transformer")
 BUDGETS = {
     "environment": 30,
     "suite": 300,
     "arithmetic": 200,
-    "arithmetic_steps": 90,
     "hint_pipeline": 120,
     "hint_transformer": 60,
 }
-"""Seconds each part may take at most; the measured parts take about 8 minutes together on an H200."""
+"""Seconds each part may take at most; on one H100 the parts took 330 s together (benchmarks/RESULTS.md)."""
 PROJECTED_STEPS = 100_000
 """HINT's schedule: 10⁵ steps of 128 expressions."""
 MAKE_RUN = ["--model", "neurosym", "--input", "image", "--scale", "0.01", "--cnn", "small"]
@@ -140,16 +138,23 @@ def suite(device: torch.device, out: Path, seconds: float) -> dict[str, Any]:
 
 
 def arithmetic(
-    device: torch.device, out: Path, seconds: float, seeds: int = 100, steps: int = 200, graph_seconds: float = 20.0
+    device: torch.device,
+    out: Path,
+    seconds: float,
+    seeds: int = 100,
+    steps: int = 200,
+    graph_seconds: float = 5.0,
+    together_seconds: float = 120.0,
 ) -> dict[str, Any]:
     """Every family of Table 1 over its published cells × ``seeds``: ``steps`` eager steps, then its CUDA-graph
-    step (:class:`~neurosym.benchmarking.arithmetic_training.GraphedStep`) for at least ``graph_seconds``."""
+    step (:class:`~neurosym.benchmarking.arithmetic_training.GraphedStep`) for at least ``graph_seconds``; then
+    all families at once, each graph on a stream of its own, for at least ``together_seconds``."""
     from neurosym.benchmarking.arithmetic_results import published_operations
-    from neurosym.benchmarking.arithmetic_speed import batched_rate
+    from neurosym.benchmarking.arithmetic_speed import batched_rate, concurrent_rate
     from neurosym.benchmarking.arithmetic_training import GroupConfig
     from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
 
-    families = []
+    families, configs = [], []
     for model in MODEL_LAYERS:
         operations = published_operations(model)
         if not operations:
@@ -158,32 +163,16 @@ def arithmetic(
         eager = batched_rate(config, device, steps)
         graphed = batched_rate(config, device, steps, cuda_graph=True, min_seconds=graph_seconds)
         families.append({"model": model, "operations": list(operations), **eager, "graph": graphed})
+        configs.append(config)
+    together = concurrent_rate(configs, device, steps, min_seconds=together_seconds)
     runs = sum(family["runs"] for family in families)
     found: dict[str, Any] = {"seeds": seeds, "steps_timed": steps, "families": families, "cells": runs // seeds}
-    for name, records in (("", families), ("graph_", [family["graph"] for family in families])):
+    for name, records in (("", families), ("graph_", [family["graph"] for family in families]), ("together_", [together])):
         work = sum(record["runs"] * record["steps"] for record in records)
         rate = work / sum(record["seconds"] for record in records)
         found |= {f"{name}rate": rate, f"{name}table_hours": runs * PAPER_ITERATIONS / rate / 3600}
-    found["graph_seconds"] = sum(family["graph"]["seconds"] for family in families)
+    found["together_seconds"] = together["seconds"]
     return found
-
-
-STEP_COSTS = """import json, sys, torch
-from neurosym.benchmarking.arithmetic_speed import step_costs
-from neurosym.benchmarking.arithmetic_training import GroupConfig
-device, seeds, steps = torch.device(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-config = GroupConfig("NMU", ("mul",), tuple(range(seeds)), steps=5_000_000, evaluation_size=1)
-print(json.dumps(step_costs(config, device, steps)))"""
-"""The step-cost probe, in its own process so that its budget can stop a compiler that hangs."""
-
-
-def arithmetic_steps(device: torch.device, out: Path, seconds: float, seeds: int = 100, steps: int = 200) -> dict[str, Any]:
-    """What bounds the batched arithmetic step (:func:`~neurosym.benchmarking.arithmetic_speed.step_costs`):
-    NMU × ``seeds``, with its batch drawn each step, one fixed batch, and the loss compiled (CUDA graphs)."""
-    completed = _command([sys.executable, "-c", STEP_COSTS, device.type, str(seeds), str(steps)], seconds)
-    if completed.returncode != 0:
-        raise PartFailed(f"exit status {completed.returncode}:\n{_tail(completed.stdout)}")
-    return {"model": "NMU", "seeds": seeds, "steps_timed": steps, **json.loads(completed.stdout.strip().splitlines()[-1])}
 
 
 def _hint_run(device: torch.device, out: Path, seconds: float, argv: list[str], written: str = "results.json") -> dict[str, Any]:
@@ -223,8 +212,8 @@ def hint_transformer(device: torch.device, out: Path, seconds: float) -> dict[st
 
 
 RUNNERS: dict[str, Callable[[torch.device, Path, float], dict[str, Any]]] = {
-    "environment": environment, "suite": suite, "arithmetic": arithmetic, "arithmetic_steps": arithmetic_steps,
-    "hint_pipeline": hint_pipeline, "hint_transformer": hint_transformer,
+    "environment": environment, "suite": suite, "arithmetic": arithmetic, "hint_pipeline": hint_pipeline,
+    "hint_transformer": hint_transformer,
 }  # fmt: skip
 
 
@@ -255,11 +244,9 @@ def _numbers(part: str, found: dict[str, Any]) -> str:
         return counts + (" before it was stopped at its time budget" if found["stopped_at_budget"] else "")
     if part == "arithmetic":
         return (f"{found['cells']} cells x {found['seeds']} seeds, seed-iterations/s: {found['rate']:.3g} eager (Table 1: "
-                f"{found['table_hours']:.2f} h), {found['graph_rate']:.3g} as CUDA graphs over {found['graph_seconds']:.0f} s "
-                f"(Table 1: {found['graph_table_hours']:.2f} h)")  # fmt: skip
-    if part == "arithmetic_steps":
-        return (f"NMU x {found['seeds']} seeds, seed-iterations/s: {found['drawn']:.3g} drawing each batch, "
-                f"{found['fixed']:.3g} on one batch, {found['compiled']:.3g} compiled (CUDA graphs)")  # fmt: skip
+                f"{found['table_hours']:.2f} h), {found['graph_rate']:.3g} as CUDA graphs (Table 1: {found['graph_table_hours']:.2f} h), "
+                f"{found['together_rate']:.3g} with every family at once over {found['together_seconds']:.0f} s "
+                f"(Table 1: {found['together_table_hours']:.2f} h)")  # fmt: skip
     if part == "hint_pipeline":
         return (f"make run: {found['make_run_steps_per_second']:.1f} steps/s; batch 128: "
                 f"{found['steps_per_second_batch_128']:.1f} steps/s, 1e5 steps in {found['projected_hours_1e5_x_128']:.2f} h")  # fmt: skip

@@ -314,14 +314,6 @@ def test_every_evaluation_gives_freed_memory_back(monkeypatch):
     assert len(released) == 3  # a long run would otherwise grow by the evaluations' fragments (gigabytes by 10^6 steps)
 
 
-def test_step_costs_time_the_step_with_and_without_drawing_and_compiled():
-    config = GroupConfig("NAU", ("add",), (0, 1), steps=10, evaluation_size=1)
-    rates = speed.step_costs(config, torch.device("cpu"), steps=3, warmup=1)
-    assert set(rates) == {"drawn", "fixed", "compiled"} and all(rate > 0 for rate in rates.values())
-    with pytest.raises(ValueError, match="steps must be positive"):
-        speed.step_costs(config, torch.device("cpu"), steps=0)
-
-
 @pytest.mark.parametrize(("model", "operations"), [("NMU", ("mul", "add")), ("NALU", ("mul", "div", "add", "sub"))])
 def test_the_whole_step_as_one_call_trains_exactly_as_the_eager_loop(model, operations):
     """On the CPU the CUDA-graph step runs eagerly: with its step counter on the device (the warm-ups of the NAU
@@ -360,3 +352,14 @@ def test_a_rate_measured_for_a_minimum_time_times_more_steps(monkeypatch):
     config = GroupConfig("NAU", ("add",), (0, 1), steps=10, evaluation_size=1)
     measured = speed.batched_rate(config, CPU, steps=10, warmup=2, cuda_graph=True, min_seconds=2.0)
     assert advanced == [2, 10, 30] and measured["steps"] == 40 and measured["rate"] == pytest.approx(2 * 40 / 1.0)
+
+
+def test_groups_trained_side_by_side_take_every_step_of_each():
+    configs = [
+        GroupConfig(model, (operation,), (0, 1), steps=10, evaluation_size=1)
+        for model, operation in (("NAU", "add"), ("NMU", "mul"))
+    ]
+    measured = speed.concurrent_rate(configs, CPU, steps=4, warmup=1)
+    assert measured["runs"] == 4 and measured["steps"] == 4 and measured["rate"] > 0
+    with pytest.raises(ValueError, match="steps must be positive"):
+        speed.concurrent_rate(configs, CPU, steps=0)

@@ -48,9 +48,8 @@ def test_a_command_over_its_budget_is_stopped_and_reported(device_check):
 
 
 def test_the_check_writes_json_and_markdown_and_lists_what_failed(device_check, tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(device_check.RUNNERS, "arithmetic", functools.partial(device_check.arithmetic, seeds=2, steps=3, graph_seconds=0.0))
-    steps = functools.partial(device_check.arithmetic_steps, seeds=2, steps=3)
-    monkeypatch.setitem(device_check.RUNNERS, "arithmetic_steps", steps)
+    quick = functools.partial(device_check.arithmetic, seeds=2, steps=3, graph_seconds=0.0, together_seconds=0.0)
+    monkeypatch.setitem(device_check.RUNNERS, "arithmetic", quick)
 
     def broken(device, out, seconds):
         raise device_check.PartFailed("exit status 1:\nTraceback ...")
@@ -58,16 +57,17 @@ def test_the_check_writes_json_and_markdown_and_lists_what_failed(device_check, 
     monkeypatch.setitem(device_check.RUNNERS, "hint_transformer", broken)
     status = device_check.main(["--skip", "suite,hint_pipeline", "--out", str(tmp_path)])
     report = json.loads((tmp_path / "device_check.json").read_text())
-    assert status == 1 and list(report) == ["environment", "arithmetic", "arithmetic_steps", "hint_transformer"]
-    assert report["arithmetic_steps"]["status"] == "ok" and report["arithmetic_steps"]["compiled"] > 0
+    assert status == 1 and list(report) == ["environment", "arithmetic", "hint_transformer"]
     assert report["arithmetic"]["status"] == "ok" and report["arithmetic"]["cells"] == 13
     assert {family["model"] for family in report["arithmetic"]["families"]} == {"NAC•", "NALU", "NAC+", "Linear", "NAU", "NMU"}
-    assert report["arithmetic"]["rate"] > 0 and report["arithmetic"]["graph_rate"] > 0
+    assert (
+        report["arithmetic"]["rate"] > 0 and report["arithmetic"]["graph_rate"] > 0 and report["arithmetic"]["together_rate"] > 0
+    )
     assert all(family["graph"]["steps"] == 3 for family in report["arithmetic"]["families"])
     assert report["hint_transformer"]["status"] == "failed"
     text = (tmp_path / "device_check.md").read_text()
     assert "| hint_transformer | failed |" in text and "- hint_transformer: exit status 1:" in text
-    assert "| arithmetic_steps | ok |" in text and "compiled (CUDA graphs)" in text and "as CUDA graphs over" in text
+    assert "| arithmetic | ok |" in text and "as CUDA graphs" in text and "with every family at once over" in text
     if not torch.cuda.is_available():
         assert "no CUDA device: every part ran on the CPU" in text
     assert text in capsys.readouterr().out

@@ -20,8 +20,8 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from neurosym.benchmarking.arithmetic_training import GraphedStep, GroupConfig, build, group_loss, train_step
-from neurosym.training.update import Update, adam
+from neurosym.benchmarking.arithmetic_training import GraphedStep, GroupConfig, build, train_step
+from neurosym.training.update import adam
 
 ROUNDS = 10
 """Rounds of the interleaved measurement (fewer when there are fewer seeds)."""
@@ -137,44 +137,28 @@ def batched_rate(
     return {"runs": runs, "steps": steps, "seconds": seconds, "rate": runs * steps / seconds}
 
 
-def step_costs(
-    config: GroupConfig, device: torch.device, steps: int, warmup: int = 20, compile_mode: str = "reduce-overhead"
+def concurrent_rate(
+    configs: list[GroupConfig], device: torch.device, steps: int, warmup: int = 20, min_seconds: float = 0.0
 ) -> dict[str, float]:
-    """Seed-iterations per second of ``config``'s batched training step taken apart, to see what bounds it:
-    ``"drawn"`` (each step draws its batch, as training does), ``"fixed"`` (one batch drawn once: the step
-    without the input drawing) and ``"compiled"`` (the fixed batch, with the loss's forward and backward
-    through ``torch.compile(mode=compile_mode)``: CUDA graphs on a GPU under ``"reduce-overhead"``; the
-    optimiser step and the clamp stay eager). Each is timed for ``steps`` steps after ``warmup`` untimed ones.
+    """Seed-iterations per second of several groups trained side by side, each step of each a
+    :class:`GraphedStep` replayed on a CUDA stream of the group's own, so that the GPU runs the groups' small
+    kernels at once (on the CPU the groups take their steps in turn). Timed as :func:`batched_rate`.
 
-    The loss is taken at one step of the regulariser schedule (the middle of the run), so one graph serves
-    every call; its weights are those of :func:`train_step`. Raises ``RuntimeError`` when the compiled loss
-    differs from eager mode's.
-    """
+    Returns ``{"runs", "steps", "seconds", "rate"}`` (``runs``: over every group)."""
     if steps < 1 or warmup < 0:
         raise ValueError(f"steps must be positive and warmup at least 0, got {steps} and {warmup}")
-    runs = len(config.operations) * len(config.seeds)
-    drawn = _TimedRun(config, device, batched=True, amp=False)
-    drawn.advance(warmup)
-    rates = {"drawn": runs * steps / drawn.advance(steps)}
-    x, target = drawn.data.training_batch(config.batch_size)
-    at_step = config.steps // 2
+    runs = [_TimedRun(config, device, batched=True, amp=False, cuda_graph=True) for config in configs]
+    streams = [torch.cuda.Stream(device) if device.type == "cuda" else None for _ in runs]
 
-    def eager() -> torch.Tensor:
-        return group_loss(drawn.model, x, target, at_step, amp=False)
+    def step() -> None:
+        for run, stream in zip(runs, streams):
+            with torch.cuda.stream(stream):  # None: the current stream
+                run._train_one_step()
 
-    compiled_loss = torch.compile(eager, mode=compile_mode)
-
-    def compiled() -> torch.Tensor:
-        torch.compiler.cudagraph_mark_step_begin()  # the previous step's graph outputs are no longer read
-        return compiled_loss()
-
-    with torch.no_grad():
-        expected, got = eager(), compiled().clone()
-    if not torch.allclose(got, expected, rtol=1e-5, atol=1e-6):
-        raise RuntimeError(f"the compiled loss is {got.item()}, eager mode's {expected.item()}: not the same step")
-    update = Update(drawn.optimizer, after=drawn.model.clamp_weights_)
-    for name, loss in (("fixed", eager), ("compiled", compiled)):
-        step = lambda loss=loss: update(loss())
-        _seconds(device, warmup, step)
-        rates[name] = runs * steps / _seconds(device, steps, step)
-    return rates
+    _seconds(device, warmup, step)
+    seconds = _seconds(device, steps, step)
+    if seconds < min_seconds:
+        more = math.ceil(steps * (min_seconds - seconds) / seconds)
+        seconds, steps = seconds + _seconds(device, more, step), steps + more
+    members = sum(len(config.operations) * len(config.seeds) for config in configs)
+    return {"runs": members, "steps": steps, "seconds": seconds, "rate": members * steps / seconds}

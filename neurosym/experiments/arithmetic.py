@@ -158,7 +158,9 @@ def _run_table(options: ArithmeticOptions, operations: dict[str, tuple[str, ...]
     shared = {name: getattr(options, name) for name in GROUP_OPTIONS}
     configs = [GroupConfig(model, operations[model], tuple(range(seeds)), steps, **shared) for model in options.models]
     with StopRequests(minutes_to_seconds(options.time_limit)) as stops:
-        runs, pending = train_groups(configs, device, options.out / "checkpoints", options.resume, stops, amp, options.progress, options.cuda_graph)
+        runs, pending = train_groups(
+            configs, device, options.out / "checkpoints", options.resume, stops, amp, options.progress, options.cuda_graph
+        )
     evaluated = [group for group in runs if group.curves.steps]
     cells = table_cells(evaluated, thresholds, options.models)
     result = {
