@@ -321,8 +321,8 @@ def train_groups(
     progress: bool = True,
     cuda_graph: bool = False,
 ) -> tuple[list[GroupRun], list[str]]:
-    """Train (or resume) the groups in turn with :func:`train_group`, each checkpointed in ``checkpoints``
-    (:func:`checkpoint_name`), with ``cuda_graph`` as there; once a stop request ends a group, the rest wait for the next call. Returns the
+    """Train (or resume) the groups in turn with :func:`train_group` (``cuda_graph`` as there), each checkpointed
+    in ``checkpoints`` (:func:`checkpoint_name`); once a stop request ends a group, the rest wait for the next call. Returns the
     runs, the last one stopped when ``stop_reason`` is set, and the models not started."""
     runs, pending = [], []
     for config in configs:
