@@ -12,6 +12,8 @@ Parts, each within its own time budget (a part that overruns is stopped and repo
   model over its published cells × 100 seeds, with eager steps and with the whole step captured into a CUDA
   graph, and with every family's graph at once on streams of their own (timed for 2 minutes), and the time
   the whole table (5·10⁶ steps) would take each way;
+- ``arithmetic_compiled`` (only ``--with arithmetic_compiled``): the CUDA-graph step with its loss compiled by
+  ``torch.compile`` (fused kernels inside the graph), NMU and NALU over their cells × 100 seeds;
 - ``hint_pipeline``: ``make run``'s training (800 steps of 32) on the device, steps per second and the
   accuracies, then steps per second at HINT's batch of 128 and the projected time of 10⁵ steps;
 - ``hint_transformer``: the same for the released relative universal Transformer (``transformer_rel_uni``).
@@ -38,11 +40,14 @@ from xml.etree import ElementTree
 import torch
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = ("environment", "suite", "arithmetic", "hint_pipeline", "hint_transformer")
+PARTS = ("environment", "suite", "arithmetic", "arithmetic_compiled", "hint_pipeline", "hint_transformer")
+OPTIONAL = ("arithmetic_compiled",)
+"""Parts that run only when asked for (``--with``): probes beyond the check's 8 minutes."""
 BUDGETS = {
     "environment": 30,
     "suite": 300,
     "arithmetic": 200,
+    "arithmetic_compiled": 180,
     "hint_pipeline": 120,
     "hint_transformer": 60,
 }
@@ -175,6 +180,32 @@ def arithmetic(
     return found
 
 
+COMPILED = """import json, sys, torch
+from neurosym.benchmarking.arithmetic_results import published_operations
+from neurosym.benchmarking.arithmetic_speed import batched_rate
+from neurosym.benchmarking.arithmetic_training import GroupConfig
+device, seeds, steps = torch.device(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+rates = {}
+for model in sys.argv[4].split(","):
+    config = GroupConfig(model, published_operations(model), tuple(range(seeds)), steps=steps, evaluation_size=1)
+    rates[model] = batched_rate(config, device, steps, cuda_graph=True, compile_loss=True, min_seconds=float(sys.argv[5]))
+print(json.dumps(rates))"""
+"""The compiled CUDA-graph probe, in its own process so that its budget can stop a compiler that hangs."""
+
+
+def arithmetic_compiled(
+    device: torch.device, out: Path, seconds: float, seeds: int = 100, steps: int = 200, models: str = "NMU,NALU",
+    min_seconds: float = 5.0,
+) -> dict[str, Any]:  # fmt: skip
+    """``models``' CUDA-graph step with the loss compiled (:class:`~neurosym.benchmarking.arithmetic_training.GraphedStep`
+    with ``compile_loss``), each timed for at least ``min_seconds`` after its compilation."""
+    argv = [sys.executable, "-c", COMPILED, device.type, str(seeds), str(steps), models, str(min_seconds)]
+    completed = _command(argv, seconds)
+    if completed.returncode != 0:
+        raise PartFailed(f"exit status {completed.returncode}:\n{_tail(completed.stdout)}")
+    return {"seeds": seeds, "families": json.loads(completed.stdout.strip().splitlines()[-1])}
+
+
 def _hint_run(device: torch.device, out: Path, seconds: float, argv: list[str], written: str = "results.json") -> dict[str, Any]:
     """One ``neurosym hint`` run into ``out`` (afresh), the JSON file ``written`` that it writes there."""
     command = [sys.executable, "-m", "neurosym.cli", "hint", *argv, "--device", device.type, "--no-progress", "--no-resume"]
@@ -212,8 +243,8 @@ def hint_transformer(device: torch.device, out: Path, seconds: float) -> dict[st
 
 
 RUNNERS: dict[str, Callable[[torch.device, Path, float], dict[str, Any]]] = {
-    "environment": environment, "suite": suite, "arithmetic": arithmetic, "hint_pipeline": hint_pipeline,
-    "hint_transformer": hint_transformer,
+    "environment": environment, "suite": suite, "arithmetic": arithmetic, "arithmetic_compiled": arithmetic_compiled,
+    "hint_pipeline": hint_pipeline, "hint_transformer": hint_transformer,
 }  # fmt: skip
 
 
@@ -247,6 +278,10 @@ def _numbers(part: str, found: dict[str, Any]) -> str:
                 f"{found['table_hours']:.2f} h), {found['graph_rate']:.3g} as CUDA graphs (Table 1: {found['graph_table_hours']:.2f} h), "
                 f"{found['together_rate']:.3g} with every family at once over {found['together_seconds']:.0f} s "
                 f"(Table 1: {found['together_table_hours']:.2f} h)")  # fmt: skip
+    if part == "arithmetic_compiled":
+        return "compiled CUDA graphs, seed-iterations/s: " + ", ".join(
+            f"{model} {rate['rate']:.3g}" for model, rate in found["families"].items()
+        )
     if part == "hint_pipeline":
         return (f"make run: {found['make_run_steps_per_second']:.1f} steps/s; batch 128: "
                 f"{found['steps_per_second_batch_128']:.1f} steps/s, 1e5 steps in {found['projected_hours_1e5_x_128']:.2f} h")  # fmt: skip
@@ -281,11 +316,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "device_check", help="folder of the JSON and Markdown")
     parser.add_argument("--skip", default="", help=f"comma-separated parts to leave out, of {', '.join(PARTS)}")
+    parser.add_argument(
+        "--with", dest="extra", default="", help=f"comma-separated optional parts to run, of {', '.join(OPTIONAL)}"
+    )
     parser.add_argument("--budget-scale", type=float, default=1.0, help="multiply every part's time budget")
     args = parser.parse_args(argv)
-    skipped = {part.strip() for part in args.skip.split(",") if part.strip()}
-    if skipped - set(PARTS):
-        parser.error(f"unknown parts {sorted(skipped - set(PARTS))}: choose from {', '.join(PARTS)}")
+    skipped, extra = ({part.strip() for part in text.split(",") if part.strip()} for text in (args.skip, args.extra))
+    if skipped - set(PARTS) or extra - set(OPTIONAL):
+        unknown = sorted((skipped - set(PARTS)) | (extra - set(OPTIONAL)))
+        parser.error(f"unknown parts {unknown}: choose from {', '.join(PARTS)} (optional: {', '.join(OPTIONAL)})")
+    skipped |= set(OPTIONAL) - extra
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     args.out.mkdir(parents=True, exist_ok=True)
     report = run_parts([part for part in PARTS if part not in skipped], device, args.out, args.budget_scale)

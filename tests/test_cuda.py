@@ -14,12 +14,13 @@ import torch
 from test_tasks import addition_pipeline, addition_problem, tiny_training
 
 from neurosym.benchmarking.arithmetic_results import group_cells
-from neurosym.benchmarking.arithmetic_training import GroupConfig, train_group
+from neurosym.benchmarking.arithmetic_training import GraphedStep, GroupConfig, build, train_group
 from neurosym.cli import main
 from neurosym.layers import NALU, NAU, NMU, NPU
 from neurosym.pipelines.grammar_pipeline import evaluate_grammar_pipeline, train_grammar_pipeline
 from neurosym.training import resolve_device
 from neurosym.training.stopping import StopRequests
+from neurosym.training.update import adam
 
 pytestmark = pytest.mark.cuda
 
@@ -75,6 +76,20 @@ def test_the_cuda_graph_step_trains_as_the_eager_step_and_resumes_exactly(tmp_pa
     for name, values in straight.curves.stacked().items():
         torch.testing.assert_close(resumed.curves.stacked()[name], values, rtol=0, atol=0, msg=name)
         torch.testing.assert_close(values, eager.curves.stacked()[name], rtol=1e-4, atol=1e-6, msg=name)
+
+
+def test_a_compiled_loss_inside_the_cuda_graph_step_trains_as_the_eager_loss(accelerator):
+    config = GroupConfig("NMU", ("mul", "add"), (0, 1, 2), steps=5_000_000, evaluation_size=1, schedule="scaled")
+    trained = []
+    for compile_loss in (False, True):
+        data, model = build(config, accelerator)
+        optimizer = adam(model.parameters(), 1e-3, capturable=accelerator.type == "cuda")
+        step = GraphedStep(model, optimizer, data, batch_size=32, compile_loss=compile_loss)
+        for index in range(60):
+            step(index)
+        trained.append([parameter.detach().cpu() for parameter in model.parameters()])
+    for eager, compiled in zip(*trained):
+        torch.testing.assert_close(compiled, eager, rtol=1e-4, atol=1e-6)
 
 
 def test_the_grammar_pipeline_learns_two_digit_addition_on_the_device(accelerator):

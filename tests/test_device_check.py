@@ -73,6 +73,24 @@ def test_the_check_writes_json_and_markdown_and_lists_what_failed(device_check, 
     assert text in capsys.readouterr().out
 
 
+def test_an_optional_part_runs_only_when_asked_for(device_check, tmp_path, monkeypatch, capsys):
+    ran = []
+
+    def compiled(device, out, seconds):
+        ran.append(seconds)
+        return {"seeds": 100, "families": {"NMU": {"runs": 100, "steps": 9, "seconds": 1.0, "rate": 2.5e6}}}
+
+    monkeypatch.setitem(device_check.RUNNERS, "arithmetic_compiled", compiled)
+    others = "suite,arithmetic,hint_pipeline,hint_transformer"
+    assert device_check.main(["--skip", others, "--out", str(tmp_path)]) == 0 and ran == []
+    assert device_check.main(["--skip", others, "--with", "arithmetic_compiled", "--out", str(tmp_path)]) == 0
+    assert ran == [device_check.BUDGETS["arithmetic_compiled"]]
+    assert "compiled CUDA graphs, seed-iterations/s: NMU 2.5e+06" in (tmp_path / "device_check.md").read_text()
+    with pytest.raises(SystemExit):
+        device_check.main(["--with", "suite", "--out", str(tmp_path)])
+    assert "unknown parts ['suite']" in capsys.readouterr().err
+
+
 def test_a_suite_stopped_at_its_budget_says_so(device_check):
     counts = {"tests": 5, "failures": 0, "errors": 0, "skipped": 1, "passed": 4, "failing": [], "skipped_reasons": {}}
     stopped = {"status": "failed", "seconds": 300.0, "stopped_at_budget": True, **counts}

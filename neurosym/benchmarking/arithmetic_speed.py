@@ -47,13 +47,23 @@ class _TimedRun:
     optimiser and data; :meth:`advance` trains it for some steps and returns the seconds they took.
     ``cuda_graph`` (batched only) takes every step as one :class:`GraphedStep`."""
 
-    def __init__(self, config: GroupConfig, device: torch.device, batched: bool, amp: bool, cuda_graph: bool = False):
+    def __init__(
+        self,
+        config: GroupConfig,
+        device: torch.device,
+        batched: bool,
+        amp: bool,
+        cuda_graph: bool = False,
+        compile_loss: bool = False,
+    ):
         if cuda_graph and (amp or not batched):
             raise ValueError("a CUDA-graph step is timed for a batched group in float32 (no amp)")
+        if compile_loss and not cuda_graph:
+            raise ValueError("compile_loss compiles the loss of a CUDA-graph step: give cuda_graph too")
         self.data, self.model = build(config, device, batched=batched)
         self.optimizer = adam(self.model.parameters(), config.learning_rate, capturable=cuda_graph and device.type == "cuda")
         self.config, self.device, self.batched, self.amp = config, device, batched, amp
-        self.graphed = GraphedStep(self.model, self.optimizer, self.data, config.batch_size) if cuda_graph else None
+        self.graphed = GraphedStep(self.model, self.optimizer, self.data, config.batch_size, compile_loss) if cuda_graph else None
         self.step = 0
 
     def advance(self, steps: int) -> float:
@@ -118,16 +128,18 @@ def batched_rate(
     amp: bool = False,
     cuda_graph: bool = False,
     min_seconds: float = 0.0,
+    compile_loss: bool = False,
 ) -> dict[str, float]:
     """Seed-iterations per second of ``config``'s whole group (every operation × seed) trained as one batched
     model for ``steps`` steps after ``warmup`` untimed ones (kernels compiled, caches warm, the CUDA graph
-    captured), each step a :class:`GraphedStep` with ``cuda_graph``. When ``steps`` took less than
+    captured), each step a :class:`GraphedStep` with ``cuda_graph`` (its loss compiled with ``compile_loss``).
+    When ``steps`` took less than
     ``min_seconds``, more steps are timed, as many as the rate so far says fill the rest.
 
     Returns ``{"runs", "steps", "seconds", "rate"}`` (``rate``: runs × steps / seconds)."""
     if steps < 1 or warmup < 0:
         raise ValueError(f"steps must be positive and warmup at least 0, got {steps} and {warmup}")
-    run = _TimedRun(config, device, batched=True, amp=amp, cuda_graph=cuda_graph)
+    run = _TimedRun(config, device, batched=True, amp=amp, cuda_graph=cuda_graph, compile_loss=compile_loss)
     run.advance(warmup)
     seconds = run.advance(steps)
     if seconds < min_seconds:

@@ -175,19 +175,33 @@ class GraphedStep:
     replays it: one launch instead of a few hundred kernel launches. ``optimizer`` must be capturable there
     (:func:`~neurosym.training.update.adam` with ``capturable=True``). On the CPU the same step runs eagerly
     and equals :func:`train_step`'s exactly. ``step`` returns ``None``: no loss is read back.
+
+    ``compile_loss`` compiles the loss's forward and backward with ``torch.compile`` (during the warm-up), so that
+    the captured step holds the compiler's fused kernels instead of one kernel per elementwise operation.
     """
 
-    def __init__(self, model: TwoLayerArithmetic, optimizer: torch.optim.Optimizer, data: SimpleFunctionData, batch_size: int):
+    def __init__(
+        self,
+        model: TwoLayerArithmetic,
+        optimizer: torch.optim.Optimizer,
+        data: SimpleFunctionData,
+        batch_size: int,
+        compile_loss: bool = False,
+    ):
         self.model, self.data, self.batch_size = model, data, batch_size
         self.update = Update(optimizer, after=model.clamp_weights_)
         self.device = data.device
         self.counter = torch.zeros((), dtype=torch.long, device=self.device)
+        self.loss = torch.compile(self._loss, dynamic=False) if compile_loss else self._loss
         self.graph: torch.cuda.CUDAGraph | None = None
         self.eager_steps, self.next_index = 0, None
 
+    def _loss(self, x: Tensor, target: Tensor, counter: Tensor) -> Tensor:
+        return group_loss(self.model, x, target, counter, amp=False)
+
     def _step(self) -> None:
         x, target = self.data.training_batch(self.batch_size)
-        self.update(group_loss(self.model, x, target, self.counter, amp=False))
+        self.update(self.loss(x, target, self.counter))
         self.counter += 1
 
     def __call__(self, index: int) -> tuple[None, dict]:
