@@ -13,9 +13,11 @@ from neurosym.benchmarking.arithmetic_training import (
     GroupConfig,
     GroupRun,
     build,
+    checkpoint_name,
     evaluate,
     group_loss,
     train_group,
+    train_groups,
     train_step,
 )
 from neurosym.cli import main
@@ -363,3 +365,21 @@ def test_groups_trained_side_by_side_take_every_step_of_each():
     assert measured["runs"] == 4 and measured["steps"] == 4 and measured["rate"] > 0
     with pytest.raises(ValueError, match="steps must be positive"):
         speed.concurrent_rate(configs, CPU, steps=0)
+
+
+def test_groups_trained_side_by_side_give_the_curves_and_checkpoints_of_groups_in_turn(tmp_path):
+    configs = [
+        GroupConfig(model, operations, (0, 1), steps=200, eval_every=100, evaluation_size=50, schedule="scaled")
+        for model, operations in (("NMU", ("mul",)), ("NAU", ("add", "sub")), ("NALU", ("div",)))
+    ]
+    together, started = train_groups(
+        configs, CPU, tmp_path / "together", False, StopRequests(), progress=False, side_by_side=True
+    )
+    in_turn, _ = train_groups(configs, CPU, tmp_path / "in_turn", False, StopRequests(), progress=False)
+    assert started == [] and [run.config.model for run in together] == ["NMU", "NAU", "NALU"]
+    for a, b in zip(together, in_turn):
+        assert a.finished and (tmp_path / "together" / checkpoint_name(a.config.model)).exists()
+        for name, values in b.curves.stacked().items():
+            torch.testing.assert_close(a.curves.stacked()[name], values, rtol=0, atol=0, msg=name)
+    stopped, _ = train_groups(configs, CPU, tmp_path / "stopped", False, StopRequests(0), progress=False, side_by_side=True)
+    assert all(run.stop_reason is not None and run.step == 1 for run in stopped)  # a stop request ends every group

@@ -18,7 +18,7 @@ from neurosym.benchmarking.arithmetic_training import GraphedStep, GroupConfig, 
 from neurosym.cli import main
 from neurosym.layers import NALU, NAU, NMU, NPU
 from neurosym.pipelines.grammar_pipeline import evaluate_grammar_pipeline, train_grammar_pipeline
-from neurosym.training import resolve_device
+from neurosym.training import load_checkpoint, resolve_device
 from neurosym.training.stopping import StopRequests
 from neurosym.training.update import adam
 
@@ -108,6 +108,20 @@ def test_the_arithmetic_command_runs_on_the_device_and_says_so(tmp_path, acceler
     assert main([*argv, "--device", accelerator.type]) == 0
     result = json.loads((out / "results.json").read_text())
     assert result["device"].startswith(accelerator.type) and result["cells"][0]["runs"] == 4
+
+
+def test_the_arithmetic_command_trains_its_models_side_by_side_as_cuda_graphs(tmp_path, accelerator):
+    """``--cuda-graph`` on CUDA: every model in a thread and on a stream of its own, captured while the others run."""
+    out = tmp_path / "run"
+    argv = ["arithmetic", "--models", "nau,nmu,nalu", "--ops", "add", "--steps", "2000", "--seeds", "8", "--eval-every", "500"]
+    argv += ["--evaluation-size", "200", "--threshold-samples", "2000", "--out", str(out), "--no-progress", "--cuda-graph"]
+    assert main([*argv, "--device", accelerator.type]) == 0
+    result = json.loads((out / "results.json").read_text())
+    assert result["finished"] and [cell["model"] for cell in result["cells"]] == ["NAU", "NMU", "NALU"]
+    assert all(cell["runs"] == 8 for cell in result["cells"])
+    for name in ("nau", "nmu", "nalu"):
+        saved = load_checkpoint(out / "checkpoints" / f"{name}.pt")
+        assert saved["step"] == 2000 and len(saved["curves"]["steps"]) == 4
 
 
 def test_a_finished_arithmetic_run_read_back_on_the_device_keeps_its_curves_on_the_cpu(tmp_path, accelerator):

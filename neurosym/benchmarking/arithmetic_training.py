@@ -12,8 +12,10 @@ The loss is not checked for finite values: an ensemble member may diverge withou
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import zlib
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,6 +166,9 @@ def train_step(
 
 GRAPH_WARMUP_STEPS = 3
 """Eager steps a :class:`GraphedStep` takes on a side stream before it captures (optimiser state, kernels)."""
+_EAGER_CUDA_WORK = threading.Lock()
+"""Held by a :class:`GraphedStep` while it warms up or captures: steps of groups trained side by side (one
+thread each) never allocate while another captures."""
 
 
 class GraphedStep:
@@ -213,9 +218,11 @@ class GraphedStep:
         elif self.graph is not None:
             self.graph.replay()
         elif self.eager_steps < GRAPH_WARMUP_STEPS:
-            self._warm_up()
+            with _EAGER_CUDA_WORK:
+                self._warm_up()
         else:
-            self._capture()
+            with _EAGER_CUDA_WORK:
+                self._capture()
             self.graph.replay()
         return None, {}
 
@@ -238,7 +245,7 @@ class GraphedStep:
                 )
             graph.register_generator_state(generator)
         self.update.optimizer.zero_grad(set_to_none=True)
-        with torch.cuda.graph(graph):
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):  # other groups' threads may replay meanwhile
             self._step()
         self.graph = graph
 
@@ -334,10 +341,19 @@ def train_groups(
     amp: bool = False,
     progress: bool = True,
     cuda_graph: bool = False,
+    side_by_side: bool | None = None,
 ) -> tuple[list[GroupRun], list[str]]:
-    """Train (or resume) the groups in turn with :func:`train_group` (``cuda_graph`` as there), each checkpointed
-    in ``checkpoints`` (:func:`checkpoint_name`); once a stop request ends a group, the rest wait for the next call. Returns the
-    runs, the last one stopped when ``stop_reason`` is set, and the models not started."""
+    """Train (or resume) the groups with :func:`train_group` (``cuda_graph`` as there), each checkpointed in
+    ``checkpoints`` (:func:`checkpoint_name`). Returns the runs (those stopped with ``stop_reason`` set) and the
+    models not started.
+
+    In turn, a stop request ends the group in training and the rest wait for the next call. ``side_by_side``
+    (default: with ``cuda_graph`` on CUDA) trains every group at once, each in a thread with a CUDA stream of its
+    own, so that the GPU runs the groups' small graphs together; a stop request then ends every group."""
+    if side_by_side is None:
+        side_by_side = cuda_graph and device.type == "cuda"
+    if side_by_side:
+        return _train_side_by_side(configs, device, checkpoints, resume, stops, amp, progress, cuda_graph), []
     runs, pending = [], []
     for config in configs:
         if runs and runs[-1].stop_reason is not None:
@@ -346,3 +362,23 @@ def train_groups(
         checkpoint = checkpoints / checkpoint_name(config.model)
         runs.append(train_group(config, device, checkpoint, resume, stops, amp, progress, cuda_graph))
     return runs, pending
+
+
+def _train_side_by_side(
+    configs: list[GroupConfig],
+    device: torch.device,
+    checkpoints: Path,
+    resume: bool,
+    stops: StopSource,
+    amp: bool,
+    progress: bool,
+    cuda_graph: bool,
+) -> list[GroupRun]:
+    def train(config: GroupConfig) -> GroupRun:
+        stream = torch.cuda.Stream(device) if device.type == "cuda" else None
+        with torch.cuda.stream(stream):  # None: the current stream
+            checkpoint = checkpoints / checkpoint_name(config.model)
+            return train_group(config, device, checkpoint, resume, stops, amp, progress, cuda_graph)
+
+    with ThreadPoolExecutor(max_workers=len(configs), thread_name_prefix="group") as pool:
+        return list(pool.map(train, configs))
