@@ -50,6 +50,11 @@ def test_a_command_over_its_budget_is_stopped_and_reported(device_check):
 def test_the_check_writes_json_and_markdown_and_lists_what_failed(device_check, tmp_path, monkeypatch, capsys):
     quick = functools.partial(device_check.arithmetic, seeds=2, steps=3, graph_seconds=0.0, together_seconds=0.0)
     monkeypatch.setitem(device_check.RUNNERS, "arithmetic", quick)
+    monkeypatch.setitem(
+        device_check.RUNNERS,
+        "arithmetic_training",
+        functools.partial(device_check.arithmetic_training, steps=3, seeds=2, evaluation_size=10),
+    )
 
     def broken(device, out, seconds):
         raise device_check.PartFailed("exit status 1:\nTraceback ...")
@@ -57,7 +62,8 @@ def test_the_check_writes_json_and_markdown_and_lists_what_failed(device_check, 
     monkeypatch.setitem(device_check.RUNNERS, "hint_transformer", broken)
     status = device_check.main(["--skip", "suite,hint_pipeline", "--out", str(tmp_path)])
     report = json.loads((tmp_path / "device_check.json").read_text())
-    assert status == 1 and list(report) == ["environment", "arithmetic", "hint_transformer"]
+    assert status == 1 and list(report) == ["environment", "arithmetic", "arithmetic_training", "hint_transformer"]
+    assert report["arithmetic_training"]["status"] == "ok" and report["arithmetic_training"]["rate"] > 0
     assert report["arithmetic"]["status"] == "ok" and report["arithmetic"]["cells"] == 13
     assert {family["model"] for family in report["arithmetic"]["families"]} == {"NAC•", "NALU", "NAC+", "Linear", "NAU", "NMU"}
     assert (
@@ -81,7 +87,7 @@ def test_an_optional_part_runs_only_when_asked_for(device_check, tmp_path, monke
         return {"seeds": 100, "families": {"NMU": {"runs": 100, "steps": 9, "seconds": 1.0, "rate": 2.5e6}}}
 
     monkeypatch.setitem(device_check.RUNNERS, "arithmetic_compiled", compiled)
-    others = "suite,arithmetic,hint_pipeline,hint_transformer"
+    others = "suite,arithmetic,arithmetic_training,hint_pipeline,hint_transformer"
     assert device_check.main(["--skip", others, "--out", str(tmp_path)]) == 0 and ran == []
     assert device_check.main(["--skip", others, "--with", "arithmetic_compiled", "--out", str(tmp_path)]) == 0
     assert ran == [device_check.BUDGETS["arithmetic_compiled"]]
