@@ -36,6 +36,10 @@ SCHEDULES = ("published", "scaled")
 """Where the regulariser warm-ups sit: at the paper's iterations, or compressed to the run's budget."""
 
 
+_GLOBAL_RANDOM_STATE = threading.Lock()
+"""Held while a model is initialised from torch's global generator, which threads share."""
+
+
 @dataclass(frozen=True)
 class GroupConfig:
     """One batched model: ``model`` trained on every pair of ``operations`` × ``seeds``."""
@@ -141,7 +145,7 @@ def build(config: GroupConfig, device: torch.device, batched: bool = True) -> tu
         train_seed=config.stream("batches"),
         device=device,
     )
-    with torch.random.fork_rng(devices=[]):
+    with _GLOBAL_RANDOM_STATE, torch.random.fork_rng(devices=[]):  # groups built side by side take turns
         torch.manual_seed(config.stream("init"))
         ensemble = len(seeds) if batched else None
         model = TwoLayerArithmetic(config.model, config.schedule_budget, in_features=config.input_size, ensemble=ensemble)
@@ -167,8 +171,8 @@ def train_step(
 GRAPH_WARMUP_STEPS = 3
 """Eager steps a :class:`GraphedStep` takes on a side stream before it captures (optimiser state, kernels)."""
 _EAGER_CUDA_WORK = threading.Lock()
-"""Held by a :class:`GraphedStep` while it warms up or captures: steps of groups trained side by side (one
-thread each) never allocate while another captures."""
+"""Held by a :class:`GraphedStep` while it warms up or captures, and by a CUDA-graph group's evaluations: groups
+trained side by side (one thread each) never allocate or free while another captures; replays run freely."""
 
 
 class GraphedStep:
@@ -292,11 +296,12 @@ def train_group(
     step = GraphedStep(model, optimizer, data, config.batch_size) if cuda_graph else eager_step
 
     def record(done: int, loss: float | None) -> None:
-        curves.steps.append(done)
-        curves.validation.append(evaluate(model, data, "validation").cpu())
-        curves.test.append(evaluate(model, data, "test").cpu())
-        curves.sparsity.append(model.sparsity_error().detach().cpu())
-        release_free_memory()  # the evaluation batches' freed blocks would otherwise pile up over a long run
+        with _EAGER_CUDA_WORK if cuda_graph else contextlib.nullcontext():  # no allocation while a group captures
+            curves.steps.append(done)
+            curves.validation.append(evaluate(model, data, "validation").cpu())
+            curves.test.append(evaluate(model, data, "test").cpu())
+            curves.sparsity.append(model.sparsity_error().detach().cpu())
+            release_free_memory()  # the evaluation batches' freed blocks would otherwise pile up over a long run
 
     def save() -> dict[str, Any]:
         seconds = previous_seconds + time.perf_counter() - started
