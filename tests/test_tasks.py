@@ -215,7 +215,7 @@ def test_options_left_out_are_the_tasks_choices():
     assert config.curriculum == task.curriculum
     epochs, config = training_config(PipelineOptions(task="hwf", epochs=0.5, augment_shift=0, pseudo_labels="marginal"), task)
     assert (epochs, config.steps, config.augment_shift, config.pseudo_labels) == (0.5, 157, 0, "marginal")
-    assert [mnist_add.epochs(digits) for digits in (1, 2, 3, 4, 15)] == [2.0, 6.0, 6.0, 8.0, 8.0]
+    assert [mnist_add.epochs(digits) for digits in (1, 2, 3, 4, 15)] == [2.0, 6.0, 6.0, 12.0, 12.0]
 
 
 def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch, one_thread):
