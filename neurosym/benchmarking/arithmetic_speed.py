@@ -42,6 +42,16 @@ def _seconds(device: torch.device, steps: int, step: Callable[[], None]) -> floa
     return time.perf_counter() - started
 
 
+def _timed(advance: Callable[[int], float], steps: int, min_seconds: float) -> tuple[int, float]:
+    """``advance(count)`` (the seconds of ``count`` steps) for ``steps`` steps, then for as many more as the rate so
+    far says fill ``min_seconds``: returns the steps timed and their seconds."""
+    seconds = advance(steps)
+    if seconds < min_seconds:
+        more = math.ceil(steps * (min_seconds - seconds) / seconds)
+        seconds, steps = seconds + advance(more), steps + more
+    return steps, seconds
+
+
 class _TimedRun:
     """The group's model (batched over its seeds, or a plain model for a one-seed group) with its
     optimiser and data; :meth:`advance` trains it for some steps and returns the seconds they took.
@@ -141,10 +151,7 @@ def batched_rate(
         raise ValueError(f"steps must be positive and warmup at least 0, got {steps} and {warmup}")
     run = _TimedRun(config, device, batched=True, amp=amp, cuda_graph=cuda_graph, compile_loss=compile_loss)
     run.advance(warmup)
-    seconds = run.advance(steps)
-    if seconds < min_seconds:
-        more = math.ceil(steps * (min_seconds - seconds) / seconds)
-        seconds, steps = seconds + run.advance(more), steps + more
+    steps, seconds = _timed(run.advance, steps, min_seconds)
     runs = len(config.operations) * len(config.seeds)
     return {"runs": runs, "steps": steps, "seconds": seconds, "rate": runs * steps / seconds}
 
@@ -168,9 +175,6 @@ def concurrent_rate(
                 run._train_one_step()
 
     _seconds(device, warmup, step)
-    seconds = _seconds(device, steps, step)
-    if seconds < min_seconds:
-        more = math.ceil(steps * (min_seconds - seconds) / seconds)
-        seconds, steps = seconds + _seconds(device, more, step), steps + more
+    steps, seconds = _timed(lambda count: _seconds(device, count, step), steps, min_seconds)
     members = sum(len(config.operations) * len(config.seeds) for config in configs)
     return {"runs": members, "steps": steps, "seconds": seconds, "rate": members * steps / seconds}
