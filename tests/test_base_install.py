@@ -18,7 +18,8 @@ def test_commands_finish_without_matplotlib_and_say_the_figure_is_skipped(tmp_pa
     arithmetic = ["arithmetic", "--models", "nau", "--ops", "add", "--steps", "200", "--seeds", "2", "--eval-every", "100",
                   "--evaluation-size", "100", "--threshold-samples", "2000", "--out", str(tmp_path / "a"), "--no-progress"]  # fmt: skip
     assert main(arithmetic) == 0
-    pipeline = ["pipeline", "--task", "hwf", "--epochs", "0.01", "--device", "cpu", "--out", str(tmp_path / "p"), "--no-progress"]
+    pipeline = ["pipeline", "--task", "hwf", "--epochs", "0.01", "--reader-width", "8", "--device", "cpu"]
+    pipeline += ["--out", str(tmp_path / "p"), "--no-progress"]
     assert main(pipeline) == 0
     errors = capsys.readouterr().err
     assert errors.count("figures need matplotlib: pip install 'neurosym[plots]' (figure skipped)") >= 3

@@ -193,7 +193,8 @@ def test_the_pipeline_refuses_readers_outside_the_grammar_and_other_learning_rul
 
 def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, one_thread):
     out = tmp_path / "hwf"
-    status = main(["pipeline", "--task", "hwf", "--epochs", "0.02", "--no-progress", "--device", "cpu", "--out", str(out)])
+    argv = ["pipeline", "--task", "hwf", "--epochs", "0.02", "--reader-width", "8", "--no-progress", "--device", "cpu"]
+    status = main([*argv, "--out", str(out)])
     assert status == 0
     printed = capsys.readouterr().out
     assert "| neurosym (ours)" in printed and "| ABL" in printed and "not HWF's CROHME images" in printed
@@ -222,7 +223,7 @@ def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch, one_
     from neurosym.experiments import pipeline as runner
 
     first, second = tmp_path / "first", tmp_path / "second"
-    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01"]
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01", "--reader-width", "8"]
     assert main([*common, "--out", str(first)]) == 0
     started = []
 
