@@ -212,7 +212,7 @@ def test_options_left_out_are_the_tasks_choices():
 
     task = build_task("hwf", seed=0)
     epochs, config = training_config(PipelineOptions(task="hwf"), task)
-    assert (epochs, config.steps, config.augment_shift, config.pseudo_labels) == (3.0, 938, 1, "all")
+    assert (epochs, config.steps, config.augment_shift, config.pseudo_labels) == (12.0, 3750, 1, "all")
     assert config.curriculum == task.curriculum
     epochs, config = training_config(PipelineOptions(task="hwf", epochs=0.5, augment_shift=0, pseudo_labels="marginal"), task)
     assert (epochs, config.steps, config.augment_shift, config.pseudo_labels) == (0.5, 157, 0, "marginal")
