@@ -42,7 +42,7 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     bank = prototype_bank(symbols=[*HINT_SYMBOLS, *FEWSHOT_CONCEPTS])
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: bank)  # a tiny bank keeps the test fast
     out = private_cache / "out"
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "100"]
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "100"]
     argv += ["--batch-size", "12", "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32"]
     argv += ["--classifier-width", "8", "--fewshot-scales", "0.01", "--fewshot-replay", "40"]
     argv += ["--fewshot-concepts", "x,a", "--fewshot-steps", "60,20", "--fewshot-only-new-class", "none"]
@@ -68,7 +68,7 @@ def test_stroke_width_option_puts_a_stroke_normaliser_in_front_of_the_reader(pri
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
     out = private_cache / "out"
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "5", "--batch-size", "4",
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "5", "--batch-size", "4",
             "--curriculum", "1:5", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
             "--speed-samples", "1", "--out", str(out), "--no-progress"]  # fmt: skip
     assert main([*argv, "--stroke-width", "3"]) == 0
@@ -116,7 +116,7 @@ def test_image_input_run_stops_at_the_time_limit_with_a_checkpoint(private_cache
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
     out = private_cache / "out"
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "50", "--batch-size", "4"]
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "50", "--batch-size", "4"]
     assert main([*argv, "--time-limit", "0", "--out", str(out), "--no-progress"]) == 75
     assert "training stopped after step 1 of 50 (time limit)" in capsys.readouterr().err
     assert (out / "checkpoint.pt").is_file() and not (out / "results.json").exists()
@@ -167,7 +167,7 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     np.savez(archive, images=new.images, labels=new.labels, splits=new.pools)
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: first)
     out = private_cache / "out"
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "100", "--batch-size", "12",
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "100", "--batch-size", "12",
             "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32", "--classifier-width", "8",
             "--fewshot-scales", "none", "--extra-test-bank", str(archive), "--adapt", str(archive),
             "--adapt-examples", "200", "--adapt-steps", "100", "--speed-samples", "3", "--out", str(out), "--no-progress"]  # fmt: skip
@@ -216,7 +216,7 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
     out = private_cache / "out"
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "6", "--batch-size", "4",
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "6", "--batch-size", "4",
             "--curriculum", "7:6", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
             "--speed-samples", "1", "--no-progress", "--lr-schedule", "cosine", "--adapt", "test-writers",
             "--adapt-examples", "30", "--adapt-steps", "4", "--adapt-lr", "4e-4", "--adapt-replay", "20", "--adapt-distill", "2",
@@ -270,7 +270,7 @@ def test_ensemble_reads_with_the_trained_runs_readers_and_trains_nothing(private
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
     runs = [private_cache / "seed0", private_cache / "seed1"]
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--steps", "30", "--batch-size", "8",
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "30", "--batch-size", "8",
             "--curriculum", "1:10,3:20", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
             "--speed-samples", "1", "--no-progress"]  # fmt: skip
     for seed, run in enumerate(runs):
