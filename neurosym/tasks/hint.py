@@ -1,0 +1,144 @@
+"""HINT (Li et al., ICLR 2023) as a task of the grammar pipeline: handwritten expressions over single digits,
+``+ - * /`` and round brackets, learned from their integer results alone under HINT's semantics
+(``a - b = max(0, a - b)``, ``a / b = ⌈a / b⌉``, division by zero invalid).
+
+The grammar is ``grammars/hint.lark`` (precedence and brackets given), the semantics HINT's operator table,
+the reader ``make run``'s (the small CNN, 64 features, width 16, on 32×32 windows) and the data the
+generated splits of :func:`~neurosym.data.hint.main_split` shown with the default bank's images, each
+symbol's image drawn as HINT's own pipeline draws it (:class:`~neurosym.data.hint.HintImageDataset`, same
+seed: the same images). ``neurosym hint --model neurosym`` runs HINT's own pipeline, whose decoder and
+abduction know its grammar's shape; this module gives the same problem to the generic one.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from neurosym.data.hint import HintImageDataset, HintRecord, main_split
+from neurosym.data.symbol_images import HINT_SYMBOLS, WINDOW, SymbolBank, default_bank
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.grammar_abduction import AbductionBudget
+from neurosym.pipelines.sentences import READ, ImageSentences
+from neurosym.semantics import HINT_SEMANTICS, OperatorTable
+from neurosym.semantics.preimage import Interval, left_preimage, right_preimage
+from neurosym.semantics.tree_semantics import TreeSemantics
+from neurosym.syntax.parser import base_grammar
+from neurosym.syntax.symbol_grammar import SymbolGrammar
+from neurosym.tasks import Published, Task
+
+SUBSETS = ("I", "SS", "LS", "SL", "LL")
+PUBLISHED = (Published("Transformer rel. uni. (Li et al., official images)", 53.1),)
+"""The paper's best seq2seq baseline, average over the five test subsets in %."""
+
+MAKE_RUN_STEPS, MAKE_RUN_BATCH = 800, 32
+"""``make run``'s budget: steps of expressions, per batch."""
+
+
+def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
+    """Integer values under ``table``; inverses give, for a wanted value, every other operator of the table
+    that gives it from the operands as read, then values of either operand (the other kept) from the
+    operator's exact preimage, nearest the operand's current value first, alternating sides."""
+
+    def binary(children: list) -> int | None:
+        left, symbol, right = children
+        return table.operators[symbol].apply(left, right)
+
+    def inverse(wanted: int, children: tuple) -> Iterator[tuple]:
+        left, symbol, right = children
+        for other, operator in table.operators.items():
+            if other != symbol and operator.apply(left, right) == wanted:
+                yield left, other, right
+        if not isinstance(wanted, int) or wanted < 0:
+            return
+        apply = table.operators[symbol].apply
+        lefts = ((value, symbol, right) for value in _nearest(left_preimage(symbol, Interval.point(wanted), right, apply), left))
+        rights = ((left, symbol, value) for value in _nearest(right_preimage(symbol, left, Interval.point(wanted), apply), right))
+        for pair in itertools.zip_longest(lefts, rights):
+            yield from (way for way in pair if way is not None)
+
+    return TreeSemantics(
+        {"binary": binary, "bracketed": lambda children: children[1], "NUMBER": int},
+        {"binary": inverse, "bracketed": lambda wanted, children: [(children[0], wanted, children[2])]},
+    )
+
+
+def _nearest(values: Interval | None, current: int, count: int = 8) -> list[int]:
+    """Up to ``count`` members of ``values`` (``None``: none), those nearest ``current`` first."""
+    if values is None:
+        return []
+    start = min(max(current, values.lo), values.hi if values.hi is not None else current)
+    found = []
+    for distance in range(count * 2 + 1):
+        for value in (start - distance, start + distance) if distance else (start,):
+            if value in values and value not in found:
+                found.append(value)
+    return found[:count]
+
+
+def hint_sentences(
+    records: Sequence[HintRecord],
+    bank: SymbolBank,
+    pool: str,
+    seed: int,
+    images: np.ndarray,
+    rows: Sequence[int] | None = None,
+) -> ImageSentences:
+    """``records`` (those at ``rows``, default all) shown with ``images`` (``bank``'s images at 32×32), each
+    symbol's image drawn from ``pool`` as HINT's pipeline draws it for the whole split with ``seed``; the
+    targets are the records' results."""
+    dataset = HintImageDataset(records, bank, pool, seed)
+    rows = range(len(records)) if rows is None else rows
+    if not rows:
+        raise ValueError("no records to show")
+    lengths = np.array([len(records[row].expr) for row in rows])
+    picks = np.full((len(lengths), int(lengths.max())), -1)
+    for at, row in enumerate(rows):
+        picks[at, : lengths[at]] = dataset.image_indices(row, records[row])
+    given = np.full(picks.shape, READ)
+    chosen = [records[row] for row in rows]
+    return ImageSentences(images, picks, given, lengths, [r.res for r in chosen], [r.expr for r in chosen])
+
+
+def build(scale: float = 0.01, seed: int = 0, reader_width: int = 16, features: int = 64) -> Task:
+    """HINT's generated splits at ``scale`` on the default bank; ``test`` holds every test subset
+    (:func:`subset_sentences` gives them apart)."""
+    splits = main_split(scale=scale, seed=seed, progress=False)
+    bank = default_bank(seed=seed)
+    images = bank.resized((WINDOW, WINDOW))
+    grammar = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
+    parts = {name: hint_sentences(list(splits[name]), bank, name, seed, images) for name in ("train", "val", "test")}
+
+    def make_reader() -> SymbolClassifier:
+        return SymbolClassifier(list(HINT_SYMBOLS), "small", features, width=reader_width)
+
+    return Task(
+        name=f"hint scale {scale}",
+        grammar=grammar,
+        semantics=hint_semantics(),
+        make_reader=make_reader,
+        train=parts["train"],
+        validation=parts["val"],
+        test=parts["test"],
+        # every other symbol at a position: with the default four, a reader sure of "*" ranks digits (which
+        # bracketed sentences allow there) above "+", and "+" is read as "*", "-" as "/" (prototype glyphs: 84 %
+        # of the symbols against 100 %)
+        abduction=AbductionBudget(max_changes=3, max_candidates=256, alternatives=len(HINT_SYMBOLS) - 1, readings=4),
+        curriculum=Curriculum(((1, 150), (3, 200), (7, 200), (15, 10**9))),
+        pseudo_labels="all",
+        epochs=MAKE_RUN_STEPS * MAKE_RUN_BATCH / len(parts["train"]),
+        published=PUBLISHED,
+        data_note="HINT's generated splits shown with the default bank (real handwriting, drawn brackets)",
+    )
+
+
+def subset_sentences(split: str = "test", scale: float = 0.01, seed: int = 0) -> dict[str, ImageSentences]:
+    """The subsets :data:`SUBSETS` of ``split`` (``"val"`` or ``"test"``), each image as :func:`build` shows it."""
+    records = list(main_split(scale=scale, seed=seed, progress=False)[split])
+    bank = default_bank(seed=seed)
+    images = bank.resized((WINDOW, WINDOW))
+    rows = {subset: [i for i, r in enumerate(records) if r.eval == subset] for subset in SUBSETS}
+    return {subset: hint_sentences(records, bank, split, seed, images, chosen) for subset, chosen in rows.items() if chosen}

@@ -1,0 +1,79 @@
+"""HINT as a task of the grammar pipeline: its semantics are HINT's, its inverses give the wanted value, its
+examples show the images HINT's own pipeline shows, and the generic pipeline learns the symbols from results."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hint_banks import prototype_bank
+from hint_strategies import trees
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neurosym.data.hint import main_split
+from neurosym.data.symbol_images import HINT_SYMBOLS, WINDOW
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.grammar_abduction import AbductionBudget
+from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline, train_grammar_pipeline
+from neurosym.pipelines.trainer import PipelineConfig
+from neurosym.pipelines.windows import WindowSource
+from neurosym.semantics import HINT_SEMANTICS, evaluate
+from neurosym.semantics.tree_semantics import Executor
+from neurosym.syntax import to_infix
+from neurosym.syntax.parser import base_grammar
+from neurosym.syntax.symbol_grammar import SymbolGrammar
+from neurosym.tasks.hint import hint_semantics, hint_sentences
+
+GRAMMAR = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
+EXECUTOR = Executor(GRAMMAR, hint_semantics())
+
+
+@settings(max_examples=200, deadline=None)
+@given(tree=trees())
+def test_a_sentence_s_value_is_hints(tree):
+    text = to_infix(tree)
+    assert EXECUTOR.value(text) == evaluate(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(left=st.integers(0, 60), right=st.integers(0, 60), wanted=st.integers(0, 80), symbol=st.sampled_from("+-*/"))
+def test_every_inverse_gives_the_wanted_value_and_one_exists_when_an_operand_can_give_it(left, right, wanted, symbol):
+    inverse = hint_semantics().inverses["binary"]
+    ways = list(inverse(wanted, (left, symbol, right)))
+    for new_left, new_symbol, new_right in ways:
+        assert HINT_SEMANTICS.operators[new_symbol].apply(new_left, new_right) == wanted
+        assert (new_left, new_right).count(left) + (new_left, new_right).count(right) >= 1  # one operand kept
+    apply = HINT_SEMANTICS.operators[symbol].apply
+    reachable = any(apply(a, right) == wanted for a in range(200)) or any(apply(left, b) == wanted for b in range(200))
+    assert bool(ways) >= reachable
+
+
+def test_examples_show_the_images_hints_own_pipeline_draws():
+    bank = prototype_bank()
+    records = [r for r in main_split(scale=0.002, seed=0, cache=False, progress=False)["test"]][:30]
+    images = bank.resized((WINDOW, WINDOW))
+    rows = [3, 7, 20]
+    sentences = hint_sentences(records, bank, "test", 5, images, rows)
+    batch = sentences.batch(range(len(rows)))
+    expected, expected_lengths = WindowSource(records, bank, "test", 5).batch(rows)
+    assert torch.equal(batch.lengths, expected_lengths) and torch.equal(batch.windows, expected)
+    assert sentences.targets == [records[row].res for row in rows] and sentences.truths == [records[row].expr for row in rows]
+    with pytest.raises(ValueError, match="no records to show"):
+        hint_sentences(records, bank, "test", 5, images, [])
+
+
+def test_the_generic_pipeline_learns_hints_symbols_from_results(one_thread):
+    torch.manual_seed(0)
+    bank = prototype_bank()
+    images = bank.resized((WINDOW, WINDOW))
+    splits = main_split(scale=0.002, seed=0, cache=False, progress=False)
+    train = hint_sentences([r for r in splits["train"] if len(r.expr) <= 7], bank, "train", 0, images)
+    test = hint_sentences(list(splits["test"])[:60], bank, "test", 0, images)
+    reader = SymbolClassifier(list(HINT_SYMBOLS), "small", 32, width=8)
+    budget = AbductionBudget(max_changes=3, alternatives=len(HINT_SYMBOLS) - 1, readings=4)  # the task's
+    pipeline = GrammarPipeline(GRAMMAR, hint_semantics(), reader, budget)
+    config = PipelineConfig(steps=120, batch_size=16, curriculum=Curriculum(((1, 30), (3, 40), (7, 50))))
+    train_grammar_pipeline(pipeline, train, config, torch.device("cpu"))
+    scores = evaluate_grammar_pipeline(pipeline, test, torch.device("cpu"))
+    assert scores["symbol"] > 0.95 and scores["accuracy"] > 0.8
