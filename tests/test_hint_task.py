@@ -10,11 +10,12 @@ from hint_strategies import trees
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neurosym.benchmarking.abduction_speed import abduction_speed
 from neurosym.data.hint import main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS, WINDOW
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
-from neurosym.pipelines.grammar_abduction import AbductionBudget
+from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline, train_grammar_pipeline
 from neurosym.pipelines.trainer import PipelineConfig
 from neurosym.pipelines.windows import WindowSource
@@ -23,7 +24,7 @@ from neurosym.semantics.tree_semantics import Executor
 from neurosym.syntax import to_infix
 from neurosym.syntax.parser import base_grammar
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.tasks.hint import hint_semantics, hint_sentences
+from neurosym.tasks.hint import ABDUCTION, hint_semantics, hint_sentences
 
 GRAMMAR = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
 EXECUTOR = Executor(GRAMMAR, hint_semantics())
@@ -71,9 +72,17 @@ def test_the_generic_pipeline_learns_hints_symbols_from_results(one_thread):
     train = hint_sentences([r for r in splits["train"] if len(r.expr) <= 7], bank, "train", 0, images)
     test = hint_sentences(list(splits["test"])[:60], bank, "test", 0, images)
     reader = SymbolClassifier(list(HINT_SYMBOLS), "small", 32, width=8)
-    budget = AbductionBudget(max_changes=3, alternatives=len(HINT_SYMBOLS) - 1, readings=4)  # the task's
-    pipeline = GrammarPipeline(GRAMMAR, hint_semantics(), reader, budget)
+    pipeline = GrammarPipeline(GRAMMAR, hint_semantics(), reader, ABDUCTION)
     config = PipelineConfig(steps=120, batch_size=16, curriculum=Curriculum(((1, 30), (3, 40), (7, 50))))
     train_grammar_pipeline(pipeline, train, config, torch.device("cpu"))
     scores = evaluate_grammar_pipeline(pipeline, test, torch.device("cpu"))
     assert scores["symbol"] > 0.95 and scores["accuracy"] > 0.8
+
+
+def test_the_generic_abducer_is_timed_on_the_problems_hints_own_is_timed_on():
+    hint = abduction_speed(40, seed=1)
+    generic = abduction_speed(40, seed=1, abduce=GrammarAbducer(EXECUTOR, ABDUCTION).abduce)
+    assert hint["samples"] == generic["samples"] == 40 and hint["corrected"] >= 0.9
+    assert generic["corrected"] >= 0.7 and generic["median_ms"] > 0
+    few = AbductionBudget(max_changes=1, max_candidates=1, alternatives=1)  # a budget too small to correct most
+    assert abduction_speed(40, seed=1, abduce=GrammarAbducer(EXECUTOR, few).abduce)["corrected"] < generic["corrected"]
