@@ -20,11 +20,12 @@ from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_gramma
 from neurosym.pipelines.trainer import PipelineConfig
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS, evaluate
+from neurosym.semantics.preimage import Interval
 from neurosym.semantics.tree_semantics import Executor
 from neurosym.syntax import to_infix
 from neurosym.syntax.parser import base_grammar
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.tasks.hint import ABDUCTION, hint_semantics, hint_sentences
+from neurosym.tasks.hint import ABDUCTION, _nearest, hint_semantics, hint_sentences
 
 GRAMMAR = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
 EXECUTOR = Executor(GRAMMAR, hint_semantics())
@@ -86,3 +87,14 @@ def test_the_generic_abducer_is_timed_on_the_problems_hints_own_is_timed_on():
     assert generic["corrected"] >= 0.7 and generic["median_ms"] > 0
     few = AbductionBudget(max_changes=1, max_candidates=1, alternatives=1)  # a budget too small to correct most
     assert abduction_speed(40, seed=1, abduce=GrammarAbducer(EXECUTOR, few).abduce)["corrected"] < generic["corrected"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(lo=st.integers(0, 30), width=st.one_of(st.none(), st.integers(0, 30)), current=st.integers(0, 80))
+def test_inverse_values_are_the_preimage_s_members_nearest_the_operand_first(lo, width, current):
+    values = Interval(lo, None if width is None else lo + width)
+    found = _nearest(values, current, count=5)
+    members = range(lo, (lo + width if width is not None else lo + 100) + 1)
+    assert all(v in values for v in found) and len(set(found)) == len(found) == min(5, len(members))
+    assert found == sorted(sorted(members)[: len(members)], key=lambda v: (abs(v - min(max(current, lo), members[-1])), v))[:5]
+    assert _nearest(None, current) == []

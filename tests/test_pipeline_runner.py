@@ -116,7 +116,8 @@ def test_image_input_run_stops_at_the_time_limit_with_a_checkpoint(private_cache
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
     out = private_cache / "out"
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "50", "--batch-size", "4"]
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002"]
+    argv += ["--steps", "50", "--batch-size", "4"]
     assert main([*argv, "--time-limit", "0", "--out", str(out), "--no-progress"]) == 75
     assert "training stopped after step 1 of 50 (time limit)" in capsys.readouterr().err
     assert (out / "checkpoint.pt").is_file() and not (out / "results.json").exists()

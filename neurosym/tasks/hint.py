@@ -72,15 +72,15 @@ def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
 
 
 def _nearest(values: Interval | None, current: int, count: int = 8) -> list[int]:
-    """Up to ``count`` members of ``values`` (``None``: none), those nearest ``current`` first."""
+    """Up to ``count`` members of ``values`` (``None``: none), those nearest ``current`` first (below before above)."""
     if values is None:
         return []
-    start = min(max(current, values.lo), values.hi if values.hi is not None else current)
-    found = []
-    for distance in range(count * 2 + 1):
-        for value in (start - distance, start + distance) if distance else (start,):
-            if value in values and value not in found:
-                found.append(value)
+    start = max(current, values.lo) if values.hi is None else min(max(current, values.lo), values.hi)
+    top = start + count if values.hi is None else values.hi
+    found, distance = [start], 1
+    while len(found) < count and (start - distance >= values.lo or start + distance <= top):
+        found += [value for value in (start - distance, start + distance) if values.lo <= value <= top]
+        distance += 1
     return found[:count]
 
 
