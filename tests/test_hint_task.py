@@ -3,6 +3,9 @@ examples show the images HINT's own pipeline shows, and the generic pipeline lea
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 import torch
 from hint_banks import prototype_bank
@@ -11,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.benchmarking.abduction_speed import abduction_speed
+from neurosym.cli import main
 from neurosym.data.hint import main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS, WINDOW
 from neurosym.perception.symbol_classifier import SymbolClassifier
@@ -25,7 +29,7 @@ from neurosym.semantics.tree_semantics import Executor
 from neurosym.syntax import to_infix
 from neurosym.syntax.parser import base_grammar
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.tasks.hint import ABDUCTION, _nearest, hint_semantics, hint_sentences
+from neurosym.tasks.hint import ABDUCTION, SUBSETS, _nearest, hint_semantics, hint_sentences
 
 GRAMMAR = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
 EXECUTOR = Executor(GRAMMAR, hint_semantics())
@@ -98,3 +102,20 @@ def test_inverse_values_are_the_preimage_s_members_nearest_the_operand_first(lo,
     assert all(v in values for v in found) and len(set(found)) == len(found) == min(5, len(members))
     assert found == sorted(sorted(members)[: len(members)], key=lambda v: (abs(v - min(max(current, lo), members[-1])), v))[:5]
     assert _nearest(None, current) == []
+
+
+def test_the_pipeline_command_runs_hint_and_reports_each_subset(tmp_path, capsys, monkeypatch, one_thread):
+    from neurosym.tasks import hint
+
+    build = hint.build
+    monkeypatch.setattr(hint, "default_bank", lambda seed=0: prototype_bank())  # small stand-ins keep it fast
+    monkeypatch.setattr(hint, "build", lambda **options: build(scale=0.002, **options))
+    argv = ["pipeline", "--task", "hint-grammar", "--epochs", "0.05", "--reader-width", "8", "--no-progress"]
+    assert main([*argv, "--device", "cpu", "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    test = results["subsets"]["test"]
+    assert set(results["subsets"]) == {"validation", "test"} and set(test) == {*SUBSETS, "mean"}
+    assert test["mean"] == pytest.approx(np.mean([test[subset] for subset in SUBSETS]))
+    assert results["steps"] == 4 and results["abduction"]["alternatives"] == len(HINT_SYMBOLS) - 1  # the task's
+    printed = capsys.readouterr().out
+    assert "test subsets: I " in printed and "| Transformer rel. uni." in printed and ", mean " in printed

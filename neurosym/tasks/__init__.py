@@ -7,7 +7,7 @@ A task module gives :func:`build` ``(options) -> Task``; :data:`TASKS` names the
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from typing import Any
@@ -20,7 +20,11 @@ from neurosym.pipelines.sentences import SentenceSource
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 
-TASKS: dict[str, str] = {"mnist-add": "neurosym.tasks.mnist_add", "hwf": "neurosym.tasks.hwf"}
+TASKS: dict[str, str] = {
+    "mnist-add": "neurosym.tasks.mnist_add",
+    "hwf": "neurosym.tasks.hwf",
+    "hint-grammar": "neurosym.tasks.hint",
+}
 """Task name -> the module that builds it."""
 
 
@@ -42,7 +46,8 @@ class Task:
     is the task's abduction budget, ``curriculum`` its default schedule of lengths, ``pseudo_labels`` its
     default pseudo-labels (:data:`~neurosym.pipelines.trainer.GRAMMAR_PSEUDO_LABELS`), ``epochs`` its passes over
     ``train`` and ``augment_shift`` the pixels its training windows are shifted by, each chosen on validation;
-    ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs.
+    ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs; ``subsets`` named
+    parts of ``validation`` and of ``test`` scored apart as well, with their mean (e.g. HINT's I, SS, LS, SL, LL).
     """
 
     name: str
@@ -59,6 +64,7 @@ class Task:
     augment_shift: int = 0
     published: Sequence[Published] = ()
     data_note: str = ""
+    subsets: Mapping[str, Mapping[str, SentenceSource]] = field(default_factory=dict)
 
 
 READER_WIDTH = 32
