@@ -22,7 +22,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Collection, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -60,6 +60,18 @@ class AbductionBudget:
             raise ValueError(
                 f"max_changes, max_candidates, alternatives and beam must be at least 1, readings at least 0: {self}"
             )
+
+
+@dataclass
+class _Search:
+    """One top-down search's inputs (node values by ``id``, the sentence read, its ``log_probs``, the fixed
+    positions) and its memory of the ways found per ``(id(node), wanted value)``."""
+
+    values: dict[int, Any]
+    sentence: str
+    log_probs: np.ndarray
+    fixed: frozenset[int]
+    memo: dict[tuple[int, Any], list[tuple[float, Edits]]] = field(default_factory=dict)
 
 
 class GrammarAbducer:
@@ -154,40 +166,23 @@ class GrammarAbducer:
         values = self.semantics.node_values(tree)
         if values is None:
             return []
-        found = self._descend(tree, target, values, sentence, log_probs, fixed, {})
+        found = self._descend(tree, target, _Search(values, sentence, log_probs, fixed))
         return sorted((item for item in found if item[1]), key=lambda item: -item[0])
 
-    def _descend(
-        self,
-        node: Tree | Token,
-        wanted: Any,
-        values: dict[int, Any],
-        sentence: str,
-        log_probs: np.ndarray,
-        fixed: frozenset[int],
-        memo: dict[tuple[int, Any], list[tuple[float, Edits]]],
-    ) -> list[tuple[float, Edits]]:
-        """The ``beam`` most probable ways (gain, edits) to make ``node``'s value ``wanted``; ``memo`` keeps them per
-        node and wanted value for the rest of one search (other assumptions about a sibling ask for the same again)."""
+    def _descend(self, node: Tree | Token, wanted: Any, search: _Search) -> list[tuple[float, Edits]]:
+        """The ``beam`` most probable ways (gain, edits) to make ``node``'s value ``wanted``, remembered per node and
+        wanted value for the rest of the ``search`` (other assumptions about a sibling ask for the same again)."""
         try:
             key = (id(node), wanted)
             hash(key)
         except TypeError:  # an unhashable value: not remembered
-            return self._descend_anew(node, wanted, values, sentence, log_probs, fixed, memo)
-        if key not in memo:
-            memo[key] = self._descend_anew(node, wanted, values, sentence, log_probs, fixed, memo)
-        return memo[key]
+            return self._descend_anew(node, wanted, search)
+        if key not in search.memo:
+            search.memo[key] = self._descend_anew(node, wanted, search)
+        return search.memo[key]
 
-    def _descend_anew(
-        self,
-        node: Tree | Token,
-        wanted: Any,
-        values: dict[int, Any],
-        sentence: str,
-        log_probs: np.ndarray,
-        fixed: frozenset[int],
-        memo: dict[tuple[int, Any], list[tuple[float, Edits]]],
-    ) -> list[tuple[float, Edits]]:
+    def _descend_anew(self, node: Tree | Token, wanted: Any, search: _Search) -> list[tuple[float, Edits]]:
+        values, sentence, log_probs, fixed = search.values, search.sentence, search.log_probs, search.fixed
         if self.gives(values[id(node)], wanted):
             return [(0.0, ())]
         if isinstance(node, Token):
@@ -204,7 +199,7 @@ class GrammarAbducer:
         inverse = self.semantics.inverses.get(str(node.data))
         if inverse is None:
             if len(node.children) == 1:  # a pass-through rule
-                return self._descend(node.children[0], wanted, values, sentence, log_probs, fixed, memo)
+                return self._descend(node.children[0], wanted, search)
             return []
         current = tuple(values[id(child)] for child in node.children)
         # Each child as read, or kept at one of its ``readings`` most probable other readings.
@@ -223,7 +218,7 @@ class GrammarAbducer:
                         continue
                     if position == which:  # the inverse changed the kept child too: search it from its reading
                         combined = [(g - gain, tuple(e for e in edit if e not in edits)) for g, edit in combined]
-                    options = self._descend(child, value, values, sentence, log_probs, fixed, memo)
+                    options = self._descend(child, value, search)
                     combined = heapq.nlargest(
                         self.beam,
                         ((g + h, e + f) for (g, e), (h, f) in itertools.product(combined, options)),
