@@ -6,8 +6,9 @@ The grammar is ``grammars/hint.lark`` (precedence and brackets given), the seman
 the reader ``make run``'s (the small CNN, 64 features, width 16, on 32×32 windows) and the data the
 generated splits of :func:`~neurosym.data.hint.main_split` shown with the default bank's images, each
 symbol's image drawn as HINT's own pipeline draws it (:class:`~neurosym.data.hint.HintImageDataset`, same
-seed: the same images). ``neurosym hint --model neurosym`` runs HINT's own pipeline, whose decoder and
-abduction know its grammar's shape; this module gives the same problem to the generic one.
+seed: the same images). ``neurosym pipeline --task hint-grammar`` trains it (``--reader-width 16 --schedule
+constant`` for ``make run``'s reader and schedule); ``neurosym hint --model neurosym`` runs HINT's own pipeline,
+whose decoder and abduction know its grammar's shape, and its few-shot, learned-semantics and adaptation stages.
 """
 
 from __future__ import annotations
