@@ -28,18 +28,8 @@ from neurosym.pipelines.decoding import (
     sentence_templates,
 )
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, execute
-from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES
-from neurosym.semantics.preimage import (
-    Interval,
-    left_preimage,
-    right_preimage,
-    scan_left_preimage,
-    scan_right_preimage,
-)
+from neurosym.semantics.preimage import Interval, operand_preimages
 from neurosym.syntax import Node, ParseError, infix_layout, parse
-
-# Operators whose inverses are known in closed form, by the symbol the preimage module uses for them.
-_EXACT_INVERSES = {id(PLUS): "+", id(CLAMPED_MINUS): "-", id(TIMES): "*", id(CEIL_DIVIDE): "/"}
 
 
 @dataclass(frozen=True)
@@ -241,15 +231,7 @@ class Abducer:
 
     def child_targets(self, symbol: str, wanted: Interval, left: int, right: int) -> tuple[Interval | None, Interval | None]:
         """Wanted values of the left child (right fixed) and of the right child (left fixed)."""
-        operator = self.table.operators[symbol]
-        exact = _EXACT_INVERSES.get(id(operator))
-        if exact is not None:
-            return left_preimage(exact, wanted, right), right_preimage(exact, left, wanted)
-        scan = _scan_limit(wanted, left, right)
-        return (
-            scan_left_preimage(operator.apply, wanted, right, scan),
-            scan_right_preimage(operator.apply, left, wanted, scan),
-        )
+        return operand_preimages(self.table.operators[symbol], wanted, left, right)
 
     def _propose(self, sentence: str, log_probs: np.ndarray, position: int, symbols: list[str]) -> list[_Proposal]:
         """Replacing the symbol at ``position`` by each of ``symbols`` (other than itself)."""
@@ -274,9 +256,3 @@ def _leading_brackets(sentence: str, start: int) -> int:
     while sentence[start + count] == "(":
         count += 1
     return count
-
-
-def _scan_limit(wanted: Interval, left: int, right: int) -> int:
-    """How far a scanned (non-closed-form) inverse looks: beyond every value in play."""
-    top = wanted.lo if wanted.hi is None else wanted.hi
-    return int(max(100, 2 * top, 2 * left, 2 * right))

@@ -15,6 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES
+from neurosym.semantics.operators import Operator as OperatorMeaning
+
 Operator = Callable[[int, int], "int | None"]
 
 
@@ -126,3 +129,21 @@ def right_preimage(
     if apply is None:
         raise ValueError(f"operator {symbol!r} has no built-in inverse: pass its function as `apply`")
     return scan_right_preimage(apply, left, target, scan_limit)
+
+
+def operand_preimages(
+    operator: OperatorMeaning, wanted: Interval, left: int, right: int
+) -> tuple[Interval | None, Interval | None]:
+    """Values of the left operand (``right`` kept) and of the right one (``left`` kept) for which ``operator``
+    gives a value in ``wanted``: exact for HINT's ``+ - * /`` meanings (recognised by identity, whatever symbol
+    shows them), else the hull of a scan beyond every value in play."""
+    exact = _EXACT.get(id(operator))
+    if exact is not None:
+        return _left_exact(exact, wanted, right), _right_exact(exact, left, wanted)
+    top = wanted.lo if wanted.hi is None else wanted.hi
+    scan = int(max(100, 2 * top, 2 * left, 2 * right))
+    return scan_left_preimage(operator.apply, wanted, right, scan), scan_right_preimage(operator.apply, left, wanted, scan)
+
+
+_EXACT = {id(PLUS): "+", id(CLAMPED_MINUS): "-", id(TIMES): "*", id(CEIL_DIVIDE): "/"}
+"""Meanings whose preimages are known in closed form, by the symbol :func:`left_preimage` uses for them."""

@@ -25,7 +25,7 @@ from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable
-from neurosym.semantics.preimage import Interval, left_preimage, right_preimage
+from neurosym.semantics.preimage import Interval, operand_preimages
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.parser import base_grammar
 from neurosym.syntax.symbol_grammar import SymbolGrammar
@@ -47,7 +47,8 @@ bracketed sentences allow there) above ``+``, and training settles on ``+`` read
 def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
     """Integer values under ``table``; inverses give, for a wanted value, every other operator of the table
     that gives it from the operands as read, then values of either operand (the other kept) from the
-    operator's exact preimage, nearest the operand's current value first, alternating sides."""
+    operator's preimage (:func:`~neurosym.semantics.preimage.operand_preimages`), nearest the operand's current
+    value first, alternating sides."""
 
     def binary(children: list) -> int | None:
         left, symbol, right = children
@@ -60,9 +61,9 @@ def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
                 yield left, other, right
         if not isinstance(wanted, int) or wanted < 0:
             return
-        apply = table.operators[symbol].apply
-        lefts = ((value, symbol, right) for value in _nearest(left_preimage(symbol, Interval.point(wanted), right, apply), left))
-        rights = ((left, symbol, value) for value in _nearest(right_preimage(symbol, left, Interval.point(wanted), apply), right))
+        left_values, right_values = operand_preimages(table.operators[symbol], Interval.point(wanted), left, right)
+        lefts = ((value, symbol, right) for value in _nearest(left_values, left))
+        rights = ((left, symbol, value) for value in _nearest(right_values, right))
         for pair in itertools.zip_longest(lefts, rights):
             yield from (way for way in pair if way is not None)
 
