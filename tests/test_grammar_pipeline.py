@@ -270,6 +270,44 @@ def test_the_marginal_loss_is_the_pseudo_label_loss_for_one_explanation_and_sums
     assert marginal_loss(log_probs, [[], []], vocabulary, read) is None
 
 
+def test_the_marginal_loss_divides_each_explanation_by_its_proposal():
+    vocabulary = list("0123+")
+    log_probs = torch.randn(1, 3, 5, generator=torch.Generator().manual_seed(1)).log_softmax(-1)
+    read = np.array([[True, False, True]])
+    loss = marginal_loss(log_probs, [["1+2", "2+1"]], vocabulary, read, proposals=[[-0.5, -3.0]])
+    scores = [log_probs[0, 0, 1] + log_probs[0, 2, 2] + 0.5, log_probs[0, 0, 2] + log_probs[0, 2, 1] + 3.0]
+    assert torch.allclose(loss, -torch.logsumexp(torch.stack(scores), 0) / 2)
+    assert torch.allclose(
+        marginal_loss(log_probs, [["1+2"]], vocabulary, read, proposals=[[0.0]]),
+        marginal_loss(log_probs, [["1+2"]], vocabulary, read),
+    )
+
+
+@pytest.mark.parametrize("seed, target", [(0, 57), (1, 100), (2, 123), (3, 31), (4, 150)])
+def test_drawn_readings_give_an_importance_sampled_estimate_of_the_results_likelihood(seed, target):
+    grammar = SymbolGrammar(ADDITION)
+    plus = grammar.symbols.index("+")
+    probabilities = np.random.default_rng(seed).dirichlet(np.full(10, 0.7), size=5)  # [5, 10] digits only
+    log_probs = np.full((5, 11), -np.inf)
+    log_probs[:, :10] = np.log(probabilities)
+    log_probs[2] = -np.inf
+    log_probs[2, plus] = 0.0
+    draws = 4000
+    budget = AbductionBudget(max_changes=4, max_candidates=1, readings=draws, beam=10 * draws, sample_readings=True)
+    abducer = GrammarAbducer(Executor(grammar, addition_semantics()), budget)
+    sentence = "12+34"
+    found = abducer.explanations(sentence, log_probs, target, fixed=[2])
+    assert found and all(Executor(grammar, addition_semantics()).value(c.sentence) == target for c in found)
+    assert all(c.log_prob == pytest.approx(abducer.score(c.sentence, log_probs)) for c in found)
+    number = lambda value, at: probabilities[at, value // 10] * probabilities[at + 1, value % 10]
+    exact = sum(number(a, 0) * number(target - a, 3) for a in range(100) if 0 <= target - a < 100)
+    # each of the two numbers kept at ``draws`` draws, the other solved for: the mean weight estimates P(result)
+    estimate = sum(np.exp(c.log_prob - c.proposal) for c in found) / (2 * draws)
+    assert estimate == pytest.approx(exact, rel=0.15)
+    again = abducer.explanations(sentence, log_probs, target, fixed=[2])
+    assert [(c.sentence, c.proposal) for c in again] == [(c.sentence, c.proposal) for c in found]  # seeded by its inputs
+
+
 def test_top_down_search_changes_a_whole_number_that_enumeration_cannot_reach():
     grammar = SymbolGrammar(ADDITION)
     semantics = addition_semantics()

@@ -34,11 +34,14 @@ from neurosym.syntax import Node, ParseError, infix_layout, parse
 
 @dataclass(frozen=True)
 class Correction:
-    """An abduced sentence: ``log_prob`` under the perception, ``changes`` symbols differ from the input."""
+    """An abduced sentence: ``log_prob`` under the perception, ``changes`` symbols differ from the input, and
+    ``proposal``, the log-probability of the parts a sampling search drew rather than solved for (0 where it
+    drew nothing): the sentence's weight in an importance-sampled marginal is ``exp(log_prob - proposal)``."""
 
     sentence: str
     log_prob: float
     changes: int
+    proposal: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Collection, Iterator
+import zlib
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from lark import Token, Tree
@@ -47,6 +48,15 @@ class AbductionBudget:
         readings: at a rule with an inverse, each part is also assumed kept at each of its ``readings`` most
             probable other readings (the other parts solved through the inverse): the top-down search then
             weighs whole readings of one part against the others, not only the part as read.
+        sample_readings: draw those ``readings`` from the reader's distribution (each symbol as probable as the
+            reader makes it; the draws are seeded by the example's log-probabilities, so a search is a function of
+            its inputs) instead of taking the most probable ones, and assume each part kept only at its draws.
+            Each explanation then carries the probability of its drawn parts (:attr:`Correction.proposal`), and
+            a marginal over the explanations weighs each by the probability of what was solved for: an
+            importance-sampled estimate of the result's likelihood. The most probable readings of a part differ
+            in a symbol or two, so the parts solved for them are alike however little the reader knows, and the
+            reader learns its own guesses back; draws spread the explanations over what the result leaves open.
+            Keep ``beam`` at least the number of draws a rule makes, so that the explanations are not cut back.
     """
 
     max_changes: int = 2
@@ -54,12 +64,27 @@ class AbductionBudget:
     alternatives: int = 4
     beam: int = 4
     readings: int = 0
+    sample_readings: bool = False
 
     def __post_init__(self) -> None:
         if min(self.max_changes, self.max_candidates, self.alternatives, self.beam) < 1 or self.readings < 0:
             raise ValueError(
                 f"max_changes, max_candidates, alternatives and beam must be at least 1, readings at least 0: {self}"
             )
+
+
+class _Way(NamedTuple):
+    """One way of the top-down search: the change of log-probability against the sentence read, the edits, and
+    the log-probability of the parts drawn rather than solved (less the log of how often they were drawn)."""
+
+    gain: float
+    edits: Edits
+    proposal: float = 0.0
+
+    @property
+    def weight(self) -> float:
+        """The way's log-weight in an importance-sampled marginal (its gain where nothing was drawn)."""
+        return self.gain - self.proposal
 
 
 @dataclass
@@ -71,7 +96,8 @@ class _Search:
     sentence: str
     log_probs: np.ndarray
     fixed: frozenset[int]
-    memo: dict[tuple[int, Any], list[tuple[float, Edits]]] = field(default_factory=dict)
+    rng: np.random.Generator | None = None
+    memo: dict[tuple[int, Any], list[_Way]] = field(default_factory=dict)
 
 
 class GrammarAbducer:
@@ -89,10 +115,10 @@ class GrammarAbducer:
         budget = budget or AbductionBudget()
         self.executor, self.grammar, self.semantics = executor, executor.grammar, executor.semantics
         self.max_changes, self.max_candidates, self.alternatives = budget.max_changes, budget.max_candidates, budget.alternatives
-        self.beam, self.readings = budget.beam, budget.readings
+        self.beam, self.readings, self.sample_readings = budget.beam, budget.readings, budget.sample_readings
         self.equal = equal or (lambda value, target: value == target)
         self.index = {symbol: i for i, symbol in enumerate(self.grammar.symbols)}
-        self._leaves: dict[str, list[tuple[str, Any]]] = {}
+        self._giving: dict[tuple[str, Any], list[tuple[str, int]]] = {}
 
     def gives(self, value: Any, target: Any) -> bool:
         return value is not None and bool(self.equal(value, target))
@@ -115,7 +141,7 @@ class GrammarAbducer:
         if self.gives(self.executor.value(sentence), target):
             return Correction(sentence, base, 0)
         best: tuple[float, str] | None = None
-        for gain, edits in self._top_down(sentence, log_probs, target, frozenset(fixed)):
+        for gain, edits, _ in self._top_down(sentence, log_probs, target, frozenset(fixed)):
             candidate = _apply(sentence, edits)
             if len(edits) <= self.max_changes and self.gives(self.executor.value(candidate), target):
                 best = (gain, candidate)
@@ -131,20 +157,28 @@ class GrammarAbducer:
         """Every sentence whose value is ``target`` that the budget's searches reach (the one read, the top-down
         search's, the ``max_candidates`` first of the enumeration), most probable first; empty when none does.
         Their probabilities approximate the likelihood of the result (a marginal over explanations). Arguments
-        as :meth:`abduce`'s; its correction, where it finds one, is among them."""
+        as :meth:`abduce`'s; its correction, where it finds one, is among them. With ``sample_readings`` the
+        explanations are the top-down search's draws alone (the enumeration only where those explain nothing),
+        each with its :attr:`Correction.proposal`, one sentence reached by several draws once with their sum."""
         log_probs = self._checked(sentence, log_probs)
         fixed = frozenset(fixed)
-        gains: dict[str, float] = {}
-        candidates = [(0.0, ())] + [
-            item for item in self._top_down(sentence, log_probs, target, fixed) if len(item[1]) <= self.max_changes
-        ]
-        ranked = self._ranked(sentence, log_probs, self._options(sentence, fixed), self.max_changes)
-        for gain, edits in itertools.chain(candidates, itertools.islice(ranked, self.max_candidates)):
-            candidate = _apply(sentence, edits)
-            if candidate not in gains and self.gives(self.executor.value(candidate), target):
-                gains[candidate] = gain
+        ways: dict[str, _Way] = {}
+        searched = [way for way in self._top_down(sentence, log_probs, target, fixed) if len(way.edits) <= self.max_changes]
+        candidates = itertools.chain([_Way(0.0, ())], searched)
+        if not (self.sample_readings and searched):
+            ranked = self._ranked(sentence, log_probs, self._options(sentence, fixed), self.max_changes)
+            candidates = itertools.chain(candidates, (_Way(*item) for item in itertools.islice(ranked, self.max_candidates)))
+        for way in candidates:
+            candidate = _apply(sentence, way.edits)
+            if candidate in ways:
+                if self.sample_readings:  # the probabilities of the draws that reach it add up
+                    ways[candidate] = ways[candidate]._replace(proposal=-np.logaddexp(-ways[candidate].proposal, -way.proposal))
+            elif self.gives(self.executor.value(candidate), target):
+                ways[candidate] = way
         base = self.score(sentence, log_probs)
-        found = [Correction(c, base + g, sum(a != b for a, b in zip(c, sentence))) for c, g in gains.items()]
+        found = [
+            Correction(c, base + way.gain, sum(a != b for a, b in zip(c, sentence)), way.proposal) for c, way in ways.items()
+        ]
         return sorted(found, key=lambda correction: -correction.log_prob)
 
     def _checked(self, sentence: str, log_probs: np.ndarray) -> np.ndarray:
@@ -155,8 +189,8 @@ class GrammarAbducer:
 
     # -- top-down --------------------------------------------------------------------------------
 
-    def _top_down(self, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int]) -> list[tuple[float, Edits]]:
-        """Candidate edits, most probable first (unverified)."""
+    def _top_down(self, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int]) -> list[_Way]:
+        """Candidate ways, most probable first (unverified)."""
         if not self.semantics.inverses:
             return []
         try:
@@ -166,11 +200,12 @@ class GrammarAbducer:
         values = self.semantics.node_values(tree)
         if values is None:
             return []
-        found = self._descend(tree, target, _Search(values, sentence, log_probs, fixed))
-        return sorted((item for item in found if item[1]), key=lambda item: -item[0])
+        rng = np.random.default_rng(zlib.crc32(log_probs.tobytes())) if self.sample_readings else None
+        found = self._descend(tree, target, _Search(values, sentence, log_probs, fixed, rng))
+        return sorted((way for way in found if way.edits), key=lambda way: -way.gain)
 
-    def _descend(self, node: Tree | Token, wanted: Any, search: _Search) -> list[tuple[float, Edits]]:
-        """The ``beam`` most probable ways (gain, edits) to make ``node``'s value ``wanted``, remembered per node and
+    def _descend(self, node: Tree | Token, wanted: Any, search: _Search) -> list[_Way]:
+        """The ``beam`` most probable (or weighty, where parts were drawn) ways to make ``node``'s value ``wanted``, remembered per node and
         wanted value for the rest of the ``search`` (other assumptions about a sibling ask for the same again)."""
         try:
             key = (id(node), wanted)
@@ -181,81 +216,123 @@ class GrammarAbducer:
             search.memo[key] = self._descend_anew(node, wanted, search)
         return search.memo[key]
 
-    def _descend_anew(self, node: Tree | Token, wanted: Any, search: _Search) -> list[tuple[float, Edits]]:
+    def _descend_anew(self, node: Tree | Token, wanted: Any, search: _Search) -> list[_Way]:
         values, sentence, log_probs, fixed = search.values, search.sentence, search.log_probs, search.fixed
         if self.gives(values[id(node)], wanted):
-            return [(0.0, ())]
+            return [_Way(0.0, ())]
         if isinstance(node, Token):
             position = node.start_pos
             if position in fixed:
                 return []
             current = log_probs[position, self.index[sentence[position]]]
             options = [
-                (float(log_probs[position, self.index[s]] - current), ((position, s),))
-                for s, value in self._leaf_values(node.type)
-                if np.isfinite(log_probs[position, self.index[s]]) and self.gives(value, wanted)
+                _Way(float(log_probs[position, column] - current), ((position, s),))
+                for s, column in self._symbols_giving(node.type, wanted)
+                if np.isfinite(log_probs[position, column])
             ]
-            return heapq.nlargest(self.beam, options, key=lambda item: item[0])
+            return heapq.nlargest(self.beam, options, key=lambda way: way.gain)
         inverse = self.semantics.inverses.get(str(node.data))
         if inverse is None:
             if len(node.children) == 1:  # a pass-through rule
                 return self._descend(node.children[0], wanted, search)
             return []
         current = tuple(values[id(child)] for child in node.children)
-        # Each child as read, or kept at one of its ``readings`` most probable other readings.
-        assumptions: list[tuple[int, float, Edits, tuple[Any, ...]]] = [(-1, 0.0, (), current)]
+        # Each child as read, or kept at one of its ``readings`` most probable other readings (or only at its draws).
+        assumptions: list[tuple[int, _Way, tuple[Any, ...]]] = []
         for which, child in enumerate(node.children):
             if isinstance(child, Token):  # a symbol's other readings are what the descent proposes anyway
                 continue
-            for gain, edits, value in self._readings(child, sentence, log_probs, fixed):
-                assumptions.append((which, gain, edits, current[:which] + (value,) + current[which + 1 :]))
-        ways: list[tuple[float, Edits]] = []
-        for which, gain, edits, assumed in assumptions:
+            for way, value in self._readings(child, search):
+                assumptions.append((which, way, current[:which] + (value,) + current[which + 1 :]))
+        if search.rng is None or not assumptions:
+            assumptions.insert(0, (-1, _Way(0.0, ()), current))
+        ways: list[_Way] = []
+        for which, kept, assumed in assumptions:
             for wanted_children in itertools.islice(inverse(wanted, assumed), 4 * self.beam):
-                combined: list[tuple[float, Edits]] = [(gain, edits)]
+                combined = [kept]
                 for position, (child, value, now) in enumerate(zip(node.children, wanted_children, assumed)):
                     if value == now:
                         continue
                     if position == which:  # the inverse changed the kept child too: search it from its reading
-                        combined = [(g - gain, tuple(e for e in edit if e not in edits)) for g, edit in combined]
+                        combined = [
+                            _Way(w.gain - kept.gain, tuple(e for e in w.edits if e not in kept.edits), w.proposal - kept.proposal)
+                            for w in combined
+                        ]
                     options = self._descend(child, value, search)
-                    combined = heapq.nlargest(
-                        self.beam,
-                        ((g + h, e + f) for (g, e), (h, f) in itertools.product(combined, options)),
-                        key=lambda item: item[0],
-                    )
+                    joined = [
+                        _Way(a.gain + b.gain, a.edits + b.edits, a.proposal + b.proposal)
+                        for a, b in itertools.product(combined, options)
+                    ]
+                    combined = joined if len(joined) <= self.beam else heapq.nlargest(self.beam, joined, key=_weight)
                     if not combined:
                         break
                 ways += combined
-        return heapq.nlargest(self.beam, ways, key=lambda item: item[0])
+        return heapq.nlargest(self.beam, ways, key=_weight)
 
-    def _leaf_values(self, terminal: str) -> list[tuple[str, Any]]:
-        """``(symbol, value)`` of every symbol of ``terminal`` (computed once)."""
-        if terminal not in self._leaves:
-            self._leaves[terminal] = [(s, self.semantics.leaf_value(terminal, s)) for s in self.grammar.symbols_of(terminal)]
-        return self._leaves[terminal]
+    def _symbols_giving(self, terminal: str, wanted: Any) -> list[tuple[str, int]]:
+        """``(symbol, column)`` of every symbol of ``terminal`` whose value is ``wanted`` (remembered per terminal
+        and hashable wanted value)."""
+        try:
+            return self._giving[(terminal, wanted)]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable value: not remembered
+            return self._symbols_giving_anew(terminal, wanted)
+        self._giving[(terminal, wanted)] = self._symbols_giving_anew(terminal, wanted)
+        return self._giving[(terminal, wanted)]
 
-    def _readings(
-        self, node: Tree, sentence: str, log_probs: np.ndarray, fixed: frozenset[int]
-    ) -> list[tuple[float, Edits, Any]]:
+    def _symbols_giving_anew(self, terminal: str, wanted: Any) -> list[tuple[str, int]]:
+        symbols = self.grammar.symbols_of(terminal)
+        return [(s, self.index[s]) for s in symbols if self.gives(self.semantics.leaf_value(terminal, s), wanted)]
+
+    def _readings(self, node: Tree, search: _Search) -> list[tuple[_Way, Any]]:
         """The ``readings`` most probable other readings of ``node``'s symbols (each symbol among those of its
-        terminal) with a valid value: ``(gain, edits, value)``."""
+        terminal; with ``sample_readings`` the distinct ones among ``readings`` draws, the one read included)
+        that have a valid value: ``(way, value)``."""
         if not self.readings:
             return []
-        leaves = list(node.scan_values(lambda item: isinstance(item, Token)))
-        options = {
-            leaf.start_pos: [s for s in self.grammar.symbols_of(leaf.type) if s != sentence[leaf.start_pos]]
-            for leaf in leaves
-            if leaf.start_pos not in fixed
-        }
+        leaves = [leaf for leaf in node.scan_values(lambda item: isinstance(item, Token)) if leaf.start_pos not in search.fixed]
+        if search.rng is not None:
+            proposals: Iterable[_Way] = self._drawn(leaves, search)
+        else:
+            options = {
+                leaf.start_pos: [s for s in self.grammar.symbols_of(leaf.type) if s != search.sentence[leaf.start_pos]]
+                for leaf in leaves
+            }
+            ranked = self._ranked(search.sentence, search.log_probs, options, len(options))
+            proposals = (_Way(*item) for item in itertools.islice(ranked, 4 * self.readings))
         found = []
-        for gain, edits in itertools.islice(self._ranked(sentence, log_probs, options, len(options)), 4 * self.readings):
-            value = self.semantics.evaluate(_rebuilt(node, dict(edits)))
+        for way in proposals:
+            value = self.semantics.evaluate(node, dict(way.edits))
             if value is not None:
-                found.append((gain, edits, value))
+                found.append((way, value))
                 if len(found) == self.readings:
                     break
         return found
+
+    def _drawn(self, leaves: list[Token], search: _Search) -> list[_Way]:
+        """The distinct readings of ``leaves`` among ``readings`` draws, each symbol drawn from the reader's
+        distribution over its terminal's symbols (Gumbel-max over ``[draws, leaves, symbols]``); a reading's
+        proposal is its log-probability less the log of how often it was drawn."""
+        if not leaves:
+            return []
+        choices = [self.grammar.symbols_of(leaf.type) for leaf in leaves]
+        scores = np.full((len(leaves), max(map(len, choices))), -np.inf)  # [P, S]
+        for row, (leaf, symbols) in enumerate(zip(leaves, choices)):
+            scores[row, : len(symbols)] = search.log_probs[leaf.start_pos, [self.index[s] for s in symbols]]
+        drawn = np.argmax(scores + search.rng.gumbel(size=(self.readings, *scores.shape)), axis=-1)  # [R, P]
+        read = np.array([search.log_probs[leaf.start_pos, self.index[search.sentence[leaf.start_pos]]] for leaf in leaves])
+        rows, counts = np.unique(drawn, axis=0, return_counts=True)
+        ways = []
+        for row, count in zip(rows, counts):
+            picked = scores[np.arange(len(leaves)), row]
+            edits = tuple(
+                (leaf.start_pos, choices[k][j])
+                for k, (leaf, j) in enumerate(zip(leaves, row))
+                if choices[k][j] != search.sentence[leaf.start_pos]
+            )
+            ways.append(_Way(float((picked - read).sum()), edits, float(picked.sum() - np.log(count))))
+        return ways
 
     # -- enumeration -----------------------------------------------------------------------------
 
@@ -317,15 +394,8 @@ class GrammarAbducer:
                 heapq.heappush(heap, (-gain(successor), successor))
 
 
-def _rebuilt(node: Tree, edits: dict[int, str]) -> Tree:
-    """``node`` with the symbols at the positions of ``edits`` replaced."""
-    children = [
-        (child.update(value=edits[child.start_pos]) if child.start_pos in edits else child)
-        if isinstance(child, Token)
-        else _rebuilt(child, edits)
-        for child in node.children
-    ]
-    return Tree(node.data, children, node.meta)
+def _weight(way: _Way) -> float:
+    return way.weight
 
 
 def _apply(sentence: str, edits: Edits) -> str:

@@ -133,7 +133,8 @@ def train_grammar_pipeline(
     ``max_length``, ``loss`` (None when no example got a pseudo-label), ``labelled`` (the fraction that did),
     ``correct`` (the fraction read right before the update)). ``config.learning`` must be ``"abduction"``;
     ``config.pseudo_labels`` ``"all"`` trains on each example's best correction (hard EM), ``"marginal"`` on all
-    its explanations found, each as probable as the reader makes it (:func:`marginal_loss`).
+    its explanations found, each as probable as the reader makes it (:func:`marginal_loss`; importance-weighted
+    where abduction drew readings, :attr:`AbductionBudget.sample_readings`).
     Resumes from ``checkpoint``; SIGINT, SIGTERM or ``time_limit`` seconds checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`. Under ``torchrun`` (a distributed ``context``,
     :func:`~neurosym.training.init_distributed`) every process draws the same global batch, reads, abduces and
@@ -165,7 +166,8 @@ def train_grammar_pipeline(
         read = (batch.given == READ).cpu().numpy()  # given symbols are not the reader's
         if config.pseudo_labels == "marginal":
             found = pipeline.explain(reading, batch_targets, batch.given)
-            loss = marginal_loss(reading.log_probs, [[c.sentence for c in f] for f in found], pipeline.grammar.symbols, read)
+            sentences, proposals = [[c.sentence for c in f] for f in found], [[c.proposal for c in f] for f in found]
+            loss = marginal_loss(reading.log_probs, sentences, pipeline.grammar.symbols, read, proposals)
             best = [f[0] if f else None for f in found]
         else:
             best = pipeline.abduce(reading, batch_targets, batch.given)
@@ -181,13 +183,19 @@ def train_grammar_pipeline(
 
 
 def marginal_loss(
-    log_probs: torch.Tensor, explanations: Sequence[Sequence[str]], vocabulary: Sequence[str], trained: np.ndarray
+    log_probs: torch.Tensor,
+    explanations: Sequence[Sequence[str]],
+    vocabulary: Sequence[str],
+    trained: np.ndarray,
+    proposals: Sequence[Sequence[float]] | None = None,
 ) -> torch.Tensor | None:
     """Negative log of each example's probability summed over its explanations, per trained position, averaged
     over the examples that have any: ``log_probs [B, T, V]`` (columns in ``vocabulary`` order), per example its
     explaining sentences, ``trained [B, T]`` the positions the reader reads. With one explanation each it is the
     cross-entropy of :func:`~neurosym.pipelines.trainer.pseudo_label_loss` (for examples of one length);
-    ``None`` when no example has an explanation."""
+    ``None`` when no example has an explanation. ``proposals`` (per explanation, :attr:`Correction.proposal`)
+    divide each explanation's probability by that of its drawn parts, taken as a constant: an importance-sampled
+    likelihood, whose gradient weighs each explanation by the probability of what was solved for."""
     index = {s: i for i, s in enumerate(vocabulary)}
     terms = []
     for row, sentences in enumerate(explanations):
@@ -200,6 +208,8 @@ def marginal_loss(
         symbols = torch.tensor([[index[c] for c in sentence] for sentence in sentences], device=log_probs.device)  # [C, n]
         picked = log_probs[row, :length].float().gather(1, rearrange(symbols, "c n -> n c"))  # [n, C]
         per_sentence = torch.where(mask[:, None], picked, torch.zeros_like(picked)).sum(dim=0)  # [C]
+        if proposals is not None:
+            per_sentence = per_sentence - torch.tensor(proposals[row], dtype=per_sentence.dtype, device=log_probs.device)
         terms.append(-torch.logsumexp(per_sentence, dim=0) / mask.sum())
     return torch.stack(terms).mean() if terms else None
 

@@ -58,25 +58,26 @@ class TreeSemantics:
         function = self._callable(terminal)
         return symbol if function is None else function(symbol)
 
-    def node_values(self, tree: Tree) -> dict[int, Any] | None:
-        """The value of every subtree and token (keyed by ``id``), or ``None`` when the sentence is invalid."""
+    def node_values(self, tree: Tree, replaced: Mapping[int, str] | None = None) -> dict[int, Any] | None:
+        """The value of every subtree and token (keyed by ``id``), or ``None`` when the sentence is invalid; the
+        symbols at the positions of ``replaced`` (position -> symbol) read as the symbols it gives instead."""
         values: dict[int, Any] = {}
         try:
-            root = self._evaluate(tree, values)
+            root = self._evaluate(tree, values, replaced or {})
         except INVALID:
             return None
         return None if root is None else values
 
-    def evaluate(self, tree: Tree) -> Any:
-        """The tree's value (``None`` when invalid)."""
-        values = self.node_values(tree)
+    def evaluate(self, tree: Tree, replaced: Mapping[int, str] | None = None) -> Any:
+        """The tree's value (``None`` when invalid), with the symbols of ``replaced`` as in :meth:`node_values`."""
+        values = self.node_values(tree, replaced)
         return None if values is None else values[id(tree)]
 
-    def _evaluate(self, node: Tree | Token, values: dict[int, Any]) -> Any:
+    def _evaluate(self, node: Tree | Token, values: dict[int, Any], replaced: Mapping[int, str]) -> Any:
         if isinstance(node, Token):
-            value = self.leaf_value(node.type, str(node))
+            value = self.leaf_value(node.type, replaced.get(node.start_pos, str(node)))
         else:
-            children = [self._evaluate(child, values) for child in node.children]
+            children = [self._evaluate(child, values, replaced) for child in node.children]
             if any(child is None for child in children):
                 return None
             function = self._callable(str(node.data))
