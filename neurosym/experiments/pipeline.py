@@ -86,6 +86,12 @@ class PipelineOptions(TrainingOptions):
     readings: int | None = option(
         None, "abduction: other readings each part may be kept at (default: the task's)", parse=non_negative_int
     )
+    sample_readings: bool | None = option(
+        None, "abduction: draw those readings from the reader instead of taking the most probable (default: the task's)"
+    )
+    beam: int | None = option(
+        None, "abduction: ways the top-down search keeps per node (default: the task's)", parse=positive_int
+    )
     init_reader: Path | None = option(
         None,
         "start from the reader of another run's checkpoint.pt (same task and --reader-width): a transfer, not the protocol",
@@ -147,7 +153,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     device = context.device
     task = _task(options)
     torch.manual_seed(options.seed)
-    chosen = {"max_changes": options.max_changes, "max_candidates": options.max_candidates, "readings": options.readings}
+    chosen = {name: getattr(options, name) for name in ("max_changes", "max_candidates", "readings", "sample_readings", "beam")}
     abduction = replace(task.abduction, **{name: value for name, value in chosen.items() if value is not None})
     reader = task.make_reader()
     if options.init_reader is not None:

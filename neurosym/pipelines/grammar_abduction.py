@@ -141,10 +141,10 @@ class GrammarAbducer:
         if self.gives(self.executor.value(sentence), target):
             return Correction(sentence, base, 0)
         best: tuple[float, str] | None = None
-        for gain, edits, _ in self._top_down(sentence, log_probs, target, frozenset(fixed)):
-            candidate = _apply(sentence, edits)
-            if len(edits) <= self.max_changes and self.gives(self.executor.value(candidate), target):
-                best = (gain, candidate)
+        tree = self._parsed(sentence)
+        for gain, edits, _ in self._top_down(tree, sentence, log_probs, target, frozenset(fixed)):
+            if len(edits) <= self.max_changes and self.gives(self.executor.edited_value(sentence, tree, dict(edits)), target):
+                best = (gain, _apply(sentence, edits))
                 break
         found = self._enumerate(sentence, log_probs, target, frozenset(fixed), -np.inf if best is None else best[0])
         best = found if found is not None else best
@@ -163,7 +163,8 @@ class GrammarAbducer:
         log_probs = self._checked(sentence, log_probs)
         fixed = frozenset(fixed)
         ways: dict[str, _Way] = {}
-        searched = [way for way in self._top_down(sentence, log_probs, target, fixed) if len(way.edits) <= self.max_changes]
+        tree = self._parsed(sentence)
+        searched = [way for way in self._top_down(tree, sentence, log_probs, target, fixed) if len(way.edits) <= self.max_changes]
         candidates = itertools.chain([_Way(0.0, ())], searched)
         if not (self.sample_readings and searched):
             ranked = self._ranked(sentence, log_probs, self._options(sentence, fixed), self.max_changes)
@@ -173,7 +174,7 @@ class GrammarAbducer:
             if candidate in ways:
                 if self.sample_readings:  # the probabilities of the draws that reach it add up
                     ways[candidate] = ways[candidate]._replace(proposal=-np.logaddexp(-ways[candidate].proposal, -way.proposal))
-            elif self.gives(self.executor.value(candidate), target):
+            elif self.gives(self.executor.edited_value(sentence, tree, dict(way.edits)), target):
                 ways[candidate] = way
         base = self.score(sentence, log_probs)
         found = [
@@ -189,13 +190,17 @@ class GrammarAbducer:
 
     # -- top-down --------------------------------------------------------------------------------
 
-    def _top_down(self, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int]) -> list[_Way]:
-        """Candidate ways, most probable first (unverified)."""
-        if not self.semantics.inverses:
-            return []
+    def _parsed(self, sentence: str) -> Tree | None:
         try:
-            tree = self.grammar.parse(sentence)
+            return self.grammar.parse(sentence)
         except ParseError:
+            return None
+
+    def _top_down(
+        self, tree: Tree | None, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int]
+    ) -> list[_Way]:
+        """Candidate ways from ``sentence``'s parse ``tree``, most probable first (unverified)."""
+        if not self.semantics.inverses or tree is None:
             return []
         values = self.semantics.node_values(tree)
         if values is None:

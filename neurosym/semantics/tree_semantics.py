@@ -125,6 +125,18 @@ class Executor:
             self._seen.popitem(last=False)
         return value
 
+    def edited_value(self, sentence: str, tree: Tree | None, edits: Mapping[int, str]) -> Any:
+        """The value of ``sentence`` with the symbols at the positions of ``edits`` replaced. Where every new symbol
+        is one of the old one's terminal, the sentence's parse ``tree`` is the edited one's too (parsing sees only
+        terminals) and is evaluated with the new symbols; otherwise (or without a tree) the edited sentence is run."""
+        terminal_of = self.grammar.terminal_of
+        if tree is not None and all(terminal_of[symbol] == terminal_of[sentence[at]] for at, symbol in edits.items()):
+            return self.semantics.evaluate(tree, edits)
+        edited = list(sentence)
+        for at, symbol in edits.items():
+            edited[at] = symbol
+        return self.value("".join(edited))
+
     def values(self, sentences: Iterable[str]) -> list[Any]:
         """Values of many sentences (``None`` where ungrammatical or invalid)."""
         return [self.value(sentence) for sentence in sentences]
