@@ -143,8 +143,9 @@ class GrammarAbducer:
         best: tuple[float, str] | None = None
         tree = self._parsed(sentence)
         for gain, edits, _ in self._top_down(tree, sentence, log_probs, target, frozenset(fixed)):
-            if len(edits) <= self.max_changes and self.gives(self.executor.edited_value(sentence, tree, dict(edits)), target):
-                best = (gain, _apply(sentence, edits))
+            candidate = _apply(sentence, edits)
+            if len(edits) <= self.max_changes and self.gives(self.executor.value(candidate), target):
+                best = (gain, candidate)
                 break
         found = self._enumerate(sentence, log_probs, target, frozenset(fixed), -np.inf if best is None else best[0])
         best = found if found is not None else best
@@ -174,7 +175,7 @@ class GrammarAbducer:
             if candidate in ways:
                 if self.sample_readings:  # the probabilities of the draws that reach it add up
                     ways[candidate] = ways[candidate]._replace(proposal=-np.logaddexp(-ways[candidate].proposal, -way.proposal))
-            elif self.gives(self.executor.edited_value(sentence, tree, dict(way.edits)), target):
+            elif self.gives(self.executor.value(candidate), target):
                 ways[candidate] = way
         base = self.score(sentence, log_probs)
         found = [

@@ -104,38 +104,42 @@ def _unwrapped(function: Callable) -> Callable:
 
 
 class Executor:
-    """Values of sentences under a grammar and its semantics, batched, with a bounded memory of
-    sentences already run (abduction executes the same candidates again and again)."""
+    """Values of sentences under a grammar and its semantics, batched, with a bounded memory of sentences already
+    run (abduction executes the same candidates again and again) and of ``shapes`` parses: parsing sees only the
+    terminals, so a sentence whose terminals are those of one parsed before has that parse with its own symbols
+    (or is ungrammatical as that one was), and is evaluated without parsing."""
 
-    def __init__(self, grammar: SymbolGrammar, semantics: TreeSemantics, memory: int = 100_000):
-        self.grammar, self.semantics, self.memory = grammar, semantics, memory
+    def __init__(self, grammar: SymbolGrammar, semantics: TreeSemantics, memory: int = 100_000, shapes: int = 10_000):
+        self.grammar, self.semantics, self.memory, self.shapes = grammar, semantics, memory, shapes
         self._seen: OrderedDict[str, Any] = OrderedDict()
+        self._parses: OrderedDict[tuple[str | None, ...], tuple[Tree | None, str]] = OrderedDict()
 
     def value(self, sentence: str) -> Any:
         """The value of ``sentence`` (``None`` when ungrammatical or invalid)."""
         if sentence in self._seen:
             self._seen.move_to_end(sentence)
             return self._seen[sentence]
-        try:
-            value = self.semantics.evaluate(self.grammar.parse(sentence))
-        except ParseError:
-            value = None
+        value = self._run(sentence)
         self._seen[sentence] = value
         if len(self._seen) > self.memory:
             self._seen.popitem(last=False)
         return value
 
-    def edited_value(self, sentence: str, tree: Tree | None, edits: Mapping[int, str]) -> Any:
-        """The value of ``sentence`` with the symbols at the positions of ``edits`` replaced. Where every new symbol
-        is one of the old one's terminal, the sentence's parse ``tree`` is the edited one's too (parsing sees only
-        terminals) and is evaluated with the new symbols; otherwise (or without a tree) the edited sentence is run."""
-        terminal_of = self.grammar.terminal_of
-        if tree is not None and all(terminal_of[symbol] == terminal_of[sentence[at]] for at, symbol in edits.items()):
-            return self.semantics.evaluate(tree, edits)
-        edited = list(sentence)
-        for at, symbol in edits.items():
-            edited[at] = symbol
-        return self.value("".join(edited))
+    def _run(self, sentence: str) -> Any:
+        shape = tuple(map(self.grammar.terminal_of.get, sentence))  # None for a symbol outside the vocabulary
+        if shape in self._parses:
+            self._parses.move_to_end(shape)
+            tree, parsed = self._parses[shape]
+            replaced = {at: symbol for at, (symbol, before) in enumerate(zip(sentence, parsed)) if symbol != before}
+            return None if tree is None else self.semantics.evaluate(tree, replaced)
+        try:
+            tree = self.grammar.parse(sentence)
+        except ParseError:
+            tree = None
+        self._parses[shape] = (tree, sentence)
+        if len(self._parses) > self.shapes:
+            self._parses.popitem(last=False)
+        return None if tree is None else self.semantics.evaluate(tree)
 
     def values(self, sentences: Iterable[str]) -> list[Any]:
         """Values of many sentences (``None`` where ungrammatical or invalid)."""
