@@ -7,7 +7,10 @@ Two searches, both verified by executing every candidate (:class:`~neurosym.sema
   wanted value is pushed from the root down the parse tree of the sentence read; at a rule, each tuple
   of children values its inverse offers is pursued into every child whose value must change (the
   ``beam`` most probable ways each); at a symbol, every symbol of the same terminal with the wanted
-  value is proposed. One pass may change many symbols (a whole number, when its value must change);
+  value is proposed. One pass may change many symbols (a whole number, when its value must change). A part
+  may also be kept at other readings, its most probable ones or ones drawn from the reader
+  (:attr:`AbductionBudget.sample_readings`: explanations then carry the probability of what was drawn, so that a
+  marginal over them is an importance-sampled likelihood);
 * **best-first enumeration** of the sentences that differ from the one read in at most ``max_changes``
   positions, in decreasing probability (each position's ``alternatives`` most probable other symbols among
   those some sentence of its length has there, :meth:`~neurosym.syntax.symbol_grammar.SymbolGrammar.position_symbols`),
