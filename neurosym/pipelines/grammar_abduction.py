@@ -335,6 +335,8 @@ class GrammarAbducer:
         ways = []
         for row, count in zip(rows, counts):
             picked = scores[np.arange(len(leaves)), row]
+            if not np.isfinite(picked).all():  # a leaf none of whose symbols the reader can read
+                continue
             edits = tuple(
                 (leaf.start_pos, choices[k][j])
                 for k, (leaf, j) in enumerate(zip(leaves, row))
