@@ -214,16 +214,10 @@ class GrammarAbducer:
         return sorted((way for way in found if way.edits), key=lambda way: -way.gain)
 
     def _descend(self, node: Tree | Token, wanted: Any, search: _Search) -> list[_Way]:
-        """The ``beam`` most probable (or weighty, where parts were drawn) ways to make ``node``'s value ``wanted``, remembered per node and
-        wanted value for the rest of the ``search`` (other assumptions about a sibling ask for the same again)."""
-        try:
-            key = (id(node), wanted)
-            hash(key)
-        except TypeError:  # an unhashable value: not remembered
-            return self._descend_anew(node, wanted, search)
-        if key not in search.memo:
-            search.memo[key] = self._descend_anew(node, wanted, search)
-        return search.memo[key]
+        """The ``beam`` most probable (or weighty, where parts were drawn) ways to make ``node``'s value ``wanted``,
+        remembered per node and wanted value for the rest of the ``search`` (other assumptions about a sibling ask for
+        the same again)."""
+        return _remembered(search.memo, (id(node), wanted), lambda: self._descend_anew(node, wanted, search))
 
     def _descend_anew(self, node: Tree | Token, wanted: Any, search: _Search) -> list[_Way]:
         values, sentence, log_probs, fixed = search.values, search.sentence, search.log_probs, search.fixed
@@ -281,18 +275,12 @@ class GrammarAbducer:
     def _symbols_giving(self, terminal: str, wanted: Any) -> list[tuple[str, int]]:
         """``(symbol, column)`` of every symbol of ``terminal`` whose value is ``wanted`` (remembered per terminal
         and hashable wanted value)."""
-        try:
-            return self._giving[(terminal, wanted)]
-        except KeyError:
-            pass
-        except TypeError:  # an unhashable value: not remembered
-            return self._symbols_giving_anew(terminal, wanted)
-        self._giving[(terminal, wanted)] = self._symbols_giving_anew(terminal, wanted)
-        return self._giving[(terminal, wanted)]
 
-    def _symbols_giving_anew(self, terminal: str, wanted: Any) -> list[tuple[str, int]]:
-        symbols = self.grammar.symbols_of(terminal)
-        return [(s, self.index[s]) for s in symbols if self.gives(self.semantics.leaf_value(terminal, s), wanted)]
+        def giving() -> list[tuple[str, int]]:
+            symbols = self.grammar.symbols_of(terminal)
+            return [(s, self.index[s]) for s in symbols if self.gives(self.semantics.leaf_value(terminal, s), wanted)]
+
+        return _remembered(self._giving, (terminal, wanted), giving)
 
     def _readings(self, node: Tree, search: _Search) -> list[tuple[_Way, Any]]:
         """The ``readings`` most probable other readings of ``node``'s symbols (each symbol among those of its
@@ -403,6 +391,17 @@ class GrammarAbducer:
                     successors.append(changes[:-1] + ((j + 1, 0),))
             for successor in successors:
                 heapq.heappush(heap, (-gain(successor), successor))
+
+
+def _remembered(memory: dict, key: tuple, compute: Callable[[], Any]) -> Any:
+    """``compute()``, remembered in ``memory`` under ``key`` (not where the key holds an unhashable value)."""
+    try:
+        hash(key)
+    except TypeError:
+        return compute()
+    if key not in memory:
+        memory[key] = compute()
+    return memory[key]
 
 
 def _weight(way: _Way) -> float:
