@@ -34,6 +34,7 @@ A: "a"
 B: "b"
 C: "c"
 """
+SYMBOL_ADDITION = SymbolGrammar(ADDITION)
 
 
 def addition_semantics() -> TreeSemantics:
@@ -71,6 +72,18 @@ def test_parse_errors_name_the_position():
     with pytest.raises(ParseError, match="'a' at position 1"):
         grammar.parse("1a+2")
     assert grammar.accepts("12+3") and not grammar.accepts("+3")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789+-a", max_size=8))
+def test_accepts_agrees_with_parsing_though_remembered_per_terminal_sequence(sentence):
+    grammar = SYMBOL_ADDITION
+    try:
+        grammar.parse(sentence)
+        parsed = True
+    except ParseError:
+        parsed = False
+    assert grammar.accepts(sentence) == parsed
 
 
 def test_tokens_carry_their_symbol_position():

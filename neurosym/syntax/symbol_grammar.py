@@ -77,6 +77,7 @@ class SymbolGrammar:
             self.terminal_of[symbol] = matching[0]
         if len(set(self.symbols)) != len(self.symbols) or not self.symbols:
             raise ValueError(f"the vocabulary must be non-empty without repeats, got {list(self.symbols)}")
+        self._symbol_of = {terminal: symbol for symbol, terminal in reversed(self.terminal_of.items())}  # one each
         self._rules = probe.rules
         self.parser = self._parser()
 
@@ -128,9 +129,18 @@ class SymbolGrammar:
             raise _parse_error(sentence, error) from None
 
     def accepts(self, sentence: str) -> bool:
-        """Whether ``sentence`` is a sentence of the grammar."""
+        """Whether ``sentence`` is a sentence of the grammar. Parsing sees only terminals, so the answer is
+        remembered per terminal sequence (decoding asks it of every batch's sentences, mostly of a few shapes)."""
+        if not isinstance(sentence, str):
+            raise TypeError(f"a sentence is a string of symbols, got {type(sentence).__name__}")
+        return self._accepts_terminals(tuple(map(self.terminal_of.get, sentence)))
+
+    @lru_cache(maxsize=10_000)  # noqa: B019 (a grammar lives as long as the pipelines that use it)
+    def _accepts_terminals(self, terminals: tuple[str | None, ...]) -> bool:
+        if None in terminals:  # a symbol outside the vocabulary
+            return False
         try:
-            self.parse(sentence)
+            self.parse("".join(self._symbol_of[terminal] for terminal in terminals))
         except ParseError:
             return False
         return True
