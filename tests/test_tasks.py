@@ -212,10 +212,12 @@ def test_options_left_out_are_the_tasks_choices():
 
     task = build_task("hwf", seed=0)
     epochs, config = training_config(PipelineOptions(task="hwf"), task)
-    assert (epochs, config.steps, config.augment_shift, config.pseudo_labels) == (12.0, 3750, 1, "all")
+    assert (epochs, config.steps, config.augment_shift, config.augment_style, config.pseudo_labels) == (12.0, 3750, 1, 0.0, "all")
     assert config.curriculum == task.curriculum
-    epochs, config = training_config(PipelineOptions(task="hwf", epochs=0.5, augment_shift=0, pseudo_labels="marginal"), task)
-    assert (epochs, config.steps, config.augment_shift, config.pseudo_labels) == (0.5, 157, 0, "marginal")
+    chosen = PipelineOptions(task="hwf", epochs=0.5, augment_shift=0, augment_style=0.5, pseudo_labels="marginal")
+    epochs, config = training_config(chosen, task)
+    assert (epochs, config.steps, config.augment_shift, config.augment_style) == (0.5, 157, 0, 0.5)
+    assert config.pseudo_labels == "marginal"
     assert [mnist_add.epochs(digits) for digits in (1, 2, 3, 4, 5, 15, 100)] == [2.0, 6.0, 6.0, 12.0, 12.0, 10.0, 10.0]
     budgets = {digits: mnist_add.abduction_budget(digits) for digits in (2, 4, 15)}
     assert [(b.readings, b.sample_readings) for b in budgets.values()] == [(0, False), (16, False), (64, True)]

@@ -32,6 +32,7 @@ from neurosym.experiments.options import (
     option,
     positive_float,
     positive_int,
+    unit_interval,
 )
 from neurosym.experiments.report import format_table
 from neurosym.pipelines.curriculum import Curriculum
@@ -79,6 +80,10 @@ class PipelineOptions(TrainingOptions):
     augment_shift: int | None = option(
         None, "pixels each training window is shifted by, at most (default: the task's: 1)", parse=non_negative_int
     )
+    augment_style: float | None = option(
+        None, "strength (0 to 1) at which training windows are redrawn in another hand (default: the task's: 0)",
+        parse=unit_interval,
+    )  # fmt: skip
     reader_width: int = option(READER_WIDTH, "channels of the reader's first convolution", parse=positive_int)
     max_changes: int | None = option(None, "abduction: symbols a correction may change (default: the task's)", parse=positive_int)
     max_candidates: int | None = option(
@@ -132,6 +137,7 @@ def training_config(options: PipelineOptions, task: Task) -> tuple[float, Pipeli
         steps=max(1, math.ceil(epochs * len(task.train) / options.batch_size)), batch_size=options.batch_size,
         learning_rate=options.learning_rate, schedule=options.schedule,
         augment_shift=task.augment_shift if options.augment_shift is None else options.augment_shift,
+        augment_style=task.augment_style if options.augment_style is None else options.augment_style,
         curriculum=Curriculum(options.curriculum) if options.curriculum else task.curriculum, seed=options.seed,
         pseudo_labels=options.pseudo_labels or task.pseudo_labels,
     )  # fmt: skip
@@ -177,7 +183,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         return None
     results = _evaluated(pipeline, task, device, options) | {
         "task": task.name, "device": str(device), "processes": context.world_size, "epochs": epochs, "steps": steps,
-        "augment_shift": config.augment_shift,
+        "augment_shift": config.augment_shift, "augment_style": config.augment_style,
         "config": {key: str(value) if isinstance(value, Path) else value for key, value in asdict(options).items()},
         "abduction": asdict(abduction), "pseudo_labels": config.pseudo_labels, "train_seconds": trained, "data_note": task.data_note, "history": history,
         "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
