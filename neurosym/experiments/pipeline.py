@@ -36,6 +36,7 @@ from neurosym.experiments.options import (
 )
 from neurosym.experiments.report import format_table
 from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.grammar_pipeline import (
     GrammarPipeline,
     evaluate_grammar_pipeline,
@@ -98,6 +99,10 @@ class PipelineOptions(TrainingOptions):
     beam: int | None = option(
         None, "abduction: ways the top-down search keeps per node (default: the task's)", parse=positive_int
     )
+    enumerate_always: bool | None = option(
+        None, "abduction: run the enumeration beside the top-down search, not only where that finds nothing "
+        "(default: the task's)",
+    )  # fmt: skip
     init_reader: Path | None = option(
         None,
         "start from the reader of another run's checkpoint.pt (same task and --reader-width): a transfer, not the protocol",
@@ -160,8 +165,8 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     device = context.device
     task = _task(options)
     torch.manual_seed(options.seed)
-    chosen = {name: getattr(options, name) for name in ("max_changes", "max_candidates", "readings", "sample_readings", "beam")}
-    abduction = replace(task.abduction, **{name: value for name, value in chosen.items() if value is not None})
+    budget = {item.name for item in fields(AbductionBudget)} & {item.name for item in fields(options)}
+    abduction = replace(task.abduction, **{name: getattr(options, name) for name in budget if getattr(options, name) is not None})
     reader = task.make_reader()
     if options.init_reader is not None:
         reader.load_state_dict(_saved_reader(options.init_reader))

@@ -126,12 +126,24 @@ class Executor:
         return value
 
     def _run(self, sentence: str) -> Any:
+        tree, parsed = self._shape_parse(sentence)
+        if tree is None:
+            return None
+        replaced = {at: symbol for at, (symbol, before) in enumerate(zip(sentence, parsed)) if symbol != before}
+        return self.semantics.evaluate(tree, replaced)
+
+    def tree(self, sentence: str) -> Tree | None:
+        """The parse tree of ``sentence`` (``None`` when ungrammatical): a remembered parse of its terminals,
+        rebuilt with its own symbols where it was parsed for another sentence."""
+        tree, parsed = self._shape_parse(sentence)
+        return tree if tree is None or parsed == sentence else _with_symbols(tree, sentence)
+
+    def _shape_parse(self, sentence: str) -> tuple[Tree | None, str]:
+        """The parse remembered for ``sentence``'s terminals and the sentence it was parsed from."""
         shape = tuple(map(self.grammar.terminal_of.get, sentence))  # None for a symbol outside the vocabulary
         if shape in self._parses:
             self._parses.move_to_end(shape)
-            tree, parsed = self._parses[shape]
-            replaced = {at: symbol for at, (symbol, before) in enumerate(zip(sentence, parsed)) if symbol != before}
-            return None if tree is None else self.semantics.evaluate(tree, replaced)
+            return self._parses[shape]
         try:
             tree = self.grammar.parse(sentence)
         except ParseError:
@@ -139,8 +151,15 @@ class Executor:
         self._parses[shape] = (tree, sentence)
         if len(self._parses) > self.shapes:
             self._parses.popitem(last=False)
-        return None if tree is None else self.semantics.evaluate(tree)
+        return tree, sentence
 
     def values(self, sentences: Iterable[str]) -> list[Any]:
         """Values of many sentences (``None`` where ungrammatical or invalid)."""
         return [self.value(sentence) for sentence in sentences]
+
+
+def _with_symbols(node: Tree | Token, sentence: str) -> Tree | Token:
+    """``node`` with each token's symbol that of ``sentence`` at the token's position (same terminals)."""
+    if isinstance(node, Token):
+        return node.update(value=sentence[node.start_pos])
+    return Tree(node.data, [_with_symbols(child, sentence) for child in node.children], node.meta)
