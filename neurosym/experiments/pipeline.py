@@ -99,10 +99,6 @@ class PipelineOptions(TrainingOptions):
     beam: int | None = option(
         None, "abduction: ways the top-down search keeps per node (default: the task's)", parse=positive_int
     )
-    enumerate_always: bool | None = option(
-        None, "abduction: run the enumeration beside the top-down search, not only where that finds nothing "
-        "(default: the task's)",
-    )  # fmt: skip
     init_reader: Path | None = option(
         None,
         "start from the reader of another run's checkpoint.pt (same task and --reader-width): a transfer, not the protocol",

@@ -59,10 +59,6 @@ class AbductionBudget:
             in a symbol or two, so the parts solved for them are alike however little the reader knows, and the
             reader learns its own guesses back; draws spread the explanations over what the result leaves open.
             Keep ``beam`` at least the number of draws a rule makes, so that the explanations are not cut back.
-        enumerate_always: run the enumeration beside the top-down search (the most probable correction either
-            reaches); ``False``: only where the top-down search verifies nothing, so a correction found top-down
-            is the search's answer even where the enumeration would reach a more probable one (several times
-            faster where the grammar has inverses; explanations come from one search or the other, never both).
     """
 
     max_changes: int = 2
@@ -71,7 +67,6 @@ class AbductionBudget:
     beam: int = 4
     readings: int = 0
     sample_readings: bool = False
-    enumerate_always: bool = True
 
     def __post_init__(self) -> None:
         if min(self.max_changes, self.max_candidates, self.alternatives, self.beam) < 1 or self.readings < 0:
@@ -123,7 +118,6 @@ class GrammarAbducer:
         self.executor, self.grammar, self.semantics = executor, executor.grammar, executor.semantics
         self.max_changes, self.max_candidates, self.alternatives = budget.max_changes, budget.max_candidates, budget.alternatives
         self.beam, self.readings, self.sample_readings = budget.beam, budget.readings, budget.sample_readings
-        self.enumerate_always = budget.enumerate_always
         self.equal = equal or (lambda value, target: value == target)
         self.index = {symbol: i for i, symbol in enumerate(self.grammar.symbols)}
         self._giving: dict[tuple[str, Any], list[tuple[str, int]]] = {}
@@ -155,9 +149,8 @@ class GrammarAbducer:
             if len(edits) <= self.max_changes and self.gives(self.executor.value(candidate), target):
                 best = (gain, candidate)
                 break
-        if best is None or self.enumerate_always:
-            found = self._enumerate(sentence, log_probs, target, frozenset(fixed), -np.inf if best is None else best[0])
-            best = found if found is not None else best
+        found = self._enumerate(sentence, log_probs, target, frozenset(fixed), -np.inf if best is None else best[0])
+        best = found if found is not None else best
         if best is None:
             return None
         gain, corrected = best
@@ -176,7 +169,7 @@ class GrammarAbducer:
         tree = self.executor.tree(sentence)
         searched = [way for way in self._top_down(tree, sentence, log_probs, target, fixed) if len(way.edits) <= self.max_changes]
         candidates = itertools.chain([_Way(0.0, ())], searched)
-        if not searched or (self.enumerate_always and not self.sample_readings):
+        if not (self.sample_readings and searched):
             ranked = self._ranked(sentence, log_probs, self._options(sentence, fixed), self.max_changes)
             candidates = itertools.chain(candidates, (_Way(*item) for item in itertools.islice(ranked, self.max_candidates)))
         for way in candidates:
