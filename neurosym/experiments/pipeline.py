@@ -82,7 +82,7 @@ class PipelineOptions(TrainingOptions):
         None, "pixels each training window is shifted by, at most (default: the task's: 1)", parse=non_negative_int
     )
     augment_style: float | None = option(
-        None, "strength (0 to 1) at which training windows are redrawn in another hand (default: the task's: hwf 0.5, else 0)",
+        None, "strength (0 to 1) at which training windows are redrawn in another hand (default: the task's: 0)",
         parse=unit_interval,
     )  # fmt: skip
     reader_width: int = option(READER_WIDTH, "channels of the reader's first convolution", parse=positive_int)
