@@ -140,7 +140,7 @@ class Executor:
 
     def _shape_parse(self, sentence: str) -> tuple[Tree | None, str]:
         """The parse remembered for ``sentence``'s terminals and the sentence it was parsed from."""
-        shape = tuple(map(self.grammar.terminal_of.get, sentence))  # None for a symbol outside the vocabulary
+        shape = self.grammar.terminals(sentence)
         if shape in self._parses:
             self._parses.move_to_end(shape)
             return self._parses[shape]

@@ -133,7 +133,12 @@ class SymbolGrammar:
         remembered per terminal sequence (decoding asks it of every batch's sentences, mostly of a few shapes)."""
         if not isinstance(sentence, str):
             raise TypeError(f"a sentence is a string of symbols, got {type(sentence).__name__}")
-        return self._accepts_terminals(tuple(map(self.terminal_of.get, sentence)))
+        return self._accepts_terminals(self.terminals(sentence))
+
+    def terminals(self, sentence: str) -> tuple[str | None, ...]:
+        """The terminal of each symbol of ``sentence`` (``None`` for a symbol outside the vocabulary): all that
+        parsing sees of it."""
+        return tuple(map(self.terminal_of.get, sentence))
 
     @lru_cache(maxsize=10_000)  # noqa: B019 (a grammar lives as long as the pipelines that use it)
     def _accepts_terminals(self, terminals: tuple[str | None, ...]) -> bool:
