@@ -10,12 +10,13 @@ Parts, each within its own time budget (a part that overruns is stopped and repo
 - ``suite``: ``pytest tests`` on all cores, with ``device="auto"`` meaning the GPU; failures listed;
 - ``arithmetic``: seed-iterations per second of every model family of Table 1 trained as one batched
   model over its published cells × 100 seeds, with eager steps and with the whole step captured into a CUDA
-  graph, and with every family's graph at once on streams of their own (timed for a minute), and the time
+  graph, and with every family's graph at once on streams of their own (timed for 20 s), and the time
   the whole table (5·10⁶ steps) would take each way;
-- ``arithmetic_training``: ``neurosym arithmetic --preset paper --cuda-graph`` for 2·10⁴ steps, its seed-iterations
-  per second over the command's wall time;
+- ``arithmetic_training``: ``neurosym arithmetic --preset paper --cuda-graph --compile-loss`` for 10⁵ steps, its
+  seed-iterations per second over the command's wall time and over its training (the compilations included);
 - ``arithmetic_compiled`` (only ``--with arithmetic_compiled``): the CUDA-graph step with its loss compiled by
-  ``torch.compile`` (fused kernels inside the graph), NMU and NALU over their cells × 100 seeds;
+  ``torch.compile`` (fused kernels inside the graph), every family over its cells × 100 seeds, then all at once
+  on streams of their own for two minutes;
 - ``hint_pipeline``: ``make run``'s training (800 steps of 32) on the device, steps per second and the
   accuracies, then steps per second at HINT's batch of 128 and the projected time of 10⁵ steps;
 - ``hint_transformer``: the same for the released relative universal Transformer (``transformer_rel_uni``).
@@ -49,8 +50,8 @@ BUDGETS = {
     "environment": 30,
     "suite": 300,
     "arithmetic": 200,
-    "arithmetic_training": 90,
-    "arithmetic_compiled": 180,
+    "arithmetic_training": 200,
+    "arithmetic_compiled": 330,
     "hint_pipeline": 120,
     "hint_transformer": 60,
 }
@@ -151,8 +152,8 @@ def arithmetic(
     seconds: float,
     seeds: int = 100,
     steps: int = 200,
-    graph_seconds: float = 5.0,
-    together_seconds: float = 60.0,
+    graph_seconds: float = 3.0,
+    together_seconds: float = 20.0,
 ) -> dict[str, Any]:
     """Every family of Table 1 over its published cells × ``seeds``: ``steps`` eager steps, then its CUDA-graph
     step (:class:`~neurosym.benchmarking.arithmetic_training.GraphedStep`) for at least ``graph_seconds``; then
@@ -185,24 +186,27 @@ def arithmetic(
 
 COMPILED = """import json, sys, torch
 from neurosym.benchmarking.arithmetic_results import published_operations
-from neurosym.benchmarking.arithmetic_speed import batched_rate
+from neurosym.benchmarking.arithmetic_speed import batched_rate, concurrent_rate
 from neurosym.benchmarking.arithmetic_training import GroupConfig
-device, seeds, steps = torch.device(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-rates = {}
-for model in sys.argv[4].split(","):
-    config = GroupConfig(model, published_operations(model), tuple(range(seeds)), steps=steps, evaluation_size=1)
-    rates[model] = batched_rate(config, device, steps, cuda_graph=True, compile_loss=True, min_seconds=float(sys.argv[5]))
+from neurosym.models.arithmetic import MODEL_LAYERS
+torch._dynamo.config.recompile_limit = 64  # one compilation of the loss per group: twelve with six families
+device, seeds, steps, seconds = torch.device(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[5])
+models = [model for model in MODEL_LAYERS if published_operations(model)] if sys.argv[4] == "all" else sys.argv[4].split(",")
+configs = [GroupConfig(model, published_operations(model), tuple(range(seeds)), steps=steps, evaluation_size=1) for model in models]
+rates = {config.model: batched_rate(config, device, steps, cuda_graph=True, compile_loss=True, min_seconds=seconds) for config in configs}
+rates["together"] = concurrent_rate(configs, device, steps, min_seconds=float(sys.argv[6]), compile_loss=True)
 print(json.dumps(rates))"""
 """The compiled CUDA-graph probe, in its own process so that its budget can stop a compiler that hangs."""
 
 
 def arithmetic_compiled(
-    device: torch.device, out: Path, seconds: float, seeds: int = 100, steps: int = 200, models: str = "NMU,NALU",
-    min_seconds: float = 5.0,
+    device: torch.device, out: Path, seconds: float, seeds: int = 100, steps: int = 200, models: str = "all",
+    min_seconds: float = 3.0, together_seconds: float = 120.0,
 ) -> dict[str, Any]:  # fmt: skip
-    """``models``' CUDA-graph step with the loss compiled (:class:`~neurosym.benchmarking.arithmetic_training.GraphedStep`
-    with ``compile_loss``), each timed for at least ``min_seconds`` after its compilation."""
-    argv = [sys.executable, "-c", COMPILED, device.type, str(seeds), str(steps), models, str(min_seconds)]
+    """``models``' (comma-separated, or ``all`` of Table 1) CUDA-graph step with the loss compiled
+    (:class:`~neurosym.benchmarking.arithmetic_training.GraphedStep` with ``compile_loss``), each timed for at least
+    ``min_seconds`` after its compilation, then all at once on streams of their own for ``together_seconds``."""
+    argv = [sys.executable, "-c", COMPILED, device.type, str(seeds), str(steps), models, str(min_seconds), str(together_seconds)]
     completed = _command(argv, seconds)
     if completed.returncode != 0:
         raise PartFailed(f"exit status {completed.returncode}:\n{_tail(completed.stdout)}")
@@ -210,14 +214,16 @@ def arithmetic_compiled(
 
 
 def arithmetic_training(
-    device: torch.device, out: Path, seconds: float, steps: int = 20_000, seeds: int = 100, evaluation_size: int = 10_000
-) -> dict[str, Any]:
-    """``neurosym arithmetic --preset paper --cuda-graph`` for ``steps`` steps (on CUDA every family side by side):
-    seed-iterations per second over the command's whole wall time (thresholds, evaluations and plots included)."""
+    device: torch.device, out: Path, seconds: float, steps: int = 100_000, seeds: int = 100, evaluation_size: int = 10_000,
+    compile_loss: bool = True,
+) -> dict[str, Any]:  # fmt: skip
+    """``neurosym arithmetic --preset paper --cuda-graph`` (with ``--compile-loss``: each loss compiled, one model
+    at a time) for ``steps`` steps (on CUDA every family side by side): seed-iterations per second over the
+    command's whole wall time (compilation, thresholds, evaluations and plots included)."""
     folder = out / "arithmetic_training"
     argv = [sys.executable, "-m", "neurosym.cli", "arithmetic", "--preset", "paper", "--steps", str(steps), "--seeds", str(seeds),
             "--evaluation-size", str(evaluation_size), "--cuda-graph", "--threshold-samples", "100000", "--device", device.type,
-            "--no-progress", "--no-resume", "--out", str(folder)]  # fmt: skip
+            "--no-progress", "--no-resume", "--out", str(folder), *(["--compile-loss"] if compile_loss else [])]  # fmt: skip
     started = time.perf_counter()
     completed = _command(argv, seconds)
     wall = time.perf_counter() - started
@@ -225,7 +231,9 @@ def arithmetic_training(
         raise PartFailed(f"exit status {completed.returncode}:\n{_tail(completed.stdout)}")
     results = json.loads((folder / "results.json").read_text())
     work = sum(cell["runs"] for cell in results["cells"]) * steps
-    return {"steps": steps, "wall_seconds": wall, "training_seconds": results["training_seconds"], "rate": work / wall}
+    training = max(results["training_seconds"].values()) if device.type == "cuda" else sum(results["training_seconds"].values())
+    return {"steps": steps, "compile_loss": compile_loss, "wall_seconds": wall, "training_seconds": results["training_seconds"],
+            "rate": work / wall, "training_rate": work / training}  # fmt: skip
 
 
 def _hint_run(device: torch.device, out: Path, seconds: float, argv: list[str], written: str = "results.json") -> dict[str, Any]:
@@ -265,7 +273,8 @@ def hint_transformer(device: torch.device, out: Path, seconds: float) -> dict[st
 
 
 RUNNERS: dict[str, Callable[[torch.device, Path, float], dict[str, Any]]] = {
-    "environment": environment, "suite": suite, "arithmetic": arithmetic, "arithmetic_compiled": arithmetic_compiled,
+    "environment": environment, "suite": suite, "arithmetic": arithmetic, "arithmetic_training": arithmetic_training,
+    "arithmetic_compiled": arithmetic_compiled,
     "hint_pipeline": hint_pipeline, "hint_transformer": hint_transformer,
 }  # fmt: skip
 
@@ -301,7 +310,9 @@ def _numbers(part: str, found: dict[str, Any]) -> str:
                 f"{found['together_rate']:.3g} with every family at once over {found['together_seconds']:.0f} s "
                 f"(Table 1: {found['together_table_hours']:.2f} h)")  # fmt: skip
     if part == "arithmetic_training":
-        return f"neurosym arithmetic --preset paper --cuda-graph, {found['steps']} steps: {found['rate']:.3g} seed-iterations/s over its {found['wall_seconds']:.0f} s"
+        flags = "--cuda-graph --compile-loss" if found["compile_loss"] else "--cuda-graph"
+        return (f"neurosym arithmetic --preset paper {flags}, {found['steps']} steps: {found['rate']:.3g} seed-iterations/s "
+                f"over its {found['wall_seconds']:.0f} s, {found['training_rate']:.3g} over its training (compilation included)")  # fmt: skip
     if part == "arithmetic_compiled":
         return "compiled CUDA graphs, seed-iterations/s: " + ", ".join(
             f"{model} {rate['rate']:.3g}" for model, rate in found["families"].items()

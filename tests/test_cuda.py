@@ -124,6 +124,19 @@ def test_the_arithmetic_command_trains_its_models_side_by_side_as_cuda_graphs(tm
         assert saved["step"] == 2000 and len(saved["curves"]["steps"]) == 4
 
 
+def test_the_arithmetic_command_trains_side_by_side_with_compiled_losses(tmp_path, accelerator):
+    """``--cuda-graph --compile-loss``: each thread compiles its model's loss (one at a time) and captures it."""
+    out = tmp_path / "run"
+    argv = ["arithmetic", "--models", "nau,nmu", "--ops", "add", "--steps", "600", "--seeds", "4", "--eval-every", "300"]
+    argv += ["--evaluation-size", "200", "--threshold-samples", "2000", "--out", str(out), "--no-progress"]
+    assert main([*argv, "--cuda-graph", "--compile-loss", "--device", accelerator.type]) == 0
+    result = json.loads((out / "results.json").read_text())
+    assert result["finished"] and [cell["runs"] for cell in result["cells"]] == [4, 4]
+    for name in ("nau", "nmu"):
+        curves = load_checkpoint(out / "checkpoints" / f"{name}.pt")["curves"]
+        assert curves["steps"] == [300, 600] and torch.isfinite(torch.stack(curves["validation"])).all()
+
+
 def test_a_finished_arithmetic_run_read_back_on_the_device_keeps_its_curves_on_the_cpu(tmp_path, accelerator):
     """Re-running a finished table reads its checkpoints onto the device; the curves (and so the table
     built from them) stay on the CPU."""

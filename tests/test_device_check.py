@@ -47,13 +47,17 @@ def test_a_command_over_its_budget_is_stopped_and_reported(device_check):
         device_check._command(["python3", "-c", "import time; print('started', flush=True); time.sleep(30)"], 1)
 
 
+def test_every_part_has_its_runner_and_budget(device_check):
+    assert set(device_check.RUNNERS) == set(device_check.PARTS) == set(device_check.BUDGETS)
+
+
 def test_the_check_writes_json_and_markdown_and_lists_what_failed(device_check, tmp_path, monkeypatch, capsys):
     quick = functools.partial(device_check.arithmetic, seeds=2, steps=3, graph_seconds=0.0, together_seconds=0.0)
     monkeypatch.setitem(device_check.RUNNERS, "arithmetic", quick)
     monkeypatch.setitem(
         device_check.RUNNERS,
         "arithmetic_training",
-        functools.partial(device_check.arithmetic_training, steps=3, seeds=2, evaluation_size=10),
+        functools.partial(device_check.arithmetic_training, steps=3, seeds=2, evaluation_size=10, compile_loss=False),
     )
 
     def broken(device, out, seconds):
@@ -64,6 +68,7 @@ def test_the_check_writes_json_and_markdown_and_lists_what_failed(device_check, 
     report = json.loads((tmp_path / "device_check.json").read_text())
     assert status == 1 and list(report) == ["environment", "arithmetic", "arithmetic_training", "hint_transformer"]
     assert report["arithmetic_training"]["status"] == "ok" and report["arithmetic_training"]["rate"] > 0
+    assert report["arithmetic_training"]["training_rate"] > report["arithmetic_training"]["rate"]
     assert report["arithmetic"]["status"] == "ok" and report["arithmetic"]["cells"] == 13
     assert {family["model"] for family in report["arithmetic"]["families"]} == {"NAC•", "NALU", "NAC+", "Linear", "NAU", "NMU"}
     assert (
@@ -95,6 +100,15 @@ def test_an_optional_part_runs_only_when_asked_for(device_check, tmp_path, monke
     with pytest.raises(SystemExit):
         device_check.main(["--with", "suite", "--out", str(tmp_path)])
     assert "unknown parts ['suite']" in capsys.readouterr().err
+
+
+def test_the_compiled_probe_times_each_family_and_then_all_at_once(device_check, tmp_path, one_thread):
+    found = device_check.arithmetic_compiled(
+        torch.device("cpu"), tmp_path, 300, seeds=2, steps=3, models="NAU,NMU", min_seconds=0, together_seconds=0
+    )
+    families = found["families"]
+    assert list(families) == ["NAU", "NMU", "together"] and families["together"]["runs"] == 2 * 2 + 2
+    assert all(record["steps"] == 3 and record["rate"] > 0 for record in families.values())
 
 
 def test_a_suite_stopped_at_its_budget_says_so(device_check):

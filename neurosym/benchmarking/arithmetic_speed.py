@@ -20,7 +20,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from neurosym.benchmarking.arithmetic_training import GraphedStep, GroupConfig, build, train_step
+from neurosym.benchmarking.arithmetic_training import GraphedStep, GroupConfig, build, check_step_options, train_step
 from neurosym.training.update import adam
 
 ROUNDS = 10
@@ -66,10 +66,9 @@ class _TimedRun:
         cuda_graph: bool = False,
         compile_loss: bool = False,
     ):
-        if cuda_graph and (amp or not batched):
-            raise ValueError("a CUDA-graph step is timed for a batched group in float32 (no amp)")
-        if compile_loss and not cuda_graph:
-            raise ValueError("compile_loss compiles the loss of a CUDA-graph step: give cuda_graph too")
+        check_step_options(cuda_graph, amp, compile_loss)
+        if cuda_graph and not batched:
+            raise ValueError("a CUDA-graph step is timed for a batched group")
         self.data, self.model = build(config, device, batched=batched)
         self.optimizer = adam(self.model.parameters(), config.learning_rate, capturable=cuda_graph and device.type == "cuda")
         self.config, self.device, self.batched, self.amp = config, device, batched, amp
@@ -157,16 +156,22 @@ def batched_rate(
 
 
 def concurrent_rate(
-    configs: list[GroupConfig], device: torch.device, steps: int, warmup: int = 20, min_seconds: float = 0.0
+    configs: list[GroupConfig],
+    device: torch.device,
+    steps: int,
+    warmup: int = 20,
+    min_seconds: float = 0.0,
+    compile_loss: bool = False,
 ) -> dict[str, float]:
     """Seed-iterations per second of several groups trained side by side, each step of each a
     :class:`GraphedStep` replayed on a CUDA stream of the group's own, so that the GPU runs the groups' small
-    kernels at once (on the CPU the groups take their steps in turn). Timed as :func:`batched_rate`.
+    kernels at once (on the CPU the groups take their steps in turn), each loss compiled with ``compile_loss``.
+    Timed as :func:`batched_rate`.
 
     Returns ``{"runs", "steps", "seconds", "rate"}`` (``runs``: over every group)."""
     if steps < 1 or warmup < 0:
         raise ValueError(f"steps must be positive and warmup at least 0, got {steps} and {warmup}")
-    runs = [_TimedRun(config, device, batched=True, amp=False, cuda_graph=True) for config in configs]
+    runs = [_TimedRun(config, device, batched=True, amp=False, cuda_graph=True, compile_loss=compile_loss) for config in configs]
     streams = [torch.cuda.Stream(device) if device.type == "cuda" else None for _ in runs]
 
     def step() -> None:

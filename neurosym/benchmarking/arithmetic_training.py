@@ -263,6 +263,15 @@ def evaluate(model: TwoLayerArithmetic, data: SimpleFunctionData, split: str) ->
     return total / data.evaluation_size
 
 
+def check_step_options(cuda_graph: bool, amp: bool, compile_loss: bool) -> None:
+    """Raise ``ValueError`` for a training step that cannot be built: a CUDA-graph step with ``amp``, or
+    ``compile_loss`` without ``cuda_graph``."""
+    if cuda_graph and amp:
+        raise ValueError("a CUDA-graph step runs in float32: train with cuda_graph or with amp, not both")
+    if compile_loss and not cuda_graph:
+        raise ValueError("compile_loss compiles the loss of a CUDA-graph step: give cuda_graph too")
+
+
 def train_group(
     config: GroupConfig,
     device: torch.device,
@@ -272,19 +281,20 @@ def train_group(
     amp: bool = False,
     progress: bool = True,
     cuda_graph: bool = False,
+    compile_loss: bool = False,
 ) -> GroupRun:
     """Train (or, with ``resume``, continue from ``checkpoint``) the batched model of ``config``.
 
     ``cuda_graph`` takes each step as a :class:`GraphedStep` (on CUDA: captured once, then replayed; not with
-    ``amp``). The results are those of the eager steps, up to the rounding of Adam's capturable update.
+    ``amp``), its loss compiled with ``compile_loss``. The results are those of the eager steps, up to the
+    rounding of Adam's capturable update (and of the compiler's fused kernels).
 
     A checkpoint is written atomically at every evaluation. When ``stops`` reports a stop request (SIGINT,
     SIGTERM, time limit; without ``stops``, SIGINT and SIGTERM during this call) the run finishes its step,
     writes the checkpoint there and returns with ``stop_reason`` set; resuming later gives exactly the
     curves of an uninterrupted run.
     """
-    if cuda_graph and amp:
-        raise ValueError("a CUDA-graph step runs in float32: train with cuda_graph or with amp, not both")
+    check_step_options(cuda_graph, amp, compile_loss)
     data, model = build(config, device)
     optimizer = adam(model.parameters(), config.learning_rate, capturable=cuda_graph and device.type == "cuda")
     curves, previous_seconds, started = Curves(), 0.0, time.perf_counter()
@@ -293,7 +303,7 @@ def train_group(
         x, target = data.training_batch(config.batch_size)
         return group_loss(model, x, target, index, amp), {}
 
-    step = GraphedStep(model, optimizer, data, config.batch_size) if cuda_graph else eager_step
+    step = GraphedStep(model, optimizer, data, config.batch_size, compile_loss) if cuda_graph else eager_step
 
     def record(done: int, loss: float | None) -> None:
         with _EAGER_CUDA_WORK if cuda_graph else contextlib.nullcontext():  # no allocation while a group captures
@@ -347,8 +357,9 @@ def train_groups(
     progress: bool = True,
     cuda_graph: bool = False,
     side_by_side: bool | None = None,
+    compile_loss: bool = False,
 ) -> tuple[list[GroupRun], list[str]]:
-    """Train (or resume) the groups with :func:`train_group` (``cuda_graph`` as there), each checkpointed in
+    """Train (or resume) the groups with :func:`train_group` (``cuda_graph`` and ``compile_loss`` as there), each checkpointed in
     ``checkpoints`` (:func:`checkpoint_name`). Returns the runs (those stopped with ``stop_reason`` set) and the
     models not started.
 
@@ -358,14 +369,14 @@ def train_groups(
     if side_by_side is None:
         side_by_side = cuda_graph and device.type == "cuda"
     if side_by_side:
-        return _train_side_by_side(configs, device, checkpoints, resume, stops, amp, progress, cuda_graph), []
+        return _train_side_by_side(configs, device, checkpoints, resume, stops, amp, progress, cuda_graph, compile_loss), []
     runs, pending = [], []
     for config in configs:
         if runs and runs[-1].stop_reason is not None:
             pending.append(config.model)
             continue
         checkpoint = checkpoints / checkpoint_name(config.model)
-        runs.append(train_group(config, device, checkpoint, resume, stops, amp, progress, cuda_graph))
+        runs.append(train_group(config, device, checkpoint, resume, stops, amp, progress, cuda_graph, compile_loss))
     return runs, pending
 
 
@@ -378,12 +389,13 @@ def _train_side_by_side(
     amp: bool,
     progress: bool,
     cuda_graph: bool,
+    compile_loss: bool,
 ) -> list[GroupRun]:
     def train(config: GroupConfig) -> GroupRun:
         stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         with torch.cuda.stream(stream):  # None: the current stream
             checkpoint = checkpoints / checkpoint_name(config.model)
-            return train_group(config, device, checkpoint, resume, stops, amp, progress, cuda_graph)
+            return train_group(config, device, checkpoint, resume, stops, amp, progress, cuda_graph, compile_loss)
 
     with ThreadPoolExecutor(max_workers=len(configs), thread_name_prefix="group") as pool:
         return list(pool.map(train, configs))
