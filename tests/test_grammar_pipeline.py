@@ -383,3 +383,36 @@ def test_readings_let_the_top_down_search_trade_one_number_against_the_other():
     assert with_readings.abduce(sentence, log_probs, 22, fixed=[2]).sentence == "12+10"
     found = plain.abduce(sentence, log_probs, 22, fixed=[2])
     assert found is None or found.sentence != "12+10"
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), max_changes=st.integers(1, 3), alternatives=st.integers(1, 3))
+def test_ranked_edits_come_in_decreasing_probability_even_where_another_symbol_beats_the_one_read(
+    seed, max_changes, alternatives
+):
+    """The enumeration's edit sets, from a sentence that is not each position's most probable symbol (the
+    grammar's best is not), come most probable first, each once, and all of them when the budget allows."""
+    abducer = GrammarAbducer(
+        Executor(SYMBOL_ADDITION, addition_semantics()),
+        AbductionBudget(max_changes=max_changes, max_candidates=10_000, alternatives=alternatives),
+    )
+    rng = np.random.default_rng(seed)
+    sentence = "".join(rng.choice(list("0123456789"), size=4))
+    log_probs = np.log(rng.dirichlet(np.full(len(abducer.index), 0.3), size=4))
+    options = {p: [s for s in "0123456789" if s != sentence[p]] for p in range(4)}
+    ranked = list(abducer._ranked(sentence, log_probs, options, max_changes))
+    gains = [gain for gain, _ in ranked]
+    assert gains == sorted(gains, reverse=True)
+    for gain, edits in ranked:
+        edited = "".join(dict(edits).get(p, c) for p, c in enumerate(sentence))
+        assert gain == pytest.approx(abducer.score(edited, log_probs) - abducer.score(sentence, log_probs))
+    kept = {  # each position: the symbol read or one of its ``alternatives`` most probable others
+        p: set(sorted(symbols, key=lambda s: -log_probs[p, abducer.index[s]])[:alternatives]) for p, symbols in options.items()
+    }
+    every = {
+        tuple(sorted(edits))
+        for size in range(1, max_changes + 1)
+        for positions in itertools.combinations(range(4), size)
+        for edits in itertools.product(*[[(p, s) for s in kept[p]] for p in positions])
+    }
+    assert sorted(tuple(sorted(edits)) for _, edits in ranked) == sorted(every)

@@ -350,8 +350,11 @@ class GrammarAbducer:
         self, sentence: str, log_probs: np.ndarray, options: dict[int, list[str]], max_changes: int
     ) -> Iterator[tuple[float, Edits]]:
         """Edits of 1..``max_changes`` positions of ``options`` (position -> symbols it may become), in
-        decreasing probability (lazy k-best over each position's ``alternatives`` best symbols: each edit set
-        has one parent, so none is produced twice)."""
+        decreasing probability, over each position's ``alternatives`` most probable symbols: a best-first
+        search from the best edit set of each size, each step either trading a symbol for the next most probable
+        one at its position or moving an edit at its best symbol to the next most promising position. No step
+        raises the probability, so the order is exact also where a symbol is more probable than the one read (the
+        grammar's best sentence need not be each position's best symbol)."""
         ranked: list[tuple[int, list[tuple[float, str]]]] = []
         for position, symbols in options.items():
             now = log_probs[position, self.index[sentence[position]]]
@@ -363,27 +366,27 @@ class GrammarAbducer:
             if others:
                 ranked.append((position, heapq.nlargest(self.alternatives, others)))
         ranked.sort(key=lambda item: -item[1][0][0])  # most promising position first
-        if not ranked or max_changes < 1:
-            return
 
         def gain(changes: tuple[tuple[int, int], ...]) -> float:
             return sum(ranked[j][1][r][0] for j, r in changes)
 
-        heap: list[tuple[float, tuple[tuple[int, int], ...]]] = [(-gain(((0, 0),)), ((0, 0),))]
+        starts = [tuple((j, 0) for j in range(size)) for size in range(1, min(max_changes, len(ranked)) + 1)]
+        heap = [(-gain(changes), changes) for changes in starts]
+        heapq.heapify(heap)
+        seen = set(starts)
         while heap:
             negative, changes = heapq.heappop(heap)
             yield -negative, tuple((ranked[j][0], ranked[j][1][r][1]) for j, r in changes)
-            j, r = changes[-1]
-            successors = []
-            if r + 1 < len(ranked[j][1]):
-                successors.append(changes[:-1] + ((j, r + 1),))
-            if j + 1 < len(ranked):
-                if len(changes) < max_changes:
-                    successors.append(changes + ((j + 1, 0),))
-                if r == 0:
-                    successors.append(changes[:-1] + ((j + 1, 0),))
-            for successor in successors:
-                heapq.heappush(heap, (-gain(successor), successor))
+            taken = {j for j, _ in changes}
+            for i, (j, r) in enumerate(changes):
+                steps = [(j, r + 1)] if r + 1 < len(ranked[j][1]) else []
+                if r == 0 and j + 1 < len(ranked) and j + 1 not in taken:
+                    steps.append((j + 1, 0))
+                for step in steps:
+                    successor = changes[:i] + (step,) + changes[i + 1 :]
+                    if successor not in seen:
+                        seen.add(successor)
+                        heapq.heappush(heap, (-gain(successor), successor))
 
 
 def _remembered(memory: dict, key: tuple, compute: Callable[[], Any]) -> Any:
