@@ -377,11 +377,10 @@ class GrammarAbducer:
         while heap:
             negative, changes = heapq.heappop(heap)
             yield -negative, tuple((ranked[j][0], ranked[j][1][r][1]) for j, r in changes)
-            taken = {j for j, _ in changes}
             for i, (j, r) in enumerate(changes):
                 steps = [(j, r + 1)] if r + 1 < len(ranked[j][1]) else []
-                if r == 0 and j + 1 < len(ranked) and j + 1 not in taken:
-                    steps.append((j + 1, 0))
+                if r == 0 and j + 1 < len(ranked) and (i + 1 == len(changes) or changes[i + 1][0] != j + 1):
+                    steps.append((j + 1, 0))  # the next position, unless an edit is there already
                 for step in steps:
                     successor = changes[:i] + (step,) + changes[i + 1 :]
                     if successor not in seen:
