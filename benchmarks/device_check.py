@@ -12,7 +12,7 @@ Parts, each within its own time budget (a part that overruns is stopped and repo
   model over its published cells × 100 seeds, with eager steps and with the whole step captured into a CUDA
   graph, and with every family's graph at once on streams of their own (timed for 20 s), and the time
   the whole table (5·10⁶ steps) would take each way;
-- ``arithmetic_training``: ``neurosym arithmetic --preset paper --cuda-graph --compile-loss`` for 10⁵ steps, its
+- ``arithmetic_training``: ``neurosym arithmetic --preset paper --cuda-graph --compile-loss`` for 5·10⁴ steps, its
   seed-iterations per second over the command's wall time and over its training (the compilations included);
 - ``arithmetic_compiled`` (only ``--with arithmetic_compiled``): the CUDA-graph step with its loss compiled by
   ``torch.compile`` (fused kernels inside the graph), every family over its cells × 100 seeds, then all at once
@@ -214,7 +214,7 @@ def arithmetic_compiled(
 
 
 def arithmetic_training(
-    device: torch.device, out: Path, seconds: float, steps: int = 100_000, seeds: int = 100, evaluation_size: int = 10_000,
+    device: torch.device, out: Path, seconds: float, steps: int = 50_000, seeds: int = 100, evaluation_size: int = 10_000,
     compile_loss: bool = True,
 ) -> dict[str, Any]:  # fmt: skip
     """``neurosym arithmetic --preset paper --cuda-graph`` (with ``--compile-loss``: each loss compiled, one model
