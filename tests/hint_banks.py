@@ -35,5 +35,5 @@ def prototype_bank(per_symbol: int = 40, seed: int = 0, symbols: Sequence[str] =
         images.append(((prototype[None] ^ flips) * 255).astype(np.uint8))
         labels += [symbol] * per_symbol
     pools = np.resize(np.asarray(POOLS), len(labels))
-    paths = np.asarray([f"{s}/{i}.png" for i, s in enumerate(labels)])
+    paths = np.asarray([f"{folder_of(s)}/{i}.png" for i, s in enumerate(labels)])
     return SymbolBank(np.concatenate(images), np.asarray(labels), pools, paths)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from neurosym.benchmarking.abduction_speed import abduction_speed
 from neurosym.cli import main
-from neurosym.data.hint import main_split
+from neurosym.data.hint import main_split, write_release
 from neurosym.data.symbol_images import HINT_SYMBOLS, WINDOW
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
@@ -29,6 +29,7 @@ from neurosym.semantics.tree_semantics import Executor
 from neurosym.syntax import to_infix
 from neurosym.syntax.parser import base_grammar
 from neurosym.syntax.symbol_grammar import SymbolGrammar
+from neurosym.tasks import build_task
 from neurosym.tasks.hint import ABDUCTION, SUBSETS, _nearest, hint_semantics, hint_sentences
 
 GRAMMAR = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
@@ -107,10 +108,9 @@ def test_inverse_values_are_the_preimage_s_members_nearest_the_operand_first(lo,
 def test_the_pipeline_command_runs_hint_and_reports_each_subset(tmp_path, capsys, monkeypatch, one_thread):
     from neurosym.tasks import hint
 
-    build = hint.build
     monkeypatch.setattr(hint, "default_bank", lambda seed=0: prototype_bank())  # small stand-ins keep it fast
-    monkeypatch.setattr(hint, "build", lambda **options: build(scale=0.002, **options))
-    argv = ["pipeline", "--task", "hint-grammar", "--epochs", "0.05", "--reader-width", "8", "--no-progress"]
+    argv = ["pipeline", "--task", "hint-grammar", "--scale", "0.002", "--epochs", "0.05", "--reader-width", "8"]
+    argv += ["--no-progress"]
     assert main([*argv, "--device", "cpu", "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "results.json").read_text())
     test = results["subsets"]["test"]
@@ -119,3 +119,24 @@ def test_the_pipeline_command_runs_hint_and_reports_each_subset(tmp_path, capsys
     assert results["steps"] == 4 and results["abduction"]["alternatives"] == len(HINT_SYMBOLS) - 1  # the task's
     printed = capsys.readouterr().out
     assert "test subsets: I " in printed and "| Transformer rel. uni." in printed and ", mean " in printed
+
+
+def test_the_pipeline_trains_hint_on_a_release_folder_with_its_own_images(tmp_path, capsys, one_thread):
+    """``--data``: an official release folder's splits and its own symbol images, not the generated ones."""
+    splits = {name: list(split) for name, split in main_split(scale=0.002, seed=3, progress=False).items()}
+    release = write_release(tmp_path / "release", splits, bank=prototype_bank(), seed=3)
+    task = build_task("hint-grammar", data=release, scale=1.0, reader_width=8)
+    assert [len(part) for part in (task.train, task.validation, task.test)] == [len(splits[n]) for n in ("train", "val", "test")]
+    assert list(task.test.truths) == [record.expr for record in splits["test"]] and "release" in task.data_note
+    files = [path for path in (release / "symbol_images").rglob("*") if path.is_file()]
+    assert len(task.train.images) == len(files)  # the release's images, every one of them, and no others
+    argv = ["pipeline", "--task", "hint-grammar", "--data", str(release), "--scale", "1", "--epochs", "0.05"]
+    assert main([*argv, "--reader-width", "8", "--no-progress", "--device", "cpu", "--out", str(tmp_path / "run")]) == 0
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert str(release) in results["data_note"] and set(results["subsets"]["test"]) == {*SUBSETS, "mean"}
+    (release / "expr_val.json").write_text("[{")
+    with pytest.raises(SystemExit, match="expr_val.json is not valid JSON"):
+        main([*argv, "--no-progress", "--out", str(tmp_path / "broken")])
+    with pytest.raises(SystemExit):
+        main(["pipeline", "--task", "hwf", "--data", str(release)])
+    assert "--scale and --data are options of --task hint-grammar" in capsys.readouterr().err

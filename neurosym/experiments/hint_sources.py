@@ -15,20 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neurosym.data.hint import (
-    IMAGE_FOLDER,
-    HintRecord,
-    check_release,
-    fewshot_split,
-    main_split,
-    read_fewshot,
-    read_release,
-    subsample,
-)
+from neurosym.data.hint import HintRecord, fewshot_split, load_release, main_split, read_fewshot, subsample
 from neurosym.data.symbol_images import (
     SymbolBank,
     default_bank,
-    load_folder_bank,
     load_npz_bank,
     other_writers_bank,
     read_bank_archive,
@@ -92,11 +82,9 @@ def load_hint_data(
     scales = {"train": args.scale, "val": test_scale or args.scale, "test": test_scale or args.scale}
     if args.data is not None:
         try:
-            check_release(args.data, fewshot=fewshot, images=image_input)
+            splits, bank = load_release(args.data, scales, args.seed, images=image_input, fewshot=fewshot)
         except (FileNotFoundError, ValueError) as error:  # one line naming the file and record, before any work
             raise SystemExit(f"neurosym hint: {error}") from None
-        splits = {name: subsample(records, scales[name], args.seed) for name, records in read_release(args.data).items()}
-        bank = load_folder_bank(args.data / IMAGE_FOLDER, seed=args.seed) if image_input else None
 
         def release_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
             return {name: subsample(records, scale, args.seed) for name, records in read_fewshot(args.data)[concept].items()}

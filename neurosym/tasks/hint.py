@@ -14,11 +14,12 @@ whose decoder and abduction know its grammar's shape, and its few-shot, learned-
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from neurosym.data.hint import HintImageDataset, HintRecord, main_split
+from neurosym.data.hint import HintImageDataset, HintRecord, load_release, main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS, WINDOW, SymbolBank, default_bank
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
@@ -110,11 +111,19 @@ def hint_sentences(
     return ImageSentences(images, picks, given, lengths, [r.res for r in chosen], [r.expr for r in chosen])
 
 
-def build(scale: float = 0.01, seed: int = 0, reader_width: int = 16, features: int = 64) -> Task:
-    """HINT's generated splits at ``scale`` on the default bank; ``validation`` and ``test`` hold every subset of
-    :data:`SUBSETS`, and ``subsets`` gives them apart."""
-    splits = {name: list(records) for name, records in main_split(scale=scale, seed=seed, progress=False).items()}
-    bank = default_bank(seed=seed)
+def build(
+    scale: float = 0.01, seed: int = 0, reader_width: int = 16, features: int = 64, data: str | os.PathLike | None = None
+) -> Task:
+    """HINT's generated splits at ``scale`` on the default bank, or an official release folder ``data`` (its
+    splits subsampled at ``scale``, its own symbol images; checked first, see :func:`~neurosym.data.hint.load_release`);
+    ``validation`` and ``test`` hold every subset of :data:`SUBSETS`, and ``subsets`` gives them apart."""
+    if data is None:
+        splits = {name: list(records) for name, records in main_split(scale=scale, seed=seed, progress=False).items()}
+        bank = default_bank(seed=seed)
+        shown = "HINT's generated splits shown with the default bank (real handwriting, drawn brackets)"
+    else:
+        splits, bank = load_release(data, dict.fromkeys(("train", "val", "test"), scale), seed)
+        shown = f"the HINT release {data} with its own images"
     images = bank.resized((WINDOW, WINDOW))
     grammar = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
     parts = {name: hint_sentences(splits[name], bank, name, seed, images) for name in ("train", "val", "test")}
@@ -143,7 +152,7 @@ def build(scale: float = 0.01, seed: int = 0, reader_width: int = 16, features: 
         pseudo_labels="all",
         epochs=MAKE_RUN_STEPS * MAKE_RUN_BATCH / len(parts["train"]),
         published=PUBLISHED,
-        data_note="HINT's generated splits shown with the default bank (real handwriting, drawn brackets); the table "
-        "scores every test expression, HINT's average (the mean over I, SS, LS, SL, LL) is below it",
+        data_note=f"{shown}; the table scores every test expression, HINT's average (the mean over I, SS, LS, SL, "
+        "LL) is below it",
         subsets={"validation": subsets["val"], "test": subsets["test"]},
     )

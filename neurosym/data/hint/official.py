@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from neurosym.data.hint.examples import HintRecord
 from neurosym.data.hint.splits import EVAL_SUBSETS
-from neurosym.data.symbol_images import SymbolBank, write_folder_bank
+from neurosym.data.symbol_images import SymbolBank, load_folder_bank, write_folder_bank
 from neurosym.syntax import ALIASES
 
 SPLIT_FILES: dict[str, str] = {"train": "expr_train.json", "val": "expr_val.json", "test": "expr_test.json"}
@@ -136,6 +136,17 @@ def subsample(records: Sequence[HintRecord], scale: float, seed: int = 0) -> lis
         for index in rng.choice(indices, size=max(1, round(scale * len(indices))), replace=False).tolist()
     ]
     return [records[index] for index in sorted(kept)]
+
+
+def load_release(
+    root: str | os.PathLike, scales: Mapping[str, float], seed: int = 0, images: bool = True, fewshot: bool = False
+) -> tuple[dict[str, list[HintRecord]], SymbolBank | None]:
+    """A release folder, checked first (:func:`check_release`: its few-shot file too when ``fewshot``): its
+    main split with each split ``name`` subsampled at ``scales[name]`` (:func:`subsample`), and, when ``images``,
+    the bank of its ``symbol_images/`` (which the records' ``img_paths`` index), else ``None``."""
+    check_release(root, fewshot=fewshot, images=images)
+    splits = {name: subsample(records, scales[name], seed) for name, records in read_release(root).items()}
+    return splits, load_folder_bank(Path(root) / IMAGE_FOLDER, seed=seed) if images else None
 
 
 def read_fewshot(root: str | os.PathLike) -> dict[str, dict[str, list[HintRecord]]]:
