@@ -189,7 +189,6 @@ from neurosym.benchmarking.arithmetic_results import published_operations
 from neurosym.benchmarking.arithmetic_speed import batched_rate, concurrent_rate
 from neurosym.benchmarking.arithmetic_training import GroupConfig
 from neurosym.models.arithmetic import MODEL_LAYERS
-torch._dynamo.config.recompile_limit = 64  # one compilation of the loss per group: twelve with six families
 device, seeds, steps, seconds = torch.device(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[5])
 models = [model for model in MODEL_LAYERS if published_operations(model)] if sys.argv[4] == "all" else sys.argv[4].split(",")
 configs = [GroupConfig(model, published_operations(model), tuple(range(seeds)), steps=steps, evaluation_size=1) for model in models]
