@@ -212,7 +212,7 @@ def test_options_left_out_are_the_tasks_choices():
 
     task = build_task("hwf", seed=0)
     epochs, config = training_config(PipelineOptions(task="hwf"), task)
-    assert (epochs, config.steps, config.augment_shift, config.augment_style, config.pseudo_labels) == (12.0, 3750, 1, 0.0, "all")
+    assert (epochs, config.steps, config.augment_shift, config.augment_style, config.pseudo_labels) == (20.0, 6250, 1, 0.0, "all")
     assert config.curriculum == task.curriculum
     chosen = PipelineOptions(task="hwf", epochs=0.5, augment_shift=0, augment_style=0.5, pseudo_labels="marginal")
     epochs, config = training_config(chosen, task)
