@@ -416,3 +416,38 @@ def test_ranked_edits_come_in_decreasing_probability_even_where_another_symbol_b
         for edits in itertools.product(*[[(p, s) for s in kept[p]] for p in positions])
     }
     assert sorted(tuple(sorted(edits)) for _, edits in ranked) == sorted(every)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    sentence=st.sampled_from(["1+2*3-4", "(1+2)*3", "7", "9/(3-1)+2", "((1))", "1*2*3*4+5"]),
+    max_changes=st.integers(1, 3),
+    alternatives=st.integers(1, len(HINT_SYMBOLS) - 1),
+    fix_first=st.booleans(),
+)
+def test_grammatical_edits_are_the_ranked_ones_the_grammar_accepts_in_the_same_order(
+    seed, sentence, max_changes, alternatives, fix_first
+):
+    """Ranking by terminal pattern first skips the ungrammatical edit sets without changing the others: the same
+    edit sets as filtering the plain ranking by the grammar, each once, in the same decreasing probability (HINT's
+    grammar, whose brackets make most edits ungrammatical; some symbols ruled out by the reader)."""
+    grammar = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
+    abducer = GrammarAbducer(
+        Executor(grammar, TreeSemantics({})), AbductionBudget(max_changes=max_changes, alternatives=alternatives)
+    )
+    rng = np.random.default_rng(seed)
+    log_probs = np.log(rng.dirichlet(np.full(len(HINT_SYMBOLS), 0.3), size=len(sentence)))
+    log_probs[rng.random(log_probs.shape) < 0.2] = -np.inf
+    log_probs[range(len(sentence)), [HINT_SYMBOLS.index(c) for c in sentence]] = 0.0
+    options = abducer._options(sentence, frozenset({0} if fix_first else ()))
+    accepted = [
+        (gain, edits)
+        for gain, edits in abducer._ranked(sentence, log_probs, options, max_changes)
+        if grammar.accepts("".join(dict(edits).get(p, c) for p, c in enumerate(sentence)))
+    ]
+    grammatical = list(abducer._grammatical(sentence, log_probs, options, max_changes))
+    assert [gain for gain, _ in grammatical] == pytest.approx([gain for gain, _ in accepted])
+    as_sets = [tuple(sorted(edits)) for _, edits in grammatical]
+    assert len(set(as_sets)) == len(as_sets)
+    assert sorted(as_sets) == sorted(tuple(sorted(edits)) for _, edits in accepted)

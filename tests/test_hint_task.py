@@ -43,6 +43,17 @@ def test_a_sentence_s_value_is_hints(tree):
     assert EXECUTOR.value(text) == evaluate(text)
 
 
+@settings(max_examples=200, deadline=None)
+@given(tree=trees(), data=st.data())
+def test_a_compiled_parse_gives_every_sentence_of_its_shape_hints_value(tree, data):
+    """:meth:`TreeSemantics.compile`: one parse, run on other symbols of the same terminals (divisions by zero
+    included: invalid), gives what HINT's evaluator gives each sentence."""
+    text = to_infix(tree)
+    program = hint_semantics().compile(GRAMMAR.parse(text))
+    other = "".join(data.draw(st.sampled_from(GRAMMAR.symbols_of(GRAMMAR.terminal_of[c]))) for c in text)
+    assert program(other) == evaluate(other)
+
+
 @settings(max_examples=300, deadline=None)
 @given(left=st.integers(0, 60), right=st.integers(0, 60), wanted=st.integers(0, 80), symbol=st.sampled_from("+-*/"))
 def test_every_inverse_gives_the_wanted_value_and_one_exists_when_an_operand_can_give_it(left, right, wanted, symbol):

@@ -11,11 +11,13 @@ Two searches, both verified by executing every candidate (:class:`~neurosym.sema
   may also be kept at other readings, its most probable ones or ones drawn from the reader
   (:attr:`AbductionBudget.sample_readings`: explanations then carry the probability of what was drawn, so that a
   marginal over them is an importance-sampled likelihood);
-* **best-first enumeration** of the sentences that differ from the one read in at most ``max_changes``
-  positions, in decreasing probability (each position's ``alternatives`` most probable other symbols among
-  those some sentence of its length has there, :meth:`~neurosym.syntax.symbol_grammar.SymbolGrammar.position_symbols`),
-  until ``max_candidates`` were run or none left can beat a correction already found. It needs no
-  inverse, and switches between sentence shapes as easily as between symbols.
+* **best-first enumeration** of the grammatical sentences that differ from the one read in at most
+  ``max_changes`` positions, in decreasing probability (each position's ``alternatives`` most probable other
+  symbols among those some sentence of its length has there,
+  :meth:`~neurosym.syntax.symbol_grammar.SymbolGrammar.position_symbols`), until ``max_candidates`` were run or
+  none left can beat a correction already found. Parsing sees only terminals, so edits are ranked by terminal
+  pattern first and the ungrammatical ones are never enumerated. It needs no inverse, and switches between
+  sentence shapes as easily as between symbols.
 
 The most probable verified correction wins; ``None`` says that nothing within the budget gives the result.
 """
@@ -44,7 +46,7 @@ class AbductionBudget:
 
     Args:
         max_changes: the most symbols a correction may change.
-        max_candidates: the most sentences the enumeration runs per abduction.
+        max_candidates: the most (grammatical) sentences the enumeration runs per abduction.
         alternatives: other symbols tried per position by the enumeration.
         beam: ways kept per node of the top-down search.
         readings: at a rule with an inverse, each part is also assumed kept at each of its ``readings`` most
@@ -170,7 +172,7 @@ class GrammarAbducer:
         searched = [way for way in self._top_down(tree, sentence, log_probs, target, fixed) if len(way.edits) <= self.max_changes]
         candidates = itertools.chain([_Way(0.0, ())], searched)
         if not (self.sample_readings and searched):
-            ranked = self._ranked(sentence, log_probs, self._options(sentence, fixed), self.max_changes)
+            ranked = self._grammatical(sentence, log_probs, self._options(sentence, fixed), self.max_changes)
             candidates = itertools.chain(candidates, (_Way(*item) for item in itertools.islice(ranked, self.max_candidates)))
         for way in candidates:
             candidate = _apply(sentence, way.edits)
@@ -332,7 +334,7 @@ class GrammarAbducer:
         self, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int], floor: float
     ) -> tuple[float, str] | None:
         """The first sentence, in decreasing probability, that gives ``target`` (gain above ``floor``)."""
-        ranked = self._ranked(sentence, log_probs, self._options(sentence, fixed), self.max_changes)
+        ranked = self._grammatical(sentence, log_probs, self._options(sentence, fixed), self.max_changes)
         for gain, edits in itertools.islice(ranked, self.max_candidates):
             if gain <= floor:
                 break
@@ -350,42 +352,90 @@ class GrammarAbducer:
         self, sentence: str, log_probs: np.ndarray, options: dict[int, list[str]], max_changes: int
     ) -> Iterator[tuple[float, Edits]]:
         """Edits of 1..``max_changes`` positions of ``options`` (position -> symbols it may become), in
-        decreasing probability, over each position's ``alternatives`` most probable symbols: a best-first
-        search from the best edit set of each size, each step either trading a symbol for the next most probable
-        one at its position or moving an edit at its best symbol to the next most promising position. No step
-        raises the probability, so the order is exact also where a symbol is more probable than the one read (the
-        grammar's best sentence need not be each position's best symbol)."""
+        decreasing probability, over each position's ``alternatives`` most probable symbols
+        (:func:`_best_first`: exact also where a symbol is more probable than the one read, as the grammar's
+        best sentence need not be each position's best symbol)."""
+        return _best_first(self._alternatives(sentence, log_probs, options), max_changes)
+
+    def _grammatical(
+        self, sentence: str, log_probs: np.ndarray, options: dict[int, list[str]], max_changes: int
+    ) -> Iterator[tuple[float, Edits]]:
+        """The grammatical sentences among :meth:`_ranked`'s, in the same decreasing probability, without
+        enumerating the others: parsing sees only terminals, so the edits are first ranked by *pattern* (which
+        positions change, and to which terminal; a pattern's bound is its positions' best symbols of those
+        terminals), and each grammatical pattern's symbols are then enumerated from that bound down, merged with
+        the other patterns' while no pattern still to come can beat them."""
+        per_position = []
+        for position, symbols in self._alternatives(sentence, log_probs, options):
+            by_terminal: dict[str, list[tuple[float, str]]] = {}
+            for gain, symbol in symbols:  # already in decreasing gain
+                by_terminal.setdefault(self.grammar.terminal_of[symbol], []).append((gain, symbol))
+            groups = [(group[0][0], tuple(group)) for group in by_terminal.values()]
+            per_position.append((position, sorted(groups, key=lambda item: -item[0])))
+        per_position.sort(key=lambda item: -item[1][0][0])
+        patterns = _best_first(per_position, max_changes)
+        pending = next(patterns, None)
+        # (-gain, tiebreak, pattern, each position's rank in its group, the last position whose rank is not 0)
+        heap: list[tuple[float, int, tuple[tuple[int, tuple[tuple[float, str], ...]], ...], tuple[int, ...], int]] = []
+        tiebreak = itertools.count()
+        while True:
+            while pending is not None and (not heap or pending[0] >= -heap[0][0]):
+                bound, pattern = pending
+                if self.grammar.accepts(_apply(sentence, tuple((p, group[0][1]) for p, group in pattern))):
+                    heapq.heappush(heap, (-bound, next(tiebreak), pattern, (0,) * len(pattern), 0))
+                pending = next(patterns, None)
+            if not heap:
+                return
+            negative, _, pattern, ranks, last = heapq.heappop(heap)
+            yield -negative, tuple((p, group[r][1]) for (p, group), r in zip(pattern, ranks))
+            for i in range(last, len(ranks)):  # each rank vector's parent lowers its last non-zero rank: no repeats
+                if ranks[i] + 1 < len(pattern[i][1]):
+                    step = ranks[:i] + (ranks[i] + 1,) + ranks[i + 1 :]
+                    gain = sum(group[r][0] for (_, group), r in zip(pattern, step))  # summed as :meth:`_ranked` sums
+                    heapq.heappush(heap, (-gain, next(tiebreak), pattern, step, i))
+
+    def _alternatives(
+        self, sentence: str, log_probs: np.ndarray, options: dict[int, list[str]]
+    ) -> list[tuple[int, list[tuple[float, str]]]]:
+        """Per position of ``options`` its ``alternatives`` most probable symbols as ``(gain, symbol)`` against the
+        symbol read, in decreasing gain (symbols the reader rules out left out), most promising position first."""
         ranked: list[tuple[int, list[tuple[float, str]]]] = []
         for position, symbols in options.items():
-            now = log_probs[position, self.index[sentence[position]]]
-            others = [
-                (float(log_probs[position, self.index[s]] - now), s)
-                for s in symbols
-                if np.isfinite(log_probs[position, self.index[s]])
-            ]
+            values = log_probs[position, [self.index[s] for s in symbols]]
+            gains = (values - log_probs[position, self.index[sentence[position]]]).tolist()
+            others = [(gain, s) for gain, s, finite in zip(gains, symbols, np.isfinite(values).tolist()) if finite]
             if others:
                 ranked.append((position, heapq.nlargest(self.alternatives, others)))
-        ranked.sort(key=lambda item: -item[1][0][0])  # most promising position first
+        ranked.sort(key=lambda item: -item[1][0][0])
+        return ranked
 
-        def gain(changes: tuple[tuple[int, int], ...]) -> float:
-            return sum(ranked[j][1][r][0] for j, r in changes)
 
-        starts = [tuple((j, 0) for j in range(size)) for size in range(1, min(max_changes, len(ranked)) + 1)]
-        heap = [(-gain(changes), changes) for changes in starts]
-        heapq.heapify(heap)
-        seen = set(starts)
-        while heap:
-            negative, changes = heapq.heappop(heap)
-            yield -negative, tuple((ranked[j][0], ranked[j][1][r][1]) for j, r in changes)
-            for i, (j, r) in enumerate(changes):
-                steps = [(j, r + 1)] if r + 1 < len(ranked[j][1]) else []
-                if r == 0 and j + 1 < len(ranked) and (i + 1 == len(changes) or changes[i + 1][0] != j + 1):
-                    steps.append((j + 1, 0))  # the next position, unless an edit is there already
-                for step in steps:
-                    successor = changes[:i] + (step,) + changes[i + 1 :]
-                    if successor not in seen:
-                        seen.add(successor)
-                        heapq.heappush(heap, (-gain(successor), successor))
+def _best_first(ranked: list[tuple[int, list[tuple[float, Any]]]], max_changes: int) -> Iterator[tuple[float, tuple]]:
+    """Choices of one item at each of 1..``max_changes`` positions of ``ranked`` (``(position, [(gain, item), ...])``,
+    each list in decreasing gain, the lists in decreasing first gain), as ``(summed gain, ((position, item), ...))``
+    in decreasing summed gain: a best-first search from the best choice of each size, each step either trading an
+    item for the next one at its position or moving a choice at its best item to the next position. No step raises
+    the gain, so the order is exact."""
+
+    def gain(changes: tuple[tuple[int, int], ...]) -> float:
+        return sum(ranked[j][1][r][0] for j, r in changes)
+
+    starts = [tuple((j, 0) for j in range(size)) for size in range(1, min(max_changes, len(ranked)) + 1)]
+    heap = [(-gain(changes), changes) for changes in starts]
+    heapq.heapify(heap)
+    seen = set(starts)
+    while heap:
+        negative, changes = heapq.heappop(heap)
+        yield -negative, tuple((ranked[j][0], ranked[j][1][r][1]) for j, r in changes)
+        for i, (j, r) in enumerate(changes):
+            steps = [(j, r + 1)] if r + 1 < len(ranked[j][1]) else []
+            if r == 0 and j + 1 < len(ranked) and (i + 1 == len(changes) or changes[i + 1][0] != j + 1):
+                steps.append((j + 1, 0))  # the next position, unless an edit is there already
+            for step in steps:
+                successor = changes[:i] + (step,) + changes[i + 1 :]
+                if successor not in seen:
+                    seen.add(successor)
+                    heapq.heappush(heap, (-gain(successor), successor))
 
 
 def _remembered(memory: dict, key: tuple, compute: Callable[[], Any]) -> Any:

@@ -42,8 +42,15 @@ class TreeSemantics:
     def __init__(self, rules: Transformer | Mapping[str, Callable], inverses: Mapping[str, Inverse] | None = None):
         self.rules = rules
         self.inverses = dict(inverses or {})
+        self._callables: dict[str, Callable | None] = {}
 
     def _callable(self, name: str) -> Callable | None:
+        """The callable of rule or terminal ``name`` (``None`` when the semantics give none), looked up once."""
+        if name not in self._callables:
+            self._callables[name] = self._look_up(name)
+        return self._callables[name]
+
+    def _look_up(self, name: str) -> Callable | None:
         if isinstance(self.rules, Transformer):
             if not hasattr(self.rules, name):
                 return None
@@ -72,6 +79,44 @@ class TreeSemantics:
         """The tree's value (``None`` when invalid), with the symbols of ``replaced`` as in :meth:`node_values`."""
         values = self.node_values(tree, replaced)
         return None if values is None else values[id(tree)]
+
+    def compile(self, tree: Tree) -> Callable[[str], Any]:
+        """A function of a sentence with ``tree``'s terminals that gives its value (``None`` when invalid): the tree's
+        nodes in post-order with their callables looked up once, each token reading the sentence's symbol at its
+        position, so that many sentences of one shape are evaluated without walking a tree."""
+        steps: list[tuple[int, Callable | None, tuple[int, ...] | None]] = []  # (position, callable, children)
+
+        def visit(node: Tree | Token) -> int:
+            if isinstance(node, Token):
+                steps.append((node.start_pos, self._callable(node.type), None))
+            else:
+                children = tuple(visit(child) for child in node.children)
+                function = self._callable(str(node.data))
+                if function is None and len(children) != 1:
+                    raise TypeError(f"the semantics give no callable for rule {str(node.data)!r} ({len(children)} children)")
+                steps.append((-1, function, children))
+            return len(steps) - 1
+
+        visit(tree)
+
+        def run(sentence: str) -> Any:
+            values: list[Any] = []
+            try:
+                for position, function, children in steps:
+                    if children is None:
+                        value = sentence[position] if function is None else function(sentence[position])
+                    elif function is None:
+                        value = values[children[0]]
+                    else:
+                        value = function([values[child] for child in children])
+                    if value is None:  # an invalid part makes the whole invalid
+                        return None
+                    values.append(value)
+            except INVALID:
+                return None
+            return values[-1]
+
+        return run
 
     def _evaluate(self, node: Tree | Token, values: dict[int, Any], replaced: Mapping[int, str]) -> Any:
         if isinstance(node, Token):
@@ -107,12 +152,14 @@ class Executor:
     """Values of sentences under a grammar and its semantics, batched, with a bounded memory of sentences already
     run (abduction executes the same candidates again and again) and of ``shapes`` parses: parsing sees only the
     terminals, so a sentence whose terminals are those of one parsed before has that parse with its own symbols
-    (or is ungrammatical as that one was), and is evaluated without parsing."""
+    (or is ungrammatical as that one was), and is evaluated without parsing, by the parse's compiled program
+    (:meth:`TreeSemantics.compile`)."""
 
     def __init__(self, grammar: SymbolGrammar, semantics: TreeSemantics, memory: int = 100_000, shapes: int = 10_000):
         self.grammar, self.semantics, self.memory, self.shapes = grammar, semantics, memory, shapes
         self._seen: OrderedDict[str, Any] = OrderedDict()
         self._parses: OrderedDict[tuple[str | None, ...], tuple[Tree | None, str]] = OrderedDict()
+        self._programs: OrderedDict[tuple[str | None, ...], Callable[[str], Any] | None] = OrderedDict()
 
     def value(self, sentence: str) -> Any:
         """The value of ``sentence`` (``None`` when ungrammatical or invalid)."""
@@ -126,11 +173,16 @@ class Executor:
         return value
 
     def _run(self, sentence: str) -> Any:
-        tree, parsed = self._shape_parse(sentence)
-        if tree is None:
-            return None
-        replaced = {at: symbol for at, (symbol, before) in enumerate(zip(sentence, parsed)) if symbol != before}
-        return self.semantics.evaluate(tree, replaced)
+        shape = self.grammar.terminals(sentence)
+        if shape not in self._programs:
+            tree, _ = self._shape_parse(sentence)
+            self._programs[shape] = None if tree is None else self.semantics.compile(tree)
+            if len(self._programs) > self.shapes:
+                self._programs.popitem(last=False)
+        else:
+            self._programs.move_to_end(shape)
+        program = self._programs[shape]
+        return None if program is None else program(sentence)
 
     def tree(self, sentence: str) -> Tree | None:
         """The parse tree of ``sentence`` (``None`` when ungrammatical): a remembered parse of its terminals,
