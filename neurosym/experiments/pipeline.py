@@ -97,7 +97,7 @@ class PipelineOptions(TrainingOptions):
     reader_width: int = option(READER_WIDTH, "channels of the reader's first convolution", parse=positive_int)
     max_changes: int | None = option(None, "abduction: symbols a correction may change (default: the task's)", parse=positive_int)
     max_candidates: int | None = option(
-        None, "abduction: sentences the enumeration may run (default: the task's)", parse=positive_int
+        None, "abduction: grammatical sentences the enumeration may run (default: the task's)", parse=positive_int
     )
     readings: int | None = option(
         None, "abduction: other readings each part may be kept at (default: the task's)", parse=non_negative_int
