@@ -434,7 +434,8 @@ def test_grammatical_edits_are_the_ranked_ones_the_grammar_accepts_in_the_same_o
     grammar, whose brackets make most edits ungrammatical; some symbols ruled out by the reader)."""
     grammar = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
     abducer = GrammarAbducer(
-        Executor(grammar, TreeSemantics({})), AbductionBudget(max_changes=max_changes, alternatives=alternatives)
+        Executor(grammar, TreeSemantics({})),
+        AbductionBudget(max_changes=max_changes, alternatives=alternatives, max_patterns=10**6),
     )
     rng = np.random.default_rng(seed)
     log_probs = np.log(rng.dirichlet(np.full(len(HINT_SYMBOLS), 0.3), size=len(sentence)))
@@ -451,3 +452,23 @@ def test_grammatical_edits_are_the_ranked_ones_the_grammar_accepts_in_the_same_o
     as_sets = [tuple(sorted(edits)) for _, edits in grammatical]
     assert len(set(as_sets)) == len(as_sets)
     assert sorted(as_sets) == sorted(tuple(sorted(edits)) for _, edits in accepted)
+
+
+def test_the_enumeration_stops_after_max_patterns_ungrammatical_patterns(monkeypatch):
+    """A reader that prefers brackets everywhere on a long sentence makes countless ungrammatical patterns rank
+    first: the enumeration parses at most ``max_patterns`` of them (plus the grammatical ones it runs), then stops."""
+    grammar = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
+    abducer = GrammarAbducer(
+        Executor(grammar, TreeSemantics({})), AbductionBudget(max_changes=3, max_candidates=8, max_patterns=40)
+    )
+    sentence = "1+2*3-4" * 6 + "1"
+    log_probs = np.full((len(sentence), len(HINT_SYMBOLS)), -20.0)
+    log_probs[:, [HINT_SYMBOLS.index("("), HINT_SYMBOLS.index(")")]] = 0.0
+    log_probs[range(len(sentence)), [HINT_SYMBOLS.index(c) for c in sentence]] = -1.0
+    asked = []
+    monkeypatch.setattr(grammar, "accepts", lambda text: asked.append(text) or SymbolGrammar.accepts(grammar, text))
+    found = list(abducer._grammatical(sentence, log_probs, abducer._options(sentence, frozenset()), 3))
+    rejected = sum(not SymbolGrammar.accepts(grammar, text) for text in asked)
+    assert rejected == 41 and len(asked) - rejected >= len(found)
+    with pytest.raises(ValueError, match="max_patterns"):
+        AbductionBudget(max_patterns=0)

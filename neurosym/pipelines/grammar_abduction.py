@@ -47,6 +47,9 @@ class AbductionBudget:
     Args:
         max_changes: the most symbols a correction may change.
         max_candidates: the most (grammatical) sentences the enumeration runs per abduction.
+        max_patterns: the most ungrammatical terminal patterns the enumeration passes over per abduction before it
+            stops (a bound on its work where the reader prefers edits the grammar rejects: on a long sentence their
+            combinations are countless).
         alternatives: other symbols tried per position by the enumeration.
         beam: ways kept per node of the top-down search.
         readings: at a rule with an inverse, each part is also assumed kept at each of its ``readings`` most
@@ -65,15 +68,16 @@ class AbductionBudget:
 
     max_changes: int = 2
     max_candidates: int = 256
+    max_patterns: int = 1024
     alternatives: int = 4
     beam: int = 4
     readings: int = 0
     sample_readings: bool = False
 
     def __post_init__(self) -> None:
-        if min(self.max_changes, self.max_candidates, self.alternatives, self.beam) < 1 or self.readings < 0:
+        if min(self.max_changes, self.max_candidates, self.max_patterns, self.alternatives, self.beam) < 1 or self.readings < 0:
             raise ValueError(
-                f"max_changes, max_candidates, alternatives and beam must be at least 1, readings at least 0: {self}"
+                f"max_changes, max_candidates, max_patterns, alternatives and beam must be at least 1, readings at least 0: {self}"
             )
 
 
@@ -119,6 +123,7 @@ class GrammarAbducer:
         budget = budget or AbductionBudget()
         self.executor, self.grammar, self.semantics = executor, executor.grammar, executor.semantics
         self.max_changes, self.max_candidates, self.alternatives = budget.max_changes, budget.max_candidates, budget.alternatives
+        self.max_patterns = budget.max_patterns
         self.beam, self.readings, self.sample_readings = budget.beam, budget.readings, budget.sample_readings
         self.equal = equal or (lambda value, target: value == target)
         self.index = {symbol: i for i, symbol in enumerate(self.grammar.symbols)}
@@ -364,7 +369,8 @@ class GrammarAbducer:
         enumerating the others: parsing sees only terminals, so the edits are first ranked by *pattern* (which
         positions change, and to which terminal; a pattern's bound is its positions' best symbols of those
         terminals), and each grammatical pattern's symbols are then enumerated from that bound down, merged with
-        the other patterns' while no pattern still to come can beat them."""
+        the other patterns' while no pattern still to come can beat them; after ``max_patterns`` ungrammatical
+        patterns it stops."""
         per_position = []
         for position, symbols in self._alternatives(sentence, log_probs, options):
             by_terminal: dict[str, list[tuple[float, str]]] = {}
@@ -378,11 +384,16 @@ class GrammarAbducer:
         # (-gain, tiebreak, pattern, each position's rank in its group, the last position whose rank is not 0)
         heap: list[tuple[float, int, tuple[tuple[int, tuple[tuple[float, str], ...]], ...], tuple[int, ...], int]] = []
         tiebreak = itertools.count()
+        rejected = 0
         while True:
             while pending is not None and (not heap or pending[0] >= -heap[0][0]):
                 bound, pattern = pending
                 if self.grammar.accepts(_apply(sentence, tuple((p, group[0][1]) for p, group in pattern))):
                     heapq.heappush(heap, (-bound, next(tiebreak), pattern, (0,) * len(pattern), 0))
+                else:
+                    rejected += 1
+                    if rejected > self.max_patterns:
+                        return
                 pending = next(patterns, None)
             if not heap:
                 return
