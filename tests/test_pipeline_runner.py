@@ -171,7 +171,7 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "100", "--batch-size", "12",
             "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32", "--classifier-width", "8",
             "--fewshot-scales", "none", "--extra-test-bank", str(archive), "--adapt", str(archive),
-            "--adapt-examples", "200", "--adapt-steps", "100", "--speed-samples", "3", "--out", str(out), "--no-progress"]  # fmt: skip
+            "--adapt-examples", "200", "--adapt-steps", "150", "--speed-samples", "3", "--out", str(out), "--no-progress"]  # fmt: skip
     assert main(argv) == 0
     results = json.loads((out / "results.json").read_text())
     before, after = results["extra_test_bank"]["test"]["symbol"], results["adapt"]["test_new_writer"]["symbol"]
