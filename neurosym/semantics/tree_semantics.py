@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from lark import Token, Transformer, Tree
@@ -148,6 +149,16 @@ def _unwrapped(function: Callable) -> Callable:
     return call
 
 
+@dataclass
+class _Parse:
+    """A remembered parse of one terminal sequence: its ``tree`` (``None``: ungrammatical), the ``sentence`` it was
+    parsed from, and its compiled ``program`` once a sentence of that shape has been run."""
+
+    tree: Tree | None
+    sentence: str
+    program: Callable[[str], Any] | None = None
+
+
 class Executor:
     """Values of sentences under a grammar and its semantics, batched, with a bounded memory of sentences already
     run (abduction executes the same candidates again and again) and of ``shapes`` parses: parsing sees only the
@@ -158,8 +169,7 @@ class Executor:
     def __init__(self, grammar: SymbolGrammar, semantics: TreeSemantics, memory: int = 100_000, shapes: int = 10_000):
         self.grammar, self.semantics, self.memory, self.shapes = grammar, semantics, memory, shapes
         self._seen: OrderedDict[str, Any] = OrderedDict()
-        self._parses: OrderedDict[tuple[str | None, ...], tuple[Tree | None, str]] = OrderedDict()
-        self._programs: OrderedDict[tuple[str | None, ...], Callable[[str], Any] | None] = OrderedDict()
+        self._parses: OrderedDict[tuple[str | None, ...], _Parse] = OrderedDict()
 
     def value(self, sentence: str) -> Any:
         """The value of ``sentence`` (``None`` when ungrammatical or invalid)."""
@@ -173,25 +183,21 @@ class Executor:
         return value
 
     def _run(self, sentence: str) -> Any:
-        shape = self.grammar.terminals(sentence)
-        if shape not in self._programs:
-            tree, _ = self._shape_parse(sentence)
-            self._programs[shape] = None if tree is None else self.semantics.compile(tree)
-            if len(self._programs) > self.shapes:
-                self._programs.popitem(last=False)
-        else:
-            self._programs.move_to_end(shape)
-        program = self._programs[shape]
-        return None if program is None else program(sentence)
+        parse = self._shape_parse(sentence)
+        if parse.tree is None:
+            return None
+        if parse.program is None:  # compiled when first run (a tree alone may be asked of partial semantics)
+            parse.program = self.semantics.compile(parse.tree)
+        return parse.program(sentence)
 
     def tree(self, sentence: str) -> Tree | None:
         """The parse tree of ``sentence`` (``None`` when ungrammatical): a remembered parse of its terminals,
         rebuilt with its own symbols where it was parsed for another sentence."""
-        tree, parsed = self._shape_parse(sentence)
-        return tree if tree is None or parsed == sentence else _with_symbols(tree, sentence)
+        parse = self._shape_parse(sentence)
+        return parse.tree if parse.tree is None or parse.sentence == sentence else _with_symbols(parse.tree, sentence)
 
-    def _shape_parse(self, sentence: str) -> tuple[Tree | None, str]:
-        """The parse remembered for ``sentence``'s terminals and the sentence it was parsed from."""
+    def _shape_parse(self, sentence: str) -> _Parse:
+        """The parse remembered for ``sentence``'s terminals."""
         shape = self.grammar.terminals(sentence)
         if shape in self._parses:
             self._parses.move_to_end(shape)
@@ -200,10 +206,10 @@ class Executor:
             tree = self.grammar.parse(sentence)
         except ParseError:
             tree = None
-        self._parses[shape] = (tree, sentence)
+        self._parses[shape] = parse = _Parse(tree, sentence)
         if len(self._parses) > self.shapes:
             self._parses.popitem(last=False)
-        return tree, sentence
+        return parse
 
     def values(self, sentences: Iterable[str]) -> list[Any]:
         """Values of many sentences (``None`` where ungrammatical or invalid)."""
