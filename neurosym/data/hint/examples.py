@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 from neurosym.data.hint.sampling import Vocabulary
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, execute
 from neurosym.syntax import from_prefix, infix_layout
+from neurosym.training import atomic_path
 
 
 @dataclass(frozen=True)
@@ -119,13 +120,10 @@ class HintSplit(Sequence[HintRecord]):
 
     def save(self, path: str | os.PathLike) -> Path:
         """Store the columns in one ``.npz`` (written atomically)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(path.name + ".partial.npz")
         columns = {name: getattr(self, name) for name in ("res", "n_op", "eval", "head", "res_all")}
-        np.savez_compressed(partial, prefix=_pack(self.prefix), expr=_pack(self.expr), **columns)
-        os.replace(partial, path)
-        return path
+        with atomic_path(path, suffix=".npz") as partial:
+            np.savez_compressed(partial, prefix=_pack(self.prefix), expr=_pack(self.expr), **columns)
+        return Path(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike, table: OperatorTable = HINT_SEMANTICS) -> HintSplit:

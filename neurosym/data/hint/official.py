@@ -22,6 +22,7 @@ from neurosym.data.hint.examples import HintRecord
 from neurosym.data.hint.splits import EVAL_SUBSETS
 from neurosym.data.symbol_images import SymbolBank, load_folder_bank, write_folder_bank
 from neurosym.syntax import ALIASES
+from neurosym.training import atomic_path
 
 SPLIT_FILES: dict[str, str] = {"train": "expr_train.json", "val": "expr_val.json", "test": "expr_test.json"}
 FEWSHOT_FILE = "fewshot_dataset.json"
@@ -216,9 +217,8 @@ def assign_images(records: Sequence[HintRecord], bank: SymbolBank, pool: str, se
 
 
 def _dump(path: Path, data) -> None:
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(data))
-    os.replace(partial, path)
+    with atomic_path(path) as partial:
+        partial.write_text(json.dumps(data))
 
 
 def write_release(

@@ -14,6 +14,7 @@ from neurosym.data.symbol_images.classes import DIGITS, FEWSHOT_CONCEPTS, HANDWR
 from neurosym.data.symbol_images.handwriting import HANDWRITTEN_SIZE, handwritten_symbols
 from neurosym.data.symbol_images.normalise import normalise_glyphs
 from neurosym.data.symbol_images.strokes import draw_bank_images
+from neurosym.training import atomic_path
 
 BANK_SYMBOLS: tuple[str, ...] = HINT_SYMBOLS + FEWSHOT_CONCEPTS
 """The symbols of the embedded banks: the 16 of the main split and the six few-shot concepts."""
@@ -151,7 +152,5 @@ def with_drawn_digits(bank: SymbolBank, per_digit: int, seed: int = 0) -> Symbol
 
 
 def _save_atomically(path: Path, bank: SymbolBank) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial.npz")
-    np.savez(partial, images=bank.images, labels=bank.labels, pools=bank.pools, paths=bank.paths, sources=bank.sources)
-    os.replace(partial, path)
+    with atomic_path(path, suffix=".npz") as partial:
+        np.savez(partial, images=bank.images, labels=bank.labels, pools=bank.pools, paths=bank.paths, sources=bank.sources)
