@@ -6,7 +6,7 @@ from hint_pipelines import TINY_TRAINING, tiny_pipeline, tiny_problem
 
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.routing import source_windows
-from neurosym.pipelines.trainer import evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 from neurosym.semantics import BatchSolver
 from neurosym.training import TrainingInterrupted, load_checkpoint
@@ -119,5 +119,6 @@ def test_refit_refuses_bad_input(problem):
         refit_reader(reader, [foreign], RefitConfig(steps=1), CPU)
     for bad, match in (({"steps": 0}, "must be positive"), ({"augment_shift": -1}, "augment_shift >= 0"),
                        ({"learning_rate": 0.0}, "learning_rate > 0"), ({"schedule": "warm"}, "unknown schedule")):  # fmt: skip
-        with pytest.raises(ValueError, match=match):
-            RefitConfig(**bad)
+        for config in (RefitConfig, PipelineConfig):  # both check the settings they share once, in WindowTraining
+            with pytest.raises(ValueError, match=match):
+                config(**bad)

@@ -57,7 +57,14 @@ from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windo
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.routing import route_readers, source_windows
 from neurosym.pipelines.sentences import READ, ImageSentences, SentenceBatch, SentenceSource
-from neurosym.pipelines.trainer import Anchor, PipelineConfig, evaluate_pipeline, pseudo_label_loss, train_pipeline
+from neurosym.pipelines.trainer import (
+    Anchor,
+    PipelineConfig,
+    WindowTraining,
+    evaluate_pipeline,
+    pseudo_label_loss,
+    train_pipeline,
+)
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 
 __all__ = [
@@ -67,6 +74,7 @@ __all__ = [
     "AdaptConfig",
     "Adaptation",
     "Anchor",
+    "ConcatWindows",
     "ConceptNotLearned",
     "Correction",
     "Curriculum",
@@ -76,18 +84,18 @@ __all__ = [
     "GrammarAbducer",
     "GrammarDecoder",
     "GrammarPipeline",
-    "ImageSentences",
-    "SentenceBatch",
-    "SentenceSource",
     "HintPipeline",
+    "ImageSentences",
     "LabelledWindows",
     "LearnedConcept",
     "PipelineConfig",
     "Reading",
     "RefitConfig",
+    "SentenceBatch",
+    "SentenceSource",
     "TokenRoles",
     "WindowSource",
-    "ConcatWindows",
+    "WindowTraining",
     "abduced_windows",
     "adapt_to_writer",
     "constrained_decode",

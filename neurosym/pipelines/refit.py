@@ -21,10 +21,9 @@ import torch
 from neurosym.perception.augment import random_shift
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import fit_windows
+from neurosym.pipelines.trainer import WindowTraining, fit_windows
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, real_positions
 from neurosym.training.device import mixed_precision
-from neurosym.training.loop import SCHEDULES
 
 
 @dataclass(frozen=True)
@@ -39,26 +38,15 @@ class LabelledWindows:
 
 
 @dataclass(frozen=True)
-class RefitConfig:
-    """``steps`` batches of ``batch_size`` windows, Adam at ``learning_rate`` under ``schedule``
-    (``"constant"`` or ``"cosine"``); each window shifted by up to ``augment_shift`` pixels; batches
-    depend only on ``(seed, step)``, so a resumed refit repeats an uninterrupted one."""
+class RefitConfig(WindowTraining):
+    """:class:`~neurosym.pipelines.trainer.WindowTraining` of a reader on labelled windows, by default longer, in
+    larger batches and under a cosine schedule; batches depend only on ``(seed, step)``, so a resumed refit
+    repeats an uninterrupted one."""
 
     steps: int = 1600
     batch_size: int = 128
-    learning_rate: float = 1e-3
     schedule: str = "cosine"
-    augment_shift: int = 0
-    seed: int = 0
     checkpoint_every: int = 200
-
-    def __post_init__(self) -> None:
-        if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
-            raise ValueError("steps, batch_size and checkpoint_every must be positive")
-        if self.learning_rate <= 0 or self.augment_shift < 0:
-            raise ValueError(f"need learning_rate > 0 and augment_shift >= 0, got {self.learning_rate}, {self.augment_shift}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"unknown schedule {self.schedule!r}: choose one of {SCHEDULES}")
 
 
 def abduced_windows(

@@ -44,42 +44,54 @@ GRAMMAR_PSEUDO_LABELS = ("all", "marginal")
 
 
 @dataclass(frozen=True)
-class PipelineConfig:
-    """Optimisation settings: ``steps`` batches of ``batch_size`` expressions, Adam at ``learning_rate``
-    under ``schedule`` (``"constant"``, or ``"cosine"`` decay to zero at ``steps``); training windows are
-    shifted by up to ``augment_shift`` pixels each (:func:`neurosym.perception.augment.random_shift`) and
-    redrawn in another hand at ``augment_style`` strength in ``[0, 1]`` (:func:`~neurosym.perception.augment.random_style`).
-    ``pseudo_labels="all"`` trains on every symbol of a pseudo-label, ``"verified"`` only on those the
-    result pins down (:meth:`HintPipeline.verified_positions`), ``"marginal"`` (grammar pipeline only) on every
-    explanation found, weighted by its probability. ``distill`` weighs the KL divergence from an
-    :class:`Anchor`'s reading (learning without forgetting; 0 = off)."""
+class WindowTraining:
+    """How a reader is fitted to windows: ``steps`` batches of ``batch_size`` examples, Adam at ``learning_rate``
+    under ``schedule`` (``"constant"``, or ``"cosine"`` decay to zero at ``steps``); each training window shifted by
+    up to ``augment_shift`` pixels (:func:`neurosym.perception.augment.random_shift`); batches drawn from ``seed``; a
+    checkpoint every ``checkpoint_every`` steps. The settings every trainer of a reader shares
+    (:class:`PipelineConfig`, :class:`~neurosym.pipelines.refit.RefitConfig`), checked once here."""
 
     steps: int = 2000
     batch_size: int = 32
     learning_rate: float = 1e-3
     schedule: str = "constant"
     augment_shift: int = 0
+    seed: int = 0
+    checkpoint_every: int = 100
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
+            raise ValueError("steps, batch_size and checkpoint_every must be positive")
+        if not self.learning_rate > 0 or self.augment_shift < 0:
+            raise ValueError(f"need learning_rate > 0 and augment_shift >= 0, got {self.learning_rate}, {self.augment_shift}")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {self.schedule!r}: choose one of {SCHEDULES}")
+
+
+@dataclass(frozen=True)
+class PipelineConfig(WindowTraining):
+    """:class:`WindowTraining` of a pipeline on expressions (``batch_size`` expressions a step), whose training
+    windows are also redrawn in another hand at ``augment_style`` strength in ``[0, 1]``
+    (:func:`~neurosym.perception.augment.random_style`), in the ``curriculum``'s order of lengths.
+    ``pseudo_labels="all"`` trains on every symbol of a pseudo-label, ``"verified"`` only on those the
+    result pins down (:meth:`HintPipeline.verified_positions`), ``"marginal"`` (grammar pipeline only) on every
+    explanation found, weighted by its probability. ``distill`` weighs the KL divergence from an
+    :class:`Anchor`'s reading (learning without forgetting; 0 = off)."""
+
     augment_style: float = 0.0
     curriculum: Curriculum = field(default_factory=Curriculum)
     learning: str = "abduction"
     pseudo_labels: str = "all"
-    seed: int = 0
-    checkpoint_every: int = 100
     distill: float = 0.0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.learning not in LEARNING_RULES:
             raise ValueError(f"unknown learning rule {self.learning!r}: choose one of {LEARNING_RULES}")
         if self.pseudo_labels not in PSEUDO_LABELS:
             raise ValueError(f"unknown pseudo_labels {self.pseudo_labels!r}: choose one of {PSEUDO_LABELS}")
-        if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
-            raise ValueError("steps, batch_size and checkpoint_every must be positive")
-        if self.augment_shift < 0:
-            raise ValueError(f"augment_shift must be >= 0, got {self.augment_shift}")
         if not 0 <= self.augment_style <= 1:
             raise ValueError(f"augment_style must be in [0, 1], got {self.augment_style}")
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"unknown schedule {self.schedule!r}: choose one of {SCHEDULES}")
         if self.distill < 0:
             raise ValueError(f"distill must be >= 0, got {self.distill}")
 
