@@ -39,10 +39,13 @@ PUBLISHED = (Published("Transformer rel. uni. (Li et al., official images)", 53.
 MAKE_RUN_STEPS, MAKE_RUN_BATCH = 800, 32
 """``make run``'s budget: steps of expressions, per batch."""
 
-ABDUCTION = AbductionBudget(max_changes=3, max_candidates=256, alternatives=len(HINT_SYMBOLS) - 1, readings=4)
+ABDUCTION = AbductionBudget(max_changes=3, max_candidates=256, alternatives=len(HINT_SYMBOLS) - 1, readings=0)
 """Every other symbol is tried at a position: with the default four, a reader sure of ``*`` ranks digits (which
 bracketed sentences allow there) above ``+``, and training settles on ``+`` read as ``*`` and ``-`` as ``/``
-(``make run``'s budget: validation average 9.9 %, symbols 80 %; prototype glyphs: 84 % of the symbols against 100 %)."""
+(``make run``'s budget: validation average 9.9 %, symbols 80 %; prototype glyphs: 84 % of the symbols against 100 %).
+No part is kept at other readings (``readings=0``): with 4, ``make run``'s 800 steps trained bit for bit the same
+(every pseudo-label the same: validation 98.2 % both; the enumeration, exact within three changes, finds each best
+correction) at 10.8 ms against 1.0 per wrong test expression."""
 
 
 def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
