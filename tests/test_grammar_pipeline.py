@@ -425,13 +425,15 @@ def test_ranked_edits_come_in_decreasing_probability_even_where_another_symbol_b
     max_changes=st.integers(1, 3),
     alternatives=st.integers(1, len(HINT_SYMBOLS) - 1),
     fix_first=st.booleans(),
+    read_best=st.booleans(),
 )
 def test_grammatical_edits_are_the_ranked_ones_the_grammar_accepts_in_the_same_order(
-    seed, sentence, max_changes, alternatives, fix_first
+    seed, sentence, max_changes, alternatives, fix_first, read_best
 ):
     """Ranking by terminal pattern first skips the ungrammatical edit sets without changing the others: the same
     edit sets as filtering the plain ranking by the grammar, each once, in the same decreasing probability (HINT's
-    grammar, whose brackets make most edits ungrammatical; some symbols ruled out by the reader)."""
+    grammar, whose brackets make most edits ungrammatical; some symbols ruled out by the reader; the symbols read
+    the reader's best, or not, so that an edit of the same terminal may gain)."""
     grammar = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
     abducer = GrammarAbducer(
         Executor(grammar, TreeSemantics({})),
@@ -439,8 +441,10 @@ def test_grammatical_edits_are_the_ranked_ones_the_grammar_accepts_in_the_same_o
     )
     rng = np.random.default_rng(seed)
     log_probs = np.log(rng.dirichlet(np.full(len(HINT_SYMBOLS), 0.3), size=len(sentence)))
+    read = (range(len(sentence)), [HINT_SYMBOLS.index(c) for c in sentence])
+    as_drawn = log_probs[read]
     log_probs[rng.random(log_probs.shape) < 0.2] = -np.inf
-    log_probs[range(len(sentence)), [HINT_SYMBOLS.index(c) for c in sentence]] = 0.0
+    log_probs[read] = 0.0 if read_best else as_drawn
     options = abducer._options(sentence, frozenset({0} if fix_first else ()))
     accepted = [
         (gain, edits)
