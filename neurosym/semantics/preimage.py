@@ -115,9 +115,7 @@ def left_preimage(
     """
     if symbol in EXACT_SYMBOLS:
         return _left_exact(symbol, target, right)
-    if apply is None:
-        raise ValueError(f"operator {symbol!r} has no built-in inverse: pass its function as `apply`")
-    return scan_left_preimage(apply, target, right, scan_limit)
+    return scan_left_preimage(_scanned(symbol, apply), target, right, scan_limit)
 
 
 def right_preimage(
@@ -126,9 +124,15 @@ def right_preimage(
     """Values ``b`` with ``apply(left, b) in target``; ``None`` when there are none (see :func:`left_preimage`)."""
     if symbol in EXACT_SYMBOLS:
         return _right_exact(symbol, left, target)
+    return scan_right_preimage(_scanned(symbol, apply), left, target, scan_limit)
+
+
+def _scanned(symbol: str, apply: Operator | None) -> Operator:
+    """``apply``, the function whose preimages are scanned for, where ``symbol`` has no closed form (an error when
+    it was not given)."""
     if apply is None:
         raise ValueError(f"operator {symbol!r} has no built-in inverse: pass its function as `apply`")
-    return scan_right_preimage(apply, left, target, scan_limit)
+    return apply
 
 
 def operand_preimages(
