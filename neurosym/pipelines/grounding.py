@@ -22,6 +22,7 @@ from pathlib import Path
 from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, BatchSolver, Operator, OperatorTable
 from neurosym.semantics.induction import Program
 from neurosym.syntax import ADDITIVE, BUILTIN_NUMBERS, BUILTIN_OPERATORS, MULTIPLICATIVE
+from neurosym.training import atomic_path
 
 ROLES = ("number", "operator", "open", "close", "unused")
 """The grammatical roles of a class: the grammar's shape (numbers, binary operators, round brackets)."""
@@ -174,10 +175,10 @@ class Grounding:
         )
 
     def save(self, path: str | os.PathLike) -> Path:
-        """Write :meth:`to_json` to ``path``; returns the path."""
-        path = Path(path)
-        path.write_text(json.dumps(self.to_json(), indent=1) + "\n")
-        return path
+        """Write :meth:`to_json` to ``path`` (atomically: :func:`~neurosym.training.atomic_path`); returns the path."""
+        with atomic_path(path) as partial:
+            partial.write_text(json.dumps(self.to_json(), indent=1) + "\n")
+        return Path(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Grounding:
