@@ -239,6 +239,11 @@ WRITERS = [*LONG, "--bank", "train-writers", "--drawn-digits", "3000", "--extra-
     ("name", "flags"),
     [
         ("hint_long.toml", [*LONG, "--test-scale", "0.1"]),
+        (
+            "hint_writers_drawn.toml",
+            [*LONG[:-6], "--scale", "0.01", "--test-scale", "0.1", "--steps", "2400", "--fewshot-scales", "none"]
+            + ["--bank", "train-writers", "--drawn-digits", "3000", "--stroke-width", "3", "--extra-test-bank", "test-writers"],
+        ),
         ("hint_writers_long.toml", WRITERS),
         (
             "hint_writers_routed.toml",
@@ -267,6 +272,7 @@ def test_each_study_config_file_is_the_command_line_it_names(name, flags) -> Non
     assert from_file == options_from(HintOptions, _parsed(build_parser("hint"), ["hint", *flags]))
     assert sorted(path.name for path in CONFIGS.glob("*.toml")) == [
         "hint_long.toml",
+        "hint_writers_drawn.toml",
         "hint_writers_long.toml",
         "hint_writers_routed.toml",
     ]
