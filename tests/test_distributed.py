@@ -24,9 +24,8 @@ from neurosym.training import (
     StopRequests,
     TrainConfig,
     TrainingInterrupted,
-    init_distributed,
+    distributed_process,
     load_checkpoint,
-    shutdown_distributed,
     train,
 )
 from neurosym.training.distributed import DistributedContext
@@ -67,11 +66,20 @@ def torchrun_process(rank: int, port: int) -> Iterator[DistributedContext]:
     """Process ``rank`` of a two-process gloo group, configured exactly as torchrun would configure it."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank))
     torch.set_num_threads(1)
-    context = init_distributed("cpu")
-    try:
+    with distributed_process("cpu") as context:
         yield context
-    finally:
-        shutdown_distributed()
+
+
+def test_without_torchrun_the_process_runs_alone_and_joins_no_group(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    with distributed_process("cpu") as context:
+        assert (context.rank, context.world_size, context.is_main, context.is_distributed) == (0, 1, True, False)
+        assert not torch.distributed.is_initialized()
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "2")
+    with pytest.raises(ValueError, match=r"RANK=2 is outside \[0, WORLD_SIZE=2\)"), distributed_process("cpu"):
+        pass
 
 
 def _worker(rank: int, port: int, folder: str) -> None:

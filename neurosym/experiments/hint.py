@@ -26,7 +26,7 @@ from neurosym.metrics.published import HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.models.seq2seq import Seq2Seq
 from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS, build_baseline, default_learning_rate, train_baseline
 from neurosym.plots.figure import plot_vs_published
-from neurosym.training import TrainConfig, init_distributed, shutdown_distributed
+from neurosym.training import TrainConfig, distributed_process
 from neurosym.training.checkpoint import save_json
 from neurosym.training.compile import compile_for_training
 from neurosym.training.distributed import DistributedContext, main_process_first
@@ -49,11 +49,8 @@ def run(args: HintOptions) -> dict[str, Any]:
     args = replace(args, steps=args.training_steps())
     if args.model == "neurosym":
         return hint_pipeline.run(args)
-    context = init_distributed(args.device)
-    try:
+    with distributed_process(args.device) as context:
         return _run_baseline(args, context)
-    finally:
-        shutdown_distributed()
 
 
 def build_model(args: HintOptions, source_vocab: int) -> Seq2Seq:

@@ -49,7 +49,7 @@ from neurosym.pipelines.sentences import READ
 from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, SCHEDULES, PipelineConfig
 from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import READER_WIDTH, TASKS, Task, build_task
-from neurosym.training import init_distributed, shutdown_distributed
+from neurosym.training import distributed_process
 from neurosym.training.checkpoint import load_checkpoint, save_json
 from neurosym.training.distributed import DistributedContext
 
@@ -170,11 +170,8 @@ def run(options: PipelineOptions) -> dict[str, Any] | None:
     if options.task == "hint":
         return _hint(options)
     apply_threads(options.threads)
-    context = init_distributed(options.device)
-    try:
+    with distributed_process(options.device) as context:
         return _run(options, context)
-    finally:
-        shutdown_distributed()
 
 
 def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any] | None:

@@ -5,12 +5,17 @@ limit) and its dataset layer :func:`train`."""
 from neurosym.training.checkpoint import atomic_path, check_resumable, load_checkpoint, save_checkpoint
 from neurosym.training.core import Checkpointing, LoopResult, run_training
 from neurosym.training.device import autocast_dtype, mixed_precision, resolve_device
-from neurosym.training.distributed import DistributedContext, init_distributed, shutdown_distributed
+from neurosym.training.distributed import (
+    DistributedContext,
+    distributed_process,
+    init_distributed,
+    shutdown_distributed,
+)
 from neurosym.training.loop import TrainConfig, TrainResult, train
 from neurosym.training.stopping import StopRequests, TrainingInterrupted
 from neurosym.training.update import Update, grad_scaler
 
 __all__ = ["autocast_dtype", "mixed_precision", "resolve_device", "save_checkpoint", "load_checkpoint"]
 __all__ += ["DistributedContext", "init_distributed", "shutdown_distributed", "TrainConfig", "TrainResult", "train"]
-__all__ += ["StopRequests", "TrainingInterrupted", "check_resumable", "atomic_path"]
+__all__ += ["distributed_process", "StopRequests", "TrainingInterrupted", "check_resumable", "atomic_path"]
 __all__ += ["Checkpointing", "LoopResult", "run_training", "Update", "grad_scaler"]

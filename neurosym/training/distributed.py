@@ -73,6 +73,20 @@ def shutdown_distributed() -> None:
         dist.destroy_process_group()
 
 
+@contextmanager
+def distributed_process(device: str | torch.device = "auto") -> Iterator[DistributedContext]:
+    """:func:`init_distributed` for the block, and :func:`shutdown_distributed` after it. A block that ends
+    normally first waits at a barrier for every rank, so that no process tears its connections down while a
+    peer still uses them (gloo aborts the peer then); a block that raises leaves at once."""
+    context = init_distributed(device)
+    try:
+        yield context
+        if context.is_distributed:
+            dist.barrier()
+    finally:
+        shutdown_distributed()
+
+
 def broadcast_from_main(value: Any, context: DistributedContext) -> Any:
     """Rank 0's ``value`` on every rank (any picklable object); the value itself when running alone."""
     if not context.is_distributed:
