@@ -17,6 +17,7 @@ from neurosym.pipelines.ground_images import (
     save_glyph_grid,
     symbol_accuracy,
 )
+from neurosym.pipelines.ground_symbols import GroundingConfig
 from neurosym.pipelines.grounding import compare_grounding
 from neurosym.pipelines.trainer import evaluate_pipeline
 from neurosym.pipelines.windows import WindowSource
@@ -112,4 +113,4 @@ def test_config_is_checked():
     with pytest.raises(ValueError, match="classes"):
         ImageGroundingConfig(classes=3)
     with pytest.raises(ValueError, match="min_agreement"):
-        ImageGroundingConfig(min_agreement=0)
+        ImageGroundingConfig(programs=GroundingConfig(min_agreement=0))

@@ -54,50 +54,31 @@ class Budget:
     test_size: int
 
 
-BUDGETS = {
-    "paper": Budget(
-        vector_scale={"mlp": 1.0, "mlp2x": 1.0, "transformer": 1.0, "mixer": 1.0},
-        vector_batch=1024,
-        vector_epochs=200,
-        vector_min_steps=800,
-        vector_max_steps=None,
-        visual_scale=1.0,
-        visual_train=60_000,
-        visual_epochs=10,
-        visual_batch=50,
-        visual_lr=1e-4,
-        reader_examples=60_000,
-        test_size=10_000,
+_BUDGET_NAMES = ("paper", "cpu", "smoke")
+_BUDGET_TABLE: dict[str, tuple[Any, Any, Any]] = {  # one row per setting: its value in each budget, in that order
+    "vector_scale": (
+        {"mlp": 1.0, "mlp2x": 1.0, "transformer": 1.0, "mixer": 1.0},
+        {"mlp": 0.25, "mlp2x": 0.25, "transformer": 0.125, "mixer": 0.125},
+        {"mlp": 0.05, "mlp2x": 0.05, "transformer": 0.03, "mixer": 0.03},
     ),
-    "cpu": Budget(
-        vector_scale={"mlp": 0.25, "mlp2x": 0.25, "transformer": 0.125, "mixer": 0.125},
-        vector_batch=256,
-        vector_epochs=200,
-        vector_min_steps=1000,
-        vector_max_steps=None,
-        visual_scale=0.25,
-        visual_train=6_000,
-        visual_epochs=2,
-        visual_batch=50,
-        visual_lr=1e-3,
-        reader_examples=30_000,
-        test_size=2_000,
-    ),
-    "smoke": Budget(  # seconds-long runs that only check the plumbing (used by the tests)
-        vector_scale={"mlp": 0.05, "mlp2x": 0.05, "transformer": 0.03, "mixer": 0.03},
-        vector_batch=32,
-        vector_epochs=1,
-        vector_min_steps=3,
-        vector_max_steps=3,
-        visual_scale=0.0625,
-        visual_train=64,
-        visual_epochs=1,
-        visual_batch=32,
-        visual_lr=1e-3,
-        reader_examples=256,
-        test_size=64,
-    ),
+    "vector_batch": (1024, 256, 32),
+    "vector_epochs": (200, 200, 1),
+    "vector_min_steps": (800, 1000, 3),
+    "vector_max_steps": (None, None, 3),
+    "visual_scale": (1.0, 0.25, 0.0625),
+    "visual_train": (60_000, 6_000, 64),
+    "visual_epochs": (10, 2, 1),
+    "visual_batch": (50, 50, 32),
+    "visual_lr": (1e-4, 1e-3, 1e-3),
+    "reader_examples": (60_000, 30_000, 256),
+    "test_size": (10_000, 2_000, 64),
 }
+BUDGETS = {
+    name: Budget(**{setting: values[column] for setting, values in _BUDGET_TABLE.items()})
+    for column, name in enumerate(_BUDGET_NAMES)
+}
+"""``paper``: the paper's sizes and schedules; ``cpu``: shrunk for a CPU; ``smoke``: seconds-long runs that only
+check the plumbing (used by the tests)."""
 
 
 class RunStore:

@@ -34,7 +34,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from copy import deepcopy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -62,10 +62,11 @@ class ImageGroundingConfig:
     classifier stage; operator glyphs clustered ``restarts`` times (``kmeans_iterations`` each, into
     ``over_clustering`` times as many fine clusters, merged by their programs), then
     re-read by the classifier ``operator_rounds`` times;
-    expressions up to ``max_reading_length`` symbols are read in stage 3; programs up to
-    ``max_program_size`` nodes must explain ``min_agreement`` of their (noisy) examples, lowered in steps
-    of 0.05 down to ``lowest_agreement`` for an operator that no program explains so well (operands misread
-    by a young classifier make a right program's examples wrong: × suffers most);
+    expressions up to ``max_reading_length`` symbols are read in stage 3; ``programs`` says how programs
+    explain their (noisy) examples (:class:`~neurosym.pipelines.ground_symbols.GroundingConfig`): up to
+    ``max_program_size`` nodes, explaining ``min_agreement`` of them, lowered in steps of 0.05 down to
+    ``lowest_agreement`` for an operator that no program explains so well (operands misread by a young
+    classifier make a right program's examples wrong: × suffers most);
     ``refine_steps`` abduction steps of ``batch_size`` expressions (0: no refinement); Adam at
     ``learning_rate``; the classifier's ``backbone``, ``width`` and ``features``
     (:class:`~neurosym.perception.symbol_classifier.SymbolClassifier`).
@@ -79,9 +80,7 @@ class ImageGroundingConfig:
     over_clustering: int = 3
     operator_rounds: int = 2
     max_reading_length: int = 11
-    max_program_size: int = 8
-    min_agreement: float = 0.8
-    lowest_agreement: float = 0.5
+    programs: GroundingConfig = field(default_factory=lambda: GroundingConfig(min_agreement=0.8, lowest_agreement=0.5))
     refine_steps: int = 200
     batch_size: int = 32
     learning_rate: float = 1e-3
@@ -102,10 +101,6 @@ class ImageGroundingConfig:
             )
         if self.refine_steps < 0 or self.operator_rounds < 0 or self.max_reading_length < 3:
             raise ValueError("refine_steps and operator_rounds must be >= 0 and max_reading_length >= 3")
-        if not 0 < self.lowest_agreement <= self.min_agreement <= 1:
-            raise ValueError(
-                f"need 0 < lowest_agreement <= min_agreement <= 1, got {self.lowest_agreement}, {self.min_agreement}"
-            )
 
 
 @dataclass(frozen=True)
@@ -200,11 +195,14 @@ def kmeans(points: torch.Tensor, clusters: int, iterations: int, seed: int) -> t
 def _programs(triples: list[tuple[int, int, int]], assignment: torch.Tensor, clusters: int, config: ImageGroundingConfig) -> list:
     """Per cluster the program :func:`induce_noisy_operator` finds for its ``(i, j, result)`` triples, from
     ``min_agreement`` down to ``lowest_agreement``, or ``None``."""
+    settings = config.programs
+    lowest = settings.min_agreement if settings.lowest_agreement is None else settings.lowest_agreement
     programs = []
     for k in range(clusters):
         members = [triples[i] for i in (assignment == k).nonzero().flatten().tolist()]
-        agreements = (config.min_agreement, config.lowest_agreement)
-        programs.append(induce_noisy_operator(members, config.max_program_size, *agreements) if members else None)
+        programs.append(
+            induce_noisy_operator(members, settings.max_program_size, settings.min_agreement, lowest) if members else None
+        )
     return programs
 
 
@@ -408,8 +406,7 @@ def learn_grounding_from_images(
     # 3. brackets and meaning from readings of the expressions
     readable = np.flatnonzero(lengths <= config.max_reading_length).tolist()
     readings = _read_with_brackets(classifier, source, readable, len(values), operators, device)
-    grounding_config = GroundingConfig(config.max_program_size, config.min_agreement, lowest_agreement=config.lowest_agreement)
-    grounding = learn_grounding(readings, results[readable].tolist(), config.classes, grounding_config)
+    grounding = learn_grounding(readings, results[readable].tolist(), config.classes, config.programs)
     windows, labels = _verified_windows(source, readable, readings, grounding, results)
     _fit(classifier, windows, labels, config, device, config.seed + 2)
     log["readings"] = {"expressions": len(readable), "verified": len(labels) / int(lengths[readable].sum()), "seconds": lap()}
@@ -427,7 +424,7 @@ def learn_grounding_from_images(
         )
         train_pipeline(pipeline, source, schedule, device, checkpoint, progress, time_limit)
         readings = read_classes(pipeline, source, readable, device)
-        grounding = learn_grounding(readings, results[readable].tolist(), config.classes, grounding_config)
+        grounding = learn_grounding(readings, results[readable].tolist(), config.classes, config.programs)
         classifier.vocabulary = list(grounding.symbols)
         pipeline = HintPipeline(classifier, grounding.table)
     log["final"] = {"explained": float(np.mean(np.array(grounding.solve(readings)) == results[readable])), "seconds": lap()}
