@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import torch
@@ -73,16 +74,24 @@ def shutdown_distributed() -> None:
         dist.destroy_process_group()
 
 
+LAST_BARRIER_TIMEOUT = timedelta(hours=12)
+"""How long the ranks of :func:`distributed_process` wait at its end for the others (on gloo): rank 0 may still be
+evaluating and writing results, which can outlast the process group's own timeout for collectives."""
+
+
 @contextmanager
 def distributed_process(device: str | torch.device = "auto") -> Iterator[DistributedContext]:
     """:func:`init_distributed` for the block, and :func:`shutdown_distributed` after it. A block that ends
-    normally first waits at a barrier for every rank, so that no process tears its connections down while a
-    peer still uses them (gloo aborts the peer then); a block that raises leaves at once."""
+    normally first waits for every rank (:data:`LAST_BARRIER_TIMEOUT` on gloo), so that no process tears its
+    connections down while a peer still uses them (gloo aborts the peer then); a block that raises leaves at once."""
     context = init_distributed(device)
     try:
         yield context
         if context.is_distributed:
-            dist.barrier()
+            if dist.get_backend() == "gloo":
+                dist.monitored_barrier(timeout=LAST_BARRIER_TIMEOUT)
+            else:
+                dist.barrier()
     finally:
         shutdown_distributed()
 
