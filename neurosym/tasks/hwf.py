@@ -130,7 +130,9 @@ def build(seed: int = 0, reader_width: int = READER_WIDTH) -> Task:
         train=parts["train"],
         validation=parts["val"],
         test=parts["test"],
-        abduction=AbductionBudget(max_changes=3, max_candidates=256, readings=4),
+        # readings=0: with 4, seed 0's 6,250 steps (20 epochs) trained bit for bit the same (validation 98.40 % both),
+        # and abduction per wrong test formula took 0.78 ms against 0.53: with hard labels every one is the enumeration's
+        abduction=AbductionBudget(max_changes=3, max_candidates=256, readings=0),
         curriculum=Curriculum(((1, 150), (3, 250), (5, 250), (7, 10**9))),
         pseudo_labels="all",  # validation, seed 0: 97.90 % against 97.10 % with "marginal"
         epochs=20.0,  # validation, seeds 0-2: 98.83 % on average with 20 epochs, 98.77 % with 12; seed 0: 97.90 % with 3 and 6
