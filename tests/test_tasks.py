@@ -207,7 +207,7 @@ def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, 
 
 
 def test_options_left_out_are_the_tasks_choices():
-    from neurosym.experiments.pipeline import PipelineOptions, training_config
+    from neurosym.experiments.pipeline import PipelineOptions, task_for, training_config
     from neurosym.tasks import mnist_add
 
     task = build_task("hwf", seed=0)
@@ -219,6 +219,11 @@ def test_options_left_out_are_the_tasks_choices():
     assert (epochs, config.steps, config.augment_shift, config.augment_style) == (0.5, 157, 0, 0.5)
     assert config.pseudo_labels == "marginal"
     assert [mnist_add.epochs(digits) for digits in (1, 2, 3, 4, 5, 15, 100)] == [2.0, 6.0, 6.0, 12.0, 12.0, 25.0, 25.0]
+    parameters = [
+        sum(p.numel() for p in task_for(PipelineOptions(task="hwf", **width)).make_reader().parameters())
+        for width in ({}, {"reader_width": 8})
+    ]
+    assert parameters[0] == sum(p.numel() for p in task.make_reader().parameters()) > parameters[1]
     budgets = {digits: mnist_add.abduction_budget(digits) for digits in (2, 4, 15)}
     assert [(b.readings, b.sample_readings) for b in budgets.values()] == [(0, False), (16, False), (64, True)]
     assert budgets[15].beam >= 2 * budgets[15].readings  # the two numbers' draws are not cut back

@@ -48,7 +48,7 @@ from neurosym.pipelines.grammar_pipeline import (
 from neurosym.pipelines.sentences import READ
 from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, SCHEDULES, PipelineConfig
 from neurosym.plots.pipeline import plot_grammar_pipeline
-from neurosym.tasks import READER_WIDTH, TASKS, Task, build_task
+from neurosym.tasks import TASKS, Task, build_task
 from neurosym.training import distributed_process
 from neurosym.training.checkpoint import load_checkpoint, save_json
 from neurosym.training.distributed import DistributedContext
@@ -94,7 +94,9 @@ class PipelineOptions(TrainingOptions):
         None, "strength (0 to 1) at which training windows are redrawn in another hand (default: the task's: 0)",
         parse=unit_interval,
     )  # fmt: skip
-    reader_width: int = option(READER_WIDTH, "channels of the reader's first convolution", parse=positive_int)
+    reader_width: int | None = option(
+        None, "channels of the reader's first convolution (default: the task's)", parse=positive_int
+    )
     max_changes: int | None = option(None, "abduction: symbols a correction may change (default: the task's)", parse=positive_int)
     max_candidates: int | None = option(
         None, "abduction: grammatical sentences the enumeration may run (default: the task's)", parse=positive_int
@@ -134,21 +136,19 @@ SHARED = {item.name for item in fields(TrainingOptions)}
 OPTIONS = PipelineOptions
 
 
-def _task(options: PipelineOptions) -> Task:
+def task_for(options: PipelineOptions) -> Task:
+    """The task ``options`` name, built with the options given (the task's own choice for each one left out)."""
+    reader = {} if options.reader_width is None else {"reader_width": options.reader_width}
     if options.task == "mnist-add":
-        return build_task(
-            "mnist-add", digits=options.digits, seed=options.seed, mnist=options.mnist, reader_width=options.reader_width
-        )
+        return build_task("mnist-add", digits=options.digits, seed=options.seed, mnist=options.mnist, **reader)
     if options.task == "hint-grammar":
         try:
-            return build_task(
-                "hint-grammar", seed=options.seed, reader_width=options.reader_width, scale=options.scale, data=options.data
-            )
+            return build_task("hint-grammar", seed=options.seed, scale=options.scale, data=options.data, **reader)
         except (FileNotFoundError, ValueError) as error:  # a broken release: one line naming the file and record
             if options.data is None:
                 raise
             raise SystemExit(f"neurosym pipeline: {error}") from None
-    return build_task(options.task, seed=options.seed, reader_width=options.reader_width)
+    return build_task(options.task, seed=options.seed, **reader)
 
 
 def training_config(options: PipelineOptions, task: Task) -> tuple[float, PipelineConfig]:
@@ -176,7 +176,7 @@ def run(options: PipelineOptions) -> dict[str, Any] | None:
 
 def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any] | None:
     device = context.device
-    task = _task(options)
+    task = task_for(options)
     torch.manual_seed(options.seed)
     budget = {item.name for item in fields(AbductionBudget)} & {item.name for item in fields(options)}
     abduction = replace(task.abduction, **{name: getattr(options, name) for name in budget if getattr(options, name) is not None})
@@ -201,6 +201,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         return None
     results = _evaluated(pipeline, task, device, options) | {
         "task": task.name, "device": str(device), "processes": context.world_size, "epochs": epochs, "steps": steps,
+        "reader_parameters": sum(parameter.numel() for parameter in reader.parameters()),
         "augment_shift": config.augment_shift, "augment_style": config.augment_style,
         "config": {key: str(value) if isinstance(value, Path) else value for key, value in asdict(options).items()},
         "abduction": asdict(abduction), "pseudo_labels": config.pseudo_labels, "train_seconds": trained, "data_note": task.data_note, "history": history,
