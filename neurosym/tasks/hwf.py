@@ -22,7 +22,7 @@ from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.tasks import READER_WIDTH, Published, Task, grammar_file
+from neurosym.tasks import Published, Task, grammar_file
 
 DIGITS, OPERATORS = "0123456789", "+-*/"
 LENGTHS = (1, 3, 5, 7)
@@ -105,6 +105,11 @@ def formula_sentences(
     targets = [semantics.evaluate(grammar.parse(formula)) for formula in formulas]
     lengths = np.array([len(f) for f in formulas])
     return ImageSentences(images, picks, np.full(picks.shape, READ), lengths, targets, formulas)
+
+
+READER_WIDTH = 64
+"""HWF's reader width, chosen on validation over seeds 0-2 (20 epochs): 99.07 % on average against 98.93 % with the
+tasks' 32 and 98.73 % with 32 over 40 epochs (within the seeds' spread, at 2.7x the training time of 32)."""
 
 
 def build(seed: int = 0, reader_width: int = READER_WIDTH) -> Task:
