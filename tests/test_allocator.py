@@ -90,3 +90,35 @@ def test_freed_blocks_between_live_ones_go_back_to_the_kernel() -> None:
 def test_release_is_a_no_op_without_glibc(monkeypatch) -> None:
     monkeypatch.setattr(sys, "platform", "darwin")
     assert not allocator.release_free_memory()
+
+
+# A block above glibc's largest mmap threshold (32 MiB), allocated and freed every step.
+LARGE_STEP_FAULTS = """
+import resource, sys, torch
+from neurosym.training.allocator import retain_freed_memory
+assert retain_freed_memory(large_blocks=sys.argv[1] == "large")
+x = torch.rand(1 << 20)
+def step():
+    return torch.cat([x] * 16).sum().item()  # 64 MiB
+for _ in range(3):
+    step()
+faults = []
+for _ in range(11):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    step()
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(sorted(faults)[5])  # the median step: the kernel may reclaim idle pages now and then
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt is Linux-only")
+def test_blocks_above_the_mmap_threshold_are_reused_only_with_large_blocks() -> None:
+    def faults(mode: str) -> float:
+        done = subprocess.run(
+            [sys.executable, "-c", LARGE_STEP_FAULTS, mode], capture_output=True, text=True, check=True, timeout=120
+        )
+        return float(done.stdout.strip().splitlines()[-1])
+
+    threshold_only, large = faults("threshold"), faults("large")
+    assert threshold_only > 10_000, threshold_only  # 64 MiB are 16,384 pages, mapped anew every step
+    assert large < threshold_only / 10, (threshold_only, large)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neurosym.perception.strokes import StrokeNormaliser, skeletonise
+from neurosym.perception.strokes import _NEIGHBOURS, StrokeNormaliser, _neighbour_codes, skeletonise
 from neurosym.perception.symbol_classifier import SymbolClassifier
 
 
@@ -92,3 +92,31 @@ def test_a_classifier_with_stroke_normalisation_reads_a_glyph_the_same_at_any_wi
     log_probabilities = classifier(windows)
     assert log_probabilities.shape == (4, 10)
     torch.testing.assert_close(log_probabilities[1:], log_probabilities[0].expand(3, 10), atol=0.1, rtol=0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(strokes, st.integers(1, 6), st.integers(1, 5))
+def test_the_pen_and_the_blur_equal_a_max_pool_and_a_separable_gaussian_convolution(points, written, pen):
+    window = _stroke(points, written)[None, None].float()
+    normalise = StrokeNormaliser(width=pen)
+    skeleton = skeletonise(window[:, 0] > 0)[:, None].float()
+    before, after = (pen - 1) // 2, pen // 2
+    widened = F.max_pool2d(F.pad(skeleton, (before, after, before, after)), pen, stride=1)
+    row = normalise.gaussian.view(1, 1, 1, -1)
+    radius = row.shape[-1] // 2
+    soft = F.conv2d(F.conv2d(widened, row, padding=(0, radius)), row.view(1, 1, -1, 1), padding=(radius, 0))
+    torch.testing.assert_close(normalise(window), soft / soft.amax(), atol=1e-6, rtol=0)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_each_pixel_codes_its_eight_neighbours_clockwise_from_north(seed):
+    ink = torch.rand(2, 6, 7, generator=torch.Generator().manual_seed(seed)) > 0.5
+    codes = _neighbour_codes(ink)
+    for n, row, column in itertools.product(range(2), range(6), range(7)):
+        expected = sum(
+            1 << bit
+            for bit, (d_row, d_column) in enumerate(_NEIGHBOURS)
+            if 0 <= row + d_row < 6 and 0 <= column + d_column < 7 and ink[n, row + d_row, column + d_column]
+        )
+        assert codes[n, row, column] == expected

@@ -50,6 +50,7 @@ from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, SCHEDULES, Pipelin
 from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task
 from neurosym.training import distributed_process
+from neurosym.training.allocator import retain_freed_memory
 from neurosym.training.checkpoint import load_checkpoint, save_json
 from neurosym.training.distributed import DistributedContext
 
@@ -176,6 +177,8 @@ def run(options: PipelineOptions) -> dict[str, Any] | None:
 
 def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any] | None:
     device = context.device
+    if device.type == "cpu":  # a batch's reader activations would page-fault every step
+        retain_freed_memory(large_blocks=True)
     task = task_for(options)
     torch.manual_seed(options.seed)
     budget = {item.name for item in fields(AbductionBudget)} & {item.name for item in fields(options)}

@@ -5,8 +5,10 @@ digits are bold and soft, ``bhmsds``' thin and sharp, ``handwritten-calculator``
 sees only skeletons redrawn at one width is blind to those differences; ``benchmarks/RESULTS.md``
 measures what it gives on the other-writers protocol.
 
-The skeleton is Zhang & Suen's (1984) parallel thinning, computed as one 3×3 convolution and a 256-entry
-lookup per sub-iteration, so a batch of windows is thinned at once on any device.
+The skeleton is Zhang & Suen's (1984) parallel thinning, computed as each pixel's 8-bit neighbour code and a
+256-entry lookup per sub-iteration, so a batch of windows is thinned at once on any device. Every neighbourhood
+(the codes, the pen, the blur) is a sum of shifted copies: oneDNN runs such one-channel convolutions and
+max-pools over ten times slower on the CPU.
 """
 
 from __future__ import annotations
@@ -39,13 +41,22 @@ def _removable() -> torch.Tensor:
     return table
 
 
-@functools.cache
-def _code_kernel() -> torch.Tensor:
-    """``[1, 1, 3, 3]`` weights that turn a binary image's 3×3 neighbourhood into its 8-bit neighbour code."""
-    kernel = torch.zeros(1, 1, 3, 3)
+def _shifted(images: torch.Tensor, row: int, column: int) -> torch.Tensor:
+    """``images [..., H, W]`` -> the same shape, each pixel holding its neighbour at offset (``row``,
+    ``column``); zero beyond the border."""
+    height, width = images.shape[-2:]
+    margin = max(abs(row), abs(column))
+    padded = F.pad(images, (margin, margin, margin, margin))
+    return padded[..., margin + row : margin + row + height, margin + column : margin + column + width]
+
+
+def _neighbour_codes(ink: torch.Tensor) -> torch.Tensor:
+    """Bool images ``[N, H, W]`` -> long ``[N, H, W]``: each pixel's neighbours P2 … P9 as bits 0 … 7."""
+    pixels = ink.to(torch.uint8)
+    codes = torch.zeros_like(pixels)
     for bit, (row, column) in enumerate(_NEIGHBOURS):
-        kernel[0, 0, 1 + row, 1 + column] = 2.0**bit
-    return kernel
+        codes |= _shifted(pixels, row, column) << bit
+    return codes.long()
 
 
 def skeletonise(ink: torch.Tensor, max_iterations: int = 32) -> torch.Tensor:
@@ -56,14 +67,12 @@ def skeletonise(ink: torch.Tensor, max_iterations: int = 32) -> torch.Tensor:
     """
     if ink.dtype != torch.bool or ink.dim() != 3:
         raise ValueError(f"skeletonise expects bool images [N, H, W], got {ink.dtype} of shape {tuple(ink.shape)}")
-    table, kernel = _removable().to(ink.device), _code_kernel().to(ink.device)
+    table = _removable().to(ink.device)
     skeleton = ink.clone()
     for _ in range(max_iterations):
         before = skeleton
         for sub_iteration in (0, 1):
-            pixels = rearrange(skeleton.float(), "n h w -> n 1 h w")
-            codes = rearrange(F.conv2d(pixels, kernel, padding=1), "n 1 h w -> n h w").round().long()
-            skeleton = skeleton & ~table[sub_iteration][codes]
+            skeleton = skeleton & ~table[sub_iteration][_neighbour_codes(skeleton)]
         if torch.equal(skeleton, before):
             break
     return skeleton
@@ -96,10 +105,13 @@ class StrokeNormaliser(nn.Module):
             raise ValueError(f"StrokeNormaliser expects windows [N, 1, S, S], got {tuple(windows.shape)}")
         peak = windows.amax(dim=(2, 3), keepdim=True)
         ink = (windows > self.threshold * peak) & (peak > 0)
-        skeleton = rearrange(skeletonise(rearrange(ink, "n 1 h w -> n h w")), "n h w -> n 1 h w").to(windows.dtype)
-        before, after = (self.width - 1) // 2, self.width // 2
-        pen = F.max_pool2d(F.pad(skeleton, (before, after, before, after)), self.width, stride=1)
+        skeleton = skeletonise(rearrange(ink, "n 1 h w -> n h w"))
+        offsets = range(-((self.width - 1) // 2), self.width // 2 + 1)  # the pen: a width × width square
+        pen = functools.reduce(torch.logical_or, (_shifted(skeleton, 0, offset) for offset in offsets))
+        pen = functools.reduce(torch.logical_or, (_shifted(pen, offset, 0) for offset in offsets)).to(windows.dtype)
         radius = len(self.gaussian) // 2
-        row = rearrange(self.gaussian.to(windows.dtype), "k -> 1 1 1 k")
-        soft = F.conv2d(F.conv2d(pen, row, padding=(0, radius)), rearrange(row, "1 1 1 k -> 1 1 k 1"), padding=(radius, 0))
+        weights = self.gaussian.to(windows.dtype)
+        soft = sum(weight * _shifted(pen, 0, tap - radius) for tap, weight in enumerate(weights))
+        soft = sum(weight * _shifted(soft, tap - radius, 0) for tap, weight in enumerate(weights))
+        soft = rearrange(soft, "n h w -> n 1 h w")
         return soft / soft.amax(dim=(2, 3), keepdim=True).clamp(min=torch.finfo(soft.dtype).tiny)

@@ -6,6 +6,9 @@ that allocates and frees a few buffers of several MB (a batched model over 1.28 
 takes a page fault for every 4 KiB of them, every step: ≈ 2,700 faults and 35 % of a batched NALU step
 of the arithmetic benchmark (11.0 → 7.1 ms when kept). Raising both thresholds keeps those pages mapped
 and reuses them, as the caching allocators PyTorch's CPU tuning guide suggests (jemalloc, tcmalloc) do.
+Blocks above 32 MiB (a reader CNN's activations over a batch of a few thousand windows) still come from mmap
+unless ``large_blocks``: a stroke-normalised HINT reader's training step spent a quarter of its CPU time
+faulting them in (0.97 → 0.72 s of CPU time a step, ``docs/performance.md``).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import sys
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
+M_MMAP_MAX = -4
 MMAP_THRESHOLD_MAX = 32 << 20
 """glibc's largest mmap threshold on 64-bit systems: blocks up to 32 MiB then come from the heap."""
 TRIM_THRESHOLD = 1 << 30
@@ -44,12 +48,15 @@ def release_free_memory() -> bool:
     return True
 
 
-def retain_freed_memory() -> bool:
+def retain_freed_memory(large_blocks: bool = False) -> bool:
     """Raise glibc's mmap threshold to :data:`MMAP_THRESHOLD_MAX` and its trim threshold to
-    :data:`TRIM_THRESHOLD` for this process. Returns whether both were set: False off Linux or without
-    glibc (musl, macOS, Windows), where nothing changes."""
+    :data:`TRIM_THRESHOLD` for this process; with ``large_blocks`` serve every block from the heap (no mmap at
+    all), so that blocks above the threshold are reused too. Returns whether every setting was made: False off
+    Linux or without glibc (musl, macOS, Windows), where nothing changes."""
     mallopt = _libc_function("mallopt")
     if mallopt is None:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX)) and bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+    settings = [(M_MMAP_THRESHOLD, MMAP_THRESHOLD_MAX), (M_TRIM_THRESHOLD, TRIM_THRESHOLD)]
+    made = [bool(mallopt(name, value)) for name, value in settings + [(M_MMAP_MAX, 0)] * large_blocks]
+    return all(made)

@@ -22,6 +22,8 @@ from typing import Any
 from neurosym.benchmarking.abduction_speed import abduction_speed
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_sources import load_hint_data
+from neurosym.training import resolve_device
+from neurosym.training.allocator import retain_freed_memory
 from neurosym.training.checkpoint import save_json
 
 
@@ -32,6 +34,8 @@ def run(args: HintOptions) -> dict[str, Any]:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if resolve_device(args.device).type == "cpu":  # a batch's reader activations would page-fault every step
+        retain_freed_memory(large_blocks=True)
     results: dict[str, Any] = {
         "input": args.input,
         "scale": args.scale,
