@@ -184,6 +184,23 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     assert extra["val"] != extra["test"]
     printed = capsys.readouterr().out
     assert "adapted from 200 results" in printed and "batch-norm statistics of 200 unlabelled expressions" in printed
+    assert main([*argv, "--resume", "--no-score-test"]) == 0  # the same checkpoints, validation alone: for choosing
+    alone = json.loads((out / "results.json").read_text())
+    assert alone["test"] is None and alone["val"] == results["val"]
+    assert alone["extra_test_bank"].keys() == {"images", "val", "val_their_batch_statistics"}
+    assert alone["extra_test_bank"]["val"] == extra["val"]
+    scored = {key for key in alone["adapt"] if key.startswith(("val_", "test_"))}
+    assert scored == {key for key in results["adapt"] if key.startswith("val_")} and len(scored) == 4
+    assert all(alone["adapt"][key] == results["adapt"][key] for key in scored)
+    assert ", test" not in capsys.readouterr().out
+
+
+def test_validation_alone_is_refused_where_a_stage_would_score_test_anyway(private_cache, capsys):
+    argv = ["hint", "--model", "neurosym", "--no-score-test", "--out", str(private_cache / "out")]
+    for other in (["--input", "image"], ["--input", "symbol", "--fewshot-scales", "none"]):  # few-shot: on by default
+        with pytest.raises(SystemExit) as stopped:
+            main([*argv, *other])
+        assert stopped.value.code == 2 and "--no-score-test scores validation alone" in capsys.readouterr().err
 
 
 def test_drawn_digits_join_the_bank_s_training_images_and_the_report(private_cache, monkeypatch, tmp_path):

@@ -79,23 +79,25 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
         source, statistics = WindowSource(records, images, pool, args.seed), None if own is None else own.window_batches()
         return evaluate_pipeline(pipeline, source, device, args.eval_batch_size, statistics=statistics)
 
-    validation, scores = evaluate(data.splits["val"], bank, "val"), evaluate(data.splits["test"], bank, "test")
+    # validation chooses, test reports
+    splits = {"val": "validation", "test": "test"} if args.score_test else {"val": "validation"}
     model = f"ensemble of {len(args.ensemble)} readers" if args.ensemble and len(args.ensemble) > 1 else "neurosym"
+    scored = {split: evaluate(data.splits[split], bank, split) for split in splits}
     results: dict[str, Any] = {"device": str(device), "data": data.label, "train_seconds": train_seconds, "steps": args.steps,
-                               "val": validation, "test": scores, "history": history, "ensemble": args.ensemble and list(map(str, args.ensemble))}  # fmt: skip
-    rows = [_row(f"{model}, validation: {data.label}", validation), _row(f"{model}, test: {data.label}", scores)]
+                               "val": scored["val"], "test": scored.get("test"), "history": history, "ensemble": args.ensemble and list(map(str, args.ensemble))}  # fmt: skip
+    rows = [_row(f"{model}, {name}: {data.label}", scored[split]) for split, name in splits.items()]
     if args.extra_test_bank is not None:  # tested as trained, then with the batch-norm statistics of its unlabelled images
         extra, images = bank_from_option(args.extra_test_bank, args.seed)
         extra = with_brackets(extra, bank)
         unlabelled = WindowSource(data.splits["train"][: args.adapt_examples], extra, "train", args.seed + 1)
         results["extra_test_bank"] = {"images": images}
-        for split, name in (("val", "validation"), ("test", "test")):  # validation chooses, test reports
+        for split, name in splits.items():
             plain, restats = [evaluate(data.splits[split], extra, split, statistics) for statistics in (None, unlabelled)]
             results["extra_test_bank"] |= {split: plain, f"{split}_their_batch_statistics": restats}
             rows += [_row(f"same model, {name} images: {images}", plain),
                      _row(f"same weights, {name}, batch-norm statistics of {len(unlabelled)} unlabelled expressions", restats)]  # fmt: skip
     if args.adapt is not None:
-        adapted, adapted_rows = _adapt(args, out, pipeline, config, data.splits, bank, evaluate, device)
+        adapted, adapted_rows = _adapt(args, out, pipeline, config, data.splits, list(splits), bank, evaluate, device)
         results["adapt"] = adapted
         rows += adapted_rows
     rows.append([f"Transformer rel. uni. ({PUBLISHED_DATA})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
@@ -105,10 +107,8 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
           "expressions; accuracy % (the grammar, the precedence and HINT's operator table are given; the perception is "
           "learned from results alone)")  # fmt: skip
     print(format_table(["model", *SUBSETS, "symbols % (weakest)"], rows))
-    series = {
-        "neurosym (this run)": [100 * scores[s] for s in SUBSETS],
-        "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS],
-    }
+    ours = {f"neurosym (this run, {splits[split]})": [100 * scored[split][s] for s in SUBSETS] for split in list(splits)[-1:]}
+    series = ours | {"Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS]}
     plot_training(history, SUBSETS, series, out / "hint_neurosym.png")
     results["fewshot"] = fewshot_from_images(args, out, pipeline, data, device, time_left(time_limit, train_seconds))
     return results
@@ -122,9 +122,10 @@ def _ensemble(args: HintOptions, reader) -> ReaderEnsemble:
         raise SystemExit(f"neurosym hint: --ensemble: {error}") from None
 
 
-def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple[dict[str, Any], list[list]]:
+def _adapt(args, out, pipeline, config, splits, scored, bank, evaluate, device) -> tuple[dict[str, Any], list[list]]:
     """``--adapt``: :func:`~neurosym.pipelines.adapt.adapt_to_writer` with the ``--adapt-*`` options, then both
-    writers' validation and test, as adapted and with the batch-norm statistics of their own adaptation images."""
+    writers' ``scored`` splits (validation, and test unless ``--no-score-test``), as adapted and with the
+    batch-norm statistics of their own adaptation images."""
     new, images = bank_from_option(args.adapt, args.seed)
     new = with_brackets(new, bank)
     adapt = AdaptConfig(args.adapt_examples, args.adapt_replay, args.adapt_steps, args.adapt_lr, args.adapt_distill,
@@ -144,7 +145,7 @@ def _adapt(args, out, pipeline, config, splits, bank, evaluate, device) -> tuple
     for writers, shown, name in (("new_writer", new, f"{adapted_from}, {images}"),
                                  ("first_bank", bank, "adapted, first bank")):  # fmt: skip
         for suffix, statistics in (("", None), ("_own_statistics", done.sources[writers])):
-            for split in ("val", "test"):
+            for split in scored:
                 adapted[f"{split}_{writers}{suffix}"] = scores = evaluate(splits[split], shown, split, statistics)
                 rows.append(_row(f"{name}, {split}{' (own batch-norm statistics)' if suffix else ''}", scores))
     return adapted, rows
