@@ -246,6 +246,13 @@ WRITERS = [*LONG, "--bank", "train-writers", "--drawn-digits", "3000", "--extra-
         ),
         ("hint_writers_long.toml", WRITERS),
         (
+            "hint_writers_drawn_routed.toml",
+            [*LONG[:-6], "--scale", "0.01", "--test-scale", "0.1", "--steps", "2400", "--fewshot-scales", "none"]
+            + ["--bank", "train-writers", "--drawn-digits", "3000", "--stroke-width", "3", "--extra-test-bank", "test-writers"]
+            + ["--adapt", "test-writers", "--adapt-examples", "1000", "--adapt-steps", "2400", "--adapt-distill", "1"]
+            + ["--adapt-refit", "1600", "--adapt-route", "2000"],
+        ),
+        (
             "hint_writers_routed.toml",
             [
                 *WRITERS,
@@ -273,6 +280,7 @@ def test_each_study_config_file_is_the_command_line_it_names(name, flags) -> Non
     assert sorted(path.name for path in CONFIGS.glob("*.toml")) == [
         "hint_long.toml",
         "hint_writers_drawn.toml",
+        "hint_writers_drawn_routed.toml",
         "hint_writers_long.toml",
         "hint_writers_routed.toml",
     ]
