@@ -107,8 +107,11 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
           "expressions; accuracy % (the grammar, the precedence and HINT's operator table are given; the perception is "
           "learned from results alone)")  # fmt: skip
     print(format_table(["model", *SUBSETS, "symbols % (weakest)"], rows))
-    ours = {f"neurosym (this run, {splits[split]})": [100 * scored[split][s] for s in SUBSETS] for split in list(splits)[-1:]}
-    series = ours | {"Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS]}
+    shown = list(splits)[-1]  # test, or validation when test is not scored
+    series = {
+        f"neurosym (this run, {splits[shown]})": [100 * scored[shown][s] for s in SUBSETS],
+        "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS],
+    }
     plot_training(history, SUBSETS, series, out / "hint_neurosym.png")
     results["fewshot"] = fewshot_from_images(args, out, pipeline, data, device, time_left(time_limit, train_seconds))
     return results
@@ -122,9 +125,9 @@ def _ensemble(args: HintOptions, reader) -> ReaderEnsemble:
         raise SystemExit(f"neurosym hint: --ensemble: {error}") from None
 
 
-def _adapt(args, out, pipeline, config, splits, scored, bank, evaluate, device) -> tuple[dict[str, Any], list[list]]:
+def _adapt(args, out, pipeline, config, splits, split_names, bank, evaluate, device) -> tuple[dict[str, Any], list[list]]:
     """``--adapt``: :func:`~neurosym.pipelines.adapt.adapt_to_writer` with the ``--adapt-*`` options, then both
-    writers' ``scored`` splits (validation, and test unless ``--no-score-test``), as adapted and with the
+    writers' ``split_names`` (validation, and test unless ``--no-score-test``), as adapted and with the
     batch-norm statistics of their own adaptation images."""
     new, images = bank_from_option(args.adapt, args.seed)
     new = with_brackets(new, bank)
@@ -145,7 +148,7 @@ def _adapt(args, out, pipeline, config, splits, scored, bank, evaluate, device) 
     for writers, shown, name in (("new_writer", new, f"{adapted_from}, {images}"),
                                  ("first_bank", bank, "adapted, first bank")):  # fmt: skip
         for suffix, statistics in (("", None), ("_own_statistics", done.sources[writers])):
-            for split in scored:
+            for split in split_names:
                 adapted[f"{split}_{writers}{suffix}"] = scores = evaluate(splits[split], shown, split, statistics)
                 rows.append(_row(f"{name}, {split}{' (own batch-norm statistics)' if suffix else ''}", scores))
     return adapted, rows
