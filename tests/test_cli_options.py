@@ -233,6 +233,7 @@ LONG = ["--model", "neurosym", "--input", "image", "--batch-size", "32", "--cnn"
         "--augment-shift", "2", "--threads", "1", "--scale", "0.02", "--steps", "7200", "--fewshot-scales", "none"]  # fmt: skip
 WRITERS = [*LONG, "--bank", "train-writers", "--drawn-digits", "3000", "--extra-test-bank", "test-writers",
            "--adapt", "test-writers", "--adapt-examples", "1000", "--adapt-steps", "2400"]  # fmt: skip
+PLAIN = ["--adapt-distill", "0", "--adapt-refit", "0"]
 
 
 @pytest.mark.parametrize(
@@ -244,7 +245,7 @@ WRITERS = [*LONG, "--bank", "train-writers", "--drawn-digits", "3000", "--extra-
             [*LONG[:-6], "--scale", "0.01", "--test-scale", "0.1", "--steps", "2400", "--fewshot-scales", "none"]
             + ["--bank", "train-writers", "--drawn-digits", "3000", "--stroke-width", "3", "--extra-test-bank", "test-writers"],
         ),
-        ("hint_writers_long.toml", WRITERS),
+        ("hint_writers_long.toml", [*WRITERS, *PLAIN]),
         (
             "hint_writers_drawn_routed.toml",
             [*LONG[:-6], "--scale", "0.01", "--test-scale", "0.1", "--steps", "2400", "--fewshot-scales", "none"]

@@ -171,7 +171,8 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "100", "--batch-size", "12",
             "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32", "--classifier-width", "8",
             "--fewshot-scales", "none", "--extra-test-bank", str(archive), "--adapt", str(archive),
-            "--adapt-examples", "200", "--adapt-steps", "150", "--speed-samples", "3", "--out", str(out), "--no-progress"]  # fmt: skip
+            "--adapt-examples", "200", "--adapt-steps", "150", "--adapt-distill", "0", "--adapt-refit", "0",
+            "--speed-samples", "3", "--out", str(out), "--no-progress"]  # fmt: skip
     assert main(argv) == 0
     results = json.loads((out / "results.json").read_text())
     before, after = results["extra_test_bank"]["test"]["symbol"], results["adapt"]["test_new_writer"]["symbol"]
@@ -238,7 +239,7 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
             "--curriculum", "7:6", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
             "--speed-samples", "1", "--no-progress", "--lr-schedule", "cosine", "--adapt", "test-writers",
             "--adapt-examples", "30", "--adapt-steps", "4", "--adapt-lr", "4e-4", "--adapt-replay", "20", "--adapt-distill", "2",
-            "--out", str(out)]  # fmt: skip
+            "--adapt-refit", "0", "--out", str(out)]  # fmt: skip
     monkeypatch.setattr(hint_sources, "writers_bank", lambda side, seed=0: prototype_bank(seed=1))
     assert main(argv) == 0
     adapted = torch.load(out / "adapt_checkpoint.pt", weights_only=False)

@@ -28,6 +28,7 @@ from neurosym.experiments.options import (
 )
 from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES
 from neurosym.models.seq2seq.factory import RNN_HIDDEN
+from neurosym.pipelines.adapt import AdaptConfig
 from neurosym.pipelines.concepts import ROLES
 from neurosym.pipelines.trainer import HINT_PSEUDO_LABELS, LEARNING_RULES
 from neurosym.training.loop import SCHEDULES
@@ -109,14 +110,15 @@ class HintPipelineOptions(TrainingOptions):
         None, "neurosym (image input): after training, adapt to this bank's writer(s) from results alone: learn from "
         "--adapt-examples expressions rendered with its training images (and --adapt-replay with the first bank's) for "
         "--adapt-steps steps of the main run's curriculum and --lr-schedule, then test on its test images and the first "
-        "bank's", parse=bank_choice, metavar="BANK", listed=False,
+        "bank's (the --adapt-* defaults were chosen on validation: benchmarks/RESULTS.md)", parse=bank_choice,
+        metavar="BANK", listed=False,
     )  # fmt: skip
     ensemble: list[Path] | None = option(
         None, "neurosym (image input): train nothing; read with the mean probability of the readers these runs trained "
         "(their --out folders, this command's reader options)", parse=Path, nargs="+", metavar="RUN", listed=False,
     )  # fmt: skip
-    adapt_examples: int = option(1000, "neurosym: new writer's expressions", parse=positive_int, listed=False)
-    adapt_steps: int = option(1600, "neurosym: training steps of --adapt", parse=positive_int, listed=False)
+    adapt_examples: int = option(AdaptConfig.examples, "neurosym: new writer's expressions", parse=positive_int, listed=False)
+    adapt_steps: int = option(AdaptConfig.steps, "neurosym: training steps of --adapt", parse=positive_int, listed=False)
     adapt_replay: int | None = option(
         None, "neurosym: first-bank expressions replayed (default: as many)", parse=positive_int, listed=False
     )
@@ -124,17 +126,17 @@ class HintPipelineOptions(TrainingOptions):
         None, "neurosym: peak learning rate of --adapt (default: --learning-rate's)", parse=positive_float, listed=False
     )
     adapt_distill: float = option(
-        0.0, "neurosym: weight of keeping the trained reader's reading of the replayed windows (KL; learning without "
-        "forgetting); 0 = off", parse=non_negative_float, listed=False,
+        AdaptConfig.distill, "neurosym: weight of keeping the trained reader's reading of the replayed windows (KL; "
+        "learning without forgetting); 0 = off", parse=non_negative_float, listed=False,
     )  # fmt: skip
     adapt_refit: int = option(
-        0, "neurosym: after --adapt, steps fitting the reader to the abduced readings of the new writer's and the "
-        "replayed windows (128 windows a step); 0 = off", parse=non_negative_int, listed=False,
+        AdaptConfig.refit_steps, "neurosym: after --adapt, steps fitting the reader to the abduced readings of the new "
+        "writer's and the replayed windows (128 windows a step); 0 = off", parse=non_negative_int, listed=False,
     )  # fmt: skip
     adapt_route: int = option(
-        0, "neurosym: after --adapt, read each expression with the trained reader or the adapted one as a router trained "
-        "this many steps to tell the first bank's windows from the new writer's weighs them (--adapt-refit then fits "
-        "the new writer's only); 0 = off", parse=non_negative_int, listed=False,
+        AdaptConfig.route_steps, "neurosym: after --adapt, read each expression with the trained reader or the adapted "
+        "one as a router trained this many steps to tell the first bank's windows from the new writer's weighs them "
+        "(--adapt-refit then fits the new writer's only); 0 = off", parse=non_negative_int, listed=False,
     )  # fmt: skip
     fewshot_bank: str | None = option(
         None, "neurosym (image input): a bank (.npz) whose new-concept glyphs replace the main bank's in few-shot "

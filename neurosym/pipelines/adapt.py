@@ -35,7 +35,10 @@ STAGE_CHECKPOINTS = {"adapt": "adapt_checkpoint.pt", "refit": "refit_checkpoint.
 
 @dataclass(frozen=True)
 class AdaptConfig:
-    """What adaptation learns from and for how long.
+    """What adaptation learns from and for how long. The defaults are the configuration chosen on validation
+    (``benchmarks/RESULTS.md``, other writers): of plain, distilled and distilled-then-refit adaptation, the best
+    new-writer validation among those that keep the first writers' within 2 points; routing (``route_steps``) is
+    opt-in, since it assumes one writer per expression.
 
     Args:
         examples: the new writer's training expressions (their results are all that is learned from).
@@ -53,10 +56,10 @@ class AdaptConfig:
 
     examples: int = 1000
     replay: int | None = None
-    steps: int = 1600
+    steps: int = 2400
     learning_rate: float | None = None
-    distill: float = 0.0
-    refit_steps: int = 0
+    distill: float = 1.0
+    refit_steps: int = 1600
     route_steps: int = 0
     router_backbone: str = "small"
     augment_shift: int = 0
