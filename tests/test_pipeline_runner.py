@@ -193,7 +193,8 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     scored = {key for key in alone["adapt"] if key.startswith(("val_", "test_"))}
     assert scored == {key for key in results["adapt"] if key.startswith("val_")} and len(scored) == 4
     assert all(alone["adapt"][key] == results["adapt"][key] for key in scored)
-    assert ", test" not in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert ", test" not in printed and " test expressions" not in printed and " validation expressions; accuracy" in printed
 
 
 def test_validation_alone_is_refused_where_a_stage_would_score_test_anyway(private_cache, capsys):

@@ -103,11 +103,11 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     rows.append([f"Transformer rel. uni. ({PUBLISHED_DATA})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
     rows.append([f"NSR ({PUBLISHED_DATA}; average only)", "-", "-", "-", "-", "-", HINT_NSR_IMAGE_AVERAGE, "-"])
     trained = f"readers of {' '.join(map(str, args.ensemble))}" if args.ensemble else f"{args.steps} steps ({train_seconds:.0f} s on {device})"  # fmt: skip
-    print(f"\nHINT image input, {trained}; {len(data.splits['test'])} test "
+    shown = list(splits)[-1]  # test, or validation when test is not scored
+    print(f"\nHINT image input, {trained}; {len(data.splits[shown])} {splits[shown]} "
           "expressions; accuracy % (the grammar, the precedence and HINT's operator table are given; the perception is "
           "learned from results alone)")  # fmt: skip
     print(format_table(["model", *SUBSETS, "symbols % (weakest)"], rows))
-    shown = list(splits)[-1]  # test, or validation when test is not scored
     series = {
         f"neurosym (this run, {splits[shown]})": [100 * scored[shown][s] for s in SUBSETS],
         "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS],
