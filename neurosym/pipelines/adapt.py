@@ -37,7 +37,7 @@ STAGE_CHECKPOINTS = {"adapt": "adapt_checkpoint.pt", "refit": "refit_checkpoint.
 class AdaptConfig:
     """What adaptation learns from and for how long. The defaults are the configuration chosen on validation
     (``benchmarks/RESULTS.md``, other writers): of plain, distilled and distilled-then-refit adaptation, the best
-    new-writer validation among those that keep the first writers' within 2 points; routing (``route_steps``) is
+    new-writer validation among those that keep the first writers within 2 points; routing (``route_steps``) is
     opt-in, since it assumes one writer per expression.
 
     Args:
