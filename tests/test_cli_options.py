@@ -234,22 +234,19 @@ LONG = ["--model", "neurosym", "--input", "image", "--batch-size", "32", "--cnn"
 WRITERS = [*LONG, "--bank", "train-writers", "--drawn-digits", "3000", "--extra-test-bank", "test-writers",
            "--adapt", "test-writers", "--adapt-examples", "1000", "--adapt-steps", "2400"]  # fmt: skip
 PLAIN = ["--adapt-distill", "0", "--adapt-refit", "0"]
+DRAWN = [*LONG[:-6], "--scale", "0.01", "--test-scale", "0.1", "--steps", "2400", "--fewshot-scales", "none", "--bank",
+         "train-writers", "--drawn-digits", "3000", "--stroke-width", "3", "--extra-test-bank", "test-writers"]  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("name", "flags"),
     [
         ("hint_long.toml", [*LONG, "--test-scale", "0.1"]),
-        (
-            "hint_writers_drawn.toml",
-            [*LONG[:-6], "--scale", "0.01", "--test-scale", "0.1", "--steps", "2400", "--fewshot-scales", "none"]
-            + ["--bank", "train-writers", "--drawn-digits", "3000", "--stroke-width", "3", "--extra-test-bank", "test-writers"],
-        ),
+        ("hint_writers_drawn.toml", DRAWN),
         ("hint_writers_long.toml", [*WRITERS, *PLAIN]),
         (
             "hint_writers_drawn_routed.toml",
-            [*LONG[:-6], "--scale", "0.01", "--test-scale", "0.1", "--steps", "2400", "--fewshot-scales", "none"]
-            + ["--bank", "train-writers", "--drawn-digits", "3000", "--stroke-width", "3", "--extra-test-bank", "test-writers"]
+            DRAWN
             + ["--adapt", "test-writers", "--adapt-examples", "1000", "--adapt-steps", "2400", "--adapt-distill", "1"]
             + ["--adapt-refit", "1600", "--adapt-route", "2000"],
         ),
