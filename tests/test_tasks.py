@@ -162,6 +162,21 @@ def test_marginal_pseudo_labels_learn_where_hard_em_locks_into_a_wrong_reading(o
     assert scores["all"]["accuracy"] < 0.5 and scores["marginal"]["accuracy"] > 0.9 and scores["marginal"]["symbol"] > 0.95
 
 
+def test_the_truths_reference_trains_on_the_true_sentences_and_never_abduces(one_thread, monkeypatch):
+    """``pseudo_labels="truths"``: the same reader supervised by the symbols' labels (seed 1, where hard EM from the
+    sums locks into a wrong reading, reads them); a source without truths is refused before any step."""
+    train, test = addition_problem(2, 600, seed=0), addition_problem(2, 200, seed=1)
+    pipeline = addition_pipeline(1)
+    monkeypatch.setattr(pipeline, "abduce", lambda *arguments: pytest.fail("the reference must not abduce"))
+    supervised = replace(tiny_training(100), pseudo_labels="truths")
+    history = train_grammar_pipeline(pipeline, train, supervised, torch.device("cpu"))
+    assert len(history) == 100 and all(step["labelled"] == 1.0 for step in history)
+    assert evaluate_grammar_pipeline(pipeline, test, torch.device("cpu"))["symbol"] > 0.95
+    unlabelled = ImageSentences(train.images, train.picks, train.given, train.lengths, train.targets)
+    with pytest.raises(ValueError, match="this source has none"):
+        train_grammar_pipeline(addition_pipeline(0), unlabelled, supervised, torch.device("cpu"))
+
+
 def test_a_resumed_training_repeats_an_uninterrupted_one(tmp_path, one_thread):
     train = addition_problem(2, 200, seed=0)
     straight = addition_pipeline(0)
@@ -204,6 +219,14 @@ def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, 
     lengths = build_task("hwf", seed=0).test.lengths
     assert results["ceiling"] == pytest.approx(np.mean(results["test"]["symbol"] ** lengths))
     assert results["reads_per_example"] == pytest.approx(4.0, abs=0.01)
+
+
+def test_the_pipeline_command_labels_the_truths_reference_as_supervised(tmp_path, capsys, one_thread):
+    argv = ["pipeline", "--task", "hwf", "--epochs", "0.02", "--reader-width", "8", "--no-progress", "--device", "cpu"]
+    assert main([*argv, "--pseudo-labels", "truths", "--out", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "| neurosym, supervised by the true symbols (a reference)" in printed and "neurosym (ours)" not in printed
+    assert json.loads((tmp_path / "results.json").read_text())["pseudo_labels"] == "truths"
 
 
 def test_options_left_out_are_the_tasks_choices():

@@ -134,7 +134,8 @@ def train_grammar_pipeline(
     ``correct`` (the fraction read right before the update)). ``config.learning`` must be ``"abduction"``;
     ``config.pseudo_labels`` ``"all"`` trains on each example's best correction (hard EM), ``"marginal"`` on all
     its explanations found, each as probable as the reader makes it (:func:`marginal_loss`; importance-weighted
-    where abduction drew readings, :attr:`AbductionBudget.sample_readings`).
+    where abduction drew readings, :attr:`AbductionBudget.sample_readings`), ``"truths"`` on the source's true
+    sentences (a supervised reference: no result is used).
     Resumes from ``checkpoint``; SIGINT, SIGTERM or ``time_limit`` seconds checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`. Under ``torchrun`` (a distributed ``context``,
     :func:`~neurosym.training.init_distributed`) every process draws the same global batch, reads, abduces and
@@ -146,6 +147,9 @@ def train_grammar_pipeline(
         )
     if not isinstance(pipeline.reader, torch.nn.Module):
         raise ValueError("a reader trained from results must be a torch.nn.Module")
+    truths = getattr(source, "truths", None)
+    if config.pseudo_labels == "truths" and truths is None:
+        raise ValueError("pseudo_labels='truths' trains on the true sentences, and this source has none")
     model = pipeline.reader.to(device)
     distributed = context is not None and context.is_distributed
     forward = DistributedDataParallel(model) if distributed else model
@@ -169,6 +173,9 @@ def train_grammar_pipeline(
             sentences, proposals = [[c.sentence for c in f] for f in found], [[c.proposal for c in f] for f in found]
             loss = marginal_loss(reading.log_probs, sentences, pipeline.grammar.symbols, read, proposals)
             best = [f[0] if f else None for f in found]
+        elif config.pseudo_labels == "truths":  # the labels themselves, as a sentence read with certainty
+            best = [Correction(truths[i], 0.0, 0) for i in indices]
+            loss = pseudo_label_loss(reading.log_probs, [truths[i] for i in indices], pipeline.grammar.symbols, read)
         else:
             best = pipeline.abduce(reading, batch_targets, batch.given)
             labels = [None if c is None else c.sentence for c in best]

@@ -37,10 +37,10 @@ from neurosym.training.update import Update, adam, grad_scaler
 
 LEARNING_RULES = ("abduction", "reinforce")
 #: Which symbols of a pseudo-label are trained on: those the result pins down, or all of them.
-PSEUDO_LABELS = ("verified", "all", "marginal")
+PSEUDO_LABELS = ("verified", "all", "marginal", "truths")
 HINT_PSEUDO_LABELS = ("verified", "all")
 """What :func:`train_pipeline` trains on; the grammar pipeline takes :data:`GRAMMAR_PSEUDO_LABELS`."""
-GRAMMAR_PSEUDO_LABELS = ("all", "marginal")
+GRAMMAR_PSEUDO_LABELS = ("all", "marginal", "truths")
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,9 @@ class PipelineConfig(WindowTraining):
     (:func:`~neurosym.perception.augment.random_style`), in the ``curriculum``'s order of lengths.
     ``pseudo_labels="all"`` trains on every symbol of a pseudo-label, ``"verified"`` only on those the
     result pins down (:meth:`HintPipeline.verified_positions`), ``"marginal"`` (grammar pipeline only) on every
-    explanation found, weighted by its probability. ``distill`` weighs the KL divergence from an
+    explanation found, weighted by its probability, ``"truths"`` (grammar pipeline only) on the true sentences
+    themselves: the same reader and schedule supervised by the symbols' labels, a reference for what learning from
+    results could reach, not learning from results. ``distill`` weighs the KL divergence from an
     :class:`Anchor`'s reading (learning without forgetting; 0 = off)."""
 
     augment_style: float = 0.0
