@@ -33,7 +33,7 @@ from neurosym.pipelines.grammar_decoding import GrammarDecoder
 from neurosym.pipelines.pipeline import Reading
 from neurosym.pipelines.sentences import READ, SentenceBatch, SentenceSource
 from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig, pseudo_label_loss, run_reader_training
-from neurosym.pipelines.windows import real_positions
+from neurosym.pipelines.windows import reading_batches, real_positions
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.training.device import mixed_precision
@@ -231,8 +231,8 @@ def evaluate_grammar_pipeline(
         model.to(device).eval()
     hits, symbols = [], []
     truths = getattr(source, "truths", None)
-    for start in tqdm(range(0, len(source), batch_size), disable=not progress, desc="evaluate"):
-        indices = list(range(start, min(start + batch_size, len(source))))
+    for indices in tqdm(reading_batches(source.lengths, batch_size), disable=not progress, desc="evaluate"):
+        indices = indices.tolist()
         batch = source.batch(indices).to(device)
         with torch.no_grad(), mixed_precision(device):
             reading = pipeline.read(batch)

@@ -28,7 +28,7 @@ from neurosym.perception.batch_statistics import batch_statistics_of
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
-from neurosym.pipelines.windows import WindowSource, real_positions
+from neurosym.pipelines.windows import WindowSource, reading_batches, real_positions
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
@@ -300,11 +300,9 @@ def evaluate_pipeline(
         with batch_statistics_of(pipeline.classifier, (windows.to(device) for windows in statistics)):
             return evaluate_pipeline(pipeline, source, device, batch_size, progress)
     pipeline.classifier.eval()
-    order = np.argsort(stage_lengths(source.records), kind="stable")
     hits: dict[str, list[bool]] = defaultdict(list)
     by_class: dict[str, list[bool]] = defaultdict(list)
-    for start in tqdm(range(0, len(order), batch_size), disable=not progress, desc="evaluate"):
-        indices = order[start : start + batch_size]
+    for indices in tqdm(reading_batches(stage_lengths(source.records), batch_size), disable=not progress, desc="evaluate"):
         windows, lengths = _windows_on(source, indices, device)
         with torch.no_grad(), mixed_precision(device):
             reading = pipeline.read(windows, lengths)
