@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lark import Transformer
 
+from neurosym.pipelines import grammar_abduction
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
@@ -426,14 +427,16 @@ def test_ranked_edits_come_in_decreasing_probability_even_where_another_symbol_b
     alternatives=st.integers(1, len(HINT_SYMBOLS) - 1),
     fix_first=st.booleans(),
     read_best=st.booleans(),
+    listed=st.booleans(),
 )
 def test_grammatical_edits_are_the_ranked_ones_the_grammar_accepts_in_the_same_order(
-    seed, sentence, max_changes, alternatives, fix_first, read_best
+    seed, sentence, max_changes, alternatives, fix_first, read_best, listed
 ):
     """Ranking by terminal pattern first skips the ungrammatical edit sets without changing the others: the same
     edit sets as filtering the plain ranking by the grammar, each once, in the same decreasing probability (HINT's
     grammar, whose brackets make most edits ungrammatical; some symbols ruled out by the reader; the symbols read
-    the reader's best, or not, so that an edit of the same terminal may gain)."""
+    the reader's best, or not, so that an edit of the same terminal may gain), whether the grammatical patterns of
+    the sentence's terminals are listed once or searched for as the ranking goes (``PATTERN_LIST_LIMIT`` 0)."""
     grammar = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
     abducer = GrammarAbducer(
         Executor(grammar, TreeSemantics({})),
@@ -451,7 +454,10 @@ def test_grammatical_edits_are_the_ranked_ones_the_grammar_accepts_in_the_same_o
         for gain, edits in abducer._ranked(sentence, log_probs, options, max_changes)
         if grammar.accepts("".join(dict(edits).get(p, c) for p, c in enumerate(sentence)))
     ]
-    grammatical = list(abducer._grammatical(sentence, log_probs, options, max_changes))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(grammar_abduction, "PATTERN_LIST_LIMIT", grammar_abduction.PATTERN_LIST_LIMIT if listed else 0)
+        grammatical = list(abducer._grammatical(sentence, log_probs, options, max_changes))
+    assert (abducer._listed_patterns(sentence, max_changes) is not None) == listed
     assert [gain for gain, _ in grammatical] == pytest.approx([gain for gain, _ in accepted])
     as_sets = [tuple(sorted(edits)) for _, edits in grammatical]
     assert len(set(as_sets)) == len(as_sets)
@@ -470,9 +476,11 @@ def test_the_enumeration_stops_after_max_patterns_ungrammatical_patterns(monkeyp
     log_probs[:, [HINT_SYMBOLS.index("("), HINT_SYMBOLS.index(")")]] = 0.0
     log_probs[range(len(sentence)), [HINT_SYMBOLS.index(c) for c in sentence]] = -1.0
     asked = []
-    monkeypatch.setattr(grammar, "accepts", lambda text: asked.append(text) or SymbolGrammar.accepts(grammar, text))
+    accepts = SymbolGrammar.accepts_terminals
+    monkeypatch.setattr(grammar, "accepts_terminals", lambda terminals: asked.append(terminals) or accepts(grammar, terminals))
     found = list(abducer._grammatical(sentence, log_probs, abducer._options(sentence, frozenset()), 3))
-    rejected = sum(not SymbolGrammar.accepts(grammar, text) for text in asked)
+    rejected = sum(not accepts(grammar, terminals) for terminals in asked)
+    assert abducer._listed_patterns(sentence, 3) is None  # too long to list: searched as it goes
     assert rejected == 41 and len(asked) - rejected >= len(found)
     with pytest.raises(ValueError, match="max_patterns"):
         AbductionBudget(max_patterns=0)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -38,6 +39,11 @@ from neurosym.pipelines.abduction import Correction
 from neurosym.semantics.tree_semantics import Executor
 
 Edits = tuple[tuple[int, str], ...]
+PATTERN_LIST_LIMIT = 3000
+"""Candidate terminal patterns up to which a sentence's grammatical ones are listed once (HINT: up to 9 symbols within
+three changes; a list costs one parse per candidate, remembered by the grammar) instead of searched for each time."""
+PATTERN_LISTS = 1000
+"""Terminal sequences whose pattern lists are remembered."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,8 @@ class GrammarAbducer:
         self.equal = equal or (lambda value, target: value == target)
         self.index = {symbol: i for i, symbol in enumerate(self.grammar.symbols)}
         self._giving: dict[tuple[str, Any], list[tuple[str, int]]] = {}
+        self._terminal_index = {terminal: i for i, terminal in enumerate(sorted(set(self.grammar.terminal_of.values())))}
+        self._listed: OrderedDict[tuple, tuple[list[tuple[tuple[int, str], ...]], np.ndarray] | None] = OrderedDict()
 
     def gives(self, value: Any, target: Any) -> bool:
         return value is not None and bool(self.equal(value, target))
@@ -376,19 +384,24 @@ class GrammarAbducer:
             by_terminal: dict[str, list[tuple[float, str]]] = {}
             for gain, symbol in symbols:  # already in decreasing gain
                 by_terminal.setdefault(self.grammar.terminal_of[symbol], []).append((gain, symbol))
-            groups = [(group[0][0], tuple(group)) for group in by_terminal.values()]
+            groups = [(group[0][0], (terminal, tuple(group))) for terminal, group in by_terminal.items()]
             per_position.append((position, sorted(groups, key=lambda item: -item[0])))
         per_position.sort(key=lambda item: -item[1][0][0])
-        patterns = _best_first(per_position, max_changes)
+        patterns = self._patterns(sentence, per_position, max_changes)
         pending = next(patterns, None)
+        read = self.grammar.terminals(sentence)
         # (-gain, tiebreak, pattern, each position's rank in its group, the last position whose rank is not 0)
         heap: list[tuple[float, int, tuple[tuple[int, tuple[tuple[float, str], ...]], ...], tuple[int, ...], int]] = []
         tiebreak = itertools.count()
         rejected = 0
         while True:
             while pending is not None and (not heap or pending[0] >= -heap[0][0]):
-                bound, pattern = pending
-                if self.grammar.accepts(_apply(sentence, tuple((p, group[0][1]) for p, group in pattern))):
+                bound, changes = pending
+                terminals = list(read)
+                for position, (terminal, _) in changes:
+                    terminals[position] = terminal
+                if self.grammar.accepts_terminals(tuple(terminals)):
+                    pattern = tuple((position, group) for position, (_, group) in changes)
                     heapq.heappush(heap, (-bound, next(tiebreak), pattern, (0,) * len(pattern), 0))
                 else:
                     rejected += 1
@@ -398,12 +411,75 @@ class GrammarAbducer:
             if not heap:
                 return
             negative, _, pattern, ranks, last = heapq.heappop(heap)
-            yield -negative, tuple((p, group[r][1]) for (p, group), r in zip(pattern, ranks))
+            yield -negative, tuple([(p, group[r][1]) for (p, group), r in zip(pattern, ranks)])
             for i in range(last, len(ranks)):  # each rank vector's parent lowers its last non-zero rank: no repeats
                 if ranks[i] + 1 < len(pattern[i][1]):
-                    step = ranks[:i] + (ranks[i] + 1,) + ranks[i + 1 :]
-                    gain = sum(group[r][0] for (_, group), r in zip(pattern, step))  # summed as :meth:`_ranked` sums
+                    step = (*ranks[:i], ranks[i] + 1, *ranks[i + 1 :])
+                    gain = 0.0  # summed in the pattern's order, as its bound
+                    for (_, group), r in zip(pattern, step):
+                        gain += group[r][0]
                     heapq.heappush(heap, (-gain, next(tiebreak), pattern, step, i))
+
+    def _patterns(
+        self, sentence: str, per_position: list[tuple[int, list[tuple[float, Any]]]], max_changes: int
+    ) -> Iterator[tuple[float, tuple[tuple[int, Any], ...]]]:
+        """Terminal patterns of 1..``max_changes`` changes, ``(bound, ((position, (terminal, group)), ...))`` in
+        decreasing bound, from ``per_position`` (``(position, [(best gain, (terminal, group)), ...])``): where the
+        sentence's terminal sequence has a list of its grammatical patterns (:meth:`_listed_patterns`) only those,
+        else every pattern (:func:`_best_first`), the grammar asked of each as the search reaches it."""
+        listed = self._listed_patterns(sentence, max_changes)
+        if listed is None:
+            return _best_first(per_position, max_changes)
+        patterns, slots = listed
+        width = len(self._terminal_index)
+        best = np.full(len(sentence) * width + 1, -np.inf)  # per (position, terminal) slot; the last pads: 0
+        best[-1] = 0.0
+        items: dict[int, Any] = {}
+        for position, choices in per_position:
+            for gain, item in choices:
+                slot = position * width + self._terminal_index[item[0]]
+                best[slot], items[slot] = gain, item
+        bounds = best[slots].sum(axis=1)  # [P], summed in each pattern's order
+        order = np.flatnonzero(np.isfinite(bounds))
+        order = order[np.argsort(-bounds[order], kind="stable")].tolist()
+        return ((float(bounds[k]), tuple((p, items[p * width + self._terminal_index[t]]) for p, t in patterns[k])) for k in order)
+
+    def _listed_patterns(self, sentence: str, max_changes: int) -> tuple[list[tuple[tuple[int, str], ...]], np.ndarray] | None:
+        """Every grammatical terminal pattern (``((position, terminal), ...)``, positions ascending; a terminal may be
+        the one read: another symbol of it) of 1..``max_changes`` changes to ``sentence``'s terminal sequence, with
+        its (position, terminal) slots ``[P, max_changes]`` (padded with the last slot), found once per sequence by
+        asking the grammar of each candidate; ``None`` where there are more than :data:`PATTERN_LIST_LIMIT` candidates
+        (a long sentence: the search then asks as it goes). Remembered for the :data:`PATTERN_LISTS` sequences used
+        last."""
+        key = (self.grammar.terminals(sentence), max_changes)
+        if key in self._listed:
+            self._listed.move_to_end(key)
+            return self._listed[key]
+        read = list(key[0])
+        choices = [sorted({self.grammar.terminal_of[s] for s in symbols}) for symbols in self.grammar.position_symbols(len(read))]
+        counts = [1] + [0] * max_changes  # candidate patterns of each size: elementary symmetric sums of the choices
+        for terminals in choices:
+            for size in range(max_changes, 0, -1):
+                counts[size] += counts[size - 1] * len(terminals)
+        listed = None
+        if sum(counts[1:]) <= PATTERN_LIST_LIMIT:
+            width, pad = len(self._terminal_index), len(read) * len(self._terminal_index)
+            patterns, slots = [], []
+            for size in range(1, max_changes + 1):
+                for positions in itertools.combinations(range(len(read)), size):
+                    for picked in itertools.product(*(choices[p] for p in positions)):
+                        candidate = list(read)
+                        for position, terminal in zip(positions, picked):
+                            candidate[position] = terminal
+                        if self.grammar.accepts_terminals(tuple(candidate)):
+                            patterns.append(tuple(zip(positions, picked)))
+                            indices = [p * width + self._terminal_index[t] for p, t in zip(positions, picked)]
+                            slots.append(indices + [pad] * (max_changes - size))
+            listed = (patterns, np.array(slots, dtype=np.int64).reshape(len(slots), max_changes))
+        self._listed[key] = listed
+        if len(self._listed) > PATTERN_LISTS:
+            self._listed.popitem(last=False)
+        return listed
 
     def _alternatives(
         self, sentence: str, log_probs: np.ndarray, options: dict[int, list[str]]

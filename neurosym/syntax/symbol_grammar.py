@@ -133,7 +133,7 @@ class SymbolGrammar:
         remembered per terminal sequence (decoding asks it of every batch's sentences, mostly of a few shapes)."""
         if not isinstance(sentence, str):
             raise TypeError(f"a sentence is a string of symbols, got {type(sentence).__name__}")
-        return self._accepts_terminals(self.terminals(sentence))
+        return self.accepts_terminals(self.terminals(sentence))
 
     def terminals(self, sentence: str) -> tuple[str | None, ...]:
         """The terminal of each symbol of ``sentence`` (``None`` for a symbol outside the vocabulary): all that
@@ -141,7 +141,9 @@ class SymbolGrammar:
         return tuple(map(self.terminal_of.get, sentence))
 
     @lru_cache(maxsize=10_000)  # noqa: B019 (a grammar lives as long as the pipelines that use it)
-    def _accepts_terminals(self, terminals: tuple[str | None, ...]) -> bool:
+    def accepts_terminals(self, terminals: tuple[str | None, ...]) -> bool:
+        """Whether the grammar accepts a sentence of these terminals (``None``: a symbol outside the vocabulary),
+        remembered per sequence: :meth:`accepts` without the symbols."""
         if None in terminals:  # a symbol outside the vocabulary
             return False
         try:
