@@ -46,10 +46,18 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     argv += ["--batch-size", "12", "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32"]
     argv += ["--classifier-width", "8", "--fewshot-scales", "0.01", "--fewshot-replay", "40"]
     argv += ["--fewshot-concepts", "x,a", "--fewshot-steps", "60,20", "--fewshot-only-new-class", "none"]
-    assert main([*argv, "--speed-samples", "5", "--out", str(out), "--no-progress"]) == 0
+    argv += ["--speed-samples", "5", "--out", str(out), "--no-progress"]
+    assert main([*argv, "--no-score-test"]) == 0  # validation alone, the few-shot concepts' too: for choosing
+    alone = json.loads((out / "results.json").read_text())
+    assert alone["test"] is None and alone["fewshot"]["0.01"]["avg"] is None
+    assert all(c["test_accuracy"] is None and c["val_accuracy"] > 0.5 for c in alone["fewshot"]["0.01"]["concepts"].values())
+    printed = capsys.readouterr().out
+    assert "sentences, validation set" in printed and "sentences, whole test set" not in printed and ", test " not in printed
+    assert main([*argv, "--resume"]) == 0  # the same run scored: concepts without a test score are learned again
     results = json.loads((out / "results.json").read_text())
-    assert results["test"]["symbol"] > 0.9
+    assert results["test"]["symbol"] > 0.9 and results["val"] == alone["val"]
     concepts = results["fewshot"]["0.01"]["concepts"]
+    assert all(concepts[c]["val_accuracy"] == alone["fewshot"]["0.01"]["concepts"][c]["val_accuracy"] for c in concepts)
     assert concepts["x"]["learned"] == "number, = 11" and concepts["x"]["train"] == 11
     assert concepts["a"]["learned"] == "operator, level 1: max(i, j)"
     assert concepts.keys() == {"x", "a"} and min(c["test_accuracy"] for c in concepts.values()) > 0.5
@@ -199,7 +207,7 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
 
 def test_validation_alone_is_refused_where_a_stage_would_score_test_anyway(private_cache, capsys):
     argv = ["hint", "--model", "neurosym", "--no-score-test", "--out", str(private_cache / "out")]
-    for other in (["--input", "image"], ["--input", "symbol", "--fewshot-scales", "none"]):  # few-shot: on by default
+    for other in (["--input", "symbol", "--fewshot-scales", "none"], ["--input", "image", "--semantics", "learned"]):
         with pytest.raises(SystemExit) as stopped:
             main([*argv, *other])
         assert stopped.value.code == 2 and "--no-score-test scores validation alone" in capsys.readouterr().err

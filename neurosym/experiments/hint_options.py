@@ -98,8 +98,8 @@ class HintPipelineOptions(TrainingOptions):
         "the accuracies' intervals and rank choices better", parse=fraction_up_to_one, listed=False,
     )  # fmt: skip
     score_test: bool = option(
-        True, "neurosym (image input): score the test splits too; --no-score-test scores validation alone, for the "
-        "runs that choose a configuration before its one test", listed=False,
+        True, "neurosym (image input): score the test splits too; --no-score-test scores validation alone (the "
+        "few-shot concepts' too), for the runs that choose a configuration before its one test", listed=False,
     )  # fmt: skip
     extra_test_bank: str | None = option(
         None, "neurosym (image input): test the same model again on this bank's test images, as trained and with the "
@@ -247,11 +247,9 @@ class HintOptions(HintPipelineOptions):
             raise ValueError(f"--dim ({self.dim}) must be a multiple of --heads ({self.heads})")
         if self.adapt_route and self.fewshot_scales:
             raise ValueError("--adapt-route reads with two readers, the few-shot stage trains one: add --fewshot-scales none")
-        if not self.score_test and (
-            (self.model, self.input, self.semantics) != ("neurosym", "image", "given") or self.fewshot_scales
-        ):
+        if not self.score_test and (self.model, self.input, self.semantics) != ("neurosym", "image", "given"):
             raise ValueError("--no-score-test scores validation alone: --model neurosym --input image with the given "
-                             "semantics and --fewshot-scales none")  # fmt: skip
+                             "semantics")  # fmt: skip
         if self.drawn_digits and self.data is not None:
             raise ValueError("--drawn-digits adds to --bank's images; a release's expressions name theirs")
 

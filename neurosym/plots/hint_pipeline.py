@@ -37,17 +37,23 @@ def plot_training(
 
 @optional_figure
 def plot_fewshot(
-    fewshot: Mapping[str, Mapping[str, Any]], concepts: Sequence[str], paper: Mapping[str, float], path: str | os.PathLike
+    fewshot: Mapping[str, Mapping[str, Any]],
+    concepts: Sequence[str],
+    paper: Mapping[str, float],
+    path: str | os.PathLike,
+    split: str = "test",
 ) -> None:
-    """Test accuracy per concept and on average: one bar per few-shot scale of ``fewshot``
-    (``{scale: {"concepts": {concept: {"train", "test_accuracy"}}, "avg"}}``), then the ``paper``'s."""
+    """Test (``split="val"``: validation) accuracy per concept and on average: one bar per few-shot scale of ``fewshot``
+    (``{scale: {"concepts": {concept: {"train", "test_accuracy", "val_accuracy"}}, "avg", "avg_val"}}``), then the
+    ``paper``'s (test)."""
     figure, axis = pyplot().subplots(figsize=(7, 4))
+    key, average = ("test_accuracy", "avg") if split == "test" else ("val_accuracy", "avg_val")
     series = {
         f"scale {scale} (up to {max(entry['train'] for entry in info['concepts'].values())} sentences)":
-            [100 * info["concepts"][c]["test_accuracy"] for c in concepts] + [100 * info["avg"]]
+            [100 * info["concepts"][c][key] for c in concepts] + [100 * info[average]]
         for scale, info in fewshot.items()
     }  # fmt: skip
     published = [paper[c] for c in concepts]
-    series["paper, Transformer"] = [*published, float(np.mean(published))]
-    bar_vs_published(axis, [*concepts, "avg"], series, "test accuracy %")
+    series["paper, Transformer (test)"] = [*published, float(np.mean(published))]
+    bar_vs_published(axis, [*concepts, "avg"], series, f"{'test' if split == 'test' else 'validation'} accuracy %")
     save_figure(figure, path)

@@ -53,20 +53,21 @@ def learn_fewshot(
     with StopRequests(time_limit) as stops:
         for number, (scale, concept) in enumerate(itertools.product(scales, concepts), start=1):
             per_concept: dict[str, Any] = done.setdefault(str(scale), {"concepts": {}})["concepts"]
-            if "val_accuracy" in per_concept.get(concept, {}):  # done (an entry without validation is redone)
-                continue
+            entry = per_concept.get(concept, {})
+            if "val_accuracy" in entry and (entry.get("test_accuracy") is not None or not args.score_test):
+                continue  # done (an entry without validation, or without test where test is wanted, is redone)
             split = splits(concept, scale)
             train, validation, test = split["train"], split["val"], split["test"]
             started = time.perf_counter()
             try:
                 learned, score = learn(concept, train)
-                accuracy, unseen_accuracy, val_accuracy = (
-                    score(test, "test"),
-                    score(unseen(test), "test"),
-                    score(validation, "val"),
+                val_accuracy = score(validation, "val")
+                accuracy, unseen_accuracy = (
+                    (score(test, "test"), score(unseen(test), "test")) if args.score_test else (None, None)
                 )
             except ConceptNotLearned as error:  # no meaning: no expression using the concept can be evaluated
-                learned, accuracy, unseen_accuracy, val_accuracy = f"not learned ({error})", 0.0, 0.0, 0.0
+                learned, val_accuracy = f"not learned ({error})", 0.0
+                accuracy, unseen_accuracy = (0.0, 0.0) if args.score_test else (None, None)
             per_concept[concept] = {
                 "train": len(train),
                 "val": len(validation),
@@ -79,35 +80,37 @@ def learn_fewshot(
                 "seconds": time.perf_counter() - started,
             }
             save_json(done, progress_path)
+            tested = "" if accuracy is None else f", test {accuracy:.1%}, unseen {unseen_accuracy:.1%}"
             print(f"  scale {scale}: {concept} learned as {learned} from {len(train)} sentences, validation "
-                  f"{val_accuracy:.1%}, test {accuracy:.1%}, unseen {unseen_accuracy:.1%}")  # fmt: skip
+                  f"{val_accuracy:.1%}{tested}")  # fmt: skip
             reason = stops.reason()
             if reason is not None:
                 raise TrainingInterrupted(number, len(scales) * len(concepts), reason, progress_path, unit="few-shot concept")
-    return _report(done, scales, concepts, label, out / f"hint_neurosym_fewshot_{args.input}.png")
+    return _report(done, scales, concepts, label, out / f"hint_neurosym_fewshot_{args.input}.png", args.score_test)
 
 
-def _report(done: dict[str, Any], scales: list[float], concepts: list[str], label: str, plot: Path) -> dict[str, Any]:
+def _report(
+    done: dict[str, Any], scales: list[float], concepts: list[str], label: str, plot: Path, score_test: bool = True
+) -> dict[str, Any]:
+    """The few-shot table (validation, and test unless ``score_test`` is off) and plot; the averages per scale."""
     measured, rows = {}, []
+    scored = (("val_accuracy", "validation set"), ("test_accuracy", "whole test set"), ("unseen_accuracy", "unseen expressions"))
+    scored = scored if score_test else scored[:1]
     for scale in scales:
         chosen = {c: done[str(scale)]["concepts"][c] for c in concepts}
-        keys = ("val_accuracy", "test_accuracy", "unseen_accuracy")
-        averages = {key: float(np.mean([info[key] for info in chosen.values()])) for key in keys}
-        measured[str(scale)] = {"concepts": chosen, "avg": averages["test_accuracy"], "avg_unseen": averages["unseen_accuracy"],
+        averages = {key: float(np.mean([info[key] for info in chosen.values()])) for key, _ in scored}
+        measured[str(scale)] = {"concepts": chosen, "avg": averages.get("test_accuracy"), "avg_unseen": averages.get("unseen_accuracy"),
                                 "avg_val": averages["val_accuracy"]}  # fmt: skip
         sizes = "/".join(sorted({str(info["train"]) for info in chosen.values()}))
-        for key, what in (
-            ("val_accuracy", "validation set"),
-            ("test_accuracy", "whole test set"),
-            ("unseen_accuracy", "unseen expressions"),
-        ):
+        for key, what in scored:
             rows.append([f"{sizes} training sentences, {what}", *(100 * chosen[c][key] for c in concepts), 100 * averages[key]])
     if not rows:
         return {}
     paper_average = np.mean([HINT_FEWSHOT[c] for c in concepts])
     rows.append(["Transformer rel. uni. (paper Table 4, whole test set)", *(HINT_FEWSHOT[c] for c in concepts), paper_average])
-    print(f"\nFew-shot concepts ({label}), accuracy %: on the validation set (to choose on), on the whole test set (its "
-          "training sentences included, as in HINT's Table 4) and on the unseen expressions alone")  # fmt: skip
+    tested = (", on the whole test set (its training sentences included, as in HINT's Table 4) and on the unseen "
+              "expressions alone") if score_test else " alone (the test sets not scored)"  # fmt: skip
+    print(f"\nFew-shot concepts ({label}), accuracy %: on the validation set (to choose on){tested}")
     print(format_table(["model", *concepts, "avg"], rows))
-    plot_fewshot(measured, concepts, HINT_FEWSHOT, plot)
+    plot_fewshot(measured, concepts, HINT_FEWSHOT, plot, split="test" if score_test else "val")
     return measured
