@@ -411,13 +411,11 @@ class GrammarAbducer:
             if not heap:
                 return
             negative, _, pattern, ranks, last = heapq.heappop(heap)
-            yield -negative, tuple([(p, group[r][1]) for (p, group), r in zip(pattern, ranks)])
+            yield -negative, tuple((p, group[r][1]) for (p, group), r in zip(pattern, ranks))
             for i in range(last, len(ranks)):  # each rank vector's parent lowers its last non-zero rank: no repeats
                 if ranks[i] + 1 < len(pattern[i][1]):
-                    step = (*ranks[:i], ranks[i] + 1, *ranks[i + 1 :])
-                    gain = 0.0  # summed in the pattern's order, as its bound
-                    for (_, group), r in zip(pattern, step):
-                        gain += group[r][0]
+                    step = ranks[:i] + (ranks[i] + 1,) + ranks[i + 1 :]
+                    gain = sum(group[r][0] for (_, group), r in zip(pattern, step))  # summed in the pattern's order
                     heapq.heappush(heap, (-gain, next(tiebreak), pattern, step, i))
 
     def _patterns(
@@ -442,7 +440,7 @@ class GrammarAbducer:
         bounds = best[slots].sum(axis=1)  # [P], summed in each pattern's order
         order = np.flatnonzero(np.isfinite(bounds))
         order = order[np.argsort(-bounds[order], kind="stable")].tolist()
-        return ((float(bounds[k]), tuple((p, items[p * width + self._terminal_index[t]]) for p, t in patterns[k])) for k in order)
+        return ((float(bounds[k]), tuple((p, items[slot]) for (p, _), slot in zip(patterns[k], slots[k]))) for k in order)
 
     def _listed_patterns(self, sentence: str, max_changes: int) -> tuple[list[tuple[tuple[int, str], ...]], np.ndarray] | None:
         """Every grammatical terminal pattern (``((position, terminal), ...)``, positions ascending; a terminal may be

@@ -174,8 +174,9 @@ def train_grammar_pipeline(
             loss = marginal_loss(reading.log_probs, sentences, pipeline.grammar.symbols, read, proposals)
             best = [f[0] if f else None for f in found]
         elif config.pseudo_labels == "truths":  # the labels themselves, as a sentence read with certainty
-            best = [Correction(truths[i], 0.0, 0) for i in indices]
-            loss = pseudo_label_loss(reading.log_probs, [truths[i] for i in indices], pipeline.grammar.symbols, read)
+            labels = [truths[i] for i in indices]
+            best = [Correction(label, 0.0, 0) for label in labels]
+            loss = pseudo_label_loss(reading.log_probs, labels, pipeline.grammar.symbols, read)
         else:
             best = pipeline.abduce(reading, batch_targets, batch.given)
             labels = [None if c is None else c.sentence for c in best]
