@@ -364,7 +364,7 @@ def test_abduction_checks_its_input():
         abducer.abduce("1+2", np.zeros((2, 11)), 3)
     with pytest.raises(ValueError, match="at least 1"):
         AbductionBudget(max_changes=0)
-    with pytest.raises(ValueError, match="readings at least 0"):
+    with pytest.raises(ValueError, match="readings and chain_sweeps at least 0"):
         AbductionBudget(readings=-1)
 
 

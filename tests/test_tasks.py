@@ -247,8 +247,13 @@ def test_options_left_out_are_the_tasks_choices():
         for width in ({}, {"reader_width": 8})
     ]
     assert parameters[0] == sum(p.numel() for p in task.make_reader().parameters()) > parameters[1]
-    budgets = {digits: mnist_add.abduction_budget(digits) for digits in (2, 4, 15)}
-    assert [(b.readings, b.sample_readings) for b in budgets.values()] == [(0, False), (16, False), (64, True)]
+    budgets = {digits: mnist_add.abduction_budget(digits) for digits in (2, 4, 15, 100)}
+    assert [(b.readings, b.sample_readings, b.chain_sweeps) for b in budgets.values()] == [
+        (0, False, 0),
+        (16, False, 0),
+        (64, True, 0),
+        (64, True, 4),
+    ]
     assert budgets[15].beam >= 2 * budgets[15].readings  # the two numbers' draws are not cut back
 
 

@@ -112,6 +112,11 @@ class PipelineOptions(TrainingOptions):
     beam: int | None = option(
         None, "abduction: ways the top-down search keeps per node (default: the task's)", parse=positive_int
     )
+    chain_sweeps: int | None = option(
+        None, "abduction: explain each result by the sentences of a Gibbs chain of this many sweeps that keeps the "
+        "result, started at the best explanation found (0: the searches' explanations; default: the task's)",
+        parse=non_negative_int,
+    )  # fmt: skip
     init_reader: Path | None = option(
         None,
         "start from the reader of another run's checkpoint.pt (same task and --reader-width): a transfer, not the protocol",

@@ -36,6 +36,7 @@ import numpy as np
 from lark import Token, Tree
 
 from neurosym.pipelines.abduction import Correction
+from neurosym.pipelines.value_chain import ValueChain
 from neurosym.semantics.tree_semantics import Executor
 
 Edits = tuple[tuple[int, str], ...]
@@ -70,6 +71,11 @@ class AbductionBudget:
             in a symbol or two, so the parts solved for them are alike however little the reader knows, and the
             reader learns its own guesses back; draws spread the explanations over what the result leaves open.
             Keep ``beam`` at least the number of draws a rule makes, so that the explanations are not cut back.
+        chain_sweeps: where at least 1, the explanations are instead the sentences of a Gibbs chain of this many
+            sweeps (:class:`~neurosym.pipelines.value_chain.ValueChain`: one symbol changed at a time, the other parts
+            solved through the inverse) started at the weightiest explanation the searches found, each weighed by
+            how often the chain was there: samples of the posterior over the sentences that give the result, where
+            a handful of searched ones would give one of them all the weight.
     """
 
     max_changes: int = 2
@@ -79,11 +85,16 @@ class AbductionBudget:
     beam: int = 4
     readings: int = 0
     sample_readings: bool = False
+    chain_sweeps: int = 0
 
     def __post_init__(self) -> None:
-        if min(self.max_changes, self.max_candidates, self.max_patterns, self.alternatives, self.beam) < 1 or self.readings < 0:
+        if (
+            min(self.max_changes, self.max_candidates, self.max_patterns, self.alternatives, self.beam) < 1
+            or min(self.readings, self.chain_sweeps) < 0
+        ):
             raise ValueError(
-                f"max_changes, max_candidates, max_patterns, alternatives and beam must be at least 1, readings at least 0: {self}"
+                "max_changes, max_candidates, max_patterns, alternatives and beam must be at least 1, readings and "
+                f"chain_sweeps at least 0: {self}"
             )
 
 
@@ -131,11 +142,13 @@ class GrammarAbducer:
         self.max_changes, self.max_candidates, self.alternatives = budget.max_changes, budget.max_candidates, budget.alternatives
         self.max_patterns = budget.max_patterns
         self.beam, self.readings, self.sample_readings = budget.beam, budget.readings, budget.sample_readings
+        self.chain_sweeps = budget.chain_sweeps
         self.equal = equal or (lambda value, target: value == target)
         self.index = {symbol: i for i, symbol in enumerate(self.grammar.symbols)}
         self._giving: dict[tuple[str, Any], list[tuple[str, int]]] = {}
         self._terminal_index = {terminal: i for i, terminal in enumerate(sorted(set(self.grammar.terminal_of.values())))}
         self._listed: OrderedDict[tuple, tuple[list[tuple[tuple[int, str], ...]], np.ndarray] | None] = OrderedDict()
+        self.chain = ValueChain(executor, self.index, self.gives, self._symbols_giving)
 
     def gives(self, value: Any, target: Any) -> bool:
         return value is not None and bool(self.equal(value, target))
@@ -177,7 +190,9 @@ class GrammarAbducer:
         Their probabilities approximate the likelihood of the result (a marginal over explanations). Arguments
         as :meth:`abduce`'s; its correction, where it finds one, is among them. With ``sample_readings`` the
         explanations are the top-down search's draws alone (the enumeration only where those explain nothing),
-        each with its :attr:`Correction.proposal`, one sentence reached by several draws once with their sum."""
+        each with its :attr:`Correction.proposal`, one sentence reached by several draws once with their sum. With
+        ``chain_sweeps`` they are the sentences a :class:`~neurosym.pipelines.value_chain.ValueChain` visits from the
+        weightiest one found, each with the proposal that weighs it by its visits."""
         log_probs = self._checked(sentence, log_probs)
         fixed = frozenset(fixed)
         ways: dict[str, _Way] = {}
@@ -198,6 +213,16 @@ class GrammarAbducer:
         found = [
             Correction(c, base + way.gain, sum(a != b for a, b in zip(c, sentence)), way.proposal) for c, way in ways.items()
         ]
+        if self.chain_sweeps and found:
+            start = max(found, key=lambda correction: correction.log_prob - correction.proposal).sentence
+            rng = np.random.default_rng(zlib.crc32(log_probs.tobytes()))
+            visits = self.chain.visits(start, log_probs, target, self.chain_sweeps, rng, fixed)
+            if visits:
+                found = []
+                for visited, count in visits.items():
+                    log_prob = self.score(visited, log_probs)
+                    changes = sum(a != b for a, b in zip(visited, sentence))
+                    found.append(Correction(visited, log_prob, changes, log_prob - float(np.log(count))))
         return sorted(found, key=lambda correction: -correction.log_prob)
 
     def _checked(self, sentence: str, log_probs: np.ndarray) -> np.ndarray:

@@ -45,7 +45,7 @@ class TreeSemantics:
         self.inverses = dict(inverses or {})
         self._callables: dict[str, Callable | None] = {}
 
-    def _callable(self, name: str) -> Callable | None:
+    def callable_of(self, name: str) -> Callable | None:
         """The callable of rule or terminal ``name`` (``None`` when the semantics give none), looked up once."""
         if name not in self._callables:
             self._callables[name] = self._look_up(name)
@@ -63,7 +63,7 @@ class TreeSemantics:
 
     def leaf_value(self, terminal: str, symbol: str) -> Any:
         """The value of ``symbol`` read as ``terminal``."""
-        function = self._callable(terminal)
+        function = self.callable_of(terminal)
         return symbol if function is None else function(symbol)
 
     def node_values(self, tree: Tree, replaced: Mapping[int, str] | None = None) -> dict[int, Any] | None:
@@ -89,10 +89,10 @@ class TreeSemantics:
 
         def visit(node: Tree | Token) -> int:
             if isinstance(node, Token):
-                steps.append((node.start_pos, self._callable(node.type), None))
+                steps.append((node.start_pos, self.callable_of(node.type), None))
             else:
                 children = tuple(visit(child) for child in node.children)
-                function = self._callable(str(node.data))
+                function = self.callable_of(str(node.data))
                 if function is None and len(children) != 1:
                     raise TypeError(f"the semantics give no callable for rule {str(node.data)!r} ({len(children)} children)")
                 steps.append((-1, function, children))
@@ -126,7 +126,7 @@ class TreeSemantics:
             children = [self._evaluate(child, values, replaced) for child in node.children]
             if any(child is None for child in children):
                 return None
-            function = self._callable(str(node.data))
+            function = self.callable_of(str(node.data))
             if function is not None:
                 value = function(children)
             elif len(children) == 1:

@@ -1,0 +1,178 @@
+"""Explanations drawn from the posterior over sentences with a known result, by Gibbs sampling moves that keep the
+result: one symbol of a part changes, and the other parts are solved again through the rule's inverse.
+
+Where a result is one value of many symbols (a sum of two 100-digit numbers), the sentences that give it are
+countless and any handful found by a search carries one of them almost all the weight: a marginal over them is a
+hard label in disguise, noise wherever the result leaves the symbols open. A chain of such moves instead visits the
+sentences as often as the reader and the result make them probable together, so the explanations it keeps teach
+each position what the result says of it, and little where it says nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+import numpy as np
+from lark import Token, Tree
+
+from neurosym.semantics.tree_semantics import Executor, TreeSemantics
+
+
+class ValueChain:
+    """Gibbs sampling over the sentences of one shape whose value is a target.
+
+    The moves act at the topmost rule with an inverse (reached from the root through single-child rules that pass
+    their child's value up): its children are the parts. A sweep visits each leaf of one part, the parts in turn; at
+    a leaf, every symbol of its terminal that the reader allows is tried, the part's new value kept and the other
+    children solved for through the inverse (the first solution it offers that renders as symbols, down through the
+    children's own inverses; a symbol with several that give a value takes the first); the symbol is then drawn in
+    proportion to the probability of the whole sentence it gives. Each sweep's sentence is one sample. Where every
+    value has one rendering (numbers of fixed length), these are exact Gibbs steps on the first part's symbols.
+
+    Args:
+        executor: the grammar and semantics (with inverses at the rule and at the parts solved for).
+        index: column of each symbol in the log-probabilities.
+        gives: when a value counts as the target.
+        symbols_giving: ``(terminal, value) -> [(symbol, column), ...]``, the symbols of a terminal with a value.
+    """
+
+    def __init__(
+        self,
+        executor: Executor,
+        index: dict[str, int],
+        gives: Callable[[Any, Any], bool],
+        symbols_giving: Callable[[str, Any], list[tuple[str, int]]],
+    ):
+        self.executor, self.grammar, self.semantics = executor, executor.grammar, executor.semantics
+        self.index, self.gives, self.symbols_giving = index, gives, symbols_giving
+
+    def visits(
+        self,
+        start: str,
+        log_probs: np.ndarray,
+        target: Any,
+        sweeps: int,
+        rng: np.random.Generator,
+        fixed: Collection[int] = (),
+    ) -> Counter[str]:
+        """The sentences after each of ``sweeps`` sweeps from ``start`` (a sentence whose value is ``target``) under
+        per-window ``log_probs [n, V]``, with how often the chain was at each; empty where the start's shape has no
+        rule with an inverse to move at. Positions in ``fixed`` never change."""
+        tree = self.executor.tree(start)
+        moves = None if tree is None else _moves(tree, self.semantics, frozenset(fixed))
+        if moves is None:
+            return Counter()
+        node, parts = moves
+        programs: dict[int, Callable[[str], Any]] = {}
+        symbols = list(start)
+        visits: Counter[str] = Counter()
+        for sweep in range(sweeps):
+            which, leaves = parts[sweep % len(parts)]
+            for leaf in leaves:
+                values = self._values(node.children, "".join(symbols), programs)
+                options: list[tuple[list[str], float]] = []
+                for symbol in self.grammar.symbols_of(leaf.type):
+                    if not np.isfinite(log_probs[leaf.start_pos, self.index[symbol]]):
+                        continue
+                    trial = symbols.copy()
+                    trial[leaf.start_pos] = symbol
+                    moved = self._solved(node, target, which, values, trial, programs)
+                    if moved is not None:
+                        options.append((moved, self._gain(symbols, moved, log_probs)))
+                symbols = self._drawn(options, target, rng) or symbols
+            visits["".join(symbols)] += 1
+        return visits
+
+    def _drawn(self, options: list[tuple[list[str], float]], target: Any, rng: np.random.Generator) -> list[str] | None:
+        """One of ``options`` (``(symbols, gain)``) drawn in proportion to ``exp(gain)`` among those that give ``target``
+        (each checked when drawn: an inverse may offer a solution that is invalid, e.g. ``0/0``)."""
+        options = list(options)
+        while options:
+            gains = np.array([gain for _, gain in options])
+            weights = np.exp(gains - gains.max())
+            pick = rng.choice(len(options), p=weights / weights.sum())
+            if self.gives(self.executor.value("".join(options[pick][0])), target):
+                return options[pick][0]
+            del options[pick]
+        return None
+
+    def _solved(self, node: Tree, target: Any, which: int, values: tuple, trial: list[str], programs: dict) -> list[str] | None:
+        """``trial`` (a leaf of child ``which`` of ``node`` changed) with the other children solved through the rule's
+        inverse so that ``node`` gives ``target``, or ``None`` where no solution renders as symbols."""
+        value = self._value(node.children[which], "".join(trial), programs)
+        if value is None:
+            return None
+        assumed = values[:which] + (value,) + values[which + 1 :]
+        for wanted in self.semantics.inverses[str(node.data)](target, assumed):
+            if wanted[which] != value:
+                continue
+            rendered = trial.copy()
+            if all(
+                self._render(child, want, now, rendered, programs)
+                for k, (child, want, now) in enumerate(zip(node.children, wanted, assumed))
+                if k != which and want != now
+            ):
+                return rendered
+        return None
+
+    def _render(self, node: Tree | Token, wanted: Any, now: Any, symbols: list[str], programs: dict) -> bool:
+        """Write into ``symbols`` a reading of ``node`` (value ``now``) whose value is ``wanted``; ``False`` where none is
+        found (``symbols`` may then be partly written)."""
+        if self.gives(now, wanted):
+            return True
+        if isinstance(node, Token):
+            options = self.symbols_giving(node.type, wanted)
+            if not options:
+                return False
+            symbols[node.start_pos] = options[0][0]
+            return True
+        inverse = self.semantics.inverses.get(str(node.data))
+        if inverse is None:
+            return _passes(node, self.semantics) and self._render(node.children[0], wanted, now, symbols, programs)
+        current = self._values(node.children, "".join(symbols), programs)
+        for children in inverse(wanted, current):
+            attempt = symbols.copy()
+            if all(self._render(c, w, n, attempt, programs) for c, w, n in zip(node.children, children, current) if w != n):
+                symbols[:] = attempt
+                return True
+        return False
+
+    def _values(self, children: Sequence[Tree | Token], sentence: str, programs: dict) -> tuple:
+        return tuple(self._value(child, sentence, programs) for child in children)
+
+    def _value(self, node: Tree | Token, sentence: str, programs: dict) -> Any:
+        """``node``'s value in ``sentence`` (its subtree compiled once per chain)."""
+        if isinstance(node, Token):
+            return self.semantics.leaf_value(node.type, sentence[node.start_pos])
+        if id(node) not in programs:
+            programs[id(node)] = self.semantics.compile(node)
+        return programs[id(node)](sentence)
+
+    def _gain(self, symbols: list[str], moved: list[str], log_probs: np.ndarray) -> float:
+        changed = [p for p, (a, b) in enumerate(zip(symbols, moved)) if a != b]
+        return float(sum(log_probs[p, self.index[moved[p]]] - log_probs[p, self.index[symbols[p]]] for p in changed))
+
+
+def _moves(tree: Tree, semantics: TreeSemantics, fixed: frozenset[int]) -> tuple[Tree, list] | None:
+    """The topmost rule with an inverse (below single-child rules that pass their child's value up) and its parts:
+    ``(which child, its leaves that may change)`` for each child with any (a symbol child is its own leaf)."""
+    node: Tree | Token = tree
+    inverses = semantics.inverses
+    while isinstance(node, Tree) and str(node.data) not in inverses and _passes(node, semantics):
+        node = node.children[0]
+    if not isinstance(node, Tree) or str(node.data) not in inverses:
+        return None
+    parts = []
+    for which, child in enumerate(node.children):
+        leaves = [child] if isinstance(child, Token) else child.scan_values(lambda item: isinstance(item, Token))
+        movable = [leaf for leaf in leaves if leaf.start_pos not in fixed]
+        if movable:
+            parts.append((which, movable))
+    return (node, parts) if parts else None
+
+
+def _passes(node: Tree, semantics: TreeSemantics) -> bool:
+    """Whether ``node`` passes its one child's value up unchanged."""
+    return len(node.children) == 1 and semantics.callable_of(str(node.data)) is None
