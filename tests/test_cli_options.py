@@ -182,7 +182,7 @@ def test_a_config_file_gives_defaults_that_the_command_line_overrides(tmp_path) 
     options = options_from(PipelineOptions, args)
     assert (options.task, options.epochs, options.augment_shift, options.progress) == ("hwf", 2.0, 1, False)
     assert options.curriculum == ((1, 50), (10**9, 10**9)) and options.learning_rate == 0.01  # --lr: the old spelling
-    assert options.batch_size == 32 and options.out.as_posix() == "results/pipeline"  # untouched: the defaults
+    assert options.batch_size is None and options.out.as_posix() == "results/pipeline"  # untouched: the task's
 
 
 @pytest.mark.parametrize(

@@ -221,6 +221,20 @@ def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, 
     assert results["reads_per_example"] == pytest.approx(4.0, abs=0.01)
 
 
+def test_the_pipeline_command_takes_the_chain_and_the_batch_size_over_the_tasks(tmp_path, one_thread, monkeypatch):
+    from neurosym.pipelines import value_chain
+
+    chained = []
+    visits = value_chain.ValueChain.visits
+    monkeypatch.setattr(value_chain.ValueChain, "visits", lambda *a, **k: chained.append(a[4]) or visits(*a, **k))
+    argv = ["pipeline", "--task", "hwf", "--epochs", "0.01", "--reader-width", "8", "--no-progress", "--device", "cpu"]
+    options = ["--chain-sweeps", "2", "--pseudo-labels", "marginal", "--batch-size", "8"]
+    assert main([*argv, *options, "--out", str(tmp_path)]) == 0
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert results["abduction"]["chain_sweeps"] == 2 and results["steps"] == 13  # ⌈0.01 × 10,000 / 8⌉
+    assert chained and set(chained) == {2}  # every explanation came from a chain of two sweeps
+
+
 def test_the_pipeline_command_labels_the_truths_reference_as_supervised(tmp_path, capsys, one_thread):
     argv = ["pipeline", "--task", "hwf", "--epochs", "0.02", "--reader-width", "8", "--no-progress", "--device", "cpu"]
     assert main([*argv, "--pseudo-labels", "truths", "--out", str(tmp_path)]) == 0
@@ -241,7 +255,10 @@ def test_options_left_out_are_the_tasks_choices():
     epochs, config = training_config(chosen, task)
     assert (epochs, config.steps, config.augment_shift, config.augment_style) == (0.5, 157, 0, 0.5)
     assert config.pseudo_labels == "marginal"
-    assert [mnist_add.epochs(digits) for digits in (1, 2, 3, 4, 5, 15, 100)] == [2.0, 6.0, 6.0, 12.0, 12.0, 25.0, 25.0]
+    assert [mnist_add.epochs(digits) for digits in (1, 2, 3, 4, 5, 15, 100)] == [2.0, 6.0, 6.0, 12.0, 12.0, 25.0, 30.0]
+    assert (config.batch_size, [mnist_add.batch_size(digits) for digits in (1, 15, 16, 100)]) == (32, [32, 32, 4, 4])
+    epochs, config = training_config(PipelineOptions(task="hwf", batch_size=8), task)
+    assert (config.batch_size, config.steps) == (8, 25_000)  # 20 epochs of 10,000 formulas in steps of 8
     parameters = [
         sum(p.numel() for p in task_for(PipelineOptions(task="hwf", **width)).make_reader().parameters())
         for width in ({}, {"reader_width": 8})

@@ -74,7 +74,9 @@ class PipelineOptions(TrainingOptions):
         "for N = 2 and 3, 12 from N = 4, 25 from N = 15; hwf 20; hint-grammar make run's 800 steps of 32)",
         parse=non_negative_float,
     )  # fmt: skip
-    batch_size: int = option(32, "examples per step", parse=positive_int)
+    batch_size: int | None = option(
+        None, "examples per step (default: the task's: 32; mnist-add beyond 15 digits 4)", parse=positive_int
+    )
     learning_rate: float = option(1e-3, "Adam learning rate (peak of the schedule)", parse=positive_float, aliases=["--lr"])
     schedule: str = option("cosine", "learning-rate schedule", choices=SCHEDULES)
     curriculum: tuple[tuple[int, int], ...] | None = option(
@@ -161,8 +163,9 @@ def task_for(options: PipelineOptions) -> Task:
 def training_config(options: PipelineOptions, task: Task) -> tuple[float, PipelineConfig]:
     """The epochs and the trainer's config of a run: each option the user left out is the task's choice."""
     epochs = task.epochs if options.epochs is None else options.epochs
+    batch_size = task.batch_size if options.batch_size is None else options.batch_size
     config = PipelineConfig(
-        steps=max(1, math.ceil(epochs * len(task.train) / options.batch_size)), batch_size=options.batch_size,
+        steps=max(1, math.ceil(epochs * len(task.train) / batch_size)), batch_size=batch_size,
         learning_rate=options.learning_rate, schedule=options.schedule,
         augment_shift=task.augment_shift if options.augment_shift is None else options.augment_shift,
         augment_style=task.augment_style if options.augment_style is None else options.augment_style,
@@ -241,7 +244,7 @@ def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, opti
         "validation": validation, "test": test, "reads_per_example": float(reads.mean()),
         "ceiling": float(np.mean(test["symbol"] ** reads)) if "symbol" in test else None,
         "subsets": {split: scores | {"mean": float(np.mean(list(scores.values())))} for split, scores in subsets.items()},
-        "timings": pipeline_timings(pipeline, task.test, device, options.batch_size),
+        "timings": pipeline_timings(pipeline, task.test, device),
     }  # fmt: skip
 
 
