@@ -29,7 +29,7 @@ class ValueChain:
     children solved for through the inverse (the first solution it offers that renders as symbols, down through the
     children's own inverses; a symbol with several that give a value takes the first); the symbol is then drawn in
     proportion to the probability of the whole sentence it gives. Each sweep's sentence is one sample. Where every
-    value has one rendering (numbers of fixed length), these are exact Gibbs steps on the first part's symbols.
+    value has one rendering (numbers of fixed length), these are exact Gibbs steps on the moving part's symbols.
 
     Args:
         executor: the grammar and semantics (with inverses at the rule and at the parts solved for).
