@@ -293,13 +293,13 @@ def test_the_marginal_loss_is_the_pseudo_label_loss_for_one_explanation_and_sums
     assert torch.allclose(one, pseudo_label_loss(log_probs, ["1+2", "3+0"], vocabulary, read.tolist()))
     both = marginal_loss(log_probs, [["1+2", "2+1"], []], vocabulary, read)
     index = [vocabulary.index(c) for c in "1221"]
-    expected = (
-        -torch.logaddexp(
-            log_probs[0, 0, index[0]] + log_probs[0, 2, index[1]], log_probs[0, 0, index[2]] + log_probs[0, 2, index[3]]
-        )
-        / 2
+    scores = torch.stack(
+        [log_probs[0, 0, index[0]] + log_probs[0, 2, index[1]], log_probs[0, 0, index[2]] + log_probs[0, 2, index[3]]]
     )
-    assert torch.allclose(both, expected)
+    expected = -torch.logsumexp(scores, 0) / 2  # the gradient's: the negative log-marginal
+    assert torch.allclose(both, -(scores.detach().softmax(0) * scores).sum() / 2)  # the value: the mean cross-entropy
+    (gradient,) = torch.autograd.grad(both, log_probs)
+    assert torch.allclose(gradient, torch.autograd.grad(expected, log_probs)[0])
     assert marginal_loss(log_probs, [[], []], vocabulary, read) is None
 
 
@@ -307,9 +307,13 @@ def test_the_marginal_loss_divides_each_explanation_by_its_proposal():
     vocabulary = list("0123+")
     log_probs = torch.randn(1, 3, 5, generator=torch.Generator().manual_seed(1)).log_softmax(-1)
     read = np.array([[True, False, True]])
+    log_probs.requires_grad_()
     loss = marginal_loss(log_probs, [["1+2", "2+1"]], vocabulary, read, proposals=[[-0.5, -3.0]])
-    scores = [log_probs[0, 0, 1] + log_probs[0, 2, 2] + 0.5, log_probs[0, 0, 2] + log_probs[0, 2, 1] + 3.0]
-    assert torch.allclose(loss, -torch.logsumexp(torch.stack(scores), 0) / 2)
+    scores = torch.stack([log_probs[0, 0, 1] + log_probs[0, 2, 2] + 0.5, log_probs[0, 0, 2] + log_probs[0, 2, 1] + 3.0])
+    (gradient,) = torch.autograd.grad(loss, log_probs)
+    assert torch.allclose(gradient, torch.autograd.grad(-torch.logsumexp(scores, 0) / 2, log_probs)[0])
+    weights = scores.detach().softmax(0)  # each explanation's share of the importance-weighted likelihood
+    assert torch.allclose(loss, -(weights * (scores - torch.tensor([0.5, 3.0]))).sum() / 2)
     assert torch.allclose(
         marginal_loss(log_probs, [["1+2"]], vocabulary, read, proposals=[[0.0]]),
         marginal_loss(log_probs, [["1+2"]], vocabulary, read),

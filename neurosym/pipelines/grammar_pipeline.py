@@ -197,13 +197,16 @@ def marginal_loss(
     trained: np.ndarray,
     proposals: Sequence[Sequence[float]] | None = None,
 ) -> torch.Tensor | None:
-    """Negative log of each example's probability summed over its explanations, per trained position, averaged
-    over the examples that have any: ``log_probs [B, T, V]`` (columns in ``vocabulary`` order), per example its
+    """The loss whose gradient is that of the negative log of each example's probability summed over its
+    explanations, per trained position, averaged over the examples that have any: each explanation's negative
+    log-probability weighed by its share of that sum (the share taken as a constant), so that its value is the
+    explanations' mean cross-entropy. ``log_probs [B, T, V]`` (columns in ``vocabulary`` order), per example its
     explaining sentences, ``trained [B, T]`` the positions the reader reads. With one explanation each it is the
     cross-entropy of :func:`~neurosym.pipelines.trainer.pseudo_label_loss` (for examples of one length);
     ``None`` when no example has an explanation. ``proposals`` (per explanation, :attr:`Correction.proposal`)
     divide each explanation's probability by that of its drawn parts, taken as a constant: an importance-sampled
-    likelihood, whose gradient weighs each explanation by the probability of what was solved for."""
+    likelihood, whose gradient weighs each explanation by the probability of what was solved for (or, for a
+    chain's samples, by how often the chain was there)."""
     index = {s: i for i, s in enumerate(vocabulary)}
     terms = []
     for row, sentences in enumerate(explanations):
@@ -216,9 +219,10 @@ def marginal_loss(
         symbols = torch.tensor([[index[c] for c in sentence] for sentence in sentences], device=log_probs.device)  # [C, n]
         picked = log_probs[row, :length].float().gather(1, rearrange(symbols, "c n -> n c"))  # [n, C]
         per_sentence = torch.where(mask[:, None], picked, torch.zeros_like(picked)).sum(dim=0)  # [C]
+        weighted = per_sentence.detach()
         if proposals is not None:
-            per_sentence = per_sentence - torch.tensor(proposals[row], dtype=per_sentence.dtype, device=log_probs.device)
-        terms.append(-torch.logsumexp(per_sentence, dim=0) / mask.sum())
+            weighted = weighted - torch.tensor(proposals[row], dtype=per_sentence.dtype, device=log_probs.device)
+        terms.append(-(weighted.softmax(dim=0) * per_sentence).sum() / mask.sum())
     return torch.stack(terms).mean() if terms else None
 
 
