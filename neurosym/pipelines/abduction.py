@@ -44,6 +44,11 @@ class Correction:
     proposal: float = 0.0
 
 
+def changed(sentence: str, read: str) -> int:
+    """How many symbols of ``sentence`` differ from those of ``read`` (position by position)."""
+    return sum(a != b for a, b in zip(sentence, read))
+
+
 @dataclass(frozen=True)
 class _Proposal:
     gain: float  # change of log-probability
@@ -127,7 +132,7 @@ class Abducer:
             best = self._best_single(frontier, log_probs, target)
             if best is not None:
                 gain, corrected = best
-                return Correction(corrected, base + gain, sum(a != b for a, b in zip(corrected, sentence)))
+                return Correction(corrected, base + gain, changed(corrected, sentence))
             if depth < self.max_changes:
                 frontier = self._expand(frontier, log_probs)
         return None
@@ -185,7 +190,7 @@ class Abducer:
                 best = found
         if best is None:
             return None
-        return Correction(best.sentence, best.log_prob, sum(a != b for a, b in zip(best.sentence, sentence)))
+        return Correction(best.sentence, best.log_prob, changed(best.sentence, sentence))
 
     def _class_of(self, symbol: str) -> int:
         if symbol == "(":

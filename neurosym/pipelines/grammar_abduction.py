@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from lark import Token, Tree
 
-from neurosym.pipelines.abduction import Correction
+from neurosym.pipelines.abduction import Correction, changed
 from neurosym.pipelines.value_chain import ValueChain
 from neurosym.semantics.tree_semantics import Executor
 
@@ -182,7 +182,7 @@ class GrammarAbducer:
         if best is None:
             return None
         gain, corrected = best
-        return Correction(corrected, base + gain, sum(a != b for a, b in zip(corrected, sentence)))
+        return Correction(corrected, base + gain, changed(corrected, sentence))
 
     def explanations(self, sentence: str, log_probs: np.ndarray, target: Any, fixed: Collection[int] = ()) -> list[Correction]:
         """Every sentence whose value is ``target`` that the budget's searches reach (the one read, the top-down
@@ -210,20 +210,24 @@ class GrammarAbducer:
             elif self.gives(self.executor.value(candidate), target):
                 ways[candidate] = way
         base = self.score(sentence, log_probs)
-        found = [
-            Correction(c, base + way.gain, sum(a != b for a, b in zip(c, sentence)), way.proposal) for c, way in ways.items()
-        ]
+        found = [Correction(c, base + way.gain, changed(c, sentence), way.proposal) for c, way in ways.items()]
         if self.chain_sweeps and found:
-            start = max(found, key=lambda correction: correction.log_prob - correction.proposal).sentence
-            rng = np.random.default_rng(zlib.crc32(log_probs.tobytes()))
-            visits = self.chain.visits(start, log_probs, target, self.chain_sweeps, rng, fixed)
-            if visits:
-                found = []
-                for visited, count in visits.items():
-                    log_prob = self.score(visited, log_probs)
-                    changes = sum(a != b for a, b in zip(visited, sentence))
-                    found.append(Correction(visited, log_prob, changes, log_prob - float(np.log(count))))
+            found = self._chained(sentence, log_probs, target, fixed, found) or found
         return sorted(found, key=lambda correction: -correction.log_prob)
+
+    def _chained(
+        self, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int], found: list[Correction]
+    ) -> list[Correction]:
+        """The sentences a :class:`ValueChain` of ``chain_sweeps`` visits from the weightiest of ``found``, each with the
+        proposal that weighs it by its visits (empty where the chain cannot move)."""
+        start = max(found, key=lambda correction: correction.log_prob - correction.proposal).sentence
+        rng = np.random.default_rng(zlib.crc32(log_probs.tobytes()))
+        visits = self.chain.visits(start, log_probs, target, self.chain_sweeps, rng, fixed)
+        scores = {visited: self.score(visited, log_probs) for visited in visits}
+        return [
+            Correction(visited, scores[visited], changed(visited, sentence), scores[visited] - float(np.log(count)))
+            for visited, count in visits.items()
+        ]
 
     def _checked(self, sentence: str, log_probs: np.ndarray) -> np.ndarray:
         log_probs = np.asarray(log_probs, dtype=np.float64)
