@@ -79,7 +79,8 @@ def abduction_budget(digits: int) -> AbductionBudget:
     (validation 0.0 after 3 epochs) and 64 drawn ones reach validation 75.9 % after 5 (seed 0); N = 3 and 4 keep
     the readings chosen there (not re-chosen). Beyond 15 digits the explanations are a Gibbs chain's four sweeps
     from the weightiest draw (``chain_sweeps``): at N = 100 the draws alone learn nothing from scratch (validation
-    0.0, symbols 0.1 %), the chain reaches validation 24.0 % (symbols 99.2 %) on the same schedule (seed 0)."""
+    0.0, symbols 0.1 %), the chain reaches validation 24.0 % (symbols 99.2 %) on the same schedule (seed 0). N = 15 keeps
+    the draws (validation, seeds 0 and 1: 88.55 and 87.35 %, against the chain's 84.34 and 84.94 % in 30 % less time)."""
     if digits <= 2:
         return AbductionBudget(max_changes=2 * digits, max_candidates=64)
     if digits <= 4:
