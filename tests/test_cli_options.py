@@ -211,6 +211,7 @@ def test_a_config_file_with_a_bad_entry_is_a_one_line_usage_error(text, message,
             "pipeline --task hint --epochs 2 --reader-width 8",
             "--task hint takes only the shared options, not --epochs, --reader-width",
         ),
+        ("pipeline --task mnist-add --reader-convs 1,2", "--reader-convs takes three counts, one per stage, got 1,2"),
     ],
 )
 def test_rules_between_options_are_checked_before_any_work(argv, message, capsys) -> None:

@@ -2,6 +2,7 @@ import pytest
 import torch
 
 from neurosym.perception.cnn import VGG11BN, ResNet18, SmallCNN
+from neurosym.perception.symbol_classifier import SymbolClassifier
 
 
 def _all_parameters_get_gradients(model: torch.nn.Module, images: torch.Tensor) -> None:
@@ -50,6 +51,26 @@ def test_bad_input_is_named():
         SmallCNN(input_size=4)
     with pytest.raises(ValueError, match="ResNet18 expects"):
         ResNet18(in_channels=1, out_features=2)(torch.randn(1, 28, 28))
+
+
+def test_small_cnn_stages_take_their_convolution_counts():
+    default = SmallCNN(in_channels=1, out_features=3, input_size=16, width=4)
+    deeper = SmallCNN(in_channels=1, out_features=3, input_size=16, width=4, stage_convs=(1, 2, 3))
+    widths = [m.out_channels for m in deeper.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert widths == [4, 8, 8, 16, 16, 16]
+    assert [m.out_channels for m in default.modules() if isinstance(m, torch.nn.Conv2d)] == [4, 8, 16]
+    # the default keeps the layer names of the three-convolution CNN, so its checkpoints still load
+    assert [name for name in default.state_dict() if name.endswith("weight")] == [
+        "features.0.weight", "features.1.weight", "features.4.weight", "features.5.weight",
+        "features.8.weight", "features.9.weight", "head.weight",
+    ]  # fmt: skip
+    _all_parameters_get_gradients(deeper, torch.randn(2, 1, 16, 16))
+    with pytest.raises(ValueError, match="stage_convs gives each of the three stages at least one convolution"):
+        SmallCNN(stage_convs=(1, 0, 1))
+    with pytest.raises(ValueError, match="stage_convs gives each"):
+        SmallCNN(stage_convs=(1, 2))
+    with pytest.raises(ValueError, match="an option of the 'small' backbone"):
+        SymbolClassifier(list("01"), backbone="resnet18", stage_convs=(1, 2, 2))
 
 
 def test_small_cnn_overfits_a_tiny_batch():

@@ -261,9 +261,9 @@ def test_options_left_out_are_the_tasks_choices():
     assert (config.batch_size, config.steps) == (8, 25_000)  # 20 epochs of 10,000 formulas in steps of 8
     parameters = [
         sum(p.numel() for p in task_for(PipelineOptions(task="hwf", **width)).make_reader().parameters())
-        for width in ({}, {"reader_width": 8})
+        for width in ({}, {"reader_width": 8}, {"reader_convs": [1, 2, 2]})
     ]
-    assert parameters[0] == sum(p.numel() for p in task.make_reader().parameters()) > parameters[1]
+    assert parameters[2] > parameters[0] == sum(p.numel() for p in task.make_reader().parameters()) > parameters[1]
     budgets = {digits: mnist_add.abduction_budget(digits) for digits in (2, 4, 15, 100)}
     assert [(b.readings, b.sample_readings, b.chain_sweeps) for b in budgets.values()] == [
         (0, False, 0),

@@ -24,6 +24,7 @@ from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.options import (
     TrainingOptions,
     apply_threads,
+    comma_list,
     curriculum_stages,
     existing_file,
     existing_folder,
@@ -101,6 +102,10 @@ class PipelineOptions(TrainingOptions):
     reader_width: int | None = option(
         None, "channels of the reader's first convolution (default: the task's)", parse=positive_int
     )
+    reader_convs: list[int] | None = option(
+        None, "convolutions in each of the reader's three stages, e.g. 1,2,2 (default: the task's: one each)",
+        parse=comma_list(positive_int, what="convolution count"),
+    )  # fmt: skip
     max_changes: int | None = option(None, "abduction: symbols a correction may change (default: the task's)", parse=positive_int)
     max_candidates: int | None = option(
         None, "abduction: grammatical sentences the enumeration may run (default: the task's)", parse=positive_int
@@ -136,6 +141,8 @@ class PipelineOptions(TrainingOptions):
             raise ValueError(f"--task hint takes only the shared options, not {', '.join(changed)} (neurosym hint has the rest)")
         if self.task != "mnist-add" and (self.digits != 1 or self.mnist is not None):
             raise ValueError("--digits and --mnist are options of --task mnist-add")
+        if self.reader_convs is not None and len(self.reader_convs) != 3:
+            raise ValueError(f"--reader-convs takes three counts, one per stage, got {','.join(map(str, self.reader_convs))}")
         if self.task != "hint-grammar" and (self.scale != 0.01 or self.data is not None):
             raise ValueError("--scale and --data are options of --task hint-grammar")
 
@@ -147,7 +154,8 @@ OPTIONS = PipelineOptions
 
 def task_for(options: PipelineOptions) -> Task:
     """The task ``options`` name, built with the options given (the task's own choice for each one left out)."""
-    reader = {} if options.reader_width is None else {"reader_width": options.reader_width}
+    given = {"reader_width": options.reader_width, "reader_convs": options.reader_convs}
+    reader = {name: value for name, value in given.items() if value is not None}
     if options.task == "mnist-add":
         return build_task("mnist-add", digits=options.digits, seed=options.seed, mnist=options.mnist, **reader)
     if options.task == "hint-grammar":

@@ -11,6 +11,8 @@ All three map images ``[B, C, H, W]`` (float, any value range) to features ``[B,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from einops import rearrange
 from torch import nn
@@ -30,8 +32,9 @@ def _conv_bn_relu(in_channels: int, out_channels: int) -> list[nn.Module]:
 
 
 class SmallCNN(nn.Module):
-    """Three ``conv3x3-BN-ReLU-maxpool2`` blocks (``width``, ``2*width``, ``4*width`` channels), then a
-    flattening linear layer, so the output still knows *where* in the image things are.
+    """Three stages of ``conv3x3-BN-ReLU`` then ``maxpool2`` (``width``, ``2*width``, ``4*width`` channels), then a
+    flattening linear layer, so the output still knows *where* in the image things are. ``stage_convs`` says how
+    many convolutions each stage has (one each by default).
 
     ``input_size`` is the (square) side of the images it will see; the feature map after the three
     pools has side ``input_size // 8`` (at least 1).
@@ -39,20 +42,29 @@ class SmallCNN(nn.Module):
     Shapes: ``[B, in_channels, input_size, input_size]`` -> ``[B, out_features]``.
     """
 
-    def __init__(self, in_channels: int = 1, out_features: int = 10, input_size: int = 32, width: int = 32) -> None:
+    def __init__(
+        self,
+        in_channels: int = 1,
+        out_features: int = 10,
+        input_size: int = 32,
+        width: int = 32,
+        stage_convs: Sequence[int] = (1, 1, 1),
+    ) -> None:
         super().__init__()
         if input_size < 8:
             raise ValueError(f"SmallCNN needs input_size >= 8 (three 2x poolings), got {input_size}")
+        if len(stage_convs) != 3 or min(stage_convs) < 1:
+            raise ValueError(f"stage_convs gives each of the three stages at least one convolution, got {tuple(stage_convs)}")
         self.in_channels = in_channels
         self.input_size = input_size
-        self.features = nn.Sequential(
-            *_conv_bn_relu(in_channels, width),
-            nn.MaxPool2d(2),
-            *_conv_bn_relu(width, 2 * width),
-            nn.MaxPool2d(2),
-            *_conv_bn_relu(2 * width, 4 * width),
-            nn.MaxPool2d(2),
-        )
+        layers: list[nn.Module] = []
+        channels = in_channels
+        for stage, convs in enumerate(stage_convs):
+            for _ in range(convs):
+                layers += _conv_bn_relu(channels, width * 2**stage)
+                channels = width * 2**stage
+            layers.append(nn.MaxPool2d(2))
+        self.features = nn.Sequential(*layers)
         side = input_size // 8
         self.head = nn.Linear(4 * width * side * side, out_features)
 

