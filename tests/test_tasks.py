@@ -250,11 +250,13 @@ def test_options_left_out_are_the_tasks_choices():
     task = build_task("hwf", seed=0)
     epochs, config = training_config(PipelineOptions(task="hwf"), task)
     assert (epochs, config.steps, config.augment_shift, config.augment_style, config.pseudo_labels) == (20.0, 6250, 1, 0.0, "all")
+    assert config.learning_rate == task.learning_rate == 1e-3
     assert config.curriculum == task.curriculum
     chosen = PipelineOptions(task="hwf", epochs=0.5, augment_shift=0, augment_style=0.5, pseudo_labels="marginal")
     epochs, config = training_config(chosen, task)
     assert (epochs, config.steps, config.augment_shift, config.augment_style) == (0.5, 157, 0, 0.5)
     assert config.pseudo_labels == "marginal"
+    assert training_config(PipelineOptions(task="hwf", learning_rate=5e-4), task)[1].learning_rate == 5e-4
     assert [mnist_add.epochs(digits) for digits in (1, 2, 3, 4, 5, 15, 100)] == [2.0, 6.0, 6.0, 12.0, 12.0, 25.0, 30.0]
     assert (config.batch_size, [mnist_add.batch_size(digits) for digits in (1, 15, 16, 100)]) == (32, [32, 32, 4, 4])
     epochs, config = training_config(PipelineOptions(task="hwf", batch_size=8), task)

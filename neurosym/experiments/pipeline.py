@@ -78,7 +78,10 @@ class PipelineOptions(TrainingOptions):
     batch_size: int | None = option(
         None, "examples per step (default: the task's: 32; mnist-add beyond 15 digits 4)", parse=positive_int
     )
-    learning_rate: float = option(1e-3, "Adam learning rate (peak of the schedule)", parse=positive_float, aliases=["--lr"])
+    learning_rate: float | None = option(
+        None, "Adam learning rate, the peak of the schedule (default: the task's: 1e-3)", parse=positive_float,
+        aliases=["--lr"],
+    )  # fmt: skip
     schedule: str = option("cosine", "learning-rate schedule", choices=SCHEDULES)
     curriculum: tuple[tuple[int, int], ...] | None = option(
         None,
@@ -174,7 +177,8 @@ def training_config(options: PipelineOptions, task: Task) -> tuple[float, Pipeli
     batch_size = task.batch_size if options.batch_size is None else options.batch_size
     config = PipelineConfig(
         steps=max(1, math.ceil(epochs * len(task.train) / batch_size)), batch_size=batch_size,
-        learning_rate=options.learning_rate, schedule=options.schedule,
+        learning_rate=task.learning_rate if options.learning_rate is None else options.learning_rate,
+        schedule=options.schedule,
         augment_shift=task.augment_shift if options.augment_shift is None else options.augment_shift,
         augment_style=task.augment_style if options.augment_style is None else options.augment_style,
         curriculum=Curriculum(options.curriculum) if options.curriculum else task.curriculum, seed=options.seed,
@@ -222,7 +226,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     results = _evaluated(pipeline, task, device, options) | {
         "task": task.name, "device": str(device), "processes": context.world_size, "epochs": epochs, "steps": steps,
         "reader_parameters": sum(parameter.numel() for parameter in reader.parameters()),
-        "augment_shift": config.augment_shift, "augment_style": config.augment_style,
+        "augment_shift": config.augment_shift, "augment_style": config.augment_style, "learning_rate": config.learning_rate,
         "config": {key: str(value) if isinstance(value, Path) else value for key, value in asdict(options).items()},
         "abduction": asdict(abduction), "pseudo_labels": config.pseudo_labels, "train_seconds": trained, "data_note": task.data_note, "history": history,
         "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},

@@ -45,8 +45,8 @@ class Task:
     ``make_reader()`` makes a fresh reader; ``train``/``validation``/``test`` are the examples; ``abduction``
     is the task's abduction budget, ``curriculum`` its default schedule of lengths, ``pseudo_labels`` its
     default pseudo-labels (:data:`~neurosym.pipelines.trainer.GRAMMAR_PSEUDO_LABELS`), ``epochs`` its passes over
-    ``train`` in steps of ``batch_size`` examples, ``augment_shift`` the pixels its training windows are shifted by
-    and ``augment_style`` the strength they are redrawn in another hand at
+    ``train`` in steps of ``batch_size`` examples at Adam's peak ``learning_rate``, ``augment_shift`` the pixels its
+    training windows are shifted by and ``augment_style`` the strength they are redrawn in another hand at
     (:func:`~neurosym.perception.augment.random_style`), each chosen on validation;
     ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs; ``subsets`` named
     parts of ``validation`` and of ``test`` scored apart as well, with their mean (e.g. HINT's I, SS, LS, SL, LL).
@@ -64,6 +64,7 @@ class Task:
     pseudo_labels: str = "all"
     epochs: float = 1.0
     batch_size: int = 32
+    learning_rate: float = 1e-3
     augment_shift: int = 0
     augment_style: float = 0.0
     published: Sequence[Published] = ()
