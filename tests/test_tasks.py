@@ -259,10 +259,6 @@ def test_options_left_out_are_the_tasks_choices():
     assert training_config(PipelineOptions(task="hwf", learning_rate=5e-4), task)[1].learning_rate == 5e-4
     assert [mnist_add.epochs(digits) for digits in (1, 2, 3, 4, 5, 15, 100)] == [2.0, 6.0, 6.0, 12.0, 12.0, 25.0, 30.0]
     assert (config.batch_size, [mnist_add.batch_size(digits) for digits in (1, 15, 16, 100)]) == (32, [32, 32, 4, 4])
-    assert [(mnist_add.reader_stages(digits), mnist_add.learning_rate(digits)) for digits in (15, 16)] == [
-        ((1, 1, 1), 1e-3),
-        ((1, 2, 2), 5e-4),
-    ]
     epochs, config = training_config(PipelineOptions(task="hwf", batch_size=8), task)
     assert (config.batch_size, config.steps) == (8, 25_000)  # 20 epochs of 10,000 formulas in steps of 8
     parameters = [

