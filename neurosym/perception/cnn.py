@@ -60,9 +60,10 @@ class SmallCNN(nn.Module):
         layers: list[nn.Module] = []
         channels = in_channels
         for stage, convs in enumerate(stage_convs):
+            out_channels = width * 2**stage
             for _ in range(convs):
-                layers += _conv_bn_relu(channels, width * 2**stage)
-                channels = width * 2**stage
+                layers += _conv_bn_relu(channels, out_channels)
+                channels = out_channels
             layers.append(nn.MaxPool2d(2))
         self.features = nn.Sequential(*layers)
         side = input_size // 8
