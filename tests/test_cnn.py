@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from neurosym.perception.cnn import VGG11BN, ResNet18, SmallCNN
+from neurosym.perception.cnn import VGG11BN, ResidualConv, ResNet18, SmallCNN
 from neurosym.perception.symbol_classifier import SymbolClassifier
 
 
@@ -64,13 +64,30 @@ def test_small_cnn_stages_take_their_convolution_counts():
         "features.0.weight", "features.1.weight", "features.4.weight", "features.5.weight",
         "features.8.weight", "features.9.weight", "head.weight",
     ]  # fmt: skip
-    _all_parameters_get_gradients(deeper, torch.randn(2, 1, 16, 16))
     with pytest.raises(ValueError, match="stage_convs gives each of the three stages at least one convolution"):
         SmallCNN(stage_convs=(1, 0, 1))
     with pytest.raises(ValueError, match="stage_convs gives each"):
         SmallCNN(stage_convs=(1, 2))
     with pytest.raises(ValueError, match="an option of the 'small' backbone"):
         SymbolClassifier(list("01"), backbone="resnet18", stage_convs=(1, 2, 2))
+
+
+def test_deeper_small_cnn_starts_as_the_shallow_one_and_then_learns_every_layer():
+    torch.manual_seed(0)
+    shallow = SmallCNN(in_channels=1, out_features=3, input_size=16, width=4)
+    deeper = SmallCNN(in_channels=1, out_features=3, input_size=16, width=4, stage_convs=(1, 2, 3))
+    shared = [layer for layer in deeper.features if not isinstance(layer, ResidualConv)]
+    for mine, theirs in zip([*shared, deeper.head], [*shallow.features, shallow.head], strict=True):
+        mine.load_state_dict(theirs.state_dict())
+    images = torch.randn(5, 1, 16, 16)
+    assert torch.allclose(deeper(images), shallow(images), atol=1e-6)
+    assert not torch.allclose(deeper(images), SmallCNN(1, 3, 16, width=4, stage_convs=(1, 2, 3))(images), atol=1e-3)
+    # a residual block's convolution gets gradients once its normalisation's scale has left zero
+    with torch.no_grad():
+        for block in deeper.modules():
+            if isinstance(block, ResidualConv):
+                block.norm.weight.fill_(0.1)
+    _all_parameters_get_gradients(deeper, images)
 
 
 def test_small_cnn_overfits_a_tiny_batch():

@@ -106,7 +106,8 @@ class PipelineOptions(TrainingOptions):
         None, "channels of the reader's first convolution (default: the task's)", parse=positive_int
     )
     reader_convs: list[int] | None = option(
-        None, "convolutions in each of the reader's three stages, e.g. 1,2,2 (default: the task's: one each)",
+        None, "convolutions in each of the reader's three stages, e.g. 1,2,2, a stage's later ones residual (default: "
+        "the task's: one each)",
         parse=comma_list(positive_int, what="convolution count"),
     )  # fmt: skip
     max_changes: int | None = option(None, "abduction: symbols a correction may change (default: the task's)", parse=positive_int)

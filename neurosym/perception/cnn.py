@@ -31,10 +31,28 @@ def _conv_bn_relu(in_channels: int, out_channels: int) -> list[nn.Module]:
     ]
 
 
+class ResidualConv(nn.Module):
+    """``relu(x + BN(conv3x3(x)))`` with the BN's scale zero at first (Goyal et al. 2017), so the block starts as the
+    identity on the non-negative ``x`` a ReLU gave it, and a network grown by such blocks starts as the one without.
+
+    Shapes: ``[B, channels, H, W]`` -> ``[B, channels, H, W]``.
+    """
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(channels, channels, kernel_size=3, padding=1, bias=False)
+        self.norm = nn.BatchNorm2d(channels)
+        nn.init.zeros_(self.norm.weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x + self.norm(self.conv(x)))
+
+
 class SmallCNN(nn.Module):
     """Three stages of ``conv3x3-BN-ReLU`` then ``maxpool2`` (``width``, ``2*width``, ``4*width`` channels), then a
     flattening linear layer, so the output still knows *where* in the image things are. ``stage_convs`` says how
-    many convolutions each stage has (one each by default).
+    many convolutions each stage has (one each by default); a stage's convolutions after its first are
+    :class:`ResidualConv` blocks, so a deeper CNN starts as the three-convolution one.
 
     ``input_size`` is the (square) side of the images it will see; the feature map after the three
     pools has side ``input_size // 8`` (at least 1).
@@ -61,9 +79,9 @@ class SmallCNN(nn.Module):
         channels = in_channels
         for stage, convs in enumerate(stage_convs):
             out_channels = width * 2**stage
-            for _ in range(convs):
-                layers += _conv_bn_relu(channels, out_channels)
-                channels = out_channels
+            layers += _conv_bn_relu(channels, out_channels)
+            layers += [ResidualConv(out_channels) for _ in range(convs - 1)]
+            channels = out_channels
             layers.append(nn.MaxPool2d(2))
         self.features = nn.Sequential(*layers)
         side = input_size // 8
