@@ -297,6 +297,28 @@ def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch, one_
         main([*common, "--init-reader", str(tmp_path / "junk.pt"), "--out", str(tmp_path / "x")])
 
 
+def test_ensemble_reads_with_finished_runs_readers_and_trains_nothing(tmp_path, one_thread):
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01", "--reader-width", "8"]
+    runs = [tmp_path / "first", tmp_path / "second"]
+    for seed, run in enumerate(runs):
+        assert main([*common, "--seed", str(seed), "--out", str(run)]) == 0
+    members = [json.loads((run / "results.json").read_text()) for run in runs]
+    assert main([*common, "--ensemble", str(runs[0]), "--out", str(tmp_path / "alone")]) == 0
+    alone = json.loads((tmp_path / "alone" / "results.json").read_text())
+    # one run read as an ensemble scores what the run did, and its training time is the run's
+    assert (alone["validation"], alone["test"], alone["history"]) == (members[0]["validation"], members[0]["test"], [])
+    assert alone["train_seconds"] == members[0]["train_seconds"]
+    assert not (tmp_path / "alone" / "checkpoint.pt").exists()
+    assert main([*common, "--ensemble", *map(str, runs), "--out", str(tmp_path / "both")]) == 0
+    both = json.loads((tmp_path / "both" / "results.json").read_text())
+    assert both["ensemble"] == list(map(str, runs))
+    assert both["train_seconds"] == pytest.approx(sum(member["train_seconds"] for member in members))
+    with pytest.raises(SystemExit, match="is not a finished run"):
+        main([*common, "--ensemble", str(tmp_path / "missing"), "--out", str(tmp_path / "x")])
+    with pytest.raises(SystemExit, match="holds another reader"):
+        main([*common, "--reader-width", "16", "--ensemble", str(runs[0]), "--out", str(tmp_path / "x")])
+
+
 def _ddp_budget_pipeline() -> GrammarPipeline:
     torch.manual_seed(0)
     grammar = SymbolGrammar(grammar_file("mnist_add.lark"))

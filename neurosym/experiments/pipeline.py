@@ -9,6 +9,7 @@ benchmarks/pipeline.py ...`` the processes share each batch (DistributedDataPara
 
 from __future__ import annotations
 
+import json
 import math
 import pickle
 import time
@@ -38,6 +39,7 @@ from neurosym.experiments.options import (
     unit_interval,
 )
 from neurosym.experiments.report import format_table
+from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.grammar_pipeline import (
@@ -134,6 +136,11 @@ class PipelineOptions(TrainingOptions):
         parse=existing_file,
         metavar="CHECKPOINT",
     )
+    ensemble: list[Path] | None = option(
+        None, "train nothing: read with the mean probability of the readers these runs of the same task trained "
+        "(their --out folders; this command's reader options); the training time is theirs summed",
+        parse=Path, nargs="+", metavar="RUN",
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         changed = [
@@ -145,6 +152,8 @@ class PipelineOptions(TrainingOptions):
             raise ValueError(f"--task hint takes only the shared options, not {', '.join(changed)} (neurosym hint has the rest)")
         if self.task != "mnist-add" and (self.digits != 1 or self.mnist is not None):
             raise ValueError("--digits and --mnist are options of --task mnist-add")
+        if self.ensemble and self.init_reader is not None:
+            raise ValueError("--ensemble reads with readers already trained; --init-reader starts one to train")
         if self.reader_convs is not None and len(self.reader_convs) != 3:
             raise ValueError(f"--reader-convs takes three counts, one per stage, got {','.join(map(str, self.reader_convs))}")
         if self.task != "hint-grammar" and (self.scale != 0.01 or self.data is not None):
@@ -205,7 +214,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     torch.manual_seed(options.seed)
     budget = {item.name for item in fields(AbductionBudget)} & {item.name for item in fields(options)}
     abduction = replace(task.abduction, **{name: getattr(options, name) for name in budget if getattr(options, name) is not None})
-    reader = task.make_reader()
+    reader = _ensemble(options.ensemble, task) if options.ensemble else task.make_reader()
     if options.init_reader is not None:
         reader.load_state_dict(_saved_reader(options.init_reader))
     pipeline = GrammarPipeline(task.grammar, task.semantics, reader, abduction)
@@ -214,21 +223,25 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     out = Path(options.out)
     if context.is_main:
         out.mkdir(parents=True, exist_ok=True)
-        if not options.resume:
+        if not options.resume and not options.ensemble:
             (out / "checkpoint.pt").unlink(missing_ok=True)
     start = time.perf_counter()
     checkpoint, progress = out / "checkpoint.pt", options.progress and context.is_main
-    history = train_grammar_pipeline(
-        pipeline, task.train, config, device, checkpoint, progress, _seconds(options.time_limit), context
-    )
-    trained = time.perf_counter() - start
+    if options.ensemble:
+        history, trained = [], sum(_results(run)["train_seconds"] for run in options.ensemble)
+    else:
+        history = train_grammar_pipeline(
+            pipeline, task.train, config, device, checkpoint, progress, _seconds(options.time_limit), context
+        )
+        trained = time.perf_counter() - start
     if not context.is_main:
         return None
     results = _evaluated(pipeline, task, device, options) | {
         "task": task.name, "device": str(device), "processes": context.world_size, "epochs": epochs, "steps": steps,
         "reader_parameters": sum(parameter.numel() for parameter in reader.parameters()),
         "augment_shift": config.augment_shift, "augment_style": config.augment_style, "learning_rate": config.learning_rate,
-        "config": {key: str(value) if isinstance(value, Path) else value for key, value in asdict(options).items()},
+        "config": {key: _jsonable(value) for key, value in asdict(options).items()},
+        "ensemble": [str(run) for run in options.ensemble or []],
         "abduction": asdict(abduction), "pseudo_labels": config.pseudo_labels, "train_seconds": trained, "data_note": task.data_note, "history": history,
         "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
     }  # fmt: skip
@@ -261,6 +274,31 @@ def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, opti
     }  # fmt: skip
 
 
+def _ensemble(runs: list[Path], task: Task) -> ReaderEnsemble:
+    """The mean probability of the readers ``runs`` (``--out`` folders of finished runs) trained."""
+    for run in runs:
+        _results(run)
+    try:
+        return readers_from_checkpoints([run / "checkpoint.pt" for run in runs], task.make_reader)
+    except ValueError as error:
+        raise SystemExit(f"neurosym pipeline: --ensemble: {error}") from None
+
+
+def _jsonable(value: Any) -> Any:
+    """An option's value as JSON holds it: paths as text, also inside lists."""
+    return str(value) if isinstance(value, Path) else [_jsonable(item) for item in value] if isinstance(value, list) else value
+
+
+def _results(run: Path) -> dict[str, Any]:
+    """A finished run's ``results.json``."""
+    try:
+        return json.loads((run / "results.json").read_text())
+    except (OSError, ValueError) as error:
+        raise SystemExit(
+            f"neurosym pipeline: --ensemble {run} is not a finished run (no readable results.json: {error})"
+        ) from None
+
+
 def _saved_reader(path: Path) -> dict[str, Any]:
     try:
         saved = load_checkpoint(path)
@@ -279,6 +317,8 @@ def _table(task: Task, results: dict[str, Any]) -> str:
     test, validation = results["test"], results["validation"]
     symbol = test.get("symbol")
     ours = "neurosym, supervised by the true symbols (a reference)" if results["pseudo_labels"] == "truths" else "neurosym (ours)"
+    if results["ensemble"]:
+        ours += f", {len(results['ensemble'])} readers trained apart, read as one"
     rows = [
         [
             ours, f"{100 * test['accuracy']:.2f}", f"{100 * validation['accuracy']:.2f}",

@@ -16,18 +16,19 @@ def plot_grammar_pipeline(
     history: Sequence[Mapping[str, Any]], ours: float, published: Sequence[Any], title: str, path: str | os.PathLike
 ) -> None:
     """Left: per training step, the fraction of the batch read right and the fraction abduction could
-    label (moving averages over 50 steps); right: the test accuracy in % beside each ``published`` row
-    (objects with ``method`` and ``accuracy``)."""
+    label (moving averages over 50 steps; empty when nothing was trained, e.g. an ensemble of finished runs);
+    right: the test accuracy in % beside each ``published`` row (objects with ``method`` and ``accuracy``)."""
     figure, (curve, bars) = pyplot().subplots(1, 2, figsize=(11, 4))
     steps = [h["step"] for h in history]
-    for key, label in (("correct", "read right"), ("labelled", "abduced")):
+    for key, label in (("correct", "read right"), ("labelled", "abduced")) if history else ():
         values = np.asarray([h[key] for h in history], dtype=float)
         window = min(50, max(1, len(values)))
         curve.plot(steps[window - 1 :], np.convolve(values, np.ones(window) / window, mode="valid"), label=label, lw=0.9)
     curve.set_xlabel("step")
     curve.set_ylabel("fraction of the batch")
     curve.set_title(f"{title}: learning from results")
-    curve.legend(fontsize=8)
+    if history:
+        curve.legend(fontsize=8)
     series = {"neurosym (ours)": [ours], **{row.method: [row.accuracy] for row in published}}
     bar_vs_published(bars, ["test accuracy"], series, "accuracy %")
     save_figure(figure, path)
