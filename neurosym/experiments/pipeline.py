@@ -214,7 +214,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     torch.manual_seed(options.seed)
     budget = {item.name for item in fields(AbductionBudget)} & {item.name for item in fields(options)}
     abduction = replace(task.abduction, **{name: getattr(options, name) for name in budget if getattr(options, name) is not None})
-    reader = _ensemble(options.ensemble, task) if options.ensemble else task.make_reader()
+    reader, members_seconds = _ensemble(options.ensemble, task) if options.ensemble else (task.make_reader(), 0.0)
     if options.init_reader is not None:
         reader.load_state_dict(_saved_reader(options.init_reader))
     pipeline = GrammarPipeline(task.grammar, task.semantics, reader, abduction)
@@ -228,7 +228,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     start = time.perf_counter()
     checkpoint, progress = out / "checkpoint.pt", options.progress and context.is_main
     if options.ensemble:
-        history, trained = [], sum(_results(run)["train_seconds"] for run in options.ensemble)
+        history, trained = [], members_seconds
     else:
         history = train_grammar_pipeline(
             pipeline, task.train, config, device, checkpoint, progress, _seconds(options.time_limit), context
@@ -274,12 +274,12 @@ def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, opti
     }  # fmt: skip
 
 
-def _ensemble(runs: list[Path], task: Task) -> ReaderEnsemble:
-    """The mean probability of the readers ``runs`` (``--out`` folders of finished runs) trained."""
-    for run in runs:
-        _results(run)
+def _ensemble(runs: list[Path], task: Task) -> tuple[ReaderEnsemble, float]:
+    """The mean probability of the readers ``runs`` (``--out`` folders of finished runs) trained, and the seconds
+    their training took together."""
+    seconds = sum(_results(run)["train_seconds"] for run in runs)
     try:
-        return readers_from_checkpoints([run / "checkpoint.pt" for run in runs], task.make_reader)
+        return readers_from_checkpoints([run / "checkpoint.pt" for run in runs], task.make_reader), seconds
     except ValueError as error:
         raise SystemExit(f"neurosym pipeline: --ensemble: {error}") from None
 

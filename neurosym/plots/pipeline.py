@@ -22,7 +22,7 @@ def plot_grammar_pipeline(
     steps = [h["step"] for h in history]
     for key, label in (("correct", "read right"), ("labelled", "abduced")) if history else ():
         values = np.asarray([h[key] for h in history], dtype=float)
-        window = min(50, max(1, len(values)))
+        window = min(50, len(values))
         curve.plot(steps[window - 1 :], np.convolve(values, np.ones(window) / window, mode="valid"), label=label, lw=0.9)
     curve.set_xlabel("step")
     curve.set_ylabel("fraction of the batch")
