@@ -20,7 +20,12 @@ from neurosym.cli import main
 from neurosym.data.symbol_images.handwriting import handwritten_symbols
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
-from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline, train_grammar_pipeline
+from neurosym.pipelines.grammar_pipeline import (
+    GrammarPipeline,
+    NothingReadRight,
+    evaluate_grammar_pipeline,
+    train_grammar_pipeline,
+)
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.pipelines.trainer import PipelineConfig
 from neurosym.syntax.symbol_grammar import SymbolGrammar
@@ -144,8 +149,9 @@ def test_the_reader_learns_two_digit_addition_from_sums_alone(one_thread):
     train, test = addition_problem(2, 600, seed=0), addition_problem(2, 200, seed=1)
     pipeline = addition_pipeline(0)
     before = evaluate_grammar_pipeline(pipeline, test, torch.device("cpu"))
-    history = train_grammar_pipeline(pipeline, train, tiny_training(250), torch.device("cpu"))
+    history = train_grammar_pipeline(pipeline, train, tiny_training(250), torch.device("cpu"), give_up=100)
     after = evaluate_grammar_pipeline(pipeline, test, torch.device("cpu"))
+    assert any(h["correct"] > 0 for h in history[:100])  # so it was not given up
     assert before["accuracy"] < 0.1 and after["symbol"] > 0.85 and after["accuracy"] > 0.6  # chance: 0.1 and 0.01
     assert np.mean([h["correct"] for h in history[-20:]]) > 0.6
 
@@ -192,6 +198,25 @@ def test_a_resumed_training_repeats_an_uninterrupted_one(tmp_path, one_thread):
     assert stops == list(range(1, 12))
     for a, b in zip(straight.reader.parameters(), sliced.reader.parameters()):
         assert torch.equal(a, b)
+
+
+def test_a_reader_that_reads_nothing_right_by_give_up_stops_there(tmp_path, one_thread):
+    train = addition_problem(4, 100, seed=0)  # an untrained reader reads a 4-digit sum right once in 10^8
+    with pytest.raises(NothingReadRight, match="no training example right in its first 3 steps") as stopped:
+        train_grammar_pipeline(addition_pipeline(0), train, tiny_training(12), torch.device("cpu"), give_up=3)
+    assert stopped.value.step == 3
+    # a resumed run knows from the checkpoint's history whether anything was read right
+    config, path = replace(tiny_training(4), checkpoint_every=1), tmp_path / "early.pt"
+    with pytest.raises(TrainingInterrupted):
+        train_grammar_pipeline(addition_pipeline(0), train, config, torch.device("cpu"), path, time_limit=0.0)
+    saved = load_checkpoint(path)
+    assert saved["step"] == 1 and saved["history"][0]["correct"] == 0.0
+    saved["history"][0]["correct"] = 1 / 16
+    torch.save(saved, tmp_path / "read.pt")
+    with pytest.raises(NothingReadRight):
+        train_grammar_pipeline(addition_pipeline(0), train, config, torch.device("cpu"), path, give_up=3)
+    history = train_grammar_pipeline(addition_pipeline(0), train, config, torch.device("cpu"), tmp_path / "read.pt", give_up=3)
+    assert [h["step"] for h in history] == [1, 2, 3, 4]
 
 
 def test_the_pipeline_refuses_readers_outside_the_grammar_and_other_learning_rules():
@@ -259,6 +284,7 @@ def test_options_left_out_are_the_tasks_choices():
     assert training_config(PipelineOptions(task="hwf", learning_rate=5e-4), task)[1].learning_rate == 5e-4
     assert [mnist_add.epochs(digits) for digits in (1, 2, 3, 4, 5, 15, 100)] == [2.0, 6.0, 6.0, 12.0, 12.0, 25.0, 30.0]
     assert (config.batch_size, [mnist_add.batch_size(digits) for digits in (1, 15, 16, 100)]) == (32, [32, 32, 4, 4])
+    assert (task.restarts, [mnist_add.restarts(digits) for digits in (1, 15, 16, 100)]) == (0, [0, 0, 2, 2])
     epochs, config = training_config(PipelineOptions(task="hwf", batch_size=8), task)
     assert (config.batch_size, config.steps) == (8, 25_000)  # 20 epochs of 10,000 formulas in steps of 8
     parameters = [
@@ -295,6 +321,38 @@ def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch, one_
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(SystemExit, match="not a readable checkpoint"):
         main([*common, "--init-reader", str(tmp_path / "junk.pt"), "--out", str(tmp_path / "x")])
+
+
+def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_it(tmp_path, monkeypatch, capsys, one_thread):
+    from neurosym.experiments import pipeline as runner
+
+    calls = []
+
+    def stuck_once(pipeline, *args, give_up=None, **kwargs):
+        calls.append((give_up, {name: value.clone() for name, value in pipeline.reader.state_dict().items()}))
+        if len(calls) == 1:
+            raise NothingReadRight(give_up)
+        return train_grammar_pipeline(pipeline, *args, give_up=give_up, **kwargs)
+
+    monkeypatch.setattr(runner, "train_grammar_pipeline", stuck_once)
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.03", "--reader-width", "8"]
+    assert main([*common, "--restarts", "1", "--out", str(tmp_path)]) == 0
+    (checked, first), (unchecked, fresh) = calls
+    assert (checked, unchecked) == (4, None)  # a third of the 10 steps; the last start allowed is not checked
+    assert any(not torch.equal(first[name], fresh[name]) for name in first)  # another reader, not the same one again
+    torch.manual_seed(runner.fresh_seed(0, 1))
+    expected = runner.task_for(runner.PipelineOptions(task="hwf", reader_width=8)).make_reader().state_dict()
+    assert all(torch.equal(fresh[name], expected[name]) for name in expected)
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert [a["step"] for a in results["restarts"]] == [4] and len(results["history"]) == 10
+    assert results["train_seconds"] >= results["restarts"][0]["seconds"] >= 0
+    assert json.loads((tmp_path / "restarts.json").read_text()) == results["restarts"]
+    assert "started afresh 1× (nothing read right by step 4)" in capsys.readouterr().out
+    # resuming the run goes on with its second start: nothing is started afresh again, nothing retrained
+    assert main([*common, "--restarts", "1", "--out", str(tmp_path)]) == 0
+    assert calls[2][0] is None and json.loads((tmp_path / "results.json").read_text())["restarts"] == results["restarts"]
+    with pytest.raises(SystemExit):
+        main([*common, "--restarts", "1", "--ensemble", str(tmp_path), "--out", str(tmp_path / "x")])
 
 
 def test_ensemble_reads_with_finished_runs_readers_and_trains_nothing(tmp_path, one_thread):

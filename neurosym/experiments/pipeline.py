@@ -44,6 +44,7 @@ from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.grammar_pipeline import (
     GrammarPipeline,
+    NothingReadRight,
     evaluate_grammar_pipeline,
     pipeline_timings,
     train_grammar_pipeline,
@@ -55,7 +56,7 @@ from neurosym.tasks import TASKS, Task, build_task
 from neurosym.training import distributed_process
 from neurosym.training.allocator import retain_freed_memory
 from neurosym.training.checkpoint import load_checkpoint, save_json
-from neurosym.training.distributed import DistributedContext
+from neurosym.training.distributed import DistributedContext, main_process_first
 
 
 @dataclass(frozen=True)
@@ -130,6 +131,10 @@ class PipelineOptions(TrainingOptions):
         "result, started at the best explanation found (0: the searches' explanations; default: the task's)",
         parse=non_negative_int,
     )  # fmt: skip
+    restarts: int | None = option(
+        None, "fresh starts (a new reader, the same batches) when the reader has read no training example right by a "
+        "third of the schedule (default: the task's: mnist-add beyond 15 digits 2, else 0)", parse=non_negative_int,
+    )  # fmt: skip
     init_reader: Path | None = option(
         None,
         "start from the reader of another run's checkpoint.pt (same task and --reader-width): a transfer, not the protocol",
@@ -154,6 +159,8 @@ class PipelineOptions(TrainingOptions):
             raise ValueError("--digits and --mnist are options of --task mnist-add")
         if self.ensemble and self.init_reader is not None:
             raise ValueError("--ensemble reads with readers already trained; --init-reader starts one to train")
+        if self.restarts and (self.ensemble or self.init_reader is not None):
+            raise ValueError("--restarts starts fresh readers; --ensemble and --init-reader start from trained ones")
         if self.reader_convs is not None and len(self.reader_convs) != 3:
             raise ValueError(f"--reader-convs takes three counts, one per stage, got {','.join(map(str, self.reader_convs))}")
         if self.task != "hint-grammar" and (self.scale != 0.01 or self.data is not None):
@@ -225,15 +232,11 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         out.mkdir(parents=True, exist_ok=True)
         if not options.resume and not options.ensemble:
             (out / "checkpoint.pt").unlink(missing_ok=True)
-    start = time.perf_counter()
-    checkpoint, progress = out / "checkpoint.pt", options.progress and context.is_main
+            (out / "restarts.json").unlink(missing_ok=True)
     if options.ensemble:
-        history, trained = [], members_seconds
+        history, trained, abandoned = [], members_seconds, []
     else:
-        history = train_grammar_pipeline(
-            pipeline, task.train, config, device, checkpoint, progress, _seconds(options.time_limit), context
-        )
-        trained = time.perf_counter() - start
+        history, trained, abandoned = _train(pipeline, task, config, options, context)
     if not context.is_main:
         return None
     results = _evaluated(pipeline, task, device, options) | {
@@ -241,7 +244,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         "reader_parameters": sum(parameter.numel() for parameter in reader.parameters()),
         "augment_shift": config.augment_shift, "augment_style": config.augment_style, "learning_rate": config.learning_rate,
         "config": {key: _jsonable(value) for key, value in asdict(options).items()},
-        "ensemble": [str(run) for run in options.ensemble or []],
+        "ensemble": [str(run) for run in options.ensemble or []], "restarts": abandoned,
         "abduction": asdict(abduction), "pseudo_labels": config.pseudo_labels, "train_seconds": trained, "data_note": task.data_note, "history": history,
         "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
     }  # fmt: skip
@@ -249,6 +252,49 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     print(_table(task, results))
     plot_grammar_pipeline(results["history"], 100 * results["test"]["accuracy"], task.published, task.name, out / "pipeline.png")
     return results
+
+
+RESTART_CHECK = 1 / 3
+"""The fraction of the schedule by which a reader must have read a training example right, or start afresh
+(:attr:`Task.restarts`): at N = 100 the starts that learn read their first sum by 21 % of it."""
+
+
+def _train(
+    pipeline: GrammarPipeline, task: Task, config: PipelineConfig, options: PipelineOptions, context: DistributedContext
+) -> tuple[list[dict], float, list[dict[str, float]]]:
+    """Train the pipeline's reader into ``options.out``, starting afresh (a reader drawn from :func:`fresh_seed`)
+    each time it has read nothing right by :data:`RESTART_CHECK` of the schedule, up to the restarts allowed; returns
+    the history, the seconds of training (abandoned starts included) and the abandoned starts (``step``, ``seconds``),
+    which ``restarts.json`` keeps for a resume."""
+    out = Path(options.out)
+    checkpoint, record = out / "checkpoint.pt", out / "restarts.json"
+    allowed = 0 if options.init_reader is not None else task.restarts if options.restarts is None else options.restarts
+    abandoned = json.loads(record.read_text()) if options.resume and record.exists() else []
+    started, limit = time.perf_counter(), _seconds(options.time_limit)
+    while True:
+        attempt, began = len(abandoned), time.perf_counter()
+        if attempt:
+            torch.manual_seed(fresh_seed(options.seed, attempt))
+            pipeline.reader.load_state_dict(task.make_reader().state_dict())
+        try:
+            history = train_grammar_pipeline(
+                pipeline, task.train, config, context.device, checkpoint, options.progress and context.is_main,
+                None if limit is None else max(0.0, limit - (time.perf_counter() - started)), context,
+                give_up=math.ceil(RESTART_CHECK * config.steps) if attempt < allowed else None,
+            )  # fmt: skip
+            return history, time.perf_counter() - began + sum(a["seconds"] for a in abandoned), abandoned
+        except NothingReadRight as stuck:
+            abandoned.append({"step": stuck.step, "seconds": time.perf_counter() - began})
+            with main_process_first(context):
+                if context.is_main:
+                    print(f"neurosym pipeline: {stuck}; starting afresh ({attempt + 1} of {allowed})", flush=True)
+                    checkpoint.unlink(missing_ok=True)
+                    save_json(abandoned, record)
+
+
+def fresh_seed(seed: int, attempt: int) -> int:
+    """The seed that draws the reader of the ``attempt``-th fresh start of run ``seed``."""
+    return int(np.random.SeedSequence([seed, attempt]).generate_state(1)[0])
 
 
 def _hint(options: PipelineOptions) -> dict[str, Any] | None:
@@ -319,6 +365,8 @@ def _table(task: Task, results: dict[str, Any]) -> str:
     ours = "neurosym, supervised by the true symbols (a reference)" if results["pseudo_labels"] == "truths" else "neurosym (ours)"
     if results["ensemble"]:
         ours += f", {len(results['ensemble'])} readers trained apart, read as one"
+    if restarts := len(results["restarts"]):
+        ours += f", started afresh {restarts}× (nothing read right by step {results['restarts'][-1]['step']})"
     rows = [
         [
             ours, f"{100 * test['accuracy']:.2f}", f"{100 * validation['accuracy']:.2f}",

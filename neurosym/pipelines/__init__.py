@@ -49,6 +49,7 @@ from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
 from neurosym.pipelines.grammar_pipeline import (
     GrammarPipeline,
+    NothingReadRight,
     evaluate_grammar_pipeline,
     train_grammar_pipeline,
 )
@@ -88,6 +89,7 @@ __all__ = [
     "ImageSentences",
     "LabelledWindows",
     "LearnedConcept",
+    "NothingReadRight",
     "PipelineConfig",
     "Reading",
     "RefitConfig",

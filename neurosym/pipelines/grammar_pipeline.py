@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 import torch.nn.functional as F
 from einops import rearrange, repeat
 from torch.nn.parallel import DistributedDataParallel
@@ -119,6 +120,15 @@ class GrammarPipeline:
         return found
 
 
+class NothingReadRight(RuntimeError):
+    """Raised by :func:`train_grammar_pipeline` at its ``give_up`` step when the reader has read no training
+    example right so far: a start that settled on a wrong reading, to be started afresh."""
+
+    def __init__(self, step: int):
+        super().__init__(f"the reader read no training example right in its first {step} steps")
+        self.step = step
+
+
 def train_grammar_pipeline(
     pipeline: GrammarPipeline,
     source: SentenceSource,
@@ -128,10 +138,13 @@ def train_grammar_pipeline(
     progress: bool = False,
     time_limit: float | None = None,
     context: DistributedContext | None = None,
+    give_up: int | None = None,
 ) -> list[dict]:
     """Train ``pipeline.reader`` on ``source`` from its results alone; returns the history (per step:
     ``max_length``, ``loss`` (None when no example got a pseudo-label), ``labelled`` (the fraction that did),
-    ``correct`` (the fraction read right before the update)). ``config.learning`` must be ``"abduction"``;
+    ``correct`` (the fraction of the global batch read right before the update: the reading executes to the result)).
+    With ``give_up``, a reader that has read no training example right in the first ``give_up`` steps stops there
+    with :class:`NothingReadRight` (nothing is checkpointed for that step). ``config.learning`` must be ``"abduction"``;
     ``config.pseudo_labels`` ``"all"`` trains on each example's best correction (hard EM), ``"marginal"`` on all
     its explanations found, each as probable as the reader makes it (:func:`marginal_loss`; importance-weighted
     where abduction drew readings, :attr:`AbductionBudget.sample_readings`), ``"truths"`` on the source's true
@@ -154,8 +167,10 @@ def train_grammar_pipeline(
     distributed = context is not None and context.is_distributed
     forward = DistributedDataParallel(model) if distributed else model
     targets = list(source.targets)
+    read_right = False  # whether any training example was read right so far
 
     def step(index: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
+        nonlocal read_right
         model.train()
         indices = config.curriculum.sample(source.lengths, index, config.batch_size, config.seed)
         if distributed:
@@ -183,11 +198,24 @@ def train_grammar_pipeline(
             loss = pseudo_label_loss(reading.log_probs, labels, pipeline.grammar.symbols, read)
         if loss is None and distributed:  # every process must take part in the gradient's all-reduce
             loss = reading.log_probs[torch.isfinite(reading.log_probs)].sum() * 0.0
-        correct = float(np.mean([c is not None and c.sentence == s for c, s in zip(best, reading.sentences)]))
+        hits = torch.tensor([sum(c is not None and c.sentence == s for c, s in zip(best, reading.sentences)), len(best)])
+        if distributed:
+            hits = hits.to(device)
+            dist.all_reduce(hits)
+        right, size = hits.tolist()
+        read_right = read_right or right > 0
+        if give_up is not None and index + 1 >= give_up and not read_right:
+            raise NothingReadRight(index + 1)
         logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
-        return loss, {**logs, "labelled": float(np.mean([c is not None for c in best])), "correct": correct}
+        return loss, {**logs, "labelled": float(np.mean([c is not None for c in best])), "correct": right / size}
 
-    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, "pipeline", context=context)
+    def load(saved: dict[str, Any]) -> None:
+        nonlocal read_right
+        read_right = any(entry.get("correct", 0) > 0 for entry in saved.get("history", []))
+
+    return run_reader_training(
+        model, step, config, device, checkpoint, progress, time_limit, "pipeline", load=load, context=context
+    )
 
 
 def marginal_loss(

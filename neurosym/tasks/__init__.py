@@ -47,7 +47,8 @@ class Task:
     default pseudo-labels (:data:`~neurosym.pipelines.trainer.GRAMMAR_PSEUDO_LABELS`), ``epochs`` its passes over
     ``train`` in steps of ``batch_size`` examples at Adam's peak ``learning_rate``, ``augment_shift`` the pixels its
     training windows are shifted by and ``augment_style`` the strength they are redrawn in another hand at
-    (:func:`~neurosym.perception.augment.random_style`), each chosen on validation;
+    (:func:`~neurosym.perception.augment.random_style`), each chosen on validation; ``restarts`` how often a reader
+    that has read no training example right by a third of its schedule is started afresh (0: never);
     ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs; ``subsets`` named
     parts of ``validation`` and of ``test`` scored apart as well, with their mean (e.g. HINT's I, SS, LS, SL, LL).
     """
@@ -67,6 +68,7 @@ class Task:
     learning_rate: float = 1e-3
     augment_shift: int = 0
     augment_style: float = 0.0
+    restarts: int = 0
     published: Sequence[Published] = ()
     data_note: str = ""
     subsets: Mapping[str, Mapping[str, SentenceSource]] = field(default_factory=dict)
