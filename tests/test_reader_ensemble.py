@@ -30,6 +30,21 @@ def test_ensemble_reads_the_log_of_its_members_mean_probability(members, seed):
     torch.testing.assert_close(read.exp().sum(dim=-1), torch.ones(5))
 
 
+def test_a_trained_ensemble_reads_as_the_mixture_and_trains_each_member_as_if_alone():
+    windows, labels = torch.randint(0, 256, (6, 32, 32), dtype=torch.uint8), torch.randint(0, len(VOCABULARY), (6,))
+    together = ReaderEnsemble([reader(1).train(), reader(2).train()])
+    apart = [reader(1).train(), reader(2).train()]
+    read = together(windows)
+    torch.nn.functional.nll_loss(read, labels).backward()
+    sum(torch.nn.functional.nll_loss(member(windows), labels) for member in apart).div(2).backward()
+    with torch.no_grad():
+        mixture = torch.stack([member(windows).exp() for member in apart]).mean(dim=0).log()
+    torch.testing.assert_close(read.detach(), mixture, rtol=1e-5, atol=1e-5)  # batch norms in training mode alike
+    for trained, alone in zip(together.readers, apart):
+        for a, b in zip(trained.parameters(), alone.parameters()):
+            torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-6)
+
+
 def test_ensemble_needs_readers_of_one_vocabulary():
     with pytest.raises(ValueError, match="at least one reader"):
         ReaderEnsemble([])

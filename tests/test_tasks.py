@@ -355,6 +355,27 @@ def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_i
         main([*common, "--restarts", "1", "--ensemble", str(tmp_path), "--out", str(tmp_path / "x")])
 
 
+def test_readers_trained_together_read_as_one_and_each_learns(tmp_path, monkeypatch, capsys, one_thread):
+    from neurosym.experiments import pipeline as runner
+
+    started = []
+
+    def recording(pipeline, *args, **kwargs):
+        started.append({name: value.clone() for name, value in pipeline.reader.state_dict().items()})
+        return train_grammar_pipeline(pipeline, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "train_grammar_pipeline", recording)
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.02", "--reader-width", "8"]
+    assert main([*common, "--readers", "2", "--out", str(tmp_path)]) == 0
+    assert "| neurosym (ours), 2 readers trained together as one" in capsys.readouterr().out
+    trained, (initial,) = load_checkpoint(tmp_path / "checkpoint.pt")["model"], started
+    assert trained.keys() == initial.keys() and {name.split(".")[1] for name in trained} == {"0", "1"}
+    weights = [name for name in trained if name.startswith("readers.0.") and name.endswith("weight")]
+    other = [name.replace("readers.0.", "readers.1.") for name in weights]
+    assert any(not torch.equal(initial[a], initial[b]) for a, b in zip(weights, other))  # drawn apart
+    assert all(any(not torch.equal(trained[n], initial[n]) for n in names) for names in (weights, other))  # both learned
+
+
 def test_ensemble_reads_with_finished_runs_readers_and_trains_nothing(tmp_path, one_thread):
     common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01", "--reader-width", "8"]
     runs = [tmp_path / "first", tmp_path / "second"]

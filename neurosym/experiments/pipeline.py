@@ -113,6 +113,10 @@ class PipelineOptions(TrainingOptions):
         "the task's: one each)",
         parse=comma_list(positive_int, what="convolution count"),
     )  # fmt: skip
+    readers: int = option(
+        1, "readers trained together as one ensemble: their mean probability reads, decodes and abduces, and each "
+        "learns from the pseudo-labels by its own cross-entropy", parse=positive_int,
+    )  # fmt: skip
     max_changes: int | None = option(None, "abduction: symbols a correction may change (default: the task's)", parse=positive_int)
     max_candidates: int | None = option(
         None, "abduction: grammatical sentences the enumeration may run (default: the task's)", parse=positive_int
@@ -221,7 +225,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     torch.manual_seed(options.seed)
     budget = {item.name for item in fields(AbductionBudget)} & {item.name for item in fields(options)}
     abduction = replace(task.abduction, **{name: getattr(options, name) for name in budget if getattr(options, name) is not None})
-    reader, members_seconds = _ensemble(options.ensemble, task) if options.ensemble else (task.make_reader(), 0.0)
+    reader, members_seconds = _ensemble(options, task) if options.ensemble else (make_reader(task, options), 0.0)
     if options.init_reader is not None:
         reader.load_state_dict(_saved_reader(options.init_reader))
     pipeline = GrammarPipeline(task.grammar, task.semantics, reader, abduction)
@@ -275,7 +279,7 @@ def _train(
         attempt, began = len(abandoned), time.perf_counter()
         if attempt:
             torch.manual_seed(fresh_seed(options.seed, attempt))
-            pipeline.reader.load_state_dict(task.make_reader().state_dict())
+            pipeline.reader.load_state_dict(make_reader(task, options).state_dict())
         try:
             history = train_grammar_pipeline(
                 pipeline, task.train, config, context.device, checkpoint, options.progress and context.is_main,
@@ -320,12 +324,18 @@ def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, opti
     }  # fmt: skip
 
 
-def _ensemble(runs: list[Path], task: Task) -> tuple[ReaderEnsemble, float]:
-    """The mean probability of the readers ``runs`` (``--out`` folders of finished runs) trained, and the seconds
-    their training took together."""
+def make_reader(task: Task, options: PipelineOptions) -> torch.nn.Module:
+    """A fresh reader of ``task``, or ``options.readers`` of them as one :class:`ReaderEnsemble`."""
+    return task.make_reader() if options.readers == 1 else ReaderEnsemble([task.make_reader() for _ in range(options.readers)])
+
+
+def _ensemble(options: PipelineOptions, task: Task) -> tuple[ReaderEnsemble, float]:
+    """The mean probability of the readers ``options.ensemble`` (``--out`` folders of finished runs) trained, and the
+    seconds their training took together."""
+    runs = options.ensemble
     seconds = sum(_results(run)["train_seconds"] for run in runs)
     try:
-        return readers_from_checkpoints([run / "checkpoint.pt" for run in runs], task.make_reader), seconds
+        return readers_from_checkpoints([run / "checkpoint.pt" for run in runs], lambda: make_reader(task, options)), seconds
     except ValueError as error:
         raise SystemExit(f"neurosym pipeline: --ensemble: {error}") from None
 
@@ -364,7 +374,9 @@ def _table(task: Task, results: dict[str, Any]) -> str:
     symbol = test.get("symbol")
     ours = "neurosym, supervised by the true symbols (a reference)" if results["pseudo_labels"] == "truths" else "neurosym (ours)"
     if results["ensemble"]:
-        ours += f", {len(results['ensemble'])} readers trained apart, read as one"
+        ours += f", {len(results['ensemble'])} runs' readers trained apart, read as one"
+    if (readers := results["config"]["readers"]) > 1:
+        ours += f", {readers} readers trained together as one"
     if restarts := len(results["restarts"]):
         ours += f", started afresh {restarts}× (nothing read right by step {results['restarts'][-1]['step']})"
     rows = [

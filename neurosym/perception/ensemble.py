@@ -17,12 +17,15 @@ from neurosym.training.checkpoint import load_checkpoint
 
 
 class ReaderEnsemble(nn.Module):
-    """The mean probability of ``readers`` (classifiers over one vocabulary, trained apart, e.g. with other
-    seeds), as log-probabilities: ``windows [N, S, S]`` or ``[N, 1, S, S]`` -> ``[N, V]``.
+    """The mean probability of ``readers`` (classifiers over one vocabulary, e.g. trained with other seeds), as
+    log-probabilities: ``windows [N, S, S]`` or ``[N, 1, S, S]`` -> ``[N, V]``.
 
     It reads wherever a :class:`SymbolClassifier` does (:class:`~neurosym.pipelines.pipeline.HintPipeline`,
-    :func:`~neurosym.perception.batch_statistics.batch_statistics_of` on every member's batch norms); train the
-    members one by one, not the ensemble (the gradient of the mixture's likelihood lets members collude).
+    :func:`~neurosym.perception.batch_statistics.batch_statistics_of` on every member's batch norms). Trained as one
+    module, the gradient of a loss on its output is that of the members' *mean log-probability* (the value stays the
+    mixture's): each member learns from the targets as if alone, where the mixture's own gradient would let members
+    collude (one member's confident mistakes covered by another's). So a pipeline can read, decode and abduce with the
+    ensemble and train its members together, each by its own cross-entropy on the same pseudo-labels.
     """
 
     def __init__(self, readers: Sequence[SymbolClassifier]):
@@ -37,9 +40,13 @@ class ReaderEnsemble(nn.Module):
 
     def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` or ``[N, 1, S, S]`` (``groups [N]`` passed on to the members) -> log of the
-        members' mean probability ``[N, V]``."""
+        members' mean probability ``[N, V]``, whose gradient is that of the members' mean log-probability."""
         members = torch.stack([reader(windows, groups) for reader in self.readers])  # [K, N, V]
-        return members.logsumexp(dim=0) - math.log(len(self.readers))
+        mixture = members.logsumexp(dim=0) - math.log(len(self.readers))
+        if not torch.is_grad_enabled() or not members.requires_grad:
+            return mixture
+        alone = members.mean(dim=0)
+        return mixture.detach() + alone - alone.detach()
 
 
 def readers_from_checkpoints(paths: Sequence[str | os.PathLike], make_reader: Callable[[], SymbolClassifier]) -> ReaderEnsemble:
