@@ -284,7 +284,7 @@ def test_options_left_out_are_the_tasks_choices():
     assert training_config(PipelineOptions(task="hwf", learning_rate=5e-4), task)[1].learning_rate == 5e-4
     assert [mnist_add.epochs(digits) for digits in (1, 2, 3, 4, 5, 15, 100)] == [2.0, 6.0, 6.0, 12.0, 12.0, 25.0, 30.0]
     assert (config.batch_size, [mnist_add.batch_size(digits) for digits in (1, 15, 16, 100)]) == (32, [32, 32, 4, 4])
-    assert (task.restarts, [mnist_add.restarts(digits) for digits in (1, 15, 16, 100)]) == (0, [0, 0, 2, 2])
+    assert (task.restarts, [mnist_add.restarts(digits) for digits in (1, 15, 16, 100)]) == (0, [0, 0, 5, 5])
     epochs, config = training_config(PipelineOptions(task="hwf", batch_size=8), task)
     assert (config.batch_size, config.steps) == (8, 25_000)  # 20 epochs of 10,000 formulas in steps of 8
     parameters = [

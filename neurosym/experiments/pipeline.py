@@ -137,7 +137,7 @@ class PipelineOptions(TrainingOptions):
     )  # fmt: skip
     restarts: int | None = option(
         None, "fresh starts (a new reader, the same batches) when the reader has read no training example right by a "
-        "third of the schedule (default: the task's: mnist-add beyond 15 digits 2, else 0)", parse=non_negative_int,
+        "third of the schedule (default: the task's: mnist-add beyond 15 digits 5, else 0)", parse=non_negative_int,
     )  # fmt: skip
     init_reader: Path | None = option(
         None,
