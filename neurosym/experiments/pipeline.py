@@ -49,6 +49,8 @@ from neurosym.pipelines.grammar_pipeline import (
     pipeline_timings,
     train_grammar_pipeline,
 )
+from neurosym.pipelines.grammar_refit import abduced_sentence_windows
+from neurosym.pipelines.refit import RefitConfig, refit_reader
 from neurosym.pipelines.sentences import READ
 from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, SCHEDULES, PipelineConfig
 from neurosym.plots.pipeline import plot_grammar_pipeline
@@ -138,6 +140,11 @@ class PipelineOptions(TrainingOptions):
     restarts: int | None = option(
         None, "fresh starts (a new reader, the same batches) when the reader has read no training example right by a "
         "third of the schedule (default: the task's: mnist-add beyond 15 digits 5, else 0)", parse=non_negative_int,
+    )  # fmt: skip
+    refit_epochs: float | None = option(
+        None, "after training, label every training window by abduction towards its example's result and fit a "
+        "fresh reader to those labels for this many passes (0: keep the trained reader; default: the task's: "
+        "mnist-add beyond 15 digits 10, else 0)", parse=non_negative_float,
     )  # fmt: skip
     init_reader: Path | None = option(
         None,
@@ -237,10 +244,14 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         if not options.resume and not options.ensemble:
             (out / "checkpoint.pt").unlink(missing_ok=True)
             (out / "restarts.json").unlink(missing_ok=True)
+            (out / "refit.pt").unlink(missing_ok=True)
     if options.ensemble:
         history, trained, abandoned = [], members_seconds, []
     else:
         history, trained, abandoned = _train(pipeline, task, config, options, context)
+    refit_epochs = task.refit_epochs if options.refit_epochs is None else options.refit_epochs
+    refit = _refit(pipeline, task, refit_epochs, config, options, context, trained) if refit_epochs > 0 else None
+    trained += 0.0 if refit is None else refit["seconds"]
     if not context.is_main:
         return None
     results = _evaluated(pipeline, task, device, options) | {
@@ -248,7 +259,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         "reader_parameters": sum(parameter.numel() for parameter in reader.parameters()),
         "augment_shift": config.augment_shift, "augment_style": config.augment_style, "learning_rate": config.learning_rate,
         "config": {key: _jsonable(value) for key, value in asdict(options).items()},
-        "ensemble": [str(run) for run in options.ensemble or []], "restarts": abandoned,
+        "ensemble": [str(run) for run in options.ensemble or []], "restarts": abandoned, "refit": refit,
         "abduction": asdict(abduction), "pseudo_labels": config.pseudo_labels, "train_seconds": trained, "data_note": task.data_note, "history": history,
         "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
     }  # fmt: skip
@@ -295,6 +306,49 @@ def _train(
                     print(f"neurosym pipeline: {stuck}; starting afresh ({attempt + 1} of {allowed})", flush=True)
                     checkpoint.unlink(missing_ok=True)
                     save_json(abandoned, record)
+
+
+REFIT_BATCH = 128
+"""Windows per step of the refit (each process takes its share under ``torchrun``)."""
+REFIT_LEARNING_RATE = 2e-3
+"""Adam's peak rate of the refit, under a cosine decay."""
+
+
+def _refit(
+    pipeline: GrammarPipeline,
+    task: Task,
+    epochs: float,
+    config: PipelineConfig,
+    options: PipelineOptions,
+    context: DistributedContext,
+    trained: float,
+) -> dict[str, Any]:
+    """Label every training window by abduction with the trained reader, fit a fresh reader to the labels for
+    ``epochs`` passes (checkpointed to ``refit.pt``, resumable) and make it the pipeline's reader; returns what was
+    labelled, how right the labels are (where the task knows its symbols), the trained reader's validation scores
+    and the seconds taken."""
+    began = time.perf_counter()
+    device = context.device
+    before = evaluate_grammar_pipeline(pipeline, task.validation, device) if context.is_main else None
+    labelled = abduced_sentence_windows(pipeline, task.train, device)
+    torch.manual_seed(options.seed)
+    reader = make_reader(task, options)
+    refit_config = RefitConfig(
+        steps=max(1, math.ceil(epochs * len(labelled.labels) / REFIT_BATCH)), batch_size=REFIT_BATCH,
+        learning_rate=REFIT_LEARNING_RATE, augment_shift=config.augment_shift, seed=options.seed,
+    )  # fmt: skip
+    limit = _seconds(options.time_limit)
+    refit_reader(
+        reader, [labelled], refit_config, device, Path(options.out) / "refit.pt", options.progress and context.is_main,
+        None if limit is None else max(0.0, limit - trained), context,
+    )  # fmt: skip
+    pipeline.reader = reader
+    truths = labelled.truths
+    return {
+        "epochs": epochs, "steps": refit_config.steps, "windows": len(labelled.labels), "left_out": labelled.left_out,
+        "label_accuracy": None if truths is None else float((labelled.labels == truths).float().mean()),
+        "validation_before": before, "seconds": time.perf_counter() - began,
+    }  # fmt: skip
 
 
 def fresh_seed(seed: int, attempt: int) -> int:
@@ -378,6 +432,8 @@ def _table(task: Task, results: dict[str, Any]) -> str:
         ours += f", {len(results['ensemble'])} runs' readers trained apart, read as one"
     if (readers := results["config"]["readers"]) > 1:
         ours += f", {readers} readers trained together as one"
+    if refit := results["refit"]:
+        ours += f", refit to its abduced labels ({refit['epochs']:g} epochs)"
     if restarts := len(results["restarts"]):
         ours += f", started afresh {restarts}× (nothing read right by step {results['restarts'][-1]['step']})"
     rows = [

@@ -3,7 +3,8 @@
 Any task: :class:`GrammarPipeline` wires any reader, any Lark grammar (:class:`~neurosym.syntax.SymbolGrammar`) and
 its semantics (:class:`~neurosym.semantics.TreeSemantics`, with inverses for top-down abduction) together;
 :func:`train_grammar_pipeline` learns the reader from results alone (exact CKY decoding, :class:`GrammarDecoder`;
-abduction within a change budget, :class:`GrammarAbducer`); examples come as :class:`ImageSentences` or any
+abduction within a change budget, :class:`GrammarAbducer`); :func:`abduced_sentence_windows` + :func:`refit_reader`
+then fit a fresh reader to the training windows labelled by abduction; examples come as :class:`ImageSentences` or any
 :class:`SentenceSource`. Tasks built on it live in :mod:`neurosym.tasks`.
 
 HINT, what is learned from results, and what is given:
@@ -53,6 +54,7 @@ from neurosym.pipelines.grammar_pipeline import (
     evaluate_grammar_pipeline,
     train_grammar_pipeline,
 )
+from neurosym.pipelines.grammar_refit import abduced_sentence_windows
 from neurosym.pipelines.pipeline import HintPipeline, Reading
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.reinforce import reinforce_loss
@@ -112,6 +114,7 @@ __all__ = [
     "parse_stages",
     "pseudo_label_loss",
     "refit_reader",
+    "abduced_sentence_windows",
     "reinforce_loss",
     "route_readers",
     "sentence_templates",

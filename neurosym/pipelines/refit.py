@@ -24,17 +24,20 @@ from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import WindowTraining, fit_windows
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, real_positions
 from neurosym.training.device import mixed_precision
+from neurosym.training.distributed import DistributedContext
 
 
 @dataclass(frozen=True)
 class LabelledWindows:
-    """Symbol windows uint8 ``[N, 32, 32]`` with ``labels`` int64 ``[N]`` (indices into the reader's
-    vocabulary), taken from ``expressions`` expressions; ``left_out`` expressions gave no label."""
+    """Symbol windows uint8 ``[N, H, W]`` with ``labels`` int64 ``[N]`` (indices into the reader's
+    vocabulary), taken from ``expressions`` expressions; ``left_out`` expressions gave no label; ``truths``
+    int64 ``[N]``, the true symbols where the source knows them (to report how right the labels are, never fitted)."""
 
     windows: torch.Tensor
     labels: torch.Tensor
     expressions: int
     left_out: int
+    truths: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -82,11 +85,14 @@ def refit_reader(
     checkpoint: str | os.PathLike | None = None,
     progress: bool = False,
     time_limit: float | None = None,
+    context: DistributedContext | None = None,
 ) -> list[dict]:
     """Fit ``reader`` to the labelled windows of all of ``data`` (drawn uniformly across them) by
     cross-entropy; returns the history (``loss`` per step). Runs in the library's one training loop:
     resumes from ``checkpoint`` (refusing, with ``ValueError``, one fitted to other labelled windows), and a stop
-    request or ``time_limit`` checkpoints and raises :class:`~neurosym.training.stopping.TrainingInterrupted`."""
+    request or ``time_limit`` checkpoints and raises :class:`~neurosym.training.stopping.TrainingInterrupted`.
+    Under ``torchrun`` (a distributed ``context``) every process holds the same ``data`` and learns from its share
+    of each batch (:func:`~neurosym.pipelines.trainer.fit_windows`)."""
     windows = torch.cat([part.windows for part in data])
     labels = torch.cat([part.labels for part in data])
     if len(labels) == 0:
@@ -110,7 +116,7 @@ def refit_reader(
 
     return fit_windows(
         reader.to(device), batch, config, device, checkpoint, progress, time_limit, "refit", lambda: {"fitted_to": fitted_to},
-        check_data,
+        check_data, context,
     )  # fmt: skip
 
 

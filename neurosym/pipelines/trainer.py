@@ -21,6 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
@@ -264,20 +265,28 @@ def fit_windows(
     description: str = "fit",
     save: Callable[[], dict[str, Any]] | None = None,
     load: Callable[[dict[str, Any]], None] | None = None,
+    context: DistributedContext | None = None,
 ) -> list[dict]:
     """Fit a window classifier (windows -> log-probabilities) to ``batches(i)`` by cross-entropy: the one fit
     of every window classifier here (glyphs, refits, routers), by :func:`run_reader_training` (``config``:
-    ``steps``, ``learning_rate``, ``schedule``, ``checkpoint_every``); returns the history (``loss`` per step)."""
+    ``steps``, ``learning_rate``, ``schedule``, ``checkpoint_every``); returns the history (``loss`` per step).
+    With a distributed ``context`` each process learns from its share (every ``world_size``-th row, from its
+    ``rank`` on) of the global batch ``batches(i)`` through DistributedDataParallel, and the logged loss is its
+    share's."""
+    distributed = context is not None and context.is_distributed
+    forward = DistributedDataParallel(model) if distributed else model
 
     def step(index: int) -> tuple[torch.Tensor, dict[str, float]]:
         model.train()
         windows, labels = batches(index)
+        if distributed:
+            windows, labels = windows[context.rank :: context.world_size], labels[context.rank :: context.world_size]
         with mixed_precision(device):
-            log_probs = model(windows.to(device))
+            log_probs = forward(windows.to(device))
         loss = F.nll_loss(log_probs.float(), labels.to(device))
         return loss, {"loss": loss.item()}
 
-    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, description, save, load)
+    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, description, save, load, context)
 
 
 def evaluate_pipeline(
