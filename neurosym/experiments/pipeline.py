@@ -141,10 +141,9 @@ class PipelineOptions(TrainingOptions):
         None, "fresh starts (a new reader, the same batches) when the reader has read no training example right by a "
         "third of the schedule (default: the task's: mnist-add beyond 15 digits 5, else 0)", parse=non_negative_int,
     )  # fmt: skip
-    refit_epochs: float | None = option(
-        None, "after training, label every training window by abduction towards its example's result and fit a "
-        "fresh reader to those labels for this many passes (0: keep the trained reader; default: the task's: "
-        "mnist-add beyond 15 digits 10, else 0)", parse=non_negative_float,
+    refit_epochs: float = option(
+        0.0, "after training, label every training window by abduction towards its example's result and fit a "
+        "fresh reader to those labels for this many passes (0: keep the trained reader)", parse=non_negative_float,
     )  # fmt: skip
     init_reader: Path | None = option(
         None,
@@ -249,8 +248,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         history, trained, abandoned = [], members_seconds, []
     else:
         history, trained, abandoned = _train(pipeline, task, config, options, context)
-    refit_epochs = task.refit_epochs if options.refit_epochs is None else options.refit_epochs
-    refit = _refit(pipeline, task, refit_epochs, config, options, context, trained) if refit_epochs > 0 else None
+    refit = _refit(pipeline, task, config, options, context, trained) if options.refit_epochs > 0 else None
     trained += 0.0 if refit is None else refit["seconds"]
     if not context.is_main:
         return None
@@ -317,14 +315,13 @@ REFIT_LEARNING_RATE = 2e-3
 def _refit(
     pipeline: GrammarPipeline,
     task: Task,
-    epochs: float,
     config: PipelineConfig,
     options: PipelineOptions,
     context: DistributedContext,
     trained: float,
 ) -> dict[str, Any]:
     """Label every training window by abduction with the trained reader, fit a fresh reader to the labels for
-    ``epochs`` passes (checkpointed to ``refit.pt``, resumable) and make it the pipeline's reader; returns what was
+    ``options.refit_epochs`` passes (checkpointed to ``refit.pt``, resumable) and make it the pipeline's reader; returns what was
     labelled, how right the labels are (where the task knows its symbols), the trained reader's validation scores
     and the seconds taken."""
     began = time.perf_counter()
@@ -334,7 +331,7 @@ def _refit(
     torch.manual_seed(options.seed)
     reader = make_reader(task, options)
     refit_config = RefitConfig(
-        steps=max(1, math.ceil(epochs * len(labelled.labels) / REFIT_BATCH)), batch_size=REFIT_BATCH,
+        steps=max(1, math.ceil(options.refit_epochs * len(labelled.labels) / REFIT_BATCH)), batch_size=REFIT_BATCH,
         learning_rate=REFIT_LEARNING_RATE, augment_shift=config.augment_shift, seed=options.seed,
     )  # fmt: skip
     limit = _seconds(options.time_limit)
@@ -345,7 +342,7 @@ def _refit(
     pipeline.reader = reader
     truths = labelled.truths
     return {
-        "epochs": epochs, "steps": refit_config.steps, "windows": len(labelled.labels), "left_out": labelled.left_out,
+        "epochs": options.refit_epochs, "steps": refit_config.steps, "windows": len(labelled.labels), "left_out": labelled.left_out,
         "label_accuracy": None if truths is None else float((labelled.labels == truths).float().mean()),
         "validation_before": before, "seconds": time.perf_counter() - began,
     }  # fmt: skip

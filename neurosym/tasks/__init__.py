@@ -49,10 +49,8 @@ class Task:
     training windows are shifted by and ``augment_style`` the strength they are redrawn in another hand at
     (:func:`~neurosym.perception.augment.random_style`), each chosen on validation; ``restarts`` how often a reader
     that has read no training example right by a third of its schedule is started afresh (0: never);
-    ``refit_epochs`` the passes of a fresh reader over the training windows labelled by abduction after training
-    (0: none); ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs;
-    ``subsets`` named parts of ``validation`` and of ``test`` scored apart as well, with their mean (e.g. HINT's
-    I, SS, LS, SL, LL).
+    ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs; ``subsets`` named
+    parts of ``validation`` and of ``test`` scored apart as well, with their mean (e.g. HINT's I, SS, LS, SL, LL).
     """
 
     name: str
@@ -71,7 +69,6 @@ class Task:
     augment_shift: int = 0
     augment_style: float = 0.0
     restarts: int = 0
-    refit_epochs: float = 0.0
     published: Sequence[Published] = ()
     data_note: str = ""
     subsets: Mapping[str, Mapping[str, SentenceSource]] = field(default_factory=dict)
