@@ -3,6 +3,7 @@ learning a reader from results on synthetic glyphs, resuming, and the ``neurosym
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import replace
 from fractions import Fraction
@@ -191,11 +192,13 @@ def test_a_resumed_training_repeats_an_uninterrupted_one(tmp_path, one_thread):
     while True:
         sliced = addition_pipeline(99 if stops else 0)  # later calls: everything must come from the checkpoint
         try:
-            train_grammar_pipeline(sliced, train, tiny_training(12), torch.device("cpu"), path, time_limit=0.0)
+            history = train_grammar_pipeline(sliced, train, tiny_training(12), torch.device("cpu"), path, time_limit=0.0)
             break
         except TrainingInterrupted as stop:
             stops.append(stop.step)
     assert stops == list(range(1, 12))
+    seconds = [h["seconds"] for h in history]  # the training time goes on counting across the twelve calls
+    assert len(seconds) == 12 and all(0 < a < b for a, b in itertools.pairwise(seconds))
     for a, b in zip(straight.reader.parameters(), sliced.reader.parameters()):
         assert torch.equal(a, b)
 

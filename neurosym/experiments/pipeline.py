@@ -296,7 +296,7 @@ def _train(
                 None if limit is None else max(0.0, limit - (time.perf_counter() - started)), context,
                 give_up=math.ceil(RESTART_CHECK * config.steps) if attempt < allowed else None,
             )  # fmt: skip
-            return history, time.perf_counter() - began + sum(a["seconds"] for a in abandoned), abandoned
+            return history, history[-1]["seconds"] + sum(a["seconds"] for a in abandoned), abandoned
         except NothingReadRight as stuck:
             abandoned.append({"step": stuck.step, "seconds": time.perf_counter() - began})
             with main_process_first(context):

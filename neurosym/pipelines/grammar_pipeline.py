@@ -142,7 +142,9 @@ def train_grammar_pipeline(
 ) -> list[dict]:
     """Train ``pipeline.reader`` on ``source`` from its results alone; returns the history (per step:
     ``max_length``, ``loss`` (None when no example got a pseudo-label), ``labelled`` (the fraction that did),
-    ``correct`` (the fraction of the global batch read right before the update: the reading executes to the result)).
+    ``correct`` (the fraction of the global batch read right before the update: the reading executes to the result),
+    ``seconds`` (of training so far, over every call of a resumed run: the steps a stop lost are counted once, when
+    they are taken again)).
     With ``give_up``, a reader that has read no training example right in the first ``give_up`` steps stops there
     with :class:`NothingReadRight` (nothing is checkpointed for that step). ``config.learning`` must be ``"abduction"``;
     ``config.pseudo_labels`` ``"all"`` trains on each example's best correction (hard EM), ``"marginal"`` on all
@@ -168,6 +170,7 @@ def train_grammar_pipeline(
     forward = DistributedDataParallel(model) if distributed else model
     targets = list(source.targets)
     read_right = False  # whether any training example was read right so far
+    offset, began = 0.0, time.perf_counter()  # seconds of training before this call (from the checkpoint), its start
 
     def step(index: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
         nonlocal read_right
@@ -207,11 +210,14 @@ def train_grammar_pipeline(
         if give_up is not None and index + 1 >= give_up and not read_right:
             raise NothingReadRight(index + 1)
         logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
-        return loss, {**logs, "labelled": float(np.mean([c is not None for c in best])), "correct": right / size}
+        labelled = float(np.mean([c is not None for c in best]))
+        return loss, {**logs, "labelled": labelled, "correct": right / size, "seconds": offset + time.perf_counter() - began}
 
     def load(saved: dict[str, Any]) -> None:
-        nonlocal read_right
-        read_right = any(entry.get("correct", 0) > 0 for entry in saved.get("history", []))
+        nonlocal read_right, offset
+        history = saved.get("history", [])
+        read_right = any(entry.get("correct", 0) > 0 for entry in history)
+        offset = history[-1].get("seconds", 0.0) if history else 0.0
 
     return run_reader_training(
         model, step, config, device, checkpoint, progress, time_limit, "pipeline", load=load, context=context
