@@ -1,5 +1,7 @@
 """Refitting a reader to abduced readings: the windows and labels taken, the fit, its resumption and bad input."""
 
+import itertools
+
 import pytest
 import torch
 from hint_pipelines import TINY_TRAINING, tiny_pipeline, tiny_problem
@@ -91,12 +93,14 @@ def test_refit_learns_the_labels_and_a_resumed_refit_repeats_an_uninterrupted_on
     while True:
         chunked = tiny_pipeline(seed=99 if stops else 3)  # later calls: everything must come from the checkpoint
         try:
-            refit_reader(chunked.classifier, [_truth(train)], config, CPU, path, time_limit=0.0)
+            chunks = refit_reader(chunked.classifier, [_truth(train)], config, CPU, path, time_limit=0.0)
             break
         except TrainingInterrupted as stop:
             stops.append(stop.step)
             assert load_checkpoint(path)["step"] == stop.step
     assert stops == list(range(1, 60))
+    seconds = [h["seconds"] for h in chunks]  # the fit's time goes on counting across the sixty calls
+    assert len(seconds) == 60 and all(0 < a < b for a, b in itertools.pairwise(seconds))
     for name, tensor in straight.classifier.state_dict().items():
         assert torch.equal(tensor, chunked.classifier.state_dict()[name]), name
     other = _truth(train)

@@ -323,7 +323,7 @@ def _refit(
     """Label every training window by abduction with the trained reader, fit a fresh reader to the labels for
     ``options.refit_epochs`` passes (checkpointed to ``refit.pt``, resumable) and make it the pipeline's reader; returns what was
     labelled, how right the labels are (where the task knows its symbols), the trained reader's validation scores
-    and the seconds taken."""
+    and the seconds taken (the fit's over every call of a resumed run, and this call's labelling)."""
     began = time.perf_counter()
     device = context.device
     before = evaluate_grammar_pipeline(pipeline, task.validation, device) if context.is_main else None
@@ -335,16 +335,17 @@ def _refit(
         learning_rate=REFIT_LEARNING_RATE, augment_shift=config.augment_shift, seed=options.seed,
     )  # fmt: skip
     limit = _seconds(options.time_limit)
-    refit_reader(
+    labelling = time.perf_counter() - began
+    history = refit_reader(
         reader, [labelled], refit_config, device, Path(options.out) / "refit.pt", options.progress and context.is_main,
-        None if limit is None else max(0.0, limit - trained), context,
+        None if limit is None else max(0.0, limit - trained - labelling), context,
     )  # fmt: skip
     pipeline.reader = reader
     truths = labelled.truths
     return {
         "epochs": options.refit_epochs, "steps": refit_config.steps, "windows": len(labelled.labels), "left_out": labelled.left_out,
         "label_accuracy": None if truths is None else float((labelled.labels == truths).float().mean()),
-        "validation_before": before, "seconds": time.perf_counter() - began,
+        "validation_before": before, "seconds": labelling + history[-1]["seconds"],
     }  # fmt: skip
 
 

@@ -37,6 +37,7 @@ from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig, ps
 from neurosym.pipelines.windows import reading_batches, real_positions
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
+from neurosym.training.clock import TrainingClock
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
 
@@ -170,7 +171,7 @@ def train_grammar_pipeline(
     forward = DistributedDataParallel(model) if distributed else model
     targets = list(source.targets)
     read_right = False  # whether any training example was read right so far
-    offset, began = 0.0, time.perf_counter()  # seconds of training before this call (from the checkpoint), its start
+    clock = TrainingClock()
 
     def step(index: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
         nonlocal read_right
@@ -211,13 +212,13 @@ def train_grammar_pipeline(
             raise NothingReadRight(index + 1)
         logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
         labelled = float(np.mean([c is not None for c in best]))
-        return loss, {**logs, "labelled": labelled, "correct": right / size, "seconds": offset + time.perf_counter() - began}
+        return loss, {**logs, "labelled": labelled, "correct": right / size, "seconds": clock()}
 
     def load(saved: dict[str, Any]) -> None:
-        nonlocal read_right, offset
+        nonlocal read_right
         history = saved.get("history", [])
         read_right = any(entry.get("correct", 0) > 0 for entry in history)
-        offset = history[-1].get("seconds", 0.0) if history else 0.0
+        clock.resume(history)
 
     return run_reader_training(
         model, step, config, device, checkpoint, progress, time_limit, "pipeline", load=load, context=context

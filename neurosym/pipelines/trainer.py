@@ -30,6 +30,7 @@ from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.windows import WindowSource, reading_batches, real_positions
+from neurosym.training.clock import TrainingClock
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
@@ -269,12 +270,14 @@ def fit_windows(
 ) -> list[dict]:
     """Fit a window classifier (windows -> log-probabilities) to ``batches(i)`` by cross-entropy: the one fit
     of every window classifier here (glyphs, refits, routers), by :func:`run_reader_training` (``config``:
-    ``steps``, ``learning_rate``, ``schedule``, ``checkpoint_every``); returns the history (``loss`` per step).
+    ``steps``, ``learning_rate``, ``schedule``, ``checkpoint_every``); returns the history (``loss`` and ``seconds`` of
+    training so far, over every call of a resumed fit, per step).
     With a distributed ``context`` each process learns from its share (every ``world_size``-th row, from its
     ``rank`` on) of the global batch ``batches(i)`` through DistributedDataParallel, and the logged loss is its
     share's."""
     distributed = context is not None and context.is_distributed
     forward = DistributedDataParallel(model) if distributed else model
+    clock = TrainingClock()
 
     def step(index: int) -> tuple[torch.Tensor, dict[str, float]]:
         model.train()
@@ -284,9 +287,14 @@ def fit_windows(
         with mixed_precision(device):
             log_probs = forward(windows.to(device))
         loss = F.nll_loss(log_probs.float(), labels.to(device))
-        return loss, {"loss": loss.item()}
+        return loss, {"loss": loss.item(), "seconds": clock()}
 
-    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, description, save, load, context)
+    def resumed(saved: dict[str, Any]) -> None:
+        clock.resume(saved.get("history", []))
+        if load is not None:
+            load(saved)
+
+    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, description, save, resumed, context)
 
 
 def evaluate_pipeline(
