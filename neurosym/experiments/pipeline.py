@@ -248,8 +248,10 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         history, trained, abandoned = [], members_seconds, []
     else:
         history, trained, abandoned = _train(pipeline, task, config, options, context)
-    refit = _refit(pipeline, task, config, options, context, trained) if options.refit_epochs > 0 else None
-    trained += 0.0 if refit is None else refit["seconds"]
+    refit = None
+    if options.refit_epochs > 0:
+        refit = _refit(pipeline, task, config, options, context, trained)
+        trained += refit["seconds"]
     if not context.is_main:
         return None
     results = _evaluated(pipeline, task, device, options) | {
