@@ -142,14 +142,18 @@ def test_resume_after_interruption_equals_an_uninterrupted_run(tmp_path, monkeyp
     assert straight.finished and straight.stop_reason is None
     interrupted = train_group(config, CPU, tmp_path / "resumed.pt", stops=StopRequests(0), progress=False)
     assert interrupted.stop_reason == TIME_LIMIT and not interrupted.finished
-    assert interrupted.step == 1 and interrupted.curves.steps == [] and load_checkpoint(tmp_path / "resumed.pt")["step"] == 1
+    saved = load_checkpoint(tmp_path / "resumed.pt")
+    assert interrupted.step == 1 and interrupted.curves.steps == [] and saved["step"] == 1
+    assert 0 < saved["seconds"] <= interrupted.seconds
     steps = counted_steps(monkeypatch)
     resumed = train_group(config, CPU, tmp_path / "resumed.pt", resume=True, progress=False)
     assert resumed.finished and resumed.curves.steps == [100, 200, 300] and len(steps) == 299
     for name, values in straight.curves.stacked().items():
         torch.testing.assert_close(resumed.curves.stacked()[name], values, rtol=0, atol=0)
+    final = load_checkpoint(tmp_path / "resumed.pt")["seconds"]  # the training's time counted across the stop
+    assert saved["seconds"] < final <= resumed.seconds
     again = train_group(config, CPU, tmp_path / "resumed.pt", resume=True, progress=False)  # nothing left to do
-    assert again.curves.steps == [100, 200, 300] and len(steps) == 299
+    assert again.curves.steps == [100, 200, 300] and len(steps) == 299 and again.seconds >= final
     with pytest.raises(ValueError, match="another configuration"):
         train_group(GroupConfig("NALU", ("mul", "sub"), (0, 1), steps=400, eval_every=100, evaluation_size=200),
                     CPU, tmp_path / "resumed.pt", resume=True, progress=False)  # fmt: skip

@@ -1,6 +1,7 @@
 import pytest
 import torch
 
+from neurosym.training import load_checkpoint
 from neurosym.training.classifier import RowIndices, accuracy, fit_classifier, predict
 from neurosym.training.loop import TrainConfig
 
@@ -49,6 +50,7 @@ def test_fit_learns_and_resumes_exactly_after_an_interruption(tmp_path):
     path = tmp_path / "run.pt"
     with pytest.raises(KeyboardInterrupt):
         fit_classifier(_model(), inputs, labels, _config(checkpoint=path), torch.device("cpu"), crash_at_step_26)
+    before = load_checkpoint(path)["seconds"]  # of the interrupted call's first 20 steps
     resumed, steps = _model(seed=1), []  # other weights: it starts from the step-20 checkpoint
 
     def count(batch):
@@ -57,6 +59,7 @@ def test_fit_learns_and_resumes_exactly_after_an_interruption(tmp_path):
 
     result = fit_classifier(resumed, inputs, labels, _config(checkpoint=path, progress=True), torch.device("cpu"), count)
     assert result.steps == 30 and [entry["step"] for entry in result.history] == [10, 20, 30] and len(steps) == 10
+    assert before > 0 and result.seconds == pytest.approx(before + result.seconds_this_call, abs=0.05)
     for a, b in zip(straight.parameters(), resumed.parameters()):
         assert torch.equal(a, b)
 

@@ -3,6 +3,7 @@ step function, optimiser update, evaluation hook, checkpoint state of its own, s
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,6 +125,10 @@ def test_the_callers_state_round_trips_through_a_checkpoint(tmp_path: Path) -> N
         run_training(toy.model, toy.step, Update(toy.optimizer), 1, device=CPU, checkpoint=clashing)
 
 
+def without_seconds(history: list[dict]) -> list[dict]:
+    return [{key: value for key, value in entry.items() if key != "seconds"} for entry in history]
+
+
 @pytest.mark.parametrize("stop_at", [2, 4, 7])
 def test_a_stop_request_then_a_resume_equals_an_uninterrupted_run(tmp_path: Path, stop_at: int) -> None:
     straight = Toy()
@@ -132,11 +137,16 @@ def test_a_stop_request_then_a_resume_equals_an_uninterrupted_run(tmp_path: Path
     first = Toy()
     with pytest.raises(TrainingInterrupted) as stop:
         first.run(10, path, stops=StopAt(stop_at))
-    assert stop.value.step == stop_at and stop.value.reason == "SIGTERM" and load_checkpoint(path)["step"] == stop_at
+    saved = load_checkpoint(path)
+    assert stop.value.step == stop_at and stop.value.reason == "SIGTERM" and saved["step"] == stop_at
+    assert 0 < saved["history"][-1]["seconds"] <= saved["seconds"] <= stop.value.seconds
     resumed = Toy(seed=7)  # another start: everything must come from the checkpoint
     result = resumed.run(10, path)
     assert resumed.steps_seen == list(range(stop_at, 10)) and result.steps_this_call == 10 - stop_at
-    assert result.history == expected.history and resumed.total == straight.total
+    assert without_seconds(result.history) == without_seconds(expected.history) and resumed.total == straight.total
+    seconds = [entry["seconds"] for entry in result.history]  # the training's time goes on counting across the stop
+    assert all(a < b for a, b in itertools.pairwise(seconds)) and seconds[stop_at] > saved["seconds"]
+    assert result.seconds > result.seconds_this_call and result.seconds >= seconds[-1]
     assert first.evaluations + resumed.evaluations == straight.evaluations
     for name, value in straight.model.state_dict().items():
         assert torch.equal(resumed.model.state_dict()[name], value), name

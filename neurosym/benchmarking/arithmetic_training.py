@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -297,7 +296,7 @@ def train_group(
     check_step_options(cuda_graph, amp, compile_loss)
     data, model = build(config, device)
     optimizer = adam(model.parameters(), config.learning_rate, capturable=cuda_graph and device.type == "cuda")
-    curves, previous_seconds, started = Curves(), 0.0, time.perf_counter()
+    curves = Curves()
 
     def eager_step(index: int) -> tuple[Tensor, dict]:
         x, target = data.training_batch(config.batch_size)
@@ -314,32 +313,30 @@ def train_group(
             release_free_memory()  # the evaluation batches' freed blocks would otherwise pile up over a long run
 
     def save() -> dict[str, Any]:
-        seconds = previous_seconds + time.perf_counter() - started
-        return {"seconds": seconds, "generator": data.stream.state(), "curves": asdict(curves)}
+        return {"generator": data.stream.state(), "curves": asdict(curves)}
 
     def load(saved: dict[str, Any]) -> None:
-        nonlocal curves, previous_seconds
+        nonlocal curves
         if saved["step"] < config.steps:  # a finished run needs no stream (and may predate UniformStream)
             data.stream.set_state(saved["generator"])
         saved_curves = {
             name: [value.cpu() for value in values] if name != "steps" else values for name, values in saved["curves"].items()
         }  # the checkpoint is read onto ``device``
-        curves, previous_seconds = Curves(**saved_curves), saved["seconds"]
+        curves = Curves(**saved_curves)
 
     checkpointing = None
     if checkpoint is not None:
         checkpointing = Checkpointing(checkpoint, config, config.eval_every, (), save, load, resume=resume)
     description = f"{config.model} ({data.ensemble} runs)"
-    reason = None
     try:
-        done = run_training(
+        result = run_training(
             model, step, Update(optimizer, after=model.clamp_weights_), config.steps, device=device, evaluate=record,
             eval_every=config.eval_every, checkpoint=checkpointing, stops=stops, progress=progress,
             description=description, check_finite=False,
-        ).step  # fmt: skip
+        )  # fmt: skip
     except TrainingInterrupted as stop:
-        done, reason = stop.step, stop.reason
-    return GroupRun(config, curves, done, previous_seconds + time.perf_counter() - started, reason)
+        return GroupRun(config, curves, stop.step, stop.seconds, stop.reason)
+    return GroupRun(config, curves, result.step, result.seconds, None)
 
 
 def checkpoint_name(model: str) -> str:

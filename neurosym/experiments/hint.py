@@ -110,6 +110,7 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
         "best_step": outcome.best_step,
         "stopped_early": outcome.stopped_early,
         "steps_this_call": outcome.steps_this_call,
+        "train_seconds": round(outcome.seconds, 1),
         "train_seconds_this_call": round(outcome.seconds_this_call, 1),
         "steps_per_second": outcome.steps_per_second,
         "accuracy": accuracy,

@@ -37,7 +37,6 @@ from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig, ps
 from neurosym.pipelines.windows import reading_batches, real_positions
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.training.clock import TrainingClock
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
 
@@ -144,8 +143,8 @@ def train_grammar_pipeline(
     """Train ``pipeline.reader`` on ``source`` from its results alone; returns the history (per step:
     ``max_length``, ``loss`` (None when no example got a pseudo-label), ``labelled`` (the fraction that did),
     ``correct`` (the fraction of the global batch read right before the update: the reading executes to the result),
-    ``seconds`` (of training so far, over every call of a resumed run: the steps a stop lost are counted once, when
-    they are taken again)).
+    and the training loop's ``seconds`` (of training so far, over every call of a resumed run: the steps a stop lost
+    are counted once, when they are taken again)).
     With ``give_up``, a reader that has read no training example right in the first ``give_up`` steps stops there
     with :class:`NothingReadRight` (nothing is checkpointed for that step). ``config.learning`` must be ``"abduction"``;
     ``config.pseudo_labels`` ``"all"`` trains on each example's best correction (hard EM), ``"marginal"`` on all
@@ -171,7 +170,6 @@ def train_grammar_pipeline(
     forward = DistributedDataParallel(model) if distributed else model
     targets = list(source.targets)
     read_right = False  # whether any training example was read right so far
-    clock = TrainingClock()
 
     def step(index: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
         nonlocal read_right
@@ -212,13 +210,12 @@ def train_grammar_pipeline(
             raise NothingReadRight(index + 1)
         logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
         labelled = float(np.mean([c is not None for c in best]))
-        return loss, {**logs, "labelled": labelled, "correct": right / size, "seconds": clock()}
+        return loss, {**logs, "labelled": labelled, "correct": right / size}
 
     def load(saved: dict[str, Any]) -> None:
         nonlocal read_right
         history = saved.get("history", [])
         read_right = any(entry.get("correct", 0) > 0 for entry in history)
-        clock.resume(history)
 
     return run_reader_training(
         model, step, config, device, checkpoint, progress, time_limit, "pipeline", load=load, context=context

@@ -30,7 +30,6 @@ from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.windows import WindowSource, reading_batches, real_positions
-from neurosym.training.clock import TrainingClock
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
@@ -277,7 +276,6 @@ def fit_windows(
     share's."""
     distributed = context is not None and context.is_distributed
     forward = DistributedDataParallel(model) if distributed else model
-    clock = TrainingClock()
 
     def step(index: int) -> tuple[torch.Tensor, dict[str, float]]:
         model.train()
@@ -287,14 +285,9 @@ def fit_windows(
         with mixed_precision(device):
             log_probs = forward(windows.to(device))
         loss = F.nll_loss(log_probs.float(), labels.to(device))
-        return loss, {"loss": loss.item(), "seconds": clock()}
+        return loss, {"loss": loss.item()}
 
-    def resumed(saved: dict[str, Any]) -> None:
-        clock.resume(saved.get("history", []))
-        if load is not None:
-            load(saved)
-
-    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, description, save, resumed, context)
+    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, description, save, load, context)
 
 
 def evaluate_pipeline(

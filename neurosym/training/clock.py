@@ -1,22 +1,19 @@
-"""Seconds of training that survive a resume: logged with each step, taken back from a checkpoint's history."""
+"""Seconds of training that survive a resume."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any
 
 
 class TrainingClock:
-    """``clock()`` -> the seconds of training so far: those of earlier calls of a resumed run (:meth:`resume` takes
-    them from the checkpoint's history, its last entry's ``"seconds"``) plus this call's since the clock was made.
-    Logged with every step, it counts the steps a stop lost once, when they are taken again."""
+    """``clock()`` -> the seconds of training so far: ``before`` (those of earlier calls of a resumed run, from its
+    checkpoint) plus this call's since the clock was made; ``clock.this_call()`` -> this call's alone."""
 
-    def __init__(self) -> None:
-        self.before, self.started = 0.0, time.perf_counter()
+    def __init__(self, before: float = 0.0) -> None:
+        self.before, self.started = before, time.perf_counter()
 
-    def resume(self, history: Sequence[Mapping[str, Any]]) -> None:
-        self.before = float(history[-1].get("seconds", 0.0)) if history else 0.0
+    def this_call(self) -> float:
+        return time.perf_counter() - self.started
 
     def __call__(self) -> float:
-        return self.before + time.perf_counter() - self.started
+        return self.before + self.this_call()

@@ -17,13 +17,13 @@ requests: at SIGINT, SIGTERM or the time limit it finishes the step, checkpoints
 :class:`~neurosym.training.stopping.TrainingInterrupted`, so that resuming repeats an uninterrupted run.
 
 A checkpoint holds ``config``, ``step``, ``model``, ``optimizer``, ``scheduler`` (with one), ``scaler``,
-``random`` and ``history`` (the logged steps), beside the caller's own entries.
+``random``, ``history`` (the logged steps) and ``seconds`` (of training so far, over every call of a resumed run:
+steps, evaluations and checkpoints), beside the caller's own entries. Every logged step carries ``seconds`` too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -35,6 +35,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from neurosym.training.checkpoint import check_resumable, load_checkpoint, save_checkpoint
+from neurosym.training.clock import TrainingClock
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.stopping import TIME_LIMIT, StopRequests, TrainingInterrupted
 from neurosym.training.update import Update
@@ -49,7 +50,7 @@ of that step read on the host (``None`` when the step had none); a true result e
 
 CUDA_SYNC_EVERY = 50
 """Steps between host reads of the loss off the CPU when ``sync_every`` is ``None``."""
-CHECKPOINT_KEYS = frozenset({"config", "step", "model", "optimizer", "scheduler", "scaler", "random", "history"})
+CHECKPOINT_KEYS = frozenset({"config", "step", "model", "optimizer", "scheduler", "scaler", "random", "history", "seconds"})
 """The loop's entries of a checkpoint; a caller's own state takes other names."""
 STOP_REASONS = (None, TIME_LIMIT, "SIGTERM", "SIGINT")
 """Stop reasons in rising precedence: the processes of a distributed run stop for the highest any of them has."""
@@ -87,15 +88,17 @@ class Checkpointing:
 
 @dataclass
 class LoopResult:
-    """Steps done (over every call of a resumed run), the logged ``history`` (one dict per step that logged
-    values: ``step`` and the values), whether the evaluation hook ended training early, and of this call
-    alone the steps it took and their wall-clock seconds (evaluations and checkpoints included)."""
+    """Steps done and ``seconds`` of training (both over every call of a resumed run), the logged ``history``
+    (one dict per step that logged values: ``step``, the values and ``seconds``), whether the evaluation hook
+    ended training early, and of this call alone the steps it took and their wall-clock seconds (evaluations
+    and checkpoints included)."""
 
     step: int
     history: list[dict[str, Any]] = field(default_factory=list)
     stopped_early: bool = False
     steps_this_call: int = 0
     seconds_this_call: float = 0.0
+    seconds: float = 0.0
 
 
 def random_state(device: torch.device) -> dict[str, torch.Tensor]:
@@ -152,8 +155,9 @@ def _due(step: int, every: int | None, max_steps: int) -> bool:
 
 def _resume(
     saved: dict[str, Any], model: nn.Module, update: Update, checkpoint: Checkpointing, device: torch.device
-) -> tuple[int, list[dict[str, Any]]]:
-    """Restore the loop's state (and the caller's) from ``saved``; returns the steps done and the history."""
+) -> tuple[int, list[dict[str, Any]], float]:
+    """Restore the loop's state (and the caller's) from ``saved``; returns the steps done, the history and the
+    seconds of training so far."""
     if not {"config", "step", "model", "optimizer"} <= saved.keys():
         raise ValueError(f"{checkpoint.path} is not a checkpoint of this training loop (it has {sorted(saved)}); remove it")
     check_resumable(saved["config"], checkpoint.config, checkpoint.may_change, checkpoint.path)
@@ -173,7 +177,9 @@ def _resume(
         restore_random_state(saved["random"], device)
     if checkpoint.load_extra is not None:
         checkpoint.load_extra(saved)
-    return saved["step"], list(saved.get("history", []))
+    history = list(saved.get("history", []))
+    seconds = saved.get("seconds", history[-1].get("seconds", 0.0) if history else 0.0)  # older: in the history only
+    return saved["step"], history, float(seconds)
 
 
 def run_training(
@@ -212,16 +218,17 @@ def run_training(
     if evaluate is not None and eval_every is None:
         raise ValueError("an evaluation hook needs eval_every")
     main = context is None or context.is_main
-    done, history = 0, []
+    done, history, before = 0, [], 0.0
     saved = load_checkpoint(checkpoint.path, map_location=device) if checkpoint is not None and checkpoint.resume else None
     if saved is not None:
-        done, history = _resume(saved, model, update, checkpoint, device)
+        done, history, before = _resume(saved, model, update, checkpoint, device)
 
     def save() -> None:
         if checkpoint is None or not main:
             return
         state = {"config": asdict(checkpoint.config), "step": done, "model": model.state_dict()}
         state.update(optimizer=update.optimizer.state_dict(), scaler=update.scaler.state_dict(), history=history)
+        state["seconds"] = clock()
         state["random"] = random_state(device)
         if update.scheduler is not None:
             state["scheduler"] = update.scheduler.state_dict()
@@ -230,7 +237,7 @@ def run_training(
             raise ValueError(f"the caller's checkpoint entries {clashing} clash with the loop's own")
         save_checkpoint({**state, **extra}, checkpoint.path)
 
-    first, started = done, time.perf_counter()
+    first, clock = done, TrainingClock(before)
     show = progress and main
     sync_every = sync_every or (1 if device.type == "cpu" else CUDA_SYNC_EVERY)
     read_often = check_finite or show
@@ -253,7 +260,7 @@ def run_training(
             update(loss)
             done = number
             if logs:
-                history.append({"step": done, **logs})
+                history.append({"step": done, **logs, "seconds": clock()})
             if show:
                 shown = {} if loss_value is None else {"loss": f"{loss_value:.4g}"}
                 bar.set_postfix({**shown, **{key: _shown(value) for key, value in logs.items()}}, refresh=False)
@@ -270,8 +277,8 @@ def run_training(
                 if context is not None and context.is_distributed:
                     dist.barrier()  # no process exits (and gets its peers killed by torchrun) before rank 0 has saved
                 path = None if checkpoint is None else checkpoint.path
-                raise TrainingInterrupted(done, max_steps, reason, path)
-    return LoopResult(done, history, stopped_early, done - first, time.perf_counter() - started)
+                raise TrainingInterrupted(done, max_steps, reason, path, seconds=clock())
+    return LoopResult(done, history, stopped_early, done - first, clock.this_call(), clock())
 
 
 def _shown(value: Any) -> str:

@@ -121,9 +121,9 @@ def make_optimizer(model: nn.Module, config: TrainConfig) -> torch.optim.Optimiz
 
 @dataclass
 class TrainResult:
-    """What happened: steps run, the best validation score and its step, and every evaluation; and of
-    this call alone (a resumed run continues earlier calls), the steps it took and their wall-clock
-    seconds, evaluations and checkpoints included."""
+    """What happened: steps run, the best validation score and its step, every evaluation, the ``seconds`` of
+    training over every call of a resumed run; and of this call alone the steps it took and their wall-clock
+    seconds (evaluations and checkpoints included, as in ``seconds``)."""
 
     steps: int
     best_score: float | None
@@ -132,6 +132,7 @@ class TrainResult:
     history: list[dict[str, float]] = field(default_factory=list)
     steps_this_call: int = 0
     seconds_this_call: float = 0.0
+    seconds: float = 0.0
 
     @property
     def steps_per_second(self) -> float | None:
@@ -252,6 +253,7 @@ def train(
         state["history"],
         steps_this_call=result.steps_this_call,
         seconds_this_call=result.seconds_this_call,
+        seconds=result.seconds,
     )
 
 
