@@ -64,6 +64,17 @@ def test_readers_from_checkpoints_loads_each_runs_weights(tmp_path):
     assert not ensemble.readers[0].training
 
 
+def test_runs_that_each_trained_an_ensemble_read_as_the_mixture_of_every_member(tmp_path):
+    runs = [ReaderEnsemble([reader(seed), reader(seed + 10)]) for seed in (1, 2)]
+    paths = [save_checkpoint({"config": {"steps": 3}, "step": 3, "model": r.state_dict()}, tmp_path / f"{i}.pt")
+             for i, r in enumerate(runs)]  # fmt: skip
+    ensemble = readers_from_checkpoints(paths, lambda: ReaderEnsemble([reader(99), reader(98)]))
+    every_member = ReaderEnsemble([member for run in runs for member in run.readers])  # equal members per run
+    windows = torch.rand(3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(ensemble(windows), every_member(windows))
+
+
 def test_readers_from_checkpoints_names_each_bad_file(tmp_path):
     make = lambda: reader(0)
     with pytest.raises(ValueError, match=f"no checkpoint at {tmp_path / 'absent.pt'}"):

@@ -12,13 +12,14 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.perception.reader import Reader
 from neurosym.training.checkpoint import load_checkpoint
 
 
 class ReaderEnsemble(nn.Module):
-    """The mean probability of ``readers`` (classifiers over one vocabulary, e.g. trained with other seeds), as
-    log-probabilities: ``windows [N, S, S]`` or ``[N, 1, S, S]`` -> ``[N, V]``.
+    """The mean probability of ``readers`` (modules that are :class:`~neurosym.perception.reader.Reader` s over one
+    vocabulary, e.g. classifiers trained with other seeds, or ensembles themselves), as log-probabilities:
+    ``windows [N, S, S]`` or ``[N, 1, S, S]`` -> ``[N, V]``.
 
     It reads wherever a :class:`SymbolClassifier` does (:class:`~neurosym.pipelines.pipeline.HintPipeline`,
     :func:`~neurosym.perception.batch_statistics.batch_statistics_of` on every member's batch norms). Trained as one
@@ -28,7 +29,7 @@ class ReaderEnsemble(nn.Module):
     ensemble and train its members together, each by its own cross-entropy on the same pseudo-labels.
     """
 
-    def __init__(self, readers: Sequence[SymbolClassifier]):
+    def __init__(self, readers: Sequence[Reader]):
         super().__init__()
         if not readers:
             raise ValueError("an ensemble needs at least one reader")
@@ -49,9 +50,10 @@ class ReaderEnsemble(nn.Module):
         return mixture.detach() + alone - alone.detach()
 
 
-def readers_from_checkpoints(paths: Sequence[str | os.PathLike], make_reader: Callable[[], SymbolClassifier]) -> ReaderEnsemble:
+def readers_from_checkpoints(paths: Sequence[str | os.PathLike], make_reader: Callable[[], nn.Module]) -> ReaderEnsemble:
     """The ensemble of the readers saved in ``paths`` (training checkpoints, whose ``"model"`` entry holds a
-    reader's weights), each loaded into a fresh ``make_reader()`` of the same architecture. Raises
+    reader's weights), each loaded into a fresh ``make_reader()`` of the same architecture (a module that is a
+    :class:`~neurosym.perception.reader.Reader`: a classifier, or an ensemble of several). Raises
     ``ValueError`` naming the file that is missing, unreadable, not a training checkpoint or of another reader."""
     readers = []
     for path in map(Path, paths):
