@@ -41,7 +41,7 @@ test: install $(MATHEMATICS_ENV)/neurosym-ready.txt
 # bring .whl/ along: the check then installs from it the two dependencies a bare CUDA image lacks.
 GPU_PYTHON ?= $(BIN)/python
 GPU_CHECK_OUT ?= results/device_check
-GPU_CHECK_ARGS ?=# e.g. GPU_CHECK_ARGS="--skip suite" (the options of benchmarks/device_check.py)
+GPU_CHECK_ARGS ?=# e.g. GPU_CHECK_ARGS="--skip suite --deadline 540" (the options of benchmarks/device_check.py)
 gpu-check:
 	if [ -d .whl ]; then $(GPU_PYTHON) -m pip install -q --no-index --no-deps --upgrade --target .whl/site .whl/*.whl; fi
 	PYTHONPATH=$(CURDIR)/.whl/site:$(CURDIR) $(GPU_PYTHON) benchmarks/device_check.py --out $(GPU_CHECK_OUT) $(GPU_CHECK_ARGS)

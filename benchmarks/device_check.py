@@ -21,8 +21,11 @@ Parts, each within its own time budget (a part that overruns is stopped and repo
   accuracies, then steps per second at HINT's batch of 128 and the projected time of 10⁵ steps;
 - ``hint_transformer``: the same for the released relative universal Transformer (``transformer_rel_uni``).
 
-It writes ``device_check.json`` and ``device_check.md`` under ``--out`` and prints the Markdown, ending
-with what it could not run. Without CUDA it runs on the CPU and says so (the parts still work).
+It writes ``device_check.json`` and ``device_check.md`` under ``--out`` after every part (a check killed from
+outside keeps the parts it finished) and prints the Markdown, ending with what it could not run. With
+``--deadline S`` no part runs past ``S`` seconds from the start: each gets what is left of them at most, and the
+parts with less than :data:`MIN_PART_SECONDS` left are reported as not run. Without CUDA it runs on the CPU and
+says so (the parts still work).
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ BUDGETS = {
     "hint_transformer": 60,
 }
 """Seconds each part may take at most; on one H100 the parts took 330 s together (benchmarks/RESULTS.md)."""
+MIN_PART_SECONDS = 20
+"""Under ``--deadline``, a part is started only with at least this many seconds left."""
 PROJECTED_STEPS = 100_000
 """HINT's schedule: 10⁵ steps of 128 expressions."""
 MAKE_RUN = ["--model", "neurosym", "--input", "image", "--scale", "0.01", "--cnn", "small"]
@@ -278,19 +283,34 @@ RUNNERS: dict[str, Callable[[torch.device, Path, float], dict[str, Any]]] = {
 }  # fmt: skip
 
 
-def run_parts(parts: list[str], device: torch.device, out: Path, scale: float = 1.0) -> dict[str, dict[str, Any]]:
-    """Every part in turn, each within ``scale`` × its budget: ``{part: {"status", "seconds", ...}}``."""
-    report = {}
+def run_parts(
+    parts: list[str],
+    device: torch.device,
+    out: Path,
+    scale: float = 1.0,
+    deadline: float | None = None,
+    written: Callable[[dict[str, dict[str, Any]]], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Every part in turn, each within ``scale`` × its budget and what is left of ``deadline`` seconds from now:
+    ``{part: {"status", "seconds", ...}}``, passed to ``written`` after every part."""
+    report, opened = {}, time.perf_counter()
     for part in parts:
         started = time.perf_counter()
+        budget = scale * BUDGETS[part]
+        if deadline is not None:
+            budget = min(budget, deadline - (started - opened))
         try:
-            found = {"status": "ok"} | RUNNERS[part](device, out, scale * BUDGETS[part])
+            if budget < MIN_PART_SECONDS:
+                raise PartFailed(f"not run: {budget:.0f} s were left of the check's --deadline {deadline:g} s")
+            found = {"status": "ok"} | RUNNERS[part](device, out, budget)
         except PartFailed as error:
             found = {"status": "failed", "error": str(error)}
         except Exception as error:  # noqa: BLE001 - a part's crash is a finding; the other parts still run
             found = {"status": "failed", "error": f"{type(error).__name__}: {error}"}
         report[part] = found | {"seconds": round(time.perf_counter() - started, 1)}
         print(f"{part}: {report[part]['status']} in {report[part]['seconds']} s", flush=True)
+        if written is not None:
+            written(report)
     return report
 
 
@@ -354,19 +374,27 @@ def main(argv: list[str] | None = None) -> int:
         "--with", dest="extra", default="", help=f"comma-separated optional parts to run, of {', '.join(OPTIONAL)}"
     )
     parser.add_argument("--budget-scale", type=float, default=1.0, help="multiply every part's time budget")
+    parser.add_argument(
+        "--deadline", type=float, default=None, help="seconds the whole check may take: no part runs past them (default: none)"
+    )
     args = parser.parse_args(argv)
     skipped, extra = ({part.strip() for part in text.split(",") if part.strip()} for text in (args.skip, args.extra))
     if skipped - set(PARTS) or extra - set(OPTIONAL):
         unknown = sorted((skipped - set(PARTS)) | (extra - set(OPTIONAL)))
         parser.error(f"unknown parts {unknown}: choose from {', '.join(PARTS)} (optional: {', '.join(OPTIONAL)})")
     skipped |= set(OPTIONAL) - extra
+    if args.deadline is not None and args.deadline <= 0:
+        parser.error(f"--deadline must be a positive number of seconds, got {args.deadline:g}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     args.out.mkdir(parents=True, exist_ok=True)
-    report = run_parts([part for part in PARTS if part not in skipped], device, args.out, args.budget_scale)
-    (args.out / "device_check.json").write_text(json.dumps(report, indent=2, default=str))
-    text = markdown(report, device)
-    (args.out / "device_check.md").write_text(text)
-    print(text)
+
+    def write(report: dict[str, dict[str, Any]]) -> None:
+        (args.out / "device_check.json").write_text(json.dumps(report, indent=2, default=str))
+        (args.out / "device_check.md").write_text(markdown(report, device))
+
+    parts = [part for part in PARTS if part not in skipped]
+    report = run_parts(parts, device, args.out, args.budget_scale, args.deadline, write)
+    print(markdown(report, device))
     return 0 if all(found["status"] == "ok" for found in report.values()) else 1
 
 

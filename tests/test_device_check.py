@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,37 @@ def test_an_optional_part_runs_only_when_asked_for(device_check, tmp_path, monke
     with pytest.raises(SystemExit):
         device_check.main(["--with", "suite", "--out", str(tmp_path)])
     assert "unknown parts ['suite']" in capsys.readouterr().err
+
+
+def test_a_deadline_caps_each_budget_and_reports_the_parts_it_leaves_no_time_for(device_check, monkeypatch, capsys):
+    budgets, written = {}, []
+
+    def sleeping(part: str, seconds_asleep: float):
+        def run(device, out, seconds):
+            budgets[part] = seconds
+            time.sleep(seconds_asleep)
+            return {}
+
+        return run
+
+    monkeypatch.setattr(device_check, "MIN_PART_SECONDS", 0.5)
+    for part, asleep in [("environment", 1.5), ("arithmetic", 1.2), ("hint_transformer", 0.0)]:
+        monkeypatch.setitem(device_check.RUNNERS, part, sleeping(part, asleep))
+    parts = ["environment", "arithmetic", "hint_transformer"]
+    report = device_check.run_parts(
+        parts, torch.device("cpu"), Path("."), deadline=3.0, written=lambda r: written.append(list(r))
+    )
+    assert (
+        budgets["environment"] == pytest.approx(3.0, abs=0.05)
+        and 1.0 < budgets["arithmetic"] <= 1.5
+        and "hint_transformer" not in budgets
+    )
+    assert [report[part]["status"] for part in parts] == ["ok", "ok", "failed"]
+    assert report["hint_transformer"]["error"].startswith("not run: 0 s were left of the check's --deadline 3 s")
+    assert written == [parts[:1], parts[:2], parts]  # the files are rewritten after every part
+    with pytest.raises(SystemExit):
+        device_check.main(["--deadline", "0"])
+    assert "--deadline must be a positive number of seconds, got 0" in capsys.readouterr().err
 
 
 def test_the_compiled_probe_times_each_family_and_then_all_at_once(device_check, tmp_path, one_thread):
