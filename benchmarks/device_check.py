@@ -301,7 +301,7 @@ def run_parts(
             budget = min(budget, deadline - (started - opened))
         try:
             if budget < MIN_PART_SECONDS:
-                raise PartFailed(f"not run: {budget:.0f} s were left of the check's --deadline {deadline:g} s")
+                raise PartFailed(f"not run: {max(budget, 0):.0f} s were left of the check's --deadline {deadline:g} s")
             found = {"status": "ok"} | RUNNERS[part](device, out, budget)
         except PartFailed as error:
             found = {"status": "failed", "error": str(error)}
