@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import pickle
 import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -40,6 +39,7 @@ from neurosym.experiments.options import (
 )
 from neurosym.experiments.report import format_table
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
+from neurosym.perception.saved_reader import load_reader
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.grammar_pipeline import (
@@ -57,7 +57,7 @@ from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task
 from neurosym.training import distributed_process
 from neurosym.training.allocator import retain_freed_memory
-from neurosym.training.checkpoint import load_checkpoint, save_json
+from neurosym.training.checkpoint import save_json
 from neurosym.training.distributed import DistributedContext, main_process_first
 
 
@@ -233,7 +233,10 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     abduction = replace(task.abduction, **{name: getattr(options, name) for name in budget if getattr(options, name) is not None})
     reader, members_seconds = _ensemble(options, task) if options.ensemble else (make_reader(task, options), 0.0)
     if options.init_reader is not None:
-        reader.load_state_dict(_saved_reader(options.init_reader))
+        try:
+            load_reader(options.init_reader, reader, finished=False)
+        except ValueError as error:
+            raise SystemExit(f"neurosym pipeline: --init-reader {error}") from None
     pipeline = GrammarPipeline(task.grammar, task.semantics, reader, abduction)
     epochs, config = training_config(options, task)
     steps = config.steps
@@ -408,16 +411,6 @@ def _results(run: Path) -> dict[str, Any]:
         raise SystemExit(
             f"neurosym pipeline: --ensemble {run} is not a finished run (no readable results.json: {error})"
         ) from None
-
-
-def _saved_reader(path: Path) -> dict[str, Any]:
-    try:
-        saved = load_checkpoint(path)
-    except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError) as error:
-        raise SystemExit(f"neurosym pipeline: --init-reader {path} is not a readable checkpoint: {error}") from None
-    if not isinstance(saved, dict) or "model" not in saved:
-        raise SystemExit(f"neurosym pipeline: --init-reader {path} is not a training checkpoint (no 'model' entry)")
-    return saved["model"]
 
 
 def _seconds(minutes: float | None) -> float | None:

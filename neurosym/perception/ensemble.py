@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import math
 import os
-import pickle
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import torch
 from torch import nn
 
 from neurosym.perception.reader import Reader
-from neurosym.training.checkpoint import load_checkpoint
+from neurosym.perception.saved_reader import load_reader
 
 
 class ReaderEnsemble(nn.Module):
@@ -55,26 +53,4 @@ def readers_from_checkpoints(paths: Sequence[str | os.PathLike], make_reader: Ca
     reader's weights), each loaded into a fresh ``make_reader()`` of the same architecture (a module that is a
     :class:`~neurosym.perception.reader.Reader`: a classifier, or an ensemble of several). Raises
     ``ValueError`` naming the file that is missing, unreadable, not a training checkpoint or of another reader."""
-    readers = []
-    for path in map(Path, paths):
-        try:
-            saved = load_checkpoint(path)
-        except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError) as error:  # truncated or foreign
-            raise ValueError(f"{path} is not a readable checkpoint: {type(error).__name__}: {error}") from None
-        if saved is None:
-            raise ValueError(f"no checkpoint at {path}")
-        if not isinstance(saved, dict) or "model" not in saved:
-            raise ValueError(f"{path} is not a training checkpoint (it has no 'model' entry)")
-        if saved.get("step", 0) < saved.get("config", {}).get("steps", 0):
-            raise ValueError(
-                f"{path} holds a reader trained for {saved['step']} of {saved['config']['steps']} steps: finish its run first"
-            )
-        reader = make_reader()
-        try:
-            reader.load_state_dict(saved["model"])
-        except RuntimeError as error:
-            raise ValueError(
-                f"{path} holds another reader (trained with other reader options): {' '.join(str(error).split())[:300]}"
-            ) from None
-        readers.append(reader.eval())
-    return ReaderEnsemble(readers)
+    return ReaderEnsemble([load_reader(path, make_reader()).eval() for path in paths])

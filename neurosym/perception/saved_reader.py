@@ -1,0 +1,39 @@
+"""A reader's weights read back from a training checkpoint, every bad file named."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+from torch import nn
+
+from neurosym.training.checkpoint import load_checkpoint
+
+
+def load_reader(path: str | os.PathLike, reader: nn.Module, finished: bool = True) -> nn.Module:
+    """``reader`` (a fresh module of the architecture that was trained) holding the weights of the training checkpoint
+    at ``path`` (its ``"model"`` entry). ``finished``: refuse a checkpoint whose run has steps left. Raises
+    ``ValueError`` naming the file when it is missing, unreadable, not a training checkpoint, unfinished, or of another
+    reader (other sizes or vocabulary)."""
+    path = Path(path)
+    try:
+        saved = load_checkpoint(path)
+    except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError) as error:  # truncated or foreign
+        raise ValueError(f"{path} is not a readable checkpoint: {type(error).__name__}: {error}") from None
+    if saved is None:
+        raise ValueError(f"no checkpoint at {path}")
+    if not isinstance(saved, dict) or "model" not in saved:
+        raise ValueError(f"{path} is not a training checkpoint (it has no 'model' entry)")
+    if finished and saved.get("step", 0) < saved.get("config", {}).get("steps", 0):
+        raise ValueError(
+            f"{path} holds a reader trained for {saved['step']} of {saved['config']['steps']} steps: finish its run first"
+        )
+    try:
+        reader.load_state_dict(saved["model"])
+    except RuntimeError as error:
+        raise ValueError(
+            f"{path} holds another reader (trained with other reader options or for another task): "
+            f"{' '.join(str(error).split())[:300]}"
+        ) from None
+    return reader
