@@ -18,6 +18,7 @@ from neurosym.experiments.options import (
     existing_folder,
     fraction_up_to_one,
     non_negative_int,
+    output_folder,
     positive_float,
     positive_int,
     probability_below_one,
@@ -65,6 +66,27 @@ def test_path_options_name_the_missing_path(tmp_path) -> None:
         existing_file(str(tmp_path / "missing.npz"))
     with pytest.raises(argparse.ArgumentTypeError, match="no such folder"):
         existing_folder(str(archive))
+
+
+def test_an_output_folder_must_not_be_or_lie_under_a_file(tmp_path, capsys) -> None:
+    taken = tmp_path / "taken.txt"
+    taken.write_text("")
+    assert output_folder(str(tmp_path)) == tmp_path and output_folder(str(tmp_path / "new" / "run")) == tmp_path / "new" / "run"
+    for out in (taken, taken / "run"):
+        with pytest.raises(SystemExit) as stopped:
+            main(["pipeline", "--out", str(out)])
+        assert stopped.value.code == 2
+        assert f"argument --out: '{out}' cannot be an output folder: '{taken}' is a file" in capsys.readouterr().err
+
+
+def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
+    import torch
+
+    missing = "cuda" if not torch.cuda.is_available() else f"cuda:{torch.cuda.device_count()}"
+    for command in ("pipeline", "hint", "arithmetic"):
+        with pytest.raises(SystemExit) as stopped:
+            main([command, "--device", missing])
+        assert stopped.value.code == 2 and f"argument --device: '{missing}': " in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -91,6 +91,17 @@ def existing_folder(text: str) -> Path:
     return path
 
 
+def output_folder(text: str) -> Path:
+    """The path of a folder to write into: one that exists, or one that can be made (no file in its place or above)."""
+    path = Path(text)
+    for place in (path, *path.parents):
+        if place.exists():
+            if not place.is_dir():
+                raise argparse.ArgumentTypeError(f"{text!r} cannot be an output folder: {str(place)!r} is a file")
+            break
+    return path
+
+
 def time_limit_minutes(text: str) -> float:
     """The value of a ``--time-limit MINUTES`` option: a number of minutes, at least 0."""
     try:
@@ -134,13 +145,18 @@ def comma_list(
 
 
 def device_name(text: str) -> str:
-    """``auto`` or a torch device string (``cpu``, ``cuda``, ``cuda:1``, ``mps``), checked but not opened."""
+    """``auto`` or a torch device string (``cpu``, ``cuda``, ``cuda:1``, ``mps``), checked but not opened: a CUDA
+    device must be on this machine."""
     if text == "auto":
         return text
     try:
-        torch.device(text)
+        device = torch.device(text)
     except RuntimeError:
         raise argparse.ArgumentTypeError(f"expected 'auto', 'cpu', 'cuda' or 'cuda:N', got {text!r}") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError(f"{text!r}: CUDA is not available on this machine (--device auto picks the CPU)")
+    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
+        raise argparse.ArgumentTypeError(f"{text!r}: this machine has {torch.cuda.device_count()} CUDA devices")
     return text
 
 
@@ -310,7 +326,9 @@ def _config_value(key: str, value: Any, config_field: Field, annotation: Any) ->
 class OutputOptions:
     """The options every command has."""
 
-    out: Path = option(Path("results"), "output folder (JSON, plot, checkpoints); on the command line results/COMMAND")
+    out: Path = option(
+        Path("results"), "output folder (JSON, plot, checkpoints); on the command line results/COMMAND", parse=output_folder
+    )
     seed: int = option(0, "seed of data generation, initialisation and batch order")
     progress: bool = option(True, "show progress bars")
 
