@@ -51,6 +51,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C outside a training loop: ``128 + SIGINT``, as a shell reports it."""
+USAGE_ERROR = 2
+"""Exit status of a command that cannot run as given (argparse's), e.g. resuming a checkpoint of other options."""
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -93,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parsed(parser, argv)
     name, runner = args.command, importlib.import_module(args._runner)
     from neurosym.experiments.options import options_from
-    from neurosym.training.stopping import TrainingInterrupted  # after the runner: torch is loaded by now
+    from neurosym.training.checkpoint import CheckpointMismatch  # after the runner: torch is loaded by now
+    from neurosym.training.stopping import TrainingInterrupted
 
     try:
         args = options_from(runner.OPTIONS, args)
@@ -104,6 +107,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TrainingInterrupted as stop:
         print(f"neurosym {name}: {stop}", file=sys.stderr)
         return stop.exit_status
+    except CheckpointMismatch as error:  # --resume (the default) over another run's checkpoint
+        afresh = " (--no-resume starts afresh over it)" if getattr(args, "resume", None) is not None else ""
+        print(f"neurosym {name}: {error}{afresh}", file=sys.stderr)
+        return USAGE_ERROR
     except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C
         print(f"neurosym {name}: interrupted; files are written atomically, so run it again to continue", file=sys.stderr)
         return INTERRUPTED

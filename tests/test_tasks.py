@@ -328,6 +328,20 @@ def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch, one_
         main([*common, "--reader-width", "16", "--init-reader", str(first / "checkpoint.pt"), "--out", str(tmp_path / "y")])
 
 
+def test_resuming_a_checkpoint_of_other_options_names_them_in_one_line(tmp_path, capsys, one_thread):
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01", "--reader-width", "8"]
+    assert main([*common, "--out", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert main([*common, "--batch-size", "16", "--out", str(tmp_path)]) == 2
+    message = capsys.readouterr().err
+    assert message.startswith("neurosym pipeline: checkpoint ") and message.count("\n") == 1
+    assert "(batch_size, steps differ): batch_size 32 there, 16 now; steps " in message
+    assert message.rstrip().endswith("(--no-resume starts afresh over it)")
+    assert main([*common, "--reader-width", "16", "--out", str(tmp_path)]) == 2  # another reader, same schedule
+    assert "holds another model (other sizes or options)" in capsys.readouterr().err
+    assert main([*common, "--batch-size", "16", "--no-resume", "--out", str(tmp_path)]) == 0
+
+
 def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_it(tmp_path, monkeypatch, capsys, one_thread):
     from neurosym.experiments import pipeline as runner
 

@@ -2,7 +2,7 @@
 loop (:func:`run_training`, with its optimiser :class:`Update` and clean stop at SIGINT, SIGTERM or a time
 limit) and its dataset layer :func:`train`."""
 
-from neurosym.training.checkpoint import atomic_path, check_resumable, load_checkpoint, save_checkpoint
+from neurosym.training.checkpoint import CheckpointMismatch, atomic_path, check_resumable, load_checkpoint, save_checkpoint
 from neurosym.training.core import Checkpointing, LoopResult, run_training
 from neurosym.training.device import autocast_dtype, mixed_precision, resolve_device
 from neurosym.training.distributed import (
@@ -18,4 +18,5 @@ from neurosym.training.update import Update, grad_scaler
 __all__ = ["autocast_dtype", "mixed_precision", "resolve_device", "save_checkpoint", "load_checkpoint"]
 __all__ += ["DistributedContext", "init_distributed", "shutdown_distributed", "TrainConfig", "TrainResult", "train"]
 __all__ += ["distributed_process", "StopRequests", "TrainingInterrupted", "check_resumable", "atomic_path"]
+__all__ += ["CheckpointMismatch"]
 __all__ += ["Checkpointing", "LoopResult", "run_training", "Update", "grad_scaler"]

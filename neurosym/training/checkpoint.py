@@ -88,16 +88,26 @@ def _field_defaults(config: Any) -> dict[str, Any]:
     return defaults
 
 
+class CheckpointMismatch(ValueError):
+    """A checkpoint that cannot be resumed here: written under another configuration, or holding another model."""
+
+
+def _shown(value: Any, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[str], path: Any) -> None:
-    """Refuse (``ValueError``) to resume the checkpoint at ``path`` whose ``saved`` configuration (``asdict``
-    of a dataclass config) differs from the dataclass ``config`` in a field outside ``may_change``. A
-    field the checkpoint lacks (added to the config after it was written) counts as its default, which
-    reproduces the behaviour before the field existed."""
+    """Refuse (:class:`CheckpointMismatch`) to resume the checkpoint at ``path`` whose ``saved`` configuration
+    (``asdict`` of a dataclass config) differs from the dataclass ``config`` in a field outside ``may_change``; the
+    message names each such field with both values. A field the checkpoint lacks (added to the config after it was
+    written) counts as its default, which reproduces the behaviour before the field existed."""
     current = asdict(config)
     saved = {**_field_defaults(config), **saved}
     differing = sorted(key for key in current if key not in may_change and saved.get(key) != current[key])
     if differing:
-        raise ValueError(
-            f"checkpoint {path} was written with another configuration ({', '.join(differing)} differ): {saved}; "
+        values = "; ".join(f"{key} {_shown(saved.get(key))} there, {_shown(current[key])} now" for key in differing)
+        raise CheckpointMismatch(
+            f"checkpoint {path} was written with another configuration ({', '.join(differing)} differ): {values}; "
             "remove it or choose another checkpoint path"
         )

@@ -34,7 +34,7 @@ import torch.distributed as dist
 from torch import nn
 from tqdm.auto import tqdm
 
-from neurosym.training.checkpoint import check_resumable, load_checkpoint, save_checkpoint
+from neurosym.training.checkpoint import CheckpointMismatch, check_resumable, load_checkpoint, save_checkpoint
 from neurosym.training.clock import TrainingClock
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.stopping import TIME_LIMIT, StopRequests, TrainingInterrupted
@@ -164,7 +164,7 @@ def _resume(
     try:
         model.load_state_dict(saved["model"])
     except RuntimeError as error:
-        raise ValueError(
+        raise CheckpointMismatch(
             f"the checkpoint {checkpoint.path} holds another model (other sizes or options): "
             f"{' '.join(str(error).split())}; train it with the options it was written with, or start afresh"
         ) from None
