@@ -63,6 +63,22 @@ def test_a_symbol_must_match_exactly_one_terminal():
         SymbolGrammar(ADDITION, symbols=["12"])
 
 
+def test_a_grammar_that_cannot_serve_is_named_before_any_work(tmp_path):
+    with pytest.raises(ValueError, match=r"terminals \['NUM'\] match no single symbol"):  # "10" would vanish silently
+        SymbolGrammar('start: NUM ("+" NUM)*\nNUM: "10" | "11"\n')
+    for text in ("", 'expr: "a"\n'):
+        with pytest.raises(ValueError, match="the grammar has no rule 'start' to start from"):
+            SymbolGrammar(text)
+    assert SymbolGrammar('expr: "a"\n', start="expr").symbols == ("a",)
+    with pytest.raises(ValueError, match=r"the grammar does not load: .*line 2"):
+        SymbolGrammar('start: "a"\nstart: : "b"\n')
+    path = tmp_path / "addition.lark"
+    path.write_text(ADDITION)
+    assert SymbolGrammar(str(path)).symbols == SymbolGrammar(path).symbols == tuple("0123456789+")
+    with pytest.raises(FileNotFoundError, match="missing.lark"):
+        SymbolGrammar(str(tmp_path / "missing.lark"))
+
+
 def test_parse_errors_name_the_position():
     grammar = SymbolGrammar(ADDITION)
     with pytest.raises(ParseError, match="position 2") as error:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 from lark import Lark, Token, Tree
-from lark.exceptions import GrammarError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import GrammarError, LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.lexer import Lexer
 
 from neurosym.syntax.errors import ParseError, UnexpectedCharacterError, UnexpectedEndError, UnexpectedSymbolError
@@ -56,16 +56,24 @@ class SymbolGrammar:
         start: the start rule.
 
     Raises:
-        ValueError: a symbol that is not one character, matches no terminal or matches several.
+        ValueError: grammar text Lark cannot load (with Lark's line and column), no ``start`` rule, a symbol that
+            is not one character, matches no terminal or matches several; without ``symbols``, a terminal that
+            matches none of :data:`CANDIDATE_SYMBOLS` (e.g. a multi-character one).
+        FileNotFoundError: a ``.lark`` path that does not exist.
     """
 
     def __init__(self, grammar: str | os.PathLike, symbols: Sequence[str] | None = None, start: str = "start"):
-        text = Path(grammar).read_text(encoding="utf-8") if isinstance(grammar, os.PathLike) else grammar
+        text = Path(grammar).read_text(encoding="utf-8") if _is_path(grammar) else str(grammar)
         self.text, self.start = text, start
-        probe = Lark(text, start=start, parser="earley", lexer="basic")
+        probe = _loaded(text, start)
         ignored = set(probe.ignore_tokens)
         self._patterns = {t.name: t.pattern for t in probe.terminals if t.name not in ignored}
         self.symbols: tuple[str, ...] = tuple(symbols) if symbols is not None else self._matched(CANDIDATE_SYMBOLS)
+        if symbols is None and (unmatched := [n for n, p in self._patterns.items() if not self._matched_by(p)]):
+            raise ValueError(
+                f"the grammar's terminals {unmatched} match no single symbol: every terminal of a SymbolGrammar matches "
+                "single characters (one window, one symbol); give symbols= for characters outside CANDIDATE_SYMBOLS"
+            )
         self.terminal_of: dict[str, str] = {}
         for symbol in self.symbols:
             if len(symbol) != 1:
@@ -83,6 +91,9 @@ class SymbolGrammar:
 
     def _matched(self, candidates: Iterable[str]) -> tuple[str, ...]:
         return tuple(c for c in candidates if any(_matches(p, c) for p in self._patterns.values()))
+
+    def _matched_by(self, pattern) -> bool:
+        return any(_matches(pattern, symbol) for symbol in self.symbols)
 
     def _parser(self) -> Lark:
         terminal_of = self.terminal_of
@@ -174,6 +185,21 @@ class SymbolGrammar:
             for position in np.flatnonzero(reached[head, :, 1]):
                 allowed[position].update(self.symbols_of(form.terminals[terminal]))
         return tuple(tuple(s for s in self.symbols if s in symbols) for symbols in allowed)
+
+
+def _is_path(grammar: str | os.PathLike) -> bool:
+    """Whether ``grammar`` names a file: a path object, or one line of text ending in ``.lark``."""
+    return isinstance(grammar, os.PathLike) or (grammar.strip().endswith(".lark") and "\n" not in grammar.strip())
+
+
+def _loaded(text: str, start: str) -> Lark:
+    """The grammar loaded by Lark (Earley, basic lexer: any grammar), its errors as ``ValueError``."""
+    try:
+        return Lark(text, start=start, parser="earley", lexer="basic")
+    except LarkError as error:
+        if f"NonTerminal('{start}')" in str(error):
+            raise ValueError(f"the grammar has no rule {start!r} to start from (give start= for another)") from None
+        raise ValueError(f"the grammar does not load: {error}") from None
 
 
 def _matches(pattern, symbol: str) -> bool:
