@@ -168,6 +168,7 @@ def test_the_hint_speed_runs_are_valid_commands_that_time_training_only(device_c
         return subprocess.CompletedProcess(argv, 0, "", None)
 
     monkeypatch.setattr(device_check, "_command", fake)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # the commands name the GPU they will run on
     found = device_check.hint_pipeline(torch.device("cuda"), tmp_path, 100.0)
     assert found["steps_per_second_batch_128"] == 25.0 and found["make_run_test"] == {"avg": 0.5}
     assert len(commands) == 2

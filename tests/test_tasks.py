@@ -29,6 +29,7 @@ from neurosym.pipelines.grammar_pipeline import (
 )
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.pipelines.trainer import PipelineConfig
+from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.tasks import build_task, grammar_file
 from neurosym.tasks.hwf import DIGITS, OPERATORS, formula_semantics
@@ -85,6 +86,16 @@ def test_image_sentences_check_their_layout():
         ImageSentences(np.zeros((2, 4, 4)), np.array([[0, -1]]), np.array([[READ, READ]]), np.array([2]), [1])
     with pytest.raises(ValueError, match="disagree"):
         ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 1]]), np.array([[READ, READ]]), np.array([2]), [1, 2])
+    read = np.array([[READ, READ]])
+    with pytest.raises(ValueError, match=r"images must be \[M, H, W\] \(one channel\), got shape \[2, 3, 4, 4\]"):
+        ImageSentences(np.zeros((2, 3, 4, 4)), np.array([[0, 1]]), read, np.array([2]), [1])
+    with pytest.raises(ValueError, match=r"picks must be \[N, T\], got shape \[2\]"):
+        ImageSentences(np.zeros((2, 4, 4)), np.array([0, 1]), read, np.array([2]), [1])
+    with pytest.raises(ValueError, match=r"lengths must be in \[1, 2\]"):
+        ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 1]]), read, np.array([3]), [1])
+    with pytest.raises(ValueError, match="picks name image 5, but there are 2 images"):
+        ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 5]]), read, np.array([2]), [1])
+    assert len(ImageSentences(np.zeros((2, 4, 4)), np.zeros((0, 2), int), np.zeros((0, 2), int), np.zeros(0, int), [])) == 0
 
 
 @settings(max_examples=30, deadline=None)
@@ -232,6 +243,43 @@ def test_the_pipeline_refuses_readers_outside_the_grammar_and_other_learning_rul
         train_grammar_pipeline(
             addition_pipeline(0), addition_problem(1, 10, 0), PipelineConfig(learning="reinforce"), torch.device("cpu")
         )
+
+
+class LogitReader(GlyphReader):
+    """A reader that forgot its log_softmax: raw scores."""
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        return self.layer(windows.float().flatten(1) / 255) * 10
+
+
+class ShortReader(GlyphReader):
+    """A reader whose output has a column fewer than its vocabulary."""
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        return super().forward(windows, groups)[:, :-1].log_softmax(-1)
+
+
+def test_the_pipeline_names_a_bad_reader_source_or_semantics_before_it_learns_from_them():
+    grammar, cpu, train = SymbolGrammar(grammar_file("mnist_add.lark")), torch.device("cpu"), addition_problem(1, 20, 0)
+    for reader, message in [(LogitReader(), "must return log-probabilities"), (ShortReader(), r"shape \[\d+, 9\] for its 10")]:
+        pipeline = GrammarPipeline(grammar, addition_semantics(), reader)
+        with pytest.raises(ValueError, match=message):
+            train_grammar_pipeline(pipeline, train, tiny_training(2), cpu)
+        with pytest.raises(ValueError, match=message):
+            evaluate_grammar_pipeline(pipeline, train, cpu)
+    plus_given = train.given.copy()
+    plus_given[plus_given != READ] = len(grammar.symbols)  # one past the vocabulary
+    odd = ImageSentences(train.images, train.picks, plus_given, train.lengths, train.targets)
+    with pytest.raises(ValueError, match=r"given symbol id is outside the grammar's vocabulary \[0, 11\)"):
+        evaluate_grammar_pipeline(addition_pipeline(0), odd, cpu)
+    empty = ImageSentences(train.images, train.picks[:0], train.given[:0], train.lengths[:0], [])
+    with pytest.raises(ValueError, match="the training source has no examples"):
+        train_grammar_pipeline(addition_pipeline(0), empty, tiny_training(2), cpu)
+    with pytest.raises(ValueError, match="the source to evaluate has no examples"):
+        evaluate_grammar_pipeline(addition_pipeline(0), empty, cpu)
+    typo = TreeSemantics(addition_semantics().rules, {"strat": lambda wanted, children: []})
+    with pytest.raises(ValueError, match=r"the semantics name \['strat'\], which the grammar has no rule"):
+        GrammarPipeline(grammar, typo, GlyphReader())
 
 
 def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, one_thread):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,12 @@ class GrammarPipeline:
         missing = [s for s in reader.vocabulary if s not in grammar.symbols]
         if missing:
             raise ValueError(f"the reader's symbols {missing} are not in the grammar's vocabulary {list(grammar.symbols)}")
+        named = set(semantics.inverses) | (set(semantics.rules) if isinstance(semantics.rules, Mapping) else set())
+        if unknown := sorted(named - grammar.names):
+            raise ValueError(
+                f"the semantics name {unknown}, which the grammar has no rule, alias or terminal of "
+                f"(it has {sorted(name for name in grammar.names if not name.startswith('_'))})"
+            )
         self.grammar, self.semantics, self.reader = grammar, semantics, reader
         self.executor = Executor(grammar, semantics)
         self.decoder = GrammarDecoder(grammar)
@@ -78,11 +84,14 @@ class GrammarPipeline:
         groups = repeat(torch.arange(size, device=batch.given.device), "b -> b t", t=steps)
         flat = rearrange(batch.windows, "b t ... -> (b t) ...")
         read_log_probs = (reader or self.reader)(flat[read.flatten()], groups[read]).float()  # [n, V_reader]
+        _check_log_probs(read_log_probs, len(self.columns))
         vocabulary = len(self.grammar.symbols)
         out = read_log_probs.new_full((size * steps, vocabulary), -torch.inf)
         columns = self.columns.to(out.device)
         out[read.flatten().nonzero().flatten()[:, None], columns[None, :]] = read_log_probs
         given = (batch.given != READ) & real
+        if (given & ((batch.given < 0) | (batch.given >= vocabulary))).any():
+            raise ValueError(f"a given symbol id is outside the grammar's vocabulary [0, {vocabulary}) (READ = {READ} is read)")
         out[given.flatten()] = F.one_hot(batch.given[given], vocabulary).float().log()
         out[~real.flatten()] = 0.0
         return rearrange(out, "(b t) v -> b t v", b=size)
@@ -118,6 +127,21 @@ class GrammarPipeline:
             positions = np.flatnonzero(fixed[: len(sentence)] != READ).tolist()
             found.append(search(sentence, scores[: len(sentence)], target, positions))
         return found
+
+
+LOG_PROB_TOLERANCE = 1e-2
+"""How far from 0 a reader's row may sum in log space (``logsumexp``) and still count as log-probabilities."""
+
+
+def _check_log_probs(log_probs: torch.Tensor, columns: int) -> None:
+    """Refuse a reader's output ``[n, V]`` that is not log-probabilities over its ``columns`` symbols."""
+    if log_probs.ndim != 2 or log_probs.shape[-1] != columns:
+        raise ValueError(f"the reader returned shape {list(log_probs.shape)} for its {columns} symbols: expected [n, {columns}]")
+    if log_probs.numel() and (off := float(log_probs.detach().logsumexp(-1).abs().max())) > LOG_PROB_TOLERANCE:
+        raise ValueError(
+            f"the reader must return log-probabilities (each row's logsumexp 0, e.g. from log_softmax); a row's is {off:.3g} "
+            "away from 0"
+        )
 
 
 class NothingReadRight(RuntimeError):
@@ -162,6 +186,8 @@ def train_grammar_pipeline(
         )
     if not isinstance(pipeline.reader, torch.nn.Module):
         raise ValueError("a reader trained from results must be a torch.nn.Module")
+    if len(source) == 0:
+        raise ValueError("the training source has no examples")
     truths = getattr(source, "truths", None)
     if config.pseudo_labels == "truths" and truths is None:
         raise ValueError("pseudo_labels='truths' trains on the true sentences, and this source has none")
@@ -263,6 +289,8 @@ def evaluate_grammar_pipeline(
 ) -> dict[str, float]:
     """``accuracy`` of the results over ``source`` and, where it has ``truths``, ``symbol`` (the fraction of
     read windows read right)."""
+    if len(source) == 0:
+        raise ValueError("the source to evaluate has no examples")
     model = pipeline.reader
     if isinstance(model, torch.nn.Module):
         model.to(device).eval()

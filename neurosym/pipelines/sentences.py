@@ -64,17 +64,26 @@ class ImageSentences:
         truths: Sequence[str] | None = None,
     ):
         picks, given, lengths = np.asarray(picks), np.asarray(given), np.asarray(lengths)
+        images = torch.as_tensor(images)
+        if images.ndim != 3:
+            raise ValueError(f"images must be [M, H, W] (one channel), got shape {list(images.shape)}")
+        if picks.ndim != 2:
+            raise ValueError(f"picks must be [N, T], got shape {list(picks.shape)}")
         count, steps = picks.shape
         if given.shape != picks.shape or lengths.shape != (count,) or len(targets) != count:
             raise ValueError(
                 f"picks {picks.shape}, given {given.shape}, lengths {lengths.shape} and {len(targets)} targets disagree"
             )
+        if count and (lengths.min() < 1 or lengths.max() > steps):
+            raise ValueError(f"lengths must be in [1, {steps}] (picks' width), got {lengths.min()} to {lengths.max()}")
+        if picks.size and picks.max() >= len(images):
+            raise ValueError(f"picks name image {picks.max()}, but there are {len(images)} images")
         positions = np.arange(steps)[None, :] < lengths[:, None]
         if ((picks >= 0) != (positions & (given == READ))).any():
             raise ValueError("every read position within its example's length needs an image, and no other position")
         if truths is not None and [len(t) for t in truths] != lengths.tolist():
             raise ValueError("every true sentence must be as long as its example")
-        self.images = torch.as_tensor(images)
+        self.images = images
         self.picks, self.given, self.lengths = picks, given, lengths
         self.targets, self.truths = list(targets), None if truths is None else list(truths)
 

@@ -164,6 +164,12 @@ class SymbolGrammar:
         return True
 
     @cached_property
+    def names(self) -> frozenset[str]:
+        """Every name a parse tree's nodes and tokens can carry: the rules, their aliases (``-> name``), the terminals."""
+        rules = {str(rule.origin.name) for rule in self._rules} | {str(rule.alias) for rule in self._rules if rule.alias}
+        return frozenset(rules | set(self._patterns))
+
+    @cached_property
     def normal_form(self) -> NormalForm:
         """The rules as terminal, unary and binary rules (long rules binarised, empty rules removed)."""
         return _normal_form(self._rules, tuple(self._patterns), self.start)
