@@ -4,6 +4,7 @@ step function, optimiser update, evaluation hook, checkpoint state of its own, s
 from __future__ import annotations
 
 import itertools
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -98,6 +99,14 @@ def test_a_none_loss_skips_the_update_but_counts_the_step_and_the_schedule() -> 
     assert toy.optimizer.param_groups[0]["lr"] == pytest.approx(0.1 / 7)  # the schedule counted all 6 steps
     assert (toy.model.weight.abs() <= 0.5).all()
     assert [entry["step"] for entry in result.history] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_first_step_without_signal_steps_the_schedule_without_torchs_warning() -> None:
+    toy = Toy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # torch warns when a schedule steps before its optimizer has
+        Update(toy.optimizer, toy.scheduler)(None)
+    assert toy.optimizer.param_groups[0]["lr"] == pytest.approx(0.1 / 2)
 
 
 def test_evaluations_come_every_eval_every_steps_and_at_the_last_with_the_loss_read() -> None:

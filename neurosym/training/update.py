@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -40,6 +41,10 @@ def grad_scaler(device: torch.device, amp: bool = True) -> torch.amp.GradScaler:
     return torch.amp.GradScaler(device.type, enabled=amp and autocast_dtype(device) == torch.float16)
 
 
+SCHEDULE_FIRST = r"Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`"
+"""Torch's warning when the schedule steps before the optimizer has: what ``update(None)`` does by design."""
+
+
 @dataclass
 class Update:
     """``update(loss)``, one training step: zero the gradients, back-propagate the scalar ``loss`` (scaled
@@ -63,7 +68,13 @@ class Update:
     def __call__(self, loss: torch.Tensor | None) -> None:
         if loss is not None:
             self._apply(loss)
-        if self.scheduler is not None:
+        if self.scheduler is None:
+            return
+        if loss is not None:
+            self.scheduler.step()
+            return
+        with warnings.catch_warnings():  # a batch without signal steps the schedule, on purpose, maybe before Adam has
+            warnings.filterwarnings("ignore", message=SCHEDULE_FIRST, category=UserWarning)
             self.scheduler.step()
 
     def _apply(self, loss: torch.Tensor) -> None:
