@@ -376,6 +376,12 @@ def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch, one_
         main([*common, "--reader-width", "16", "--init-reader", str(first / "checkpoint.pt"), "--out", str(tmp_path / "y")])
 
 
+def test_an_mnist_file_that_is_not_mnist_ends_the_command_in_one_line(tmp_path):
+    (tmp_path / "mnist.pkl.gz").write_text("hello")
+    with pytest.raises(SystemExit, match=r"^neurosym pipeline: .*mnist.pkl.gz is not an MNIST pickle"):
+        main(["pipeline", "--mnist", str(tmp_path / "mnist.pkl.gz"), "--out", str(tmp_path / "out")])
+
+
 def test_resuming_a_checkpoint_of_other_options_names_them_in_one_line(tmp_path, capsys, one_thread):
     common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01", "--reader-width", "8"]
     assert main([*common, "--out", str(tmp_path)]) == 0

@@ -186,16 +186,17 @@ def task_for(options: PipelineOptions) -> Task:
     """The task ``options`` name, built with the options given (the task's own choice for each one left out)."""
     given = {"reader_width": options.reader_width, "reader_convs": options.reader_convs}
     reader = {name: value for name, value in given.items() if value is not None}
-    if options.task == "mnist-add":
-        return build_task("mnist-add", digits=options.digits, seed=options.seed, mnist=options.mnist, **reader)
-    if options.task == "hint-grammar":
-        try:
+    given_data = {"mnist-add": options.mnist, "hint-grammar": options.data}.get(options.task)
+    try:
+        if options.task == "mnist-add":
+            return build_task("mnist-add", digits=options.digits, seed=options.seed, mnist=options.mnist, **reader)
+        if options.task == "hint-grammar":
             return build_task("hint-grammar", seed=options.seed, scale=options.scale, data=options.data, **reader)
-        except (FileNotFoundError, ValueError) as error:  # a broken release: one line naming the file and record
-            if options.data is None:
-                raise
-            raise SystemExit(f"neurosym pipeline: {error}") from None
-    return build_task(options.task, seed=options.seed, **reader)
+        return build_task(options.task, seed=options.seed, **reader)
+    except (FileNotFoundError, ValueError) as error:  # a broken --mnist file or --data release: one line naming it
+        if given_data is None:
+            raise
+        raise SystemExit(f"neurosym pipeline: {error}") from None
 
 
 def training_config(options: PipelineOptions, task: Task) -> tuple[float, PipelineConfig]:
