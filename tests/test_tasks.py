@@ -277,6 +277,11 @@ def test_the_pipeline_names_a_bad_reader_source_or_semantics_before_it_learns_fr
         train_grammar_pipeline(addition_pipeline(0), empty, tiny_training(2), cpu)
     with pytest.raises(ValueError, match="the source to evaluate has no examples"):
         evaluate_grammar_pipeline(addition_pipeline(0), empty, cpu)
+    words = ImageSentences(train.images, train.picks, train.given, train.lengths, list(map(str, train.targets)), train.truths)
+    with pytest.raises(
+        ValueError, match=r"none of the first 16 true sentences executes to its target: .* \(int\), its target is '\d+' \(str\)"
+    ):
+        train_grammar_pipeline(addition_pipeline(0), words, tiny_training(2), cpu)
     typo = TreeSemantics(addition_semantics().rules, {"strat": lambda wanted, children: []})
     with pytest.raises(ValueError, match=r"the semantics name \['strat'\], which the grammar has no rule"):
         GrammarPipeline(grammar, typo, GlyphReader())

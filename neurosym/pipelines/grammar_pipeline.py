@@ -144,6 +144,27 @@ def _check_log_probs(log_probs: torch.Tensor, columns: int) -> None:
         )
 
 
+TARGETS_CHECKED = 16
+"""How many of a source's true sentences :func:`train_grammar_pipeline` executes against their targets first."""
+
+
+def _check_targets(pipeline: GrammarPipeline, source: SentenceSource) -> None:
+    """Where ``source`` knows its true sentences, some of its first ones must execute to their targets: targets of
+    another kind than the semantics' values (``"37"`` for 37) would leave every example unexplained, silently."""
+    truths = getattr(source, "truths", None)
+    if truths is None:
+        return
+    count = min(len(source), TARGETS_CHECKED)
+    values = pipeline.executor.values([truths[i] for i in range(count)])
+    if not any(pipeline.abducer.gives(value, source.targets[i]) for i, value in enumerate(values)):
+        value, target = values[0], source.targets[0]
+        raise ValueError(
+            f"none of the first {count} true sentences executes to its target: {truths[0]!r} gives {value!r} "
+            f"({type(value).__name__}), its target is {target!r} ({type(target).__name__}); the targets must be the "
+            "semantics' values"
+        )
+
+
 class NothingReadRight(RuntimeError):
     """Raised by :func:`train_grammar_pipeline` at its ``give_up`` step when the reader has read no training
     example right so far: a start that settled on a wrong reading, to be started afresh."""
@@ -188,6 +209,7 @@ def train_grammar_pipeline(
         raise ValueError("a reader trained from results must be a torch.nn.Module")
     if len(source) == 0:
         raise ValueError("the training source has no examples")
+    _check_targets(pipeline, source)
     truths = getattr(source, "truths", None)
     if config.pseudo_labels == "truths" and truths is None:
         raise ValueError("pseudo_labels='truths' trains on the true sentences, and this source has none")
