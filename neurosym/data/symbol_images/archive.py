@@ -34,10 +34,10 @@ def read_bank_archive(path: str | os.PathLike, required: Sequence[str] = ("image
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"symbol bank archive not found: {path}")
+    if not zipfile.is_zipfile(path):  # numpy would try it as a pickle and advise loading it unsafely
+        raise ValueError(f"{path}: not a readable .npz archive (not a zip of named arrays, as numpy.savez writes)")
     try:
         archive = np.load(path, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise ValueError("it holds a single array, not named arrays")
         with archive:
             arrays = {name: archive[name] for name in ARCHIVE_ARRAYS if name in archive.files}
             present = sorted(archive.files)
