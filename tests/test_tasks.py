@@ -377,7 +377,7 @@ def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch, one_
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(SystemExit, match="not a readable checkpoint"):
         main([*common, "--init-reader", str(tmp_path / "junk.pt"), "--out", str(tmp_path / "x")])
-    with pytest.raises(SystemExit, match=r"--init-reader .*checkpoint.pt holds another reader \(trained with other"):
+    with pytest.raises(SystemExit, match=r"--init-reader .*checkpoint.pt holds another reader \(other sizes or options\)"):
         main([*common, "--reader-width", "16", "--init-reader", str(first / "checkpoint.pt"), "--out", str(tmp_path / "y")])
 
 

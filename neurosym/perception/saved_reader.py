@@ -8,14 +8,14 @@ from pathlib import Path
 
 from torch import nn
 
-from neurosym.training.checkpoint import load_checkpoint
+from neurosym.training.checkpoint import load_checkpoint, load_model_state
 
 
 def load_reader(path: str | os.PathLike, reader: nn.Module, finished: bool = True) -> nn.Module:
     """``reader`` (a fresh module of the architecture that was trained) holding the weights of the training checkpoint
     at ``path`` (its ``"model"`` entry). ``finished``: refuse a checkpoint whose run has steps left. Raises
     ``ValueError`` naming the file when it is missing, unreadable, not a training checkpoint, unfinished, or of another
-    reader (other sizes or vocabulary)."""
+    reader (other sizes or vocabulary: :class:`~neurosym.training.checkpoint.CheckpointMismatch`, a ``ValueError``)."""
     path = Path(path)
     try:
         saved = load_checkpoint(path)
@@ -29,11 +29,5 @@ def load_reader(path: str | os.PathLike, reader: nn.Module, finished: bool = Tru
         raise ValueError(
             f"{path} holds a reader trained for {saved['step']} of {saved['config']['steps']} steps: finish its run first"
         )
-    try:
-        reader.load_state_dict(saved["model"])
-    except RuntimeError as error:
-        raise ValueError(
-            f"{path} holds another reader (trained with other reader options or for another task): "
-            f"{' '.join(str(error).split())[:300]}"
-        ) from None
+    load_model_state(reader, saved["model"], str(path), "reader")
     return reader

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch import nn
 
 
 @contextmanager
@@ -90,6 +91,17 @@ def _field_defaults(config: Any) -> dict[str, Any]:
 
 class CheckpointMismatch(ValueError):
     """A checkpoint that cannot be resumed here: written under another configuration, or holding another model."""
+
+
+def load_model_state(model: nn.Module, state: Mapping[str, Any], source: str, what: str = "model") -> None:
+    """``model.load_state_dict(state)``; a ``state`` of other sizes or parameter names raises
+    :class:`CheckpointMismatch`: ``"{source} holds another {what} (other sizes or options): ..."`` with torch's
+    details on one line."""
+    try:
+        model.load_state_dict(state)
+    except RuntimeError as error:
+        details = " ".join(str(error).split())
+        raise CheckpointMismatch(f"{source} holds another {what} (other sizes or options): {details[:300]}") from None
 
 
 def _shown(value: Any, width: int = 60) -> str:

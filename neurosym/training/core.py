@@ -34,7 +34,7 @@ import torch.distributed as dist
 from torch import nn
 from tqdm.auto import tqdm
 
-from neurosym.training.checkpoint import CheckpointMismatch, check_resumable, load_checkpoint, save_checkpoint
+from neurosym.training.checkpoint import check_resumable, load_checkpoint, load_model_state, save_checkpoint
 from neurosym.training.clock import TrainingClock
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.stopping import TIME_LIMIT, StopRequests, TrainingInterrupted
@@ -161,13 +161,7 @@ def _resume(
     if not {"config", "step", "model", "optimizer"} <= saved.keys():
         raise ValueError(f"{checkpoint.path} is not a checkpoint of this training loop (it has {sorted(saved)}); remove it")
     check_resumable(saved["config"], checkpoint.config, checkpoint.may_change, checkpoint.path)
-    try:
-        model.load_state_dict(saved["model"])
-    except RuntimeError as error:
-        raise CheckpointMismatch(
-            f"the checkpoint {checkpoint.path} holds another model (other sizes or options): "
-            f"{' '.join(str(error).split())}; train it with the options it was written with, or start afresh"
-        ) from None
+    load_model_state(model, saved["model"], f"the checkpoint {checkpoint.path}")
     update.optimizer.load_state_dict(saved["optimizer"])
     if update.scheduler is not None:
         update.scheduler.load_state_dict(saved["scheduler"])
