@@ -72,6 +72,23 @@ def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
     assert main(["hint", "--model", "transformer_rel_uni", "--steps", "4", "--out", str(out), *TINY]) == 0
     resumed = json.loads((out / "transformer_rel_uni_symbol.json").read_text())
     assert [(h["step"], h["loss"] == 123.0) for h in resumed["history"]] == [(2, True), (4, False)]
+    assert load_checkpoint(checkpoint)["setup"]["heads"] == 2
+
+
+def test_a_resume_under_other_model_or_data_options_is_refused(tmp_path: Path, capsys) -> None:
+    """Other heads leave every weight's shape alone, another bank or scale every model: only the setup tells."""
+    out = tmp_path / "out"
+    command = ["hint", "--model", "transformer", "--steps", "2", "--out", str(out), *TINY]
+    assert main(command) == 0
+    for other, differing in [
+        (["--heads", "4"], "heads 2 there, 4 now"),
+        (["--dropout", "0.3"], "dropout"),
+        (["--scale", "0.004"], "scale"),
+    ]:
+        assert main([*command, "--steps", "4", *other]) == 2
+        message = capsys.readouterr().err
+        assert "was written for another model or data" in message and differing in message and "--no-resume" in message
+    assert main([*command, "--steps", "4"]) == 0  # the same options resume
 
 
 def test_time_limit_exits_75_without_results_and_the_same_command_continues(tmp_path: Path, capsys) -> None:

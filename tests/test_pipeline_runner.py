@@ -68,6 +68,8 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     assert (out / "hint_neurosym_fewshot_image.png").is_file()
     assert json.loads((out / "fewshot_image.json").read_text())["0.01"]["concepts"].keys() == {"x", "a"}
     assert "glyphs learned from the few shots" in capsys.readouterr().out
+    assert main([*argv, "--resume", "--classifier-width", "16"]) == 2  # another reader over the same checkpoint
+    assert "(classifier_width differ): classifier_width 8 there, 16 now" in capsys.readouterr().err
 
 
 def test_stroke_width_option_puts_a_stroke_normaliser_in_front_of_the_reader(private_cache, monkeypatch):

@@ -5,14 +5,22 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
-from neurosym.training import Checkpointing, TrainingInterrupted, Update, load_checkpoint, run_training, save_checkpoint
+from neurosym.training import (
+    Checkpointing,
+    CheckpointMismatch,
+    TrainingInterrupted,
+    Update,
+    load_checkpoint,
+    run_training,
+    save_checkpoint,
+)
 from neurosym.training.checkpoint import ABSENT_IS_DEFAULT
 
 CPU = torch.device("cpu")
@@ -178,6 +186,25 @@ def test_resuming_under_another_configuration_is_refused(tmp_path: Path) -> None
     save_checkpoint({"model": {}}, path)
     with pytest.raises(ValueError, match="not a checkpoint of this training loop"):
         Toy().run(3, path)
+
+
+def test_resuming_under_another_setup_is_refused_and_one_written_without_a_setup_is_accepted(tmp_path: Path) -> None:
+    path, toy = tmp_path / "run.pt", Toy()
+
+    def run(setup: dict | None, steps: int = 3) -> object:
+        checkpoint = replace(toy.checkpointing(path), setup=setup)
+        return run_training(toy.model, toy.step, Update(toy.optimizer), steps, device=CPU, checkpoint=checkpoint)
+
+    run({"heads": 2, "bank": "default"})
+    assert load_checkpoint(path)["setup"] == {"heads": 2, "bank": "default"}
+    with pytest.raises(CheckpointMismatch, match=r"for another model or data \(heads differ\): heads 2 there, 4 now"):
+        run({"heads": 4, "bank": "default"}, 6)
+    with pytest.raises(CheckpointMismatch, match=r"\(width differ\): width None there, 8 now"):
+        run({"heads": 2, "bank": "default", "width": 8}, 6)
+    state = load_checkpoint(path)
+    del state["setup"]  # written before setups were kept
+    save_checkpoint(state, path)
+    assert run({"heads": 4}, 6).step == 6
 
 
 def test_a_non_finite_loss_is_named_with_its_step_unless_checks_are_off() -> None:

@@ -85,8 +85,9 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
         time_limit=minutes_to_seconds(args.time_limit),
     )
     outcome, accuracy = train_baseline(
-        model, datasets, image_input, config, context, args.eval_batch_size, args.num_workers, args.progress
-    )
+        model, datasets, image_input, config, context, args.eval_batch_size, args.num_workers, args.progress,
+        setup=args.setup(BASELINE_OPTIONS),
+    )  # fmt: skip
     if not context.is_main:
         return {}
     published = HINT_SEQ2SEQ[(args.input, args.model)]

@@ -6,8 +6,10 @@ generated. The unlisted options are study knobs: set them in a ``--config`` file
 from __future__ import annotations
 
 import argparse
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from neurosym.data.hint import FEWSHOT_CONCEPTS
 from neurosym.experiments.hint_sources import BANKS, bank_choice
@@ -256,3 +258,16 @@ class HintOptions(HintPipelineOptions):
     def training_steps(self) -> int:
         """``--steps``, else the budget of the model: the HINT release's, or the pipeline's."""
         return self.steps or DEFAULT_STEPS["neurosym" if self.model == "neurosym" else "seq2seq"]
+
+    def setup(self, names: Iterable[str]) -> dict[str, Any]:
+        """The options ``names`` together with the data's (:data:`DATA_OPTIONS`), paths as text: what a run's model and
+        training data are built from, kept in its checkpoint so that a resume under others is refused."""
+        return {name: _as_text(getattr(self, name)) for name in (*DATA_OPTIONS, *names)}
+
+
+DATA_OPTIONS = ("model", "input", "scale", "data", "bank", "drawn_digits")
+"""The options that choose a run's training data (and the model kind)."""
+
+
+def _as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -156,6 +156,7 @@ def train_pipeline(
     progress: bool = False,
     time_limit: float | None = None,
     anchor: Anchor | None = None,
+    setup: Mapping[str, Any] | None = None,
 ) -> list[dict]:
     """Train ``pipeline.classifier`` on ``source``'s records from their results; returns the history
     (one dict per step: ``step``, ``max_length``, ``loss`` (None when no example of the batch gave a
@@ -163,7 +164,8 @@ def train_pipeline(
     mean reward). Resumes from ``checkpoint`` when it exists. SIGINT, SIGTERM or ``time_limit`` seconds
     end the step under way, write the checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`. With ``config.distill > 0``, ``anchor``'s reading
-    of its records' windows is kept (added loss: ``distill`` times :func:`_distillation_loss`)."""
+    of its records' windows is kept (added loss: ``distill`` times :func:`_distillation_loss`). ``setup``: what the
+    reader and data were built from, kept in the checkpoint (:class:`~neurosym.training.core.Checkpointing`)."""
     if config.pseudo_labels not in HINT_PSEUDO_LABELS:
         raise ValueError(f"HintPipeline trains on {HINT_PSEUDO_LABELS} pseudo-labels, got {config.pseudo_labels!r}")
     if config.distill > 0 and (anchor is None or len(anchor.records) != len(source.records)):
@@ -210,7 +212,7 @@ def train_pipeline(
         nonlocal baseline
         baseline = saved["baseline"]
 
-    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, "pipeline", save, load)
+    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, "pipeline", save, load, setup=setup)
 
 
 def run_reader_training(
@@ -225,16 +227,17 @@ def run_reader_training(
     save: Callable[[], dict[str, Any]] | None = None,
     load: Callable[[dict[str, Any]], None] | None = None,
     context: DistributedContext | None = None,
+    setup: Mapping[str, Any] | None = None,
 ) -> list[dict]:
     """``config.steps`` steps ``step(i) -> (loss, logs)`` of Adam at ``config.learning_rate`` under
     ``config.schedule``, in the library's one training loop, checkpointing to ``checkpoint`` every
-    ``config.checkpoint_every`` steps (with the caller's ``save``/``load`` entries); returns the history.
+    ``config.checkpoint_every`` steps (with the caller's ``save``/``load`` entries and ``setup``); returns the history.
     With a distributed ``context`` the processes agree on stops and only rank 0 writes."""
     optimizer = adam(model.parameters(), config.learning_rate)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda index: schedule_factor(index, config.steps, config.schedule))
     checkpointing = None
     if checkpoint is not None:
-        checkpointing = Checkpointing(checkpoint, config, config.checkpoint_every, (), save, load)
+        checkpointing = Checkpointing(checkpoint, config, config.checkpoint_every, (), save, load, setup=setup)
     result = run_training(
         model,
         step,

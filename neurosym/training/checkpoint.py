@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from pathlib import Path
@@ -116,10 +116,22 @@ def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[s
     written) counts as its default, which reproduces the behaviour before the field existed."""
     current = asdict(config)
     saved = {**_field_defaults(config), **saved}
-    differing = sorted(key for key in current if key not in may_change and saved.get(key) != current[key])
+    _refuse_differences(saved, current, [key for key in current if key not in may_change], path, "with another configuration")
+
+
+def check_setup(saved: Mapping[str, Any] | None, setup: Mapping[str, Any], path: Any) -> None:
+    """Refuse (:class:`CheckpointMismatch`) to resume the checkpoint at ``path`` written for another ``setup`` (what the
+    model and data were built from, e.g. a command's model and data options: the weights alone may not show it, as
+    with another number of attention heads); a checkpoint without a ``saved`` setup is accepted."""
+    if saved is not None:
+        _refuse_differences(saved, setup, sorted({*saved, *setup}), path, "for another model or data")
+
+
+def _refuse_differences(saved: Mapping[str, Any], current: Mapping[str, Any], keys: Iterable[str], path: Any, how: str) -> None:
+    differing = sorted(key for key in keys if saved.get(key) != current.get(key))
     if differing:
-        values = "; ".join(f"{key} {_shown(saved.get(key))} there, {_shown(current[key])} now" for key in differing)
+        values = "; ".join(f"{key} {_shown(saved.get(key))} there, {_shown(current.get(key))} now" for key in differing)
         raise CheckpointMismatch(
-            f"checkpoint {path} was written with another configuration ({', '.join(differing)} differ): {values}; "
+            f"checkpoint {path} was written {how} ({', '.join(differing)} differ): {values}; "
             "remove it or choose another checkpoint path"
         )

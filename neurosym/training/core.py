@@ -34,7 +34,7 @@ import torch.distributed as dist
 from torch import nn
 from tqdm.auto import tqdm
 
-from neurosym.training.checkpoint import check_resumable, load_checkpoint, load_model_state, save_checkpoint
+from neurosym.training.checkpoint import check_resumable, check_setup, load_checkpoint, load_model_state, save_checkpoint
 from neurosym.training.clock import TrainingClock
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.stopping import TIME_LIMIT, StopRequests, TrainingInterrupted
@@ -50,7 +50,9 @@ of that step read on the host (``None`` when the step had none); a true result e
 
 CUDA_SYNC_EVERY = 50
 """Steps between host reads of the loss off the CPU when ``sync_every`` is ``None``."""
-CHECKPOINT_KEYS = frozenset({"config", "step", "model", "optimizer", "scheduler", "scaler", "random", "history", "seconds"})
+CHECKPOINT_KEYS = frozenset(
+    {"config", "step", "model", "optimizer", "scheduler", "scaler", "random", "history", "seconds", "setup"}
+)
 """The loop's entries of a checkpoint; a caller's own state takes other names."""
 STOP_REASONS = (None, TIME_LIMIT, "SIGTERM", "SIGINT")
 """Stop reasons in rising precedence: the processes of a distributed run stop for the highest any of them has."""
@@ -70,7 +72,9 @@ class Checkpointing:
     (a dataclass) is saved; resuming under a configuration that differs outside ``may_change`` raises
     ``ValueError``. ``save_extra() -> dict`` adds the caller's own entries (names outside
     :data:`CHECKPOINT_KEYS`); ``load_extra(checkpoint)`` gets the whole checkpoint back on resume, after
-    the loop has restored its own state. ``resume=False`` starts afresh over an existing checkpoint.
+    the loop has restored its own state. ``resume=False`` starts afresh over an existing checkpoint. ``setup`` (JSON-like
+    values: what the model and data were built from) is saved too, and resuming under another setup raises
+    :class:`~neurosym.training.checkpoint.CheckpointMismatch` (a checkpoint written without one is accepted).
     """
 
     path: str | Path
@@ -80,6 +84,7 @@ class Checkpointing:
     save_extra: Callable[[], dict[str, Any]] | None = None
     load_extra: Callable[[dict[str, Any]], None] | None = None
     resume: bool = True
+    setup: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.every < 1:
@@ -161,6 +166,8 @@ def _resume(
     if not {"config", "step", "model", "optimizer"} <= saved.keys():
         raise ValueError(f"{checkpoint.path} is not a checkpoint of this training loop (it has {sorted(saved)}); remove it")
     check_resumable(saved["config"], checkpoint.config, checkpoint.may_change, checkpoint.path)
+    if checkpoint.setup is not None:
+        check_setup(saved.get("setup"), checkpoint.setup, checkpoint.path)
     load_model_state(model, saved["model"], f"the checkpoint {checkpoint.path}")
     update.optimizer.load_state_dict(saved["optimizer"])
     if update.scheduler is not None:
@@ -223,6 +230,8 @@ def run_training(
         state = {"config": asdict(checkpoint.config), "step": done, "model": model.state_dict()}
         state.update(optimizer=update.optimizer.state_dict(), scaler=update.scaler.state_dict(), history=history)
         state["seconds"] = clock()
+        if checkpoint.setup is not None:
+            state["setup"] = dict(checkpoint.setup)
         state["random"] = random_state(device)
         if update.scheduler is not None:
             state["scheduler"] = update.scheduler.state_dict()

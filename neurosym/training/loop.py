@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -180,12 +180,14 @@ def train(
     evaluate: Evaluator | None = None,
     collate_fn: Callable[[list[Any]], Any] | None = None,
     resume_may_change: Collection[str] = RESUMABLE_CHANGES,
+    setup: Mapping[str, Any] | None = None,
 ) -> TrainResult:
     """Train ``model`` (in place, on ``context.device``) as ``config`` says; returns a :class:`TrainResult`.
 
     On return the model holds the best weights seen by ``evaluate`` (the last weights without one).
     With ``config.checkpoint`` set, an existing checkpoint there is resumed from; one written with a
-    configuration that differs outside ``resume_may_change`` raises ``ValueError``. A stop request (SIGINT,
+    configuration that differs outside ``resume_may_change``, or under another ``setup`` (what the model and data were
+    built from; :class:`~neurosym.training.core.Checkpointing`), raises ``ValueError``. A stop request (SIGINT,
     SIGTERM, ``config.time_limit``) ends the step under way, writes the checkpoint and raises
     :class:`~neurosym.training.stopping.TrainingInterrupted`; the model then holds that step's weights.
     """
@@ -226,7 +228,13 @@ def train(
     checkpoint = None
     if config.checkpoint:
         checkpoint = Checkpointing(
-            config.checkpoint, config, config.eval_every, resume_may_change, lambda: {"loop": best.state}, best.load
+            config.checkpoint,
+            config,
+            config.eval_every,
+            resume_may_change,
+            lambda: {"loop": best.state},
+            best.load,
+            setup=setup,
         )
     result = run_training(
         model,

@@ -31,6 +31,8 @@ from neurosym.training import resolve_device
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
+READER_OPTIONS = ("cnn", "classifier_features", "classifier_width", "stroke_width", "abduction_changes")
+"""The options the reader is built and trained from beside the data's (a resume under others is refused)."""
 PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
 """The best seq2seq model of HINT's Table 2 (image input), the pipeline's anchor."""
 
@@ -71,7 +73,8 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     started = time.perf_counter()
     time_limit = minutes_to_seconds(args.time_limit)
     history = [] if args.ensemble else train_pipeline(pipeline, WindowSource(data.splits["train"], bank, "train", args.seed), config,
-                                                      device, checkpoint, args.progress, time_limit=time_limit)  # fmt: skip
+                                                      device, checkpoint, args.progress, time_limit=time_limit,
+                                                      setup=args.setup(READER_OPTIONS))  # fmt: skip
     train_seconds = time.perf_counter() - started
 
     def evaluate(records: list[HintRecord], images: SymbolBank, pool: str, own: WindowSource | None = None) -> dict[str, Any]:

@@ -4,6 +4,7 @@ and their training with early stopping on validation exact match, scored per tes
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import torch
 from torch import nn
@@ -88,10 +89,12 @@ def train_baseline(
     eval_batch_size: int,
     num_workers: int = 0,
     progress: bool = False,
+    setup: Mapping[str, Any] | None = None,
 ) -> tuple[TrainResult, dict[str, float]]:
     """Train ``model`` on ``datasets["train"]`` with the shared loop (early stopping on the exact match of
     ``datasets["val"]``), then score it on ``datasets["test"]`` by greedy decoding: exact match in % per
-    test subset and their unweighted mean ``"avg"`` (an empty dict off the main process)."""
+    test subset and their unweighted mean ``"avg"`` (an empty dict off the main process). ``setup``: what the model
+    and data were built from, kept in the checkpoint (:func:`~neurosym.training.train`)."""
 
     def loader(dataset: Dataset) -> DataLoader:
         return DataLoader(dataset, batch_size=eval_batch_size, collate_fn=collate_hint, num_workers=num_workers)
@@ -104,7 +107,7 @@ def train_baseline(
     def loss(trained: nn.Module, batch: dict) -> torch.Tensor:
         return sequence_loss(trained, batch, image_input)
 
-    outcome = train(model, datasets["train"], loss, config, context, evaluate=validate, collate_fn=collate_hint)
+    outcome = train(model, datasets["train"], loss, config, context, evaluate=validate, collate_fn=collate_hint, setup=setup)
     if not context.is_main:
         return outcome, {}
     model.eval()
