@@ -57,7 +57,7 @@ def test_runner_trains_and_scores_every_model(tmp_path):
 
 
 @pytest.mark.usefixtures("one_thread")
-def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path):
+def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path, capsys):
     data = released_folder(tmp_path / "data")
     argv = ["mathematics", "--preset", "smoke", "--data", str(data), "--modules", "arithmetic__mixed,arithmetic__div",
             "--device", "cpu", "--models", "lstm_att_bi", "--checkpoint-every", "2", "--threads", "1"]  # fmt: skip
@@ -78,8 +78,12 @@ def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path)
     afresh = load_checkpoint(path)
     assert afresh["step"] == 7 and afresh["loop"]["history"][0]["loss"] != 123.0  # trained from step 0 again
     assert json.loads((tmp_path / "resumed" / "results.json").read_text())["threads"] == 1
-    with pytest.raises(ValueError, match="other settings"):
-        main([*argv, "--steps", "9", "--lr", "1e-3", "--out", str(tmp_path / "resumed")])
+    assert main([*argv, "--steps", "9", "--lr", "1e-3", "--out", str(tmp_path / "resumed")]) == 2
+    assert "was written with another configuration (lr differ): lr 0.0006 there, 0.001 now" in capsys.readouterr().err
+    other_model = [a if a != "smoke" else "cpu" for a in argv]  # the cpu preset's sizes, the same loop settings
+    sizes = ["--train-per-module", "30", "--test-per-module", "10", "--lr", "6e-4", "--batch-size", "16"]
+    assert main([*other_model, *sizes, "--steps", "9", "--out", str(tmp_path / "resumed")]) == 2
+    assert "was written for another model or data (model differ)" in capsys.readouterr().err
 
 
 def test_symbolic_route_scores_questions_outside_its_language_as_misses():

@@ -4,7 +4,6 @@ baselines, their teacher-forced training and greedy answers, and exact-match sco
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,7 +32,6 @@ from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.factory import build_front_end, build_seq2seq
 from neurosym.training import DistributedContext, TrainConfig, train
-from neurosym.training.checkpoint import save_json
 from neurosym.training.compile import compile_for_training
 from neurosym.training.device import mixed_precision
 
@@ -184,14 +182,12 @@ def train_model(
 
     Checkpoints every ``checkpoint_every`` steps to ``folder/checkpoint.pt`` and resumes from it unless
     ``resume`` is false (a larger ``steps`` continues training on the same batch order).
-    ``folder/settings.json`` records the model configuration, batch size, learning rate, clip and seed;
-    resuming with other ones raises. Returns the model (in eval mode) and its record: ``parameters``,
+    The checkpoint keeps the model configuration (its setup) beside the loop's batch size, learning rate, clip and
+    seed; resuming with other ones raises :class:`~neurosym.training.checkpoint.CheckpointMismatch`. Returns the model (in eval mode) and its record: ``parameters``,
     ``steps``, ``losses`` (``[step, loss]`` pairs) and ``final_loss``.
     """
     if not resume:
         (folder / "checkpoint.pt").unlink(missing_ok=True)
-    settings = {"model": asdict(config), "batch_size": batch_size, "lr": lr, "clip": clip, "seed": seed}
-    check_settings(folder, settings)
     torch.manual_seed(seed)
     model = build_model(name, config)
     if compile:
@@ -208,7 +204,10 @@ def train_model(
         time_limit=time_limit,
         **PAPER_ADAM,
     )
-    outcome = train(model, train_examples, answer_loss, train_config, DistributedContext(0, 1, 0, device), collate_fn=collate)
+    context = DistributedContext(0, 1, 0, device)
+    outcome = train(
+        model, train_examples, answer_loss, train_config, context, collate_fn=collate, setup={"model": asdict(config)}
+    )
     model.eval()
     losses = [(entry["step"], entry["loss"]) for entry in outcome.history]
     return model, {
@@ -217,19 +216,6 @@ def train_model(
         "losses": losses,
         "final_loss": losses[-1][1],
     }
-
-
-def check_settings(folder: Path, settings: dict) -> None:
-    """Write ``settings.json`` for a fresh run; refuse to resume a checkpoint written with other settings."""
-    recorded = folder / "settings.json"
-    if (folder / "checkpoint.pt").exists():
-        if not recorded.exists() or json.loads(recorded.read_text()) != json.loads(json.dumps(settings)):
-            raise ValueError(
-                f"{folder / 'checkpoint.pt'} was written with other settings than {settings} (see {recorded}); "
-                "remove it or choose another --out"
-            )
-        return
-    save_json(settings, recorded)
 
 
 @torch.no_grad()
