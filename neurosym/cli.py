@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -51,6 +52,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 INTERRUPTED = 130
 """Exit status after Ctrl-C outside a training loop: ``128 + SIGINT``, as a shell reports it."""
+FAILED = 1
+"""Exit status of a command stopped by bad input found once its work began (data files, checkpoints, option values
+only the data shows wrong): the message names it, in one line."""
+TRACEBACK_VARIABLE = "NEUROSYM_TRACEBACK"
+"""Set (to anything) in the environment, a command stopped by bad input shows Python's traceback instead of one line."""
 USAGE_ERROR = 2
 """Exit status of a command that cannot run as given (argparse's), e.g. resuming a checkpoint of other options."""
 
@@ -114,6 +120,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C
         print(f"neurosym {name}: interrupted; files are written atomically, so run it again to continue", file=sys.stderr)
         return INTERRUPTED
+    except (ValueError, KeyError, FileNotFoundError) as error:  # bad input found once work began: named by its check
+        if os.environ.get(TRACEBACK_VARIABLE):
+            raise
+        text = error.args[0] if isinstance(error, KeyError) and error.args else error
+        print(f"neurosym {name}: {text} ({TRACEBACK_VARIABLE}=1 shows where)", file=sys.stderr)
+        return FAILED
     return 0
 
 

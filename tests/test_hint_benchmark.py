@@ -75,6 +75,16 @@ def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
     assert load_checkpoint(checkpoint)["setup"]["heads"] == 2
 
 
+def test_bad_input_found_once_work_began_is_one_line_unless_a_traceback_is_asked_for(tmp_path: Path, capsys, monkeypatch) -> None:
+    command = ["hint", "--model", "gru", "--steps", "1", "--out", str(tmp_path / "out"), *TINY, "--batch-size", "5000"]
+    assert main(command) == 1
+    message = capsys.readouterr().err
+    assert message.count("\n") == 1 and "smaller than one batch (5000)" in message and "NEUROSYM_TRACEBACK=1" in message
+    monkeypatch.setenv("NEUROSYM_TRACEBACK", "1")
+    with pytest.raises(ValueError, match="smaller than one batch"):
+        main(command)
+
+
 def test_a_resume_under_other_model_or_data_options_is_refused(tmp_path: Path, capsys) -> None:
     """Other heads leave every weight's shape alone, another bank or scale every model: only the setup tells."""
     out = tmp_path / "out"
