@@ -186,6 +186,9 @@ def test_resuming_under_another_configuration_is_refused(tmp_path: Path) -> None
     save_checkpoint({"model": {}}, path)
     with pytest.raises(ValueError, match="not a checkpoint of this training loop"):
         Toy().run(3, path)
+    path.write_bytes(path.read_bytes()[:100])  # torn
+    with pytest.raises(ValueError, match=r"run.pt is not a readable checkpoint \(RuntimeError: .*\); remove it"):
+        Toy().run(3, path)
 
 
 def test_resuming_under_another_setup_is_refused_and_one_written_without_a_setup_is_accepted(tmp_path: Path) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pickle
 from pathlib import Path
 
 from torch import nn
@@ -17,10 +16,7 @@ def load_reader(path: str | os.PathLike, reader: nn.Module, finished: bool = Tru
     ``ValueError`` naming the file when it is missing, unreadable, not a training checkpoint, unfinished, or of another
     reader (other sizes or vocabulary: :class:`~neurosym.training.checkpoint.CheckpointMismatch`, a ``ValueError``)."""
     path = Path(path)
-    try:
-        saved = load_checkpoint(path)
-    except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError) as error:  # truncated or foreign
-        raise ValueError(f"{path} is not a readable checkpoint: {type(error).__name__}: {error}") from None
+    saved = load_checkpoint(path)
     if saved is None:
         raise ValueError(f"no checkpoint at {path}")
     if not isinstance(saved, dict) or "model" not in saved:

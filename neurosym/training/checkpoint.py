@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import tempfile
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -62,11 +63,20 @@ def _json_default(value: Any) -> Any:
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any] | None:
-    """Load a checkpoint written by :func:`save_checkpoint`; ``None`` when ``path`` does not exist."""
+    """Load a checkpoint written by :func:`save_checkpoint`; ``None`` when ``path`` does not exist. A file torch cannot
+    read back (truncated, foreign, a folder) raises ``ValueError`` naming it."""
     path = Path(path)
     if not path.exists():
         return None
-    return torch.load(path, map_location=map_location, weights_only=False)
+    try:
+        return torch.load(path, map_location=map_location, weights_only=False)
+    except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError) as error:
+        raise ValueError(f"{path} is not a readable checkpoint ({type(error).__name__}: {_one_line(error)}); remove it") from None
+
+
+def _one_line(error: BaseException, width: int = 200) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 ABSENT_IS_DEFAULT = "absent_is_default"
