@@ -58,6 +58,12 @@ def _in_range(kind: type, accepts: Callable[[float], bool], expected: str, meani
     return parse
 
 
+def integer_in(low: int, high: int | None = None) -> Callable[[str], int]:
+    """The option type of an integer from ``low`` to ``high`` (no bound above when ``None``)."""
+    expected = f"an integer of at least {low}" if high is None else f"an integer in {low}..{high}"
+    return _in_range(int, lambda v: v >= low and (high is None or v <= high), expected, f"{expected[0].upper()}{expected[1:]}.")
+
+
 positive_int = _in_range(int, lambda v: v >= 1, "a positive integer", "An integer of at least 1.")
 non_negative_int = _in_range(int, lambda v: v >= 0, "an integer of at least 0", "An integer of at least 0.")
 positive_float = _in_range(float, lambda v: v > 0 and math.isfinite(v), "a finite positive number", "A finite number above 0.")

@@ -40,6 +40,7 @@ from neurosym.experiments.options import (
     apply_threads,
     comma_list,
     existing_file,
+    integer_in,
     non_negative_int,
     option,
     positive_int,
@@ -57,6 +58,10 @@ from neurosym.training.stopping import minutes_to_seconds
 
 SWEEPS = ("noise", "vector", "holdout_i", "block", "sequential")
 
+COMPLEXITY = integer_in(0, 9)
+"""A vector PVR complexity m: a window of m + 1 of the ten values."""
+SEQUENTIAL_MODELS = ("resnet18", "vgg11bn")
+"""The CNNs that read a sequential (wide, not square) image."""
 PRESET_MEANINGS = {
     "smoke": "seconds-long runs that check the plumbing",
     "cpu": "shrunk models and schedules for a CPU (the default without CUDA)",
@@ -80,7 +85,7 @@ class PVROptions(TrainingOptions):
         factory=lambda: ["mlp", "mixer"],
     )  # fmt: skip
     complexities: list[int] = option(
-        None, "vector sweep complexities m", parse=comma_list(non_negative_int, what="complexity"), factory=lambda: [0, 1]
+        None, "vector sweep complexities m", parse=comma_list(COMPLEXITY, what="complexity"), factory=lambda: [0, 1]
     )
     train_sizes: list[int] = option(
         None, "vector sweep training-set sizes", parse=comma_list(positive_int, what="training-set size"),
@@ -91,7 +96,7 @@ class PVROptions(TrainingOptions):
     )
     aggregation: str = option("mod_sum", "aggregation of the vector sweeps", choices=sorted(AGGREGATIONS))
     holdout_model: str = option("mixer", "vector model of the holdout-i sweep", choices=VECTOR_MODELS)
-    holdout_complexity: int = option(1, "complexity m of the holdout-i sweep", parse=non_negative_int)
+    holdout_complexity: int = option(1, "complexity m of the holdout-i sweep", parse=COMPLEXITY)
     holdout_train_size: int = option(10000, "training-set size of holdout-i", parse=positive_int)
     visual_models: list[str] = option(
         None, "CNNs of the block sweep: resnet18, vgg11bn, small_cnn",
@@ -99,9 +104,9 @@ class PVROptions(TrainingOptions):
     )  # fmt: skip
     sequential_models: list[str] = option(
         None, "CNNs of the sequential sweep: resnet18, vgg11bn",
-        parse=comma_list(str, what="visual model", choices=VISUAL_MODELS), factory=lambda: ["resnet18"],
+        parse=comma_list(str, what="visual model", choices=SEQUENTIAL_MODELS), factory=lambda: ["resnet18"],
     )  # fmt: skip
-    sequence_length: int = option(11, "digits in a sequential image: the pointer and the values", parse=positive_int)
+    sequence_length: int = option(11, "digits in a sequential image: the pointer and the values", parse=integer_in(2))
     visual_epochs: int | None = option(None, "epochs of every CNN run (default: the budget's)", parse=positive_int)
     rule_examples: int = option(300, "task examples from which the neuro-symbolic model induces its rule", parse=positive_int)
     ns_samples: int = option(10_000, "bit strings per noise-sensitivity estimate", parse=positive_int)
