@@ -372,6 +372,13 @@ def test_invalid_construction_is_rejected() -> None:
 
 
 @pytest.mark.parametrize("cls", UNITS)
+def test_a_misspelled_option_is_refused_as_python_refuses_one(cls) -> None:
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'ensmble'"):  # not silently one unit
+        cls(3, 2, ensmble=4)
+    assert cls(3, 2, ensemble=4).ensemble == 4
+
+
+@pytest.mark.parametrize("cls", UNITS)
 def test_units_compute_in_float32_under_autocast(cls) -> None:
     unit, x = _unit(cls, 3, 2), torch.rand(8, 3) * 1000 + 1000
     with torch.autocast("cpu", dtype=torch.bfloat16):

@@ -3,6 +3,7 @@ input validation, member extraction, and the default regulariser / sparsity erro
 
 from __future__ import annotations
 
+import inspect
 from abc import ABCMeta, abstractmethod
 from typing import Any
 
@@ -81,6 +82,9 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
                 raise ValueError(f"{type(self).__name__}: {name} must be a positive int, got {value!r}")
         if ensemble is not None and (not isinstance(ensemble, int) or isinstance(ensemble, bool) or ensemble < 1):
             raise ValueError(f"{type(self).__name__}: ensemble must be None or a positive int, got {ensemble!r}")
+        accepted = inspect.signature(type(self).__init__).parameters  # the unit's own options, not a base's **options
+        if unknown := [name for name in options if name not in accepted]:
+            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}")
         self.in_features = in_features
         self.out_features = out_features
         self.ensemble = ensemble
