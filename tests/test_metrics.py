@@ -122,6 +122,8 @@ def test_success_criterion_rejects_bad_input():
         run_outcomes(torch.tensor([1, 2, 3]), good, torch.zeros(3, 3), 0.1)
     with pytest.raises(ValueError, match="threshold"):
         run_outcomes(torch.tensor([1, 2, 3]), good, good, math.nan)
+    with pytest.raises(ValueError, match=r"with S >= 1 runs, got \[3, 0\]"):  # no run: no success rate to divide out
+        run_outcomes(torch.tensor([1, 2, 3]), torch.zeros(3, 0), torch.zeros(3, 0), 0.1)
 
 
 def test_exact_match_for_tensors_and_sequences():
@@ -137,5 +139,8 @@ def test_exact_match_for_tensors_and_sequences():
         exact_match([[1], [2]], [[1]])
     with pytest.raises(ValueError, match="at least one"):
         exact_match([], [])
+    with pytest.raises(ValueError, match="at least one"):
+        exact_match(torch.zeros(0, 3), torch.zeros(0, 3))
+    assert sequence_matches(torch.tensor([1, 2, 3]), torch.tensor([1, 0, 3])).tolist() == [True, False, True]
     with pytest.raises(TypeError, match="both"):
         exact_match(predictions, targets.tolist())

@@ -22,7 +22,7 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
                 f"predictions and targets must have the same shape [N, ...], got {list(predictions.shape)} "
                 f"and {list(targets.shape)}"
             )
-        return (predictions == targets).reshape(len(targets), -1).all(dim=1)
+        return (predictions == targets).flatten(1).all(dim=1) if predictions.dim() > 1 else predictions == targets
     if isinstance(predictions, Tensor) or isinstance(targets, Tensor):
         raise TypeError("pass both predictions and targets as tensors, or both as sequences")
     if len(predictions) != len(targets):

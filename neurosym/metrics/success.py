@@ -44,9 +44,14 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
         raise ValueError(f"steps must be a non-empty [E] tensor, got shape {list(steps.shape)}")
     if bool((steps[1:] <= steps[:-1]).any()):
         raise ValueError(f"steps must be strictly increasing, got {steps.tolist()}")
-    if validation.dim() != 2 or validation.shape != extrapolation.shape or validation.shape[0] != len(steps):
+    if (
+        validation.dim() != 2
+        or validation.shape != extrapolation.shape
+        or validation.shape[0] != len(steps)
+        or not validation.shape[1]
+    ):
         raise ValueError(
-            f"expected validation and extrapolation MSE of shape [{len(steps)}, S], got "
+            f"expected validation and extrapolation MSE of shape [{len(steps)}, S] with S >= 1 runs, got "
             f"{list(validation_mse.shape)} and {list(extrapolation_mse.shape)}"
         )
     threshold = torch.as_tensor(threshold, dtype=extrapolation.dtype, device=extrapolation.device)
