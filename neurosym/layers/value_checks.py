@@ -11,3 +11,12 @@ def values_are_readable(tensor: torch.Tensor) -> bool:
     device (shapes only, no values) and not while ``torch.compile`` traces (a read would split the
     graph). Where it is False the value checks are skipped; the structural checks (shapes, dtypes) still run."""
     return tensor.device.type != "meta" and not torch.compiler.is_compiling()
+
+
+def check_token_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
+    """Raise ``ValueError`` unless every id of ``ids`` lies in ``[0, vocab_size)`` (where values are readable): an
+    embedding would fail on it with an index error, or, on a GPU, a device-side assert."""
+    if values_are_readable(ids) and ids.numel():
+        low, high = (int(bound) for bound in torch.aminmax(ids))
+        if low < 0 or high >= vocab_size:
+            raise ValueError(f"{what} token ids must lie in [0, {vocab_size}), got {low}..{high}")

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from neurosym.layers.value_checks import values_are_readable
+from neurosym.layers.value_checks import check_token_ids, values_are_readable
 
 
 class TokenFrontEnd(nn.Module):
@@ -22,10 +22,7 @@ class TokenFrontEnd(nn.Module):
         if src.dim() != 2 or src.dtype != torch.long:
             raise ValueError(f"token sources must be long tensors [batch, length], got {src.dtype} {tuple(src.shape)}")
         ids = src.masked_fill(src_mask, 0)
-        if values_are_readable(ids) and ids.numel():
-            low, high = (int(bound) for bound in torch.aminmax(ids))
-            if low < 0 or high >= self.vocab_size:
-                raise ValueError(f"source token ids must lie in [0, {self.vocab_size}), got {low}..{high}")
+        check_token_ids(ids, self.vocab_size, "source")
         return self.embedding(ids)
 
 

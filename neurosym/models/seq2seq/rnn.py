@@ -15,6 +15,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from neurosym.layers.additive_attention import AdditiveAttention
+from neurosym.layers.value_checks import check_token_ids
 from neurosym.models.seq2seq.base import Seq2Seq, prepared_source
 from neurosym.models.seq2seq.front_ends import output_mask
 
@@ -125,6 +126,7 @@ class RNNSeq2Seq(Seq2Seq):
         return torch.cat([rearrange(output, "b 1 h -> b h"), context], dim=-1)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        check_token_ids(tgt_in, self.target_vocab, "target")
         state = self._encode(src, src_mask)
         embedded = self.dropout(self.target_embedding(tgt_in))
         if self.attention is None:
