@@ -122,6 +122,7 @@ def test_image_dataset_uses_the_records_own_images(release):
         (lambda r: r.update(eval="XX"), "eval must be one of"),
         (lambda r: r.update(img_paths=["3/3_a.jpg"]), "1 img_paths for 3 symbols"),
         (lambda r: r.update(res="many"), "head, res_all and res must be integers"),
+        (lambda r: r.update(expr="3&4"), "expr '3&4' has symbols \\['&'\\] outside HINT's"),
     ],
 )
 def test_malformed_records_are_named(release, change, message):

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 
 from neurosym.data.hint.examples import HintRecord
 from neurosym.data.hint.splits import EVAL_SUBSETS
-from neurosym.data.symbol_images import SymbolBank, load_folder_bank, write_folder_bank
+from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, load_folder_bank, write_folder_bank
 from neurosym.syntax import ALIASES
 from neurosym.training import atomic_path
 
@@ -28,6 +28,10 @@ SPLIT_FILES: dict[str, str] = {"train": "expr_train.json", "val": "expr_val.json
 FEWSHOT_FILE = "fewshot_dataset.json"
 IMAGE_FOLDER = "symbol_images"
 _REQUIRED = ("id", "expr", "head", "res", "res_all")
+
+
+RELEASE_SYMBOLS = frozenset((*HINT_SYMBOLS, *FEWSHOT_CONCEPTS))
+"""The symbols a release's expressions are written in (after :data:`~neurosym.syntax.ALIASES`)."""
 
 
 def record_from_json(item: Mapping, where: str) -> HintRecord:
@@ -40,6 +44,8 @@ def record_from_json(item: Mapping, where: str) -> HintRecord:
     if not isinstance(item["expr"], str):
         raise ValueError(f"{where}: expr must be a string, got {type(item['expr']).__name__}")
     expr = "".join(ALIASES.get(c, c) for c in item["expr"] if not c.isspace())
+    if unknown := sorted(set(expr) - RELEASE_SYMBOLS):
+        raise ValueError(f"{where}: expr {expr!r} has symbols {unknown} outside HINT's {''.join(sorted(RELEASE_SYMBOLS))}")
     numbers = [item["res"]]
     for key in ("head", "res_all"):
         if not isinstance(item[key], list):
