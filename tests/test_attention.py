@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neurosym.layers import AttentionCache, MultiheadAttention, RelativeMultiheadAttention, sinusoid_table
+from neurosym.layers import AdditiveAttention, AttentionCache, MultiheadAttention, RelativeMultiheadAttention, sinusoid_table
 
 DIM, HEADS = 16, 4
 
@@ -228,3 +228,25 @@ def test_bad_inputs_raise_clear_errors() -> None:
         RelativeMultiheadAttention(DIM, HEADS, relative="xl", position_dim=3)
     with pytest.raises(ValueError, match="position_dim belongs to relative='xl'"):
         RelativeMultiheadAttention(DIM, HEADS, relative="shaw", position_dim=4)
+
+
+def test_additive_attention_weighs_real_keys_and_names_bad_inputs() -> None:
+    torch.manual_seed(0)
+    attention = AdditiveAttention(4, 6, 5)
+    query, keys = torch.randn(2, 4), torch.randn(2, 3, 6)
+    projected = attention.project_keys(keys)
+    mask = torch.tensor([[False, False, True], [False, False, False]])
+    context, weights = attention(query, keys, projected, mask)
+    assert context.shape == (2, 6) and weights[0, 2] == 0 and torch.allclose(weights.sum(-1), torch.ones(2))
+    with pytest.raises(ValueError, match="every key of batch element 1 is padding"):
+        attention(query, keys, projected, torch.tensor([[False, False, True], [True, True, True]]))
+    with pytest.raises(ValueError, match=r"keys must have shape \[2, length, 6\], got \(2, 3, 5\)"):
+        attention(query, keys[..., :5], projected)
+    with pytest.raises(ValueError, match=r"query must have shape \[batch, 4\]"):
+        attention(query[:, :3], keys, projected)
+    with pytest.raises(ValueError, match=r"projected_keys must have shape \[2, 3, 5\]"):
+        attention(query, keys, projected[:, :2])
+    with pytest.raises(ValueError, match="key_padding_mask must be a bool tensor"):
+        attention(query, keys, projected, mask[:, :2])
+    with pytest.raises(ValueError, match="must be positive"):
+        AdditiveAttention(0, 4, 4)

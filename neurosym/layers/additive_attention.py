@@ -6,6 +6,8 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.value_checks import values_are_readable
+
 
 class AdditiveAttention(nn.Module):
     """Bahdanau et al. (2015): ``score_j = w · tanh(W_q q + W_k k_j)``, softmax over ``j``.
@@ -17,6 +19,11 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, query_dim: int, key_dim: int, attention_dim: int) -> None:
         super().__init__()
+        if min(query_dim, key_dim, attention_dim) < 1:
+            raise ValueError(
+                f"query_dim, key_dim and attention_dim must be positive, got {query_dim}, {key_dim}, {attention_dim}"
+            )
+        self.query_dim, self.key_dim, self.attention_dim = query_dim, key_dim, attention_dim
         self.query_proj = nn.Linear(query_dim, attention_dim, bias=False)
         self.key_proj = nn.Linear(key_dim, attention_dim)
         self.score = nn.Linear(attention_dim, 1, bias=False)
@@ -31,9 +38,34 @@ class AdditiveAttention(nn.Module):
         projected_keys: torch.Tensor,
         key_padding_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        self._check_inputs(query, keys, projected_keys, key_padding_mask)
         hidden = torch.tanh(projected_keys + rearrange(self.query_proj(query), "b a -> b 1 a"))
         scores = rearrange(self.score(hidden), "b s 1 -> b s")
         if key_padding_mask is not None:
             scores = scores.masked_fill(key_padding_mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)
         return torch.einsum("bs,bsk->bk", weights, keys), weights
+
+    def _check_inputs(
+        self, query: torch.Tensor, keys: torch.Tensor, projected: torch.Tensor, key_padding_mask: torch.Tensor | None
+    ) -> None:
+        batch = query.shape[0] if query.dim() == 2 else None
+        if query.dim() != 2 or query.shape[-1] != self.query_dim:
+            raise ValueError(f"query must have shape [batch, {self.query_dim}], got {tuple(query.shape)}")
+        if keys.dim() != 3 or keys.shape[0] != batch or keys.shape[-1] != self.key_dim:
+            raise ValueError(f"keys must have shape [{batch}, length, {self.key_dim}], got {tuple(keys.shape)}")
+        if projected.shape != (*keys.shape[:2], self.attention_dim):
+            raise ValueError(
+                f"projected_keys must have shape [{batch}, {keys.shape[1]}, {self.attention_dim}] (project_keys(keys)), "
+                f"got {tuple(projected.shape)}"
+            )
+        if key_padding_mask is not None:
+            if key_padding_mask.dtype != torch.bool or key_padding_mask.shape != keys.shape[:2]:
+                raise ValueError(
+                    f"key_padding_mask must be a bool tensor [{batch}, {keys.shape[1]}] with True marking padding, got "
+                    f"{key_padding_mask.dtype} {tuple(key_padding_mask.shape)}"
+                )
+            fully_padded = key_padding_mask.all(dim=1)
+            if values_are_readable(fully_padded) and fully_padded.any():
+                row = int(fully_padded.nonzero()[0, 0])
+                raise ValueError(f"every key of batch element {row} is padding: nothing to attend to")
