@@ -66,6 +66,8 @@ def test_threshold_of_the_default_task_and_its_dependence_on_epsilon():
         perturbed_solution_mse("add", samples=1)
     with pytest.raises(ValueError, match="unknown operation"):
         perturbed_solution_mse("pow")
+    with pytest.raises(ValueError, match="'sqrt' needs non-negative inputs"):  # was a NaN threshold
+        perturbed_solution_mse("sqrt", ranges="[-2,2]", samples=10)
 
 
 def _curves(validation, extrapolation):

@@ -288,6 +288,13 @@ class UniformStream:
             self._bits.state = state["sfc64"]
 
 
+def check_domain(op: Operation, ranges: str, *drawn: SampleRange) -> None:
+    """Raise ``ValueError`` when ``op`` needs non-negative inputs (√) and one of the ranges ``drawn`` (from the
+    range pair ``ranges``) reaches below zero."""
+    if op.needs_non_negative and any(part.contains_negative() for part in drawn):
+        raise ValueError(f"operation {op.name!r} needs non-negative inputs, but range pair {ranges!r} has negatives")
+
+
 class SimpleFunctionData:
     """Training batches and fixed evaluation sets for an ensemble of ``S`` runs of the simple function task.
 
@@ -317,8 +324,7 @@ class SimpleFunctionData:
         self.operations = [operation(name) for name in operations]
         self.interpolation, self.extrapolation = range_pair(ranges)
         for op in self.operations:
-            if op.needs_non_negative and (self.interpolation.contains_negative() or self.extrapolation.contains_negative()):
-                raise ValueError(f"operation {op.name!r} needs non-negative inputs, but range pair {ranges!r} has negatives")
+            check_domain(op, ranges, self.interpolation, self.extrapolation)
         self.layout = layout
         self.seeds = list(seeds)
         self.evaluation_size = evaluation_size

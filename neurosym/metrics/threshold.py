@@ -21,6 +21,7 @@ import torch
 from neurosym.data.arithmetic import (
     DEFAULT_LAYOUT,
     SubsetLayout,
+    check_domain,
     operation,
     range_pair,
     seed_stream,
@@ -55,6 +56,7 @@ def perturbed_solution_mse(
         raise ValueError(f"epsilon must be positive, got {epsilon}")
     op = operation(operation_name)
     extrapolation = range_pair(ranges)[1]
+    check_domain(op, ranges, extrapolation)
     optimal = layout.weights(torch.zeros(1, dtype=torch.long))[0].double()  # [2, d]
     perturbed = optimal + epsilon * (2 * optimal - 1)
     generator = torch.Generator().manual_seed(seed_stream(seed, 0))
