@@ -372,6 +372,14 @@ def test_invalid_construction_is_rejected() -> None:
 
 
 @pytest.mark.parametrize("cls", UNITS)
+def test_an_empty_batch_gives_an_empty_output(cls) -> None:
+    assert cls(3, 2)(torch.zeros(0, 3)).shape == (0, 2)
+    out = cls(3, 2, ensemble=4)(torch.zeros(4, 0, 3))
+    out.sum().backward()
+    assert out.shape == (4, 0, 2)
+
+
+@pytest.mark.parametrize("cls", UNITS)
 def test_a_misspelled_option_is_refused_as_python_refuses_one(cls) -> None:
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'ensmble'"):  # not silently one unit
         cls(3, 2, ensmble=4)

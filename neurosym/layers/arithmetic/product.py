@@ -344,6 +344,8 @@ def multiplicative_product(x: Tensor, weight: Tensor, *, compiled: bool = False)
             return multiplicative_product(x.float(), weight.float(), compiled=compiled)
     members = 1 if weight.dim() == 2 else weight.shape[0]
     out_features, in_features = weight.shape[-2:]
+    if x.numel() == 0:  # no rows: nothing to reduce (the routes' range checks need at least one value)
+        return (x[..., :1] * weight.sum() * 0).expand(*x.shape[:-1], out_features)
     flat = x.reshape(members, -1, in_features)  # plain: one member holding every row
     product = _MultiplicativeProduct.apply(flat, weight.reshape(members, out_features, in_features), compiled)  # [S, out, N]
     return product.transpose(1, 2).reshape(*x.shape[:-1], out_features)
