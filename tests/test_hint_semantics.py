@@ -78,6 +78,15 @@ def test_evaluate_rejects_non_expressions():
         evaluate("12")
 
 
+def test_a_sentence_where_a_tree_belongs_and_a_missing_table_are_named():
+    for call in (lambda: execute("1+2"), lambda: to_infix("1+2"), lambda: tokens("1+2")):
+        with pytest.raises(TypeError, match=r"takes a parse tree \(neurosym.syntax.parse\(text\)\), got str '1\+2'"):
+            call()
+    with pytest.raises(TypeError, match="expected an OperatorTable .* got NoneType"):
+        evaluate("1+2", None)
+    assert execute(parse("1+2")).value == evaluate("1+2") == 3
+
+
 def test_res_all_of_a_known_expression():
     run = execute(parse("3-(5+2)*4"))
     assert run.value == 0

@@ -35,6 +35,7 @@ def execute(node: Node, table: OperatorTable = HINT_SEMANTICS) -> Execution:
 
     Symbols the table does not know raise ``ValueError`` (a programming error, not a data error).
     """
+    _check_table(table)
     layout = infix_layout(node, table.concepts)
     values: list[Value] = [BRACKET_VALUE] * len(layout.tokens)
     for index in reversed(layout.preorder):
@@ -54,4 +55,10 @@ def evaluate(text: str, table: OperatorTable = HINT_SEMANTICS) -> Value | None:
 
     Raises :class:`neurosym.syntax.ParseError` when ``text`` is not an expression of the language.
     """
+    _check_table(table)
     return execute(parse(text, table.concepts), table).value
+
+
+def _check_table(table: object) -> None:
+    if not isinstance(table, OperatorTable):
+        raise TypeError(f"expected an OperatorTable (e.g. neurosym.semantics.HINT_SEMANTICS), got {type(table).__name__}")

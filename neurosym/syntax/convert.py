@@ -8,11 +8,12 @@ import networkx as nx
 
 from neurosym.syntax.concepts import BASE_CONCEPTS, ConceptTable
 from neurosym.syntax.printing import infix_layout
-from neurosym.syntax.tree import Node
+from neurosym.syntax.tree import Node, check_tree
 
 
 def to_prefix(node: Node) -> list[str]:
     """Symbols in pre-order (operator before its operands), e.g. ``["-", "3", "5"]`` for ``3-5``."""
+    check_tree(node, "to_prefix")
     out, stack = [], [node]
     while stack:
         current = stack.pop()
@@ -23,6 +24,7 @@ def to_prefix(node: Node) -> list[str]:
 
 def to_postfix(node: Node) -> list[str]:
     """Symbols in post-order (operands before their operator), e.g. ``["3", "5", "-"]`` for ``3-5``."""
+    check_tree(node, "to_postfix")
     out, stack = [], [node]
     while stack:  # a pre-order walk that visits the right operand first, reversed, is the post-order
         current = stack.pop()

@@ -21,3 +21,9 @@ class Node:
     @property
     def is_leaf(self) -> bool:
         return not self.children
+
+
+def check_tree(node: object, where: str) -> None:
+    """Raise ``TypeError`` unless ``node`` is a :class:`Node` (``where`` names the function given it)."""
+    if not isinstance(node, Node):
+        raise TypeError(f"{where} takes a parse tree (neurosym.syntax.parse(text)), got {type(node).__name__} {node!r:.40}")
