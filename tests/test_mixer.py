@@ -24,3 +24,5 @@ def test_mixer_block_shape_gradients_and_token_mixing():
 def test_mixer_block_rejects_wrong_token_count():
     with pytest.raises(ValueError, match=r"MixerBlock expects \[B, 5, 8\]"):
         MixerBlock(5, 8, 4, 4)(torch.randn(2, 6, 8))
+    with pytest.raises(ValueError, match="must be positive, got 0, 8, 4, 4"):
+        MixerBlock(0, 8, 4, 4)

@@ -137,3 +137,5 @@ def test_act_steps_after_every_position_halted_add_nothing() -> None:
 def test_universal_transformer_rejects_layers_without_width() -> None:
     with pytest.raises(ValueError, match="`dim`"):
         UniversalTransformer(torch.nn.Linear(4, 4), 2)
+    with pytest.raises(ValueError, match="dim and ff_dim must be positive, got 16 and 0"):
+        TransformerEncoderLayer(16, 4, 0)

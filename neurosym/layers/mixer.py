@@ -23,6 +23,11 @@ class MixerBlock(nn.Module):
 
     def __init__(self, num_tokens: int, dim: int, token_hidden: int, channel_hidden: int, dropout: float = 0.0):
         super().__init__()
+        if min(num_tokens, dim, token_hidden, channel_hidden) < 1:
+            raise ValueError(
+                f"num_tokens, dim, token_hidden and channel_hidden must be positive, got {num_tokens}, {dim}, "
+                f"{token_hidden}, {channel_hidden}"
+            )
         self.num_tokens = num_tokens
         self.dim = dim
         self.token_norm = nn.LayerNorm(dim)

@@ -36,6 +36,8 @@ class FeedForward(nn.Sequential):
     """Position-wise ``Linear(dim, ff_dim) -> ReLU -> Dropout -> Linear(ff_dim, dim)``; ``[B, T, D] -> [B, T, D]``."""
 
     def __init__(self, dim: int, ff_dim: int, dropout: float) -> None:
+        if min(dim, ff_dim) < 1:
+            raise ValueError(f"dim and ff_dim must be positive, got {dim} and {ff_dim}")
         super().__init__(nn.Linear(dim, ff_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff_dim, dim))
 
 
