@@ -55,8 +55,8 @@ class Seq2Seq(nn.Module, ABC):
         """
         if max_len < 1:
             raise ValueError(f"max_len must be at least 1, got {max_len}")
-        if not (0 <= bos < self.target_vocab and 0 <= eos < self.target_vocab):
-            raise ValueError(f"bos ({bos}) and eos ({eos}) must be target ids in [0, {self.target_vocab})")
+        if not 0 <= bos < self.target_vocab:  # eos may be any number: one no step emits decodes max_len tokens
+            raise ValueError(f"bos ({bos}) must be a target id in [0, {self.target_vocab})")
         batch = src_mask.shape[0]
         state = self.start_decoding(src, src_mask, use_cache=use_cache)
         tokens = torch.full((batch,), bos, dtype=torch.long, device=src_mask.device)
