@@ -96,7 +96,7 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("hint --dropout 1", "argument --dropout: expected a number in [0, 1)"),
         ("hint --lr nan", "argument --lr: expected a finite number"),
         ("hint --num-workers -1", "argument --num-workers: expected an integer of at least 0"),
-        ("hint --bank missing.npz", "argument --bank: symbol bank archive not found: missing.npz"),
+        ("hint --bank missing.npz", "argument --bank: 'missing.npz' is neither a bank (default, other-writers"),
         ("hint --model neurosym --curriculum 1:abc", "argument --curriculum: curriculum stage '1:abc'"),
         (
             "hint --model neurosym --fewshot-concepts x,q",

@@ -51,7 +51,11 @@ def bank_archive(text: str) -> Path:
 
 def bank_choice(text: str) -> str | Path:
     """``--bank``: a name of :data:`BANKS`, or a checked ``.npz`` archive."""
-    return text if text in BANKS else bank_archive(text)
+    if text in BANKS:
+        return text
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a bank ({', '.join(BANKS)}) nor an .npz archive")
+    return bank_archive(text)
 
 
 @dataclass
