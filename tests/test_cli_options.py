@@ -99,6 +99,10 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("hint --bank missing.npz", "argument --bank: 'missing.npz' is neither a bank (default, other-writers"),
         ("hint --model neurosym --curriculum 1:abc", "argument --curriculum: curriculum stage '1:abc'"),
         (
+            "pipeline --curriculum 3:100,1:50,all",
+            "argument --curriculum: stages must be (max_length, steps>0) pairs with growing",
+        ),
+        (
             "hint --model neurosym --fewshot-concepts x,q",
             "argument --fewshot-concepts: unknown concept 'q': choose from x, y, a, b, c, d",
         ),

@@ -24,7 +24,7 @@ from typing import Any, TypeVar, get_args, get_type_hints
 
 import torch
 
-from neurosym.pipelines.curriculum import parse_stages
+from neurosym.pipelines.curriculum import Curriculum, parse_stages
 
 T = TypeVar("T")
 
@@ -76,7 +76,7 @@ fraction_up_to_one = _in_range(float, lambda v: 0 < v <= 1, "a number in (0, 1]"
 def curriculum_stages(text: str) -> tuple[tuple[int, int], ...]:
     """``--curriculum``: stages ``max_length:steps,...,all`` as :func:`~neurosym.pipelines.curriculum.parse_stages` reads them."""
     try:
-        return parse_stages(text)
+        return Curriculum(parse_stages(text)).stages  # checked as a curriculum: lengths growing, 'all' last
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
