@@ -251,7 +251,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     if options.ensemble:
         history, trained, abandoned = [], members_seconds, []
     else:
-        history, trained, abandoned = _train(pipeline, task, config, options, context)
+        history, trained, abandoned = _train(pipeline, task, config, options, context, training_setup(options, abduction))
     refit = None
     if options.refit_epochs > 0:
         refit = _refit(pipeline, task, config, options, context, trained)
@@ -280,7 +280,12 @@ read none to the end."""
 
 
 def _train(
-    pipeline: GrammarPipeline, task: Task, config: PipelineConfig, options: PipelineOptions, context: DistributedContext
+    pipeline: GrammarPipeline,
+    task: Task,
+    config: PipelineConfig,
+    options: PipelineOptions,
+    context: DistributedContext,
+    setup: dict[str, Any],
 ) -> tuple[list[dict], float, list[dict[str, float]]]:
     """Train the pipeline's reader into ``options.out``, starting afresh (a reader drawn from :func:`fresh_seed`)
     each time it has read nothing right by :data:`RESTART_CHECK` of the schedule, up to the restarts allowed; returns
@@ -301,6 +306,7 @@ def _train(
                 pipeline, task.train, config, context.device, checkpoint, options.progress and context.is_main,
                 None if limit is None else max(0.0, limit - (time.perf_counter() - started)), context,
                 give_up=math.ceil(RESTART_CHECK * config.steps) if attempt < allowed else None,
+                setup=setup,
             )  # fmt: skip
             return history, history[-1]["seconds"] + sum(a["seconds"] for a in abandoned), abandoned
         except NothingReadRight as stuck:
@@ -353,6 +359,15 @@ def _refit(
         "label_accuracy": None if truths is None else float((labelled.labels == truths).float().mean()),
         "validation_before": before, "seconds": labelling + history[-1]["seconds"],
     }  # fmt: skip
+
+
+SETUP_OPTIONS = ("task", "digits", "scale", "data", "mnist", "reader_width", "reader_convs", "readers")
+"""The options a run's data and reader are built from (with the abduction budget: its checkpoint's setup)."""
+
+
+def training_setup(options: PipelineOptions, abduction: AbductionBudget) -> dict[str, Any]:
+    """What a run's checkpoint must agree with to be resumed: :data:`SETUP_OPTIONS` and the abduction budget."""
+    return {name: _jsonable(getattr(options, name)) for name in SETUP_OPTIONS} | {"abduction": asdict(abduction)}
 
 
 def fresh_seed(seed: int, attempt: int) -> int:

@@ -184,6 +184,7 @@ def train_grammar_pipeline(
     time_limit: float | None = None,
     context: DistributedContext | None = None,
     give_up: int | None = None,
+    setup: Mapping[str, Any] | None = None,
 ) -> list[dict]:
     """Train ``pipeline.reader`` on ``source`` from its results alone; returns the history (per step:
     ``max_length``, ``loss`` (None when no example got a pseudo-label), ``labelled`` (the fraction that did),
@@ -196,7 +197,8 @@ def train_grammar_pipeline(
     its explanations found, each as probable as the reader makes it (:func:`marginal_loss`; importance-weighted
     where abduction drew readings, :attr:`AbductionBudget.sample_readings`), ``"truths"`` on the source's true
     sentences (a supervised reference: no result is used).
-    Resumes from ``checkpoint``; SIGINT, SIGTERM or ``time_limit`` seconds checkpoint and raise
+    Resumes from ``checkpoint`` (refused under another ``setup``: what the data, reader and abduction were built from,
+    :class:`~neurosym.training.core.Checkpointing`); SIGINT, SIGTERM or ``time_limit`` seconds checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`. Under ``torchrun`` (a distributed ``context``,
     :func:`~neurosym.training.init_distributed`) every process draws the same global batch, reads, abduces and
     learns from its own share of it through DistributedDataParallel, and only rank 0 writes the checkpoint:
@@ -266,7 +268,7 @@ def train_grammar_pipeline(
         read_right = any(entry.get("correct", 0) > 0 for entry in history)
 
     return run_reader_training(
-        model, step, config, device, checkpoint, progress, time_limit, "pipeline", load=load, context=context
+        model, step, config, device, checkpoint, progress, time_limit, "pipeline", load=load, context=context, setup=setup
     )
 
 
