@@ -171,6 +171,10 @@ def test_operator_table_validation():
         HINT_SEMANTICS.extend(numbers={"(": 5})
     with pytest.raises(ValueError, match="both numbers and operators"):
         HINT_SEMANTICS.extend(numbers={"q": 1}, operators={"q": Operator(1, max)})
+    for value in ("five", None, math.nan, True):  # each failed later, or computed NaN
+        with pytest.raises(ValueError, match="number 'q': its value must be an int or a Fraction"):
+            HINT_SEMANTICS.extend(numbers={"q": value})
+    assert HINT_SEMANTICS.extend(numbers={"q": Fraction(1, 2)}).numbers["q"] == Fraction(1, 2)
     with pytest.raises(ValueError, match="unknown symbol 'x'"):
         execute(Node("x"))
 

@@ -48,6 +48,9 @@ class OperatorTable:
         for symbol, operator in self.operators.items():
             if operator.level not in (ADDITIVE, MULTIPLICATIVE):
                 raise ValueError(f"operator {symbol!r}: level must be 1 (like + −) or 2 (like × ÷)")
+        for symbol, value in self.numbers.items():
+            if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
+                raise ValueError(f"number {symbol!r}: its value must be an int or a Fraction, got {value!r}")
         both = set(self.numbers) & set(self.operators)
         if both:
             raise ValueError(f"symbols {sorted(both)} are both numbers and operators")
