@@ -110,8 +110,7 @@ def load_model_state(model: nn.Module, state: Mapping[str, Any], source: str, wh
     try:
         model.load_state_dict(state)
     except RuntimeError as error:
-        details = " ".join(str(error).split())
-        raise CheckpointMismatch(f"{source} holds another {what} (other sizes or options): {details[:300]}") from None
+        raise CheckpointMismatch(f"{source} holds another {what} (other sizes or options): {_one_line(error, 300)}") from None
 
 
 def _shown(value: Any, width: int = 60) -> str:
