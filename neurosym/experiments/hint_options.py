@@ -23,6 +23,7 @@ from neurosym.experiments.options import (
     non_negative_float,
     non_negative_int,
     option,
+    option_as_json,
     positive_float,
     positive_int,
     probability_below_one,
@@ -262,12 +263,8 @@ class HintOptions(HintPipelineOptions):
     def setup(self, names: Iterable[str]) -> dict[str, Any]:
         """The options ``names`` together with the data's (:data:`DATA_OPTIONS`), paths as text: what a run's model and
         training data are built from, kept in its checkpoint so that a resume under others is refused."""
-        return {name: _as_text(getattr(self, name)) for name in (*DATA_OPTIONS, *names)}
+        return {name: option_as_json(getattr(self, name)) for name in (*DATA_OPTIONS, *names)}
 
 
 DATA_OPTIONS = ("model", "input", "scale", "data", "bank", "drawn_digits")
 """The options that choose a run's training data (and the model kind)."""
-
-
-def _as_text(value: Any) -> Any:
-    return str(value) if isinstance(value, Path) else value

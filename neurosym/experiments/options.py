@@ -108,6 +108,13 @@ def output_folder(text: str) -> Path:
     return path
 
 
+def option_as_json(value: Any) -> Any:
+    """An option's value as JSON holds it: paths as text, also inside lists."""
+    return (
+        str(value) if isinstance(value, Path) else [option_as_json(item) for item in value] if isinstance(value, list) else value
+    )
+
+
 def time_limit_minutes(text: str) -> float:
     """The value of a ``--time-limit MINUTES`` option: a number of minutes, at least 0."""
     try:

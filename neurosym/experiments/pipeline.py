@@ -33,6 +33,7 @@ from neurosym.experiments.options import (
     non_negative_float,
     non_negative_int,
     option,
+    option_as_json,
     positive_float,
     positive_int,
     unit_interval,
@@ -59,6 +60,7 @@ from neurosym.training import distributed_process
 from neurosym.training.allocator import retain_freed_memory
 from neurosym.training.checkpoint import save_json
 from neurosym.training.distributed import DistributedContext, main_process_first
+from neurosym.training.stopping import minutes_to_seconds, time_left
 
 
 @dataclass(frozen=True)
@@ -262,7 +264,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         "task": task.name, "device": str(device), "processes": context.world_size, "epochs": epochs, "steps": steps,
         "reader_parameters": sum(parameter.numel() for parameter in reader.parameters()),
         "augment_shift": config.augment_shift, "augment_style": config.augment_style, "learning_rate": config.learning_rate,
-        "config": {key: _jsonable(value) for key, value in asdict(options).items()},
+        "config": {key: option_as_json(value) for key, value in asdict(options).items()},
         "ensemble": [str(run) for run in options.ensemble or []], "restarts": abandoned, "refit": refit,
         "abduction": asdict(abduction), "pseudo_labels": config.pseudo_labels, "train_seconds": trained, "data_note": task.data_note, "history": history,
         "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
@@ -295,7 +297,7 @@ def _train(
     checkpoint, record = out / "checkpoint.pt", out / "restarts.json"
     allowed = 0 if options.init_reader is not None else task.restarts if options.restarts is None else options.restarts
     abandoned = json.loads(record.read_text()) if options.resume and record.exists() else []
-    started, limit = time.perf_counter(), _seconds(options.time_limit)
+    started, limit = time.perf_counter(), minutes_to_seconds(options.time_limit)
     while True:
         attempt, began = len(abandoned), time.perf_counter()
         if attempt:
@@ -304,7 +306,7 @@ def _train(
         try:
             history = train_grammar_pipeline(
                 pipeline, task.train, config, context.device, checkpoint, options.progress and context.is_main,
-                None if limit is None else max(0.0, limit - (time.perf_counter() - started)), context,
+                time_left(limit, time.perf_counter() - started), context,
                 give_up=math.ceil(RESTART_CHECK * config.steps) if attempt < allowed else None,
                 setup=setup,
             )  # fmt: skip
@@ -346,11 +348,11 @@ def _refit(
         steps=max(1, math.ceil(options.refit_epochs * len(labelled.labels) / REFIT_BATCH)), batch_size=REFIT_BATCH,
         learning_rate=REFIT_LEARNING_RATE, augment_shift=config.augment_shift, seed=options.seed,
     )  # fmt: skip
-    limit = _seconds(options.time_limit)
+    limit = minutes_to_seconds(options.time_limit)
     labelling = time.perf_counter() - began
     history = refit_reader(
         reader, [labelled], refit_config, device, Path(options.out) / "refit.pt", options.progress and context.is_main,
-        None if limit is None else max(0.0, limit - trained - labelling), context,
+        time_left(limit, trained + labelling), context,
     )  # fmt: skip
     pipeline.reader = reader
     truths = labelled.truths
@@ -367,7 +369,7 @@ SETUP_OPTIONS = ("task", "digits", "scale", "data", "mnist", "reader_width", "re
 
 def training_setup(options: PipelineOptions, abduction: AbductionBudget) -> dict[str, Any]:
     """What a run's checkpoint must agree with to be resumed: :data:`SETUP_OPTIONS` and the abduction budget."""
-    return {name: _jsonable(getattr(options, name)) for name in SETUP_OPTIONS} | {"abduction": asdict(abduction)}
+    return {name: option_as_json(getattr(options, name)) for name in SETUP_OPTIONS} | {"abduction": asdict(abduction)}
 
 
 def fresh_seed(seed: int, attempt: int) -> int:
@@ -414,11 +416,6 @@ def _ensemble(options: PipelineOptions, task: Task) -> tuple[ReaderEnsemble, flo
         raise SystemExit(f"neurosym pipeline: --ensemble: {error}") from None
 
 
-def _jsonable(value: Any) -> Any:
-    """An option's value as JSON holds it: paths as text, also inside lists."""
-    return str(value) if isinstance(value, Path) else [_jsonable(item) for item in value] if isinstance(value, list) else value
-
-
 def _results(run: Path) -> dict[str, Any]:
     """A finished run's ``results.json``."""
     try:
@@ -427,10 +424,6 @@ def _results(run: Path) -> dict[str, Any]:
         raise SystemExit(
             f"neurosym pipeline: --ensemble {run} is not a finished run (no readable results.json: {error})"
         ) from None
-
-
-def _seconds(minutes: float | None) -> float | None:
-    return None if minutes is None else 60 * minutes
 
 
 def _table(task: Task, results: dict[str, Any]) -> str:

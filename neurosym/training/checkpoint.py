@@ -75,7 +75,11 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
 
 
 def _one_line(error: BaseException, width: int = 200) -> str:
-    text = " ".join(str(error).split())
+    """``error``'s message on one line, cut to ``width`` characters."""
+    return _clipped(" ".join(str(error).split()), width)
+
+
+def _clipped(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -113,11 +117,6 @@ def load_model_state(model: nn.Module, state: Mapping[str, Any], source: str, wh
         raise CheckpointMismatch(f"{source} holds another {what} (other sizes or options): {_one_line(error, 300)}") from None
 
 
-def _shown(value: Any, width: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[str], path: Any) -> None:
     """Refuse (:class:`CheckpointMismatch`) to resume the checkpoint at ``path`` whose ``saved`` configuration
     (``asdict`` of a dataclass config) differs from the dataclass ``config`` in a field outside ``may_change``; the
@@ -139,7 +138,9 @@ def check_setup(saved: Mapping[str, Any] | None, setup: Mapping[str, Any], path:
 def _refuse_differences(saved: Mapping[str, Any], current: Mapping[str, Any], keys: Iterable[str], path: Any, how: str) -> None:
     differing = sorted(key for key in keys if saved.get(key) != current.get(key))
     if differing:
-        values = "; ".join(f"{key} {_shown(saved.get(key))} there, {_shown(current.get(key))} now" for key in differing)
+        values = "; ".join(
+            f"{key} {_clipped(repr(saved.get(key)), 60)} there, {_clipped(repr(current.get(key)), 60)} now" for key in differing
+        )
         raise CheckpointMismatch(
             f"checkpoint {path} was written {how} ({', '.join(differing)} differ): {values}; "
             "remove it or choose another checkpoint path"
