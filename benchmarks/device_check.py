@@ -39,6 +39,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -130,12 +131,22 @@ def _junit_counts(path: Path) -> dict[str, Any]:
             "failing": failing, "skipped_reasons": skipped}  # fmt: skip
 
 
+def _spread_slow_tests() -> list[str]:
+    """``--maxschedchunk 2`` where pytest-xdist has it (3.3 and later): each worker then starts on one of the tests
+    marked ``slow``, which tests/conftest.py collects first, one in every two places."""
+    try:
+        major, minor = (int(part) for part in metadata.version("pytest-xdist").split(".")[:2])
+    except (metadata.PackageNotFoundError, ValueError):
+        return []
+    return ["--maxschedchunk", "2"] if (major, minor) >= (3, 3) else []
+
+
 def suite(device: torch.device, out: Path, seconds: float) -> dict[str, Any]:
     report = out / "junit.xml"
     report.unlink(missing_ok=True)
     cores = os.cpu_count() or 2
     workers = max(1, min(8, cores // 2))
-    argv = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), "tests", "-p", "no:cacheprovider",
+    argv = [sys.executable, "-m", "pytest", "-q", "-n", str(workers), *_spread_slow_tests(), "tests", "-p", "no:cacheprovider",
             "--junitxml", str(report), "-rfE"]  # fmt: skip
     threads = str(max(1, cores // workers))  # each worker's torch would otherwise take every core
     try:

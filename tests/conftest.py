@@ -10,6 +10,10 @@ default environment (``<cache>/mathematics-env``) is absent.
 
 Tests marked ``cuda`` need a CUDA device and are skipped without one; ``make gpu-check`` runs them.
 ``NEUROSYM_CUDA_TESTS_ON=cpu`` runs them on the CPU instead, to check the tests themselves.
+
+Tests marked ``slow`` (the longest on a GPU worker) are collected first, each followed by one other test, so that
+with pytest-xdist's ``--maxschedchunk 2`` every worker starts on one of them and the longest tests run side by side
+from the start instead of ending the run one after another.
 """
 
 import os
@@ -28,6 +32,14 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "mathematics_generator: runs DeepMind's generator in its isolated environment")
     config.addinivalue_line("markers", "cuda: needs a CUDA device (skipped without one; make gpu-check runs it)")
+    config.addinivalue_line("markers", "slow: one of the longest tests: collected first, one in every two places")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    others = [item for item in items if item.get_closest_marker("slow") is None]
+    interleaved = [test for pair in zip(slow, others) for test in pair]
+    items[:] = interleaved + slow[len(interleaved) // 2 :] + others[len(interleaved) // 2 :]
 
 
 CUDA_TESTS_ON = "NEUROSYM_CUDA_TESTS_ON"

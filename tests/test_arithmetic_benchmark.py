@@ -363,6 +363,7 @@ def test_a_compiled_loss_is_refused_outside_a_cuda_graph_step(capsys):
     assert "--compile-loss" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_group_trained_with_its_loss_compiled_follows_the_uncompiled_step(one_thread):
     """``compile_loss`` (on the CPU: the compiled loss inside the step run eagerly) changes how the loss is
     computed, not what: the curves of 200 steps agree with the uncompiled step's up to float rounding."""

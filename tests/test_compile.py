@@ -27,6 +27,7 @@ def _train(model: torch.nn.Module, batches: list[tuple[torch.Tensor, ...]]) -> l
     return losses
 
 
+@pytest.mark.slow
 def test_a_compiled_transformer_trains_as_the_eager_one_with_one_graph() -> None:
     torch._dynamo.reset()
     eager = tiny_model("transformer_rel_uni", encoder_layers=1, boundaries=True)

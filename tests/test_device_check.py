@@ -52,6 +52,7 @@ def test_every_part_has_its_runner_and_budget(device_check):
     assert set(device_check.RUNNERS) == set(device_check.PARTS) == set(device_check.BUDGETS)
 
 
+@pytest.mark.slow
 def test_the_check_writes_json_and_markdown_and_lists_what_failed(device_check, tmp_path, monkeypatch, capsys):
     quick = functools.partial(device_check.arithmetic, seeds=2, steps=3, graph_seconds=0.0, together_seconds=0.0)
     monkeypatch.setitem(device_check.RUNNERS, "arithmetic", quick)
@@ -134,6 +135,7 @@ def test_a_deadline_caps_each_budget_and_reports_the_parts_it_leaves_no_time_for
     assert "--deadline must be a positive number of seconds, got 0" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_compiled_probe_times_each_family_and_then_all_at_once(device_check, tmp_path, one_thread):
     found = device_check.arithmetic_compiled(
         torch.device("cpu"), tmp_path, 300, seeds=2, steps=3, models="NAU,NMU", min_seconds=0, together_seconds=0

@@ -100,6 +100,7 @@ def test_two_gloo_processes_refit_a_reader_as_one_process_on_the_global_batch(tm
     assert load_checkpoint(tmp_path / "refit.pt")["step"] == 4
 
 
+@pytest.mark.slow
 def test_the_pipeline_command_refits_a_fresh_reader_and_a_resume_keeps_it(tmp_path, capsys, monkeypatch):
     from neurosym.experiments import pipeline as runner
 

@@ -88,6 +88,7 @@ def test_after_learning_everything_a_new_concept_is_learned_from_eleven_results(
     assert evaluate_pipeline(new.pipeline, WindowSource(test, bank, "test"), CPU)["overall"] >= 0.8
 
 
+@pytest.mark.slow
 def test_the_refinement_stops_at_a_time_limit_and_a_rerun_continues_it(learned, tmp_path):
     result, source, _, _ = learned
     checkpoint = tmp_path / "refine.pt"

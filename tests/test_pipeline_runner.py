@@ -33,6 +33,7 @@ def test_symbol_input_run_induces_semantics_and_learns_concepts(private_cache, c
     assert "training sentences, validation set " in printed
 
 
+@pytest.mark.slow
 def test_image_input_run_trains_from_results_then_learns_concepts_from_images(private_cache, monkeypatch, capsys):
     from hint_banks import prototype_bank
 

@@ -387,6 +387,7 @@ def test_an_mnist_file_that_is_not_mnist_ends_the_command_in_one_line(tmp_path):
         main(["pipeline", "--mnist", str(tmp_path / "mnist.pkl.gz"), "--out", str(tmp_path / "out")])
 
 
+@pytest.mark.slow
 def test_resuming_a_checkpoint_of_other_options_names_them_in_one_line(tmp_path, capsys, one_thread):
     common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01", "--reader-width", "8"]
     assert main([*common, "--out", str(tmp_path)]) == 0
@@ -456,6 +457,7 @@ def test_readers_trained_together_read_as_one_and_each_learns(tmp_path, monkeypa
     assert all(any(not torch.equal(trained[n], initial[n]) for n in names) for names in (weights, other))  # both learned
 
 
+@pytest.mark.slow
 def test_ensemble_reads_with_finished_runs_readers_and_trains_nothing(tmp_path, one_thread):
     common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01", "--reader-width", "8"]
     runs = [tmp_path / "first", tmp_path / "second"]
