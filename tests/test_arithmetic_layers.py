@@ -360,6 +360,18 @@ def test_shape_mismatch_names_expected_and_received_shapes(cls) -> None:
         _unit(cls, 3, 2)(torch.zeros(8, 3, dtype=torch.long))
 
 
+@pytest.mark.parametrize("cls", UNITS)
+def test_an_input_of_another_dtype_than_the_unit_is_named_with_both(cls) -> None:
+    unit = _unit(cls, 3, 2)
+    with pytest.raises(
+        ValueError, match=rf"the input has dtype torch.float64 but the {cls.__name__}'s parameters are torch.float32"
+    ):
+        unit(torch.ones(8, 3, dtype=torch.float64))
+    assert unit.double()(torch.ones(8, 3, dtype=torch.float64)).dtype == torch.float64
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # half inputs under autocast are computed in float32
+        assert unit.float()(torch.ones(8, 3, dtype=torch.bfloat16)).dtype == torch.float32
+
+
 def test_invalid_construction_is_rejected() -> None:
     with pytest.raises(ValueError, match="in_features"):
         NAU(0, 2)

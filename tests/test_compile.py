@@ -30,6 +30,7 @@ def _train(model: torch.nn.Module, batches: list[tuple[torch.Tensor, ...]]) -> l
 @pytest.mark.slow
 def test_a_compiled_transformer_trains_as_the_eager_one_with_one_graph() -> None:
     torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()  # (they count every graph this worker compiled before)
     eager = tiny_model("transformer_rel_uni", encoder_layers=1, boundaries=True)
     compiled = compile_for_training(copy.deepcopy(eager))
     batches = [tuple(t.clone() for t in reversal_batch(8, seed=seed)) for seed in range(3)]  # no views, as in training

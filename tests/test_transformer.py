@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from neurosym.layers import (
+    MultiheadAttention,
+    SinusoidalPositionalEncoding,
     TransformerDecoder,
     TransformerEncoder,
     TransformerEncoderLayer,
@@ -139,3 +141,24 @@ def test_universal_transformer_rejects_layers_without_width() -> None:
         UniversalTransformer(torch.nn.Linear(4, 4), 2)
     with pytest.raises(ValueError, match="dim and ff_dim must be positive, got 16 and 0"):
         TransformerEncoderLayer(16, 4, 0)
+
+
+def test_a_sequence_of_another_width_or_dtype_is_named_before_torch_meets_it() -> None:
+    x = torch.randn(2, 5, DIM)
+    wide = torch.randn(2, 5, DIM + 2)
+    modules = [TransformerEncoderLayer(DIM, HEADS, FF), TransformerEncoder(DIM, 2, HEADS, FF), SinusoidalPositionalEncoding(DIM),
+               UniversalTransformer(TransformerEncoderLayer(DIM, HEADS, FF), 2)]  # fmt: skip
+    for module in modules:
+        with pytest.raises(ValueError, match=rf"the input must have shape \[batch, length, {DIM}\], got \(2, 5, {DIM + 2}\)"):
+            module(wide)
+        with pytest.raises(ValueError, match=r"got \(5, 16\)"):
+            module(x[0])
+    decoder = TransformerDecoder(DIM, 2, HEADS, FF)
+    with pytest.raises(ValueError, match=rf"memory must have shape \[2, length, {DIM}\], got \(3, 4, {DIM}\)"):
+        decoder(x, torch.randn(3, 4, DIM))
+    for module in (TransformerEncoder(DIM, 2, HEADS, FF), MultiheadAttention(DIM, HEADS)):
+        with pytest.raises(ValueError, match=r"has dtype torch.float64 but the \w+'s parameters are torch.float32"):
+            module(x.double())
+        assert module.double()(x.double()).dtype == torch.float64
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts inside: a bfloat16 input is fine there
+        assert TransformerEncoder(DIM, 2, HEADS, FF)(x.bfloat16()).shape == x.shape

@@ -6,6 +6,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.shape_checks import check_sequence
 from neurosym.layers.value_checks import values_are_readable
 
 
@@ -49,11 +50,10 @@ class AdditiveAttention(nn.Module):
     def _check_inputs(
         self, query: torch.Tensor, keys: torch.Tensor, projected: torch.Tensor, key_padding_mask: torch.Tensor | None
     ) -> None:
-        batch = query.shape[0] if query.dim() == 2 else None
         if query.dim() != 2 or query.shape[-1] != self.query_dim:
             raise ValueError(f"query must have shape [batch, {self.query_dim}], got {tuple(query.shape)}")
-        if keys.dim() != 3 or keys.shape[0] != batch or keys.shape[-1] != self.key_dim:
-            raise ValueError(f"keys must have shape [{batch}, length, {self.key_dim}], got {tuple(keys.shape)}")
+        batch = query.shape[0]
+        check_sequence(keys, self.key_dim, "keys", batch=batch)
         if projected.shape != (*keys.shape[:2], self.attention_dim):
             raise ValueError(
                 f"projected_keys must have shape [{batch}, {keys.shape[1]}, {self.attention_dim}] (project_keys(keys)), "

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.shape_checks import check_dtype_of, check_sequence
 from neurosym.layers.value_checks import values_are_readable
 
 
@@ -205,12 +206,11 @@ class MultiheadAttention(nn.Module):
         key_padding_mask: torch.Tensor | None,
         cache: AttentionCache | None,
     ) -> None:
-        if query.dim() != 3 or query.shape[-1] != self.dim:
-            raise ValueError(f"query must have shape [batch, length, {self.dim}], got {tuple(query.shape)}")
-        if key_value is not None and (
-            key_value.dim() != 3 or key_value.shape[-1] != self.dim or key_value.shape[0] != query.shape[0]
-        ):
-            raise ValueError(f"key_value must have shape [{query.shape[0]}, length, {self.dim}], got {tuple(key_value.shape)}")
+        check_sequence(query, self.dim, "query")
+        check_dtype_of(query, self, "query")
+        if key_value is not None:
+            check_sequence(key_value, self.dim, "key_value", batch=query.shape[0])
+            check_dtype_of(key_value, self, "key_value")
         if key_padding_mask is not None:
             if key_padding_mask.dtype != torch.bool or key_padding_mask.dim() != 2:
                 raise ValueError("key_padding_mask must be a bool tensor [batch, keys] with True marking padding")

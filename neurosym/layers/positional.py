@@ -8,6 +8,8 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.shape_checks import check_sequence
+
 
 def sinusoid_frequencies(dim: int, device: torch.device | str | None = None) -> torch.Tensor:
     """The ``dim // 2`` angular frequencies of a ``dim``-feature sinusoid, geometrically spaced from 1 to
@@ -41,5 +43,6 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.dim = dim
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        check_sequence(x, self.dim, "the input")
         positions = torch.arange(offset, offset + x.shape[1], device=x.device)
         return x + sinusoid_table(positions, self.dim).to(x.dtype)

@@ -15,6 +15,7 @@ from torch import nn
 
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
 from neurosym.layers.relative_attention import RelativeMultiheadAttention
+from neurosym.layers.shape_checks import check_dtype_of, check_sequence
 
 AttentionKind = Literal["vanilla", "xl", "xl_clipped", "shaw"]
 
@@ -83,6 +84,8 @@ class TransformerEncoderLayer(nn.Module):
         self.feed_forward_block = _Residual(dim, dropout, pre_norm)
 
     def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        check_sequence(x, self.dim, "the input")
+        check_dtype_of(x, self, "the input")
         x = self.attention_block(x, lambda h: self.self_attention(h, key_padding_mask=key_padding_mask))
         return self.feed_forward_block(x, self.feed_forward)
 
@@ -115,6 +118,7 @@ class TransformerDecoderLayer(nn.Module):
         attention_bias: bool = True,
     ) -> None:
         super().__init__()
+        self.dim = dim
         self.self_attention = make_attention(attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias)
         self.cross_attention = MultiheadAttention(dim, heads, dropout=dropout, bias=attention_bias)
         self.feed_forward = FeedForward(dim, ff_dim, dropout)
@@ -130,6 +134,9 @@ class TransformerDecoderLayer(nn.Module):
         memory_padding_mask: torch.Tensor | None = None,
         cache: DecoderLayerCache | None = None,
     ) -> torch.Tensor:
+        check_sequence(x, self.dim, "the input")
+        check_sequence(memory, self.dim, "memory", batch=x.shape[0])
+        check_dtype_of(x, self, "the input")
         self_cache = cache.self_attention if cache is not None else None
         cross_cache = cache.cross_attention if cache is not None else None
         x = self.self_block(x, lambda h: self.self_attention(h, causal=True, cache=self_cache))

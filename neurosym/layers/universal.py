@@ -16,6 +16,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.positional import sinusoid_table
+from neurosym.layers.shape_checks import check_sequence
 
 
 class UniversalOutput(NamedTuple):
@@ -66,6 +67,7 @@ class UniversalTransformer(nn.Module):
         return x + rearrange(signal, "1 d -> 1 1 d")
 
     def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> UniversalOutput:
+        check_sequence(x, self.dim, "the input")
         if self.halting is None:
             for step in range(self.depth):
                 x = self.layer(self._step_input(x, step), key_padding_mask)

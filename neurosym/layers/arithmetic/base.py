@@ -3,6 +3,7 @@ input validation, member extraction, and the default regulariser / sparsity erro
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from abc import ABCMeta, abstractmethod
 from typing import Any
@@ -11,7 +12,7 @@ import torch
 from einops import pack, rearrange
 from torch import Tensor, nn
 
-from .numerics import autocast_enabled
+from neurosym.layers.shape_checks import autocast_enabled, check_dtype_of
 
 
 def ensemble_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -115,10 +116,11 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         thousands lose their exactness in float16/bfloat16, which defeats the purpose of these units.
         """
         self.check_input(x)
-        if autocast_enabled(x):
-            with torch.autocast(x.device.type, enabled=False):
-                return self.compute(x.float() if x.dtype in (torch.float16, torch.bfloat16) else x)
-        return self.compute(x)
+        autocast = autocast_enabled(x)
+        with torch.autocast(x.device.type, enabled=False) if autocast else contextlib.nullcontext():
+            x = x.float() if autocast and x.dtype in (torch.float16, torch.bfloat16) else x
+            check_dtype_of(x, self, "the input")
+            return self.compute(x)
 
     @abstractmethod
     def compute(self, x: Tensor) -> Tensor:

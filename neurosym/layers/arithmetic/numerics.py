@@ -39,13 +39,3 @@ def bounded_input(x: Tensor, in_features: int) -> Tensor:
 def capped_exp(log_magnitude: Tensor) -> Tensor:
     """``exp(min(z, MAX_LOG_MAGNITUDE))`` element-wise: finite for every input, including ``+inf``."""
     return torch.exp(log_magnitude.clamp(max=MAX_LOG_MAGNITUDE))
-
-
-def autocast_enabled(x: Tensor) -> bool:
-    """Whether autocast (AMP) is on for ``x``'s device type (never for a type without autocast, such as
-    the ``meta`` device of shape-only tensors)."""
-    device = x.device.type
-    # Under torch.compile the tensors are on real devices; older Dynamo (torch < 2.13) cannot trace the
-    # availability check and would break the graph there.
-    available = torch.compiler.is_compiling() or torch.amp.is_autocast_available(device)
-    return available and torch.is_autocast_enabled(device)

@@ -36,8 +36,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from neurosym.layers.shape_checks import autocast_enabled
+
 from ..lazy_compile import LazilyCompiled
-from .numerics import MAX_LOG_MAGNITUDE, autocast_enabled
+from .numerics import MAX_LOG_MAGNITUDE
 
 CHUNK_ELEMENTS = 1 << 18
 """Largest number of product terms (``ensemble · rows · out · in``) materialised at once (1 MiB in float32)."""

@@ -1,0 +1,36 @@
+"""Structural input checks shared by the layers: shapes and dtypes, named before torch meets them, and whether
+autocast is on for an input."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def autocast_enabled(x: torch.Tensor) -> bool:
+    """Whether autocast (AMP) is on for ``x``'s device type (never for a type without autocast, such as
+    the ``meta`` device of shape-only tensors)."""
+    device = x.device.type
+    # Under torch.compile the tensors are on real devices; older Dynamo (torch < 2.13) cannot trace the
+    # availability check and would break the graph there.
+    available = torch.compiler.is_compiling() or torch.amp.is_autocast_available(device)
+    return available and torch.is_autocast_enabled(device)
+
+
+def check_sequence(x: torch.Tensor, dim: int, what: str, batch: int | None = None) -> None:
+    """Raise ``ValueError`` unless ``x`` is ``[batch, length, dim]`` (any batch when ``batch`` is None)."""
+    if x.dim() != 3 or x.shape[-1] != dim or (batch is not None and x.shape[0] != batch):
+        raise ValueError(f"{what} must have shape [{'batch' if batch is None else batch}, length, {dim}], got {tuple(x.shape)}")
+
+
+def check_dtype_of(x: torch.Tensor, module: nn.Module, what: str) -> None:
+    """Raise ``ValueError`` unless floating ``x`` has the dtype of ``module``'s parameters, outside autocast (where
+    torch's own message would only say, from deep in a matmul, that two dtypes differ)."""
+    if autocast_enabled(x):
+        return
+    dtype = next(module.parameters()).dtype
+    if x.dtype != dtype:
+        raise ValueError(
+            f"{what} has dtype {x.dtype} but the {type(module).__name__}'s parameters are {dtype}; "
+            f"convert the input (x.to({dtype})) or the module (module.to({x.dtype}))"
+        )
