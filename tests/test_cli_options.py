@@ -159,6 +159,10 @@ def test_string_options_arrive_parsed() -> None:
         ("hint --model gru --ensemble a b", "--ensemble reads with trained symbol readers: --model neurosym --input image only"),
         ("hint --model neurosym --input image --adapt-route 5", "--adapt-route reads with two readers"),
         ("hint --model neurosym --drawn-digits 5 --data .", "--drawn-digits adds to --bank's images"),
+        ("hint --model neurosym --heads 4", "--heads is used by the seq2seq baselines (--model other than neurosym) only"),
+        ("hint --model neurosym --compile", "--compile is used by the seq2seq baselines"),
+        ("hint --model gru --semantics learned", "--semantics is used by --model neurosym only; this run would ignore it"),
+        ("hint --model transformer --fewshot-scales none", "--fewshot-scales is used by --model neurosym only"),
     ],
 )
 def test_hint_rules_between_options_are_usage_errors(argv, message, capsys) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +27,12 @@ from neurosym.experiments.options import (
     positive_float,
     positive_int,
     probability_below_one,
+    reject_unused,
     unit_interval,
 )
 from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES
 from neurosym.models.seq2seq.factory import RNN_HIDDEN
+from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS
 from neurosym.pipelines.adapt import AdaptConfig
 from neurosym.pipelines.concepts import ROLES
 from neurosym.pipelines.trainer import HINT_PSEUDO_LABELS, LEARNING_RULES
@@ -255,6 +257,10 @@ class HintOptions(HintPipelineOptions):
                              "semantics")  # fmt: skip
         if self.drawn_digits and self.data is not None:
             raise ValueError("--drawn-digits adds to --bank's images; a release's expressions name theirs")
+        if self.model == "neurosym":
+            reject_unused(self, SEQ2SEQ_ONLY, "the seq2seq baselines (--model other than neurosym)")
+        else:
+            reject_unused(self, PIPELINE_ONLY, "--model neurosym")
 
     def training_steps(self) -> int:
         """``--steps``, else the budget of the model: the HINT release's, or the pipeline's."""
@@ -268,3 +274,10 @@ class HintOptions(HintPipelineOptions):
 
 DATA_OPTIONS = ("model", "input", "scale", "data", "bank", "drawn_digits")
 """The options that choose a run's training data (and the model kind)."""
+
+SEQ2SEQ_ONLY = (*(name for name in BASELINE_OPTIONS if name != "cnn"), "clip", "eval_every", "patience", "num_workers", "compile")
+"""The options that only the seq2seq baselines read."""
+PIPELINE_ONLY = tuple(
+    item.name for item in fields(HintPipelineOptions) if item.name not in {f.name for f in fields(TrainingOptions)}
+)
+"""The options that only ``--model neurosym`` reads."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TypeVar, get_args, get_type_hints
@@ -279,9 +279,22 @@ def add_options(parser: argparse.ArgumentParser, options: type) -> None:
                          f"{flag(unlisted[0])}): {', '.join(unlisted)}.")  # fmt: skip
 
 
+def default_of(config_field: Field) -> Any:
+    """The value an option field has when it is not given."""
+    return config_field.default if config_field.default is not MISSING else config_field.default_factory()
+
+
+def reject_unused(options: Any, names: Iterable[str], used_by: str) -> None:
+    """Raise ``ValueError`` naming the first option of ``names`` that ``options`` sets away from its default: these
+    options are ``used_by`` other runs only, and this run would ignore it."""
+    defaults = {item.name: default_of(item) for item in fields(options)}
+    if given := next((name for name in names if getattr(options, name) != defaults[name]), None):
+        raise ValueError(f"{flag(given)} is used by {used_by} only; this run would ignore it (drop it)")
+
+
 def _add_field(group: argparse._ArgumentGroup, config_field: Field, annotation: Any) -> None:
     meta = config_field.metadata
-    default = config_field.default if config_field.default is not MISSING else config_field.default_factory()
+    default = default_of(config_field)
     shown = meta["help"] if meta["listed"] else argparse.SUPPRESS
     if _is_switch(annotation):
         group.add_argument(flag(config_field.name), action=argparse.BooleanOptionalAction, default=default, help=shown)
