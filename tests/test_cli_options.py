@@ -240,7 +240,7 @@ def test_a_config_file_with_a_bad_entry_is_a_one_line_usage_error(text, message,
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        ("pipeline --task hwf --digits 3", "--digits and --mnist are options of --task mnist-add"),
+        ("pipeline --task hwf --digits 3", "--digits is used by --task mnist-add only; this run would ignore it"),
         (
             "pipeline --task hint --epochs 2 --reader-width 8",
             "--task hint takes only the shared options, not --epochs, --reader-width",

@@ -150,4 +150,4 @@ def test_the_pipeline_trains_hint_on_a_release_folder_with_its_own_images(tmp_pa
         main([*argv, "--no-progress", "--out", str(tmp_path / "broken")])
     with pytest.raises(SystemExit):
         main(["pipeline", "--task", "hwf", "--data", str(release)])
-    assert "--scale and --data are options of --task hint-grammar" in capsys.readouterr().err
+    assert "--data is used by --task hint-grammar only" in capsys.readouterr().err

@@ -26,6 +26,7 @@ from neurosym.experiments.options import (
     apply_threads,
     comma_list,
     curriculum_stages,
+    default_of,
     existing_file,
     existing_folder,
     flag,
@@ -36,6 +37,7 @@ from neurosym.experiments.options import (
     option_as_json,
     positive_float,
     positive_int,
+    reject_unused,
     unit_interval,
 )
 from neurosym.experiments.report import format_table
@@ -163,20 +165,20 @@ class PipelineOptions(TrainingOptions):
         changed = [
             flag(item.name)
             for item in fields(self)
-            if item.name not in {*SHARED, "task"} and getattr(self, item.name) != item.default
+            if item.name not in {*SHARED, "task"} and getattr(self, item.name) != default_of(item)
         ]
         if self.task == "hint" and changed:
             raise ValueError(f"--task hint takes only the shared options, not {', '.join(changed)} (neurosym hint has the rest)")
-        if self.task != "mnist-add" and (self.digits != 1 or self.mnist is not None):
-            raise ValueError("--digits and --mnist are options of --task mnist-add")
+        if self.task != "mnist-add":
+            reject_unused(self, ("digits", "mnist"), "--task mnist-add")
         if self.ensemble and self.init_reader is not None:
             raise ValueError("--ensemble reads with readers already trained; --init-reader starts one to train")
         if self.restarts and (self.ensemble or self.init_reader is not None):
             raise ValueError("--restarts starts fresh readers; --ensemble and --init-reader start from trained ones")
         if self.reader_convs is not None and len(self.reader_convs) != 3:
             raise ValueError(f"--reader-convs takes three counts, one per stage, got {','.join(map(str, self.reader_convs))}")
-        if self.task != "hint-grammar" and (self.scale != 0.01 or self.data is not None):
-            raise ValueError("--scale and --data are options of --task hint-grammar")
+        if self.task != "hint-grammar":
+            reject_unused(self, ("scale", "data"), "--task hint-grammar")
 
 
 SHARED = {item.name for item in fields(TrainingOptions)}
