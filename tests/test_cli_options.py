@@ -227,6 +227,11 @@ def test_a_config_file_gives_defaults_that_the_command_line_overrides(tmp_path) 
         ('task = "sudoku"\n', "task: invalid choice 'sudoku'"),
         ('progress = "no"\n', "progress must be true or false"),
         ("epochs = 3 3\n", "run.toml: Expected newline or end of document after a statement (at line 1, column 12)"),
+        (
+            "curriculum = [[1, 50], [3, 80]]\n",
+            "curriculum: [[1, 50], [3, 80]] is not an option value; write its command-line text",
+        ),
+        ("curriculum = {stages = 2}\n", "curriculum: {'stages': 2} is not an option value"),
     ],
 )
 def test_a_config_file_with_a_bad_entry_is_a_one_line_usage_error(text, message, tmp_path, capsys) -> None:

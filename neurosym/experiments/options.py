@@ -338,6 +338,8 @@ def _config_value(key: str, value: Any, config_field: Field, annotation: Any) ->
     items = value if meta.get("nargs") else [value]
     parsed = []
     for item in items if isinstance(items, list) else [items]:
+        if isinstance(item, dict) or (isinstance(item, list) and any(isinstance(part, list | dict) for part in item)):
+            raise ValueError(f"{key}: {value!r} is not an option value; write its command-line text (a string) or a flat list")
         text = ",".join(map(str, item)) if isinstance(item, list) else str(item)
         if meta.get("choices") is not None and text not in meta["choices"]:
             raise ValueError(f"{key}: invalid choice {text!r} (choose from {', '.join(map(str, meta['choices']))})")
