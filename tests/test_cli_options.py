@@ -174,7 +174,10 @@ def test_hint_rules_between_options_are_usage_errors(argv, message, capsys) -> N
 def test_solver_speed_rejects_inconsistent_counts(capsys) -> None:
     with pytest.raises(SystemExit) as stopped:  # a usage error, before any work
         main(["solver-speed", "--count", "10", "--lark-count", "20", "--batch-sizes", "4"])
-    assert stopped.value.code == 2 and "--lark-count must not exceed --count" in capsys.readouterr().err
+    assert stopped.value.code == 2 and "--lark-count 20 exceeds --count 10" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["solver-speed", "--preset", "smoke", "--batch-sizes", "600,1000"])
+    assert "every --batch-sizes value (600, 1000) exceeds the --preset smoke's count 512" in capsys.readouterr().err
 
 
 def test_arithmetic_ratios_are_checked_by_argparse(capsys) -> None:

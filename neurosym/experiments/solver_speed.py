@@ -51,8 +51,11 @@ class SolverSpeedOptions(ThreadOptions):
 
     def __post_init__(self) -> None:
         count, lark_count, batch_sizes = self.budget()
-        if not batch_sizes or lark_count > count:
-            raise ValueError("--batch-sizes needs a size <= --count, and --lark-count must not exceed --count")
+        budget = f"the --preset {self.preset}'s count" if self.preset == "smoke" else "--count"
+        if not batch_sizes:
+            raise ValueError(f"every --batch-sizes value ({', '.join(map(str, self.batch_sizes))}) exceeds {budget} {count}")
+        if lark_count > count:
+            raise ValueError(f"--lark-count {lark_count} exceeds {budget} {count}")
 
     def budget(self) -> tuple[int, int, list[int]]:
         """Expressions per operator count, those through Lark, and the batch sizes that fit: the preset's or given."""
