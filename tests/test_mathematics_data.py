@@ -1,6 +1,7 @@
 """DeepMind Mathematics data: loader, malformed files, encoding, generation driver and cache."""
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -189,6 +190,21 @@ def test_generator_env_is_ready_only_with_its_marker(tmp_path):
     assert not generator_env_ready(env)
     (env / "neurosym-ready.txt").write_text("\n".join(GENERATOR_REQUIREMENTS) + "\n")
     assert generator_env_ready(env) and ensure_generator_env(create=False, env_dir=env) == generator_python(env)
+
+
+def test_a_failed_pip_install_says_how_to_go_on_and_leaves_no_ready_environment(tmp_path, monkeypatch):
+    from neurosym.data.mathematics import environment
+
+    def run(command, **kwargs):  # the venv is made; pip finds no index
+        failed = "pip" in command
+        return subprocess.CompletedProcess(command, int(failed), "", "ERROR: No matching distribution found" if failed else "")
+
+    monkeypatch.setattr(environment.subprocess, "run", run)
+    env = tmp_path / "env"
+    with pytest.raises(RuntimeError, match="could not pip-install the generator") as error:
+        environment.ensure_generator_env(env_dir=env)
+    assert "No matching distribution found" in str(error.value) and "NEUROSYM_MATHEMATICS_ENV" in str(error.value)
+    assert "--data" in str(error.value) and not env.exists() and not generator_env_ready(env)
 
 
 def test_the_generator_environment_lives_where_the_variable_names(tmp_path, monkeypatch):

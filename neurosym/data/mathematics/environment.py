@@ -70,14 +70,21 @@ def ensure_generator_env(create: bool = True, env_dir: Path | None = None) -> Pa
     partial.parent.mkdir(parents=True, exist_ok=True)
     _run([sys.executable, "-m", "venv", str(partial)], "create the virtual environment")
     python = generator_python(partial)
-    _run([str(python), "-m", "pip", "install", "--quiet", *GENERATOR_REQUIREMENTS], "pip-install the generator")
+    _run([str(python), "-m", "pip", "install", "--quiet", *GENERATOR_REQUIREMENTS], "pip-install the generator",
+         f"without a package index, build the environment where pip works and name it in ${ENV_VARIABLE}, or read a "
+         "released dataset folder instead (neurosym mathematics --data)")  # fmt: skip
     (partial / _READY_MARKER).write_text("\n".join(GENERATOR_REQUIREMENTS) + "\n")
     shutil.rmtree(env_dir, ignore_errors=True)
     os.replace(partial, env_dir)
     return generator_python(env_dir)
 
 
-def _run(command: list[str], purpose: str) -> None:
+def _run(command: list[str], purpose: str, remedy: str = "") -> None:
+    """Run ``command``; if it fails, raise ``RuntimeError`` naming ``purpose``, the command, the end of its error
+    output and ``remedy``."""
     result = subprocess.run(command, capture_output=True, text=True, check=False)  # the error names the command
     if result.returncode != 0:
-        raise RuntimeError(f"could not {purpose} for mathematics_dataset ({' '.join(command)}): {result.stderr.strip()[-800:]}")
+        raise RuntimeError(
+            f"could not {purpose} for mathematics_dataset ({' '.join(command)}): {result.stderr.strip()[-800:]}"
+            + (f"\n{remedy}" if remedy else "")
+        )
