@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -146,3 +147,12 @@ def test_exact_match_for_tensors_and_sequences():
     assert sequence_matches(torch.tensor([1, 2, 3]), torch.tensor([1, 0, 3])).tolist() == [True, False, True]
     with pytest.raises(TypeError, match="both"):
         exact_match(predictions, targets.tolist())
+
+
+def test_exact_match_reads_each_row_of_an_array_and_each_decoded_tensor_as_one_example():
+    predictions, targets = np.array([[1, 2], [3, 4]]), np.array([[1, 2], [3, 5]])
+    assert exact_match(predictions, targets) == 0.5 and exact_match(list(predictions), list(targets)) == 0.5
+    assert exact_match(torch.as_tensor(predictions), targets) == 0.5
+    decoded = [torch.tensor([1, 2]), torch.tensor([3])]  # rows of different lengths
+    assert sequence_matches(decoded, [[1, 2], (4,)]).tolist() == [True, False]
+    assert exact_match([np.array([1, 2]), np.array([3])], decoded) == 1.0

@@ -1,10 +1,11 @@
-"""Exact-match accuracy for predicted sequences (token lists, strings or padded token tensors)."""
+"""Exact-match accuracy for predicted sequences (token lists, strings, padded token tensors or arrays)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -12,10 +13,15 @@ from torch import Tensor
 def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequence[Any]) -> Tensor:
     """Per-example exact match: ``[N]`` bool, True where the whole prediction equals the whole target.
 
-    Tensors: ``predictions`` and ``targets`` of the same shape ``[N, ...]`` (padding included, so a
-    prediction must also reproduce the padding). Python sequences: ``N`` items compared with ``==`` after
-    turning each item into a tuple (so a list and a tuple of the same tokens match; strings compare as strings).
+    Tensors or numpy arrays: ``predictions`` and ``targets`` of the same shape ``[N, ...]`` (padding included, so
+    a prediction must also reproduce the padding); each row ``[...]`` is one example. Python sequences: ``N`` items
+    compared with ``==`` after turning each item into a tuple (so a list, a tuple, a 1-D tensor and a 1-D array of
+    the same tokens match, whatever their lengths; strings compare as strings).
     """
+    if isinstance(predictions, np.ndarray) and isinstance(targets, np.ndarray | Tensor):
+        predictions = torch.as_tensor(predictions)
+    if isinstance(targets, np.ndarray) and isinstance(predictions, Tensor):
+        targets = torch.as_tensor(targets)
     if isinstance(predictions, Tensor) and isinstance(targets, Tensor):
         if predictions.shape != targets.shape or predictions.dim() < 1:
             raise ValueError(
@@ -31,6 +37,9 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
 
 
 def _as_item(value: Any) -> Any:
+    """One example as a comparable value: a tensor or array as the tuple of its (nested) items' values."""
+    if isinstance(value, Tensor | np.ndarray):
+        value = value.tolist()
     return value if isinstance(value, str) or not isinstance(value, Sequence) else tuple(value)
 
 
