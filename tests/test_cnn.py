@@ -53,6 +53,27 @@ def test_bad_input_is_named():
         ResNet18(in_channels=1, out_features=2)(torch.randn(1, 28, 28))
 
 
+@pytest.mark.parametrize("encoder", [SmallCNN(1, 2, input_size=16), ResNet18(1, 2), VGG11BN(1, 2)], ids=type)
+def test_images_of_another_dtype_are_named_with_what_to_do(encoder):
+    images = torch.rand(2, 1, 16, 16)
+    with pytest.raises(
+        ValueError, match=r"expects floating-point images, got torch.uint8 \(pixels 0..255: images.float\(\) / 255\)"
+    ):
+        encoder((images * 255).to(torch.uint8))
+    with pytest.raises(ValueError, match=rf"images has dtype torch.float64 but the {type(encoder).__name__}'s parameters are"):
+        encoder(images.double())
+
+
+def test_the_symbol_classifier_reads_uint8_and_any_float_windows_alike_and_names_other_dtypes():
+    classifier = SymbolClassifier(list("0123"), window=16).eval()
+    windows = torch.randint(0, 256, (3, 16, 16), dtype=torch.uint8)
+    expected = classifier(windows.float() / 255)
+    torch.testing.assert_close(classifier(windows), expected)
+    torch.testing.assert_close(classifier(windows.double() / 255), expected)
+    with pytest.raises(ValueError, match="expects uint8 \\(0..255\\) or floating-point \\(0..1\\) windows, got torch.int64"):
+        classifier(windows.long())
+
+
 def test_small_cnn_stages_take_their_convolution_counts():
     default = SmallCNN(in_channels=1, out_features=3, input_size=16, width=4)
     deeper = SmallCNN(in_channels=1, out_features=3, input_size=16, width=4, stage_convs=(1, 2, 3))

@@ -157,6 +157,35 @@ def test_bad_sources_raise_clear_errors() -> None:
     assert isinstance(tiny_model("transformer_rel_uni"), TransformerSeq2Seq)
 
 
+@pytest.mark.parametrize("name", ["gru", "lstm_att", "transformer_rel"])
+def test_bad_targets_are_named_for_every_model(name: str) -> None:
+    model = tiny_model(name)
+    src, src_mask, tgt_in, _ = reversal_batch(4)
+    with pytest.raises(ValueError, match=r"tgt_in must be integer target ids \[batch, length >= 1\], got torch.float32"):
+        model(src, src_mask, tgt_in.float())
+    with pytest.raises(ValueError, match=r"got torch.int64 \(4,\)"):
+        model(src, src_mask, tgt_in[:, 0])
+    with pytest.raises(ValueError, match=r"got torch.int64 \(4, 0\)"):
+        model(src, src_mask, tgt_in[:, :0])
+    with pytest.raises(ValueError, match="tgt_in has 3 targets for 4 sources"):
+        model(src, src_mask, tgt_in[:3])
+    assert model(src, src_mask, tgt_in.int()).shape == (*tgt_in.shape, 13)  # int32 ids are ids too
+
+
+def test_uint8_image_windows_read_as_their_pixels_over_255() -> None:
+    model = tiny_model("transformer_rel", kind="image").eval()
+    pixels = torch.randint(0, 256, (2, 4, 1, 16, 16), dtype=torch.uint8)
+    src_mask, tgt_in = torch.zeros(2, 4, dtype=torch.bool), torch.full((2, 3), BOS)
+    torch.testing.assert_close(model(pixels, src_mask, tgt_in), model(pixels.float() / 255, src_mask, tgt_in))
+    torch.testing.assert_close(model(pixels.double() / 255, src_mask, tgt_in), model(pixels.float() / 255, src_mask, tgt_in))
+
+
+def test_a_recurrent_model_names_an_empty_batch() -> None:
+    src, src_mask, tgt_in, _ = reversal_batch(4)
+    with pytest.raises(ValueError, match="need at least one source, got an empty batch"):
+        tiny_model("gru")(src[:0], src_mask[:0], tgt_in[:0])
+
+
 @pytest.mark.parametrize("name", ["lstm_att_bi", "gru_bi"])
 def test_bidirectional_encoder_shapes(name: str) -> None:
     """hidden / 2 units per direction: memory [B, S, hidden], decoder state [decoder_layers, B, hidden]."""

@@ -1,6 +1,7 @@
 """Convolutional image encoders shared by the visual benchmarks, written with plain ``torch.nn``.
 
-All three map images ``[B, C, H, W]`` (float, any value range) to features ``[B, out_features]``:
+All three map images ``[B, C, H, W]`` (floating point of the encoder's dtype, any value range) to features
+``[B, out_features]``:
 
 * :class:`SmallCNN`  -- three conv blocks and a linear head; fast on a CPU, keeps spatial layout.
 * :class:`ResNet18`  -- the 18-layer residual network (He et al. 2016), optionally with the
@@ -17,10 +18,17 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.shape_checks import check_dtype_of
 
-def _check_images(images: torch.Tensor, in_channels: int, name: str) -> None:
+
+def _check_images(images: torch.Tensor, in_channels: int, encoder: nn.Module) -> None:
+    """Raise ``ValueError`` unless ``images`` is ``[B, in_channels, H, W]`` of ``encoder``'s floating dtype."""
+    name = type(encoder).__name__
     if images.dim() != 4 or images.shape[1] != in_channels:
         raise ValueError(f"{name} expects images [B, {in_channels}, H, W], got shape {tuple(images.shape)}")
+    if not images.is_floating_point():
+        raise ValueError(f"{name} expects floating-point images, got {images.dtype} (pixels 0..255: images.float() / 255)")
+    check_dtype_of(images, encoder, "images")
 
 
 def _conv_bn_relu(in_channels: int, out_channels: int) -> list[nn.Module]:
@@ -89,7 +97,7 @@ class SmallCNN(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """``images [B, C, S, S]`` with ``S == input_size`` -> ``[B, out_features]``."""
-        _check_images(images, self.in_channels, "SmallCNN")
+        _check_images(images, self.in_channels, self)
         if images.shape[-2:] != (self.input_size, self.input_size):
             raise ValueError(f"SmallCNN was built for {self.input_size}x{self.input_size} images, got {tuple(images.shape[-2:])}")
         return self.head(rearrange(self.features(images), "b c h w -> b (c h w)"))
@@ -154,7 +162,7 @@ class ResNet18(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """``images [B, C, H, W]`` -> ``[B, out_features]``."""
-        _check_images(images, self.in_channels, "ResNet18")
+        _check_images(images, self.in_channels, self)
         return self.head(rearrange(self.body(images), "b c 1 1 -> b c"))
 
 
@@ -203,5 +211,5 @@ class VGG11BN(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """``images [B, C, H, W]`` -> ``[B, out_features]``."""
-        _check_images(images, self.in_channels, "VGG11BN")
+        _check_images(images, self.in_channels, self)
         return self.classifier(rearrange(self.features(images), "b c 1 1 -> b c"))

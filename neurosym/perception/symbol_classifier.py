@@ -68,6 +68,9 @@ class SymbolClassifier(nn.Module):
             raise ValueError(f"SymbolClassifier expects windows [N, {self.window}, {self.window}], got {tuple(windows.shape)}")
         if windows.dtype == torch.uint8:
             windows = windows.float() / 255.0
+        if not windows.is_floating_point():
+            raise ValueError(f"SymbolClassifier expects uint8 (0..255) or floating-point (0..1) windows, got {windows.dtype}")
+        windows = windows.to(self.classifier.weight.dtype)
         if self.strokes is not None:
             windows = self.strokes(windows)
         return self.classifier(self.activation(self.encoder(windows))).log_softmax(dim=-1)

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from neurosym.layers.value_checks import values_are_readable
+from neurosym.layers.value_checks import check_token_ids, values_are_readable
 from neurosym.models.seq2seq.padding import real_first
 
 
@@ -69,6 +69,16 @@ class Seq2Seq(nn.Module, ABC):
             if bool(finished.all()):
                 break
         return torch.stack(emitted, dim=1)
+
+
+def check_targets(tgt_in: torch.Tensor, src_mask: torch.Tensor, target_vocab: int) -> None:
+    """Raise ``ValueError`` unless ``tgt_in`` is integer target ids ``[B, T]`` (``T >= 1``) for the ``B`` sources of
+    ``src_mask [B, S]``, each in ``[0, target_vocab)`` (where values are readable)."""
+    if tgt_in.dtype not in (torch.int64, torch.int32) or tgt_in.dim() != 2 or tgt_in.shape[1] == 0:
+        raise ValueError(f"tgt_in must be integer target ids [batch, length >= 1], got {tgt_in.dtype} {tuple(tgt_in.shape)}")
+    if tgt_in.shape[0] != src_mask.shape[0]:
+        raise ValueError(f"tgt_in has {tgt_in.shape[0]} targets for {src_mask.shape[0]} sources")
+    check_token_ids(tgt_in, target_vocab, "target")
 
 
 def prepared_source(src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

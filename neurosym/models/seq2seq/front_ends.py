@@ -27,7 +27,8 @@ class TokenFrontEnd(nn.Module):
 
 
 class ImageWindowFrontEnd(nn.Module):
-    """One image per source position, ``[B, S, C, H, W]`` -> ``[B, S, dim]``.
+    """One image per source position, ``[B, S, C, H, W]`` -> ``[B, S, dim]`` (floating point, or uint8 pixels 0..255
+    read as 0..1).
 
     Every non-padding window goes through ``encoder`` (any CNN mapping ``[N, C, H, W] -> [N, features]``,
     e.g. :class:`neurosym.perception.cnn.ResNet18` or ``SmallCNN``), then a linear map to ``dim``;
@@ -44,7 +45,9 @@ class ImageWindowFrontEnd(nn.Module):
         if src.dim() != 5:
             raise ValueError(f"image sources must have shape [batch, length, C, H, W], got {tuple(src.shape)}")
         real = ~src_mask
-        features = self.proj(self.encoder(src[real].float()))
+        windows = src[real].float() / 255.0 if src.dtype == torch.uint8 else src[real]
+        windows = windows.to(self.proj.weight.dtype) if windows.is_floating_point() else windows  # (others: the CNN says)
+        features = self.proj(self.encoder(windows))
         out = features.new_zeros(*src_mask.shape, self.dim)
         out[real] = features
         return out

@@ -15,8 +15,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from neurosym.layers.additive_attention import AdditiveAttention
-from neurosym.layers.value_checks import check_token_ids
-from neurosym.models.seq2seq.base import Seq2Seq, prepared_source
+from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import output_mask
 
 Cell = Literal["gru", "lstm"]
@@ -93,6 +92,8 @@ class RNNSeq2Seq(Seq2Seq):
 
     def _encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> RNNDecoderState:
         src, src_mask = prepared_source(src, src_mask)
+        if src.shape[0] == 0:  # (torch cannot pack an empty batch)
+            raise ValueError("the recurrent seq2seq models need at least one source, got an empty batch")
         embedded = self.dropout(self.front_end(src, src_mask))
         mask = output_mask(self.front_end, src_mask)
         lengths = (~mask).sum(dim=1).cpu()
@@ -126,7 +127,7 @@ class RNNSeq2Seq(Seq2Seq):
         return torch.cat([rearrange(output, "b 1 h -> b h"), context], dim=-1)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        check_token_ids(tgt_in, self.target_vocab, "target")
+        check_targets(tgt_in, src_mask, self.target_vocab)
         state = self._encode(src, src_mask)
         embedded = self.dropout(self.target_embedding(tgt_in))
         if self.attention is None:

@@ -20,8 +20,7 @@ from neurosym.layers.transformer import (
     TransformerEncoderLayer,
 )
 from neurosym.layers.universal import UniversalTransformer
-from neurosym.layers.value_checks import check_token_ids
-from neurosym.models.seq2seq.base import Seq2Seq, prepared_source
+from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import output_mask
 
 
@@ -157,7 +156,7 @@ class TransformerSeq2Seq(Seq2Seq):
         return self.output(hidden)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
-        check_token_ids(tgt_in, self.target_vocab, "target")
+        check_targets(tgt_in, src_mask, self.target_vocab)
         return self._decode(tgt_in, self._encoded(src, src_mask, cache=None), offset=0)
 
     def start_decoding(self, src: torch.Tensor, src_mask: torch.Tensor, *, use_cache: bool = True) -> TransformerDecoderState:
