@@ -26,10 +26,8 @@ def check_sequence(x: torch.Tensor, dim: int, what: str, batch: int | None = Non
 def check_dtype_of(x: torch.Tensor, module: nn.Module, what: str) -> None:
     """Raise ``ValueError`` unless floating ``x`` has the dtype of ``module``'s parameters, outside autocast (where
     torch's own message would only say, from deep in a matmul, that two dtypes differ)."""
-    if autocast_enabled(x):
-        return
     dtype = next(module.parameters()).dtype
-    if x.dtype != dtype:
+    if x.dtype != dtype and not autocast_enabled(x):
         raise ValueError(
             f"{what} has dtype {x.dtype} but the {type(module).__name__}'s parameters are {dtype}; "
             f"convert the input (x.to({dtype})) or the module (module.to({x.dtype}))"
