@@ -26,6 +26,14 @@ def test_wilson_interval_published_values():
     assert high == 1.0 and round(low, 3) == 0.963
 
 
+def test_wilson_interval_takes_numpy_and_tensor_counts_but_not_bools_or_fractions():
+    expected = wilson_interval(3, 10)
+    assert wilson_interval(np.int64(3), 10) == expected == wilson_interval(torch.tensor(3), np.int32(10))
+    for successes in (True, 3.0, torch.tensor([3]), np.bool_(True)):
+        with pytest.raises(ValueError, match=r"successes must be an int in \[0, 10\], got "):
+            wilson_interval(successes, 10)
+
+
 @settings(max_examples=60, deadline=None)
 @given(trials=st.integers(1, 500), data=st.data(), confidence=st.floats(0.5, 0.999))
 def test_wilson_interval_contains_the_rate_and_narrows_with_confidence(trials, data, confidence):

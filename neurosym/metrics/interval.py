@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 import math
+import numbers
 from statistics import NormalDist
+
+import numpy as np
+import torch
+
+
+def _count(value: object) -> int | None:
+    """``value`` as a Python int when it is an integer (numpy's and 0-d integer tensors too, not a bool), else None."""
+    if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_floating_point() and value.dtype != torch.bool:
+        return int(value)
+    return int(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_) else None
 
 
 def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -12,10 +23,12 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     Unlike the normal approximation it stays inside ``[0, 1]`` and is informative at 0 and ``trials``
     successes: 98/100 gives (0.930, 0.994) and 0/100 gives (0, 0.037) at 95 %.
     """
-    if not isinstance(trials, int) or trials < 1:
+    total, count = _count(trials), _count(successes)
+    if total is None or total < 1:
         raise ValueError(f"trials must be a positive int, got {trials!r}")
-    if not isinstance(successes, int) or not 0 <= successes <= trials:
-        raise ValueError(f"successes must be an int in [0, {trials}], got {successes!r}")
+    if count is None or not 0 <= count <= total:
+        raise ValueError(f"successes must be an int in [0, {total}], got {successes!r}")
+    successes, trials = count, total
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
