@@ -135,6 +135,18 @@ def test_success_criterion_rejects_bad_input():
         run_outcomes(torch.tensor([1, 2, 3]), good, good, math.nan)
     with pytest.raises(ValueError, match=r"with S >= 1 runs, got \[3, 0\]"):  # no run: no success rate to divide out
         run_outcomes(torch.tensor([1, 2, 3]), torch.zeros(3, 0), torch.zeros(3, 0), 0.1)
+    with pytest.raises(ValueError, match=r"threshold must be a scalar or one per run \[2\], got shape \[3\]"):
+        run_outcomes(torch.tensor([1, 2, 3]), good, good, torch.tensor([0.1, 0.1, 0.1]))
+    with pytest.raises(ValueError, match="finite and strictly increasing"):
+        run_outcomes(torch.tensor([1.0, math.nan, 3.0]), good, good, 0.1)
+
+
+def test_a_run_without_a_finite_validation_mse_is_unsolved_and_lists_and_integers_are_read_as_values():
+    validation = torch.tensor([[math.nan, 1.0], [math.nan, 0.5]])
+    outcomes = run_outcomes(torch.tensor([10, 20]), validation, torch.zeros(2, 2), 0.1)
+    assert outcomes.solved.tolist() == [False, True] and outcomes.solved_at[0].isnan()
+    listed = run_outcomes([10, 20], [[2.0], [1.0]], [[1], [1]], 1.5)  # integer MSEs keep a fractional threshold
+    assert listed.solved.tolist() == [True] and listed.best_index.tolist() == [1]
 
 
 def test_exact_match_for_tensors_and_sequences():

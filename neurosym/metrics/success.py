@@ -33,17 +33,18 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     """Apply the success criterion to ``S`` runs evaluated at ``E`` steps.
 
     ``steps [E]`` strictly increasing; ``validation_mse`` and ``extrapolation_mse`` ``[E, S]`` (or ``[E]``
-    for one run); ``threshold`` a scalar or ``[S]`` (one per run). A NaN validation MSE never counts as
-    best, and a NaN extrapolation MSE never counts as under the threshold. Ties in validation MSE go to
-    the earliest evaluation.
+    for one run); tensors, arrays or lists; ``threshold`` a scalar or ``[S]`` (one per run). A NaN validation
+    MSE never counts as best (a run with no other is unsolved), and a NaN extrapolation MSE never counts as
+    under the threshold. Ties in validation MSE go to the earliest evaluation.
     """
+    steps, validation_mse, extrapolation_mse = (torch.as_tensor(v) for v in (steps, validation_mse, extrapolation_mse))
     single = validation_mse.dim() == 1
     validation = validation_mse.unsqueeze(1) if single else validation_mse
     extrapolation = extrapolation_mse.unsqueeze(1) if single else extrapolation_mse
     if steps.dim() != 1 or len(steps) == 0:
         raise ValueError(f"steps must be a non-empty [E] tensor, got shape {list(steps.shape)}")
-    if bool((steps[1:] <= steps[:-1]).any()):
-        raise ValueError(f"steps must be strictly increasing, got {steps.tolist()}")
+    if not bool(torch.isfinite(steps).all()) or bool((steps[1:] <= steps[:-1]).any()):
+        raise ValueError(f"steps must be finite and strictly increasing, got {steps.tolist()}")
     if (
         validation.dim() != 2
         or validation.shape != extrapolation.shape
@@ -54,7 +55,10 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
             f"expected validation and extrapolation MSE of shape [{len(steps)}, S] with S >= 1 runs, got "
             f"{list(validation_mse.shape)} and {list(extrapolation_mse.shape)}"
         )
-    threshold = torch.as_tensor(threshold, dtype=extrapolation.dtype, device=extrapolation.device)
+    dtype = extrapolation.dtype if extrapolation.is_floating_point() else torch.float64  # (not an integer threshold)
+    threshold = torch.as_tensor(threshold, dtype=dtype, device=extrapolation.device)
+    if threshold.dim() != 0 and tuple(threshold.shape) != (validation.shape[1],):
+        raise ValueError(f"threshold must be a scalar or one per run [{validation.shape[1]}], got shape {list(threshold.shape)}")
     if not bool(torch.isfinite(threshold).all() and (threshold > 0).all()):
         raise ValueError(f"threshold must be finite and positive, got {threshold}")
     evaluations = len(steps)
@@ -63,7 +67,8 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     order = torch.arange(evaluations, device=validation.device).unsqueeze(1)
     best_index = torch.where(is_best, order, evaluations).min(dim=0).values  # first index of the minimum
     best_extrapolation = extrapolation.gather(0, best_index.unsqueeze(0)).squeeze(0)
-    solved = best_extrapolation < threshold  # NaN compares False
+    solved = (best_extrapolation < threshold) & ranking.min(dim=0).values.isfinite()  # NaN compares False; a run
+    # whose every validation MSE is NaN has no best evaluation
     under = extrapolation < threshold
     first_under = torch.where(under, order, evaluations).min(dim=0).values
     first_step = steps.to(device=validation.device, dtype=torch.float64)[first_under.clamp(max=evaluations - 1)]
