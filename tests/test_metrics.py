@@ -71,8 +71,10 @@ def test_threshold_of_the_default_task_and_its_dependence_on_epsilon():
     assert abs(add.value - 1.604e-5) < 4 * add.standard_error + 1e-8  # 2ε(a + b − Σx) with a + b − Σx ≈ −200
     smaller = perturbed_solution_mse("add", epsilon=1e-6, samples=50_000)
     assert abs(smaller.value / add.value - 1e-2) < 1e-4  # quadratic in ε
-    with pytest.raises(ValueError, match="samples"):
-        perturbed_solution_mse("add", samples=1)
+    for options, named in (({"samples": 1}, "samples"), ({"samples": 1e3}, "samples"), ({"chunk_size": 0}, "chunk_size"),
+                           ({"chunk_size": -5}, "chunk_size"), ({"epsilon": math.inf}, "epsilon"), ({"seed": -1}, "seed")):  # fmt: skip
+        with pytest.raises(ValueError, match=named):
+            perturbed_solution_mse("add", **options)
     with pytest.raises(ValueError, match="unknown operation"):
         perturbed_solution_mse("pow")
     with pytest.raises(ValueError, match="'sqrt' needs non-negative inputs"):  # was a NaN threshold

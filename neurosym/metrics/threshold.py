@@ -14,6 +14,7 @@ and 5.80e-12.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -50,10 +51,14 @@ def perturbed_solution_mse(
     of ``chunk_size``), computes the exact target ``op(a, b)`` and the prediction ``op(a^ε, b^ε)`` of the
     perturbed weights, and returns the mean squared difference with its standard error.
     """
-    if samples < 2:
-        raise ValueError(f"need at least 2 Monte-Carlo samples, got {samples}")
-    if not epsilon > 0:
-        raise ValueError(f"epsilon must be positive, got {epsilon}")
+    if not isinstance(samples, int) or samples < 2:
+        raise ValueError(f"need an int of at least 2 Monte-Carlo samples, got {samples!r}")
+    if not isinstance(chunk_size, int) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+    if not 0 < epsilon < math.inf:
+        raise ValueError(f"epsilon must be finite and positive, got {epsilon}")
+    if not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be an int of at least 0, got {seed!r}")
     op = operation(operation_name)
     extrapolation = range_pair(ranges)[1]
     check_domain(op, ranges, extrapolation)
