@@ -60,3 +60,8 @@ def test_bad_inputs_and_names_are_reported():
         build_visual_model("alexnet", (28, 28))
     with pytest.raises(ValueError, match="square images"):
         build_visual_model("small_cnn", (28, 308))
+    with pytest.raises(ValueError, match=r"image_size must be \(height, width\), two positive ints, got 32"):
+        build_visual_model("small_cnn", 32)
+    for sizes in ({"length": 0}, {"num_classes": 0}, {"scale": 0.0}):
+        with pytest.raises(ValueError, match="length and num_classes must be positive and scale finite and positive"):
+            build_vector_model("mixer", **sizes)

@@ -149,6 +149,12 @@ def test_bad_sources_raise_clear_errors() -> None:
         build_seq2seq("bert", model.front_end, 13)
     with pytest.raises(ValueError, match="max_len"):
         model.greedy_decode(src, src_mask, max_len=0, bos=BOS, eos=EOS)
+    with pytest.raises(ValueError, match=r"max_len must be an int of at least 1, got 5.0"):
+        model.greedy_decode(src, src_mask, max_len=5.0, bos=BOS, eos=EOS)
+    with pytest.raises(ValueError, match="target_vocab and dim must be positive, got 0 and None"):
+        build_seq2seq("gru", model.front_end, 0)
+    with pytest.raises(ValueError, match="vocab_size and dim must be positive, got 0 and 8"):
+        build_front_end("symbol", 8, vocab_size=0)
     for name in ("gru_att", "transformer"):
         with pytest.raises(ValueError, match=r"target token ids must lie in \[0, 13\), got 0\.\.13"):
             tiny_model(name)(src, src_mask, torch.cat([tgt_in, torch.full_like(tgt_in[:, :1], 13)], dim=1))

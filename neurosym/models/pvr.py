@@ -8,6 +8,7 @@ multiplies every width, to make CPU runs affordable. Visual models read images `
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -132,6 +133,9 @@ VISUAL_MODELS = ("resnet18", "vgg11bn", "small_cnn")
 
 def build_vector_model(name: str, length: int = 11, num_classes: int = 10, scale: float = 1.0) -> nn.Module:
     """One of :data:`VECTOR_MODELS` with the paper's sizes times ``scale``."""
+    if length < 1 or num_classes < 1 or not 0 < scale < math.inf:
+        raise ValueError(f"length and num_classes must be positive and scale finite and positive, got {length}, "
+                         f"{num_classes} and {scale}")  # fmt: skip
     if name in ("mlp", "mlp2x"):
         factor = 2 if name == "mlp2x" else 1
         widths = [_scaled(w * factor, scale) for w in MLP_WIDTHS]
@@ -156,6 +160,10 @@ def build_visual_model(name: str, image_size: tuple[int, int], num_classes: int 
 
     ResNet-18 uses the ImageNet stem (as torchvision's, used by the paper); ``small_cnn`` needs square images.
     """
+    if not (
+        isinstance(image_size, tuple | list) and len(image_size) == 2 and all(isinstance(v, int) and v > 0 for v in image_size)
+    ):
+        raise ValueError(f"image_size must be (height, width), two positive ints, got {image_size!r}")
     if name == "resnet18":
         return ResNet18(1, num_classes, small_input=False, width=_scaled(64, scale))
     if name == "vgg11bn":

@@ -53,8 +53,8 @@ class Seq2Seq(nn.Module, ABC):
         with ``eos``. ``use_cache=False`` makes Transformers recompute the whole prefix at every step
         (slower, same result); recurrent decoders are incremental either way.
         """
-        if max_len < 1:
-            raise ValueError(f"max_len must be at least 1, got {max_len}")
+        if not isinstance(max_len, int) or max_len < 1:
+            raise ValueError(f"max_len must be an int of at least 1, got {max_len!r}")
         if not 0 <= bos < self.target_vocab:  # eos may be any number: one no step emits decodes max_len tokens
             raise ValueError(f"bos ({bos}) must be a target id in [0, {self.target_vocab})")
         batch = src_mask.shape[0]

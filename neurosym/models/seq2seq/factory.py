@@ -86,6 +86,8 @@ def build_seq2seq(
     """
     if name not in MODEL_NAMES:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODEL_NAMES)}")
+    if target_vocab < 1 or (dim is not None and dim < 1):
+        raise ValueError(f"target_vocab and dim must be positive, got {target_vocab} and {dim}")
     is_rnn = name.startswith(("gru", "lstm"))
     if bidirectional and not is_rnn:
         raise ValueError(f"bidirectional applies to the RNN encoders, not to {name!r}")

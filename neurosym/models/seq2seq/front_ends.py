@@ -14,6 +14,8 @@ class TokenFrontEnd(nn.Module):
 
     def __init__(self, vocab_size: int, dim: int) -> None:
         super().__init__()
+        if vocab_size < 1 or dim < 1:
+            raise ValueError(f"vocab_size and dim must be positive, got {vocab_size} and {dim}")
         self.vocab_size = vocab_size
         self.dim = dim
         self.embedding = nn.Embedding(vocab_size, dim)
