@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.perception.augment import MAX_ROTATION, MAX_SHEAR, random_shift, random_style
+from neurosym.perception.strokes import StrokeNormaliser
 
 
 @settings(max_examples=40, deadline=None)
@@ -83,3 +84,17 @@ def test_style_varies_between_windows_repeats_with_the_seed_and_zero_is_identity
     assert floats.shape == (1, 200, 32, 32) and floats.dtype == torch.float32
     with pytest.raises(ValueError, match="strength"):
         random_style(windows, 1.5)
+
+
+def test_bad_windows_shifts_and_generators_are_named():
+    windows = torch.rand(3, 8, 8)
+    with pytest.raises(ValueError, match=r"windows must be images \[\.\.\., H, W\] of numbers, got torch.float32 \(8,\)"):
+        random_shift(torch.rand(8), 2)
+    with pytest.raises(ValueError, match=r"max_shift must be an int >= 0, got 1.5"):
+        random_shift(windows, 1.5)
+    with pytest.raises(ValueError, match="generator must be a torch.Generator"):
+        random_shift(windows, 1, 5)
+    with pytest.raises(ValueError, match="got torch.bool"):
+        random_style(windows > 0.5, 0.5)
+    with pytest.raises(ValueError, match="StrokeNormaliser expects floating-point windows in \\[0, 1\\], got torch.uint8"):
+        StrokeNormaliser(2)(torch.zeros(2, 1, 8, 8, dtype=torch.uint8))

@@ -9,6 +9,14 @@ import torch.nn.functional as F
 from einops import rearrange
 
 
+def _check_windows(windows: torch.Tensor, generator: torch.Generator | None) -> None:
+    """Raise ``ValueError`` unless ``windows`` is ``[..., H, W]`` of numbers and ``generator`` a ``torch.Generator``."""
+    if windows.dim() < 2 or windows.dtype == torch.bool:
+        raise ValueError(f"windows must be images [..., H, W] of numbers, got {windows.dtype} {tuple(windows.shape)}")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise ValueError(f"generator must be a torch.Generator (torch.Generator().manual_seed(seed)), got {generator!r}")
+
+
 def random_shift(windows: torch.Tensor, max_shift: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """Translate each window by its own random whole-pixel offset in ``[-max_shift, max_shift]`` on both
     axes, filling with zeros (background): ``[..., H, W]`` -> ``[..., H, W]``, same dtype and device.
@@ -16,8 +24,9 @@ def random_shift(windows: torch.Tensor, max_shift: int, generator: torch.Generat
     The offsets are drawn on the CPU from ``generator``, so a seeded generator gives the same shifts on
     any device.
     """
-    if max_shift < 0:
-        raise ValueError(f"max_shift must be >= 0, got {max_shift}")
+    if not isinstance(max_shift, int) or max_shift < 0:
+        raise ValueError(f"max_shift must be an int >= 0, got {max_shift!r}")
+    _check_windows(windows, generator)
     if max_shift == 0 or windows.numel() == 0:
         return windows
     height, width = windows.shape[-2:]
@@ -51,6 +60,7 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
     """
     if not 0 <= strength <= 1:
         raise ValueError(f"strength must be in [0, 1], got {strength}")
+    _check_windows(windows, generator)
     if strength == 0 or windows.numel() == 0:
         return windows
     flat = rearrange(windows, "... h w -> (...) 1 h w").float()

@@ -103,6 +103,8 @@ class StrokeNormaliser(nn.Module):
         """``windows [N, 1, S, S]`` in ``[0, 1]`` -> redrawn ``[N, 1, S, S]``."""
         if windows.dim() != 4 or windows.shape[1] != 1:
             raise ValueError(f"StrokeNormaliser expects windows [N, 1, S, S], got {tuple(windows.shape)}")
+        if not windows.is_floating_point():
+            raise ValueError(f"StrokeNormaliser expects floating-point windows in [0, 1], got {windows.dtype}")
         peak = windows.amax(dim=(2, 3), keepdim=True)
         ink = (windows > self.threshold * peak) & (peak > 0)
         skeleton = skeletonise(rearrange(ink, "n 1 h w -> n h w"))
