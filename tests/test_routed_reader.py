@@ -102,8 +102,12 @@ def test_bad_routes_are_refused():
         RoutedReader([_reader(0), _reader(1, "0123456789")], _reader(2, ("first", "new")))
     with pytest.raises(ValueError, match="the router has 3 classes for 2 readers"):
         RoutedReader([_reader(0), _reader(1)], _reader(2, ("a", "b", "c")))
-    with pytest.raises(ValueError, match=r"one index per window \(12\), got shape \(5,\)"):
+    with pytest.raises(ValueError, match=r"one index per window \(12\), got torch.int64 \(5,\)"):
         _routed().route(WINDOWS, torch.zeros(5, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"groups must be an integer tensor, one index per window \(12\), got list"):
+        _routed().route(WINDOWS, [0] * 12)
+    empty = WINDOWS[:0]
+    assert _routed()(empty, torch.zeros(0, dtype=torch.long)).shape == (0, len(HINT_SYMBOLS))  # an empty batch: no reading
 
 
 def test_route_readers_learns_where_windows_came_from_and_routes_each_expression_to_its_reader(tmp_path):

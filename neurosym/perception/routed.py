@@ -39,10 +39,11 @@ class RoutedReader(nn.Module):
     def route(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` -> log-weights of the readers ``[N, K]`` (per group when ``groups [N]`` is given)."""
         log_weights = self.router(windows).float()
-        if groups is None:
+        if groups is None or len(log_weights) == 0:
             return log_weights
-        if groups.shape != log_weights.shape[:1]:
-            raise ValueError(f"groups must give one index per window ({len(log_weights)}), got shape {tuple(groups.shape)}")
+        if not isinstance(groups, torch.Tensor) or groups.is_floating_point() or groups.shape != log_weights.shape[:1]:
+            described = f"{groups.dtype} {tuple(groups.shape)}" if isinstance(groups, torch.Tensor) else type(groups).__name__
+            raise ValueError(f"groups must be an integer tensor, one index per window ({len(log_weights)}), got {described}")
         _, groups = torch.unique(groups, return_inverse=True)
         sums = log_weights.new_zeros(int(groups.max()) + 1, log_weights.shape[1]).index_add(0, groups, log_weights)
         counts = torch.bincount(groups).unsqueeze(1).to(log_weights.dtype)
