@@ -59,6 +59,9 @@ def test_regulariser_schedules_scale_with_the_budget():
     assert (nmu.weight, nmu.start, nmu.end) == (10.0, 10_000, 20_000)
     assert model.regularization(40).item() == 0.0
     assert model.regularization(20_000).item() > model.regularization(15_000).item() > 0
+    assert model.regularization(torch.tensor(20_000)).item() == model.regularization(20_000).item()
+    with pytest.raises(ValueError, match=r"step must be an int or a 0-d tensor, got shape \(2,\)"):
+        model.regularization(torch.tensor([100, 200]))
     assert TwoLayerArithmetic("NALU", steps=10).schedules == [None, None]
 
 

@@ -99,6 +99,8 @@ class TwoLayerArithmetic(nn.Module):
 
         ``step`` may be a 0-d tensor on the model's device (a CUDA graph's step counter): the weights are then
         computed there, and a layer whose ``λ`` is 0 adds ``0 · R`` (the same value; nothing read back)."""
+        if isinstance(step, Tensor) and step.dim() != 0:
+            raise ValueError(f"step must be an int or a 0-d tensor, got shape {tuple(step.shape)}")
         total = next(self.parameters()).new_zeros(self.layers[0].ensemble_shape)
         for layer, schedule in zip(self.layers, self.schedules):
             if schedule is None:
