@@ -186,6 +186,18 @@ def test_uint8_image_windows_read_as_their_pixels_over_255() -> None:
     torch.testing.assert_close(model(pixels.double() / 255, src_mask, tgt_in), model(pixels.float() / 255, src_mask, tgt_in))
 
 
+def test_front_ends_called_alone_name_a_mask_that_does_not_fit() -> None:
+    tokens, images = torch.zeros(2, 3, dtype=torch.long), torch.rand(2, 3, 1, 16, 16)
+    for front_end, src in (
+        (build_front_end("symbol", 8, vocab_size=5), tokens),
+        (build_front_end("image", 8, image_size=16), images),
+    ):
+        with pytest.raises(ValueError, match="src_mask must be a bool tensor"):
+            front_end(src, torch.zeros(2, 3, dtype=torch.long))
+        with pytest.raises(ValueError, match=r"and src_mask \(2, 2\) disagree on \[batch, length\]"):
+            front_end(src, torch.zeros(2, 2, dtype=torch.bool))
+
+
 def test_a_recurrent_model_names_an_empty_batch() -> None:
     src, src_mask, tgt_in, _ = reversal_batch(4)
     with pytest.raises(ValueError, match="need at least one source, got an empty batch"):

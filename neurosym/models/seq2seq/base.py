@@ -81,11 +81,8 @@ def check_targets(tgt_in: torch.Tensor, src_mask: torch.Tensor, target_vocab: in
     check_token_ids(tgt_in, target_vocab, "target")
 
 
-def prepared_source(src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(src, src_mask)`` checked and with every row's real positions first (:func:`real_first`), which is
-    what the encoders and :class:`~neurosym.models.seq2seq.front_ends.BoundaryMarkers` assume; raises a clear
-    error when the two do not fit together, or (where values are readable, see
-    :func:`values_are_readable`) when a source is empty."""
+def check_source_mask(src: torch.Tensor, src_mask: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``src_mask`` is a bool ``[batch, length]`` matching ``src``'s first two sizes."""
     if src_mask.dtype != torch.bool or src_mask.dim() != 2:
         raise ValueError(
             f"src_mask must be a bool tensor [batch, length] (True = padding), got {src_mask.dtype} "
@@ -93,6 +90,14 @@ def prepared_source(src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Te
         )
     if tuple(src.shape[:2]) != tuple(src_mask.shape):
         raise ValueError(f"src {tuple(src.shape)} and src_mask {tuple(src_mask.shape)} disagree on [batch, length]")
+
+
+def prepared_source(src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(src, src_mask)`` checked and with every row's real positions first (:func:`real_first`), which is
+    what the encoders and :class:`~neurosym.models.seq2seq.front_ends.BoundaryMarkers` assume; raises a clear
+    error when the two do not fit together, or (where values are readable, see
+    :func:`values_are_readable`) when a source is empty."""
+    check_source_mask(src, src_mask)
     if values_are_readable(src_mask):
         empty = src_mask.all(dim=1)
         if bool(empty.any()):

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from neurosym.layers.value_checks import check_token_ids, values_are_readable
+from neurosym.models.seq2seq.base import check_source_mask
 
 
 class TokenFrontEnd(nn.Module):
@@ -23,6 +24,7 @@ class TokenFrontEnd(nn.Module):
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         if src.dim() != 2 or src.dtype != torch.long:
             raise ValueError(f"token sources must be long tensors [batch, length], got {src.dtype} {tuple(src.shape)}")
+        check_source_mask(src, src_mask)
         ids = src.masked_fill(src_mask, 0)
         check_token_ids(ids, self.vocab_size, "source")
         return self.embedding(ids)
@@ -46,6 +48,7 @@ class ImageWindowFrontEnd(nn.Module):
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         if src.dim() != 5:
             raise ValueError(f"image sources must have shape [batch, length, C, H, W], got {tuple(src.shape)}")
+        check_source_mask(src, src_mask)
         real = ~src_mask
         windows = src[real].float() / 255.0 if src.dtype == torch.uint8 else src[real]
         windows = windows.to(self.proj.weight.dtype) if windows.is_floating_point() else windows  # (others: the CNN says)
