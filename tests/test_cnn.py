@@ -72,6 +72,10 @@ def test_the_symbol_classifier_reads_uint8_and_any_float_windows_alike_and_names
     torch.testing.assert_close(classifier(windows.double() / 255), expected)
     with pytest.raises(ValueError, match="expects uint8 \\(0..255\\) or floating-point \\(0..1\\) windows, got torch.int64"):
         classifier(windows.long())
+    with pytest.raises(ValueError, match=r"the vocabulary must be non-empty symbols \(str\) without repeats, got \[0, 1\]"):
+        SymbolClassifier([0, 1])
+    with pytest.raises(ValueError, match="symbol 2 is not a str or is already in the vocabulary"):
+        classifier.add_symbol(2)
 
 
 def test_small_cnn_stages_take_their_convolution_counts():

@@ -123,6 +123,8 @@ def test_success_criterion_per_run_thresholds_and_empty_summary():
     outcomes = run_outcomes(steps, validation, extrapolation, threshold=torch.tensor([0.05, 0.01]))
     assert outcomes.solved.tolist() == [True, False]
     none = summarize(run_outcomes(steps, validation, extrapolation, threshold=1e-9))
+    with pytest.raises(ValueError, match=r"sparsity_error must be \[E, 2\] over the outcomes' E evaluations"):
+        summarize(outcomes, torch.zeros(1, 2))  # fewer evaluations than the outcomes': a best one lies beyond
     assert none.solved == 0 and none.median_solved_at is None and none.mean_sparsity_error is None
     assert none.interval == wilson_interval(0, 2)
 

@@ -198,6 +198,24 @@ def test_front_ends_called_alone_name_a_mask_that_does_not_fit() -> None:
             front_end(src, torch.zeros(2, 2, dtype=torch.bool))
 
 
+@pytest.mark.parametrize("name", ["gru_att", "transformer"])
+def test_a_decoding_step_names_tokens_that_are_not_one_id_per_source(name: str) -> None:
+    model = tiny_model(name).eval()
+    src, src_mask, _, _ = reversal_batch(2)
+    state = model.start_decoding(src, src_mask)
+    with pytest.raises(ValueError, match=r"tokens must be integer target ids \[2\] \(one per source\), got torch.int64 \(2, 1\)"):
+        model.decode_step(state, torch.full((2, 1), BOS))
+    with pytest.raises(ValueError, match=r"step token ids must lie in \[0, 13\), got 1..20"):
+        model.decode_step(state, torch.tensor([1, 20]))
+    assert model.decode_step(state, torch.full((2,), BOS)).shape == (2, 13)
+
+
+def test_an_encoder_of_another_width_than_the_front_end_was_built_for_is_named() -> None:
+    front_end = ImageWindowFrontEnd(SmallCNN(1, 64, input_size=16), 32, 8)
+    with pytest.raises(ValueError, match="the encoder gives 64 features per window, the front end was built for 32"):
+        front_end(torch.rand(2, 3, 1, 16, 16), torch.zeros(2, 3, dtype=torch.bool))
+
+
 def test_a_recurrent_model_names_an_empty_batch() -> None:
     src, src_mask, tgt_in, _ = reversal_batch(4)
     with pytest.raises(ValueError, match="need at least one source, got an empty batch"):

@@ -97,8 +97,11 @@ def summarize(outcomes: RunOutcomes, sparsity_error: Tensor | None = None, confi
     median = float(outcomes.solved_at.reshape(-1)[solved].quantile(0.5)) if count else None
     mean_sparsity = None
     if sparsity_error is not None and count:
-        if sparsity_error.dim() != 2 or sparsity_error.shape[1] != runs:
-            raise ValueError(f"sparsity_error must be [E, {runs}], got {list(sparsity_error.shape)}")
+        if sparsity_error.dim() != 2 or sparsity_error.shape[1] != runs or int(outcomes.best_index.max()) >= len(sparsity_error):
+            raise ValueError(
+                f"sparsity_error must be [E, {runs}] over the outcomes' E evaluations (a best one is at index "
+                f"{int(outcomes.best_index.max())}), got {list(sparsity_error.shape)}"
+            )
         at_best = sparsity_error.gather(0, outcomes.best_index.reshape(1, -1)).squeeze(0)
         mean_sparsity = float(at_best[solved].double().mean())
     return SuccessSummary(count, runs, count / runs, wilson_interval(count, runs, confidence), median, mean_sparsity)

@@ -45,8 +45,8 @@ class SymbolClassifier(nn.Module):
         super().__init__()
         if backbone not in BACKBONES:
             raise ValueError(f"unknown backbone {backbone!r}: choose one of {BACKBONES}")
-        if len(set(vocabulary)) != len(vocabulary) or not vocabulary:
-            raise ValueError(f"the vocabulary must be non-empty without repeats, got {list(vocabulary)}")
+        if len(set(vocabulary)) != len(vocabulary) or not vocabulary or not all(isinstance(s, str) for s in vocabulary):
+            raise ValueError(f"the vocabulary must be non-empty symbols (str) without repeats, got {list(vocabulary)}")
         self.vocabulary = list(vocabulary)
         self.window = window
         self.strokes = None if stroke_width is None else StrokeNormaliser(stroke_width)
@@ -77,8 +77,8 @@ class SymbolClassifier(nn.Module):
 
     def add_symbol(self, symbol: str) -> int:
         """Append a class for ``symbol`` (existing classes keep their weights); returns its index."""
-        if symbol in self.vocabulary:
-            raise ValueError(f"symbol {symbol!r} is already in the vocabulary")
+        if not isinstance(symbol, str) or symbol in self.vocabulary:
+            raise ValueError(f"symbol {symbol!r} is not a str or is already in the vocabulary")
         old = self.classifier
         grown = nn.Linear(old.in_features, old.out_features + 1).to(old.weight.device, old.weight.dtype)
         with torch.no_grad():

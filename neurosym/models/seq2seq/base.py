@@ -81,6 +81,16 @@ def check_targets(tgt_in: torch.Tensor, src_mask: torch.Tensor, target_vocab: in
     check_token_ids(tgt_in, target_vocab, "target")
 
 
+def check_step_tokens(tokens: torch.Tensor, batch: int, target_vocab: int) -> None:
+    """Raise ``ValueError`` unless ``tokens`` is the ``batch`` last emitted target ids ``[batch]``, each in
+    ``[0, target_vocab)`` (where values are readable)."""
+    if tokens.dtype not in (torch.int64, torch.int32) or tuple(tokens.shape) != (batch,):
+        raise ValueError(
+            f"tokens must be integer target ids [{batch}] (one per source), got {tokens.dtype} {tuple(tokens.shape)}"
+        )
+    check_token_ids(tokens, target_vocab, "step")
+
+
 def check_source_mask(src: torch.Tensor, src_mask: torch.Tensor) -> None:
     """Raise ``ValueError`` unless ``src_mask`` is a bool ``[batch, length]`` matching ``src``'s first two sizes."""
     if src_mask.dtype != torch.bool or src_mask.dim() != 2:

@@ -52,7 +52,11 @@ class ImageWindowFrontEnd(nn.Module):
         real = ~src_mask
         windows = src[real].float() / 255.0 if src.dtype == torch.uint8 else src[real]
         windows = windows.to(self.proj.weight.dtype) if windows.is_floating_point() else windows  # (others: the CNN says)
-        features = self.proj(self.encoder(windows))
+        encoded = self.encoder(windows)
+        if encoded.shape[-1] != self.proj.in_features:
+            raise ValueError(f"the encoder gives {encoded.shape[-1]} features per window, the front end was built for "
+                             f"{self.proj.in_features}")  # fmt: skip
+        features = self.proj(encoded)
         out = features.new_zeros(*src_mask.shape, self.dim)
         out[real] = features
         return out

@@ -20,7 +20,7 @@ from neurosym.layers.transformer import (
     TransformerEncoderLayer,
 )
 from neurosym.layers.universal import UniversalTransformer
-from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
+from neurosym.models.seq2seq.base import Seq2Seq, check_step_tokens, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import output_mask
 
 
@@ -84,8 +84,8 @@ class TransformerSeq2Seq(Seq2Seq):
         if init not in ("torch", "release"):
             raise ValueError(f"unknown init {init!r}: use 'torch' or 'release'")
         embed_dim = front_end.dim
-        dim = dim or embed_dim
-        ff_dim = ff_dim or 4 * dim
+        dim = embed_dim if dim is None else dim
+        ff_dim = 4 * dim if ff_dim is None else ff_dim
         options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos, attention_bias=attention_bias)
         self.front_end = front_end
         self.target_vocab = target_vocab
@@ -164,6 +164,7 @@ class TransformerSeq2Seq(Seq2Seq):
         return self._encoded(src, src_mask, cache)
 
     def decode_step(self, state: TransformerDecoderState, tokens: torch.Tensor) -> torch.Tensor:
+        check_step_tokens(tokens, len(state.memory), self.target_vocab)
         state.prefix.append(tokens)
         if state.cache is not None:
             logits = self._decode(rearrange(tokens, "b -> b 1"), state, offset=len(state.prefix) - 1)
