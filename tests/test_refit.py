@@ -122,7 +122,9 @@ def test_refit_refuses_bad_input(problem):
     with pytest.raises(ValueError, match="outside the reader's 16 classes"):
         refit_reader(reader, [foreign], RefitConfig(steps=1), CPU)
     for bad, match in (({"steps": 0}, "must be positive"), ({"augment_shift": -1}, "augment_shift >= 0"),
-                       ({"learning_rate": 0.0}, "learning_rate > 0"), ({"schedule": "warm"}, "unknown schedule")):  # fmt: skip
+                       ({"learning_rate": 0.0}, "learning_rate > 0"), ({"schedule": "warm"}, "unknown schedule"),
+                       ({"steps": 2.5}, "positive ints"), ({"learning_rate": float("inf")}, "finite learning_rate"),
+                       ({"seed": -1}, "seed >= 0")):  # fmt: skip
         for config in (RefitConfig, PipelineConfig):  # both check the settings they share once, in WindowTraining
             with pytest.raises(ValueError, match=match):
                 config(**bad)

@@ -357,7 +357,7 @@ class OutputOptions:
     out: Path = option(
         Path("results"), "output folder (JSON, plot, checkpoints); on the command line results/COMMAND", parse=output_folder
     )
-    seed: int = option(0, "seed of data generation, initialisation and batch order")
+    seed: int = option(0, "seed of data generation, initialisation and batch order", parse=non_negative_int)
     progress: bool = option(True, "show progress bars")
 
 

@@ -11,6 +11,7 @@ checkpoints are atomic and a resumed run repeats an uninterrupted one exactly (b
 
 from __future__ import annotations
 
+import math
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -61,10 +62,14 @@ class WindowTraining:
     checkpoint_every: int = 100
 
     def __post_init__(self) -> None:
-        if self.steps < 1 or self.batch_size < 1 or self.checkpoint_every < 1:
-            raise ValueError("steps, batch_size and checkpoint_every must be positive")
-        if not self.learning_rate > 0 or self.augment_shift < 0:
-            raise ValueError(f"need learning_rate > 0 and augment_shift >= 0, got {self.learning_rate}, {self.augment_shift}")
+        counts = {"steps": self.steps, "batch_size": self.batch_size, "checkpoint_every": self.checkpoint_every}
+        if not all(isinstance(value, int) and value >= 1 for value in counts.values()):
+            raise ValueError(f"steps, batch_size and checkpoint_every must be positive ints, got {counts}")
+        if not 0 < self.learning_rate < math.inf or self.augment_shift < 0 or self.seed < 0:
+            raise ValueError(
+                f"need a finite learning_rate > 0, augment_shift >= 0 and seed >= 0, got {self.learning_rate}, "
+                f"{self.augment_shift} and {self.seed}"
+            )
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}: choose one of {SCHEDULES}")
 
