@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -252,6 +253,13 @@ class LogitReader(GlyphReader):
         return self.layer(windows.float().flatten(1) / 255) * 10
 
 
+class NaNReader(GlyphReader):
+    """A reader that diverged: NaN everywhere."""
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        return super().forward(windows, groups) * math.nan
+
+
 class ShortReader(GlyphReader):
     """A reader whose output has a column fewer than its vocabulary."""
 
@@ -261,7 +269,8 @@ class ShortReader(GlyphReader):
 
 def test_the_pipeline_names_a_bad_reader_source_or_semantics_before_it_learns_from_them():
     grammar, cpu, train = SymbolGrammar(grammar_file("mnist_add.lark")), torch.device("cpu"), addition_problem(1, 20, 0)
-    for reader, message in [(LogitReader(), "must return log-probabilities"), (ShortReader(), r"shape \[\d+, 9\] for its 10")]:
+    for reader, message in [(LogitReader(), "must return log-probabilities"), (ShortReader(), r"shape \[\d+, 9\] for its 10"),
+                            (NaNReader(), "the reader returned NaN log-probabilities")]:  # fmt: skip
         pipeline = GrammarPipeline(grammar, addition_semantics(), reader)
         with pytest.raises(ValueError, match=message):
             train_grammar_pipeline(pipeline, train, tiny_training(2), cpu)
@@ -282,6 +291,8 @@ def test_the_pipeline_names_a_bad_reader_source_or_semantics_before_it_learns_fr
         ValueError, match=r"none of the first 16 true sentences executes to its target: .* \(int\), its target is '\d+' \(str\)"
     ):
         train_grammar_pipeline(addition_pipeline(0), words, tiny_training(2), cpu)
+    with pytest.raises(ValueError, match=r"none of the first 16 true sentences executes to its target"):
+        evaluate_grammar_pipeline(addition_pipeline(0), words, "cpu")  # (a device may be named by its string)
     typo = TreeSemantics(addition_semantics().rules, {"strat": lambda wanted, children: []})
     with pytest.raises(ValueError, match=r"the semantics name \['strat'\], which the grammar has no rule"):
         GrammarPipeline(grammar, typo, GlyphReader())

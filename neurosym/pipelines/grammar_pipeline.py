@@ -137,6 +137,8 @@ def _check_log_probs(log_probs: torch.Tensor, columns: int) -> None:
     """Refuse a reader's output ``[n, V]`` that is not log-probabilities over its ``columns`` symbols."""
     if log_probs.ndim != 2 or log_probs.shape[-1] != columns:
         raise ValueError(f"the reader returned shape {list(log_probs.shape)} for its {columns} symbols: expected [n, {columns}]")
+    if log_probs.numel() and bool(log_probs.detach().isnan().any()):
+        raise ValueError("the reader returned NaN log-probabilities (a diverged reader, or NaN windows)")
     if log_probs.numel() and (off := float(log_probs.detach().logsumexp(-1).abs().max())) > LOG_PROB_TOLERANCE:
         raise ValueError(
             f"the reader must return log-probabilities (each row's logsumexp 0, e.g. from log_softmax); a row's is {off:.3g} "
@@ -145,12 +147,14 @@ def _check_log_probs(log_probs: torch.Tensor, columns: int) -> None:
 
 
 TARGETS_CHECKED = 16
-"""How many of a source's true sentences :func:`train_grammar_pipeline` executes against their targets first."""
+"""How many of a source's true sentences :func:`train_grammar_pipeline` and :func:`evaluate_grammar_pipeline` execute
+against their targets first."""
 
 
 def _check_targets(pipeline: GrammarPipeline, source: SentenceSource) -> None:
     """Where ``source`` knows its true sentences, some of its first ones must execute to their targets: targets of
-    another kind than the semantics' values (``"37"`` for 37) would leave every example unexplained, silently."""
+    another kind than the semantics' values (``"37"`` for 37) would leave every example unexplained (in training)
+    or wrong (in evaluation), silently."""
     truths = getattr(source, "truths", None)
     if truths is None:
         return
@@ -178,7 +182,7 @@ def train_grammar_pipeline(
     pipeline: GrammarPipeline,
     source: SentenceSource,
     config: PipelineConfig,
-    device: torch.device,
+    device: torch.device | str,
     checkpoint: str | os.PathLike | None = None,
     progress: bool = False,
     time_limit: float | None = None,
@@ -212,6 +216,7 @@ def train_grammar_pipeline(
     if len(source) == 0:
         raise ValueError("the training source has no examples")
     _check_targets(pipeline, source)
+    device = torch.device(device)
     truths = getattr(source, "truths", None)
     if config.pseudo_labels == "truths" and truths is None:
         raise ValueError("pseudo_labels='truths' trains on the true sentences, and this source has none")
@@ -309,12 +314,18 @@ def marginal_loss(
 
 
 def evaluate_grammar_pipeline(
-    pipeline: GrammarPipeline, source: SentenceSource, device: torch.device, batch_size: int = 256, progress: bool = False
+    pipeline: GrammarPipeline,
+    source: SentenceSource,
+    device: torch.device | str,
+    batch_size: int = 256,
+    progress: bool = False,
 ) -> dict[str, float]:
     """``accuracy`` of the results over ``source`` and, where it has ``truths``, ``symbol`` (the fraction of
     read windows read right)."""
     if len(source) == 0:
         raise ValueError("the source to evaluate has no examples")
+    _check_targets(pipeline, source)
+    device = torch.device(device)
     model = pipeline.reader
     if isinstance(model, torch.nn.Module):
         model.to(device).eval()
