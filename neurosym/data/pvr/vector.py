@@ -72,6 +72,11 @@ def sample_vector_holdout_train(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Uniform rows, redrawn until no pointed window equals a held-out window; ``(digits, labels)``."""
     held = _check_held(rule, held)
+    in_range = held[((held >= 0) & (held < rule.num_classes)).all(axis=1)]
+    if rule.window_slots(np.arange(rule.num_classes))[1].all() and len(np.unique(in_range, axis=0)) >= rule.num_classes ** (
+        rule.complexity + 1
+    ):
+        raise ValueError("every window is held out and every pointer selects a whole window: no training row can be drawn")
     allowed = all_allowed(rule.length, rule.num_classes)
     digits = sample_digits(n, allowed, rng)
     bad = _holds_held_out_window(rule, digits, held)
