@@ -213,6 +213,22 @@ def test_padding_positions_do_not_change_shorter_examples():
     assert both.tokens[1, 3:].tolist() == [-1] * 4
 
 
+def test_log_probabilities_and_labels_that_do_not_fit_one_another_are_named():
+    grammar = SymbolGrammar(ADDITION)
+    decoder, log_probs = GrammarDecoder(grammar), torch.zeros(2, 3, len(grammar.symbols)).log_softmax(-1)
+    with pytest.raises(ValueError, match=r"lengths must give one length per example \(2\), got shape \[1\]"):
+        decoder.decode(log_probs, torch.tensor([3]))
+    with pytest.raises(ValueError, match=r"log_probs must be \[B, T, 11\] \(the grammar's symbols\), got \[1, 3, 5\]"):
+        decoder.decode(torch.zeros(1, 3, 5), torch.tensor([3]))
+    vocabulary = grammar.symbols
+    with pytest.raises(ValueError, match="2 examples of log-probabilities and 1 labels"):
+        pseudo_label_loss(log_probs, ["1+2"], vocabulary)
+    with pytest.raises(ValueError, match=r"label 1 \('1\+a'\) is longer than the 3 windows or has symbols outside"):
+        pseudo_label_loss(log_probs, ["1+2", "1+a"], vocabulary)
+    with pytest.raises(ValueError, match="label 0 \\('1\\+23'\\) is longer than the 3 windows"):
+        pseudo_label_loss(log_probs, ["1+23", None], vocabulary)
+
+
 class Arithmetic(Transformer):
     def start(self, children):
         return children[0] // children[1]

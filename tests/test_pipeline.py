@@ -161,6 +161,8 @@ def test_reinforce_loss_rewards_readings_that_give_the_result_and_follows_the_sc
     lengths = torch.tensor([3, 3])
     solver = BatchSolver(HINT_SEMANTICS)
     loss, reward = reinforce_loss(log_probs, lengths, [5, 80], vocabulary, solver, baseline=0.25)
+    with pytest.raises(ValueError, match="2 examples of log-probabilities, 2 lengths and 1 targets"):
+        reinforce_loss(log_probs, lengths, [5], vocabulary, solver, baseline=0.25)
     assert reward == 0.5  # 2+3 = 5 is right, 9*9 = 81 is not
     loss.backward()
     chosen = log_probs.grad.gather(-1, torch.tensor([[vocabulary.index(c) for c in s] for s in sentences])[..., None])

@@ -139,7 +139,7 @@ def test_holdout_i_is_bounded():
 def test_holding_out_every_window_is_named_instead_of_drawing_forever():
     with pytest.raises(ValueError, match="every window is held out and every pointer selects a whole window"):
         sample_vector_holdout_train(vector_rule(0), 2, np.arange(10)[:, None], np.random.default_rng(0))
-    digits, labels = sample_vector_holdout_train(vector_rule(0), 5, np.arange(9)[:, None], np.random.default_rng(0))
+    _, labels = sample_vector_holdout_train(vector_rule(0), 5, np.arange(9)[:, None], np.random.default_rng(0))
     assert (labels == 9).all()  # the one window left
 
 

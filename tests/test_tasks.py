@@ -293,6 +293,12 @@ def test_the_pipeline_names_a_bad_reader_source_or_semantics_before_it_learns_fr
         train_grammar_pipeline(addition_pipeline(0), words, tiny_training(2), cpu)
     with pytest.raises(ValueError, match=r"none of the first 16 true sentences executes to its target"):
         evaluate_grammar_pipeline(addition_pipeline(0), words, "cpu")  # (a device may be named by its string)
+    pipeline, batch = addition_pipeline(0), train.batch([0, 1])
+    reading = pipeline.read(batch)
+    with pytest.raises(ValueError, match="2 readings, 1 targets and 2 rows of given symbols: one each per example"):
+        pipeline.abduce(reading, [train.targets[0]], batch.given)
+    with pytest.raises(ValueError, match="2 readings, 3 targets"):
+        pipeline.explain(reading, [train.targets[0]] * 3, batch.given)
     typo = TreeSemantics(addition_semantics().rules, {"strat": lambda wanted, children: []})
     with pytest.raises(ValueError, match=r"the semantics name \['strat'\], which the grammar has no rule"):
         GrammarPipeline(grammar, typo, GlyphReader())

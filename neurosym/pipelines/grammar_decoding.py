@@ -137,8 +137,12 @@ class GrammarDecoder:
         tokens = self._backtrack(back, best_symbol.cpu().numpy(), lengths.tolist(), steps)
         return Decoded(torch.from_numpy(tokens).to(log_probs.device), score.to(log_probs.device))
 
-    @staticmethod
-    def _checked(log_probs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    def _checked(self, log_probs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        symbols = len(self.grammar.symbols)
+        if log_probs.dim() != 3 or log_probs.shape[-1] != symbols:
+            raise ValueError(f"log_probs must be [B, T, {symbols}] (the grammar's symbols), got {list(log_probs.shape)}")
+        if tuple(lengths.shape) != (log_probs.shape[0],):
+            raise ValueError(f"lengths must give one length per example ({log_probs.shape[0]}), got shape {list(lengths.shape)}")
         lengths = lengths.to("cpu")
         if ((lengths < 1) | (lengths > log_probs.shape[1])).any():
             raise ValueError(f"lengths must be in [1, {log_probs.shape[1]}], got {lengths.tolist()}")

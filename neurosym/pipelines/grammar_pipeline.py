@@ -120,6 +120,11 @@ class GrammarPipeline:
         return self._per_example(self.abducer.explanations, reading, targets, given)
 
     def _per_example(self, search: Callable, reading: Reading, targets: Sequence[Any], given: torch.Tensor) -> list:
+        if not len(reading.sentences) == len(targets) == len(given):
+            raise ValueError(
+                f"{len(reading.sentences)} readings, {len(targets)} targets and {len(given)} rows of given symbols: "
+                "one each per example"
+            )
         log_probs = reading.log_probs.detach().float().cpu().numpy()
         given = given.cpu().numpy()
         found = []

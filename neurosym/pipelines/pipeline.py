@@ -87,6 +87,8 @@ class HintPipeline:
 
     def abduce(self, reading: Reading, targets: Sequence[int]) -> list[str | None]:
         """Pseudo-labels: per example, the most probable sentence found that gives its target (or ``None``)."""
+        if len(targets) != len(reading.sentences):
+            raise ValueError(f"{len(reading.sentences)} readings and {len(targets)} targets: one target per example")
         log_probs = reading.log_probs.detach().float().cpu().numpy()
         labels: list[str | None] = []
         for sentence, value, target, scores in zip(reading.sentences, reading.values, targets, log_probs):

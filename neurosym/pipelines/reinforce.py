@@ -35,6 +35,8 @@ def reinforce_loss(
         The loss (a scalar tensor) and the batch's mean reward.
     """
     batch, steps, size = log_probs.shape
+    if not len(lengths) == len(targets) == batch:
+        raise ValueError(f"{batch} examples of log-probabilities, {len(lengths)} lengths and {len(targets)} targets")
     mask = real_positions(lengths, steps)
     probs = log_probs.detach().float().exp().reshape(batch * steps, size).cpu()
     samples = torch.multinomial(probs, 1, generator=generator).view(batch, steps).to(log_probs.device)

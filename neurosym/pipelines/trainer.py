@@ -136,11 +136,16 @@ def pseudo_label_loss(
     """Cross-entropy of the windows of examples with a pseudo-label: ``log_probs [B, T, V]`` (columns in
     ``vocabulary`` order) -> scalar, ``None`` when no position is trained; with ``trained``, only of the
     positions it marks (per label, one flag per symbol)."""
+    if len(labels) != len(log_probs) or (trained is not None and len(trained) != len(labels)):
+        raise ValueError(f"{len(log_probs)} examples of log-probabilities and {len(labels)} labels: one label (or None) each")
     index = {s: i for i, s in enumerate(vocabulary)}
     rows, columns, classes = [], [], []
     for row, label in enumerate(labels):
         if label is None:
             continue
+        if len(label) > log_probs.shape[1] or not set(label) <= index.keys():
+            raise ValueError(f"label {row} ({label!r}) is longer than the {log_probs.shape[1]} windows or has symbols "
+                             f"outside the vocabulary {''.join(vocabulary)!r}")  # fmt: skip
         for column, symbol in enumerate(label):
             if trained is None or trained[row][column]:
                 rows.append(row)
