@@ -40,6 +40,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from neurosym.data.randomness import as_generator
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.pipelines.curriculum import Curriculum
@@ -153,7 +154,7 @@ def _fit(
 ) -> None:
     """Cross-entropy on ``windows [N, 32, 32]`` with classes ``labels [N]`` for ``glyph_steps`` steps
     (:func:`~neurosym.pipelines.trainer.fit_windows`)."""
-    rng = np.random.default_rng(seed)
+    rng = as_generator(seed)
 
     def batch(index: int) -> tuple[torch.Tensor, torch.Tensor]:
         pick = torch.from_numpy(rng.integers(len(windows), size=config.glyph_batch))

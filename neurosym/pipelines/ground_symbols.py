@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neurosym.data.randomness import as_generator
 from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.pipelines.grounding import Grounding
 from neurosym.semantics.induction import Program, induce_noisy_operator
@@ -66,7 +67,7 @@ class GroundingConfig:
 
 def random_permutation(size: int, seed: int) -> list[int]:
     """A random permutation of ``0 .. size-1`` (class ids for the symbols of an alphabet)."""
-    return np.random.default_rng(seed).permutation(size).tolist()
+    return as_generator(seed).permutation(size).tolist()
 
 
 def anonymise(sentences: Sequence[str], permutation: Sequence[int], alphabet: str = HINT_ALPHABET) -> list[tuple[int, ...]]:

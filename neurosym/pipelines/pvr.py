@@ -19,6 +19,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.data.pvr import DigitBank, render_blocks
+from neurosym.data.randomness import as_generator
 from neurosym.perception.cnn import SmallCNN
 from neurosym.semantics.pvr_rules import InducedRule, PVRRule, induce_rule
 from neurosym.training.classifier import fit_classifier, predict
@@ -73,7 +74,7 @@ def train_digit_reader(
     no gradient clipping);
     ``progress``, ``checkpoint`` (training resumes from it) and ``time_limit`` (seconds) override the
     configuration's fields of those names."""
-    rng = np.random.default_rng(seed)
+    rng = as_generator(seed)
     classes = rng.integers(0, 10, size=(examples, 1))
     images = render_blocks(bank.draw(classes, rng), grid=1, block=cell, rng=rng)
     if config is None:  # three epochs of Adam

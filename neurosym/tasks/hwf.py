@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from neurosym.data.randomness import as_generator
 from neurosym.data.symbol_images.handwriting import handwritten_symbols
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
@@ -74,8 +75,9 @@ def _value(operator: str, left: Fraction, right: Fraction) -> Fraction | None:
         return None
 
 
-def random_formulas(count: int, rng: np.random.Generator) -> list[str]:
+def random_formulas(count: int, rng: np.random.Generator | int) -> list[str]:
     """``count`` valid formulas, a quarter of each length of :data:`LENGTHS` (uniform symbols)."""
+    rng = as_generator(rng)
     formulas = []
     for index in range(count):
         length = LENGTHS[index % len(LENGTHS)]
@@ -92,12 +94,13 @@ def formula_sentences(
     formulas: list[str],
     images: np.ndarray,
     labels: np.ndarray,
-    rng: np.random.Generator,
+    rng: np.random.Generator | int,
     grammar: SymbolGrammar,
     semantics: TreeSemantics,
 ) -> ImageSentences:
     """``formulas`` shown with images drawn (with replacement) from ``images`` of their symbols (``labels``), each
     with its value under ``grammar`` and ``semantics``."""
+    rng = as_generator(rng)
     pools = {symbol: np.flatnonzero(labels == symbol) for symbol in DIGITS + OPERATORS}
     steps = max(LENGTHS)
     picks = np.full((len(formulas), steps), -1)
@@ -118,7 +121,7 @@ def build(seed: int = 0, reader_width: int = READER_WIDTH, reader_convs: Sequenc
     ``reader_width`` channels and ``reader_convs`` convolutions a stage."""
     bank = handwritten_symbols()
     keep = np.isin(bank.labels, list(DIGITS + OPERATORS))
-    rng = np.random.default_rng(seed)
+    rng = as_generator(seed)
     grammar, semantics = SymbolGrammar(grammar_file("hwf.lark")), formula_semantics()
     parts = {}
     for split, size in SIZES.items():

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from neurosym.data.mnist import load_mnist
+from neurosym.data.randomness import as_generator
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
@@ -59,7 +60,7 @@ def addition_sentences(images: np.ndarray, labels: np.ndarray, digits: int, plus
     """``⌊len(images) / 2N⌋`` sums of two ``digits``-digit numbers from ``images [M, 28, 28]`` (``labels [M]``),
     each digit used once, paired by a permutation drawn from ``seed``; ``plus`` is the given ``+``'s id."""
     count = len(images) // (2 * digits)
-    order = np.random.default_rng(seed).permutation(len(images))[: count * 2 * digits].reshape(count, 2 * digits)
+    order = as_generator(seed).permutation(len(images))[: count * 2 * digits].reshape(count, 2 * digits)
     picks = np.insert(order, digits, -1, axis=1)  # [count, 2N + 1]: the '+' between the numbers is given
     given = np.full(picks.shape, READ)
     given[:, digits] = plus

@@ -12,6 +12,7 @@ from neurosym.data.hint.generate import generate_split
 from neurosym.data.hint.sampling import Vocabulary, sample_prefix
 from neurosym.data.hint.splits import FEWSHOT_NUMBER_RULES, FEWSHOT_OPERATOR_RULES, MAIN_RULES, SplitRules
 from neurosym.data.mnist import cache_dir
+from neurosym.data.randomness import as_generator
 from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS
 from neurosym.syntax import BUILTIN_NUMBERS, BUILTIN_OPERATORS, from_prefix, to_infix
 
@@ -22,9 +23,10 @@ _FORMAT_VERSION = 2
 MAIN_VOCABULARY = Vocabulary(BUILTIN_NUMBERS, tuple(BUILTIN_OPERATORS), HINT_SEMANTICS)
 
 
-def random_sentences(n_operators: int, count: int, rng: np.random.Generator) -> list[str]:
+def random_sentences(n_operators: int, count: int, rng: np.random.Generator | int) -> list[str]:
     """``count`` random infix sentences with ``n_operators`` operators, sampled as the HINT generator
     does (:func:`~neurosym.data.hint.sample_prefix` over the main vocabulary)."""
+    rng = as_generator(rng)
     ids = sample_prefix(n_operators, count, MAIN_VOCABULARY, rng)
     return [to_infix(from_prefix(row)) for row in MAIN_VOCABULARY.symbols[ids].tolist()]
 

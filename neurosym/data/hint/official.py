@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from neurosym.data.hint.examples import HintRecord
 from neurosym.data.hint.splits import EVAL_SUBSETS
+from neurosym.data.randomness import as_generator
 from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, load_folder_bank, write_folder_bank
 from neurosym.syntax import ALIASES
 from neurosym.training import atomic_path
@@ -133,7 +134,7 @@ def subsample(records: Sequence[HintRecord], scale: float, seed: int = 0) -> lis
         raise ValueError(f"scale must be in (0, 1], got {scale}")
     if scale == 1:
         return list(records)
-    rng = np.random.default_rng(seed)
+    rng = as_generator(seed)
     by_subset: dict[str | None, list[int]] = {}
     for index, record in enumerate(records):
         by_subset.setdefault(record.eval, []).append(index)
@@ -214,7 +215,7 @@ def assign_images(records: Sequence[HintRecord], bank: SymbolBank, pool: str, se
     """Give every symbol of every record an image path drawn from ``bank``'s ``pool``."""
     materialised = list(records)
     symbols = [c for record in materialised for c in record.expr]
-    picks = bank.paths[bank.sample(symbols, pool, np.random.default_rng(seed))] if symbols else np.zeros(0, str)
+    picks = bank.paths[bank.sample(symbols, pool, as_generator(seed))] if symbols else np.zeros(0, str)
     bounds = np.cumsum([0] + [len(record.expr) for record in materialised])
     return [
         HintRecord(r.id, r.expr, r.head, r.res, r.res_all, r.eval, tuple(picks[a:b].tolist()))

@@ -15,6 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
+from neurosym.data.randomness import as_generator
 from neurosym.semantics import OperatorTable
 
 VALUE_CEILING = 2**20
@@ -55,8 +56,9 @@ class Vocabulary:
         return ["".join(row) for row in self.symbols[ids].tolist()]
 
 
-def sample_prefix(n_op: int, count: int, vocabulary: Vocabulary, rng: np.random.Generator) -> np.ndarray:
+def sample_prefix(n_op: int, count: int, vocabulary: Vocabulary, rng: np.random.Generator | int) -> np.ndarray:
     """``count`` random prefix expressions with ``n_op`` operators: uint8 ``[count, 2 * n_op + 1]``."""
+    rng = as_generator(rng)
     n_numbers, n_operators = len(vocabulary.numbers), len(vocabulary.operators)
     rows = np.arange(count)
     pending = np.zeros((count, n_op + 2), dtype=np.int64)  # stack of operator counts of subtrees to emit

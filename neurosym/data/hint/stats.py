@@ -12,6 +12,7 @@ import numpy as np
 
 from neurosym.data.hint.examples import HintRecord, HintSplit
 from neurosym.data.hint.splits import EVAL_SUBSETS
+from neurosym.data.randomness import as_generator
 
 ASPECTS: tuple[str, ...] = ("symbol", "n_op", "length", "depth", "dependency_range", "result")
 RESULT_BINS: tuple[int, ...] = (0, 10, 100, 1_000, 10_000)
@@ -63,7 +64,7 @@ def split_statistics(records: Sequence[HintRecord], max_records: int | None = 10
     when there are more)."""
     indices = np.arange(len(records))
     if max_records is not None and len(records) > max_records:
-        indices = np.sort(np.random.default_rng(seed).choice(len(records), size=max_records, replace=False))
+        indices = np.sort(as_generator(seed).choice(len(records), size=max_records, replace=False))
     stats: dict[str, Counter] = {aspect: Counter() for aspect in ASPECTS}
     for index in indices.tolist():
         record = records[index]
@@ -102,7 +103,7 @@ def split_summary(name: str, split: HintSplit, sample: int, seed: int) -> tuple[
     for subset, indices in subsets:
         chosen = indices
         if len(indices) > sample:
-            chosen = np.sort(np.random.default_rng(seed).choice(indices, size=sample, replace=False))
+            chosen = np.sort(as_generator(seed).choice(indices, size=sample, replace=False))
         records = [split[int(i)] for i in chosen]
         counts = split_statistics(records, max_records=None)
         stats[subset] = counts

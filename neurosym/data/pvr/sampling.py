@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from neurosym.data.randomness import as_generator
+
 
 def all_allowed(length: int, num_classes: int = 10) -> np.ndarray:
     """The unrestricted mask: every digit allowed in every slot, ``[length, num_classes]`` bool."""
     return np.ones((length, num_classes), dtype=bool)
 
 
-def sample_digits(n: int, allowed: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def sample_digits(n: int, allowed: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
     """Draw ``n`` rows of digits; slot ``j`` is uniform over the digits ``d`` with ``allowed[j, d]``.
 
     ``allowed [L, K]`` bool -> digits ``[n, L]`` int64.
     """
+    rng = as_generator(rng)
     allowed = np.asarray(allowed, dtype=bool)
     if allowed.ndim != 2:
         raise ValueError(f"allowed must be a [slots, classes] mask, got shape {allowed.shape}")

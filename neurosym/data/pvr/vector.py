@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neurosym.data.pvr.sampling import all_allowed, sample_digits
+from neurosym.data.randomness import as_generator
 from neurosym.semantics.pvr_rules import PVRRule, cyclic_pointer_table
 
 
@@ -42,7 +43,8 @@ class VectorPVR:
 
     rule: PVRRule
 
-    def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    def sample(self, n: int, rng: np.random.Generator | int) -> tuple[np.ndarray, np.ndarray]:
+        rng = as_generator(rng)
         digits = sample_digits(n, all_allowed(self.rule.length, self.rule.num_classes), rng)
         return digits, self.rule.label(digits)
 
@@ -68,9 +70,10 @@ def _holds_held_out_window(rule: PVRRule, digits: np.ndarray, held: np.ndarray) 
 
 
 def sample_vector_holdout_train(
-    rule: PVRRule, n: int, held: np.ndarray, rng: np.random.Generator
+    rule: PVRRule, n: int, held: np.ndarray, rng: np.random.Generator | int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Uniform rows, redrawn until no pointed window equals a held-out window; ``(digits, labels)``."""
+    rng = as_generator(rng)
     held = _check_held(rule, held)
     in_range = held[((held >= 0) & (held < rule.num_classes)).all(axis=1)]
     if rule.window_slots(np.arange(rule.num_classes))[1].all() and len(np.unique(in_range, axis=0)) >= rule.num_classes ** (
@@ -87,10 +90,11 @@ def sample_vector_holdout_train(
 
 
 def sample_vector_holdout_test(
-    rule: PVRRule, n: int, held: np.ndarray, rng: np.random.Generator
+    rule: PVRRule, n: int, held: np.ndarray, rng: np.random.Generator | int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Uniform rows whose pointed window is overwritten by a held-out window chosen uniformly; only
     pointers whose window is complete (all of them, unless truncated) are drawn. ``(digits, labels)``."""
+    rng = as_generator(rng)
     held = _check_held(rule, held)
     allowed = all_allowed(rule.length, rule.num_classes)
     _, valid = rule.window_slots(np.arange(rule.num_classes))

@@ -20,6 +20,7 @@ from einops import rearrange
 
 from neurosym.data.mnist import MNIST
 from neurosym.data.pvr.sampling import all_allowed, sample_digits
+from neurosym.data.randomness import as_generator
 from neurosym.semantics.pvr_rules import (
     PVRRule,
     contiguous_pointer_table,
@@ -54,15 +55,17 @@ class DigitBank:
             raise ValueError(f"split must be 'train' or 'test', got {split!r}")
         return cls(getattr(mnist, f"{split}_images"), getattr(mnist, f"{split}_labels"))
 
-    def draw(self, classes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def draw(self, classes: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
         """``classes [...]`` int -> uint8 images ``[..., 28, 28]``, each a random image of its class."""
+        rng = as_generator(rng)
         offsets = (rng.random(classes.shape) * self.counts[classes]).astype(np.int64)
         return self.images[self.starts[classes] + offsets]
 
 
-def render_blocks(digits: np.ndarray, grid: int, block: int, rng: np.random.Generator, jitter: bool = True) -> np.ndarray:
+def render_blocks(digits: np.ndarray, grid: int, block: int, rng: np.random.Generator | int, jitter: bool = True) -> np.ndarray:
     """Place digit images ``[N, grid*grid, 28, 28]`` (row-major) into cells of ``block`` pixels, each at
     a random offset (``jitter``) or centred: uint8 ``[N, grid*block, grid*block]``."""
+    rng = as_generator(rng)
     n, cells = digits.shape[:2]
     if cells != grid * grid:
         raise ValueError(f"{cells} digit images do not fill a {grid}x{grid} grid")
@@ -141,7 +144,8 @@ class VisualPVR:
         if self.allowed is not None and np.shape(self.allowed) != (self.rule.length, self.rule.num_classes):
             raise ValueError(f"allowed must have shape {(self.rule.length, self.rule.num_classes)}")
 
-    def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def sample(self, n: int, rng: np.random.Generator | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rng = as_generator(rng)
         allowed = all_allowed(self.rule.length, self.rule.num_classes) if self.allowed is None else self.allowed
         digits = sample_digits(n, allowed, rng)
         pictures = self.bank.draw(digits, rng)

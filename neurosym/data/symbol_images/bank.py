@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neurosym.data.randomness import as_generator
 from neurosym.data.symbol_images.classes import HINT_SYMBOLS
 from neurosym.data.symbol_images.render import resize_images
 
@@ -24,7 +25,7 @@ def assign_pools(labels: np.ndarray, seed: int = 0, fractions: Sequence[float] =
     labels = np.asarray(labels)
     if len(fractions) != len(POOLS) or abs(sum(fractions) - 1.0) > 1e-9 or min(fractions) < 0:
         raise ValueError(f"pool fractions must be {len(POOLS)} non-negative numbers summing to 1, got {fractions}")
-    rng = np.random.default_rng(seed)
+    rng = as_generator(seed)
     pools = np.empty(len(labels), dtype="<U5")
     for label in np.unique(labels):
         members = rng.permutation(np.flatnonzero(labels == label))
@@ -99,8 +100,9 @@ class SymbolBank:
             raise KeyError(f"symbol {symbol!r} is not in this bank (it has {self.symbols})")
         return self._index[(symbol, pool)]
 
-    def sample(self, symbols: Sequence[str], pool: str, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, symbols: Sequence[str], pool: str, rng: np.random.Generator | int) -> np.ndarray:
         """Draw one image index per symbol of ``symbols`` from ``pool``; returns ``[len(symbols)]``."""
+        rng = as_generator(rng)
         symbols = np.asarray(symbols, dtype=str)
         picks = np.empty(len(symbols), dtype=np.int64)
         for symbol in np.unique(symbols).tolist():
