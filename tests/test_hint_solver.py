@@ -144,6 +144,15 @@ def test_solver_needs_integer_numbers():
         BatchSolver(RATIONAL_SEMANTICS)
 
 
+def test_a_vectorised_rule_of_fractional_results_is_named_instead_of_truncated():
+    divide = Operator(1, lambda a, b: None if b == 0 else a // b, lambda a, b: (a / b, b != 0))
+    table = HINT_SEMANTICS.extend(operators={"q": divide})
+    with pytest.raises(ValueError, match="the vectorised rule of operator 'q' returned float64 values"):
+        solve_batch(["1q3", "5q2"], table)
+    scalar_only = HINT_SEMANTICS.extend(operators={"q": Operator(1, divide.apply)})
+    assert solve_batch(["1q3", "5q2"], scalar_only) == [0, 2]
+
+
 def test_chunking_keeps_order_and_strict_reports_the_first_bad_sentence(monkeypatch):
     from neurosym.semantics import batch
 

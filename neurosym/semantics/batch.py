@@ -76,6 +76,7 @@ class BatchSolver:
         # rows of operators that only have a scalar rule take the first one's result, then overwrite it.
         vector_symbols = [s for s in operators if table.operators[s].vectorised is not None]
         self._vector_rules = [table.operators[s].vectorised for s in vector_symbols] or [_placeholder_rule]
+        self._vector_symbols = vector_symbols
         self._rule_index = np.zeros(len(kind), dtype=np.int64)
         self._rule_index[[first_operator + operators.index(s) for s in vector_symbols]] = range(len(vector_symbols))
         self._scalar_rules = [
@@ -211,6 +212,12 @@ class BatchSolver:
         path must recompute; what is stored for them (and for invalid results) is never reported.
         """
         outcomes = [rule(left, right) for rule in self._vector_rules]
+        for symbol_name, (values, _) in zip(self._vector_symbols, outcomes):
+            if not np.issubdtype(np.asarray(values).dtype, np.integer):
+                raise ValueError(
+                    f"the vectorised rule of operator {symbol_name!r} returned {np.asarray(values).dtype} values; the "
+                    "batch solver computes exactly over integers (give it no vectorised rule, or one of int64 results)"
+                )
         index = self._rule_index[symbol]
         result = np.choose(index, [values for values, _ in outcomes])
         valids = [True if valid is None else valid for _, valid in outcomes]
