@@ -97,6 +97,10 @@ def test_image_sentences_check_their_layout():
     with pytest.raises(ValueError, match="picks name image 5, but there are 2 images"):
         ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 5]]), read, np.array([2]), [1])
     assert len(ImageSentences(np.zeros((2, 4, 4)), np.zeros((0, 2), int), np.zeros((0, 2), int), np.zeros(0, int), [])) == 0
+    one = ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 1]]), read, np.array([2]), [1])
+    for indices in ([-1], [1], []):  # (-1 read the last example silently)
+        with pytest.raises(ValueError, match=r"indices must be one or more example indices in \[0, 1\), got"):
+            one.batch(indices)
 
 
 @settings(max_examples=30, deadline=None)

@@ -93,6 +93,8 @@ class ImageSentences:
     def batch(self, indices: Sequence[int]) -> SentenceBatch:
         """The examples at ``indices``, padded to the longest."""
         indices = np.asarray(indices, dtype=np.int64)
+        if indices.ndim != 1 or not len(indices) or indices.min() < 0 or indices.max() >= len(self):
+            raise ValueError(f"indices must be one or more example indices in [0, {len(self)}), got {indices.tolist()}")
         lengths = self.lengths[indices]
         steps = int(lengths.max())
         picks = torch.from_numpy(self.picks[indices, :steps])
