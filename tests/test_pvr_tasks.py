@@ -136,6 +136,12 @@ def test_holdout_i_is_bounded():
         held_out_windows(2, 7)
 
 
+def test_block_holdout_digits_outside_the_classes_are_named():
+    for digits in ((-1,), (12,)):
+        with pytest.raises(ValueError, match=r"holdout digits of slot 1 must lie in 0..9, got"):
+            block_holdout_masks(4, {1: digits})
+
+
 def test_holding_out_every_window_is_named_instead_of_drawing_forever():
     with pytest.raises(ValueError, match="every window is held out and every pointer selects a whole window"):
         sample_vector_holdout_train(vector_rule(0), 2, np.arange(10)[:, None], np.random.default_rng(0))

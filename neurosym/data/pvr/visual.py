@@ -111,6 +111,8 @@ def block_holdout_masks(
     for slot, digits in holdout.items():
         if not 0 <= slot < length:
             raise ValueError(f"holdout slot {slot} is outside 0..{length - 1}")
+        if not all(0 <= digit < num_classes for digit in digits):  # (-1 held out the last digit silently)
+            raise ValueError(f"holdout digits of slot {slot} must lie in 0..{num_classes - 1}, got {tuple(digits)}")
         held[slot, list(digits)] = True
     train = ~held
     only_held = all_allowed(length, num_classes)
