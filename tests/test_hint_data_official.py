@@ -123,6 +123,10 @@ def test_image_dataset_uses_the_records_own_images(release):
         (lambda r: r.update(img_paths=["3/3_a.jpg"]), "1 img_paths for 3 symbols"),
         (lambda r: r.update(res="many"), "head, res_all and res must be integers"),
         (lambda r: r.update(expr="3&4"), "expr '3&4' has symbols \\['&'\\] outside HINT's"),
+        (lambda r: r.update(expr="", head=[], res_all=[]), "expr is empty"),
+        (lambda r: r.update(head=[1, -1, 5]), "head must name one root \\(-1\\) and parents among the 3 symbols"),
+        (lambda r: r.update(head=[-1, -1, 1]), "head must name one root"),
+        (lambda r: r.update(res=-3), "res must be a natural number"),
     ],
 )
 def test_malformed_records_are_named(release, change, message):

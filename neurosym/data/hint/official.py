@@ -56,8 +56,14 @@ def record_from_json(item: Mapping, where: str) -> HintRecord:
     if wrong:
         raise ValueError(f"{where}: head, res_all and res must be integers (got {wrong[0]!r})")
     head, res_all, result = tuple(item["head"]), tuple(item["res_all"]), item["res"]
+    if not expr:
+        raise ValueError(f"{where}: expr is empty")
     if not len(head) == len(res_all) == len(expr):
         raise ValueError(f"{where}: expr {expr!r} has {len(expr)} symbols but head {len(head)} and res_all {len(res_all)}")
+    if head.count(-1) != 1 or not all(-1 <= parent < len(expr) for parent in head):
+        raise ValueError(f"{where}: head must name one root (-1) and parents among the {len(expr)} symbols, got {list(head)}")
+    if result < 0:
+        raise ValueError(f"{where}: res must be a natural number (HINT's results are), got {result}")
     subset = item.get("eval")
     if subset is not None and subset not in EVAL_SUBSETS:
         raise ValueError(f"{where}: eval must be one of {EVAL_SUBSETS}, got {subset!r}")
