@@ -167,6 +167,8 @@ def test_operator_table_validation():
         HINT_SEMANTICS.extend(operators={"+": Operator(2, lambda a, b: a + b)})
     with pytest.raises(ValueError, match="level must be 1"):
         HINT_SEMANTICS.extend(operators={"q": Operator(3, max)})
+    with pytest.raises(ValueError, match=r"operator 'q' must be an Operator\(level, apply\), got <built-in function max>"):
+        HINT_SEMANTICS.extend(operators={"q": max})
     with pytest.raises(ValueError, match="reserved"):
         HINT_SEMANTICS.extend(numbers={"(": 5})
     with pytest.raises(ValueError, match="both numbers and operators"):

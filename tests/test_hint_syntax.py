@@ -289,6 +289,7 @@ def test_concept_table_validation_and_parser_cache():
         ConceptTable(numbers=("7",))
     with pytest.raises(ValueError, match="declared twice"):
         ConceptTable(numbers=("x",), multiplicative=("x",))
+    assert ConceptTable(numbers="xy", additive=["a"]) == ConceptTable(numbers=("x", "y"), additive=("a",))  # (hashable)
     with pytest.raises(ValueError, match="unknown symbol 'q'"):
         to_infix(Node("q"))
     with pytest.raises(ValueError, match="needs 2 operands"):

@@ -46,6 +46,8 @@ class OperatorTable:
             if self.operators[symbol].level != level:
                 raise ValueError(f"built-in operator {symbol!r} must keep precedence level {level}")
         for symbol, operator in self.operators.items():
+            if not isinstance(operator, Operator):
+                raise ValueError(f"operator {symbol!r} must be an Operator(level, apply), got {operator!r}")
             if operator.level not in (ADDITIVE, MULTIPLICATIVE):
                 raise ValueError(f"operator {symbol!r}: level must be 1 (like + −) or 2 (like × ÷)")
         for symbol, value in self.numbers.items():

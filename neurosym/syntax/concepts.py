@@ -43,6 +43,8 @@ class ConceptTable:
     multiplicative: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for name in ("numbers", "additive", "multiplicative"):  # any iterable of symbols ("xy", ["x", "y"]) as a tuple
+            object.__setattr__(self, name, tuple(getattr(self, name)))
         seen: set[str] = set()
         for symbol in (*self.numbers, *self.additive, *self.multiplicative):
             if not isinstance(symbol, str) or len(symbol) != 1:
