@@ -203,6 +203,16 @@ def test_curriculum_stages_and_errors():
         parse_stages("1-2")
     with pytest.raises(ValueError, match="growing"):
         Curriculum(((3, 1), (1, 1)))
+    for stages in (((1, 5, 3),), ((-3, 5), (5, 5)), ()):
+        with pytest.raises(ValueError, match=r"stages must be \(max_length>0, steps>0\) pairs with growing lengths"):
+            Curriculum(stages)
+    with pytest.raises(ValueError, match=r"parse_stages\('1:10,all'\) reads the text form"):
+        Curriculum("1:10,all")
+    with pytest.raises(ValueError, match="a curriculum's text form is a string"):
+        parse_stages(5)
+    assert Curriculum([[1, 5], [3, 6]]).stages == ((1, 5), (3, 6))  # (hashable, like the tuples)
+    with pytest.raises(ValueError, match=r"curriculum must be a Curriculum \(Curriculum.none\(\) for none\), got None"):
+        PipelineConfig(curriculum=None)
 
 
 def test_verified_positions_are_the_symbols_the_result_pins_down():

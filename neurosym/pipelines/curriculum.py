@@ -20,9 +20,13 @@ class Curriculum:
     stages: tuple[tuple[int, int], ...] = ((1, 150), (3, 400), (7, 600), (15, 800), (10**9, 10**9))
 
     def __post_init__(self) -> None:
-        lengths = [length for length, _ in self.stages]
-        if not self.stages or lengths != sorted(lengths) or any(steps < 1 for _, steps in self.stages):
-            raise ValueError(f"stages must be (max_length, steps>0) pairs with growing lengths, got {self.stages}")
+        if isinstance(self.stages, str):
+            raise ValueError(f"stages are (max_length, steps) pairs; parse_stages({self.stages!r}) reads the text form")
+        pairs = all(isinstance(stage, Sequence) and len(stage) == 2 for stage in self.stages)
+        lengths = [length for length, _ in self.stages] if pairs else []
+        if not self.stages or not pairs or lengths != sorted(lengths) or any(not 1 <= n for stage in self.stages for n in stage):
+            raise ValueError(f"stages must be (max_length>0, steps>0) pairs with growing lengths, got {self.stages}")
+        object.__setattr__(self, "stages", tuple(tuple(stage) for stage in self.stages))
 
     @classmethod
     def none(cls) -> Curriculum:
@@ -48,6 +52,8 @@ class Curriculum:
 
 def parse_stages(text: str) -> tuple[tuple[int, int], ...]:
     """``"1:150,3:400,7:600,15:800,all"`` -> stages; ``all`` is an unbounded final stage."""
+    if not isinstance(text, str):
+        raise ValueError(f"a curriculum's text form is a string such as '1:150,3:400,all', got {text!r}")
     stages = []
     for part in text.split(","):
         part = part.strip()

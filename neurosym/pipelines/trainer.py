@@ -100,6 +100,8 @@ class PipelineConfig(WindowTraining):
             raise ValueError(f"unknown pseudo_labels {self.pseudo_labels!r}: choose one of {PSEUDO_LABELS}")
         if not 0 <= self.augment_style <= 1:
             raise ValueError(f"augment_style must be in [0, 1], got {self.augment_style}")
+        if not isinstance(self.curriculum, Curriculum):
+            raise ValueError(f"curriculum must be a Curriculum (Curriculum.none() for none), got {self.curriculum!r}")
         if self.distill < 0:
             raise ValueError(f"distill must be >= 0, got {self.distill}")
 
