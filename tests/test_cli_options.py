@@ -100,7 +100,7 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("hint --model neurosym --curriculum 1:abc", "argument --curriculum: curriculum stage '1:abc'"),
         (
             "pipeline --curriculum 3:100,1:50,all",
-            "argument --curriculum: stages must be (max_length, steps>0) pairs with growing",
+            "argument --curriculum: stages must be (max_length>0, steps>0) pairs with growing",
         ),
         (
             "hint --model neurosym --fewshot-concepts x,q",
