@@ -84,6 +84,8 @@ def test_impossible_label_gives_none_and_bad_shapes_raise(abducer):
     assert abducer.abduce("1+1", _log_probs("1+1"), 10_000) is None
     with pytest.raises(ValueError, match="shape"):
         abducer.abduce("1+1", np.zeros((2, len(VOCAB))), 2)
+    with pytest.raises(ValueError, match="position 2: symbol 'a' of '1\\+a' is not in the vocabulary"):
+        abducer.abduce("1+a", np.zeros((3, len(VOCAB))), 2)
 
 
 def test_concept_operators_use_scanned_inverses():

@@ -64,6 +64,10 @@ def test_a_symbol_must_match_exactly_one_terminal():
 
 
 def test_a_grammar_that_cannot_serve_is_named_before_any_work(tmp_path):
+    with pytest.raises(TypeError, match="SymbolGrammar takes a grammar's text or the path of a .lark file, got NoneType"):
+        SymbolGrammar(None)
+    with pytest.raises(TypeError, match="Executor takes a SymbolGrammar and a TreeSemantics, got str and TreeSemantics"):
+        Executor(ADDITION, addition_semantics())
     with pytest.raises(ValueError, match=r"terminals \['NUM'\] match no single symbol"):  # "10" would vanish silently
         SymbolGrammar('start: NUM ("+" NUM)*\nNUM: "10" | "11"\n')
     for text in ("", 'expr: "a"\n'):

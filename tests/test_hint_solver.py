@@ -142,6 +142,8 @@ def test_concepts_outside_latin_1():
 def test_solver_needs_integer_numbers():
     with pytest.raises(ValueError, match="integer number values"):
         BatchSolver(RATIONAL_SEMANTICS)
+    with pytest.raises(TypeError, match="BatchSolver takes an OperatorTable \\(e.g. HINT_SEMANTICS\\), got str"):
+        solve_batch(["1"], table="hint")
 
 
 def test_a_vectorised_rule_of_fractional_results_is_named_instead_of_truncated():

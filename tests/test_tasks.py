@@ -306,6 +306,10 @@ def test_the_pipeline_names_a_bad_reader_source_or_semantics_before_it_learns_fr
     typo = TreeSemantics(addition_semantics().rules, {"strat": lambda wanted, children: []})
     with pytest.raises(ValueError, match=r"the semantics name \['strat'\], which the grammar has no rule"):
         GrammarPipeline(grammar, typo, GlyphReader())
+    with pytest.raises(TypeError, match=r"GrammarPipeline takes a SymbolGrammar \(SymbolGrammar\(text or path\)\), got str"):
+        GrammarPipeline(grammar.text, addition_semantics(), GlyphReader())
+    with pytest.raises(TypeError, match="GrammarPipeline takes a TreeSemantics .*, got dict"):
+        GrammarPipeline(grammar, {"number": int}, GlyphReader())
 
 
 def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, one_thread):

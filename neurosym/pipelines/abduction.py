@@ -115,6 +115,8 @@ class Abducer:
         log_probs = np.asarray(log_probs, dtype=np.float64)
         if log_probs.shape != (len(sentence), len(self.vocabulary)):
             raise ValueError(f"log_probs must have shape [{len(sentence)}, {len(self.vocabulary)}], got {list(log_probs.shape)}")
+        if unknown := next(((i, s) for i, s in enumerate(sentence) if s not in self.vocabulary), None):
+            raise ValueError(f"position {unknown[0]}: symbol {unknown[1]!r} of {sentence!r} is not in the vocabulary")
         if self.value(sentence) == target:
             return Correction(sentence, self.score(sentence, log_probs), 0)
         found = self._search(sentence, log_probs, target)

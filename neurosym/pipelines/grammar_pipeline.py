@@ -59,6 +59,12 @@ class GrammarPipeline:
         budget: AbductionBudget | None = None,
         equal: Callable[[Any, Any], bool] | None = None,
     ):
+        for given, kind, hint in (
+            (grammar, SymbolGrammar, "SymbolGrammar(text or path)"),
+            (semantics, TreeSemantics, "TreeSemantics(rules)"),
+        ):
+            if not isinstance(given, kind):
+                raise TypeError(f"GrammarPipeline takes a {kind.__name__} ({hint}), got {type(given).__name__}")
         missing = [s for s in reader.vocabulary if s not in grammar.symbols]
         if missing:
             raise ValueError(f"the reader's symbols {missing} are not in the grammar's vocabulary {list(grammar.symbols)}")

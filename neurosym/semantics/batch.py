@@ -50,6 +50,8 @@ class BatchSolver:
     """Solves batches of sentences under one operator table (whose numbers must be integers)."""
 
     def __init__(self, table: OperatorTable = HINT_SEMANTICS) -> None:
+        if not isinstance(table, OperatorTable):
+            raise TypeError(f"BatchSolver takes an OperatorTable (e.g. HINT_SEMANTICS), got {type(table).__name__}")
         bad = [s for s, v in table.numbers.items() if type(v) is not int or abs(v) > 2**62]
         if bad:
             raise ValueError(f"BatchSolver needs integer number values within ±2**62; table {table.name!r} has {bad}")

@@ -167,6 +167,9 @@ class Executor:
     (:meth:`TreeSemantics.compile`)."""
 
     def __init__(self, grammar: SymbolGrammar, semantics: TreeSemantics, memory: int = 100_000, shapes: int = 10_000):
+        if not isinstance(grammar, SymbolGrammar) or not isinstance(semantics, TreeSemantics):
+            raise TypeError(f"Executor takes a SymbolGrammar and a TreeSemantics, got {type(grammar).__name__} and "
+                            f"{type(semantics).__name__}")  # fmt: skip
         self.grammar, self.semantics, self.memory, self.shapes = grammar, semantics, memory, shapes
         self._seen: OrderedDict[str, Any] = OrderedDict()
         self._parses: OrderedDict[tuple[str | None, ...], _Parse] = OrderedDict()

@@ -63,6 +63,8 @@ class SymbolGrammar:
     """
 
     def __init__(self, grammar: str | os.PathLike, symbols: Sequence[str] | None = None, start: str = "start"):
+        if not isinstance(grammar, str | os.PathLike):
+            raise TypeError(f"SymbolGrammar takes a grammar's text or the path of a .lark file, got {type(grammar).__name__}")
         text = Path(grammar).read_text(encoding="utf-8") if _is_path(grammar) else str(grammar)
         self.text, self.start = text, start
         probe = _loaded(text, start)
