@@ -53,6 +53,8 @@ def test_loader_reads_released_layout(tmp_path):
     ]
     assert load_split(tmp_path, "interpolate", ["arithmetic__add_or_sub"], limit=1) == examples[1:2]
     assert load_split(tmp_path, "extrapolate")[0].answer == "42"
+    with pytest.raises(ValueError, match="modules must be a list of module names, got the string 'arithmetic__add_or_sub'"):
+        load_split(tmp_path, "interpolate", "arithmetic__add_or_sub")
     with pytest.raises(FileNotFoundError, match="train-easy"):
         list_modules(tmp_path, "train-easy")
 

@@ -136,6 +136,15 @@ def test_holdout_i_is_bounded():
         held_out_windows(2, 7)
 
 
+def test_rules_and_holdouts_without_room_for_a_pointer_and_a_value_are_named():
+    with pytest.raises(ValueError, match="a block grid needs at least 2 x 2 cells"):
+        block_rule(1)
+    with pytest.raises(ValueError, match="a sequence needs at least 2 digits"):
+        sequential_rule(1)
+    with pytest.raises(ValueError, match="complexity m must be at least 0, got -2"):
+        held_out_windows(-2, 1)
+
+
 def test_block_holdout_digits_outside_the_classes_are_named():
     for digits in ((-1,), (12,)):
         with pytest.raises(ValueError, match=r"holdout digits of slot 1 must lie in 0..9, got"):

@@ -255,3 +255,13 @@ def test_npz_bank_uses_its_own_splits(tmp_path):
     np.savez(tmp_path / "bad.npz", images=np.zeros((4, 28, 28), np.uint8))
     with pytest.raises(ValueError, match="labels"):
         load_npz_bank(tmp_path / "bad.npz")
+
+
+def test_sizes_of_no_pixels_are_named():
+    images = np.zeros((2, 8, 8), dtype=np.uint8)
+    with pytest.raises(ValueError, match=r"size must be \(height, width\), two positive ints, got \(-3, 32\)"):
+        resize_images(images, (-3, 32))
+    with pytest.raises(ValueError, match="height must be a positive number of pixels, got 0"):
+        render_strip(images, height=0)
+    with pytest.raises(ValueError, match="for a window of at least 1 pixel"):
+        sliding_windows(np.zeros((0, 8), dtype=np.uint8), window=0)

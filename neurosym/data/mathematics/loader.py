@@ -89,6 +89,8 @@ def load_split(
     root: str | os.PathLike, regime: str, modules: list[str] | None = None, limit: int | None = None
 ) -> list[MathExample]:
     """All examples of ``regime`` (the given ``modules``, default every file), module by module."""
+    if isinstance(modules, str):  # (a string would be read as its characters' modules)
+        raise ValueError(f"modules must be a list of module names, got the string {modules!r}")
     modules = list_modules(root, regime) if modules is None else modules
     return [
         MathExample(question, answer, module, regime)

@@ -51,6 +51,8 @@ class VectorPVR:
 
 def held_out_windows(complexity: int, count: int) -> np.ndarray:
     """The first ``count`` permutations of ``(0, ..., complexity)``: ``[count, complexity + 1]`` int64."""
+    if complexity < 0:
+        raise ValueError(f"complexity m must be at least 0, got {complexity}")
     total = math.factorial(complexity + 1)
     if not 1 <= count <= total:
         raise ValueError(f"holdout-i needs 1 <= i <= (m+1)! = {total} for m={complexity}, got i={count}")

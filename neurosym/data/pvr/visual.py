@@ -91,12 +91,16 @@ def render_sequence(digits: np.ndarray) -> np.ndarray:
 
 def block_rule(grid: int = 2, pointer_position: int = 0, complexity: int = 0, aggregation: str = "mod_sum") -> PVRRule:
     """The block task's rule: pointer digits split into contiguous groups over the ``grid^2 - 1`` values."""
+    if grid < 2:
+        raise ValueError(f"a block grid needs at least 2 x 2 cells (a pointer and a value), got {grid}")
     cells = grid * grid
     return PVRRule(cells, contiguous_pointer_table(10, cells - 1), pointer_position, complexity, aggregation)
 
 
 def sequential_rule(length: int = 11, pointer_position: int = 0, complexity: int = 0, aggregation: str = "mod_sum") -> PVRRule:
     """The sequential task's rule: pointer digit ``d`` selects value ``d % (length - 1)``."""
+    if length < 2:
+        raise ValueError(f"a sequence needs at least 2 digits (a pointer and a value), got {length}")
     return PVRRule(length, cyclic_pointer_table(10, length - 1), pointer_position, complexity, aggregation)
 
 

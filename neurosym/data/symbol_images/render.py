@@ -15,6 +15,8 @@ def resize_images(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """Resize uint8 ``[N, H, W]`` images to ``[N, *size]`` (bilinear with anti-aliasing)."""
     if images.ndim != 3:
         raise ValueError(f"images must be [N, H, W], got shape {images.shape}")
+    if len(size) != 2 or not all(isinstance(side, int | np.integer) and side >= 1 for side in size):
+        raise ValueError(f"size must be (height, width), two positive ints, got {size!r}")
     if tuple(images.shape[1:]) == tuple(size):
         return images
     if len(images) == 0:
@@ -31,6 +33,8 @@ def render_strip(images: np.ndarray, height: int = WINDOW) -> np.ndarray:
     """
     if images.ndim != 3 or len(images) == 0:
         raise ValueError(f"need a non-empty [n, H, W] array of symbol images, got shape {images.shape}")
+    if height < 1:
+        raise ValueError(f"height must be a positive number of pixels, got {height}")
     width = max(1, round(images.shape[2] * height / images.shape[1]))
     return rearrange(resize_images(images, (height, width)), "n h w -> h (n w)")
 
@@ -38,8 +42,8 @@ def render_strip(images: np.ndarray, height: int = WINDOW) -> np.ndarray:
 def sliding_windows(strip: np.ndarray, window: int = WINDOW) -> torch.Tensor:
     """Cut a rendered strip ``[window, W]`` into windows of ``window`` columns: float ``[W // window, 1, window, window]``
     in ``[0, 1]`` (a last partial window is padded with black)."""
-    if strip.ndim != 2 or strip.shape[0] != window:
-        raise ValueError(f"strip must be [{window}, W], got shape {strip.shape}")
+    if window < 1 or strip.ndim != 2 or strip.shape[0] != window:
+        raise ValueError(f"strip must be [{window}, W] for a window of at least 1 pixel, got shape {strip.shape}")
     pad = (-strip.shape[1]) % window
     padded = np.pad(strip, ((0, 0), (0, pad)))
     return rearrange(torch.from_numpy(padded).float() / 255.0, "h (n w) -> n 1 h w", w=window)
