@@ -404,8 +404,10 @@ def test_abduction_checks_its_input():
         abducer.abduce("1+2", np.zeros((2, 11)), 3)
     with pytest.raises(ValueError, match="at least 1"):
         AbductionBudget(max_changes=0)
-    with pytest.raises(ValueError, match="readings and chain_sweeps at least 0"):
+    with pytest.raises(ValueError, match="readings and chain_sweeps ints of at least 0"):
         AbductionBudget(readings=-1)
+    with pytest.raises(ValueError, match="must be ints of at least 1"):
+        AbductionBudget(max_changes=1.5)
 
 
 def test_readings_let_the_top_down_search_trade_one_number_against_the_other():

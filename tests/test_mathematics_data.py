@@ -4,6 +4,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -102,6 +103,9 @@ def test_encoding_errors_name_the_position():
         encode("abc\u00e9")
     with pytest.raises(ValueError, match="id 98 at position 1"):
         decode([5, 98])
+    for fractional in ([5, 10.7], torch.tensor([5.0, 10.5]), np.array([5.0, 10.2])):  # (int() truncated them)
+        with pytest.raises(ValueError, match=r"id 10\.\d at position 1 is not an integer"):
+            decode(fractional)
 
 
 @settings(max_examples=30, deadline=None)

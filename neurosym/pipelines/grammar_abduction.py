@@ -88,13 +88,15 @@ class AbductionBudget:
     chain_sweeps: int = 0
 
     def __post_init__(self) -> None:
+        counts = (self.max_changes, self.max_candidates, self.max_patterns, self.alternatives, self.beam)
         if (
-            min(self.max_changes, self.max_candidates, self.max_patterns, self.alternatives, self.beam) < 1
+            not all(isinstance(count, int) for count in (*counts, self.readings, self.chain_sweeps))
+            or min(counts) < 1
             or min(self.readings, self.chain_sweeps) < 0
         ):
             raise ValueError(
-                "max_changes, max_candidates, max_patterns, alternatives and beam must be at least 1, readings and "
-                f"chain_sweeps at least 0: {self}"
+                "max_changes, max_candidates, max_patterns, alternatives and beam must be ints of at least 1, readings "
+                f"and chain_sweeps ints of at least 0: {self}"
             )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from neurosym.data.mathematics.loader import ALPHABET, MathExample
@@ -33,7 +34,10 @@ def decode(ids: Sequence[int]) -> str:
     """Text of ``ids``: stops at the first EOS, skips PAD and BOS; an id outside the vocabulary raises."""
     chars = []
     for position, index in enumerate(ids):
-        index = int(index)
+        value = index.item() if isinstance(index, torch.Tensor | np.generic) else index
+        if isinstance(value, float) and not value.is_integer():  # (int() would truncate it)
+            raise ValueError(f"id {value} at position {position} is not an integer")
+        index = int(value)
         if index == EOS:
             break
         if index in (PAD, BOS):
