@@ -89,5 +89,5 @@ def test_explanations_from_the_chain_weigh_each_sentence_by_its_visits():
     counts = np.exp([c.log_prob - c.proposal for c in found])  # the marginal's weight of each: its visits
     assert np.allclose(counts, np.round(counts)) and round(counts.sum()) == 40
     assert [c.log_prob for c in found] == sorted((c.log_prob for c in found), reverse=True)
-    with pytest.raises(ValueError, match="chain_sweeps at least 0"):
+    with pytest.raises(ValueError, match="chain_sweeps ints of at least 0"):
         AbductionBudget(chain_sweeps=-1)
