@@ -235,3 +235,11 @@ def test_three_by_three_grid_with_custom_pointer_table(mnist):
     assert all(fake_digit_class(cells[n, k]) == digits[n, k] for n in range(50) for k in range(9))
     values = np.delete(digits, 4, axis=1)
     assert (labels == values[np.arange(50), np.array(rule.pointer_table)[digits[:, 4]]]).all()
+
+
+def test_a_digit_bank_names_labels_that_are_no_classes():
+    images = np.zeros((20, 28, 28), dtype=np.uint8)
+    for labels in (np.arange(20, dtype=float) % 10, np.arange(20) % 10 - 1):
+        with pytest.raises(ValueError, match=r"labels must be integer classes in 0..9, got"):
+            DigitBank(images, labels)
+    assert DigitBank(images, np.arange(20) % 10).counts.tolist() == [2] * 10

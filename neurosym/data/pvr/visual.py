@@ -40,6 +40,8 @@ class DigitBank:
         images, labels = np.asarray(images), np.asarray(labels)
         if images.ndim != 3 or images.shape[1:] != (DIGIT_SIZE, DIGIT_SIZE) or len(images) != len(labels):
             raise ValueError(f"expected images [N, 28, 28] with N labels, got {images.shape} and {labels.shape}")
+        if not np.issubdtype(labels.dtype, np.integer) or (len(labels) and not 0 <= labels.min() <= labels.max() < num_classes):
+            raise ValueError(f"labels must be integer classes in 0..{num_classes - 1}, got {labels.dtype} {labels[:8].tolist()}")
         missing = sorted(set(range(num_classes)) - set(labels.tolist()))
         if missing:
             raise ValueError(f"the digit bank has no image of class {missing[0]}")
