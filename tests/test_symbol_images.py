@@ -21,6 +21,7 @@ from neurosym.data.symbol_images import (
     load_folder_bank,
     load_npz_bank,
     merge_banks,
+    read_image,
     render_strip,
     render_windows,
     resize_images,
@@ -265,3 +266,11 @@ def test_sizes_of_no_pixels_are_named():
         render_strip(images, height=0)
     with pytest.raises(ValueError, match="for a window of at least 1 pixel"):
         sliding_windows(np.zeros((0, 8), dtype=np.uint8), window=0)
+
+
+def test_write_image_names_pixels_a_cast_would_blacken(tmp_path):
+    for image in (np.full((4, 4), 0.5), np.full((4, 4), 300), np.zeros((2, 4, 4), np.uint8)):
+        with pytest.raises(ValueError, match="write_image takes grey pixels \\[H, W\\] of integers in 0..255"):
+            write_image(tmp_path / "a.png", image)
+    write_image(tmp_path / "b.png", np.full((4, 4), 200))  # integers in range: any integer dtype
+    assert read_image(tmp_path / "b.png").max() == 200

@@ -38,10 +38,21 @@ def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
 
 
 def write_image(path: str | os.PathLike, image: np.ndarray) -> None:
-    """Write grey uint8 ``[H, W]`` to ``path`` (format from the suffix), creating its folder."""
+    """Write grey uint8 ``[H, W]`` to ``path`` (format from the suffix), creating its folder; integer pixels in
+    0..255 are taken too, anything else (floats, which a cast would turn into a black image) raises."""
+    image = np.asarray(image)
+    if (
+        image.ndim != 2
+        or not np.issubdtype(image.dtype, np.integer)
+        or (image.size and not 0 <= image.min() <= image.max() <= 255)
+    ):
+        raise ValueError(
+            f"write_image takes grey pixels [H, W] of integers in 0..255, got {image.dtype} {image.shape} (images in "
+            "0..1: (image * 255).round().astype(np.uint8))"
+        )
     Image = _pillow()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Image.fromarray(np.asarray(image, dtype=np.uint8)).save(path)
+    Image.fromarray(image.astype(np.uint8)).save(path)
 
 
 def load_folder_bank(
