@@ -63,12 +63,13 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
         raise ValueError(f"threshold must be finite and positive, got {threshold}")
     evaluations = len(steps)
     ranking = torch.nan_to_num(validation.double(), nan=math.inf)
-    is_best = ranking == ranking.min(dim=0, keepdim=True).values
+    lowest = ranking.min(dim=0, keepdim=True).values  # [1, S]; inf: no validation MSE but NaNs
+    is_best = ranking == lowest
     order = torch.arange(evaluations, device=validation.device).unsqueeze(1)
     best_index = torch.where(is_best, order, evaluations).min(dim=0).values  # first index of the minimum
     best_extrapolation = extrapolation.gather(0, best_index.unsqueeze(0)).squeeze(0)
-    solved = (best_extrapolation < threshold) & ranking.min(dim=0).values.isfinite()  # NaN compares False; a run
-    # whose every validation MSE is NaN has no best evaluation
+    solved = (best_extrapolation < threshold) & lowest.squeeze(0).isfinite()  # NaN compares False; a run without a
+    # finite validation MSE has no best evaluation
     under = extrapolation < threshold
     first_under = torch.where(under, order, evaluations).min(dim=0).values
     first_step = steps.to(device=validation.device, dtype=torch.float64)[first_under.clamp(max=evaluations - 1)]

@@ -13,6 +13,7 @@ atomic checkpoints, resume, signals, ``time_limit``, progress; DistributedDataPa
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -148,9 +149,10 @@ def _check_log_probs(log_probs: torch.Tensor, columns: int) -> None:
     """Refuse a reader's output ``[n, V]`` that is not log-probabilities over its ``columns`` symbols."""
     if log_probs.ndim != 2 or log_probs.shape[-1] != columns:
         raise ValueError(f"the reader returned shape {list(log_probs.shape)} for its {columns} symbols: expected [n, {columns}]")
-    if log_probs.numel() and bool(log_probs.detach().isnan().any()):
+    off = float(log_probs.detach().logsumexp(-1).abs().max()) if log_probs.numel() else 0.0  # NaN where any is NaN
+    if math.isnan(off):
         raise ValueError("the reader returned NaN log-probabilities (a diverged reader, or NaN windows)")
-    if log_probs.numel() and (off := float(log_probs.detach().logsumexp(-1).abs().max())) > LOG_PROB_TOLERANCE:
+    if off > LOG_PROB_TOLERANCE:
         raise ValueError(
             f"the reader must return log-probabilities (each row's logsumexp 0, e.g. from log_softmax); a row's is {off:.3g} "
             "away from 0"

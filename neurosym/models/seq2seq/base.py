@@ -20,7 +20,7 @@ class Seq2Seq(nn.Module, ABC):
     * ``tgt_in``: ``[B, T]`` target ids starting with the begin-of-sequence token (teacher forcing).
 
     ``forward(src, src_mask, tgt_in) -> logits [B, T, target_vocab]``. Subclasses implement
-    :meth:`start_decoding` and :meth:`decode_step`, which :meth:`greedy_decode` drives.
+    :meth:`start_decoding` and :meth:`_step` (the unchecked :meth:`decode_step`), which :meth:`greedy_decode` drives.
     """
 
     target_vocab: int
@@ -32,9 +32,14 @@ class Seq2Seq(nn.Module, ABC):
     def start_decoding(self, src: torch.Tensor, src_mask: torch.Tensor, *, use_cache: bool = True) -> Any:
         """Encode the source and return the decoder's initial state."""
 
-    @abstractmethod
     def decode_step(self, state: Any, tokens: torch.Tensor) -> torch.Tensor:
         """Feed the last emitted ``tokens [B]``; update ``state`` in place; return logits ``[B, V]``."""
+        check_step_tokens(tokens, len(state.memory), self.target_vocab)
+        return self._step(state, tokens)
+
+    @abstractmethod
+    def _step(self, state: Any, tokens: torch.Tensor) -> torch.Tensor:
+        """:meth:`decode_step` on tokens known to fit (the greedy decoder's own: no check reads them back)."""
 
     @torch.no_grad()
     def greedy_decode(
@@ -63,7 +68,7 @@ class Seq2Seq(nn.Module, ABC):
         finished = torch.zeros(batch, dtype=torch.bool, device=src_mask.device)
         emitted = []
         for _ in range(max_len):
-            tokens = self.decode_step(state, tokens).argmax(-1).masked_fill(finished, eos)
+            tokens = self._step(state, tokens).argmax(-1).masked_fill(finished, eos)
             emitted.append(tokens)
             finished = finished | (tokens == eos)
             if bool(finished.all()):

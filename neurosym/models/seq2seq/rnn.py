@@ -15,7 +15,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from neurosym.layers.additive_attention import AdditiveAttention
-from neurosym.models.seq2seq.base import Seq2Seq, check_step_tokens, check_targets, prepared_source
+from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import output_mask
 
 Cell = Literal["gru", "lstm"]
@@ -139,8 +139,7 @@ class RNNSeq2Seq(Seq2Seq):
     def start_decoding(self, src: torch.Tensor, src_mask: torch.Tensor, *, use_cache: bool = True) -> RNNDecoderState:
         return self._encode(src, src_mask)
 
-    def decode_step(self, state: RNNDecoderState, tokens: torch.Tensor) -> torch.Tensor:
-        check_step_tokens(tokens, len(state.memory), self.target_vocab)
+    def _step(self, state: RNNDecoderState, tokens: torch.Tensor) -> torch.Tensor:
         embedded = self.target_embedding(tokens)
         if self.attention is None:
             output, state.hidden = self.decoder(rearrange(embedded, "b e -> b 1 e"), state.hidden)

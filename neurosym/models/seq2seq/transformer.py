@@ -20,7 +20,7 @@ from neurosym.layers.transformer import (
     TransformerEncoderLayer,
 )
 from neurosym.layers.universal import UniversalTransformer
-from neurosym.models.seq2seq.base import Seq2Seq, check_step_tokens, check_targets, prepared_source
+from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import output_mask
 
 
@@ -163,8 +163,7 @@ class TransformerSeq2Seq(Seq2Seq):
         cache = self.decoder.new_cache() if use_cache else None
         return self._encoded(src, src_mask, cache)
 
-    def decode_step(self, state: TransformerDecoderState, tokens: torch.Tensor) -> torch.Tensor:
-        check_step_tokens(tokens, len(state.memory), self.target_vocab)
+    def _step(self, state: TransformerDecoderState, tokens: torch.Tensor) -> torch.Tensor:
         state.prefix.append(tokens)
         if state.cache is not None:
             logits = self._decode(rearrange(tokens, "b -> b 1"), state, offset=len(state.prefix) - 1)
