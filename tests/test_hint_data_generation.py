@@ -57,6 +57,30 @@ def test_sampled_prefix_rows_are_trees_whose_values_match_the_executor(n_op, see
             assert max(numbers + execution.res_all) == peak
 
 
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("+1+", "row 1 position 2: operator lacks operands"),
+        ("1+2", "row 1 position 1: operator lacks operands"),
+        ("123", "row 1 holds 3 separate expressions, not one"),
+    ],
+)
+def test_evaluate_prefix_names_a_row_that_is_not_one_expression(row, message):
+    rows = np.asarray([[MAIN_VOCABULARY.id_of(s) for s in expression] for expression in ("+12", row)], dtype=np.uint8)
+    with pytest.raises(ValueError, match=message):
+        evaluate_prefix(rows, MAIN_VOCABULARY)
+
+
+def test_evaluate_prefix_names_ids_outside_the_vocabulary_and_wrong_arrays():
+    n_symbols = len(MAIN_VOCABULARY.symbols)
+    with pytest.raises(ValueError, match=f"row 0 position 1: id {n_symbols} is not in the vocabulary"):
+        evaluate_prefix(np.asarray([[MAIN_VOCABULARY.id_of("+"), n_symbols, 1]]), MAIN_VOCABULARY)
+    with pytest.raises(ValueError, match="integer array"):
+        evaluate_prefix(np.asarray([[0.0, 1.0, 2.0]]), MAIN_VOCABULARY)
+    with pytest.raises(ValueError, match="integer array"):
+        evaluate_prefix(np.asarray([0, 1, 2]), MAIN_VOCABULARY)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 14), st.integers(0, 2**16), st.sampled_from([None, "y", "b", "d"]))
 def test_generated_records_round_trip_and_heads_agree_with_res_all(n_op, seed, concept):

@@ -113,7 +113,11 @@ class PrefixValues:
 
 
 def evaluate_prefix(ids: np.ndarray, vocabulary: Vocabulary) -> PrefixValues:
-    """Evaluate prefix rows ``[count, length]`` right to left on a per-row value stack."""
+    """Evaluate prefix rows ``[count, length]`` right to left on a per-row value stack.
+
+    Raises ``ValueError`` naming the first row that is not one prefix expression over ``vocabulary``'s ids.
+    """
+    _check_ids(ids, len(vocabulary.symbols))
     count, length = ids.shape
     n_numbers = len(vocabulary.numbers)
     number_values = np.asarray([vocabulary.table.numbers[s] for s in vocabulary.numbers], dtype=np.int64)
@@ -128,6 +132,7 @@ def evaluate_prefix(ids: np.ndarray, vocabulary: Vocabulary) -> PrefixValues:
     for position in range(length - 1, -1, -1):
         token = ids[:, position].astype(np.int64)
         is_number = token < n_numbers
+        _check_operands(~is_number & (top < 2), position)
         left = stack[rows, np.maximum(top - 1, 0)]
         right = stack[rows, np.maximum(top - 2, 0)]
         result = number_values[np.minimum(token, n_numbers - 1)]
@@ -145,4 +150,29 @@ def evaluate_prefix(ids: np.ndarray, vocabulary: Vocabulary) -> PrefixValues:
         stack[rows, top] = result
         top += 1
         peak = np.maximum(peak, result)
+    if (top != 1).any():
+        row = int(np.flatnonzero(top != 1)[0])
+        raise ValueError(f"prefix row {row} holds {int(top[row])} separate expressions, not one")
     return PrefixValues(stack[:, 0], valid, peak)
+
+
+def _check_ids(ids: np.ndarray, n_symbols: int) -> None:
+    """Raise unless ``ids`` is a non-empty integer array ``[count, length]`` of ids below ``n_symbols``."""
+    if not isinstance(ids, np.ndarray) or ids.ndim != 2 or not np.issubdtype(ids.dtype, np.integer):
+        what = f"{ids.dtype} array of shape {ids.shape}" if isinstance(ids, np.ndarray) else type(ids).__name__
+        raise ValueError(f"prefix ids must be an integer array [count, length], got a {what}")
+    if ids.shape[1] == 0:
+        raise ValueError("prefix rows are empty: an expression needs at least one number")
+    outside = (ids < 0) | (ids >= n_symbols)
+    if outside.any():
+        row, position = (int(i) for i in np.argwhere(outside)[0])
+        raise ValueError(
+            f"prefix row {row} position {position}: id {int(ids[row, position])} is not in the vocabulary's 0..{n_symbols - 1}"
+        )
+
+
+def _check_operands(short: np.ndarray, position: int) -> None:
+    """Raise if an operator at ``position`` finds fewer than two operands in some row (``short [count]``)."""
+    if short.any():
+        row = int(np.flatnonzero(short)[0])
+        raise ValueError(f"prefix row {row} position {position}: operator lacks operands")
