@@ -1,5 +1,6 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -174,3 +175,37 @@ def test_transform_maps_uniform_samples_from_either_origin_identically(name):
         from_one = sample_range.transform(uniform + 1, origin=1.0)
         torch.testing.assert_close(from_one, from_zero, rtol=0, atol=1e-12)
         assert bool((from_zero >= sample_range.low).all() and (from_zero <= sample_range.high).all())
+
+
+def test_sizes_and_counts_must_be_positive_ints():
+    data = SimpleFunctionData(["add"], seeds=[0], evaluation_size=10)
+    with pytest.raises(ValueError, match="batch_size must be an int of at least 1, got 0"):
+        data.training_batch(0)  # (an empty batch made a NaN loss)
+    with pytest.raises(ValueError, match="batch_size must be an int of at least 1, got 2.5"):
+        data.training_batch(2.5)
+    with pytest.raises(ValueError, match="chunk_size must be an int of at least 1, got -5"):
+        data.evaluation_batches("test", -5)  # (yielded no chunk at all)
+    with pytest.raises(ValueError, match="chunk_size must be an int of at least 1, got 0"):
+        data.evaluation_batches("test", 0)
+    with pytest.raises(ValueError, match="evaluation_size must be an int of at least 1, got 10.5"):
+        SimpleFunctionData(["add"], seeds=[0], evaluation_size=10.5)
+    with pytest.raises(ValueError, match=r"input_size must be an int of at least 1, got 100\.5"):
+        SubsetLayout(100.5)  # (made weights 101 wide)
+    with pytest.raises(ValueError, match="offsets must be an integer tensor, got torch.float32"):
+        SubsetLayout().weights(torch.tensor([1.5]))  # (selected a shifted subset)
+    assert [c[0].shape[1] for c in data.evaluation_batches("test", np.int64(4))] == [4, 4, 2]
+
+
+def test_seeds_and_operations_are_checked_by_name():
+    with pytest.raises(ValueError, match=r"seeds\[1\] must be an int of at least 0, got -1"):
+        SimpleFunctionData(["add", "add"], seeds=[0, -1], evaluation_size=10)
+    with pytest.raises(ValueError, match=r"seeds\[0\] must be an int of at least 0, got 1\.5"):
+        SimpleFunctionData(["add"], seeds=[1.5], evaluation_size=10)
+    with pytest.raises(ValueError, match="train_seed must be an int of at least 0, got -3"):
+        SimpleFunctionData(["add"], seeds=[0], evaluation_size=10, train_seed=-3)
+    with pytest.raises(ValueError, match="seed must be an int of at least 0, got True"):
+        UniformStream(True)
+    with pytest.raises(ValueError, match="operations must be a list of operation names, got the string 'add'"):
+        SimpleFunctionData("add", seeds=[0, 1, 2], evaluation_size=10)
+    with pytest.raises(TypeError, match="from a string like '\\[1,2\\]', got NoneType None"):
+        SampleRange.parse(None)

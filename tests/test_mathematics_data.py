@@ -25,6 +25,7 @@ from neurosym.data.mathematics import (
     generator_env_ready,
     list_modules,
     load_split,
+    pad_sequences,
     read_module_file,
 )
 from neurosym.data.mathematics import generation as generate_module
@@ -221,3 +222,72 @@ def test_the_generator_environment_lives_where_the_variable_names(tmp_path, monk
     assert generator_env_dir() == tmp_path / "cache" / "mathematics-env"
     monkeypatch.setenv(ENV_VARIABLE, str(tmp_path / "named"))
     assert generator_env_dir() == tmp_path / "named" and not generator_env_ready()
+
+
+def test_decoding_refuses_text_and_batches_instead_of_misreading_them():
+    with pytest.raises(TypeError, match="id '1' at position 0 is not a number"):
+        decode("123")  # (read as BOS, EOS: the empty string)
+    with pytest.raises(TypeError, match="id '5' at position 1 is not a number"):
+        decode([5, "5"])  # (read as the id 5)
+    with pytest.raises(TypeError, match="id True at position 0 is not a number"):
+        decode([True, 5])
+    with pytest.raises(ValueError, match=r"one sequence of ids, got an array of shape \[2, 2\]"):
+        decode(torch.tensor([[5, 6], [7, 8]]))
+    assert decode(np.array([5, 6, EOS, 9])) == decode(torch.tensor([5.0, 6.0])) == '"#'
+
+
+def test_padding_refuses_fractional_ids_text_and_nesting():
+    with pytest.raises(ValueError, match="id 1.7 at position 0 of row 1 is not an integer"):
+        pad_sequences([[3], [1.7, 2]])  # (truncated to 1)
+    with pytest.raises(TypeError, match="row 0 is the text 'abc', not a sequence of ids"):
+        pad_sequences(["abc"])
+    with pytest.raises(ValueError, match=r"row 0 must be a flat sequence of ids, got shape \[1, 2\]"):
+        pad_sequences([[[1, 2]]])
+    assert pad_sequences([[4.0, 5], np.array([6], dtype=np.uint8), []]).tolist() == [[4, 5], [6, PAD], [PAD, PAD]]
+    assert pad_sequences(torch.tensor([[5, 6], [7, 8]])).tolist() == [[5, 6], [7, 8]]
+
+
+def test_loader_refuses_negative_limits_empty_files_and_empty_regimes(tmp_path):
+    path = write_module(tmp_path, "interpolate", "arithmetic__mul", ["1 * 2", "2", "3 * 2", "6"])
+    with pytest.raises(ValueError, match="limit must be an int of at least 0, got -1"):
+        read_module_file(path, limit=-1)  # (dropped the last pair)
+    with pytest.raises(ValueError, match="limit must be an int of at least 0, got 1.5"):
+        load_split(tmp_path, "interpolate", limit=1.5)
+    assert read_module_file(path, limit=0) == [] and len(read_module_file(path, limit=np.int64(5))) == 2
+    empty = write_module(tmp_path, "interpolate", "arithmetic__div", [])
+    with pytest.raises(MathematicsFormatError, match=r"arithmetic__div\.txt:1: empty file"):
+        read_module_file(empty)
+    (tmp_path / "extrapolate").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"no module files \(\*\.txt\) in .*extrapolate"):
+        load_split(tmp_path, "extrapolate")  # (an empty split)
+    assert load_split(tmp_path, "extrapolate", []) == []  # (a module without extrapolation tests asks for none)
+
+
+def test_generate_checks_count_seed_and_requests_before_running(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(generate_module, "_run_driver", lambda jobs, root, progress: calls.append(list(jobs)))
+    request = [("interpolate", "arithmetic__mul")]
+    with pytest.raises(ValueError, match="count must be an int of at least 1, got 2.5"):
+        generate(request, 2.5, root=tmp_path)  # (reached the generator's range())
+    with pytest.raises(ValueError, match="count must be an int of at least 1, got True"):
+        generate(request, True, root=tmp_path)
+    with pytest.raises(ValueError, match="seed must be an int of at least 0, got True"):
+        generate(request, 2, seed=True)  # (named another cache folder than seed 1)
+    with pytest.raises(ValueError, match="seed must be an int of at least 0, got -1"):
+        generate_module.generated_root(-1)
+    with pytest.raises(ValueError, match=r"each request must be a \(regime, module\) pair of strings, got 'interpolate'"):
+        generate(("interpolate", "arithmetic__mul"), 2, root=tmp_path)
+    with pytest.raises(ValueError, match=r"pair of strings, got \('interpolate', 5\)"):
+        generate([("interpolate", 5)], 2, root=tmp_path)
+    assert calls == []
+    generate([["interpolate", "arithmetic__mul"]], np.int64(2), seed=np.int64(3), root=tmp_path)
+    assert [(job["module"], job["count"], job["seed"]) for job in calls[0]] == [
+        ("arithmetic__mul", 2, generate_module.job_seed(3, "interpolate", "arithmetic__mul"))
+    ]
+
+
+def test_the_generator_environment_may_be_named_by_a_string(tmp_path):
+    from neurosym.data.mathematics.environment import generator_python
+
+    assert not generator_env_ready(str(tmp_path / "env"))
+    assert generator_python(str(tmp_path / "env")) == generator_python(tmp_path / "env")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from neurosym.data.checks import int_at_least
 from neurosym.layers.arithmetic.base import ensemble_linear
 
 
@@ -49,6 +50,8 @@ class SampleRange:
     @classmethod
     def parse(cls, text: str) -> SampleRange:
         """Read ``"[1,2]"`` or ``"[-6,-2]u[2,6]"`` (``u``, ``U`` or ``∪`` joins intervals; a leading ``U`` is allowed)."""
+        if not isinstance(text, str):
+            raise TypeError(f"a range is read from a string like '[1,2]', got {type(text).__name__} {text!r}")
         number = r"\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)\s*"
         interval = re.compile(rf"U?\[{number},{number}\]", re.IGNORECASE)
         intervals, position = [], _skip_spaces(text, 0)
@@ -174,8 +177,7 @@ class SubsetLayout:
     overlap_ratio: float = 0.5
 
     def __post_init__(self) -> None:
-        if self.input_size < 1:
-            raise ValueError(f"input_size must be positive, got {self.input_size}")
+        int_at_least(self.input_size, "input_size", 1)  # (a float would make weights of another width)
         if not 0 < self.subset_ratio <= 1:
             raise ValueError(f"subset_ratio must be in (0, 1], got {self.subset_ratio}")
         if not 0 <= self.overlap_ratio <= 1:
@@ -213,6 +215,8 @@ class SubsetLayout:
         """
         if offsets.dim() != 1:
             raise ValueError(f"offsets must be [S], got shape {list(offsets.shape)}")
+        if offsets.is_floating_point() or offsets.is_complex() or offsets.dtype == torch.bool:
+            raise ValueError(f"offsets must be an integer tensor, got {offsets.dtype}")
         if bool(((offsets < 0) | (offsets >= self.offsets)).any()):
             raise ValueError(f"offsets must lie in [0, {self.offsets - 1}], got {offsets.tolist()}")
         position = torch.arange(self.input_size, device=offsets.device)
@@ -246,6 +250,7 @@ class UniformStream:
     """
 
     def __init__(self, seed: int, device: torch.device | str = "cpu"):
+        seed = int_at_least(seed, "seed", 0)
         self.device = torch.device(device)
         if self.device.type == "cpu":
             self._bits: np.random.SFC64 | None = np.random.SFC64(seed)
@@ -317,16 +322,19 @@ class SimpleFunctionData:
         train_seed: int = 0,
         device: torch.device | str = "cpu",
     ):
-        if len(operations) != len(seeds) or not seeds:
+        if isinstance(operations, str):  # (a string would be read as its characters' operations)
+            raise ValueError(f"operations must be a list of operation names, got the string {operations!r}")
+        if len(operations) != len(seeds) or len(seeds) == 0:
             raise ValueError(f"need one operation per seed, got {len(operations)} operations and {len(seeds)} seeds")
-        if evaluation_size < 1:
-            raise ValueError(f"evaluation_size must be positive, got {evaluation_size}")
+        seeds = [int_at_least(seed, f"seeds[{member}]", 0) for member, seed in enumerate(seeds)]
+        evaluation_size = int_at_least(evaluation_size, "evaluation_size", 1)
+        train_seed = int_at_least(train_seed, "train_seed", 0)
         self.operations = [operation(name) for name in operations]
         self.interpolation, self.extrapolation = range_pair(ranges)
         for op in self.operations:
             check_domain(op, ranges, self.interpolation, self.extrapolation)
         self.layout = layout
-        self.seeds = list(seeds)
+        self.seeds = seeds
         self.evaluation_size = evaluation_size
         self.device = torch.device(device)
         distinct = sorted(set(self.seeds))
@@ -382,17 +390,22 @@ class SimpleFunctionData:
         Members with equal seeds (the same run of different operations) share their inputs, which keeps
         the cost of random numbers per step proportional to the number of distinct seeds.
         """
-        shape = (self._distinct_seeds, batch_size, self.layout.input_size)
+        shape = (self._distinct_seeds, int_at_least(batch_size, "batch_size", 1), self.layout.input_size)
         x = self.stream.sample(self.interpolation, shape)
         if not self._inputs_are_per_member:
             x = x[self._seed_index]
         return x, self.targets(x)
 
-    def evaluation_batches(self, split: str, chunk_size: int = 2_000):
-        """Yield the fixed ``split`` (``"validation"`` or ``"test"``) set in chunks: ``x [S, c, d]``, ``t [S, c, 1]``."""
+    def evaluation_batches(self, split: str, chunk_size: int = 2_000) -> Iterator[tuple[Tensor, Tensor]]:
+        """The fixed ``split`` (``"validation"`` or ``"test"``) set in chunks: ``x [S, c, d]``, ``t [S, c, 1]``.
+
+        The arguments are checked at the call, before the first chunk is asked for.
+        """
         if split not in self._evaluation_inputs:
             raise ValueError(f"unknown split {split!r}: choose 'validation' or 'test'")
-        inputs = self._evaluation_inputs[split]
+        return self._chunks(self._evaluation_inputs[split], int_at_least(chunk_size, "chunk_size", 1))
+
+    def _chunks(self, inputs: Tensor, chunk_size: int) -> Iterator[tuple[Tensor, Tensor]]:
         for start in range(0, self.evaluation_size, chunk_size):
             x = inputs[self._seed_index, start : start + chunk_size]
             yield x, self.targets(x)

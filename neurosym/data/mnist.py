@@ -8,6 +8,7 @@ format can be given instead (argument ``path`` or the environment variable ``NEU
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import pickle
 import subprocess
@@ -89,9 +90,35 @@ def _download(target: Path) -> Path:
     return target
 
 
-def _to_uint8(flat: np.ndarray) -> np.ndarray:
-    images = np.asarray(flat, dtype=np.float32).reshape(-1, 28, 28)
-    return np.clip(np.rint(images * 256.0), 0, 255).astype(np.uint8)
+def _to_uint8(images: np.ndarray) -> np.ndarray:
+    return np.clip(np.rint(images.reshape(-1, 28, 28) * 256.0), 0, 255).astype(np.uint8)
+
+
+def _checked_part(file: Path, name: str, part: object) -> tuple[np.ndarray, np.ndarray]:
+    """One ``(images, labels)`` part of the pickle as float32 images ``[N, 784]`` in ``[0, 1]`` and int64 digits ``[N]``.
+
+    Raises ``ValueError`` naming the file and part where the images are not ``N`` intensities of 28×28 pixels in
+    ``[0, 1]`` (0–255 pixels would all turn white) or the labels are not ``N`` digits 0–9.
+    """
+
+    def bad(problem: str) -> ValueError:
+        return ValueError(f"{file} is not an MNIST pickle of (train, valid, test) pairs: the {name} part {problem}")
+
+    try:
+        raw_images, raw_labels = part
+        images, labels = np.asarray(raw_images, dtype=np.float32), np.asarray(raw_labels)
+    except (TypeError, ValueError) as error:
+        raise bad(f"is not an (images, labels) pair of arrays: {error}") from error
+    if images.ndim < 2 or math.prod(images.shape[1:]) != 28 * 28:
+        raise bad(f"has images of shape {list(images.shape)}, expected [N, 784]")
+    if labels.shape != (len(images),):
+        raise bad(f"has labels of shape {list(labels.shape)} for {len(images)} images")
+    if images.size and not (images.min() >= 0 and images.max() <= 1):  # (NaN fails both)
+        raise bad(f"has pixel values in [{images.min()}, {images.max()}], expected intensities in [0, 1]")
+    wrong = labels if labels.dtype.kind not in "iuf" else labels[~np.isin(labels, np.arange(10))]
+    if wrong.size:
+        raise bad(f"has labels other than the digits 0 to 9, e.g. {wrong[:3].tolist()}")
+    return images.reshape(len(images), -1), labels.astype(np.int64)
 
 
 def load_mnist(path: str | os.PathLike | None = None, download: bool = True) -> MNIST:
@@ -99,12 +126,15 @@ def load_mnist(path: str | os.PathLike | None = None, download: bool = True) -> 
     file = mnist_path(path, download=download)
     try:
         with gzip.open(file, "rb") as handle:
-            (train_x, train_y), (valid_x, valid_y), (test_x, test_y) = pickle.load(handle, encoding="latin1")
-    except (OSError, ValueError, pickle.UnpicklingError, EOFError) as error:
+            train, valid, test = pickle.load(handle, encoding="latin1")
+    except (OSError, ValueError, TypeError, pickle.UnpicklingError, EOFError) as error:
         raise ValueError(f"{file} is not an MNIST pickle of (train, valid, test) pairs: {error}") from error
+    (train_x, train_y), (valid_x, valid_y), (test_x, test_y) = (
+        _checked_part(file, name, part) for name, part in (("train", train), ("valid", valid), ("test", test))
+    )
     return MNIST(
         train_images=np.concatenate([_to_uint8(train_x), _to_uint8(valid_x)]),
-        train_labels=np.concatenate([train_y, valid_y]).astype(np.int64),
+        train_labels=np.concatenate([train_y, valid_y]),
         test_images=_to_uint8(test_x),
-        test_labels=np.asarray(test_y, dtype=np.int64),
+        test_labels=test_y,
     )

@@ -6,6 +6,7 @@ Ids: ``0`` = padding, ``1`` = beginning of sequence, ``2`` = end of sequence, th
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -32,9 +33,13 @@ def encode(text: str, bos: bool = False, eos: bool = False) -> list[int]:
 
 def decode(ids: Sequence[int]) -> str:
     """Text of ``ids``: stops at the first EOS, skips PAD and BOS; an id outside the vocabulary raises."""
+    if isinstance(ids, torch.Tensor | np.ndarray) and ids.ndim != 1:
+        raise ValueError(f"decode takes one sequence of ids, got an array of shape {list(ids.shape)}")
     chars = []
     for position, index in enumerate(ids):
         value = index.item() if isinstance(index, torch.Tensor | np.generic) else index
+        if not isinstance(value, numbers.Real) or isinstance(value, bool):  # (int("5") would read a digit as an id)
+            raise TypeError(f"id {value!r} at position {position} is not a number")
         if isinstance(value, float) and not value.is_integer():  # (int() would truncate it)
             raise ValueError(f"id {value} at position {position} is not an integer")
         index = int(value)
@@ -50,12 +55,26 @@ def decode(ids: Sequence[int]) -> str:
 
 def pad_sequences(sequences: Sequence[Sequence[int]]) -> torch.Tensor:
     """Right-pad id lists with :data:`PAD` into a LongTensor ``[batch, longest]``."""
-    if not sequences:
+    if len(sequences) == 0:
         raise ValueError("cannot pad an empty list of sequences")
-    batch = torch.full((len(sequences), max(len(s) for s in sequences)), PAD, dtype=torch.long)
-    for row, sequence in enumerate(sequences):
-        batch[row, : len(sequence)] = torch.as_tensor(sequence, dtype=torch.long)
+    rows = [_id_row(sequence, row) for row, sequence in enumerate(sequences)]
+    batch = torch.full((len(rows), max(len(ids) for ids in rows)), PAD, dtype=torch.long)
+    for row, ids in enumerate(rows):
+        batch[row, : len(ids)] = ids
     return batch
+
+
+def _id_row(sequence: Sequence[int], row: int) -> torch.Tensor:
+    """Row ``row`` of a batch as a 1-d LongTensor; text, nesting and fractional ids raise rather than being truncated."""
+    if isinstance(sequence, str | bytes):
+        raise TypeError(f"row {row} is the text {sequence!r}, not a sequence of ids (encode it first)")
+    ids = torch.as_tensor(sequence)
+    if ids.dim() != 1:
+        raise ValueError(f"row {row} must be a flat sequence of ids, got shape {list(ids.shape)}")
+    if ids.is_floating_point() and not bool((ids == ids.round()).all()):
+        position = int((ids != ids.round()).nonzero()[0])
+        raise ValueError(f"id {ids[position].item():g} at position {position} of row {row} is not an integer")
+    return ids.long()
 
 
 @dataclass(frozen=True)

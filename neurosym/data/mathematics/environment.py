@@ -37,27 +37,32 @@ def generator_env_dir() -> Path:
     return Path(named) if named else cache_dir() / "mathematics-env"
 
 
-def generator_python(env_dir: Path | None = None) -> Path:
+def _env_dir(env_dir: str | os.PathLike | None) -> Path:
+    """``env_dir`` as a ``Path`` (a string too), or the default :func:`generator_env_dir` for ``None``."""
+    return generator_env_dir() if env_dir is None else Path(env_dir)
+
+
+def generator_python(env_dir: str | os.PathLike | None = None) -> Path:
     """The interpreter of the generator's environment (whether or not it exists yet)."""
-    env_dir = generator_env_dir() if env_dir is None else env_dir
+    env_dir = _env_dir(env_dir)
     return env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-def generator_env_ready(env_dir: Path | None = None) -> bool:
+def generator_env_ready(env_dir: str | os.PathLike | None = None) -> bool:
     """Whether the environment exists and its pinned requirements were installed completely."""
-    env_dir = generator_env_dir() if env_dir is None else env_dir
+    env_dir = _env_dir(env_dir)
     marker = env_dir / _READY_MARKER
     return generator_python(env_dir).exists() and marker.is_file() and marker.read_text().split() == list(GENERATOR_REQUIREMENTS)
 
 
-def ensure_generator_env(create: bool = True, env_dir: Path | None = None) -> Path:
+def ensure_generator_env(create: bool = True, env_dir: str | os.PathLike | None = None) -> Path:
     """Return the generator environment's interpreter, creating the environment first if needed.
 
     The environment is built in a sibling ``.partial`` folder and renamed into place only once pip has
     installed everything, so an interrupted build never looks ready. With ``create=False`` a missing
     environment raises :class:`FileNotFoundError` instead.
     """
-    env_dir = generator_env_dir() if env_dir is None else env_dir
+    env_dir = _env_dir(env_dir)
     if generator_env_ready(env_dir):
         return generator_python(env_dir)
     if not create:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from neurosym.data.checks import int_at_least
 from neurosym.data.mathematics.environment import ensure_generator_env
 from neurosym.data.mathematics.loader import count_pairs, module_path
 from neurosym.data.mnist import cache_dir
@@ -32,7 +33,7 @@ _CHILD_HASH_SEED = "0"
 
 def generated_root(seed: int) -> Path:
     """The cache folder holding the files generated with ``seed``: ``<cache>/mathematics/seed-<seed>``."""
-    return cache_dir() / "mathematics" / f"seed-{seed}"
+    return cache_dir() / "mathematics" / f"seed-{int_at_least(seed, 'seed', 0)}"
 
 
 def job_seed(seed: int, regime: str, module: str) -> int:
@@ -54,19 +55,27 @@ def generate(
     :data:`REGIMES`. Missing or too-short files are generated in one subprocess (with ``progress``, under a
     tqdm bar over all questions). Returns the dataset root (default :func:`generated_root` of ``seed``).
     """
-    if count < 1:
-        raise ValueError(f"count must be at least 1, got {count}")
+    count = int_at_least(count, "count", 1)  # (a float or bool would reach the generator's range())
+    seed = int_at_least(seed, "seed", 0)  # (True and 1.5 would name other files than 1)
     root = generated_root(seed) if root is None else Path(root)
     todo: list[dict] = []
-    for regime, module in dict.fromkeys(requests):
-        if regime not in REGIMES:
-            raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")
+    for regime, module in dict.fromkeys(_request(request) for request in requests):
         path = module_path(root, regime, module)
         if not path.is_file() or count_pairs(path) < count:
             todo.append({"regime": regime, "module": module, "count": count, "seed": job_seed(seed, regime, module)})
     if todo:
         _run_driver(todo, root, progress)
     return root
+
+
+def _request(request: object) -> tuple[str, str]:
+    """``request`` as a ``(regime, module)`` pair of strings with a known regime, else ``ValueError``."""
+    if not (isinstance(request, tuple | list) and len(request) == 2 and all(isinstance(part, str) for part in request)):
+        raise ValueError(f"each request must be a (regime, module) pair of strings, got {request!r}")
+    regime, module = request
+    if regime not in REGIMES:
+        raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")
+    return regime, module
 
 
 def _run_driver(jobs: Sequence[dict], root: Path, progress: bool) -> None:

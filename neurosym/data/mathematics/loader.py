@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from neurosym.data.checks import int_at_least
+
 MAX_QUESTION_LENGTH = 160
 MAX_ANSWER_LENGTH = 30
 ALPHABET: str = "".join(chr(code) for code in range(32, 127))
@@ -53,9 +55,13 @@ def count_pairs(path: str | os.PathLike) -> int:
 def read_module_file(path: str | os.PathLike, limit: int | None = None) -> list[tuple[str, str]]:
     """The ``(question, answer)`` pairs of one file (the first ``limit`` of them), validated."""
     path = Path(path)
+    if limit is not None:  # (a negative limit would slice pairs off the end)
+        limit = int_at_least(limit, "limit", 0)
     if not path.is_file():
         raise FileNotFoundError(f"DeepMind Mathematics file not found: {path}")
     lines = _lines(path)
+    if not lines:
+        raise MathematicsFormatError(f"{path}:1: empty file, expected alternating question and answer lines")
     if len(lines) % 2:
         raise MathematicsFormatError(f"{path}:{len(lines)}: question without an answer (odd number of lines)")
     if limit is not None:
@@ -91,7 +97,10 @@ def load_split(
     """All examples of ``regime`` (the given ``modules``, default every file), module by module."""
     if isinstance(modules, str):  # (a string would be read as its characters' modules)
         raise ValueError(f"modules must be a list of module names, got the string {modules!r}")
-    modules = list_modules(root, regime) if modules is None else modules
+    if modules is None:
+        modules = list_modules(root, regime)
+        if not modules:
+            raise FileNotFoundError(f"no module files (*.txt) in {Path(root) / regime}")
     return [
         MathExample(question, answer, module, regime)
         for module in modules

