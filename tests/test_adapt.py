@@ -46,8 +46,22 @@ def test_adaptation_reads_the_new_writer_better_and_routes_between_the_two_reade
 @pytest.mark.parametrize(
     ("options", "message"),
     [({"examples": 0}, "must be positive"), ({"replay": 0}, "must be positive"), ({"refit_steps": -1}, "at least 0"),
-     ({"distill": float("nan")}, "finite number"), ({"learning_rate": 0.0}, "learning_rate must be positive")],
+     ({"distill": float("nan")}, "finite number"), ({"learning_rate": 0.0}, "learning_rate must be positive"),
+     ({"examples": 2.5}, "must be ints, got {'examples': 2.5"), ({"refit_steps": 1.5}, "must be ints"),
+     ({"seed": -1}, "seed must be at least 0, got 1600, 0, 0 and -1"),
+     ({"router_backbone": "resnet"}, r"unknown router_backbone 'resnet': choose one of \('small', 'resnet18'\)")],
 )  # fmt: skip
 def test_adapt_config_refuses_bad_values(options, message):
     with pytest.raises(ValueError, match=message):
         AdaptConfig(**options)
+
+
+def test_adaptation_refuses_expressions_it_cannot_feed_every_stage_before_training(tmp_path):
+    records, first, new = short_training_records()[:40], prototype_bank(), prototype_bank(seed=1)
+    with pytest.raises(ValueError, match="adapt_to_writer needs at least one expression"):
+        adapt_to_writer(tiny_pipeline(), [], new, first, TINY_TRAINING, AdaptConfig(5, refit_steps=0), CPU, tmp_path)
+    for stages in ({"refit_steps": 3}, {"distill": 1.0, "refit_steps": 0}, {"distill": 0.0, "refit_steps": 0, "route_steps": 2}):
+        with pytest.raises(ValueError, match="40 expressions leave none to replay after the 40 of the new writer"):
+            # was a refit or routing failure after the whole adaptation, or silently no distillation
+            adapt_to_writer(tiny_pipeline(), records, new, first, TINY_TRAINING, AdaptConfig(40, **stages), CPU, tmp_path)
+    assert not any(tmp_path.iterdir())  # refused before any stage ran

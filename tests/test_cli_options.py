@@ -125,6 +125,7 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("pvr --sequential-models small_cnn", "argument --sequential-models: unknown visual model 'small_cnn'"),
         ("hint --model neurosym --augment-style 1.5", "argument --augment-style: expected a number in [0, 1], got '1.5'"),
         ("hint --model neurosym --stroke-width 0", "argument --stroke-width: expected a positive integer"),
+        ("hint --model neurosym --fewshot-replay 0", "argument --fewshot-replay: expected a positive integer"),
         ("hint --model neurosym --fewshot-only-new-class bracket", "argument --fewshot-only-new-class: unknown role 'bracket'"),
         ("hint --device gpu", "argument --device: expected 'auto', 'cpu', 'cuda' or 'cuda:N', got 'gpu'"),
         ("arithmetic --preset full", "argument --preset: invalid choice: 'full'"),

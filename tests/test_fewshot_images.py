@@ -108,6 +108,25 @@ def test_spotting_refuses_a_known_symbol_and_bad_configurations(trained):
         learn_concept_from_images(pipeline, "x", [], replay, bank, CPU, FAST)
 
 
+def test_few_shot_learning_refuses_bad_inputs_before_any_training(trained):
+    pipeline, bank, replay = trained
+    windows, lengths = WindowSource(replay[:2], bank, "train").batch([0, 1])
+    with pytest.raises(ValueError, match=r"unknown role 'bracket': choose one of \('number', 'operator'\) or None"):
+        spot_new_symbol(pipeline, "x", windows, lengths, role="bracket")  # was read as an operator, and named 'bracket'
+    with pytest.raises(ValueError, match=r"lengths must be a tensor \[2\], one per expression"):
+        spot_new_symbol(pipeline, "x", windows, lengths[:1])
+    train = list(fewshot_split("x", scale=0.01, seed=0, cache=False, progress=False)["train"])
+    with pytest.raises(ValueError, match=r"few-shot expression 0 \('x'\) does not use 'a': every training expression"):
+        learn_concept_from_images(pipeline, "a", train, replay, bank, CPU, FAST)  # was x's glyph learned as 'a' = 11
+    with pytest.raises(ValueError, match="no main-task expression to replay while 'x' is learned"):
+        learn_concept_from_images(pipeline, "x", train, [], bank, CPU, FAST)  # was a RuntimeError deep in torch
+    for bad, match in (({"rounds": 1.5}, "must be positive ints"), ({"glyph_steps": 0}, "must be positive ints"),
+                       ({"learning_rate": 0.0}, "finite learning_rate > 0"), ({"learning_rate": math.nan}, "finite"),
+                       ({"seed": -1}, "int seed >= 0")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            FewShotConfig(**bad)
+
+
 @pytest.mark.parametrize("only_new_class", [True, False])
 def test_for_a_new_symbol_by_default_only_its_row_learns_and_the_known_symbols_are_read_as_before(trained, only_new_class):
     pipeline, bank, replay = trained

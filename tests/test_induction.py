@@ -7,10 +7,12 @@ from hypothesis import strategies as st
 
 from neurosym.data.hint import fewshot_split, main_split
 from neurosym.pipelines.concepts import (
+    ConceptNotLearned,
     explained_fraction,
     induced_table,
     learn_number,
     learn_operator,
+    placeholder_table,
 )
 from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS
 from neurosym.semantics.induction import Program, induce_noisy_operator, induce_operator
@@ -113,6 +115,25 @@ def test_new_number_value_is_abduced():
     examples = [(s, _evaluate(s)) for s in sentences]
     learned = learn_number("x", examples, HINT_SEMANTICS)
     assert learned.value == 11 and learned.explained == 1.0
+
+
+def test_a_concept_needs_a_new_symbol_and_sentences_that_use_it():
+    with pytest.raises(ConceptNotLearned, match="none of the 2 training sentences uses the number 'x'"):
+        learn_number("x", [("1+2", 3), ("4*2", 8)], HINT_SEMANTICS)  # was x = 0, explaining all of them
+    with pytest.raises(ConceptNotLearned, match="none of the 1 training sentences uses the operator 'a'"):
+        learn_operator("a", [("1+2", 3)], HINT_SEMANTICS)
+    with pytest.raises(ValueError, match="'3' is already a number of the table 'hint': a new concept needs a new symbol"):
+        learn_number("3", [("3+2", 12)], HINT_SEMANTICS)  # was 3 = 10, silently redefined
+    with pytest.raises(ValueError, match="'a' is already an operator of the table"):
+        learn_operator("a", [("1a2", 2), ("3a4", 4)], HINT_FEWSHOT_SEMANTICS)
+    with pytest.raises(ValueError, match="'3' is already a number"):
+        placeholder_table(HINT_SEMANTICS, "3", "number")  # was 3 = 0
+    with pytest.raises(ValueError, match="no training sentence for the operator 'a'"):
+        learn_operator("a", [], HINT_SEMANTICS)
+    with pytest.raises(ValueError, match="no candidate value for the number 'x'"):
+        learn_number("x", [("x+2", 12)], HINT_SEMANTICS, candidates=[])
+    with pytest.raises(ValueError, match="explained_fraction needs at least one example"):
+        explained_fraction(HINT_SEMANTICS, [])  # was NaN
 
 
 def _evaluate(sentence):

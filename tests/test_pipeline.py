@@ -294,3 +294,23 @@ def test_distilling_keeps_the_anchors_reading_of_the_flagged_records_only(proble
         train_pipeline(tiny_pipeline(), train, replace(config, distill=1.0), CPU, progress=False)
     with pytest.raises(ValueError, match="distill"):
         PipelineConfig(distill=-1.0)
+
+
+def test_reading_abducing_and_verifying_refuse_bad_batches_and_targets(problem):
+    train, _ = problem
+    pipeline = tiny_pipeline()
+    windows, lengths = train.batch(range(4))
+    for bad in (lengths[:3], torch.cat([lengths, lengths[:1]]), lengths[:, None], lengths.tolist()):
+        with pytest.raises(ValueError, match=r"lengths must be a tensor \[4\], one per expression"):
+            pipeline.read(windows, bad)  # a mismatch was read with a misaligned mask (or an IndexError deep in torch)
+    with pytest.raises(ValueError, match=r"of at least one expression, got shape \(0, "):
+        pipeline.read(windows[:0], lengths[:0])
+    reading = pipeline.read(windows, lengths)
+    targets = [record.res for record in train.records[:4]]
+    assert pipeline.abduce(reading, np.asarray(targets)) == pipeline.abduce(reading, targets)  # numpy ints are ints
+    with pytest.raises(TypeError, match=r"targets are integer results, got 2.5 at position 1"):
+        pipeline.abduce(reading, [targets[0], 2.5, *targets[2:]])  # was abduced towards int(2.5) = 2
+    with pytest.raises(ValueError, match="2 labels and 3 targets: one target per example"):
+        pipeline.verified_positions(["1+2", "3"], [3, 3, 4])  # the extra target was ignored
+    with pytest.raises(ValueError, match=r"label 1 \('2\*x'\) has 'x' at 2, outside the vocabulary"):
+        pipeline.verified_positions(["1+2", "2*x"], [3, 4])  # 'x' was "verified"

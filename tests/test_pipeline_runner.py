@@ -347,3 +347,33 @@ def test_ensemble_refuses_missing_runs_and_training_stages_before_any_work(priva
         with pytest.raises(SystemExit) as stopped:
             main(command)
         assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_stages_their_data_cannot_feed_are_refused_before_training(private_cache, monkeypatch):
+    from hint_banks import prototype_bank
+
+    from neurosym.experiments import hint_sources
+    from neurosym.pipelines import trainer
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before the stages were checked")
+
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
+    monkeypatch.setattr(trainer, "run_reader_training", no_training)
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--out", str(out), "--no-progress"]
+    with pytest.raises(SystemExit, match="--adapt: 1996 expressions leave none to replay after the 5000 of the new writer"):
+        main([*argv, "--fewshot-scales", "none", "--adapt", "test-writers", "--adapt-examples", "5000"])
+    assert not (out / "checkpoint.pt").exists()
+
+
+def test_subset_accuracy_refuses_records_that_miss_a_subset():
+    from neurosym.data.hint import main_split
+    from neurosym.experiments.hint_pipeline.symbol import subset_accuracy
+    from neurosym.semantics import HINT_SEMANTICS
+
+    test = main_split(scale=0.002, seed=0, cache=False, progress=False)["test"]
+    assert subset_accuracy(HINT_SEMANTICS, list(test))["avg"] == 1.0
+    records = [record for record in test if record.eval != "I"]
+    with pytest.raises(ValueError, match=r"no record of the test subsets \['I'\]"):
+        subset_accuracy(HINT_SEMANTICS, records)  # was NaN for I and for the average

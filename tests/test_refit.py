@@ -38,6 +38,8 @@ def test_source_windows_are_every_window_of_the_source_labelled_with_where_they_
     assert (labelled.expressions, labelled.left_out) == (len(test), 0)
     with pytest.raises(ValueError, match="source_windows needs at least one expression"):
         source_windows(WindowSource([], test.dataset.bank, "test"), 0)
+    with pytest.raises(ValueError, match="label must be a class index, an int >= 0, got -1"):
+        source_windows(test, -1)
 
 
 def test_abduced_windows_are_each_kept_expressions_windows_with_its_abduced_sentence(problem, monkeypatch):
@@ -121,6 +123,19 @@ def test_refit_refuses_bad_input(problem):
     foreign = LabelledWindows(truth.windows[:2], torch.tensor([0, len(reader.vocabulary)]), 1, 0)
     with pytest.raises(ValueError, match="outside the reader's 16 classes"):
         refit_reader(reader, [foreign], RefitConfig(steps=1), CPU)
+    for label in (-1, -100):  # -100 was cross-entropy's ignored index: a NaN loss
+        with pytest.raises(ValueError, match=rf"a label \({label}\) lies outside the reader's 16 classes"):
+            refit_reader(reader, [LabelledWindows(truth.windows[:2], torch.tensor([0, label]), 1, 0)], RefitConfig(steps=1), CPU)
+    with pytest.raises(ValueError, match=r"labels must be int64 \[5\], one per window, got torch.int64 \(4,\)"):
+        LabelledWindows(truth.windows[:5], truth.labels[:4], 1, 0)  # was fitted with the windows and labels misaligned
+    with pytest.raises(ValueError, match=r"labels must be int64 \[2\], one per window, got torch.int32"):
+        LabelledWindows(truth.windows[:2], truth.labels[:2].int(), 1, 0)
+    with pytest.raises(ValueError, match=r"truths must be int64 \[2\]"):
+        LabelledWindows(truth.windows[:2], truth.labels[:2], 1, 0, truths=truth.labels[:3])
+    with pytest.raises(ValueError, match="refit_reader needs at least one LabelledWindows"):
+        refit_reader(reader, [], RefitConfig(steps=1), CPU)
+    with pytest.raises(ValueError, match="batch_size must be positive, got 0"):
+        abduced_windows(tiny_pipeline(), train, CPU, batch_size=0)
     for bad, match in (({"steps": 0}, "must be positive"), ({"augment_shift": -1}, "augment_shift >= 0"),
                        ({"learning_rate": 0.0}, "learning_rate > 0"), ({"schedule": "warm"}, "unknown schedule"),
                        ({"steps": 2.5}, "positive ints"), ({"learning_rate": float("inf")}, "finite learning_rate"),

@@ -156,7 +156,7 @@ class HintPipelineOptions(TrainingOptions):
         "meaning, 'GLYPH,ABDUCTION'", parse=_fewshot_steps, listed=False,
     )  # fmt: skip
     fewshot_replay: int = option(
-        200, "neurosym (image input): main-task expressions replayed while a new glyph is learned", parse=non_negative_int,
+        200, "neurosym (image input): main-task expressions replayed while a new glyph is learned", parse=positive_int,
         listed=False,
     )  # fmt: skip
     fewshot_only_new_class: tuple[str, ...] = option(

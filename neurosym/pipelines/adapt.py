@@ -23,6 +23,7 @@ import torch
 
 from neurosym.data.hint import HintRecord
 from neurosym.data.symbol_images import SymbolBank
+from neurosym.perception.symbol_classifier import BACKBONES
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.refit import RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.routing import route_readers
@@ -49,7 +50,7 @@ class AdaptConfig:
         refit_steps: steps refitting the reader to the abduced labels of its windows afterwards (0: off);
             routed, only the new writer's windows (the trained reader keeps the first bank's).
         route_steps: steps training a router between the trained and the adapted reader (0: off).
-        router_backbone: the router's backbone (``"small"`` or ``"resnet"``).
+        router_backbone: the router's backbone (``"small"`` or ``"resnet18"``).
         augment_shift: pixels each refit or router window is shifted by, at most.
         seed: which expressions are drawn and how refit and router batches are drawn.
     """
@@ -66,10 +67,23 @@ class AdaptConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        counts = {
+            name: getattr(self, name)
+            for name in ("examples", "replay", "steps", "refit_steps", "route_steps", "augment_shift", "seed")
+        }
+        if not all(isinstance(count, int) for count in counts.values() if count is not None):
+            raise ValueError(
+                f"examples, replay, steps, refit_steps, route_steps, augment_shift and seed must be ints, got {counts}"
+            )
         if self.examples < 1 or self.steps < 1 or (self.replay is not None and self.replay < 1):
             raise ValueError(f"examples, steps and replay must be positive, got {self.examples}, {self.steps}, {self.replay}")
-        if min(self.refit_steps, self.route_steps, self.augment_shift) < 0:
-            raise ValueError("refit_steps, route_steps and augment_shift must be at least 0")
+        if min(self.refit_steps, self.route_steps, self.augment_shift, self.seed) < 0:
+            raise ValueError(
+                f"refit_steps, route_steps, augment_shift and seed must be at least 0, got {self.refit_steps}, "
+                f"{self.route_steps}, {self.augment_shift} and {self.seed}"
+            )
+        if self.router_backbone not in BACKBONES:
+            raise ValueError(f"unknown router_backbone {self.router_backbone!r}: choose one of {BACKBONES}")
         if not math.isfinite(self.distill) or self.distill < 0:
             raise ValueError(f"distill must be a finite number >= 0, got {self.distill}")
         if self.learning_rate is not None and not self.learning_rate > 0:
@@ -114,9 +128,11 @@ def adapt_to_writer(
     (:data:`STAGE_CHECKPOINTS`) and, with ``resume``, continues from it (else they are removed first).
 
     Raises:
-        ValueError: a resumed refit whose checkpoint fitted other windows.
+        ValueError: no expressions; none left to replay where distillation, refitting or routing needs them; a resumed
+            refit whose checkpoint fitted other windows.
     """
     replay = adapt.replay or adapt.examples
+    check_adaptation_data(len(expressions), adapt)
     order = np.random.default_rng([adapt.seed, 7]).permutation(len(expressions))
     chosen = [expressions[i] for i in order[: adapt.examples]]
     replayed = [expressions[i] for i in order[adapt.examples : adapt.examples + replay]]
@@ -151,3 +167,17 @@ def adapt_to_writer(
             checkpoints["route"], progress, adapt.router_backbone,
         )  # fmt: skip
     return Adaptation(sources, config.learning_rate)
+
+
+def check_adaptation_data(count: int, adapt: AdaptConfig) -> None:
+    """Raise ``ValueError`` unless :func:`adapt_to_writer` given ``count`` expressions shows the new writer some and,
+    where a stage uses the replayed ones (distillation, the refit of the first bank's windows, routing), leaves some
+    to replay (a runner checks it before training, not after)."""
+    if count == 0:
+        raise ValueError("adapt_to_writer needs at least one expression")
+    uses_replay = adapt.distill > 0 or adapt.refit_steps > 0 or adapt.route_steps > 0
+    if uses_replay and count <= adapt.examples:
+        raise ValueError(
+            f"{count} expressions leave none to replay after the {adapt.examples} of the new writer, and distill, "
+            "refit_steps or route_steps learn from the replayed ones: give more expressions or fewer examples"
+        )

@@ -63,6 +63,8 @@ class LearnedConcept:
 
 def explained_fraction(table: OperatorTable, examples: Sequence[Example]) -> float:
     """Fraction of ``examples`` whose sentence evaluates to its result under ``table``."""
+    if not examples:
+        raise ValueError("explained_fraction needs at least one example: the fraction of none is undefined")
     values = BatchSolver(table).solve([sentence for sentence, _ in examples])
     return float(np.mean([v == result for v, (_, result) in zip(values, examples)]))
 
@@ -71,8 +73,9 @@ def learn_number(
     symbol: str, examples: Sequence[Example], table: OperatorTable, candidates: Sequence[int] = range(101)
 ) -> LearnedConcept:
     """Abduce the value of the number ``symbol`` among ``candidates``."""
-    if not examples:
-        raise ValueError(f"no training sentence for the number {symbol!r}")
+    _check_new_concept(symbol, "number", examples, table)
+    if not candidates:
+        raise ValueError(f"no candidate value for the number {symbol!r}")
     scored = [(explained_fraction(table.extend({symbol: v}), examples), v) for v in candidates]
     explained, value = max(scored, key=lambda item: (item[0], -item[1]))
     return LearnedConcept(symbol, table.extend({symbol: value}), explained, value=value)
@@ -113,6 +116,7 @@ def learn_operator(
     symbol: str, examples: Sequence[Example], table: OperatorTable, max_size: int = 10, min_agreement: float = 0.95
 ) -> LearnedConcept:
     """Induce the precedence level and meaning of the operator ``symbol`` from sentences and results."""
+    _check_new_concept(symbol, "operator", examples, table)
     best: LearnedConcept | None = None
     for level in (ADDITIVE, MULTIPLICATIVE):
         hypothesis = table.extend(operators={symbol: Operator(level, lambda a, b: 1)})
@@ -145,11 +149,29 @@ def learn_concept(
 def placeholder_table(table: OperatorTable, symbol: str, role: str) -> OperatorTable:
     """``table`` with ``symbol`` in ``role`` and a meaning still unknown (the number 0, or an additive
     operator that always gives 0): enough to read and parse sentences that use it."""
+    _check_unknown(symbol, table)
     if role == "number":
         return table.extend({symbol: 0})
     if role == "operator":
         return table.extend(operators={symbol: Operator(ADDITIVE, lambda a, b: 0, None, "unknown")})
     raise ValueError(f"unknown role {role!r}: choose one of {ROLES}")
+
+
+def _check_unknown(symbol: str, table: OperatorTable) -> None:
+    """Raise ``ValueError`` when ``table`` already gives ``symbol`` a meaning (a concept learned under it would replace it)."""
+    if symbol in table.numbers or symbol in table.operators:
+        role = "a number" if symbol in table.numbers else "an operator"
+        raise ValueError(f"{symbol!r} is already {role} of the table {table.name!r}: a new concept needs a new symbol")
+
+
+def _check_new_concept(symbol: str, role: str, examples: Sequence[Example], table: OperatorTable) -> None:
+    """Raise ``ValueError`` for a ``symbol`` that ``table`` knows or no example, and :class:`ConceptNotLearned` when
+    no example's sentence uses ``symbol`` (any meaning would explain them all alike)."""
+    _check_unknown(symbol, table)
+    if not examples:
+        raise ValueError(f"no training sentence for the {role} {symbol!r}")
+    if not any(symbol in sentence for sentence, _ in examples):
+        raise ConceptNotLearned(f"none of the {len(examples)} training sentences uses the {role} {symbol!r}")
 
 
 def induced_table(

@@ -21,6 +21,7 @@ steps, none of which uses a symbol label:
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from neurosym.pipelines.concepts import (
 )
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
-from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.pipeline import HintPipeline, check_batch
 from neurosym.pipelines.refit import RefitConfig
 from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
@@ -90,8 +91,15 @@ class FewShotConfig:
             raise ValueError(f"unknown role {self.role!r}: choose one of {ROLES} or None")
         if not self.agreements or any(not 0 < a <= 1 for a in self.agreements):
             raise ValueError(f"agreements must be fractions in (0, 1], got {self.agreements}")
-        if min(self.rounds, self.glyph_steps, self.batch_size) < 1 or self.glyph_batch < 2 or self.abduction_steps < 0:
-            raise ValueError("rounds, glyph_steps and batch_size must be positive, glyph_batch at least 2, abduction_steps >= 0")
+        counts = {name: getattr(self, name) for name in ("rounds", "glyph_steps", "batch_size", "glyph_batch", "abduction_steps")}
+        if not all(isinstance(count, int) for count in counts.values()) or (
+            min(self.rounds, self.glyph_steps, self.batch_size) < 1 or self.glyph_batch < 2 or self.abduction_steps < 0
+        ):
+            raise ValueError(
+                f"rounds, glyph_steps and batch_size must be positive ints, glyph_batch at least 2, abduction_steps >= 0, got {counts}"
+            )
+        if not 0 < self.learning_rate < math.inf or not isinstance(self.seed, int) or self.seed < 0:
+            raise ValueError(f"need a finite learning_rate > 0 and an int seed >= 0, got {self.learning_rate} and {self.seed!r}")
         if not set(self.only_new_class) <= set(ROLES):
             raise ValueError(f"only_new_class takes roles of {ROLES}, got {self.only_new_class}")
         if self.augment_shift < 0 or not 0 <= self.augment_style <= 1:
@@ -168,8 +176,11 @@ def spot_new_symbol(
     """
     if symbol in pipeline.classifier.vocabulary:
         raise ValueError(f"{symbol!r} is already in the vocabulary: it is not new")
+    if role is not None and role not in ROLES:
+        raise ValueError(f"unknown role {role!r}: choose one of {ROLES} or None")
+    check_batch(windows, lengths)
     with torch.no_grad():
-        flat = torch.cat([pipeline.classifier(part).float() for part in rearrange(windows, "b t h w -> (b t) h w").split(4096)])
+        flat = torch.cat([pipeline.classifier(part).float() for part in rearrange(windows, "b t ... -> (b t) ...").split(4096)])
     extended = with_new_symbol(rearrange(flat, "(b t) v -> b t v", b=windows.shape[0])).cpu()
     vocabulary = [*pipeline.classifier.vocabulary, symbol]
     best: tuple[float, list[str], str] | None = None
@@ -320,8 +331,7 @@ def learn_concept_from_images(
     ``pipeline`` is left unchanged; the result holds a grown copy. Raises :class:`ConceptNotLearned` when
     no meaning explains the examples.
     """
-    if not records:
-        raise ValueError(f"no few-shot training expression for {symbol!r}")
+    _check_fewshot(symbol, records, replay_records)
     source = WindowSource(records, bank, "train", config.seed)
     replay = WindowSource(replay_records, bank, "train", config.seed + 1)
     windows, lengths = source.batch(range(len(source)))
@@ -350,6 +360,20 @@ def learn_concept_from_images(
         if config.abduction_steps:
             learned = _refine(grown, symbol, role, source, results, replay_records, bank, base_table, device, config)
     return FewShotResult(grown, learned, role, spotted)
+
+
+def _check_fewshot(symbol: str, records: Sequence[HintRecord], replay_records: Sequence[HintRecord]) -> None:
+    """Raise ``ValueError`` unless there are few-shot ``records``, each using ``symbol``, and ``replay_records``."""
+    if not records:
+        raise ValueError(f"no few-shot training expression for {symbol!r}")
+    without = next((i for i, record in enumerate(records) if symbol not in record.expr), None)
+    if without is not None:
+        raise ValueError(
+            f"few-shot expression {without} ({records[without].expr!r}) does not use {symbol!r}: "
+            "every training expression of a new concept uses it"
+        )
+    if not replay_records:
+        raise ValueError(f"no main-task expression to replay while {symbol!r} is learned: give at least one")
 
 
 def _refine(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -69,6 +70,7 @@ class HintPipeline:
             windows: ``[B, T, 1, 32, 32]`` (or ``[B, T, 32, 32]``) symbol windows, padded.
             lengths: ``[B]`` number of symbols of each expression.
         """
+        check_batch(windows, lengths)
         batch, steps = windows.shape[:2]
         flat = rearrange(windows, "b t ... -> (b t) ...")
         mask = real_positions(lengths, steps)
@@ -87,15 +89,14 @@ class HintPipeline:
 
     def abduce(self, reading: Reading, targets: Sequence[int]) -> list[str | None]:
         """Pseudo-labels: per example, the most probable sentence found that gives its target (or ``None``)."""
-        if len(targets) != len(reading.sentences):
-            raise ValueError(f"{len(reading.sentences)} readings and {len(targets)} targets: one target per example")
+        targets = _integer_targets(targets, len(reading.sentences), "readings")
         log_probs = reading.log_probs.detach().float().cpu().numpy()
         labels: list[str | None] = []
         for sentence, value, target, scores in zip(reading.sentences, reading.values, targets, log_probs):
             if value == target:
                 labels.append(sentence)
                 continue
-            found = self.abducer.abduce(sentence, scores[: len(sentence)], int(target))
+            found = self.abducer.abduce(sentence, scores[: len(sentence)], target)
             labels.append(None if found is None else found.sentence)
         return labels
 
@@ -109,18 +110,24 @@ class HintPipeline:
         ``a - b`` with ``b >= a``, a divisor whose neighbours round up to the same value) would only
         confirm what the classifier already reads there, right or wrong.
         """
+        targets = _integer_targets(targets, len(labels), "labels")
         vocabulary = self.roles.vocabulary
         alternatives = {
             vocabulary[i]: [vocabulary[j] for j in ids if j != i]
             for ids in (self.roles.numbers, self.roles.operators)
             for i in ids
         }
+        known = set(vocabulary)
         variants: list[str] = []
         owners: list[tuple[int, int]] = []  # (label index, position) of each variant
         for row, label in enumerate(labels):
             if label is None:
                 continue
             for position, symbol in enumerate(label):
+                if symbol not in known:
+                    raise ValueError(
+                        f"label {row} ({label!r}) has {symbol!r} at {position}, outside the vocabulary {''.join(vocabulary)!r}"
+                    )
                 for other in alternatives.get(symbol, ()):
                     variants.append(label[:position] + other + label[position + 1 :])
                     owners.append((row, position))
@@ -129,3 +136,28 @@ class HintPipeline:
             if value == targets[row]:
                 verified[row][position] = False
         return verified
+
+
+def check_batch(windows: torch.Tensor, lengths: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``windows`` is a non-empty padded batch ``[B, T, ...]`` and ``lengths`` a tensor ``[B]``."""
+    if not isinstance(windows, torch.Tensor) or windows.dim() < 3 or len(windows) == 0:
+        raise ValueError(f"windows must be a padded batch [B, T, 32, 32] of at least one expression, got {_shape(windows)}")
+    if not isinstance(lengths, torch.Tensor) or lengths.shape != (len(windows),):
+        raise ValueError(f"lengths must be a tensor [{len(windows)}], one per expression of the windows, got {_shape(lengths)}")
+
+
+def _shape(value: object) -> str:
+    return f"shape {tuple(value.shape)}" if isinstance(value, torch.Tensor) else type(value).__name__
+
+
+def _integer_targets(targets: Sequence[int], count: int, what: str) -> list[int]:
+    """``targets`` as ints, one for each of ``count`` ``what``; another count or a non-integer raises."""
+    if len(targets) != count:
+        raise ValueError(f"{count} {what} and {len(targets)} targets: one target per example")
+    integers = []
+    for position, target in enumerate(targets):
+        try:
+            integers.append(operator.index(target))
+        except TypeError:
+            raise TypeError(f"targets are integer results, got {target!r} at position {position}") from None
+    return integers

@@ -39,6 +39,13 @@ class LabelledWindows:
     left_out: int
     truths: torch.Tensor | None = None
 
+    def __post_init__(self) -> None:
+        count = len(self.windows)
+        for name in ("labels", "truths"):
+            value = getattr(self, name)
+            if value is not None and (value.dtype != torch.int64 or value.shape != (count,)):
+                raise ValueError(f"{name} must be int64 [{count}], one per window, got {value.dtype} {tuple(value.shape)}")
+
 
 @dataclass(frozen=True)
 class RefitConfig(WindowTraining):
@@ -60,6 +67,8 @@ def abduced_windows(
     are left out."""
     if len(source) == 0:
         raise ValueError("abduced_windows needs at least one expression")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
     index = {symbol: i for i, symbol in enumerate(pipeline.classifier.vocabulary)}
     pipeline.classifier.to(device).eval()
     windows, labels, left_out = [], [], 0
@@ -93,12 +102,15 @@ def refit_reader(
     request or ``time_limit`` checkpoints and raises :class:`~neurosym.training.stopping.TrainingInterrupted`.
     Under ``torchrun`` (a distributed ``context``) every process holds the same ``data`` and learns from its share
     of each batch (:func:`~neurosym.pipelines.trainer.fit_windows`)."""
+    if not data:
+        raise ValueError("refit_reader needs at least one LabelledWindows")
     windows = torch.cat([part.windows for part in data])
     labels = torch.cat([part.labels for part in data])
     if len(labels) == 0:
         raise ValueError("refit_reader needs at least one labelled window")
-    if int(labels.max()) >= len(reader.vocabulary):
-        raise ValueError(f"a label ({int(labels.max())}) lies outside the reader's {len(reader.vocabulary)} classes")
+    low, high = int(labels.min()), int(labels.max())
+    if low < 0 or high >= len(reader.vocabulary):
+        raise ValueError(f"a label ({low if low < 0 else high}) lies outside the reader's {len(reader.vocabulary)} classes")
 
     def batch(index: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)

@@ -21,6 +21,8 @@ def source_windows(source: WindowSource | ConcatWindows, label: int) -> Labelled
     (e.g. which writers drew them, a writer router's target), not what they show."""
     if len(source) == 0:
         raise ValueError("source_windows needs at least one expression")
+    if not isinstance(label, int) or label < 0:
+        raise ValueError(f"label must be a class index, an int >= 0, got {label!r}")
     windows = torch.cat([source.windows(i) for i in range(len(source))])
     return LabelledWindows(windows, torch.full((len(windows),), label, dtype=torch.long), len(source), 0)
 

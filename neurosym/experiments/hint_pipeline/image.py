@@ -19,7 +19,7 @@ from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.perception.symbol_classifier import SymbolClassifier
-from neurosym.pipelines.adapt import AdaptConfig, adapt_to_writer
+from neurosym.pipelines.adapt import AdaptConfig, adapt_to_writer, check_adaptation_data
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
@@ -53,6 +53,11 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     data = load_hint_data(args, image_input=True, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
     bank = data.bank
+    if args.adapt is not None:  # before training: an adaptation its data cannot feed would fail only after it
+        try:
+            check_adaptation_data(len(data.splits["train"]), _adapt_config(args))
+        except ValueError as error:
+            raise SystemExit(f"neurosym hint: --adapt: {error}") from None
     pipeline = HintPipeline(classifier, HINT_SEMANTICS, abduction_changes=args.abduction_changes)
     config = PipelineConfig(
         steps=args.steps,
@@ -134,10 +139,8 @@ def _adapt(args, out, pipeline, config, splits, split_names, bank, evaluate, dev
     batch-norm statistics of their own adaptation images."""
     new, images = bank_from_option(args.adapt, args.seed)
     new = with_brackets(new, bank)
-    adapt = AdaptConfig(args.adapt_examples, args.adapt_replay, args.adapt_steps, args.adapt_lr, args.adapt_distill,
-                        args.adapt_refit, args.adapt_route, args.cnn, args.augment_shift, args.seed)  # fmt: skip
     try:
-        done = adapt_to_writer(pipeline, splits["train"], new, bank, config, adapt, device, out,
+        done = adapt_to_writer(pipeline, splits["train"], new, bank, config, _adapt_config(args), device, out,
                                args.resume, args.progress)  # fmt: skip
     except ValueError as error:  # a resumed stage that fitted other data
         raise SystemExit(f"neurosym hint: --adapt: {error}") from None
@@ -155,6 +158,12 @@ def _adapt(args, out, pipeline, config, splits, split_names, bank, evaluate, dev
                 adapted[f"{split}_{writers}{suffix}"] = scores = evaluate(splits[split], shown, split, statistics)
                 rows.append(_row(f"{name}, {split}{' (own batch-norm statistics)' if suffix else ''}", scores))
     return adapted, rows
+
+
+def _adapt_config(args: HintOptions) -> AdaptConfig:
+    """The ``--adapt-*`` options as an :class:`~neurosym.pipelines.adapt.AdaptConfig` (the router: a ``--cnn`` reader)."""
+    return AdaptConfig(args.adapt_examples, args.adapt_replay, args.adapt_steps, args.adapt_lr, args.adapt_distill,
+                       args.adapt_refit, args.adapt_route, args.cnn, args.augment_shift, args.seed)  # fmt: skip
 
 
 def fewshot_from_images(args, out, pipeline, data, device, time_limit) -> dict[str, Any]:

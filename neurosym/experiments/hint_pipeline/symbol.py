@@ -22,6 +22,9 @@ SUBSETS = (*EVAL_SUBSETS, "avg")
 
 def subset_accuracy(table: OperatorTable, records: list[HintRecord]) -> dict[str, float]:
     """Exact-match accuracy of executing ``records`` with ``table``, per test subset and their mean ``avg``."""
+    missing = [s for s in EVAL_SUBSETS if not any(r.eval == s for r in records)]
+    if missing:
+        raise ValueError(f"no record of the test subsets {missing}: each of {EVAL_SUBSETS} needs one to be scored")
     values = BatchSolver(table).solve([r.expr for r in records])
     scores = {s: float(np.mean([v == r.res for v, r in zip(values, records) if r.eval == s])) for s in EVAL_SUBSETS}
     scores["avg"] = float(np.mean(list(scores.values())))
@@ -48,6 +51,10 @@ def fewshot_from_symbols(args: HintOptions, out: Path, label: str, table: Operat
     def learn(concept: str, train: list[HintRecord]):
         role = "number" if concept in FEWSHOT_NUMBERS else "operator"
         learned = learn_concept(concept, role, [(r.expr, r.res) for r in train], table)
-        return learned.meaning, lambda records, split: explained_fraction(learned.table, [(r.expr, r.res) for r in records])
+
+        def score(records: list[HintRecord], split: str) -> float:  # no records: 0, as on image input
+            return explained_fraction(learned.table, [(r.expr, r.res) for r in records]) if records else 0.0
+
+        return learned.meaning, score
 
     return learn_fewshot(args, out, label, learn, splits, minutes_to_seconds(args.time_limit))
