@@ -32,3 +32,19 @@ def test_no_batch_norm_or_no_images_is_refused_and_leaves_the_module_as_it_was()
     with pytest.raises(ValueError, match="no images"), batch_statistics_of(network, []):
         pass
     assert network.training and torch.equal(network[1].running_mean, mean) and network[1].momentum == 0.1
+
+
+def test_a_batch_norm_without_running_statistics_is_left_alone():
+    torch.manual_seed(0)
+    network = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4, track_running_stats=False), nn.BatchNorm1d(4)).eval()
+    before = {k: v.clone() for k, v in network.state_dict().items()}
+    data = torch.randn(120, 3)
+    features = network[1](network[0](data)).detach()  # normalised by the batch's own statistics
+    with batch_statistics_of(network, [data]) as seen:
+        assert seen == 120
+        torch.testing.assert_close(network[2].running_mean, features.mean(dim=0))
+        assert network[1].running_mean is None
+    for key, value in network.state_dict().items():
+        assert torch.equal(value, before[key]), key
+    with pytest.raises(ValueError, match="no batch-norm layer"), batch_statistics_of(network[:2], [data]):
+        pass

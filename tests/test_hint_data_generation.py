@@ -81,6 +81,12 @@ def test_evaluate_prefix_names_ids_outside_the_vocabulary_and_wrong_arrays():
         evaluate_prefix(np.asarray([0, 1, 2]), MAIN_VOCABULARY)
 
 
+def test_a_split_names_an_invalid_expression_among_its_rows():
+    rows = np.asarray([[MAIN_VOCABULARY.id_of(s) for s in "/10"]], dtype=np.uint8)  # 1/0
+    with pytest.raises(ValueError, match="prefix expression '/10' is invalid"):
+        HintSplit.from_prefix_rows([("SS", rows, np.zeros(1, np.int64), 1)], MAIN_VOCABULARY)
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 14), st.integers(0, 2**16), st.sampled_from([None, "y", "b", "d"]))
 def test_generated_records_round_trip_and_heads_agree_with_res_all(n_op, seed, concept):

@@ -51,6 +51,8 @@ def test_ensemble_needs_readers_of_one_vocabulary():
     other = SymbolClassifier(VOCABULARY[:-1], features=8, width=4)
     with pytest.raises(ValueError, match="share one vocabulary"):
         ReaderEnsemble([reader(0), other])
+    with pytest.raises(TypeError, match="must be readers"):
+        ReaderEnsemble([reader(0), torch.nn.Linear(2, 2)])
 
 
 def test_readers_from_checkpoints_loads_each_runs_weights(tmp_path):

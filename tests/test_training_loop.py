@@ -21,7 +21,7 @@ from neurosym.training import (
     run_training,
     save_checkpoint,
 )
-from neurosym.training.checkpoint import ABSENT_IS_DEFAULT
+from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, check_resumable
 
 CPU = torch.device("cpu")
 
@@ -189,6 +189,23 @@ def test_resuming_under_another_configuration_is_refused(tmp_path: Path) -> None
     path.write_bytes(path.read_bytes()[:100])  # torn
     with pytest.raises(ValueError, match=r"run.pt is not a readable checkpoint \(RuntimeError: .*\); remove it"):
         Toy().run(3, path)
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str = "plain"
+
+
+@dataclass(frozen=True)
+class WithKinds:
+    kind: type = field(default_factory=lambda: Kind)  # a dataclass class: asdict keeps it as it is
+    instance: Kind = field(default_factory=Kind)  # a dataclass instance: asdict turns it into a dict
+
+
+def test_an_absent_field_defaults_as_asdict_gives_it_for_dataclass_classes_and_instances(tmp_path: Path) -> None:
+    check_resumable({}, WithKinds(), (), tmp_path / "run.pt")  # both absent from the checkpoint: their defaults
+    with pytest.raises(CheckpointMismatch, match="instance differ"):
+        check_resumable({"instance": {"name": "other"}}, WithKinds(), (), tmp_path / "run.pt")
 
 
 def test_resuming_under_another_setup_is_refused_and_one_written_without_a_setup_is_accepted(tmp_path: Path) -> None:

@@ -26,16 +26,18 @@ def abduction_speed(samples: int, seed: int = 0, abduce: Abduce | None = None) -
     vocabulary = list("0123456789+-*/()")
     abduce = abduce or Abducer(vocabulary).abduce
     rng = np.random.default_rng(seed)
-    timings, corrected = [], 0
+    timings: list[float] = []
+    corrected = 0
     while len(timings) < samples:
         truth = "".join(str(rng.integers(10)) if i % 2 == 0 else "+-*/"[rng.integers(4)] for i in range(7))
         target = evaluate(truth)
-        wrong = list(truth)
+        symbols = list(truth)
         for position in rng.choice(7, size=int(rng.integers(1, 3)), replace=False):
-            wrong[position] = str(rng.integers(10)) if position % 2 == 0 else "+-*/"[rng.integers(4)]
-        wrong = "".join(wrong)
+            symbols[position] = str(rng.integers(10)) if position % 2 == 0 else "+-*/"[rng.integers(4)]
+        wrong = "".join(symbols)
         if target is None or evaluate(wrong) == target:
             continue
+        assert isinstance(target, int)  # HINT's operators map integers to integers
         log_probs = np.log(rng.dirichlet(np.full(len(vocabulary), 0.3), size=7) + 1e-6)
         log_probs[np.arange(7), [vocabulary.index(c) for c in wrong]] += 3.0
         start = time.perf_counter()

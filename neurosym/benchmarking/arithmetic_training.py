@@ -151,8 +151,9 @@ def build(config: GroupConfig, device: torch.device, batched: bool = True) -> tu
     return data, model.to(device)
 
 
-def group_loss(model: TwoLayerArithmetic, x: Tensor, target: Tensor, step: int, amp: bool) -> Tensor:
-    """The summed per-member loss ``Σ_members MSE + Σ λ(step)·R`` (``x [(S,) B, d]``, ``target [(S,) B, 1]``) -> scalar."""
+def group_loss(model: TwoLayerArithmetic, x: Tensor, target: Tensor, step: int | Tensor, amp: bool) -> Tensor:
+    """The summed per-member loss ``Σ_members MSE + Σ λ(step)·R`` (``x [(S,) B, d]``, ``target [(S,) B, 1]``) -> scalar;
+    ``step`` an int or a 0-d tensor on the model's device (see :meth:`TwoLayerArithmetic.regularization`)."""
     autocast = mixed_precision(x.device) if amp else contextlib.nullcontext()
     with autocast:
         output = model(x)
@@ -202,7 +203,8 @@ class GraphedStep:
         self.counter = torch.zeros((), dtype=torch.long, device=self.device)
         self.loss = torch.compile(self._loss, dynamic=False) if compile_loss else self._loss
         self.graph: torch.cuda.CUDAGraph | None = None
-        self.eager_steps, self.next_index = 0, None
+        self.eager_steps = 0
+        self.next_index: int | None = None
 
     def _loss(self, x: Tensor, target: Tensor, counter: Tensor) -> Tensor:
         return group_loss(self.model, x, target, counter, amp=False)
@@ -225,7 +227,7 @@ class GraphedStep:
                 self._warm_up()
         else:
             with _EAGER_CUDA_WORK:
-                self._capture()
+                self.graph = self._capture()
             self.graph.replay()
         return None, {}
 
@@ -237,7 +239,7 @@ class GraphedStep:
         torch.cuda.current_stream(self.device).wait_stream(side)
         self.eager_steps += 1
 
-    def _capture(self) -> None:
+    def _capture(self) -> torch.cuda.CUDAGraph:
         graph = torch.cuda.CUDAGraph()
         generator = self.data.stream.generator
         if generator is not None:
@@ -250,7 +252,7 @@ class GraphedStep:
         self.update.optimizer.zero_grad(set_to_none=True)
         with torch.cuda.graph(graph, capture_error_mode="thread_local"):  # other groups' threads may replay meanwhile
             self._step()
-        self.graph = graph
+        return graph
 
 
 @torch.no_grad()
@@ -335,6 +337,7 @@ def train_group(
             description=description, check_finite=False,
         )  # fmt: skip
     except TrainingInterrupted as stop:
+        assert stop.seconds is not None  # run_training reports the seconds of every stop it raises
         return GroupRun(config, curves, stop.step, stop.seconds, stop.reason)
     return GroupRun(config, curves, result.step, result.seconds, None)
 
@@ -367,7 +370,8 @@ def train_groups(
         side_by_side = cuda_graph and device.type == "cuda"
     if side_by_side:
         return _train_side_by_side(configs, device, checkpoints, resume, stops, amp, progress, cuda_graph, compile_loss), []
-    runs, pending = [], []
+    runs: list[GroupRun] = []
+    pending: list[str] = []
     for config in configs:
         if runs and runs[-1].stop_reason is not None:
             pending.append(config.model)

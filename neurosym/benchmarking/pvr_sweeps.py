@@ -118,11 +118,11 @@ def block_sweep(
     train_images, _, train_labels = VisualPVR(train_bank, rule, allowed=masks["train"]).sample(
         b.visual_train, np.random.default_rng([runs.seed, 10])
     )
-    tests = {
+    samples = {
         split: VisualPVR(test_bank, rule, allowed=masks[split]).sample(b.test_size, np.random.default_rng([runs.seed, k]))
         for k, split in enumerate(("iid", "dshift", "holdout"), start=11)
     }
-    tests = {split: (images, labels) for split, (images, _, labels) in tests.items()}
+    tests = {split: (images, labels) for split, (images, _, labels) in samples.items()}
     layout = CellLayout("block", grid=2, cell=40)
     return runs.compare_on_images("block", models, (train_images, train_labels), tests, layout, banks, rule_examples)
 

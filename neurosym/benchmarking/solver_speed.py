@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from tqdm import tqdm
 
 from neurosym.semantics.batch import BatchSolver
 from neurosym.semantics.executor import execute
+from neurosym.semantics.operators import Value
 from neurosym.semantics.table import HINT_SEMANTICS
 from neurosym.syntax import lark_parser, parse
 
@@ -26,14 +28,14 @@ def timed(work: Callable[[], object]) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def lark_answers(sentences: list[str]) -> list[int | None]:
+def lark_answers(sentences: list[str]) -> list[Value | None]:
     """The reference path: Lark LALR parse, then the tree executor."""
     return [execute(parse(s), HINT_SEMANTICS).value for s in sentences]
 
 
 def measure_solvers(
     sentences: Mapping[int, Sequence[str]], lark_count: int, batch_sizes: Sequence[int], repeats: int, progress: bool = False
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Time both paths on ``sentences`` (operator count -> expressions): Lark on the first ``lark_count``,
     the batch solver on ``max(size, lark_count)`` of them in batches of each of ``batch_sizes``, over
     ``repeats`` interleaved rounds. Raises ``AssertionError`` when the batch solver disagrees with Lark.
@@ -42,7 +44,7 @@ def measure_solvers(
     ``cpu_seconds``, ``per_second``, ``per_cpu_second`` and the ``speedup`` / ``cpu_speedup`` over Lark."""
     solver = BatchSolver(HINT_SEMANTICS)
     lark_parser()  # build the parser before timing
-    runs = []
+    runs: list[dict[str, Any]] = []
     for n_operators, all_sentences in sentences.items():
         lark_sentences = list(all_sentences[:lark_count])
         expected = lark_answers(lark_sentences)

@@ -12,6 +12,7 @@ from torch import nn
 
 from neurosym.benchmarking.timing import fastest_of_rounds, forward_backward_step
 from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention, arithmetic
+from neurosym.layers.transformer import AttentionKind
 from neurosym.models.seq2seq import build_front_end, build_seq2seq
 from neurosym.training.device import mixed_precision
 
@@ -65,7 +66,7 @@ def unit_records(seconds: Mapping[tuple[tuple[int, int], str], float], baseline:
 
 
 def attention_step(
-    kind: str, length: int, batch: int, dim: int, heads: int, device: torch.device, position_dim: int | None = None
+    kind: AttentionKind, length: int, batch: int, dim: int, heads: int, device: torch.device, position_dim: int | None = None
 ) -> Callable[[], None]:
     """A forward and backward pass of self-attention over ``x [batch, length, dim]``: ``kind`` ``"vanilla"``
     (:class:`MultiheadAttention`, fused SDPA) or a relative encoding of :class:`RelativeMultiheadAttention`
@@ -102,7 +103,7 @@ def decode_step(
 
 
 def time_attention(
-    kinds: Sequence[str],
+    kinds: Sequence[AttentionKind],
     lengths: Sequence[int],
     batch: int,
     dim: int,

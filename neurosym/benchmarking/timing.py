@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
@@ -11,6 +11,8 @@ from torch.utils.benchmark import Timer
 from tqdm.auto import tqdm
 
 from neurosym.training.device import mixed_precision
+
+K = TypeVar("K", bound=Hashable)
 
 
 def median_seconds(step: Callable[[], Any], min_time: float, threads: int) -> float:
@@ -21,8 +23,8 @@ def median_seconds(step: Callable[[], Any], min_time: float, threads: int) -> fl
 
 
 def fastest_of_rounds(
-    steps: Mapping[Hashable, Callable[[], Any]], rounds: int, min_time: float, threads: int, desc: str, progress: bool = False
-) -> dict[Hashable, float]:
+    steps: Mapping[K, Callable[[], Any]], rounds: int, min_time: float, threads: int, desc: str, progress: bool = False
+) -> dict[K, float]:
     """The fastest :func:`median_seconds` of every step over ``rounds`` rounds that time all the steps in
     turn: a load change on a shared machine then slows every step of a round alike, and a ratio of two
     steps compares times taken seconds apart. The warm-up steps run with ``threads`` threads too."""

@@ -10,7 +10,7 @@ published rate, the median solved-at step and the mean sparsity error of the sol
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 
@@ -41,9 +41,19 @@ from neurosym.training.stopping import StopRequests, TrainingInterrupted, minute
 MODEL_NAMES = {"nac_mul": "NAC•", "nalu": "NALU", "nac_add": "NAC+", "linear": "Linear", "nau": "NAU", "nmu": "NMU"}
 """Command-line name → model name of the table (the table's names are accepted too)."""
 
-PAPER = {"seeds": 100, "steps": PAPER_ITERATIONS, "cells": None}
+
+@dataclass(frozen=True)
+class Budget:
+    """A preset's seeds and steps per cell, and its ``cells`` (model → operations; ``None``: every published cell)."""
+
+    seeds: int
+    steps: int
+    cells: dict[str, tuple[str, ...]] | None
+
+
+PAPER = Budget(seeds=100, steps=PAPER_ITERATIONS, cells=None)
 """The published budget: every cell of Table 1 (``cells=None``), 100 seeds of 5·10⁶ iterations."""
-SMOKE = {"seeds": 10, "steps": 50_000, "cells": {"NAU": ("add", "sub"), "NAC+": ("sub",)}}
+SMOKE = Budget(seeds=10, steps=50_000, cells={"NAU": ("add", "sub"), "NAC+": ("sub",)})
 """A CPU smoke test: the cells (model → operations) that converge within 5·10⁴ iterations (NAC+ on + needs about
 5·10⁵ and Linear on + about 6·10⁴, so they are left out)."""
 
@@ -64,7 +74,7 @@ def _operation_name(text: str) -> str:
 
 
 PRESET_MEANINGS = {
-    "smoke": f"{SMOKE['seeds']} seeds x {SMOKE['steps']:.0e} steps of the cells that converge early: NAU on "
+    "smoke": f"{SMOKE.seeds} seeds x {SMOKE.steps:.0e} steps of the cells that converge early: NAU on "
     "+ and -, NAC+ on - (about 4 minutes on one thread)",
     "paper": "100 seeds x 5e6 steps of every published cell of Table 1 (meant for a GPU)",
 }
@@ -136,9 +146,8 @@ GROUP_OPTIONS = ("eval_every", "batch_size", "learning_rate", "ranges", "evaluat
 
 def run(options: ArithmeticOptions) -> dict:
     preset = PAPER if options.preset == "paper" else SMOKE
-    cells = preset["cells"] if options.models is None else None  # models of one's own choosing get their published cells
+    cells = preset.cells if options.models is None else None  # models of one's own choosing get their published cells
     models = options.models if options.models is not None else list(cells or MODEL_LAYERS)
-    options = replace(options, models=models, steps=options.steps or preset["steps"], seeds=options.seeds or preset["seeds"])
     operations = {model: _operations_for(model, options.operations, cells) for model in models}
     device = resolve_device(options.device)
     apply_threads(options.threads)
@@ -148,11 +157,14 @@ def run(options: ArithmeticOptions) -> dict:
     options.out.mkdir(parents=True, exist_ok=True)
     if options.speed:
         return _run_speed(options, operations, device, amp)
-    return _run_table(options, operations, device, amp)
+    return _run_table(options, operations, options.steps or preset.steps, options.seeds or preset.seeds, device, amp)
 
 
-def _run_table(options: ArithmeticOptions, operations: dict[str, tuple[str, ...]], device: torch.device, amp: bool) -> dict:
-    steps, seeds, layout = options.steps, options.seeds, options.layout()
+def _run_table(
+    options: ArithmeticOptions, operations: dict[str, tuple[str, ...]], steps: int, seeds: int, device: torch.device, amp: bool
+) -> dict:
+    """Train ``seeds`` seeds of every model on its ``operations`` for ``steps`` steps; evaluate and write the table."""
+    layout = options.layout()
     thresholds = cached_thresholds(
         (op for model_operations in operations.values() for op in model_operations),
         options.ranges,
@@ -162,7 +174,7 @@ def _run_table(options: ArithmeticOptions, operations: dict[str, tuple[str, ...]
         options.out / "thresholds.json",
     )
     shared = {name: getattr(options, name) for name in GROUP_OPTIONS}
-    configs = [GroupConfig(model, operations[model], tuple(range(seeds)), steps, **shared) for model in options.models]
+    configs = [GroupConfig(model, operations[model], tuple(range(seeds)), steps, **shared) for model in operations]
     with StopRequests(minutes_to_seconds(options.time_limit)) as stops:
         runs, pending = train_groups(
             configs,
@@ -176,7 +188,8 @@ def _run_table(options: ArithmeticOptions, operations: dict[str, tuple[str, ...]
             compile_loss=options.compile_loss,
         )
     evaluated = [group for group in runs if group.curves.steps]
-    cells = table_cells(evaluated, thresholds, options.models)
+    cells = table_cells(evaluated, thresholds, list(operations))
+    not_evaluated = [group.config.model for group in runs if not group.curves.steps]
     result = {
         "command": "arithmetic",
         "preset": options.preset,
@@ -188,12 +201,12 @@ def _run_table(options: ArithmeticOptions, operations: dict[str, tuple[str, ...]
         "layout": {"input_size": layout.input_size, "subset_size": layout.subset_size, "overlap_size": layout.overlap_size},
         "thresholds": thresholds,
         "finished": not pending and all(group.finished for group in runs),
-        "not_evaluated": [group.config.model for group in runs if not group.curves.steps],
+        "not_evaluated": not_evaluated,
         "not_started": pending,
         "training_seconds": {group.config.model: group.seconds for group in runs},
         "cells": cells,
     }
-    caption, headers, rows = results_table(cells, seeds, steps, (PAPER["seeds"], PAPER["steps"]))
+    caption, headers, rows = results_table(cells, seeds, steps, (PAPER.seeds, PAPER.steps))
     print(caption)
     print(format_table(headers, rows))
     save_json(result, options.out / "results.json")
@@ -207,7 +220,7 @@ def _run_table(options: ArithmeticOptions, operations: dict[str, tuple[str, ...]
     stopped = runs[-1]
     if stopped.stop_reason is not None:
         waiting = [f"{label}: {', '.join(models)}" for label, models in
-                   (("not evaluated yet", result["not_evaluated"]), ("not started", pending)) if models]  # fmt: skip
+                   (("not evaluated yet", not_evaluated), ("not started", pending)) if models]  # fmt: skip
         print(f"{stopped.config.model} stopped at step {stopped.step} of {steps}" + "".join(f"; {part}" for part in waiting))
         raise TrainingInterrupted(
             stopped.step, steps, stopped.stop_reason, options.out / "checkpoints", resume_with="the same command"
@@ -229,7 +242,7 @@ SPEEDUP_GOAL = 20
 
 def _run_speed(options: ArithmeticOptions, operations: dict[str, tuple[str, ...]], device: torch.device, amp: bool) -> dict:
     """Time every model of ``--models`` on its first operation (``--operations`` or the model's default)."""
-    first = {model: (operations[model] or ("add",))[0] for model in options.models}
+    first = {model: (operations[model] or ("add",))[0] for model in operations}
     timed = measure_models(first, options.speed_seeds, options.speed_steps, device, amp)
     result = {"command": "arithmetic --speed", "device": str(device), "threads": torch.get_num_threads(),
               "seeds": options.speed_seeds, "steps": options.speed_steps, "models": timed}  # fmt: skip

@@ -12,7 +12,7 @@ universal Transformer with and without the key/value cache. Times are medians of
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 import torch
 
@@ -26,11 +26,12 @@ from neurosym.experiments.options import (
     positive_int,
 )
 from neurosym.experiments.report import format_table
+from neurosym.layers.transformer import AttentionKind
 from neurosym.plots.speed import plot_times_over_length
 from neurosym.training import resolve_device
 from neurosym.training.checkpoint import save_json
 
-ATTENTIONS = ("vanilla", "xl", "xl_clipped", "shaw")
+ATTENTIONS: tuple[AttentionKind, ...] = get_args(AttentionKind)
 RELATIVE_NAMES = {"xl": "XL", "xl_clipped": "clipped XL", "shaw": "Shaw"}
 DIGITS = 10
 

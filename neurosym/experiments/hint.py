@@ -14,9 +14,8 @@ from dataclasses import asdict, replace
 from typing import Any
 
 import torch
-from torch.utils.data import Dataset
 
-from neurosym.data.hint import EVAL_SUBSETS, split_datasets
+from neurosym.data.hint import EVAL_SUBSETS, HintSymbolDataset, split_datasets
 from neurosym.experiments import hint_pipeline
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_sources import HintData, load_hint_data
@@ -38,7 +37,7 @@ SUBSETS_AND_AVERAGE = (*EVAL_SUBSETS, "avg")
 OPTIONS = HintOptions
 
 
-def _datasets(args: HintOptions, context: DistributedContext) -> tuple[dict[str, Dataset], HintData]:
+def _datasets(args: HintOptions, context: DistributedContext) -> tuple[dict[str, HintSymbolDataset], HintData]:
     with main_process_first(context):
         data = load_hint_data(args, args.input == "image", progress=context.is_main and args.progress)
     return split_datasets(data.splits, data.bank, seed=args.seed), data
@@ -72,7 +71,7 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
     if not args.resume and context.is_main:
         checkpoint.unlink(missing_ok=True)
     config = TrainConfig(
-        max_steps=args.steps,
+        max_steps=args.training_steps(),
         batch_size=args.batch_size,
         lr=lr,
         clip_norm=args.clip,

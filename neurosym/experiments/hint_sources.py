@@ -84,16 +84,16 @@ def load_hint_data(
         few-shot file too when ``fewshot``): a broken one ends the command with a one-line message (exit status 1)
     before any training."""
     scales = {"train": args.scale, "val": test_scale or args.scale, "test": test_scale or args.scale}
-    if args.data is not None:
+    if (release := args.data) is not None:
         try:
-            splits, bank = load_release(args.data, scales, args.seed, images=image_input, fewshot=fewshot)
+            splits, bank = load_release(release, scales, args.seed, images=image_input, fewshot=fewshot)
         except (FileNotFoundError, ValueError) as error:  # one line naming the file and record, before any work
             raise SystemExit(f"neurosym hint: {error}") from None
 
         def release_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
-            return {name: subsample(records, scale, args.seed) for name, records in read_fewshot(args.data)[concept].items()}
+            return {name: subsample(records, scale, args.seed) for name, records in read_fewshot(release)[concept].items()}
 
-        return HintData(splits, bank, f"official HINT release {args.data}", args.scale, release_fewshot)
+        return HintData(splits, bank, f"official HINT release {release}", args.scale, release_fewshot)
     splits = {name: list(split) for name, split in main_split(scale=args.scale, seed=args.seed, progress=progress).items()}
     if scales["test"] != args.scale:
         larger = main_split(scale=scales["test"], seed=args.seed, progress=progress)
@@ -102,8 +102,10 @@ def load_hint_data(
     def generated_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
         return {name: list(split) for name, split in fewshot_split(concept, scale=scale, seed=args.seed).items()}
 
-    bank, images = bank_from_option(args.bank, args.seed) if image_input else (None, "symbols")
-    if image_input and args.drawn_digits:
+    if not image_input:
+        return HintData(splits, None, "symbols", args.scale, generated_fewshot)
+    bank, images = bank_from_option(args.bank, args.seed)
+    if args.drawn_digits:
         bank, images = with_drawn_digits(bank, args.drawn_digits, args.seed), f"{images} + {args.drawn_digits} drawn digits each"
     return HintData(splits, bank, images, args.scale, generated_fewshot)
 

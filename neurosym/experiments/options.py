@@ -20,23 +20,28 @@ import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeVar, get_args, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_type_hints
 
 import torch
 
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 T = TypeVar("T")
+Number = TypeVar("Number", int, float)
+Options = TypeVar("Options", bound="DataclassInstance")
 
 
-def _number(text: str, kind: type) -> float | int:
+def _number(text: str, kind: type[Number]) -> Number:
     """``text`` as a float, or as an int (also written like ``5e6``, but not ``1.5``)."""
     try:
         value = float(text)
     except ValueError:
         value = math.nan
     if kind is float and not math.isnan(value):
-        return value
+        return kind(value)
     if kind is float and text.strip().lower() in ("nan", "+nan", "-nan"):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     if kind is int and math.isfinite(value) and value.is_integer():
@@ -44,12 +49,12 @@ def _number(text: str, kind: type) -> float | int:
     raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}")
 
 
-def _in_range(kind: type, accepts: Callable[[float], bool], expected: str, meaning: str) -> Callable[[str], float | int]:
+def _in_range(kind: type[Number], accepts: Callable[[Number], bool], expected: str, meaning: str) -> Callable[[str], Number]:
     """The option type of a number of ``kind`` (``int`` or ``float``) that ``accepts`` (else an error saying
     ``expected ...``); ``meaning`` is its docstring."""
 
-    def parse(text: str) -> float | int:
-        value = _number(text, kind)
+    def parse(text: str) -> Number:
+        value: Number = _number(text, kind)
         if not accepts(value):
             raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
         return value
@@ -281,7 +286,11 @@ def add_options(parser: argparse.ArgumentParser, options: type) -> None:
 
 def default_of(config_field: Field) -> Any:
     """The value an option field has when it is not given."""
-    return config_field.default if config_field.default is not MISSING else config_field.default_factory()
+    if config_field.default is not MISSING:
+        return config_field.default
+    if config_field.default_factory is not MISSING:
+        return config_field.default_factory()
+    raise ValueError(f"option {config_field.name!r} has no default")
 
 
 def reject_unused(options: Any, names: Iterable[str], used_by: str) -> None:
@@ -306,7 +315,7 @@ def _add_field(group: argparse._ArgumentGroup, config_field: Field, annotation: 
         group.add_argument(alias, dest=config_field.name, **(kwargs | {"help": argparse.SUPPRESS, "default": argparse.SUPPRESS}))
 
 
-def options_from(options: type[T], namespace: argparse.Namespace) -> T:
+def options_from(options: type[Options], namespace: argparse.Namespace) -> Options:
     """The dataclass ``options`` from parsed arguments; its own checks (``__post_init__``) raise ``ValueError``."""
     return options(**{item.name: getattr(namespace, item.name) for item in fields(options) if hasattr(namespace, item.name)})
 

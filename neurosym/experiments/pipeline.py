@@ -236,7 +236,9 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     torch.manual_seed(options.seed)
     budget = {item.name for item in fields(AbductionBudget)} & {item.name for item in fields(options)}
     abduction = replace(task.abduction, **{name: getattr(options, name) for name in budget if getattr(options, name) is not None})
-    reader, members_seconds = _ensemble(options, task) if options.ensemble else (make_reader(task, options), 0.0)
+    reader, members_seconds = (
+        _ensemble(options.ensemble, options, task) if options.ensemble else (make_reader(task, options), 0.0)
+    )
     if options.init_reader is not None:
         try:
             load_reader(options.init_reader, reader, finished=False)
@@ -253,7 +255,9 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
             (out / "restarts.json").unlink(missing_ok=True)
             (out / "refit.pt").unlink(missing_ok=True)
     if options.ensemble:
-        history, trained, abandoned = [], members_seconds, []
+        history: list[dict] = []
+        abandoned: list[dict[str, float]] = []
+        trained = members_seconds
     else:
         history, trained, abandoned = _train(pipeline, task, config, options, context, training_setup(options, abduction))
     refit = None
@@ -389,7 +393,8 @@ def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, opti
     """Validation and test scores, the ceiling the symbol accuracy allows, and the symbolic parts' timings."""
     validation = evaluate_grammar_pipeline(pipeline, task.validation, device, progress=options.progress)
     test = evaluate_grammar_pipeline(pipeline, task.test, device, progress=options.progress)
-    reads = task.test.lengths - (task.test.given != READ).sum(axis=1)  # read symbols per test example
+    given = getattr(task.test, "given", None)  # symbols shown, not read (ImageSentences); other sources read all
+    reads = task.test.lengths if given is None else task.test.lengths - (given != READ).sum(axis=1)  # per test example
     subsets = {
         split: {name: evaluate_grammar_pipeline(pipeline, part, device)["accuracy"] for name, part in parts.items()}
         for split, parts in task.subsets.items()
@@ -407,10 +412,9 @@ def make_reader(task: Task, options: PipelineOptions) -> torch.nn.Module:
     return task.make_reader() if options.readers == 1 else ReaderEnsemble([task.make_reader() for _ in range(options.readers)])
 
 
-def _ensemble(options: PipelineOptions, task: Task) -> tuple[ReaderEnsemble, float]:
-    """The mean probability of the readers ``options.ensemble`` (``--out`` folders of finished runs) trained, and the
+def _ensemble(runs: list[Path], options: PipelineOptions, task: Task) -> tuple[ReaderEnsemble, float]:
+    """The mean probability of the readers ``runs`` (``--ensemble``: ``--out`` folders of finished runs) trained, and the
     seconds their training took together."""
-    runs = options.ensemble
     seconds = sum(_results(run)["train_seconds"] for run in runs)
     try:
         return readers_from_checkpoints([run / "checkpoint.pt" for run in runs], lambda: make_reader(task, options)), seconds

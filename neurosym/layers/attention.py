@@ -160,7 +160,7 @@ class MultiheadAttention(nn.Module):
         self._check_inputs(query, key_value, key_padding_mask, cache)
         self_attention = key_value is None
         q = self.split_heads(self.query_proj(query))
-        k, v, offset = self._keys_values(query if self_attention else key_value, self_attention, cache)
+        k, v, offset = self._keys_values(query if key_value is None else key_value, self_attention, cache)
         if key_padding_mask is not None and key_padding_mask.shape[1] != k.shape[2]:
             raise ValueError(f"key_padding_mask covers {key_padding_mask.shape[1]} keys, but there are {k.shape[2]}")
         dropout = self.dropout if self.training else 0.0
@@ -176,12 +176,13 @@ class MultiheadAttention(nn.Module):
             return k, v, 0
         offset = cache.position
         cache.position += source.shape[1] if self_attention else 0
-        if self_attention or cache.keys is None:
+        keys, values = cache.keys, cache.values  # both None before the first call, both set after it
+        if self_attention or keys is None or values is None:
             k, v = self.split_heads(self.key_value_proj(source)).chunk(2, dim=-1)
-            if self_attention and cache.keys is not None:
-                k, v = torch.cat([cache.keys, k], dim=2), torch.cat([cache.values, v], dim=2)
-            cache.keys, cache.values = k, v
-        return cache.keys, cache.values, offset
+            if self_attention and keys is not None and values is not None:
+                k, v = torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2)
+            cache.keys, cache.values = keys, values = k, v
+        return keys, values, offset
 
     @staticmethod
     def _allowed(

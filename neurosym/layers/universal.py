@@ -47,13 +47,14 @@ class UniversalTransformer(nn.Module):
         super().__init__()
         if depth < 1:
             raise ValueError(f"depth must be at least 1, got {depth}")
-        if not isinstance(getattr(layer, "dim", None), int):
+        dim = getattr(layer, "dim", None)
+        if not isinstance(dim, int):
             raise ValueError("the shared layer must expose its model width as an integer attribute `dim`")
         if not 0.0 < act_epsilon < 1.0:
             raise ValueError(f"act_epsilon must be in (0, 1), got {act_epsilon}")
         self.layer = layer
         self.depth = depth
-        self.dim: int = layer.dim
+        self.dim = dim
         self.step_embedding = step_embedding
         self.act_epsilon = act_epsilon
         self.halting = nn.Linear(self.dim, 1) if act else None
@@ -72,9 +73,9 @@ class UniversalTransformer(nn.Module):
             for step in range(self.depth):
                 x = self.layer(self._step_input(x, step), key_padding_mask)
             return UniversalOutput(x, None)
-        return self._adaptive(x, key_padding_mask)
+        return self._adaptive(x, key_padding_mask, self.halting)
 
-    def _adaptive(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None) -> UniversalOutput:
+    def _adaptive(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None, halting: nn.Linear) -> UniversalOutput:
         threshold = 1.0 - self.act_epsilon
         halted_mass = x.new_zeros(x.shape[:2])
         remainders = x.new_zeros(x.shape[:2])
@@ -84,7 +85,7 @@ class UniversalTransformer(nn.Module):
         for step in range(self.depth):
             running = halted_mass < threshold  # once every position has halted, later steps add nothing (weight 0)
             state = self._step_input(state, step)
-            probability = torch.sigmoid(rearrange(self.halting(state), "b t 1 -> b t"))
+            probability = torch.sigmoid(rearrange(halting(state), "b t 1 -> b t"))
             last_step = step == self.depth - 1
             halts_now = running & ((halted_mass + probability > threshold) | last_step)
             continues = running & ~halts_now

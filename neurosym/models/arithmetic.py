@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import cast
 
 import torch
 from torch import Tensor, nn
@@ -29,6 +30,7 @@ def _linear(in_features: int, out_features: int, ensemble: int | None) -> Arithm
     bound = math.sqrt(6.0 / (in_features + out_features))
     with torch.no_grad():
         layer.weight.uniform_(-bound, bound)
+        assert layer.bias is not None  # built with bias=True
         layer.bias.zero_()
     return layer
 
@@ -87,7 +89,12 @@ class TwoLayerArithmetic(nn.Module):
         first, second = MODEL_LAYERS[name]
         self.name = name
         self.layers = nn.ModuleList([first(in_features, hidden, ensemble), second(hidden, 1, ensemble)])
-        self.schedules = [scaled_schedule(layer, steps) for layer in self.layers]
+        self.schedules = [scaled_schedule(unit, steps) for unit in self.units]
+
+    @property
+    def units(self) -> list[ArithmeticUnit]:
+        """The first and the second unit: the modules of ``layers``, as the arithmetic units they are."""
+        return cast(list[ArithmeticUnit], list(self.layers))  # an nn.ModuleList's items are typed as plain modules
 
     def forward(self, x: Tensor) -> Tensor:
         for layer in self.layers:
@@ -101,8 +108,8 @@ class TwoLayerArithmetic(nn.Module):
         computed there, and a layer whose ``λ`` is 0 adds ``0 · R`` (the same value; nothing read back)."""
         if isinstance(step, Tensor) and step.dim() != 0:
             raise ValueError(f"step must be an int or a 0-d tensor, got shape {tuple(step.shape)}")
-        total = next(self.parameters()).new_zeros(self.layers[0].ensemble_shape)
-        for layer, schedule in zip(self.layers, self.schedules):
+        total = next(self.parameters()).new_zeros(self.units[0].ensemble_shape)
+        for layer, schedule in zip(self.units, self.schedules):
             if schedule is None:
                 continue
             if isinstance(step, Tensor):
@@ -113,11 +120,12 @@ class TwoLayerArithmetic(nn.Module):
 
     def sparsity_error(self) -> Tensor:
         """Largest sparsity error over both layers: ``[S]`` (0-d without an ensemble)."""
-        return torch.stack([layer.sparsity_error() for layer in self.layers]).amax(0)
+        return torch.stack([layer.sparsity_error() for layer in self.units]).amax(0)
 
     @torch.no_grad()
     def clamp_weights_(self) -> None:
         """Project clamped-weight units (NAU, NMU) back onto their ranges; call after each optimiser step."""
         for layer in self.layers:
-            if hasattr(layer, "clamp_weights_"):
-                layer.clamp_weights_()
+            clamp = getattr(layer, "clamp_weights_", None)
+            if clamp is not None:
+                clamp()

@@ -17,20 +17,27 @@ def batch_norms(module: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
     return [layer for layer in module.modules() if isinstance(layer, nn.modules.batchnorm._BatchNorm)]
 
 
+def _running_statistics(layer: nn.modules.batchnorm._BatchNorm) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The running mean, variance and batch count of ``layer``, one that tracks running statistics."""
+    mean, variance, count = layer.running_mean, layer.running_var, layer.num_batches_tracked
+    assert mean is not None and variance is not None and count is not None  # a tracking layer holds all three
+    return mean, variance, count
+
+
 @contextmanager
 def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> Iterator[int]:
     """Within the block, ``module``'s batch-norm layers use the running statistics of ``batches`` (the
     plain average over all of them); on leaving, every statistic, momentum and train/eval mode is
-    restored. Yields the number of samples seen.
+    restored. Yields the number of samples seen. Layers that keep no running statistics (``track_running_stats=False``)
+    normalise by each batch's own, so they are left alone.
 
     ``batches``: inputs ``module`` accepts, e.g. windows ``[N, 32, 32]`` for a
     :class:`~neurosym.perception.symbol_classifier.SymbolClassifier`. No gradient is computed.
     """
-    layers = batch_norms(module)
+    layers = [layer for layer in batch_norms(module) if layer.track_running_stats]
     if not layers:
         raise ValueError(f"{type(module).__name__} has no batch-norm layer whose statistics could be re-estimated")
-    saved = [(layer.running_mean.clone(), layer.running_var.clone(), layer.num_batches_tracked.clone(), layer.momentum)
-             for layer in layers]  # fmt: skip
+    saved = [([statistic.clone() for statistic in _running_statistics(layer)], layer.momentum) for layer in layers]
     training = module.training
     try:
         for layer in layers:
@@ -47,9 +54,8 @@ def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> I
         module.eval()
         yield seen
     finally:
-        for layer, (mean, variance, count, momentum) in zip(layers, saved, strict=True):
-            layer.running_mean.copy_(mean)
-            layer.running_var.copy_(variance)
-            layer.num_batches_tracked.copy_(count)
+        for layer, (statistics, momentum) in zip(layers, saved, strict=True):
+            for statistic, kept in zip(_running_statistics(layer), statistics, strict=True):
+                statistic.copy_(kept)
             layer.momentum = momentum
         module.train(training)

@@ -193,7 +193,7 @@ class VGG11BN(nn.Module):
         layers: list[nn.Module] = []
         channels = in_channels
         for item in _VGG11_LAYOUT:
-            if item == "M":
+            if isinstance(item, str):  # "M": a max-pool
                 layers.append(nn.MaxPool2d(2, ceil_mode=True))
             else:
                 layers += _conv_bn_relu(channels, width * item)

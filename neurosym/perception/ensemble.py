@@ -27,15 +27,18 @@ class ReaderEnsemble(nn.Module):
     ensemble and train its members together, each by its own cross-entropy on the same pseudo-labels.
     """
 
-    def __init__(self, readers: Sequence[Reader]):
+    def __init__(self, readers: Sequence[nn.Module]):
         super().__init__()
         if not readers:
             raise ValueError("an ensemble needs at least one reader")
-        vocabularies = {tuple(reader.vocabulary) for reader in readers}
+        members = [reader for reader in readers if isinstance(reader, Reader)]
+        if len(members) < len(readers):
+            raise TypeError("the members of an ensemble must be readers: modules with a vocabulary")
+        vocabularies = {tuple(reader.vocabulary) for reader in members}
         if len(vocabularies) > 1:
             raise ValueError(f"the readers of an ensemble must share one vocabulary, got {sorted(vocabularies)}")
-        self.readers = nn.ModuleList(readers)
-        self.vocabulary = list(readers[0].vocabulary)
+        self.readers = nn.ModuleList(members)
+        self.vocabulary = list(members[0].vocabulary)
 
     def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` or ``[N, 1, S, S]`` (``groups [N]`` passed on to the members) -> log of the

@@ -14,6 +14,7 @@ class Reader(Protocol):
     ``[N, ...]`` (and optionally ``groups`` int64 ``[N]``, the example each window belongs to, which a reader
     may use to read an example's windows alike, or ignore) to log-probabilities ``[N, len(vocabulary)]``."""
 
-    vocabulary: Sequence[str]
+    @property
+    def vocabulary(self) -> Sequence[str]: ...
 
     def __call__(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor: ...

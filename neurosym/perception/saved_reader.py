@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TypeVar
 
 from torch import nn
 
 from neurosym.training.checkpoint import load_checkpoint, load_model_state
 
+M = TypeVar("M", bound=nn.Module)
 
-def load_reader(path: str | os.PathLike, reader: nn.Module, finished: bool = True) -> nn.Module:
+
+def load_reader(path: str | os.PathLike, reader: M, finished: bool = True) -> M:
     """``reader`` (a fresh module of the architecture that was trained) holding the weights of the training checkpoint
     at ``path`` (its ``"model"`` entry). ``finished``: refuse a checkpoint whose run has steps left. Raises
     ``ValueError`` naming the file when it is missing, unreadable, not a training checkpoint, unfinished, or of another

@@ -87,6 +87,8 @@ class StrokeNormaliser(nn.Module):
     scaled so the brightest pixel is 1. Parameter-free; the same on any batch, training or not.
     """
 
+    gaussian: torch.Tensor
+
     def __init__(self, width: int = 3, blur: float = 0.8, threshold: float = 0.4) -> None:
         super().__init__()
         if width < 1:
@@ -113,7 +115,7 @@ class StrokeNormaliser(nn.Module):
         pen = functools.reduce(torch.logical_or, (_shifted(pen, offset, 0) for offset in offsets)).to(windows.dtype)
         radius = len(self.gaussian) // 2
         weights = self.gaussian.to(windows.dtype)
-        soft = sum(weight * _shifted(pen, 0, tap - radius) for tap, weight in enumerate(weights))
-        soft = sum(weight * _shifted(soft, tap - radius, 0) for tap, weight in enumerate(weights))
+        soft = functools.reduce(torch.add, (weight * _shifted(pen, 0, tap - radius) for tap, weight in enumerate(weights)))
+        soft = functools.reduce(torch.add, (weight * _shifted(soft, tap - radius, 0) for tap, weight in enumerate(weights)))
         soft = rearrange(soft, "n h w -> n 1 h w")
         return soft / soft.amax(dim=(2, 3), keepdim=True).clamp(min=torch.finfo(soft.dtype).tiny)

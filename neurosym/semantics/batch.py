@@ -21,6 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from neurosym.semantics.executor import execute
+from neurosym.semantics.operators import ScalarRule, Value, VectorRule
 from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
 from neurosym.syntax.concepts import ALIASES
 from neurosym.syntax.parser import parse
@@ -76,8 +77,9 @@ class BatchSolver:
         self._threshold[first_operator:] = self._level[first_operator:]
         # Vectorised rules are applied to every reduced row and chosen per row by ``_rule_index``;
         # rows of operators that only have a scalar rule take the first one's result, then overwrite it.
-        vector_symbols = [s for s in operators if table.operators[s].vectorised is not None]
-        self._vector_rules = [table.operators[s].vectorised for s in vector_symbols] or [_placeholder_rule]
+        vectorised = {s: rule for s in operators if (rule := table.operators[s].vectorised) is not None}
+        vector_symbols = list(vectorised)
+        self._vector_rules: list[VectorRule] = list(vectorised.values()) or [_placeholder_rule]
         self._vector_symbols = vector_symbols
         self._rule_index = np.zeros(len(kind), dtype=np.int64)
         self._rule_index[[first_operator + operators.index(s) for s in vector_symbols]] = range(len(vector_symbols))
@@ -127,7 +129,7 @@ class BatchSolver:
         accepted &= (depth.min(axis=1) >= 0) & (depth[:, -1] == 0)
         return accepted, depth.max(axis=1)
 
-    def solve(self, sentences: Sequence[str], strict: bool = False) -> list[int | None]:
+    def solve(self, sentences: Sequence[str], strict: bool = False) -> list[Value | None]:
         """The value of each sentence, ``None`` where it is invalid or (unless ``strict``) ungrammatical.
 
         With ``strict=True`` the first ungrammatical sentence raises its ``ParseError``.
@@ -140,7 +142,7 @@ class BatchSolver:
         if not all(isinstance(s, str) for s in distinct):
             wrong = next(s for s in distinct if not isinstance(s, str))
             raise TypeError(f"solve expects strings, got {type(wrong).__name__} {wrong!r}")
-        answers: list[int | None] = [None] * len(distinct)
+        answers: list[Value | None] = [None] * len(distinct)
         accepted = np.zeros(len(distinct), dtype=bool)
         for chunk in _chunks_by_length(distinct):
             accepted[chunk] = self._solve_chunk([distinct[i] for i in chunk], chunk.tolist(), answers)
@@ -148,7 +150,7 @@ class BatchSolver:
             parse(distinct[int(np.argmin(accepted))], self.concepts)  # raises the ParseError
         return [answers[i] for i in inverse]
 
-    def _solve_chunk(self, sentences: list[str], where: list[int], answers: list[int | None]) -> np.ndarray:
+    def _solve_chunk(self, sentences: list[str], where: list[int], answers: list[Value | None]) -> np.ndarray:
         """Write the answer of ``sentences[j]`` to ``answers[where[j]]``; returns the grammatical mask."""
         ids = self.encode(sentences)
         accepted, depth = self._grammatical(ids)
@@ -207,7 +209,7 @@ class BatchSolver:
         machine.value_end[rows] = left_at + 1
         machine.operator_end[rows] = operator_at
 
-    def _apply(self, symbol: np.ndarray, left: np.ndarray, right: np.ndarray):
+    def _apply(self, symbol: np.ndarray, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """Apply operator token ids ``symbol`` ``[k]`` to operands ``[k]``: (results, valid or None, unfit).
 
         ``unfit`` marks results beyond :data:`VECTOR_OPERAND_LIMIT` (or not integers), which the exact
@@ -222,8 +224,8 @@ class BatchSolver:
                 )
         index = self._rule_index[symbol]
         result = np.choose(index, [values for values, _ in outcomes])
-        valids = [True if valid is None else valid for _, valid in outcomes]
-        valid = None if all(v is True for v in valids) else np.choose(index, valids)
+        valids: list[np.ndarray | np.bool_] = [np.True_ if valid is None else valid for _, valid in outcomes]
+        valid = None if all(v is np.True_ for v in valids) else np.choose(index, valids)
         unfit = np.abs(result) > VECTOR_OPERAND_LIMIT
         for token_id, rule in self._scalar_rules:
             chosen = np.flatnonzero(symbol == token_id)
@@ -264,7 +266,7 @@ def _chunks_by_length(sentences: list[str]) -> list[np.ndarray]:
     return chunks
 
 
-def _apply_scalar(rule, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _apply_scalar(rule: ScalarRule, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A scalar rule over operand arrays ``[k]``: (results, valid, unfit), each ``[k]``; unfit results
     (beyond :data:`VECTOR_OPERAND_LIMIT` or not integers) are stored as 0 and solved exactly later."""
     results = [rule(a, b) for a, b in zip(left.tolist(), right.tolist())]
@@ -284,6 +286,6 @@ def _solver(table: OperatorTable) -> BatchSolver:
     return BatchSolver(table)
 
 
-def solve_batch(sentences: Sequence[str], table: OperatorTable = HINT_SEMANTICS, strict: bool = False) -> list[int | None]:
+def solve_batch(sentences: Sequence[str], table: OperatorTable = HINT_SEMANTICS, strict: bool = False) -> list[Value | None]:
     """``BatchSolver(table).solve(sentences, strict)`` with the solver built once per table."""
     return _solver(table).solve(sentences, strict)

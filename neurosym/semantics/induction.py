@@ -19,6 +19,8 @@ from fractions import Fraction
 
 import numpy as np
 
+from neurosym.semantics.operators import Value
+
 # A program is a nested tuple: ("i",), ("j",), ("const", c), (op, a) for ceil/floor, (op, a, b) otherwise.
 Expr = tuple
 BINARY = ("+", "-", "*", "/", "max", "min")
@@ -42,7 +44,7 @@ class Program:
     def size(self) -> int:
         return _size(self.expr)
 
-    def __call__(self, i: int, j: int) -> int | None:
+    def __call__(self, i: Value, j: Value) -> int | None:
         value = _exact(self.expr, Fraction(i), Fraction(j))
         if value is None or value.denominator != 1 or value < 0:
             return None
@@ -71,9 +73,12 @@ def _exact(expr: Expr, i: Fraction, j: Fraction) -> Fraction | None:
         return j
     if head == "const":
         return Fraction(expr[1])
-    args = [_exact(child, i, j) for child in expr[1:]]
-    if any(a is None for a in args):
-        return None
+    args: list[Fraction] = []
+    for child in expr[1:]:
+        value = _exact(child, i, j)
+        if value is None:
+            return None
+        args.append(value)
     if head == "ceil":
         return Fraction(-(-args[0].numerator // args[0].denominator))
     if head == "floor":
@@ -166,7 +171,11 @@ class _Enumerator:
         if inner is not None and len(inner.exprs):
             for op in UNARY:
                 rounded = np.ceil(inner.values) if op == "ceil" else np.floor(inner.values)
-                yield rounded, lambda rows, op=op, exprs=inner.exprs: [(op, exprs[k]) for k in rows]
+
+                def build_rounded(rows: np.ndarray, op: str = op, exprs: list[Expr] = inner.exprs) -> list[Expr]:
+                    return [(op, exprs[k]) for k in rows]
+
+                yield rounded, build_rounded
         for left_size in range(1, size - 1):
             right_size = size - 1 - left_size
             left, right = self.banks.get(left_size), self.banks.get(right_size)

@@ -83,8 +83,15 @@ def parse_question(question: str) -> Node:
 
 def _span(tree: lark.Tree | lark.Token) -> tuple[int, int]:
     if isinstance(tree, lark.Token):
+        assert tree.start_pos is not None and tree.end_pos is not None  # Lark's lexer places every token it makes
         return (tree.start_pos, tree.end_pos)
     return (tree.meta.start_pos, tree.meta.end_pos)
+
+
+def _token(part: lark.Tree | lark.Token) -> lark.Token:
+    """``part`` of a parse tree where the grammar has a token (a ``NUMBER`` or a ``ROOT_NAME``)."""
+    assert isinstance(part, lark.Token), part
+    return part
 
 
 def _leaf(token: lark.Token) -> Node:
@@ -96,7 +103,7 @@ def _to_node(tree: lark.Tree | lark.Token) -> Node:
         return _leaf(tree)
     kind, parts = tree.data, tree.children
     if kind == "number":
-        return _leaf(parts[0])
+        return _leaf(_token(parts[0]))
     if kind in _BINARY:
         return Node(_BINARY[kind], tuple(_to_node(part) for part in parts), _span(tree))
     if kind in _UNARY:
@@ -107,14 +114,14 @@ def _to_node(tree: lark.Tree | lark.Token) -> Node:
     if kind == "difference":
         return Node("|-|", (_to_node(parts[1]), _to_node(parts[2])), _span(tree))
     if kind == "in_base":
-        return Node("base", (_leaf(parts[0]), _to_node(parts[1])), _span(tree))
+        return Node("base", (_leaf(_token(parts[0])), _to_node(parts[1])), _span(tree))
     if kind == "root_power":
-        radicand, numerator, degree = parts
+        radicand, numerator, degree = map(_token, parts)
         if numerator != "1":
             raise QuestionError(f"only powers 1/k are roots, got {numerator}/{degree} at column {numerator.column}")
         return Node("root", (_leaf(radicand), _leaf(degree)), _span(tree))
     if kind == "root_named":
-        name, radicand = parts
+        name, radicand = map(_token, parts)
         return Node("root", (_leaf(radicand), Node(str(_ROOT_DEGREES[name]), (), _span(name))), _span(tree))
     raise QuestionError(f"unexpected parse-tree node {kind!r}")  # pragma: no cover - grammar and code disagree
 

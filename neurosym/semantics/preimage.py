@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES
+from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES, Value
 from neurosym.semantics.operators import Operator as OperatorMeaning
 
-Operator = Callable[[int, int], "int | None"]
+Operator = Callable[[int, int], "Value | None"]
+"""A binary operator the scans invert: any scalar rule (a result that is no integer lies in no :class:`Interval`)."""
 
 
 @dataclass(frozen=True)

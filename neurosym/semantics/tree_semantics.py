@@ -66,7 +66,7 @@ class TreeSemantics:
         function = self.callable_of(terminal)
         return symbol if function is None else function(symbol)
 
-    def node_values(self, tree: Tree, replaced: Mapping[int, str] | None = None) -> dict[int, Any] | None:
+    def node_values(self, tree: Tree | Token, replaced: Mapping[int, str] | None = None) -> dict[int, Any] | None:
         """The value of every subtree and token (keyed by ``id``), or ``None`` when the sentence is invalid; the
         symbols at the positions of ``replaced`` (position -> symbol) read as the symbols it gives instead."""
         values: dict[int, Any] = {}
@@ -76,12 +76,12 @@ class TreeSemantics:
             return None
         return None if root is None else values
 
-    def evaluate(self, tree: Tree, replaced: Mapping[int, str] | None = None) -> Any:
+    def evaluate(self, tree: Tree | Token, replaced: Mapping[int, str] | None = None) -> Any:
         """The tree's value (``None`` when invalid), with the symbols of ``replaced`` as in :meth:`node_values`."""
         values = self.node_values(tree, replaced)
         return None if values is None else values[id(tree)]
 
-    def compile(self, tree: Tree) -> Callable[[str], Any]:
+    def compile(self, tree: Tree | Token) -> Callable[[str], Any]:
         """A function of a sentence with ``tree``'s terminals that gives its value (``None`` when invalid): the tree's
         nodes in post-order with their callables looked up once, each token reading the sentence's symbol at its
         position, so that many sentences of one shape are evaluated without walking a tree."""
@@ -89,6 +89,8 @@ class TreeSemantics:
 
         def visit(node: Tree | Token) -> int:
             if isinstance(node, Token):
+                if node.start_pos is None:
+                    raise ValueError(f"token {str(node)!r} has no position: compile takes trees a SymbolGrammar parsed")
                 steps.append((node.start_pos, self.callable_of(node.type), None))
             else:
                 children = tuple(visit(child) for child in node.children)
@@ -121,7 +123,9 @@ class TreeSemantics:
 
     def _evaluate(self, node: Tree | Token, values: dict[int, Any], replaced: Mapping[int, str]) -> Any:
         if isinstance(node, Token):
-            value = self.leaf_value(node.type, replaced.get(node.start_pos, str(node)))
+            # A token without a position (a tree not parsed by a SymbolGrammar) reads its own symbol.
+            symbol = str(node) if node.start_pos is None else replaced.get(node.start_pos, str(node))
+            value = self.leaf_value(node.type, symbol)
         else:
             children = [self._evaluate(child, values, replaced) for child in node.children]
             if any(child is None for child in children):
@@ -154,7 +158,7 @@ class _Parse:
     """A remembered parse of one terminal sequence: its ``tree`` (``None``: ungrammatical), the ``sentence`` it was
     parsed from, and its compiled ``program`` once a sentence of that shape has been run."""
 
-    tree: Tree | None
+    tree: Tree | Token | None
     sentence: str
     program: Callable[[str], Any] | None = None
 
@@ -193,9 +197,10 @@ class Executor:
             parse.program = self.semantics.compile(parse.tree)
         return parse.program(sentence)
 
-    def tree(self, sentence: str) -> Tree | None:
-        """The parse tree of ``sentence`` (``None`` when ungrammatical): a remembered parse of its terminals,
-        rebuilt with its own symbols where it was parsed for another sentence."""
+    def tree(self, sentence: str) -> Tree | Token | None:
+        """The parse tree of ``sentence`` (``None`` when ungrammatical; a ``Token`` when the grammar inlines the whole
+        sentence into one symbol): a remembered parse of its terminals, rebuilt with its own symbols where it was parsed
+        for another sentence."""
         parse = self._shape_parse(sentence)
         return parse.tree if parse.tree is None or parse.sentence == sentence else _with_symbols(parse.tree, sentence)
 
@@ -222,5 +227,6 @@ class Executor:
 def _with_symbols(node: Tree | Token, sentence: str) -> Tree | Token:
     """``node`` with each token's symbol that of ``sentence`` at the token's position (same terminals)."""
     if isinstance(node, Token):
+        assert node.start_pos is not None  # the grammar's SymbolLexer places every token
         return node.update(value=sentence[node.start_pos])
     return Tree(node.data, [_with_symbols(child, sentence) for child in node.children], node.meta)

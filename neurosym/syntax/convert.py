@@ -65,6 +65,7 @@ def to_networkx(node: Node, concepts: ConceptTable | None = None, values: Sequen
     graph = nx.DiGraph(infix="".join(layout.tokens))
     for index in layout.preorder:
         tree_node = layout.nodes[index]
+        assert tree_node is not None  # preorder lists symbol tokens only, never brackets
         value = None if values is None else values[index]
         graph.add_node(index, symbol=tree_node.symbol, span=tree_node.span, value=value)
         for operand in layout.operands[index] or ():

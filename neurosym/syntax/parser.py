@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 from importlib.resources import files
+from typing import cast
 
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -41,6 +42,7 @@ class _TreeBuilder(Transformer):
 
     def binary(self, children: list) -> Node:
         left, operator, right = _as_node(children[0]), children[1], _as_node(children[2])
+        assert left.span is not None and right.span is not None  # the builder gives every node it makes a span
         symbol = ALIASES.get(operator.value, operator.value)
         return Node(symbol, (left, right), (left.span[0], right.span[1]))
 
@@ -51,6 +53,7 @@ class _TreeBuilder(Transformer):
 
 def _as_node(item: Node | Token) -> Node:
     if isinstance(item, Token):
+        assert item.start_pos is not None and item.end_pos is not None  # Lark's lexer places every token it makes
         return Node(item.value, (), (item.start_pos, item.end_pos))
     return item
 
@@ -77,9 +80,8 @@ def parse(text: str, concepts: ConceptTable | None = None) -> Node:
         tree = parser.parse(text)
     except UnexpectedInput as error:
         raise _parse_error(parser, text, error, concepts) from None
-    if _IGNORED in text:
-        tree = _reindex_spans(tree, _token_index_of_char(text))
-    return tree
+    assert isinstance(tree, Node)  # the _TreeBuilder transformer turns Lark's tree into a Node
+    return _reindex_spans(tree, _token_index_of_char(text)) if _IGNORED in text else tree
 
 
 def _token_index_of_char(text: str) -> list[int]:
@@ -102,6 +104,7 @@ def _reindex_spans(root: Node, token_index: list[int]) -> Node:
             stack.append((node, True))
             stack.extend((child, False) for child in node.children)
             continue
+        assert node.span is not None  # the parser spans every node
         start, end = node.span
         children = tuple(rebuilt.pop(id(child)) for child in node.children)
         # A span ends one past its last character: map that character, then step past it.
@@ -110,8 +113,12 @@ def _reindex_spans(root: Node, token_index: list[int]) -> Node:
 
 
 def _parse_error(parser: Lark, text: str, error: UnexpectedInput, concepts: ConceptTable) -> ParseError:
+    kind: type[ParseError]
+    char: str | None
     if isinstance(error, UnexpectedCharacters):
-        position, char, kind = error.pos_in_stream, text[error.pos_in_stream], UnexpectedCharacterError
+        # Lark declares pos_in_stream as None on the base class; the lexer sets the character's offset.
+        position = cast(int, error.pos_in_stream)
+        char, kind = text[position], UnexpectedCharacterError
     elif isinstance(error, UnexpectedToken) and error.token.type != _END:
         position, char, kind = error.token.start_pos, error.token.value, UnexpectedSymbolError
     elif isinstance(error, (UnexpectedToken, UnexpectedEOF)):

@@ -74,17 +74,18 @@ def infix_layout(node: Node, concepts: ConceptTable | None = None) -> InfixLayou
             (OPEN, occurrence) if bracketed else None,
         ]
         stack.extend(w for w in work if w is not None)
-    heads, nodes, operands = [], [], []
+    heads: list[int] = []
+    nodes: list[Node | None] = []
     for index, (symbol, occurrence) in enumerate(zip(tokens, owners)):
         is_bracket = symbol in (OPEN, CLOSE)
         parent = occurrence if is_bracket else parents[occurrence]
         heads.append(head_tokens[parent] if parent >= 0 else -1)
         nodes.append(None if is_bracket else occurrence_nodes[occurrence])
-        operands.append(None)
+    operands: list[tuple[int, int] | None] = [None] * len(tokens)
     for occurrence, parent in enumerate(parents):
-        if parent >= 0:
-            slot = operands[head_tokens[parent]]
-            operands[head_tokens[parent]] = (head_tokens[occurrence],) if slot is None else (*slot, head_tokens[occurrence])
+        # An operator's left operand is the occurrence visited right after it; the other child is the right one.
+        if parent >= 0 and occurrence != parent + 1:
+            operands[head_tokens[parent]] = (head_tokens[parent + 1], head_tokens[occurrence])
     return InfixLayout(tokens, heads, nodes, operands, head_tokens)
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 import os
 import re
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 from lark import Lark, Token, Tree
@@ -104,7 +105,8 @@ class SymbolGrammar:
             def __init__(self, lexer_conf):
                 """Lark builds a lexer from its configuration; one token per symbol needs none of it."""
 
-            def lex(self, data: str):
+            # Lark's interface-0 custom lexer (its wrapper passes the text); Lark's stub has only the newer signature.
+            def lex(self, data: str) -> Iterator[Token]:  # type: ignore[override]
                 for position, symbol in enumerate(data):
                     if symbol not in terminal_of:
                         raise UnexpectedCharacters(data, position, 1, position + 1)
@@ -128,8 +130,9 @@ class SymbolGrammar:
         """The vocabulary's symbols that ``terminal`` matches."""
         return tuple(s for s in self.symbols if self.terminal_of[s] == terminal)
 
-    def parse(self, sentence: str) -> Tree:
-        """The Lark tree of ``sentence`` (each token's ``start_pos`` is its symbol position).
+    def parse(self, sentence: str) -> Tree | Token:
+        """The Lark tree of ``sentence`` (each token's ``start_pos`` is its symbol position; a lone ``Token`` when the
+        grammar's inlined rules (``?rule``) reduce the whole sentence to one symbol).
 
         Raises:
             ParseError: naming the position and what the grammar expected there.
@@ -157,10 +160,11 @@ class SymbolGrammar:
     def accepts_terminals(self, terminals: tuple[str | None, ...]) -> bool:
         """Whether the grammar accepts a sentence of these terminals (``None``: a symbol outside the vocabulary),
         remembered per sequence: :meth:`accepts` without the symbols."""
-        if None in terminals:  # a symbol outside the vocabulary
+        known = [terminal for terminal in terminals if terminal is not None]
+        if len(known) != len(terminals):  # a symbol outside the vocabulary
             return False
         try:
-            self.parse("".join(self._symbol_of[terminal] for terminal in terminals))
+            self.parse("".join(self._symbol_of[terminal] for terminal in known))
         except ParseError:
             return False
         return True
@@ -216,7 +220,8 @@ def _matches(pattern, symbol: str) -> bool:
 
 def _parse_error(sentence: str, error: UnexpectedInput) -> ParseError:
     if isinstance(error, UnexpectedCharacters):
-        position = error.pos_in_stream
+        # Lark declares pos_in_stream as None on the base class; SymbolLexer sets the symbol's position.
+        position = cast(int, error.pos_in_stream)
         char = sentence[position]
         return UnexpectedCharacterError(
             f"symbol {char!r} at position {position} is not in the grammar's vocabulary", position, char, ()
@@ -227,7 +232,9 @@ def _parse_error(sentence: str, error: UnexpectedInput) -> ParseError:
         return UnexpectedEndError(
             f"the sentence ends too early at position {position}; expected {', '.join(expected)}", position, None, expected
         )
-    position = error.token.start_pos if isinstance(error, UnexpectedToken) else error.pos_in_stream
+    if not isinstance(error, UnexpectedToken):  # pragma: no cover - Lark raises only the three kinds above
+        raise error
+    position = error.token.start_pos
     char = sentence[position]
     return UnexpectedSymbolError(
         f"unexpected symbol {char!r} at position {position}; expected {', '.join(expected)}", position, char, expected

@@ -25,7 +25,7 @@ from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
-from neurosym.semantics import HINT_SEMANTICS, OperatorTable
+from neurosym.semantics import HINT_SEMANTICS, OperatorTable, Value
 from neurosym.semantics.preimage import Interval, operand_preimages
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.parser import base_grammar
@@ -54,7 +54,7 @@ def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
     operator's preimage (:func:`~neurosym.semantics.preimage.operand_preimages`), nearest the operand's current
     value first, alternating sides."""
 
-    def binary(children: list) -> int | None:
+    def binary(children: list) -> Value | None:
         left, symbol, right = children
         return table.operators[symbol].apply(left, right)
 
@@ -131,7 +131,9 @@ def build(
         bank = default_bank(seed=seed)
         shown = "HINT's generated splits shown with the default bank (real handwriting, drawn brackets)"
     else:
-        splits, bank = load_release(data, dict.fromkeys(("train", "val", "test"), scale), seed)
+        splits, release_bank = load_release(data, dict.fromkeys(("train", "val", "test"), scale), seed)
+        assert release_bank is not None  # a release is loaded with its images by default
+        bank = release_bank
         shown = f"the HINT release {data} with its own images"
     images = bank.resized((WINDOW, WINDOW))
     grammar = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)

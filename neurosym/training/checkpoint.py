@@ -99,7 +99,8 @@ def _field_defaults(config: Any) -> dict[str, Any]:
             defaults[spec.name] = spec.default
         elif spec.default_factory is not MISSING:
             value = spec.default_factory()
-            defaults[spec.name] = asdict(value) if is_dataclass(value) else value
+            # asdict recurses into dataclass instances only: a dataclass class stays as it is
+            defaults[spec.name] = asdict(value) if is_dataclass(value) and not isinstance(value, type) else value
     return defaults
 
 

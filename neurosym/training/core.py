@@ -132,7 +132,7 @@ class _NonFiniteLoss:
 
     def record(self, loss: torch.Tensor, step: int) -> None:
         loss = loss.detach()
-        if self.step is None:
+        if self.step is None or self.value is None:  # both are set together, at the first record
             self.step = torch.zeros((), dtype=torch.long, device=loss.device)
             self.value = torch.zeros((), device=loss.device)
         first = (self.step == 0) & ~torch.isfinite(loss)
@@ -140,7 +140,7 @@ class _NonFiniteLoss:
         self.value = torch.where(first, loss.float(), self.value)
 
     def check(self) -> None:
-        if self.step is not None and (step := int(self.step.item())):
+        if self.step is not None and self.value is not None and (step := int(self.step.item())):
             raise FloatingPointError(f"the training loss became {self.value.item()} at step {step}")
 
 
@@ -219,10 +219,12 @@ def run_training(
     if evaluate is not None and eval_every is None:
         raise ValueError("an evaluation hook needs eval_every")
     main = context is None or context.is_main
-    done, history, before = 0, [], 0.0
-    saved = load_checkpoint(checkpoint.path, map_location=device) if checkpoint is not None and checkpoint.resume else None
-    if saved is not None:
-        done, history, before = _resume(saved, model, update, checkpoint, device)
+    done, before = 0, 0.0
+    history: list[dict[str, Any]] = []
+    if checkpoint is not None and checkpoint.resume:
+        saved = load_checkpoint(checkpoint.path, map_location=device)
+        if saved is not None:
+            done, history, before = _resume(saved, model, update, checkpoint, device)
 
     def save() -> None:
         if checkpoint is None or not main:
@@ -269,6 +271,7 @@ def run_training(
                 bar.set_postfix({**shown, **{key: _shown(value) for key, value in logs.items()}}, refresh=False)
                 bar.update(1)
             if evaluating:
+                assert evaluate is not None  # evaluating implies it
                 stopped_early = bool(evaluate(done, loss_value))
             if checkpointed:
                 save()

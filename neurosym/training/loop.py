@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -191,6 +191,8 @@ def train(
     SIGTERM, ``config.time_limit``) ends the step under way, writes the checkpoint and raises
     :class:`~neurosym.training.stopping.TrainingInterrupted`; the model then holds that step's weights.
     """
+    if not isinstance(dataset, Sized):
+        raise TypeError(f"train takes a map-style dataset (one with a length), got {type(dataset).__name__}")
     per_rank = _check(config, context, len(dataset))
     device = context.device
     model.to(device)
@@ -201,7 +203,7 @@ def train(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate_factor(step, config))
     update = Update(optimizer, scheduler, grad_scaler(device), config.clip_norm, config.clip_value)
     best = _BestWeights(model, evaluate, config.patience, context)
-    sampler = DistributedSampler(
+    sampler: DistributedSampler[int] = DistributedSampler(
         dataset, num_replicas=context.world_size, rank=context.rank, shuffle=True, seed=config.seed, drop_last=True
     )
     loader = DataLoader(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,12 +99,17 @@ class HintSplit(Sequence[HintRecord]):
         for sentence in tqdm(set(prefix), desc=description, unit="expr", disable=description is None):
             node = from_prefix(list(sentence), concepts)
             layout = infix_layout(node, concepts)
-            layouts[sentence] = ("".join(layout.tokens), layout.heads, execute(node, table).res_all)
+            res_all = execute(node, table).res_all
+            if res_all is None:
+                raise ValueError(
+                    f"prefix expression {sentence!r} is invalid under {table.name!r} (a split holds valid ones only)"
+                )
+            layouts[sentence] = ("".join(layout.tokens), layout.heads, res_all)
         records = [layouts[p] for p in prefix]
         total = sum(len(infix) for infix, _, _ in records)
 
-        def column(field_index: int) -> np.ndarray:
-            return np.fromiter(itertools.chain.from_iterable(r[field_index] for r in records), np.int64, count=total)
+        def column(per_record: Iterable[Iterable[object]]) -> np.ndarray:
+            return np.fromiter(itertools.chain.from_iterable(per_record), np.int64, count=total)
 
         sizes = [len(values) for _, _, values, _ in parts]
         return cls(
@@ -113,8 +118,8 @@ class HintSplit(Sequence[HintRecord]):
             np.concatenate([np.zeros(0, np.int64)] + [np.asarray(values, np.int64) for _, _, values, _ in parts]),
             np.repeat([n_op for *_, n_op in parts], sizes).astype(np.int64),
             np.repeat([subset for subset, *_ in parts], sizes).astype("<U2"),
-            column(1),
-            column(2),
+            column(head for _, head, _ in records),
+            column(res_all for _, _, res_all in records),
             table,
         )
 
@@ -128,8 +133,8 @@ class HintSplit(Sequence[HintRecord]):
     @classmethod
     def load(cls, path: str | os.PathLike, table: OperatorTable = HINT_SEMANTICS) -> HintSplit:
         with np.load(path) as archive:
-            columns = [archive[name] for name in ("res", "n_op", "eval", "head", "res_all")]
-            return cls(_unpack(archive["prefix"]), _unpack(archive["expr"]), *columns, table)
+            res, n_op, evals, head, res_all = (archive[name] for name in ("res", "n_op", "eval", "head", "res_all"))
+            return cls(_unpack(archive["prefix"]), _unpack(archive["expr"]), res, n_op, evals, head, res_all, table)
 
 
 def _pack(sentences: list[str]) -> np.ndarray:

@@ -121,8 +121,8 @@ def evaluate_prefix(ids: np.ndarray, vocabulary: Vocabulary) -> PrefixValues:
     count, length = ids.shape
     n_numbers = len(vocabulary.numbers)
     number_values = np.asarray([vocabulary.table.numbers[s] for s in vocabulary.numbers], dtype=np.int64)
-    rules = [vocabulary.table.operators[s].vectorised for s in vocabulary.operators]
-    if any(rule is None for rule in rules):
+    rules = [rule for s in vocabulary.operators if (rule := vocabulary.table.operators[s].vectorised) is not None]
+    if len(rules) < len(vocabulary.operators):
         raise ValueError(f"operator table {vocabulary.table.name!r} lacks vectorised rules for {vocabulary.operators}")
     rows = np.arange(count)
     stack = np.zeros((count, (length + 1) // 2 + 1), dtype=np.int64)

@@ -9,6 +9,7 @@ train); image datasets add ``images`` float ``[n, 1, 32, 32]`` (white ink on bla
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -107,7 +108,7 @@ def split_datasets(
     return {name: HintImageDataset(split, bank, pool=name, seed=seed) for name, split in splits.items()}
 
 
-def collate_hint(batch: Sequence[dict]) -> dict:
+def collate_hint(batch: Sequence[dict]) -> dict[str, Any]:
     """Stack items, padding ``tokens`` with :data:`PAD_ID`, targets with :data:`IGNORE_INDEX` and images
     with black windows: ``tokens`` ``[B, T]``, ``mask`` bool ``[B, T]``, ``res_digits`` ``[B, K]``,
     ``res`` ``[B]``, ``lengths`` ``[B]``, ``images`` ``[B, T, 1, 32, 32]`` when present."""
@@ -115,7 +116,7 @@ def collate_hint(batch: Sequence[dict]) -> dict:
         raise ValueError("cannot collate an empty batch")
     pad = torch.nn.utils.rnn.pad_sequence
     lengths = torch.tensor([item["length"] for item in batch], dtype=torch.long)
-    out = {
+    out: dict[str, Any] = {
         "tokens": pad([item["tokens"] for item in batch], batch_first=True, padding_value=PAD_ID),
         "head": pad([item["head"] for item in batch], batch_first=True, padding_value=IGNORE_INDEX),
         "res_all": pad([item["res_all"] for item in batch], batch_first=True, padding_value=IGNORE_INDEX),

@@ -52,7 +52,7 @@ class SymbolBank:
     labels: np.ndarray
     pools: np.ndarray
     paths: np.ndarray
-    sources: np.ndarray | None = None
+    sources: np.ndarray = None  # type: ignore[assignment]  # None: filled with "" in __post_init__
     _index: dict[tuple[str, str], np.ndarray] = field(init=False, repr=False)
     _by_path: dict[str, int] = field(init=False, repr=False)
     _symbols: list[str] = field(init=False, repr=False)
@@ -103,10 +103,10 @@ class SymbolBank:
     def sample(self, symbols: Sequence[str], pool: str, rng: np.random.Generator | int) -> np.ndarray:
         """Draw one image index per symbol of ``symbols`` from ``pool``; returns ``[len(symbols)]``."""
         rng = as_generator(rng)
-        symbols = np.asarray(symbols, dtype=str)
-        picks = np.empty(len(symbols), dtype=np.int64)
-        for symbol in np.unique(symbols).tolist():
-            where = symbols == symbol
+        wanted = np.asarray(symbols, dtype=str)
+        picks = np.empty(len(wanted), dtype=np.int64)
+        for symbol in np.unique(wanted).tolist():
+            where = wanted == symbol
             candidates = self.pool_indices(symbol, pool)
             if len(candidates) == 0:
                 raise ValueError(f"the {pool!r} pool has no image of symbol {symbol!r}")
@@ -124,7 +124,7 @@ class SymbolBank:
         """``{symbol: {pool: number of images}}``."""
         return {s: {p: len(self._index[(s, p)]) for p in POOLS} for s in self.symbols}
 
-    def take(self, keep: np.ndarray) -> SymbolBank:
+    def take(self, keep: np.ndarray | Sequence[int]) -> SymbolBank:
         """The bank of the images selected by ``keep`` (indices or a boolean mask ``[N]``), pools kept."""
         return SymbolBank(self.images[keep], self.labels[keep], self.pools[keep], self.paths[keep], self.sources[keep])
 

@@ -179,7 +179,7 @@ def draw_symbols(symbol: str, count: int, size: int = 28, seed: int = 0) -> np.n
 
 def draw_bank_images(symbols: Sequence[str], per_symbol: int, size: int = 28, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Images ``[len(symbols) * per_symbol, size, size]`` and their labels for several symbols."""
-    images = [draw_symbols(s, per_symbol, size, seed) for s in symbols]
-    images = np.concatenate(images) if images else np.zeros((0, size, size), np.uint8)
+    drawn = [draw_symbols(s, per_symbol, size, seed) for s in symbols]
+    images = np.concatenate(drawn) if drawn else np.zeros((0, size, size), np.uint8)
     labels = np.repeat(np.asarray(list(symbols), dtype=str), per_symbol)
     return images, labels

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 from abc import ABCMeta, abstractmethod
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -49,7 +50,7 @@ def per_member_mean(values: Tensor, ensemble: int | None) -> Tensor:
     return values.mean() if ensemble is None else values.flatten(1).mean(1)
 
 
-def flatten_per_member(tensors: list[Tensor], ensemble: int | None) -> Tensor:
+def flatten_per_member(tensors: Sequence[Tensor], ensemble: int | None) -> Tensor:
     """All entries of ``tensors`` side by side: ``[S, total]`` per member with an ensemble (every tensor
     ``[S, ...]``), ``[total]`` without."""
     return pack(tensors, "*" if ensemble is None else "s *")[0]

@@ -135,7 +135,7 @@ def _finite_gradients(gradients: tuple[Tensor | None, Tensor | None], wanted: tu
     the float range) reaches either gradient (inf·0 = NaN included), so checking one of them is enough;
     an overflowing sum only sends the computation down the exact log-domain route."""
     checked = gradients[1] if wanted[1] else gradients[0]
-    return math.isfinite(float(checked.sum()))
+    return checked is None or math.isfinite(float(checked.sum()))  # None: no gradient wanted, none to check
 
 
 def _fast_product(x: Tensor, weight: Tensor) -> tuple[Tensor, Tensor]:
@@ -214,12 +214,12 @@ def _device_gradients(
     """Gradients of :func:`_device_product` without host reads: ``∂y/∂term_i = y / term_i`` where the
     output is trusted and that quotient finite, the log-domain product of the other terms elsewhere.
     ``saved``: its outputs; ``grad_output [S, out, N]`` → (``∂L/∂x [S, N, in]``, ``∂L/∂W [S, out, in]``)."""
-    product, trusted, *totals = saved
+    product, trusted, zero_count, log_sum, sign = saved
     expanded = weight.unsqueeze(2)
     terms = _terms(x, expanded)
     fast = (grad_output * product).unsqueeze(-1) / terms
     needs_log = ~trusted.unsqueeze(-1) | ~torch.isfinite(fast)
-    others = _LogDomain(terms, tuple(totals)).others()
+    others = _LogDomain(terms, (zero_count, log_sum, sign)).others()
     grad_terms = torch.where(needs_log, grad_output.unsqueeze(-1) * others, fast)
     return _term_gradients(x, expanded, grad_terms, (want_x, want_weight))
 
@@ -261,10 +261,10 @@ class _MultiplicativeProduct(torch.autograd.Function):
             if _in_range(product) and _terms_cannot_underflow(terms):
                 ctx.save_for_backward(x, weight, product, terms)
                 return product
-        terms = _Terms(x, weight)
+        chunked = _Terms(x, weight)
         products = []
-        for part in terms.parts:
-            chunk = terms(part)
+        for part in chunked.parts:
+            chunk = chunked(part)
             product = chunk.prod(-1)
             if not (_in_range(product) and _terms_cannot_underflow(chunk)):
                 mask = _untrusted(product, _shrinkage(chunk))
@@ -300,7 +300,8 @@ class _MultiplicativeProduct(torch.autograd.Function):
             if _finite_gradients(gradients, wanted):
                 return gradients
         terms = _Terms(x, weight)
-        grad_x_parts, grad_weight = [], None
+        grad_x_parts: list[Tensor] = []
+        grad_weight: Tensor | None = None
         for part in terms.parts:
             mask = ctx.log_domain_masks.get(part.start)
             part_grads = None
@@ -316,10 +317,11 @@ class _MultiplicativeProduct(torch.autograd.Function):
                 others = _LogDomain(chunk).others()
                 grad_terms = torch.where(needs_log, grad_output[:, :, part].unsqueeze(-1) * others, fast)
                 part_grads = terms.gradients(part, grad_terms, wanted)
-            if wanted[0]:
-                grad_x_parts.append(part_grads[0])
-            if wanted[1]:
-                grad_weight = part_grads[1] if grad_weight is None else grad_weight.add_(part_grads[1])
+            grad_x_part, grad_weight_part = part_grads  # each None unless wanted
+            if grad_x_part is not None:
+                grad_x_parts.append(grad_x_part)
+            if grad_weight_part is not None:
+                grad_weight = grad_weight_part if grad_weight is None else grad_weight.add_(grad_weight_part)
         if not wanted[0]:
             return None, grad_weight
         return (grad_x_parts[0] if len(grad_x_parts) == 1 else torch.cat(grad_x_parts, dim=1)), grad_weight

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -78,7 +80,7 @@ class BoundaryMarkers(nn.Module):
     def __init__(self, front_end: nn.Module) -> None:
         super().__init__()
         self.front_end = front_end
-        self.dim = front_end.dim
+        self.dim = front_end_dim(front_end)
         self.start = nn.Parameter(torch.randn(self.dim))
         self.end = nn.Parameter(torch.randn(self.dim))
 
@@ -96,6 +98,11 @@ class BoundaryMarkers(nn.Module):
         end = positions == (~src_mask).sum(dim=1, keepdim=True) + 1  # [B, S + 2]
         framed = torch.where(end.unsqueeze(-1), self.end.to(framed.dtype), framed)
         return torch.where((positions == 0).view(1, -1, 1), self.start.to(framed.dtype), framed)
+
+
+def front_end_dim(front_end: nn.Module) -> int:
+    """The size of the vectors ``front_end`` gives: its ``dim`` attribute, which every front end has."""
+    return cast(int, front_end.dim)  # an nn.Module's attributes are typed as tensors or modules
 
 
 def output_mask(front_end: nn.Module, src_mask: torch.Tensor) -> torch.Tensor:

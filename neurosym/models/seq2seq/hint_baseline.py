@@ -4,7 +4,7 @@ and their training with early stopping on validation exact match, scored per tes
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -36,7 +36,7 @@ def default_learning_rate(name: str) -> float:
 
 def build_baseline(
     name: str,
-    input_type: str,
+    input_type: Literal["symbol", "image"],
     source_vocab: int,
     *,
     embedding: int = 128,
@@ -46,13 +46,13 @@ def build_baseline(
     encoder_layers: int | None = None,
     decoder_layers: int = 1,
     dropout: float | None = None,
-    relative: str = "xl_clipped",
-    norm: str = "post",
+    relative: Literal["xl", "xl_clipped", "shaw"] = "xl_clipped",
+    norm: Literal["post", "pre"] = "post",
     step_embedding: bool = False,
     attention_bias: bool = False,
     embedding_dropout: bool | None = None,
-    init: str = "release",
-    cnn: str = "resnet18",
+    init: Literal["torch", "release"] = "release",
+    cnn: Literal["small", "resnet18"] = "resnet18",
     source_boundaries: bool = True,
 ) -> Seq2Seq:
     """The baseline ``name`` over ``input_type`` (``"symbol"`` ids of ``source_vocab``, or ``"image"`` windows
@@ -102,6 +102,7 @@ def train_baseline(
     val_loader = loader(datasets["val"])
 
     def validate(trained: nn.Module) -> float:
+        assert isinstance(trained, Seq2Seq)  # the loop evaluates the model it trains, unwrapped
         return exact_match_by_subset(trained, val_loader, image_input, context.device)["all"]
 
     def loss(trained: nn.Module, batch: dict) -> torch.Tensor:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal, TypedDict
 
 import torch
 from einops import rearrange
@@ -94,8 +95,8 @@ def load_data(
     per_regime = train_count // len(TRAIN_REGIMES)
     train_regimes = TRAIN_REGIMES if per_regime else ()
     if data_root is None:
-        tests = [("interpolate", m) for m in modules] + [("extrapolate", m) for m in extrapolate]
-        generate(tests, test_count, seed=seed, progress=progress)
+        test_modules = [("interpolate", m) for m in modules] + [("extrapolate", m) for m in extrapolate]
+        generate(test_modules, test_count, seed=seed, progress=progress)
         if train_regimes:
             generate(
                 [(regime, module) for regime in train_regimes for module in modules], per_regime, seed=seed, progress=progress
@@ -139,7 +140,16 @@ def build_model(name: str, config: ModelConfig) -> Seq2Seq:
     )
 
 
-PAPER_ADAM = {"optimizer": "adam", "betas": (0.9, 0.995), "eps": 1e-9, "clip_norm": None}
+class OptimizerSettings(TypedDict):
+    """Optimiser options of :class:`~neurosym.training.TrainConfig`."""
+
+    optimizer: Literal["adam", "sgd"]
+    betas: tuple[float, float]
+    eps: float
+    clip_norm: float | None
+
+
+PAPER_ADAM: OptimizerSettings = {"optimizer": "adam", "betas": (0.9, 0.995), "eps": 1e-9, "clip_norm": None}
 """The paper's Adam settings; the learning rate and the gradient-value clip come from the command line."""
 
 
@@ -223,7 +233,7 @@ def greedy_answers(
     model: Seq2Seq, questions: Sequence[str], device: torch.device, batch_size: int, progress: bool = False
 ) -> list[str]:
     """Greedy decoding of at most 30 answer characters for every question (``batch_size`` questions at a time)."""
-    answers = []
+    answers: list[str] = []
     for start in tqdm(range(0, len(questions), batch_size), desc="decoding", unit="batch", leave=False, disable=not progress):
         src = pad_sequences([encode(q, eos=True) for q in questions[start : start + batch_size]]).to(device)
         mask = src == PAD

@@ -100,7 +100,11 @@ class RNNSeq2Seq(Seq2Seq):
         packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
         outputs, final = self.encoder(packed)
         memory, _ = pad_packed_sequence(outputs, batch_first=True, total_length=mask.shape[1])
-        hidden = self._top_final(final) if self.cell == "gru" else tuple(self._top_final(part) for part in final)
+        if self.cell == "gru":
+            hidden: RecurrentState = self._top_final(final)
+        else:
+            final_hidden, final_cell = final
+            hidden = (self._top_final(final_hidden), self._top_final(final_cell))
         projected = self.attention.project_keys(memory) if self.attention is not None else None
         return RNNDecoderState(hidden, memory, projected, mask)
 
@@ -119,6 +123,7 @@ class RNNSeq2Seq(Seq2Seq):
 
     def _attend_and_step(self, state: RNNDecoderState, embedded: torch.Tensor) -> torch.Tensor:
         """One attentive step: ``embedded [B, E]`` -> output features ``[B, 2 * hidden]``."""
+        assert self.attention is not None  # taken only by a model built with attention
         context, _ = self.attention(
             self._top_hidden(state.hidden), state.memory, state.projected_memory, state.memory_padding_mask
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypedDict
 
 import torch
 from einops import rearrange
@@ -21,7 +21,16 @@ from neurosym.layers.transformer import (
 )
 from neurosym.layers.universal import UniversalTransformer
 from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
-from neurosym.models.seq2seq.front_ends import output_mask
+from neurosym.models.seq2seq.front_ends import front_end_dim, output_mask
+
+
+class _LayerOptions(TypedDict):
+    """The keyword options every encoder and decoder layer is built with."""
+
+    attention: AttentionKind
+    pre_norm: bool
+    max_rel_pos: int
+    attention_bias: bool
 
 
 def _projection(embed_dim: int, dim: int) -> nn.Module:
@@ -83,10 +92,10 @@ class TransformerSeq2Seq(Seq2Seq):
         super().__init__()
         if init not in ("torch", "release"):
             raise ValueError(f"unknown init {init!r}: use 'torch' or 'release'")
-        embed_dim = front_end.dim
+        embed_dim = front_end_dim(front_end)
         dim = embed_dim if dim is None else dim
         ff_dim = 4 * dim if ff_dim is None else ff_dim
-        options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos, attention_bias=attention_bias)
+        options = _LayerOptions(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos, attention_bias=attention_bias)
         self.front_end = front_end
         self.target_vocab = target_vocab
         self.dim = dim
@@ -117,8 +126,10 @@ class TransformerSeq2Seq(Seq2Seq):
         PyTorch's initialisation."""
         for module in self.modules():
             if isinstance(module, FeedForward):
-                nn.init.xavier_uniform_(module[0].weight, gain=nn.init.calculate_gain("relu"))
-                nn.init.xavier_uniform_(module[-1].weight)
+                first, last = module[0], module[-1]
+                assert isinstance(first, nn.Linear) and isinstance(last, nn.Linear)  # Linear, ReLU, Dropout, Linear
+                nn.init.xavier_uniform_(first.weight, gain=nn.init.calculate_gain("relu"))
+                nn.init.xavier_uniform_(last.weight)
             elif type(module) is MultiheadAttention:
                 for weight in (module.query_proj.weight, *module.key_value_proj.weight.chunk(2), module.out_proj.weight):
                     nn.init.xavier_uniform_(weight)
