@@ -33,6 +33,7 @@ $(MATHEMATICS_ENV)/neurosym-ready.txt: neurosym/data/mathematics/environment.py 
 test: install $(MATHEMATICS_ENV)/neurosym-ready.txt
 	$(BIN)/ruff check $(LINTED)
 	$(BIN)/ruff format --check $(LINTED)
+	$(BIN)/mypy
 	NEUROSYM_MATHEMATICS_ENV=$(abspath $(MATHEMATICS_ENV)) $(BIN)/python -m pytest -q -n 2 --maxschedchunk 2 tests
 
 # The device check on a CUDA machine (benchmarks/device_check.py): the suite on the GPU, the cuda tests and the

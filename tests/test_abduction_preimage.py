@@ -55,3 +55,14 @@ def test_other_operators_use_a_scan_and_need_a_function():
         left_preimage("c", Interval.point(1), 1)
     with pytest.raises(ValueError, match="'d' has no built-in inverse"):
         right_preimage("d", 1, Interval.point(1))
+
+
+def test_operand_preimages_of_a_fractional_operand_hold_integers_only():
+    from fractions import Fraction
+
+    from neurosym.semantics.operators import PLUS, TIMES
+    from neurosym.semantics.preimage import operand_preimages
+
+    left, right = operand_preimages(PLUS, Interval.point(3), Fraction(1, 2), 1)  # a + 1 = 3; 1/2 + b = 3 has no integer b
+    assert left == Interval(2, 2) and right is None
+    assert operand_preimages(TIMES, Interval.point(3), Fraction(1, 2), 4)[1] == Interval(6, 6)

@@ -12,10 +12,12 @@ from neurosym.pipelines.concepts import (
     induced_table,
     learn_number,
     learn_operator,
+    operator_examples,
     placeholder_table,
 )
-from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator
 from neurosym.semantics.induction import Program, induce_noisy_operator, induce_operator
+from neurosym.semantics.operators import FRACTION_DIVIDE
 from neurosym.syntax import ADDITIVE, MULTIPLICATIVE
 
 TARGETS = {
@@ -179,3 +181,13 @@ def test_noisy_induction_lowers_the_agreement_in_steps_so_a_constant_cannot_win(
     assert induce_noisy_operator(times, max_size=8, highest=0.8, lowest=0.8) is None
     with pytest.raises(ValueError, match="lowest"):
         induce_noisy_operator(times, max_size=8, highest=0.5, lowest=0.8)
+
+
+def test_operator_examples_skip_operands_another_operator_made_fractions():
+    """Under a table whose ``/`` gives exact fractions, ``1/2a4`` pushes ``(1/2, 4, 2)`` down to ``a``: the
+    integer programs cannot take it (it was truncated to ``(0, 4, 2)`` when checked, so ``i*j`` was refused)."""
+    table = HINT_SEMANTICS.extend(operators={"/": FRACTION_DIVIDE}, name="fractions")
+    examples = [("2a3", 6), ("3a4", 12), ("7a1", 7), ("1/2a4", 2), ("4/8a6", 3), ("1/3a9", 3)]
+    hypothesis = table.extend(operators={"a": Operator(ADDITIVE, lambda a, b: 1)})
+    assert operator_examples("a", examples, hypothesis) == [(2, 3, 6), (3, 4, 12), (7, 1, 7)]
+    assert learn_operator("a", examples, table).program == Program(("*", ("i",), ("j",)))

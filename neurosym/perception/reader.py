@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import torch
+from torch import nn
 
 
 @runtime_checkable
@@ -18,3 +19,23 @@ class Reader(Protocol):
     def vocabulary(self) -> Sequence[str]: ...
 
     def __call__(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor: ...
+
+
+def shared_vocabulary(readers: Sequence[nn.Module], what: str) -> list[str]:
+    """The one vocabulary of the modules ``readers`` that ``what`` (e.g. ``"an ensemble"``) combines: ``TypeError`` for
+    a member that is no :class:`Reader`, ``ValueError`` for none or for readers of different vocabularies."""
+    if not readers:
+        raise ValueError(f"{what} needs at least one reader")
+    if not all(isinstance(reader, Reader) for reader in readers):
+        raise TypeError(f"the members of {what} must be readers: modules with a vocabulary")
+    vocabularies = {tuple(reader.vocabulary) for reader in readers if isinstance(reader, Reader)}
+    if len(vocabularies) > 1:
+        raise ValueError(f"the readers of {what} must share one vocabulary, got {sorted(vocabularies)}")
+    return list(vocabularies.pop())
+
+
+def as_reader(module: nn.Module) -> Reader:
+    """``module`` as a :class:`Reader`; ``TypeError`` for a module without a ``vocabulary``."""
+    if not isinstance(module, Reader):
+        raise TypeError(f"a reader is a module with a vocabulary; {type(module).__name__} has none")
+    return module

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from neurosym.perception.reader import shared_vocabulary
 from neurosym.perception.symbol_classifier import SymbolClassifier
 
 
@@ -16,7 +17,7 @@ class RoutedReader(nn.Module):
     """``readers[k]`` reads the handwriting that ``router`` calls class ``k``.
 
     Args:
-        readers: classifiers over one vocabulary, one per group of writers.
+        readers: readers (modules, :class:`~neurosym.perception.reader.Reader`) of one vocabulary, one per group of writers.
         router: a classifier with one class per reader (trained to tell which group a window came from).
 
     Shapes: ``windows [N, S, S]`` or ``[N, 1, S, S]``, optional ``groups`` int64 ``[N]`` (the expression each
@@ -25,16 +26,13 @@ class RoutedReader(nn.Module):
     renormalised (one writer writes a whole expression).
     """
 
-    def __init__(self, readers: Sequence[SymbolClassifier], router: SymbolClassifier):
+    def __init__(self, readers: Sequence[nn.Module], router: SymbolClassifier):
         super().__init__()
-        vocabularies = {tuple(reader.vocabulary) for reader in readers}
-        if len(vocabularies) != 1:
-            raise ValueError(f"routed readers must share one vocabulary, got {sorted(vocabularies)}")
+        self.vocabulary = shared_vocabulary(readers, "a routed reader")
         if len(router.vocabulary) != len(readers):
             raise ValueError(f"the router has {len(router.vocabulary)} classes for {len(readers)} readers")
         self.readers = nn.ModuleList(readers)
         self.router = router
-        self.vocabulary = list(readers[0].vocabulary)
 
     def route(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` -> log-weights of the readers ``[N, K]`` (per group when ``groups [N]`` is given)."""

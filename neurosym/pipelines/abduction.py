@@ -27,7 +27,7 @@ from neurosym.pipelines.decoding import (
     OPERATOR,
     sentence_templates,
 )
-from neurosym.semantics import HINT_SEMANTICS, OperatorTable, execute
+from neurosym.semantics import HINT_SEMANTICS, OperatorTable, Value, execute
 from neurosym.semantics.preimage import Interval, operand_preimages
 from neurosym.syntax import Node, ParseError, infix_layout, parse
 
@@ -97,7 +97,7 @@ class Abducer:
         """Log-probability of ``sentence`` under per-window ``log_probs [n, V]``."""
         return float(log_probs[np.arange(len(sentence)), [self.index[c] for c in sentence]].sum())
 
-    def value(self, sentence: str) -> int | None:
+    def value(self, sentence: str) -> Value | None:
         """The sentence's value (``None`` when ungrammatical or invalid)."""
         try:
             return execute(parse(sentence, self.concepts), self.table).value
@@ -217,12 +217,13 @@ class Abducer:
         while stack:
             node, wanted = stack.pop()
             if node.is_leaf:
-                position = node.span[0] + _leading_brackets(sentence, node.span[0])
+                start = _span(node)[0]
+                position = start + _leading_brackets(sentence, start)
                 fitting = [s for s in self.numbers if self.table.numbers[s] in wanted]
                 proposals += self._propose(sentence, log_probs, position, fitting)
                 continue
             left, right = node.children
-            position = left.span[1]
+            position = _span(left)[1]
             level = self.table.operators[node.symbol].level
             left_value, right_value = values[id(left)], values[id(right)]
             # Operators of the other precedence change the tree: proposed, and verified by execution.
@@ -239,7 +240,7 @@ class Abducer:
                 stack.append((right, right_wanted))
         return proposals
 
-    def child_targets(self, symbol: str, wanted: Interval, left: int, right: int) -> tuple[Interval | None, Interval | None]:
+    def child_targets(self, symbol: str, wanted: Interval, left: Value, right: Value) -> tuple[Interval | None, Interval | None]:
         """Wanted values of the left child (right fixed) and of the right child (left fixed)."""
         return operand_preimages(self.table.operators[symbol], wanted, left, right)
 
@@ -252,13 +253,18 @@ class Abducer:
             if s != sentence[position]
         ]
 
-    def node_values(self, root: Node) -> dict[int, int] | None:
+    def node_values(self, root: Node) -> dict[int, Value] | None:
         """Value of every node (by ``id``), read from the executor's per-token values."""
         execution = execute(root, self.table)
-        if execution.value is None:
+        if execution.res_all is None:
             return None
         layout = infix_layout(root, self.concepts)
         return {id(node): value for node, value in zip(layout.nodes, execution.res_all) if node is not None}
+
+
+def _span(node: Node) -> tuple[int, int]:
+    assert node.span is not None  # parse spans every node
+    return node.span
 
 
 def _leading_brackets(sentence: str, start: int) -> int:

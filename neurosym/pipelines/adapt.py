@@ -27,7 +27,7 @@ from neurosym.perception.symbol_classifier import BACKBONES
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.refit import RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.routing import route_readers
-from neurosym.pipelines.trainer import Anchor, PipelineConfig, train_pipeline
+from neurosym.pipelines.trainer import Anchor, PipelineConfig, reader_module, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 
 STAGE_CHECKPOINTS = {"adapt": "adapt_checkpoint.pt", "refit": "refit_checkpoint.pt", "route": "routing_checkpoint.pt"}
@@ -147,7 +147,7 @@ def adapt_to_writer(
             path.unlink(missing_ok=True)
     both = ConcatWindows(*sources.values())
     trained = copy.deepcopy(pipeline.classifier)  # frozen: the replay's anchor and labeller
-    anchor = Anchor(trained, np.arange(len(both)) >= len(chosen)) if adapt.distill > 0 else None
+    anchor = Anchor(reader_module(trained), np.arange(len(both)) >= len(chosen)) if adapt.distill > 0 else None
     config = replace(
         training, steps=adapt.steps, learning_rate=adapt.learning_rate or training.learning_rate, distill=adapt.distill
     )
@@ -163,7 +163,7 @@ def adapt_to_writer(
     if adapt.route_steps:
         routing = RefitConfig(adapt.route_steps, augment_shift=adapt.augment_shift, seed=adapt.seed)
         pipeline.classifier = route_readers(
-            [trained, pipeline.classifier], [sources["first_bank"], sources["new_writer"]], routing, device,
+            [reader_module(trained), reader_module(pipeline.classifier)], [sources["first_bank"], sources["new_writer"]], routing, device,
             checkpoints["route"], progress, adapt.router_backbone,
         )  # fmt: skip
     return Adaptation(sources, config.learning_rate)

@@ -22,13 +22,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from neurosym.pipelines.abduction import Abducer
-from neurosym.semantics import BatchSolver, Operator, OperatorTable
+from neurosym.semantics import BatchSolver, Operator, OperatorTable, Value
 from neurosym.semantics.induction import Program, induce_operator
 from neurosym.semantics.preimage import Interval
 from neurosym.syntax import (
     ADDITIVE,
     BUILTIN_OPERATORS,
     MULTIPLICATIVE,
+    Node,
     ParseError,
     parse,
 )
@@ -85,11 +86,13 @@ def operator_examples(symbol: str, examples: Sequence[Example], hypothesis: Oper
     """``(left, right, value)`` triples for ``symbol`` read off sentences that use it once.
 
     ``hypothesis`` holds ``symbol`` (with any placeholder meaning) at the precedence level being
-    tried; a triple is kept when the result pushed down to the operator's node is a single value.
+    tried; a triple is kept when the result pushed down to the operator's node is a single value and
+    all three are integers (the induced programs are over integers: an operand that another operator
+    made a fraction is no example of them).
     """
     vocabulary = [*hypothesis.numbers, *hypothesis.operators, "(", ")"]
     abducer = Abducer(vocabulary, hypothesis)
-    triples = []
+    triples: list[tuple[int, int, int]] = []
     for sentence, result in examples:
         if sentence.count(symbol) != 1:
             continue
@@ -100,16 +103,32 @@ def operator_examples(symbol: str, examples: Sequence[Example], hypothesis: Oper
         values = abducer.node_values(node)
         if values is None:
             continue
-        position, wanted = sentence.index(symbol), Interval.point(result)
-        while wanted is not None and not (node.symbol == symbol and node.span[0] <= position < node.span[1]):
+        position = sentence.index(symbol)
+        wanted: Interval | None = Interval.point(result)
+        while wanted is not None and not (node.symbol == symbol and _covers(node, position)):
             left, right = node.children
             targets = abducer.child_targets(node.symbol, wanted, values[id(left)], values[id(right)])
-            side = 0 if left.span[0] <= position < left.span[1] else 1
+            side = 0 if _covers(left, position) else 1
             node, wanted = node.children[side], targets[side]
         if wanted is not None and wanted.hi == wanted.lo:
             left, right = node.children
-            triples.append((values[id(left)], values[id(right)], wanted.lo))
+            triple = _integer_triple(values[id(left)], values[id(right)], wanted.lo)
+            if triple is not None:
+                triples.append(triple)
     return triples
+
+
+def _covers(node: Node, position: int) -> bool:
+    """Whether ``node``'s sub-expression holds the token at ``position``."""
+    assert node.span is not None  # parse spans every node
+    return node.span[0] <= position < node.span[1]
+
+
+def _integer_triple(left: Value, right: Value, value: Value) -> tuple[int, int, int] | None:
+    """``(left, right, value)`` as ints, or ``None`` when one is a proper fraction."""
+    if left.denominator != 1 or right.denominator != 1 or value.denominator != 1:
+        return None
+    return int(left), int(right), int(value)
 
 
 def learn_operator(
@@ -184,7 +203,12 @@ def induced_table(
     """
     programs: dict[str, Program] = {}
     for symbol in BUILTIN_OPERATORS:
-        triples = [(known.numbers[s[0]], known.numbers[s[2]], result) for s, result in examples if len(s) == 3 and s[1] == symbol]
+        found = (
+            _integer_triple(known.numbers[s[0]], known.numbers[s[2]], result)
+            for s, result in examples
+            if len(s) == 3 and s[1] == symbol
+        )
+        triples = [triple for triple in found if triple is not None]
         if not triples:
             raise ValueError(f"no one-operator sentence uses {symbol!r}: its meaning cannot be induced")
         program = induce_operator(triples, max_size)

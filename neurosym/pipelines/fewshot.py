@@ -29,12 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from einops import rearrange
-from torch import nn
 
 from neurosym.data.hint import HintRecord
 from neurosym.data.symbol_images import SymbolBank
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.batch_statistics import batch_norms
+from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.concepts import (
     ROLES,
     ConceptNotLearned,
@@ -46,7 +46,7 @@ from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.pipeline import HintPipeline, check_batch
 from neurosym.pipelines.refit import RefitConfig
-from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, fit_windows, reader_module, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics import OperatorTable
 
@@ -219,7 +219,7 @@ def _read(
 ) -> list[str]:
     """Every expression of ``source`` read by ``pipeline`` (grammar-constrained), ``chunk`` at a time;
     with ``insist = (symbol, role)`` every reading uses ``symbol`` (:func:`insist_on_symbol`)."""
-    pipeline.classifier.to(device).eval()
+    reader_module(pipeline.classifier).to(device).eval()
     vocabulary = pipeline.classifier.vocabulary
     sentences: list[str] = []
     for start in range(0, len(source), chunk):
@@ -257,7 +257,7 @@ def _train_glyph(
         return windows, torch.cat([y for _, y in picks])
 
     schedule = RefitConfig(steps=config.glyph_steps, learning_rate=config.learning_rate, schedule="constant")
-    fit_windows(pipeline.classifier.to(device), batch, schedule, device, description="glyph")
+    fit_windows(reader_module(pipeline.classifier).to(device), batch, schedule, device, description="glyph")
 
 
 def _keep_last_row(grad: torch.Tensor) -> torch.Tensor:
@@ -268,7 +268,7 @@ def _keep_last_row(grad: torch.Tensor) -> torch.Tensor:
 
 
 @contextmanager
-def _only_new_class_learns(classifier: nn.Module, enabled: bool) -> Iterator[None]:
+def _only_new_class_learns(classifier: SymbolClassifier, enabled: bool) -> Iterator[None]:
     """Within the block only the output row of ``classifier``'s last class gets gradients and the batch-norm
     statistics stay; on leaving, every parameter learns again. Does nothing unless ``enabled``."""
     if not enabled:
@@ -332,6 +332,11 @@ def learn_concept_from_images(
     no meaning explains the examples.
     """
     _check_fewshot(symbol, records, replay_records)
+    if not isinstance(pipeline.classifier, SymbolClassifier):
+        raise ValueError(
+            f"a new concept grows the reader by a class (SymbolClassifier.add_symbol): the pipeline's reader must be a "
+            f"SymbolClassifier, got {type(pipeline.classifier).__name__}"
+        )
     source = WindowSource(records, bank, "train", config.seed)
     replay = WindowSource(replay_records, bank, "train", config.seed + 1)
     windows, lengths = source.batch(range(len(source)))
@@ -339,18 +344,14 @@ def learn_concept_from_images(
     readings, role, spotted = spot_new_symbol(pipeline, symbol, windows.to(device), lengths, config.role)
     replay_readings = _read(pipeline, replay, device)
 
-    grown = HintPipeline(
-        copy.deepcopy(pipeline.classifier),
-        pipeline.table,
-        pipeline.minimal_brackets,
-        pipeline.abduction_changes,
-    )
-    grown.classifier.add_symbol(symbol)
-    vocabulary = grown.classifier.vocabulary
+    classifier = copy.deepcopy(pipeline.classifier)
+    grown = HintPipeline(classifier, pipeline.table, pipeline.minimal_brackets, pipeline.abduction_changes)
+    classifier.add_symbol(symbol)
+    vocabulary = classifier.vocabulary
     base_table = pipeline.table
     grown.set_table(placeholder_table(base_table, symbol, role))
     replayed = _window_labels(replay, replay_readings, vocabulary)
-    with _only_new_class_learns(grown.classifier, role in config.only_new_class):
+    with _only_new_class_learns(classifier, role in config.only_new_class):
         for _ in range(config.rounds):  # self-training: the grown classifier re-reads its own few shots
             _train_glyph(grown, _window_labels(source, readings, vocabulary), replayed, config, device)
             readings = _read(grown, source, device, insist=(symbol, role))

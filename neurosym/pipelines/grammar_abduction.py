@@ -240,7 +240,7 @@ class GrammarAbducer:
     # -- top-down --------------------------------------------------------------------------------
 
     def _top_down(
-        self, tree: Tree | None, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int]
+        self, tree: Tree | Token | None, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int]
     ) -> list[_Way]:
         """Candidate ways from ``sentence``'s parse ``tree``, most probable first (unverified)."""
         if not self.semantics.inverses or tree is None:
@@ -263,12 +263,12 @@ class GrammarAbducer:
         if self.gives(values[id(node)], wanted):
             return [_Way(0.0, ())]
         if isinstance(node, Token):
-            position = node.start_pos
+            position = _position(node)
             if position in fixed:
                 return []
-            current = log_probs[position, self.index[sentence[position]]]
+            read = log_probs[position, self.index[sentence[position]]]
             options = [
-                _Way(float(log_probs[position, column] - current), ((position, s),))
+                _Way(float(log_probs[position, column] - read), ((position, s),))
                 for s, column in self._symbols_giving(node.type, wanted)
                 if np.isfinite(log_probs[position, column])
             ]
@@ -329,7 +329,7 @@ class GrammarAbducer:
             return []
         leaves = [leaf for leaf in node.scan_values(lambda item: isinstance(item, Token)) if leaf.start_pos not in search.fixed]
         if search.rng is not None:
-            proposals: Iterable[_Way] = self._drawn(leaves, search)
+            proposals: Iterable[_Way] = self._drawn(leaves, search, search.rng)
         else:
             options = {
                 leaf.start_pos: [s for s in self.grammar.symbols_of(leaf.type) if s != search.sentence[leaf.start_pos]]
@@ -346,18 +346,19 @@ class GrammarAbducer:
                     break
         return found
 
-    def _drawn(self, leaves: list[Token], search: _Search) -> list[_Way]:
+    def _drawn(self, leaves: list[Token], search: _Search, rng: np.random.Generator) -> list[_Way]:
         """The distinct readings of ``leaves`` among ``readings`` draws, each symbol drawn from the reader's
         distribution over its terminal's symbols (Gumbel-max over ``[draws, leaves, symbols]``); a reading's
         proposal is its log-probability less the log of how often it was drawn."""
         if not leaves:
             return []
         choices = [self.grammar.symbols_of(leaf.type) for leaf in leaves]
+        positions = [_position(leaf) for leaf in leaves]
         scores = np.full((len(leaves), max(map(len, choices))), -np.inf)  # [P, S]
-        for row, (leaf, symbols) in enumerate(zip(leaves, choices)):
-            scores[row, : len(symbols)] = search.log_probs[leaf.start_pos, [self.index[s] for s in symbols]]
-        drawn = np.argmax(scores + search.rng.gumbel(size=(self.readings, *scores.shape)), axis=-1)  # [R, P]
-        read = np.array([search.log_probs[leaf.start_pos, self.index[search.sentence[leaf.start_pos]]] for leaf in leaves])
+        for row, (position, symbols) in enumerate(zip(positions, choices)):
+            scores[row, : len(symbols)] = search.log_probs[position, [self.index[s] for s in symbols]]
+        drawn = np.argmax(scores + rng.gumbel(size=(self.readings, *scores.shape)), axis=-1)  # [R, P]
+        read = np.array([search.log_probs[position, self.index[search.sentence[position]]] for position in positions])
         rows, counts = np.unique(drawn, axis=0, return_counts=True)
         ways = []
         for row, count in zip(rows, counts):
@@ -365,9 +366,9 @@ class GrammarAbducer:
             if not np.isfinite(picked).all():  # a leaf none of whose symbols the reader can read
                 continue
             edits = tuple(
-                (leaf.start_pos, choices[k][j])
-                for k, (leaf, j) in enumerate(zip(leaves, row))
-                if choices[k][j] != search.sentence[leaf.start_pos]
+                (position, choices[k][j])
+                for k, (position, j) in enumerate(zip(positions, row))
+                if choices[k][j] != search.sentence[position]
             )
             ways.append(_Way(float((picked - read).sum()), edits, float(picked.sum() - np.log(count))))
         return ways
@@ -567,6 +568,11 @@ def _remembered(memory: dict, key: tuple, compute: Callable[[], Any]) -> Any:
 
 def _weight(way: _Way) -> float:
     return way.weight
+
+
+def _position(token: Token) -> int:
+    assert token.start_pos is not None  # the grammar's SymbolLexer places every token
+    return token.start_pos
 
 
 def _apply(sentence: str, edits: Edits) -> str:

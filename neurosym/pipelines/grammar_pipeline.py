@@ -41,6 +41,10 @@ from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
 
+ReadWindows = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+"""What reads windows for :meth:`GrammarPipeline.read`: ``(windows [n, ...], groups int64 [n]) -> log-probabilities
+[n, V]``, a :class:`~neurosym.perception.reader.Reader` or one wrapped for DistributedDataParallel."""
+
 
 class GrammarPipeline:
     """A reader, a grammar and its semantics, wired together.
@@ -81,7 +85,7 @@ class GrammarPipeline:
         self.abducer = GrammarAbducer(self.executor, budget or AbductionBudget(), equal)
         self.columns = torch.tensor([grammar.symbols.index(s) for s in reader.vocabulary])
 
-    def log_probs(self, batch: SentenceBatch, reader: Reader | None = None) -> torch.Tensor:
+    def log_probs(self, batch: SentenceBatch, reader: ReadWindows | None = None) -> torch.Tensor:
         """Per-position log-probabilities over the grammar's symbols ``[B, T, V]``: the reader's (or
         ``reader``'s, e.g. the reader wrapped for DistributedDataParallel) at read positions (``-inf`` for
         symbols it lacks), one-hot at given ones, zero at padding."""
@@ -103,7 +107,7 @@ class GrammarPipeline:
         out[~real.flatten()] = 0.0
         return rearrange(out, "(b t) v -> b t v", b=size)
 
-    def read(self, batch: SentenceBatch, reader: Reader | None = None) -> Reading:
+    def read(self, batch: SentenceBatch, reader: ReadWindows | None = None) -> Reading:
         """Read (with ``reader`` instead of the pipeline's, where given), decode and execute a batch: sentences,
         log-probabilities ``[B, T, V]`` (with gradients where computed in training) and values (``None`` where
         invalid)."""
@@ -133,9 +137,8 @@ class GrammarPipeline:
                 "one each per example"
             )
         log_probs = reading.log_probs.detach().float().cpu().numpy()
-        given = given.cpu().numpy()
         found = []
-        for sentence, scores, target, fixed in zip(reading.sentences, log_probs, targets, given):
+        for sentence, scores, target, fixed in zip(reading.sentences, log_probs, targets, given.cpu().numpy()):
             positions = np.flatnonzero(fixed[: len(sentence)] != READ).tolist()
             found.append(search(sentence, scores[: len(sentence)], target, positions))
         return found
@@ -230,11 +233,12 @@ def train_grammar_pipeline(
         raise ValueError("the training source has no examples")
     _check_targets(pipeline, source)
     device = torch.device(device)
-    truths = getattr(source, "truths", None)
+    truths: Sequence[str] | None = getattr(source, "truths", None)
     if config.pseudo_labels == "truths" and truths is None:
         raise ValueError("pseudo_labels='truths' trains on the true sentences, and this source has none")
     model = pipeline.reader.to(device)
-    distributed = context is not None and context.is_distributed
+    share = slice(context.rank, None, context.world_size) if context is not None and context.is_distributed else None
+    distributed = share is not None
     forward = DistributedDataParallel(model) if distributed else model
     targets = list(source.targets)
     read_right = False  # whether any training example was read right so far
@@ -242,9 +246,8 @@ def train_grammar_pipeline(
     def step(index: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
         nonlocal read_right
         model.train()
-        indices = config.curriculum.sample(source.lengths, index, config.batch_size, config.seed)
-        if distributed:
-            indices = indices[context.rank :: context.world_size]
+        drawn = config.curriculum.sample(source.lengths, index, config.batch_size, config.seed)
+        indices = (drawn if share is None else drawn[share]).tolist()
         batch = source.batch(indices).to(device)
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
         windows = augment_windows(batch.windows, config.augment_shift, config.augment_style, generator)
@@ -259,6 +262,7 @@ def train_grammar_pipeline(
             loss = marginal_loss(reading.log_probs, sentences, pipeline.grammar.symbols, read, proposals)
             best = [f[0] if f else None for f in found]
         elif config.pseudo_labels == "truths":  # the labels themselves, as a sentence read with certainty
+            assert truths is not None  # checked before training
             labels = [truths[i] for i in indices]
             best = [Correction(label, 0.0, 0) for label in labels]
             loss = pseudo_label_loss(reading.log_probs, labels, pipeline.grammar.symbols, read)
@@ -367,7 +371,9 @@ def pipeline_timings(
     ``batch_size`` examples of constrained decoding alone) and ``abduction_per_wrong`` (the median over up to
     ``wrong`` examples read wrong of one abduction towards their result), with ``abduced`` the fraction of
     those that abduction explained."""
-    decode, abduce, explained = [], [], []
+    decode: list[float] = []
+    abduce: list[float] = []
+    explained: list[bool] = []
     for start in range(0, len(source), batch_size):
         batch = source.batch(list(range(start, min(start + batch_size, len(source))))).to(device)
         with torch.no_grad(), mixed_precision(device):

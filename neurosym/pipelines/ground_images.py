@@ -41,6 +41,7 @@ import torch
 import torch.nn.functional as F
 
 from neurosym.data.randomness import as_generator
+from neurosym.perception.reader import Reader
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.pipelines.curriculum import Curriculum
@@ -50,7 +51,7 @@ from neurosym.pipelines.ground_symbols import GroundingConfig, learn_grounding
 from neurosym.pipelines.grounding import Grounding
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.refit import RefitConfig
-from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, fit_windows, reader_module, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics.induction import induce_noisy_operator
 
@@ -136,7 +137,7 @@ def _lengths(source: WindowSource) -> np.ndarray:
     return np.array([len(source.image_indices(i)) for i in range(len(source))])
 
 
-def _windows_at(source: WindowSource, indices: Sequence[int], position: int) -> torch.Tensor:
+def _windows_at(source: WindowSource, indices: Sequence[int] | np.ndarray, position: int) -> torch.Tensor:
     """The windows at ``position`` of the expressions at ``indices`` -> uint8 ``[n, 32, 32]``."""
     if not len(indices):
         return torch.zeros(0, 32, 32, dtype=torch.uint8)
@@ -164,9 +165,9 @@ def _fit(
     fit_windows(classifier.to(device), batch, schedule, device, description="glyphs")
 
 
-def _predict(classifier: SymbolClassifier, windows: torch.Tensor, device: torch.device) -> torch.Tensor:
+def _predict(classifier: Reader, windows: torch.Tensor, device: torch.device) -> torch.Tensor:
     """Log-probabilities ``[N, K]`` of ``windows [N, 32, 32]`` (no gradients, CPU)."""
-    classifier.to(device).eval()
+    reader_module(classifier).to(device).eval()
     with torch.no_grad():
         parts = [classifier(part.to(device)).float().cpu() for part in windows.split(1024)]
     return torch.cat(parts) if parts else torch.zeros(0, len(classifier.vocabulary))
@@ -240,7 +241,7 @@ def _merge_by_program(
         function: sum(programs[k](i, j) == v for k in members for (i, j, v), f in zip(triples, fine.tolist()) if f == k)
         for function, members in by_function.items()
     }
-    kept = sorted(by_function, key=explained.get, reverse=True)[:clusters]
+    kept = sorted(by_function, key=lambda function: explained[function], reverse=True)[:clusters]
     if not kept:
         raise ConceptNotLearned("no program up to the size limit explains any cluster of operator glyphs")
     group = torch.full((int(fine.max()) + 1,), -1, dtype=torch.long)
@@ -272,6 +273,7 @@ def _cluster_operators(
         explained = _explained(triples, assignment, programs)
         if best is None or explained > best[0]:
             best = (explained, assignment, programs)
+    assert best is not None  # config.restarts >= 1
     _, assignment, programs = best
     moved = _move_to_programs(triples, assignment, programs)
     return moved, _explained(triples, moved, programs)
@@ -437,7 +439,7 @@ def read_classes(
 ) -> list[tuple[int, ...]]:
     """The pipeline's grammar-constrained readings of the expressions at ``indices``, as class ids."""
     index = {s: c for c, s in enumerate(pipeline.classifier.vocabulary)}
-    pipeline.classifier.to(device).eval()
+    reader_module(pipeline.classifier).to(device).eval()
     readings: list[tuple[int, ...]] = []
     for start in range(0, len(indices), 256):
         windows, lengths = source.batch(indices[start : start + 256])
@@ -461,10 +463,10 @@ def symbol_accuracy(pipeline: HintPipeline, source: WindowSource, device: torch.
     matching: dict[int, str] = {}
     counts = confusion.copy()
     while counts.max() > 0:
-        c, s = np.unravel_index(int(counts.argmax()), counts.shape)
-        matching[int(c)] = symbols[s]
-        counts[c, :] = -1
-        counts[:, s] = -1
+        row, column = np.unravel_index(int(counts.argmax()), counts.shape)
+        matching[int(row)] = symbols[column]
+        counts[row, :] = -1
+        counts[:, column] = -1
     right = sum(confusion[c, symbols.index(s)] for c, s in matching.items())
     return float(right / max(len(truth), 1)), matching
 

@@ -135,8 +135,8 @@ def learn_roles(sentences: Sequence[Sentence], size: int, max_free_classes: int 
     for sentence in sentences:
         seen[list(sentence)] = True
     roles = ["unused"] * size
-    for c in np.flatnonzero(votes.sum(axis=1) > 0):
-        roles[c] = _ROLE_ORDER[int(np.argmax(votes[c]))]
+    for voted in np.flatnonzero(votes.sum(axis=1) > 0):
+        roles[voted] = _ROLE_ORDER[int(np.argmax(votes[voted]))]
     free = [int(c) for c in np.flatnonzero(seen & (votes.sum(axis=1) == 0))]
     if len(free) > max_free_classes:
         raise ConceptNotLearned(f"{len(free)} classes never occur in one- or three-token sentences: too many to search")
@@ -216,14 +216,13 @@ def learn_levels(
     several = [(s, r) for s, r in zip(sentences, results) if sum(roles[c] == "operator" for c in s) >= 2][:limit]
     if not several:
         raise ConceptNotLearned("no sentence has two operators: the precedence is unknown")
-    best: tuple[int, dict[int, int]] | None = None
-    for assignment in itertools.product((ADDITIVE, MULTIPLICATIVE), repeat=len(operators)):
-        levels = dict(zip(operators, assignment))
+
+    def explained(levels: dict[int, int]) -> int:
         grounding = Grounding(tuple(roles), values, programs, levels)
-        score = sum(v == r for v, (_, r) in zip(grounding.solve([s for s, _ in several]), several))
-        if best is None or score > best[0]:
-            best = (score, levels)
-    return best[1]
+        return sum(v == r for v, (_, r) in zip(grounding.solve([s for s, _ in several]), several))
+
+    assignments = itertools.product((ADDITIVE, MULTIPLICATIVE), repeat=len(operators))
+    return max((dict(zip(operators, assignment)) for assignment in assignments), key=explained)  # the first of ties
 
 
 def learn_grounding(

@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, BatchSolver, Operator, OperatorTable
+from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, BatchSolver, Operator, OperatorTable, Value
 from neurosym.semantics.induction import Program
 from neurosym.syntax import ADDITIVE, BUILTIN_NUMBERS, BUILTIN_OPERATORS, MULTIPLICATIVE
 from neurosym.training import atomic_path
@@ -122,7 +122,7 @@ class Grounding:
         except IndexError:
             raise ValueError(f"class ids must be in 0..{self.size - 1}, got {list(classes)}") from None
 
-    def solve(self, sentences: Sequence[Sequence[int]]) -> list[int | None]:
+    def solve(self, sentences: Sequence[Sequence[int]]) -> list[Value | None]:
         """Values of sentences of class ids under the learned semantics (``None``: ungrammatical or invalid)."""
         return self.solver.solve([self.sentence(s) for s in sentences])
 
@@ -185,7 +185,7 @@ class Grounding:
         return cls.from_json(json.loads(Path(path).read_text()))
 
 
-def _never(a: int, b: int) -> None:
+def _never(a: Value, b: Value) -> None:
     return None
 
 
@@ -228,6 +228,7 @@ def compare_grounding(
     mismatches: list[str] = []
     for c, symbol in enumerate(class_symbols):
         role = grounding.roles[c]
+        expected_role: str | None
         if symbol in reference.numbers:
             expected_role = "number"
         elif symbol in reference.operators:

@@ -13,7 +13,7 @@ from neurosym.perception.reader import Reader
 from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.windows import real_positions
-from neurosym.semantics import HINT_SEMANTICS, BatchSolver, OperatorTable
+from neurosym.semantics import HINT_SEMANTICS, BatchSolver, OperatorTable, Value
 
 
 @dataclass(frozen=True)
@@ -24,7 +24,7 @@ class Reading:
 
     sentences: list[str]
     log_probs: torch.Tensor
-    values: list[int | None]
+    values: list[Value | None]
 
 
 class HintPipeline:
@@ -82,7 +82,7 @@ class HintPipeline:
         sentences = decoded.sentences(self.classifier.vocabulary)
         return Reading(sentences, log_probs, self.solver.solve(sentences))
 
-    def predict(self, windows: torch.Tensor, lengths: torch.Tensor) -> list[int | None]:
+    def predict(self, windows: torch.Tensor, lengths: torch.Tensor) -> list[Value | None]:
         """Results of a batch of expressions (no gradients)."""
         with torch.no_grad():
             return self.read(windows, lengths).values
@@ -131,11 +131,11 @@ class HintPipeline:
                 for other in alternatives.get(symbol, ()):
                     variants.append(label[:position] + other + label[position + 1 :])
                     owners.append((row, position))
-        verified = [None if label is None else [True] * len(label) for label in labels]
+        verified = {row: [True] * len(label) for row, label in enumerate(labels) if label is not None}
         for (row, position), value in zip(owners, self.solver.solve(variants)):
             if value == targets[row]:
                 verified[row][position] = False
-        return verified
+        return [verified.get(row) for row in range(len(labels))]
 
 
 def check_batch(windows: torch.Tensor, lengths: torch.Tensor) -> None:

@@ -19,9 +19,9 @@ from typing import Any
 import torch
 
 from neurosym.perception.augment import random_shift
-from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.perception.reader import Reader
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import WindowTraining, fit_windows
+from neurosym.pipelines.trainer import WindowTraining, fit_windows, reader_module
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, real_positions
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
@@ -70,7 +70,7 @@ def abduced_windows(
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     index = {symbol: i for i, symbol in enumerate(pipeline.classifier.vocabulary)}
-    pipeline.classifier.to(device).eval()
+    reader_module(pipeline.classifier).to(device).eval()
     windows, labels, left_out = [], [], 0
     for start in range(0, len(source), batch_size):
         indices = range(start, min(start + batch_size, len(source)))
@@ -87,7 +87,7 @@ def abduced_windows(
 
 
 def refit_reader(
-    reader: SymbolClassifier,
+    reader: Reader,
     data: Sequence[LabelledWindows],
     config: RefitConfig,
     device: torch.device,
@@ -126,9 +126,10 @@ def refit_reader(
                 "remove it to refit, or resume with the data it was fitted to"
             )
 
+    model = reader_module(reader).to(device)
     return fit_windows(
-        reader.to(device), batch, config, device, checkpoint, progress, time_limit, "refit", lambda: {"fitted_to": fitted_to},
-        check_data, context,
+        model, batch, config, device, checkpoint, progress, time_limit, "refit", lambda: {"fitted_to": fitted_to}, check_data,
+        context,
     )  # fmt: skip
 
 

@@ -9,6 +9,7 @@ import os
 from collections.abc import Sequence
 
 import torch
+from torch import nn
 
 from neurosym.perception.routed import RoutedReader
 from neurosym.perception.symbol_classifier import SymbolClassifier
@@ -28,7 +29,7 @@ def source_windows(source: WindowSource | ConcatWindows, label: int) -> Labelled
 
 
 def route_readers(
-    readers: Sequence[SymbolClassifier],
+    readers: Sequence[nn.Module],
     sources: Sequence[WindowSource | ConcatWindows],
     config: RefitConfig,
     device: torch.device,

@@ -30,11 +30,17 @@ class SentenceBatch:
 class SentenceSource(Protocol):
     """Examples to learn from: ``targets`` (one result per example), ``lengths`` int ``[N]`` (symbols per
     example, for the curriculum), ``batch(indices)``, and ``truths`` (the true sentences, used only to
-    report how well symbols are read; ``None`` when unknown)."""
+    report how well symbols are read; ``None`` when unknown). Plain attributes implement the three
+    (read-only here, so a ``list`` of targets fits)."""
 
-    targets: Sequence[Any]
-    lengths: np.ndarray
-    truths: Sequence[str] | None
+    @property
+    def targets(self) -> Sequence[Any]: ...
+
+    @property
+    def lengths(self) -> np.ndarray: ...
+
+    @property
+    def truths(self) -> Sequence[str] | None: ...
 
     def __len__(self) -> int: ...
 
@@ -92,11 +98,11 @@ class ImageSentences:
 
     def batch(self, indices: Sequence[int]) -> SentenceBatch:
         """The examples at ``indices``, padded to the longest."""
-        indices = np.asarray(indices, dtype=np.int64)
-        if indices.ndim != 1 or not len(indices) or indices.min() < 0 or indices.max() >= len(self):
-            raise ValueError(f"indices must be one or more example indices in [0, {len(self)}), got {indices.tolist()}")
-        lengths = self.lengths[indices]
+        rows = np.asarray(indices, dtype=np.int64)
+        if rows.ndim != 1 or not len(rows) or rows.min() < 0 or rows.max() >= len(self):
+            raise ValueError(f"indices must be one or more example indices in [0, {len(self)}), got {rows.tolist()}")
+        lengths = self.lengths[rows]
         steps = int(lengths.max())
-        picks = torch.from_numpy(self.picks[indices, :steps])
+        picks = torch.from_numpy(self.picks[rows, :steps])
         windows = self.images[picks.clamp_min(0)] * (picks >= 0)[..., None, None].to(self.images.dtype)
-        return SentenceBatch(windows, torch.from_numpy(lengths), torch.from_numpy(self.given[indices, :steps]))
+        return SentenceBatch(windows, torch.from_numpy(lengths), torch.from_numpy(self.given[rows, :steps]))

@@ -16,6 +16,7 @@ import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,10 +28,11 @@ from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.batch_statistics import batch_statistics_of
+from neurosym.perception.reader import Reader
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
-from neurosym.pipelines.windows import WindowSource, reading_batches, real_positions
+from neurosym.pipelines.windows import ConcatWindows, WindowSource, reading_batches, real_positions
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
@@ -124,7 +126,17 @@ def _distillation_loss(anchor: nn.Module, windows: torch.Tensor, lengths: torch.
     return F.kl_div(log_probs[mask].float(), target, reduction="batchmean", log_target=True)
 
 
-def _windows_on(source: WindowSource, indices: Sequence[int], device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+def reader_module(reader: Reader) -> nn.Module:
+    """``reader`` as the torch module a reader that is trained, moved or switched to evaluation must be
+    (``ValueError`` for another reader)."""
+    if not isinstance(reader, nn.Module):
+        raise ValueError(f"a reader trained from results must be a torch.nn.Module, got {type(reader).__name__}")
+    return reader
+
+
+def _windows_on(
+    source: WindowSource | ConcatWindows, indices: Iterable[int], device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
     windows, lengths = source.batch(indices)
     return windows.to(device), lengths.to(device)
 
@@ -133,11 +145,11 @@ def pseudo_label_loss(
     log_probs: torch.Tensor,
     labels: Sequence[str | None],
     vocabulary: Sequence[str],
-    trained: Sequence[Sequence[bool] | None] | None = None,
+    trained: Sequence[Sequence[bool] | None] | np.ndarray | None = None,
 ) -> torch.Tensor | None:
     """Cross-entropy of the windows of examples with a pseudo-label: ``log_probs [B, T, V]`` (columns in
     ``vocabulary`` order) -> scalar, ``None`` when no position is trained; with ``trained``, only of the
-    positions it marks (per label, one flag per symbol)."""
+    positions it marks (per label, one flag per symbol, or a bool array ``[B, T]``)."""
     if len(labels) != len(log_probs) or (trained is not None and len(trained) != len(labels)):
         raise ValueError(f"{len(log_probs)} examples of log-probabilities and {len(labels)} labels: one label (or None) each")
     index = {s: i for i, s in enumerate(vocabulary)}
@@ -148,8 +160,11 @@ def pseudo_label_loss(
         if len(label) > log_probs.shape[1] or not set(label) <= index.keys():
             raise ValueError(f"label {row} ({label!r}) is longer than the {log_probs.shape[1]} windows or has symbols "
                              f"outside the vocabulary {''.join(vocabulary)!r}")  # fmt: skip
+        flags = None if trained is None else trained[row]
+        if trained is not None and flags is None:
+            raise ValueError(f"label {row} ({label!r}) has no flags of the positions trained")
         for column, symbol in enumerate(label):
-            if trained is None or trained[row][column]:
+            if flags is None or flags[column]:
                 rows.append(row)
                 columns.append(column)
                 classes.append(index[symbol])
@@ -161,7 +176,7 @@ def pseudo_label_loss(
 
 def train_pipeline(
     pipeline: HintPipeline,
-    source: WindowSource,
+    source: WindowSource | ConcatWindows,
     config: PipelineConfig,
     device: torch.device,
     checkpoint: str | os.PathLike | None = None,
@@ -182,7 +197,8 @@ def train_pipeline(
         raise ValueError(f"HintPipeline trains on {HINT_PSEUDO_LABELS} pseudo-labels, got {config.pseudo_labels!r}")
     if config.distill > 0 and (anchor is None or len(anchor.records) != len(source.records)):
         raise ValueError("config.distill > 0 needs an anchor with one flag per training record")
-    model = pipeline.classifier.to(device)
+    anchored = anchor if config.distill > 0 else None
+    model = reader_module(pipeline.classifier).to(device)
     if anchor is not None:
         anchor.reader.to(device).eval().requires_grad_(False)
     lengths = stage_lengths(source.records)
@@ -206,19 +222,25 @@ def train_pipeline(
             signal = sum(label is not None for label in labels) / len(labels)
         else:
             loss, signal = reinforce_loss(
-                reading.log_probs, batch_lengths, batch_targets, model.vocabulary, pipeline.solver, baseline, generator
+                reading.log_probs,
+                batch_lengths,
+                batch_targets,
+                pipeline.classifier.vocabulary,
+                pipeline.solver,
+                baseline,
+                generator,
             )
             baseline = 0.9 * baseline + 0.1 * signal
-        if config.distill > 0 and (kept := anchor.records[indices]).any():
+        if anchored is not None and (kept := anchored.records[indices]).any():
             rows = torch.from_numpy(kept).to(device)
             with mixed_precision(device):
-                kl = _distillation_loss(anchor.reader, windows[rows], batch_lengths[rows], reading.log_probs[rows])
+                kl = _distillation_loss(anchored.reader, windows[rows], batch_lengths[rows], reading.log_probs[rows])
             loss = config.distill * kl if loss is None else loss + config.distill * kl
         logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
         return loss, {**logs, "labelled": signal}
 
     def save() -> dict[str, Any]:
-        return {"baseline": baseline, "vocabulary": list(model.vocabulary)}
+        return {"baseline": baseline, "vocabulary": list(pipeline.classifier.vocabulary)}
 
     def load(saved: dict[str, Any]) -> None:
         nonlocal baseline
@@ -249,7 +271,7 @@ def run_reader_training(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda index: schedule_factor(index, config.steps, config.schedule))
     checkpointing = None
     if checkpoint is not None:
-        checkpointing = Checkpointing(checkpoint, config, config.checkpoint_every, (), save, load, setup=setup)
+        checkpointing = Checkpointing(Path(checkpoint), config, config.checkpoint_every, (), save, load, setup=setup)
     result = run_training(
         model,
         step,
@@ -289,14 +311,14 @@ def fit_windows(
     With a distributed ``context`` each process learns from its share (every ``world_size``-th row, from its
     ``rank`` on) of the global batch ``batches(i)`` through DistributedDataParallel, and the logged loss is its
     share's."""
-    distributed = context is not None and context.is_distributed
-    forward = DistributedDataParallel(model) if distributed else model
+    share = slice(context.rank, None, context.world_size) if context is not None and context.is_distributed else None
+    forward = DistributedDataParallel(model) if share is not None else model
 
     def step(index: int) -> tuple[torch.Tensor, dict[str, float]]:
         model.train()
         windows, labels = batches(index)
-        if distributed:
-            windows, labels = windows[context.rank :: context.world_size], labels[context.rank :: context.world_size]
+        if share is not None:
+            windows, labels = windows[share], labels[share]
         with mixed_precision(device):
             log_probs = forward(windows.to(device))
         loss = F.nll_loss(log_probs.float(), labels.to(device))
@@ -307,7 +329,7 @@ def fit_windows(
 
 def evaluate_pipeline(
     pipeline: HintPipeline,
-    source: WindowSource,
+    source: WindowSource | ConcatWindows,
     device: torch.device,
     batch_size: int = 256,
     progress: bool = False,
@@ -320,11 +342,11 @@ def evaluate_pipeline(
     With ``statistics`` (batches of windows ``[n, 32, 32]``, e.g. a writer's unlabelled images from
     :meth:`WindowSource.window_batches`) the reader reads with their batch-norm statistics instead of its
     running ones (:func:`~neurosym.perception.batch_statistics.batch_statistics_of`), restored afterwards."""
-    pipeline.classifier.to(device)  # before the statistics are gathered on ``device``
+    model = reader_module(pipeline.classifier).to(device)  # before the statistics are gathered on ``device``
     if statistics is not None:
-        with batch_statistics_of(pipeline.classifier, (windows.to(device) for windows in statistics)):
+        with batch_statistics_of(model, (windows.to(device) for windows in statistics)):
             return evaluate_pipeline(pipeline, source, device, batch_size, progress)
-    pipeline.classifier.eval()
+    model.eval()
     hits: dict[str, list[bool]] = defaultdict(list)
     by_class: dict[str, list[bool]] = defaultdict(list)
     for indices in tqdm(reading_batches(stage_lengths(source.records), batch_size), disable=not progress, desc="evaluate"):

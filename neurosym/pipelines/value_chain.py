@@ -126,6 +126,7 @@ class ValueChain:
             options = self.symbols_giving(node.type, wanted)
             if not options:
                 return False
+            assert node.start_pos is not None  # the grammar's SymbolLexer places every token
             symbols[node.start_pos] = options[0][0]
             return True
         inverse = self.semantics.inverses.get(str(node.data))
@@ -145,6 +146,7 @@ class ValueChain:
     def _value(self, node: Tree | Token, sentence: str, programs: dict) -> Any:
         """``node``'s value in ``sentence`` (its subtree compiled once per chain)."""
         if isinstance(node, Token):
+            assert node.start_pos is not None  # the grammar's SymbolLexer places every token
             return self.semantics.leaf_value(node.type, sentence[node.start_pos])
         if id(node) not in programs:
             programs[id(node)] = self.semantics.compile(node)
@@ -155,9 +157,10 @@ class ValueChain:
         return float(sum(log_probs[p, self.index[moved[p]]] - log_probs[p, self.index[symbols[p]]] for p in changed))
 
 
-def _moves(tree: Tree, semantics: TreeSemantics, fixed: frozenset[int]) -> tuple[Tree, list] | None:
+def _moves(tree: Tree | Token, semantics: TreeSemantics, fixed: frozenset[int]) -> tuple[Tree, list] | None:
     """The topmost rule with an inverse (below single-child rules that pass their child's value up) and its parts:
-    ``(which child, its leaves that may change)`` for each child with any (a symbol child is its own leaf)."""
+    ``(which child, its leaves that may change)`` for each child with any (a symbol child is its own leaf); ``None``
+    for a lone symbol (a sentence the grammar reduces to one token has no rule to move at)."""
     node: Tree | Token = tree
     inverses = semantics.inverses
     while isinstance(node, Tree) and str(node.data) not in inverses and _passes(node, semantics):

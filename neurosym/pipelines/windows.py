@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import torch
@@ -36,7 +36,7 @@ class WindowSource:
         """Record ``index``'s windows, uint8 ``[n, 32, 32]``."""
         return self.images[torch.from_numpy(self.image_indices(index))]
 
-    def batch(self, indices: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    def batch(self, indices: Iterable[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]`` of the records at ``indices``."""
         return stack_windows([self.windows(int(i)) for i in indices])
 
@@ -109,6 +109,6 @@ class ConcatWindows:
         which = int(np.searchsorted(self.offsets, index, side="right")) - 1
         return self.sources[which].windows(index - int(self.offsets[which]))
 
-    def batch(self, indices: Sequence[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    def batch(self, indices: Iterable[int]) -> tuple[torch.Tensor, torch.Tensor]:
         """Windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]`` of the records at ``indices``."""
         return stack_windows([self.windows(int(i)) for i in indices])

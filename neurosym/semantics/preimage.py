@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES, Value
 from neurosym.semantics.operators import Operator as OperatorMeaning
 
-Operator = Callable[[int, int], "Value | None"]
+Operator = Callable[[Value, Value], Value | None]
 """A binary operator the scans invert: any scalar rule (a result that is no integer lies in no :class:`Interval`)."""
 
 
@@ -30,6 +31,9 @@ class Interval:
     hi: int | None = None
 
     def __contains__(self, value: object) -> bool:
+        """Whether ``value`` is an integer (a whole Fraction too) in the interval."""
+        if isinstance(value, Fraction) and value.denominator == 1:
+            value = value.numerator
         return isinstance(value, int) and value >= self.lo and (self.hi is None or value <= self.hi)
 
     @staticmethod
@@ -96,12 +100,12 @@ def _hull(values: list[int]) -> Interval | None:
     return Interval(min(values), max(values)) if values else None
 
 
-def scan_left_preimage(apply: Operator, target: Interval, right: int, scan_limit: int = 200) -> Interval | None:
+def scan_left_preimage(apply: Operator, target: Interval, right: Value, scan_limit: int = 200) -> Interval | None:
     """Hull of the ``a`` in ``0..scan_limit`` with ``apply(a, right) in target`` (any operator)."""
     return _hull([a for a in range(scan_limit + 1) if apply(a, right) in target])
 
 
-def scan_right_preimage(apply: Operator, left: int, target: Interval, scan_limit: int = 200) -> Interval | None:
+def scan_right_preimage(apply: Operator, left: Value, target: Interval, scan_limit: int = 200) -> Interval | None:
     """Hull of the ``b`` in ``0..scan_limit`` with ``apply(left, b) in target`` (any operator)."""
     return _hull([b for b in range(scan_limit + 1) if apply(left, b) in target])
 
@@ -137,13 +141,13 @@ def _scanned(symbol: str, apply: Operator | None) -> Operator:
 
 
 def operand_preimages(
-    operator: OperatorMeaning, wanted: Interval, left: int, right: int
+    operator: OperatorMeaning, wanted: Interval, left: Value, right: Value
 ) -> tuple[Interval | None, Interval | None]:
     """Values of the left operand (``right`` kept) and of the right one (``left`` kept) for which ``operator``
     gives a value in ``wanted``: exact for HINT's ``+ - * /`` meanings (recognised by identity, whatever symbol
-    shows them), else the hull of a scan beyond every value in play."""
+    shows them) of integer operands, else the hull of a scan beyond every value in play."""
     exact = _EXACT.get(id(operator))
-    if exact is not None:
+    if exact is not None and isinstance(left, int) and isinstance(right, int):  # (closed forms of integer operands)
         return _left_exact(exact, wanted, right), _right_exact(exact, left, wanted)
     top = wanted.lo if wanted.hi is None else wanted.hi
     scan = int(max(100, 2 * top, 2 * left, 2 * right))

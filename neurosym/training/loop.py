@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Collection, Iterator, Mapping, Sized
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import torch
 from torch import nn
@@ -172,7 +172,7 @@ def _batches(loader: DataLoader, sampler: DistributedSampler, start_step: int) -
 
 def train(
     model: nn.Module,
-    dataset: Dataset,
+    dataset: Dataset[Any] | Sequence[Any],
     loss_fn: LossFunction,
     config: TrainConfig,
     context: DistributedContext,
@@ -203,11 +203,12 @@ def train(
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate_factor(step, config))
     update = Update(optimizer, scheduler, grad_scaler(device), config.clip_norm, config.clip_value)
     best = _BestWeights(model, evaluate, config.patience, context)
+    examples = cast(Dataset[Any], dataset)  # (the sampler and loader index a sequence alike)
     sampler: DistributedSampler[int] = DistributedSampler(
-        dataset, num_replicas=context.world_size, rank=context.rank, shuffle=True, seed=config.seed, drop_last=True
+        examples, num_replicas=context.world_size, rank=context.rank, shuffle=True, seed=config.seed, drop_last=True
     )
     loader = DataLoader(
-        dataset,
+        examples,
         batch_size=per_rank,
         sampler=sampler,
         collate_fn=collate_fn,

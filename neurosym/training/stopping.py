@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, overload
 
 TIME_LIMIT = "time limit"
 """The stop reason when the time limit passed; the other reasons are signal names (``"SIGINT"``, ``"SIGTERM"``)."""
@@ -102,6 +102,12 @@ class StopRequests:
         return None
 
 
+@overload
+def minutes_to_seconds(minutes: float) -> float: ...
+@overload
+def minutes_to_seconds(minutes: None) -> None: ...
+@overload
+def minutes_to_seconds(minutes: float | None) -> float | None: ...
 def minutes_to_seconds(minutes: float | None) -> float | None:
     """A ``--time-limit`` in minutes as the seconds :class:`StopRequests` takes (None stays None)."""
     return None if minutes is None else 60.0 * minutes

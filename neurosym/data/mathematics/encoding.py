@@ -6,7 +6,6 @@ Ids: ``0`` = padding, ``1`` = beginning of sequence, ``2`` = end of sequence, th
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,7 +37,7 @@ def decode(ids: Sequence[int]) -> str:
     chars = []
     for position, index in enumerate(ids):
         value = index.item() if isinstance(index, torch.Tensor | np.generic) else index
-        if not isinstance(value, numbers.Real) or isinstance(value, bool):  # (int("5") would read a digit as an id)
+        if not isinstance(value, int | float) or isinstance(value, bool):  # (int("5") would read a digit as an id)
             raise TypeError(f"id {value!r} at position {position} is not a number")
         if isinstance(value, float) and not value.is_integer():  # (int() would truncate it)
             raise ValueError(f"id {value} at position {position} is not an integer")

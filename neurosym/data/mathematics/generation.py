@@ -85,10 +85,12 @@ def _run_driver(jobs: Sequence[dict], root: Path, progress: bool) -> None:
     bar = tqdm(total=sum(job["count"] for job in jobs), desc="generating questions", unit="q", disable=not progress)
     with tempfile.TemporaryFile("w+") as errors:
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env) as child:
+            output = child.stdout
+            assert output is not None  # (stdout=PIPE)
             try:
-                written = _write_jobs(child.stdout, jobs, root, bar)
+                written = _write_jobs(output, jobs, root, bar)
             finally:
-                child.stdout.close()
+                output.close()
                 child.wait()
                 bar.close()
         errors.seek(0)

@@ -94,8 +94,8 @@ def _report(
 ) -> dict[str, Any]:
     """The few-shot table (validation, and test unless ``score_test`` is off) and plot; the averages per scale."""
     measured, rows = {}, []
-    scored = (("val_accuracy", "validation set"), ("test_accuracy", "whole test set"), ("unseen_accuracy", "unseen expressions"))
-    scored = scored if score_test else scored[:1]
+    scores = (("val_accuracy", "validation set"), ("test_accuracy", "whole test set"), ("unseen_accuracy", "unseen expressions"))
+    scored = scores if score_test else scores[:1]
     for scale in scales:
         chosen = {c: done[str(scale)]["concepts"][c] for c in concepts}
         averages = {key: float(np.mean([info[key] for info in chosen.values()])) for key, _ in scored}

@@ -5,6 +5,7 @@ results alone (``--adapt``), then the few-shot concepts."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,10 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
         return SymbolClassifier(list(HINT_SYMBOLS), args.cnn, args.classifier_features, width=args.classifier_width,
                                 stroke_width=args.stroke_width)  # fmt: skip
 
-    classifier = _ensemble(args, reader) if args.ensemble else reader()
+    classifier = _ensemble(args.ensemble, reader) if args.ensemble else reader()
     data = load_hint_data(args, image_input=True, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
-    bank = data.bank
+    bank = data.image_bank()
     if args.adapt is not None:  # before training: an adaptation its data cannot feed would fail only after it
         try:
             check_adaptation_data(len(data.splits["train"]), _adapt_config(args))
@@ -60,7 +61,7 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
             raise SystemExit(f"neurosym hint: --adapt: {error}") from None
     pipeline = HintPipeline(classifier, HINT_SEMANTICS, abduction_changes=args.abduction_changes)
     config = PipelineConfig(
-        steps=args.steps,
+        steps=args.training_steps(),
         batch_size=args.batch_size,
         learning_rate=args.learning_rate or 1e-3,
         schedule=args.lr_schedule,
@@ -125,10 +126,10 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     return results
 
 
-def _ensemble(args: HintOptions, reader) -> ReaderEnsemble:
-    """``--ensemble``: the readers its runs trained, loaded (and checked) before any other work."""
+def _ensemble(runs: list[Path], reader: Callable[[], SymbolClassifier]) -> ReaderEnsemble:
+    """``--ensemble``: the readers its ``runs`` trained, loaded (and checked) before any other work."""
     try:
-        return readers_from_checkpoints([run / "checkpoint.pt" for run in args.ensemble], reader)
+        return readers_from_checkpoints([run / "checkpoint.pt" for run in runs], reader)
     except ValueError as error:
         raise SystemExit(f"neurosym hint: --ensemble: {error}") from None
 
@@ -169,13 +170,15 @@ def _adapt_config(args: HintOptions) -> AdaptConfig:
 def fewshot_from_images(args, out, pipeline, data, device, time_limit) -> dict[str, Any]:
     """The few-shot stage on image input: each concept's glyph, role and meaning learned by a copy of ``pipeline``."""
     replay = data.splits["train"][: args.fewshot_replay]
-    fewshot_bank, label = data.bank, "image input, glyphs learned from the few shots"
+    fewshot_bank, label = data.image_bank(), "image input, glyphs learned from the few shots"
     if args.fewshot_bank is not None:
         own, images = bank_from_option(args.fewshot_bank, args.seed)
         concepts = [s for s in own.symbols if s in args.fewshot_concepts]
         if not concepts:
             raise SystemExit(f"neurosym hint: --fewshot-bank {images} has images of none of the concepts {args.fewshot_concepts}")
-        fewshot_bank = merge_banks(data.bank.subset([s for s in data.bank.symbols if s not in concepts]), own.subset(concepts))
+        fewshot_bank = merge_banks(
+            fewshot_bank.subset([s for s in fewshot_bank.symbols if s not in concepts]), own.subset(concepts)
+        )
         label += f"; {', '.join(concepts)} from {images}"
     glyph_steps, abduction_steps = args.fewshot_steps
     config = FewShotConfig(glyph_steps=glyph_steps, abduction_steps=abduction_steps, seed=args.seed, augment_shift=args.augment_shift,

@@ -92,18 +92,20 @@ def run_learned_symbol(args: HintOptions, out: Path, data: HintData) -> dict[str
 def run_learned_image(args: HintOptions, out: Path, data: HintData) -> dict[str, Any]:
     """Image input: the perception has ``--classes`` anonymous classes, learned with everything else."""
     device = resolve_device(args.device)
-    config = ImageGroundingConfig(classes=args.classes, refine_steps=args.steps, batch_size=args.batch_size, seed=args.seed)
+    config = ImageGroundingConfig(
+        classes=args.classes, refine_steps=args.training_steps(), batch_size=args.batch_size, seed=args.seed
+    )
     started, checkpoint, time_limit = time.perf_counter(), out / "checkpoint.pt", minutes_to_seconds(args.time_limit)
     if not args.resume:
         checkpoint.unlink(missing_ok=True)
     try:
-        train = WindowSource(data.splits["train"], data.bank, "train", args.seed)
+        train = WindowSource(data.splits["train"], data.image_bank(), "train", args.seed)
         learned = learn_grounding_from_images(train, device, config, checkpoint, args.progress, time_limit)
     except ConceptNotLearned as error:  # a stage found no consistent grounding: say so, with what was measured
         print(f"\nno grounding found from the images ({data.label}): {error}")
         return {"grounding": None, "error": str(error), "learn_seconds": time.perf_counter() - started}
     seconds = time.perf_counter() - started
-    test = WindowSource(data.splits["test"], data.bank, "test", args.seed)
+    test = WindowSource(data.splits["test"], data.image_bank(), "test", args.seed)
     # evaluate_pipeline's "symbol" keys compare display letters with HINT's symbols: symbol_accuracy matches them
     scores = evaluate_pipeline(learned.pipeline, test, device, args.eval_batch_size)
     scores = {key: value for key, value in scores.items() if not key.startswith("symbol")}
