@@ -120,3 +120,16 @@ def test_random_corruptions_are_repaired(abducer, seed):
         assert found is not None and evaluate(found.sentence) == evaluate(truth)
         repaired += found.sentence == truth
     assert repaired >= 27  # the planted second reading is the most probable fix nearly always
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"max_changes": 2.5}, "max_changes must be an int of at least 1, got 2.5"),
+        ({"beam": 0}, "beam must be an int of at least 1, got 0"),
+        ({"max_template_length": -1}, "max_template_length must be an int of at least 1"),
+    ],
+)
+def test_abducer_names_search_sizes_that_are_not_positive_ints(options, message):
+    with pytest.raises(ValueError, match=message):
+        Abducer(VOCAB, **options)

@@ -69,6 +69,8 @@ def test_a_reading_without_the_new_symbol_gets_it_where_a_same_role_symbol_is_le
     assert insist_on_symbol("9a2+3", log_probs, vocabulary, "a", ["*", "+"]) == "9a2+3"  # already there
     log_probs[2, 5] = -1.0  # of the numbers, the '2' window is the unsure one
     assert insist_on_symbol("9*2+3", log_probs, vocabulary, "a", ["9", "2", "3"]) == "9*a+3"  # as a number
+    with pytest.raises(ValueError, match=r"symbols \['b', '-'\] are not in the reader's vocabulary"):
+        insist_on_symbol("9*2+3", log_probs, vocabulary, "b", ["*", "+", "-"])
 
 
 @pytest.mark.parametrize(("concept", "role", "meaning"), [("x", "number", "value 11"), ("a", "operator", "max(i, j) at level 1")])

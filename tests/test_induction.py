@@ -112,6 +112,11 @@ def test_induced_table_recovers_hint_semantics_from_results():
     assert explained_fraction(table, [(r.expr, r.res) for r in splits["test"]]) == 1.0
 
 
+def test_induced_table_names_a_number_the_known_table_lacks():
+    with pytest.raises(ValueError, match="sentence 'x\\+2' uses 'x', which is no number of the table 'hint'"):
+        induced_table([("1+2", 3), ("x+2", 5)], HINT_SEMANTICS)
+
+
 def test_new_number_value_is_abduced():
     sentences = ["x", "x+1", "2*x", "x-3", "(x+1)/2", "9-x"]
     examples = [(s, _evaluate(s)) for s in sentences]

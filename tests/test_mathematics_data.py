@@ -279,6 +279,8 @@ def test_generate_checks_count_seed_and_requests_before_running(tmp_path, monkey
         generate(("interpolate", "arithmetic__mul"), 2, root=tmp_path)
     with pytest.raises(ValueError, match=r"pair of strings, got \('interpolate', 5\)"):
         generate([("interpolate", 5)], 2, root=tmp_path)
+    with pytest.raises(ValueError, match="module '../arithmetic__mul' is not a module name"):
+        generate([("interpolate", "../arithmetic__mul")], 2, root=tmp_path)  # (its file would lie outside root)
     assert calls == []
     generate([["interpolate", "arithmetic__mul"]], np.int64(2), seed=np.int64(3), root=tmp_path)
     assert [(job["module"], job["count"], job["seed"]) for job in calls[0]] == [

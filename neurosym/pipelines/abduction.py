@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neurosym.data.checks import int_at_least
 from neurosym.pipelines.decoding import (
     CLOSE_CLASS,
     NUMBER,
@@ -75,8 +76,8 @@ class Abducer:
         beam: int = 3,
         max_template_length: int = 11,
     ):
-        if max_changes < 1:
-            raise ValueError(f"max_changes must be at least 1, got {max_changes}")
+        max_changes, beam = int_at_least(max_changes, "max_changes", 1), int_at_least(beam, "beam", 1)
+        max_template_length = int_at_least(max_template_length, "max_template_length", 1)
         self.vocabulary = list(vocabulary)
         self.index = {symbol: i for i, symbol in enumerate(self.vocabulary)}
         self.table = table

@@ -202,6 +202,9 @@ def induced_table(
     the induced operators and the programs by symbol.
     """
     programs: dict[str, Program] = {}
+    unknown = next(((s, n) for s, _ in examples if len(s) == 3 for n in s[::2] if n not in known.numbers), None)
+    if unknown is not None:
+        raise ValueError(f"sentence {unknown[0]!r} uses {unknown[1]!r}, which is no number of the table {known.name!r}")
     for symbol in BUILTIN_OPERATORS:
         found = (
             _integer_triple(known.numbers[s[0]], known.numbers[s[2]], result)

@@ -149,6 +149,8 @@ def insist_on_symbol(
     if symbol in sentence:
         return sentence
     index = {s: i for i, s in enumerate(vocabulary)}
+    if missing := [s for s in (symbol, *interchangeable) if s not in index]:
+        raise ValueError(f"symbols {missing} are not in the reader's vocabulary {list(vocabulary)}")
     costs = [
         (float(log_probs[t, index[s]] - log_probs[t, index[symbol]]), t) for t, s in enumerate(sentence) if s in interchangeable
     ]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -75,6 +76,8 @@ def _request(request: object) -> tuple[str, str]:
     regime, module = request
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")
+    if not re.fullmatch(r"\w+", module, re.ASCII):  # a file stem: no path may lead out of the data folder
+        raise ValueError(f"module {module!r} is not a module name like 'arithmetic__mixed'")
     return regime, module
 
 
