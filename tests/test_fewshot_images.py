@@ -124,7 +124,7 @@ def test_few_shot_learning_refuses_bad_inputs_before_any_training(trained):
         learn_concept_from_images(pipeline, "x", train, [], bank, CPU, FAST)  # was a RuntimeError deep in torch
     for bad, match in (({"rounds": 1.5}, "must be positive ints"), ({"glyph_steps": 0}, "must be positive ints"),
                        ({"learning_rate": 0.0}, "finite learning_rate > 0"), ({"learning_rate": math.nan}, "finite"),
-                       ({"seed": -1}, "int seed >= 0")):  # fmt: skip
+                       ({"seed": -1}, "int seed >= 0"), ({"glyph_batch": 65}, "glyph_batch an even int")):  # fmt: skip
         with pytest.raises(ValueError, match=match):
             FewShotConfig(**bad)
 

@@ -93,10 +93,14 @@ class FewShotConfig:
             raise ValueError(f"agreements must be fractions in (0, 1], got {self.agreements}")
         counts = {name: getattr(self, name) for name in ("rounds", "glyph_steps", "batch_size", "glyph_batch", "abduction_steps")}
         if not all(isinstance(count, int) for count in counts.values()) or (
-            min(self.rounds, self.glyph_steps, self.batch_size) < 1 or self.glyph_batch < 2 or self.abduction_steps < 0
+            min(self.rounds, self.glyph_steps, self.batch_size) < 1
+            or self.glyph_batch < 2
+            or self.glyph_batch % 2
+            or self.abduction_steps < 0
         ):
             raise ValueError(
-                f"rounds, glyph_steps and batch_size must be positive ints, glyph_batch at least 2, abduction_steps >= 0, got {counts}"
+                "rounds, glyph_steps and batch_size must be positive ints, glyph_batch an even int (half few-shot, half "
+                f"replayed), abduction_steps >= 0, got {counts}"
             )
         if not 0 < self.learning_rate < math.inf or not isinstance(self.seed, int) or self.seed < 0:
             raise ValueError(f"need a finite learning_rate > 0 and an int seed >= 0, got {self.learning_rate} and {self.seed!r}")
