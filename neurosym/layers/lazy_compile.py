@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import torch
 
+R = TypeVar("R")
 
-class LazilyCompiled:
+
+class LazilyCompiled(Generic[R]):
     """``function`` compiled by ``torch.compile`` on its first call (a C++ compiler on the CPU, Triton on
     CUDA; every new shape, dtype or device compiles once, later calls reuse the kernels).
 
@@ -17,12 +20,12 @@ class LazilyCompiled:
     eager route instead.
     """
 
-    def __init__(self, function: Callable, what: str):
+    def __init__(self, function: Callable[..., R], what: str) -> None:
         self.function, self.what = function, what
-        self.compiled: Callable | None = None
+        self.compiled: Callable[..., R] | None = None
         self.failed = False
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> R | None:
         if self.failed:
             return None
         if self.compiled is None:

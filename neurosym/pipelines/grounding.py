@@ -15,7 +15,7 @@ import functools
 import json
 import os
 import string
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,7 +189,7 @@ def _never(a: Value, b: Value) -> None:
     return None
 
 
-def _cached(program: Program):
+def _cached(program: Program) -> Callable[[Value, Value], int | None]:
     """``program`` as a memoised scalar rule (the same operand pairs recur across a corpus)."""
     return functools.lru_cache(maxsize=1 << 16)(program)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -117,7 +118,7 @@ class NeuroSymbolicPVR:
         digits = predict(self.reader, flat, self.device, images_to_float).numpy()
         return rearrange(digits, "(n l) -> n l", n=len(cells))
 
-    def fit(self, images: np.ndarray, labels: np.ndarray, **search) -> InducedRule:
+    def fit(self, images: np.ndarray, labels: np.ndarray, **search: Any) -> InducedRule:
         """Induce the rule from ``images [N, H, W]`` and ``labels [N]``; ``search`` narrows
         :func:`induce_rule`'s search space (complexities, aggregations, boundaries, pointer_positions)."""
         self.induced = induce_rule(self.perceive(images), np.asarray(labels), **search)

@@ -7,7 +7,12 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # matplotlib is optional and imported only when a figure is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 T = TypeVar("T")
 
@@ -16,7 +21,7 @@ class PlotsUnavailable(RuntimeError):
     """matplotlib is not installed: figures are skipped, everything else runs."""
 
 
-def pyplot():
+def pyplot() -> ModuleType:
     """Return ``matplotlib.pyplot`` with a non-interactive backend, or raise :class:`PlotsUnavailable`."""
     try:
         import matplotlib
@@ -33,7 +38,7 @@ def optional_figure(draw: Callable[..., T]) -> Callable[..., T | None]:
     stderr and returns ``None``: a base install runs every command to the end, less its figures."""
 
     @functools.wraps(draw)
-    def drawing(*args, **kwargs) -> T | None:
+    def drawing(*args: Any, **kwargs: Any) -> T | None:
         try:
             return draw(*args, **kwargs)
         except PlotsUnavailable as missing:
@@ -44,7 +49,7 @@ def optional_figure(draw: Callable[..., T]) -> Callable[..., T | None]:
 
 
 def grouped_bars(
-    axis,
+    axis: Axes,
     categories: Sequence[str],
     series: Mapping[str, Sequence[float]],
     errors: Mapping[str, Sequence[Sequence[float]]] | None = None,
@@ -62,7 +67,7 @@ def grouped_bars(
     return centres
 
 
-def bar_vs_published(axis, categories: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str) -> None:
+def bar_vs_published(axis: Axes, categories: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str) -> None:
     """Grouped bars on a matplotlib ``axis``: in each of ``categories``, one bar per entry of ``series``
     (``label -> one value per category``, ours first, then the published rows), with a legend."""
     grouped_bars(axis, categories, series)
@@ -70,7 +75,7 @@ def bar_vs_published(axis, categories: Sequence[str], series: Mapping[str, Seque
     axis.legend(fontsize=8)
 
 
-def save_figure(figure, path: str | os.PathLike, dpi: int = 120) -> Path:
+def save_figure(figure: Figure, path: str | os.PathLike, dpi: int = 120) -> Path:
     """Lay out, write (creating the folder) and close a matplotlib ``figure``; returns ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,7 @@ def plot_statistics(stats: Mapping[str, Mapping[str, Counter]], path: str | os.P
     save_figure(figure, path, dpi=110)
 
 
-def _sort_key(key) -> tuple:
+def _sort_key(key: int | np.integer | str) -> tuple[int, int, str]:
     if isinstance(key, (int, np.integer)):
         return (0, int(key), "")
     text = str(key)

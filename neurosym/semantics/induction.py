@@ -190,7 +190,14 @@ class _Enumerator:
                         continue
                     values = _apply_binary(op, block[:, None, :], right.values[None, :, :])
 
-                    def build(rows, op=op, start=start, lefts=left.exprs, rights=right.exprs, width=width):
+                    def build(
+                        rows: np.ndarray,
+                        op: str = op,
+                        start: int = start,
+                        lefts: list[Expr] = left.exprs,
+                        rights: list[Expr] = right.exprs,
+                        width: int = width,
+                    ) -> list[Expr]:
                         return [(op, lefts[start + k // width], rights[k % width]) for k in rows.tolist()]
 
                     yield values.reshape(-1, self.examples), build

@@ -141,10 +141,10 @@ class TreeSemantics:
         return value
 
 
-def _unwrapped(function: Callable) -> Callable:
+def _unwrapped(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``function`` raising what a Lark callback raised, not Lark's ``VisitError`` around it."""
 
-    def call(argument):
+    def call(argument: Any) -> Any:
         try:
             return function(argument)
         except VisitError as error:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import re
 import string
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
@@ -21,8 +21,10 @@ from typing import cast
 
 import numpy as np
 from lark import Lark, Token, Tree
+from lark.common import LexerConf
 from lark.exceptions import GrammarError, LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-from lark.lexer import Lexer
+from lark.grammar import Rule
+from lark.lexer import Lexer, Pattern
 
 from neurosym.syntax.errors import ParseError, UnexpectedCharacterError, UnexpectedEndError, UnexpectedSymbolError
 
@@ -95,14 +97,14 @@ class SymbolGrammar:
     def _matched(self, candidates: Iterable[str]) -> tuple[str, ...]:
         return tuple(c for c in candidates if any(_matches(p, c) for p in self._patterns.values()))
 
-    def _matched_by(self, pattern) -> bool:
+    def _matched_by(self, pattern: Pattern) -> bool:
         return any(_matches(pattern, symbol) for symbol in self.symbols)
 
     def _parser(self) -> Lark:
         terminal_of = self.terminal_of
 
         class SymbolLexer(Lexer):
-            def __init__(self, lexer_conf):
+            def __init__(self, lexer_conf: LexerConf) -> None:
                 """Lark builds a lexer from its configuration; one token per symbol needs none of it."""
 
             # Lark's interface-0 custom lexer (its wrapper passes the text); Lark's stub has only the newer signature.
@@ -214,7 +216,7 @@ def _loaded(text: str, start: str) -> Lark:
         raise ValueError(f"the grammar does not load: {error}") from None
 
 
-def _matches(pattern, symbol: str) -> bool:
+def _matches(pattern: Pattern, symbol: str) -> bool:
     return pattern.value == symbol if pattern.type == "str" else bool(re.fullmatch(pattern.to_regexp(), symbol))
 
 
@@ -241,7 +243,7 @@ def _parse_error(sentence: str, error: UnexpectedInput) -> ParseError:
     )
 
 
-def _normal_form(rules, terminals: tuple[str, ...], start: str) -> NormalForm:
+def _normal_form(rules: Iterable[Rule], terminals: tuple[str, ...], start: str) -> NormalForm:
     """Lark's expanded rules -> :class:`NormalForm` (nullable symbols dropped in every combination)."""
     expansions: dict[str, list[tuple[str, ...]]] = {}
     for rule in rules:
@@ -331,7 +333,9 @@ def _reached_spans(form: NormalForm, length: int) -> np.ndarray:
     return reached
 
 
-def _close_unary(form: NormalForm, cell: np.ndarray, direction, derivable: np.ndarray | None = None) -> None:
+def _close_unary(
+    form: NormalForm, cell: np.ndarray, direction: Callable[[int, int], tuple[int, int]], derivable: np.ndarray | None = None
+) -> None:
     """Propagate ``cell [N, ...]`` along the unary rules in place until nothing changes; ``direction`` maps a
     rule ``(head, child)`` to ``(source, destination)``; ``derivable [N]``: destinations allowed."""
     changed = True

@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import ctypes
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the stubs' type of a function looked up on a CDLL (no such name at run time)
+    from ctypes import _NamedFuncPointer
 
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
@@ -25,7 +29,7 @@ TRIM_THRESHOLD = 1 << 30
 """Free memory at the heap top kept before trimming: 1 GiB."""
 
 
-def _libc_function(name: str):
+def _libc_function(name: str) -> _NamedFuncPointer | None:
     """glibc's function ``name``, or None off Linux or without glibc (musl, macOS, Windows)."""
     if not sys.platform.startswith("linux"):
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from neurosym.data.hint.sampling import Vocabulary, sample_prefix
 from neurosym.data.hint.splits import FEWSHOT_NUMBER_RULES, FEWSHOT_OPERATOR_RULES, MAIN_RULES, SplitRules
 from neurosym.data.mnist import cache_dir
 from neurosym.data.randomness import as_generator
-from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS
+from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable
 from neurosym.syntax import BUILTIN_NUMBERS, BUILTIN_OPERATORS, from_prefix, to_infix
 
 SPLIT_NAMES: tuple[str, ...] = ("train", "val", "test")
@@ -46,7 +47,13 @@ def fewshot_rules(concept: str) -> SplitRules:
     return FEWSHOT_NUMBER_RULES if concept in FEWSHOT_NUMBERS else FEWSHOT_OPERATOR_RULES
 
 
-def _cached(name: str, build, table, cache: bool, root: str | os.PathLike | None) -> dict[str, HintSplit]:
+def _cached(
+    name: str,
+    build: Callable[[], dict[str, HintSplit]],
+    table: OperatorTable,
+    cache: bool,
+    root: str | os.PathLike | None,
+) -> dict[str, HintSplit]:
     folder = Path(root) if root is not None else cache_dir() / "hint"
     paths = {split: folder / f"{name}_v{_FORMAT_VERSION}_{split}.npz" for split in SPLIT_NAMES}
     if cache and all(p.is_file() for p in paths.values()):

@@ -86,7 +86,7 @@ def record_to_json(record: HintRecord) -> dict:
     return item
 
 
-def _read_json(path: Path):
+def _read_json(path: Path) -> object:
     try:
         return json.loads(path.read_text())
     except json.JSONDecodeError as error:
@@ -229,7 +229,7 @@ def assign_images(records: Sequence[HintRecord], bank: SymbolBank, pool: str, se
     ]
 
 
-def _dump(path: Path, data) -> None:
+def _dump(path: Path, data: object) -> None:
     with atomic_path(path) as partial:
         partial.write_text(json.dumps(data))
 

@@ -7,14 +7,18 @@ Samples whose question is longer than 160 or answer longer than 30 characters ar
 released generator does. ``PYTHONHASHSEED`` must be fixed by the caller for deterministic output.
 """
 
+from __future__ import annotations  # annotations stay unevaluated: the environment may run an older Python
+
 import json
 import random
 import sys
+from collections.abc import Callable
+from typing import Any
 
 _TRAIN_LEVELS = {"train-easy": (0, 3), "train-medium": (1, 3), "train-hard": (2, 3), "train": (0, 1)}
 
 
-def _module_table(regime):
+def _module_table(regime: str) -> dict[str, Callable[[], Any]]:
     from mathematics_dataset import generate
     from mathematics_dataset.modules import modules
 
@@ -29,7 +33,7 @@ def _module_table(regime):
     return {f"{area}__{name}": fn for area, group in table.items() for name, fn in group.items()}
 
 
-def _sample(module_fn, max_question, max_answer):
+def _sample(module_fn: Callable[[], Any], max_question: int, max_answer: int) -> tuple[str, str]:
     while True:
         problem = module_fn()
         question, answer = str(problem.question), str(problem.answer)
@@ -37,7 +41,7 @@ def _sample(module_fn, max_question, max_answer):
             return question, answer
 
 
-def main(argv):
+def main(argv: list[str]) -> None:
     import numpy as np
     from mathematics_dataset import generate_settings
 

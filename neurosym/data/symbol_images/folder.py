@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -18,7 +19,7 @@ OFFICIAL_IMAGE_SIZE = 45
 """The official release stores 45×45 JPEGs, black ink on white."""
 
 
-def _pillow():
+def _pillow() -> ModuleType:
     try:
         from PIL import Image
     except ImportError as error:  # pragma: no cover - Pillow is a dependency

@@ -15,7 +15,7 @@ from neurosym.data.hint import EVAL_SUBSETS, HintRecord
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, merge_banks, with_brackets
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
-from neurosym.experiments.hint_sources import bank_from_option, load_hint_data
+from neurosym.experiments.hint_sources import HintData, bank_from_option, load_hint_data
 from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
@@ -32,6 +32,8 @@ from neurosym.training import resolve_device
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
+Evaluate = Callable[[list[HintRecord], SymbolBank, str, WindowSource | None], dict[str, Any]]
+"""``run_image``'s scorer: ``(records, images, pool, own)``, ``own`` the windows whose batch-norm statistics read them."""
 READER_OPTIONS = ("cnn", "classifier_features", "classifier_width", "stroke_width", "abduction_changes")
 """The options the reader is built and trained from beside the data's (a resume under others is refused)."""
 PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
@@ -134,10 +136,21 @@ def _ensemble(runs: list[Path], reader: Callable[[], SymbolClassifier]) -> Reade
         raise SystemExit(f"neurosym hint: --ensemble: {error}") from None
 
 
-def _adapt(args, out, pipeline, config, splits, split_names, bank, evaluate, device) -> tuple[dict[str, Any], list[list]]:
+def _adapt(
+    args: HintOptions,
+    out: Path,
+    pipeline: HintPipeline,
+    config: PipelineConfig,
+    splits: dict[str, list[HintRecord]],
+    split_names: list[str],
+    bank: SymbolBank,
+    evaluate: Evaluate,
+    device: torch.device,
+) -> tuple[dict[str, Any], list[list]]:
     """``--adapt``: :func:`~neurosym.pipelines.adapt.adapt_to_writer` with the ``--adapt-*`` options, then both
     writers' ``split_names`` (validation, and test unless ``--no-score-test``), as adapted and with the
     batch-norm statistics of their own adaptation images."""
+    assert args.adapt is not None  # run_image calls it only with --adapt
     new, images = bank_from_option(args.adapt, args.seed)
     new = with_brackets(new, bank)
     try:
@@ -167,7 +180,9 @@ def _adapt_config(args: HintOptions) -> AdaptConfig:
                        args.adapt_refit, args.adapt_route, args.cnn, args.augment_shift, args.seed)  # fmt: skip
 
 
-def fewshot_from_images(args, out, pipeline, data, device, time_limit) -> dict[str, Any]:
+def fewshot_from_images(
+    args: HintOptions, out: Path, pipeline: HintPipeline, data: HintData, device: torch.device, time_limit: float | None
+) -> dict[str, Any]:
     """The few-shot stage on image input: each concept's glyph, role and meaning learned by a copy of ``pipeline``."""
     replay = data.splits["train"][: args.fewshot_replay]
     fewshot_bank, label = data.image_bank(), "image input, glyphs learned from the few shots"
@@ -184,7 +199,7 @@ def fewshot_from_images(args, out, pipeline, data, device, time_limit) -> dict[s
     config = FewShotConfig(glyph_steps=glyph_steps, abduction_steps=abduction_steps, seed=args.seed, augment_shift=args.augment_shift,
                            augment_style=args.augment_style, only_new_class=args.fewshot_only_new_class)  # fmt: skip
 
-    def learn(concept: str, train: list[HintRecord]):
+    def learn(concept: str, train: list[HintRecord]) -> tuple[str, Callable[[list[HintRecord], str], float]]:
         learned = learn_concept_from_images(pipeline, concept, train, replay, fewshot_bank, device, config)
 
         def score(records: list[HintRecord], split: str) -> float:

@@ -3,6 +3,7 @@ digits known), then the few-shot concepts learned from their training sentences.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +45,11 @@ def run_symbol(args: HintOptions, out: Path) -> dict[str, Any]:
     return {"data": data.label, "programs": {s: str(p) for s, p in programs.items()}, "test": scores, "fewshot": fewshot}
 
 
-def fewshot_from_symbols(args: HintOptions, out: Path, label: str, table: OperatorTable, splits: FewShotSplits):
+def fewshot_from_symbols(args: HintOptions, out: Path, label: str, table: OperatorTable, splits: FewShotSplits) -> dict[str, Any]:
     """The few-shot stage on symbol input: each concept's meaning learned from its training sentences with
     ``table`` for the known symbols (the role, number or operator, is given by the concept's name)."""
 
-    def learn(concept: str, train: list[HintRecord]):
+    def learn(concept: str, train: list[HintRecord]) -> tuple[str, Callable[[list[HintRecord], str], float]]:
         role = "number" if concept in FEWSHOT_NUMBERS else "operator"
         learned = learn_concept(concept, role, [(r.expr, r.res) for r in train], table)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import Tensor
 
@@ -25,7 +27,7 @@ class _TanhSigmoidWeight(ArithmeticUnit):
     """Parameters ``Ŵ, M̂ [(S,) out, in]`` combined into ``W = tanh(Ŵ) ⊙ σ(M̂)``, which is biased towards
     {−1, 0, 1}; initialised so that ``W`` has Glorot variance (:func:`nac_init_`)."""
 
-    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, **options):
+    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, **options: Any) -> None:
         super().__init__(in_features, out_features, ensemble=ensemble, **options)
         self.weight_hat = self.make_parameter(out_features, in_features)
         self.gate_hat = self.make_parameter(out_features, in_features)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 from torch import Tensor
@@ -40,6 +40,8 @@ from neurosym.layers.shape_checks import autocast_enabled
 
 from ..lazy_compile import LazilyCompiled
 from .numerics import MAX_LOG_MAGNITUDE
+
+R = TypeVar("R")
 
 CHUNK_ELEMENTS = 1 << 18
 """Largest number of product terms (``ensemble · rows · out · in``) materialised at once (1 MiB in float32)."""
@@ -228,7 +230,7 @@ _compiled_device_product = LazilyCompiled(_device_product, "the NMU product kern
 _compiled_device_gradients = LazilyCompiled(_device_gradients, "the NMU gradient kernels (device route)")
 
 
-def _on_device_route(compiled_kernel: LazilyCompiled, eager: Callable, compiled: bool, *args) -> Any:
+def _on_device_route(compiled_kernel: LazilyCompiled[R], eager: Callable[..., R], compiled: bool, *args: Any) -> R:
     """``eager(*args)`` through its compiled kernel when ``compiled`` (and not already inside a compiled
     graph, which fuses it anyway), falling back to eager when compiling fails."""
     result = compiled_kernel(*args) if compiled and not torch.compiler.is_compiling() else None
@@ -240,7 +242,7 @@ class _MultiplicativeProduct(torch.autograd.Function):
     ``compiled``: take the fast route through the compiled kernels (see :func:`multiplicative_product`)."""
 
     @staticmethod
-    def forward(ctx, x: Tensor, weight: Tensor, compiled: bool) -> Tensor:
+    def forward(ctx: Any, x: Tensor, weight: Tensor, compiled: bool) -> Tensor:
         ctx.log_domain_masks, ctx.compiled, ctx.device_route = {}, False, not reads_on_host(x)
         if ctx.device_route:
             saved = _on_device_route(_compiled_device_product, _device_product, compiled, x, weight)
@@ -277,11 +279,11 @@ class _MultiplicativeProduct(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None, None]:
+    def backward(ctx: Any, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None, None]:
         return (*_MultiplicativeProduct.gradients(ctx, grad_output), None)
 
     @staticmethod
-    def gradients(ctx, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None]:
+    def gradients(ctx: Any, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None]:
         """(``∂L/∂x``, ``∂L/∂W``) from ``∂L/∂y [S, out, N]``; None where no gradient is needed."""
         wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[1])
         if ctx.device_route:
