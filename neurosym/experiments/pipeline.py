@@ -56,13 +56,14 @@ from neurosym.pipelines.grammar_pipeline import (
 from neurosym.pipelines.grammar_refit import abduced_sentence_windows
 from neurosym.pipelines.refit import RefitConfig, refit_reader
 from neurosym.pipelines.sentences import READ
-from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, SCHEDULES, PipelineConfig, reader_module
+from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig, reader_module
 from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task
 from neurosym.training import distributed_process
 from neurosym.training.allocator import retain_freed_memory
 from neurosym.training.checkpoint import save_json
 from neurosym.training.distributed import DistributedContext, main_process_first
+from neurosym.training.loop import SCHEDULES
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
 
