@@ -97,7 +97,7 @@ def _command(argv: list[str], seconds: float, env: dict[str, str] | None = None)
 
 
 def environment(device: torch.device, out: Path, seconds: float) -> dict[str, Any]:
-    found = {
+    found: dict[str, Any] = {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
@@ -117,7 +117,8 @@ def _junit_counts(path: Path) -> dict[str, Any]:
     root = ElementTree.parse(path).getroot()
     suites = [root] if root.tag == "testsuite" else list(root)
     totals = {key: sum(int(suite.get(key, 0)) for suite in suites) for key in ("tests", "failures", "errors", "skipped")}
-    failing, skipped = [], {}
+    failing: list[dict[str, str]] = []
+    skipped: dict[str, int] = {}
     for case in root.iter("testcase"):
         test = f"{case.get('classname')}::{case.get('name')}"
         for outcome in ("failure", "error"):
@@ -179,7 +180,8 @@ def arithmetic(
     from neurosym.benchmarking.arithmetic_training import GroupConfig
     from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
 
-    families, configs = [], []
+    families: list[dict[str, Any]] = []
+    configs = []
     for model in MODEL_LAYERS:
         operations = published_operations(model)
         if not operations:
