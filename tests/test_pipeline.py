@@ -332,5 +332,5 @@ def test_a_reader_that_is_no_module_reads_but_is_named_when_trained(problem):
     windows, lengths = train.batch(range(2))
     assert len(pipeline.read(windows, lengths).sentences) == 2
     for run in (lambda: train_pipeline(pipeline, train, TINY_TRAINING, CPU), lambda: evaluate_pipeline(pipeline, train, CPU)):
-        with pytest.raises(ValueError, match="a reader trained from results must be a torch.nn.Module, got Uniform"):
+        with pytest.raises(TypeError, match="a reader trained from results must be a torch.nn.Module, got Uniform"):
             run()

@@ -42,7 +42,7 @@ from neurosym.experiments.options import (
 )
 from neurosym.experiments.report import format_table
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
-from neurosym.perception.reader import as_reader
+from neurosym.perception.reader import as_reader, reader_module
 from neurosym.perception.saved_reader import load_reader
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
@@ -56,7 +56,7 @@ from neurosym.pipelines.grammar_pipeline import (
 from neurosym.pipelines.grammar_refit import abduced_sentence_windows
 from neurosym.pipelines.refit import RefitConfig, refit_reader
 from neurosym.pipelines.sentences import READ
-from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig, reader_module
+from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig
 from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task
 from neurosym.training import distributed_process

@@ -39,3 +39,11 @@ def as_reader(module: nn.Module) -> Reader:
     if not isinstance(module, Reader):
         raise TypeError(f"a reader is a module with a vocabulary; {type(module).__name__} has none")
     return module
+
+
+def reader_module(reader: Reader) -> nn.Module:
+    """``reader`` as the torch module that a reader which is trained, moved or switched to evaluation must be
+    (``TypeError`` for another reader)."""
+    if not isinstance(reader, nn.Module):
+        raise TypeError(f"a reader trained from results must be a torch.nn.Module, got {type(reader).__name__}")
+    return reader

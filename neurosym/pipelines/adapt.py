@@ -23,11 +23,12 @@ import torch
 
 from neurosym.data.hint import HintRecord
 from neurosym.data.symbol_images import SymbolBank
+from neurosym.perception.reader import reader_module
 from neurosym.perception.symbol_classifier import BACKBONES
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.refit import RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.routing import route_readers
-from neurosym.pipelines.trainer import Anchor, PipelineConfig, reader_module, train_pipeline
+from neurosym.pipelines.trainer import Anchor, PipelineConfig, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 
 STAGE_CHECKPOINTS = {"adapt": "adapt_checkpoint.pt", "refit": "refit_checkpoint.pt", "route": "routing_checkpoint.pt"}

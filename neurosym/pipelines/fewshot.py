@@ -34,6 +34,7 @@ from neurosym.data.hint import HintRecord
 from neurosym.data.symbol_images import SymbolBank
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.batch_statistics import batch_norms
+from neurosym.perception.reader import reader_module
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.concepts import (
     ROLES,
@@ -46,7 +47,7 @@ from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.pipeline import HintPipeline, check_batch
 from neurosym.pipelines.refit import RefitConfig
-from neurosym.pipelines.trainer import PipelineConfig, fit_windows, reader_module, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics import OperatorTable
 

@@ -28,7 +28,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
-from neurosym.perception.reader import Reader
+from neurosym.perception.reader import Reader, reader_module
 from neurosym.pipelines.abduction import Correction
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
@@ -227,8 +227,7 @@ def train_grammar_pipeline(
         raise ValueError(
             f"the grammar pipeline learns by abduction, without distillation, from {GRAMMAR_PSEUDO_LABELS} pseudo-labels"
         )
-    if not isinstance(pipeline.reader, torch.nn.Module):
-        raise ValueError("a reader trained from results must be a torch.nn.Module")
+    model = reader_module(pipeline.reader)
     if len(source) == 0:
         raise ValueError("the training source has no examples")
     _check_targets(pipeline, source)
@@ -236,7 +235,7 @@ def train_grammar_pipeline(
     truths: Sequence[str] | None = getattr(source, "truths", None)
     if config.pseudo_labels == "truths" and truths is None:
         raise ValueError("pseudo_labels='truths' trains on the true sentences, and this source has none")
-    model = pipeline.reader.to(device)
+    model.to(device)
     share = slice(context.rank, None, context.world_size) if context is not None and context.is_distributed else None
     distributed = share is not None
     forward = DistributedDataParallel(model) if distributed else model

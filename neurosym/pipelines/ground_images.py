@@ -41,7 +41,7 @@ import torch
 import torch.nn.functional as F
 
 from neurosym.data.randomness import as_generator
-from neurosym.perception.reader import Reader
+from neurosym.perception.reader import Reader, reader_module
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.pipelines.curriculum import Curriculum
@@ -51,7 +51,7 @@ from neurosym.pipelines.ground_symbols import GroundingConfig, learn_grounding
 from neurosym.pipelines.grounding import Grounding
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.refit import RefitConfig
-from neurosym.pipelines.trainer import PipelineConfig, fit_windows, reader_module, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics.induction import induce_noisy_operator
 

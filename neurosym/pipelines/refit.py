@@ -19,9 +19,9 @@ from typing import Any
 import torch
 
 from neurosym.perception.augment import random_shift
-from neurosym.perception.reader import Reader
+from neurosym.perception.reader import Reader, reader_module
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import WindowTraining, fit_windows, reader_module
+from neurosym.pipelines.trainer import WindowTraining, fit_windows
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, real_positions
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.batch_statistics import batch_statistics_of
-from neurosym.perception.reader import Reader
+from neurosym.perception.reader import reader_module
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
@@ -124,14 +124,6 @@ def _distillation_loss(anchor: nn.Module, windows: torch.Tensor, lengths: torch.
     with torch.no_grad():
         target = anchor(windows[mask]).float()
     return F.kl_div(log_probs[mask].float(), target, reduction="batchmean", log_target=True)
-
-
-def reader_module(reader: Reader) -> nn.Module:
-    """``reader`` as the torch module a reader that is trained, moved or switched to evaluation must be
-    (``ValueError`` for another reader)."""
-    if not isinstance(reader, nn.Module):
-        raise ValueError(f"a reader trained from results must be a torch.nn.Module, got {type(reader).__name__}")
-    return reader
 
 
 def _windows_on(
