@@ -20,6 +20,7 @@ from neurosym.benchmarking.arithmetic_training import (
     train_groups,
     train_step,
 )
+from neurosym.benchmarking.timing import fastest_of_rounds, median_seconds
 from neurosym.cli import main
 from neurosym.data.arithmetic import SimpleFunctionData
 from neurosym.metrics import perturbed_solution_mse, run_outcomes
@@ -414,3 +415,23 @@ def test_groups_trained_side_by_side_give_the_curves_and_checkpoints_of_groups_i
             torch.testing.assert_close(a.curves.stacked()[name], values, rtol=0, atol=0, msg=name)
     stopped, _ = train_groups(configs, CPU, tmp_path / "stopped", False, StopRequests(0), progress=False, side_by_side=True)
     assert all(run.stop_reason is not None and run.step == 1 for run in stopped)  # a stop request ends every group
+
+
+def test_group_counts_and_learning_rates_that_are_no_positive_numbers_are_named():
+    with pytest.raises(ValueError, match="steps must be an int of at least 1, got 2.5"):  # ran 3 steps
+        GroupConfig("NAU", ("add",), (0,), steps=2.5)
+    with pytest.raises(ValueError, match="eval_every must be an int of at least 1, got 1.5"):  # evaluated at 3 and 4
+        GroupConfig("NAU", ("add",), (0,), steps=4, eval_every=1.5)
+    with pytest.raises(ValueError, match="learning_rate must be a finite number above 0, got nan"):
+        GroupConfig("NAU", ("add",), (0,), steps=4, learning_rate=float("nan"))
+
+
+def test_timings_name_rounds_and_measuring_times_that_would_give_inf_or_never_end():
+    steps = {"noop": lambda: None}
+    with pytest.raises(ValueError, match="rounds must be an int of at least 1, got 0"):  # was {"noop": inf}
+        fastest_of_rounds(steps, 0, 0.01, 1, "x")
+    for min_time in (float("nan"), float("inf"), 0.0):  # NaN and inf timed forever
+        with pytest.raises(ValueError, match=r"min_time \(seconds\) must be a finite number above 0"):
+            fastest_of_rounds(steps, 1, min_time, 1, "x")
+    with pytest.raises(ValueError, match=r"threads \(0: torch's current number\) must be an int of at least 0, got -1"):
+        median_seconds(lambda: None, 0.01, -1)

@@ -15,6 +15,7 @@ from neurosym.metrics import (
     summarize,
     wilson_interval,
 )
+from neurosym.metrics.noise_sensitivity import noise_sensitivity, noise_sensitivity_curve
 
 
 def test_wilson_interval_published_values():
@@ -180,3 +181,26 @@ def test_exact_match_reads_each_row_of_an_array_and_each_decoded_tensor_as_one_e
     decoded = [torch.tensor([1, 2]), torch.tensor([3])]  # rows of different lengths
     assert sequence_matches(decoded, [[1, 2], (4,)]).tolist() == [True, False]
     assert exact_match([np.array([1, 2]), np.array([3])], decoded) == 1.0
+
+
+def test_exact_match_refuses_one_string_that_it_would_score_character_by_character():
+    with pytest.raises(TypeError, match="not one string: got str and str"):
+        exact_match("abc", "abd")  # was 2/3
+    with pytest.raises(TypeError, match="not one string"):
+        sequence_matches(["12"], "12")
+
+
+def test_noise_sensitivity_names_bad_sizes_and_functions_of_the_wrong_shape():
+    def total(digits):
+        return digits.sum(axis=1)
+
+    with pytest.raises(ValueError, match=r"function must map digits \[10, 3\] to outputs \[10\], got \[10, 3\]"):
+        noise_sensitivity(lambda digits: digits, 3, 10, 0.1, 10)  # compared digit by digit: 0.23
+    with pytest.raises(ValueError, match="need an int of at least 2 digit classes, got 2.5"):
+        noise_sensitivity(total, 3, 2.5, 0.1, 10)  # digits read mod 2.5
+    with pytest.raises(ValueError, match=r"length \(digits per input\) must be an int of at least 1, got 0"):
+        noise_sensitivity(total, 0, 10, 0.1, 10)  # NS 0 for any function
+    with pytest.raises(ValueError, match="need an int of at least one sample, got 2.5"):
+        noise_sensitivity(total, 3, 10, 0.1, 2.5)
+    with pytest.raises(ValueError, match="repeats must be an int of at least 1, got 0"):
+        noise_sensitivity_curve(total, 3, 10, np.array([0.1]), 10, repeats=0)  # NaN means

@@ -17,7 +17,7 @@ from neurosym.data.mnist import load_mnist, mnist_path
 from neurosym.experiments.report import format_table
 from neurosym.training import autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
 from neurosym.training.checkpoint import atomic_path, save_json
-from neurosym.training.stopping import minutes_to_seconds, time_left
+from neurosym.training.stopping import StopRequests, minutes_to_seconds, time_left
 
 
 def test_resolve_device_auto_and_errors():
@@ -173,3 +173,24 @@ def test_time_left_of_a_limit_never_goes_below_zero(limit, spent):
     assert time_left(None, spent) is None and minutes_to_seconds(None) is None
     left = time_left(limit, spent)
     assert left >= 0 and (left == limit - spent if spent <= limit else left == 0)
+
+
+def test_atomic_writes_to_a_folder_or_under_a_file_are_named_and_leave_nothing(tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="is a folder: give the path of a file"):
+        save_checkpoint({"step": 1}, tmp_path)
+    with pytest.raises(ValueError, match=r"lies under '.*file', which is a file, not a folder"):
+        save_json({"a": 1}, tmp_path / "file" / "r.json")
+    assert [p.name for p in tmp_path.iterdir()] == ["file"] and (tmp_path / "file").read_text() == "x"
+
+
+def test_time_limits_that_are_no_number_of_at_least_zero_are_named():
+    for minutes in (float("nan"), -1, "5"):  # NaN and -1 gave NaN and -60 seconds
+        with pytest.raises(ValueError, match="a time limit must be None or at least 0 minutes"):
+            minutes_to_seconds(minutes)
+    with pytest.raises(ValueError, match="time_limit must be None or at least 0 seconds, got nan"):
+        time_left(float("nan"), 3.0)  # was 0 seconds left
+    with pytest.raises(ValueError, match="spent must be at least 0 seconds, got nan"):
+        time_left(10.0, float("nan"))
+    with pytest.raises(ValueError, match="time_limit must be None or at least 0 seconds, got '10'"):
+        StopRequests("10")  # type: ignore[arg-type]

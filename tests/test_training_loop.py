@@ -15,11 +15,14 @@ from torch import nn
 from neurosym.training import (
     Checkpointing,
     CheckpointMismatch,
+    DistributedContext,
+    TrainConfig,
     TrainingInterrupted,
     Update,
     load_checkpoint,
     run_training,
     save_checkpoint,
+    train,
 )
 from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, check_resumable
 
@@ -245,3 +248,63 @@ def test_bad_arguments_are_named() -> None:
         run_training(toy.model, toy.step, Update(toy.optimizer), 2, device=CPU, evaluate=toy.evaluate)
     with pytest.raises(ValueError, match="positive interval"):
         Checkpointing("x.pt", Settings(), 0)
+
+
+def test_counts_that_are_no_positive_ints_are_named_before_any_step(tmp_path: Path) -> None:
+    toy = Toy()
+    for steps, every in ((2.5, None), (float("nan"), None), (True, None), (5, 2.5)):  # 2.5 steps ran 3; NaN ran none
+        with pytest.raises(ValueError, match="max_steps and eval_every must be positive ints"):
+            run_training(toy.model, toy.step, Update(toy.optimizer), steps, device=CPU, eval_every=every)
+    with pytest.raises(ValueError, match=r"sync_every .* must be an int of at least 1, got -1"):  # read every step
+        run_training(toy.model, toy.step, Update(toy.optimizer), 2, device=CPU, sync_every=-1)
+    with pytest.raises(ValueError, match=r"positive interval \(an int\), got every=nan"):  # checkpointed at the end only
+        Checkpointing("x.pt", Settings(), float("nan"))  # type: ignore[arg-type]
+    assert toy.steps_seen == []
+
+
+def test_a_checkpoint_path_that_cannot_hold_a_file_is_named_before_training(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="is a folder: give the path of a file"):
+        Toy().checkpointing(tmp_path)  # was refused as a "checkpoint to remove"
+    with pytest.raises(ValueError, match=r"lies under '.*file', which is a file, not a folder"):
+        Toy().checkpointing(tmp_path / "file" / "run.pt")  # was found only at the first checkpoint, after training
+    with pytest.raises(TypeError, match="config must be a dataclass instance, got dict"):
+        Checkpointing(tmp_path / "run.pt", {"lr": 0.1}, 1)
+    with pytest.raises(ValueError, match="is a folder, not a checkpoint"):
+        load_checkpoint(tmp_path)
+
+
+def test_a_loss_that_is_no_scalar_tensor_is_named_with_its_step() -> None:
+    toy = Toy()
+    update = Update(toy.optimizer)
+    with pytest.raises(ValueError, match=r"step 1 returned a loss of shape \[8, 1\]"):
+        run_training(toy.model, lambda i: (toy.model(torch.ones(8, 3)), {}), update, 2, device=CPU)
+    with pytest.raises(TypeError, match="step 1 returned a loss of type float"):
+        run_training(toy.model, lambda i: (0.5, {}), update, 2, device=CPU)  # type: ignore[arg-type, return-value]
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"max_steps": 2.5}, "max_steps must be an int of at least 1, got 2.5"),  # ran 3 steps
+        ({"batch_size": 0}, "batch_size must be an int of at least 1, got 0"),  # torch's DataLoader named it
+        ({"warmup_steps": 1.5}, "warmup_steps must be an int of at least 0"),
+        ({"patience": 0}, r"patience \(None: no early stopping\) must be an int of at least 1, got 0"),  # acted as 1
+        ({"lr": float("inf")}, "lr must be a finite number at least 0, got inf"),
+        ({"clip_norm": -1.0}, r"clip_norm \(None: no clipping\) must be a number above 0, got -1.0"),  # reversed gradients
+        ({"clip_value": 0.0}, "clip_value .* must be a number above 0, got 0.0"),  # zeroed every gradient
+        ({"sync_every": 2.5}, "sync_every must be an int of at least 1, got 2.5"),
+    ],
+)
+def test_a_train_config_names_bad_counts_and_numbers(changes: dict, named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        TrainConfig(**{"max_steps": 3, "batch_size": 4, **changes})
+
+
+def test_a_nan_evaluation_score_is_named_instead_of_keeping_the_first_weights_for_good() -> None:
+    scores = iter([float("nan"), 1.0, 2.0])
+    data = [(torch.randn(2), torch.randn(1)) for _ in range(8)]
+    context = DistributedContext(0, 1, 0, CPU)
+    with pytest.raises(ValueError, match="evaluate returned a NaN score after step 1"):
+        train(nn.Linear(2, 1), data, lambda model, batch: (model(batch[0]) - batch[1]).square().mean(),
+              TrainConfig(3, 4, eval_every=1), context, evaluate=lambda model: next(scores))  # fmt: skip

@@ -26,6 +26,7 @@ from neurosym.data.arithmetic import SimpleFunctionData, SubsetLayout, seed_stre
 from neurosym.models.arithmetic import PAPER_ITERATIONS, TwoLayerArithmetic
 from neurosym.training.allocator import release_free_memory
 from neurosym.training.checkpoint import ABSENT_IS_DEFAULT
+from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.core import Checkpointing, StopSource, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.stopping import TrainingInterrupted
@@ -69,6 +70,9 @@ class GroupConfig:
             )
         if self.schedule not in SCHEDULES:
             raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+        for name in ("steps", "eval_every", "batch_size"):  # steps=2.5 ran 3 steps, eval_every=1.5 evaluated at 3
+            int_at_least(getattr(self, name), name, 1)
+        positive_number(self.learning_rate, "learning_rate")
 
     @property
     def layout(self) -> SubsetLayout:

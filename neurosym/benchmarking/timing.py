@@ -10,6 +10,7 @@ from torch import nn
 from torch.utils.benchmark import Timer
 from tqdm.auto import tqdm
 
+from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.device import mixed_precision
 
 K = TypeVar("K", bound=Hashable)
@@ -17,6 +18,7 @@ K = TypeVar("K", bound=Hashable)
 
 def median_seconds(step: Callable[[], Any], min_time: float, threads: int) -> float:
     """Median wall time of ``step()`` (CUDA-synchronised) over at least ``min_time`` seconds."""
+    _check_timing(min_time, threads)
     step()  # warm-up: kernels, allocator, lazy initialisation
     timer = Timer(stmt="step()", globals={"step": step}, num_threads=threads)
     return timer.blocked_autorange(min_run_time=min_time).median
@@ -28,6 +30,8 @@ def fastest_of_rounds(
     """The fastest :func:`median_seconds` of every step over ``rounds`` rounds that time all the steps in
     turn: a load change on a shared machine then slows every step of a round alike, and a ratio of two
     steps compares times taken seconds apart. The warm-up steps run with ``threads`` threads too."""
+    int_at_least(rounds, "rounds", 1)  # none left every time at inf
+    _check_timing(min_time, threads)
     best = dict.fromkeys(steps, float("inf"))
     previous = torch.get_num_threads()
     threads = threads or previous
@@ -41,6 +45,12 @@ def fastest_of_rounds(
     finally:
         torch.set_num_threads(previous)
     return best
+
+
+def _check_timing(min_time: float, threads: int) -> None:
+    """Refuse a ``min_time`` that is no finite positive number (NaN or infinity timed forever) and ``threads`` below 0."""
+    positive_number(min_time, "min_time (seconds)")
+    int_at_least(threads, "threads (0: torch's current number)", 0)
 
 
 def forward_backward_step(module: nn.Module, x: torch.Tensor, device: torch.device) -> Callable[[], None]:

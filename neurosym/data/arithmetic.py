@@ -23,8 +23,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from neurosym.data.checks import int_at_least
 from neurosym.layers.arithmetic.base import ensemble_linear
+from neurosym.training.checks import int_at_least
 
 
 @dataclass(frozen=True)

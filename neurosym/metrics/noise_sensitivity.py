@@ -14,14 +14,16 @@ from collections.abc import Callable
 
 import numpy as np
 
+from neurosym.training.checks import int_at_least, is_int
+
 DigitFunction = Callable[[np.ndarray], np.ndarray]
 """``digits [N, L]`` int -> outputs ``[N]``."""
 
 
 def bits_per_digit(num_classes: int) -> int:
     """The smallest ``D`` with ``num_classes <= 2**D``."""
-    if num_classes < 2:
-        raise ValueError(f"need at least 2 digit classes, got {num_classes}")
+    if not is_int(num_classes) or num_classes < 2:  # 2.5 classes read digits mod 2.5
+        raise ValueError(f"need an int of at least 2 digit classes, got {num_classes!r}")
     return math.ceil(math.log2(num_classes))
 
 
@@ -43,16 +45,21 @@ def noise_sensitivity(
     num_samples: int = 10_000,
     rng: np.random.Generator | None = None,
 ) -> float:
-    """Estimate ``NS_delta[function]`` from ``num_samples`` pairs ``(x, y)`` of ``length`` digits each."""
+    """Estimate ``NS_delta[function]`` from ``num_samples`` pairs ``(x, y)`` of ``length`` digits each; ``function``
+    must give one output per row (``[N]``)."""
     if not 0.0 <= delta <= 1.0:
         raise ValueError(f"delta is a probability, got {delta}")
-    if num_samples < 1:
-        raise ValueError(f"need at least one sample, got {num_samples}")
+    if not is_int(num_samples) or num_samples < 1:
+        raise ValueError(f"need an int of at least one sample, got {num_samples!r}")
+    length = int_at_least(length, "length (digits per input)", 1)  # 0 digits gave NS 0 for any function
     rng = np.random.default_rng() if rng is None else rng
     width = bits_per_digit(num_classes)
     x = rng.integers(0, 2, size=(num_samples, length * width))
     y = x ^ (rng.random(x.shape) < delta)
-    return float(np.mean(function(bits_to_digits(x, num_classes)) != function(bits_to_digits(y, num_classes))))
+    fx, fy = (np.asarray(function(bits_to_digits(bits, num_classes))) for bits in (x, y))
+    if fx.shape != (num_samples,) or fy.shape != (num_samples,):  # [N, L] outputs were compared digit by digit
+        raise ValueError(f"function must map digits [{num_samples}, {length}] to outputs [{num_samples}], got {list(fx.shape)}")
+    return float(np.mean(fx != fy))
 
 
 def noise_sensitivity_curve(
@@ -65,6 +72,7 @@ def noise_sensitivity_curve(
     rng: np.random.Generator | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation over ``repeats`` estimates at each of ``deltas [M]``: two ``[M]`` arrays."""
+    int_at_least(repeats, "repeats", 1)  # none gave NaN means and deviations
     rng = np.random.default_rng() if rng is None else rng
     estimates = np.array(
         [[noise_sensitivity(function, length, num_classes, d, num_samples, rng) for d in deltas] for _ in range(repeats)]

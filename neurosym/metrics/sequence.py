@@ -16,8 +16,14 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
     Tensors or numpy arrays: ``predictions`` and ``targets`` of the same shape ``[N, ...]`` (padding included, so
     a prediction must also reproduce the padding); each row ``[...]`` is one example. Python sequences: ``N`` items
     compared with ``==`` after turning each item into a tuple (so a list, a tuple, a 1-D tensor and a 1-D array of
-    the same tokens match, whatever their lengths; strings compare as strings).
+    the same tokens match, whatever their lengths; strings compare as strings). One string for ``predictions`` or
+    ``targets`` raises ``TypeError``: it would be read as one example per character.
     """
+    if isinstance(predictions, str) or isinstance(targets, str):
+        raise TypeError(
+            f"pass predictions and targets as sequences of examples (a list of strings), not one string: got "
+            f"{type(predictions).__name__} and {type(targets).__name__}"
+        )
     if isinstance(predictions, np.ndarray) and isinstance(targets, np.ndarray | Tensor):
         predictions = torch.as_tensor(predictions)
     if isinstance(targets, np.ndarray) and isinstance(predictions, Tensor):

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neurosym.data.checks import int_at_least
 from neurosym.pipelines.decoding import (
     CLOSE_CLASS,
     NUMBER,
@@ -31,6 +30,7 @@ from neurosym.pipelines.decoding import (
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, Value, execute
 from neurosym.semantics.preimage import Interval, operand_preimages
 from neurosym.syntax import Node, ParseError, infix_layout, parse
+from neurosym.training.checks import int_at_least
 
 
 @dataclass(frozen=True)

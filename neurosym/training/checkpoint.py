@@ -24,9 +24,10 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
 
     Each call gets its own temporary name (ending in ``suffix``, for writers that add an extension), so processes
     writing the same file at once (the ranks of a ``torchrun`` job filling a cache) never rename each other's
-    file away; the rename is atomic on POSIX file systems, so readers see either the old or the new file.
+    file away; the rename is atomic on POSIX file systems, so readers see either the old or the new file. A ``path``
+    that is a folder or lies under a file raises ``ValueError`` (:func:`writable_file`) before the block runs.
     """
-    path = Path(path)
+    path = writable_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
     os.close(handle)
@@ -37,6 +38,20 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def writable_file(path: str | os.PathLike, what: str = "path") -> Path:
+    """``path`` as a :class:`Path` when a file may be written there: ``ValueError`` when it is a folder or lies under
+    a file (no folder can be made there), so that a writer fails before its work rather than at its rename."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{what} {str(path)!r} is a folder: give the path of a file")
+    for parent in path.parents:
+        if parent.is_dir():
+            break
+        if parent.exists():
+            raise ValueError(f"{what} {str(path)!r} lies under {str(parent)!r}, which is a file, not a folder")
+    return path
 
 
 def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
@@ -64,10 +79,12 @@ def _json_default(value: Any) -> Any:
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any] | None:
     """Load a checkpoint written by :func:`save_checkpoint`; ``None`` when ``path`` does not exist. A file torch cannot
-    read back (truncated, foreign, a folder) raises ``ValueError`` naming it."""
+    read back (truncated, foreign) or a folder raises ``ValueError`` naming it."""
     path = Path(path)
     if not path.exists():
         return None
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a checkpoint: give the path of a checkpoint file")
     try:
         return torch.load(path, map_location=map_location, weights_only=False)
     except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError) as error:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,7 +34,15 @@ import torch.distributed as dist
 from torch import nn
 from tqdm.auto import tqdm
 
-from neurosym.training.checkpoint import check_resumable, check_setup, load_checkpoint, load_model_state, save_checkpoint
+from neurosym.training.checkpoint import (
+    check_resumable,
+    check_setup,
+    load_checkpoint,
+    load_model_state,
+    save_checkpoint,
+    writable_file,
+)
+from neurosym.training.checks import int_at_least, is_int
 from neurosym.training.clock import TrainingClock
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.stopping import TIME_LIMIT, StopRequests, TrainingInterrupted
@@ -87,8 +95,11 @@ class Checkpointing:
     setup: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        if self.every < 1:
-            raise ValueError(f"checkpoints need a positive interval, got every={self.every}")
+        if not is_int(self.every) or self.every < 1:
+            raise ValueError(f"checkpoints need a positive interval (an int), got every={self.every!r}")
+        if not is_dataclass(self.config) or isinstance(self.config, type):  # asdict would fail at the first checkpoint
+            raise TypeError(f"Checkpointing's config must be a dataclass instance, got {type(self.config).__name__}")
+        writable_file(self.path, "checkpoint path")  # before training, not at the first checkpoint
 
 
 @dataclass
@@ -214,8 +225,12 @@ def run_training(
     checkpoint holds its weights. ``device`` is where the model trains (checkpoints are loaded there);
     ``context`` makes a distributed run agree on stops and checkpoint and show progress on rank 0 only.
     """
-    if max_steps < 1 or (eval_every is not None and eval_every < 1):
-        raise ValueError(f"max_steps and eval_every must be positive, got {max_steps}, {eval_every}")
+    if not is_int(max_steps) or max_steps < 1 or (eval_every is not None and (not is_int(eval_every) or eval_every < 1)):
+        raise ValueError(
+            f"max_steps and eval_every must be positive ints (eval_every may be None), got {max_steps!r}, {eval_every!r}"
+        )
+    if sync_every is not None:
+        int_at_least(sync_every, "sync_every (None: the device's default)", 1)
     if evaluate is not None and eval_every is None:
         raise ValueError("an evaluation hook needs eval_every")
     main = context is None or context.is_main
@@ -257,6 +272,7 @@ def run_training(
             checkpointed = checkpoint is not None and _due(number, checkpoint.every, max_steps)
             loss_value = None
             if loss is not None:
+                _check_loss(loss, number)
                 if check_finite:
                     nonfinite.record(loss, number)
                 if evaluating or checkpointed or (read_often and number % sync_every == 0):
@@ -285,6 +301,14 @@ def run_training(
                 path = None if checkpoint is None else checkpoint.path
                 raise TrainingInterrupted(done, max_steps, reason, path, seconds=clock())
     return LoopResult(done, history, stopped_early, done - first, clock.this_call(), clock())
+
+
+def _check_loss(loss: object, step: int) -> None:
+    """Refuse a step's ``loss`` that is no tensor of one element (shape only: nothing is read off the device)."""
+    if not isinstance(loss, torch.Tensor):
+        raise TypeError(f"step {step} returned a loss of type {type(loss).__name__}: return a scalar tensor (or None)")
+    if loss.numel() != 1:
+        raise ValueError(f"step {step} returned a loss of shape {list(loss.shape)}: return a scalar tensor (or None)")
 
 
 def _shown(value: Any) -> str:

@@ -26,6 +26,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
+from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
@@ -83,11 +84,18 @@ class TrainConfig:
             raise ValueError(f"unknown optimizer {self.optimizer!r}: use 'adam' or 'sgd'")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}: use one of {SCHEDULES}")
-        if self.warmup_steps < 0:
-            raise ValueError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        int_at_least(self.warmup_steps, "warmup_steps", 0)
         checked_time_limit(self.time_limit)
         if self.sync_every is not None and self.sync_every < 1:
             raise ValueError(f"sync_every must be None or at least 1, got {self.sync_every}")
+        for name in ("max_steps", "batch_size", "eval_every") + ("sync_every",) * (self.sync_every is not None):
+            int_at_least(getattr(self, name), name, 1)
+        if self.patience is not None:  # 0 or less stopped at the first evaluation without improvement, as 1 does
+            int_at_least(self.patience, "patience (None: no early stopping)", 1)
+        positive_number(self.lr, "lr", zero=True)
+        for name in ("clip_norm", "clip_value"):  # 0 zeroed every gradient, a negative clip_norm reversed them
+            if getattr(self, name) is not None:
+                positive_number(getattr(self, name), f"{name} (None: no clipping)", infinity=True)
 
 
 def schedule_factor(step: int, max_steps: int, schedule: str, warmup_steps: int = 0) -> float:
@@ -298,6 +306,8 @@ class _BestWeights:
             with torch.no_grad():
                 score = float(self.score(self.model))
         score = broadcast_from_main(score, self.context)
+        if math.isnan(score):  # NaN is never better: a first NaN score would have kept the first weights for good
+            raise ValueError(f"evaluate returned a NaN score after step {step}: a score must be a number, higher is better")
         state["history"].append({"step": step, "loss": loss, "score": score})
         if state["best_score"] is None or score > state["best_score"]:
             state.update(best_score=score, best_step=step, bad_evaluations=0)

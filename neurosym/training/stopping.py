@@ -7,6 +7,7 @@ checkpoint configured the loop still stops cleanly (the model keeps the weights 
 
 from __future__ import annotations
 
+import numbers
 import signal
 import threading
 import time
@@ -22,8 +23,8 @@ EXIT_TRY_AGAIN = 75
 
 
 def checked_time_limit(seconds: float | None) -> float | None:
-    """``seconds`` unchanged if it is None or at least 0 (NaN is not); else ``ValueError``."""
-    if seconds is not None and not seconds >= 0:
+    """``seconds`` unchanged if it is None or a number of at least 0 (NaN is not); else ``ValueError``."""
+    if seconds is not None and not (isinstance(seconds, numbers.Real) and seconds >= 0):
         raise ValueError(f"time_limit must be None or at least 0 seconds, got {seconds!r}")
     return seconds
 
@@ -109,10 +110,18 @@ def minutes_to_seconds(minutes: None) -> None: ...
 @overload
 def minutes_to_seconds(minutes: float | None) -> float | None: ...
 def minutes_to_seconds(minutes: float | None) -> float | None:
-    """A ``--time-limit`` in minutes as the seconds :class:`StopRequests` takes (None stays None)."""
+    """A ``--time-limit`` in minutes as the seconds :class:`StopRequests` takes (None stays None); minutes that are no
+    number of at least 0 (NaN, negative) raise ``ValueError``."""
+    if minutes is not None and not (isinstance(minutes, numbers.Real) and minutes >= 0):
+        raise ValueError(f"a time limit must be None or at least 0 minutes, got {minutes!r}")
     return None if minutes is None else 60.0 * minutes
 
 
 def time_left(limit: float | None, spent: float) -> float | None:
-    """Seconds of ``limit`` left after ``spent`` seconds, never negative (None, no limit, stays None)."""
+    """Seconds of ``limit`` left after ``spent`` seconds, never negative (None, no limit, stays None). A ``limit``
+    :func:`checked_time_limit` refuses, or ``spent`` that is no number of at least 0, raises ``ValueError`` (a NaN
+    limit or spent time left 0 seconds)."""
+    checked_time_limit(limit)
+    if not (isinstance(spent, numbers.Real) and spent >= 0):
+        raise ValueError(f"spent must be at least 0 seconds, got {spent!r}")
     return None if limit is None else max(0.0, limit - spent)

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from neurosym.data.checks import int_at_least
 from neurosym.data.mathematics.environment import ensure_generator_env
 from neurosym.data.mathematics.loader import count_pairs, module_path
 from neurosym.data.mnist import cache_dir
+from neurosym.training.checks import int_at_least
 
 REGIMES: tuple[str, ...] = ("train-easy", "train-medium", "train-hard", "train", "interpolate", "extrapolate")
 _DRIVER = Path(__file__).with_name("generator_driver.py")

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from neurosym.data.checks import int_at_least
+from neurosym.training.checks import int_at_least
 
 MAX_QUESTION_LENGTH = 160
 MAX_ANSWER_LENGTH = 30

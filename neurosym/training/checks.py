@@ -1,0 +1,30 @@
+"""Checks of the counts, sizes and numbers that functions of every layer of the library take."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+
+
+def is_int(value: object) -> bool:
+    """Whether ``value`` is an int (numpy's too, not a bool)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
+def int_at_least(value: object, name: str, minimum: int) -> int:
+    """``value`` as a Python int when it is an int (numpy's too, not a bool) of at least ``minimum``, else ``ValueError``."""
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool | np.bool_) or int(value) < minimum:
+        raise ValueError(f"{name} must be an int of at least {minimum}, got {value!r}")
+    return int(value)
+
+
+def positive_number(value: object, name: str, zero: bool = False, infinity: bool = False) -> float:
+    """``value`` as a float when it is a real number above 0 (at least 0 with ``zero``; infinity only with
+    ``infinity``; never NaN), else ``ValueError``."""
+    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_) else math.nan
+    if not (number >= 0 if zero else number > 0) or (math.isinf(number) and not infinity):
+        expected = "at least 0" if zero else "above 0"
+        raise ValueError(f"{name} must be a {'' if infinity else 'finite '}number {expected}, got {value!r}")
+    return number
