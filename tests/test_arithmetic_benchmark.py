@@ -103,6 +103,8 @@ def test_group_configuration_members_evaluations_and_errors():
     assert config.members == [("add", 3), ("add", 4), ("sub", 3), ("sub", 4)]
     assert config.evaluation_steps == [100, 200, 250]
     assert config.stream("init") != config.stream("batches") != GroupConfig("NMU", ("add",), (3,), 10).stream("batches")
+    with pytest.raises(ValueError, match="operations must be a tuple of operation names, got the string 'add'"):
+        GroupConfig("NMU", "add", (3,), 10)  # (was read as the operations 'a', 'd', 'd')
     with pytest.raises(ValueError, match="at least one operation"):
         GroupConfig("NAU", (), (0,), steps=10)
     with pytest.raises(ValueError, match="must be positive"):

@@ -114,6 +114,7 @@ def test_success_criterion_on_constructed_curves():
     assert summary.interval == wilson_interval(2, 4)
     assert summary.median_solved_at == 1500.0
     assert summary.mean_sparsity_error == pytest.approx((0.2 + 0.25) / 2)
+    assert summarize(outcomes, sparsity.tolist()) == summary  # lists, as run_outcomes takes them
     per_run = run_outcomes(steps, validation[:, 0], extrapolation[:, 0], torch.tensor(0.05))
     assert per_run.solved.dim() == 0 and bool(per_run.solved) and per_run.solved_at.item() == 2000
 

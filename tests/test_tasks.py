@@ -96,6 +96,12 @@ def test_image_sentences_check_their_layout():
         ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 1]]), read, np.array([3]), [1])
     with pytest.raises(ValueError, match="picks name image 5, but there are 2 images"):
         ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 5]]), read, np.array([2]), [1])
+    with pytest.raises(ValueError, match=r"float images must hold intensities in \[0, 1\], got values in \[255.0, 255.0\]"):
+        ImageSentences(np.full((2, 4, 4), 255.0), np.array([[0, 1]]), read, np.array([2]), [1])  # were read as white
+    with pytest.raises(ValueError, match="float images must hold intensities in"):
+        ImageSentences(np.full((2, 4, 4), np.nan), np.array([[0, 1]]), read, np.array([2]), [1])
+    with pytest.raises(ValueError, match="images must be uint8 pixels or floats in \\[0, 1\\], got torch.int64"):
+        ImageSentences(np.zeros((2, 4, 4), np.int64), np.array([[0, 1]]), read, np.array([2]), [1])
     assert len(ImageSentences(np.zeros((2, 4, 4)), np.zeros((0, 2), int), np.zeros((0, 2), int), np.zeros(0, int), [])) == 0
     one = ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 1]]), read, np.array([2]), [1])
     for indices in ([-1], [1], []):  # (-1 read the last example silently)

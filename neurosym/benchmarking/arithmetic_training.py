@@ -62,6 +62,8 @@ class GroupConfig:
     (what checkpoints written before this field existed did, so they do not resume under the default)."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.operations, str):  # (a string would be read as its characters' operations)
+            raise ValueError(f"operations must be a tuple of operation names, got the string {self.operations!r}")
         if not self.operations or not self.seeds:
             raise ValueError("a group needs at least one operation and one seed")
         if self.steps < 1 or self.eval_every < 1 or self.batch_size < 1:

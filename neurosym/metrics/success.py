@@ -98,6 +98,7 @@ def summarize(outcomes: RunOutcomes, sparsity_error: Tensor | None = None, confi
     median = float(outcomes.solved_at.reshape(-1)[solved].quantile(0.5)) if count else None
     mean_sparsity = None
     if sparsity_error is not None and count:
+        sparsity_error = torch.as_tensor(sparsity_error)  # (lists too, as run_outcomes takes them)
         if sparsity_error.dim() != 2 or sparsity_error.shape[1] != runs or int(outcomes.best_index.max()) >= len(sparsity_error):
             raise ValueError(
                 f"sparsity_error must be [E, {runs}] over the outcomes' E evaluations (a best one is at index "
