@@ -1,0 +1,37 @@
+"""docs/transformers.md's loop of one's own (run_training and its pieces) runs as written and resumes."""
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "transformers.md"
+
+
+@dataclass
+class Config:
+    learning_rate: float = 1e-3
+
+
+def _block() -> str:
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
+    return next(block for block in blocks if "run_training(" in block)
+
+
+def test_the_documented_loop_trains_checkpoints_and_resumes(tmp_path, monkeypatch, one_thread):
+    monkeypatch.chdir(tmp_path)  # its checkpoint goes to results/run.pt
+    model = torch.nn.Linear(3, 1)
+
+    def step(index: int) -> tuple[torch.Tensor, dict]:
+        x = torch.randn(16, 3, generator=torch.Generator().manual_seed(index))
+        return ((model(x) - x.sum(1, keepdim=True)) ** 2).mean(), {}
+
+    block = _block().replace("max_steps=10_000", "max_steps=600")
+    namespace = {"model": model, "config": Config(), "step": step}
+    before = step(10_000)[0].item()
+    exec(compile(block, str(DOC), "exec"), namespace)
+    assert namespace["result"].step == 600 and (tmp_path / "results" / "run.pt").is_file()
+    assert step(10_000)[0].item() < before / 2  # it learns the sum
+    exec(compile(block, str(DOC), "exec"), namespace)  # the checkpoint is finished: nothing left to train
+    assert namespace["result"].steps_this_call == 0
