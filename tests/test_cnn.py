@@ -95,6 +95,24 @@ def test_small_cnn_stages_take_their_convolution_counts():
         SmallCNN(stage_convs=(1, 2))
     with pytest.raises(ValueError, match="an option of the 'small' backbone"):
         SymbolClassifier(list("01"), backbone="resnet18", stage_convs=(1, 2, 2))
+    with pytest.raises(ValueError, match="stage_convs gives each"):
+        SmallCNN(stage_convs=(1, 1.5, 1))
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: SymbolClassifier(list("01"), window=28, width=0), "width must be an int of at least 1, got 0"),  # empty layers
+        (lambda: SymbolClassifier(list("01"), window=28, width=2.5), "width must be an int of at least 1, got 2.5"),
+        (lambda: SymbolClassifier(list("01"), features=0), "out_features must be an int of at least 1, got 0"),
+        (lambda: ResNet18(1, 10, width=0), "width must be an int of at least 1"),
+        (lambda: VGG11BN(1, 10, hidden=-1), "hidden must be an int of at least 1"),
+        (lambda: SmallCNN(input_size=28.0), "SmallCNN needs input_size >= 8"),
+    ],
+)
+def test_encoders_name_channel_and_feature_counts_that_are_not_positive_ints(build, message):
+    with pytest.raises(ValueError, match=message):
+        build()
 
 
 def test_deeper_small_cnn_starts_as_the_shallow_one_and_then_learns_every_layer():

