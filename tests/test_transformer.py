@@ -162,3 +162,11 @@ def test_a_sequence_of_another_width_or_dtype_is_named_before_torch_meets_it() -
         assert module.double()(x.double()).dtype == torch.float64
     with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts inside: a bfloat16 input is fine there
         assert TransformerEncoder(DIM, 2, HEADS, FF)(x.bfloat16()).shape == x.shape
+
+
+@pytest.mark.parametrize("dim", [0, 7, 8.0, True])
+def test_sinusoids_name_a_width_that_is_not_a_positive_even_int_at_construction(dim):
+    with pytest.raises(ValueError, match="sinusoid dimension must be a positive even number"):
+        SinusoidalPositionalEncoding(dim)  # an odd width failed only at the first forward
+    with pytest.raises(ValueError, match="sinusoid dimension must be a positive even number"):
+        sinusoid_table(torch.arange(3), dim)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from einops import rearrange
@@ -11,11 +12,15 @@ from torch import nn
 from neurosym.layers.shape_checks import check_sequence
 
 
+def _check_sinusoid_dim(dim: int) -> None:
+    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim <= 0 or dim % 2:
+        raise ValueError(f"sinusoid dimension must be a positive even number, got {dim!r}")
+
+
 def sinusoid_frequencies(dim: int, device: torch.device | str | None = None) -> torch.Tensor:
     """The ``dim // 2`` angular frequencies of a ``dim``-feature sinusoid, geometrically spaced from 1 to
     1/10000: float32 ``[dim // 2]``."""
-    if dim <= 0 or dim % 2:
-        raise ValueError(f"sinusoid dimension must be a positive even number, got {dim}")
+    _check_sinusoid_dim(dim)
     half = dim // 2
     return torch.exp(torch.arange(half, device=device, dtype=torch.float32) * (-math.log(10000.0) / half))
 
@@ -40,6 +45,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def __init__(self, dim: int) -> None:
         super().__init__()
+        _check_sinusoid_dim(dim)  # (at construction, not at the first forward)
         self.dim = dim
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
