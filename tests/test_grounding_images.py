@@ -115,3 +115,8 @@ def test_config_is_checked():
         ImageGroundingConfig(classes=3)
     with pytest.raises(ValueError, match="min_agreement"):
         ImageGroundingConfig(programs=GroundingConfig(min_agreement=0))
+    for bad, message in (({"glyph_batch": 2.5}, "glyph_batch must be an int of at least 1, got 2.5"),  # was accepted
+                         ({"refine_steps": -1}, "refine_steps must be an int of at least 0"),
+                         ({"learning_rate": float("nan")}, "learning_rate must be a finite number above 0")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            ImageGroundingConfig(**bad)

@@ -54,6 +54,7 @@ from neurosym.pipelines.refit import RefitConfig
 from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics.induction import induce_noisy_operator
+from neurosym.training.checks import int_at_least, positive_number
 
 
 @dataclass(frozen=True)
@@ -92,17 +93,12 @@ class ImageGroundingConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.classes < 4:
-            raise ValueError(f"classes must be at least 4 (a number, an operator, two brackets), got {self.classes}")
-        if (
-            min(self.glyph_steps, self.glyph_batch, self.restarts, self.kmeans_iterations, self.over_clustering, self.batch_size)
-            < 1
-        ):
-            raise ValueError(
-                "glyph_steps, glyph_batch, restarts, kmeans_iterations, over_clustering and batch_size must be positive"
-            )
-        if self.refine_steps < 0 or self.operator_rounds < 0 or self.max_reading_length < 3:
-            raise ValueError("refine_steps and operator_rounds must be >= 0 and max_reading_length >= 3")
+        int_at_least(self.classes, "classes (a number, an operator, two brackets at least)", 4)
+        for name in ("glyph_steps", "glyph_batch", "restarts", "kmeans_iterations", "over_clustering", "batch_size"):
+            int_at_least(getattr(self, name), name, 1)
+        for name, least in (("refine_steps", 0), ("operator_rounds", 0), ("max_reading_length", 3), ("seed", 0)):
+            int_at_least(getattr(self, name), name, least)
+        positive_number(self.learning_rate, "learning_rate")
 
 
 @dataclass(frozen=True)
