@@ -45,10 +45,14 @@ def test_adaptation_reads_the_new_writer_better_and_routes_between_the_two_reade
 
 @pytest.mark.parametrize(
     ("options", "message"),
-    [({"examples": 0}, "must be positive"), ({"replay": 0}, "must be positive"), ({"refit_steps": -1}, "at least 0"),
-     ({"distill": float("nan")}, "finite number"), ({"learning_rate": 0.0}, "learning_rate must be positive"),
-     ({"examples": 2.5}, "must be ints, got {'examples': 2.5"), ({"refit_steps": 1.5}, "must be ints"),
-     ({"seed": -1}, "seed must be at least 0, got 1600, 0, 0 and -1"),
+    [({"examples": 0}, "examples must be an int of at least 1, got 0"), ({"replay": 0}, "replay must be an int of at least 1"),
+     ({"refit_steps": -1}, "refit_steps must be an int of at least 0, got -1"),
+     ({"distill": float("nan")}, "distill must be a finite number at least 0, got nan"),
+     ({"learning_rate": 0.0}, "learning_rate must be a finite number above 0, got 0.0"),
+     ({"learning_rate": float("inf")}, "learning_rate must be a finite number above 0, got inf"),  # was accepted
+     ({"examples": 2.5}, "examples must be an int of at least 1, got 2.5"), ({"refit_steps": 1.5}, "refit_steps must be an int"),
+     ({"steps": True}, "steps must be an int of at least 1, got True"),  # was accepted, as one step
+     ({"seed": -1}, "seed must be an int of at least 0, got -1"),
      ({"router_backbone": "resnet"}, r"unknown router_backbone 'resnet': choose one of \('small', 'resnet18'\)")],
 )  # fmt: skip
 def test_adapt_config_refuses_bad_values(options, message):

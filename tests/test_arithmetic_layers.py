@@ -379,6 +379,10 @@ def test_invalid_construction_is_rejected() -> None:
         NMU(2, 2, ensemble=0)
     with pytest.raises(ValueError, match="eps"):
         NACMul(2, 2, eps=0.0)
+    for cls in (NALU, NACMul, NPU, RealNPU):  # NALU took any eps (log(0), NaN); the others infinity
+        for eps in (0.0, -1.0, math.nan, math.inf):
+            with pytest.raises(ValueError, match=rf"{cls.__name__}: eps must be a finite number above 0, got {eps}"):
+                cls(2, 2, eps=eps)
     with pytest.raises(ValueError, match="set_member"):
         NAU(2, 2, ensemble=2).set_member(0, NMU(2, 2))
 

@@ -228,6 +228,10 @@ def test_bad_inputs_raise_clear_errors() -> None:
         RelativeMultiheadAttention(DIM, HEADS, relative="xl", position_dim=3)
     with pytest.raises(ValueError, match="position_dim belongs to relative='xl'"):
         RelativeMultiheadAttention(DIM, HEADS, relative="shaw", position_dim=4)
+    for relative in ("xl_clipped", "shaw"):  # 2.5 clipped distances at 2.5 (or failed deep in nn.Embedding); True as 1
+        for bad in (2.5, True, 0):
+            with pytest.raises(ValueError, match=f"max_rel_pos must be an int of at least 1, got {bad}"):
+                RelativeMultiheadAttention(DIM, HEADS, relative=relative, max_rel_pos=bad)  # type: ignore[arg-type]
 
 
 def test_additive_attention_weighs_real_keys_and_names_bad_inputs() -> None:

@@ -99,11 +99,13 @@ def test_spotting_refuses_a_known_symbol_and_bad_configurations(trained):
         spot_new_symbol(pipeline, "7", windows, lengths)
     with pytest.raises(ValueError, match="unknown role"):
         FewShotConfig(role="bracket")
+    with pytest.raises(ValueError, match=r"rounds, glyph_steps and batch_size must be positive ints.*'batch_size': True"):
+        FewShotConfig(batch_size=True)  # was accepted, as batches of one
     with pytest.raises(ValueError, match="agreements"):
         FewShotConfig(agreements=(0.9, 1.5))
     with pytest.raises(ValueError, match="only_new_class takes roles"):
         FewShotConfig(only_new_class=("bracket",))
-    for augmentation in ({"augment_shift": -1}, {"augment_style": 1.5}):
+    for augmentation in ({"augment_shift": -1}, {"augment_shift": 2.5}, {"augment_style": 1.5}):  # 2.5 was accepted
         with pytest.raises(ValueError, match="augment_shift >= 0 and augment_style"):
             FewShotConfig(**augmentation)
     with pytest.raises(ValueError, match="no few-shot training expression"):

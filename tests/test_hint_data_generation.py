@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -243,5 +244,14 @@ def test_main_split_is_cached_on_disk(tmp_path):
 def test_bad_arguments_are_rejected():
     with pytest.raises(ValueError, match="scale"):
         MAIN_RULES.with_scale(0)
+    # were accepted: a size of 0 or -1 became lists of one, a fraction of -1 one item, NaN failed once generating
+    for bad, match in (({"train_per_op": 0}, "train_per_op must be an int of at least 1, got 0"),
+                       ({"test_per_op": 2.5}, "test_per_op must be an int of at least 1, got 2.5"),
+                       ({"enumerate_up_to": -1}, "enumerate_up_to must be an int of at least 0, got -1"),
+                       ({"test_i_fraction": -1.0}, "test_i_fraction must be a finite number above 0, got -1.0"),
+                       ({"val_i_fraction": float("nan")}, "val_i_fraction must be a finite number above 0, got nan"),
+                       ({"result_share_cap": 1.5}, r"result_share_cap must be a fraction in \(0, 1\], got 1.5")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            replace(MAIN_RULES, **bad)
     with pytest.raises(ValueError, match="few-shot concept"):
         fewshot_split("q", cache=False)

@@ -26,3 +26,6 @@ def test_mixer_block_rejects_wrong_token_count():
         MixerBlock(5, 8, 4, 4)(torch.randn(2, 6, 8))
     with pytest.raises(ValueError, match="must be positive, got 0, 8, 4, 4"):
         MixerBlock(0, 8, 4, 4)
+    for dropout in (float("nan"), -0.1, 1.0):  # NaN was accepted: torch's Dropout compares it to 0 and 1
+        with pytest.raises(ValueError, match=rf"dropout must be in \[0, 1\), got {dropout}"):
+            MixerBlock(5, 8, 4, 4, dropout=dropout)

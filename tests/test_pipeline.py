@@ -1,5 +1,6 @@
 """The pipeline learns perception from results alone on a tiny synthetic problem, and resumes exactly."""
 
+import math
 from collections import Counter
 from dataclasses import replace
 
@@ -297,6 +298,9 @@ def test_distilling_keeps_the_anchors_reading_of_the_flagged_records_only(proble
         train_pipeline(tiny_pipeline(), train, replace(config, distill=1.0), CPU, progress=False)
     with pytest.raises(ValueError, match="distill"):
         PipelineConfig(distill=-1.0)
+    for distill in (math.nan, math.inf):  # were accepted: every loss NaN
+        with pytest.raises(ValueError, match=f"distill must be a finite number at least 0, got {distill}"):
+            PipelineConfig(distill=distill)
 
 
 def test_reading_abducing_and_verifying_refuse_bad_batches_and_targets(problem):

@@ -136,10 +136,16 @@ def test_refit_refuses_bad_input(problem):
         refit_reader(reader, [], RefitConfig(steps=1), CPU)
     with pytest.raises(ValueError, match="batch_size must be positive, got 0"):
         abduced_windows(tiny_pipeline(), train, CPU, batch_size=0)
-    for bad, match in (({"steps": 0}, "must be positive"), ({"augment_shift": -1}, "augment_shift >= 0"),
-                       ({"learning_rate": 0.0}, "learning_rate > 0"), ({"schedule": "warm"}, "unknown schedule"),
-                       ({"steps": 2.5}, "positive ints"), ({"learning_rate": float("inf")}, "finite learning_rate"),
-                       ({"seed": -1}, "seed >= 0")):  # fmt: skip
+    for bad, match in (({"steps": 0}, "steps must be an int of at least 1, got 0"),
+                       ({"augment_shift": -1}, "augment_shift must be an int of at least 0, got -1"),
+                       ({"learning_rate": 0.0}, "learning_rate must be a finite number above 0, got 0.0"),
+                       ({"schedule": "warm"}, "unknown schedule"), ({"steps": 2.5}, "steps must be an int"),
+                       ({"learning_rate": float("inf")}, "learning_rate must be a finite number above 0, got inf"),
+                       ({"seed": -1}, "seed must be an int of at least 0, got -1"),
+                       # were accepted: a seed or shift of 2.5 failed at the first batch, deep in torch; True as 1
+                       ({"seed": 2.5}, "seed must be an int of at least 0, got 2.5"),
+                       ({"augment_shift": 2.5}, "augment_shift must be an int of at least 0, got 2.5"),
+                       ({"batch_size": True}, "batch_size must be an int of at least 1, got True")):  # fmt: skip
         for config in (RefitConfig, PipelineConfig):  # both check the settings they share once, in WindowTraining
             with pytest.raises(ValueError, match=match):
                 config(**bad)

@@ -136,6 +136,18 @@ def test_image_padding_windows_are_ignored() -> None:
     torch.testing.assert_close(model(images, src_mask, tgt_in), model(changed, src_mask, tgt_in))
 
 
+def test_model_sizes_that_are_not_positive_ints_are_named() -> None:
+    front_end = build_front_end("symbol", 16, vocab_size=SOURCE_VOCAB)
+    # True was accepted: a model one unit wide, one head or one layer deep
+    for name, option in (("gru", "hidden"), ("gru", "encoder_layers"), ("transformer", "heads"),
+                         ("transformer", "encoder_layers"), ("transformer", "decoder_layers")):  # fmt: skip
+        with pytest.raises(ValueError, match=f"{option} must be an int of at least 1, got True"):
+            build_seq2seq(name, front_end, 13, **{option: True})
+    for bad in (True, 2.5):
+        with pytest.raises(ValueError, match=f"decoder_layers must be an int of at least 1, got {bad}"):
+            RNNSeq2Seq(front_end, 13, decoder_layers=bad)
+
+
 def test_bad_sources_raise_clear_errors() -> None:
     model = tiny_model("gru_att")
     src, src_mask, tgt_in, _ = reversal_batch(4)

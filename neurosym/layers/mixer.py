@@ -28,6 +28,8 @@ class MixerBlock(nn.Module):
                 f"num_tokens, dim, token_hidden and channel_hidden must be positive, got {num_tokens}, {dim}, "
                 f"{token_hidden}, {channel_hidden}"
             )
+        if not 0.0 <= dropout < 1.0:  # NaN passed torch's own check
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.num_tokens = num_tokens
         self.dim = dim
         self.token_norm = nn.LayerNorm(dim)

@@ -67,8 +67,8 @@ class RelativeMultiheadAttention(MultiheadAttention):
         super().__init__(dim, heads, dropout=dropout, bias=bias)
         if relative not in ("xl", "xl_clipped", "shaw"):
             raise ValueError(f"relative must be 'xl', 'xl_clipped' or 'shaw', got {relative!r}")
-        if max_rel_pos < 1:
-            raise ValueError(f"max_rel_pos must be at least 1, got {max_rel_pos}")
+        if not isinstance(max_rel_pos, int) or isinstance(max_rel_pos, bool) or max_rel_pos < 1:  # 2.5 clipped at 2.5
+            raise ValueError(f"max_rel_pos must be an int of at least 1, got {max_rel_pos!r}")
         if relative == "shaw" and position_dim is not None:
             raise ValueError("position_dim belongs to relative='xl'; Shaw attention learns one vector per distance")
         self.clipped = relative == "xl_clipped"

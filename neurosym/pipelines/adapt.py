@@ -13,7 +13,6 @@ with what the stage fits.
 from __future__ import annotations
 
 import copy
-import math
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -30,6 +29,7 @@ from neurosym.pipelines.refit import RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.routing import route_readers
 from neurosym.pipelines.trainer import Anchor, PipelineConfig, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
+from neurosym.training.checks import int_at_least, positive_number
 
 STAGE_CHECKPOINTS = {"adapt": "adapt_checkpoint.pt", "refit": "refit_checkpoint.pt", "route": "routing_checkpoint.pt"}
 """The checkpoint file of each stage, in the folder :func:`adapt_to_writer` is given."""
@@ -68,27 +68,17 @@ class AdaptConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        counts = {
-            name: getattr(self, name)
-            for name in ("examples", "replay", "steps", "refit_steps", "route_steps", "augment_shift", "seed")
-        }
-        if not all(isinstance(count, int) for count in counts.values() if count is not None):
-            raise ValueError(
-                f"examples, replay, steps, refit_steps, route_steps, augment_shift and seed must be ints, got {counts}"
-            )
-        if self.examples < 1 or self.steps < 1 or (self.replay is not None and self.replay < 1):
-            raise ValueError(f"examples, steps and replay must be positive, got {self.examples}, {self.steps}, {self.replay}")
-        if min(self.refit_steps, self.route_steps, self.augment_shift, self.seed) < 0:
-            raise ValueError(
-                f"refit_steps, route_steps, augment_shift and seed must be at least 0, got {self.refit_steps}, "
-                f"{self.route_steps}, {self.augment_shift} and {self.seed}"
-            )
+        for name in ("examples", "steps"):
+            int_at_least(getattr(self, name), name, 1)
+        if self.replay is not None:
+            int_at_least(self.replay, "replay", 1)
+        for name in ("refit_steps", "route_steps", "augment_shift", "seed"):
+            int_at_least(getattr(self, name), name, 0)
         if self.router_backbone not in BACKBONES:
             raise ValueError(f"unknown router_backbone {self.router_backbone!r}: choose one of {BACKBONES}")
-        if not math.isfinite(self.distill) or self.distill < 0:
-            raise ValueError(f"distill must be a finite number >= 0, got {self.distill}")
-        if self.learning_rate is not None and not self.learning_rate > 0:
-            raise ValueError(f"learning_rate must be positive, got {self.learning_rate}")
+        positive_number(self.distill, "distill", zero=True)
+        if self.learning_rate is not None:  # infinity made every weight NaN at the first step
+            positive_number(self.learning_rate, "learning_rate")
 
 
 @dataclass

@@ -50,6 +50,7 @@ from neurosym.pipelines.refit import RefitConfig
 from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics import OperatorTable
+from neurosym.training.checks import is_int
 
 
 @dataclass(frozen=True)
@@ -93,7 +94,7 @@ class FewShotConfig:
         if not self.agreements or any(not 0 < a <= 1 for a in self.agreements):
             raise ValueError(f"agreements must be fractions in (0, 1], got {self.agreements}")
         counts = {name: getattr(self, name) for name in ("rounds", "glyph_steps", "batch_size", "glyph_batch", "abduction_steps")}
-        if not all(isinstance(count, int) for count in counts.values()) or (
+        if not all(is_int(count) for count in counts.values()) or (
             min(self.rounds, self.glyph_steps, self.batch_size) < 1
             or self.glyph_batch < 2
             or self.glyph_batch % 2
@@ -103,11 +104,11 @@ class FewShotConfig:
                 "rounds, glyph_steps and batch_size must be positive ints, glyph_batch an even int (half few-shot, half "
                 f"replayed), abduction_steps >= 0, got {counts}"
             )
-        if not 0 < self.learning_rate < math.inf or not isinstance(self.seed, int) or self.seed < 0:
+        if not 0 < self.learning_rate < math.inf or not is_int(self.seed) or self.seed < 0:
             raise ValueError(f"need a finite learning_rate > 0 and an int seed >= 0, got {self.learning_rate} and {self.seed!r}")
         if not set(self.only_new_class) <= set(ROLES):
             raise ValueError(f"only_new_class takes roles of {ROLES}, got {self.only_new_class}")
-        if self.augment_shift < 0 or not 0 <= self.augment_style <= 1:
+        if not is_int(self.augment_shift) or self.augment_shift < 0 or not 0 <= self.augment_style <= 1:
             raise ValueError(
                 f"need augment_shift >= 0 and augment_style in [0, 1], got {self.augment_shift}, {self.augment_style}"
             )

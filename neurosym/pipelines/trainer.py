@@ -11,7 +11,6 @@ checkpoints are atomic and a resumed run repeats an uninterrupted one exactly (b
 
 from __future__ import annotations
 
-import math
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, reading_batches, real_positions
+from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
@@ -64,14 +64,11 @@ class WindowTraining:
     checkpoint_every: int = 100
 
     def __post_init__(self) -> None:
-        counts = {"steps": self.steps, "batch_size": self.batch_size, "checkpoint_every": self.checkpoint_every}
-        if not all(isinstance(value, int) and value >= 1 for value in counts.values()):
-            raise ValueError(f"steps, batch_size and checkpoint_every must be positive ints, got {counts}")
-        if not 0 < self.learning_rate < math.inf or self.augment_shift < 0 or self.seed < 0:
-            raise ValueError(
-                f"need a finite learning_rate > 0, augment_shift >= 0 and seed >= 0, got {self.learning_rate}, "
-                f"{self.augment_shift} and {self.seed}"
-            )
+        for name in ("steps", "batch_size", "checkpoint_every"):
+            int_at_least(getattr(self, name), name, 1)
+        for name in ("augment_shift", "seed"):  # a seed of 2.5 failed at the first batch, deep in torch
+            int_at_least(getattr(self, name), name, 0)
+        positive_number(self.learning_rate, "learning_rate")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}: choose one of {SCHEDULES}")
 
@@ -104,8 +101,7 @@ class PipelineConfig(WindowTraining):
             raise ValueError(f"augment_style must be in [0, 1], got {self.augment_style}")
         if not isinstance(self.curriculum, Curriculum):
             raise ValueError(f"curriculum must be a Curriculum (Curriculum.none() for none), got {self.curriculum!r}")
-        if self.distill < 0:
-            raise ValueError(f"distill must be >= 0, got {self.distill}")
+        positive_number(self.distill, "distill", zero=True)  # NaN or infinity made every loss NaN
 
 
 @dataclass(frozen=True)

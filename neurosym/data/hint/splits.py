@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from neurosym.training.checks import int_at_least, positive_number
+
 EVAL_SUBSETS: tuple[str, ...] = ("I", "SS", "LS", "SL", "LL")
 
 
@@ -47,6 +49,13 @@ class SplitRules:
             raise ValueError("need 0 <= min_train_ops <= max_train_ops < max_test_ops")
         if not 0 < self.small_limit < self.large_limit:
             raise ValueError("need 0 < small_limit < large_limit")
+        for name in ("max_train_ops", "max_test_ops", "small_limit", "large_limit", "enumerate_up_to", "min_train_ops"):
+            int_at_least(getattr(self, name), name, 0)
+        for name in ("train_per_op", "test_per_op", "val_per_op"):  # 0 or -1 gave lists of one, 2.5 a float size
+            int_at_least(getattr(self, name), name, 1)
+        for name in ("test_i_fraction", "val_i_fraction", "result_share_cap"):  # -1 gave one item, NaN failed late
+            if positive_number(getattr(self, name), name) > 1:
+                raise ValueError(f"{name} must be a fraction in (0, 1], got {getattr(self, name)!r}")
 
     def scaled(self, size: int) -> int:
         return max(1, round(size * self.scale))

@@ -65,8 +65,6 @@ class NACMul(_TanhSigmoidWeight):
     """
 
     def __init__(self, in_features: int, out_features: int, *, eps: float = DEFAULT_EPS, ensemble: int | None = None):
-        if not eps > 0:
-            raise ValueError(f"NACMul: eps must be positive, got {eps!r}")
         super().__init__(in_features, out_features, ensemble=ensemble, eps=eps)
         self.eps = eps
 

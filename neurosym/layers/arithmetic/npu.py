@@ -17,8 +17,6 @@ class _PowerUnit(ArithmeticUnit):
     to ½), the real weight ``W_re [(S,) out, in]`` (Glorot uniform), and the L1 regulariser."""
 
     def __init__(self, in_features: int, out_features: int, *, eps: float = DEFAULT_EPS, ensemble: int | None = None):
-        if not eps > 0:
-            raise ValueError(f"{type(self).__name__}: eps must be positive, got {eps!r}")
         super().__init__(in_features, out_features, ensemble=ensemble, eps=eps)
         self.eps = eps
         self.real_weight = self.make_parameter(out_features, in_features)

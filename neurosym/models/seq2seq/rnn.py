@@ -17,6 +17,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from neurosym.layers.additive_attention import AdditiveAttention
 from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import output_mask
+from neurosym.training.checks import int_at_least
 
 Cell = Literal["gru", "lstm"]
 RecurrentState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
@@ -65,6 +66,9 @@ class RNNSeq2Seq(Seq2Seq):
         super().__init__()
         if cell not in ("gru", "lstm"):
             raise ValueError(f"cell must be 'gru' or 'lstm', got {cell!r}")
+        for name, count in (("embed_dim", embed_dim), ("hidden", hidden), ("encoder_layers", encoder_layers),
+                            ("decoder_layers", decoder_layers)):  # fmt: skip
+            int_at_least(count, name, 1)  # True built a model one unit wide or one layer deep
         if bidirectional and hidden % 2:
             raise ValueError(f"a bidirectional encoder splits hidden over two directions: hidden must be even, got {hidden}")
         recurrent = nn.GRU if cell == "gru" else nn.LSTM

@@ -22,6 +22,7 @@ from neurosym.layers.transformer import (
 from neurosym.layers.universal import UniversalTransformer
 from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import front_end_dim, output_mask
+from neurosym.training.checks import int_at_least
 
 
 class _LayerOptions(TypedDict):
@@ -92,6 +93,8 @@ class TransformerSeq2Seq(Seq2Seq):
         super().__init__()
         if init not in ("torch", "release"):
             raise ValueError(f"unknown init {init!r}: use 'torch' or 'release'")
+        for name, count in (("heads", heads), ("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers)):
+            int_at_least(count, name, 1)  # True built one head or one layer
         embed_dim = front_end_dim(front_end)
         dim = embed_dim if dim is None else dim
         ff_dim = 4 * dim if ff_dim is None else ff_dim
