@@ -68,6 +68,10 @@ def test_a_grammar_that_cannot_serve_is_named_before_any_work(tmp_path):
         SymbolGrammar(None)
     with pytest.raises(TypeError, match="Executor takes a SymbolGrammar and a TreeSemantics, got str and TreeSemantics"):
         Executor(ADDITION, addition_semantics())
+    with pytest.raises(ValueError, match=r"memory \(sentences remembered\) must be an int of at least 0, got -1"):
+        Executor(SymbolGrammar(ADDITION), addition_semantics(), memory=-1)  # (turned the memory off silently)
+    with pytest.raises(ValueError, match="max_changes, max_candidates, max_patterns, alternatives and beam must be ints"):
+        AbductionBudget(max_changes=True)
     with pytest.raises(ValueError, match=r"terminals \['NUM'\] match no single symbol"):  # "10" would vanish silently
         SymbolGrammar('start: NUM ("+" NUM)*\nNUM: "10" | "11"\n')
     for text in ("", 'expr: "a"\n'):

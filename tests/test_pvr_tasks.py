@@ -137,10 +137,15 @@ def test_holdout_i_is_bounded():
 
 
 def test_rules_and_holdouts_without_room_for_a_pointer_and_a_value_are_named():
-    with pytest.raises(ValueError, match="a block grid needs at least 2 x 2 cells"):
+    with pytest.raises(ValueError, match=r"grid \(2 x 2 cells at least: a pointer and a value\) must be an int of at least 2"):
         block_rule(1)
-    with pytest.raises(ValueError, match="a sequence needs at least 2 digits"):
+    with pytest.raises(ValueError, match=r"length \(2 digits at least: a pointer and a value\) must be an int of at least 2"):
         sequential_rule(1)
+    for build, message in ((lambda: block_rule(2.5), "grid .* got 2.5"), (lambda: sequential_rule(5, pointer_position=True),
+                           "pointer_position must be an int"), (lambda: vector_rule(complexity=1.5), "complexity must be an int"),
+                           (lambda: vector_rule(num_values=2.5), "num_values must be an int")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):  # (were accepted: slots indexed by 2.5 or True)
+            build()
     with pytest.raises(ValueError, match="complexity m must be at least 0, got -2"):
         held_out_windows(-2, 1)
 

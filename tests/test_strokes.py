@@ -80,6 +80,8 @@ def test_blank_windows_stay_blank_and_bad_arguments_are_refused():
     assert redrawn[1].amax() == 1 and not torch.isnan(redrawn).any()
     with pytest.raises(ValueError, match="stroke width"):
         StrokeNormaliser(width=0)
+    with pytest.raises(ValueError, match=r"the stroke width \(pixels\) must be an int of at least 1, got 2.5"):
+        StrokeNormaliser(width=2.5)
     with pytest.raises(ValueError, match=r"\[N, 1, S, S\]"):
         StrokeNormaliser()(torch.zeros(2, 32, 32))
 

@@ -20,6 +20,8 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from neurosym.training.checks import int_at_least
+
 _NEIGHBOURS = ((-1, 0), (-1, 1), (0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1))
 """Offsets (row, column) of the neighbours P2 … P9 of Zhang & Suen, clockwise from north."""
 
@@ -91,8 +93,7 @@ class StrokeNormaliser(nn.Module):
 
     def __init__(self, width: int = 3, blur: float = 0.8, threshold: float = 0.4) -> None:
         super().__init__()
-        if width < 1:
-            raise ValueError(f"the stroke width must be a positive number of pixels, got {width}")
+        int_at_least(width, "the stroke width (pixels)", 1)  # (2.5 made a max-pool of another size)
         if blur <= 0 or not 0 < threshold < 1:
             raise ValueError(f"need blur > 0 and 0 < threshold < 1, got blur={blur}, threshold={threshold}")
         self.width, self.threshold = width, threshold

@@ -38,6 +38,7 @@ from lark import Token, Tree
 from neurosym.pipelines.abduction import Correction, changed
 from neurosym.pipelines.value_chain import ValueChain
 from neurosym.semantics.tree_semantics import Executor
+from neurosym.training.checks import is_int
 
 Edits = tuple[tuple[int, str], ...]
 PATTERN_LIST_LIMIT = 3000
@@ -90,7 +91,7 @@ class AbductionBudget:
     def __post_init__(self) -> None:
         counts = (self.max_changes, self.max_candidates, self.max_patterns, self.alternatives, self.beam)
         if (
-            not all(isinstance(count, int) for count in (*counts, self.readings, self.chain_sweeps))
+            not all(is_int(count) for count in (*counts, self.readings, self.chain_sweeps))
             or min(counts) < 1
             or min(self.readings, self.chain_sweeps) < 0
         ):

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neurosym.training.checks import int_at_least, is_int
+
 BOUNDARIES = ("wrap", "truncate")
 
 
@@ -65,15 +67,22 @@ AGGREGATIONS: dict[str, Callable[[np.ndarray, np.ndarray, int], np.ndarray]] = {
 """name -> ``f(window [N, w] int, valid [N, w] bool, num_classes) -> labels [N]``."""
 
 
+def _check_table_sizes(num_classes: int, num_values: int) -> None:
+    int_at_least(num_classes, "num_classes", 1)
+    int_at_least(num_values, "num_values", 1)
+
+
 def contiguous_pointer_table(num_classes: int, num_values: int) -> tuple[int, ...]:
     """Pointer digits split into ``num_values`` contiguous groups, as equal as possible, the first groups
     one larger: for 10 digits and 3 values ``0-3 -> 0, 4-6 -> 1, 7-9 -> 2`` (the paper's 2x2 block task)."""
+    _check_table_sizes(num_classes, num_values)
     groups = np.array_split(np.arange(num_classes), num_values)
     return tuple(int(position) for position, group in enumerate(groups) for _ in group)
 
 
 def cyclic_pointer_table(num_classes: int, num_values: int) -> tuple[int, ...]:
     """Pointer digit ``d`` selects value ``d % num_values`` (the identity when there are 10 values)."""
+    _check_table_sizes(num_classes, num_values)
     return tuple(int(d) % num_values for d in range(num_classes))
 
 
@@ -96,6 +105,10 @@ class PVRRule:
     num_classes: int = field(init=False)
 
     def __post_init__(self) -> None:
+        for name in ("length", "pointer_position", "complexity"):  # (2.5 or True would index slots silently)
+            int_at_least(getattr(self, name), name, 0)
+        if not all(is_int(p) for p in self.pointer_table):  # (int() would truncate)
+            raise ValueError(f"pointer_table holds value indices (ints), got {tuple(self.pointer_table)}")
         object.__setattr__(self, "pointer_table", tuple(int(p) for p in self.pointer_table))
         object.__setattr__(self, "num_classes", len(self.pointer_table))
         num_values = self.length - 1

@@ -21,6 +21,7 @@ from lark.exceptions import VisitError
 
 from neurosym.syntax.errors import ParseError
 from neurosym.syntax.symbol_grammar import SymbolGrammar
+from neurosym.training.checks import int_at_least
 
 Inverse = Callable[[Any, tuple[Any, ...]], Iterable[Sequence[Any]]]
 #: Errors a rule's callable may raise to say "this sentence has no value".
@@ -174,6 +175,8 @@ class Executor:
         if not isinstance(grammar, SymbolGrammar) or not isinstance(semantics, TreeSemantics):
             raise TypeError(f"Executor takes a SymbolGrammar and a TreeSemantics, got {type(grammar).__name__} and "
                             f"{type(semantics).__name__}")  # fmt: skip
+        int_at_least(memory, "memory (sentences remembered)", 0)  # (-1 turned the memory off silently)
+        int_at_least(shapes, "shapes (parses remembered)", 0)
         self.grammar, self.semantics, self.memory, self.shapes = grammar, semantics, memory, shapes
         self._seen: OrderedDict[str, Any] = OrderedDict()
         self._parses: OrderedDict[tuple[str | None, ...], _Parse] = OrderedDict()

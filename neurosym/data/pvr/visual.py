@@ -26,6 +26,7 @@ from neurosym.semantics.pvr_rules import (
     contiguous_pointer_table,
     cyclic_pointer_table,
 )
+from neurosym.training.checks import int_at_least
 
 DIGIT_SIZE = 28
 
@@ -93,16 +94,14 @@ def render_sequence(digits: np.ndarray) -> np.ndarray:
 
 def block_rule(grid: int = 2, pointer_position: int = 0, complexity: int = 0, aggregation: str = "mod_sum") -> PVRRule:
     """The block task's rule: pointer digits split into contiguous groups over the ``grid^2 - 1`` values."""
-    if grid < 2:
-        raise ValueError(f"a block grid needs at least 2 x 2 cells (a pointer and a value), got {grid}")
+    int_at_least(grid, "grid (2 x 2 cells at least: a pointer and a value)", 2)
     cells = grid * grid
     return PVRRule(cells, contiguous_pointer_table(10, cells - 1), pointer_position, complexity, aggregation)
 
 
 def sequential_rule(length: int = 11, pointer_position: int = 0, complexity: int = 0, aggregation: str = "mod_sum") -> PVRRule:
     """The sequential task's rule: pointer digit ``d`` selects value ``d % (length - 1)``."""
-    if length < 2:
-        raise ValueError(f"a sequence needs at least 2 digits (a pointer and a value), got {length}")
+    int_at_least(length, "length (2 digits at least: a pointer and a value)", 2)
     return PVRRule(length, cyclic_pointer_table(10, length - 1), pointer_position, complexity, aggregation)
 
 
