@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from neurosym import __version__
+
 COMMANDS: dict[str, tuple[str, str]] = {
     "hint-data": (
         "neurosym.experiments.hint_data",
@@ -64,6 +66,7 @@ USAGE_ERROR = 2
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser; with ``command`` given, only that runner's module is imported."""
     parser = argparse.ArgumentParser(prog="neurosym", description="neurosym benchmarks and pipelines.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, summary) in COMMANDS.items():
         child = sub.add_parser(name, help=summary, description=summary, formatter_class=argparse.ArgumentDefaultsHelpFormatter)

@@ -333,3 +333,14 @@ def test_hint_data_takes_every_bank_that_hint_takes(tmp_path) -> None:
 
     parse = lambda value: build_parser("hint-data").parse_args(["hint-data", "--bank", value]).bank
     assert [parse(name) for name in BANKS] == list(BANKS) and parse("none") == "none" and parse(str(tmp_path)) == str(tmp_path)
+
+
+def test_version_prints_the_package_version(capsys) -> None:
+    import importlib.metadata
+
+    import neurosym
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0 and capsys.readouterr().out.strip() == f"neurosym {neurosym.__version__}"
+    assert importlib.metadata.version("neurosym") == neurosym.__version__  # pyproject reads it from there
