@@ -24,7 +24,7 @@ def test_the_documented_loop_trains_checkpoints_and_resumes(tmp_path, monkeypatc
     model = torch.nn.Linear(3, 1)
 
     def step(index: int) -> tuple[torch.Tensor, dict]:
-        x = torch.randn(16, 3, generator=torch.Generator().manual_seed(index))
+        x = torch.randn(16, 3, generator=torch.Generator().manual_seed(index)).to(model.weight.device)
         return ((model(x) - x.sum(1, keepdim=True)) ** 2).mean(), {}
 
     block = _block().replace("max_steps=10_000", "max_steps=600")
