@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -400,6 +401,9 @@ def test_a_misspelled_option_is_refused_as_python_refuses_one(cls) -> None:
     with pytest.raises(TypeError, match=r"unexpected keyword argument 'ensmble'"):  # not silently one unit
         cls(3, 2, ensmble=4)
     assert cls(3, 2, ensemble=4).ensemble == 4
+    if "eps" not in inspect.signature(cls.__init__).parameters:
+        with pytest.raises(TypeError, match=r"unexpected keyword argument 'eps'"):  # not a bad value of an option it lacks
+            cls(3, 2, eps=0)
 
 
 @pytest.mark.parametrize("cls", UNITS)

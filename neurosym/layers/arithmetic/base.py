@@ -86,12 +86,12 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
                 raise ValueError(f"{type(self).__name__}: {name} must be a positive int, got {value!r}")
         if ensemble is not None and (not isinstance(ensemble, int) or isinstance(ensemble, bool) or ensemble < 1):
             raise ValueError(f"{type(self).__name__}: ensemble must be None or a positive int, got {ensemble!r}")
-        eps = options.get("eps", 1.0)  # added inside a log: 0 or less gave log(0) or NaN, infinity a constant unit
-        if not isinstance(eps, numbers.Real) or isinstance(eps, bool) or not 0 < float(eps) < math.inf:
-            raise ValueError(f"{type(self).__name__}: eps must be a finite number above 0, got {eps!r}")
         accepted = inspect.signature(type(self).__init__).parameters  # the unit's own options, not a base's **options
         if unknown := [name for name in options if name not in accepted]:
             raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}")
+        eps = options.get("eps", 1.0)  # added inside a log: 0 or less gave log(0) or NaN, infinity a constant unit
+        if not isinstance(eps, numbers.Real) or isinstance(eps, bool) or not 0 < float(eps) < math.inf:
+            raise ValueError(f"{type(self).__name__}: eps must be a finite number above 0, got {eps!r}")
         self.in_features = in_features
         self.out_features = out_features
         self.ensemble = ensemble
