@@ -77,6 +77,10 @@ def test_range_parsing_and_errors():
         SampleRange.parse("(1,2)")
     with pytest.raises(ValueError, match="sorted and disjoint"):
         SampleRange(((2.0, 6.0), (1.0, 3.0)))
+    for interval in (("1", "2"), (1.0, 2.0, 3.0), (True, 2.0), 1.0):
+        with pytest.raises(TypeError, match="each interval must be a pair of numbers"):
+            SampleRange((interval,))
+    assert SampleRange(((np.float32(1), np.int64(2)),)).high == 2
     assert set(RANGE_PAIRS) == {"[1,2]", "[-2,-1]", "[-2,2]", "[0,1]", "[0.1,0.2]", "[1.1,1.2]", "[10,20]"}
     assert str(RANGE_PAIRS["[-2,2]"][1]) == "U[-6,-2]∪U[2,6]"
 

@@ -226,6 +226,13 @@ def test_prefix_examples_and_errors():
         from_prefix([])
     with pytest.raises(ValueError, match="unknown symbol 'q'"):
         from_prefix(["q"])
+    for convert in (to_prefix, to_postfix):  # (wrote ['+', '1'], which from_prefix cannot rebuild)
+        with pytest.raises(ValueError, match="operator '\\+' needs 2 operands, got 1"):
+            convert(Node("+", (Node("1"),)))
+        with pytest.raises(ValueError, match="number '1' cannot have operands"):
+            convert(Node("1", (Node("2"), Node("3"))))
+    concepts = ConceptTable(additive=("@",))
+    assert to_prefix(Node("@", (Node("1"), Node("2"))), concepts) == ["@", "1", "2"]
 
 
 @settings(max_examples=60, deadline=None)

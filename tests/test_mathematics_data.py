@@ -130,6 +130,9 @@ def test_module_scores_are_means_over_modules():
     per_module = module_accuracies(["b", "a", "b", "b"], ["1", "2", "3", "0"], ["1", "x", "3", "4"])
     assert per_module == {"a": 0.0, "b": pytest.approx(2 / 3)}
     assert mean_over_modules(per_module) == pytest.approx(1 / 3)
+    for accuracy in (float("nan"), 1.5, None, True):
+        with pytest.raises(ValueError, match="module 'b': an accuracy must be a number in"):
+            mean_over_modules({"a": 0.5, "b": accuracy})
     with pytest.raises(ValueError, match="align"):
         module_accuracies(["a", "b"], ["1", "2"], ["1"])
     with pytest.raises(ValueError, match="2 predictions for 1 targets"):
@@ -243,6 +246,12 @@ def test_padding_refuses_fractional_ids_text_and_nesting():
         pad_sequences(["abc"])
     with pytest.raises(ValueError, match=r"row 0 must be a flat sequence of ids, got shape \[1, 2\]"):
         pad_sequences([[[1, 2]]])
+    with pytest.raises(TypeError, match=r"row 1 must be a flat sequence of integer ids, got \[1, None\]"):
+        pad_sequences([[3], [1, None]])
+    with pytest.raises(TypeError, match="row 0 must hold integer ids, got torch.bool values"):
+        pad_sequences([[True, False]])  # (read as the ids 1, 0)
+    with pytest.raises(TypeError, match="encode takes text, got int 123"):
+        encode(123)
     assert pad_sequences([[4.0, 5], np.array([6], dtype=np.uint8), []]).tolist() == [[4, 5], [6, PAD], [PAD, PAD]]
     assert pad_sequences(torch.tensor([[5, 6], [7, 8]])).tolist() == [[5, 6], [7, 8]]
 

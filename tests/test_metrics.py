@@ -52,6 +52,9 @@ def test_wilson_interval_rejects_bad_counts():
         wilson_interval(0, 0)
     with pytest.raises(ValueError, match="confidence"):
         wilson_interval(1, 2, confidence=1.0)
+    for confidence in ("0.9", None, True, math.nan):
+        with pytest.raises(ValueError, match=r"confidence must be a number in \(0, 1\)"):
+            wilson_interval(1, 2, confidence=confidence)
 
 
 # Published thresholds (Madsen & Johansen 2019) with their printed precision (3 significant figures).

@@ -194,6 +194,16 @@ def test_resuming_under_another_configuration_is_refused(tmp_path: Path) -> None
         Toy().run(3, path)
 
 
+def test_a_checkpoint_past_max_steps_is_refused_and_one_at_max_steps_returns_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "run.pt"
+    Toy().run(6, path)
+    with pytest.raises(ValueError, match=r"run.pt is at step 6, past max_steps 4: ask for at least 6 steps"):
+        Toy().run(4, path)  # (returned the 6-step weights as if 4 steps had trained them)
+    toy = Toy()
+    result = toy.run(6, path)
+    assert result.step == 6 and result.steps_this_call == 0 and toy.steps_seen == []
+
+
 @dataclass(frozen=True)
 class Kind:
     name: str = "plain"
@@ -294,6 +304,11 @@ def test_a_loss_that_is_no_scalar_tensor_is_named_with_its_step() -> None:
         ({"clip_norm": -1.0}, r"clip_norm \(None: no clipping\) must be a number above 0, got -1.0"),  # reversed gradients
         ({"clip_value": 0.0}, "clip_value .* must be a number above 0, got 0.0"),  # zeroed every gradient
         ({"sync_every": 2.5}, "sync_every must be an int of at least 1, got 2.5"),
+        ({"eps": 0.0}, "eps must be a finite number above 0, got 0.0"),  # 0/0 for a parameter without gradient
+        ({"weight_decay": -0.1}, "weight_decay must be a finite number at least 0, got -0.1"),
+        ({"momentum": float("nan")}, "momentum must be a finite number at least 0, got nan"),
+        ({"betas": (0.9, 1.0)}, r"betas must be two numbers in \[0, 1\), got \(0.9, 1.0\)"),
+        ({"betas": 0.9}, r"betas must be two numbers in \[0, 1\), got 0.9"),
     ],
 )
 def test_a_train_config_names_bad_counts_and_numbers(changes: dict, named: str) -> None:

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from neurosym.layers.arithmetic.base import ensemble_linear
-from neurosym.training.checks import int_at_least
+from neurosym.training.checks import int_at_least, is_real
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,10 @@ class SampleRange:
         if not self.intervals:
             raise ValueError("a SampleRange needs at least one interval")
         previous_high = -math.inf
-        for low, high in self.intervals:
+        for interval in self.intervals:
+            if not (isinstance(interval, tuple | list) and len(interval) == 2 and all(map(is_real, interval))):
+                raise TypeError(f"each interval must be a pair of numbers (low, high), got {interval!r}")
+            low, high = interval
             if not (math.isfinite(low) and math.isfinite(high) and low < high):
                 raise ValueError(f"interval [{low}, {high}] must be finite with low < high")
             if low < previous_high:

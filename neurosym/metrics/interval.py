@@ -9,6 +9,8 @@ from statistics import NormalDist
 import numpy as np
 import torch
 
+from neurosym.training.checks import is_real
+
 
 def _count(value: object) -> int | None:
     """``value`` as a Python int when it is an integer (numpy's and 0-d integer tensors too, not a bool), else None."""
@@ -29,8 +31,8 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     if count is None or not 0 <= count <= total:
         raise ValueError(f"successes must be an int in [0, {total}], got {successes!r}")
     successes, trials = count, total
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    if not (is_real(confidence) and 0 < confidence < 1):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     rate = successes / trials
     denominator = 1 + z * z / trials

@@ -9,6 +9,7 @@ import numpy as np
 
 from neurosym.metrics.published import MATHEMATICS, MATHEMATICS_TRANSFORMER_MODULES
 from neurosym.metrics.sequence import sequence_matches
+from neurosym.training.checks import is_real
 
 
 def module_accuracies(modules: Sequence[str], predictions: Sequence[str], answers: Sequence[str]) -> dict[str, float]:
@@ -31,6 +32,9 @@ def mean_over_modules(per_module: Mapping[str, float]) -> float:
     """The interpolation or extrapolation score: the unweighted mean of per-module accuracies."""
     if not per_module:
         raise ValueError("no modules to average")
+    for module, accuracy in per_module.items():
+        if not (is_real(accuracy) and 0 <= accuracy <= 1):
+            raise ValueError(f"module {module!r}: an accuracy must be a number in [0, 1], got {accuracy!r}")
     return float(np.mean(list(per_module.values())))
 
 

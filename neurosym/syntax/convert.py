@@ -7,27 +7,33 @@ from collections.abc import Sequence
 import networkx as nx
 
 from neurosym.syntax.concepts import BASE_CONCEPTS, ConceptTable
-from neurosym.syntax.printing import infix_layout
+from neurosym.syntax.printing import infix_layout, operator_level
 from neurosym.syntax.tree import Node, check_tree
 
 
-def to_prefix(node: Node) -> list[str]:
-    """Symbols in pre-order (operator before its operands), e.g. ``["-", "3", "5"]`` for ``3-5``."""
+def to_prefix(node: Node, concepts: ConceptTable | None = None) -> list[str]:
+    """Symbols in pre-order (operator before its operands), e.g. ``["-", "3", "5"]`` for ``3-5``; ``ValueError``
+    for a node :func:`from_prefix` could not rebuild (an operator of ``concepts`` without two operands)."""
     check_tree(node, "to_prefix")
+    concepts = concepts or BASE_CONCEPTS
     out, stack = [], [node]
     while stack:
         current = stack.pop()
+        operator_level(current, concepts)
         out.append(current.symbol)
         stack.extend(reversed(current.children))
     return out
 
 
-def to_postfix(node: Node) -> list[str]:
-    """Symbols in post-order (operands before their operator), e.g. ``["3", "5", "-"]`` for ``3-5``."""
+def to_postfix(node: Node, concepts: ConceptTable | None = None) -> list[str]:
+    """Symbols in post-order (operands before their operator), e.g. ``["3", "5", "-"]`` for ``3-5``; the
+    same check as :func:`to_prefix`."""
     check_tree(node, "to_postfix")
+    concepts = concepts or BASE_CONCEPTS
     out, stack = [], [node]
     while stack:  # a pre-order walk that visits the right operand first, reversed, is the post-order
         current = stack.pop()
+        operator_level(current, concepts)
         out.append(current.symbol)
         stack.extend(current.children)
     return out[::-1]

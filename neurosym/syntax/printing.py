@@ -32,6 +32,17 @@ class InfixLayout:
     preorder: list[int]
 
 
+def operator_level(node: Node, concepts: ConceptTable) -> int | None:
+    """The precedence level of ``node``'s operator, ``None`` for a number; ``ValueError`` unless an operator
+    has two operands and a number none."""
+    level = concepts.precedence(node.symbol)
+    if level is None and node.children:
+        raise ValueError(f"number {node.symbol!r} cannot have operands")
+    if level is not None and len(node.children) != 2:
+        raise ValueError(f"operator {node.symbol!r} needs 2 operands, got {len(node.children)}")
+    return level
+
+
 def infix_layout(node: Node, concepts: ConceptTable | None = None) -> InfixLayout:
     """Lay ``node`` out as infix tokens with minimal parentheses (iterative: trees of any depth)."""
     check_tree(node, "infix_layout (to_infix, tokens, execute)")
@@ -57,14 +68,10 @@ def infix_layout(node: Node, concepts: ConceptTable | None = None) -> InfixLayou
         occurrence_nodes.append(current)
         parents.append(parent)
         head_tokens.append(-1)
-        level = concepts.precedence(current.symbol)
+        level = operator_level(current, concepts)
         if level is None:
-            if current.children:
-                raise ValueError(f"number {current.symbol!r} cannot have operands")
             stack.append((current.symbol, occurrence))
             continue
-        if len(current.children) != 2:
-            raise ValueError(f"operator {current.symbol!r} needs 2 operands, got {len(current.children)}")
         left, right = current.children
         work = [
             (CLOSE, occurrence) if bracketed else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TypeGuard
 
 import numpy as np
 
@@ -11,6 +12,11 @@ import numpy as np
 def is_int(value: object) -> bool:
     """Whether ``value`` is an int (numpy's too, not a bool)."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+
+
+def is_real(value: object) -> TypeGuard[float]:
+    """Whether ``value`` is a real number (an int, a float, numpy's too; not a bool)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 
 
 def int_at_least(value: object, name: str, minimum: int) -> int:
@@ -23,7 +29,7 @@ def int_at_least(value: object, name: str, minimum: int) -> int:
 def positive_number(value: object, name: str, zero: bool = False, infinity: bool = False) -> float:
     """``value`` as a float when it is a real number above 0 (at least 0 with ``zero``; infinity only with
     ``infinity``; never NaN), else ``ValueError``."""
-    number = float(value) if isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_) else math.nan
+    number = float(value) if is_real(value) else math.nan
     if not (number >= 0 if zero else number > 0) or (math.isinf(number) and not infinity):
         expected = "at least 0" if zero else "above 0"
         raise ValueError(f"{name} must be a {'' if infinity else 'finite '}number {expected}, got {value!r}")

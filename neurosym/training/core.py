@@ -240,6 +240,11 @@ def run_training(
         saved = load_checkpoint(checkpoint.path, map_location=device)
         if saved is not None:
             done, history, before = _resume(saved, model, update, checkpoint, device)
+            if done > max_steps:  # (its weights are those of a longer run than the one asked for)
+                raise ValueError(
+                    f"the checkpoint {checkpoint.path} is at step {done}, past max_steps {max_steps}: ask for at least "
+                    f"{done} steps to continue it, or remove it to train {max_steps} steps afresh"
+                )
 
     def save() -> None:
         if checkpoint is None or not main:

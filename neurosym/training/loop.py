@@ -26,7 +26,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
-from neurosym.training.checks import int_at_least, positive_number
+from neurosym.training.checks import int_at_least, is_real, positive_number
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
@@ -93,6 +93,12 @@ class TrainConfig:
         if self.patience is not None:  # 0 or less stopped at the first evaluation without improvement, as 1 does
             int_at_least(self.patience, "patience (None: no early stopping)", 1)
         positive_number(self.lr, "lr", zero=True)
+        positive_number(self.eps, "eps")  # Adam divides by sqrt(v) + eps: 0 gives 0/0 for a parameter without gradient
+        for name in ("momentum", "weight_decay"):
+            positive_number(getattr(self, name), name, zero=True)
+        betas = tuple(self.betas) if isinstance(self.betas, tuple | list) else ()
+        if len(betas) != 2 or not all(is_real(beta) and 0 <= beta < 1 for beta in betas):
+            raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
         for name in ("clip_norm", "clip_value"):  # 0 zeroed every gradient, a negative clip_norm reversed them
             if getattr(self, name) is not None:
                 positive_number(getattr(self, name), f"{name} (None: no clipping)", infinity=True)

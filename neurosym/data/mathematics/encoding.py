@@ -22,6 +22,8 @@ _CHAR_TO_ID = {char: index + _OFFSET for index, char in enumerate(ALPHABET)}
 
 def encode(text: str, bos: bool = False, eos: bool = False) -> list[int]:
     """Ids of ``text``'s characters, optionally framed by BOS/EOS; a character outside the alphabet raises."""
+    if not isinstance(text, str):
+        raise TypeError(f"encode takes text, got {type(text).__name__} {text!r:.40}")
     ids = []
     for position, char in enumerate(text):
         if char not in _CHAR_TO_ID:
@@ -67,7 +69,12 @@ def _id_row(sequence: Sequence[int], row: int) -> torch.Tensor:
     """Row ``row`` of a batch as a 1-d LongTensor; text, nesting and fractional ids raise rather than being truncated."""
     if isinstance(sequence, str | bytes):
         raise TypeError(f"row {row} is the text {sequence!r}, not a sequence of ids (encode it first)")
-    ids = torch.as_tensor(sequence)
+    try:
+        ids = torch.as_tensor(sequence)
+    except (TypeError, ValueError, RuntimeError) as error:  # None, text or ragged rows inside the row
+        raise TypeError(f"row {row} must be a flat sequence of integer ids, got {sequence!r:.60}") from error
+    if ids.dtype == torch.bool or ids.is_complex():
+        raise TypeError(f"row {row} must hold integer ids, got {ids.dtype} values")
     if ids.dim() != 1:
         raise ValueError(f"row {row} must be a flat sequence of ids, got shape {list(ids.shape)}")
     if ids.is_floating_point() and not bool((ids == ids.round()).all()):
