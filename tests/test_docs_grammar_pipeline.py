@@ -1,17 +1,15 @@
 """docs/grammar_pipeline.md's own task (binary numbers from handwritten bits) runs as written and learns; so does a
 SentenceSource of one's own, as the docs describe it."""
 
-import re
-from pathlib import Path
-
 import numpy as np
 import torch
+from doc_blocks import DOCS, python_blocks
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "grammar_pipeline.md"
+DOC = DOCS / "grammar_pipeline.md"
 
 
 def test_the_user_task_in_the_docs_is_short_and_learns_from_values_alone(one_thread, capsys):
-    block = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)[0]
+    block = python_blocks(DOC)[0]
     assert len(block.strip().splitlines()) <= 40
     namespace: dict = {}
     exec(compile(block, str(DOC), "exec"), namespace)

@@ -5,13 +5,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
-from pathlib import Path
 
 import pytest
+from doc_blocks import DOCS, ROOT
 
 import neurosym
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _public_names() -> list[tuple[str, str]]:
@@ -34,7 +32,7 @@ def test_the_packages_users_compose_declare_their_public_names() -> None:
 
 @pytest.fixture(scope="module")
 def documentation() -> str:
-    return "\n".join(path.read_text(encoding="utf-8") for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))])
+    return "\n".join(path.read_text(encoding="utf-8") for path in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))])
 
 
 def test_every_public_name_is_named_in_the_docs(documentation: str) -> None:

@@ -1,12 +1,11 @@
 """docs/transformers.md's loop of one's own (run_training and its pieces) runs as written and resumes."""
 
-import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
+from doc_blocks import DOCS, python_blocks
 
-DOC = Path(__file__).resolve().parents[1] / "docs" / "transformers.md"
+DOC = DOCS / "transformers.md"
 
 
 @dataclass
@@ -15,7 +14,7 @@ class Config:
 
 
 def _block() -> str:
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)
+    blocks = python_blocks(DOC)
     return next(block for block in blocks if "run_training(" in block)
 
 

@@ -1,9 +1,10 @@
 """The README's quickstart is executable documentation: it must run as written."""
 
 import re
-from pathlib import Path
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from doc_blocks import ROOT, python_blocks
+
+README = ROOT / "README.md"
 
 
 def test_readme_starts_with_the_two_setup_commands():
@@ -13,7 +14,7 @@ def test_readme_starts_with_the_two_setup_commands():
 
 
 def test_readme_quickstart_runs():
-    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+    blocks = python_blocks(README)
     assert blocks, "README has no python quickstart"
     namespace: dict = {}
     exec(compile(blocks[0], str(README), "exec"), namespace)
