@@ -1,0 +1,98 @@
+"""Every command the README, docs/ and benchmarks/RESULTS.md quote (``neurosym CMD ...``, ``python
+benchmarks/CMD.py ...``, ``torchrun ... benchmarks/CMD.py ...``) is one the current command line takes: its options
+exist, their values parse and the options' own checks pass. The shell of those blocks is read as far as they use
+it: ``NAME="..."`` assignments and ``$NAME``, ``for v in a b; do ...; done`` (its first value), ``until ...; do``,
+comments and line continuations; ``S`` stands for a seed."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+from doc_blocks import DOCS, ROOT, fenced_blocks
+
+from neurosym.cli import COMMANDS, _parsed, build_parser
+from neurosym.experiments.options import options_from
+
+DOCUMENTS = [ROOT / "README.md", ROOT / "benchmarks" / "RESULTS.md", *sorted(DOCS.glob("*.md"))]
+PLACEHOLDERS = {"S": "0"}
+"""Words the documents write for a value the reader picks."""
+
+
+SEPARATORS = {";", "&&", "||", "|", "&", "do", "done", "until", "while"}
+
+
+def _words(line: str) -> list[str]:
+    """``line`` as shell words, its separators (``;``, ``&&``, ...) as words of their own, comments dropped."""
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    return list(lexer)
+
+
+def _commands(text: str) -> list[list[str]]:
+    """The argument lists (command name first) of the neurosym commands of one shell block."""
+    variables: dict[str, str] = {}
+    found = []
+    for line in text.replace("\\\n", "").splitlines():  # (bash drops a backslash-newline)
+        words = _words(line)
+        if len(words) == 1 and (assignment := re.fullmatch(r"([A-Z_]+)=(.*)", words[0])):
+            variables[assignment[1]] = assignment[2]
+            continue
+        if loop := re.match(r"for (\w+) in (\S+)", line):
+            variables[loop[1]] = loop[2]
+        argv: list[str] = []
+        for word in [*_words(re.sub(r"\$(\w+)", lambda match: variables.get(match[1], match[0]), line)), ";"]:
+            if word not in SEPARATORS:
+                argv.append(PLACEHOLDERS.get(word, word))
+                continue
+            if command := _neurosym_command(argv):
+                found.append(command)
+            argv = []
+    return found
+
+
+def _neurosym_command(argv: list[str]) -> list[str] | None:
+    """``argv`` from the command name on when it runs ``neurosym NAME`` or ``benchmarks/NAME.py``, else None."""
+    for start, word in enumerate(argv):
+        if word == "neurosym" and start + 1 < len(argv) and argv[start + 1] in COMMANDS:
+            return argv[start + 1 :]
+        if (script := re.fullmatch(r"benchmarks/([a-z_]+)\.py", word)) and script[1].replace("_", "-") in COMMANDS:
+            return [script[1].replace("_", "-"), *argv[start + 1 :]]
+    return None
+
+
+QUOTED = [
+    pytest.param(argv, id=f"{document.name}:{' '.join(argv)[:80]}")
+    for document in DOCUMENTS
+    for language, text in fenced_blocks(document)
+    if language in ("bash", "")
+    for argv in _commands(text)
+]
+
+
+def test_the_documents_quote_commands_of_every_kind() -> None:
+    assert len(QUOTED) >= 40
+    assert {param.values[0][0] for param in QUOTED} >= {"arithmetic", "hint", "pipeline", "pvr", "mathematics"}
+    assert _commands('B="--x 1"\nfor m in a b; do neurosym hint --model $m $B --seed S; done  # c\n') == [
+        ["hint", "--model", "a", "--x", "1", "--seed", "0"]
+    ]
+
+
+@pytest.mark.parametrize("argv", QUOTED)
+def test_a_quoted_command_parses_and_passes_its_options_checks(
+    argv: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(ROOT)  # (--config paths are relative to the repository)
+    argv = [str(tmp_path) if re.match(r"PATH/|/path/to/", word) else word for word in argv]  # a folder of the user's
+    parser = build_parser(argv[0])
+    try:
+        args = _parsed(parser, argv)
+        options_from(importlib.import_module(args._runner).OPTIONS, args)
+    except SystemExit as stop:  # argparse's usage error, already printed
+        pytest.fail(f"neurosym {shlex.join(argv)} is refused (exit {stop.code})")
+    except (ValueError, argparse.ArgumentError) as error:
+        pytest.fail(f"neurosym {shlex.join(argv)}: {error}")
