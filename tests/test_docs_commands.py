@@ -2,7 +2,8 @@
 benchmarks/CMD.py ...``, ``torchrun ... benchmarks/CMD.py ...``) is one the current command line takes: its options
 exist, their values parse and the options' own checks pass. The shell of those blocks is read as far as they use
 it: ``NAME="..."`` assignments and ``$NAME``, ``for v in a b; do ...; done`` (its first value), ``until ...; do``,
-comments and line continuations; ``S`` stands for a seed."""
+comments and line continuations. Inline code spans that start with ``neurosym CMD`` count too. ``S``, ``N``, ``E``,
+``R`` and ``TASK`` stand for values the reader picks."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from neurosym.cli import COMMANDS, _parsed, build_parser
 from neurosym.experiments.options import options_from
 
 DOCUMENTS = [ROOT / "README.md", ROOT / "benchmarks" / "RESULTS.md", *sorted(DOCS.glob("*.md"))]
-PLACEHOLDERS = {"S": "0"}
+PLACEHOLDERS = {"S": "0", "N": "2", "E": "1", "R": "1", "TASK": "hwf"}
 """Words the documents write for a value the reader picks."""
 
 
@@ -71,6 +72,12 @@ QUOTED = [
     for language, text in fenced_blocks(document)
     if language in ("bash", "")
     for argv in _commands(text)
+] + [
+    pytest.param(argv, id=f"{document.name}:{' '.join(argv)[:80]}")
+    for document in DOCUMENTS
+    for span in re.findall(r"`(neurosym [a-z-]+[^`$]*)`", document.read_text(encoding="utf-8"))
+    for argv in _commands(span.replace("\n", " "))
+    if "--help" not in argv and argv[-1] != "--data"  # (names the option in prose: `neurosym hint --data`)
 ]
 
 
