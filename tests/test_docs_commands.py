@@ -1,4 +1,4 @@
-"""Every command the README, docs/ and benchmarks/RESULTS.md quote (``neurosym CMD ...``, ``python
+"""Every command the README, docs/ and benchmarks/ (RESULTS.md, runs/README.md) quote (``neurosym CMD ...``, ``python
 benchmarks/CMD.py ...``, ``torchrun ... benchmarks/CMD.py ...``) is one the current command line takes: its options
 exist, their values parse and the options' own checks pass. The shell of those blocks is read as far as they use
 it: ``NAME="..."`` assignments and ``$NAME``, ``for v in a b; do ...; done`` (its first value), ``until ...; do``,
@@ -19,7 +19,7 @@ from doc_blocks import DOCS, ROOT, fenced_blocks
 from neurosym.cli import COMMANDS, _parsed, build_parser
 from neurosym.experiments.options import options_from
 
-DOCUMENTS = [ROOT / "README.md", ROOT / "benchmarks" / "RESULTS.md", *sorted(DOCS.glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "benchmarks").rglob("*.md")), *sorted(DOCS.glob("*.md"))]
 PLACEHOLDERS = {"S": "0", "N": "2", "E": "1", "R": "1", "TASK": "hwf"}
 """Words the documents write for a value the reader picks."""
 
@@ -90,7 +90,7 @@ def test_the_documents_quote_commands_of_every_kind() -> None:
 
 
 @pytest.mark.parametrize("argv", QUOTED)
-def test_a_quoted_command_parses_and_passes_its_options_checks(
+def test_a_quoted_command_parses_passes_its_options_checks_and_spells_its_options_out(
     argv: list[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.chdir(ROOT)  # (--config paths are relative to the repository)
@@ -103,3 +103,7 @@ def test_a_quoted_command_parses_and_passes_its_options_checks(
         pytest.fail(f"neurosym {shlex.join(argv)} is refused (exit {stop.code})")
     except (ValueError, argparse.ArgumentError) as error:
         pytest.fail(f"neurosym {shlex.join(argv)}: {error}")
+    abbreviated = [
+        word for word in argv if word.startswith("--") and word.split("=")[0] not in args._parser._option_string_actions
+    ]
+    assert not abbreviated, f"neurosym {shlex.join(argv)} abbreviates {abbreviated} (a new option can make it ambiguous)"
