@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -53,24 +54,28 @@ def grouped_bars(
     categories: Sequence[str],
     series: Mapping[str, Sequence[float]],
     errors: Mapping[str, Sequence[Sequence[float]]] | None = None,
+    value_format: str | None = None,
 ) -> dict[str, list[float]]:
     """Grouped bars on a matplotlib ``axis``: in each of ``categories``, one bar per entry of ``series``
     (``label -> one value per category``; NaN draws no bar), with ``errors[label]`` as ``[below, above]``
-    error bars where given. Returns the bars' centres per label."""
+    error bars where given, and each bar's value written on it in ``value_format`` (e.g. ``"{:.4g}"``) when
+    given. Returns the bars' centres per label."""
     width = 0.8 / max(1, len(series))
     centres = {}
     for k, (label, values) in enumerate(series.items()):
         centres[label] = [i + (k - (len(series) - 1) / 2) * width for i in range(len(categories))]
         yerr = None if errors is None else errors.get(label)
-        axis.bar(centres[label], values, width, yerr=yerr, capsize=2 if yerr is not None else 0, label=label)
+        bars = axis.bar(centres[label], values, width, yerr=yerr, capsize=2 if yerr is not None else 0, label=label)
+        if value_format is not None:
+            axis.bar_label(bars, ["" if math.isnan(value) else value_format.format(value) for value in values], fontsize=6)
     axis.set_xticks(range(len(categories)), categories)
     return centres
 
 
 def bar_vs_published(axis: Axes, categories: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str) -> None:
     """Grouped bars on a matplotlib ``axis``: in each of ``categories``, one bar per entry of ``series``
-    (``label -> one value per category``, ours first, then the published rows), with a legend."""
-    grouped_bars(axis, categories, series)
+    (``label -> one value per category``, ours first, then the published rows), each with its value, and a legend."""
+    grouped_bars(axis, categories, series, value_format="{:.4g}")
     axis.set_ylabel(ylabel)
     axis.legend(fontsize=8)
 
