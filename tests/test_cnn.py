@@ -1,5 +1,8 @@
+import copy
+
 import pytest
 import torch
+from torch import nn
 
 from neurosym.perception.cnn import VGG11BN, ResidualConv, ResNet18, SmallCNN
 from neurosym.perception.symbol_classifier import SymbolClassifier
@@ -146,3 +149,29 @@ def test_small_cnn_overfits_a_tiny_batch():
         optimizer.step()
     model.eval()
     assert (model(images).argmax(-1) == labels).all()
+
+
+CONTIGUOUS_FORWARD = {  # each encoder's modules applied to images as given, no layout conversion
+    SmallCNN: lambda model, images: model.head(model.features(images).flatten(1)),
+    ResNet18: lambda model, images: model.head(model.body(images).flatten(1)),
+    VGG11BN: lambda model, images: model.classifier(model.features(images).flatten(1)),
+}
+
+
+@pytest.mark.parametrize(
+    ("build", "size"),
+    [
+        (lambda: SmallCNN(1, 10, 32, width=4, stage_convs=(1, 2, 1)), 32),
+        (lambda: ResNet18(1, 10, small_input=False, width=4), 40),
+        (lambda: VGG11BN(1, 10, width=4, hidden=8), 40),
+    ],
+)
+def test_encoders_compute_channels_last_what_the_contiguous_network_computes(build, size):
+    torch.manual_seed(0)
+    model = build().to("cpu").eval()
+    assert all(m.weight.is_contiguous(memory_format=torch.channels_last) for m in model.modules() if isinstance(m, nn.Conv2d))
+    reference = copy.deepcopy(model).to(memory_format=torch.contiguous_format)
+    images = torch.rand(3, 1, size, size)
+    with torch.no_grad():
+        expected = CONTIGUOUS_FORWARD[type(model)](reference, images)  # (SmallCNN's map must flatten as c h w)
+        assert torch.allclose(model(images), expected, atol=1e-5) and not torch.equal(expected[0], expected[1])

@@ -22,14 +22,23 @@ from neurosym.layers.shape_checks import check_dtype_of
 from neurosym.training.checks import int_at_least, is_int
 
 
-def _check_images(images: torch.Tensor, in_channels: int, encoder: nn.Module) -> None:
-    """Raise ``ValueError`` unless ``images`` is ``[B, in_channels, H, W]`` of ``encoder``'s floating dtype."""
+def _channels_last_images(images: torch.Tensor, in_channels: int, encoder: nn.Module) -> torch.Tensor:
+    """``images`` laid out channels-last, as the encoders keep their convolution weights (:func:`_channels_last`);
+    ``ValueError`` unless they are ``[B, in_channels, H, W]`` of ``encoder``'s floating dtype."""
     name = type(encoder).__name__
     if images.dim() != 4 or images.shape[1] != in_channels:
         raise ValueError(f"{name} expects images [B, {in_channels}, H, W], got shape {tuple(images.shape)}")
     if not images.is_floating_point():
         raise ValueError(f"{name} expects floating-point images, got {images.dtype} (pixels 0..255: images.float() / 255)")
     check_dtype_of(images, encoder, "images")
+    return images.contiguous(memory_format=torch.channels_last)
+
+
+def _channels_last(encoder: nn.Module) -> None:
+    """Keep ``encoder``'s convolution weights channels-last (``[O, I, kH, kW]`` with the channels innermost in memory):
+    with channels-last images, convolutions, batch norms and poolings take 1.3-2.6x less time forward and backward
+    on a CPU (docs/performance.md); ``.to(device)`` keeps the layout."""
+    encoder.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # (documented; absent from the stubs)
 
 
 def _conv_bn_relu(in_channels: int, out_channels: int) -> list[nn.Module]:
@@ -96,10 +105,11 @@ class SmallCNN(nn.Module):
         self.features = nn.Sequential(*layers)
         side = input_size // 8
         self.head = nn.Linear(4 * width * side * side, out_features)
+        _channels_last(self)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """``images [B, C, S, S]`` with ``S == input_size`` -> ``[B, out_features]``."""
-        _check_images(images, self.in_channels, self)
+        images = _channels_last_images(images, self.in_channels, self)
         if images.shape[-2:] != (self.input_size, self.input_size):
             raise ValueError(f"SmallCNN was built for {self.input_size}x{self.input_size} images, got {tuple(images.shape[-2:])}")
         return self.head(rearrange(self.features(images), "b c h w -> b (c h w)"))
@@ -162,10 +172,11 @@ class ResNet18(nn.Module):
             channels = out_channels
         self.body = nn.Sequential(*stem, *blocks, nn.AdaptiveAvgPool2d(1))
         self.head = nn.Linear(channels, out_features)
+        _channels_last(self)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """``images [B, C, H, W]`` -> ``[B, out_features]``."""
-        _check_images(images, self.in_channels, self)
+        images = _channels_last_images(images, self.in_channels, self)
         return self.head(rearrange(self.body(images), "b c 1 1 -> b c"))
 
 
@@ -212,10 +223,11 @@ class VGG11BN(nn.Module):
             nn.Dropout(dropout),
             nn.Linear(hidden, out_features),
         )
+        _channels_last(self)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """``images [B, C, H, W]`` -> ``[B, out_features]``."""
-        _check_images(images, self.in_channels, self)
+        images = _channels_last_images(images, self.in_channels, self)
         return self.classifier(rearrange(self.features(images), "b c 1 1 -> b c"))
 
 
