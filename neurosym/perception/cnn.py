@@ -1,7 +1,7 @@
 """Convolutional image encoders shared by the visual benchmarks, written with plain ``torch.nn``.
 
-All three map images ``[B, C, H, W]`` (floating point of the encoder's dtype, any value range) to features
-``[B, out_features]``:
+All three map images ``[B, C, H, W]`` (floating point of the encoder's dtype, any value range, any memory layout) to
+features ``[B, out_features]``, computing channels-last (NHWC) inside, where the CPU's convolutions run fastest:
 
 * :class:`SmallCNN`  -- three conv blocks and a linear head; fast on a CPU, keeps spatial layout.
 * :class:`ResNet18`  -- the 18-layer residual network (He et al. 2016), optionally with the
