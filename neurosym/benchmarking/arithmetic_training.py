@@ -122,7 +122,7 @@ class Curves:
 @dataclass
 class GroupRun:
     """The outcome of :func:`train_group`: curves so far, the steps done, the seconds spent training and
-    evaluating (summed over resumed sessions), and why it stopped early (None when it did not)."""
+    evaluating (summed over every call of a resumed run), and why it stopped early (None when it did not)."""
 
     config: GroupConfig
     curves: Curves
