@@ -13,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 from types import FrameType
-from typing import Any, overload
+from typing import Any, TypeGuard, overload
 
 TIME_LIMIT = "time limit"
 """The stop reason when the time limit passed; the other reasons are signal names (``"SIGINT"``, ``"SIGTERM"``)."""
@@ -22,9 +22,14 @@ EXIT_TRY_AGAIN = 75
 """Exit status after the time limit: ``EX_TEMPFAIL`` of ``sysexits.h``, "try again" (the run is not finished)."""
 
 
+def _is_duration(value: object) -> TypeGuard[float]:
+    """Whether ``value`` is a number of at least 0 (NaN is not)."""
+    return isinstance(value, numbers.Real) and float(value) >= 0
+
+
 def checked_time_limit(seconds: float | None) -> float | None:
     """``seconds`` unchanged if it is None or a number of at least 0 (NaN is not); else ``ValueError``."""
-    if seconds is not None and not (isinstance(seconds, numbers.Real) and seconds >= 0):
+    if seconds is not None and not _is_duration(seconds):
         raise ValueError(f"time_limit must be None or at least 0 seconds, got {seconds!r}")
     return seconds
 
@@ -112,7 +117,7 @@ def minutes_to_seconds(minutes: float | None) -> float | None: ...
 def minutes_to_seconds(minutes: float | None) -> float | None:
     """A ``--time-limit`` in minutes as the seconds :class:`StopRequests` takes (None stays None); minutes that are no
     number of at least 0 (NaN, negative) raise ``ValueError``."""
-    if minutes is not None and not (isinstance(minutes, numbers.Real) and minutes >= 0):
+    if minutes is not None and not _is_duration(minutes):
         raise ValueError(f"a time limit must be None or at least 0 minutes, got {minutes!r}")
     return None if minutes is None else 60.0 * minutes
 
@@ -122,6 +127,6 @@ def time_left(limit: float | None, spent: float) -> float | None:
     :func:`checked_time_limit` refuses, or ``spent`` that is no number of at least 0, raises ``ValueError`` (a NaN
     limit or spent time left 0 seconds)."""
     checked_time_limit(limit)
-    if not (isinstance(spent, numbers.Real) and spent >= 0):
+    if not _is_duration(spent):
         raise ValueError(f"spent must be at least 0 seconds, got {spent!r}")
     return None if limit is None else max(0.0, limit - spent)
