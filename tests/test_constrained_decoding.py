@@ -93,3 +93,42 @@ def test_impossible_lengths_and_unknown_symbols_raise():
         constrained_decode(torch.zeros(1, 4, len(HINT_VOCAB)), torch.tensor([4]), HINT_ROLES)
     with pytest.raises(ValueError, match="not in the vocabulary"):
         TokenRoles.from_vocabulary(list("0123+"), "0123", "+-")
+
+
+def test_roles_that_overlap_are_refused():
+    with pytest.raises(ValueError, match=r"symbols \['\+'\] take two roles"):
+        TokenRoles.from_vocabulary(HINT_VOCAB, "0123456789+", "+-*/")
+    with pytest.raises(ValueError, match=r"symbols \['\('\] take two roles"):
+        TokenRoles.from_vocabulary(HINT_VOCAB, "0123456789(", "+-*/")
+    with pytest.raises(ValueError, match=r"the vocabulary names \['1'\] more than once"):
+        TokenRoles.from_vocabulary([*HINT_VOCAB, "1"], "0123456789", "+-*/")
+
+
+def test_a_reader_certain_of_an_ungrammatical_sentence_is_refused_not_answered():
+    certain = torch.full((1, 3, len(HINT_VOCAB)), -torch.inf)
+    for position, symbol in enumerate("+1+"):
+        certain[0, position, HINT_VOCAB.index(symbol)] = 0.0
+    with pytest.raises(ValueError, match=r"no grammatical sentence of length 3 has a finite log-probability \(example 0\)"):
+        constrained_decode(certain, torch.tensor([3]), HINT_ROLES)
+    certain[0, 1, HINT_VOCAB.index("*")] = -5.0  # one grammatical way out: taken, with its exact score
+    certain[0, 0, HINT_VOCAB.index("2")] = -1.0
+    certain[0, 2, HINT_VOCAB.index("3")] = -1.0
+    decoded = constrained_decode(certain, torch.tensor([3]), HINT_ROLES)
+    assert decoded.sentences(HINT_VOCAB) == ["2*3"] and decoded.log_prob.item() == -7.0
+
+
+def test_inputs_that_do_not_fit_the_roles_are_named():
+    log_probs = torch.randn(2, 5, len(HINT_VOCAB)).log_softmax(-1)
+    with pytest.raises(ValueError, match="lengths must be integers"):
+        constrained_decode(log_probs, torch.tensor([3.5, 5.0]), HINT_ROLES)
+    with pytest.raises(ValueError, match=r"one length per example \(2\), got shape \[3\]"):
+        constrained_decode(log_probs, torch.tensor([3, 5, 5]), HINT_ROLES)
+    with pytest.raises(ValueError, match=r"log_probs must be \[B, T, 16\]"):
+        constrained_decode(log_probs[..., :10], torch.tensor([3, 5]), HINT_ROLES)
+    with pytest.raises(ValueError, match=r"lengths must be in \[1, 5\]"):
+        constrained_decode(log_probs, torch.tensor([3, 7]), HINT_ROLES)
+    poisoned = log_probs.clone()
+    poisoned[1, 3, 4] = torch.nan
+    with pytest.raises(ValueError, match=r"log_probs hold NaN \(example 1, position 3\)"):
+        constrained_decode(poisoned, torch.tensor([3, 5]), HINT_ROLES)
+    assert constrained_decode(poisoned, torch.tensor([3, 3]), HINT_ROLES).tokens.shape == (2, 5)  # padding: ignored

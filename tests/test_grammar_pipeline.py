@@ -226,8 +226,17 @@ def test_log_probabilities_and_labels_that_do_not_fit_one_another_are_named():
     decoder, log_probs = GrammarDecoder(grammar), torch.zeros(2, 3, len(grammar.symbols)).log_softmax(-1)
     with pytest.raises(ValueError, match=r"lengths must give one length per example \(2\), got shape \[1\]"):
         decoder.decode(log_probs, torch.tensor([3]))
-    with pytest.raises(ValueError, match=r"log_probs must be \[B, T, 11\] \(the grammar's symbols\), got \[1, 3, 5\]"):
+    with pytest.raises(ValueError, match=r"log_probs must be \[B, T, 11\] \(one score per vocabulary symbol\), got \[1, 3, 5\]"):
         decoder.decode(torch.zeros(1, 3, 5), torch.tensor([3]))
+    with pytest.raises(ValueError, match="lengths must be integers, got torch.float32"):
+        decoder.decode(log_probs, torch.tensor([3.0, 3.0]))
+    poisoned = log_probs.clone()
+    poisoned[1, 2, 0] = torch.nan
+    with pytest.raises(ValueError, match=r"log_probs hold NaN \(example 1, position 2\)"):
+        decoder.decode(poisoned, torch.tensor([3, 3]))
+    padded = torch.zeros(2, 4, len(grammar.symbols)).log_softmax(-1)
+    padded[0, 3] = torch.nan  # past example 0's length: padding, ignored
+    assert decoder.decode(padded, torch.tensor([3, 4])).tokens.shape == (2, 4)
     vocabulary = grammar.symbols
     with pytest.raises(ValueError, match="2 examples of log-probabilities and 1 labels"):
         pseudo_label_loss(log_probs, ["1+2"], vocabulary)

@@ -39,6 +39,13 @@ class TokenRoles:
     @classmethod
     def from_vocabulary(cls, vocabulary: Sequence[str], numbers: Iterable[str], operators: Iterable[str]) -> TokenRoles:
         index = {symbol: i for i, symbol in enumerate(vocabulary)}
+        if len(index) != len(vocabulary):
+            repeated = sorted({s for s in vocabulary if list(vocabulary).count(s) > 1})
+            raise ValueError(f"the vocabulary names {repeated} more than once")
+        numbers, operators = list(numbers), list(operators)
+        overlap = sorted((set(numbers) & set(operators)) | ((set(numbers) | set(operators)) & {OPEN, CLOSE}))
+        if overlap:
+            raise ValueError(f"symbols {overlap} take two roles: numbers, operators and the brackets {OPEN}{CLOSE} are disjoint")
         missing = [s for s in (*numbers, *operators, OPEN, CLOSE) if s not in index]
         if missing:
             raise ValueError(f"symbols {missing} are not in the vocabulary {list(vocabulary)}")
@@ -59,6 +66,34 @@ class Decoded:
     def sentences(self, vocabulary: Sequence[str]) -> list[str]:
         """The decoded sentences as strings of single-character symbols."""
         return ["".join(vocabulary[i] for i in row if i >= 0) for row in self.tokens.tolist()]
+
+
+def checked_decoder_inputs(log_probs: torch.Tensor, lengths: torch.Tensor, vocabulary_size: int) -> torch.Tensor:
+    """Check a decoder's ``log_probs [B, T, V]`` (``V == vocabulary_size``, floating, no NaN at the real positions)
+    and ``lengths [B]`` (integers in ``[1, T]``); returns ``lengths`` on the device of ``log_probs``.
+
+    Raises:
+        ValueError: naming the first problem found.
+    """
+    if not isinstance(log_probs, torch.Tensor) or log_probs.dim() != 3 or log_probs.shape[-1] != vocabulary_size:
+        shape = list(log_probs.shape) if isinstance(log_probs, torch.Tensor) else type(log_probs).__name__
+        raise ValueError(f"log_probs must be [B, T, {vocabulary_size}] (one score per vocabulary symbol), got {shape}")
+    if not log_probs.is_floating_point():
+        raise ValueError(f"log_probs must be floating point, got {log_probs.dtype}")
+    lengths = torch.as_tensor(lengths)
+    if tuple(lengths.shape) != (log_probs.shape[0],):
+        raise ValueError(f"lengths must give one length per example ({log_probs.shape[0]}), got shape {list(lengths.shape)}")
+    if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:
+        raise ValueError(f"lengths must be integers, got {lengths.dtype}")
+    lengths = lengths.to(log_probs.device)
+    if ((lengths < 1) | (lengths > log_probs.shape[1])).any():
+        raise ValueError(f"lengths must be in [1, {log_probs.shape[1]}], got {lengths.tolist()}")
+    real = torch.arange(log_probs.shape[1], device=log_probs.device)[None, :] < lengths[:, None]
+    nan = (log_probs.isnan().any(dim=-1) & real).nonzero()
+    if len(nan):
+        row, position = nan[0].tolist()
+        raise ValueError(f"log_probs hold NaN (example {row}, position {position})")
+    return lengths
 
 
 # Token classes of the automaton, in the order of the class-score tensor built by the decoder.
@@ -164,18 +199,20 @@ def constrained_decode(
 
     Args:
         log_probs: [B, T, V] per-window log-probabilities (padding positions are ignored).
-        lengths: [B] number of windows of each example, 1 <= length <= T.
+        lengths: [B] number of windows of each example, integers, 1 <= length <= T.
         roles: the vocabulary's grammatical roles.
         minimal_brackets: also exclude brackets that the HINT release never writes: around a single
             number (``(3)``) and around the whole sentence (``(2+3)``).
 
     Raises:
-        ValueError: when a length admits no grammatical sentence (every HINT sentence has odd length).
+        ValueError: when a length admits no grammatical sentence (every HINT sentence has odd length), when
+            every grammatical sentence holds a symbol scored ``-inf``, and on inputs
+            :func:`checked_decoder_inputs` rejects (NaN at a real position, a vocabulary of another size).
     """
+    lengths = checked_decoder_inputs(log_probs, lengths, len(roles.vocabulary))
     batch, steps, _ = log_probs.shape
     device = log_probs.device
-    lengths = lengths.to(device)
-    bad = ((lengths < 1) | (lengths > steps) | (lengths % 2 == 0)).nonzero().flatten().tolist()
+    bad = (lengths % 2 == 0).nonzero().flatten().tolist()
     if bad:
         raise ValueError(
             f"no grammatical sentence has length {lengths[bad[0]].item()} (example {bad[0]}): "
@@ -183,7 +220,7 @@ def constrained_decode(
         )
     automaton = _automaton(steps, minimal_brackets)
     source, token_class = automaton.incoming_source.to(device), automaton.incoming_class.to(device)
-    neg_inf = torch.finfo(log_probs.dtype).min
+    neg_inf = -torch.inf
     class_score, class_token = _class_scores(log_probs, roles)
     score = log_probs.new_full((batch, source.shape[0]), neg_inf)
     score[:, automaton.start] = 0.0
@@ -192,7 +229,6 @@ def constrained_decode(
         # candidate[b, s, m]: score of reaching state s through its m-th incoming transition.
         candidate = score[:, source] + class_score[:, t, token_class]
         best, arg = candidate.max(dim=-1)
-        best = best.clamp_min(neg_inf)
         active = (t < lengths)[:, None]
         score = torch.where(active, best, score)
         state_index = torch.arange(source.shape[0], device=device)[None, :]
@@ -201,6 +237,12 @@ def constrained_decode(
 
     final = score[:, automaton.accept.to(device)]
     log_prob, which = final.max(dim=-1)
+    impossible = (log_prob == neg_inf).nonzero().flatten().tolist()
+    if impossible:
+        raise ValueError(
+            f"no grammatical sentence of length {lengths[impossible[0]].item()} has a finite log-probability "
+            f"(example {impossible[0]}): every one holds a symbol scored -inf"
+        )
     state = automaton.accept.to(device)[which]
     tokens = torch.full((batch, steps), -1, dtype=torch.long, device=device)
     rows = torch.arange(batch, device=device)

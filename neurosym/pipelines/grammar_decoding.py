@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from einops import rearrange
 
-from neurosym.pipelines.decoding import Decoded
+from neurosym.pipelines.decoding import Decoded, checked_decoder_inputs
 from neurosym.syntax.symbol_grammar import NormalForm, SymbolGrammar
 
 
@@ -97,13 +97,15 @@ class GrammarDecoder:
         Args:
             log_probs: ``[B, T, V]`` per-window log-probabilities over the grammar's symbols (``-inf`` rules a
                 symbol out at a position; padding positions are ignored).
-            lengths: ``[B]`` symbols of each example, ``1 <= length <= T``.
+            lengths: ``[B]`` symbols of each example, integers, ``1 <= length <= T``.
 
         Returns:
             :class:`Decoded`: ``tokens [B, T]`` symbol ids (``-1`` past each length), ``log_prob [B]``.
 
         Raises:
-            ValueError: an example whose length (or whose fixed symbols) no grammatical sentence fits.
+            ValueError: an example whose length (or whose fixed symbols) no grammatical sentence fits, and on inputs
+                :func:`~neurosym.pipelines.decoding.checked_decoder_inputs` rejects (NaN at a real position, another
+                number of symbols).
         """
         lengths = self._checked(log_probs, lengths)
         with torch.no_grad():
@@ -138,15 +140,7 @@ class GrammarDecoder:
         return Decoded(torch.from_numpy(tokens).to(log_probs.device), score.to(log_probs.device))
 
     def _checked(self, log_probs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        symbols = len(self.grammar.symbols)
-        if log_probs.dim() != 3 or log_probs.shape[-1] != symbols:
-            raise ValueError(f"log_probs must be [B, T, {symbols}] (the grammar's symbols), got {list(log_probs.shape)}")
-        if tuple(lengths.shape) != (log_probs.shape[0],):
-            raise ValueError(f"lengths must give one length per example ({log_probs.shape[0]}), got shape {list(lengths.shape)}")
-        lengths = lengths.to("cpu")
-        if ((lengths < 1) | (lengths > log_probs.shape[1])).any():
-            raise ValueError(f"lengths must be in [1, {log_probs.shape[1]}], got {lengths.tolist()}")
-        return lengths
+        return checked_decoder_inputs(log_probs, lengths, len(self.grammar.symbols)).to("cpu")
 
     def _position_best(self, log_probs: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Per example the best symbol at each position among :meth:`position_symbols`' (``tokens [B, T]`` on
