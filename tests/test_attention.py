@@ -154,6 +154,20 @@ def test_padding_keys_get_no_attention(kind: str) -> None:
 
 
 @pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])
+def test_queries_that_may_see_no_key_get_zeros_with_finite_gradients(kind: str) -> None:
+    module = make(kind).train()  # (dropout 0: train mode only to take gradients as training does)
+    x = torch.randn(2, 4, DIM, requires_grad=True)
+    left_padding = torch.tensor([[True, True, False, False], [False, False, False, False]])
+    out = module(x, key_padding_mask=left_padding, causal=True)
+    blind = module.out_proj.bias.expand(2, DIM)  # zeros before the output projection
+    torch.testing.assert_close(out[0, :2], blind)
+    assert not torch.allclose(out[0, 2], out.new_zeros(DIM) + module.out_proj.bias)
+    out.square().sum().backward()
+    assert all(p.grad is None or bool(p.grad.isfinite().all()) for p in [x, *module.parameters()])
+    assert bool(x.grad[0, :2].eq(0).all())  # padding reaches no output, as key or as query
+
+
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])
 def test_incremental_self_attention_equals_full(kind: str) -> None:
     module = make(kind)
     x = torch.randn(3, 6, DIM)

@@ -105,15 +105,20 @@ class MultiheadAttention(nn.Module):
         into ``bias`` in place.
 
         A bias that requires gradients rules out the fused SDPA kernels; this explicit version does in
-        one pass what SDPA's fallback does in several. Shapes: ``content, k, v [B, H, T, d]``, ``bias
+        one pass what SDPA's fallback does in several, and as SDPA a query with no allowed key gets zeros. Shapes: ``content, k, v [B, H, T, d]``, ``bias
         [B, H, Tq, Tk]``, ``allowed [B or 1, 1, Tq, Tk]`` bool or ``None``; ``positions`` are the query
         and key positions ``[Tq]``, ``[Tk]``.
         """
         flat = rearrange(bias, "b h q k -> (b h) q k")
         flat.baddbmm_(rearrange(content, "b h q d -> (b h) q d"), rearrange(k, "b h k d -> (b h) d k"))
-        if allowed is not None:
-            bias.masked_fill_(~allowed, float("-inf"))
-        weights = F.dropout(torch.softmax(bias, dim=-1), dropout)
+        blind = None
+        if allowed is not None:  # a query that may see no key (causal, left padding) attends to nothing, as in SDPA:
+            blind = ~allowed.any(dim=-1, keepdim=True)  # its scores stay finite, so its zero weights pass finite gradients
+            bias.masked_fill_(~(allowed | blind), float("-inf"))
+        weights = torch.softmax(bias, dim=-1)
+        if blind is not None:
+            weights = weights.masked_fill(blind, 0.0)
+        weights = F.dropout(weights, dropout)
         out = weights @ v
         offsets = self.position_values(weights, *positions)
         return out if offsets is None else out + offsets
