@@ -7,7 +7,9 @@ import pytest
 from hint_strategies import trees
 from hypothesis import given, settings
 
+from neurosym.semantics import HINT_SEMANTICS, Operator, evaluate, solve_batch
 from neurosym.syntax import (
+    ADDITIVE,
     ALIASES,
     BUILTIN_OPERATORS,
     ConceptTable,
@@ -276,6 +278,12 @@ def test_concepts_extend_the_language_at_both_levels():
     with pytest.raises(UnexpectedEndError) as caught:
         parse("(1a2", CONCEPTS)
     assert caught.value.expected == ("an operator", "')'")
+
+
+def test_concept_symbols_beyond_the_basic_plane_parse_as_the_solver_reads_them():
+    table = HINT_SEMANTICS.extend({"😀": 5}, {"é": Operator(ADDITIVE, lambda a, b: a * 10 + b)})
+    assert parse("😀é1", table.concepts) == Node("é", (Node("😀"), Node("1")))
+    assert evaluate("😀é1", table) == solve_batch(["😀é1"], table)[0] == 51
 
 
 @settings(max_examples=80, deadline=None)

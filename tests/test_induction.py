@@ -18,7 +18,7 @@ from neurosym.pipelines.concepts import (
 from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator
 from neurosym.semantics.induction import Program, induce_noisy_operator, induce_operator
 from neurosym.semantics.operators import FRACTION_DIVIDE
-from neurosym.syntax import ADDITIVE, MULTIPLICATIVE
+from neurosym.syntax import ADDITIVE, MULTIPLICATIVE, canonical_sentence
 
 TARGETS = {
     "max": max,
@@ -115,6 +115,14 @@ def test_induced_table_recovers_hint_semantics_from_results():
 def test_induced_table_names_a_number_the_known_table_lacks():
     with pytest.raises(ValueError, match="sentence 'x\\+2' uses 'x', which is no number of the table 'hint'"):
         induced_table([("1+2", 3), ("x+2", 5)], HINT_SEMANTICS)
+
+
+def test_induced_table_reads_sentences_as_the_solver_does():
+    # typeset operators and spaces are the same sentences; the invalid 1/0 (no result) constrains nothing
+    examples = [("3+4", 7), ("5 - 2", 3), ("7/2", 4), ("9 ÷ 2", 5), ("3×4", 12), ("2 × 5", 10), ("6*7", 42), ("1/0", None)]
+    _, programs = induced_table(examples, HINT_SEMANTICS)
+    assert str(programs["*"]) == "(i * j)"
+    assert canonical_sentence(" 3 × (4 − 1) ÷ 2") == "3*(4-1)/2"
 
 
 def test_new_number_value_is_abduced():

@@ -31,6 +31,7 @@ from neurosym.syntax import (
     MULTIPLICATIVE,
     Node,
     ParseError,
+    canonical_sentence,
     parse,
 )
 
@@ -196,12 +197,15 @@ def _check_new_concept(symbol: str, role: str, examples: Sequence[Example], tabl
 def induced_table(
     examples: Sequence[Example], known: OperatorTable, max_size: int = 8
 ) -> tuple[OperatorTable, dict[str, Program]]:
-    """Meanings of ``+ - * /`` induced from the one-operator sentences among ``examples``.
+    """Meanings of ``+ - * /`` induced from the one-operator sentences among ``examples`` (read as the solver reads
+    them: ``"3 × 4"`` is ``"3*4"``; an example without a result, ``None``, is skipped).
 
     ``known`` supplies the number values (and is otherwise only a template); returns the table with
     the induced operators and the programs by symbol.
     """
     programs: dict[str, Program] = {}
+    # as the solver reads them (spaces, typeset operators); a sentence without a value (÷ 0) pins nothing down
+    examples = [(canonical_sentence(sentence), result) for sentence, result in examples if result is not None]
     unknown = next(((s, n) for s, _ in examples if len(s) == 3 for n in s[::2] if n not in known.numbers), None)
     if unknown is not None:
         raise ValueError(f"sentence {unknown[0]!r} uses {unknown[1]!r}, which is no number of the table {known.name!r}")

@@ -23,7 +23,7 @@ import numpy as np
 from neurosym.semantics.executor import execute
 from neurosym.semantics.operators import ScalarRule, Value, VectorRule
 from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
-from neurosym.syntax.concepts import ALIASES
+from neurosym.syntax.concepts import CANONICAL_CHARACTERS, canonical_sentence
 from neurosym.syntax.parser import parse
 
 #: Sentences are solved in chunks of at most this many rows and padded tokens (cache-friendly sizes).
@@ -90,7 +90,6 @@ class BatchSolver:
         ]
         self._big_number = np.abs(self._value) > VECTOR_OPERAND_LIMIT
         self._has_big_numbers = bool(self._big_number.any())
-        self._normalise = {ord(" "): None} | {ord(k): v for k, v in ALIASES.items()}
         # Character code -> token id; the last entry stands for every code beyond the table.
         codes = [ord(s) for s in ("(", ")", *numbers, *operators)]
         self._lookup = np.full(max(256, max(codes) + 2), UNKNOWN_ID, dtype=np.int64)
@@ -102,8 +101,8 @@ class BatchSolver:
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
         """Token ids ``[n, length + 1]`` (int64): spaces dropped, aliases normalised, 0 after the end."""
         joined = "".join(sentences)
-        if any(chr(code) in joined for code in self._normalise):
-            sentences = [s.translate(self._normalise) for s in sentences]
+        if any(chr(code) in joined for code in CANONICAL_CHARACTERS):
+            sentences = [canonical_sentence(s) for s in sentences]
         width = max(map(len, sentences), default=0) + 1
         padded = "".join([s.ljust(width, "\0") for s in sentences])
         try:

@@ -12,6 +12,7 @@ from neurosym.syntax.concepts import (
     BUILTIN_OPERATORS,
     MULTIPLICATIVE,
     ConceptTable,
+    canonical_sentence,
 )
 from neurosym.syntax.convert import from_prefix, to_networkx, to_postfix, to_prefix
 from neurosym.syntax.errors import ParseError, UnexpectedCharacterError, UnexpectedEndError, UnexpectedSymbolError
@@ -30,6 +31,7 @@ __all__ = [
     "BUILTIN_OPERATORS",
     "MULTIPLICATIVE",
     "ConceptTable",
+    "canonical_sentence",
     "InfixLayout",
     "Node",
     "ParseError",

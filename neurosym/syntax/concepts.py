@@ -23,6 +23,15 @@ BUILTIN_NUMBERS: tuple[str, ...] = tuple("0123456789")
 BUILTIN_OPERATORS: dict[str, int] = {"+": ADDITIVE, "-": ADDITIVE, "*": MULTIPLICATIVE, "/": MULTIPLICATIVE}
 #: Typeset spellings accepted on input and the canonical symbol each one is read as.
 ALIASES: dict[str, str] = {"×": "*", "÷": "/", "−": "-"}
+#: What :func:`canonical_sentence` does to each character: spaces (which the grammar ignores) dropped, aliases replaced.
+CANONICAL_CHARACTERS: dict[int, str | None] = {ord(" "): None} | {ord(k): v for k, v in ALIASES.items()}
+
+
+def canonical_sentence(text: str) -> str:
+    """``text`` as the solver and the parser read it: spaces dropped, :data:`ALIASES` in ASCII (``"3 × 4"`` -> ``"3*4"``)."""
+    return text.translate(CANONICAL_CHARACTERS)
+
+
 #: Symbols with a fixed grammatical role that no concept may take.
 RESERVED: frozenset[str] = frozenset(BUILTIN_NUMBERS) | set(BUILTIN_OPERATORS) | set(ALIASES) | set("() ")
 
@@ -91,7 +100,7 @@ class ConceptTable:
             (_TERMINAL_OF_LEVEL[MULTIPLICATIVE], self.multiplicative),
         ):
             if symbols:
-                lines.append(f"%extend {terminal}: " + " | ".join(json.dumps(s) for s in symbols))
+                lines.append(f"%extend {terminal}: " + " | ".join(json.dumps(s, ensure_ascii=False) for s in symbols))
         return "\n".join(lines)
 
 

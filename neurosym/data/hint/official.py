@@ -22,7 +22,7 @@ from neurosym.data.hint.examples import HintRecord
 from neurosym.data.hint.splits import EVAL_SUBSETS
 from neurosym.data.randomness import as_generator
 from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, load_folder_bank, write_folder_bank
-from neurosym.syntax import ALIASES
+from neurosym.syntax import canonical_sentence
 from neurosym.training import atomic_path
 
 SPLIT_FILES: dict[str, str] = {"train": "expr_train.json", "val": "expr_val.json", "test": "expr_test.json"}
@@ -32,7 +32,7 @@ _REQUIRED = ("id", "expr", "head", "res", "res_all")
 
 
 RELEASE_SYMBOLS = frozenset((*HINT_SYMBOLS, *FEWSHOT_CONCEPTS))
-"""The symbols a release's expressions are written in (after :data:`~neurosym.syntax.ALIASES`)."""
+"""The symbols a release's expressions are written in (after :func:`~neurosym.syntax.canonical_sentence`)."""
 
 
 def record_from_json(item: Mapping, where: str) -> HintRecord:
@@ -44,7 +44,7 @@ def record_from_json(item: Mapping, where: str) -> HintRecord:
         raise ValueError(f"{where}: record lacks the fields {missing}")
     if not isinstance(item["expr"], str):
         raise ValueError(f"{where}: expr must be a string, got {type(item['expr']).__name__}")
-    expr = "".join(ALIASES.get(c, c) for c in item["expr"] if not c.isspace())
+    expr = canonical_sentence(item["expr"])
     if unknown := sorted(set(expr) - RELEASE_SYMBOLS):
         raise ValueError(f"{where}: expr {expr!r} has symbols {unknown} outside HINT's {''.join(sorted(RELEASE_SYMBOLS))}")
     numbers = [item["res"]]
