@@ -266,5 +266,9 @@ def test_additive_attention_weighs_real_keys_and_names_bad_inputs() -> None:
         attention(query, keys, projected[:, :2])
     with pytest.raises(ValueError, match="key_padding_mask must be a bool tensor"):
         attention(query, keys, projected, mask[:, :2])
+    with pytest.raises(ValueError, match="query has dtype torch.float64 but the AdditiveAttention's parameters"):
+        attention(query.double(), keys, projected)
+    with pytest.raises(ValueError, match="keys has dtype torch.float64"):
+        attention(query, keys.double(), projected)
     with pytest.raises(ValueError, match="must be positive"):
         AdditiveAttention(0, 4, 4)

@@ -242,6 +242,8 @@ def test_decoding_refuses_text_and_batches_instead_of_misreading_them():
 def test_padding_refuses_fractional_ids_text_and_nesting():
     with pytest.raises(ValueError, match="id 1.7 at position 0 of row 1 is not an integer"):
         pad_sequences([[3], [1.7, 2]])  # (truncated to 1)
+    with pytest.raises(ValueError, match="id inf at position 1 of row 0 is not an integer"):
+        pad_sequences([[5, float("inf")]])  # (was the smallest int64)
     with pytest.raises(TypeError, match="row 0 is the text 'abc', not a sequence of ids"):
         pad_sequences(["abc"])
     with pytest.raises(ValueError, match=r"row 0 must be a flat sequence of ids, got shape \[1, 2\]"):

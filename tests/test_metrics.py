@@ -134,6 +134,14 @@ def test_success_criterion_per_run_thresholds_and_empty_summary():
     assert none.interval == wilson_interval(0, 2)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_errors_meet_the_threshold_as_given(dtype):
+    just_under = torch.tensor([[1.4797e-5], [1e-9]]).to(dtype)  # bfloat16 1.4782e-5 < 1.48e-5; float16: 1e-9 is 0
+    outcomes = run_outcomes([0, 1], torch.tensor([[1.0], [2.0]]), just_under, 1.48e-5)
+    assert outcomes.solved.tolist() == [True]
+    assert run_outcomes([0], torch.ones(1, 1), torch.zeros(1, 1, dtype=dtype), 1e-8).solved.tolist() == [True]
+
+
 def test_success_criterion_rejects_bad_input():
     good = torch.zeros(3, 2)
     with pytest.raises(ValueError, match="strictly increasing"):

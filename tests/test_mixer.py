@@ -24,6 +24,8 @@ def test_mixer_block_shape_gradients_and_token_mixing():
 def test_mixer_block_rejects_wrong_token_count():
     with pytest.raises(ValueError, match=r"MixerBlock expects \[B, 5, 8\]"):
         MixerBlock(5, 8, 4, 4)(torch.randn(2, 6, 8))
+    with pytest.raises(ValueError, match="the input has dtype torch.float64 but the MixerBlock's parameters are torch.float32"):
+        MixerBlock(5, 8, 4, 4)(torch.randn(2, 5, 8, dtype=torch.float64))
     with pytest.raises(ValueError, match="must be positive, got 0, 8, 4, 4"):
         MixerBlock(0, 8, 4, 4)
     for dropout in (float("nan"), -0.1, 1.0):  # NaN was accepted: torch's Dropout compares it to 0 and 1

@@ -113,6 +113,8 @@ def test_adaptive_computation_time_halts_and_reports_the_ponder_cost() -> None:
     assert 1.0 < result.ponder_cost.item() <= 5.0
     result.ponder_cost.backward()
     assert model.halting.weight.grad.abs().sum() > 0
+    for empty in (torch.randn(2, 0, DIM), torch.randn(0, 5, DIM)):  # nothing to ponder over: 0, not NaN
+        assert model(empty).ponder_cost.item() == 0.0
 
 
 def test_act_steps_after_every_position_halted_add_nothing() -> None:
@@ -170,3 +172,8 @@ def test_sinusoids_name_a_width_that_is_not_a_positive_even_int_at_construction(
         SinusoidalPositionalEncoding(dim)  # an odd width failed only at the first forward
     with pytest.raises(ValueError, match="sinusoid dimension must be a positive even number"):
         sinusoid_table(torch.arange(3), dim)
+
+
+def test_sinusoids_are_not_added_to_integer_inputs():
+    with pytest.raises(ValueError, match="the input must be floating point"):  # sines were truncated to integers
+        SinusoidalPositionalEncoding(4)(torch.zeros(1, 2, 4, dtype=torch.long))

@@ -6,7 +6,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.shape_checks import check_sequence
+from neurosym.layers.shape_checks import check_dtype_of, check_sequence
 from neurosym.layers.value_checks import values_are_readable
 
 
@@ -54,6 +54,8 @@ class AdditiveAttention(nn.Module):
             raise ValueError(f"query must have shape [batch, {self.query_dim}], got {tuple(query.shape)}")
         batch = query.shape[0]
         check_sequence(keys, self.key_dim, "keys", batch=batch)
+        for tensor, what in ((query, "query"), (keys, "keys"), (projected, "projected_keys")):
+            check_dtype_of(tensor, self, what)
         if projected.shape != (*keys.shape[:2], self.attention_dim):
             raise ValueError(
                 f"projected_keys must have shape [{batch}, {keys.shape[1]}, {self.attention_dim}] (project_keys(keys)), "

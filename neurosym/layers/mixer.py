@@ -6,6 +6,8 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.shape_checks import check_dtype_of
+
 
 def _mlp(width: int, hidden: int, dropout: float) -> nn.Sequential:
     """``Linear(width, hidden) -> GELU -> Dropout -> Linear(hidden, width)`` on the last axis."""
@@ -40,6 +42,7 @@ class MixerBlock(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 3 or x.shape[1:] != (self.num_tokens, self.dim):
             raise ValueError(f"MixerBlock expects [B, {self.num_tokens}, {self.dim}], got {tuple(x.shape)}")
+        check_dtype_of(x, self, "the input")
         mixed = self.token_mlp(rearrange(self.token_norm(x), "b t d -> b d t"))
         x = x + rearrange(mixed, "b d t -> b t d")
         return x + self.channel_mlp(self.channel_norm(x))

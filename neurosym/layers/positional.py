@@ -50,5 +50,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         check_sequence(x, self.dim, "the input")
+        if not x.is_floating_point():  # sines added to integers would be truncated to them
+            raise ValueError(f"the input must be floating point (token embeddings), got {x.dtype}")
         positions = torch.arange(offset, offset + x.shape[1], device=x.device)
         return x + sinusoid_table(positions, self.dim).to(x.dtype)

@@ -97,9 +97,6 @@ class UniversalTransformer(nn.Module):
             state = self.layer(state, key_padding_mask)
             output = output + rearrange(weight, "b t -> b t 1") * state
         cost = steps_taken + remainders
-        if key_padding_mask is None:
-            ponder_cost = cost.mean()
-        else:
-            real = (~key_padding_mask).to(cost.dtype)
-            ponder_cost = (cost * real).sum() / real.sum()
+        real = torch.ones_like(cost) if key_padding_mask is None else (~key_padding_mask).to(cost.dtype)
+        ponder_cost = (cost * real).sum() / real.sum().clamp_min(1)  # (0, not NaN, for an empty batch or sequence)
         return UniversalOutput(output, ponder_cost)

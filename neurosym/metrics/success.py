@@ -55,8 +55,9 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
             f"expected validation and extrapolation MSE of shape [{len(steps)}, S] with S >= 1 runs, got "
             f"{list(validation_mse.shape)} and {list(extrapolation_mse.shape)}"
         )
-    dtype = extrapolation.dtype if extrapolation.is_floating_point() else torch.float64  # (not an integer threshold)
-    threshold = torch.as_tensor(threshold, dtype=dtype, device=extrapolation.device)
+    # compared in float64: a threshold is not rounded to bfloat16 (1.48e-5 became 1.4782e-5) nor flushed to 0 in float16
+    extrapolation = extrapolation.double()
+    threshold = torch.as_tensor(threshold, dtype=torch.float64, device=extrapolation.device)
     if threshold.dim() != 0 and tuple(threshold.shape) != (validation.shape[1],):
         raise ValueError(f"threshold must be a scalar or one per run [{validation.shape[1]}], got shape {list(threshold.shape)}")
     if not bool(torch.isfinite(threshold).all() and (threshold > 0).all()):

@@ -77,8 +77,8 @@ def _id_row(sequence: Sequence[int], row: int) -> torch.Tensor:
         raise TypeError(f"row {row} must hold integer ids, got {ids.dtype} values")
     if ids.dim() != 1:
         raise ValueError(f"row {row} must be a flat sequence of ids, got shape {list(ids.shape)}")
-    if ids.is_floating_point() and not bool((ids == ids.round()).all()):
-        position = int((ids != ids.round()).nonzero()[0])
+    if ids.is_floating_point() and not bool((ids == ids.round()).all() and ids.isfinite().all()):
+        position = int(((ids != ids.round()) | ~ids.isfinite()).nonzero()[0])
         raise ValueError(f"id {ids[position].item():g} at position {position} of row {row} is not an integer")
     return ids.long()
 
