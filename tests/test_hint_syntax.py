@@ -311,3 +311,16 @@ def test_concept_table_validation_and_parser_cache():
         to_infix(Node("+", (Node("1"),)))
     with pytest.raises(TypeError, match="expects a string"):
         parse(12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(trees(), trees())
+def test_trees_are_equal_and_hash_alike_exactly_when_their_prefix_forms_agree(first, second):
+    assert (first == second) == (to_prefix(first) == to_prefix(second))
+    assert first == parse(to_infix(first)) and hash(first) == hash(parse(to_infix(first)))
+
+
+def test_trees_of_any_depth_compare_and_hash():
+    sentence = "+".join(["1"] * 3000)  # 2,999 levels: the generated dataclass methods recursed past Python's limit
+    assert parse(sentence) == parse(sentence) and len({parse(sentence), parse(sentence)}) == 1
+    assert parse(sentence) != parse(sentence[:-1] + "2")

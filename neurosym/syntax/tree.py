@@ -22,6 +22,29 @@ class Node:
     def is_leaf(self) -> bool:
         return not self.children
 
+    def __eq__(self, other: object) -> bool:
+        """Same symbols in the same shape (spans aside); iterative, so trees of any depth compare."""
+        if not isinstance(other, Node):
+            return NotImplemented
+        pairs = [(self, other)]
+        while pairs:
+            left, right = pairs.pop()
+            if left is right:
+                continue
+            if left.symbol != right.symbol or len(left.children) != len(right.children):
+                return False
+            pairs.extend(zip(left.children, right.children, strict=True))
+        return True
+
+    def __hash__(self) -> int:
+        """The hash of the pre-order ``(symbol, arity)`` sequence, which determines the tree (spans aside)."""
+        order, nodes = [], [self]
+        while nodes:
+            node = nodes.pop()
+            order.append((node.symbol, len(node.children)))
+            nodes.extend(reversed(node.children))
+        return hash(tuple(order))
+
 
 def check_tree(node: object, where: str) -> None:
     """Raise ``TypeError`` unless ``node`` is a :class:`Node` (``where`` names the function given it)."""
