@@ -193,6 +193,9 @@ def test_exact_match_reads_each_row_of_an_array_and_each_decoded_tensor_as_one_e
     decoded = [torch.tensor([1, 2]), torch.tensor([3])]  # rows of different lengths
     assert sequence_matches(decoded, [[1, 2], (4,)]).tolist() == [True, False]
     assert exact_match([np.array([1, 2]), np.array([3])], decoded) == 1.0
+    words = np.array(["12", "34"])  # arrays of text: one example per item (torch has no string tensors)
+    assert sequence_matches(words, np.array(["12", "35"])).tolist() == [True, False]
+    assert exact_match(np.array([["1", "2"], ["3", "4"]]), [("1", "2"), ["3", "5"]]) == 0.5
 
 
 def test_exact_match_refuses_one_string_that_it_would_score_character_by_character():

@@ -176,6 +176,11 @@ def test_reinforce_loss_rewards_readings_that_give_the_result_and_follows_the_sc
     loss, reward = reinforce_loss(log_probs, short, [5, 81], vocabulary, solver, baseline=0.0)
     loss.backward()
     assert reward == 0.5 and float(log_probs.grad[0, 1:].abs().sum()) == 0.0
+    padded = log_probs.detach().clone()
+    padded[0, 1:] = -torch.inf  # padding a reader scores -inf is never drawn from (torch refused the whole batch)
+    assert reinforce_loss(padded, short, [2, 81], vocabulary, solver, baseline=0.0)[1] == 1.0
+    with pytest.raises(ValueError, match=r"lengths must be in \[1, 3\], got \[1, 4\]"):  # was cut to 3 symbols
+        reinforce_loss(log_probs, torch.tensor([1, 4]), [5, 81], vocabulary, solver, baseline=0.0)
 
 
 def test_classifier_grows_its_vocabulary_keeping_weights():

@@ -24,6 +24,10 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
             f"pass predictions and targets as sequences of examples (a list of strings), not one string: got "
             f"{type(predictions).__name__} and {type(targets).__name__}"
         )
+    predictions, targets = (  # arrays of text or objects: their rows are examples, compared as sequences are
+        value.tolist() if isinstance(value, np.ndarray) and value.dtype.kind not in "biufc" else value
+        for value in (predictions, targets)
+    )
     if isinstance(predictions, np.ndarray) and isinstance(targets, np.ndarray | Tensor):
         predictions = torch.as_tensor(predictions)
     if isinstance(targets, np.ndarray) and isinstance(predictions, Tensor):

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
+from neurosym.pipelines.decoding import checked_decoder_inputs
 from neurosym.pipelines.windows import real_positions
 from neurosym.semantics import BatchSolver
 
@@ -24,7 +25,7 @@ def reinforce_loss(
 
     Args:
         log_probs: ``[B, T, V]`` per-window log-probabilities (with gradients).
-        lengths: ``[B]`` symbols per expression.
+        lengths: ``[B]`` symbols per expression, integers in ``[1, T]`` (later positions are padding, never drawn from).
         targets: the known results.
         vocabulary: the symbols of the ``V`` columns.
         solver: executes the sampled sentences (ungrammatical or invalid ones get reward 0).
@@ -37,8 +38,10 @@ def reinforce_loss(
     batch, steps, size = log_probs.shape
     if not len(lengths) == len(targets) == batch:
         raise ValueError(f"{batch} examples of log-probabilities, {len(lengths)} lengths and {len(targets)} targets")
+    lengths = checked_decoder_inputs(log_probs, lengths, len(vocabulary))
     mask = real_positions(lengths, steps)
-    probs = log_probs.detach().float().exp().reshape(batch * steps, size).cpu()
+    probs = log_probs.detach().float().exp().masked_fill(~mask[..., None], 1.0)  # padding: any draw, never used
+    probs = probs.reshape(batch * steps, size).cpu()
     samples = torch.multinomial(probs, 1, generator=generator).view(batch, steps).to(log_probs.device)
     sentences = ["".join(vocabulary[t] for t in row[: int(n)]) for row, n in zip(samples.tolist(), lengths.tolist())]
     values = solver.solve(sentences)
