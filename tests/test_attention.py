@@ -270,5 +270,7 @@ def test_additive_attention_weighs_real_keys_and_names_bad_inputs() -> None:
         attention(query.double(), keys, projected)
     with pytest.raises(ValueError, match="keys has dtype torch.float64"):
         attention(query, keys.double(), projected)
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match="query_dim must be an int of at least 1, got 0"):
         AdditiveAttention(0, 4, 4)
+    with pytest.raises(ValueError, match="heads must be an int of at least 1, got 2.0"):
+        MultiheadAttention(16, 2.0)

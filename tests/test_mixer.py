@@ -26,8 +26,10 @@ def test_mixer_block_rejects_wrong_token_count():
         MixerBlock(5, 8, 4, 4)(torch.randn(2, 6, 8))
     with pytest.raises(ValueError, match="the input has dtype torch.float64 but the MixerBlock's parameters are torch.float32"):
         MixerBlock(5, 8, 4, 4)(torch.randn(2, 5, 8, dtype=torch.float64))
-    with pytest.raises(ValueError, match="must be positive, got 0, 8, 4, 4"):
+    with pytest.raises(ValueError, match="num_tokens must be an int of at least 1, got 0"):
         MixerBlock(0, 8, 4, 4)
+    with pytest.raises(ValueError, match="channel_hidden must be an int of at least 1, got 2.5"):
+        MixerBlock(5, 8, 4, 2.5)
     for dropout in (float("nan"), -0.1, 1.0):  # NaN was accepted: torch's Dropout compares it to 0 and 1
         with pytest.raises(ValueError, match=rf"dropout must be in \[0, 1\), got {dropout}"):
             MixerBlock(5, 8, 4, 4, dropout=dropout)

@@ -141,7 +141,7 @@ def test_act_steps_after_every_position_halted_add_nothing() -> None:
 def test_universal_transformer_rejects_layers_without_width() -> None:
     with pytest.raises(ValueError, match="`dim`"):
         UniversalTransformer(torch.nn.Linear(4, 4), 2)
-    with pytest.raises(ValueError, match="dim and ff_dim must be positive, got 16 and 0"):
+    with pytest.raises(ValueError, match="ff_dim must be an int of at least 1, got 0"):
         TransformerEncoderLayer(16, 4, 0)
 
 
@@ -172,6 +172,11 @@ def test_sinusoids_name_a_width_that_is_not_a_positive_even_int_at_construction(
         SinusoidalPositionalEncoding(dim)  # an odd width failed only at the first forward
     with pytest.raises(ValueError, match="sinusoid dimension must be a positive even number"):
         sinusoid_table(torch.arange(3), dim)
+
+
+def test_a_universal_transformer_of_fractional_depth_is_refused_at_construction():
+    with pytest.raises(ValueError, match="depth must be an int of at least 1, got 2.5"):
+        UniversalTransformer(TransformerEncoderLayer(DIM, HEADS, FF), 2.5)  # failed at the first forward
 
 
 def test_sinusoids_are_not_added_to_integer_inputs():

@@ -6,7 +6,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.shape_checks import check_dtype_of, check_sequence
+from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes
 from neurosym.layers.value_checks import values_are_readable
 
 
@@ -20,10 +20,7 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, query_dim: int, key_dim: int, attention_dim: int) -> None:
         super().__init__()
-        if min(query_dim, key_dim, attention_dim) < 1:
-            raise ValueError(
-                f"query_dim, key_dim and attention_dim must be positive, got {query_dim}, {key_dim}, {attention_dim}"
-            )
+        check_sizes(query_dim=query_dim, key_dim=key_dim, attention_dim=attention_dim)
         self.query_dim, self.key_dim, self.attention_dim = query_dim, key_dim, attention_dim
         self.query_proj = nn.Linear(query_dim, attention_dim, bias=False)
         self.key_proj = nn.Linear(key_dim, attention_dim)

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.shape_checks import check_dtype_of, check_sequence
+from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes
 from neurosym.layers.value_checks import values_are_readable
 
 
@@ -48,7 +48,8 @@ class MultiheadAttention(nn.Module):
 
     def __init__(self, dim: int, heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
-        if dim <= 0 or heads <= 0 or dim % heads:
+        check_sizes(dim=dim, heads=heads)
+        if dim % heads:
             raise ValueError(f"dim ({dim}) must be a positive multiple of heads ({heads})")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")

@@ -6,7 +6,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.shape_checks import check_dtype_of
+from neurosym.layers.shape_checks import check_dtype_of, check_sizes
 
 
 def _mlp(width: int, hidden: int, dropout: float) -> nn.Sequential:
@@ -25,11 +25,7 @@ class MixerBlock(nn.Module):
 
     def __init__(self, num_tokens: int, dim: int, token_hidden: int, channel_hidden: int, dropout: float = 0.0):
         super().__init__()
-        if min(num_tokens, dim, token_hidden, channel_hidden) < 1:
-            raise ValueError(
-                f"num_tokens, dim, token_hidden and channel_hidden must be positive, got {num_tokens}, {dim}, "
-                f"{token_hidden}, {channel_hidden}"
-            )
+        check_sizes(num_tokens=num_tokens, dim=dim, token_hidden=token_hidden, channel_hidden=channel_hidden)
         if not 0.0 <= dropout < 1.0:  # NaN passed torch's own check
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.num_tokens = num_tokens

@@ -3,6 +3,8 @@ autocast is on for an input."""
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import nn
 
@@ -15,6 +17,14 @@ def autocast_enabled(x: torch.Tensor) -> bool:
     # availability check and would break the graph there.
     available = torch.compiler.is_compiling() or torch.amp.is_autocast_available(device)
     return available and torch.is_autocast_enabled(device)
+
+
+def check_sizes(**sizes: object) -> None:
+    """Raise ``ValueError`` naming the first size that is not an int of at least 1 (a bool is not a size; 2.5 units
+    failed only in torch, or were truncated)."""
+    for name, size in sizes.items():
+        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
+            raise ValueError(f"{name} must be an int of at least 1, got {size!r}")
 
 
 def check_sequence(x: torch.Tensor, dim: int, what: str, batch: int | None = None) -> None:

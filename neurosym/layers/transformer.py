@@ -16,7 +16,7 @@ from torch import nn
 
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
 from neurosym.layers.relative_attention import RelativeMultiheadAttention
-from neurosym.layers.shape_checks import check_dtype_of, check_sequence
+from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes
 
 AttentionKind = Literal["vanilla", "xl", "xl_clipped", "shaw"]
 
@@ -38,8 +38,7 @@ class FeedForward(nn.Sequential):
     """Position-wise ``Linear(dim, ff_dim) -> ReLU -> Dropout -> Linear(ff_dim, dim)``; ``[B, T, D] -> [B, T, D]``."""
 
     def __init__(self, dim: int, ff_dim: int, dropout: float) -> None:
-        if min(dim, ff_dim) < 1:
-            raise ValueError(f"dim and ff_dim must be positive, got {dim} and {ff_dim}")
+        check_sizes(dim=dim, ff_dim=ff_dim)
         super().__init__(nn.Linear(dim, ff_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff_dim, dim))
 
 

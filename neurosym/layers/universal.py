@@ -16,7 +16,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.positional import sinusoid_table
-from neurosym.layers.shape_checks import check_sequence
+from neurosym.layers.shape_checks import check_sequence, check_sizes
 
 
 class UniversalOutput(NamedTuple):
@@ -45,8 +45,7 @@ class UniversalTransformer(nn.Module):
         act_epsilon: float = 0.01,
     ) -> None:
         super().__init__()
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, got {depth}")
+        check_sizes(depth=depth)
         dim = getattr(layer, "dim", None)
         if not isinstance(dim, int):
             raise ValueError("the shared layer must expose its model width as an integer attribute `dim`")
