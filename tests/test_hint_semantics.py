@@ -169,6 +169,8 @@ def test_operator_table_validation():
         HINT_SEMANTICS.extend(operators={"q": Operator(3, max)})
     with pytest.raises(ValueError, match=r"operator 'q' must be an Operator\(level, apply\), got <built-in function max>"):
         HINT_SEMANTICS.extend(operators={"q": max})
+    with pytest.raises(ValueError, match=r"operator '\+' must be an Operator\(level, apply\), got <built-in function max>"):
+        HINT_SEMANTICS.extend(operators={"+": max})  # a built-in symbol redefined by a bare function
     with pytest.raises(ValueError, match="reserved"):
         HINT_SEMANTICS.extend(numbers={"(": 5})
     with pytest.raises(ValueError, match="both numbers and operators"):

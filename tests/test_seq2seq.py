@@ -172,6 +172,8 @@ def test_bad_sources_raise_clear_errors() -> None:
             tiny_model(name)(src, src_mask, torch.cat([tgt_in, torch.full_like(tgt_in[:, :1], 13)], dim=1))
     with pytest.raises(ValueError, match=r"bos \(99\) must be a target id in \[0, 13\)"):
         model.greedy_decode(src, src_mask, max_len=3, bos=99, eos=EOS)
+    with pytest.raises(ValueError, match=r"bos \(0.5\) must be a target id"):  # was read as token 0
+        model.greedy_decode(src, src_mask, max_len=3, bos=0.5, eos=EOS)
     assert isinstance(tiny_model("transformer_rel_uni"), TransformerSeq2Seq)
 
 

@@ -107,6 +107,10 @@ def test_image_sentences_check_their_layout():
         ImageSentences(np.zeros((2, 4, 4)), np.array([0, 1]), read, np.array([2]), [1])
     with pytest.raises(ValueError, match=r"lengths must be in \[1, 2\]"):
         ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 1]]), read, np.array([3]), [1])
+    with pytest.raises(ValueError, match="lengths must be integers, got dtype float64"):
+        ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 1]]), read, np.array([1.5]), [1])
+    with pytest.raises(ValueError, match="picks must be integers, got dtype float64"):
+        ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 0.5]]), read, np.array([2]), [1])
     with pytest.raises(ValueError, match="picks name image 5, but there are 2 images"):
         ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 5]]), read, np.array([2]), [1])
     with pytest.raises(ValueError, match=r"float images must hold intensities in \[0, 1\], got values in \[255.0, 255.0\]"):

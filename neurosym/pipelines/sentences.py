@@ -77,6 +77,9 @@ class ImageSentences:
         if picks.ndim != 2:
             raise ValueError(f"picks must be [N, T], got shape {list(picks.shape)}")
         count, steps = picks.shape
+        for name, array in (("picks", picks), ("given", given), ("lengths", lengths)):
+            if array.size and array.dtype.kind not in "iu":  # 2.5 symbols were accepted, and failed only in batch()
+                raise ValueError(f"{name} must be integers, got dtype {array.dtype}")
         if given.shape != picks.shape or lengths.shape != (count,) or len(targets) != count:
             raise ValueError(
                 f"picks {picks.shape}, given {given.shape}, lengths {lengths.shape} and {len(targets)} targets disagree"

@@ -42,14 +42,14 @@ class OperatorTable:
         missing = [s for s in (*BUILTIN_NUMBERS, *BUILTIN_OPERATORS) if s not in self.numbers and s not in self.operators]
         if missing:
             raise ValueError(f"operator table {self.name!r} lacks the built-in symbols {missing}")
-        for symbol, level in BUILTIN_OPERATORS.items():
-            if self.operators[symbol].level != level:
-                raise ValueError(f"built-in operator {symbol!r} must keep precedence level {level}")
-        for symbol, operator in self.operators.items():
+        for symbol, operator in self.operators.items():  # (a plain function failed below, reading its level)
             if not isinstance(operator, Operator):
                 raise ValueError(f"operator {symbol!r} must be an Operator(level, apply), got {operator!r}")
             if operator.level not in (ADDITIVE, MULTIPLICATIVE):
                 raise ValueError(f"operator {symbol!r}: level must be 1 (like + −) or 2 (like × ÷)")
+        for symbol, level in BUILTIN_OPERATORS.items():
+            if self.operators[symbol].level != level:
+                raise ValueError(f"built-in operator {symbol!r} must keep precedence level {level}")
         for symbol, value in self.numbers.items():
             if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
                 raise ValueError(f"number {symbol!r}: its value must be an int or a Fraction, got {value!r}")

@@ -10,6 +10,7 @@ from torch import nn
 
 from neurosym.layers.value_checks import check_token_ids, values_are_readable
 from neurosym.models.seq2seq.padding import real_first
+from neurosym.training.checks import is_int
 
 
 class Seq2Seq(nn.Module, ABC):
@@ -60,7 +61,7 @@ class Seq2Seq(nn.Module, ABC):
         """
         if not isinstance(max_len, int) or max_len < 1:
             raise ValueError(f"max_len must be an int of at least 1, got {max_len!r}")
-        if not 0 <= bos < self.target_vocab:  # eos may be any number: one no step emits decodes max_len tokens
+        if not is_int(bos) or not 0 <= bos < self.target_vocab:  # (0.5 was read as token 0)  # eos may be any number: one no step emits decodes max_len tokens
             raise ValueError(f"bos ({bos}) must be a target id in [0, {self.target_vocab})")
         batch = src_mask.shape[0]
         state = self.start_decoding(src, src_mask, use_cache=use_cache)
