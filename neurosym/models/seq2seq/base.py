@@ -61,7 +61,8 @@ class Seq2Seq(nn.Module, ABC):
         """
         if not isinstance(max_len, int) or max_len < 1:
             raise ValueError(f"max_len must be an int of at least 1, got {max_len!r}")
-        if not is_int(bos) or not 0 <= bos < self.target_vocab:  # (0.5 was read as token 0)  # eos may be any number: one no step emits decodes max_len tokens
+        # eos may be any number: one no step emits decodes max_len tokens; a bos of 0.5 was read as token 0
+        if not is_int(bos) or not 0 <= bos < self.target_vocab:
             raise ValueError(f"bos ({bos}) must be a target id in [0, {self.target_vocab})")
         batch = src_mask.shape[0]
         state = self.start_decoding(src, src_mask, use_cache=use_cache)
