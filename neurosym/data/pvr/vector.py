@@ -98,6 +98,8 @@ def sample_vector_holdout_test(
     pointers whose window is complete (all of them, unless truncated) are drawn. ``(digits, labels)``."""
     rng = as_generator(rng)
     held = _check_held(rule, held)
+    if not len(held) or held.min() < 0 or held.max() >= rule.num_classes:
+        raise ValueError(f"a holdout test needs held-out windows of digits in [0, {rule.num_classes}), got {held.tolist()!r:.60}")
     allowed = all_allowed(rule.length, rule.num_classes)
     _, valid = rule.window_slots(np.arange(rule.num_classes))
     complete_pointers = valid.all(axis=1)
@@ -114,4 +116,6 @@ def _check_held(rule: PVRRule, held: np.ndarray) -> np.ndarray:
     held = np.asarray(held)
     if held.ndim != 2 or held.shape[1] != rule.complexity + 1:
         raise ValueError(f"held-out windows must have shape [i, {rule.complexity + 1}], got {held.shape}")
+    if held.size and held.dtype.kind not in "iu":  # 2.7 was truncated to 2 in a test row, and never matched in training
+        raise ValueError(f"held-out windows must hold integer digits, got dtype {held.dtype}")
     return held
