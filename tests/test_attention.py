@@ -187,6 +187,8 @@ def test_cross_attention_cache_projects_memory_once() -> None:
     second = module(query[:, 1:], memory, cache=cache)
     assert cache.keys is keys
     torch.testing.assert_close(torch.cat([first, second], 1), module(query, memory))
+    with pytest.raises(ValueError, match="this cache holds the keys of a batch of 2, the query has 1"):
+        module(query[:1, 2:], memory[:1], cache=cache)  # (failed deep in torch)
 
 
 @pytest.mark.parametrize("kind", ["shaw", "xl_clipped"])

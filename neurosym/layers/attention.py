@@ -227,5 +227,10 @@ class MultiheadAttention(nn.Module):
             if values_are_readable(fully_padded) and fully_padded.any():
                 row = int(fully_padded.nonzero()[0, 0])
                 raise ValueError(f"every key of batch element {row} is padding: nothing to attend to")
+        if cache is not None and cache.keys is not None and cache.keys.shape[0] != query.shape[0]:
+            raise ValueError(
+                f"this cache holds the keys of a batch of {cache.keys.shape[0]}, the query has {query.shape[0]}: "
+                "a new batch needs a new AttentionCache"
+            )
         if cache is not None and key_value is None and cache.keys is not None and cache.position != cache.keys.shape[2]:
             raise ValueError("this cache belongs to a cross-attention module, not to a self-attention one")
