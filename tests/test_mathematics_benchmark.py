@@ -3,13 +3,15 @@
 import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
+import neurosym.experiments.mathematics as mathematics_runner
 from neurosym.cli import main
 from neurosym.data.mathematics import read_module_file
-from neurosym.models.seq2seq.mathematics_task import TRAIN_REGIMES
+from neurosym.models.seq2seq.mathematics_task import TRAIN_REGIMES, train_model
 from neurosym.semantics.mathematics_arithmetic import symbolic_answers
 from neurosym.training import load_checkpoint, save_checkpoint
 
@@ -84,6 +86,29 @@ def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path,
     sizes = ["--train-per-module", "30", "--test-per-module", "10", "--lr", "6e-4", "--batch-size", "16"]
     assert main([*other_model, *sizes, "--steps", "9", "--out", str(tmp_path / "resumed")]) == 2
     assert "was written for another model or data (model differ)" in capsys.readouterr().err
+    fewer_modules = [a if a != "arithmetic__mixed,arithmetic__div" else "arithmetic__div" for a in argv]
+    assert main([*fewer_modules, "--steps", "9", "--out", str(tmp_path / "resumed")]) == 2  # was continued as its model
+    assert "was written for another model or data (data differ)" in capsys.readouterr().err
+    assert main([*argv, "--train-per-module", "20", "--steps", "9", "--out", str(tmp_path / "resumed")]) == 2  # (was the
+    assert "(data differ)" in capsys.readouterr().err  # smoke preset's 30 whatever was given)
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_the_time_limit_is_the_whole_calls_not_each_models(tmp_path, monkeypatch):
+    clock = iter(range(0, 1000, 10))  # the runner's clock: 10 s pass between its readings
+    monkeypatch.setattr(mathematics_runner, "time", SimpleNamespace(perf_counter=lambda: float(next(clock))))
+    limits = []
+
+    def recording(*args, time_limit, **kwargs):
+        limits.append(time_limit)
+        return train_model(*args, time_limit=time_limit, **kwargs)
+
+    monkeypatch.setattr(mathematics_runner, "train_model", recording)
+    data = released_folder(tmp_path / "data")
+    argv = ["mathematics", "--preset", "smoke", "--data", str(data), "--modules", "arithmetic__mixed,arithmetic__div",
+            "--device", "cpu", "--models", "lstm_att,transformer", "--threads", "1", "--steps", "2", "--out", str(tmp_path)]  # fmt: skip
+    assert main([*argv, "--time-limit", "1"]) == 0
+    assert limits == [50.0, 30.0]  # 60 s less what the call spent before each model (each had 60 s)
 
 
 def test_symbolic_route_scores_questions_outside_its_language_as_misses():

@@ -44,7 +44,7 @@ from neurosym.plots.mathematics import plot_module_accuracies
 from neurosym.semantics.mathematics_arithmetic import ARITHMETIC_MODULES, symbolic_answers
 from neurosym.training import resolve_device
 from neurosym.training.checkpoint import save_json
-from neurosym.training.stopping import minutes_to_seconds
+from neurosym.training.stopping import minutes_to_seconds, time_left
 
 MODELS = ("symbolic", *NEURAL_MODELS)
 
@@ -73,8 +73,14 @@ class MathematicsOptions(TrainingOptions):
     batch_size: int | None = option(None, "batch size (default: the config's)", parse=positive_int)
     learning_rate: float = option(6e-4, "Adam learning rate (paper: 6e-4)", parse=positive_float, aliases=["--lr"])
     clip: float = option(0.1, "absolute gradient-value clipping (paper: 0.1)", parse=positive_float)
-    train_per_module: int = option(30_000, "training questions per module (split over easy/medium/hard)", parse=positive_int)
-    test_per_module: int = option(500, "test questions per interpolation/extrapolation module", parse=positive_int)
+    train_per_module: int | None = option(
+        None,
+        "training questions per module, split over easy/medium/hard (default: 30,000; the smoke preset's 30)",
+        parse=positive_int,
+    )
+    test_per_module: int | None = option(
+        None, "test questions per interpolation/extrapolation module (default: 500; the smoke preset's 10)", parse=positive_int
+    )
     data: Path | None = option(
         None, "a released dataset folder to read instead of generating", parse=existing_folder, aliases=["--data-root"]
     )
@@ -90,8 +96,9 @@ def run(options: MathematicsOptions) -> dict:
     config = CONFIGS[options.preset]
     steps = options.steps if options.steps is not None else config.steps
     batch_size = options.batch_size if options.batch_size is not None else config.batch_size
-    train_count = 30 if options.preset == "smoke" else options.train_per_module
-    test_count = 10 if options.preset == "smoke" else options.test_per_module
+    smoke = options.preset == "smoke"  # its counts, unless given
+    train_count = options.train_per_module or (30 if smoke else 30_000)
+    test_count = options.test_per_module or (10 if smoke else 500)
     device = resolve_device(options.device)
     apply_threads(options.threads)
     neural = [name for name in options.models if name != "symbolic"]
@@ -114,6 +121,10 @@ def run(options: MathematicsOptions) -> dict:
         "published": MATHEMATICS,
         "models": {},
     }
+    data_setup = {
+        "modules": options.modules, "train_per_module": train_count, "data": None if options.data is None else str(options.data)
+    }  # fmt: skip
+    limit, began = minutes_to_seconds(options.time_limit), time.perf_counter()
     for name in options.models:
         started = time.perf_counter()
         if name == "symbolic":  # scored only on the modules whose question language it covers
@@ -124,7 +135,7 @@ def run(options: MathematicsOptions) -> dict:
             model, extra = train_model(
                 name, config, data["train"], steps, batch_size, device, options.out / name, lr=options.learning_rate, clip=options.clip,
                 seed=options.seed, checkpoint_every=options.checkpoint_every, resume=options.resume, compile=options.compile,
-                progress=options.progress, time_limit=minutes_to_seconds(options.time_limit),
+                progress=options.progress, time_limit=time_left(limit, started - began), data=data_setup,
             )  # fmt: skip
             print(f"trained {name} ({extra['parameters']:,} parameters) for {extra['steps']} steps")
             answer = functools.partial(

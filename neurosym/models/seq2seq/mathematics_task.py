@@ -4,10 +4,10 @@ baselines, their teacher-forced training and greedy answers, and exact-match sco
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 import torch
 from einops import rearrange
@@ -185,6 +185,7 @@ def train_model(
     compile: bool = False,
     progress: bool = False,
     time_limit: float | None = None,
+    data: Mapping[str, Any] | None = None,
 ) -> tuple[Seq2Seq, dict]:
     """Teacher-forced training with :func:`neurosym.training.train`: Adam (β = 0.9, 0.995; ε = 1e-9),
     learning rate ``lr``, gradient values clipped to ``clip``, no norm clipping, no validation; ``compile``
@@ -192,7 +193,8 @@ def train_model(
 
     Checkpoints every ``checkpoint_every`` steps to ``folder/checkpoint.pt`` and resumes from it unless
     ``resume`` is false (a larger ``steps`` continues training on the same batch order).
-    The checkpoint keeps the model configuration (its setup) beside the loop's batch size, learning rate, clip and
+    The checkpoint keeps the model configuration and ``data`` (what the training questions were made from: modules,
+    counts, a release folder) as its setup, beside the loop's batch size, learning rate, clip and
     seed; resuming with other ones raises :class:`~neurosym.training.checkpoint.CheckpointMismatch`. Returns the model (in eval mode) and its record: ``parameters``,
     ``steps``, ``losses`` (``[step, loss]`` pairs) and ``final_loss``.
     """
@@ -215,9 +217,8 @@ def train_model(
         **PAPER_ADAM,
     )
     context = DistributedContext(0, 1, 0, device)
-    outcome = train(
-        model, train_examples, answer_loss, train_config, context, collate_fn=collate, setup={"model": asdict(config)}
-    )
+    setup = {"model": asdict(config), "data": dict(data or {})}
+    outcome = train(model, train_examples, answer_loss, train_config, context, collate_fn=collate, setup=setup)
     model.eval()
     losses = [(entry["step"], entry["loss"]) for entry in outcome.history]
     return model, {
