@@ -144,6 +144,8 @@ def test_few_shot_stage_stops_after_the_concept_under_way_and_the_same_command_c
     assert "training stopped after few-shot concept 1 of 3 (time limit)" in err and "fewshot_symbol.json holds it" in err
     assert json.loads((out / "fewshot_symbol.json").read_text())["0.01"]["concepts"].keys() == {"x"}
     assert not (out / "results.json").exists()
+    assert main([*argv, "--time-limit", "0", "--seed", "3"]) == 2  # seed 0's concepts are not seed 3's
+    assert "fewshot_symbol.json was written for another model or data (seed differ)" in capsys.readouterr().err
     assert main(argv) == 0
     assert json.loads((out / "results.json").read_text())["fewshot"]["0.01"]["concepts"].keys() == {"x", "y", "a"}
 
@@ -207,6 +209,9 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     assert all(alone["adapt"][key] == results["adapt"][key] for key in scored)
     printed = capsys.readouterr().out
     assert ", test" not in printed and " test expressions" not in printed and " validation expressions; accuracy" in printed
+    fewer = [a if a != "200" else "150" for a in argv]  # another adaptation: refused, not reported as this one
+    assert main([*fewer, "--no-score-test"]) == 2
+    assert "adapt_checkpoint.pt was written for another model or data (examples, replay differ)" in capsys.readouterr().err
 
 
 def test_validation_alone_is_refused_where_a_stage_would_score_test_anyway(private_cache, capsys):

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -110,13 +112,16 @@ def adapt_to_writer(
     folder: str | os.PathLike,
     resume: bool = True,
     progress: bool = False,
+    setup: Mapping[str, Any] | None = None,
 ) -> Adaptation:
     """Adapt ``pipeline`` (trained on ``first_bank``'s images under ``training``) to ``new_bank``'s writer.
 
     ``adapt.examples`` of ``expressions`` (drawn with ``adapt.seed``; fewer where fewer are given: see
     :attr:`Adaptation.examples`) are shown with the new writer's training images, the next ``adapt.replay`` with
     the first bank's; each stage writes its checkpoint into ``folder``
-    (:data:`STAGE_CHECKPOINTS`) and, with ``resume``, continues from it (else they are removed first).
+    (:data:`STAGE_CHECKPOINTS`) and, with ``resume``, continues from it (else they are removed first). The adaptation's
+    checkpoint keeps ``adapt``'s examples, replay and seed, the number of ``expressions`` and ``setup`` (what ``new_bank`` was made from, e.g. the
+    runner's bank option): resuming it under others raises :class:`~neurosym.training.checkpoint.CheckpointMismatch`.
 
     Raises:
         ValueError: no expressions; none left to replay where distillation, refitting or routing needs them; a resumed
@@ -142,7 +147,15 @@ def adapt_to_writer(
     config = replace(
         training, steps=adapt.steps, learning_rate=adapt.learning_rate or training.learning_rate, distill=adapt.distill
     )
-    train_pipeline(pipeline, both, config, device, checkpoints["adapt"], progress, anchor=anchor)
+    # what picks the windows (steps, rate and distillation are the config's; the later stages check their own)
+    adaptation = {
+        **(setup or {}),
+        "examples": adapt.examples,
+        "replay": replay,
+        "seed": adapt.seed,
+        "expressions": len(expressions),
+    }
+    train_pipeline(pipeline, both, config, device, checkpoints["adapt"], progress, anchor=anchor, setup=adaptation)
     if adapt.refit_steps:  # the new writer's windows as the adapted reader reads them, the replayed as the trained one
         first = HintPipeline(trained, pipeline.table, abduction_changes=pipeline.abduction_changes)
         labellers = [(pipeline, "new_writer")] + ([] if adapt.route_steps else [(first, "first_bank")])

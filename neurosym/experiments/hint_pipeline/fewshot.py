@@ -8,6 +8,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_FEWSHOT
 from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.plots.hint_pipeline import plot_fewshot
-from neurosym.training.checkpoint import save_json
+from neurosym.training.checkpoint import check_setup, save_json
 from neurosym.training.stopping import StopRequests, TrainingInterrupted
 
 Learner = Callable[[str, list[HintRecord]], tuple[str, Callable[[list[HintRecord], str], float]]]
@@ -35,6 +36,14 @@ def unseen(records: list[HintRecord]) -> list[HintRecord]:
     return [record for record in records if record.eval != "I"]
 
 
+NOT_IN_SETUP = frozenset(
+    {"out", "progress", "threads", "device", "resume", "time_limit", "fewshot_scales", "fewshot_concepts", "score_test",
+     "speed_samples", "checkpoint_every", "eval_every", "num_workers", "eval_batch_size"}
+)  # fmt: skip
+"""The options that do not change what a few-shot concept learns: the others are saved with the finished concepts, and a
+run under other ones does not take them (:class:`~neurosym.training.checkpoint.CheckpointMismatch`)."""
+
+
 def learn_fewshot(
     args: HintOptions,
     out: Path,
@@ -44,11 +53,15 @@ def learn_fewshot(
     time_limit: float | None = None,
 ) -> dict[str, Any]:
     """Learn every ``--fewshot-concepts`` concept at every ``--fewshot-scales`` scale; prints the table,
-    plots, and keeps finished concepts in ``<out>/fewshot_<input>.json`` so that a resumed run skips them.
+    plots, and keeps finished concepts in ``<out>/fewshot_<input>.json`` so that a resumed run skips them (a run under
+    other options, outside :data:`NOT_IN_SETUP`, raises :class:`~neurosym.training.checkpoint.CheckpointMismatch`).
     SIGINT, SIGTERM or ``time_limit`` seconds end the stage after the concept under way with
     :class:`TrainingInterrupted`."""
     progress_path = out / f"fewshot_{args.input}.json"
     done: dict[str, Any] = json.loads(progress_path.read_text()) if progress_path.is_file() and args.resume else {}
+    setup = json.loads(json.dumps({k: v for k, v in asdict(args).items() if k not in NOT_IN_SETUP}, default=str))
+    check_setup(done.get("setup"), setup, progress_path)  # another seed's or semantics' concepts are not this run's
+    done["setup"] = setup
     scales, concepts = args.fewshot_scales, args.fewshot_concepts
     with StopRequests(time_limit) as stops:
         for number, (scale, concept) in enumerate(itertools.product(scales, concepts), start=1):

@@ -29,6 +29,7 @@ from neurosym.pipelines.windows import WindowSource
 from neurosym.plots.hint_pipeline import plot_training
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
+from neurosym.training.checkpoint import CheckpointMismatch
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
@@ -155,7 +156,9 @@ def _adapt(
     new = with_brackets(new, bank)
     try:
         done = adapt_to_writer(pipeline, splits["train"], new, bank, config, _adapt_config(args), device, out,
-                               args.resume, args.progress)  # fmt: skip
+                               args.resume, args.progress, setup={"new_bank": args.adapt})  # fmt: skip
+    except CheckpointMismatch:  # (a usage error: another run's adaptation)
+        raise
     except ValueError as error:  # a resumed stage that fitted other data
         raise SystemExit(f"neurosym hint: --adapt: {error}") from None
     adapted = {"images": images, "examples": done.examples, "replayed": done.replayed, "steps": args.adapt_steps,
