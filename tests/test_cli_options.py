@@ -121,6 +121,7 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("pvr --vector-models mlp,,lstm", "argument --vector-models: unknown vector model 'lstm'"),
         ("pvr --complexities 0,50", "argument --complexities: expected an integer in 0..9, got '50'"),
         ("pvr --holdout-complexity 10", "argument --holdout-complexity: expected an integer in 0..9, got '10'"),
+        ("pvr --ns-max-complexity 12", "argument --ns-max-complexity: expected an integer in 0..9, got '12'"),
         ("pvr --sequence-length 1", "argument --sequence-length: expected an integer of at least 2, got '1'"),
         ("pvr --sequential-models small_cnn", "argument --sequential-models: unknown visual model 'small_cnn'"),
         ("hint --model neurosym --augment-style 1.5", "argument --augment-style: expected a number in [0, 1], got '1.5'"),

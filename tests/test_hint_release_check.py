@@ -75,6 +75,12 @@ def test_a_missing_split_is_named(release):
         check_release(release, fewshot=True)
 
 
+def test_an_empty_split_is_named(release):
+    (release / SPLIT_FILES["test"]).write_text("[]")
+    with pytest.raises(ValueError, match=r"expr_test.json holds no expression: every split of a release needs some"):
+        check_release(release)
+
+
 def test_a_missing_image_is_named_with_its_record(release):
     first = _records(release, SPLIT_FILES["test"])[0]
     (release / IMAGE_FOLDER / first["img_paths"][0]).unlink()

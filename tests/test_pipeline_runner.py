@@ -202,6 +202,7 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     assert main([*argv, "--resume", "--no-score-test"]) == 0  # the same checkpoints, validation alone: for choosing
     alone = json.loads((out / "results.json").read_text())
     assert alone["test"] is None and alone["val"] == results["val"]
+    assert alone["train_seconds"] == results["train_seconds"] > 0  # the training's, not this call's (which trained nothing)
     assert alone["extra_test_bank"].keys() == {"images", "val", "val_their_batch_statistics"}
     assert alone["extra_test_bank"]["val"] == extra["val"]
     scored = {key for key in alone["adapt"] if key.startswith(("val_", "test_"))}

@@ -111,7 +111,7 @@ class PVROptions(TrainingOptions):
     rule_examples: int = option(300, "task examples from which the neuro-symbolic model induces its rule", parse=positive_int)
     ns_samples: int = option(10_000, "bit strings per noise-sensitivity estimate", parse=positive_int)
     ns_repeats: int = option(10, "estimates averaged per noise-sensitivity point", parse=positive_int)
-    ns_max_complexity: int = option(5, "largest m of the noise-sensitivity sweep", parse=non_negative_int)
+    ns_max_complexity: int = option(5, "largest m of the noise-sensitivity sweep", parse=COMPLEXITY)
     mnist: Path | None = option(None, "path to mnist.pkl.gz (default: cached download)", parse=existing_file)
 
 

@@ -178,7 +178,7 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
     """Check a release folder before any work is done on it.
 
     Every ``expr_*.json`` split that :func:`read_release` reads (and ``fewshot_dataset.json`` when
-    ``fewshot``) must be present, every record well-formed as :func:`record_from_json` reads it, and,
+    ``fewshot``) must be present and hold records, every record well-formed as :func:`record_from_json` reads it, and,
     when ``images``, every record must list ``img_paths`` whose files exist under ``symbol_images/``.
     A missing file raises ``FileNotFoundError``, anything else a ``ValueError``; both are one line naming
     the file and, for a record, its index and id.
@@ -192,7 +192,10 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
         raise FileNotFoundError(f"{root}: the release lacks {missing}")
     available = _image_files(root / IMAGE_FOLDER) if images else None
     for name in SPLIT_FILES.values():
-        _check_records(_record_items(root / name), name, available, root)
+        items = _record_items(root / name)
+        if not items:  # (was trained on, or scored as NaN)
+            raise ValueError(f"{root / name} holds no expression: every split of a release needs some")
+        _check_records(items, name, available, root)
     for concept, splits in (_fewshot_items(root) if fewshot else {}).items():
         for split, items in splits.items():
             _check_records(items, f"{FEWSHOT_FILE} {concept}/{split}", available, root)

@@ -79,12 +79,11 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     checkpoint = out / "checkpoint.pt"
     if not args.resume and not args.ensemble:
         checkpoint.unlink(missing_ok=True)
-    started = time.perf_counter()
-    time_limit = minutes_to_seconds(args.time_limit)
+    started, time_limit = time.perf_counter(), minutes_to_seconds(args.time_limit)
     history = [] if args.ensemble else train_pipeline(pipeline, WindowSource(data.splits["train"], bank, "train", args.seed), config,
                                                       device, checkpoint, args.progress, time_limit=time_limit,
                                                       setup=args.setup(READER_OPTIONS))  # fmt: skip
-    train_seconds = time.perf_counter() - started
+    train_seconds = history[-1]["seconds"] if history else 0.0  # over every call of a resumed run, not this call's
 
     def evaluate(records: list[HintRecord], images: SymbolBank, pool: str, own: WindowSource | None = None) -> dict[str, Any]:
         """Scores on ``records`` shown with ``images``' ``pool``, read with the batch-norm statistics of ``own``'s windows."""
@@ -125,7 +124,7 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
         "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS],
     }
     plot_training(history, SUBSETS, series, out / "hint_neurosym.png")
-    results["fewshot"] = fewshot_from_images(args, out, pipeline, data, device, time_left(time_limit, train_seconds))
+    results["fewshot"] = fewshot_from_images(args, out, pipeline, data, device, time_left(time_limit, time.perf_counter() - started))
     return results
 
 
