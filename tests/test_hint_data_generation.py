@@ -239,6 +239,11 @@ def test_main_split_is_cached_on_disk(tmp_path):
         assert second[name].expr == first[name].expr and second[name].prefix == first[name].prefix
         assert np.array_equal(second[name].res, first[name].res) and np.array_equal(second[name].eval, first[name].eval)
         assert second[name][0] == first[name][0]
+    train = tmp_path / "main_s0.002_seed3_v2_train.npz"
+    train.write_bytes(train.read_bytes()[:300])  # cut short: a cache is made again, with a warning naming it
+    with pytest.warns(UserWarning, match=f"unreadable HINT cache in {tmp_path}"):
+        third = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    assert third["train"].expr == first["train"].expr and HintSplit.load(train).expr == first["train"].expr
 
 
 def test_bad_arguments_are_rejected():

@@ -41,7 +41,6 @@ from neurosym.experiments.options import (
     comma_list,
     existing_file,
     integer_in,
-    non_negative_int,
     option,
     positive_int,
     preset_option,

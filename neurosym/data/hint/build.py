@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import warnings
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -57,7 +59,10 @@ def _cached(
     folder = Path(root) if root is not None else cache_dir() / "hint"
     paths = {split: folder / f"{name}_v{_FORMAT_VERSION}_{split}.npz" for split in SPLIT_NAMES}
     if cache and all(p.is_file() for p in paths.values()):
-        return {split: HintSplit.load(p, table) for split, p in paths.items()}
+        try:
+            return {split: HintSplit.load(p, table) for split, p in paths.items()}
+        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:  # a cache: made again, not a failure
+            warnings.warn(f"unreadable HINT cache in {folder} ({error}): generating it again", stacklevel=3)
     splits = build()
     if cache:
         for split, path in paths.items():

@@ -124,7 +124,9 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
         "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS],
     }
     plot_training(history, SUBSETS, series, out / "hint_neurosym.png")
-    results["fewshot"] = fewshot_from_images(args, out, pipeline, data, device, time_left(time_limit, time.perf_counter() - started))
+    results["fewshot"] = fewshot_from_images(
+        args, out, pipeline, data, device, time_left(time_limit, time.perf_counter() - started)
+    )
     return results
 
 
