@@ -31,12 +31,8 @@ TINY = [
     "2",
     "--embedding",
     "16",
-    "--dim",
-    "16",
     "--hidden",
     "32",
-    "--heads",
-    "2",
     "--encoder-layers",
     "1",
     "--eval-batch-size",
@@ -45,6 +41,7 @@ TINY = [
     "--device",
     "cpu",
 ]
+TINY_TRANSFORMER = [*TINY, "--dim", "16", "--heads", "2"]  # (options the RNNs refuse: they would ignore them)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -58,7 +55,7 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    assert main(["hint", "--model", "transformer_rel_uni", "--steps", "2", "--out", str(out), *TINY]) == 0
+    assert main(["hint", "--model", "transformer_rel_uni", "--steps", "2", "--out", str(out), *TINY_TRANSFORMER]) == 0
     result = json.loads((out / "transformer_rel_uni_symbol.json").read_text())
     assert result["steps"] == 2 and set(result["accuracy"]) == {"I", "SS", "LS", "SL", "LL", "avg"}
     assert all(0.0 <= v <= 100.0 for v in result["accuracy"].values())
@@ -69,7 +66,7 @@ def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
     state = load_checkpoint(checkpoint)
     state["loop"]["history"][0]["loss"] = 123.0  # a marker that only a resumed run can report
     save_checkpoint(state, checkpoint)
-    assert main(["hint", "--model", "transformer_rel_uni", "--steps", "4", "--out", str(out), *TINY]) == 0
+    assert main(["hint", "--model", "transformer_rel_uni", "--steps", "4", "--out", str(out), *TINY_TRANSFORMER]) == 0
     resumed = json.loads((out / "transformer_rel_uni_symbol.json").read_text())
     assert [(h["step"], h["loss"] == 123.0) for h in resumed["history"]] == [(2, True), (4, False)]
     assert load_checkpoint(checkpoint)["setup"]["heads"] == 2
@@ -88,7 +85,7 @@ def test_bad_input_found_once_work_began_is_one_line_unless_a_traceback_is_asked
 def test_a_resume_under_other_model_or_data_options_is_refused(tmp_path: Path, capsys) -> None:
     """Other heads leave every weight's shape alone, another bank or scale every model: only the setup tells."""
     out = tmp_path / "out"
-    command = ["hint", "--model", "transformer", "--steps", "2", "--out", str(out), *TINY]
+    command = ["hint", "--model", "transformer", "--steps", "2", "--out", str(out), *TINY_TRANSFORMER]
     assert main(command) == 0
     for other, differing in [
         (["--heads", "4"], "heads 2 there, 4 now"),
@@ -186,7 +183,8 @@ def test_teacher_forcing_reads_the_tokens_of_a_row_wherever_its_padding_is() -> 
 
 def test_the_neurosym_model_runs_the_pipelines_runner_with_its_options(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(hint_pipeline, "run", lambda args: {"ran": args.model, "changes": args.abduction_changes})
-    assert hint.run(_defaults("--model", "neurosym", "--abduction-changes", "5")) == {"ran": "neurosym", "changes": 5}
+    options = _defaults("--model", "neurosym", "--input", "image", "--abduction-changes", "5")
+    assert hint.run(options) == {"ran": "neurosym", "changes": 5}
 
 
 def _defaults(*argv: str) -> HintOptions:

@@ -96,10 +96,10 @@ def test_steps_default_to_the_pipelines_budget_not_the_seq2seq_one(monkeypatch):
     from neurosym.experiments.hint_options import DEFAULT_STEPS
 
     seen = []
-    monkeypatch.setattr(hint_pipeline, "run", lambda options: seen.append(options.steps))
+    monkeypatch.setattr(hint_pipeline, "run", lambda options: seen.append(options.training_steps()))
     assert main(["hint", "--model", "neurosym", "--input", "symbol", "--fewshot-scales", "none"]) == 0
     assert seen == [DEFAULT_STEPS["neurosym"]] == [2_000]
-    assert main(["hint", "--model", "neurosym", "--steps", "7"]) == 0 and seen[-1] == 7
+    assert main(["hint", "--model", "neurosym", "--input", "image", "--steps", "7"]) == 0 and seen[-1] == 7
 
 
 def test_test_scale_validates_and_evaluates_on_the_larger_generated_splits(private_cache):
@@ -308,11 +308,11 @@ def test_ensemble_reads_with_the_trained_runs_readers_and_trains_nothing(private
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
     runs = [private_cache / "seed0", private_cache / "seed1"]
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "30", "--batch-size", "8",
-            "--curriculum", "1:10,3:20", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
-            "--speed-samples", "1", "--no-progress"]  # fmt: skip
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--classifier-features", "8",
+            "--classifier-width", "4", "--fewshot-scales", "none", "--speed-samples", "1", "--no-progress"]  # fmt: skip
+    training = ["--steps", "30", "--batch-size", "8", "--curriculum", "1:10,3:20"]  # (refused with --ensemble: unused)
     for seed, run in enumerate(runs):
-        assert main([*argv, "--seed", str(seed), "--out", str(run)]) == 0
+        assert main([*argv, *training, "--seed", str(seed), "--out", str(run)]) == 0
     members = [(run / "checkpoint.pt").read_bytes() for run in runs]
     out = private_cache / "ensemble"
     assert main([*argv, "--ensemble", *map(str, runs), "--out", str(out)]) == 0
@@ -344,6 +344,7 @@ def test_ensemble_refuses_missing_runs_and_training_stages_before_any_work(priva
     usage_errors = [
         ([*argv, "--ensemble", str(missing)], "--adapt and the few-shot stage train one reader"),  # few-shot: on by default
         ([*argv, "--fewshot-scales", "none", "--adapt", "test-writers", "--ensemble", str(missing)], "--adapt and the few"),
+        ([*argv, "--fewshot-scales", "none", "--steps", "9", "--ensemble", str(missing)], "--steps is used by a run that trains"),
     ]
     usage_errors += [
         ([*argv, *other, "--fewshot-scales", "none", "--ensemble", str(missing)], "--ensemble reads with trained symbol readers")

@@ -45,9 +45,9 @@ def _datasets(args: HintOptions, context: DistributedContext) -> tuple[dict[str,
 
 def run(args: HintOptions) -> dict[str, Any]:
     apply_threads(args.threads)
-    args = replace(args, steps=args.training_steps())
-    if args.model == "neurosym":
+    if args.model == "neurosym":  # (its stages take their budgets from training_steps())
         return hint_pipeline.run(args)
+    args = replace(args, steps=args.training_steps())
     with distributed_process(args.device) as context:
         return _run_baseline(args, context)
 

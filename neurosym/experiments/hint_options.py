@@ -261,6 +261,14 @@ class HintOptions(HintPipelineOptions):
             reject_unused(self, SEQ2SEQ_ONLY, "the seq2seq baselines (--model other than neurosym)")
         else:
             reject_unused(self, PIPELINE_ONLY, "--model neurosym")
+        if self.input == "symbol":
+            reject_unused(self, IMAGE_ONLY + (PIPELINE_IMAGE_ONLY if self.model == "neurosym" else ()), "--input image")
+        if self.data is not None:
+            reject_unused(self, ("bank",), "generated expressions (a release's expressions name their images)")
+        if self.model != "neurosym" and not self.model.startswith("transformer"):
+            reject_unused(self, TRANSFORMER_ONLY, "the Transformers")
+        if self.ensemble:  # nothing is trained
+            reject_unused(self, ENSEMBLE_UNUSED, "a run that trains its reader (not --ensemble)")
 
     def training_steps(self) -> int:
         """``--steps``, else the budget of the model: the HINT release's, or the pipeline's."""
@@ -281,3 +289,19 @@ PIPELINE_ONLY = tuple(
     item.name for item in fields(HintPipelineOptions) if item.name not in {f.name for f in fields(TrainingOptions)}
 )
 """The options that only ``--model neurosym`` reads."""
+IMAGE_ONLY = ("cnn", "bank")
+"""The options that only image input reads."""
+PIPELINE_IMAGE_ONLY = (
+    "steps", "batch_size", "learning_rate", "lr_schedule", "curriculum", "augment_shift", "augment_style", "stroke_width",
+    "learning_rule", "pseudo_labels", "abduction_changes", "classifier_features", "classifier_width", "checkpoint_every",
+    "extra_test_bank", "adapt", "adapt_examples", "adapt_steps", "adapt_replay", "adapt_lr", "adapt_distill", "adapt_refit",
+    "adapt_route", "fewshot_bank", "fewshot_steps", "fewshot_replay", "fewshot_only_new_class",
+)  # fmt: skip
+"""The options that ``--model neurosym`` reads on image input only (symbol input trains no reader)."""
+TRANSFORMER_ONLY = ("dim", "heads", "relative", "norm", "step_embedding", "attention_bias", "embedding_dropout", "init")
+"""The baseline options that only the Transformers read."""
+ENSEMBLE_UNUSED = (
+    "steps", "batch_size", "learning_rate", "lr_schedule", "curriculum", "augment_shift", "augment_style", "learning_rule",
+    "pseudo_labels", "checkpoint_every",
+)  # fmt: skip
+"""The training options of ``--model neurosym`` that ``--ensemble`` (readers trained apart, read as one) does not use."""

@@ -94,7 +94,7 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     splits = {"val": "validation", "test": "test"} if args.score_test else {"val": "validation"}
     model = f"ensemble of {len(args.ensemble)} readers" if args.ensemble and len(args.ensemble) > 1 else "neurosym"
     scored = {split: evaluate(data.splits[split], bank, split) for split in splits}
-    results: dict[str, Any] = {"device": str(device), "data": data.label, "train_seconds": train_seconds, "steps": args.steps,
+    results: dict[str, Any] = {"device": str(device), "data": data.label, "train_seconds": train_seconds, "steps": None if args.ensemble else config.steps,
                                "val": scored["val"], "test": scored.get("test"), "history": history, "ensemble": args.ensemble and list(map(str, args.ensemble))}  # fmt: skip
     rows = [_row(f"{model}, {name}: {data.label}", scored[split]) for split, name in splits.items()]
     if args.extra_test_bank is not None:  # tested as trained, then with the batch-norm statistics of its unlabelled images
@@ -113,7 +113,7 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
         rows += adapted_rows
     rows.append([f"Transformer rel. uni. ({PUBLISHED_DATA})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
     rows.append([f"NSR ({PUBLISHED_DATA}; average only)", "-", "-", "-", "-", "-", HINT_NSR_IMAGE_AVERAGE, "-"])
-    trained = f"readers of {' '.join(map(str, args.ensemble))}" if args.ensemble else f"{args.steps} steps ({train_seconds:.0f} s on {device})"  # fmt: skip
+    trained = f"readers of {' '.join(map(str, args.ensemble))}" if args.ensemble else f"{config.steps} steps ({train_seconds:.0f} s on {device})"  # fmt: skip
     shown = list(splits)[-1]  # test, or validation when test is not scored
     print(f"\nHINT image input, {trained}; {len(data.splits[shown])} {splits[shown]} "
           "expressions; accuracy % (the grammar, the precedence and HINT's operator table are given; the perception is "
