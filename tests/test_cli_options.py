@@ -253,6 +253,7 @@ def test_a_config_file_with_a_bad_entry_is_a_one_line_usage_error(text, message,
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
+        ("pipeline --ensemble r0 r1 --epochs 7", "--epochs is used by a run that trains its reader (not --ensemble) only"),
         ("pipeline --task hwf --digits 3", "--digits is used by --task mnist-add only; this run would ignore it"),
         (
             "pipeline --task hint --epochs 2 --reader-width 8",

@@ -129,3 +129,15 @@ def test_the_pipeline_command_refits_a_fresh_reader_and_a_resume_keeps_it(tmp_pa
     assert main([*common, "--refit-epochs", "0.05", "--resume", "--out", str(tmp_path)]) == 0
     assert len(fits) == 1 and load_checkpoint(tmp_path / "refit.pt")["step"] == refit["steps"]
     assert json.loads((tmp_path / "results.json").read_text())["validation"] == results["validation"]
+    # --time-limit bounds this call: what earlier calls trained (here a million seconds) is not charged to the refit
+    limits = []
+    trained_earlier = runner._train
+
+    def long_trained(*args, **kwargs):
+        history, seconds, abandoned = trained_earlier(*args, **kwargs)
+        return history, seconds + 1e6, abandoned
+
+    monkeypatch.setattr(runner, "_train", long_trained)
+    monkeypatch.setattr(runner, "refit_reader", lambda *a, **k: limits.append(a[6]) or refit_reader(*a, **k))
+    assert main([*common, "--refit-epochs", "0.05", "--time-limit", "10", "--out", str(tmp_path)]) == 0
+    assert 500 < limits[0] <= 600

@@ -181,6 +181,9 @@ class PipelineOptions(TrainingOptions):
             raise ValueError(f"--reader-convs takes three counts, one per stage, got {','.join(map(str, self.reader_convs))}")
         if self.task != "hint-grammar":
             reject_unused(self, ("scale", "data"), "--task hint-grammar")
+        if self.ensemble:  # nothing is trained (a refit trains a fresh reader, with the abduction budget and shifts)
+            unused = ("epochs", "batch_size", "learning_rate", "schedule", "curriculum", "pseudo_labels", "augment_style")
+            reject_unused(self, unused, "a run that trains its reader (not --ensemble)")
 
 
 SHARED = {item.name for item in fields(TrainingOptions)}
@@ -231,7 +234,7 @@ def run(options: PipelineOptions) -> dict[str, Any] | None:
 
 
 def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any] | None:
-    device = context.device
+    call_started, device = time.perf_counter(), context.device
     if device.type == "cpu":  # a batch's reader activations would page-fault every step
         retain_freed_memory(large_blocks=True)
     task = task_for(options)
@@ -264,7 +267,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         history, trained, abandoned = _train(pipeline, task, config, options, context, training_setup(options, abduction))
     refit = None
     if options.refit_epochs > 0:
-        refit = _refit(pipeline, task, config, options, context, trained)
+        refit = _refit(pipeline, task, config, options, context, call_started)
         trained += refit["seconds"]
     if not context.is_main:
         return None
@@ -340,12 +343,13 @@ def _refit(
     config: PipelineConfig,
     options: PipelineOptions,
     context: DistributedContext,
-    trained: float,
+    call_started: float,
 ) -> dict[str, Any]:
     """Label every training window by abduction with the trained reader, fit a fresh reader to the labels for
     ``options.refit_epochs`` passes (checkpointed to ``refit.pt``, resumable) and make it the pipeline's reader; returns what was
     labelled, how right the labels are (where the task knows its symbols), the trained reader's validation scores
-    and the seconds taken (the fit's over every call of a resumed run, and this call's labelling)."""
+    and the seconds taken (the fit's over every call of a resumed run, and this call's labelling). ``--time-limit`` bounds
+    this call, which began at ``call_started`` (``time.perf_counter()``)."""
     began = time.perf_counter()
     device = context.device
     before = evaluate_grammar_pipeline(pipeline, task.validation, device) if context.is_main else None
@@ -356,11 +360,10 @@ def _refit(
         steps=max(1, math.ceil(options.refit_epochs * len(labelled.labels) / REFIT_BATCH)), batch_size=REFIT_BATCH,
         learning_rate=REFIT_LEARNING_RATE, augment_shift=config.augment_shift, seed=options.seed,
     )  # fmt: skip
-    limit = minutes_to_seconds(options.time_limit)
     labelling = time.perf_counter() - began
     history = refit_reader(
         reader, [labelled], refit_config, device, Path(options.out) / "refit.pt", options.progress and context.is_main,
-        time_left(limit, trained + labelling), context,
+        time_left(minutes_to_seconds(options.time_limit), time.perf_counter() - call_started), context,
     )  # fmt: skip
     pipeline.reader = reader
     truths = labelled.truths
