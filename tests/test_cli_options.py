@@ -253,6 +253,8 @@ def test_a_config_file_with_a_bad_entry_is_a_one_line_usage_error(text, message,
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
+        ("arithmetic --speed --steps 5", "--steps is used by the table (not --speed) only; this run would ignore it"),
+        ("arithmetic --speed-seeds 3", "--speed-seeds is used by --speed only"),
         ("pipeline --ensemble r0 r1 --epochs 7", "--epochs is used by a run that trains its reader (not --ensemble) only"),
         ("pipeline --task hwf --digits 3", "--digits is used by --task mnist-add only; this run would ignore it"),
         (

@@ -27,6 +27,7 @@ from neurosym.experiments.options import (
     positive_float,
     positive_int,
     preset_option,
+    reject_unused,
     unit_interval,
 )
 from neurosym.experiments.report import format_table
@@ -133,12 +134,21 @@ class ArithmeticOptions(TrainingOptions):
             raise ValueError("--cuda-graph runs in float32: choose --cuda-graph or --amp")
         if self.compile_loss and not self.cuda_graph:
             raise ValueError("--compile-loss compiles the loss inside the CUDA-graph step: give --cuda-graph too")
+        if self.speed:
+            reject_unused(self, TABLE_ONLY, "the table (not --speed)")
+        else:
+            reject_unused(self, ("speed_seeds", "speed_steps"), "--speed")
 
     def layout(self) -> SubsetLayout:
         return SubsetLayout(self.input_size, self.subset_ratio, self.overlap_ratio)
 
 
 OPTIONS = ArithmeticOptions
+TABLE_ONLY = (
+    "steps", "seeds", "schedule", "ranges", "input_size", "subset_ratio", "overlap_ratio", "eval_every", "batch_size",
+    "learning_rate", "evaluation_size", "epsilon", "threshold_samples", "cuda_graph", "compile_loss", "seed", "time_limit",
+)  # fmt: skip
+"""The options that train Table 1's cells, which ``--speed`` (its own seeds and steps of every model) does not read."""
 GROUP_OPTIONS = ("eval_every", "batch_size", "learning_rate", "ranges", "evaluation_size", "seed", "input_size",
                  "subset_ratio", "overlap_ratio", "schedule")  # fmt: skip
 """The fields of :class:`GroupConfig` that the options set under the same names."""
