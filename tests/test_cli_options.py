@@ -177,12 +177,19 @@ def test_hint_rules_between_options_are_usage_errors(argv, message, capsys) -> N
 
 
 def test_solver_speed_rejects_inconsistent_counts(capsys) -> None:
+    from neurosym.cli import _parsed
+    from neurosym.experiments.options import options_from
+    from neurosym.experiments.solver_speed import SolverSpeedOptions
+
     with pytest.raises(SystemExit) as stopped:  # a usage error, before any work
         main(["solver-speed", "--count", "10", "--lark-count", "20", "--batch-sizes", "4"])
     assert stopped.value.code == 2 and "--lark-count 20 exceeds --count 10" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["solver-speed", "--preset", "smoke", "--batch-sizes", "600,1000"])
     assert "every --batch-sizes value (600, 1000) exceeds the --preset smoke's count 512" in capsys.readouterr().err
+    smoke = options_from(SolverSpeedOptions, _parsed(build_parser("solver-speed"), ["solver-speed", "--preset", "smoke"]))
+    given = _parsed(build_parser("solver-speed"), ["solver-speed", "--preset", "smoke", "--count", "64", "--lark-count", "50"])
+    assert smoke.budget()[:2] == (512, 100) and options_from(SolverSpeedOptions, given).budget()[:2] == (64, 50)  # (were 512)
 
 
 def test_arithmetic_ratios_are_checked_by_argparse(capsys) -> None:

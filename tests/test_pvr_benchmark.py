@@ -70,9 +70,10 @@ def test_time_limits_must_be_finite_minutes_at_least_zero(value, capsys):
 
 
 def test_pvr_json_collects_sweeps_of_the_same_device_and_budget():
-    earlier = {"device": "cpu", "budget": "cpu", "noise": {"a": 1}, "vector": {"old": True}}
-    now = {"device": "cpu", "budget": "cpu", "vector": {"new": True}}
-    assert merge_results(earlier, now) == {"device": "cpu", "budget": "cpu", "noise": {"a": 1}, "vector": {"new": True}}
+    earlier = {"device": "cpu", "budget": "cpu", "seed": 0, "noise": {"a": 1}, "vector": {"old": True}}
+    now = {"device": "cpu", "budget": "cpu", "seed": 0, "vector": {"new": True}}
+    assert merge_results(earlier, now) == {**now, "noise": {"a": 1}}
+    assert merge_results(earlier, {**now, "seed": 1}) == {**now, "seed": 1}  # another seed's sweeps are not this one's
     assert merge_results(earlier, {**now, "budget": "paper"}) == {**now, "budget": "paper"}
     assert merge_results(earlier, {**now, "device": "cuda"}) == {**now, "device": "cuda"}
     assert merge_results(None, now) == now
@@ -88,3 +89,15 @@ def test_pvr_command_rejects_unknown_sweeps_and_models(tmp_path, capsys):
         with pytest.raises(SystemExit) as stopped:
             main(["pvr", option, value, "--out", str(tmp_path)])
         assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_vector_epochs_given_are_trained_past_the_smoke_budgets_cap(tmp_path):
+    import torch
+
+    from neurosym.benchmarking.pvr_runs import BUDGETS, PVRRuns, RunStore
+
+    def steps(epochs):
+        runs = PVRRuns(torch.device("cpu"), BUDGETS["smoke"], RunStore(tmp_path), vector_epochs=epochs)
+        return runs.vector_config(1000).max_steps
+
+    assert steps(None) == 3 and steps(50) == 50 * 32  # (50 epochs of 32 batches were cut to 3 steps)

@@ -125,11 +125,12 @@ class PVRRuns:
 
     def vector_config(self, n: int) -> TrainConfig:
         """The paper's schedule of a vector model on ``n`` examples: SGD with momentum, cosine decay after a
-        warm-up of the first 5 % of the steps (10 of its 200 epochs), within the budget's step bounds."""
+        warm-up of the first 5 % of the steps (10 of its 200 epochs), within the budget's step bounds (its cap only for
+        its own epochs: epochs given are trained)."""
         b = self.budget
         epochs = b.vector_epochs if self.vector_epochs is None else self.vector_epochs
         steps = max(b.vector_min_steps, epochs * math.ceil(n / b.vector_batch))
-        steps = min(steps, b.vector_max_steps) if b.vector_max_steps else steps
+        steps = min(steps, b.vector_max_steps) if b.vector_max_steps and self.vector_epochs is None else steps
         return TrainConfig(
             max_steps=steps,
             batch_size=min(b.vector_batch, n),
@@ -238,6 +239,7 @@ class PVRRuns:
             rows.append([name, result["train_accuracy"], *(result[f"{split}_accuracy"] for split in tests)])
         reader, reader_accuracy = self.digit_reader(*banks, cell=layout.cell)
         solver = NeuroSymbolicPVR(reader, layout, self.device)
+        rule_examples = min(rule_examples, len(train[1]))  # (a smaller training set: all of it, reported as such)
         induced = solver.fit(train[0][:rule_examples], train[1][:rule_examples])
         symbolic = {
             f"{split}_accuracy": float(np.mean(solver.predict(images) == labels)) for split, (images, labels) in tests.items()

@@ -173,9 +173,10 @@ def sweep_sequential(options: PVROptions, runs: PVRRuns) -> dict[str, Any]:
 
 def merge_results(previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
     """``pvr.json`` of an output folder collects its sweeps: the sweeps of an earlier invocation on the
-    same device and budget stay, those run again are replaced (a sweep's entry is that of its latest
-    invocation; every single run also stays under ``runs/``); another device or budget starts afresh."""
-    if previous is None or (previous.get("device"), previous.get("budget")) != (current["device"], current["budget"]):
+    same device, budget and seed stay, those run again are replaced (a sweep's entry is that of its latest
+    invocation; every single run also stays under ``runs/``); another device, budget or seed starts afresh."""
+    same = ("device", "budget", "seed")
+    if previous is None or [previous.get(key) for key in same] != [current.get(key) for key in same]:
         return current
     return {**previous, **current}
 
@@ -206,7 +207,7 @@ def run(options: PVROptions) -> dict[str, Any]:
         "block": sweep_block,
         "sequential": sweep_sequential,
     }
-    results: dict[str, Any] = {"device": str(device), "budget": budget_name, "published": PVR}
+    results: dict[str, Any] = {"device": str(device), "budget": budget_name, "seed": options.seed, "published": PVR}
     for name in options.sweeps:
         results[name] = sweeps[name](options, runs)
     path = options.out / "pvr.json"

@@ -35,14 +35,22 @@ class SolverSpeedOptions(ThreadOptions):
 
     threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
     preset: str = preset_option(
-        {"smoke": "512 expressions (100 through Lark), small batches", "cpu": "--count and --lark-count as given"}, "cpu"
+        {
+            "smoke": "512 expressions (100 through Lark) unless given, small batches",
+            "cpu": "32,768 (2,000 through Lark) unless given",
+        },
+        "cpu",
     )
     operator_counts: list[int] = option(
         None, "comma-separated operator counts n_op of the expressions", parse=comma_list(non_negative_int, what="operator count"),
         aliases=["--operators"], factory=lambda: [10],
     )  # fmt: skip
-    count: int = option(32768, "expressions sampled per operator count (the largest batch)", parse=positive_int)
-    lark_count: int = option(2000, "expressions per operator count for the Lark path", parse=positive_int)
+    count: int | None = option(
+        None, "expressions sampled per operator count, the largest batch (default: the preset's)", parse=positive_int
+    )
+    lark_count: int | None = option(
+        None, "expressions per operator count for the Lark path (default: the preset's)", parse=positive_int
+    )
     batch_sizes: list[int] = option(
         None, "comma-separated batch sizes of the batch solver", parse=comma_list(positive_int, what="batch size"),
         factory=lambda: [1, 16, 256, 4096, 32768],
@@ -51,7 +59,7 @@ class SolverSpeedOptions(ThreadOptions):
 
     def __post_init__(self) -> None:
         count, lark_count, batch_sizes = self.budget()
-        budget = f"the --preset {self.preset}'s count" if self.preset == "smoke" else "--count"
+        budget = "--count" if self.count is not None else f"the --preset {self.preset}'s count"
         if not batch_sizes:
             raise ValueError(f"every --batch-sizes value ({', '.join(map(str, self.batch_sizes))}) exceeds {budget} {count}")
         if lark_count > count:
@@ -59,11 +67,14 @@ class SolverSpeedOptions(ThreadOptions):
 
     def budget(self) -> tuple[int, int, list[int]]:
         """Expressions per operator count, those through Lark, and the batch sizes that fit: the preset's or given."""
-        count, lark_count = (512, 100) if self.preset == "smoke" else (self.count, self.lark_count)
+        count, lark_count = PRESET_COUNTS[self.preset]
+        count, lark_count = self.count or count, self.lark_count or lark_count
         return count, lark_count, [size for size in self.batch_sizes if size <= count]
 
 
 OPTIONS = SolverSpeedOptions
+PRESET_COUNTS = {"smoke": (512, 100), "cpu": (32768, 2000)}
+"""Each preset's expressions per operator count and those through Lark, where ``--count`` and ``--lark-count`` are not given."""
 
 
 def run(options: SolverSpeedOptions) -> dict:
