@@ -184,6 +184,22 @@ def test_atomic_writes_to_a_folder_or_under_a_file_are_named_and_leave_nothing(t
     assert [p.name for p in tmp_path.iterdir()] == ["file"] and (tmp_path / "file").read_text() == "x"
 
 
+def test_atomic_writes_get_the_permissions_a_plain_write_gets(tmp_path):
+    (tmp_path / "plain.json").write_text("{}")
+    save_json({"a": 1}, tmp_path / "atomic.json")  # was 0600, the temporary file's
+    assert (tmp_path / "atomic.json").stat().st_mode & 0o777 == (tmp_path / "plain.json").stat().st_mode & 0o777
+
+
+def test_state_files_that_are_not_json_are_named(tmp_path):
+    from neurosym.benchmarking.arithmetic_results import cached_thresholds
+    from neurosym.data.arithmetic import SubsetLayout
+
+    cache = tmp_path / "thresholds.json"
+    cache.write_text('{"add": ')  # cut short
+    with pytest.raises(ValueError, match=rf"{cache} is not valid JSON: Expecting value: line 1 column 9"):
+        cached_thresholds(["add"], "[1,2]", SubsetLayout(100, 0.25, 0.5), 1e-5, 100, cache)
+
+
 def test_time_limits_that_are_no_number_of_at_least_zero_are_named():
     for minutes in (float("nan"), -1, "5"):  # NaN and -1 gave NaN and -60 seconds
         with pytest.raises(ValueError, match="a time limit must be None or at least 0 minutes"):

@@ -3,7 +3,6 @@ of a trained group the success summary of its seeds, and the table of those cell
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -13,7 +12,7 @@ from neurosym.data.arithmetic import OPERATIONS, SubsetLayout
 from neurosym.metrics import run_outcomes, summarize
 from neurosym.metrics.published import ARITHMETIC
 from neurosym.metrics.threshold import perturbed_solution_mse
-from neurosym.training.checkpoint import save_json
+from neurosym.training.checkpoint import load_json, save_json
 
 TABLE_ORDER = ("mul", "div", "add", "sub", "square", "sqrt")
 """Operations in the order of the paper's table (× ÷ + −), then the unary ones."""
@@ -30,7 +29,7 @@ def cached_thresholds(
 ) -> dict[str, float]:
     """The success threshold (:func:`perturbed_solution_mse`) of every operation, cached in the JSON file
     ``cache_path`` (keyed by operation, ranges, layout, ``epsilon`` and ``samples``)."""
-    cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    cache = load_json(cache_path) if cache_path.exists() else {}
     thresholds = {}
     for name in dict.fromkeys(operations):
         key = f"{name} {ranges} {layout} eps={epsilon:g} n={samples}"

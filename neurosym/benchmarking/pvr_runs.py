@@ -9,7 +9,6 @@ run resume.
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import time
@@ -26,7 +25,7 @@ from neurosym.perception.cnn import SmallCNN
 from neurosym.pipelines.pvr import READER_WIDTH, CellLayout, NeuroSymbolicPVR, images_to_float, train_digit_reader
 from neurosym.semantics.pvr_rules import PVRRule
 from neurosym.training import load_checkpoint, save_checkpoint
-from neurosym.training.checkpoint import save_json
+from neurosym.training.checkpoint import load_json, save_json
 from neurosym.training.classifier import Prepare, accuracy, fit_classifier, identity
 from neurosym.training.loop import TrainConfig
 
@@ -90,7 +89,7 @@ class RunStore:
 
     def get(self, key: str) -> dict[str, Any] | None:
         path = self.runs / f"{key}.json"
-        return json.loads(path.read_text()) if path.exists() else None
+        return load_json(path) if path.exists() else None
 
     def put(self, key: str, result: dict[str, Any]) -> dict[str, Any]:
         save_json(result, self.runs / f"{key}.json")

@@ -9,7 +9,6 @@ benchmarks/pipeline.py ...`` the processes share each batch (DistributedDataPara
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import asdict, dataclass, fields, replace
@@ -61,7 +60,7 @@ from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task
 from neurosym.training import distributed_process
 from neurosym.training.allocator import retain_freed_memory
-from neurosym.training.checkpoint import save_json
+from neurosym.training.checkpoint import load_json, save_json
 from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.loop import SCHEDULES
 from neurosym.training.stopping import minutes_to_seconds, time_left
@@ -307,7 +306,7 @@ def _train(
     out = Path(options.out)
     checkpoint, record = out / "checkpoint.pt", out / "restarts.json"
     allowed = 0 if options.init_reader is not None else task.restarts if options.restarts is None else options.restarts
-    abandoned = json.loads(record.read_text()) if options.resume and record.exists() else []
+    abandoned = load_json(record) if options.resume and record.exists() else []
     started, limit = time.perf_counter(), minutes_to_seconds(options.time_limit)
     while True:
         attempt, began = len(abandoned), time.perf_counter()
@@ -430,7 +429,7 @@ def _ensemble(runs: list[Path], options: PipelineOptions, task: Task) -> tuple[R
 def _results(run: Path) -> dict[str, Any]:
     """A finished run's ``results.json``."""
     try:
-        return json.loads((run / "results.json").read_text())
+        return load_json(run / "results.json")
     except (OSError, ValueError) as error:
         raise SystemExit(
             f"neurosym pipeline: --ensemble {run} is not a finished run (no readable results.json: {error})"

@@ -19,7 +19,6 @@ stored under ``--out/runs`` and skipped when the command is repeated; training c
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +50,7 @@ from neurosym.models.pvr import VECTOR_MODELS, VISUAL_MODELS
 from neurosym.plots.pvr import plot_holdouts, plot_noise_sensitivity, plot_vector_sweep
 from neurosym.semantics.pvr_rules import AGGREGATIONS
 from neurosym.training import resolve_device
-from neurosym.training.checkpoint import save_json
+from neurosym.training.checkpoint import load_json, save_json
 from neurosym.training.device import amp_available
 from neurosym.training.stopping import minutes_to_seconds
 
@@ -211,7 +210,7 @@ def run(options: PVROptions) -> dict[str, Any]:
     for name in options.sweeps:
         results[name] = sweeps[name](options, runs)
     path = options.out / "pvr.json"
-    results = merge_results(json.loads(path.read_text()) if path.exists() else None, results)
+    results = merge_results(load_json(path) if path.exists() else None, results)
     if "holdout_i" in results or "block" in results:
         plot_holdouts(results.get("block"), results.get("holdout_i"), options.out / "holdout.png")
     save_json(results, path)

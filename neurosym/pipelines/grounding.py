@@ -22,7 +22,7 @@ from pathlib import Path
 from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, BatchSolver, Operator, OperatorTable, Value
 from neurosym.semantics.induction import Program
 from neurosym.syntax import ADDITIVE, BUILTIN_NUMBERS, BUILTIN_OPERATORS, MULTIPLICATIVE
-from neurosym.training import atomic_path
+from neurosym.training.checkpoint import atomic_path, load_json
 
 ROLES = ("number", "operator", "open", "close", "unused")
 """The grammatical roles of a class: the grammar's shape (numbers, binary operators, round brackets)."""
@@ -182,7 +182,7 @@ class Grounding:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Grounding:
-        return cls.from_json(json.loads(Path(path).read_text()))
+        return cls.from_json(load_json(path))
 
 
 def _never(a: Value, b: Value) -> None:

@@ -17,6 +17,15 @@ import torch
 from torch import nn
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _umask()  # read once, at import: setting it to read it is not thread-safe
+
+
 @contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]:
     """A fresh temporary path beside ``path`` to write to, renamed over ``path`` when the block ends without an
@@ -34,6 +43,7 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
     tmp = Path(name)
     try:
         yield tmp
+        os.chmod(tmp, 0o666 & ~_UMASK)  # as open() would have made it (mkstemp's file is private, 0600)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -69,6 +79,14 @@ def save_json(data: Any, path: str | os.PathLike) -> Path:
     with atomic_path(path) as tmp:
         tmp.write_text(json.dumps(data, indent=2, default=_json_default))
     return Path(path)
+
+
+def load_json(path: str | os.PathLike) -> Any:
+    """The JSON in ``path``; a file that is not JSON (cut short, edited) raises ``ValueError`` naming it and where."""
+    try:
+        return json.loads(Path(path).read_text())
+    except json.JSONDecodeError as error:  # (a message without the file's name)
+        raise ValueError(f"{path} is not valid JSON: {error}") from None
 
 
 def _json_default(value: Any) -> Any:

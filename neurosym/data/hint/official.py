@@ -23,7 +23,7 @@ from neurosym.data.hint.splits import EVAL_SUBSETS
 from neurosym.data.randomness import as_generator
 from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, load_folder_bank, write_folder_bank
 from neurosym.syntax import canonical_sentence
-from neurosym.training import atomic_path
+from neurosym.training.checkpoint import atomic_path, load_json
 
 SPLIT_FILES: dict[str, str] = {"train": "expr_train.json", "val": "expr_val.json", "test": "expr_test.json"}
 FEWSHOT_FILE = "fewshot_dataset.json"
@@ -86,18 +86,11 @@ def record_to_json(record: HintRecord) -> dict:
     return item
 
 
-def _read_json(path: Path) -> object:
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON: {error}") from error
-
-
 def _record_items(path: Path) -> list:
     """The JSON list of records in one ``expr_*.json`` file."""
     if not path.is_file():
         raise FileNotFoundError(f"HINT file not found: {path}")
-    items = _read_json(path)
+    items = load_json(path)
     if not isinstance(items, list):
         raise ValueError(f"{path}: expected a JSON list of records, got {type(items).__name__}")
     return items
@@ -108,7 +101,7 @@ def _fewshot_items(root: str | os.PathLike) -> dict[str, dict[str, list]]:
     path = Path(root) / FEWSHOT_FILE
     if not path.is_file():
         raise FileNotFoundError(f"HINT few-shot file not found: {path}")
-    data = _read_json(path)
+    data = load_json(path)
     if not isinstance(data, Mapping):
         raise ValueError(f"{path}: expected an object keyed by concept")
     for concept, splits in data.items():

@@ -20,7 +20,7 @@ from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_FEWSHOT
 from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.plots.hint_pipeline import plot_fewshot
-from neurosym.training.checkpoint import check_setup, save_json
+from neurosym.training.checkpoint import check_setup, load_json, save_json
 from neurosym.training.stopping import StopRequests, TrainingInterrupted
 
 Learner = Callable[[str, list[HintRecord]], tuple[str, Callable[[list[HintRecord], str], float]]]
@@ -58,7 +58,7 @@ def learn_fewshot(
     SIGINT, SIGTERM or ``time_limit`` seconds end the stage after the concept under way with
     :class:`TrainingInterrupted`."""
     progress_path = out / f"fewshot_{args.input}.json"
-    done: dict[str, Any] = json.loads(progress_path.read_text()) if progress_path.is_file() and args.resume else {}
+    done: dict[str, Any] = load_json(progress_path) if progress_path.is_file() and args.resume else {}
     setup = json.loads(json.dumps({k: v for k, v in asdict(args).items() if k not in NOT_IN_SETUP}, default=str))
     check_setup(done.get("setup"), setup, progress_path)  # another seed's or semantics' concepts are not this run's
     done["setup"] = setup
