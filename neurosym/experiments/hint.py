@@ -21,7 +21,7 @@ from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_sources import HintData, load_hint_data
 from neurosym.experiments.options import apply_threads
 from neurosym.experiments.report import format_table
-from neurosym.metrics.published import HINT_SEQ2SEQ, PUBLISHED_DATA
+from neurosym.metrics.published import HINT_SEQ2SEQ, published_data
 from neurosym.models.seq2seq import Seq2Seq
 from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS, build_baseline, default_learning_rate, train_baseline
 from neurosym.plots.figure import plot_vs_published
@@ -91,7 +91,7 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
         return {}
     published = HINT_SEQ2SEQ[(args.input, args.model)]
     rows = [[f"ours: {data.label}", *(round(accuracy[s], 1) for s in SUBSETS_AND_AVERAGE)]]
-    rows.append([PUBLISHED_DATA, *(published[s] for s in SUBSETS_AND_AVERAGE)])
+    rows.append([published_data(args.input), *(published[s] for s in SUBSETS_AND_AVERAGE)])
     table = format_table(["", *SUBSETS_AND_AVERAGE], rows)
     rate = "" if outcome.steps_per_second is None else f", {outcome.steps_per_second:.2f} steps/s in this call"
     print(f"HINT {args.model} ({args.input} input, scale {args.scale:g}, {outcome.steps} steps{rate}, {context.device})")

@@ -5,8 +5,12 @@ One table per benchmark; a command reads its rows from here, so a number is writ
 
 from __future__ import annotations
 
-PUBLISHED_DATA = "paper: official HINT images, full scale"
-"""What every published HINT row was measured on (the row label beside ours)."""
+
+def published_data(input_type: str) -> str:
+    """What the paper's HINT rows of ``input_type`` (``"image"`` or ``"symbol"``) were measured on: the label of
+    their row beside ours."""
+    return f"paper: official HINT {'images' if input_type == 'image' else 'symbol sequences'}, full scale"
+
 
 HINT_SEQ2SEQ: dict[tuple[str, str], dict[str, float]] = {
     ("symbol", "gru"): dict(I=74.9, SS=68.1, LS=42.1, SL=10.5, LL=14.0, avg=41.3),

@@ -17,7 +17,7 @@ from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
 from neurosym.experiments.hint_sources import HintData, bank_from_option, load_hint_data
 from neurosym.experiments.report import format_table
-from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, PUBLISHED_DATA
+from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, published_data
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.adapt import AdaptConfig, adapt_to_writer, check_adaptation_data
@@ -111,8 +111,8 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
         adapted, adapted_rows = _adapt(args, out, pipeline, config, data.splits, list(splits), bank, evaluate, device)
         results["adapt"] = adapted
         rows += adapted_rows
-    rows.append([f"Transformer rel. uni. ({PUBLISHED_DATA})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
-    rows.append([f"NSR ({PUBLISHED_DATA}; average only)", "-", "-", "-", "-", "-", HINT_NSR_IMAGE_AVERAGE, "-"])
+    rows.append([f"Transformer rel. uni. ({published_data('image')})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
+    rows.append([f"NSR ({published_data('image')}; average only)", "-", "-", "-", "-", "-", HINT_NSR_IMAGE_AVERAGE, "-"])
     trained = f"readers of {' '.join(map(str, args.ensemble))}" if args.ensemble else f"{config.steps} steps ({train_seconds:.0f} s on {device})"  # fmt: skip
     shown = list(splits)[-1]  # test, or validation when test is not scored
     print(f"\nHINT image input, {trained}; {len(data.splits[shown])} {splits[shown]} "
