@@ -16,8 +16,17 @@ from neurosym.data.symbol_images.strokes import draw_bank_images
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-SMALL = ["--batch-size", "4", "--eval-every", "2", "--embedding", "16", "--dim", "16", "--hidden", "32", "--heads", "2",
-         "--encoder-layers", "1", "--eval-batch-size", "64", "--no-progress", "--device", "cpu", "--cnn", "small"]  # fmt: skip
+SMALL = ["--batch-size", "4", "--eval-every", "2", "--embedding", "16", "--hidden", "32", "--encoder-layers", "1",
+         "--eval-batch-size", "64", "--no-progress", "--device", "cpu"]  # fmt: skip
+SMALL_TRANSFORMER, SMALL_IMAGES = ["--dim", "16", "--heads", "2"], ["--cnn", "small"]  # (refused where they would be ignored)
+
+
+def small(model: str, input_kind: str) -> list[str]:
+    return [
+        *SMALL,
+        *(SMALL_TRANSFORMER if model.startswith("transformer") else []),
+        *(SMALL_IMAGES if input_kind == "image" else []),
+    ]
 
 
 def real_bank(per_symbol: int = 12) -> SymbolBank:
@@ -47,10 +56,8 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                                    ("transformer_rel_uni", "image")])  # fmt: skip
 def test_each_model_family_trains_and_tests_on_a_release(release: Path, tmp_path: Path, model: str, input_kind: str) -> None:
     out = tmp_path / "out"
-    assert (
-        main(["hint", "--data", str(release), "--model", model, "--input", input_kind, "--steps", "2", "--out", str(out), *SMALL])
-        == 0
-    )
+    argv = ["hint", "--data", str(release), "--model", model, "--input", input_kind, "--steps", "2", "--out", str(out)]
+    assert main([*argv, *small(model, input_kind)]) == 0
     result = json.loads((out / f"{model}_{input_kind}.json").read_text())
     test_records = json.loads((release / SPLIT_FILES["test"]).read_text())
     assert result["data"] == f"official HINT release {release}, scale 1" and result["test_size"] == len(test_records)
@@ -74,7 +81,20 @@ def test_a_missing_image_is_refused_before_training_naming_the_record(release: P
     (broken / SPLIT_FILES["test"]).unlink()
     (broken / SPLIT_FILES["test"]).write_text(json.dumps(test))
     with pytest.raises(SystemExit) as stopped:
-        main(["hint", "--data", str(broken), "--model", "gru", "--input", "image", "--out", str(tmp_path / "out"), *SMALL])
+        main(
+            [
+                "hint",
+                "--data",
+                str(broken),
+                "--model",
+                "gru",
+                "--input",
+                "image",
+                "--out",
+                str(tmp_path / "out"),
+                *small("gru", "image"),
+            ]
+        )
     message = str(stopped.value.code)
     assert message.startswith("neurosym hint: expr_test.json record 2") and "no_such_image.png" in message
     assert "\n" not in message and not (tmp_path / "out" / "gru_image.pt").exists()
