@@ -22,7 +22,7 @@ install: $(BIN)/neurosym
 # images (MNIST + bhmsds digits, real operators, drawn brackets), then the six few-shot concepts learned
 # from 100 images each; CPU-sized (benchmarks/RESULTS.md gives the measured time). Resumes when re-run.
 run: install
-	$(BIN)/neurosym hint --model neurosym --input image --scale 0.01 --steps 800 --batch-size 32 --threads 1 \
+	$(BIN)/neurosym hint --model neurosym --input image --scale 0.01 --steps 800 --batch-size 32 --threads 2 \
 		--cnn small --curriculum 1:150,3:200,7:200,15:250 --fewshot-scales 0.1 --out results/main
 
 $(MATHEMATICS_ENV)/neurosym-ready.txt: neurosym/data/mathematics/environment.py | $(BIN)/neurosym
