@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from neurosym.data.randomness import as_generator
 from neurosym.training.checks import int_at_least, is_int
 
 DigitFunction = Callable[[np.ndarray], np.ndarray]
@@ -43,16 +44,16 @@ def noise_sensitivity(
     num_classes: int,
     delta: float,
     num_samples: int = 10_000,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int | None = None,
 ) -> float:
     """Estimate ``NS_delta[function]`` from ``num_samples`` pairs ``(x, y)`` of ``length`` digits each; ``function``
     must give one output per row (``[N]``)."""
-    if not 0.0 <= delta <= 1.0:
+    if isinstance(delta, bool) or not 0.0 <= delta <= 1.0:
         raise ValueError(f"delta is a probability, got {delta}")
     if not is_int(num_samples) or num_samples < 1:
         raise ValueError(f"need an int of at least one sample, got {num_samples!r}")
     length = int_at_least(length, "length (digits per input)", 1)  # 0 digits gave NS 0 for any function
-    rng = np.random.default_rng() if rng is None else rng
+    rng = np.random.default_rng() if rng is None else as_generator(rng)
     width = bits_per_digit(num_classes)
     x = rng.integers(0, 2, size=(num_samples, length * width))
     y = x ^ (rng.random(x.shape) < delta)
@@ -69,11 +70,13 @@ def noise_sensitivity_curve(
     deltas: np.ndarray,
     num_samples: int = 10_000,
     repeats: int = 10,
-    rng: np.random.Generator | None = None,
+    rng: np.random.Generator | int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard deviation over ``repeats`` estimates at each of ``deltas [M]``: two ``[M]`` arrays."""
     int_at_least(repeats, "repeats", 1)  # none gave NaN means and deviations
-    rng = np.random.default_rng() if rng is None else rng
+    if np.ndim(deltas) != 1:  # (a single delta failed as "not iterable")
+        raise ValueError(f"deltas must be a 1-D sequence of probabilities, got {deltas!r:.60}")
+    rng = np.random.default_rng() if rng is None else as_generator(rng)
     estimates = np.array(
         [[noise_sensitivity(function, length, num_classes, d, num_samples, rng) for d in deltas] for _ in range(repeats)]
     )

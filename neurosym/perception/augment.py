@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 
+from neurosym.training.checks import is_int
+
 
 def _check_windows(windows: torch.Tensor, generator: torch.Generator | None) -> None:
     """Raise ``ValueError`` unless ``windows`` is ``[..., H, W]`` of numbers and ``generator`` a ``torch.Generator``."""
@@ -24,7 +26,7 @@ def random_shift(windows: torch.Tensor, max_shift: int, generator: torch.Generat
     The offsets are drawn on the CPU from ``generator``, so a seeded generator gives the same shifts on
     any device.
     """
-    if not isinstance(max_shift, int) or max_shift < 0:
+    if not is_int(max_shift) or max_shift < 0:  # (True passed, and failed in F.pad)
         raise ValueError(f"max_shift must be an int >= 0, got {max_shift!r}")
     _check_windows(windows, generator)
     if max_shift == 0 or windows.numel() == 0:

@@ -20,6 +20,7 @@ from fractions import Fraction
 import numpy as np
 
 from neurosym.semantics.operators import Value
+from neurosym.training.checks import int_at_least, is_int
 
 # A program is a nested tuple: ("i",), ("j",), ("const", c), (op, a) for ceil/floor, (op, a, b) otherwise.
 Expr = tuple
@@ -238,6 +239,10 @@ def induce_operator(
         raise ValueError("induce_operator needs at least one (i, j, value) example")
     if not 0.0 < min_agreement <= 1.0:
         raise ValueError(f"min_agreement must be in (0, 1], got {min_agreement}")
+    int_at_least(max_search_examples, "max_search_examples", 1)
+    if any(not is_int(value) for triple in examples for value in triple):  # 1.5 was truncated, NaN and True accepted
+        bad = next(value for triple in examples for value in triple if not is_int(value))
+        raise ValueError(f"examples must be (i, j, value) triples of non-negative integers, got {bad!r}")
     array = np.asarray(examples, dtype=np.float64)
     if array.ndim != 2 or array.shape[1] != 3 or (array < 0).any():
         raise ValueError("examples must be (i, j, value) triples of non-negative integers")

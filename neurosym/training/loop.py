@@ -84,7 +84,8 @@ class TrainConfig:
             raise ValueError(f"unknown optimizer {self.optimizer!r}: use 'adam' or 'sgd'")
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}: use one of {SCHEDULES}")
-        int_at_least(self.warmup_steps, "warmup_steps", 0)
+        for name in ("warmup_steps", "seed", "num_workers"):  # a seed of 1.5 failed in torch.manual_seed
+            int_at_least(getattr(self, name), name, 0)
         checked_time_limit(self.time_limit)
         if self.sync_every is not None and self.sync_every < 1:
             raise ValueError(f"sync_every must be None or at least 1, got {self.sync_every}")

@@ -53,6 +53,9 @@ class SplitRules:
             int_at_least(getattr(self, name), name, 0)
         for name in ("train_per_op", "test_per_op", "val_per_op"):  # 0 or -1 gave lists of one, 2.5 a float size
             int_at_least(getattr(self, name), name, 1)
+        for ops, size in self.train_per_op_small.items():  # (-100 became 1, as train_per_op's did)
+            int_at_least(ops, "a train_per_op_small operator count", 0)
+            int_at_least(size, f"train_per_op_small[{ops}]", 1)
         for name in ("test_i_fraction", "val_i_fraction", "result_share_cap"):  # -1 gave one item, NaN failed late
             if positive_number(getattr(self, name), name) > 1:
                 raise ValueError(f"{name} must be a fraction in (0, 1], got {getattr(self, name)!r}")

@@ -41,6 +41,8 @@ class DigitBank:
         images, labels = np.asarray(images), np.asarray(labels)
         if images.ndim != 3 or images.shape[1:] != (DIGIT_SIZE, DIGIT_SIZE) or len(images) != len(labels):
             raise ValueError(f"expected images [N, 28, 28] with N labels, got {images.shape} and {labels.shape}")
+        if images.dtype != np.uint8:  # floats in [0, 1] were cast into the uint8 canvas as black
+            raise ValueError(f"images must be uint8 pixels (as MNIST's), got {images.dtype}")
         if not np.issubdtype(labels.dtype, np.integer) or (len(labels) and not 0 <= labels.min() <= labels.max() < num_classes):
             raise ValueError(f"labels must be integer classes in 0..{num_classes - 1}, got {labels.dtype} {labels[:8].tolist()}")
         missing = sorted(set(range(num_classes)) - set(labels.tolist()))
@@ -61,6 +63,13 @@ class DigitBank:
     def draw(self, classes: np.ndarray, rng: np.random.Generator | int) -> np.ndarray:
         """``classes [...]`` int -> uint8 images ``[..., 28, 28]``, each a random image of its class."""
         rng = as_generator(rng)
+        classes = np.asarray(classes)
+        if classes.size and (
+            not np.issubdtype(classes.dtype, np.integer) or classes.min() < 0 or classes.max() >= len(self.counts)
+        ):
+            raise ValueError(
+                f"classes must be integers in 0..{len(self.counts) - 1}, got {classes.dtype} {classes.ravel()[:8].tolist()}"
+            )
         offsets = (rng.random(classes.shape) * self.counts[classes]).astype(np.int64)
         return self.images[self.starts[classes] + offsets]
 
@@ -69,6 +78,8 @@ def render_blocks(digits: np.ndarray, grid: int, block: int, rng: np.random.Gene
     """Place digit images ``[N, grid*grid, 28, 28]`` (row-major) into cells of ``block`` pixels, each at
     a random offset (``jitter``) or centred: uint8 ``[N, grid*block, grid*block]``."""
     rng = as_generator(rng)
+    if digits.dtype != np.uint8:
+        raise ValueError(f"digit images must be uint8 pixels, got {digits.dtype}")
     n, cells = digits.shape[:2]
     if cells != grid * grid:
         raise ValueError(f"{cells} digit images do not fill a {grid}x{grid} grid")

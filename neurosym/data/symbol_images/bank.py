@@ -79,6 +79,9 @@ class SymbolBank:
             for pool in POOLS:
                 self._index[(label, pool)] = np.flatnonzero((self.labels == label) & (self.pools == pool))
         self._by_path = {path: i for i, path in enumerate(self.paths.tolist())}
+        if len(self._by_path) < n:  # a path names one image: index_of and a release's img_paths read it
+            repeated = next(str(path) for path, count in zip(*np.unique(self.paths, return_counts=True)) if count > 1)
+            raise ValueError(f"paths must name one image each, but {repeated!r} names {(self.paths == repeated).sum()}")
 
     @property
     def symbols(self) -> list[str]:

@@ -15,6 +15,7 @@ from neurosym.data.symbol_images.handwriting import HANDWRITTEN_SIZE, handwritte
 from neurosym.data.symbol_images.normalise import normalise_glyphs
 from neurosym.data.symbol_images.strokes import draw_bank_images
 from neurosym.training import atomic_path
+from neurosym.training.checks import int_at_least
 
 BANK_SYMBOLS: tuple[str, ...] = HINT_SYMBOLS + FEWSHOT_CONCEPTS
 """The symbols of the embedded banks: the 16 of the main split and the six few-shot concepts."""
@@ -141,10 +142,10 @@ def with_drawn_digits(bank: SymbolBank, per_digit: int, seed: int = 0) -> Symbol
     ``drawn``, MNIST's glyph size): the allographs of
     :data:`~neurosym.data.symbol_images.strokes.DIGIT_ALLOGRAPHS`, such as the flagged 1, the open 4, the crossed 7,
     that one writer set (MNIST has few) may lack. Validation and test images stay the bank's own."""
-    if per_digit < 1:
-        raise ValueError(f"per_digit must be positive, got {per_digit}")
+    int_at_least(per_digit, "per_digit", 1)  # (1.5 and True failed in numpy)
     images, labels = draw_bank_images(DIGITS, per_digit, size=bank.images.shape[-1], seed=seed)
-    paths = [f"{folder_of(label)}/drawn_{i}.jpg" for i, label in enumerate(labels.tolist())]
+    first = int((bank.sources == "drawn").sum())  # numbered after the bank's own drawn images, so no path names two
+    paths = [f"{folder_of(label)}/drawn_{first + i}.jpg" for i, label in enumerate(labels.tolist())]
     drawn = SymbolBank(
         normalise_glyphs(images), labels, np.full(len(labels), "train"), np.asarray(paths), np.full(len(labels), "drawn")
     )

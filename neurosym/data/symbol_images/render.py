@@ -15,6 +15,8 @@ def resize_images(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     """Resize uint8 ``[N, H, W]`` images to ``[N, *size]`` (bilinear with anti-aliasing)."""
     if images.ndim != 3:
         raise ValueError(f"images must be [N, H, W], got shape {images.shape}")
+    if images.dtype != np.uint8:  # floats in [0, 1] came back black, larger ints clipped at 255
+        raise ValueError(f"images must be uint8 pixels, got {images.dtype}")
     if len(size) != 2 or not all(isinstance(side, int | np.integer) and side >= 1 for side in size):
         raise ValueError(f"size must be (height, width), two positive ints, got {size!r}")
     if tuple(images.shape[1:]) == tuple(size):
@@ -33,6 +35,8 @@ def render_strip(images: np.ndarray, height: int = WINDOW) -> np.ndarray:
     """
     if images.ndim != 3 or len(images) == 0:
         raise ValueError(f"need a non-empty [n, H, W] array of symbol images, got shape {images.shape}")
+    if images.dtype != np.uint8:
+        raise ValueError(f"symbol images must be uint8 pixels, got {images.dtype}")
     if height < 1:
         raise ValueError(f"height must be a positive number of pixels, got {height}")
     width = max(1, round(images.shape[2] * height / images.shape[1]))

@@ -1,0 +1,74 @@
+"""Bad input to the data, perception, semantics, metrics and training helpers is named where it is given."""
+
+import numpy as np
+import pytest
+import torch
+
+from neurosym.data.hint.splits import SplitRules
+from neurosym.data.pvr.visual import DigitBank, render_blocks
+from neurosym.data.symbol_images import SymbolBank, merge_banks, with_drawn_digits
+from neurosym.data.symbol_images.render import render_strip, resize_images
+from neurosym.metrics.noise_sensitivity import noise_sensitivity, noise_sensitivity_curve
+from neurosym.perception.augment import random_shift
+from neurosym.semantics.induction import induce_operator
+from neurosym.training import TrainConfig
+
+
+def _bank() -> SymbolBank:
+    labels = np.array(list("0123456789"))
+    images = np.random.default_rng(0).integers(0, 256, (10, 28, 28), dtype=np.uint8)
+    return SymbolBank(images, labels, np.full(10, "train"), np.array([f"{label}/a.jpg" for label in labels]))
+
+
+def test_a_path_names_one_image_and_drawn_digits_are_numbered_after_the_banks_own():
+    bank = _bank()
+    with pytest.raises(ValueError, match="paths must name one image each, but '0/a.jpg' names 2"):
+        merge_banks(bank, bank)  # index_of read the last of the two
+    twice = with_drawn_digits(with_drawn_digits(bank, 1), 1, seed=1)
+    assert len(set(twice.paths.tolist())) == len(twice.paths) == 30
+    with pytest.raises(ValueError, match="per_digit must be an int of at least 1, got 1.5"):
+        with_drawn_digits(bank, 1.5)
+
+
+def test_images_must_be_uint8_pixels_where_they_are_drawn_into_uint8_canvases():
+    floats = np.random.default_rng(0).random((20, 28, 28))  # intensities in [0, 1] became black images
+    with pytest.raises(ValueError, match="images must be uint8 pixels"):
+        resize_images(floats, (14, 14))
+    with pytest.raises(ValueError, match="symbol images must be uint8 pixels, got float64"):
+        render_strip(floats)
+    with pytest.raises(ValueError, match=r"images must be uint8 pixels \(as MNIST's\), got float64"):
+        DigitBank(floats, np.arange(20) % 10)
+    with pytest.raises(ValueError, match="digit images must be uint8 pixels"):
+        render_blocks(floats[:4][None], 2, 40, 0)
+    bank = DigitBank((floats * 255).astype(np.uint8), np.arange(20) % 10)
+    with pytest.raises(ValueError, match=r"classes must be integers in 0..9, got int64 \[-1\]"):
+        bank.draw(np.array([-1]), 0)  # wrapped around to class 9
+
+
+def test_induction_takes_integer_triples_only():
+    assert str(induce_operator([(1, 2, 3), (2, 2, 4)], max_size=3)) == "(i + j)"
+    for bad in (1.5, float("nan"), True):  # 1.5 was truncated ("(i + j)" for 1.5 + 2 = 3.5), NaN and True accepted
+        with pytest.raises(ValueError, match="triples of non-negative integers"):
+            induce_operator([(bad, 2, 3), (2, 2, 4)], max_size=3)
+    with pytest.raises(ValueError, match="max_search_examples must be an int of at least 1, got 0"):
+        induce_operator([(1, 2, 3)], max_size=3, max_search_examples=0)
+
+
+def test_sizes_and_seeds_are_ints_where_they_are_given():
+    with pytest.raises(ValueError, match=r"train_per_op_small\[0\] must be an int of at least 1, got -100"):
+        SplitRules(train_per_op_small={0: -100, 1: 2})  # became 1
+    with pytest.raises(ValueError, match="seed must be an int of at least 0, got 1.5"):
+        TrainConfig(3, 4, seed=1.5)  # failed in torch.manual_seed
+    with pytest.raises(ValueError, match="num_workers must be an int of at least 0, got -1"):
+        TrainConfig(3, 4, num_workers=-1)
+    with pytest.raises(ValueError, match="max_shift must be an int >= 0, got True"):
+        random_shift(torch.rand(2, 8, 8), True)  # failed in F.pad
+
+
+def test_noise_sensitivity_takes_a_seed_and_names_a_delta_that_is_no_probability():
+    first = noise_sensitivity(lambda digits: digits[:, 0], 3, 10, 0.1, 200, rng=0)
+    assert first == noise_sensitivity(lambda digits: digits[:, 0], 3, 10, 0.1, 200, rng=0) > 0  # (an int seed failed)
+    with pytest.raises(ValueError, match="delta is a probability, got True"):
+        noise_sensitivity(lambda digits: digits[:, 0], 3, 10, True, 200, rng=0)
+    with pytest.raises(ValueError, match="deltas must be a 1-D sequence of probabilities"):
+        noise_sensitivity_curve(lambda digits: digits[:, 0], 3, 10, 0.1, 200, 2, rng=0)
