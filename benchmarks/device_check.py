@@ -174,23 +174,28 @@ def arithmetic(
 ) -> dict[str, Any]:
     """Every family of Table 1 over its published cells × ``seeds``: ``steps`` eager steps, then its CUDA-graph
     step (:class:`~neurosym.benchmarking.arithmetic_training.GraphedStep`) for at least ``graph_seconds``; then
-    all families at once, each graph on a stream of its own, for at least ``together_seconds``."""
+    all families at once, each graph on a stream of its own, for at least ``together_seconds``. Past ``seconds`` it stops
+    between families (:class:`PartFailed`: one family at most overruns it)."""
     from neurosym.benchmarking.arithmetic_results import published_operations
     from neurosym.benchmarking.arithmetic_speed import batched_rate, concurrent_rate
     from neurosym.benchmarking.arithmetic_training import GroupConfig
     from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
 
     families: list[dict[str, Any]] = []
-    configs = []
+    configs, started = [], time.perf_counter()
     for model in MODEL_LAYERS:
         operations = published_operations(model)
         if not operations:
             continue
+        if time.perf_counter() - started > seconds:
+            raise PartFailed(f"stopped at its budget of {seconds:.0f} s after {len(families)} families")
         config = GroupConfig(model, operations, tuple(range(seeds)), steps=steps, evaluation_size=1)
         eager = batched_rate(config, device, steps)
         graphed = batched_rate(config, device, steps, cuda_graph=True, min_seconds=graph_seconds)
         families.append({"model": model, "operations": list(operations), **eager, "graph": graphed})
         configs.append(config)
+    if time.perf_counter() - started > seconds:
+        raise PartFailed(f"stopped at its budget of {seconds:.0f} s after every family, before they ran together")
     together = concurrent_rate(configs, device, steps, min_seconds=together_seconds)
     runs = sum(family["runs"] for family in families)
     found: dict[str, Any] = {"seeds": seeds, "steps_timed": steps, "families": families, "cells": runs // seeds}
@@ -399,6 +404,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.deadline is not None and args.deadline <= 0:
         parser.error(f"--deadline must be a positive number of seconds, got {args.deadline:g}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device.type == "cpu":  # said before the parts, not only in the closing summary
+        print("no CUDA device: every part runs on the CPU, against budgets meant for a GPU (--skip or --deadline bound it)")
     args.out.mkdir(parents=True, exist_ok=True)
 
     def write(report: dict[str, dict[str, Any]]) -> None:

@@ -48,6 +48,11 @@ def test_a_command_over_its_budget_is_stopped_and_reported(device_check):
         device_check._command(["python3", "-c", "import time; print('started', flush=True); time.sleep(30)"], 1)
 
 
+def test_the_arithmetic_part_stops_at_its_budget_between_families(device_check, tmp_path):
+    with pytest.raises(device_check.PartFailed, match="stopped at its budget of 0 s after 0 families"):
+        device_check.arithmetic(torch.device("cpu"), tmp_path, 0.0, seeds=1, steps=1)  # it ran on past --deadline
+
+
 def test_every_part_has_its_runner_and_budget(device_check):
     assert set(device_check.RUNNERS) == set(device_check.PARTS) == set(device_check.BUDGETS)
 
