@@ -186,7 +186,10 @@ def test_solver_speed_rejects_inconsistent_counts(capsys) -> None:
     assert stopped.value.code == 2 and "--lark-count 20 exceeds --count 10" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["solver-speed", "--preset", "smoke", "--batch-sizes", "600,1000"])
-    assert "every --batch-sizes value (600, 1000) exceeds the --preset smoke's count 512" in capsys.readouterr().err
+    assert "--batch-sizes 600, 1000 exceed the --preset smoke's count 512" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # one too large among others was dropped without a word
+        main(["solver-speed", "--count", "10", "--lark-count", "5", "--batch-sizes", "1,1000"])
+    assert "--batch-sizes 1000 exceeds --count 10" in capsys.readouterr().err
     smoke = options_from(SolverSpeedOptions, _parsed(build_parser("solver-speed"), ["solver-speed", "--preset", "smoke"]))
     given = _parsed(build_parser("solver-speed"), ["solver-speed", "--preset", "smoke", "--count", "64", "--lark-count", "50"])
     assert smoke.budget()[:2] == (512, 100) and options_from(SolverSpeedOptions, given).budget()[:2] == (64, 50)  # (were 512)
@@ -260,6 +263,7 @@ def test_a_config_file_with_a_bad_entry_is_a_one_line_usage_error(text, message,
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
+        ("hint-data --bank none --drawn-per-symbol 5", "--drawn-per-symbol is used by --bank default only"),
         ("arithmetic --speed --steps 5", "--steps is used by the table (not --speed) only; this run would ignore it"),
         ("arithmetic --speed-seeds 3", "--speed-seeds is used by --speed only"),
         ("pipeline --ensemble r0 r1 --epochs 7", "--epochs is used by a run that trains its reader (not --ensemble) only"),

@@ -26,7 +26,14 @@ from neurosym.data.hint import (
 )
 from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank
 from neurosym.experiments.hint_sources import BANKS, bank_archive, bank_from_option
-from neurosym.experiments.options import OutputOptions, fraction_up_to_one, option, positive_int, preset_option
+from neurosym.experiments.options import (
+    OutputOptions,
+    fraction_up_to_one,
+    option,
+    positive_int,
+    preset_option,
+    reject_unused,
+)
 from neurosym.experiments.report import format_table
 from neurosym.plots.hint_data import plot_statistics
 from neurosym.training.checkpoint import save_json
@@ -63,6 +70,10 @@ class HintDataOptions(OutputOptions):
     drawn_per_symbol: int = option(2000, "drawn images per symbol in the default bank", parse=positive_int)
     stats_sample: int = option(100_000, "records per split used for statistics", parse=positive_int)
     cache: bool = option(True, "use the on-disk cache of generated splits (--no-cache regenerates)")
+
+    def __post_init__(self) -> None:
+        if self.bank != "default":
+            reject_unused(self, ("drawn_per_symbol",), "--bank default")
 
 
 OPTIONS = HintDataOptions
@@ -115,6 +126,8 @@ def run(options: HintDataOptions) -> dict:
     result = {
         "scale": scale,
         "seed": options.seed,
+        "bank": str(options.bank),  # what a release's images came from
+        "drawn_per_symbol": options.drawn_per_symbol if options.bank == "default" else None,
         "generation_seconds": generation_seconds,
         "sizes": {name: len(split) for name, split in splits.items()},
         "subsets": {name: dict(Counter(split.eval.tolist())) for name, split in splits.items()},

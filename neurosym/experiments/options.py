@@ -399,7 +399,7 @@ class TrainingOptions(RunOptions):
     time_limit: float | None = option(
         None,
         "minutes of training in this call: then the step under way ends, the checkpoint is written and the command "
-        "exits with status 75; the same command continues it (Ctrl-C and SIGTERM stop the same way)",
+        "exits with status 75; the same command continues it (Ctrl-C and SIGTERM stop the same way, with status 130 and 143)",
         parse=time_limit_minutes,
         metavar="MINUTES",
     )

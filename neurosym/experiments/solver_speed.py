@@ -51,17 +51,17 @@ class SolverSpeedOptions(ThreadOptions):
     lark_count: int | None = option(
         None, "expressions per operator count for the Lark path (default: the preset's)", parse=positive_int
     )
-    batch_sizes: list[int] = option(
-        None, "comma-separated batch sizes of the batch solver", parse=comma_list(positive_int, what="batch size"),
-        factory=lambda: [1, 16, 256, 4096, 32768],
+    batch_sizes: list[int] | None = option(
+        None, "comma-separated batch sizes of the batch solver (default: 1,16,256,4096,32768, those up to the count)",
+        parse=comma_list(positive_int, what="batch size"),
     )  # fmt: skip
     rounds: int = option(5, "interleaved timing rounds; the fastest is kept", parse=positive_int, aliases=["--repeats"])
 
     def __post_init__(self) -> None:
-        count, lark_count, batch_sizes = self.budget()
+        count, lark_count, _ = self.budget()
         budget = "--count" if self.count is not None else f"the --preset {self.preset}'s count"
-        if not batch_sizes:
-            raise ValueError(f"every --batch-sizes value ({', '.join(map(str, self.batch_sizes))}) exceeds {budget} {count}")
+        if self.batch_sizes is not None and (larger := [size for size in self.batch_sizes if size > count]):
+            raise ValueError(f"--batch-sizes {', '.join(map(str, larger))} exceed{'s' * (len(larger) == 1)} {budget} {count}")
         if lark_count > count:
             raise ValueError(f"--lark-count {lark_count} exceeds {budget} {count}")
 
@@ -69,10 +69,12 @@ class SolverSpeedOptions(ThreadOptions):
         """Expressions per operator count, those through Lark, and the batch sizes that fit: the preset's or given."""
         count, lark_count = PRESET_COUNTS[self.preset]
         count, lark_count = self.count or count, self.lark_count or lark_count
-        return count, lark_count, [size for size in self.batch_sizes if size <= count]
+        return count, lark_count, [size for size in self.batch_sizes or DEFAULT_BATCH_SIZES if size <= count]
 
 
 OPTIONS = SolverSpeedOptions
+DEFAULT_BATCH_SIZES = (1, 16, 256, 4096, 32768)
+"""The batch sizes timed where ``--batch-sizes`` is not given (those up to the count)."""
 PRESET_COUNTS = {"smoke": (512, 100), "cpu": (32768, 2000)}
 """Each preset's expressions per operator count and those through Lark, where ``--count`` and ``--lark-count`` are not given."""
 
