@@ -323,3 +323,16 @@ def test_a_nan_evaluation_score_is_named_instead_of_keeping_the_first_weights_fo
     with pytest.raises(ValueError, match="evaluate returned a NaN score after step 1"):
         train(nn.Linear(2, 1), data, lambda model, batch: (model(batch[0]) - batch[1]).square().mean(),
               TrainConfig(3, 4, eval_every=1), context, evaluate=lambda model: next(scores))  # fmt: skip
+
+
+@pytest.mark.parametrize("score", [None, torch.tensor([0.5, 0.7]), "0.9"])
+def test_an_evaluation_that_is_not_one_number_is_named(score) -> None:
+    data = [(torch.randn(2), torch.randn(1)) for _ in range(8)]
+    context = DistributedContext(0, 1, 0, CPU)
+    with pytest.raises(ValueError, match="after step 1: a score must be one number, higher is better"):
+        train(nn.Linear(2, 1), data, lambda model, batch: (model(batch[0]) - batch[1]).square().mean(),
+              TrainConfig(3, 4, eval_every=1), context, evaluate=lambda model: score)  # fmt: skip
+    one = torch.tensor([0.5])  # a one-element tensor is one number
+    outcome = train(nn.Linear(2, 1), data, lambda model, batch: (model(batch[0]) - batch[1]).square().mean(),
+                    TrainConfig(3, 4, eval_every=1), context, evaluate=lambda model: one)  # fmt: skip
+    assert outcome.best_score == 0.5

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
+import numpy as np
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
@@ -116,6 +117,16 @@ def schedule_factor(step: int, max_steps: int, schedule: str, warmup_steps: int 
         return 1.0
     progress = (step - warmup_steps) / max(1, max_steps - warmup_steps)
     return 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress)))
+
+
+def _one_number(value: Any, step: int) -> float:
+    """An evaluation's score as a float; ``ValueError`` naming the step for anything that is not one number (None, a
+    tensor of several elements: ``float()`` failed with a message that named neither)."""
+    if (isinstance(value, torch.Tensor) and value.numel() == 1) or (isinstance(value, np.ndarray) and value.size == 1):
+        value = value.item()
+    if not is_real(value):
+        raise ValueError(f"evaluate returned {value!r:.60} after step {step}: a score must be one number, higher is better")
+    return float(value)
 
 
 RESUMABLE_CHANGES = ("max_steps", "eval_every", "patience", "checkpoint", "progress", "num_workers", "time_limit", "sync_every")
@@ -311,7 +322,7 @@ class _BestWeights:
         if self.context.is_main:
             self.model.eval()
             with torch.no_grad():
-                score = float(self.score(self.model))
+                score = _one_number(self.score(self.model), step)
         score = broadcast_from_main(score, self.context)
         if math.isnan(score):  # NaN is never better: a first NaN score would have kept the first weights for good
             raise ValueError(f"evaluate returned a NaN score after step {step}: a score must be a number, higher is better")
