@@ -81,6 +81,16 @@ def test_an_empty_split_is_named(release):
         check_release(release)
 
 
+def test_a_head_list_that_is_no_tree_is_named(release):
+    records = _records(release, SPLIT_FILES["train"])
+    index, record = next((i, r) for i, r in enumerate(records) if len(r["head"]) >= 3)
+    child = next(i for i, parent in enumerate(record["head"]) if parent != -1)
+    record["head"][child] = child  # its own parent: one root still, but no tree (it failed only in the statistics)
+    (release / SPLIT_FILES["train"]).write_text(json.dumps(records))
+    with pytest.raises(ValueError, match=rf"expr_train.json record {index} .*is not one tree rooted at -1"):
+        check_release(release)
+
+
 def test_a_missing_image_is_named_with_its_record(release):
     first = _records(release, SPLIT_FILES["test"])[0]
     (release / IMAGE_FOLDER / first["img_paths"][0]).unlink()

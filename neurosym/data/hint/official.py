@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from neurosym.data.hint.examples import HintRecord
 from neurosym.data.hint.splits import EVAL_SUBSETS
+from neurosym.data.hint.stats import parents_first
 from neurosym.data.randomness import as_generator
 from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, load_folder_bank, write_folder_bank
 from neurosym.syntax import canonical_sentence
@@ -62,6 +63,10 @@ def record_from_json(item: Mapping, where: str) -> HintRecord:
         raise ValueError(f"{where}: expr {expr!r} has {len(expr)} symbols but head {len(head)} and res_all {len(res_all)}")
     if head.count(-1) != 1 or not all(-1 <= parent < len(expr) for parent in head):
         raise ValueError(f"{where}: head must name one root (-1) and parents among the {len(expr)} symbols, got {list(head)}")
+    try:  # (a symbol its own parent passed, and failed in the statistics)
+        parents_first(head)
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
     if result < 0:
         raise ValueError(f"{where}: res must be a natural number (HINT's results are), got {result}")
     subset = item.get("eval")

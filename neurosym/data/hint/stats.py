@@ -22,12 +22,13 @@ _BRACKETS = frozenset("()")
 def tree_depth(expr: str, head: Sequence[int]) -> int:
     """Depth of the parse tree (a single number has depth 1); brackets are not tree nodes."""
     depth = [0] * len(head)
-    for index in _parents_first(head):
+    for index in parents_first(head):
         depth[index] = 1 if head[index] < 0 else depth[head[index]] + 1
     return max((d for d, c in zip(depth, expr) if c not in _BRACKETS), default=0)
 
 
-def _parents_first(head: Sequence[int]) -> list[int]:
+def parents_first(head: Sequence[int]) -> list[int]:
+    """The symbol indices of a ``head`` list, each after its parent; ``ValueError`` unless it is one tree rooted at -1."""
     children: dict[int, list[int]] = {}
     for index, parent in enumerate(head):
         children.setdefault(parent, []).append(index)
