@@ -419,7 +419,7 @@ def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch, one_
         return train_grammar_pipeline(pipeline, *args, **kwargs)
 
     monkeypatch.setattr(runner, "train_grammar_pipeline", recording)
-    assert main([*common, "--init-reader", str(first / "checkpoint.pt"), "--out", str(second)]) == 0
+    assert main([*common, "--init-reader", str(first), "--out", str(second)]) == 0  # a run folder: its checkpoint.pt
     trained = load_checkpoint(first / "checkpoint.pt")["model"]
     assert started[0].keys() == trained.keys() and all(torch.equal(started[0][k], trained[k]) for k in trained)
     (tmp_path / "junk.pt").write_bytes(b"not a checkpoint")

@@ -66,6 +66,12 @@ from neurosym.training.loop import SCHEDULES
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
 
+def _run_checkpoint(text: str) -> Path:
+    """``--init-reader``: a run's ``checkpoint.pt``, or the run folder that holds one."""
+    path = Path(text)
+    return existing_file(str(path / "checkpoint.pt" if path.is_dir() else path))
+
+
 @dataclass(frozen=True)
 class PipelineOptions(TrainingOptions):
     """The options of ``neurosym pipeline``."""
@@ -152,9 +158,10 @@ class PipelineOptions(TrainingOptions):
     )  # fmt: skip
     init_reader: Path | None = option(
         None,
-        "start from the reader of another run's checkpoint.pt (same task and --reader-width): a transfer, not the protocol",
-        parse=existing_file,
-        metavar="CHECKPOINT",
+        "start from the reader of another run (its --out folder or its checkpoint.pt; same task and --reader-width): a "
+        "transfer, not the protocol",
+        parse=_run_checkpoint,
+        metavar="RUN",
     )
     ensemble: list[Path] | None = option(
         None, "train nothing: read with the mean probability of the readers these runs of the same task trained "
