@@ -49,8 +49,13 @@ from neurosym.training.stopping import minutes_to_seconds, time_left
 MODELS = ("symbolic", *NEURAL_MODELS)
 
 
+QUESTIONS_PER_MODULE = {"smoke": (30, 10), "cpu": (30_000, 500), "paper": (30_000, 500)}
+"""Each preset's training and test questions per module, where ``--train-per-module`` and ``--test-per-module`` are not
+given."""
 PRESET_MEANINGS = {
-    "smoke": "tiny models, 30 training and 10 test questions per module: checks that everything runs (a minute)",
+    "smoke": "tiny models, {} training and {} test questions per module: checks that everything runs (a minute)".format(
+        *QUESTIONS_PER_MODULE["smoke"]
+    ),
     "cpu": "d_model 128, 2 + 2 layers, 1,200 steps of batch 64: about ten minutes per model on 2 cores",
     "paper": "the paper's d_model 512, batch 1024, 500k steps (meant for GPUs)",
 }
@@ -74,13 +79,15 @@ class MathematicsOptions(TrainingOptions):
     learning_rate: float = option(6e-4, "Adam learning rate (paper: 6e-4)", parse=positive_float, aliases=["--lr"])
     clip: float = option(0.1, "absolute gradient-value clipping (paper: 0.1)", parse=positive_float)
     train_per_module: int | None = option(
-        None,
-        "training questions per module, split over easy/medium/hard (default: 30,000; the smoke preset's 30)",
-        parse=positive_int,
-    )
+        None, "training questions per module, split over easy/medium/hard (default: {:,}; the smoke preset's {:,})".format(
+            QUESTIONS_PER_MODULE["cpu"][0], QUESTIONS_PER_MODULE["smoke"][0]
+        ), parse=positive_int,
+    )  # fmt: skip
     test_per_module: int | None = option(
-        None, "test questions per interpolation/extrapolation module (default: 500; the smoke preset's 10)", parse=positive_int
-    )
+        None, "test questions per interpolation/extrapolation module (default: {:,}; the smoke preset's {:,})".format(
+            QUESTIONS_PER_MODULE["cpu"][1], QUESTIONS_PER_MODULE["smoke"][1]
+        ), parse=positive_int,
+    )  # fmt: skip
     data: Path | None = option(
         None, "a released dataset folder to read instead of generating", parse=existing_folder, aliases=["--data-root"]
     )
@@ -96,9 +103,8 @@ def run(options: MathematicsOptions) -> dict:
     config = CONFIGS[options.preset]
     steps = options.steps if options.steps is not None else config.steps
     batch_size = options.batch_size if options.batch_size is not None else config.batch_size
-    smoke = options.preset == "smoke"  # its counts, unless given
-    train_count = options.train_per_module or (30 if smoke else 30_000)
-    test_count = options.test_per_module or (10 if smoke else 500)
+    train_count, test_count = QUESTIONS_PER_MODULE[options.preset]
+    train_count, test_count = options.train_per_module or train_count, options.test_per_module or test_count
     device = resolve_device(options.device)
     apply_threads(options.threads)
     neural = [name for name in options.models if name != "symbolic"]

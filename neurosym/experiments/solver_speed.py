@@ -28,6 +28,11 @@ from neurosym.experiments.report import format_table
 from neurosym.plots.speed import plot_solver_throughput
 from neurosym.training.checkpoint import save_json
 
+DEFAULT_BATCH_SIZES = (1, 16, 256, 4096, 32768)
+"""The batch sizes timed where ``--batch-sizes`` is not given (those up to the count)."""
+PRESET_COUNTS = {"smoke": (512, 100), "cpu": (32768, 2000)}
+"""Each preset's expressions per operator count and those through Lark, where ``--count`` and ``--lark-count`` are not given."""
+
 
 @dataclass(frozen=True)
 class SolverSpeedOptions(ThreadOptions):
@@ -35,10 +40,7 @@ class SolverSpeedOptions(ThreadOptions):
 
     threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
     preset: str = preset_option(
-        {
-            "smoke": "512 expressions (100 through Lark) unless given, small batches",
-            "cpu": "32,768 (2,000 through Lark) unless given",
-        },
+        {preset: "{:,} expressions ({:,} through Lark) unless given".format(*counts) for preset, counts in PRESET_COUNTS.items()},
         "cpu",
     )
     operator_counts: list[int] = option(
@@ -52,7 +54,8 @@ class SolverSpeedOptions(ThreadOptions):
         None, "expressions per operator count for the Lark path (default: the preset's)", parse=positive_int
     )
     batch_sizes: list[int] | None = option(
-        None, "comma-separated batch sizes of the batch solver (default: 1,16,256,4096,32768, those up to the count)",
+        None, f"comma-separated batch sizes of the batch solver (default: {','.join(map(str, DEFAULT_BATCH_SIZES))}, those up "
+        "to the count)",
         parse=comma_list(positive_int, what="batch size"),
     )  # fmt: skip
     rounds: int = option(5, "interleaved timing rounds; the fastest is kept", parse=positive_int, aliases=["--repeats"])
@@ -73,10 +76,6 @@ class SolverSpeedOptions(ThreadOptions):
 
 
 OPTIONS = SolverSpeedOptions
-DEFAULT_BATCH_SIZES = (1, 16, 256, 4096, 32768)
-"""The batch sizes timed where ``--batch-sizes`` is not given (those up to the count)."""
-PRESET_COUNTS = {"smoke": (512, 100), "cpu": (32768, 2000)}
-"""Each preset's expressions per operator count and those through Lark, where ``--count`` and ``--lark-count`` are not given."""
 
 
 def run(options: SolverSpeedOptions) -> dict:

@@ -106,9 +106,9 @@ class MultiheadAttention(nn.Module):
         into ``bias`` in place.
 
         A bias that requires gradients rules out the fused SDPA kernels; this explicit version does in
-        one pass what SDPA's fallback does in several, and as SDPA a query with no allowed key gets zeros. Shapes: ``content, k, v [B, H, T, d]``, ``bias
-        [B, H, Tq, Tk]``, ``allowed [B or 1, 1, Tq, Tk]`` bool or ``None``; ``positions`` are the query
-        and key positions ``[Tq]``, ``[Tk]``.
+        one pass what SDPA's fallback does in several, and as SDPA a query with no allowed key gets zeros.
+        Shapes: ``content, k, v [B, H, T, d]``, ``bias [B, H, Tq, Tk]``, ``allowed [B or 1, 1, Tq, Tk]`` bool or
+        ``None``; ``positions`` are the query and key positions ``[Tq]``, ``[Tk]``.
         """
         flat = rearrange(bias, "b h q k -> (b h) q k")
         flat.baddbmm_(rearrange(content, "b h q d -> (b h) q d"), rearrange(k, "b h k d -> (b h) d k"))

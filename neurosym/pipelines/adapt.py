@@ -120,8 +120,9 @@ def adapt_to_writer(
     :attr:`Adaptation.examples`) are shown with the new writer's training images, the next ``adapt.replay`` with
     the first bank's; each stage writes its checkpoint into ``folder``
     (:data:`STAGE_CHECKPOINTS`) and, with ``resume``, continues from it (else they are removed first). The adaptation's
-    checkpoint keeps ``adapt``'s examples, replay and seed, the number of ``expressions`` and ``setup`` (what ``new_bank`` was made from, e.g. the
-    runner's bank option): resuming it under others raises :class:`~neurosym.training.checkpoint.CheckpointMismatch`.
+    checkpoint keeps ``adapt``'s examples, replay and seed, the number of ``expressions`` and ``setup`` (what
+    ``new_bank`` was made from, e.g. the runner's bank option): resuming it under others raises
+    :class:`~neurosym.training.checkpoint.CheckpointMismatch`.
 
     Raises:
         ValueError: no expressions; none left to replay where distillation, refitting or routing needs them; a resumed

@@ -240,9 +240,8 @@ def induce_operator(
     if not 0.0 < min_agreement <= 1.0:
         raise ValueError(f"min_agreement must be in (0, 1], got {min_agreement}")
     int_at_least(max_search_examples, "max_search_examples", 1)
-    if any(not is_int(value) for triple in examples for value in triple):  # 1.5 was truncated, NaN and True accepted
-        bad = next(value for triple in examples for value in triple if not is_int(value))
-        raise ValueError(f"examples must be (i, j, value) triples of non-negative integers, got {bad!r}")
+    if bad := [value for triple in examples for value in triple if not is_int(value)]:  # 1.5 was truncated, NaN accepted
+        raise ValueError(f"examples must be (i, j, value) triples of non-negative integers, got {bad[0]!r}")
     array = np.asarray(examples, dtype=np.float64)
     if array.ndim != 2 or array.shape[1] != 3 or (array < 0).any():
         raise ValueError("examples must be (i, j, value) triples of non-negative integers")
