@@ -78,6 +78,9 @@ def test_a_grammar_that_cannot_serve_is_named_before_any_work(tmp_path):
         with pytest.raises(ValueError, match="the grammar has no rule 'start' to start from"):
             SymbolGrammar(text)
     assert SymbolGrammar('expr: "a"\n', start="expr").symbols == ("a",)
+    for text in ('start: start\nA: "a"\n', "start:\n"):  # (an empty vocabulary was named, not why)
+        with pytest.raises(ValueError, match="the grammar's rules from 'start' use no terminal"):
+            SymbolGrammar(text)
     with pytest.raises(ValueError, match=r"the grammar does not load: .*line 2"):
         SymbolGrammar('start: "a"\nstart: : "b"\n')
     path = tmp_path / "addition.lark"
@@ -175,6 +178,91 @@ def test_decoding_is_exactly_optimal_against_brute_force(text):
             assert float(row[range(length), [grammar.symbols.index(c) for c in sentence]].sum()) == pytest.approx(
                 float(score), abs=1e-5
             )
+
+
+RULES = ("start", "r0", "r1")
+
+
+@st.composite
+def random_grammars(draw: st.DrawFn) -> str:
+    """Lark grammars over the terminals A, B, C (one symbol each): up to three rules of up to three alternatives, each
+    up to three items (a terminal, a rule or a parenthesised alternation) with ``?``, ``*`` or ``+``; empty
+    alternatives, unit cycles, left recursion and rules that derive only one-symbol sentences all occur."""
+    rules = RULES[: draw(st.integers(1, len(RULES)))]
+
+    def alternation(nested: bool) -> str:
+        alternatives = []
+        for _ in range(draw(st.integers(1, 3))):
+            items = []
+            for _ in range(draw(st.integers(0, 3))):
+                kind = draw(st.sampled_from(["terminal", "rule", "group"] if nested else ["terminal", "rule"]))
+                item = {"terminal": lambda: draw(st.sampled_from("ABC")), "rule": lambda: draw(st.sampled_from(rules)),
+                        "group": lambda: f"({alternation(False)})"}[kind]()  # fmt: skip
+                items.append(item + draw(st.sampled_from(["", "", "?", "*", "+"])))
+            alternatives.append(" ".join(items))
+        return " | ".join(alternatives) if any(alternatives) else "A"
+
+    bodies = [alternation(True) for _ in rules]
+    if not any(terminal in body for body in bodies for terminal in "ABC"):  # a grammar of no symbol is refused
+        bodies[0] += " | A"
+    return "".join(f"{rule}: {body}\n" for rule, body in zip(rules, bodies)) + 'A: "a"\nB: "b"\nC: "c"\n'
+
+
+def grammatical_sentences(grammar: SymbolGrammar, length: int) -> list[str]:
+    return [s for s in map("".join, itertools.product(grammar.symbols, repeat=length)) if grammar.accepts(s)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=random_grammars(), seed=st.integers(0, 2**31 - 1))
+def test_decoding_any_grammar_is_exactly_optimal_or_names_the_length_no_sentence_fits(text, seed):
+    grammar = SymbolGrammar(text)
+    decoder = GrammarDecoder(grammar)
+    generator = torch.Generator().manual_seed(seed)
+    for length in range(1, 5):
+        log_probs = torch.randn(2, length, len(grammar.symbols), generator=generator).log_softmax(-1)
+        sentences = grammatical_sentences(grammar, length)
+        if not sentences:
+            with pytest.raises(ValueError, match="no sentence of the grammar fits"):
+                decoder.decode(log_probs, torch.full((2,), length))
+            continue
+        decoded = decoder.decode(log_probs, torch.full((2,), length))
+        for row, sentence, score in zip(log_probs, decoded.sentences(grammar.symbols), decoded.log_prob.tolist()):
+            scores = {s: float(row[range(length), [grammar.symbols.index(c) for c in s]].sum()) for s in sentences}
+            assert sentence in scores and scores[sentence] == pytest.approx(score, abs=1e-5)
+            assert score == pytest.approx(max(scores.values()), abs=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(text=random_grammars(), seed=st.integers(0, 2**31 - 1), inverses=st.booleans(), max_changes=st.integers(1, 2))
+def test_abduction_over_any_grammar_finds_the_most_probable_sentence_with_the_result(text, seed, inverses, max_changes):
+    """Semantics: the number of ``a`` symbols; with ``inverses``, each rule's sum solved for one child at a time."""
+
+    def one_child_solved(wanted: int, values: tuple[int, ...]) -> list[tuple[int, ...]]:
+        return [
+            (*values[:i], wanted - sum(values) + v, *values[i + 1 :]) for i, v in enumerate(values) if wanted >= sum(values) - v
+        ]
+
+    grammar = SymbolGrammar(text)
+    semantics = TreeSemantics({**{rule: sum for rule in RULES}, "A": lambda _: 1, "B": lambda _: 0, "C": lambda _: 0},
+                              dict.fromkeys(RULES, one_child_solved) if inverses else None)  # fmt: skip
+    executor = Executor(grammar, semantics)
+    budget = AbductionBudget(max_changes=max_changes, max_candidates=10_000, max_patterns=10_000, alternatives=3)
+    abducer = GrammarAbducer(executor, budget)
+    rng = np.random.default_rng(seed)
+    for length in range(1, 5):
+        sentences = grammatical_sentences(grammar, length)
+        if not sentences:
+            continue
+        read = sentences[rng.integers(len(sentences))]
+        log_probs = np.log(rng.dirichlet(np.ones(len(grammar.symbols)), size=length))
+        for target in set(range(length + 1)) - {read.count("a")}:
+            reachable = [s for s in sentences if s.count("a") == target and sum(map(str.__ne__, s, read)) <= max_changes]
+            found = abducer.abduce(read, log_probs, target)
+            if not reachable:
+                assert found is None
+                continue
+            assert found is not None and found.sentence in reachable
+            assert found.log_prob == pytest.approx(max(abducer.score(s, log_probs) for s in reachable))
 
 
 @settings(max_examples=15, deadline=None)

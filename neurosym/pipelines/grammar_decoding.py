@@ -40,7 +40,7 @@ class _Tables:
 def _best_per_head(per_rule: torch.Tensor, heads: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The best of each head's rules: ``per_rule [R, ...]`` scores and ``heads [N, M]`` rule ids (padded
     with ``R``) -> best score ``[N, ...]`` and the rule id giving it ``[N, ...]``."""
-    padded = torch.cat([per_rule, torch.full_like(per_rule[:1], -torch.inf)])
+    padded = torch.cat([per_rule, per_rule.new_full((1, *per_rule.shape[1:]), -torch.inf)])  # also for no rules
     best, which = padded[heads].max(dim=1)  # [N, M, ...] -> [N, ...]
     return best, heads.gather(1, which.flatten(1)).view_as(which)
 
@@ -188,7 +188,7 @@ class GrammarDecoder:
             candidate = left.index_select(0, left_ids) + right.index_select(0, right_ids)  # [R, B, S, L-1]
             rule_best, rule_split = candidate.max(dim=-1)  # [R, B, S]
             best, rule = _best_per_head(rule_best, heads)
-            split = torch.cat([rule_split, torch.zeros_like(rule_split[:1])]).gather(0, rule) + 1
+            split = torch.cat([rule_split, rule_split.new_zeros((1, *rule_split.shape[1:]))]).gather(0, rule) + 1
             chart[:, :, :starts, length] = best
             back["rule"].append(rearrange(rule, "n b s -> b s n").cpu().numpy())
             back["split"].append(rearrange(split, "n b s -> b s n").cpu().numpy())

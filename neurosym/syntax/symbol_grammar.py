@@ -73,6 +73,8 @@ class SymbolGrammar:
         probe = _loaded(text, start)
         ignored = set(probe.ignore_tokens)
         self._patterns = {t.name: t.pattern for t in probe.terminals if t.name not in ignored}
+        if not self._patterns:
+            raise ValueError(f"the grammar's rules from {start!r} use no terminal: it has no sentence of symbols to read")
         self.symbols: tuple[str, ...] = tuple(symbols) if symbols is not None else self._matched(CANDIDATE_SYMBOLS)
         if symbols is None and (unmatched := [n for n, p in self._patterns.items() if not self._matched_by(p)]):
             raise ValueError(
