@@ -255,6 +255,8 @@ def test_abduction_over_any_grammar_finds_the_most_probable_sentence_with_the_re
             continue
         read = sentences[rng.integers(len(sentences))]
         log_probs = np.log(rng.dirichlet(np.ones(len(grammar.symbols)), size=length))
+        kept = abducer.abduce(read, log_probs, read.count("a"))  # a sentence that gives the result stays as read
+        assert kept is not None and (kept.sentence, kept.changes) == (read, 0)
         for target in set(range(length + 1)) - {read.count("a")}:
             reachable = [s for s in sentences if s.count("a") == target and sum(map(str.__ne__, s, read)) <= max_changes]
             found = abducer.abduce(read, log_probs, target)

@@ -161,7 +161,9 @@ class GrammarAbducer:
         return float(log_probs[np.arange(len(sentence)), [self.index[c] for c in sentence]].sum())
 
     def abduce(self, sentence: str, log_probs: np.ndarray, target: Any, fixed: Collection[int] = ()) -> Correction | None:
-        """The most probable correction found of ``sentence`` whose value is ``target`` (or ``None``).
+        """The most probable correction found of ``sentence`` whose value is ``target`` (or ``None``); ``sentence``
+        itself, unchanged, when its value already is ``target`` (the pipeline's sentences are the most probable
+        grammatical ones, so none can beat it; :meth:`explanations` lists the others).
 
         Args:
             sentence: the sentence read (``n`` symbols).
