@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import networkx as nx
 import pytest
 from hint_strategies import trees
@@ -324,3 +327,16 @@ def test_trees_of_any_depth_compare_and_hash():
     sentence = "+".join(["1"] * 3000)  # 2,999 levels: the generated dataclass methods recursed past Python's limit
     assert parse(sentence) == parse(sentence) and len({parse(sentence), parse(sentence)}) == 1
     assert parse(sentence) != parse(sentence[:-1] + "2")
+    assert repr(parse(sentence)).startswith("Node(symbol='+', children=(Node(symbol='+'")  # (repr recursed too)
+    assert copy.deepcopy(parse(sentence)) == pickle.loads(pickle.dumps(parse(sentence))) == parse(sentence)  # (and these)
+
+
+@given(trees())
+def test_a_trees_repr_is_the_dataclass_form(tree):
+    def dataclass_form(node):  # what @dataclass's recursive __repr__ prints
+        children = ", ".join(map(dataclass_form, node.children)) + ("," if len(node.children) == 1 else "")
+        return f"Node(symbol={node.symbol!r}, children=({children}), span={node.span!r})"
+
+    assert repr(tree) == dataclass_form(tree)
+    assert repr(pickle.loads(pickle.dumps(tree))) == repr(copy.deepcopy(tree)) == repr(tree)  # spans kept
+    assert repr(Node("x", (Node("7"),))) == "Node(symbol='x', children=(Node(symbol='7', children=(), span=None),), span=None)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 
@@ -38,12 +39,41 @@ class Node:
 
     def __hash__(self) -> int:
         """The hash of the pre-order ``(symbol, arity)`` sequence, which determines the tree (spans aside)."""
-        order, nodes = [], [self]
+        return hash(tuple((node.symbol, len(node.children)) for node in self._preorder()))
+
+    def __reduce__(self) -> tuple[Callable[[tuple], Node], tuple[tuple]]:
+        """Pickled and deep-copied as the pre-order ``(symbol, arity, span)`` sequence: trees of any depth."""
+        return _from_preorder, (tuple((node.symbol, len(node.children), node.span) for node in self._preorder()),)
+
+    def _preorder(self) -> Iterator[Node]:
+        nodes = [self]
         while nodes:
             node = nodes.pop()
-            order.append((node.symbol, len(node.children)))
+            yield node
             nodes.extend(reversed(node.children))
-        return hash(tuple(order))
+
+    def __repr__(self) -> str:
+        """The dataclass's ``Node(symbol=..., children=(...), span=...)``, built iteratively (any depth)."""
+        shown: dict[int, str] = {}
+        nodes = [(self, False)]
+        while nodes:
+            node, children_shown = nodes.pop()
+            if not children_shown:
+                nodes.append((node, True))
+                nodes.extend((child, False) for child in node.children)
+                continue
+            inner = ", ".join(shown.pop(id(child)) for child in node.children)
+            children = f"({inner},)" if len(node.children) == 1 else f"({inner})"
+            shown[id(node)] = f"Node(symbol={node.symbol!r}, children={children}, span={node.span!r})"
+        return shown[id(self)]
+
+
+def _from_preorder(order: tuple[tuple[str, int, tuple[int, int] | None], ...]) -> Node:
+    """The tree of a pre-order ``(symbol, arity, span)`` sequence (:meth:`Node.__reduce__`'s)."""
+    built: list[Node] = []
+    for symbol, arity, span in reversed(order):  # each node after its subtrees; the first child on top
+        built.append(Node(symbol, tuple(built.pop() for _ in range(arity)), span))
+    return built[0]
 
 
 def check_tree(node: object, where: str) -> None:
