@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import given, reject, settings
 from hypothesis import strategies as st
 from lark import Transformer
 
@@ -186,7 +186,7 @@ RULES = ("start", "r0", "r1")
 @st.composite
 def random_grammars(draw: st.DrawFn) -> str:
     """Lark grammars over the terminals A, B, C (one symbol each): up to three rules of up to three alternatives, each
-    up to three items (a terminal, a rule or a parenthesised alternation) with ``?``, ``*`` or ``+``; empty
+    up to three items (a terminal, a rule or a parenthesised alternation) with ``?``, ``*``, ``+`` or in ``[ ]``; empty
     alternatives, unit cycles, left recursion and rules that derive only one-symbol sentences all occur."""
     rules = RULES[: draw(st.integers(1, len(RULES)))]
 
@@ -198,7 +198,8 @@ def random_grammars(draw: st.DrawFn) -> str:
                 kind = draw(st.sampled_from(["terminal", "rule", "group"] if nested else ["terminal", "rule"]))
                 item = {"terminal": lambda: draw(st.sampled_from("ABC")), "rule": lambda: draw(st.sampled_from(rules)),
                         "group": lambda: f"({alternation(False)})"}[kind]()  # fmt: skip
-                items.append(item + draw(st.sampled_from(["", "", "?", "*", "+"])))
+                repeat = draw(st.sampled_from(["", "", "?", "*", "+", "[]"]))
+                items.append(f"[{item}]" if repeat == "[]" else item + repeat)
             alternatives.append(" ".join(items))
         return " | ".join(alternatives) if any(alternatives) else "A"
 
@@ -208,6 +209,15 @@ def random_grammars(draw: st.DrawFn) -> str:
     return "".join(f"{rule}: {body}\n" for rule, body in zip(rules, bodies)) + 'A: "a"\nB: "b"\nC: "c"\n'
 
 
+def loaded(text: str) -> SymbolGrammar:
+    """``text`` as a SymbolGrammar; a grammar Lark refuses for optionals that expand alike (``[A] [A]``) is skipped."""
+    try:
+        return SymbolGrammar(text)
+    except ValueError as error:
+        assert "colliding expansion of optionals" in str(error)
+        reject()
+
+
 def grammatical_sentences(grammar: SymbolGrammar, length: int) -> list[str]:
     return [s for s in map("".join, itertools.product(grammar.symbols, repeat=length)) if grammar.accepts(s)]
 
@@ -215,7 +225,7 @@ def grammatical_sentences(grammar: SymbolGrammar, length: int) -> list[str]:
 @settings(max_examples=40, deadline=None)
 @given(text=random_grammars(), seed=st.integers(0, 2**31 - 1))
 def test_decoding_any_grammar_is_exactly_optimal_or_names_the_length_no_sentence_fits(text, seed):
-    grammar = SymbolGrammar(text)
+    grammar = loaded(text)
     decoder = GrammarDecoder(grammar)
     generator = torch.Generator().manual_seed(seed)
     for length in range(1, 5):
@@ -242,7 +252,7 @@ def test_abduction_over_any_grammar_finds_the_most_probable_sentence_with_the_re
             (*values[:i], wanted - sum(values) + v, *values[i + 1 :]) for i, v in enumerate(values) if wanted >= sum(values) - v
         ]
 
-    grammar = SymbolGrammar(text)
+    grammar = loaded(text)
     semantics = TreeSemantics({**{rule: sum for rule in RULES}, "A": lambda _: 1, "B": lambda _: 0, "C": lambda _: 0},
                               dict.fromkeys(RULES, one_child_solved) if inverses else None)  # fmt: skip
     executor = Executor(grammar, semantics)
@@ -265,6 +275,40 @@ def test_abduction_over_any_grammar_finds_the_most_probable_sentence_with_the_re
                 continue
             assert found is not None and found.sentence in reachable
             assert found.log_prob == pytest.approx(max(abducer.score(s, log_probs) for s in reachable))
+
+
+def test_trees_deeper_than_pythons_recursion_are_executed_and_abduced():
+    """Left-recursive numbers of 1,200 digits: each digit one level deeper (these walks recursed, and failed at ~330)."""
+    grammar = SymbolGrammar('start: number "+" number\nnumber: number DIGIT | DIGIT\nDIGIT: "0".."9"\n')
+    semantics = TreeSemantics(
+        {"number": lambda c: int(c[0]) if len(c) == 1 else 10 * c[0] + int(c[1]), "start": lambda c: c[0] + c[1]},
+        {"start": lambda w, c: [(w - c[1], c[1]), (c[0], w - c[0])],
+         "number": lambda w, c: [(w // 10, str(w % 10))] if w >= 10 else []},
+    )  # fmt: skip
+    executor = Executor(grammar, semantics)
+    sentence = "3" * 1200 + "+" + "4" * 1200
+    assert executor.value(sentence) == 7 * (10**1200 - 1) // 9
+    assert (
+        executor.tree("5" + sentence[1:]) is not None
+        and executor.value("5" + sentence[1:]) == executor.value(sentence) + 2 * 10**1199
+    )
+    log_probs = np.full((len(sentence), len(grammar.symbols)), np.log(0.01))
+    log_probs[range(len(sentence)), [grammar.symbols.index(c) for c in sentence]] = np.log(0.9)
+    target = executor.value(sentence) + 1
+    for budget in (AbductionBudget(readings=1), AbductionBudget(chain_sweeps=2)):  # the search and the chain
+        abducer = GrammarAbducer(executor, budget)
+        found = abducer.abduce(sentence, log_probs, target)
+        assert found is not None and found.changes == 1 and executor.value(found.sentence) == target
+        assert all(executor.value(c.sentence) == target for c in abducer.explanations(sentence, log_probs, target))
+
+
+def test_an_optional_item_in_brackets_that_is_absent_is_no_child():
+    grammar = SymbolGrammar('start: DIGIT ["!" SIGN]\nDIGIT: "0".."9"\nSIGN: "-"\n')  # (absent: a None child crashed)
+    executor = Executor(grammar, TreeSemantics({"start": lambda c: int(c[0]) * (-1 if len(c) == 2 else 1)}))
+    assert [executor.value(s) for s in ("7", "7!-", "7!")] == [7, -7, None]
+    log_probs = np.log(np.full((3, len(grammar.symbols)), 1 / len(grammar.symbols)))
+    found = GrammarAbducer(executor).abduce("7!-", log_probs, 7)  # the sentence's length is kept: no "7" of 3 symbols
+    assert found is None
 
 
 @settings(max_examples=15, deadline=None)

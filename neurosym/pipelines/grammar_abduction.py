@@ -38,6 +38,7 @@ from lark import Token, Tree
 from neurosym.pipelines.abduction import Correction, changed
 from neurosym.pipelines.value_chain import ValueChain
 from neurosym.semantics.tree_semantics import Executor
+from neurosym.semantics.tree_semantics import leaves as tree_leaves
 from neurosym.training.checks import is_int
 
 Edits = tuple[tuple[int, str], ...]
@@ -252,7 +253,10 @@ class GrammarAbducer:
         if values is None:
             return []
         rng = np.random.default_rng(zlib.crc32(log_probs.tobytes())) if self.sample_readings else None
-        found = self._descend(tree, target, _Search(values, sentence, log_probs, fixed, rng))
+        try:
+            found = self._descend(tree, target, _Search(values, sentence, log_probs, fixed, rng))
+        except RecursionError:  # a tree deeper than Python's recursion allows: the enumeration searches it alone
+            return []
         return sorted((way for way in found if way.edits), key=lambda way: -way.gain)
 
     def _descend(self, node: Tree | Token, wanted: Any, search: _Search) -> list[_Way]:
@@ -330,12 +334,12 @@ class GrammarAbducer:
         that have a valid value: ``(way, value)``."""
         if not self.readings:
             return []
-        leaves = [leaf for leaf in node.scan_values(lambda item: isinstance(item, Token)) if leaf.start_pos not in search.fixed]
+        leaves = [leaf for leaf in tree_leaves(node) if leaf.start_pos not in search.fixed]
         if search.rng is not None:
             proposals: Iterable[_Way] = self._drawn(leaves, search, search.rng)
         else:
             options = {
-                leaf.start_pos: [s for s in self.grammar.symbols_of(leaf.type) if s != search.sentence[leaf.start_pos]]
+                _position(leaf): [s for s in self.grammar.symbols_of(leaf.type) if s != search.sentence[_position(leaf)]]
                 for leaf in leaves
             }
             ranked = self._ranked(search.sentence, search.log_probs, options, len(options))

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from lark import Token, Tree
 
-from neurosym.semantics.tree_semantics import Executor, TreeSemantics
+from neurosym.semantics.tree_semantics import Executor, TreeSemantics, leaves
 
 
 class ValueChain:
@@ -59,7 +59,8 @@ class ValueChain:
     ) -> Counter[str]:
         """The sentences after each of ``sweeps`` sweeps from ``start`` (a sentence whose value is ``target``) under
         per-window ``log_probs [n, V]``, with how often the chain was at each; empty where the start's shape has no
-        rule with an inverse to move at. Positions in ``fixed`` never change."""
+        rule with an inverse to move at (or where its parts are too deep to solve for within Python's recursion limit:
+        the sweeps done by then). Positions in ``fixed`` never change."""
         tree = self.executor.tree(start)
         moves = None if tree is None else _moves(tree, self.semantics, frozenset(fixed))
         if moves is None:
@@ -69,8 +70,8 @@ class ValueChain:
         symbols = list(start)
         visits: Counter[str] = Counter()
         for sweep in range(sweeps):
-            which, leaves = parts[sweep % len(parts)]
-            for leaf in leaves:
+            which, movable = parts[sweep % len(parts)]
+            for leaf in movable:
                 values = self._values(node.children, "".join(symbols), programs)
                 options: list[tuple[list[str], float]] = []
                 for symbol in self.grammar.symbols_of(leaf.type):
@@ -78,7 +79,10 @@ class ValueChain:
                         continue
                     trial = symbols.copy()
                     trial[leaf.start_pos] = symbol
-                    moved = self._solved(node, target, which, values, trial, programs)
+                    try:
+                        moved = self._solved(node, target, which, values, trial, programs)
+                    except RecursionError:  # parts deeper than Python's recursion allows to solve for: no move
+                        return visits
                     if moved is not None:
                         options.append((moved, self._gain(symbols, moved, log_probs)))
                 symbols = self._drawn(options, target, rng) or symbols
@@ -169,8 +173,7 @@ def _moves(tree: Tree | Token, semantics: TreeSemantics, fixed: frozenset[int]) 
         return None
     parts = []
     for which, child in enumerate(node.children):
-        leaves = [child] if isinstance(child, Token) else child.scan_values(lambda item: isinstance(item, Token))
-        movable = [leaf for leaf in leaves if leaf.start_pos not in fixed]
+        movable = [leaf for leaf in leaves(child) if leaf.start_pos not in fixed]
         if movable:
             parts.append((which, movable))
     return (node, parts) if parts else None

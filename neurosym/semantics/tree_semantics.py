@@ -71,11 +71,23 @@ class TreeSemantics:
         """The value of every subtree and token (keyed by ``id``), or ``None`` when the sentence is invalid; the
         symbols at the positions of ``replaced`` (position -> symbol) read as the symbols it gives instead."""
         values: dict[int, Any] = {}
+        replaced = replaced or {}
         try:
-            root = self._evaluate(tree, values, replaced or {})
+            for node in postorder(tree):
+                if isinstance(node, Token):
+                    # A token without a position (a tree not parsed by a SymbolGrammar) reads its own symbol.
+                    symbol = str(node) if node.start_pos is None else replaced.get(node.start_pos, str(node))
+                    value = self.leaf_value(node.type, symbol)
+                else:
+                    children = [values[id(child)] for child in node.children]
+                    function = self._rule_callable(node)
+                    value = children[0] if function is None else function(children)
+                if value is None:  # an invalid part makes the whole invalid
+                    return None
+                values[id(node)] = value
         except INVALID:
             return None
-        return None if root is None else values
+        return values
 
     def evaluate(self, tree: Tree | Token, replaced: Mapping[int, str] | None = None) -> Any:
         """The tree's value (``None`` when invalid), with the symbols of ``replaced`` as in :meth:`node_values`."""
@@ -87,21 +99,16 @@ class TreeSemantics:
         nodes in post-order with their callables looked up once, each token reading the sentence's symbol at its
         position, so that many sentences of one shape are evaluated without walking a tree."""
         steps: list[tuple[int, Callable | None, tuple[int, ...] | None]] = []  # (position, callable, children)
-
-        def visit(node: Tree | Token) -> int:
+        step_of: dict[int, int] = {}  # id(node) -> its step
+        for node in postorder(tree):
             if isinstance(node, Token):
                 if node.start_pos is None:
                     raise ValueError(f"token {str(node)!r} has no position: compile takes trees a SymbolGrammar parsed")
                 steps.append((node.start_pos, self.callable_of(node.type), None))
             else:
-                children = tuple(visit(child) for child in node.children)
-                function = self.callable_of(str(node.data))
-                if function is None and len(children) != 1:
-                    raise TypeError(f"the semantics give no callable for rule {str(node.data)!r} ({len(children)} children)")
-                steps.append((-1, function, children))
-            return len(steps) - 1
-
-        visit(tree)
+                children = tuple(step_of[id(child)] for child in node.children)
+                steps.append((-1, self._rule_callable(node), children))
+            step_of[id(node)] = len(steps) - 1
 
         def run(sentence: str) -> Any:
             values: list[Any] = []
@@ -122,24 +129,32 @@ class TreeSemantics:
 
         return run
 
-    def _evaluate(self, node: Tree | Token, values: dict[int, Any], replaced: Mapping[int, str]) -> Any:
-        if isinstance(node, Token):
-            # A token without a position (a tree not parsed by a SymbolGrammar) reads its own symbol.
-            symbol = str(node) if node.start_pos is None else replaced.get(node.start_pos, str(node))
-            value = self.leaf_value(node.type, symbol)
+    def _rule_callable(self, node: Tree) -> Callable | None:
+        """The callable of ``node``'s rule; ``None`` for a rule without one that passes its one child's value up."""
+        function = self.callable_of(str(node.data))
+        if function is None and len(node.children) != 1:
+            raise TypeError(f"the semantics give no callable for rule {str(node.data)!r} ({len(node.children)} children)")
+        return function
+
+
+def postorder(tree: Tree | Token) -> list[Tree | Token]:
+    """Every subtree and token of ``tree``, each after its children (tokens left to right); iterative, so trees of any
+    depth are walked (Lark's own walks, such as ``scan_values``, recurse)."""
+    order: list[Tree | Token] = []
+    stack: list[tuple[Tree | Token, bool]] = [(tree, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if children_done or isinstance(node, Token):
+            order.append(node)
         else:
-            children = [self._evaluate(child, values, replaced) for child in node.children]
-            if any(child is None for child in children):
-                return None
-            function = self.callable_of(str(node.data))
-            if function is not None:
-                value = function(children)
-            elif len(children) == 1:
-                value = children[0]
-            else:
-                raise TypeError(f"the semantics give no callable for rule {str(node.data)!r} ({len(children)} children)")
-        values[id(node)] = value
-        return value
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(node.children))
+    return order
+
+
+def leaves(tree: Tree | Token) -> list[Token]:
+    """The tokens of ``tree``, left to right (a token is its own leaf)."""
+    return [node for node in postorder(tree) if isinstance(node, Token)]
 
 
 def _unwrapped(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -227,9 +242,13 @@ class Executor:
         return [self.value(sentence) for sentence in sentences]
 
 
-def _with_symbols(node: Tree | Token, sentence: str) -> Tree | Token:
-    """``node`` with each token's symbol that of ``sentence`` at the token's position (same terminals)."""
-    if isinstance(node, Token):
-        assert node.start_pos is not None  # the grammar's SymbolLexer places every token
-        return node.update(value=sentence[node.start_pos])
-    return Tree(node.data, [_with_symbols(child, sentence) for child in node.children], node.meta)
+def _with_symbols(tree: Tree | Token, sentence: str) -> Tree | Token:
+    """``tree`` with each token's symbol that of ``sentence`` at the token's position (same terminals)."""
+    built: dict[int, Tree | Token] = {}
+    for node in postorder(tree):
+        if isinstance(node, Token):
+            assert node.start_pos is not None  # the grammar's SymbolLexer places every token
+            built[id(node)] = node.update(value=sentence[node.start_pos])
+        else:
+            built[id(node)] = Tree(node.data, [built[id(child)] for child in node.children], node.meta)
+    return built[id(tree)]

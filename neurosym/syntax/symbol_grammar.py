@@ -5,7 +5,8 @@ characters: every symbol of its vocabulary matches exactly one terminal, so a se
 symbols) is lexed one token per symbol, whatever the terminals' patterns would match greedily. It parses
 sentences into Lark trees whose tokens carry their symbol position (``token.start_pos``), and compiles
 the grammar's rules into the weighted normal form that exact grammar-constrained decoding needs
-(:class:`NormalForm`: terminal, unary and binary rules over integer ids).
+(:class:`NormalForm`: terminal, unary and binary rules over integer ids). An optional ``[item]`` that is absent is
+no child of its rule (as ``item?``), not Lark's ``None`` placeholder.
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ class SymbolGrammar:
                     parser=parser,
                     lexer=SymbolLexer,
                     propagate_positions=True,
+                    maybe_placeholders=False,  # an absent [item] is no child (a None child would read as invalid)
                     strict=parser == "lalr",
                 )
             except GrammarError:  # not LALR(1): Earley parses any context-free grammar
