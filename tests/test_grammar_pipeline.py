@@ -10,7 +10,7 @@ import pytest
 import torch
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
-from lark import Transformer
+from lark import Transformer, v_args
 
 from neurosym.pipelines import grammar_abduction
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
@@ -396,6 +396,32 @@ def test_semantics_from_a_transformer_or_a_mapping_and_invalid_values():
     assert mapping.value("9/3") == 3
     with pytest.raises(TypeError, match="no callable for rule 'start'"):
         Executor(grammar, TreeSemantics({})).value("9/3")
+
+
+def test_a_transformers_inline_arguments_and_own_defaults_are_used_as_lark_uses_them():
+    grammar = SymbolGrammar('?start: sum\n?sum: DIGIT | sum "+" DIGIT -> add | sum "-" DIGIT -> sub\n%import common.DIGIT\n')
+
+    @v_args(inline=True)
+    class Inline(Transformer):
+        def add(self, a, b):
+            return a + b
+
+        def sub(self, a, b):
+            return a - b
+
+        def DIGIT(self, token):
+            return int(token)
+
+    class Defaults(Transformer):  # every rule a sum, every token a number (sub: no method of its own)
+        def __default__(self, data, children, meta):
+            return sum(children)
+
+        def __default_token__(self, token):
+            return int(token)
+
+    assert Executor(grammar, TreeSemantics(Inline())).values(["7", "2+3-4"]) == [7, 1]
+    assert Executor(grammar, TreeSemantics(Defaults())).values(["7", "2+3-4"]) == [7, 9]  # (a rule without a method
+    # had no callable: "no callable for rule 'sub'", and tokens stayed strings)
 
 
 def brute_force_abduction(grammar, executor, sentence, log_probs, target, max_changes, fixed=()):

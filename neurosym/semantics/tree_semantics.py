@@ -32,7 +32,8 @@ class TreeSemantics:
     """What a parse tree means, and optionally how to push a wanted value back down it.
 
     Args:
-        rules: a Lark ``Transformer`` (its methods named after rules, aliases or terminals), or a mapping
+        rules: a Lark ``Transformer`` (its methods named after rules, aliases or terminals, ``v_args`` as Lark
+            applies it, and its own ``__default__`` / ``__default_token__`` for the names without one), or a mapping
             from those names to callables; a rule callable takes the list of its children's values, a
             terminal callable the symbol (``str``). A rule without a callable and with one child passes
             its child's value up; with several children it is an error (named at evaluation).
@@ -54,10 +55,11 @@ class TreeSemantics:
 
     def _look_up(self, name: str) -> Callable | None:
         if isinstance(self.rules, Transformer):
-            if not hasattr(self.rules, name):
-                return None
-            transformer = self.rules
-            if name.isupper():  # a terminal callback: Lark passes the token
+            transformer, terminal = self.rules, name.isupper()
+            fallback = "__default_token__" if terminal else "__default__"
+            if not hasattr(transformer, name) and getattr(type(transformer), fallback) is getattr(Transformer, fallback):
+                return None  # (Lark's own fallbacks keep a token, or build a tree: no value)
+            if terminal:  # a terminal callback: Lark passes the token
                 return _unwrapped(lambda symbol: transformer._call_userfunc_token(Token(name, symbol)))
             return _unwrapped(lambda children: transformer._call_userfunc(Tree(name, children), children))
         return self.rules.get(name)
