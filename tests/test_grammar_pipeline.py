@@ -54,6 +54,12 @@ def test_the_vocabulary_is_every_symbol_a_terminal_matches():
     assert grammar.terminal_of["7"] == "DIGIT" and grammar.symbols_of("PLUS") == ("+",)
 
 
+def test_terminals_match_with_their_flags():
+    assert SymbolGrammar('start: X+\nX: "a"i\n').symbols == ("a", "A")  # (the flag was ignored: "A" matched nothing)
+    assert SymbolGrammar("start: X+\nX: /[a-b]/i\n").symbols == ("a", "b", "A", "B")
+    assert SymbolGrammar('start: X+\nX: "a"i\n', symbols=["A", "a"]).accepts("aAa")
+
+
 def test_a_symbol_must_match_exactly_one_terminal():
     with pytest.raises(ValueError, match="'x' matches no terminal"):
         SymbolGrammar(ADDITION, symbols=list("0123+x"))

@@ -221,7 +221,8 @@ def _loaded(text: str, start: str) -> Lark:
 
 
 def _matches(pattern: Pattern, symbol: str) -> bool:
-    return pattern.value == symbol if pattern.type == "str" else bool(re.fullmatch(pattern.to_regexp(), symbol))
+    """Whether the terminal's pattern (a string or a regular expression, with its flags: ``"a"i``) matches ``symbol``."""
+    return bool(re.fullmatch(pattern.to_regexp(), symbol))
 
 
 def _parse_error(sentence: str, error: UnexpectedInput) -> ParseError:
