@@ -63,13 +63,21 @@ USAGE_ERROR = 2
 """Exit status of a command that cannot run as given (argparse's), e.g. resuming a checkpoint of other options."""
 
 
+class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
+    """Each option's help ends with its default, unless the help already says what the default is."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        return text if "(default:" in text else super()._get_help_string(action)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The top-level parser; with ``command`` given, only that runner's module is imported."""
     parser = argparse.ArgumentParser(prog="neurosym", description="neurosym benchmarks and pipelines.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, summary) in COMMANDS.items():
-        child = sub.add_parser(name, help=summary, description=summary, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        child = sub.add_parser(name, help=summary, description=summary, formatter_class=_HelpWithDefaults)
         if command in (None, name):
             from neurosym.experiments.options import CONFIG_OPTION, add_options, existing_file
 

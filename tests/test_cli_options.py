@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neurosym.cli import build_parser, main
+from neurosym.cli import COMMANDS, build_parser, main
 from neurosym.experiments.options import (
     existing_file,
     existing_folder,
@@ -287,6 +288,15 @@ def test_generated_help_groups_the_options_and_hides_old_spellings(capsys) -> No
     text = capsys.readouterr().out
     assert text.index("The options of neurosym pipeline:") < text.index("options shared with other commands:")
     assert "--learning-rate" in text and "--lr" not in text
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_each_options_help_names_its_default_once(command, capsys) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert text.count("(default:") >= 3  # (said twice, e.g. "(default: the task's) (default: None)", in 36 options)
+    assert not re.search(r"\(default: [^()]*(\([^()]*\)[^()]*)*\) \(default:", text)
 
 
 CONFIGS = Path(__file__).resolve().parents[1] / "benchmarks" / "configs"
