@@ -1,6 +1,8 @@
 """Learning perception and semantics together from images and results: on a bank whose glyphs are
 permuted (the images of one digit stand for another), the learned grounding shows the permutation."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -8,6 +10,7 @@ from hint_banks import prototype_bank
 
 from neurosym.data.hint import fewshot_split, main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank
+from neurosym.pipelines import ground_images
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.ground_images import (
     ImageGroundingConfig,
@@ -15,6 +18,7 @@ from neurosym.pipelines.ground_images import (
     kmeans,
     learn_grounding_from_images,
     save_glyph_grid,
+    stages_checkpoint,
     symbol_accuracy,
 )
 from neurosym.pipelines.ground_symbols import GroundingConfig
@@ -22,6 +26,7 @@ from neurosym.pipelines.grounding import compare_grounding
 from neurosym.pipelines.trainer import evaluate_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS
+from neurosym.training.checkpoint import CheckpointMismatch
 from neurosym.training.stopping import TrainingInterrupted
 
 CPU = torch.device("cpu")
@@ -89,15 +94,30 @@ def test_after_learning_everything_a_new_concept_is_learned_from_eleven_results(
 
 
 @pytest.mark.slow
-def test_the_refinement_stops_at_a_time_limit_and_a_rerun_continues_it(learned, tmp_path):
-    result, source, _, _ = learned
+def test_the_refinement_stops_at_a_time_limit_and_a_rerun_continues_it_from_the_stages_kept(learned, tmp_path, monkeypatch):
+    result, source, _, bank = learned
     checkpoint = tmp_path / "refine.pt"
     with pytest.raises(TrainingInterrupted) as stopped:
         learn_grounding_from_images(source, CPU, SMALL, checkpoint, time_limit=0)
-    assert stopped.value.step == 1 and checkpoint.is_file()
+    assert stopped.value.step == 1 and checkpoint.is_file() and stages_checkpoint(checkpoint) == tmp_path / "refine_stages.pt"
+
+    def relearned(*args):
+        raise AssertionError("stages 1-3 learned again though they were kept")  # (a rerun repeated them: minutes)
+
+    monkeypatch.setattr(ground_images, "_first_stages", relearned)
     resumed = learn_grounding_from_images(source, CPU, SMALL, checkpoint)
     assert torch.load(checkpoint, weights_only=False)["step"] == SMALL.refine_steps
     assert resumed.grounding.to_json() == result.grounding.to_json()
+    untimed = [
+        {stage: {k: v for k, v in entry.items() if k != "seconds"} for stage, entry in run.log.items()}
+        for run in (result, resumed)
+    ]
+    assert untimed[0] == untimed[1]
+    other = replace(SMALL, glyph_steps=61, refine_steps=SMALL.refine_steps + 1)  # (the refinement's own fields may change)
+    with pytest.raises(CheckpointMismatch, match=r"refine_stages.pt was written for another model or data \(config differ\)"):
+        learn_grounding_from_images(source, CPU, other, checkpoint)
+    with pytest.raises(CheckpointMismatch, match=r"\(data, expressions differ\)"):
+        learn_grounding_from_images(WindowSource(source.records[:-1], bank, "train", 0), CPU, SMALL, checkpoint)
 
 
 def test_kmeans_separates_far_apart_blobs():

@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import os
 import time
+import zlib
 from collections.abc import Callable, Sequence
 from copy import deepcopy
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -54,6 +56,7 @@ from neurosym.pipelines.refit import RefitConfig
 from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics.induction import induce_noisy_operator
+from neurosym.training.checkpoint import check_setup, load_checkpoint, load_model_state, save_checkpoint
 from neurosym.training.checks import int_at_least, positive_number
 
 
@@ -349,6 +352,18 @@ def _verified_windows(
     return windows[mask], labels
 
 
+REFINEMENT_FIELDS = ("refine_steps", "batch_size")
+"""The :class:`ImageGroundingConfig` fields that only the refinement (stage 4) reads: stages 1–3 kept under other
+values are resumed."""
+
+
+def stages_checkpoint(checkpoint: str | os.PathLike) -> Path:
+    """Where :func:`learn_grounding_from_images` keeps stages 1–3 (the classifier and grounding they learned) beside
+    the refinement's ``checkpoint``: ``checkpoint.pt`` -> ``checkpoint_stages.pt``."""
+    path = Path(checkpoint)
+    return path.with_name(f"{path.stem}_stages{path.suffix}")
+
+
 def learn_grounding_from_images(
     source: WindowSource,
     device: torch.device,
@@ -361,17 +376,69 @@ def learn_grounding_from_images(
     ``source``'s expressions and their results (see the module's stages). Raises
     :class:`~neurosym.pipelines.concepts.ConceptNotLearned` when a stage finds no meaning.
 
-    The refinement (stage 4, most of the time) shows ``progress``, writes ``checkpoint`` and resumes from
-    it; SIGINT, SIGTERM or ``time_limit`` seconds stop it with
-    :class:`~neurosym.training.stopping.TrainingInterrupted` (:func:`train_pipeline`). Stages 1–3 are
-    deterministic for a seed and device, so a rerun repeats them (minutes) and continues the refinement."""
+    With a ``checkpoint``, what stages 1–3 learned is written beside it once they are done (:func:`stages_checkpoint`)
+    and read back by a rerun instead of learning it again (minutes; refused with
+    :class:`~neurosym.training.checkpoint.CheckpointMismatch` when written for other expressions or another
+    configuration of those stages). The refinement (stage 4, most of the time) shows ``progress``, writes
+    ``checkpoint`` and resumes from it; SIGINT, SIGTERM or ``time_limit`` seconds stop it with
+    :class:`~neurosym.training.stopping.TrainingInterrupted` (:func:`train_pipeline`); stages 1–3 run to their end."""
     torch.manual_seed(config.seed)
     results = np.array([record.res for record in source.records])
     lengths = _lengths(source)
     classifier = SymbolClassifier(class_names(config.classes), config.backbone, features=config.features, width=config.width)
-    log: dict = {}
+    readable = np.flatnonzero(lengths <= config.max_reading_length).tolist()  # stage 3 reads them, stage 4 re-reads them
     lap = _stopwatch()
+    stages = None if checkpoint is None else stages_checkpoint(checkpoint)
+    setup = {
+        "config": {key: value for key, value in asdict(config).items() if key not in REFINEMENT_FIELDS},
+        "expressions": len(source),
+        "data": zlib.crc32(results.astype(np.int64).tobytes() + lengths.astype(np.int64).tobytes()),
+    }
+    saved = None if stages is None else load_checkpoint(stages)
+    if saved is not None:
+        check_setup(saved["setup"], setup, stages)
+        load_model_state(classifier, saved["classifier"], str(stages), "classifier")
+        grounding, readings, log = Grounding.from_json(saved["grounding"]), saved["readings"], saved["log"]
+    else:
+        grounding, readings, log = _first_stages(classifier, source, results, lengths, readable, config, device, lap)
+        if stages is not None:
+            save_checkpoint({"setup": setup, "classifier": classifier.state_dict(), "grounding": grounding.to_json(),
+                             "readings": readings, "log": log}, stages)  # fmt: skip
 
+    # 4. refinement by abduction with the learned table, then the grounding of the refined readings
+    classifier.vocabulary = list(grounding.symbols)
+    pipeline = HintPipeline(classifier, grounding.table)
+    if config.refine_steps:
+        schedule = PipelineConfig(
+            steps=config.refine_steps,
+            batch_size=config.batch_size,
+            learning_rate=config.learning_rate,
+            curriculum=Curriculum(((config.max_reading_length, config.refine_steps),)),
+            seed=config.seed,
+        )
+        train_pipeline(pipeline, source, schedule, device, checkpoint, progress, time_limit)
+        readings = read_classes(pipeline, source, readable, device)
+        grounding = learn_grounding(readings, results[readable].tolist(), config.classes, config.programs)
+        classifier.vocabulary = list(grounding.symbols)
+        pipeline = HintPipeline(classifier, grounding.table)
+    log["final"] = {"explained": float(np.mean(np.array(grounding.solve(readings)) == results[readable])), "seconds": lap()}
+    return ImageGrounding(pipeline, grounding, log)
+
+
+def _first_stages(
+    classifier: SymbolClassifier,
+    source: WindowSource,
+    results: np.ndarray,
+    lengths: np.ndarray,
+    readable: list[int],
+    config: ImageGroundingConfig,
+    device: torch.device,
+    lap: Callable[[], float],
+) -> tuple[Grounding, list[tuple[int, ...]], dict]:
+    """Stages 1–3 (numbers, operators, brackets and meaning): ``classifier`` trained in place; the grounding learned
+    from its readings of the ``readable`` expressions (up to ``max_reading_length`` symbols), those readings, and the
+    stages' log."""
+    log: dict = {}
     # 1. numbers: one class per result of the one-symbol expressions
     singles = np.flatnonzero(lengths == 1)
     values = sorted(set(results[singles].tolist()))
@@ -403,31 +470,13 @@ def learn_grounding_from_images(
     log["operators"] = {"expressions": len(triples_at), "classes": operators, "explained": explained_by_round, "seconds": lap()}
 
     # 3. brackets and meaning from readings of the expressions
-    readable = np.flatnonzero(lengths <= config.max_reading_length).tolist()
     readings = _read_with_brackets(classifier, source, readable, len(values), operators, device)
     grounding = learn_grounding(readings, results[readable].tolist(), config.classes, config.programs)
     windows, labels = _verified_windows(source, readable, readings, grounding, results)
     _fit(classifier, windows, labels, config, device, config.seed + 2)
     log["readings"] = {"expressions": len(readable), "verified": len(labels) / int(lengths[readable].sum()), "seconds": lap()}
 
-    # 4. refinement by abduction with the learned table, then the grounding of the refined readings
-    classifier.vocabulary = list(grounding.symbols)
-    pipeline = HintPipeline(classifier, grounding.table)
-    if config.refine_steps:
-        schedule = PipelineConfig(
-            steps=config.refine_steps,
-            batch_size=config.batch_size,
-            learning_rate=config.learning_rate,
-            curriculum=Curriculum(((config.max_reading_length, config.refine_steps),)),
-            seed=config.seed,
-        )
-        train_pipeline(pipeline, source, schedule, device, checkpoint, progress, time_limit)
-        readings = read_classes(pipeline, source, readable, device)
-        grounding = learn_grounding(readings, results[readable].tolist(), config.classes, config.programs)
-        classifier.vocabulary = list(grounding.symbols)
-        pipeline = HintPipeline(classifier, grounding.table)
-    log["final"] = {"explained": float(np.mean(np.array(grounding.solve(readings)) == results[readable])), "seconds": lap()}
-    return ImageGrounding(pipeline, grounding, log)
+    return grounding, readings, log
 
 
 def read_classes(

@@ -25,6 +25,7 @@ from neurosym.pipelines.ground_images import (
     glyph_grid,
     learn_grounding_from_images,
     save_glyph_grid,
+    stages_checkpoint,
     symbol_accuracy,
 )
 from neurosym.pipelines.ground_symbols import (
@@ -98,6 +99,7 @@ def run_learned_image(args: HintOptions, out: Path, data: HintData) -> dict[str,
     started, checkpoint, time_limit = time.perf_counter(), out / "checkpoint.pt", minutes_to_seconds(args.time_limit)
     if not args.resume:
         checkpoint.unlink(missing_ok=True)
+        stages_checkpoint(checkpoint).unlink(missing_ok=True)
     try:
         train = WindowSource(data.splits["train"], data.image_bank(), "train", args.seed)
         learned = learn_grounding_from_images(train, device, config, checkpoint, args.progress, time_limit)
