@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import sys
 from dataclasses import replace
 from fractions import Fraction
 from pathlib import Path
@@ -85,7 +86,13 @@ def test_addition_sentences_pair_each_digit_once_with_the_plus_given():
 @pytest.mark.parametrize(
     ("name", "options", "message"),
     [
-        ("sudoku", {}, r"unknown task 'sudoku': choose one of \['hint-grammar', 'hwf', 'mnist-add'\]"),
+        ("sudoku", {}, r"unknown task 'sudoku': neither one of \['hint-grammar', 'hwf', 'mnist-add'\] nor an importable module"),
+        ("json", {}, r"task module 'json' has no build\(seed, ...\) function returning a neurosym.tasks.Task"),
+        (
+            "hwf",
+            {"digits": 2},
+            r"task 'hwf': its build\(seed, reader_width, reader_convs\) got an unexpected keyword argument 'digits'",
+        ),
         ("mnist-add", {"digits": 0}, "digits must be an int of at least 1, got 0"),
         ("mnist-add", {"digits": 2.5}, "digits must be an int of at least 1, got 2.5"),  # was a slicing TypeError
     ],
@@ -348,6 +355,46 @@ def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, 
     lengths = build_task("hwf", seed=0).test.lengths
     assert results["ceiling"] == pytest.approx(np.mean(results["test"]["symbol"] ** lengths))
     assert results["reads_per_example"] == pytest.approx(4.0, abs=0.01)
+
+
+BINARY_TASK = """
+import numpy as np
+from neurosym.data.symbol_images.handwriting import handwritten_symbols
+from neurosym.perception import SymbolClassifier
+from neurosym.pipelines import READ, ImageSentences
+from neurosym.semantics import TreeSemantics
+from neurosym.syntax import SymbolGrammar
+from neurosym.tasks import Task
+
+
+def numbers(bank, split, count, rng):
+    images, labels = bank.images[bank.splits == split], bank.labels[bank.splits == split]
+    bits = rng.integers(0, 2, size=(count, 4))
+    picks = np.array([[rng.choice(np.flatnonzero(labels == str(b))) for b in row] for row in bits])
+    truths = ["".join(map(str, row)) for row in bits]
+    return ImageSentences(images, picks, np.full(picks.shape, READ), np.full(count, 4), [int(t, 2) for t in truths], truths)
+
+
+def build(seed=0):
+    bank, rng = handwritten_symbols(), np.random.default_rng(seed)
+    semantics = TreeSemantics({"start": lambda bits: int("".join(bits), 2)})
+    return Task("binary", SymbolGrammar('start: BIT+\\nBIT: "0" | "1"\\n'), semantics,
+                lambda: SymbolClassifier(["0", "1"], window=28, width=4), *(numbers(bank, split, 64, rng) for split in
+                ("train", "val", "test")), epochs=1.0, batch_size=16, data_note="four handwritten bits")
+"""
+
+
+def test_the_pipeline_command_runs_a_task_module_of_ones_own(tmp_path, monkeypatch, capsys, one_thread):
+    (tmp_path / "my_binary_task.py").write_text(BINARY_TASK)
+    monkeypatch.chdir(tmp_path)  # a module in the working folder, as `neurosym pipeline --task my_binary_task` there
+    monkeypatch.setattr(sys, "path", [path for path in sys.path if path not in ("", str(tmp_path))])
+    out = tmp_path / "run"
+    assert main(["pipeline", "--task", "my_binary_task", "--no-progress", "--device", "cpu", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["task"] == "binary" and results["steps"] == 4 and 0 <= results["test"]["accuracy"] <= 1
+    assert "four handwritten bits" in capsys.readouterr().out
+    assert main(["pipeline", "--task", "my_binary_task", "--reader-width", "8", "--out", str(out)]) == 1  # before any work
+    assert "task 'my_binary_task': its build(seed) got an unexpected keyword argument 'reader_width'" in capsys.readouterr().err
 
 
 def test_the_pipeline_command_takes_the_chain_and_the_batch_size_over_the_tasks(tmp_path, one_thread, monkeypatch):

