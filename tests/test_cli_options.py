@@ -243,7 +243,10 @@ def test_a_config_file_gives_defaults_that_the_command_line_overrides(tmp_path) 
     [
         ("epochs = -1\n", "epochs: expected a finite number >= 0, got '-1'"),
         ("epoch = 3\n", "unknown option 'epoch'"),
-        ('task = "sudoku"\n', "task: invalid choice 'sudoku'"),
+        (
+            'task = "sudoku"\n',
+            "task: unknown task 'sudoku': neither one of ['hint-grammar', 'hwf', 'mnist-add'] nor an importable module",
+        ),
         ('progress = "no"\n', "progress must be true or false"),
         ("epochs = 3 3\n", "run.toml: Expected newline or end of document after a statement (at line 1, column 12)"),
         (

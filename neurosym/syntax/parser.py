@@ -97,13 +97,7 @@ def _token_index_of_char(text: str) -> list[int]:
 def _reindex_spans(root: Node, token_index: list[int]) -> Node:
     """``root`` with character spans turned into token spans (iterative: trees of any depth)."""
     rebuilt: dict[int, Node] = {}
-    stack: list[tuple[Node, bool]] = [(root, False)]
-    while stack:
-        node, children_done = stack.pop()
-        if not children_done:
-            stack.append((node, True))
-            stack.extend((child, False) for child in node.children)
-            continue
+    for node in root.postorder():
         assert node.span is not None  # the parser spans every node
         start, end = node.span
         children = tuple(rebuilt.pop(id(child)) for child in node.children)

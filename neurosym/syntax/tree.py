@@ -52,16 +52,21 @@ class Node:
             yield node
             nodes.extend(reversed(node.children))
 
+    def postorder(self) -> Iterator[Node]:
+        """Every node of the tree, each after its children (left to right); iterative, so trees of any depth."""
+        nodes = [(self, False)]
+        while nodes:
+            node, children_done = nodes.pop()
+            if children_done:
+                yield node
+            else:
+                nodes.append((node, True))
+                nodes.extend((child, False) for child in reversed(node.children))
+
     def __repr__(self) -> str:
         """The dataclass's ``Node(symbol=..., children=(...), span=...)``, built iteratively (any depth)."""
         shown: dict[int, str] = {}
-        nodes = [(self, False)]
-        while nodes:
-            node, children_shown = nodes.pop()
-            if not children_shown:
-                nodes.append((node, True))
-                nodes.extend((child, False) for child in node.children)
-                continue
+        for node in self.postorder():
             inner = ", ".join(shown.pop(id(child)) for child in node.children)
             children = f"({inner},)" if len(node.children) == 1 else f"({inner})"
             shown[id(node)] = f"Node(symbol={node.symbol!r}, children={children}, span={node.span!r})"
