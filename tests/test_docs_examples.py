@@ -11,7 +11,8 @@ from doc_blocks import DOCS, python_blocks
 
 NOT_RUN: dict[tuple[str, int], str] = {
     ("grammar_pipeline.md", 0): "tests/test_docs_grammar_pipeline.py runs it and checks that it learns",
-    ("grammar_pipeline.md", 1): "make run's schedule (800 steps)",
+    ("grammar_pipeline.md", 1): "a finished run's folder: tests/test_tasks.py reads runs back so and checks their scores",
+    ("grammar_pipeline.md", 2): "make run's schedule (800 steps)",
     ("pipeline.md", 0): "400 steps of the HINT pipeline (about a minute)",
     ("pipeline.md", 1): "continues block 0",
     ("pipeline.md", 3): "a sketch over the training and few-shot data of the blocks before",

@@ -123,6 +123,8 @@ def test_the_pipeline_command_refits_a_fresh_reader_and_a_resume_keeps_it(tmp_pa
     reader.load_state_dict(fitted["model"])
     pipeline = GrammarPipeline(task.grammar, task.semantics, reader, task.abduction)
     assert runner.evaluate_grammar_pipeline(pipeline, task.validation, CPU) == results["validation"]
+    _, rebuilt = runner.trained_pipeline(tmp_path)  # the refit reader, read back from the run folder
+    assert runner.evaluate_grammar_pipeline(rebuilt, task.validation, CPU) == results["validation"]
     # a resume relabels the same windows and finds the refit done: nothing is fitted again
     fits = []
     monkeypatch.setattr(runner, "refit_reader", lambda *a, **k: fits.append(a) or refit_reader(*a, **k))

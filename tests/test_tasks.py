@@ -21,6 +21,7 @@ from torch import nn
 
 from neurosym.cli import main
 from neurosym.data.symbol_images.handwriting import handwritten_symbols
+from neurosym.experiments.pipeline import trained_pipeline
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.grammar_pipeline import (
@@ -393,6 +394,10 @@ def test_the_pipeline_command_runs_a_task_module_of_ones_own(tmp_path, monkeypat
     results = json.loads((out / "results.json").read_text())
     assert results["task"] == "binary" and results["steps"] == 4 and 0 <= results["test"]["accuracy"] <= 1
     assert "four handwritten bits" in capsys.readouterr().out
+    task, pipeline = trained_pipeline(out)  # the run's task and reader again, to read with
+    assert evaluate_grammar_pipeline(pipeline, task.test, torch.device("cpu")) == results["test"]
+    predicted = pipeline.predict(task.test.batch(list(range(len(task.test)))))
+    assert np.mean([value == target for value, target in zip(predicted, task.test.targets)]) == results["test"]["accuracy"]
     assert main(["pipeline", "--task", "my_binary_task", "--reader-width", "8", "--out", str(out)]) == 1  # before any work
     assert "task 'my_binary_task': its build(seed) got an unexpected keyword argument 'reader_width'" in capsys.readouterr().err
 
@@ -568,6 +573,15 @@ def test_ensemble_reads_with_finished_runs_readers_and_trains_nothing(tmp_path, 
     assert main([*common, "--ensemble", *map(str, runs), "--out", str(tmp_path / "both")]) == 0
     both = json.loads((tmp_path / "both" / "results.json").read_text())
     assert both["ensemble"] == list(map(str, runs))
+    task, rebuilt = trained_pipeline(tmp_path / "both")  # the members' readers, read back as one
+    assert evaluate_grammar_pipeline(rebuilt, task.test, torch.device("cpu")) == both["test"]
+    for folder, message in ((tmp_path / "x", "holds no results.json"), (tmp_path, "holds no results.json")):
+        with pytest.raises(ValueError, match=message):
+            trained_pipeline(folder)
+    (tmp_path / "hint").mkdir()
+    (tmp_path / "hint" / "results.json").write_text('{"input": "image"}')
+    with pytest.raises(ValueError, match="is not the results of a grammar-pipeline run"):
+        trained_pipeline(tmp_path / "hint")
     assert both["train_seconds"] == pytest.approx(sum(member["train_seconds"] for member in members))
     with pytest.raises(SystemExit, match="is not a finished run"):
         main([*common, "--ensemble", str(tmp_path / "missing"), "--out", str(tmp_path / "x")])

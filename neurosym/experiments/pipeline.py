@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, fields, replace
@@ -399,6 +400,31 @@ def _refit(
     }  # fmt: skip
 
 
+def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
+    """The task and the pipeline that a finished ``neurosym pipeline`` run trained, ready to read and predict: ``run`` is
+    its ``--out`` folder. The task is built again from the run's options (``results.json``), the reader holds the
+    run's weights (``checkpoint.pt``; ``refit.pt`` where it refit one; its members' for an ``--ensemble`` run) and
+    abduction takes the run's budget. ``ValueError`` names what is missing or does not fit."""
+    run = Path(run)
+    if not (run / "results.json").is_file():
+        raise ValueError(f"{run} holds no results.json: give the --out folder of a finished neurosym pipeline run")
+    results = load_json(run / "results.json")
+    if "config" not in results or results.get("task") is None:
+        raise ValueError(f"{run / 'results.json'} is not the results of a grammar-pipeline run (a --task hint run keeps HINT's)")
+    config: dict[str, Any] = results["config"]
+    kept = {name: config[name] for name in ("task", "digits", "scale", "seed", "reader_width", "reader_convs", "readers")}
+    paths = {name: None if config.get(name) is None else Path(config[name]) for name in ("mnist", "data")}
+    members = [Path(member) for member in results["ensemble"]]
+    options = replace(PipelineOptions(), **kept | paths | {"ensemble": members or None})
+    task = task_for(options)
+    reader: torch.nn.Module = (
+        _members(members, options, task) if members
+        else load_reader(run / ("refit.pt" if results.get("refit") else "checkpoint.pt"), make_reader(task, options))
+    )  # fmt: skip
+    reader_module(as_reader(reader)).eval()
+    return task, GrammarPipeline(task.grammar, task.semantics, as_reader(reader), AbductionBudget(**results["abduction"]))
+
+
 SETUP_OPTIONS = ("task", "digits", "scale", "data", "mnist", "reader_width", "reader_convs", "readers")
 """The options a run's data and reader are built from (with the abduction budget: its checkpoint's setup)."""
 
@@ -447,9 +473,14 @@ def _ensemble(runs: list[Path], options: PipelineOptions, task: Task) -> tuple[R
     seconds their training took together."""
     seconds = sum(_results(run)["train_seconds"] for run in runs)
     try:
-        return readers_from_checkpoints([run / "checkpoint.pt" for run in runs], lambda: make_reader(task, options)), seconds
+        return _members(runs, options, task), seconds
     except ValueError as error:
         raise SystemExit(f"neurosym pipeline: --ensemble: {error}") from None
+
+
+def _members(runs: list[Path], options: PipelineOptions, task: Task) -> ReaderEnsemble:
+    """The readers that ``runs`` (``--out`` folders) trained, read as one."""
+    return readers_from_checkpoints([run / "checkpoint.pt" for run in runs], lambda: make_reader(task, options))
 
 
 def _results(run: Path) -> dict[str, Any]:
