@@ -118,6 +118,9 @@ def test_the_refinement_stops_at_a_time_limit_and_a_rerun_continues_it_from_the_
         learn_grounding_from_images(source, CPU, other, checkpoint)
     with pytest.raises(CheckpointMismatch, match=r"\(data, expressions differ\)"):
         learn_grounding_from_images(WindowSource(source.records[:-1], bank, "train", 0), CPU, SMALL, checkpoint)
+    other_images = SymbolBank(255 - bank.images, bank.labels, bank.pools, bank.paths)
+    with pytest.raises(CheckpointMismatch, match=r"\(images differ\)"):
+        learn_grounding_from_images(WindowSource(source.records, other_images, "train", 0), CPU, SMALL, checkpoint)
 
 
 def test_kmeans_separates_far_apart_blobs():

@@ -393,6 +393,7 @@ def learn_grounding_from_images(
         "config": {key: value for key, value in asdict(config).items() if key not in REFINEMENT_FIELDS},
         "expressions": len(source),
         "data": zlib.crc32(results.astype(np.int64).tobytes() + lengths.astype(np.int64).tobytes()),
+        "images": zlib.crc32(source.images.numpy().tobytes()),
     }
     saved = None if stages is None else load_checkpoint(stages)
     if saved is not None:
