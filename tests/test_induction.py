@@ -12,11 +12,12 @@ from neurosym.pipelines.concepts import (
     induced_table,
     learn_number,
     learn_operator,
+    learn_operator_at,
     operator_examples,
     placeholder_table,
 )
 from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator
-from neurosym.semantics.induction import Program, induce_noisy_operator, induce_operator
+from neurosym.semantics.induction import Program, induce_noisy_operator, induce_operator, induce_operators
 from neurosym.semantics.operators import FRACTION_DIVIDE
 from neurosym.syntax import ADDITIVE, MULTIPLICATIVE, canonical_sentence
 
@@ -164,6 +165,47 @@ def test_operator_precedence_and_meaning_are_learned(concept, level, function):
     assert learned.level == level
     assert all(learned.program(i, j) == function(i, j) for i in range(12) for j in range(12)), str(learned.program)
     assert explained_fraction(learned.table, [(r.expr, r.res) for r in split["test"]]) == 1.0
+
+
+AGREEMENTS = (0.95, 0.9, 0.8, 0.7, 0.6)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    target=st.sampled_from(sorted(TARGETS)),
+    seed=st.integers(0, 2**31 - 1),
+    noise=st.integers(0, 12),
+    max_size=st.integers(3, 7),
+)
+def test_one_enumeration_gives_each_agreement_the_program_of_a_search_of_its_own(target, seed, noise, max_size):
+    rng = np.random.default_rng(seed)
+    examples = _examples(TARGETS[target], count=40, seed=seed)
+    for k in rng.choice(40, noise, replace=False):  # misread results, as abduction through a young reader gives them
+        i, j, v = examples[k]
+        examples[k] = (i, j, v + int(rng.integers(1, 4)))
+    separately = [induce_operator(examples, max_size, agreement) for agreement in AGREEMENTS]
+    assert induce_operators(examples, max_size, AGREEMENTS) == separately
+    assert induce_noisy_operator(examples, max_size, 0.95, 0.6, 0.05) == next((p for p in induce_operators(
+        examples, max_size, [0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6]) if p is not None), None)  # fmt: skip
+
+
+def test_an_operator_is_learned_at_each_agreement_as_learn_operator_learns_it_there():
+    split = fewshot_split("c", scale=0.05, seed=0, cache=False, progress=False)
+    examples = [(r.expr, r.res) for r in split["train"]]
+    examples[::4] = [(sentence, result + 1) for sentence, result in examples[::4]]  # a quarter misread
+    learned = learn_operator_at("c", examples, HINT_SEMANTICS, AGREEMENTS, max_size=7)
+    for agreement, concept in zip(AGREEMENTS, learned):
+        try:
+            alone = learn_operator("c", examples, HINT_SEMANTICS, max_size=7, min_agreement=agreement)
+        except ConceptNotLearned:
+            assert concept is None
+            continue
+        assert concept is not None and (concept.level, concept.program, concept.explained) == (
+            alone.level,
+            alone.program,
+            alone.explained,
+        )
+    assert learned[0] is None and learned[-1] is not None  # (the noise leaves the strictest without a program)
 
 
 def test_many_examples_search_a_subset_but_every_example_is_checked():

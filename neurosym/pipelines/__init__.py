@@ -33,6 +33,7 @@ from neurosym.pipelines.concepts import (
     learn_concept,
     learn_number,
     learn_operator,
+    learn_operator_at,
 )
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.decoding import (
@@ -111,6 +112,7 @@ __all__ = [
     "learn_concept_from_images",
     "learn_number",
     "learn_operator",
+    "learn_operator_at",
     "parse_stages",
     "pseudo_label_loss",
     "refit_reader",

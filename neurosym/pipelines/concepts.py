@@ -23,7 +23,7 @@ import numpy as np
 
 from neurosym.pipelines.abduction import Abducer
 from neurosym.semantics import BatchSolver, Operator, OperatorTable, Value
-from neurosym.semantics.induction import Program, induce_operator
+from neurosym.semantics.induction import Expr, Program, induce_operator, induce_operators
 from neurosym.semantics.preimage import Interval
 from neurosym.syntax import (
     ADDITIVE,
@@ -136,21 +136,38 @@ def learn_operator(
     symbol: str, examples: Sequence[Example], table: OperatorTable, max_size: int = 10, min_agreement: float = 0.95
 ) -> LearnedConcept:
     """Induce the precedence level and meaning of the operator ``symbol`` from sentences and results."""
+    learned = learn_operator_at(symbol, examples, table, (min_agreement,), max_size)[0]
+    if learned is None:
+        raise ConceptNotLearned(f"no program up to size {max_size} explains the examples of operator {symbol!r}")
+    return learned
+
+
+def learn_operator_at(
+    symbol: str, examples: Sequence[Example], table: OperatorTable, agreements: Sequence[float], max_size: int = 10
+) -> list[LearnedConcept | None]:
+    """:func:`learn_operator` at each of ``agreements`` (``None`` where no program explains so many), from one program
+    search per precedence level (:func:`~neurosym.semantics.induction.induce_operators`)."""
     _check_new_concept(symbol, "operator", examples, table)
-    best: LearnedConcept | None = None
+    searched = []  # per level, its program at each agreement
     for level in (ADDITIVE, MULTIPLICATIVE):
         hypothesis = table.extend(operators={symbol: Operator(level, lambda a, b: 1)})
         triples = operator_examples(symbol, examples, hypothesis)
-        program = induce_operator(triples, max_size, min_agreement) if triples else None
-        if program is None:
-            continue
-        learned_table = table.extend(operators={symbol: Operator(level, program, None, str(program))})
-        concept = LearnedConcept(symbol, learned_table, explained_fraction(learned_table, examples), level=level, program=program)
-        if best is None or concept.explained > best.explained:
-            best = concept
-    if best is None:
-        raise ConceptNotLearned(f"no program up to size {max_size} explains the examples of operator {symbol!r}")
-    return best
+        searched.append((level, induce_operators(triples, max_size, agreements) if triples else [None] * len(agreements)))
+    concepts: dict[tuple[int, Expr], LearnedConcept] = {}  # a program found at several agreements is judged once
+
+    def concept(level: int, program: Program) -> LearnedConcept:
+        if (level, program.expr) not in concepts:
+            learned_table = table.extend(operators={symbol: Operator(level, program, None, str(program))})
+            concepts[level, program.expr] = LearnedConcept(
+                symbol, learned_table, explained_fraction(learned_table, examples), level=level, program=program
+            )
+        return concepts[level, program.expr]
+
+    learned: list[LearnedConcept | None] = []
+    for k in range(len(agreements)):
+        candidates = [concept(level, program) for level, programs in searched if (program := programs[k]) is not None]
+        learned.append(max(candidates, key=lambda c: c.explained) if candidates else None)  # ties: the additive level
+    return learned
 
 
 def learn_concept(

@@ -41,6 +41,7 @@ from neurosym.pipelines.concepts import (
     ConceptNotLearned,
     LearnedConcept,
     learn_concept,
+    learn_operator_at,
     placeholder_table,
 )
 from neurosym.pipelines.curriculum import Curriculum
@@ -313,12 +314,7 @@ def _learn_meaning(
     find nothing; whole sentences, including those that use the symbol more than once, then judge."""
     if role == "number":
         return learn_concept(symbol, role, examples, table)
-    found = []
-    for agreement in agreements:
-        try:
-            found.append(learn_concept(symbol, role, examples, table, agreement))
-        except ConceptNotLearned:
-            continue
+    found = [learned for learned in learn_operator_at(symbol, examples, table, agreements) if learned is not None]
     if not found:
         raise ConceptNotLearned(f"no program explains {min(agreements):.0%} of the examples of operator {symbol!r}")
     return max(found, key=lambda concept: concept.explained)

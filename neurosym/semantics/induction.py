@@ -235,10 +235,22 @@ def induce_operator(
     Returns:
         The program, or ``None`` when no program up to ``max_size`` explains enough examples.
     """
+    return induce_operators(examples, max_size, (min_agreement,), max_bank, max_search_examples)[0]
+
+
+def induce_operators(
+    examples: Sequence[tuple[int, int, int]],
+    max_size: int = 10,
+    agreements: Sequence[float] = (1.0,),
+    max_bank: int = 400_000,
+    max_search_examples: int = 64,
+) -> list[Program | None]:
+    """:func:`induce_operator` at each of ``agreements`` (the same programs), from one enumeration: it runs until the
+    strictest agreement is met or ``max_size`` is passed, where one call per agreement enumerates again each time."""
     if not examples:
         raise ValueError("induce_operator needs at least one (i, j, value) example")
-    if not 0.0 < min_agreement <= 1.0:
-        raise ValueError(f"min_agreement must be in (0, 1], got {min_agreement}")
+    if not agreements or not all(0.0 < agreement <= 1.0 for agreement in agreements):
+        raise ValueError(f"min_agreement must be in (0, 1], got {list(agreements)}")
     int_at_least(max_search_examples, "max_search_examples", 1)
     if bad := [value for triple in examples for value in triple if not is_int(value)]:  # 1.5 was truncated, NaN accepted
         raise ValueError(f"examples must be (i, j, value) triples of non-negative integers, got {bad[0]!r}")
@@ -253,29 +265,40 @@ def induce_operator(
     # Distinct examples count as often as they occur: noise is mostly distinct, right examples repeat, so an
     # unweighted share of distinct examples would understate the agreement. On the searched subset a share
     # may be wrong by chance: round the threshold down there.
-    needed = int(counts.sum()) if min_agreement == 1.0 else int(np.floor(min_agreement * counts.sum()))
-    needed_all = int(np.ceil(min_agreement * len(examples) - 1e-9))
+    needed = [int(counts.sum()) if agreement == 1.0 else int(np.floor(agreement * counts.sum())) for agreement in agreements]
+    needed_all = [int(np.ceil(agreement * len(examples) - 1e-9)) for agreement in agreements]
+    found: list[Program | None] = [None] * len(agreements)
+    open_levels = list(range(len(agreements)))  # the agreements still without a program
     enumerator = _Enumerator(array[:, 0], array[:, 1])
     leaves = enumerator.banks[1]
     for size in range(1, max_size + 1):
         chunks = [(leaves.values, lambda rows: [leaves.exprs[k] for k in rows])] if size == 1 else enumerator.candidates(size)
         kept: list[tuple[np.ndarray, Build]] = []
-        best: tuple[int, Program] | None = None
+        best: dict[int, tuple[int, Program]] = {}  # per open agreement, this size's best program
         for values, build in chunks:
             hits = (values == target[None, :]).astype(np.int64) @ counts
-            for index in np.flatnonzero(hits >= needed)[np.argsort(-hits[hits >= needed], kind="stable")]:
-                program = Program(build(np.array([index]))[0])
-                score = sum(program(int(i), int(j)) == int(v) for i, j, v in examples)
-                if score >= needed_all and (best is None or score > best[0]):
-                    best = (score, program)
-                    break
+            scored: dict[int, tuple[int, Program]] = {}  # exact scores of this chunk's candidates, shared by the agreements
+            for level in open_levels:
+                enough = np.flatnonzero(hits >= needed[level])
+                for index in enough[np.argsort(-hits[enough], kind="stable")].tolist():
+                    if index not in scored:
+                        program = Program(build(np.array([index]))[0])
+                        scored[index] = (sum(program(int(i), int(j)) == int(v) for i, j, v in examples), program)
+                    score, program = scored[index]
+                    if score >= needed_all[level]:  # the first in order of hits: the best of this chunk
+                        if level not in best or score > best[level][0]:
+                            best[level] = (score, program)
+                        break
             if size > 1 and size < max_size and sum(len(k[0]) for k in kept) < max_bank:
                 kept.append((values, build))
-        if best is not None:
-            return best[1]
+        for level, (_, program) in best.items():
+            found[level] = program
+        open_levels = [level for level in open_levels if level not in best]
+        if not open_levels:
+            break
         if size > 1:
             enumerator.grow(size, kept)
-    return None
+    return found
 
 
 def induce_noisy_operator(
@@ -290,8 +313,5 @@ def induce_noisy_operator(
     if not 0.0 < lowest <= highest <= 1.0 or step <= 0:
         raise ValueError(f"need 0 < lowest <= highest <= 1 and step > 0, got {lowest}, {highest}, {step}")
     count = int(np.floor((highest - lowest) / step + 1e-9))
-    for agreement in dict.fromkeys((*(highest - k * step for k in range(count + 1)), lowest)):
-        program = induce_operator(examples, max_size, agreement)
-        if program is not None:
-            return program
-    return None
+    agreements = list(dict.fromkeys((*(highest - k * step for k in range(count + 1)), lowest)))
+    return next((program for program in induce_operators(examples, max_size, agreements) if program is not None), None)
