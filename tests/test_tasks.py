@@ -398,8 +398,10 @@ def test_the_pipeline_command_runs_a_task_module_of_ones_own(tmp_path, monkeypat
     assert evaluate_grammar_pipeline(pipeline, task.test, torch.device("cpu")) == results["test"]
     predicted = pipeline.predict(task.test.batch(list(range(len(task.test)))))
     assert np.mean([value == target for value, target in zip(predicted, task.test.targets)]) == results["test"]["accuracy"]
-    assert main(["pipeline", "--task", "my_binary_task", "--reader-width", "8", "--out", str(out)]) == 1  # before any work
-    assert "task 'my_binary_task': its build(seed) got an unexpected keyword argument 'reader_width'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:  # a usage error, before any work
+        main(["pipeline", "--task", "my_binary_task", "--reader-width", "8", "--out", str(out)])
+    assert stopped.value.code == 2
+    assert "--reader-width: the build() of task 'my_binary_task' got an unexpected keyword argument" in capsys.readouterr().err
 
 
 def test_the_pipeline_command_takes_the_chain_and_the_batch_size_over_the_tasks(tmp_path, one_thread, monkeypatch):

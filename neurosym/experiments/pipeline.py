@@ -10,6 +10,7 @@ benchmarks/pipeline.py ...`` the processes share each batch (DistributedDataPara
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 import os
 import sys
@@ -207,6 +208,12 @@ class PipelineOptions(TrainingOptions):
             raise ValueError(f"--reader-convs takes three counts, one per stage, got {','.join(map(str, self.reader_convs))}")
         if self.task != "hint-grammar":
             reject_unused(self, ("scale", "data"), "--task hint-grammar")
+        if self.task not in (*TASKS, "hint"):  # a task module of one's own: its build must take the reader options given
+            given = {name: value for name in ("reader_width", "reader_convs") if (value := getattr(self, name)) is not None}
+            try:
+                inspect.signature(task_module(self.task).build).bind_partial(**given)
+            except TypeError as error:
+                raise ValueError(f"{', '.join(map(flag, given))}: the build() of task {self.task!r} {error}") from None
         if self.ensemble:  # nothing is trained (a refit trains a fresh reader, with the abduction budget and shifts)
             unused = ("epochs", "batch_size", "learning_rate", "schedule", "curriculum", "pseudo_labels", "augment_style")
             reject_unused(self, unused, "a run that trains its reader (not --ensemble)")
