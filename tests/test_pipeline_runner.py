@@ -8,6 +8,11 @@ import pytest
 import torch
 
 from neurosym.cli import main
+from neurosym.data.hint import main_split
+from neurosym.experiments.hint_pipeline import trained_hint_pipeline
+from neurosym.pipelines.trainer import evaluate_pipeline
+from neurosym.pipelines.windows import WindowSource
+from neurosym.training.checkpoint import save_checkpoint
 
 
 @pytest.fixture
@@ -86,6 +91,15 @@ def test_stroke_width_option_puts_a_stroke_normaliser_in_front_of_the_reader(pri
     assert main([*argv, "--stroke-width", "3"]) == 0
     saved = torch.load(out / "checkpoint.pt")["model"]
     assert saved["strokes.gaussian"].sum().item() == pytest.approx(1.0)  # the checkpoint holds the classifier
+    pipeline = trained_hint_pipeline(out)  # the run's pipeline read back: it scores as the run did
+    validation = WindowSource(list(main_split(scale=0.002, seed=0)["val"]), prototype_bank(), "val", 0)
+    scores = evaluate_pipeline(pipeline, validation, torch.device("cpu"), 256)
+    assert scores == json.loads((out / "results.json").read_text())["val"] and pipeline.classifier.strokes is not None
+    with pytest.raises(ValueError, match="holds no checkpoint.pt"):
+        trained_hint_pipeline(private_cache)
+    save_checkpoint({"setup": {"model": "transformer", "input": "image"}, "model": {}}, private_cache / "checkpoint.pt")
+    with pytest.raises(ValueError, match="is not the reader of a neurosym hint --model neurosym --input image run"):
+        trained_hint_pipeline(private_cache)
     argv[argv.index(str(out))] = str(out.with_name("plain"))
     assert main(argv) == 0
     assert not any("strokes" in key for key in torch.load(out.with_name("plain") / "checkpoint.pt")["model"])

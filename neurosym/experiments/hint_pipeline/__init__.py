@@ -16,15 +16,42 @@ sets (:mod:`.fewshot`), and time abduction on corrupted 7-symbol expressions. Ge
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 from neurosym.benchmarking.abduction_speed import abduction_speed
+from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_sources import load_hint_data
+from neurosym.perception.saved_reader import load_reader
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
 from neurosym.training.allocator import retain_freed_memory
-from neurosym.training.checkpoint import save_json
+from neurosym.training.checkpoint import load_checkpoint, save_json
+
+
+def trained_hint_pipeline(run: str | os.PathLike) -> HintPipeline:
+    """The pipeline that a finished ``neurosym hint --model neurosym --input image`` run trained (``run``: its
+    ``--out`` folder): its reader from ``checkpoint.pt`` (rebuilt from the options the checkpoint keeps) with HINT's
+    operator table, in evaluation mode, ready to read and predict windows ``[B, T, 32, 32]``
+    (:meth:`~neurosym.pipelines.pipeline.HintPipeline.predict`). The few-shot concepts, an adaptation and a refit keep
+    checkpoints of their own and are not included. ``ValueError`` names what is missing or does not fit."""
+    checkpoint = Path(run) / "checkpoint.pt"
+    saved = load_checkpoint(checkpoint)
+    if saved is None:
+        raise ValueError(f"{run} holds no checkpoint.pt: give the --out folder of a neurosym hint --model neurosym run")
+    setup = saved.get("setup") or {}
+    if (setup.get("model"), setup.get("input"), saved.get("vocabulary")) != ("neurosym", "image", list(HINT_SYMBOLS)):
+        raise ValueError(
+            f"{checkpoint} is not the reader of a neurosym hint --model neurosym --input image run with HINT's semantics"
+        )
+    reader = SymbolClassifier(list(HINT_SYMBOLS), setup["cnn"], setup["classifier_features"], width=setup["classifier_width"],
+                              stroke_width=setup["stroke_width"])  # fmt: skip
+    load_reader(checkpoint, reader)
+    return HintPipeline(reader.eval(), HINT_SEMANTICS, abduction_changes=setup["abduction_changes"])
 
 
 def run(args: HintOptions) -> dict[str, Any]:
