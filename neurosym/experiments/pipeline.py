@@ -419,7 +419,8 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
     if "config" not in results or results.get("task") is None:
         raise ValueError(f"{run / 'results.json'} is not the results of a grammar-pipeline run (a --task hint run keeps HINT's)")
     config: dict[str, Any] = results["config"]
-    kept = {name: config[name] for name in ("task", "digits", "scale", "seed", "reader_width", "reader_convs", "readers")}
+    names = ("task", "digits", "scale", "seed", "reader_width", "reader_convs", "readers")
+    kept = {name: config[name] for name in names if name in config}  # (one an older run lacks: its default then)
     paths = {name: None if config.get(name) is None else Path(config[name]) for name in ("mnist", "data")}
     members = [Path(member) for member in results["ensemble"]]
     options = replace(PipelineOptions(), **kept | paths | {"ensemble": members or None})
