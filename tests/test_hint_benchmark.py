@@ -10,15 +10,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from torch.utils.data import DataLoader
 
 from neurosym.cli import main
-from neurosym.data.hint import EVAL_SUBSETS, IGNORE_INDEX
+from neurosym.data.hint import EVAL_SUBSETS, IGNORE_INDEX, HintSymbolDataset, collate_hint, main_split
+from neurosym.data.hint.torch_data import DEFAULT_SYMBOLS, result_digits
 from neurosym.experiments import hint, hint_pipeline
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.options import add_options, options_from
 from neurosym.layers import MultiheadAttention
 from neurosym.models.seq2seq import BoundaryMarkers, TransformerSeq2Seq
-from neurosym.models.seq2seq.hint_task import BOS, EOS, exact_match_by_subset
+from neurosym.models.seq2seq.hint_baseline import build_baseline
+from neurosym.models.seq2seq.hint_task import BOS, EOS, answer_expressions, exact_match_by_subset
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
 from neurosym.training import load_checkpoint, save_checkpoint
 
@@ -70,6 +73,38 @@ def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
     resumed = json.loads((out / "transformer_rel_uni_symbol.json").read_text())
     assert [(h["step"], h["loss"] == 123.0) for h in resumed["history"]] == [(2, True), (4, False)]
     assert load_checkpoint(checkpoint)["setup"]["heads"] == 2
+
+
+def test_a_finished_run_read_back_scores_and_answers_as_the_run_did(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert main(["hint", "--model", "gru", "--steps", "6", "--out", str(out), *TINY]) == 0
+    reported = json.loads((out / "gru_symbol.json").read_text())["accuracy"]
+    model = hint.trained_baseline(out, "gru")  # the best validation weights, as the table reports them
+    test = main_split(scale=0.002, seed=0)["test"]
+    batches = DataLoader(HintSymbolDataset(test), batch_size=64, collate_fn=collate_hint)
+    scores = exact_match_by_subset(model, batches, False, torch.device("cpu"))
+    assert all(scores.get(subset, math.nan) == pytest.approx(reported[subset], nan_ok=True) for subset in EVAL_SUBSETS)
+    answers = answer_expressions(model, [" ".join(record.expr) for record in test])  # (spaces, as a user may write)
+    assert np.mean([answer == record.res for answer, record in zip(answers, test)]) == pytest.approx(scores["all"] / 100)
+    with pytest.raises(ValueError, match="symbol '&' at position 1 of '3&4' is not in the vocabulary"):
+        answer_expressions(model, ["3&4"])
+    with pytest.raises(ValueError, match="holds no gru_image.pt"):
+        hint.trained_baseline(out, "gru", "image")
+
+
+def test_answers_encode_as_the_training_data_and_read_the_digits_least_significant_first(monkeypatch) -> None:
+    records = list(main_split(scale=0.002, seed=0)["test"])[:20]
+    model = build_baseline("gru", "symbol", len(DEFAULT_SYMBOLS) + 1, embedding=8, hidden=8, encoder_layers=1)
+    expected = collate_hint([HintSymbolDataset(records)[k] for k in range(len(records))])
+
+    def decode(src, src_mask, max_len, bos, eos):  # the true results, as a perfect model would decode them
+        assert torch.equal(src, expected["tokens"]) and torch.equal(src_mask, ~expected["mask"])
+        rows = [[*result_digits(record.res), eos] for record in records]
+        rows[0] = [eos]  # nothing decoded: no number
+        return torch.tensor([row + [eos] * (max_len - len(row)) for row in rows])
+
+    monkeypatch.setattr(model, "greedy_decode", decode)
+    assert answer_expressions(model, [record.expr for record in records]) == [None, *(record.res for record in records[1:])]
 
 
 def test_bad_input_found_once_work_began_is_one_line_unless_a_traceback_is_asked_for(tmp_path: Path, capsys, monkeypatch) -> None:

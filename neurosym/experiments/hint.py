@@ -10,12 +10,15 @@ exact match, resumable checkpoint). ``--model neurosym`` hands the whole run to
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, replace
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import torch
 
 from neurosym.data.hint import EVAL_SUBSETS, HintSymbolDataset, split_datasets
+from neurosym.data.hint.torch_data import DEFAULT_SYMBOLS
 from neurosym.experiments import hint_pipeline
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_sources import HintData, load_hint_data
@@ -26,7 +29,7 @@ from neurosym.models.seq2seq import Seq2Seq
 from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS, build_baseline, default_learning_rate, train_baseline
 from neurosym.plots.figure import plot_vs_published
 from neurosym.training import TrainConfig, distributed_process
-from neurosym.training.checkpoint import save_json
+from neurosym.training.checkpoint import load_checkpoint, load_model_state, save_json
 from neurosym.training.compile import compile_for_training
 from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.stopping import minutes_to_seconds
@@ -55,6 +58,23 @@ def run(args: HintOptions) -> dict[str, Any]:
 def build_model(args: HintOptions, source_vocab: int) -> Seq2Seq:
     """The baseline ``args.model`` as the command line configures it (:func:`build_baseline`)."""
     return build_baseline(args.model, args.input, source_vocab, **{name: getattr(args, name) for name in BASELINE_OPTIONS})
+
+
+def trained_baseline(run: str | os.PathLike, model: str, input: Literal["symbol", "image"] = "symbol") -> Seq2Seq:
+    """The seq2seq baseline that a finished ``neurosym hint --model MODEL --input INPUT`` run trained (``run``: its
+    ``--out`` folder): rebuilt from the options its checkpoint keeps, with the weights that scored best on validation
+    (those its table reports), in evaluation mode; :func:`~neurosym.models.seq2seq.hint_task.answer_expressions`
+    answers expressions with a symbol-input one. ``ValueError`` names what is missing or does not fit."""
+    checkpoint = Path(run) / f"{model}_{input}.pt"
+    saved = load_checkpoint(checkpoint)
+    if saved is None:
+        raise ValueError(f"{run} holds no {checkpoint.name}: give the --out folder of a neurosym hint --model {model} run")
+    setup = saved.get("setup") or {}
+    if (setup.get("model"), setup.get("input")) != (model, input) or not set(BASELINE_OPTIONS) <= set(setup):
+        raise ValueError(f"{checkpoint} is not the checkpoint of a neurosym hint --model {model} --input {input} run")
+    built = build_baseline(model, input, len(DEFAULT_SYMBOLS) + 1, **{name: setup[name] for name in BASELINE_OPTIONS})
+    load_model_state(built, saved["loop"]["best_model"] or saved["model"], str(checkpoint))
+    return built.eval()
 
 
 def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, Any]:

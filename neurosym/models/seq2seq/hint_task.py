@@ -4,17 +4,19 @@ match per test subset under greedy decoding (the seq2seq baselines of ``neurosym
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from neurosym.data.hint import IGNORE_INDEX
+from neurosym.data.hint import IGNORE_INDEX, PAD_ID
+from neurosym.data.hint.torch_data import DEFAULT_SYMBOLS
 from neurosym.metrics import sequence_matches
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
+from neurosym.syntax import canonical_sentence
 from neurosym.training.device import mixed_precision
 
 BOS, EOS = 10, 11
@@ -51,3 +53,31 @@ def exact_match_by_subset(
             rows = torch.tensor([name == subset for name in batch["eval"]])
             correct[subset].append(matches[rows])
     return {name: 100.0 * float(torch.cat(parts).float().mean()) for name, parts in correct.items()}
+
+
+def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int = 12) -> list[int | None]:
+    """A symbol-input baseline's answers to ``sentences`` (``"3+4*(5-2)"``; spaces and ``× ÷ −`` as the parser takes
+    them): each encoded as its training data were, its result's digits decoded greedily (least significant first, as
+    trained, at most ``max_digits``) and read as an integer; ``None`` where what is decoded is no number. A symbol
+    outside the training vocabulary raises ``ValueError`` naming it and its position."""
+    ids = {symbol: index + 1 for index, symbol in enumerate(DEFAULT_SYMBOLS)}  # (HintSymbolDataset's ids)
+    encoded = []
+    for text in sentences:
+        sentence = canonical_sentence(text)
+        if not sentence:
+            raise ValueError(f"{text!r} has no symbol to read")
+        if unknown := [(position, s) for position, s in enumerate(sentence) if s not in ids]:
+            raise ValueError(
+                f"symbol {unknown[0][1]!r} at position {unknown[0][0]} of {sentence!r} is not in the vocabulary {DEFAULT_SYMBOLS}"
+            )
+        encoded.append(torch.tensor([ids[s] for s in sentence]))
+    if not encoded:
+        return []
+    device = next(model.parameters()).device
+    tokens = torch.nn.utils.rnn.pad_sequence(encoded, batch_first=True, padding_value=PAD_ID).to(device)
+    decoded = model.greedy_decode(tokens, tokens == PAD_ID, max_digits + 1, BOS, EOS).tolist()
+    answers: list[int | None] = []
+    for row in decoded:
+        digits = row[: row.index(EOS)] if EOS in row else row
+        answers.append(int("".join(map(str, reversed(digits)))) if digits and max(digits) < 10 else None)
+    return answers
