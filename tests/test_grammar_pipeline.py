@@ -248,6 +248,26 @@ def test_decoding_any_grammar_is_exactly_optimal_or_names_the_length_no_sentence
             assert score == pytest.approx(max(scores.values()), abs=1e-5)
 
 
+@settings(max_examples=20, deadline=None)
+@given(text=random_grammars(), seed=st.integers(0, 2**31 - 1))
+def test_the_executor_reusing_parses_of_one_shape_gives_what_evaluating_each_parse_gives(text, seed):
+    """``A`` matches two symbols, so sentences share shapes; a small memory forgets parses. A value writes out the
+    whole tree (rules bracket their children in order, symbols as read), so any difference in shape, order or symbol
+    shows."""
+    grammar = loaded(text.replace('A: "a"', 'A: "a" | "d"'))
+    semantics = TreeSemantics({rule: (lambda children, rule=rule: f"{rule}[{','.join(children)}]") for rule in RULES})
+    executor = Executor(grammar, semantics, memory=3, shapes=2)
+    sentences = [s for length in range(1, 5) for s in map("".join, itertools.product(grammar.symbols, repeat=length))]
+    for sentence in np.random.default_rng(seed).permutation(sentences)[:60].tolist():
+        try:
+            expected = semantics.evaluate(grammar.parse(sentence))
+        except ParseError:
+            expected = None
+        assert executor.value(sentence) == expected
+        tree = executor.tree(sentence)  # a parse of its shape, with its own symbols
+        assert (tree is None) == (expected is None) and (tree is None or semantics.evaluate(tree) == expected)
+
+
 @settings(max_examples=25, deadline=None)
 @given(text=random_grammars(), seed=st.integers(0, 2**31 - 1), inverses=st.booleans(), max_changes=st.integers(1, 2))
 def test_abduction_over_any_grammar_finds_the_most_probable_sentence_with_the_result(text, seed, inverses, max_changes):
