@@ -25,7 +25,6 @@ from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_sources import load_hint_data
 from neurosym.perception.saved_reader import load_reader
-from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
@@ -48,9 +47,9 @@ def trained_hint_pipeline(run: str | os.PathLike) -> HintPipeline:
         raise ValueError(
             f"{checkpoint} is not the reader of a neurosym hint --model neurosym --input image run with HINT's semantics"
         )
-    reader = SymbolClassifier(list(HINT_SYMBOLS), setup["cnn"], setup["classifier_features"], width=setup["classifier_width"],
-                              stroke_width=setup["stroke_width"])  # fmt: skip
-    load_reader(checkpoint, reader)
+    from neurosym.experiments.hint_pipeline.image import hint_reader
+
+    reader = load_reader(checkpoint, hint_reader(setup))
     return HintPipeline(reader.eval(), HINT_SEMANTICS, abduction_changes=setup["abduction_changes"])
 
 

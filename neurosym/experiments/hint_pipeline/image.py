@@ -5,7 +5,7 @@ results alone (``--adapt``), then the few-shot concepts."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,13 @@ PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
 """The best seq2seq model of HINT's Table 2 (image input), the pipeline's anchor."""
 
 
+def hint_reader(options: Mapping[str, Any]) -> SymbolClassifier:
+    """A fresh reader of HINT's symbols built from ``options``: the ``cnn``, ``classifier_features``,
+    ``classifier_width`` and ``stroke_width`` of :data:`READER_OPTIONS`, as a run's options or checkpoint give them."""
+    return SymbolClassifier(list(HINT_SYMBOLS), options["cnn"], options["classifier_features"],
+                            width=options["classifier_width"], stroke_width=options["stroke_width"])  # fmt: skip
+
+
 def _row(name: str, scores: dict[str, float]) -> list:
     return [name, *(100 * scores[s] for s in SUBSETS), symbol_cell(scores)]
 
@@ -49,11 +56,8 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     device = resolve_device(args.device)
     torch.manual_seed(args.seed)
 
-    def reader() -> SymbolClassifier:
-        return SymbolClassifier(list(HINT_SYMBOLS), args.cnn, args.classifier_features, width=args.classifier_width,
-                                stroke_width=args.stroke_width)  # fmt: skip
-
-    classifier = _ensemble(args.ensemble, reader) if args.ensemble else reader()
+    setup = args.setup(READER_OPTIONS)
+    classifier = _ensemble(args.ensemble, lambda: hint_reader(setup)) if args.ensemble else hint_reader(setup)
     data = load_hint_data(args, image_input=True, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
     bank = data.image_bank()
@@ -82,7 +86,7 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     started, time_limit = time.perf_counter(), minutes_to_seconds(args.time_limit)
     history = [] if args.ensemble else train_pipeline(pipeline, WindowSource(data.splits["train"], bank, "train", args.seed), config,
                                                       device, checkpoint, args.progress, time_limit=time_limit,
-                                                      setup=args.setup(READER_OPTIONS))  # fmt: skip
+                                                      setup=setup)  # fmt: skip
     train_seconds = history[-1]["seconds"] if history else 0.0  # over every call of a resumed run, not this call's
 
     def evaluate(records: list[HintRecord], images: SymbolBank, pool: str, own: WindowSource | None = None) -> dict[str, Any]:

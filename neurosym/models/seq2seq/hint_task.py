@@ -11,8 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from neurosym.data.hint import IGNORE_INDEX, PAD_ID
-from neurosym.data.hint.torch_data import DEFAULT_SYMBOLS
+from neurosym.data.hint import IGNORE_INDEX, PAD_ID, HintSymbolDataset
 from neurosym.metrics import sequence_matches
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
@@ -60,17 +59,13 @@ def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int
     them): each encoded as its training data were, its result's digits decoded greedily (least significant first, as
     trained, at most ``max_digits``) and read as an integer; ``None`` where what is decoded is no number. A symbol
     outside the training vocabulary raises ``ValueError`` naming it and its position."""
-    ids = {symbol: index + 1 for index, symbol in enumerate(DEFAULT_SYMBOLS)}  # (HintSymbolDataset's ids)
+    vocabulary = HintSymbolDataset([])  # the training data's symbol ids
     encoded = []
     for text in sentences:
         sentence = canonical_sentence(text)
         if not sentence:
             raise ValueError(f"{text!r} has no symbol to read")
-        if unknown := [(position, s) for position, s in enumerate(sentence) if s not in ids]:
-            raise ValueError(
-                f"symbol {unknown[0][1]!r} at position {unknown[0][0]} of {sentence!r} is not in the vocabulary {DEFAULT_SYMBOLS}"
-            )
-        encoded.append(torch.tensor([ids[s] for s in sentence]))
+        encoded.append(vocabulary.encode(sentence))
     if not encoded:
         return []
     device = next(model.parameters()).device
