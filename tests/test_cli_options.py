@@ -80,6 +80,18 @@ def test_an_output_folder_must_not_be_or_lie_under_a_file(tmp_path, capsys) -> N
         assert f"argument --out: '{out}' cannot be an output folder: '{taken}' is a file" in capsys.readouterr().err
 
 
+def test_ctrl_c_outside_a_training_loop_exits_130_and_says_how_to_continue(capsys, monkeypatch, tmp_path) -> None:
+    from neurosym.cli import INTERRUPTED
+    from neurosym.experiments import solver_speed
+
+    def interrupted(options) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(solver_speed, "run", interrupted)
+    assert main(["solver-speed", "--out", str(tmp_path)]) == INTERRUPTED == 130
+    assert "neurosym solver-speed: interrupted; what it saved is whole" in capsys.readouterr().err
+
+
 def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
     import torch
 

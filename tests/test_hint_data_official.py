@@ -127,6 +127,7 @@ def test_image_dataset_uses_the_records_own_images(release):
         (lambda r: r.update(head=[1, -1, 5]), "head must name one root \\(-1\\) and parents among the 3 symbols"),
         (lambda r: r.update(head=[-1, -1, 1]), "head must name one root"),
         (lambda r: r.update(res=-3), "res must be a natural number"),
+        (lambda r: r.update(res=r["res"] + 1), "res \\d+ differs from res_all at the root \\(\\d+\\)"),
     ],
 )
 def test_malformed_records_are_named(release, change, message):
