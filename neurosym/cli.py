@@ -129,7 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"neurosym {name}: {error}{afresh}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C
-        print(f"neurosym {name}: interrupted; what it saved is whole (written atomically): the same command continues from there", file=sys.stderr)
+        print(
+            f"neurosym {name}: interrupted; what it saved is whole (written atomically): the same command continues from there",
+            file=sys.stderr,
+        )
         return INTERRUPTED
     except (ValueError, KeyError, FileNotFoundError) as error:  # bad input found once work began: named by its check
         if os.environ.get(TRACEBACK_VARIABLE):
