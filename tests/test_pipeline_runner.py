@@ -74,6 +74,26 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     assert (out / "hint_neurosym_fewshot_image.png").is_file()
     assert json.loads((out / "fewshot_image.json").read_text())["0.01"]["concepts"].keys() == {"x", "a"}
     assert "glyphs learned from the few shots" in capsys.readouterr().out
+    from neurosym.cli import build_parser
+    from neurosym.experiments.hint_sources import load_hint_data
+
+    data = load_hint_data(build_parser().parse_args(argv), image_input=True, fewshot=True)
+    for concept in ("x", "a"):  # each concept's grown pipeline read back: it scores as the run did
+        grown = trained_hint_pipeline(out, concept)
+        validation = WindowSource(data.fewshot(concept, 0.01)["val"], data.image_bank(), "val", 0)
+        scored = evaluate_pipeline(grown, validation, torch.device("cpu"), 256)["overall"]
+        assert scored == concepts[concept]["val_accuracy"] and grown.classifier.vocabulary[-1] == concept
+    assert trained_hint_pipeline(out, "a", scale=0.01).table.operators["a"].apply(3, 5) == 5
+    assert trained_hint_pipeline(out, "x").table.numbers["x"] == 11 and "a" not in trained_hint_pipeline(out, "x").table.operators
+    with pytest.raises(
+        ValueError, match="learned no few-shot concept 'y' from images \\(fewshot_image.json lists a at 0.01, x at"
+    ):
+        trained_hint_pipeline(out, "y")
+    with pytest.raises(ValueError, match="learned no few-shot concept 'x' from images at scale 0.1 "):
+        trained_hint_pipeline(out, "x", scale=0.1)
+    (out / "fewshot_image_0.01_x.pt").unlink()
+    with pytest.raises(ValueError, match="fewshot_image_0.01_x.pt is missing: delete .*fewshot_image.json and run the same"):
+        trained_hint_pipeline(out, "x")
     assert main([*argv, "--resume", "--classifier-width", "16"]) == 2  # another reader over the same checkpoint
     assert "(classifier_width differ): classifier_width 8 there, 16 now" in capsys.readouterr().err
 

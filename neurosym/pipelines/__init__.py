@@ -28,6 +28,7 @@ from neurosym.pipelines.adapt import Adaptation, AdaptConfig, adapt_to_writer
 from neurosym.pipelines.concepts import (
     ConceptNotLearned,
     LearnedConcept,
+    concept_table,
     explained_fraction,
     induced_table,
     learn_concept,
@@ -103,6 +104,7 @@ __all__ = [
     "WindowTraining",
     "abduced_windows",
     "adapt_to_writer",
+    "concept_table",
     "constrained_decode",
     "evaluate_grammar_pipeline",
     "evaluate_pipeline",

@@ -63,6 +63,18 @@ class LearnedConcept:
         return f"= {self.value}" if self.value is not None else f"level {self.level}: {self.program}"
 
 
+def concept_table(
+    table: OperatorTable, symbol: str, value: Value | None = None, level: int | None = None, program: Program | None = None
+) -> OperatorTable:
+    """``table`` extended by the concept ``symbol``: the number ``value``, or the operator ``program`` at precedence
+    ``level`` (as :class:`LearnedConcept` holds them)."""
+    if value is not None:
+        return table.extend({symbol: value})
+    if level is None or program is None:
+        raise ValueError(f"concept {symbol!r} needs a value, or a precedence level and a program")
+    return table.extend(operators={symbol: Operator(level, program, None, str(program))})
+
+
 def explained_fraction(table: OperatorTable, examples: Sequence[Example]) -> float:
     """Fraction of ``examples`` whose sentence evaluates to its result under ``table``."""
     if not examples:
@@ -78,9 +90,9 @@ def learn_number(
     _check_new_concept(symbol, "number", examples, table)
     if not candidates:
         raise ValueError(f"no candidate value for the number {symbol!r}")
-    scored = [(explained_fraction(table.extend({symbol: v}), examples), v) for v in candidates]
+    scored = [(explained_fraction(concept_table(table, symbol, value=v), examples), v) for v in candidates]
     explained, value = max(scored, key=lambda item: (item[0], -item[1]))
-    return LearnedConcept(symbol, table.extend({symbol: value}), explained, value=value)
+    return LearnedConcept(symbol, concept_table(table, symbol, value=value), explained, value=value)
 
 
 def operator_examples(symbol: str, examples: Sequence[Example], hypothesis: OperatorTable) -> list[tuple[int, int, int]]:
@@ -157,7 +169,7 @@ def learn_operator_at(
 
     def concept(level: int, program: Program) -> LearnedConcept:
         if (level, program.expr) not in concepts:
-            learned_table = table.extend(operators={symbol: Operator(level, program, None, str(program))})
+            learned_table = concept_table(table, symbol, level=level, program=program)
             concepts[level, program.expr] = LearnedConcept(
                 symbol, learned_table, explained_fraction(learned_table, examples), level=level, program=program
             )

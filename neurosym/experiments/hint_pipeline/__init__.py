@@ -25,20 +25,26 @@ from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_sources import load_hint_data
 from neurosym.perception.saved_reader import load_reader
+from neurosym.pipelines.concepts import concept_table
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
 from neurosym.training.allocator import retain_freed_memory
-from neurosym.training.checkpoint import load_checkpoint, save_json
+from neurosym.training.checkpoint import load_checkpoint, load_json, load_model_state, save_json
 
 
-def trained_hint_pipeline(run: str | os.PathLike) -> HintPipeline:
+def trained_hint_pipeline(run: str | os.PathLike, concept: str | None = None, scale: float | None = None) -> HintPipeline:
     """The pipeline that a finished ``neurosym hint --model neurosym --input image`` run trained (``run``: its
     ``--out`` folder): its reader from ``checkpoint.pt`` (rebuilt from the options the checkpoint keeps) with HINT's
     operator table, in evaluation mode, ready to read and predict windows ``[B, T, 32, 32]``
-    (:meth:`~neurosym.pipelines.pipeline.HintPipeline.predict`). The few-shot concepts, an adaptation and a refit keep
+    (:meth:`~neurosym.pipelines.pipeline.HintPipeline.predict`). With ``concept`` (``"x"``, ``"a"``, ...): the
+    pipeline its few-shot stage grew for that concept (the reader with the concept's class, the table with its
+    meaning), learned at ``scale`` (needed only when the run learned it at several). An adaptation and a refit keep
     checkpoints of their own and are not included. ``ValueError`` names what is missing or does not fit."""
-    checkpoint = Path(run) / "checkpoint.pt"
+    run = Path(run)
+    if concept is not None:
+        return _trained_concept(run, concept, scale)
+    checkpoint = run / "checkpoint.pt"
     saved = load_checkpoint(checkpoint)
     if saved is None:
         raise ValueError(f"{run} holds no checkpoint.pt: give the --out folder of a neurosym hint --model neurosym run")
@@ -51,6 +57,34 @@ def trained_hint_pipeline(run: str | os.PathLike) -> HintPipeline:
 
     reader = load_reader(checkpoint, hint_reader(setup))
     return HintPipeline(reader.eval(), HINT_SEMANTICS, abduction_changes=setup["abduction_changes"])
+
+
+def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeline:
+    """:func:`trained_hint_pipeline` for a few-shot ``concept``: the model its :func:`.fewshot.concept_checkpoint` keeps."""
+    from neurosym.experiments.hint_pipeline.fewshot import concept_checkpoint
+    from neurosym.experiments.hint_pipeline.image import hint_reader
+
+    progress = run / "fewshot_image.json"
+    done = load_json(progress) if progress.is_file() else {}
+    learned = {key: entry["concepts"] for key, entry in done.items() if key != "setup"}
+    scales = [key for key, concepts in learned.items() if "val_accuracy" in concepts.get(concept, {})]
+    if not scales or (scale is not None and str(scale) not in scales):
+        found = sorted({f"{c} at {key}" for key, concepts in learned.items() for c in concepts})
+        raise ValueError(f"{run} learned no few-shot concept {concept!r} from images{'' if scale is None else f' at scale {scale}'}"
+                         f" ({progress.name} lists {', '.join(found) if found else 'none'})")  # fmt: skip
+    if scale is None and len(scales) > 1:
+        raise ValueError(f"{run} learned {concept!r} at the few-shot scales {', '.join(scales)}: give one as scale")
+    path = concept_checkpoint(run, "image", scales[0] if scale is None else str(scale), concept)
+    saved = load_checkpoint(path)
+    if saved is None:
+        raise ValueError(f"{path} is missing: delete {progress} and run the same command again (it learns the concepts again)")
+    if saved.get("vocabulary") != [*HINT_SYMBOLS, concept]:
+        raise ValueError(f"{path} is not a concept learned over HINT's semantics (a --semantics learned run's reader)")
+    reader = hint_reader(saved["setup"])
+    reader.add_symbol(concept)
+    load_model_state(reader, saved["model"], str(path), "reader")
+    table = concept_table(HINT_SEMANTICS, concept, saved["value"], saved["level"], saved["program"])
+    return HintPipeline(reader.eval(), table, abduction_changes=saved["setup"]["abduction_changes"])
 
 
 def run(args: HintOptions) -> dict[str, Any]:

@@ -23,9 +23,10 @@ from neurosym.plots.hint_pipeline import plot_fewshot
 from neurosym.training.checkpoint import check_setup, load_json, save_json
 from neurosym.training.stopping import StopRequests, TrainingInterrupted
 
-Learner = Callable[[str, list[HintRecord]], tuple[str, Callable[[list[HintRecord], str], float]]]
-"""``learn(concept, train) -> (meaning, score)``: ``score(records, split)`` is the learned model's accuracy on
-records of ``split`` (``"val"`` or ``"test"``: image input shows each split's own images)."""
+Learner = Callable[[str, list[HintRecord]], tuple[str, Callable[[list[HintRecord], str], float], Callable[[Path], None] | None]]
+"""``learn(concept, train) -> (meaning, score, save)``: ``score(records, split)`` is the learned model's accuracy on
+records of ``split`` (``"val"`` or ``"test"``: image input shows each split's own images); ``save(path)``, where
+given, keeps the learned model at ``path`` (:func:`concept_checkpoint`)."""
 FewShotSplits = Callable[[str, float], dict[str, list[HintRecord]]]
 """``splits(concept, scale) -> {"train", "val", "test"}``."""
 
@@ -44,6 +45,11 @@ NOT_IN_SETUP = frozenset(
 run under other ones does not take them (:class:`~neurosym.training.checkpoint.CheckpointMismatch`)."""
 
 
+def concept_checkpoint(out: Path, input: str, scale: float | str, concept: str) -> Path:
+    """Where a run in ``out`` keeps what it learned of ``concept`` at few-shot ``scale`` on ``input`` (``image``)."""
+    return out / f"fewshot_{input}_{scale}_{concept}.pt"
+
+
 def learn_fewshot(
     args: HintOptions,
     out: Path,
@@ -54,7 +60,8 @@ def learn_fewshot(
 ) -> dict[str, Any]:
     """Learn every ``--fewshot-concepts`` concept at every ``--fewshot-scales`` scale; prints the table,
     plots, and keeps finished concepts in ``<out>/fewshot_<input>.json`` so that a resumed run skips them (a run under
-    other options, outside :data:`NOT_IN_SETUP`, raises :class:`~neurosym.training.checkpoint.CheckpointMismatch`).
+    other options, outside :data:`NOT_IN_SETUP`, raises :class:`~neurosym.training.checkpoint.CheckpointMismatch`),
+    each learned model (where the learner saves one) first in its :func:`concept_checkpoint`.
     SIGINT, SIGTERM or ``time_limit`` seconds end the stage after the concept under way with
     :class:`TrainingInterrupted`."""
     progress_path = out / f"fewshot_{args.input}.json"
@@ -72,12 +79,16 @@ def learn_fewshot(
             split = splits(concept, scale)
             train, validation, test = split["train"], split["val"], split["test"]
             started = time.perf_counter()
+            saved = concept_checkpoint(out, args.input, scale, concept)
+            saved.unlink(missing_ok=True)  # another setup's, or the same concept's learned without a test score
             try:
-                learned, score = learn(concept, train)
+                learned, score, save = learn(concept, train)
                 val_accuracy = score(validation, "val")
                 accuracy, unseen_accuracy = (
                     (score(test, "test"), score(unseen(test), "test")) if args.score_test else (None, None)
                 )
+                if save is not None:
+                    save(saved)
             except ConceptNotLearned as error:  # no meaning: no expression using the concept can be evaluated
                 learned, val_accuracy = f"not learned ({error})", 0.0
                 accuracy, unseen_accuracy = (0.0, 0.0) if args.score_test else (None, None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -29,7 +29,7 @@ from neurosym.pipelines.windows import WindowSource
 from neurosym.plots.hint_pipeline import plot_training
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
-from neurosym.training.checkpoint import CheckpointMismatch
+from neurosym.training.checkpoint import CheckpointMismatch, save_checkpoint
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
@@ -207,13 +207,21 @@ def fewshot_from_images(
     config = FewShotConfig(glyph_steps=glyph_steps, abduction_steps=abduction_steps, seed=args.seed, augment_shift=args.augment_shift,
                            augment_style=args.augment_style, only_new_class=args.fewshot_only_new_class)  # fmt: skip
 
-    def learn(concept: str, train: list[HintRecord]) -> tuple[str, Callable[[list[HintRecord], str], float]]:
+    def learn(
+        concept: str, train: list[HintRecord]
+    ) -> tuple[str, Callable[[list[HintRecord], str], float], Callable[[Path], None]]:
         learned = learn_concept_from_images(pipeline, concept, train, replay, fewshot_bank, device, config)
 
         def score(records: list[HintRecord], split: str) -> float:
             source = WindowSource(records, fewshot_bank, split, args.seed)
             return evaluate_pipeline(learned.pipeline, source, device, args.eval_batch_size)["overall"] if records else 0.0
 
-        return f"{learned.role}, {learned.learned.meaning}", score
+        def save(path: Path) -> None:  # what trained_hint_pipeline(out, concept) reads back
+            reader, meaning = cast(SymbolClassifier, learned.pipeline.classifier), learned.learned  # (a grown copy of it)
+            save_checkpoint({"setup": args.setup(READER_OPTIONS), "vocabulary": list(reader.vocabulary),
+                             "model": reader.state_dict(), "role": learned.role, "value": meaning.value,
+                             "level": meaning.level, "program": meaning.program}, path)  # fmt: skip
+
+        return f"{learned.role}, {learned.learned.meaning}", score, save
 
     return learn_fewshot(args, out, label, learn, data.fewshot, time_limit)

@@ -49,13 +49,13 @@ def fewshot_from_symbols(args: HintOptions, out: Path, label: str, table: Operat
     """The few-shot stage on symbol input: each concept's meaning learned from its training sentences with
     ``table`` for the known symbols (the role, number or operator, is given by the concept's name)."""
 
-    def learn(concept: str, train: list[HintRecord]) -> tuple[str, Callable[[list[HintRecord], str], float]]:
+    def learn(concept: str, train: list[HintRecord]) -> tuple[str, Callable[[list[HintRecord], str], float], None]:
         role = "number" if concept in FEWSHOT_NUMBERS else "operator"
         learned = learn_concept(concept, role, [(r.expr, r.res) for r in train], table)
 
         def score(records: list[HintRecord], split: str) -> float:  # no records: 0, as on image input
             return explained_fraction(learned.table, [(r.expr, r.res) for r in records]) if records else 0.0
 
-        return learned.meaning, score
+        return learned.meaning, score, None  # the table is all it learned, and the results keep its meaning
 
     return learn_fewshot(args, out, label, learn, splits, minutes_to_seconds(args.time_limit))
