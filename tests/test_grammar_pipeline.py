@@ -78,8 +78,11 @@ def test_a_grammar_that_cannot_serve_is_named_before_any_work(tmp_path):
         Executor(SymbolGrammar(ADDITION), addition_semantics(), memory=-1)  # (turned the memory off silently)
     with pytest.raises(ValueError, match="max_changes, max_candidates, max_patterns, alternatives and beam must be ints"):
         AbductionBudget(max_changes=True)
-    with pytest.raises(ValueError, match=r"terminals \['NUM'\] match no single symbol"):  # "10" would vanish silently
-        SymbolGrammar('start: NUM ("+" NUM)*\nNUM: "10" | "11"\n')
+    for terminal in ('"10" | "11"', '"10" | "1"', "/[0-9]+/"):  # "10" would vanish silently ("1" alone was kept)
+        with pytest.raises(ValueError, match=r"terminals NUM \(.*\) match strings of several characters"):
+            SymbolGrammar(f'start: NUM ("+" NUM)*\nNUM: {terminal}\n')
+    with pytest.raises(ValueError, match=r"terminals \['NUM'\] match no single symbol"):
+        SymbolGrammar('start: NUM ("+" NUM)*\nNUM: "é"\n')
     for text in ("", 'expr: "a"\n'):
         with pytest.raises(ValueError, match="the grammar has no rule 'start' to start from"):
             SymbolGrammar(text)

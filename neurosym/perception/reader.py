@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import inspect
+import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
+
+from neurosym.layers.value_checks import values_are_readable
 
 
 @runtime_checkable
@@ -47,3 +51,54 @@ def reader_module(reader: Reader) -> nn.Module:
     if not isinstance(reader, nn.Module):
         raise TypeError(f"a reader trained from results must be a torch.nn.Module, got {type(reader).__name__}")
     return reader
+
+
+def check_reader(reader: object, who: str) -> None:
+    """Raise ``TypeError`` unless ``reader`` is a :class:`Reader` that ``who`` (e.g. ``"GrammarPipeline"``) can call as
+    ``reader(windows, groups)``: a forward of one argument would fail deep inside torch at the first read."""
+    if not isinstance(reader, Reader):
+        raise TypeError(f"{who} takes a reader: a module with a vocabulary; {type(reader).__name__} has none")
+    call = reader.forward if isinstance(reader, nn.Module) else reader.__call__
+    try:
+        inspect.signature(call).bind(None, None)
+    except TypeError:
+        raise TypeError(
+            f"{who} calls its reader as reader(windows, groups) (groups: the example of each window, int64 [N]); "
+            f"{type(reader).__name__}'s forward takes no groups: add a groups=None parameter (it may ignore it)"
+        ) from None
+    except ValueError:  # no signature to inspect (a builtin): it is called as it is
+        pass
+
+
+LOG_PROB_TOLERANCE = 1e-2
+"""How far from 0 a reader's row may sum in log space (``logsumexp``) and still count as log-probabilities."""
+
+
+def check_log_probs(log_probs: torch.Tensor, columns: int) -> None:
+    """Refuse a reader's output ``[n, V]`` that is not log-probabilities over its ``columns`` symbols."""
+    if log_probs.ndim != 2 or log_probs.shape[-1] != columns:
+        raise ValueError(f"the reader returned shape {list(log_probs.shape)} for its {columns} symbols: expected [n, {columns}]")
+    off = float(log_probs.detach().logsumexp(-1).abs().max()) if log_probs.numel() else 0.0  # NaN where any is NaN
+    if math.isnan(off):
+        raise ValueError("the reader returned NaN log-probabilities (a diverged reader, or NaN windows)")
+    if off > LOG_PROB_TOLERANCE:
+        raise ValueError(
+            f"the reader must return log-probabilities (each row's logsumexp 0, e.g. from log_softmax); a row's is {off:.3g} "
+            "away from 0"
+        )
+
+
+def check_intensities(images: torch.Tensor) -> None:
+    """Raise unless ``images`` are uint8 pixels or float intensities in ``[0, 1]`` (readers read floats as such: pixels
+    0–255 as floats would all read as white). The range is read where values are readable
+    (:func:`~neurosym.layers.value_checks.values_are_readable`)."""
+    if images.dtype == torch.uint8:
+        return
+    if not images.is_floating_point():
+        raise ValueError(f"images must be uint8 pixels or floats in [0, 1], got {images.dtype}")
+    if images.numel() and values_are_readable(images):
+        low, high = (float(bound) for bound in torch.aminmax(images.detach()))
+        if not (low >= 0 and high <= 1):  # (NaN fails both)
+            raise ValueError(
+                f"float images must hold intensities in [0, 1], got values in [{low}, {high}]: give uint8 pixels, or divide by 255"
+            )

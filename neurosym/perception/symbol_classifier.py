@@ -9,6 +9,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.perception.cnn import ResNet18, SmallCNN
+from neurosym.perception.reader import check_intensities
 from neurosym.perception.strokes import StrokeNormaliser
 
 BACKBONES = ("small", "resnet18")
@@ -29,7 +30,7 @@ class SymbolClassifier(nn.Module):
             stroke width or blur.
 
     Shapes: ``windows [N, window, window]`` or ``[N, 1, window, window]`` (uint8 in 0..255 or float in
-    0..1) -> log-probabilities ``[N, len(vocabulary)]``.
+    0..1; other float values, NaN included, raise ``ValueError``) -> log-probabilities ``[N, len(vocabulary)]``.
     """
 
     def __init__(
@@ -70,6 +71,7 @@ class SymbolClassifier(nn.Module):
             windows = windows.float() / 255.0
         if not windows.is_floating_point():
             raise ValueError(f"SymbolClassifier expects uint8 (0..255) or floating-point (0..1) windows, got {windows.dtype}")
+        check_intensities(windows)
         windows = windows.to(self.classifier.weight.dtype)
         if self.strokes is not None:
             windows = self.strokes(windows)

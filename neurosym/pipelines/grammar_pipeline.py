@@ -13,7 +13,6 @@ atomic checkpoints, resume, signals, ``time_limit``, progress; DistributedDataPa
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -28,7 +27,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
-from neurosym.perception.reader import Reader, reader_module
+from neurosym.perception.reader import Reader, check_log_probs, check_reader, reader_module
 from neurosym.pipelines.abduction import Correction
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
@@ -70,6 +69,7 @@ class GrammarPipeline:
         ):
             if not isinstance(given, kind):
                 raise TypeError(f"GrammarPipeline takes a {kind.__name__} ({hint}), got {type(given).__name__}")
+        check_reader(reader, "GrammarPipeline")
         missing = [s for s in reader.vocabulary if s not in grammar.symbols]
         if missing:
             raise ValueError(f"the reader's symbols {missing} are not in the grammar's vocabulary {list(grammar.symbols)}")
@@ -95,7 +95,7 @@ class GrammarPipeline:
         groups = repeat(torch.arange(size, device=batch.given.device), "b -> b t", t=steps)
         flat = rearrange(batch.windows, "b t ... -> (b t) ...")
         read_log_probs = (reader or self.reader)(flat[read.flatten()], groups[read]).float()  # [n, V_reader]
-        _check_log_probs(read_log_probs, len(self.columns))
+        check_log_probs(read_log_probs, len(self.columns))
         vocabulary = len(self.grammar.symbols)
         out = read_log_probs.new_full((size * steps, vocabulary), -torch.inf)
         columns = self.columns.to(out.device)
@@ -142,24 +142,6 @@ class GrammarPipeline:
             positions = np.flatnonzero(fixed[: len(sentence)] != READ).tolist()
             found.append(search(sentence, scores[: len(sentence)], target, positions))
         return found
-
-
-LOG_PROB_TOLERANCE = 1e-2
-"""How far from 0 a reader's row may sum in log space (``logsumexp``) and still count as log-probabilities."""
-
-
-def _check_log_probs(log_probs: torch.Tensor, columns: int) -> None:
-    """Refuse a reader's output ``[n, V]`` that is not log-probabilities over its ``columns`` symbols."""
-    if log_probs.ndim != 2 or log_probs.shape[-1] != columns:
-        raise ValueError(f"the reader returned shape {list(log_probs.shape)} for its {columns} symbols: expected [n, {columns}]")
-    off = float(log_probs.detach().logsumexp(-1).abs().max()) if log_probs.numel() else 0.0  # NaN where any is NaN
-    if math.isnan(off):
-        raise ValueError("the reader returned NaN log-probabilities (a diverged reader, or NaN windows)")
-    if off > LOG_PROB_TOLERANCE:
-        raise ValueError(
-            f"the reader must return log-probabilities (each row's logsumexp 0, e.g. from log_softmax); a row's is {off:.3g} "
-            "away from 0"
-        )
 
 
 TARGETS_CHECKED = 16

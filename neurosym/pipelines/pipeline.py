@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from einops import rearrange, repeat
 
-from neurosym.perception.reader import Reader
+from neurosym.perception.reader import Reader, check_log_probs, check_reader
 from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.windows import real_positions
@@ -46,6 +46,7 @@ class HintPipeline:
         minimal_brackets: bool = True,
         abduction_changes: int = 2,
     ):
+        check_reader(classifier, "HintPipeline")
         self.classifier = classifier
         self.minimal_brackets = minimal_brackets
         self.abduction_changes = abduction_changes
@@ -76,6 +77,7 @@ class HintPipeline:
         mask = real_positions(lengths, steps)
         expression = repeat(torch.arange(batch, device=windows.device), "b -> (b t)", t=steps)
         read = self.classifier(flat[mask.flatten()], expression[mask.flatten()]).float()
+        check_log_probs(read, len(self.classifier.vocabulary))
         log_probs = read.new_zeros(batch * steps, read.shape[-1]).index_put((mask.flatten().nonzero().flatten(),), read)
         log_probs = rearrange(log_probs, "(b t) v -> b t v", b=batch)
         decoded = constrained_decode(log_probs.detach(), lengths, self.roles, self.minimal_brackets)

@@ -9,6 +9,8 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from neurosym.perception.reader import check_intensities
+
 READ = -1
 """The ``given`` entry of a position whose symbol is read from its window."""
 
@@ -73,7 +75,7 @@ class ImageSentences:
         images = torch.as_tensor(images)
         if images.ndim != 3:
             raise ValueError(f"images must be [M, H, W] (one channel), got shape {list(images.shape)}")
-        _check_intensities(images)
+        check_intensities(images)
         if picks.ndim != 2:
             raise ValueError(f"picks must be [N, T], got shape {list(picks.shape)}")
         count, steps = picks.shape
@@ -110,17 +112,3 @@ class ImageSentences:
         picks = torch.from_numpy(self.picks[rows, :steps])
         windows = self.images[picks.clamp_min(0)] * (picks >= 0)[..., None, None].to(self.images.dtype)
         return SentenceBatch(windows, torch.from_numpy(lengths), torch.from_numpy(self.given[rows, :steps]))
-
-
-def _check_intensities(images: torch.Tensor) -> None:
-    """Raise unless ``images`` are uint8 pixels or float intensities in ``[0, 1]`` (readers read floats as such: pixels
-    0–255 as floats would all read as white)."""
-    if images.dtype == torch.uint8:
-        return
-    if not images.is_floating_point():
-        raise ValueError(f"images must be uint8 pixels or floats in [0, 1], got {images.dtype}")
-    if images.numel() and not (images.min() >= 0 and images.max() <= 1):  # (NaN fails both)
-        raise ValueError(
-            f"float images must hold intensities in [0, 1], got values in [{images.min().item()}, {images.max().item()}]: "
-            "give uint8 pixels, or divide by 255"
-        )

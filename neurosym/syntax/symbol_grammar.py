@@ -61,8 +61,9 @@ class SymbolGrammar:
 
     Raises:
         ValueError: grammar text Lark cannot load (with Lark's line and column), no ``start`` rule, a symbol that
-            is not one character, matches no terminal or matches several; without ``symbols``, a terminal that
-            matches none of :data:`CANDIDATE_SYMBOLS` (e.g. a multi-character one).
+            is not one character, matches no terminal or matches several; a terminal that matches strings of several
+            characters (``"01" | "1"``, ``/[0-9]+/``); without ``symbols``, a terminal that matches none of
+            :data:`CANDIDATE_SYMBOLS`.
         FileNotFoundError: a ``.lark`` path that does not exist.
     """
 
@@ -76,6 +77,12 @@ class SymbolGrammar:
         self._patterns = {t.name: t.pattern for t in probe.terminals if t.name not in ignored}
         if not self._patterns:
             raise ValueError(f"the grammar's rules from {start!r} use no terminal: it has no sentence of symbols to read")
+        if wide := {name: pattern for name, pattern in self._patterns.items() if pattern.max_width > 1}:
+            shown = ", ".join(f"{name} ({pattern.to_regexp()})" for name, pattern in wide.items())
+            raise ValueError(
+                f"the grammar's terminals {shown} match strings of several characters: every terminal of a SymbolGrammar "
+                "matches one character (one window, one symbol); write a sequence as a rule (e.g. bits: BIT+)"
+            )
         self.symbols: tuple[str, ...] = tuple(symbols) if symbols is not None else self._matched(CANDIDATE_SYMBOLS)
         if symbols is None and (unmatched := [n for n, p in self._patterns.items() if not self._matched_by(p)]):
             raise ValueError(

@@ -1,0 +1,66 @@
+"""What the pipelines and the symbol classifier refuse from a reader or its windows, before a wrong number comes out."""
+
+import pytest
+import torch
+from torch import nn
+
+from neurosym.data.symbol_images import HINT_SYMBOLS
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines import GrammarPipeline, HintPipeline
+from neurosym.semantics import TreeSemantics
+from neurosym.syntax import SymbolGrammar
+
+BITS = SymbolGrammar('start: BIT+\nBIT: "0" | "1"\n')
+BIT_VALUE = TreeSemantics({"start": lambda *bits: int("".join(bits), 2)})
+
+
+class Logits(nn.Module):
+    """A reader of HINT's symbols; ``log_softmax`` decides whether it returns log-probabilities or raw logits."""
+
+    def __init__(self, log_softmax: bool, vocabulary: tuple[str, ...] = HINT_SYMBOLS):
+        super().__init__()
+        self.vocabulary, self.log_softmax = list(vocabulary), log_softmax
+        self.linear = nn.Linear(32 * 32, len(vocabulary))
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        scores = 20 * self.linear(windows.flatten(1).float())
+        return scores.log_softmax(-1) if self.log_softmax else scores
+
+
+class NoGroups(nn.Module):
+    vocabulary = ("0", "1")
+
+    def forward(self, windows: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(len(windows), 2).log_softmax(-1)
+
+
+def test_float_windows_outside_0_1_are_refused_not_read_as_white():
+    reader = SymbolClassifier(list(HINT_SYMBOLS), features=8, width=4).eval()
+    pixels = torch.randint(0, 256, (3, 32, 32), dtype=torch.uint8)
+    assert reader(pixels).shape == (3, len(HINT_SYMBOLS)) and torch.equal(reader(pixels), reader(pixels.float() / 255))
+    for windows, shown in ((pixels.float(), r"\[0.0, 25\d.0\]"), (torch.full((2, 32, 32), torch.nan), r"\[nan, nan\]")):
+        with pytest.raises(
+            ValueError, match=f"float images must hold intensities in \\[0, 1\\], got values in {shown}: give uint8"
+        ):
+            reader(windows)
+    lengths = torch.tensor([3])
+    with pytest.raises(ValueError, match="float images must hold intensities in"):  # through the pipeline's predict too
+        HintPipeline(reader).predict(pixels.float().unsqueeze(0), lengths)
+
+
+def test_a_reader_that_returns_logits_is_refused_by_the_hint_pipeline():
+    windows, lengths = torch.rand(2, 3, 32, 32), torch.tensor([3, 1])
+    assert len(HintPipeline(Logits(log_softmax=True)).predict(windows, lengths)) == 2
+    with pytest.raises(ValueError, match="the reader must return log-probabilities .*; a row's is .* away from 0"):
+        HintPipeline(Logits(log_softmax=False)).predict(windows, lengths)
+
+
+def test_a_reader_whose_forward_takes_no_groups_is_named_when_the_pipeline_is_built():
+    for build, who in ((lambda r: GrammarPipeline(BITS, BIT_VALUE, r), "GrammarPipeline"), (HintPipeline, "HintPipeline")):
+        with pytest.raises(
+            TypeError, match=f"{who} calls its reader as reader\\(windows, groups\\).*NoGroups's forward takes no groups"
+        ):
+            build(NoGroups())
+        with pytest.raises(TypeError, match=f"{who} takes a reader: a module with a vocabulary; Linear has none"):
+            build(nn.Linear(2, 2))
+    assert GrammarPipeline(BITS, BIT_VALUE, Logits(True, ("0", "1"))).reader.vocabulary == ["0", "1"]
