@@ -269,6 +269,12 @@ class HintOptions(HintPipelineOptions):
             reject_unused(self, TRANSFORMER_ONLY, "the Transformers")
         if self.ensemble:  # nothing is trained
             reject_unused(self, ENSEMBLE_UNUSED, "a run that trains its reader (not --ensemble)")
+        if self.adapt is None:  # (--extra-test-bank re-estimates its statistics on --adapt-examples expressions too)
+            reject_unused(self, ADAPT_ONLY, "--adapt")
+            if self.extra_test_bank is None:
+                reject_unused(self, ("adapt_examples",), "--adapt or --extra-test-bank")
+        if not self.fewshot_scales:  # --fewshot-scales none: no few-shot stage
+            reject_unused(self, FEWSHOT_ONLY, "the few-shot stage (--fewshot-scales other than none)")
 
     def training_steps(self) -> int:
         """``--steps``, else the budget of the model: the HINT release's, or the pipeline's."""
@@ -305,3 +311,7 @@ ENSEMBLE_UNUSED = (
     "pseudo_labels", "checkpoint_every",
 )  # fmt: skip
 """The training options of ``--model neurosym`` that ``--ensemble`` (readers trained apart, read as one) does not use."""
+ADAPT_ONLY = ("adapt_steps", "adapt_replay", "adapt_lr", "adapt_distill", "adapt_refit", "adapt_route")
+"""The ``--adapt-*`` options that only ``--adapt`` reads (``--adapt-examples``: ``--extra-test-bank`` too)."""
+FEWSHOT_ONLY = ("fewshot_bank", "fewshot_concepts", "fewshot_steps", "fewshot_replay", "fewshot_only_new_class")
+"""The ``--fewshot-*`` options that only the few-shot stage reads (none runs with ``--fewshot-scales none``)."""

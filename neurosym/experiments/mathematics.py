@@ -27,6 +27,7 @@ from neurosym.experiments.options import (
     positive_float,
     positive_int,
     preset_option,
+    reject_unused,
 )
 from neurosym.experiments.report import format_table
 from neurosym.metrics.mathematics import results_table
@@ -94,6 +95,16 @@ class MathematicsOptions(TrainingOptions):
     eval_batch_size: int = option(256, "questions per greedy-decoding batch", parse=positive_int)
     checkpoint_every: int = option(250, "steps between checkpoints", parse=positive_int)
     compile: bool = option(False, COMPILE_HELP)
+
+    def __post_init__(self) -> None:
+        if set(self.models) <= {"symbolic"}:  # the symbolic route trains nothing
+            reject_unused(self, NEURAL_ONLY, "the neural models (--models other than symbolic)")
+
+
+NEURAL_ONLY = (
+    "steps", "batch_size", "learning_rate", "clip", "train_per_module", "eval_batch_size", "checkpoint_every", "compile"
+)  # fmt: skip
+"""The options that only the neural models read: their training and greedy decoding."""
 
 
 OPTIONS = MathematicsOptions

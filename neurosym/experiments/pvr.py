@@ -43,6 +43,7 @@ from neurosym.experiments.options import (
     option,
     positive_int,
     preset_option,
+    reject_unused,
 )
 from neurosym.experiments.report import format_table
 from neurosym.metrics.published import PVR
@@ -111,6 +112,24 @@ class PVROptions(TrainingOptions):
     ns_repeats: int = option(10, "estimates averaged per noise-sensitivity point", parse=positive_int)
     ns_max_complexity: int = option(5, "largest m of the noise-sensitivity sweep", parse=COMPLEXITY)
     mnist: Path | None = option(None, "path to mnist.pkl.gz (default: cached download)", parse=existing_file)
+
+    def __post_init__(self) -> None:
+        for name, readers in SWEEP_ONLY.items():  # an option of sweeps not run: this run would ignore it
+            if not set(readers) & set(self.sweeps):
+                sweeps = f"{', '.join(readers[:-1])} and {readers[-1]} sweeps" if len(readers) > 1 else f"{readers[0]} sweep"
+                reject_unused(self, (name,), f"the {sweeps} (--sweeps)")
+
+
+SWEEP_ONLY: dict[str, tuple[str, ...]] = {
+    "vector_models": ("vector",), "complexities": ("vector",), "train_sizes": ("vector",),
+    "vector_epochs": ("vector", "holdout_i"), "aggregation": ("vector", "holdout_i"),
+    "holdout_model": ("holdout_i",), "holdout_complexity": ("holdout_i",), "holdout_train_size": ("holdout_i",),
+    "rule_examples": ("holdout_i", "block", "sequential"),
+    "visual_models": ("block",), "sequential_models": ("sequential",), "sequence_length": ("sequential",),
+    "visual_epochs": ("block", "sequential"), "mnist": ("block", "sequential"),
+    "ns_samples": ("noise",), "ns_repeats": ("noise",), "ns_max_complexity": ("noise",),
+}  # fmt: skip
+"""The options that only some sweeps read, and those sweeps."""
 
 
 OPTIONS = PVROptions

@@ -1,0 +1,111 @@
+"""Options that a run would ignore are usage errors (exit status 2, one line naming the option, before any work): the
+``--adapt-*`` options without ``--adapt`` and the few-shot ones with ``--fewshot-scales none`` (``neurosym hint``), the
+options of PVR sweeps not selected, the training options of a Mathematics run of the symbolic route alone. The same
+command without the option (or with it where the run reads it) is not refused: the runner is never reached by the
+refused ones, and its ``run`` is replaced by a no-op for the others, so nothing trains."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from neurosym.cli import COMMANDS, main
+
+HINT = "hint --model neurosym --input image --scale 0.001 --steps 3 --fewshot-scales none"
+PVR = "pvr --preset smoke --sweeps vector"
+MATHEMATICS = "mathematics --preset smoke --models symbolic"
+MNIST = "mnist.pkl.gz"
+"""A file written in each test's folder (``--mnist`` takes an existing file; no sweep here reads it)."""
+
+IGNORED = [
+    (HINT, "--adapt-steps 10"),
+    (HINT, "--adapt-distill 2"),
+    (HINT, "--adapt-replay 5"),
+    (HINT, "--adapt-lr 1e-4"),
+    (HINT, "--adapt-refit 0"),
+    (HINT, "--adapt-examples 10"),
+    (HINT.replace("none", "0.01"), "--adapt-steps 10"),  # with the few-shot stage, as without it
+    (HINT, "--fewshot-concepts x"),
+    (HINT, "--fewshot-steps 3,4"),
+    (HINT, "--fewshot-replay 10"),
+    (HINT, "--fewshot-only-new-class none"),
+    (HINT, "--fewshot-bank other-writers"),
+    (HINT.replace("image", "symbol").replace(" --steps 3", ""), "--fewshot-concepts x"),
+    (PVR, "--ns-samples 10"),
+    (PVR, "--ns-repeats 2"),
+    (PVR, "--ns-max-complexity 1"),
+    (PVR, f"--mnist {MNIST}"),
+    (PVR, "--visual-epochs 2"),
+    (PVR, "--rule-examples 50"),
+    (PVR, "--holdout-model mlp"),
+    (PVR, "--sequence-length 5"),
+    (PVR.replace("vector", "noise"), "--vector-models mlp"),
+    (PVR.replace("vector", "noise"), "--aggregation max"),
+    (PVR.replace("vector", "noise,block"), "--sequential-models vgg11bn"),
+    (MATHEMATICS, "--steps 5"),
+    (MATHEMATICS, "--batch-size 8"),
+    (MATHEMATICS, "--learning-rate 1e-3"),  # (--lr: the message names --learning-rate)
+    (MATHEMATICS, "--clip 1"),
+    (MATHEMATICS, "--train-per-module 100"),
+    (MATHEMATICS, "--eval-batch-size 8"),
+    (MATHEMATICS, "--checkpoint-every 10"),
+    (MATHEMATICS, "--compile"),
+]
+"""(a command that runs, an option it would ignore)."""
+
+READ = [
+    (HINT.replace("none", "0.01"), "--fewshot-concepts x --fewshot-steps 3,4 --fewshot-replay 10"),
+    (HINT, "--adapt other-writers --adapt-steps 10 --adapt-distill 2 --adapt-examples 10 --adapt-route 5"),
+    (HINT, "--extra-test-bank other-writers --adapt-examples 10"),
+    (HINT, "--adapt-steps 2400 --fewshot-steps 150,100"),  # their defaults: the run reads the same either way
+    (HINT.replace("image", "symbol").replace(" --steps 3", "").replace("none", "0.01"), "--fewshot-concepts x"),
+    (PVR.replace("vector", "noise"), "--ns-samples 10 --ns-repeats 2 --ns-max-complexity 1"),
+    (PVR.replace("vector", "block"), f"--mnist {MNIST} --visual-epochs 2 --rule-examples 50"),
+    (PVR.replace("vector", "sequential"), f"--mnist {MNIST} --sequence-length 5 --sequential-models vgg11bn"),
+    (PVR.replace("vector", "holdout_i"), "--holdout-model mlp --aggregation max --vector-epochs 2"),
+    (PVR, "--vector-models mlp --aggregation max --ns-samples 10000"),  # --ns-samples at its default
+    (MATHEMATICS.replace("symbolic", "symbolic,transformer"), "--steps 5 --batch-size 8 --lr 1e-3 --compile"),
+    (MATHEMATICS, "--test-per-module 5 --modules arithmetic__mixed"),
+]
+"""(a command, options that it reads)."""
+
+
+def _argv(command: str, options: str, folder: Path) -> list[str]:
+    (folder / MNIST).touch()
+    return [*command.split(), *options.replace(MNIST, str(folder / MNIST)).split(), "--out", str(folder / "out")]
+
+
+def _no_work(monkeypatch: pytest.MonkeyPatch, command: str) -> list[object]:
+    """Replace the runner's ``run`` of ``command`` by one that only records the options it is given."""
+    given: list[object] = []
+    monkeypatch.setattr(importlib.import_module(COMMANDS[command][0]), "run", given.append)
+    return given
+
+
+@pytest.mark.parametrize(("command", "option"), IGNORED, ids=[f"{c.split()[0]} {o}" for c, o in IGNORED])
+def test_an_option_the_run_would_ignore_is_a_usage_error(command, option, capsys, monkeypatch, tmp_path) -> None:
+    given = _no_work(monkeypatch, command.split()[0])
+    with pytest.raises(SystemExit) as stopped:
+        main(_argv(command, option, tmp_path))
+    error = capsys.readouterr().err
+    assert stopped.value.code == 2 and not given
+    assert f"error: {option.split()[0]} is used by " in error and "this run would ignore it (drop it)" in error
+    assert main(_argv(command, "", tmp_path)) == 0 and len(given) == 1  # the same command without it runs
+
+
+@pytest.mark.parametrize(("command", "options"), READ, ids=[f"{c.split()[0]} {o}" for c, o in READ])
+def test_options_the_run_reads_are_taken(command, options, monkeypatch, tmp_path) -> None:
+    given = _no_work(monkeypatch, command.split()[0])
+    assert main(_argv(command, options, tmp_path)) == 0 and len(given) == 1
+
+
+def test_an_ignored_option_from_a_config_file_is_a_usage_error_too(capsys, monkeypatch, tmp_path) -> None:
+    given = _no_work(monkeypatch, "pvr")
+    config = tmp_path / "noise.toml"
+    config.write_text('sweeps = "vector"\nns-samples = 10\n')
+    with pytest.raises(SystemExit) as stopped:
+        main(["pvr", "--config", str(config), "--out", str(tmp_path)])
+    assert stopped.value.code == 2 and "--ns-samples is used by the noise sweep (--sweeps) only" in capsys.readouterr().err
+    assert main(["pvr", "--config", str(config), "--sweeps", "noise,vector", "--out", str(tmp_path)]) == 0 and given
