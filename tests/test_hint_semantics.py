@@ -18,6 +18,7 @@ from neurosym.semantics import (
     OperatorTable,
     evaluate,
     execute,
+    solve_batch,
 )
 from neurosym.syntax import Node, ParseError, heads, parse, to_infix, tokens
 
@@ -199,3 +200,12 @@ def test_vectorised_rules_equal_scalar_rules(a, b, symbol):
         assert ok == (expected is not None)
         if ok:
             assert value == expected
+
+
+def test_an_operator_rule_that_returns_a_float_is_named_not_passed_on():
+    true_divide = HINT_SEMANTICS.extend(operators={"q": Operator(1, lambda a, b: a / b)})
+    for solve in (lambda: evaluate("3q2", true_divide), lambda: solve_batch(["1+1", "3q2"], true_divide)):
+        with pytest.raises(ValueError, match=r"operator 'q' gave 1.5 for 3 and 2: an operator's rule returns an int, a Fraction"):
+            solve()
+    exact = HINT_SEMANTICS.extend(operators={"q": Operator(1, lambda a, b: Fraction(a, b))})
+    assert evaluate("3q2", exact) == Fraction(3, 2) and solve_batch(["3q2", "4q2"], exact) == [Fraction(3, 2), 2]

@@ -6,20 +6,29 @@ from pvr_fakes import write_fake_mnist
 from neurosym.cli import COMMANDS, main
 from neurosym.experiments.pvr import merge_results
 
-TINY = [
-    "--preset", "smoke", "--device", "cpu", "--no-progress",
-    "--train-sizes", "64", "--complexities", "0", "--vector-models", "mlp",
-    "--holdout-train-size", "64", "--holdout-model", "mlp", "--rule-examples", "64",
-    "--ns-max-complexity", "1", "--ns-samples", "200", "--ns-repeats", "1",
-    "--visual-models", "small_cnn", "--sequential-models", "resnet18",
-]  # fmt: skip
+SMALL = {
+    "noise": ["--ns-max-complexity", "1", "--ns-samples", "200", "--ns-repeats", "1"],
+    "vector": ["--train-sizes", "64", "--complexities", "0", "--vector-models", "mlp"],
+    "holdout_i": ["--holdout-train-size", "64", "--holdout-model", "mlp", "--rule-examples", "64"],
+    "block": ["--visual-models", "small_cnn", "--rule-examples", "64"],
+    "sequential": ["--sequential-models", "resnet18", "--rule-examples", "64"],
+}  # fmt: skip
+"""Each sweep's options, tiny (a sweep not run takes none of its options: they would be ignored)."""
+
+
+def tiny(*sweeps: str, mnist=None) -> list[str]:
+    """The smoke budget on the CPU, ``sweeps`` (default: all) with tiny options, ``--mnist`` where a sweep reads it."""
+    sweeps = sweeps or tuple(SMALL)
+    reads_mnist = mnist is not None and {"block", "sequential"} & set(sweeps)
+    return ["--preset", "smoke", "--device", "cpu", "--no-progress", "--sweeps", ",".join(sweeps),
+            *(option for sweep in sweeps for option in SMALL[sweep]), *(["--mnist", str(mnist)] if reads_mnist else [])]  # fmt: skip
 
 
 def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path, capsys):
     assert "pvr" in COMMANDS
     mnist = write_fake_mnist(tmp_path / "mnist.pkl.gz", per_class=10)
     out = tmp_path / "out"
-    assert main(["pvr", *TINY, "--mnist", str(mnist), "--out", str(out)]) == 0
+    assert main(["pvr", *tiny(mnist=mnist), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "| aggregation" in printed and "holdout test" in printed and "neuro-symbolic" in printed
     results = json.loads((out / "pvr.json").read_text())
@@ -38,12 +47,12 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
         assert (out / plot).stat().st_size > 1000
     stored = {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
     assert len(stored) == 6  # noise, vector, two holdout-i, block CNN, sequential CNN
-    assert main(["pvr", *TINY, "--sweeps", "vector,holdout_i", "--mnist", str(mnist), "--out", str(out)]) == 0
+    assert main(["pvr", *tiny("vector", "holdout_i"), "--out", str(out)]) == 0
     assert {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()} == stored
     merged = json.loads((out / "pvr.json").read_text())  # the sweeps not re-run are still there
     assert set(merged) >= {"noise", "vector", "holdout_i", "block", "sequential"}
     assert merged["block"] == results["block"]
-    assert main(["pvr", *TINY, "--sweeps", "noise", "--no-resume", "--mnist", str(mnist), "--out", str(out)]) == 0
+    assert main(["pvr", *tiny("noise"), "--no-resume", "--out", str(out)]) == 0
     assert [p.name for p in (out / "runs").iterdir()] == [
         name for name in stored if name.startswith("noise")
     ]  # the rest forgotten
@@ -51,7 +60,7 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
 
 def test_pvr_time_limit_checkpoints_the_run_under_way_exits_75_and_the_same_command_continues(tmp_path, capsys):
     out = tmp_path / "out"
-    command = ["pvr", *TINY, "--sweeps", "vector", "--out", str(out)]
+    command = ["pvr", *tiny("vector"), "--out", str(out)]
     assert main([*command, "--time-limit", "0"]) == 75
     assert "(time limit)" in capsys.readouterr().err
     [checkpoint] = (out / "checkpoints").iterdir()

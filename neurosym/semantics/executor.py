@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Rational
 
 from neurosym.semantics.operators import Value
 from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
@@ -43,9 +44,15 @@ def execute(node: Node, table: OperatorTable = HINT_SEMANTICS) -> Execution:
         if operands is None:
             values[index] = table.numbers[symbol]
             continue
-        result = table.operators[symbol].apply(values[operands[0]], values[operands[1]])
+        left, right = values[operands[0]], values[operands[1]]
+        result = table.operators[symbol].apply(left, right)
         if result is None:
             return INVALID
+        if isinstance(result, bool) or not isinstance(result, Rational):
+            raise ValueError(
+                f"operator {symbol!r} gave {result!r} for {left} and {right}: an operator's rule returns an int, a "
+                "Fraction, or None where it is undefined (execution is exact)"
+            )
         values[index] = result
     return Execution(values[layout.preorder[0]], values)
 
