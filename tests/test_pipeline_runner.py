@@ -125,6 +125,20 @@ def test_stroke_width_option_puts_a_stroke_normaliser_in_front_of_the_reader(pri
     assert not any("strokes" in key for key in torch.load(out.with_name("plain") / "checkpoint.pt")["model"])
 
 
+def test_a_batch_larger_than_the_training_set_is_named_before_training(private_cache, monkeypatch, capsys):
+    from hint_banks import prototype_bank
+
+    from neurosym.experiments import hint_sources
+
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.001", "--steps", "2", "--fewshot-scales", "none"]
+    assert main([*argv, "--batch-size", "100000", "--out", str(private_cache / "out"), "--no-progress"]) == 1
+    assert "the training set (998 examples) is smaller than one batch (100000)" in capsys.readouterr().err
+    assert not (private_cache / "out" / "checkpoint.pt").exists()
+    empty_windows, no_lengths = WindowSource([], prototype_bank(), "test", 0).batch([])
+    assert empty_windows.shape == (0, 0, 32, 32) and no_lengths.shape == (0,)
+
+
 def test_steps_default_to_the_pipelines_budget_not_the_seq2seq_one(monkeypatch):
     from neurosym.experiments import hint_pipeline
     from neurosym.experiments.hint_options import DEFAULT_STEPS

@@ -404,6 +404,28 @@ def test_the_pipeline_command_runs_a_task_module_of_ones_own(tmp_path, monkeypat
     assert "--reader-width: the build() of task 'my_binary_task' got an unexpected keyword argument" in capsys.readouterr().err
 
 
+def test_a_task_module_whose_task_cannot_train_is_named_when_it_is_built(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name, change, error, message in (
+        (
+            "string_epochs",
+            ("epochs=1.0", 'epochs="1"'),
+            ValueError,
+            "task 'binary': epochs must be a finite number above 0, got '1'",
+        ),
+        (
+            "zero_batch",
+            ("batch_size=16", "batch_size=0"),
+            ValueError,
+            "task 'binary': batch_size must be an int of at least 1, got 0",
+        ),
+        ("text_grammar", ("SymbolGrammar(", "str("), TypeError, "task 'binary': grammar must be a SymbolGrammar, got str"),
+    ):
+        (tmp_path / f"task_{name}.py").write_text(BINARY_TASK.replace(*change))
+        with pytest.raises(error, match=message):
+            build_task(f"task_{name}")
+
+
 def test_the_pipeline_command_takes_the_chain_and_the_batch_size_over_the_tasks(tmp_path, one_thread, monkeypatch):
     from neurosym.pipelines import value_chain
 

@@ -534,4 +534,5 @@ def _table(task: Task, results: dict[str, Any]) -> str:
         f"\n{split} subsets: " + ", ".join(f"{name} {100 * accuracy:.1f}" for name, accuracy in scores.items())
         for split, scores in results["subsets"].items()
     )
-    return f"{task.name}: {results['data_note']}\n" + format_table(headers, rows) + "\n" + speed + subsets
+    title = f"{task.name}: {results['data_note']}" if results["data_note"] else task.name
+    return f"{title}\n" + format_table(headers, rows) + "\n" + speed + subsets

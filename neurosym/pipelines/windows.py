@@ -84,7 +84,7 @@ def real_positions(lengths: torch.Tensor, steps: int) -> torch.Tensor:
 def stack_windows(rows: Sequence[torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
     """``B`` records' windows ``[n_b, 32, 32]`` → windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]``."""
     lengths = torch.tensor([len(row) for row in rows], dtype=torch.long)
-    windows = torch.zeros(len(rows), int(lengths.max()), WINDOW, WINDOW, dtype=torch.uint8)
+    windows = torch.zeros(len(rows), int(lengths.max()) if len(rows) else 0, WINDOW, WINDOW, dtype=torch.uint8)
     for index, row in enumerate(rows):
         windows[index, : len(row)] = row
     return windows, lengths

@@ -23,6 +23,7 @@ from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import SentenceSource
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
+from neurosym.training.checks import int_at_least, positive_number
 
 TASKS: dict[str, str] = {
     "mnist-add": "neurosym.tasks.mnist_add",
@@ -76,6 +77,20 @@ class Task:
     published: Sequence[Published] = ()
     data_note: str = ""
     subsets: Mapping[str, Mapping[str, SentenceSource]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:  # a task module's mistake, named at its build rather than deep inside a run
+        for value, kind, what in ((self.grammar, SymbolGrammar, "grammar"), (self.semantics, TreeSemantics, "semantics")):
+            if not isinstance(value, kind):
+                raise TypeError(f"task {self.name!r}: {what} must be a {kind.__name__}, got {type(value).__name__}")
+        if not callable(self.make_reader):
+            raise TypeError(f"task {self.name!r}: make_reader must be callable (it builds a fresh reader)")
+        where = f"task {self.name!r}:"
+        positive_number(self.epochs, f"{where} epochs")
+        positive_number(self.learning_rate, f"{where} learning_rate")
+        positive_number(self.augment_style, f"{where} augment_style", zero=True)
+        int_at_least(self.batch_size, f"{where} batch_size", 1)
+        int_at_least(self.augment_shift, f"{where} augment_shift", 0)
+        int_at_least(self.restarts, f"{where} restarts", 0)
 
 
 READER_WIDTH = 32

@@ -34,3 +34,9 @@ def positive_number(value: object, name: str, zero: bool = False, infinity: bool
         expected = "at least 0" if zero else "above 0"
         raise ValueError(f"{name} must be a {'' if infinity else 'finite '}number {expected}, got {value!r}")
     return number
+
+
+def check_batch_fits(dataset_size: int, batch_size: int) -> None:
+    """``ValueError`` unless ``dataset_size`` examples fill one batch of ``batch_size``."""
+    if dataset_size < batch_size:
+        raise ValueError(f"the training set ({dataset_size} examples) is smaller than one batch ({batch_size})")

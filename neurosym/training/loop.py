@@ -27,7 +27,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
-from neurosym.training.checks import int_at_least, is_real, positive_number
+from neurosym.training.checks import check_batch_fits, int_at_least, is_real, positive_number
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
@@ -181,8 +181,7 @@ def _check(config: TrainConfig, context: DistributedContext, dataset_size: int) 
     """The per-process batch size, after checking that ``dataset_size`` examples fill a global batch."""
     if config.batch_size % context.world_size:
         raise ValueError(f"batch_size {config.batch_size} is not divisible by the {context.world_size} processes")
-    if dataset_size < config.batch_size:
-        raise ValueError(f"the training set ({dataset_size} examples) is smaller than one batch ({config.batch_size})")
+    check_batch_fits(dataset_size, config.batch_size)
     return config.batch_size // context.world_size
 
 

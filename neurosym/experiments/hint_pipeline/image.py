@@ -30,6 +30,7 @@ from neurosym.plots.hint_pipeline import plot_training
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
 from neurosym.training.checkpoint import CheckpointMismatch, save_checkpoint
+from neurosym.training.checks import check_batch_fits
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
@@ -49,7 +50,7 @@ def hint_reader(options: Mapping[str, Any]) -> SymbolClassifier:
 
 
 def _row(name: str, scores: dict[str, float]) -> list:
-    return [name, *(100 * scores[s] for s in SUBSETS), symbol_cell(scores)]
+    return [name, *(f"{100 * scores[s]:.1f}" for s in SUBSETS), symbol_cell(scores)]
 
 
 def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
@@ -80,6 +81,8 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
         seed=args.seed,
         checkpoint_every=args.checkpoint_every,
     )
+    if not args.ensemble:  # (batches are drawn with replacement: a larger one only repeats expressions, at any memory)
+        check_batch_fits(len(data.splits["train"]), config.batch_size)
     checkpoint = out / "checkpoint.pt"
     if not args.resume and not args.ensemble:
         checkpoint.unlink(missing_ok=True)
