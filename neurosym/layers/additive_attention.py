@@ -6,7 +6,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes
+from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes, check_tensor
 from neurosym.layers.value_checks import values_are_readable
 
 
@@ -47,6 +47,10 @@ class AdditiveAttention(nn.Module):
     def _check_inputs(
         self, query: torch.Tensor, keys: torch.Tensor, projected: torch.Tensor, key_padding_mask: torch.Tensor | None
     ) -> None:
+        for tensor, what in ((query, "query"), (keys, "keys"), (projected, "projected_keys (project_keys(keys))")):
+            check_tensor(tensor, what)
+        if key_padding_mask is not None:
+            check_tensor(key_padding_mask, "key_padding_mask (or None)")
         if query.dim() != 2 or query.shape[-1] != self.query_dim:
             raise ValueError(f"query must have shape [batch, {self.query_dim}], got {tuple(query.shape)}")
         batch = query.shape[0]

@@ -27,6 +27,13 @@ def check_sizes(**sizes: object) -> None:
             raise ValueError(f"{name} must be an int of at least 1, got {size!r}")
 
 
+def check_tensor(x: object, what: str) -> None:
+    """Raise ``TypeError`` naming ``what`` unless ``x`` is a ``torch.Tensor`` (a list or ``None`` failed deep inside, on
+    ``x.dim()`` or ``x.dtype``)."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
+
+
 def check_sequence(x: torch.Tensor, dim: int, what: str, batch: int | None = None) -> None:
     """Raise ``ValueError`` unless ``x`` is ``[batch, length, dim]`` (any batch when ``batch`` is None)."""
     if x.dim() != 3 or x.shape[-1] != dim or (batch is not None and x.shape[0] != batch):

@@ -43,6 +43,21 @@ class TreeSemantics:
     """
 
     def __init__(self, rules: Transformer | Mapping[str, Callable], inverses: Mapping[str, Inverse] | None = None):
+        if not isinstance(rules, Transformer | Mapping):
+            raise TypeError(f"TreeSemantics takes a Lark Transformer or a mapping rule -> callable, got {type(rules).__name__}")
+        if inverses is not None and not isinstance(inverses, Mapping):
+            raise TypeError(f"inverses must be a mapping rule -> inverse callable, got {type(inverses).__name__}")
+        # (a rule of 5 was taken, and failed in training as "'int' object is not callable"; a Transformer's methods are
+        # looked up by Lark's own rules at evaluation)
+        for what, table in (
+            ("rule {!r}", rules if isinstance(rules, Mapping) else {}),
+            ("the inverse of rule {!r}", inverses or {}),
+        ):
+            for name, function in table.items():
+                if not isinstance(name, str):
+                    raise TypeError(f"rules and inverses are keyed by names (strings), got {type(name).__name__} {name!r}")
+                if not callable(function):
+                    raise TypeError(f"{what.format(name)} must be callable, got {type(function).__name__} {function!r:.40}")
         self.rules = rules
         self.inverses = dict(inverses or {})
         self._callables: dict[str, Callable | None] = {}

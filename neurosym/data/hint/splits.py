@@ -43,7 +43,7 @@ class SplitRules:
     min_train_ops: int = 0
 
     def __post_init__(self) -> None:
-        if not 0 < self.scale <= 1:
+        if positive_number(self.scale, "scale") > 1:  # (a string such as "0.01" failed in the comparison, True was 1)
             raise ValueError(f"scale must be in (0, 1], got {self.scale}")
         if not 0 <= self.min_train_ops <= self.max_train_ops < self.max_test_ops:
             raise ValueError("need 0 <= min_train_ops <= max_train_ops < max_test_ops")

@@ -15,7 +15,7 @@ import torch
 from einops import pack, rearrange
 from torch import Tensor, nn
 
-from neurosym.layers.shape_checks import autocast_enabled, check_dtype_of
+from neurosym.layers.shape_checks import autocast_enabled, check_dtype_of, check_tensor
 
 
 def ensemble_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -107,7 +107,9 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         return nn.Parameter(torch.empty(*self.ensemble_shape, *shape))
 
     def check_input(self, x: Tensor) -> None:
-        """Raise ``ValueError`` naming expected and received shapes unless ``x`` is ``[(S,) ..., in]``."""
+        """Raise ``ValueError`` naming expected and received shapes unless ``x`` is ``[(S,) ..., in]`` (``TypeError``
+        unless it is a tensor)."""
+        check_tensor(x, f"{type(self).__name__}: the input")
         expected = f"[..., {self.in_features}]" if self.ensemble is None else f"[{self.ensemble}, ..., {self.in_features}]"
         min_dims = 1 + len(self.ensemble_shape)
         if x.dim() < min_dims or x.shape[-1] != self.in_features or (self.ensemble is not None and x.shape[0] != self.ensemble):

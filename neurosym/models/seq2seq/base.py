@@ -56,14 +56,20 @@ class Seq2Seq(nn.Module, ABC):
         """Most likely token at every step, ``[B, L]`` with ``L <= max_len`` (without ``bos``).
 
         Decoding stops when every sequence has produced ``eos``; after its ``eos`` a sequence is filled
-        with ``eos``. ``use_cache=False`` makes Transformers recompute the whole prefix at every step
-        (slower, same result); recurrent decoders are incremental either way.
+        with ``eos`` (a negative ``eos`` is never produced: ``max_len`` tokens are decoded). ``use_cache=False``
+        makes Transformers recompute the whole prefix at every step (slower, same result); recurrent decoders are
+        incremental either way.
         """
         if not isinstance(max_len, int) or max_len < 1:
             raise ValueError(f"max_len must be an int of at least 1, got {max_len!r}")
-        # eos may be any number: one no step emits decodes max_len tokens; a bos of 0.5 was read as token 0
+        # a bos of 0.5 was read as token 0; an eos of 99 (not a target id) never stopped decoding. A negative eos (the
+        # speed benchmark's -1) is one no step emits, on purpose: max_len tokens are decoded.
         if not is_int(bos) or not 0 <= bos < self.target_vocab:
             raise ValueError(f"bos ({bos}) must be a target id in [0, {self.target_vocab})")
+        if not is_int(eos) or eos >= self.target_vocab:
+            raise ValueError(
+                f"eos ({eos}) must be a target id in [0, {self.target_vocab}) (or negative: none, decode max_len tokens)"
+            )
         batch = src_mask.shape[0]
         state = self.start_decoding(src, src_mask, use_cache=use_cache)
         tokens = torch.full((batch,), bos, dtype=torch.long, device=src_mask.device)
