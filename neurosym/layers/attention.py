@@ -227,10 +227,29 @@ class MultiheadAttention(nn.Module):
             if values_are_readable(fully_padded) and fully_padded.any():
                 row = int(fully_padded.nonzero()[0, 0])
                 raise ValueError(f"every key of batch element {row} is padding: nothing to attend to")
-        if cache is not None and cache.keys is not None and cache.keys.shape[0] != query.shape[0]:
+        if cache is not None and cache.keys is not None:
+            self._check_cache(cache.keys, query, key_value, cache.position)
+
+    @staticmethod
+    def _check_cache(keys: torch.Tensor, query: torch.Tensor, key_value: torch.Tensor | None, position: int) -> None:
+        """Raise ``ValueError`` unless a cache holding ``keys [B, H, Tk, d]`` fits this call, by shapes and devices
+        alone (the values are never compared: a memory of the same shape is taken for the same one)."""
+        if keys.shape[0] != query.shape[0]:
             raise ValueError(
-                f"this cache holds the keys of a batch of {cache.keys.shape[0]}, the query has {query.shape[0]}: "
+                f"this cache holds the keys of a batch of {keys.shape[0]}, the query has {query.shape[0]}: "
                 "a new batch needs a new AttentionCache"
             )
-        if cache is not None and key_value is None and cache.keys is not None and cache.position != cache.keys.shape[2]:
+        if keys.device != query.device:
+            raise ValueError(
+                f"this cache holds keys on {keys.device}, the query is on {query.device}: a new device needs a new AttentionCache"
+            )
+        if key_value is None and position != keys.shape[2]:
             raise ValueError("this cache belongs to a cross-attention module, not to a self-attention one")
+        if key_value is not None and position:
+            raise ValueError("this cache belongs to a self-attention module, not to a cross-attention one")
+        if key_value is not None and key_value.shape[1] != keys.shape[2]:
+            # with the cached keys of the first memory, a memory of another length was silently ignored
+            raise ValueError(
+                f"this cache holds the keys of a memory of {keys.shape[2]} positions, the memory (key_value) has "
+                f"{key_value.shape[1]}: a new memory needs a new AttentionCache"
+            )

@@ -41,9 +41,15 @@ def check_sequence(x: torch.Tensor, dim: int, what: str, batch: int | None = Non
 
 
 def check_dtype_of(x: torch.Tensor, module: nn.Module, what: str) -> None:
-    """Raise ``ValueError`` unless floating ``x`` has the dtype of ``module``'s parameters, outside autocast (where
-    torch's own message would only say, from deep in a matmul, that two dtypes differ)."""
+    """Raise ``ValueError`` unless ``x`` is floating point (under autocast too: token ids are embedded first, not
+    converted) with the dtype of ``module``'s parameters, outside autocast (where torch's own message would only say,
+    from deep in a matmul, that two dtypes differ)."""
     dtype = next(module.parameters()).dtype
+    if not x.is_floating_point():  # module.to(torch.int64) would be no fix: a layer computes in floating point
+        raise ValueError(
+            f"{what} must be floating point (the {type(module).__name__}'s parameters are {dtype}), got {x.dtype}; "
+            "embed token ids first (e.g. with nn.Embedding)"
+        )
     if x.dtype != dtype and not autocast_enabled(x):
         raise ValueError(
             f"{what} has dtype {x.dtype} but the {type(module).__name__}'s parameters are {dtype}; "

@@ -165,8 +165,7 @@ class _LayerStack(nn.Module):
         attention_bias: bool = True,
     ) -> None:
         super().__init__()
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, got {depth}")
+        check_sizes(dim=dim, depth=depth, heads=heads, ff_dim=ff_dim)  # a depth of 2.0 failed in range()
         options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos, attention_bias=attention_bias)
         self.layers = nn.ModuleList(self.layer_type(dim, heads, ff_dim, dropout, **options) for _ in range(depth))
         self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()

@@ -10,7 +10,7 @@ from torch import nn
 
 from neurosym.layers.value_checks import check_token_ids, values_are_readable
 from neurosym.models.seq2seq.padding import real_first
-from neurosym.training.checks import is_int
+from neurosym.training.checks import int_at_least, is_int
 
 
 class Seq2Seq(nn.Module, ABC):
@@ -60,8 +60,7 @@ class Seq2Seq(nn.Module, ABC):
         makes Transformers recompute the whole prefix at every step (slower, same result); recurrent decoders are
         incremental either way.
         """
-        if not isinstance(max_len, int) or max_len < 1:
-            raise ValueError(f"max_len must be an int of at least 1, got {max_len!r}")
+        max_len = int_at_least(max_len, "max_len", 1)  # a numpy int too, as bos and eos
         # a bos of 0.5 was read as token 0; an eos of 99 (not a target id) never stopped decoding. A negative eos (the
         # speed benchmark's -1) is one no step emits, on purpose: max_len tokens are decoded.
         if not is_int(bos) or not 0 <= bos < self.target_vocab:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import inspect
+from typing import Any, Literal
 
 from torch import nn
 
@@ -11,11 +12,29 @@ from neurosym.models.seq2seq.front_ends import BoundaryMarkers, ImageWindowFront
 from neurosym.models.seq2seq.rnn import RNNSeq2Seq
 from neurosym.models.seq2seq.transformer import TransformerSeq2Seq
 from neurosym.perception.cnn import ResNet18, SmallCNN
+from neurosym.training.checks import int_at_least, is_int
 
 MODEL_NAMES = ("gru", "lstm", "gru_att", "lstm_att", "transformer", "transformer_rel", "transformer_rel_uni")
 CNN_NAMES = ("small", "resnet18")
 RNN_HIDDEN = 512
 """Hidden units of the RNN baselines when none are given (the HINT release)."""
+
+_SHARED_OPTIONS = ("hidden", "encoder_layers", "decoder_layers", "dropout")
+_RNN_OPTIONS = (*_SHARED_OPTIONS, "bidirectional")
+_TRANSFORMER_OPTIONS = (
+    *_SHARED_OPTIONS, "dim", "heads", "pre_norm", "attention_bias", "embedding_dropout", "init"
+)  # fmt: skip
+MODEL_OPTIONS: dict[str, tuple[str, ...]] = {
+    "gru": _RNN_OPTIONS,
+    "lstm": _RNN_OPTIONS,
+    "gru_att": _RNN_OPTIONS,
+    "lstm_att": _RNN_OPTIONS,
+    "transformer": _TRANSFORMER_OPTIONS,
+    "transformer_rel": (*_TRANSFORMER_OPTIONS, "relative"),
+    "transformer_rel_uni": (*_TRANSFORMER_OPTIONS, "relative", "step_embedding"),
+}
+"""The keyword options of :func:`build_seq2seq` that each of :data:`MODEL_NAMES` reads (the others it refuses unless
+left at their defaults)."""
 
 
 def build_front_end(
@@ -82,15 +101,26 @@ def build_seq2seq(
     layer of ``transformer_rel_uni`` (the release has none). ``decoder_layers`` is 1 for both, as in the HINT release.
     ``bidirectional=True`` gives an RNN a bidirectional encoder (``hidden / 2`` units per direction,
     see :class:`RNNSeq2Seq`); Transformer encoders see the whole source anyway. ``attention_bias``,
-    ``embedding_dropout`` and ``init`` configure the Transformers (see :class:`TransformerSeq2Seq`).
+    ``embedding_dropout`` and ``init`` configure the Transformers (see :class:`TransformerSeq2Seq`). An option that
+    the model ``name`` does not read (:data:`MODEL_OPTIONS`: ``relative`` the relative Transformers, ``step_embedding``
+    ``transformer_rel_uni``) raises ``ValueError`` unless left at its default, as does a size that is no int.
     """
     if name not in MODEL_NAMES:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODEL_NAMES)}")
-    if target_vocab < 1 or (dim is not None and dim < 1):
+    if (is_int(target_vocab) and target_vocab < 1) or (dim is not None and is_int(dim) and dim < 1):
         raise ValueError(f"target_vocab and dim must be positive, got {target_vocab} and {dim}")
+    sizes = dict(dim=dim, hidden=hidden, heads=heads, encoder_layers=encoder_layers, decoder_layers=decoder_layers)
+    target_vocab = int_at_least(target_vocab, "target_vocab", 1)  # 2.5 failed in torch.empty()
+    for size_name, size in sizes.items():
+        if size is not None:
+            int_at_least(size, size_name, 1)
+    options = dict(
+        dim=dim, hidden=hidden, heads=heads, encoder_layers=encoder_layers, decoder_layers=decoder_layers, dropout=dropout,
+        relative=relative, pre_norm=pre_norm, step_embedding=step_embedding, bidirectional=bidirectional,
+        attention_bias=attention_bias, embedding_dropout=embedding_dropout, init=init,
+    )  # fmt: skip
+    _reject_unused(name, options)
     is_rnn = name.startswith(("gru", "lstm"))
-    if bidirectional and not is_rnn:
-        raise ValueError(f"bidirectional applies to the RNN encoders, not to {name!r}")
     if is_rnn:
         return RNNSeq2Seq(
             front_end,
@@ -121,3 +151,15 @@ def build_seq2seq(
         embedding_dropout=embedding_dropout,
         init=init,
     )
+
+
+def _reject_unused(name: str, options: dict[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first of ``options`` that model ``name`` does not read (see
+    :data:`MODEL_OPTIONS`) and that is set away from its default: the model would silently ignore it."""
+    defaults = {key: item.default for key, item in inspect.signature(build_seq2seq).parameters.items()}
+    used = MODEL_OPTIONS[name]
+    if given := next((key for key, value in options.items() if key not in used and value != defaults[key]), None):
+        users = [model for model in MODEL_NAMES if given in MODEL_OPTIONS[model]]
+        raise ValueError(
+            f"{given}={options[given]!r} applies to {', '.join(users)}, not to {name!r}, which would ignore it (drop it)"
+        )

@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 
 from neurosym.data.hint import EVAL_SUBSETS, collate_hint
 from neurosym.models.seq2seq.base import Seq2Seq
-from neurosym.models.seq2seq.factory import build_front_end, build_seq2seq
+from neurosym.models.seq2seq.factory import MODEL_OPTIONS, build_front_end, build_seq2seq
 from neurosym.models.seq2seq.hint_task import TARGET_VOCAB, exact_match_by_subset, sequence_loss
 from neurosym.training import DistributedContext, TrainConfig, TrainResult, train
 
@@ -59,12 +59,10 @@ def build_baseline(
     read by ``cnn``). The defaults are the HINT release's (``sweeps/transformer.yaml`` and ``rnn.yaml``):
     embeddings of 128; Transformers of width 512, 8 heads, feed-forward 2,048, post-norm, dropout 0.1, the
     release's initialisation, attention projections without biases, no embedding dropout in the relative
-    models; RNNs of 512 units, dropout 0.5; every source framed by start and end vectors."""
+    models; RNNs of 512 units, dropout 0.5; every source framed by start and end vectors. A model is built with the
+    options it reads (:data:`~neurosym.models.seq2seq.factory.MODEL_OPTIONS`): an RNN ignores the Transformer ones."""
     front_end = build_front_end(input_type, embedding, vocab_size=source_vocab, cnn=cnn, boundaries=source_boundaries)
-    return build_seq2seq(
-        name,
-        front_end,
-        TARGET_VOCAB,
+    options: dict[str, Any] = dict(
         dim=dim,
         hidden=hidden,
         heads=heads,
@@ -78,6 +76,8 @@ def build_baseline(
         embedding_dropout=name == "transformer" if embedding_dropout is None else embedding_dropout,
         init=init,
     )
+    used = MODEL_OPTIONS.get(name, ())  # the release's Transformer settings are no RNN's (build_seq2seq refuses them)
+    return build_seq2seq(name, front_end, TARGET_VOCAB, **{key: value for key, value in options.items() if key in used})
 
 
 def train_baseline(

@@ -127,16 +127,17 @@ def build_model(name: str, config: ModelConfig) -> Seq2Seq:
     if name not in NEURAL_MODELS:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(NEURAL_MODELS)}")
     transformer = name == "transformer"
+    # each model gets the options it reads (build_seq2seq refuses the others): heads the Transformer, bidirectional the LSTMs
+    options: dict[str, Any] = {"heads": config.heads} if transformer else {"bidirectional": name == "lstm_att_bi"}
     return build_seq2seq(
         name.removesuffix("_bi"),
         build_front_end("symbol", config.dim, vocab_size=VOCAB_SIZE),
         VOCAB_SIZE,
         hidden=config.ff_dim if transformer else config.lstm_hidden,
-        heads=config.heads,
         encoder_layers=config.encoder_layers if transformer else config.lstm_encoder_layers,
         decoder_layers=config.decoder_layers if transformer else 1,
         dropout=config.dropout,
-        bidirectional=name == "lstm_att_bi",
+        **options,
     )
 
 

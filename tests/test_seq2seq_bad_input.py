@@ -1,0 +1,184 @@
+"""Bad input to the Transformer layers and the seq2seq models is named at the entry point (an audit's findings):
+a decoder cache reused with another memory, numpy ints for greedy decoding, fractional layer counts, integer
+inputs to attention, and build_seq2seq's sizes and the options a model would ignore."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from neurosym.layers.attention import AttentionCache, MultiheadAttention
+from neurosym.layers.relative_attention import RelativeMultiheadAttention
+from neurosym.layers.transformer import TransformerDecoder, TransformerEncoder
+from neurosym.models import build_front_end, build_seq2seq
+from neurosym.models.seq2seq.factory import MODEL_NAMES, MODEL_OPTIONS
+from neurosym.models.seq2seq.hint_baseline import build_baseline
+from neurosym.models.seq2seq.mathematics_task import CONFIGS, build_model
+
+DIM, HEADS, FF = 16, 4, 32
+
+
+def _decoder() -> TransformerDecoder:
+    torch.manual_seed(0)
+    return TransformerDecoder(DIM, 2, HEADS, FF, dropout=0.0).eval()
+
+
+def test_a_decoder_cache_reused_with_a_memory_of_another_length_is_refused() -> None:
+    decoder = _decoder()
+    cache = decoder.new_cache()
+    x = torch.randn(2, 1, DIM)
+    decoder(x, torch.randn(2, 5, DIM), cache=cache)
+    # the cached keys of the first memory were used, the 7 new positions silently ignored
+    with pytest.raises(ValueError, match="holds the keys of a memory of 5 positions, the memory .key_value. has 7"):
+        decoder(x, torch.randn(2, 7, DIM), cache=cache)
+
+
+def test_a_decoder_cache_reused_with_a_memory_of_the_same_shape_still_decodes() -> None:
+    """Values are never compared: the same shape passes (another tensor object too), and the result equals the
+    uncached decoding of the whole prefix."""
+    decoder = _decoder()
+    memory, target = torch.randn(2, 5, DIM), torch.randn(2, 3, DIM)
+    cache = decoder.new_cache()
+    steps = [decoder(target[:, t : t + 1], memory.clone(), cache=cache) for t in range(3)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), decoder(target, memory))
+
+
+def test_attention_caches_are_checked_by_batch_length_and_kind() -> None:
+    module = MultiheadAttention(DIM, HEADS).eval()
+    query, memory = torch.randn(2, 1, DIM), torch.randn(2, 4, DIM)
+    cross = AttentionCache()
+    module(query, memory, cache=cross)
+    with pytest.raises(ValueError, match="a batch of 2, the query has 3: a new batch needs a new AttentionCache"):
+        module(torch.randn(3, 1, DIM), torch.randn(3, 4, DIM), cache=cross)
+    with pytest.raises(ValueError, match="a memory of 4 positions, the memory .key_value. has 3"):
+        module(query, memory[:, :3], cache=cross)
+    with pytest.raises(ValueError, match="belongs to a cross-attention module"):
+        module(torch.randn(2, 4, DIM), cache=cross)
+    own = AttentionCache()
+    module(query, causal=True, cache=own)
+    module(query, causal=True, cache=own)
+    with pytest.raises(ValueError, match="belongs to a self-attention module, not to a cross-attention one"):
+        module(query, torch.randn(2, 2, DIM), cache=own)
+
+
+def test_a_cache_on_another_device_is_named() -> None:
+    module = MultiheadAttention(DIM, HEADS).eval()
+    cache = AttentionCache()
+    module(torch.randn(2, 1, DIM), torch.randn(2, 4, DIM), cache=cache)
+    assert cache.keys is not None
+    cache.keys = cache.keys.to("meta")  # a cache built on another device (meta: shapes only)
+    with pytest.raises(ValueError, match="holds keys on meta, the query is on cpu"):
+        module(torch.randn(2, 1, DIM), torch.randn(2, 4, DIM), cache=cache)
+
+
+@pytest.mark.parametrize("model", ["gru_att", "transformer_rel"])
+def test_greedy_decode_takes_numpy_ints_for_max_len(model: str) -> None:
+    torch.manual_seed(0)
+    front = build_front_end("symbol", 16, vocab_size=10)
+    built = build_seq2seq(model, front, 13, hidden=32, encoder_layers=1, dropout=0.0).eval()
+    src, src_mask = torch.randint(0, 10, (2, 4)), torch.zeros(2, 4, dtype=torch.bool)
+    decoded = built.greedy_decode(src, src_mask, max_len=np.int64(3), bos=np.int64(11), eos=-1)
+    assert torch.equal(decoded, built.greedy_decode(src, src_mask, max_len=3, bos=11, eos=-1))
+    assert decoded.shape == (2, 3)
+    for bad in (3.0, np.float64(3.0), True, np.int64(0)):
+        with pytest.raises(ValueError, match="max_len must be an int of at least 1, got"):
+            built.greedy_decode(src, src_mask, max_len=bad, bos=11, eos=-1)
+
+
+@pytest.mark.parametrize("stack", [TransformerEncoder, TransformerDecoder])
+@pytest.mark.parametrize(
+    ("arguments", "named"),
+    [
+        ((DIM, 2.0, HEADS, FF), "depth must be an int of at least 1, got 2.0"),
+        ((DIM, 0, HEADS, FF), "depth must be an int of at least 1, got 0"),
+        ((DIM, 2, 4.0, FF), "heads must be an int of at least 1, got 4.0"),
+        ((DIM, 2, HEADS, 32.0), "ff_dim must be an int of at least 1, got 32.0"),
+        ((16.0, 2, HEADS, FF), "dim must be an int of at least 1, got 16.0"),
+    ],
+)
+def test_transformer_stacks_name_a_count_that_is_no_int(stack: type, arguments: tuple, named: str) -> None:
+    # TransformerEncoder(16, 2.0, 4, 32) raised "'float' object cannot be interpreted as an integer"
+    with pytest.raises(ValueError, match=named):
+        stack(*arguments)
+
+
+def test_transformer_stacks_take_numpy_ints() -> None:
+    encoder = TransformerEncoder(np.int64(DIM), np.int64(2), np.int64(HEADS), np.int64(FF))
+    assert len(encoder.layers) == 2
+    assert encoder(torch.randn(2, 3, DIM)).shape == (2, 3, DIM)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [MultiheadAttention(DIM, HEADS), RelativeMultiheadAttention(DIM, HEADS), TransformerEncoder(DIM, 1, HEADS, FF)],
+    ids=["vanilla", "relative", "encoder"],
+)
+def test_an_integer_input_is_told_to_be_embedded_not_the_module_converted(module: torch.nn.Module) -> None:
+    ids = torch.zeros(2, 3, DIM, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"must be floating point .* got torch.int64; embed token ids first") as raised:
+        module(ids)
+    assert "module.to" not in str(raised.value)
+    with torch.autocast("cpu", dtype=torch.bfloat16), pytest.raises(ValueError, match="must be floating point"):
+        module(ids)  # autocast does not cast integer inputs either
+    with pytest.raises(ValueError, match=r"has dtype torch.float64 but .* convert the input"):
+        module(ids.double())  # a floating input of another dtype keeps its advice
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("target_vocab", 2.5), ("target_vocab", "12"), ("hidden", 64.0), ("dim", 16.0), ("encoder_layers", 1.5)],
+)
+def test_build_seq2seq_names_a_size_that_is_no_int(option: str, value: object) -> None:
+    front = build_front_end("symbol", 16, vocab_size=10)
+    arguments: dict = {"target_vocab": 12, option: value}
+    with pytest.raises(ValueError, match=f"{option} must be an int of at least 1, got {value!r}"):
+        build_seq2seq("transformer", front, **arguments)
+
+
+def test_build_seq2seq_takes_a_numpy_target_vocab() -> None:
+    front = build_front_end("symbol", 16, vocab_size=10)
+    model = build_seq2seq("gru", front, np.int64(12), hidden=16)
+    assert model.target_vocab == 12 and type(model.target_vocab) is int
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "value", "users"),
+    [
+        ("transformer", "relative", "rope", "transformer_rel, transformer_rel_uni"),
+        ("transformer", "relative", "shaw", "transformer_rel, transformer_rel_uni"),
+        ("gru", "init", "xavier", "transformer, transformer_rel, transformer_rel_uni"),
+        ("gru_att", "heads", 8, "transformer, transformer_rel, transformer_rel_uni"),
+        ("lstm", "dim", 32, "transformer, transformer_rel, transformer_rel_uni"),
+        ("lstm_att", "pre_norm", False, "transformer, transformer_rel, transformer_rel_uni"),
+        ("transformer_rel", "step_embedding", True, "transformer_rel_uni"),
+        ("transformer_rel_uni", "bidirectional", True, "gru, lstm, gru_att, lstm_att"),
+    ],
+)
+def test_build_seq2seq_refuses_an_option_the_model_would_ignore(name: str, option: str, value: object, users: str) -> None:
+    front = build_front_end("symbol", 16, vocab_size=10)
+    with pytest.raises(ValueError, match=f"{option}={value!r} applies to {users}, not to {name!r}, which would ignore it"):
+        build_seq2seq(name, front, 12, **{option: value})
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_options_at_their_defaults_and_the_models_own_options_build(name: str) -> None:
+    front = build_front_end("symbol", 16, vocab_size=10)
+    defaults = dict(
+        dim=None, heads=4, relative="xl", pre_norm=True, step_embedding=False, bidirectional=False,
+        attention_bias=True, embedding_dropout=True, init="torch",
+    )  # fmt: skip
+    assert build_seq2seq(name, front, 12, hidden=16, encoder_layers=1, **defaults).target_vocab == 12
+    own = {"bidirectional": True, "heads": 2, "relative": "shaw", "step_embedding": True, "init": "release"}
+    chosen = {key: value for key, value in own.items() if key in MODEL_OPTIONS[name]}
+    assert build_seq2seq(name, front, 12, hidden=16, encoder_layers=1, **chosen).target_vocab == 12
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_the_hint_baselines_and_the_mathematics_models_pass_only_the_options_each_reads(name: str) -> None:
+    """build_baseline's release defaults (8 heads, width 512, relative xl_clipped, its init) are the Transformers'
+    only; the Mathematics LSTMs get no heads (the smoke configuration has 2, not the default 4)."""
+    model = build_baseline(name, "symbol", 10, embedding=8, dim=16, hidden=16, heads=2, encoder_layers=1)
+    assert model.target_vocab > 0
+    for mathematics in ("transformer", "lstm_att", "lstm_att_bi"):
+        assert build_model(mathematics, CONFIGS["smoke"]).target_vocab > 0
