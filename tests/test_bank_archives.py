@@ -44,12 +44,13 @@ def test_a_valid_archive_loads_with_its_splits_sources_and_tokens(tmp_path):
     [
         ({"labels": None}, r"lacks the arrays \['labels'\]"),
         ({"images": None}, r"lacks the arrays \['images'\]"),
-        ({"images": np.zeros((4, 28, 28), np.float32)}, r"images must be uint8 \[N, H, W\].*float32 \[4, 28, 28\]"),
-        ({"images": np.zeros((4, 784), np.uint8)}, r"images must be uint8 \[N, H, W\].*uint8 \[4, 784\]"),
+        ({"images": np.zeros((4, 28, 28), np.float32)}, r"images must be uint8 \[N, S, S\].*float32 \[4, 28, 28\]"),
+        ({"images": np.zeros((4, 784), np.uint8)}, r"images must be uint8 \[N, S, S\].*uint8 \[4, 784\]"),
         (
             {"images": np.zeros((0, 28, 28), np.uint8), "labels": np.array([], str)},
-            r"images must .* N, H, W >= 1, got uint8 \[0, 28, 28\]",
+            r"images must .* N, S >= 1, got uint8 \[0, 28, 28\]",
         ),
+        ({"images": np.zeros((4, 28, 20), np.uint8)}, r"images must be uint8 \[N, S, S\] \(square\).*uint8 \[4, 28, 20\]"),
         ({"labels": np.array(["1", "2", "3"])}, r"labels must be \[4\] strings \(one per image\), got <U1 \[3\]"),
         ({"splits": np.array(["train"] * 5)}, r"splits must be \[4\] strings"),
         ({"sources": np.ones((4, 2), np.int64)}, r"sources must be \[4\] strings"),

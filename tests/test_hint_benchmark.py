@@ -88,6 +88,8 @@ def test_a_finished_run_read_back_scores_and_answers_as_the_run_did(tmp_path: Pa
     assert np.mean([answer == record.res for answer, record in zip(answers, test)]) == pytest.approx(scores["all"] / 100)
     with pytest.raises(ValueError, match="symbol '&' at position 1 of '3&4' is not in the vocabulary"):
         answer_expressions(model, ["3&4"])
+    with pytest.raises(TypeError, match="answer_expressions takes a list of sentences, got one str '3\\+4': give \\['3\\+4'\\]"):
+        answer_expressions(model, "3+4")  # (was read as three expressions, '3', '+' and '4')
     with pytest.raises(ValueError, match="holds no gru_image.pt"):
         hint.trained_baseline(out, "gru", "image")
 

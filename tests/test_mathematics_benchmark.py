@@ -85,12 +85,14 @@ def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path,
     other_model = [a if a != "smoke" else "cpu" for a in argv]  # the cpu preset's sizes, the same loop settings
     sizes = ["--train-per-module", "30", "--test-per-module", "10", "--lr", "6e-4", "--batch-size", "16"]
     assert main([*other_model, *sizes, "--steps", "9", "--out", str(tmp_path / "resumed")]) == 2
-    assert "was written for another model or data (model differ)" in capsys.readouterr().err
+    assert "was written for another model or data (model." in capsys.readouterr().err  # (each differing size named)
     fewer_modules = [a if a != "arithmetic__mixed,arithmetic__div" else "arithmetic__div" for a in argv]
     assert main([*fewer_modules, "--steps", "9", "--out", str(tmp_path / "resumed")]) == 2  # was continued as its model
-    assert "was written for another model or data (data differ)" in capsys.readouterr().err
+    assert "was written for another model or data (data.modules differ)" in capsys.readouterr().err
     assert main([*argv, "--train-per-module", "20", "--steps", "9", "--out", str(tmp_path / "resumed")]) == 2  # (was the
-    assert "(data differ)" in capsys.readouterr().err  # smoke preset's 30 whatever was given)
+    assert (
+        "(data.train_per_module differ): data.train_per_module 30 there, 20 now" in capsys.readouterr().err
+    )  # smoke preset's 30 whatever was given)
 
 
 @pytest.mark.usefixtures("one_thread")

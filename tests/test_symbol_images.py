@@ -79,6 +79,10 @@ def test_bank_errors_name_the_problem():
         bank.pool_indices("1", "dev")
     with pytest.raises(ValueError, match="labels must have shape"):
         SymbolBank(bank.images, bank.labels[:3], bank.pools, bank.paths)
+    with pytest.raises(
+        ValueError, match=r"images must be square \[N, S, S\] \(one symbol, one square window\), got \(80, 4, 3\)"
+    ):
+        SymbolBank(bank.images[:, :, :3], bank.labels, bank.pools, bank.paths)  # (a strip of them was cut wrongly)
     with pytest.raises(KeyError, match="no image"):
         bank.index_of("nope/1.jpg")
     assert bank.index_of(bank.paths[5]) == 5

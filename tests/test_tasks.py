@@ -524,7 +524,10 @@ def test_resuming_a_checkpoint_of_other_options_names_them_in_one_line(tmp_path,
     assert main([*common, "--reader-width", "16", "--out", str(tmp_path)]) == 2  # another reader, same schedule
     assert "(reader_width differ): reader_width 8 there, 16 now" in capsys.readouterr().err
     assert main([*common, "--max-changes", "1", "--out", str(tmp_path)]) == 2  # the same weights, another search
-    assert "was written for another model or data (abduction differ)" in capsys.readouterr().err
+    assert (
+        "was written for another model or data (abduction.max_changes differ): abduction.max_changes 3 there, 1 now"
+        in capsys.readouterr().err
+    )
     assert main([*common, "--batch-size", "16", "--no-resume", "--out", str(tmp_path)]) == 0
 
 

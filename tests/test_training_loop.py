@@ -192,6 +192,9 @@ def test_resuming_under_another_configuration_is_refused(tmp_path: Path) -> None
     path.write_bytes(path.read_bytes()[:100])  # torn
     with pytest.raises(ValueError, match=r"run.pt is not a readable checkpoint \(RuntimeError: .*\); remove it"):
         Toy().run(3, path)
+    torch.save(torch.zeros(3), path)  # a torch file, but no checkpoint (its keys were read: AttributeError)
+    with pytest.raises(ValueError, match=r"run.pt is not a checkpoint: it holds a Tensor, not a dict; remove it"):
+        Toy().run(3, path)
 
 
 def test_a_checkpoint_past_max_steps_is_refused_and_one_at_max_steps_returns_at_once(tmp_path: Path) -> None:
@@ -217,7 +220,7 @@ class WithKinds:
 
 def test_an_absent_field_defaults_as_asdict_gives_it_for_dataclass_classes_and_instances(tmp_path: Path) -> None:
     check_resumable({}, WithKinds(), (), tmp_path / "run.pt")  # both absent from the checkpoint: their defaults
-    with pytest.raises(CheckpointMismatch, match="instance differ"):
+    with pytest.raises(CheckpointMismatch, match="instance.name differ"):
         check_resumable({"instance": {"name": "other"}}, WithKinds(), (), tmp_path / "run.pt")
 
 

@@ -104,9 +104,12 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     if path.is_dir():
         raise ValueError(f"{path} is a folder, not a checkpoint: give the path of a checkpoint file")
     try:
-        return torch.load(path, map_location=map_location, weights_only=False)
+        saved = torch.load(path, map_location=map_location, weights_only=False)
     except (RuntimeError, OSError, EOFError, ValueError, pickle.UnpicklingError) as error:
         raise ValueError(f"{path} is not a readable checkpoint ({type(error).__name__}: {_one_line(error)}); remove it") from None
+    if not isinstance(saved, dict):
+        raise ValueError(f"{path} is not a checkpoint: it holds a {type(saved).__name__}, not a dict; remove it")
+    return saved
 
 
 def _one_line(error: BaseException, width: int = 200) -> str:
@@ -171,8 +174,23 @@ def check_setup(saved: Mapping[str, Any] | None, setup: Mapping[str, Any], path:
         _refuse_differences(saved, setup, sorted({*saved, *setup}), path, "for another model or data")
 
 
+def _flat(values: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    """``values`` at ``keys``, nested mappings spelled out as dotted keys (``data.train_per_module``), so that a
+    difference names the field that differs rather than a whole nested value."""
+    flat: dict[str, Any] = {}
+    for key in keys:
+        value = values.get(key)
+        if isinstance(value, Mapping) and value:
+            flat |= {f"{key}.{inner}": item for inner, item in _flat(value, value).items()}
+        else:
+            flat[key] = value
+    return flat
+
+
 def _refuse_differences(saved: Mapping[str, Any], current: Mapping[str, Any], keys: Iterable[str], path: Any, how: str) -> None:
-    differing = sorted(key for key in keys if saved.get(key) != current.get(key))
+    keys = list(keys)
+    saved, current = _flat(saved, keys), _flat(current, keys)
+    differing = sorted(key for key in {*saved, *current} if saved.get(key) != current.get(key))
     if differing:
         values = "; ".join(
             f"{key} {_clipped(repr(saved.get(key)), 60)} there, {_clipped(repr(current.get(key)), 60)} now" for key in differing

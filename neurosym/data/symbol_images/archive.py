@@ -24,7 +24,7 @@ def _one_line(error: BaseException) -> str:
 def read_bank_archive(path: str | os.PathLike, required: Sequence[str] = ("images", "labels")) -> dict[str, np.ndarray]:
     """Read and check a bank archive; returns the arrays of :data:`ARCHIVE_ARRAYS` it holds.
 
-    ``images`` uint8 ``[N, H, W]`` (white ink on black, ``N ≥ 1``); ``labels`` ``[N]`` from
+    ``images`` uint8 ``[N, S, S]`` (square, white ink on black, ``N ≥ 1``); ``labels`` ``[N]`` from
     :data:`~neurosym.data.symbol_images.classes.BANK_LABELS` (release folder names such as ``times`` are
     mapped to their tokens); ``splits`` ``[N]`` from ``train``/``val``/``test``; ``sources`` ``[N]``
     strings. ``required`` names the arrays that must be present. A missing file raises
@@ -51,8 +51,10 @@ def read_bank_archive(path: str | os.PathLike, required: Sequence[str] = ("image
 
 def _checked(path: Path, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     images = arrays["images"]
-    if images.ndim != 3 or images.dtype != np.uint8 or min(images.shape) < 1:
-        raise ValueError(f"{path}: images must be uint8 [N, H, W] with N, H, W >= 1, got {images.dtype} {list(images.shape)}")
+    if images.ndim != 3 or images.dtype != np.uint8 or min(images.shape) < 1 or images.shape[1] != images.shape[2]:
+        raise ValueError(
+            f"{path}: images must be uint8 [N, S, S] (square) with N, S >= 1, got {images.dtype} {list(images.shape)}"
+        )
     for name in ARCHIVE_ARRAYS[1:]:
         if name not in arrays:
             continue

@@ -41,7 +41,7 @@ def assign_pools(labels: np.ndarray, seed: int = 0, fractions: Sequence[float] =
 class SymbolBank:
     """Images of single symbols, white ink on black.
 
-    ``images`` uint8 ``[N, H, W]``; ``labels`` ``[N]`` symbol tokens (``"0"``…``"9"``, ``"+"``, ``"-"``,
+    ``images`` uint8 ``[N, S, S]`` (square); ``labels`` ``[N]`` symbol tokens (``"0"``…``"9"``, ``"+"``, ``"-"``,
     ``"*"``, ``"/"``, ``"("``, ``")"``, few-shot letters, …); ``pools`` ``[N]`` from :data:`POOLS`;
     ``paths`` ``[N]`` names relative to a ``symbol_images`` folder (``"<class>/<file>.jpg"``);
     ``sources`` ``[N]`` the data set each image comes from (``"mnist"``, ``"bhmsds"``, ``"drawn"`` …;
@@ -66,6 +66,8 @@ class SymbolBank:
         self.sources = np.full(len(self.labels), "") if self.sources is None else np.asarray(self.sources).astype(str)
         if self.images.ndim != 3 or self.images.dtype != np.uint8:
             raise ValueError(f"images must be uint8 [N, H, W], got {self.images.dtype} {self.images.shape}")
+        if self.images.shape[1] != self.images.shape[2]:  # a strip of them is cut into square windows, one per symbol
+            raise ValueError(f"images must be square [N, S, S] (one symbol, one square window), got {self.images.shape}")
         n = len(self.images)
         for name in ("labels", "pools", "paths", "sources"):
             if getattr(self, name).shape != (n,):

@@ -91,7 +91,7 @@ def load_folder_bank(
 
 
 def load_npz_bank(path: str | os.PathLike, seed: int = 0, symbols: list[str] | None = None) -> SymbolBank:
-    """Read a bank from an ``.npz`` with ``images`` uint8 ``[N, H, W]`` (white on black) and ``labels`` ``[N]``.
+    """Read a bank from an ``.npz`` with ``images`` uint8 ``[N, S, S]`` (white on black) and ``labels`` ``[N]``.
 
     Its own ``splits`` array (``train``/``val``/``test``) is used when present, otherwise a seeded
     75/5/20 split; its ``sources`` when present, otherwise the file's name. ``symbols`` (tokens) restricts

@@ -59,6 +59,8 @@ def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int
     them): each encoded as its training data were, its result's digits decoded greedily (least significant first, as
     trained, at most ``max_digits``) and read as an integer; ``None`` where what is decoded is no number. A symbol
     outside the training vocabulary raises ``ValueError`` naming it and its position."""
+    if isinstance(sentences, str):  # (each character would be read as an expression of its own)
+        raise TypeError(f"answer_expressions takes a list of sentences, got one str {sentences!r}: give [{sentences!r}]")
     vocabulary = HintSymbolDataset([])  # the training data's symbol ids
     encoded = []
     for text in sentences:
