@@ -114,7 +114,10 @@ def test_the_refinement_stops_at_a_time_limit_and_a_rerun_continues_it_from_the_
     ]
     assert untimed[0] == untimed[1]
     other = replace(SMALL, glyph_steps=61, refine_steps=SMALL.refine_steps + 1)  # (the refinement's own fields may change)
-    with pytest.raises(CheckpointMismatch, match=r"refine_stages.pt was written for another model or data \(config.glyph_steps differ\): config.glyph_steps 60 there, 61"):
+    with pytest.raises(
+        CheckpointMismatch,
+        match=r"refine_stages.pt was written for another model or data \(config.glyph_steps differ\): config.glyph_steps 60 there, 61",
+    ):
         learn_grounding_from_images(source, CPU, other, checkpoint)
     with pytest.raises(CheckpointMismatch, match=r"\(data, expressions differ\)"):
         learn_grounding_from_images(WindowSource(source.records[:-1], bank, "train", 0), CPU, SMALL, checkpoint)
