@@ -16,6 +16,11 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
+def percent(fraction: float) -> str:
+    """A fraction as a table's percentage cell, one decimal: ``0.9583`` -> ``"95.8"``."""
+    return f"{100 * fraction:.1f}"
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"

@@ -16,7 +16,7 @@ import numpy as np
 
 from neurosym.data.hint import HintRecord
 from neurosym.experiments.hint_options import HintOptions
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import format_table, percent
 from neurosym.metrics.published import HINT_FEWSHOT
 from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.plots.hint_pipeline import plot_fewshot
@@ -117,7 +117,8 @@ def _report(
     done: dict[str, Any], scales: list[float], concepts: list[str], label: str, plot: Path, score_test: bool = True
 ) -> dict[str, Any]:
     """The few-shot table (validation, and test unless ``score_test`` is off) and plot; the averages per scale."""
-    measured, rows = {}, []
+    measured: dict[str, Any] = {}
+    rows: list[list[Any]] = []
     scores = (("val_accuracy", "validation set"), ("test_accuracy", "whole test set"), ("unseen_accuracy", "unseen expressions"))
     scored = scores if score_test else scores[:1]
     for scale in scales:
@@ -127,10 +128,12 @@ def _report(
                                 "avg_val": averages["val_accuracy"]}  # fmt: skip
         sizes = "/".join(sorted({str(info["train"]) for info in chosen.values()}))
         for key, what in scored:
-            rows.append([f"{sizes} training sentences, {what}", *(100 * chosen[c][key] for c in concepts), 100 * averages[key]])
+            rows.append(
+                [f"{sizes} training sentences, {what}", *(percent(chosen[c][key]) for c in concepts), percent(averages[key])]
+            )
     if not rows:
         return {}
-    paper_average = np.mean([HINT_FEWSHOT[c] for c in concepts])
+    paper_average = round(float(np.mean([HINT_FEWSHOT[c] for c in concepts])), 1)
     rows.append(["Transformer rel. uni. (paper Table 4, whole test set)", *(HINT_FEWSHOT[c] for c in concepts), paper_average])
     tested = (", on the whole test set (its training sentences included, as in HINT's Table 4) and on the unseen "
               "expressions alone") if score_test else " alone (the test sets not scored)"  # fmt: skip

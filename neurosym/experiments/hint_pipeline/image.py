@@ -16,7 +16,7 @@ from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, merge_banks, w
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
 from neurosym.experiments.hint_sources import HintData, bank_from_option, load_hint_data
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import format_table, percent
 from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, published_data
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.perception.symbol_classifier import SymbolClassifier
@@ -50,7 +50,7 @@ def hint_reader(options: Mapping[str, Any]) -> SymbolClassifier:
 
 
 def _row(name: str, scores: dict[str, float]) -> list:
-    return [name, *(f"{100 * scores[s]:.1f}" for s in SUBSETS), symbol_cell(scores)]
+    return [name, *(percent(scores[s]) for s in SUBSETS), symbol_cell(scores)]
 
 
 def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
