@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from neurosym.cli import COMMANDS, build_parser
 from neurosym.data import mnist as mnist_module
 from neurosym.data.mnist import load_mnist, mnist_path
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import format_table, percent
 from neurosym.training import autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
 from neurosym.training.checkpoint import atomic_path, save_json
 from neurosym.training.stopping import StopRequests, minutes_to_seconds, time_left
@@ -71,6 +71,7 @@ def test_report_table_and_json(tmp_path):
     table = format_table(["op", "rate"], [["+", 1.0], ["*", 0.98123]])
     lines = table.splitlines()
     assert lines[0].startswith("| op") and "0.9812" in lines[3] and len(lines) == 4
+    assert [percent(v) for v in (1.0, 0.958333, 0.0909, 0)] == ["100.0", "95.8", "9.1", "0.0"]  # one decimal, not 4 digits
     out = save_json({"a": np.arange(3)}, tmp_path / "r.json")
     assert out.read_text().replace(" ", "").replace("\n", "") == '{"a":[0,1,2]}'
 
