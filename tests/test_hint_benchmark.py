@@ -208,6 +208,8 @@ def test_a_prediction_without_end_token_is_wrong() -> None:
     assert not torch.equal(decoded, expected)
     with pytest.raises(ValueError, match="max_len >= 3"):
         align_for_exact_match(torch.tensor([[4, 2]]), tgt_out, EOS)
+    with pytest.raises(ValueError, match=r"must hold the same B rows, got \[2, 3\] and \[1, 3\]"):  # (was scored)
+        align_for_exact_match(torch.tensor([[4, 2, EOS], [4, 2, EOS]]), tgt_out, EOS)
 
 
 def test_teacher_forcing_reads_the_tokens_of_a_row_wherever_its_padding_is() -> None:

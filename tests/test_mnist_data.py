@@ -34,6 +34,10 @@ def with_part(index, images=None, labels=None):
         (with_part(2, images=np.full((4, 784), np.nan, dtype=np.float32)), r"test part has pixel values in \[nan, nan\]"),
         (with_part(1, labels=np.arange(2)), r"valid part has labels of shape \[2\] for 3 images"),
         (with_part(2, images=np.zeros((4, 700), dtype=np.float32)), r"test part has images of shape \[4, 700\]"),
+        (
+            with_part(1, images=np.zeros((0, 784), np.float32), labels=np.zeros(0, np.int64)),
+            r"valid part has images of shape \[0, 784\], expected \[N, 784\] with N >= 1",
+        ),
         (with_part(2, labels=np.array([0, 1, 12, 3])), r"test part has labels other than the digits 0 to 9, e.g. \[12\]"),
         (with_part(0, labels=np.array([0, 1, 2.5, 3, 4])), r"e.g. \[2.5\]"),
         ([(["a"], ["b"]), *parts()[1:]], "train part is not an .images, labels. pair of arrays"),

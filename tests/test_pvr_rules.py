@@ -72,6 +72,8 @@ def test_induction_finds_block_table_and_pointer_position_despite_label_noise():
     sequential = sequential_rule(length=7, complexity=1, aggregation="max")
     digits = rng.integers(0, 10, size=(300, 7))
     assert induce_rule(digits, sequential.label(digits)).rule.label(digits).tolist() == sequential.label(digits).tolist()
+    with pytest.raises(ValueError, match="labels must be integers, got dtype float64"):  # (agreed with no rule: 0.0)
+        induce_rule(digits, np.full(300, np.nan))
 
 
 def test_induction_rejects_bad_input():

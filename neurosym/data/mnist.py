@@ -110,8 +110,8 @@ def _checked_part(file: Path, name: str, part: object) -> tuple[np.ndarray, np.n
         images, labels = np.asarray(part[0], dtype=np.float32), np.asarray(part[1])
     except (TypeError, ValueError) as error:
         raise bad(f"is not an (images, labels) pair of arrays: {error}") from error
-    if images.ndim < 2 or math.prod(images.shape[1:]) != 28 * 28:
-        raise bad(f"has images of shape {list(images.shape)}, expected [N, 784]")
+    if images.ndim < 2 or math.prod(images.shape[1:]) != 28 * 28 or not len(images):
+        raise bad(f"has images of shape {list(images.shape)}, expected [N, 784] with N >= 1")
     if labels.shape != (len(images),):
         raise bad(f"has labels of shape {list(labels.shape)} for {len(images)} images")
     if images.size and not (images.min() >= 0 and images.max() <= 1):  # (NaN fails both)

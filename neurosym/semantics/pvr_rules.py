@@ -199,6 +199,8 @@ def induce_rule(
     labels = np.asarray(labels)
     if labels.shape != (len(digits),):
         raise ValueError(f"expected labels of shape [{len(digits)}], got {labels.shape}")
+    if not np.issubdtype(labels.dtype, np.integer):  # (NaN labels agreed with no rule: agreement 0, no error)
+        raise ValueError(f"labels must be integers, got dtype {labels.dtype}")
     if len(digits) == 0:
         raise ValueError("cannot induce a rule from zero examples")
     length = digits.shape[1]
