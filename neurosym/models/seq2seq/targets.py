@@ -36,7 +36,9 @@ def align_for_exact_match(
     ``tgt_out [B, K]`` (from :func:`teacher_forcing_pair`), both filled with ``eos`` to width
     ``max(L, K)``: rows are then equal exactly when the prediction up to its ``eos`` equals the target."""
     if decoded.dim() != 2 or tgt_out.dim() != 2 or len(decoded) != len(tgt_out):
-        raise ValueError(f"decoded [B, L] and tgt_out [B, K] must hold the same B rows, got {list(decoded.shape)} and {list(tgt_out.shape)}")
+        raise ValueError(
+            f"decoded [B, L] and tgt_out [B, K] must hold the same B rows, got {list(decoded.shape)} and {list(tgt_out.shape)}"
+        )
     if decoded.shape[1] < tgt_out.shape[1] and not bool((decoded == eos).any(dim=1).all()):
         raise ValueError(
             f"a prediction was cut at {decoded.shape[1]} tokens before its eos: decode with max_len >= {tgt_out.shape[1]}"
