@@ -19,7 +19,10 @@ MATHEMATICS = "mathematics --preset smoke --models symbolic"
 MNIST = "mnist.pkl.gz"
 """A file written in each test's folder (``--mnist`` takes an existing file; no sweep here reads it)."""
 
+TRANSFORMER = "hint --model transformer --steps 1"
 IGNORED = [
+    (TRANSFORMER, "--relative shaw"),  # the plain Transformer has no relative encoding
+    (TRANSFORMER.replace("transformer", "transformer_rel"), "--step-embedding"),  # transformer_rel_uni's
     (HINT, "--adapt-steps 10"),
     (HINT, "--adapt-distill 2"),
     (HINT, "--adapt-replay 5"),
@@ -56,6 +59,7 @@ IGNORED = [
 """(a command that runs, an option it would ignore)."""
 
 READ = [
+    (TRANSFORMER.replace("transformer", "transformer_rel_uni"), "--relative shaw --step-embedding"),
     (HINT.replace("none", "0.01"), "--fewshot-concepts x --fewshot-steps 3,4 --fewshot-replay 10"),
     (HINT, "--adapt other-writers --adapt-steps 10 --adapt-distill 2 --adapt-examples 10 --adapt-route 5"),
     (HINT, "--extra-test-bank other-writers --adapt-examples 10"),

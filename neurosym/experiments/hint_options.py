@@ -31,7 +31,7 @@ from neurosym.experiments.options import (
     unit_interval,
 )
 from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES
-from neurosym.models.seq2seq.factory import RNN_HIDDEN
+from neurosym.models.seq2seq.factory import MODEL_OPTIONS, RNN_HIDDEN
 from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS
 from neurosym.pipelines.adapt import AdaptConfig
 from neurosym.pipelines.concepts import ROLES
@@ -267,6 +267,9 @@ class HintOptions(HintPipelineOptions):
             reject_unused(self, ("bank",), "generated expressions (a release's expressions name their images)")
         if self.model != "neurosym" and not self.model.startswith("transformer"):
             reject_unused(self, TRANSFORMER_ONLY, "the Transformers")
+        elif self.model != "neurosym":  # --relative, --step-embedding: some Transformers only
+            for name in sorted(set(TRANSFORMER_ONLY) - set(MODEL_OPTIONS[self.model]) - {"norm"}):  # (norm: pre_norm there)
+                reject_unused(self, (name,), ", ".join(m for m, read in MODEL_OPTIONS.items() if name in read))
         if self.ensemble:  # nothing is trained
             reject_unused(self, ENSEMBLE_UNUSED, "a run that trains its reader (not --ensemble)")
         if self.adapt is None:  # (--extra-test-bank re-estimates its statistics on --adapt-examples expressions too)
