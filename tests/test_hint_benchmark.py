@@ -64,6 +64,8 @@ def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
     assert all(0.0 <= v <= 100.0 for v in result["accuracy"].values())
     assert result["accuracy"]["avg"] == pytest.approx(sum(result["accuracy"][s] for s in EVAL_SUBSETS) / 5)
     assert result["published"]["avg"] == 61.5
+    arguments = result["arguments"]  # the options as JSON holds them (each was a str: "0", "None")
+    assert arguments["seed"] == 0 and arguments["time_limit"] is None and arguments["out"] == str(out)
     assert (out / "transformer_rel_uni_symbol.png").stat().st_size > 0
     checkpoint = out / "transformer_rel_uni_symbol.pt"
     state = load_checkpoint(checkpoint)

@@ -11,7 +11,7 @@ exact match, resumable checkpoint). ``--model neurosym`` hands the whole run to
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,7 +22,7 @@ from neurosym.data.hint.torch_data import DEFAULT_SYMBOLS
 from neurosym.experiments import hint_pipeline
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_sources import HintData, load_hint_data
-from neurosym.experiments.options import apply_threads
+from neurosym.experiments.options import apply_threads, options_as_json
 from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_SEQ2SEQ, published_data
 from neurosym.models.seq2seq import Seq2Seq
@@ -136,7 +136,7 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
         "accuracy": accuracy,
         "published": published,
         "history": outcome.history,
-        "arguments": {key: str(value) for key, value in asdict(args).items()},
+        "arguments": options_as_json(args),
     }
     save_json(result, args.out / f"{name}.json")
     series = {"ours": [accuracy[s] for s in SUBSETS_AND_AVERAGE], "published": [published[s] for s in SUBSETS_AND_AVERAGE]}

@@ -15,10 +15,11 @@ deep inside a run that has already started. Lists are given comma-separated and 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import MISSING, Field, dataclass, field, fields
+from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_type_hints
 
@@ -118,6 +119,12 @@ def option_as_json(value: Any) -> Any:
     return (
         str(value) if isinstance(value, Path) else [option_as_json(item) for item in value] if isinstance(value, list) else value
     )
+
+
+def options_as_json(options: Any) -> dict[str, Any]:
+    """A dataclass of options as JSON holds it: numbers, switches and None as they are; paths and anything else JSON
+    lacks as text."""
+    return json.loads(json.dumps(asdict(options), default=str))
 
 
 def time_limit_minutes(text: str) -> float:

@@ -5,10 +5,8 @@ unseen test expressions."""
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ import numpy as np
 
 from neurosym.data.hint import HintRecord
 from neurosym.experiments.hint_options import HintOptions
+from neurosym.experiments.options import options_as_json
 from neurosym.experiments.report import format_table, percent
 from neurosym.metrics.published import HINT_FEWSHOT
 from neurosym.pipelines.concepts import ConceptNotLearned
@@ -66,7 +65,7 @@ def learn_fewshot(
     :class:`TrainingInterrupted`."""
     progress_path = out / f"fewshot_{args.input}.json"
     done: dict[str, Any] = load_json(progress_path) if progress_path.is_file() and args.resume else {}
-    setup = json.loads(json.dumps({k: v for k, v in asdict(args).items() if k not in NOT_IN_SETUP}, default=str))
+    setup = {name: value for name, value in options_as_json(args).items() if name not in NOT_IN_SETUP}
     check_setup(done.get("setup"), setup, progress_path)  # another seed's or semantics' concepts are not this run's
     done["setup"] = setup
     scales, concepts = args.fewshot_scales, args.fewshot_concepts
