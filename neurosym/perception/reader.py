@@ -60,14 +60,16 @@ def check_reader(reader: object, who: str) -> None:
         raise TypeError(f"{who} takes a reader: a module with a vocabulary; {type(reader).__name__} has none")
     call = reader.forward if isinstance(reader, nn.Module) else reader.__call__
     try:
-        inspect.signature(call).bind(None, None)
+        signature = inspect.signature(call)
+    except ValueError:  # no signature to inspect (a builtin): it is called as it is
+        return
+    try:
+        signature.bind(None, None)
     except TypeError:
         raise TypeError(
             f"{who} calls its reader as reader(windows, groups) (groups: the example of each window, int64 [N]); "
             f"{type(reader).__name__}'s forward takes no groups: add a groups=None parameter (it may ignore it)"
         ) from None
-    except ValueError:  # no signature to inspect (a builtin): it is called as it is
-        pass
 
 
 LOG_PROB_TOLERANCE = 1e-2

@@ -69,8 +69,8 @@ def record_from_json(item: Mapping, where: str) -> HintRecord:
         raise ValueError(f"{where}: {error}") from None
     if result < 0:
         raise ValueError(f"{where}: res must be a natural number (HINT's results are), got {result}")
-    if res_all[head.index(-1)] != result:
-        raise ValueError(f"{where}: res {result} differs from res_all at the root ({res_all[head.index(-1)]})")
+    if (at_root := res_all[head.index(-1)]) != result:
+        raise ValueError(f"{where}: res {result} differs from res_all at the root ({at_root})")
     subset = item.get("eval")
     if subset is not None and subset not in EVAL_SUBSETS:
         raise ValueError(f"{where}: eval must be one of {EVAL_SUBSETS}, got {subset!r}")
