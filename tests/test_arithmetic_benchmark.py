@@ -35,9 +35,6 @@ from neurosym.training.stopping import TIME_LIMIT, StopRequests
 CPU = torch.device("cpu")
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
 @pytest.mark.parametrize("name", sorted(MODEL_LAYERS))
 def test_models_map_batched_inputs_to_one_output_per_member(name):
     model = TwoLayerArithmetic(name, steps=1000, ensemble=3)
@@ -370,7 +367,7 @@ def test_a_compiled_loss_is_refused_outside_a_cuda_graph_step(capsys):
 
 
 @pytest.mark.slow
-def test_a_group_trained_with_its_loss_compiled_follows_the_uncompiled_step(one_thread):
+def test_a_group_trained_with_its_loss_compiled_follows_the_uncompiled_step():
     """``compile_loss`` (on the CPU: the compiled loss inside the step run eagerly) changes how the loss is
     computed, not what: the curves of 200 steps agree with the uncompiled step's up to float rounding."""
     config = GroupConfig("NMU", ("mul", "add"), (0, 1), steps=200, eval_every=100, evaluation_size=50, schedule="scaled")

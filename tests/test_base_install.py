@@ -14,7 +14,7 @@ def no_matplotlib(monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # ``import matplotlib`` now raises ImportError
 
 
-def test_commands_finish_without_matplotlib_and_say_the_figure_is_skipped(tmp_path, capsys, no_matplotlib, one_thread):
+def test_commands_finish_without_matplotlib_and_say_the_figure_is_skipped(tmp_path, capsys, no_matplotlib):
     arithmetic = ["arithmetic", "--models", "nau", "--ops", "add", "--steps", "200", "--seeds", "2", "--eval-every", "100",
                   "--evaluation-size", "100", "--threshold-samples", "2000", "--out", str(tmp_path / "a"), "--no-progress"]  # fmt: skip
     assert main(arithmetic) == 0

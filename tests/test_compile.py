@@ -11,8 +11,6 @@ from test_seq2seq import reversal_batch, tiny_model
 
 from neurosym.training.compile import compile_for_training
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 def _train(model: torch.nn.Module, batches: list[tuple[torch.Tensor, ...]]) -> list[float]:
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)  # (Adam would blow up rounding in zero gradients)

@@ -141,7 +141,7 @@ def test_a_deadline_caps_each_budget_and_reports_the_parts_it_leaves_no_time_for
 
 
 @pytest.mark.slow
-def test_the_compiled_probe_times_each_family_and_then_all_at_once(device_check, tmp_path, one_thread):
+def test_the_compiled_probe_times_each_family_and_then_all_at_once(device_check, tmp_path):
     found = device_check.arithmetic_compiled(
         torch.device("cpu"), tmp_path, 300, seeds=2, steps=3, models="NAU,NMU", min_seconds=0, together_seconds=0
     )

@@ -59,7 +59,7 @@ def test_every_listed_block_exists_and_every_document_with_examples_is_run() -> 
     ],
 )
 def test_the_examples_of_a_document_run_as_written(
-    document: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], one_thread: None
+    document: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)  # (examples write their files beside them)
     namespace: dict = {"__name__": "__docs__"}

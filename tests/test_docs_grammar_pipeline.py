@@ -8,7 +8,7 @@ from doc_blocks import DOCS, python_blocks
 DOC = DOCS / "grammar_pipeline.md"
 
 
-def test_the_user_task_in_the_docs_is_short_and_learns_from_values_alone(one_thread, capsys):
+def test_the_user_task_in_the_docs_is_short_and_learns_from_values_alone(capsys):
     block = python_blocks(DOC)[0]
     assert len(block.strip().splitlines()) <= 40
     namespace: dict = {}
@@ -44,7 +44,7 @@ class RenderedBits:
         return SentenceBatch(windows, torch.from_numpy(self.lengths[rows]), torch.full(bits.shape, READ))
 
 
-def test_a_sentence_source_of_ones_own_trains_and_evaluates(one_thread):
+def test_a_sentence_source_of_ones_own_trains_and_evaluates():
     from neurosym.perception import SymbolClassifier
     from neurosym.pipelines import (
         Curriculum,

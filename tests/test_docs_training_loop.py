@@ -18,7 +18,7 @@ def _block() -> str:
     return next(block for block in blocks if "run_training(" in block)
 
 
-def test_the_documented_loop_trains_checkpoints_and_resumes(tmp_path, monkeypatch, one_thread):
+def test_the_documented_loop_trains_checkpoints_and_resumes(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # its checkpoint goes to results/run.pt
     model = torch.nn.Linear(3, 1)
 

@@ -21,22 +21,12 @@ from neurosym.pipelines.trainer import evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 
 CPU = torch.device("cpu")
-pytestmark = pytest.mark.usefixtures("one_thread")
 FAST = FewShotConfig(glyph_steps=60, abduction_steps=30, only_new_class=())  # a tiny reader's features are too weak
 
 
 READER_TRAINING = dataclasses.replace(TINY_TRAINING, steps=300, learning_rate=3e-3)
 """Long enough that the tiny reader reads brackets from every initialisation (the 70 steps of
 ``TINY_TRAINING`` leave some seeds swapping them, and concepts are then learned from misread expressions)."""
-
-
-@pytest.fixture(scope="module", autouse=True)
-def single_thread():
-    """One torch thread for the whole module (the module-scoped training included): tiny models train faster."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -25,8 +25,6 @@ from neurosym.training import load_checkpoint
 
 CPU = torch.device("cpu")
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 def reader_confusing_three_with_eight() -> GlyphReader:
     """Reads the lit row of a glyph, except that a 3 is read as 8 (3 the runner-up, at p ≈ 0.1)."""

@@ -51,15 +51,10 @@ SMALL = ImageGroundingConfig(
 @pytest.fixture(scope="module")
 def learned():
     torch.manual_seed(0)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     records = [r for r in main_split(scale=0.002, seed=0, cache=False, progress=False)["train"] if len(r.expr) <= 7]
     bank, shown = _permuted_bank()
     source = WindowSource(records, bank, "train", 0)
-    try:
-        yield learn_grounding_from_images(source, CPU, SMALL), source, shown, bank
-    finally:
-        torch.set_num_threads(threads)
+    return learn_grounding_from_images(source, CPU, SMALL), source, shown, bank
 
 
 def test_the_grounding_of_a_permuted_bank_shows_the_permutation(learned):

@@ -47,9 +47,6 @@ TINY = [
 TINY_TRANSFORMER = [*TINY, "--dim", "16", "--heads", "2"]  # (options the RNNs refuse: they would ignore them)
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Generated splits go to a temporary cache, never to the user's."""

@@ -14,8 +14,6 @@ from neurosym.data.hint import SPLIT_FILES, main_split, read_release, subsample,
 from neurosym.data.symbol_images import SymbolBank, folder_of, handwritten_symbols
 from neurosym.data.symbol_images.strokes import draw_bank_images
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 SMALL = ["--batch-size", "4", "--eval-every", "2", "--embedding", "16", "--hidden", "32", "--encoder-layers", "1",
          "--eval-batch-size", "64", "--no-progress", "--device", "cpu"]  # fmt: skip
 SMALL_TRANSFORMER, SMALL_IMAGES = ["--dim", "16", "--heads", "2"], ["--cnn", "small"]  # (refused where they would be ignored)

@@ -81,7 +81,7 @@ def test_examples_show_the_images_hints_own_pipeline_draws():
         hint_sentences(records, bank, "test", 5, images, [])
 
 
-def test_the_generic_pipeline_learns_hints_symbols_from_results(one_thread):
+def test_the_generic_pipeline_learns_hints_symbols_from_results():
     torch.manual_seed(0)
     bank = prototype_bank()
     images = bank.resized((WINDOW, WINDOW))
@@ -116,7 +116,7 @@ def test_inverse_values_are_the_preimage_s_members_nearest_the_operand_first(lo,
     assert _nearest(None, current) == []
 
 
-def test_the_pipeline_command_runs_hint_and_reports_each_subset(tmp_path, capsys, monkeypatch, one_thread):
+def test_the_pipeline_command_runs_hint_and_reports_each_subset(tmp_path, capsys, monkeypatch):
     from neurosym.tasks import hint
 
     monkeypatch.setattr(hint, "default_bank", lambda seed=0: prototype_bank())  # small stand-ins keep it fast
@@ -132,7 +132,7 @@ def test_the_pipeline_command_runs_hint_and_reports_each_subset(tmp_path, capsys
     assert "test subsets: I " in printed and "| Transformer rel. uni." in printed and ", mean " in printed
 
 
-def test_the_pipeline_trains_hint_on_a_release_folder_with_its_own_images(tmp_path, capsys, one_thread):
+def test_the_pipeline_trains_hint_on_a_release_folder_with_its_own_images(tmp_path, capsys):
     """``--data``: an official release folder's splits and its own symbol images, not the generated ones."""
     splits = {name: list(split) for name, split in main_split(scale=0.002, seed=3, progress=False).items()}
     release = write_release(tmp_path / "release", splits, bank=prototype_bank(), seed=3)

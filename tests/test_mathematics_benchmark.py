@@ -5,7 +5,6 @@ import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 import torch
 
 import neurosym.experiments.mathematics as mathematics_runner
@@ -58,7 +57,6 @@ def test_runner_trains_and_scores_every_model(tmp_path):
     assert state["config"]["clip_value"] == 0.1 and state["config"]["clip_norm"] is None
 
 
-@pytest.mark.usefixtures("one_thread")
 def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path, capsys):
     data = released_folder(tmp_path / "data")
     argv = ["mathematics", "--preset", "smoke", "--data", str(data), "--modules", "arithmetic__mixed,arithmetic__div",
@@ -95,7 +93,6 @@ def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path,
     )  # smoke preset's 30 whatever was given)
 
 
-@pytest.mark.usefixtures("one_thread")
 def test_the_time_limit_is_the_whole_calls_not_each_models(tmp_path, monkeypatch):
     clock = iter(range(0, 1000, 10))  # the runner's clock: 10 s pass between its readings
     monkeypatch.setattr(mathematics_runner, "time", SimpleNamespace(perf_counter=lambda: float(next(clock))))

@@ -26,9 +26,6 @@ from neurosym.training.stopping import TIME_LIMIT
 CPU = torch.device("cpu")
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
 @pytest.fixture(scope="module")
 def problem():
     return tiny_problem()

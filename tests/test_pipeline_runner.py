@@ -216,7 +216,7 @@ def test_symbol_input_learns_everything_from_results_when_asked(private_cache, c
     assert "two precedence levels (each operator is assigned to one)" in printed  # what it was told, beside the table
 
 
-def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_cache, monkeypatch, capsys, tmp_path, one_thread):
+def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_cache, monkeypatch, capsys, tmp_path):
     import numpy as np
     from hint_banks import prototype_bank
 

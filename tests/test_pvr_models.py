@@ -3,8 +3,6 @@ import torch
 
 from neurosym.models.pvr import VECTOR_MODELS, build_vector_model, build_visual_model
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 @pytest.mark.parametrize(
     ("name", "parameters"),

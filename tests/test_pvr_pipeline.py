@@ -25,13 +25,10 @@ def banks(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reader(banks):
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     config = TrainConfig(max_steps=100, batch_size=32, optimizer="adam", lr=3e-3, clip_norm=None)
     trained = train_digit_reader(
         banks[0], cell=28, device=torch.device("cpu"), examples=2000, config=config, width=8, progress=False
     )
-    torch.set_num_threads(threads)
     return trained
 
 

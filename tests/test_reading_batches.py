@@ -30,7 +30,7 @@ def test_reading_batches_partition_the_examples_shortest_first_within_both_bound
         reading_batches([3], 4, 0)
 
 
-def test_evaluation_is_the_same_however_the_examples_are_batched(monkeypatch, one_thread):
+def test_evaluation_is_the_same_however_the_examples_are_batched(monkeypatch):
     _, test = tiny_problem()
     pipeline = tiny_pipeline(0)
     whole = evaluate_pipeline(pipeline, test, resolve_device("cpu"))

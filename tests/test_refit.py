@@ -15,8 +15,6 @@ from neurosym.training import TrainingInterrupted, load_checkpoint
 
 CPU = torch.device("cpu")
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 @pytest.fixture(scope="module")
 def problem():

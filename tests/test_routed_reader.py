@@ -15,8 +15,6 @@ from neurosym.pipelines.routing import route_readers
 from neurosym.pipelines.windows import WindowSource, stack_windows
 from neurosym.training import load_checkpoint
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 def _reader(seed: int, vocabulary=tuple(HINT_SYMBOLS)) -> SymbolClassifier:
     torch.manual_seed(seed)

@@ -23,9 +23,6 @@ VARIANTS = (*MODEL_NAMES, "lstm_att_bi", "gru_bi")
 """The HINT models and, with a ``_bi`` suffix, RNNs with a bidirectional encoder."""
 
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
-
 def reversal_batch(size: int = 64, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """Sources of 2-5 random tokens; the target is the source reversed (the shape of HINT's reversed digits)."""
     generator = torch.Generator().manual_seed(seed)

@@ -16,8 +16,6 @@ from neurosym.models.seq2seq.base import prepared_source
 from neurosym.models.seq2seq.padding import real_first
 from neurosym.models.seq2seq.targets import teacher_forcing_pair
 
-pytestmark = pytest.mark.usefixtures("one_thread")
-
 
 @st.composite
 def padded_rows(draw) -> tuple[torch.Tensor, torch.Tensor]:

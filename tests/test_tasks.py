@@ -193,7 +193,7 @@ def addition_pipeline(seed: int) -> GrammarPipeline:
     )
 
 
-def test_the_reader_learns_two_digit_addition_from_sums_alone(one_thread):
+def test_the_reader_learns_two_digit_addition_from_sums_alone():
     train, test = addition_problem(2, 600, seed=0), addition_problem(2, 200, seed=1)
     pipeline = addition_pipeline(0)
     before = evaluate_grammar_pipeline(pipeline, test, torch.device("cpu"))
@@ -204,7 +204,7 @@ def test_the_reader_learns_two_digit_addition_from_sums_alone(one_thread):
     assert np.mean([h["correct"] for h in history[-20:]]) > 0.6
 
 
-def test_marginal_pseudo_labels_learn_where_hard_em_locks_into_a_wrong_reading(one_thread):
+def test_marginal_pseudo_labels_learn_where_hard_em_locks_into_a_wrong_reading():
     """Seed 1: trained on each sum's best correction the reader settles on a wrong reading; weighing every
     explanation found by its probability, it reads every digit."""
     train, test = addition_problem(2, 600, seed=0), addition_problem(2, 200, seed=1)
@@ -216,7 +216,7 @@ def test_marginal_pseudo_labels_learn_where_hard_em_locks_into_a_wrong_reading(o
     assert scores["all"]["accuracy"] < 0.5 and scores["marginal"]["accuracy"] > 0.9 and scores["marginal"]["symbol"] > 0.95
 
 
-def test_the_truths_reference_trains_on_the_true_sentences_and_never_abduces(one_thread, monkeypatch):
+def test_the_truths_reference_trains_on_the_true_sentences_and_never_abduces(monkeypatch):
     """``pseudo_labels="truths"``: the same reader supervised by the symbols' labels (seed 1, where hard EM from the
     sums locks into a wrong reading, reads them); a source without truths is refused before any step."""
     train, test = addition_problem(2, 600, seed=0), addition_problem(2, 200, seed=1)
@@ -231,7 +231,7 @@ def test_the_truths_reference_trains_on_the_true_sentences_and_never_abduces(one
         train_grammar_pipeline(addition_pipeline(0), unlabelled, supervised, torch.device("cpu"))
 
 
-def test_a_resumed_training_repeats_an_uninterrupted_one(tmp_path, one_thread):
+def test_a_resumed_training_repeats_an_uninterrupted_one(tmp_path):
     train = addition_problem(2, 200, seed=0)
     straight = addition_pipeline(0)
     train_grammar_pipeline(straight, train, tiny_training(12), torch.device("cpu"), tmp_path / "straight.pt")
@@ -250,7 +250,7 @@ def test_a_resumed_training_repeats_an_uninterrupted_one(tmp_path, one_thread):
         assert torch.equal(a, b)
 
 
-def test_a_reader_that_reads_nothing_right_by_give_up_stops_there(tmp_path, one_thread):
+def test_a_reader_that_reads_nothing_right_by_give_up_stops_there(tmp_path):
     train = addition_problem(4, 100, seed=0)  # an untrained reader reads a 4-digit sum right once in 10^8
     with pytest.raises(NothingReadRight, match="no training example right in its first 3 steps") as stopped:
         train_grammar_pipeline(addition_pipeline(0), train, tiny_training(12), torch.device("cpu"), give_up=3)
@@ -343,7 +343,7 @@ def test_the_pipeline_names_a_bad_reader_source_or_semantics_before_it_learns_fr
         GrammarPipeline(grammar, {"number": int}, GlyphReader())
 
 
-def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, one_thread):
+def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys):
     out = tmp_path / "hwf"
     argv = ["pipeline", "--task", "hwf", "--epochs", "0.02", "--reader-width", "8", "--no-progress", "--device", "cpu"]
     status = main([*argv, "--out", str(out)])
@@ -385,7 +385,7 @@ def build(seed=0):
 """
 
 
-def test_the_pipeline_command_runs_a_task_module_of_ones_own(tmp_path, monkeypatch, capsys, one_thread):
+def test_the_pipeline_command_runs_a_task_module_of_ones_own(tmp_path, monkeypatch, capsys):
     (tmp_path / "my_binary_task.py").write_text(BINARY_TASK)
     monkeypatch.chdir(tmp_path)  # a module in the working folder, as `neurosym pipeline --task my_binary_task` there
     monkeypatch.setattr(sys, "path", [path for path in sys.path if path not in ("", str(tmp_path))])
@@ -426,7 +426,7 @@ def test_a_task_module_whose_task_cannot_train_is_named_when_it_is_built(tmp_pat
             build_task(f"task_{name}")
 
 
-def test_the_pipeline_command_takes_the_chain_and_the_batch_size_over_the_tasks(tmp_path, one_thread, monkeypatch):
+def test_the_pipeline_command_takes_the_chain_and_the_batch_size_over_the_tasks(tmp_path, monkeypatch):
     from neurosym.pipelines import value_chain
 
     chained = []
@@ -440,7 +440,7 @@ def test_the_pipeline_command_takes_the_chain_and_the_batch_size_over_the_tasks(
     assert chained and set(chained) == {2}  # every explanation came from a chain of two sweeps
 
 
-def test_the_pipeline_command_labels_the_truths_reference_as_supervised(tmp_path, capsys, one_thread):
+def test_the_pipeline_command_labels_the_truths_reference_as_supervised(tmp_path, capsys):
     argv = ["pipeline", "--task", "hwf", "--epochs", "0.02", "--reader-width", "8", "--no-progress", "--device", "cpu"]
     assert main([*argv, "--pseudo-labels", "truths", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
@@ -482,7 +482,7 @@ def test_options_left_out_are_the_tasks_choices():
     assert budgets[15].beam >= 2 * budgets[15].readings  # the two numbers' draws are not cut back
 
 
-def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch, one_thread):
+def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch):
     from neurosym.experiments import pipeline as runner
 
     first, second = tmp_path / "first", tmp_path / "second"
@@ -512,7 +512,7 @@ def test_an_mnist_file_that_is_not_mnist_ends_the_command_in_one_line(tmp_path):
 
 
 @pytest.mark.slow
-def test_resuming_a_checkpoint_of_other_options_names_them_in_one_line(tmp_path, capsys, one_thread):
+def test_resuming_a_checkpoint_of_other_options_names_them_in_one_line(tmp_path, capsys):
     common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01", "--reader-width", "8"]
     assert main([*common, "--out", str(tmp_path)]) == 0
     capsys.readouterr()
@@ -531,7 +531,7 @@ def test_resuming_a_checkpoint_of_other_options_names_them_in_one_line(tmp_path,
     assert main([*common, "--batch-size", "16", "--no-resume", "--out", str(tmp_path)]) == 0
 
 
-def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_it(tmp_path, monkeypatch, capsys, one_thread):
+def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_it(tmp_path, monkeypatch, capsys):
     from neurosym.experiments import pipeline as runner
 
     calls = []
@@ -563,7 +563,7 @@ def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_i
         main([*common, "--restarts", "1", "--ensemble", str(tmp_path), "--out", str(tmp_path / "x")])
 
 
-def test_readers_trained_together_read_as_one_and_each_learns(tmp_path, monkeypatch, capsys, one_thread):
+def test_readers_trained_together_read_as_one_and_each_learns(tmp_path, monkeypatch, capsys):
     from neurosym.experiments import pipeline as runner
 
     started = []
@@ -585,7 +585,7 @@ def test_readers_trained_together_read_as_one_and_each_learns(tmp_path, monkeypa
 
 
 @pytest.mark.slow
-def test_ensemble_reads_with_finished_runs_readers_and_trains_nothing(tmp_path, one_thread):
+def test_ensemble_reads_with_finished_runs_readers_and_trains_nothing(tmp_path):
     common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--reader-width", "8"]
     runs = [tmp_path / "first", tmp_path / "second"]
     for seed, run in enumerate(runs):  # (--epochs only where a reader is trained: --ensemble refuses it)
