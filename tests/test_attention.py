@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -248,6 +249,43 @@ def test_bad_inputs_raise_clear_errors() -> None:
         for bad in (2.5, True, 0):
             with pytest.raises(ValueError, match=f"max_rel_pos must be an int of at least 1, got {bad}"):
                 RelativeMultiheadAttention(DIM, HEADS, relative=relative, max_rel_pos=bad)  # type: ignore[arg-type]
+    assert RelativeMultiheadAttention(DIM, HEADS, relative="shaw", max_rel_pos=np.int64(3)).max_rel_pos == 3
+    with pytest.raises(ValueError, match="position_dim must be an int of at least 1, got 4.0"):  # (failed in torch.empty)
+        RelativeMultiheadAttention(DIM, HEADS, relative="xl", position_dim=4.0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"positions must have shape \[N\], got \(2, 3\)"):  # (failed in einops)
+        sinusoid_table(torch.zeros(2, 3), 4)
+    with pytest.raises(TypeError, match="query must be a torch.Tensor, got list"):  # (failed on list.dim)
+        module([[0.0] * DIM])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])
+def test_an_empty_memory_is_refused_not_read_as_the_output_bias(kind: str) -> None:
+    with pytest.raises(ValueError, match="key_value has no positions: nothing to attend to"):
+        make(kind)(torch.randn(2, 3, DIM), torch.randn(2, 0, DIM))
+
+
+@pytest.mark.parametrize(("kind", "causal"), [("vanilla", True), ("xl", False), ("xl_clipped", False), ("shaw", False)])
+def test_incremental_cross_attention_places_each_query_where_the_full_call_does(kind: str, causal: bool) -> None:
+    """Relative (or causal) cross-attention depends on the query's position: fed one query at a time through a
+    cache, the queries sat at position 0 and read 0.02-0.2 away from the full call."""
+    module = make(kind)
+    query, memory = torch.randn(2, 4, DIM), torch.randn(2, 6, DIM)
+    cache = AttentionCache()
+    pieces = [module(query[:, t : t + 1], memory, causal=causal, cache=cache) for t in range(4)]
+    torch.testing.assert_close(torch.cat(pieces, 1), module(query, memory, causal=causal), atol=1e-6, rtol=1e-5)
+    assert cache.position == 4 and not cache.self_attention
+
+
+def test_a_cached_call_that_raises_leaves_the_cache_as_it_was() -> None:
+    module = make("shaw")
+    x = torch.randn(2, 3, DIM)
+    cache = AttentionCache()
+    first = module(x[:, :1], causal=True, cache=cache)
+    with pytest.raises(ValueError, match="key_padding_mask covers 3 keys, but there are 2"):
+        module(x[:, 1:2], causal=True, cache=cache, key_padding_mask=torch.zeros(2, 3, dtype=torch.bool))
+    assert cache.position == 1 and cache.keys is not None and cache.keys.shape[2] == 1
+    rest = [module(x[:, t : t + 1], causal=True, cache=cache) for t in (1, 2)]
+    torch.testing.assert_close(torch.cat([first, *rest], 1), module(x, causal=True), atol=1e-6, rtol=1e-5)
 
 
 def test_additive_attention_weighs_real_keys_and_names_bad_inputs() -> None:
@@ -264,6 +302,8 @@ def test_additive_attention_weighs_real_keys_and_names_bad_inputs() -> None:
         attention(query, keys[..., :5], projected)
     with pytest.raises(ValueError, match=r"query must have shape \[batch, 4\]"):
         attention(query[:, :3], keys, projected)
+    with pytest.raises(ValueError, match="keys has no positions: nothing to attend to"):  # (a zero context)
+        attention(query, keys[:, :0], projected[:, :0])
     with pytest.raises(ValueError, match=r"projected_keys must have shape \[2, 3, 5\]"):
         attention(query, keys, projected[:, :2])
     with pytest.raises(ValueError, match="key_padding_mask must be a bool tensor"):

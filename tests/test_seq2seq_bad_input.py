@@ -44,6 +44,24 @@ def test_a_decoder_cache_reused_with_a_memory_of_the_same_shape_still_decodes() 
     torch.testing.assert_close(torch.cat(steps, dim=1), decoder(target, memory))
 
 
+@pytest.mark.parametrize("attention", ["vanilla", "shaw"])
+def test_a_decoder_step_that_raises_leaves_every_cache_as_it_was(attention: str) -> None:
+    """The cross-attention's mask is checked before the self-attention's cache takes the step: a retried step then
+    decodes as the full call does (the self-attention cache had advanced one position too far)."""
+    torch.manual_seed(0)
+    decoder = TransformerDecoder(DIM, 2, HEADS, FF, dropout=0.0, attention=attention).eval()
+    memory, target = torch.randn(1, 4, DIM), torch.randn(1, 3, DIM)
+    cache = decoder.new_cache()
+    steps = [decoder(target[:, :1], memory, cache=cache)]
+    with pytest.raises(ValueError, match="key_padding_mask covers 5 keys, but there are 4"):
+        decoder(target[:, 1:2], memory, cache=cache, memory_padding_mask=torch.zeros(1, 5, dtype=torch.bool))
+    assert [layer.self_attention.position for layer in cache] == [1, 1]
+    steps += [decoder(target[:, t : t + 1], memory, cache=cache) for t in (1, 2)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), decoder(target, memory), atol=1e-6, rtol=1e-5)
+    with pytest.raises(TypeError, match="cache must be one layer's DecoderLayerCache .TransformerDecoder takes the list"):
+        decoder.layers[0](target[:, :1], memory, cache=decoder.new_cache())
+
+
 def test_attention_caches_are_checked_by_batch_length_and_kind() -> None:
     module = MultiheadAttention(DIM, HEADS).eval()
     query, memory = torch.randn(2, 1, DIM), torch.randn(2, 4, DIM)

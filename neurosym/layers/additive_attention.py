@@ -55,6 +55,8 @@ class AdditiveAttention(nn.Module):
             raise ValueError(f"query must have shape [batch, {self.query_dim}], got {tuple(query.shape)}")
         batch = query.shape[0]
         check_sequence(keys, self.key_dim, "keys", batch=batch)
+        if keys.shape[1] == 0:  # the context was silently zero
+            raise ValueError("keys has no positions: nothing to attend to")
         for tensor, what in ((query, "query"), (keys, "keys"), (projected, "projected_keys")):
             check_dtype_of(tensor, self, what)
         if projected.shape != (*keys.shape[:2], self.attention_dim):

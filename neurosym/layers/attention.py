@@ -27,13 +27,16 @@ class AttentionCache:
 
     ``keys`` and ``values`` are the projected keys/values seen so far, ``[B, heads, Tk, head_dim]``;
     ``position`` counts the query positions already processed, so that the next query is at absolute
-    position ``position``. For self-attention every call appends its new keys; for cross-attention the
-    keys of the (fixed) memory are projected on the first call and reused afterwards.
+    position ``position`` (in cross-attention too: relative or causal cross-attention depends on it). For
+    self-attention every call appends its new keys; for cross-attention the keys of the (fixed) memory are
+    projected on the first call and reused afterwards. ``self_attention`` says which kind of call filled the
+    cache (``None`` while it is empty). A call that raises leaves the cache as it was.
     """
 
     keys: torch.Tensor | None = None
     values: torch.Tensor | None = None
     position: int = 0
+    self_attention: bool | None = None
 
 
 class MultiheadAttention(nn.Module):
@@ -163,31 +166,32 @@ class MultiheadAttention(nn.Module):
         causal: bool = False,
         cache: AttentionCache | None = None,
     ) -> torch.Tensor:
-        self._check_inputs(query, key_value, key_padding_mask, cache)
-        self_attention = key_value is None
+        self.check_inputs(query, key_value, key_padding_mask=key_padding_mask, cache=cache)
         q = self.split_heads(self.query_proj(query))
-        k, v, offset = self._keys_values(query if key_value is None else key_value, self_attention, cache)
-        if key_padding_mask is not None and key_padding_mask.shape[1] != k.shape[2]:
-            raise ValueError(f"key_padding_mask covers {key_padding_mask.shape[1]} keys, but there are {k.shape[2]}")
+        k, v, offset = self._keys_values(query, key_value, cache)
         dropout = self.dropout if self.training else 0.0
         out = self.attend(q, k, v, offset=offset, key_padding_mask=key_padding_mask, causal=causal, dropout=dropout)
         return self.out_proj(rearrange(out[..., : self.head_dim], "b h t d -> b t (h d)"))
 
     def _keys_values(
-        self, source: torch.Tensor, self_attention: bool, cache: AttentionCache | None
+        self, query: torch.Tensor, key_value: torch.Tensor | None, cache: AttentionCache | None
     ) -> tuple[torch.Tensor, torch.Tensor, int]:
-        """Projected keys and values ``[B, H, Tk, d]`` and the absolute position of the first query."""
+        """Projected keys and values ``[B, H, Tk, d]`` (of ``query`` itself when ``key_value`` is ``None``) and the
+        absolute position of the first query."""
+        self_attention = key_value is None
+        source = query if key_value is None else key_value
         if cache is None:
             k, v = self.split_heads(self.key_value_proj(source)).chunk(2, dim=-1)
             return k, v, 0
         offset = cache.position
-        cache.position += source.shape[1] if self_attention else 0
         keys, values = cache.keys, cache.values  # both None before the first call, both set after it
         if self_attention or keys is None or values is None:
             k, v = self.split_heads(self.key_value_proj(source)).chunk(2, dim=-1)
             if self_attention and keys is not None and values is not None:
                 k, v = torch.cat([keys, k], dim=2), torch.cat([values, v], dim=2)
-            cache.keys, cache.values = keys, values = k, v
+            keys, values = k, v
+            cache.keys, cache.values, cache.self_attention = k, v, self_attention
+        cache.position += query.shape[1]
         return keys, values, offset
 
     @staticmethod
@@ -206,18 +210,25 @@ class MultiheadAttention(nn.Module):
             allowed = allowed & ~rearrange(key_padding_mask, "b k -> b 1 1 k")
         return allowed
 
-    def _check_inputs(
+    def check_inputs(
         self,
         query: torch.Tensor,
-        key_value: torch.Tensor | None,
-        key_padding_mask: torch.Tensor | None,
-        cache: AttentionCache | None,
+        key_value: torch.Tensor | None = None,
+        *,
+        key_padding_mask: torch.Tensor | None = None,
+        cache: AttentionCache | None = None,
     ) -> None:
+        """Raise ``ValueError`` (``TypeError`` for a non-tensor) unless :meth:`forward` takes these arguments; it runs
+        before anything changes, so a layer may check a later call before an earlier one advances its cache."""
         check_sequence(query, self.dim, "query")
         check_dtype_of(query, self, "query")
         if key_value is not None:
             check_sequence(key_value, self.dim, "key_value", batch=query.shape[0])
             check_dtype_of(key_value, self, "key_value")
+            if key_value.shape[1] == 0:  # SDPA returned the output projection's bias for every query
+                raise ValueError("key_value has no positions: nothing to attend to")
+        if cache is not None and cache.keys is not None:
+            self._check_cache(cache, query, key_value)
         if key_padding_mask is not None:
             if key_padding_mask.dtype != torch.bool or key_padding_mask.dim() != 2:
                 raise ValueError("key_padding_mask must be a bool tensor [batch, keys] with True marking padding")
@@ -227,13 +238,18 @@ class MultiheadAttention(nn.Module):
             if values_are_readable(fully_padded) and fully_padded.any():
                 row = int(fully_padded.nonzero()[0, 0])
                 raise ValueError(f"every key of batch element {row} is padding: nothing to attend to")
-        if cache is not None and cache.keys is not None:
-            self._check_cache(cache.keys, query, key_value, cache.position)
+            keys = query.shape[1] if key_value is None else key_value.shape[1]
+            if key_value is None and cache is not None:
+                keys += cache.position
+            if key_padding_mask.shape[1] != keys:
+                raise ValueError(f"key_padding_mask covers {key_padding_mask.shape[1]} keys, but there are {keys}")
 
     @staticmethod
-    def _check_cache(keys: torch.Tensor, query: torch.Tensor, key_value: torch.Tensor | None, position: int) -> None:
-        """Raise ``ValueError`` unless a cache holding ``keys [B, H, Tk, d]`` fits this call, by shapes and devices
-        alone (the values are never compared: a memory of the same shape is taken for the same one)."""
+    def _check_cache(cache: AttentionCache, query: torch.Tensor, key_value: torch.Tensor | None) -> None:
+        """Raise ``ValueError`` unless a filled ``cache`` fits this call, by shapes and devices alone (the values are
+        never compared: a memory of the same shape is taken for the same one)."""
+        keys = cache.keys
+        assert keys is not None  # checked by the caller
         if keys.shape[0] != query.shape[0]:
             raise ValueError(
                 f"this cache holds the keys of a batch of {keys.shape[0]}, the query has {query.shape[0]}: "
@@ -243,10 +259,9 @@ class MultiheadAttention(nn.Module):
             raise ValueError(
                 f"this cache holds keys on {keys.device}, the query is on {query.device}: a new device needs a new AttentionCache"
             )
-        if key_value is None and position != keys.shape[2]:
-            raise ValueError("this cache belongs to a cross-attention module, not to a self-attention one")
-        if key_value is not None and position:
-            raise ValueError("this cache belongs to a self-attention module, not to a cross-attention one")
+        if cache.self_attention != (key_value is None):
+            mine, other = ("self", "cross") if cache.self_attention else ("cross", "self")
+            raise ValueError(f"this cache belongs to a {mine}-attention module, not to a {other}-attention one")
         if key_value is not None and key_value.shape[1] != keys.shape[2]:
             # with the cached keys of the first memory, a memory of another length was silently ignored
             raise ValueError(

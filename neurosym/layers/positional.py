@@ -9,7 +9,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.shape_checks import check_sequence
+from neurosym.layers.shape_checks import check_sequence, check_tensor
 
 
 def _check_sinusoid_dim(dim: int) -> None:
@@ -31,6 +31,9 @@ def sinusoid_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
     ``positions`` has shape ``[N]``; the result has shape ``[N, dim]`` with the sines in the first half of
     the features and the cosines in the second, at the frequencies of :func:`sinusoid_frequencies`.
     """
+    check_tensor(positions, "positions")
+    if positions.dim() != 1:
+        raise ValueError(f"positions must have shape [N], got {tuple(positions.shape)}")
     frequencies = sinusoid_frequencies(dim, positions.device)
     angles = rearrange(positions.to(torch.float32), "n -> n 1") * rearrange(frequencies, "f -> 1 f")
     return torch.cat([angles.sin(), angles.cos()], dim=-1)

@@ -35,7 +35,9 @@ def check_tensor(x: object, what: str) -> None:
 
 
 def check_sequence(x: torch.Tensor, dim: int, what: str, batch: int | None = None) -> None:
-    """Raise ``ValueError`` unless ``x`` is ``[batch, length, dim]`` (any batch when ``batch`` is None)."""
+    """Raise ``ValueError`` unless ``x`` is ``[batch, length, dim]`` (any batch when ``batch`` is None; ``TypeError``
+    unless it is a tensor)."""
+    check_tensor(x, what)
     if x.dim() != 3 or x.shape[-1] != dim or (batch is not None and x.shape[0] != batch):
         raise ValueError(f"{what} must have shape [{'batch' if batch is None else batch}, length, {dim}], got {tuple(x.shape)}")
 

@@ -137,8 +137,14 @@ class TransformerDecoderLayer(nn.Module):
         check_sequence(x, self.dim, "the input")
         check_sequence(memory, self.dim, "memory", batch=x.shape[0])
         check_dtype_of(x, self, "the input")
+        if cache is not None and not isinstance(cache, DecoderLayerCache):
+            raise TypeError(
+                f"cache must be one layer's DecoderLayerCache (TransformerDecoder takes the list), got {type(cache).__name__}"
+            )
         self_cache = cache.self_attention if cache is not None else None
         cross_cache = cache.cross_attention if cache is not None else None
+        # the cross-attention's arguments are checked before the self-attention advances its cache
+        self.cross_attention.check_inputs(x, memory, key_padding_mask=memory_padding_mask, cache=cross_cache)
         x = self.self_block(x, lambda h: self.self_attention(h, causal=True, cache=self_cache))
         x = self.cross_block(
             x, lambda h: self.cross_attention(h, memory, key_padding_mask=memory_padding_mask, cache=cross_cache)
