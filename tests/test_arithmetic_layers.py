@@ -417,6 +417,19 @@ def test_units_compute_in_float32_under_autocast(cls) -> None:
     torch.testing.assert_close(mixed_from_half, unit(x.bfloat16().float()))
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("cls", UNITS)
+def test_a_unit_in_half_precision_is_refused(cls, dtype) -> None:
+    # unit.half() made the NMU and NPUs give inf outputs and gradients from finite inputs, the GatedNAUNMU NaN
+    unit, x = _unit(cls, 2, 1).to(dtype), torch.full((1, 2), 1000.0)
+    message = rf"{cls.__name__}: the arithmetic units compute in float32 or float64, its parameters are {dtype}; .*autocast"
+    with pytest.raises(ValueError, match=message):
+        unit(x.to(dtype))
+    with torch.autocast("cpu", dtype=torch.bfloat16), pytest.raises(ValueError, match=message):
+        unit(x)
+    assert torch.isfinite(unit.float()(x)).all()  # in float32, as autocast keeps it
+
+
 def test_plain_units_accept_any_number_of_leading_dimensions() -> None:
     unit = _unit(NMU, 3, 2)
     x = torch.rand(2, 3, 4, 3)

@@ -17,6 +17,10 @@ from torch import Tensor, nn
 
 from neurosym.layers.shape_checks import autocast_enabled, check_dtype_of, check_tensor
 
+HALF_PRECISION = (torch.float16, torch.bfloat16)
+"""The floating-point dtypes the units do not compute in (their sums and products of values in the thousands are not
+exact there, and float16 overflows to ``inf`` beyond 65504)."""
+
 
 def ensemble_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``x Wᵀ (+ b)`` for a plain or an ensemble weight.
@@ -117,16 +121,30 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         if not x.is_floating_point():
             raise ValueError(f"{type(self).__name__}: expected a floating-point input, got dtype {x.dtype}")
 
+    def check_precision(self) -> None:
+        """Raise ``ValueError`` when the parameters are float16 or bfloat16 (``unit.half()``): the guards of the units
+        (the exponent cap, the input bound) are sized for float32 and float64, and in float16 the NMU and NPUs gave
+        ``inf`` outputs and gradients, the ``GatedNAUNMU`` NaN, from finite inputs."""
+        dtype = next(self.parameters()).dtype
+        if dtype in HALF_PRECISION:
+            raise ValueError(
+                f"{type(self).__name__}: the arithmetic units compute in float32 or float64, its parameters are {dtype}; "
+                "keep the unit in float32 (unit.float()): under autocast (AMP) it computes in float32 by itself, "
+                "so a mixed-precision model needs no half-precision copy of it"
+            )
+
     def forward(self, x: Tensor) -> Tensor:
         """Validate ``x [(S,) ..., in]`` and apply :meth:`compute` → ``[(S,) ..., out]``.
 
         Under autocast (AMP) the unit still computes in float32: sums and products of values in the
         thousands lose their exactness in float16/bfloat16, which defeats the purpose of these units.
+        For the same reason a unit whose parameters are float16/bfloat16 is refused (:meth:`check_precision`).
         """
         self.check_input(x)
+        self.check_precision()
         autocast = autocast_enabled(x)
         with torch.autocast(x.device.type, enabled=False) if autocast else contextlib.nullcontext():
-            x = x.float() if autocast and x.dtype in (torch.float16, torch.bfloat16) else x
+            x = x.float() if autocast and x.dtype in HALF_PRECISION else x
             check_dtype_of(x, self, "the input")
             return self.compute(x)
 
