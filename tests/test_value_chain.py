@@ -3,6 +3,8 @@ position, and visits them as often as the posterior says."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -18,6 +20,18 @@ from neurosym.tasks.mnist_add import addition_semantics
 
 ADDITION = SymbolGrammar('start: number "+" number\nnumber: DIGIT+\nDIGIT: "0".."9"\n')
 PLUS = ADDITION.symbols.index("+")
+BOOLEAN = SymbolGrammar(
+    '?start: disj\n?disj: conj | disj "+" conj -> or_\n?conj: neg | conj "*" neg -> and_\n'
+    '?neg: "-" neg -> not_ | BIT\nBIT: "0" | "1"\n'
+)
+BOOLEAN_SEMANTICS = TreeSemantics(
+    {"BIT": int, "or_": lambda c: c[0] | c[1], "and_": lambda c: c[0] & c[1], "not_": lambda c: 1 - c[0]},
+    {  # or_ and and_ offer every pair that gives a value: solving one part may rewrite the other part when it need not
+        "not_": lambda wanted, now: [(1 - wanted,)],
+        "or_": lambda wanted, now: [(0, 1), (1, 0), (1, 1)] if wanted else [(0, 0)],
+        "and_": lambda wanted, now: [(1, 1)] if wanted else [(0, 0), (0, 1), (1, 0)],
+    },
+)
 
 
 def addition_log_probs(probabilities: np.ndarray, digits: int) -> np.ndarray:
@@ -46,6 +60,26 @@ def test_the_chain_visits_only_sentences_with_the_result_and_never_moves_the_giv
     visits = chain.visits(start, log_probs, int(numbers.sum()), sweeps, rng, fixed=[digits])
     assert sum(visits.values()) == sweeps
     assert all(executor.value(sentence) == numbers.sum() and sentence[digits] == "+" for sentence in visits)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), length=st.integers(3, 6), given_symbols=st.booleans())
+def test_the_chain_never_changes_a_fixed_position_even_where_solving_a_part_would_rewrite_it(seed, length, given_symbols):
+    """Boolean formulas, whose inverses rewrite parts that already give the wanted value: a fixed position keeps its
+    symbol, whether the reader allows others there or (given symbols) rules every other out."""
+    rng = np.random.default_rng(seed)
+    sentences = ["".join(s) for s in itertools.product(BOOLEAN.symbols, repeat=length) if BOOLEAN.accepts("".join(s))]
+    start = sentences[rng.integers(len(sentences))]
+    fixed = [p for p in range(length) if rng.random() < 0.4]
+    log_probs = rng.normal(size=(length, len(BOOLEAN.symbols)))
+    if given_symbols:
+        log_probs[fixed] = -np.inf
+        log_probs[fixed, [BOOLEAN.symbols.index(start[p]) for p in fixed]] = 0.0
+    chain, executor = chain_for(BOOLEAN, BOOLEAN_SEMANTICS)
+    target = executor.value(start)
+    visits = chain.visits(start, log_probs, target, 4, rng, fixed)
+    assert all(executor.value(sentence) == target for sentence in visits)
+    assert all(sentence[p] == start[p] for sentence in visits for p in fixed)
 
 
 @pytest.mark.parametrize("seed, target", [(0, 57), (1, 100), (2, 123), (3, 31)])

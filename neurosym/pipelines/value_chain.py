@@ -26,10 +26,11 @@ class ValueChain:
     The moves act at the topmost rule with an inverse (reached from the root through single-child rules that pass
     their child's value up): its children are the parts. A sweep visits each leaf of one part, the parts in turn; at
     a leaf, every symbol of its terminal that the reader allows is tried, the part's new value kept and the other
-    children solved for through the inverse (the first solution it offers that renders as symbols, down through the
-    children's own inverses; a symbol with several that give a value takes the first); the symbol is then drawn in
-    proportion to the probability of the whole sentence it gives. Each sweep's sentence is one sample. Where every
-    value has one rendering (numbers of fixed length), these are exact Gibbs steps on the moving part's symbols.
+    children solved for through the inverse (the first solution it offers that renders as symbols without changing a
+    fixed position, down through the children's own inverses; a symbol with several that give a value takes the
+    first); the symbol is then drawn in proportion to the probability of the whole sentence it gives (never one the
+    reader rules out). Each sweep's sentence is one sample. Where every value has one rendering (numbers of fixed
+    length), these are exact Gibbs steps on the moving part's symbols.
 
     Args:
         executor: the grammar and semantics (with inverses at the rule and at the parts solved for).
@@ -62,7 +63,8 @@ class ValueChain:
         rule with an inverse to move at (or where its parts are too deep to solve for within Python's recursion limit:
         the sweeps done by then). Positions in ``fixed`` never change."""
         tree = self.executor.tree(start)
-        moves = None if tree is None else _moves(tree, self.semantics, frozenset(fixed))
+        fixed = frozenset(fixed)
+        moves = None if tree is None else _moves(tree, self.semantics, fixed)
         if moves is None:
             return Counter()
         node, parts = moves
@@ -80,7 +82,7 @@ class ValueChain:
                     trial = symbols.copy()
                     trial[leaf.start_pos] = symbol
                     try:
-                        moved = self._solved(node, target, which, values, trial, programs)
+                        moved = self._solved(node, target, which, values, trial, programs, fixed)
                     except RecursionError:  # parts deeper than Python's recursion allows to solve for: no move
                         return visits
                     if moved is not None:
@@ -91,8 +93,9 @@ class ValueChain:
 
     def _drawn(self, options: list[tuple[list[str], float]], target: Any, rng: np.random.Generator) -> list[str] | None:
         """One of ``options`` (``(symbols, gain)``) drawn in proportion to ``exp(gain)`` among those that give ``target``
-        (each checked when drawn: an inverse may offer a solution that is invalid, e.g. ``0/0``)."""
-        options = list(options)
+        (each checked when drawn: an inverse may offer a solution that is invalid, e.g. ``0/0``); those whose gain is
+        not finite (a symbol the reader rules out) are never drawn, and ``None`` where none is left."""
+        options = [(symbols, gain) for symbols, gain in options if np.isfinite(gain)]
         while options:
             gains = np.array([gain for _, gain in options])
             weights = np.exp(gains - gains.max())
@@ -102,9 +105,12 @@ class ValueChain:
             del options[pick]
         return None
 
-    def _solved(self, node: Tree, target: Any, which: int, values: tuple, trial: list[str], programs: dict) -> list[str] | None:
+    def _solved(
+        self, node: Tree, target: Any, which: int, values: tuple, trial: list[str], programs: dict, fixed: frozenset[int]
+    ) -> list[str] | None:
         """``trial`` (a leaf of child ``which`` of ``node`` changed) with the other children solved through the rule's
-        inverse so that ``node`` gives ``target``, or ``None`` where no solution renders as symbols."""
+        inverse so that ``node`` gives ``target``, or ``None`` where no solution renders as symbols without changing a
+        position in ``fixed``."""
         value = self._value(node.children[which], "".join(trial), programs)
         if value is None:
             return None
@@ -114,32 +120,36 @@ class ValueChain:
                 continue
             rendered = trial.copy()
             if all(
-                self._render(child, want, now, rendered, programs)
+                self._render(child, want, now, rendered, programs, fixed)
                 for k, (child, want, now) in enumerate(zip(node.children, wanted, assumed))
                 if k != which and want != now
             ):
                 return rendered
         return None
 
-    def _render(self, node: Tree | Token, wanted: Any, now: Any, symbols: list[str], programs: dict) -> bool:
-        """Write into ``symbols`` a reading of ``node`` (value ``now``) whose value is ``wanted``; ``False`` where none is
-        found (``symbols`` may then be partly written)."""
+    def _render(
+        self, node: Tree | Token, wanted: Any, now: Any, symbols: list[str], programs: dict, fixed: frozenset[int]
+    ) -> bool:
+        """Write into ``symbols`` a reading of ``node`` (value ``now``) whose value is ``wanted``, never at a position in
+        ``fixed``; ``False`` where none is found (``symbols`` may then be partly written)."""
         if self.gives(now, wanted):
             return True
         if isinstance(node, Token):
-            options = self.symbols_giving(node.type, wanted)
-            if not options:
-                return False
             assert node.start_pos is not None  # the grammar's SymbolLexer places every token
+            options = self.symbols_giving(node.type, wanted)
+            if not options or node.start_pos in fixed:
+                return False
             symbols[node.start_pos] = options[0][0]
             return True
         inverse = self.semantics.inverses.get(str(node.data))
         if inverse is None:
-            return _passes(node, self.semantics) and self._render(node.children[0], wanted, now, symbols, programs)
+            return _passes(node, self.semantics) and self._render(node.children[0], wanted, now, symbols, programs, fixed)
         current = self._values(node.children, "".join(symbols), programs)
         for children in inverse(wanted, current):
             attempt = symbols.copy()
-            if all(self._render(c, w, n, attempt, programs) for c, w, n in zip(node.children, children, current) if w != n):
+            if all(
+                self._render(c, w, n, attempt, programs, fixed) for c, w, n in zip(node.children, children, current) if w != n
+            ):
                 symbols[:] = attempt
                 return True
         return False
