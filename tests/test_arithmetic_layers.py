@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 
 import numpy as np
 import pytest
@@ -532,6 +533,24 @@ def test_regularizer_warmup_edges() -> None:
     assert RegularizerWarmup(1.0, 10, 10)(9) == 0.0 and RegularizerWarmup(1.0, 10, 10)(10) == 1.0
     with pytest.raises(ValueError, match="end"):
         RegularizerWarmup(1.0, 10, 5)
+
+
+@pytest.mark.parametrize(
+    "weight, start, end, refused",
+    [
+        (math.nan, 0, 10, "weight must be a finite number at least 0, got nan"),  # every value was nan
+        (math.inf, 0, 10, "weight must be a finite number at least 0, got inf"),  # nan at step 0 (inf · 0)
+        (-1.0, 0, 10, "weight must be a finite number at least 0, got -1.0"),
+        ("1", 0, 10, "weight must be a finite number at least 0, got '1'"),
+        (1.0, math.nan, 10, "start must be a finite number, got nan"),  # 0 forever
+        (1.0, -math.inf, 10, "start must be a finite number, got -inf"),
+        (1.0, 0, math.inf, "end must be a finite number, got inf"),  # 0 forever
+        (1.0, 0, math.nan, "end must be a finite number, got nan"),
+    ],
+)
+def test_regularizer_warmup_refuses_a_weight_start_or_end_that_is_not_a_finite_number(weight, start, end, refused) -> None:
+    with pytest.raises(ValueError, match=rf"^RegularizerWarmup: {re.escape(refused)}$"):
+        RegularizerWarmup(weight, start, end)
 
 
 def test_units_clamp_weights_outside_their_range_and_stop_their_gradient() -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from torch import Tensor
+
+from neurosym.training.checks import is_real, positive_number
 
 
 @dataclass(frozen=True)
@@ -21,10 +24,15 @@ class RegularizerWarmup:
     end: float
 
     def __post_init__(self) -> None:
+        """Raise ``ValueError`` unless ``weight`` is a finite number of at least 0 and ``start <= end`` are finite
+        numbers: a NaN weight or start made every value NaN or 0, an infinite weight NaN before ``start``
+        (``inf · 0``), and an infinite ``end`` would only make the weight 0 forever."""
+        positive_number(self.weight, "RegularizerWarmup: weight", zero=True)
+        for name, value in (("start", self.start), ("end", self.end)):
+            if not (is_real(value) and math.isfinite(value)):
+                raise ValueError(f"RegularizerWarmup: {name} must be a finite number, got {value!r}")
         if self.end < self.start:
             raise ValueError(f"RegularizerWarmup: end ({self.end}) must not be before start ({self.start})")
-        if self.weight < 0:
-            raise ValueError(f"RegularizerWarmup: weight must be non-negative, got {self.weight}")
 
     def __call__(self, step: float) -> float:
         if self.end == self.start:
