@@ -16,6 +16,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lark import Transformer
 from test_distributed import run_two_processes, torchrun_process
 from torch import nn
 
@@ -341,6 +342,35 @@ def test_the_pipeline_names_a_bad_reader_source_or_semantics_before_it_learns_fr
         GrammarPipeline(grammar.text, addition_semantics(), GlyphReader())
     with pytest.raises(TypeError, match="GrammarPipeline takes a TreeSemantics .*, got dict"):
         GrammarPipeline(grammar, {"number": int}, GlyphReader())
+
+
+def test_the_pipeline_refuses_a_transformer_method_named_after_no_rule():
+    """A misspelled method was never called: the rule passed its one child's value up (-7 read as 7)."""
+    grammar = SymbolGrammar('?start: neg\n?neg: "-" neg -> minus | DIGIT\nDIGIT: "0".."9"\n')
+
+    class Misspelled(Transformer):
+        def DIGIT(self, token):
+            return int(token)
+
+        def negate(self, children):  # the rule's alias is minus
+            return -children[0]
+
+    with pytest.raises(
+        ValueError, match=r"the semantics name \['negate'\], .*a Transformer's helper methods must start with '_'"
+    ):
+        GrammarPipeline(grammar, TreeSemantics(Misspelled()), GlyphReader())
+
+    class Spelled(Transformer):  # a helper named with "_", and Lark's own transform, are no rules
+        def DIGIT(self, token):
+            return self._number(token)
+
+        def minus(self, children):
+            return -children[0]
+
+        def _number(self, token):
+            return int(token)
+
+    assert GrammarPipeline(grammar, TreeSemantics(Spelled()), GlyphReader()).executor.value("-7") == -7
 
 
 def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys):

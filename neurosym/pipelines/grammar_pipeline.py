@@ -23,6 +23,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from einops import rearrange, repeat
+from lark import Transformer
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
@@ -73,11 +74,11 @@ class GrammarPipeline:
         missing = [s for s in reader.vocabulary if s not in grammar.symbols]
         if missing:
             raise ValueError(f"the reader's symbols {missing} are not in the grammar's vocabulary {list(grammar.symbols)}")
-        named = set(semantics.inverses) | (set(semantics.rules) if isinstance(semantics.rules, Mapping) else set())
-        if unknown := sorted(named - grammar.names):
+        if unknown := sorted(semantics.names - grammar.names):
+            helpers = "; a Transformer's helper methods must start with '_'" if isinstance(semantics.rules, Transformer) else ""
             raise ValueError(
                 f"the semantics name {unknown}, which the grammar has no rule, alias or terminal of "
-                f"(it has {sorted(name for name in grammar.names if not name.startswith('_'))})"
+                f"(it has {sorted(name for name in grammar.names if not name.startswith('_'))}{helpers})"
             )
         self.grammar, self.semantics, self.reader = grammar, semantics, reader
         self.executor = Executor(grammar, semantics)

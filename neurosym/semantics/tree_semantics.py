@@ -62,6 +62,13 @@ class TreeSemantics:
         self.inverses = dict(inverses or {})
         self._callables: dict[str, Callable | None] = {}
 
+    @property
+    def names(self) -> set[str]:
+        """The rule, alias and terminal names the semantics give a callable or an inverse for: a mapping's keys or a
+        Transformer's public methods (those of Lark's own classes aside: Lark dispatches on the others by name), and
+        the inverses' keys."""
+        return set(self.inverses) | _named_callables(self.rules)
+
     def callable_of(self, name: str) -> Callable | None:
         """The callable of rule or terminal ``name`` (``None`` when the semantics give none), looked up once."""
         if name not in self._callables:
@@ -172,6 +179,15 @@ def postorder(tree: Tree | Token) -> list[Tree | Token]:
 def leaves(tree: Tree | Token) -> list[Token]:
     """The tokens of ``tree``, left to right (a token is its own leaf)."""
     return [node for node in postorder(tree) if isinstance(node, Token)]
+
+
+def _named_callables(rules: Transformer | Mapping[str, Callable]) -> set[str]:
+    """The names ``rules`` give a callable for: a mapping's keys, or a Transformer's callable attributes whose names
+    do not start with ``_`` and that none of Lark's own classes it derives from defines (``transform``)."""
+    if isinstance(rules, Mapping):
+        return set(rules)
+    lark_own = {name for kind in type(rules).__mro__ if kind.__module__.split(".")[0] == "lark" for name in vars(kind)}
+    return {name for name in dir(rules) if not name.startswith("_") and name not in lark_own and callable(getattr(rules, name))}
 
 
 def _unwrapped(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
