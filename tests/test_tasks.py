@@ -17,6 +17,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lark import Transformer
+from pvr_fakes import write_fake_mnist
 from test_distributed import run_two_processes, torchrun_process
 from torch import nn
 
@@ -539,6 +540,12 @@ def test_an_mnist_file_that_is_not_mnist_ends_the_command_in_one_line(tmp_path):
     (tmp_path / "mnist.pkl.gz").write_text("hello")
     with pytest.raises(SystemExit, match=r"^neurosym pipeline: .*mnist.pkl.gz is not an MNIST pickle"):
         main(["pipeline", "--mnist", str(tmp_path / "mnist.pkl.gz"), "--out", str(tmp_path / "out")])
+
+
+def test_mnist_add_names_an_mnist_file_too_small_to_hold_out_its_validation_digits(tmp_path):
+    mnist = write_fake_mnist(tmp_path / "mnist.pkl.gz")  # 40 training digits (was: "the training source has no examples")
+    with pytest.raises(ValueError, match=r"^the MNIST training part has 40 digits: mnist-add holds out 5,000 of them for"):
+        build_task("mnist-add", mnist=str(mnist))
 
 
 @pytest.mark.slow

@@ -138,6 +138,17 @@ AUGMENT_SHIFT = 1
 against 98.20 (1.5 epochs)."""
 
 
+def _training_digits(count: int, digits: int) -> int:
+    """How many of an MNIST training part of ``count`` digits train (the rest validate), refusing a part too small to
+    keep :data:`VALIDATION_DIGITS` for validation and one sum of two ``digits``-digit numbers for training."""
+    if count - VALIDATION_DIGITS < 2 * digits:
+        raise ValueError(
+            f"the MNIST training part has {count:,} digits: mnist-add holds out {VALIDATION_DIGITS:,} of them for "
+            f"validation and needs at least {2 * digits} more for one training sum of two {digits}-digit numbers"
+        )
+    return count - VALIDATION_DIGITS
+
+
 def build(
     digits: int = 1,
     seed: int = 0,
@@ -151,7 +162,7 @@ def build(
     grammar = SymbolGrammar(grammar_file("mnist_add.lark"))
     data = load_mnist(mnist)
     plus = grammar.symbols.index("+")
-    held = len(data.train_images) - VALIDATION_DIGITS
+    held = _training_digits(len(data.train_images), digits)
     train = addition_sentences(data.train_images[:held], data.train_labels[:held], digits, plus, seed)
     validation = addition_sentences(data.train_images[held:], data.train_labels[held:], digits, plus, seed + 1)
     test = addition_sentences(data.test_images, data.test_labels, digits, plus, seed + 2)
