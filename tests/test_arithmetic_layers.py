@@ -390,6 +390,24 @@ def test_invalid_construction_is_rejected() -> None:
 
 
 @pytest.mark.parametrize("cls", UNITS)
+def test_a_unit_takes_numpy_sizes_and_stores_python_ints(cls) -> None:
+    unit = cls(np.int64(3), np.int32(2), ensemble=np.int64(4))  # each was refused as "must be a positive int"
+    assert (unit.in_features, unit.out_features, unit.ensemble) == (3, 2, 4)
+    assert all(type(size) is int for size in (unit.in_features, unit.out_features, unit.ensemble))
+    assert unit(torch.ones(4, 5, 3)).shape == (4, 5, 2) and unit.member(1).in_features == 3
+    assert "in_features=3, out_features=2, ensemble=4" in repr(unit)
+
+
+@pytest.mark.parametrize("size", [np.True_, True, 2.0, np.float64(2.0), np.int64(0)])
+def test_a_unit_still_refuses_a_size_that_is_no_int_of_at_least_1(size) -> None:
+    for sizes, name in (((size, 2), "in_features"), ((2, size), "out_features")):
+        with pytest.raises(ValueError, match=rf"^NAU: {name} must be an int of at least 1, got "):
+            NAU(*sizes)
+    with pytest.raises(ValueError, match=r"^NMU: ensemble must be an int of at least 1, got "):
+        NMU(2, 2, ensemble=size)
+
+
+@pytest.mark.parametrize("cls", UNITS)
 def test_an_empty_batch_gives_an_empty_output(cls) -> None:
     assert cls(3, 2)(torch.zeros(0, 3)).shape == (0, 2)
     out = cls(3, 2, ensemble=4)(torch.zeros(4, 0, 3))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from hint_strategies import trees
 from hypothesis import given, settings
@@ -182,6 +183,15 @@ def test_operator_table_validation():
     assert HINT_SEMANTICS.extend(numbers={"q": Fraction(1, 2)}).numbers["q"] == Fraction(1, 2)
     with pytest.raises(ValueError, match="unknown symbol 'x'"):
         execute(Node("x"))
+
+
+def test_a_numpy_int_is_a_number_value_stored_as_a_python_int() -> None:
+    table = HINT_SEMANTICS.extend(numbers={"z": np.int64(5)})  # was refused: "must be an int or a Fraction"
+    assert type(table.numbers["z"]) is int
+    assert execute(parse("z*3", table.concepts), table).value == 15
+    for value in (np.True_, np.float64(5.0)):
+        with pytest.raises(ValueError, match=r"number 'z': its value must be an int or a Fraction, got "):
+            HINT_SEMANTICS.extend(numbers={"z": value})
 
 
 @settings(max_examples=100, deadline=None)

@@ -16,7 +16,8 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.positional import sinusoid_table
-from neurosym.layers.shape_checks import check_sequence, check_sizes
+from neurosym.layers.shape_checks import check_sequence
+from neurosym.training.checks import int_at_least
 
 
 class UniversalOutput(NamedTuple):
@@ -45,15 +46,12 @@ class UniversalTransformer(nn.Module):
         act_epsilon: float = 0.01,
     ) -> None:
         super().__init__()
-        check_sizes(depth=depth)
-        dim = getattr(layer, "dim", None)
-        if not isinstance(dim, int):
-            raise ValueError("the shared layer must expose its model width as an integer attribute `dim`")
+        # numpy's ints are accepted (a layer built with np.int64(16) has that as its dim) and stored as Python ints
+        self.depth = int_at_least(depth, "depth", 1)
+        self.dim = int_at_least(getattr(layer, "dim", None), "the shared layer's model width (its attribute `dim`)", 1)
         if not 0.0 < act_epsilon < 1.0:
             raise ValueError(f"act_epsilon must be in (0, 1), got {act_epsilon}")
         self.layer = layer
-        self.depth = depth
-        self.dim = dim
         self.step_embedding = step_embedding
         self.act_epsilon = act_epsilon
         self.halting = nn.Linear(self.dim, 1) if act else None

@@ -23,6 +23,17 @@ from neurosym.semantics.operators import (
     Value,
 )
 from neurosym.syntax.concepts import ADDITIVE, BUILTIN_NUMBERS, BUILTIN_OPERATORS, MULTIPLICATIVE, ConceptTable
+from neurosym.training.checks import is_int
+
+
+def number_value(symbol: str, value: object) -> Value:
+    """``value`` as the value of the number ``symbol``: an int (numpy's as a Python int, not a bool) or a Fraction,
+    else ``ValueError``."""
+    if is_int(value):
+        return int(value)  # type: ignore[call-overload]  # (an Integral: is_int is no TypeGuard)
+    if not isinstance(value, Fraction):
+        raise ValueError(f"number {symbol!r}: its value must be an int or a Fraction, got {value!r}")
+    return value
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,7 +48,8 @@ class OperatorTable:
     name: str = field(default="custom")
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "numbers", MappingProxyType(dict(self.numbers)))
+        numbers = {symbol: number_value(symbol, value) for symbol, value in dict(self.numbers).items()}
+        object.__setattr__(self, "numbers", MappingProxyType(numbers))
         object.__setattr__(self, "operators", MappingProxyType(dict(self.operators)))
         missing = [s for s in (*BUILTIN_NUMBERS, *BUILTIN_OPERATORS) if s not in self.numbers and s not in self.operators]
         if missing:
@@ -50,9 +62,6 @@ class OperatorTable:
         for symbol, level in BUILTIN_OPERATORS.items():
             if self.operators[symbol].level != level:
                 raise ValueError(f"built-in operator {symbol!r} must keep precedence level {level}")
-        for symbol, value in self.numbers.items():
-            if isinstance(value, bool) or not isinstance(value, (int, Fraction)):
-                raise ValueError(f"number {symbol!r}: its value must be an int or a Fraction, got {value!r}")
         both = set(self.numbers) & set(self.operators)
         if both:
             raise ValueError(f"symbols {sorted(both)} are both numbers and operators")

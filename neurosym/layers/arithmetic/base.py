@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import math
-import numbers
 from abc import ABCMeta, abstractmethod
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +14,7 @@ from einops import pack, rearrange
 from torch import Tensor, nn
 
 from neurosym.layers.shape_checks import autocast_enabled, check_dtype_of, check_tensor
+from neurosym.training.checks import int_at_least, positive_number
 
 HALF_PRECISION = (torch.float16, torch.bfloat16)
 """The floating-point dtypes the units do not compute in (their sums and products of values in the thousands are not
@@ -85,20 +84,16 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
 
     def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, **options: Any):
         super().__init__()
-        for name, value in (("in_features", in_features), ("out_features", out_features)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{type(self).__name__}: {name} must be a positive int, got {value!r}")
-        if ensemble is not None and (not isinstance(ensemble, int) or isinstance(ensemble, bool) or ensemble < 1):
-            raise ValueError(f"{type(self).__name__}: ensemble must be None or a positive int, got {ensemble!r}")
+        unit = type(self).__name__
         accepted = inspect.signature(type(self).__init__).parameters  # the unit's own options, not a base's **options
         if unknown := [name for name in options if name not in accepted]:
-            raise TypeError(f"{type(self).__name__}() got an unexpected keyword argument {unknown[0]!r}")
-        eps = options.get("eps", 1.0)  # added inside a log: 0 or less gave log(0) or NaN, infinity a constant unit
-        if not isinstance(eps, numbers.Real) or isinstance(eps, bool) or not 0 < float(eps) < math.inf:
-            raise ValueError(f"{type(self).__name__}: eps must be a finite number above 0, got {eps!r}")
-        self.in_features = in_features
-        self.out_features = out_features
-        self.ensemble = ensemble
+            raise TypeError(f"{unit}() got an unexpected keyword argument {unknown[0]!r}")
+        # added inside a log: 0 or less gave log(0) or NaN, infinity a constant unit
+        positive_number(options.get("eps", 1.0), f"{unit}: eps")
+        # numpy's ints are accepted (as MultiheadAttention accepts them) and stored as Python ints
+        self.in_features = int_at_least(in_features, f"{unit}: in_features", 1)
+        self.out_features = int_at_least(out_features, f"{unit}: out_features", 1)
+        self.ensemble = None if ensemble is None else int_at_least(ensemble, f"{unit}: ensemble", 1)
         self._options = options
 
     @property

@@ -1,0 +1,24 @@
+"""The Universal Transformer's construction: its shared layer's width and its depth, numpy's ints included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from neurosym.layers import TransformerEncoderLayer, UniversalTransformer
+
+
+def test_a_layer_of_numpy_width_and_a_numpy_depth_are_taken_as_python_ints() -> None:
+    # was refused: "the shared layer must expose its model width as an integer attribute `dim`"
+    universal = UniversalTransformer(TransformerEncoderLayer(np.int64(16), 2, 32), np.int64(2))
+    assert (universal.dim, universal.depth) == (16, 2) and type(universal.dim) is type(universal.depth) is int
+    assert universal(torch.zeros(2, 3, 16)).hidden.shape == (2, 3, 16)
+
+
+@pytest.mark.parametrize("dim", [None, 16.0, np.True_, 0])  # 0 was taken
+def test_a_layer_width_that_is_no_int_of_at_least_1_is_named(dim) -> None:
+    layer = TransformerEncoderLayer(16, 2, 32)
+    layer.dim = dim
+    with pytest.raises(ValueError, match=r"the shared layer's model width \(its attribute `dim`\) must be an int of at least 1"):
+        UniversalTransformer(layer, 2)
