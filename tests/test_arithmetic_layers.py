@@ -339,6 +339,14 @@ def test_member_extracts_a_copy_with_that_members_parameters(cls) -> None:
 
 
 @pytest.mark.parametrize("cls", UNITS)
+def test_member_leaves_the_global_random_state_alone(cls) -> None:
+    ensemble = _unit(cls, 3, 2, ensemble=4)
+    before = torch.random.get_rng_state()
+    ensemble.member(1)  # (its initialisation, overwritten at once, drew from torch's global generator)
+    assert torch.equal(torch.random.get_rng_state(), before)
+
+
+@pytest.mark.parametrize("cls", UNITS)
 def test_regularization_and_sparsity_error_have_one_value_per_member(cls) -> None:
     ensemble, single = _unit(cls, 3, 2, ensemble=5), _unit(cls, 3, 2)
     assert ensemble.regularization().shape == (5,) and single.regularization().shape == ()

@@ -161,13 +161,17 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         return weight_sparsity_error(self.sparsity_weights(), self.ensemble)
 
     def member(self, index: int) -> ArithmeticUnit:
-        """An unbatched copy (``ensemble=None``) holding member ``index``'s parameters (copied, not shared)."""
+        """An unbatched copy (``ensemble=None``) holding member ``index``'s parameters (copied, not shared).
+
+        Torch's global random state is left as it was: the copy's own initialisation, overwritten at once, drew from
+        it, so calling ``member`` mid-training (to log the best seed) changed every later draw."""
         if self.ensemble is None:
             raise ValueError(f"{type(self).__name__}: member() needs an ensemble unit, this one has ensemble=None")
         if not -self.ensemble <= index < self.ensemble:
             raise IndexError(f"{type(self).__name__}: member {index} out of range for ensemble={self.ensemble}")
         reference = next(self.parameters())
-        unit = type(self)(self.in_features, self.out_features, **self._options)
+        with torch.random.fork_rng(devices=[]):  # built on the CPU: only the CPU's generator is drawn from
+            unit = type(self)(self.in_features, self.out_features, **self._options)
         unit.to(device=reference.device, dtype=reference.dtype)
         unit.load_state_dict({name: value[index].clone() for name, value in self.state_dict().items()})
         return unit
