@@ -134,6 +134,23 @@ def test_success_criterion_per_run_thresholds_and_empty_summary():
     assert none.interval == wilson_interval(0, 2)
 
 
+@pytest.mark.parametrize("missing", [math.nan, math.inf])
+def test_a_sparsity_error_that_is_no_finite_number_at_a_solved_runs_best_evaluation_is_named(missing):
+    steps = torch.tensor([10, 20])
+    validation, extrapolation = _curves([[0.2, 0.1], [0.1, 0.2], [0.2, 0.1]], [[0.5, 0.03], [0.03, 0.5], [0.5, 0.5]])
+    outcomes = run_outcomes(steps, validation, extrapolation, threshold=0.05)  # runs 0 and 1 solved, at 20 and 10
+    sparsity = torch.full((2, 3), 0.1)
+    sparsity[1, 0], sparsity[0, 1], sparsity[1, 2] = missing, missing, missing
+    with pytest.raises(  # the mean over the solved runs was NaN (or inf)
+        ValueError,
+        match=rf"^sparsity_error is not a finite number at the best evaluation of solved run\(s\) \[0, 1\] "
+        rf"\(evaluation \[1, 0\]\): \[{missing}, {missing}\]$",
+    ):
+        summarize(outcomes, sparsity)
+    sparsity[1, 0], sparsity[0, 1] = 0.2, 0.3  # the unsolved run 2 is not read, even at its best evaluation
+    assert summarize(outcomes, sparsity).mean_sparsity_error == pytest.approx(0.25)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_precision_errors_meet_the_threshold_as_given(dtype):
     just_under = torch.tensor([[1.4797e-5], [1e-9]]).to(dtype)  # bfloat16 1.4782e-5 < 1.48e-5; float16: 1e-9 is 0

@@ -97,14 +97,26 @@ def summarize(outcomes: RunOutcomes, sparsity_error: Tensor | None = None, confi
     solved = outcomes.solved.reshape(-1)
     count, runs = int(solved.sum()), solved.numel()
     median = float(outcomes.solved_at.reshape(-1)[solved].quantile(0.5)) if count else None
-    mean_sparsity = None
-    if sparsity_error is not None and count:
-        sparsity_error = torch.as_tensor(sparsity_error)  # (lists too, as run_outcomes takes them)
-        if sparsity_error.dim() != 2 or sparsity_error.shape[1] != runs or int(outcomes.best_index.max()) >= len(sparsity_error):
-            raise ValueError(
-                f"sparsity_error must be [E, {runs}] over the outcomes' E evaluations (a best one is at index "
-                f"{int(outcomes.best_index.max())}), got {list(sparsity_error.shape)}"
-            )
-        at_best = sparsity_error.gather(0, outcomes.best_index.reshape(1, -1)).squeeze(0)
-        mean_sparsity = float(at_best[solved].double().mean())
+    mean_sparsity = mean_sparsity_at_best(outcomes, sparsity_error) if sparsity_error is not None and count else None
     return SuccessSummary(count, runs, count / runs, wilson_interval(count, runs, confidence), median, mean_sparsity)
+
+
+def mean_sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> float:
+    """The mean of ``sparsity_error [E, S]`` (a tensor, an array or lists) over the solved runs, each read at its best
+    evaluation. ``ValueError`` unless it is ``[E, S]`` over the outcomes' evaluations and a finite number at every solved
+    run's best evaluation (a NaN there made the mean NaN)."""
+    solved, best_index = outcomes.solved.reshape(-1), outcomes.best_index.reshape(-1)
+    runs = solved.numel()
+    sparsity_error = torch.as_tensor(sparsity_error)  # (lists too, as run_outcomes takes them)
+    if sparsity_error.dim() != 2 or sparsity_error.shape[1] != runs or int(best_index.max()) >= len(sparsity_error):
+        raise ValueError(
+            f"sparsity_error must be [E, {runs}] over the outcomes' E evaluations (a best one is at index "
+            f"{int(best_index.max())}), got {list(sparsity_error.shape)}"
+        )
+    at_best = sparsity_error.gather(0, best_index.reshape(1, -1)).squeeze(0).double()
+    if bad := (solved & ~at_best.isfinite()).nonzero().flatten().tolist():
+        raise ValueError(
+            f"sparsity_error is not a finite number at the best evaluation of solved run(s) {bad} (evaluation "
+            f"{best_index[bad].tolist()}): {at_best[bad].tolist()}"
+        )
+    return float(at_best[solved].mean())
