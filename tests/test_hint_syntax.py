@@ -10,7 +10,7 @@ import pytest
 from hint_strategies import trees
 from hypothesis import given, settings
 
-from neurosym.semantics import HINT_SEMANTICS, Operator, evaluate, solve_batch
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator, evaluate, solve_batch
 from neurosym.syntax import (
     ADDITIVE,
     ALIASES,
@@ -22,7 +22,9 @@ from neurosym.syntax import (
     UnexpectedEndError,
     UnexpectedSymbolError,
     from_prefix,
+    grammar_text,
     heads,
+    infix_layout,
     lark_parser,
     parse,
     to_infix,
@@ -314,6 +316,33 @@ def test_concept_table_validation_and_parser_cache():
         to_infix(Node("+", (Node("1"),)))
     with pytest.raises(TypeError, match="expects a string"):
         parse(12)
+
+
+SYNTAX_CALLS = {  # every function of the syntax that takes a ConceptTable, called with ``table`` in its place
+    "parse": lambda table: parse("x+1", table),
+    "to_infix": lambda table: to_infix(parse("x+1", CONCEPTS), table),
+    "tokens": lambda table: tokens(parse("x+1", CONCEPTS), table),
+    "heads": lambda table: heads(parse("x+1", CONCEPTS), table),
+    "infix_layout": lambda table: infix_layout(parse("x+1", CONCEPTS), table),
+    "to_networkx": lambda table: to_networkx(parse("x+1", CONCEPTS), table),
+    "to_prefix": lambda table: to_prefix(parse("x+1", CONCEPTS), table),
+    "to_postfix": lambda table: to_postfix(parse("x+1", CONCEPTS), table),
+    "from_prefix": lambda table: from_prefix(["+", "x", "1"], table),
+    "grammar_text": grammar_text,
+    "lark_parser": lark_parser,
+}
+
+
+@pytest.mark.parametrize("call", SYNTAX_CALLS.values(), ids=SYNTAX_CALLS.keys())
+def test_an_operator_table_where_a_concept_table_belongs_is_named(call):
+    # each raised AttributeError: 'OperatorTable' object has no attribute 'grammar_extension' (or 'precedence')
+    with pytest.raises(
+        TypeError, match=r"^expected a ConceptTable \(e.g. HINT_SEMANTICS.concepts\), got OperatorTable; pass its .concepts$"
+    ):
+        call(HINT_FEWSHOT_SEMANTICS)
+    with pytest.raises(TypeError, match=r"^expected a ConceptTable \(e.g. HINT_SEMANTICS.concepts\), got dict$"):
+        call({"numbers": ("x",)})
+    call(HINT_FEWSHOT_SEMANTICS.concepts)  # what the message says to pass
 
 
 @settings(max_examples=60, deadline=None)

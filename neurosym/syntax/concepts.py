@@ -106,3 +106,15 @@ class ConceptTable:
 
 #: The language of the paper, with no concepts added.
 BASE_CONCEPTS = ConceptTable()
+
+
+def concept_table(concepts: object) -> ConceptTable:
+    """``concepts`` itself when it is a :class:`ConceptTable`, :data:`BASE_CONCEPTS` for ``None``; else ``TypeError``
+    (an ``OperatorTable`` failed deep inside, on a missing ``grammar_extension`` or ``precedence``), telling to pass
+    the ``.concepts`` of an object that holds a table, as an ``OperatorTable`` does."""
+    if concepts is None:
+        return BASE_CONCEPTS
+    if not isinstance(concepts, ConceptTable):
+        hint = "; pass its .concepts" if isinstance(getattr(concepts, "concepts", None), ConceptTable) else ""
+        raise TypeError(f"expected a ConceptTable (e.g. HINT_SEMANTICS.concepts), got {type(concepts).__name__}{hint}")
+    return concepts

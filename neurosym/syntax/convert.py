@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import networkx as nx
 
-from neurosym.syntax.concepts import BASE_CONCEPTS, ConceptTable
+from neurosym.syntax.concepts import ConceptTable, concept_table
 from neurosym.syntax.printing import infix_layout, operator_level
 from neurosym.syntax.tree import Node, check_tree
 
@@ -15,7 +15,7 @@ def to_prefix(node: Node, concepts: ConceptTable | None = None) -> list[str]:
     """Symbols in pre-order (operator before its operands), e.g. ``["-", "3", "5"]`` for ``3-5``; ``ValueError``
     for a node :func:`from_prefix` could not rebuild (an operator of ``concepts`` without two operands)."""
     check_tree(node, "to_prefix")
-    concepts = concepts or BASE_CONCEPTS
+    concepts = concept_table(concepts)
     out, stack = [], [node]
     while stack:
         current = stack.pop()
@@ -29,7 +29,7 @@ def to_postfix(node: Node, concepts: ConceptTable | None = None) -> list[str]:
     """Symbols in post-order (operands before their operator), e.g. ``["3", "5", "-"]`` for ``3-5``; the
     same check as :func:`to_prefix`."""
     check_tree(node, "to_postfix")
-    concepts = concepts or BASE_CONCEPTS
+    concepts = concept_table(concepts)
     out, stack = [], [node]
     while stack:  # a pre-order walk that visits the right operand first, reversed, is the post-order
         current = stack.pop()
@@ -41,7 +41,7 @@ def to_postfix(node: Node, concepts: ConceptTable | None = None) -> list[str]:
 
 def from_prefix(symbols: Sequence[str], concepts: ConceptTable | None = None) -> Node:
     """Rebuild the tree from its pre-order symbols; raises ``ValueError`` if they are not one tree."""
-    concepts = concepts or BASE_CONCEPTS
+    concepts = concept_table(concepts)
     operands: list[Node] = []
     for position in range(len(symbols) - 1, -1, -1):  # right to left, operands are ready on a stack
         symbol = symbols[position]

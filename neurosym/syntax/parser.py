@@ -10,7 +10,7 @@ from typing import cast
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from neurosym.syntax.concepts import ALIASES, BASE_CONCEPTS, ConceptTable
+from neurosym.syntax.concepts import ALIASES, BASE_CONCEPTS, ConceptTable, concept_table
 from neurosym.syntax.errors import (
     ParseError,
     UnexpectedCharacterError,
@@ -30,7 +30,7 @@ def base_grammar() -> str:
 
 def grammar_text(concepts: ConceptTable = BASE_CONCEPTS) -> str:
     """The base grammar extended with ``concepts`` (the text Lark builds the parser from)."""
-    extension = concepts.grammar_extension()
+    extension = concept_table(concepts).grammar_extension()
     return base_grammar() + ("\n" + extension + "\n" if extension else "")
 
 
@@ -58,9 +58,14 @@ def _as_node(item: Node | Token) -> Node:
     return item
 
 
-@lru_cache(maxsize=32)
 def lark_parser(concepts: ConceptTable = BASE_CONCEPTS) -> Lark:
-    """The LALR parser for the language extended by ``concepts`` (built once per table)."""
+    """The LALR parser for the language extended by ``concepts`` (built once per table; checked before the cache,
+    which named an unhashable non-table only as unhashable)."""
+    return _cached_parser(concept_table(concepts))
+
+
+@lru_cache(maxsize=32)
+def _cached_parser(concepts: ConceptTable) -> Lark:
     return Lark(grammar_text(concepts), parser="lalr", transformer=_TreeBuilder(), cache=False)
 
 
@@ -74,7 +79,7 @@ def parse(text: str, concepts: ConceptTable | None = None) -> Node:
     """
     if not isinstance(text, str):
         raise TypeError(f"parse expects a string, got {type(text).__name__}")
-    concepts = concepts or BASE_CONCEPTS
+    concepts = concept_table(concepts)
     parser = lark_parser(concepts)
     try:
         tree = parser.parse(text)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neurosym.syntax.concepts import BASE_CONCEPTS, ConceptTable
+from neurosym.syntax.concepts import ConceptTable, concept_table
 from neurosym.syntax.tree import Node, check_tree
 
 OPEN, CLOSE = "(", ")"
@@ -46,7 +46,7 @@ def operator_level(node: Node, concepts: ConceptTable) -> int | None:
 def infix_layout(node: Node, concepts: ConceptTable | None = None) -> InfixLayout:
     """Lay ``node`` out as infix tokens with minimal parentheses (iterative: trees of any depth)."""
     check_tree(node, "infix_layout (to_infix, tokens, execute)")
-    concepts = concepts or BASE_CONCEPTS
+    concepts = concept_table(concepts)
     tokens: list[str] = []
     owners: list[int] = []  # per token: the occurrence (node visit) it heads or brackets
     occurrence_nodes: list[Node] = []
