@@ -8,6 +8,7 @@ import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -339,3 +340,53 @@ def test_an_evaluation_that_is_not_one_number_is_named(score) -> None:
     outcome = train(nn.Linear(2, 1), data, lambda model, batch: (model(batch[0]) - batch[1]).square().mean(),
                     TrainConfig(3, 4, eval_every=1), context, evaluate=lambda model: one)  # fmt: skip
     assert outcome.best_score == 0.5
+
+
+def _regression(seed: int = 0) -> tuple[nn.Module, list[tuple[torch.Tensor, torch.Tensor]]]:
+    torch.manual_seed(seed)
+    data = [(x, x.sum(0, keepdim=True)) for x in torch.randn(32, 3)]
+    return nn.Linear(3, 1), data
+
+
+def _squared_error(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    return (model(batch[0]) - batch[1]).square().mean()
+
+
+def test_a_rerun_of_a_run_that_stopped_early_takes_no_step_unless_given_more_patience(tmp_path: Path) -> None:
+    """A rerun trained on past the early stop (evaluating again, perhaps finding new best weights); more patience
+    continues it, as the configuration's resumable changes say."""
+    context = DistributedContext(0, 1, 0, CPU)
+    scores = itertools.chain([1.0], itertools.repeat(0.0))  # the first evaluation stays the best
+    config = TrainConfig(40, 8, eval_every=2, patience=2, checkpoint=tmp_path / "run.pt")
+    model, data = _regression()
+    first = train(model, data, _squared_error, config, context, evaluate=lambda model: next(scores))
+    assert first.stopped_early and first.steps == 6 and first.best_step == 2
+    rerun = train(_regression()[0], data, _squared_error, config, context, evaluate=lambda model: next(scores))
+    assert rerun.steps_this_call == 0 and rerun.stopped_early and rerun.history == first.history
+    patient = train(_regression()[0], data, _squared_error, replace(config, patience=4), context,
+                    evaluate=lambda model: next(scores))  # fmt: skip
+    assert patient.steps == 10 and patient.steps_this_call == 4 and patient.stopped_early
+
+
+def test_a_cosine_run_is_not_continued_to_more_steps_but_a_constant_one_is(tmp_path: Path) -> None:
+    """The cosine schedule decays to zero at max_steps: resumed to more steps, its learning rate jumped back up, and the
+    weights matched no uninterrupted run."""
+    context = DistributedContext(0, 1, 0, CPU)
+    for schedule in ("constant", "cosine"):
+        model, data = _regression()
+        path = tmp_path / f"{schedule}.pt"
+        train(model, data, _squared_error, TrainConfig(4, 8, schedule=schedule, checkpoint=path), context)
+        longer = TrainConfig(8, 8, schedule=schedule, checkpoint=path)
+        if schedule == "constant":
+            assert train(_regression()[0], data, _squared_error, longer, context).steps_this_call == 4
+            continue
+        with pytest.raises(CheckpointMismatch, match="max_steps 4 there, 8 now"):
+            train(_regression()[0], data, _squared_error, longer, context)
+
+
+def test_a_train_config_takes_numpy_counts_as_python_ints() -> None:
+    """np.int64 counts passed the checks, then torch's BatchSampler refused batch_size=8."""
+    config = TrainConfig(np.int64(3), np.int64(8), eval_every=np.int64(2), patience=np.int64(1), seed=np.int64(0))
+    assert all(type(getattr(config, name)) is int for name in ("max_steps", "batch_size", "eval_every", "patience", "seed"))
+    model, data = _regression()
+    assert train(model, data, _squared_error, config, DistributedContext(0, 1, 0, CPU)).steps == 3

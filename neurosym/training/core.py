@@ -211,12 +211,14 @@ def run_training(
     description: str | None = None,
     sync_every: int | None = None,
     check_finite: bool = True,
+    finished: Callable[[], bool] | None = None,
 ) -> LoopResult:
     """Run steps ``step(i)`` for ``i`` from the resumed step (0 afresh) up to ``max_steps``, each followed
     by ``update(loss)``; returns a :class:`LoopResult`.
 
     ``evaluate`` runs after every ``eval_every`` steps and the last; ``checkpoint`` resumes from an existing
-    checkpoint and writes one as it says. Stop requests come from ``stops`` (opened by the caller) or,
+    checkpoint and writes one as it says; ``finished()``, asked after a resume, says whether the resumed run had already
+    ended early (its evaluation hook stopped it), and then no step is taken. Stop requests come from ``stops`` (opened by the caller) or,
     without it, from a :class:`StopRequests` of ``time_limit`` seconds opened here; at one, the loop
     finishes the step, checkpoints and raises :class:`TrainingInterrupted` (after the last step it just
     returns). ``check_finite`` raises ``FloatingPointError`` at the first read of the loss (every
@@ -236,10 +238,12 @@ def run_training(
     main = context is None or context.is_main
     done, before = 0, 0.0
     history: list[dict[str, Any]] = []
+    stopped_early = False
     if checkpoint is not None and checkpoint.resume:
         saved = load_checkpoint(checkpoint.path, map_location=device)
         if saved is not None:
             done, history, before = _resume(saved, model, update, checkpoint, device)
+            stopped_early = finished is not None and finished()  # (a rerun trained on past its early stop)
             if done > max_steps:  # (its weights are those of a longer run than the one asked for)
                 raise ValueError(
                     f"the checkpoint {checkpoint.path} is at step {done}, past max_steps {max_steps}: ask for at least "
@@ -267,7 +271,6 @@ def run_training(
     sync_every = sync_every or (1 if device.type == "cpu" else CUDA_SYNC_EVERY)
     read_often = check_finite or show
     nonfinite = _NonFiniteLoss()
-    stopped_early = False
     opened = StopRequests(time_limit) if stops is None else contextlib.nullcontext(stops)
     with opened as requests, tqdm(total=max_steps, initial=done, disable=not show, desc=description) as bar:
         while done < max_steps and not stopped_early:

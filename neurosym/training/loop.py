@@ -86,14 +86,14 @@ class TrainConfig:
         if self.schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {self.schedule!r}: use one of {SCHEDULES}")
         for name in ("warmup_steps", "seed", "num_workers"):  # a seed of 1.5 failed in torch.manual_seed
-            int_at_least(getattr(self, name), name, 0)
+            setattr(self, name, int_at_least(getattr(self, name), name, 0))
         checked_time_limit(self.time_limit)
         if self.sync_every is not None and self.sync_every < 1:
             raise ValueError(f"sync_every must be None or at least 1, got {self.sync_every}")
         for name in ("max_steps", "batch_size", "eval_every") + ("sync_every",) * (self.sync_every is not None):
-            int_at_least(getattr(self, name), name, 1)
+            setattr(self, name, int_at_least(getattr(self, name), name, 1))  # numpy's as Python ints (torch refused them)
         if self.patience is not None:  # 0 or less stopped at the first evaluation without improvement, as 1 does
-            int_at_least(self.patience, "patience (None: no early stopping)", 1)
+            self.patience = int_at_least(self.patience, "patience (None: no early stopping)", 1)
         positive_number(self.lr, "lr", zero=True)
         positive_number(self.eps, "eps")  # Adam divides by sqrt(v) + eps: 0 gives 0/0 for a parameter without gradient
         for name in ("momentum", "weight_decay"):
@@ -130,7 +130,9 @@ def _one_number(value: Any, step: int) -> float:
 
 
 RESUMABLE_CHANGES = ("max_steps", "eval_every", "patience", "checkpoint", "progress", "num_workers", "time_limit", "sync_every")
-"""Fields of :class:`TrainConfig` that may differ when a run is resumed (a larger ``max_steps`` continues it)."""
+"""Fields of :class:`TrainConfig` that may differ when a run is resumed (a larger ``max_steps`` continues it under the
+constant schedule; the cosine schedule's decay ends at ``max_steps``, so there it may not change; more ``patience``
+continues a run that stopped early)."""
 
 
 def learning_rate_factor(step: int, config: TrainConfig) -> float:
@@ -255,11 +257,14 @@ def train(
 
     checkpoint = None
     if config.checkpoint:
+        may_change = resume_may_change
+        if config.schedule != "constant":  # a cosine schedule decays to zero at max_steps: a larger one jumped back up
+            may_change = [name for name in resume_may_change if name != "max_steps"]
         checkpoint = Checkpointing(
             config.checkpoint,
             config,
             config.eval_every,
-            resume_may_change,
+            may_change,
             lambda: {"loop": best.state},
             best.load,
             setup=setup,
@@ -277,6 +282,7 @@ def train(
         time_limit=config.time_limit,
         progress=config.progress,
         sync_every=config.sync_every,
+        finished=best.exhausted,
     )
     state = best.state
     if state["best_model"] is not None:
@@ -331,4 +337,9 @@ class _BestWeights:
             state["best_model"] = {key: value.detach().to("cpu", copy=True) for key, value in self.model.state_dict().items()}
             return False
         state["bad_evaluations"] += 1
-        return self.patience is not None and state["bad_evaluations"] >= self.patience
+        return self.exhausted()
+
+    def exhausted(self) -> bool:
+        """Whether the evaluations since the best one have used up the patience (also of a resumed run: one that
+        stopped early is finished, unless resumed with more patience)."""
+        return self.patience is not None and self.state["bad_evaluations"] >= self.patience
