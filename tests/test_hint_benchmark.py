@@ -108,6 +108,40 @@ def test_answers_encode_as_the_training_data_and_read_the_digits_least_significa
     assert answer_expressions(model, [record.expr for record in records]) == [None, *(record.res for record in records[1:])]
 
 
+def test_an_answer_decoded_without_its_end_is_none_and_max_digits_is_checked(monkeypatch) -> None:
+    model = build_baseline("gru", "symbol", len(DEFAULT_SYMBOLS) + 1, embedding=8, hidden=8, encoder_layers=1)
+    lengths = []
+
+    def decode(src, src_mask, max_len, bos, eos):  # two digits then the end; digits to the last token, no end
+        lengths.append(max_len)
+        return torch.tensor([[3, 2, eos], [2, 3, 3]])
+
+    monkeypatch.setattr(model, "greedy_decode", decode)
+    assert answer_expressions(model, ["3+20", "1+1"], max_digits=np.int64(2)) == [23, None]  # (was 332: 3 digits)
+    assert lengths == [3]
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match=f"max_digits must be an int of at least 1, got {bad!r}"):
+            answer_expressions(model, ["1+1"], max_digits=bad)
+
+
+def test_answers_are_decoded_in_evaluation_mode_and_each_module_keeps_its_mode(monkeypatch) -> None:
+    model = build_baseline("gru", "symbol", len(DEFAULT_SYMBOLS) + 1, embedding=8, hidden=8, encoder_layers=1)
+    model.train()
+    frozen = next(module for module in model.modules() if module is not model)
+    frozen.eval()
+    modes = {name: module.training for name, module in model.named_modules()}
+    seen = []
+
+    def decode(src, src_mask, max_len, bos, eos):
+        seen.append(any(module.training for module in model.modules()))
+        return torch.tensor([[1, eos]])
+
+    monkeypatch.setattr(model, "greedy_decode", decode)
+    assert answer_expressions(model, ["1"]) == [1]
+    assert seen == [False]  # (was decoded in training mode: dropout changed the answers from call to call)
+    assert {name: module.training for name, module in model.named_modules()} == modes
+
+
 def test_bad_input_found_once_work_began_is_one_line_unless_a_traceback_is_asked_for(tmp_path: Path, capsys, monkeypatch) -> None:
     command = ["hint", "--model", "gru", "--steps", "1", "--out", str(tmp_path / "out"), *TINY, "--batch-size", "5000"]
     assert main(command) == 1

@@ -4,7 +4,8 @@ match per test subset under greedy decoding (the seq2seq baselines of ``neurosym
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -16,6 +17,7 @@ from neurosym.metrics import sequence_matches
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
 from neurosym.syntax import canonical_sentence
+from neurosym.training.checks import int_at_least
 from neurosym.training.device import mixed_precision
 
 BOS, EOS = 10, 11
@@ -57,10 +59,14 @@ def exact_match_by_subset(
 def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int = 12) -> list[int | None]:
     """A symbol-input baseline's answers to ``sentences`` (``"3+4*(5-2)"``; spaces and ``× ÷ −`` as the parser takes
     them): each encoded as its training data were, its result's digits decoded greedily (least significant first, as
-    trained, at most ``max_digits``) and read as an integer; ``None`` where what is decoded is no number. A symbol
-    outside the training vocabulary raises ``ValueError`` naming it and its position."""
+    trained, at most ``max_digits``) and read as an integer; ``None`` where what is decoded is no number: no digit
+    before the end of sequence, a token that is no digit, or no end of sequence within ``max_digits + 1`` tokens
+    (a longer result than ``max_digits`` allows, or none). Decoding runs in evaluation mode (no dropout: the same
+    answers at every call); each module's train/eval mode is restored after. A symbol outside the training vocabulary
+    raises ``ValueError`` naming it and its position, as does a ``max_digits`` below 1."""
     if isinstance(sentences, str):  # (each character would be read as an expression of its own)
         raise TypeError(f"answer_expressions takes a list of sentences, got one str {sentences!r}: give [{sentences!r}]")
+    max_digits = int_at_least(max_digits, "max_digits", 1)
     vocabulary = HintSymbolDataset([])  # the training data's symbol ids
     encoded = []
     for text in sentences:
@@ -72,9 +78,28 @@ def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int
         return []
     device = next(model.parameters()).device
     tokens = torch.nn.utils.rnn.pad_sequence(encoded, batch_first=True, padding_value=PAD_ID).to(device)
-    decoded = model.greedy_decode(tokens, tokens == PAD_ID, max_digits + 1, BOS, EOS).tolist()
-    answers: list[int | None] = []
-    for row in decoded:
-        digits = row[: row.index(EOS)] if EOS in row else row
-        answers.append(int("".join(map(str, reversed(digits)))) if digits and max(digits) < 10 else None)
-    return answers
+    with _evaluation_mode(model):
+        decoded = model.greedy_decode(tokens, tokens == PAD_ID, max_digits + 1, BOS, EOS).tolist()
+    return [_read_digits(row) for row in decoded]
+
+
+def _read_digits(row: list[int]) -> int | None:
+    """The number whose digits (least significant first) ``row`` holds before its first ``EOS``; ``None`` without
+    an ``EOS`` (the result went on past the tokens decoded), with no digit before it or with a token that is no
+    digit."""
+    if EOS not in row:
+        return None
+    digits = row[: row.index(EOS)]
+    return int("".join(map(str, reversed(digits)))) if digits and max(digits) < 10 else None
+
+
+@contextmanager
+def _evaluation_mode(model: nn.Module) -> Iterator[None]:
+    """Within the block every module of ``model`` is in evaluation mode; on leaving, each gets its own mode back."""
+    modes = [(module, module.training) for module in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for module, training in modes:
+            module.train(training)
