@@ -178,6 +178,23 @@ def test_time_limit_exits_75_without_results_and_the_same_command_continues(tmp_
     assert json.loads((out / "gru_symbol.json").read_text())["steps"] == 3
 
 
+def test_an_unfinished_run_is_not_read_back_and_one_out_of_patience_is(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    command = ["hint", "--model", "gru", "--steps", "40", "--patience", "1", "--out", str(out), *TINY]
+    for step in (1, 2):  # before any evaluation, then after the first (was read back: step 1's or step 2's weights)
+        assert main([*command, "--time-limit", "0"]) == 75
+        with pytest.raises(
+            ValueError,
+            match=f"gru_symbol.pt is of an unfinished run, stopped after step {step} of 40: rerun the same neurosym hint",
+        ):
+            hint.trained_baseline(out, "gru")
+    assert main(command) == 0
+    saved = load_checkpoint(out / "gru_symbol.pt")
+    assert saved["step"] < 40 and saved["loop"]["bad_evaluations"] == 1  # stopped early: patience ran out
+    weights = hint.trained_baseline(out, "gru").state_dict()
+    assert all(torch.equal(weights[name], value) for name, value in saved["loop"]["best_model"].items())
+
+
 def test_image_input_runs_with_the_small_cnn(tmp_path: Path) -> None:
     """A tiny random bank in the .npz format stands in for MNIST, so nothing is downloaded."""
     rng = np.random.default_rng(0)

@@ -64,7 +64,9 @@ def trained_baseline(run: str | os.PathLike, model: str, input: Literal["symbol"
     """The seq2seq baseline that a finished ``neurosym hint --model MODEL --input INPUT`` run trained (``run``: its
     ``--out`` folder): rebuilt from the options its checkpoint keeps, with the weights that scored best on validation
     (those its table reports), in evaluation mode; :func:`~neurosym.models.seq2seq.hint_task.answer_expressions`
-    answers expressions with a symbol-input one. ``ValueError`` names what is missing or does not fit."""
+    answers expressions with a symbol-input one. ``ValueError`` names what is missing or does not fit, and refuses a
+    run that has not finished (stopped before its last step by a time limit or a signal: the same command continues
+    it)."""
     checkpoint = Path(run) / f"{model}_{input}.pt"
     saved = load_checkpoint(checkpoint)
     if saved is None:
@@ -73,8 +75,23 @@ def trained_baseline(run: str | os.PathLike, model: str, input: Literal["symbol"
     if (setup.get("model"), setup.get("input")) != (model, input) or not set(BASELINE_OPTIONS) <= set(setup):
         raise ValueError(f"{checkpoint} is not the checkpoint of a neurosym hint --model {model} --input {input} run")
     built = build_baseline(model, input, len(DEFAULT_SYMBOLS) + 1, **{name: setup[name] for name in BASELINE_OPTIONS})
-    load_model_state(built, saved["loop"]["best_model"] or saved["model"], str(checkpoint))
+    load_model_state(built, _best_weights(saved, checkpoint), str(checkpoint))
     return built.eval()
+
+
+def _best_weights(saved: dict[str, Any], checkpoint: Path) -> dict[str, torch.Tensor]:
+    """The weights that scored best on validation in the checkpoint ``saved`` of a finished run: one at its last step,
+    or one whose patience ran out (as many evaluations without improvement as its ``--patience``); ``ValueError``
+    for any other (its best weights so far are not those the finished run reports)."""
+    loop, step, config = saved["loop"], saved["step"], saved["config"]
+    patience = config["patience"]
+    out_of_patience = patience is not None and loop["bad_evaluations"] >= patience
+    if loop["best_model"] is None or not (step >= config["max_steps"] or out_of_patience):
+        raise ValueError(
+            f"{checkpoint} is of an unfinished run, stopped after step {step} of {config['max_steps']}: rerun the same "
+            "neurosym hint command to continue it"
+        )
+    return loop["best_model"]
 
 
 def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, Any]:
