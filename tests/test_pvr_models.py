@@ -1,3 +1,6 @@
+import re
+
+import numpy as np
 import pytest
 import torch
 
@@ -60,6 +63,19 @@ def test_bad_inputs_and_names_are_reported():
         build_visual_model("small_cnn", (28, 308))
     with pytest.raises(ValueError, match=r"image_size must be \(height, width\), two positive ints, got 32"):
         build_visual_model("small_cnn", 32)
-    for sizes in ({"length": 0}, {"num_classes": 0}, {"scale": 0.0}):
-        with pytest.raises(ValueError, match="length and num_classes must be positive and scale finite and positive"):
-            build_vector_model("mixer", **sizes)
+    for sizes, message in [
+        ({"length": 0}, "length must be an int of at least 1, got 0"),
+        ({"length": 2.5}, "length must be an int of at least 1, got 2.5"),  # (failed inside torch: empty(): argument 'size')
+        ({"num_classes": 0}, "num_classes must be an int of at least 1, got 0"),
+        ({"scale": 0.0}, "scale must be a finite number above 0, got 0.0"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            build_vector_model("mlp", **sizes)
+
+
+def test_numpy_ints_are_taken_as_sizes_and_stored_as_python_ints():
+    model = build_visual_model("small_cnn", (np.int64(32), np.int64(32)), scale=0.125)  # (was: "two positive ints")
+    assert type(model.input_size) is int and model.input_size == 32
+    assert model(torch.zeros(2, 1, 32, 32)).shape == (2, 10)
+    vector = build_vector_model("mlp", length=np.int64(5), num_classes=np.int64(3), scale=0.1)
+    assert type(vector.length) is int and vector(torch.zeros(2, 5, dtype=torch.long)).shape == (2, 3)

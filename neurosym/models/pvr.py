@@ -8,7 +8,6 @@ multiplies every width, to make CPU runs affordable. Visual models read images `
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
@@ -18,6 +17,7 @@ from torch import nn
 from neurosym.layers import TransformerEncoder
 from neurosym.layers.mixer import MixerBlock
 from neurosym.perception.cnn import VGG11BN, ResNet18, SmallCNN
+from neurosym.training.checks import int_at_least, is_int, positive_number
 
 MLP_WIDTHS = (512, 1024, 512, 64)
 
@@ -132,10 +132,11 @@ VISUAL_MODELS = ("resnet18", "vgg11bn", "small_cnn")
 
 
 def build_vector_model(name: str, length: int = 11, num_classes: int = 10, scale: float = 1.0) -> nn.Module:
-    """One of :data:`VECTOR_MODELS` with the paper's sizes times ``scale``."""
-    if length < 1 or num_classes < 1 or not 0 < scale < math.inf:
-        raise ValueError(f"length and num_classes must be positive and scale finite and positive, got {length}, "
-                         f"{num_classes} and {scale}")  # fmt: skip
+    """One of :data:`VECTOR_MODELS` with the paper's sizes times ``scale``; ``ValueError`` names a ``length`` or
+    ``num_classes`` that is no int of at least 1 (numpy's are taken) and a ``scale`` that is no finite number above 0."""
+    length = int_at_least(length, "length", 1)
+    num_classes = int_at_least(num_classes, "num_classes", 1)
+    scale = positive_number(scale, "scale")
     if name in ("mlp", "mlp2x"):
         factor = 2 if name == "mlp2x" else 1
         widths = [_scaled(w * factor, scale) for w in MLP_WIDTHS]
@@ -156,14 +157,14 @@ def build_vector_model(name: str, length: int = 11, num_classes: int = 10, scale
 
 
 def build_visual_model(name: str, image_size: tuple[int, int], num_classes: int = 10, scale: float = 1.0) -> nn.Module:
-    """One of :data:`VISUAL_MODELS` for grey images ``[B, 1, *image_size]``; ``scale`` multiplies widths.
+    """One of :data:`VISUAL_MODELS` for grey images ``[B, 1, *image_size]`` (two positive ints, numpy's too);
+    ``scale`` multiplies widths.
 
     ResNet-18 uses the ImageNet stem (as torchvision's, used by the paper); ``small_cnn`` needs square images.
     """
-    if not (
-        isinstance(image_size, tuple | list) and len(image_size) == 2 and all(isinstance(v, int) and v > 0 for v in image_size)
-    ):
+    if not (isinstance(image_size, tuple | list) and len(image_size) == 2 and all(is_int(v) and v > 0 for v in image_size)):
         raise ValueError(f"image_size must be (height, width), two positive ints, got {image_size!r}")
+    image_size = (int(image_size[0]), int(image_size[1]))
     if name == "resnet18":
         return ResNet18(1, num_classes, small_input=False, width=_scaled(64, scale))
     if name == "vgg11bn":
