@@ -548,6 +548,12 @@ def test_mnist_add_names_an_mnist_file_too_small_to_hold_out_its_validation_digi
         build_task("mnist-add", mnist=str(mnist))
 
 
+def test_mnist_add_notes_the_training_digits_its_file_has(tmp_path):
+    mnist = write_fake_mnist(tmp_path / "mnist.pkl.gz", per_class=601)  # 6,020 training digits: 1,020 train
+    task = build_task("mnist-add", mnist=str(mnist))
+    assert task.data_note.startswith("510 training sums from 1,020 MNIST digits (")  # (was: "from 55,000 MNIST digits")
+
+
 @pytest.mark.slow
 def test_resuming_a_checkpoint_of_other_options_names_them_in_one_line(tmp_path, capsys):
     common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01", "--reader-width", "8"]

@@ -185,5 +185,5 @@ def build(
         augment_shift=AUGMENT_SHIFT,
         restarts=restarts(digits),
         published=PUBLISHED.get(digits, ()),
-        data_note=f"{len(train)} training sums from 55,000 MNIST digits (the protocol's ⌊60000/2N⌋ uses all 60,000)",
+        data_note=f"{len(train)} training sums from {held:,} MNIST digits (the protocol's ⌊60000/2N⌋ uses all 60,000)",
     )
