@@ -23,6 +23,7 @@ from neurosym.models.seq2seq import BoundaryMarkers, TransformerSeq2Seq
 from neurosym.models.seq2seq.hint_baseline import build_baseline
 from neurosym.models.seq2seq.hint_task import BOS, EOS, answer_expressions, exact_match_by_subset
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
+from neurosym.syntax import ParseError
 from neurosym.training import load_checkpoint, save_checkpoint
 
 TINY = [
@@ -87,6 +88,8 @@ def test_a_finished_run_read_back_scores_and_answers_as_the_run_did(tmp_path: Pa
     assert np.mean([answer == record.res for answer, record in zip(answers, test)]) == pytest.approx(scores["all"] / 100)
     with pytest.raises(ValueError, match="symbol '&' at position 1 of '3&4' is not in the vocabulary"):
         answer_expressions(model, ["3&4"])
+    with pytest.raises(ParseError, match="position 3"):  # (answered, as the model answers any string)
+        answer_expressions(model, ["3+("])
     with pytest.raises(TypeError, match="answer_expressions takes a list of sentences, got one str '3\\+4': give \\['3\\+4'\\]"):
         answer_expressions(model, "3+4")  # (was read as three expressions, '3', '+' and '4')
     with pytest.raises(ValueError, match="holds no gru_image.pt"):
@@ -117,7 +120,7 @@ def test_an_answer_decoded_without_its_end_is_none_and_max_digits_is_checked(mon
         return torch.tensor([[3, 2, eos], [2, 3, 3]])
 
     monkeypatch.setattr(model, "greedy_decode", decode)
-    assert answer_expressions(model, ["3+20", "1+1"], max_digits=np.int64(2)) == [23, None]  # (was 332: 3 digits)
+    assert answer_expressions(model, ["4*5+3", "1+1"], max_digits=np.int64(2)) == [23, None]  # (was 332: 3 digits)
     assert lengths == [3]
     for bad in (0, -1, 2.0, True):
         with pytest.raises(ValueError, match=f"max_digits must be an int of at least 1, got {bad!r}"):

@@ -16,7 +16,8 @@ from neurosym.data.hint import IGNORE_INDEX, PAD_ID, HintSymbolDataset
 from neurosym.metrics import sequence_matches
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
-from neurosym.syntax import canonical_sentence
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS
+from neurosym.syntax import canonical_sentence, parse
 from neurosym.training.checks import int_at_least
 from neurosym.training.device import mixed_precision
 
@@ -63,7 +64,9 @@ def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int
     before the end of sequence, a token that is no digit, or no end of sequence within ``max_digits + 1`` tokens
     (a longer result than ``max_digits`` allows, or none). Decoding runs in evaluation mode (no dropout: the same
     answers at every call); each module's train/eval mode is restored after. A symbol outside the training vocabulary
-    raises ``ValueError`` naming it and its position, as does a ``max_digits`` below 1."""
+    raises ``ValueError`` naming it and its position, a sentence that is no expression of HINT's grammar (few-shot
+    concepts included) a :class:`~neurosym.syntax.ParseError` naming where, and a ``max_digits`` below 1
+    ``ValueError``."""
     if isinstance(sentences, str):  # (each character would be read as an expression of its own)
         raise TypeError(f"answer_expressions takes a list of sentences, got one str {sentences!r}: give [{sentences!r}]")
     max_digits = int_at_least(max_digits, "max_digits", 1)
@@ -74,6 +77,7 @@ def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int
         if not sentence:
             raise ValueError(f"{text!r} has no symbol to read")
         encoded.append(vocabulary.encode(sentence))
+        parse(sentence, HINT_FEWSHOT_SEMANTICS.concepts)  # a model answers any string: "3+(" is no expression
     if not encoded:
         return []
     device = next(model.parameters()).device
