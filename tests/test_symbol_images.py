@@ -266,6 +266,8 @@ def test_sizes_of_no_pixels_are_named():
     images = np.zeros((2, 8, 8), dtype=np.uint8)
     with pytest.raises(ValueError, match=r"size must be \(height, width\), two positive ints, got \(-3, 32\)"):
         resize_images(images, (-3, 32))
+    with pytest.raises(ValueError, match=r"size must be \(height, width\), two positive ints, got \(True, 8\)"):
+        resize_images(images, (True, 8))  # (taken as a height of 1)
     with pytest.raises(ValueError, match="height must be a positive number of pixels, got 0"):
         render_strip(images, height=0)
     with pytest.raises(ValueError, match="for a window of at least 1 pixel"):

@@ -17,7 +17,7 @@ from torch import nn
 from neurosym.layers import TransformerEncoder
 from neurosym.layers.mixer import MixerBlock
 from neurosym.perception.cnn import VGG11BN, ResNet18, SmallCNN
-from neurosym.training.checks import int_at_least, is_int, positive_number
+from neurosym.training.checks import height_width, int_at_least, positive_number
 
 MLP_WIDTHS = (512, 1024, 512, 64)
 
@@ -162,9 +162,7 @@ def build_visual_model(name: str, image_size: tuple[int, int], num_classes: int 
 
     ResNet-18 uses the ImageNet stem (as torchvision's, used by the paper); ``small_cnn`` needs square images.
     """
-    if not (isinstance(image_size, tuple | list) and len(image_size) == 2 and all(is_int(v) and v > 0 for v in image_size)):
-        raise ValueError(f"image_size must be (height, width), two positive ints, got {image_size!r}")
-    image_size = (int(image_size[0]), int(image_size[1]))
+    image_size = height_width(image_size, "image_size")
     if name == "resnet18":
         return ResNet18(1, num_classes, small_input=False, width=_scaled(64, scale))
     if name == "vgg11bn":

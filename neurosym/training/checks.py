@@ -36,6 +36,14 @@ def positive_number(value: object, name: str, zero: bool = False, infinity: bool
     return number
 
 
+def height_width(value: object, name: str) -> tuple[int, int]:
+    """``value`` as ``(height, width)`` Python ints when it is a tuple or list of two ints (numpy's too, not bools) of
+    at least 1, else ``ValueError`` naming ``name``."""
+    if not (isinstance(value, tuple | list) and len(value) == 2 and all(is_int(side) and side >= 1 for side in value)):
+        raise ValueError(f"{name} must be (height, width), two positive ints, got {value!r}")
+    return int(value[0]), int(value[1])
+
+
 def check_batch_fits(dataset_size: int, batch_size: int) -> None:
     """``ValueError`` unless ``dataset_size`` examples fill one batch of ``batch_size``."""
     if dataset_size < batch_size:

@@ -7,6 +7,8 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 
+from neurosym.training.checks import height_width
+
 WINDOW = 32
 """Height of a rendered expression and width of the sliding window (appendix B.1)."""
 
@@ -17,9 +19,8 @@ def resize_images(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
         raise ValueError(f"images must be [N, H, W], got shape {images.shape}")
     if images.dtype != np.uint8:  # floats in [0, 1] came back black, larger ints clipped at 255
         raise ValueError(f"images must be uint8 pixels, got {images.dtype}")
-    if len(size) != 2 or not all(isinstance(side, int | np.integer) and side >= 1 for side in size):
-        raise ValueError(f"size must be (height, width), two positive ints, got {size!r}")
-    if tuple(images.shape[1:]) == tuple(size):
+    size = height_width(size, "size")  # a bool was taken as a side of 1
+    if tuple(images.shape[1:]) == size:
         return images
     if len(images) == 0:
         return np.zeros((0, *size), dtype=np.uint8)
