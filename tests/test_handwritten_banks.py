@@ -141,13 +141,24 @@ def test_the_cache_is_keyed_anew_and_reused(tmp_path, monkeypatch, mnist):
     monkeypatch.setenv("NEUROSYM_MNIST", str(mnist))
     np.savez(tmp_path / "symbol_bank_default_5_0.npz", images=np.zeros((1, 28, 28), np.uint8))  # the drawn bank's cache
     built = default_bank(drawn_per_symbol=5)
-    assert sorted(p.name for p in tmp_path.glob("symbol_bank_*")) == [
-        "symbol_bank_default_5_0.npz",
-        "symbol_bank_normalised_5_0.npz",
-    ]
+    names = sorted(p.name for p in tmp_path.glob("symbol_bank_*"))
+    assert names[0] == "symbol_bank_default_5_0.npz" and len(names) == 2
+    assert names[1].startswith("symbol_bank_normalised_5_0_")
     again = default_bank(drawn_per_symbol=5)
     for name in ("images", "labels", "pools", "paths", "sources"):
         assert np.array_equal(getattr(again, name), getattr(built, name)), name
+
+
+def test_the_cache_is_one_per_mnist_file(tmp_path, monkeypatch, mnist):
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path))
+    other = _fake_mnist(tmp_path / "other.pkl.gz", per_digit=30)
+    monkeypatch.setenv("NEUROSYM_MNIST", str(mnist))
+    first = default_bank(drawn_per_symbol=5)
+    monkeypatch.setenv("NEUROSYM_MNIST", str(other))
+    second = default_bank(drawn_per_symbol=5)  # (was the first file's bank, read from the cache)
+    assert (first.sources == "mnist").sum() == 3 * 10 * 20 and (second.sources == "mnist").sum() == 3 * 10 * 30
+    assert (default_bank(drawn_per_symbol=5, mnist_path=mnist).sources == "mnist").sum() == 3 * 10 * 20
+    assert len(list(tmp_path.glob("symbol_bank_normalised_*"))) == 2
 
 
 def test_other_writers_bank_tests_on_other_writers(bank, other):

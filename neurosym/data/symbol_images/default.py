@@ -3,12 +3,14 @@ shipped ``bhmsds`` and ``handwritten-calculator`` symbols), procedurally drawn s
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 import numpy as np
 
 from neurosym.data.mnist import cache_dir, load_mnist
+from neurosym.data.mnist import mnist_path as locate_mnist
 from neurosym.data.symbol_images.bank import SymbolBank, assign_pools, merge_banks
 from neurosym.data.symbol_images.classes import DIGITS, FEWSHOT_CONCEPTS, HANDWRITTEN_LABELS, HINT_SYMBOLS, folder_of
 from neurosym.data.symbol_images.handwriting import HANDWRITTEN_SIZE, handwritten_symbols
@@ -52,15 +54,18 @@ def default_bank(
     14 to 28 pixels). The train/val/test pools are disjoint: the shipped sets keep their own splits, MNIST and drawn
     images are split 75/5/20 per class with ``seed``. ``sources`` names each image's set (``mnist``,
     ``bhmsds``, ``handwritten-calculator``, ``drawn``) and so does its path (``<class>/<source>_<i>.jpg``).
-    The result is cached as an ``.npz`` under :func:`neurosym.data.mnist.cache_dir` when ``cache``.
+    The result is cached as an ``.npz`` under :func:`neurosym.data.mnist.cache_dir` when ``cache``, named by
+    ``drawn_per_symbol``, ``seed`` and a digest of the MNIST file read (``mnist_path``, ``$NEUROSYM_MNIST`` or the
+    downloaded copy), so a bank is reused only for the MNIST digits it was built from.
     """
     if drawn_per_symbol < 1:
         raise ValueError(f"drawn_per_symbol must be positive, got {drawn_per_symbol}")
-    cached = cache_dir() / f"symbol_bank_normalised_{drawn_per_symbol}_{seed}.npz"
-    if cache and mnist_path is None and cached.is_file():
+    mnist_file = locate_mnist(mnist_path)
+    cached = cache_dir() / f"symbol_bank_normalised_{drawn_per_symbol}_{seed}_{_file_digest(mnist_file)}.npz"
+    if cache and cached.is_file():
         with np.load(cached) as archive:
             return SymbolBank(archive["images"], archive["labels"], archive["pools"], archive["paths"], archive["sources"])
-    bank = _seeded_part(drawn_per_symbol, seed, mnist_path)
+    bank = _seeded_part(drawn_per_symbol, seed, mnist_file)
     real = handwritten_symbols()
     keep = np.flatnonzero(np.isin(real.labels, HANDWRITTEN_SYMBOLS))
     labels, sources = real.labels[keep], real.sources[keep]
@@ -72,14 +77,20 @@ def default_bank(
         np.concatenate([bank.paths, paths]),
         np.concatenate([bank.sources, sources]),
     )
-    if cache and mnist_path is None:
+    if cache:
         _save_atomically(cached, bank)
     return bank
 
 
-def _seeded_part(drawn_per_symbol: int, seed: int, mnist_path: str | os.PathLike | None) -> SymbolBank:
+def _file_digest(path: Path) -> str:
+    """The first 16 hex digits of the SHA-256 of a file's bytes (what names the cached bank built from it)."""
+    with path.open("rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()[:16]
+
+
+def _seeded_part(drawn_per_symbol: int, seed: int, mnist_file: Path) -> SymbolBank:
     """MNIST's digits and the drawn symbols (size-normalised), split 75/5/20 per class with ``seed``."""
-    mnist = load_mnist(mnist_path)
+    mnist = load_mnist(mnist_file)
     digits = np.concatenate([mnist.train_images, mnist.test_images])
     digit_labels = np.concatenate([mnist.train_labels, mnist.test_labels]).astype(str)
     drawn, drawn_labels = draw_bank_images(DRAWN_SYMBOLS, drawn_per_symbol, size=HANDWRITTEN_SIZE, seed=seed)
