@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import pickle
+import warnings
 from collections import Counter
 from pathlib import Path
 
@@ -159,6 +160,27 @@ def test_the_cache_is_one_per_mnist_file(tmp_path, monkeypatch, mnist):
     assert (first.sources == "mnist").sum() == 3 * 10 * 20 and (second.sources == "mnist").sum() == 3 * 10 * 30
     assert (default_bank(drawn_per_symbol=5, mnist_path=mnist).sources == "mnist").sum() == 3 * 10 * 20
     assert len(list(tmp_path.glob("symbol_bank_normalised_*"))) == 2
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [
+        lambda path: np.savez(path, images=np.array([None, 1], dtype=object)),  # (numpy: "Object arrays cannot be loaded")
+        lambda path: np.savez(path, images=np.zeros((1, 28, 28), np.uint8)),  # arrays missing
+        lambda path: path.write_bytes(b"not an archive"),
+    ],
+)
+def test_an_unreadable_cache_is_warned_about_and_built_again(tmp_path, monkeypatch, mnist, corrupt):
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path))
+    built = default_bank(drawn_per_symbol=5, mnist_path=mnist)
+    (cached,) = tmp_path.glob("symbol_bank_normalised_*")
+    corrupt(cached)
+    with pytest.warns(UserWarning, match=f"unreadable symbol bank cache {cached}"):
+        again = default_bank(drawn_per_symbol=5, mnist_path=mnist)
+    assert np.array_equal(again.images, built.images) and np.array_equal(again.paths, built.paths)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the cache was written anew
+        assert np.array_equal(default_bank(drawn_per_symbol=5, mnist_path=mnist).images, built.images)
 
 
 def test_other_writers_bank_tests_on_other_writers(bank, other):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -56,15 +58,16 @@ def default_bank(
     ``bhmsds``, ``handwritten-calculator``, ``drawn``) and so does its path (``<class>/<source>_<i>.jpg``).
     The result is cached as an ``.npz`` under :func:`neurosym.data.mnist.cache_dir` when ``cache``, named by
     ``drawn_per_symbol``, ``seed`` and a digest of the MNIST file read (``mnist_path``, ``$NEUROSYM_MNIST`` or the
-    downloaded copy), so a bank is reused only for the MNIST digits it was built from.
+    downloaded copy), so a bank is reused only for the MNIST digits it was built from; an unreadable cache file is
+    warned about and built again.
     """
     if drawn_per_symbol < 1:
         raise ValueError(f"drawn_per_symbol must be positive, got {drawn_per_symbol}")
     mnist_file = locate_mnist(mnist_path)
     cached = cache_dir() / f"symbol_bank_normalised_{drawn_per_symbol}_{seed}_{_file_digest(mnist_file)}.npz"
-    if cache and cached.is_file():
-        with np.load(cached) as archive:
-            return SymbolBank(archive["images"], archive["labels"], archive["pools"], archive["paths"], archive["sources"])
+    found = _cached_bank(cached) if cache and cached.is_file() else None
+    if found is not None:
+        return found
     bank = _seeded_part(drawn_per_symbol, seed, mnist_file)
     real = handwritten_symbols()
     keep = np.flatnonzero(np.isin(real.labels, HANDWRITTEN_SYMBOLS))
@@ -80,6 +83,16 @@ def default_bank(
     if cache:
         _save_atomically(cached, bank)
     return bank
+
+
+def _cached_bank(path: Path) -> SymbolBank | None:
+    """The bank cached at ``path``, or ``None`` with a warning when the file is unreadable (it is built again)."""
+    try:
+        with np.load(path) as archive:
+            return SymbolBank(archive["images"], archive["labels"], archive["pools"], archive["paths"], archive["sources"])
+    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:  # a cache: made again, not a failure
+        warnings.warn(f"unreadable symbol bank cache {path} ({error}): building it again", stacklevel=3)
+        return None
 
 
 def _file_digest(path: Path) -> str:
