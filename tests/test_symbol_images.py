@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from neurosym.data.symbol_images import (
     ALLOGRAPHS,
+    BANK_LABELS,
     DIGITS,
     GLYPHS,
     SymbolBank,
@@ -237,6 +238,39 @@ def test_folder_bank_round_trip(tmp_path):
     assert sorted(again.paths.tolist()) == sorted(bank.paths.tolist())
     order = [bank.index_of(p) for p in again.paths]
     assert np.abs(again.images.astype(int) - bank.images[order].astype(int)).max() <= 12
+
+
+@pytest.mark.parametrize("label", BANK_LABELS)
+def test_every_bank_label_has_a_safe_folder_that_reads_back_as_it(label):
+    folder = folder_of(label)
+    assert "/" not in folder and "\\" not in folder and folder not in ("", ".", "..")
+    assert token_of(folder) == label
+
+
+def test_a_bank_of_every_label_is_written_inside_its_folder_and_read_back(tmp_path):
+    labels = np.array(BANK_LABELS)
+    images = np.full((len(labels), 4, 4), 200, np.uint8)
+    paths = np.array([f"{folder_of(label)}/{i}.png" for i, label in enumerate(labels.tolist())])
+    write_folder_bank(SymbolBank(images, labels, np.full(len(labels), "train"), paths), tmp_path / "bank", size=8)
+    assert [p.name for p in tmp_path.iterdir()] == ["bank"]
+    again = load_folder_bank(tmp_path / "bank", size=4)
+    assert dict(zip(again.paths.tolist(), again.labels.tolist())) == dict(zip(paths.tolist(), labels.tolist()))
+
+
+@pytest.mark.parametrize("token", ["", ".", "..", "../x", "a/b", "a\\b", "a\0b"])
+def test_a_token_that_is_no_folder_name_is_refused(token):
+    with pytest.raises(ValueError, match="cannot name a class folder"):
+        folder_of(token)
+
+
+@pytest.mark.parametrize("path", ["{tmp}/outside.png", "../x.png", "1/../../x.png", "1\\x.png", ""])
+def test_a_bank_path_outside_the_folder_is_refused_before_writing(tmp_path, path):
+    bank = SymbolBank(
+        np.zeros((2, 4, 4), np.uint8), np.array(["1", "1"]), np.array(["train"] * 2), ["1/a.png", path.format(tmp=tmp_path)]
+    )
+    with pytest.raises(ValueError, match="does not name a file inside"):
+        write_folder_bank(bank, tmp_path / "bank")
+    assert not (tmp_path / "bank").exists()
 
 
 def test_folder_bank_errors(tmp_path):

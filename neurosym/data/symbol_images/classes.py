@@ -9,15 +9,24 @@ FEWSHOT_CONCEPTS: tuple[str, ...] = ("x", "y", "a", "b", "c", "d")
 HINT_SYMBOLS: tuple[str, ...] = DIGITS + OPERATORS + PARENTHESES
 """The 16 symbols of the main HINT split, as canonical ASCII tokens."""
 
-_FOLDER_OF_TOKEN = {"*": "times", "/": "div"}
+_FOLDER_OF_TOKEN = {"*": "times", "/": "div", "*dot": "times_dot", "/slash": "div_slash"}
 _TOKEN_OF_FOLDER = {folder: token for token, folder in _FOLDER_OF_TOKEN.items()}
 _TOKEN_ALIASES = {"×": "*", "÷": "/"}
+_UNSAFE_CHARACTERS = ("/", "\\", "\0")
 
 
 def folder_of(token: str) -> str:
-    """The release's folder name for a token: ``"*"`` → ``"times"``, ``"/"`` → ``"div"``, others unchanged."""
+    """The release's folder name for a token: ``"*"`` → ``"times"``, ``"/"`` → ``"div"`` (and the archive's other
+    ways of writing them, ``"*dot"`` → ``"times_dot"``, ``"/slash"`` → ``"div_slash"``), others unchanged.
+
+    Raises ``ValueError`` for a token that would not name one folder inside the bank's folder: one holding a path
+    separator (``/``, ``\\``) or a NUL, or one that is empty, ``"."`` or ``".."``.
+    """
     token = _TOKEN_ALIASES.get(token, token)
-    return _FOLDER_OF_TOKEN.get(token, token)
+    folder = _FOLDER_OF_TOKEN.get(token, token)
+    if folder in ("", ".", "..") or any(character in folder for character in _UNSAFE_CHARACTERS):
+        raise ValueError(f"symbol {token!r} cannot name a class folder: it is empty, '.' or '..', or holds '/', '\\' or NUL")
+    return folder
 
 
 def token_of(folder: str) -> str:

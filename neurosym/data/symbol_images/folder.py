@@ -4,7 +4,7 @@ folder of images, and ``.npz`` archives (checked by :func:`~neurosym.data.symbol
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import ModuleType
 
 import numpy as np
@@ -113,8 +113,19 @@ def load_npz_bank(path: str | os.PathLike, seed: int = 0, symbols: list[str] | N
 
 
 def write_folder_bank(bank: SymbolBank, root: str | os.PathLike, size: int = OFFICIAL_IMAGE_SIZE) -> None:
-    """Write every image of ``bank`` to ``root/<path>`` in the release's format: ``size × size`` black on white."""
+    """Write every image of ``bank`` to ``root/<path>`` in the release's format: ``size × size`` black on white.
+
+    Raises ``ValueError``, before writing anything, when a path of ``bank`` would name a file outside ``root``."""
     root = Path(root)
+    targets = [_inside(root, relative) for relative in bank.paths.tolist()]
     images = 255 - resize_images(bank.images, (size, size))
-    for image, relative in zip(images, bank.paths.tolist()):
-        write_image(root / relative, image)
+    for image, target in zip(images, targets):
+        write_image(target, image)
+
+
+def _inside(root: Path, relative: str) -> Path:
+    """``root / relative`` when ``relative`` names a file inside ``root`` (relative, no ``..``, no ``\\``), else ``ValueError``."""
+    parts = PurePosixPath(relative).parts
+    if not parts or relative.startswith("/") or ".." in parts or "\\" in relative:
+        raise ValueError(f"bank path {relative!r} does not name a file inside {root} (empty, absolute, or holding '..' or '\\')")
+    return root / relative
