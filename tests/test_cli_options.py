@@ -128,6 +128,7 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
             "argument --fewshot-scales: expected a finite positive number, got '-1'",
         ),
         ("hint-data --bank missing", "argument --bank: expected 'default', 'none'"),
+        ("hint-data --drawn-per-symbol 19", "argument --drawn-per-symbol: expected an integer of at least 20, got '19'"),
         ("mathematics --steps -5", "argument --steps: expected a positive integer"),
         ("mathematics --data-root missing", "argument --data-root: no such folder"),
         ("pvr --complexities 1,-1", "argument --complexities: expected an integer in 0..9, got '-1'"),
@@ -279,7 +280,7 @@ def test_a_config_file_with_a_bad_entry_is_a_one_line_usage_error(text, message,
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        ("hint-data --bank none --drawn-per-symbol 5", "--drawn-per-symbol is used by --bank default only"),
+        ("hint-data --bank none --drawn-per-symbol 50", "--drawn-per-symbol is used by --bank default only"),
         ("arithmetic --speed --steps 5", "--steps is used by the table (not --speed) only; this run would ignore it"),
         ("arithmetic --speed-seeds 3", "--speed-seeds is used by --speed only"),
         ("pipeline --ensemble r0 r1 --epochs 7", "--epochs is used by a run that trains its reader (not --ensemble) only"),

@@ -28,6 +28,8 @@ from neurosym.data.symbol_images import (
     other_writers_bank,
     writers_bank,
 )
+from neurosym.data.symbol_images.bank import assign_pools
+from neurosym.data.symbol_images.default import MIN_DRAWN_PER_SYMBOL
 from neurosym.data.symbol_images.normalise import normalise_glyphs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -140,12 +142,12 @@ def test_mnist_and_drawn_images_are_split_75_5_20_per_class(bank):
 def test_the_cache_is_keyed_anew_and_reused(tmp_path, monkeypatch, mnist):
     monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path))
     monkeypatch.setenv("NEUROSYM_MNIST", str(mnist))
-    np.savez(tmp_path / "symbol_bank_default_5_0.npz", images=np.zeros((1, 28, 28), np.uint8))  # the drawn bank's cache
-    built = default_bank(drawn_per_symbol=5)
+    np.savez(tmp_path / "symbol_bank_default_20_0.npz", images=np.zeros((1, 28, 28), np.uint8))  # the drawn bank's cache
+    built = default_bank(drawn_per_symbol=20)
     names = sorted(p.name for p in tmp_path.glob("symbol_bank_*"))
-    assert names[0] == "symbol_bank_default_5_0.npz" and len(names) == 2
-    assert names[1].startswith("symbol_bank_normalised_5_0_")
-    again = default_bank(drawn_per_symbol=5)
+    assert names[0] == "symbol_bank_default_20_0.npz" and len(names) == 2
+    assert names[1].startswith("symbol_bank_normalised_20_0_")
+    again = default_bank(drawn_per_symbol=20)
     for name in ("images", "labels", "pools", "paths", "sources"):
         assert np.array_equal(getattr(again, name), getattr(built, name)), name
 
@@ -154,11 +156,11 @@ def test_the_cache_is_one_per_mnist_file(tmp_path, monkeypatch, mnist):
     monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path))
     other = _fake_mnist(tmp_path / "other.pkl.gz", per_digit=30)
     monkeypatch.setenv("NEUROSYM_MNIST", str(mnist))
-    first = default_bank(drawn_per_symbol=5)
+    first = default_bank(drawn_per_symbol=20)
     monkeypatch.setenv("NEUROSYM_MNIST", str(other))
-    second = default_bank(drawn_per_symbol=5)  # (was the first file's bank, read from the cache)
+    second = default_bank(drawn_per_symbol=20)  # (was the first file's bank, read from the cache)
     assert (first.sources == "mnist").sum() == 3 * 10 * 20 and (second.sources == "mnist").sum() == 3 * 10 * 30
-    assert (default_bank(drawn_per_symbol=5, mnist_path=mnist).sources == "mnist").sum() == 3 * 10 * 20
+    assert (default_bank(drawn_per_symbol=20, mnist_path=mnist).sources == "mnist").sum() == 3 * 10 * 20
     assert len(list(tmp_path.glob("symbol_bank_normalised_*"))) == 2
 
 
@@ -172,15 +174,23 @@ def test_the_cache_is_one_per_mnist_file(tmp_path, monkeypatch, mnist):
 )
 def test_an_unreadable_cache_is_warned_about_and_built_again(tmp_path, monkeypatch, mnist, corrupt):
     monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path))
-    built = default_bank(drawn_per_symbol=5, mnist_path=mnist)
+    built = default_bank(drawn_per_symbol=20, mnist_path=mnist)
     (cached,) = tmp_path.glob("symbol_bank_normalised_*")
     corrupt(cached)
     with pytest.warns(UserWarning, match=f"unreadable symbol bank cache {cached}"):
-        again = default_bank(drawn_per_symbol=5, mnist_path=mnist)
+        again = default_bank(drawn_per_symbol=20, mnist_path=mnist)
     assert np.array_equal(again.images, built.images) and np.array_equal(again.paths, built.paths)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the cache was written anew
-        assert np.array_equal(default_bank(drawn_per_symbol=5, mnist_path=mnist).images, built.images)
+        assert np.array_equal(default_bank(drawn_per_symbol=20, mnist_path=mnist).images, built.images)
+
+
+def test_too_few_drawn_images_for_a_validation_pool_are_refused_up_front(tmp_path):
+    for count in (MIN_DRAWN_PER_SYMBOL - 1, MIN_DRAWN_PER_SYMBOL):  # the minimum is exact for the pools' split
+        pools = assign_pools(np.full(count, "("))
+        assert (set(pools.tolist()) == set(POOLS)) == (count == MIN_DRAWN_PER_SYMBOL)
+    with pytest.raises(ValueError, match=f"drawn_per_symbol must be an int of at least {MIN_DRAWN_PER_SYMBOL}, got 19"):
+        default_bank(drawn_per_symbol=19, mnist_path=tmp_path / "not read.pkl.gz", cache=False)
 
 
 def test_other_writers_bank_tests_on_other_writers(bank, other):

@@ -25,10 +25,12 @@ from neurosym.data.hint import (
     write_release,
 )
 from neurosym.data.symbol_images import SymbolBank, default_bank, load_folder_bank
+from neurosym.data.symbol_images.default import MIN_DRAWN_PER_SYMBOL
 from neurosym.experiments.hint_sources import BANKS, bank_archive, bank_from_option
 from neurosym.experiments.options import (
     OutputOptions,
     fraction_up_to_one,
+    integer_in,
     option,
     positive_int,
     preset_option,
@@ -67,7 +69,10 @@ class HintDataOptions(OutputOptions):
         "brackets; 'other-writers', 'train-writers', 'test-writers'; an .npz), 'none' (no images) or a symbol_images "
         "folder", parse=_bank_source,
     )  # fmt: skip
-    drawn_per_symbol: int = option(2000, "drawn images per symbol in the default bank", parse=positive_int)
+    drawn_per_symbol: int = option(
+        2000, f"drawn images per symbol in the default bank, at least {MIN_DRAWN_PER_SYMBOL} (its validation images are 5 "
+        "percent of them, rounded down)", parse=integer_in(MIN_DRAWN_PER_SYMBOL),
+    )  # fmt: skip
     stats_sample: int = option(100_000, "records per split used for statistics", parse=positive_int)
     cache: bool = option(True, "use the on-disk cache of generated splits (--no-cache regenerates)")
 

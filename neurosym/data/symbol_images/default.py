@@ -29,6 +29,9 @@ digits, ``+ - * /`` and the few-shot numbers ``x y``."""
 DRAWN_SYMBOLS: tuple[str, ...] = tuple(s for s in BANK_SYMBOLS if s not in HANDWRITTEN_LABELS)
 """Symbols of the embedded banks that are drawn procedurally: the parentheses and the few-shot
 operators ``a b c d`` (no permissively licensed real handwriting of them exists)."""
+MIN_DRAWN_PER_SYMBOL = 20
+"""The fewest drawn images per symbol that fill every pool: :func:`~neurosym.data.symbol_images.bank.assign_pools`
+rounds the 5 % validation share down, so fewer than 20 images leave a symbol no validation image."""
 OTHER_WRITERS: dict[str, tuple[str, str]] = {
     **{digit: ("mnist", "bhmsds") for digit in DIGITS},
     "+": ("handwritten-calculator", "bhmsds"),
@@ -49,7 +52,8 @@ def default_bank(
     * digits: MNIST's 70,000 plus 15,000 from ``bhmsds``;
     * ``+`` and ``-``: ``bhmsds`` and ``handwritten-calculator``; ``*`` (×, a cross) and ``/`` (÷, an
       obelus): ``handwritten-calculator``; few-shot ``x`` and ``y``: ``bhmsds``;
-    * :data:`DRAWN_SYMBOLS` (parentheses, few-shot ``a b c d``): ``drawn_per_symbol`` drawn images each.
+    * :data:`DRAWN_SYMBOLS` (parentheses, few-shot ``a b c d``): ``drawn_per_symbol`` drawn images each, at least
+      :data:`MIN_DRAWN_PER_SYMBOL` (``ValueError`` otherwise).
 
     Every image is in MNIST's size convention: the shipped and the drawn images are brought to it by
     :func:`~neurosym.data.symbol_images.normalise.normalise_glyphs` (the sets' glyph sizes differ from
@@ -61,8 +65,7 @@ def default_bank(
     downloaded copy), so a bank is reused only for the MNIST digits it was built from; an unreadable cache file is
     warned about and built again.
     """
-    if drawn_per_symbol < 1:
-        raise ValueError(f"drawn_per_symbol must be positive, got {drawn_per_symbol}")
+    drawn_per_symbol = int_at_least(drawn_per_symbol, "drawn_per_symbol", MIN_DRAWN_PER_SYMBOL)  # (fewer: no val image)
     mnist_file = locate_mnist(mnist_path)
     cached = cache_dir() / f"symbol_bank_normalised_{drawn_per_symbol}_{seed}_{_file_digest(mnist_file)}.npz"
     found = _cached_bank(cached) if cache and cached.is_file() else None
