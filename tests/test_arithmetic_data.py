@@ -1,9 +1,10 @@
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from neurosym.data.arithmetic import (
@@ -20,13 +21,14 @@ from neurosym.data.arithmetic import (
 @settings(max_examples=40, deadline=None)
 @given(
     input_size=st.integers(4, 300),
-    subset_ratio=st.floats(0.05, 0.5),
-    overlap_ratio=st.floats(0.0, 1.0),
+    subset_percent=st.integers(5, 50),
+    overlap_percent=st.integers(0, 100),
     data=st.data(),
 )
-def test_subset_weights_follow_the_size_and_overlap_rules(input_size, subset_ratio, overlap_ratio, data):
-    subset = math.floor(subset_ratio * input_size)
-    overlap = math.floor(overlap_ratio * subset)
+def test_subset_weights_follow_the_size_and_overlap_rules(input_size, subset_percent, overlap_percent, data):
+    subset_ratio, overlap_ratio = subset_percent / 100, overlap_percent / 100
+    subset = subset_percent * input_size // 100
+    overlap = overlap_percent * subset // 100
     if subset < 1 or 2 * subset - overlap > input_size:
         with pytest.raises(ValueError):
             SubsetLayout(input_size, subset_ratio, overlap_ratio)
@@ -44,6 +46,30 @@ def test_subset_weights_follow_the_size_and_overlap_rules(input_size, subset_rat
         b_positions = positions[weights[member, 1] == 1]
         assert a_positions.tolist() == list(range(offset, offset + subset))  # contiguous, starts at the offset
         assert b_positions.tolist() == list(range(offset + subset - overlap, offset + 2 * subset - overlap))
+
+
+def _decimal(lowest: int) -> st.SearchStrategy[tuple[int, int]]:
+    """A ratio in [lowest / 10^n, 1] with n = 1..4 decimals as written: ``(digits, n)`` for ``digits / 10^n``."""
+    return st.integers(1, 4).flatmap(lambda n: st.tuples(st.integers(lowest, 10**n), st.just(n)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(input_size=st.integers(1, 1000), subset=_decimal(1), overlap=_decimal(0))
+@example(input_size=100, subset=(29, 2), overlap=(5, 1))  # (a binary float product made 28 of 29)
+@example(input_size=100, subset=(57, 2), overlap=(0, 1))
+@example(input_size=50, subset=(58, 2), overlap=(0, 1))
+@example(input_size=150, subset=(6, 1), overlap=(7, 1))  # (an overlap of 62 for ⌊0.7·90⌋ = 63)
+def test_sizes_are_the_exact_floors_of_the_ratios_as_written(input_size, subset, overlap):
+    subset_ratio, overlap_ratio = (Fraction(digits, 10**decimals) for digits, decimals in (subset, overlap))
+    subset_size = math.floor(subset_ratio * input_size)
+    overlap_size = math.floor(overlap_ratio * subset_size)
+    written = (subset[0] / 10 ** subset[1], overlap[0] / 10 ** overlap[1])  # the floats 0.29 and 0.5 a user gives
+    if subset_size < 1 or 2 * subset_size - overlap_size > input_size:
+        with pytest.raises(ValueError):
+            SubsetLayout(input_size, *written)
+        return
+    layout = SubsetLayout(input_size, *written)
+    assert (layout.subset_size, layout.overlap_size) == (subset_size, overlap_size)
 
 
 def test_default_layout_is_25_overlapping_by_12():
