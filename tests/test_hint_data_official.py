@@ -185,3 +185,41 @@ def test_a_release_written_over_another_leaves_nothing_of_it(tmp_path):
     assert not (tmp_path / "fewshot_dataset.json").exists() and not (tmp_path / "symbol_images").exists()
     assert (tmp_path / "notes.txt").read_text() == "mine"
     assert all(record.img_paths is None for record in read_release(tmp_path)["test"])
+
+
+def _contents(folder: Path) -> dict[str, bytes]:
+    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+
+
+def test_a_release_of_fewer_splits_removes_the_other_splits_files(tmp_path):
+    """A release holds the splits it was given: the val and test files of an earlier release are removed, so
+    reading the folder names the missing split instead of mixing two releases."""
+    splits = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
+    write_release(tmp_path, splits)
+    write_release(tmp_path, {"train": [splits["train"][i] for i in range(5)]})
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["expr_train.json"]
+    assert len(read_records(tmp_path / "expr_train.json")) == 5
+    with pytest.raises(FileNotFoundError, match="expr_val.json"):
+        read_release(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("splits", "fewshot", "message"),
+    [
+        ({"train": 4, "dev": 2}, None, r"unknown splits? .*'dev'.*; expected \('train', 'val', 'test'\)"),
+        ({"train": 4}, {"x": {"train": 2, "val": 1}}, r"few-shot concept 'x' has the splits \['train', 'val'\]"),
+    ],
+)
+def test_bad_input_leaves_the_earlier_release_untouched(tmp_path, splits, fewshot, message):
+    generated = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
+    bank = pool_shaded_bank(20)
+    write_release(tmp_path, generated, bank=bank)
+    before = _contents(tmp_path)
+
+    def records(count: int) -> list[HintRecord]:
+        return [generated["val"][i] for i in range(count)]
+
+    parts = {concept: {split: records(n) for split, n in sizes.items()} for concept, sizes in (fewshot or {}).items()}
+    with pytest.raises(ValueError, match=message):
+        write_release(tmp_path, {split: records(n) for split, n in splits.items()}, bank=bank, fewshot=parts or None)
+    assert _contents(tmp_path) == before

@@ -248,16 +248,14 @@ def write_release(
     """Write ``splits`` (and ``fewshot``) in the release's format under ``root``.
 
     With a ``bank``, each split's symbols get images from the pool of the same name (train/val/test)
-    and every image used is written to ``symbol_images/`` as a 45×45 black-on-white JPEG. What an earlier
-    release in ``root`` left and this one does not write (``fewshot_dataset.json`` without ``fewshot``,
-    ``symbol_images/`` without a ``bank``, images no longer used) is removed, so the folder holds one
-    release; other files in ``root`` are left alone.
+    and every image used is written to ``symbol_images/`` as a 45×45 black-on-white JPEG. The folder holds
+    one release: what an earlier release in ``root`` left and this one does not write (the ``expr_*.json``
+    of a split not in ``splits``, ``fewshot_dataset.json`` without ``fewshot``, ``symbol_images/`` without a
+    ``bank``, images no longer used) is removed; other files in ``root`` are left alone. Every split is
+    prepared (names checked, images drawn) before ``root`` is touched, so bad input (an unknown split, a
+    few-shot concept without its three splits) raises a ``ValueError`` and leaves ``root`` as it was.
     """
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    if fewshot is None:
-        (root / FEWSHOT_FILE).unlink(missing_ok=True)
-    shutil.rmtree(root / IMAGE_FOLDER, ignore_errors=True)
+    _check_split_names(splits, fewshot)
     used: set[str] = set()
 
     def prepare(records: Sequence[HintRecord], split: str, salt: int) -> list[dict]:
@@ -267,17 +265,35 @@ def write_release(
             used.update(p for record in listed for p in record.img_paths or ())
         return [record_to_json(record) for record in listed]
 
-    for salt, (split, records) in enumerate(splits.items()):
-        if split not in SPLIT_FILES:
-            raise ValueError(f"unknown split {split!r}; expected {tuple(SPLIT_FILES)}")
-        _dump(root / SPLIT_FILES[split], prepare(records, split, salt))
+    files: dict[str, object] = {
+        SPLIT_FILES[split]: prepare(records, split, salt) for salt, (split, records) in enumerate(splits.items())
+    }
     if fewshot is not None:
-        data = {
+        files[FEWSHOT_FILE] = {
             concept: {split: prepare(records, split, 100 + 10 * c + s) for s, (split, records) in enumerate(parts.items())}
             for c, (concept, parts) in enumerate(fewshot.items())
         }
-        _dump(root / FEWSHOT_FILE, data)
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    for name in (*SPLIT_FILES.values(), FEWSHOT_FILE):
+        if name not in files:
+            (root / name).unlink(missing_ok=True)
+    shutil.rmtree(root / IMAGE_FOLDER, ignore_errors=True)
+    for name, data in files.items():
+        _dump(root / name, data)
     if bank is not None and used:
         indices = sorted(bank.index_of(p) for p in used)
         write_folder_bank(bank.take(indices), root / IMAGE_FOLDER)
     return root
+
+
+def _check_split_names(
+    splits: Mapping[str, Sequence[HintRecord]], fewshot: Mapping[str, Mapping[str, Sequence[HintRecord]]] | None
+) -> None:
+    """Raise ``ValueError`` unless every split is one of :data:`SPLIT_FILES` and every few-shot concept has all three."""
+    unknown = [split for split in splits if split not in SPLIT_FILES]
+    if unknown:
+        raise ValueError(f"unknown splits {unknown}; expected {tuple(SPLIT_FILES)}")
+    for concept, parts in (fewshot or {}).items():
+        if sorted(parts) != sorted(SPLIT_FILES):
+            raise ValueError(f"few-shot concept {concept!r} has the splits {list(parts)}; expected {tuple(SPLIT_FILES)}")
