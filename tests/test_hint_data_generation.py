@@ -246,6 +246,16 @@ def test_main_split_is_cached_on_disk(tmp_path):
     assert third["train"].expr == first["train"].expr and HintSplit.load(train).expr == first["train"].expr
 
 
+def test_scales_that_differ_beyond_six_digits_have_their_own_caches(tmp_path):
+    """0.1250001 read the cache of 0.125 (its six-digit name): 120 training expressions instead of 130."""
+    coarse = fewshot_split("a", scale=0.125, cache_root=tmp_path, progress=False)
+    fine = fewshot_split("a", scale=0.1250001, cache_root=tmp_path, progress=False)
+    assert len(fine["train"]) == len(fewshot_split("a", scale=0.1250001, cache=False, progress=False)["train"])
+    assert len(fine["train"]) != len(coarse["train"])
+    names = {p.name for p in tmp_path.iterdir() if p.name.endswith("_train.npz")}
+    assert names == {"fewshot_a_s0.125_seed0_v2_train.npz", "fewshot_a_s0.1250001_seed0_v2_train.npz"}, "0.125 keeps its name"
+
+
 def test_bad_arguments_are_rejected():
     with pytest.raises(ValueError, match="scale"):
         MAIN_RULES.with_scale(0)

@@ -49,6 +49,14 @@ def fewshot_rules(concept: str) -> SplitRules:
     return FEWSHOT_NUMBER_RULES if concept in FEWSHOT_NUMBERS else FEWSHOT_OPERATOR_RULES
 
 
+def _scale_key(scale: float) -> str:
+    """``scale`` as a cache name gives it: exact, so that two scales never share a cache. The short ``:g``
+    form (``0.01``) where it reads back as the same float, which keeps the names of existing caches;
+    ``repr`` otherwise (``0.1250001``, which ``:g`` rounds to ``0.125``)."""
+    short = f"{scale:g}"
+    return short if float(short) == scale else repr(float(scale))
+
+
 def _cached(
     name: str,
     build: Callable[[], dict[str, HintSplit]],
@@ -76,7 +84,7 @@ def main_split(
     """The main HINT split ``{"train", "val", "test"}``; at ``scale=1`` Table A1's 998,000 / 4,698 / 46,620."""
     rules = MAIN_RULES.with_scale(scale)
     return _cached(
-        f"main_s{scale:g}_seed{seed}",
+        f"main_s{_scale_key(scale)}_seed{seed}",
         lambda: generate_split(rules, MAIN_VOCABULARY, seed, progress=progress, description="HINT main"),
         HINT_SEMANTICS,
         cache,
@@ -96,7 +104,7 @@ def fewshot_split(
     rules = fewshot_rules(concept).with_scale(scale)
     vocabulary = fewshot_vocabulary(concept)
     return _cached(
-        f"fewshot_{concept}_s{scale:g}_seed{seed}",
+        f"fewshot_{concept}_s{_scale_key(scale)}_seed{seed}",
         lambda: generate_split(rules, vocabulary, seed, concept, progress, f"HINT few-shot {concept}"),
         HINT_FEWSHOT_SEMANTICS,
         cache,
