@@ -3,7 +3,8 @@
 A release folder holds ``expr_train.json``, ``expr_val.json`` and ``expr_test.json`` (lists of records
 with ``id``, ``img_paths``, ``expr``, ``head``, ``res``, ``res_all`` and, in val/test, ``eval``), optionally
 ``fewshot_dataset.json`` (``{concept: {"train": [...], "val": [...], "test": [...]}}``) and
-``symbol_images/<class>/<file>.jpg``. :func:`write_release` produces the same layout from generated splits;
+``symbol_images/<class>/<file>.jpg``. :func:`write_release` produces the same layout from generated splits
+(its images keep the suffix of their path in the bank: ``.png`` from an ``.npz`` bank);
 :func:`check_release` checks a folder (files, records, images) before any work is done on it.
 """
 
@@ -248,7 +249,10 @@ def write_release(
     """Write ``splits`` (and ``fewshot``) in the release's format under ``root``.
 
     With a ``bank``, each split's symbols get images from the pool of the same name (train/val/test)
-    and every image used is written to ``symbol_images/`` as a 45×45 black-on-white JPEG. The folder holds
+    and every image used is written 45×45, black on white, to ``symbol_images/<its path in the bank>`` in the
+    format of the path's suffix: JPEG for the built-in banks, the files' own format for a bank read from a folder,
+    PNG for a bank read from an ``.npz`` (:func:`~neurosym.data.symbol_images.load_npz_bank` names its images
+    ``.png``). The records' ``img_paths`` name these files. The folder holds
     one release: what an earlier release in ``root`` left and this one does not write (the ``expr_*.json``
     of a split not in ``splits``, ``fewshot_dataset.json`` without ``fewshot``, ``symbol_images/`` without a
     ``bank``, images no longer used) is removed; other files in ``root`` are left alone. Every split is
