@@ -138,6 +138,52 @@ def test_malformed_records_are_named(release, change, message):
         read_release(release)
 
 
+@pytest.mark.parametrize(
+    ("expr", "head", "res", "res_all", "message"),
+    [
+        ("1+2", [1, -1, 1], 7, [1, 7, 2], r"res 7 is not the value of expr '1\+2' \(3\)"),
+        ("1+2", [-1, 0, 0], 1, [1, 3, 2], r"res 1 is not the value of expr '1\+2' \(3\)"),
+        ("1+", [-1, 0], 1, [1, 1], r"expr '1\+' is no expression of the 'hint' language \(position 2: unexpected end"),
+        ("x+1", [1, -1, 1], 12, [11, 12, 1], r"expr 'x\+1' is no expression of the 'hint' language \(.*character 'x'"),
+        ("1/0", [1, -1, 1], 0, [1, 0, 0], r"expr '1/0' has no value under the 'hint' semantics"),
+        ("(1+2)", [2, 2, -1, 2, 2], 3, [-1, 1, 3, 2, -1], r"expr '\(1\+2\)' is not written with the release's minimal"),
+        # 1*(2*3), its values right for that tree: only the bracket the right operand lacks tells it from (1*2)*3
+        ("1*2*3", [1, -1, 3, 1, 3], 6, [1, 6, 2, 6, 3], r"head \[1, -1, 3, 1, 3\] is not the parse of expr '1\*2\*3'"),
+        ("(1+2)*3", [5, 2, 5, 2, 5, -1, 5], 9, [-1, 1, 3, 2, -1, 9, 3], r"head \[5, 2, 5, 2, 5, -1, 5\] is not the parse"),
+        ("1+2", [1, -1, 1], 3, [-5, 3, 2], r"res_all \[-5, 3, 2\] differs from the values .* \(\[1, 3, 2\]\)"),
+        ("3-(4-3)", [1, -1, 4, 4, 1, 4, 4], 2, [3, 2, 0, 4, 1, 3, -1], r"res_all \[3, 2, 0, 4, 1, 3, -1\] differs"),
+    ],
+)
+def test_records_whose_fields_disagree_are_named(release, expr, head, res, res_all, message):
+    """Each field is well-formed on its own, but the head is not the parse of expr or a value is not expr's (HINT's
+    semantics: a − b = max(0, a − b))."""
+    records = json.loads((release / "expr_val.json").read_text())
+    records[0].update(expr=expr, head=head, res=res, res_all=res_all, img_paths=None)
+    (release / "expr_val.json").write_text(json.dumps(records))
+    with pytest.raises(ValueError, match=f"expr_val.json record 0: {message}"):
+        read_release(release)
+
+
+def test_a_repeated_id_is_named(release):
+    records = json.loads((release / "expr_test.json").read_text())
+    other = {"id": records[0]["id"], "expr": "3", "head": [-1], "res": 3, "res_all": [3]}
+    (release / "expr_test.json").write_text(json.dumps([*records, other]))
+    with pytest.raises(ValueError, match=r"expr_test.json record 1: id '7' is also record 0's \(an id names one record\)"):
+        read_release(release)
+
+
+def test_fewshot_records_are_read_under_the_concepts_semantics(release):
+    """x is 11 and a is max in fewshot_dataset.json; a wrong value there is named with its concept and split."""
+    data = json.loads((release / "fewshot_dataset.json").read_text())
+    data["x"]["val"] = [{"id": "0", "expr": "xa9", "head": [1, -1, 1], "res": 11, "res_all": [11, 11, 9]}]
+    (release / "fewshot_dataset.json").write_text(json.dumps(data))
+    assert read_fewshot(release)["x"]["val"][0].res == 11
+    data["x"]["val"][0].update(res=9, res_all=[11, 9, 9])
+    (release / "fewshot_dataset.json").write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"fewshot_dataset.json x/val record 0: res 9 is not the value of expr 'xa9' \(11\)"):
+        read_fewshot(release)
+
+
 def test_unreadable_files_are_named(release):
     (release / "expr_test.json").write_text("[{")
     with pytest.raises(ValueError, match="expr_test.json is not valid JSON"):

@@ -160,3 +160,42 @@ def test_a_malformed_fewshot_record_is_named(release):
         ValueError, match=r"fewshot_dataset.json x/train record 2 \(id '.*'\): head, res_all and res must be integers"
     ):
         check_release(release, fewshot=True)
+
+
+def _disagreements(record: dict) -> st.SearchStrategy:
+    """Changes that keep every field well-formed but give ``record`` a head other than its expression's parse, or
+    a value other than its sub-expression's (the root's in ``res`` too, as ``res`` must repeat it)."""
+    size, root = len(record["head"]), record["head"].index(-1)
+
+    def moved(change: tuple[int, int]) -> dict:
+        index, parent = change
+        return {**record, "head": [parent if i == index else h for i, h in enumerate(record["head"])]}
+
+    def shifted(change: tuple[int, int]) -> dict:
+        index, delta = change
+        res_all = [v + delta if i == index else v for i, v in enumerate(record["res_all"])]
+        return {**record, "res_all": res_all, "res": res_all[root]}
+
+    positions = st.integers(0, size - 1)
+    return st.one_of(
+        st.tuples(positions, st.integers(-1, size - 1)).filter(lambda c: record["head"][c[0]] != c[1]).map(moved),
+        st.tuples(positions, st.sampled_from([-100, -2, -1, 1, 2, 100])).map(shifted),
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_record_whose_head_or_values_disagree_with_its_expression_is_named(written, data):
+    """A head is right only as the parse of its expression and a value only as its sub-expression's: any other is
+    refused, named by file, index and id."""
+    name = data.draw(st.sampled_from(list(SPLIT_FILES.values())), label="file")
+    original = (written / name).read_text()
+    records = json.loads(original)
+    index = data.draw(st.integers(0, len(records) - 1), label="record")
+    records[index] = data.draw(_disagreements(records[index]), label="changed")
+    (written / name).write_text(json.dumps(records))
+    try:
+        with pytest.raises(ValueError, match=re.escape(f"{name} record {index} (id {records[index]['id']!r}): ")):
+            check_release(written, images=False)
+    finally:
+        (written / name).write_text(original)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -24,13 +25,18 @@ from neurosym.data.hint.splits import EVAL_SUBSETS
 from neurosym.data.hint.stats import parents_first
 from neurosym.data.randomness import as_generator
 from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, load_folder_bank, write_folder_bank
-from neurosym.syntax import canonical_sentence
+from neurosym.semantics import BRACKET_VALUE, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable, execute, solve_batch
+from neurosym.syntax import ParseError, canonical_sentence, infix_layout, parse
 from neurosym.training.checkpoint import atomic_path, load_json
 
 SPLIT_FILES: dict[str, str] = {"train": "expr_train.json", "val": "expr_val.json", "test": "expr_test.json"}
 FEWSHOT_FILE = "fewshot_dataset.json"
 IMAGE_FOLDER = "symbol_images"
 _REQUIRED = ("id", "expr", "head", "res", "res_all")
+_CHUNK_RECORDS = 1 << 16
+"""Records whose meaning is checked together (this bounds the memory the check of a million records takes)."""
+_OPEN, _CLOSE, _UNKNOWN = -1, -2, -3
+"""The kinds of a symbol (see :func:`_kinds`) besides a number (0) and an operator (its precedence level)."""
 
 
 RELEASE_SYMBOLS = frozenset((*HINT_SYMBOLS, *FEWSHOT_CONCEPTS))
@@ -38,7 +44,12 @@ RELEASE_SYMBOLS = frozenset((*HINT_SYMBOLS, *FEWSHOT_CONCEPTS))
 
 
 def record_from_json(item: Mapping, where: str) -> HintRecord:
-    """One release record → :class:`HintRecord`; ``where`` names it in error messages."""
+    """One release record → :class:`HintRecord`; ``where`` names it in error messages.
+
+    Each field is checked on its own and ``res`` against the root's ``res_all``; whether ``head`` is the parse of
+    ``expr`` and ``res_all`` its values is checked by the readers, for a whole file at once
+    (:func:`read_records`, :func:`read_fewshot`, :func:`check_release`).
+    """
     if not isinstance(item, Mapping):
         raise ValueError(f"{where}: a record must be a JSON object, got {type(item).__name__}")
     missing = [key for key in _REQUIRED if key not in item]
@@ -123,9 +134,10 @@ def _fewshot_items(root: str | os.PathLike) -> dict[str, dict[str, list]]:
 
 
 def read_records(path: str | os.PathLike) -> list[HintRecord]:
-    """Read one ``expr_*.json`` file."""
+    """Read one ``expr_*.json`` file: every record well-formed and its fields in agreement, as :func:`check_release`
+    checks them (its images aside)."""
     path = Path(path)
-    return [record_from_json(item, f"{path.name} record {i}") for i, item in enumerate(_record_items(path))]
+    return _read_list(_record_items(path), path.name, HINT_SEMANTICS)
 
 
 def read_release(root: str | os.PathLike) -> dict[str, list[HintRecord]]:
@@ -165,24 +177,35 @@ def load_release(
 
 
 def read_fewshot(root: str | os.PathLike) -> dict[str, dict[str, list[HintRecord]]]:
-    """Read ``fewshot_dataset.json``: ``{concept: {"train", "val", "test"}}`` → records."""
+    """Read ``fewshot_dataset.json``: ``{concept: {"train", "val", "test"}}`` → records, checked as
+    :func:`check_release` checks them (its images aside), under the few-shot concepts' semantics."""
     return {
         concept: {
-            split: [record_from_json(item, f"{FEWSHOT_FILE} {concept}/{split} record {i}") for i, item in enumerate(items)]
+            split: _read_list(items, f"{FEWSHOT_FILE} {concept}/{split}", HINT_FEWSHOT_SEMANTICS)
             for split, items in splits.items()
         }
         for concept, splits in _fewshot_items(root).items()
     }
 
 
+def _read_list(items: list, name: str, table: OperatorTable) -> list[HintRecord]:
+    """The JSON records ``items`` of the list ``name`` (``expr_val.json``, ``fewshot_dataset.json x/train``), read
+    and checked under ``table``."""
+    records = [record_from_json(item, f"{name} record {i}") for i, item in enumerate(items)]
+    _check_together(records, lambda index: f"{name} record {index}", table)
+    return records
+
+
 def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool = True) -> None:
     """Check a release folder before any work is done on it.
 
     Every ``expr_*.json`` split that :func:`read_release` reads (and ``fewshot_dataset.json`` when
-    ``fewshot``) must be present and hold records, every record well-formed as :func:`record_from_json` reads it, and,
-    when ``images``, every record must list ``img_paths`` whose files exist under ``symbol_images/``.
-    A missing file raises ``FileNotFoundError``, anything else a ``ValueError``; both are one line naming
-    the file and, for a record, its index and id.
+    ``fewshot``) must be present and hold records, every record well-formed as :func:`record_from_json` reads it,
+    its id used once in its list, its ``head`` the parse of its ``expr`` (written with the release's minimal
+    brackets) and its ``res_all`` the values of the sub-expressions, under HINT's semantics (the few-shot
+    concepts' in ``fewshot_dataset.json``); and, when ``images``, every record must list ``img_paths`` whose
+    files exist under ``symbol_images/``. A missing file raises ``FileNotFoundError``, anything else a
+    ``ValueError``; both are one line naming the file and, for a record, its index and id.
     """
     root = Path(root)
     if not root.is_dir():
@@ -196,10 +219,10 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
         items = _record_items(root / name)
         if not items:  # (was trained on, or scored as NaN)
             raise ValueError(f"{root / name} holds no expression: every split of a release needs some")
-        _check_records(items, name, available, root)
+        _check_records(items, name, available, root, HINT_SEMANTICS)
     for concept, splits in (_fewshot_items(root) if fewshot else {}).items():
         for split, items in splits.items():
-            _check_records(items, f"{FEWSHOT_FILE} {concept}/{split}", available, root)
+            _check_records(items, f"{FEWSHOT_FILE} {concept}/{split}", available, root, HINT_FEWSHOT_SEMANTICS)
 
 
 def _image_files(folder: Path) -> set[str]:
@@ -208,17 +231,163 @@ def _image_files(folder: Path) -> set[str]:
     return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
 
 
-def _check_records(items: list, name: str, available: set[str] | None, root: Path) -> None:
-    for index, item in enumerate(items):
-        where = f"{name} record {index}" + (f" (id {item['id']!r})" if isinstance(item, Mapping) and "id" in item else "")
-        record = record_from_json(item, where)
-        if available is None:
-            continue
+def _check_records(items: list, name: str, available: set[str] | None, root: Path, table: OperatorTable) -> None:
+    def where(index: int) -> str:
+        item = items[index]
+        return f"{name} record {index}" + (f" (id {item['id']!r})" if isinstance(item, Mapping) and "id" in item else "")
+
+    records = [record_from_json(item, where(index)) for index, item in enumerate(items)]
+    if available is not None:
+        _check_images(records, where, available, root)
+    _check_together(records, where, table)
+
+
+def _check_images(records: list[HintRecord], where: Callable[[int], str], available: set[str], root: Path) -> None:
+    """Raise unless every record lists ``img_paths``, each of them one of the ``available`` files under ``root``."""
+    for index, record in enumerate(records):
         if record.img_paths is None:
-            raise ValueError(f"{where}: record lacks img_paths")
+            raise ValueError(f"{where(index)}: record lacks img_paths")
         absent = next((path for path in record.img_paths if path not in available), None)
         if absent is not None:
-            raise FileNotFoundError(f"{where}: image {absent!r} is not in {root / IMAGE_FOLDER}")
+            raise FileNotFoundError(f"{where(index)}: image {absent!r} is not in {root / IMAGE_FOLDER}")
+
+
+def _check_together(records: Sequence[HintRecord], where: Callable[[int], str], table: OperatorTable) -> None:
+    """Raise ``ValueError`` at the first record (named by ``where(index)``) whose id an earlier one has, or whose
+    ``head`` and ``res_all`` are not the parse and the values of its ``expr`` under ``table``.
+
+    The library's parser and executor decide (:func:`_meaning_problem`), asked only about the records that a
+    vectorised pass (:func:`_suspects`) cannot show right: a Lark parse of each of a million records would take
+    minutes.
+    """
+    ids = [record.id for record in records]
+    if len(set(ids)) < len(ids):
+        first_of: dict[str, int] = {}
+        index = next(index for index, id_ in enumerate(ids) if first_of.setdefault(id_, index) != index)
+        raise ValueError(f"{where(index)}: id {ids[index]!r} is also record {first_of[ids[index]]}'s (an id names one record)")
+    for start in range(0, len(records), _CHUNK_RECORDS):
+        chunk = records[start : start + _CHUNK_RECORDS]
+        for index in _suspects(chunk, table).tolist():
+            problem = _meaning_problem(chunk[index], table)
+            if problem is not None:
+                raise ValueError(f"{where(start + index)}: {problem}")
+
+
+def _meaning_problem(record: HintRecord, table: OperatorTable) -> str | None:
+    """What makes ``record``'s ``expr``, ``res``, ``head`` and ``res_all`` disagree under ``table``, by the
+    library's parser, printer and executor; ``None`` when they agree."""
+    try:
+        node = parse(record.expr, table.concepts)
+    except ParseError as error:
+        return f"expr {record.expr!r} is no expression of the {table.name!r} language ({error})"
+    layout = infix_layout(node, table.concepts)
+    if (written := "".join(layout.tokens)) != record.expr:
+        return f"expr {record.expr!r} is not written with the release's minimal brackets ({written!r})"
+    execution = execute(node, table)
+    if execution.res_all is None:
+        return f"expr {record.expr!r} has no value under the {table.name!r} semantics (it divides by zero)"
+    if execution.value != record.res:
+        return f"res {record.res} is not the value of expr {record.expr!r} ({execution.value})"
+    if tuple(layout.heads) != record.head:
+        return f"head {list(record.head)} is not the parse of expr {record.expr!r} ({layout.heads})"
+    if tuple(execution.res_all) != record.res_all:
+        return f"res_all {list(record.res_all)} differs from the values the symbols of expr {record.expr!r} head ({execution.res_all})"
+    return None
+
+
+def _suspects(records: Sequence[HintRecord], table: OperatorTable) -> np.ndarray:
+    """Indices of the records whose ``head`` or ``res_all`` may disagree with their ``expr`` under ``table``: every
+    record that does is among them (a vectorised pass over the records laid end to end)."""
+    lengths = np.fromiter((len(record.expr) for record in records), np.int64, len(records))
+    owner = np.repeat(np.arange(len(records)), lengths)
+    head = np.fromiter(chain.from_iterable(record.head for record in records), np.int64, len(owner))
+    parent = np.where(head >= 0, head + (np.cumsum(lengths) - lengths)[owner], -1)
+    joined = "".join(record.expr for record in records)
+    kinds = _kinds(joined, table)
+    flagged, first, last = _misplaced(kinds, parent)
+    laid_out = np.bincount(owner, weights=flagged, minlength=len(records)) == 0
+    res_all = list(chain.from_iterable(record.res_all for record in records))
+    tokens = np.flatnonzero(laid_out[owner])
+    flagged[_wrong_values(joined, kinds, first, last, res_all, tokens, table)] = True
+    return np.flatnonzero(np.bincount(owner, weights=flagged, minlength=len(records)))
+
+
+def _kinds(joined: str, table: OperatorTable) -> np.ndarray:
+    """Per symbol of ``joined``: 0 for a number of ``table``, an operator's precedence level, or
+    :data:`_OPEN`, :data:`_CLOSE`, :data:`_UNKNOWN` (int8 ``[T]``)."""
+    meaning = {"(": _OPEN, ")": _CLOSE} | dict.fromkeys(table.numbers, 0) | {s: op.level for s, op in table.operators.items()}
+    codes = np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32)
+    lookup = np.full(max(int(codes.max(initial=0)), *map(ord, meaning)) + 1, _UNKNOWN, dtype=np.int8)
+    lookup[[ord(symbol) for symbol in meaning]] = list(meaning.values())
+    return lookup[codes]
+
+
+def _misplaced(kinds: np.ndarray, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which tokens break the layout :func:`~neurosym.syntax.infix_layout` gives the tree that ``parent`` describes.
+
+    ``kinds`` [T] are the tokens' kinds (:func:`_kinds`) and ``parent`` [T] the index of each one's head (-1 at a
+    root), records laid end to end, each ``head`` one tree. A record none of whose tokens is flagged is that layout:
+    nothing heads a number or a bracket; every operator has one operand on either side, whose sub-expressions end
+    and begin next to it; and a bracket pair encloses an operator exactly where it binds less tightly than the
+    operator it is the left operand of, or less tightly or equally than the one it is the right operand of (the
+    printer's minimal brackets). So ``head`` is the parse of the record's sentence. Returns ``(flagged, first,
+    last)``, each ``[T]``: ``first`` and ``last`` are the first and last token of the sub-expression each heads.
+    """
+    token = np.arange(len(kinds))
+    root = parent < 0
+    above = np.where(root, token, parent)
+    operator, bracket = kinds > 0, (kinds == _OPEN) | (kinds == _CLOSE)
+    operand = ~root & ~bracket
+    before, after = token < parent, ~root & (token > parent)
+    opens, closes = (kinds == _OPEN) & before, (kinds == _CLOSE) & after
+    sides = [operand & before, operand & after, opens, closes]
+    n_left, n_right, n_open, n_close = (np.bincount(parent[side], minlength=len(kinds)) for side in sides)
+    left, right, opening, closing = (_child(token, parent, side) for side in sides)
+    bracketed = n_open == 1
+    first = _chain_end(np.where(operator, np.where(bracketed, opening, left), token))
+    last = _chain_end(np.where(operator, np.where(bracketed, closing, right), token))
+    flagged = (kinds == _UNKNOWN) | (~root & ~operator[above]) | (bracket & ~opens & ~closes)
+    flagged |= operator & ((n_left != 1) | (n_right != 1) | (n_open > 1) | (n_open != n_close))
+    flagged |= operator & ((last[left] != token - 1) | (first[right] != token + 1))
+    flagged |= bracketed & ((opening != first[left] - 1) | (closing != last[right] + 1))
+    level = kinds.astype(np.int64)
+    binds_less = ~root & np.where(token < parent, level < level[above], level <= level[above])
+    flagged |= operator & (bracketed != binds_less)
+    return flagged, first, last
+
+
+def _child(token: np.ndarray, parent: np.ndarray, side: np.ndarray) -> np.ndarray:
+    """Per token, the index of its child on ``side`` (a mask of children), itself where it has none."""
+    child = token.copy()
+    child[parent[side]] = token[side]
+    return child
+
+
+def _chain_end(step: np.ndarray) -> np.ndarray:
+    """Where following ``step`` from each index ends (each step goes one way, or stays: a fixed point ends a chain)."""
+    while not np.array_equal(jumped := step[step], step):
+        step = jumped
+    return step
+
+
+def _wrong_values(
+    joined: str,
+    kinds: np.ndarray,
+    first: np.ndarray,
+    last: np.ndarray,
+    res_all: list,
+    tokens: np.ndarray,
+    table: OperatorTable,
+) -> list[int]:
+    """Those of ``tokens`` whose ``res_all`` entry is not what they head: for an operator the value of its
+    sub-expression ``joined[first:last + 1]`` (:func:`~neurosym.semantics.solve_batch` under ``table``), for a number
+    its value, for a bracket ``BRACKET_VALUE``."""
+    operators = tokens[kinds[tokens] > 0].tolist()
+    sentences = [joined[a : b + 1] for a, b in zip(first[operators].tolist(), last[operators].tolist())]
+    wrong = [t for t, value in zip(operators, solve_batch(sentences, table)) if res_all[t] != value]
+    numbers = tokens[kinds[tokens] == 0].tolist()
+    wrong += [t for t in numbers if res_all[t] != table.numbers[joined[t]]]
+    return wrong + [t for t in tokens[kinds[tokens] < 0].tolist() if res_all[t] != BRACKET_VALUE]
 
 
 def assign_images(records: Sequence[HintRecord], bank: SymbolBank, pool: str, seed: int = 0) -> list[HintRecord]:
