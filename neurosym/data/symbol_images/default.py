@@ -6,12 +6,11 @@ from __future__ import annotations
 import hashlib
 import os
 import warnings
-import zipfile
 from pathlib import Path
 
 import numpy as np
 
-from neurosym.data.mnist import cache_dir, load_mnist
+from neurosym.data.mnist import UNREADABLE_CACHE, cache_dir, load_mnist
 from neurosym.data.mnist import mnist_path as locate_mnist
 from neurosym.data.symbol_images.bank import SymbolBank, assign_pools, merge_banks
 from neurosym.data.symbol_images.classes import DIGITS, FEWSHOT_CONCEPTS, HANDWRITTEN_LABELS, HINT_SYMBOLS, folder_of
@@ -93,7 +92,7 @@ def _cached_bank(path: Path) -> SymbolBank | None:
     try:
         with np.load(path) as archive:
             return SymbolBank(archive["images"], archive["labels"], archive["pools"], archive["paths"], archive["sources"])
-    except (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile) as error:  # a cache: made again, not a failure
+    except UNREADABLE_CACHE as error:
         warnings.warn(f"unreadable symbol bank cache {path} ({error}): building it again", stacklevel=3)
         return None
 
