@@ -557,6 +557,9 @@ def test_the_warmup_of_a_step_held_in_a_tensor_is_the_warmup_of_the_number(step,
 def test_regularizer_warmup_edges() -> None:
     assert RegularizerWarmup(0.01, 5e3, 5e4)(27_500) == pytest.approx(0.005)
     assert RegularizerWarmup(1.0, 10, 10)(9) == 0.0 and RegularizerWarmup(1.0, 10, 10)(10) == 1.0
+    for step in (float("nan"), "5", None):  # NaN gave 0.0: the regulariser silently off
+        with pytest.raises(ValueError, match="RegularizerWarmup: the step must be a number, got"):
+            RegularizerWarmup(1.0, 0, 10)(step)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="end"):
         RegularizerWarmup(1.0, 10, 5)
 

@@ -67,6 +67,9 @@ def test_scale_subsamples_the_release_with_a_fixed_seed_per_subset(release: Path
     half = subsample(test, 0.5, seed=3)
     assert half == subsample(test, 0.5, seed=3) and len(half) < len(test)
     assert {r.eval for r in half} == {r.eval for r in test}  # every subset keeps records
+    for bad in ("0.5", 0.0, 1.5, float("nan")):  # "0.5" failed on the comparison, naming neither
+        with pytest.raises(ValueError, match=r"scale must be a number in \(0, 1\], got"):
+            subsample(test, bad)  # type: ignore[arg-type]
 
 
 def test_a_missing_image_is_refused_before_training_naming_the_record(release: Path, tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBa
 from neurosym.semantics import BRACKET_VALUE, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable, execute, solve_batch
 from neurosym.syntax import ParseError, canonical_sentence, infix_layout, parse
 from neurosym.training.checkpoint import atomic_path, load_json
+from neurosym.training.checks import is_real
 
 SPLIT_FILES: dict[str, str] = {"train": "expr_train.json", "val": "expr_val.json", "test": "expr_test.json"}
 FEWSHOT_FILE = "fewshot_dataset.json"
@@ -149,8 +150,8 @@ def read_release(root: str | os.PathLike) -> dict[str, list[HintRecord]]:
 def subsample(records: Sequence[HintRecord], scale: float, seed: int = 0) -> list[HintRecord]:
     """A fixed-seed sample of ``scale`` of ``records``, drawn per test subset (``eval``) so that every
     subset keeps its share (at least one record of each subset present); the order is kept."""
-    if not 0 < scale <= 1:
-        raise ValueError(f"scale must be in (0, 1], got {scale}")
+    if not (is_real(scale) and 0 < scale <= 1):  # "0.5" failed on the comparison, naming neither
+        raise ValueError(f"scale must be a number in (0, 1], got {scale!r}")
     if scale == 1:
         return list(records)
     rng = as_generator(seed)

@@ -35,6 +35,8 @@ class RegularizerWarmup:
             raise ValueError(f"RegularizerWarmup: end ({self.end}) must not be before start ({self.start})")
 
     def __call__(self, step: float) -> float:
+        if not (is_real(step) and not math.isnan(step)):  # NaN fell through both comparisons to 0.0
+            raise ValueError(f"RegularizerWarmup: the step must be a number, got {step!r}")
         if self.end == self.start:
             return self.weight if step >= self.start else 0.0
         return self.weight * min(1.0, max(0.0, (step - self.start) / (self.end - self.start)))
