@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -182,3 +183,24 @@ def test_a_universal_transformer_of_fractional_depth_is_refused_at_construction(
 def test_sinusoids_are_not_added_to_integer_inputs():
     with pytest.raises(ValueError, match="the input must be floating point"):  # sines were truncated to integers
         SinusoidalPositionalEncoding(4)(torch.zeros(1, 2, 4, dtype=torch.long))
+
+
+def test_layers_keep_numpy_sizes_as_python_ints() -> None:
+    """check_sizes took numpy ints but the layers kept them: a width of np.int64(16) reached every later size."""
+    from neurosym.layers import AdditiveAttention, MixerBlock, RelativeMultiheadAttention, TransformerDecoderLayer
+    from neurosym.perception.cnn import ResNet18, SmallCNN
+
+    n = np.int64
+    kept = [
+        (MultiheadAttention(n(16), n(4)), ("dim", "heads", "head_dim")),
+        (RelativeMultiheadAttention(n(16), n(4), relative="xl", position_dim=n(4)), ("dim", "heads", "position_dim")),
+        (RelativeMultiheadAttention(n(16), n(4), relative="shaw", max_rel_pos=n(3)), ("max_rel_pos",)),
+        (AdditiveAttention(n(4), n(6), n(5)), ("query_dim", "key_dim", "attention_dim")),
+        (MixerBlock(n(3), n(8), n(4), n(4)), ("num_tokens", "dim")),
+        (TransformerEncoderLayer(n(16), n(4), n(32)), ("dim",)),
+        (TransformerDecoderLayer(n(16), n(4), n(32)), ("dim",)),
+        (SmallCNN(n(1), n(10), width=n(8)), ("in_channels",)),
+        (ResNet18(n(1), n(10), width=n(8)), ("in_channels",)),
+    ]
+    for layer, names in kept:
+        assert all(type(getattr(layer, name)) is int for name in names), (type(layer).__name__, names)

@@ -20,7 +20,7 @@ class AdditiveAttention(nn.Module):
 
     def __init__(self, query_dim: int, key_dim: int, attention_dim: int) -> None:
         super().__init__()
-        check_sizes(query_dim=query_dim, key_dim=key_dim, attention_dim=attention_dim)
+        query_dim, key_dim, attention_dim = check_sizes(query_dim=query_dim, key_dim=key_dim, attention_dim=attention_dim)
         self.query_dim, self.key_dim, self.attention_dim = query_dim, key_dim, attention_dim
         self.query_proj = nn.Linear(query_dim, attention_dim, bias=False)
         self.key_proj = nn.Linear(key_dim, attention_dim)

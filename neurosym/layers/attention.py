@@ -51,7 +51,7 @@ class MultiheadAttention(nn.Module):
 
     def __init__(self, dim: int, heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
-        check_sizes(dim=dim, heads=heads)
+        dim, heads = check_sizes(dim=dim, heads=heads)
         if dim % heads:
             raise ValueError(f"dim ({dim}) must be a positive multiple of heads ({heads})")
         if not 0.0 <= dropout < 1.0:

@@ -25,7 +25,9 @@ class MixerBlock(nn.Module):
 
     def __init__(self, num_tokens: int, dim: int, token_hidden: int, channel_hidden: int, dropout: float = 0.0):
         super().__init__()
-        check_sizes(num_tokens=num_tokens, dim=dim, token_hidden=token_hidden, channel_hidden=channel_hidden)
+        num_tokens, dim, token_hidden, channel_hidden = check_sizes(
+            num_tokens=num_tokens, dim=dim, token_hidden=token_hidden, channel_hidden=channel_hidden
+        )
         if not 0.0 <= dropout < 1.0:  # NaN passed torch's own check
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.num_tokens = num_tokens

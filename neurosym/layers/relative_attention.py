@@ -68,16 +68,15 @@ class RelativeMultiheadAttention(MultiheadAttention):
         super().__init__(dim, heads, dropout=dropout, bias=bias)
         if relative not in ("xl", "xl_clipped", "shaw"):
             raise ValueError(f"relative must be 'xl', 'xl_clipped' or 'shaw', got {relative!r}")
-        check_sizes(max_rel_pos=max_rel_pos)  # 2.5 was clipped at 2.5
+        (max_rel_pos,) = check_sizes(max_rel_pos=max_rel_pos)  # 2.5 was clipped at 2.5
         if relative == "shaw" and position_dim is not None:
             raise ValueError("position_dim belongs to relative='xl'; Shaw attention learns one vector per distance")
         self.clipped = relative == "xl_clipped"
         self.relative = "xl" if self.clipped else relative
-        self.max_rel_pos = max_rel_pos = int(max_rel_pos)
+        self.max_rel_pos = max_rel_pos
         if self.relative == "xl":
-            if position_dim is not None:
-                check_sizes(position_dim=position_dim)  # 4.0 failed inside torch
-            self.position_dim = self.head_dim if position_dim is None else int(position_dim)
+            # (4.0 failed inside torch)
+            self.position_dim = self.head_dim if position_dim is None else check_sizes(position_dim=position_dim)[0]
             if self.position_dim % 2:
                 raise ValueError(f"position_dim must be a positive even number, got {self.position_dim}")
             self.distance_proj = nn.Linear(self.position_dim, dim, bias=False)

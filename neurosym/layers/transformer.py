@@ -38,7 +38,7 @@ class FeedForward(nn.Sequential):
     """Position-wise ``Linear(dim, ff_dim) -> ReLU -> Dropout -> Linear(ff_dim, dim)``; ``[B, T, D] -> [B, T, D]``."""
 
     def __init__(self, dim: int, ff_dim: int, dropout: float) -> None:
-        check_sizes(dim=dim, ff_dim=ff_dim)
+        dim, ff_dim = check_sizes(dim=dim, ff_dim=ff_dim)
         super().__init__(nn.Linear(dim, ff_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff_dim, dim))
 
 
@@ -77,7 +77,7 @@ class TransformerEncoderLayer(nn.Module):
         attention_bias: bool = True,
     ) -> None:
         super().__init__()
-        self.dim = dim
+        self.dim = dim = check_sizes(dim=dim)[0]
         self.self_attention = make_attention(attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias)
         self.feed_forward = FeedForward(dim, ff_dim, dropout)
         self.attention_block = _Residual(dim, dropout, pre_norm)
@@ -118,7 +118,7 @@ class TransformerDecoderLayer(nn.Module):
         attention_bias: bool = True,
     ) -> None:
         super().__init__()
-        self.dim = dim
+        self.dim = dim = check_sizes(dim=dim)[0]
         self.self_attention = make_attention(attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias)
         self.cross_attention = MultiheadAttention(dim, heads, dropout=dropout, bias=attention_bias)
         self.feed_forward = FeedForward(dim, ff_dim, dropout)
@@ -171,7 +171,9 @@ class _LayerStack(nn.Module):
         attention_bias: bool = True,
     ) -> None:
         super().__init__()
-        check_sizes(dim=dim, depth=depth, heads=heads, ff_dim=ff_dim)  # a depth of 2.0 failed in range()
+        dim, depth, heads, ff_dim = check_sizes(
+            dim=dim, depth=depth, heads=heads, ff_dim=ff_dim
+        )  # a depth of 2.0 failed in range()
         options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos, attention_bias=attention_bias)
         self.layers = nn.ModuleList(self.layer_type(dim, heads, ff_dim, dropout, **options) for _ in range(depth))
         self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()

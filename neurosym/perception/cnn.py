@@ -18,8 +18,8 @@ import torch
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.shape_checks import check_dtype_of
-from neurosym.training.checks import int_at_least, is_int
+from neurosym.layers.shape_checks import check_dtype_of, check_sizes
+from neurosym.training.checks import is_int
 
 
 def _channels_last_images(images: torch.Tensor, in_channels: int, encoder: nn.Module) -> torch.Tensor:
@@ -87,7 +87,7 @@ class SmallCNN(nn.Module):
         stage_convs: Sequence[int] = (1, 1, 1),
     ) -> None:
         super().__init__()
-        _check_sizes(in_channels=in_channels, out_features=out_features, width=width)
+        in_channels, out_features, width = check_sizes(in_channels=in_channels, out_features=out_features, width=width)
         if not is_int(input_size) or input_size < 8:
             raise ValueError(f"SmallCNN needs input_size >= 8 (three 2x poolings), got {input_size!r}")
         if len(stage_convs) != 3 or not all(is_int(convs) and convs >= 1 for convs in stage_convs):
@@ -154,7 +154,7 @@ class ResNet18(nn.Module):
 
     def __init__(self, in_channels: int = 3, out_features: int = 1000, small_input: bool = True, width: int = 64):
         super().__init__()
-        _check_sizes(in_channels=in_channels, out_features=out_features, width=width)
+        in_channels, out_features, width = check_sizes(in_channels=in_channels, out_features=out_features, width=width)
         self.in_channels = in_channels
         if small_input:
             stem: list[nn.Module] = [nn.Conv2d(in_channels, width, 3, padding=1, bias=False)]
@@ -203,7 +203,9 @@ class VGG11BN(nn.Module):
         dropout: float = 0.5,
     ) -> None:
         super().__init__()
-        _check_sizes(in_channels=in_channels, out_features=out_features, width=width, hidden=hidden)
+        in_channels, out_features, width, hidden = check_sizes(
+            in_channels=in_channels, out_features=out_features, width=width, hidden=hidden
+        )  # (a width of 0 built a network of empty layers)
         self.in_channels = in_channels
         layers: list[nn.Module] = []
         channels = in_channels
@@ -229,10 +231,3 @@ class VGG11BN(nn.Module):
         """``images [B, C, H, W]`` -> ``[B, out_features]``."""
         images = _channels_last_images(images, self.in_channels, self)
         return self.classifier(rearrange(self.features(images), "b c 1 1 -> b c"))
-
-
-def _check_sizes(**sizes: int) -> None:
-    """Raise ``ValueError`` naming a channel or feature count that is not an int of at least 1 (a width of 0 built a
-    network of empty layers)."""
-    for name, size in sizes.items():
-        int_at_least(size, name, 1)
