@@ -140,6 +140,12 @@ def test_a_concept_needs_a_new_symbol_and_sentences_that_use_it():
         learn_operator("a", [("1+2", 3)], HINT_SEMANTICS)
     with pytest.raises(ValueError, match="'3' is already a number of the table 'hint': a new concept needs a new symbol"):
         learn_number("3", [("3+2", 12)], HINT_SEMANTICS)  # was 3 = 10, silently redefined
+    with pytest.raises(ConceptNotLearned, match="none of the 101 candidate values explains an example of the number 'x'"):
+        learn_number("x", [("x", 500), ("x+1", 501)], HINT_SEMANTICS)  # was x = 0, explaining nothing
+    with pytest.raises(TypeError, match="example 1 of the operator 'a' has the result 5.0: results are ints"):
+        learn_operator("a", [("2a3", 3), ("5a1", 5.0)], HINT_SEMANTICS)  # (failed deep in the program search)
+    with pytest.raises(TypeError, match="example 0 of the number 'x' has the result '11'"):
+        learn_number("x", [("x", "11")], HINT_SEMANTICS)  # (was x = 0, explaining nothing)
     with pytest.raises(ValueError, match="'a' is already an operator of the table"):
         learn_operator("a", [("1a2", 2), ("3a4", 4)], HINT_FEWSHOT_SEMANTICS)
     with pytest.raises(ValueError, match="'3' is already a number"):

@@ -34,6 +34,7 @@ from neurosym.syntax import (
     canonical_sentence,
     parse,
 )
+from neurosym.training.checks import is_int
 
 Example = tuple[str, int]  # (sentence, result)
 ROLES = ("number", "operator")
@@ -86,12 +87,15 @@ def explained_fraction(table: OperatorTable, examples: Sequence[Example]) -> flo
 def learn_number(
     symbol: str, examples: Sequence[Example], table: OperatorTable, candidates: Sequence[int] = range(101)
 ) -> LearnedConcept:
-    """Abduce the value of the number ``symbol`` among ``candidates``."""
+    """Abduce the value of the number ``symbol`` among ``candidates``: the one explaining most examples (the smallest of
+    a tie); :class:`ConceptNotLearned` when none explains any."""
     _check_new_concept(symbol, "number", examples, table)
     if not candidates:
         raise ValueError(f"no candidate value for the number {symbol!r}")
     scored = [(explained_fraction(concept_table(table, symbol, value=v), examples), v) for v in candidates]
     explained, value = max(scored, key=lambda item: (item[0], -item[1]))
+    if explained == 0:  # (was learned as the first candidate, explaining nothing)
+        raise ConceptNotLearned(f"none of the {len(candidates)} candidate values explains an example of the number {symbol!r}")
     return LearnedConcept(symbol, concept_table(table, symbol, value=value), explained, value=value)
 
 
@@ -214,11 +218,15 @@ def _check_unknown(symbol: str, table: OperatorTable) -> None:
 
 
 def _check_new_concept(symbol: str, role: str, examples: Sequence[Example], table: OperatorTable) -> None:
-    """Raise ``ValueError`` for a ``symbol`` that ``table`` knows or no example, and :class:`ConceptNotLearned` when
-    no example's sentence uses ``symbol`` (any meaning would explain them all alike)."""
+    """Raise ``ValueError`` for a ``symbol`` that ``table`` knows or no example, ``TypeError`` for a result that is no
+    int (or None), and :class:`ConceptNotLearned` when no example's sentence uses ``symbol`` (any meaning would explain
+    them all alike)."""
     _check_unknown(symbol, table)
     if not examples:
         raise ValueError(f"no training sentence for the {role} {symbol!r}")
+    for index, (_, result) in enumerate(examples):  # a float failed deep in the program search, a str explained nothing
+        if result is not None and not is_int(result):
+            raise TypeError(f"example {index} of the {role} {symbol!r} has the result {result!r}: results are ints (or None)")
     if not any(symbol in sentence for sentence, _ in examples):
         raise ConceptNotLearned(f"none of the {len(examples)} training sentences uses the {role} {symbol!r}")
 
