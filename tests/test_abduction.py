@@ -86,6 +86,14 @@ def test_impossible_label_gives_none_and_bad_shapes_raise(abducer):
         abducer.abduce("1+1", np.zeros((2, len(VOCAB))), 2)
     with pytest.raises(ValueError, match="position 2: symbol 'a' of '1\\+a' is not in the vocabulary"):
         abducer.abduce("1+a", np.zeros((3, len(VOCAB))), 2)
+    for target in ("2", None, 2.0):  # (str and None failed deep in the preimages)
+        with pytest.raises(TypeError, match="target must be an int, got"):
+            abducer.abduce("1+1", _log_probs("1+1"), target)
+    assert abducer.abduce("1+1", _log_probs("1+1"), np.int64(3)) is not None
+    log_probs = _log_probs("1+1")
+    log_probs[1, 0] = np.nan
+    with pytest.raises(ValueError, match="log_probs of '1\\+1' hold NaN at position 1"):  # (came back with log_prob nan)
+        abducer.abduce("1+1", log_probs, 3)
 
 
 def test_concept_operators_use_scanned_inverses():

@@ -30,7 +30,7 @@ from neurosym.pipelines.decoding import (
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, Value, execute
 from neurosym.semantics.preimage import Interval, operand_preimages
 from neurosym.syntax import Node, ParseError, infix_layout, parse
-from neurosym.training.checks import int_at_least
+from neurosym.training.checks import int_at_least, is_int
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,10 @@ class Abducer:
             raise ValueError(f"log_probs must have shape [{len(sentence)}, {len(self.vocabulary)}], got {list(log_probs.shape)}")
         if unknown := next(((i, s) for i, s in enumerate(sentence) if s not in self.vocabulary), None):
             raise ValueError(f"position {unknown[0]}: symbol {unknown[1]!r} of {sentence!r} is not in the vocabulary")
+        if not is_int(target):  # a str or None failed deep in the preimages
+            raise TypeError(f"target must be an int, got {target!r}")
+        if np.isnan(log_probs).any():  # (a correction came back with log_prob nan)
+            raise ValueError(f"log_probs of {sentence!r} hold NaN at position {int(np.isnan(log_probs).any(1).argmax())}")
         if self.value(sentence) == target:
             return Correction(sentence, self.score(sentence, log_probs), 0)
         found = self._search(sentence, log_probs, target)
