@@ -32,6 +32,7 @@ from neurosym.training import TrainConfig, distributed_process
 from neurosym.training.checkpoint import load_checkpoint, load_model_state, save_json
 from neurosym.training.compile import compile_for_training
 from neurosym.training.distributed import DistributedContext, main_process_first
+from neurosym.training.loop import patience_ran_out
 from neurosym.training.stopping import minutes_to_seconds
 
 SUBSETS_AND_AVERAGE = (*EVAL_SUBSETS, "avg")
@@ -84,9 +85,7 @@ def _best_weights(saved: dict[str, Any], checkpoint: Path) -> dict[str, torch.Te
     or one whose patience ran out (as many evaluations without improvement as its ``--patience``); ``ValueError``
     for any other (its best weights so far are not those the finished run reports)."""
     loop, step, config = saved["loop"], saved["step"], saved["config"]
-    patience = config["patience"]
-    out_of_patience = patience is not None and loop["bad_evaluations"] >= patience
-    if loop["best_model"] is None or not (step >= config["max_steps"] or out_of_patience):
+    if loop["best_model"] is None or not (step >= config["max_steps"] or patience_ran_out(loop, config["patience"])):
         raise ValueError(
             f"{checkpoint} is of an unfinished run, stopped after step {step} of {config['max_steps']}: rerun the same "
             "neurosym hint command to continue it"

@@ -299,6 +299,12 @@ def train(
     )
 
 
+def patience_ran_out(loop_state: Mapping[str, Any], patience: int | None) -> bool:
+    """Whether the evaluations since the best one (``loop_state``: the ``"loop"`` entry of a :func:`train`
+    checkpoint) have used up ``patience`` (``None``: no early stopping)."""
+    return patience is not None and loop_state["bad_evaluations"] >= patience
+
+
 class _BestWeights:
     """The evaluation hook of :func:`train`: scores on rank 0, shares the score, keeps the best weights and
     counts evaluations without improvement; its :attr:`state` (``best_score``, ``best_step``,
@@ -342,4 +348,4 @@ class _BestWeights:
     def exhausted(self) -> bool:
         """Whether the evaluations since the best one have used up the patience (also of a resumed run: one that
         stopped early is finished, unless resumed with more patience)."""
-        return self.patience is not None and self.state["bad_evaluations"] >= self.patience
+        return patience_ran_out(self.state, self.patience)
