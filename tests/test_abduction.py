@@ -2,8 +2,11 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neurosym.pipelines.abduction import Abducer
+from neurosym.pipelines.decoding import CLOSE_CLASS, NUMBER, OPEN_CLASS, OPERATOR, sentence_templates
 from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, evaluate
 
 VOCAB = list("0123456789+-*/()")
@@ -105,6 +108,52 @@ def test_concept_operators_use_scanned_inverses():
     probs[2, vocab.index("8")] = 0.05
     found = abducer.abduce("3a5", np.log(probs), 8)  # max(3, 5) = 5; label 8 -> max(3, 8)
     assert found.sentence == "3a8"
+
+
+@pytest.mark.parametrize(
+    ("read", "target", "expected"),
+    [
+        ("6/0+3", 9, "6+0+3"),  # the reading has no value: the fix is inside 6/0
+        ("6-1/5", 10, "6-1+5"),  # 1/5 cannot change to anything useful, but changing its operator's level can
+    ],
+)
+def test_single_change_is_found_where_no_wanted_value_reaches_it(abducer, read, target, expected):
+    second = {position: {symbol: 0.3} for position, symbol in enumerate(expected) if symbol != read[position]}
+    found = abducer.abduce(read, _log_probs(read, second, confidence=0.6), target)
+    assert (found.sentence, found.changes) == (expected, 1)
+
+
+def _single_changes(abducer: Abducer, read: str) -> list[str]:
+    """Every sentence one same-class symbol away from ``read``."""
+    classes = ["0123456789", "+-*/"]
+    return [
+        read[:position] + other + read[position + 1 :]
+        for position, symbol in enumerate(read)
+        for other in next((c for c in classes if symbol in c), "")
+        if other != symbol
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([3, 5, 7]), st.integers(0, 100), st.integers(0, 2**32 - 1), st.integers(0, 10**6))
+def test_one_change_search_matches_brute_force(length, template, seed, planted):
+    """With one change allowed, the back-search returns the most probable of all one-change corrections (the target
+    is the value of one of them, drawn)."""
+    abducer = Abducer(VOCAB, max_changes=1, max_template_length=1)  # (no shape search)
+    rng = np.random.default_rng(seed)
+    shape = sentence_templates(length)[template % len(sentence_templates(length))]
+    log_probs = np.log(rng.dirichlet(np.full(len(VOCAB), 0.3), size=length))
+    members = {NUMBER: "0123456789", OPERATOR: "+-*/", OPEN_CLASS: "(", CLOSE_CLASS: ")"}
+    read = "".join(max(members[c], key=lambda s: log_probs[p, VOCAB.index(s)]) for p, c in enumerate(shape))
+    values = {fixed: abducer.value(fixed) for fixed in _single_changes(abducer, read)}
+    targets = sorted({v for v in values.values() if v is not None and v != abducer.value(read)})
+    if not targets:
+        return
+    target = targets[planted % len(targets)]
+    best = max(abducer.score(fixed, log_probs) for fixed, value in values.items() if value == target)
+    found = abducer.abduce(read, log_probs, target)
+    assert found is not None and found.changes == 1 and found.log_prob == pytest.approx(best)
+    assert abducer.value(found.sentence) == target
 
 
 @pytest.mark.parametrize("seed", [0, 1])

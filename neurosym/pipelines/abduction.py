@@ -5,8 +5,10 @@ Given a sentence read by the perception, its per-window log-probabilities and th
 :class:`Abducer` pushes the wanted value down the parse tree: at an operator node, each child's
 wanted values are the set-valued inverse of the operator given the other child's current value
 (:mod:`neurosym.semantics.preimage`, intervals because HINT's ``-`` clamps and ``/`` rounds up). At a
-number it proposes every number symbol with a wanted value; at an operator every other operator
-that already gives a wanted value. The most probable verified proposal wins. When no single change
+number it proposes every number symbol with a wanted value; at an operator every other operator of its
+precedence level that gives a wanted value, and at every operator each one of the other level (which changes the
+tree). A reading without a value (``6/0+3``) gets every change inside its lowest invalid sub-expressions instead.
+The most probable verified proposal wins. When no single change
 works, it changes up to ``max_changes - 1`` of the least confident symbols to their next most
 probable readings first (a bounded beam), and finally tries other sentence shapes (where the
 brackets go) for short sentences. Every returned sentence is checked by executing it.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -28,6 +31,7 @@ from neurosym.pipelines.decoding import (
     sentence_templates,
 )
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, Value, execute
+from neurosym.semantics.executor import subexpression_values
 from neurosym.semantics.preimage import Interval, operand_preimages
 from neurosym.syntax import Node, ParseError, infix_layout, parse
 from neurosym.training.checks import int_at_least, is_int
@@ -209,15 +213,25 @@ class Abducer:
     # -- one back-search pass --------------------------------------------------------------------
 
     def _back_search(self, sentence: str, log_probs: np.ndarray, target: int) -> list[_Proposal]:
-        """Every single-symbol change that the top-down pass finds for ``sentence`` (unverified)."""
+        """Every single-symbol change that the top-down pass finds for ``sentence`` (unverified).
+
+        Complete for one change: an operator of the other precedence level changes the tree, so it is proposed at
+        every operator; where the reading has no value, every change inside its lowest invalid sub-expressions is.
+        """
         try:
             root = parse(sentence, self.concepts)
         except ParseError:
             return []
-        values = self.node_values(root)
-        if values is None:
-            return []
+        values = self.partial_values(root)
         proposals: list[_Proposal] = []
+        for node in root.postorder():
+            if node.is_leaf:
+                continue
+            level = self.table.operators[node.symbol].level
+            others = [s for s in self.operators if self.table.operators[s].level != level]
+            proposals += self._propose(sentence, log_probs, _span(node.children[0])[1], others)
+        if values[id(root)] is None:
+            return proposals + self._repairs(sentence, log_probs, root, values)
         stack: list[tuple[Node, Interval]] = [(root, Interval.point(target))]
         while stack:
             node, wanted = stack.pop()
@@ -228,21 +242,39 @@ class Abducer:
                 proposals += self._propose(sentence, log_probs, position, fitting)
                 continue
             left, right = node.children
-            position = _span(left)[1]
             level = self.table.operators[node.symbol].level
             left_value, right_value = values[id(left)], values[id(right)]
-            # Operators of the other precedence change the tree: proposed, and verified by execution.
+            assert left_value is not None and right_value is not None  # (the root has a value)
             fitting = [
                 s
                 for s in self.operators
-                if self.table.operators[s].level != level or self.table.operators[s].apply(left_value, right_value) in wanted
+                if self.table.operators[s].level == level and self.table.operators[s].apply(left_value, right_value) in wanted
             ]
-            proposals += self._propose(sentence, log_probs, position, fitting)
+            proposals += self._propose(sentence, log_probs, _span(left)[1], fitting)
             left_wanted, right_wanted = self.child_targets(node.symbol, wanted, left_value, right_value)
             if left_wanted is not None:
                 stack.append((left, left_wanted))
             if right_wanted is not None:
                 stack.append((right, right_wanted))
+        return proposals
+
+    def _repairs(self, sentence: str, log_probs: np.ndarray, root: Node, values: dict[int, Value | None]) -> list[_Proposal]:
+        """Every same-class change inside each lowest invalid sub-expression of ``sentence`` (its operator's operands have
+        values, its own is undefined, e.g. ``6/0``): one change can make the reading valid only there (or by changing
+        the tree, proposed apart)."""
+        proposals: list[_Proposal] = []
+        for node in root.postorder():  # (a number always has a value)
+            if values[id(node)] is not None or any(values[id(child)] is None for child in node.children):
+                continue
+            start, end = _span(node)
+            for position in range(start, end):
+                symbol = sentence[position]
+                if symbol in self.table.numbers:
+                    proposals += self._propose(sentence, log_probs, position, self.numbers)
+                elif symbol in self.table.operators:
+                    level = self.table.operators[symbol].level
+                    same = [s for s in self.operators if self.table.operators[s].level == level]
+                    proposals += self._propose(sentence, log_probs, position, same)
         return proposals
 
     def child_targets(self, symbol: str, wanted: Interval, left: Value, right: Value) -> tuple[Interval | None, Interval | None]:
@@ -259,12 +291,15 @@ class Abducer:
         ]
 
     def node_values(self, root: Node) -> dict[int, Value] | None:
-        """Value of every node (by ``id``), read from the executor's per-token values."""
-        execution = execute(root, self.table)
-        if execution.res_all is None:
-            return None
+        """Value of every node (by ``id``), ``None`` when the expression is invalid."""
+        values = self.partial_values(root)
+        return None if values[id(root)] is None else cast(dict[int, Value], values)  # (no None below a valid root)
+
+    def partial_values(self, root: Node) -> dict[int, Value | None]:
+        """Value of every node (by ``id``), ``None`` for a sub-expression that is invalid or holds one."""
         layout = infix_layout(root, self.concepts)
-        return {id(node): value for node, value in zip(layout.nodes, execution.res_all) if node is not None}
+        values = subexpression_values(layout, self.table)
+        return {id(node): value for node, value in zip(layout.nodes, values) if node is not None}
 
 
 def _span(node: Node) -> tuple[int, int]:

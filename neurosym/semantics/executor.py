@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from numbers import Rational
+from typing import cast
 
 from neurosym.semantics.operators import Value
 from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
 from neurosym.syntax.parser import parse
-from neurosym.syntax.printing import infix_layout
+from neurosym.syntax.printing import InfixLayout, infix_layout
 from neurosym.syntax.tree import Node
 
 #: ``res_all`` entry of a bracket token.
@@ -38,23 +39,30 @@ def execute(node: Node, table: OperatorTable = HINT_SEMANTICS) -> Execution:
     """
     _check_table(table)
     layout = infix_layout(node, table.concepts)
-    values: list[Value] = [BRACKET_VALUE] * len(layout.tokens)
+    values = subexpression_values(layout, table)
+    if values[layout.preorder[0]] is None:
+        return INVALID
+    return Execution(values[layout.preorder[0]], cast(list[Value], values))  # (no None below a valid root)
+
+
+def subexpression_values(layout: InfixLayout, table: OperatorTable = HINT_SEMANTICS) -> list[Value | None]:
+    """The value of the sub-expression each token of ``layout`` heads (``BRACKET_VALUE`` for a bracket), ``None``
+    for one that is invalid or holds an invalid one: which parts of an invalid expression still have values."""
+    values: list[Value | None] = [BRACKET_VALUE] * len(layout.tokens)
     for index in reversed(layout.preorder):
         symbol, operands = layout.tokens[index], layout.operands[index]
         if operands is None:
             values[index] = table.numbers[symbol]
             continue
         left, right = values[operands[0]], values[operands[1]]
-        result = table.operators[symbol].apply(left, right)
-        if result is None:
-            return INVALID
-        if isinstance(result, bool) or not isinstance(result, Rational):
+        result = None if left is None or right is None else table.operators[symbol].apply(left, right)
+        if isinstance(result, bool) or not isinstance(result, Rational | None):
             raise ValueError(
                 f"operator {symbol!r} gave {result!r} for {left} and {right}: an operator's rule returns an int, a "
                 "Fraction, or None where it is undefined (execution is exact)"
             )
         values[index] = result
-    return Execution(values[layout.preorder[0]], values)
+    return values
 
 
 def evaluate(text: str, table: OperatorTable = HINT_SEMANTICS) -> Value | None:
