@@ -1,5 +1,6 @@
 """A trained pipeline learns a new concept (glyph, role, meaning) from a few images and results."""
 
+import copy
 import dataclasses
 import math
 
@@ -47,6 +48,9 @@ def test_new_symbol_gets_the_mass_the_top_class_misses():
     assert extended[0, 3].item() == pytest.approx(math.log(0.3), abs=1e-6)
     assert torch.isfinite(extended[1, 3]) and extended[1, 3] < -10  # a certain window: never new, never NaN
     torch.testing.assert_close(extended[:, :3], probabilities.log())
+    for dtype in (torch.float16, torch.bfloat16):  # (1 - 1e-6 rounded to 1 there: the new class got -inf)
+        half = with_new_symbol(probabilities.log().to(dtype))
+        assert half.dtype == dtype and torch.isfinite(half[:, 3]).all() and half[1, 3] < -10
 
 
 def test_a_reading_without_the_new_symbol_gets_it_where_a_same_role_symbol_is_least_sure():
@@ -71,7 +75,11 @@ def test_concept_is_learned_from_ten_images_and_results(trained, concept, role, 
     larger = fewshot_split(concept, scale=0.1, seed=0, cache=False, progress=False)["test"]
     test = [r for r in larger if len(r.expr) <= 7][:60]  # as long as the main task's training expressions
     assert len(train) <= 11 and len(test) >= 30
+    pipeline.classifier.train()  # as training leaves it
+    state, random_state = copy.deepcopy(pipeline.classifier.state_dict()), torch.get_rng_state()
     result = learn_concept_from_images(pipeline, concept, train, replay, bank, CPU, FAST)
+    assert pipeline.classifier.training and torch.equal(torch.get_rng_state(), random_state)  # were left in eval / moved
+    assert all(torch.equal(value, pipeline.classifier.state_dict()[key]) for key, value in state.items())
     assert result.role == role  # inferred, not given
     assert result.spotted >= 0.9  # decoding finds the unseen glyph without being told it is there
     learned = result.learned
@@ -100,6 +108,18 @@ def test_spotting_refuses_a_known_symbol_and_bad_configurations(trained):
             FewShotConfig(**augmentation)
     with pytest.raises(ValueError, match="no few-shot training expression"):
         learn_concept_from_images(pipeline, "x", [], replay, bank, CPU, FAST)
+
+
+def test_spotting_reads_in_evaluation_mode_and_leaves_the_reader_as_it_was(trained):
+    pipeline, bank, replay = trained
+    windows, lengths = WindowSource(replay[:8], bank, "train").batch(range(8))
+    pipeline.classifier.train()
+    state = copy.deepcopy(pipeline.classifier.state_dict())
+    readings, _, _ = spot_new_symbol(pipeline, "x", windows, lengths, role="number")
+    assert pipeline.classifier.training  # (batch norm's running statistics were overwritten by the read)
+    assert all(torch.equal(value, pipeline.classifier.state_dict()[key]) for key, value in state.items())
+    pipeline.classifier.eval()
+    assert spot_new_symbol(pipeline, "x", windows, lengths, role="number")[0] == readings
 
 
 def test_few_shot_learning_refuses_bad_inputs_before_any_training(trained):

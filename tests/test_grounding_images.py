@@ -1,6 +1,7 @@
 """Learning perception and semantics together from images and results: on a bank whose glyphs are
 permuted (the images of one digit stand for another), the learned grounding shows the permutation."""
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -11,6 +12,7 @@ from hint_banks import prototype_bank
 from neurosym.data.hint import fewshot_split, main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank
 from neurosym.pipelines import ground_images
+from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.ground_images import (
     ImageGroundingConfig,
@@ -70,7 +72,10 @@ def test_the_grounding_of_a_permuted_bank_shows_the_permutation(learned):
 
 def test_glyph_grid_shows_each_class_and_plots(learned, tmp_path):
     result, source, _, _ = learned
+    result.pipeline.classifier.train()
     grid = glyph_grid(result.pipeline, source, 3, CPU)
+    assert result.pipeline.classifier.training  # (a report left the reader in evaluation mode)
+    result.pipeline.classifier.eval()
     assert grid.shape == (16, 3, 32, 32) and (grid.reshape(16, -1).max(axis=1) > 0).all()
     save_glyph_grid(grid, result.grounding.symbols, tmp_path / "glyphs.png")
     assert (tmp_path / "glyphs.png").stat().st_size > 0
@@ -114,11 +119,26 @@ def test_the_refinement_stops_at_a_time_limit_and_a_rerun_continues_it_from_the_
         match=r"refine_stages.pt was written for another model or data \(config.glyph_steps differ\): config.glyph_steps 60 there, 61",
     ):
         learn_grounding_from_images(source, CPU, other, checkpoint)
-    with pytest.raises(CheckpointMismatch, match=r"\(data, expressions differ\)"):
+    with pytest.raises(CheckpointMismatch, match=r"\(data, expressions, images differ\)"):
         learn_grounding_from_images(WindowSource(source.records[:-1], bank, "train", 0), CPU, SMALL, checkpoint)
     other_images = SymbolBank(255 - bank.images, bank.labels, bank.pools, bank.paths)
     with pytest.raises(CheckpointMismatch, match=r"\(images differ\)"):
         learn_grounding_from_images(WindowSource(source.records, other_images, "train", 0), CPU, SMALL, checkpoint)
+    with pytest.raises(CheckpointMismatch, match=r"\(images differ\)"):  # the same bank, other images drawn
+        learn_grounding_from_images(WindowSource(source.records, bank, "train", 7), CPU, SMALL, checkpoint)
+    swapped = [replace(r, expr=r.expr[::-1]) if re.fullmatch(r"\d[+*]\d", r.expr) else r for r in source.records]
+    assert swapped != source.records  # other expressions, the same results and lengths
+    with pytest.raises(CheckpointMismatch, match=r"\(data, images differ\)"):
+        learn_grounding_from_images(WindowSource(swapped, bank, "train", 0), CPU, SMALL, checkpoint)
+
+
+def test_grounding_without_one_symbol_expressions_is_refused_and_leaves_the_random_stream_alone():
+    records = [r for r in main_split(scale=0.002, seed=0, cache=False, progress=False)["train"] if len(r.expr) == 3]
+    torch.manual_seed(5)
+    before = torch.get_rng_state()
+    with pytest.raises(ConceptNotLearned, match="no one-symbol expression"):  # was numpy's "high <= 0"
+        learn_grounding_from_images(WindowSource(records, prototype_bank(), "train", 0), CPU, SMALL)
+    assert torch.equal(torch.get_rng_state(), before)  # (was reseeded with config.seed)
 
 
 def test_kmeans_separates_far_apart_blobs():
@@ -129,6 +149,11 @@ def test_kmeans_separates_far_apart_blobs():
     groups = assignment.view(3, 20)
     assert all(len(set(g.tolist())) == 1 for g in groups) and len(set(groups[:, 0].tolist())) == 3
     assert inertia < 3 * 20 * 2 * 2
+    for bad, clusters, message in ((points, 0, "clusters must be an int of at least 1, got 0"),  # labels were all 0
+                                   (points[:, 0], 2, r"floating-point tensor \[N, D\], got torch.float32 \[60\]"),
+                                   (points.long(), 2, "floating-point tensor"), (points.tolist(), 2, "torch.Tensor")):  # fmt: skip
+        with pytest.raises((ValueError, TypeError), match=message):
+            kmeans(bad, clusters, 10, seed=0)
 
 
 def test_config_is_checked():

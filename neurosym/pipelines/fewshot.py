@@ -52,6 +52,8 @@ from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeli
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics import OperatorTable
 from neurosym.training.checks import is_int
+from neurosym.training.modes import evaluation_mode
+from neurosym.training.seeding import seeded
 
 
 @dataclass(frozen=True)
@@ -130,8 +132,8 @@ class FewShotResult:
 def with_new_symbol(log_probs: torch.Tensor) -> torch.Tensor:
     """``[..., V]`` log-probabilities -> ``[..., V + 1]``: the last class, for a symbol never seen,
     gets the mass the classifier does not give its top class, ``log(1 - max_v p_v)``."""
-    top = log_probs.max(dim=-1, keepdim=True).values.exp()
-    return torch.cat([log_probs, torch.log1p(-top.clamp(max=1.0 - 1e-6))], dim=-1)
+    top = log_probs.max(dim=-1, keepdim=True).values.float().exp()  # (1 - 1e-6 is 1.0 in half precision)
+    return torch.cat([log_probs, torch.log1p(-top.clamp(max=1.0 - 1e-6)).to(log_probs.dtype)], dim=-1)
 
 
 def _roles(vocabulary: Sequence[str], table: OperatorTable, symbol: str, role: str) -> TokenRoles:
@@ -188,7 +190,7 @@ def spot_new_symbol(
     if role is not None and role not in ROLES:
         raise ValueError(f"unknown role {role!r}: choose one of {ROLES} or None")
     check_batch(windows, lengths)
-    with torch.no_grad():
+    with torch.no_grad(), evaluation_mode(reader_module(pipeline.classifier)):  # (train mode would move batch norms)
         flat = torch.cat([pipeline.classifier(part).float() for part in rearrange(windows, "b t ... -> (b t) ...").split(4096)])
     extended = with_new_symbol(rearrange(flat, "(b t) v -> b t v", b=windows.shape[0])).cpu()
     vocabulary = [*pipeline.classifier.vocabulary, symbol]
@@ -341,15 +343,29 @@ def learn_concept_from_images(
             f"a new concept grows the reader by a class (SymbolClassifier.add_symbol): the pipeline's reader must be a "
             f"SymbolClassifier, got {type(pipeline.classifier).__name__}"
         )
+    with seeded(config.seed, device):  # (the new class's initial weights)
+        return _learn_concept(pipeline, symbol, records, replay_records, bank, device, config)
+
+
+def _learn_concept(
+    pipeline: HintPipeline,
+    symbol: str,
+    records: Sequence[HintRecord],
+    replay_records: Sequence[HintRecord],
+    bank: SymbolBank,
+    device: torch.device,
+    config: FewShotConfig,
+) -> FewShotResult:
+    """:func:`learn_concept_from_images` on checked arguments."""
     source = WindowSource(records, bank, "train", config.seed)
     replay = WindowSource(replay_records, bank, "train", config.seed + 1)
     windows, lengths = source.batch(range(len(source)))
-    pipeline.classifier.to(device).eval()
-    readings, role, spotted = spot_new_symbol(pipeline, symbol, windows.to(device), lengths, config.role)
-    replay_readings = _read(pipeline, replay, device)
-
     classifier = copy.deepcopy(pipeline.classifier)
+    assert isinstance(classifier, SymbolClassifier)  # (checked by learn_concept_from_images)
+    classifier.to(device).eval()
     grown = HintPipeline(classifier, pipeline.table, pipeline.minimal_brackets, pipeline.abduction_changes)
+    readings, role, spotted = spot_new_symbol(grown, symbol, windows.to(device), lengths, config.role)
+    replay_readings = _read(grown, replay, device)
     classifier.add_symbol(symbol)
     vocabulary = classifier.vocabulary
     base_table = pipeline.table

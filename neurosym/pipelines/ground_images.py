@@ -43,6 +43,7 @@ import torch
 import torch.nn.functional as F
 
 from neurosym.data.randomness import as_generator
+from neurosym.layers.shape_checks import check_tensor
 from neurosym.perception.reader import Reader, reader_module
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.concepts import ConceptNotLearned
@@ -58,6 +59,8 @@ from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics.induction import induce_noisy_operator
 from neurosym.training.checkpoint import check_setup, load_checkpoint, load_model_state, save_checkpoint
 from neurosym.training.checks import int_at_least, positive_number
+from neurosym.training.modes import evaluation_mode
+from neurosym.training.seeding import seeded
 
 
 @dataclass(frozen=True)
@@ -166,14 +169,17 @@ def _fit(
 
 def _predict(classifier: Reader, windows: torch.Tensor, device: torch.device) -> torch.Tensor:
     """Log-probabilities ``[N, K]`` of ``windows [N, 32, 32]`` (no gradients, CPU)."""
-    reader_module(classifier).to(device).eval()
-    with torch.no_grad():
+    with torch.no_grad(), evaluation_mode(reader_module(classifier).to(device)):
         parts = [classifier(part.to(device)).float().cpu() for part in windows.split(1024)]
     return torch.cat(parts) if parts else torch.zeros(0, len(classifier.vocabulary))
 
 
 def kmeans(points: torch.Tensor, clusters: int, iterations: int, seed: int) -> tuple[torch.Tensor, float]:
     """Lloyd's k-means on ``points [N, D]`` from a k-means++ start -> (assignments ``[N]``, inertia)."""
+    check_tensor(points, "points")
+    if points.dim() != 2 or not points.is_floating_point():
+        raise ValueError(f"points must be a floating-point tensor [N, D], got {points.dtype} {list(points.shape)}")
+    clusters = int_at_least(clusters, "clusters", 1)
     if len(points) < clusters:
         raise ConceptNotLearned(f"{len(points)} glyphs cannot form {clusters} clusters")
     generator = torch.Generator().manual_seed(seed)
@@ -378,52 +384,57 @@ def learn_grounding_from_images(
 
     With a ``checkpoint``, what stages 1–3 learned is written beside it once they are done (:func:`stages_checkpoint`)
     and read back by a rerun instead of learning it again (minutes; refused with
-    :class:`~neurosym.training.checkpoint.CheckpointMismatch` when written for other expressions or another
-    configuration of those stages). The refinement (stage 4, most of the time) shows ``progress``, writes
+    :class:`~neurosym.training.checkpoint.CheckpointMismatch` when written for other expressions, other images of them or
+    another configuration of those stages). The refinement (stage 4, most of the time) shows ``progress``, writes
     ``checkpoint`` and resumes from it; SIGINT, SIGTERM or ``time_limit`` seconds stop it with
     :class:`~neurosym.training.stopping.TrainingInterrupted` (:func:`train_pipeline`); stages 1–3 run to their end."""
-    torch.manual_seed(config.seed)
-    results = np.array([record.res for record in source.records])
-    lengths = _lengths(source)
-    classifier = SymbolClassifier(class_names(config.classes), config.backbone, features=config.features, width=config.width)
-    readable = np.flatnonzero(lengths <= config.max_reading_length).tolist()  # stage 3 reads them, stage 4 re-reads them
-    lap = _stopwatch()
-    stages = None if checkpoint is None else stages_checkpoint(checkpoint)
-    setup = {
-        "config": {key: value for key, value in asdict(config).items() if key not in REFINEMENT_FIELDS},
-        "expressions": len(source),
-        "data": zlib.crc32(results.astype(np.int64).tobytes() + lengths.astype(np.int64).tobytes()),
-        "images": zlib.crc32(source.images.numpy().tobytes()),
-    }
-    saved = None if stages is None else load_checkpoint(stages)
-    if saved is not None:
-        check_setup(saved["setup"], setup, stages)
-        load_model_state(classifier, saved["classifier"], str(stages), "classifier")
-        grounding, readings, log = Grounding.from_json(saved["grounding"]), saved["readings"], saved["log"]
-    else:
-        grounding, readings, log = _first_stages(classifier, source, results, lengths, readable, config, device, lap)
-        if stages is not None:
-            save_checkpoint({"setup": setup, "classifier": classifier.state_dict(), "grounding": grounding.to_json(),
-                             "readings": readings, "log": log}, stages)  # fmt: skip
+    with seeded(config.seed, device):  # (the classifier's initial weights, dropout)
+        results = np.array([record.res for record in source.records])
+        lengths = _lengths(source)
+        classifier = SymbolClassifier(class_names(config.classes), config.backbone, features=config.features, width=config.width)
+        readable = np.flatnonzero(lengths <= config.max_reading_length).tolist()  # stage 3 reads them, stage 4 re-reads them
+        lap = _stopwatch()
+        stages = None if checkpoint is None else stages_checkpoint(checkpoint)
+        setup = {
+            "config": {key: value for key, value in asdict(config).items() if key not in REFINEMENT_FIELDS},
+            "expressions": len(source),
+            "data": zlib.crc32(results.astype(np.int64).tobytes() + "\n".join(r.expr for r in source.records).encode()),
+            "images": zlib.crc32(source.images.numpy().tobytes() + _drawn_images(source).tobytes()),
+        }
+        saved = None if stages is None else load_checkpoint(stages)
+        if saved is not None:
+            check_setup(saved["setup"], setup, stages)
+            load_model_state(classifier, saved["classifier"], str(stages), "classifier")
+            grounding, readings, log = Grounding.from_json(saved["grounding"]), saved["readings"], saved["log"]
+        else:
+            grounding, readings, log = _first_stages(classifier, source, results, lengths, readable, config, device, lap)
+            if stages is not None:
+                save_checkpoint({"setup": setup, "classifier": classifier.state_dict(), "grounding": grounding.to_json(),
+                                 "readings": readings, "log": log}, stages)  # fmt: skip
 
-    # 4. refinement by abduction with the learned table, then the grounding of the refined readings
-    classifier.vocabulary = list(grounding.symbols)
-    pipeline = HintPipeline(classifier, grounding.table)
-    if config.refine_steps:
-        schedule = PipelineConfig(
-            steps=config.refine_steps,
-            batch_size=config.batch_size,
-            learning_rate=config.learning_rate,
-            curriculum=Curriculum(((config.max_reading_length, config.refine_steps),)),
-            seed=config.seed,
-        )
-        train_pipeline(pipeline, source, schedule, device, checkpoint, progress, time_limit)
-        readings = read_classes(pipeline, source, readable, device)
-        grounding = learn_grounding(readings, results[readable].tolist(), config.classes, config.programs)
+        # 4. refinement by abduction with the learned table, then the grounding of the refined readings
         classifier.vocabulary = list(grounding.symbols)
         pipeline = HintPipeline(classifier, grounding.table)
-    log["final"] = {"explained": float(np.mean(np.array(grounding.solve(readings)) == results[readable])), "seconds": lap()}
-    return ImageGrounding(pipeline, grounding, log)
+        if config.refine_steps:
+            schedule = PipelineConfig(
+                steps=config.refine_steps,
+                batch_size=config.batch_size,
+                learning_rate=config.learning_rate,
+                curriculum=Curriculum(((config.max_reading_length, config.refine_steps),)),
+                seed=config.seed,
+            )
+            train_pipeline(pipeline, source, schedule, device, checkpoint, progress, time_limit)
+            readings = read_classes(pipeline, source, readable, device)
+            grounding = learn_grounding(readings, results[readable].tolist(), config.classes, config.programs)
+            classifier.vocabulary = list(grounding.symbols)
+            pipeline = HintPipeline(classifier, grounding.table)
+        log["final"] = {"explained": float(np.mean(np.array(grounding.solve(readings)) == results[readable])), "seconds": lap()}
+        return ImageGrounding(pipeline, grounding, log)
+
+
+def _drawn_images(source: WindowSource) -> np.ndarray:
+    """Bank indices of the images showing every symbol of every expression of ``source``, in order ``[total symbols]``."""
+    return np.concatenate([np.zeros(0, np.int64), *(source.image_indices(i) for i in range(len(source)))]).astype(np.int64)
 
 
 def _first_stages(
@@ -442,6 +453,8 @@ def _first_stages(
     log: dict = {}
     # 1. numbers: one class per result of the one-symbol expressions
     singles = np.flatnonzero(lengths == 1)
+    if not len(singles):
+        raise ConceptNotLearned("no one-symbol expression: the numbers' values are learned from them")
     values = sorted(set(results[singles].tolist()))
     operators = config.classes - len(values) - 2
     if operators < 1:

@@ -25,6 +25,7 @@ from neurosym.perception.cnn import SmallCNN
 from neurosym.semantics.pvr_rules import InducedRule, PVRRule, induce_rule
 from neurosym.training.classifier import fit_classifier, predict
 from neurosym.training.loop import TrainConfig
+from neurosym.training.seeding import seeded
 
 READER_WIDTH = 16
 """Channels of the first convolution of the default digit reader."""
@@ -88,16 +89,16 @@ def train_digit_reader(
             clip_norm=None,
             seed=seed,
         )
-    torch.manual_seed(seed)
-    reader = SmallCNN(1, 10, input_size=cell, width=width)
-    fit_classifier(
-        reader,
-        torch.from_numpy(images),
-        torch.from_numpy(classes[:, 0]),
-        replace(config, progress=progress, checkpoint=checkpoint, time_limit=time_limit),
-        device,
-        images_to_float,
-    )
+    with seeded(seed, device):  # (initial weights; the caller's stream goes on untouched)
+        reader = SmallCNN(1, 10, input_size=cell, width=width)
+        fit_classifier(
+            reader,
+            torch.from_numpy(images),
+            torch.from_numpy(classes[:, 0]),
+            replace(config, progress=progress, checkpoint=checkpoint, time_limit=time_limit),
+            device,
+            images_to_float,
+        )
     return reader.eval()
 
 

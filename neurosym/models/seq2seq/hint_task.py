@@ -4,8 +4,7 @@ match per test subset under greedy decoding (the seq2seq baselines of ``neurosym
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import torch
@@ -20,6 +19,7 @@ from neurosym.semantics import HINT_FEWSHOT_SEMANTICS
 from neurosym.syntax import canonical_sentence, parse
 from neurosym.training.checks import int_at_least
 from neurosym.training.device import mixed_precision
+from neurosym.training.modes import evaluation_mode
 
 BOS, EOS = 10, 11
 """Target ids: the digits 0–9 are their own ids, then begin and end of sequence."""
@@ -82,7 +82,7 @@ def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int
         return []
     device = next(model.parameters()).device
     tokens = torch.nn.utils.rnn.pad_sequence(encoded, batch_first=True, padding_value=PAD_ID).to(device)
-    with _evaluation_mode(model):
+    with evaluation_mode(model):
         decoded = model.greedy_decode(tokens, tokens == PAD_ID, max_digits + 1, BOS, EOS).tolist()
     return [_read_digits(row) for row in decoded]
 
@@ -95,15 +95,3 @@ def _read_digits(row: list[int]) -> int | None:
         return None
     digits = row[: row.index(EOS)]
     return int("".join(map(str, reversed(digits)))) if digits and max(digits) < 10 else None
-
-
-@contextmanager
-def _evaluation_mode(model: nn.Module) -> Iterator[None]:
-    """Within the block every module of ``model`` is in evaluation mode; on leaving, each gets its own mode back."""
-    modes = [(module, module.training) for module in model.modules()]
-    model.eval()
-    try:
-        yield
-    finally:
-        for module, training in modes:
-            module.train(training)

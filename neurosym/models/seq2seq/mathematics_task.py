@@ -35,6 +35,7 @@ from neurosym.models.seq2seq.factory import build_front_end, build_seq2seq
 from neurosym.training import DistributedContext, TrainConfig, train
 from neurosym.training.compile import compile_for_training
 from neurosym.training.device import mixed_precision
+from neurosym.training.seeding import seeded
 
 EXTRAPOLATION_MODULES: dict[str, tuple[str, ...]] = {
     "arithmetic__add_or_sub": ("arithmetic__add_or_sub_big",),
@@ -201,25 +202,25 @@ def train_model(
     """
     if not resume:
         (folder / "checkpoint.pt").unlink(missing_ok=True)
-    torch.manual_seed(seed)
-    model = build_model(name, config)
-    if compile:
-        compile_for_training(model)
-    train_config = TrainConfig(
-        max_steps=steps,
-        batch_size=batch_size,
-        lr=lr,
-        clip_value=clip,
-        eval_every=checkpoint_every,
-        checkpoint=folder / "checkpoint.pt",
-        seed=seed,
-        progress=progress,
-        time_limit=time_limit,
-        **PAPER_ADAM,
-    )
-    context = DistributedContext(0, 1, 0, device)
-    setup = {"model": asdict(config), "data": dict(data or {})}
-    outcome = train(model, train_examples, answer_loss, train_config, context, collate_fn=collate, setup=setup)
+    with seeded(seed, device):  # (initial weights, dropout; the caller's stream goes on untouched)
+        model = build_model(name, config)
+        if compile:
+            compile_for_training(model)
+        train_config = TrainConfig(
+            max_steps=steps,
+            batch_size=batch_size,
+            lr=lr,
+            clip_value=clip,
+            eval_every=checkpoint_every,
+            checkpoint=folder / "checkpoint.pt",
+            seed=seed,
+            progress=progress,
+            time_limit=time_limit,
+            **PAPER_ADAM,
+        )
+        context = DistributedContext(0, 1, 0, device)
+        setup = {"model": asdict(config), "data": dict(data or {})}
+        outcome = train(model, train_examples, answer_loss, train_config, context, collate_fn=collate, setup=setup)
     model.eval()
     losses = [(entry["step"], entry["loss"]) for entry in outcome.history]
     return model, {

@@ -1,0 +1,21 @@
+"""Seeding torch's global generators for one block of work, without moving the caller's random stream."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+
+
+@contextmanager
+def seeded(seed: int, device: torch.device | str = "cpu") -> Iterator[None]:
+    """Within the block torch's global generators (the CPU's, and ``device``'s when it is a CUDA device) start from
+    ``seed``; on leaving, the caller's states come back. For library functions that build modules (their
+    initialisers draw from the global generator) or train with dropout: reproducible for a seed, whatever the caller
+    drew before, and the caller's own stream goes on as if the block had not run."""
+    device = torch.device(device)
+    devices = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield

@@ -1,0 +1,31 @@
+"""Seeding and evaluation mode for one block: what the block sees, and what the caller gets back."""
+
+import pytest
+import torch
+from torch import nn
+
+from neurosym.training.modes import evaluation_mode
+from neurosym.training.seeding import seeded
+
+
+def test_a_seeded_block_draws_the_same_whatever_came_before_and_the_callers_stream_goes_on():
+    draws = []
+    for caller_seed in (1, 2):
+        torch.manual_seed(caller_seed)
+        expected_next = torch.rand(3)
+        torch.manual_seed(caller_seed)
+        with seeded(7):
+            draws.append((torch.rand(3), nn.Linear(2, 2).weight.detach().clone()))
+        torch.testing.assert_close(torch.rand(3), expected_next)  # as if the block had not run
+    assert torch.equal(draws[0][0], draws[1][0]) and torch.equal(draws[0][1], draws[1][1])
+    with seeded(8, "cpu"):
+        assert not torch.equal(torch.rand(3), draws[0][0])
+
+
+def test_evaluation_mode_gives_every_module_its_own_mode_back_even_after_an_error():
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5), nn.BatchNorm1d(2))
+    model[1].eval()  # a mixed model: dropout off, the rest training
+    with pytest.raises(RuntimeError, match="stop"), evaluation_mode(model):
+        assert not any(module.training for module in model.modules())
+        raise RuntimeError("stop")
+    assert [module.training for module in model.modules()] == [True, True, False, True]
