@@ -314,6 +314,8 @@ def test_reading_abducing_and_verifying_refuse_bad_batches_and_targets(problem):
             pipeline.read(windows, bad)  # a mismatch was read with a misaligned mask (or an IndexError deep in torch)
     with pytest.raises(ValueError, match=r"of at least one expression, got shape \(0, "):
         pipeline.read(windows[:0], lengths[:0])
+    with pytest.raises(ValueError, match=r"padded batch \[B, T, 32, 32\] .*got shape \(4, \d+, 32\)"):
+        pipeline.predict(windows[..., 0], lengths)  # the reader named a flattened batch [4 T, 32]
     reading = pipeline.read(windows, lengths)
     targets = [record.res for record in train.records[:4]]
     assert pipeline.abduce(reading, np.asarray(targets)) == pipeline.abduce(reading, targets)  # numpy ints are ints
@@ -323,6 +325,10 @@ def test_reading_abducing_and_verifying_refuse_bad_batches_and_targets(problem):
         pipeline.verified_positions(["1+2", "3"], [3, 3, 4])  # the extra target was ignored
     with pytest.raises(ValueError, match=r"label 1 \('2\*x'\) has 'x' at 2, outside the vocabulary"):
         pipeline.verified_positions(["1+2", "2*x"], [3, 4])  # 'x' was "verified"
+    with pytest.raises(ValueError, match=r"label 1 \('1\+'\) is no valid sentence, not its target 3"):
+        pipeline.verified_positions(["1+2", "1+"], [3, 3])  # was verified everywhere
+    with pytest.raises(ValueError, match=r"label 0 \('1\+2'\) gives 3, not its target 4: a pseudo-label explains"):
+        pipeline.verified_positions(["1+2", None], [4, 0])
 
 
 def test_a_reader_that_is_no_module_reads_but_is_named_when_trained(problem):

@@ -106,7 +106,8 @@ class HintPipeline:
         """Which symbols of each pseudo-label the result pins down: position ``i`` of ``labels[b]`` is
         verified when every other symbol of its role (another number for a number, another operator for
         an operator) in its place gives a value other than ``targets[b]`` (or an invalid sentence).
-        Brackets are always verified (the grammar places them). ``None`` labels stay ``None``.
+        Brackets are always verified (the grammar places them). ``None`` labels stay ``None``; any other label must
+        give its target (``ValueError`` otherwise).
 
         A symbol the result does not pin down (a factor of ``0 * ...``, the subtrahend of a clamped
         ``a - b`` with ``b >= a``, a divisor whose neighbours round up to the same value) would only
@@ -133,16 +134,26 @@ class HintPipeline:
                 for other in alternatives.get(symbol, ()):
                     variants.append(label[:position] + other + label[position + 1 :])
                     owners.append((row, position))
-        verified = {row: [True] * len(label) for row, label in enumerate(labels) if label is not None}
-        for (row, position), value in zip(owners, self.solver.solve(variants)):
+        given = {row: label for row, label in enumerate(labels) if label is not None}
+        values = self.solver.solve([*given.values(), *variants])  # (one batch)
+        wrong = next(((row, value) for row, value in zip(given, values) if value != targets[row]), None)
+        if wrong is not None:  # (an ungrammatical or wrong label was "verified" everywhere)
+            row, value = wrong
+            got = "is no valid sentence" if value is None else f"gives {value}"
+            raise ValueError(
+                f"label {row} ({labels[row]!r}) {got}, not its target {targets[row]}: a pseudo-label explains its result"
+            )
+        verified = {row: [True] * len(label) for row, label in given.items()}
+        for (row, position), value in zip(owners, values[len(given) :]):
             if value == targets[row]:
                 verified[row][position] = False
         return [verified.get(row) for row in range(len(labels))]
 
 
 def check_batch(windows: torch.Tensor, lengths: torch.Tensor) -> None:
-    """Raise ``ValueError`` unless ``windows`` is a non-empty padded batch ``[B, T, ...]`` and ``lengths`` a tensor ``[B]``."""
-    if not isinstance(windows, torch.Tensor) or windows.dim() < 3 or len(windows) == 0:
+    """Raise ``ValueError`` unless ``windows`` is a non-empty padded batch of images ``[B, T, (1,) H, W]`` and ``lengths``
+    a tensor ``[B]``."""
+    if not isinstance(windows, torch.Tensor) or windows.dim() not in (4, 5) or len(windows) == 0:
         raise ValueError(f"windows must be a padded batch [B, T, 32, 32] of at least one expression, got {_shape(windows)}")
     if not isinstance(lengths, torch.Tensor) or lengths.shape != (len(windows),):
         raise ValueError(f"lengths must be a tensor [{len(windows)}], one per expression of the windows, got {_shape(lengths)}")
