@@ -15,6 +15,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -185,8 +186,9 @@ class PipelineOptions(TrainingOptions):
         metavar="RUN",
     )
     ensemble: list[Path] | None = option(
-        None, "train nothing: read with the mean probability of the readers these runs of the same task trained "
-        "(their --out folders; this command's reader options); the training time is theirs summed",
+        None, "train nothing: read with the mean probability of the readers these runs of the same task scored "
+        "(their --out folders; a run's refit reader where it refit one; this command's reader options); the training "
+        "time is theirs summed",
         parse=Path, nargs="+", metavar="RUN",
     )  # fmt: skip
 
@@ -306,10 +308,10 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         return None
     results = _evaluated(pipeline, task, device, options) | {
         "task": task.name, "device": str(device), "processes": context.world_size, "epochs": epochs, "steps": steps,
-        "reader_parameters": sum(parameter.numel() for parameter in reader.parameters()),
+        "reader_parameters": sum(parameter.numel() for parameter in reader_module(pipeline.reader).parameters()),
         "augment_shift": config.augment_shift, "augment_style": config.augment_style, "learning_rate": config.learning_rate,
         "config": {key: option_as_json(value) for key, value in asdict(options).items()},
-        "ensemble": [str(run) for run in options.ensemble or []], "restarts": abandoned, "refit": refit,
+        "ensemble": [str(run.resolve()) for run in options.ensemble or []], "restarts": abandoned, "refit": refit,
         "abduction": asdict(abduction), "pseudo_labels": config.pseudo_labels, "train_seconds": trained, "data_note": task.data_note, "history": history,
         "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
     }  # fmt: skip
@@ -409,9 +411,10 @@ def _refit(
 
 def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
     """The task and the pipeline that a finished ``neurosym pipeline`` run trained, ready to read and predict: ``run`` is
-    its ``--out`` folder. The task is built again from the run's options (``results.json``), the reader holds the
-    run's weights (``checkpoint.pt``; ``refit.pt`` where it refit one; its members' for an ``--ensemble`` run) and
-    abduction takes the run's budget. ``ValueError`` names what is missing or does not fit."""
+    its ``--out`` folder. The task is built again from the run's options (``results.json``), the reader is the one the
+    run scored (``refit.pt`` where it refit one, an ``--ensemble`` run's too; else ``checkpoint.pt``, or for an
+    ``--ensemble`` run its members' readers, each the one its run scored) and abduction takes the run's budget.
+    ``ValueError`` names what is missing or does not fit."""
     run = Path(run)
     if not (run / "results.json").is_file():
         raise ValueError(f"{run} holds no results.json: give the --out folder of a finished neurosym pipeline run")
@@ -426,8 +429,8 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
     options = replace(PipelineOptions(), **kept | paths | {"ensemble": members or None})
     task = task_for(options)
     reader: torch.nn.Module = (
-        _members(members, options, task) if members
-        else load_reader(run / ("refit.pt" if results.get("refit") else "checkpoint.pt"), make_reader(task, options))
+        _members([(member, _results(member)) for member in members], options, task) if members and not results.get("refit")
+        else load_reader(_scored_checkpoint(run, results), make_reader(task, options))
     )  # fmt: skip
     reader_module(as_reader(reader)).eval()
     return task, GrammarPipeline(task.grammar, task.semantics, as_reader(reader), AbductionBudget(**results["abduction"]))
@@ -477,28 +480,34 @@ def make_reader(task: Task, options: PipelineOptions) -> torch.nn.Module:
 
 
 def _ensemble(runs: list[Path], options: PipelineOptions, task: Task) -> tuple[ReaderEnsemble, float]:
-    """The mean probability of the readers ``runs`` (``--ensemble``: ``--out`` folders of finished runs) trained, and the
+    """The mean probability of the readers ``runs`` (``--ensemble``: ``--out`` folders of finished runs) scored, and the
     seconds their training took together."""
-    seconds = sum(_results(run)["train_seconds"] for run in runs)
     try:
-        return _members(runs, options, task), seconds
+        finished = [(run, _results(run)) for run in runs]
+        return _members(finished, options, task), sum(results["train_seconds"] for _, results in finished)
     except ValueError as error:
         raise SystemExit(f"neurosym pipeline: --ensemble: {error}") from None
 
 
-def _members(runs: list[Path], options: PipelineOptions, task: Task) -> ReaderEnsemble:
-    """The readers that ``runs`` (``--out`` folders) trained, read as one."""
-    return readers_from_checkpoints([run / "checkpoint.pt" for run in runs], lambda: make_reader(task, options))
+def _members(finished: Sequence[tuple[Path, Mapping[str, Any]]], options: PipelineOptions, task: Task) -> ReaderEnsemble:
+    """The readers that the finished runs ``finished`` (each ``--out`` folder with its ``results.json``) scored, read as
+    one."""
+    paths = [_scored_checkpoint(run, results) for run, results in finished]
+    return readers_from_checkpoints(paths, lambda: make_reader(task, options))
+
+
+def _scored_checkpoint(run: Path, results: Mapping[str, Any]) -> Path:
+    """The checkpoint of the reader that the finished run ``run`` (with ``results``, its ``results.json``) scored: its
+    ``refit.pt`` where it refit one, else its ``checkpoint.pt``."""
+    return run / ("refit.pt" if results.get("refit") else "checkpoint.pt")
 
 
 def _results(run: Path) -> dict[str, Any]:
-    """A finished run's ``results.json``."""
+    """A finished run's ``results.json``; ``ValueError`` naming the run when there is none to read."""
     try:
         return load_json(run / "results.json")
     except (OSError, ValueError) as error:
-        raise SystemExit(
-            f"neurosym pipeline: --ensemble {run} is not a finished run (no readable results.json: {error})"
-        ) from None
+        raise ValueError(f"{run} is not a finished run (no readable results.json: {error})") from None
 
 
 def _table(task: Task, results: dict[str, Any]) -> str:
