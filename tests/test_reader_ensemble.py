@@ -1,5 +1,7 @@
 """ReaderEnsemble: the log of its members' mean probability; readers_from_checkpoints: every bad file named."""
 
+import re
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -103,3 +105,62 @@ def test_readers_from_checkpoints_names_each_bad_file(tmp_path):
     save_checkpoint({"config": {"steps": 1}, "step": 1, "model": reader(0, width=8).state_dict()}, tmp_path / "wide.pt")
     with pytest.raises(ValueError, match="wide.pt holds another reader"):
         readers_from_checkpoints([tmp_path / "wide.pt"], make)
+
+
+def saved_reader(path, model: torch.nn.Module, **entries) -> object:
+    """A finished training checkpoint at ``path`` holding ``model``'s weights and ``entries``."""
+    return save_checkpoint({"config": {"steps": 1}, "step": 1, "model": model.state_dict(), **entries}, path)
+
+
+def test_an_ensemble_read_from_checkpoints_is_in_evaluation_mode_as_its_members_stay(tmp_path):
+    from neurosym.perception.batch_statistics import batch_statistics_of
+
+    members = []
+    for seed in (1, 2):
+        trained = reader(seed).train()
+        with torch.no_grad():  # running statistics of its own
+            trained(torch.rand(16, 32, 32) * 0.5)
+        members.append(saved_reader(tmp_path / f"{seed}.pt", trained))
+    ensemble = readers_from_checkpoints(members, lambda: reader(99))
+    assert not ensemble.training and not any(member.training for member in ensemble.readers)
+    windows = torch.rand(4, 32, 32)
+    with torch.no_grad():
+        before = ensemble(windows)
+    with batch_statistics_of(ensemble, [torch.rand(8, 32, 32)]):  # restores the mode it found, on every member
+        pass
+    assert not any(member.training for member in ensemble.readers)
+    with torch.no_grad():
+        torch.testing.assert_close(ensemble(windows), before)
+
+
+def test_readers_from_checkpoints_refuses_one_path_for_a_sequence_of_them(tmp_path):
+    path = saved_reader(tmp_path / "one.pt", reader(0))
+    for one in (path, str(path)):
+        with pytest.raises(TypeError, match=re.escape(f"got the one path '{path}': pass ['{path}']")):
+            readers_from_checkpoints(one, lambda: reader(0))
+
+
+def test_a_checkpoint_recording_another_vocabulary_is_refused(tmp_path):
+    from neurosym.training.checkpoint import CheckpointMismatch
+
+    other = VOCABULARY[::-1]  # as many symbols, each column another one
+    path = saved_reader(tmp_path / "other.pt", SymbolClassifier(other, features=8, width=4), vocabulary=other)
+    with pytest.raises(CheckpointMismatch, match=re.escape("other.pt holds a reader of another vocabulary: [')', '(', ")):
+        readers_from_checkpoints([path], lambda: reader(0))
+    same = saved_reader(tmp_path / "same.pt", reader(1), vocabulary=VOCABULARY)
+    assert readers_from_checkpoints([same], lambda: reader(0)).vocabulary == VOCABULARY
+
+
+def test_a_checkpoint_recording_other_values_than_asked_is_refused_naming_each(tmp_path):
+    from neurosym.training.checkpoint import CheckpointMismatch
+
+    setup = {"stroke_width": 2, "bank": "default", "abduction_changes": 2}
+    path = saved_reader(tmp_path / "member.pt", reader(1), setup=setup, config={"steps": 1, "seed": 1})
+    asked = {"setup": {"stroke_width": 2, "bank": "default"}, "config": {"seed": 1}}  # abduction_changes: not asked
+    assert readers_from_checkpoints([path], lambda: reader(0), asked).readers[0].state_dict().keys()
+    other = {"setup": {"stroke_width": 3, "bank": "default"}, "config": {"seed": 0}}
+    with pytest.raises(CheckpointMismatch, match="config.seed 1 there, 0 now; setup.stroke_width 2 there, 3 now"):
+        readers_from_checkpoints([path], lambda: reader(0), other)
+    unrecorded = saved_reader(tmp_path / "older.pt", reader(1))  # records no setup: nothing to vouch for it
+    with pytest.raises(CheckpointMismatch, match="setup.stroke_width None there, 2 now"):
+        readers_from_checkpoints([unrecorded], lambda: reader(0), asked)

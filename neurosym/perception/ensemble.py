@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 from torch import nn
@@ -43,9 +44,18 @@ class ReaderEnsemble(nn.Module):
         return mixture.detach() + alone - alone.detach()
 
 
-def readers_from_checkpoints(paths: Sequence[str | os.PathLike], make_reader: Callable[[], nn.Module]) -> ReaderEnsemble:
+def readers_from_checkpoints(
+    paths: Sequence[str | os.PathLike],
+    make_reader: Callable[[], nn.Module],
+    recorded: Mapping[str, Mapping[str, Any]] | None = None,
+) -> ReaderEnsemble:
     """The ensemble of the readers saved in ``paths`` (training checkpoints, whose ``"model"`` entry holds a
     reader's weights), each loaded into a fresh ``make_reader()`` of the same architecture (a module that is a
-    :class:`~neurosym.perception.reader.Reader`: a classifier, or an ensemble of several). Raises
-    ``ValueError`` naming the file that is missing, unreadable, not a training checkpoint or of another reader."""
-    return ReaderEnsemble([load_reader(path, make_reader()).eval() for path in paths])
+    :class:`~neurosym.perception.reader.Reader`: a classifier, or an ensemble of several), in evaluation mode.
+    ``recorded``: what each checkpoint must record (:func:`~neurosym.perception.saved_reader.load_reader`, e.g. the
+    options its reader was built from). Raises ``ValueError`` naming the file that is missing, unreadable, not a
+    training checkpoint, unfinished or of another reader, and ``TypeError`` for ``paths`` that is one path."""
+    if isinstance(paths, (str, os.PathLike)):
+        raise TypeError(f"readers_from_checkpoints takes a sequence of checkpoint paths, got the one path {str(paths)!r}: "
+                        f"pass [{str(paths)!r}]")  # fmt: skip
+    return ReaderEnsemble([load_reader(path, make_reader(), recorded=recorded) for path in paths]).eval()

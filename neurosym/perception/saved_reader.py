@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from torch import nn
 
-from neurosym.training.checkpoint import load_checkpoint, load_model_state
+from neurosym.perception.reader import Reader
+from neurosym.training.checkpoint import CheckpointMismatch, check_setup, load_checkpoint, load_model_state
 
 M = TypeVar("M", bound=nn.Module)
 
 
-def load_reader(path: str | os.PathLike, reader: M, finished: bool = True) -> M:
+def load_reader(
+    path: str | os.PathLike, reader: M, finished: bool = True, recorded: Mapping[str, Mapping[str, Any]] | None = None
+) -> M:
     """``reader`` (a fresh module of the architecture that was trained) holding the weights of the training checkpoint
-    at ``path`` (its ``"model"`` entry). ``finished``: refuse a checkpoint whose run has steps left. Raises
-    ``ValueError`` naming the file when it is missing, unreadable, not a training checkpoint, unfinished, or of another
-    reader (other sizes or vocabulary: :class:`~neurosym.training.checkpoint.CheckpointMismatch`, a ``ValueError``)."""
+    at ``path`` (its ``"model"`` entry). ``finished``: refuse a checkpoint whose run has steps left. ``recorded``: what
+    the checkpoint must record, entry by entry, e.g. ``{"setup": {"stroke_width": 2}, "config": {"seed": 0}}`` (the
+    options the reader was built from and the data it was trained on; values of an entry not named are not compared).
+    Raises ``ValueError`` naming the file when it is missing, unreadable, not a training checkpoint, unfinished, or of
+    another reader (:class:`~neurosym.training.checkpoint.CheckpointMismatch`, a ``ValueError``: other sizes, another
+    recorded ``"vocabulary"`` than ``reader``'s, or another value than ``recorded`` gives, each one named)."""
     path = Path(path)
     saved = load_checkpoint(path)
     if saved is None:
@@ -28,5 +35,13 @@ def load_reader(path: str | os.PathLike, reader: M, finished: bool = True) -> M:
         raise ValueError(
             f"{path} holds a reader trained for {saved['step']} of {saved['config']['steps']} steps: finish its run first"
         )
+    vocabulary = saved.get("vocabulary")
+    if vocabulary is not None and isinstance(reader, Reader) and list(vocabulary) != list(reader.vocabulary):
+        raise CheckpointMismatch(
+            f"{path} holds a reader of another vocabulary: {list(vocabulary)} there, {list(reader.vocabulary)} here"
+        )
+    if recorded is not None:
+        held = {entry: {name: (saved.get(entry) or {}).get(name) for name in values} for entry, values in recorded.items()}
+        check_setup(held, recorded, path)
     load_model_state(reader, saved["model"], str(path), "reader")
     return reader
