@@ -355,12 +355,12 @@ def test_ensemble_reads_with_the_trained_runs_readers_and_trains_nothing(private
     from neurosym.experiments import hint_sources
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
-    runs = [private_cache / "seed0", private_cache / "seed1"]
+    runs = [private_cache / "shift0", private_cache / "shift1"]
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--classifier-features", "8",
             "--classifier-width", "4", "--fewshot-scales", "none", "--speed-samples", "1", "--no-progress"]  # fmt: skip
     training = ["--steps", "30", "--batch-size", "8", "--curriculum", "1:10,3:20"]  # (refused with --ensemble: unused)
-    for seed, run in enumerate(runs):
-        assert main([*argv, *training, "--seed", str(seed), "--out", str(run)]) == 0
+    for shift, run in enumerate(runs):  # trained apart on the ensemble's data (its seed): by another training option
+        assert main([*argv, *training, "--augment-shift", str(shift), "--out", str(run)]) == 0
     members = [(run / "checkpoint.pt").read_bytes() for run in runs]
     out = private_cache / "ensemble"
     assert main([*argv, "--ensemble", *map(str, runs), "--out", str(out)]) == 0
@@ -402,6 +402,50 @@ def test_ensemble_refuses_missing_runs_and_training_stages_before_any_work(priva
         with pytest.raises(SystemExit) as stopped:
             main(command)
         assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_ensemble_refuses_members_trained_on_other_data_or_built_otherwise_before_any_work(private_cache, monkeypatch):
+    from neurosym.data.symbol_images import HINT_SYMBOLS
+    from neurosym.experiments import hint_sources
+    from neurosym.experiments.hint_options import HintOptions
+    from neurosym.experiments.hint_pipeline.image import READER_OPTIONS, hint_reader
+
+    def no_data(*args, **kwargs):
+        raise AssertionError("the data were loaded")
+
+    monkeypatch.setattr(hint_sources, "default_bank", no_data)
+    given = {"cnn": "small", "scale": 0.002, "classifier_features": 8, "classifier_width": 4}
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--classifier-features", "8",
+            "--classifier-width", "4", "--fewshot-scales", "none", "--out", str(private_cache / "out")]  # fmt: skip
+
+    def member(name: str, seed: int = 0, **options) -> str:
+        """A finished run's checkpoint as ``neurosym hint --seed SEED`` with ``options`` would have written it."""
+        setup = HintOptions(model="neurosym", input="image", **given, **options).setup(READER_OPTIONS)
+        save_checkpoint({"model": hint_reader(setup).state_dict(), "step": 5, "config": {"steps": 5, "seed": seed},
+                         "setup": setup, "vocabulary": list(HINT_SYMBOLS)}, private_cache / name / "checkpoint.pt")  # fmt: skip
+        return str(private_cache / name)
+
+    refused = [  # the seed draws the bank's train/validation/test image pools; the stroke width is the reader's
+        (member("seed1", seed=1), "config.seed 1 there, 0 now"),
+        (member("strokes2", stroke_width=2), "setup.stroke_width 2 there, None now"),
+        (member("other_bank", bank="other-writers"), "setup.bank 'other-writers' there, 'default' now"),
+    ]
+    for run, message in refused:
+        with pytest.raises(SystemExit, match=f"--ensemble: checkpoint {run}/checkpoint.pt was written .*{message}"):
+            main([*argv, "--ensemble", member("seed0"), run])
+    with pytest.raises(AssertionError, match="the data were loaded"):  # each member checked and read: then the data
+        main([*argv, "--seed", "1", "--ensemble", member("seed1", seed=1), member("changes3", seed=1, abduction_changes=3)])
+
+
+def test_an_ensemble_run_is_named_as_one_where_a_trained_run_is_read_back(private_cache):
+    run = private_cache / "ensemble"
+    run.mkdir()
+    (run / "results.json").write_text(json.dumps({"input": "image", "ensemble": ["/runs/r0", "/runs/r1"]}))
+    with pytest.raises(ValueError, match="is a neurosym hint --ensemble run, which keeps no reader of its own: read back "
+                                         "each of its members' runs \\(/runs/r0, /runs/r1\\)"):  # fmt: skip
+        trained_hint_pipeline(run)
+    with pytest.raises(ValueError, match="holds no checkpoint.pt: give the --out folder"):
+        trained_hint_pipeline(private_cache)
 
 
 def test_stages_their_data_cannot_feed_are_refused_before_training(private_cache, monkeypatch):

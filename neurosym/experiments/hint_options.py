@@ -120,7 +120,8 @@ class HintPipelineOptions(TrainingOptions):
     )  # fmt: skip
     ensemble: list[Path] | None = option(
         None, "neurosym (image input): train nothing; read with the mean probability of the readers these runs trained "
-        "(their --out folders, this command's reader options)", parse=Path, nargs="+", metavar="RUN", listed=False,
+        "(their --out folders) with this command's data and reader options and, on generated data, its --seed (which "
+        "draws the image pools)", parse=Path, nargs="+", metavar="RUN", listed=False,
     )  # fmt: skip
     adapt_examples: int = option(AdaptConfig.examples, "neurosym: new writer's expressions", parse=positive_int, listed=False)
     adapt_steps: int = option(AdaptConfig.steps, "neurosym: training steps of --adapt", parse=positive_int, listed=False)

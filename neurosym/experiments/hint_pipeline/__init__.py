@@ -40,13 +40,21 @@ def trained_hint_pipeline(run: str | os.PathLike, concept: str | None = None, sc
     (:meth:`~neurosym.pipelines.pipeline.HintPipeline.predict`). With ``concept`` (``"x"``, ``"a"``, ...): the
     pipeline its few-shot stage grew for that concept (the reader with the concept's class, the table with its
     meaning), learned at ``scale`` (needed only when the run learned it at several). An adaptation and a refit keep
-    checkpoints of their own and are not included. ``ValueError`` names what is missing or does not fit."""
+    checkpoints of their own and are not included, nor is an ``--ensemble`` run, which keeps no reader (its members'
+    runs are read back one by one). ``ValueError`` names what is missing or does not fit."""
     run = Path(run)
     if concept is not None:
         return _trained_concept(run, concept, scale)
     checkpoint = run / "checkpoint.pt"
     saved = load_checkpoint(checkpoint)
     if saved is None:
+        results = run / "results.json"
+        if results.is_file() and (members := load_json(results).get("ensemble")):
+            raise ValueError(
+                f"{run} is a neurosym hint --ensemble run, which keeps no reader of its own: read back each of its "
+                f"members' runs ({', '.join(members)}), or read them as one with "
+                "neurosym.perception.ensemble.readers_from_checkpoints"
+            )
         raise ValueError(f"{run} holds no checkpoint.pt: give the --out folder of a neurosym hint --model neurosym run")
     setup = saved.get("setup") or {}
     if (setup.get("model"), setup.get("input"), saved.get("vocabulary")) != ("neurosym", "image", list(HINT_SYMBOLS)):

@@ -36,7 +36,9 @@ from neurosym.training.stopping import minutes_to_seconds, time_left
 SUBSETS = (*EVAL_SUBSETS, "avg")
 Evaluate = Callable[[list[HintRecord], SymbolBank, str, WindowSource | None], dict[str, Any]]
 """``run_image``'s scorer: ``(records, images, pool, own)``, ``own`` the windows whose batch-norm statistics read them."""
-READER_OPTIONS = ("cnn", "classifier_features", "classifier_width", "stroke_width", "abduction_changes")
+READER_BUILT_FROM = ("cnn", "classifier_features", "classifier_width", "stroke_width")
+"""The options the reader is built from (:func:`hint_reader`)."""
+READER_OPTIONS = (*READER_BUILT_FROM, "abduction_changes")
 """The options the reader is built and trained from beside the data's (a resume under others is refused)."""
 PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
 """The best seq2seq model of HINT's Table 2 (image input), the pipeline's anchor."""
@@ -44,7 +46,7 @@ PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
 
 def hint_reader(options: Mapping[str, Any]) -> SymbolClassifier:
     """A fresh reader of HINT's symbols built from ``options``: the ``cnn``, ``classifier_features``,
-    ``classifier_width`` and ``stroke_width`` of :data:`READER_OPTIONS`, as a run's options or checkpoint give them."""
+    ``classifier_width`` and ``stroke_width`` of :data:`READER_BUILT_FROM`, as a run's options or checkpoint give them."""
     return SymbolClassifier(list(HINT_SYMBOLS), options["cnn"], options["classifier_features"],
                             width=options["classifier_width"], stroke_width=options["stroke_width"])  # fmt: skip
 
@@ -58,7 +60,7 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     torch.manual_seed(args.seed)
 
     setup = args.setup(READER_OPTIONS)
-    classifier = _ensemble(args.ensemble, lambda: hint_reader(setup)) if args.ensemble else hint_reader(setup)
+    classifier = _ensemble(args, lambda: hint_reader(setup)) if args.ensemble else hint_reader(setup)
     data = load_hint_data(args, image_input=True, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
     bank = data.image_bank()
@@ -102,7 +104,7 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     model = f"ensemble of {len(args.ensemble)} readers" if args.ensemble and len(args.ensemble) > 1 else "neurosym"
     scored = {split: evaluate(data.splits[split], bank, split) for split in splits}
     results: dict[str, Any] = {"device": str(device), "data": data.label, "train_seconds": train_seconds, "steps": None if args.ensemble else config.steps,
-                               "val": scored["val"], "test": scored.get("test"), "history": history, "ensemble": args.ensemble and list(map(str, args.ensemble))}  # fmt: skip
+                               "val": scored["val"], "test": scored.get("test"), "history": history, "ensemble": args.ensemble and [str(run.resolve()) for run in args.ensemble]}  # fmt: skip
     rows = [_row(f"{model}, {name}: {data.label}", scored[split]) for split, name in splits.items()]
     if args.extra_test_bank is not None:  # tested as trained, then with the batch-norm statistics of its unlabelled images
         extra, images = bank_from_option(args.extra_test_bank, args.seed)
@@ -137,12 +139,22 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     return results
 
 
-def _ensemble(runs: list[Path], reader: Callable[[], SymbolClassifier]) -> ReaderEnsemble:
-    """``--ensemble``: the readers its ``runs`` trained, loaded (and checked) before any other work."""
+def _ensemble(args: HintOptions, reader: Callable[[], SymbolClassifier]) -> ReaderEnsemble:
+    """``--ensemble``: the readers its runs trained, loaded (and checked: :func:`_member_record`) before any other work."""
+    assert args.ensemble is not None  # run_image calls it only with --ensemble
     try:
-        return readers_from_checkpoints([run / "checkpoint.pt" for run in runs], reader)
+        return readers_from_checkpoints([run / "checkpoint.pt" for run in args.ensemble], reader, _member_record(args))
     except ValueError as error:
         raise SystemExit(f"neurosym hint: --ensemble: {error}") from None
+
+
+def _member_record(args: HintOptions) -> dict[str, dict[str, Any]]:
+    """What the checkpoint of an ``--ensemble`` member must record to be read under ``args``
+    (:func:`~neurosym.perception.saved_reader.load_reader`): the data's options and :data:`READER_BUILT_FROM` as
+    ``args`` give them, and, on generated data (no ``--data``), ``args``' seed, which draws the splits and the bank's
+    train/validation/test image pools: a member of another seed trained on images this command scores on."""
+    record: dict[str, dict[str, Any]] = {"setup": args.setup(READER_BUILT_FROM)}
+    return record if args.data is not None else record | {"config": {"seed": args.seed}}
 
 
 def _adapt(
