@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -268,4 +269,17 @@ def test_bad_input_leaves_the_earlier_release_untouched(tmp_path, splits, fewsho
     parts = {concept: {split: records(n) for split, n in sizes.items()} for concept, sizes in (fewshot or {}).items()}
     with pytest.raises(ValueError, match=message):
         write_release(tmp_path, {split: records(n) for split, n in splits.items()}, bank=bank, fewshot=parts or None)
+    assert _contents(tmp_path) == before
+
+
+def test_records_the_readers_would_refuse_are_not_written(tmp_path):
+    generated = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
+    write_release(tmp_path, generated)
+    before = _contents(tmp_path)
+    train = list(generated["train"])
+    with pytest.raises(ValueError, match=r"train record 3: id .* is also record 0's"):  # was written, then refused
+        write_release(tmp_path, {**generated, "train": [*train[:3], train[0]]})
+    with pytest.raises(ValueError, match=r"few-shot x/val record 1: res \d+ differs from res_all at the root"):
+        wrong = dataclasses.replace(train[1], res=train[1].res + 1)
+        write_release(tmp_path, generated, fewshot={"x": {"train": train[:1], "val": [train[0], wrong], "test": []}})
     assert _contents(tmp_path) == before

@@ -427,24 +427,31 @@ def write_release(
     of a split not in ``splits``, ``fewshot_dataset.json`` without ``fewshot``, ``symbol_images/`` without a
     ``bank``, images no longer used) is removed; other files in ``root`` are left alone. Every split is
     prepared (names checked, images drawn) before ``root`` is touched, so bad input (an unknown split, a
-    few-shot concept without its three splits) raises a ``ValueError`` and leaves ``root`` as it was.
+    few-shot concept without its three splits, records the readers would refuse: an id used twice in a list, a
+    ``head`` or ``res_all`` that is not its ``expr``'s) raises a ``ValueError`` and leaves ``root`` as it was.
     """
     _check_split_names(splits, fewshot)
     used: set[str] = set()
 
-    def prepare(records: Sequence[HintRecord], split: str, salt: int) -> list[dict]:
+    def prepare(records: Sequence[HintRecord], split: str, salt: int, table: OperatorTable, name: str) -> list[dict]:
         listed = [records[i] for i in tqdm(range(len(records)), desc=f"records {split}", disable=not progress)]
         if bank is not None:
             listed = assign_images(listed, bank, split, seed=seed * 1_000 + salt)
             used.update(p for record in listed for p in record.img_paths or ())
-        return [record_to_json(record) for record in listed]
+        items = [record_to_json(record) for record in listed]
+        _read_list(items, name, table)  # (raises where the readers would refuse to read it back)
+        return items
 
     files: dict[str, object] = {
-        SPLIT_FILES[split]: prepare(records, split, salt) for salt, (split, records) in enumerate(splits.items())
+        SPLIT_FILES[split]: prepare(records, split, salt, HINT_SEMANTICS, split)
+        for salt, (split, records) in enumerate(splits.items())
     }
     if fewshot is not None:
         files[FEWSHOT_FILE] = {
-            concept: {split: prepare(records, split, 100 + 10 * c + s) for s, (split, records) in enumerate(parts.items())}
+            concept: {
+                split: prepare(records, split, 100 + 10 * c + s, HINT_FEWSHOT_SEMANTICS, f"few-shot {concept}/{split}")
+                for s, (split, records) in enumerate(parts.items())
+            }
             for c, (concept, parts) in enumerate(fewshot.items())
         }
     root = Path(root)
