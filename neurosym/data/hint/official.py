@@ -142,9 +142,18 @@ def read_records(path: str | os.PathLike) -> list[HintRecord]:
 
 
 def read_release(root: str | os.PathLike) -> dict[str, list[HintRecord]]:
-    """Read the main split of a release folder: ``{"train", "val", "test"}`` → records."""
+    """Read the main split of a release folder: ``{"train", "val", "test"}`` → records (each split holds some)."""
     root = Path(root)
-    return {split: read_records(root / name) for split, name in SPLIT_FILES.items()}
+    splits = {split: read_records(root / name) for split, name in SPLIT_FILES.items()}
+    for split, records in splits.items():
+        _check_some(records, root / SPLIT_FILES[split])
+    return splits
+
+
+def _check_some(records: Sequence, path: Path) -> None:
+    """Raise ``ValueError`` when the split file ``path`` holds no record (an empty split was trained on, or scored as NaN)."""
+    if not records:
+        raise ValueError(f"{path} holds no expression: every split of a release needs some")
 
 
 def subsample(records: Sequence[HintRecord], scale: float, seed: int = 0) -> list[HintRecord]:
@@ -218,8 +227,7 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
     available = _image_files(root / IMAGE_FOLDER) if images else None
     for name in SPLIT_FILES.values():
         items = _record_items(root / name)
-        if not items:  # (was trained on, or scored as NaN)
-            raise ValueError(f"{root / name} holds no expression: every split of a release needs some")
+        _check_some(items, root / name)
         _check_records(items, name, available, root, HINT_SEMANTICS)
     for concept, splits in (_fewshot_items(root) if fewshot else {}).items():
         for split, items in splits.items():
