@@ -233,7 +233,7 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "100", "--batch-size", "12",
             "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32", "--classifier-width", "8",
             "--fewshot-scales", "none", "--extra-test-bank", str(archive), "--adapt", str(archive),
-            "--adapt-examples", "200", "--adapt-steps", "150", "--adapt-distill", "0", "--adapt-refit", "0",
+            "--adapt-examples", "400", "--adapt-steps", "150", "--adapt-distill", "0", "--adapt-refit", "0",
             "--speed-samples", "3", "--out", str(out), "--no-progress"]  # fmt: skip
     assert main(argv) == 0
     results = json.loads((out / "results.json").read_text())
@@ -246,7 +246,7 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
         assert extra[f"{split}_their_batch_statistics"] != extra[split]
     assert extra["val"] != extra["test"]
     printed = capsys.readouterr().out
-    assert "adapted from 200 results" in printed and "batch-norm statistics of 200 unlabelled expressions" in printed
+    assert "adapted from 400 results" in printed and "batch-norm statistics of 400 unlabelled expressions" in printed
     assert main([*argv, "--resume", "--no-score-test"]) == 0  # the same checkpoints, validation alone: for choosing
     alone = json.loads((out / "results.json").read_text())
     assert alone["test"] is None and alone["val"] == results["val"]
@@ -258,7 +258,7 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     assert all(alone["adapt"][key] == results["adapt"][key] for key in scored)
     printed = capsys.readouterr().out
     assert ", test" not in printed and " test expressions" not in printed and " validation expressions; accuracy" in printed
-    fewer = [a if a != "200" else "150" for a in argv]  # another adaptation: refused, not reported as this one
+    fewer = [a if a != "400" else "300" for a in argv]  # another adaptation: refused, not reported as this one
     assert main([*fewer, "--no-score-test"]) == 2
     assert "adapt_checkpoint.pt was written for another model or data (examples, replay differ)" in capsys.readouterr().err
 
