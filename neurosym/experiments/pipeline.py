@@ -436,7 +436,9 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
     return task, GrammarPipeline(task.grammar, task.semantics, as_reader(reader), AbductionBudget(**results["abduction"]))
 
 
-SETUP_OPTIONS = ("task", "digits", "scale", "data", "mnist", "reader_width", "reader_convs", "readers")
+DATA_OPTIONS = ("task", "digits", "scale", "data", "mnist")
+"""The options a run's examples are built from."""
+SETUP_OPTIONS = (*DATA_OPTIONS, "reader_width", "reader_convs", "readers")
 """The options a run's data and reader are built from (with the abduction budget: its checkpoint's setup)."""
 
 
@@ -491,9 +493,29 @@ def _ensemble(runs: list[Path], options: PipelineOptions, task: Task) -> tuple[R
 
 def _members(finished: Sequence[tuple[Path, Mapping[str, Any]]], options: PipelineOptions, task: Task) -> ReaderEnsemble:
     """The readers that the finished runs ``finished`` (each ``--out`` folder with its ``results.json``) scored, read as
-    one."""
+    one; each run must have read ``options``' data (:func:`_check_member`)."""
+    for run, results in finished:
+        _check_member(run, results, options, task)
     paths = [_scored_checkpoint(run, results) for run, results in finished]
     return readers_from_checkpoints(paths, lambda: make_reader(task, options))
+
+
+def _check_member(run: Path, results: Mapping[str, Any], options: PipelineOptions, task: Task) -> None:
+    """Raise ``ValueError`` unless the finished run ``run`` (with ``results``, its ``results.json``) was built on the
+    data ``options`` build: the same :data:`DATA_OPTIONS` (files by their resolved paths) and, where the seed assigns
+    the task's splits (:attr:`Task.seed_assigns_splits`), the same seed: a member of another one trained on examples
+    or images that this ensemble is scored on."""
+    names = (*DATA_OPTIONS, "seed") if task.seed_assigns_splits else DATA_OPTIONS
+    config = results.get("config", {})
+
+    def comparable(name: str, value: Any) -> Any:
+        return str(Path(value).resolve()) if name in ("data", "mnist") and value is not None else option_as_json(value)
+
+    differ = [(name, comparable(name, config.get(name)), comparable(name, getattr(options, name))) for name in names]
+    differ = [(name, theirs, ours) for name, theirs, ours in differ if theirs != ours]
+    if differ:
+        named = "; ".join(f"--{name.replace('_', '-')} {theirs} there, {ours} here" for name, theirs, ours in differ)
+        raise ValueError(f"{run} was trained on other data than this ensemble reads ({named}): train each member with them")
 
 
 def _scored_checkpoint(run: Path, results: Mapping[str, Any]) -> Path:

@@ -55,7 +55,10 @@ class Task:
     (:func:`~neurosym.perception.augment.random_style`), each chosen on validation; ``restarts`` how often a reader
     that has read no training example right by a third of its schedule is started afresh (0: never);
     ``published`` the rows printed beside ours; ``data_note`` how our data differ from theirs; ``subsets`` named
-    parts of ``validation`` and of ``test`` scored apart as well, with their mean (e.g. HINT's I, SS, LS, SL, LL).
+    parts of ``validation`` and of ``test`` scored apart as well, with their mean (e.g. HINT's I, SS, LS, SL, LL);
+    ``seed_assigns_splits`` whether the build's ``seed`` decides which examples or images go to which split (HINT's
+    generated expressions and image pools): a run of another seed then trained on what this one tests on, so
+    ``--ensemble`` reads only members of its own seed.
     """
 
     name: str
@@ -77,6 +80,7 @@ class Task:
     published: Sequence[Published] = ()
     data_note: str = ""
     subsets: Mapping[str, Mapping[str, SentenceSource]] = field(default_factory=dict)
+    seed_assigns_splits: bool = False
 
     def __post_init__(self) -> None:  # a task module's mistake, named at its build rather than deep inside a run
         for value, kind, what in ((self.grammar, SymbolGrammar, "grammar"), (self.semantics, TreeSemantics, "semantics")):

@@ -166,4 +166,5 @@ def build(
         data_note=f"{shown}; the table scores every test expression, HINT's average (the mean over I, SS, LS, SL, "
         "LL) is below it",
         subsets={"validation": subsets["val"], "test": subsets["test"]},
+        seed_assigns_splits=data is None,  # (a release fixes its splits and each record's images)
     )
