@@ -344,43 +344,29 @@ def learn_concept_from_images(
             f"SymbolClassifier, got {type(pipeline.classifier).__name__}"
         )
     with seeded(config.seed, device):  # (the new class's initial weights)
-        return _learn_concept(pipeline, symbol, records, replay_records, bank, device, config)
-
-
-def _learn_concept(
-    pipeline: HintPipeline,
-    symbol: str,
-    records: Sequence[HintRecord],
-    replay_records: Sequence[HintRecord],
-    bank: SymbolBank,
-    device: torch.device,
-    config: FewShotConfig,
-) -> FewShotResult:
-    """:func:`learn_concept_from_images` on checked arguments."""
-    source = WindowSource(records, bank, "train", config.seed)
-    replay = WindowSource(replay_records, bank, "train", config.seed + 1)
-    windows, lengths = source.batch(range(len(source)))
-    classifier = copy.deepcopy(pipeline.classifier)
-    assert isinstance(classifier, SymbolClassifier)  # (checked by learn_concept_from_images)
-    classifier.to(device).eval()
-    grown = HintPipeline(classifier, pipeline.table, pipeline.minimal_brackets, pipeline.abduction_changes)
-    readings, role, spotted = spot_new_symbol(grown, symbol, windows.to(device), lengths, config.role)
-    replay_readings = _read(grown, replay, device)
-    classifier.add_symbol(symbol)
-    vocabulary = classifier.vocabulary
-    base_table = pipeline.table
-    grown.set_table(placeholder_table(base_table, symbol, role))
-    replayed = _window_labels(replay, replay_readings, vocabulary)
-    with _only_new_class_learns(classifier, role in config.only_new_class):
-        for _ in range(config.rounds):  # self-training: the grown classifier re-reads its own few shots
-            _train_glyph(grown, _window_labels(source, readings, vocabulary), replayed, config, device)
-            readings = _read(grown, source, device, insist=(symbol, role))
-        results = [record.res for record in records]
-        learned = _learn_meaning(symbol, role, list(zip(readings, results)), base_table, config.agreements)
-        grown.set_table(learned.table)
-        if config.abduction_steps:
-            learned = _refine(grown, symbol, role, source, results, replay_records, bank, base_table, device, config)
-    return FewShotResult(grown, learned, role, spotted)
+        source = WindowSource(records, bank, "train", config.seed)
+        replay = WindowSource(replay_records, bank, "train", config.seed + 1)
+        windows, lengths = source.batch(range(len(source)))
+        classifier = copy.deepcopy(pipeline.classifier)
+        classifier.to(device).eval()
+        grown = HintPipeline(classifier, pipeline.table, pipeline.minimal_brackets, pipeline.abduction_changes)
+        readings, role, spotted = spot_new_symbol(grown, symbol, windows.to(device), lengths, config.role)
+        replay_readings = _read(grown, replay, device)
+        classifier.add_symbol(symbol)
+        vocabulary = classifier.vocabulary
+        base_table = pipeline.table
+        grown.set_table(placeholder_table(base_table, symbol, role))
+        replayed = _window_labels(replay, replay_readings, vocabulary)
+        with _only_new_class_learns(classifier, role in config.only_new_class):
+            for _ in range(config.rounds):  # self-training: the grown classifier re-reads its own few shots
+                _train_glyph(grown, _window_labels(source, readings, vocabulary), replayed, config, device)
+                readings = _read(grown, source, device, insist=(symbol, role))
+            results = [record.res for record in records]
+            learned = _learn_meaning(symbol, role, list(zip(readings, results)), base_table, config.agreements)
+            grown.set_table(learned.table)
+            if config.abduction_steps:
+                learned = _refine(grown, symbol, role, source, results, replay_records, bank, base_table, device, config)
+        return FewShotResult(grown, learned, role, spotted)
 
 
 def _check_fewshot(symbol: str, records: Sequence[HintRecord], replay_records: Sequence[HintRecord]) -> None:
