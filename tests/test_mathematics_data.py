@@ -25,6 +25,7 @@ from neurosym.data.mathematics import (
     generator_env_ready,
     list_modules,
     load_split,
+    module_path,
     pad_sequences,
     read_module_file,
 )
@@ -157,15 +158,17 @@ def test_generate_reuses_cached_files_and_asks_only_for_missing(tmp_path, monkey
 
 
 def test_driver_output_is_written_atomically(tmp_path):
-    jobs = [{"regime": "interpolate", "module": "a__b", "count": 2}, {"regime": "extrapolate", "module": "a__c", "count": 2}]
-    lines = [json.dumps({"job": j, "question": f"q{j}{k}", "answer": f"{k}"}) for j, k in [(0, 0), (1, 0), (0, 1), (1, 1)]]
+    job = {"regime": "interpolate", "module": "a__b", "count": 2}
+    lines = [json.dumps({"question": f"q{k}", "answer": f"{k}"}) for k in range(2)]
     bar = generate_module.tqdm(disable=True)
-    assert generate_module._write_jobs(lines[:3], jobs, tmp_path, bar) == [2, 1]  # job 1 is cut off
-    assert read_module_file(tmp_path / "interpolate" / "a__b.txt") == [("q00", "0"), ("q01", "1")]
-    assert not (tmp_path / "extrapolate" / "a__c.txt").exists()
-    assert not list((tmp_path / "extrapolate").glob("*.partial"))
+    assert generate_module._write_job(lines[:1], job, tmp_path, bar) == 1  # cut off
+    assert not (tmp_path / "interpolate" / "a__b.txt").exists()
+    assert not list((tmp_path / "interpolate").glob("*.partial"))
+    assert generate_module._write_job(lines, job, tmp_path, bar) == 2
+    assert read_module_file(tmp_path / "interpolate" / "a__b.txt") == [("q0", "0"), ("q1", "1")]
     with pytest.raises(RuntimeError, match="line 2 from the generator is not a JSON record"):
-        generate_module._write_jobs([lines[0], "Traceback (most recent call last):"], jobs, tmp_path, bar)
+        generate_module._write_job([lines[0], "Traceback (most recent call last):"], job, tmp_path, bar)
+    assert not list((tmp_path / "interpolate").glob("*.partial"))
 
 
 @pytest.mark.mathematics_generator
@@ -178,6 +181,19 @@ def test_generation_is_deterministic_for_a_seed(tmp_path):
         assert produced == (FIXTURES / regime / f"{module}.txt").read_text()
     other = read_module_file(tmp_path / "other" / "interpolate" / "arithmetic__mixed.txt")
     assert other != read_module_file(tmp_path / "first" / "interpolate" / "arithmetic__mixed.txt", limit=5)
+
+
+@pytest.mark.mathematics_generator
+def test_a_file_does_not_depend_on_the_other_files_generated_with_it(tmp_path):
+    """The generator keeps state that reseeding does not reset: in one process, the polynomial module's questions
+    changed after the algebra module's, and a file grown later did not start with the questions it had."""
+    algebra, polynomials = ("interpolate", "algebra__linear_1d"), ("train-easy", "polynomials__evaluate")
+    generate([algebra, polynomials], 4, seed=0, root=tmp_path / "together")
+    generate([polynomials], 2, seed=0, root=tmp_path / "alone")
+    together = read_module_file(module_path(tmp_path / "together", *polynomials))
+    assert read_module_file(module_path(tmp_path / "alone", *polynomials)) == together[:2]
+    generate([polynomials], 6, seed=0, root=tmp_path / "together")  # too short: generated again
+    assert read_module_file(module_path(tmp_path / "together", *polynomials))[:4] == together
 
 
 @pytest.mark.mathematics_generator

@@ -2,11 +2,14 @@
 
 Generation runs DeepMind's own generator in its isolated environment
 (:mod:`neurosym.data.mathematics.environment`) through the driver script
-:mod:`neurosym.data.mathematics.generator_driver`. Output is deterministic for a seed: each
-``(regime, module)`` file gets its own seed derived from ``(seed, regime, module)``, Python's ``random``
-and numpy are seeded with it, and ``PYTHONHASHSEED`` is fixed in the child. Files are written as
-``<root>/<regime>/<area>__<module>.txt`` with alternating question and answer lines; a cached file with
-at least the requested number of pairs is reused (its first pairs are the same questions).
+:mod:`neurosym.data.mathematics.generator_driver`, one subprocess per file. Output is deterministic for a
+seed: each ``(regime, module)`` file gets its own seed derived from ``(seed, regime, module)``, Python's
+``random`` and numpy are seeded with it, and ``PYTHONHASHSEED`` is fixed in the child. The generator keeps
+state between questions that reseeding does not reset (in one process, a polynomial module's questions
+changed after an algebra module's), so only a fresh process per file makes a file's questions independent
+of the other files generated in the same call. Files are written as
+``<root>/<regime>/<area>__<module>.txt`` with alternating question and answer lines; a cached file with at
+least the requested number of pairs is reused (its first pairs are the same questions).
 """
 
 from __future__ import annotations
@@ -53,8 +56,8 @@ def generate(
     """Make sure ``count`` question/answer pairs exist for every ``(regime, module)`` in ``requests``.
 
     ``module`` is the released file stem, e.g. ``"arithmetic__mixed"``; ``regime`` is one of
-    :data:`REGIMES`. Missing or too-short files are generated in one subprocess (with ``progress``, under a
-    tqdm bar over all questions). Returns the dataset root (default :func:`generated_root` of ``seed``).
+    :data:`REGIMES`. Missing or too-short files are generated, each in a subprocess of its own (with
+    ``progress``, under a tqdm bar over all questions). Returns the dataset root (default :func:`generated_root` of ``seed``).
     """
     count = int_at_least(count, "count", 1)  # (a float or bool would reach the generator's range())
     seed = int_at_least(seed, "seed", 0)  # (True and 1.5 would name other files than 1)
@@ -82,57 +85,54 @@ def _request(request: object) -> tuple[str, str]:
 
 
 def _run_driver(jobs: Sequence[dict], root: Path, progress: bool) -> None:
+    """Generate each of ``jobs`` in a subprocess of its own, under one tqdm bar over all their questions."""
     python = ensure_generator_env()
+    with tqdm(total=sum(job["count"] for job in jobs), desc="generating questions", unit="q", disable=not progress) as bar:
+        for job in jobs:
+            _run_job(python, job, root, bar)
+
+
+def _run_job(python: Path, job: dict, root: Path, bar: tqdm) -> None:
+    """Run the driver on one job and write its file; ``RuntimeError`` with the reason when the generator fails."""
     env = {**os.environ, "PYTHONHASHSEED": _CHILD_HASH_SEED}
-    command = [str(python), str(_DRIVER), json.dumps(list(jobs))]
-    bar = tqdm(total=sum(job["count"] for job in jobs), desc="generating questions", unit="q", disable=not progress)
+    command = [str(python), str(_DRIVER), json.dumps(job)]
     with tempfile.TemporaryFile("w+") as errors:
         with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=errors, text=True, env=env) as child:
             output = child.stdout
             assert output is not None  # (stdout=PIPE)
             try:
-                written = _write_jobs(output, jobs, root, bar)
+                written = _write_job(output, job, root, bar)
             finally:
                 output.close()
                 child.wait()
-                bar.close()
         errors.seek(0)
         if child.returncode != 0:
             raise RuntimeError(f"mathematics_dataset generation failed: {errors.read().strip()[-4000:]}")
-    short = [f"{job['regime']}/{job['module']} ({n} of {job['count']})" for job, n in zip(jobs, written) if n < job["count"]]
-    if short:
-        raise RuntimeError(f"the generator stopped early for {', '.join(short)}")
+    if written < job["count"]:
+        raise RuntimeError(f"the generator stopped early for {job['regime']}/{job['module']} ({written} of {job['count']})")
 
 
-def _write_jobs(lines: Iterable[str], jobs: Sequence[dict], root: Path, bar: tqdm) -> list[int]:
-    """Stream the driver's JSON lines into one ``.partial`` file per job, renamed once complete.
+def _write_job(lines: Iterable[str], job: dict, root: Path, bar: tqdm) -> int:
+    """Stream the driver's JSON lines into a ``.partial`` file, renamed into place once ``job["count"]`` pairs came.
 
-    Returns the number of pairs received per job; incomplete jobs leave no file behind.
+    Returns the number of pairs received; an incomplete job leaves no file behind.
     """
-    handles: dict[int, tuple] = {}
-    written = [0] * len(jobs)
+    target = module_path(root, job["regime"], job["module"])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".partial")
+    written = 0
     try:
-        for number, line in enumerate(lines, start=1):
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                raise RuntimeError(f"line {number} from the generator is not a JSON record: {line[:200]!r}") from None
-            index = record["job"]
-            if index not in handles:
-                target = module_path(root, jobs[index]["regime"], jobs[index]["module"])
-                target.parent.mkdir(parents=True, exist_ok=True)
-                partial = target.with_suffix(".partial")
-                handles[index] = (open(partial, "w", encoding="ascii"), partial, target)
-            handles[index][0].write(f"{record['question']}\n{record['answer']}\n")
-            written[index] += 1
-            bar.update(1)
-            if written[index] == jobs[index]["count"]:
-                file, partial, target = handles[index]
-                file.close()
-                os.replace(partial, target)
+        with open(partial, "w", encoding="ascii") as file:
+            for number, line in enumerate(lines, start=1):
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    raise RuntimeError(f"line {number} from the generator is not a JSON record: {line[:200]!r}") from None
+                file.write(f"{record['question']}\n{record['answer']}\n")
+                written += 1
+                bar.update(1)
+        if written >= job["count"]:
+            os.replace(partial, target)
     finally:
-        for file, partial, target in handles.values():
-            if not file.closed:
-                file.close()
-                partial.unlink(missing_ok=True)
+        partial.unlink(missing_ok=True)
     return written

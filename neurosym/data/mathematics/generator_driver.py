@@ -1,8 +1,9 @@
 """Subprocess entry point run by the generator environment's interpreter (not by neurosym itself).
 
-It imports DeepMind's ``mathematics_dataset`` (only installed in that environment), reads a JSON list of
-jobs ``{"regime", "module", "count", "seed"}`` from its first argument, and for each job seeds Python's
-``random`` and numpy, then writes one JSON line ``{"job", "question", "answer"}`` per sample to stdout.
+It imports DeepMind's ``mathematics_dataset`` (only installed in that environment), reads one JSON job
+``{"regime", "module", "count", "seed"}`` from its first argument, seeds Python's ``random`` and numpy with
+the job's seed, then writes one JSON line ``{"question", "answer"}`` per sample to stdout. One job per
+process: the generator keeps state between questions that reseeding does not reset.
 Samples whose question is longer than 160 or answer longer than 30 characters are drawn again, as the
 released generator does. ``PYTHONHASHSEED`` must be fixed by the caller for deterministic output.
 """
@@ -45,18 +46,17 @@ def main(argv: list[str]) -> None:
     import numpy as np
     from mathematics_dataset import generate_settings
 
-    jobs = json.loads(argv[1])
-    for index, job in enumerate(jobs):
-        random.seed(job["seed"])
-        np.random.seed(job["seed"] % 2**32)
-        table = _module_table(job["regime"])
-        if job["module"] not in table:
-            raise SystemExit(f"unknown module {job['module']!r} in regime {job['regime']!r}; known: {sorted(table)}")
-        module_fn = table[job["module"]]
-        for _ in range(job["count"]):
-            question, answer = _sample(module_fn, generate_settings.MAX_QUESTION_LENGTH, generate_settings.MAX_ANSWER_LENGTH)
-            sys.stdout.write(json.dumps({"job": index, "question": question, "answer": answer}) + "\n")
-        sys.stdout.flush()
+    job = json.loads(argv[1])
+    random.seed(job["seed"])
+    np.random.seed(job["seed"] % 2**32)
+    table = _module_table(job["regime"])
+    if job["module"] not in table:
+        raise SystemExit(f"unknown module {job['module']!r} in regime {job['regime']!r}; known: {sorted(table)}")
+    module_fn = table[job["module"]]
+    for _ in range(job["count"]):
+        question, answer = _sample(module_fn, generate_settings.MAX_QUESTION_LENGTH, generate_settings.MAX_ANSWER_LENGTH)
+        sys.stdout.write(json.dumps({"question": question, "answer": answer}) + "\n")
+    sys.stdout.flush()
 
 
 if __name__ == "__main__":
