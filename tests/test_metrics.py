@@ -128,8 +128,9 @@ def test_success_criterion_per_run_thresholds_and_empty_summary():
     outcomes = run_outcomes(steps, validation, extrapolation, threshold=torch.tensor([0.05, 0.01]))
     assert outcomes.solved.tolist() == [True, False]
     none = summarize(run_outcomes(steps, validation, extrapolation, threshold=1e-9))
-    with pytest.raises(ValueError, match=r"sparsity_error must be \[E, 2\] over the outcomes' E evaluations"):
-        summarize(outcomes, torch.zeros(1, 2))  # fewer evaluations than the outcomes': a best one lies beyond
+    for wrong in ([1, 2], [3, 2], [2, 1]):  # fewer or more evaluations than the outcomes' (more were read), or runs
+        with pytest.raises(ValueError, match=rf"sparsity_error must be \[E, S\] = \[2, 2\], .* got \{wrong}"):
+            summarize(outcomes, torch.zeros(wrong))
     assert none.solved == 0 and none.median_solved_at is None and none.mean_sparsity_error is None
     assert none.interval == wilson_interval(0, 2)
 
@@ -175,8 +176,9 @@ def test_success_criterion_rejects_bad_input():
         run_outcomes(torch.tensor([1.0, math.nan, 3.0]), good, good, 0.1)
 
 
-def test_a_run_without_a_finite_validation_mse_is_unsolved_and_lists_and_integers_are_read_as_values():
-    validation = torch.tensor([[math.nan, 1.0], [math.nan, 0.5]])
+@pytest.mark.parametrize("missing", [math.nan, math.inf])
+def test_a_run_without_a_finite_validation_mse_is_unsolved_and_lists_and_integers_are_read_as_values(missing):
+    validation = torch.tensor([[missing, 1.0], [missing, 0.5]])  # (+inf was read as the largest double: solved)
     outcomes = run_outcomes(torch.tensor([10, 20]), validation, torch.zeros(2, 2), 0.1)
     assert outcomes.solved.tolist() == [False, True] and outcomes.solved_at[0].isnan()
     listed = run_outcomes([10, 20], [[2.0], [1.0]], [[1], [1]], 1.5)  # integer MSEs keep a fractional threshold

@@ -21,21 +21,23 @@ from neurosym.metrics.interval import wilson_interval
 @dataclass(frozen=True)
 class RunOutcomes:
     """Per-run results, each ``[S]``: ``solved`` (bool), ``solved_at`` (step, NaN when unsolved),
-    ``best_index`` (evaluation index of the lowest validation MSE) and ``best_extrapolation_mse``."""
+    ``best_index`` (evaluation index of the lowest validation MSE) and ``best_extrapolation_mse``; and
+    ``evaluations``, the number ``E`` of evaluations the runs were scored at."""
 
     solved: Tensor
     solved_at: Tensor
     best_index: Tensor
     best_extrapolation_mse: Tensor
+    evaluations: int
 
 
 def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tensor, threshold: float | Tensor) -> RunOutcomes:
     """Apply the success criterion to ``S`` runs evaluated at ``E`` steps.
 
     ``steps [E]`` strictly increasing; ``validation_mse`` and ``extrapolation_mse`` ``[E, S]`` (or ``[E]``
-    for one run); tensors, arrays or lists; ``threshold`` a scalar or ``[S]`` (one per run). A NaN validation
-    MSE never counts as best (a run with no other is unsolved), and a NaN extrapolation MSE never counts as
-    under the threshold. Ties in validation MSE go to the earliest evaluation.
+    for one run); tensors, arrays or lists; ``threshold`` a scalar or ``[S]`` (one per run). A NaN or infinite
+    validation MSE never counts as best (a run with no other is unsolved), and a NaN extrapolation MSE never
+    counts as under the threshold. Ties in validation MSE go to the earliest evaluation.
     """
     steps, validation_mse, extrapolation_mse = (torch.as_tensor(v) for v in (steps, validation_mse, extrapolation_mse))
     single = validation_mse.dim() == 1
@@ -63,8 +65,8 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     if not bool(torch.isfinite(threshold).all() and (threshold > 0).all()):
         raise ValueError(f"threshold must be finite and positive, got {threshold}")
     evaluations = len(steps)
-    ranking = torch.nan_to_num(validation.double(), nan=math.inf)
-    lowest = ranking.min(dim=0, keepdim=True).values  # [1, S]; inf: no validation MSE but NaNs
+    ranking = torch.nan_to_num(validation.double(), nan=math.inf, posinf=math.inf)  # (+inf became the largest double)
+    lowest = ranking.min(dim=0, keepdim=True).values  # [1, S]; inf: no validation MSE but NaNs and infinities
     is_best = ranking == lowest
     order = torch.arange(evaluations, device=validation.device).unsqueeze(1)
     best_index = torch.where(is_best, order, evaluations).min(dim=0).values  # first index of the minimum
@@ -75,14 +77,18 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     first_under = torch.where(under, order, evaluations).min(dim=0).values
     first_step = steps.to(device=validation.device, dtype=torch.float64)[first_under.clamp(max=evaluations - 1)]
     solved_at = torch.where(solved, first_step, torch.full_like(first_step, math.nan))
-    fields = (solved, solved_at, best_index, best_extrapolation)
-    return RunOutcomes(*(value.squeeze(0) for value in fields) if single else fields)
+    if single:
+        solved, solved_at, best_index, best_extrapolation = (
+            v.squeeze(0) for v in (solved, solved_at, best_index, best_extrapolation)
+        )
+    return RunOutcomes(solved, solved_at, best_index, best_extrapolation, evaluations)
 
 
 @dataclass(frozen=True)
 class SuccessSummary:
-    """What Table 1 reports for one cell: success rate with its 95 % Wilson interval, the median
-    solved-at step and the mean sparsity error over the solved runs (``None`` when nothing was solved)."""
+    """One cell of Madsen & Johansen's Table 1: success rate with its 95 % Wilson interval (as there), the median
+    solved-at step (Table 1 gives the mean, with a gamma-profiled interval) and the mean sparsity error over the
+    solved runs (without Table 1's beta-profiled interval); ``None`` when nothing was solved."""
 
     solved: int
     runs: int
@@ -106,13 +112,12 @@ def mean_sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> floa
     evaluation. ``ValueError`` unless it is ``[E, S]`` over the outcomes' evaluations and a finite number at every solved
     run's best evaluation (a NaN there made the mean NaN)."""
     solved, best_index = outcomes.solved.reshape(-1), outcomes.best_index.reshape(-1)
-    runs = solved.numel()
+    expected = [outcomes.evaluations, solved.numel()]
     sparsity_error = torch.as_tensor(sparsity_error)  # (lists too, as run_outcomes takes them)
-    if sparsity_error.dim() != 2 or sparsity_error.shape[1] != runs or int(best_index.max()) >= len(sparsity_error):
-        raise ValueError(
-            f"sparsity_error must be [E, {runs}] over the outcomes' E evaluations (a best one is at index "
-            f"{int(best_index.max())}), got {list(sparsity_error.shape)}"
-        )
+    if list(sparsity_error.shape) != expected:  # (another run's longer curve, or [S, E], was read at the wrong steps)
+        raise ValueError(f"sparsity_error must be [E, S] = {expected}, as the outcomes' evaluations and runs, got "
+                         f"{list(sparsity_error.shape)}")  # fmt: skip
+
     at_best = sparsity_error.gather(0, best_index.reshape(1, -1)).squeeze(0).double()
     if bad := (solved & ~at_best.isfinite()).nonzero().flatten().tolist():
         raise ValueError(
