@@ -140,6 +140,17 @@ def test_module_scores_are_means_over_modules():
         module_accuracies(["a"], ["1", "2"], ["1"])
 
 
+def test_module_scores_take_arrays_of_strings_and_refuse_anything_else():
+    assert module_accuracies(np.array(["a", "b"]), ("1", "2"), np.array(["1", "3"])) == {"a": 1.0, "b": 0.0}  # (arrays:
+    # "truth value of an array is ambiguous")
+    with pytest.raises(TypeError, match=r"predictions must be strings, got 1 \(int\) at 0"):
+        module_accuracies(["a", "a"], [1, 2], ["1", "2"])  # (scored 0.0)
+    with pytest.raises(TypeError, match=r"answers must be strings, got tensor\(1\) \(Tensor\) at 0"):
+        module_accuracies(["a", "a"], ["1", "2"], torch.tensor([1, 2]))
+    with pytest.raises(TypeError, match="modules must be a sequence of strings, got the string 'ab'"):
+        module_accuracies("ab", ["1", "2"], ["1", "2"])
+
+
 def test_generate_reuses_cached_files_and_asks_only_for_missing(tmp_path, monkeypatch):
     write_module(tmp_path, "interpolate", "arithmetic__mul", ["1 * 2", "2", "3 * 2", "6"])
     calls = []

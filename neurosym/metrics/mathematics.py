@@ -3,7 +3,7 @@ table of a run's scores beside the published ones."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -16,16 +16,32 @@ def module_accuracies(modules: Sequence[str], predictions: Sequence[str], answer
     """Fraction of exactly matching answer strings for each module, keyed by module in sorted order.
 
     The three sequences are aligned: ``predictions[i]`` answers a question of ``modules[i]`` whose
-    reference answer is ``answers[i]``.
+    reference answer is ``answers[i]``. Any sequences (lists, tuples, numpy arrays) of strings; ``TypeError``
+    for anything else in them (the prediction ``1`` never matched the answer ``"1"``).
     """
+    modules, predictions, answers = (
+        _strings(modules, "modules"),
+        _strings(predictions, "predictions"),
+        _strings(answers, "answers"),
+    )
     if len(modules) != len(answers):
         raise ValueError(f"modules and answers must align: got {len(modules)} modules for {len(answers)} answers")
     if not modules:
         raise ValueError("no examples to score")
     names, groups = np.unique(np.asarray(modules, dtype=object), return_inverse=True)
-    correct = sequence_matches(list(predictions), list(answers)).numpy().astype(np.float64)
+    correct = sequence_matches(predictions, answers).numpy().astype(np.float64)
     totals = np.bincount(groups, weights=correct, minlength=len(names)) / np.bincount(groups, minlength=len(names))
     return {str(name): float(total) for name, total in zip(names, totals)}
+
+
+def _strings(values: Iterable[str], name: str) -> list[str]:
+    """``values`` as a list of strings, else ``TypeError`` naming ``name`` and the first value that is no string."""
+    if isinstance(values, str):
+        raise TypeError(f"{name} must be a sequence of strings, got the string {values[:50]!r}")
+    listed = list(values)
+    if bad := next(((k, value) for k, value in enumerate(listed) if not isinstance(value, str)), None):
+        raise TypeError(f"{name} must be strings, got {bad[1]!r} ({type(bad[1]).__name__}) at {bad[0]}")
+    return listed
 
 
 def mean_over_modules(per_module: Mapping[str, float]) -> float:
