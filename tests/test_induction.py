@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -252,3 +253,28 @@ def test_operator_examples_skip_operands_another_operator_made_fractions():
     hypothesis = table.extend(operators={"a": Operator(ADDITIVE, lambda a, b: 1)})
     assert operator_examples("a", examples, hypothesis) == [(2, 3, 6), (3, 4, 12), (7, 1, 7)]
     assert learn_operator("a", examples, table).program == Program(("*", ("i",), ("j",)))
+
+
+def test_a_counterexample_outside_the_searched_subset_is_searched_again():
+    pairs = [(i, j) for i in range(30) for j in range(i + 1)][:80] + [(7, 9), (18, 26), (4, 13)]  # j > i: 3 of 83
+    examples = [(i, j, max(i, j) + 1) for i, j in pairs]
+    assert str(induce_operator(examples, max_size=5)) == "(1 + max(i, j))"  # was None: i + 1 fit the 64 searched
+    separately = [induce_operator(examples, 5, agreement) for agreement in (1.0, 0.9)]
+    assert induce_operators(examples, 5, (1.0, 0.9)) == separately and separately[1] is not None
+
+
+def test_induction_takes_arrays_and_names_bad_arguments():
+    table = [(i, j, max(i, j)) for i in range(4) for j in range(4)]
+    assert str(induce_operator(np.array(table))) == str(induce_operator(torch.tensor(table))) == "max(i, j)"  # (were
+    # "the truth value of an array is ambiguous")
+    with pytest.raises(ValueError, match=r"triples of non-negative integers, got \(1, 2\) at 1"):  # ("inhomogeneous")
+        induce_operator([(1, 2, 3), (1, 2)])
+    with pytest.raises(ValueError, match="triples of non-negative integers, got 5 at 0"):
+        induce_operator([5])
+    for size in (0, 2.5):  # 0 gave None without a search, 2.5 failed in range()
+        with pytest.raises(ValueError, match=f"max_size must be an int of at least 1, got {size}"):
+            induce_operator(table, max_size=size)
+    with pytest.raises(ValueError, match="max_bank must be an int of at least 1, got -5"):
+        induce_operator(table, max_bank=-5)
+    with pytest.raises(ValueError, match=r"min_agreement must be in \(0, 1\], got \['1'\]"):
+        induce_operator(table, min_agreement="1")

@@ -5,7 +5,9 @@ Programs are expressions over the operands ``i`` and ``j`` in a small typed DSL 
 integer. :func:`induce_operator` enumerates programs bottom-up by size, keeping one program per
 distinct vector of outputs on the examples (observational equivalence), all vectorised with numpy,
 and returns the smallest program that explains at least ``min_agreement`` of the examples (abduced
-examples may be noisy). Candidates found with floating point are re-checked with exact fractions.
+examples may be noisy). Candidates found with floating point are re-checked with exact fractions. With
+many examples the enumeration runs on a subset of them; at agreement 1.0, when a candidate explains the
+subset but not every example, one example it gets wrong joins the subset and the search runs again.
 
 Sizes count DSL nodes: ``max(i, j)`` has size 3, ``ceil((i + j) / 2)`` size 6 and
 ``ceil(2 * i * j / (i + j))`` size 10.
@@ -13,14 +15,16 @@ Sizes count DSL nodes: ``max(i, j)`` has size 3, ``ceil((i + j) / 2)`` size 6 an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import torch
 
 from neurosym.semantics.operators import Value
-from neurosym.training.checks import int_at_least, is_int
+from neurosym.training.checks import int_at_least, is_int, is_real
 
 # A program is a nested tuple: ("i",), ("j",), ("const", c), (op, a) for ceil/floor, (op, a, b) otherwise.
 Expr = tuple
@@ -29,6 +33,8 @@ UNARY = ("ceil", "floor")
 CONSTANTS = (0, 1, 2)
 _COMMUTATIVE = {"+", "*", "max", "min"}
 _NEAR_INTEGER = 1e-9
+Examples = Sequence[tuple[int, int, int]] | np.ndarray | torch.Tensor
+"""``(i, j, v)`` triples of non-negative integers: a sequence of them, or an ``[N, 3]`` array or tensor."""
 
 
 def _size(expr: Expr) -> int:
@@ -216,7 +222,7 @@ class _Enumerator:
 
 
 def induce_operator(
-    examples: Sequence[tuple[int, int, int]],
+    examples: Examples,
     max_size: int = 10,
     min_agreement: float = 1.0,
     max_bank: int = 400_000,
@@ -225,12 +231,18 @@ def induce_operator(
     """The smallest DSL program ``p`` with ``p(i, j) == v`` on at least ``min_agreement`` of ``examples``.
 
     Args:
-        examples: ``(i, j, v)`` triples of non-negative integers.
+        examples: ``(i, j, v)`` triples of non-negative integers (a sequence, or an ``[N, 3]`` array or tensor).
         max_size: largest program size (nodes) to try.
         min_agreement: fraction of examples the program must explain (1.0: all).
         max_bank: stop growing the program banks beyond this many programs per size (memory bound).
         max_search_examples: the enumeration runs on at most this many distinct examples (a fixed
-            random subset); every candidate is then checked exactly on all ``examples``.
+            random subset); every candidate is then checked exactly on all ``examples``. At
+            ``min_agreement`` 1.0 a candidate that explains the subset but not every example adds an
+            example it gets wrong to the subset, and the search runs again, until no such candidate
+            comes before the program returned: so it is the smallest that explains every example (a
+            program pruned as equal to another on the subset alone is not missed). Below 1.0 the
+            agreement is read on the subset, so a program that explains enough of all examples but too
+            little of the subset can be missed.
 
     Returns:
         The program, or ``None`` when no program up to ``max_size`` explains enough examples.
@@ -239,66 +251,114 @@ def induce_operator(
 
 
 def induce_operators(
-    examples: Sequence[tuple[int, int, int]],
+    examples: Examples,
     max_size: int = 10,
     agreements: Sequence[float] = (1.0,),
     max_bank: int = 400_000,
     max_search_examples: int = 64,
 ) -> list[Program | None]:
     """:func:`induce_operator` at each of ``agreements`` (the same programs), from one enumeration: it runs until the
-    strictest agreement is met or ``max_size`` is passed, where one call per agreement enumerates again each time."""
-    if not examples:
-        raise ValueError("induce_operator needs at least one (i, j, value) example")
-    if not agreements or not all(0.0 < agreement <= 1.0 for agreement in agreements):
+    strictest agreement is met or ``max_size`` is passed, where one call per agreement enumerates again each time (an
+    agreement of 1.0 that meets a counterexample enumerates again, on its own, with the counterexamples)."""
+    triples, counts = _distinct_examples(examples)
+    max_size = int_at_least(max_size, "max_size", 1)  # (0 gave None, 2.5 failed in range())
+    max_bank = int_at_least(max_bank, "max_bank", 1)
+    max_search_examples = int_at_least(max_search_examples, "max_search_examples", 1)
+    if not agreements or not all(is_real(agreement) and 0.0 < agreement <= 1.0 for agreement in agreements):
         raise ValueError(f"min_agreement must be in (0, 1], got {list(agreements)}")
-    int_at_least(max_search_examples, "max_search_examples", 1)
-    if bad := [value for triple in examples for value in triple if not is_int(value)]:  # 1.5 was truncated, NaN accepted
-        raise ValueError(f"examples must be (i, j, value) triples of non-negative integers, got {bad[0]!r}")
-    array = np.asarray(examples, dtype=np.float64)
-    if array.ndim != 2 or array.shape[1] != 3 or (array < 0).any():
-        raise ValueError("examples must be (i, j, value) triples of non-negative integers")
-    array, counts = np.unique(array, axis=0, return_counts=True)
-    if len(array) > max_search_examples:
-        pick = np.sort(np.random.default_rng(0).choice(len(array), max_search_examples, replace=False))
-        array, counts = array[pick], counts[pick]
-    target = array[:, 2]
+    subset = np.arange(len(triples))
+    if len(triples) > max_search_examples:
+        subset = np.sort(np.random.default_rng(0).choice(len(triples), max_search_examples, replace=False))
+    found, counterexamples = _search(triples, counts, subset, list(agreements), max_size, max_bank)
+    exact = [level for level, agreement in enumerate(agreements) if agreement == 1.0]
+    while counterexamples:  # each round adds examples outside the subset: at most one round per distinct example
+        subset = np.union1d(subset, counterexamples)
+        (program,), counterexamples = _search(triples, counts, subset, [1.0], max_size, max_bank)
+        for level in exact:
+            found[level] = program
+    return found
+
+
+def _distinct_examples(examples: Examples) -> tuple[list[tuple[int, int, int]], np.ndarray]:
+    """The distinct triples of ``examples`` in sorted order, as Python ints, and how often each occurs ``[D]``;
+    ``ValueError`` naming the first example that is no triple of non-negative integers."""
+    listed = examples.tolist() if isinstance(examples, np.ndarray | torch.Tensor) else list(examples)
+    if not listed:
+        raise ValueError("induce_operator needs at least one (i, j, value) example")
+    occurrences: Counter[tuple[int, int, int]] = Counter()
+    for index, example in enumerate(listed):
+        triple = tuple(example) if isinstance(example, Iterable) and not isinstance(example, str) else (example,)
+        if len(triple) != 3 or not all(is_int(value) and value >= 0 for value in triple):  # 1.5 was truncated, NaN taken
+            raise ValueError(f"examples must be (i, j, value) triples of non-negative integers, got {example!r} at {index}")
+        occurrences[(int(triple[0]), int(triple[1]), int(triple[2]))] += 1
+    distinct = sorted(occurrences)
+    return distinct, np.array([occurrences[triple] for triple in distinct], dtype=np.int64)
+
+
+def _search(
+    triples: list[tuple[int, int, int]],
+    counts: np.ndarray,
+    subset: np.ndarray,
+    agreements: list[float],
+    max_size: int,
+    max_bank: int,
+) -> tuple[list[Program | None], list[int]]:
+    """One enumeration on the distinct examples ``triples[subset]`` for each of ``agreements``; candidates that explain
+    enough of the subset are checked exactly on all triples (``counts`` times each).
+
+    Returns the programs and counterexamples: when an agreement of 1.0 has no program at a size where candidates
+    explained the subset but not every example, pruning on the subset may have hidden one that does; that agreement
+    stops there (``None``) and each such candidate names one triple outside ``subset`` that it gets wrong.
+    """
+    inputs, weights = np.array([triples[k] for k in subset], dtype=np.float64), counts[subset]
+    target = inputs[:, 2]
     # Distinct examples count as often as they occur: noise is mostly distinct, right examples repeat, so an
     # unweighted share of distinct examples would understate the agreement. On the searched subset a share
     # may be wrong by chance: round the threshold down there.
-    needed = [int(counts.sum()) if agreement == 1.0 else int(np.floor(agreement * counts.sum())) for agreement in agreements]
-    needed_all = [int(np.ceil(agreement * len(examples) - 1e-9)) for agreement in agreements]
+    needed = [int(weights.sum()) if agreement == 1.0 else int(np.floor(agreement * weights.sum())) for agreement in agreements]
+    needed_all = [int(np.ceil(agreement * counts.sum() - 1e-9)) for agreement in agreements]
+    outside = np.ones(len(triples), dtype=bool)
+    outside[subset] = False
     found: list[Program | None] = [None] * len(agreements)
+    counterexamples: list[int] = []
     open_levels = list(range(len(agreements)))  # the agreements still without a program
-    enumerator = _Enumerator(array[:, 0], array[:, 1])
+    enumerator = _Enumerator(inputs[:, 0], inputs[:, 1])
     leaves = enumerator.banks[1]
     for size in range(1, max_size + 1):
         chunks = [(leaves.values, lambda rows: [leaves.exprs[k] for k in rows])] if size == 1 else enumerator.candidates(size)
         kept: list[tuple[np.ndarray, Build]] = []
         best: dict[int, tuple[int, Program]] = {}  # per open agreement, this size's best program
+        missed: set[int] = set()  # triples outside the subset that candidates explaining all of it get wrong
         for values, build in chunks:
-            hits = (values == target[None, :]).astype(np.int64) @ counts
-            scored: dict[int, tuple[int, Program]] = {}  # exact scores of this chunk's candidates, shared by the agreements
+            hits = (values == target[None, :]).astype(np.int64) @ weights
+            scored: dict[int, tuple[int, Program, np.ndarray]] = {}  # exact checks of this chunk's candidates
             for level in open_levels:
                 enough = np.flatnonzero(hits >= needed[level])
                 for index in enough[np.argsort(-hits[enough], kind="stable")].tolist():
                     if index not in scored:
                         program = Program(build(np.array([index]))[0])
-                        scored[index] = (sum(program(int(i), int(j)) == int(v) for i, j, v in examples), program)
-                    score, program = scored[index]
+                        right = np.array([program(i, j) == v for i, j, v in triples])
+                        scored[index] = (int(counts[right].sum()), program, right)
+                    score, program, right = scored[index]
                     if score >= needed_all[level]:  # the first in order of hits: the best of this chunk
                         if level not in best or score > best[level][0]:
                             best[level] = (score, program)
                         break
+                    if agreements[level] == 1.0:
+                        missed.update(np.flatnonzero(~right & outside)[:1].tolist())
             if size > 1 and size < max_size and sum(len(k[0]) for k in kept) < max_bank:
                 kept.append((values, build))
         for level, (_, program) in best.items():
             found[level] = program
         open_levels = [level for level in open_levels if level not in best]
+        if missed and any(agreements[level] == 1.0 for level in open_levels):
+            counterexamples = sorted(missed)
+            open_levels = [level for level in open_levels if agreements[level] != 1.0]
         if not open_levels:
             break
         if size > 1:
             enumerator.grow(size, kept)
-    return found
+    return found, counterexamples
 
 
 def induce_noisy_operator(
