@@ -18,7 +18,7 @@ from neurosym.pipelines.concepts import (
     placeholder_table,
 )
 from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator
-from neurosym.semantics.induction import Program, induce_noisy_operator, induce_operator, induce_operators
+from neurosym.semantics.induction import Program, _Enumerator, induce_noisy_operator, induce_operator, induce_operators
 from neurosym.semantics.operators import FRACTION_DIVIDE
 from neurosym.syntax import ADDITIVE, MULTIPLICATIVE, canonical_sentence
 
@@ -253,6 +253,33 @@ def test_operator_examples_skip_operands_another_operator_made_fractions():
     hypothesis = table.extend(operators={"a": Operator(ADDITIVE, lambda a, b: 1)})
     assert operator_examples("a", examples, hypothesis) == [(2, 3, 6), (3, 4, 12), (7, 1, 7)]
     assert learn_operator("a", examples, table).program == Program(("*", ("i",), ("j",)))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    target=st.sampled_from(sorted(TARGETS)),
+    pairs=st.lists(st.tuples(st.integers(0, 12), st.integers(0, 12)), min_size=2, max_size=40, unique=True),
+    searched=st.integers(1, 4),
+    max_size=st.integers(4, 6),
+)
+def test_a_searched_subset_finds_a_program_as_small_as_a_search_of_every_example(target, pairs, searched, max_size):
+    """Pruned by outputs on the searched subset alone, a sub-program that agreed there but not everywhere hid the
+    smallest program that explains every example (None came back). And output vectors of small integers shared
+    hashes far more often than 2^-64, so even a search of every example pruned programs it needed."""
+    examples = [(i, j, TARGETS[target](i, j)) for i, j in pairs]
+    everything = induce_operator(examples, max_size, max_search_examples=len(examples))
+    program = induce_operator(examples, max_size, max_search_examples=searched)
+    assert (program is None) == (everything is None)
+    if program is not None and everything is not None:
+        assert program.size == everything.size and all(program(i, j) == v for i, j, v in examples)
+
+
+def test_programs_with_other_outputs_are_not_pruned_as_equal():
+    halves = [(0, j, (j + 1) // 2) for j in range(6)]  # the constant 2 had the hash of 0 on these six examples
+    assert str(induce_operator(halves, max_size=4)) == "ceil((j / 2))"  # was None
+    enumerator = _Enumerator(np.zeros(64), np.zeros(64))
+    vectors = np.unique(np.random.default_rng(0).integers(0, 50, size=(20_000, 64)), axis=0).astype(np.float64)
+    assert len(np.unique(enumerator._hashes(vectors))) == len(vectors)  # (18,523 hashes before)
 
 
 def test_a_counterexample_outside_the_searched_subset_is_searched_again():

@@ -33,6 +33,7 @@ UNARY = ("ceil", "floor")
 CONSTANTS = (0, 1, 2)
 _COMMUTATIVE = {"+", "*", "max", "min"}
 _NEAR_INTEGER = 1e-9
+_MIX = ((np.uint64(30), np.uint64(0xBF58476D1CE4E5B9)), (np.uint64(27), np.uint64(0x94D049BB133111EB)))
 Examples = Sequence[tuple[int, int, int]] | np.ndarray | torch.Tensor
 """``(i, j, v)`` triples of non-negative integers: a sequence of them, or an ``[N, 3]`` array or tensor."""
 
@@ -137,9 +138,10 @@ class _Bank:
 class _Enumerator:
     """Bottom-up enumeration by size with observational-equivalence pruning.
 
-    Output vectors are compared by a 64-bit hash of their bytes (a random linear map modulo 2^64, NaN read as
-    +inf): two different vectors share a hash with probability about 2^-64, so a program is wrongly pruned
-    with probability below 10^-7 over a whole search of millions of programs."""
+    Output vectors are compared by a 64-bit hash of their bytes (each value's bits mixed by a bijection, then a
+    random linear map modulo 2^64; NaN read as +inf): two different vectors share a hash with probability about
+    2^-64, so a program is wrongly pruned with probability below 10^-7 over a whole search of millions of programs.
+    (Unmixed, the trailing zero bits of small integers as floats left about 17 bits for vectors of integers below 50.)"""
 
     def __init__(self, inputs_i: np.ndarray, inputs_j: np.ndarray, chunk: int = 200_000):
         self.examples = len(inputs_i)
@@ -156,8 +158,9 @@ class _Enumerator:
     def _hashes(self, values: np.ndarray) -> np.ndarray:
         """``values [N, E]`` -> ``[N]`` uint64 hashes of the rows' bytes (NaN read as +inf)."""
         bits = np.nan_to_num(values, nan=np.inf).view(np.uint64)
-        with np.errstate(over="ignore"):
-            return (bits * self.multipliers).sum(axis=1, dtype=np.uint64)
+        for shift, factor in _MIX:  # splitmix64's finaliser: every input bit reaches the low bits the map multiplies
+            bits = (bits ^ (bits >> shift)) * factor
+        return ((bits ^ (bits >> np.uint64(31))) * self.multipliers).sum(axis=1, dtype=np.uint64)
 
     def _dedupe(self, values: np.ndarray, build: Build) -> _Bank:
         """The rows of ``values`` whose output vector is new (first occurrence, not seen at a smaller size, not
