@@ -7,6 +7,7 @@ import torch
 import neurosym.experiments.arithmetic as arithmetic_runner
 from neurosym.benchmarking import arithmetic_speed as speed
 from neurosym.benchmarking import arithmetic_training
+from neurosym.benchmarking.arithmetic_results import group_cells, results_caption
 from neurosym.benchmarking.arithmetic_training import (
     Curves,
     GraphedStep,
@@ -147,6 +148,8 @@ def test_resume_after_interruption_equals_an_uninterrupted_run(tmp_path, monkeyp
     assert interrupted.stop_reason == TIME_LIMIT and not interrupted.finished
     saved = load_checkpoint(tmp_path / "resumed.pt")
     assert interrupted.step == 1 and interrupted.curves.steps == [] and saved["step"] == 1
+    with pytest.raises(ValueError, match="NALU stopped before its first evaluation: it has no result yet"):
+        group_cells(interrupted, {"mul": 1.0, "sub": 1.0})  # failed in torch.stack
     assert 0 < saved["seconds"] <= interrupted.seconds
     steps = counted_steps(monkeypatch)
     resumed = train_group(config, CPU, tmp_path / "resumed.pt", resume=True, progress=False)
@@ -204,6 +207,7 @@ def test_cli_writes_table_json_and_plot(tmp_path, capsys, monkeypatch):
     assert printed.index("| ×  | NMU") < printed.index("| +  | NAU") < printed.index("| −  | NAU")
     assert result["cells"][0]["published"] == 0.98 and result["cells"][0]["runs"] == 2
     assert set(result["thresholds"]) == {"mul", "add", "sub"}
+    assert result["preset"] is None  # steps, seeds and models given: no preset chose anything (was "smoke")
     assert (out / "success_rates.png").stat().st_size > 0 and (out / "learning_curves.png").stat().st_size > 0
     assert "| 2 x 200 " in printed and "| 100 x 5e+06 " in printed  # each row's budget beside the published one
     assert (out / "checkpoints" / "nau.pt").exists() and (out / "checkpoints" / "nmu.pt").exists()
@@ -213,6 +217,19 @@ def test_cli_writes_table_json_and_plot(tmp_path, capsys, monkeypatch):
     assert json.loads((out / "results.json").read_text())["cells"] == result["cells"]
     assert main(["arithmetic", "--models", "nau", "--no-resume", *common]) == 0
     assert len(steps) == 200  # NAU (+ and − as one batched model) trained afresh
+
+
+def test_cli_stops_with_status_75_when_a_group_side_by_side_stopped_though_the_last_finished(tmp_path, monkeypatch):
+    def first_stopped(configs, device, checkpoints, resume, stops, *args, **kwargs):  # as side by side may end
+        stopped, _ = arithmetic_training.train_groups(configs[:1], device, checkpoints, resume, StopRequests(0), *args, **kwargs)
+        finished, _ = arithmetic_training.train_groups(configs[1:], device, checkpoints, resume, stops, *args, **kwargs)
+        return [*stopped, *finished], []
+
+    monkeypatch.setattr(arithmetic_runner, "train_groups", first_stopped)
+    common = ["--models", "linear,nau", "--steps", "100", "--seeds", "2", "--eval-every", "50", "--evaluation-size", "100",
+              "--threshold-samples", "2000", "--out", str(tmp_path), "--no-progress"]  # fmt: skip
+    assert main(["arithmetic", *common]) == 75  # was 0: only the last group's stop was read
+    assert not json.loads((tmp_path / "results.json").read_text())["finished"]
 
 
 def test_cli_time_limit_stops_with_status_75_and_resume_finishes(tmp_path, capsys):
@@ -260,7 +277,7 @@ def test_smoke_preset_names_its_cells_and_the_published_budget(tmp_path, capsys,
     assert [(c.model, c.operations, len(c.seeds), c.schedule) for c in trained] == [
         ("NAU", ("add", "sub"), 10, "published"), ("NAC+", ("sub",), 10, "published")
     ]  # fmt: skip
-    assert "10 seeds x 1e+01 iterations: a shorter budget than published" in capsys.readouterr().out
+    assert "10 seeds x 10 iterations: a shorter budget than published" in capsys.readouterr().out
     trained.clear()
     assert main(["arithmetic", "--preset", "paper", "--models", "nmu", "--steps", "10", "--threshold-samples", "2000",
                  "--out", str(tmp_path), "--no-progress"]) == 0  # fmt: skip
@@ -416,7 +433,16 @@ def test_groups_trained_side_by_side_give_the_curves_and_checkpoints_of_groups_i
     assert all(run.stop_reason is not None and run.step == 1 for run in stopped)  # a stop request ends every group
 
 
+def test_the_caption_gives_each_budget_whole():
+    caption = results_caption(20, 15_000, (100, 5_000_000))  # was rounded to one digit: 20 seeds x 2e+04
+    assert "20 seeds x 15,000 iterations: a shorter budget" in caption and "100 seeds x 5,000,000 iterations" in caption
+
+
 def test_group_counts_and_learning_rates_that_are_no_positive_numbers_are_named():
+    with pytest.raises(ValueError, match=r"operations of a group are each trained once: \['add'\] given more than once"):
+        GroupConfig("NAU", ("add", "sub", "add"), (0,), steps=4)  # was two cells of the same runs
+    with pytest.raises(ValueError, match=r"seeds of a group are each trained once: \[0\]"):
+        GroupConfig("NAU", ("add",), (0, 1, 0), steps=4)
     with pytest.raises(ValueError, match="steps must be an int of at least 1, got 2.5"):  # ran 3 steps
         GroupConfig("NAU", ("add",), (0,), steps=2.5)
     with pytest.raises(ValueError, match="eval_every must be an int of at least 1, got 1.5"):  # evaluated at 3 and 4
@@ -434,3 +460,4 @@ def test_timings_name_rounds_and_measuring_times_that_would_give_inf_or_never_en
             fastest_of_rounds(steps, 1, min_time, 1, "x")
     with pytest.raises(ValueError, match=r"threads \(0: torch's current number\) must be an int of at least 0, got -1"):
         median_seconds(lambda: None, 0.01, -1)
+    assert median_seconds(lambda: None, 0.01, 0) >= 0  # 0 is torch's current number (failed inside torch)

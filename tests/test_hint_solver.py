@@ -205,3 +205,12 @@ def test_solver_speed_runner_writes_table_json_and_plot(tmp_path, capsys):
     assert report["runs"][0]["agrees_with_lark"] and all(r["per_second"] > 0 for r in report["runs"])
     assert (tmp_path / "solver_speed.png").stat().st_size > 0
     assert "| n_op | path" in capsys.readouterr().out
+
+
+def test_solver_timing_refuses_fewer_expressions_than_it_counts():
+    from neurosym.benchmarking.solver_speed import measure_solvers
+
+    sentences = {1: ["1+2"] * 50}
+    with pytest.raises(ValueError, match=r"n_op=1: 50 expressions given, the timing solves 4096"):
+        measure_solvers(sentences, lark_count=10, batch_sizes=[16, 4096], repeats=1)  # reported 4,096 solved
+    assert [run["expressions"] for run in measure_solvers(sentences, 10, [16], 1)] == [10, 16]

@@ -44,7 +44,10 @@ def group_cells(
     group: GroupRun, thresholds: Mapping[str, float], published: Mapping[tuple[str, str], float] = ARITHMETIC
 ) -> list[dict]:
     """One result per operation of the group: the success summary of its seeds (rate, Wilson interval,
-    median solved-at step, sparsity error, per-seed outcomes) beside ``published[(operation, model)]``."""
+    median solved-at step, sparsity error, per-seed outcomes) beside ``published[(operation, model)]``; ``ValueError``
+    for a group stopped before its first evaluation."""
+    if not group.curves.steps:  # (failed in torch.stack)
+        raise ValueError(f"{group.config.model} stopped before its first evaluation: it has no result yet (resume it)")
     config, curves = group.config, group.curves.stacked()
     count = len(config.seeds)
     cells = []
@@ -123,8 +126,8 @@ def results_caption(seeds: int, steps: int, published_budget: tuple[int, int]) -
     it is shorter."""
     seeds_published, steps_published = published_budget
     published = (
-        f"published: Madsen & Johansen 2019 Table 1 (NAU, NMU: 2020), {seeds_published} seeds x {steps_published:.0e} iterations"
+        f"published: Madsen & Johansen 2019 Table 1 (NAU, NMU: 2020), {seeds_published} seeds x {steps_published:,} iterations"
     )
     if steps < steps_published:
-        return f"Simple function task, {seeds} seeds x {steps:.0e} iterations: a shorter budget than published ({published})"
-    return f"Simple function task, {seeds} seeds x {steps:.0e} iterations ({published})"
+        return f"Simple function task, {seeds} seeds x {steps:,} iterations: a shorter budget than published ({published})"
+    return f"Simple function task, {seeds} seeds x {steps:,} iterations ({published})"

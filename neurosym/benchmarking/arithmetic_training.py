@@ -66,6 +66,10 @@ class GroupConfig:
             raise ValueError(f"operations must be a tuple of operation names, got the string {self.operations!r}")
         if not self.operations or not self.seeds:
             raise ValueError("a group needs at least one operation and one seed")
+        for name in ("operations", "seeds"):  # (two runs of one (operation, seed) were reported as two cells)
+            values = list(getattr(self, name))
+            if repeated := sorted({value for value in values if values.count(value) > 1}):
+                raise ValueError(f"{name} of a group are each trained once: {repeated} given more than once")
         if self.steps < 1 or self.eval_every < 1 or self.batch_size < 1:
             raise ValueError(
                 f"steps, eval_every and batch_size must be positive, got {self.steps}, {self.eval_every}, {self.batch_size}"

@@ -38,14 +38,21 @@ def measure_solvers(
 ) -> list[dict[str, Any]]:
     """Time both paths on ``sentences`` (operator count -> expressions): Lark on the first ``lark_count``,
     the batch solver on ``max(size, lark_count)`` of them in batches of each of ``batch_sizes``, over
-    ``repeats`` interleaved rounds. Raises ``AssertionError`` when the batch solver disagrees with Lark.
+    ``repeats`` interleaved rounds. Raises ``AssertionError`` when the batch solver disagrees with Lark, ``ValueError``
+    when an operator count has fewer expressions than that.
 
     Returns one record per (operator count, path, batch size): ``expressions``, ``seconds``,
     ``cpu_seconds``, ``per_second``, ``per_cpu_second`` and the ``speedup`` / ``cpu_speedup`` over Lark."""
     solver = BatchSolver(HINT_SEMANTICS)
     lark_parser()  # build the parser before timing
     runs: list[dict[str, Any]] = []
+    needed = max(lark_count, *batch_sizes)
     for n_operators, all_sentences in sentences.items():
+        if len(all_sentences) < needed:  # (fewer were solved than counted: throughput and speed-up inflated)
+            raise ValueError(
+                f"n_op={n_operators}: {len(all_sentences)} expressions given, the timing solves {needed} "
+                "(lark_count and the largest batch)"
+            )
         lark_sentences = list(all_sentences[:lark_count])
         expected = lark_answers(lark_sentences)
         if solver.solve(lark_sentences) != expected:

@@ -17,10 +17,11 @@ K = TypeVar("K", bound=Hashable)
 
 
 def median_seconds(step: Callable[[], Any], min_time: float, threads: int) -> float:
-    """Median wall time of ``step()`` (CUDA-synchronised) over at least ``min_time`` seconds."""
+    """Median wall time of ``step()`` (CUDA-synchronised) over at least ``min_time`` seconds, on ``threads`` threads
+    (0: torch's current number)."""
     _check_timing(min_time, threads)
     step()  # warm-up: kernels, allocator, lazy initialisation
-    timer = Timer(stmt="step()", globals={"step": step}, num_threads=threads)
+    timer = Timer(stmt="step()", globals={"step": step}, num_threads=threads or torch.get_num_threads())
     return timer.blocked_autorange(min_run_time=min_time).median
 
 

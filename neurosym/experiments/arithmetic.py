@@ -23,6 +23,7 @@ from neurosym.experiments.options import (
     apply_threads,
     comma_list,
     fraction_up_to_one,
+    non_negative_int,
     option,
     positive_float,
     positive_int,
@@ -75,7 +76,7 @@ def _operation_name(text: str) -> str:
 
 
 PRESET_MEANINGS = {
-    "smoke": f"{SMOKE.seeds} seeds x {SMOKE.steps:.0e} steps of the cells that converge early: NAU on "
+    "smoke": f"{SMOKE.seeds} seeds x {SMOKE.steps:,} steps of the cells that converge early: NAU on "
     "+ and -, NAC+ on - (about 4 minutes on one thread)",
     "paper": "100 seeds x 5e6 steps of every published cell of Table 1 (meant for a GPU)",
 }
@@ -86,6 +87,10 @@ class ArithmeticOptions(TrainingOptions):
     """The options of ``neurosym arithmetic``."""
 
     preset: str = preset_option(PRESET_MEANINGS, "smoke")
+    seed: int = option(
+        0, "seed of every run's initial weights and training batches (a run's input subsets and its validation and test "
+        "data follow its run number whatever the seed)", parse=non_negative_int,
+    )  # fmt: skip
     steps: int | None = option(None, "training steps per run (overrides the preset; 1e5 style accepted)", parse=positive_int)
     seeds: int | None = option(None, "runs (seeds) per model and operation (overrides the preset)", parse=positive_int)
     models: list[str] | None = option(
@@ -202,7 +207,7 @@ def _run_table(
     not_evaluated = [group.config.model for group in runs if not group.curves.steps]
     result = {
         "command": "arithmetic",
-        "preset": options.preset,
+        "preset": options.preset if _preset_decides(options) else None,
         "device": str(device),
         "steps": steps,
         "seeds": seeds,
@@ -227,8 +232,9 @@ def _run_table(
         f"Wrote {options.out / 'results.json'}"
         + (f", {options.out / 'success_rates.png'} and learning_curves.png" if cells else "")
     )
-    stopped = runs[-1]
-    if stopped.stop_reason is not None:
+    # (side by side, the stopped group need not be the last)
+    if stopped := next((group for group in runs if group.stop_reason is not None), None):
+        assert stopped.stop_reason is not None
         waiting = [f"{label}: {', '.join(models)}" for label, models in
                    (("not evaluated yet", not_evaluated), ("not started", pending)) if models]  # fmt: skip
         print(f"{stopped.config.model} stopped at step {stopped.step} of {steps}" + "".join(f"; {part}" for part in waiting))
@@ -236,6 +242,11 @@ def _run_table(
             stopped.step, steps, stopped.stop_reason, options.out / "checkpoints", resume_with="the same command"
         )
     return result
+
+
+def _preset_decides(options: ArithmeticOptions) -> bool:
+    """Whether ``--preset`` chose any of the run's steps, seeds or cells (the other options override it)."""
+    return options.steps is None or options.seeds is None or (options.models is None and options.operations is None)
 
 
 def _operations_for(model: str, chosen: list[str] | None, cells: dict[str, tuple[str, ...]] | None = None) -> tuple[str, ...]:
