@@ -153,6 +153,7 @@ def test_module_scores_take_arrays_of_strings_and_refuse_anything_else():
 
 def test_generate_reuses_cached_files_and_asks_only_for_missing(tmp_path, monkeypatch):
     write_module(tmp_path, "interpolate", "arithmetic__mul", ["1 * 2", "2", "3 * 2", "6"])
+    (tmp_path / generate_module.SEED_RECORD).write_text("5\n")
     calls = []
     monkeypatch.setattr(generate_module, "_run_driver", lambda jobs, root, progress: calls.append(list(jobs)))
     generate([("interpolate", "arithmetic__mul")], 2, seed=5, root=tmp_path)
@@ -166,6 +167,27 @@ def test_generate_reuses_cached_files_and_asks_only_for_missing(tmp_path, monkey
     assert len(set(seeds)) == 2 and seeds[0] == generate_module.job_seed(5, "interpolate", "arithmetic__mul")
     with pytest.raises(ValueError, match="unknown regime"):
         generate([("validation", "arithmetic__mul")], 1, root=tmp_path)
+
+
+def test_a_root_keeps_the_questions_of_one_seed(tmp_path, monkeypatch):
+    def fake_driver(jobs, root, progress):
+        for job in jobs:
+            write_module(root, job["regime"], job["module"], [f"seed {job['seed']}?", "1"] * job["count"])
+
+    monkeypatch.setattr(generate_module, "_run_driver", fake_driver)
+    request = [("interpolate", "arithmetic__mul")]
+    generate(request, 2, seed=0, root=tmp_path / "mine")
+    assert (tmp_path / "mine" / generate_module.SEED_RECORD).read_text() == "0\n"
+    with pytest.raises(ValueError, match="holds questions generated with seed 0 .*, not 1: generate into another root"):
+        generate(request, 2, seed=1, root=tmp_path / "mine")  # (reused seed 0's file)
+    write_module(tmp_path / "unknown", "interpolate", "arithmetic__mul", ["1 * 2?", "2"])
+    with pytest.raises(ValueError, match="holds question files but no record of the seed"):
+        generate(request, 1, seed=0, root=tmp_path / "unknown")
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "cache"))  # a default root names its seed: taken as recorded
+    made_before = write_module(generate_module.generated_root(3), "interpolate", "arithmetic__mul", ["1 * 2?", "2"])
+    assert generate(request, 1, seed=3) == made_before.parent.parent
+    assert (made_before.parent.parent / generate_module.SEED_RECORD).read_text() == "3\n"
+    assert read_module_file(made_before) == [("1 * 2?", "2")]
 
 
 def test_driver_output_is_written_atomically(tmp_path):

@@ -9,7 +9,8 @@ state between questions that reseeding does not reset (in one process, a polynom
 changed after an algebra module's), so only a fresh process per file makes a file's questions independent
 of the other files generated in the same call. Files are written as
 ``<root>/<regime>/<area>__<module>.txt`` with alternating question and answer lines; a cached file with at
-least the requested number of pairs is reused (its first pairs are the same questions).
+least the requested number of pairs is reused (its first pairs are the same questions). The root records
+its seed in :data:`SEED_RECORD`, and a root made with another seed is refused.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from neurosym.training.checks import int_at_least
 REGIMES: tuple[str, ...] = ("train-easy", "train-medium", "train-hard", "train", "interpolate", "extrapolate")
 _DRIVER = Path(__file__).with_name("generator_driver.py")
 _CHILD_HASH_SEED = "0"
+SEED_RECORD = "neurosym-seed.txt"
+"""The file in a root of generated questions that records the seed they were generated with."""
 
 
 def generated_root(seed: int) -> Path:
@@ -57,19 +60,47 @@ def generate(
 
     ``module`` is the released file stem, e.g. ``"arithmetic__mixed"``; ``regime`` is one of
     :data:`REGIMES`. Missing or too-short files are generated, each in a subprocess of its own (with
-    ``progress``, under a tqdm bar over all questions). Returns the dataset root (default :func:`generated_root` of ``seed``).
+    ``progress``, under a tqdm bar over all questions). Returns the dataset root (default
+    :func:`generated_root` of ``seed``). ``ValueError`` for a root whose :data:`SEED_RECORD` names another
+    seed, or for a root other than the default that holds question files but no record.
     """
     count = int_at_least(count, "count", 1)  # (a float or bool would reach the generator's range())
     seed = int_at_least(seed, "seed", 0)  # (True and 1.5 would name other files than 1)
     root = generated_root(seed) if root is None else Path(root)
+    requested = dict.fromkeys(_request(request) for request in requests)
+    _record_seed(root, seed)
     todo: list[dict] = []
-    for regime, module in dict.fromkeys(_request(request) for request in requests):
+    for regime, module in requested:
         path = module_path(root, regime, module)
         if not path.is_file() or count_pairs(path) < count:
             todo.append({"regime": regime, "module": module, "count": count, "seed": job_seed(seed, regime, module)})
     if todo:
         _run_driver(todo, root, progress)
     return root
+
+
+def _record_seed(root: Path, seed: int) -> None:
+    """Record ``seed`` in ``root``, or raise ``ValueError`` when ``root`` holds questions of another or an unknown seed.
+
+    The default root of a seed (:func:`generated_root`) has the seed in its name: its files, made before seeds were
+    recorded, are taken as that seed's.
+    """
+    record = root / SEED_RECORD
+    if record.is_file():
+        recorded = record.read_text(encoding="ascii").strip()
+        if recorded != str(seed):  # (its files were reused: seed 1 read seed 0's questions)
+            raise ValueError(
+                f"{root} holds questions generated with seed {recorded} ({record}), not {seed}: generate into another "
+                f"root (generated_root({seed}) is the default)"
+            )
+        return
+    if root.resolve() != generated_root(seed).resolve() and any(any((root / regime).glob("*.txt")) for regime in REGIMES):
+        raise ValueError(
+            f"{root} holds question files but no record of the seed they were generated with ({SEED_RECORD}): generate "
+            f"into another root, or write that seed into {record}"
+        )
+    root.mkdir(parents=True, exist_ok=True)
+    record.write_text(f"{seed}\n", encoding="ascii")
 
 
 def _request(request: object) -> tuple[str, str]:
