@@ -1,5 +1,7 @@
 """Program induction recovers operators from examples; concepts are learned from results."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -238,6 +240,9 @@ def test_noisy_induction_lowers_the_agreement_in_steps_so_a_constant_cannot_win(
     assert induce_operator(minus, max_size=8, min_agreement=0.8) is None
     assert str(induce_operator(minus, max_size=8, min_agreement=0.5)) == "0"
     assert str(induce_noisy_operator(minus, max_size=8, highest=0.8, lowest=0.5)) == "(i - min(i, j))"
+    for bad in ({"step": math.nan}, {"step": 0.0}, {"lowest": math.nan}):  # a NaN step failed inside numpy
+        with pytest.raises(ValueError, match="need 0 < lowest <= highest <= 1 and step > 0"):
+            induce_noisy_operator(minus, **{"max_size": 8, "highest": 0.8, "lowest": 0.5, **bad})
     times = [(i, j, i * j + (k % 4 == 0)) for k, (i, j) in enumerate(pairs)]  # 75 % right
     assert str(induce_noisy_operator(times, max_size=8, highest=0.8, lowest=0.5)) == "(i * j)"
     assert induce_noisy_operator(times, max_size=8, highest=0.8, lowest=0.8) is None

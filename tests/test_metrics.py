@@ -135,7 +135,7 @@ def test_success_criterion_per_run_thresholds_and_empty_summary():
     assert none.interval == wilson_interval(0, 2)
 
 
-@pytest.mark.parametrize("missing", [math.nan, math.inf])
+@pytest.mark.parametrize("missing", [math.nan, math.inf, -math.inf])
 def test_a_sparsity_error_that_is_no_finite_number_at_a_solved_runs_best_evaluation_is_named(missing):
     steps = torch.tensor([10, 20])
     validation, extrapolation = _curves([[0.2, 0.1], [0.1, 0.2], [0.2, 0.1]], [[0.5, 0.03], [0.03, 0.5], [0.5, 0.5]])
@@ -176,7 +176,7 @@ def test_success_criterion_rejects_bad_input():
         run_outcomes(torch.tensor([1.0, math.nan, 3.0]), good, good, 0.1)
 
 
-@pytest.mark.parametrize("missing", [math.nan, math.inf])
+@pytest.mark.parametrize("missing", [math.nan, math.inf, -math.inf])
 def test_a_run_without_a_finite_validation_mse_is_unsolved_and_lists_and_integers_are_read_as_values(missing):
     validation = torch.tensor([[missing, 1.0], [missing, 0.5]])  # (+inf was read as the largest double: solved)
     outcomes = run_outcomes(torch.tensor([10, 20]), validation, torch.zeros(2, 2), 0.1)

@@ -65,7 +65,8 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     if not bool(torch.isfinite(threshold).all() and (threshold > 0).all()):
         raise ValueError(f"threshold must be finite and positive, got {threshold}")
     evaluations = len(steps)
-    ranking = torch.nan_to_num(validation.double(), nan=math.inf, posinf=math.inf)  # (+inf became the largest double)
+    # (+inf became the largest double; an MSE is never negative, so -inf is no value either: it was the best)
+    ranking = torch.nan_to_num(validation.double(), nan=math.inf, posinf=math.inf, neginf=math.inf)
     lowest = ranking.min(dim=0, keepdim=True).values  # [1, S]; inf: no validation MSE but NaNs and infinities
     is_best = ranking == lowest
     order = torch.arange(evaluations, device=validation.device).unsqueeze(1)

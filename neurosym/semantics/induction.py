@@ -373,7 +373,7 @@ def induce_noisy_operator(
     program that explains a little more than ``lowest`` (the constant ``0`` explains more than half of
     ``max(0, i - j)`` on digits) cannot win over the right one read through noise. ``None``: nothing
     explains ``lowest``."""
-    if not 0.0 < lowest <= highest <= 1.0 or step <= 0:
+    if not (0.0 < lowest <= highest <= 1.0 and step > 0):  # (a NaN step failed in numpy)
         raise ValueError(f"need 0 < lowest <= highest <= 1 and step > 0, got {lowest}, {highest}, {step}")
     count = int(np.floor((highest - lowest) / step + 1e-9))
     agreements = list(dict.fromkeys((*(highest - k * step for k in range(count + 1)), lowest)))
