@@ -42,6 +42,6 @@ def load_reader(
         )
     if recorded is not None:
         held = {entry: {name: (saved.get(entry) or {}).get(name) for name in values} for entry, values in recorded.items()}
-        check_setup(held, recorded, path)
+        check_setup(held, recorded, path, "read it under the values it records, or train a reader under these")
     load_model_state(reader, saved["model"], str(path), "reader")
     return reader

@@ -166,12 +166,17 @@ def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[s
     _refuse_differences(saved, current, [key for key in current if key not in may_change], path, "with another configuration")
 
 
-def check_setup(saved: Mapping[str, Any] | None, setup: Mapping[str, Any], path: Any) -> None:
+RESUME_ADVICE = "remove it or choose another checkpoint path"
+"""What a refused resume may do instead (:func:`check_setup`)."""
+
+
+def check_setup(saved: Mapping[str, Any] | None, setup: Mapping[str, Any], path: Any, advice: str = RESUME_ADVICE) -> None:
     """Refuse (:class:`CheckpointMismatch`) to resume the checkpoint at ``path`` written for another ``setup`` (what the
     model and data were built from, e.g. a command's model and data options: the weights alone may not show it, as
-    with another number of attention heads); a checkpoint without a ``saved`` setup is accepted."""
+    with another number of attention heads); a checkpoint without a ``saved`` setup is accepted. The message ends with
+    ``advice``: what to do instead."""
     if saved is not None:
-        _refuse_differences(saved, setup, sorted({*saved, *setup}), path, "for another model or data")
+        _refuse_differences(saved, setup, sorted({*saved, *setup}), path, "for another model or data", advice)
 
 
 def _flat(values: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
@@ -187,7 +192,9 @@ def _flat(values: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
     return flat
 
 
-def _refuse_differences(saved: Mapping[str, Any], current: Mapping[str, Any], keys: Iterable[str], path: Any, how: str) -> None:
+def _refuse_differences(
+    saved: Mapping[str, Any], current: Mapping[str, Any], keys: Iterable[str], path: Any, how: str, advice: str = RESUME_ADVICE
+) -> None:
     keys = list(keys)
     saved, current = _flat(saved, keys), _flat(current, keys)
     differing = sorted(key for key in {*saved, *current} if saved.get(key) != current.get(key))
@@ -195,7 +202,4 @@ def _refuse_differences(saved: Mapping[str, Any], current: Mapping[str, Any], ke
         values = "; ".join(
             f"{key} {_clipped(repr(saved.get(key)), 60)} there, {_clipped(repr(current.get(key)), 60)} now" for key in differing
         )
-        raise CheckpointMismatch(
-            f"checkpoint {path} was written {how} ({', '.join(differing)} differ): {values}; "
-            "remove it or choose another checkpoint path"
-        )
+        raise CheckpointMismatch(f"checkpoint {path} was written {how} ({', '.join(differing)} differ): {values}; {advice}")
