@@ -50,6 +50,26 @@ def test_a_skeleton_lies_in_the_ink_keeps_its_connectivity_and_is_stable(points,
     assert torch.equal(skeletonise(skeleton[None])[0], skeleton)
 
 
+@settings(max_examples=40, deadline=None)
+@given(strokes, st.integers(1, 4), st.lists(st.tuples(st.integers(1, 27), st.integers(1, 27), st.integers(1, 4)), max_size=3))
+def test_every_piece_of_ink_keeps_a_skeleton_dots_of_any_size_too(points, width, dots):
+    ink = _stroke(points, width)
+    for row, column, size in dots:  # the dots of ÷: a 2x2 one vanished whole
+        ink[row : row + size, column : column + size] = True
+    skeleton = skeletonise(ink[None])[0]
+    assert not (skeleton & ~ink).any() and _components(skeleton) == _components(ink)
+
+
+def test_a_square_dot_of_two_pixels_stays_and_so_do_the_dots_of_a_division_sign():
+    ink = torch.zeros(1, 12, 12, dtype=torch.bool)
+    ink[0, 3:5, 3:5] = True
+    assert torch.equal(skeletonise(ink), ink)  # (all four pixels were removed in one parallel step)
+    obelus = torch.zeros(1, 1, 32, 32)
+    obelus[0, 0, 15:17, 8:24] = obelus[0, 0, 9:11, 15:17] = obelus[0, 0, 21:23, 15:17] = 1.0  # bar, dot above, dot below
+    inked_rows = (StrokeNormaliser(width=3)(obelus)[0, 0] > 0.05).any(dim=1)
+    assert inked_rows[9:11].all() and inked_rows[21:23].all()
+
+
 def test_a_thick_bar_thins_to_a_one_pixel_line_of_its_length():
     bar = torch.zeros(1, 20, 30, dtype=torch.bool)
     bar[0, 8:13, 4:26] = True  # 5 rows by 22 columns

@@ -53,19 +53,20 @@ def _shifted(images: torch.Tensor, row: int, column: int) -> torch.Tensor:
 
 
 def _neighbour_codes(ink: torch.Tensor) -> torch.Tensor:
-    """Bool images ``[N, H, W]`` -> long ``[N, H, W]``: each pixel's neighbours P2 … P9 as bits 0 … 7."""
+    """Bool images ``[N, H, W]`` -> uint8 ``[N, H, W]``: each pixel's neighbours P2 … P9 as bits 0 … 7."""
     pixels = ink.to(torch.uint8)
     codes = torch.zeros_like(pixels)
     for bit, (row, column) in enumerate(_NEIGHBOURS):
         codes |= _shifted(pixels, row, column) << bit
-    return codes.long()
+    return codes
 
 
 def skeletonise(ink: torch.Tensor, max_iterations: int = 32) -> torch.Tensor:
     """Thin bool images ``[N, H, W]`` to one-pixel-wide skeletons ``[N, H, W]`` (bool, same device).
 
     Zhang & Suen's two sub-iterations are repeated until no pixel changes or ``max_iterations`` passes;
-    connectivity and the end points of strokes are kept, and an isolated pixel stays.
+    connectivity and the end points of strokes are kept, and an isolated pixel stays, as does an isolated 2×2 square
+    (their parallel step removes all four of its pixels at once: the dots of ÷ vanished).
     """
     if ink.dtype != torch.bool or ink.dim() != 3:
         raise ValueError(f"skeletonise expects bool images [N, H, W], got {ink.dtype} of shape {tuple(ink.shape)}")
@@ -74,10 +75,33 @@ def skeletonise(ink: torch.Tensor, max_iterations: int = 32) -> torch.Tensor:
     for _ in range(max_iterations):
         before = skeleton
         for sub_iteration in (0, 1):
-            skeleton = skeleton & ~table[sub_iteration][_neighbour_codes(skeleton)]
+            codes = _neighbour_codes(skeleton)
+            removable = table[sub_iteration][codes.long()]
+            _keep_isolated_squares(removable, codes)
+            skeleton = skeleton & ~removable
         if torch.equal(skeleton, before):
             break
     return skeleton
+
+
+_SQUARE_CODES = (28, 112, 7, 193)
+"""Neighbour codes of the top-left, top-right, bottom-left and bottom-right pixels of an isolated 2×2 square (east,
+south-east and south for the top-left one, and so on)."""
+
+
+def _keep_isolated_squares(removable: torch.Tensor, codes: torch.Tensor) -> None:
+    """Clear ``removable [N, H, W]`` (bool, in place) at every pixel of a 2×2 square of ink with no other ink around it
+    (each pixel's neighbours are the other three), read from the neighbour ``codes [N, H, W]``."""
+    top_left, top_right, bottom_left, bottom_right = _SQUARE_CODES
+    n, row, column = (codes[:, :-1, :-1] == top_left).nonzero(as_tuple=True)  # few: checked one by one
+    isolated = (
+        (codes[n, row, column + 1] == top_right)
+        & (codes[n, row + 1, column] == bottom_left)
+        & (codes[n, row + 1, column + 1] == bottom_right)
+    )
+    n, row, column = n[isolated], row[isolated], column[isolated]
+    for d_row, d_column in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        removable[n, row + d_row, column + d_column] = False
 
 
 class StrokeNormaliser(nn.Module):
