@@ -69,3 +69,22 @@ def test_adaptation_refuses_expressions_it_cannot_feed_every_stage_before_traini
             # was a refit or routing failure after the whole adaptation, or silently no distillation
             adapt_to_writer(tiny_pipeline(), records, new, first, TINY_TRAINING, AdaptConfig(40, **stages), CPU, tmp_path)
     assert not any(tmp_path.iterdir())  # refused before any stage ran
+
+
+def test_the_first_writers_labeller_decodes_as_the_pipeline_does(tmp_path, monkeypatch):
+    import neurosym.pipelines.adapt as adapt_module
+    from neurosym.pipelines.pipeline import HintPipeline
+
+    seen: list[bool] = []
+    labelled = adapt_module.abduced_windows
+
+    def spied(labeller, *args, **kwargs):
+        seen.append(labeller.minimal_brackets)
+        return labelled(labeller, *args, **kwargs)
+
+    monkeypatch.setattr(adapt_module, "abduced_windows", spied)
+    records, first, new = short_training_records(), prototype_bank(), prototype_bank(seed=1)
+    pipeline = HintPipeline(tiny_pipeline().classifier, minimal_brackets=False)
+    adapt = AdaptConfig(examples=20, replay=10, steps=2, distill=0.0, refit_steps=1, seed=1)
+    adapt_to_writer(pipeline, records, new, first, TINY_TRAINING, adapt, CPU, tmp_path)
+    assert seen == [False, False]  # the first writer's labeller decoded with minimal brackets (True)

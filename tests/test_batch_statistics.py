@@ -48,3 +48,12 @@ def test_a_batch_norm_without_running_statistics_is_left_alone():
         assert torch.equal(value, before[key]), key
     with pytest.raises(ValueError, match="no batch-norm layer"), batch_statistics_of(network[:2], [data]):
         pass
+
+
+def test_every_part_gets_its_own_mode_back():
+    network = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Sequential(nn.Dropout(0.5), nn.BatchNorm1d(4)))
+    network[2].eval()  # a frozen part of a training model
+    modes = [module.training for module in network.modules()]
+    with batch_statistics_of(network, [torch.randn(8, 3)]):
+        pass
+    assert [module.training for module in network.modules()] == modes  # (the frozen part came back training)

@@ -207,7 +207,7 @@ def test_curriculum_stages_and_errors():
         parse_stages("1-2")
     with pytest.raises(ValueError, match="growing"):
         Curriculum(((3, 1), (1, 1)))
-    for stages in (((1, 5, 3),), ((-3, 5), (5, 5)), ()):
+    for stages in (((1, 5, 3),), ((-3, 5), (5, 5)), (), ((1, 2.5),), ((3.7, 10),), ((True, True),), (("3", 5),)):  # 2.5 lasted 3
         with pytest.raises(ValueError, match=r"stages must be \(max_length>0, steps>0\) pairs with growing lengths"):
             Curriculum(stages)
     with pytest.raises(ValueError, match=r"parse_stages\('1:10,all'\) reads the text form"):

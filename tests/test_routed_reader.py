@@ -95,6 +95,18 @@ def test_the_pipeline_routes_each_expression_as_a_whole_whatever_it_is_batched_w
     assert together.values == [pipeline.read(*stack_windows([test.windows(i)])).values[0] for i in picked]
 
 
+def test_a_routed_reader_of_routed_readers_routes_the_inner_one_by_expression_too():
+    inner = _routed()
+    outer = RoutedReader([inner, _reader(3)], _routed((0.0, 0.0)).router).eval()  # an adapted pipeline adapted again
+    groups = torch.arange(12) // 4
+    with torch.no_grad():
+        expected = (
+            torch.stack([inner(WINDOWS, groups), outer.readers[1](WINDOWS)], dim=1) + outer.route(WINDOWS, groups).unsqueeze(-1)
+        ).logsumexp(dim=1)
+        torch.testing.assert_close(outer(WINDOWS, groups), expected)  # the inner reader routed window by window
+    assert not torch.allclose(inner(WINDOWS, groups), inner(WINDOWS))  # (the groups matter to the inner reader)
+
+
 def test_bad_routes_are_refused():
     with pytest.raises(ValueError, match="share one vocabulary"):
         RoutedReader([_reader(0), _reader(1, "0123456789")], _reader(2, ("first", "new")))
@@ -106,6 +118,18 @@ def test_bad_routes_are_refused():
         _routed().route(WINDOWS, [0] * 12)
     empty = WINDOWS[:0]
     assert _routed()(empty, torch.zeros(0, dtype=torch.long)).shape == (0, len(HINT_SYMBOLS))  # an empty batch: no reading
+
+
+def test_route_readers_refuses_readers_of_other_vocabularies_before_training_the_router(monkeypatch):
+    train, _ = tiny_problem()
+    sources = [WindowSource(train.records[:4], train.dataset.bank, "train")] * 2
+
+    def trained(*args, **kwargs):
+        raise AssertionError("the router was trained before the readers were checked")
+
+    monkeypatch.setattr("neurosym.pipelines.routing.refit_reader", trained)
+    with pytest.raises(ValueError, match="share one vocabulary"):
+        route_readers([_reader(0), _reader(1, "0123456789")], sources, RefitConfig(5), torch.device("cpu"))
 
 
 def test_route_readers_learns_where_windows_came_from_and_routes_each_expression_to_its_reader(tmp_path):

@@ -123,6 +123,11 @@ def test_image_sentences_check_their_layout():
         ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 0.5]]), read, np.array([2]), [1])
     with pytest.raises(ValueError, match="picks name image 5, but there are 2 images"):
         ImageSentences(np.zeros((2, 4, 4)), np.array([[0, 5]]), read, np.array([2]), [1])
+    narrow = ImageSentences(
+        np.zeros((2, 4, 4)), np.array([[0, 1]], np.int32), read.astype(np.int32), np.array([2], np.int32), [1]
+    )
+    batch = narrow.batch([0])  # int32 (numpy's default on some platforms) failed in one_hot at the first read
+    assert batch.given.dtype == batch.lengths.dtype == torch.int64
     with pytest.raises(ValueError, match=r"float images must hold intensities in \[0, 1\], got values in \[255.0, 255.0\]"):
         ImageSentences(np.full((2, 4, 4), 255.0), np.array([[0, 1]]), read, np.array([2]), [1])  # were read as white
     with pytest.raises(ValueError, match="float images must hold intensities in"):

@@ -38,7 +38,7 @@ def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> I
     if not layers:
         raise ValueError(f"{type(module).__name__} has no batch-norm layer whose statistics could be re-estimated")
     saved = [([statistic.clone() for statistic in _running_statistics(layer)], layer.momentum) for layer in layers]
-    training = module.training
+    modes = [(inner, inner.training) for inner in module.modules()]  # (each restored: a frozen part came back training)
     try:
         for layer in layers:
             layer.reset_running_stats()
@@ -58,4 +58,5 @@ def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> I
             for statistic, kept in zip(_running_statistics(layer), statistics, strict=True):
                 statistic.copy_(kept)
             layer.momentum = momentum
-        module.train(training)
+        for inner, training in modes:
+            inner.train(training)

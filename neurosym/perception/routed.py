@@ -49,5 +49,5 @@ class RoutedReader(nn.Module):
 
     def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` or ``[N, 1, S, S]`` (``groups [N]`` optional) -> log-probabilities ``[N, V]``."""
-        readings = torch.stack([reader(windows).float() for reader in self.readers], dim=1)  # [N, K, V]
+        readings = torch.stack([reader(windows, groups).float() for reader in self.readers], dim=1)  # [N, K, V]
         return (readings + self.route(windows, groups).unsqueeze(-1)).logsumexp(dim=1)

@@ -143,7 +143,8 @@ def adapt_to_writer(
         for path in checkpoints.values():
             path.unlink(missing_ok=True)
     both = ConcatWindows(*sources.values())
-    trained = copy.deepcopy(pipeline.classifier)  # frozen: the replay's anchor and labeller
+    trained = copy.deepcopy(pipeline.classifier)  # frozen: the replay's anchor and labeller, a routed reader's first
+    reader_module(trained).to(device)  # (unmoved without distillation, a routed reader read CUDA windows on the CPU)
     anchor = Anchor(reader_module(trained), np.arange(len(both)) >= len(chosen)) if adapt.distill > 0 else None
     config = replace(
         training, steps=adapt.steps, learning_rate=adapt.learning_rate or training.learning_rate, distill=adapt.distill
@@ -158,7 +159,7 @@ def adapt_to_writer(
     }
     train_pipeline(pipeline, both, config, device, checkpoints["adapt"], progress, anchor=anchor, setup=adaptation)
     if adapt.refit_steps:  # the new writer's windows as the adapted reader reads them, the replayed as the trained one
-        first = HintPipeline(trained, pipeline.table, abduction_changes=pipeline.abduction_changes)
+        first = HintPipeline(trained, pipeline.table, pipeline.minimal_brackets, pipeline.abduction_changes)
         labellers = [(pipeline, "new_writer")] + ([] if adapt.route_steps else [(first, "first_bank")])
         labelled = [abduced_windows(labeller, sources[writer], device) for labeller, writer in labellers]
         refit = RefitConfig(

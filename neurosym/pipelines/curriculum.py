@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from neurosym.training.checks import is_int
+
 
 @dataclass(frozen=True)
 class Curriculum:
@@ -24,9 +26,10 @@ class Curriculum:
             raise ValueError(f"stages are (max_length, steps) pairs; parse_stages({self.stages!r}) reads the text form")
         pairs = all(isinstance(stage, Sequence) and len(stage) == 2 for stage in self.stages)
         lengths = [length for length, _ in self.stages] if pairs else []
-        if not self.stages or not pairs or lengths != sorted(lengths) or any(not 1 <= n for stage in self.stages for n in stage):
+        counts = [n for stage in self.stages for n in stage] if pairs else []  # (2.5 steps lasted 3; "3" failed in a comparison)
+        if not self.stages or not pairs or not all(is_int(n) and n >= 1 for n in counts) or lengths != sorted(lengths):
             raise ValueError(f"stages must be (max_length>0, steps>0) pairs with growing lengths, got {self.stages}")
-        object.__setattr__(self, "stages", tuple(tuple(stage) for stage in self.stages))
+        object.__setattr__(self, "stages", tuple((int(length), int(steps)) for length, steps in self.stages))
 
     @classmethod
     def none(cls) -> Curriculum:

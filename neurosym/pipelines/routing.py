@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from neurosym.perception.reader import shared_vocabulary
 from neurosym.perception.routed import RoutedReader
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, refit_reader
@@ -42,6 +43,7 @@ def route_readers(
     (resumable from ``checkpoint``), and the routed reader reads with them all."""
     if len(readers) != len(sources) or len(readers) < 2:
         raise ValueError(f"route_readers needs one source per reader and at least two, got {len(readers)} and {len(sources)}")
+    shared_vocabulary(readers, "a routed reader")  # (checked by RoutedReader only after the router's training)
     router = SymbolClassifier([f"source {k}" for k in range(len(sources))], backbone, 32, width=16)
     refit_reader(router, [source_windows(source, k) for k, source in enumerate(sources)], config, device, checkpoint, progress)
     return RoutedReader(list(readers), router.eval())

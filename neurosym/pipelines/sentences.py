@@ -96,7 +96,8 @@ class ImageSentences:
         if truths is not None and [len(t) for t in truths] != lengths.tolist():
             raise ValueError("every true sentence must be as long as its example")
         self.images = images
-        self.picks, self.given, self.lengths = picks, given, lengths
+        # (int32 arrays, numpy's default on some platforms, failed in one_hot at the first read)
+        self.picks, self.given, self.lengths = picks.astype(np.int64), given.astype(np.int64), lengths.astype(np.int64)
         self.targets, self.truths = list(targets), None if truths is None else list(truths)
 
     def __len__(self) -> int:
@@ -110,5 +111,5 @@ class ImageSentences:
         lengths = self.lengths[rows]
         steps = int(lengths.max())
         picks = torch.from_numpy(self.picks[rows, :steps])
-        windows = self.images[picks.clamp_min(0)] * (picks >= 0)[..., None, None].to(self.images.dtype)
+        windows = self.images[picks.clamp_min(0)] * (picks >= 0)[..., None, None].to(self.images.device, self.images.dtype)
         return SentenceBatch(windows, torch.from_numpy(lengths), torch.from_numpy(self.given[rows, :steps]))
