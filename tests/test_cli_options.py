@@ -152,6 +152,13 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("attention-speed --lengths 64,0", "argument --lengths: expected a positive integer, got '0'"),
         ("layer-speed --min-time 0", "argument --min-time: expected a finite positive number"),
         ("solver-speed --repeats 0", "argument --repeats: expected a positive integer"),
+        # run twice, reported twice, or ignored
+        ("mathematics --modules arithmetic__mul,arithmetic__mul", "module 'arithmetic__mul' given twice: each is run once"),
+        ("arithmetic --operations add,sub,add", "argument --operations: operation 'add' given twice"),
+        ("pvr --vector-models mlp,mlp", "argument --vector-models: vector model 'mlp' given twice"),
+        ("mathematics --train-per-module 2", "--train-per-module is split over easy/medium/hard: at least 3, got 2"),
+        ("mathematics --models symbolic --time-limit 5", "--time-limit is used by the neural models"),
+        ("hint --model gru --input symbol --drawn-digits 500", "--drawn-digits is used by --input image only"),
     ],
 )
 def test_commands_reject_bad_values_before_running(argv: str, message: str, capsys, tmp_path, monkeypatch) -> None:

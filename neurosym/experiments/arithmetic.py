@@ -95,11 +95,11 @@ class ArithmeticOptions(TrainingOptions):
     seeds: int | None = option(None, "runs (seeds) per model and operation (overrides the preset)", parse=positive_int)
     models: list[str] | None = option(
         None, f"comma-separated models from {', '.join(MODEL_NAMES)} (overrides the preset)",
-        parse=comma_list(_model_name, what="model"),
+        parse=comma_list(_model_name, what="model", distinct=True),
     )  # fmt: skip
     operations: list[str] | None = option(
         None, f"comma-separated operations from {', '.join(OPERATIONS)} for every model (default: the preset's; "
-        "paper: the published cells of Table 1)", parse=comma_list(_operation_name, what="operation"), aliases=["--ops"],
+        "paper: the published cells of Table 1)", parse=comma_list(_operation_name, what="operation", distinct=True), aliases=["--ops"],
     )  # fmt: skip
     schedule: str = option(
         "published", "regulariser warm-ups at the paper's iterations (NMU 1e6-2e6, NAU 5e3-5e4), or scaled by "

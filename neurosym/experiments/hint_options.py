@@ -50,7 +50,7 @@ def _fewshot_scales(text: str) -> list[float]:
     return [] if text.strip().lower() == "none" else comma_list(positive_float, what="scale")(text)
 
 
-_fewshot_concepts = comma_list(str, what="concept", choices=FEWSHOT_CONCEPTS)
+_fewshot_concepts = comma_list(str, what="concept", choices=FEWSHOT_CONCEPTS, distinct=True)
 """``--fewshot-concepts``: comma-separated concepts among :data:`FEWSHOT_CONCEPTS`."""
 
 
@@ -299,7 +299,7 @@ PIPELINE_ONLY = tuple(
     item.name for item in fields(HintPipelineOptions) if item.name not in {f.name for f in fields(TrainingOptions)}
 )
 """The options that only ``--model neurosym`` reads."""
-IMAGE_ONLY = ("cnn", "bank")
+IMAGE_ONLY = ("cnn", "bank", "drawn_digits")
 """The options that only image input reads."""
 PIPELINE_IMAGE_ONLY = (
     "steps", "batch_size", "learning_rate", "lr_schedule", "curriculum", "augment_shift", "augment_style", "stroke_width",

@@ -36,6 +36,7 @@ from neurosym.models.seq2seq.mathematics_task import (
     CONFIGS,
     DEFAULT_MODULES,
     NEURAL_MODELS,
+    TRAIN_REGIMES,
     greedy_answers,
     load_data,
     score,
@@ -68,10 +69,10 @@ class MathematicsOptions(TrainingOptions):
 
     models: list[str] = option(
         None, f"comma-separated models to evaluate from {', '.join(MODELS)}",
-        parse=comma_list(str, what="model", choices=MODELS), factory=lambda: list(MODELS),
+        parse=comma_list(str, what="model", choices=MODELS, distinct=True), factory=lambda: list(MODELS),
     )  # fmt: skip
     modules: list[str] = option(
-        None, "comma-separated training/interpolation modules (file stems)", parse=comma_list(str, what="module"),
+        None, "comma-separated training/interpolation modules (file stems)", parse=comma_list(str, what="module", distinct=True),
         factory=lambda: list(DEFAULT_MODULES),
     )  # fmt: skip
     preset: str = preset_option(PRESET_MEANINGS, "cpu")
@@ -80,7 +81,7 @@ class MathematicsOptions(TrainingOptions):
     learning_rate: float = option(6e-4, "Adam learning rate (paper: 6e-4)", parse=positive_float, aliases=["--lr"])
     clip: float = option(0.1, "absolute gradient-value clipping (paper: 0.1)", parse=positive_float)
     train_per_module: int | None = option(
-        None, "training questions per module, split over easy/medium/hard (default: {:,}; the smoke preset's {:,})".format(
+        None, "training questions per module, a third (rounded down) each of easy/medium/hard (default: {:,}; the smoke preset's {:,})".format(
             QUESTIONS_PER_MODULE["cpu"][0], QUESTIONS_PER_MODULE["smoke"][0]
         ), parse=positive_int,
     )  # fmt: skip
@@ -99,10 +100,13 @@ class MathematicsOptions(TrainingOptions):
     def __post_init__(self) -> None:
         if set(self.models) <= {"symbolic"}:  # the symbolic route trains nothing
             reject_unused(self, NEURAL_ONLY, "the neural models (--models other than symbolic)")
+        if self.train_per_module is not None and self.train_per_module < len(TRAIN_REGIMES):  # (none read; blamed on the tests)
+            raise ValueError(f"--train-per-module is split over easy/medium/hard: at least 3, got {self.train_per_module}")
 
 
 NEURAL_ONLY = (
-    "steps", "batch_size", "learning_rate", "clip", "train_per_module", "eval_batch_size", "checkpoint_every", "compile"
+    "steps", "batch_size", "learning_rate", "clip", "train_per_module", "eval_batch_size", "checkpoint_every", "compile",
+    "time_limit", "resume",
 )  # fmt: skip
 """The options that only the neural models read: their training and greedy decoding."""
 

@@ -146,10 +146,11 @@ COMPILE_HELP = (
 
 
 def comma_list(
-    item: Callable[[str], T], *, what: str = "value", choices: Sequence[str] | None = None
+    item: Callable[[str], T], *, what: str = "value", choices: Sequence[str] | None = None, distinct: bool = False
 ) -> Callable[[str], list[T]]:
     """A parser of a non-empty comma-separated list, each part converted by ``item`` (an option type, or
-    ``str``) and, with ``choices``, one of them; the error names the part that is wrong."""
+    ``str``) and, with ``choices``, one of them; ``distinct``: no value twice (a module or model named twice was run
+    twice). The error names the part that is wrong."""
 
     def parse(text: str) -> list[T]:
         parts = [part.strip() for part in text.split(",") if part.strip()]
@@ -163,6 +164,8 @@ def comma_list(
                 values.append(item(part))
             except ValueError as error:  # a type's own ArgumentTypeError names the part already
                 raise argparse.ArgumentTypeError(f"{what} {part!r}: {error}") from None
+        if distinct and (repeated := next((value for i, value in enumerate(values) if value in values[:i]), None)):
+            raise argparse.ArgumentTypeError(f"{what} {repeated!r} given twice: each is run once")
         return values
 
     parse.__name__ = f"comma-separated {what}s"  # argparse names the type in its error message

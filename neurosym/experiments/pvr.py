@@ -75,12 +75,12 @@ class PVROptions(TrainingOptions):
     sweeps: list[str] = option(
         None,
         f"comma-separated subset of {SWEEPS}",
-        parse=comma_list(str, what="sweep", choices=SWEEPS),
+        parse=comma_list(str, what="sweep", choices=SWEEPS, distinct=True),
         factory=lambda: list(SWEEPS),
     )
     preset: str | None = preset_option(PRESET_MEANINGS, None)
     vector_models: list[str] = option(
-        None, "vector models: mlp, mlp2x, transformer, mixer", parse=comma_list(str, what="vector model", choices=VECTOR_MODELS),
+        None, "vector models: mlp, mlp2x, transformer, mixer", parse=comma_list(str, what="vector model", choices=VECTOR_MODELS, distinct=True),
         factory=lambda: ["mlp", "mixer"],
     )  # fmt: skip
     complexities: list[int] = option(
@@ -99,11 +99,11 @@ class PVROptions(TrainingOptions):
     holdout_train_size: int = option(10000, "training-set size of holdout-i", parse=positive_int)
     visual_models: list[str] = option(
         None, "CNNs of the block sweep: resnet18, vgg11bn, small_cnn",
-        parse=comma_list(str, what="visual model", choices=VISUAL_MODELS), factory=lambda: ["resnet18", "vgg11bn"],
+        parse=comma_list(str, what="visual model", choices=VISUAL_MODELS, distinct=True), factory=lambda: ["resnet18", "vgg11bn"],
     )  # fmt: skip
     sequential_models: list[str] = option(
         None, "CNNs of the sequential sweep: resnet18, vgg11bn",
-        parse=comma_list(str, what="visual model", choices=SEQUENTIAL_MODELS), factory=lambda: ["resnet18"],
+        parse=comma_list(str, what="visual model", choices=SEQUENTIAL_MODELS, distinct=True), factory=lambda: ["resnet18"],
     )  # fmt: skip
     sequence_length: int = option(11, "digits in a sequential image: the pointer and the values", parse=integer_in(2))
     visual_epochs: int | None = option(None, "epochs of every CNN run (default: the budget's)", parse=positive_int)
