@@ -277,6 +277,10 @@ class HintOptions(HintPipelineOptions):
             reject_unused(self, ADAPT_ONLY, "--adapt")
             if self.extra_test_bank is None:
                 reject_unused(self, ("adapt_examples",), "--adapt or --extra-test-bank")
+        if self.semantics == "learned" and self.input == "image":  # its grounding reads --classes, --steps, --batch-size
+            reject_unused(self, GIVEN_SEMANTICS_IMAGE_ONLY, "--semantics given")
+        if self.semantics == "given":
+            reject_unused(self, ("classes",), "--semantics learned")
         if not self.fewshot_scales:  # --fewshot-scales none: no few-shot stage
             reject_unused(self, FEWSHOT_ONLY, "the few-shot stage (--fewshot-scales other than none)")
 
@@ -301,6 +305,11 @@ PIPELINE_ONLY = tuple(
 """The options that only ``--model neurosym`` reads."""
 IMAGE_ONLY = ("cnn", "bank", "drawn_digits")
 """The options that only image input reads."""
+GIVEN_SEMANTICS_IMAGE_ONLY = (
+    "cnn", "learning_rate", "lr_schedule", "curriculum", "stroke_width", "learning_rule", "pseudo_labels", "abduction_changes",
+    "classifier_features", "classifier_width", "checkpoint_every", "adapt", "extra_test_bank",
+)  # fmt: skip
+"""The reader and training options of image input that ``--semantics learned`` (its own grounding) does not read."""
 PIPELINE_IMAGE_ONLY = (
     "steps", "batch_size", "learning_rate", "lr_schedule", "curriculum", "augment_shift", "augment_style", "stroke_width",
     "learning_rule", "pseudo_labels", "abduction_changes", "classifier_features", "classifier_width", "checkpoint_every",
