@@ -232,15 +232,13 @@ def _run_table(
         f"Wrote {options.out / 'results.json'}"
         + (f", {options.out / 'success_rates.png'} and learning_curves.png" if cells else "")
     )
-    # (side by side, the stopped group need not be the last)
-    if stopped := next((group for group in runs if group.stop_reason is not None), None):
-        assert stopped.stop_reason is not None
+    ended = [(group, group.stop_reason) for group in runs if group.stop_reason is not None]
+    if ended:  # (side by side, the stopped group need not be the last)
+        stopped, reason = ended[0]
         waiting = [f"{label}: {', '.join(models)}" for label, models in
                    (("not evaluated yet", not_evaluated), ("not started", pending)) if models]  # fmt: skip
         print(f"{stopped.config.model} stopped at step {stopped.step} of {steps}" + "".join(f"; {part}" for part in waiting))
-        raise TrainingInterrupted(
-            stopped.step, steps, stopped.stop_reason, options.out / "checkpoints", resume_with="the same command"
-        )
+        raise TrainingInterrupted(stopped.step, steps, reason, options.out / "checkpoints", resume_with="the same command")
     return result
 
 

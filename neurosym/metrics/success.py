@@ -118,7 +118,6 @@ def mean_sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> floa
     if list(sparsity_error.shape) != expected:  # (another run's longer curve, or [S, E], was read at the wrong steps)
         raise ValueError(f"sparsity_error must be [E, S] = {expected}, as the outcomes' evaluations and runs, got "
                          f"{list(sparsity_error.shape)}")  # fmt: skip
-
     at_best = sparsity_error.gather(0, best_index.reshape(1, -1)).squeeze(0).double()
     if bad := (solved & ~at_best.isfinite()).nonzero().flatten().tolist():
         raise ValueError(

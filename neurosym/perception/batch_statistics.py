@@ -11,6 +11,8 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from neurosym.training.modes import modes_kept
+
 
 def batch_norms(module: nn.Module) -> list[nn.modules.batchnorm._BatchNorm]:
     """Every batch-norm layer of ``module`` (any dimension), in module order."""
@@ -37,9 +39,7 @@ def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> I
     layers = [layer for layer in batch_norms(module) if layer.track_running_stats]
     if not layers:
         raise ValueError(f"{type(module).__name__} has no batch-norm layer whose statistics could be re-estimated")
-    saved = [([statistic.clone() for statistic in _running_statistics(layer)], layer.momentum) for layer in layers]
-    modes = [(inner, inner.training) for inner in module.modules()]  # (each restored: a frozen part came back training)
-    try:
+    with modes_kept(module), _statistics_kept(layers):
         for layer in layers:
             layer.reset_running_stats()
             layer.momentum = None  # cumulative average
@@ -53,10 +53,16 @@ def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> I
             raise ValueError("no images to re-estimate the batch-norm statistics from")
         module.eval()
         yield seen
+
+
+@contextmanager
+def _statistics_kept(layers: list[nn.modules.batchnorm._BatchNorm]) -> Iterator[None]:
+    """On leaving the block, each of the batch-norm ``layers`` has the running statistics and momentum it had."""
+    saved = [([statistic.clone() for statistic in _running_statistics(layer)], layer.momentum) for layer in layers]
+    try:
+        yield
     finally:
         for layer, (statistics, momentum) in zip(layers, saved, strict=True):
             for statistic, kept in zip(_running_statistics(layer), statistics, strict=True):
                 statistic.copy_(kept)
             layer.momentum = momentum
-        for inner, training in modes:
-            inner.train(training)

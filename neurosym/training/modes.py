@@ -9,13 +9,21 @@ from torch import nn
 
 
 @contextmanager
-def evaluation_mode(model: nn.Module) -> Iterator[None]:
-    """Within the block every module of ``model`` is in evaluation mode (dropout off, batch norm reads its running
-    statistics and leaves them alone); on leaving, each module gets its own mode back."""
+def modes_kept(model: nn.Module) -> Iterator[None]:
+    """On leaving the block, every module of ``model`` gets the train/eval mode it had on entering (``model.train()``
+    alone would also switch a frozen part left in evaluation mode)."""
     modes = [(module, module.training) for module in model.modules()]
-    model.eval()
     try:
         yield
     finally:
         for module, training in modes:
             module.train(training)
+
+
+@contextmanager
+def evaluation_mode(model: nn.Module) -> Iterator[None]:
+    """Within the block every module of ``model`` is in evaluation mode (dropout off, batch norm reads its running
+    statistics and leaves them alone); on leaving, each module gets its own mode back."""
+    with modes_kept(model):
+        model.eval()
+        yield
