@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neurosym.data.hint import HintRecord, fewshot_split, load_release, main_split, read_fewshot, subsample
+from neurosym.data.hint import HintRecord, fewshot_split, held_out_for, load_release, main_split, read_fewshot, subsample
 from neurosym.data.symbol_images import (
     SymbolBank,
     default_bank,
@@ -82,11 +82,23 @@ class HintData:
         return self.bank
 
 
+def tested_at_other_scale(splits: dict[str, list[HintRecord]], other: list[HintRecord], name: str) -> list[HintRecord]:
+    """The ``name`` split (``val``/``test``) of a run that trained on ``splits["train"]`` and is tested on the
+    list ``other`` generated at another scale, whose ``I`` subset was drawn from that scale's training list: the
+    ``I`` records of the run's own scale, then the records of ``other`` that keep their subset's meaning for the
+    run (:func:`~neurosym.data.hint.held_out_for`) less the ``I`` expressions shown already."""
+    own = [record for record in splits[name] if record.eval == "I"]
+    shown = {record.expr for record in own}
+    held_out = held_out_for(other, {record.expr for record in splits["train"]})
+    return [*own, *(record for record in held_out if record.expr not in shown)]
+
+
 def load_hint_data(
     args: HintOptions, image_input: bool, fewshot: bool = False, test_scale: float | None = None, progress: bool = False
 ) -> HintData:
     """The data that ``args`` (``--data``, ``--bank``, ``--scale``, ``--seed``) name, with the validation and test
-        splits at ``test_scale`` when given (larger than training needs); a release folder is checked first (its
+        splits at ``test_scale`` when given (larger than training needs; their ``I`` subset holds expressions the run
+        trained on: :func:`tested_at_other_scale`, :func:`~neurosym.data.hint.load_release`); a release folder is checked first (its
         few-shot file too when ``fewshot``): a broken one ends the command with a one-line message (exit status 1)
     before any training."""
     scales = {"train": args.scale, "val": test_scale or args.scale, "test": test_scale or args.scale}
@@ -102,8 +114,8 @@ def load_hint_data(
         return HintData(splits, bank, f"official HINT release {release}", args.scale, release_fewshot)
     splits = {name: list(split) for name, split in main_split(scale=args.scale, seed=args.seed, progress=progress).items()}
     if scales["test"] != args.scale:
-        larger = main_split(scale=scales["test"], seed=args.seed, progress=progress)
-        splits.update(val=list(larger["val"]), test=list(larger["test"]))
+        other = main_split(scale=scales["test"], seed=args.seed, progress=progress)
+        splits.update({name: tested_at_other_scale(splits, list(other[name]), name) for name in ("val", "test")})
 
     def generated_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
         return {name: list(split) for name, split in fewshot_split(concept, scale=scale, seed=args.seed).items()}

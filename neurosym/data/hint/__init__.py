@@ -13,6 +13,7 @@ from neurosym.data.hint.build import (
 )
 from neurosym.data.hint.examples import HintRecord, HintSplit
 from neurosym.data.hint.generate import generate_split
+from neurosym.data.hint.held_out import held_out_for
 from neurosym.data.hint.official import (
     FEWSHOT_FILE,
     IMAGE_FOLDER,
@@ -88,6 +89,7 @@ __all__ = [
     "fewshot_split",
     "fewshot_vocabulary",
     "generate_split",
+    "held_out_for",
     "main_split",
     "operator_count",
     "prefix_shapes",

@@ -21,6 +21,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from neurosym.data.hint.examples import HintRecord
+from neurosym.data.hint.held_out import held_out_for
 from neurosym.data.hint.splits import EVAL_SUBSETS
 from neurosym.data.hint.stats import parents_first
 from neurosym.data.randomness import as_generator
@@ -156,23 +157,37 @@ def _check_some(records: Sequence, path: Path) -> None:
         raise ValueError(f"{path} holds no expression: every split of a release needs some")
 
 
-def subsample(records: Sequence[HintRecord], scale: float, seed: int = 0) -> list[HintRecord]:
+def subsample(
+    records: Sequence[HintRecord], scale: float, seed: int = 0, subset_scales: Mapping[str, float] | None = None
+) -> list[HintRecord]:
     """A fixed-seed sample of ``scale`` of ``records``, drawn per test subset (``eval``) so that every
-    subset keeps its share (at least one record of each subset present); the order is kept."""
-    if not (is_real(scale) and 0 < scale <= 1):  # "0.5" failed on the comparison, naming neither
-        raise ValueError(f"scale must be a number in (0, 1], got {scale!r}")
-    if scale == 1:
-        return list(records)
+    subset keeps its share (at least one record of each subset present); ``subset_scales`` gives some
+    subsets another scale. The order is kept."""
+    scales = {subset: _checked_scale(value) for subset, value in (subset_scales or {}).items()}
+    scale = _checked_scale(scale)
     rng = as_generator(seed)
     by_subset: dict[str | None, list[int]] = {}
     for index, record in enumerate(records):
         by_subset.setdefault(record.eval, []).append(index)
     kept = [
         index
-        for indices in by_subset.values()
-        for index in rng.choice(indices, size=max(1, round(scale * len(indices))), replace=False).tolist()
+        for subset, indices in by_subset.items()
+        for index in _sample(indices, scales.get(subset, scale) if subset is not None else scale, rng)
     ]
     return [records[index] for index in sorted(kept)]
+
+
+def _checked_scale(scale: float) -> float:
+    if not (is_real(scale) and 0 < scale <= 1):  # "0.5" failed on the comparison, naming neither
+        raise ValueError(f"scale must be a number in (0, 1], got {scale!r}")
+    return scale
+
+
+def _sample(indices: list[int], scale: float, rng: np.random.Generator) -> list[int]:
+    """``scale`` of ``indices`` (at least one), all of them at scale 1."""
+    if scale == 1:
+        return indices
+    return rng.choice(indices, size=max(1, round(scale * len(indices))), replace=False).tolist()
 
 
 def load_release(
@@ -180,9 +195,26 @@ def load_release(
 ) -> tuple[dict[str, list[HintRecord]], SymbolBank | None]:
     """A release folder, checked first (:func:`check_release`: its few-shot file too when ``fewshot``): its
     main split with each split ``name`` subsampled at ``scales[name]`` (:func:`subsample`), and, when ``images``,
-    the bank of its ``symbol_images/`` (which the records' ``img_paths`` index), else ``None``."""
+    the bank of its ``symbol_images/`` (which the records' ``img_paths`` index), else ``None``.
+
+    A training list subsampled at ``scales["train"] < 1`` keeps the validation and test subsets' meaning
+    (:func:`~neurosym.data.hint.held_out_for`): ``I`` ("seen expressions") holds the records whose expression
+    the sample holds, sampled at ``scales[name] / scales["train"]`` (at most all of them: the sample already
+    thinned them to its share); ``ValueError`` when none is left."""
     check_release(root, fewshot=fewshot, images=images)
-    splits = {name: subsample(records, scales[name], seed) for name, records in read_release(root).items()}
+    release = read_release(root)
+    train_scale = _checked_scale(scales["train"])
+    splits = {"train": subsample(release["train"], train_scale, seed)}
+    trained = {record.expr for record in splits["train"]}
+    for name in ("val", "test"):
+        records = release[name] if train_scale == 1 else held_out_for(release[name], trained)
+        if any(r.eval == "I" for r in release[name]) and not any(r.eval == "I" for r in records):
+            raise ValueError(
+                f"{Path(root) / SPLIT_FILES[name]}: no I record (seen expressions) holds an expression of the "
+                f"{len(trained)} training records sampled at scale {train_scale:g}; use a larger scale"
+            )
+        i_scale = min(1.0, _checked_scale(scales[name]) / train_scale)
+        splits[name] = subsample(records, scales[name], seed, subset_scales={"I": i_scale})
     return splits, load_folder_bank(Path(root) / IMAGE_FOLDER, seed=seed) if images else None
 
 
