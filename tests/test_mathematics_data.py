@@ -353,3 +353,17 @@ def test_the_generator_environment_may_be_named_by_a_string(tmp_path):
 
     assert not generator_env_ready(str(tmp_path / "env"))
     assert generator_python(str(tmp_path / "env")) == generator_python(tmp_path / "env")
+
+
+def test_a_prediction_with_a_pad_or_bos_before_its_end_matches_no_answer() -> None:
+    from neurosym.models.seq2seq.mathematics_task import greedy_answers
+
+    one, two = encode("12")
+
+    class Predicts:  # greedy decoding's output: no BOS in front, EOS-filled after the end
+        def greedy_decode(self, src, src_mask, max_len, bos, eos):
+            return torch.tensor([[one, PAD, two, EOS], [one, BOS, two, EOS], [one, two, EOS, EOS]])
+
+    answers = greedy_answers(Predicts(), ["q", "q", "q"], torch.device("cpu"), batch_size=3)  # type: ignore[arg-type]
+    assert answers[2] == "12" and "12" not in answers[:2] and all(len(answer) == 3 for answer in answers[:2])
+    assert decode([BOS, one, two, EOS, PAD]) == "12"  # a padded target still reads as its text

@@ -32,8 +32,14 @@ def encode(text: str, bos: bool = False, eos: bool = False) -> list[int]:
     return [BOS] * bos + ids + [EOS] * eos
 
 
-def decode(ids: Sequence[int]) -> str:
-    """Text of ``ids``: stops at the first EOS, skips PAD and BOS; an id outside the vocabulary raises."""
+SHOWN_SPECIAL = {PAD: "\u2400", BOS: "\u2402"}
+"""How :func:`decode` shows PAD and BOS when asked: characters outside the alphabet, so that no answer equals them."""
+
+
+def decode(ids: Sequence[int], show_special: bool = False) -> str:
+    """Text of ``ids``: stops at the first EOS and skips PAD and BOS (a padded target), or, with ``show_special``
+    (a model's prediction), writes them as :data:`SHOWN_SPECIAL`'s characters, so that a prediction with a PAD or
+    BOS before its EOS equals no answer; an id outside the vocabulary raises."""
     if isinstance(ids, torch.Tensor | np.ndarray) and ids.ndim != 1:
         raise ValueError(f"decode takes one sequence of ids, got an array of shape {list(ids.shape)}")
     chars = []
@@ -46,7 +52,9 @@ def decode(ids: Sequence[int]) -> str:
         index = int(value)
         if index == EOS:
             break
-        if index in (PAD, BOS):
+        if index in SHOWN_SPECIAL:
+            if show_special:
+                chars.append(SHOWN_SPECIAL[index])
             continue
         if not _OFFSET <= index < VOCAB_SIZE:
             raise ValueError(f"id {index} at position {position} is outside the vocabulary of {VOCAB_SIZE}")

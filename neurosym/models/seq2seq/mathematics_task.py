@@ -235,12 +235,13 @@ def train_model(
 def greedy_answers(
     model: Seq2Seq, questions: Sequence[str], device: torch.device, batch_size: int, progress: bool = False
 ) -> list[str]:
-    """Greedy decoding of at most 30 answer characters for every question (``batch_size`` questions at a time)."""
+    """Greedy decoding of at most 30 answer characters for every question (``batch_size`` questions at a time); a PAD
+    or BOS predicted before EOS is kept as a character no answer holds (:func:`~neurosym.data.mathematics.decode`)."""
     answers: list[str] = []
     for start in tqdm(range(0, len(questions), batch_size), desc="decoding", unit="batch", leave=False, disable=not progress):
         src = pad_sequences([encode(q, eos=True) for q in questions[start : start + batch_size]]).to(device)
         mask = src == PAD
         with mixed_precision(device):
             tokens = model.greedy_decode(src, mask, max_len=MAX_ANSWER_LENGTH + 1, bos=BOS, eos=EOS)
-        answers.extend(decode(row) for row in tokens.tolist())
+        answers.extend(decode(row, show_special=True) for row in tokens.tolist())  # a PAD or BOS is no character
     return answers
