@@ -108,3 +108,43 @@ def test_a_corrupt_bank_archive_is_a_usage_error_at_once(tmp_path: Path, capsys)
         main(["hint", "--input", "image", "--bank", str(corrupt), "--out", str(tmp_path / "out")])
     assert stopped.value.code == 2
     assert f"argument --bank: {corrupt}: not a readable .npz archive" in capsys.readouterr().err
+
+
+def test_a_resume_on_a_release_rewritten_since_is_refused_naming_its_files(release: Path, tmp_path: Path, capsys) -> None:
+    import os
+    import shutil
+
+    from neurosym.training.checkpoint import files_stamp
+
+    copy = Path(shutil.copytree(release, tmp_path / "release"))
+    stamp = files_stamp(copy)
+    argv = ["hint", "--data", str(copy), "--model", "gru", "--input", "symbol", "--out", str(tmp_path / "out"), *SMALL]
+    assert main([*argv, "--steps", "2"]) == 0
+    assert files_stamp(copy) == stamp  # reading the release leaves it as it was
+    assert main([*argv, "--steps", "4"]) == 0  # the same files: the run resumes
+    test = copy / SPLIT_FILES["test"]
+    records = json.loads(test.read_text())
+    test.write_text(json.dumps(records[1:]))  # rewritten in place, under the same path
+    os.utime(test, ns=(test.stat().st_atime_ns, test.stat().st_mtime_ns + 10**9))
+    assert files_stamp(copy) != stamp
+    capsys.readouterr()
+    assert main([*argv, "--steps", "6"]) == 2
+    error = capsys.readouterr().err
+    assert "for another model or data (data.files differ)" in error and "--no-resume starts afresh" in error
+
+
+def test_a_files_stamp_changes_with_a_file_added_removed_or_rewritten(tmp_path: Path) -> None:
+    from neurosym.training.checkpoint import files_stamp
+
+    folder = tmp_path / "data"
+    (folder / "inner").mkdir(parents=True)
+    (folder / "inner" / "a.json").write_text("[1]")
+    first = files_stamp(folder)
+    assert files_stamp(folder) == first and files_stamp(tmp_path / "absent") == "missing"
+    (folder / "b.json").write_text("[]")
+    added = files_stamp(folder)
+    (folder / "b.json").unlink()
+    assert added != first and files_stamp(folder) == first
+    (folder / "inner" / "a.json").write_text("[12]")  # another size
+    assert files_stamp(folder) != first
+    assert files_stamp(folder / "inner" / "a.json") != files_stamp(folder)  # a file alone: its own stamp

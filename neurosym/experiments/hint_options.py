@@ -23,11 +23,11 @@ from neurosym.experiments.options import (
     non_negative_float,
     non_negative_int,
     option,
-    option_as_json,
     positive_float,
     positive_int,
     probability_below_one,
     reject_unused,
+    setup_value,
     unit_interval,
 )
 from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES
@@ -289,9 +289,10 @@ class HintOptions(HintPipelineOptions):
         return self.steps or DEFAULT_STEPS["neurosym" if self.model == "neurosym" else "seq2seq"]
 
     def setup(self, names: Iterable[str]) -> dict[str, Any]:
-        """The options ``names`` together with the data's (:data:`DATA_OPTIONS`), paths as text: what a run's model and
-        training data are built from, kept in its checkpoint so that a resume under others is refused."""
-        return {name: option_as_json(getattr(self, name)) for name in (*DATA_OPTIONS, *names)}
+        """The options ``names`` together with the data's (:data:`DATA_OPTIONS`), paths with the stamp of their files
+        (:func:`~neurosym.experiments.options.setup_value`): what a run's model and training data are built from, kept in
+        its checkpoint so that a resume under others, or on data rewritten since, is refused."""
+        return {name: setup_value(getattr(self, name)) for name in (*DATA_OPTIONS, *names)}
 
 
 DATA_OPTIONS = ("model", "input", "scale", "data", "bank", "drawn_digits")

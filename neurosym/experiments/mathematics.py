@@ -28,6 +28,7 @@ from neurosym.experiments.options import (
     positive_int,
     preset_option,
     reject_unused,
+    setup_value,
 )
 from neurosym.experiments.report import format_table
 from neurosym.metrics.mathematics import results_table
@@ -143,7 +144,7 @@ def run(options: MathematicsOptions) -> dict:
         "models": {},
     }
     data_setup = {
-        "modules": options.modules, "train_per_module": train_count, "data": None if options.data is None else str(options.data)
+        "modules": options.modules, "train_per_module": train_count, "data": setup_value(options.data)
     }  # fmt: skip
     limit, began = minutes_to_seconds(options.time_limit), time.perf_counter()
     for name in options.models:

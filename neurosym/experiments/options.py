@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_type_hints
 import torch
 
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
+from neurosym.training.checkpoint import files_stamp
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -119,6 +120,15 @@ def option_as_json(value: Any) -> Any:
     return (
         str(value) if isinstance(value, Path) else [option_as_json(item) for item in value] if isinstance(value, list) else value
     )
+
+
+def setup_value(value: Any) -> Any:
+    """An option's value as a run's setup keeps it (:func:`~neurosym.training.checkpoint.check_setup`): as
+    :func:`option_as_json` gives it, but a path as ``{"path": text, "files": stamp}``
+    (:func:`~neurosym.training.checkpoint.files_stamp`), so that a resume notices the data under it rewritten."""
+    if isinstance(value, Path):
+        return {"path": str(value), "files": files_stamp(value)}
+    return [setup_value(item) for item in value] if isinstance(value, list) else value
 
 
 def options_as_json(options: Any) -> dict[str, Any]:

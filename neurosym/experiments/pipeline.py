@@ -42,6 +42,7 @@ from neurosym.experiments.options import (
     positive_float,
     positive_int,
     reject_unused,
+    setup_value,
     unit_interval,
 )
 from neurosym.experiments.report import format_table
@@ -443,8 +444,9 @@ SETUP_OPTIONS = (*DATA_OPTIONS, "reader_width", "reader_convs", "readers")
 
 
 def training_setup(options: PipelineOptions, abduction: AbductionBudget) -> dict[str, Any]:
-    """What a run's checkpoint must agree with to be resumed: :data:`SETUP_OPTIONS` and the abduction budget."""
-    return {name: option_as_json(getattr(options, name)) for name in SETUP_OPTIONS} | {"abduction": asdict(abduction)}
+    """What a run's checkpoint must agree with to be resumed: :data:`SETUP_OPTIONS` (paths with the stamp of their
+    files: :func:`~neurosym.experiments.options.setup_value`) and the abduction budget."""
+    return {name: setup_value(getattr(options, name)) for name in SETUP_OPTIONS} | {"abduction": asdict(abduction)}
 
 
 def fresh_seed(seed: int, attempt: int) -> int:

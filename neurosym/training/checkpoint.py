@@ -3,6 +3,7 @@ the one check that a checkpoint may be resumed under a given configuration."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import pickle
@@ -177,6 +178,22 @@ def check_setup(saved: Mapping[str, Any] | None, setup: Mapping[str, Any], path:
     ``advice``: what to do instead."""
     if saved is not None:
         _refuse_differences(saved, setup, sorted({*saved, *setup}), path, "for another model or data", advice)
+
+
+def files_stamp(path: str | os.PathLike) -> str:
+    """A short digest of what the file or folder ``path`` holds as the file system describes it: each file's path
+    (relative to a folder), size and modification time. It changes when a file is rewritten, added or removed, not when
+    one is read: a run's setup keeps it beside a data path (:func:`check_setup`), so that a resume notices data
+    rewritten in place. ``"missing"`` where nothing is."""
+    root = Path(path)
+    if not root.exists():
+        return "missing"
+    files = [root] if root.is_file() else sorted(item for item in root.rglob("*") if item.is_file())
+    digest = hashlib.blake2b(digest_size=8)
+    for file in files:
+        info = file.stat()
+        digest.update(f"{file.relative_to(root).as_posix()}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
 
 
 def _flat(values: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:

@@ -65,7 +65,7 @@ def learn_fewshot(
     :class:`TrainingInterrupted`."""
     progress_path = out / f"fewshot_{args.input}.json"
     done: dict[str, Any] = load_json(progress_path) if progress_path.is_file() and args.resume else {}
-    setup = {name: value for name, value in options_as_json(args).items() if name not in NOT_IN_SETUP}
+    setup = {name: value for name, value in options_as_json(args).items() if name not in NOT_IN_SETUP} | args.setup(())
     check_setup(done.get("setup"), setup, progress_path)  # another seed's or semantics' concepts are not this run's
     done["setup"] = setup
     scales, concepts = args.fewshot_scales, args.fewshot_concepts
