@@ -338,6 +338,40 @@ def test_member_extracts_a_copy_with_that_members_parameters(cls) -> None:
         member.member(0)
 
 
+@pytest.mark.parametrize(
+    "ensemble, unit, option",
+    [
+        (NALU(3, 2, ensemble=4), NALU(3, 2, shared_weights=False), "shared_weights"),
+        (NALU(3, 2, ensemble=4, shared_weights=False), NALU(3, 2), "shared_weights"),
+        (NACMul(3, 2, ensemble=4), NACMul(3, 2, eps=0.5), "eps"),
+        (NPU(3, 2, ensemble=4, eps=1e-3), NPU(3, 2), "eps"),
+    ],
+)
+def test_set_member_refuses_a_unit_built_with_other_options_and_changes_nothing(ensemble, unit, option) -> None:
+    """A unit of other options computes another function from the same parameters: it was copied in (shared NALU
+    weights, NACMul's eps) or raised a bare KeyError after overwriting part of the member."""
+    before = {key: value.clone() for key, value in ensemble.state_dict().items()}
+    with pytest.raises(ValueError, match=rf"^set_member: the {type(unit).__name__} copied in has {option}="):
+        ensemble.set_member(0, unit)
+    assert all(torch.equal(value, before[key]) for key, value in ensemble.state_dict().items())
+
+
+def test_set_member_takes_a_unit_that_differs_only_in_how_it_computes() -> None:
+    ensemble, unit = NMU(3, 2, ensemble=2), NMU(3, 2, compiled=True)
+    ensemble.set_member(1, unit)
+    torch.testing.assert_close(ensemble.member(1).weight, unit.weight)
+
+
+@pytest.mark.parametrize("index", [4, -5])
+def test_set_member_names_an_index_out_of_range_as_member_does(index) -> None:
+    ensemble = NALU(3, 2, ensemble=4)
+    for call in (lambda: ensemble.member(index), lambda: ensemble.set_member(index, NALU(3, 2))):
+        with pytest.raises(IndexError, match=rf"^NALU: member {index} out of range for ensemble=4$"):
+            call()
+    with pytest.raises(ValueError, match=r"^NALU: set_member\(\) needs an ensemble unit"):
+        NALU(3, 2).set_member(0, NALU(3, 2))
+
+
 @pytest.mark.parametrize("cls", UNITS)
 def test_member_leaves_the_global_random_state_alone(cls) -> None:
     ensemble = _unit(cls, 3, 2, ensemble=4)

@@ -16,6 +16,9 @@ from torch import Tensor, nn
 from neurosym.layers.shape_checks import autocast_enabled, check_dtype_of, check_tensor
 from neurosym.training.checks import int_at_least, positive_number
 
+RUN_OPTIONS = frozenset({"compiled"})
+"""Constructor options that choose how a unit computes, not what: :meth:`ArithmeticUnit.set_member` lets them differ."""
+
 HALF_PRECISION = (torch.float16, torch.bfloat16)
 """The floating-point dtypes the units do not compute in (their sums and products of values in the thousands are not
 exact there, and float16 overflows to ``inf`` beyond 65504)."""
@@ -165,10 +168,7 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
 
         Torch's global random state is left as it was: the copy's own initialisation, overwritten at once, drew from
         it, so calling ``member`` mid-training (to log the best seed) changed every later draw."""
-        if self.ensemble is None:
-            raise ValueError(f"{type(self).__name__}: member() needs an ensemble unit, this one has ensemble=None")
-        if not -self.ensemble <= index < self.ensemble:
-            raise IndexError(f"{type(self).__name__}: member {index} out of range for ensemble={self.ensemble}")
+        self._check_member_index(index, "member")
         reference = next(self.parameters())
         with torch.random.fork_rng(devices=[]):  # built on the CPU: only the CPU's generator is drawn from
             unit = type(self)(self.in_features, self.out_features, **self._options)
@@ -176,21 +176,42 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         unit.load_state_dict({name: value[index].clone() for name, value in self.state_dict().items()})
         return unit
 
+    def _check_member_index(self, index: int, method: str) -> None:
+        """``ValueError`` unless this is an ensemble unit, ``IndexError`` unless ``index`` names one of its members."""
+        if self.ensemble is None:
+            raise ValueError(f"{type(self).__name__}: {method}() needs an ensemble unit, this one has ensemble=None")
+        if not -self.ensemble <= index < self.ensemble:
+            raise IndexError(f"{type(self).__name__}: member {index} out of range for ensemble={self.ensemble}")
+
     def set_member(self, index: int, unit: ArithmeticUnit) -> None:
-        """Copy the parameters of the unbatched ``unit`` into member ``index`` of this ensemble."""
-        if self.ensemble is None or unit.ensemble is not None or type(unit) is not type(self):
+        """Copy the parameters of the unbatched ``unit`` into member ``index`` of this ensemble.
+
+        ``unit`` must be of this class and built with the same sizes and options (``eps``, ``shared_weights``, …;
+        only ``compiled``, which changes how the unit computes and not what, may differ): a unit built with other
+        options computes another function from the same parameters. Everything is checked before anything is
+        copied, so a refused ``unit`` leaves the ensemble as it was."""
+        name = type(self).__name__
+        if type(unit) is not type(self) or unit.ensemble is not None:
             raise ValueError(
-                f"set_member copies an unbatched {type(self).__name__} into an ensemble one, "
+                f"set_member copies an unbatched {name} into an ensemble one, "
                 f"got {type(unit).__name__}(ensemble={unit.ensemble}) into ensemble={self.ensemble}"
             )
-        source = unit.state_dict()
+        self._check_member_index(index, "set_member")
+        for option in sorted((self._options.keys() | unit._options.keys()) - RUN_OPTIONS):
+            if self._options.get(option) != unit._options.get(option):
+                raise ValueError(
+                    f"set_member: the {name} copied in has {option}={unit._options.get(option)!r}, "
+                    f"the ensemble has {option}={self._options.get(option)!r}"
+                )
+        source, targets = unit.state_dict(), self.state_dict()
+        if source.keys() != targets.keys():
+            raise ValueError(f"set_member: the {name} copied in holds {sorted(source)}, the ensemble's members {sorted(targets)}")
+        for key, target in targets.items():
+            if target[index].shape != source[key].shape:
+                raise ValueError(f"set_member: {key} expected shape {list(target[index].shape)}, got {list(source[key].shape)}")
         with torch.no_grad():
-            for name, target in self.state_dict().items():
-                if target[index].shape != source[name].shape:
-                    raise ValueError(
-                        f"set_member: {name} expected shape {list(target[index].shape)}, got {list(source[name].shape)}"
-                    )
-                target[index].copy_(source[name])
+            for key, target in targets.items():
+                target[index].copy_(source[key])
 
     def extra_repr(self) -> str:
         options = "".join(f", {key}={value!r}" for key, value in self._options.items())
