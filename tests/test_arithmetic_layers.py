@@ -226,6 +226,22 @@ def test_multiplicative_product_matches_the_definition_and_its_gradient(product_
     torch.testing.assert_close(w.grad, expected_grad_w, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize(
+    "x_shape, weight_shape",
+    [
+        ([2, 6, 4], [3, 1, 4]),  # 2 members against 3: returned [2, 6, 1] from rows regrouped across members
+        ([4, 6], [2, 3]),  # another in: torch's reshape error
+        ([3, 6, 4], [3, 1, 5]),
+        ([4], [3, 1, 4]),
+        ([4], [4]),
+    ],
+)
+def test_multiplicative_product_names_shapes_that_do_not_fit(x_shape, weight_shape) -> None:
+    message = f"multiplicative_product: x of shape {x_shape} does not fit weight of shape {weight_shape}"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        multiplicative_product(torch.rand(x_shape), torch.rand(weight_shape))
+
+
 def test_multiplicative_product_gradient_beyond_float_range_is_capped_not_inf(product_route) -> None:
     # y = 1e-30 · (1e6)^7 = 1e12 is fine, but ∂y/∂x_0 = (1e6)^7 = 1e42 exceeds float32
     x = torch.tensor([[1e-30] + [1e6] * 7], requires_grad=True)

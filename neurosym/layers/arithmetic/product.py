@@ -335,7 +335,8 @@ def multiplicative_product(x: Tensor, weight: Tensor, *, compiled: bool = False)
     Plain: ``x [..., in]``, ``weight [out, in]`` → ``[..., out]``.
     Ensemble: ``x [S, ..., in]``, ``weight [S, out, in]`` → ``[S, ..., out]``.
     Magnitudes saturate at ``exp(MAX_LOG_MAGNITUDE)``; see the module docstring for the gradient.
-    Under autocast it computes in float32 (half-precision inputs are upcast).
+    Under autocast it computes in float32 (half-precision inputs are upcast). Shapes that fit neither form (another
+    ``in``, another number of members) raise ``ValueError`` naming both.
 
     ``compiled=True`` takes the fast route (plain product, ``y / term_i`` gradients) of products with
     more than :data:`CHUNK_ELEMENTS` terms through ``torch.compile`` kernels that form the terms inside
@@ -345,10 +346,21 @@ def multiplicative_product(x: Tensor, weight: Tensor, *, compiled: bool = False)
     (see the module docstring) are compiled instead, whatever the size. Where the fast route is not exact, or
     compiling fails (a warning, once), the chunked eager route computes the same result.
     """
+    ensemble = weight.dim() == 3
+    members = weight.shape[0] if ensemble else 1
+    if not (
+        weight.dim() in (2, 3)
+        and x.dim() > ensemble
+        and x.shape[-1] == weight.shape[-1]
+        and (not ensemble or x.shape[0] == members)
+    ):
+        raise ValueError(
+            f"multiplicative_product: x of shape {list(x.shape)} does not fit weight of shape {list(weight.shape)} "
+            "(x [..., in] with weight [out, in], or x [S, ..., in] with weight [S, out, in])"
+        )
     if autocast_enabled(x):
         with torch.autocast(x.device.type, enabled=False):
             return multiplicative_product(x.float(), weight.float(), compiled=compiled)
-    members = 1 if weight.dim() == 2 else weight.shape[0]
     out_features, in_features = weight.shape[-2:]
     if x.numel() == 0:  # no rows: nothing to reduce (the routes' range checks need at least one value)
         return (x[..., :1] * weight.sum() * 0).expand(*x.shape[:-1], out_features)
