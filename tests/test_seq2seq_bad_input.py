@@ -4,6 +4,9 @@ inputs to attention, and build_seq2seq's sizes and the options a model would ign
 
 from __future__ import annotations
 
+import math
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -11,7 +14,7 @@ import torch
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
 from neurosym.layers.relative_attention import RelativeMultiheadAttention
 from neurosym.layers.transformer import TransformerDecoder, TransformerEncoder
-from neurosym.models import build_front_end, build_seq2seq
+from neurosym.models import RNNSeq2Seq, TokenFrontEnd, TransformerSeq2Seq, build_front_end, build_seq2seq
 from neurosym.models.seq2seq.factory import MODEL_NAMES, MODEL_OPTIONS
 from neurosym.models.seq2seq.hint_baseline import build_baseline
 from neurosym.models.seq2seq.mathematics_task import CONFIGS, build_model
@@ -158,6 +161,33 @@ def test_build_seq2seq_takes_a_numpy_target_vocab() -> None:
     front = build_front_end("symbol", 16, vocab_size=10)
     model = build_seq2seq("gru", front, np.int64(12), hidden=16)
     assert model.target_vocab == 12 and type(model.target_vocab) is int
+
+
+def test_an_rnn_embeds_at_the_front_ends_dim_and_refuses_another() -> None:
+    """embed_dim defaulted to 128 whatever the front end gave: the model built, and its first forward failed in nn.GRU."""
+    model = RNNSeq2Seq(TokenFrontEnd(10, 16), 12, hidden=32, encoder_layers=1)
+    assert model.encoder.input_size == 16 and model.target_embedding.embedding_dim == 16
+    src = torch.randint(0, 10, (2, 4))
+    assert model(src, torch.zeros(2, 4, dtype=torch.bool), torch.zeros(2, 3, dtype=torch.long)).shape == (2, 3, 12)
+    with pytest.raises(ValueError, match=r"embed_dim \(128\) must be the front end's dim \(16\)"):
+        RNNSeq2Seq(TokenFrontEnd(10, 16), 12, embed_dim=128)
+
+
+@pytest.mark.parametrize("model", [RNNSeq2Seq, TransformerSeq2Seq])
+@pytest.mark.parametrize("target_vocab", [0, -1, 2.5, True])
+def test_the_seq2seq_models_name_a_target_vocab_that_is_no_positive_int(model: type, target_vocab: object) -> None:
+    """0 built a model whose every target was refused, -1 and 2.5 failed in torch.empty()."""
+    with pytest.raises(ValueError, match=f"target_vocab must be an int of at least 1, got {target_vocab!r}"):
+        model(TokenFrontEnd(10, 16), target_vocab, encoder_layers=1)
+
+
+@pytest.mark.parametrize("name", ["gru", "lstm_att", "transformer"])
+@pytest.mark.parametrize("dropout", [math.nan, -0.1, 1.0, True])
+def test_every_seq2seq_model_refuses_a_dropout_outside_0_to_1(name: str, dropout: object) -> None:
+    """The recurrent models took NaN, and then every forward failed inside torch (eval mode too)."""
+    front = build_front_end("symbol", 16, vocab_size=10)
+    with pytest.raises(ValueError, match=re.escape(f"dropout must be in [0, 1), got {dropout!r}")):
+        build_seq2seq(name, front, 12, hidden=32, encoder_layers=1, dropout=dropout)
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from torch import nn
 
 from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes
 from neurosym.layers.value_checks import values_are_readable
+from neurosym.training.checks import dropout_probability
 
 
 @dataclass
@@ -54,8 +55,7 @@ class MultiheadAttention(nn.Module):
         dim, heads = check_sizes(dim=dim, heads=heads)
         if dim % heads:
             raise ValueError(f"dim ({dim}) must be a positive multiple of heads ({heads})")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        dropout = dropout_probability(dropout)
         self.dim = dim
         self.heads = heads
         self.head_dim = dim // heads

@@ -7,6 +7,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.shape_checks import check_dtype_of, check_sizes
+from neurosym.training.checks import dropout_probability
 
 
 def _mlp(width: int, hidden: int, dropout: float) -> nn.Sequential:
@@ -28,8 +29,7 @@ class MixerBlock(nn.Module):
         num_tokens, dim, token_hidden, channel_hidden = check_sizes(
             num_tokens=num_tokens, dim=dim, token_hidden=token_hidden, channel_hidden=channel_hidden
         )
-        if not 0.0 <= dropout < 1.0:  # NaN passed torch's own check
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        dropout = dropout_probability(dropout)
         self.num_tokens = num_tokens
         self.dim = dim
         self.token_norm = nn.LayerNorm(dim)

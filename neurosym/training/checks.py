@@ -36,6 +36,14 @@ def positive_number(value: object, name: str, zero: bool = False, infinity: bool
     return number
 
 
+def dropout_probability(value: object, name: str = "dropout") -> float:
+    """``value`` as a float when it is a real number in ``[0, 1)`` (not a bool), else ``ValueError`` naming ``name``
+    (NaN passes torch's own check, and then fails every forward)."""
+    if not (is_real(value) and 0.0 <= value < 1.0):
+        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+    return float(value)
+
+
 def height_width(value: object, name: str) -> tuple[int, int]:
     """``value`` as ``(height, width)`` Python ints when it is a tuple or list of two ints (numpy's too, not bools) of
     at least 1, else ``ValueError`` naming ``name``."""

@@ -8,7 +8,7 @@ from typing import Any, Literal
 from torch import nn
 
 from neurosym.models.seq2seq.base import Seq2Seq
-from neurosym.models.seq2seq.front_ends import BoundaryMarkers, ImageWindowFrontEnd, TokenFrontEnd, front_end_dim
+from neurosym.models.seq2seq.front_ends import BoundaryMarkers, ImageWindowFrontEnd, TokenFrontEnd
 from neurosym.models.seq2seq.rnn import RNNSeq2Seq
 from neurosym.models.seq2seq.transformer import TransformerSeq2Seq
 from neurosym.perception.cnn import ResNet18, SmallCNN
@@ -126,7 +126,6 @@ def build_seq2seq(
             front_end,
             target_vocab,
             cell="gru" if name.startswith("gru") else "lstm",
-            embed_dim=front_end_dim(front_end),
             hidden=RNN_HIDDEN if hidden is None else hidden,
             encoder_layers=3 if encoder_layers is None else encoder_layers,
             decoder_layers=decoder_layers,

@@ -16,8 +16,8 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from neurosym.layers.additive_attention import AdditiveAttention
 from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
-from neurosym.models.seq2seq.front_ends import output_mask
-from neurosym.training.checks import int_at_least
+from neurosym.models.seq2seq.front_ends import front_end_dim, output_mask
+from neurosym.training.checks import dropout_probability, int_at_least
 
 Cell = Literal["gru", "lstm"]
 RecurrentState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
@@ -36,7 +36,9 @@ class RNNDecoderState:
 class RNNSeq2Seq(Seq2Seq):
     """Recurrent encoder–decoder (Sutskever et al. 2014; with ``attention=True``, Bahdanau et al. 2015).
 
-    ``front_end`` maps ``(src, src_mask)`` to ``[B, S, embed_dim]``. The encoder is a ``cell`` stack of
+    ``front_end`` maps ``(src, src_mask)`` to ``[B, S, embed_dim]``; ``embed_dim`` (the size target tokens are
+    embedded at too) defaults to the front end's ``dim``, and another value raises ``ValueError`` (the encoder reads
+    the front end's vectors as they are). The encoder is a ``cell`` stack of
     ``encoder_layers``; every decoder layer starts from the top encoder layer's final state. Without
     attention the decoder reads only the previous target token; with attention it also reads the context
     vector of the additive attention computed from its previous top hidden state, and the output layer
@@ -55,7 +57,7 @@ class RNNSeq2Seq(Seq2Seq):
         target_vocab: int,
         *,
         cell: Cell = "gru",
-        embed_dim: int = 128,
+        embed_dim: int | None = None,
         hidden: int = 512,
         encoder_layers: int = 3,
         decoder_layers: int = 1,
@@ -66,6 +68,12 @@ class RNNSeq2Seq(Seq2Seq):
         super().__init__()
         if cell not in ("gru", "lstm"):
             raise ValueError(f"cell must be 'gru' or 'lstm', got {cell!r}")
+        front_dim = front_end_dim(front_end)
+        embed_dim = front_dim if embed_dim is None else embed_dim
+        if embed_dim != front_dim:  # (the encoder failed at the first forward, inside torch)
+            raise ValueError(f"embed_dim ({embed_dim!r}) must be the front end's dim ({front_dim!r}), or be left out")
+        target_vocab = int_at_least(target_vocab, "target_vocab", 1)
+        dropout = dropout_probability(dropout)
         for name, count in (("embed_dim", embed_dim), ("hidden", hidden), ("encoder_layers", encoder_layers),
                             ("decoder_layers", decoder_layers)):  # fmt: skip
             int_at_least(count, name, 1)  # True built a model one unit wide or one layer deep

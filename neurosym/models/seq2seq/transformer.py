@@ -95,6 +95,7 @@ class TransformerSeq2Seq(Seq2Seq):
             raise ValueError(f"unknown init {init!r}: use 'torch' or 'release'")
         for name, count in (("heads", heads), ("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers)):
             int_at_least(count, name, 1)  # True built one head or one layer
+        target_vocab = int_at_least(target_vocab, "target_vocab", 1)
         embed_dim = front_end_dim(front_end)
         dim = embed_dim if dim is None else dim
         ff_dim = 4 * dim if ff_dim is None else ff_dim
