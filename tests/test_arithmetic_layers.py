@@ -29,6 +29,7 @@ from neurosym.layers import (
 )
 from neurosym.layers.arithmetic import MAX_LOG_MAGNITUDE, multiplicative_product, product
 from neurosym.layers.arithmetic.init import nac_glorot_matched_range
+from neurosym.layers.arithmetic.numerics import MIN_EPS
 
 UNITS = [NAC, NACMul, NALU, NAU, NMU, iNALU, NPU, RealNPU, GatedNAUNMU, EnsembleLinear]
 GUARDED_UNITS = [unit for unit in UNITS if unit is not EnsembleLinear]
@@ -445,6 +446,20 @@ def test_invalid_construction_is_rejected() -> None:
                 cls(2, 2, eps=eps)
     with pytest.raises(ValueError, match="set_member"):
         NAU(2, 2, ensemble=2).set_member(0, NMU(2, 2))
+
+
+@pytest.mark.parametrize("cls", [NALU, NACMul, NPU, RealNPU])
+@settings(max_examples=20, deadline=None)
+@given(eps=st.floats(min_value=5e-324, max_value=MIN_EPS, exclude_max=True) | st.just(1e-50))
+def test_an_eps_that_float32_cannot_hold_is_refused(cls, eps: float) -> None:
+    """1e-50 is 0 in float32: NACMul and NALU returned log(0) = -inf terms and NaN gradients at x = 0."""
+    with pytest.raises(ValueError, match=rf"^{cls.__name__}: eps must be at least 1.17549e-38, float32's smallest normal"):
+        cls(3, 2, eps=eps)
+
+
+@pytest.mark.parametrize("cls", [NALU, NACMul, NPU, RealNPU])
+def test_the_smallest_eps_a_unit_takes_keeps_its_output_finite_at_zero(cls) -> None:
+    assert bool(torch.isfinite(cls(3, 2, eps=MIN_EPS)(torch.tensor([[0.0, 2.0, 3.0]]))).all())
 
 
 @pytest.mark.parametrize("cls", UNITS)

@@ -16,6 +16,8 @@ from torch import Tensor, nn
 from neurosym.layers.shape_checks import autocast_enabled, check_dtype_of, check_tensor
 from neurosym.training.checks import int_at_least, positive_number
 
+from .numerics import DEFAULT_EPS, MIN_EPS
+
 RUN_OPTIONS = frozenset({"compiled"})
 """Constructor options that choose how a unit computes, not what: :meth:`ArithmeticUnit.set_member` lets them differ."""
 
@@ -92,7 +94,12 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         if unknown := [name for name in options if name not in accepted]:
             raise TypeError(f"{unit}() got an unexpected keyword argument {unknown[0]!r}")
         # added inside a log: 0 or less gave log(0) or NaN, infinity a constant unit
-        positive_number(options.get("eps", 1.0), f"{unit}: eps")
+        eps = positive_number(options.get("eps", DEFAULT_EPS), f"{unit}: eps")
+        if eps < MIN_EPS:
+            raise ValueError(
+                f"{unit}: eps must be at least {MIN_EPS:.6g}, float32's smallest normal number (a smaller eps can be 0 "
+                f"in float32, and log(|x| + eps) then -inf at x = 0), got {options['eps']!r}"
+            )
         # numpy's ints are accepted (as MultiheadAttention accepts them) and stored as Python ints
         self.in_features = int_at_least(in_features, f"{unit}: in_features", 1)
         self.out_features = int_at_least(out_features, f"{unit}: out_features", 1)

@@ -5,7 +5,8 @@ inputs up to 1e6 in magnitude. Three guards achieve this:
 
 * additive paths clamp their input to ``±finfo.max / (2 · in_features)``, so a weighted sum with
   weights in ``[-1, 1]`` cannot overflow (and therefore never meets ``inf − inf``);
-* logarithms are taken of ``|x| + eps`` (or ``max(|x|, eps)``), never of zero;
+* logarithms are taken of ``|x| + eps`` (or ``max(|x|, eps)``), never of zero (``eps`` is at least
+  :data:`MIN_EPS`, so it is no 0 in float32 either);
 * exponents are capped at :data:`MAX_LOG_MAGNITUDE`, so ``exp`` stays far below the float32 limit and
   its gradient (which multiplies by the output once more) stays finite too.
 """
@@ -20,6 +21,11 @@ MAX_LOG_MAGNITUDE = 50.0
 
 DEFAULT_EPS = 1e-7
 """Default ε added inside logarithms (Trask et al. 2018 use a small ε of this order)."""
+
+MIN_EPS = torch.finfo(torch.float32).tiny
+"""Smallest ε a unit takes, float32's smallest normal number (≈ 1.2e-38): a smaller one can be 0 in float32 (1e-50
+is), and ``log(|x| + ε)`` is then ``−inf`` at ``x = 0``. (ε far below :data:`DEFAULT_EPS` still divides the gradient
+at ``x = 0``, where it can overflow.)"""
 
 
 def input_bound(dtype: torch.dtype, in_features: int) -> float:
