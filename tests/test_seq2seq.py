@@ -162,7 +162,7 @@ def test_bad_sources_raise_clear_errors() -> None:
         model.greedy_decode(src, src_mask, max_len=5.0, bos=BOS, eos=EOS)
     with pytest.raises(ValueError, match="target_vocab and dim must be positive, got 0 and None"):
         build_seq2seq("gru", model.front_end, 0)
-    with pytest.raises(ValueError, match="vocab_size and dim must be positive, got 0 and 8"):
+    with pytest.raises(ValueError, match="vocab_size must be an int of at least 1, got 0"):
         build_front_end("symbol", 8, vocab_size=0)
     for name in ("gru_att", "transformer"):
         with pytest.raises(ValueError, match=r"target token ids must lie in \[0, 13\), got 0\.\.13"):

@@ -14,7 +14,7 @@ import torch
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
 from neurosym.layers.relative_attention import RelativeMultiheadAttention
 from neurosym.layers.transformer import TransformerDecoder, TransformerEncoder
-from neurosym.models import RNNSeq2Seq, TokenFrontEnd, TransformerSeq2Seq, build_front_end, build_seq2seq
+from neurosym.models import ImageWindowFrontEnd, RNNSeq2Seq, TokenFrontEnd, TransformerSeq2Seq, build_front_end, build_seq2seq
 from neurosym.models.seq2seq.factory import MODEL_NAMES, MODEL_OPTIONS
 from neurosym.models.seq2seq.hint_baseline import build_baseline
 from neurosym.models.seq2seq.mathematics_task import CONFIGS, build_model
@@ -161,6 +161,29 @@ def test_build_seq2seq_takes_a_numpy_target_vocab() -> None:
     front = build_front_end("symbol", 16, vocab_size=10)
     model = build_seq2seq("gru", front, np.int64(12), hidden=16)
     assert model.target_vocab == 12 and type(model.target_vocab) is int
+
+
+@pytest.mark.parametrize(
+    ("build", "named", "value"),
+    [
+        (lambda: TokenFrontEnd(10, 2.5), "dim", 2.5),
+        (lambda: TokenFrontEnd(True, 4), "vocab_size", True),
+        (lambda: build_front_end("symbol", 0, vocab_size=10), "dim", 0),
+        (lambda: build_front_end("image", -1), "dim", -1),
+        (lambda: ImageWindowFrontEnd(torch.nn.Flatten(), 4, 0), "dim", 0),
+        (lambda: ImageWindowFrontEnd(torch.nn.Flatten(), 4.0, 8), "features", 4.0),
+    ],
+)
+def test_the_front_ends_name_a_size_that_is_no_positive_int(build, named: str, value: object) -> None:
+    """2.5 and True failed in torch.empty(), -1 in torch, and dim=0 built a front end giving vectors of width 0."""
+    with pytest.raises(ValueError, match=re.escape(f"{named} must be an int of at least 1, got {value!r}")):
+        build()
+
+
+def test_the_front_ends_take_numpy_sizes_as_python_ints() -> None:
+    front = TokenFrontEnd(np.int64(10), np.int32(4))
+    assert (front.vocab_size, front.dim) == (10, 4) and all(type(size) is int for size in (front.vocab_size, front.dim))
+    assert type(ImageWindowFrontEnd(torch.nn.Flatten(), np.int64(4), np.int64(8)).dim) is int
 
 
 def test_an_rnn_embeds_at_the_front_ends_dim_and_refuses_another() -> None:

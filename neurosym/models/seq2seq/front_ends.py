@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from neurosym.layers.shape_checks import check_sizes
 from neurosym.layers.value_checks import check_token_ids, values_are_readable
 from neurosym.models.seq2seq.base import check_source_mask
 
@@ -17,8 +18,7 @@ class TokenFrontEnd(nn.Module):
 
     def __init__(self, vocab_size: int, dim: int) -> None:
         super().__init__()
-        if vocab_size < 1 or dim < 1:
-            raise ValueError(f"vocab_size and dim must be positive, got {vocab_size} and {dim}")
+        vocab_size, dim = check_sizes(vocab_size=vocab_size, dim=dim)  # 2.5 and True failed in torch.empty()
         self.vocab_size = vocab_size
         self.dim = dim
         self.embedding = nn.Embedding(vocab_size, dim)
@@ -43,6 +43,7 @@ class ImageWindowFrontEnd(nn.Module):
 
     def __init__(self, encoder: nn.Module, features: int, dim: int) -> None:
         super().__init__()
+        features, dim = check_sizes(features=features, dim=dim)  # dim=0 gave vectors of width 0
         self.encoder = encoder
         self.proj = nn.Linear(features, dim)
         self.dim = dim
