@@ -108,6 +108,10 @@ def test_small_cnn_stages_take_their_convolution_counts():
         (lambda: SymbolClassifier(list("01"), window=28, width=0), "width must be an int of at least 1, got 0"),  # empty layers
         (lambda: SymbolClassifier(list("01"), window=28, width=2.5), "width must be an int of at least 1, got 2.5"),
         (lambda: SymbolClassifier(list("01"), features=0), "out_features must be an int of at least 1, got 0"),
+        # the resnet18 backbone built with these, and then refused every input
+        (lambda: SymbolClassifier(list("01"), backbone="resnet18", window=0), "window must be an int of at least 1, got 0"),
+        (lambda: SymbolClassifier(list("01"), backbone="resnet18", window=-4), "window must be an int of at least 1, got -4"),
+        (lambda: SymbolClassifier(list("01"), backbone="resnet18", window=2.5), "window must be an int of at least 1, got 2.5"),
         (lambda: ResNet18(1, 10, width=0), "width must be an int of at least 1"),
         (lambda: VGG11BN(1, 10, hidden=-1), "hidden must be an int of at least 1"),
         (lambda: SmallCNN(input_size=28.0), "SmallCNN needs input_size >= 8"),

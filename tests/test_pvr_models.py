@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 import torch
 
-from neurosym.models.pvr import VECTOR_MODELS, build_vector_model, build_visual_model
+from neurosym.models.pvr import (
+    VECTOR_MODELS,
+    EmbeddingMLP,
+    MixerClassifier,
+    TransformerClassifier,
+    build_vector_model,
+    build_visual_model,
+)
 
 
 @pytest.mark.parametrize(
@@ -71,6 +78,21 @@ def test_bad_inputs_and_names_are_reported():
     ]:
         with pytest.raises(ValueError, match=re.escape(message)):
             build_vector_model("mlp", **sizes)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda **sizes: EmbeddingMLP(**{"length": 3, **sizes}),
+        lambda **sizes: TransformerClassifier(**{"length": 3, "dim": 8, "depth": 1, "heads": 2, "ff_dim": 8, **sizes}),
+        lambda **sizes: MixerClassifier(**{"length": 3, "dim": 8, "depth": 1, "token_hidden": 4, "channel_hidden": 4, **sizes}),
+    ],
+)
+@pytest.mark.parametrize(("size", "value"), [("length", 0), ("length", 2.5), ("vocab", 0), ("num_classes", 0)])
+def test_the_vector_models_name_a_size_that_is_no_positive_int(build, size: str, value: object) -> None:
+    """EmbeddingMLP(0) and MixerClassifier(0) built (a model of no digits) though build_vector_model refuses length 0."""
+    with pytest.raises(ValueError, match=re.escape(f"{size} must be an int of at least 1, got {value!r}")):
+        build(**{size: value})
 
 
 def test_numpy_ints_are_taken_as_sizes_and_stored_as_python_ints():

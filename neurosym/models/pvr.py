@@ -16,8 +16,9 @@ from torch import nn
 
 from neurosym.layers import TransformerEncoder
 from neurosym.layers.mixer import MixerBlock
+from neurosym.layers.shape_checks import check_sizes
 from neurosym.perception.cnn import VGG11BN, ResNet18, SmallCNN
-from neurosym.training.checks import height_width, int_at_least, positive_number
+from neurosym.training.checks import height_width, positive_number
 
 MLP_WIDTHS = (512, 1024, 512, 64)
 
@@ -48,10 +49,10 @@ class EmbeddingMLP(nn.Module):
         widths: Sequence[int] = MLP_WIDTHS,
     ) -> None:
         super().__init__()
-        self.length, self.vocab = length, vocab
-        self.embedding = nn.Embedding(vocab, embed_dim)
+        self.length, self.vocab, num_classes = check_sizes(length=length, vocab=vocab, num_classes=num_classes)
+        self.embedding = nn.Embedding(self.vocab, embed_dim)
         layers: list[nn.Module] = []
-        previous = length * embed_dim
+        previous = self.length * embed_dim
         for width in widths:
             layers += [nn.Linear(previous, width), nn.ReLU()]
             previous = width
@@ -68,8 +69,8 @@ class _ClassTokenModel(nn.Module):
 
     def __init__(self, length: int, vocab: int, dim: int, num_classes: int) -> None:
         super().__init__()
-        self.length, self.vocab = length, vocab
-        self.embedding = nn.Embedding(vocab, dim)
+        self.length, self.vocab, num_classes = check_sizes(length=length, vocab=vocab, num_classes=num_classes)
+        self.embedding = nn.Embedding(self.vocab, dim)
         self.class_token = nn.Parameter(torch.randn(dim) * 0.02)
         self.classifier = nn.Linear(dim, num_classes)
 
@@ -97,7 +98,7 @@ class TransformerClassifier(_ClassTokenModel):
         dropout: float = 0.0,
     ) -> None:
         super().__init__(length, vocab, dim, num_classes)
-        self.positions = nn.Parameter(torch.randn(length + 1, dim) * 0.02)
+        self.positions = nn.Parameter(torch.randn(self.length + 1, dim) * 0.02)
         self.encoder = TransformerEncoder(dim, depth, heads, ff_dim, dropout, attention="vanilla", pre_norm=True)
 
     def forward(self, digits: torch.Tensor) -> torch.Tensor:
@@ -120,7 +121,9 @@ class MixerClassifier(_ClassTokenModel):
         dropout: float = 0.0,
     ) -> None:
         super().__init__(length, vocab, dim, num_classes)
-        self.blocks = nn.Sequential(*(MixerBlock(length + 1, dim, token_hidden, channel_hidden, dropout) for _ in range(depth)))
+        self.blocks = nn.Sequential(
+            *(MixerBlock(self.length + 1, dim, token_hidden, channel_hidden, dropout) for _ in range(depth))
+        )
         self.norm = nn.LayerNorm(dim)
 
     def forward(self, digits: torch.Tensor) -> torch.Tensor:
@@ -134,9 +137,7 @@ VISUAL_MODELS = ("resnet18", "vgg11bn", "small_cnn")
 def build_vector_model(name: str, length: int = 11, num_classes: int = 10, scale: float = 1.0) -> nn.Module:
     """One of :data:`VECTOR_MODELS` with the paper's sizes times ``scale``; ``ValueError`` names a ``length`` or
     ``num_classes`` that is no int of at least 1 (numpy's are taken) and a ``scale`` that is no finite number above 0."""
-    length = int_at_least(length, "length", 1)
-    num_classes = int_at_least(num_classes, "num_classes", 1)
-    scale = positive_number(scale, "scale")
+    scale = positive_number(scale, "scale")  # (length and num_classes are checked by the models)
     if name in ("mlp", "mlp2x"):
         factor = 2 if name == "mlp2x" else 1
         widths = [_scaled(w * factor, scale) for w in MLP_WIDTHS]

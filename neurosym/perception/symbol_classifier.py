@@ -11,6 +11,7 @@ from torch import nn
 from neurosym.perception.cnn import ResNet18, SmallCNN
 from neurosym.perception.reader import check_intensities
 from neurosym.perception.strokes import StrokeNormaliser
+from neurosym.training.checks import int_at_least
 
 BACKBONES = ("small", "resnet18")
 
@@ -49,10 +50,10 @@ class SymbolClassifier(nn.Module):
         if len(set(vocabulary)) != len(vocabulary) or not vocabulary or not all(isinstance(s, str) for s in vocabulary):
             raise ValueError(f"the vocabulary must be non-empty symbols (str) without repeats, got {list(vocabulary)}")
         self.vocabulary = list(vocabulary)
-        self.window = window
+        self.window = int_at_least(window, "window", 1)  # (the resnet18 backbone built, and refused every input)
         self.strokes = None if stroke_width is None else StrokeNormaliser(stroke_width)
         if backbone == "small":
-            self.encoder: nn.Module = SmallCNN(1, features, input_size=window, width=width, stage_convs=stage_convs)
+            self.encoder: nn.Module = SmallCNN(1, features, input_size=self.window, width=width, stage_convs=stage_convs)
         elif tuple(stage_convs) != (1, 1, 1):
             raise ValueError(f"stage_convs is an option of the 'small' backbone, not of {backbone!r}")
         else:
