@@ -179,6 +179,35 @@ def test_incremental_self_attention_equals_full(kind: str) -> None:
     assert cache.position == 6 and cache.keys.shape == (3, HEADS, 6, DIM // HEADS)
 
 
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])
+@settings(max_examples=15, deadline=None)
+@given(left_padding=st.lists(st.integers(0, 5), min_size=3, max_size=3))
+def test_incremental_self_attention_over_left_padding_equals_full(kind: str, left_padding: list[int]) -> None:
+    """A left-padded element's first steps see only padding keys: the cached call refused them ("every key of batch
+    element 0 is padding"), while the full causal call gives those queries zeros."""
+    module = make(kind)
+    x = torch.randn(3, 6, DIM, requires_grad=True)
+    padding = torch.arange(6) < torch.tensor(left_padding).unsqueeze(1)  # [3, 6], at least one real key per row
+    cache = AttentionCache()
+    pieces = [module(x[:, t : t + 1], key_padding_mask=padding[:, : t + 1], causal=True, cache=cache) for t in range(6)]
+    incremental = torch.cat(pieces, 1)
+    torch.testing.assert_close(incremental, module(x, key_padding_mask=padding, causal=True), atol=1e-6, rtol=1e-5)
+    incremental.square().sum().backward()
+    assert all(p.grad is None or bool(p.grad.isfinite().all()) for p in [x, *module.parameters()])
+
+
+def test_an_element_all_padding_is_still_refused_outside_incremental_causal_self_attention() -> None:
+    module, x = make("vanilla"), torch.randn(2, 3, DIM)
+    padding = torch.tensor([[True, True, True], [False, False, False]])
+    for call in (
+        lambda: module(x, key_padding_mask=padding, causal=True),
+        lambda: module(x, key_padding_mask=padding, cache=AttentionCache()),
+        lambda: module(x, x, key_padding_mask=padding, causal=True, cache=AttentionCache()),
+    ):
+        with pytest.raises(ValueError, match="every key of batch element 0 is padding: nothing to attend to"):
+            call()
+
+
 def test_cross_attention_cache_projects_memory_once() -> None:
     module = make("vanilla")
     query, memory = torch.randn(2, 3, DIM), torch.randn(2, 5, DIM)

@@ -166,7 +166,7 @@ class MultiheadAttention(nn.Module):
         causal: bool = False,
         cache: AttentionCache | None = None,
     ) -> torch.Tensor:
-        self.check_inputs(query, key_value, key_padding_mask=key_padding_mask, cache=cache)
+        self.check_inputs(query, key_value, key_padding_mask=key_padding_mask, causal=causal, cache=cache)
         q = self.split_heads(self.query_proj(query))
         k, v, offset = self._keys_values(query, key_value, cache)
         dropout = self.dropout if self.training else 0.0
@@ -216,10 +216,14 @@ class MultiheadAttention(nn.Module):
         key_value: torch.Tensor | None = None,
         *,
         key_padding_mask: torch.Tensor | None = None,
+        causal: bool = False,
         cache: AttentionCache | None = None,
     ) -> None:
         """Raise ``ValueError`` (``TypeError`` for a non-tensor) unless :meth:`forward` takes these arguments; it runs
-        before anything changes, so a layer may check a later call before an earlier one advances its cache."""
+        before anything changes, so a layer may check a later call before an earlier one advances its cache.
+
+        A batch element whose keys are all padding is refused, except in causal self-attention with a ``cache``: there
+        the keys so far are a prefix of the element's (left padding), and its queries get zeros, as in the full call."""
         check_sequence(query, self.dim, "query")
         check_dtype_of(query, self, "query")
         if key_value is not None:
@@ -235,7 +239,8 @@ class MultiheadAttention(nn.Module):
             if key_padding_mask.shape[0] != query.shape[0]:
                 raise ValueError(f"key_padding_mask has batch {key_padding_mask.shape[0]}, query has {query.shape[0]}")
             fully_padded = key_padding_mask.all(dim=1)
-            if values_are_readable(fully_padded) and fully_padded.any():
+            incremental = causal and key_value is None and cache is not None  # later keys are still to come
+            if not incremental and values_are_readable(fully_padded) and fully_padded.any():
                 row = int(fully_padded.nonzero()[0, 0])
                 raise ValueError(f"every key of batch element {row} is padding: nothing to attend to")
             keys = query.shape[1] if key_value is None else key_value.shape[1]
