@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -13,8 +15,11 @@ from neurosym.layers import (
     TransformerEncoder,
     TransformerEncoderLayer,
     UniversalTransformer,
+    make_attention,
     sinusoid_table,
 )
+from neurosym.layers.relative_attention import RelativeMultiheadAttention
+from neurosym.models import TokenFrontEnd, TransformerSeq2Seq
 
 DIM, HEADS, FF = 16, 4, 32
 
@@ -204,3 +209,45 @@ def test_layers_keep_numpy_sizes_as_python_ints() -> None:
     ]
     for layer, names in kept:
         assert all(type(getattr(layer, name)) is int for name in names), (type(layer).__name__, names)
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (
+            lambda: RelativeMultiheadAttention(DIM, HEADS, relative="xl", shaw_values=False),
+            "shaw_values=False applies to relative='shaw', not to relative='xl', which would ignore it",
+        ),
+        (
+            lambda: RelativeMultiheadAttention(DIM, HEADS, relative="xl_clipped", shaw_values=False),
+            "shaw_values=False applies to relative='shaw', not to relative='xl_clipped'",
+        ),
+        (
+            lambda: RelativeMultiheadAttention(DIM, HEADS, relative="xl", max_rel_pos=3),
+            "max_rel_pos=3 applies to 'xl_clipped' and 'shaw' attention, not to 'xl' attention, which would ignore it",
+        ),
+        (lambda: make_attention("vanilla", DIM, HEADS, max_rel_pos=2), "max_rel_pos=2 applies to 'xl_clipped' and 'shaw'"),
+        (lambda: make_attention("xl", DIM, HEADS, max_rel_pos=2), "not to 'xl' attention"),
+        (lambda: TransformerEncoderLayer(DIM, HEADS, FF, attention="vanilla", max_rel_pos=2), "not to 'vanilla' attention"),
+        (lambda: TransformerDecoder(DIM, 1, HEADS, FF, attention="xl", max_rel_pos=2), "not to 'xl' attention"),
+        (lambda: TransformerSeq2Seq(TokenFrontEnd(10, DIM), 12, max_rel_pos=2), "not to 'vanilla' attention"),
+        (
+            lambda: UniversalTransformer(TransformerEncoderLayer(DIM, HEADS, FF), 3, act=False, act_epsilon=0.3),
+            "act_epsilon=0.3 applies to act=True, not to act=False, which would ignore it",
+        ),
+    ],
+)
+def test_an_option_the_chosen_attention_or_halting_does_not_read_is_refused(build, message: str) -> None:
+    """Each was accepted and silently ignored (unclipped XL never clips, XL has no Shaw value table, vanilla attention
+    has no distances, a Universal Transformer without ACT never halts), as build_seq2seq refuses such options."""
+    with pytest.raises(ValueError, match=re.escape(message)):
+        build()
+
+
+def test_the_options_each_attention_kind_reads_and_the_defaults_still_build() -> None:
+    assert RelativeMultiheadAttention(DIM, HEADS, relative="shaw", max_rel_pos=3, shaw_values=False).max_rel_pos == 3
+    assert RelativeMultiheadAttention(DIM, HEADS, relative="xl_clipped", max_rel_pos=3).clipped
+    assert type(make_attention("vanilla", DIM, HEADS, max_rel_pos=15)) is MultiheadAttention
+    assert UniversalTransformer(TransformerEncoderLayer(DIM, HEADS, FF), 3, act=True, act_epsilon=0.3).act_epsilon == 0.3
+    for attention in ("vanilla", "xl", "xl_clipped", "shaw"):
+        TransformerSeq2Seq(TokenFrontEnd(10, DIM), 12, encoder_layers=1, attention=attention, universal=True)

@@ -38,8 +38,19 @@ from torch import nn
 from neurosym.layers.attention import MultiheadAttention
 from neurosym.layers.positional import sinusoid_frequencies
 from neurosym.layers.shape_checks import check_sizes
+from neurosym.training.checks import ignored_option
 
 RelativeKind = Literal["xl", "xl_clipped", "shaw"]
+
+MAX_REL_POS = 15
+"""The default clipping distance of ``"xl_clipped"`` and ``"shaw"`` attention (the HINT release's)."""
+
+
+def check_max_rel_pos(kind: str, max_rel_pos: object) -> None:
+    """``ValueError`` when ``max_rel_pos`` is set away from :data:`MAX_REL_POS` for an attention ``kind`` that clips
+    no distance (``"vanilla"``, ``"xl"``) and would ignore it."""
+    if kind not in ("xl_clipped", "shaw") and max_rel_pos != MAX_REL_POS:
+        raise ignored_option("max_rel_pos", max_rel_pos, "'xl_clipped' and 'shaw' attention", f"{kind!r} attention")
 
 
 class RelativeMultiheadAttention(MultiheadAttention):
@@ -49,7 +60,8 @@ class RelativeMultiheadAttention(MultiheadAttention):
     causal=False, cache=None) -> [B, Tq, D]``. Query ``t`` of a call sits at position ``t`` (plus the
     cache's offset during incremental decoding); key ``j`` at position ``j``. ``max_rel_pos`` configures
     ``"shaw"`` and ``"xl_clipped"``, ``shaw_values`` ``"shaw"``, ``position_dim`` (even; default
-    ``head_dim``) ``"xl"`` and ``"xl_clipped"``. After construction ``relative`` is ``"xl"`` or ``"shaw"``
+    ``head_dim``) ``"xl"`` and ``"xl_clipped"``; an option set away from its default for a kind that does not read it
+    raises ``ValueError``. After construction ``relative`` is ``"xl"`` or ``"shaw"``
     and ``clipped`` says whether XL distances are clipped.
     """
 
@@ -59,7 +71,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
         heads: int,
         *,
         relative: RelativeKind = "xl",
-        max_rel_pos: int = 15,
+        max_rel_pos: int = MAX_REL_POS,
         shaw_values: bool = True,
         position_dim: int | None = None,
         dropout: float = 0.0,
@@ -69,8 +81,11 @@ class RelativeMultiheadAttention(MultiheadAttention):
         if relative not in ("xl", "xl_clipped", "shaw"):
             raise ValueError(f"relative must be 'xl', 'xl_clipped' or 'shaw', got {relative!r}")
         (max_rel_pos,) = check_sizes(max_rel_pos=max_rel_pos)  # 2.5 was clipped at 2.5
+        check_max_rel_pos(relative, max_rel_pos)
         if relative == "shaw" and position_dim is not None:
             raise ValueError("position_dim belongs to relative='xl'; Shaw attention learns one vector per distance")
+        if relative != "shaw" and not shaw_values:
+            raise ignored_option("shaw_values", shaw_values, "relative='shaw'", f"relative={relative!r}")
         self.clipped = relative == "xl_clipped"
         self.relative = "xl" if self.clipped else relative
         self.max_rel_pos = max_rel_pos

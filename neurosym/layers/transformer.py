@@ -15,19 +15,21 @@ import torch
 from torch import nn
 
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
-from neurosym.layers.relative_attention import RelativeMultiheadAttention
+from neurosym.layers.relative_attention import MAX_REL_POS, RelativeMultiheadAttention, check_max_rel_pos
 from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes
 
 AttentionKind = Literal["vanilla", "xl", "xl_clipped", "shaw"]
 
 
 def make_attention(
-    kind: AttentionKind, dim: int, heads: int, *, dropout: float = 0.0, max_rel_pos: int = 15, bias: bool = True
+    kind: AttentionKind, dim: int, heads: int, *, dropout: float = 0.0, max_rel_pos: int = MAX_REL_POS, bias: bool = True
 ) -> MultiheadAttention:
     """The attention module named by ``kind``: ``"vanilla"``, or ``"xl"``, ``"xl_clipped"`` or ``"shaw"``
     (:class:`~neurosym.layers.relative_attention.RelativeMultiheadAttention`; ``max_rel_pos`` clips the
-    distances of the last two); ``bias`` gives its query, key/value and output projections biases."""
+    distances of the last two, and raises ``ValueError`` when set away from its default for the others, which would
+    ignore it); ``bias`` gives its query, key/value and output projections biases."""
     if kind == "vanilla":
+        check_max_rel_pos(kind, max_rel_pos)
         return MultiheadAttention(dim, heads, dropout=dropout, bias=bias)
     if kind in ("xl", "xl_clipped", "shaw"):
         return RelativeMultiheadAttention(dim, heads, relative=kind, max_rel_pos=max_rel_pos, dropout=dropout, bias=bias)
@@ -73,7 +75,7 @@ class TransformerEncoderLayer(nn.Module):
         *,
         attention: AttentionKind = "vanilla",
         pre_norm: bool = True,
-        max_rel_pos: int = 15,
+        max_rel_pos: int = MAX_REL_POS,
         attention_bias: bool = True,
     ) -> None:
         super().__init__()
@@ -114,7 +116,7 @@ class TransformerDecoderLayer(nn.Module):
         *,
         attention: AttentionKind = "vanilla",
         pre_norm: bool = True,
-        max_rel_pos: int = 15,
+        max_rel_pos: int = MAX_REL_POS,
         attention_bias: bool = True,
     ) -> None:
         super().__init__()
@@ -167,7 +169,7 @@ class _LayerStack(nn.Module):
         *,
         attention: AttentionKind = "vanilla",
         pre_norm: bool = True,
-        max_rel_pos: int = 15,
+        max_rel_pos: int = MAX_REL_POS,
         attention_bias: bool = True,
     ) -> None:
         super().__init__()

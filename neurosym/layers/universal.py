@@ -17,7 +17,10 @@ from torch import nn
 
 from neurosym.layers.positional import sinusoid_table
 from neurosym.layers.shape_checks import check_sequence
-from neurosym.training.checks import int_at_least
+from neurosym.training.checks import ignored_option, int_at_least
+
+ACT_EPSILON = 0.01
+"""The default ``act_epsilon`` of :class:`UniversalTransformer` (ACT halts once ``1 - act_epsilon`` is reached)."""
 
 
 class UniversalOutput(NamedTuple):
@@ -33,7 +36,8 @@ class UniversalTransformer(nn.Module):
     ``layer`` must map ``(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]`` and expose its width
     as ``layer.dim``. The parameter count is that of ``layer`` (plus a ``D -> 1`` halting unit with ACT),
     whatever ``depth``. ``forward(x, key_padding_mask=None) -> UniversalOutput``; with ``act=True``
-    ``depth`` is the maximum number of steps.
+    ``depth`` is the maximum number of steps, and ``act_epsilon`` sets where it halts (without ACT an
+    ``act_epsilon`` away from its default raises ``ValueError``: it would be ignored).
     """
 
     def __init__(
@@ -43,7 +47,7 @@ class UniversalTransformer(nn.Module):
         step_embedding: bool = True,
         act: bool = False,
         *,
-        act_epsilon: float = 0.01,
+        act_epsilon: float = ACT_EPSILON,
     ) -> None:
         super().__init__()
         # numpy's ints are accepted (a layer built with np.int64(16) has that as its dim) and stored as Python ints
@@ -51,6 +55,8 @@ class UniversalTransformer(nn.Module):
         self.dim = int_at_least(getattr(layer, "dim", None), "the shared layer's model width (its attribute `dim`)", 1)
         if not 0.0 < act_epsilon < 1.0:
             raise ValueError(f"act_epsilon must be in (0, 1), got {act_epsilon}")
+        if not act and act_epsilon != ACT_EPSILON:
+            raise ignored_option("act_epsilon", act_epsilon, "act=True", "act=False")
         self.layer = layer
         self.step_embedding = step_embedding
         self.act_epsilon = act_epsilon

@@ -44,6 +44,12 @@ def dropout_probability(value: object, name: str = "dropout") -> float:
     return float(value)
 
 
+def ignored_option(option: str, value: object, users: str, chosen: str) -> ValueError:
+    """The ``ValueError`` for ``option`` set to ``value``, away from its default, where the ``chosen`` configuration
+    does not read it (``users`` do): it would be silently ignored."""
+    return ValueError(f"{option}={value!r} applies to {users}, not to {chosen}, which would ignore it (drop it)")
+
+
 def height_width(value: object, name: str) -> tuple[int, int]:
     """``value`` as ``(height, width)`` Python ints when it is a tuple or list of two ints (numpy's too, not bools) of
     at least 1, else ``ValueError`` naming ``name``."""

@@ -12,7 +12,7 @@ from neurosym.models.seq2seq.front_ends import BoundaryMarkers, ImageWindowFront
 from neurosym.models.seq2seq.rnn import RNNSeq2Seq
 from neurosym.models.seq2seq.transformer import TransformerSeq2Seq
 from neurosym.perception.cnn import ResNet18, SmallCNN
-from neurosym.training.checks import int_at_least, is_int
+from neurosym.training.checks import ignored_option, int_at_least, is_int
 
 MODEL_NAMES = ("gru", "lstm", "gru_att", "lstm_att", "transformer", "transformer_rel", "transformer_rel_uni")
 CNN_NAMES = ("small", "resnet18")
@@ -159,6 +159,4 @@ def _reject_unused(name: str, options: dict[str, Any]) -> None:
     used = MODEL_OPTIONS[name]
     if given := next((key for key, value in options.items() if key not in used and value != defaults[key]), None):
         users = [model for model in MODEL_NAMES if given in MODEL_OPTIONS[model]]
-        raise ValueError(
-            f"{given}={options[given]!r} applies to {', '.join(users)}, not to {name!r}, which would ignore it (drop it)"
-        )
+        raise ignored_option(given, options[given], ", ".join(users), repr(name))

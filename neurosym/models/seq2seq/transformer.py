@@ -11,6 +11,7 @@ from torch import nn
 
 from neurosym.layers.attention import MultiheadAttention
 from neurosym.layers.positional import SinusoidalPositionalEncoding
+from neurosym.layers.relative_attention import MAX_REL_POS
 from neurosym.layers.transformer import (
     AttentionKind,
     DecoderLayerCache,
@@ -85,7 +86,7 @@ class TransformerSeq2Seq(Seq2Seq):
         universal: bool = False,
         step_embedding: bool = False,
         pre_norm: bool = True,
-        max_rel_pos: int = 15,
+        max_rel_pos: int = MAX_REL_POS,
         attention_bias: bool = True,
         embedding_dropout: bool = True,
         init: Literal["torch", "release"] = "torch",
