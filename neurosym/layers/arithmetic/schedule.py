@@ -43,7 +43,8 @@ class RegularizerWarmup:
 
     def at(self, step: Tensor) -> Tensor:
         """``λ(step)`` of a step held in a 0-d tensor (e.g. a step counter inside a CUDA graph): a 0-d float64
-        tensor on ``step``'s device, equal to ``self(step.item())`` without reading the step back."""
+        tensor on ``step``'s device, equal to ``self(step.item())`` without reading the step back (so a NaN step, which
+        ``self`` refuses, is not checked here: it gives NaN)."""
         step = step.double()
         if self.end == self.start:
             return (step >= self.start).double() * self.weight
