@@ -310,3 +310,23 @@ def test_induction_takes_arrays_and_names_bad_arguments():
         induce_operator(table, max_bank=-5)
     with pytest.raises(ValueError, match=r"min_agreement must be in \(0, 1\], got \['1'\]"):
         induce_operator(table, min_agreement="1")
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    operands=st.lists(st.tuples(*[st.integers(0, 9)] * 3), min_size=4, max_size=12),
+    spaces=st.lists(st.integers(0, 2), min_size=6, max_size=6),
+)
+def test_spaces_in_the_sentences_change_no_operator_example(operands, spaces):
+    """The operator was located by its character index while the parse spans count tokens: spaced sentences lost their
+    examples (or pushed a result down to a leaf, failing to unpack its children)."""
+    examples = [(f"{a}+{b}a{c}", _evaluate(f"{a}+{b}a{c}")) for a, b, c in operands]
+    spaced = [(" " * spaces[0] + "".join(ch + " " * spaces[k % 5 + 1] for k, ch in enumerate(s)), r) for s, r in examples]
+    hypothesis = HINT_SEMANTICS.extend(operators={"a": Operator(ADDITIVE, lambda a, b: 1)})
+    assert operator_examples("a", spaced, hypothesis) == operator_examples("a", examples, hypothesis)
+    assert len(operator_examples("a", examples, hypothesis)) == len(examples)
+
+
+def test_an_operator_is_learned_from_spaced_sentences():
+    examples = [(" ".join(f"{i}+{j}a{k}"), _evaluate(f"{i}+{j}a{k}")) for i in range(3) for j in range(3) for k in range(5)]
+    assert learn_operator("a", examples, HINT_SEMANTICS).meaning == "level 1: max(i, j)"

@@ -105,12 +105,14 @@ def operator_examples(symbol: str, examples: Sequence[Example], hypothesis: Oper
     ``hypothesis`` holds ``symbol`` (with any placeholder meaning) at the precedence level being
     tried; a triple is kept when the result pushed down to the operator's node is a single value and
     all three are integers (the induced programs are over integers: an operand that another operator
-    made a fraction is no example of them).
+    made a fraction is no example of them). Sentences are read as the solver reads them (spaces
+    dropped, typeset operators in ASCII), so ``"3 a 4"`` gives the triple of ``"3a4"``.
     """
     vocabulary = [*hypothesis.numbers, *hypothesis.operators, "(", ")"]
     abducer = Abducer(vocabulary, hypothesis)
     triples: list[tuple[int, int, int]] = []
-    for sentence, result in examples:
+    for text, result in examples:
+        sentence = canonical_sentence(text)  # the operator's character index is then its token index in the spans
         if sentence.count(symbol) != 1:
             continue
         try:
