@@ -40,6 +40,7 @@ from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
+from neurosym.training.modes import reading_mode
 
 ReadWindows = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """What reads windows for :meth:`GrammarPipeline.read`: ``(windows [n, ...], groups int64 [n]) -> log-probabilities
@@ -111,14 +112,16 @@ class GrammarPipeline:
     def read(self, batch: SentenceBatch, reader: ReadWindows | None = None) -> Reading:
         """Read (with ``reader`` instead of the pipeline's, where given), decode and execute a batch: sentences,
         log-probabilities ``[B, T, V]`` (with gradients where computed in training) and values (``None`` where
-        invalid)."""
-        log_probs = self.log_probs(batch, reader)
+        invalid). Without gradients the reader reads in evaluation mode (:func:`~neurosym.training.modes.reading_mode`),
+        with them in the mode its caller set."""
+        with reading_mode(reader or self.reader):
+            log_probs = self.log_probs(batch, reader)
         decoded = self.decoder.decode(log_probs.detach(), batch.lengths)
         sentences = decoded.sentences(self.grammar.symbols)
         return Reading(sentences, log_probs, self.executor.values(sentences))
 
     def predict(self, batch: SentenceBatch) -> list[Any]:
-        """Results of a batch (no gradients)."""
+        """Results of a batch (no gradients: the reader reads in evaluation mode)."""
         with torch.no_grad():
             return self.read(batch).values
 
@@ -205,7 +208,8 @@ def train_grammar_pipeline(
     :class:`~neurosym.training.stopping.TrainingInterrupted`. Under ``torchrun`` (a distributed ``context``,
     :func:`~neurosym.training.init_distributed`) every process draws the same global batch, reads, abduces and
     learns from its own share of it through DistributedDataParallel, and only rank 0 writes the checkpoint:
-    the steps equal one process's on the global batch (for examples of one length)."""
+    the steps equal one process's on the global batch (for examples of one length). On return the reader has its
+    train/eval mode back (:func:`~neurosym.pipelines.trainer.run_reader_training`)."""
     if config.learning != "abduction" or config.distill or config.pseudo_labels not in GRAMMAR_PSEUDO_LABELS:
         raise ValueError(
             f"the grammar pipeline learns by abduction, without distillation, from {GRAMMAR_PSEUDO_LABELS} pseudo-labels"
@@ -320,14 +324,14 @@ def evaluate_grammar_pipeline(
     progress: bool = False,
 ) -> dict[str, float]:
     """``accuracy`` of the results over ``source`` and, where it has ``truths``, ``symbol`` (the fraction of
-    read windows read right)."""
+    read windows read right). The reader reads in evaluation mode and keeps its own mode."""
     if len(source) == 0:
         raise ValueError("the source to evaluate has no examples")
     _check_targets(pipeline, source)
     device = torch.device(device)
     model = pipeline.reader
     if isinstance(model, torch.nn.Module):
-        model.to(device).eval()
+        model.to(device)
     hits, symbols = [], []
     truths = getattr(source, "truths", None)
     for indices in tqdm(reading_batches(source.lengths, batch_size), disable=not progress, desc="evaluate"):

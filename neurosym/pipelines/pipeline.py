@@ -14,6 +14,7 @@ from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.windows import real_positions
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver, OperatorTable, Value
+from neurosym.training.modes import reading_mode
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,17 @@ class HintPipeline:
         Args:
             windows: ``[B, T, 1, 32, 32]`` (or ``[B, T, 32, 32]``) symbol windows, padded.
             lengths: ``[B]`` number of symbols of each expression.
+
+        Without gradients the classifier reads in evaluation mode (:func:`~neurosym.training.modes.reading_mode`),
+        with them in the mode its caller set.
         """
         check_batch(windows, lengths)
         batch, steps = windows.shape[:2]
         flat = rearrange(windows, "b t ... -> (b t) ...")
         mask = real_positions(lengths, steps)
         expression = repeat(torch.arange(batch, device=windows.device), "b -> (b t)", t=steps)
-        read = self.classifier(flat[mask.flatten()], expression[mask.flatten()]).float()
+        with reading_mode(self.classifier):
+            read = self.classifier(flat[mask.flatten()], expression[mask.flatten()]).float()
         check_log_probs(read, len(self.classifier.vocabulary))
         log_probs = read.new_zeros(batch * steps, read.shape[-1]).index_put((mask.flatten().nonzero().flatten(),), read)
         log_probs = rearrange(log_probs, "(b t) v -> b t v", b=batch)
@@ -85,7 +90,7 @@ class HintPipeline:
         return Reading(sentences, log_probs, self.solver.solve(sentences))
 
     def predict(self, windows: torch.Tensor, lengths: torch.Tensor) -> list[Value | None]:
-        """Results of a batch of expressions (no gradients)."""
+        """Results of a batch of expressions (no gradients: the classifier reads in evaluation mode)."""
         with torch.no_grad():
             return self.read(windows, lengths).values
 

@@ -37,6 +37,7 @@ from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import SCHEDULES, schedule_factor
+from neurosym.training.modes import modes_kept
 from neurosym.training.update import Update, adam, grad_scaler
 
 LEARNING_RULES = ("abduction", "reinforce")
@@ -254,24 +255,26 @@ def run_reader_training(
     """``config.steps`` steps ``step(i) -> (loss, logs)`` of Adam at ``config.learning_rate`` under
     ``config.schedule``, in the library's one training loop, checkpointing to ``checkpoint`` every
     ``config.checkpoint_every`` steps (with the caller's ``save``/``load`` entries and ``setup``); returns the history.
-    With a distributed ``context`` the processes agree on stops and only rank 0 writes."""
+    With a distributed ``context`` the processes agree on stops and only rank 0 writes. Every module of ``model`` gets
+    the train/eval mode it had back on return (the steps set training mode), also when training stops with an error."""
     optimizer = adam(model.parameters(), config.learning_rate)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda index: schedule_factor(index, config.steps, config.schedule))
     checkpointing = None
     if checkpoint is not None:
         checkpointing = Checkpointing(Path(checkpoint), config, config.checkpoint_every, (), save, load, setup=setup)
-    result = run_training(
-        model,
-        step,
-        Update(optimizer, scheduler, grad_scaler(device)),
-        config.steps,
-        device=device,
-        checkpoint=checkpointing,
-        time_limit=time_limit,
-        progress=progress,
-        description=description,
-        context=context,
-    )
+    with modes_kept(model):
+        result = run_training(
+            model,
+            step,
+            Update(optimizer, scheduler, grad_scaler(device)),
+            config.steps,
+            device=device,
+            checkpoint=checkpointing,
+            time_limit=time_limit,
+            progress=progress,
+            description=description,
+            context=context,
+        )
     return result.history
 
 
@@ -329,12 +332,12 @@ def evaluate_pipeline(
 
     With ``statistics`` (batches of windows ``[n, 32, 32]``, e.g. a writer's unlabelled images from
     :meth:`WindowSource.window_batches`) the reader reads with their batch-norm statistics instead of its
-    running ones (:func:`~neurosym.perception.batch_statistics.batch_statistics_of`), restored afterwards."""
+    running ones (:func:`~neurosym.perception.batch_statistics.batch_statistics_of`), restored afterwards. The reader
+    reads in evaluation mode (:meth:`HintPipeline.read` without gradients) and keeps its own mode."""
     model = reader_module(pipeline.classifier).to(device)  # before the statistics are gathered on ``device``
     if statistics is not None:
         with batch_statistics_of(model, (windows.to(device) for windows in statistics)):
             return evaluate_pipeline(pipeline, source, device, batch_size, progress)
-    model.eval()
     hits: dict[str, list[bool]] = defaultdict(list)
     by_class: dict[str, list[bool]] = defaultdict(list)
     for indices in tqdm(reading_batches(stage_lengths(source.records), batch_size), disable=not progress, desc="evaluate"):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
+import torch
 from torch import nn
 
 
@@ -27,3 +28,13 @@ def evaluation_mode(model: nn.Module) -> Iterator[None]:
     with modes_kept(model):
         model.eval()
         yield
+
+
+def reading_mode(reader: object) -> AbstractContextManager[None]:
+    """The mode a pipeline reads in: with gradients off (a reading for its results, not for a training step)
+    :func:`evaluation_mode` of ``reader``, so that an example's reading does not depend on the others of its batch and
+    leaves the batch-norm statistics alone; with gradients on, the mode its caller set (a training step reads in
+    training mode). A reader that is no torch module has no mode."""
+    if torch.is_grad_enabled() or not isinstance(reader, nn.Module):
+        return nullcontext()
+    return evaluation_mode(reader)
