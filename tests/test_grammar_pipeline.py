@@ -4,6 +4,7 @@ inverses, and learning a reader from results on a tiny synthetic task."""
 from __future__ import annotations
 
 import itertools
+import re
 
 import numpy as np
 import pytest
@@ -610,6 +611,24 @@ def test_abduction_checks_its_input():
         AbductionBudget(readings=-1)
     with pytest.raises(ValueError, match="must be ints of at least 1"):
         AbductionBudget(max_changes=1.5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    sentence=st.sampled_from(["1+2", "12+3", "4+56", "789+0"]),
+    data=st.data(),
+    explain=st.booleans(),
+)
+def test_abduction_refuses_nan_log_probabilities_naming_the_first_position_that_holds_one(sentence, data, explain):
+    """NaN scores were compared as any other: a correction came back with the log-probability NaN."""
+    abducer = GrammarAbducer(Executor(SYMBOL_ADDITION, addition_semantics()), AbductionBudget(max_changes=2))
+    log_probs = np.log(np.full((len(sentence), 11), 1 / 11))
+    positions = data.draw(st.lists(st.integers(0, len(sentence) - 1), min_size=1, unique=True))
+    for position in positions:
+        log_probs[position, data.draw(st.integers(0, 10))] = np.nan
+    search = abducer.explanations if explain else abducer.abduce
+    with pytest.raises(ValueError, match=rf"log_probs of '{re.escape(sentence)}' hold NaN at position {min(positions)}$"):
+        search(sentence, log_probs, 99)
 
 
 def test_readings_let_the_top_down_search_trade_one_number_against_the_other():

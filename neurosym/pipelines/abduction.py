@@ -54,6 +54,17 @@ def changed(sentence: str, read: str) -> int:
     return sum(a != b for a, b in zip(sentence, read))
 
 
+def checked_log_probs(sentence: str, log_probs: np.ndarray, columns: int) -> np.ndarray:
+    """``log_probs`` of ``sentence`` as float64, refused (``ValueError``) unless ``[len(sentence), columns]`` and free of
+    NaN (a NaN gave every correction the score NaN, and the search an arbitrary choice)."""
+    log_probs = np.asarray(log_probs, dtype=np.float64)
+    if log_probs.shape != (len(sentence), columns):
+        raise ValueError(f"log_probs must have shape [{len(sentence)}, {columns}], got {list(log_probs.shape)}")
+    if np.isnan(log_probs).any():
+        raise ValueError(f"log_probs of {sentence!r} hold NaN at position {int(np.isnan(log_probs).any(1).argmax())}")
+    return log_probs
+
+
 @dataclass(frozen=True)
 class _Proposal:
     gain: float  # change of log-probability
@@ -117,15 +128,11 @@ class Abducer:
             log_probs: ``[n, V]`` per-window log-probabilities, columns in ``vocabulary`` order.
             target: the known result.
         """
-        log_probs = np.asarray(log_probs, dtype=np.float64)
-        if log_probs.shape != (len(sentence), len(self.vocabulary)):
-            raise ValueError(f"log_probs must have shape [{len(sentence)}, {len(self.vocabulary)}], got {list(log_probs.shape)}")
+        log_probs = checked_log_probs(sentence, log_probs, len(self.vocabulary))
         if unknown := next(((i, s) for i, s in enumerate(sentence) if s not in self.vocabulary), None):
             raise ValueError(f"position {unknown[0]}: symbol {unknown[1]!r} of {sentence!r} is not in the vocabulary")
         if not is_int(target):  # a str or None failed deep in the preimages
             raise TypeError(f"target must be an int, got {target!r}")
-        if np.isnan(log_probs).any():  # (a correction came back with log_prob nan)
-            raise ValueError(f"log_probs of {sentence!r} hold NaN at position {int(np.isnan(log_probs).any(1).argmax())}")
         if self.value(sentence) == target:
             return Correction(sentence, self.score(sentence, log_probs), 0)
         found = self._search(sentence, log_probs, target)

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from lark import Token, Tree
 
-from neurosym.pipelines.abduction import Correction, changed
+from neurosym.pipelines.abduction import Correction, changed, checked_log_probs
 from neurosym.pipelines.value_chain import ValueChain
 from neurosym.semantics.tree_semantics import Executor
 from neurosym.semantics.tree_semantics import leaves as tree_leaves
@@ -168,11 +168,12 @@ class GrammarAbducer:
 
         Args:
             sentence: the sentence read (``n`` symbols).
-            log_probs: ``[n, V]`` per-window log-probabilities over the grammar's symbols (``-inf``: never).
+            log_probs: ``[n, V]`` per-window log-probabilities over the grammar's symbols (``-inf``: never; NaN is
+                refused, naming its position).
             target: the known result.
             fixed: positions that may not change (symbols given rather than read).
         """
-        log_probs = self._checked(sentence, log_probs)
+        log_probs = checked_log_probs(sentence, log_probs, len(self.index))
         base = self.score(sentence, log_probs)
         if self.gives(self.executor.value(sentence), target):
             return Correction(sentence, base, 0)
@@ -199,7 +200,7 @@ class GrammarAbducer:
         each with its :attr:`Correction.proposal`, one sentence reached by several draws once with their sum. With
         ``chain_sweeps`` they are the sentences a :class:`~neurosym.pipelines.value_chain.ValueChain` visits from the
         weightiest one found, each with the proposal that weighs it by its visits."""
-        log_probs = self._checked(sentence, log_probs)
+        log_probs = checked_log_probs(sentence, log_probs, len(self.index))
         fixed = frozenset(fixed)
         ways: dict[str, _Way] = {}
         tree = self.executor.tree(sentence)
@@ -234,12 +235,6 @@ class GrammarAbducer:
             Correction(visited, scores[visited], changed(visited, sentence), scores[visited] - float(np.log(count)))
             for visited, count in visits.items()
         ]
-
-    def _checked(self, sentence: str, log_probs: np.ndarray) -> np.ndarray:
-        log_probs = np.asarray(log_probs, dtype=np.float64)
-        if log_probs.shape != (len(sentence), len(self.index)):
-            raise ValueError(f"log_probs must have shape [{len(sentence)}, {len(self.index)}], got {list(log_probs.shape)}")
-        return log_probs
 
     # -- top-down --------------------------------------------------------------------------------
 
