@@ -282,6 +282,9 @@ def test_the_pipeline_refuses_readers_outside_the_grammar_and_other_learning_rul
     reader.vocabulary = [*reader.vocabulary, "x"]
     with pytest.raises(ValueError, match=r"\['x'\] are not in the grammar"):
         GrammarPipeline(grammar, addition_semantics(), reader)
+    reader.vocabulary = [*"0123456789", "7", "3", "7"]  # (the first column of each 7 and 3 was dropped, with its mass)
+    with pytest.raises(ValueError, match=r"reader's vocabulary \[.*\] repeats the symbols \['3', '7'\]"):
+        GrammarPipeline(grammar, addition_semantics(), reader)
     with pytest.raises(ValueError, match="learns by abduction"):
         train_grammar_pipeline(
             addition_pipeline(0), addition_problem(1, 10, 0), PipelineConfig(learning="reinforce"), torch.device("cpu")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -53,7 +54,8 @@ class GrammarPipeline:
     Args:
         grammar: the language; its vocabulary must hold every symbol of ``reader.vocabulary``.
         semantics: what a parse tree means (with inverses, abduction also searches top-down).
-        reader: windows -> log-probabilities over its vocabulary (symbols it lacks can only be given).
+        reader: windows -> log-probabilities over its vocabulary, each symbol once (symbols it lacks can only be
+            given).
         budget: abduction's search budget (default: :class:`AbductionBudget`'s); equal: when a value counts as the result (default ``==``).
     """
 
@@ -75,6 +77,9 @@ class GrammarPipeline:
         missing = [s for s in reader.vocabulary if s not in grammar.symbols]
         if missing:
             raise ValueError(f"the reader's symbols {missing} are not in the grammar's vocabulary {list(grammar.symbols)}")
+        if repeated := [s for s, count in Counter(reader.vocabulary).items() if count > 1]:
+            # (one column per grammar symbol: the other columns of a repeated symbol were dropped with their mass)
+            raise ValueError(f"the reader's vocabulary {list(reader.vocabulary)} repeats the symbols {repeated}")
         if unknown := sorted(semantics.names - grammar.names):
             helpers = "; a Transformer's helper methods must start with '_'" if isinstance(semantics.rules, Transformer) else ""
             raise ValueError(
