@@ -15,6 +15,7 @@ from neurosym.semantics.mathematics_arithmetic import (
     format_in_base,
     format_rational,
     parse_question,
+    symbolic_answers,
 )
 from neurosym.syntax import Node
 
@@ -115,3 +116,33 @@ def test_decimal_formatting_is_exact_and_minimal(numerator, twos, fives):
 @given(value=st.integers(-(10**12), 10**12), base=st.integers(2, 36))
 def test_base_formatting_round_trips(value, base):
     assert int(format_in_base(value, base), base) == value
+
+
+@settings(max_examples=200, deadline=None)
+@given(root=st.integers(0, 10**120), degree=st.integers(1, 12), offset=st.integers(-(10**6), 10**6))
+def test_nearest_integer_roots_are_exact_for_radicands_of_any_size(root, degree, offset):
+    """The root was taken in floats: a radicand beyond float range raised OverflowError."""
+    radicand = max(0, root**degree + offset)
+    for question in (
+        f"What is {radicand} to the power of 1/{degree}, to the nearest integer?",
+        f"What is the square root of {radicand} to the nearest integer?",
+    ):
+        wanted = degree if "power" in question else 2
+        nearest = int(answer_question(question))
+        assert nearest >= 0 and (2 * nearest + 1) ** wanted > 2**wanted * radicand  # radicand ** (1/k) < nearest + 1/2
+        assert nearest == 0 or (2 * nearest - 1) ** wanted < 2**wanted * radicand  # and > nearest - 1/2
+
+
+def test_a_root_of_a_huge_degree_is_answered_at_once():
+    assert answer_question("What is 5 to the power of 1/1000000000, to the nearest integer?") == "1"
+    assert answer_question("What is 7 to the power of 1/4, to the nearest integer?") == "2"  # 1.63
+
+
+def test_a_question_nested_too_deep_is_a_question_error_and_a_miss_in_a_batch():
+    """Deep questions exceeded Python's recursion limit, and symbolic_answers failed for the whole batch."""
+    deep = "What is " + "+".join(["1"] * 3000) + "?"
+    with pytest.raises(QuestionError, match=r"nested more than 200 levels deep \(at characters \(8, \d+\)\)"):
+        answer_question(deep)
+    assert answer_question("What is " + "+".join(["1"] * 199) + "?") == "199"
+    huge = "What is the square root of " + "9" * 400 + " to the nearest integer?"
+    assert symbolic_answers([deep, huge, "What is 2 less than 5?"]) == ["", "1" + "0" * 200, "3"]

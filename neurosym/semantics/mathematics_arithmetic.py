@@ -58,6 +58,9 @@ _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
 _UNARY = {"neg": "neg", "sqrt": "sqrt", "simplify": "simplify"}
 _SURD_OPERATIONS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "**": operator.pow}
 _MAX_EXPONENT = 10_000
+_MAX_DEPTH = 200
+"""How deep a question's parse tree may nest (its operations are evaluated recursively; the generator's questions
+nest a few levels)."""
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
@@ -72,13 +75,26 @@ def _parser() -> lark.Lark:
 
 
 def parse_question(question: str) -> Node:
-    """Parse one question into a :class:`Node` tree; raise :class:`QuestionError` with the position."""
+    """Parse one question into a :class:`Node` tree; raise :class:`QuestionError` with the position (also for a
+    question nested more than :data:`_MAX_DEPTH` levels deep)."""
     try:
         tree = _parser().parse(question)
     except lark.exceptions.UnexpectedInput as error:
         found = question[error.pos_in_stream : error.pos_in_stream + 10] if error.pos_in_stream is not None else ""
         raise QuestionError(f"not an arithmetic question at column {error.column} ({found!r}): {question!r}") from None
+    _check_depth(tree)
     return _to_node(tree.children[0] if tree.data == "start" else tree)
+
+
+def _check_depth(tree: lark.Tree) -> None:
+    """Raise :class:`QuestionError` for a parse tree nested deeper than :data:`_MAX_DEPTH` (found without recursion:
+    a sum of thousands of terms exceeded Python's recursion limit)."""
+    level, depth = [tree], 0
+    while level:
+        depth += 1
+        if depth > _MAX_DEPTH:
+            raise QuestionError(f"the question is nested more than {_MAX_DEPTH} levels deep (at characters {_span(level[0])})")
+        level = [child for node in level for child in node.children if isinstance(child, lark.Tree)]
 
 
 def _span(tree: lark.Tree | lark.Token) -> tuple[int, int]:
@@ -210,13 +226,23 @@ def _integer(leaf: Node, role: str, minimum: int, maximum: int | None = None) ->
 
 
 def _nearest_root(radicand: int, degree: int) -> int:
-    """The integer nearest to ``radicand ** (1 / degree)`` (never a tie for integer radicands)."""
-    root = round(radicand ** (1.0 / degree))
-    while root**degree > radicand:
-        root -= 1
-    while (root + 1) ** degree <= radicand:
-        root += 1
+    """The integer nearest to ``radicand ** (1 / degree)`` (never a tie for integer radicands), computed in integers:
+    a radicand beyond float range has its root too."""
+    if radicand < 2 or degree >= 2 * radicand.bit_length():  # 1.5 ** degree > radicand: the root is below 1.5
+        return min(radicand, 1)
+    root = _floor_root(radicand, degree)
     return root + 1 if (2 * root + 1) ** degree < 2**degree * radicand else root
+
+
+def _floor_root(radicand: int, degree: int) -> int:
+    """The largest integer whose ``degree``-th power is at most ``radicand`` (>= 1): Newton's iteration in integers,
+    falling from a power of two above the root."""
+    if degree == 2:
+        return math.isqrt(radicand)
+    root = 1 << -(-radicand.bit_length() // degree)
+    while (smaller := ((degree - 1) * root + radicand // root ** (degree - 1)) // degree) < root:
+        root = smaller
+    return root
 
 
 def _has_decimal(tree: Node) -> bool:
