@@ -112,6 +112,39 @@ def test_parse_errors_name_the_position():
     assert grammar.accepts("12+3") and not grammar.accepts("+3")
 
 
+HINT_GRAMMAR = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123+*()", max_size=8))
+def test_a_parse_error_expects_exactly_the_terminals_that_can_follow_what_came_before(sentence):
+    """Lark's LALR error names the terminals of its state after the lookahead's default reductions: after ``1+2``,
+    ``)`` was met with ``$END, OP1`` (``*`` left out), and after ``1``, ``1`` with ``RPAR`` outside any bracket."""
+    grammar = HINT_GRAMMAR
+    try:
+        grammar.parse(sentence)
+        return
+    except ParseError as error:
+        position, expected = error.position, set(error.expected)
+    prefix = sentence[:position]
+    continuing = set()
+    for terminal in set(grammar.terminal_of.values()):
+        try:
+            grammar.parse(prefix + grammar.symbols_of(terminal)[0])
+        except ParseError as error:
+            if error.position <= position:
+                continue  # that terminal cannot come next
+        continuing.add(terminal)
+    assert expected == continuing | ({"$END"} if grammar.accepts(prefix) else set())
+
+
+def test_the_terminals_a_parse_error_expects_where_the_lalr_error_named_others():
+    with pytest.raises(ParseError, match=r"symbol '\)' at position 3; expected \$END, OP1, OP2$"):
+        HINT_GRAMMAR.parse("1+2)")
+    with pytest.raises(ParseError, match=r"symbol '1' at position 1; expected \$END, OP1, OP2$"):
+        HINT_GRAMMAR.parse("11")
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="0123456789+-a", max_size=8))
 def test_accepts_agrees_with_parsing_though_remembered_per_terminal_sequence(sentence):

@@ -132,11 +132,18 @@ def _parse_error(parser: Lark, text: str, error: UnexpectedInput, concepts: Conc
     return kind(message, position, char, expected)
 
 
-def _expected_words(parser: Lark, prefix: str, concepts: ConceptTable) -> tuple[str, ...]:
-    """What the grammar accepts after ``prefix`` (a viable prefix), in words."""
+def accepted_terminals(parser: Lark, prefix: str) -> set[str]:
+    """The terminals (``"$END"`` for the end of input) that the LALR ``parser`` accepts after ``prefix``, a viable
+    prefix: found by feeding the prefix to the parser, not read off Lark's error, whose state has taken the default
+    reductions of the unexpected token's lookahead and so names terminals of another state."""
     interactive = parser.parse_interactive(prefix)
     interactive.exhaust_lexer()
-    terminals = interactive.accepts()
+    return interactive.accepts()
+
+
+def _expected_words(parser: Lark, prefix: str, concepts: ConceptTable) -> tuple[str, ...]:
+    """What the grammar accepts after ``prefix`` (a viable prefix), in words."""
+    terminals = accepted_terminals(parser, prefix)
     words = []
     if "NUMBER" in terminals:
         words.append("a number")

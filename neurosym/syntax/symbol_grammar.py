@@ -28,6 +28,7 @@ from lark.grammar import Rule
 from lark.lexer import Lexer, Pattern
 
 from neurosym.syntax.errors import ParseError, UnexpectedCharacterError, UnexpectedEndError, UnexpectedSymbolError
+from neurosym.syntax.parser import accepted_terminals
 
 #: Characters tried against every terminal when no vocabulary is given.
 CANDIDATE_SYMBOLS = string.digits + string.ascii_letters + string.punctuation + "×÷−"
@@ -155,7 +156,7 @@ class SymbolGrammar:
         try:
             return self.parser.parse(sentence)
         except UnexpectedInput as error:
-            raise _parse_error(sentence, error) from None
+            raise _parse_error(self.parser, sentence, error) from None
 
     def accepts(self, sentence: str) -> bool:
         """Whether ``sentence`` is a sentence of the grammar. Parsing sees only terminals, so the answer is
@@ -232,7 +233,7 @@ def _matches(pattern: Pattern, symbol: str) -> bool:
     return bool(re.fullmatch(pattern.to_regexp(), symbol))
 
 
-def _parse_error(sentence: str, error: UnexpectedInput) -> ParseError:
+def _parse_error(parser: Lark, sentence: str, error: UnexpectedInput) -> ParseError:
     if isinstance(error, UnexpectedCharacters):
         # Lark declares pos_in_stream as None on the base class; SymbolLexer sets the symbol's position.
         position = cast(int, error.pos_in_stream)
@@ -240,9 +241,9 @@ def _parse_error(sentence: str, error: UnexpectedInput) -> ParseError:
         return UnexpectedCharacterError(
             f"symbol {char!r} at position {position} is not in the grammar's vocabulary", position, char, ()
         )
-    expected = tuple(sorted(getattr(error, "expected", None) or getattr(error, "accepts", None) or ()))
     if isinstance(error, UnexpectedEOF) or (isinstance(error, UnexpectedToken) and error.token.type == "$END"):
         position = len(sentence)
+        expected = _expected(parser, sentence[:position], error)
         return UnexpectedEndError(
             f"the sentence ends too early at position {position}; expected {', '.join(expected)}", position, None, expected
         )
@@ -250,9 +251,18 @@ def _parse_error(sentence: str, error: UnexpectedInput) -> ParseError:
         raise error
     position = error.token.start_pos
     char = sentence[position]
+    expected = _expected(parser, sentence[:position], error)
     return UnexpectedSymbolError(
         f"unexpected symbol {char!r} at position {position}; expected {', '.join(expected)}", position, char, expected
     )
+
+
+def _expected(parser: Lark, prefix: str, error: UnexpectedInput) -> tuple[str, ...]:
+    """The terminals the grammar accepts after ``prefix``, where ``error`` stopped the parse, sorted: fed anew to an LALR
+    parser (its error names those of the state after the lookahead's default reductions); Earley's error names them."""
+    if parser.options.parser == "lalr":
+        return tuple(sorted(accepted_terminals(parser, prefix)))
+    return tuple(sorted(getattr(error, "expected", None) or getattr(error, "accepts", None) or ()))
 
 
 def _normal_form(rules: Iterable[Rule], terminals: tuple[str, ...], start: str) -> NormalForm:
