@@ -41,8 +41,9 @@ def test_agrees_on_random_expressions(batch):
     assert solve_batch(sentences) == [reference(s) for s in sentences]
 
 
-# Strings over the language's alphabet plus a few strangers: mostly ungrammatical, some not.
-ALPHABET = "0123456789+-*/()" * 3 + "  ×÷−x&\0é"
+# Strings over the language's alphabet plus a few strangers (beyond Latin-1, a lone surrogate that failed the whole
+# batch): mostly ungrammatical, some not.
+ALPHABET = "0123456789+-*/()" * 3 + "  ×÷−x&\0é😀\ud800"
 
 
 @settings(max_examples=60, deadline=None)
@@ -214,3 +215,7 @@ def test_solver_timing_refuses_fewer_expressions_than_it_counts():
     with pytest.raises(ValueError, match=r"n_op=1: 50 expressions given, the timing solves 4096"):
         measure_solvers(sentences, lark_count=10, batch_sizes=[16, 4096], repeats=1)  # reported 4,096 solved
     assert [run["expressions"] for run in measure_solvers(sentences, 10, [16], 1)] == [10, 16]
+
+
+def test_a_lone_surrogate_is_an_invalid_sentence_of_its_batch():
+    assert solve_batch(["1+\ud800", "1+2", "\udfff"]) == [None, 3, None]

@@ -108,7 +108,9 @@ class BatchSolver:
         try:
             codes = np.frombuffer(padded.encode("latin-1"), dtype=np.uint8)
         except UnicodeEncodeError:
-            codes = np.minimum(np.frombuffer(padded.encode("utf-32-le"), dtype=np.uint32), len(self._lookup) - 1)
+            # (a lone surrogate, "\ud800", is a code point like any other: no symbol, not a failure of the batch)
+            wide = padded.encode("utf-32-le", "surrogatepass")
+            codes = np.minimum(np.frombuffer(wide, dtype=np.uint32), len(self._lookup) - 1)
         ids = self._lookup[codes].reshape(len(sentences), width)
         if "\0" in joined:  # NUL is no symbol; it only stands for the padding after a sentence
             ids[[i for i, s in enumerate(sentences) if "\0" in s], 0] = UNKNOWN_ID
