@@ -33,6 +33,9 @@ UNARY = ("ceil", "floor")
 CONSTANTS = (0, 1, 2)
 _COMMUTATIVE = {"+", "*", "max", "min"}
 _NEAR_INTEGER = 1e-9
+EXAMPLE_LIMIT = 2**53
+"""The largest integer an example may hold: the search computes in float64, exact for integers up to ``2**53`` (beyond
+it, examples were misread and no program found; beyond float range, the search overflowed)."""
 _MIX = ((np.uint64(30), np.uint64(0xBF58476D1CE4E5B9)), (np.uint64(27), np.uint64(0x94D049BB133111EB)))
 Examples = Sequence[tuple[int, int, int]] | np.ndarray | torch.Tensor
 """``(i, j, v)`` triples of non-negative integers: a sequence of them, or an ``[N, 3]`` array or tensor."""
@@ -234,7 +237,8 @@ def induce_operator(
     """The smallest DSL program ``p`` with ``p(i, j) == v`` on at least ``min_agreement`` of ``examples``.
 
     Args:
-        examples: ``(i, j, v)`` triples of non-negative integers (a sequence, or an ``[N, 3]`` array or tensor).
+        examples: ``(i, j, v)`` triples of non-negative integers up to :data:`EXAMPLE_LIMIT` (a sequence, or an
+            ``[N, 3]`` array or tensor).
         max_size: largest program size (nodes) to try.
         min_agreement: fraction of examples the program must explain (1.0: all).
         max_bank: stop growing the program banks beyond this many programs per size (memory bound).
@@ -284,7 +288,7 @@ def induce_operators(
 
 def _distinct_examples(examples: Examples) -> tuple[list[tuple[int, int, int]], np.ndarray]:
     """The distinct triples of ``examples`` in sorted order, as Python ints, and how often each occurs ``[D]``;
-    ``ValueError`` naming the first example that is no triple of non-negative integers."""
+    ``ValueError`` naming the first example that is no triple of non-negative integers up to :data:`EXAMPLE_LIMIT`."""
     listed = examples.tolist() if isinstance(examples, np.ndarray | torch.Tensor) else list(examples)
     if not listed:
         raise ValueError("induce_operator needs at least one (i, j, value) example")
@@ -293,6 +297,10 @@ def _distinct_examples(examples: Examples) -> tuple[list[tuple[int, int, int]], 
         triple = tuple(example) if isinstance(example, Iterable) and not isinstance(example, str) else (example,)
         if len(triple) != 3 or not all(is_int(value) and value >= 0 for value in triple):  # 1.5 was truncated, NaN taken
             raise ValueError(f"examples must be (i, j, value) triples of non-negative integers, got {example!r} at {index}")
+        if max(triple) > EXAMPLE_LIMIT:
+            raise ValueError(
+                f"example {index} {example!r} holds an integer beyond 2**53, the largest the search (in float64) holds exactly"
+            )
         occurrences[(int(triple[0]), int(triple[1]), int(triple[2]))] += 1
     distinct = sorted(occurrences)
     return distinct, np.array([occurrences[triple] for triple in distinct], dtype=np.int64)
