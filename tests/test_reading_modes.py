@@ -21,6 +21,7 @@ from neurosym.pipelines import (
     evaluate_grammar_pipeline,
     train_grammar_pipeline,
 )
+from neurosym.pipelines.grammar_pipeline import pipeline_timings
 from neurosym.pipelines.trainer import evaluate_pipeline, train_pipeline
 from neurosym.semantics import TreeSemantics
 from neurosym.syntax import SymbolGrammar
@@ -72,7 +73,10 @@ def test_the_grammar_pipeline_reads_for_results_in_evaluation_mode_and_gives_the
     torch.testing.assert_close(one, many)
     assert alone == pipeline.predict(source.batch(list(range(48))))[:1]
     evaluate_grammar_pipeline(pipeline, source, CPU)
+    pipeline_timings(pipeline, source, CPU, batch_size=16, wrong=4)  # (it reads with log_probs alone)
     assert reader.training and _equal(before, _states(reader))
+    with torch.no_grad():
+        torch.testing.assert_close(pipeline.log_probs(source.batch([0]))[0], many)
     with reading_mode(reader):  # with gradients: a training step reads in the mode it set
         assert reader.training
 

@@ -95,13 +95,15 @@ class GrammarPipeline:
     def log_probs(self, batch: SentenceBatch, reader: ReadWindows | None = None) -> torch.Tensor:
         """Per-position log-probabilities over the grammar's symbols ``[B, T, V]``: the reader's (or
         ``reader``'s, e.g. the reader wrapped for DistributedDataParallel) at read positions (``-inf`` for
-        symbols it lacks), one-hot at given ones, zero at padding."""
+        symbols it lacks), one-hot at given ones, zero at padding. Without gradients the reader reads in evaluation
+        mode (:func:`~neurosym.training.modes.reading_mode`), with them in the mode its caller set."""
         size, steps = batch.given.shape
         real = real_positions(batch.lengths, steps)
         read = real & (batch.given == READ)
         groups = repeat(torch.arange(size, device=batch.given.device), "b -> b t", t=steps)
         flat = rearrange(batch.windows, "b t ... -> (b t) ...")
-        read_log_probs = (reader or self.reader)(flat[read.flatten()], groups[read]).float()  # [n, V_reader]
+        with reading_mode(reader or self.reader):
+            read_log_probs = (reader or self.reader)(flat[read.flatten()], groups[read]).float()  # [n, V_reader]
         check_log_probs(read_log_probs, len(self.columns))
         vocabulary = len(self.grammar.symbols)
         out = read_log_probs.new_full((size * steps, vocabulary), -torch.inf)
@@ -117,10 +119,8 @@ class GrammarPipeline:
     def read(self, batch: SentenceBatch, reader: ReadWindows | None = None) -> Reading:
         """Read (with ``reader`` instead of the pipeline's, where given), decode and execute a batch: sentences,
         log-probabilities ``[B, T, V]`` (with gradients where computed in training) and values (``None`` where
-        invalid). Without gradients the reader reads in evaluation mode (:func:`~neurosym.training.modes.reading_mode`),
-        with them in the mode its caller set."""
-        with reading_mode(reader or self.reader):
-            log_probs = self.log_probs(batch, reader)
+        invalid), read as :meth:`log_probs` reads."""
+        log_probs = self.log_probs(batch, reader)
         decoded = self.decoder.decode(log_probs.detach(), batch.lengths)
         sentences = decoded.sentences(self.grammar.symbols)
         return Reading(sentences, log_probs, self.executor.values(sentences))
