@@ -163,17 +163,13 @@ def subsample(
     """A fixed-seed sample of ``scale`` of ``records``, drawn per test subset (``eval``) so that every
     subset keeps its share (at least one record of each subset present); ``subset_scales`` gives some
     subsets another scale. The order is kept."""
-    scales = {subset: _checked_scale(value) for subset, value in (subset_scales or {}).items()}
+    scales: dict[str | None, float] = {subset: _checked_scale(value) for subset, value in (subset_scales or {}).items()}
     scale = _checked_scale(scale)
     rng = as_generator(seed)
     by_subset: dict[str | None, list[int]] = {}
     for index, record in enumerate(records):
         by_subset.setdefault(record.eval, []).append(index)
-    kept = [
-        index
-        for subset, indices in by_subset.items()
-        for index in _sample(indices, scales.get(subset, scale) if subset is not None else scale, rng)
-    ]
+    kept = [index for subset, indices in by_subset.items() for index in _sample(indices, scales.get(subset, scale), rng)]
     return [records[index] for index in sorted(kept)]
 
 
