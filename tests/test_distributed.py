@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 from torch import nn
-from torch.utils.data import TensorDataset
+from torch.utils.data import Dataset, TensorDataset
 
 from neurosym.training import (
     StopRequests,
@@ -183,6 +183,38 @@ def test_a_resumed_run_draws_the_dropout_masks_of_an_uninterrupted_one(tmp_path:
     del old_style["random"]  # a checkpoint from before the generator was saved still resumes
     torch.save(old_style, path)
     assert train(dropout_model(), regression_data(), mse, replace(config, max_steps=7, checkpoint=path), SINGLE).steps == 7
+
+
+class Augmented(Dataset):
+    """:func:`regression_data` with noise added to each input as it is read, drawn from torch's global generator (in
+    a loader's worker, from the worker's own, which the loader seeds)."""
+
+    def __init__(self) -> None:
+        self.data = regression_data()
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
+        x, y = self.data[index]
+        return x + 0.1 * torch.randn(4), y
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_a_resumed_run_reads_the_augmentations_of_an_uninterrupted_one(tmp_path: Path, workers: int) -> None:
+    """Resumed in its second epoch (4 batches an epoch), a run reads the noise an uninterrupted one reads: reading the
+    batch it skips drew from torch's global generator after the checkpoint's state was restored, and a worker's seed
+    was drawn afresh in the resumed call's first epoch, as in the run's first."""
+    config = TrainConfig(max_steps=7, batch_size=4, eval_every=7, num_workers=workers, progress=False)
+    straight = small_model()
+    train(straight, Augmented(), mse, config, SINGLE)
+    path = tmp_path / "run.pt"
+    train(small_model(), Augmented(), mse, replace(config, max_steps=5, checkpoint=path), SINGLE)
+    resumed, steps = small_model(seed=1), []
+    train(resumed, Augmented(), counted(mse, steps), replace(config, checkpoint=path), SINGLE)
+    assert len(steps) == 2
+    for name, value in straight.state_dict().items():
+        torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=0)
 
 
 def test_every_process_stops_at_the_step_one_of_them_was_asked_to(tmp_path: Path) -> None:
@@ -351,7 +383,7 @@ def test_a_non_finite_loss_between_reads_is_reported_with_its_step(tmp_path: Pat
         train(small_model(), regression_data(), loss_fn, config, SINGLE)
     assert next(calls) == 5  # raised at the fifth step, before its update
     assert not path.exists()
-    with pytest.raises(ValueError, match="sync_every must be None or at least 1, got 0"):
+    with pytest.raises(ValueError, match="sync_every must be an int of at least 1, got 0"):
         TrainConfig(max_steps=1, batch_size=1, sync_every=0)
 
 

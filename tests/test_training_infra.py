@@ -1,6 +1,7 @@
 import argparse
 import gzip
 import json
+import os
 import pickle
 import subprocess
 import zipfile
@@ -135,6 +136,21 @@ def test_writers_of_one_file_at_once_each_write_their_own_temporary_file(tmp_pat
         assert target.read_bytes() == b"second"
         first.write_bytes(b"first")
     assert target.read_bytes() == b"first" and sorted(p.name for p in target.parent.iterdir()) == ["entry.bin"]
+
+
+def test_atomic_writes_reach_the_disk_before_their_rename(tmp_path, monkeypatch):
+    """Renamed before its data reached the disk, a file could be found empty after a power cut (a run's JSON then
+    stopped every rerun)."""
+    target, synced = tmp_path / "run.json", []
+    fsync = os.fsync
+
+    def recorded(handle):
+        synced.append((os.fstat(handle).st_ino, target.exists()))
+        fsync(handle)
+
+    monkeypatch.setattr(os, "fsync", recorded)
+    save_json({"done": 1}, target)
+    assert synced == [(target.stat().st_ino, False)]
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path):

@@ -3,7 +3,9 @@ step function, optimiser update, evaluation hook, checkpoint state of its own, s
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import random
 import warnings
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -254,6 +256,45 @@ def test_a_non_finite_loss_is_named_with_its_step_unless_checks_are_off() -> Non
     assert toy.run(3, check_finite=False).step == 3
 
 
+def test_a_non_finite_loss_after_the_last_read_is_named_at_the_last_step() -> None:
+    """Read every 4 steps (as on CUDA), a NaN at step 5 of 6 was never read: the run returned its weights as trained."""
+    toy = Toy()
+
+    def step(index: int) -> tuple[torch.Tensor | None, dict]:
+        loss, logs = toy.step(index)
+        return (None if loss is None else loss * (float("nan") if index == 4 else 1.0)), logs
+
+    with pytest.raises(FloatingPointError, match="became nan at step 5$"):
+        run_training(toy.model, step, Update(toy.optimizer), 6, device=CPU, sync_every=4)
+
+
+def test_a_resume_draws_the_numpy_and_python_numbers_of_an_uninterrupted_run(tmp_path: Path) -> None:
+    """The checkpoint carries numpy's and Python's global generators too (a step's augmentations may draw from them)."""
+
+    def run(path: Path, seed: int, stops: StopAt | None = None) -> list[tuple[float, float]]:
+        np.random.seed(seed)
+        random.seed(seed)
+        model, drawn = nn.Linear(1, 1), []
+
+        def step(index: int) -> tuple[torch.Tensor, dict]:
+            drawn.append((np.random.rand(), random.random()))
+            return model(torch.ones(1)).sum(), {}
+
+        update = Update(torch.optim.SGD(model.parameters(), lr=0.1))
+        with contextlib.suppress(TrainingInterrupted):
+            run_training(model, step, update, 6, device=CPU, checkpoint=Checkpointing(path, Settings(), 2), stops=stops)
+        return drawn
+
+    states = np.random.get_state(), random.getstate()
+    try:
+        straight = run(tmp_path / "straight.pt", 0)
+        first = run(tmp_path / "resumed.pt", 0, StopAt(3))
+        assert len(first) == 3 and first + run(tmp_path / "resumed.pt", 1) == straight  # another seed: the checkpoint's win
+    finally:
+        np.random.set_state(states[0])
+        random.setstate(states[1])
+
+
 def test_bad_arguments_are_named() -> None:
     toy = Toy()
     with pytest.raises(ValueError, match="max_steps and eval_every must be positive"):
@@ -308,6 +349,7 @@ def test_a_loss_that_is_no_scalar_tensor_is_named_with_its_step() -> None:
         ({"clip_norm": -1.0}, r"clip_norm \(None: no clipping\) must be a number above 0, got -1.0"),  # reversed gradients
         ({"clip_value": 0.0}, "clip_value .* must be a number above 0, got 0.0"),  # zeroed every gradient
         ({"sync_every": 2.5}, "sync_every must be an int of at least 1, got 2.5"),
+        ({"sync_every": "2"}, "sync_every must be an int of at least 1, got '2'"),  # TypeError: '<' not supported
         ({"eps": 0.0}, "eps must be a finite number above 0, got 0.0"),  # 0/0 for a parameter without gradient
         ({"weight_decay": -0.1}, "weight_decay must be a finite number at least 0, got -0.1"),
         ({"momentum": float("nan")}, "momentum must be a finite number at least 0, got nan"),

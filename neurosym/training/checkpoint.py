@@ -34,8 +34,10 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
 
     Each call gets its own temporary name (ending in ``suffix``, for writers that add an extension), so processes
     writing the same file at once (the ranks of a ``torchrun`` job filling a cache) never rename each other's
-    file away; the rename is atomic on POSIX file systems, so readers see either the old or the new file. A ``path``
-    that is a folder or lies under a file raises ``ValueError`` (:func:`writable_file`) before the block runs.
+    file away; the rename is atomic on POSIX file systems, so readers see either the old or the new file. The new
+    file is flushed to disk before the rename, so that a crash soon after (a power cut) cannot leave ``path`` renamed
+    but empty or cut short. A ``path`` that is a folder or lies under a file raises ``ValueError``
+    (:func:`writable_file`) before the block runs.
     """
     path = writable_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -44,11 +46,22 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
     tmp = Path(name)
     try:
         yield tmp
+        _flush_to_disk(tmp)
         os.chmod(tmp, 0o666 & ~_UMASK)  # as open() would have made it (mkstemp's file is private, 0600)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _flush_to_disk(path: Path) -> None:
+    """Return once the file at ``path`` is on disk (``fsync``): its data may otherwise still sit in memory when its
+    rename has reached the disk."""
+    handle = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 def writable_file(path: str | os.PathLike, what: str = "path") -> Path:
@@ -68,10 +81,8 @@ def writable_file(path: str | os.PathLike, what: str = "path") -> Path:
 def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
     """Write ``state`` with :func:`torch.save` to a temporary file, then rename it over ``path``
     (:func:`atomic_path`; flushed to disk first)."""
-    with atomic_path(path) as tmp, open(tmp, "wb") as file:
-        torch.save(state, file)
-        file.flush()
-        os.fsync(file.fileno())
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
     return Path(path)
 
 

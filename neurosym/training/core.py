@@ -11,7 +11,7 @@ learning-rate scheduler, loss scaler, clipping, a hook after each update such as
 optional evaluation hook; and, in :class:`Checkpointing`, its configuration and its own state.
 
 The loop owns the rest: the step counter, the update, the progress bar, the check that the loss is
-finite, evaluation steps, atomic checkpoints at a fixed interval with torch's random generators, the
+finite, evaluation steps, atomic checkpoints at a fixed interval with the global random generators (torch's, numpy's, Python's), the
 resume (one resumability check, :func:`~neurosym.training.checkpoint.check_resumable`), and stop
 requests: at SIGINT, SIGTERM or the time limit it finishes the step, checkpoints and raises
 :class:`~neurosym.training.stopping.TrainingInterrupted`, so that resuming repeats an uninterrupted run.
@@ -24,11 +24,13 @@ steps, evaluations and checkpoints), beside the caller's own entries. Every logg
 from __future__ import annotations
 
 import contextlib
+import random
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -117,20 +119,25 @@ class LoopResult:
     seconds: float = 0.0
 
 
-def random_state(device: torch.device) -> dict[str, torch.Tensor]:
-    """Torch's global generator states that training draws from (dropout masks and the like): the CPU
-    generator's, and the current CUDA device's when ``device`` is a GPU."""
-    state = {"cpu": torch.get_rng_state()}
+def random_state(device: torch.device) -> dict[str, Any]:
+    """The global generator states that training draws from (dropout masks, a data set's augmentations and the
+    like): torch's CPU generator's, the current CUDA device's when ``device`` is a GPU, numpy's and Python's."""
+    state: dict[str, Any] = {"cpu": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)
     return state
 
 
-def restore_random_state(state: dict[str, torch.Tensor], device: torch.device) -> None:
-    """Set the generators saved by :func:`random_state` (states loaded onto any device are moved back)."""
+def restore_random_state(state: dict[str, Any], device: torch.device) -> None:
+    """Set the generators saved by :func:`random_state` (states loaded onto any device are moved back; numpy's and
+    Python's are absent from checkpoints written before they were saved)."""
     torch.set_rng_state(state["cpu"].cpu())
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"].cpu(), device)
+    if "numpy" in state:
+        np.random.set_state(state["numpy"])
+    if "python" in state:
+        random.setstate(state["python"])
 
 
 class _NonFiniteLoss:
@@ -223,7 +230,7 @@ def run_training(
     finishes the step, checkpoints and raises :class:`TrainingInterrupted` (after the last step it just
     returns). ``check_finite`` raises ``FloatingPointError`` at the first read of the loss (every
     ``sync_every`` steps, default every step on the CPU and :data:`CUDA_SYNC_EVERY` elsewhere, and at
-    evaluation and checkpoint steps) after a non-finite one, before that read's update and before any
+    evaluation and checkpoint steps and the last) after a non-finite one, before that read's update and before any
     checkpoint holds its weights. ``device`` is where the model trains (checkpoints are loaded there);
     ``context`` makes a distributed run agree on stops and checkpoint and show progress on rank 0 only.
     """
@@ -278,14 +285,15 @@ def run_training(
             number = done + 1
             evaluating = evaluate is not None and _due(number, eval_every, max_steps)
             checkpointed = checkpoint is not None and _due(number, checkpoint.every, max_steps)
+            reading = evaluating or checkpointed or number == max_steps or (read_often and number % sync_every == 0)
             loss_value = None
             if loss is not None:
                 _check_loss(loss, number)
                 if check_finite:
                     nonfinite.record(loss, number)
-                if evaluating or checkpointed or (read_often and number % sync_every == 0):
-                    nonfinite.check()  # before the update: a loss found here never reaches the weights
-                    loss_value = loss.item()
+            if reading:
+                nonfinite.check()  # before the update: a loss found here never reaches the weights
+                loss_value = None if loss is None else loss.item()
             update(loss)
             done = number
             if logs:

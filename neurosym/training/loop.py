@@ -5,14 +5,16 @@ It samples shards with :class:`~torch.utils.data.distributed.DistributedSampler`
 runs mixed precision on CUDA, clips gradients, evaluates every ``eval_every`` steps on rank 0, keeps the
 best weights, stops early after ``patience`` evaluations without improvement, and writes an atomic
 checkpoint (rank 0 only) from which an interrupted run resumes at the same step and data order, with
-torch's random generators (dropout masks) where they were, so that a single-process run resumed
-equals an uninterrupted one (a distributed run restores rank 0's generators on every rank). At
+the global random generators (dropout masks, augmentations) and the loader's worker seeds where they were,
+so that a single-process run resumed equals an uninterrupted one (a distributed run restores rank 0's
+generators on every rank). At
 SIGINT, SIGTERM or ``time_limit`` it finishes the step, checkpoints and raises
 :class:`~neurosym.training.stopping.TrainingInterrupted` (all processes stop at the same step).
 """
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Sized
@@ -56,7 +58,7 @@ class TrainConfig:
     checkpoint, then :class:`~neurosym.training.stopping.TrainingInterrupted`. ``sync_every`` is the number
     of steps between the loop's reads of the loss on the host (progress bar, non-finite check); ``None``:
     every step on the CPU, every :data:`~neurosym.training.core.CUDA_SYNC_EVERY` on CUDA, where each read would stall the queue of
-    kernels. Evaluation and checkpoint steps always read it.
+    kernels. Evaluation and checkpoint steps and the last always read it.
     """
 
     max_steps: int
@@ -88,8 +90,6 @@ class TrainConfig:
         for name in ("warmup_steps", "seed", "num_workers"):  # a seed of 1.5 failed in torch.manual_seed
             setattr(self, name, int_at_least(getattr(self, name), name, 0))
         checked_time_limit(self.time_limit)
-        if self.sync_every is not None and self.sync_every < 1:
-            raise ValueError(f"sync_every must be None or at least 1, got {self.sync_every}")
         for name in ("max_steps", "batch_size", "eval_every") + ("sync_every",) * (self.sync_every is not None):
             setattr(self, name, int_at_least(getattr(self, name), name, 1))  # numpy's as Python ints (torch refused them)
         if self.patience is not None:  # 0 or less stopped at the first evaluation without improvement, as 1 does
@@ -187,14 +187,23 @@ def _check(config: TrainConfig, context: DistributedContext, dataset_size: int) 
     return config.batch_size // context.world_size
 
 
-def _batches(loader: DataLoader, sampler: DistributedSampler, start_step: int) -> Iterator[Any]:
-    """Batches forever, epoch after epoch, starting where step ``start_step`` left off."""
+def _batches(loader: DataLoader, sampler: DistributedSampler, seed: int, start_step: int) -> Iterator[Any]:
+    """Batches forever, epoch after epoch, starting where step ``start_step`` left off.
+
+    What an epoch reads depends on ``seed`` and the epoch alone, as in an uninterrupted run: its order (``sampler``)
+    and its workers' seeds (drawn from ``loader.generator``, reseeded each epoch); and the batches a resumed epoch
+    skips leave torch's global generator alone, where a data set's augmentations of the next batch draw."""
+    assert loader.generator is not None  # (train gives it one)
     per_epoch = len(loader)
     first_epoch, skip = divmod(start_step, per_epoch)
     for epoch in itertools.count(first_epoch):
         sampler.set_epoch(epoch)
-        yield from itertools.islice(loader, skip, None)
+        loader.generator.manual_seed(seed + epoch)
+        batches = iter(loader)
+        with torch.random.fork_rng(devices=[]):
+            collections.deque(itertools.islice(batches, skip), maxlen=0)
         skip = 0
+        yield from batches
 
 
 def train(
@@ -242,14 +251,14 @@ def train(
         drop_last=True,
         num_workers=config.num_workers,
         pin_memory=device.type == "cuda",
-        generator=torch.Generator().manual_seed(config.seed),  # its per-epoch draw leaves the global generator alone
+        generator=torch.Generator(),  # seeded each epoch (_batches)
     )
     batches: Iterator[Any] | None = None
 
     def step(index: int) -> tuple[torch.Tensor, dict[str, Any]]:
         nonlocal batches
         if batches is None:  # the first step of this call: 0, or where the checkpoint left off
-            batches = _batches(loader, sampler, index)
+            batches = _batches(loader, sampler, config.seed, index)
         wrapped.train()
         batch = move_to(next(batches), device)
         with mixed_precision(device):
