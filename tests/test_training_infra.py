@@ -30,6 +30,17 @@ def test_resolve_device_auto_and_errors():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA is not available"):
             resolve_device("cuda")
+    for value in (None, 1.5):
+        with pytest.raises(ValueError, match="device must be 'auto', a device string or a torch.device"):
+            resolve_device(value)  # type: ignore[arg-type]
+
+
+def test_resolve_device_refuses_a_cuda_index_past_the_machines_devices(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda:1") == torch.device("cuda", 1)
+    with pytest.raises(ValueError, match="'cuda:2': this machine has 2 CUDA devices"):
+        resolve_device("cuda:2")
 
 
 def test_mixed_precision_is_bfloat16_where_the_gpu_has_it_and_off_on_the_cpu(monkeypatch):

@@ -195,6 +195,9 @@ def test_resuming_under_another_configuration_is_refused(tmp_path: Path) -> None
     path.write_bytes(path.read_bytes()[:100])  # torn
     with pytest.raises(ValueError, match=r"run.pt is not a readable checkpoint \(RuntimeError: .*\); remove it"):
         Toy().run(3, path)
+    path.write_bytes(b"cno_such_module\nthing\n.")  # corrupt bytes that unpickle into an import
+    with pytest.raises(ValueError, match=r"run.pt is not a readable checkpoint \(ModuleNotFoundError: .*\); remove it"):
+        Toy().run(3, path)
     torch.save(torch.zeros(3), path)  # a torch file, but no checkpoint (its keys were read: AttributeError)
     with pytest.raises(ValueError, match=r"run.pt is not a checkpoint: it holds a Tensor, not a dict; remove it"):
         Toy().run(3, path)

@@ -27,6 +27,7 @@ import torch
 
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.training.checkpoint import files_stamp
+from neurosym.training.device import resolve_device
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -183,18 +184,12 @@ def comma_list(
 
 
 def device_name(text: str) -> str:
-    """``auto`` or a torch device string (``cpu``, ``cuda``, ``cuda:1``, ``mps``), checked but not opened: a CUDA
-    device must be on this machine."""
-    if text == "auto":
-        return text
+    """``auto`` or a torch device string (``cpu``, ``cuda``, ``cuda:1``, ``mps``), checked but not opened
+    (:func:`~neurosym.training.device.resolve_device`): a CUDA device must be on this machine."""
     try:
-        device = torch.device(text)
-    except RuntimeError:
-        raise argparse.ArgumentTypeError(f"expected 'auto', 'cpu', 'cuda' or 'cuda:N', got {text!r}") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise argparse.ArgumentTypeError(f"{text!r}: CUDA is not available on this machine (--device auto picks the CPU)")
-    if device.type == "cuda" and device.index is not None and device.index >= torch.cuda.device_count():
-        raise argparse.ArgumentTypeError(f"{text!r}: this machine has {torch.cuda.device_count()} CUDA devices")
+        resolve_device(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     return text
 
 

@@ -8,20 +8,27 @@ import torch
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
     """Return a concrete :class:`torch.device`.
 
-    ``"auto"`` selects ``cuda`` when a GPU is visible and ``cpu`` otherwise; any other value is passed
-    to :class:`torch.device`. Asking for CUDA on a machine without it raises a clear ``ValueError``.
+    ``"auto"`` selects ``cuda`` when a GPU is visible and ``cpu`` otherwise; any other string is passed
+    to :class:`torch.device`. A value that names no device, CUDA asked for on a machine without it, or a CUDA
+    index past the machine's devices raises a clear ``ValueError``.
     """
     if isinstance(device, torch.device):
         resolved = device
     elif device == "auto":
         resolved = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    elif not isinstance(device, str):
+        raise ValueError(f"device must be 'auto', a device string or a torch.device, got {type(device).__name__} {device!r}")
     else:
         try:
             resolved = torch.device(device)
         except RuntimeError as error:
             raise ValueError(f"unknown device {device!r}: use 'auto', 'cpu' or 'cuda[:N]'") from error
     if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device {device!r} was requested but CUDA is not available on this machine")
+        raise ValueError(
+            f"device {str(device)!r} was requested but CUDA is not available on this machine (device 'auto' picks the CPU)"
+        )
+    if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
+        raise ValueError(f"device {str(device)!r}: this machine has {torch.cuda.device_count()} CUDA devices")
     return resolved
 
 
