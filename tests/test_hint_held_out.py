@@ -4,6 +4,7 @@ another scale, and a release whose training list is subsampled)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -13,11 +14,17 @@ from hypothesis import strategies as st
 from neurosym.cli import build_parser
 from neurosym.data.hint import (
     EVAL_SUBSETS,
+    MAIN_VOCABULARY,
     HintRecord,
+    SplitRules,
+    fewshot_split,
+    generate_split,
     held_out_for,
     load_release,
     main_split,
+    operator_count,
     read_release,
+    subsample,
     write_release,
 )
 from neurosym.experiments.hint_sources import load_hint_data
@@ -29,17 +36,44 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def record(index: int, expr: str, subset: str) -> HintRecord:
-    return HintRecord(str(index), expr, (-1,), int(expr), (int(expr),), subset)
+def record(index: int, expr: str, subset: str | None) -> HintRecord:
+    return HintRecord(str(index), expr, (-1,), 0, (0,), subset)
 
 
-@given(st.lists(st.tuples(st.sampled_from("0123456789"), st.sampled_from(EVAL_SUBSETS))), st.sets(st.sampled_from("0123456789")))
+def strata(records: list[HintRecord]) -> Counter:
+    """How many records of each subset and number of operators."""
+    return Counter((r.eval, operator_count(r.expr)) for r in records)
+
+
+EXPRESSIONS = ("1", "2", "3", "1+2", "2*3", "3-1", "1+2*3", "(1+2)*3")
+
+
+@given(st.lists(st.tuples(st.sampled_from(EXPRESSIONS), st.sampled_from(EVAL_SUBSETS))), st.sets(st.sampled_from(EXPRESSIONS)))
 def test_held_out_records_are_seen_in_i_and_unseen_elsewhere_in_their_order(pairs, trained) -> None:
     records = [record(i, expr, subset) for i, (expr, subset) in enumerate(pairs)]
     kept = held_out_for(records, trained)
     assert kept == [r for r in records if r in kept]  # order kept, nothing added
     assert all((r.expr in trained) == (r.eval == "I") for r in kept)
     assert len(kept) == sum((expr in trained) == (subset == "I") for expr, subset in pairs)
+
+
+@given(
+    st.lists(st.tuples(st.sampled_from(EXPRESSIONS), st.sampled_from((None, *EVAL_SUBSETS))), max_size=60),
+    st.none() | st.sets(st.sampled_from(EXPRESSIONS)),
+    st.sampled_from((0.05, 0.25, 0.5, 0.75, 1.0)),
+    st.integers(0, 3),
+)
+def test_a_sample_keeps_each_subset_and_operator_counts_share_of_the_records_that_keep_their_meaning(
+    pairs, trained, scale, seed
+) -> None:
+    records = [record(i, expr, subset) for i, (expr, subset) in enumerate(pairs)]
+    chosen = subsample(records, scale, seed, trained)
+    assert chosen == subsample(records, scale, seed, trained)  # a fixed seed gives one sample
+    kept = records if trained is None else held_out_for(records, trained)
+    assert chosen == [r for r in kept if r in chosen]  # drawn from those that keep their meaning, in order, once each
+    available, full = strata(kept), strata(records)
+    # each subset and number of operators: its share of the whole list (at least one), all where fewer keep their meaning
+    assert strata(chosen) == {key: min(count, max(1, round(scale * full[key]))) for key, count in available.items()}
 
 
 def test_splits_of_another_scale_test_i_on_trained_expressions_and_the_rest_on_unseen_ones(private_cache: Path) -> None:
@@ -79,12 +113,49 @@ def test_a_subsampled_release_tests_i_on_the_expressions_of_its_sample(generated
         # test scale 1: every record that keeps its meaning, I ones included, is tested
         assert splits[name] == held_out_for(full[name], trained)
         assert 0 < sum(r.eval == "I" for r in splits[name]) < sum(r.eval == "I" for r in full[name])
-    # at one scale for all splits the I records are those of the sample, not sampled again
-    same, _ = load_release(generated_release, dict.fromkeys(("train", "val", "test"), 0.5), seed=2, images=False)
-    test_i = [r for r in same["test"] if r.eval == "I"]
-    assert test_i == [r for r in full["test"] if r.eval == "I" and r.expr in trained]
+
+
+@pytest.fixture()
+def repeating_release(private_cache: Path) -> Path:
+    """A release whose training list repeats its short expressions as the released one does (scale 1's 20,000 records
+    with no operator hold 10 expressions), at a test's size."""
+    rules = SplitRules(train_per_op=200, train_per_op_small={0: 1000, 1: 2000}, test_per_op=4, val_per_op=2,
+                       max_train_ops=4, max_test_ops=6, test_i_fraction=0.02, val_i_fraction=0.01)  # fmt: skip
+    splits = generate_split(rules, MAIN_VOCABULARY, seed=0)
+    return write_release(private_cache / "repeating", {name: list(split) for name, split in splits.items()})
+
+
+def test_a_release_sampled_at_one_scale_keeps_each_operator_counts_share_of_i(repeating_release: Path) -> None:
+    full = read_release(repeating_release)
+    splits, _ = load_release(repeating_release, dict.fromkeys(("train", "val", "test"), 0.1), seed=1, images=False)
+    trained = {r.expr for r in splits["train"]}
+    for name in ("val", "test"):
+        seen = [r for r in splits[name] if r.eval == "I"]
+        assert all(r.expr in trained for r in seen)
+        available = strata([r for r in full[name] if r.eval == "I" and r.expr in trained])
+        share = {key: max(1, round(0.1 * count)) for key, count in strata([r for r in full[name] if r.eval == "I"]).items()}
+        assert strata(seen) == {key: min(count, share[key]) for key, count in available.items()}
+    # every short expression was sampled for training, yet I keeps its tenth of them: 2 of the 20 without operators
+    assert strata(splits["test"])[("I", 0)] == 2 and strata(full["test"])[("I", 0)] == 20
+    # the training list keeps each number of operators' tenth
+    assert strata(splits["train"]) == {key: round(0.1 * count) for key, count in strata(full["train"]).items()}
 
 
 def test_a_sample_that_holds_no_i_expression_is_refused_naming_the_split(generated_release: Path) -> None:
     with pytest.raises(ValueError, match=r"expr_val.json: no I record .*training records sampled at scale 0.001"):
         load_release(generated_release, dict.fromkeys(("train", "val", "test"), 0.001), images=False)
+
+
+def test_a_releases_fewshot_concept_tests_i_on_the_expressions_it_learned_from(private_cache: Path) -> None:
+    main = {name: list(s) for name, s in main_split(scale=0.002).items()}
+    fewshot = {"x": {name: list(s) for name, s in fewshot_split("x", scale=0.2).items()}}
+    release = write_release(private_cache / "release", main, fewshot=fewshot)
+    argv = ["hint", "--data", str(release), "--model", "neurosym", "--input", "symbol", "--fewshot-scales", "0.1"]
+    data = load_hint_data(build_parser().parse_args(argv), image_input=False, fewshot=True)
+    split = data.fewshot("x", 0.1)
+    trained = {r.expr for r in split["train"]}
+    assert 0 < len(split["train"]) < len(fewshot["x"]["train"])
+    for name in ("val", "test"):
+        assert all((r.expr in trained) == (r.eval == "I") for r in split[name])
+        assert any(r.eval == "I" for r in split[name]) and any(r.eval != "I" for r in split[name])
+    assert data.fewshot("x", 1.0) == fewshot["x"]  # at scale 1 the release's lists as written

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neurosym.data.hint import HintRecord, fewshot_split, held_out_for, load_release, main_split, read_fewshot, subsample
+from neurosym.data.hint import (
+    HintRecord,
+    fewshot_split,
+    held_out_for,
+    load_release,
+    main_split,
+    read_fewshot,
+    subsample_split,
+)
 from neurosym.data.symbol_images import (
     SymbolBank,
     default_bank,
@@ -109,7 +117,7 @@ def load_hint_data(
             raise SystemExit(f"neurosym hint: {error}") from None
 
         def release_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
-            return {name: subsample(records, scale, args.seed) for name, records in read_fewshot(release)[concept].items()}
+            return subsample_split(read_fewshot(release)[concept], dict.fromkeys(("train", "val", "test"), scale), args.seed)
 
         return HintData(splits, bank, f"official HINT release {release}", args.scale, release_fewshot)
     splits = {name: list(split) for name, split in main_split(scale=args.scale, seed=args.seed, progress=progress).items()}

@@ -27,6 +27,7 @@ from neurosym.data.hint.official import (
     record_from_json,
     record_to_json,
     subsample,
+    subsample_split,
     write_release,
 )
 from neurosym.data.hint.sampling import Vocabulary, enumerate_prefix, evaluate_prefix, prefix_shapes, sample_prefix
@@ -102,6 +103,7 @@ __all__ = [
     "random_sentences",
     "sample_prefix",
     "subsample",
+    "subsample_split",
     "split_statistics",
     "split_summary",
     "split_datasets",

@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping, Sequence
 from itertools import chain
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from tqdm.auto import tqdm
 from neurosym.data.hint.examples import HintRecord
 from neurosym.data.hint.held_out import held_out_for
 from neurosym.data.hint.splits import EVAL_SUBSETS
-from neurosym.data.hint.stats import parents_first
+from neurosym.data.hint.stats import operator_count, parents_first
 from neurosym.data.randomness import as_generator
 from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, load_folder_bank, write_folder_bank
 from neurosym.semantics import BRACKET_VALUE, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable, execute, solve_batch
@@ -158,19 +159,30 @@ def _check_some(records: Sequence, path: Path) -> None:
 
 
 def subsample(
-    records: Sequence[HintRecord], scale: float, seed: int = 0, subset_scales: Mapping[str, float] | None = None
+    records: Sequence[HintRecord], scale: float, seed: int = 0, trained: Collection[str] | None = None
 ) -> list[HintRecord]:
-    """A fixed-seed sample of ``scale`` of ``records``, drawn per test subset (``eval``) so that every
-    subset keeps its share (at least one record of each subset present); ``subset_scales`` gives some
-    subsets another scale. The order is kept."""
-    scales: dict[str | None, float] = {subset: _checked_scale(value) for subset, value in (subset_scales or {}).items()}
+    """A fixed-seed sample of ``scale`` of ``records``, drawn per test subset (``eval``) and number of operators so
+    that each keeps its share (at least one record of each present). The order is kept.
+
+    With ``trained`` (the expressions a run trained on), ``records`` are a validation or test list and each share is
+    drawn from the records whose subset holds for the run (:func:`~neurosym.data.hint.held_out_for`: ``I`` seen,
+    the rest unseen), all of them where fewer: a training list repeats its short expressions (the released one its
+    10 without an operator 2,000 times each), so a sample of it holds nearly all of ``I``'s short expressions and few
+    of its long ones, and ``I`` drawn as one share would be mostly its shortest expressions."""
     scale = _checked_scale(scale)
+    shares = {stratum: max(1, round(scale * count)) for stratum, count in Counter(map(_stratum, records)).items()}
+    kept = records if trained is None else held_out_for(records, trained)
+    by_stratum: dict[tuple[str | None, int], list[int]] = {}
+    for index, record in enumerate(kept):
+        by_stratum.setdefault(_stratum(record), []).append(index)
     rng = as_generator(seed)
-    by_subset: dict[str | None, list[int]] = {}
-    for index, record in enumerate(records):
-        by_subset.setdefault(record.eval, []).append(index)
-    kept = [index for subset, indices in by_subset.items() for index in _sample(indices, scales.get(subset, scale), rng)]
-    return [records[index] for index in sorted(kept)]
+    chosen = [index for stratum, indices in by_stratum.items() for index in _sample(indices, shares[stratum], rng)]
+    return [kept[index] for index in sorted(chosen)]
+
+
+def _stratum(record: HintRecord) -> tuple[str | None, int]:
+    """What :func:`subsample` keeps the share of: a record's test subset and number of operators."""
+    return record.eval, operator_count(record.expr)
 
 
 def _checked_scale(scale: float) -> float:
@@ -179,11 +191,22 @@ def _checked_scale(scale: float) -> float:
     return scale
 
 
-def _sample(indices: list[int], scale: float, rng: np.random.Generator) -> list[int]:
-    """``scale`` of ``indices`` (at least one), all of them at scale 1."""
-    if scale == 1:
+def _sample(indices: list[int], size: int, rng: np.random.Generator) -> list[int]:
+    """``size`` of ``indices``, drawn without replacement; all of them where they are no more."""
+    if size >= len(indices):
         return indices
-    return rng.choice(indices, size=max(1, round(scale * len(indices))), replace=False).tolist()
+    return rng.choice(indices, size=size, replace=False).tolist()
+
+
+def subsample_split(
+    split: Mapping[str, Sequence[HintRecord]], scales: Mapping[str, float], seed: int = 0
+) -> dict[str, list[HintRecord]]:
+    """A release's ``train``, ``val`` and ``test`` lists, each ``name`` sampled at ``scales[name]``
+    (:func:`subsample`); below training scale 1 the validation and test lists keep their subsets' meaning for the
+    sampled training list (``I`` its expressions, the other subsets others)."""
+    train = subsample(split["train"], scales["train"], seed)
+    trained = None if scales["train"] == 1 else {record.expr for record in train}
+    return {"train": train, **{name: subsample(split[name], scales[name], seed, trained) for name in ("val", "test")}}
 
 
 def load_release(
@@ -194,23 +217,18 @@ def load_release(
     the bank of its ``symbol_images/`` (which the records' ``img_paths`` index), else ``None``.
 
     A training list subsampled at ``scales["train"] < 1`` keeps the validation and test subsets' meaning
-    (:func:`~neurosym.data.hint.held_out_for`): ``I`` ("seen expressions") holds the records whose expression
-    the sample holds, sampled at ``scales[name] / scales["train"]`` (at most all of them: the sample already
-    thinned them to its share); ``ValueError`` when none is left."""
+    (:func:`subsample_split`): ``I`` ("seen expressions") holds only records whose expression the sample holds,
+    as many of each number of operators as ``scales[name]`` of the list's where so many are left;
+    ``ValueError`` when none is."""
     check_release(root, fewshot=fewshot, images=images)
     release = read_release(root)
-    train_scale = _checked_scale(scales["train"])
-    splits = {"train": subsample(release["train"], train_scale, seed)}
-    trained = {record.expr for record in splits["train"]}
+    splits = subsample_split(release, scales, seed)
     for name in ("val", "test"):
-        records = release[name] if train_scale == 1 else held_out_for(release[name], trained)
-        if any(r.eval == "I" for r in release[name]) and not any(r.eval == "I" for r in records):
+        if any(r.eval == "I" for r in release[name]) and not any(r.eval == "I" for r in splits[name]):
             raise ValueError(
                 f"{Path(root) / SPLIT_FILES[name]}: no I record (seen expressions) holds an expression of the "
-                f"{len(trained)} training records sampled at scale {train_scale:g}; use a larger scale"
+                f"{len(splits['train'])} training records sampled at scale {scales['train']:g}; use a larger scale"
             )
-        i_scale = min(1.0, _checked_scale(scales[name]) / train_scale)
-        splits[name] = subsample(records, scales[name], seed, subset_scales={"I": i_scale})
     return splits, load_folder_bank(Path(root) / IMAGE_FOLDER, seed=seed) if images else None
 
 
