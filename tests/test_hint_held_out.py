@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from neurosym.cli import build_parser
 from neurosym.data.hint import (
     EVAL_SUBSETS,
+    MAIN_RULES,
     MAIN_VOCABULARY,
     HintRecord,
     SplitRules,
@@ -24,6 +25,7 @@ from neurosym.data.hint import (
     main_split,
     operator_count,
     read_release,
+    seen_records,
     subsample,
     write_release,
 )
@@ -86,14 +88,25 @@ def test_splits_of_another_scale_test_i_on_trained_expressions_and_the_rest_on_u
     for name in ("val", "test"):
         chosen = splits[name]
         assert all((r.expr in trained) == (r.eval == "I") for r in chosen)
-        own_i = [r.expr for r in small[name] if r.eval == "I"]
-        assert [r.expr for r in chosen[: len(own_i)]] == own_i  # the run's own I subset first
-        large_kept = [(r.expr, r.eval) for r in large[name] if (r.expr in trained) == (r.eval == "I")]
-        rest = [(r.expr, r.eval) for r in chosen[len(own_i) :]]
-        assert rest == [(e, s) for e, s in large_kept if not (s == "I" and e in own_i)]
+        # I as the generator draws it at the test scale (as many of each number of operators), from the run's own list
+        seen = [r for r in chosen if r.eval == "I"]
+        assert strata(seen) == strata([r for r in large[name] if r.eval == "I"])
+        assert seen == seen_records(small["train"], MAIN_RULES.with_scale(0.004), name)
+        unseen = [(r.expr, r.eval) for r in chosen if r.eval != "I"]
+        assert unseen == [(r.expr, r.eval) for r in large[name] if r.eval != "I" and r.expr not in trained]
         assert {r.eval for r in chosen} == set(EVAL_SUBSETS)
-    unseen = [r for r in large["test"] if r.eval == "I" and r.expr not in trained]
-    assert unseen  # the larger split's I subset holds expressions this run never trained on: they are left out
+    unseen_i = [r for r in large["test"] if r.eval == "I" and r.expr not in trained]
+    assert unseen_i  # the larger split's I subset holds expressions this run never trained on: they are left out
+
+
+@pytest.mark.parametrize("scale", [0.002, 0.004])
+def test_the_i_subset_of_a_training_list_at_its_own_scale_is_the_generated_one(private_cache: Path, scale: float) -> None:
+    split = main_split(scale=scale, progress=False)
+    for name in ("val", "test"):
+        expected = [(r.expr, r.eval) for r in split[name] if r.eval == "I"]
+        assert [(r.expr, r.eval) for r in seen_records(list(split["train"]), MAIN_RULES.with_scale(scale), name)] == expected
+    with pytest.raises(ValueError, match="split must be 'val' or 'test', got 'train'"):
+        seen_records(list(split["train"]), MAIN_RULES, "train")
 
 
 @pytest.fixture()

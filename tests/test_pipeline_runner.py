@@ -161,7 +161,7 @@ def test_test_scale_validates_and_evaluates_on_the_larger_generated_splits(priva
     small, large = main_split(scale=0.002, progress=False), main_split(scale=0.004, progress=False)
     assert len(large["test"]) > len(small["test"]) and [r.expr for r in large["val"]] != [r.expr for r in small["val"]]
     chosen = load_hint_data(args, image_input=False, test_scale=args.test_scale).splits
-    for split in ("val", "test"):  # the larger split's, less its I records this run did not train on (test_hint_held_out)
+    for split in ("val", "test"):  # the larger split's subsets but I, less what this run trained on (I: test_hint_held_out)
         unseen = {r.expr for r in large[split]} - {r.expr for r in small["train"]}
         assert {r.expr for r in chosen[split] if r.eval != "I"} == {r.expr for r in large[split] if r.eval != "I"} & unseen
     assert [r.expr for r in chosen["train"]] == [r.expr for r in small["train"]]

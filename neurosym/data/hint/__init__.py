@@ -13,7 +13,7 @@ from neurosym.data.hint.build import (
 )
 from neurosym.data.hint.examples import HintRecord, HintSplit
 from neurosym.data.hint.generate import generate_split
-from neurosym.data.hint.held_out import held_out_for
+from neurosym.data.hint.held_out import held_out_for, seen_records
 from neurosym.data.hint.official import (
     FEWSHOT_FILE,
     IMAGE_FOLDER,
@@ -102,6 +102,7 @@ __all__ = [
     "result_digits",
     "random_sentences",
     "sample_prefix",
+    "seen_records",
     "subsample",
     "subsample_split",
     "split_statistics",
