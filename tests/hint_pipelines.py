@@ -3,8 +3,13 @@ small reader and a short curriculum that learns perception from results in a few
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
+from typing import Any
+
 import torch
 from hint_banks import prototype_bank
+from torch import nn
 
 from neurosym.data.hint import HintRecord, main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS
@@ -35,3 +40,15 @@ def tiny_pipeline(seed: int = 0) -> HintPipeline:
     """A pipeline with a small reader of the 16 HINT symbols, initialised from ``seed``."""
     torch.manual_seed(seed)
     return HintPipeline(SymbolClassifier(list(HINT_SYMBOLS), features=32, width=8))
+
+
+def check_reads_in_evaluation_mode_and_keeps_training_mode(reader: nn.Module, read: Callable[[], Any]) -> None:
+    """Assert that ``read()`` reads with ``reader`` in evaluation mode (its batch-norm statistics left alone, the result
+    it gives with ``reader`` in evaluation mode) and leaves every module of ``reader`` in training mode, as set before."""
+    reader.train()
+    state = copy.deepcopy(reader.state_dict())
+    result = read()
+    assert all(module.training for module in reader.modules())  # (it was left in evaluation mode)
+    assert all(torch.equal(value, reader.state_dict()[key]) for key, value in state.items())
+    reader.eval()
+    assert read() == result

@@ -2,17 +2,24 @@
 
 import copy
 import dataclasses
+import functools
 import math
 
 import pytest
 import torch
 from hint_banks import prototype_bank
-from hint_pipelines import TINY_TRAINING, short_training_records, tiny_pipeline
+from hint_pipelines import (
+    TINY_TRAINING,
+    check_reads_in_evaluation_mode_and_keeps_training_mode,
+    short_training_records,
+    tiny_pipeline,
+)
 
 from neurosym.data.hint import fewshot_split
 from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.pipelines.fewshot import (
     FewShotConfig,
+    _read,
     insist_on_symbol,
     learn_concept_from_images,
     spot_new_symbol,
@@ -120,6 +127,14 @@ def test_spotting_reads_in_evaluation_mode_and_leaves_the_reader_as_it_was(train
     assert all(torch.equal(value, pipeline.classifier.state_dict()[key]) for key, value in state.items())
     pipeline.classifier.eval()
     assert spot_new_symbol(pipeline, "x", windows, lengths, role="number")[0] == readings
+
+
+def test_reading_the_few_shots_reads_in_evaluation_mode_and_leaves_the_reader_in_the_callers_mode():
+    pipeline, source = tiny_pipeline(), WindowSource(short_training_records()[:20], prototype_bank(), "train")
+    for insist in (None, ("7", "number")):
+        check_reads_in_evaluation_mode_and_keeps_training_mode(
+            pipeline.classifier, functools.partial(_read, pipeline, source, CPU, insist)
+        )
 
 
 def test_few_shot_learning_refuses_bad_inputs_before_any_training(trained):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from hint_pipelines import check_reads_in_evaluation_mode_and_keeps_training_mode
 from test_distributed import run_two_processes, torchrun_process
 from test_tasks import GLYPH, GlyphReader, addition_problem
 
@@ -66,6 +67,14 @@ def test_examples_abduction_cannot_explain_are_left_out_and_nothing_explained_is
     source.targets[:] = [10**6] * 40
     with pytest.raises(ValueError, match="explained none of the examples"):
         abduced_sentence_windows(pipeline_with(GlyphReader()), source, CPU)
+
+
+def test_labelling_reads_in_evaluation_mode_and_leaves_the_reader_in_the_callers_mode():
+    source = addition_problem(1, 20, seed=2)
+    pipeline = pipeline_with(reader_confusing_three_with_eight())
+    check_reads_in_evaluation_mode_and_keeps_training_mode(
+        pipeline.reader, lambda: abduced_sentence_windows(pipeline, source, CPU).labels.tolist()
+    )
 
 
 def _labelled() -> LabelledWindows:

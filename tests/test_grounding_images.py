@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from hint_banks import prototype_bank
+from hint_pipelines import check_reads_in_evaluation_mode_and_keeps_training_mode, short_training_records, tiny_pipeline
 
 from neurosym.data.hint import fewshot_split, main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank
@@ -19,6 +20,7 @@ from neurosym.pipelines.ground_images import (
     glyph_grid,
     kmeans,
     learn_grounding_from_images,
+    read_classes,
     save_glyph_grid,
     stages_checkpoint,
     symbol_accuracy,
@@ -61,6 +63,7 @@ def learned():
 
 def test_the_grounding_of_a_permuted_bank_shows_the_permutation(learned):
     result, source, shown, _ = learned
+    assert not result.pipeline.classifier.training  # returned ready to read
     accuracy, matching = symbol_accuracy(result.pipeline, source, CPU)
     assert accuracy > 0.95
     class_symbols = [matching.get(c, "") for c in range(result.grounding.size)]
@@ -139,6 +142,13 @@ def test_grounding_without_one_symbol_expressions_is_refused_and_leaves_the_rand
     with pytest.raises(ConceptNotLearned, match="no one-symbol expression"):  # was numpy's "high <= 0"
         learn_grounding_from_images(WindowSource(records, prototype_bank(), "train", 0), CPU, SMALL)
     assert torch.equal(torch.get_rng_state(), before)  # (was reseeded with config.seed)
+
+
+def test_reading_classes_reads_in_evaluation_mode_and_leaves_the_reader_in_the_callers_mode():
+    pipeline, source = tiny_pipeline(), WindowSource(short_training_records()[:20], prototype_bank(), "train")
+    check_reads_in_evaluation_mode_and_keeps_training_mode(
+        pipeline.classifier, lambda: read_classes(pipeline, source, range(20), CPU)
+    )
 
 
 def test_kmeans_separates_far_apart_blobs():

@@ -2,6 +2,7 @@
 
 import itertools
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -408,7 +409,7 @@ def test_ensemble_refuses_missing_runs_and_training_stages_before_any_work(priva
 def test_ensemble_refuses_members_trained_on_other_data_or_built_otherwise_before_any_work(private_cache, monkeypatch):
     from neurosym.data.symbol_images import HINT_SYMBOLS
     from neurosym.experiments import hint_sources
-    from neurosym.experiments.hint_options import HintOptions
+    from neurosym.experiments.hint_options import HintOptions, RunSetup
     from neurosym.experiments.hint_pipeline.image import READER_OPTIONS, hint_reader
 
     def no_data(*args, **kwargs):
@@ -421,7 +422,7 @@ def test_ensemble_refuses_members_trained_on_other_data_or_built_otherwise_befor
 
     def member(name: str, seed: int = 0, **options) -> str:
         """A finished run's checkpoint as ``neurosym hint --seed SEED`` with ``options`` would have written it."""
-        setup = HintOptions(model="neurosym", input="image", **given, **options).setup(READER_OPTIONS)
+        setup = RunSetup(HintOptions(model="neurosym", input="image", **given, **options)).of(READER_OPTIONS)
         save_checkpoint({"model": hint_reader(setup).state_dict(), "step": 5, "config": {"steps": 5, "seed": seed},
                          "setup": setup, "vocabulary": list(HINT_SYMBOLS)}, private_cache / name / "checkpoint.pt")  # fmt: skip
         return str(private_cache / name)
@@ -436,6 +437,38 @@ def test_ensemble_refuses_members_trained_on_other_data_or_built_otherwise_befor
             main([*argv, "--ensemble", member("seed0"), run])
     with pytest.raises(AssertionError, match="the data were loaded"):  # each member checked and read: then the data
         main([*argv, "--seed", "1", "--ensemble", member("seed1", seed=1), member("changes3", seed=1, abduction_changes=3)])
+
+
+def test_a_run_stamps_its_data_files_once_and_each_checkpoint_keeps_that_stamp(private_cache, monkeypatch):
+    from hint_banks import prototype_bank
+
+    from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS
+    from neurosym.experiments import options
+    from neurosym.experiments.hint_pipeline import fewshot, image
+    from neurosym.training.checkpoint import files_stamp, load_checkpoint
+
+    for plots, name in ((image, "plot_training"), (fewshot, "plot_fewshot")):  # (drawing them takes seconds)
+        monkeypatch.setattr(plots, name, lambda *args, **kwargs: None)
+    bank = prototype_bank(per_symbol=12, symbols=[*HINT_SYMBOLS, *FEWSHOT_CONCEPTS])
+    archive = private_cache / "bank.npz"  # a path option: its stamp is kept beside it
+    np.savez(archive, images=bank.images, labels=bank.labels, splits=bank.pools)
+    stamped: list[Path] = []  # the paths whose files were walked (a large release's: many thousands of files)
+    monkeypatch.setattr(options, "files_stamp", lambda path: stamped.append(path) or files_stamp(path))
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--bank", str(archive), "--cnn", "small", "--scale", "0.002",
+            "--classifier-features", "8", "--classifier-width", "4", "--abduction-changes", "1", "--speed-samples", "1",
+            "--no-score-test", "--no-progress", "--device", "cpu"]  # fmt: skip
+    concepts = ["--fewshot-scales", "0.01", "--fewshot-concepts", "x", "--fewshot-steps", "1,1", "--fewshot-replay", "4"]
+    training = ["--steps", "1", "--batch-size", "4", "--curriculum", "1:1"]
+    assert main([*argv, *training, *concepts, "--out", str(out)]) == 0
+    assert stamped == [archive]  # once, for the training's, the few-shot stage's and each concept's checkpoints
+    kept = {"path": str(archive), "files": files_stamp(archive)}
+    assert load_checkpoint(out / "checkpoint.pt")["setup"]["bank"] == kept
+    assert json.loads((out / "fewshot_image.json").read_text())["setup"]["bank"] == kept
+    assert load_checkpoint(out / "fewshot_image_0.01_x.pt")["setup"]["bank"] == kept
+    stamped.clear()  # a run of its own: stamped afresh, once for itself and for checking its member
+    assert main([*argv, "--fewshot-scales", "none", "--ensemble", str(out), "--out", str(private_cache / "ensemble")]) == 0
+    assert stamped == [archive]
 
 
 def test_an_ensemble_run_is_named_as_one_where_a_trained_run_is_read_back(private_cache):

@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 import torch
-from hint_pipelines import TINY_TRAINING, tiny_pipeline, tiny_problem
+from hint_pipelines import TINY_TRAINING, check_reads_in_evaluation_mode_and_keeps_training_mode, tiny_pipeline, tiny_problem
 
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.routing import source_windows
@@ -61,6 +61,14 @@ def test_abduced_windows_are_each_kept_expressions_windows_with_its_abduced_sent
     vocabulary = pipeline.classifier.vocabulary
     assert [vocabulary[i] for i in labelled.labels] == [s for i in kept for s in records[i].expr]
     assert labelled.labels.dtype == torch.long and labelled.windows.dtype == torch.uint8
+
+
+def test_abduced_windows_read_in_evaluation_mode_and_leave_the_reader_in_the_callers_mode(problem):
+    train, _ = problem
+    pipeline, source = tiny_pipeline(), WindowSource(train.records[:20], train.dataset.bank, "train")
+    check_reads_in_evaluation_mode_and_keeps_training_mode(
+        pipeline.classifier, lambda: abduced_windows(pipeline, source, CPU).labels.tolist()
+    )
 
 
 def test_a_trained_readers_abduced_labels_give_each_kept_expression_its_result(problem):

@@ -20,7 +20,7 @@ import torch
 from neurosym.data.hint import EVAL_SUBSETS, HintSymbolDataset, split_datasets
 from neurosym.data.hint.torch_data import DEFAULT_SYMBOLS
 from neurosym.experiments import hint_pipeline
-from neurosym.experiments.hint_options import HintOptions
+from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_sources import HintData, load_hint_data
 from neurosym.experiments.options import apply_threads, options_as_json
 from neurosym.experiments.report import format_table
@@ -121,7 +121,7 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
     )
     outcome, accuracy = train_baseline(
         model, datasets, image_input, config, context, args.eval_batch_size, args.num_workers, args.progress,
-        setup=args.setup(BASELINE_OPTIONS),
+        setup=RunSetup(args).of(BASELINE_OPTIONS),
     )  # fmt: skip
     if not context.is_main:
         return {}

@@ -288,11 +288,28 @@ class HintOptions(HintPipelineOptions):
         """``--steps``, else the budget of the model: the HINT release's, or the pipeline's."""
         return self.steps or DEFAULT_STEPS["neurosym" if self.model == "neurosym" else "seq2seq"]
 
-    def setup(self, names: Iterable[str]) -> dict[str, Any]:
-        """The options ``names`` together with the data's (:data:`DATA_OPTIONS`), paths with the stamp of their files
-        (:func:`~neurosym.experiments.options.setup_value`): what a run's model and training data are built from, kept in
-        its checkpoint so that a resume under others, or on data rewritten since, is refused."""
-        return {name: setup_value(getattr(self, name)) for name in (*DATA_OPTIONS, *names)}
+
+class RunSetup:
+    """What one run under ``options`` builds its model and training data from, as its checkpoints keep it so that a
+    resume under other options, or on data rewritten since, is refused
+    (:func:`~neurosym.training.checkpoint.check_setup`): each option as
+    :func:`~neurosym.experiments.options.setup_value` gives it, a path with the stamp of its files. Make one when the
+    run starts and hand it to each stage: an option's value is taken once (the data's, :data:`DATA_OPTIONS`, on
+    construction), so that a release's files are walked once per run, not at every checkpoint, and every checkpoint
+    of the run records the same stamps."""
+
+    def __init__(self, options: HintOptions) -> None:
+        self._options = options
+        self._values: dict[str, Any] = {}
+        self.of(())
+
+    def of(self, names: Iterable[str]) -> dict[str, Any]:
+        """The options ``names`` together with the data's (:data:`DATA_OPTIONS`), each as this run first took it."""
+        chosen = (*DATA_OPTIONS, *names)
+        for name in chosen:
+            if name not in self._values:
+                self._values[name] = setup_value(getattr(self._options, name))
+        return {name: self._values[name] for name in chosen}
 
 
 DATA_OPTIONS = ("model", "input", "scale", "data", "bank", "drawn_digits")

@@ -228,20 +228,22 @@ def _read(
     insist: tuple[str, str] | None = None,
     chunk: int = 128,
 ) -> list[str]:
-    """Every expression of ``source`` read by ``pipeline`` (grammar-constrained), ``chunk`` at a time;
-    with ``insist = (symbol, role)`` every reading uses ``symbol`` (:func:`insist_on_symbol`)."""
-    reader_module(pipeline.classifier).to(device).eval()
+    """Every expression of ``source`` read by ``pipeline`` (grammar-constrained), ``chunk`` at a time, in evaluation
+    mode (:meth:`HintPipeline.read` without gradients; the reader keeps its own mode); with ``insist = (symbol, role)``
+    every reading uses ``symbol`` (:func:`insist_on_symbol`)."""
+    reader_module(pipeline.classifier).to(device)
     vocabulary = pipeline.classifier.vocabulary
     sentences: list[str] = []
     for start in range(0, len(source), chunk):
         windows, lengths = source.batch(range(start, min(start + chunk, len(source))))
-        reading = pipeline.read(windows.to(device), lengths.to(device))
+        with torch.no_grad():
+            reading = pipeline.read(windows.to(device), lengths.to(device))
         if insist is None:
             sentences += reading.sentences
             continue
         symbol, role = insist
         interchangeable = _same_role(pipeline.table, role, vocabulary)
-        log_probs = reading.log_probs.detach().float().cpu()
+        log_probs = reading.log_probs.float().cpu()
         sentences += [
             insist_on_symbol(sentence, scores, vocabulary, symbol, interchangeable)
             for sentence, scores in zip(reading.sentences, log_probs)
@@ -334,8 +336,8 @@ def learn_concept_from_images(
     """Learn the new ``symbol`` from the handwritten few-shot ``records`` (images from ``bank``'s train
     pool) and their results; ``replay_records`` are main-task expressions read against forgetting.
 
-    ``pipeline`` is left unchanged; the result holds a grown copy. Raises :class:`ConceptNotLearned` when
-    no meaning explains the examples.
+    ``pipeline`` is left unchanged; the result holds a grown copy, in evaluation mode (ready to read). Raises
+    :class:`ConceptNotLearned` when no meaning explains the examples.
     """
     _check_fewshot(symbol, records, replay_records)
     if not isinstance(pipeline.classifier, SymbolClassifier):

@@ -26,13 +26,14 @@ def abduced_sentence_windows(
     """Every read window of ``source``'s examples (``[N, H, W]``) labelled with the symbol of ``pipeline``'s most
     probable correction towards the example's result (its reading, where that gives the result), as an index into
     ``pipeline.reader.vocabulary``; examples abduction cannot explain are left out. ``truths`` are the source's
-    true symbols at the same windows, where it has them."""
+    true symbols at the same windows, where it has them. The reader reads in evaluation mode
+    (:meth:`GrammarPipeline.read` without gradients) and keeps its own mode."""
     if len(source) == 0:
         raise ValueError("abduced_sentence_windows needs at least one example")
     vocabulary = {symbol: index for index, symbol in enumerate(pipeline.reader.vocabulary)}
     known = getattr(source, "truths", None)
     if isinstance(pipeline.reader, torch.nn.Module):
-        pipeline.reader.to(device).eval()
+        pipeline.reader.to(device)
     windows, labels, truths, left_out = [], [], [], 0
     for indices in reading_batches(source.lengths, batch_size):
         indices = indices.tolist()

@@ -379,7 +379,8 @@ def learn_grounding_from_images(
     time_limit: float | None = None,
 ) -> ImageGrounding:
     """Learn a classifier over ``config.classes`` anonymous classes and its grounding from the images of
-    ``source``'s expressions and their results (see the module's stages). Raises
+    ``source``'s expressions and their results (see the module's stages); the learned pipeline's classifier is returned
+    in evaluation mode, ready to read. Raises
     :class:`~neurosym.pipelines.concepts.ConceptNotLearned` when a stage finds no meaning.
 
     With a ``checkpoint``, what stages 1–3 learned is written beside it once they are done (:func:`stages_checkpoint`)
@@ -429,6 +430,7 @@ def learn_grounding_from_images(
             classifier.vocabulary = list(grounding.symbols)
             pipeline = HintPipeline(classifier, grounding.table)
         log["final"] = {"explained": float(np.mean(np.array(grounding.solve(readings)) == results[readable])), "seconds": lap()}
+        classifier.eval()
         return ImageGrounding(pipeline, grounding, log)
 
 
@@ -496,13 +498,15 @@ def _first_stages(
 def read_classes(
     pipeline: HintPipeline, source: WindowSource, indices: Sequence[int], device: torch.device
 ) -> list[tuple[int, ...]]:
-    """The pipeline's grammar-constrained readings of the expressions at ``indices``, as class ids."""
+    """The pipeline's grammar-constrained readings of the expressions at ``indices``, as class ids, read in evaluation
+    mode (:meth:`HintPipeline.read` without gradients; the reader keeps its own mode)."""
     index = {s: c for c, s in enumerate(pipeline.classifier.vocabulary)}
-    reader_module(pipeline.classifier).to(device).eval()
+    reader_module(pipeline.classifier).to(device)
     readings: list[tuple[int, ...]] = []
     for start in range(0, len(indices), 256):
         windows, lengths = source.batch(indices[start : start + 256])
-        sentences = pipeline.read(windows.to(device), lengths.to(device)).sentences
+        with torch.no_grad():
+            sentences = pipeline.read(windows.to(device), lengths.to(device)).sentences
         readings += [tuple(index[s] for s in sentence) for sentence in sentences]
     return readings
 

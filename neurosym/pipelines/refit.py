@@ -64,13 +64,14 @@ def abduced_windows(
 ) -> LabelledWindows:
     """Every window of ``source``'s expressions labelled with ``pipeline``'s reading of it, corrected by
     abduction towards the expression's result (:meth:`HintPipeline.abduce`); expressions it cannot explain
-    are left out."""
+    are left out. The reader reads in evaluation mode (:meth:`HintPipeline.read` without gradients) and keeps its
+    own mode."""
     if len(source) == 0:
         raise ValueError("abduced_windows needs at least one expression")
     if batch_size < 1:
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     index = {symbol: i for i, symbol in enumerate(pipeline.classifier.vocabulary)}
-    reader_module(pipeline.classifier).to(device).eval()
+    reader_module(pipeline.classifier).to(device)
     windows, labels, left_out = [], [], 0
     for start in range(0, len(source), batch_size):
         indices = range(start, min(start + batch_size, len(source)))

@@ -22,7 +22,7 @@ from typing import Any
 
 from neurosym.benchmarking.abduction_speed import abduction_speed
 from neurosym.data.symbol_images import HINT_SYMBOLS
-from neurosym.experiments.hint_options import HintOptions
+from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_sources import load_hint_data
 from neurosym.perception.saved_reader import load_reader
 from neurosym.pipelines.concepts import concept_table
@@ -110,11 +110,12 @@ def run(args: HintOptions) -> dict[str, Any]:
         "test_scale": args.test_scale or args.scale,
         "seed": args.seed,
     }
+    run_setup = RunSetup(args)  # the data's stamps as the run starts, kept by each of its checkpoints
     if args.semantics == "learned":
         data = load_hint_data(args, args.input == "image", bool(args.fewshot_scales), args.test_scale, args.progress)
-        results.update((run_learned_image if args.input == "image" else run_learned_symbol)(args, out, data))
+        results.update((run_learned_image if args.input == "image" else run_learned_symbol)(args, out, data, run_setup))
     else:
-        results.update((run_image if args.input == "image" else run_symbol)(args, out))
+        results.update((run_image if args.input == "image" else run_symbol)(args, out, run_setup))
     results["abduction_speed"] = abduction_speed(args.speed_samples, args.seed)
     speed = results["abduction_speed"]
     print(

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from neurosym.data.hint import HintRecord
-from neurosym.experiments.hint_options import HintOptions
+from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.options import options_as_json
 from neurosym.experiments.report import format_table, percent
 from neurosym.metrics.published import HINT_FEWSHOT
@@ -55,17 +55,18 @@ def learn_fewshot(
     label: str,
     learn: Learner,
     splits: FewShotSplits,
+    run_setup: RunSetup,
     time_limit: float | None = None,
 ) -> dict[str, Any]:
     """Learn every ``--fewshot-concepts`` concept at every ``--fewshot-scales`` scale; prints the table,
     plots, and keeps finished concepts in ``<out>/fewshot_<input>.json`` so that a resumed run skips them (a run under
-    other options, outside :data:`NOT_IN_SETUP`, raises :class:`~neurosym.training.checkpoint.CheckpointMismatch`),
-    each learned model (where the learner saves one) first in its :func:`concept_checkpoint`.
-    SIGINT, SIGTERM or ``time_limit`` seconds end the stage after the concept under way with
+    other options, outside :data:`NOT_IN_SETUP`, or on data rewritten since, as ``run_setup`` stamps it, raises
+    :class:`~neurosym.training.checkpoint.CheckpointMismatch`), each learned model (where the learner saves one) first
+    in its :func:`concept_checkpoint`. SIGINT, SIGTERM or ``time_limit`` seconds end the stage after the concept under way with
     :class:`TrainingInterrupted`."""
     progress_path = out / f"fewshot_{args.input}.json"
     done: dict[str, Any] = load_json(progress_path) if progress_path.is_file() and args.resume else {}
-    setup = {name: value for name, value in options_as_json(args).items() if name not in NOT_IN_SETUP} | args.setup(())
+    setup = {name: value for name, value in options_as_json(args).items() if name not in NOT_IN_SETUP} | run_setup.of(())
     check_setup(done.get("setup"), setup, progress_path)  # another seed's or semantics' concepts are not this run's
     done["setup"] = setup
     scales, concepts = args.fewshot_scales, args.fewshot_concepts

@@ -13,7 +13,7 @@ import torch
 
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, merge_banks, with_brackets
-from neurosym.experiments.hint_options import HintOptions
+from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
 from neurosym.experiments.hint_sources import HintData, bank_from_option, load_hint_data
 from neurosym.experiments.report import format_table, percent
@@ -55,12 +55,12 @@ def _row(name: str, scores: dict[str, float]) -> list:
     return [name, *(percent(scores[s]) for s in SUBSETS), symbol_cell(scores)]
 
 
-def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
+def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, Any]:
     device = resolve_device(args.device)
     torch.manual_seed(args.seed)
 
-    setup = args.setup(READER_OPTIONS)
-    classifier = _ensemble(args, lambda: hint_reader(setup)) if args.ensemble else hint_reader(setup)
+    setup = run_setup.of(READER_OPTIONS)
+    classifier = _ensemble(args, lambda: hint_reader(setup), run_setup) if args.ensemble else hint_reader(setup)
     data = load_hint_data(args, image_input=True, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
     bank = data.image_bank()
@@ -134,26 +134,26 @@ def run_image(args: HintOptions, out: Path) -> dict[str, Any]:
     }
     plot_training(history, SUBSETS, series, out / "hint_neurosym.png")
     results["fewshot"] = fewshot_from_images(
-        args, out, pipeline, data, device, time_left(time_limit, time.perf_counter() - started)
+        args, out, pipeline, data, device, time_left(time_limit, time.perf_counter() - started), run_setup
     )
     return results
 
 
-def _ensemble(args: HintOptions, reader: Callable[[], SymbolClassifier]) -> ReaderEnsemble:
+def _ensemble(args: HintOptions, reader: Callable[[], SymbolClassifier], run_setup: RunSetup) -> ReaderEnsemble:
     """``--ensemble``: the readers its runs trained, loaded (and checked: :func:`_member_record`) before any other work."""
     assert args.ensemble is not None  # run_image calls it only with --ensemble
     try:
-        return readers_from_checkpoints([run / "checkpoint.pt" for run in args.ensemble], reader, _member_record(args))
+        return readers_from_checkpoints([run / "checkpoint.pt" for run in args.ensemble], reader, _member_record(args, run_setup))
     except ValueError as error:
         raise SystemExit(f"neurosym hint: --ensemble: {error}") from None
 
 
-def _member_record(args: HintOptions) -> dict[str, dict[str, Any]]:
+def _member_record(args: HintOptions, run_setup: RunSetup) -> dict[str, dict[str, Any]]:
     """What the checkpoint of an ``--ensemble`` member must record to be read under ``args``
     (:func:`~neurosym.perception.saved_reader.load_reader`): the data's options and :data:`READER_BUILT_FROM` as
-    ``args`` give them, and, on generated data (no ``--data``), ``args``' seed, which draws the splits and the bank's
+    ``run_setup`` gives them, and, on generated data (no ``--data``), ``args``' seed, which draws the splits and the bank's
     train/validation/test image pools: a member of another seed trained on images this command scores on."""
-    record: dict[str, dict[str, Any]] = {"setup": args.setup(READER_BUILT_FROM)}
+    record: dict[str, dict[str, Any]] = {"setup": run_setup.of(READER_BUILT_FROM)}
     return record if args.data is not None else record | {"config": {"seed": args.seed}}
 
 
@@ -204,9 +204,16 @@ def _adapt_config(args: HintOptions) -> AdaptConfig:
 
 
 def fewshot_from_images(
-    args: HintOptions, out: Path, pipeline: HintPipeline, data: HintData, device: torch.device, time_limit: float | None
+    args: HintOptions,
+    out: Path,
+    pipeline: HintPipeline,
+    data: HintData,
+    device: torch.device,
+    time_limit: float | None,
+    run_setup: RunSetup,
 ) -> dict[str, Any]:
-    """The few-shot stage on image input: each concept's glyph, role and meaning learned by a copy of ``pipeline``."""
+    """The few-shot stage on image input: each concept's glyph, role and meaning learned by a copy of ``pipeline``,
+    each kept with ``run_setup``'s setup."""
     replay = data.splits["train"][: args.fewshot_replay]
     fewshot_bank, label = data.image_bank(), "image input, glyphs learned from the few shots"
     if args.fewshot_bank is not None:
@@ -233,10 +240,10 @@ def fewshot_from_images(
 
         def save(path: Path) -> None:  # what trained_hint_pipeline(out, concept) reads back
             reader, meaning = cast(SymbolClassifier, learned.pipeline.classifier), learned.learned  # (a grown copy of it)
-            save_checkpoint({"setup": args.setup(READER_OPTIONS), "vocabulary": list(reader.vocabulary),
+            save_checkpoint({"setup": run_setup.of(READER_OPTIONS), "vocabulary": list(reader.vocabulary),
                              "model": reader.state_dict(), "role": learned.role, "value": meaning.value,
                              "level": meaning.level, "program": meaning.program}, path)  # fmt: skip
 
         return f"{learned.role}, {learned.learned.meaning}", score, save
 
-    return learn_fewshot(args, out, label, learn, data.fewshot, time_limit)
+    return learn_fewshot(args, out, label, learn, data.fewshot, run_setup, time_limit)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
-from neurosym.experiments.hint_options import HintOptions
+from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_pipeline.image import fewshot_from_images
 from neurosym.experiments.hint_pipeline.symbol import fewshot_from_symbols
 from neurosym.experiments.hint_sources import HintData
@@ -69,7 +69,7 @@ def _report(grounding: Grounding, truth: list[str], scores: dict[str, float], ou
     }
 
 
-def run_learned_symbol(args: HintOptions, out: Path, data: HintData) -> dict[str, Any]:
+def run_learned_symbol(args: HintOptions, out: Path, data: HintData, run_setup: RunSetup) -> dict[str, Any]:
     """Symbol input: the tokens are given to the learner as ids of a random permutation of the classes."""
     permutation = random_permutation(args.classes, args.seed)
     started = time.perf_counter()
@@ -86,11 +86,11 @@ def run_learned_symbol(args: HintOptions, out: Path, data: HintData) -> dict[str
         split = data.fewshot(concept, scale)
         return {name: [replace(r, expr=shown_as(r.expr, permutation, grounding)) for r in rs] for name, rs in split.items()}
 
-    fewshot = fewshot_from_symbols(args, out, "symbol input, everything learned", grounding.table, shown)
+    fewshot = fewshot_from_symbols(args, out, "symbol input, everything learned", grounding.table, shown, run_setup)
     return {"learn_seconds": seconds, **report, "fewshot": fewshot}
 
 
-def run_learned_image(args: HintOptions, out: Path, data: HintData) -> dict[str, Any]:
+def run_learned_image(args: HintOptions, out: Path, data: HintData, run_setup: RunSetup) -> dict[str, Any]:
     """Image input: the perception has ``--classes`` anonymous classes, learned with everything else."""
     device = resolve_device(args.device)
     config = ImageGroundingConfig(
@@ -116,5 +116,5 @@ def run_learned_image(args: HintOptions, out: Path, data: HintData) -> dict[str,
     report = _report(learned.grounding, names, scores, out, f"image input, {data.label}")
     save_glyph_grid(glyph_grid(learned.pipeline, test, 8, device), names, out / "grounding_glyphs.png")
     print(f"symbol accuracy under the best class-to-symbol matching (report only): {100 * accuracy:.1f}%")
-    fewshot = fewshot_from_images(args, out, learned.pipeline, data, device, time_left(time_limit, seconds))
+    fewshot = fewshot_from_images(args, out, learned.pipeline, data, device, time_left(time_limit, seconds), run_setup)
     return {**report, "learn_seconds": seconds, "symbol_accuracy": accuracy, "log": learned.log, "fewshot": fewshot}

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
-from neurosym.experiments.hint_options import HintOptions
+from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_pipeline.fewshot import FewShotSplits, learn_fewshot
 from neurosym.experiments.hint_sources import load_hint_data
 from neurosym.experiments.report import format_table
@@ -32,7 +32,7 @@ def subset_accuracy(table: OperatorTable, records: list[HintRecord]) -> dict[str
     return scores
 
 
-def run_symbol(args: HintOptions, out: Path) -> dict[str, Any]:
+def run_symbol(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, Any]:
     data = load_hint_data(args, image_input=False, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
     examples = [(r.expr, r.res) for r in data.splits["train"]]
@@ -41,11 +41,13 @@ def run_symbol(args: HintOptions, out: Path) -> dict[str, Any]:
     print(f"\nHINT symbol input, operator meanings induced from results ({data.label}):")
     print(format_table(["operator", "induced program"], [[s, str(p)] for s, p in programs.items()]))
     print(format_table(["model", *SUBSETS], [["induced semantics", *(100 * scores[s] for s in SUBSETS)]]))
-    fewshot = fewshot_from_symbols(args, out, "symbol input", table, data.fewshot)
+    fewshot = fewshot_from_symbols(args, out, "symbol input", table, data.fewshot, run_setup)
     return {"data": data.label, "programs": {s: str(p) for s, p in programs.items()}, "test": scores, "fewshot": fewshot}
 
 
-def fewshot_from_symbols(args: HintOptions, out: Path, label: str, table: OperatorTable, splits: FewShotSplits) -> dict[str, Any]:
+def fewshot_from_symbols(
+    args: HintOptions, out: Path, label: str, table: OperatorTable, splits: FewShotSplits, run_setup: RunSetup
+) -> dict[str, Any]:
     """The few-shot stage on symbol input: each concept's meaning learned from its training sentences with
     ``table`` for the known symbols (the role, number or operator, is given by the concept's name)."""
 
@@ -58,4 +60,4 @@ def fewshot_from_symbols(args: HintOptions, out: Path, label: str, table: Operat
 
         return learned.meaning, score, None  # the table is all it learned, and the results keep its meaning
 
-    return learn_fewshot(args, out, label, learn, splits, minutes_to_seconds(args.time_limit))
+    return learn_fewshot(args, out, label, learn, splits, run_setup, minutes_to_seconds(args.time_limit))
