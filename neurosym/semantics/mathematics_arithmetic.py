@@ -26,6 +26,7 @@ import lark
 import sympy
 
 from neurosym.syntax import Node
+from neurosym.syntax.tree import names_malformed_trees, symbol_and_children
 
 ARITHMETIC_MODULES: dict[str, tuple[str, ...]] = {
     "interpolate": (
@@ -142,19 +143,26 @@ def _to_node(tree: lark.Tree | lark.Token) -> Node:
     raise QuestionError(f"unexpected parse-tree node {kind!r}")  # pragma: no cover - grammar and code disagree
 
 
+@names_malformed_trees
 def evaluate(tree: Node, base: int = 10) -> Fraction:
-    """The exact value of an expression tree (base questions and roots give integral fractions)."""
-    symbol, children = tree.symbol, tree.children
+    """The exact value of an expression tree (base questions and roots give integral fractions); ``TypeError``
+    naming the place of a malformed node (a child that is not a Node, a symbol not a str, a list of children)."""
+    return _evaluate(tree, base)
+
+
+def _evaluate(tree: Node, base: int) -> Fraction:
+    """:func:`evaluate`'s recursion."""
+    symbol, children = symbol_and_children(tree)
     if not children:
-        return _literal(tree, base)
+        return _literal(symbol, tree.span, base)
     if symbol == "base":
-        return evaluate(children[1], _integer(children[0], "base", minimum=2, maximum=len(_DIGITS)))
+        return _evaluate(children[1], _integer(children[0], "base", minimum=2, maximum=len(_DIGITS)))
     if symbol == "root":
         radicand = _integer(children[0], "radicand", minimum=0)
         return Fraction(_nearest_root(radicand, _integer(children[1], "root degree", minimum=1)))
     if symbol == "simplify":
         raise QuestionError("a Simplify question has a surd for answer, not a rational: use answer_tree")
-    values = [evaluate(child, base) for child in children]
+    values = [_evaluate(child, base) for child in children]
     if symbol == "neg":
         return -values[0]
     if symbol == "sqrt":
@@ -192,12 +200,19 @@ def _rational_sqrt(value: Fraction, where: Node) -> Fraction:
     return Fraction(roots[0], roots[1])
 
 
+@names_malformed_trees
 def to_sympy(tree: Node) -> sympy.Expr:
-    """The exact sympy expression of a tree of numbers, ``+ - * / ** neg sqrt`` (for surds)."""
-    symbol, children = tree.symbol, tree.children
+    """The exact sympy expression of a tree of numbers, ``+ - * / ** neg sqrt`` (for surds); ``TypeError`` for a
+    malformed tree as :func:`evaluate`."""
+    return _to_sympy(tree)
+
+
+def _to_sympy(tree: Node) -> sympy.Expr:
+    """:func:`to_sympy`'s recursion."""
+    symbol, children = symbol_and_children(tree)
     if not children:
         return sympy.Rational(symbol)
-    values = [to_sympy(child) for child in children]
+    values = [_to_sympy(child) for child in children]
     if symbol in ("neg", "sqrt"):
         return -values[0] if symbol == "neg" else sympy.sqrt(values[0])
     left, right = values
@@ -208,20 +223,21 @@ def to_sympy(tree: Node) -> sympy.Expr:
     return _SURD_OPERATIONS[symbol](left, right)
 
 
-def _literal(leaf: Node, base: int) -> Fraction:
+def _literal(symbol: str, span: tuple[int, int] | None, base: int) -> Fraction:
     if base == 10:
-        return Fraction(leaf.symbol)
+        return Fraction(symbol)
     try:
-        return Fraction(int(leaf.symbol, base))
+        return Fraction(int(symbol, base))
     except ValueError:
-        raise QuestionError(f"{leaf.symbol!r} at characters {leaf.span} is not a number in base {base}") from None
+        raise QuestionError(f"{symbol!r} at characters {span} is not a number in base {base}") from None
 
 
 def _integer(leaf: Node, role: str, minimum: int, maximum: int | None = None) -> int:
-    value = Fraction(leaf.symbol)
+    symbol = symbol_and_children(leaf)[0]
+    value = Fraction(symbol)
     if value.denominator != 1 or value < minimum or (maximum is not None and value > maximum):
         upper = "" if maximum is None else f" and at most {maximum}"
-        raise QuestionError(f"{role} {leaf.symbol!r} at characters {leaf.span} must be an integer of at least {minimum}{upper}")
+        raise QuestionError(f"{role} {symbol!r} at characters {leaf.span} must be an integer of at least {minimum}{upper}")
     return int(value)
 
 
@@ -283,11 +299,12 @@ def format_in_base(value: int, base: int) -> str:
     return ("-" if value < 0 else "") + "".join(reversed(digits))
 
 
+@names_malformed_trees
 def answer_tree(tree: Node) -> str:
-    """The answer string for a parsed question."""
+    """The answer string for a parsed question; ``TypeError`` for a malformed tree as :func:`evaluate`."""
     if tree.symbol == "simplify":
-        return str(sympy.expand(sympy.simplify(to_sympy(tree.children[0]))))
-    value = evaluate(tree)
+        return str(sympy.expand(sympy.simplify(_to_sympy(tree.children[0]))))
+    value = _evaluate(tree, 10)
     if tree.symbol == "base":
         return format_in_base(int(value), int(tree.children[0].symbol))
     return format_rational(value, as_decimal=_has_decimal(tree))

@@ -8,9 +8,10 @@ import networkx as nx
 
 from neurosym.syntax.concepts import ConceptTable, concept_table
 from neurosym.syntax.printing import infix_layout, operator_level
-from neurosym.syntax.tree import Node, check_tree
+from neurosym.syntax.tree import Node, check_tree, names_malformed_trees
 
 
+@names_malformed_trees
 def to_prefix(node: Node, concepts: ConceptTable | None = None) -> list[str]:
     """Symbols in pre-order (operator before its operands), e.g. ``["-", "3", "5"]`` for ``3-5``; ``ValueError``
     for a node :func:`from_prefix` could not rebuild (an operator of ``concepts`` without two operands)."""
@@ -25,6 +26,7 @@ def to_prefix(node: Node, concepts: ConceptTable | None = None) -> list[str]:
     return out
 
 
+@names_malformed_trees
 def to_postfix(node: Node, concepts: ConceptTable | None = None) -> list[str]:
     """Symbols in post-order (operands before their operator), e.g. ``["3", "5", "-"]`` for ``3-5``; the
     same check as :func:`to_prefix`."""

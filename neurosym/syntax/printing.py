@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from neurosym.syntax.concepts import ConceptTable, concept_table
-from neurosym.syntax.tree import Node, check_tree
+from neurosym.syntax.tree import Node, check_tree, names_malformed_trees, node_fault
 
 OPEN, CLOSE = "(", ")"
 
@@ -34,17 +34,23 @@ class InfixLayout:
 
 def operator_level(node: Node, concepts: ConceptTable) -> int | None:
     """The precedence level of ``node``'s operator, ``None`` for a number; ``ValueError`` unless an operator
-    has two operands and a number none."""
-    level = concepts.precedence(node.symbol)
-    if level is None and node.children:
-        raise ValueError(f"number {node.symbol!r} cannot have operands")
-    if level is not None and len(node.children) != 2:
-        raise ValueError(f"operator {node.symbol!r} needs 2 operands, got {len(node.children)}")
+    has two operands and a number none; ``TypeError`` unless its children are a tuple (a symbol that is no str is
+    an unknown symbol: ``ValueError``)."""
+    symbol, children = node.symbol, node.children
+    if not isinstance(children, tuple):  # (not symbol_and_children's call: this runs for every node printed)
+        raise TypeError(node_fault(node))
+    level = concepts.precedence(symbol)
+    if level is None and children:
+        raise ValueError(f"number {symbol!r} cannot have operands")
+    if level is not None and len(children) != 2:
+        raise ValueError(f"operator {symbol!r} needs 2 operands, got {len(children)}")
     return level
 
 
+@names_malformed_trees
 def infix_layout(node: Node, concepts: ConceptTable | None = None) -> InfixLayout:
-    """Lay ``node`` out as infix tokens with minimal parentheses (iterative: trees of any depth)."""
+    """Lay ``node`` out as infix tokens with minimal parentheses (iterative: trees of any depth); ``TypeError``
+    naming the place of a malformed node (a child that is not a Node, a symbol not a str, a list of children)."""
     check_tree(node, "infix_layout (to_infix, tokens, execute)")
     concepts = concept_table(concepts)
     tokens: list[str] = []
