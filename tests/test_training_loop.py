@@ -274,13 +274,13 @@ def test_a_non_finite_loss_after_the_last_read_is_named_at_the_last_step() -> No
 def test_a_resume_draws_the_numpy_and_python_numbers_of_an_uninterrupted_run(tmp_path: Path) -> None:
     """The checkpoint carries numpy's and Python's global generators too (a step's augmentations may draw from them)."""
 
-    def run(path: Path, seed: int, stops: StopAt | None = None) -> list[tuple[float, float]]:
+    def run(path: Path, seed: int, stops: StopAt | None = None) -> list[tuple[float, float, float]]:
         np.random.seed(seed)
         random.seed(seed)
         model, drawn = nn.Linear(1, 1), []
 
         def step(index: int) -> tuple[torch.Tensor, dict]:
-            drawn.append((np.random.rand(), random.random()))
+            drawn.append((np.random.rand(), np.random.standard_normal(), random.random()))  # (a Gaussian is cached half)
             return model(torch.ones(1)).sum(), {}
 
         update = Update(torch.optim.SGD(model.parameters(), lr=0.1))
@@ -293,6 +293,7 @@ def test_a_resume_draws_the_numpy_and_python_numbers_of_an_uninterrupted_run(tmp
         straight = run(tmp_path / "straight.pt", 0)
         first = run(tmp_path / "resumed.pt", 0, StopAt(3))
         assert len(first) == 3 and first + run(tmp_path / "resumed.pt", 1) == straight  # another seed: the checkpoint's win
+        assert set(torch.load(tmp_path / "resumed.pt", weights_only=True)["random"]) >= {"numpy", "python"}  # plain tensors and numbers
     finally:
         np.random.set_state(states[0])
         random.setstate(states[1])

@@ -121,8 +121,14 @@ class LoopResult:
 
 def random_state(device: torch.device) -> dict[str, Any]:
     """The global generator states that training draws from (dropout masks, a data set's augmentations and the
-    like): torch's CPU generator's, the current CUDA device's when ``device`` is a GPU, numpy's and Python's."""
-    state: dict[str, Any] = {"cpu": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    like): torch's CPU generator's, the current CUDA device's when ``device`` is a GPU, numpy's and Python's, all as
+    tensors and Python numbers, so that a checkpoint still loads with ``torch.load(..., weights_only=True)``."""
+    kind, keys, position, has_gauss, cached_gaussian = np.random.get_state()
+    state: dict[str, Any] = {
+        "cpu": torch.get_rng_state(),
+        "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, cached_gaussian),
+        "python": random.getstate(),
+    }
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)
     return state
@@ -135,7 +141,8 @@ def restore_random_state(state: dict[str, Any], device: torch.device) -> None:
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"].cpu(), device)
     if "numpy" in state:
-        np.random.set_state(state["numpy"])
+        kind, keys, position, has_gauss, cached_gaussian = state["numpy"]
+        np.random.set_state((kind, keys.cpu().numpy().astype(np.uint32), position, has_gauss, cached_gaussian))
     if "python" in state:
         random.setstate(state["python"])
 
