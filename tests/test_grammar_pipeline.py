@@ -77,7 +77,7 @@ def test_a_grammar_that_cannot_serve_is_named_before_any_work(tmp_path):
         Executor(ADDITION, addition_semantics())
     with pytest.raises(ValueError, match=r"memory \(sentences remembered\) must be an int of at least 0, got -1"):
         Executor(SymbolGrammar(ADDITION), addition_semantics(), memory=-1)  # (turned the memory off silently)
-    with pytest.raises(ValueError, match="max_changes, max_candidates, max_patterns, alternatives and beam must be ints"):
+    with pytest.raises(ValueError, match="max_changes, max_candidates, max_patterns, alternatives, beam and max_nodes must be"):
         AbductionBudget(max_changes=True)
     for terminal in ('"10" | "11"', '"10" | "1"', "/[0-9]+/"):  # "10" would vanish silently ("1" alone was kept)
         with pytest.raises(ValueError, match=r"terminals NUM \(.*\) match strings of several characters"):
@@ -631,6 +631,9 @@ def test_top_down_search_changes_a_whole_number_that_enumeration_cannot_reach():
         Executor(grammar, TreeSemantics(semantics.rules)), AbductionBudget(max_changes=13, max_candidates=50)
     )
     assert enumeration_only.abduce(sentence, log_probs, target, fixed=[6]) is None
+    cut_off = GrammarAbducer(Executor(grammar, semantics), AbductionBudget(max_changes=13, max_candidates=50, max_nodes=2))
+    assert cut_off.abduce(sentence, log_probs, target, fixed=[6]) is None  # the root and a number: no digit reached
+    assert cut_off.explanations(sentence, log_probs, target, fixed=[6]) == []
 
 
 def test_abduction_checks_its_input():
@@ -780,3 +783,9 @@ def test_the_enumeration_stops_after_max_patterns_ungrammatical_patterns(monkeyp
     assert rejected == 41 and len(asked) - rejected >= len(found)
     with pytest.raises(ValueError, match="max_patterns"):
         AbductionBudget(max_patterns=0)
+
+
+@pytest.mark.parametrize("max_nodes", [0, -3, 2.5, True, "100"])
+def test_max_nodes_must_be_a_positive_int(max_nodes):
+    with pytest.raises(ValueError, match="beam and max_nodes must be ints of at least 1"):
+        AbductionBudget(max_nodes=max_nodes)

@@ -4,6 +4,7 @@ examples show the images HINT's own pipeline shows, and the generic pipeline lea
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -18,6 +19,7 @@ from neurosym.cli import main
 from neurosym.data.hint import main_split, write_release
 from neurosym.data.symbol_images import HINT_SYMBOLS, WINDOW
 from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.abduction import changed
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline, train_grammar_pipeline
@@ -103,6 +105,68 @@ def test_the_generic_abducer_is_timed_on_the_problems_hints_own_is_timed_on():
     assert generic["corrected"] >= 0.7 and generic["median_ms"] > 0
     few = AbductionBudget(max_changes=1, max_candidates=1, alternatives=1)  # a budget too small to correct most
     assert abduction_speed(40, seed=1, abduce=GrammarAbducer(EXECUTOR, few).abduce)["corrected"] < generic["corrected"]
+
+
+def near_uniform(sentence: str, seed: int, scale: float = 0.1) -> np.ndarray:
+    """Log-probabilities ``[n, 16]`` over HINT's symbols of a reader that barely knows anything (``scale``: how far
+    its logits spread)."""
+    logits = np.random.default_rng(seed).normal(0.0, scale, (len(sentence), len(HINT_SYMBOLS)))
+    return logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+
+
+def checked_corrections(abducer: GrammarAbducer, sentence: str, log_probs: np.ndarray, target: int) -> None:
+    """Check the corrections ``abducer`` gives ``sentence`` (its best, where it finds one, and its explanations): each
+    gives ``target``, changes at most ``max_changes`` symbols and scores what ``log_probs`` give it."""
+    found = abducer.abduce(sentence, log_probs, target)
+    corrections = abducer.explanations(sentence, log_probs, target) + ([] if found is None else [found])
+    for correction in corrections:
+        assert EXECUTOR.value(correction.sentence) == target
+        assert correction.changes == changed(correction.sentence, sentence) <= abducer.max_changes
+        assert correction.log_prob == pytest.approx(abducer.score(correction.sentence, log_probs))
+
+
+def test_the_top_down_search_expands_at_most_max_nodes_where_each_division_multiplies_the_values_wanted(monkeypatch):
+    """Each division of a chain offers up to eight dividends to the part before it, so the (node, wanted value)
+    pairs the search expands grow eightfold with every division (thirteen symbols read near-uniformly: 299,594 of
+    them; longer chains took minutes and gigabytes). It expands at most ``max_nodes`` per search, however long the
+    chain, and the abducer remembers the values of its terminals' symbols, not an answer per value wanted."""
+    expanded = []
+    anew = GrammarAbducer._descend_anew
+    monkeypatch.setattr(GrammarAbducer, "_descend_anew", lambda self, *args: expanded.append(args) or anew(self, *args))
+    counts = []
+    for sentence, budget in (
+        ("9/9/9/9", ABDUCTION),
+        ("9/9/9/9", replace(ABDUCTION, max_nodes=50)),
+        ("/".join("9" * 12), replace(ABDUCTION, max_nodes=50, max_candidates=16, alternatives=3)),
+    ):
+        expanded.clear()
+        abducer = GrammarAbducer(EXECUTOR, budget)
+        checked_corrections(abducer, sentence, near_uniform(sentence, 0), 5)
+        assert len(expanded) <= 2 * budget.max_nodes  # two searches: the correction's and the explanations'
+        assert "NUMBER" in abducer._leaf_values and set(abducer._leaf_values) <= set(GRAMMAR.terminal_of.values())
+        counts.append(len(expanded))
+    assert counts == [2 * 586, 2 * 50, 2 * 50]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    tree=trees(max_leaves=5),
+    target=st.integers(0, 40),
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.sampled_from([0.1, 1.0, 4.0]),
+    max_changes=st.integers(1, 3),
+    readings=st.integers(0, 3),
+    max_nodes=st.integers(1, 60),
+)
+def test_abduction_under_any_reading_gives_the_target_within_the_budget(
+    tree, target, seed, scale, max_changes, readings, max_nodes
+):
+    """Whatever the reader says and however soon the top-down search is cut off, every correction and explanation
+    gives the result within ``max_changes`` (:func:`checked_corrections`; parts kept at other ``readings`` make ways of
+    more changes, which must be left out)."""
+    sentence = to_infix(tree)
+    budget = AbductionBudget(max_changes=max_changes, max_candidates=16, alternatives=3, readings=readings, max_nodes=max_nodes)
+    checked_corrections(GrammarAbducer(EXECUTOR, budget), sentence, near_uniform(sentence, seed, scale), target)
 
 
 @settings(max_examples=200, deadline=None)

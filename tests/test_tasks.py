@@ -7,7 +7,7 @@ import itertools
 import json
 import math
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -472,10 +472,11 @@ def test_the_pipeline_command_takes_the_chain_and_the_batch_size_over_the_tasks(
     visits = value_chain.ValueChain.visits
     monkeypatch.setattr(value_chain.ValueChain, "visits", lambda *a, **k: chained.append(a[4]) or visits(*a, **k))
     argv = ["pipeline", "--task", "hwf", "--epochs", "0.01", "--reader-width", "8", "--no-progress", "--device", "cpu"]
-    options = ["--chain-sweeps", "2", "--pseudo-labels", "marginal", "--batch-size", "8"]
+    options = ["--chain-sweeps", "2", "--max-nodes", "500", "--pseudo-labels", "marginal", "--batch-size", "8"]
     assert main([*argv, *options, "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["abduction"]["chain_sweeps"] == 2 and results["steps"] == 13  # ⌈0.01 × 10,000 / 8⌉
+    assert results["abduction"]["max_nodes"] == 500
     assert chained and set(chained) == {2}  # every explanation came from a chain of two sweeps
 
 
@@ -580,6 +581,23 @@ def test_resuming_a_checkpoint_of_other_options_names_them_in_one_line(tmp_path,
         in capsys.readouterr().err
     )
     assert main([*common, "--batch-size", "16", "--no-resume", "--out", str(tmp_path)]) == 0
+
+
+def test_a_checkpoint_whose_setup_predates_max_nodes_resumes_under_its_default_alone():
+    """Checkpoints kept the abduction budget before it had ``max_nodes``: such a setup lacks it, which is the
+    default's search, not another one; another ``max_nodes`` is refused by name."""
+    from neurosym.experiments.pipeline import PipelineOptions, training_setup
+    from neurosym.training.checkpoint import CheckpointMismatch, check_setup
+
+    options, budget = PipelineOptions(task="hwf"), AbductionBudget(max_changes=3)
+    older = training_setup(options, budget) | {"abduction": {k: v for k, v in asdict(budget).items() if k != "max_nodes"}}
+    check_setup(older, training_setup(options, budget), "checkpoint.pt")
+    other = replace(budget, max_nodes=50)
+    with pytest.raises(CheckpointMismatch, match=r"\(abduction.max_nodes differ\): abduction.max_nodes None there, 50 now"):
+        check_setup(older, training_setup(options, other), "checkpoint.pt")
+    check_setup(training_setup(options, other), training_setup(options, other), "checkpoint.pt")
+    with pytest.raises(CheckpointMismatch, match="abduction.max_nodes 50 there, 60 now"):
+        check_setup(training_setup(options, other), training_setup(options, replace(budget, max_nodes=60)), "checkpoint.pt")
 
 
 def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_it(tmp_path, monkeypatch, capsys):

@@ -171,6 +171,10 @@ class PipelineOptions(TrainingOptions):
         "result, started at the best explanation found (0: the searches' explanations; default: the task's)",
         parse=non_negative_int,
     )  # fmt: skip
+    max_nodes: int | None = option(
+        None, "abduction: (node, wanted value) pairs the top-down search may expand per abduction (default: the task's)",
+        parse=positive_int,
+    )  # fmt: skip
     restarts: int | None = option(
         None, "fresh starts (a new reader, the same batches) when the reader has read no training example right by a "
         "third of the schedule (default: the task's: mnist-add beyond 15 digits 5, else 0)", parse=non_negative_int,
@@ -441,12 +445,21 @@ DATA_OPTIONS = ("task", "digits", "scale", "data", "mnist")
 """The options a run's examples are built from."""
 SETUP_OPTIONS = (*DATA_OPTIONS, "reader_width", "reader_convs", "readers")
 """The options a run's data and reader are built from (with the abduction budget: its checkpoint's setup)."""
+LATER_BUDGET_FIELDS = ("max_nodes",)
+"""Fields of :class:`AbductionBudget` added after checkpoints began keeping the budget: older setups lack them."""
 
 
 def training_setup(options: PipelineOptions, abduction: AbductionBudget) -> dict[str, Any]:
     """What a run's checkpoint must agree with to be resumed: :data:`SETUP_OPTIONS` (paths with the stamp of their
-    files: :func:`~neurosym.experiments.options.setup_value`) and the abduction budget."""
-    return {name: setup_value(getattr(options, name)) for name in SETUP_OPTIONS} | {"abduction": asdict(abduction)}
+    files: :func:`~neurosym.experiments.options.setup_value`) and the abduction budget, less the
+    :data:`LATER_BUDGET_FIELDS` at their defaults, so that an older checkpoint, which lacks them, resumes under them
+    (and is refused under another value)."""
+    default = AbductionBudget()
+    budget = {
+        name: value for name, value in asdict(abduction).items()
+        if name not in LATER_BUDGET_FIELDS or value != getattr(default, name)
+    }  # fmt: skip
+    return {name: setup_value(getattr(options, name)) for name in SETUP_OPTIONS} | {"abduction": budget}
 
 
 def fresh_seed(seed: int, attempt: int) -> int:
