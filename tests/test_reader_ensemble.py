@@ -47,6 +47,35 @@ def test_a_trained_ensemble_reads_as_the_mixture_and_trains_each_member_as_if_al
             torch.testing.assert_close(a.grad, b.grad, rtol=1e-4, atol=1e-6)
 
 
+class RulingOut(torch.nn.Module):
+    """A reader of trainable scores that rules the symbols of ``ruled_out [V]`` (bool) out: log-probability ``-inf``."""
+
+    def __init__(self, scores: list[float], ruled_out: list[bool]):
+        super().__init__()
+        self.vocabulary = [str(k) for k in range(len(scores))]
+        self.scores, self.ruled_out = torch.nn.Parameter(torch.tensor(scores)), torch.tensor(ruled_out)
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        return self.scores.masked_fill(self.ruled_out, -torch.inf).log_softmax(-1).expand(len(windows), -1)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 3).flatmap(lambda k: st.lists(  # k members over 4 symbols, each ruling some (not all) out
+    st.tuples(st.lists(st.floats(-3, 3), min_size=4, max_size=4),
+              st.lists(st.booleans(), min_size=4, max_size=4).filter(lambda out: not all(out))),
+    min_size=k, max_size=k)))  # fmt: skip
+def test_a_symbol_one_member_rules_out_trains_as_it_reads(members):
+    ensemble = ReaderEnsemble([RulingOut(scores, out) for scores, out in members])
+    windows = torch.zeros(2, 32, 32)
+    with torch.no_grad():
+        expected = ensemble(windows)
+    read = ensemble(windows)  # with gradients: was NaN in every column some member ruled out
+    torch.testing.assert_close(read.detach(), expected, rtol=1e-5, atol=1e-6)
+    read[torch.isfinite(read)].sum().backward()
+    for member in ensemble.readers:
+        assert torch.isfinite(member.scores.grad).all()
+
+
 def test_ensemble_needs_readers_of_one_vocabulary():
     with pytest.raises(ValueError, match="at least one reader"):
         ReaderEnsemble([])

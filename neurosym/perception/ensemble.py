@@ -35,12 +35,14 @@ class ReaderEnsemble(nn.Module):
 
     def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` or ``[N, 1, S, S]`` (``groups [N]`` passed on to the members) -> log of the
-        members' mean probability ``[N, V]``, whose gradient is that of the members' mean log-probability."""
+        members' mean probability ``[N, V]``, whose gradient is that of the members' mean log-probability (none
+        through a member's ``-inf``, a symbol it rules out)."""
         members = torch.stack([reader(windows, groups) for reader in self.readers])  # [K, N, V]
         mixture = members.logsumexp(dim=0) - math.log(len(self.readers))
         if not torch.is_grad_enabled() or not members.requires_grad:
             return mixture
-        alone = members.mean(dim=0)
+        # (-inf - -inf made the column of a symbol that one member rules out NaN)
+        alone = members.where(members.isfinite(), 0.0).mean(dim=0)
         return mixture.detach() + alone - alone.detach()
 
 
