@@ -2,6 +2,8 @@
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from neurosym.perception.batch_statistics import batch_statistics_of
@@ -22,6 +24,21 @@ def test_statistics_are_those_of_the_new_batches_inside_and_restored_after():
     assert not network.training and network[1].momentum == 0.1
     for key, value in network.state_dict().items():
         assert torch.equal(value, before[key]), key
+
+
+@settings(max_examples=30, deadline=None)
+@given(sizes=st.lists(st.sampled_from([0, 2, 3, 5]), min_size=1, max_size=6).filter(any), seed=st.integers(0, 99))
+def test_an_empty_batch_leaves_the_statistics_as_the_other_batches_give_them(sizes, seed):
+    torch.manual_seed(seed)
+    network = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)).eval()
+    batches = torch.randn(sum(sizes), 3).split(sizes)  # some empty (one sample is no batch statistic of BatchNorm1d)
+    statistics = []
+    for given_batches in (batches, [batch for batch in batches if len(batch)]):
+        with batch_statistics_of(network, given_batches) as seen:
+            statistics.append((seen, network[1].running_mean.clone(), network[1].running_var.clone()))
+    (seen, mean, variance), (seen_nonempty, mean_nonempty, variance_nonempty) = statistics
+    assert seen == seen_nonempty == sum(sizes)
+    assert torch.equal(mean, mean_nonempty) and torch.equal(variance, variance_nonempty)  # (an empty batch counted as one)
 
 
 def test_no_batch_norm_or_no_images_is_refused_and_leaves_the_module_as_it_was():

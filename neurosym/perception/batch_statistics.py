@@ -29,8 +29,8 @@ def _running_statistics(layer: nn.modules.batchnorm._BatchNorm) -> tuple[torch.T
 @contextmanager
 def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> Iterator[int]:
     """Within the block, ``module``'s batch-norm layers use the running statistics of ``batches`` (the
-    plain average over all of them); on leaving, every statistic, momentum and train/eval mode is
-    restored. Yields the number of samples seen. Layers that keep no running statistics (``track_running_stats=False``)
+    plain average over all of them, empty ones left out); on leaving, every statistic, momentum and train/eval mode
+    is restored. Yields the number of samples seen. Layers that keep no running statistics (``track_running_stats=False``)
     normalise by each batch's own, so they are left alone.
 
     ``batches``: inputs ``module`` accepts, e.g. windows ``[N, 32, 32]`` for a
@@ -46,7 +46,7 @@ def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> I
         module.train()
         seen = 0
         with torch.no_grad():
-            for batch in batches:
+            for batch in filter(len, batches):  # (an empty batch changed no statistic yet counted as a batch averaged)
                 module(batch)
                 seen += len(batch)
         if seen == 0:
