@@ -127,12 +127,16 @@ def test_success_criterion_per_run_thresholds_and_empty_summary():
     validation, extrapolation = _curves([[0.2, 0.1], [0.2, 0.1]], [[0.5, 0.03], [0.5, 0.03]])
     outcomes = run_outcomes(steps, validation, extrapolation, threshold=torch.tensor([0.05, 0.01]))
     assert outcomes.solved.tolist() == [True, False]
-    none = summarize(run_outcomes(steps, validation, extrapolation, threshold=1e-9))
+    none_solved = run_outcomes(steps, validation, extrapolation, threshold=1e-9)
+    none = summarize(none_solved)
     for wrong in ([1, 2], [3, 2], [2, 1]):  # fewer or more evaluations than the outcomes' (more were read), or runs
         with pytest.raises(ValueError, match=rf"sparsity_error must be \[E, S\] = \[2, 2\], .* got \{wrong}"):
             summarize(outcomes, torch.zeros(wrong))
     assert none.solved == 0 and none.median_solved_at is None and none.mean_sparsity_error is None
     assert none.interval == wilson_interval(0, 2)
+    assert summarize(none_solved, torch.zeros(2, 2)) == none
+    with pytest.raises(ValueError, match=r"sparsity_error must be \[E, S\] = \[2, 2\]"):  # (passed when no run was solved)
+        summarize(none_solved, torch.zeros(2, 1))
 
 
 @pytest.mark.parametrize("missing", [math.nan, math.inf, -math.inf])
@@ -150,6 +154,24 @@ def test_a_sparsity_error_that_is_no_finite_number_at_a_solved_runs_best_evaluat
         summarize(outcomes, sparsity)
     sparsity[1, 0], sparsity[0, 1] = 0.2, 0.3  # the unsolved run 2 is not read, even at its best evaluation
     assert summarize(outcomes, sparsity).mean_sparsity_error == pytest.approx(0.25)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    shape=st.tuples(st.integers(1, 4), st.integers(1, 3)),
+    curve=st.sampled_from(["validation", "extrapolation"]),
+    negative=st.one_of(st.floats(max_value=-1e-300, allow_infinity=True), st.just(-math.inf)),
+    data=st.data(),
+)
+def test_a_negative_mse_is_named_where_it_was_read_as_solved(shape, curve, negative, data):
+    evaluations, runs = shape
+    evaluation, run = data.draw(st.integers(0, evaluations - 1)), data.draw(st.integers(0, runs - 1))
+    curves = {"validation": torch.ones(shape, dtype=torch.float64), "extrapolation": torch.ones(shape, dtype=torch.float64)}
+    steps = torch.arange(evaluations)
+    assert not run_outcomes(steps, curves["validation"], curves["extrapolation"], 0.5).solved.any()
+    curves[curve][evaluation, run] = negative  # an extrapolation MSE of -1 was under the threshold: solved
+    with pytest.raises(ValueError, match=rf"^{curve} MSE must not be negative, got .* at evaluation {evaluation} of run {run}$"):
+        run_outcomes(steps, curves["validation"], curves["extrapolation"], 0.5)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
@@ -176,7 +198,7 @@ def test_success_criterion_rejects_bad_input():
         run_outcomes(torch.tensor([1.0, math.nan, 3.0]), good, good, 0.1)
 
 
-@pytest.mark.parametrize("missing", [math.nan, math.inf, -math.inf])
+@pytest.mark.parametrize("missing", [math.nan, math.inf])
 def test_a_run_without_a_finite_validation_mse_is_unsolved_and_lists_and_integers_are_read_as_values(missing):
     validation = torch.tensor([[missing, 1.0], [missing, 0.5]])  # (+inf was read as the largest double: solved)
     outcomes = run_outcomes(torch.tensor([10, 20]), validation, torch.zeros(2, 2), 0.1)

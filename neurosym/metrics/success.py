@@ -37,7 +37,8 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     ``steps [E]`` strictly increasing; ``validation_mse`` and ``extrapolation_mse`` ``[E, S]`` (or ``[E]``
     for one run); tensors, arrays or lists; ``threshold`` a scalar or ``[S]`` (one per run). A NaN or infinite
     validation MSE never counts as best (a run with no other is unsolved), and a NaN extrapolation MSE never
-    counts as under the threshold. Ties in validation MSE go to the earliest evaluation.
+    counts as under the threshold. Ties in validation MSE go to the earliest evaluation. A negative MSE (``-inf``
+    too) is no error of a prediction: ``ValueError`` naming where it is.
     """
     steps, validation_mse, extrapolation_mse = (torch.as_tensor(v) for v in (steps, validation_mse, extrapolation_mse))
     single = validation_mse.dim() == 1
@@ -57,6 +58,8 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
             f"expected validation and extrapolation MSE of shape [{len(steps)}, S] with S >= 1 runs, got "
             f"{list(validation_mse.shape)} and {list(extrapolation_mse.shape)}"
         )
+    _check_not_negative(validation, "validation")
+    _check_not_negative(extrapolation, "extrapolation")
     # compared in float64: a threshold is not rounded to bfloat16 (1.48e-5 became 1.4782e-5) nor flushed to 0 in float16
     extrapolation = extrapolation.double()
     threshold = torch.as_tensor(threshold, dtype=torch.float64, device=extrapolation.device)
@@ -65,8 +68,7 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     if not bool(torch.isfinite(threshold).all() and (threshold > 0).all()):
         raise ValueError(f"threshold must be finite and positive, got {threshold}")
     evaluations = len(steps)
-    # (+inf became the largest double; an MSE is never negative, so -inf is no value either: it was the best)
-    ranking = torch.nan_to_num(validation.double(), nan=math.inf, posinf=math.inf, neginf=math.inf)
+    ranking = torch.nan_to_num(validation.double(), nan=math.inf, posinf=math.inf)  # (+inf became the largest double)
     lowest = ranking.min(dim=0, keepdim=True).values  # [1, S]; inf: no validation MSE but NaNs and infinities
     is_best = ranking == lowest
     order = torch.arange(evaluations, device=validation.device).unsqueeze(1)
@@ -83,6 +85,16 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
             v.squeeze(0) for v in (solved, solved_at, best_index, best_extrapolation)
         )
     return RunOutcomes(solved, solved_at, best_index, best_extrapolation, evaluations)
+
+
+def _check_not_negative(mse: Tensor, which: str) -> None:
+    """Raise ``ValueError`` naming the first negative entry of ``mse [E, S]`` (NaN and ``+inf`` pass: a diverged
+    evaluation); a negative one counted as under every threshold, and as the best validation MSE."""
+    if negative := (mse < 0).nonzero().tolist():
+        evaluation, run = negative[0]
+        raise ValueError(
+            f"{which} MSE must not be negative, got {mse[evaluation, run].item()} at evaluation {evaluation} of run {run}"
+        )
 
 
 @dataclass(frozen=True)
@@ -104,14 +116,14 @@ def summarize(outcomes: RunOutcomes, sparsity_error: Tensor | None = None, confi
     solved = outcomes.solved.reshape(-1)
     count, runs = int(solved.sum()), solved.numel()
     median = float(outcomes.solved_at.reshape(-1)[solved].quantile(0.5)) if count else None
-    mean_sparsity = mean_sparsity_at_best(outcomes, sparsity_error) if sparsity_error is not None and count else None
+    mean_sparsity = None if sparsity_error is None else mean_sparsity_at_best(outcomes, sparsity_error)
     return SuccessSummary(count, runs, count / runs, wilson_interval(count, runs, confidence), median, mean_sparsity)
 
 
-def mean_sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> float:
+def mean_sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> float | None:
     """The mean of ``sparsity_error [E, S]`` (a tensor, an array or lists) over the solved runs, each read at its best
-    evaluation. ``ValueError`` unless it is ``[E, S]`` over the outcomes' evaluations and a finite number at every solved
-    run's best evaluation (a NaN there made the mean NaN)."""
+    evaluation; ``None`` when no run is solved. ``ValueError`` unless it is ``[E, S]`` over the outcomes' evaluations
+    (solved runs or not) and a finite number at every solved run's best evaluation (a NaN there made the mean NaN)."""
     solved, best_index = outcomes.solved.reshape(-1), outcomes.best_index.reshape(-1)
     expected = [outcomes.evaluations, solved.numel()]
     sparsity_error = torch.as_tensor(sparsity_error)  # (lists too, as run_outcomes takes them)
@@ -124,4 +136,4 @@ def mean_sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> floa
             f"sparsity_error is not a finite number at the best evaluation of solved run(s) {bad} (evaluation "
             f"{best_index[bad].tolist()}): {at_best[bad].tolist()}"
         )
-    return float(at_best[solved].mean())
+    return float(at_best[solved].mean()) if bool(solved.any()) else None
