@@ -54,7 +54,7 @@ MATHEMATICS: dict[str, dict[str, float]] = {
     "lstm_att": {"interpolate": 0.57, "extrapolate": 0.38},
     "lstm_att_bi": {"interpolate": 0.58, "extrapolate": 0.42},
 }
-"""Saxton et al. (2019), Table 1: means over all modules of the dataset (not only arithmetic); ``lstm_att``
+"""Saxton et al. (2019), the table of Figure 3: means over all modules of the dataset (not only arithmetic); ``lstm_att``
 is their attentional LSTM with an LSTM encoder, ``lstm_att_bi`` with a bidirectional LSTM encoder."""
 
 MATHEMATICS_TRANSFORMER_MODULES: dict[str, str] = {
