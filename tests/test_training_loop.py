@@ -293,7 +293,10 @@ def test_a_resume_draws_the_numpy_and_python_numbers_of_an_uninterrupted_run(tmp
         straight = run(tmp_path / "straight.pt", 0)
         first = run(tmp_path / "resumed.pt", 0, StopAt(3))
         assert len(first) == 3 and first + run(tmp_path / "resumed.pt", 1) == straight  # another seed: the checkpoint's win
-        assert set(torch.load(tmp_path / "resumed.pt", weights_only=True)["random"]) >= {"numpy", "python"}  # plain tensors and numbers
+        assert set(torch.load(tmp_path / "resumed.pt", weights_only=True)["random"]) >= {
+            "numpy",
+            "python",
+        }  # plain tensors and numbers
     finally:
         np.random.set_state(states[0])
         random.setstate(states[1])

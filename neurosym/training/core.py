@@ -123,12 +123,11 @@ def random_state(device: torch.device) -> dict[str, Any]:
     """The global generator states that training draws from (dropout masks, a data set's augmentations and the
     like): torch's CPU generator's, the current CUDA device's when ``device`` is a GPU, numpy's and Python's, all as
     tensors and Python numbers, so that a checkpoint still loads with ``torch.load(..., weights_only=True)``."""
-    kind, keys, position, has_gauss, cached_gaussian = np.random.get_state()
-    state: dict[str, Any] = {
-        "cpu": torch.get_rng_state(),
-        "numpy": (kind, torch.from_numpy(keys.astype(np.int64)), position, has_gauss, cached_gaussian),
-        "python": random.getstate(),
-    }
+    numpy_state = np.random.get_state(
+        legacy=False
+    )  # {"bit_generator", "state": {"key" [624] uint32, "pos"}, "has_gauss", "gauss"}
+    numpy_state["state"] = numpy_state["state"] | {"key": torch.from_numpy(numpy_state["state"]["key"].astype(np.int64))}
+    state: dict[str, Any] = {"cpu": torch.get_rng_state(), "numpy": numpy_state, "python": random.getstate()}
     if device.type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)
     return state
@@ -141,8 +140,9 @@ def restore_random_state(state: dict[str, Any], device: torch.device) -> None:
     if device.type == "cuda" and "cuda" in state:
         torch.cuda.set_rng_state(state["cuda"].cpu(), device)
     if "numpy" in state:
-        kind, keys, position, has_gauss, cached_gaussian = state["numpy"]
-        np.random.set_state((kind, keys.cpu().numpy().astype(np.uint32), position, has_gauss, cached_gaussian))
+        numpy_state = state["numpy"]
+        key = numpy_state["state"]["key"].cpu().numpy().astype(np.uint32)
+        np.random.set_state(numpy_state | {"state": numpy_state["state"] | {"key": key}})
     if "python" in state:
         random.setstate(state["python"])
 
