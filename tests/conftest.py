@@ -74,3 +74,15 @@ torch.set_num_threads(TEST_THREADS)
 def threads_per_test() -> None:
     """Every test starts on :data:`TEST_THREADS`, whatever the test before it set (``--threads 2`` of a command)."""
     torch.set_num_threads(TEST_THREADS)
+
+
+@pytest.fixture
+def small_hwf(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HWF's splits at a tenth of their sizes (1,000 training, 100 validation and 200 test formulas), for the tests of
+    what ``neurosym pipeline --task hwf`` does (steps, checkpoints, resumes, files) rather than what it learns: building,
+    scoring and (with a refit) labelling the full splits took most of their minutes. The tests give ten times the
+    ``--epochs`` for the steps of the full splits."""
+    from neurosym.tasks import hwf
+
+    for split, size in hwf.SIZES.items():
+        monkeypatch.setitem(hwf.SIZES, split, size // 10)

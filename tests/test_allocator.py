@@ -69,8 +69,8 @@ def test_a_libc_without_mallopt_is_left_alone(monkeypatch) -> None:
 
 # Free blocks trapped between live ones: 40 MB of 1 MB buffers, every other one kept alive.
 TRAPPED = """
-import ctypes, sys
-from neurosym.training.allocator import release_free_memory
+import ctypes, runpy, sys
+release_free_memory = runpy.run_path(sys.argv[1])["release_free_memory"]  # the module alone, without torch to import
 def rss(): return int(open('/proc/self/statm').read().split()[1]) * 4096
 blocks = [ctypes.create_string_buffer(1 << 20) for _ in range(80)]
 del blocks[::2]
@@ -83,7 +83,8 @@ print(before - rss())
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim is Linux-only")
 def test_freed_blocks_between_live_ones_go_back_to_the_kernel() -> None:
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(32 << 20)}  # 1 MB blocks from the heap, as with retain_freed_memory
-    done = subprocess.run([sys.executable, "-c", TRAPPED], capture_output=True, text=True, check=True, timeout=60, env=env)
+    command = [sys.executable, "-c", TRAPPED, allocator.__file__]
+    done = subprocess.run(command, capture_output=True, text=True, check=True, timeout=60, env=env)
     assert int(done.stdout.strip()) > 30 << 20  # most of the 40 freed MB are returned
 
 

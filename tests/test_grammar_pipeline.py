@@ -3,8 +3,11 @@ inverses, and learning a reader from results on a tiny synthetic task."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import re
+import sys
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -340,8 +343,25 @@ def test_abduction_over_any_grammar_finds_the_most_probable_sentence_with_the_re
             assert found.log_prob == pytest.approx(max(abducer.score(s, log_probs) for s in reachable))
 
 
+@contextlib.contextmanager
+def recursion_limit_above_here(frames: int) -> Iterator[None]:
+    """Python's recursion limit ``frames`` frames above the caller's stack, restored afterwards."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(depth + frames)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def test_trees_deeper_than_pythons_recursion_are_executed_and_abduced():
-    """Left-recursive numbers of 1,200 digits: each digit one level deeper (these walks recursed, and failed at ~330)."""
+    """Left-recursive numbers of 400 digits, each digit one level deeper, under a recursion limit 300 frames above the
+    test's (these walks recursed, and failed at ~330 digits under the default limit of 1,000 frames; 1,200 digits under
+    that limit took half a minute, the searches' time growing faster than the depth)."""
+    digits = 400
     grammar = SymbolGrammar('start: number "+" number\nnumber: number DIGIT | DIGIT\nDIGIT: "0".."9"\n')
     semantics = TreeSemantics(
         {"number": lambda c: int(c[0]) if len(c) == 1 else 10 * c[0] + int(c[1]), "start": lambda c: c[0] + c[1]},
@@ -349,20 +369,21 @@ def test_trees_deeper_than_pythons_recursion_are_executed_and_abduced():
          "number": lambda w, c: [(w // 10, str(w % 10))] if w >= 10 else []},
     )  # fmt: skip
     executor = Executor(grammar, semantics)
-    sentence = "3" * 1200 + "+" + "4" * 1200
-    assert executor.value(sentence) == 7 * (10**1200 - 1) // 9
-    assert (
-        executor.tree("5" + sentence[1:]) is not None
-        and executor.value("5" + sentence[1:]) == executor.value(sentence) + 2 * 10**1199
-    )
-    log_probs = np.full((len(sentence), len(grammar.symbols)), np.log(0.01))
-    log_probs[range(len(sentence)), [grammar.symbols.index(c) for c in sentence]] = np.log(0.9)
-    target = executor.value(sentence) + 1
-    for budget in (AbductionBudget(readings=1), AbductionBudget(chain_sweeps=2)):  # the search and the chain
-        abducer = GrammarAbducer(executor, budget)
-        found = abducer.abduce(sentence, log_probs, target)
-        assert found is not None and found.changes == 1 and executor.value(found.sentence) == target
-        assert all(executor.value(c.sentence) == target for c in abducer.explanations(sentence, log_probs, target))
+    sentence = "3" * digits + "+" + "4" * digits
+    with recursion_limit_above_here(300):
+        with pytest.raises(RecursionError):  # deeper than the limit: a walk that recurses (here Lark's own) fails
+            list(executor.tree(sentence).scan_values(lambda _: True))
+        assert executor.value(sentence) == 7 * (10**digits - 1) // 9
+        changed = "5" + sentence[1:]
+        assert executor.tree(changed) is not None and executor.value(changed) == executor.value(sentence) + 2 * 10 ** (digits - 1)
+        log_probs = np.full((len(sentence), len(grammar.symbols)), np.log(0.01))
+        log_probs[range(len(sentence)), [grammar.symbols.index(c) for c in sentence]] = np.log(0.9)
+        target = executor.value(sentence) + 1
+        for budget in (AbductionBudget(readings=1), AbductionBudget(chain_sweeps=2)):  # the search and the chain
+            abducer = GrammarAbducer(executor, budget)
+            found = abducer.abduce(sentence, log_probs, target)
+            assert found is not None and found.changes == 1 and executor.value(found.sentence) == target
+            assert all(executor.value(c.sentence) == target for c in abducer.explanations(sentence, log_probs, target))
 
 
 def test_an_optional_item_in_brackets_that_is_absent_is_no_child():

@@ -108,19 +108,19 @@ def test_two_gloo_processes_refit_a_reader_as_one_process_on_the_global_batch(tm
 
 
 @pytest.mark.slow
-def test_the_pipeline_command_refits_a_fresh_reader_and_a_resume_keeps_it(tmp_path, capsys, monkeypatch):
+def test_the_pipeline_command_refits_a_fresh_reader_and_a_resume_keeps_it(tmp_path, capsys, monkeypatch, small_hwf):
     from neurosym.experiments import pipeline as runner
 
-    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.02", "--reader-width", "8"]
-    assert main([*common, "--refit-epochs", "0.05", "--out", str(tmp_path)]) == 0
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.2", "--reader-width", "8"]
+    assert main([*common, "--refit-epochs", "0.5", "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "results.json").read_text())
     refit, task = results["refit"], runner.task_for(runner.PipelineOptions(task="hwf"))
     reads = int(sum(task.train.lengths))  # HWF reads every symbol
     assert 0 < refit["windows"] <= reads and refit["left_out"] >= 0
-    assert refit["steps"] == math.ceil(0.05 * refit["windows"] / runner.REFIT_BATCH)
+    assert refit["steps"] == math.ceil(0.5 * refit["windows"] / runner.REFIT_BATCH)
     assert 0 <= refit["label_accuracy"] <= 1 and set(refit["validation_before"]) == {"accuracy", "symbol"}
     assert results["train_seconds"] >= refit["seconds"] > 0
-    assert "refit to its abduced labels (0.05 epochs)" in capsys.readouterr().out
+    assert "refit to its abduced labels (0.5 epochs)" in capsys.readouterr().out
     trained, fitted = load_checkpoint(tmp_path / "checkpoint.pt"), load_checkpoint(tmp_path / "refit.pt")
     assert fitted["step"] == refit["steps"]
     assert any(not torch.equal(trained["model"][name], value) for name, value in fitted["model"].items())
@@ -135,7 +135,7 @@ def test_the_pipeline_command_refits_a_fresh_reader_and_a_resume_keeps_it(tmp_pa
     # a resume relabels the same windows and finds the refit done: nothing is fitted again
     fits = []
     monkeypatch.setattr(runner, "refit_reader", lambda *a, **k: fits.append(a) or refit_reader(*a, **k))
-    assert main([*common, "--refit-epochs", "0.05", "--resume", "--out", str(tmp_path)]) == 0
+    assert main([*common, "--refit-epochs", "0.5", "--resume", "--out", str(tmp_path)]) == 0
     assert len(fits) == 1 and load_checkpoint(tmp_path / "refit.pt")["step"] == refit["steps"]
     assert json.loads((tmp_path / "results.json").read_text())["validation"] == results["validation"]
     # --time-limit bounds this call: what earlier calls trained (here a million seconds) is not charged to the refit
@@ -148,5 +148,5 @@ def test_the_pipeline_command_refits_a_fresh_reader_and_a_resume_keeps_it(tmp_pa
 
     monkeypatch.setattr(runner, "_train", long_trained)
     monkeypatch.setattr(runner, "refit_reader", lambda *a, **k: limits.append(a[6]) or refit_reader(*a, **k))
-    assert main([*common, "--refit-epochs", "0.05", "--time-limit", "10", "--out", str(tmp_path)]) == 0
+    assert main([*common, "--refit-epochs", "0.5", "--time-limit", "10", "--out", str(tmp_path)]) == 0
     assert 500 < limits[0] <= 600

@@ -52,7 +52,7 @@ SMALL = ImageGroundingConfig(
 )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # (not per module: the slow test, collected first, would have it learned twice)
 def learned():
     torch.manual_seed(0)
     records = [r for r in main_split(scale=0.002, seed=0, cache=False, progress=False)["train"] if len(r.expr) <= 7]

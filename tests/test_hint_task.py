@@ -3,6 +3,7 @@ examples show the images HINT's own pipeline shows, and the generic pipeline lea
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import replace
 
@@ -180,7 +181,16 @@ def test_inverse_values_are_the_preimage_s_members_nearest_the_operand_first(lo,
     assert _nearest(None, current) == []
 
 
-def test_the_pipeline_command_runs_hint_and_reports_each_subset(tmp_path, capsys, monkeypatch):
+@pytest.fixture
+def few_abductions_timed(monkeypatch):
+    """``neurosym pipeline`` times abduction on 5 test examples read wrong instead of 100: an untrained reader's
+    abductions over HINT's grammar took most of these tests' time, and they check what the command writes."""
+    from neurosym.experiments import pipeline as runner
+
+    monkeypatch.setattr(runner, "pipeline_timings", functools.partial(runner.pipeline_timings, wrong=5))
+
+
+def test_the_pipeline_command_runs_hint_and_reports_each_subset(tmp_path, capsys, monkeypatch, few_abductions_timed):
     from neurosym.tasks import hint
 
     monkeypatch.setattr(hint, "default_bank", lambda seed=0: prototype_bank())  # small stand-ins keep it fast
@@ -192,11 +202,12 @@ def test_the_pipeline_command_runs_hint_and_reports_each_subset(tmp_path, capsys
     assert set(results["subsets"]) == {"validation", "test"} and set(test) == {*SUBSETS, "mean"}
     assert test["mean"] == pytest.approx(np.mean([test[subset] for subset in SUBSETS]))
     assert results["steps"] == 4 and results["abduction"]["alternatives"] == len(HINT_SYMBOLS) - 1  # the task's
+    assert results["timings"]["wrong_timed"] == 5 and results["timings"]["abduction_per_wrong"] > 0
     printed = capsys.readouterr().out
     assert "test subsets: I " in printed and "| Transformer rel. uni." in printed and ", mean " in printed
 
 
-def test_the_pipeline_trains_hint_on_a_release_folder_with_its_own_images(tmp_path, capsys):
+def test_the_pipeline_trains_hint_on_a_release_folder_with_its_own_images(tmp_path, capsys, few_abductions_timed):
     """``--data``: an official release folder's splits and its own symbol images, not the generated ones."""
     splits = {name: list(split) for name, split in main_split(scale=0.002, seed=3, progress=False).items()}
     release = write_release(tmp_path / "release", splits, bank=prototype_bank(), seed=3)

@@ -139,9 +139,8 @@ def test_route_readers_learns_where_windows_came_from_and_routes_each_expression
     first, other = train.records[:40], train.records[40:80]
     sources = [WindowSource(first, bank, "train"), WindowSource(other, inverted, "train")]
     readers = [_reader(0), _reader(1)]
-    routed = route_readers(
-        readers, sources, RefitConfig(150, learning_rate=3e-3, augment_shift=1), torch.device("cpu"), tmp_path / "routing.pt"
-    )
+    config = RefitConfig(150, batch_size=32, learning_rate=3e-3, augment_shift=1)  # (batches of 128: as sure, 3x the time)
+    routed = route_readers(readers, sources, config, torch.device("cpu"), tmp_path / "routing.pt")
     assert routed.readers[0] is readers[0] and routed.readers[1] is readers[1]
     assert load_checkpoint(tmp_path / "routing.pt")["step"] == 150
     with torch.no_grad():

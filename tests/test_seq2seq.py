@@ -67,9 +67,12 @@ def exact_match(model, src, src_mask, tgt_out) -> float:
     return float((decoded == expected).all(dim=1).float().mean())
 
 
-def overfit(model, src, src_mask, tgt_in, tgt_out, steps: int) -> float:
+def overfit(model, src, src_mask, tgt_in, tgt_out, steps: int, check_every: int = 10) -> float:
+    """The batch's exact-match accuracy after training on it for up to ``steps`` steps: 1.0 as soon as a check (every
+    ``check_every`` steps) decodes every example exactly (the variants get there in 30 to 140 steps), else the
+    accuracy after the last step."""
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    for _ in range(steps):
+    for step in range(1, steps + 1):
         model.train()
         logits = model(src, src_mask, tgt_in)
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD)
@@ -77,6 +80,8 @@ def overfit(model, src, src_mask, tgt_in, tgt_out, steps: int) -> float:
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
         optimizer.step()
+        if step % check_every == 0 and step < steps and exact_match(model, src, src_mask, tgt_out) == 1.0:
+            return 1.0
     return exact_match(model, src, src_mask, tgt_out)
 
 

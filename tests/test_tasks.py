@@ -382,9 +382,9 @@ def test_the_pipeline_refuses_a_transformer_method_named_after_no_rule():
     assert GrammarPipeline(grammar, TreeSemantics(Spelled()), GlyphReader()).executor.value("-7") == -7
 
 
-def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys):
+def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, small_hwf):
     out = tmp_path / "hwf"
-    argv = ["pipeline", "--task", "hwf", "--epochs", "0.02", "--reader-width", "8", "--no-progress", "--device", "cpu"]
+    argv = ["pipeline", "--task", "hwf", "--epochs", "0.2", "--reader-width", "8", "--no-progress", "--device", "cpu"]
     status = main([*argv, "--out", str(out)])
     assert status == 0
     printed = capsys.readouterr().out
@@ -465,23 +465,23 @@ def test_a_task_module_whose_task_cannot_train_is_named_when_it_is_built(tmp_pat
             build_task(f"task_{name}")
 
 
-def test_the_pipeline_command_takes_the_chain_and_the_batch_size_over_the_tasks(tmp_path, monkeypatch):
+def test_the_pipeline_command_takes_the_chain_and_the_batch_size_over_the_tasks(tmp_path, monkeypatch, small_hwf):
     from neurosym.pipelines import value_chain
 
     chained = []
     visits = value_chain.ValueChain.visits
     monkeypatch.setattr(value_chain.ValueChain, "visits", lambda *a, **k: chained.append(a[4]) or visits(*a, **k))
-    argv = ["pipeline", "--task", "hwf", "--epochs", "0.01", "--reader-width", "8", "--no-progress", "--device", "cpu"]
+    argv = ["pipeline", "--task", "hwf", "--epochs", "0.1", "--reader-width", "8", "--no-progress", "--device", "cpu"]
     options = ["--chain-sweeps", "2", "--max-nodes", "500", "--pseudo-labels", "marginal", "--batch-size", "8"]
     assert main([*argv, *options, "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "results.json").read_text())
-    assert results["abduction"]["chain_sweeps"] == 2 and results["steps"] == 13  # ⌈0.01 × 10,000 / 8⌉
+    assert results["abduction"]["chain_sweeps"] == 2 and results["steps"] == 13  # ⌈0.1 × 1,000 / 8⌉
     assert results["abduction"]["max_nodes"] == 500
     assert chained and set(chained) == {2}  # every explanation came from a chain of two sweeps
 
 
-def test_the_pipeline_command_labels_the_truths_reference_as_supervised(tmp_path, capsys):
-    argv = ["pipeline", "--task", "hwf", "--epochs", "0.02", "--reader-width", "8", "--no-progress", "--device", "cpu"]
+def test_the_pipeline_command_labels_the_truths_reference_as_supervised(tmp_path, capsys, small_hwf):
+    argv = ["pipeline", "--task", "hwf", "--epochs", "0.2", "--reader-width", "8", "--no-progress", "--device", "cpu"]
     assert main([*argv, "--pseudo-labels", "truths", "--out", str(tmp_path)]) == 0
     printed = capsys.readouterr().out
     assert "| neurosym, supervised by the true symbols (a reference)" in printed and "neurosym (ours)" not in printed
@@ -522,11 +522,11 @@ def test_options_left_out_are_the_tasks_choices():
     assert budgets[15].beam >= 2 * budgets[15].readings  # the two numbers' draws are not cut back
 
 
-def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch):
+def test_init_reader_starts_from_another_runs_reader(tmp_path, monkeypatch, small_hwf):
     from neurosym.experiments import pipeline as runner
 
     first, second = tmp_path / "first", tmp_path / "second"
-    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01", "--reader-width", "8"]
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.1", "--reader-width", "8"]
     assert main([*common, "--out", str(first)]) == 0
     started = []
 
@@ -564,8 +564,8 @@ def test_mnist_add_notes_the_training_digits_its_file_has(tmp_path):
 
 
 @pytest.mark.slow
-def test_resuming_a_checkpoint_of_other_options_names_them_in_one_line(tmp_path, capsys):
-    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.01", "--reader-width", "8"]
+def test_resuming_a_checkpoint_of_other_options_names_them_in_one_line(tmp_path, capsys, small_hwf):
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.1", "--reader-width", "8"]
     assert main([*common, "--out", str(tmp_path)]) == 0
     capsys.readouterr()
     assert main([*common, "--batch-size", "16", "--out", str(tmp_path)]) == 2
@@ -600,7 +600,7 @@ def test_a_checkpoint_whose_setup_predates_max_nodes_resumes_under_its_default_a
         check_setup(training_setup(options, other), training_setup(options, replace(budget, max_nodes=60)), "checkpoint.pt")
 
 
-def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_it(tmp_path, monkeypatch, capsys):
+def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_it(tmp_path, monkeypatch, capsys, small_hwf):
     from neurosym.experiments import pipeline as runner
 
     calls = []
@@ -612,7 +612,7 @@ def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_i
         return train_grammar_pipeline(pipeline, *args, give_up=give_up, **kwargs)
 
     monkeypatch.setattr(runner, "train_grammar_pipeline", stuck_once)
-    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.03", "--reader-width", "8"]
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.3", "--reader-width", "8"]
     assert main([*common, "--restarts", "1", "--out", str(tmp_path)]) == 0
     (checked, first), (unchecked, fresh) = calls
     assert (checked, unchecked) == (4, None)  # a third of the 10 steps; the last start allowed is not checked
@@ -632,7 +632,7 @@ def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_i
         main([*common, "--restarts", "1", "--ensemble", str(tmp_path), "--out", str(tmp_path / "x")])
 
 
-def test_readers_trained_together_read_as_one_and_each_learns(tmp_path, monkeypatch, capsys):
+def test_readers_trained_together_read_as_one_and_each_learns(tmp_path, monkeypatch, capsys, small_hwf):
     from neurosym.experiments import pipeline as runner
 
     started = []
@@ -642,7 +642,7 @@ def test_readers_trained_together_read_as_one_and_each_learns(tmp_path, monkeypa
         return train_grammar_pipeline(pipeline, *args, **kwargs)
 
     monkeypatch.setattr(runner, "train_grammar_pipeline", recording)
-    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.02", "--reader-width", "8"]
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.2", "--reader-width", "8"]
     assert main([*common, "--readers", "2", "--out", str(tmp_path)]) == 0
     assert "| neurosym (ours), 2 readers trained together as one" in capsys.readouterr().out
     trained, (initial,) = load_checkpoint(tmp_path / "checkpoint.pt")["model"], started
@@ -654,11 +654,11 @@ def test_readers_trained_together_read_as_one_and_each_learns(tmp_path, monkeypa
 
 
 @pytest.mark.slow
-def test_ensemble_reads_with_finished_runs_readers_and_trains_nothing(tmp_path):
+def test_ensemble_reads_with_finished_runs_readers_and_trains_nothing(tmp_path, small_hwf):
     common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--reader-width", "8"]
     runs = [tmp_path / "first", tmp_path / "second"]
     for seed, run in enumerate(runs):  # (--epochs only where a reader is trained: --ensemble refuses it)
-        assert main([*common, "--epochs", "0.01", "--seed", str(seed), "--out", str(run)]) == 0
+        assert main([*common, "--epochs", "0.1", "--seed", str(seed), "--out", str(run)]) == 0
     members = [json.loads((run / "results.json").read_text()) for run in runs]
     assert main([*common, "--ensemble", str(runs[0]), "--out", str(tmp_path / "alone")]) == 0
     alone = json.loads((tmp_path / "alone" / "results.json").read_text())
