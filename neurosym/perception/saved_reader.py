@@ -31,10 +31,9 @@ def load_reader(
         raise ValueError(f"no checkpoint at {path}")
     if not isinstance(saved, dict) or "model" not in saved:
         raise ValueError(f"{path} is not a training checkpoint (it has no 'model' entry)")
-    if finished and saved.get("step", 0) < saved.get("config", {}).get("steps", 0):
-        raise ValueError(
-            f"{path} holds a reader trained for {saved['step']} of {saved['config']['steps']} steps: finish its run first"
-        )
+    step, steps = saved.get("step", 0), saved.get("config", {}).get("steps", 0)
+    if finished and step < steps:
+        raise ValueError(f"{path} holds a reader trained for {step} of {steps} steps: finish its run first")
     vocabulary = saved.get("vocabulary")
     if vocabulary is not None and isinstance(reader, Reader) and list(vocabulary) != list(reader.vocabulary):
         raise CheckpointMismatch(
