@@ -35,6 +35,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -80,13 +81,15 @@ def _tail(text: str, lines: int = 30) -> str:
 
 def _command(argv: list[str], seconds: float, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run ``argv`` from the repository root, stopped with SIGINT (files written so far stay) after ``seconds``."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # (as under `nohup ... &`): a child would inherit it and
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # not stop; a handler is reset to the default at exec
     process = subprocess.Popen(
         argv, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
         output, _ = process.communicate(timeout=seconds)
     except subprocess.TimeoutExpired:
-        process.send_signal(2)  # SIGINT: pytest writes its report, a training its checkpoint
+        process.send_signal(signal.SIGINT)  # SIGINT: pytest writes its report, a training its checkpoint
         try:
             output, _ = process.communicate(timeout=20)
         except subprocess.TimeoutExpired:
