@@ -131,6 +131,10 @@ def test_a_resume_on_a_release_rewritten_since_is_refused_naming_its_files(relea
     assert main([*argv, "--steps", "6"]) == 2
     error = capsys.readouterr().err
     assert "for another model or data (data.files differ)" in error and "--no-resume starts afresh" in error
+    inside = [*argv[: argv.index("--out")], "--out", str(copy / "runs" / "gru"), *argv[argv.index("--out") + 2 :]]
+    assert main([*inside, "--steps", "2"]) == 1  # each checkpoint there would change the stamp a resume checks
+    assert f"--out {copy / 'runs' / 'gru'} lies inside {copy}, whose files a resume checks" in capsys.readouterr().err
+    assert not (copy / "runs").exists()
 
 
 def test_a_files_stamp_changes_with_a_file_added_removed_or_rewritten(tmp_path: Path) -> None:

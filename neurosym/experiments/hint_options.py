@@ -308,7 +308,7 @@ class RunSetup:
         chosen = (*DATA_OPTIONS, *names)
         for name in chosen:
             if name not in self._values:
-                self._values[name] = setup_value(getattr(self._options, name))
+                self._values[name] = setup_value(getattr(self._options, name), self._options.out)
         return {name: self._values[name] for name in chosen}
 
 

@@ -144,7 +144,7 @@ def run(options: MathematicsOptions) -> dict:
         "models": {},
     }
     data_setup = {
-        "modules": options.modules, "train_per_module": train_count, "data": setup_value(options.data)
+        "modules": options.modules, "train_per_module": train_count, "data": setup_value(options.data, options.out)
     }  # fmt: skip
     limit, began = minutes_to_seconds(options.time_limit), time.perf_counter()
     for name in options.models:

@@ -459,7 +459,7 @@ def training_setup(options: PipelineOptions, abduction: AbductionBudget) -> dict
         name: value for name, value in asdict(abduction).items()
         if name not in LATER_BUDGET_FIELDS or value != getattr(default, name)
     }  # fmt: skip
-    return {name: setup_value(getattr(options, name)) for name in SETUP_OPTIONS} | {"abduction": budget}
+    return {name: setup_value(getattr(options, name), options.out) for name in SETUP_OPTIONS} | {"abduction": budget}
 
 
 def fresh_seed(seed: int, attempt: int) -> int:
