@@ -367,5 +367,7 @@ def test_a_trees_repr_is_the_dataclass_form(tree):
         return f"Node(symbol={node.symbol!r}, children=({children}), span={node.span!r})"
 
     assert repr(tree) == dataclass_form(tree)
+    shared = Node("+", (tree, tree))  # one subtree object twice (the repr lost track of it: KeyError)
+    assert repr(shared) == dataclass_form(shared)
     assert repr(pickle.loads(pickle.dumps(tree))) == repr(copy.deepcopy(tree)) == repr(tree)  # spans kept
     assert repr(Node("x", (Node("7"),))) == "Node(symbol='x', children=(Node(symbol='7', children=(), span=None),), span=None)"

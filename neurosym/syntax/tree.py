@@ -100,13 +100,16 @@ class Node:
 
     @names_malformed_trees
     def __repr__(self) -> str:
-        """The dataclass's ``Node(symbol=..., children=(...), span=...)``, built iteratively (any depth)."""
-        shown: dict[int, str] = {}
+        """The dataclass's ``Node(symbol=..., children=(...), span=...)``, built iteratively (any depth): in post-order
+        each node's children are the last ones shown, so a stack holds them (a subtree held twice is shown twice)."""
+        shown: list[str] = []
         for node in self.postorder():
-            inner = ", ".join(shown.pop(id(child)) for child in node.children)
+            first = len(shown) - len(node.children)
+            inner = ", ".join(shown[first:])
+            del shown[first:]
             children = f"({inner},)" if len(node.children) == 1 else f"({inner})"
-            shown[id(node)] = f"Node(symbol={node.symbol!r}, children={children}, span={node.span!r})"
-        return shown[id(self)]
+            shown.append(f"Node(symbol={node.symbol!r}, children={children}, span={node.span!r})")
+        return shown[0]
 
 
 def _from_preorder(order: tuple[tuple[str, int, tuple[int, int] | None], ...]) -> Node:
