@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.semantics import (
+    FEWSHOT_OPERATORS,
     HINT_FEWSHOT_SEMANTICS,
     HINT_SEMANTICS,
     RATIONAL_SEMANTICS,
@@ -138,6 +139,16 @@ def test_concepts_outside_latin_1():
     assert (
         BatchSolver(table).solve(sentences) == [reference(s, table) for s in sentences] == [8, 14, 7, 14, None, None, None, None]
     )
+
+
+def test_more_vectorised_operators_than_numpy_chooses_among():
+    # np.choose takes at most 64 arrays: a table of 70 operators with vectorised rules failed every batch
+    rules = list(FEWSHOT_OPERATORS.values())
+    symbols = [chr(0x100 + k) for k in range(70)]
+    table = HINT_SEMANTICS.extend(operators={s: rules[k % len(rules)] for k, s in enumerate(symbols)})
+    mixed = [f"8{symbols[-1]}0+2{symbols[-2]}9*3", "9/0", f"(5{symbols[3]}0)", f"1+0{symbols[67]}0"]  # 0 d 0 is invalid
+    sentences = [f"7{s}3" for s in symbols] + mixed
+    assert BatchSolver(table).solve(sentences) == [reference(s, table) for s in sentences]
 
 
 def test_solver_needs_integer_numbers():

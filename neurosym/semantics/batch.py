@@ -37,6 +37,7 @@ NUMBER, OPERATOR, OPEN, CLOSE, END, UNKNOWN, START = range(7)
 # Fixed token ids; numbers and operators follow from 4 on.
 END_ID, UNKNOWN_ID, OPEN_ID, CLOSE_ID = range(4)
 _NEVER = 99  # a reduction threshold no operator reaches
+_NUMPY_CHOICES = 64  # the most arrays np.choose chooses among
 
 # _FOLLOWS[previous kind, kind]: may ``kind`` come right after ``previous`` in a sentence?
 _FOLLOWS = np.zeros((7, 7), dtype=bool)
@@ -224,9 +225,9 @@ class BatchSolver:
                     "batch solver computes exactly over integers (give it no vectorised rule, or one of int64 results)"
                 )
         index = self._rule_index[symbol]
-        result = np.choose(index, [values for values, _ in outcomes])
+        result = _chosen(index, [values for values, _ in outcomes])
         valids: list[np.ndarray | np.bool_] = [np.True_ if valid is None else valid for _, valid in outcomes]
-        valid = None if all(v is np.True_ for v in valids) else np.choose(index, valids)
+        valid = None if all(v is np.True_ for v in valids) else _chosen(index, valids)
         unfit = np.abs(result) > VECTOR_OPERAND_LIMIT
         for token_id, rule in self._scalar_rules:
             chosen = np.flatnonzero(symbol == token_id)
@@ -265,6 +266,15 @@ def _chunks_by_length(sentences: list[str]) -> list[np.ndarray]:
         chunks.append(order[start:end])
         start = end
     return chunks
+
+
+def _chosen(index: np.ndarray, choices: Sequence[np.ndarray | np.generic]) -> np.ndarray:
+    """``choices[index[r]][r]`` for each row ``r`` of ``index [k]`` (each choice ``[k]``, or a scalar for every row):
+    ``np.choose`` (faster than indexing a stack of the choices), which takes at most 64, for any number of operators."""
+    if len(choices) <= _NUMPY_CHOICES:
+        return np.choose(index, choices)
+    stacked = np.stack([np.broadcast_to(choice, index.shape) for choice in choices])  # [choices, k]
+    return stacked[index, np.arange(len(index))]
 
 
 def _apply_scalar(rule: ScalarRule, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
