@@ -81,6 +81,11 @@ def test_tree_is_canonical():
         ("Compute 2 + 2.", "column 1"),
         ("What is 3/(2 - 2)?", "division by zero"),
         ("In base 2, what is 3 + 1?", "not a number in base 2"),
+        ("In base 16, what is 0x1f + 1?", "'0x1f' at characters .* is not a number in base 16"),  # (Python's prefixes)
+        ("In base 8, what is 1 - 0o7?", "'0o7' at characters .* is not a number in base 8"),
+        ("What is 3 +", r"column 12 \(the question ends too early\)"),  # (Lark named the '+' at column 11)
+        ("Calculate 3 + 4", r"column 16 \(the question ends too early\)"),
+        ("", r"column 1 \(the question ends too early\)"),
         ("In base 1.5, what is 1 + 1?", "base '1.5'"),
         ("What is 8 to the power of 2/3, to the nearest integer?", "only powers 1/k"),
         ("What is sqrt(2)?", "not rational"),

@@ -81,10 +81,19 @@ def parse_question(question: str) -> Node:
     try:
         tree = _parser().parse(question)
     except lark.exceptions.UnexpectedInput as error:
-        found = question[error.pos_in_stream : error.pos_in_stream + 10] if error.pos_in_stream is not None else ""
-        raise QuestionError(f"not an arithmetic question at column {error.column} ({found!r}): {question!r}") from None
+        raise QuestionError(f"not an arithmetic question {_error_place(question, error)}: {question!r}") from None
     _check_depth(tree)
     return _to_node(tree.children[0] if tree.data == "start" else tree)
+
+
+def _error_place(question: str, error: lark.exceptions.UnexpectedInput) -> str:
+    """Where ``error`` stopped parsing ``question``: the column and the text from there, or the column after the end
+    for a question that ends too early (Lark places its end of input at the last token, which was not the fault)."""
+    ended = isinstance(error, lark.exceptions.UnexpectedToken) and error.token.type == "$END"
+    if ended or isinstance(error, lark.exceptions.UnexpectedEOF):
+        return f"at column {len(question) - question.rfind(chr(10))} (the question ends too early)"
+    found = question[error.pos_in_stream : error.pos_in_stream + 10] if error.pos_in_stream is not None else ""
+    return f"at column {error.column} ({found!r})"
 
 
 def _check_depth(tree: lark.Tree) -> None:
@@ -226,10 +235,9 @@ def _to_sympy(tree: Node) -> sympy.Expr:
 def _literal(symbol: str, span: tuple[int, int] | None, base: int) -> Fraction:
     if base == 10:
         return Fraction(symbol)
-    try:
-        return Fraction(int(symbol, base))
-    except ValueError:
-        raise QuestionError(f"{symbol!r} at characters {span} is not a number in base {base}") from None
+    if not symbol or any(digit not in _DIGITS[:base] for digit in symbol):  # (int() read "0x1f" in base 16 as 31)
+        raise QuestionError(f"{symbol!r} at characters {span} is not a number in base {base}")
+    return Fraction(int(symbol, base))
 
 
 def _integer(leaf: Node, role: str, minimum: int, maximum: int | None = None) -> int:
