@@ -1,5 +1,6 @@
 """Set-valued inverses of HINT's operators agree with brute force over a grid."""
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -55,6 +56,12 @@ def test_other_operators_use_a_scan_and_need_a_function():
         left_preimage("c", Interval.point(1), 1)
     with pytest.raises(ValueError, match="'d' has no built-in inverse"):
         right_preimage("d", 1, Interval.point(1))
+
+
+def test_a_rule_giving_numpy_integers_is_scanned_like_one_giving_python_integers():
+    # execution takes np.maximum's np.int64 results; the scan found none of them in any interval (no preimage at all)
+    assert left_preimage("m", Interval.point(6), 4, apply=np.maximum) == Interval(6, 6)
+    assert right_preimage("m", 4, Interval.point(4), apply=np.maximum) == Interval(0, 4)
 
 
 def test_operand_preimages_of_a_fractional_operand_hold_integers_only():

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from numbers import Integral
 
 from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES, Value
 from neurosym.semantics.operators import Operator as OperatorMeaning
@@ -31,9 +32,12 @@ class Interval:
     hi: int | None = None
 
     def __contains__(self, value: object) -> bool:
-        """Whether ``value`` is an integer (a whole Fraction too) in the interval."""
+        """Whether ``value`` is an integer (a whole Fraction or a numpy integer too, as execution takes from a rule such
+        as ``np.maximum``) in the interval."""
         if isinstance(value, Fraction) and value.denominator == 1:
             value = value.numerator
+        elif isinstance(value, Integral):
+            value = int(value)
         return isinstance(value, int) and value >= self.lo and (self.hi is None or value <= self.hi)
 
     @staticmethod
