@@ -176,6 +176,35 @@ def test_sample_digits_respects_masks_and_reports_empty_slots():
         sample_digits(5, allowed, np.random.default_rng(0))
 
 
+class _EdgeDraws(np.random.Generator):
+    """A generator whose uniform draws are all ``value`` (the edges of ``[0, 1)`` that rounding meets)."""
+
+    def __init__(self, value: float) -> None:
+        super().__init__(np.random.PCG64(0))
+        self.value = value
+
+    def random(self, size=None, dtype=np.float64, out=None):  # type: ignore[override]
+        return np.full(size, self.value, dtype=dtype)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.booleans(), min_size=10, max_size=10).filter(any), min_size=1, max_size=5),
+    st.sampled_from([0.0, 0.5, float(np.nextafter(1.0, 0.0))]),
+)
+def test_sample_digits_draws_only_allowed_digits_at_the_edges_of_the_unit_interval(mask, draw):
+    """The shares of the allowed digits, summed in floats, can stop short of 1 (1/6 six times is 1 - 2^-53), so
+    the largest draw below 1 passed a slot's last allowed digit: the paper's held-out 7-9 and 0 bottom right."""
+    allowed = np.array(mask)
+    digits = sample_digits(3, allowed, _EdgeDraws(draw))
+    assert allowed[np.arange(len(allowed)), digits].all()
+
+
+def test_the_block_holdout_training_mask_never_draws_a_held_out_digit_at_the_top_draw():
+    digits = sample_digits(1, block_holdout_masks()["train"], _EdgeDraws(float(np.nextafter(1.0, 0.0))))
+    assert digits.tolist() == [[9, 9, 9, 6]]  # bottom right allows 1..6 only
+
+
 @pytest.fixture
 def mnist(tmp_path):
     return load_mnist(write_fake_mnist(tmp_path / "mnist.pkl.gz"))

@@ -29,4 +29,7 @@ def sample_digits(n: int, allowed: np.ndarray, rng: np.random.Generator | int) -
     cumulative = np.cumsum(allowed / allowed.sum(axis=1, keepdims=True), axis=1)
     draws = rng.random((n, allowed.shape[0], 1))
     digits = (draws >= cumulative[None, :, :-1]).sum(axis=-1)
-    return digits.astype(np.int64)
+    # the shares summed in floats can stop short of 1 (six times 1/6 is 1 - 2^-53), and a draw above that sum
+    # counted the disallowed digits after a slot's last allowed one
+    last_allowed = allowed.shape[1] - 1 - np.argmax(allowed[:, ::-1], axis=1)  # [L]
+    return np.minimum(digits, last_allowed).astype(np.int64)
