@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -282,6 +283,19 @@ def test_folder_bank_errors(tmp_path):
     (tmp_path / "3" / "bad.jpg").write_bytes(b"not a jpeg")
     with pytest.raises(ValueError, match="cannot read image"):
         load_folder_bank(tmp_path)
+
+
+@pytest.mark.parametrize("files", [(), ("a.tif", "notes.txt"), ("nested/a.jpg",)])
+def test_a_class_folder_without_images_is_named_not_skipped(tmp_path, files):
+    """A class folder holding no image the reader takes left its symbol out of the bank without a word."""
+    _write_official_folder(tmp_path)
+    (tmp_path / "+").mkdir()
+    for name in files:
+        (tmp_path / "+" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "+" / name).write_bytes(b"")
+    with pytest.raises(ValueError, match=rf"{re.escape(str(tmp_path / '+'))}: .*no image"):
+        load_folder_bank(tmp_path)
+    assert load_folder_bank(tmp_path, symbols=["3", "*"]).symbols == ["*", "3"]  # a folder not read is not checked
 
 
 def test_npz_bank_uses_its_own_splits(tmp_path):

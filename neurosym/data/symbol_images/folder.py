@@ -67,7 +67,7 @@ def load_folder_bank(
 
     Images are resized to ``size × size`` and inverted to white-on-black when ``black_on_white`` (the
     official release's convention). ``symbols`` (tokens) restricts the classes read. Pools are a seeded
-    75/5/20 split per class.
+    75/5/20 split per class. A class folder read that holds no image file raises ``ValueError`` naming it.
     """
     root = Path(root)
     if not root.is_dir():
@@ -77,7 +77,7 @@ def load_folder_bank(
     for class_dir in sorted(p for p in root.iterdir() if p.is_dir()):
         if wanted is not None and class_dir.name not in wanted:
             continue
-        for file in sorted(f for f in class_dir.iterdir() if f.suffix.lower() in IMAGE_SUFFIXES):
+        for file in _image_files(class_dir):
             images.append(read_image(file, size))
             labels.append(token_of(class_dir.name))
             paths.append(f"{class_dir.name}/{file.name}")
@@ -88,6 +88,15 @@ def load_folder_bank(
         stack = 255 - stack
     labels_array = np.asarray(labels)
     return SymbolBank(stack, labels_array, assign_pools(labels_array, seed), np.asarray(paths))
+
+
+def _image_files(class_dir: Path) -> list[Path]:
+    """The image files of one class folder, sorted; ``ValueError`` naming the folder when it holds none (its
+    symbol would be left out of the bank)."""
+    files = sorted(f for f in class_dir.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise ValueError(f"{class_dir}: class folder holds no images (looked for {', '.join(IMAGE_SUFFIXES)})")
+    return files
 
 
 def load_npz_bank(path: str | os.PathLike, seed: int = 0, symbols: list[str] | None = None) -> SymbolBank:
