@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from PIL import Image
 
 from neurosym.data.symbol_images import (
     ALLOGRAPHS,
@@ -328,3 +329,37 @@ def test_write_image_names_pixels_a_cast_would_blacken(tmp_path):
             write_image(tmp_path / "a.png", image)
     write_image(tmp_path / "b.png", np.full((4, 4), 200))  # integers in range: any integer dtype
     assert read_image(tmp_path / "b.png").max() == 200
+
+
+def _ink_on_transparent(mode: str) -> Image.Image:
+    """A 45x45 glyph of ``mode`` whose background is transparent: black ink on a transparent black background
+    (``RGBA``, ``LA``), or a palette image of black ink on white whose white is transparent (``P``)."""
+    if mode == "P":
+        image = Image.fromarray(np.where(np.arange(45)[:, None] % 9 == 0, 1, 0).astype(np.uint8), "P")
+        image.putpalette([255, 255, 255, 0, 0, 0])
+        image.info["transparency"] = 0
+        return image
+    rgba = np.zeros((45, 45, 4), np.uint8)
+    rgba[10:35, 20:25, 3] = 255  # only the stroke is opaque; everything is black
+    image = Image.fromarray(rgba, "RGBA")
+    return image.convert(mode)
+
+
+@pytest.mark.parametrize(("mode", "suffix"), [("RGBA", ".png"), ("LA", ".png"), ("P", ".gif"), ("P", ".png")])
+def test_an_image_with_transparent_pixels_is_named_not_read_as_its_hidden_colour(tmp_path, mode, suffix):
+    """Grey conversion drops the alpha channel: black ink on a transparent background read as one black square,
+    and a folder bank of them (inverted) held white squares without a word."""
+    path = tmp_path / f"glyph{suffix}"
+    image = _ink_on_transparent(mode)
+    image.save(path, **({"transparency": 0} if mode == "P" else {}))
+    with Image.open(path) as saved:
+        assert "A" in saved.getbands() or "transparency" in saved.info, "the file keeps its transparency"
+    with pytest.raises(ValueError, match=rf"{re.escape(str(path))}: .*transparent"):
+        read_image(path)
+
+
+def test_an_opaque_image_with_an_alpha_channel_reads_as_its_grey_levels(tmp_path):
+    rgba = np.full((8, 8, 4), 255, np.uint8)
+    rgba[2:6, 3, :3] = 40
+    Image.fromarray(rgba, "RGBA").save(tmp_path / "opaque.png")
+    assert read_image(tmp_path / "opaque.png").tolist() == np.asarray(Image.fromarray(rgba[..., :3]).convert("L")).tolist()

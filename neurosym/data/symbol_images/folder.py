@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path, PurePosixPath
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,6 +14,9 @@ from neurosym.data.symbol_images.archive import read_bank_archive
 from neurosym.data.symbol_images.bank import SymbolBank, assign_pools
 from neurosym.data.symbol_images.classes import folder_of, token_of
 from neurosym.data.symbol_images.render import resize_images
+
+if TYPE_CHECKING:  # Pillow is imported when an image is read or written
+    from PIL.Image import Image as PillowImage
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
 OFFICIAL_IMAGE_SIZE = 45
@@ -28,14 +32,29 @@ def _pillow() -> ModuleType:
 
 
 def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
-    """One image file as grey uint8 ``[H, W]`` (resized to ``size × size`` when given)."""
+    """One image file as grey uint8 ``[H, W]`` (resized to ``size × size`` when given).
+
+    An unreadable file, or one with transparent pixels (their grey level would be the colour they hide, often
+    black: black ink on a transparent background read as a black square), raises ``ValueError`` naming it.
+    """
     Image = _pillow()
     try:
         with Image.open(path) as image:
+            if _has_transparent_pixels(image):
+                raise ValueError(
+                    f"{path}: has transparent pixels, which a grey image cannot show: flatten it onto its background first"
+                )
             grey = np.asarray(image.convert("L"), dtype=np.uint8)
     except OSError as error:
         raise ValueError(f"cannot read image {path}: {error}") from error
     return grey if size is None else resize_images(grey[None], (size, size))[0]
+
+
+def _has_transparent_pixels(image: PillowImage) -> bool:
+    """Whether any pixel of ``image`` (an alpha channel or a transparent palette entry) is less than opaque."""
+    if "A" not in image.getbands() and "transparency" not in image.info:
+        return False
+    return bool(np.asarray(image.convert("RGBA"))[..., 3].min() < 255)
 
 
 def write_image(path: str | os.PathLike, image: np.ndarray) -> None:
