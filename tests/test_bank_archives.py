@@ -57,6 +57,8 @@ def test_a_valid_archive_loads_with_its_splits_sources_and_tokens(tmp_path):
         ({"labels": np.array([1.0, 2.0, 3.0, 4.0])}, r"labels must be \[4\] strings.*float64"),
         ({"labels": np.array(["1", "%", "+", "x"])}, r"unknown labels \['%'\]"),
         ({"splits": np.array(["train", "dev", "test", "test"])}, r"unknown splits \['dev'\]"),
+        ({"labels": np.array([b"1", b"\xd7", b"+", b"x"])}, r"labels hold bytes that are no ASCII text"),
+        ({"sources": np.array([b"me", b"caf\xc3\xa9", b"me", b"me"])}, r"sources hold bytes that are no ASCII text"),
     ],
 )
 def test_malformed_archives_are_refused_naming_the_file_and_problem(tmp_path, changes, message):

@@ -63,7 +63,10 @@ def _checked(path: Path, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]
             raise ValueError(
                 f"{path}: {name} must be [{len(images)}] strings (one per image), got {array.dtype} {list(array.shape)}"
             )
-        arrays[name] = array.astype(str)
+        try:
+            arrays[name] = array.astype(str)
+        except UnicodeDecodeError:  # (numpy decodes bytes as ASCII)
+            raise ValueError(f"{path}: {name} hold bytes that are no ASCII text; store them as str") from None
     arrays["labels"] = np.asarray([token_of(label) for label in arrays["labels"].tolist()], dtype=str)
     for name, allowed in (("labels", BANK_LABELS), ("splits", POOLS)):
         unknown = sorted(set(arrays[name].tolist()) - set(allowed)) if name in arrays else []
