@@ -110,3 +110,28 @@ def test_vector_epochs_given_are_trained_past_the_smoke_budgets_cap(tmp_path):
         return runs.vector_config(1000).max_steps
 
     assert steps(None) == 3 and steps(50) == 50 * 32  # (50 epochs of 32 batches were cut to 3 steps)
+
+
+def test_every_holdout_i_is_tested_on_the_window_0_to_m_alone_as_in_the_paper(tmp_path, monkeypatch):
+    """Figure 13 trains holdout-i with i permutations of (0, ..., m) held out and tests "on only examples with
+    (0, 1, ..., m) in the values window"; holdout-2 on wrote (1, 0) into half of its test rows at m = 1."""
+    import numpy as np
+    import torch
+
+    from neurosym.benchmarking.pvr_runs import BUDGETS, PVRRuns, RunStore
+    from neurosym.benchmarking.pvr_sweeps import holdout_i_sweep
+    from neurosym.data.pvr import vector_rule
+
+    tested = {}
+
+    def record(self, key, model, train, tests, config, prepare=None):
+        tested[key] = tests["holdout"]
+        return {}
+
+    monkeypatch.setattr(PVRRuns, "train_and_score", record)
+    holdout_i_sweep(PVRRuns(torch.device("cpu"), BUDGETS["smoke"], RunStore(tmp_path)), "mlp", 1, 64, "mod_sum", 64)
+    rule = vector_rule(1, "mod_sum")
+    assert len(tested) == 2
+    for digits, labels in tested.values():
+        slots, _ = rule.window_slots(digits[:, 0])
+        assert (np.take_along_axis(digits, slots, axis=1) == [0, 1]).all() and (labels == 1).all()

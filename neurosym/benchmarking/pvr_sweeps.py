@@ -72,7 +72,8 @@ def holdout_i_sweep(
     runs: PVRRuns, model_name: str, m: int, train_size: int, aggregation: str, rule_examples: int
 ) -> list[dict[str, Any]]:
     """Vector holdout-i at complexity ``m`` for i = 1..(m+1)! (Figure 13): the neural model, and a rule
-    induced from the first ``rule_examples`` training pairs, on the held-out windows."""
+    induced from the first ``rule_examples`` training pairs, tested as the paper tests every i: on rows whose
+    pointed window is ``(0, ..., m)`` (held out from holdout-1 on)."""
     rule = vector_rule(m, aggregation)
     scale = runs.budget.vector_scale[model_name]
     iid_test = VectorPVR(rule).sample(runs.budget.test_size, np.random.default_rng(runs.seed + 1))
@@ -80,9 +81,9 @@ def holdout_i_sweep(
     for i in range(1, math.factorial(m + 1) + 1):
         held = held_out_windows(m, i)
         train = sample_vector_holdout_train(rule, train_size, held, np.random.default_rng([runs.seed, i]))
-        test = sample_vector_holdout_test(rule, runs.budget.test_size, held, np.random.default_rng([runs.seed, i, 1]))
+        test = sample_vector_holdout_test(rule, runs.budget.test_size, held[:1], np.random.default_rng([runs.seed, i, 1]))
         config = runs.vector_config(train_size)
-        key = f"holdout{i}-{model_name}-s{scale}-{aggregation}-m{m}-n{train_size}-{schedule_name(config)}"
+        key = f"holdout{i}-test0to{m}-{model_name}-s{scale}-{aggregation}-m{m}-n{train_size}-{schedule_name(config)}"
         torch.manual_seed(runs.seed)
         model = build_vector_model(model_name, 11, scale=scale)
         neural = runs.train_and_score(key, model, train, {"holdout": test, "iid": iid_test}, config)

@@ -3,7 +3,8 @@
 Holdout-i (paper, Section 7) for complexity ``m``: the *held-out windows* are the first ``i``
 permutations of ``(0, 1, ..., m)`` in lexicographic order (so holdout-1 holds out ``(0, ..., m)``
 itself and holdout-``(m+1)!`` all of its orderings). The training set never has a held-out window at
-the pointed position; the test set has one there in every example, everything else uniform.
+the pointed position; the paper's test set, whatever ``i``, has ``(0, ..., m)`` there in every example
+(:func:`sample_vector_holdout_test` given ``held[:1]``), everything else uniform.
 """
 
 from __future__ import annotations
