@@ -55,3 +55,18 @@ def test_images_given_as_28_by_28_and_float_digit_labels_load_as_before(tmp_path
     flat = load_mnist(write_pickle(tmp_path / "flat.pkl.gz", parts()))
     assert np.array_equal(mnist.train_images, flat.train_images) and np.array_equal(mnist.test_labels, flat.test_labels)
     assert mnist.train_labels.dtype == mnist.test_labels.dtype == np.int64 and mnist.train_images.dtype == np.uint8
+
+
+@pytest.mark.parametrize(
+    ("pickled", "problem"),
+    [
+        (b"cno_such_module_of_neurosym\nThing\n.", "No module named 'no_such_module_of_neurosym'"),  # another library's
+        (b"c__main__\nNoSuchThing\n.", "Can't get attribute 'NoSuchThing'"),  # a class of the script that wrote it
+    ],
+)
+def test_a_pickle_of_objects_this_process_cannot_build_names_the_file(tmp_path, pickled, problem):
+    """A pickle of another program's objects raised its import error, naming neither the file nor the format."""
+    with gzip.open(tmp_path / "other.pkl.gz", "wb") as handle:
+        handle.write(pickled)
+    with pytest.raises(ValueError, match=rf"other\.pkl\.gz is not an MNIST pickle of \(train, valid, test\) pairs: {problem}"):
+        load_mnist(tmp_path / "other.pkl.gz")

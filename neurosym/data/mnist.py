@@ -127,12 +127,13 @@ def _checked_part(file: Path, name: str, part: object) -> tuple[np.ndarray, np.n
 
 
 def load_mnist(path: str | os.PathLike | None = None, download: bool = True) -> MNIST:
-    """Load MNIST; the pickle's train and validation parts together form the 60k training split."""
+    """Load MNIST; the pickle's train and validation parts together form the 60k training split. A file that is
+    no MNIST pickle (not gzip, another pickle's objects, parts of another format) raises ``ValueError`` naming it."""
     file = mnist_path(path, download=download)
     try:
         with gzip.open(file, "rb") as handle:
             train, valid, test = pickle.load(handle, encoding="latin1")
-    except (OSError, ValueError, TypeError, pickle.UnpicklingError, EOFError) as error:
+    except (OSError, ValueError, TypeError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as error:
         raise ValueError(f"{file} is not an MNIST pickle of (train, valid, test) pairs: {error}") from error
     (train_x, train_y), (valid_x, valid_y), (test_x, test_y) = (
         _checked_part(file, name, part) for name, part in (("train", train), ("valid", valid), ("test", test))
