@@ -29,7 +29,7 @@ from neurosym.data.symbol_images import (
     writers_bank,
 )
 from neurosym.data.symbol_images.bank import assign_pools
-from neurosym.data.symbol_images.default import MIN_DRAWN_PER_SYMBOL
+from neurosym.data.symbol_images.default import BANK_FORMAT_VERSION, MIN_DRAWN_PER_SYMBOL
 from neurosym.data.symbol_images.normalise import normalise_glyphs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -162,6 +162,30 @@ def test_the_cache_is_one_per_mnist_file(tmp_path, monkeypatch, mnist):
     assert (first.sources == "mnist").sum() == 3 * 10 * 20 and (second.sources == "mnist").sum() == 3 * 10 * 30
     assert (default_bank(drawn_per_symbol=20, mnist_path=mnist).sources == "mnist").sum() == 3 * 10 * 20
     assert len(list(tmp_path.glob("symbol_bank_normalised_*"))) == 2
+
+
+def _save_bank(path: Path, images: np.ndarray) -> None:
+    """A readable cached bank of ``images`` (all ``+``, in the train pool) at ``path``."""
+    n = len(images)
+    paths = [f"+/{i}.jpg" for i in range(n)]
+    np.savez(path, images=images, labels=np.full(n, "+"), pools=np.full(n, "train"), paths=paths, sources=np.full(n, "x"))
+
+
+def test_the_cache_name_carries_the_format_version_and_no_other_versions_cache_is_read(tmp_path, monkeypatch, mnist):
+    """The cache was named by its arguments and MNIST file only: a bank cached by code that built it differently
+    (an older normalisation, other pools) was read back as today's."""
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path))
+    built = default_bank(drawn_per_symbol=20, mnist_path=mnist)
+    (cached,) = tmp_path.glob("symbol_bank_normalised_*")
+    suffix = f"_v{BANK_FORMAT_VERSION}.npz"
+    assert cached.name.endswith(suffix)
+    cached.unlink()
+    stale = [cached.with_name(cached.name.replace(suffix, other)) for other in (".npz", f"_v{BANK_FORMAT_VERSION + 1}.npz")]
+    for path in stale:
+        _save_bank(path, np.zeros((1, 28, 28), np.uint8))
+    again = default_bank(drawn_per_symbol=20, mnist_path=mnist)
+    assert np.array_equal(again.images, built.images) and np.array_equal(again.paths, built.paths)
+    assert cached.is_file() and all(len(np.load(path)["images"]) == 1 for path in stale)
 
 
 @pytest.mark.parametrize(

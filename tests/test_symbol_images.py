@@ -299,6 +299,58 @@ def test_a_class_folder_without_images_is_named_not_skipped(tmp_path, files):
     assert load_folder_bank(tmp_path, symbols=["3", "*"]).symbols == ["*", "3"]  # a folder not read is not checked
 
 
+def test_hidden_and_tool_folders_are_skipped(tmp_path):
+    """Folders that the OS or a tool leaves beside the class folders are no class and are not read."""
+    _write_official_folder(tmp_path)
+    for junk in (".ipynb_checkpoints/a.jpg", "__MACOSX/3/._3_0.jpg", ".git/objects/x.png"):
+        (tmp_path / junk).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / junk).write_bytes(b"not an image")
+    assert load_folder_bank(tmp_path).symbols == ["(", "*", "/", "3"]
+
+
+@pytest.mark.parametrize("name", ["tims", "__pycache__", "plus", "_3"])
+def test_a_class_folder_named_for_no_symbol_is_refused_like_an_unknown_npz_label(tmp_path, name):
+    """Any folder was read as a class, its name taken as a symbol (a typo, or a tool's folder)."""
+    _write_official_folder(tmp_path)
+    write_image(tmp_path / name / "a.png", np.zeros((4, 4), np.uint8))
+    expected = rf"{re.escape(str(tmp_path))}: unknown class folders \['{name}'\]; expected among \[.*'times', 'div'"
+    with pytest.raises(ValueError, match=expected):
+        load_folder_bank(tmp_path)
+    assert load_folder_bank(tmp_path, symbols=["3"]).symbols == ["3"]  # a folder not read is not checked
+
+
+def test_a_requested_symbol_without_a_class_folder_is_named_not_left_out(tmp_path):
+    _write_official_folder(tmp_path)
+    expected = rf"{re.escape(str(tmp_path))}: no class folder for the symbols \['7', '\+'\] .*found \['\(', '3', 'div'"
+    with pytest.raises(ValueError, match=expected):
+        load_folder_bank(tmp_path, symbols=["3", "7", "+"])
+    assert load_folder_bank(tmp_path, symbols=["3", "÷", "/"]).symbols == ["/", "3"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 65535), min_size=1, max_size=12))
+def test_16_bit_grey_is_scaled_to_the_nearest_8_bit_level_not_clipped(tmp_path_factory, levels):
+    """A 16-bit PNG (Pillow's mode I;16) read as grey was clipped: every level from 255 up became white."""
+    path = tmp_path_factory.mktemp("png16") / "grey.png"
+    Image.fromarray(np.asarray([levels], np.uint16)).save(path)
+    with Image.open(path) as saved:
+        assert saved.mode == "I;16", "the file holds 16-bit grey"
+    read = read_image(path)
+    assert read.dtype == np.uint8 and read.shape == (1, len(levels))
+    assert np.abs(read[0] * 257.0 - np.asarray(levels)).max() <= 128.5  # the nearest of 0, 257, ..., 65535
+
+
+def test_16_bit_levels_of_8_bit_values_read_back_exactly_and_32_bit_levels_beyond_16_bits_are_named(tmp_path):
+    values = np.arange(256, dtype=np.uint16).reshape(16, 16)
+    Image.fromarray(values * 257).save(tmp_path / "levels.png")
+    assert np.array_equal(read_image(tmp_path / "levels.png"), values)
+    Image.fromarray((values * 257).astype(np.int32)).save(tmp_path / "levels.tif")  # Pillow's mode I
+    assert np.array_equal(read_image(tmp_path / "levels.tif"), values)
+    Image.fromarray(np.array([[0, 70000]], np.int32)).save(tmp_path / "beyond.tif")
+    with pytest.raises(ValueError, match=r"beyond.tif: mode I pixels span 0..70000, outside the 16-bit grey levels"):
+        read_image(tmp_path / "beyond.tif")
+
+
 def test_npz_bank_uses_its_own_splits(tmp_path):
     labels = np.array(["1", "1", "+", "+"])
     splits = np.array(["train", "test", "train", "val"])

@@ -1,11 +1,18 @@
 """Glyphs of any size and place come out in MNIST's convention: longer side 20 pixels, centred."""
 
+import hashlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neurosym.data.symbol_images.normalise import normalise_glyphs
+from neurosym.data.symbol_images import DIGITS, SymbolBank, with_drawn_digits
+from neurosym.data.symbol_images.normalise import mnist_box, normalise_glyphs
+
+DRAWN_DIGITS_28_SHA256 = "7b54ffe39ac94d9dd1d6e3f49e00dee47e504dccb1f1710239f24cc109eb3c38"
+"""SHA-256 of the 30 images ``with_drawn_digits(<a 28-pixel bank>, 3, seed=0)`` drew before the glyph box was
+made proportional to the bank's image size (a fixed 20 pixels)."""
 
 
 def _ink_box(image: np.ndarray, threshold: int = 32) -> tuple[int, int, float, float]:
@@ -42,3 +49,38 @@ def test_an_empty_image_is_kept_and_bad_input_is_refused():
         normalise_glyphs(images.astype(np.float32))
     with pytest.raises(ValueError, match="box"):
         normalise_glyphs(images, box=40)
+
+
+def _longest_ink_side(image: np.ndarray, threshold: int = 32) -> int:
+    rows, columns = np.nonzero(image > threshold)
+    return max(rows.max() - rows.min(), columns.max() - columns.min()) + 1
+
+
+@settings(max_examples=20, deadline=None)
+@given(side=st.integers(8, 84), ink=st.integers(3, 6))
+def test_the_box_is_20_of_28_pixels_in_proportion_to_the_images_side(side, ink):
+    image = np.zeros((1, side, side), np.uint8)
+    image[0, 1 : 1 + ink, 2 : 2 + ink] = 255
+    box = mnist_box(side)
+    assert box == round(20 * side / 28)
+    assert abs(_longest_ink_side(normalise_glyphs(image)[0]) - box) <= 1 + box / ink  # (bilinear blur at the edges)
+
+
+def _blank_bank(side: int) -> SymbolBank:
+    labels = np.array(DIGITS)
+    return SymbolBank(np.zeros((10, side, side), np.uint8), labels, np.full(10, "train"), [f"{d}/a.jpg" for d in DIGITS])
+
+
+def test_drawn_digits_are_as_before_in_a_28_pixel_bank():
+    bank = with_drawn_digits(_blank_bank(28), 3, seed=0)
+    drawn = bank.images[bank.sources == "drawn"]
+    assert drawn.shape == (30, 28, 28)
+    assert hashlib.sha256(drawn.tobytes()).hexdigest() == DRAWN_DIGITS_28_SHA256
+
+
+@pytest.mark.parametrize("side", [14, 56])
+def test_drawn_digits_fill_the_same_share_of_any_banks_images(side):
+    """Drawn digits were scaled to 20 pixels whatever the bank's size: half the glyph of MNIST's in a 56-pixel bank."""
+    bank = with_drawn_digits(_blank_bank(side), 2, seed=0)
+    sides = [_longest_ink_side(image) for image in bank.images[bank.sources == "drawn"]]
+    assert all(abs(longest - 20 * side / 28) <= 1 + side / 28 for longest in sides), sides

@@ -5,6 +5,7 @@ their disjoint train/val/test pools, and rendering of expressions as the HINT pa
 from neurosym.data.symbol_images.archive import ARCHIVE_ARRAYS, read_bank_archive
 from neurosym.data.symbol_images.bank import POOL_FRACTIONS, POOLS, SymbolBank, assign_pools, merge_banks, with_brackets
 from neurosym.data.symbol_images.classes import (
+    BANK_FOLDERS,
     BANK_LABELS,
     DIGITS,
     FEWSHOT_CONCEPTS,
@@ -38,6 +39,7 @@ from neurosym.data.symbol_images.strokes import ALLOGRAPHS, DIGIT_ALLOGRAPHS, GL
 
 __all__ = [
     "ARCHIVE_ARRAYS",
+    "BANK_FOLDERS",
     "BANK_LABELS",
     "BANK_SYMBOLS",
     "DIGITS",

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from neurosym.data.symbol_images.bank import POOLS
-from neurosym.data.symbol_images.classes import BANK_LABELS, token_of
+from neurosym.data.symbol_images.classes import BANK_LABELS, require_known, token_of
 
 ARCHIVE_ARRAYS: tuple[str, ...] = ("images", "labels", "splits", "sources")
 """The arrays a bank archive may hold: ``images`` and ``labels`` always, ``splits`` and ``sources`` optionally."""
@@ -69,7 +69,6 @@ def _checked(path: Path, arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]
             raise ValueError(f"{path}: {name} hold bytes that are no ASCII text; store them as str") from None
     arrays["labels"] = np.asarray([token_of(label) for label in arrays["labels"].tolist()], dtype=str)
     for name, allowed in (("labels", BANK_LABELS), ("splits", POOLS)):
-        unknown = sorted(set(arrays[name].tolist()) - set(allowed)) if name in arrays else []
-        if unknown:
-            raise ValueError(f"{path}: unknown {name} {unknown[:10]}; expected among {list(allowed)}")
+        if name in arrays:
+            require_known(path, name, arrays[name].tolist(), allowed)
     return arrays

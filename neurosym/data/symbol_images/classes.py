@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+
 DIGITS: tuple[str, ...] = tuple("0123456789")
 OPERATORS: tuple[str, ...] = ("+", "-", "*", "/")
 PARENTHESES: tuple[str, ...] = ("(", ")")
@@ -39,3 +41,13 @@ HANDWRITTEN_LABELS: tuple[str, ...] = DIGITS + OPERATORS + ("*dot", "/slash", "w
 obelus (HINT's symbols); ``*dot`` (× as a dot) and ``/slash`` (÷ as a slash) are other ways of writing them."""
 BANK_LABELS: tuple[str, ...] = tuple(dict.fromkeys(HINT_SYMBOLS + FEWSHOT_CONCEPTS + HANDWRITTEN_LABELS))
 """Every label a symbol bank archive may hold."""
+BANK_FOLDERS: tuple[str, ...] = tuple(folder_of(label) for label in BANK_LABELS)
+"""The class folder of every bank label (``times`` for ``*``, ``div`` for ``/`` …): the folders a folder bank may hold."""
+
+
+def require_known(where: object, what: str, names: Iterable[str], allowed: Sequence[str]) -> None:
+    """Raise ``ValueError`` ``"<where>: unknown <what> [...]; expected among [...]"`` naming (up to ten of) the
+    ``names`` that are not in ``allowed``, and listing ``allowed``."""
+    unknown = sorted(set(names) - set(allowed))
+    if unknown:
+        raise ValueError(f"{where}: unknown {what} {unknown[:10]}; expected among {list(allowed)}")

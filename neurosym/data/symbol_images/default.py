@@ -38,6 +38,9 @@ OTHER_WRITERS: dict[str, tuple[str, str]] = {
 }
 """The symbols that :func:`other_writers_bank` trains and tests on different sets: ``symbol → (training
 source, test source)``."""
+BANK_FORMAT_VERSION = 1
+"""The version of :func:`default_bank`'s construction, part of its cache file's name: raise it whenever the bank
+built changes (images, labels, pools, paths or sources), so that no cache written by earlier code is read."""
 
 
 def default_bank(
@@ -60,13 +63,14 @@ def default_bank(
     images are split 75/5/20 per class with ``seed``. ``sources`` names each image's set (``mnist``,
     ``bhmsds``, ``handwritten-calculator``, ``drawn``) and so does its path (``<class>/<source>_<i>.jpg``).
     The result is cached as an ``.npz`` under :func:`neurosym.data.mnist.cache_dir` when ``cache``, named by
-    ``drawn_per_symbol``, ``seed`` and a digest of the MNIST file read (``mnist_path``, ``$NEUROSYM_MNIST`` or the
-    downloaded copy), so a bank is reused only for the MNIST digits it was built from; an unreadable cache file is
-    warned about and built again.
+    ``drawn_per_symbol``, ``seed``, a digest of the MNIST file read (``mnist_path``, ``$NEUROSYM_MNIST`` or the
+    downloaded copy) and :data:`BANK_FORMAT_VERSION`, so a bank is reused only for the MNIST digits it was built from
+    and by the code that built it; an unreadable cache file is warned about and built again.
     """
     drawn_per_symbol = int_at_least(drawn_per_symbol, "drawn_per_symbol", MIN_DRAWN_PER_SYMBOL)  # (fewer: no val image)
     mnist_file = locate_mnist(mnist_path)
-    cached = cache_dir() / f"symbol_bank_normalised_{drawn_per_symbol}_{seed}_{_file_digest(mnist_file)}.npz"
+    digest = _file_digest(mnist_file)
+    cached = cache_dir() / f"symbol_bank_normalised_{drawn_per_symbol}_{seed}_{digest}_v{BANK_FORMAT_VERSION}.npz"
     found = _cached_bank(cached) if cache and cached.is_file() else None
     if found is not None:
         return found
@@ -165,7 +169,7 @@ def writers_bank(
 
 def with_drawn_digits(bank: SymbolBank, per_digit: int, seed: int = 0) -> SymbolBank:
     """``bank`` with ``per_digit`` procedurally drawn images of each digit added to its ``train`` pool (source
-    ``drawn``, MNIST's glyph size): the allographs of
+    ``drawn``, MNIST's glyph size scaled to the bank's images: a 20-pixel box in 28 pixels): the allographs of
     :data:`~neurosym.data.symbol_images.strokes.DIGIT_ALLOGRAPHS`, such as the flagged 1, the open 4, the crossed 7,
     that one writer set (MNIST has few) may lack. Validation and test images stay the bank's own."""
     int_at_least(per_digit, "per_digit", 1)  # (1.5 and True failed in numpy)

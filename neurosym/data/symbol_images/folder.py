@@ -12,7 +12,7 @@ import numpy as np
 
 from neurosym.data.symbol_images.archive import read_bank_archive
 from neurosym.data.symbol_images.bank import SymbolBank, assign_pools
-from neurosym.data.symbol_images.classes import folder_of, token_of
+from neurosym.data.symbol_images.classes import BANK_FOLDERS, folder_of, require_known, token_of
 from neurosym.data.symbol_images.render import resize_images
 
 if TYPE_CHECKING:  # Pillow is imported when an image is read or written
@@ -21,6 +21,12 @@ if TYPE_CHECKING:  # Pillow is imported when an image is read or written
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
 OFFICIAL_IMAGE_SIZE = 45
 """The official release stores 45×45 JPEGs, black ink on white."""
+TOOL_FOLDERS: tuple[str, ...] = ("__MACOSX",)
+"""Folders that tools leave beside the class folders (macOS's zip metadata); skipped, like hidden (``.…``) folders."""
+SIXTEEN_BIT_MODES: tuple[str, ...] = ("I;16", "I;16L", "I;16B", "I;16N", "I")
+"""Pillow's modes of 16-bit grey images (``I``: how Pillow may open a 16-bit PNG), read as levels 0..65535."""
+SIXTEEN_BIT_MAX = 65535
+"""The highest 16-bit grey level (white)."""
 
 
 def _pillow() -> ModuleType:
@@ -44,10 +50,25 @@ def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
                 raise ValueError(
                     f"{path}: has transparent pixels, which a grey image cannot show: flatten it onto its background first"
                 )
-            grey = np.asarray(image.convert("L"), dtype=np.uint8)
+            grey = _grey_levels(image, path)
     except OSError as error:
         raise ValueError(f"cannot read image {path}: {error}") from error
     return grey if size is None else resize_images(grey[None], (size, size))[0]
+
+
+def _grey_levels(image: PillowImage, path: str | os.PathLike) -> np.ndarray:
+    """``image`` as grey uint8 ``[H, W]``: 16-bit grey (:data:`SIXTEEN_BIT_MODES`) scaled from 0..65535 to 0..255
+    (a grey conversion clips it at 255), anything else converted by Pillow; ``ValueError`` naming ``path`` for
+    integer pixels outside 0..65535."""
+    if image.mode not in SIXTEEN_BIT_MODES:
+        return np.asarray(image.convert("L"), dtype=np.uint8)
+    levels = np.asarray(image).astype(np.int64)
+    if levels.size and not 0 <= levels.min() <= levels.max() <= SIXTEEN_BIT_MAX:
+        raise ValueError(
+            f"{path}: mode {image.mode} pixels span {levels.min()}..{levels.max()}, outside the 16-bit grey levels "
+            f"0..{SIXTEEN_BIT_MAX}"
+        )
+    return ((levels * 255 + SIXTEEN_BIT_MAX // 2) // SIXTEEN_BIT_MAX).astype(np.uint8)  # rounded to nearest
 
 
 def _has_transparent_pixels(image: PillowImage) -> bool:
@@ -86,16 +107,15 @@ def load_folder_bank(
 
     Images are resized to ``size × size`` and inverted to white-on-black when ``black_on_white`` (the
     official release's convention). ``symbols`` (tokens) restricts the classes read. Pools are a seeded
-    75/5/20 split per class. A class folder read that holds no image file raises ``ValueError`` naming it.
+    75/5/20 split per class. Hidden folders (``.…``) and :data:`TOOL_FOLDERS` are skipped. ``ValueError`` names
+    a folder read whose name is no symbol's (:data:`~neurosym.data.symbol_images.classes.BANK_FOLDERS`), a
+    requested symbol without a folder, and a class folder read that holds no image file.
     """
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"symbol image folder not found: {root}")
-    wanted = None if symbols is None else {folder_of(s) for s in symbols}
     images, labels, paths = [], [], []
-    for class_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        if wanted is not None and class_dir.name not in wanted:
-            continue
+    for class_dir in _class_folders(root, symbols):
         for file in _image_files(class_dir):
             images.append(read_image(file, size))
             labels.append(token_of(class_dir.name))
@@ -107,6 +127,27 @@ def load_folder_bank(
         stack = 255 - stack
     labels_array = np.asarray(labels)
     return SymbolBank(stack, labels_array, assign_pools(labels_array, seed), np.asarray(paths))
+
+
+def _class_folders(root: Path, symbols: list[str] | None) -> list[Path]:
+    """The class folders of ``root`` to read, sorted by name: those of ``symbols`` (tokens), or all of them, each
+    named for a symbol; hidden folders and :data:`TOOL_FOLDERS` are left out. ``ValueError`` naming ``root`` and the
+    folder for a requested symbol without a folder, or for a folder read that names no symbol."""
+    folders = {
+        folder.name: folder
+        for folder in root.iterdir()
+        if folder.is_dir() and not folder.name.startswith(".") and folder.name not in TOOL_FOLDERS
+    }
+    if symbols is None:
+        require_known(root, "class folders", folders, BANK_FOLDERS)
+        return [folders[name] for name in sorted(folders)]
+    missing = [symbol for symbol in symbols if folder_of(symbol) not in folders]
+    if missing:
+        raise ValueError(
+            f"{root}: no class folder for the symbols {missing} (looked for {[folder_of(s) for s in missing]}; "
+            f"found {sorted(folders)})"
+        )
+    return [folders[name] for name in sorted({folder_of(symbol) for symbol in symbols})]
 
 
 def _image_files(class_dir: Path) -> list[Path]:

@@ -1,5 +1,5 @@
 """One size for glyphs from different sets, in MNIST's convention: the ink's bounding box is scaled to
-20 pixels on its longer side (aspect ratio kept) and centred by its centre of mass in the image.
+20 pixels of 28 on its longer side (aspect ratio kept) and centred by its centre of mass in the image.
 
 The shipped sets differ most in size, not in style: ``bhmsds`` glyphs fill their 28×28 images, MNIST's
 digits their central 20×20, ``handwritten-calculator``'s about 14×14. A network trained on one set reads
@@ -14,18 +14,28 @@ import torch
 import torch.nn.functional as F
 
 MNIST_BOX = 20
-"""The longer side of the ink's bounding box in MNIST's images (pixels of 28)."""
+"""The longer side of the ink's bounding box in MNIST's images (pixels of :data:`MNIST_SIZE`)."""
+MNIST_SIZE = 28
+"""The side of MNIST's images."""
 
 
-def normalise_glyphs(images: np.ndarray, box: int = MNIST_BOX, threshold: int = 32, chunk: int = 8192) -> np.ndarray:
+def mnist_box(side: int) -> int:
+    """The longer side of the ink's bounding box in MNIST's convention for images of ``side`` pixels:
+    :data:`MNIST_BOX` of :data:`MNIST_SIZE`, in proportion (rounded, at least 1)."""
+    return max(1, round(MNIST_BOX * side / MNIST_SIZE))
+
+
+def normalise_glyphs(images: np.ndarray, box: int | None = None, threshold: int = 32, chunk: int = 8192) -> np.ndarray:
     """Scale and centre uint8 glyphs ``[N, H, W]`` (white ink on black) to MNIST's convention -> ``[N, H, W]``.
 
-    The ink is every pixel above ``threshold``; its bounding box's longer side becomes ``box`` pixels and
-    its centre of mass (of all pixel values) the image's centre, by one bilinear resampling. An image
-    without ink is returned unchanged.
+    The ink is every pixel above ``threshold``; its bounding box's longer side becomes ``box`` pixels
+    (default: :func:`mnist_box` of the images' shorter side, 20 for 28×28) and its centre of mass (of all
+    pixel values) the image's centre, by one bilinear resampling. An image without ink is returned unchanged.
     """
     if images.ndim != 3 or images.dtype != np.uint8:
         raise ValueError(f"images must be uint8 [N, H, W], got {images.dtype} of shape {list(images.shape)}")
+    if box is None:
+        box = mnist_box(min(images.shape[1:]))
     if not 0 < box <= min(images.shape[1:]):
         raise ValueError(f"box must be in 1..{min(images.shape[1:])}, got {box}")
     parts = [
