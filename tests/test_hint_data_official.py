@@ -16,6 +16,7 @@ from neurosym.data.hint import (
     HintImageDataset,
     HintRecord,
     generate_split,
+    load_release,
     read_fewshot,
     read_records,
     read_release,
@@ -194,6 +195,16 @@ def test_unreadable_files_are_named(release):
     (release / "fewshot_dataset.json").write_text(json.dumps({"x": {"train": []}}))
     with pytest.raises(ValueError, match="concept 'x' lacks the splits \\['val', 'test'\\]"):
         read_fewshot(release)
+
+
+def test_a_release_bank_reads_only_the_symbols_class_folders(release):
+    """A folder bank read whole refuses a folder that names no symbol; a release's other folders are left unread."""
+    write_image(release / "symbol_images" / "!" / "bang.jpg", _glyph(5))
+    splits, bank = load_release(release, dict.fromkeys(("train", "val", "test"), 1.0), fewshot=True)
+    assert bank is not None and sorted(set(bank.labels.tolist())) == sorted(["3", "4", "*", "/", "-", "(", ")", "x"])
+    assert len(splits["test"]) == 1
+    with pytest.raises(ValueError, match="unknown class folders"):
+        load_folder_bank(release / "symbol_images")
 
 
 def test_generated_release_reads_back_identically(tmp_path):

@@ -26,7 +26,14 @@ from neurosym.data.hint.held_out import held_out_for
 from neurosym.data.hint.splits import EVAL_SUBSETS
 from neurosym.data.hint.stats import operator_count, parents_first
 from neurosym.data.randomness import as_generator
-from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, load_folder_bank, write_folder_bank
+from neurosym.data.symbol_images import (
+    FEWSHOT_CONCEPTS,
+    HINT_SYMBOLS,
+    SymbolBank,
+    folder_of,
+    load_folder_bank,
+    write_folder_bank,
+)
 from neurosym.semantics import BRACKET_VALUE, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable, execute, solve_batch
 from neurosym.syntax import ParseError, canonical_sentence, infix_layout, parse
 from neurosym.training.checkpoint import atomic_path, load_json
@@ -229,7 +236,15 @@ def load_release(
                 f"{Path(root) / SPLIT_FILES[name]}: no I record (seen expressions) holds an expression of the "
                 f"{len(splits['train'])} training records sampled at scale {scales['train']:g}; use a larger scale"
             )
-    return splits, load_folder_bank(Path(root) / IMAGE_FOLDER, seed=seed) if images else None
+    return splits, _release_bank(Path(root) / IMAGE_FOLDER, seed) if images else None
+
+
+def _release_bank(folder: Path, seed: int = 0) -> SymbolBank:
+    """The bank of a release's ``symbol_images/`` ``folder``: the class folders of :data:`RELEASE_SYMBOLS` it holds,
+    pools drawn with ``seed``. Other folders are not read: no record's expression can name their images (a folder
+    bank read whole refuses a folder that names no symbol)."""
+    present = [symbol for symbol in RELEASE_SYMBOLS if (folder / folder_of(symbol)).is_dir()]
+    return load_folder_bank(folder, seed=seed, symbols=present)
 
 
 def read_fewshot(root: str | os.PathLike) -> dict[str, dict[str, list[HintRecord]]]:

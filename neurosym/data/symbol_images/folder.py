@@ -164,8 +164,9 @@ def load_npz_bank(path: str | os.PathLike, seed: int = 0, symbols: list[str] | N
 
     Its own ``splits`` array (``train``/``val``/``test``) is used when present, otherwise a seeded
     75/5/20 split; its ``sources`` when present, otherwise the file's name. ``symbols`` (tokens) restricts
-    the labels kept. The archive is checked first: a corrupt file, a missing array, a wrong shape or
-    dtype, an unknown label or arrays of different lengths raise a one-line ``ValueError`` naming the file.
+    the labels kept (``ValueError`` naming those it holds no image of). The archive is checked first: a corrupt
+    file, a missing array, a wrong shape or dtype, an unknown label or arrays of different lengths raise a one-line
+    ``ValueError`` naming the file.
     """
     arrays = read_bank_archive(path)
     path = Path(path)
@@ -176,8 +177,9 @@ def load_npz_bank(path: str | os.PathLike, seed: int = 0, symbols: list[str] | N
     bank = SymbolBank(arrays["images"], labels, pools, paths, sources)
     if symbols is None:
         return bank
-    if not set(symbols) & set(bank.symbols):
-        raise ValueError(f"{path}: holds none of the symbols {list(symbols)} (it has {bank.symbols})")
+    missing = [symbol for symbol in symbols if symbol not in bank.symbols]
+    if missing:
+        raise ValueError(f"{path}: holds no image of the symbols {missing} (it has {bank.symbols})")
     return bank.subset(symbols)
 
 
