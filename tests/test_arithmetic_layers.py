@@ -448,18 +448,41 @@ def test_invalid_construction_is_rejected() -> None:
         NAU(2, 2, ensemble=2).set_member(0, NMU(2, 2))
 
 
-@pytest.mark.parametrize("cls", [NALU, NACMul, NPU, RealNPU])
+EPS_UNITS = [NALU, NACMul, NPU, RealNPU]
+
+
+@pytest.mark.parametrize("cls", EPS_UNITS)
 @settings(max_examples=20, deadline=None)
-@given(eps=st.floats(min_value=5e-324, max_value=MIN_EPS, exclude_max=True) | st.just(1e-50))
-def test_an_eps_that_float32_cannot_hold_is_refused(cls, eps: float) -> None:
-    """1e-50 is 0 in float32: NACMul and NALU returned log(0) = -inf terms and NaN gradients at x = 0."""
-    with pytest.raises(ValueError, match=rf"^{cls.__name__}: eps must be at least 1.17549e-38, float32's smallest normal"):
+@given(eps=st.floats(min_value=5e-324, max_value=MIN_EPS, exclude_max=True) | st.sampled_from([1e-50, 1e-20]))
+def test_an_eps_below_the_minimum_is_refused(cls, eps: float) -> None:
+    """1e-50 is 0 in float32: NACMul and NALU returned log(0) = -inf terms and NaN gradients at x = 0; with 1e-20 the
+    gradient of log(|x| + eps), up to 1e20, overflowed once multiplied by an output above about 3e18."""
+    with pytest.raises(ValueError, match=rf"^{cls.__name__}: eps must be at least 1e-12: the gradient of log\(\|x\| \+ eps\)"):
         cls(3, 2, eps=eps)
 
 
-@pytest.mark.parametrize("cls", [NALU, NACMul, NPU, RealNPU])
+@pytest.mark.parametrize("cls", EPS_UNITS)
 def test_the_smallest_eps_a_unit_takes_keeps_its_output_finite_at_zero(cls) -> None:
     assert bool(torch.isfinite(cls(3, 2, eps=MIN_EPS)(torch.tensor([[0.0, 2.0, 3.0]]))).all())
+
+
+def _dividing(unit: torch.nn.Module) -> torch.nn.Module:
+    """``unit`` with every parameter -1 (every effective weight negative) and every NPU input relevant (relevance 1):
+    each output divides by every input's ``|x| + eps``, so an input of 0 makes the outputs (and the logarithm's
+    derivative) as large as eps allows."""
+    with torch.no_grad():
+        for name, parameter in unit.named_parameters():
+            parameter.fill_(1.0 if name == "relevance" else -1.0)
+    return unit
+
+
+@pytest.mark.parametrize("cls", EPS_UNITS)
+@settings(max_examples=30, deadline=None)
+@given(values=arrays(np.float32, (4, 3), elements=BOUNDED | st.sampled_from([0.0, 1e-30, 1e6])))
+def test_the_smallest_eps_keeps_gradients_finite_when_a_unit_divides_by_zero(cls, values: np.ndarray) -> None:
+    """With eps = 1.2e-38 (float32's smallest normal number, the minimum before) an output above about 4 overflowed the
+    input gradient at x = 0, ``output · |W| / eps``, to inf, and abs's backward turned it into NaN (inf · sign(0))."""
+    _assert_finite_output_and_gradients(_dividing(cls(3, 2, eps=MIN_EPS)), torch.from_numpy(values))
 
 
 @pytest.mark.parametrize("cls", UNITS)

@@ -97,8 +97,8 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         eps = positive_number(options.get("eps", DEFAULT_EPS), f"{unit}: eps")
         if eps < MIN_EPS:
             raise ValueError(
-                f"{unit}: eps must be at least {MIN_EPS:.6g}, float32's smallest normal number (a smaller eps can be 0 "
-                f"in float32, and log(|x| + eps) then -inf at x = 0), got {options['eps']!r}"
+                f"{unit}: eps must be at least {MIN_EPS:.6g}: the gradient of log(|x| + eps) reaches 1/eps at x = 0, and "
+                f"times an output of the unit it overflowed float32 (inf, and NaN at x = 0), got {options['eps']!r}"
             )
         # numpy's ints are accepted (as MultiheadAttention accepts them) and stored as Python ints
         self.in_features = int_at_least(in_features, f"{unit}: in_features", 1)

@@ -60,7 +60,8 @@ class NACMul(_TanhSigmoidWeight):
     """NAC• (Trask et al. 2018): ``y = exp(log(|x| + ε) Wᵀ)`` with ``W = tanh(Ŵ) ⊙ σ(M̂)``.
 
     Multiplies (``W = 1``) and divides (``W = −1``) input magnitudes; the sign of ``x`` is lost.
-    Shapes as :class:`NAC`; initialisation as :class:`NAC`; ``eps`` defaults to 1e-7. The exponent is
+    Shapes as :class:`NAC`; initialisation as :class:`NAC`; ``eps`` defaults to 1e-7 and is at least
+    ``MIN_EPS`` (1e-12), so that its input gradient (at most ``output · |W| / eps``) stays finite. The exponent is
     capped at ``MAX_LOG_MAGNITUDE`` (outputs ≤ e^50) so outputs and gradients stay finite. No regulariser.
     """
 

@@ -6,7 +6,7 @@ inputs up to 1e6 in magnitude. Three guards achieve this:
 * additive paths clamp their input to ``±finfo.max / (2 · in_features)``, so a weighted sum with
   weights in ``[-1, 1]`` cannot overflow (and therefore never meets ``inf − inf``);
 * logarithms are taken of ``|x| + eps`` (or ``max(|x|, eps)``), never of zero (``eps`` is at least
-  :data:`MIN_EPS`, so it is no 0 in float32 either);
+  :data:`MIN_EPS`, so the logarithm's derivative, at most ``1/eps``, cannot overflow the gradient);
 * exponents are capped at :data:`MAX_LOG_MAGNITUDE`, so ``exp`` stays far below the float32 limit and
   its gradient (which multiplies by the output once more) stays finite too.
 """
@@ -22,10 +22,12 @@ MAX_LOG_MAGNITUDE = 50.0
 DEFAULT_EPS = 1e-7
 """Default ε added inside logarithms (Trask et al. 2018 use a small ε of this order)."""
 
-MIN_EPS = torch.finfo(torch.float32).tiny
-"""Smallest ε a unit takes, float32's smallest normal number (≈ 1.2e-38): a smaller one can be 0 in float32 (1e-50
-is), and ``log(|x| + ε)`` is then ``−inf`` at ``x = 0``. (ε far below :data:`DEFAULT_EPS` still divides the gradient
-at ``x = 0``, where it can overflow.)"""
+MIN_EPS = 1e-12
+"""Smallest ε a unit takes. The derivative of ``log(|x| + ε)`` reaches ``1/ε`` at ``x = 0``, and an output's gradient
+multiplies it by the output (up to ``e^MAX_LOG_MAGNITUDE ≈ 5.2e21``) and a weight: with ε = 1e-12 that stays below
+5.2e33 per weight of magnitude 1, some 6.5e4 times under float32's largest number, room for the loss's own factor and
+the sum over outputs. A smaller ε overflowed it: with float32's smallest normal number (≈ 1.2e-38) as ε, an output
+above about 4 made the input gradient ``inf`` near ``x = 0`` and NaN at ``x = 0`` (``inf · sign(0)``)."""
 
 
 def input_bound(dtype: torch.dtype, in_features: int) -> float:
