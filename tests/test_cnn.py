@@ -2,6 +2,8 @@ import copy
 
 import pytest
 import torch
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from neurosym.perception.cnn import VGG11BN, ResidualConv, ResNet18, SmallCNN
@@ -179,3 +181,42 @@ def test_encoders_compute_channels_last_what_the_contiguous_network_computes(bui
     with torch.no_grad():
         expected = CONTIGUOUS_FORWARD[type(model)](reference, images)  # (SmallCNN's map must flatten as c h w)
         assert torch.allclose(model(images), expected, atol=1e-5) and not torch.equal(expected[0], expected[1])
+
+
+BATCH_NORM_ENCODERS = {
+    "resnet18 small input": lambda: ResNet18(1, 3, small_input=True, width=2),
+    "resnet18 imagenet stem": lambda: ResNet18(1, 3, small_input=False, width=2),
+    "vgg11bn": lambda: VGG11BN(1, 3, width=1, hidden=4),
+}
+
+
+@pytest.mark.parametrize("build", BATCH_NORM_ENCODERS.values(), ids=BATCH_NORM_ENCODERS.keys())
+@settings(max_examples=25, deadline=None)
+@given(height=st.integers(1, 40), width=st.integers(1, 40))
+@example(height=8, width=8).via("the largest 1x1 for the small-input stem")
+@example(height=9, width=1)
+@example(height=16, width=16).via("the largest 1x1 for VGG-11")
+@example(height=3, width=17)
+@example(height=32, width=32).via("the largest 1x1 for the ImageNet stem")
+@example(height=33, width=1)
+def test_training_on_one_image_is_refused_up_front_exactly_where_batch_norm_cannot(build, height, width):
+    """One image small enough to reach the deepest batch norm as 1x1 raised torch's "Expected more than 1 value per
+    channel when training" from inside the network; it is now named up front, and only there."""
+    encoder, image = build().train(), torch.randn(1, 1, height, width)
+    try:
+        encoder(image)  # torch's own error here (another message) fails the test as well
+    except ValueError as error:
+        assert str(error).startswith(
+            f"{type(encoder).__name__} in train mode: batch-norm training needs at least 2 images per batch"
+        )
+        with pytest.raises(ValueError, match="Expected more than 1 value per channel when training"):  # torch's verdict
+            encoder.body(image) if isinstance(encoder, ResNet18) else encoder.features(image)
+        assert encoder.eval()(image).shape == (1, 3)  # reading one image in eval mode still works
+        assert encoder.train()(image.expand(2, -1, -1, -1)).shape == (2, 3)
+
+
+def test_the_batch_norm_check_names_the_encoder_and_what_to_do():
+    with pytest.raises(ValueError, match=r"^VGG11BN in train mode: .* got 1 image of 16x9 pixels, .* call \.eval\(\)"):
+        VGG11BN(1, 3, width=1, hidden=4)(torch.randn(1, 1, 16, 9))
+    with pytest.raises(ValueError, match=r"^ResNet18 in train mode: .* got 1 image of 8x8 pixels"):
+        ResNet18(1, 3, width=2)(torch.randn(1, 1, 8, 8))

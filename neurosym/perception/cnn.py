@@ -34,6 +34,21 @@ def _channels_last_images(images: torch.Tensor, in_channels: int, encoder: nn.Mo
     return images.contiguous(memory_format=torch.channels_last)
 
 
+def _check_batch_norm_batch(images: torch.Tensor, encoder: nn.Module, downsampling: int) -> None:
+    """``ValueError`` when ``encoder``, in train mode, would normalise a single value per channel: its deepest batch norm
+    sees ``images [B, C, H, W]`` shrunk ``downsampling`` times on each side (rounded up), and one image too small to
+    leave it more than 1x1 has no batch statistics (torch's own error came from deep inside the network)."""
+    if not encoder.training or images.shape[0] != 1:
+        return
+    height, width = images.shape[-2:]
+    if -(-height // downsampling) * -(-width // downsampling) == 1:
+        raise ValueError(
+            f"{type(encoder).__name__} in train mode: batch-norm training needs at least 2 images per batch, got 1 image "
+            f"of {height}x{width} pixels, which its deepest batch norm sees as a single value per channel "
+            "(train on batches of 2 or more, or call .eval() to read one image)"
+        )
+
+
 def _channels_last(encoder: nn.Module) -> None:
     """Keep ``encoder``'s convolution weights channels-last (``[O, I, kH, kW]`` with the channels innermost in memory):
     with channels-last images, convolutions, batch norms and poolings take 1.3-2.6x less time forward and backward
@@ -156,6 +171,7 @@ class ResNet18(nn.Module):
         super().__init__()
         in_channels, out_features, width = check_sizes(in_channels=in_channels, out_features=out_features, width=width)
         self.in_channels = in_channels
+        self.downsampling = 8 if small_input else 32  # before the last stage's batch norms (stem, then three halvings)
         if small_input:
             stem: list[nn.Module] = [nn.Conv2d(in_channels, width, 3, padding=1, bias=False)]
         else:
@@ -175,13 +191,16 @@ class ResNet18(nn.Module):
         _channels_last(self)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        """``images [B, C, H, W]`` -> ``[B, out_features]``."""
+        """``images [B, C, H, W]`` -> ``[B, out_features]``; in train mode a batch of one image must be larger than
+        ``downsampling`` pixels on some side (:func:`_check_batch_norm_batch`)."""
         images = _channels_last_images(images, self.in_channels, self)
+        _check_batch_norm_batch(images, self, self.downsampling)
         return self.head(rearrange(self.body(images), "b c 1 1 -> b c"))
 
 
 # VGG configuration "A" (11 weight layers with the 3 linear ones): channels, or "M" for a 2x2 max-pool.
 _VGG11_LAYOUT = (1, "M", 2, "M", 4, 4, "M", 8, 8, "M", 8, 8, "M")
+_VGG11_DOWNSAMPLING = 2 ** (_VGG11_LAYOUT.count("M") - 1)  # every pool but the last comes before a batch norm
 
 
 class VGG11BN(nn.Module):
@@ -228,6 +247,8 @@ class VGG11BN(nn.Module):
         _channels_last(self)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        """``images [B, C, H, W]`` -> ``[B, out_features]``."""
+        """``images [B, C, H, W]`` -> ``[B, out_features]``; in train mode a batch of one image must be larger than
+        ``_VGG11_DOWNSAMPLING`` (16) pixels on some side (:func:`_check_batch_norm_batch`)."""
         images = _channels_last_images(images, self.in_channels, self)
+        _check_batch_norm_batch(images, self, _VGG11_DOWNSAMPLING)
         return self.classifier(rearrange(self.features(images), "b c 1 1 -> b c"))
