@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -194,6 +195,28 @@ def test_incremental_self_attention_over_left_padding_equals_full(kind: str, lef
     torch.testing.assert_close(incremental, module(x, key_padding_mask=padding, causal=True), atol=1e-6, rtol=1e-5)
     incremental.square().sum().backward()
     assert all(p.grad is None or bool(p.grad.isfinite().all()) for p in [x, *module.parameters()])
+
+
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])
+@pytest.mark.parametrize("chunks", [(1,) * 5, (2, 3), (5,)])
+def test_incremental_self_attention_gives_an_element_all_padding_the_blind_queries_zeros(kind: str, chunks) -> None:
+    """An element padded throughout (a batch filler) sees padding keys alone at every step: its queries are blind, as
+    the full call's blind queries, so they get zeros before the output projection (no NaN), pass no gradient to its
+    inputs, and leave the other elements as the full call computes them without it."""
+    module = make(kind).train()  # (dropout 0: train mode only to take gradients as training does)
+    x = torch.randn(2, 5, DIM, requires_grad=True)
+    padding = torch.tensor([[True] * 5, [False] * 5])
+    cache, starts = AttentionCache(), np.cumsum((0, *chunks))
+    pieces = [
+        module(x[:, start:end], key_padding_mask=padding[:, :end], causal=True, cache=cache)
+        for start, end in itertools.pairwise(starts)
+    ]
+    incremental = torch.cat(pieces, 1)
+    torch.testing.assert_close(incremental[0], module.out_proj.bias.expand(5, DIM))
+    torch.testing.assert_close(incremental[1:], module(x[1:], causal=True), atol=1e-6, rtol=1e-5)
+    incremental.square().sum().backward()
+    assert all(p.grad is None or bool(p.grad.isfinite().all()) for p in [x, *module.parameters()])
+    assert bool(x.grad[0].eq(0).all())
 
 
 def test_an_element_all_padding_is_still_refused_outside_incremental_causal_self_attention() -> None:
