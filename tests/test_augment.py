@@ -84,6 +84,8 @@ def test_style_varies_between_windows_repeats_with_the_seed_and_zero_is_identity
     assert floats.shape == (1, 200, 32, 32) and floats.dtype == torch.float32
     with pytest.raises(ValueError, match="strength"):
         random_style(windows, 1.5)
+    with pytest.raises(ValueError, match=r"strength must be a number in \[0, 1\], got True"):  # was read as 1
+        random_style(windows, True)
 
 
 def test_bad_windows_shifts_and_generators_are_named():

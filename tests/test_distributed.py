@@ -82,6 +82,31 @@ def test_without_torchrun_the_process_runs_alone_and_joins_no_group(monkeypatch:
         pass
 
 
+@pytest.mark.parametrize(
+    ("environment", "named"),
+    [
+        ({"WORLD_SIZE": "0"}, "WORLD_SIZE='0' must be at least 1"),  # (these four ran as one process)
+        ({"WORLD_SIZE": "-2"}, "WORLD_SIZE='-2' must be at least 1"),
+        ({"WORLD_SIZE": "1", "RANK": "1"}, r"RANK=1 is outside \[0, WORLD_SIZE=1\)"),
+        ({"WORLD_SIZE": "1", "RANK": "first"}, "RANK='first' is not an integer"),
+        ({"WORLD_SIZE": "2.0"}, r"WORLD_SIZE='2.0' is not an integer"),
+        ({"WORLD_SIZE": "2", "RANK": "-1"}, "RANK='-1' must be at least 0"),
+        ({"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "x"}, "LOCAL_RANK='x' is not an integer"),
+        ({"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "-1"}, "LOCAL_RANK='-1' must be at least 0"),
+    ],
+)
+def test_a_torchrun_environment_that_makes_no_sense_is_refused_naming_the_variable(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], named: str
+) -> None:
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=named), distributed_process("cpu"):
+        pass
+    assert not torch.distributed.is_initialized()
+
+
 def _worker(rank: int, port: int, folder: str) -> None:
     with torchrun_process(rank, port) as context:
         model = small_model()

@@ -110,7 +110,8 @@ def test_spotting_refuses_a_known_symbol_and_bad_configurations(trained):
         FewShotConfig(agreements=(0.9, 1.5))
     with pytest.raises(ValueError, match="only_new_class takes roles"):
         FewShotConfig(only_new_class=("bracket",))
-    for augmentation in ({"augment_shift": -1}, {"augment_shift": 2.5}, {"augment_style": 1.5}):  # 2.5 was accepted
+    augmentations = ({"augment_shift": -1}, {"augment_shift": 2.5}, {"augment_style": 1.5}, {"augment_style": True})
+    for augmentation in augmentations:  # 2.5 and True were accepted
         with pytest.raises(ValueError, match="augment_shift >= 0 and augment_style"):
             FewShotConfig(**augmentation)
     with pytest.raises(ValueError, match="no few-shot training expression"):

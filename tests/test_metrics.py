@@ -79,6 +79,9 @@ def test_threshold_of_the_default_task_and_its_dependence_on_epsilon():
                            ({"chunk_size": -5}, "chunk_size"), ({"epsilon": math.inf}, "epsilon"), ({"seed": -1}, "seed")):  # fmt: skip
         with pytest.raises(ValueError, match=named):
             perturbed_solution_mse("add", **options)
+    for option in ("chunk_size", "seed"):  # True was read as 1
+        with pytest.raises(ValueError, match=f"{option} must be an int of at least ., got True"):
+            perturbed_solution_mse("add", samples=10, **{option: True})
     with pytest.raises(ValueError, match="unknown operation"):
         perturbed_solution_mse("pow")
     with pytest.raises(ValueError, match="'sqrt' needs non-negative inputs"):  # was a NaN threshold

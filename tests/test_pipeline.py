@@ -250,6 +250,8 @@ def test_pseudo_label_loss_uses_only_the_trained_positions():
     )
     with pytest.raises(ValueError, match="pseudo_labels"):
         PipelineConfig(pseudo_labels="some")
+    with pytest.raises(ValueError, match=r"augment_style must be a number in \[0, 1\], got True"):  # was read as 1
+        PipelineConfig(augment_style=True)
     with pytest.raises(ValueError, match="label 1 .* has no flags of the positions trained"):
         trainer_module.pseudo_label_loss(log_probs, labels, pipeline.classifier.vocabulary, [[True] * 3, None])
 

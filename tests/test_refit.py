@@ -38,6 +38,8 @@ def test_source_windows_are_every_window_of_the_source_labelled_with_where_they_
         source_windows(WindowSource([], test.dataset.bank, "test"), 0)
     with pytest.raises(ValueError, match="label must be a class index, an int >= 0, got -1"):
         source_windows(test, -1)
+    with pytest.raises(ValueError, match="label must be a class index, an int >= 0, got True"):  # was read as 1
+        source_windows(test, True)
 
 
 def test_abduced_windows_are_each_kept_expressions_windows_with_its_abduced_sentence(problem, monkeypatch):

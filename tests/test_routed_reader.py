@@ -116,6 +116,8 @@ def test_bad_routes_are_refused():
         _routed().route(WINDOWS, torch.zeros(5, dtype=torch.long))
     with pytest.raises(ValueError, match=r"groups must be an integer tensor, one index per window \(12\), got list"):
         _routed().route(WINDOWS, [0] * 12)
+    with pytest.raises(ValueError, match=r"groups must be an integer tensor, .* got torch.bool \(12,\)"):  # was read as 0/1
+        _routed().route(WINDOWS, torch.ones(12, dtype=torch.bool))
     empty = WINDOWS[:0]
     assert _routed()(empty, torch.zeros(0, dtype=torch.long)).shape == (0, len(HINT_SYMBOLS))  # an empty batch: no reading
 

@@ -1,8 +1,12 @@
 import argparse
+import errno
 import gzip
 import json
 import os
 import pickle
+import re
+import shutil
+import stat
 import subprocess
 import zipfile
 
@@ -17,7 +21,8 @@ from neurosym.data import mnist as mnist_module
 from neurosym.data.mnist import load_mnist, mnist_path
 from neurosym.experiments.report import format_table, percent
 from neurosym.training import autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
-from neurosym.training.checkpoint import atomic_path, save_json
+from neurosym.training.checkpoint import atomic_path, files_stamp, save_json
+from neurosym.training.checks import fraction, is_int_tensor
 from neurosym.training.stopping import StopRequests, minutes_to_seconds, time_left
 
 
@@ -149,9 +154,9 @@ def test_writers_of_one_file_at_once_each_write_their_own_temporary_file(tmp_pat
     assert target.read_bytes() == b"first" and sorted(p.name for p in target.parent.iterdir()) == ["entry.bin"]
 
 
-def test_atomic_writes_reach_the_disk_before_their_rename(tmp_path, monkeypatch):
+def test_atomic_writes_reach_the_disk_before_their_rename_and_the_rename_after(tmp_path, monkeypatch):
     """Renamed before its data reached the disk, a file could be found empty after a power cut (a run's JSON then
-    stopped every rerun)."""
+    stopped every rerun); with its folder unsynced after the rename, the rename itself could be lost."""
     target, synced = tmp_path / "run.json", []
     fsync = os.fsync
 
@@ -161,7 +166,111 @@ def test_atomic_writes_reach_the_disk_before_their_rename(tmp_path, monkeypatch)
 
     monkeypatch.setattr(os, "fsync", recorded)
     save_json({"done": 1}, target)
-    assert synced == [(target.stat().st_ino, False)]
+    assert synced == [(target.stat().st_ino, False), (tmp_path.stat().st_ino, True)]
+
+
+@pytest.mark.parametrize(("refused", "code"), [("open", errno.EACCES), ("fsync", errno.EINVAL)])
+def test_atomic_writes_skip_the_folder_sync_where_folders_cannot_be_synced(tmp_path, monkeypatch, refused, code):
+    """Windows opens no folder (``PermissionError``); some file systems sync none (``EINVAL``)."""
+    real = getattr(os, refused)
+
+    def refusing_folders(target, *args):
+        folder = os.path.isdir(target) if refused == "open" else stat.S_ISDIR(os.fstat(target).st_mode)
+        if folder:
+            raise OSError(code, os.strerror(code))
+        return real(target, *args)
+
+    monkeypatch.setattr(os, refused, refusing_folders)
+    save_json({"done": 1}, tmp_path / "run.json")
+    assert json.loads((tmp_path / "run.json").read_text()) == {"done": 1}
+
+
+def test_an_atomic_write_through_a_link_replaces_its_target_and_keeps_the_link(tmp_path):
+    """Renamed over the link, the new file replaced it, and the file it pointed to kept the old content."""
+    real = tmp_path / "store" / "run.json"
+    real.parent.mkdir()
+    real.write_text("{}")
+    link = tmp_path / "run.json"
+    link.symlink_to(real)
+    save_json({"done": 1}, link)
+    assert link.is_symlink() and link.resolve() == real and json.loads(real.read_text()) == {"done": 1}
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["run.json", "run.json", "store"]  # no temporary file left
+
+
+def test_a_files_stamp_names_a_folder_it_cannot_read(tmp_path, monkeypatch):
+    """An unreadable folder was skipped: its files then escaped the stamp, and a resume missed them rewritten."""
+    locked = tmp_path / "data" / "locked"
+    locked.mkdir(parents=True)
+    (locked / "a.json").write_text("[]")
+    scandir = os.scandir
+
+    def refused(path=".", *args):
+        if os.fspath(path) == str(locked):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return scandir(path, *args)
+
+    monkeypatch.setattr(os, "scandir", refused)  # (chmod 000 does not stop root)
+    with pytest.raises(ValueError, match=f"cannot read the folder {locked} \\(PermissionError: Permission denied\\)"):
+        files_stamp(tmp_path / "data")
+
+
+def test_a_files_stamp_names_a_file_or_folder_that_vanishes_while_it_is_made(tmp_path, monkeypatch):
+    """A file listed and then removed (a writer at work) raised a bare FileNotFoundError; a folder was skipped."""
+    gone = tmp_path / "data" / "inner" / "b.json"
+    gone.parent.mkdir(parents=True)
+    gone.write_text("[]")
+    walk = os.walk
+
+    def removing(*args, **kwargs):
+        for folder, folders, names in walk(*args, **kwargs):
+            if gone.name in names:
+                gone.unlink()  # listed, then gone
+            yield folder, folders, names
+
+    monkeypatch.setattr(os, "walk", removing)
+    with pytest.raises(ValueError, match=f"{gone} vanished while it was being stamped: the data changed while being read"):
+        files_stamp(tmp_path / "data")
+    gone.parent.rmdir()
+    (tmp_path / "data" / "inner" / "deeper").mkdir(parents=True)
+    gone = tmp_path / "data" / "inner"  # a folder listed, then gone
+
+    def removing_folder(*args, **kwargs):
+        for folder, folders, names in walk(*args, **kwargs):
+            if gone.name in folders:
+                shutil.rmtree(gone)
+            yield folder, folders, names
+
+    monkeypatch.setattr(os, "walk", removing_folder)
+    with pytest.raises(ValueError, match=f"{gone} vanished while it was being stamped"):
+        files_stamp(tmp_path / "data")
+
+
+def test_a_files_stamp_leaves_out_links_to_nothing_and_keeps_linked_files(tmp_path):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "a.json").write_text("[]")
+    first = files_stamp(folder)
+    (folder / "dangling").symlink_to(tmp_path / "nothing")
+    assert files_stamp(folder) == first
+    (tmp_path / "b.json").write_text("[1]")
+    (folder / "b.json").symlink_to(tmp_path / "b.json")
+    assert files_stamp(folder) != first
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(st.floats(allow_nan=True), st.integers(-3, 3), st.booleans(), st.none(), st.text(max_size=2)))
+def test_a_fraction_is_a_real_number_in_the_unit_interval_never_a_bool(value):
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1:
+        assert fraction(value, "strength") == value and isinstance(fraction(value, "strength"), float)
+    else:
+        with pytest.raises(ValueError, match=f"strength must be a number in \\[0, 1\\], got {re.escape(repr(value))}"):
+            fraction(value, "strength")
+
+
+def test_an_int_tensor_holds_integers_not_bools_floats_or_complex_numbers():
+    assert is_int_tensor(torch.tensor([1, 2])) and is_int_tensor(torch.zeros(3, dtype=torch.uint8))
+    assert not any(is_int_tensor(torch.zeros(2, dtype=dtype)) for dtype in (torch.bool, torch.float32, torch.complex64))
+    assert not is_int_tensor([1, 2])
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary_one(tmp_path):

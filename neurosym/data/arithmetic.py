@@ -25,7 +25,7 @@ import torch
 from torch import Tensor
 
 from neurosym.layers.arithmetic.base import ensemble_linear
-from neurosym.training.checks import int_at_least, is_real
+from neurosym.training.checks import int_at_least, is_int_tensor, is_real
 
 
 @dataclass(frozen=True)
@@ -227,7 +227,7 @@ class SubsetLayout:
         """
         if offsets.dim() != 1:
             raise ValueError(f"offsets must be [S], got shape {list(offsets.shape)}")
-        if offsets.is_floating_point() or offsets.is_complex() or offsets.dtype == torch.bool:
+        if not is_int_tensor(offsets):
             raise ValueError(f"offsets must be an integer tensor, got {offsets.dtype}")
         if bool(((offsets < 0) | (offsets >= self.offsets)).any()):
             raise ValueError(f"offsets must lie in [0, {self.offsets - 1}], got {offsets.tolist()}")

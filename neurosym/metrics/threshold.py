@@ -27,6 +27,7 @@ from neurosym.data.arithmetic import (
     range_pair,
     seed_stream,
 )
+from neurosym.training.checks import int_at_least
 
 
 class MonteCarloEstimate(NamedTuple):
@@ -51,14 +52,11 @@ def perturbed_solution_mse(
     of ``chunk_size``), computes the exact target ``op(a, b)`` and the prediction ``op(a^ε, b^ε)`` of the
     perturbed weights, and returns the mean squared difference with its standard error.
     """
-    if not isinstance(samples, int) or samples < 2:
-        raise ValueError(f"need an int of at least 2 Monte-Carlo samples, got {samples!r}")
-    if not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
+    samples = int_at_least(samples, "samples", 2)
+    chunk_size = int_at_least(chunk_size, "chunk_size", 1)  # (True passed as 1, as a seed too)
+    seed = int_at_least(seed, "seed", 0)
     if not 0 < epsilon < math.inf:
         raise ValueError(f"epsilon must be finite and positive, got {epsilon}")
-    if not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be an int of at least 0, got {seed!r}")
     op = operation(operation_name)
     extrapolation = range_pair(ranges)[1]
     check_domain(op, ranges, extrapolation)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 
-from neurosym.training.checks import is_int
+from neurosym.training.checks import fraction, is_int
 
 
 def _check_windows(windows: torch.Tensor, generator: torch.Generator | None) -> None:
@@ -60,8 +60,7 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
     3×3 erosion). The draws come from ``generator`` on the CPU, so a seeded generator gives the same
     windows on any device. ``strength`` is in ``[0, 1]``; 0 returns ``windows`` itself.
     """
-    if not 0 <= strength <= 1:
-        raise ValueError(f"strength must be in [0, 1], got {strength}")
+    strength = fraction(strength, "strength")  # (True passed as 1)
     _check_windows(windows, generator)
     if strength == 0 or windows.numel() == 0:
         return windows

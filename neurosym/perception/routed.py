@@ -11,6 +11,7 @@ from torch import nn
 
 from neurosym.perception.reader import shared_vocabulary
 from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.training.checks import is_int_tensor
 
 
 class RoutedReader(nn.Module):
@@ -39,7 +40,7 @@ class RoutedReader(nn.Module):
         log_weights = self.router(windows).float()
         if groups is None or len(log_weights) == 0:
             return log_weights
-        if not isinstance(groups, torch.Tensor) or groups.is_floating_point() or groups.shape != log_weights.shape[:1]:
+        if not is_int_tensor(groups) or groups.shape != log_weights.shape[:1]:
             described = f"{groups.dtype} {tuple(groups.shape)}" if isinstance(groups, torch.Tensor) else type(groups).__name__
             raise ValueError(f"groups must be an integer tensor, one index per window ({len(log_weights)}), got {described}")
         _, groups = torch.unique(groups, return_inverse=True)

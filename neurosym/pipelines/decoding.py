@@ -19,6 +19,8 @@ from functools import lru_cache
 
 import torch
 
+from neurosym.training.checks import is_int_tensor
+
 OPEN, CLOSE = "(", ")"
 
 
@@ -83,7 +85,7 @@ def checked_decoder_inputs(log_probs: torch.Tensor, lengths: torch.Tensor, vocab
     lengths = torch.as_tensor(lengths)
     if tuple(lengths.shape) != (log_probs.shape[0],):
         raise ValueError(f"lengths must give one length per example ({log_probs.shape[0]}), got shape {list(lengths.shape)}")
-    if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:
+    if not is_int_tensor(lengths):
         raise ValueError(f"lengths must be integers, got {lengths.dtype}")
     lengths = lengths.to(log_probs.device)
     if ((lengths < 1) | (lengths > log_probs.shape[1])).any():

@@ -51,7 +51,7 @@ from neurosym.pipelines.refit import RefitConfig
 from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics import OperatorTable
-from neurosym.training.checks import is_int
+from neurosym.training.checks import is_fraction, is_int
 from neurosym.training.modes import evaluation_mode
 from neurosym.training.seeding import seeded
 
@@ -111,7 +111,7 @@ class FewShotConfig:
             raise ValueError(f"need a finite learning_rate > 0 and an int seed >= 0, got {self.learning_rate} and {self.seed!r}")
         if not set(self.only_new_class) <= set(ROLES):
             raise ValueError(f"only_new_class takes roles of {ROLES}, got {self.only_new_class}")
-        if not is_int(self.augment_shift) or self.augment_shift < 0 or not 0 <= self.augment_style <= 1:
+        if not is_int(self.augment_shift) or self.augment_shift < 0 or not is_fraction(self.augment_style):
             raise ValueError(
                 f"need augment_shift >= 0 and augment_style in [0, 1], got {self.augment_shift}, {self.augment_style}"
             )

@@ -16,6 +16,7 @@ from neurosym.perception.routed import RoutedReader
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, refit_reader
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
+from neurosym.training.checks import is_int
 
 
 def source_windows(source: WindowSource | ConcatWindows, label: int) -> LabelledWindows:
@@ -23,7 +24,7 @@ def source_windows(source: WindowSource | ConcatWindows, label: int) -> Labelled
     (e.g. which writers drew them, a writer router's target), not what they show."""
     if len(source) == 0:
         raise ValueError("source_windows needs at least one expression")
-    if not isinstance(label, int) or label < 0:
+    if not is_int(label) or label < 0:
         raise ValueError(f"label must be a class index, an int >= 0, got {label!r}")
     windows = torch.cat([source.windows(i) for i in range(len(source))])
     return LabelledWindows(windows, torch.full((len(windows),), label, dtype=torch.long), len(source), 0)

@@ -32,7 +32,7 @@ from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, reading_batches, real_positions
-from neurosym.training.checks import int_at_least, positive_number
+from neurosym.training.checks import fraction, int_at_least, positive_number
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
@@ -98,8 +98,7 @@ class PipelineConfig(WindowTraining):
             raise ValueError(f"unknown learning rule {self.learning!r}: choose one of {LEARNING_RULES}")
         if self.pseudo_labels not in PSEUDO_LABELS:
             raise ValueError(f"unknown pseudo_labels {self.pseudo_labels!r}: choose one of {PSEUDO_LABELS}")
-        if not 0 <= self.augment_style <= 1:
-            raise ValueError(f"augment_style must be in [0, 1], got {self.augment_style}")
+        fraction(self.augment_style, "augment_style")  # (True passed as 1)
         if not isinstance(self.curriculum, Curriculum):
             raise ValueError(f"curriculum must be a Curriculum (Curriculum.none() for none), got {self.curriculum!r}")
         positive_number(self.distill, "distill", zero=True)  # NaN or infinity made every loss NaN

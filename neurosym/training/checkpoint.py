@@ -3,15 +3,17 @@ the one check that a checkpoint may be resumed under a given configuration."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 from torch import nn
@@ -35,22 +37,25 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
     writing the same file at once (the ranks of a ``torchrun`` job filling a cache) never rename each other's
     file away; the rename is atomic on POSIX file systems, so readers see either the old or the new file. The new
     file is flushed to disk before the rename, so that a crash soon after (a power cut) cannot leave ``path`` renamed
-    but empty or cut short. A ``path`` that is a folder or lies under a file raises ``ValueError``
-    (:func:`writable_file`) before the block runs.
+    but empty or cut short, and its folder after it, so that the rename itself survives a crash (where folders can be
+    opened: not on Windows). A ``path`` that is a symbolic link is written through: its target gets the new file and
+    the link stays. A ``path`` that is a folder or lies under a file raises ``ValueError`` (:func:`writable_file`)
+    before the block runs.
     """
-    path = writable_file(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    target = writable_file(path).resolve()  # (a link's target: renaming over the link would replace it by a file)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
     os.close(handle)
     tmp = Path(name)
     try:
         yield tmp
         _flush_to_disk(tmp)
         os.chmod(tmp, 0o666 & ~_UMASK)  # as open() would have made it (mkstemp's file is private, 0600)
-        os.replace(tmp, path)
+        os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    _flush_folder(target.parent)
 
 
 def _flush_to_disk(path: Path) -> None:
@@ -61,6 +66,16 @@ def _flush_to_disk(path: Path) -> None:
         os.fsync(handle)
     finally:
         os.close(handle)
+
+
+def _flush_folder(folder: Path) -> None:
+    """:func:`_flush_to_disk` for ``folder``, so that a rename in it is on disk; skipped where a folder cannot be
+    opened (Windows: ``PermissionError``) or synced (some file systems: ``EINVAL``)."""
+    try:
+        _flush_to_disk(folder)
+    except OSError as error:
+        if error.errno not in (errno.EACCES, errno.EINVAL):
+            raise
 
 
 def writable_file(path: str | os.PathLike, what: str = "path") -> Path:
@@ -194,16 +209,48 @@ def files_stamp(path: str | os.PathLike) -> str:
     """A short digest of what the file or folder ``path`` holds as the file system describes it: each file's path
     (relative to a folder), size and modification time. It changes when a file is rewritten, added or removed, not when
     one is read: a run's setup keeps it beside a data path (:func:`check_setup`), so that a resume notices data
-    rewritten in place. ``"missing"`` where nothing is."""
+    rewritten in place. ``"missing"`` where nothing is. ``ValueError`` naming a folder under ``path`` that cannot be
+    read, or a file that vanishes while the stamp is made (the data changed while being read)."""
     root = Path(path)
     if not root.exists():
         return "missing"
-    files = [root] if root.is_file() else sorted(item for item in root.rglob("*") if item.is_file())
     digest = hashlib.blake2b(digest_size=8)
-    for file in files:
-        info = file.stat()
-        digest.update(f"{file.relative_to(root).as_posix()}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    for file in [root] if root.is_file() else _files_under(root):
+        info = _file_info(file)
+        if info is not None:
+            digest.update(f"{file.relative_to(root).as_posix()}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
     return digest.hexdigest()
+
+
+def _files_under(root: Path) -> list[Path]:
+    """The paths of everything but folders under the folder ``root``, sorted (links to folders not followed);
+    ``ValueError`` naming a folder that cannot be read."""
+    return sorted(Path(folder, name) for folder, _, names in os.walk(root, onerror=_unreadable_folder) for name in names)
+
+
+def _unreadable_folder(error: OSError) -> NoReturn:
+    """Raise ``ValueError`` for the folder that :func:`os.walk` could not list (``error``): :func:`_vanished` where
+    it is gone."""
+    if isinstance(error, FileNotFoundError):
+        raise _vanished(error.filename) from None
+    raise ValueError(f"cannot read the folder {error.filename} ({type(error).__name__}: {error.strerror})") from error
+
+
+def _vanished(path: str | os.PathLike) -> ValueError:
+    """The error for ``path``, listed by :func:`files_stamp` and gone when it was read."""
+    return ValueError(f"{path} vanished while it was being stamped: the data changed while being read")
+
+
+def _file_info(file: Path) -> os.stat_result | None:
+    """``file``'s ``stat`` when it is a regular file (or a link to one); ``None`` for anything else (a link to
+    nothing, a socket); ``ValueError`` when it has vanished since it was listed."""
+    try:
+        info = file.stat()
+    except FileNotFoundError:
+        if file.is_symlink():
+            return None
+        raise _vanished(file) from None
+    return info if stat.S_ISREG(info.st_mode) else None
 
 
 def _flat(values: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import numbers
 from typing import TypeGuard
 
 import numpy as np
+import torch
 
 
 def is_int(value: object) -> bool:
@@ -17,6 +18,16 @@ def is_int(value: object) -> bool:
 def is_real(value: object) -> TypeGuard[float]:
     """Whether ``value`` is a real number (an int, a float, numpy's too; not a bool)."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
+def is_fraction(value: object) -> TypeGuard[float]:
+    """Whether ``value`` is a real number in ``[0, 1]`` (:func:`is_real`: not a bool, never NaN)."""
+    return is_real(value) and 0 <= value <= 1
+
+
+def is_int_tensor(value: object) -> bool:
+    """Whether ``value`` is a tensor of integers (not of bools, floats or complex numbers)."""
+    return isinstance(value, torch.Tensor) and not (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool)
 
 
 def int_at_least(value: object, name: str, minimum: int) -> int:
@@ -34,6 +45,14 @@ def positive_number(value: object, name: str, zero: bool = False, infinity: bool
         expected = "at least 0" if zero else "above 0"
         raise ValueError(f"{name} must be a {'' if infinity else 'finite '}number {expected}, got {value!r}")
     return number
+
+
+def fraction(value: object, name: str) -> float:
+    """``value`` as a float when it is a real number in ``[0, 1]`` (:func:`is_fraction`: not a bool), else
+    ``ValueError`` naming ``name``."""
+    if not is_fraction(value):
+        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+    return float(value)
 
 
 def dropout_probability(value: object, name: str = "dropout") -> float:

@@ -40,26 +40,33 @@ class DistributedContext:
         return self.world_size > 1
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_int(name: str, default: int, minimum: int = 0) -> int:
+    """The environment variable ``name`` as an int of at least ``minimum`` (``default`` when it is unset), else
+    ``ValueError`` naming it and its value."""
     value = os.environ.get(name)
     if value is None:
         return default
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
         raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
+    if number < minimum:
+        raise ValueError(f"environment variable {name}={value!r} must be at least {minimum}")
+    return number
 
 
 def init_distributed(device: str | torch.device = "auto") -> DistributedContext:
-    """Join the process group described by the ``torchrun`` environment, or run alone without it."""
-    world_size = _env_int("WORLD_SIZE", 1)
-    base = resolve_device(device)
-    if world_size <= 1:
-        return DistributedContext(0, 1, 0, base)
+    """Join the process group described by the ``torchrun`` environment, or run alone without it. ``ValueError``
+    naming the variable where ``WORLD_SIZE``, ``RANK`` or ``LOCAL_RANK`` is no integer, ``WORLD_SIZE`` is below 1,
+    ``RANK`` or ``LOCAL_RANK`` below 0, or ``RANK`` not below ``WORLD_SIZE``."""
+    world_size = _env_int("WORLD_SIZE", 1, minimum=1)
     rank = _env_int("RANK", 0)
     local_rank = _env_int("LOCAL_RANK", rank)
-    if not 0 <= rank < world_size:
+    if rank >= world_size:
         raise ValueError(f"RANK={rank} is outside [0, WORLD_SIZE={world_size})")
+    base = resolve_device(device)
+    if world_size == 1:
+        return DistributedContext(0, 1, 0, base)
     if base.type == "cuda":
         base = torch.device("cuda", local_rank)
         torch.cuda.set_device(base)
