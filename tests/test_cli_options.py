@@ -152,6 +152,7 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("attention-speed --lengths 64,0", "argument --lengths: expected a positive integer, got '0'"),
         ("layer-speed --min-time 0", "argument --min-time: expected a finite positive number"),
         ("solver-speed --repeats 0", "argument --repeats: expected a positive integer"),
+        ("pipeline --max-patterns 0", "argument --max-patterns: expected a positive integer, got '0'"),
         # run twice, reported twice, or ignored
         ("mathematics --modules arithmetic__mul,arithmetic__mul", "module 'arithmetic__mul' given twice: each is run once"),
         ("arithmetic --operations add,sub,add", "argument --operations: operation 'add' given twice"),

@@ -171,6 +171,21 @@ def test_a_resume_under_other_model_or_data_options_is_refused(tmp_path: Path, c
     assert main([*command, "--steps", "4"]) == 0  # the same options resume
 
 
+def test_a_model_option_given_at_its_default_resumes_a_run_started_without_it_and_the_other_way_round(
+    tmp_path: Path, capsys
+) -> None:
+    """A vanilla Transformer's --dropout is 0.1 and its --embedding-dropout on when they are not given: given so, it is
+    the same model (was refused: "dropout None there, 0.1 now")."""
+    out = tmp_path / "out"
+    command = ["hint", "--model", "transformer", "--out", str(out), *TINY_TRANSFORMER]
+    assert main([*command, "--steps", "2"]) == 0
+    assert main([*command, "--steps", "3", "--dropout", "0.1", "--embedding-dropout"]) == 0
+    assert main([*command, "--steps", "4"]) == 0  # the checkpoint now holds the options given
+    assert json.loads((out / "transformer_symbol.json").read_text())["steps"] == 4
+    assert main([*command, "--steps", "5", "--dropout", "0.5"]) == 2  # (0.5: the RNNs' default, another model here)
+    assert "(dropout differ): dropout 0.1 there, 0.5 now" in capsys.readouterr().err
+
+
 def test_time_limit_exits_75_without_results_and_the_same_command_continues(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     command = ["hint", "--model", "gru", "--steps", "3", "--out", str(out), *TINY]

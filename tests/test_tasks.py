@@ -472,11 +472,11 @@ def test_the_pipeline_command_takes_the_chain_and_the_batch_size_over_the_tasks(
     visits = value_chain.ValueChain.visits
     monkeypatch.setattr(value_chain.ValueChain, "visits", lambda *a, **k: chained.append(a[4]) or visits(*a, **k))
     argv = ["pipeline", "--task", "hwf", "--epochs", "0.1", "--reader-width", "8", "--no-progress", "--device", "cpu"]
-    options = ["--chain-sweeps", "2", "--max-nodes", "500", "--pseudo-labels", "marginal", "--batch-size", "8"]
-    assert main([*argv, *options, "--out", str(tmp_path)]) == 0
+    options = ["--chain-sweeps", "2", "--max-nodes", "500", "--max-patterns", "300", "--pseudo-labels", "marginal"]
+    assert main([*argv, *options, "--batch-size", "8", "--out", str(tmp_path)]) == 0
     results = json.loads((tmp_path / "results.json").read_text())
     assert results["abduction"]["chain_sweeps"] == 2 and results["steps"] == 13  # ⌈0.1 × 1,000 / 8⌉
-    assert results["abduction"]["max_nodes"] == 500
+    assert results["abduction"]["max_nodes"] == 500 and results["abduction"]["max_patterns"] == 300
     assert chained and set(chained) == {2}  # every explanation came from a chain of two sweeps
 
 
@@ -590,10 +590,11 @@ def test_a_checkpoint_whose_setup_predates_max_nodes_resumes_under_its_default_a
     from neurosym.training.checkpoint import CheckpointMismatch, check_setup
 
     options, budget = PipelineOptions(task="hwf"), AbductionBudget(max_changes=3)
-    older = training_setup(options, budget) | {"abduction": {k: v for k, v in asdict(budget).items() if k != "max_nodes"}}
-    check_setup(older, training_setup(options, budget), "checkpoint.pt")
+    setup = training_setup(options, budget)
+    older = {**setup, "abduction": {k: v for k, v in asdict(budget).items() if k != "max_nodes"}}
+    check_setup(older, setup, "checkpoint.pt")
     other = replace(budget, max_nodes=50)
-    with pytest.raises(CheckpointMismatch, match=r"\(abduction.max_nodes differ\): abduction.max_nodes None there, 50 now"):
+    with pytest.raises(CheckpointMismatch, match=r"\(abduction.max_nodes differ\): abduction.max_nodes 10000 there, 50 now"):
         check_setup(older, training_setup(options, other), "checkpoint.pt")
     check_setup(training_setup(options, other), training_setup(options, other), "checkpoint.pt")
     with pytest.raises(CheckpointMismatch, match="abduction.max_nodes 50 there, 60 now"):

@@ -27,7 +27,7 @@ from neurosym.training import (
     save_checkpoint,
     train,
 )
-from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, check_resumable
+from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, Setup, check_resumable, check_setup
 
 CPU = torch.device("cpu")
 
@@ -247,6 +247,25 @@ def test_resuming_under_another_setup_is_refused_and_one_written_without_a_setup
     del state["setup"]  # written before setups were kept
     save_checkpoint(state, path)
     assert run({"heads": 4}, 6).step == 6
+
+
+def test_a_setup_key_at_its_default_equals_the_key_left_out_or_none() -> None:
+    """An option given at its default is the run started without it (None: not given), either way round, also nested."""
+    setup = Setup({"heads": 8, "dropout": 0.1, "budget": {"beam": 4, "nodes": 10}}, {"dropout": 0.1, "budget": {"nodes": 10}})
+    for saved in ({"heads": 8, "dropout": None, "budget": {"beam": 4}}, {"heads": 8, "budget": {"beam": 4, "nodes": 10}}):
+        check_setup(saved, setup, "run.pt")
+        check_setup({**setup}, Setup({**saved}, setup.defaults), "run.pt")
+    with pytest.raises(
+        CheckpointMismatch, match=r"\(budget.nodes, dropout differ\): budget.nodes 10 there, 20 now; dropout 0.1 there, 0.3"
+    ):
+        check_setup(
+            {"heads": 8, "budget": {"beam": 4}},
+            Setup({**setup, "dropout": 0.3, "budget": {"beam": 4, "nodes": 20}}, setup.defaults),
+            "run.pt",
+        )
+    with pytest.raises(CheckpointMismatch, match=r"\(heads differ\): heads None there, 8 now"):
+        check_setup({"dropout": 0.1, "budget": {"beam": 4}}, setup, "run.pt")  # a key without a default: None, as before
+    assert dict(setup) == {"heads": 8, "dropout": 0.1, "budget": {"beam": 4, "nodes": 10}}  # what a checkpoint keeps
 
 
 def test_a_non_finite_loss_is_named_with_its_step_unless_checks_are_off() -> None:

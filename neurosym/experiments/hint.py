@@ -26,10 +26,16 @@ from neurosym.experiments.options import apply_threads, options_as_json
 from neurosym.experiments.report import format_table
 from neurosym.metrics.published import HINT_SEQ2SEQ, published_data
 from neurosym.models.seq2seq import Seq2Seq
-from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS, build_baseline, default_learning_rate, train_baseline
+from neurosym.models.seq2seq.hint_baseline import (
+    BASELINE_OPTIONS,
+    build_baseline,
+    default_learning_rate,
+    release_defaults,
+    train_baseline,
+)
 from neurosym.plots.figure import plot_vs_published
 from neurosym.training import TrainConfig, distributed_process
-from neurosym.training.checkpoint import load_checkpoint, load_model_state, save_json
+from neurosym.training.checkpoint import Setup, load_checkpoint, load_model_state, save_json
 from neurosym.training.compile import compile_for_training
 from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.loop import patience_ran_out
@@ -121,7 +127,7 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
     )
     outcome, accuracy = train_baseline(
         model, datasets, image_input, config, context, args.eval_batch_size, args.num_workers, args.progress,
-        setup=RunSetup(args).of(BASELINE_OPTIONS),
+        setup=Setup(RunSetup(args).of(BASELINE_OPTIONS), release_defaults(args.model, args.dim)),
     )  # fmt: skip
     if not context.is_main:
         return {}

@@ -66,7 +66,7 @@ from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task, task_module
 from neurosym.training import distributed_process
 from neurosym.training.allocator import retain_freed_memory
-from neurosym.training.checkpoint import load_json, save_json
+from neurosym.training.checkpoint import Setup, load_json, save_json
 from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.loop import SCHEDULES
 from neurosym.training.stopping import minutes_to_seconds, time_left
@@ -157,6 +157,10 @@ class PipelineOptions(TrainingOptions):
     max_candidates: int | None = option(
         None, "abduction: grammatical sentences the enumeration may run (default: the task's)", parse=positive_int
     )
+    max_patterns: int | None = option(
+        None, "abduction: ungrammatical terminal patterns the enumeration may pass over per abduction before it stops "
+        "(default: the task's)", parse=positive_int,
+    )  # fmt: skip
     readings: int | None = option(
         None, "abduction: other readings each part may be kept at (default: the task's)", parse=non_negative_int
     )
@@ -338,7 +342,7 @@ def _train(
     config: PipelineConfig,
     options: PipelineOptions,
     context: DistributedContext,
-    setup: dict[str, Any],
+    setup: Setup,
 ) -> tuple[list[dict], float, list[dict[str, float]]]:
     """Train the pipeline's reader into ``options.out``, starting afresh (a reader drawn from :func:`fresh_seed`)
     each time it has read nothing right by :data:`RESTART_CHECK` of the schedule, up to the restarts allowed; returns
@@ -445,21 +449,15 @@ DATA_OPTIONS = ("task", "digits", "scale", "data", "mnist")
 """The options a run's examples are built from."""
 SETUP_OPTIONS = (*DATA_OPTIONS, "reader_width", "reader_convs", "readers")
 """The options a run's data and reader are built from (with the abduction budget: its checkpoint's setup)."""
-LATER_BUDGET_FIELDS = ("max_nodes",)
-"""Fields of :class:`AbductionBudget` added after checkpoints began keeping the budget: older setups lack them."""
 
 
-def training_setup(options: PipelineOptions, abduction: AbductionBudget) -> dict[str, Any]:
+def training_setup(options: PipelineOptions, abduction: AbductionBudget) -> Setup:
     """What a run's checkpoint must agree with to be resumed: :data:`SETUP_OPTIONS` (paths with the stamp of their
-    files: :func:`~neurosym.experiments.options.setup_value`) and the abduction budget, less the
-    :data:`LATER_BUDGET_FIELDS` at their defaults, so that an older checkpoint, which lacks them, resumes under them
-    (and is refused under another value)."""
-    default = AbductionBudget()
-    budget = {
-        name: value for name, value in asdict(abduction).items()
-        if name not in LATER_BUDGET_FIELDS or value != getattr(default, name)
-    }  # fmt: skip
-    return {name: setup_value(getattr(options, name), options.out) for name in SETUP_OPTIONS} | {"abduction": budget}
+    files: :func:`~neurosym.experiments.options.setup_value`) and the abduction budget, whose fields default to
+    :class:`AbductionBudget`'s, so that an older checkpoint, which lacks the fields added since, resumes under their
+    defaults (and is refused under other values)."""
+    values = {name: setup_value(getattr(options, name), options.out) for name in SETUP_OPTIONS}
+    return Setup(values | {"abduction": asdict(abduction)}, {"abduction": asdict(AbductionBudget())})
 
 
 def fresh_seed(seed: int, attempt: int) -> int:

@@ -11,7 +11,7 @@ import stat
 import tempfile
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import MISSING, asdict, fields, is_dataclass
+from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -189,20 +189,51 @@ def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[s
     written) counts as its default, which reproduces the behaviour before the field existed."""
     current = asdict(config)
     saved = {**_field_defaults(config), **saved}
-    _refuse_differences(saved, current, [key for key in current if key not in may_change], path, "with another configuration")
+    keys = [key for key in current if key not in may_change]
+    _refuse_differences(_flat(saved, keys), _flat(current, keys), path, "with another configuration")
 
 
 RESUME_ADVICE = "remove it or choose another checkpoint path"
 """What a refused resume may do instead (:func:`check_setup`)."""
 
 
+@dataclass(frozen=True)
+class Setup(Mapping[str, Any]):
+    """A run's setup (:func:`check_setup`): the mapping ``entries`` (what a checkpoint keeps), with ``defaults``, the
+    value each of its keys stands for where a setup lacks it or holds ``None`` (an option not given: the model's or
+    the task's choice), nested as ``entries`` is. A key at its default then compares equal to the key left out."""
+
+    entries: Mapping[str, Any]
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.entries[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
 def check_setup(saved: Mapping[str, Any] | None, setup: Mapping[str, Any], path: Any, advice: str = RESUME_ADVICE) -> None:
     """Refuse (:class:`CheckpointMismatch`) to resume the checkpoint at ``path`` written for another ``setup`` (what the
     model and data were built from, e.g. a command's model and data options: the weights alone may not show it, as
-    with another number of attention heads); a checkpoint without a ``saved`` setup is accepted. The message ends with
-    ``advice``: what to do instead."""
+    with another number of attention heads); a checkpoint without a ``saved`` setup is accepted. A key that either
+    setup lacks or holds as ``None`` counts as its default where ``setup`` is a :class:`Setup` that has one: an option
+    given at its default resumes a run started without it and the other way round, and a checkpoint written before a
+    key existed resumes under its default (and is refused under another value). The message ends with ``advice``: what
+    to do instead."""
     if saved is not None:
-        _refuse_differences(saved, setup, sorted({*saved, *setup}), path, "for another model or data", advice)
+        keys = sorted({*saved, *setup})
+        defaults = _flat(setup.defaults, setup.defaults) if isinstance(setup, Setup) else {}
+        before, now = (_defaulted(_flat(values, keys), defaults) for values in (saved, setup))
+        _refuse_differences(before, now, path, "for another model or data", advice)
+
+
+def _defaulted(flat: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat setup ``flat`` (:func:`_flat`) with each key of ``defaults`` it lacks or holds as ``None`` at its default."""
+    return {**flat, **{key: value for key, value in defaults.items() if flat.get(key) is None}}
 
 
 def files_stamp(path: str | os.PathLike) -> str:
@@ -267,10 +298,10 @@ def _flat(values: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
 
 
 def _refuse_differences(
-    saved: Mapping[str, Any], current: Mapping[str, Any], keys: Iterable[str], path: Any, how: str, advice: str = RESUME_ADVICE
+    saved: Mapping[str, Any], current: Mapping[str, Any], path: Any, how: str, advice: str = RESUME_ADVICE
 ) -> None:
-    keys = list(keys)
-    saved, current = _flat(saved, keys), _flat(current, keys)
+    """Raise :class:`CheckpointMismatch` naming each key whose values differ between the flat mappings ``saved`` and
+    ``current`` (:func:`_flat`; a key one lacks counts as ``None``), with both values."""
     differing = sorted(key for key in {*saved, *current} if saved.get(key) != current.get(key))
     if differing:
         values = "; ".join(

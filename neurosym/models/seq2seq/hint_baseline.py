@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 
 from neurosym.data.hint import EVAL_SUBSETS, collate_hint
 from neurosym.models.seq2seq.base import Seq2Seq
-from neurosym.models.seq2seq.factory import MODEL_OPTIONS, build_front_end, build_seq2seq
+from neurosym.models.seq2seq.factory import MODEL_OPTIONS, RNN_HIDDEN, build_front_end, build_seq2seq
 from neurosym.models.seq2seq.hint_task import TARGET_VOCAB, exact_match_by_subset, sequence_loss
 from neurosym.training import DistributedContext, TrainConfig, TrainResult, train
 
@@ -32,6 +32,17 @@ def is_rnn(name: str) -> bool:
 def default_learning_rate(name: str) -> float:
     """The HINT release's Adam learning rate: 1e-3 for the RNNs, 1e-4 for the Transformers."""
     return 1e-3 if is_rnn(name) else 1e-4
+
+
+def release_defaults(name: str, dim: int) -> dict[str, Any]:
+    """What each option of :func:`build_baseline` whose default is ``None`` builds in baseline ``name`` of width
+    ``dim``: the HINT release's ``hidden`` (RNNs 512 units, Transformers a feed-forward of 4 × ``dim``),
+    ``encoder_layers`` (3, 6), ``dropout`` (0.5, 0.1) and ``embedding_dropout`` (the vanilla Transformer's alone)."""
+    rnn = is_rnn(name)
+    return {
+        "hidden": RNN_HIDDEN if rnn else 4 * dim, "encoder_layers": 3 if rnn else 6, "dropout": 0.5 if rnn else 0.1,
+        "embedding_dropout": name == "transformer",
+    }  # fmt: skip
 
 
 def build_baseline(
@@ -62,20 +73,17 @@ def build_baseline(
     models; RNNs of 512 units, dropout 0.5; every source framed by start and end vectors. A model is built with the
     options it reads (:data:`~neurosym.models.seq2seq.factory.MODEL_OPTIONS`): an RNN ignores the Transformer ones."""
     front_end = build_front_end(input_type, embedding, vocab_size=source_vocab, cnn=cnn, boundaries=source_boundaries)
+    given = dict(hidden=hidden, encoder_layers=encoder_layers, dropout=dropout, embedding_dropout=embedding_dropout)
     options: dict[str, Any] = dict(
         dim=dim,
-        hidden=hidden,
         heads=heads,
-        encoder_layers=encoder_layers,
         decoder_layers=decoder_layers,
-        dropout=dropout if dropout is not None else (0.5 if is_rnn(name) else 0.1),
         relative=relative,
         pre_norm=norm == "pre",
         step_embedding=step_embedding,
         attention_bias=attention_bias,
-        embedding_dropout=name == "transformer" if embedding_dropout is None else embedding_dropout,
         init=init,
-    )
+    ) | {key: default if given[key] is None else given[key] for key, default in release_defaults(name, dim).items()}
     used = MODEL_OPTIONS.get(name, ())  # the release's Transformer settings are no RNN's (build_seq2seq refuses them)
     return build_seq2seq(name, front_end, TARGET_VOCAB, **{key: value for key, value in options.items() if key in used})
 
