@@ -601,6 +601,23 @@ def test_a_checkpoint_whose_setup_predates_max_nodes_resumes_under_its_default_a
         check_setup(training_setup(options, other), training_setup(options, replace(budget, max_nodes=60)), "checkpoint.pt")
 
 
+@pytest.mark.parametrize(("task", "width", "convs"), [("hwf", 64, [1, 1, 1]), ("mnist-add", 32, [1, 1, 1])])
+def test_reader_options_typed_at_the_tasks_own_values_resume_a_run_started_without_them(task, width, convs):
+    """The setup kept --reader-width / --reader-convs as given: typing the task's own values was another setup."""
+    from neurosym.experiments.pipeline import PipelineOptions, training_setup
+    from neurosym.training.checkpoint import CheckpointMismatch, check_setup
+
+    budget = AbductionBudget()
+    left_out = training_setup(PipelineOptions(task=task), budget)
+    typed = training_setup(PipelineOptions(task=task, reader_width=width, reader_convs=convs), budget)
+    check_setup(dict(left_out), typed, "checkpoint.pt")
+    check_setup(dict(typed), left_out, "checkpoint.pt")
+    with pytest.raises(CheckpointMismatch, match=f"reader_width {width} there, {width * 2} now"):
+        check_setup(dict(left_out), training_setup(PipelineOptions(task=task, reader_width=width * 2), budget), "x")
+    with pytest.raises(CheckpointMismatch, match=r"reader_convs \[1, 1, 1\] there, \[1, 2, 2\] now"):
+        check_setup(dict(typed), training_setup(PipelineOptions(task=task, reader_convs=[1, 2, 2]), budget), "x")
+
+
 def test_a_start_that_reads_nothing_right_is_started_afresh_and_a_resume_keeps_it(tmp_path, monkeypatch, capsys, small_hwf):
     from neurosym.experiments import pipeline as runner
 

@@ -455,9 +455,25 @@ def training_setup(options: PipelineOptions, abduction: AbductionBudget) -> Setu
     """What a run's checkpoint must agree with to be resumed: :data:`SETUP_OPTIONS` (paths with the stamp of their
     files: :func:`~neurosym.experiments.options.setup_value`) and the abduction budget, whose fields default to
     :class:`AbductionBudget`'s, so that an older checkpoint, which lacks the fields added since, resumes under their
-    defaults (and is refused under other values)."""
+    defaults (and is refused under other values); the reader options left out stand for the task's choices
+    (:func:`reader_defaults`)."""
     values = {name: setup_value(getattr(options, name), options.out) for name in SETUP_OPTIONS}
-    return Setup(values | {"abduction": asdict(abduction)}, {"abduction": asdict(AbductionBudget())})
+    return Setup(
+        values | {"abduction": asdict(abduction)}, {"abduction": asdict(AbductionBudget())} | reader_defaults(options.task)
+    )
+
+
+def reader_defaults(task: str) -> dict[str, Any]:
+    """What the task ``task``'s ``build()`` makes its reader with where ``--reader-width`` / ``--reader-convs`` are left
+    out (its signature's defaults; a sequence as a list, as the option gives it), so that typing the task's own value
+    is no other setup."""
+    parameters = inspect.signature(task_module(task).build).parameters
+    defaults = {name: parameters[name].default for name in ("reader_width", "reader_convs") if name in parameters}
+    return {
+        name: list(value) if isinstance(value, tuple) else value
+        for name, value in defaults.items()
+        if value is not inspect.Parameter.empty
+    }
 
 
 def fresh_seed(seed: int, attempt: int) -> int:
