@@ -88,6 +88,18 @@ def test_a_split_names_an_invalid_expression_among_its_rows():
         HintSplit.from_prefix_rows([("SS", rows, np.zeros(1, np.int64), 1)], MAIN_VOCABULARY)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(-8, 8) | st.none(), st.integers(-8, 8) | st.none(), st.sampled_from([None, -2, 1, 3]))
+def test_a_split_slices_as_the_list_of_its_records(start, stop, step):
+    rows = np.asarray([[MAIN_VOCABULARY.id_of(s) for s in expression] for expression in ("+12", "*34", "-56", "+78", "*90")])
+    split = HintSplit.from_prefix_rows([("I", rows.astype(np.uint8), np.zeros(5, np.int64), 1)], MAIN_VOCABULARY)
+    records = [split[i] for i in range(len(split))]
+    assert split[start:stop:step] == records[start:stop:step]
+    assert split[np.int64(-1)] == records[-1]
+    with pytest.raises(TypeError, match="indexed by an int or a slice, got float"):
+        split[1.0]  # type: ignore[call-overload]
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.integers(0, 14), st.integers(0, 2**16), st.sampled_from([None, "y", "b", "d"]))
 def test_generated_records_round_trip_and_heads_agree_with_res_all(n_op, seed, concept):

@@ -510,3 +510,29 @@ def test_subset_accuracy_refuses_records_that_miss_a_subset():
     records = [record for record in test if record.eval != "I"]
     with pytest.raises(ValueError, match=r"no record of the test subsets \['I'\]"):
         subset_accuracy(HINT_SEMANTICS, records)  # was NaN for I and for the average
+
+
+def test_few_shot_stage_resumes_under_its_options_typed_at_their_defaults(tmp_path):
+    """The stage's setup kept --steps / --learning-rate as given: typing the defaults (2,000; 1e-3) was another setup."""
+    from neurosym.experiments.hint_options import HintOptions, RunSetup
+    from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
+    from neurosym.training.checkpoint import CheckpointMismatch
+
+    records = main_split(scale=0.001, seed=0, progress=False)["train"][:2]
+    learned: list[str] = []
+
+    def learn(concept, train):
+        learned.append(concept)
+        return "11", lambda records, split: 1.0, None
+
+    def run(**given):
+        args = HintOptions(model="neurosym", input="image", fewshot_scales=[0.01], fewshot_concepts=["x"], out=tmp_path, **given)
+        learn_fewshot(
+            args, tmp_path, "test", learn, lambda concept, scale: dict.fromkeys(("train", "val", "test"), records), RunSetup(args)
+        )
+
+    run()
+    run(steps=2000, learning_rate=1e-3)  # resumed: nothing left to learn
+    assert learned == ["x"]
+    with pytest.raises(CheckpointMismatch, match="steps 2000 there, 1000 now"):
+        run(steps=1000)

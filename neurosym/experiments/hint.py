@@ -29,7 +29,6 @@ from neurosym.models.seq2seq import Seq2Seq
 from neurosym.models.seq2seq.hint_baseline import (
     BASELINE_OPTIONS,
     build_baseline,
-    default_learning_rate,
     release_defaults,
     train_baseline,
 )
@@ -107,7 +106,7 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
     model = build_model(args, source_vocab=len(symbols) + 1)
     if args.compile:
         compile_for_training(model)
-    lr = args.learning_rate if args.learning_rate is not None else default_learning_rate(args.model)
+    lr = args.training_learning_rate()
     name = f"{args.model}_{args.input}"
     checkpoint = args.out / f"{name}.pt"
     if not args.resume and context.is_main:

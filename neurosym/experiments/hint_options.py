@@ -32,7 +32,7 @@ from neurosym.experiments.options import (
 )
 from neurosym.models.seq2seq import CNN_NAMES, MODEL_NAMES
 from neurosym.models.seq2seq.factory import MODEL_OPTIONS, RNN_HIDDEN
-from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS
+from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS, default_learning_rate
 from neurosym.pipelines.adapt import AdaptConfig
 from neurosym.pipelines.concepts import ROLES
 from neurosym.pipelines.trainer import HINT_PSEUDO_LABELS, LEARNING_RULES
@@ -288,6 +288,13 @@ class HintOptions(HintPipelineOptions):
         """``--steps``, else the budget of the model: the HINT release's, or the pipeline's."""
         return self.steps or DEFAULT_STEPS["neurosym" if self.model == "neurosym" else "seq2seq"]
 
+    def training_learning_rate(self) -> float:
+        """``--learning-rate``, else the model's: the HINT release's for a baseline, :data:`PIPELINE_LEARNING_RATE`
+        for ``--model neurosym``."""
+        if self.learning_rate is not None:
+            return self.learning_rate
+        return PIPELINE_LEARNING_RATE if self.model == "neurosym" else default_learning_rate(self.model)
+
 
 class RunSetup:
     """What one run under ``options`` builds its model and training data from, as its checkpoints keep it so that a
@@ -311,6 +318,9 @@ class RunSetup:
                 self._values[name] = setup_value(getattr(self._options, name), self._options.out)
         return {name: self._values[name] for name in chosen}
 
+
+PIPELINE_LEARNING_RATE = 1e-3
+"""``--model neurosym``'s Adam learning rate where ``--learning-rate`` is left out."""
 
 DATA_OPTIONS = ("model", "input", "scale", "data", "bank", "drawn_digits")
 """The options that choose a run's training data (and the model kind)."""

@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -46,7 +47,7 @@ class HintSplit(Sequence[HintRecord]):
     """A generated split stored by columns: ``prefix``/``expr`` sentences, ``res`` int64 ``[N]``,
     ``n_op`` int64 ``[N]``, ``eval`` ``[N]`` (``""`` for training items), and every record's ``head`` and
     ``res_all`` concatenated: int64 ``[T]`` with ``T`` the total number of symbols. ``split[i]`` is a
-    :class:`HintRecord`."""
+    :class:`HintRecord`, ``split[i:j]`` a list of them."""
 
     prefix: list[str]
     expr: list[str]
@@ -66,7 +67,17 @@ class HintSplit(Sequence[HintRecord]):
     def __len__(self) -> int:
         return len(self.expr)
 
-    def __getitem__(self, index: int) -> HintRecord:  # type: ignore[override]
+    @overload
+    def __getitem__(self, index: int) -> HintRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[HintRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> HintRecord | list[HintRecord]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if isinstance(index, bool) or not isinstance(index, int | np.integer):
+            raise TypeError(f"a split is indexed by an int or a slice, got {type(index).__name__}")
         if not -len(self) <= index < len(self):
             raise IndexError(f"index {index} out of range for a split of {len(self)}")
         index %= len(self)

@@ -13,13 +13,13 @@ from typing import Any
 import numpy as np
 
 from neurosym.data.hint import HintRecord
-from neurosym.experiments.hint_options import HintOptions, RunSetup
+from neurosym.experiments.hint_options import DEFAULT_STEPS, PIPELINE_LEARNING_RATE, HintOptions, RunSetup
 from neurosym.experiments.options import options_as_json
 from neurosym.experiments.report import format_table, percent
 from neurosym.metrics.published import HINT_FEWSHOT
 from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.plots.hint_pipeline import plot_fewshot
-from neurosym.training.checkpoint import check_setup, load_json, save_json
+from neurosym.training.checkpoint import Setup, check_setup, load_json, save_json
 from neurosym.training.stopping import StopRequests, TrainingInterrupted
 
 Learner = Callable[[str, list[HintRecord]], tuple[str, Callable[[list[HintRecord], str], float], Callable[[Path], None] | None]]
@@ -60,15 +60,17 @@ def learn_fewshot(
 ) -> dict[str, Any]:
     """Learn every ``--fewshot-concepts`` concept at every ``--fewshot-scales`` scale; prints the table,
     plots, and keeps finished concepts in ``<out>/fewshot_<input>.json`` so that a resumed run skips them (a run under
-    other options, outside :data:`NOT_IN_SETUP`, or on data rewritten since, as ``run_setup`` stamps it, raises
+    other options, outside :data:`NOT_IN_SETUP` (``--steps`` / ``--learning-rate`` typed at their defaults are no other
+    options), or on data rewritten since, as ``run_setup`` stamps it, raises
     :class:`~neurosym.training.checkpoint.CheckpointMismatch`), each learned model (where the learner saves one) first
     in its :func:`concept_checkpoint`. SIGINT, SIGTERM or ``time_limit`` seconds end the stage after the concept under way with
     :class:`TrainingInterrupted`."""
     progress_path = out / f"fewshot_{args.input}.json"
     done: dict[str, Any] = load_json(progress_path) if progress_path.is_file() and args.resume else {}
-    setup = {name: value for name, value in options_as_json(args).items() if name not in NOT_IN_SETUP} | run_setup.of(())
+    values = {name: value for name, value in options_as_json(args).items() if name not in NOT_IN_SETUP} | run_setup.of(())
+    setup = Setup(values, {"steps": DEFAULT_STEPS["neurosym"], "learning_rate": PIPELINE_LEARNING_RATE})  # left out: these
     check_setup(done.get("setup"), setup, progress_path)  # another seed's or semantics' concepts are not this run's
-    done["setup"] = setup
+    done["setup"] = values
     scales, concepts = args.fewshot_scales, args.fewshot_concepts
     with StopRequests(time_limit) as stops:
         for number, (scale, concept) in enumerate(itertools.product(scales, concepts), start=1):

@@ -73,7 +73,7 @@ def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, An
     config = PipelineConfig(
         steps=args.training_steps(),
         batch_size=args.batch_size,
-        learning_rate=args.learning_rate or 1e-3,
+        learning_rate=args.training_learning_rate(),
         schedule=args.lr_schedule,
         augment_shift=args.augment_shift,
         augment_style=args.augment_style,
