@@ -93,15 +93,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``argv`` parsed, with the values of a ``--config`` file as the command's defaults."""
     args = parser.parse_args(argv)
-    if args.config is not None:
-        from neurosym.experiments.options import config_file_values
+    from neurosym.experiments.options import config_file_values, note_given
 
+    values: dict[str, object] = {}
+    if args.config is not None:
         runner = importlib.import_module(args._runner)
         try:
-            args._parser.set_defaults(**config_file_values(runner.OPTIONS, args.config))
+            values = config_file_values(runner.OPTIONS, args.config)
         except ValueError as error:
             args._parser.error(f"--config {args.config}: {error}")
+        args._parser.set_defaults(**values)
         args = parser.parse_args(argv)
+    note_given(args, values)  # (the options the command line gave are noted as parsed)
     return args
 
 

@@ -300,6 +300,8 @@ def test_a_config_file_with_a_bad_entry_is_a_one_line_usage_error(text, message,
             "pipeline --task hint --epochs 2 --reader-width 8",
             "--task hint takes only the shared options, not --epochs, --reader-width",
         ),
+        ("pipeline --task hint --digits 1", "--task hint takes only the shared options, not --digits"),  # (its default)
+        ("pipeline --task hwf --digits 1", "--digits is used by --task mnist-add only; this run would ignore it"),
         ("pipeline --task mnist-add --reader-convs 1,2", "--reader-convs takes three counts, one per stage, got 1,2"),
     ],
 )

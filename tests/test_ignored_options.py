@@ -1,6 +1,7 @@
 """Options that a run would ignore are usage errors (exit status 2, one line naming the option, before any work): the
 ``--adapt-*`` options without ``--adapt`` and the few-shot ones with ``--fewshot-scales none`` (``neurosym hint``), the
-options of PVR sweeps not selected, the training options of a Mathematics run of the symbolic route alone. The same
+options of PVR sweeps not selected, the training options of a Mathematics run of the symbolic route alone; given at
+any value, its default too (on the command line or in a ``--config`` file). The same
 command without the option (or with it where the run reads it) is not refused: the runner is never reached by the
 refused ones, and its ``run`` is replaced by a no-op for the others, so nothing trains."""
 
@@ -23,7 +24,9 @@ TRANSFORMER = "hint --model transformer --steps 1"
 IGNORED = [
     (TRANSFORMER, "--relative shaw"),  # the plain Transformer has no relative encoding
     (TRANSFORMER.replace("transformer", "transformer_rel"), "--step-embedding"),  # transformer_rel_uni's
+    (TRANSFORMER.replace("transformer", "gru"), "--heads 8"),  # at the Transformers' default
     (HINT, "--adapt-steps 10"),
+    (HINT, "--adapt-steps 2400"),  # at its default: given, and ignored all the same
     (HINT, "--adapt-distill 2"),
     (HINT, "--adapt-replay 5"),
     (HINT, "--adapt-lr 1e-4"),
@@ -32,11 +35,13 @@ IGNORED = [
     (HINT.replace("none", "0.01"), "--adapt-steps 10"),  # with the few-shot stage, as without it
     (HINT, "--fewshot-concepts x"),
     (HINT, "--fewshot-steps 3,4"),
+    (HINT, "--fewshot-steps 150,100"),  # at its default
     (HINT, "--fewshot-replay 10"),
     (HINT, "--fewshot-only-new-class none"),
     (HINT, "--fewshot-bank other-writers"),
     (HINT.replace("image", "symbol").replace(" --steps 3", ""), "--fewshot-concepts x"),
     (PVR, "--ns-samples 10"),
+    (PVR, "--ns-samples 10000"),  # at its default
     (PVR, "--ns-repeats 2"),
     (PVR, "--ns-max-complexity 1"),
     (PVR, f"--mnist {MNIST}"),
@@ -63,13 +68,12 @@ READ = [
     (HINT.replace("none", "0.01"), "--fewshot-concepts x --fewshot-steps 3,4 --fewshot-replay 10"),
     (HINT, "--adapt other-writers --adapt-steps 10 --adapt-distill 2 --adapt-examples 10 --adapt-route 5"),
     (HINT, "--extra-test-bank other-writers --adapt-examples 10"),
-    (HINT, "--adapt-steps 2400 --fewshot-steps 150,100"),  # their defaults: the run reads the same either way
     (HINT.replace("image", "symbol").replace(" --steps 3", "").replace("none", "0.01"), "--fewshot-concepts x"),
     (PVR.replace("vector", "noise"), "--ns-samples 10 --ns-repeats 2 --ns-max-complexity 1"),
     (PVR.replace("vector", "block"), f"--mnist {MNIST} --visual-epochs 2 --rule-examples 50"),
     (PVR.replace("vector", "sequential"), f"--mnist {MNIST} --sequence-length 5 --sequential-models vgg11bn"),
     (PVR.replace("vector", "holdout_i"), "--holdout-model mlp --aggregation max --vector-epochs 2"),
-    (PVR, "--vector-models mlp --aggregation max --ns-samples 10000"),  # --ns-samples at its default
+    (PVR, "--vector-models mlp --aggregation max"),
     (MATHEMATICS.replace("symbolic", "symbolic,transformer"), "--steps 5 --batch-size 8 --lr 1e-3 --compile"),
     (MATHEMATICS, "--test-per-module 5 --modules arithmetic__mixed"),
 ]
@@ -108,7 +112,7 @@ def test_options_the_run_reads_are_taken(command, options, monkeypatch, tmp_path
 def test_an_ignored_option_from_a_config_file_is_a_usage_error_too(capsys, monkeypatch, tmp_path) -> None:
     given = _no_work(monkeypatch, "pvr")
     config = tmp_path / "noise.toml"
-    config.write_text('sweeps = "vector"\nns-samples = 10\n')
+    config.write_text('sweeps = "vector"\nns-samples = 10000\n')  # (at its default)
     with pytest.raises(SystemExit) as stopped:
         main(["pvr", "--config", str(config), "--out", str(tmp_path)])
     assert stopped.value.code == 2 and "--ns-samples is used by the noise sweep (--sweeps) only" in capsys.readouterr().err

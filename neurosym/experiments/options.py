@@ -19,6 +19,7 @@ import json
 import math
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_type_hints
@@ -312,12 +313,54 @@ def default_of(config_field: Field) -> Any:
     raise ValueError(f"option {config_field.name!r} has no default")
 
 
-def reject_unused(options: Any, names: Iterable[str], used_by: str) -> None:
-    """Raise ``ValueError`` naming the first option of ``names`` that ``options`` sets away from its default: these
-    options are ``used_by`` other runs only, and this run would ignore it."""
+GIVEN_OPTIONS = "_given"
+"""The attribute of a parsed namespace that holds the names of the options its command line (or ``--config``
+file) gave, at any value."""
+_given: ContextVar[frozenset[str] | None] = ContextVar("given options", default=None)
+"""The options given to the command whose options :func:`options_from` is building (``None``: not built from a
+command line)."""
+
+
+def options_set(options: Any, names: Iterable[str]) -> list[str]:
+    """The options of ``names`` that ``options`` sets: built from a command line (:func:`options_from`), those it
+    gave, at their defaults too; otherwise those away from their defaults."""
+    given = _given.get()
+    if given is not None:
+        return [name for name in names if name in given]
     defaults = {item.name: default_of(item) for item in fields(options)}
-    if given := next((name for name in names if getattr(options, name) != defaults[name]), None):
-        raise ValueError(f"{flag(given)} is used by {used_by} only; this run would ignore it (drop it)")
+    return [name for name in names if getattr(options, name) != defaults[name]]
+
+
+def reject_unused(options: Any, names: Iterable[str], used_by: str) -> None:
+    """Raise ``ValueError`` naming the first option of ``names`` that ``options`` sets (:func:`options_set`): these
+    options are ``used_by`` other runs only, and this run would ignore it."""
+    if unused := options_set(options, names):
+        raise ValueError(f"{flag(unused[0])} is used by {used_by} only; this run would ignore it (drop it)")
+
+
+def note_given(namespace: argparse.Namespace, names: Iterable[str]) -> None:
+    """Record in ``namespace`` that the options ``names`` were given (:data:`GIVEN_OPTIONS`)."""
+    setattr(namespace, GIVEN_OPTIONS, {*getattr(namespace, GIVEN_OPTIONS, ()), *names})
+
+
+class _Store(argparse.Action):
+    """Stores an option's value, as argparse's ``store`` does, and notes it given (:func:`note_given`)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        note_given(namespace, [self.dest])
+
+
+class _Switch(argparse.BooleanOptionalAction):
+    """``--name`` / ``--no-name``, noted given (:func:`note_given`)."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        super().__call__(parser, namespace, values, option)
+        note_given(namespace, [self.dest])
 
 
 def _add_field(group: argparse._ArgumentGroup, config_field: Field, annotation: Any) -> None:
@@ -325,9 +368,9 @@ def _add_field(group: argparse._ArgumentGroup, config_field: Field, annotation: 
     default = default_of(config_field)
     shown = meta["help"] if meta["listed"] else argparse.SUPPRESS
     if _is_switch(annotation):
-        group.add_argument(flag(config_field.name), action=argparse.BooleanOptionalAction, default=default, help=shown)
+        group.add_argument(flag(config_field.name), action=_Switch, default=default, help=shown)
         return
-    kwargs = {"type": _field_parser(config_field, annotation), "default": default, "help": shown}
+    kwargs = {"action": _Store, "type": _field_parser(config_field, annotation), "default": default, "help": shown}
     kwargs |= {key: meta[key] for key in ("choices", "metavar", "nargs") if meta.get(key) is not None}
     group.add_argument(flag(config_field.name), dest=config_field.name, **kwargs)
     for alias in meta["aliases"]:
@@ -335,8 +378,14 @@ def _add_field(group: argparse._ArgumentGroup, config_field: Field, annotation: 
 
 
 def options_from(options: type[Options], namespace: argparse.Namespace) -> Options:
-    """The dataclass ``options`` from parsed arguments; its own checks (``__post_init__``) raise ``ValueError``."""
-    return options(**{item.name: getattr(namespace, item.name) for item in fields(options) if hasattr(namespace, item.name)})
+    """The dataclass ``options`` from parsed arguments; its own checks (``__post_init__``) raise ``ValueError``, and
+    refuse an option the run would not use wherever the arguments gave it (:func:`reject_unused`, :data:`GIVEN_OPTIONS`)."""
+    given = getattr(namespace, GIVEN_OPTIONS, None)
+    token = _given.set(None if given is None else frozenset(given))
+    try:
+        return options(**{item.name: getattr(namespace, item.name) for item in fields(options) if hasattr(namespace, item.name)})
+    finally:
+        _given.reset(token)
 
 
 def config_file_values(options: type, path: Path) -> dict[str, Any]:

@@ -30,7 +30,6 @@ from neurosym.experiments.options import (
     apply_threads,
     comma_list,
     curriculum_stages,
-    default_of,
     existing_file,
     existing_folder,
     flag,
@@ -39,6 +38,7 @@ from neurosym.experiments.options import (
     non_negative_int,
     option,
     option_as_json,
+    options_set,
     positive_float,
     positive_int,
     reject_unused,
@@ -202,13 +202,12 @@ class PipelineOptions(TrainingOptions):
     )  # fmt: skip
 
     def __post_init__(self) -> None:
-        changed = [
-            flag(item.name)
-            for item in fields(self)
-            if item.name not in {*SHARED, "task"} and getattr(self, item.name) != default_of(item)
-        ]
-        if self.task == "hint" and changed:
-            raise ValueError(f"--task hint takes only the shared options, not {', '.join(changed)} (neurosym hint has the rest)")
+        if self.task == "hint" and (
+            changed := options_set(self, [item.name for item in fields(self) if item.name not in {*SHARED, "task"}])
+        ):
+            raise ValueError(
+                f"--task hint takes only the shared options, not {', '.join(map(flag, changed))} (neurosym hint has the rest)"
+            )
         if self.task != "mnist-add":
             reject_unused(self, ("digits", "mnist"), "--task mnist-add")
         if self.ensemble and self.init_reader is not None:
