@@ -345,7 +345,9 @@ def test_the_pipeline_names_a_bad_reader_source_or_semantics_before_it_learns_fr
     with pytest.raises(ValueError, match="2 readings, 3 targets"):
         pipeline.explain(reading, [train.targets[0]] * 3, batch.given)
     typo = TreeSemantics(addition_semantics().rules, {"strat": lambda wanted, children: []})
-    with pytest.raises(ValueError, match=r"the semantics name \['strat'\], which the grammar has no rule"):
+    with pytest.raises(
+        ValueError, match=r"the semantics name \['strat'\], which no node or token of the grammar.s parse trees carries"
+    ):
         GrammarPipeline(grammar, typo, GlyphReader())
     with pytest.raises(TypeError, match=r"GrammarPipeline takes a SymbolGrammar \(SymbolGrammar\(text or path\)\), got str"):
         GrammarPipeline(grammar.text, addition_semantics(), GlyphReader())

@@ -292,8 +292,8 @@ class GrammarAbducer:
                 if np.isfinite(log_probs[position, column])
             ]
             return heapq.nlargest(self.beam, options, key=lambda way: way.gain)
-        inverse = self.semantics.inverses.get(str(node.data))
-        if inverse is None:
+        rule = str(node.data)
+        if rule not in self.semantics.inverses:
             if len(node.children) == 1:  # a pass-through rule
                 return self._descend(node.children[0], wanted, search)
             return []
@@ -309,7 +309,7 @@ class GrammarAbducer:
             assumptions.insert(0, (-1, _Way(0.0, ()), current))
         ways: list[_Way] = []
         for which, kept, assumed in assumptions:
-            for wanted_children in itertools.islice(inverse(wanted, assumed), 4 * self.beam):
+            for wanted_children in itertools.islice(self.semantics.preimages(rule, wanted, assumed), 4 * self.beam):
                 combined = [kept]
                 for position, (child, value, now) in enumerate(zip(node.children, wanted_children, assumed)):
                     if value == now:

@@ -83,8 +83,9 @@ class GrammarPipeline:
         if unknown := sorted(semantics.names - grammar.names):
             helpers = "; a Transformer's helper methods must start with '_'" if isinstance(semantics.rules, Transformer) else ""
             raise ValueError(
-                f"the semantics name {unknown}, which the grammar has no rule, alias or terminal of "
-                f"(it has {sorted(name for name in grammar.names if not name.startswith('_'))}{helpers})"
+                f"the semantics name {unknown}, which no node or token of the grammar's parse trees carries "
+                f"(they carry {sorted(grammar.names)}; Lark inlines rules named '_rule' and drops terminals named '_TERMINAL' "
+                f'and anonymous ones such as "+", but in a !rule{helpers})'
             )
         self.grammar, self.semantics, self.reader = grammar, semantics, reader
         self.executor = Executor(grammar, semantics)

@@ -115,7 +115,7 @@ class ValueChain:
         if value is None:
             return None
         assumed = values[:which] + (value,) + values[which + 1 :]
-        for wanted in self.semantics.inverses[str(node.data)](target, assumed):
+        for wanted in self.semantics.preimages(str(node.data), target, assumed):
             if wanted[which] != value:
                 continue
             rendered = trial.copy()
@@ -141,11 +141,11 @@ class ValueChain:
                 return False
             symbols[node.start_pos] = options[0][0]
             return True
-        inverse = self.semantics.inverses.get(str(node.data))
-        if inverse is None:
+        rule = str(node.data)
+        if rule not in self.semantics.inverses:
             return _passes(node, self.semantics) and self._render(node.children[0], wanted, now, symbols, programs, fixed)
         current = self._values(node.children, "".join(symbols), programs)
-        for children in inverse(wanted, current):
+        for children in self.semantics.preimages(rule, wanted, current):
             attempt = symbols.copy()
             if all(
                 self._render(c, w, n, attempt, programs, fixed) for c, w, n in zip(node.children, children, current) if w != n

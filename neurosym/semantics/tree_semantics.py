@@ -5,14 +5,14 @@
 callable is named after the terminal), and optionally knows *inverses* per rule for top-down abduction:
 ``inverse(wanted, children_values)`` yields tuples of children values that give ``wanted``. A value is
 *invalid* (``None``) when a callable returns ``None`` or raises an arithmetic or value error (division by
-zero, a negative square root, ...). :class:`Executor` runs the grammar and the semantics over many
+zero, a negative square root, ...); an inverse that raises one offers no (more) tuples. :class:`Executor` runs the grammar and the semantics over many
 sentences at once, remembering sentences it has seen.
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +39,8 @@ class TreeSemantics:
             its child's value up; with several children it is an error (named at evaluation).
         inverses: per rule name, ``f(wanted, children_values) -> iterable of children-value tuples`` whose
             evaluation gives ``wanted`` (each tuple as long as ``children_values``; a child kept as it is
-            repeats its current value).
+            repeats its current value). An inverse that raises an arithmetic or value error (``wanted / 0``) offers
+            nothing more, as a rule's callable that raises one gives an invalid value (:meth:`preimages`).
     """
 
     def __init__(self, rules: Transformer | Mapping[str, Callable], inverses: Mapping[str, Inverse] | None = None):
@@ -85,6 +86,35 @@ class TreeSemantics:
                 return _unwrapped(lambda symbol: transformer._call_userfunc_token(Token(name, symbol)))
             return _unwrapped(lambda children: transformer._call_userfunc(Tree(name, children), children))
         return self.rules.get(name)
+
+    def preimages(self, rule: str, wanted: Any, children: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+        """The children-value tuples the inverse of ``rule`` offers for ``wanted`` given the ``children`` values read,
+        each as a tuple; none from where the inverse raises an arithmetic or value error (:data:`INVALID`).
+
+        Raises:
+            KeyError: ``rule`` has no inverse.
+            TypeError: the inverse returns something that is not an iterable, or offers an item that is not one.
+            ValueError: an offered tuple is not as long as ``children``.
+        """
+        inverse = self.inverses[rule]
+        try:
+            offered = inverse(wanted, children)
+        except INVALID:
+            return
+        if not isinstance(offered, Iterable):
+            raise TypeError(
+                f"the inverse of rule {rule!r} must return an iterable of children-value tuples, returned "
+                f"{type(offered).__name__} {offered!r:.40} for {wanted!r:.40}"
+            )
+        items = iter(offered)
+        while True:
+            try:
+                item = next(items)
+            except StopIteration:
+                return
+            except INVALID:
+                return
+            yield _children_values(rule, wanted, item, len(children))
 
     def leaf_value(self, terminal: str, symbol: str) -> Any:
         """The value of ``symbol`` read as ``terminal``."""
@@ -179,6 +209,22 @@ def postorder(tree: Tree | Token) -> list[Tree | Token]:
 def leaves(tree: Tree | Token) -> list[Token]:
     """The tokens of ``tree``, left to right (a token is its own leaf)."""
     return [node for node in postorder(tree) if isinstance(node, Token)]
+
+
+def _children_values(rule: str, wanted: Any, item: Any, count: int) -> tuple[Any, ...]:
+    """``item``, one answer of the inverse of ``rule`` for ``wanted``, as a tuple of ``count`` children values."""
+    if not isinstance(item, Iterable):
+        raise TypeError(
+            f"the inverse of rule {rule!r} must offer tuples of children values, offered {type(item).__name__} "
+            f"{item!r:.40} for {wanted!r:.40}"
+        )
+    values = tuple(item)
+    if len(values) != count:
+        raise ValueError(
+            f"the inverse of rule {rule!r} offered {len(values)} children values {values!r:.60} for {wanted!r:.40}; "
+            f"the rule's node has {count} children"
+        )
+    return values
 
 
 def _named_callables(rules: Transformer | Mapping[str, Callable]) -> set[str]:

@@ -24,7 +24,7 @@ import numpy as np
 from lark import Lark, Token, Tree
 from lark.common import LexerConf
 from lark.exceptions import GrammarError, LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-from lark.grammar import Rule
+from lark.grammar import Rule, Terminal
 from lark.lexer import Lexer, Pattern
 
 from neurosym.syntax.errors import ParseError, UnexpectedCharacterError, UnexpectedEndError, UnexpectedSymbolError
@@ -63,8 +63,8 @@ class SymbolGrammar:
     Raises:
         ValueError: grammar text Lark cannot load (with Lark's line and column), no ``start`` rule, a symbol that
             is not one character, matches no terminal or matches several; a terminal that matches strings of several
-            characters (``"01" | "1"``, ``/[0-9]+/``); without ``symbols``, a terminal that matches none of
-            :data:`CANDIDATE_SYMBOLS`.
+            characters (``"01" | "1"``, ``/[0-9]+/``); a terminal that matches none of ``symbols`` (without them,
+            none of :data:`CANDIDATE_SYMBOLS`).
         FileNotFoundError: a ``.lark`` path that does not exist.
     """
 
@@ -85,11 +85,6 @@ class SymbolGrammar:
                 "matches one character (one window, one symbol); write a sequence as a rule (e.g. bits: BIT+)"
             )
         self.symbols: tuple[str, ...] = tuple(symbols) if symbols is not None else self._matched(CANDIDATE_SYMBOLS)
-        if symbols is None and (unmatched := [n for n, p in self._patterns.items() if not self._matched_by(p)]):
-            raise ValueError(
-                f"the grammar's terminals {unmatched} match no single symbol: every terminal of a SymbolGrammar matches "
-                "single characters (one window, one symbol); give symbols= for characters outside CANDIDATE_SYMBOLS"
-            )
         self.terminal_of: dict[str, str] = {}
         for symbol in self.symbols:
             if len(symbol) != 1:
@@ -99,6 +94,15 @@ class SymbolGrammar:
                 found = "no terminal" if not matching else f"several terminals ({', '.join(matching)})"
                 raise ValueError(f"symbol {symbol!r} matches {found} of the grammar; each symbol must match exactly one")
             self.terminal_of[symbol] = matching[0]
+        if unmatched := [n for n, p in self._patterns.items() if not self._matched_by(p)]:
+            raise ValueError(
+                f"the grammar's terminals {unmatched} match none of the symbols {list(self.symbols)}: a sentence could never "
+                "hold them (and decoding would find no sentence of a length that needs them); give every terminal a "
+                "symbol, or leave it out of the grammar"
+                if symbols is not None
+                else f"the grammar's terminals {unmatched} match no single symbol: every terminal of a SymbolGrammar "
+                "matches single characters (one window, one symbol); give symbols= for characters outside CANDIDATE_SYMBOLS"
+            )
         if len(set(self.symbols)) != len(self.symbols) or not self.symbols:
             raise ValueError(f"the vocabulary must be non-empty without repeats, got {list(self.symbols)}")
         self._symbol_of = {terminal: symbol for symbol, terminal in reversed(self.terminal_of.items())}  # one each
@@ -185,9 +189,18 @@ class SymbolGrammar:
 
     @cached_property
     def names(self) -> frozenset[str]:
-        """Every name a parse tree's nodes and tokens can carry: the rules, their aliases (``-> name``), the terminals."""
-        rules = {str(rule.origin.name) for rule in self._rules} | {str(rule.alias) for rule in self._rules if rule.alias}
-        return frozenset(rules | set(self._patterns))
+        """Every name a parse tree's nodes and tokens can carry: the rules (but those named ``_rule``, which Lark inlines
+        into their parents), their aliases (``-> name``), and the terminals a rule keeps (not those named ``_TERMINAL``
+        or anonymous ones such as ``"+"``, which Lark drops, but in a ``!rule`` that keeps all its tokens)."""
+        rules = {str(rule.origin.name) for rule in self._rules if not str(rule.origin.name).startswith("_")}
+        aliases = {str(rule.alias) for rule in self._rules if rule.alias}
+        kept = {
+            str(item.name)
+            for rule in self._rules
+            for item in rule.expansion
+            if isinstance(item, Terminal) and (rule.options.keep_all_tokens or not item.filter_out)
+        }
+        return frozenset(rules | aliases | kept)
 
     @cached_property
     def normal_form(self) -> NormalForm:

@@ -1,0 +1,189 @@
+"""Languages of one's own through the grammar pipeline's public API: right-associative, unary and call syntax, inverses
+that fail as semantics do, and the names and symbols a grammar is given checked against what its parse trees hold."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Iterator
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch import nn
+
+from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
+from neurosym.pipelines.grammar_decoding import GrammarDecoder
+from neurosym.pipelines.grammar_pipeline import GrammarPipeline
+from neurosym.semantics.tree_semantics import Executor, TreeSemantics
+from neurosym.syntax.symbol_grammar import SymbolGrammar
+
+PRODUCT = 'start: number "*" number\nnumber: DIGIT+\nDIGIT: "0".."9"\n'
+# Right-associative power, prefix negation, postfix factorial and max called with a comma, through ?rules and aliases.
+CALCULATOR = r"""
+?start: sum
+?sum: sum "+" power | power
+?power: unary "^" power | unary
+?unary: "~" unary -> neg | post
+?post: post "!" -> fact | atom
+?atom: number | "m" "(" sum "," sum ")" -> max
+number: DIGIT+
+DIGIT: "0".."1"
+"""
+
+
+def digits_of(value: object, digits: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The digits of a natural number ``value`` written with ``len(digits)`` of them (none where it does not fit)."""
+    if value != int(value) or not 0 <= value < 10 ** len(digits):  # type: ignore[call-overload]
+        return []
+    return [tuple(str(int(value)).zfill(len(digits)))]  # type: ignore[call-overload]
+
+
+def quotients(wanted: int, factors: tuple[int, int]) -> Iterator[tuple[object, object]]:
+    """Each factor solved for as the wanted value over the other one: a division by a factor of 0 raises."""
+    yield Fraction(wanted, factors[1]), factors[1]
+    yield factors[0], Fraction(wanted, factors[0])
+
+
+def product_semantics() -> TreeSemantics:
+    return TreeSemantics(
+        {"start": lambda factors: factors[0] * factors[1], "number": lambda digits: int("".join(digits))},
+        {"start": quotients, "number": digits_of},
+    )
+
+
+def confident(grammar: SymbolGrammar, sentence: str) -> np.ndarray:
+    """Log-probabilities ``[n, V]`` that read ``sentence`` at 0.5 each symbol, the others alike."""
+    log_probs = np.full((len(sentence), len(grammar.symbols)), np.log(0.5 / (len(grammar.symbols) - 1)))
+    log_probs[range(len(sentence)), [grammar.symbols.index(s) for s in sentence]] = np.log(0.5)
+    return log_probs
+
+
+@pytest.mark.parametrize("chain_sweeps", [0, 2])
+def test_an_inverse_that_raises_an_arithmetic_error_offers_nothing_more_as_a_rule_that_raises_one_is_invalid(chain_sweeps):
+    """``000 * 7`` must become ``123 * 7``: the inverse solves the first number as 861 / 7, then divides by the 0 read
+    as the first number (ZeroDivisionError escaped abduction and stopped training)."""
+    grammar, semantics = SymbolGrammar(PRODUCT), product_semantics()
+    assert list(semantics.preimages("start", 861, (0, 7))) == [(123, 7)]
+    abducer = GrammarAbducer(
+        Executor(grammar, semantics), AbductionBudget(max_changes=3, max_candidates=5, chain_sweeps=chain_sweeps)
+    )
+    log_probs = confident(grammar, "000*7")
+    found = abducer.abduce("000*7", log_probs, 861, fixed=[3])
+    assert found is not None and found.sentence == "123*7"  # three changes: beyond the enumeration's 5 candidates
+    explained = abducer.explanations("000*7", log_probs, 861, fixed=[3])
+    assert explained and all(abducer.executor.value(c.sentence) == 861 for c in explained)
+
+
+@pytest.mark.parametrize(
+    ("inverse", "error", "message"),
+    [
+        (lambda wanted, factors: None, TypeError, r"inverse of rule 'start' must return an iterable .* returned NoneType"),
+        (lambda wanted, factors: [wanted], TypeError, r"inverse of rule 'start' must offer tuples .* offered int 861"),
+        (
+            lambda wanted, factors: [(wanted,)],
+            ValueError,
+            r"inverse of rule 'start' offered 1 children values \(861,\) .* 2 children",
+        ),
+    ],
+)
+def test_an_inverse_that_offers_no_tuples_of_its_rules_children_is_named(inverse, error, message):
+    """A tuple of another length was cut to the children's (zip), and anything else failed deep inside abduction."""
+    grammar = SymbolGrammar(PRODUCT)
+    semantics = TreeSemantics(product_semantics().rules, {"start": inverse, "number": digits_of})
+    abducer = GrammarAbducer(Executor(grammar, semantics), AbductionBudget(max_changes=3))
+    with pytest.raises(error, match=message):
+        abducer.abduce("000*7", confident(grammar, "000*7"), 861)
+
+
+class Uniform(nn.Module):
+    """A reader that reads every window as every symbol alike."""
+
+    def __init__(self, vocabulary: list[str]):
+        super().__init__()
+        self.vocabulary = vocabulary
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        return torch.zeros(len(windows), len(self.vocabulary)).log_softmax(-1)
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ('start: _number "+" _number\n_number: DIGIT+\nDIGIT: "0".."9"\n', "_number"),  # inlined into start
+        ('start: number _PLUS number\nnumber: DIGIT+\nDIGIT: "0".."9"\n_PLUS: "+"\n', "_PLUS"),  # dropped from start
+        ('start: number "+" number\nnumber: DIGIT+\nDIGIT: "0".."9"\n', "PLUS"),  # anonymous: dropped
+    ],
+)
+def test_semantics_named_after_what_no_parse_tree_holds_are_refused(text, name):
+    """A ``_rule``'s callable was never called (``12+3`` gave the digits ['1', '2', '3']), nor a dropped terminal's."""
+    grammar = SymbolGrammar(text)
+    rules = {"start": sum, name: lambda anything: 0}
+    with pytest.raises(ValueError, match=rf"the semantics name \['{name}'\], which no node or token .* carries"):
+        GrammarPipeline(grammar, TreeSemantics(rules), Uniform(list("0123456789")))
+    kept = SymbolGrammar("!" + text)  # a rule that keeps all its tokens holds the dropped ones; an inlined rule stays so
+    tree = kept.parse("12+3")
+    held = {str(node.data) for node in tree.iter_subtrees()} | {token.type for token in tree.scan_values(bool)}
+    assert (name in kept.names) == (name in held) == (name != "_number")
+
+
+def test_a_terminal_that_none_of_the_symbols_given_matches_is_refused():
+    """Decoding then named a length no sentence fits, not the terminal no symbol was given for."""
+    with pytest.raises(ValueError, match=r"the grammar's terminals \['PLUS'\] match none of the symbols \['0', '1'"):
+        SymbolGrammar('start: DIGIT "+" DIGIT\nDIGIT: "0".."9"\n', symbols=list("0123456789"))
+
+
+@functools.cache
+def calculator() -> tuple[SymbolGrammar, Executor]:
+    grammar = SymbolGrammar(CALCULATOR)
+    semantics = TreeSemantics(
+        {
+            "sum": lambda terms: terms[0] + terms[1],
+            "power": lambda parts: parts[0] ** parts[1] if abs(parts[1]) <= 64 else None,
+            "neg": lambda parts: -parts[0],
+            "fact": lambda parts: 1 if parts[0] in (0, 1) else None,  # 0! = 1! = 1; larger ones are unread
+            "max": max,
+            "number": lambda digits: int("".join(digits), 2),
+        },
+        {
+            "sum": lambda wanted, terms: [(wanted - terms[1], terms[1]), (terms[0], wanted - terms[0])],
+            "neg": lambda wanted, _: [(-wanted,)],
+        },
+    )
+    return grammar, Executor(grammar, semantics)
+
+
+def test_the_calculator_parses_as_its_grammar_says():
+    _, executor = calculator()
+    assert executor.values(["10^1^0", "~1^10", "m(1,~10)", "11!", "1!!+1", "m(1,11)+~1"]) == [2, 1, 1, None, 2, 2]
+
+
+@functools.cache
+def calculator_sentences(length: int) -> list[str]:
+    grammar, _ = calculator()
+    return [s for s in map("".join, itertools.product(grammar.symbols, repeat=length)) if grammar.accepts(s)]
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), length=st.integers(3, 4))
+def test_a_calculator_of_ones_own_is_decoded_and_abduced_exactly(seed, length):
+    """The most probable sentence of each length, and the most probable one within two changes of it that gives a
+    value, against every sentence of that length."""
+    grammar, executor = calculator()
+    rng = np.random.default_rng(seed)
+    log_probs = np.log(rng.dirichlet(np.full(len(grammar.symbols), 0.3), size=length))
+    sentences = calculator_sentences(length)
+    score = {s: float(log_probs[range(length), [grammar.symbols.index(c) for c in s]].sum()) for s in sentences}
+    decoded = GrammarDecoder(grammar).decode(torch.from_numpy(log_probs)[None].float(), torch.tensor([length]))
+    read = decoded.sentences(grammar.symbols)[0]
+    assert score[read] == pytest.approx(max(score.values()), abs=1e-4)
+    budget = AbductionBudget(max_changes=2, max_candidates=100_000, max_patterns=100_000, alternatives=len(grammar.symbols))
+    abducer = GrammarAbducer(executor, budget)
+    for target in {executor.value(s) for s in sentences} - {None, executor.value(read)}:
+        reachable = [s for s in sentences if executor.value(s) == target and sum(map(str.__ne__, s, read)) <= 2]
+        found = abducer.abduce(read, log_probs, target)
+        assert (found is None) == (not reachable)
+        assert found is None or found.log_prob == pytest.approx(max(score[s] for s in reachable))
