@@ -130,6 +130,22 @@ def test_semantics_named_after_what_no_parse_tree_holds_are_refused(text, name):
     assert (name in kept.names) == (name in held) == (name != "_number")
 
 
+def test_alternatives_that_differ_only_in_dropped_tokens_are_refused_where_semantics_name_their_rule():
+    """``e: n "+" n | n "-" n`` gives both ``e(n, n)``: semantics for ``e`` computed one of them for the other."""
+    text = 'start: e\ne: n "+" n | n "-" n | n\nn: DIGIT\nDIGIT: "0".."9"\n'
+    rules = {"start": lambda v: v[0], "e": sum, "n": lambda v: v[0], "DIGIT": int}
+    with pytest.raises(ValueError, match=r"the alternatives n PLUS n \| n MINUS n of rule 'e' give parse-tree nodes alike"):
+        GrammarPipeline(SymbolGrammar(text), TreeSemantics(rules), Uniform(list("0123456789+-")))
+    aliased = SymbolGrammar(text.replace('n "+" n |', 'n "+" n -> add |').replace('"-" n |', '"-" n -> sub |'))
+    assert aliased.indistinct_alternatives == {}
+    named = SymbolGrammar(text.replace('"+" n | n "-" n', "OP n") + 'OP: "+" | "-"\n')
+    assert named.indistinct_alternatives == {}
+    inlined = SymbolGrammar('start: a\n?a: "(" n ")" | "[" n "]" | n "+" n\nn: DIGIT\nDIGIT: "0".."9"\n')
+    assert inlined.indistinct_alternatives == {}  # (a ?rule's alternative of one child is its child)
+    rules.pop("e")  # no semantics of its own: nothing to tell apart
+    GrammarPipeline(SymbolGrammar(text), TreeSemantics({**rules, "start": sum}), Uniform(list("0123456789+-")))
+
+
 def test_a_terminal_that_none_of_the_symbols_given_matches_is_refused():
     """Decoding then named a length no sentence fits, not the terminal no symbol was given for."""
     with pytest.raises(ValueError, match=r"the grammar's terminals \['PLUS'\] match none of the symbols \['0', '1'"):

@@ -87,6 +87,13 @@ class GrammarPipeline:
                 f"(they carry {sorted(grammar.names)}; Lark inlines rules named '_rule' and drops terminals named '_TERMINAL' "
                 f'and anonymous ones such as "+", but in a !rule{helpers})'
             )
+        if alike := {rule: forms for rule, forms in grammar.indistinct_alternatives.items() if rule in semantics.names}:
+            rule, forms = next(iter(alike.items()))
+            raise ValueError(
+                f"the alternatives {' | '.join(forms)} of rule {rule!r} give parse-tree nodes alike (Lark drops anonymous "
+                f'tokens such as "+"), so its semantics cannot tell them apart: give each an alias (-> name) and its '
+                'semantics, or name the terminals that differ (PLUS: "+")'
+            )
         self.grammar, self.semantics, self.reader = grammar, semantics, reader
         self.executor = Executor(grammar, semantics)
         self.decoder = GrammarDecoder(grammar)

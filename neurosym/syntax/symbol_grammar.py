@@ -24,7 +24,7 @@ import numpy as np
 from lark import Lark, Token, Tree
 from lark.common import LexerConf
 from lark.exceptions import GrammarError, LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-from lark.grammar import Rule, Terminal
+from lark.grammar import Rule, Symbol, Terminal
 from lark.lexer import Lexer, Pattern
 
 from neurosym.syntax.errors import ParseError, UnexpectedCharacterError, UnexpectedEndError, UnexpectedSymbolError
@@ -195,12 +195,22 @@ class SymbolGrammar:
         rules = {str(rule.origin.name) for rule in self._rules if not str(rule.origin.name).startswith("_")}
         aliases = {str(rule.alias) for rule in self._rules if rule.alias}
         kept = {
-            str(item.name)
-            for rule in self._rules
-            for item in rule.expansion
-            if isinstance(item, Terminal) and (rule.options.keep_all_tokens or not item.filter_out)
+            str(item.name) for rule in self._rules for item in rule.expansion if isinstance(item, Terminal) and _keeps(rule, item)
         }
         return frozenset(rules | aliases | kept)
+
+    @cached_property
+    def indistinct_alternatives(self) -> dict[str, list[str]]:
+        """Per rule, its alternatives without an alias that give nodes alike though they differ only in tokens Lark
+        drops (``e: n "+" n | n "-" n``: both ``e`` over two ``n``, the operator gone), written as their symbols: no
+        semantics of the rule can tell them apart. (An alternative of a ``?rule`` with one child is inlined.)"""
+        alike: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+        for rule in self._rules:
+            name, kept = str(rule.origin.name), tuple(str(item.name) for item in rule.expansion if _keeps(rule, item))
+            if rule.alias or name.startswith("_") or (rule.options.expand1 and len(kept) == 1):
+                continue
+            alike.setdefault((name, kept), []).append(" ".join(str(item.name) for item in rule.expansion))
+        return {name: alternatives for (name, _), alternatives in alike.items() if len(alternatives) > 1}
 
     @cached_property
     def normal_form(self) -> NormalForm:
@@ -394,3 +404,9 @@ def _without_nullable(body: tuple[str, ...], nullable: set[str]) -> list[tuple[s
 
 
 __all__ = ["CANDIDATE_SYMBOLS", "NormalForm", "SymbolGrammar"]
+
+
+def _keeps(rule: Rule, item: Symbol) -> bool:
+    """Whether the parse-tree node of ``rule`` keeps ``item`` of its expansion: a rule, or a terminal Lark does not drop
+    (it drops those named ``_TERMINAL`` and anonymous ones such as ``"+"``, but in a ``!rule``)."""
+    return not isinstance(item, Terminal) or rule.options.keep_all_tokens or not item.filter_out
