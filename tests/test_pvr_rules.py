@@ -84,3 +84,32 @@ def test_induction_rejects_bad_input():
     with pytest.raises(ValueError, match="search space is empty"):
         induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int), aggregations=())
     assert isinstance(induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int)).rule, PVRRule)
+
+
+def test_induction_prefers_a_lower_complexity_to_an_earlier_pointer_position():
+    """Every label is the first digit: the pointer at slot 1 selecting it (m = 0) explains them all, and so does the
+    max of the last two digits (pointer at slot 0, m = 1). The position came first, so the larger window won."""
+    digits = np.array([[1, 1, 1], [1, 1, 0], [1, 0, 1]])
+    found = induce_rule(digits, np.ones(3, dtype=int), num_classes=2)
+    assert found.agreement == 1.0
+    assert (found.rule.complexity, found.rule.pointer_position, found.rule.pointer_table) == (0, 1, (0, 0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=st.integers(1, 6).flatmap(
+        lambda n: st.tuples(
+            st.lists(st.lists(st.integers(0, 2), min_size=4, max_size=4), min_size=n, max_size=n),
+            st.lists(st.integers(0, 2), min_size=n, max_size=n),
+        )
+    )
+)
+def test_induction_ties_go_to_the_lowest_complexity_then_the_earliest_position(rows):
+    digits, labels = np.array(rows[0]), np.array(rows[1])
+    found = induce_rule(digits, labels, num_classes=3)
+    simpler = [induce_rule(digits, labels, 3, complexities=[m]).agreement for m in range(found.rule.complexity)]
+    earlier = [
+        induce_rule(digits, labels, 3, complexities=[found.rule.complexity], pointer_positions=[p]).agreement
+        for p in range(found.rule.pointer_position)
+    ]
+    assert all(agreement < found.agreement for agreement in simpler + earlier)

@@ -185,12 +185,13 @@ def induce_rule(
 ) -> InducedRule:
     """Find the PVR rule that labels the most of ``(digits [N, L], labels [N])`` correctly.
 
-    The search runs over pointer positions, complexities, aggregations and boundaries; for each of
+    The search runs over complexities, pointer positions, aggregations and boundaries; for each of
     these the pointer table is fitted digit by digit (every pointer digit independently takes the start
     position that explains most examples with that pointer), so all ``(L-1)^K`` tables are covered at
     the cost of ``K * (L-1)`` checks. Noisy digits (e.g. from a perception network) are tolerated: the
-    rule with the highest agreement wins, ties going to the simplest (lowest complexity, then the
-    earlier aggregation and boundary). Pointer digits never seen keep start position 0.
+    rule with the highest agreement wins, ties going to the simplest: the lowest complexity (the earliest
+    of ``complexities``, which the default lists from 0 up), then the earlier pointer position, aggregation
+    and boundary. Pointer digits never seen keep start position 0.
     """
     digits = np.asarray(digits)
     if digits.ndim != 2:
@@ -208,8 +209,8 @@ def induce_rule(
     complexities = range(num_values) if complexities is None else complexities
     pointer_positions = range(length) if pointer_positions is None else pointer_positions
     best: InducedRule | None = None
-    for position, complexity, aggregation, boundary in itertools.product(
-        pointer_positions, complexities, aggregations, boundaries
+    for complexity, position, aggregation, boundary in itertools.product(  # (complexity outermost: the simplest wins ties)
+        complexities, pointer_positions, aggregations, boundaries
     ):
         if boundary == "truncate" and complexity == 0:
             continue  # identical to "wrap" for single-value windows
