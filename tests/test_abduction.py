@@ -89,7 +89,7 @@ def test_impossible_label_gives_none_and_bad_shapes_raise(abducer):
         abducer.abduce("1+1", np.zeros((2, len(VOCAB))), 2)
     with pytest.raises(ValueError, match="position 2: symbol 'a' of '1\\+a' is not in the vocabulary"):
         abducer.abduce("1+a", np.zeros((3, len(VOCAB))), 2)
-    for target in ("2", None, 2.0):  # (str and None failed deep in the preimages)
+    for target in ("2", None, 2.0, True, np.True_):  # (str and None failed deep in the preimages)
         with pytest.raises(TypeError, match="target must be an int, got"):
             abducer.abduce("1+1", _log_probs("1+1"), target)
     assert abducer.abduce("1+1", _log_probs("1+1"), np.int64(3)) is not None
@@ -190,3 +190,12 @@ def test_random_corruptions_are_repaired(abducer, seed):
 def test_abducer_names_search_sizes_that_are_not_positive_ints(options, message):
     with pytest.raises(ValueError, match=message):
         Abducer(VOCAB, **options)
+
+
+def test_a_numpy_target_beyond_int64_products_is_abduced_exactly(abducer):
+    """9^20 / 9 = 9^19 fits in int64, but the left operand 9^20 wanted of the division does not: with the target an
+    np.int64 its preimage overflowed (a wrapped interval or an OverflowError) instead of reaching the misread 8."""
+    read = "8" + "*9" * 19 + "/9"
+    for target in (9**19, np.int64(9**19)):
+        found = abducer.abduce(read, _log_probs(read), target)
+        assert found is not None and found.sentence == "9" + read[1:] and found.changes == 1

@@ -126,13 +126,15 @@ class Abducer:
         Args:
             sentence: the sentence read by the perception (length ``n``).
             log_probs: ``[n, V]`` per-window log-probabilities, columns in ``vocabulary`` order.
-            target: the known result.
+            target: the known result: an int (numpy's too, taken as a Python int so that the preimages' arithmetic is
+                exact; a bool, float or str is refused with ``TypeError``).
         """
         log_probs = checked_log_probs(sentence, log_probs, len(self.vocabulary))
         if unknown := next(((i, s) for i, s in enumerate(sentence) if s not in self.vocabulary), None):
             raise ValueError(f"position {unknown[0]}: symbol {unknown[1]!r} of {sentence!r} is not in the vocabulary")
         if not is_int(target):  # a str or None failed deep in the preimages
             raise TypeError(f"target must be an int, got {target!r}")
+        target = int(target)  # (an np.int64 wrapped around, or overflowed, in the preimages of a large target)
         if self.value(sentence) == target:
             return Correction(sentence, self.score(sentence, log_probs), 0)
         found = self._search(sentence, log_probs, target)
