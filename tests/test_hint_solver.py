@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 from hint_strategies import trees
 from hypothesis import given, settings
@@ -16,6 +19,7 @@ from neurosym.semantics import (
     evaluate,
 )
 from neurosym.semantics.batch import VECTOR_OPERAND_LIMIT, BatchSolver, solve_batch
+from neurosym.semantics.operators import CEIL_DIVIDE
 from neurosym.syntax import ParseError, to_infix
 
 
@@ -131,6 +135,17 @@ def test_operators_with_only_a_scalar_rule_and_big_concept_numbers():
     sentences += ["9p9p9*9*9", "(9p9p9)*(9p9p9)", "(9p9p9)/(9p9p8)", "9p0", "2p3-1", "(1q1)*(1q1)", "1q1-1"]
     table = table.extend(operators={"p": Operator(2, lambda a, b: a * b * 10**6), "q": Operator(2, lambda a, b: 2**32 + a - b)})
     assert BatchSolver(table).solve(sentences) == [reference(s, table) for s in sentences]
+
+
+def test_scalar_rules_never_see_the_placeholders_of_invalid_or_overflowed_rows():
+    """A scalar rule defined on HINT's values (the non-negative integers) and failing elsewhere, as ``isqrt`` does:
+    it was applied to every reduced row, so an invalid row's placeholder (here -1) or an overflowed row's wrapped
+    int64 (9^20) failed the whole batch, though neither row's result is read from the vectorised path."""
+    divide = Operator(2, CEIL_DIVIDE.apply, lambda a, b: (np.where(b != 0, -(-a // np.where(b != 0, b, 1)), -1), b != 0))
+    root_plus = Operator(1, lambda a, b: math.isqrt(a) + b)  # (ValueError for a < 0)
+    table = HINT_SEMANTICS.extend(operators={"q": divide, "r": root_plus})
+    sentences = ["7q0r2", "7q2r2", "*".join("9" * 20) + "r1", "4r5", "(7q0)r(7q0)"]
+    assert BatchSolver(table).solve(sentences) == [reference(s, table) for s in sentences] == [None, 4, 9**10 + 1, 7, None]
 
 
 def test_concepts_outside_latin_1():

@@ -202,7 +202,9 @@ class BatchSolver:
         """Apply the top operator of each of ``rows`` to the top two values of the same row."""
         left_at = machine.value_end[rows] - 2
         operator_at = machine.operator_end[rows] - 1
-        result, valid, unfit = self._apply(machine.operators[operator_at], machine.values[left_at], machine.values[left_at + 1])
+        live = machine.valid[rows] & ~machine.overflow[rows]
+        operators, lefts, rights = machine.operators[operator_at], machine.values[left_at], machine.values[left_at + 1]
+        result, valid, unfit = self._apply(operators, lefts, rights, live)
         if valid is not None and not valid.all():
             machine.valid[rows[~valid]] = False
         if unfit.any():
@@ -211,11 +213,15 @@ class BatchSolver:
         machine.value_end[rows] = left_at + 1
         machine.operator_end[rows] = operator_at
 
-    def _apply(self, symbol: np.ndarray, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
+    def _apply(
+        self, symbol: np.ndarray, left: np.ndarray, right: np.ndarray, live: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray]:
         """Apply operator token ids ``symbol`` ``[k]`` to operands ``[k]``: (results, valid or None, unfit).
 
         ``unfit`` marks results beyond :data:`VECTOR_OPERAND_LIMIT` (or not integers), which the exact
-        path must recompute; what is stored for them (and for invalid results) is never reported.
+        path must recompute; what is stored for them (and for invalid results) is never reported. ``live`` ``[k]``
+        marks the rows whose operands are values: only those go through scalar rules, which may fail on the
+        placeholders a row holds once it is invalid or left to the exact path (its results there are never read).
         """
         outcomes = [rule(left, right) for rule in self._vector_rules]
         for symbol_name, (values, _) in zip(self._vector_symbols, outcomes):
@@ -230,7 +236,7 @@ class BatchSolver:
         valid = None if all(v is np.True_ for v in valids) else _chosen(index, valids)
         unfit = np.abs(result) > VECTOR_OPERAND_LIMIT
         for token_id, rule in self._scalar_rules:
-            chosen = np.flatnonzero(symbol == token_id)
+            chosen = np.flatnonzero((symbol == token_id) & live)
             if chosen.size:
                 valid = np.ones(len(symbol), dtype=bool) if valid is None else valid
                 result[chosen], valid[chosen], unfit[chosen] = _apply_scalar(rule, left[chosen], right[chosen])
