@@ -12,10 +12,13 @@ from neurosym.semantics.mathematics_arithmetic import (
     ARITHMETIC_MODULES,
     QuestionError,
     answer_question,
+    answer_tree,
+    evaluate,
     format_in_base,
     format_rational,
     parse_question,
     symbolic_answers,
+    to_sympy,
 )
 from neurosym.syntax import Node
 
@@ -136,6 +139,40 @@ def test_nearest_integer_roots_are_exact_for_radicands_of_any_size(root, degree,
         nearest = int(answer_question(question))
         assert nearest >= 0 and (2 * nearest + 1) ** wanted > 2**wanted * radicand  # radicand ** (1/k) < nearest + 1/2
         assert nearest == 0 or (2 * nearest - 1) ** wanted < 2**wanted * radicand  # and > nearest - 1/2
+
+
+def _sum_chain(depth: int) -> Node:
+    """``1 + (1 + (... + 1))``: a tree ``depth`` levels deep, built by hand (parsed questions are capped)."""
+    tree = Node("1")
+    for _ in range(depth - 1):
+        tree = Node("+", (Node("1"), tree))
+    return tree
+
+
+@pytest.mark.parametrize("walk", [evaluate, to_sympy, answer_tree])
+def test_a_tree_built_too_deep_is_refused_with_its_depth_before_any_recursion(walk):
+    """A hand-built tree deeper than Python's recursion limit failed with RecursionError from deep inside each walk
+    (caught here: pytest took minutes to report a traceback that deep)."""
+    try:
+        walk(_sum_chain(3000))
+        refusal = "no error"
+    except QuestionError as error:
+        refusal = str(error)
+    except RecursionError:
+        refusal = "RecursionError"
+    assert refusal == "the tree is 3000 levels deep, more than the 200 levels evaluated"
+
+
+@settings(max_examples=10, deadline=None)
+@given(depth=st.integers(1, 260))
+def test_trees_up_to_the_parse_depth_cap_are_evaluated_and_deeper_ones_refused(depth):
+    tree = _sum_chain(depth)
+    for walk in (evaluate, to_sympy, answer_tree):
+        if depth <= 200:
+            assert walk(tree) == (str(depth) if walk is answer_tree else depth)
+        else:
+            with pytest.raises(QuestionError, match=rf"^the tree is {depth} levels deep, more than the 200 levels evaluated$"):
+                walk(tree)
 
 
 def test_a_root_of_a_huge_degree_is_answered_at_once():

@@ -19,8 +19,9 @@ import functools
 import importlib.resources
 import math
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from fractions import Fraction
+from typing import TypeVar
 
 import lark
 import sympy
@@ -60,8 +61,8 @@ _UNARY = {"neg": "neg", "sqrt": "sqrt", "simplify": "simplify"}
 _SURD_OPERATIONS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "**": operator.pow}
 _MAX_EXPONENT = 10_000
 _MAX_DEPTH = 200
-"""How deep a question's parse tree may nest (its operations are evaluated recursively; the generator's questions
-nest a few levels)."""
+"""How deep a question's parse tree, or a tree given to :func:`evaluate`, :func:`to_sympy` or :func:`answer_tree`, may
+nest (its operations are evaluated recursively; the generator's questions nest a few levels)."""
 _DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"
 
 
@@ -96,15 +97,40 @@ def _error_place(question: str, error: lark.exceptions.UnexpectedInput) -> str:
     return f"at column {error.column} ({found!r})"
 
 
+_Tree = TypeVar("_Tree")
+
+
+def _levels(root: _Tree, children: Callable[[_Tree], Iterable[_Tree]]) -> Iterator[list[_Tree]]:
+    """The nodes of a tree level by level, the root's first (without recursion, so trees of any depth)."""
+    level = [root]
+    while level:
+        yield level
+        level = [child for node in level for child in children(node)]
+
+
 def _check_depth(tree: lark.Tree) -> None:
     """Raise :class:`QuestionError` for a parse tree nested deeper than :data:`_MAX_DEPTH` (found without recursion:
     a sum of thousands of terms exceeded Python's recursion limit)."""
-    level, depth = [tree], 0
-    while level:
-        depth += 1
+    for depth, level in enumerate(_levels(tree, _subtrees), start=1):
         if depth > _MAX_DEPTH:
             raise QuestionError(f"the question is nested more than {_MAX_DEPTH} levels deep (at characters {_span(level[0])})")
-        level = [child for node in level for child in node.children if isinstance(child, lark.Tree)]
+
+
+def _subtrees(tree: lark.Tree) -> list[lark.Tree]:
+    """The children of a parse tree that are trees (not tokens)."""
+    return [child for child in tree.children if isinstance(child, lark.Tree)]
+
+
+def _check_tree_depth(tree: Node) -> None:
+    """Raise :class:`QuestionError` naming the depth of a tree (one built by hand: parsed questions are capped) deeper
+    than :data:`_MAX_DEPTH`, which the recursive walks below would meet as a ``RecursionError`` from deep inside."""
+    depth = sum(1 for _ in _levels(tree, _node_children))
+    if depth > _MAX_DEPTH:
+        raise QuestionError(f"the tree is {depth} levels deep, more than the {_MAX_DEPTH} levels evaluated")
+
+
+def _node_children(node: Node) -> tuple[Node, ...]:
+    return node.children
 
 
 def _span(tree: lark.Tree | lark.Token) -> tuple[int, int]:
@@ -155,7 +181,9 @@ def _to_node(tree: lark.Tree | lark.Token) -> Node:
 @names_malformed_trees
 def evaluate(tree: Node, base: int = 10) -> Fraction:
     """The exact value of an expression tree (base questions and roots give integral fractions); ``TypeError``
-    naming the place of a malformed node (a child that is not a Node, a symbol not a str, a list of children)."""
+    naming the place of a malformed node (a child that is not a Node, a symbol not a str, a list of children);
+    :class:`QuestionError` for a tree more than :data:`_MAX_DEPTH` levels deep."""
+    _check_tree_depth(tree)
     return _evaluate(tree, base)
 
 
@@ -212,7 +240,8 @@ def _rational_sqrt(value: Fraction, where: Node) -> Fraction:
 @names_malformed_trees
 def to_sympy(tree: Node) -> sympy.Expr:
     """The exact sympy expression of a tree of numbers, ``+ - * / ** neg sqrt`` (for surds); ``TypeError`` for a
-    malformed tree as :func:`evaluate`."""
+    malformed tree, :class:`QuestionError` for a too deep one, as :func:`evaluate`."""
+    _check_tree_depth(tree)
     return _to_sympy(tree)
 
 
@@ -309,7 +338,9 @@ def format_in_base(value: int, base: int) -> str:
 
 @names_malformed_trees
 def answer_tree(tree: Node) -> str:
-    """The answer string for a parsed question; ``TypeError`` for a malformed tree as :func:`evaluate`."""
+    """The answer string for a parsed question; ``TypeError`` for a malformed tree, :class:`QuestionError` for a too
+    deep one, as :func:`evaluate`."""
+    _check_tree_depth(tree)
     if tree.symbol == "simplify":
         return str(sympy.expand(sympy.simplify(_to_sympy(tree.children[0]))))
     value = _evaluate(tree, 10)
