@@ -73,3 +73,33 @@ def test_operand_preimages_of_a_fractional_operand_hold_integers_only():
     left, right = operand_preimages(PLUS, Interval.point(3), Fraction(1, 2), 1)  # a + 1 = 3; 1/2 + b = 3 has no integer b
     assert left == Interval(2, 2) and right is None
     assert operand_preimages(TIMES, Interval.point(3), Fraction(1, 2), 4)[1] == Interval(6, 6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    wanted=st.integers(0, 2**63 - 1),
+    operands=st.tuples(st.integers(0, 99), st.integers(1, 99)),
+    symbol=st.sampled_from("+-*/"),
+    numpy_operands=st.booleans(),
+)
+def test_numpy_integers_are_taken_as_python_ints_so_large_preimages_are_exact(wanted, operands, symbol, numpy_operands):
+    """An ``np.int64`` target's preimage arithmetic wrapped around (or overflowed) past int64: ``(t - 1) * b + 1`` of a
+    ceiling division, ``t + b`` of a clamped minus; numpy operands were scanned over ``0..2t`` instead of solved."""
+    from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES
+    from neurosym.semantics.preimage import operand_preimages
+
+    operator = {"+": PLUS, "-": CLAMPED_MINUS, "*": TIMES, "/": CEIL_DIVIDE}[symbol]
+    left, right = (np.int64(v) for v in operands) if numpy_operands else operands
+    found = operand_preimages(operator, Interval.point(np.int64(wanted)), left, right)
+    assert found == operand_preimages(operator, Interval.point(wanted), *operands)
+    for interval in found:
+        assert interval is None or type(interval.lo) is int and type(interval.hi) in (int, type(None))
+
+
+@pytest.mark.parametrize("bound", [2.0, True, np.True_, None, "3", np.float64(3)])
+def test_an_interval_bound_that_is_no_int_is_refused(bound):
+    with pytest.raises(TypeError, match=r"an Interval's lo must be an int, got"):
+        Interval.point(bound)
+    if bound is not None:  # (an upper bound of None is no bound)
+        with pytest.raises(TypeError, match=r"an Interval's hi must be an int, got"):
+            Interval(0, bound)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Iterator
 from fractions import Fraction
 
@@ -203,3 +204,98 @@ def test_a_calculator_of_ones_own_is_decoded_and_abduced_exactly(seed, length):
         found = abducer.abduce(read, log_probs, target)
         assert (found is None) == (not reachable)
         assert found is None or found.log_prob == pytest.approx(max(score[s] for s in reachable))
+
+
+FRACTIONS = '?start: sum\n?sum: sum "+" term -> add | term\n?term: term "/" DIGIT -> div | DIGIT\nDIGIT: "0".."9"\n'
+
+
+def divide(left: object, right: object) -> object:
+    """``left / right``, a ``ZeroDivisionError`` where a component of ``right`` is 0 (numpy only warns)."""
+    if np.any(np.asarray(right) == 0):
+        raise ZeroDivisionError("division by zero")
+    return left / right  # type: ignore[operator]
+
+
+@functools.cache
+def fractions_executor(vectors: bool) -> Executor:
+    """Digits, ``+`` and ``/`` over floats, or over the vectors ``(x, x)`` (numpy arrays: ``==`` elementwise)."""
+    digit = (lambda d: np.full(2, float(d))) if vectors else float
+    semantics = TreeSemantics(
+        {"add": lambda parts: parts[0] + parts[1], "div": lambda parts: divide(*parts), "DIGIT": digit},
+        {
+            "add": lambda wanted, parts: [(wanted - parts[1], parts[1]), (parts[0], wanted - parts[0])],
+            "div": lambda wanted, parts: [(wanted * parts[1], parts[1]), (parts[0], divide(parts[0], wanted))],
+        },
+    )
+    return Executor(SymbolGrammar(FRACTIONS), semantics)
+
+
+def within_two_changes(grammar: SymbolGrammar, read: str) -> list[str]:
+    """Every grammatical sentence that differs from ``read`` in one or two positions."""
+    found = set()
+    for size in (1, 2):
+        for positions in itertools.combinations(range(len(read)), size):
+            for symbols in itertools.product(grammar.symbols, repeat=size):
+                sentence = list(read)
+                for position, symbol in zip(positions, symbols):
+                    sentence[position] = symbol
+                found.add("".join(sentence))
+    return sorted(s for s in found - {read} if grammar.accepts(s))
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), vectors=st.booleans())
+def test_values_with_a_tolerance_are_abduced_and_explained_through_equal_as_brute_force_finds_them(seed, vectors):
+    """A target off the sentences' floats by rounding (as computed elsewhere) is found through ``equal``, which the
+    top-down search and the chain used only for the result: they compared parts with ``==``, which failed on arrays
+    ("the truth value of an array is ambiguous"). Against every sentence within two changes."""
+    executor = fractions_executor(vectors)
+    grammar = executor.grammar
+    equal = functools.partial(np.allclose, rtol=1e-9, atol=0.0) if vectors else math.isclose
+    rng = np.random.default_rng(seed)
+    read = str(rng.choice(["1/3+4", "7+2/6", "9/7/2", "5/3+1"]))
+    log_probs = np.log(rng.dirichlet(np.full(len(grammar.symbols), 0.3), size=len(read)))
+    log_probs[range(len(read)), [grammar.symbols.index(c) for c in read]] = np.log(0.6)
+    nearby = [s for s in within_two_changes(grammar, read) if executor.value(s) is not None]
+    target = executor.value(nearby[rng.integers(len(nearby))]) * (1 + 1e-12)
+    score = {s: float(log_probs[range(len(read)), [grammar.symbols.index(c) for c in s]].sum()) for s in nearby}
+    best = max(score[s] for s in nearby if equal(executor.value(s), target))
+    budget = AbductionBudget(max_changes=2, max_candidates=10_000, max_patterns=10_000, alternatives=len(grammar.symbols))
+    for chain_sweeps in (0, 2):
+        abducer = GrammarAbducer(executor, AbductionBudget(**{**vars(budget), "chain_sweeps": chain_sweeps}), equal)
+        found = abducer.abduce(read, log_probs, target)
+        assert found is not None and found.log_prob == pytest.approx(best)
+        explained = abducer.explanations(read, log_probs, target)
+        assert explained and all(equal(executor.value(c.sentence), target) for c in explained)
+    top_down = GrammarAbducer(executor, AbductionBudget(max_changes=2, max_candidates=1), equal)
+    found = top_down.abduce(read, log_probs, target)
+    assert found is None or equal(executor.value(found.sentence), target)
+
+
+@pytest.mark.parametrize(
+    ("target", "error", "message"),
+    [
+        (None, TypeError, r"target is None: no sentence's value is None"),
+        (np.array([5.0, 5.0]), TypeError, r"target ndarray .* compares with == elementwise \(to a ndarray"),
+        (torch.tensor([5.0, 5.0]), TypeError, r"target Tensor .* compares with == elementwise \(to a Tensor"),
+        (float("nan"), ValueError, r"target nan is not equal to itself under =="),
+    ],
+)
+def test_a_target_no_sentence_can_give_is_refused_by_name(target, error, message):
+    """``None`` was searched for in vain, and an array's ``==`` failed deep in the search with "the truth value of an
+    array is ambiguous"; an ``equal`` for such values takes them (``None`` still not)."""
+    executor = fractions_executor(False)
+    log_probs = confident(executor.grammar, "1/3+4")
+    for search in (GrammarAbducer(executor).abduce, GrammarAbducer(executor).explanations):
+        with pytest.raises(error, match=message):
+            search("1/3+4", log_probs, target)
+    vectors = fractions_executor(True)
+    abducer = GrammarAbducer(vectors, equal=lambda value, wanted: bool(np.allclose(value, np.asarray(wanted))))
+    if target is None:
+        with pytest.raises(TypeError, match="target is None"):
+            abducer.abduce("1/3+4", log_probs, target)
+    elif isinstance(target, np.ndarray):
+        found = abducer.abduce("1/3+4", log_probs, target)
+        assert found is not None and np.allclose(vectors.value(found.sentence), [5.0, 5.0])
+    found = GrammarAbducer(executor).abduce("1/3+4", log_probs, np.float64(5.0))  # (its == gives an np.bool_)
+    assert found is not None and found.changes == 1 and executor.value(found.sentence) == 5.0

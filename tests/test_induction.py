@@ -346,3 +346,13 @@ def test_examples_beyond_what_float64_holds_exactly_are_refused_naming_the_examp
 def test_examples_up_to_2_to_the_53_are_searched_exactly():
     limit = 2**53
     assert str(induce_operator([(limit, 0, limit), (limit - 2, 1, limit - 1), (3, 4, 7)], max_size=3)) == "(i + j)"
+
+
+def test_operator_examples_take_numpy_results_as_python_ints_and_skip_results_of_none():
+    """``(2 a 3) - 9 = r`` wants ``2 a 3 = r + 9``: for an ``np.int64`` result near the int64 maximum that sum wrapped
+    around (no triple); a result of ``None`` failed on ``None + 9``."""
+    hypothesis = HINT_SEMANTICS.extend(operators={"a": Operator(ADDITIVE, lambda a, b: 1)})
+    top = 2**63 - 1
+    for result in (top, np.int64(top)):
+        assert operator_examples("a", [("(2a3)-9", result)], hypothesis) == [(2, 3, top + 9)]
+    assert operator_examples("a", [("(2a3)-9", None), ("4a5", 6)], hypothesis) == [(4, 5, 6)]

@@ -106,14 +106,16 @@ def operator_examples(symbol: str, examples: Sequence[Example], hypothesis: Oper
     tried; a triple is kept when the result pushed down to the operator's node is a single value and
     all three are integers (the induced programs are over integers: an operand that another operator
     made a fraction is no example of them). Sentences are read as the solver reads them (spaces
-    dropped, typeset operators in ASCII), so ``"3 a 4"`` gives the triple of ``"3a4"``.
+    dropped, typeset operators in ASCII), so ``"3 a 4"`` gives the triple of ``"3a4"``. A result is an int (numpy's
+    too, taken as a Python int: :class:`~neurosym.semantics.preimage.Interval`), or ``None`` for an example without
+    one, which gives no triple.
     """
     vocabulary = [*hypothesis.numbers, *hypothesis.operators, "(", ")"]
     abducer = Abducer(vocabulary, hypothesis)
     triples: list[tuple[int, int, int]] = []
     for text, result in examples:
         sentence = canonical_sentence(text)  # the operator's character index is then its token index in the spans
-        if sentence.count(symbol) != 1:
+        if result is None or sentence.count(symbol) != 1:  # (a sentence without a value pins nothing down)
             continue
         try:
             node = parse(sentence, hypothesis.concepts)

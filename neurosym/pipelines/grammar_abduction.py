@@ -150,7 +150,10 @@ class GrammarAbducer:
     Args:
         executor: the grammar and semantics (its grammar's symbols order the log-probability columns).
         budget: how hard to search (default: :class:`AbductionBudget`'s).
-        equal: when a value counts as the result (default ``==``; e.g. a tolerance for real values).
+        equal: when a value counts as the result (default ``==``; e.g. a tolerance for real values, or
+            ``numpy.array_equal`` for arrays, whose ``==`` compares elementwise). The searches compare every value
+            with a wanted one through it, a part's value too (``equal(value, wanted)``), so it must take every value
+            the semantics give, a symbol's included.
     """
 
     def __init__(
@@ -162,6 +165,7 @@ class GrammarAbducer:
         self.max_patterns = budget.max_patterns
         self.beam, self.readings, self.sample_readings = budget.beam, budget.readings, budget.sample_readings
         self.chain_sweeps, self.max_nodes = budget.chain_sweeps, budget.max_nodes
+        self.custom_equal = equal is not None
         self.equal = equal or (lambda value, target: value == target)
         self.index = {symbol: i for i, symbol in enumerate(self.grammar.symbols)}
         self._leaf_values: dict[str, list[tuple[str, int, Any]]] = {}
@@ -170,7 +174,29 @@ class GrammarAbducer:
         self.chain = ValueChain(executor, self.index, self.gives, self._symbols_giving)
 
     def gives(self, value: Any, target: Any) -> bool:
+        """Whether ``value`` counts as ``target`` (``equal``; an invalid value, ``None``, never does)."""
         return value is not None and bool(self.equal(value, target))
+
+    def check_target(self, target: Any) -> None:
+        """Refuse a ``target`` no sentence can give: ``None`` (the value of an invalid sentence) with ``TypeError``; and
+        under the default ``equal`` (``==``) a target that ``==`` does not compare to a bool (a numpy array or a
+        tensor, elementwise: abduction failed deep inside on "the truth value of an array is ambiguous") with
+        ``TypeError``, or one not equal to itself (NaN) with ``ValueError``."""
+        if target is None:
+            raise TypeError("target is None: no sentence's value is None (None marks an invalid sentence)")
+        if self.custom_equal:
+            return
+        try:
+            same = target == target  # noqa: PLR0124 (what == gives, and NaN)
+        except Exception as error:  # (whatever ``==`` of a user's type raises)
+            raise TypeError(f"target {target!r:.60} cannot be compared with == ({error}): pass an `equal`") from error
+        if not isinstance(same, bool | np.bool_):
+            raise TypeError(
+                f"target {type(target).__name__} {target!r:.60} compares with == elementwise (to a "
+                f"{type(same).__name__}, not a bool): pass an `equal` for such values (e.g. numpy.array_equal)"
+            )
+        if not same:
+            raise ValueError(f"target {target!r} is not equal to itself under ==, so no value is: pass an `equal`")
 
     def score(self, sentence: str, log_probs: np.ndarray) -> float:
         """Log-probability of ``sentence`` under per-window ``log_probs [n, V]``."""
@@ -185,9 +211,11 @@ class GrammarAbducer:
             sentence: the sentence read (``n`` symbols).
             log_probs: ``[n, V]`` per-window log-probabilities over the grammar's symbols (``-inf``: never; NaN is
                 refused, naming its position).
-            target: the known result.
+            target: the known result, a value of the semantics' kind (refused: ``None``, and under the default
+                ``equal`` a target that ``==`` does not compare to a bool, or NaN: :meth:`check_target`).
             fixed: positions that may not change (symbols given rather than read).
         """
+        self.check_target(target)
         log_probs = checked_log_probs(sentence, log_probs, len(self.index))
         base = self.score(sentence, log_probs)
         if self.gives(self.executor.value(sentence), target):
@@ -215,6 +243,7 @@ class GrammarAbducer:
         each with its :attr:`Correction.proposal`, one sentence reached by several draws once with their sum. With
         ``chain_sweeps`` they are the sentences a :class:`~neurosym.pipelines.value_chain.ValueChain` visits from the
         weightiest one found, each with the proposal that weighs it by its visits."""
+        self.check_target(target)
         log_probs = checked_log_probs(sentence, log_probs, len(self.index))
         fixed = frozenset(fixed)
         ways: dict[str, _Way] = {}
@@ -312,7 +341,7 @@ class GrammarAbducer:
             for wanted_children in itertools.islice(self.semantics.preimages(rule, wanted, assumed), 4 * self.beam):
                 combined = [kept]
                 for position, (child, value, now) in enumerate(zip(node.children, wanted_children, assumed)):
-                    if value == now:
+                    if self.gives(now, value):  # kept (``==`` failed on arrays, and ignored a tolerance)
                         continue
                     if position == which:  # the inverse changed the kept child too: search it from its reading
                         combined = [

@@ -35,7 +35,8 @@ class ValueChain:
     Args:
         executor: the grammar and semantics (with inverses at the rule and at the parts solved for).
         index: column of each symbol in the log-probabilities.
-        gives: when a value counts as the target.
+        gives: when a value counts as a wanted one (``gives(value, wanted)``: every comparison of values goes through
+            it, those of a rule's children too).
         symbols_giving: ``(terminal, value) -> [(symbol, column), ...]``, the symbols of a terminal with a value.
     """
 
@@ -116,13 +117,13 @@ class ValueChain:
             return None
         assumed = values[:which] + (value,) + values[which + 1 :]
         for wanted in self.semantics.preimages(str(node.data), target, assumed):
-            if wanted[which] != value:
+            if not self.gives(value, wanted[which]):
                 continue
             rendered = trial.copy()
             if all(
                 self._render(child, want, now, rendered, programs, fixed)
                 for k, (child, want, now) in enumerate(zip(node.children, wanted, assumed))
-                if k != which and want != now
+                if k != which  # (a child that already gives its wanted value is rendered as it is)
             ):
                 return rendered
         return None
@@ -147,9 +148,7 @@ class ValueChain:
         current = self._values(node.children, "".join(symbols), programs)
         for children in self.semantics.preimages(rule, wanted, current):
             attempt = symbols.copy()
-            if all(
-                self._render(c, w, n, attempt, programs, fixed) for c, w, n in zip(node.children, children, current) if w != n
-            ):
+            if all(self._render(c, w, n, attempt, programs, fixed) for c, w, n in zip(node.children, children, current)):
                 symbols[:] = attempt
                 return True
         return False

@@ -19,6 +19,7 @@ from numbers import Integral
 
 from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES, Value
 from neurosym.semantics.operators import Operator as OperatorMeaning
+from neurosym.training.checks import is_int
 
 Operator = Callable[[Value, Value], Value | None]
 """A binary operator the scans invert: any scalar rule (a result that is no integer lies in no :class:`Interval`)."""
@@ -26,10 +27,20 @@ Operator = Callable[[Value, Value], Value | None]
 
 @dataclass(frozen=True)
 class Interval:
-    """The non-negative integers ``lo <= v <= hi`` (``hi is None``: no upper bound)."""
+    """The non-negative integers ``lo <= v <= hi`` (``hi is None``: no upper bound).
+
+    The bounds are held as Python ints (numpy's are converted: the preimages' arithmetic on an ``np.int64`` bound
+    wrapped around, or overflowed, for large values); a bound that is no integer (a float, a bool, ``None`` as
+    ``lo``) is refused with ``TypeError``.
+    """
 
     lo: int
     hi: int | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "lo", _bound(self.lo, "lo"))
+        if self.hi is not None:
+            object.__setattr__(self, "hi", _bound(self.hi, "hi"))
 
     def __contains__(self, value: object) -> bool:
         """Whether ``value`` is an integer (a whole Fraction or a numpy integer too, as execution takes from a rule such
@@ -48,7 +59,15 @@ class Interval:
 
     @staticmethod
     def point(value: int) -> Interval:
+        """The interval holding ``value`` alone (an int, numpy's too)."""
         return Interval(value, value)
+
+
+def _bound(value: object, name: str) -> int:
+    """``value`` as a Python int, ``TypeError`` where it is no int (numpy's count; a bool does not)."""
+    if not is_int(value):
+        raise TypeError(f"an Interval's {name} must be an int, got {type(value).__name__} {value!r}")
+    return int(value)  # type: ignore[call-overload]
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -150,6 +169,7 @@ def operand_preimages(
     """Values of the left operand (``right`` kept) and of the right one (``left`` kept) for which ``operator``
     gives a value in ``wanted``: exact for HINT's ``+ - * /`` meanings (recognised by identity, whatever symbol
     shows them) of integer operands, else the hull of a scan beyond every value in play."""
+    left, right = (int(value) if is_int(value) else value for value in (left, right))  # (np.int64 wrapped around)
     exact = _EXACT.get(id(operator))
     if exact is not None and isinstance(left, int) and isinstance(right, int):  # (closed forms of integer operands)
         return _left_exact(exact, wanted, right), _right_exact(exact, left, wanted)

@@ -31,6 +31,7 @@ from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.parser import base_grammar
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.tasks import READER_CONVS, Published, Task
+from neurosym.training.checks import is_int
 
 SUBSETS = ("I", "SS", "LS", "SL", "LL")
 PUBLISHED = (Published("Transformer rel. uni. (Li et al., official images)", 53.1),)
@@ -63,7 +64,7 @@ def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
         for other, operator in table.operators.items():
             if other != symbol and operator.apply(left, right) == wanted:
                 yield left, other, right
-        if not isinstance(wanted, int) or wanted < 0:
+        if not is_int(wanted) or wanted < 0:  # (an np.int64 wanted value got no operand values)
             return
         left_values, right_values = operand_preimages(table.operators[symbol], Interval.point(wanted), left, right)
         lefts = ((value, symbol, right) for value in _nearest(left_values, left))
