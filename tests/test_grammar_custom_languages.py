@@ -299,3 +299,24 @@ def test_a_target_no_sentence_can_give_is_refused_by_name(target, error, message
         assert found is not None and np.allclose(vectors.value(found.sentence), [5.0, 5.0])
     found = GrammarAbducer(executor).abduce("1/3+4", log_probs, np.float64(5.0))  # (its == gives an np.bool_)
     assert found is not None and found.changes == 1 and executor.value(found.sentence) == 5.0
+
+
+class _Sums:
+    """A source's truths and targets alone: what the pipeline checks before training."""
+
+    def __init__(self, targets: list) -> None:
+        self.truths, self.targets = ["1/3+4"] * len(targets), targets
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+
+def test_targets_no_value_can_equal_are_refused_before_training():
+    """An array target failed inside the check of the first truths with "the truth value of an array is ambiguous"."""
+    from neurosym.pipelines.grammar_pipeline import _check_targets
+
+    executor = fractions_executor(False)
+    pipeline = GrammarPipeline(executor.grammar, executor.semantics, Uniform(list(executor.grammar.symbols)))
+    _check_targets(pipeline, _Sums([1 / 3 + 4.0]))
+    with pytest.raises(TypeError, match="compares with == elementwise"):
+        _check_targets(pipeline, _Sums([1 / 3 + 4.0, np.array([5.0, 5.0])]))

@@ -169,11 +169,14 @@ against their targets first."""
 def _check_targets(pipeline: GrammarPipeline, source: SentenceSource) -> None:
     """Where ``source`` knows its true sentences, some of its first ones must execute to their targets: targets of
     another kind than the semantics' values (``"37"`` for 37) would leave every example unexplained (in training)
-    or wrong (in evaluation), silently."""
+    or wrong (in evaluation), silently; and none of those first targets may be one no value can equal
+    (:meth:`~neurosym.pipelines.grammar_abduction.GrammarAbducer.check_target`)."""
     truths = getattr(source, "truths", None)
     if truths is None:
         return
     count = min(len(source), TARGETS_CHECKED)
+    for i in range(count):  # (a target no value can equal failed inside the comparison below)
+        pipeline.abducer.check_target(source.targets[i])
     values = pipeline.executor.values([truths[i] for i in range(count)])
     if not any(pipeline.abducer.gives(value, source.targets[i]) for i, value in enumerate(values)):
         value, target = values[0], source.targets[0]
