@@ -7,7 +7,7 @@ import torch
 import neurosym.experiments.arithmetic as arithmetic_runner
 from neurosym.benchmarking import arithmetic_speed as speed
 from neurosym.benchmarking import arithmetic_training
-from neurosym.benchmarking.arithmetic_results import group_cells, results_caption
+from neurosym.benchmarking.arithmetic_results import group_cells, results_caption, results_table
 from neurosym.benchmarking.arithmetic_training import (
     Curves,
     GraphedStep,
@@ -25,6 +25,7 @@ from neurosym.benchmarking.timing import fastest_of_rounds, median_seconds
 from neurosym.cli import main
 from neurosym.data.arithmetic import SimpleFunctionData
 from neurosym.metrics import perturbed_solution_mse, run_outcomes
+from neurosym.metrics.profile import beta_mean_interval, gamma_mean_interval
 from neurosym.models.arithmetic import (
     MODEL_LAYERS,
     PAPER_ITERATIONS,
@@ -210,6 +211,8 @@ def test_cli_writes_table_json_and_plot(tmp_path, capsys, monkeypatch):
     assert result["preset"] is None  # steps, seeds and models given: no preset chose anything (was "smoke")
     assert (out / "success_rates.png").stat().st_size > 0 and (out / "learning_curves.png").stat().st_size > 0
     assert "| 2 x 200 " in printed and "| 100 x 5e+06 " in printed  # each row's budget beside the published one
+    assert "Solved at: mean [95% interval]" in printed and "Sparsity error: mean [95% interval]" in printed
+    assert all(len(cell["per_seed"]["sparsity_error"]) == 2 for cell in result["cells"])
     assert (out / "checkpoints" / "nau.pt").exists() and (out / "checkpoints" / "nmu.pt").exists()
     steps = counted_steps(monkeypatch)
     assert main(["arithmetic", "--models", "nau,nmu", *common]) == 0  # resumes by default
@@ -431,6 +434,34 @@ def test_groups_trained_side_by_side_give_the_curves_and_checkpoints_of_groups_i
             torch.testing.assert_close(a.curves.stacked()[name], values, rtol=0, atol=0, msg=name)
     stopped, _ = train_groups(configs, CPU, tmp_path / "stopped", False, StopRequests(0), progress=False, side_by_side=True)
     assert all(run.stop_reason is not None and run.step == 1 for run in stopped)  # a stop request ends every group
+
+
+def test_cells_keep_each_solved_seeds_sparsity_error_and_show_the_profiled_intervals():
+    config = GroupConfig("NAU", ("add", "sub"), (0, 1, 2), steps=30, eval_every=10)
+
+    def sixes(*rows: list[float]) -> list[torch.Tensor]:  # evaluations of S = 6 runs
+        return [torch.tensor(row, dtype=torch.float64) for row in rows]
+
+    curves = Curves(
+        [10, 20, 30],
+        validation=sixes([1, 1, 1, 1, 1, 1], [0.1, 0.5, 0.1, 0.1, 1, 1], [0.5, 0.1, 0.5, 0.5, 1, 1]),
+        test=sixes([1, 1, 1, 1, 1, 1], [0.01, 1, 0.01, 0.01, 1, 1], [1, 0.01, 1, 1, 1, 1]),
+        sparsity=sixes([0.4] * 6, [0.01, 0.3, 0.02, 0.05, 0.3, 0.3], [0.3, 0.04, 0.3, 0.3, 0.3, 0.3]),
+    )  # add: seeds 0 and 2 solved at 20 (best there), seed 1 at 30; sub: seed 0 at 20 only
+    add, sub = group_cells(GroupRun(config, curves, 30, 1.0), {"add": 0.05, "sub": 0.05})
+    assert add["per_seed"]["solved_at"] == [20.0, 30.0, 20.0] and add["per_seed"]["sparsity_error"] == [0.01, 0.04, 0.02]
+    assert sub["per_seed"]["solved_at"] == [20.0, None, None] and sub["per_seed"]["sparsity_error"] == [0.05, None, None]
+    assert (add["mean_solved_at"], *add["solved_at_interval"]) == gamma_mean_interval(add["per_seed"]["solved_at"])
+    assert (add["mean_sparsity_error"], *add["sparsity_error_interval"]) == beta_mean_interval([0.01, 0.04, 0.02])
+    assert add["median_solved_at"] == 20.0
+    assert (sub["mean_solved_at"], sub["solved_at_interval"], sub["mean_sparsity_error"], sub["sparsity_error_interval"]) == (
+        20.0, None, 0.05, None
+    )  # fmt: skip
+    _, headers, rows = results_table([add, sub], 3, 30, (100, 5_000_000))
+    solved_at, sparsity = headers.index("Solved at: mean [95% interval]"), headers.index("Sparsity error: mean [95% interval]")
+    low, high = add["solved_at_interval"]
+    assert rows[0][solved_at] == f"23.3 [{low:.3g}, {high:.3g}]" and rows[1][solved_at] == "20"
+    assert rows[0][sparsity].startswith(f"{add['mean_sparsity_error']:.2g} [") and rows[1][sparsity] == "0.05"
 
 
 def test_the_caption_gives_each_budget_whole():

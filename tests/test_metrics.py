@@ -16,6 +16,8 @@ from neurosym.metrics import (
     wilson_interval,
 )
 from neurosym.metrics.noise_sensitivity import noise_sensitivity, noise_sensitivity_curve
+from neurosym.metrics.profile import beta_mean_interval, gamma_mean_interval
+from neurosym.metrics.success import sparsity_at_best
 
 
 def test_wilson_interval_published_values():
@@ -118,9 +120,17 @@ def test_success_criterion_on_constructed_curves():
     summary = summarize(outcomes, sparsity)
     assert (summary.solved, summary.runs, summary.rate) == (2, 4, 0.5)
     assert summary.interval == wilson_interval(2, 4)
-    assert summary.median_solved_at == 1500.0
-    assert summary.mean_sparsity_error == pytest.approx((0.2 + 0.25) / 2)
+    assert summary.median_solved_at == summary.mean_solved_at == 1500.0
+    assert (summary.mean_solved_at, *summary.solved_at_interval) == gamma_mean_interval([2000.0, 1000.0])
+    solved_sparsity = sparsity[[2, 1], [0, 2]]  # each solved run's at its best evaluation
+    assert (summary.mean_sparsity_error, *summary.sparsity_error_interval) == beta_mean_interval(solved_sparsity)
+    assert summary.mean_sparsity_error == pytest.approx((0.2 + 0.25) / 2, rel=1e-4)  # (the beta's maximum-likelihood mean)
     assert summarize(outcomes, sparsity.tolist()) == summary  # lists, as run_outcomes takes them
+    assert sparsity_at_best(outcomes, sparsity)[[0, 2]].tolist() == solved_sparsity.tolist()
+    assert sparsity_at_best(outcomes, sparsity)[[1, 3]].isnan().all()  # unsolved: NaN
+    narrow = summarize(outcomes, sparsity, confidence=0.5)
+    assert narrow.solved_at_interval == gamma_mean_interval([2000.0, 1000.0], confidence=0.5)[1:]
+    assert narrow.sparsity_error_interval == beta_mean_interval(solved_sparsity, confidence=0.5)[1:]
     per_run = run_outcomes(steps, validation[:, 0], extrapolation[:, 0], torch.tensor(0.05))
     assert per_run.solved.dim() == 0 and bool(per_run.solved) and per_run.solved_at.item() == 2000
 
@@ -136,10 +146,25 @@ def test_success_criterion_per_run_thresholds_and_empty_summary():
         with pytest.raises(ValueError, match=rf"sparsity_error must be \[E, S\] = \[2, 2\], .* got \{wrong}"):
             summarize(outcomes, torch.zeros(wrong))
     assert none.solved == 0 and none.median_solved_at is None and none.mean_sparsity_error is None
+    assert none.mean_solved_at is None and none.solved_at_interval is None and none.sparsity_error_interval is None
     assert none.interval == wilson_interval(0, 2)
     assert summarize(none_solved, torch.zeros(2, 2)) == none
     with pytest.raises(ValueError, match=r"sparsity_error must be \[E, S\] = \[2, 2\]"):  # (passed when no run was solved)
         summarize(none_solved, torch.zeros(2, 1))
+
+
+def test_one_solved_run_or_a_sparsity_error_above_one_half_gives_a_mean_without_an_interval():
+    steps = torch.tensor([10, 20])
+    validation, extrapolation = _curves([[0.2, 0.1], [0.2, 0.1], [0.1, 0.2]], [[0.5, 0.03], [0.5, 0.03], [0.5, 0.5]])
+    outcomes = run_outcomes(steps, validation, extrapolation, threshold=torch.tensor([0.05, 0.01, 0.05]))  # run 0 solved
+    one = summarize(outcomes, torch.tensor([[0.9, 0.9, 0.9], [0.125, 0.9, 0.9]]))
+    assert (one.mean_solved_at, one.solved_at_interval, one.mean_sparsity_error, one.sparsity_error_interval) == (
+        20.0, None, 0.125, None
+    )  # fmt: skip
+    two = run_outcomes(steps, validation, extrapolation, threshold=0.05)  # runs 0 and 1 solved
+    beyond = summarize(two, torch.tensor([[0.0, 0.0, 0.0], [0.25, 0.75, 0.0]], dtype=torch.float64))  # (a weight of 1.75)
+    assert beyond.mean_sparsity_error == 0.5 and beyond.sparsity_error_interval is None
+    assert beyond.solved_at_interval == (20.0, 20.0)  # solved at the same step: all equal
 
 
 @pytest.mark.parametrize("missing", [math.nan, math.inf, -math.inf])

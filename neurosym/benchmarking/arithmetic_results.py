@@ -7,10 +7,13 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from torch import Tensor
+
 from neurosym.benchmarking.arithmetic_training import GroupRun
 from neurosym.data.arithmetic import OPERATIONS, SubsetLayout
 from neurosym.metrics import run_outcomes, summarize
 from neurosym.metrics.published import ARITHMETIC
+from neurosym.metrics.success import sparsity_at_best
 from neurosym.metrics.threshold import perturbed_solution_mse
 from neurosym.training.checkpoint import load_json, save_json
 
@@ -43,9 +46,10 @@ def cached_thresholds(
 def group_cells(
     group: GroupRun, thresholds: Mapping[str, float], published: Mapping[tuple[str, str], float] = ARITHMETIC
 ) -> list[dict]:
-    """One result per operation of the group: the success summary of its seeds (rate, Wilson interval,
-    median solved-at step, sparsity error, per-seed outcomes) beside ``published[(operation, model)]``; ``ValueError``
-    for a group stopped before its first evaluation."""
+    """One result per operation of the group: the success summary of its seeds (rate, Wilson interval, mean
+    solved-at step and mean sparsity error with their profiled intervals, the median solved-at step, per-seed outcomes
+    with each solved seed's solved-at step and sparsity error, from which the intervals can be computed again) beside
+    ``published[(operation, model)]``; ``ValueError`` for a group stopped before its first evaluation."""
     if not group.curves.steps:  # (failed in torch.stack)
         raise ValueError(f"{group.config.model} stopped before its first evaluation: it has no result yet (resume it)")
     config, curves = group.config, group.curves.stacked()
@@ -54,7 +58,8 @@ def group_cells(
     for index, name in enumerate(config.operations):
         columns = slice(index * count, (index + 1) * count)
         outcomes = run_outcomes(curves["steps"], curves["validation"][:, columns], curves["test"][:, columns], thresholds[name])
-        summary = summarize(outcomes, curves["sparsity"][:, columns])
+        sparsity = curves["sparsity"][:, columns]
+        summary = summarize(outcomes, sparsity)
         cells.append(
             {
                 "operation": name,
@@ -66,19 +71,28 @@ def group_cells(
                 "success_rate": summary.rate,
                 "interval": summary.interval,
                 "published": published.get((name, config.model)),
+                "mean_solved_at": summary.mean_solved_at,
+                "solved_at_interval": summary.solved_at_interval,
                 "median_solved_at": summary.median_solved_at,
                 "mean_sparsity_error": summary.mean_sparsity_error,
+                "sparsity_error_interval": summary.sparsity_error_interval,
                 "threshold": thresholds[name],
                 "per_seed": {
                     "seed": list(config.seeds),
                     "solved": outcomes.solved.tolist(),
-                    "solved_at": [None if math.isnan(v) else v for v in outcomes.solved_at.tolist()],
+                    "solved_at": _nan_to_none(outcomes.solved_at),
                     "best_step": curves["steps"][outcomes.best_index].tolist(),
                     "best_extrapolation_mse": outcomes.best_extrapolation_mse.tolist(),
+                    "sparsity_error": _nan_to_none(sparsity_at_best(outcomes, sparsity)),
                 },
             }
         )
     return cells
+
+
+def _nan_to_none(values: Tensor) -> list[float | None]:
+    """``values [S]`` as a list with ``None`` for NaN (an unsolved run's), which JSON holds."""
+    return [None if math.isnan(value) else value for value in values.tolist()]
 
 
 def table_cells(groups: Iterable[GroupRun], thresholds: Mapping[str, float], models: list[str]) -> list[dict]:
@@ -92,14 +106,24 @@ def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.0f}%"
 
 
+def _with_interval(mean: float | None, interval: tuple[float, float] | None, digits: int) -> str:
+    """``mean [low, high]`` to ``digits`` significant digits; the mean alone without an interval, — without a mean."""
+    if mean is None:
+        return "—"
+    if interval is None:
+        return f"{mean:.{digits}g}"
+    low, high = interval
+    return f"{mean:.{digits}g} [{low:.{digits}g}, {high:.{digits}g}]"
+
+
 def results_table(
     cells: list[dict], seeds: int, steps: int, published_budget: tuple[int, int]
 ) -> tuple[str, list[str], list[list]]:
     """Caption (:func:`results_caption`), headers and rows of :func:`group_cells` results of ``seeds`` runs of
     ``steps`` steps: ours beside the published rate in every row, each with its budget (runs × iterations;
     ``published_budget`` is the paper's ``(seeds, iterations)``)."""
-    headers = ["Op", "Model", "Solved", "Success", "95% interval", "Budget", "Published", "Published budget", "Median solved at",
-               "Sparsity error"]  # fmt: skip
+    headers = ["Op", "Model", "Solved", "Success", "95% interval", "Budget", "Published", "Published budget",
+               "Solved at: mean [95% interval]", "Sparsity error: mean [95% interval]"]  # fmt: skip
     rows = []
     for cell in cells:
         low, high = cell["interval"]
@@ -114,8 +138,8 @@ def results_table(
                 f"{cell['runs']} x {cell['steps_done']:.3g}",
                 _percent(cell["published"]),
                 "—" if cell["published"] is None else "{} x {:.3g}".format(*published_budget),
-                "—" if cell["median_solved_at"] is None else f"{cell['median_solved_at']:.3g}",
-                "—" if cell["mean_sparsity_error"] is None else f"{cell['mean_sparsity_error']:.2g}",
+                _with_interval(cell["mean_solved_at"], cell["solved_at_interval"], 3),
+                _with_interval(cell["mean_sparsity_error"], cell["sparsity_error_interval"], 2),
             ]
         )
     return results_caption(seeds, steps, published_budget), headers, rows

@@ -4,7 +4,8 @@ Johansen 2019) with the NAU and NMU of Madsen & Johansen (2020), and a batched-t
 Each model type is one batched model holding every (operation, seed) run as an ensemble member; a
 run is solved when its extrapolation MSE at its best validation step is below the MSE of the
 ε-perturbed optimal solution. The table gives the success rate with its Wilson 95 % interval beside the
-published rate, the median solved-at step and the mean sparsity error of the solved runs.
+published rate, and over the solved runs the mean solved-at step and the mean sparsity error, each with its 95 %
+profile-likelihood interval (gamma and beta distributions, as the paper reports them).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Binomial confidence intervals for success rates."""
+"""Binomial confidence intervals for success rates, and the normal quantile of a confidence."""
 
 from __future__ import annotations
 
@@ -19,6 +19,14 @@ def _count(value: object) -> int | None:
     return int(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_) else None
 
 
+def normal_quantile(confidence: float) -> float:
+    """The two-sided standard normal quantile ``z`` of ``confidence``: ``P(|Z| <= z) = confidence`` (1.96 at 0.95);
+    ``ValueError`` unless ``confidence`` is a number in ``(0, 1)``."""
+    if not (is_real(confidence) and 0 < confidence < 1):
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
 def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
     """The Wilson (1927) score interval ``(low, high)`` for ``successes`` out of ``trials``.
 
@@ -31,9 +39,7 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     if count is None or not 0 <= count <= total:
         raise ValueError(f"successes must be an int in [0, {total}], got {successes!r}")
     successes, trials = count, total
-    if not (is_real(confidence) and 0 < confidence < 1):
-        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    z = normal_quantile(confidence)
     rate = successes / trials
     denominator = 1 + z * z / trials
     centre = (rate + z * z / (2 * trials)) / denominator

@@ -2,20 +2,24 @@
 
 A run is *solved* when its extrapolation MSE, taken at the evaluation with the lowest validation
 (interpolation) MSE, is below the threshold (see :mod:`neurosym.metrics.threshold`). It is *solved at*
-the first evaluation step whose extrapolation MSE is below the threshold. Runs are summarised by the
-success rate with its Wilson interval, the median solved-at step and the mean sparsity error of the
-solved runs.
+the first evaluation step whose extrapolation MSE is below the threshold. Runs are summarised as in the paper's
+Table 1: the success rate with its Wilson interval, and over the solved runs the mean solved-at step and the mean
+sparsity error, each with a maximum-likelihood profile interval (gamma and beta distributions:
+:mod:`neurosym.metrics.profile`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from torch import Tensor
 
 from neurosym.metrics.interval import wilson_interval
+from neurosym.metrics.profile import beta_mean_interval, gamma_mean_interval
 
 
 @dataclass(frozen=True)
@@ -97,33 +101,64 @@ def _check_not_negative(mse: Tensor, which: str) -> None:
         )
 
 
+SPARSITY_BOUND = 0.5
+"""The sparsity error ``max_i min(|W_i|, |1 − |W_i||)`` lies in ``[0, 0.5]`` for weights in ``[−1.5, 1.5]``: the
+support of the beta distribution its interval is profiled under (an unbounded weight, as the Linear baseline's, can
+go beyond it)."""
+
+
 @dataclass(frozen=True)
 class SuccessSummary:
-    """One cell of Madsen & Johansen's Table 1: success rate with its 95 % Wilson interval (as there), the median
-    solved-at step (Table 1 gives the mean, with a gamma-profiled interval) and the mean sparsity error over the
-    solved runs (without Table 1's beta-profiled interval); ``None`` when nothing was solved."""
+    """One cell of Madsen & Johansen's Table 1: the success rate with its Wilson interval, and over the solved runs
+    the mean solved-at step with its gamma-profiled interval (and the median step), and the mean sparsity error with
+    its interval profiled under a beta distribution on ``[0, 0.5]`` (:mod:`neurosym.metrics.profile`; the beta's
+    maximum-likelihood mean). A mean is ``None`` when nothing was solved (the sparsity error's too when it was not
+    given); an interval is ``None`` with fewer than two solved runs, and the sparsity error's also when one of them
+    exceeds :data:`SPARSITY_BOUND` (its mean is then the plain mean). Intervals are at the summary's confidence."""
 
     solved: int
     runs: int
     rate: float
     interval: tuple[float, float]
     median_solved_at: float | None
+    mean_solved_at: float | None
+    solved_at_interval: tuple[float, float] | None
     mean_sparsity_error: float | None
+    sparsity_error_interval: tuple[float, float] | None
 
 
 def summarize(outcomes: RunOutcomes, sparsity_error: Tensor | None = None, confidence: float = 0.95) -> SuccessSummary:
-    """Summarise ``S`` runs; ``sparsity_error [E, S]`` is read at each solved run's best evaluation."""
+    """Summarise ``S`` runs at ``confidence``; ``sparsity_error [E, S]`` is read at each solved run's best evaluation
+    (:func:`sparsity_at_best`)."""
     solved = outcomes.solved.reshape(-1)
     count, runs = int(solved.sum()), solved.numel()
-    median = float(outcomes.solved_at.reshape(-1)[solved].quantile(0.5)) if count else None
-    mean_sparsity = None if sparsity_error is None else mean_sparsity_at_best(outcomes, sparsity_error)
-    return SuccessSummary(count, runs, count / runs, wilson_interval(count, runs, confidence), median, mean_sparsity)
+    solved_at = outcomes.solved_at.reshape(-1)[solved].double()
+    median = float(solved_at.quantile(0.5)) if count else None
+    mean_solved_at, solved_at_interval = _mean_and_interval(solved_at, gamma_mean_interval, confidence)
+    mean_sparsity, sparsity_interval = None, None
+    if sparsity_error is not None:
+        sparsity = sparsity_at_best(outcomes, sparsity_error)[solved]
+        profiled = partial(beta_mean_interval, upper=SPARSITY_BOUND) if bool((sparsity <= SPARSITY_BOUND).all()) else None
+        mean_sparsity, sparsity_interval = _mean_and_interval(sparsity, profiled, confidence)
+    return SuccessSummary(count, runs, count / runs, wilson_interval(count, runs, confidence), median, mean_solved_at,
+                          solved_at_interval, mean_sparsity, sparsity_interval)  # fmt: skip
 
 
-def mean_sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> float | None:
-    """The mean of ``sparsity_error [E, S]`` (a tensor, an array or lists) over the solved runs, each read at its best
-    evaluation; ``None`` when no run is solved. ``ValueError`` unless it is ``[E, S]`` over the outcomes' evaluations
-    (solved runs or not) and a finite number at every solved run's best evaluation (a NaN there made the mean NaN)."""
+def _mean_and_interval(
+    values: Tensor, profiled: Callable[..., tuple[float, float, float]] | None, confidence: float
+) -> tuple[float | None, tuple[float, float] | None]:
+    """The mean of ``values [n]`` and its ``profiled(values, confidence=confidence)`` interval: ``(None, None)`` for no value,
+    and the plain mean without an interval for one value or ``profiled=None``."""
+    if len(values) < 2 or profiled is None:
+        return (float(values.mean()) if len(values) else None), None
+    mean, low, high = profiled(values, confidence=confidence)
+    return mean, (low, high)
+
+
+def sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> Tensor:
+    """``[S]`` (float64): the ``sparsity_error [E, S]`` (a tensor, an array or lists) of each solved run at its best
+    evaluation, NaN for the unsolved runs. ``ValueError`` unless it is ``[E, S]`` over the outcomes' evaluations
+    (solved runs or not) and a finite number at every solved run's best evaluation (a NaN there has no mean)."""
     solved, best_index = outcomes.solved.reshape(-1), outcomes.best_index.reshape(-1)
     expected = [outcomes.evaluations, solved.numel()]
     sparsity_error = torch.as_tensor(sparsity_error)  # (lists too, as run_outcomes takes them)
@@ -136,4 +171,4 @@ def mean_sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> floa
             f"sparsity_error is not a finite number at the best evaluation of solved run(s) {bad} (evaluation "
             f"{best_index[bad].tolist()}): {at_best[bad].tolist()}"
         )
-    return float(at_best[solved].mean()) if bool(solved.any()) else None
+    return torch.where(solved, at_best, math.nan)

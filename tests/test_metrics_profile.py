@@ -1,0 +1,171 @@
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from neurosym.metrics.interval import normal_quantile
+from neurosym.metrics.profile import EDGE, SPREAD, beta_mean_interval, gamma_mean_interval
+
+CHI2_95 = 3.841458820694124  # the chi-square(1) quantile at 95 %
+SHAPES = np.geomspace(1e-2, 1e5, 4001)[None]  # the gamma's shape, the beta's concentration: a grid to maximise over
+
+
+def _lgamma(z: np.ndarray) -> np.ndarray:
+    return torch.lgamma(torch.from_numpy(z)).numpy()
+
+
+def _gamma_log_likelihood(x: np.ndarray):
+    """The summed gamma log-likelihood at means ``[M, 1]`` and every shape of :data:`SHAPES`: ``[M, K]``."""
+    mean, mean_log = x.mean(), np.log(x).mean()
+    return lambda mu: len(x) * ((SHAPES - 1) * mean_log - SHAPES * mean / mu + SHAPES * np.log(SHAPES / mu) - _lgamma(SHAPES))
+
+
+def _beta_log_likelihood(x: np.ndarray, upper: float = 0.5):
+    """The summed log-likelihood of the beta on ``[0, upper]`` at means ``[M, 1]`` and every concentration: ``[M, K]``;
+    values at the bounds clipped :data:`EDGE` inside."""
+    y = np.clip(x / upper, EDGE, 1 - EDGE)
+    log_y, log_rest = np.log(y).mean(), np.log1p(-y).mean()
+
+    def log_likelihood(mu: np.ndarray) -> np.ndarray:
+        a, b = mu / upper * SHAPES, (1 - mu / upper) * SHAPES
+        return len(x) * ((a - 1) * log_y + (b - 1) * log_rest - _lgamma(a) - _lgamma(b) + _lgamma(SHAPES))
+
+    return log_likelihood
+
+
+def _grid_profile(log_likelihood, mean: float, ends: tuple[float, float], level: float = CHI2_95) -> tuple[float, list[float]]:
+    """The maximum-likelihood mean on a grid of means within 1 % of ``mean`` (x every shape), and the interval's ends:
+    where the profile deviance crosses ``level`` on grids within 1 % of ``ends``, interpolated linearly."""
+    relative = 1 + np.linspace(-0.01, 0.01, 201)
+    profile = log_likelihood(mean * relative[:, None]).max(axis=1)
+    top, best = profile.max(), mean * relative[profile.argmax()]
+    found = []
+    for end in ends:
+        means = end * relative
+        excess = 2 * (top - log_likelihood(means[:, None]).max(axis=1)) - level
+        (i,) = np.flatnonzero(np.sign(excess[1:]) != np.sign(excess[:-1]))  # one crossing in the grid
+        found.append(means[i] - excess[i] * (means[i + 1] - means[i]) / (excess[i + 1] - excess[i]))
+    return best, found
+
+
+@pytest.mark.parametrize(
+    ("interval", "log_likelihood", "values"),
+    [
+        (gamma_mean_interval, _gamma_log_likelihood, [3.1, 1.2, 5.5, 2.2, 4.0, 0.7, 2.9, 3.3]),
+        (gamma_mean_interval, _gamma_log_likelihood, [1.2e6, 1.5e6, 1.9e6, 2.4e6, 3.1e6, 1.37e6]),
+        (gamma_mean_interval, _gamma_log_likelihood, [1.0, 3.0]),
+        (beta_mean_interval, _beta_log_likelihood, [0.01, 0.05, 0.12, 0.2, 0.07, 0.03]),
+        (beta_mean_interval, _beta_log_likelihood, [1e-4, 5e-4, 2e-3, 8e-4, 3e-4]),
+        (beta_mean_interval, _beta_log_likelihood, [0.3, 0.45, 0.4, 0.49]),
+        (beta_mean_interval, _beta_log_likelihood, [0.0, 0.1, 0.2, 0.5, 0.3]),  # at both bounds
+    ],
+)
+def test_profile_intervals_agree_with_a_profile_over_a_grid_of_both_parameters(interval, log_likelihood, values):
+    x = np.array(values)
+    mean, low, high = interval(x)
+    best, (grid_low, grid_high) = _grid_profile(log_likelihood(x), mean, (low, high))
+    assert best == pytest.approx(mean, rel=1e-3)  # (the grid's step is 1e-4 of the mean)
+    assert low == pytest.approx(grid_low, rel=1e-5) and high == pytest.approx(grid_high, rel=1e-5)
+    assert low < mean < high
+
+
+def test_the_interval_at_a_confidence_ends_where_the_deviance_reaches_its_chi_square_quantile():
+    assert normal_quantile(0.95) ** 2 == pytest.approx(CHI2_95, rel=1e-12)
+    x = np.array([3.1, 1.2, 5.5, 2.2, 4.0, 0.7, 2.9, 3.3])
+    mean, low, high = gamma_mean_interval(x, confidence=0.5)
+    _, ends = _grid_profile(_gamma_log_likelihood(x), mean, (low, high), level=0.4549364231195724)  # chi-square(1) at 50 %
+    assert ends == pytest.approx([low, high], rel=1e-5)
+    _, wide_low, wide_high = gamma_mean_interval(x)
+    assert wide_low < low < mean < high < wide_high
+
+
+positive_samples = st.lists(st.floats(1e-3, 1e3), min_size=2, max_size=25)
+sparsity_samples = st.lists(st.one_of(st.floats(0.0, 0.5), st.sampled_from([0.0, 0.5, 1e-9])), min_size=2, max_size=25)
+
+
+@settings(max_examples=25, deadline=None)
+@given(values=positive_samples, scale=st.floats(1e-6, 1e6))
+def test_the_gamma_interval_holds_the_sample_mean_scales_with_the_values_and_narrows_with_more_of_them(values, scale):
+    x = np.array(values)
+    assume(np.ptp(x) > 1e-3 * x.mean())
+    mean, low, high = gamma_mean_interval(x)
+    assert mean == pytest.approx(x.mean(), rel=1e-12)  # the maximum-likelihood mean of a gamma is the sample mean
+    assert 0 < low < mean < high
+    assert gamma_mean_interval(scale * x) == pytest.approx((scale * mean, scale * low, scale * high), rel=1e-6)
+    twice_mean, twice_low, twice_high = gamma_mean_interval(np.concatenate([x, x]))  # the same likelihood, doubled
+    assert twice_mean == pytest.approx(mean) and low < twice_low < mean < twice_high < high
+
+
+@settings(max_examples=10, deadline=None)
+@given(values=sparsity_samples)
+def test_the_beta_interval_holds_its_mean_mirrors_with_the_values_and_narrows_with_more_of_them(values):
+    x = np.array(values)
+    assume(np.ptp(x) > 1e-4)
+    mean, low, high = beta_mean_interval(x)
+    assert 0 < low < mean < high < 0.5
+    mirrored = beta_mean_interval(0.5 - x)  # a beta on [0, 0.5] of 0.5 − x has the mean 0.5 − mean
+    assert mirrored == pytest.approx((0.5 - mean, 0.5 - high, 0.5 - low), rel=1e-4, abs=1e-12)
+    twice_mean, twice_low, twice_high = beta_mean_interval(np.concatenate([x, x]))
+    assert twice_mean == pytest.approx(mean, rel=1e-6) and low < twice_low < twice_high < high
+
+
+def test_beta_values_at_the_bounds_are_clipped_inside_them():
+    at_bounds = [0.0, 0.1, 0.2, 0.5]
+    clipped = [0.5 * EDGE, 0.1, 0.2, 0.5 * (1 - EDGE)]
+    assert beta_mean_interval(at_bounds) == beta_mean_interval(clipped)
+    mean, low, high = beta_mean_interval(at_bounds)
+    assert 0 < low < mean < high < 0.5
+    assert beta_mean_interval([0.0, 0.0, 0.0]) == (0.0, 0.0, 0.0)  # all at a bound: all equal once clipped
+    assert beta_mean_interval([0.5, 0.5]) == (0.5, 0.5, 0.5)
+    zeros_mean, _, _ = beta_mean_interval([0.0, 0.001, 0.002, 0.0005])
+    assert zeros_mean < 0.000875  # a value at 0 pulls the fitted mean below the sample mean
+    twice = [2 * value for value in beta_mean_interval([0.0, 0.1, 0.2])]
+    assert beta_mean_interval([0.0, 0.2, 0.4], upper=1.0) == pytest.approx(twice, rel=1e-9)  # scaled by its upper bound
+
+
+def test_values_all_equal_give_a_point_and_values_just_apart_an_interval():
+    assert gamma_mean_interval([3.0, 3.0, 3.0]) == (3.0, 3.0, 3.0)
+    assert beta_mean_interval(torch.tensor([0.1, 0.1], dtype=torch.float64)) == (0.1, 0.1, 0.1)
+    nearly = 1000.0 * (1 + SPREAD / 2)
+    _, low, high = gamma_mean_interval([1000.0, nearly])
+    assert low == high  # (not NaN from an unbounded shape)
+    # nearly equal values: both distributions are nearly normal, whose profile deviance of the mean is
+    # n log(1 + (mu - mean)^2 / variance) (maximum-likelihood variance): at n = 2, |mu - mean| = 2.41 sd at 95 %
+    for interval, x in ((gamma_mean_interval, [1000.0, 1000.0 * (1 + 100 * SPREAD)]), (beta_mean_interval, [0.25, 0.25001])):
+        mean, low, high = interval(x)
+        half_width = np.std(x) * math.sqrt(math.exp(CHI2_95 / 2) - 1)
+        assert mean - low == pytest.approx(half_width, rel=1e-3) and high - mean == pytest.approx(half_width, rel=1e-3)
+
+
+def test_for_many_values_the_intervals_approach_the_normal_approximation():
+    generator = np.random.default_rng(0)
+    for interval, x in (
+        (gamma_mean_interval, generator.gamma(4.0, 2.5, size=20_000)),
+        (beta_mean_interval, 0.5 * generator.beta(2.0, 30.0, size=20_000)),
+    ):
+        mean, low, high = interval(x)
+        half_width = normal_quantile(0.95) * x.std(ddof=1) / math.sqrt(len(x))
+        assert mean == pytest.approx(x.mean(), rel=2e-3)
+        assert mean - low == pytest.approx(half_width, rel=0.03) and high - mean == pytest.approx(half_width, rel=0.03)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: gamma_mean_interval([1.0]), r"at least 2 values, got shape \[1\]"),
+        (lambda: beta_mean_interval([]), r"at least 2 values, got shape \[0\]"),
+        (lambda: gamma_mean_interval([[1.0, 2.0]]), r"a 1-D sequence .* got shape \[1, 2\]"),
+        (lambda: gamma_mean_interval([1.0, math.nan, 2.0, math.inf]), r"finite numbers, got \[nan, inf\] at \[1, 3\]"),
+        (lambda: beta_mean_interval(torch.tensor([0.1, -math.inf])), r"finite numbers, got \[-inf\] at \[1\]"),
+        (lambda: gamma_mean_interval([1.0, 0.0, -2.0]), r"positive values, got \[0.0, -2.0\] at \[1, 2\]"),
+        (lambda: beta_mean_interval([0.1, 0.6, -0.1]), r"on \[0, 0.5\] needs values in it, got \[0.6, -0.1\] at \[1, 2\]"),
+        (lambda: beta_mean_interval([0.1, 0.2], upper=0.0), r"upper must be a positive finite number, got 0.0"),
+        (lambda: gamma_mean_interval([1.0, 2.0], confidence=1.0), r"confidence must be a number in \(0, 1\), got 1.0"),
+    ],
+)
+def test_bad_values_are_named(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
