@@ -10,6 +10,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from paper_sinusoid import paper_sinusoid
 
 from neurosym.layers import AdditiveAttention, AttentionCache, MultiheadAttention, RelativeMultiheadAttention, sinusoid_table
 
@@ -27,36 +28,44 @@ def make(kind: str, **kwargs) -> MultiheadAttention:
     return module
 
 
-def reference(module: MultiheadAttention, x: torch.Tensor, causal: bool) -> torch.Tensor:
-    """Attention computed pair by pair from the published formulas."""
+def reference(
+    module: MultiheadAttention,
+    x: torch.Tensor,
+    causal: bool,
+    key_value: torch.Tensor | None = None,
+    key_padding_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Attention computed pair by pair from the published formulas, in the dtype of ``x``; a query that may see no key
+    gets zeros before the output projection."""
+    source = x if key_value is None else key_value
     q = module.split_heads(module.query_proj(x))
-    k, v = module.split_heads(module.key_value_proj(x)).chunk(2, dim=-1)
-    length, d = x.shape[1], module.head_dim
-    scores = torch.empty(x.shape[0], module.heads, length, length)
-    for i in range(length):
-        for j in range(length):
-            if isinstance(module, RelativeMultiheadAttention) and module.relative == "xl":
-                distance = max(-module.max_rel_pos, min(module.max_rel_pos, i - j)) if module.clipped else i - j
-                r = module.distance_proj(sinusoid_table(torch.tensor([distance]), module.position_dim))[0].view(module.heads, d)
-                content = ((q[:, :, i] + module.content_bias) * k[:, :, j]).sum(-1)
-                position = ((q[:, :, i] + module.position_bias) * r).sum(-1)
-                scores[:, :, i, j] = content + position
-            elif isinstance(module, RelativeMultiheadAttention):
-                clipped = max(-module.max_rel_pos, min(module.max_rel_pos, j - i)) + module.max_rel_pos
-                a = module.distance_keys.weight[clipped]
-                scores[:, :, i, j] = (q[:, :, i] * (k[:, :, j] + a)).sum(-1)
-            else:
-                scores[:, :, i, j] = (q[:, :, i] * k[:, :, j]).sum(-1)
-            if causal and j > i:
-                scores[:, :, i, j] = -math.inf
-    weights = torch.softmax(scores / math.sqrt(d), dim=-1)
+    k, v = module.split_heads(module.key_value_proj(source)).chunk(2, dim=-1)
+    num_queries, num_keys, d = x.shape[1], source.shape[1], module.head_dim
+    scores = torch.empty(x.shape[0], module.heads, num_queries, num_keys, dtype=x.dtype)
+    for i, j in itertools.product(range(num_queries), range(num_keys)):
+        if isinstance(module, RelativeMultiheadAttention) and module.relative == "xl":
+            distance = max(-module.max_rel_pos, min(module.max_rel_pos, i - j)) if module.clipped else i - j
+            r = module.distance_proj(paper_sinusoid(distance, module.position_dim).to(x.dtype)).view(module.heads, d)
+            content = ((q[:, :, i] + module.content_bias) * k[:, :, j]).sum(-1)
+            position = ((q[:, :, i] + module.position_bias) * r).sum(-1)
+            scores[:, :, i, j] = content + position
+        elif isinstance(module, RelativeMultiheadAttention):
+            clipped = max(-module.max_rel_pos, min(module.max_rel_pos, j - i)) + module.max_rel_pos
+            a = module.distance_keys.weight[clipped]
+            scores[:, :, i, j] = (q[:, :, i] * (k[:, :, j] + a)).sum(-1)
+        else:
+            scores[:, :, i, j] = (q[:, :, i] * k[:, :, j]).sum(-1)
+        if causal and j > i:
+            scores[:, :, i, j] = -math.inf
+    if key_padding_mask is not None:
+        scores = scores.masked_fill(key_padding_mask[:, None, None, :], -math.inf)
+    weights = torch.softmax(scores / math.sqrt(d), dim=-1).nan_to_num(0.0)  # (NaN: a query that sees no key)
     out = torch.einsum("bhij,bhjd->bhid", weights, v)
     if isinstance(module, RelativeMultiheadAttention) and module.relative == "shaw" and module.distance_values is not None:
-        for i in range(length):  # Shaw et al. (2018), eq. 3: z_i = sum_j alpha_ij (v_j + a^V_ij)
-            for j in range(length):
-                clipped = max(-module.max_rel_pos, min(module.max_rel_pos, j - i)) + module.max_rel_pos
-                out[:, :, i] += weights[:, :, i, j, None] * module.distance_values.weight[clipped]
-    return module.out_proj(out.transpose(1, 2).reshape(x.shape[0], length, DIM))
+        for i, j in itertools.product(range(num_queries), range(num_keys)):  # Shaw et al. (2018), eq. 3
+            clipped = max(-module.max_rel_pos, min(module.max_rel_pos, j - i)) + module.max_rel_pos
+            out[:, :, i] += weights[:, :, i, j, None] * module.distance_values.weight[clipped]  # z_i = Σ_j α_ij (v_j + a^V_ij)
+    return module.out_proj(out.transpose(1, 2).reshape(x.shape[0], num_queries, DIM))
 
 
 @pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw", "shaw-keys-only"])
@@ -72,6 +81,59 @@ def test_matches_pairwise_reference(kind: str, causal: bool) -> None:
         module = make(kind)
     x = torch.randn(2, 6, DIM)
     torch.testing.assert_close(module(x, causal=causal), reference(module, x, causal), atol=1e-5, rtol=1e-4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kind=st.sampled_from(["xl", "xl_clipped", "shaw", "shaw-keys-only"]),
+    max_rel_pos=st.integers(1, 3),
+    num_queries=st.integers(1, 5),
+    num_keys=st.integers(1, 5),
+    cross=st.booleans(),
+    causal=st.booleans(),
+    data=st.data(),
+)
+def test_relative_attention_in_float64_is_the_papers_formula(
+    kind: str, max_rel_pos: int, num_queries: int, num_keys: int, cross: bool, causal: bool, data: st.DataObject
+) -> None:
+    """Self- and cross-attention with padding anywhere, at distances below, at and beyond the clip, equal the pairwise
+    formulas to float64 rounding (the XL sinusoids were float32: off by 1e-8)."""
+    options = {} if kind == "xl" else {"max_rel_pos": max_rel_pos}
+    module = make(kind.removesuffix("-keys-only"), **options, **({"shaw_values": False} if kind.endswith("only") else {}))
+    module = module.double()
+    x = torch.randn(2, num_queries, DIM, dtype=torch.float64)
+    key_value = torch.randn(2, num_keys, DIM, dtype=torch.float64) if cross else None
+    keys = num_keys if cross else num_queries
+    padding = torch.tensor([data.draw(st.lists(st.booleans(), min_size=keys, max_size=keys)) for _ in range(2)])
+    padding[:, data.draw(st.integers(0, keys - 1))] = False  # (every element has a real key)
+    got = module(x, key_value, key_padding_mask=padding, causal=causal)
+    torch.testing.assert_close(got, reference(module, x, causal, key_value, padding), atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("cross", "causal", "padded"),
+    [(False, False, False), (False, True, False), (False, True, True), (True, False, True), (True, True, False)],
+)
+def test_vanilla_attention_is_torchs_multihead_attention_with_the_same_weights(cross: bool, causal: bool, padded: bool) -> None:
+    """Each head's keys and values are the two halves of its slice of ``key_value_proj``; causal cross-attention lets
+    query ``i`` see keys ``<= i``. Float64, eval mode (no dropout)."""
+    module = make("vanilla", dropout=0.3).double()
+    torch_attention = torch.nn.MultiheadAttention(DIM, HEADS, dropout=0.3, batch_first=True).double().eval()
+    weight = module.key_value_proj.weight.view(HEADS, 2, module.head_dim, DIM)  # [key rows, value rows] per head
+    bias = module.key_value_proj.bias.view(HEADS, 2, module.head_dim)
+    with torch.no_grad():
+        torch_attention.in_proj_weight.copy_(
+            torch.cat([module.query_proj.weight, weight[:, 0].flatten(0, 1), weight[:, 1].flatten(0, 1)])
+        )
+        torch_attention.in_proj_bias.copy_(torch.cat([module.query_proj.bias, bias[:, 0].flatten(), bias[:, 1].flatten()]))
+        torch_attention.out_proj.load_state_dict(module.out_proj.state_dict())
+    x = torch.randn(2, 5, DIM, dtype=torch.float64)
+    source = torch.randn(2, 7, DIM, dtype=torch.float64) if cross else x
+    padding = torch.arange(source.shape[1]) >= torch.tensor([[source.shape[1]], [3]]) if padded else None
+    future = torch.arange(source.shape[1]) > torch.arange(5)[:, None] if causal else None
+    expected, _ = torch_attention(x, source, source, key_padding_mask=padding, attn_mask=future, need_weights=False)
+    got = module(x, source if cross else None, key_padding_mask=padding, causal=causal)
+    torch.testing.assert_close(got, expected, atol=1e-12, rtol=1e-12)
 
 
 @pytest.mark.parametrize("position_dim", [2, DIM, 4 * DIM])

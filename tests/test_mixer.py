@@ -1,5 +1,6 @@
 import pytest
 import torch
+import torch.nn.functional as F
 
 from neurosym.layers import MixerBlock
 
@@ -19,6 +20,21 @@ def test_mixer_block_shape_gradients_and_token_mixing():
     out.square().sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in block.parameters())
     assert x.grad.abs().sum() > 0
+
+
+def test_mixer_block_is_the_papers_two_mlps() -> None:
+    """Tolstikhin et al. (2021), eq. 1, written with einsum: ``U = X + W2 σ(W1 LN(X))`` mixes tokens (the MLP reads
+    one feature across the tokens), ``Y = U + σ(LN(U) W3) W4`` mixes channels; float64."""
+    torch.manual_seed(0)
+    block = MixerBlock(num_tokens=5, dim=8, token_hidden=6, channel_hidden=16).double().eval()
+    x = torch.randn(3, 5, 8, dtype=torch.float64)
+    w1, w2 = block.token_mlp[0], block.token_mlp[3]
+    hidden = F.gelu(torch.einsum("ht,btd->bhd", w1.weight, block.token_norm(x)) + w1.bias[:, None])
+    u = x + torch.einsum("th,bhd->btd", w2.weight, hidden) + w2.bias[:, None]
+    w3, w4 = block.channel_mlp[0], block.channel_mlp[3]
+    channels = F.gelu(torch.einsum("btd,ed->bte", block.channel_norm(u), w3.weight) + w3.bias)
+    expected = u + torch.einsum("bte,de->btd", channels, w4.weight) + w4.bias
+    torch.testing.assert_close(block(x), expected, atol=1e-14, rtol=1e-14)
 
 
 def test_mixer_block_rejects_wrong_token_count():

@@ -128,6 +128,27 @@ def test_cached_greedy_decoding_equals_uncached(name: str) -> None:
         torch.testing.assert_close(model.decode_step(with_cache, token), model.decode_step(without, token))
 
 
+@pytest.mark.parametrize("name", VARIANTS)
+def test_every_decoding_step_gives_the_teacher_forced_logits_in_float64(name: str) -> None:
+    """Sources of 2 to 5 tokens decoded step by step, with and without a cache, through two decoder layers: every
+    step's logits are those of teacher forcing the decoded prefix, and every row's those of the row alone, to float64
+    rounding."""
+    src, src_mask, _, _ = reversal_batch(6, seed=4)
+    model = tiny_model(name, decoder_layers=2).double().eval()
+    decoded = model.greedy_decode(src, src_mask, max_len=6, bos=BOS, eos=-1)  # (no eos: six steps for every row)
+    tgt_in = torch.cat([torch.full((6, 1), BOS), decoded[:, :-1]], dim=1)
+    with torch.no_grad():
+        forced = model(src, src_mask, tgt_in)
+        assert torch.equal(forced.argmax(-1), decoded)
+        for use_cache in (True, False):
+            state = model.start_decoding(src, src_mask, use_cache=use_cache)
+            steps = torch.stack([model.decode_step(state, tokens) for tokens in tgt_in.T], dim=1)
+            torch.testing.assert_close(steps, forced, atol=1e-12, rtol=1e-12)
+        for row, length in enumerate((~src_mask).sum(1).tolist()):
+            alone = model(src[row : row + 1, :length], src_mask[row : row + 1, :length], tgt_in[row : row + 1])
+            torch.testing.assert_close(alone[0], forced[row], atol=1e-12, rtol=1e-12)
+
+
 def test_image_padding_windows_are_ignored() -> None:
     model = tiny_model("transformer_rel", kind="image").eval()
     images = torch.rand(2, 4, 1, 16, 16)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import numpy as np
 import pytest
 import torch
+from paper_sinusoid import paper_sinusoid
 
 from neurosym.layers import (
     MultiheadAttention,
@@ -142,6 +144,63 @@ def test_act_steps_after_every_position_halted_add_nothing() -> None:
     gradients = [torch.autograd.grad(r.ponder_cost + r.hidden.sum(), list(layer.parameters())) for r in results]
     for long_grad, short_grad in zip(*gradients):
         torch.testing.assert_close(long_grad, short_grad)
+
+
+def graves_act(layer: torch.nn.Module, halting: torch.nn.Linear, x: torch.Tensor, padding: torch.Tensor, depth: int,
+               epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """ACT (Graves 2016) position by position: step ``n`` (from 1) adds the step signal to the state, reads the halting
+    probability ``p_n`` from it and applies the layer; ``N`` is the first step where ``Σ p > 1 - ε`` (or ``depth``),
+    the remainder ``R = 1 - Σ_{n<N} p_n``, the output ``Σ_{n<N} p_n s_n + R s_N`` and the ponder cost ``N + R``
+    averaged over real positions. Returns ``(output [B, T, D], ponder cost)``."""
+    states, probabilities, state = [], [], x
+    for step in range(depth):
+        state = state + paper_sinusoid(step, x.shape[-1])
+        probabilities.append(torch.sigmoid(halting(state))[..., 0])
+        state = layer(state, padding)
+        states.append(state)
+    output, costs = torch.zeros_like(x), []
+    for b, t in itertools.product(range(x.shape[0]), range(x.shape[1])):
+        accumulated = 0.0
+        for n in range(depth):
+            p = probabilities[n][b, t].item()
+            if accumulated + p > 1 - epsilon or n == depth - 1:
+                output[b, t] += (1 - accumulated) * states[n][b, t]
+                if not padding[b, t]:
+                    costs.append(n + 1 + 1 - accumulated)
+                break
+            accumulated += p
+            output[b, t] += p * states[n][b, t]
+    return output, torch.tensor(costs, dtype=x.dtype).mean()
+
+
+@pytest.mark.parametrize(("depth", "epsilon", "bias"), [(4, 0.01, -0.5), (1, 0.01, -0.5), (6, 0.3, -0.5), (5, 0.01, 1.0)])
+def test_act_is_graves_halting_position_by_position(depth: int, epsilon: float, bias: float) -> None:
+    """Random halting weights make positions halt at different steps (some at the step limit); float64."""
+    torch.manual_seed(0)
+    layer = TransformerEncoderLayer(DIM, HEADS, FF, 0.0, attention="xl").double().eval()
+    model = UniversalTransformer(layer, depth, act=True, act_epsilon=epsilon).double()
+    torch.nn.init.normal_(model.halting.weight, std=1.0)
+    torch.nn.init.constant_(model.halting.bias, bias)
+    x = torch.randn(3, 5, DIM, dtype=torch.float64)
+    padding = torch.tensor([[False] * 5, [False, False, False, True, True], [False] * 4 + [True]])
+    result = model(x, padding)
+    output, cost = graves_act(layer, model.halting, x, padding, depth, epsilon)
+    torch.testing.assert_close(result.hidden, output, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(result.ponder_cost, cost, atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("offset", [0, 9_990])
+def test_sinusoidal_positions_are_the_papers_in_float64(offset: int) -> None:
+    """Vaswani et al.'s signal (sines, then cosines) to float64 rounding, also far from 0 (it was computed in float32:
+    off by 1e-7 near 0 and 1e-4 at position 10,000); other dtypes get the float32 signal rounded to them."""
+    expected = torch.stack([paper_sinusoid(offset + t, DIM) for t in range(10)])
+    got = SinusoidalPositionalEncoding(DIM)(torch.zeros(1, 10, DIM, dtype=torch.float64), offset)[0]
+    torch.testing.assert_close(got, expected, atol=1e-12, rtol=0)
+    single = sinusoid_table(torch.arange(offset, offset + 10), DIM)
+    assert single.dtype == torch.float32
+    torch.testing.assert_close(single, expected.float(), atol=1e-3 if offset else 1e-6, rtol=0)
+    halves = SinusoidalPositionalEncoding(DIM)(torch.zeros(1, 10, DIM, dtype=torch.bfloat16), offset)[0]
+    assert torch.equal(halves, single.bfloat16())
 
 
 def test_universal_transformer_rejects_layers_without_width() -> None:

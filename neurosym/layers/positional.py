@@ -17,30 +17,45 @@ def _check_sinusoid_dim(dim: int) -> None:
         raise ValueError(f"sinusoid dimension must be a positive even number, got {dim!r}")
 
 
-def sinusoid_frequencies(dim: int, device: torch.device | str | None = None) -> torch.Tensor:
-    """The ``dim // 2`` angular frequencies of a ``dim``-feature sinusoid, geometrically spaced from 1 to
-    1/10000: float32 ``[dim // 2]``."""
+def sinusoid_frequencies(dim: int, device: torch.device | str | None = None, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The ``dim // 2`` angular frequencies ``ω_i = 10000^(-2i / dim)`` of a ``dim``-feature sinusoid (Vaswani et
+    al.'s), from 1 down to ``10000^(-(dim - 2) / dim)``: ``[dim // 2]`` in ``dtype``."""
     _check_sinusoid_dim(dim)
     half = dim // 2
-    return torch.exp(torch.arange(half, device=device, dtype=torch.float32) * (-math.log(10000.0) / half))
+    return torch.exp(torch.arange(half, device=device, dtype=dtype) * (-math.log(10000.0) / half))
 
 
-def sinusoid_table(positions: torch.Tensor, dim: int) -> torch.Tensor:
+def sinusoid_angles(positions: torch.Tensor, dim: int, dtype: torch.dtype) -> torch.Tensor:
+    """The angles ``p ω_i`` of ``positions [N]`` at the :func:`sinusoid_frequencies`: ``[N, dim // 2]``, in float64
+    for a float64 signal (``dtype``) and in float32 for any other (angles of a few thousand radians in float16 or
+    bfloat16 would keep no phase; a float64 model got float32 signals, off by 1e-7 near 0 and 1e-4 at position
+    10,000)."""
+    precise = torch.float64 if dtype == torch.float64 else torch.float32
+    frequencies = sinusoid_frequencies(dim, positions.device, precise)
+    return rearrange(positions.to(precise), "n -> n 1") * rearrange(frequencies, "f -> 1 f")
+
+
+def sinusoid_table(positions: torch.Tensor, dim: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Sine/cosine features of (possibly negative or fractional) positions.
 
-    ``positions`` has shape ``[N]``; the result has shape ``[N, dim]`` with the sines in the first half of
-    the features and the cosines in the second, at the frequencies of :func:`sinusoid_frequencies`.
+    ``positions`` has shape ``[N]``; the result has shape ``[N, dim]`` and dtype ``dtype``, with the sines in the first
+    half of the features and the cosines in the second, at the frequencies of :func:`sinusoid_frequencies` (computed
+    as :func:`sinusoid_angles` says).
     """
     check_tensor(positions, "positions")
     if positions.dim() != 1:
         raise ValueError(f"positions must have shape [N], got {tuple(positions.shape)}")
-    frequencies = sinusoid_frequencies(dim, positions.device)
-    angles = rearrange(positions.to(torch.float32), "n -> n 1") * rearrange(frequencies, "f -> 1 f")
-    return torch.cat([angles.sin(), angles.cos()], dim=-1)
+    angles = sinusoid_angles(positions, dim, dtype)
+    return torch.cat([angles.sin(), angles.cos()], dim=-1).to(dtype)
 
 
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds the fixed absolute position signal of Vaswani et al. to token embeddings.
+
+    Their frequencies, with the features in :func:`sinusoid_table`'s order: the sines of all frequencies, then the
+    cosines (as Tensor2Tensor and Transformer-XL), where the paper interleaves them (``PE[p, 2i] = sin(p ω_i)``,
+    ``PE[p, 2i + 1] = cos(p ω_i)``). The two differ by a fixed permutation of the features, which learned
+    embeddings and the layers after them absorb; a model trained with one layout needs the same layout to run.
 
     ``forward(x [B, T, D], offset=0) -> [B, T, D]``: position ``offset + t`` is added to ``x[:, t]``
     (the offset lets a cached decoder feed one token at a time).
@@ -56,4 +71,4 @@ class SinusoidalPositionalEncoding(nn.Module):
         if not x.is_floating_point():  # sines added to integers would be truncated to them
             raise ValueError(f"the input must be floating point (token embeddings), got {x.dtype}")
         positions = torch.arange(offset, offset + x.shape[1], device=x.device)
-        return x + sinusoid_table(positions, self.dim).to(x.dtype)
+        return x + sinusoid_table(positions, self.dim, x.dtype)

@@ -36,7 +36,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.attention import MultiheadAttention
-from neurosym.layers.positional import sinusoid_frequencies
+from neurosym.layers.positional import sinusoid_angles, sinusoid_table
 from neurosym.layers.shape_checks import check_sizes
 from neurosym.training.checks import ignored_option
 
@@ -122,9 +122,8 @@ class RelativeMultiheadAttention(MultiheadAttention):
         batch, heads = q.shape[:2]
         # (q + v)·W_r r_{i-j} = p·[sin((i-j)ω), cos((i-j)ω)] with p = W_rᵀ (q + v) = [p_sin, p_cos]
         p_sin, p_cos = self._position_queries(q).chunk(2, -1)
-        frequencies = sinusoid_frequencies(self.position_dim, q.device)
-        query_angles = rearrange(query_positions.float(), "q -> q 1") * frequencies
-        key_angles = rearrange(key_positions.float(), "k -> k 1") * frequencies
+        query_angles = sinusoid_angles(query_positions, self.position_dim, q.dtype)
+        key_angles = sinusoid_angles(key_positions, self.position_dim, q.dtype)
         sin_i, cos_i = query_angles.sin().to(q.dtype), query_angles.cos().to(q.dtype)
         # sin(a-b) = sin a cos b - cos a sin b;  cos(a-b) = cos a cos b + sin a sin b
         query = torch.cat(
@@ -171,10 +170,9 @@ class RelativeMultiheadAttention(MultiheadAttention):
     def _clipped_distance_keys(self, dtype: torch.dtype) -> torch.Tensor:
         """Clipped XL's ``P_c = W_r r_c`` per head, ``[H, 2R + 1, head_dim]``, for ``c = j - i = -R .. R`` (the
         order of the Shaw tables; the sinusoid ``r = [sin, cos]`` takes the distance ``i - j``)."""
-        distances = torch.arange(self.max_rel_pos, -self.max_rel_pos - 1, -1, device=self.distance_proj.weight.device)
-        angles = rearrange(distances.float(), "c -> c 1") * sinusoid_frequencies(self.position_dim, distances.device)
-        sinusoids = torch.cat([angles.sin(), angles.cos()], dim=-1)
-        keys = sinusoids.to(self.distance_proj.weight.dtype) @ self.distance_proj.weight.T
+        weight = self.distance_proj.weight
+        distances = torch.arange(self.max_rel_pos, -self.max_rel_pos - 1, -1, device=weight.device)
+        keys = sinusoid_table(distances, self.position_dim, weight.dtype) @ weight.T
         return rearrange(keys, "c (h d) -> h c d", h=self.heads).to(dtype)
 
     def _clipped_distances(self, query_positions: torch.Tensor, key_positions: torch.Tensor) -> torch.Tensor:

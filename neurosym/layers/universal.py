@@ -67,7 +67,7 @@ class UniversalTransformer(nn.Module):
     def _step_input(self, x: torch.Tensor, step: int) -> torch.Tensor:
         if not self.step_embedding:
             return x
-        signal = sinusoid_table(torch.tensor([step], device=x.device), self.dim).to(x.dtype)
+        signal = sinusoid_table(torch.tensor([step], device=x.device), self.dim, x.dtype)
         return x + rearrange(signal, "1 d -> 1 1 d")
 
     def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> UniversalOutput:
