@@ -1,6 +1,8 @@
+import math
+
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pvr_fakes import fake_digit_class, write_fake_mnist
 
@@ -49,6 +51,13 @@ def test_hand_made_vector_labels(complexity, aggregation, boundary, expected):
     assert rule.label(ROW).tolist() == [expected]
 
 
+def test_majority_of_two_values_is_their_minimum():
+    """Ties go to the smallest value, so at m = 1 the majority vote is the minimum (docs/pvr.md)."""
+    pairs = np.array([[0, a, b] for a in range(10) for b in range(10)])
+    rule = PVRRule(3, (0,) * 10, complexity=1, aggregation="majority")
+    assert (rule.label(pairs) == pairs[:, 1:].min(axis=1)).all()
+
+
 def test_block_layout_labels():
     rule = block_rule()
     assert rule.pointer_table == (0, 0, 0, 0, 1, 1, 1, 2, 2, 2)
@@ -84,36 +93,57 @@ def test_bad_rules_and_digits_raise_clear_errors():
         vector_rule().label(np.zeros((2, 5), dtype=int))
 
 
-@settings(max_examples=30, deadline=None)
-@given(
-    complexity=st.integers(0, 9),
-    aggregation=st.sampled_from(sorted(AGGREGATIONS)),
-    boundary=st.sampled_from(["wrap", "truncate"]),
-    seed=st.integers(0, 2**32 - 1),
-)
-def test_vectorised_labels_match_a_plain_reading_of_the_definition(complexity, aggregation, boundary, seed):
-    rule = vector_rule(complexity, aggregation, boundary=boundary)
-    digits, labels = VectorPVR(rule).sample(20, np.random.default_rng(seed))
-    for row, label in zip(digits, labels):
-        start = row[0]
-        positions = [start + k for k in range(complexity + 1)]
-        positions = [p % 10 for p in positions] if boundary == "wrap" else [p for p in positions if p < 10]
-        window = sorted(int(row[1 + p]) for p in positions)
-        expected = {
-            "mod_sum": sum(window) % 10,
-            "median": window[(len(window) - 1) // 2],
-            "majority": max(sorted(set(window)), key=lambda v: (window.count(v), -v)),
-            "min": window[0],
-            "max": window[-1],
-        }[aggregation]
-        assert label == expected
+@st.composite
+def pvr_rules(draw, max_complexity: int = 11) -> PVRRule:
+    """Any rule: length, pointer slot, pointer table, number of digit classes, complexity, aggregation, boundary."""
+    length = draw(st.integers(2, 12))
+    num_classes = draw(st.integers(2, 12))
+    table = draw(st.lists(st.integers(0, length - 2), min_size=num_classes, max_size=num_classes))
+    return PVRRule(
+        length,
+        tuple(table),
+        draw(st.integers(0, length - 1)),
+        draw(st.integers(0, min(length - 2, max_complexity))),
+        draw(st.sampled_from(sorted(AGGREGATIONS))),
+        draw(st.sampled_from(["wrap", "truncate"])),
+    )
+
+
+def plain_window(rule: PVRRule, row) -> list[int]:
+    """The paper's window read off one row: the ``m + 1`` values from the pointed one on, past the last value
+    wrapped to the first or left out."""
+    values = [int(v) for slot, v in enumerate(row) if slot != rule.pointer_position]
+    start = rule.pointer_table[int(row[rule.pointer_position])]
+    positions = [start + k for k in range(rule.complexity + 1)]
+    if rule.boundary == "wrap":
+        positions = [p % len(values) for p in positions]
+    return [values[p] for p in positions if p < len(values)]
+
+
+def plain_label(rule: PVRRule, row) -> int:
+    window = sorted(plain_window(rule, row))
+    return {
+        "mod_sum": sum(window) % rule.num_classes,
+        "median": window[(len(window) - 1) // 2],
+        "majority": max(sorted(set(window)), key=lambda v: (window.count(v), -v)),
+        "min": window[0],
+        "max": window[-1],
+    }[rule.aggregation]
+
+
+@settings(max_examples=60, deadline=None)
+@given(rule=pvr_rules(), seed=st.integers(0, 2**32 - 1))
+def test_vectorised_labels_match_a_plain_reading_of_the_definition(rule, seed):
+    digits = np.random.default_rng(seed).integers(rule.num_classes, size=(20, rule.length))
+    assert rule.label(digits).tolist() == [plain_label(rule, row) for row in digits]
+    vector = vector_rule(rule.complexity % 10, rule.aggregation, boundary=rule.boundary)
+    digits, labels = VectorPVR(vector).sample(20, np.random.default_rng(seed))
+    assert labels.tolist() == [plain_label(vector, row) for row in digits]
 
 
 @settings(max_examples=20, deadline=None)
 @given(complexity=st.integers(1, 3), count=st.integers(1, 6), seed=st.integers(0, 2**32 - 1))
 def test_vector_holdout_train_never_and_test_always_holds_a_held_out_window(complexity, count, seed):
-    import math
-
     count = min(count, math.factorial(complexity + 1))
     rule = vector_rule(complexity)
     held = {tuple(w) for w in held_out_windows(complexity, count)}
@@ -136,6 +166,39 @@ def test_holdout_i_is_bounded():
         held_out_windows(2, 7)
 
 
+@settings(max_examples=60, deadline=None)
+@given(rule=pvr_rules(max_complexity=3), data=st.data())
+def test_holdout_i_splits_of_any_rule_follow_the_paper(rule, data):
+    """Training never has a held-out window at the pointed values; the test has (0, ..., m) there in every row,
+    behind a pointer whose window is whole, for any pointer slot, pointer table and boundary."""
+    m = rule.complexity
+    assume(m < rule.num_classes)  # (0, ..., m) must be digits
+    held = held_out_windows(m, data.draw(st.integers(1, math.factorial(m + 1))))
+    seed = data.draw(st.integers(0, 2**32 - 1))
+    train, _ = sample_vector_holdout_train(rule, 200, held, seed)
+    assert not {tuple(plain_window(rule, row)) for row in train} & {tuple(w) for w in held.tolist()}
+    whole = [d for d in range(rule.num_classes) if rule.boundary == "wrap" or rule.pointer_table[d] + m < rule.length - 1]
+    assume(whole)
+    test, labels = sample_vector_holdout_test(rule, 200, held[:1], seed)
+    assert all(plain_window(rule, row) == list(range(m + 1)) for row in test)
+    assert set(test[:, rule.pointer_position].tolist()) <= set(whole)
+    assert labels.tolist() == [plain_label(rule, row) for row in test]
+
+
+def test_the_paper_holdout_test_draws_pointers_and_the_digits_outside_the_window_at_random():
+    """Section 7: only (0, ..., m) in the value window, "the pointers and other digits outside the value
+    window are random": every pointer, and every digit in every slot outside the window, turns up."""
+    rule = vector_rule(2)
+    test, labels = sample_vector_holdout_test(rule, 3000, held_out_windows(2, 6)[:1], np.random.default_rng(0))
+    assert (labels == 3).all()  # (0 + 1 + 2) % 10
+    assert np.bincount(test[:, 0], minlength=10).min() > 200  # 300 expected for each pointer digit
+    slots = np.arange(1, 11)
+    outside = slots[None, :] - 1 - test[:, :1]  # position of each value after the window's start
+    for offset in range(3, 10):  # the values after the window, up to the one before it
+        others = test[:, 1:][(outside % 10) == offset]
+        assert np.bincount(others, minlength=10).min() > 200
+
+
 def test_rules_and_holdouts_without_room_for_a_pointer_and_a_value_are_named():
     with pytest.raises(ValueError, match=r"grid \(2 x 2 cells at least: a pointer and a value\) must be an int of at least 2"):
         block_rule(1)
@@ -146,8 +209,36 @@ def test_rules_and_holdouts_without_room_for_a_pointer_and_a_value_are_named():
                            (lambda: vector_rule(num_values=2.5), "num_values must be an int")):  # fmt: skip
         with pytest.raises(ValueError, match=message):  # (were accepted: slots indexed by 2.5 or True)
             build()
-    with pytest.raises(ValueError, match="complexity m must be at least 0, got -2"):
+    with pytest.raises(ValueError, match="complexity m must be an int of at least 0, got -2"):
         held_out_windows(-2, 1)
+
+
+def test_sizes_slots_and_names_of_the_wrong_type_are_named():
+    for complexity, count in ((1.5, 1), (True, 1)):  # (a TypeError in math.factorial; True read as m = 1)
+        with pytest.raises(ValueError, match=rf"complexity m must be an int of at least 0, got {complexity}"):
+            held_out_windows(complexity, count)
+    for count in (1.5, True):
+        with pytest.raises(ValueError, match=rf"holdout-i's i must be an int of at least 1, got {count}"):
+            held_out_windows(1, count)
+    for n in (2.5, True):
+        with pytest.raises(ValueError, match=rf"n \(rows to draw\) must be an int of at least 0, got {n}"):
+            VectorPVR(vector_rule()).sample(n, 0)
+    with pytest.raises(ValueError, match=r"unknown aggregation \['mod_sum'\]"):
+        vector_rule(aggregation=["mod_sum"])  # (was "unhashable type: 'list'")
+    with pytest.raises(ValueError, match=r"unknown boundary \['wrap'\]"):
+        vector_rule(boundary=["wrap"])
+    for slot in (True, 1.0):
+        with pytest.raises(ValueError, match=rf"holdout slot {slot} is not an int in 0..3"):
+            block_holdout_masks(4, {slot: (2,)})
+    with pytest.raises(ValueError, match=r"holdout digits of slot 1 must lie in 0..9, got \(2.5,\)"):
+        block_holdout_masks(4, {1: (2.5,)})
+
+
+def test_a_grid_with_more_value_cells_than_pointer_digits_is_named():
+    """A 4x4 grid has 15 value cells and 10 pointer digits: five cells were never pointed at."""
+    assert contiguous_pointer_table(10, 10) == tuple(range(10))
+    with pytest.raises(ValueError, match="10 pointer digits cannot split into 15 non-empty groups"):
+        block_rule(4)
 
 
 def test_block_holdout_digits_outside_the_classes_are_named():

@@ -74,8 +74,11 @@ def _check_table_sizes(num_classes: int, num_values: int) -> None:
 
 def contiguous_pointer_table(num_classes: int, num_values: int) -> tuple[int, ...]:
     """Pointer digits split into ``num_values`` contiguous groups, as equal as possible, the first groups
-    one larger: for 10 digits and 3 values ``0-3 -> 0, 4-6 -> 1, 7-9 -> 2`` (the paper's 2x2 block task)."""
+    one larger: for 10 digits and 3 values ``0-3 -> 0, 4-6 -> 1, 7-9 -> 2`` (the paper's 2x2 block task).
+    Every group needs a digit, so there are at most ``num_classes`` values."""
     _check_table_sizes(num_classes, num_values)
+    if num_values > num_classes:  # (a 4x4 grid's last 5 cells were never pointed at)
+        raise ValueError(f"{num_classes} pointer digits cannot split into {num_values} non-empty groups, one for each value")
     groups = np.array_split(np.arange(num_classes), num_values)
     return tuple(int(position) for position, group in enumerate(groups) for _ in group)
 
@@ -123,9 +126,9 @@ class PVRRule:
             raise ValueError(f"pointer_table points to {bad[0]}, outside the {num_values} values 0..{num_values - 1}")
         if not 0 <= self.complexity < num_values:
             raise ValueError(f"complexity must be in 0..{num_values - 1} for {num_values} values, got {self.complexity}")
-        if self.aggregation not in AGGREGATIONS:
+        if not isinstance(self.aggregation, str) or self.aggregation not in AGGREGATIONS:  # (a list: "unhashable type")
             raise ValueError(f"unknown aggregation {self.aggregation!r}: choose from {sorted(AGGREGATIONS)}")
-        if self.boundary not in BOUNDARIES:
+        if not isinstance(self.boundary, str) or self.boundary not in BOUNDARIES:
             raise ValueError(f"unknown boundary {self.boundary!r}: choose from {BOUNDARIES}")
 
     @property

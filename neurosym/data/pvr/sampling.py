@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from neurosym.data.randomness import as_generator
+from neurosym.training.checks import int_at_least
 
 
 def all_allowed(length: int, num_classes: int = 10) -> np.ndarray:
@@ -24,8 +25,7 @@ def sample_digits(n: int, allowed: np.ndarray, rng: np.random.Generator | int) -
     empty = np.flatnonzero(~allowed.any(axis=1))
     if empty.size:
         raise ValueError(f"slot {empty[0]} allows no digit at all")
-    if n < 0:
-        raise ValueError(f"cannot draw a negative number of rows: {n}")
+    int_at_least(n, "n (rows to draw)", 0)  # (2.5 and True failed inside numpy as a TypeError)
     cumulative = np.cumsum(allowed / allowed.sum(axis=1, keepdims=True), axis=1)
     draws = rng.random((n, allowed.shape[0], 1))
     digits = (draws >= cumulative[None, :, :-1]).sum(axis=-1)

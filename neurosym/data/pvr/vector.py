@@ -18,6 +18,7 @@ import numpy as np
 from neurosym.data.pvr.sampling import all_allowed, sample_digits
 from neurosym.data.randomness import as_generator
 from neurosym.semantics.pvr_rules import PVRRule, cyclic_pointer_table
+from neurosym.training.checks import int_at_least
 
 
 def vector_rule(
@@ -52,8 +53,8 @@ class VectorPVR:
 
 def held_out_windows(complexity: int, count: int) -> np.ndarray:
     """The first ``count`` permutations of ``(0, ..., complexity)``: ``[count, complexity + 1]`` int64."""
-    if complexity < 0:
-        raise ValueError(f"complexity m must be at least 0, got {complexity}")
+    int_at_least(complexity, "complexity m", 0)  # (1.5 failed inside math.factorial, True was read as m = 1)
+    int_at_least(count, "holdout-i's i", 1)
     total = math.factorial(complexity + 1)
     if not 1 <= count <= total:
         raise ValueError(f"holdout-i needs 1 <= i <= (m+1)! = {total} for m={complexity}, got i={count}")

@@ -26,7 +26,7 @@ from neurosym.semantics.pvr_rules import (
     contiguous_pointer_table,
     cyclic_pointer_table,
 )
-from neurosym.training.checks import int_at_least
+from neurosym.training.checks import int_at_least, is_int
 
 DIGIT_SIZE = 28
 
@@ -125,9 +125,9 @@ def block_holdout_masks(
     holdout = PAPER_BLOCK_HOLDOUT if holdout is None else holdout
     held = np.zeros((length, num_classes), dtype=bool)
     for slot, digits in holdout.items():
-        if not 0 <= slot < length:
-            raise ValueError(f"holdout slot {slot} is outside 0..{length - 1}")
-        if not all(0 <= digit < num_classes for digit in digits):  # (-1 held out the last digit silently)
+        if not is_int(slot) or not 0 <= slot < length:  # (True and 1.0 failed as numpy index errors)
+            raise ValueError(f"holdout slot {slot!r} is not an int in 0..{length - 1}")
+        if not all(is_int(digit) and 0 <= digit < num_classes for digit in digits):  # (-1 held out the last digit silently)
             raise ValueError(f"holdout digits of slot {slot} must lie in 0..{num_classes - 1}, got {tuple(digits)}")
         held[slot, list(digits)] = True
     train = ~held
