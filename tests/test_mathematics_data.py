@@ -67,6 +67,8 @@ def test_loader_reads_released_layout(tmp_path):
     [
         (["What is 1 + 2?", "3", "What is 2 + 2?"], 3, "odd number of lines"),
         (["What is 1 + 2?", "3", "", "4"], 3, "empty question"),
+        (["What is 1 + 2?", "3", "", "What is 2 + 2?", "4"], 3, "empty question \\(a blank line\\)"),  # (not line 5)
+        (["What is 1 + 2?", "3", "What is 2 + 2?", "4", ""], 5, "empty question"),
         (["What is 1 + 2?", ""], 2, "empty answer"),
         (["x" * 161, "3"], 1, "question of 161 characters"),
         (["What is 1 + 2?", "3" * 31], 2, "answer of 31 characters"),
@@ -78,6 +80,53 @@ def test_malformed_lines_name_file_and_line(tmp_path, lines, line_number, proble
     path = write_module(tmp_path, "interpolate", "arithmetic__mul", lines)
     with pytest.raises(MathematicsFormatError, match=rf"arithmetic__mul\.txt:{line_number}\b.*{problem}"):
         read_module_file(path)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pairs=st.lists(
+        st.tuples(st.text(ALPHABET, min_size=1, max_size=160), st.text(ALPHABET, min_size=1, max_size=30)),
+        min_size=1,
+        max_size=5,
+    ),
+    line_end=st.sampled_from(["\n", "\r\n"]),
+    final_end=st.booleans(),
+)
+def test_files_read_back_pair_for_pair_with_either_line_end(tmp_path_factory, pairs, line_end, final_end):
+    path = tmp_path_factory.mktemp("release") / "arithmetic__mul.txt"
+    path.write_bytes((line_end.join(part for pair in pairs for part in pair) + line_end * final_end).encode("ascii"))
+    assert read_module_file(path) == pairs
+
+
+def test_a_lone_carriage_return_is_refused_where_it_is_rather_than_splitting_its_line(tmp_path):
+    path = tmp_path / "arithmetic__mul.txt"
+    path.write_bytes(b"What is 1 + 2?\n3\nWhat is\r 2 + 2?\n4\nWhat is\r 3 + 3?\n6\n")  # (read as 8 lines: misaligned)
+    with pytest.raises(MathematicsFormatError, match=r"arithmetic__mul\.txt:3:8: character '\\r'"):
+        read_module_file(path)
+
+
+def test_bytes_beyond_ascii_are_named_by_value_and_column(tmp_path):
+    path = tmp_path / "arithmetic__mul.txt"
+    path.write_bytes("What is 1 + 2?\n3\nWh\u00e9t is 2?\n2\n".encode())
+    with pytest.raises(MathematicsFormatError, match=r"arithmetic__mul\.txt:3:3: byte 0xc3 \(not ASCII\) is outside"):
+        read_module_file(path)
+
+
+def test_module_names_are_file_stems_present_once_in_a_release_folder(tmp_path):
+    write_module(tmp_path, "interpolate", "arithmetic__mul", ["1 * 2", "2"])
+    write_module(tmp_path, "extrapolate", "arithmetic__mul_big", ["7 * 6", "42"])
+    with pytest.raises(ValueError, match="'../extrapolate/arithmetic__mul_big' is not a module name"):
+        load_split(tmp_path, "interpolate", ["../extrapolate/arithmetic__mul_big"])  # (read as an interpolate module)
+    with pytest.raises(ValueError, match="'arithmetic__mul.txt' is not a module name"):
+        load_split(tmp_path, "interpolate", ["arithmetic__mul.txt"])
+    with pytest.raises(ValueError, match="'arithmetic__mul' is listed twice"):
+        load_split(tmp_path, "interpolate", ["arithmetic__mul", "arithmetic__mul"])  # (its examples counted twice)
+    with pytest.raises(FileNotFoundError, match=r"no module 'arithmetic__div' in .*interpolate.*modules: \['arithmetic__mul'\]"):
+        load_split(tmp_path, "interpolate", ["arithmetic__div"])
+    with pytest.raises(FileNotFoundError, match=r"no 'interpolate' folder under .*\(its folders: \[\]\); a release has"):
+        load_split(tmp_path / "interpolate", "interpolate", ["arithmetic__mul"])  # (one folder too deep)
+    with pytest.raises(ValueError, match="regime '../extrapolate' is not a folder name"):
+        load_split(tmp_path / "interpolate", "../extrapolate")
 
 
 def test_limits_are_inclusive(tmp_path):

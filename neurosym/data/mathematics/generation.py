@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import subprocess
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -27,7 +26,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from neurosym.data.mathematics.environment import ensure_generator_env
-from neurosym.data.mathematics.loader import count_pairs, module_path
+from neurosym.data.mathematics.loader import check_module_name, count_pairs, module_path
 from neurosym.data.mnist import cache_dir
 from neurosym.training.checks import int_at_least
 
@@ -110,9 +109,7 @@ def _request(request: object) -> tuple[str, str]:
     regime, module = request
     if regime not in REGIMES:
         raise ValueError(f"unknown regime {regime!r}; expected one of {REGIMES}")
-    if not re.fullmatch(r"\w+", module, re.ASCII):  # a file stem: no path may lead out of the data folder
-        raise ValueError(f"module {module!r} is not a module name like 'arithmetic__mixed'")
-    return regime, module
+    return regime, check_module_name(module)
 
 
 def _run_driver(jobs: Sequence[dict], root: Path, progress: bool) -> None:

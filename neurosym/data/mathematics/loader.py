@@ -8,6 +8,7 @@ answer lines. A malformed file raises :class:`MathematicsFormatError` naming the
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from neurosym.training.checks import int_at_least
 
 MAX_QUESTION_LENGTH = 160
 MAX_ANSWER_LENGTH = 30
+_RELEASE_REGIMES = ("train-easy", "train-medium", "train-hard", "interpolate", "extrapolate")
 ALPHABET: str = "".join(chr(code) for code in range(32, 127))
 """The dataset's 95 characters: printable ASCII, space included."""
 _ALPHABET_SET = frozenset(ALPHABET)
@@ -34,17 +36,37 @@ class MathExample:
     regime: str
 
 
+def check_module_name(module: object) -> str:
+    """``module`` if it is a module name (a file stem like ``arithmetic__mixed``), else ``ValueError``: a name with
+    a path in it would read another folder's file under this module's name."""
+    if not (isinstance(module, str) and re.fullmatch(r"\w+", module, re.ASCII)):
+        raise ValueError(f"module {module!r} is not a module name like 'arithmetic__mixed'")
+    return module
+
+
+def _check_regime_name(regime: object) -> str:
+    """``regime`` if it is a folder name like ``train-easy``, else ``ValueError``."""
+    if not (isinstance(regime, str) and re.fullmatch(r"[\w-]+", regime, re.ASCII)):
+        raise ValueError(f"regime {regime!r} is not a folder name like 'interpolate' or 'train-easy'")
+    return regime
+
+
 def module_path(root: str | os.PathLike, regime: str, module: str) -> Path:
-    """``<root>/<regime>/<module>.txt``, the released location of one module's file."""
-    return Path(root) / regime / f"{module}.txt"
+    """``<root>/<regime>/<module>.txt``, the released location of one module's file (``ValueError`` for a regime
+    or module name that is not a plain folder or file name)."""
+    return Path(root) / _check_regime_name(regime) / f"{check_module_name(module)}.txt"
 
 
 def _lines(path: Path) -> list[str]:
-    text = path.read_text(encoding="ascii", errors="surrogateescape")
+    """The lines of a file without their ends, ``"\\n"`` or ``"\\r\\n"`` (a file saved on Windows). A lone ``"\\r"``
+    does not end a line (reading with universal newlines split a line there and shifted every later question into
+    the answers): it stays in its line, to be refused as outside the alphabet. Bytes beyond ASCII stay as
+    surrogate escapes, to be refused with their column."""
+    text = path.read_bytes().decode("ascii", errors="surrogateescape")
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    return lines
+    return [line.removesuffix("\r") for line in lines]
 
 
 def count_pairs(path: str | os.PathLike) -> int:
@@ -62,6 +84,7 @@ def read_module_file(path: str | os.PathLike, limit: int | None = None) -> list[
     lines = _lines(path)
     if not lines:
         raise MathematicsFormatError(f"{path}:1: empty file, expected alternating question and answer lines")
+    _check_no_blank_line(path, lines)
     if len(lines) % 2:
         raise MathematicsFormatError(f"{path}:{len(lines)}: question without an answer (odd number of lines)")
     if limit is not None:
@@ -71,23 +94,40 @@ def read_module_file(path: str | os.PathLike, limit: int | None = None) -> list[
     return list(zip(lines[0::2], lines[1::2]))
 
 
+def _check_no_blank_line(path: Path, lines: list[str]) -> None:
+    """Raise for the first blank line of the whole file (one shifts every later pair, so it is named where it is,
+    before the count of lines is checked)."""
+    for index, line in enumerate(lines):
+        if not line:
+            kind = "question" if index % 2 == 0 else "answer"
+            raise MathematicsFormatError(f"{path}:{index + 1}: empty {kind} (a blank line)")
+
+
 def _check_line(path: Path, number: int, line: str, is_question: bool) -> None:
     kind, limit = ("question", MAX_QUESTION_LENGTH) if is_question else ("answer", MAX_ANSWER_LENGTH)
     where = f"{path}:{number}"
-    if not line:
-        raise MathematicsFormatError(f"{where}: empty {kind}")
     if len(line) > limit:
         raise MathematicsFormatError(f"{where}: {kind} of {len(line)} characters, over the limit of {limit}")
     for column, char in enumerate(line, start=1):
         if char not in _ALPHABET_SET:
-            raise MathematicsFormatError(f"{where}:{column}: character {char!r} is outside the dataset's alphabet")
+            raise MathematicsFormatError(f"{where}:{column}: {_describe(char)} is outside the dataset's alphabet")
+
+
+def _describe(char: str) -> str:
+    """A character as an error shows it: a byte that is not ASCII (a surrogate escape of the decoding) by its value."""
+    if "\udc80" <= char <= "\udcff":
+        return f"byte 0x{ord(char) - 0xDC00:02x} (not ASCII)"
+    return f"character {char!r}"
 
 
 def list_modules(root: str | os.PathLike, regime: str) -> list[str]:
-    """The module names (file stems) present for ``regime``, sorted."""
-    folder = Path(root) / regime
+    """The module names (file stems) present for ``regime``, sorted; ``FileNotFoundError`` naming the folders that
+    ``root`` holds when it has no ``regime`` folder."""
+    folder = Path(root) / _check_regime_name(regime)
     if not folder.is_dir():
-        raise FileNotFoundError(f"no {regime!r} folder under {root}")
+        present = sorted(child.name for child in Path(root).iterdir() if child.is_dir()) if Path(root).is_dir() else None
+        held = "it does not exist" if present is None else f"its folders: {present}"
+        raise FileNotFoundError(f"no {regime!r} folder under {root} ({held}); a release has {_RELEASE_REGIMES}")
     return sorted(path.stem for path in folder.glob("*.txt"))
 
 
@@ -97,12 +137,26 @@ def load_split(
     """All examples of ``regime`` (the given ``modules``, default every file), module by module."""
     if isinstance(modules, str):  # (a string would be read as its characters' modules)
         raise ValueError(f"modules must be a list of module names, got the string {modules!r}")
+    present = list_modules(root, regime)
     if modules is None:
-        modules = list_modules(root, regime)
+        modules = present
         if not modules:
             raise FileNotFoundError(f"no module files (*.txt) in {Path(root) / regime}")
+    _check_modules(list(modules), present, Path(root) / regime)
     return [
         MathExample(question, answer, module, regime)
         for module in modules
         for question, answer in read_module_file(module_path(root, regime, module), limit)
     ]
+
+
+def _check_modules(modules: list[str], present: list[str], folder: Path) -> None:
+    """Raise for a name that is no module name, one listed twice (its examples would count twice), or one without a
+    file in ``folder`` (naming the modules there)."""
+    seen: set[str] = set()
+    for module in modules:
+        if check_module_name(module) in seen:
+            raise ValueError(f"module {module!r} is listed twice")
+        seen.add(module)
+        if module not in present:
+            raise FileNotFoundError(f"no module {module!r} in {folder} (no {module}.txt); its modules: {present}")
