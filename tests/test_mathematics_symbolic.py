@@ -188,3 +188,26 @@ def test_a_question_nested_too_deep_is_a_question_error_and_a_miss_in_a_batch():
     assert answer_question("What is " + "+".join(["1"] * 199) + "?") == "199"
     huge = "What is the square root of " + "9" * 400 + " to the nearest integer?"
     assert symbolic_answers([deep, huge, "What is 2 less than 5?"]) == ["", "1" + "0" * 200, "3"]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is 10**5000?",  # (an answer too long to write raised ValueError)
+        "(9**9999)**99",
+        "1" * 4400 + " + 1",  # (a literal too long to read raised ValueError)
+        "In base 3, what is " + "1" * 4400 + " + 1?",
+        "Simplify 3**20000.",
+        "Simplify sqrt(2)**1000000.",
+    ],
+)
+def test_numbers_too_long_to_write_are_question_errors_and_misses(question):
+    with pytest.raises(QuestionError, match="digits, more than the 4000 answered|larger than 10000"):
+        answer_question(question)
+    assert symbolic_answers([question, "1 + 1"]) == ["", "2"]
+
+
+def test_numbers_up_to_the_digit_cap_are_answered():
+    assert answer_question("What is 10**4000?") == "1" + "0" * 4000
+    assert answer_question("Simplify (1 + sqrt(2))**2.") == "2*sqrt(2) + 3"
+    assert answer_question("Simplify 2**-3.") == "1/8"

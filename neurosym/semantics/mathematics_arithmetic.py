@@ -60,6 +60,9 @@ _BINARY = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**"}
 _UNARY = {"neg": "neg", "sqrt": "sqrt", "simplify": "simplify"}
 _SURD_OPERATIONS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "**": operator.pow}
 _MAX_EXPONENT = 10_000
+_MAX_DIGITS = 4_000
+"""The most digits a number may have in a question, as a power's value, or in an answer (the dataset's answers have at
+most 30 characters; Python refuses to convert integers of more than 4,300 digits to or from text)."""
 _MAX_DEPTH = 200
 """How deep a question's parse tree, or a tree given to :func:`evaluate`, :func:`to_sympy` or :func:`answer_tree`, may
 nest (its operations are evaluated recursively; the generator's questions nest a few levels)."""
@@ -227,7 +230,26 @@ def _power(base: Fraction, exponent: Fraction, where: Node) -> Fraction:
         raise QuestionError(f"exponent {exponent} at characters {where.span} must be an integer of at most {_MAX_EXPONENT}")
     if base == 0 and exponent < 0:
         raise QuestionError(f"zero to the negative power {exponent} at characters {where.span}")
+    _check_digits(abs(exponent) * _digits(base), f"the power with the exponent at characters {where.span}")
     return base ** int(exponent)
+
+
+def _digits(value: Fraction) -> float:
+    """The decimal logarithm of the larger of ``value``'s numerator and denominator: about its number of digits."""
+    return math.log10(max(abs(value.numerator), value.denominator))
+
+
+def _check_digits(digits: float, what: str) -> None:
+    """Raise :class:`QuestionError` for a number of more than :data:`_MAX_DIGITS` digits (computed before a power is
+    taken: nested powers ran for minutes, and a long answer raised ``ValueError`` when written)."""
+    if digits > _MAX_DIGITS:
+        raise QuestionError(f"{what} has about {digits:.0f} digits, more than the {_MAX_DIGITS} answered")
+
+
+def _number(symbol: str, span: tuple[int, int] | None) -> Fraction:
+    """A base-10 literal's exact value; :class:`QuestionError` for one of more than :data:`_MAX_DIGITS` characters."""
+    _check_digits(len(symbol), f"the number at characters {span}")
+    return Fraction(symbol)
 
 
 def _rational_sqrt(value: Fraction, where: Node) -> Fraction:
@@ -249,7 +271,7 @@ def _to_sympy(tree: Node) -> sympy.Expr:
     """:func:`to_sympy`'s recursion."""
     symbol, children = symbol_and_children(tree)
     if not children:
-        return sympy.Rational(symbol)
+        return sympy.Rational(_number(symbol, tree.span))
     values = [_to_sympy(child) for child in children]
     if symbol in ("neg", "sqrt"):
         return -values[0] if symbol == "neg" else sympy.sqrt(values[0])
@@ -258,12 +280,29 @@ def _to_sympy(tree: Node) -> sympy.Expr:
         raise QuestionError(f"division by zero at characters {children[1].span}")
     if symbol not in _SURD_OPERATIONS:
         raise QuestionError(f"operator {symbol!r} at characters {tree.span} has no surd meaning")
+    if symbol == "**":
+        return _surd_power(left, right, children[1])
     return _SURD_OPERATIONS[symbol](left, right)
+
+
+def _surd_power(base: sympy.Expr, exponent: sympy.Expr, where: Node) -> sympy.Expr:
+    """``base ** exponent`` for surds: a rational to an integer power as :func:`_power` takes it (sympy computed
+    ``10**10**9`` for minutes), any exponent at most :data:`_MAX_EXPONENT` in size."""
+    if abs(exponent) > _MAX_EXPONENT:
+        raise QuestionError(f"exponent {exponent} at characters {where.span} is larger than {_MAX_EXPONENT}")
+    if base.is_Rational and exponent.is_Integer:
+        return sympy.Rational(_power(_fraction(base), _fraction(exponent), where))
+    return base**exponent
+
+
+def _fraction(value: sympy.Rational) -> Fraction:
+    return Fraction(int(value.p), int(value.q))
 
 
 def _literal(symbol: str, span: tuple[int, int] | None, base: int) -> Fraction:
     if base == 10:
-        return Fraction(symbol)
+        return _number(symbol, span)
+    _check_digits(len(symbol), f"the number at characters {span}")
     if not symbol or any(digit not in _DIGITS[:base] for digit in symbol):  # (int() read "0x1f" in base 16 as 31)
         raise QuestionError(f"{symbol!r} at characters {span} is not a number in base {base}")
     return Fraction(int(symbol, base))
@@ -271,7 +310,7 @@ def _literal(symbol: str, span: tuple[int, int] | None, base: int) -> Fraction:
 
 def _integer(leaf: Node, role: str, minimum: int, maximum: int | None = None) -> int:
     symbol = symbol_and_children(leaf)[0]
-    value = Fraction(symbol)
+    value = _number(symbol, leaf.span)
     if value.denominator != 1 or value < minimum or (maximum is not None and value > maximum):
         upper = "" if maximum is None else f" and at most {maximum}"
         raise QuestionError(f"{role} {symbol!r} at characters {leaf.span} must be an integer of at least {minimum}{upper}")
@@ -303,7 +342,9 @@ def _has_decimal(tree: Node) -> bool:
 
 
 def format_rational(value: Fraction, as_decimal: bool = False) -> str:
-    """``value`` as the dataset writes it: an integer, a reduced fraction ``-2/3``, or an exact decimal."""
+    """``value`` as the dataset writes it: an integer, a reduced fraction ``-2/3``, or an exact decimal;
+    :class:`QuestionError` for more than :data:`_MAX_DIGITS` digits."""
+    _check_digits(_digits(value), "the answer")
     if value.denominator == 1:
         return str(value.numerator)
     if not as_decimal:
@@ -342,7 +383,10 @@ def answer_tree(tree: Node) -> str:
     deep one, as :func:`evaluate`."""
     _check_tree_depth(tree)
     if tree.symbol == "simplify":
-        return str(sympy.expand(sympy.simplify(_to_sympy(tree.children[0]))))
+        surd = sympy.expand(sympy.simplify(_to_sympy(tree.children[0])))
+        for number in surd.atoms(sympy.Rational):
+            _check_digits(_digits(_fraction(number)), "a number of the answer")
+        return str(surd)
     value = _evaluate(tree, 10)
     if tree.symbol == "base":
         return format_in_base(int(value), int(tree.children[0].symbol))
