@@ -30,6 +30,7 @@ from neurosym.data.symbol_images import (
 )
 from neurosym.data.symbol_images.bank import assign_pools
 from neurosym.data.symbol_images.default import BANK_FORMAT_VERSION, MIN_DRAWN_PER_SYMBOL
+from neurosym.data.symbol_images.handwriting import disjoint_splits
 from neurosym.data.symbol_images.normalise import normalise_glyphs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,6 +90,19 @@ def test_the_shipped_archive_loads_checked():
     assert all(counts[(digit, "bhmsds")] == 1_500 for digit in DIGITS)
     assert counts[("*", CALCULATOR)] > 900 and counts[("/", CALCULATOR)] > 900
     assert real.images.mean() > 10, "white ink on black"
+    by_image: dict[bytes, set[str]] = {}
+    for image, split in zip(real.images, real.splits.tolist()):
+        by_image.setdefault(image.tobytes(), set()).add(split)
+    assert all(len(splits) == 1 for splits in by_image.values()), "a test image was also a training one"
+
+
+def test_copies_of_one_image_go_to_the_first_split_any_of_them_is_in():
+    images = np.zeros((6, 2, 2), np.uint8)
+    images[1, 0, 0] = images[3, 0, 0] = 1  # one image in val and test
+    images[4, 1, 1] = images[5, 1, 1] = 7  # one in test and train
+    splits = np.array(["test", "val", "train", "test", "test", "train"])
+    assert disjoint_splits(images, splits).tolist() == ["train", "val", "train", "val", "train", "train"]
+    assert disjoint_splits(images[:0], splits[:0]).tolist() == []
 
 
 def test_the_licences_ship_beside_the_archive_and_in_the_wheel():

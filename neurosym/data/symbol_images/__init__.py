@@ -32,6 +32,7 @@ from neurosym.data.symbol_images.handwriting import (
     HANDWRITTEN_LICENSES,
     HANDWRITTEN_SOURCES,
     HandwrittenSymbols,
+    disjoint_splits,
     handwritten_symbols,
 )
 from neurosym.data.symbol_images.render import WINDOW, render_strip, render_windows, resize_images, sliding_windows
@@ -66,6 +67,7 @@ __all__ = [
     "default_bank",
     "draw_symbols",
     "folder_of",
+    "disjoint_splits",
     "handwritten_symbols",
     "load_folder_bank",
     "load_npz_bank",

@@ -38,7 +38,7 @@ OTHER_WRITERS: dict[str, tuple[str, str]] = {
 }
 """The symbols that :func:`other_writers_bank` trains and tests on different sets: ``symbol → (training
 source, test source)``."""
-BANK_FORMAT_VERSION = 1
+BANK_FORMAT_VERSION = 2
 """The version of :func:`default_bank`'s construction, part of its cache file's name: raise it whenever the bank
 built changes (images, labels, pools, paths or sources), so that no cache written by earlier code is read."""
 

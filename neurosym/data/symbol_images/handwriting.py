@@ -7,7 +7,8 @@
 * ``handwritten-calculator``: ``+``, ``-``, ``*`` (× as a cross), ``*dot``, ``/`` (÷ as an obelus) and
   ``/slash``, about 1,000 of each.
 
-Each image comes with its set's own train/val/test split. No permissively licensed set of real
+Each image comes with its set's own train/val/test split, but for copies of one image that it puts in several,
+which go to the first of them (:func:`disjoint_splits`). No permissively licensed set of real
 handwritten parentheses exists, so banks draw those (:mod:`neurosym.data.symbol_images.strokes`).
 """
 
@@ -20,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from neurosym.data.symbol_images.archive import read_bank_archive
-from neurosym.data.symbol_images.classes import HANDWRITTEN_LABELS
+from neurosym.data.symbol_images.bank import POOLS
+from neurosym.data.symbol_images.classes import HANDWRITTEN_LABELS, require_known
 
 HANDWRITTEN_FOLDER = Path(__file__).with_name("handwritten")
 HANDWRITTEN_ARCHIVE = HANDWRITTEN_FOLDER / "handwritten_symbols.npz"
@@ -51,7 +53,18 @@ def handwritten_symbols(path: str | os.PathLike = HANDWRITTEN_ARCHIVE) -> Handwr
             f"{path}: handwritten images must be {HANDWRITTEN_SIZE}x{HANDWRITTEN_SIZE}, got {list(images.shape[1:])}"
         )
     for name, allowed in (("labels", HANDWRITTEN_LABELS), ("sources", HANDWRITTEN_SOURCES)):
-        unknown = sorted(set(arrays[name].tolist()) - set(allowed))
-        if unknown:
-            raise ValueError(f"{path}: unknown {name} {unknown}; expected among {list(allowed)}")
-    return HandwrittenSymbols(images, arrays["labels"], arrays["sources"], arrays["splits"])
+        require_known(path, name, arrays[name].tolist(), allowed)
+    return HandwrittenSymbols(images, arrays["labels"], arrays["sources"], disjoint_splits(images, arrays["splits"]))
+
+
+def disjoint_splits(images: np.ndarray, splits: np.ndarray) -> np.ndarray:
+    """``splits [N]`` (of :data:`~neurosym.data.symbol_images.bank.POOLS`) with every group of byte-identical
+    ``images [N, H, W]`` in one split, the first of ``train``, ``val``, ``test`` the group is in: a source set's own
+    split may hold copies of one image in several (the shipped ``handwritten-calculator`` ``-``: 25 groups, 14 test
+    images also in training or validation), and no validation or test image may be a training one."""
+    rows = np.ascontiguousarray(images.reshape(len(images), int(np.prod(images.shape[1:]))))
+    _, group = np.unique(rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).reshape(-1), return_inverse=True)
+    rank = np.asarray([POOLS.index(split) for split in splits.tolist()])
+    first = np.full(group.max(initial=-1) + 1, len(POOLS))
+    np.minimum.at(first, group, rank)
+    return np.asarray(POOLS)[first[group]]
