@@ -26,6 +26,9 @@ from neurosym.syntax import Node, ParseError, heads, parse, to_infix, tokens
 BRACKETS = ("(", ")")
 
 
+NINES = "*".join("9" * 40)  # 9**40, beyond int64 and float precision
+
+
 class Invalid(Exception):
     """Raised by the reference evaluator for an undefined result."""
 
@@ -67,6 +70,9 @@ def reference_or_none(node: Node) -> int | None:
         ("1+(3/(2-2))*0", None),
         ("9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9*9", 9**21),
         ("((4))", 4),
+        (f"({NINES}+1)/({NINES})", 2),  # a float quotient of 9**40 + 1 and 9**40 is 1.0
+        (f"({NINES})-({NINES}+1)", 0),
+        (f"{NINES}/({NINES}*9-1)", 1),
     ],
 )
 def test_evaluate_examples(text, value):
@@ -210,6 +216,16 @@ def test_vectorised_rules_equal_scalar_rules(a, b, symbol):
         assert ok == (expected is not None)
         if ok:
             assert value == expected
+
+
+def test_a_numpy_integer_from_an_operator_rule_is_read_as_a_python_int():
+    # (it was passed on: the operators above it wrapped around at 2**63, and the batch solver returned np.int64)
+    table = HINT_SEMANTICS.extend(operators={"q": Operator(2, lambda a, b: np.int64(a + b))})
+    sentence = "(1q0)*" + "*".join("9" * 25)
+    run = execute(parse(sentence, table.concepts), table)
+    assert run.value == 9**25 and all(type(value) is int for value in run.res_all)
+    assert solve_batch([sentence, "2q3"], table) == [9**25, 5]
+    assert [type(value) for value in solve_batch([sentence, "2q3"], table)] == [int, int]
 
 
 def test_an_operator_rule_that_returns_a_float_is_named_not_passed_on():

@@ -101,6 +101,18 @@ def test_bad_input_names_position_character_and_expectation(text, kind, position
     assert all(word in message for word in expected)
 
 
+@pytest.mark.parametrize("text", ["3+", "12", "3&4"])
+def test_parse_errors_pickle_and_copy_with_their_fields(text):
+    # (each failed: ParseError.__init__() missing 3 required positional arguments, so one raised in a worker process
+    # could not reach the parent)
+    with pytest.raises(ParseError) as caught:
+        parse(text)
+    error = caught.value
+    for twin in (pickle.loads(pickle.dumps(error)), copy.copy(error), copy.deepcopy(error)):
+        assert type(twin) is type(error) and str(twin) == str(error)
+        assert (twin.position, twin.char, twin.expected) == (error.position, error.char, error.expected)
+
+
 def test_message_reads_naturally():
     with pytest.raises(ParseError, match=r"^position 2: unexpected end of input after '3\+', expected a number or '\('$"):
         parse("3+")

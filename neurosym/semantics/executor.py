@@ -11,6 +11,7 @@ from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
 from neurosym.syntax.parser import parse
 from neurosym.syntax.printing import InfixLayout, infix_layout
 from neurosym.syntax.tree import Node
+from neurosym.training.checks import is_int
 
 #: ``res_all`` entry of a bracket token.
 BRACKET_VALUE = -1
@@ -56,13 +57,22 @@ def subexpression_values(layout: InfixLayout, table: OperatorTable = HINT_SEMANT
             continue
         left, right = values[operands[0]], values[operands[1]]
         result = None if left is None or right is None else table.operators[symbol].apply(left, right)
-        if isinstance(result, bool) or not isinstance(result, Rational | None):
-            raise ValueError(
-                f"operator {symbol!r} gave {result!r} for {left} and {right}: an operator's rule returns an int, a "
-                "Fraction, or None where it is undefined (execution is exact)"
-            )
-        values[index] = result
+        values[index] = _exact_result(symbol, left, right, result)
     return values
+
+
+def _exact_result(symbol: str, left: Value | None, right: Value | None, result: object) -> Value | None:
+    """``result`` of operator ``symbol`` on ``left`` and ``right`` as a value: a numpy integer as a Python int (it
+    wrapped around at 2**63 in every operator that read it), an int, a Fraction or ``None`` as it is; anything else
+    (a float, a bool) ``ValueError``."""
+    if is_int(result):
+        return int(result)  # type: ignore[call-overload]  # (an Integral: is_int is no TypeGuard)
+    if result is None or (isinstance(result, Rational) and not isinstance(result, bool)):
+        return cast(Value | None, result)  # (a Rational that is no Integral: a Fraction, or a type like it)
+    raise ValueError(
+        f"operator {symbol!r} gave {result!r} for {left} and {right}: an operator's rule returns an int, a "
+        "Fraction, or None where it is undefined (execution is exact)"
+    )
 
 
 def evaluate(text: str, table: OperatorTable = HINT_SEMANTICS) -> Value | None:

@@ -17,6 +17,11 @@ class ParseError(ValueError):
         self.char = char
         self.expected = expected
 
+    def __reduce__(self) -> tuple[type[ParseError], tuple[str, int, str | None, tuple[str, ...]]]:
+        """Pickled and copied with its fields (``BaseException``'s default rebuilds it from the message alone, which
+        ``__init__`` refuses): an error raised in a worker process reaches the parent as itself."""
+        return type(self), (str(self), self.position, self.char, self.expected)
+
 
 class UnexpectedCharacterError(ParseError):
     """A character that is no symbol of the language at that point (e.g. ``&`` or an unknown letter)."""
