@@ -101,6 +101,15 @@ def test_bad_input_names_position_character_and_expectation(text, kind, position
     assert all(word in message for word in expected)
 
 
+def test_an_error_deep_in_a_long_text_quotes_only_the_last_characters_before_it():
+    """The message quoted the whole text before the error: 100,000 characters for a text that long."""
+    with pytest.raises(UnexpectedSymbolError) as caught:
+        parse("1+" * 50_000 + "+")
+    message = str(caught.value)
+    assert caught.value.position == 100_000 and len(message) < 200
+    assert "after '…" + "1+" * 20 + "'" in message
+
+
 @pytest.mark.parametrize("text", ["3+", "12", "3&4"])
 def test_parse_errors_pickle_and_copy_with_their_fields(text):
     # (each failed: ParseError.__init__() missing 3 required positional arguments, so one raised in a worker process

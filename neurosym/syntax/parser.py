@@ -111,6 +111,11 @@ def _reindex_spans(root: Node, token_index: list[int]) -> Node:
     return rebuilt[id(root)]
 
 
+QUOTED_BEFORE_ERROR = 40
+"""The characters before a parse error that its message quotes at most (the last ones, after an ellipsis): the
+message of an error deep in a long text stays one line."""
+
+
 def _parse_error(parser: Lark, text: str, error: UnexpectedInput, concepts: ConceptTable) -> ParseError:
     kind: type[ParseError]
     char: str | None
@@ -126,8 +131,9 @@ def _parse_error(parser: Lark, text: str, error: UnexpectedInput, concepts: Conc
         raise error
     expected = _expected_words(parser, text[:position], concepts)
     consumed = text[:position].rstrip(_IGNORED)
+    shown = consumed if len(consumed) <= QUOTED_BEFORE_ERROR else "…" + consumed[-QUOTED_BEFORE_ERROR:]
     what = "end of input" if char is None else f"character {char!r}"
-    where = f" after {consumed!r}" if consumed else " at the start"
+    where = f" after {shown!r}" if consumed else " at the start"
     message = f"position {position}: unexpected {what}{where}, expected {_join(expected)}"
     return kind(message, position, char, expected)
 
