@@ -234,6 +234,22 @@ def test_solver_speed_runner_writes_table_json_and_plot(tmp_path, capsys):
     assert "| n_op | path" in capsys.readouterr().out
 
 
+def test_work_a_clock_reads_no_time_for_has_no_rate_and_shows_as_a_dash(tmp_path, monkeypatch, capsys):
+    import json
+
+    from neurosym.benchmarking import solver_speed
+    from neurosym.cli import main
+
+    monkeypatch.setattr(solver_speed, "timed", lambda work: (work(), 1e-3, 0.0)[1:])  # (a coarse CPU clock: 0 s)
+    assert main(["solver-speed", "--preset", "smoke", "--rounds", "1", "--batch-sizes", "16", "--out", str(tmp_path)]) == 0
+    runs = json.loads((tmp_path / "solver_speed.json").read_text())["runs"]
+    assert [(r["per_cpu_second"], r["cpu_speedup"]) for r in runs] == [(None, None)] * 2 and runs[0]["per_second"] > 0
+    table = [
+        [cell.strip() for cell in line.split("|")[1:-1]] for line in capsys.readouterr().out.splitlines() if line.startswith("| ")
+    ]
+    assert [row[-2:] for row in table[1:]] == [["—", "—"]] * 2  # (was ZeroDivisionError)
+
+
 def test_solver_timing_refuses_fewer_expressions_than_it_counts():
     from neurosym.benchmarking.solver_speed import measure_solvers
 

@@ -135,3 +135,15 @@ def test_every_holdout_i_is_tested_on_the_window_0_to_m_alone_as_in_the_paper(tm
     for digits, labels in tested.values():
         slots, _ = rule.window_slots(digits[:, 0])
         assert (np.take_along_axis(digits, slots, axis=1) == [0, 1]).all() and (labels == 1).all()
+
+
+def test_results_are_saved_before_the_holdout_figure_is_drawn(tmp_path, monkeypatch):
+    from neurosym.experiments import pvr
+
+    def failing(*args):
+        raise RuntimeError("figure failed")
+
+    monkeypatch.setattr(pvr, "plot_holdouts", failing)
+    with pytest.raises(RuntimeError, match="figure failed"):
+        main(["pvr", *tiny("holdout_i"), "--out", str(tmp_path)])
+    assert [r["i"] for r in json.loads((tmp_path / "pvr.json").read_text())["holdout_i"]["runs"]] == [1, 2]

@@ -93,6 +93,57 @@ def test_report_table_and_json(tmp_path):
     assert out.read_text().replace(" ", "").replace("\n", "") == '{"a":[0,1,2]}'
 
 
+def _columns(line: str) -> int:
+    """The cells of a Markdown table line: its ``|`` that no backslash escapes (an even number before), less one."""
+    return len(re.findall(r"(?<!\\)(?:\\\\)*\|", line)) - 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(st.text(st.sampled_from("a|\\\n\r "), max_size=6), st.text(max_size=6), st.none(), st.floats()),
+            min_size=2,
+            max_size=2,
+        ),
+        max_size=4,
+    )
+)
+def test_every_table_line_has_the_headers_cells_whatever_the_values(rows):
+    lines = format_table(["module", "value"], rows).splitlines()
+    assert len(lines) == 2 + len(rows) and [_columns(line) for line in lines] == [2] * len(lines)
+    assert not any(cell.strip() in ("nan", "None") for line in lines for cell in line.split("|"))
+
+
+def test_a_table_escapes_a_bar_shows_missing_values_as_a_dash_and_refuses_a_row_of_another_length():
+    table = format_table(["command", "rate"], [["a | b", None], ["x\ny", float("nan")], ["c:\\|", 1.0]])
+    assert table.splitlines()[2:] == [
+        "| a \\| b  | —    |",
+        "| x y     | —    |",
+        "| c:\\\\\\|  | 1    |",
+    ]  # (c:\\| was c:\ then a bar)
+    with pytest.raises(ValueError, match=r"table row 1 has 3 cells for 2 columns"):
+        format_table(["command", "rate"], [["a", 1], ["b", 2, 3]])  # (the third cell was dropped unseen)
+    assert [percent(None), percent(float("nan"))] == ["—", "—"]
+
+
+def test_json_is_strict_with_non_finite_numbers_as_null_and_paths_as_strings(tmp_path):
+    data = {"nan": float("nan"), "runs": [float("inf"), (-float("inf"), 1.5)], "array": np.array([np.nan, 2.0])}
+    data |= {"tensor": torch.tensor([float("inf"), 3.0]), "scalar": np.float32("nan"), "out": tmp_path / "run"}
+
+    def refuse(token: str) -> None:
+        raise AssertionError(f"{token} is no JSON")
+
+    written = json.loads(save_json(data, tmp_path / "r.json").read_text(), parse_constant=refuse)
+    assert written == {
+        "nan": None, "runs": [None, [None, 1.5]], "array": [None, 2.0], "tensor": [None, 3.0], "scalar": None,
+        "out": str(tmp_path / "run"),
+    }  # fmt: skip
+    with pytest.raises(TypeError, match="cannot serialise object to JSON"):
+        save_json({"a": object()}, tmp_path / "bad.json")
+    assert not (tmp_path / "bad.json").exists()
+
+
 def test_cli_lists_every_command():
     parser = build_parser()
     (commands,) = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]

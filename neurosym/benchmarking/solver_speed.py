@@ -8,6 +8,7 @@ processes cannot favour one path. Throughput is counted per wall-clock second an
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -26,6 +27,12 @@ def timed(work: Callable[[], object]) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     work()
     return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _rate(count: int, seconds: float) -> float:
+    """``count`` per second over ``seconds``; NaN (not measured) for no time at all, as a coarse CPU clock (15.6 ms
+    on Windows) reads for short work, and NaN rates then make NaN speed-ups (a table's dash, JSON's ``null``)."""
+    return count / seconds if seconds > 0 else math.nan
 
 
 def lark_answers(sentences: list[str]) -> list[Value | None]:
@@ -87,8 +94,8 @@ def measure_solvers(
             entry["cpu_seconds"] = min(entry.get("cpu_seconds", cpu), cpu)
     for entry in runs:
         del entry["work"]
-        entry["per_second"] = entry["expressions"] / entry["seconds"]
-        entry["per_cpu_second"] = entry["expressions"] / entry["cpu_seconds"]
+        entry["per_second"] = _rate(entry["expressions"], entry["seconds"])
+        entry["per_cpu_second"] = _rate(entry["expressions"], entry["cpu_seconds"])
     lark = {r["n_operators"]: r for r in runs if r["path"] == "lark"}
     for entry in runs:
         entry["speedup"] = entry["per_second"] / lark[entry["n_operators"]]["per_second"]

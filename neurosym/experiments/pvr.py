@@ -230,8 +230,8 @@ def run(options: PVROptions) -> dict[str, Any]:
         results[name] = sweeps[name](options, runs)
     path = options.out / "pvr.json"
     results = merge_results(load_json(path) if path.exists() else None, results)
+    save_json(results, path)
     if "holdout_i" in results or "block" in results:
         plot_holdouts(results.get("block"), results.get("holdout_i"), options.out / "holdout.png")
-    save_json(results, path)
     print(f"\nSaved {path} and plots in {options.out}")
     return results

@@ -3,25 +3,50 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
+MISSING = "—"
+"""What a table shows for a value that is missing (``None``) or not a number (NaN)."""
+
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """Render ``rows`` under ``headers`` as a GitHub-flavoured Markdown table."""
-    cells = [[str(h) for h in headers]] + [[_fmt(v) for v in row] for row in rows]
+    """Render ``rows`` under ``headers`` as a GitHub-flavoured Markdown table.
+
+    Floats are written to 4 significant digits, ``None`` and NaN as :data:`MISSING`; a ``|`` in a cell is escaped
+    (``\\|``, a backslash before it doubled) and a line break becomes a space, so that every value stays in its cell. A row with another number of
+    cells than ``headers`` raises ``ValueError`` naming it."""
+    for index, row in enumerate(rows):
+        if len(row) != len(headers):
+            raise ValueError(f"table row {index} has {len(row)} cells for {len(headers)} columns {list(headers)}: {list(row)!r}")
+    cells = [[_cell(h) for h in headers]] + [[_cell(v) for v in row] for row in rows]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
 
 
-def percent(fraction: float) -> str:
-    """A fraction as a table's percentage cell, one decimal: ``0.9583`` -> ``"95.8"``."""
-    return f"{100 * fraction:.1f}"
+def percent(fraction: float | None) -> str:
+    """A fraction as a table's percentage cell, one decimal: ``0.9583`` -> ``"95.8"``; :data:`MISSING` for ``None``
+    or NaN."""
+    return fixed(None if fraction is None else 100 * fraction, 1)
 
 
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+def fixed(value: float | None, decimals: int) -> str:
+    """``value`` as a table cell with ``decimals`` decimals (``fixed(1234.56, 0)`` -> ``"1235"``); :data:`MISSING`
+    for ``None`` or NaN (a rate that could not be measured)."""
+    return MISSING if value is None or math.isnan(value) else f"{value:.{decimals}f}"
+
+
+def _cell(value: Any) -> str:
+    """``value`` as the text of one cell (:func:`format_table`)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return MISSING
+    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    return _BAR.sub(lambda bar: 2 * bar[1] + "\\|", " ".join(text.splitlines()))
+
+
+_BAR = re.compile(r"(\\*)\|")
+"""A ``|`` and the backslashes before it, which :func:`_cell` doubles (``\\|`` would escape the backslash, not the bar)."""

@@ -24,7 +24,7 @@ from neurosym.experiments.options import (
     positive_int,
     preset_option,
 )
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import fixed, format_table
 from neurosym.plots.speed import plot_solver_throughput
 from neurosym.training.checkpoint import save_json
 
@@ -93,10 +93,10 @@ def run(options: SolverSpeedOptions) -> dict:
             r["path"],
             r["batch_size"],
             r["expressions"],
-            round(r["per_second"]),
-            f"{r['speedup']:.1f}",
-            round(r["per_cpu_second"]),
-            f"{r['cpu_speedup']:.1f}",
+            fixed(r["per_second"], 0),
+            fixed(r["speedup"], 1),
+            fixed(r["per_cpu_second"], 0),
+            fixed(r["cpu_speedup"], 1),
         ]
         for r in runs
     ]

@@ -11,6 +11,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from neurosym.training.checkpoint import atomic_path
+
 if TYPE_CHECKING:  # matplotlib is optional and imported only when a figure is drawn
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
@@ -36,15 +38,23 @@ def pyplot() -> ModuleType:
 
 def optional_figure(draw: Callable[..., T]) -> Callable[..., T | None]:
     """``draw`` (a function that draws and writes a figure), which without matplotlib says so in one line on
-    stderr and returns ``None``: a base install runs every command to the end, less its figures."""
+    stderr and returns ``None``: a base install runs every command to the end, less its figures. When ``draw``
+    raises, the figures it opened are closed before the error goes on, so that none is left open in the process."""
 
     @functools.wraps(draw)
     def drawing(*args: Any, **kwargs: Any) -> T | None:
         try:
-            return draw(*args, **kwargs)
+            plt = pyplot()
         except PlotsUnavailable as missing:
             print(f"{missing} (figure skipped)", file=sys.stderr)
             return None
+        opened = set(plt.get_fignums())
+        try:
+            return draw(*args, **kwargs)
+        except BaseException:
+            for number in set(plt.get_fignums()) - opened:
+                plt.close(number)
+            raise
 
     return drawing
 
@@ -81,12 +91,15 @@ def bar_vs_published(axis: Axes, categories: Sequence[str], series: Mapping[str,
 
 
 def save_figure(figure: Figure, path: str | os.PathLike, dpi: int = 120) -> Path:
-    """Lay out, write (creating the folder) and close a matplotlib ``figure``; returns ``path``."""
+    """Lay out, write (creating the folder; atomically: :func:`~neurosym.training.atomic_path`, in the format of
+    ``path``'s suffix) and close a matplotlib ``figure``, closed too when writing fails; returns ``path``."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.tight_layout()
-    figure.savefig(path, dpi=dpi)
-    pyplot().close(figure)
+    try:
+        figure.tight_layout()
+        with atomic_path(path, suffix=path.suffix) as partial:
+            figure.savefig(partial, dpi=dpi)
+    finally:
+        pyplot().close(figure)
     return path
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import math
 import os
 import stat
 import tempfile
@@ -101,9 +102,13 @@ def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
 
 
 def save_json(data: Any, path: str | os.PathLike) -> Path:
-    """Write ``data`` as indented JSON (atomically: :func:`atomic_path`)."""
+    """Write ``data`` as indented strict JSON (atomically: :func:`atomic_path`), which any JSON parser reads: NaN and
+    the infinities, which JSON has no numbers for (Python's ``json`` would write ``NaN`` and ``Infinity``, which
+    other parsers refuse), as ``null``; paths as strings; arrays and tensors (anything with ``tolist``) as lists. A
+    value of another type raises ``TypeError`` naming it, before the file is touched."""
+    text = json.dumps(_strict_json(data), indent=2, allow_nan=False, default=_unserialisable)
     with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(data, indent=2, default=_json_default))
+        tmp.write_text(text)
     return Path(path)
 
 
@@ -115,9 +120,23 @@ def load_json(path: str | os.PathLike) -> Any:
         raise ValueError(f"{path} is not valid JSON: {error}") from None
 
 
-def _json_default(value: Any) -> Any:
+def _strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float made ``None``, paths made strings and arrays made lists, in mappings,
+    lists and tuples at any depth (:func:`save_json`)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {key: _strict_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict_json(item) for item in value]
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
     if hasattr(value, "tolist"):
-        return value.tolist()
+        return _strict_json(value.tolist())
+    return value
+
+
+def _unserialisable(value: Any) -> NoReturn:
     raise TypeError(f"cannot serialise {type(value).__name__} to JSON")
 
 
