@@ -86,6 +86,17 @@ def test_ensemble_needs_readers_of_one_vocabulary():
         ReaderEnsemble([reader(0), torch.nn.Linear(2, 2)])
 
 
+def test_members_of_other_window_sides_are_refused_when_ensembled_and_an_ensemble_states_its_side():
+    small = SymbolClassifier(VOCABULARY, features=8, width=4, window=28)
+    with pytest.raises(ValueError, match=r"the readers of an ensemble must read windows of one side, got sides \[28, 32\]"):
+        ReaderEnsemble([reader(0), small])
+    inner = ReaderEnsemble([reader(0), reader(1)])
+    assert inner.window == 32 and ReaderEnsemble([inner, reader(2)]).window == 32
+    with pytest.raises(ValueError, match=r"got sides \[28, 32\]"):  # an ensemble of ensembles too
+        ReaderEnsemble([inner, ReaderEnsemble([small])])
+    assert ReaderEnsemble([RulingOut([0.0, 0.0], [False, False])]).window is None  # a reader that states no side
+
+
 def test_as_reader_names_a_module_without_a_vocabulary():
     from neurosym.perception.reader import as_reader
 

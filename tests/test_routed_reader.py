@@ -154,3 +154,20 @@ def test_route_readers_learns_where_windows_came_from_and_routes_each_expression
             assert weights.min() > 0.5 and weights.mean() > 0.9
     with pytest.raises(ValueError, match="one source per reader and at least two, got 2 and 1"):
         route_readers(readers, sources[:1], RefitConfig(1), torch.device("cpu"))
+
+
+def test_readers_and_a_router_of_other_window_sides_are_refused_when_routed():
+    with pytest.raises(ValueError, match=r"the readers of a routed reader must read windows of one side, got sides \[28, 32\]"):
+        RoutedReader([_reader(0), _reader(1)], SymbolClassifier(["first", "new"], window=28, features=8, width=4))
+    assert _routed((0.0, 0.0)).window == 32 and _routed().window == 32  # (InkRouter states no side)
+
+
+def test_a_float64_routed_reader_mixes_in_float64():
+    routed = _routed((0.3, -0.3)).double()
+    windows = torch.rand(4, 32, 32, dtype=torch.float64)
+    with torch.no_grad():
+        read = routed(windows)
+        weights = routed.router(windows).exp()
+        mixture = sum(weights[:, k : k + 1] * routed.readers[k](windows).exp() for k in range(2))
+    assert read.dtype == torch.float64  # (rounded to float32 before mixing)
+    torch.testing.assert_close(read, mixture.log(), rtol=0, atol=1e-12)

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from neurosym.perception.reader import shared_vocabulary
+from neurosym.perception.reader import shared_vocabulary, shared_window
 from neurosym.perception.saved_reader import load_reader
 
 
@@ -26,11 +26,15 @@ class ReaderEnsemble(nn.Module):
     mixture's): each member learns from the targets as if alone, where the mixture's own gradient would let members
     collude (one member's confident mistakes covered by another's). So a pipeline can read, decode and abduce with the
     ensemble and train its members together, each by its own cross-entropy on the same pseudo-labels.
+
+    ``window``: the side of the windows its members read (:func:`~neurosym.perception.reader.shared_window`; ``None``
+    when no member states one); members of other sides are refused.
     """
 
     def __init__(self, readers: Sequence[nn.Module]):
         super().__init__()
         self.vocabulary = shared_vocabulary(readers, "an ensemble")
+        self.window = shared_window(readers, "an ensemble")
         self.readers = nn.ModuleList(readers)
 
     def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:

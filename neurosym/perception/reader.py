@@ -5,12 +5,13 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 from torch import nn
 
 from neurosym.layers.value_checks import values_are_readable
+from neurosym.training.checks import is_int
 
 
 @runtime_checkable
@@ -36,6 +37,17 @@ def shared_vocabulary(readers: Sequence[nn.Module], what: str) -> list[str]:
     if len(vocabularies) > 1:
         raise ValueError(f"the readers of {what} must share one vocabulary, got {sorted(vocabularies)}")
     return list(vocabularies.pop())
+
+
+def shared_window(readers: Sequence[nn.Module], what: str) -> int | None:
+    """The one window side of the modules ``readers`` that ``what`` (e.g. ``"an ensemble"``) reads alike, from each that
+    states one (an int ``window``: a :class:`~neurosym.perception.symbol_classifier.SymbolClassifier`, or an ensemble of
+    such); ``None`` when none does. ``ValueError`` naming the sides where they differ: no window would fit them all."""
+    stated = (getattr(reader, "window", None) for reader in readers)
+    sides: set[Any] = {side for side in stated if is_int(side)}
+    if len(sides) > 1:
+        raise ValueError(f"the readers of {what} must read windows of one side, got sides {sorted(sides)}")
+    return int(sides.pop()) if sides else None
 
 
 def as_reader(module: nn.Module) -> Reader:

@@ -9,9 +9,15 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from neurosym.perception.reader import shared_vocabulary
+from neurosym.perception.reader import shared_vocabulary, shared_window
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.training.checks import is_int_tensor
+
+
+def _at_least_float32(log_probs: torch.Tensor) -> torch.Tensor:
+    """``log_probs`` (any shape) in float32, or in their own dtype where it is wider: half-precision readings are mixed
+    in float32, and a float64 reader's are not rounded to it."""
+    return log_probs.to(torch.promote_types(log_probs.dtype, torch.float32))
 
 
 class RoutedReader(nn.Module):
@@ -24,12 +30,14 @@ class RoutedReader(nn.Module):
     Shapes: ``windows [N, S, S]`` or ``[N, 1, S, S]``, optional ``groups`` int64 ``[N]`` (the expression each
     window belongs to) -> log-probabilities ``[N, V]``: ``log sum_k w_k p_k(symbol | window)``, where ``w`` is
     the router's distribution per window, or with ``groups`` its mean log-probability over the group's windows,
-    renormalised (one writer writes a whole expression).
+    renormalised (one writer writes a whole expression). ``window``: the side of the windows its readers and router
+    read (:func:`~neurosym.perception.reader.shared_window`), which must be one.
     """
 
     def __init__(self, readers: Sequence[nn.Module], router: SymbolClassifier):
         super().__init__()
         self.vocabulary = shared_vocabulary(readers, "a routed reader")
+        self.window = shared_window([*readers, router], "a routed reader")
         if len(router.vocabulary) != len(readers):
             raise ValueError(f"the router has {len(router.vocabulary)} classes for {len(readers)} readers")
         self.readers = nn.ModuleList(readers)
@@ -37,7 +45,7 @@ class RoutedReader(nn.Module):
 
     def route(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` -> log-weights of the readers ``[N, K]`` (per group when ``groups [N]`` is given)."""
-        log_weights = self.router(windows).float()
+        log_weights = _at_least_float32(self.router(windows))
         if groups is None or len(log_weights) == 0:
             return log_weights
         if not is_int_tensor(groups) or groups.shape != log_weights.shape[:1]:
@@ -50,5 +58,5 @@ class RoutedReader(nn.Module):
 
     def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` or ``[N, 1, S, S]`` (``groups [N]`` optional) -> log-probabilities ``[N, V]``."""
-        readings = torch.stack([reader(windows, groups).float() for reader in self.readers], dim=1)  # [N, K, V]
+        readings = torch.stack([_at_least_float32(reader(windows, groups)) for reader in self.readers], dim=1)  # [N, K, V]
         return (readings + self.route(windows, groups).unsqueeze(-1)).logsumexp(dim=1)

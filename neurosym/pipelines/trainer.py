@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.batch_statistics import batch_statistics_of
-from neurosym.perception.reader import reader_module
+from neurosym.perception.reader import Reader, reader_module
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
@@ -228,7 +228,7 @@ def train_pipeline(
         return loss, {**logs, "labelled": signal}
 
     def save() -> dict[str, Any]:
-        return {"baseline": baseline, "vocabulary": list(pipeline.classifier.vocabulary)}
+        return {"baseline": baseline}
 
     def load(saved: dict[str, Any]) -> None:
         nonlocal baseline
@@ -255,12 +255,15 @@ def run_reader_training(
     ``config.schedule``, in the library's one training loop, checkpointing to ``checkpoint`` every
     ``config.checkpoint_every`` steps (with the caller's ``save``/``load`` entries and ``setup``); returns the history.
     With a distributed ``context`` the processes agree on stops and only rank 0 writes. Every module of ``model`` gets
-    the train/eval mode it had back on return (the steps set training mode), also when training stops with an error."""
+    the train/eval mode it had back on return (the steps set training mode), also when training stops with an error.
+    The checkpoint of a ``model`` that is a :class:`~neurosym.perception.reader.Reader` records its ``"vocabulary"``,
+    which :func:`~neurosym.perception.saved_reader.load_reader` checks."""
     optimizer = adam(model.parameters(), config.learning_rate)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda index: schedule_factor(index, config.steps, config.schedule))
     checkpointing = None
     if checkpoint is not None:
-        checkpointing = Checkpointing(Path(checkpoint), config, config.checkpoint_every, (), save, load, setup=setup)
+        entries = _with_vocabulary(model, save)
+        checkpointing = Checkpointing(Path(checkpoint), config, config.checkpoint_every, (), entries, load, setup=setup)
     with modes_kept(model):
         result = run_training(
             model,
@@ -275,6 +278,14 @@ def run_reader_training(
             context=context,
         )
     return result.history
+
+
+def _with_vocabulary(model: nn.Module, save: Callable[[], dict[str, Any]] | None) -> Callable[[], dict[str, Any]] | None:
+    """``save`` (a checkpoint's own entries) with the ``"vocabulary"`` of ``model`` where it is a reader: the weights of
+    a reader whose vocabulary has as many symbols in another order load into it alike, and read every symbol wrong."""
+    if not isinstance(model, Reader):
+        return save
+    return lambda: {"vocabulary": list(model.vocabulary), **(save() if save is not None else {})}
 
 
 WindowBatches = Callable[[int], tuple[torch.Tensor, torch.Tensor]]
