@@ -38,6 +38,7 @@ def test_a_figure_whose_drawing_fails_is_closed(tmp_path) -> None:
     assert plt.get_fignums() == opened and not list(tmp_path.glob("*.png"))
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # (matplotlib's notes on empty legends and log axes of no data)
 def test_speed_figures_of_empty_zero_and_nan_series_are_written_and_closed(tmp_path) -> None:
     opened = pyplot().get_fignums()
     nan_ratio = [{"shape": "8x8", "unit": "NAU", "ratio_to_linear": math.nan}]
