@@ -300,12 +300,14 @@ def test_a_class_folder_without_images_is_named_not_skipped(tmp_path, files):
 
 
 def test_hidden_and_tool_folders_are_skipped(tmp_path):
-    """Folders that the OS or a tool leaves beside the class folders are no class and are not read."""
+    """Folders and files that the OS or a tool leaves beside the class folders or images are not read."""
     _write_official_folder(tmp_path)
-    for junk in (".ipynb_checkpoints/a.jpg", "__MACOSX/3/._3_0.jpg", ".git/objects/x.png"):
+    read = load_folder_bank(tmp_path)
+    for junk in (".ipynb_checkpoints/a.jpg", "__MACOSX/3/._3_0.jpg", ".git/objects/x.png", "3/._3_0.jpg", "3/.x.png"):
         (tmp_path / junk).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / junk).write_bytes(b"not an image")
-    assert load_folder_bank(tmp_path).symbols == ["(", "*", "/", "3"]
+        (tmp_path / junk).write_bytes(b"not an image")  # (hidden files in a class folder: macOS's ._ metadata)
+    again = load_folder_bank(tmp_path)
+    assert again.symbols == ["(", "*", "/", "3"] and again.paths.tolist() == read.paths.tolist()
 
 
 @pytest.mark.parametrize("name", ["tims", "__pycache__", "plus", "_3"])

@@ -31,7 +31,7 @@ def load_reader(
         raise ValueError(f"no checkpoint at {path}")
     if not isinstance(saved, dict) or "model" not in saved:
         raise ValueError(f"{path} is not a training checkpoint (it has no 'model' entry)")
-    step, steps = saved.get("step", 0), saved.get("config", {}).get("steps", 0)
+    step, steps = saved.get("step", 0), _entry(saved, "config", path).get("steps", 0)
     if finished and step < steps:
         raise ValueError(f"{path} holds a reader trained for {step} of {steps} steps: finish its run first")
     vocabulary = saved.get("vocabulary")
@@ -40,7 +40,20 @@ def load_reader(
             f"{path} holds a reader of another vocabulary: {list(vocabulary)} there, {list(reader.vocabulary)} here"
         )
     if recorded is not None:
-        held = {entry: {name: (saved.get(entry) or {}).get(name) for name in values} for entry, values in recorded.items()}
+        held = {entry: {name: _entry(saved, entry, path).get(name) for name in values} for entry, values in recorded.items()}
         check_setup(held, recorded, path, "read it under the values it records, or train a reader under these")
     load_model_state(reader, saved["model"], str(path), "reader")
     return reader
+
+
+def _entry(saved: Mapping[str, Any], name: str, path: Path) -> Mapping[str, Any]:
+    """The mapping entry ``name`` of the checkpoint ``saved`` (empty where it has none); ``ValueError`` naming ``path``
+    where it holds something else."""
+    entry = saved.get(name)
+    if entry is None:
+        return {}
+    if not isinstance(entry, Mapping):
+        raise ValueError(
+            f"{path}: its {name!r} entry is a {type(entry).__name__}, not a mapping: no checkpoint this library wrote"
+        )
+    return entry

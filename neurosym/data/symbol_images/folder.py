@@ -107,7 +107,7 @@ def load_folder_bank(
 
     Images are resized to ``size × size`` and inverted to white-on-black when ``black_on_white`` (the
     official release's convention). ``symbols`` (tokens) restricts the classes read. Pools are a seeded
-    75/5/20 split per class. Hidden folders (``.…``) and :data:`TOOL_FOLDERS` are skipped. ``ValueError`` names
+    75/5/20 split per class. Hidden files and folders (``.…``) and :data:`TOOL_FOLDERS` are skipped. ``ValueError`` names
     a folder read whose name is no symbol's (:data:`~neurosym.data.symbol_images.classes.BANK_FOLDERS`), a
     requested symbol without a folder, and a class folder read that holds no image file.
     """
@@ -151,9 +151,11 @@ def _class_folders(root: Path, symbols: list[str] | None) -> list[Path]:
 
 
 def _image_files(class_dir: Path) -> list[Path]:
-    """The image files of one class folder, sorted; ``ValueError`` naming the folder when it holds none (its
-    symbol would be left out of the bank)."""
-    files = sorted(f for f in class_dir.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
+    """The image files of one class folder, sorted, hidden ones (``.…``, such as macOS's ``._x.jpg`` metadata) left
+    out; ``ValueError`` naming the folder when it holds none (its symbol would be left out of the bank)."""
+    files = sorted(
+        f for f in class_dir.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES and not f.name.startswith(".")
+    )
     if not files:
         raise ValueError(f"{class_dir}: class folder holds no images (looked for {', '.join(IMAGE_SUFFIXES)})")
     return files
