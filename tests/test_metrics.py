@@ -84,6 +84,9 @@ def test_threshold_of_the_default_task_and_its_dependence_on_epsilon():
     for option in ("chunk_size", "seed"):  # True was read as 1
         with pytest.raises(ValueError, match=f"{option} must be an int of at least ., got True"):
             perturbed_solution_mse("add", samples=10, **{option: True})
+    for epsilon in (True, "1e-5", math.nan):  # (True was read as 1; the text failed on the comparison)
+        with pytest.raises(ValueError, match=f"epsilon must be a finite number above 0, got {epsilon!r}"):
+            perturbed_solution_mse("add", samples=10, epsilon=epsilon)
     with pytest.raises(ValueError, match="unknown operation"):
         perturbed_solution_mse("pow")
     with pytest.raises(ValueError, match="'sqrt' needs non-negative inputs"):  # was a NaN threshold

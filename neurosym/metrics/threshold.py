@@ -14,7 +14,6 @@ and 5.80e-12.
 
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import torch
@@ -27,7 +26,7 @@ from neurosym.data.arithmetic import (
     range_pair,
     seed_stream,
 )
-from neurosym.training.checks import int_at_least
+from neurosym.training.checks import int_at_least, positive_number
 
 
 class MonteCarloEstimate(NamedTuple):
@@ -55,8 +54,7 @@ def perturbed_solution_mse(
     samples = int_at_least(samples, "samples", 2)
     chunk_size = int_at_least(chunk_size, "chunk_size", 1)  # (True passed as 1, as a seed too)
     seed = int_at_least(seed, "seed", 0)
-    if not 0 < epsilon < math.inf:
-        raise ValueError(f"epsilon must be finite and positive, got {epsilon}")
+    epsilon = positive_number(epsilon, "epsilon")  # (True passed as 1)
     op = operation(operation_name)
     extrapolation = range_pair(ranges)[1]
     check_domain(op, ranges, extrapolation)
