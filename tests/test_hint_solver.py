@@ -234,6 +234,7 @@ def test_solver_speed_runner_writes_table_json_and_plot(tmp_path, capsys):
     assert "| n_op | path" in capsys.readouterr().out
 
 
+@pytest.mark.filterwarnings("ignore:Attempting to set identical:UserWarning")  # (matplotlib, on the plot of no rate)
 def test_work_a_clock_reads_no_time_for_has_no_rate_and_shows_as_a_dash(tmp_path, monkeypatch, capsys):
     import json
 
