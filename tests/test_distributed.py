@@ -4,6 +4,7 @@ resume, early stopping and best-weight restoring."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import threading
@@ -13,10 +14,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import torch
 import torch.multiprocessing as mp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 from torch.utils.data import Dataset, TensorDataset
 
@@ -28,7 +32,7 @@ from neurosym.training import (
     load_checkpoint,
     train,
 )
-from neurosym.training.distributed import DistributedContext
+from neurosym.training.distributed import DistributedContext, _env_int
 from neurosym.training.loop import learning_rate_factor
 from neurosym.training.stopping import TIME_LIMIT
 
@@ -93,6 +97,9 @@ def test_without_torchrun_the_process_runs_alone_and_joins_no_group(monkeypatch:
         ({"WORLD_SIZE": "2", "RANK": "-1"}, "RANK='-1' must be at least 0"),
         ({"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "x"}, "LOCAL_RANK='x' is not an integer"),
         ({"WORLD_SIZE": "2", "RANK": "0", "LOCAL_RANK": "-1"}, "LOCAL_RANK='-1' must be at least 0"),
+        ({"WORLD_SIZE": " 1 "}, r"WORLD_SIZE=' 1 ' is not an integer \(an optional sign and digits 0-9\)"),  # int() took these
+        ({"WORLD_SIZE": "1", "RANK": "0_0"}, "RANK='0_0' is not an integer"),
+        ({"WORLD_SIZE": "1", "RANK": "\u0660"}, "RANK='\u0660' is not an integer"),  # (an Arabic-Indic zero)
     ],
 )
 def test_a_torchrun_environment_that_makes_no_sense_is_refused_naming_the_variable(
@@ -105,6 +112,31 @@ def test_a_torchrun_environment_that_makes_no_sense_is_refused_naming_the_variab
     with pytest.raises(ValueError, match=named), distributed_process("cpu"):
         pass
     assert not torch.distributed.is_initialized()
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    number=st.integers(-(10**30), 10**30),
+    plus=st.booleans(),
+    zeros=st.integers(0, 3),
+    stray=st.sampled_from([" ", "\t", "\n", "_", "."]) | st.characters(categories=["Nd"], exclude_characters="0123456789"),
+    data=st.data(),
+)
+def test_an_environment_int_is_an_optional_sign_and_ascii_digits_only(
+    number: int, plus: bool, zeros: int, stray: str, data: st.DataObject
+) -> None:
+    """Any such text reads as its number; one character more of any other kind (which ``int`` would take: spaces
+    around, underscores between digits, digits of other scripts) names the variable."""
+    text = f"{'-' if number < 0 else '+' if plus else ''}{'0' * zeros}{abs(number)}"
+    with mock.patch.dict(os.environ, {"RANK": text}):
+        assert _env_int("RANK", 0, minimum=-(10**31)) == number
+    where = data.draw(st.integers(0, len(text)), label="where")
+    spoiled = text[:where] + stray + text[where:]
+    with (
+        mock.patch.dict(os.environ, {"RANK": spoiled}),
+        pytest.raises(ValueError, match=re.escape(f"RANK={spoiled!r} is not an integer")),
+    ):
+        _env_int("RANK", 0, minimum=-(10**31))
 
 
 def _worker(rank: int, port: int, folder: str) -> None:

@@ -32,7 +32,7 @@ def test_wilson_interval_published_values():
 def test_wilson_interval_takes_numpy_and_tensor_counts_but_not_bools_or_fractions():
     expected = wilson_interval(3, 10)
     assert wilson_interval(np.int64(3), 10) == expected == wilson_interval(torch.tensor(3), np.int32(10))
-    for successes in (True, 3.0, torch.tensor([3]), np.bool_(True)):
+    for successes in (True, 3.0, torch.tensor([3]), np.bool_(True), torch.tensor(True), torch.tensor(3 + 0j)):
         with pytest.raises(ValueError, match=r"successes must be an int in \[0, 10\], got "):
             wilson_interval(successes, 10)
 

@@ -47,5 +47,5 @@ def test_mixer_block_rejects_wrong_token_count():
     with pytest.raises(ValueError, match="channel_hidden must be an int of at least 1, got 2.5"):
         MixerBlock(5, 8, 4, 2.5)
     for dropout in (float("nan"), -0.1, 1.0):  # NaN was accepted: torch's Dropout compares it to 0 and 1
-        with pytest.raises(ValueError, match=rf"dropout must be in \[0, 1\), got {dropout}"):
+        with pytest.raises(ValueError, match=rf"dropout must be a number in \[0, 1\), got {dropout}"):
             MixerBlock(5, 8, 4, 4, dropout=dropout)

@@ -209,7 +209,7 @@ def test_the_seq2seq_models_name_a_target_vocab_that_is_no_positive_int(model: t
 def test_every_seq2seq_model_refuses_a_dropout_outside_0_to_1(name: str, dropout: object) -> None:
     """The recurrent models took NaN, and then every forward failed inside torch (eval mode too)."""
     front = build_front_end("symbol", 16, vocab_size=10)
-    with pytest.raises(ValueError, match=re.escape(f"dropout must be in [0, 1), got {dropout!r}")):
+    with pytest.raises(ValueError, match=re.escape(f"dropout must be a number in [0, 1), got {dropout!r}")):
         build_seq2seq(name, front, 12, hidden=32, encoder_layers=1, dropout=dropout)
 
 

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import torch
 from einops import rearrange
 from torch import nn
 
 from neurosym.layers.shape_checks import check_sequence, check_tensor
+from neurosym.training.checks import is_int
 
 
 def _check_sinusoid_dim(dim: int) -> None:
-    if isinstance(dim, bool) or not isinstance(dim, numbers.Integral) or dim <= 0 or dim % 2:
+    if not (is_int(dim) and dim > 0 and dim % 2 == 0):
         raise ValueError(f"sinusoid dimension must be a positive even number, got {dim!r}")
 
 

@@ -3,10 +3,10 @@ autocast is on for an input."""
 
 from __future__ import annotations
 
-import numbers
-
 import torch
 from torch import nn
+
+from neurosym.training.checks import int_at_least
 
 
 def autocast_enabled(x: torch.Tensor) -> bool:
@@ -23,10 +23,7 @@ def check_sizes(**sizes: object) -> tuple[int, ...]:
     """The ``sizes`` as Python ints, in the order given (numpy's too: a layer keeps no ``np.int64`` width); raise
     ``ValueError`` naming the first that is not an int of at least 1 (a bool is not a size; 2.5 units failed only in
     torch, or were truncated)."""
-    for name, size in sizes.items():
-        if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
-            raise ValueError(f"{name} must be an int of at least 1, got {size!r}")
-    return tuple(int(size) for size in sizes.values())  # type: ignore[call-overload]  # (each checked Integral above)
+    return tuple(int_at_least(size, name, 1) for name, size in sizes.items())
 
 
 def check_tensor(x: object, what: str) -> None:

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import math
-import numbers
 from statistics import NormalDist
 
-import numpy as np
-import torch
-
-from neurosym.training.checks import is_real
+from neurosym.training.checks import as_int, is_int_tensor, is_real
 
 
 def _count(value: object) -> int | None:
     """``value`` as a Python int when it is an integer (numpy's and 0-d integer tensors too, not a bool), else None."""
-    if isinstance(value, torch.Tensor) and value.dim() == 0 and not value.is_floating_point() and value.dtype != torch.bool:
+    if is_int_tensor(value) and value.dim() == 0:
         return int(value)
-    return int(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_) else None
+    return as_int(value)
 
 
 def normal_quantile(confidence: float) -> float:

@@ -10,9 +10,16 @@ import numpy as np
 import torch
 
 
+def as_int(value: object) -> int | None:
+    """``value`` as a Python int when it is an int (numpy's too, not a bool), else None."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_):
+        return int(value)
+    return None
+
+
 def is_int(value: object) -> bool:
-    """Whether ``value`` is an int (numpy's too, not a bool)."""
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
+    """Whether ``value`` is an int (:func:`as_int`: numpy's too, not a bool)."""
+    return as_int(value) is not None
 
 
 def is_real(value: object) -> TypeGuard[float]:
@@ -25,16 +32,17 @@ def is_fraction(value: object) -> TypeGuard[float]:
     return is_real(value) and 0 <= value <= 1
 
 
-def is_int_tensor(value: object) -> bool:
+def is_int_tensor(value: object) -> TypeGuard[torch.Tensor]:
     """Whether ``value`` is a tensor of integers (not of bools, floats or complex numbers)."""
     return isinstance(value, torch.Tensor) and not (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool)
 
 
 def int_at_least(value: object, name: str, minimum: int) -> int:
     """``value`` as a Python int when it is an int (numpy's too, not a bool) of at least ``minimum``, else ``ValueError``."""
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool | np.bool_) or int(value) < minimum:
+    number = as_int(value)
+    if number is None or number < minimum:
         raise ValueError(f"{name} must be an int of at least {minimum}, got {value!r}")
-    return int(value)
+    return number
 
 
 def positive_number(value: object, name: str, zero: bool = False, infinity: bool = False) -> float:
@@ -47,20 +55,18 @@ def positive_number(value: object, name: str, zero: bool = False, infinity: bool
     return number
 
 
-def fraction(value: object, name: str) -> float:
-    """``value`` as a float when it is a real number in ``[0, 1]`` (:func:`is_fraction`: not a bool), else
-    ``ValueError`` naming ``name``."""
-    if not is_fraction(value):
-        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
+def fraction(value: object, name: str, below_one: bool = False) -> float:
+    """``value`` as a float when it is a real number in ``[0, 1]`` (:func:`is_fraction`: not a bool; ``[0, 1)`` with
+    ``below_one``), else ``ValueError`` naming ``name``."""
+    if not is_fraction(value) or (below_one and value == 1):
+        raise ValueError(f"{name} must be a number in [0, 1{')' if below_one else ']'}, got {value!r}")
     return float(value)
 
 
 def dropout_probability(value: object, name: str = "dropout") -> float:
-    """``value`` as a float when it is a real number in ``[0, 1)`` (not a bool), else ``ValueError`` naming ``name``
-    (NaN passes torch's own check, and then fails every forward)."""
-    if not (is_real(value) and 0.0 <= value < 1.0):
-        raise ValueError(f"{name} must be in [0, 1), got {value!r}")
-    return float(value)
+    """``value`` as a float when it is a real number in ``[0, 1)`` (:func:`fraction`), else ``ValueError`` naming
+    ``name`` (NaN passes torch's own check, and then fails every forward)."""
+    return fraction(value, name, below_one=True)
 
 
 def ignored_option(option: str, value: object, users: str, chosen: str) -> ValueError:

@@ -9,6 +9,7 @@ single-process context and touches nothing.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,16 +41,20 @@ class DistributedContext:
         return self.world_size > 1
 
 
+_DECIMAL_INT = re.compile(r"[+-]?[0-9]+")
+"""An int as an environment variable holds it: an optional sign and ASCII digits (``int`` would also take spaces
+around it, underscores between digits and digits of other scripts)."""
+
+
 def _env_int(name: str, default: int, minimum: int = 0) -> int:
     """The environment variable ``name`` as an int of at least ``minimum`` (``default`` when it is unset), else
-    ``ValueError`` naming it and its value."""
+    ``ValueError`` naming it and its value (which must be :data:`_DECIMAL_INT`)."""
     value = os.environ.get(name)
     if value is None:
         return default
-    try:
-        number = int(value)
-    except ValueError:
-        raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
+    if not _DECIMAL_INT.fullmatch(value):
+        raise ValueError(f"environment variable {name}={value!r} is not an integer (an optional sign and digits 0-9)")
+    number = int(value)
     if number < minimum:
         raise ValueError(f"environment variable {name}={value!r} must be at least {minimum}")
     return number
