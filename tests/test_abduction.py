@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.decoding import CLOSE_CLASS, NUMBER, OPEN_CLASS, OPERATOR, sentence_templates
-from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, evaluate
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator, evaluate
 
 VOCAB = list("0123456789+-*/()")
 
@@ -52,6 +52,14 @@ def test_ceiling_division_set_valued_inverse(abducer):
     assert found.sentence == "7/4"  # "4/4" is more probable but gives 1
     found = abducer.abduce("9/4", _log_probs("9/4", {2: {"6": 0.04, "9": 0.3}}), 2)
     assert found.sentence == "9/6"  # "9/9" is more probable but gives 1
+
+
+def test_a_rule_that_raises_for_some_operands_is_searched_around():
+    """Floor division written as ``a // b`` raises for ``b = 0``: such a reading has no value, and neither has ``/``
+    proposed in place of ``*`` before a zero."""
+    abducer = Abducer(VOCAB, HINT_SEMANTICS.extend(operators={"/": Operator(2, lambda a, b: a // b)}))
+    assert abducer.abduce("8/0", _log_probs("8/0", {2: {"2": 0.05}}), 4).sentence == "8/2"
+    assert abducer.abduce("6*0", _log_probs("6*0", {2: {"1": 0.05}}), 6).sentence == "6*1"
 
 
 def test_inverse_pushed_through_two_levels(abducer):

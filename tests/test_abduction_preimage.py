@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neurosym.semantics.preimage import Interval, left_preimage, right_preimage
+from neurosym.semantics.preimage import Interval, left_preimage, right_preimage, scan_left_preimage, scan_right_preimage
 
 HINT = {
     "+": lambda a, b: a + b,
@@ -103,3 +103,12 @@ def test_an_interval_bound_that_is_no_int_is_refused(bound):
     if bound is not None:  # (an upper bound of None is no bound)
         with pytest.raises(TypeError, match=r"an Interval's hi must be an int, got"):
             Interval(0, bound)
+
+
+def test_a_scanned_rule_that_raises_for_some_operands_is_undefined_there():
+    def floor_divide(a, b):
+        return a // b
+
+    assert scan_left_preimage(floor_divide, Interval.point(0), 0) is None  # every a // 0 raises
+    assert scan_right_preimage(floor_divide, 7, Interval.point(0)) == Interval(8, 200)  # (b = 0 raises)
+    assert scan_right_preimage(floor_divide, 7, Interval(3, 7), scan_limit=10) == Interval(1, 2)

@@ -19,7 +19,7 @@ from neurosym.pipelines.ground_symbols import (
     random_permutation,
 )
 from neurosym.pipelines.grounding import Grounding, compare_grounding
-from neurosym.semantics import HINT_SEMANTICS, BatchSolver
+from neurosym.semantics import HINT_SEMANTICS, BatchSolver, Operator
 from neurosym.semantics.induction import Program
 
 
@@ -124,6 +124,14 @@ def test_printout_and_json_round_trip(tmp_path):
     loaded = Grounding.load(grounding.save(tmp_path / "grounding.json"))
     assert loaded.to_json() == grounding.to_json() and loaded.symbols == grounding.symbols
     assert loaded.solve([(5, 6, 0, 1, 3)]) == [6]
+
+
+def test_a_reference_rule_that_raises_is_compared_as_undefined():
+    """The reference ``a // b`` raises for ``b = 0``, where the induced ``floor(i / j)`` is undefined: they agree."""
+    reference = HINT_SEMANTICS.extend(operators={"/": Operator(2, lambda a, b: a // b)})
+    floor_divide = Program(("floor", ("/", ("i",), ("j",))))
+    grounding = Grounding(("number", "operator", "open", "close"), {0: 1}, {1: floor_divide}, {1: 2})
+    assert compare_grounding(grounding, reference, ("1", "/", "(", ")")).equal
 
 
 def test_invalid_groundings_are_refused():

@@ -168,6 +168,19 @@ def test_custom_operator_and_number_at_run_time():
     assert to_infix(Node("%", (Node("7"), Node("+", (Node("1"), Node("2"))))), table.concepts) == "7%(1+2)"
 
 
+def test_a_rule_that_raises_an_arithmetic_or_value_error_is_undefined_there():
+    """``a // b`` as written raises for ``b = 0`` (and ``isqrt`` for a negative operand): the result is ``None``, as
+    for a rule returning ``None``; an error of another kind (a programming error) still propagates."""
+    rules = {"/": Operator(2, lambda a, b: a // b), "r": Operator(1, lambda a, b: math.isqrt(a - b))}
+    table = HINT_SEMANTICS.extend(operators=rules)
+    assert evaluate("8/3", table) == 2 and evaluate("9r5", table) == 2
+    assert evaluate("8/0", table) is None and evaluate("1+8/0*0", table) is None and evaluate("5r9", table) is None
+    assert execute(parse("8/0+1", table.concepts), table) == execute(parse("8/0+1"))
+    mistyped = HINT_SEMANTICS.extend(operators={"/": Operator(2, lambda a, b: a // str(b))})
+    with pytest.raises(TypeError):
+        evaluate("8/2", mistyped)
+
+
 def test_operator_table_validation():
     with pytest.raises(ValueError, match="lacks the built-in symbols"):
         OperatorTable({"0": 0}, dict(HINT_SEMANTICS.operators))

@@ -148,6 +148,15 @@ def test_scalar_rules_never_see_the_placeholders_of_invalid_or_overflowed_rows()
     assert BatchSolver(table).solve(sentences) == [reference(s, table) for s in sentences] == [None, 4, 9**10 + 1, 7, None]
 
 
+def test_a_scalar_rule_that_raises_is_undefined_where_it_raises():
+    """``a // b`` raises for ``b = 0``: ``None`` on the scalar path and on the exact one (values beyond the limit)."""
+    table = HINT_SEMANTICS.extend(operators={"/": Operator(2, lambda a, b: a // b)})
+    sentences = ["8/0", "8/3", "1+8/0*0", "*".join("9" * 20) + "/0", "*".join("9" * 20) + "/9"]
+    expected = [None, 2, None, None, 9**19]
+    assert BatchSolver(table).solve(sentences) == solve_batch(sentences, table, strict=True) == expected
+    assert solve_batch([*sentences, "8/"], table) == [*expected, None]
+
+
 def test_concepts_outside_latin_1():
     table = HINT_SEMANTICS.extend(numbers={"α": 7}, operators={"β": Operator(1, max)})
     sentences = ["α+1", "α×2", "αβ3", "3βα*2", "α+é", "€", "αα", "β"]

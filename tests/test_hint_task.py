@@ -26,7 +26,7 @@ from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline, train_grammar_pipeline
 from neurosym.pipelines.trainer import PipelineConfig
 from neurosym.pipelines.windows import WindowSource
-from neurosym.semantics import HINT_SEMANTICS, evaluate
+from neurosym.semantics import HINT_SEMANTICS, Operator, evaluate
 from neurosym.semantics.preimage import Interval
 from neurosym.semantics.tree_semantics import Executor
 from neurosym.syntax import to_infix
@@ -55,6 +55,13 @@ def test_a_compiled_parse_gives_every_sentence_of_its_shape_hints_value(tree, da
     program = hint_semantics().compile(GRAMMAR.parse(text))
     other = "".join(data.draw(st.sampled_from(GRAMMAR.symbols_of(GRAMMAR.terminal_of[c]))) for c in text)
     assert program(other) == evaluate(other)
+
+
+def test_an_inverse_passes_over_another_operator_whose_rule_raises_on_the_operands():
+    """``/`` as ``a // b`` raises for ``6 / 0``: it is no way to 6 from ``6 * 0``, and the ways after it are still offered."""
+    table = HINT_SEMANTICS.extend(operators={"/": Operator(2, lambda a, b: a // b)})
+    ways = list(hint_semantics(table).inverses["binary"](6, (6, "*", 0)))
+    assert ways[:2] == [(6, "+", 0), (6, "-", 0)] and (6, "*", 1) in ways and all(symbol != "/" for _, symbol, _ in ways)
 
 
 @settings(max_examples=300, deadline=None)

@@ -257,7 +257,7 @@ class Abducer:
             fitting = [
                 s
                 for s in self.operators
-                if self.table.operators[s].level == level and self.table.operators[s].apply(left_value, right_value) in wanted
+                if self.table.operators[s].level == level and self.table.operators[s].value(left_value, right_value) in wanted
             ]
             proposals += self._propose(sentence, log_probs, _span(left)[1], fitting)
             left_wanted, right_wanted = self.child_targets(node.symbol, wanted, left_value, right_value)

@@ -246,7 +246,7 @@ def compare_grounding(
             if grounding.levels[c] != operator.level:
                 mismatches.append(f"class {c} ({symbol}): level {grounding.levels[c]}, expected {operator.level}")
             program = grounding.programs[c]
-            wrong = [(i, j) for i in range(operand_range) for j in range(operand_range) if program(i, j) != operator.apply(i, j)]
+            wrong = [(i, j) for i in range(operand_range) for j in range(operand_range) if program(i, j) != operator.value(i, j)]
             if wrong:
                 mismatches.append(f"class {c} ({symbol}): {program} differs from {operator.description} at {wrong[0]}")
     return Comparison(tuple(mismatches))

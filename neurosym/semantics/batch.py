@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from neurosym.semantics.executor import execute
-from neurosym.semantics.operators import ScalarRule, Value, VectorRule
+from neurosym.semantics.operators import ScalarRule, Value, VectorRule, rule_value
 from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
 from neurosym.syntax.concepts import CANONICAL_CHARACTERS, canonical_sentence
 from neurosym.syntax.parser import parse
@@ -286,7 +286,7 @@ def _chosen(index: np.ndarray, choices: Sequence[np.ndarray | np.generic]) -> np
 def _apply_scalar(rule: ScalarRule, left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A scalar rule over operand arrays ``[k]``: (results, valid, unfit), each ``[k]``; unfit results
     (beyond :data:`VECTOR_OPERAND_LIMIT` or not integers) are stored as 0 and solved exactly later."""
-    results = [rule(a, b) for a, b in zip(left.tolist(), right.tolist())]
+    results = [rule_value(rule, a, b) for a, b in zip(left.tolist(), right.tolist())]
     valid = np.array([r is not None for r in results], dtype=bool)
     unfit = np.array([r is not None and (type(r) is not int or abs(r) > VECTOR_OPERAND_LIMIT) for r in results], dtype=bool)
     fitted = [r if v and not u else 0 for r, v, u in zip(results, valid.tolist(), unfit.tolist())]

@@ -56,7 +56,7 @@ def subexpression_values(layout: InfixLayout, table: OperatorTable = HINT_SEMANT
             values[index] = table.numbers[symbol]
             continue
         left, right = values[operands[0]], values[operands[1]]
-        result = None if left is None or right is None else table.operators[symbol].apply(left, right)
+        result = None if left is None or right is None else table.operators[symbol].value(left, right)
         values[index] = _exact_result(symbol, left, right, result)
     return values
 

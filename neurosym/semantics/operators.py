@@ -1,6 +1,8 @@
 """Binary operators: an exact scalar rule, and optionally the same rule over int64 numpy arrays.
 
-A scalar rule returns ``None`` when the result is undefined (e.g. division by zero). A vectorised rule
+A scalar rule returns ``None`` when the result is undefined (e.g. division by zero), or raises an arithmetic or
+value error (:data:`INVALID`: ``lambda a, b: a // b`` as written) which :func:`rule_value` reads as ``None``; every
+caller applies a rule through it (or :meth:`Operator.value`), as a grammar's rules are read. A vectorised rule
 takes operand arrays ``a, b`` of shape ``[n]`` (int64) and returns ``(values, valid)``: the results
 ``[n]``, exact whenever every ``|operand| <= 2**30`` (they must then fit in int64, and the rule must not
 fail on any operands), and a boolean mask ``[n]`` that is False where the scalar rule returns
@@ -18,6 +20,16 @@ import numpy as np
 Value = int | Fraction
 ScalarRule = Callable[[Value, Value], Value | None]
 VectorRule = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]
+#: Errors a rule may raise to say "this result is undefined" (division by zero, a negative square root, ...).
+INVALID = (ArithmeticError, ValueError)
+
+
+def rule_value(rule: ScalarRule, a: Value, b: Value) -> Value | None:
+    """``rule(a, b)``, or ``None`` where the rule raises one of :data:`INVALID` (its result is undefined there)."""
+    try:
+        return rule(a, b)
+    except INVALID:
+        return None
 
 
 @dataclass(frozen=True)
@@ -28,6 +40,10 @@ class Operator:
     apply: ScalarRule
     vectorised: VectorRule | None = None
     description: str = ""
+
+    def value(self, a: Value, b: Value) -> Value | None:
+        """The scalar rule's result for ``a`` and ``b``, ``None`` where it is undefined (:func:`rule_value`)."""
+        return rule_value(self.apply, a, b)
 
 
 def _ceil_divide(a: Value, b: Value) -> int | None:

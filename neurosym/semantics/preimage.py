@@ -17,12 +17,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Integral
 
-from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES, Value
+from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES, Value, rule_value
 from neurosym.semantics.operators import Operator as OperatorMeaning
 from neurosym.training.checks import is_int
 
 Operator = Callable[[Value, Value], Value | None]
-"""A binary operator the scans invert: any scalar rule (a result that is no integer lies in no :class:`Interval`)."""
+"""A binary operator the scans invert: any scalar rule (a result that is no integer lies in no :class:`Interval`, nor
+does an operand pair where it raises an arithmetic or value error: :func:`~neurosym.semantics.operators.rule_value`)."""
 
 
 @dataclass(frozen=True)
@@ -125,12 +126,12 @@ def _hull(values: list[int]) -> Interval | None:
 
 def scan_left_preimage(apply: Operator, target: Interval, right: Value, scan_limit: int = 200) -> Interval | None:
     """Hull of the ``a`` in ``0..scan_limit`` with ``apply(a, right) in target`` (any operator)."""
-    return _hull([a for a in range(scan_limit + 1) if apply(a, right) in target])
+    return _hull([a for a in range(scan_limit + 1) if rule_value(apply, a, right) in target])
 
 
 def scan_right_preimage(apply: Operator, left: Value, target: Interval, scan_limit: int = 200) -> Interval | None:
     """Hull of the ``b`` in ``0..scan_limit`` with ``apply(left, b) in target`` (any operator)."""
-    return _hull([b for b in range(scan_limit + 1) if apply(left, b) in target])
+    return _hull([b for b in range(scan_limit + 1) if rule_value(apply, left, b) in target])
 
 
 def left_preimage(

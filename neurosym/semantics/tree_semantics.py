@@ -19,13 +19,12 @@ from typing import Any
 from lark import Token, Transformer, Tree
 from lark.exceptions import VisitError
 
+from neurosym.semantics.operators import INVALID
 from neurosym.syntax.errors import ParseError
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.training.checks import int_at_least
 
 Inverse = Callable[[Any, tuple[Any, ...]], Iterable[Sequence[Any]]]
-#: Errors a rule's callable may raise to say "this sentence has no value".
-INVALID = (ArithmeticError, ValueError)
 
 
 class TreeSemantics:
@@ -89,7 +88,8 @@ class TreeSemantics:
 
     def preimages(self, rule: str, wanted: Any, children: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
         """The children-value tuples the inverse of ``rule`` offers for ``wanted`` given the ``children`` values read,
-        each as a tuple; none from where the inverse raises an arithmetic or value error (:data:`INVALID`).
+        each as a tuple; none from where the inverse raises an arithmetic or value error
+        (:data:`~neurosym.semantics.operators.INVALID`).
 
         Raises:
             KeyError: ``rule`` has no inverse.

@@ -57,12 +57,12 @@ def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
 
     def binary(children: list) -> Value | None:
         left, symbol, right = children
-        return table.operators[symbol].apply(left, right)
+        return table.operators[symbol].value(left, right)
 
     def inverse(wanted: int, children: tuple) -> Iterator[tuple]:
         left, symbol, right = children
         for other, operator in table.operators.items():
-            if other != symbol and operator.apply(left, right) == wanted:
+            if other != symbol and operator.value(left, right) == wanted:
                 yield left, other, right
         if not is_int(wanted) or wanted < 0:  # (an np.int64 wanted value got no operand values)
             return
