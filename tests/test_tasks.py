@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from lark import Transformer
 from pvr_fakes import write_fake_mnist
@@ -86,11 +86,34 @@ def test_addition_sentences_pair_each_digit_once_with_the_plus_given():
     assert batch.windows.shape == (2, 7, GLYPH, GLYPH) and (batch.windows[:, 3] == 0).all()
 
 
+@settings(max_examples=25, deadline=None)
+@given(digits=st.integers(1, 100), spare=st.integers(0, 199), seed=st.integers(0, 2**32 - 1))
+@example(digits=1, spare=1, seed=0)
+@example(digits=100, spare=0, seed=0)
+def test_addition_targets_are_the_exact_sums_of_the_true_numbers_at_any_length(digits, spare, seed):
+    """⌊M/2N⌋ sums, no image twice, each target the exact int sum of its two numbers, leading zeros and all
+    (100-digit sums are far beyond int64 and a float's 53 bits); the same seed pairs the same way."""
+    labels = np.random.default_rng(seed).integers(0, 10, size=2 * digits * 3 + spare)
+    images = np.zeros((len(labels), 2, 2), np.uint8)
+    sentences = addition_sentences(images, labels, digits, plus=10, seed=seed)
+    assert len(sentences) == len(labels) // (2 * digits)
+    used = sentences.picks[sentences.picks >= 0]
+    assert len(np.unique(used)) == len(used) == 2 * digits * len(sentences)
+    for picks, truth, target in zip(sentences.picks, sentences.truths, sentences.targets):
+        shown = "".join(str(labels[p]) for p in picks if p >= 0)
+        assert truth == shown[:digits] + "+" + shown[digits:]
+        assert type(target) is int and target == int(shown[:digits]) + int(shown[digits:])
+    again = addition_sentences(images, labels, digits, plus=10, seed=seed)
+    assert np.array_equal(again.picks, sentences.picks) and again.targets == sentences.targets
+
+
 @pytest.mark.parametrize(
     ("name", "options", "message"),
     [
         ("sudoku", {}, r"unknown task 'sudoku': neither one of \['hint-grammar', 'hwf', 'mnist-add'\] nor an importable module"),
         ("json", {}, r"task module 'json' has no build\(seed, ...\) function returning a neurosym.tasks.Task"),
+        ("", {}, r"unknown task '': neither one of .* nor a dotted module path"),  # was import's 'Empty module name'
+        (".tasks", {}, r"unknown task '.tasks': neither one of .* nor a dotted module path"),  # was a TypeError
         (
             "hwf",
             {"digits": 2},
@@ -170,7 +193,8 @@ def test_hwf_formulas_have_their_values_and_splits_share_no_image():
     task = build_task("hwf", seed=0)
     grammar = SymbolGrammar(grammar_file("hwf.lark"))
     assert (len(task.train), len(task.validation), len(task.test)) == (10_000, 1_000, 2_000)
-    assert sorted(set(task.test.lengths.tolist())) == [1, 3, 5, 7]
+    for sentences in (task.train, task.validation, task.test):  # a quarter of each length
+        assert np.bincount(sentences.lengths).tolist() == [0, *[len(sentences) // 4, 0] * 3, len(sentences) // 4]
     for truth, target in zip(task.test.truths[:50], task.test.targets[:50]):
         assert task.semantics.evaluate(grammar.parse(truth)) == target
     assert task.semantics.evaluate(grammar.parse("7-3*4/8")) == Fraction(11, 2)
@@ -461,6 +485,12 @@ def test_a_task_module_whose_task_cannot_train_is_named_when_it_is_built(tmp_pat
             "task 'binary': batch_size must be an int of at least 1, got 0",
         ),
         ("text_grammar", ("SymbolGrammar(", "str("), TypeError, "task 'binary': grammar must be a SymbolGrammar, got str"),
+        (
+            "no_task",
+            ("from neurosym.tasks import Task", "Task = lambda *fields, **options: fields"),
+            TypeError,
+            r"task module 'task_no_task': build\(\) returned tuple, not",
+        ),
     ):
         (tmp_path / f"task_{name}.py").write_text(BINARY_TASK.replace(*change))
         with pytest.raises(error, match=message):
@@ -563,6 +593,42 @@ def test_mnist_add_notes_the_training_digits_its_file_has(tmp_path):
     mnist = write_fake_mnist(tmp_path / "mnist.pkl.gz", per_class=601)  # 6,020 training digits: 1,020 train
     task = build_task("mnist-add", mnist=str(mnist))
     assert task.data_note.startswith("510 training sums from 1,020 MNIST digits (")  # (was: "from 55,000 MNIST digits")
+
+
+def test_mnist_add_splits_use_each_digit_once_and_share_none(tmp_path):
+    """⌊(M - 5,000)/2N⌋ training, ⌊5,000/2N⌋ validation and ⌊test/2N⌋ test sums; no image in two sums of a split or in
+    two splits (the fake digits are distinct noise); the seed changes the pairing, the same seed repeats it."""
+    mnist = str(write_fake_mnist(tmp_path / "mnist.pkl.gz", per_class=601))  # 6,020 training digits, 6,010 test
+    task = build_task("mnist-add", mnist=mnist, digits=3, seed=0)
+    splits = (task.train, task.validation, task.test)
+    assert [len(split) for split in splits] == [1020 // 6, 5000 // 6, 6010 // 6]
+    shown = [{split.images[p].numpy().tobytes() for p in split.picks[split.picks >= 0]} for split in splits]
+    assert [len(images) for images in shown] == [6 * len(split) for split in splits]
+    assert not (shown[0] & shown[1] or shown[0] & shown[2] or shown[1] & shown[2])
+    again, other = (build_task("mnist-add", mnist=mnist, digits=3, seed=seed) for seed in (0, 1))
+    assert all(np.array_equal(a.picks, b.picks) for a, b in zip(splits, (again.train, again.validation, again.test)))
+    assert not any(np.array_equal(a.picks, b.picks) for a, b in zip(splits, (other.train, other.validation, other.test)))
+
+
+@pytest.mark.parametrize(
+    ("train", "test", "digits", "message"),
+    [
+        (10_010, 10_000, 2501, "mnist-add's validation has 5,000 MNIST digits, fewer than the 5002 of one sum of two 2501-"),
+        (5_010, 8, 5, "mnist-add's test has 8 MNIST digits, fewer than the 10 of one sum of two 5-digit numbers"),
+    ],
+)
+def test_mnist_add_refuses_a_held_out_split_too_small_for_one_sum(monkeypatch, train, test, digits, message):
+    """Such a split was left empty: the run trained, then failed on it."""
+    from neurosym.data.mnist import MNIST
+    from neurosym.tasks import mnist_add
+
+    def images(count: int) -> np.ndarray:
+        return np.zeros((count, 28, 28), np.uint8)
+
+    labels = np.zeros(train, np.int64), np.zeros(test, np.int64)
+    monkeypatch.setattr(mnist_add, "load_mnist", lambda path: MNIST(images(train), labels[0], images(test), labels[1]))
+    with pytest.raises(ValueError, match=f"^{message}"):
+        build_task("mnist-add", digits=digits)
 
 
 @pytest.mark.slow

@@ -114,6 +114,8 @@ def task_module(name: str) -> ModuleType:
     ``ValueError`` naming what is wrong otherwise."""
     if name in TASKS:
         return importlib.import_module(TASKS[name])
+    if not all(part.isidentifier() for part in name.split(".")):  # ("" and ".x" raised import's own errors)
+        raise ValueError(f"unknown task {name!r}: neither one of {sorted(TASKS)} nor a dotted module path (e.g. my_tasks.binary)")
     try:
         module = importlib.import_module(name)
     except ImportError as error:  # (ModuleNotFoundError, or an import inside the module that failed)

@@ -149,6 +149,17 @@ def _training_digits(count: int, digits: int) -> int:
     return count - VALIDATION_DIGITS
 
 
+def _held_out_sums(split: str, images: np.ndarray, labels: np.ndarray, digits: int, plus: int, seed: int) -> ImageSentences:
+    """The sums of a held-out ``split`` (``images [M, 28, 28]``, ``labels [M]``) as :func:`addition_sentences`, refusing
+    a split of fewer than the ``2N`` digits of one sum (it was left empty, and the run failed only once trained)."""
+    if len(images) < 2 * digits:
+        raise ValueError(
+            f"mnist-add's {split} has {len(images):,} MNIST digits, fewer than the {2 * digits} of one sum of two "
+            f"{digits}-digit numbers"
+        )
+    return addition_sentences(images, labels, digits, plus, seed)
+
+
 def build(
     digits: int = 1,
     seed: int = 0,
@@ -164,8 +175,8 @@ def build(
     plus = grammar.symbols.index("+")
     held = _training_digits(len(data.train_images), digits)
     train = addition_sentences(data.train_images[:held], data.train_labels[:held], digits, plus, seed)
-    validation = addition_sentences(data.train_images[held:], data.train_labels[held:], digits, plus, seed + 1)
-    test = addition_sentences(data.test_images, data.test_labels, digits, plus, seed + 2)
+    validation = _held_out_sums("validation", data.train_images[held:], data.train_labels[held:], digits, plus, seed + 1)
+    test = _held_out_sums("test", data.test_images, data.test_labels, digits, plus, seed + 2)
 
     def make_reader() -> SymbolClassifier:
         return SymbolClassifier(list("0123456789"), window=28, width=reader_width, stage_convs=reader_convs)
