@@ -16,6 +16,7 @@ from neurosym.data.hint import (
     HintSplit,
     enumerate_prefix,
     evaluate_prefix,
+    fewshot_rules,
     fewshot_split,
     fewshot_vocabulary,
     generate_split,
@@ -36,8 +37,8 @@ def small_main():
     return generate_split(MAIN_RULES.with_scale(SCALE), MAIN_VOCABULARY, seed=0, progress=False)
 
 
-def _peak(record) -> int:
-    numbers = [int(c) for c in record.expr if c.isdigit()]
+def _peak(record, table=HINT_SEMANTICS) -> int:
+    numbers = [table.numbers[c] for c in record.expr if c in table.numbers]
     return max(numbers + [v for v in record.res_all if v >= 0])
 
 
@@ -222,6 +223,29 @@ def test_generation_is_deterministic_per_seed():
     first, again, other = (generate_split(rules, MAIN_VOCABULARY, seed=s, progress=False) for s in (0, 0, 1))
     assert again["test"].expr == first["test"].expr and again["train"].expr == first["train"].expr
     assert other["test"].expr != first["test"].expr
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.sampled_from(["x", "y", "a", "b", "c", "d"]), st.integers(0, 2**16))
+def test_small_fewshot_splits_follow_the_papers_subset_definitions(concept, seed):
+    """Section 3: |x| operators, max(v) over every value; train |x| <= 10, max(v) <= 100; I seen in train, SS
+    unseen and like train, LS |x| > 10, SL max(v) > 100, LL both; at most 20 operators and values 10,000;
+    every expression uses the new concept; the same seed gives the same splits."""
+    rules = fewshot_rules(concept).with_scale(0.01)
+    split = generate_split(rules, fewshot_vocabulary(concept), seed, concept)
+    again = generate_split(rules, fewshot_vocabulary(concept), seed, concept)
+    trained = set(split["train"].expr)
+    for name, part in split.items():
+        assert part.expr == again[name].expr and np.array_equal(part.eval, again[name].eval)
+        for record in part:
+            n_op, peak = operator_count(record.expr), _peak(record, HINT_FEWSHOT_SEMANTICS)
+            assert concept in record.expr and n_op <= 20 and peak <= 10_000
+            if name == "train":
+                assert n_op <= 10 and peak <= 100 and record.eval is None
+                continue
+            long, large = n_op > 10, peak > 100
+            unseen = {(False, False): "SS", (True, False): "LS", (False, True): "SL", (True, True): "LL"}[(long, large)]
+            assert record.eval == ("I" if record.expr in trained else unseen), record
 
 
 @pytest.mark.parametrize(

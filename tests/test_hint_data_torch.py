@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 import torch
 from hint_banks import POOL_SHADES, pool_shaded_bank
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from neurosym.data.hint import (
@@ -19,6 +19,7 @@ from neurosym.data.hint import (
     collate_hint,
     dependency_range,
     operator_count,
+    random_sentences,
     result_digits,
     split_statistics,
     symbol_kl_divergence,
@@ -88,6 +89,36 @@ def test_collate_pads_every_field():
     assert batch["images"][1, 1:].abs().sum() == 0 and batch["eval"] == ["", "I"]
     with pytest.raises(ValueError, match="empty batch"):
         collate_hint([])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 2**16)), min_size=1, max_size=5))
+def test_collated_targets_line_up_with_every_token(shapes):
+    sentences = [random_sentences(n_op, 1, seed)[0] for n_op, seed in shapes]
+    records = [_record(s) for s in sentences if execute(parse(s)).value is not None]
+    assume(records)
+    dataset = HintSymbolDataset(records)
+    batch = collate_hint([dataset[i] for i in range(len(records))])
+    width = max(len(r.expr) for r in records)
+    assert batch["tokens"].shape == batch["res_all"].shape == batch["head"].shape == batch["mask"].shape
+    for row, record in enumerate(records):
+        n = len(record.expr)
+        assert batch["mask"][row].tolist() == [True] * n + [False] * (width - n)
+        assert "".join(dataset.symbols[t - 1] for t in batch["tokens"][row, :n].tolist()) == record.expr
+        values = batch["res_all"][row].tolist()
+        assert values[n:] == [IGNORE_INDEX] * (width - n) and values[record.head.index(-1)] == record.res
+        for symbol, value in zip(record.expr, values):  # digits head their value, brackets -1, operators a result
+            assert value == int(symbol) if symbol.isdigit() else value == -1 if symbol in "()" else value >= 0
+
+
+@pytest.mark.parametrize(
+    ("head", "res_all", "counts"), [((1, -1), (3, 5, 2), "head 2 and res_all 3"), ((1, -1, 1), (3, 5), "head 3 and res_all 2")]
+)
+def test_a_record_whose_targets_do_not_match_its_symbols_is_named(head, res_all, counts):
+    """Such a record was padded as it was: its res_all shifted against the tokens without a word."""
+    dataset = HintSymbolDataset([_record("7"), HintRecord("r9", "3+2", head, 5, res_all)])
+    with pytest.raises(ValueError, match=rf"record 1 \(id 'r9'\): expr '3\+2' has 3 symbols but {counts}"):
+        dataset[1]
 
 
 def test_tree_measures_of_known_expressions():

@@ -42,6 +42,13 @@ class HintRecord:
         return list(self.expr)
 
 
+def symbol_count_problem(expr: str, head: Sequence[int], res_all: Sequence[int]) -> str | None:
+    """What is wrong when ``head`` and ``res_all`` do not give one entry per symbol of ``expr``; ``None`` when they do."""
+    if len(head) == len(res_all) == len(expr):
+        return None
+    return f"expr {expr!r} has {len(expr)} symbols but head {len(head)} and res_all {len(res_all)}"
+
+
 @dataclass
 class HintSplit(Sequence[HintRecord]):
     """A generated split stored by columns: ``prefix``/``expr`` sentences, ``res`` int64 ``[N]``,

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from neurosym.data.hint.examples import HintRecord
+from neurosym.data.hint.examples import HintRecord, symbol_count_problem
 from neurosym.data.hint.held_out import held_out_for
 from neurosym.data.hint.splits import EVAL_SUBSETS
 from neurosym.data.hint.stats import operator_count, parents_first
@@ -81,8 +81,8 @@ def record_from_json(item: Mapping, where: str) -> HintRecord:
     head, res_all, result = tuple(item["head"]), tuple(item["res_all"]), item["res"]
     if not expr:
         raise ValueError(f"{where}: expr is empty")
-    if not len(head) == len(res_all) == len(expr):
-        raise ValueError(f"{where}: expr {expr!r} has {len(expr)} symbols but head {len(head)} and res_all {len(res_all)}")
+    if problem := symbol_count_problem(expr, head, res_all):
+        raise ValueError(f"{where}: {problem}")
     if head.count(-1) != 1 or not all(-1 <= parent < len(expr) for parent in head):
         raise ValueError(f"{where}: head must name one root (-1) and parents among the {len(expr)} symbols, got {list(head)}")
     try:  # (a symbol its own parent passed, and failed in the statistics)

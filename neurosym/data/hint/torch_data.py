@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from neurosym.data.hint.examples import HintRecord
+from neurosym.data.hint.examples import HintRecord, symbol_count_problem
 from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, render_windows
 
 PAD_ID = 0
@@ -54,7 +54,11 @@ class HintSymbolDataset(Dataset):
             ) from None
 
     def __getitem__(self, index: int) -> dict:
+        """One item (the module's fields); ``ValueError`` naming the record when its ``head`` or ``res_all`` do not
+        hold one entry per symbol, which would shift them against ``tokens`` once padded."""
         record = self.records[index]
+        if problem := symbol_count_problem(record.expr, record.head, record.res_all):
+            raise ValueError(f"record {index} (id {record.id!r}): {problem}")
         return {
             "tokens": self.encode(record.expr),
             "head": torch.tensor(record.head, dtype=torch.long),
