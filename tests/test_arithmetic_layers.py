@@ -682,3 +682,182 @@ def test_units_clamp_weights_outside_their_range_and_stop_their_gradient() -> No
     nmu(x).sum().backward()
     assert nau.weight.grad[0, :2].eq(0).all() and nau.weight.grad[0, 2] == 4.0
     assert nmu.weight.grad[0, :2].eq(0).all() and nmu.weight.grad[0, 2] != 0
+
+
+# --- float64 references of the published formulas, per ensemble member ---------------------------------------------
+
+
+def _nac_weight(weight_hat: torch.Tensor, gate_hat: torch.Tensor) -> torch.Tensor:
+    """Trask et al. (2018): ``W = tanh(Ŵ) ⊙ σ(M̂)``."""
+    return torch.tanh(weight_hat) * torch.sigmoid(gate_hat)
+
+
+def _nmu_reference(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """``y_j = Π_i (W_ji x_i + 1 − W_ji)``: ``x [N, in]``, ``weight [out, in]`` → ``[N, out]``."""
+    return (weight * x[:, None, :] + 1 - weight).prod(-1)
+
+
+def _npu_reference(x: torch.Tensor, real: torch.Tensor, imag: torch.Tensor, relevance: torch.Tensor, eps: float):
+    """Heim et al. (2020) through complex logarithms: ``Re Π_i x̃_i^{W_re + i W_im}`` with ``x̃_i = ĝ_i (|x_i| + ε)
+    + 1 − ĝ_i`` carrying the phase ``π ĝ_i`` where ``x_i < 0``."""
+    gate = relevance.clamp(0, 1)
+    log_x = torch.complex(torch.log(gate * (x.abs() + eps) + 1 - gate), math.pi * gate * (x < 0))
+    return torch.exp(log_x.to(torch.complex128) @ torch.complex(real, imag).T).real
+
+
+def _reference_forward(unit, x: torch.Tensor) -> torch.Tensor:
+    """The published formula of an unbatched ``unit`` on ``x [N, in]`` (all float64) → ``[N, out]``."""
+    p = {name: value.detach() for name, value in unit.named_parameters()}
+    if isinstance(unit, NAU):
+        return x @ p["weight"].clamp(-1, 1).T
+    if isinstance(unit, NMU):
+        return _nmu_reference(x, p["weight"].clamp(0, 1))
+    if isinstance(unit, EnsembleLinear):
+        return x @ p["weight"].T + p["bias"]
+    if isinstance(unit, (NPU, RealNPU)):
+        imag = p.get("imag_weight", torch.zeros_like(p["real_weight"]))
+        return _npu_reference(x, p["real_weight"], imag, p["relevance"], unit.eps)
+    if isinstance(unit, GatedNAUNMU):
+        gate = torch.sigmoid(x @ p["gate"].T)
+        added = x @ p["add.weight"].clamp(-1, 1).T
+        return gate * added + (1 - gate) * _nmu_reference(x, p["mul.weight"].clamp(0, 1))
+    if isinstance(unit, iNALU):
+        add = _nac_weight(p["add.weight_hat"], p["add.gate_hat"])
+        mul = _nac_weight(p["mul.weight_hat"], p["mul.gate_hat"])
+        magnitude = torch.exp((torch.log(x.abs().clamp(min=1e-7)) @ mul.T).clamp(max=20))
+        sign = _nmu_reference(torch.sign(x), mul.abs())
+        gate = torch.sigmoid(p["gate"])
+        return gate * (x @ add.T) + (1 - gate) * magnitude * sign
+    if isinstance(unit, NALU):
+        add = _nac_weight(p["add.weight_hat"], p["add.gate_hat"])
+        mul = add if unit.mul is None else _nac_weight(p["mul.weight_hat"], p["mul.gate_hat"])
+        gate = torch.sigmoid(x @ p["gate"].T)
+        return gate * (x @ add.T) + (1 - gate) * torch.exp(torch.log(x.abs() + unit.eps) @ mul.T)
+    weight = _nac_weight(p["weight_hat"], p["gate_hat"])
+    if isinstance(unit, NACMul):
+        return torch.exp(torch.log(x.abs() + unit.eps) @ weight.T)
+    assert isinstance(unit, NAC), type(unit)
+    return x @ weight.T
+
+
+def _reference_regularization(unit) -> torch.Tensor:
+    """The published regulariser of an unbatched ``unit`` (Madsen & Johansen 2020: ``mean min(|W|, 1 − |W|)`` of the
+    weight in its range; iNALU: ``mean max(20 − |θ|, 0) / 20``; NPU: ``mean |θ|``; the NACs and Linear have none)."""
+    p = {name: value.detach() for name, value in unit.named_parameters()}
+    if isinstance(unit, (NAU, NMU)):
+        magnitude = p["weight"].clamp(NAU.LOWER if isinstance(unit, NAU) else 0, 1).abs()
+        return torch.minimum(magnitude, 1 - magnitude).mean()
+    if isinstance(unit, GatedNAUNMU):
+        return (_reference_regularization(unit.add) + _reference_regularization(unit.mul)) / 2
+    everything = torch.cat([value.flatten() for value in p.values()])
+    if isinstance(unit, iNALU):
+        return ((20 - everything.abs()).clamp(min=0) / 20).mean()
+    if isinstance(unit, (NPU, RealNPU)):
+        return everything.abs().mean()
+    return torch.zeros((), dtype=torch.float64)
+
+
+def _reference_sparsity_error(unit) -> torch.Tensor:
+    """Madsen & Johansen (2019): ``max_i min(|W_i|, |1 − |W_i||)`` over the unit's effective weights."""
+    p = {name: value.detach() for name, value in unit.named_parameters()}
+    if isinstance(unit, (NAU, NMU)):
+        weights = [p["weight"].clamp(NAU.LOWER if isinstance(unit, NAU) else 0, 1)]
+    elif isinstance(unit, GatedNAUNMU):
+        weights = [p["add.weight"].clamp(-1, 1), p["mul.weight"].clamp(0, 1)]
+    elif isinstance(unit, (NPU, RealNPU)):
+        weights = [value for name, value in p.items() if name.endswith("_weight")]
+    elif isinstance(unit, EnsembleLinear):
+        weights = [p["weight"]]
+    else:
+        prefixes = sorted({name.rpartition(".")[0] for name in p if name.endswith("weight_hat")})
+        weights = [
+            _nac_weight(p[f"{prefix}.weight_hat" if prefix else "weight_hat"], p[f"{prefix}.gate_hat" if prefix else "gate_hat"])
+            for prefix in prefixes
+        ]
+    magnitude = torch.cat([weight.flatten() for weight in weights]).abs()
+    return torch.minimum(magnitude, (1 - magnitude).abs()).max()
+
+
+def _spread_parameters(unit, generator: torch.Generator) -> None:
+    """Overwrite every parameter of ``unit`` with values in [−1.5, 1.5] (outside the clamp ranges too; every NPU input
+    partly relevant, so a negative input's phase matters)."""
+    with torch.no_grad():
+        for name, parameter in unit.named_parameters():
+            values = torch.rand(parameter.shape, generator=generator, dtype=torch.float64) * 3 - 1.5
+            parameter.copy_(values.abs().clamp(0.2, 1.0) if name == "relevance" else values)
+
+
+@pytest.mark.parametrize("cls", UNITS + [lambda *sizes, **options: NALU(*sizes, shared_weights=False, **options)])
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_every_member_of_an_ensemble_computes_the_published_formula(cls, seed: int) -> None:
+    """Forward, regulariser and sparsity error of each member of a float64 ensemble equal the paper's formula written
+    out here, and a separate unbatched unit holding that member's weights computes the same."""
+    generator = torch.Generator().manual_seed(seed)
+    ensemble = cls(3, 2, ensemble=3).double()
+    _spread_parameters(ensemble, generator)
+    x = torch.rand(3, 5, 3, generator=generator, dtype=torch.float64) * 6 - 3
+    got, regularization, sparsity = ensemble(x), ensemble.regularization(), ensemble.sparsity_error()
+    for index in range(3):
+        single = ensemble.member(index)
+        expected = _reference_forward(single, x[index])
+        torch.testing.assert_close(got[index], expected, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(single(x[index]), expected, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(regularization[index], _reference_regularization(single), rtol=1e-12, atol=0)
+        torch.testing.assert_close(single.regularization(), regularization[index], rtol=1e-12, atol=0)
+        torch.testing.assert_close(sparsity[index], _reference_sparsity_error(single), rtol=1e-12, atol=0)
+        torch.testing.assert_close(single.sparsity_error(), sparsity[index], rtol=1e-12, atol=0)
+
+
+def _uniform_distance(values: torch.Tensor, low: float, high: float) -> float:
+    """Kolmogorov–Smirnov distance between the empirical distribution of ``values`` and ``U[low, high]``."""
+    ordered = values.detach().flatten().double().sort().values
+    n = ordered.numel()
+    cdf = ((ordered - low) / (high - low)).clamp(0, 1)
+    steps = torch.arange(1, n + 1, dtype=torch.float64) / n
+    return float(torch.maximum(steps - cdf, cdf - (steps - 1 / n)).max())
+
+
+INITIALISATIONS = [
+    # (unit, parameter, low, high): the published distribution of each randomly initialised parameter
+    (lambda e: NAU(30, 20, ensemble=e), "weight", -math.sqrt(6 / 50), math.sqrt(6 / 50)),  # Glorot, below the cap
+    (lambda e: NAU(3, 2, ensemble=e), "weight", -0.5, 0.5),  # √(6/5) > 0.5: capped
+    (lambda e: NMU(30, 20, ensemble=e), "weight", 0.25, 0.75),
+    (lambda e: NPU(30, 20, ensemble=e), "real_weight", -math.sqrt(6 / 50), math.sqrt(6 / 50)),
+    (lambda e: RealNPU(30, 20, ensemble=e), "real_weight", -math.sqrt(6 / 50), math.sqrt(6 / 50)),
+    (lambda e: NALU(30, 20, ensemble=e), "gate", -math.sqrt(6 / 50), math.sqrt(6 / 50)),
+    (lambda e: GatedNAUNMU(30, 20, ensemble=e), "gate", -math.sqrt(6 / 50), math.sqrt(6 / 50)),
+    (lambda e: NAC(30, 20, ensemble=e), "weight_hat", -nac_glorot_matched_range(30, 20), nac_glorot_matched_range(30, 20)),
+    (lambda e: EnsembleLinear(30, 20, ensemble=e), "weight", -1 / math.sqrt(30), 1 / math.sqrt(30)),
+]
+
+
+@pytest.mark.parametrize("ensemble", [None, 4])
+@pytest.mark.parametrize("build, name, low, high", INITIALISATIONS)
+def test_initial_weights_follow_the_published_uniform_distribution(build, name, low, high, ensemble) -> None:
+    """600 draws (2400 in an ensemble, each member its own) within a Kolmogorov–Smirnov distance of U[low, high] that
+    a wrong width (e.g. the NAU's uncapped √(6/5) ≈ 1.1 for 3 → 2) or another centre exceeds many times over."""
+    torch.manual_seed(11)
+    parameter = dict(build(ensemble).named_parameters())[name]
+    assert low <= parameter.min().item() and parameter.max().item() <= high
+    assert _uniform_distance(parameter, low, high) < 1.63 / math.sqrt(parameter.numel()) + 0.01  # 1 % KS level
+    if ensemble is not None:
+        assert all(not torch.equal(parameter[0], parameter[member]) for member in range(1, ensemble))
+
+
+def test_the_deterministic_initial_values_are_the_published_ones() -> None:
+    """NPU: ``W_im = 0``, relevance ``g = ½``; iNALU: gate ``G = 0``."""
+    npu, inalu = NPU(4, 3, ensemble=2), iNALU(4, 3, ensemble=2)
+    assert torch.equal(npu.imag_weight, torch.zeros(2, 3, 4)) and torch.equal(npu.relevance, torch.full((2, 4), 0.5))
+    assert torch.equal(RealNPU(4, 3).relevance, torch.full((4,), 0.5)) and torch.equal(inalu.gate, torch.zeros(2, 3))
+
+
+@pytest.mark.parametrize("ensemble", [None, 2])
+def test_the_product_passes_gradcheck_in_float64(product_route, ensemble: int | None) -> None:
+    """The custom autograd of :func:`multiplicative_product` against finite differences on both routes, with
+    terms of both signs (the inputs avoid the non-differentiable clamp at W ∈ {0, 1} and exact zero terms)."""
+    generator = torch.Generator().manual_seed(3)
+    shape = () if ensemble is None else (ensemble,)
+    x = (torch.rand(*shape, 4, 3, generator=generator, dtype=torch.float64) * 4 - 2).requires_grad_(True)
+    weight = (torch.rand(*shape, 2, 3, generator=generator, dtype=torch.float64) * 0.8 + 0.1).requires_grad_(True)
+    assert torch.autograd.gradcheck(multiplicative_product, (x, weight), eps=1e-6, atol=1e-8, rtol=1e-6)
