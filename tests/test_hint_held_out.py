@@ -29,7 +29,9 @@ from neurosym.data.hint import (
     subsample,
     write_release,
 )
+from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_sources import load_hint_data
+from neurosym.experiments.options import options_from
 
 
 @pytest.fixture()
@@ -80,7 +82,7 @@ def test_a_sample_keeps_each_subset_and_operator_counts_share_of_the_records_tha
 
 def test_splits_of_another_scale_test_i_on_trained_expressions_and_the_rest_on_unseen_ones(private_cache: Path) -> None:
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "none"]
-    args = build_parser().parse_args([*argv, "--test-scale", "0.004"])
+    args = options_from(HintOptions, build_parser().parse_args([*argv, "--test-scale", "0.004"]))
     small, large = main_split(scale=0.002, progress=False), main_split(scale=0.004, progress=False)
     splits = load_hint_data(args, image_input=False, test_scale=args.test_scale).splits
     trained = {r.expr for r in small["train"]}
@@ -164,7 +166,7 @@ def test_a_releases_fewshot_concept_tests_i_on_the_expressions_it_learned_from(p
     fewshot = {"x": {name: list(s) for name, s in fewshot_split("x", scale=0.2).items()}}
     release = write_release(private_cache / "release", main, fewshot=fewshot)
     argv = ["hint", "--data", str(release), "--model", "neurosym", "--input", "symbol", "--fewshot-scales", "0.1"]
-    data = load_hint_data(build_parser().parse_args(argv), image_input=False, fewshot=True)
+    data = load_hint_data(options_from(HintOptions, build_parser().parse_args(argv)), image_input=False, fewshot=True)
     split = data.fewshot("x", 0.1)
     trained = {r.expr for r in split["train"]}
     assert 0 < len(split["train"]) < len(fewshot["x"]["train"])

@@ -76,9 +76,11 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     assert json.loads((out / "fewshot_image.json").read_text())["0.01"]["concepts"].keys() == {"x", "a"}
     assert "glyphs learned from the few shots" in capsys.readouterr().out
     from neurosym.cli import build_parser
+    from neurosym.experiments.hint_options import HintOptions
     from neurosym.experiments.hint_sources import load_hint_data
+    from neurosym.experiments.options import options_from
 
-    data = load_hint_data(build_parser().parse_args(argv), image_input=True, fewshot=True)
+    data = load_hint_data(options_from(HintOptions, build_parser().parse_args(argv)), image_input=True, fewshot=True)
     for concept in ("x", "a"):  # each concept's grown pipeline read back: it scores as the run did
         grown = trained_hint_pipeline(out, concept)
         validation = WindowSource(data.fewshot(concept, 0.01)["val"], data.image_bank(), "val", 0)
@@ -154,11 +156,14 @@ def test_steps_default_to_the_pipelines_budget_not_the_seq2seq_one(monkeypatch):
 def test_test_scale_validates_and_evaluates_on_the_larger_generated_splits(private_cache):
     from neurosym.cli import build_parser
     from neurosym.data.hint import main_split
+    from neurosym.experiments.hint_options import HintOptions
     from neurosym.experiments.hint_sources import load_hint_data
+    from neurosym.experiments.options import options_from
 
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "none"]
     out = str(private_cache / "out")
-    args = build_parser().parse_args([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--no-progress"])
+    parsed = build_parser().parse_args([*argv, "--test-scale", "0.004", "--speed-samples", "3", "--out", out, "--no-progress"])
+    args = options_from(HintOptions, parsed)
     small, large = main_split(scale=0.002, progress=False), main_split(scale=0.004, progress=False)
     assert len(large["test"]) > len(small["test"]) and [r.expr for r in large["val"]] != [r.expr for r in small["val"]]
     chosen = load_hint_data(args, image_input=False, test_scale=args.test_scale).splits
@@ -420,23 +425,80 @@ def test_ensemble_refuses_members_trained_on_other_data_or_built_otherwise_befor
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--classifier-features", "8",
             "--classifier-width", "4", "--fewshot-scales", "none", "--out", str(private_cache / "out")]  # fmt: skip
 
-    def member(name: str, seed: int = 0, **options) -> str:
-        """A finished run's checkpoint as ``neurosym hint --seed SEED`` with ``options`` would have written it."""
-        setup = RunSetup(HintOptions(model="neurosym", input="image", **given, **options)).of(READER_OPTIONS)
+    def member(name: str, seed: int = 0, kept: tuple[str, ...] = (), **options) -> str:
+        """A finished run's checkpoint as ``neurosym hint --seed SEED`` with ``options`` would have written it (one
+        written before the data seed was kept where ``kept`` names ``data_seed``)."""
+        setup = RunSetup(HintOptions(model="neurosym", input="image", seed=seed, **given, **options)).of(READER_OPTIONS)
+        setup = {name: value for name, value in setup.items() if name not in kept}
         save_checkpoint({"model": hint_reader(setup).state_dict(), "step": 5, "config": {"steps": 5, "seed": seed},
                          "setup": setup, "vocabulary": list(HINT_SYMBOLS)}, private_cache / name / "checkpoint.pt")  # fmt: skip
         return str(private_cache / name)
 
-    refused = [  # the seed draws the bank's train/validation/test image pools; the stroke width is the reader's
-        (member("seed1", seed=1), "config.seed 1 there, 0 now"),
+    refused = [  # the data seed draws the bank's train/validation/test image pools; the stroke width is the reader's
+        (member("seed1", seed=1), "setup.data_seed 1 there, 0 now"),
+        (member("data_seed1", seed=0, data_seed=1), "setup.data_seed 1 there, 0 now"),
+        (member("before_data_seed1", seed=1, kept=("data_seed",)), "setup.data_seed 1 there, 0 now"),  # its seed's data
         (member("strokes2", stroke_width=2), "setup.stroke_width 2 there, None now"),
         (member("other_bank", bank="other-writers"), "setup.bank 'other-writers' there, 'default' now"),
     ]
     for run, message in refused:
         with pytest.raises(SystemExit, match=f"--ensemble: checkpoint {run}/checkpoint.pt was written .*{message}"):
             main([*argv, "--ensemble", member("seed0"), run])
-    with pytest.raises(AssertionError, match="the data were loaded"):  # each member checked and read: then the data
-        main([*argv, "--seed", "1", "--ensemble", member("seed1", seed=1), member("changes3", seed=1, abduction_changes=3)])
+    accepted = [  # each member checked and read: then the data
+        ["--seed", "1", "--ensemble", member("seed1", seed=1), member("changes3", seed=1, abduction_changes=3)],
+        ["--data-seed", "0", "--ensemble", member("seed0"), member("seed1_data0", seed=1, data_seed=0)],
+        ["--seed", "1", "--data-seed", "0", "--ensemble", member("before_data_seed0", kept=("data_seed",)), member("seed0")],
+    ]
+    for command in accepted:
+        with pytest.raises(AssertionError, match="the data were loaded"):
+            main([*argv, *command])
+
+
+def test_data_seed_draws_the_data_and_seed_the_reader_so_runs_of_one_data_seed_are_read_as_one(
+    private_cache, monkeypatch, capsys
+):
+    from hint_banks import prototype_bank
+
+    from neurosym.experiments import hint_sources
+    from neurosym.experiments.hint_options import HintOptions
+    from neurosym.experiments.hint_sources import load_hint_data
+
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank(per_symbol=8, seed=seed))
+
+    def data(**seeds: int) -> tuple[dict, np.ndarray]:
+        loaded = load_hint_data(HintOptions(model="neurosym", input="image", scale=0.002, **seeds), image_input=True)
+        return loaded.splits, loaded.image_bank().images
+
+    seed0, seed1 = data(seed=0), data(seed=1)
+    assert seed0[0] != seed1[0] and not np.array_equal(seed0[1], seed1[1])  # (else nothing below tells them apart)
+    for seeds in ({"seed": 0, "data_seed": 0}, {"seed": 1, "data_seed": 0}):
+        splits, images = data(**seeds)
+        assert splits == seed0[0] and np.array_equal(images, seed0[1])
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--classifier-features", "8",
+            "--classifier-width", "4", "--fewshot-scales", "none", "--speed-samples", "1", "--no-progress", "--device", "cpu"]  # fmt: skip
+    training = ["--steps", "6", "--batch-size", "4", "--curriculum", "1:3,3:3"]
+    runs = {seeds: private_cache / "_".join(seeds) for seeds in [("--seed", "0"), ("--seed", "0", "--data-seed", "0"),
+                                                                   ("--seed", "1", "--data-seed", "0")]}  # fmt: skip
+    for seeds, run in runs.items():
+        assert main([*argv, *training, *seeds, "--out", str(run)]) == 0
+    plain, given, other = [torch.load(run / "checkpoint.pt", weights_only=False)["model"] for run in runs.values()]
+    results = [json.loads((run / "results.json").read_text()) for run in runs.values()]
+    assert all(torch.equal(plain[name], given[name]) for name in plain)  # --data-seed at --seed's: the same run
+    assert results[0]["val"] == results[1]["val"] and results[0]["test"] == results[1]["test"]
+    assert any(not torch.equal(plain[name], other[name]) for name in plain)  # another seed: other weights
+    members = [str(runs[("--seed", "0")]), str(runs[("--seed", "1", "--data-seed", "0")])]
+    assert main([*argv, "--data-seed", "0", "--ensemble", *members, "--out", str(private_cache / "ensemble")]) == 0
+    refused = r"--ensemble: checkpoint .*seed_0/checkpoint.pt was written .*setup.data_seed 0 there, 1 now"
+    with pytest.raises(SystemExit, match=refused):
+        main([*argv, "--seed", "1", "--ensemble", *members, "--out", str(private_cache / "refused")])
+    resume = [*argv, *training, "--resume", "--out", members[0]]  # (finished: a resume scores it again)
+    checkpoint = runs[("--seed", "0")] / "checkpoint.pt"
+    for kept in (True, False):  # as kept, then as a run from before the data seed was kept: its seed's data
+        assert main([*resume, "--data-seed", "0"]) == 0
+        assert main([*resume, "--data-seed", "1"]) == 2 and "(data_seed differ)" in capsys.readouterr().err
+        saved = torch.load(checkpoint, weights_only=False)
+        assert saved["setup"].pop("data_seed", "absent") == (None if kept else "absent")
+        save_checkpoint(saved, checkpoint)
 
 
 def test_a_run_stamps_its_data_files_once_and_each_checkpoint_keeps_that_stamp(private_cache, monkeypatch):

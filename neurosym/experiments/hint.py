@@ -34,7 +34,7 @@ from neurosym.models.seq2seq.hint_baseline import (
 )
 from neurosym.plots.figure import plot_vs_published
 from neurosym.training import TrainConfig, distributed_process
-from neurosym.training.checkpoint import Setup, load_checkpoint, load_model_state, save_json
+from neurosym.training.checkpoint import load_checkpoint, load_model_state, save_json
 from neurosym.training.compile import compile_for_training
 from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.loop import patience_ran_out
@@ -49,7 +49,9 @@ OPTIONS = HintOptions
 def _datasets(args: HintOptions, context: DistributedContext) -> tuple[dict[str, HintSymbolDataset], HintData]:
     with main_process_first(context):
         data = load_hint_data(args, args.input == "image", progress=context.is_main and args.progress)
-    return split_datasets(data.splits, data.bank, seed=args.seed), data
+    # the data seed: the baseline learns from a fixed dataset (each record's images drawn once, shown every epoch), so
+    # runs of one --data-seed see the same images and differ in --seed's initial weights and batch order alone
+    return split_datasets(data.splits, data.bank, seed=args.data_seed_or_seed()), data
 
 
 def run(args: HintOptions) -> dict[str, Any]:
@@ -126,7 +128,7 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
     )
     outcome, accuracy = train_baseline(
         model, datasets, image_input, config, context, args.eval_batch_size, args.num_workers, args.progress,
-        setup=Setup(RunSetup(args).of(BASELINE_OPTIONS), release_defaults(args.model, args.dim)),
+        setup=RunSetup(args).of(BASELINE_OPTIONS, release_defaults(args.model, args.dim)),
     )  # fmt: skip
     if not context.is_main:
         return {}

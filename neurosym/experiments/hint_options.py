@@ -6,7 +6,7 @@ generated. The unlisted options are study knobs: set them in a ``--config`` file
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +36,7 @@ from neurosym.models.seq2seq.hint_baseline import BASELINE_OPTIONS, default_lear
 from neurosym.pipelines.adapt import AdaptConfig
 from neurosym.pipelines.concepts import ROLES
 from neurosym.pipelines.trainer import HINT_PSEUDO_LABELS, LEARNING_RULES
+from neurosym.training.checkpoint import Setup
 from neurosym.training.loop import SCHEDULES
 
 DEFAULT_CURRICULUM = "1:150,3:350,7:500,15:1000,all"
@@ -120,8 +121,8 @@ class HintPipelineOptions(TrainingOptions):
     )  # fmt: skip
     ensemble: list[Path] | None = option(
         None, "neurosym (image input): train nothing; read with the mean probability of the readers these runs trained "
-        "(their --out folders) with this command's data and reader options and, on generated data, its --seed (which "
-        "draws the image pools)", parse=Path, nargs="+", metavar="RUN", listed=False,
+        "(their --out folders) with this command's data and reader options and, on generated data, its --data-seed "
+        "(which draws the image pools; members may differ in --seed)", parse=Path, nargs="+", metavar="RUN", listed=False,
     )  # fmt: skip
     adapt_examples: int = option(AdaptConfig.examples, "neurosym: new writer's expressions", parse=positive_int, listed=False)
     adapt_steps: int = option(AdaptConfig.steps, "neurosym: training steps of --adapt", parse=positive_int, listed=False)
@@ -185,6 +186,12 @@ class HintOptions(HintPipelineOptions):
     learning_rate: float | None = option(
         None, "Adam learning rate (default: 1e-3 RNNs and neurosym, 1e-4 Transformers)", parse=positive_float, aliases=["--lr"]
     )
+    data_seed: int | None = option(
+        None, "seed of the data (default: --seed): the generated splits, the bank's image pools and drawn digits, a "
+        "release's sub-sampling, and the validation and test images; --seed then draws the reader's initial weights and "
+        "its training batches, so that runs of one --data-seed and several --seed are scored on the same images (and "
+        "may be read as one: --ensemble)", parse=non_negative_int, metavar="N",
+    )  # fmt: skip
     data: Path | None = option(
         None, "an official HINT release folder (expr_{train,val,test}.json, fewshot_dataset.json, symbol_images/): train, "
         "validate and test on it; --scale then sub-samples each split with a fixed seed", parse=existing_folder, metavar="PATH",
@@ -284,6 +291,13 @@ class HintOptions(HintPipelineOptions):
         if not self.fewshot_scales:  # --fewshot-scales none: no few-shot stage
             reject_unused(self, FEWSHOT_ONLY, "the few-shot stage (--fewshot-scales other than none)")
 
+    def data_seed_or_seed(self) -> int:
+        """The seed of the run's data: ``--data-seed``, else ``--seed``. It draws the splits, every bank's image pools
+        and drawn digits, a release's sub-sampling, the images the pipeline validates and tests on, and the baselines'
+        images of every split (a fixed dataset they see every epoch); ``--seed`` draws the initial weights, the
+        training batches and windows, and the anonymous ids of ``--semantics learned``."""
+        return self.seed if self.data_seed is None else self.data_seed
+
     def training_steps(self) -> int:
         """``--steps``, else the budget of the model: the HINT release's, or the pipeline's."""
         return self.steps or DEFAULT_STEPS["neurosym" if self.model == "neurosym" else "seq2seq"]
@@ -303,26 +317,33 @@ class RunSetup:
     :func:`~neurosym.experiments.options.setup_value` gives it, a path with the stamp of its files. Make one when the
     run starts and hand it to each stage: an option's value is taken once (the data's, :data:`DATA_OPTIONS`, on
     construction), so that a release's files are walked once per run, not at every checkpoint, and every checkpoint
-    of the run records the same stamps."""
+    of the run records the same stamps. ``data_seed`` is kept as given (``None``: ``--seed``'s); its default,
+    :meth:`defaults`, lets a checkpoint written before it was kept resume under the data it was trained on."""
 
     def __init__(self, options: HintOptions) -> None:
         self._options = options
         self._values: dict[str, Any] = {}
         self.of(())
 
-    def of(self, names: Iterable[str]) -> dict[str, Any]:
-        """The options ``names`` together with the data's (:data:`DATA_OPTIONS`), each as this run first took it."""
+    def of(self, names: Iterable[str], defaults: Mapping[str, Any] | None = None) -> Setup:
+        """The options ``names`` together with the data's (:data:`DATA_OPTIONS`), each as this run first took it, with
+        :meth:`defaults` and ``defaults`` (a key's default where a setup lacks it or holds ``None``)."""
         chosen = (*DATA_OPTIONS, *names)
         for name in chosen:
             if name not in self._values:
                 self._values[name] = setup_value(getattr(self._options, name), self._options.out)
-        return {name: self._values[name] for name in chosen}
+        return Setup({name: self._values[name] for name in chosen}, {**self.defaults(), **(defaults or {})})
+
+    def defaults(self) -> dict[str, Any]:
+        """The setup's defaults: ``data_seed`` not given (or not kept, by a checkpoint written before it was) is
+        ``--seed``, which drew the data then."""
+        return {"data_seed": self._options.seed}
 
 
 PIPELINE_LEARNING_RATE = 1e-3
 """``--model neurosym``'s Adam learning rate where ``--learning-rate`` is left out."""
 
-DATA_OPTIONS = ("model", "input", "scale", "data", "bank", "drawn_digits")
+DATA_OPTIONS = ("model", "input", "scale", "data", "bank", "drawn_digits", "data_seed")
 """The options that choose a run's training data (and the model kind)."""
 
 SEQ2SEQ_ONLY = (*(name for name in BASELINE_OPTIONS if name != "cnn"), "clip", "eval_every", "patience", "num_workers", "compile")

@@ -108,36 +108,37 @@ def tested_at_other_scale(
 def load_hint_data(
     args: HintOptions, image_input: bool, fewshot: bool = False, test_scale: float | None = None, progress: bool = False
 ) -> HintData:
-    """The data that ``args`` (``--data``, ``--bank``, ``--scale``, ``--seed``) name, with the validation and test
+    """The data that ``args`` (``--data``, ``--bank``, ``--scale``, :meth:`~HintOptions.data_seed_or_seed`) name, with the validation and test
         splits at ``test_scale`` when given (larger than training needs; their ``I`` subset holds expressions the run
         trained on: :func:`tested_at_other_scale`, :func:`~neurosym.data.hint.load_release`); a release folder is checked first (its
         few-shot file too when ``fewshot``): a broken one ends the command with a one-line message (exit status 1)
     before any training."""
+    seed = args.data_seed_or_seed()
     scales = {"train": args.scale, "val": test_scale or args.scale, "test": test_scale or args.scale}
     if (release := args.data) is not None:
         try:
-            splits, bank = load_release(release, scales, args.seed, images=image_input, fewshot=fewshot)
+            splits, bank = load_release(release, scales, seed, images=image_input, fewshot=fewshot)
         except (FileNotFoundError, ValueError) as error:  # one line naming the file and record, before any work
             raise SystemExit(f"neurosym hint: {error}") from None
 
         def release_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
-            return subsample_split(read_fewshot(release)[concept], dict.fromkeys(("train", "val", "test"), scale), args.seed)
+            return subsample_split(read_fewshot(release)[concept], dict.fromkeys(("train", "val", "test"), scale), seed)
 
         return HintData(splits, bank, f"official HINT release {release}", args.scale, release_fewshot)
-    splits = {name: list(split) for name, split in main_split(scale=args.scale, seed=args.seed, progress=progress).items()}
+    splits = {name: list(split) for name, split in main_split(scale=args.scale, seed=seed, progress=progress).items()}
     if scales["test"] != args.scale:
-        other = main_split(scale=scales["test"], seed=args.seed, progress=progress)
+        other = main_split(scale=scales["test"], seed=seed, progress=progress)
         rules = MAIN_RULES.with_scale(scales["test"])
         splits.update({name: tested_at_other_scale(splits, list(other[name]), name, rules) for name in ("val", "test")})
 
     def generated_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
-        return {name: list(split) for name, split in fewshot_split(concept, scale=scale, seed=args.seed).items()}
+        return {name: list(split) for name, split in fewshot_split(concept, scale=scale, seed=seed).items()}
 
     if not image_input:
         return HintData(splits, None, "symbols", args.scale, generated_fewshot)
-    bank, images = bank_from_option(args.bank, args.seed)
+    bank, images = bank_from_option(args.bank, seed)
     if args.drawn_digits:
-        bank, images = with_drawn_digits(bank, args.drawn_digits, args.seed), f"{images} + {args.drawn_digits} drawn digits each"
+        bank, images = with_drawn_digits(bank, args.drawn_digits, seed), f"{images} + {args.drawn_digits} drawn digits each"
     return HintData(splits, bank, images, args.scale, generated_fewshot)
 
 

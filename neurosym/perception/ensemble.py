@@ -54,14 +54,15 @@ def readers_from_checkpoints(
     paths: Sequence[str | os.PathLike],
     make_reader: Callable[[], nn.Module],
     recorded: Mapping[str, Mapping[str, Any]] | None = None,
+    fallbacks: Mapping[tuple[str, str], tuple[str, str]] | None = None,
 ) -> ReaderEnsemble:
     """The ensemble of the readers saved in ``paths`` (training checkpoints, whose ``"model"`` entry holds a
     reader's weights), each loaded into a fresh ``make_reader()`` of the same architecture (a module that is a
     :class:`~neurosym.perception.reader.Reader`: a classifier, or an ensemble of several), in evaluation mode.
-    ``recorded``: what each checkpoint must record (:func:`~neurosym.perception.saved_reader.load_reader`, e.g. the
-    options its reader was built from). Raises ``ValueError`` naming the file that is missing, unreadable, not a
+    ``recorded``: what each checkpoint must record, and ``fallbacks``: where a value kept before it stands for it
+    (:func:`~neurosym.perception.saved_reader.load_reader`, e.g. the options its reader was built from). Raises ``ValueError`` naming the file that is missing, unreadable, not a
     training checkpoint, unfinished or of another reader, and ``TypeError`` for ``paths`` that is one path."""
     if isinstance(paths, (str, os.PathLike)):
         raise TypeError(f"readers_from_checkpoints takes a sequence of checkpoint paths, got the one path {str(paths)!r}: "
                         f"pass [{str(paths)!r}]")  # fmt: skip
-    return ReaderEnsemble([load_reader(path, make_reader(), recorded=recorded) for path in paths]).eval()
+    return ReaderEnsemble([load_reader(path, make_reader(), recorded=recorded, fallbacks=fallbacks) for path in paths]).eval()

@@ -16,12 +16,19 @@ M = TypeVar("M", bound=nn.Module)
 
 
 def load_reader(
-    path: str | os.PathLike, reader: M, finished: bool = True, recorded: Mapping[str, Mapping[str, Any]] | None = None
+    path: str | os.PathLike,
+    reader: M,
+    finished: bool = True,
+    recorded: Mapping[str, Mapping[str, Any]] | None = None,
+    fallbacks: Mapping[tuple[str, str], tuple[str, str]] | None = None,
 ) -> M:
     """``reader`` (a fresh module of the architecture that was trained) holding the weights of the training checkpoint
     at ``path`` (its ``"model"`` entry). ``finished``: refuse a checkpoint whose run has steps left. ``recorded``: what
     the checkpoint must record, entry by entry, e.g. ``{"setup": {"stroke_width": 2}, "config": {"seed": 0}}`` (the
     options the reader was built from and the data it was trained on; values of an entry not named are not compared).
+    ``fallbacks``: where the checkpoint holds nothing (or ``None``) at a recorded ``(entry, name)``, its value at
+    another ``(entry, name)`` is compared instead, e.g. ``{("setup", "data_seed"): ("config", "seed")}`` (a value kept
+    before the first one was).
     Raises ``ValueError`` naming the file when it is missing, unreadable, not a training checkpoint, unfinished, or of
     another reader (:class:`~neurosym.training.checkpoint.CheckpointMismatch`, a ``ValueError``: other sizes, another
     recorded ``"vocabulary"`` than ``reader``'s, or another value than ``recorded`` gives, each one named)."""
@@ -40,10 +47,21 @@ def load_reader(
             f"{path} holds a reader of another vocabulary: {list(vocabulary)} there, {list(reader.vocabulary)} here"
         )
     if recorded is not None:
-        held = {entry: {name: _entry(saved, entry, path).get(name) for name in values} for entry, values in recorded.items()}
+        held = {
+            entry: {name: _recorded(saved, (entry, name), path, fallbacks or {}) for name in values}
+            for entry, values in recorded.items()
+        }
         check_setup(held, recorded, path, "read it under the values it records, or train a reader under these")
     load_model_state(reader, saved["model"], str(path), "reader")
     return reader
+
+
+def _recorded(
+    saved: Mapping[str, Any], key: tuple[str, str], path: Path, fallbacks: Mapping[tuple[str, str], tuple[str, str]]
+) -> Any:
+    """The value the checkpoint ``saved`` records at ``key`` (entry, name), else at ``fallbacks[key]`` where it has one."""
+    value = _entry(saved, key[0], path).get(key[1])
+    return _recorded(saved, fallbacks[key], path, {}) if value is None and key in fallbacks else value
 
 
 def _entry(saved: Mapping[str, Any], name: str, path: Path) -> Mapping[str, Any]:

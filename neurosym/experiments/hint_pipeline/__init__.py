@@ -109,6 +109,7 @@ def run(args: HintOptions) -> dict[str, Any]:
         "scale": args.scale,
         "test_scale": args.test_scale or args.scale,
         "seed": args.seed,
+        "data_seed": args.data_seed_or_seed(),
     }
     run_setup = RunSetup(args)  # the data's stamps as the run starts, kept by each of its checkpoints
     if args.semantics == "learned":

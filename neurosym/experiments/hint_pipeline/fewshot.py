@@ -67,8 +67,9 @@ def learn_fewshot(
     :class:`TrainingInterrupted`."""
     progress_path = out / f"fewshot_{args.input}.json"
     done: dict[str, Any] = load_json(progress_path) if progress_path.is_file() and args.resume else {}
-    values = {name: value for name, value in options_as_json(args).items() if name not in NOT_IN_SETUP} | run_setup.of(())
-    setup = Setup(values, {"steps": DEFAULT_STEPS["neurosym"], "learning_rate": PIPELINE_LEARNING_RATE})  # left out: these
+    data = run_setup.of((), {"steps": DEFAULT_STEPS["neurosym"], "learning_rate": PIPELINE_LEARNING_RATE})  # left out: these
+    values = {name: value for name, value in options_as_json(args).items() if name not in NOT_IN_SETUP} | dict(data)
+    setup = Setup(values, data.defaults)
     check_setup(done.get("setup"), setup, progress_path)  # another seed's or semantics' concepts are not this run's
     done["setup"] = values
     scales, concepts = args.fewshot_scales, args.fewshot_concepts

@@ -40,6 +40,8 @@ READER_BUILT_FROM = ("cnn", "classifier_features", "classifier_width", "stroke_w
 """The options the reader is built from (:func:`hint_reader`)."""
 READER_OPTIONS = (*READER_BUILT_FROM, "abduction_changes")
 """The options the reader is built and trained from beside the data's (a resume under others is refused)."""
+DATA_SEED_KEPT_BEFORE = {("setup", "data_seed"): ("config", "seed")}
+"""Where a checkpoint that keeps no data seed (``--data-seed`` not given, or a run from before it) keeps it: its seed."""
 PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
 """The best seq2seq model of HINT's Table 2 (image input), the pipeline's anchor."""
 
@@ -96,7 +98,8 @@ def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, An
 
     def evaluate(records: list[HintRecord], images: SymbolBank, pool: str, own: WindowSource | None = None) -> dict[str, Any]:
         """Scores on ``records`` shown with ``images``' ``pool``, read with the batch-norm statistics of ``own``'s windows."""
-        source, statistics = WindowSource(records, images, pool, args.seed), None if own is None else own.window_batches()
+        source = WindowSource(records, images, pool, args.data_seed_or_seed())  # the data's windows: each run's alike
+        statistics = None if own is None else own.window_batches()
         return evaluate_pipeline(pipeline, source, device, args.eval_batch_size, statistics=statistics)
 
     # validation chooses, test reports
@@ -107,9 +110,9 @@ def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, An
                                "val": scored["val"], "test": scored.get("test"), "history": history, "ensemble": args.ensemble and [str(run.resolve()) for run in args.ensemble]}  # fmt: skip
     rows = [_row(f"{model}, {name}: {data.label}", scored[split]) for split, name in splits.items()]
     if args.extra_test_bank is not None:  # tested as trained, then with the batch-norm statistics of its unlabelled images
-        extra, images = bank_from_option(args.extra_test_bank, args.seed)
+        extra, images = bank_from_option(args.extra_test_bank, args.data_seed_or_seed())
         extra = with_brackets(extra, bank)
-        unlabelled = WindowSource(data.splits["train"][: args.adapt_examples], extra, "train", args.seed + 1)
+        unlabelled = WindowSource(data.splits["train"][: args.adapt_examples], extra, "train", args.data_seed_or_seed() + 1)
         results["extra_test_bank"] = {"images": images}
         for split, name in splits.items():
             plain, restats = [evaluate(data.splits[split], extra, split, statistics) for statistics in (None, unlabelled)]
@@ -143,7 +146,8 @@ def _ensemble(args: HintOptions, reader: Callable[[], SymbolClassifier], run_set
     """``--ensemble``: the readers its runs trained, loaded (and checked: :func:`_member_record`) before any other work."""
     assert args.ensemble is not None  # run_image calls it only with --ensemble
     try:
-        return readers_from_checkpoints([run / "checkpoint.pt" for run in args.ensemble], reader, _member_record(args, run_setup))
+        paths = [run / "checkpoint.pt" for run in args.ensemble]
+        return readers_from_checkpoints(paths, reader, _member_record(args, run_setup), DATA_SEED_KEPT_BEFORE)
     except ValueError as error:
         raise SystemExit(f"neurosym hint: --ensemble: {error}") from None
 
@@ -151,10 +155,13 @@ def _ensemble(args: HintOptions, reader: Callable[[], SymbolClassifier], run_set
 def _member_record(args: HintOptions, run_setup: RunSetup) -> dict[str, dict[str, Any]]:
     """What the checkpoint of an ``--ensemble`` member must record to be read under ``args``
     (:func:`~neurosym.perception.saved_reader.load_reader`): the data's options and :data:`READER_BUILT_FROM` as
-    ``run_setup`` gives them, and, on generated data (no ``--data``), ``args``' seed, which draws the splits and the bank's
-    train/validation/test image pools: a member of another seed trained on images this command scores on."""
-    record: dict[str, dict[str, Any]] = {"setup": run_setup.of(READER_BUILT_FROM)}
-    return record if args.data is not None else record | {"config": {"seed": args.seed}}
+    ``run_setup`` gives them, and, on generated data (no ``--data``), ``args``' data seed
+    (:meth:`~HintOptions.data_seed_or_seed`), which draws the splits and the bank's train/validation/test image pools:
+    a member of another data seed trained on images this command scores on. Members may differ in ``--seed``; one that
+    kept no data seed (no ``--data-seed``, or trained before it existed) drew its data with its ``--seed``
+    (:data:`DATA_SEED_KEPT_BEFORE`)."""
+    setup = {name: value for name, value in run_setup.of(READER_BUILT_FROM).items() if name != "data_seed"}
+    return {"setup": setup if args.data is not None else setup | {"data_seed": args.data_seed_or_seed()}}
 
 
 def _adapt(
@@ -172,7 +179,7 @@ def _adapt(
     writers' ``split_names`` (validation, and test unless ``--no-score-test``), as adapted and with the
     batch-norm statistics of their own adaptation images."""
     assert args.adapt is not None  # run_image calls it only with --adapt
-    new, images = bank_from_option(args.adapt, args.seed)
+    new, images = bank_from_option(args.adapt, args.data_seed_or_seed())
     new = with_brackets(new, bank)
     try:
         done = adapt_to_writer(pipeline, splits["train"], new, bank, config, _adapt_config(args), device, out,
@@ -217,7 +224,7 @@ def fewshot_from_images(
     replay = data.splits["train"][: args.fewshot_replay]
     fewshot_bank, label = data.image_bank(), "image input, glyphs learned from the few shots"
     if args.fewshot_bank is not None:
-        own, images = bank_from_option(args.fewshot_bank, args.seed)
+        own, images = bank_from_option(args.fewshot_bank, args.data_seed_or_seed())
         concepts = [s for s in own.symbols if s in args.fewshot_concepts]
         if not concepts:
             raise SystemExit(f"neurosym hint: --fewshot-bank {images} has images of none of the concepts {args.fewshot_concepts}")
@@ -235,12 +242,12 @@ def fewshot_from_images(
         learned = learn_concept_from_images(pipeline, concept, train, replay, fewshot_bank, device, config)
 
         def score(records: list[HintRecord], split: str) -> float:
-            source = WindowSource(records, fewshot_bank, split, args.seed)
+            source = WindowSource(records, fewshot_bank, split, args.data_seed_or_seed())
             return evaluate_pipeline(learned.pipeline, source, device, args.eval_batch_size)["overall"] if records else 0.0
 
         def save(path: Path) -> None:  # what trained_hint_pipeline(out, concept) reads back
             reader, meaning = cast(SymbolClassifier, learned.pipeline.classifier), learned.learned  # (a grown copy of it)
-            save_checkpoint({"setup": run_setup.of(READER_OPTIONS), "vocabulary": list(reader.vocabulary),
+            save_checkpoint({"setup": dict(run_setup.of(READER_OPTIONS)), "vocabulary": list(reader.vocabulary),
                              "model": reader.state_dict(), "role": learned.role, "value": meaning.value,
                              "level": meaning.level, "program": meaning.program}, path)  # fmt: skip
 

@@ -107,7 +107,7 @@ def run_learned_image(args: HintOptions, out: Path, data: HintData, run_setup: R
         print(f"\nno grounding found from the images ({data.label}): {error}")
         return {"grounding": None, "error": str(error), "learn_seconds": time.perf_counter() - started}
     seconds = time.perf_counter() - started
-    test = WindowSource(data.splits["test"], data.image_bank(), "test", args.seed)
+    test = WindowSource(data.splits["test"], data.image_bank(), "test", args.data_seed_or_seed())
     # evaluate_pipeline's "symbol" keys compare display letters with HINT's symbols: symbol_accuracy matches them
     scores = evaluate_pipeline(learned.pipeline, test, device, args.eval_batch_size)
     scores = {key: value for key, value in scores.items() if not key.startswith("symbol")}
