@@ -194,7 +194,7 @@ class HintOptions(HintPipelineOptions):
     )  # fmt: skip
     data: Path | None = option(
         None, "an official HINT release folder (expr_{train,val,test}.json, fewshot_dataset.json, symbol_images/): train, "
-        "validate and test on it; --scale then sub-samples each split with a fixed seed", parse=existing_folder, metavar="PATH",
+        "validate and test on it; --scale then sub-samples each split, drawn with --data-seed", parse=existing_folder, metavar="PATH",
     )  # fmt: skip
     bank: str = option(
         "default", "symbol images of generated expressions: " + "; ".join(f"'{k}': {v}" for k, v in BANKS.items())
