@@ -110,9 +110,7 @@ class TreeSemantics:
         while True:
             try:
                 item = next(items)
-            except StopIteration:
-                return
-            except INVALID:
+            except (StopIteration, *INVALID):  # (a generator may raise as it offers)
                 return
             yield _children_values(rule, wanted, item, len(children))
 
