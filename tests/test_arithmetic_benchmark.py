@@ -54,15 +54,25 @@ def test_linear_baseline_is_built_like_the_reference_code():
 
 def test_regulariser_schedules_scale_with_the_budget():
     model = TwoLayerArithmetic("NMU", steps=PAPER_ITERATIONS // 100)  # NAU → NMU, 1/100 of the paper's budget
-    nau, nmu = model.schedules
-    assert (nau.weight, nau.start, nau.end) == (0.01, 50, 500)
-    assert (nmu.weight, nmu.start, nmu.end) == (10.0, 10_000, 20_000)
-    assert model.regularization(40).item() == 0.0
+    schedule = model.schedule
+    assert schedule is not None and (schedule.weight, schedule.start, schedule.end) == (10.0, 10_000, 20_000)
+    assert model.regularization(9_000).item() == 0.0  # NAU's own warm-up (0.01 from 50) does not apply here
     assert model.regularization(20_000).item() > model.regularization(15_000).item() > 0
     assert model.regularization(torch.tensor(20_000)).item() == model.regularization(20_000).item()
     with pytest.raises(ValueError, match=r"step must be an int or a 0-d tensor, got shape \(2,\)"):
         model.regularization(torch.tensor([100, 200]))
-    assert TwoLayerArithmetic("NALU", steps=10).schedules == [None, None]
+    assert TwoLayerArithmetic("NALU", steps=10).schedule is None
+    assert TwoLayerArithmetic("NALU", steps=10).regularization(10).item() == 0.0
+
+
+@pytest.mark.parametrize("step", [15_000, torch.tensor(15_000)])
+def test_one_warmup_scales_the_sum_of_both_layers_regularisers(step):
+    """As in the reference code: ``λ(step) · (R_NAU + R_NMU)``, the NMU's λ on the first layer too."""
+    model = TwoLayerArithmetic("NMU", steps=PAPER_ITERATIONS // 100, ensemble=3)
+    first, second = model.units
+    expected = 5.0 * (first.regularization() + second.regularization())  # λ = 10 halfway through 10⁴ → 2·10⁴
+    assert torch.allclose(model.regularization(step), expected, rtol=1e-6)
+    assert bool((first.regularization() > 0).all())
 
 
 def test_the_optimal_solution_passes_the_success_criterion_and_a_perturbed_one_fails():
@@ -115,8 +125,8 @@ def test_group_configuration_members_evaluations_and_errors():
 def test_regulariser_warmups_stay_at_the_published_iterations_unless_scaled():
     published = build(GroupConfig("NMU", ("mul",), (0,), steps=2_000_000, evaluation_size=1), CPU)[1]
     scaled = build(GroupConfig("NMU", ("mul",), (0,), steps=2_000_000, evaluation_size=1, schedule="scaled"), CPU)[1]
-    assert [(s.start, s.end) for s in published.schedules] == [(5_000, 50_000), (1_000_000, 2_000_000)]
-    assert [(s.start, s.end) for s in scaled.schedules] == [(2_000, 20_000), (400_000, 800_000)]
+    assert published.schedule is not None and (published.schedule.start, published.schedule.end) == (1_000_000, 2_000_000)
+    assert scaled.schedule is not None and (scaled.schedule.start, scaled.schedule.end) == (400_000, 800_000)
 
 
 def test_short_nau_run_solves_addition():

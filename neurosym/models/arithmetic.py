@@ -56,16 +56,21 @@ MODEL_LAYERS: dict[str, tuple[UnitFactory, UnitFactory]] = {
 PAPER_ITERATIONS = 5_000_000
 """The iteration budget the published regulariser schedules are defined for."""
 
-PAPER_SCHEDULES: dict[type[ArithmeticUnit], RegularizerWarmup] = {
-    NMU: RegularizerWarmup(weight=10.0, start=1_000_000, end=2_000_000),
-    NAU: RegularizerWarmup(weight=0.01, start=5_000, end=50_000),
+PAPER_SCHEDULES: dict[str, RegularizerWarmup] = {
+    "NAU": RegularizerWarmup(weight=0.01, start=5_000, end=50_000),
+    "NMU": RegularizerWarmup(weight=10.0, start=1_000_000, end=2_000_000),
 }
-"""Published sparsity-regulariser warm-ups per unit type, for a budget of :data:`PAPER_ITERATIONS`."""
+"""Published sparsity-regulariser warm-up per model, for a budget of :data:`PAPER_ITERATIONS`.
+
+One ``λ(step)`` scales the sum of both layers' regularisers, as in the reference code (stable-nalu's simple
+function task adds ``λ · warm-up(step) · Σ_layers R_layer`` to the loss), so the NMU model's first layer (a NAU)
+follows the NMU's warm-up: the NAU paper's ``λ̂ = 10`` from 10⁶ to 2·10⁶. The NAU model's values are those the
+authors' batch job for the function task passes for it (``--regualizer 0.01``, scaling from 5·10³ to 5·10⁴)."""
 
 
-def scaled_schedule(unit: ArithmeticUnit, steps: int) -> RegularizerWarmup | None:
-    """The unit's published warm-up with start and end scaled by ``steps / PAPER_ITERATIONS`` (None: no regulariser)."""
-    schedule = PAPER_SCHEDULES.get(type(unit))
+def scaled_schedule(model: str, steps: int) -> RegularizerWarmup | None:
+    """The model's published warm-up with start and end scaled by ``steps / PAPER_ITERATIONS`` (None: no regulariser)."""
+    schedule = PAPER_SCHEDULES.get(model)
     if schedule is None:
         return None
     scale = steps / PAPER_ITERATIONS
@@ -76,8 +81,8 @@ class TwoLayerArithmetic(nn.Module):
     """``x [(S,) B, in]`` → hidden ``[(S,) B, hidden]`` → ``[(S,) B, 1]`` through the two units of ``name``.
 
     With ``ensemble=S`` every member is an independent model (its own parameters, regulariser and
-    sparsity error). ``steps`` is the budget the regulariser warm-ups are scaled to:
-    :data:`PAPER_ITERATIONS` keeps them at their published iterations, a shorter budget compresses them.
+    sparsity error). ``steps`` is the budget the model's regulariser warm-up is scaled to:
+    :data:`PAPER_ITERATIONS` keeps it at its published iterations, a shorter budget compresses it.
     """
 
     def __init__(self, name: str, steps: int, in_features: int = 100, hidden: int = 2, ensemble: int | None = None):
@@ -89,7 +94,7 @@ class TwoLayerArithmetic(nn.Module):
         first, second = MODEL_LAYERS[name]
         self.name = name
         self.layers = nn.ModuleList([first(in_features, hidden, ensemble), second(hidden, 1, ensemble)])
-        self.schedules = [scaled_schedule(unit, steps) for unit in self.units]
+        self.schedule = scaled_schedule(name, steps)
 
     @property
     def units(self) -> list[ArithmeticUnit]:
@@ -102,21 +107,18 @@ class TwoLayerArithmetic(nn.Module):
         return x
 
     def regularization(self, step: int | Tensor) -> Tensor:
-        """``Σ_layers λ_layer(step) · R_layer``: ``[S]`` per member (0-d without an ensemble).
+        """``λ(step) · Σ_layers R_layer`` (see :data:`PAPER_SCHEDULES`): ``[S]`` per member (0-d without an ensemble).
 
-        ``step`` may be a 0-d tensor on the model's device (a CUDA graph's step counter): the weights are then
-        computed there, and a layer whose ``λ`` is 0 adds ``0 · R`` (the same value; nothing read back)."""
+        ``step`` may be a 0-d tensor on the model's device (a CUDA graph's step counter): the weight is then
+        computed there, and a weight of 0 gives ``0 · R`` (the same value; nothing read back)."""
         if isinstance(step, Tensor) and step.dim() != 0:
             raise ValueError(f"step must be an int or a 0-d tensor, got shape {tuple(step.shape)}")
-        total = next(self.parameters()).new_zeros(self.units[0].ensemble_shape)
-        for layer, schedule in zip(self.units, self.schedules):
-            if schedule is None:
-                continue
-            if isinstance(step, Tensor):
-                total = total + schedule.at(step).to(total.dtype) * layer.regularization()
-            elif schedule(step) > 0:
-                total = total + schedule(step) * layer.regularization()
-        return total
+        zeros = next(self.parameters()).new_zeros(self.units[0].ensemble_shape)
+        if self.schedule is None or (not isinstance(step, Tensor) and self.schedule(step) == 0):
+            return zeros
+        total = sum((layer.regularization() for layer in self.units), zeros)
+        weight = self.schedule.at(step).to(zeros.dtype) if isinstance(step, Tensor) else self.schedule(step)
+        return weight * total
 
     def sparsity_error(self) -> Tensor:
         """Largest sparsity error over both layers: ``[S]`` (0-d without an ensemble)."""

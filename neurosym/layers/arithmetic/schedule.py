@@ -15,8 +15,9 @@ class RegularizerWarmup:
     """``λ(step) = weight · clamp((step − start) / (end − start), 0, 1)``: zero until ``start``, rising
     linearly to ``weight`` at ``end``, constant after. ``start == end`` gives a step from 0 to ``weight``.
 
-    The paper uses ``weight=10, start=1e6, end=2e6`` for the NMU and ``weight=0.01, start=5e3, end=5e4``
-    for the NAU. Pure arithmetic: call it with the current training step.
+    Madsen & Johansen's simple function task uses ``weight=10, start=1e6, end=2e6`` for the NMU model and
+    ``weight=0.01, start=5e3, end=5e4`` for the NAU model, each on the sum of the model's layers' regularisers.
+    Pure arithmetic: call it with the current training step.
     """
 
     weight: float
