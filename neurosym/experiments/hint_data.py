@@ -31,6 +31,7 @@ from neurosym.experiments.options import (
     OutputOptions,
     fraction_up_to_one,
     integer_in,
+    non_negative_int,
     option,
     positive_int,
     preset_option,
@@ -58,6 +59,11 @@ def _bank_source(text: str) -> str | Path:
 @dataclass(frozen=True)
 class HintDataOptions(OutputOptions):
     """The options of ``neurosym hint-data`` (it runs on the CPU)."""
+
+    seed: int = option(
+        0, "seed of the generated splits, the bank's image pools and drawn digits, and the images drawn for the "
+        "expressions", parse=non_negative_int,
+    )  # fmt: skip
 
     preset: str = preset_option(
         {"smoke": f"scale {SMOKE_SCALE}, a few seconds", "paper": "scale 1, the released sizes (Table A1)"}, "paper"

@@ -39,6 +39,7 @@ class SolverSpeedOptions(ThreadOptions):
     """The options of ``neurosym solver-speed``."""
 
     threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
+    seed: int = option(0, "seed of the timed random expressions", parse=non_negative_int)
     preset: str = preset_option(
         {preset: "{:,} expressions ({:,} through Lark) unless given".format(*counts) for preset, counts in PRESET_COUNTS.items()},
         "cpu",
