@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pytest
@@ -67,6 +68,24 @@ def test_image_dataset_draws_windows_from_its_pool(pool):
     assert item["images"].shape == (9, 1, 32, 32)
     assert torch.allclose(item["images"], torch.full((9, 1, 32, 32), shade / 255))
     assert torch.equal(dataset[0]["images"], item["images"])
+
+
+@pytest.mark.parametrize(
+    ("symbols", "problem"),
+    [
+        ("3+", r"record 0 \(id '0'\): 2 img_paths for the 3 symbols of '3\+4'"),
+        ("3+5", r"img_paths\[2\] '5/\d+.jpg' shows '5', not '4'"),
+    ],
+)
+def test_image_dataset_refuses_img_paths_that_do_not_match_the_symbols(symbols, problem):
+    bank = pool_shaded_bank()
+    path_of = {label: path for path, label in zip(bank.paths.tolist(), bank.labels.tolist())}
+    record = dataclasses.replace(_record("3+4"), img_paths=tuple(path_of[symbol] for symbol in symbols))
+    with pytest.raises(ValueError, match=problem):
+        HintImageDataset([record], bank, pool="train")[0]
+    right = dataclasses.replace(record, img_paths=tuple(path_of[symbol] for symbol in "3+4"))
+    indices = HintImageDataset([right], bank, pool="train").image_indices(0, right)
+    assert bank.paths[indices].tolist() == list(right.img_paths)
 
 
 def test_image_dataset_picks_images_of_the_right_symbols():

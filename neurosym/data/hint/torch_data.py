@@ -91,9 +91,21 @@ class HintImageDataset(HintSymbolDataset):
         bank.pool_indices(bank.symbols[0], pool)  # validates the pool name now
 
     def image_indices(self, index: int, record: HintRecord) -> np.ndarray:
+        """One bank index per symbol of ``record``: ``[len(expr)]``."""
         if record.img_paths is not None:
-            return np.asarray([self.bank.index_of(path) for path in record.img_paths])
+            return self._listed_images(index, record, record.img_paths)
         return self.bank.sample(list(record.expr), self.pool, np.random.default_rng([self.seed, index]))
+
+    def _listed_images(self, index: int, record: HintRecord, paths: Sequence[str]) -> np.ndarray:
+        """The bank indices of a record's own ``img_paths``, refused unless each shows the symbol it stands for."""
+        where = f"record {index} (id {record.id!r})"
+        if len(paths) != len(record.expr):
+            raise ValueError(f"{where}: {len(paths)} img_paths for the {len(record.expr)} symbols of {record.expr!r}")
+        indices = np.asarray([self.bank.index_of(path) for path in paths], dtype=np.int64)
+        for position, (symbol, label) in enumerate(zip(record.expr, self.bank.labels[indices].tolist())):
+            if label != symbol:
+                raise ValueError(f"{where}: img_paths[{position}] {paths[position]!r} shows {label!r}, not {symbol!r}")
+        return indices
 
     def __getitem__(self, index: int) -> dict:
         item = super().__getitem__(index)
