@@ -149,7 +149,7 @@ def test_act_steps_after_every_position_halted_add_nothing() -> None:
 def graves_act(layer: torch.nn.Module, halting: torch.nn.Linear, x: torch.Tensor, padding: torch.Tensor, depth: int,
                epsilon: float) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
     """ACT (Graves 2016) position by position: step ``n`` (from 1) adds the step signal to the state, reads the halting
-    probability ``p_n`` from it and applies the layer; ``N`` is the first step where ``Σ p > 1 - ε`` (or ``depth``),
+    probability ``p_n`` from it and applies the layer; ``N`` is the first step where ``Σ p ≥ 1 - ε`` (or ``depth``),
     the remainder ``R = 1 - Σ_{n<N} p_n``, the output ``Σ_{n<N} p_n s_n + R s_N`` and the ponder cost ``N + R``
     averaged over real positions. Returns ``(output [B, T, D], ponder cost)``."""
     states, probabilities, state = [], [], x
@@ -163,7 +163,7 @@ def graves_act(layer: torch.nn.Module, halting: torch.nn.Linear, x: torch.Tensor
         accumulated = 0.0
         for n in range(depth):
             p = probabilities[n][b, t].item()
-            if accumulated + p > 1 - epsilon or n == depth - 1:
+            if accumulated + p >= 1 - epsilon or n == depth - 1:
                 output[b, t] += (1 - accumulated) * states[n][b, t]
                 if not padding[b, t]:
                     costs.append(n + 1 + 1 - accumulated)

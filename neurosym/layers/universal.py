@@ -1,10 +1,20 @@
 """Universal Transformer (Dehghani et al. 2019): one layer applied ``depth`` times with shared weights.
 
 Optional extras: a sinusoidal step (time) embedding added before every application, and adaptive
-computation time (ACT, Graves 2016) — a per-position halting unit that stops refining a position once
-its accumulated halting probability passes ``1 - act_epsilon``; the output is then the
-halting-probability-weighted sum of the states, and the ponder cost ``N + R`` (steps taken plus the
-remainder) is returned so that it can be added to the loss.
+computation time (ACT): a per-position halting unit that stops refining a position once its accumulated
+halting probability reaches ``1 - act_epsilon``; the output is then the halting-probability-weighted sum
+of the states, and the ponder cost ``N + R`` (steps taken plus the remainder) is returned so that it can
+be added to the loss.
+
+The halting rule is Graves's (2016, "Adaptive Computation Time for Recurrent Neural Networks",
+arXiv:1603.08983, section 2): with ``p_n`` the halting probability of step ``n`` (from 1),
+``N = min{n : p_1 + ... + p_n >= 1 - act_epsilon}``, or ``depth`` if no step reaches it (then the position
+halts at the step limit and still takes the remainder, so that its weights sum to 1);
+``R = 1 - (p_1 + ... + p_{N-1})``; the output is ``p_1 s_1 + ... + p_{N-1} s_{N-1} + R s_N``. Tensor2Tensor's
+Universal Transformer code halts only above the threshold (``>``), and leaves a position that reaches its
+step limit without a remainder. As in the Universal Transformer (and unlike Graves, who reads ``h_n`` from
+the updated state), ``p_n`` is read from step ``n``'s input (the previous state plus the step embedding),
+before the shared layer turns it into ``s_n``.
 """
 
 from __future__ import annotations
@@ -80,26 +90,55 @@ class UniversalTransformer(nn.Module):
 
     def _adaptive(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None, halting: nn.Linear) -> UniversalOutput:
         threshold = 1.0 - self.act_epsilon
-        halted_mass = x.new_zeros(x.shape[:2])
-        remainders = x.new_zeros(x.shape[:2])
-        steps_taken = x.new_zeros(x.shape[:2])
+        progress = HaltingState.start(x.new_zeros(x.shape[:2]))
         output = torch.zeros_like(x)
         state = x
-        for step in range(self.depth):
-            running = halted_mass < threshold  # once every position has halted, later steps add nothing (weight 0)
+        for step in range(self.depth):  # steps after every position halted add nothing (weight 0)
             state = self._step_input(state, step)
             probability = torch.sigmoid(rearrange(halting(state), "b t 1 -> b t"))
-            last_step = step == self.depth - 1
-            halts_now = running & ((halted_mass + probability > threshold) | last_step)
-            continues = running & ~halts_now
-            remainder = torch.where(halts_now, 1.0 - halted_mass, torch.zeros_like(halted_mass))
-            weight = torch.where(continues, probability, remainder)
-            remainders = remainders + remainder
-            halted_mass = halted_mass + weight
-            steps_taken = steps_taken + running.to(x.dtype)
+            progress, weight = halting_step(progress, probability, threshold, last_step=step == self.depth - 1)
             state = self.layer(state, key_padding_mask)
             output = output + rearrange(weight, "b t -> b t 1") * state
-        cost = steps_taken + remainders
-        real = torch.ones_like(cost) if key_padding_mask is None else (~key_padding_mask).to(cost.dtype)
-        ponder_cost = (cost * real).sum() / real.sum().clamp_min(1)  # (0, not NaN, for an empty batch or sequence)
-        return UniversalOutput(output, ponder_cost)
+        return UniversalOutput(output, ponder_cost(progress, key_padding_mask))
+
+
+class HaltingState(NamedTuple):
+    """ACT's bookkeeping, each ``[B, T]``: ``running`` (bool: not halted yet), ``mass`` (the weights given so far:
+    ``p_1 + ... + p_n`` while running), ``steps`` (the steps taken: ``N`` once halted) and
+    ``remainder`` (``R``, 0 until the position halts)."""
+
+    running: torch.Tensor
+    mass: torch.Tensor
+    steps: torch.Tensor
+    remainder: torch.Tensor
+
+    @classmethod
+    def start(cls, zeros: torch.Tensor) -> HaltingState:
+        """No step taken yet, for positions shaped and typed as ``zeros [B, T]`` (all 0)."""
+        return cls(torch.ones_like(zeros, dtype=torch.bool), zeros, zeros, zeros)
+
+
+def halting_step(
+    progress: HaltingState, probability: torch.Tensor, threshold: float, *, last_step: bool
+) -> tuple[HaltingState, torch.Tensor]:
+    """One step of Graves's halting rule (see the module docstring) for ``probability [B, T]``, this step's ``p_n``.
+
+    A running position halts at this step when ``mass + p_n >= threshold`` or at the ``last_step``; returns the new
+    state and this step's output weight ``[B, T]``: ``p_n`` for a position that keeps running, the remainder
+    ``1 - mass`` for one that halts now, and 0 for one that had halted.
+    """
+    running, mass, steps, remainder = progress
+    halts = running & ((mass + probability >= threshold) | last_step)
+    keeps_running = running & ~halts
+    new_remainder = torch.where(halts, 1.0 - mass, torch.zeros_like(mass))
+    weight = torch.where(keeps_running, probability, new_remainder)
+    taken = steps + running.to(steps.dtype)
+    return HaltingState(keeps_running, mass + weight, taken, remainder + new_remainder), weight
+
+
+def ponder_cost(progress: HaltingState, key_padding_mask: torch.Tensor | None) -> torch.Tensor:
+    """The mean of ``N + R`` over the non-padding positions (``True`` in ``key_padding_mask [B, T]`` marks padding):
+    a scalar, 0 (not NaN) when there are none."""
+    cost = progress.steps + progress.remainder
+    real = torch.ones_like(cost) if key_padding_mask is None else (~key_padding_mask).to(cost.dtype)
+    return (cost * real).sum() / real.sum().clamp_min(1)
