@@ -402,6 +402,60 @@ def test_a_cached_call_that_raises_leaves_the_cache_as_it_was() -> None:
     torch.testing.assert_close(torch.cat([first, *rest], 1), module(x, causal=True), atol=1e-6, rtol=1e-5)
 
 
+@torch.no_grad()
+def bahdanau_reference(
+    attention: AdditiveAttention, query: torch.Tensor, keys: torch.Tensor, padding: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Bahdanau et al.'s attention key by key from the layer's parameters: ``score_j = v · tanh(W_q q + W_k k_j + b)``
+    (``b`` the key projection's bias), a softmax over the real keys (padding gets weight 0) and ``context = Σ_j a_j
+    k_j``, in Python floats. Returns ``(context [B, K], weights [B, S])``."""
+    w_q, w_k, b, v = (attention.query_proj.weight, attention.key_proj.weight, attention.key_proj.bias, attention.score.weight[0])
+    contexts, weights = [], []
+    for row in range(keys.shape[0]):
+        real = [j for j in range(keys.shape[1]) if not padding[row, j]]
+        scores = {j: float(v @ torch.tanh(w_q @ query[row] + w_k @ keys[row, j] + b)) for j in real}
+        top = max(scores.values())  # (subtracted for a softmax that cannot overflow)
+        total = sum(math.exp(score - top) for score in scores.values())
+        row_weights = [math.exp(scores[j] - top) / total if j in scores else 0.0 for j in range(keys.shape[1])]
+        contexts.append(sum(a * keys[row, j] for j, a in enumerate(row_weights)))
+        weights.append(row_weights)
+    return torch.stack(contexts), torch.tensor(weights, dtype=keys.dtype)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 6), min_size=1, max_size=4),
+    left_padded=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_additive_attention_is_bahdanaus_formula_over_rows_of_different_lengths(
+    lengths: list[int], left_padded: bool, seed: int
+) -> None:
+    """float64, a batch of rows with different numbers of real keys (the padding after them, or before), padding keys
+    of huge content: the context and weights of every row equal the formula's, and the row attended alone."""
+    torch.manual_seed(seed)
+    attention = AdditiveAttention(3, 5, 4).double()
+    torch.nn.init.normal_(attention.key_proj.bias)  # (PyTorch's default is small: make the bias count)
+    assert {name for name, _ in attention.named_parameters()} == {
+        "query_proj.weight", "key_proj.weight", "key_proj.bias", "score.weight"
+    }  # every parameter is in the reference  # fmt: skip
+    batch, length = len(lengths), max(lengths)
+    query, keys = torch.randn(batch, 3, dtype=torch.float64), torch.randn(batch, length, 5, dtype=torch.float64)
+    positions = torch.arange(length)
+    padding = torch.stack([positions < length - n if left_padded else positions >= n for n in lengths])
+    keys = keys.masked_fill(padding[..., None], 1e6)
+    context, weights = attention(query, keys, attention.project_keys(keys), padding)
+    expected_context, expected_weights = bahdanau_reference(attention, query, keys, padding)
+    torch.testing.assert_close(weights, expected_weights, atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(context, expected_context, atol=1e-12, rtol=1e-12)
+    assert torch.equal(weights[padding], torch.zeros(int(padding.sum()), dtype=torch.float64))
+    for row in range(batch):
+        real = keys[row : row + 1, ~padding[row]]
+        alone, alone_weights = attention(query[row : row + 1], real, attention.project_keys(real))
+        torch.testing.assert_close(alone[0], context[row], atol=1e-12, rtol=1e-12)
+        torch.testing.assert_close(alone_weights[0], weights[row, ~padding[row]], atol=1e-12, rtol=1e-12)
+
+
 def test_additive_attention_weighs_real_keys_and_names_bad_inputs() -> None:
     torch.manual_seed(0)
     attention = AdditiveAttention(4, 6, 5)
