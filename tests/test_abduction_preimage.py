@@ -112,3 +112,14 @@ def test_a_scanned_rule_that_raises_for_some_operands_is_undefined_there():
     assert scan_left_preimage(floor_divide, Interval.point(0), 0) is None  # every a // 0 raises
     assert scan_right_preimage(floor_divide, 7, Interval.point(0)) == Interval(8, 200)  # (b = 0 raises)
     assert scan_right_preimage(floor_divide, 7, Interval(3, 7), scan_limit=10) == Interval(1, 2)
+
+
+@settings(max_examples=100, deadline=None)
+@given(lo=st.integers(-5, 40), hi=st.integers(-5, 40))
+def test_an_interval_whose_hi_is_below_its_lo_is_refused_and_make_gives_none_for_it(lo, hi):
+    if 0 <= lo and hi < lo:
+        with pytest.raises(ValueError, match=rf"an Interval's hi \({hi}\) is below its lo \({lo}\)"):
+            Interval(lo, hi)
+    made = Interval.make(lo, hi)
+    assert (made is None) == (hi < max(lo, 0))
+    assert made is None or (made.lo, made.hi) == (max(lo, 0), hi)

@@ -32,7 +32,8 @@ class Interval:
 
     The bounds are held as Python ints (numpy's are converted: the preimages' arithmetic on an ``np.int64`` bound
     wrapped around, or overflowed, for large values); a bound that is no integer (a float, a bool, ``None`` as
-    ``lo``) is refused with ``TypeError``.
+    ``lo``) is refused with ``TypeError``, and ``hi < lo`` with ``ValueError``: an empty set of values is ``None``
+    wherever one is expected (:meth:`make` gives it for bounds that may cross).
     """
 
     lo: int
@@ -42,6 +43,8 @@ class Interval:
         object.__setattr__(self, "lo", _bound(self.lo, "lo"))
         if self.hi is not None:
             object.__setattr__(self, "hi", _bound(self.hi, "hi"))
+            if self.hi < self.lo:
+                raise ValueError(f"an Interval's hi ({self.hi}) is below its lo ({self.lo}): an empty interval is None")
 
     def __contains__(self, value: object) -> bool:
         """Whether ``value`` is an integer (a whole Fraction or a numpy integer too, as execution takes from a rule such
