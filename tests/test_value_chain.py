@@ -125,3 +125,16 @@ def test_explanations_from_the_chain_weigh_each_sentence_by_its_visits():
     assert [c.log_prob for c in found] == sorted((c.log_prob for c in found), reverse=True)
     with pytest.raises(ValueError, match="chain_sweeps ints of at least 0"):
         AbductionBudget(chain_sweeps=-1)
+
+
+def test_the_chain_refuses_a_start_without_the_target_and_log_probs_of_another_shape():
+    chain, _ = chain_for(ADDITION, addition_semantics())
+    log_probs = addition_log_probs(np.full((4, 10), 0.1), 2)
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match=r"the chain's start '12\+34' gives 46, not the target 50"):
+        chain.visits("12+34", log_probs, 50, 3, rng, fixed=[2])
+    with pytest.raises(ValueError, match=r"the chain's start '12\+' gives None, not the target 12"):
+        chain.visits("12+", log_probs, 12, 3, rng)
+    with pytest.raises(ValueError, match=r"log_probs must have shape \[5, 11\], got \[4, 11\]"):
+        chain.visits("12+34", log_probs[:4], 46, 3, rng, fixed=[2])
+    assert sum(chain.visits("12+34", log_probs, 46, 3, rng, fixed=[2]).values()) == 3

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from lark import Token, Tree
 
+from neurosym.pipelines.abduction import checked_log_probs
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics, leaves
 
 
@@ -62,7 +63,14 @@ class ValueChain:
         """The sentences after each of ``sweeps`` sweeps from ``start`` (a sentence whose value is ``target``) under
         per-window ``log_probs [n, V]``, with how often the chain was at each; empty where the start's shape has no
         rule with an inverse to move at (or where its parts are too deep to solve for within Python's recursion limit:
-        the sweeps done by then). Positions in ``fixed`` never change."""
+        the sweeps done by then). Positions in ``fixed`` never change.
+
+        Raises:
+            ValueError: ``start`` does not give ``target`` (its value is another, or ``None``: ungrammatical or
+                invalid), or ``log_probs`` is not ``[len(start), len(index)]`` or holds NaN.
+        """
+        self._check_start(start, target)
+        log_probs = checked_log_probs(start, log_probs, len(self.index))
         tree = self.executor.tree(start)
         fixed = frozenset(fixed)
         moves = None if tree is None else _moves(tree, self.semantics, fixed)
@@ -91,6 +99,16 @@ class ValueChain:
                 symbols = self._drawn(options, target, rng) or symbols
             visits["".join(symbols)] += 1
         return visits
+
+    def _check_start(self, start: str, target: Any) -> None:
+        """Refuse a ``start`` that does not give ``target``: the chain moves only between sentences that do (a start
+        that did not was counted as a visit wherever no move was found)."""
+        value = self.executor.value(start)
+        if not self.gives(value, target):
+            raise ValueError(
+                f"the chain's start {start!r:.60} gives {value!r:.40}, not the target {target!r:.40} (a start must be a "
+                "sentence whose value is the target; None: ungrammatical or invalid)"
+            )
 
     def _drawn(self, options: list[tuple[list[str], float]], target: Any, rng: np.random.Generator) -> list[str] | None:
         """One of ``options`` (``(symbols, gain)``) drawn in proportion to ``exp(gain)`` among those that give ``target``
