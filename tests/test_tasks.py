@@ -3,6 +3,7 @@ learning a reader from results on synthetic glyphs, resuming, and the ``neurosym
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -34,7 +35,7 @@ from neurosym.pipelines.grammar_pipeline import (
 )
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.pipelines.trainer import PipelineConfig
-from neurosym.semantics.tree_semantics import TreeSemantics
+from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.tasks import build_task, grammar_file
 from neurosym.tasks.hwf import DIGITS, OPERATORS, formula_semantics
@@ -172,6 +173,16 @@ def test_addition_inverses_give_the_wanted_sum(left, right, wanted):
         assert a + b == wanted and (a == left or b == right) and min(a, b) >= 0
     for digits in semantics.inverses["number"](wanted, tuple("000")):
         assert int("".join(digits)) == wanted and len(digits) == 3
+
+
+def test_addition_sums_and_solves_numbers_longer_than_python_reads_from_text():
+    """Two 5,000-digit numbers: ``int`` refuses text beyond 4,300 digits, and the sentence read as invalid."""
+    rng = np.random.default_rng(0)
+    left, right = ("".join(map(str, rng.integers(0, 10, size=5000))) for _ in range(2))
+    value = lambda digits: functools.reduce(lambda number, digit: 10 * number + int(digit), digits, 0)
+    executor = Executor(SymbolGrammar(grammar_file("mnist_add.lark")), addition_semantics())
+    assert executor.value(f"{left}+{right}") == value(left) + value(right)
+    assert list(executor.semantics.preimages("number", value(left), tuple("0" * 5000))) == [tuple(left)]
 
 
 @settings(max_examples=40, deadline=None)

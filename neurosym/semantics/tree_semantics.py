@@ -5,8 +5,9 @@
 callable is named after the terminal), and optionally knows *inverses* per rule for top-down abduction:
 ``inverse(wanted, children_values)`` yields tuples of children values that give ``wanted``. A value is
 *invalid* (``None``) when a callable returns ``None`` or raises an arithmetic or value error (division by
-zero, a negative square root, ...); an inverse that raises one offers no (more) tuples. :class:`Executor` runs the grammar and the semantics over many
-sentences at once, remembering sentences it has seen.
+zero, a negative square root, ...); an inverse that raises one offers no (more) tuples. ``int(text)`` and
+``str(value)`` raise one beyond 4,300 digits: :mod:`~neurosym.semantics.numerals` converts numerals of any length.
+:class:`Executor` runs the grammar and the semantics over many sentences at once, remembering sentences it has seen.
 """
 
 from __future__ import annotations

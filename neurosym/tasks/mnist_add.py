@@ -18,6 +18,7 @@ from neurosym.data.randomness import as_generator
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
+from neurosym.semantics.numerals import decimal_text, decimal_value
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.tasks import READER_CONVS, READER_WIDTH, Published, Task, grammar_file
@@ -41,18 +42,19 @@ PUBLISHED: dict[int, tuple[Published, ...]] = {
 
 
 def addition_semantics() -> TreeSemantics:
-    """A number's value is its digits read in base 10; a sentence's is the sum of its two numbers. Inverses:
-    one number kept and the other made the difference; a number's digits from its value (zero-padded)."""
+    """A number's value is its digits read in base 10 (exactly at any length: :mod:`~neurosym.semantics.numerals`);
+    a sentence's is the sum of its two numbers. Inverses: one number kept and the other made the difference; a
+    number's digits from its value (zero-padded)."""
 
     def keep_one(total: int, numbers: tuple[int, int]) -> list[tuple[int, int]]:
         left, right = numbers
         return [pair for pair in ((total - right, right), (left, total - left)) if min(pair) >= 0]
 
     def digits_of(value: int, digits: tuple[str, ...]) -> list[tuple[str, ...]]:
-        return [tuple(str(value).zfill(len(digits)))] if 0 <= value < 10 ** len(digits) else []
+        return [tuple(decimal_text(value).zfill(len(digits)))] if 0 <= value < 10 ** len(digits) else []
 
     return TreeSemantics(
-        {"number": lambda digits: int("".join(digits)), "start": lambda numbers: numbers[0] + numbers[1]},
+        {"number": lambda digits: decimal_value("".join(digits)), "start": lambda numbers: numbers[0] + numbers[1]},
         {"start": keep_one, "number": digits_of},
     )
 
