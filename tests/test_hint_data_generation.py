@@ -26,7 +26,7 @@ from neurosym.data.hint import (
     sample_prefix,
 )
 from neurosym.data.hint.generate import _ListsOfOneSize
-from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, evaluate, execute
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator, evaluate, execute
 from neurosym.syntax import from_prefix, heads, parse
 
 SCALE = 0.01
@@ -81,6 +81,18 @@ def test_evaluate_prefix_names_ids_outside_the_vocabulary_and_wrong_arrays():
         evaluate_prefix(np.asarray([[0.0, 1.0, 2.0]]), MAIN_VOCABULARY)
     with pytest.raises(ValueError, match="integer array"):
         evaluate_prefix(np.asarray([0, 1, 2]), MAIN_VOCABULARY)
+
+
+def test_evaluate_prefix_names_the_operator_of_a_vectorised_rule_that_raises():
+    def floor_divide(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, None]:  # (Python's ZeroDivisionError at b = 0)
+        return np.array([x // y for x, y in zip(a.tolist(), b.tolist())], dtype=np.int64), None
+
+    table = HINT_SEMANTICS.extend(operators={"q": Operator(2, lambda a, b: a // b, floor_divide)})
+    vocabulary = replace(MAIN_VOCABULARY, operators=("q",), table=table)
+    rows = np.asarray([[vocabulary.id_of(s) for s in expression] for expression in ("q82", "q80")], dtype=np.uint8)
+    assert evaluate_prefix(rows[:1], vocabulary).value.tolist() == [4]
+    with pytest.raises(ValueError, match="the vectorised rule of operator 'q' raised ZeroDivisionError"):
+        evaluate_prefix(rows, vocabulary)
 
 
 def test_a_split_names_an_invalid_expression_among_its_rows():

@@ -191,6 +191,46 @@ def test_a_vectorised_rule_of_fractional_results_is_named_instead_of_truncated()
     assert solve_batch(["1q3", "5q2"], scalar_only) == [0, 2]
 
 
+def _floor_divide_in_python(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, None]:
+    """A vectorised rule that raises ``ZeroDivisionError`` for ``b = 0``, as Python's (or torch's) integers do."""
+    return np.array([x // y for x, y in zip(a.tolist(), b.tolist())], dtype=np.int64), None
+
+
+def test_a_vectorised_rule_that_raises_is_named_with_its_error_as_the_cause():
+    """A vectorised rule sees operand pairs no sentence holds, so its exception is no result for any row: it was a
+    traceback from deep inside the solver (a scalar rule's arithmetic error marks that one result undefined)."""
+    table = HINT_SEMANTICS.extend(operators={"q": Operator(2, lambda a, b: a // b, _floor_divide_in_python)})
+    assert solve_batch(["8q2", "9q4+1"], table) == [4, 3]
+    with pytest.raises(ValueError, match=r"the vectorised rule of operator 'q' raised ZeroDivisionError: integer division "
+                       r"or modulo by zero; a vectorised rule must not raise on any int64 operands") as raised:  # fmt: skip
+        solve_batch(["8q2", "8q0"], table)
+    assert isinstance(raised.value.__cause__, ZeroDivisionError)
+    assert solve_batch(["8q2", "8q0"], HINT_SEMANTICS.extend(operators={"q": Operator(2, lambda a, b: a // b)})) == [4, None]
+
+
+@pytest.mark.parametrize(
+    ("rule", "message"),
+    [
+        (lambda a, b: a + b, r"returned ndarray .*, not a tuple \(values, valid\)"),
+        (lambda a, b: (a[:1] + b[:1], None), r"returned values of shape \[1\] for 3 operand pairs"),
+        (
+            lambda a, b: (a + b, (b != 0).astype(np.int64)),
+            r"returned a validity mask of int64 shape \[3\]; it is None or 3 bools",
+        ),
+        (lambda a, b: (a + b, b[-1:] != 0), r"returned a validity mask of bool shape \[1\]"),
+    ],
+)
+def test_a_vectorised_rule_that_returns_no_pair_of_results_and_mask_is_named(rule, message):
+    """Each of these was read without a word: a plain array (one of two rows was unpacked into results and mask), a
+    short array or mask (broadcast over every row: 8q0 read as 8), a mask of ints (inverted bitwise into row indices:
+    7q1 read as invalid)."""
+    scalar = lambda a, b: a + b if b else None
+    sentences = ["8q2", "8q0", "7q1"]
+    with pytest.raises(ValueError, match=rf"the vectorised rule of operator 'q' {message}"):
+        solve_batch(sentences, HINT_SEMANTICS.extend(operators={"q": Operator(1, scalar, rule)}))
+    assert solve_batch(sentences, HINT_SEMANTICS.extend(operators={"q": Operator(1, scalar)})) == [10, None, 8]
+
+
 def test_chunking_keeps_order_and_strict_reports_the_first_bad_sentence(monkeypatch):
     from neurosym.semantics import batch
 

@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from neurosym.semantics.executor import execute
-from neurosym.semantics.operators import ScalarRule, Value, VectorRule, rule_value
+from neurosym.semantics.operators import ScalarRule, Value, VectorRule, rule_value, vector_outcome
 from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
 from neurosym.syntax.concepts import CANONICAL_CHARACTERS, canonical_sentence
 from neurosym.syntax.parser import parse
@@ -78,12 +78,11 @@ class BatchSolver:
         self._threshold[first_operator:] = self._level[first_operator:]
         # Vectorised rules are applied to every reduced row and chosen per row by ``_rule_index``;
         # rows of operators that only have a scalar rule take the first one's result, then overwrite it.
-        vectorised = {s: rule for s in operators if (rule := table.operators[s].vectorised) is not None}
-        vector_symbols = list(vectorised)
-        self._vector_rules: list[VectorRule] = list(vectorised.values()) or [_placeholder_rule]
-        self._vector_symbols = vector_symbols
+        self._vector_rules: dict[str, VectorRule] = {
+            s: rule for s in operators if (rule := table.operators[s].vectorised) is not None
+        }
         self._rule_index = np.zeros(len(kind), dtype=np.int64)
-        self._rule_index[[first_operator + operators.index(s) for s in vector_symbols]] = range(len(vector_symbols))
+        self._rule_index[[first_operator + operators.index(s) for s in self._vector_rules]] = range(len(self._vector_rules))
         self._scalar_rules = [
             (first_operator + i, table.operators[s].apply)
             for i, s in enumerate(operators)
@@ -223,13 +222,8 @@ class BatchSolver:
         marks the rows whose operands are values: only those go through scalar rules, which may fail on the
         placeholders a row holds once it is invalid or left to the exact path (its results there are never read).
         """
-        outcomes = [rule(left, right) for rule in self._vector_rules]
-        for symbol_name, (values, _) in zip(self._vector_symbols, outcomes):
-            if not np.issubdtype(np.asarray(values).dtype, np.integer):
-                raise ValueError(
-                    f"the vectorised rule of operator {symbol_name!r} returned {np.asarray(values).dtype} values; the "
-                    "batch solver computes exactly over integers (give it no vectorised rule, or one of int64 results)"
-                )
+        outcomes = [vector_outcome(name, rule, left, right) for name, rule in self._vector_rules.items()]
+        outcomes = outcomes or [_placeholder_outcome(left)]
         index = self._rule_index[symbol]
         result = _chosen(index, [values for values, _ in outcomes])
         valids: list[np.ndarray | np.bool_] = [np.True_ if valid is None else valid for _, valid in outcomes]
@@ -293,7 +287,7 @@ def _apply_scalar(rule: ScalarRule, left: np.ndarray, right: np.ndarray) -> tupl
     return np.array(fitted, dtype=np.int64), valid, unfit
 
 
-def _placeholder_rule(left: np.ndarray, right: np.ndarray) -> tuple[np.ndarray, None]:
+def _placeholder_outcome(left: np.ndarray) -> tuple[np.ndarray, None]:
     """Stands in when no operator has a vectorised rule (every result then comes from scalar rules)."""
     return np.zeros_like(left), None
 

@@ -3,10 +3,12 @@
 A scalar rule returns ``None`` when the result is undefined (e.g. division by zero), or raises an arithmetic or
 value error (:data:`INVALID`: ``lambda a, b: a // b`` as written) which :func:`rule_value` reads as ``None``; every
 caller applies a rule through it (or :meth:`Operator.value`), as a grammar's rules are read. A vectorised rule
-takes operand arrays ``a, b`` of shape ``[n]`` (int64) and returns ``(values, valid)``: the results
-``[n]``, exact whenever every ``|operand| <= 2**30`` (they must then fit in int64, and the rule must not
-fail on any operands), and a boolean mask ``[n]`` that is False where the scalar rule returns
-``None``, or ``None`` when the rule is defined everywhere.
+takes operand arrays ``a, b`` of shape ``[n]`` (int64) and returns a tuple ``(values, valid)``: the integer results
+``[n]``, exact whenever every ``|operand| <= 2**30`` (they must then fit in int64), and a boolean mask ``[n]`` that is
+False where the scalar rule returns ``None``, or ``None`` when the rule is defined everywhere. It must not raise on
+any operands: a batch applies it to operand pairs no sentence holds (the rows of other operators, placeholders), and
+an exception gives no result for any row, where a scalar rule's marks one pair's result undefined. Callers apply it
+through :func:`vector_outcome`, which names the operator of a rule that raises or returns anything else.
 """
 
 from __future__ import annotations
@@ -30,6 +32,47 @@ def rule_value(rule: ScalarRule, a: Value, b: Value) -> Value | None:
         return rule(a, b)
     except INVALID:
         return None
+
+
+def vector_outcome(symbol: str, rule: VectorRule, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """``rule(a, b)`` for operand arrays ``a, b [n]``: the results ``[n]`` of an integer dtype and the validity mask
+    ``[n]`` of bools or ``None`` (either may be one scalar for every row).
+
+    Raises:
+        ValueError: naming operator ``symbol``, where the rule raises anything (the exception chained as the cause:
+            a vectorised rule marks undefined results in its mask, never by raising) or returns anything else.
+    """
+    try:
+        outcome = rule(a, b)
+    except Exception as error:  # (a user's rule: numpy's, torch's or Python's errors alike)
+        raise ValueError(
+            f"the vectorised rule of operator {symbol!r} raised {type(error).__name__}: {error}; a vectorised rule "
+            "must not raise on any int64 operands (mark undefined results False in its validity mask, or give the "
+            "operator no vectorised rule)"
+        ) from error
+    return _checked_outcome(symbol, outcome, len(a))
+
+
+def _checked_outcome(symbol: str, outcome: object, n: int) -> tuple[np.ndarray, np.ndarray | None]:
+    """``outcome`` of operator ``symbol``'s vectorised rule for ``n`` operand pairs as ``(values, valid)``, refused
+    (``ValueError``) unless a tuple of integer results and a boolean mask or ``None``, each ``[n]`` or a scalar."""
+    what = f"the vectorised rule of operator {symbol!r} returned"
+    if not (isinstance(outcome, tuple) and len(outcome) == 2):
+        raise ValueError(f"{what} {type(outcome).__name__} {outcome!r:.40}, not a tuple (values, valid)")
+    values, valid = np.asarray(outcome[0]), outcome[1]
+    if not np.issubdtype(values.dtype, np.integer):
+        raise ValueError(
+            f"{what} {values.dtype} values; execution is exact over integers (give it no vectorised rule, or one of "
+            "int64 results)"
+        )
+    if values.shape not in ((), (n,)):
+        raise ValueError(f"{what} values of shape {list(values.shape)} for {n} operand pairs")
+    if valid is None:
+        return values, None
+    valid = np.asarray(valid)
+    if valid.dtype != np.bool_ or valid.shape not in ((), (n,)):
+        raise ValueError(f"{what} a validity mask of {valid.dtype} shape {list(valid.shape)}; it is None or {n} bools")
+    return values, valid
 
 
 @dataclass(frozen=True)

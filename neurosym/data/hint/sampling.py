@@ -17,6 +17,7 @@ import numpy as np
 
 from neurosym.data.randomness import as_generator
 from neurosym.semantics import OperatorTable
+from neurosym.semantics.operators import vector_outcome
 
 VALUE_CEILING = 2**20
 """Intermediate values are clipped here (the vectorised rules need ``|v| <= 2**30``); anything this
@@ -121,7 +122,7 @@ def evaluate_prefix(ids: np.ndarray, vocabulary: Vocabulary) -> PrefixValues:
     count, length = ids.shape
     n_numbers = len(vocabulary.numbers)
     number_values = np.asarray([vocabulary.table.numbers[s] for s in vocabulary.numbers], dtype=np.int64)
-    rules = [rule for s in vocabulary.operators if (rule := vocabulary.table.operators[s].vectorised) is not None]
+    rules = [(s, rule) for s in vocabulary.operators if (rule := vocabulary.table.operators[s].vectorised) is not None]
     if len(rules) < len(vocabulary.operators):
         raise ValueError(f"operator table {vocabulary.table.name!r} lacks vectorised rules for {vocabulary.operators}")
     rows = np.arange(count)
@@ -136,10 +137,10 @@ def evaluate_prefix(ids: np.ndarray, vocabulary: Vocabulary) -> PrefixValues:
         left = stack[rows, np.maximum(top - 1, 0)]
         right = stack[rows, np.maximum(top - 2, 0)]
         result = number_values[np.minimum(token, n_numbers - 1)]
-        for index, rule in enumerate(rules):
+        for index, (symbol, rule) in enumerate(rules):
             mine = token == n_numbers + index
             if mine.any():
-                values, ok = rule(left[mine], right[mine])
+                values, ok = vector_outcome(symbol, rule, left[mine], right[mine])
                 if ok is None:  # the rule is defined everywhere
                     result[mine] = values
                 else:
