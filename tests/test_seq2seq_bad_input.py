@@ -253,3 +253,66 @@ def test_the_hint_baselines_and_the_mathematics_models_pass_only_the_options_eac
     assert model.target_vocab > 0
     for mathematics in ("transformer", "lstm_att", "lstm_att_bi"):
         assert build_model(mathematics, CONFIGS["smoke"]).target_vocab > 0
+
+
+@pytest.mark.parametrize("name", ["gru_att", "transformer_rel"])
+def test_the_seq2seq_models_name_an_argument_that_is_no_tensor(name: str) -> None:
+    """A list or None failed as "AttributeError: 'NoneType' object has no attribute 'shape'"."""
+    model = build_seq2seq(name, build_front_end("symbol", 16, vocab_size=10), 12, hidden=16, encoder_layers=1).eval()
+    src, src_mask, tgt_in = torch.randint(0, 10, (2, 4)), torch.zeros(2, 4, dtype=torch.bool), torch.zeros(2, 3).long()
+    for arguments, named in (
+        ((src.tolist(), src_mask, tgt_in), "src must be a torch.Tensor, got list"),
+        ((src, None, tgt_in), "src_mask must be a torch.Tensor, got NoneType"),
+        ((src, src_mask, None), "tgt_in must be a torch.Tensor, got NoneType"),
+    ):
+        with pytest.raises(TypeError, match=f"^{named}$"):
+            model(*arguments)
+    with pytest.raises(TypeError, match="^src_mask must be a torch.Tensor, got list$"):
+        model.greedy_decode(src, src_mask.tolist(), max_len=3, bos=1, eos=2)
+    with pytest.raises(TypeError, match="^tokens must be a torch.Tensor, got list$"):
+        model.decode_step(model.start_decoding(src, src_mask), [1, 1])
+    assert model.greedy_decode(src, src_mask, max_len=3, bos=1, eos=2).shape[0] == 2
+
+
+def test_greedy_decode_shows_a_bos_or_eos_that_is_no_int_as_it_is() -> None:
+    """A 0-d tensor bos of 1 read "bos (1) must be a target id in [0, 12)": 1 is one."""
+    model = build_seq2seq("gru", build_front_end("symbol", 16, vocab_size=10), 12, hidden=16, encoder_layers=1)
+    src, src_mask = torch.randint(0, 10, (2, 4)), torch.zeros(2, 4, dtype=torch.bool)
+    with pytest.raises(ValueError, match=re.escape("bos (tensor(1)) must be a target id in [0, 12)")):
+        model.greedy_decode(src, src_mask, max_len=3, bos=torch.tensor(1), eos=2)
+    with pytest.raises(ValueError, match=re.escape("eos ('2') must be a target id in [0, 12)")):
+        model.greedy_decode(src, src_mask, max_len=3, bos=1, eos="2")
+
+
+def test_an_rnn_takes_numpy_sizes_as_python_ints() -> None:
+    """np.int64 hidden units failed in nn.GRU ("hidden_size should be of type int, got: int64")."""
+    sizes = {"hidden": np.int64(8), "encoder_layers": np.int64(2), "decoder_layers": np.int32(2)}
+    model = RNNSeq2Seq(TokenFrontEnd(10, 16), 12, attention=True, **sizes)
+    assert (model.encoder.hidden_size, model.encoder.num_layers, model.decoder_layers) == (8, 2, 2)
+    assert type(model.decoder_layers) is int
+    src = torch.randint(0, 10, (2, 4))
+    assert model(src, torch.zeros(2, 4, dtype=torch.bool), torch.zeros(2, 3, dtype=torch.long)).shape == (2, 3, 12)
+    assert build_seq2seq("lstm", build_front_end("symbol", 16, vocab_size=10), 12, hidden=np.int64(8)).target_vocab == 12
+
+
+@pytest.mark.parametrize("dim", [2.5, 0, True])
+def test_a_transformer_names_a_width_that_is_no_positive_int(dim: object) -> None:
+    """2.5 failed in torch.empty(), 0 was named as a "sinusoid dimension"."""
+    with pytest.raises(ValueError, match=re.escape(f"dim must be an int of at least 1, got {dim!r}")):
+        TransformerSeq2Seq(TokenFrontEnd(10, 16), 12, dim=dim, encoder_layers=1)
+    assert TransformerSeq2Seq(TokenFrontEnd(10, 16), 12, dim=np.int64(8), heads=2, encoder_layers=1).dim == 8
+
+
+def test_a_step_embedding_without_a_universal_encoder_is_refused() -> None:
+    """The stacked encoder has no step to embed: step_embedding=True built the same model as without it."""
+    with pytest.raises(ValueError, match="step_embedding=True applies to universal=True, not to universal=False"):
+        TransformerSeq2Seq(TokenFrontEnd(10, 16), 12, attention="xl", step_embedding=True, encoder_layers=1)
+    universal = TransformerSeq2Seq(TokenFrontEnd(10, 16), 12, attention="xl", universal=True, step_embedding=True)
+    assert universal.encoder.step_embedding
+
+
+@pytest.mark.parametrize("model", [RNNSeq2Seq, TransformerSeq2Seq])
+def test_a_front_end_without_a_dim_is_named(model: type) -> None:
+    """A bare nn.Embedding failed as "AttributeError: 'Embedding' object has no attribute 'dim'"."""
+    with pytest.raises(ValueError, match=re.escape("the front end's vector size (its attribute `dim`) must be an int")):
+        model(torch.nn.Embedding(10, 16), 12)

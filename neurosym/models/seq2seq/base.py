@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from neurosym.layers.shape_checks import check_tensor
 from neurosym.layers.value_checks import check_token_ids, values_are_readable
 from neurosym.models.seq2seq.padding import real_first
 from neurosym.training.checks import int_at_least, is_int
@@ -64,13 +65,13 @@ class Seq2Seq(nn.Module, ABC):
         # a bos of 0.5 was read as token 0; an eos of 99 (not a target id) never stopped decoding. A negative eos (the
         # speed benchmark's -1) is one no step emits, on purpose: max_len tokens are decoded.
         if not is_int(bos) or not 0 <= bos < self.target_vocab:
-            raise ValueError(f"bos ({bos}) must be a target id in [0, {self.target_vocab})")
+            raise ValueError(f"bos ({bos!r}) must be a target id in [0, {self.target_vocab})")
         if not is_int(eos) or eos >= self.target_vocab:
             raise ValueError(
-                f"eos ({eos}) must be a target id in [0, {self.target_vocab}) (or negative: none, decode max_len tokens)"
+                f"eos ({eos!r}) must be a target id in [0, {self.target_vocab}) (or negative: none, decode max_len tokens)"
             )
+        state = self.start_decoding(src, src_mask, use_cache=use_cache)  # (checks src and src_mask first)
         batch = src_mask.shape[0]
-        state = self.start_decoding(src, src_mask, use_cache=use_cache)
         tokens = torch.full((batch,), bos, dtype=torch.long, device=src_mask.device)
         finished = torch.zeros(batch, dtype=torch.bool, device=src_mask.device)
         emitted = []
@@ -85,7 +86,9 @@ class Seq2Seq(nn.Module, ABC):
 
 def check_targets(tgt_in: torch.Tensor, src_mask: torch.Tensor, target_vocab: int) -> None:
     """Raise ``ValueError`` unless ``tgt_in`` is integer target ids ``[B, T]`` (``T >= 1``) for the ``B`` sources of
-    ``src_mask [B, S]``, each in ``[0, target_vocab)`` (where values are readable)."""
+    ``src_mask [B, S]``, each in ``[0, target_vocab)`` (where values are readable); ``TypeError`` for a non-tensor."""
+    check_tensor(tgt_in, "tgt_in")
+    check_tensor(src_mask, "src_mask")
     if tgt_in.dtype not in (torch.int64, torch.int32) or tgt_in.dim() != 2 or tgt_in.shape[1] == 0:
         raise ValueError(f"tgt_in must be integer target ids [batch, length >= 1], got {tgt_in.dtype} {tuple(tgt_in.shape)}")
     if tgt_in.shape[0] != src_mask.shape[0]:
@@ -95,7 +98,8 @@ def check_targets(tgt_in: torch.Tensor, src_mask: torch.Tensor, target_vocab: in
 
 def check_step_tokens(tokens: torch.Tensor, batch: int, target_vocab: int) -> None:
     """Raise ``ValueError`` unless ``tokens`` is the ``batch`` last emitted target ids ``[batch]``, each in
-    ``[0, target_vocab)`` (where values are readable)."""
+    ``[0, target_vocab)`` (where values are readable); ``TypeError`` for a non-tensor."""
+    check_tensor(tokens, "tokens")
     if tokens.dtype not in (torch.int64, torch.int32) or tuple(tokens.shape) != (batch,):
         raise ValueError(
             f"tokens must be integer target ids [{batch}] (one per source), got {tokens.dtype} {tuple(tokens.shape)}"
@@ -104,7 +108,10 @@ def check_step_tokens(tokens: torch.Tensor, batch: int, target_vocab: int) -> No
 
 
 def check_source_mask(src: torch.Tensor, src_mask: torch.Tensor) -> None:
-    """Raise ``ValueError`` unless ``src_mask`` is a bool ``[batch, length]`` matching ``src``'s first two sizes."""
+    """Raise ``ValueError`` unless ``src_mask`` is a bool ``[batch, length]`` matching ``src``'s first two sizes
+    (``TypeError`` unless both are tensors)."""
+    check_tensor(src, "src")
+    check_tensor(src_mask, "src_mask")
     if src_mask.dtype != torch.bool or src_mask.dim() != 2:
         raise ValueError(
             f"src_mask must be a bool tensor [batch, length] (True = padding), got {src_mask.dtype} "

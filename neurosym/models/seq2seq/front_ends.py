@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import cast
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -11,6 +9,7 @@ from torch import nn
 from neurosym.layers.shape_checks import check_sizes
 from neurosym.layers.value_checks import check_token_ids, values_are_readable
 from neurosym.models.seq2seq.base import check_source_mask
+from neurosym.training.checks import int_at_least
 
 
 class TokenFrontEnd(nn.Module):
@@ -102,8 +101,9 @@ class BoundaryMarkers(nn.Module):
 
 
 def front_end_dim(front_end: nn.Module) -> int:
-    """The size of the vectors ``front_end`` gives: its ``dim`` attribute, which every front end has."""
-    return cast(int, front_end.dim)  # an nn.Module's attributes are typed as tensors or modules
+    """The size of the vectors ``front_end`` gives: its ``dim`` attribute, which every front end has (``ValueError``
+    for a module without one, such as a bare ``nn.Embedding``)."""
+    return int_at_least(getattr(front_end, "dim", None), "the front end's vector size (its attribute `dim`)", 1)
 
 
 def output_mask(front_end: nn.Module, src_mask: torch.Tensor) -> torch.Tensor:

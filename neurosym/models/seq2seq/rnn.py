@@ -15,6 +15,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from neurosym.layers.additive_attention import AdditiveAttention
+from neurosym.layers.shape_checks import check_sizes
 from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import front_end_dim, output_mask
 from neurosym.training.checks import dropout_probability, int_at_least
@@ -74,9 +75,10 @@ class RNNSeq2Seq(Seq2Seq):
             raise ValueError(f"embed_dim ({embed_dim!r}) must be the front end's dim ({front_dim!r}), or be left out")
         target_vocab = int_at_least(target_vocab, "target_vocab", 1)
         dropout = dropout_probability(dropout)
-        for name, count in (("embed_dim", embed_dim), ("hidden", hidden), ("encoder_layers", encoder_layers),
-                            ("decoder_layers", decoder_layers)):  # fmt: skip
-            int_at_least(count, name, 1)  # True built a model one unit wide or one layer deep
+        # True built a model one unit wide or one layer deep; numpy's ints are taken (np.int64 hidden failed in nn.GRU)
+        embed_dim, hidden, encoder_layers, decoder_layers = check_sizes(
+            embed_dim=embed_dim, hidden=hidden, encoder_layers=encoder_layers, decoder_layers=decoder_layers
+        )
         if bidirectional and hidden % 2:
             raise ValueError(f"a bidirectional encoder splits hidden over two directions: hidden must be even, got {hidden}")
         recurrent = nn.GRU if cell == "gru" else nn.LSTM

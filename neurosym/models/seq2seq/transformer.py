@@ -23,7 +23,7 @@ from neurosym.layers.transformer import (
 from neurosym.layers.universal import UniversalTransformer
 from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import front_end_dim, output_mask
-from neurosym.training.checks import int_at_least
+from neurosym.training.checks import ignored_option, int_at_least
 
 
 class _LayerOptions(TypedDict):
@@ -59,11 +59,11 @@ class TransformerSeq2Seq(Seq2Seq):
     (embeddings of 128 in a Transformer of width 512).
 
     ``attention="vanilla"`` adds sinusoidal absolute positions to source and target embeddings;
-    ``"xl"``/``"shaw"`` use relative self-attention and no absolute positions. ``universal=True``
+    ``"xl"``/``"xl_clipped"``/``"shaw"`` use relative self-attention and no absolute positions. ``universal=True``
     replaces the encoder stack by one layer applied ``encoder_layers`` times
     (:class:`~neurosym.layers.universal.UniversalTransformer`, with a step embedding before every
-    application when ``step_embedding=True``; the HINT release has none); the decoder keeps
-    ``decoder_layers`` separate layers (the HINT configuration has a single one).
+    application when ``step_embedding=True``, which without ``universal=True`` raises ``ValueError``; the HINT
+    release has none); the decoder keeps ``decoder_layers`` separate layers (the HINT configuration has a single one).
 
     ``attention_bias=False`` builds every attention projection without biases, ``embedding_dropout=False``
     feeds the embeddings to the stacks without dropout, and ``init="release"`` re-initialises the weights
@@ -96,9 +96,11 @@ class TransformerSeq2Seq(Seq2Seq):
             raise ValueError(f"unknown init {init!r}: use 'torch' or 'release'")
         for name, count in (("heads", heads), ("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers)):
             int_at_least(count, name, 1)  # True built one head or one layer
+        if step_embedding and not universal:  # (the stacked encoder has no step to embed: it was silently ignored)
+            raise ignored_option("step_embedding", step_embedding, "universal=True", "universal=False")
         target_vocab = int_at_least(target_vocab, "target_vocab", 1)
         embed_dim = front_end_dim(front_end)
-        dim = embed_dim if dim is None else dim
+        dim = embed_dim if dim is None else int_at_least(dim, "dim", 1)  # (2.5 failed in torch.empty())
         ff_dim = 4 * dim if ff_dim is None else ff_dim
         options = _LayerOptions(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos, attention_bias=attention_bias)
         self.front_end = front_end
