@@ -58,10 +58,14 @@ def test_bad_inputs_and_names_are_reported():
     model = build_vector_model("mlp", length=11, scale=0.1)
     with pytest.raises(ValueError, match=r"digits \[B, 11\]"):
         model(torch.randint(0, 10, (2, 7)))
-    with pytest.raises(ValueError, match="0..9"):
-        model(torch.full((2, 11), 10))
+    with pytest.raises(ValueError, match=re.escape("digit token ids must lie in [0, 10), got 0..10")):
+        model(torch.arange(11).expand(2, 11))
     with pytest.raises(ValueError, match="integer tensor"):
         model(torch.zeros(2, 11))
+    with pytest.raises(ValueError, match="integer tensor of int64 or int32, got torch.uint8"):  # (was: "an integer tensor")
+        model(torch.zeros(2, 11, dtype=torch.uint8))
+    with pytest.raises(TypeError, match="digits must be a torch.Tensor, got list"):  # (was: AttributeError on .dim())
+        model([[0] * 11])
     with pytest.raises(ValueError, match="unknown vector model"):
         build_vector_model("lstm")
     with pytest.raises(ValueError, match="unknown visual model"):
@@ -101,3 +105,29 @@ def test_numpy_ints_are_taken_as_sizes_and_stored_as_python_ints():
     assert model(torch.zeros(2, 1, 32, 32)).shape == (2, 10)
     vector = build_vector_model("mlp", length=np.int64(5), num_classes=np.int64(3), scale=0.1)
     assert type(vector.length) is int and vector(torch.zeros(2, 5, dtype=torch.long)).shape == (2, 3)
+
+
+@pytest.mark.parametrize(
+    ("build", "named"),
+    [
+        (lambda: EmbeddingMLP(3, embed_dim=0), "embed_dim must be an int of at least 1, got 0"),
+        (lambda: EmbeddingMLP(3, embed_dim=2.5), "embed_dim must be an int of at least 1, got 2.5"),
+        (lambda: EmbeddingMLP(3, embed_dim=4, widths=(8, 0)), "widths[1] must be an int of at least 1, got 0"),
+        (lambda: TransformerClassifier(3, dim=2.5, depth=1, heads=1, ff_dim=8), "dim must be an int of at least 1, got 2.5"),
+        (lambda: MixerClassifier(3, dim=2.5, depth=1, token_hidden=4, channel_hidden=4), "dim must be an int of at least 1"),
+        (lambda: MixerClassifier(3, dim=8, depth=0, token_hidden=4, channel_hidden=4), "depth must be an int of at least 1"),
+        (lambda: MixerClassifier(3, dim=8, depth=2.5, token_hidden=4, channel_hidden=4), "depth must be an int of at least 1"),
+    ],
+)
+def test_the_vector_models_name_a_width_or_depth_that_is_no_positive_int(build, named: str) -> None:
+    """A width of 0 built a model whose output ignored its digits, a mixer of depth 0 one of no block; 2.5 failed in
+    torch."""
+    with pytest.raises(ValueError, match=re.escape(named)):
+        build()
+
+
+def test_the_vector_models_take_numpy_widths_and_depths() -> None:
+    digits = torch.zeros(2, 3, dtype=torch.long)
+    assert EmbeddingMLP(3, embed_dim=np.int64(4), widths=(np.int64(8),))(digits).shape == (2, 10)
+    mixer = MixerClassifier(3, dim=np.int64(8), depth=np.int64(2), token_hidden=4, channel_hidden=4)
+    assert len(mixer.blocks) == 2 and mixer(digits).shape == (2, 10)

@@ -16,7 +16,8 @@ from torch import nn
 
 from neurosym.layers import TransformerEncoder
 from neurosym.layers.mixer import MixerBlock
-from neurosym.layers.shape_checks import check_sizes
+from neurosym.layers.shape_checks import check_sizes, check_tensor
+from neurosym.layers.value_checks import check_token_ids
 from neurosym.perception.cnn import VGG11BN, ResNet18, SmallCNN
 from neurosym.training.checks import height_width, positive_number
 
@@ -28,12 +29,14 @@ def _scaled(width: int, scale: float) -> int:
 
 
 def _check_tokens(digits: torch.Tensor, length: int, vocab: int) -> None:
+    """Raise ``ValueError`` unless ``digits`` is ``[B, length]`` int64 or int32 ids in ``[0, vocab)`` (``TypeError`` for
+    a non-tensor)."""
+    check_tensor(digits, "digits")
     if digits.dim() != 2 or digits.shape[1] != length:
         raise ValueError(f"expected digits [B, {length}], got shape {tuple(digits.shape)}")
-    if digits.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"digits must be an integer tensor, got {digits.dtype}")
-    if digits.numel() and (digits.min() < 0 or digits.max() >= vocab):
-        raise ValueError(f"digits must lie in 0..{vocab - 1}")
+    if digits.dtype not in (torch.int64, torch.int32):  # (what nn.Embedding takes: uint8 was refused as no integer)
+        raise ValueError(f"digits must be an integer tensor of int64 or int32, got {digits.dtype}")
+    check_token_ids(digits, vocab, "digit")
 
 
 class EmbeddingMLP(nn.Module):
@@ -49,7 +52,11 @@ class EmbeddingMLP(nn.Module):
         widths: Sequence[int] = MLP_WIDTHS,
     ) -> None:
         super().__init__()
-        self.length, self.vocab, num_classes = check_sizes(length=length, vocab=vocab, num_classes=num_classes)
+        # an embed_dim or a width of 0 built a model whose output ignored its input; 2.5 failed in torch.empty()
+        self.length, self.vocab, num_classes, embed_dim = check_sizes(
+            length=length, vocab=vocab, num_classes=num_classes, embed_dim=embed_dim
+        )
+        widths = check_sizes(**{f"widths[{index}]": width for index, width in enumerate(widths)})
         self.embedding = nn.Embedding(self.vocab, embed_dim)
         layers: list[nn.Module] = []
         previous = self.length * embed_dim
@@ -69,7 +76,9 @@ class _ClassTokenModel(nn.Module):
 
     def __init__(self, length: int, vocab: int, dim: int, num_classes: int) -> None:
         super().__init__()
-        self.length, self.vocab, num_classes = check_sizes(length=length, vocab=vocab, num_classes=num_classes)
+        self.length, self.vocab, num_classes, dim = check_sizes(
+            length=length, vocab=vocab, num_classes=num_classes, dim=dim
+        )  # (a dim of 2.5 failed in torch.empty())
         self.embedding = nn.Embedding(self.vocab, dim)
         self.class_token = nn.Parameter(torch.randn(dim) * 0.02)
         self.classifier = nn.Linear(dim, num_classes)
@@ -121,6 +130,7 @@ class MixerClassifier(_ClassTokenModel):
         dropout: float = 0.0,
     ) -> None:
         super().__init__(length, vocab, dim, num_classes)
+        (depth,) = check_sizes(depth=depth)  # a depth of 0 built a mixer of no block
         self.blocks = nn.Sequential(
             *(MixerBlock(self.length + 1, dim, token_hidden, channel_hidden, dropout) for _ in range(depth))
         )
