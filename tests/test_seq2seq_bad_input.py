@@ -1,4 +1,4 @@
-"""Bad input to the Transformer layers and the seq2seq models is named at the entry point (an audit's findings):
+"""Bad input to the Transformer layers and the seq2seq models is named at the entry point:
 a decoder cache reused with another memory, numpy ints for greedy decoding, fractional layer counts, integer
 inputs to attention, and build_seq2seq's sizes and the options a model would ignore."""
 
