@@ -1,4 +1,5 @@
 import json
+import re
 import signal
 
 import pytest
@@ -63,6 +64,12 @@ def test_regulariser_schedules_scale_with_the_budget():
         model.regularization(torch.tensor([100, 200]))
     assert TwoLayerArithmetic("NALU", steps=10).schedule is None
     assert TwoLayerArithmetic("NALU", steps=10).regularization(10).item() == 0.0
+
+
+@pytest.mark.parametrize("steps", [0, 2.5, "10", True])
+def test_the_schedule_budget_is_a_positive_int(steps):
+    with pytest.raises(ValueError, match=f"steps must be an int of at least 1, got {re.escape(repr(steps))}"):
+        TwoLayerArithmetic("NMU", steps=steps)
 
 
 @pytest.mark.parametrize("step", [15_000, torch.tensor(15_000)])

@@ -20,6 +20,7 @@ from neurosym.layers import (
     NACMul,
     RegularizerWarmup,
 )
+from neurosym.training.checks import int_at_least
 
 UnitFactory = Callable[[int, int, int | None], ArithmeticUnit]
 
@@ -89,8 +90,7 @@ class TwoLayerArithmetic(nn.Module):
         super().__init__()
         if name not in MODEL_LAYERS:
             raise ValueError(f"unknown model {name!r}: choose from {', '.join(MODEL_LAYERS)}")
-        if steps < 1:
-            raise ValueError(f"steps must be positive, got {steps}")
+        steps = int_at_least(steps, "steps", 1)  # (a float budget scaled the warm-up to a fraction of a step)
         first, second = MODEL_LAYERS[name]
         self.name = name
         self.layers = nn.ModuleList([first(in_features, hidden, ensemble), second(hidden, 1, ensemble)])
