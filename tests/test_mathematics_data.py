@@ -416,3 +416,5 @@ def test_a_prediction_with_a_pad_or_bos_before_its_end_matches_no_answer() -> No
     answers = greedy_answers(Predicts(), ["q", "q", "q"], torch.device("cpu"), batch_size=3)  # type: ignore[arg-type]
     assert answers[2] == "12" and "12" not in answers[:2] and all(len(answer) == 3 for answer in answers[:2])
     assert decode([BOS, one, two, EOS, PAD]) == "12"  # a padded target still reads as its text
+    with pytest.raises(TypeError, match=r"greedy_answers takes a list of questions, got one str 'qqq'"):
+        greedy_answers(Predicts(), "qqq", torch.device("cpu"), batch_size=3)  # type: ignore[arg-type]

@@ -237,6 +237,8 @@ def greedy_answers(
 ) -> list[str]:
     """Greedy decoding of at most 30 answer characters for every question (``batch_size`` questions at a time); a PAD
     or BOS predicted before EOS is kept as a character no answer holds (:func:`~neurosym.data.mathematics.decode`)."""
+    if isinstance(questions, str):  # (each character would be read as a question of its own)
+        raise TypeError(f"greedy_answers takes a list of questions, got one str {questions!r:.40}: give [question]")
     answers: list[str] = []
     for start in tqdm(range(0, len(questions), batch_size), desc="decoding", unit="batch", leave=False, disable=not progress):
         src = pad_sequences([encode(q, eos=True) for q in questions[start : start + batch_size]]).to(device)
