@@ -1,7 +1,5 @@
 """HINT seq2seq baselines: ``python benchmarks/hint.py --help``."""
 
-import sys
+from neurosym.cli import script
 
-from neurosym.cli import main
-
-raise SystemExit(main(["hint", *sys.argv[1:]]))
+raise SystemExit(script("hint"))

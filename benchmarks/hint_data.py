@@ -1,7 +1,5 @@
 """Generate HINT in the official format and report its statistics: ``python benchmarks/hint_data.py --help``."""
 
-import sys
+from neurosym.cli import script
 
-from neurosym.cli import main
-
-raise SystemExit(main(["hint-data", *sys.argv[1:]]))
+raise SystemExit(script("hint-data"))

@@ -1,7 +1,5 @@
 """DeepMind Mathematics benchmark: ``python benchmarks/mathematics.py --help``."""
 
-import sys
+from neurosym.cli import script
 
-from neurosym.cli import main
-
-raise SystemExit(main(["mathematics", *sys.argv[1:]]))
+raise SystemExit(script("mathematics"))

@@ -1,7 +1,5 @@
 """The grammar pipeline on a task (multi-digit MNIST addition, handwritten formulas); see ``neurosym pipeline --help``."""
 
-import sys
+from neurosym.cli import script
 
-from neurosym.cli import main
-
-raise SystemExit(main(["pipeline", *sys.argv[1:]]))
+raise SystemExit(script("pipeline"))

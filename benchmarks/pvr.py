@@ -1,7 +1,5 @@
 """Pointer Value Retrieval benchmark; see ``neurosym pvr --help``."""
 
-import sys
+from neurosym.cli import script
 
-from neurosym.cli import main
-
-raise SystemExit(main(["pvr", *sys.argv[1:]]))
+raise SystemExit(script("pvr"))

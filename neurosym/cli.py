@@ -71,13 +71,16 @@ class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
         return text if "(default:" in text else super()._get_help_string(action)
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The top-level parser; with ``command`` given, only that runner's module is imported."""
+def build_parser(command: str | None = None, prog: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser; with ``command`` given, only that runner's module is imported, and its usage and
+    errors are named ``prog`` where given (else ``neurosym COMMAND``)."""
     parser = argparse.ArgumentParser(prog="neurosym", description="neurosym benchmarks and pipelines.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, summary) in COMMANDS.items():
         child = sub.add_parser(name, help=summary, description=summary, formatter_class=_HelpWithDefaults)
+        if prog is not None and name == command:
+            child.prog = prog
         if command in (None, name):
             from neurosym.experiments.options import CONFIG_OPTION, add_options, existing_file
 
@@ -108,12 +111,14 @@ def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namesp
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Run the command ``argv`` names (``COMMAND [OPTIONS]``; default: the process's arguments) and return its exit
+    status; its usage and messages are named ``prog`` where given (else ``neurosym COMMAND``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None
-    parser = build_parser(command)
+    parser = build_parser(command, prog)
     args = _parsed(parser, argv)
-    name, runner = args.command, importlib.import_module(args._runner)
+    shown, runner = args._parser.prog, importlib.import_module(args._runner)  # (e.g. "neurosym hint")
     from neurosym.experiments.options import options_from
     from neurosym.training.checkpoint import CheckpointMismatch  # after the runner: torch is loaded by now
     from neurosym.training.stopping import TrainingInterrupted
@@ -125,15 +130,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         runner.run(args)
     except TrainingInterrupted as stop:
-        print(f"neurosym {name}: {stop}", file=sys.stderr)
+        print(f"{shown}: {stop}", file=sys.stderr)
         return stop.exit_status
     except CheckpointMismatch as error:  # --resume (the default) over another run's checkpoint
         afresh = " (--no-resume starts afresh over it)" if getattr(args, "resume", None) is not None else ""
-        print(f"neurosym {name}: {error}{afresh}", file=sys.stderr)
+        print(f"{shown}: {error}{afresh}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C
         print(
-            f"neurosym {name}: interrupted; what it saved is whole (written atomically): the same command continues from there",
+            f"{shown}: interrupted; what it saved is whole (written atomically): the same command continues from there",
             file=sys.stderr,
         )
         return INTERRUPTED
@@ -141,9 +146,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get(TRACEBACK_VARIABLE):
             raise
         text = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"neurosym {name}: {text} ({TRACEBACK_VARIABLE}=1 shows where)", file=sys.stderr)
+        print(f"{shown}: {text} ({TRACEBACK_VARIABLE}=1 shows where)", file=sys.stderr)
         return FAILED
     return 0
+
+
+def script(command: str) -> int:
+    """:func:`main` for ``benchmarks/SCRIPT.py``: ``command`` with the process's arguments, its usage and messages
+    named by the script as it was invoked (as argparse names a program)."""
+    return main([command, *sys.argv[1:]], prog=os.path.basename(sys.argv[0]))
 
 
 if __name__ == "__main__":  # pragma: no cover

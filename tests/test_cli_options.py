@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -228,6 +229,32 @@ def test_arithmetic_ratios_are_checked_by_argparse(capsys) -> None:
         with pytest.raises(SystemExit) as stopped:
             main(["arithmetic", option, value])
         assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+SCRIPTS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)
+def test_a_benchmark_script_names_itself_in_its_usage_as_invoked(script: Path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(sys, "argv", [str(script), "--help"])
+    with pytest.raises(SystemExit) as stopped:
+        runpy.run_path(str(script), run_name="__main__")
+    shown = capsys.readouterr().out
+    assert stopped.value.code == 0 and shown.startswith(f"usage: {script.name} [-h]") and "neurosym" not in shown.split("\n")[0]
+
+
+def test_a_named_command_names_its_errors_by_that_name(capsys, monkeypatch, tmp_path) -> None:
+    from neurosym.experiments import solver_speed
+
+    def failing(options) -> None:
+        raise ValueError("bad data")
+
+    monkeypatch.setattr(solver_speed, "run", failing)
+    assert main(["solver-speed", "--out", str(tmp_path)], prog="solver_speed.py") == 1
+    assert capsys.readouterr().err.startswith("solver_speed.py: bad data")
+    with pytest.raises(SystemExit):
+        main(["solver-speed", "--count", "0"], prog="solver_speed.py")
+    assert capsys.readouterr().err.startswith("usage: solver_speed.py [-h]")
 
 
 def test_python_dash_m_neurosym_runs_the_command_line() -> None:
