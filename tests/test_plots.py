@@ -1,14 +1,25 @@
-"""The figures' shared pieces: grouped bars against published numbers carry their values."""
+"""The figures: grouped bars against published numbers carry their values; a figure of nothing to draw (no series, zeros,
+NaN or ``None`` only) is written without a matplotlib warning."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("matplotlib")
 
-from neurosym.plots.figure import bar_vs_published, optional_figure, pyplot, save_figure
+from neurosym.benchmarking.arithmetic_training import Curves, GroupConfig, GroupRun
+from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
+from neurosym.plots.figure import bar_vs_published, legend, log_scale, optional_figure, plot_vs_published, pyplot, save_figure
+from neurosym.plots.hint_data import plot_statistics
+from neurosym.plots.hint_pipeline import plot_fewshot, plot_training
+from neurosym.plots.mathematics import REGIMES, plot_module_accuracies
+from neurosym.plots.pipeline import plot_grammar_pipeline
+from neurosym.plots.pvr import plot_holdouts, plot_noise_sensitivity, plot_vector_sweep
 from neurosym.plots.speed import plot_solver_throughput, plot_times_over_length, plot_unit_ratios
 
 
@@ -38,15 +49,77 @@ def test_a_figure_whose_drawing_fails_is_closed(tmp_path) -> None:
     assert plt.get_fignums() == opened and not list(tmp_path.glob("*.png"))
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")  # (matplotlib's notes on empty legends and log axes of no data)
-def test_speed_figures_of_empty_zero_and_nan_series_are_written_and_closed(tmp_path) -> None:
+NAN = math.nan
+SOLVER_ZEROS = [{"n_operators": 1, "path": path, "batch_size": 1, "per_second": 0.0} for path in ("batch", "lark")]
+NOISE = {f"{a}/0": {"mean": np.full(1, NAN), "std": np.zeros(1), "average": NAN} for a in ("mod_sum", "min")}
+MODULES = {
+    "modules": {"interpolate": ["m"], "extrapolate": []},
+    "models": {"t": {r: {"per_module": {"m": NAN}} for r in REGIMES}},
+}
+HOLDOUT_I = {"complexity": 1, "runs": [{"model": "m", "i": 1, "holdout_accuracy": None, "neurosymbolic_holdout_accuracy": None}]}
+EMPTY_GROUP = GroupRun(GroupConfig("NAU", ("add",), (0,), steps=10, eval_every=10), Curves(), 0, 0.0)
+ZERO_LOSS = [{"step": 0, "loss": 0.0, "max_length": 5}]
+DEGENERATE = {
+    "vs published, nothing": (plot_vs_published, ([], {}, "accuracy", "none")),
+    "vs published, None": (plot_vs_published, (["I"], {"ours": [None], "paper": [NAN]}, "accuracy", "missing")),
+    "success rates, none": (plot_success_rates, ([],)),
+    "learning curves, no group": (plot_learning_curves, ([], {})),
+    "learning curves, not evaluated": (plot_learning_curves, ([EMPTY_GROUP], {"add": 0.0})),
+    "speed-ups, none": (plot_speedups, ([], [], 10.0, "none")),
+    "HINT statistics, no split": (plot_statistics, ({},)),
+    "HINT training, zero loss": (plot_training, (ZERO_LOSS, ["I"], {"ours": [None]})),
+    "HINT few-shot, no concept": (plot_fewshot, ({}, [], {})),
+    "mathematics, NaN": (plot_module_accuracies, (MODULES, {"interpolate": NAN, "extrapolate": NAN})),
+    "pipeline, no history": (plot_grammar_pipeline, ([], NAN, [], "none")),
+    "PVR noise, NaN, no aggregation": (plot_noise_sensitivity, (np.ones(1), NOISE, [], 0)),
+    "PVR sweep, zero examples": (plot_vector_sweep, ([{"model": "m", "complexity": 0, "train_size": 0, "test_accuracy": NAN}],)),
+    "PVR holdouts, no run": (plot_holdouts, ({"runs": []}, {"complexity": 1, "runs": []})),
+    "PVR holdouts, None": (plot_holdouts, (None, HOLDOUT_I)),
+    "unit ratios, none": (plot_unit_ratios, ([], "linear", {})),
+    "attention times, none": (plot_times_over_length, ({}, [], "none")),
+    "attention times, zero and NaN": (plot_times_over_length, ({"vanilla": {8: 0.0, 16: NAN}}, [8, 16], "zero")),
+    "attention times, one NaN": (plot_times_over_length, ({"vanilla": {8: NAN}}, [8], "NaN")),
+    "solver throughput, none": (plot_solver_throughput, ([],)),
+    "solver throughput, zero": (plot_solver_throughput, (SOLVER_ZEROS,)),
+}
+"""Each figure on input with nothing to draw: no series, one point, zeros only, NaN or ``None`` only."""
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("case", DEGENERATE)
+def test_a_figure_of_nothing_to_draw_is_written_without_a_warning_and_closed(case: str, tmp_path) -> None:
+    plot, args = DEGENERATE[case]
     opened = pyplot().get_fignums()
-    nan_ratio = [{"shape": "8x8", "unit": "NAU", "ratio_to_linear": math.nan}]
-    paths = [
-        plot_unit_ratios([], "linear", {}, tmp_path / "empty.png"),
-        plot_unit_ratios(nan_ratio, "linear", {"NAU": 2.0}, tmp_path / "nan.png"),
-        plot_times_over_length({"vanilla": {8: 0.0, 16: math.nan}}, [8, 16], "zero", tmp_path / "zero.png"),
-        plot_solver_throughput([], tmp_path / "none.png"),
-    ]
-    assert all(path.stat().st_size > 0 for path in paths) and pyplot().get_fignums() == opened
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.png", "nan.png", "none.png", "zero.png"]  # no temporaries
+    plot(*args, path=tmp_path / "figure.png")
+    assert (tmp_path / "figure.png").stat().st_size > 0 and pyplot().get_fignums() == opened
+    assert [p.name for p in tmp_path.iterdir()] == ["figure.png"]  # no temporaries
+
+
+@pytest.mark.filterwarnings("error")
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=False, width=32), max_size=4))
+def test_an_axis_is_logarithmic_exactly_when_it_has_a_positive_value(values: list[float]) -> None:
+    figure, axis = pyplot().subplots(figsize=(1, 1), dpi=20)
+    axis.plot(range(len(values)), values, label="values")
+    log_scale(axis, "y")
+    legend(axis)
+    figure.canvas.draw()  # (matplotlib's warnings come when drawing)
+    pyplot().close(figure)
+    assert axis.get_yscale() == ("log" if any(value > 0 for value in values) else "linear")
+
+
+def test_a_legend_is_drawn_only_when_something_is_labelled() -> None:
+    figure, axis = pyplot().subplots()
+    axis.plot([1, 2])
+    legend(axis)
+    unlabelled = axis.get_legend()
+    axis.plot([2, 1], label="labelled")
+    legend(axis)
+    pyplot().close(figure)
+    assert unlabelled is None and [text.get_text() for text in axis.get_legend().get_texts()] == ["labelled"]
+
+
+def test_holdouts_without_either_sweep_is_an_error_naming_both(tmp_path) -> None:
+    with pytest.raises(ValueError, match="neither block nor holdout_i"):
+        plot_holdouts(None, None, tmp_path / "holdout.png")
+    assert not list(tmp_path.iterdir())

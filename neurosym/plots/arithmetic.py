@@ -8,7 +8,7 @@ from pathlib import Path
 
 from neurosym.benchmarking.arithmetic_training import GroupRun
 from neurosym.data.arithmetic import OPERATIONS
-from neurosym.plots.figure import grouped_bars, optional_figure, pyplot, save_figure
+from neurosym.plots.figure import grouped_bars, legend, log_scale, optional_figure, pyplot, save_figure
 
 
 @optional_figure
@@ -35,7 +35,7 @@ def plot_success_rates(cells: list[dict], path: Path) -> Path:
             axis.scatter(*zip(*published), marker="x", color="black", zorder=3, label="published" if m == 0 else None)
     axis.set_ylim(0, 1.05)
     axis.set_ylabel("success rate (Wilson 95% interval)")
-    axis.legend(fontsize="small", ncol=2)
+    legend(axis, fontsize="small", ncol=2)
     return save_figure(figure, path)
 
 
@@ -44,19 +44,21 @@ def plot_learning_curves(groups: list[GroupRun], thresholds: dict[str, float], p
     """One panel per (model, operation) cell: the extrapolation MSE of every seed at each evaluation (log
     scale), with the cell's success threshold as a dashed line."""
     panels = [(group, index, name) for group in groups for index, name in enumerate(group.config.operations)]
-    columns = min(3, len(panels))
-    rows = math.ceil(len(panels) / columns)
+    columns = max(1, min(3, len(panels)))
+    rows = max(1, math.ceil(len(panels) / columns))
     figure, axes = pyplot().subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False)
     for axis, (group, index, name) in zip(axes.flat, panels):
-        curves, count = group.curves.stacked(), len(group.config.seeds)
-        test = curves["test"][:, index * count : (index + 1) * count].clamp_min(1e-300).numpy()
-        axis.plot(curves["steps"].numpy(), test, linewidth=0.6, alpha=0.5)
+        count = len(group.config.seeds)
+        if group.curves.steps:  # (a group not yet evaluated: its threshold alone)
+            curves = group.curves.stacked()
+            test = curves["test"][:, index * count : (index + 1) * count].clamp_min(1e-300).numpy()
+            axis.plot(curves["steps"].numpy(), test, linewidth=0.6, alpha=0.5)
         axis.axhline(thresholds[name], color="black", linestyle="--", linewidth=1, label="success threshold")
-        axis.set_yscale("log")
+        log_scale(axis, "y")
         axis.set_title(f"{group.config.model}, {OPERATIONS[name].symbol} ({count} seeds)", fontsize=10)
         axis.set_xlabel("iteration")
         axis.set_ylabel("extrapolation MSE")
-        axis.legend(fontsize=7, loc="upper right")
+        legend(axis, fontsize=7, loc="upper right")
     for axis in list(axes.flat)[len(panels) :]:
         axis.set_visible(False)
     return save_figure(figure, path, dpi=110)
@@ -68,7 +70,7 @@ def plot_speedups(labels: list[str], speedups: list[float], goal: float, title: 
     figure, axis = pyplot().subplots(figsize=(max(5.5, 1.2 * len(labels) + 2), 3.2))
     axis.bar(labels, speedups)
     axis.axhline(goal, color="grey", linestyle="--", label=f"goal on a CPU: {goal}×")
-    axis.legend(loc="best", fontsize=8)
+    legend(axis, loc="best", fontsize=8)
     axis.set_ylabel("speed-up (seed-iterations/s)")
     axis.set_title(title, fontsize=10)
     return save_figure(figure, path)

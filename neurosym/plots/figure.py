@@ -6,10 +6,10 @@ import functools
 import math
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from neurosym.training.checkpoint import atomic_path
 
@@ -59,20 +59,27 @@ def optional_figure(draw: Callable[..., T]) -> Callable[..., T | None]:
     return drawing
 
 
+def drawable(values: Iterable[float | None]) -> list[float]:
+    """``values`` with each ``None`` (a number that is missing, e.g. a NaN read back from JSON) as NaN, which
+    matplotlib draws as nothing."""
+    return [math.nan if value is None else float(value) for value in values]
+
+
 def grouped_bars(
     axis: Axes,
     categories: Sequence[str],
-    series: Mapping[str, Sequence[float]],
+    series: Mapping[str, Sequence[float | None]],
     errors: Mapping[str, Sequence[Sequence[float]]] | None = None,
     value_format: str | None = None,
 ) -> dict[str, list[float]]:
     """Grouped bars on a matplotlib ``axis``: in each of ``categories``, one bar per entry of ``series``
-    (``label -> one value per category``; NaN draws no bar), with ``errors[label]`` as ``[below, above]``
+    (``label -> one value per category``; NaN or ``None`` draws no bar), with ``errors[label]`` as ``[below, above]``
     error bars where given, and each bar's value written on it in ``value_format`` (e.g. ``"{:.4g}"``) when
     given. Returns the bars' centres per label."""
     width = 0.8 / max(1, len(series))
     centres = {}
-    for k, (label, values) in enumerate(series.items()):
+    for k, (label, given) in enumerate(series.items()):
+        values = drawable(given)
         centres[label] = [i + (k - (len(series) - 1) / 2) * width for i in range(len(categories))]
         yerr = None if errors is None else errors.get(label)
         bars = axis.bar(centres[label], values, width, yerr=yerr, capsize=2 if yerr is not None else 0, label=label)
@@ -82,12 +89,29 @@ def grouped_bars(
     return centres
 
 
-def bar_vs_published(axis: Axes, categories: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str) -> None:
+def legend(axis: Axes, **options: Any) -> None:
+    """``axis.legend(**options)`` when something on ``axis`` is labelled; none otherwise (matplotlib warns of an
+    empty legend)."""
+    handles, _ = axis.get_legend_handles_labels()
+    if handles:
+        axis.legend(**options)
+
+
+def log_scale(axis: Axes, which: Literal["x", "y"], base: float = 10) -> None:
+    """Put the ``which`` axis of ``axis`` on a log scale of ``base`` when what is drawn on it has a positive value;
+    else it stays linear (matplotlib warns of a log axis of no positive value, or cannot draw it). Call it after
+    drawing: it reads the data limits."""
+    smallest_positive = axis.dataLim.minposx if which == "x" else axis.dataLim.minposy
+    if math.isfinite(smallest_positive):
+        (axis.set_xscale if which == "x" else axis.set_yscale)("log", base=base)
+
+
+def bar_vs_published(axis: Axes, categories: Sequence[str], series: Mapping[str, Sequence[float | None]], ylabel: str) -> None:
     """Grouped bars on a matplotlib ``axis``: in each of ``categories``, one bar per entry of ``series``
     (``label -> one value per category``, ours first, then the published rows), each with its value, and a legend."""
     grouped_bars(axis, categories, series, value_format="{:.4g}")
     axis.set_ylabel(ylabel)
-    axis.legend(fontsize=8)
+    legend(axis, fontsize=8)
 
 
 def save_figure(figure: Figure, path: str | os.PathLike, dpi: int = 120) -> Path:
@@ -105,7 +129,7 @@ def save_figure(figure: Figure, path: str | os.PathLike, dpi: int = 120) -> Path
 
 @optional_figure
 def plot_vs_published(
-    categories: Sequence[str], series: Mapping[str, Sequence[float]], ylabel: str, title: str, path: str | os.PathLike
+    categories: Sequence[str], series: Mapping[str, Sequence[float | None]], ylabel: str, title: str, path: str | os.PathLike
 ) -> Path:
     """One figure of grouped bars (ours first, then the published rows; 0 to 100) written to ``path``."""
     figure, axis = pyplot().subplots(figsize=(7, 3.5))

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from neurosym.data.hint import ASPECTS
-from neurosym.plots.figure import optional_figure, pyplot, save_figure
+from neurosym.plots.figure import legend, optional_figure, pyplot, save_figure
 
 _CATEGORICAL = frozenset({"symbol", "result"})
 
@@ -38,7 +38,7 @@ def plot_statistics(stats: Mapping[str, Mapping[str, Counter]], path: str | os.P
             axis.set_xlabel(aspect.replace("_", " "))
         axis.set_title(aspect.replace("_", " "))
         axis.set_ylabel("frequency")
-    axes.flat[0].legend(fontsize=7)
+    legend(axes.flat[0], fontsize=7)
     save_figure(figure, path, dpi=110)
 
 

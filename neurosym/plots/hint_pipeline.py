@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from neurosym.plots.figure import bar_vs_published, optional_figure, pyplot, save_figure
+from neurosym.plots.figure import bar_vs_published, drawable, log_scale, optional_figure, pyplot, save_figure
 
 
 @optional_figure
@@ -22,8 +23,8 @@ def plot_training(
     expression; right: accuracy per test subset, one bar per entry of ``series`` (ours first)."""
     figure, (curve, bars) = pyplot().subplots(1, 2, figsize=(11, 4))
     steps = [h["step"] for h in history]
-    curve.plot(steps, [h["loss"] if h["loss"] is not None else np.nan for h in history], label="pseudo-label loss", lw=0.8)
-    curve.set_yscale("log")
+    curve.plot(steps, drawable(h["loss"] for h in history), label="pseudo-label loss", lw=0.8)
+    log_scale(curve, "y")
     curve.set_xlabel("step")
     curve.set_title("training from results only")
     twin = curve.twinx()
@@ -54,6 +55,6 @@ def plot_fewshot(
         for scale, info in fewshot.items()
     }  # fmt: skip
     published = [paper[c] for c in concepts]
-    series["paper, Transformer (test)"] = [*published, float(np.mean(published))]
+    series["paper, Transformer (test)"] = [*published, float(np.mean(published)) if published else math.nan]
     bar_vs_published(axis, [*concepts, "avg"], series, f"{'test' if split == 'test' else 'validation'} accuracy %")
     save_figure(figure, path)

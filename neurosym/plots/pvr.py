@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from neurosym.plots.figure import grouped_bars, optional_figure, pyplot, save_figure
+from neurosym.plots.figure import drawable, grouped_bars, legend, log_scale, optional_figure, pyplot, save_figure
 
 
 @optional_figure
@@ -20,14 +20,15 @@ def plot_noise_sensitivity(
     for m in range(max_m + 1):
         curve = curves[f"mod_sum/{m}"]
         left.errorbar(deltas, curve["mean"], yerr=curve["std"], marker="o", ms=3, label=f"m={m}")
-    left.set(xscale="log", xlabel="delta", ylabel="NS_delta", title="(a) mod_sum")
-    left.legend(fontsize=8)
+    log_scale(left, "x")
+    left.set(xlabel="delta", ylabel="NS_delta", title="(a) mod_sum")
+    legend(left, fontsize=8)
     for aggregation in aggregations:
         right.plot(
             range(max_m + 1), [curves[f"{aggregation}/{m}"]["average"] for m in range(max_m + 1)], marker="o", label=aggregation
         )
     right.set(xlabel="complexity m", ylabel="mean NS over delta", title="(b) aggregations")
-    right.legend(fontsize=8)
+    legend(right, fontsize=8)
     save_figure(figure, path)
 
 
@@ -40,16 +41,19 @@ def plot_vector_sweep(runs: list[dict[str, Any]], path: Path) -> None:
         points = sorted((r["train_size"], r["test_accuracy"]) for r in runs if (r["model"], r["complexity"]) == (model, m))
         axis.plot(*zip(*points), marker="o", label=f"{model}, m={m}")
     axis.axhline(0.1, color="grey", linestyle=":", label="chance")
-    axis.set(xscale="log", xlabel="training examples", ylabel="test accuracy", ylim=(0, 1.02))
-    axis.legend(fontsize=8)
+    log_scale(axis, "x")
+    axis.set(xlabel="training examples", ylabel="test accuracy", ylim=(0, 1.02))
+    legend(axis, fontsize=8)
     save_figure(figure, path)
 
 
 @optional_figure
 def plot_holdouts(block: dict[str, Any] | None, holdout_i: dict[str, Any] | None, path: Path) -> None:
     """Bars: block-task accuracy per test split and model; holdout-i test accuracy, neural and neuro-symbolic."""
-    plt = pyplot()
     panels = [p for p in (block, holdout_i) if p is not None]
+    if not panels:
+        raise ValueError("plot_holdouts: neither block nor holdout_i results to draw")
+    plt = pyplot()
     figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
     axes = list(axes[0])
     if block is not None:
@@ -58,13 +62,14 @@ def plot_holdouts(block: dict[str, Any] | None, holdout_i: dict[str, Any] | None
         series = {run["model"]: [run[f"{s}_accuracy"] for s in splits] for run in block["runs"]}
         grouped_bars(axis, splits, series)
         axis.set(ylabel="test accuracy", ylim=(0, 1.02), title="block MNIST PVR, trained on the holdout split")
-        axis.legend(fontsize=8)
+        legend(axis, fontsize=8)
     if holdout_i is not None:
         axis = axes.pop(0)
         runs = holdout_i["runs"]
         positions = np.arange(len(runs))
-        axis.bar(positions - 0.2, [r["holdout_accuracy"] for r in runs], 0.4, label=runs[0]["model"])
-        axis.bar(positions + 0.2, [r["neurosymbolic_holdout_accuracy"] for r in runs], 0.4, label="neuro-symbolic")
+        neural = drawable(r["holdout_accuracy"] for r in runs)
+        axis.bar(positions - 0.2, neural, 0.4, label=runs[0]["model"] if runs else "neural")
+        axis.bar(positions + 0.2, drawable(r["neurosymbolic_holdout_accuracy"] for r in runs), 0.4, label="neuro-symbolic")
         axis.set(
             xticks=positions,
             xticklabels=[f"holdout-{r['i']}" for r in runs],
@@ -72,5 +77,5 @@ def plot_holdouts(block: dict[str, Any] | None, holdout_i: dict[str, Any] | None
             ylim=(0, 1.02),
             title=f"vector holdout-i, m={holdout_i['complexity']}",
         )
-        axis.legend(fontsize=8)
+        legend(axis, fontsize=8)
     save_figure(figure, path)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from neurosym.plots.figure import grouped_bars, optional_figure, pyplot, save_figure
+from neurosym.plots.figure import grouped_bars, legend, log_scale, optional_figure, pyplot, save_figure
 
 
 @optional_figure
@@ -22,10 +22,10 @@ def plot_unit_ratios(records: list[dict], baseline: str, goals: Mapping[str, flo
         if unit in goals:
             axis.scatter(centres[unit], [goals[unit]] * len(shapes), marker="_", s=400, color="black", zorder=3)
     axis.axhline(1.0, color="grey", linewidth=0.8)
-    axis.set_yscale("log")
-    axis.set_ylabel("forward+backward time / nn.Linear (log)")
+    log_scale(axis, "y")
+    axis.set_ylabel("forward+backward time / nn.Linear")
     axis.set_title("Arithmetic units vs nn.Linear (black ticks: goals)")
-    axis.legend()
+    legend(axis)
     return save_figure(figure, path)
 
 
@@ -36,12 +36,12 @@ def plot_times_over_length(seconds: Mapping[str, Mapping[int, float]], lengths: 
     figure, axis = pyplot().subplots(figsize=(6, 4))
     for kind, times in seconds.items():
         axis.plot(lengths, [1000 * times[n] for n in lengths], marker="o", label=kind)
-    axis.set_xscale("log", base=2)
-    axis.set_yscale("log")
+    log_scale(axis, "x", base=2)
+    log_scale(axis, "y")
     axis.set_xlabel("sequence length")
     axis.set_ylabel("forward + backward (ms)")
     axis.set_title(title, fontsize=9)
-    axis.legend()
+    legend(axis)
     return save_figure(figure, path)
 
 
@@ -59,10 +59,10 @@ def plot_solver_throughput(runs: list[dict], path: Path) -> Path:
         axis.axhline(
             lark["per_second"], linestyle="--", color=line[0].get_color(), label=f"Lark LALR + execute, n_op={n_operators}"
         )
-    axis.set_xscale("log")
-    axis.set_yscale("log")
+    log_scale(axis, "x")
+    log_scale(axis, "y")
     axis.set_xlabel("batch size (sentences per call)")
     axis.set_ylabel("expressions per second (wall clock)")
     axis.set_title("HINT solver throughput")
-    axis.legend(fontsize=8)
+    legend(axis, fontsize=8)
     return save_figure(figure, path)
