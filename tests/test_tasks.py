@@ -434,6 +434,23 @@ def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, 
     assert results["reads_per_example"] == pytest.approx(4.0, abs=0.01)
 
 
+def test_the_pipeline_table_shows_a_score_that_is_missing_or_not_a_number_as_a_dash() -> None:
+    from types import SimpleNamespace
+
+    from neurosym.experiments.pipeline import _table
+
+    timings = {"decode_per_batch": 0.001, "abduction_per_wrong": 0.002, "wrong_timed": 0, "abduced": 0.0}
+    results = {
+        "test": {"accuracy": math.nan, "symbol": None}, "validation": {"accuracy": 0.5}, "ceiling": math.nan,
+        "pseudo_labels": "all", "ensemble": [], "config": {"readers": 1}, "refit": None, "restarts": [],
+        "train_seconds": 60.0, "device": "cpu", "timings": timings, "subsets": {"test": {"short": math.nan}},
+        "data_note": "",
+    }  # fmt: skip
+    lines = _table(SimpleNamespace(name="task", published=[]), results).splitlines()
+    cells = [cell.strip() for cell in lines[3].split("|")[1:-1]]
+    assert cells == ["neurosym (ours)", "—", "50.00", "—", "—", "1.0 min", "cpu"] and lines[-1] == "test subsets: short —"
+
+
 BINARY_TASK = """
 import numpy as np
 from neurosym.data.symbol_images.handwriting import handwritten_symbols

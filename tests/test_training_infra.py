@@ -89,6 +89,7 @@ def test_report_table_and_json(tmp_path):
     lines = table.splitlines()
     assert lines[0].startswith("| op") and "0.9812" in lines[3] and len(lines) == 4
     assert [percent(v) for v in (1.0, 0.958333, 0.0909, 0)] == ["100.0", "95.8", "9.1", "0.0"]  # one decimal, not 4 digits
+    assert [percent(0.958333, 2), percent(1, 0), percent(float("nan"), 2)] == ["95.83", "100", "—"]
     out = save_json({"a": np.arange(3)}, tmp_path / "r.json")
     assert out.read_text().replace(" ", "").replace("\n", "") == '{"a":[0,1,2]}'
 
@@ -102,7 +103,13 @@ def _columns(line: str) -> int:
 @given(
     st.lists(
         st.lists(
-            st.one_of(st.text(st.sampled_from("a|\\\n\r "), max_size=6), st.text(max_size=6), st.none(), st.floats()),
+            st.one_of(
+                st.text(st.sampled_from("a|\\\n\r "), max_size=6),
+                st.text(max_size=6),
+                st.none(),
+                st.floats(),
+                st.floats(width=32).map(np.float32),
+            ),
             min_size=2,
             max_size=2,
         ),
@@ -113,6 +120,10 @@ def test_every_table_line_has_the_headers_cells_whatever_the_values(rows):
     lines = format_table(["module", "value"], rows).splitlines()
     assert len(lines) == 2 + len(rows) and [_columns(line) for line in lines] == [2] * len(lines)
     assert not any(cell.strip() in ("nan", "None") for line in lines for cell in line.split("|"))
+    for line, row in zip(lines[2:], rows):
+        if not any(isinstance(value, str) for value in row):  # (numbers alone: no bar to escape, numpy's as Python's)
+            shown = ["—" if value is None or np.isnan(value) else f"{float(value):.4g}" for value in row]
+            assert [cell.strip() for cell in line.split("|")[1:-1]] == shown
 
 
 def test_a_table_escapes_a_bar_shows_missing_values_as_a_dash_and_refuses_a_row_of_another_length():

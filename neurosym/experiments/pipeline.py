@@ -45,7 +45,7 @@ from neurosym.experiments.options import (
     setup_value,
     unit_interval,
 )
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import format_table, percent
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.perception.reader import as_reader, reader_module
 from neurosym.perception.saved_reader import load_reader
@@ -574,10 +574,8 @@ def _table(task: Task, results: dict[str, Any]) -> str:
         ours += f", started afresh {restarts}× (nothing read right by step {results['restarts'][-1]['step']})"
     rows = [
         [
-            ours, f"{100 * test['accuracy']:.2f}", f"{100 * validation['accuracy']:.2f}",
-            "—" if symbol is None else f"{100 * symbol:.2f}",
-            "—" if results["ceiling"] is None else f"{100 * results['ceiling']:.2f}",
-            f"{results['train_seconds'] / 60:.1f} min", results["device"],
+            ours, percent(test["accuracy"], 2), percent(validation["accuracy"], 2), percent(symbol, 2),
+            percent(results["ceiling"], 2), f"{results['train_seconds'] / 60:.1f} min", results["device"],
         ]
     ]  # fmt: skip
     for row in task.published:
@@ -590,7 +588,7 @@ def _table(task: Task, results: dict[str, Any]) -> str:
         f"per test example read wrong (median of {timings['wrong_timed']}; {100 * timings['abduced']:.0f} % explained)"
     )
     subsets = "".join(
-        f"\n{split} subsets: " + ", ".join(f"{name} {100 * accuracy:.1f}" for name, accuracy in scores.items())
+        f"\n{split} subsets: " + ", ".join(f"{name} {percent(accuracy)}" for name, accuracy in scores.items())
         for split, scores in results["subsets"].items()
     )
     title = f"{task.name}: {results['data_note']}" if results["data_note"] else task.name

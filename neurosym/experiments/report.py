@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -15,7 +16,7 @@ MISSING = "—"
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """Render ``rows`` under ``headers`` as a GitHub-flavoured Markdown table.
 
-    Floats are written to 4 significant digits, ``None`` and NaN as :data:`MISSING`; a ``|`` in a cell is escaped
+    Floats (numpy's too) are written to 4 significant digits, ``None`` and NaN as :data:`MISSING`; a ``|`` in a cell is escaped
     (``\\|``, a backslash before it doubled) and a line break becomes a space, so that every value stays in its cell. A row with another number of
     cells than ``headers`` raises ``ValueError`` naming it."""
     for index, row in enumerate(rows):
@@ -28,10 +29,10 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join(lines)
 
 
-def percent(fraction: float | None) -> str:
-    """A fraction as a table's percentage cell, one decimal: ``0.9583`` -> ``"95.8"``; :data:`MISSING` for ``None``
-    or NaN."""
-    return fixed(None if fraction is None else 100 * fraction, 1)
+def percent(fraction: float | None, decimals: int = 1) -> str:
+    """A fraction as a table's percentage cell, one decimal by default: ``0.9583`` -> ``"95.8"``; :data:`MISSING` for
+    ``None`` or NaN."""
+    return fixed(None if fraction is None else 100 * fraction, decimals)
 
 
 def fixed(value: float | None, decimals: int) -> str:
@@ -42,9 +43,10 @@ def fixed(value: float | None, decimals: int) -> str:
 
 def _cell(value: Any) -> str:
     """``value`` as the text of one cell (:func:`format_table`)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    fractional = isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)  # (numpy's floats too)
+    if value is None or (fractional and math.isnan(value)):
         return MISSING
-    text = f"{value:.4g}" if isinstance(value, float) else str(value)
+    text = f"{float(value):.4g}" if fractional else str(value)
     return _BAR.sub(lambda bar: 2 * bar[1] + "\\|", " ".join(text.splitlines()))
 
 
