@@ -292,7 +292,8 @@ def test_a_config_file_gives_defaults_that_the_command_line_overrides(tmp_path) 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("epochs = -1\n", "epochs: expected a finite number >= 0, got '-1'"),
+        ("epochs = -1\n", "epochs: expected a finite positive number, got '-1'"),
+        ("epochs = 0\n", "epochs: expected a finite positive number, got '0'"),  # (it trained one step)
         ("epoch = 3\n", "unknown option 'epoch'"),
         (
             'task = "sudoku"\n',

@@ -112,7 +112,7 @@ class PipelineOptions(TrainingOptions):
     epochs: float | None = option(
         None, "passes over the training examples (default: the task's, chosen on validation: mnist-add 2 for N = 1, 6 "
         "for N = 2 and 3, 12 from N = 4, 25 at N = 15, 30 beyond; hwf 20; hint-grammar make run's 800 steps of 32)",
-        parse=non_negative_float,
+        parse=positive_float,
     )  # fmt: skip
     batch_size: int | None = option(
         None, "examples per step (default: the task's: 32; mnist-add beyond 15 digits 4)", parse=positive_int
