@@ -22,6 +22,38 @@ def test_a_seeded_block_draws_the_same_whatever_came_before_and_the_callers_stre
         assert not torch.equal(torch.rand(3), draws[0][0])
 
 
+class FakeGenerator:
+    """A CUDA device's generator, as ``torch.cuda.default_generators`` holds it: the seeds it was given."""
+
+    def __init__(self) -> None:
+        self.seeds: list[int] = []
+
+    def manual_seed(self, seed: int) -> None:
+        self.seeds.append(seed)
+
+
+def test_a_seeded_block_seeds_only_the_generators_it_gives_back(monkeypatch):
+    """On a machine with CUDA: torch.manual_seed also seeded every CUDA generator (queued until CUDA starts), which a
+    block on the CPU never gave back, so the caller's GPU stream (dropout masks) restarted from the block's seed; a
+    block on one GPU gave back that GPU's generator only."""
+    queued: list[int] = []
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", queued.append)  # (torch.manual_seed's call for every GPU)
+    monkeypatch.setattr(torch.cuda, "manual_seed", queued.append)
+    generators = [FakeGenerator(), FakeGenerator()]
+    monkeypatch.setattr(torch.cuda, "default_generators", generators)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 1)
+    forked: list[list[int]] = []
+    fork_rng = torch.random.fork_rng
+    monkeypatch.setattr(torch.random, "fork_rng", lambda devices: forked.append(devices) or fork_rng(devices=[]))
+    for device, given_back in (("cpu", []), ("cuda", [1]), ("cuda:0", [0]), (torch.device("cuda", 1), [1])):
+        with seeded(5, device):
+            pass
+        assert forked[-1] == given_back and queued == []
+        assert [generator.seeds for generator in generators] == [[5] * given_back.count(k) for k in range(2)], device
+        for generator in generators:
+            generator.seeds.clear()
+
+
 def test_evaluation_mode_gives_every_module_its_own_mode_back_even_after_an_error():
     model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5), nn.BatchNorm1d(2))
     model[1].eval()  # a mixed model: dropout off, the rest training

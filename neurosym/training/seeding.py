@@ -13,9 +13,13 @@ def seeded(seed: int, device: torch.device | str = "cpu") -> Iterator[None]:
     """Within the block torch's global generators (the CPU's, and ``device``'s when it is a CUDA device) start from
     ``seed``; on leaving, the caller's states come back. For library functions that build modules (their
     initialisers draw from the global generator) or train with dropout: reproducible for a seed, whatever the caller
-    drew before, and the caller's own stream goes on as if the block had not run."""
+    drew before, and the caller's own stream goes on as if the block had not run. Only the generators that come back
+    are seeded: ``torch.manual_seed`` would also seed every other CUDA device's (or, before CUDA starts, queue that
+    seed for when it does), and those would keep ``seed`` after the block."""
     device = torch.device(device)
-    devices = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
-    with torch.random.fork_rng(devices=devices):
-        torch.manual_seed(seed)
+    cuda = [device.index if device.index is not None else torch.cuda.current_device()] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=cuda):
+        torch.default_generator.manual_seed(seed)
+        for index in cuda:
+            torch.cuda.default_generators[index].manual_seed(seed)
         yield
