@@ -17,6 +17,7 @@ from neurosym.benchmarking.arithmetic_results import group_cells
 from neurosym.benchmarking.arithmetic_training import GraphedStep, GroupConfig, build, train_group
 from neurosym.cli import main
 from neurosym.layers import NALU, NAU, NMU, NPU
+from neurosym.perception.strokes import StrokeNormaliser, skeletonise
 from neurosym.pipelines.grammar_pipeline import evaluate_grammar_pipeline, train_grammar_pipeline
 from neurosym.training import load_checkpoint, resolve_device
 from neurosym.training.stopping import StopRequests
@@ -49,6 +50,20 @@ def test_units_compute_on_the_device_what_they_compute_on_the_cpu(cls, accelerat
     torch.testing.assert_close(x_device.grad.cpu(), x_cpu.grad, rtol=1e-7, atol=1e-9)
     for (name, on_cpu), on_device in zip(unit.named_parameters(), moved.parameters()):
         torch.testing.assert_close(on_device.grad.cpu(), on_cpu.grad, rtol=1e-7, atol=1e-9, msg=name)
+
+
+def test_the_stroke_normaliser_redraws_on_the_device_what_it_redraws_on_the_cpu(accelerator):
+    """Random ink and the two dots of a division sign (isolated 2x2 squares, kept by indexing the neighbour codes):
+    the same skeletons on the device, and the same pen and blur to float rounding."""
+    generator = torch.Generator().manual_seed(0)
+    windows = (torch.rand(32, 1, 32, 32, generator=generator) > 0.6) * torch.rand(32, 1, 1, 1, generator=generator)
+    windows[0] = 0.0
+    windows[0, 0, 15:17, 8:24] = windows[0, 0, 9:11, 15:17] = windows[0, 0, 21:23, 15:17] = 1.0
+    ink = windows[:, 0] > 0.2
+    assert torch.equal(skeletonise(ink.to(accelerator)).cpu(), skeletonise(ink))
+    normaliser = StrokeNormaliser(width=3)
+    on_cpu = normaliser(windows)
+    torch.testing.assert_close(normaliser.to(accelerator)(windows.to(accelerator)).cpu(), on_cpu, rtol=1e-5, atol=1e-6)
 
 
 def test_batched_arithmetic_training_resumes_exactly_on_the_device(tmp_path, accelerator):

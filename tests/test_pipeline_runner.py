@@ -111,6 +111,7 @@ def test_stroke_width_option_puts_a_stroke_normaliser_in_front_of_the_reader(pri
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "5", "--batch-size", "4",
             "--curriculum", "1:5", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
             "--speed-samples", "1", "--out", str(out), "--no-progress"]  # fmt: skip
+    argv += ["--device", "cpu"]  # read back and scored on the CPU below: on CUDA the run scores under bfloat16 autocast
     assert main([*argv, "--stroke-width", "3"]) == 0
     saved = torch.load(out / "checkpoint.pt")["model"]
     assert saved["strokes.gaussian"].sum().item() == pytest.approx(1.0)  # the checkpoint holds the classifier
