@@ -20,6 +20,7 @@ from neurosym.layers import NALU, NAU, NMU, NPU
 from neurosym.perception.strokes import StrokeNormaliser, skeletonise
 from neurosym.pipelines.grammar_pipeline import evaluate_grammar_pipeline, train_grammar_pipeline
 from neurosym.training import load_checkpoint, resolve_device
+from neurosym.training.seeding import seeded
 from neurosym.training.stopping import StopRequests
 from neurosym.training.update import adam
 
@@ -64,6 +65,19 @@ def test_the_stroke_normaliser_redraws_on_the_device_what_it_redraws_on_the_cpu(
     normaliser = StrokeNormaliser(width=3)
     on_cpu = normaliser(windows)
     torch.testing.assert_close(normaliser.to(accelerator)(windows.to(accelerator)).cpu(), on_cpu, rtol=1e-5, atol=1e-6)
+
+
+def test_a_seeded_block_on_the_device_draws_alike_and_gives_the_callers_streams_back(accelerator):
+    draws = []
+    for caller_seed in (1, 2):
+        torch.manual_seed(caller_seed)
+        expected = torch.rand(3, device=accelerator), torch.rand(3)
+        torch.manual_seed(caller_seed)
+        with seeded(7, accelerator):
+            draws.append(torch.rand(3, device=accelerator))
+        for drawn, before in zip((torch.rand(3, device=accelerator), torch.rand(3)), expected):
+            torch.testing.assert_close(drawn, before, rtol=0, atol=0)  # as if the block had not run
+    assert torch.equal(draws[0], draws[1])
 
 
 def test_batched_arithmetic_training_resumes_exactly_on_the_device(tmp_path, accelerator):
