@@ -1,5 +1,6 @@
-"""What must hold on a CUDA device: the units compute there what they compute on the CPU, the batched
-arithmetic training resumes exactly, and the grammar pipeline learns with mixed precision.
+"""What must hold on a CUDA device: the units and the stroke normaliser compute there what they compute on the CPU,
+a seeded block gives the caller's streams back, the batched arithmetic training resumes exactly, and the grammar
+pipeline learns with mixed precision.
 
 Marked ``cuda``: skipped without a GPU, run by ``make gpu-check`` (``benchmarks/device_check.py``);
 ``NEUROSYM_CUDA_TESTS_ON=cpu`` runs them on the CPU to check the tests themselves.
