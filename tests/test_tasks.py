@@ -273,6 +273,30 @@ def test_the_truths_reference_trains_on_the_true_sentences_and_never_abduces(mon
         train_grammar_pipeline(addition_pipeline(0), unlabelled, supervised, torch.device("cpu"))
 
 
+@pytest.mark.parametrize(
+    ("labels", "budget"),
+    [
+        ("all", AbductionBudget(max_changes=2)),
+        ("marginal", AbductionBudget(max_changes=2, chain_sweeps=1)),
+        ("marginal", AbductionBudget(max_changes=2, readings=4, sample_readings=True, chain_sweeps=2)),
+        ("truths", AbductionBudget()),
+    ],
+)
+def test_the_history_counts_as_read_right_every_reading_that_gives_its_result(labels, budget):
+    """Whatever the pseudo-labels: a chain's explanations need not hold the reading (it was counted wrong there), and a
+    reading other than the true sentence may give the result too (``2+1`` for ``1+2``)."""
+    train = addition_problem(1, 200, seed=0)
+    torch.manual_seed(0)
+    pipeline = GrammarPipeline(SymbolGrammar(grammar_file("mnist_add.lark")), addition_semantics(), GlyphReader(), budget)
+    config = replace(tiny_training(1), batch_size=128, pseudo_labels=labels)
+    indices = config.curriculum.sample(train.lengths, 0, config.batch_size, config.seed).tolist()
+    values = pipeline.predict(train.batch(indices))
+    right = sum(value == train.targets[i] for value, i in zip(values, indices))
+    assert right > 0  # (an untrained reader reads about one sum in ten right)
+    (step,) = train_grammar_pipeline(pipeline, train, config, torch.device("cpu"))
+    assert step["correct"] == right / len(indices)
+
+
 def test_a_resumed_training_repeats_an_uninterrupted_one(tmp_path):
     train = addition_problem(2, 200, seed=0)
     straight = addition_pipeline(0)

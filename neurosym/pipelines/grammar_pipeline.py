@@ -262,19 +262,22 @@ def train_grammar_pipeline(
             found = pipeline.explain(reading, batch_targets, batch.given)
             sentences, proposals = [[c.sentence for c in f] for f in found], [[c.proposal for c in f] for f in found]
             loss = marginal_loss(reading.log_probs, sentences, pipeline.grammar.symbols, read, proposals)
-            best = [f[0] if f else None for f in found]
+            labelled = [bool(f) for f in found]
         elif config.pseudo_labels == "truths":  # the labels themselves, as a sentence read with certainty
             assert truths is not None  # checked before training
             labels = [truths[i] for i in indices]
-            best = [Correction(label, 0.0, 0) for label in labels]
+            labelled = [True] * len(labels)
             loss = pseudo_label_loss(reading.log_probs, labels, pipeline.grammar.symbols, read)
         else:
             best = pipeline.abduce(reading, batch_targets, batch.given)
             labels = [None if c is None else c.sentence for c in best]
+            labelled = [label is not None for label in labels]
             loss = pseudo_label_loss(reading.log_probs, labels, pipeline.grammar.symbols, read)
         if loss is None and distributed:  # every process must take part in the gradient's all-reduce
             loss = reading.log_probs[torch.isfinite(reading.log_probs)].sum() * 0.0
-        hits = torch.tensor([sum(c is not None and c.sentence == s for c, s in zip(best, reading.sentences)), len(best)])
+        # (not from the pseudo-labels: a chain's explanations need not hold the reading, nor is a true sentence the only
+        # one that gives the result)
+        hits = torch.tensor([sum(map(pipeline.abducer.gives, reading.values, batch_targets)), len(batch_targets)])
         if distributed:
             hits = hits.to(device)
             dist.all_reduce(hits)
@@ -283,8 +286,7 @@ def train_grammar_pipeline(
         if give_up is not None and index + 1 >= give_up and not read_right:
             raise NothingReadRight(index + 1)
         logs = {"max_length": config.curriculum.max_length(index), "loss": None if loss is None else loss.item()}
-        labelled = float(np.mean([c is not None for c in best]))
-        return loss, {**logs, "labelled": labelled, "correct": right / size}
+        return loss, {**logs, "labelled": float(np.mean(labelled)), "correct": right / size}
 
     def load(saved: dict[str, Any]) -> None:
         nonlocal read_right
