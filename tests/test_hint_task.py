@@ -4,6 +4,7 @@ examples show the images HINT's own pipeline shows, and the generic pipeline lea
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from dataclasses import replace
 
@@ -23,7 +24,12 @@ from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.abduction import changed
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
-from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline, train_grammar_pipeline
+from neurosym.pipelines.grammar_pipeline import (
+    GrammarPipeline,
+    evaluate_grammar_pipeline,
+    marginal_loss,
+    train_grammar_pipeline,
+)
 from neurosym.pipelines.trainer import PipelineConfig
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS, Operator, evaluate
@@ -175,6 +181,48 @@ def test_abduction_under_any_reading_gives_the_target_within_the_budget(
     sentence = to_infix(tree)
     budget = AbductionBudget(max_changes=max_changes, max_candidates=16, alternatives=3, readings=readings, max_nodes=max_nodes)
     checked_corrections(GrammarAbducer(EXECUTOR, budget), sentence, near_uniform(sentence, seed, scale), target)
+
+
+SMALL_GRAMMAR = SymbolGrammar(base_grammar(), symbols=list("013+-*/()"))  # every operator, brackets, 3 - 1 and 1 / 3
+SMALL_EXECUTOR = Executor(SMALL_GRAMMAR, hint_semantics())
+
+
+@functools.cache
+def small_sentences(length: int) -> dict[str, int | None]:
+    """Every grammatical sentence of ``length`` over :data:`SMALL_GRAMMAR`'s symbols, with its HINT value."""
+    sentences = [s for s in map("".join, itertools.product(SMALL_GRAMMAR.symbols, repeat=length)) if SMALL_GRAMMAR.accepts(s)]
+    return dict(zip(sentences, SMALL_EXECUTOR.values(sentences)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(length=st.sampled_from([1, 3, 5]), seed=st.integers(0, 2**31 - 1), data=st.data())
+def test_with_a_budget_as_long_as_the_sentence_the_marginal_is_the_results_exact_likelihood(length, seed, data):
+    """Against every sentence of the length (brackets; ``3-1-3`` clamped to 0, ``1/3`` rounded up, ``3/0`` without a
+    value; uniform rows: every sentence equally probable): the explanations are exactly the sentences that give the
+    target, none where no sentence does, each scored as the reader reads it, and the marginal loss's gradient is
+    that of minus the log of their summed probability, per symbol."""
+    every = small_sentences(length)
+    rng = np.random.default_rng(seed)
+    log_probs = np.log(rng.dirichlet(np.full(len(SMALL_GRAMMAR.symbols), 0.5), size=length))
+    if data.draw(st.booleans(), label="uniform"):
+        log_probs[:] = -np.log(len(SMALL_GRAMMAR.symbols))
+    columns = [[SMALL_GRAMMAR.symbols.index(c) for c in s] for s in every]
+    scores = log_probs[np.arange(length), columns].sum(axis=1)
+    read = list(every)[int(scores.argmax())]
+    target = data.draw(st.sampled_from(sorted({v for v in every.values() if v is not None}) + [1000]), label="target")
+    budget = AbductionBudget(
+        max_changes=length, max_candidates=10**5, max_patterns=10**5, alternatives=len(SMALL_GRAMMAR.symbols)
+    )
+    found = GrammarAbducer(SMALL_EXECUTOR, budget).explanations(read, log_probs, target)
+    giving = {s: score for s, score in zip(every, scores) if every[s] == target}
+    assert {c.sentence: c.log_prob for c in found} == pytest.approx(giving)
+    reader = torch.tensor(log_probs)[None].requires_grad_()  # [1, n, V], as read
+    loss = marginal_loss(reader, [[c.sentence for c in found]], SMALL_GRAMMAR.symbols, np.ones((1, length), bool))
+    if not giving:
+        assert loss is None
+        return
+    exact = -torch.logsumexp(reader[0, torch.arange(length), [columns[list(every).index(s)] for s in giving]].sum(-1), 0)
+    assert torch.allclose(torch.autograd.grad(loss, reader)[0], torch.autograd.grad(exact / length, reader)[0])
 
 
 @settings(max_examples=200, deadline=None)
