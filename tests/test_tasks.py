@@ -11,6 +11,7 @@ import sys
 from dataclasses import asdict, replace
 from fractions import Fraction
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -458,9 +459,17 @@ def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, 
     assert results["reads_per_example"] == pytest.approx(4.0, abs=0.01)
 
 
-def test_the_pipeline_table_shows_a_score_that_is_missing_or_not_a_number_as_a_dash() -> None:
-    from types import SimpleNamespace
+def test_the_ceiling_counts_the_symbols_read_within_each_length_whatever_pads_the_given_ids():
+    """A given id past an example's length is padding: it was subtracted from the symbols read (1 symbol read as -1)."""
+    from neurosym.experiments.pipeline import symbols_read
 
+    picks, given = np.array([[0, -1, 1], [0, -1, -1]]), np.array([[READ, 10, READ], [READ, 10, 10]])
+    padded = ImageSentences(np.zeros((2, 4, 4), np.uint8), picks, given, np.array([3, 1]), [1, 2])
+    assert symbols_read(padded).tolist() == [2, 1]
+    assert symbols_read(SimpleNamespace(lengths=np.array([3, 1]))).tolist() == [3, 1]  # a source that reads every symbol
+
+
+def test_the_pipeline_table_shows_a_score_that_is_missing_or_not_a_number_as_a_dash() -> None:
     from neurosym.experiments.pipeline import _table
 
     timings = {"decode_per_batch": 0.001, "abduction_per_wrong": 0.002, "wrong_timed": 0, "abduced": 0.0}

@@ -60,7 +60,7 @@ from neurosym.pipelines.grammar_pipeline import (
 )
 from neurosym.pipelines.grammar_refit import abduced_sentence_windows
 from neurosym.pipelines.refit import RefitConfig, refit_reader
-from neurosym.pipelines.sentences import READ
+from neurosym.pipelines.sentences import READ, SentenceSource
 from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig
 from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task, task_module
@@ -490,8 +490,7 @@ def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, opti
     """Validation and test scores, the ceiling the symbol accuracy allows, and the symbolic parts' timings."""
     validation = evaluate_grammar_pipeline(pipeline, task.validation, device, progress=options.progress)
     test = evaluate_grammar_pipeline(pipeline, task.test, device, progress=options.progress)
-    given = getattr(task.test, "given", None)  # symbols shown, not read (ImageSentences); other sources read all
-    reads = task.test.lengths if given is None else task.test.lengths - (given != READ).sum(axis=1)  # per test example
+    reads = symbols_read(task.test)
     subsets = {
         split: {name: evaluate_grammar_pipeline(pipeline, part, device)["accuracy"] for name, part in parts.items()}
         for split, parts in task.subsets.items()
@@ -502,6 +501,18 @@ def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, opti
         "subsets": {split: scores | {"mean": float(np.mean(list(scores.values())))} for split, scores in subsets.items()},
         "timings": pipeline_timings(pipeline, task.test, device),
     }  # fmt: skip
+
+
+def symbols_read(source: SentenceSource) -> np.ndarray:
+    """The symbols each example of ``source`` reads, int ``[N]``: its read positions within its length (a source without
+    ``given``, unlike :class:`~neurosym.pipelines.sentences.ImageSentences`, reads all; a symbol id past an example's
+    length is padding, not a symbol given)."""
+    lengths = np.asarray(source.lengths)
+    given = getattr(source, "given", None)
+    if given is None:
+        return lengths
+    within = np.arange(given.shape[1])[None, :] < lengths[:, None]
+    return ((np.asarray(given) == READ) & within).sum(axis=1)
 
 
 def make_reader(task: Task, options: PipelineOptions) -> torch.nn.Module:
