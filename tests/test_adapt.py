@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 from hint_banks import prototype_bank
@@ -11,6 +13,7 @@ from neurosym.perception.routed import RoutedReader
 from neurosym.pipelines import AdaptConfig, adapt_to_writer, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.adapt import STAGE_CHECKPOINTS
 from neurosym.pipelines.windows import WindowSource
+from neurosym.training.stopping import TrainingInterrupted
 
 CPU = torch.device("cpu")
 
@@ -88,3 +91,20 @@ def test_the_first_writers_labeller_decodes_as_the_pipeline_does(tmp_path, monke
     adapt = AdaptConfig(examples=20, replay=10, steps=2, distill=0.0, refit_steps=1, seed=1)
     adapt_to_writer(pipeline, records, new, first, TINY_TRAINING, adapt, CPU, tmp_path)
     assert seen == [False, False]  # the first writer's labeller decoded with minimal brackets (True)
+
+
+def test_a_time_limit_stops_each_stage_at_its_checkpoint_and_the_same_call_continues(tmp_path):
+    records, first, new = short_training_records(), prototype_bank(), prototype_bank(seed=1)
+    adapt = AdaptConfig(examples=20, replay=10, steps=3, refit_steps=3, route_steps=3, seed=1)
+    stopped: list[tuple[str, int]] = []
+    while True:  # no time left: each call takes one step, then checkpoints and stops (was: every stage to its end)
+        pipeline = tiny_pipeline()
+        try:
+            adapt_to_writer(pipeline, records, new, first, TINY_TRAINING, adapt, CPU, tmp_path, time_limit=0.0)
+            break
+        except TrainingInterrupted as stop:
+            assert stop.checkpoint is not None and torch.load(stop.checkpoint, weights_only=False)["step"] == stop.step
+            stopped.append((Path(stop.checkpoint).name, stop.step))
+    names = [STAGE_CHECKPOINTS[stage] for stage in ("adapt", "refit", "route")]
+    assert stopped == [(name, step) for name in names for step in (1, 2)]  # each stage's last step ends it, not a stop
+    assert isinstance(pipeline.classifier, RoutedReader)

@@ -191,6 +191,25 @@ def test_image_input_run_stops_at_the_time_limit_with_a_checkpoint(private_cache
     assert (out / "checkpoint.pt").is_file() and not (out / "results.json").exists()
 
 
+def test_adaptation_stops_at_what_is_left_of_the_time_limit_with_its_checkpoint(private_cache, monkeypatch, capsys):
+    from hint_banks import prototype_bank
+
+    from neurosym.experiments import hint_sources
+
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
+    monkeypatch.setattr(hint_sources, "writers_bank", lambda side, seed=0: prototype_bank(seed=1))
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "4",
+            "--batch-size", "4", "--curriculum", "7:4", "--classifier-features", "8", "--classifier-width", "4",
+            "--fewshot-scales", "none", "--speed-samples", "1", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0  # trained: the main training has no step left
+    (out / "results.json").unlink()
+    adapt = ["--adapt", "test-writers", "--adapt-examples", "20", "--adapt-steps", "5", "--adapt-refit", "0"]
+    assert main([*argv, *adapt, "--time-limit", "0"]) == 75  # (was: adapted to the end, past the time limit)
+    assert "training stopped after step 1 of 5 (time limit); " in capsys.readouterr().err
+    assert torch.load(out / "adapt_checkpoint.pt", weights_only=False)["step"] == 1 and not (out / "results.json").exists()
+
+
 def test_few_shot_stage_stops_after_the_concept_under_way_and_the_same_command_continues(private_cache, capsys):
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "0.01",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,6 +33,7 @@ from neurosym.pipelines.routing import route_readers
 from neurosym.pipelines.trainer import Anchor, PipelineConfig, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 from neurosym.training.checks import int_at_least, positive_number
+from neurosym.training.stopping import time_left
 
 STAGE_CHECKPOINTS = {"adapt": "adapt_checkpoint.pt", "refit": "refit_checkpoint.pt", "route": "routing_checkpoint.pt"}
 """The checkpoint file of each stage, in the folder :func:`adapt_to_writer` is given."""
@@ -113,6 +115,7 @@ def adapt_to_writer(
     resume: bool = True,
     progress: bool = False,
     setup: Mapping[str, Any] | None = None,
+    time_limit: float | None = None,
 ) -> Adaptation:
     """Adapt ``pipeline`` (trained on ``first_bank``'s images under ``training``) to ``new_bank``'s writer.
 
@@ -122,12 +125,15 @@ def adapt_to_writer(
     (:data:`STAGE_CHECKPOINTS`) and, with ``resume``, continues from it (else they are removed first). The adaptation's
     checkpoint keeps ``adapt``'s examples, replay and seed, the number of ``expressions`` and ``setup`` (what
     ``new_bank`` was made from, e.g. the runner's bank option): resuming it under others raises
-    :class:`~neurosym.training.checkpoint.CheckpointMismatch`.
+    :class:`~neurosym.training.checkpoint.CheckpointMismatch`. SIGINT, SIGTERM or ``time_limit`` seconds (for all the
+    stages together) end the stage under way with its checkpoint written and raise
+    :class:`~neurosym.training.stopping.TrainingInterrupted`; the same call then continues.
 
     Raises:
         ValueError: no expressions; none left to replay where distillation, refitting or routing needs them; a resumed
             refit whose checkpoint fitted other windows.
     """
+    started = time.perf_counter()
     replay = adapt.replay or adapt.examples
     check_adaptation_data(len(expressions), adapt)
     order = np.random.default_rng([adapt.seed, 7]).permutation(len(expressions))
@@ -157,7 +163,14 @@ def adapt_to_writer(
         "seed": adapt.seed,
         "expressions": len(expressions),
     }
-    train_pipeline(pipeline, both, config, device, checkpoints["adapt"], progress, anchor=anchor, setup=adaptation)
+
+    def left() -> float | None:
+        """The seconds of ``time_limit`` left as a stage starts."""
+        return time_left(time_limit, time.perf_counter() - started)
+
+    train_pipeline(
+        pipeline, both, config, device, checkpoints["adapt"], progress, time_limit=left(), anchor=anchor, setup=adaptation
+    )
     if adapt.refit_steps:  # the new writer's windows as the adapted reader reads them, the replayed as the trained one
         first = HintPipeline(trained, pipeline.table, pipeline.minimal_brackets, pipeline.abduction_changes)
         labellers = [(pipeline, "new_writer")] + ([] if adapt.route_steps else [(first, "first_bank")])
@@ -165,12 +178,12 @@ def adapt_to_writer(
         refit = RefitConfig(
             adapt.refit_steps, learning_rate=config.learning_rate, augment_shift=adapt.augment_shift, seed=adapt.seed
         )
-        refit_reader(pipeline.classifier, labelled, refit, device, checkpoints["refit"], progress)
+        refit_reader(pipeline.classifier, labelled, refit, device, checkpoints["refit"], progress, left())
     if adapt.route_steps:
         routing = RefitConfig(adapt.route_steps, augment_shift=adapt.augment_shift, seed=adapt.seed)
         pipeline.classifier = route_readers(
             [reader_module(trained), reader_module(pipeline.classifier)], [sources["first_bank"], sources["new_writer"]], routing, device,
-            checkpoints["route"], progress, adapt.router_backbone,
+            checkpoints["route"], progress, adapt.router_backbone, left(),
         )  # fmt: skip
     return Adaptation(sources, config.learning_rate)
 

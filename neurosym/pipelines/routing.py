@@ -38,13 +38,16 @@ def route_readers(
     checkpoint: str | os.PathLike | None = None,
     progress: bool = False,
     backbone: str = "small",
+    time_limit: float | None = None,
 ) -> RoutedReader:
     """``readers[k]`` for the handwriting of ``sources[k]``'s expressions: a router (a small ``backbone``
     classifier, one class per reader) is fit to tell the sources' windows apart by :func:`refit_reader`
-    (resumable from ``checkpoint``), and the routed reader reads with them all."""
+    (resumable from ``checkpoint``; a stop request or ``time_limit`` seconds checkpoint and raise
+    :class:`~neurosym.training.stopping.TrainingInterrupted`), and the routed reader reads with them all."""
     if len(readers) != len(sources) or len(readers) < 2:
         raise ValueError(f"route_readers needs one source per reader and at least two, got {len(readers)} and {len(sources)}")
     shared_vocabulary(readers, "a routed reader")  # (checked by RoutedReader only after the router's training)
     router = SymbolClassifier([f"source {k}" for k in range(len(sources))], backbone, 32, width=16)
-    refit_reader(router, [source_windows(source, k) for k, source in enumerate(sources)], config, device, checkpoint, progress)
+    labelled = [source_windows(source, k) for k, source in enumerate(sources)]
+    refit_reader(router, labelled, config, device, checkpoint, progress, time_limit)
     return RoutedReader(list(readers), router.eval())

@@ -120,7 +120,8 @@ def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, An
             rows += [_row(f"same model, {name} images: {images}", plain),
                      _row(f"same weights, {name}, batch-norm statistics of {len(unlabelled)} unlabelled expressions", restats)]  # fmt: skip
     if args.adapt is not None:
-        adapted, adapted_rows = _adapt(args, out, pipeline, config, data.splits, list(splits), bank, evaluate, device)
+        left = time_left(time_limit, time.perf_counter() - started)
+        adapted, adapted_rows = _adapt(args, out, pipeline, config, data.splits, list(splits), bank, evaluate, device, left)
         results["adapt"] = adapted
         rows += adapted_rows
     rows.append([f"Transformer rel. uni. ({published_data('image')})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
@@ -174,16 +175,17 @@ def _adapt(
     bank: SymbolBank,
     evaluate: Evaluate,
     device: torch.device,
+    time_limit: float | None,
 ) -> tuple[dict[str, Any], list[list]]:
-    """``--adapt``: :func:`~neurosym.pipelines.adapt.adapt_to_writer` with the ``--adapt-*`` options, then both
-    writers' ``split_names`` (validation, and test unless ``--no-score-test``), as adapted and with the
-    batch-norm statistics of their own adaptation images."""
+    """``--adapt``: :func:`~neurosym.pipelines.adapt.adapt_to_writer` with the ``--adapt-*`` options (its stages stop
+    after ``time_limit`` seconds, what is left of ``--time-limit``), then both writers' ``split_names`` (validation, and
+    test unless ``--no-score-test``), as adapted and with the batch-norm statistics of their own adaptation images."""
     assert args.adapt is not None  # run_image calls it only with --adapt
     new, images = bank_from_option(args.adapt, args.data_seed_or_seed())
     new = with_brackets(new, bank)
     try:
         done = adapt_to_writer(pipeline, splits["train"], new, bank, config, _adapt_config(args), device, out,
-                               args.resume, args.progress, setup={"new_bank": args.adapt})  # fmt: skip
+                               args.resume, args.progress, {"new_bank": args.adapt}, time_limit)  # fmt: skip
     except CheckpointMismatch:  # (a usage error: another run's adaptation)
         raise
     except ValueError as error:  # a resumed stage that fitted other data
