@@ -190,6 +190,10 @@ def test_string_options_arrive_parsed() -> None:
         ("hint --model gru --ensemble a b", "--ensemble reads with trained symbol readers: --model neurosym --input image only"),
         ("hint --model neurosym --input image --adapt-route 5", "--adapt-route reads with two readers"),
         ("hint --model neurosym --drawn-digits 5 --data .", "--drawn-digits adds to --bank's images"),
+        # (were a missing image once the main training had run: a release's records name the images that show them)
+        ("hint --model neurosym --adapt test-writers --data .", "--adapt shows the expressions with another bank's images"),
+        ("hint --model neurosym --extra-test-bank test-writers --data .", "--extra-test-bank shows the expressions with"),
+        ("hint --model neurosym --fewshot-bank other-writers --data .", "--fewshot-bank shows the expressions with"),
         ("hint --model neurosym --heads 4", "--heads is used by the seq2seq baselines (--model other than neurosym) only"),
         ("hint --model neurosym --compile", "--compile is used by the seq2seq baselines"),
         ("hint --model gru --semantics learned", "--semantics is used by --model neurosym only; this run would ignore it"),

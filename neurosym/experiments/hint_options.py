@@ -265,6 +265,9 @@ class HintOptions(HintPipelineOptions):
                              "semantics")  # fmt: skip
         if self.drawn_digits and self.data is not None:
             raise ValueError("--drawn-digits adds to --bank's images; a release's expressions name theirs")
+        if self.data is not None and (other := [name for name in OTHER_BANKS if getattr(self, name) is not None]):
+            raise ValueError(f"--{other[0].replace('_', '-')} shows the expressions with another bank's images; a "
+                             "release's expressions name their own (--data): use generated expressions (--bank)")  # fmt: skip
         if self.model == "neurosym":
             reject_unused(self, SEQ2SEQ_ONLY, "the seq2seq baselines (--model other than neurosym)")
         else:
@@ -352,6 +355,8 @@ PIPELINE_ONLY = tuple(
     item.name for item in fields(HintPipelineOptions) if item.name not in {f.name for f in fields(TrainingOptions)}
 )
 """The options that only ``--model neurosym`` reads."""
+OTHER_BANKS = ("extra_test_bank", "adapt", "fewshot_bank")
+"""The options that show a run's expressions with the images of another bank than the run's."""
 IMAGE_ONLY = ("cnn", "bank", "drawn_digits")
 """The options that only image input reads."""
 GIVEN_SEMANTICS_IMAGE_ONLY = (
