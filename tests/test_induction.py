@@ -348,6 +348,24 @@ def test_examples_up_to_2_to_the_53_are_searched_exactly():
     assert str(induce_operator([(limit, 0, limit), (limit - 2, 1, limit - 1), (3, 4, 7)], max_size=3)) == "(i + j)"
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    rounding=st.sampled_from(["ceil", "floor"]),
+    divisors=st.lists(st.integers(10**9, 2**53), min_size=1, max_size=3),
+    data=st.data(),
+)
+def test_integer_division_is_searched_exactly_up_to_2_to_the_53(rounding, divisors, data):
+    """HINT's ``ceil(i / j)`` (and ``floor``) on divisors beyond 10^9: a quotient within 10^-9 of an integer, such as
+    ``(10**10 + 1) / 10**10``, was snapped to that integer, so the program was not found (None)."""
+    rounded = (lambda i, j: -(-i // j)) if rounding == "ceil" else (lambda i, j: i // j)
+    large = []
+    for j in divisors:
+        i = min(data.draw(st.sampled_from([j + 1, j - 1, 2 * j + 1, 3 * j - 1])), 2**53)  # (examples stop at 2**53)
+        large.append((i, j, rounded(i, j)))
+    small = [(i, j, rounded(i, j)) for i, j in ((7, 2), (9, 3), (1, 4), (8, 3))]  # only ceil(i / j) or floor explain these
+    assert str(induce_operator(small + large, max_size=4)) == f"{rounding}((i / j))"
+
+
 def test_operator_examples_take_numpy_results_as_python_ints_and_skip_results_of_none():
     """``(2 a 3) - 9 = r`` wants ``2 a 3 = r + 9``: for an ``np.int64`` result near the int64 maximum that sum wrapped
     around (no triple); a result of ``None`` failed on ``None + 9``."""

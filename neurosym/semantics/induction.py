@@ -100,24 +100,41 @@ def _exact(expr: Expr, i: Fraction, j: Fraction) -> Fraction | None:
     return {"+": a + b, "-": a - b, "*": a * b, "max": max(a, b), "min": min(a, b)}[head]
 
 
-def _snap(values: np.ndarray) -> np.ndarray:
-    """Round values within floating-point noise of an integer to that integer (in place; returns ``values``)."""
+def _snap(values: np.ndarray, where: np.ndarray | bool = True) -> np.ndarray:
+    """Round values within floating-point noise of an integer to that integer, only ``where`` (a mask broadcast to
+    ``values``) holds (in place; returns ``values``)."""
     rounded = np.rint(values)
-    np.copyto(values, rounded, where=np.abs(values - rounded) < _NEAR_INTEGER)
+    np.copyto(values, rounded, where=(np.abs(values - rounded) < _NEAR_INTEGER) & where)
     return values
+
+
+def _exact_integers(values: np.ndarray) -> np.ndarray:
+    """Which ``values`` are integers that float64 holds exactly (up to :data:`EXAMPLE_LIMIT` in magnitude)."""
+    return (values == np.rint(values)) & (np.abs(values) <= EXAMPLE_LIMIT)
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a [Na, 1, E] / b [1, Nb, E]`` -> ``[Na, Nb, E]`` (NaN where ``b`` is 0).
+
+    The quotient of two integers up to :data:`EXAMPLE_LIMIT` is correctly rounded: exact when it is an integer, and
+    never rounded onto one when it is not, so it is not snapped (``(10**10 + 1) / 10**10`` was snapped to 1, and
+    ``ceil(i / j)`` missed examples with divisors beyond 10^9). Quotients of other values are."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        quotient = np.where(b == 0, np.nan, a / np.where(b == 0, 1.0, b))
+    return _snap(quotient, where=~(_exact_integers(a) & _exact_integers(b)))
 
 
 def _apply_binary(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``a [Na, 1, E]`` op ``b [1, Nb, E]`` -> ``[Na, Nb, E]`` (NaN where undefined)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    if op == "/":
+        return _divide(a, b)
+    with np.errstate(invalid="ignore"):
         if op == "+":
             out = a + b
         elif op == "-":
             out = a - b
         elif op == "*":
             out = a * b
-        elif op == "/":
-            out = np.where(b == 0, np.nan, a / np.where(b == 0, 1.0, b))
         elif op == "max":
             out = np.maximum(a, b)
         else:
