@@ -1,6 +1,7 @@
 """Program induction recovers operators from examples; concepts are learned from results."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -374,3 +375,22 @@ def test_operator_examples_take_numpy_results_as_python_ints_and_skip_results_of
     for result in (top, np.int64(top)):
         assert operator_examples("a", [("(2a3)-9", result)], hypothesis) == [(2, 3, top + 9)]
     assert operator_examples("a", [("(2a3)-9", None), ("4a5", 6)], hypothesis) == [(4, 5, 6)]
+
+
+def test_a_bank_cut_short_still_rounds_every_program_of_its_size():
+    """With ``max_bank`` cutting the bank of size 3 before ``i / j``, ``ceil(i / j)`` (size 4) was not tried: None came
+    back, as if no program up to size 4 explained HINT's division."""
+    examples = [(i, j, -(-i // j)) for i, j in ((7, 2), (9, 3), (1, 4), (8, 3))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # nothing up to size 4 was missed: no warning
+        assert str(induce_operator(examples, max_size=4, max_bank=30)) == "ceil((i / j))"
+
+
+def test_a_bank_cut_short_that_may_change_the_result_says_so():
+    """``1 + max(i, j)`` (size 5) needs ``max(i, j)`` from the bank of size 3, cut short before it: None (or a program of
+    size 7) came back without a word, as if it were the smallest that explains the examples."""
+    examples = [(i, j, max(i, j) + 1) for i in range(5) for j in range(5)]
+    for max_size, found in ((5, "None"), (7, "max((i + 1), (j + 1))")):
+        with pytest.warns(UserWarning, match="bank of size 3 was cut short at max_bank=30 candidates: programs of size 5"):
+            assert str(induce_operator(examples, max_size=max_size, max_bank=30)) == found
+    assert str(induce_operator(examples, max_size=5)) == "(1 + max(i, j))"

@@ -15,6 +15,7 @@ Sizes count DSL nodes: ``max(i, j)`` has size 3, ``ceil((i + j) / 2)`` size 6 an
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -168,6 +169,7 @@ class _Enumerator:
         self.banks: dict[int, _Bank] = {}
         self.seen = np.zeros(0, dtype=np.uint64)  # sorted hashes of the output vectors kept so far
         self.chunk = chunk
+        self.partial: set[int] = set()  # the sizes whose banks hold only some of their candidates
         self.multipliers = np.random.default_rng(0).integers(1, 2**63, size=self.examples, dtype=np.uint64) * np.uint64(
             2
         ) + np.uint64(1)
@@ -197,15 +199,7 @@ class _Enumerator:
 
     def candidates(self, size: int) -> Iterator[tuple[np.ndarray, Build]]:
         """Every program of ``size`` as chunks of ``(values [N, E], build)``; not yet deduplicated."""
-        inner = self.banks.get(size - 1)
-        if inner is not None and len(inner.exprs):
-            for op in UNARY:
-                rounded = np.ceil(inner.values) if op == "ceil" else np.floor(inner.values)
-
-                def build_rounded(rows: np.ndarray, op: str = op, exprs: list[Expr] = inner.exprs) -> list[Expr]:
-                    return [(op, exprs[k]) for k in rows]
-
-                yield rounded, build_rounded
+        yield from self._rounded(size)
         for left_size in range(1, size - 1):
             right_size = size - 1 - left_size
             left, right = self.banks.get(left_size), self.banks.get(right_size)
@@ -232,7 +226,29 @@ class _Enumerator:
 
                     yield values.reshape(-1, self.examples), build
 
-    def grow(self, size: int, chunks: list[tuple[np.ndarray, Build]]) -> None:
+    def _rounded(self, size: int) -> Iterator[tuple[np.ndarray, Build]]:
+        """``ceil`` and ``floor`` of every program of ``size - 1`` as chunks of ``(values [N, E], build)``: of that size's
+        bank, or of its candidates enumerated again where :meth:`grow` kept only some of them."""
+        inner = self.banks.get(size - 1)
+        if size - 1 in self.partial:
+            sources: Iterable[tuple[np.ndarray, Build]] = self.candidates(size - 1)
+        elif inner is not None and len(inner.exprs):
+            sources = [(inner.values, lambda rows: [inner.exprs[k] for k in rows])]
+        else:
+            sources = []
+        for values, build in sources:
+            for op in UNARY:
+
+                def build_rounded(rows: np.ndarray, op: str = op, build: Build = build) -> list[Expr]:
+                    return [(op, expr) for expr in build(rows)]
+
+                yield (np.ceil(values) if op == "ceil" else np.floor(values)), build_rounded
+
+    def grow(self, size: int, chunks: list[tuple[np.ndarray, Build]], partial: bool = False) -> None:
+        """Keep the programs of ``chunks`` (of ``size``) whose outputs are new as that size's bank; ``partial``: the
+        chunks hold only some of the candidates of ``size``."""
+        if partial:
+            self.partial.add(size)
         if chunks:
             values = np.concatenate([c[0] for c in chunks])
             offsets = np.cumsum([0] + [len(c[0]) for c in chunks])
@@ -258,7 +274,10 @@ def induce_operator(
             ``[N, 3]`` array or tensor).
         max_size: largest program size (nodes) to try.
         min_agreement: fraction of examples the program must explain (1.0: all).
-        max_bank: stop growing the program banks beyond this many programs per size (memory bound).
+        max_bank: stop growing the program banks beyond this many programs per size (memory bound). Up to one node
+            more than the first bank cut short every program is still tried (``ceil`` and ``floor`` of all programs of
+            its size are enumerated again); beyond, those built from programs left out are not, and a ``UserWarning``
+            says when that may change the result: ``None``, or a program more than two nodes larger than that bank's.
         max_search_examples: the enumeration runs on at most this many distinct examples (a fixed
             random subset); every candidate is then checked exactly on all ``examples``. At
             ``min_agreement`` 1.0 a candidate that explains the subset but not every example adds an
@@ -269,7 +288,8 @@ def induce_operator(
             little of the subset can be missed.
 
     Returns:
-        The program, or ``None`` when no program up to ``max_size`` explains enough examples.
+        The program, or ``None`` when no program up to ``max_size`` explains enough examples (of those tried: see
+        ``max_bank``).
     """
     return induce_operators(examples, max_size, (min_agreement,), max_bank, max_search_examples)[0]
 
@@ -350,11 +370,13 @@ def _search(
     found: list[Program | None] = [None] * len(agreements)
     counterexamples: list[int] = []
     open_levels = list(range(len(agreements)))  # the agreements still without a program
+    cut: int | None = None  # the first size whose bank max_bank cut short
     enumerator = _Enumerator(inputs[:, 0], inputs[:, 1])
     leaves = enumerator.banks[1]
     for size in range(1, max_size + 1):
         chunks = [(leaves.values, lambda rows: [leaves.exprs[k] for k in rows])] if size == 1 else enumerator.candidates(size)
         kept: list[tuple[np.ndarray, Build]] = []
+        partial = False  # whether max_bank left candidates of this size out of its bank
         best: dict[int, tuple[int, Program]] = {}  # per open agreement, this size's best program
         missed: set[int] = set()  # triples outside the subset that candidates explaining all of it get wrong
         for values, build in chunks:
@@ -374,8 +396,11 @@ def _search(
                         break
                     if agreements[level] == 1.0:
                         missed.update(np.flatnonzero(~right & outside)[:1].tolist())
-            if size > 1 and size < max_size and sum(len(k[0]) for k in kept) < max_bank:
-                kept.append((values, build))
+            if size > 1 and size < max_size:
+                if sum(len(k[0]) for k in kept) < max_bank:
+                    kept.append((values, build))
+                else:
+                    partial = True
         for level, (_, program) in best.items():
             found[level] = program
         open_levels = [level for level in open_levels if level not in best]
@@ -385,8 +410,28 @@ def _search(
         if not open_levels:
             break
         if size > 1:
-            enumerator.grow(size, kept)
+            enumerator.grow(size, kept, partial)
+            cut = size if cut is None and partial else cut
+    deferred = {level for level, agreement in enumerate(agreements) if counterexamples and agreement == 1.0}
+    _warn_of_cut(cut, [program for level, program in enumerate(found) if level not in deferred], max_size, max_bank)
     return found, counterexamples
+
+
+def _warn_of_cut(cut: int | None, programs: list[Program | None], max_size: int, max_bank: int) -> None:
+    """Warn when the bank of size ``cut`` was cut short at ``max_bank`` candidates and one of ``programs`` may be wrong
+    for it. Up to size ``cut + 1`` every program was tried (``ceil`` and ``floor`` of the programs of a cut bank are
+    enumerated again); from ``cut + 2`` on, those built from programs left out were not, so a program there may have
+    been missed: one of ``programs`` is ``None`` where ``max_size`` reaches ``cut + 2``, or larger than ``cut + 2``."""
+    if cut is None:
+        return
+    missed_from = cut + 2
+    if any(max_size >= missed_from if program is None else program.size > missed_from for program in programs):
+        warnings.warn(
+            f"the program bank of size {cut} was cut short at max_bank={max_bank} candidates: programs of size {missed_from} "
+            "and larger built from those left out were not tried, so a smaller program than the one found, or one where "
+            "none was found, may explain the examples",
+            stacklevel=4,
+        )
 
 
 def induce_noisy_operator(
