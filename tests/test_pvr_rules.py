@@ -84,6 +84,8 @@ def test_induction_rejects_bad_input():
     with pytest.raises(ValueError, match="search space is empty"):
         induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int), aggregations=())
     assert isinstance(induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int)).rule, PVRRule)
+    with pytest.raises(ValueError, match="pointer_position 7 is outside 0..3"):  # (was numpy's IndexError)
+        induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int), pointer_positions=[7])
 
 
 def test_induction_prefers_a_lower_complexity_to_an_earlier_pointer_position():

@@ -217,14 +217,14 @@ def induce_rule(
     ):
         if boundary == "truncate" and complexity == 0:
             continue  # identical to "wrap" for single-value windows
-        pointers = digits[:, position]
-        # hits[s, n]: whether starting the window at value s labels example n correctly
+        # hits[s, n]: whether starting the window at value s labels example n correctly (the rule checks the position)
         hits = np.stack(
             [
                 PVRRule(length, (start,) * num_classes, position, complexity, aggregation, boundary).label(digits) == labels
                 for start in range(num_values)
             ]
         )
+        pointers = digits[:, position]
         per_pointer = np.stack([hits[:, pointers == d].sum(axis=1) for d in range(num_classes)])  # [K, L-1]
         table = tuple(int(s) for s in per_pointer.argmax(axis=1))
         agreement = float(per_pointer.max(axis=1).sum() / len(labels))
