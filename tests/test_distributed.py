@@ -4,6 +4,7 @@ resume, early stopping and best-weight restoring."""
 from __future__ import annotations
 
 import os
+import random
 import re
 import signal
 import socket
@@ -16,6 +17,7 @@ from itertools import pairwise
 from pathlib import Path
 from unittest import mock
 
+import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
@@ -32,6 +34,7 @@ from neurosym.training import (
     load_checkpoint,
     train,
 )
+from neurosym.training.core import kept_random_state
 from neurosym.training.distributed import DistributedContext, _env_int
 from neurosym.training.loop import learning_rate_factor
 from neurosym.training.stopping import TIME_LIMIT
@@ -242,33 +245,59 @@ def test_a_resumed_run_draws_the_dropout_masks_of_an_uninterrupted_one(tmp_path:
     assert train(dropout_model(), regression_data(), mse, replace(config, max_steps=7, checkpoint=path), SINGLE).steps == 7
 
 
-class Augmented(Dataset):
-    """:func:`regression_data` with noise added to each input as it is read, drawn from torch's global generator (in
-    a loader's worker, from the worker's own, which the loader seeds)."""
+NOISE = {
+    "torch": lambda: torch.randn(4),
+    "numpy": lambda: torch.from_numpy(np.random.standard_normal(4)).float(),
+    "python": lambda: torch.tensor([random.gauss(0.0, 1.0) for _ in range(4)]),
+}
+"""Four numbers of noise ``[4]`` drawn from torch's, numpy's or Python's global generator."""
 
-    def __init__(self) -> None:
-        self.data = regression_data()
+
+class Augmented(Dataset):
+    """:func:`regression_data` with noise added to each input as it is read, drawn from the global generator
+    ``generator`` names in :data:`NOISE` (in a loader's worker, from the worker's own, which the loader seeds)."""
+
+    def __init__(self, generator: str) -> None:
+        self.data, self.noise = regression_data(), NOISE[generator]
 
     def __len__(self) -> int:
         return len(self.data)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, torch.Tensor]:
         x, y = self.data[index]
-        return x + 0.1 * torch.randn(4), y
+        return x + 0.1 * self.noise(), y
 
 
+@pytest.fixture
+def global_generators() -> Iterator[None]:
+    """The test may seed numpy's and Python's global generators: their states come back after it."""
+    with kept_random_state(torch.device("cpu")):
+        yield
+
+
+def seeded_model(seed: int) -> nn.Module:
+    """:func:`small_model` with numpy's and Python's global generators seeded too, as a fresh process would seed them."""
+    np.random.seed(seed)
+    random.seed(seed)
+    return small_model(seed)
+
+
+@pytest.mark.parametrize("generator", list(NOISE))
 @pytest.mark.parametrize("workers", [0, 1])
-def test_a_resumed_run_reads_the_augmentations_of_an_uninterrupted_one(tmp_path: Path, workers: int) -> None:
+def test_a_resumed_run_reads_the_augmentations_of_an_uninterrupted_one(
+    tmp_path: Path, workers: int, generator: str, global_generators: None
+) -> None:
     """Resumed in its second epoch (4 batches an epoch), a run reads the noise an uninterrupted one reads: reading the
-    batch it skips drew from torch's global generator after the checkpoint's state was restored, and a worker's seed
-    was drawn afresh in the resumed call's first epoch, as in the run's first."""
+    batch it skips drew from the global generators after the checkpoint's states were restored (numpy's and Python's
+    were drawn from twice), and a worker's seed was drawn afresh in the resumed call's first epoch, as in the run's
+    first."""
     config = TrainConfig(max_steps=7, batch_size=4, eval_every=7, num_workers=workers, progress=False)
-    straight = small_model()
-    train(straight, Augmented(), mse, config, SINGLE)
+    straight = seeded_model(0)
+    train(straight, Augmented(generator), mse, config, SINGLE)
     path = tmp_path / "run.pt"
-    train(small_model(), Augmented(), mse, replace(config, max_steps=5, checkpoint=path), SINGLE)
-    resumed, steps = small_model(seed=1), []
-    train(resumed, Augmented(), counted(mse, steps), replace(config, checkpoint=path), SINGLE)
+    train(seeded_model(0), Augmented(generator), mse, replace(config, max_steps=5, checkpoint=path), SINGLE)
+    resumed, steps = seeded_model(1), []
+    train(resumed, Augmented(generator), counted(mse, steps), replace(config, checkpoint=path), SINGLE)
     assert len(steps) == 2
     for name, value in straight.state_dict().items():
         torch.testing.assert_close(resumed.state_dict()[name], value, rtol=0, atol=0)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, is_dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -145,6 +145,17 @@ def restore_random_state(state: dict[str, Any], device: torch.device) -> None:
         np.random.set_state(numpy_state | {"state": numpy_state["state"] | {"key": key}})
     if "python" in state:
         random.setstate(state["python"])
+
+
+@contextlib.contextmanager
+def kept_random_state(device: torch.device) -> Iterator[None]:
+    """Within the block, draws from the global generators of :func:`random_state` (torch's CPU generator, ``device``'s
+    when it is a GPU, numpy's and Python's) leave them as they were: on leaving, their states come back."""
+    state = random_state(device)
+    try:
+        yield
+    finally:
+        restore_random_state(state, device)
 
 
 class _NonFiniteLoss:

@@ -30,7 +30,7 @@ from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
 from neurosym.training.checks import check_batch_fits, int_at_least, is_real, positive_number
-from neurosym.training.core import Checkpointing, run_training
+from neurosym.training.core import Checkpointing, kept_random_state, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
 from neurosym.training.stopping import checked_time_limit
@@ -187,12 +187,13 @@ def _check(config: TrainConfig, context: DistributedContext, dataset_size: int) 
     return config.batch_size // context.world_size
 
 
-def _batches(loader: DataLoader, sampler: DistributedSampler, seed: int, start_step: int) -> Iterator[Any]:
+def _batches(loader: DataLoader, sampler: DistributedSampler, seed: int, start_step: int, device: torch.device) -> Iterator[Any]:
     """Batches forever, epoch after epoch, starting where step ``start_step`` left off.
 
     What an epoch reads depends on ``seed`` and the epoch alone, as in an uninterrupted run: its order (``sampler``)
     and its workers' seeds (drawn from ``loader.generator``, reseeded each epoch); and the batches a resumed epoch
-    skips leave torch's global generator alone, where a data set's augmentations of the next batch draw."""
+    skips leave the global generators alone (torch's, ``device``'s, numpy's and Python's:
+    :func:`~neurosym.training.core.kept_random_state`), where a data set's augmentations of the next batch draw."""
     assert loader.generator is not None  # (train gives it one)
     per_epoch = len(loader)
     first_epoch, skip = divmod(start_step, per_epoch)
@@ -200,7 +201,7 @@ def _batches(loader: DataLoader, sampler: DistributedSampler, seed: int, start_s
         sampler.set_epoch(epoch)
         loader.generator.manual_seed(seed + epoch)
         batches = iter(loader)
-        with torch.random.fork_rng(devices=[]):
+        with kept_random_state(device):
             collections.deque(itertools.islice(batches, skip), maxlen=0)
         skip = 0
         yield from batches
@@ -258,7 +259,7 @@ def train(
     def step(index: int) -> tuple[torch.Tensor, dict[str, Any]]:
         nonlocal batches
         if batches is None:  # the first step of this call: 0, or where the checkpoint left off
-            batches = _batches(loader, sampler, config.seed, index)
+            batches = _batches(loader, sampler, config.seed, index, device)
         wrapped.train()
         batch = move_to(next(batches), device)
         with mixed_precision(device):
