@@ -1,31 +1,17 @@
 """The ``neurosym mathematics`` runner end to end on a tiny released-format folder (no generator needed)."""
 
 import json
-import shutil
-from pathlib import Path
 from types import SimpleNamespace
 
 import torch
+from mathematics_release import FIXTURES, released_folder
 
 import neurosym.experiments.mathematics as mathematics_runner
 from neurosym.cli import main
 from neurosym.data.mathematics import read_module_file
-from neurosym.models.seq2seq.mathematics_task import TRAIN_REGIMES, train_model
+from neurosym.models.seq2seq.mathematics_task import train_model
 from neurosym.semantics.mathematics_arithmetic import symbolic_answers
 from neurosym.training import load_checkpoint, save_checkpoint
-
-FIXTURES = Path(__file__).resolve().parent / "data" / "mathematics"
-
-
-def released_folder(root: Path) -> Path:
-    """The committed fixture plus train-* folders holding the interpolation pairs in reverse order."""
-    shutil.copytree(FIXTURES, root)
-    for regime in TRAIN_REGIMES:
-        (root / regime).mkdir()
-        for module in ("arithmetic__mixed", "arithmetic__div"):
-            pairs = read_module_file(root / "interpolate" / f"{module}.txt")[::-1]
-            (root / regime / f"{module}.txt").write_text("".join(f"{q}\n{a}\n" for q, a in pairs))
-    return root
 
 
 def test_runner_trains_and_scores_every_model(tmp_path):
