@@ -360,6 +360,15 @@ def test_each_options_help_names_its_default_once(command, capsys) -> None:
     assert not re.search(r"\(default: [^()]*(\([^()]*\)[^()]*)*\) \(default:", text)
 
 
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_each_command_lists_at_most_30_options(command, capsys) -> None:
+    """docs/contributing.md's rule: a study knob few runs need is left out of --help (the help's last line names it)."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    listed = set(re.findall(r"^  (--[a-z-]+)", capsys.readouterr().out, flags=re.MULTILINE)) - {"--config"}
+    assert 10 <= len(listed) <= 30, sorted(listed)
+
+
 CONFIGS = Path(__file__).resolve().parents[1] / "benchmarks" / "configs"
 LONG = ["--model", "neurosym", "--input", "image", "--batch-size", "32", "--cnn", "small", "--classifier-width", "32",
         "--classifier-features", "128", "--curriculum", "1:150,3:250,7:400,15:800,all", "--lr-schedule", "cosine",

@@ -151,7 +151,7 @@ class PipelineOptions(TrainingOptions):
     )  # fmt: skip
     readers: int = option(
         1, "readers trained together as one ensemble: their mean probability reads, decodes and abduces, and each "
-        "learns from the pseudo-labels by its own cross-entropy", parse=positive_int,
+        "learns from the pseudo-labels by its own cross-entropy", parse=positive_int, listed=False,
     )  # fmt: skip
     max_changes: int | None = option(None, "abduction: symbols a correction may change (default: the task's)", parse=positive_int)
     max_candidates: int | None = option(
@@ -159,7 +159,7 @@ class PipelineOptions(TrainingOptions):
     )
     max_patterns: int | None = option(
         None, "abduction: ungrammatical terminal patterns the enumeration may pass over per abduction before it stops "
-        "(default: the task's)", parse=positive_int,
+        "(default: the task's)", parse=positive_int, listed=False,
     )  # fmt: skip
     readings: int | None = option(
         None, "abduction: other readings each part may be kept at (default: the task's)", parse=non_negative_int
@@ -168,7 +168,7 @@ class PipelineOptions(TrainingOptions):
         None, "abduction: draw those readings from the reader instead of taking the most probable (default: the task's)"
     )
     beam: int | None = option(
-        None, "abduction: ways the top-down search keeps per node (default: the task's)", parse=positive_int
+        None, "abduction: ways the top-down search keeps per node (default: the task's)", parse=positive_int, listed=False
     )
     chain_sweeps: int | None = option(
         None, "abduction: explain each result by the sentences of a Gibbs chain of this many sweeps that keeps the "
@@ -177,7 +177,7 @@ class PipelineOptions(TrainingOptions):
     )  # fmt: skip
     max_nodes: int | None = option(
         None, "abduction: (node, wanted value) pairs the top-down search may expand per abduction (default: the task's)",
-        parse=positive_int,
+        parse=positive_int, listed=False,
     )  # fmt: skip
     restarts: int | None = option(
         None, "fresh starts (a new reader, the same batches) when the reader has read no training example right by a "
@@ -193,6 +193,7 @@ class PipelineOptions(TrainingOptions):
         "transfer, not the protocol",
         parse=_run_checkpoint,
         metavar="RUN",
+        listed=False,
     )
     ensemble: list[Path] | None = option(
         None, "train nothing: read with the mean probability of the readers these runs of the same task scored "
