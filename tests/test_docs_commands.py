@@ -107,3 +107,22 @@ def test_a_quoted_command_parses_passes_its_options_checks_and_spells_its_option
         word for word in argv if word.startswith("--") and word.split("=")[0] not in args._parser._option_string_actions
     ]
     assert not abbreviated, f"neurosym {shlex.join(argv)} abbreviates {abbreviated} (a new option can make it ambiguous)"
+
+
+def _make_run() -> list[str]:
+    """The argument list (command name first) of the Makefile's ``run`` recipe."""
+    recipe = re.search(r"^run:.*\n((?:\t.*\n)+)", (ROOT / "Makefile").read_text(encoding="utf-8"), re.MULTILINE)
+    assert recipe is not None, "the Makefile has no run recipe"
+    (command,) = _commands(recipe.group(1).replace("$(BIN)/neurosym", "neurosym"))
+    return command
+
+
+def _options(argv: list[str]) -> object:
+    """The options dataclass the command ``argv`` runs with."""
+    args = _parsed(build_parser(argv[0]), argv)
+    return options_from(importlib.import_module(args._runner).OPTIONS, args)
+
+
+def test_the_pipeline_guide_quotes_make_runs_command_as_the_makefile_runs_it() -> None:
+    quick_start = next(text for language, text in fenced_blocks(DOCS / "pipeline.md") if language == "bash")
+    assert "`make run`" in quick_start and _options(_commands(quick_start)[0]) == _options(_make_run())
