@@ -1,5 +1,6 @@
 """The ``neurosym mathematics`` runner end to end on a tiny released-format folder (no generator needed)."""
 
+import itertools
 import json
 from types import SimpleNamespace
 
@@ -9,7 +10,7 @@ from mathematics_release import FIXTURES, released_folder
 import neurosym.experiments.mathematics as mathematics_runner
 from neurosym.cli import main
 from neurosym.data.mathematics import read_module_file
-from neurosym.models.seq2seq.mathematics_task import train_model
+from neurosym.models.seq2seq.mathematics_task import score, train_model
 from neurosym.semantics.mathematics_arithmetic import symbolic_answers
 from neurosym.training import load_checkpoint, save_checkpoint
 
@@ -94,6 +95,28 @@ def test_the_time_limit_is_the_whole_calls_not_each_models(tmp_path, monkeypatch
             "--device", "cpu", "--models", "lstm_att,transformer", "--threads", "1", "--steps", "2", "--out", str(tmp_path)]  # fmt: skip
     assert main([*argv, "--time-limit", "1"]) == 0
     assert limits == [50.0, 30.0]  # 60 s less what the call spent before each model (each had 60 s)
+
+
+def test_a_call_stopped_in_a_later_model_scores_no_model_and_the_same_command_continues(tmp_path, monkeypatch):
+    # the runner's clock: the second model's training starts 70 s into the call's minute, the first's trained in it
+    clock = itertools.chain([0.0, 10.0, 20.0, 70.0], itertools.count(80.0))
+    scored = []
+
+    def recording(answer, examples):
+        scored.append(len(examples))
+        return score(answer, examples)
+
+    argv = ["mathematics", "--preset", "smoke", "--data", str(released_folder(tmp_path / "data")), "--modules",
+            "arithmetic__mixed,arithmetic__div", "--device", "cpu", "--models", "lstm_att,transformer", "--threads", "1",
+            "--steps", "2", "--no-progress", "--out", str(tmp_path / "out")]  # fmt: skip
+    with monkeypatch.context() as timed:
+        timed.setattr(mathematics_runner, "time", SimpleNamespace(perf_counter=lambda: float(next(clock))))
+        timed.setattr(mathematics_runner, "score", recording)
+        assert main([*argv, "--time-limit", "1"]) == 75  # the transformer stopped after its first step
+    assert scored == []  # (was: the trained lstm_att scored past the time limit, to be scored again by the next call)
+    assert load_checkpoint(tmp_path / "out" / "transformer" / "checkpoint.pt")["step"] == 1
+    assert main(argv) == 0
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["models"]["transformer"]["steps"] == 2
 
 
 def test_symbolic_route_scores_questions_outside_its_language_as_misses():

@@ -14,9 +14,11 @@ import functools
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
+from neurosym.data.mathematics import MathExample
 from neurosym.experiments.options import (
     COMPILE_HELP,
     TrainingOptions,
@@ -33,6 +35,7 @@ from neurosym.experiments.options import (
 from neurosym.experiments.report import format_table
 from neurosym.metrics.mathematics import results_table
 from neurosym.metrics.published import MATHEMATICS
+from neurosym.models.seq2seq import Seq2Seq
 from neurosym.models.seq2seq.mathematics_task import (
     CONFIGS,
     DEFAULT_MODULES,
@@ -146,29 +149,52 @@ def run(options: MathematicsOptions) -> dict:
     data_setup = {
         "modules": options.modules, "train_per_module": train_count, "data": setup_value(options.data, options.out)
     }  # fmt: skip
-    limit, began = minutes_to_seconds(options.time_limit), time.perf_counter()
-    for name in options.models:
+    trained = _train_models(options, neural, data["train"], steps, batch_size, device, data_setup)
+    for name in options.models:  # scored once every model has trained: a stopped call scores none of them
         started = time.perf_counter()
         if name == "symbolic":  # scored only on the modules whose question language it covers
             answer = symbolic_answers
             extra: dict = {}
             tests = {r: [e for e in data[r] if e.module in ARITHMETIC_MODULES[r]] for r in ("interpolate", "extrapolate")}
+            training = 0.0
         else:
-            model, extra = train_model(
-                name, config, data["train"], steps, batch_size, device, options.out / name, lr=options.learning_rate, clip=options.clip,
-                seed=options.seed, checkpoint_every=options.checkpoint_every, resume=options.resume, compile=options.compile,
-                progress=options.progress, time_limit=time_left(limit, started - began), data=data_setup,
-            )  # fmt: skip
-            print(f"trained {name} ({extra['parameters']:,} parameters) for {extra['steps']} steps")
+            model, extra, training = trained[name]
             answer = functools.partial(
                 greedy_answers, model, device=device, batch_size=options.eval_batch_size, progress=options.progress
             )
             tests = data
         scores = {regime: score(answer, tests[regime]) for regime in ("interpolate", "extrapolate")}
-        results["models"][name] = {**scores, **extra, "seconds": time.perf_counter() - started}
+        results["models"][name] = {**scores, **extra, "seconds": training + time.perf_counter() - started}
 
     print(format_table(*results_table(results)))
     options.out.mkdir(parents=True, exist_ok=True)
     save_json(results, options.out / "results.json")
     plot_module_accuracies(results, MATHEMATICS["transformer"], options.out / "accuracy.png")
     return results
+
+
+def _train_models(
+    options: MathematicsOptions,
+    names: list[str],
+    train: list[MathExample],
+    steps: int,
+    batch_size: int,
+    device: torch.device,
+    data_setup: dict[str, Any],
+) -> dict[str, tuple[Seq2Seq, dict, float]]:
+    """Train (or resume) each neural model of ``names`` on ``train`` in turn, each within what is left of
+    ``--time-limit``: by name, the model (in eval mode), its record (:func:`train_model`) and the seconds of this call
+    its training took. A stop request ends the model in training with
+    :class:`~neurosym.training.stopping.TrainingInterrupted`; the models after it wait for the next call."""
+    limit, began = minutes_to_seconds(options.time_limit), time.perf_counter()
+    trained: dict[str, tuple[Seq2Seq, dict, float]] = {}
+    for name in names:
+        started = time.perf_counter()
+        model, extra = train_model(
+            name, CONFIGS[options.preset], train, steps, batch_size, device, options.out / name, lr=options.learning_rate,
+            clip=options.clip, seed=options.seed, checkpoint_every=options.checkpoint_every, resume=options.resume,
+            compile=options.compile, progress=options.progress, time_limit=time_left(limit, started - began), data=data_setup,
+        )  # fmt: skip
+        print(f"trained {name} ({extra['parameters']:,} parameters) for {extra['steps']} steps")
+        trained[name] = model, extra, time.perf_counter() - started
+    return trained
