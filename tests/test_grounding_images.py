@@ -3,6 +3,7 @@ permuted (the images of one digit stand for another), the learned grounding show
 
 import re
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -26,10 +27,11 @@ from neurosym.pipelines.ground_images import (
     symbol_accuracy,
 )
 from neurosym.pipelines.ground_symbols import GroundingConfig
-from neurosym.pipelines.grounding import compare_grounding
+from neurosym.pipelines.grounding import Grounding, compare_grounding
 from neurosym.pipelines.trainer import evaluate_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS
+from neurosym.semantics.induction import Program
 from neurosym.training.checkpoint import CheckpointMismatch
 from neurosym.training.stopping import TrainingInterrupted
 
@@ -94,6 +96,31 @@ def test_after_learning_everything_a_new_concept_is_learned_from_eleven_results(
     assert new.role == role and new.learned.meaning == meaning
     test = [r for r in split["test"] if len(r.expr) <= 7]
     assert evaluate_pipeline(new.pipeline, WindowSource(test, bank, "test"), CPU)["overall"] >= 0.8
+
+
+class Refined(Exception):
+    """Raised in place of the refinement, once the test has seen what it was given."""
+
+
+def test_the_refinement_gets_what_stages_1_to_3_left_of_the_time_limit(monkeypatch):
+    clock, limits = [0.0], []
+    monkeypatch.setattr(ground_images, "time", SimpleNamespace(perf_counter=lambda: clock[0]))
+    grounding = Grounding(("number", "operator", "open", "close"), {0: 1}, {1: Program(("+", ("i",), ("j",)))}, {1: 1})
+
+    def first_stages(*args):
+        clock[0] += 100.0  # stages 1-3 take 100 s of the 150
+        return grounding, [], {}
+
+    def refinement(*args):
+        limits.append(args[6])
+        raise Refined
+
+    monkeypatch.setattr(ground_images, "_first_stages", first_stages)
+    monkeypatch.setattr(ground_images, "train_pipeline", refinement)
+    source = WindowSource(short_training_records()[:8], prototype_bank(), "train", 0)
+    with pytest.raises(Refined):
+        learn_grounding_from_images(source, CPU, replace(SMALL, classes=4), time_limit=150.0)
+    assert limits == [50.0]  # (was 150: the refinement's clock started afresh after stages 1-3)
 
 
 @pytest.mark.slow

@@ -61,6 +61,7 @@ from neurosym.training.checkpoint import check_setup, load_checkpoint, load_mode
 from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.modes import evaluation_mode
 from neurosym.training.seeding import seeded
+from neurosym.training.stopping import time_left
 
 
 @dataclass(frozen=True)
@@ -387,8 +388,10 @@ def learn_grounding_from_images(
     and read back by a rerun instead of learning it again (minutes; refused with
     :class:`~neurosym.training.checkpoint.CheckpointMismatch` when written for other expressions, other images of them or
     another configuration of those stages). The refinement (stage 4, most of the time) shows ``progress``, writes
-    ``checkpoint`` and resumes from it; SIGINT, SIGTERM or ``time_limit`` seconds stop it with
-    :class:`~neurosym.training.stopping.TrainingInterrupted` (:func:`train_pipeline`); stages 1–3 run to their end."""
+    ``checkpoint`` and resumes from it; SIGINT, SIGTERM or ``time_limit`` seconds (for all the stages together: the
+    refinement gets what stages 1–3 left of them) stop it with :class:`~neurosym.training.stopping.TrainingInterrupted`
+    (:func:`train_pipeline`); stages 1–3 run to their end."""
+    started = time.perf_counter()
     with seeded(config.seed, device):  # (the classifier's initial weights, dropout)
         results = np.array([record.res for record in source.records])
         lengths = _lengths(source)
@@ -424,7 +427,8 @@ def learn_grounding_from_images(
                 curriculum=Curriculum(((config.max_reading_length, config.refine_steps),)),
                 seed=config.seed,
             )
-            train_pipeline(pipeline, source, schedule, device, checkpoint, progress, time_limit)
+            left = time_left(time_limit, time.perf_counter() - started)
+            train_pipeline(pipeline, source, schedule, device, checkpoint, progress, left)
             readings = read_classes(pipeline, source, readable, device)
             grounding = learn_grounding(readings, results[readable].tolist(), config.classes, config.programs)
             classifier.vocabulary = list(grounding.symbols)
