@@ -3,6 +3,7 @@
 import itertools
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -223,6 +224,22 @@ def test_few_shot_stage_stops_after_the_concept_under_way_and_the_same_command_c
     assert "fewshot_symbol.json was written for another model or data (seed differ)" in capsys.readouterr().err
     assert main(argv) == 0
     assert json.loads((out / "results.json").read_text())["fewshot"]["0.01"]["concepts"].keys() == {"x", "y", "a"}
+
+
+@pytest.mark.parametrize(("semantics", "scale"), [("given", "0.002"), ("learned", "0.005")])
+def test_the_few_shot_stage_on_symbols_gets_what_the_induction_left_of_the_time_limit(
+    private_cache, monkeypatch, capsys, semantics, scale
+):
+    from neurosym.experiments.hint_pipeline import learned, symbol
+
+    clock = itertools.count(0.0, 100.0)  # the runner's clock: the induction takes more than the minute
+    runner = learned if semantics == "learned" else symbol
+    monkeypatch.setattr(runner, "time", SimpleNamespace(perf_counter=lambda: float(next(clock))), raising=False)
+    argv = ["hint", "--model", "neurosym", "--input", "symbol", "--semantics", semantics, "--scale", scale, "--seed", "3",
+            "--fewshot-scales", "0.01", "--fewshot-concepts", "x,a", "--speed-samples", "1", "--no-progress",
+            "--out", str(private_cache / "out"), "--time-limit", "1"]  # fmt: skip
+    assert main(argv) == 75  # (was 0: the few-shot stage had the whole minute again)
+    assert "training stopped after few-shot concept 1 of 2 (time limit)" in capsys.readouterr().err
 
 
 def test_symbol_input_learns_everything_from_results_when_asked(private_cache, capsys):

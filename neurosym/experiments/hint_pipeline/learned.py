@@ -86,7 +86,8 @@ def run_learned_symbol(args: HintOptions, out: Path, data: HintData, run_setup: 
         split = data.fewshot(concept, scale)
         return {name: [replace(r, expr=shown_as(r.expr, permutation, grounding)) for r in rs] for name, rs in split.items()}
 
-    fewshot = fewshot_from_symbols(args, out, "symbol input, everything learned", grounding.table, shown, run_setup)
+    left = time_left(minutes_to_seconds(args.time_limit), time.perf_counter() - started)
+    fewshot = fewshot_from_symbols(args, out, "symbol input, everything learned", grounding.table, shown, run_setup, left)
     return {"learn_seconds": seconds, **report, "fewshot": fewshot}
 
 

@@ -3,6 +3,7 @@ digits known), then the few-shot concepts learned from their training sentences.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from neurosym.experiments.hint_sources import load_hint_data
 from neurosym.experiments.report import format_table
 from neurosym.pipelines.concepts import explained_fraction, induced_table, learn_concept
 from neurosym.semantics import FEWSHOT_NUMBERS, HINT_SEMANTICS, BatchSolver, OperatorTable
-from neurosym.training.stopping import minutes_to_seconds
+from neurosym.training.stopping import minutes_to_seconds, time_left
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
 
@@ -35,21 +36,29 @@ def subset_accuracy(table: OperatorTable, records: list[HintRecord]) -> dict[str
 def run_symbol(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, Any]:
     data = load_hint_data(args, image_input=False, fewshot=bool(args.fewshot_scales), test_scale=args.test_scale,
                           progress=args.progress)  # fmt: skip
-    examples = [(r.expr, r.res) for r in data.splits["train"]]
+    started, examples = time.perf_counter(), [(r.expr, r.res) for r in data.splits["train"]]
     table, programs = induced_table(examples, HINT_SEMANTICS)
     scores = subset_accuracy(table, data.splits["test"])
     print(f"\nHINT symbol input, operator meanings induced from results ({data.label}):")
     print(format_table(["operator", "induced program"], [[s, str(p)] for s, p in programs.items()]))
     print(format_table(["model", *SUBSETS], [["induced semantics", *(100 * scores[s] for s in SUBSETS)]]))
-    fewshot = fewshot_from_symbols(args, out, "symbol input", table, data.fewshot, run_setup)
+    left = time_left(minutes_to_seconds(args.time_limit), time.perf_counter() - started)
+    fewshot = fewshot_from_symbols(args, out, "symbol input", table, data.fewshot, run_setup, left)
     return {"data": data.label, "programs": {s: str(p) for s, p in programs.items()}, "test": scores, "fewshot": fewshot}
 
 
 def fewshot_from_symbols(
-    args: HintOptions, out: Path, label: str, table: OperatorTable, splits: FewShotSplits, run_setup: RunSetup
+    args: HintOptions,
+    out: Path,
+    label: str,
+    table: OperatorTable,
+    splits: FewShotSplits,
+    run_setup: RunSetup,
+    time_limit: float | None,
 ) -> dict[str, Any]:
     """The few-shot stage on symbol input: each concept's meaning learned from its training sentences with
-    ``table`` for the known symbols (the role, number or operator, is given by the concept's name)."""
+    ``table`` for the known symbols (the role, number or operator, is given by the concept's name); it stops after
+    ``time_limit`` seconds, what is left of ``--time-limit``."""
 
     def learn(concept: str, train: list[HintRecord]) -> tuple[str, Callable[[list[HintRecord], str], float], None]:
         role = "number" if concept in FEWSHOT_NUMBERS else "operator"
@@ -60,4 +69,4 @@ def fewshot_from_symbols(
 
         return learned.meaning, score, None  # the table is all it learned, and the results keep its meaning
 
-    return learn_fewshot(args, out, label, learn, splits, run_setup, minutes_to_seconds(args.time_limit))
+    return learn_fewshot(args, out, label, learn, splits, run_setup, time_limit)
