@@ -11,10 +11,12 @@ import torch
 
 from neurosym.cli import main
 from neurosym.data.hint import main_split
+from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.experiments.hint_pipeline import trained_hint_pipeline
 from neurosym.pipelines.trainer import evaluate_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.training.checkpoint import save_checkpoint
+from neurosym.training.stopping import TIME_LIMIT, TrainingInterrupted
 
 
 @pytest.fixture
@@ -192,10 +194,46 @@ def test_image_input_run_stops_at_the_time_limit_with_a_checkpoint(private_cache
     assert (out / "checkpoint.pt").is_file() and not (out / "results.json").exists()
 
 
+def scored_too_soon(*args, **kwargs):
+    """In place of the runner's scorer where a later stage stops the call: nothing is scored before every stage has
+    trained (a call that a stop ends would score again)."""
+    raise AssertionError("scored before every stage had trained")
+
+
+def stopped_few_shot_stage(*args):
+    """In place of the few-shot stage: stopped by the time limit after its first concept."""
+    raise TrainingInterrupted(1, 2, TIME_LIMIT, "fewshot_image.json", unit="few-shot concept")
+
+
+@pytest.mark.parametrize(
+    "stage",
+    [["--cnn", "small", "--steps", "4", "--batch-size", "4", "--curriculum", "7:4", "--classifier-features", "8",
+      "--classifier-width", "4"], ["--semantics", "learned"]],
+    ids=["given semantics", "learned semantics"],
+)  # fmt: skip
+def test_an_image_run_scores_nothing_before_its_few_shot_stage_has_learned_every_concept(private_cache, monkeypatch, stage):
+    from hint_banks import prototype_bank
+
+    from neurosym.experiments import hint_sources
+    from neurosym.experiments.hint_pipeline import image, learned
+
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank(symbols=[*HINT_SYMBOLS, "x"]))
+    runner = learned if "learned" in stage else image
+    if runner is learned:  # (the grounding as learned: not read before the few-shot stage)
+        monkeypatch.setattr(learned, "learn_grounding_from_images", lambda *args: SimpleNamespace(pipeline=None))
+    monkeypatch.setattr(runner, "fewshot_from_images", stopped_few_shot_stage)
+    monkeypatch.setattr(runner, "evaluate_pipeline", scored_too_soon)
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--scale", "0.002", "--fewshot-scales", "0.01",
+            "--fewshot-concepts", "x", "--no-progress", "--out", str(private_cache / "out"), *stage]  # fmt: skip
+    assert main(argv) == 75  # (was: the main task scored, then the few-shot stage stopped: scored again by the next call)
+    assert not (private_cache / "out" / "grounding.json").exists()
+
+
 def test_adaptation_stops_at_what_is_left_of_the_time_limit_with_its_checkpoint(private_cache, monkeypatch, capsys):
     from hint_banks import prototype_bank
 
     from neurosym.experiments import hint_sources
+    from neurosym.experiments.hint_pipeline import image
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
     monkeypatch.setattr(hint_sources, "writers_bank", lambda side, seed=0: prototype_bank(seed=1))
@@ -206,6 +244,7 @@ def test_adaptation_stops_at_what_is_left_of_the_time_limit_with_its_checkpoint(
     assert main(argv) == 0  # trained: the main training has no step left
     (out / "results.json").unlink()
     adapt = ["--adapt", "test-writers", "--adapt-examples", "20", "--adapt-steps", "5", "--adapt-refit", "0"]
+    monkeypatch.setattr(image, "evaluate_pipeline", scored_too_soon)  # (was: the trained reader scored before adapting)
     assert main([*argv, *adapt, "--time-limit", "0"]) == 75  # (was: adapted to the end, past the time limit)
     assert "training stopped after step 1 of 5 (time limit); " in capsys.readouterr().err
     assert torch.load(out / "adapt_checkpoint.pt", weights_only=False)["step"] == 1 and not (out / "results.json").exists()

@@ -1,11 +1,14 @@
-"""``neurosym hint --model neurosym --input image``: the perception learned from results alone, validated and
-tested per subset, optionally tested on other images (``--extra-test-bank``), adapted to a new writer from
-results alone (``--adapt``), then the few-shot concepts."""
+"""``neurosym hint --model neurosym --input image``: the perception learned from results alone, optionally adapted to a
+new writer from results alone (``--adapt``), the few-shot concepts learned, then (once every stage has trained, so that
+a call stopped by the time limit scores nothing) validated and tested per subset, optionally on other images
+(``--extra-test-bank``)."""
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -20,7 +23,7 @@ from neurosym.experiments.report import format_table, percent
 from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, published_data
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.perception.symbol_classifier import SymbolClassifier
-from neurosym.pipelines.adapt import AdaptConfig, adapt_to_writer, check_adaptation_data
+from neurosym.pipelines.adapt import Adaptation, AdaptConfig, adapt_to_writer, check_adaptation_data
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
@@ -96,16 +99,20 @@ def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, An
                                                       setup=setup)  # fmt: skip
     train_seconds = history[-1]["seconds"] if history else 0.0  # over every call of a resumed run, not this call's
 
-    def evaluate(records: list[HintRecord], images: SymbolBank, pool: str, own: WindowSource | None = None) -> dict[str, Any]:
-        """Scores on ``records`` shown with ``images``' ``pool``, read with the batch-norm statistics of ``own``'s windows."""
-        source = WindowSource(records, images, pool, args.data_seed_or_seed())  # the data's windows: each run's alike
-        statistics = None if own is None else own.window_batches()
-        return evaluate_pipeline(pipeline, source, device, args.eval_batch_size, statistics=statistics)
+    def left() -> float | None:
+        """The seconds of ``--time-limit`` left as a stage starts."""
+        return time_left(time_limit, time.perf_counter() - started)
 
+    # every stage trains before anything is scored: a call that a stop ends in a later stage scores nothing
+    trained = pipeline if args.adapt is None else _copied(pipeline)  # (the adaptation trains pipeline in place)
+    adaptation = None if args.adapt is None else _adapt(args, out, pipeline, config, data.splits["train"], bank, device, left())
+    fewshot = fewshot_from_images(args, out, pipeline, data, device, left(), run_setup)
+
+    evaluate = _scorer(args, trained, device)
     # validation chooses, test reports
     splits = {"val": "validation", "test": "test"} if args.score_test else {"val": "validation"}
     model = f"ensemble of {len(args.ensemble)} readers" if args.ensemble and len(args.ensemble) > 1 else "neurosym"
-    scored = {split: evaluate(data.splits[split], bank, split) for split in splits}
+    scored = {split: evaluate(data.splits[split], bank, split, None) for split in splits}
     results: dict[str, Any] = {"device": str(device), "data": data.label, "train_seconds": train_seconds, "steps": None if args.ensemble else config.steps,
                                "val": scored["val"], "test": scored.get("test"), "history": history, "ensemble": args.ensemble and [str(run.resolve()) for run in args.ensemble]}  # fmt: skip
     rows = [_row(f"{model}, {name}: {data.label}", scored[split]) for split, name in splits.items()]
@@ -119,16 +126,16 @@ def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, An
             results["extra_test_bank"] |= {split: plain, f"{split}_their_batch_statistics": restats}
             rows += [_row(f"same model, {name} images: {images}", plain),
                      _row(f"same weights, {name}, batch-norm statistics of {len(unlabelled)} unlabelled expressions", restats)]  # fmt: skip
-    if args.adapt is not None:
-        left = time_left(time_limit, time.perf_counter() - started)
-        adapted, adapted_rows = _adapt(args, out, pipeline, config, data.splits, list(splits), bank, evaluate, device, left)
-        results["adapt"] = adapted
+    if adaptation is not None:
+        results["adapt"], adapted_rows = _adapted_scores(
+            args, adaptation, data.splits, list(splits), bank, _scorer(args, pipeline, device)
+        )
         rows += adapted_rows
     rows.append([f"Transformer rel. uni. ({published_data('image')})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
     rows.append([f"NSR ({published_data('image')}; average only)", "-", "-", "-", "-", "-", HINT_NSR_IMAGE_AVERAGE, "-"])
-    trained = f"readers of {' '.join(map(str, args.ensemble))}" if args.ensemble else f"{config.steps} steps ({train_seconds:.0f} s on {device})"  # fmt: skip
+    trained_as = f"readers of {' '.join(map(str, args.ensemble))}" if args.ensemble else f"{config.steps} steps ({train_seconds:.0f} s on {device})"  # fmt: skip
     shown = list(splits)[-1]  # test, or validation when test is not scored
-    print(f"\nHINT image input, {trained}; {len(data.splits[shown])} {splits[shown]} "
+    print(f"\nHINT image input, {trained_as}; {len(data.splits[shown])} {splits[shown]} "
           "expressions; accuracy % (the grammar, the precedence and HINT's operator table are given; the perception is "
           "learned from results alone)")  # fmt: skip
     print(format_table(["model", *SUBSETS, "symbols % (weakest)"], rows))
@@ -137,10 +144,25 @@ def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, An
         "Transformer rel. uni. (paper)": [PAPER_TRANSFORMER[s] for s in SUBSETS],
     }
     plot_training(history, SUBSETS, series, out / "hint_neurosym.png")
-    results["fewshot"] = fewshot_from_images(
-        args, out, pipeline, data, device, time_left(time_limit, time.perf_counter() - started), run_setup
-    )
+    results["fewshot"] = fewshot
     return results
+
+
+def _scorer(args: HintOptions, scored: HintPipeline, device: torch.device) -> Evaluate:
+    """The :data:`Evaluate` of ``scored`` on ``device``: the records' windows as ``args``' data seed draws them (each run's
+    alike), ``--eval-batch-size`` at a time."""
+
+    def evaluate(records: list[HintRecord], images: SymbolBank, pool: str, own: WindowSource | None) -> dict[str, Any]:
+        source = WindowSource(records, images, pool, args.data_seed_or_seed())
+        statistics = None if own is None else own.window_batches()
+        return evaluate_pipeline(scored, source, device, args.eval_batch_size, statistics=statistics)
+
+    return evaluate
+
+
+def _copied(pipeline: HintPipeline) -> HintPipeline:
+    """``pipeline`` with a copy of its reader (the same table, brackets and abduction), kept as it is now."""
+    return HintPipeline(copy.deepcopy(pipeline.classifier), pipeline.table, pipeline.minimal_brackets, pipeline.abduction_changes)
 
 
 def _ensemble(args: HintOptions, reader: Callable[[], SymbolClassifier], run_setup: RunSetup) -> ReaderEnsemble:
@@ -165,39 +187,60 @@ def _member_record(args: HintOptions, run_setup: RunSetup) -> dict[str, dict[str
     return {"setup": setup if args.data is not None else setup | {"data_seed": args.data_seed_or_seed()}}
 
 
+@dataclass(frozen=True)
+class NewWriter:
+    """What ``--adapt`` trained on: the :class:`~neurosym.pipelines.adapt.Adaptation`, the new writer's ``bank`` (with
+    the first bank's brackets) and what its ``images`` are."""
+
+    adaptation: Adaptation
+    bank: SymbolBank
+    images: str
+
+
 def _adapt(
     args: HintOptions,
     out: Path,
     pipeline: HintPipeline,
     config: PipelineConfig,
-    splits: dict[str, list[HintRecord]],
-    split_names: list[str],
+    train: list[HintRecord],
     bank: SymbolBank,
-    evaluate: Evaluate,
     device: torch.device,
     time_limit: float | None,
-) -> tuple[dict[str, Any], list[list]]:
-    """``--adapt``: :func:`~neurosym.pipelines.adapt.adapt_to_writer` with the ``--adapt-*`` options (its stages stop
-    after ``time_limit`` seconds, what is left of ``--time-limit``), then both writers' ``split_names`` (validation, and
-    test unless ``--no-score-test``), as adapted and with the batch-norm statistics of their own adaptation images."""
+) -> NewWriter:
+    """``--adapt``: :func:`~neurosym.pipelines.adapt.adapt_to_writer` of ``pipeline`` (in place) with the ``--adapt-*``
+    options, on ``train``'s expressions; its stages stop after ``time_limit`` seconds, what is left of ``--time-limit``."""
     assert args.adapt is not None  # run_image calls it only with --adapt
     new, images = bank_from_option(args.adapt, args.data_seed_or_seed())
     new = with_brackets(new, bank)
     try:
-        done = adapt_to_writer(pipeline, splits["train"], new, bank, config, _adapt_config(args), device, out,
+        done = adapt_to_writer(pipeline, train, new, bank, config, _adapt_config(args), device, out,
                                args.resume, args.progress, {"new_bank": args.adapt}, time_limit)  # fmt: skip
     except CheckpointMismatch:  # (a usage error: another run's adaptation)
         raise
     except ValueError as error:  # a resumed stage that fitted other data
         raise SystemExit(f"neurosym hint: --adapt: {error}") from None
-    adapted = {"images": images, "examples": done.examples, "replayed": done.replayed, "steps": args.adapt_steps,
+    return NewWriter(done, new, images)
+
+
+def _adapted_scores(
+    args: HintOptions,
+    writer: NewWriter,
+    splits: dict[str, list[HintRecord]],
+    split_names: list[str],
+    bank: SymbolBank,
+    evaluate: Evaluate,
+) -> tuple[dict[str, Any], list[list]]:
+    """Both writers' ``split_names`` (validation, and test unless ``--no-score-test``) scored by the adapted pipeline's
+    ``evaluate``, as adapted and with the batch-norm statistics of their own adaptation images: the results and rows."""
+    done = writer.adaptation
+    adapted = {"images": writer.images, "examples": done.examples, "replayed": done.replayed, "steps": args.adapt_steps,
                "learning_rate": done.learning_rate, "distill": args.adapt_distill,
                "refit_steps": args.adapt_refit, "routing_steps": args.adapt_route}  # fmt: skip
     rows = []  # each writer's splits as adapted, then with the batch-norm statistics of their own adaptation images (no labels)
     adapted_from = (
         f"adapted from {done.examples} results{', refit' * bool(args.adapt_refit)}{', routed' * bool(args.adapt_route)}"
     )
-    for writers, shown, name in (("new_writer", new, f"{adapted_from}, {images}"),
+    for writers, shown, name in (("new_writer", writer.bank, f"{adapted_from}, {writer.images}"),
                                  ("first_bank", bank, "adapted, first bank")):  # fmt: skip
         for suffix, statistics in (("", None), ("_own_statistics", done.sources[writers])):
             for split in split_names:

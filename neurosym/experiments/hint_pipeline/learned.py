@@ -108,6 +108,8 @@ def run_learned_image(args: HintOptions, out: Path, data: HintData, run_setup: R
         print(f"\nno grounding found from the images ({data.label}): {error}")
         return {"grounding": None, "error": str(error), "learn_seconds": time.perf_counter() - started}
     seconds = time.perf_counter() - started
+    # the few-shot stage before the scores: a call that a stop ends in it scores nothing
+    fewshot = fewshot_from_images(args, out, learned.pipeline, data, device, time_left(time_limit, seconds), run_setup)
     test = WindowSource(data.splits["test"], data.image_bank(), "test", args.data_seed_or_seed())
     # evaluate_pipeline's "symbol" keys compare display letters with HINT's symbols: symbol_accuracy matches them
     scores = evaluate_pipeline(learned.pipeline, test, device, args.eval_batch_size)
@@ -117,5 +119,4 @@ def run_learned_image(args: HintOptions, out: Path, data: HintData, run_setup: R
     report = _report(learned.grounding, names, scores, out, f"image input, {data.label}")
     save_glyph_grid(glyph_grid(learned.pipeline, test, 8, device), names, out / "grounding_glyphs.png")
     print(f"symbol accuracy under the best class-to-symbol matching (report only): {100 * accuracy:.1f}%")
-    fewshot = fewshot_from_images(args, out, learned.pipeline, data, device, time_left(time_limit, seconds), run_setup)
     return {**report, "learn_seconds": seconds, "symbol_accuracy": accuracy, "log": learned.log, "fewshot": fewshot}
