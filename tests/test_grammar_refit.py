@@ -150,3 +150,17 @@ def test_the_pipeline_command_refits_a_fresh_reader_and_a_resume_keeps_it(tmp_pa
     monkeypatch.setattr(runner, "refit_reader", lambda *a, **k: limits.append(a[6]) or refit_reader(*a, **k))
     assert main([*common, "--refit-epochs", "0.5", "--time-limit", "10", "--out", str(tmp_path)]) == 0
     assert 500 < limits[0] <= 600
+
+
+def test_a_call_stopped_in_the_refit_scores_nothing(tmp_path, monkeypatch, small_hwf):
+    from neurosym.experiments import pipeline as runner
+
+    common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.1", "--reader-width", "8",
+              "--out", str(tmp_path)]  # fmt: skip
+    assert main(common) == 0  # trained: the refit's call trains no step of it
+    refit, scored = [*common, "--refit-epochs", "0.2"], []
+    with monkeypatch.context() as watched:
+        watched.setattr(runner, "evaluate_grammar_pipeline", lambda *args, **kwargs: scored.append(args))
+        assert main([*refit, "--time-limit", "0"]) == 75  # the refit stopped after its first step
+    assert scored == []  # (was: the trained reader scored on validation first, to be scored again by the next call)
+    assert load_checkpoint(tmp_path / "refit.pt")["step"] == 1

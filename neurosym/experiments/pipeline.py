@@ -392,11 +392,11 @@ def _refit(
     """Label every training window by abduction with the trained reader, fit a fresh reader to the labels for
     ``options.refit_epochs`` passes (checkpointed to ``refit.pt``, resumable) and make it the pipeline's reader; returns what was
     labelled, how right the labels are (where the task knows its symbols), the trained reader's validation scores
-    and the seconds taken (the fit's over every call of a resumed run, and this call's labelling). ``--time-limit`` bounds
-    this call, which began at ``call_started`` (``time.perf_counter()``)."""
+    (read once the fit has ended: a call that a stop ends in it scores nothing) and the seconds taken (the fit's over
+    every call of a resumed run, and this call's labelling). ``--time-limit`` bounds this call, which began at
+    ``call_started`` (``time.perf_counter()``)."""
     began = time.perf_counter()
     device = context.device
-    before = evaluate_grammar_pipeline(pipeline, task.validation, device) if context.is_main else None
     labelled = abduced_sentence_windows(pipeline, task.train, device)
     torch.manual_seed(options.seed)
     reader = as_reader(make_reader(task, options))
@@ -409,6 +409,7 @@ def _refit(
         reader, [labelled], refit_config, device, Path(options.out) / "refit.pt", options.progress and context.is_main,
         time_left(minutes_to_seconds(options.time_limit), time.perf_counter() - call_started), context,
     )  # fmt: skip
+    before = evaluate_grammar_pipeline(pipeline, task.validation, device) if context.is_main else None
     pipeline.reader = reader
     truths = labelled.truths
     return {
