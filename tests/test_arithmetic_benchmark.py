@@ -261,7 +261,7 @@ def test_cli_time_limit_stops_with_status_75_and_resume_finishes(tmp_path, capsy
     assert partial["cells"] == [] and load_checkpoint(tmp_path / "checkpoints" / "linear.pt")["step"] == 1
     printed = capsys.readouterr()
     assert "Linear stopped at step 1 of 300; not evaluated yet: Linear; not started: NAU" in printed.out
-    assert "(time limit)" in printed.err and "run the same command to continue" in printed.err
+    assert "(time limit)" in printed.err and "run the same command again to continue" in printed.err
     assert main(["arithmetic", *common]) == 0
     finished = json.loads((tmp_path / "results.json").read_text())
     assert finished["finished"] and {c["steps_done"] for c in finished["cells"]} == {300}

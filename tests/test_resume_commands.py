@@ -44,6 +44,13 @@ COMMANDS: dict[str, tuple[list[str], int]] = {
 """Each command at a tiny budget, and the question to its stop requests (one after each step or few-shot concept, counted
 over all of them) from which on it is asked to stop: between checkpoints and evaluations, in a later stage where it has
 several (the few-shot concepts, a concept's glyph training, which keeps no checkpoint, the refit) or in a later model."""
+STOPPED = re.compile(
+    r"neurosym [a-z]+: training stopped after (step|few-shot concept) \d+ of \d+ \(time limit\); "
+    r"(\S+ holds it: run the same command again to continue|this training had no checkpoint, so running it again starts "
+    r"it afresh)"
+)
+"""The one line every command ends with when a stop request (here as the time limit's) stops it: in a stage without a
+checkpoint (a few-shot concept's glyph training) the second ending."""
 TIMED = re.compile(r"second|timings|speed|steps_this_call")
 """The entries of what a run writes that are timings (compared nowhere)."""
 
@@ -102,15 +109,17 @@ def command(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.
 
 
 @pytest.mark.parametrize("command", list(COMMANDS), indirect=True)
-def test_a_run_stopped_and_run_again_writes_what_an_uninterrupted_run_writes(command, tmp_path, monkeypatch):
+def test_a_run_stopped_and_run_again_writes_what_an_uninterrupted_run_writes(command, tmp_path, monkeypatch, capsys):
     argv, question = command
     out = tmp_path / "out"
     assert main(argv) == 0
     straight = written(out)
     shutil.rmtree(out)
+    capsys.readouterr()
     with monkeypatch.context() as stopping:
         stopping.setattr(StopRequests, "reason", asked_to_stop_from(question))
         assert main(argv) == EXIT_TRY_AGAIN
+    assert STOPPED.fullmatch(capsys.readouterr().err.splitlines()[-1]), argv[0]  # (arithmetic's said "the same command")
     assert written(out) != straight  # (stopped before its end)
     assert main(argv) == 0
     assert written(out) == straight

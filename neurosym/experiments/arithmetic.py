@@ -239,7 +239,7 @@ def _run_table(
         waiting = [f"{label}: {', '.join(models)}" for label, models in
                    (("not evaluated yet", not_evaluated), ("not started", pending)) if models]  # fmt: skip
         print(f"{stopped.config.model} stopped at step {stopped.step} of {steps}" + "".join(f"; {part}" for part in waiting))
-        raise TrainingInterrupted(stopped.step, steps, reason, options.out / "checkpoints", resume_with="the same command")
+        raise TrainingInterrupted(stopped.step, steps, reason, options.out / "checkpoints")
     return result
 
 

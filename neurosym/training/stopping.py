@@ -36,8 +36,9 @@ def checked_time_limit(seconds: float | None) -> float | None:
 
 class TrainingInterrupted(Exception):
     """Training stopped at a stop request after ``step`` of ``max_steps`` (updates, or the ``unit`` it counts
-    in); ``checkpoint`` (None when none was configured) holds that step, and running ``resume_with`` (by
-    default the same command again) continues from it. ``seconds``: of training so far, when the loop knows them."""
+    in); ``checkpoint`` (None when none was configured) holds that step, and running the same command again
+    continues from it (every command says so in the same words). ``seconds``: of training so far, when the loop knows
+    them."""
 
     def __init__(
         self,
@@ -45,14 +46,13 @@ class TrainingInterrupted(Exception):
         max_steps: int,
         reason: str,
         checkpoint: str | Path | None,
-        resume_with: str = "the same command again",
         unit: str = "step",
         seconds: float | None = None,
     ):
         self.step, self.max_steps, self.reason, self.checkpoint = step, max_steps, reason, checkpoint
         self.seconds = seconds
         where = (
-            f"{checkpoint} holds it: run {resume_with} to continue"
+            f"{checkpoint} holds it: run the same command again to continue"
             if checkpoint is not None
             else "this training had no checkpoint, so running it again starts it afresh"
         )
