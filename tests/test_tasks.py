@@ -459,6 +459,16 @@ def test_the_pipeline_command_trains_hwf_and_writes_its_table(tmp_path, capsys, 
     assert results["reads_per_example"] == pytest.approx(4.0, abs=0.01)
 
 
+def test_the_pipeline_commands_training_counts_its_time_limit_from_the_calls_start(tmp_path, monkeypatch, capsys, small_hwf):
+    from neurosym.experiments import pipeline as runner
+
+    clock = itertools.chain([0.0], itertools.repeat(100.0))  # the runner's clock: building the task takes 100 s
+    monkeypatch.setattr(runner, "time", SimpleNamespace(perf_counter=lambda: next(clock)))
+    argv = ["pipeline", "--task", "hwf", "--epochs", "0.2", "--reader-width", "8", "--no-progress", "--device", "cpu"]
+    assert main([*argv, "--time-limit", "1", "--out", str(tmp_path)]) == 75  # (was 0: the training's minute began later)
+    assert "training stopped after step 1 of 7 (time limit)" in capsys.readouterr().err
+
+
 def test_the_ceiling_counts_the_symbols_read_within_each_length_whatever_pads_the_given_ids():
     """A given id past an example's length is padding: it was subtracted from the symbols read (1 symbol read as -1)."""
     from neurosym.experiments.pipeline import symbols_read

@@ -308,7 +308,8 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         abandoned: list[dict[str, float]] = []
         trained = members_seconds
     else:
-        history, trained, abandoned = _train(pipeline, task, config, options, context, training_setup(options, abduction))
+        setup = training_setup(options, abduction)
+        history, trained, abandoned = _train(pipeline, task, config, options, context, setup, call_started)
     refit = None
     if options.refit_epochs > 0:
         refit = _refit(pipeline, task, config, options, context, call_started)
@@ -343,16 +344,17 @@ def _train(
     options: PipelineOptions,
     context: DistributedContext,
     setup: Setup,
+    call_started: float,
 ) -> tuple[list[dict], float, list[dict[str, float]]]:
     """Train the pipeline's reader into ``options.out``, starting afresh (a reader drawn from :func:`fresh_seed`)
     each time it has read nothing right by :data:`RESTART_CHECK` of the schedule, up to the restarts allowed; returns
     the history, the seconds of training (abandoned starts included) and the abandoned starts (``step``, ``seconds``),
-    which ``restarts.json`` keeps for a resume."""
+    which ``restarts.json`` keeps for a resume. ``--time-limit`` bounds this call, which began at ``call_started``
+    (``time.perf_counter()``), for every start together."""
     out = Path(options.out)
     checkpoint, record = out / "checkpoint.pt", out / "restarts.json"
     allowed = 0 if options.init_reader is not None else task.restarts if options.restarts is None else options.restarts
     abandoned = load_json(record) if options.resume and record.exists() else []
-    started, limit = time.perf_counter(), minutes_to_seconds(options.time_limit)
     while True:
         attempt, began = len(abandoned), time.perf_counter()
         if attempt:
@@ -361,7 +363,7 @@ def _train(
         try:
             history = train_grammar_pipeline(
                 pipeline, task.train, config, context.device, checkpoint, options.progress and context.is_main,
-                time_left(limit, time.perf_counter() - started), context,
+                _time_left(options, call_started), context,
                 give_up=math.ceil(RESTART_CHECK * config.steps) if attempt < allowed else None,
                 setup=setup,
             )  # fmt: skip
@@ -373,6 +375,11 @@ def _train(
                     print(f"neurosym pipeline: {stuck}; starting afresh ({attempt + 1} of {allowed})", flush=True)
                     checkpoint.unlink(missing_ok=True)
                     save_json(abandoned, record)
+
+
+def _time_left(options: PipelineOptions, call_started: float) -> float | None:
+    """The seconds of ``--time-limit`` left of this call, which began at ``call_started`` (``time.perf_counter()``)."""
+    return time_left(minutes_to_seconds(options.time_limit), time.perf_counter() - call_started)
 
 
 REFIT_BATCH = 128
@@ -407,7 +414,7 @@ def _refit(
     labelling = time.perf_counter() - began
     history = refit_reader(
         reader, [labelled], refit_config, device, Path(options.out) / "refit.pt", options.progress and context.is_main,
-        time_left(minutes_to_seconds(options.time_limit), time.perf_counter() - call_started), context,
+        _time_left(options, call_started), context,
     )  # fmt: skip
     before = evaluate_grammar_pipeline(pipeline, task.validation, device) if context.is_main else None
     pipeline.reader = reader
