@@ -64,11 +64,12 @@ USAGE_ERROR = 2
 
 
 class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
-    """Each option's help ends with its default, unless the help already says what the default is."""
+    """Each option's help ends with its default, unless the help already says what the default is or the default is
+    ``None``: the option left out, whose meaning (the command's own choice, or nothing) its help says in words."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        return text if "(default:" in text else super()._get_help_string(action)
+        return text if "(default:" in text or action.default is None else super()._get_help_string(action)
 
 
 def build_parser(command: str | None = None, prog: str | None = None) -> argparse.ArgumentParser:

@@ -358,6 +358,22 @@ def test_each_options_help_names_its_default_once(command, capsys) -> None:
     text = " ".join(capsys.readouterr().out.split())
     assert text.count("(default:") >= 3  # (said twice, e.g. "(default: the task's) (default: None)", in 36 options)
     assert not re.search(r"\(default: [^()]*(\([^()]*\)[^()]*)*\) \(default:", text)
+    assert "(default: None)" not in text  # (an option left out: its help says in words what the command does then)
+
+
+@pytest.mark.parametrize("command", ["hint", "hint-data"])
+def test_a_default_named_default_is_shown(command, capsys) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    bank = capsys.readouterr().out.split("\n  --bank BANK")[1].split("\n  --")[0]  # the option's help paragraph
+    assert " ".join(bank.split()).endswith("(default: default)")  # its value is named 'default', and shown
+
+
+def test_hint_seed_help_leaves_the_data_to_data_seed(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["hint", "--help"])
+    seed = " ".join(capsys.readouterr().out.split("\n  --seed SEED")[1].split("\n  --")[0].split())
+    assert "initial weights" in seed and "data too unless --data-seed is given" in seed
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

@@ -21,6 +21,7 @@ from neurosym.data.symbol_images import (
     HANDWRITTEN_LABELS,
     HANDWRITTEN_LICENSES,
     HANDWRITTEN_SOURCES,
+    MIN_DRAWN_PER_SYMBOL,
     OTHER_WRITERS,
     POOLS,
     default_bank,
@@ -29,7 +30,7 @@ from neurosym.data.symbol_images import (
     writers_bank,
 )
 from neurosym.data.symbol_images.bank import assign_pools
-from neurosym.data.symbol_images.default import BANK_FORMAT_VERSION, MIN_DRAWN_PER_SYMBOL
+from neurosym.data.symbol_images.default import BANK_FORMAT_VERSION
 from neurosym.data.symbol_images.handwriting import disjoint_splits
 from neurosym.data.symbol_images.normalise import normalise_glyphs
 

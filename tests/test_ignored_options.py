@@ -1,8 +1,9 @@
 """Options that a run would ignore are usage errors (exit status 2, one line naming the option, before any work): the
 ``--adapt-*`` options without ``--adapt`` and the few-shot ones with ``--fewshot-scales none`` (``neurosym hint``), the
-options of PVR sweeps not selected, the training options of a Mathematics run of the symbolic route alone; given at
-any value, its default too (on the command line or in a ``--config`` file). The same
-command without the option (or with it where the run reads it) is not refused: the runner is never reached by the
+options of PVR sweeps not selected, the training options of a Mathematics run of the symbolic route alone,
+``--time-limit`` where nothing trains (an ``--ensemble`` read without a refit, the noise sweep alone, the symbol-input
+pipeline without its few-shot stage); given at any value, its default too (on the command line or in a ``--config``
+file). The same command without the option (or with it where the run reads it) is not refused: the runner is never reached by the
 refused ones, and its ``run`` is replaced by a no-op for the others, so nothing trains."""
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from neurosym.cli import COMMANDS, main
 HINT = "hint --model neurosym --input image --scale 0.001 --steps 3 --fewshot-scales none"
 PVR = "pvr --preset smoke --sweeps vector"
 MATHEMATICS = "mathematics --preset smoke --models symbolic"
+ENSEMBLE = "hint --model neurosym --input image --scale 0.001 --fewshot-scales none --ensemble r0 r1"
+SYMBOLS = HINT.replace("image", "symbol").replace(" --steps 3", "")
 MNIST = "mnist.pkl.gz"
 """A file written in each test's folder (``--mnist`` takes an existing file; no sweep here reads it)."""
 
@@ -39,7 +42,12 @@ IGNORED = [
     (HINT, "--fewshot-replay 10"),
     (HINT, "--fewshot-only-new-class none"),
     (HINT, "--fewshot-bank other-writers"),
-    (HINT.replace("image", "symbol").replace(" --steps 3", ""), "--fewshot-concepts x"),
+    (SYMBOLS, "--fewshot-concepts x"),
+    (ENSEMBLE, "--time-limit 5"),  # nothing trains, so nothing is stopped
+    (SYMBOLS, "--time-limit 5"),  # the operators' meanings are found by a search
+    (SYMBOLS + " --semantics learned", "--time-limit 5"),
+    ("pipeline --ensemble r0 r1", "--time-limit 5"),
+    (PVR.replace("vector", "noise"), "--time-limit 5"),
     (PVR, "--ns-samples 10"),
     (PVR, "--ns-samples 10000"),  # at its default
     (PVR, "--ns-repeats 2"),
@@ -68,7 +76,11 @@ READ = [
     (HINT.replace("none", "0.01"), "--fewshot-concepts x --fewshot-steps 3,4 --fewshot-replay 10"),
     (HINT, "--adapt other-writers --adapt-steps 10 --adapt-distill 2 --adapt-examples 10 --adapt-route 5"),
     (HINT, "--extra-test-bank other-writers --adapt-examples 10"),
-    (HINT.replace("image", "symbol").replace(" --steps 3", "").replace("none", "0.01"), "--fewshot-concepts x"),
+    (SYMBOLS.replace("none", "0.01"), "--fewshot-concepts x --time-limit 5"),
+    (HINT, "--time-limit 5"),
+    (TRANSFORMER.replace("transformer", "gru"), "--time-limit 5"),
+    ("pipeline --ensemble r0 r1 --refit-epochs 1", "--time-limit 5"),  # the refit trains a fresh reader
+    (PVR.replace("vector", "noise,vector"), "--time-limit 5"),
     (PVR.replace("vector", "noise"), "--ns-samples 10 --ns-repeats 2 --ns-max-complexity 1"),
     (PVR.replace("vector", "block"), f"--mnist {MNIST} --visual-epochs 2 --rule-examples 50"),
     (PVR.replace("vector", "sequential"), f"--mnist {MNIST} --sequence-length 5 --sequential-models vgg11bn"),

@@ -186,6 +186,10 @@ class HintOptions(HintPipelineOptions):
     learning_rate: float | None = option(
         None, "Adam learning rate (default: 1e-3 RNNs and neurosym, 1e-4 Transformers)", parse=positive_float, aliases=["--lr"]
     )
+    seed: int = option(
+        0, "seed of the initial weights, the training batches and windows, and --semantics learned's anonymous ids; of the "
+        "data too unless --data-seed is given", parse=non_negative_int,
+    )  # fmt: skip
     data_seed: int | None = option(
         None, "seed of the data (default: --seed): the generated splits, the bank's image pools and drawn digits, a "
         "release's sub-sampling, and the validation and test images; --seed then draws the reader's initial weights and "
@@ -293,6 +297,8 @@ class HintOptions(HintPipelineOptions):
             reject_unused(self, ("classes",), "--semantics learned")
         if not self.fewshot_scales:  # --fewshot-scales none: no few-shot stage
             reject_unused(self, FEWSHOT_ONLY, "the few-shot stage (--fewshot-scales other than none)")
+            if self.model == "neurosym" and self.input == "symbol":  # a search for the symbols' meanings: nothing trains
+                reject_unused(self, ("time_limit",), "a run that trains (a baseline, --input image or the few-shot stage)")
 
     def data_seed_or_seed(self) -> int:
         """The seed of the run's data: ``--data-seed``, else ``--seed``. It draws the splits, every bank's image pools
@@ -375,9 +381,10 @@ TRANSFORMER_ONLY = ("dim", "heads", "relative", "norm", "step_embedding", "atten
 """The baseline options that only the Transformers read."""
 ENSEMBLE_UNUSED = (
     "steps", "batch_size", "learning_rate", "lr_schedule", "curriculum", "augment_shift", "augment_style", "learning_rule",
-    "pseudo_labels", "checkpoint_every",
+    "pseudo_labels", "checkpoint_every", "time_limit",
 )  # fmt: skip
-"""The training options of ``--model neurosym`` that ``--ensemble`` (readers trained apart, read as one) does not use."""
+"""The training options of ``--model neurosym`` that ``--ensemble`` (readers trained apart, read as one) does not use
+(nothing trains, so a ``--time-limit`` has nothing to stop)."""
 ADAPT_ONLY = ("adapt_steps", "adapt_replay", "adapt_lr", "adapt_distill", "adapt_refit", "adapt_route")
 """The ``--adapt-*`` options that only ``--adapt`` reads (``--adapt-examples``: ``--extra-test-bank`` too)."""
 FEWSHOT_ONLY = ("fewshot_bank", "fewshot_concepts", "fewshot_steps", "fewshot_replay", "fewshot_only_new_class")

@@ -128,8 +128,9 @@ SWEEP_ONLY: dict[str, tuple[str, ...]] = {
     "visual_models": ("block",), "sequential_models": ("sequential",), "sequence_length": ("sequential",),
     "visual_epochs": ("block", "sequential"), "mnist": ("block", "sequential"),
     "ns_samples": ("noise",), "ns_repeats": ("noise",), "ns_max_complexity": ("noise",),
+    "time_limit": ("vector", "holdout_i", "block", "sequential"),
 }  # fmt: skip
-"""The options that only some sweeps read, and those sweeps."""
+"""The options that only some sweeps read, and those sweeps (the noise sweep trains nothing: no time limit stops it)."""
 
 
 OPTIONS = PVROptions
