@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -90,7 +91,7 @@ def test_style_varies_between_windows_repeats_with_the_seed_and_zero_is_identity
 
 def test_bad_windows_shifts_and_generators_are_named():
     windows = torch.rand(3, 8, 8)
-    with pytest.raises(ValueError, match=r"windows must be images \[\.\.\., H, W\] of numbers, got torch.float32 \(8,\)"):
+    with pytest.raises(ValueError, match=r"windows must be images \[\.\.\., H, W\] of real numbers, got torch.float32 \(8,\)"):
         random_shift(torch.rand(8), 2)
     with pytest.raises(ValueError, match=r"max_shift must be an int >= 0, got 1.5"):
         random_shift(windows, 1.5)
@@ -98,5 +99,44 @@ def test_bad_windows_shifts_and_generators_are_named():
         random_shift(windows, 1, 5)
     with pytest.raises(ValueError, match="got torch.bool"):
         random_style(windows > 0.5, 0.5)
+    with pytest.raises(ValueError, match="of real numbers, got torch.complex64"):  # (failed in torch.iinfo)
+        random_style(windows.to(torch.complex64), 0.5)
     with pytest.raises(ValueError, match="StrokeNormaliser expects floating-point windows in \\[0, 1\\], got torch.uint8"):
         StrokeNormaliser(2)(torch.zeros(2, 1, 8, 8, dtype=torch.uint8))
+
+
+class _GeneratorOnTheGpu(torch.Generator):
+    """A CPU generator that says it is on ``cuda:0`` (torch refuses a CUDA generator for a CPU draw)."""
+
+    @property
+    def device(self) -> torch.device:  # type: ignore[override]
+        return torch.device("cuda", 0)
+
+
+@pytest.mark.parametrize("augment", [lambda w, g: random_shift(w, 1, g), lambda w, g: random_style(w, 0.5, g)])
+def test_a_generator_off_the_cpu_is_refused_naming_both_devices(augment):
+    with pytest.raises(ValueError, match="must be a CPU torch.Generator .* got one on cuda:0 for windows on cpu"):
+        augment(torch.rand(2, 8, 8), _GeneratorOnTheGpu().manual_seed(0))
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from([(32, 16), (16, 32), (24, 20)]), st.integers(0, 2**31 - 1))
+def test_a_non_square_window_is_styled_as_the_same_window_padded_square(size, seed):
+    """The map is in pixels: a glyph in an H x W window comes out as it does in a square window around it."""
+    height, width = size
+    side, glyph = max(size), torch.rand(6, 6, generator=torch.Generator().manual_seed(seed))
+    windows = torch.zeros(6, height, width)
+    windows[:, height // 2 - 3 : height // 2 + 3, width // 2 - 3 : width // 2 + 3] = glyph  # it stays inside when turned
+    top, left = (side - height) // 2, (side - width) // 2
+    square = F.pad(windows, (left, side - width - left, top, side - height - top))
+    styled = random_style(windows, 1.0, torch.Generator().manual_seed(seed))
+    expected = random_style(square, 1.0, torch.Generator().manual_seed(seed))[:, top : top + height, left : left + width]
+    torch.testing.assert_close(styled, expected, atol=1e-5, rtol=0)
+
+
+def test_signed_and_float64_windows_keep_their_values():
+    signed = torch.full((2, 8, 8), -5, dtype=torch.int8)
+    assert torch.equal(random_style(signed, 1e-9, torch.Generator().manual_seed(0)), signed)  # (clamped to 0)
+    windows = torch.rand(3, 8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    styled = random_style(windows, 1e-12, torch.Generator().manual_seed(0))  # (warped in float32: errors of 1e-8)
+    assert styled.dtype == torch.float64 and (styled - windows).abs().max() < 1e-10

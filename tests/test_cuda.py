@@ -18,6 +18,7 @@ from neurosym.benchmarking.arithmetic_results import group_cells
 from neurosym.benchmarking.arithmetic_training import GraphedStep, GroupConfig, build, train_group
 from neurosym.cli import main
 from neurosym.layers import NALU, NAU, NMU, NPU
+from neurosym.perception.augment import augment_windows
 from neurosym.perception.strokes import StrokeNormaliser, skeletonise
 from neurosym.pipelines.grammar_pipeline import evaluate_grammar_pipeline, train_grammar_pipeline
 from neurosym.training import load_checkpoint, resolve_device
@@ -66,6 +67,18 @@ def test_the_stroke_normaliser_redraws_on_the_device_what_it_redraws_on_the_cpu(
     normaliser = StrokeNormaliser(width=3)
     on_cpu = normaliser(windows)
     torch.testing.assert_close(normaliser.to(accelerator)(windows.to(accelerator)).cpu(), on_cpu, rtol=1e-5, atol=1e-6)
+
+
+def test_a_seeded_cpu_generator_augments_windows_on_the_device_as_on_the_cpu_and_one_there_is_refused(accelerator):
+    windows = torch.zeros(16, 32, 32, dtype=torch.uint8)
+    windows[:, 15:17, 6:26] = 255
+    on_cpu = augment_windows(windows, 2, 1.0, torch.Generator().manual_seed(5))
+    on_device = augment_windows(windows.to(accelerator), 2, 1.0, torch.Generator().manual_seed(5))
+    assert on_device.device.type == accelerator.type
+    assert (on_device.cpu().int() - on_cpu.int()).abs().max() <= 1  # the same draws, to rounding
+    if accelerator.type != "cpu":  # (torch's own error came from deep inside the draw)
+        with pytest.raises(ValueError, match=f"must be a CPU torch.Generator .* got one on {accelerator.type}"):
+            augment_windows(windows.to(accelerator), 2, 1.0, torch.Generator(device=accelerator).manual_seed(5))
 
 
 def test_a_seeded_block_on_the_device_draws_alike_and_gives_the_callers_streams_back(accelerator):

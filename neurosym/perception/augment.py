@@ -11,24 +11,30 @@ from einops import rearrange
 from neurosym.training.checks import fraction, is_int
 
 
-def _check_windows(windows: torch.Tensor, generator: torch.Generator | None) -> None:
-    """Raise ``ValueError`` unless ``windows`` is ``[..., H, W]`` of numbers and ``generator`` a ``torch.Generator``."""
-    if windows.dim() < 2 or windows.dtype == torch.bool:
-        raise ValueError(f"windows must be images [..., H, W] of numbers, got {windows.dtype} {tuple(windows.shape)}")
+def _check_inputs(windows: torch.Tensor, generator: torch.Generator | None) -> None:
+    """Raise ``ValueError`` unless ``windows`` is ``[..., H, W]`` of real numbers and ``generator`` a CPU
+    ``torch.Generator`` (the draws are made on the CPU and moved to the windows' device, so a seed gives the same
+    windows on any device; torch's own error for a generator on another device came from deep inside the draw)."""
+    if windows.dim() < 2 or windows.dtype == torch.bool or windows.is_complex():
+        raise ValueError(f"windows must be images [..., H, W] of real numbers, got {windows.dtype} {tuple(windows.shape)}")
     if generator is not None and not isinstance(generator, torch.Generator):
         raise ValueError(f"generator must be a torch.Generator (torch.Generator().manual_seed(seed)), got {generator!r}")
+    if generator is not None and generator.device.type != "cpu":
+        raise ValueError(
+            f"generator must be a CPU torch.Generator (torch.Generator().manual_seed(seed)), whatever the windows' device: "
+            f"got one on {generator.device} for windows on {windows.device}"
+        )
 
 
 def random_shift(windows: torch.Tensor, max_shift: int, generator: torch.Generator | None = None) -> torch.Tensor:
     """Translate each window by its own random whole-pixel offset in ``[-max_shift, max_shift]`` on both
     axes, filling with zeros (background): ``[..., H, W]`` -> ``[..., H, W]``, same dtype and device.
 
-    The offsets are drawn on the CPU from ``generator``, so a seeded generator gives the same shifts on
-    any device.
+    The offsets are drawn from ``generator``, a CPU one, so a seeded generator gives the same shifts on any device.
     """
     if not is_int(max_shift) or max_shift < 0:  # (True passed, and failed in F.pad)
         raise ValueError(f"max_shift must be an int >= 0, got {max_shift!r}")
-    _check_windows(windows, generator)
+    _check_inputs(windows, generator)
     if max_shift == 0 or windows.numel() == 0:
         return windows
     height, width = windows.shape[-2:]
@@ -50,6 +56,14 @@ MAX_SHEAR = 0.3
 """Horizontal shear (x moves by this times y) at strength 1."""
 
 
+def _pixel_aspect(windows: torch.Tensor) -> torch.Tensor:
+    """``[2, 2]`` float64 factors that turn a map of pixel offsets from the centre of ``windows [..., H, W]`` into
+    ``affine_grid``'s, whose coordinates run over ``[-1, 1]`` on each axis: the off-diagonal entries scale by ``H / W``
+    and ``W / H`` (all exactly 1 for square windows; without them non-square windows were stretched as they turned)."""
+    height, width = windows.shape[-2:]
+    return torch.tensor([[1.0, height / width], [width / height, 1.0]], dtype=torch.float64, device=windows.device)
+
+
 def random_style(windows: torch.Tensor, strength: float, generator: torch.Generator | None = None) -> torch.Tensor:
     """Redraw each window as another hand might have written it: ``[..., H, W]`` -> ``[..., H, W]``, same dtype
     and device; blank windows stay blank.
@@ -57,14 +71,16 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
     Each window gets its own random affine map about its centre, a rotation of up to ``strength`` × 15°
     either way, a scale of ``1 ± 0.2·strength`` on each axis and a shear of up to ``0.3·strength``, and with
     probability ``strength / 3`` each a stroke one pixel bolder (3×3 dilation) or thinner (half-way to a
-    3×3 erosion). The draws come from ``generator`` on the CPU, so a seeded generator gives the same
-    windows on any device. ``strength`` is in ``[0, 1]``; 0 returns ``windows`` itself.
+    3×3 erosion), all in pixels, so a window of any height and width turns without stretching. The draws come from
+    ``generator``, a CPU one, so a seeded generator gives the same windows on any device. ``strength`` is in ``[0, 1]``;
+    0 returns ``windows`` itself.
     """
     strength = fraction(strength, "strength")  # (True passed as 1)
-    _check_windows(windows, generator)
+    _check_inputs(windows, generator)
     if strength == 0 or windows.numel() == 0:
         return windows
-    flat = rearrange(windows, "... h w -> (...) 1 h w").float()
+    working = torch.promote_types(windows.dtype, torch.float32)  # (float64 windows were computed in float32)
+    flat = rearrange(windows, "... h w -> (...) 1 h w").to(working)
     draws = torch.rand(5, flat.shape[0], generator=generator, dtype=torch.float64) * 2 - 1  # [5, N] in [-1, 1)
     angle, scale_x, scale_y, shear, stroke = draws.to(windows.device)
     angle, shear = angle * MAX_ROTATION * strength, shear * MAX_SHEAR * strength
@@ -72,8 +88,8 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
     cos, sin = angle.cos(), angle.sin()
     # The map from output to input coordinates (affine_grid's convention): the inverse of rotate·shear·scale.
     forward = torch.stack([cos * scale_x, (cos * shear - sin) * scale_y, sin * scale_x, (sin * shear + cos) * scale_y], -1)
-    inverse = torch.linalg.inv(rearrange(forward, "n (r c) -> n r c", r=2))
-    theta = torch.cat([inverse, inverse.new_zeros(len(inverse), 2, 1)], dim=2).float()
+    inverse = torch.linalg.inv(rearrange(forward, "n (r c) -> n r c", r=2)) * _pixel_aspect(windows)
+    theta = torch.cat([inverse, inverse.new_zeros(len(inverse), 2, 1)], dim=2).to(working)
     grid = F.affine_grid(theta, list(flat.shape), align_corners=False)
     warped = F.grid_sample(flat, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
     bolder = F.max_pool2d(warped, 3, stride=1, padding=1)
@@ -82,7 +98,8 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
     choice = rearrange(stroke, "n -> n 1 1 1")
     styled = torch.where(choice > threshold, bolder, torch.where(choice < -threshold, thinner, warped))
     if not windows.dtype.is_floating_point:
-        styled = styled.round().clamp(0, torch.iinfo(windows.dtype).max)
+        limits = torch.iinfo(windows.dtype)
+        styled = styled.round().clamp(limits.min, limits.max)  # (negative pixels of signed windows were clamped to 0)
     return styled.to(windows.dtype).view_as(windows)
 
 
