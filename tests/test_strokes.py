@@ -2,6 +2,7 @@
 redrawn at one pen width whatever width they were written with."""
 
 import itertools
+import math
 
 import networkx as nx
 import pytest
@@ -104,6 +105,25 @@ def test_blank_windows_stay_blank_and_bad_arguments_are_refused():
         StrokeNormaliser(width=2.5)
     with pytest.raises(ValueError, match=r"\[N, 1, S, S\]"):
         StrokeNormaliser()(torch.zeros(2, 32, 32))
+    with pytest.raises(ValueError, match=r"\[N, 1, S, S\], got \(2, 1, 0, 32\)"):
+        StrokeNormaliser()(torch.zeros(2, 1, 0, 32))
+    for blur in (math.nan, math.inf, True):  # (NaN and infinity failed in round(), True was read as 1)
+        with pytest.raises(ValueError, match=r"blur \(pixels\) must be a finite number above 0"):
+            StrokeNormaliser(blur=blur)
+    with pytest.raises(ValueError, match=r"threshold must be a number in \(0, 1\), got '0.5'"):
+        StrokeNormaliser(threshold="0.5")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_iterations must be an int of at least 0, got -1"):
+        skeletonise(windows[:, 0] > 0, max_iterations=-1)  # (returned the ink unthinned)
+
+
+def test_a_nan_or_out_of_range_pixel_is_refused_not_read_as_a_blank_window():
+    windows = torch.zeros(2, 1, 16, 16)
+    windows[:, 0, 4:12, 7:9] = 1.0
+    windows[1, 0, 0, 0] = math.nan  # (its window came out blank)
+    with pytest.raises(ValueError, match=r"intensities in \[0, 1\], got values in \[nan, nan\]"):
+        StrokeNormaliser()(windows)
+    with pytest.raises(ValueError, match=r"intensities in \[0, 1\], got values in \[0.0, 255.0\]"):
+        StrokeNormaliser()(windows.nan_to_num() * 255)
 
 
 def test_a_classifier_with_stroke_normalisation_reads_a_glyph_the_same_at_any_width():

@@ -20,7 +20,8 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from neurosym.training.checks import int_at_least
+from neurosym.perception.reader import check_intensities
+from neurosym.training.checks import int_at_least, is_real, positive_number
 
 _NEIGHBOURS = ((-1, 0), (-1, 1), (0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1))
 """Offsets (row, column) of the neighbours P2 … P9 of Zhang & Suen, clockwise from north."""
@@ -70,6 +71,7 @@ def skeletonise(ink: torch.Tensor, max_iterations: int = 32) -> torch.Tensor:
     """
     if ink.dtype != torch.bool or ink.dim() != 3:
         raise ValueError(f"skeletonise expects bool images [N, H, W], got {ink.dtype} of shape {tuple(ink.shape)}")
+    int_at_least(max_iterations, "max_iterations", 0)  # (a negative count returned the ink unthinned)
     table = _removable().to(ink.device)
     skeleton = ink.clone()
     for _ in range(max_iterations):
@@ -118,8 +120,9 @@ class StrokeNormaliser(nn.Module):
     def __init__(self, width: int = 3, blur: float = 0.8, threshold: float = 0.4) -> None:
         super().__init__()
         int_at_least(width, "the stroke width (pixels)", 1)  # (2.5 made a max-pool of another size)
-        if blur <= 0 or not 0 < threshold < 1:
-            raise ValueError(f"need blur > 0 and 0 < threshold < 1, got blur={blur}, threshold={threshold}")
+        positive_number(blur, "blur (pixels)")  # (NaN and infinity failed in round())
+        if not (is_real(threshold) and 0 < threshold < 1):
+            raise ValueError(f"threshold must be a number in (0, 1), got {threshold!r}")
         self.width, self.threshold = width, threshold
         radius = max(1, round(2 * blur))
         offsets = torch.arange(-radius, radius + 1, dtype=torch.float32)
@@ -128,10 +131,11 @@ class StrokeNormaliser(nn.Module):
 
     def forward(self, windows: torch.Tensor) -> torch.Tensor:
         """``windows [N, 1, S, S]`` in ``[0, 1]`` -> redrawn ``[N, 1, S, S]``."""
-        if windows.dim() != 4 or windows.shape[1] != 1:
+        if windows.dim() != 4 or windows.shape[1] != 1 or 0 in windows.shape[2:]:  # (no pixels: failed in amax)
             raise ValueError(f"StrokeNormaliser expects windows [N, 1, S, S], got {tuple(windows.shape)}")
         if not windows.is_floating_point():
             raise ValueError(f"StrokeNormaliser expects floating-point windows in [0, 1], got {windows.dtype}")
+        check_intensities(windows)  # (a NaN pixel blanked its window)
         peak = windows.amax(dim=(2, 3), keepdim=True)
         ink = (windows > self.threshold * peak) & (peak > 0)
         skeleton = skeletonise(rearrange(ink, "n 1 h w -> n h w"))
