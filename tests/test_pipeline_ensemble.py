@@ -69,6 +69,17 @@ def test_an_ensemble_that_refit_a_reader_is_read_back_and_counted_as_that_reader
     assert results["reader_parameters"] == sum(parameter.numel() for parameter in rebuilt.reader.parameters())
 
 
+def test_an_ensemble_refit_with_no_resume_fits_afresh(refit_member, task_module, tmp_path):
+    out = tmp_path / "refit"
+    command = [*COMMON, "--ensemble", str(refit_member), "--refit-epochs", "1", "--out", str(out)]
+    assert main(command) == 0
+    first = load_checkpoint(out / "refit.pt")
+    (out / "refit.pt").write_bytes((refit_member / "refit.pt").read_bytes())  # another run's refit in its place
+    assert main([*command, "--no-resume"]) == 0
+    again = load_checkpoint(out / "refit.pt")
+    assert all(torch.equal(value, first["model"][name]) for name, value in again["model"].items())
+
+
 def test_an_ensemble_keeps_its_members_folders_wherever_it_is_read_back(refit_member, task_module, tmp_path, monkeypatch):
     monkeypatch.chdir(refit_member.parent)
     assert main([*COMMON, "--ensemble", refit_member.name, "--out", str(tmp_path / "ensemble")]) == 0

@@ -301,10 +301,10 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     out = Path(options.out)
     if context.is_main:
         out.mkdir(parents=True, exist_ok=True)
-        if not options.resume and not options.ensemble:
-            (out / "checkpoint.pt").unlink(missing_ok=True)
-            (out / "restarts.json").unlink(missing_ok=True)
-            (out / "refit.pt").unlink(missing_ok=True)
+        if not options.resume:  # (an ensemble trains nothing of its own but a refit)
+            stale = ("refit.pt",) if options.ensemble else ("checkpoint.pt", "restarts.json", "refit.pt")
+            for name in stale:
+                (out / name).unlink(missing_ok=True)
     if options.ensemble:
         history: list[dict] = []
         abandoned: list[dict[str, float]] = []
