@@ -638,6 +638,20 @@ def test_drawn_readings_give_an_importance_sampled_estimate_of_the_results_likel
     assert [(c.sentence, c.proposal) for c in again] == [(c.sentence, c.proposal) for c in found]  # seeded by its inputs
 
 
+def test_drawn_readings_that_explain_nothing_fall_back_to_the_enumeration():
+    """An inverse whose proposals never give the result: the draws were all refused and the enumeration skipped."""
+    correct = addition_semantics()
+    misleading = TreeSemantics(correct.rules, {**correct.inverses, "start": lambda s, c: [(s, c[1])]})
+    log_probs = np.log(np.full((3, 11), 0.05))
+    log_probs[range(3), [SYMBOL_ADDITION.symbols.index(c) for c in "1+2"]] = np.log(0.5)
+    log_probs[[0, 2], [SYMBOL_ADDITION.symbols.index(c) for c in "23"]] = np.log(0.2)  # "2+2", "1+3" lead
+    budget = AbductionBudget(max_changes=1, max_candidates=50, readings=4, sample_readings=True)
+    abducer = GrammarAbducer(Executor(SYMBOL_ADDITION, misleading), budget)
+    assert abducer._top_down(abducer.executor.tree("1+2"), "1+2", log_probs, 4, frozenset([1]))  # it proposes "4+2"
+    found = abducer.explanations("1+2", log_probs, 4, fixed=[1])
+    assert sorted(c.sentence for c in found) == ["1+3", "2+2"]
+
+
 def test_top_down_search_changes_a_whole_number_that_enumeration_cannot_reach():
     grammar = SymbolGrammar(ADDITION)
     semantics = addition_semantics()

@@ -239,7 +239,7 @@ class GrammarAbducer:
         search's, the ``max_candidates`` first of the enumeration), most probable first; empty when none does.
         Their probabilities approximate the likelihood of the result (a marginal over explanations). Arguments
         as :meth:`abduce`'s; its correction, where it finds one, is among them. With ``sample_readings`` the
-        explanations are the top-down search's draws alone (the enumeration only where those explain nothing),
+        explanations are the top-down search's draws alone (the enumeration only where none of those gives ``target``),
         each with its :attr:`Correction.proposal`, one sentence reached by several draws once with their sum. With
         ``chain_sweeps`` they are the sentences a :class:`~neurosym.pipelines.value_chain.ValueChain` visits from the
         weightiest one found, each with the proposal that weighs it by its visits."""
@@ -249,22 +249,26 @@ class GrammarAbducer:
         ways: dict[str, _Way] = {}
         tree = self.executor.tree(sentence)
         searched = [way for way in self._top_down(tree, sentence, log_probs, target, fixed) if len(way.edits) <= self.max_changes]
-        candidates = itertools.chain([_Way(0.0, ())], searched)
-        if not (self.sample_readings and searched):
+        self._verify(sentence, itertools.chain([_Way(0.0, ())], searched), target, ways)
+        if not (self.sample_readings and searched and ways):
             ranked = self._grammatical(sentence, log_probs, self._options(sentence, fixed), self.max_changes)
-            candidates = itertools.chain(candidates, (_Way(*item) for item in itertools.islice(ranked, self.max_candidates)))
-        for way in candidates:
-            candidate = _apply(sentence, way.edits)
-            if candidate in ways:
-                if self.sample_readings:  # the probabilities of the draws that reach it add up
-                    ways[candidate] = ways[candidate]._replace(proposal=-np.logaddexp(-ways[candidate].proposal, -way.proposal))
-            elif self.gives(self.executor.value(candidate), target):
-                ways[candidate] = way
+            self._verify(sentence, (_Way(*item) for item in itertools.islice(ranked, self.max_candidates)), target, ways)
         base = self.score(sentence, log_probs)
         found = [Correction(c, base + way.gain, changed(c, sentence), way.proposal) for c, way in ways.items()]
         if self.chain_sweeps and found:
             found = self._chained(sentence, log_probs, target, fixed, found) or found
         return sorted(found, key=lambda correction: -correction.log_prob)
+
+    def _verify(self, sentence: str, candidates: Iterable[_Way], target: Any, ways: dict[str, _Way]) -> None:
+        """Add to ``ways`` (sentence -> way) each of ``candidates`` whose sentence's value is ``target``; with
+        ``sample_readings`` the proposals of draws that reach one sentence add up."""
+        for way in candidates:
+            candidate = _apply(sentence, way.edits)
+            if candidate in ways:
+                if self.sample_readings:
+                    ways[candidate] = ways[candidate]._replace(proposal=-np.logaddexp(-ways[candidate].proposal, -way.proposal))
+            elif self.gives(self.executor.value(candidate), target):
+                ways[candidate] = way
 
     def _chained(
         self, sentence: str, log_probs: np.ndarray, target: Any, fixed: frozenset[int], found: list[Correction]
