@@ -1,5 +1,6 @@
 """A trained pipeline learns a new concept (glyph, role, meaning) from a few images and results."""
 
+import contextlib
 import copy
 import dataclasses
 import functools
@@ -17,7 +18,9 @@ from hint_pipelines import (
 
 from neurosym.data.hint import fewshot_split
 from neurosym.data.symbol_images import HINT_SYMBOLS
+from neurosym.pipelines import fewshot
 from neurosym.pipelines.fewshot import (
+    ConceptNotLearned,
     FewShotConfig,
     _read,
     insist_on_symbol,
@@ -171,3 +174,22 @@ def test_for_a_new_symbol_by_default_only_its_row_learns_and_the_known_symbols_a
     assert kept == kept_rows == only_new_class
     assert all(parameter.requires_grad for parameter in grown.parameters())  # learns again afterwards
     assert all(layer.momentum == 0.1 for layer in grown.modules() if isinstance(layer, torch.nn.BatchNorm2d))
+
+
+def test_each_self_training_round_draws_its_own_windows_and_the_same_seed_the_same_ones(trained, monkeypatch):
+    """Every round reseeded its generators alike: the second round trained on the first one's windows again."""
+    pipeline, bank, replay = trained
+    train = list(fewshot_split("x", scale=0.01, seed=0, cache=False, progress=False)["train"])
+    first_batches: list[tuple[torch.Tensor, torch.Tensor]] = []
+
+    def recorded(module, batch, schedule, device, description):
+        first_batches.append(batch(0))
+
+    monkeypatch.setattr(fewshot, "fit_windows", recorded)
+    config = FewShotConfig(glyph_steps=5, abduction_steps=0, rounds=2)
+    for _ in range(2):
+        with contextlib.suppress(ConceptNotLearned):  # (nothing trained the glyph)
+            learn_concept_from_images(pipeline, "x", train, replay, bank, CPU, config)
+    (windows, labels), (windows_again, _), *again = first_batches
+    assert windows.shape == windows_again.shape and not torch.equal(windows, windows_again)
+    assert len(again) == 2 and all(torch.equal(a, b) for a, b in zip(again[0], (windows, labels)))

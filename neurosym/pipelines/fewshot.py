@@ -257,15 +257,18 @@ def _train_glyph(
     replay: tuple[torch.Tensor, torch.Tensor],
     config: FewShotConfig,
     device: torch.device,
+    round_index: int,
 ) -> None:
     """Cross-entropy on windows (``[N, 32, 32]`` and their classes ``[N]``), each batch half few-shot
-    windows, half replayed ones, by :func:`~neurosym.pipelines.trainer.fit_windows` (no checkpoint: it is short)."""
-    rng = np.random.default_rng(config.seed)
+    windows, half replayed ones, by :func:`~neurosym.pipelines.trainer.fit_windows` (no checkpoint: it is short).
+    Each self-training round (``round_index``) draws its own windows and augmentations."""
+    rng = np.random.default_rng((config.seed, round_index))
     half = config.glyph_batch // 2
 
     def batch(index: int) -> tuple[torch.Tensor, torch.Tensor]:
         picks = [(w[i], y[i]) for w, y in (fewshot, replay) for i in [rng.integers(len(w), size=half)]]
-        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
+        step = round_index * config.glyph_steps + index
+        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
         windows = augment_windows(torch.cat([w for w, _ in picks]), config.augment_shift, config.augment_style, generator)
         return windows, torch.cat([y for _, y in picks])
 
@@ -360,8 +363,8 @@ def learn_concept_from_images(
         grown.set_table(placeholder_table(base_table, symbol, role))
         replayed = _window_labels(replay, replay_readings, vocabulary)
         with _only_new_class_learns(classifier, role in config.only_new_class):
-            for _ in range(config.rounds):  # self-training: the grown classifier re-reads its own few shots
-                _train_glyph(grown, _window_labels(source, readings, vocabulary), replayed, config, device)
+            for round_index in range(config.rounds):  # self-training: the grown classifier re-reads its own few shots
+                _train_glyph(grown, _window_labels(source, readings, vocabulary), replayed, config, device, round_index)
                 readings = _read(grown, source, device, insist=(symbol, role))
             results = [record.res for record in records]
             learned = _learn_meaning(symbol, role, list(zip(readings, results)), base_table, config.agreements)
