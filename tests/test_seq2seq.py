@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from neurosym.data.hint import IGNORE_INDEX
 from neurosym.models import build_front_end, build_seq2seq
 from neurosym.models.seq2seq import (
     MODEL_NAMES,
@@ -15,6 +16,8 @@ from neurosym.models.seq2seq import (
     TokenFrontEnd,
     TransformerSeq2Seq,
 )
+from neurosym.models.seq2seq.hint_task import sequence_loss
+from neurosym.models.seq2seq.mathematics_task import answer_loss
 from neurosym.perception.cnn import SmallCNN
 
 PAD, BOS, EOS = 0, 1, 2  # target specials; digits are 3..12
@@ -204,7 +207,7 @@ def test_bad_sources_raise_clear_errors() -> None:
 def test_bad_targets_are_named_for_every_model(name: str) -> None:
     model = tiny_model(name)
     src, src_mask, tgt_in, _ = reversal_batch(4)
-    with pytest.raises(ValueError, match=r"tgt_in must be integer target ids \[batch, length >= 1\], got torch.float32"):
+    with pytest.raises(ValueError, match=r"tgt_in must be int64 or int32 target ids \[batch, length >= 1\], got torch.float32"):
         model(src, src_mask, tgt_in.float())
     with pytest.raises(ValueError, match=r"got torch.int64 \(4,\)"):
         model(src, src_mask, tgt_in[:, 0])
@@ -213,6 +216,33 @@ def test_bad_targets_are_named_for_every_model(name: str) -> None:
     with pytest.raises(ValueError, match="tgt_in has 3 targets for 4 sources"):
         model(src, src_mask, tgt_in[:3])
     assert model(src, src_mask, tgt_in.int()).shape == (*tgt_in.shape, 13)  # int32 ids are ids too
+
+
+@pytest.mark.parametrize("name", ["gru", "transformer_rel"])
+def test_int32_sources_and_targets_read_as_int64_ones_and_other_integer_dtypes_are_named(name: str) -> None:
+    model = tiny_model(name).eval()
+    src, src_mask, tgt_in, _ = reversal_batch(4)
+    expected = model(src, src_mask, tgt_in)
+    torch.testing.assert_close(model(src.int(), src_mask, tgt_in.int()), expected, rtol=0, atol=0)  # (was refused)
+    decoded = model.greedy_decode(src, src_mask, max_len=4, bos=BOS, eos=EOS)
+    assert torch.equal(model.greedy_decode(src.int(), src_mask, max_len=4, bos=BOS, eos=EOS), decoded)
+    for dtype in (torch.uint8, torch.int8, torch.int16):  # (what nn.Embedding refuses)
+        with pytest.raises(ValueError, match=rf"token sources must be int64 or int32 ids \[batch, length\], got {dtype}"):
+            model(src.to(dtype), src_mask, tgt_in)
+        with pytest.raises(ValueError, match=rf"tgt_in must be int64 or int32 target ids \[batch, length >= 1\], got {dtype}"):
+            model(src, src_mask, tgt_in.to(dtype))
+
+
+def test_the_sequence_losses_take_int32_ids_as_int64_ones() -> None:
+    model = tiny_model("gru").eval()
+    src, src_mask, tgt_in, tgt_out = reversal_batch(4)
+    digits = tgt_out.masked_fill(tgt_out <= EOS, IGNORE_INDEX)  # the reversed digits, padded as HINT's results
+    batch = {"tokens": src, "mask": ~src_mask, "res_digits": digits}
+    narrow = {**batch, "tokens": src.int(), "res_digits": digits.int()}
+    assert sequence_loss(model, narrow, False) == sequence_loss(model, batch, False)  # (int32 failed in cross_entropy)
+    answers = torch.cat([tgt_in, tgt_out[:, -1:]], dim=1)
+    narrow_answers = (src.int(), src_mask, answers.int())
+    assert answer_loss(model, narrow_answers) == answer_loss(model, (src, src_mask, answers))
 
 
 def test_uint8_image_windows_read_as_their_pixels_over_255() -> None:
@@ -240,7 +270,9 @@ def test_a_decoding_step_names_tokens_that_are_not_one_id_per_source(name: str) 
     model = tiny_model(name).eval()
     src, src_mask, _, _ = reversal_batch(2)
     state = model.start_decoding(src, src_mask)
-    with pytest.raises(ValueError, match=r"tokens must be integer target ids \[2\] \(one per source\), got torch.int64 \(2, 1\)"):
+    with pytest.raises(
+        ValueError, match=r"tokens must be int64 or int32 target ids \[2\] \(one per source\), got torch.int64 \(2, 1\)"
+    ):
         model.decode_step(state, torch.full((2, 1), BOS))
     with pytest.raises(ValueError, match=r"step token ids must lie in \[0, 13\), got 1..20"):
         model.decode_step(state, torch.tensor([1, 20]))

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import torch
 
+TOKEN_ID_DTYPES = (torch.int64, torch.int32)
+"""The dtypes token ids may have: those ``nn.Embedding`` takes (int16 or uint8 ids fail in it)."""
+
 
 def values_are_readable(tensor: torch.Tensor) -> bool:
     """Whether an input check may read ``tensor``'s values on the host: in eager mode on every device (on an

@@ -17,7 +17,7 @@ from torch import nn
 from neurosym.layers import TransformerEncoder
 from neurosym.layers.mixer import MixerBlock
 from neurosym.layers.shape_checks import check_sizes, check_tensor
-from neurosym.layers.value_checks import check_token_ids
+from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_token_ids
 from neurosym.perception.cnn import VGG11BN, ResNet18, SmallCNN
 from neurosym.training.checks import height_width, positive_number
 
@@ -34,7 +34,7 @@ def _check_tokens(digits: torch.Tensor, length: int, vocab: int) -> None:
     check_tensor(digits, "digits")
     if digits.dim() != 2 or digits.shape[1] != length:
         raise ValueError(f"expected digits [B, {length}], got shape {tuple(digits.shape)}")
-    if digits.dtype not in (torch.int64, torch.int32):  # (what nn.Embedding takes: uint8 was refused as no integer)
+    if digits.dtype not in TOKEN_ID_DTYPES:  # (what nn.Embedding takes: uint8 was refused as no integer)
         raise ValueError(f"digits must be an integer tensor of int64 or int32, got {digits.dtype}")
     check_token_ids(digits, vocab, "digit")
 

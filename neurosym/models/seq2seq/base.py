@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from neurosym.layers.shape_checks import check_tensor
-from neurosym.layers.value_checks import check_token_ids, values_are_readable
+from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_token_ids, values_are_readable
 from neurosym.models.seq2seq.padding import real_first
 from neurosym.training.checks import int_at_least, is_int
 
@@ -17,9 +17,9 @@ from neurosym.training.checks import int_at_least, is_int
 class Seq2Seq(nn.Module, ABC):
     """An encoder–decoder mapping a source sequence to target-token logits.
 
-    * ``src``: token ids ``[B, S]`` or image windows ``[B, S, C, H, W]`` (whatever the front end takes);
+    * ``src``: token ids ``[B, S]`` (int64 or int32) or image windows ``[B, S, C, H, W]`` (whatever the front end takes);
     * ``src_mask``: ``[B, S]`` bool, ``True`` marks source padding;
-    * ``tgt_in``: ``[B, T]`` target ids starting with the begin-of-sequence token (teacher forcing).
+    * ``tgt_in``: ``[B, T]`` target ids (int64 or int32) starting with the begin-of-sequence token (teacher forcing).
 
     ``forward(src, src_mask, tgt_in) -> logits [B, T, target_vocab]``. Subclasses implement
     :meth:`start_decoding` and :meth:`_step` (the unchecked :meth:`decode_step`), which :meth:`greedy_decode` drives.
@@ -85,12 +85,14 @@ class Seq2Seq(nn.Module, ABC):
 
 
 def check_targets(tgt_in: torch.Tensor, src_mask: torch.Tensor, target_vocab: int) -> None:
-    """Raise ``ValueError`` unless ``tgt_in`` is integer target ids ``[B, T]`` (``T >= 1``) for the ``B`` sources of
+    """Raise ``ValueError`` unless ``tgt_in`` is int64 or int32 target ids ``[B, T]`` (``T >= 1``) for the ``B`` sources of
     ``src_mask [B, S]``, each in ``[0, target_vocab)`` (where values are readable); ``TypeError`` for a non-tensor."""
     check_tensor(tgt_in, "tgt_in")
     check_tensor(src_mask, "src_mask")
-    if tgt_in.dtype not in (torch.int64, torch.int32) or tgt_in.dim() != 2 or tgt_in.shape[1] == 0:
-        raise ValueError(f"tgt_in must be integer target ids [batch, length >= 1], got {tgt_in.dtype} {tuple(tgt_in.shape)}")
+    if tgt_in.dtype not in TOKEN_ID_DTYPES or tgt_in.dim() != 2 or tgt_in.shape[1] == 0:
+        raise ValueError(
+            f"tgt_in must be int64 or int32 target ids [batch, length >= 1], got {tgt_in.dtype} {tuple(tgt_in.shape)}"
+        )
     if tgt_in.shape[0] != src_mask.shape[0]:
         raise ValueError(f"tgt_in has {tgt_in.shape[0]} targets for {src_mask.shape[0]} sources")
     check_token_ids(tgt_in, target_vocab, "target")
@@ -100,9 +102,9 @@ def check_step_tokens(tokens: torch.Tensor, batch: int, target_vocab: int) -> No
     """Raise ``ValueError`` unless ``tokens`` is the ``batch`` last emitted target ids ``[batch]``, each in
     ``[0, target_vocab)`` (where values are readable); ``TypeError`` for a non-tensor."""
     check_tensor(tokens, "tokens")
-    if tokens.dtype not in (torch.int64, torch.int32) or tuple(tokens.shape) != (batch,):
+    if tokens.dtype not in TOKEN_ID_DTYPES or tuple(tokens.shape) != (batch,):
         raise ValueError(
-            f"tokens must be integer target ids [{batch}] (one per source), got {tokens.dtype} {tuple(tokens.shape)}"
+            f"tokens must be int64 or int32 target ids [{batch}] (one per source), got {tokens.dtype} {tuple(tokens.shape)}"
         )
     check_token_ids(tokens, target_vocab, "step")
 

@@ -7,13 +7,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from neurosym.layers.shape_checks import check_sizes
-from neurosym.layers.value_checks import check_token_ids, values_are_readable
+from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_token_ids, values_are_readable
 from neurosym.models.seq2seq.base import check_source_mask
 from neurosym.training.checks import int_at_least
 
 
 class TokenFrontEnd(nn.Module):
-    """Token ids ``[B, S]`` -> embeddings ``[B, S, dim]``."""
+    """Token ids ``[B, S]`` (int64 or int32, as ``nn.Embedding`` takes them and as the targets may be) -> embeddings
+    ``[B, S, dim]``; other dtypes raise ``ValueError`` naming the dtype."""
 
     def __init__(self, vocab_size: int, dim: int) -> None:
         super().__init__()
@@ -23,8 +24,8 @@ class TokenFrontEnd(nn.Module):
         self.embedding = nn.Embedding(vocab_size, dim)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        if src.dim() != 2 or src.dtype != torch.long:
-            raise ValueError(f"token sources must be long tensors [batch, length], got {src.dtype} {tuple(src.shape)}")
+        if src.dim() != 2 or src.dtype not in TOKEN_ID_DTYPES:
+            raise ValueError(f"token sources must be int64 or int32 ids [batch, length], got {src.dtype} {tuple(src.shape)}")
         check_source_mask(src, src_mask)
         ids = src.masked_fill(src_mask, 0)
         check_token_ids(ids, self.vocab_size, "source")

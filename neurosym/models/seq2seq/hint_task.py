@@ -34,10 +34,10 @@ def hint_batch(batch: dict[str, Any], image_input: bool) -> tuple[torch.Tensor, 
 
 
 def sequence_loss(model: nn.Module, batch: dict[str, Any], image_input: bool) -> torch.Tensor:
-    """Mean cross-entropy of the next target token under teacher forcing."""
+    """Mean cross-entropy of the next target token under teacher forcing (token and result ids int64 or int32)."""
     src, src_mask, tgt_in, tgt_out = hint_batch(batch, image_input)
     logits = model(src, src_mask, tgt_in)
-    return F.cross_entropy(logits.flatten(0, 1).float(), tgt_out.flatten(), ignore_index=IGNORE_INDEX)
+    return F.cross_entropy(logits.flatten(0, 1).float(), tgt_out.flatten().long(), ignore_index=IGNORE_INDEX)
 
 
 def exact_match_by_subset(

@@ -162,11 +162,11 @@ def collate(examples: Sequence[MathExample]) -> tuple[torch.Tensor, torch.Tensor
 
 
 def answer_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """Mean cross-entropy of the answer characters under teacher forcing (padding ignored)."""
+    """Mean cross-entropy of the answer characters under teacher forcing (padding ignored; ids int64 or int32)."""
     questions, mask, answers = batch
     logits = model(questions, mask, answers[:, :-1])
     return nn.functional.cross_entropy(
-        rearrange(logits.float(), "b t v -> (b t) v"), rearrange(answers[:, 1:], "b t -> (b t)"), ignore_index=PAD
+        rearrange(logits.float(), "b t v -> (b t) v"), rearrange(answers[:, 1:].long(), "b t -> (b t)"), ignore_index=PAD
     )
 
 
