@@ -12,9 +12,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from neurosym.layers import TransformerEncoderLayer, UniversalTransformer, sinusoid_table
-from neurosym.layers.universal import HaltingState, halting_step
+from neurosym.layers.universal import HaltingState, halting_step, halting_threshold
 
 DIM = 8
+FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 Sequences = list[list[Fraction]]
 
@@ -79,3 +80,52 @@ def test_act_halts_where_the_accumulated_probability_equals_the_threshold(dtype:
     first_state = layer(x + sinusoid_table(torch.tensor([0]), DIM, dtype), padding)
     assert torch.equal(result.hidden, first_state)
     assert result.ponder_cost is not None and result.ponder_cost.item() == 2.0
+
+
+@given(st.floats(1e-18, 1.0, exclude_min=True, exclude_max=True), st.sampled_from(FLOAT_DTYPES))
+@example(0.01, torch.bfloat16)  # 0.99 rounds down to 0.98828125 there
+@example(2.0**-24, torch.float32)  # the smallest epsilon float32 resolves: 1 - 2**-24 is its largest value below 1
+def test_the_halting_threshold_is_the_least_value_of_the_dtype_not_below_one_minus_epsilon(
+    epsilon: float, dtype: torch.dtype
+) -> None:
+    """Sums in ``dtype`` reach the threshold exactly when they reach ``1 - ε``; an ``ε`` the dtype cannot resolve at 1
+    is named."""
+    gap = torch.finfo(dtype).eps / 2
+    if epsilon < gap:
+        with pytest.raises(ValueError, match=rf"act_epsilon \(.*\) is below the resolution of {dtype} at 1"):
+            halting_threshold(epsilon, dtype)
+        return
+    threshold = halting_threshold(epsilon, dtype)
+    below = torch.nextafter(torch.tensor(threshold, dtype=dtype), torch.tensor(0.0, dtype=dtype)).item()
+    assert torch.tensor(threshold, dtype=dtype).item() == threshold  # a value of dtype
+    assert below < 1 - epsilon <= threshold < 1
+
+
+def test_act_in_bfloat16_does_not_halt_below_one_minus_epsilon() -> None:
+    """``p_n = 0.98828125`` (bfloat16's value nearest 0.99, below it) at every step: with the default ε = 0.01 a
+    position halts at step 2 (``N = 2``, ``R = 1 - p_1``), not at step 1 as a threshold rounded to 0.98828125 made it."""
+    torch.manual_seed(0)
+    dtype = torch.bfloat16
+    layer = TransformerEncoderLayer(DIM, 2, 16, 0.0, attention="xl").to(dtype).eval()
+    model = UniversalTransformer(layer, 3, act=True).to(dtype)
+    torch.nn.init.zeros_(model.halting.weight)
+    torch.nn.init.constant_(model.halting.bias, 4.28125)
+    assert torch.sigmoid(model.halting.bias).item() == 0.98828125
+    x = torch.randn(2, 4, DIM, dtype=dtype)
+    result = model(x)
+    states = [layer(x + sinusoid_table(torch.tensor([0]), DIM, dtype), None)]
+    states.append(layer(states[0] + sinusoid_table(torch.tensor([1]), DIM, dtype), None))
+    expected = 0.98828125 * states[0] + (1 - 0.98828125) * states[1]
+    torch.testing.assert_close(result.hidden, expected.to(dtype))
+    assert result.ponder_cost is not None and result.ponder_cost.item() == 2.015625  # 2 + 3/256 in bfloat16
+
+
+@pytest.mark.parametrize(("dtype", "epsilon"), [(torch.float32, 1e-9), (torch.float32, 4e-8), (torch.bfloat16, 1e-3)])
+def test_an_epsilon_below_the_states_resolution_at_one_is_named(dtype: torch.dtype, epsilon: float) -> None:
+    """float32 rounds ``1 - 1e-9`` to 1, and has no value in ``[1 - 4e-8, 1)``: such an ε halted only where a sum
+    rounded to 1, as any smaller one; float64 states resolve it."""
+    layer = TransformerEncoderLayer(DIM, 2, 16, 0.0, attention="xl").eval()
+    model = UniversalTransformer(layer, 3, act=True, act_epsilon=epsilon)
+    with pytest.raises(ValueError, match=rf"act_epsilon \({epsilon:g}\) is below the resolution of {dtype} at 1"):
+        model.to(dtype)(torch.randn(1, 2, DIM, dtype=dtype))
+    assert model.double()(torch.randn(1, 2, DIM, dtype=torch.float64)).hidden.shape == (1, 2, DIM)

@@ -15,10 +15,18 @@ Universal Transformer code halts only above the threshold (``>``), and leaves a 
 step limit without a remainder. As in the Universal Transformer (and unlike Graves, who reads ``h_n`` from
 the updated state), ``p_n`` is read from step ``n``'s input (the previous state plus the step embedding),
 before the shared layer turns it into ``s_n``.
+
+The sums ``p_1 + ... + p_n`` are computed in the states' dtype and compared with ``1 - act_epsilon`` rounded up
+to that dtype (:func:`halting_threshold`), which decides exactly as the comparison with ``1 - act_epsilon`` itself
+(rounded to nearest, as a Python float is when compared with a tensor, ``0.99`` is ``0.98828125`` in bfloat16, and
+sums that fall short of ``0.99`` halted). An ``act_epsilon`` smaller than the gap between 1 and the dtype's largest
+value below it (about ``6e-8`` in float32, ``0.0039`` in bfloat16) raises ``ValueError``: no sum in that dtype lies
+in ``[1 - act_epsilon, 1)``, so it would act as any other such epsilon, halting only where a sum rounds to 1.
 """
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -47,7 +55,8 @@ class UniversalTransformer(nn.Module):
     as ``layer.dim``. The parameter count is that of ``layer`` (plus a ``D -> 1`` halting unit with ACT),
     whatever ``depth``. ``forward(x, key_padding_mask=None) -> UniversalOutput``; with ``act=True``
     ``depth`` is the maximum number of steps, and ``act_epsilon`` sets where it halts (without ACT an
-    ``act_epsilon`` away from its default raises ``ValueError``: it would be ignored).
+    ``act_epsilon`` away from its default raises ``ValueError``: it would be ignored; with ACT, ``forward`` raises
+    ``ValueError`` for one below the states' dtype's resolution at 1, :func:`halting_threshold`).
     """
 
     def __init__(
@@ -89,17 +98,35 @@ class UniversalTransformer(nn.Module):
         return self._adaptive(x, key_padding_mask, self.halting)
 
     def _adaptive(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None, halting: nn.Linear) -> UniversalOutput:
-        threshold = 1.0 - self.act_epsilon
         progress = HaltingState.start(x.new_zeros(x.shape[:2]))
         output = torch.zeros_like(x)
         state = x
         for step in range(self.depth):  # steps after every position halted add nothing (weight 0)
             state = self._step_input(state, step)
             probability = torch.sigmoid(rearrange(halting(state), "b t 1 -> b t"))
+            threshold = halting_threshold(self.act_epsilon, torch.promote_types(progress.mass.dtype, probability.dtype))
             progress, weight = halting_step(progress, probability, threshold, last_step=step == self.depth - 1)
             state = self.layer(state, key_padding_mask)
             output = output + rearrange(weight, "b t -> b t 1") * state
         return UniversalOutput(output, ponder_cost(progress, key_padding_mask))
+
+
+def halting_threshold(act_epsilon: float, dtype: torch.dtype) -> float:
+    """``1 - act_epsilon`` (a Python float) rounded up to a value of the floating-point ``dtype``: a sum in ``dtype``
+    reaches it exactly when it reaches ``1 - act_epsilon``. ``ValueError`` when ``act_epsilon`` is below ``dtype``'s gap under 1
+    (``torch.finfo(dtype).eps / 2``), where no value of ``dtype`` lies in ``[1 - act_epsilon, 1)``."""
+    info = torch.finfo(dtype)
+    gap = info.eps / 2  # between 1 and the largest value below it
+    if act_epsilon < gap:
+        raise ValueError(
+            f"act_epsilon ({act_epsilon:g}) is below the resolution of {dtype} at 1 ({gap!r}): no {dtype} value "
+            f"lies in [1 - act_epsilon, 1), so positions would halt only where their halting probabilities' sum "
+            f"rounds to 1; use act_epsilon >= {gap!r} (or states of a wider dtype)"
+        )
+    target = 1.0 - float(act_epsilon)
+    _, exponent = math.frexp(target)  # target = m * 2**exponent, 0.5 <= m < 1
+    spacing = max(math.ldexp(info.eps, exponent - 1), info.smallest_normal * info.eps)  # (the latter: subnormals)
+    return math.ceil(target / spacing) * spacing  # (exact: spacing is a power of 2)
 
 
 class HaltingState(NamedTuple):
