@@ -86,6 +86,9 @@ def test_induction_rejects_bad_input():
     assert isinstance(induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int)).rule, PVRRule)
     with pytest.raises(ValueError, match="pointer_position 7 is outside 0..3"):  # (was numpy's IndexError)
         induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int), pointer_positions=[7])
+    for bad in (1, 0, 2.5, True):  # (1 was named as a pointer_table, which the call has none of)
+        with pytest.raises(ValueError, match=rf"num_classes \(digit classes\) must be an int of at least 2, got {bad}"):
+            induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int), num_classes=bad)
 
 
 def test_induction_prefers_a_lower_complexity_to_an_earlier_pointer_position():

@@ -194,8 +194,10 @@ def induce_rule(
     the cost of ``K * (L-1)`` checks. Noisy digits (e.g. from a perception network) are tolerated: the
     rule with the highest agreement wins, ties going to the simplest: the lowest complexity (the earliest
     of ``complexities``, which the default lists from 0 up), then the earlier pointer position, aggregation
-    and boundary. Pointer digits never seen keep start position 0.
+    and boundary. Pointer digits never seen keep start position 0. ``num_classes``, the digit classes, must be an
+    int of at least 2 (as :class:`PVRRule` needs): ``ValueError`` otherwise, as for bad digits and labels.
     """
+    num_classes = int_at_least(num_classes, "num_classes (digit classes)", 2)  # (1 was named as pointer_table)
     digits = np.asarray(digits)
     if digits.ndim != 2:
         raise ValueError(f"expected digits of shape [N, L], got {digits.shape}")
