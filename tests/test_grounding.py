@@ -1,6 +1,8 @@
 """Learning everything from results on symbol input: roles, values, programs and precedence of
 anonymous classes; the grounding's table, printout and JSON."""
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,6 +18,8 @@ from neurosym.pipelines.ground_symbols import (
     class_symbols,
     grammatical,
     learn_grounding,
+    learn_programs,
+    learn_values,
     random_permutation,
 )
 from neurosym.pipelines.grounding import Grounding, compare_grounding
@@ -85,6 +89,21 @@ def test_bad_inputs_are_named():
         anonymise(["1x2"], list(range(16)))
     with pytest.raises(ValueError, match="class ids"):
         learn_grounding([(0, 16, 1)], [1], 16)
+
+
+@pytest.mark.parametrize("bad", [None, 2.5, "3", True])
+def test_a_result_that_is_no_int_is_named_by_each_step_that_reads_results(bad):
+    """``None`` failed in ``result >= 0`` with a ``TypeError`` (and in ``int()`` for the values); 2.5 was truncated."""
+    roles, values = ["number", "number", "operator"], {0: 0, 1: 1}
+    sentences, results = [(0,), (1,), (0, 2, 1), (1, 2, 0)], [0, 1, 1, bad]
+    message = rf"results must be integers, got {re.escape(repr(bad))} at 3"
+    with pytest.raises(ValueError, match=message):
+        learn_programs(sentences, results, roles, values)
+    with pytest.raises(ValueError, match=message):
+        learn_values(sentences, results, roles)
+    with pytest.raises(ValueError, match=message):
+        learn_grounding(sentences, results, 3)
+    assert learn_values(sentences, [0, np.int64(1), 1, 1], roles) == values  # (numpy's ints are ints)
 
 
 KIND_SYMBOLS = "1+()"  # a sentence of kinds written with one symbol per kind

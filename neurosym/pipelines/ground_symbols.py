@@ -32,6 +32,7 @@ from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.pipelines.grounding import Grounding
 from neurosym.semantics.induction import Program, induce_noisy_operator
 from neurosym.syntax import ADDITIVE, MULTIPLICATIVE
+from neurosym.training.checks import is_int
 
 Sentence = Sequence[int]
 #: The HINT symbols in a fixed order: class ``permutation[i]`` shows ``HINT_ALPHABET[i]``.
@@ -161,8 +162,18 @@ def learn_roles(sentences: Sequence[Sentence], size: int, max_free_classes: int 
     return best[1]
 
 
+def check_results(results: Sequence[int]) -> None:
+    """Raise ``ValueError`` naming the first of ``results`` that is no int (numpy's too, not a bool): ``None`` failed
+    in a comparison with a ``TypeError`` and ``2.5`` was truncated to 2."""
+    bad = next((index for index, result in enumerate(results) if not is_int(result)), None)
+    if bad is not None:
+        raise ValueError(f"results must be integers, got {results[bad]!r} at {bad}")
+
+
 def learn_values(sentences: Sequence[Sentence], results: Sequence[int], roles: Sequence[str]) -> dict[int, int]:
-    """The value of each number class: the most common result of its one-token sentences (step 2)."""
+    """The value of each number class: the most common result of its one-token sentences (step 2); ``ValueError``
+    for a result that is no int."""
+    check_results(results)
     seen: dict[int, Counter] = defaultdict(Counter)
     for sentence, result in zip(sentences, results):
         if len(sentence) == 1:
@@ -183,7 +194,9 @@ def learn_programs(
     lowest_agreement: float | None = None,
 ) -> dict[int, Program]:
     """Each operator class's program, induced from its ``i op j -> result`` sentences (step 3); with
-    ``lowest_agreement``, :func:`induce_noisy_operator` from ``min_agreement`` down to it."""
+    ``lowest_agreement``, :func:`induce_noisy_operator` from ``min_agreement`` down to it. Negative results are left
+    out; a result that is no int raises ``ValueError``."""
+    check_results(results)
     triples: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for sentence, result in zip(sentences, results):
         if len(sentence) == 3 and sentence[0] in values and sentence[2] in values and result >= 0:
@@ -229,9 +242,10 @@ def learn_grounding(
     sentences: Sequence[Sentence], results: Sequence[int], size: int, config: GroundingConfig = GroundingConfig()
 ) -> Grounding:
     """Learn the roles, values, programs and precedence of ``size`` anonymous classes from sentences of
-    class ids and their results (no symbol is ever seen)."""
+    class ids and their integer results (no symbol is ever seen); ``ValueError`` for a result that is no int."""
     if len(sentences) != len(results) or not sentences:
         raise ValueError(f"need as many results as sentences (and some), got {len(sentences)} and {len(results)}")
+    check_results(results)
     if any(not 0 <= c < size for s in sentences for c in s):
         raise ValueError(f"class ids must be in 0..{size - 1}")
     roles = learn_roles(sentences, size, config.max_free_classes)
