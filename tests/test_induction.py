@@ -22,7 +22,7 @@ from neurosym.pipelines.concepts import (
 )
 from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator
 from neurosym.semantics.induction import Program, _Enumerator, induce_noisy_operator, induce_operator, induce_operators
-from neurosym.semantics.operators import FRACTION_DIVIDE
+from neurosym.semantics.operators import FRACTION_DIVIDE, MINUS
 from neurosym.syntax import ADDITIVE, MULTIPLICATIVE, canonical_sentence
 
 TARGETS = {
@@ -311,6 +311,15 @@ def test_induction_takes_arrays_and_names_bad_arguments():
         induce_operator(table, max_bank=-5)
     with pytest.raises(ValueError, match=r"min_agreement must be in \(0, 1\], got \['1'\]"):
         induce_operator(table, min_agreement="1")
+
+
+def test_a_negative_result_gives_a_triple_only_where_an_operator_can_give_it():
+    """``1-2a3 = -2``: HINT's ``max(0, 1 - b)`` is never -2 (the closed form gave ``b = 3``, so the triple
+    ``(2, 3, 3)``); ordinary subtraction gives -2 for ``b = 3``."""
+    examples = [("1-2a3", -2), ("9-2a3", 3)]
+    hypothesis = HINT_SEMANTICS.extend(operators={"a": Operator(MULTIPLICATIVE, lambda a, b: 1)})
+    assert operator_examples("a", examples, hypothesis) == [(2, 3, 6)]
+    assert operator_examples("a", examples, hypothesis.extend(operators={"-": MINUS})) == [(2, 3, 3), (2, 3, 6)]
 
 
 @settings(max_examples=20, deadline=None)

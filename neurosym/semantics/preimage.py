@@ -28,7 +28,10 @@ does an operand pair where it raises an arithmetic or value error: :func:`~neuro
 
 @dataclass(frozen=True)
 class Interval:
-    """The non-negative integers ``lo <= v <= hi`` (``hi is None``: no upper bound).
+    """The integers ``lo <= v <= hi`` (``hi is None``: no upper bound).
+
+    Operands are non-negative, and so are the values of HINT's operators (the preimages of a target's negative part
+    under them are empty); the value wanted of another operator, as ordinary subtraction, may be negative.
 
     The bounds are held as Python ints (numpy's are converted: the preimages' arithmetic on an ``np.int64`` bound
     wrapped around, or overflowed, for large values); a bound that is no integer (a float, a bool, ``None`` as
@@ -91,7 +94,16 @@ def _shift(target: Interval, offset: int) -> Interval | None:
     return Interval.make(target.lo - offset, None if target.hi is None else target.hi - offset)
 
 
-def _left_exact(symbol: str, target: Interval, right: int) -> Interval | None:
+def _reachable(target: Interval) -> Interval | None:
+    """The part of ``target`` that HINT's operators can give (their values are non-negative), ``None`` when none is:
+    the closed forms below hold for non-negative targets only (for ``a - 3 = -2`` they would give ``a = 1``)."""
+    return Interval.make(target.lo, target.hi)
+
+
+def _left_exact(symbol: str, wanted: Interval, right: int) -> Interval | None:
+    target = _reachable(wanted)
+    if target is None:
+        return None
     if symbol == "+":
         return _shift(target, right)
     if symbol == "-":
@@ -105,7 +117,10 @@ def _left_exact(symbol: str, target: Interval, right: int) -> Interval | None:
     return Interval.make(0 if target.lo == 0 else (target.lo - 1) * right + 1, hi)
 
 
-def _right_exact(symbol: str, left: int, target: Interval) -> Interval | None:
+def _right_exact(symbol: str, left: int, wanted: Interval) -> Interval | None:
+    target = _reachable(wanted)
+    if target is None:
+        return None
     if symbol in "+*":
         return _left_exact(symbol, target, left)
     if symbol == "-":
