@@ -9,6 +9,8 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten
 
 from neurosym.perception.augment import MAX_ROTATION, MAX_SHEAR, random_shift, random_style
 from neurosym.perception.strokes import StrokeNormaliser
@@ -140,3 +142,27 @@ def test_signed_and_float64_windows_keep_their_values():
     windows = torch.rand(3, 8, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     styled = random_style(windows, 1e-12, torch.Generator().manual_seed(0))  # (warped in float32: errors of 1e-8)
     assert styled.dtype == torch.float64 and (styled - windows).abs().max() < 1e-10
+
+
+class _Outputs(TorchDispatchMode):
+    """Records the dtype and device of every tensor the operators called under it return."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.made: set[tuple[str, torch.dtype, str]] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.made |= {(str(func), t.dtype, t.device.type) for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)}
+        return out
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.float16, torch.float32])
+def test_style_makes_no_float64_tensor_on_the_windows_device(dtype):
+    """The maps are computed in float64 on the CPU and moved cast to float32 (Apple's MPS has no float64: the float64
+    draws were moved to the windows' device and turned into maps there); the ``meta`` device stands in for it."""
+    windows = torch.zeros(3, 8, 6, dtype=dtype, device="meta")
+    with _Outputs() as outputs:
+        styled = random_style(windows, 0.5, torch.Generator().manual_seed(0))
+    assert styled.device.type == "meta" and styled.dtype == dtype and styled.shape == windows.shape
+    assert not {(func, made) for func, made, device in outputs.made if device == "meta" and made == torch.float64}

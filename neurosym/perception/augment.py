@@ -56,12 +56,28 @@ MAX_SHEAR = 0.3
 """Horizontal shear (x moves by this times y) at strength 1."""
 
 
-def _pixel_aspect(windows: torch.Tensor) -> torch.Tensor:
-    """``[2, 2]`` float64 factors that turn a map of pixel offsets from the centre of ``windows [..., H, W]`` into
+def _pixel_aspect(height: int, width: int) -> torch.Tensor:
+    """``[2, 2]`` float64 factors (on the CPU) that turn a map of pixel offsets from the centre of ``H x W`` windows into
     ``affine_grid``'s, whose coordinates run over ``[-1, 1]`` on each axis: the off-diagonal entries scale by ``H / W``
     and ``W / H`` (all exactly 1 for square windows; without them non-square windows were stretched as they turned)."""
-    height, width = windows.shape[-2:]
-    return torch.tensor([[1.0, height / width], [width / height, 1.0]], dtype=torch.float64, device=windows.device)
+    return torch.tensor([[1.0, height / width], [width / height, 1.0]], dtype=torch.float64)
+
+
+def _style_draws(
+    count: int, strength: float, height: int, width: int, generator: torch.Generator | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The random part of :func:`random_style` for ``count`` windows of ``H x W`` pixels, computed in float64 on the
+    CPU (Apple's MPS has no float64): ``theta [N, 2, 3]``, each window's map from output to input coordinates in
+    ``affine_grid``'s convention, and ``stroke [N]`` in ``[-1, 1)``, whose ends choose a bolder or thinner stroke."""
+    draws = torch.rand(5, count, generator=generator, dtype=torch.float64) * 2 - 1  # [5, N] in [-1, 1)
+    angle, scale_x, scale_y, shear, stroke = draws
+    angle, shear = angle * MAX_ROTATION * strength, shear * MAX_SHEAR * strength
+    scale_x, scale_y = 1 + scale_x * MAX_SCALE_CHANGE * strength, 1 + scale_y * MAX_SCALE_CHANGE * strength
+    cos, sin = angle.cos(), angle.sin()
+    # The map from output to input coordinates (affine_grid's convention): the inverse of rotate·shear·scale.
+    forward = torch.stack([cos * scale_x, (cos * shear - sin) * scale_y, sin * scale_x, (sin * shear + cos) * scale_y], -1)
+    inverse = torch.linalg.inv(rearrange(forward, "n (r c) -> n r c", r=2)) * _pixel_aspect(height, width)
+    return torch.cat([inverse, inverse.new_zeros(count, 2, 1)], dim=2), stroke
 
 
 def random_style(windows: torch.Tensor, strength: float, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -72,8 +88,10 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
     either way, a scale of ``1 ± 0.2·strength`` on each axis and a shear of up to ``0.3·strength``, and with
     probability ``strength / 3`` each a stroke one pixel bolder (3×3 dilation) or thinner (half-way to a
     3×3 erosion), all in pixels, so a window of any height and width turns without stretching. The draws come from
-    ``generator``, a CPU one, so a seeded generator gives the same windows on any device. ``strength`` is in ``[0, 1]``;
-    0 returns ``windows`` itself.
+    ``generator``, a CPU one, so a seeded generator gives the same windows on any device; the maps are computed from
+    them in float64 on the CPU and only their values in the windows' working dtype (float32, or float64 for float64
+    windows) are moved to the windows' device, which thus needs no float64 (Apple's MPS has none). ``strength`` is in
+    ``[0, 1]``; 0 returns ``windows`` itself.
     """
     strength = fraction(strength, "strength")  # (True passed as 1)
     _check_inputs(windows, generator)
@@ -81,22 +99,16 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
         return windows
     working = torch.promote_types(windows.dtype, torch.float32)  # (float64 windows were computed in float32)
     flat = rearrange(windows, "... h w -> (...) 1 h w").to(working)
-    draws = torch.rand(5, flat.shape[0], generator=generator, dtype=torch.float64) * 2 - 1  # [5, N] in [-1, 1)
-    angle, scale_x, scale_y, shear, stroke = draws.to(windows.device)
-    angle, shear = angle * MAX_ROTATION * strength, shear * MAX_SHEAR * strength
-    scale_x, scale_y = 1 + scale_x * MAX_SCALE_CHANGE * strength, 1 + scale_y * MAX_SCALE_CHANGE * strength
-    cos, sin = angle.cos(), angle.sin()
-    # The map from output to input coordinates (affine_grid's convention): the inverse of rotate·shear·scale.
-    forward = torch.stack([cos * scale_x, (cos * shear - sin) * scale_y, sin * scale_x, (sin * shear + cos) * scale_y], -1)
-    inverse = torch.linalg.inv(rearrange(forward, "n (r c) -> n r c", r=2)) * _pixel_aspect(windows)
-    theta = torch.cat([inverse, inverse.new_zeros(len(inverse), 2, 1)], dim=2).to(working)
-    grid = F.affine_grid(theta, list(flat.shape), align_corners=False)
+    height, width = windows.shape[-2:]
+    theta, stroke = _style_draws(flat.shape[0], strength, height, width, generator)
+    # cast on the CPU, then moved: the windows' device need hold no float64 (float32 windows: the same values as ever)
+    grid = F.affine_grid(theta.to(working).to(windows.device), list(flat.shape), align_corners=False)
     warped = F.grid_sample(flat, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
     bolder = F.max_pool2d(warped, 3, stride=1, padding=1)
     thinner = (warped - F.max_pool2d(-warped, 3, stride=1, padding=1)) / 2
     threshold = 1 - 2 * strength / 3
-    choice = rearrange(stroke, "n -> n 1 1 1")
-    styled = torch.where(choice > threshold, bolder, torch.where(choice < -threshold, thinner, warped))
+    bold, thin = (rearrange(chosen, "n -> n 1 1 1").to(windows.device) for chosen in (stroke > threshold, stroke < -threshold))
+    styled = torch.where(bold, bolder, torch.where(thin, thinner, warped))
     if not windows.dtype.is_floating_point:
         limits = torch.iinfo(windows.dtype)
         styled = styled.round().clamp(limits.min, limits.max)  # (negative pixels of signed windows were clamped to 0)
