@@ -97,3 +97,19 @@ def test_bad_inputs_and_foreign_checkpoints_are_named(tmp_path):
     fit_classifier(_model(), inputs, labels, _config(max_steps=2, checkpoint=path), torch.device("cpu"))
     with pytest.raises(ValueError, match="another configuration"):
         fit_classifier(_model(), inputs, labels, _config(max_steps=3, checkpoint=path), torch.device("cpu"))
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8])
+def test_labels_of_any_integer_dtype_train_as_int64_ones_do(dtype):
+    """int32 labels failed inside cross_entropy."""
+    inputs, labels = _data()
+    reference, narrow = _model(), _model()
+    fit_classifier(reference, inputs, labels, _config(max_steps=5), torch.device("cpu"))
+    fit_classifier(narrow, inputs, labels.to(dtype), _config(max_steps=5), torch.device("cpu"))
+    assert all(torch.equal(a, b) for a, b in zip(reference.parameters(), narrow.parameters()))
+
+
+@pytest.mark.parametrize("labels", [torch.zeros(40), torch.zeros(40, dtype=torch.bool), torch.zeros(40, 2, dtype=torch.long)])
+def test_labels_that_are_no_class_indices_are_named(labels):
+    with pytest.raises(ValueError, match=r"labels must be class indices: an integer tensor \[N\]"):
+        fit_classifier(_model(), _data()[0], labels, _config(max_steps=1), torch.device("cpu"))

@@ -51,7 +51,8 @@ def fit_classifier(
     device: torch.device,
     prepare: Prepare = identity,
 ) -> TrainResult:
-    """Train ``model`` with cross-entropy on ``inputs [N, ...]`` and ``labels [N]`` (kept on the CPU; each
+    """Train ``model`` with cross-entropy on ``inputs [N, ...]`` and class indices ``labels [N]`` (any integer
+    dtype; kept on the CPU; each
     batch moves to ``device`` and goes through ``prepare`` there) for ``config.max_steps`` updates.
 
     With ``config.checkpoint`` set, the loop writes a checkpoint every ``config.eval_every`` steps and at
@@ -61,6 +62,8 @@ def fit_classifier(
     """
     if len(inputs) != len(labels) or len(inputs) == 0:
         raise ValueError(f"need as many labels as inputs (and at least one): {len(inputs)} vs {len(labels)}")
+    if labels.dim() != 1 or labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
+        raise ValueError(f"labels must be class indices: an integer tensor [N], got {labels.dtype} {list(labels.shape)}")
 
     def gather(rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
         index = torch.tensor(rows)
@@ -68,7 +71,7 @@ def fit_classifier(
 
     def loss_fn(network: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         batch_inputs, targets = batch
-        return nn.functional.cross_entropy(network(prepare(batch_inputs)).float(), targets)
+        return nn.functional.cross_entropy(network(prepare(batch_inputs)).float(), targets.long())
 
     context = DistributedContext(rank=0, world_size=1, local_rank=0, device=device)
     rows = RowIndices(len(inputs))
