@@ -7,10 +7,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from hint_banks import prototype_bank
 from hint_pipelines import TINY_TRAINING, tiny_pipeline, tiny_problem
 
 import neurosym.pipelines.trainer as trainer_module
 import neurosym.training.core as training_loop
+from neurosym.data.hint import EVAL_SUBSETS
 from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.perception.batch_statistics import batch_statistics_of
 from neurosym.perception.symbol_classifier import SymbolClassifier
@@ -45,6 +47,16 @@ def test_perception_is_learned_from_results_alone(problem):
     assert set(after["symbol_by_class"]) == set(counts)
     weighted = sum(after["symbol_by_class"][s] * n for s, n in counts.items()) / sum(counts.values())
     assert after["symbol"] == pytest.approx(weighted)
+
+
+def test_the_scores_name_hints_test_subsets_in_hints_order_whatever_order_the_records_are_read_in(problem):
+    _, test = problem
+    shortest_first = sorted(test.records[:10], key=lambda record: len(record.expr))  # (the order they are read in)
+    subsets = ["LL", "SL", "LS", "SS", "I", "LL", "SL", "LS", "SS", "I"]
+    records = [replace(record, eval=subset) for record, subset in zip(shortest_first, subsets, strict=True)]
+    scores = evaluate_pipeline(tiny_pipeline(), WindowSource(records, prototype_bank(), "test"), CPU)
+    assert list(scores) == [*EVAL_SUBSETS, "avg", "overall", "symbol", "symbol_by_class"]
+    assert scores["avg"] == pytest.approx(np.mean([scores[subset] for subset in EVAL_SUBSETS]))
 
 
 def test_evaluating_with_other_batch_statistics_reads_as_within_batch_statistics_of_and_restores_them(problem):

@@ -30,6 +30,7 @@ import numpy as np
 from neurosym.data.randomness import as_generator
 from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.pipelines.grounding import Grounding
+from neurosym.pipelines.subsets import subset_scores
 from neurosym.semantics.induction import Program, induce_noisy_operator
 from neurosym.syntax import ADDITIVE, MULTIPLICATIVE
 from neurosym.training.checks import is_int
@@ -260,12 +261,9 @@ def learn_grounding(
 def accuracy_by_subset(
     grounding: Grounding, sentences: Sequence[Sentence], results: Sequence[int], subsets: Sequence[str | None]
 ) -> dict[str, float]:
-    """Fraction of sentences the grounding evaluates to their result, per subset (``None`` counts as
-    ``"all"``), with ``"avg"`` (mean over subsets) and ``"overall"``."""
+    """Fraction of sentences the grounding evaluates to their result, per subset (HINT's in the order
+    ``I SS LS SL LL``; ``None`` counts as ``"all"``), with ``"avg"`` (mean over subsets) and ``"overall"``."""
     hits: dict[str, list[bool]] = defaultdict(list)
     for value, result, subset in zip(grounding.solve(sentences), results, subsets):
         hits[str(subset) if subset else "all"].append(value == result)
-    scores = {subset: float(np.mean(flags)) for subset, flags in hits.items()}
-    scores["avg"] = float(np.mean(list(scores.values())))
-    scores["overall"] = float(np.mean([hit for flags in hits.values() for hit in flags]))
-    return scores
+    return subset_scores(hits)

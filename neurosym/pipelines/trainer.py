@@ -31,6 +31,7 @@ from neurosym.perception.reader import Reader, reader_module
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
+from neurosym.pipelines.subsets import subset_scores
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, reading_batches, real_positions
 from neurosym.training.checks import fraction, int_at_least, positive_number
 from neurosym.training.core import Checkpointing, run_training
@@ -336,8 +337,8 @@ def evaluate_pipeline(
     progress: bool = False,
     statistics: Iterable[torch.Tensor] | None = None,
 ) -> dict[str, Any]:
-    """Accuracy of the results per test subset (``eval`` field; ``"all"`` for every record), their
-    mean over subsets ``"avg"``, over all records ``"overall"``, and, for diagnosis only, the perception's
+    """Accuracy of the results per test subset (``eval`` field, HINT's subsets in the order ``I SS LS SL LL``;
+    ``"all"`` for every record without one), their mean over subsets ``"avg"``, over all records ``"overall"``, and, for diagnosis only, the perception's
     symbol accuracy ``"symbol"`` and per true symbol ``"symbol_by_class"`` (``{symbol: accuracy}``).
 
     With ``statistics`` (batches of windows ``[n, 32, 32]``, e.g. a writer's unlabelled images from
@@ -359,9 +360,7 @@ def evaluate_pipeline(
             hits[record.eval or "all"].append(value == record.res)
             for position, symbol in enumerate(record.expr):
                 by_class[symbol].append(position < len(sentence) and sentence[position] == symbol)
-    scores: dict[str, Any] = {subset: float(np.mean(flags)) for subset, flags in hits.items()}
-    scores["avg"] = float(np.mean(list(scores.values())))
-    scores["overall"] = float(np.mean([hit for flags in hits.values() for hit in flags]))
+    scores: dict[str, Any] = subset_scores(hits)
     scores["symbol"] = float(np.mean([hit for flags in by_class.values() for hit in flags])) if by_class else 0.0
     scores["symbol_by_class"] = {symbol: float(np.mean(flags)) for symbol, flags in sorted(by_class.items())}
     return scores
