@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,13 +64,18 @@ USAGE_ERROR = 2
 """Exit status of a command that cannot run as given (argparse's), e.g. resuming a checkpoint of other options."""
 
 
+STATED_DEFAULT = re.compile(r"\(default:|\bby default\b")
+"""How an option's help says its default itself: ``(default: ...)``, or in words (``off by default: ...``)."""
+
+
 class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
-    """Each option's help ends with its default, unless the help already says what the default is or the default is
-    ``None``: the option left out, whose meaning (the command's own choice, or nothing) its help says in words."""
+    """Each option's help ends with its default, unless the help already says what the default is
+    (:data:`STATED_DEFAULT`) or the default is ``None``: the option left out, whose meaning (the command's own choice,
+    or nothing) its help says in words."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        return text if "(default:" in text or action.default is None else super()._get_help_string(action)
+        return text if STATED_DEFAULT.search(text) or action.default is None else super()._get_help_string(action)
 
 
 def build_parser(command: str | None = None, prog: str | None = None) -> argparse.ArgumentParser:

@@ -361,6 +361,15 @@ def test_each_options_help_names_its_default_once(command, capsys) -> None:
     assert "(default: None)" not in text  # (an option left out: its help says in words what the command does then)
 
 
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_no_options_help_states_its_default_twice(command, capsys) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    paragraphs = [" ".join(part.split()) for part in re.split(r"\n  (?=-)", capsys.readouterr().out)]
+    twice = [text for text in paragraphs if len(re.findall(r"\(default:|\bby default\b", text)) > 1]
+    assert not twice  # (was: "--amp ... (off by default: ...) (default: False)")
+
+
 @pytest.mark.parametrize("command", ["hint", "hint-data"])
 def test_a_default_named_default_is_shown(command, capsys) -> None:
     with pytest.raises(SystemExit):
