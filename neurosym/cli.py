@@ -3,7 +3,8 @@
 Each sub-command lives in a runner module of :mod:`neurosym.experiments`, imported only when chosen. A
 runner exposes ``OPTIONS``, the dataclass of its options (fields made with
 :func:`~neurosym.experiments.options.option`, from which the command line is generated), and
-``run(options)``; every command also takes ``--config FILE.toml`` (its keys: option names; options given
+``run(options)`` (bad input it finds once its work began: :class:`~neurosym.experiments.CommandFailed`, one line after
+the program's name); every command also takes ``--config FILE.toml`` (its keys: option names; options given
 on the command line win).
 """
 
@@ -126,6 +127,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     parser = build_parser(command, prog)
     args = _parsed(parser, argv)
     shown, runner = args._parser.prog, importlib.import_module(args._runner)  # (e.g. "neurosym hint")
+    from neurosym.experiments import CommandFailed
     from neurosym.experiments.options import options_from
     from neurosym.training.checkpoint import CheckpointMismatch  # after the runner: torch is loaded by now
     from neurosym.training.stopping import TrainingInterrupted
@@ -143,6 +145,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         afresh = " (--no-resume starts afresh over it)" if getattr(args, "resume", None) is not None else ""
         print(f"{shown}: {error}{afresh}", file=sys.stderr)
         return USAGE_ERROR
+    except CommandFailed as error:  # the runner's one line, after the program's name
+        raise SystemExit(f"{shown}: {error}") from None
     except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C
         print(
             f"{shown}: interrupted; what it saved is whole (written atomically): the same command continues from there",

@@ -261,6 +261,23 @@ def test_a_named_command_names_its_errors_by_that_name(capsys, monkeypatch, tmp_
     assert capsys.readouterr().err.startswith("usage: solver_speed.py [-h]")
 
 
+def test_a_benchmark_script_names_itself_in_a_failure_its_runner_found(tmp_path, monkeypatch) -> None:
+    (tmp_path / "mnist.pkl.gz").write_text("hello")
+    script = next(path for path in SCRIPTS if path.name == "pipeline.py")
+    monkeypatch.setattr(sys, "argv", [str(script), "--mnist", str(tmp_path / "mnist.pkl.gz"), "--out", str(tmp_path / "out")])
+    with pytest.raises(SystemExit) as stopped:
+        runpy.run_path(str(script), run_name="__main__")
+    message = str(stopped.value.code)  # (was "neurosym pipeline: ...")
+    assert re.fullmatch(r"pipeline\.py: .*mnist\.pkl\.gz is not an MNIST pickle.*", message)
+
+
+def test_no_runner_writes_a_program_name_of_its_own() -> None:
+    sources = sorted((Path(__file__).resolve().parents[1] / "neurosym" / "experiments").rglob("*.py"))
+    quoted = re.compile(r"[\"']neurosym [a-z-]+: ")  # a message that begins with a command's name
+    named = [f"{path.name}: {match[0]}" for path in sources for match in quoted.finditer(path.read_text())]
+    assert not named  # (the command names it: neurosym COMMAND, or the script as run)
+
+
 def test_python_dash_m_neurosym_runs_the_command_line() -> None:
     def run(*argv: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "neurosym", *argv], check=False, capture_output=True, text=True, timeout=120)

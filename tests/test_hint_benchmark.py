@@ -203,7 +203,7 @@ def test_an_unfinished_run_is_not_read_back_and_one_out_of_patience_is(tmp_path:
         assert main([*command, "--time-limit", "0"]) == 75
         with pytest.raises(
             ValueError,
-            match=f"gru_symbol.pt is of an unfinished run, stopped after step {step} of 40: rerun the same neurosym hint",
+            match=f"gru_symbol.pt is of an unfinished run, stopped after step {step} of 40: rerun the command that trained it",
         ):
             hint.trained_baseline(out, "gru")
     assert main(command) == 0

@@ -94,8 +94,8 @@ def _best_weights(saved: dict[str, Any], checkpoint: Path) -> dict[str, torch.Te
     loop, step, config = saved["loop"], saved["step"], saved["config"]
     if loop["best_model"] is None or not (step >= config["max_steps"] or patience_ran_out(loop, config["patience"])):
         raise ValueError(
-            f"{checkpoint} is of an unfinished run, stopped after step {step} of {config['max_steps']}: rerun the same "
-            "neurosym hint command to continue it"
+            f"{checkpoint} is of an unfinished run, stopped after step {step} of {config['max_steps']}: rerun the command that "
+            "trained it to continue it"
         )
     return loop["best_model"]
 

@@ -36,6 +36,7 @@ from neurosym.data.symbol_images import (
     with_drawn_digits,
     writers_bank,
 )
+from neurosym.experiments import CommandFailed
 
 BANKS: dict[str, str] = {
     "default": "real handwriting (MNIST + bhmsds digits; + - from bhmsds and handwritten-calculator; x / from "
@@ -119,7 +120,7 @@ def load_hint_data(
         try:
             splits, bank = load_release(release, scales, seed, images=image_input, fewshot=fewshot)
         except (FileNotFoundError, ValueError) as error:  # one line naming the file and record, before any work
-            raise SystemExit(f"neurosym hint: {error}") from None
+            raise CommandFailed(str(error)) from None
 
         def release_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
             return subsample_split(read_fewshot(release)[concept], dict.fromkeys(("train", "val", "test"), scale), seed)

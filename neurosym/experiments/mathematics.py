@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from neurosym.data.mathematics import MathExample
+from neurosym.experiments import CommandFailed
 from neurosym.experiments.options import (
     COMPILE_HELP,
     TrainingOptions,
@@ -130,11 +131,9 @@ def run(options: MathematicsOptions) -> dict:
     try:  # an unknown module or an unreadable --data-root: the message names it
         data = load_data(options.modules, train_count if neural else 0, test_count, options.seed, options.data, options.progress)
     except (RuntimeError, ValueError, FileNotFoundError) as error:
-        raise SystemExit(f"neurosym mathematics: {error}") from None
+        raise CommandFailed(str(error)) from None
     if neural and not data["train"]:
-        raise SystemExit(
-            "neurosym mathematics: no training questions left for the neural models (all of them occur in the test sets)"
-        )
+        raise CommandFailed("no training questions left for the neural models (all of them occur in the test sets)")
 
     results: dict = {
         "config": {**asdict(config), "steps": steps, "batch_size": batch_size, "lr": options.learning_rate, "clip": options.clip},

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from neurosym.experiments import hint
+from neurosym.experiments import CommandFailed, hint
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.options import (
     TrainingOptions,
@@ -251,7 +251,7 @@ def task_for(options: PipelineOptions) -> Task:
     except (FileNotFoundError, ValueError) as error:  # a broken --mnist file or --data release: one line naming it
         if given_data is None:
             raise
-        raise SystemExit(f"neurosym pipeline: {error}") from None
+        raise CommandFailed(str(error)) from None
 
 
 def training_config(options: PipelineOptions, task: Task) -> tuple[float, PipelineConfig]:
@@ -294,7 +294,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         try:
             load_reader(options.init_reader, reader, finished=False)
         except ValueError as error:
-            raise SystemExit(f"neurosym pipeline: --init-reader {error}") from None
+            raise CommandFailed(f"--init-reader {error}") from None
     pipeline = GrammarPipeline(task.grammar, task.semantics, as_reader(reader), abduction)
     epochs, config = training_config(options, task)
     steps = config.steps
@@ -374,7 +374,7 @@ def _train(
             abandoned.append({"step": stuck.step, "seconds": time.perf_counter() - began})
             with main_process_first(context):
                 if context.is_main:
-                    print(f"neurosym pipeline: {stuck}; starting afresh ({attempt + 1} of {allowed})", flush=True)
+                    print(f"{stuck}; starting afresh ({attempt + 1} of {allowed})", flush=True)
                     checkpoint.unlink(missing_ok=True)
                     save_json(abandoned, record)
 
@@ -538,7 +538,7 @@ def _ensemble(runs: list[Path], options: PipelineOptions, task: Task) -> tuple[R
         finished = [(run, _results(run)) for run in runs]
         return _members(finished, options, task), sum(results["train_seconds"] for _, results in finished)
     except ValueError as error:
-        raise SystemExit(f"neurosym pipeline: --ensemble: {error}") from None
+        raise CommandFailed(f"--ensemble: {error}") from None
 
 
 def _members(finished: Sequence[tuple[Path, Mapping[str, Any]]], options: PipelineOptions, task: Task) -> ReaderEnsemble:

@@ -16,6 +16,7 @@ import torch
 
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, merge_banks, with_brackets
+from neurosym.experiments import CommandFailed
 from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
 from neurosym.experiments.hint_sources import HintData, bank_from_option, load_hint_data
@@ -73,7 +74,7 @@ def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, An
         try:
             check_adaptation_data(len(data.splits["train"]), _adapt_config(args))
         except ValueError as error:
-            raise SystemExit(f"neurosym hint: --adapt: {error}") from None
+            raise CommandFailed(f"--adapt: {error}") from None
     pipeline = HintPipeline(classifier, HINT_SEMANTICS, abduction_changes=args.abduction_changes)
     config = PipelineConfig(
         steps=args.training_steps(),
@@ -172,7 +173,7 @@ def _ensemble(args: HintOptions, reader: Callable[[], SymbolClassifier], run_set
         paths = [run / "checkpoint.pt" for run in args.ensemble]
         return readers_from_checkpoints(paths, reader, _member_record(args, run_setup), DATA_SEED_KEPT_BEFORE)
     except ValueError as error:
-        raise SystemExit(f"neurosym hint: --ensemble: {error}") from None
+        raise CommandFailed(f"--ensemble: {error}") from None
 
 
 def _member_record(args: HintOptions, run_setup: RunSetup) -> dict[str, dict[str, Any]]:
@@ -218,7 +219,7 @@ def _adapt(
     except CheckpointMismatch:  # (a usage error: another run's adaptation)
         raise
     except ValueError as error:  # a resumed stage that fitted other data
-        raise SystemExit(f"neurosym hint: --adapt: {error}") from None
+        raise CommandFailed(f"--adapt: {error}") from None
     return NewWriter(done, new, images)
 
 
@@ -272,7 +273,7 @@ def fewshot_from_images(
         own, images = bank_from_option(args.fewshot_bank, args.data_seed_or_seed())
         concepts = [s for s in own.symbols if s in args.fewshot_concepts]
         if not concepts:
-            raise SystemExit(f"neurosym hint: --fewshot-bank {images} has images of none of the concepts {args.fewshot_concepts}")
+            raise CommandFailed(f"--fewshot-bank {images} has images of none of the concepts {args.fewshot_concepts}")
         fewshot_bank = merge_banks(
             fewshot_bank.subset([s for s in fewshot_bank.symbols if s not in concepts]), own.subset(concepts)
         )
