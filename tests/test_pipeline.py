@@ -19,7 +19,7 @@ from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
-from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver
 from neurosym.training import TrainingInterrupted, load_checkpoint, save_checkpoint
@@ -70,11 +70,6 @@ def test_evaluating_with_other_batch_statistics_reads_as_within_batch_statistics
     assert own != plain  # the untrained reader's running statistics (0, 1) read otherwise
     assert all(torch.equal(a, b) for a, b in zip(running, pipeline.classifier.state_dict().values(), strict=True))
     assert evaluate_pipeline(pipeline, test, CPU) == plain
-
-
-def test_symbol_cell_names_the_weakest_classes():
-    scores = {"symbol": 0.9512, "symbol_by_class": {"1": 0.99, "4": 0.671, "9": 0.782, "+": 1.0}}
-    assert symbol_cell(scores) == "95.12 (4: 67.1, 9: 78.2)"
 
 
 def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, monkeypatch):

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from neurosym.cli import COMMANDS, build_parser
 from neurosym.data import mnist as mnist_module
 from neurosym.data.mnist import load_mnist, mnist_path
-from neurosym.experiments.report import format_table, percent
+from neurosym.experiments.report import fixed, format_table, percent, symbol_cell
 from neurosym.training import autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
 from neurosym.training.checkpoint import atomic_path, files_stamp, save_json
 from neurosym.training.checks import fraction, is_int_tensor
@@ -122,8 +122,28 @@ def test_every_table_line_has_the_headers_cells_whatever_the_values(rows):
     assert not any(cell.strip() in ("nan", "None") for line in lines for cell in line.split("|"))
     for line, row in zip(lines[2:], rows):
         if not any(isinstance(value, str) for value in row):  # (numbers alone: no bar to escape, numpy's as Python's)
-            shown = ["—" if value is None or np.isnan(value) else f"{float(value):.4g}" for value in row]
+            shown = [_shown(value) for value in row]
             assert [cell.strip() for cell in line.split("|")[1:-1]] == shown
+
+
+def _shown(value: float | None) -> str:
+    """A number's cell as a table writes it: a dash for a missing one or NaN, ∞ for an infinity, 4 digits otherwise."""
+    if value is None or np.isnan(value):
+        return "—"
+    return f"{float(value):.4g}" if np.isfinite(value) else "∞" if value > 0 else "-∞"
+
+
+def test_infinities_are_written_as_such_in_every_kind_of_cell():
+    inf = float("inf")
+    assert format_table(["a", "b", "c"], [[inf, -inf, np.float32(inf)]]).splitlines()[2] == "| ∞ | -∞ | ∞ |"  # (was inf)
+    assert [fixed(inf, 1), fixed(-inf, 0), percent(inf), percent(-inf, 2)] == ["∞", "-∞", "∞", "-∞"]
+
+
+def test_symbol_cell_names_the_weakest_classes_and_shows_a_missing_accuracy_as_a_dash():
+    scores = {"symbol": 0.9512, "symbol_by_class": {"1": 0.99, "4": 0.671, "9": 0.782, "+": 1.0}}
+    assert symbol_cell(scores) == "95.12 (4: 67.1, 9: 78.2)"
+    assert symbol_cell({"symbol": float("nan"), "symbol_by_class": {}}) == "—"  # (was "nan ()")
+    assert symbol_cell({"symbol": 1.0, "symbol_by_class": {"+": 1.0}}, weakest=0) == "100.00"
 
 
 def test_a_table_escapes_a_bar_shows_missing_values_as_a_dash_and_refuses_a_row_of_another_length():

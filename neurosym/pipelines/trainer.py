@@ -364,10 +364,3 @@ def evaluate_pipeline(
     scores["symbol"] = float(np.mean([hit for flags in by_class.values() for hit in flags])) if by_class else 0.0
     scores["symbol_by_class"] = {symbol: float(np.mean(flags)) for symbol, flags in sorted(by_class.items())}
     return scores
-
-
-def symbol_cell(scores: dict[str, Any], weakest: int = 2) -> str:
-    """The symbol accuracy of :func:`evaluate_pipeline`'s ``scores`` with its ``weakest`` classes, for a
-    table: ``"98.95 (4: 67.0, 9: 78.2)"``."""
-    worst = sorted(scores["symbol_by_class"].items(), key=lambda item: item[1])[:weakest]
-    return f"{100 * scores['symbol']:.2f} ({', '.join(f'{symbol}: {100 * value:.1f}' for symbol, value in worst)})"

@@ -20,7 +20,7 @@ from neurosym.experiments import CommandFailed
 from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
 from neurosym.experiments.hint_sources import HintData, bank_from_option, load_hint_data
-from neurosym.experiments.report import format_table, percent
+from neurosym.experiments.report import format_table, percent, symbol_cell
 from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, published_data
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.perception.symbol_classifier import SymbolClassifier
@@ -28,7 +28,7 @@ from neurosym.pipelines.adapt import Adaptation, AdaptConfig, adapt_to_writer, c
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, symbol_cell, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.plots.hint_pipeline import plot_training
 from neurosym.semantics import HINT_SEMANTICS
@@ -132,8 +132,8 @@ def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, An
             args, adaptation, data.splits, list(splits), bank, _scorer(args, pipeline, device)
         )
         rows += adapted_rows
-    rows.append([f"Transformer rel. uni. ({published_data('image')})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), "-"])
-    rows.append([f"NSR ({published_data('image')}; average only)", "-", "-", "-", "-", "-", HINT_NSR_IMAGE_AVERAGE, "-"])
+    rows.append([f"Transformer rel. uni. ({published_data('image')})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), None])
+    rows.append([f"NSR ({published_data('image')}; average only)", *(None for _ in EVAL_SUBSETS), HINT_NSR_IMAGE_AVERAGE, None])
     trained_as = f"readers of {' '.join(map(str, args.ensemble))}" if args.ensemble else f"{config.steps} steps ({train_seconds:.0f} s on {device})"  # fmt: skip
     shown = list(splits)[-1]  # test, or validation when test is not scored
     print(f"\nHINT image input, {trained_as}; {len(data.splits[shown])} {splits[shown]} "
