@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 pytest.importorskip("matplotlib")
 
 from neurosym.benchmarking.arithmetic_training import Curves, GroupConfig, GroupRun
+from neurosym.plots import arithmetic, speed
 from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
 from neurosym.plots.figure import bar_vs_published, legend, log_scale, optional_figure, plot_vs_published, pyplot, save_figure
 from neurosym.plots.hint_data import plot_statistics
@@ -59,10 +60,12 @@ MODULES = {
 HOLDOUT_I = {"complexity": 1, "runs": [{"model": "m", "i": 1, "holdout_accuracy": None, "neurosymbolic_holdout_accuracy": None}]}
 EMPTY_GROUP = GroupRun(GroupConfig("NAU", ("add",), (0,), steps=10, eval_every=10), Curves(), 0, 0.0)
 ZERO_LOSS = [{"step": 0, "loss": 0.0, "max_length": 5}]
+UNMEASURED_CELL = {"operation": "add", "model": "NAU", "success_rate": None, "interval": None, "published": None}
 DEGENERATE = {
     "vs published, nothing": (plot_vs_published, ([], {}, "accuracy", "none")),
     "vs published, None": (plot_vs_published, (["I"], {"ours": [None], "paper": [NAN]}, "accuracy", "missing")),
     "success rates, none": (plot_success_rates, ([],)),
+    "success rates, None": (plot_success_rates, ([UNMEASURED_CELL, UNMEASURED_CELL | {"interval": [None, None]}],)),
     "learning curves, no group": (plot_learning_curves, ([], {})),
     "learning curves, not evaluated": (plot_learning_curves, ([EMPTY_GROUP], {"add": 0.0})),
     "speed-ups, none": (plot_speedups, ([], [], 10.0, "none")),
@@ -79,6 +82,7 @@ DEGENERATE = {
     "attention times, none": (plot_times_over_length, ({}, [], "none")),
     "attention times, zero and NaN": (plot_times_over_length, ({"vanilla": {8: 0.0, 16: NAN}}, [8, 16], "zero")),
     "attention times, one NaN": (plot_times_over_length, ({"vanilla": {8: NAN}}, [8], "NaN")),
+    "attention times, None": (plot_times_over_length, ({"vanilla": {8: None}, "relative": {}}, [8], "None")),
     "solver throughput, none": (plot_solver_throughput, ([],)),
     "solver throughput, zero": (plot_solver_throughput, (SOLVER_ZEROS,)),
 }
@@ -117,6 +121,28 @@ def test_a_legend_is_drawn_only_when_something_is_labelled() -> None:
     legend(axis)
     pyplot().close(figure)
     assert unlabelled is None and [text.get_text() for text in axis.get_legend().get_texts()] == ["labelled"]
+
+
+def _drawn(module, monkeypatch) -> list:
+    """The figures ``module``'s plots draw, kept open (its ``save_figure`` only collects them)."""
+    figures: list = []
+    monkeypatch.setattr(module, "save_figure", lambda figure, path, **_: figures.append(figure) or path)
+    return figures
+
+
+def test_times_and_success_rates_with_missing_values_draw_the_others(tmp_path, monkeypatch) -> None:
+    figures = _drawn(speed, monkeypatch)  # (a None raised TypeError, a length left out KeyError)
+    plot_times_over_length({"vanilla": {8: 0.001, 16: None}, "relative": {8: 0.002}}, [8, 16], "missing", tmp_path / "t.png")
+    drawn = [line.get_ydata() for line in figures.pop().axes[0].lines]
+    assert np.array_equal(drawn, [[1.0, NAN], [2.0, NAN]], equal_nan=True)
+    figures = _drawn(arithmetic, monkeypatch)
+    measured = {"operation": "sub", "model": "NAU", "success_rate": 0.5, "interval": [0.25, 0.75], "published": 0.4}
+    plot_success_rates([UNMEASURED_CELL | {"published": 0.1}, measured], tmp_path / "s.png")  # (None - None raised)
+    axis = figures.pop().axes[0]
+    heights = [bar.get_height() for bar in axis.patches]
+    assert heights[1] == 0.5 and math.isnan(heights[0])
+    assert [tuple(point) for point in axis.collections[-1].get_offsets()] == [(0.0, 0.1), (1.0, 0.4)]  # both published
+    pyplot().close("all")
 
 
 def test_holdouts_without_either_sweep_is_an_error_naming_both(tmp_path) -> None:

@@ -4,11 +4,13 @@ speed-up of batched-seed training."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from neurosym.benchmarking.arithmetic_training import GroupRun
 from neurosym.data.arithmetic import OPERATIONS
-from neurosym.plots.figure import grouped_bars, legend, log_scale, optional_figure, pyplot, save_figure
+from neurosym.plots.figure import drawable, grouped_bars, legend, log_scale, optional_figure, pyplot, save_figure
 
 
 @optional_figure
@@ -16,18 +18,17 @@ def plot_success_rates(cells: list[dict], path: Path) -> Path:
     """Grouped bars of success rate per operation and model, with Wilson intervals; published rates as crosses.
 
     ``cells``: the results of :func:`neurosym.benchmarking.arithmetic_results.group_cells` (``operation``,
-    ``model``, ``success_rate``, ``interval``, ``published``)."""
+    ``model``, ``success_rate``, ``interval``, ``published``), also as its JSON holds them: a rate or an interval that
+    is missing (``None``, NaN) draws no bar or no error bar, and the others are drawn."""
     operations = list(dict.fromkeys(cell["operation"] for cell in cells))
     models = list(dict.fromkeys(cell["model"] for cell in cells))
     by_key = {(cell["model"], cell["operation"]): cell for cell in cells}
-    nan_cell = {"success_rate": math.nan, "interval": (math.nan, math.nan), "published": None}
-    table = {model: [by_key.get((model, op), nan_cell) for op in operations] for model in models}
+    missing = {"success_rate": None, "interval": None, "published": None}
+    table = {model: [by_key.get((model, op), missing) for op in operations] for model in models}
     figure, axis = pyplot().subplots(figsize=(2 + 1.6 * len(operations), 4))
-    rates = {model: [c["success_rate"] for c in chosen] for model, chosen in table.items()}
-    errors = {
-        model: [[c["success_rate"] - c["interval"][0] for c in chosen], [c["interval"][1] - c["success_rate"] for c in chosen]]
-        for model, chosen in table.items()
-    }
+    bars = {model: [_bar(c) for c in chosen] for model, chosen in table.items()}
+    rates = {model: [rate for rate, _, _ in chosen] for model, chosen in bars.items()}
+    errors = {model: [[below for _, below, _ in chosen], [above for _, _, above in chosen]] for model, chosen in bars.items()}
     centres = grouped_bars(axis, [OPERATIONS[op].symbol for op in operations], rates, errors)
     for m, (model, chosen) in enumerate(table.items()):
         published = [(x, c["published"]) for x, c in zip(centres[model], chosen) if c["published"] is not None]
@@ -37,6 +38,13 @@ def plot_success_rates(cells: list[dict], path: Path) -> Path:
     axis.set_ylabel("success rate (Wilson 95% interval)")
     legend(axis, fontsize="small", ncol=2)
     return save_figure(figure, path)
+
+
+def _bar(cell: Mapping[str, Any]) -> tuple[float, float, float]:
+    """A cell's success rate and the lengths of its error bar below and above it, each NaN (drawn as nothing) where the
+    rate or its interval is missing."""
+    rate, (low, high) = drawable([cell["success_rate"]])[0], drawable(cell["interval"] or (None, None))
+    return rate, rate - low, high - rate
 
 
 @optional_figure

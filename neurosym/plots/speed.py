@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from neurosym.plots.figure import grouped_bars, legend, log_scale, optional_figure, pyplot, save_figure
+from neurosym.plots.figure import drawable, grouped_bars, legend, log_scale, optional_figure, pyplot, save_figure
 
 
 @optional_figure
@@ -30,12 +30,14 @@ def plot_unit_ratios(records: list[dict], baseline: str, goals: Mapping[str, flo
 
 
 @optional_figure
-def plot_times_over_length(seconds: Mapping[str, Mapping[int, float]], lengths: Sequence[int], title: str, path: Path) -> Path:
+def plot_times_over_length(
+    seconds: Mapping[str, Mapping[int, float | None]], lengths: Sequence[int], title: str, path: Path
+) -> Path:
     """One line per kind of attention: forward + backward milliseconds against sequence length (log-log);
-    ``seconds[kind][length]``."""
+    ``seconds[kind][length]``, where a time that is missing (``None``, NaN, or no entry for the length) draws no point."""
     figure, axis = pyplot().subplots(figsize=(6, 4))
     for kind, times in seconds.items():
-        axis.plot(lengths, [1000 * times[n] for n in lengths], marker="o", label=kind)
+        axis.plot(lengths, [1000 * value for value in drawable(times.get(n) for n in lengths)], marker="o", label=kind)
     log_scale(axis, "x", base=2)
     log_scale(axis, "y")
     axis.set_xlabel("sequence length")
