@@ -19,11 +19,13 @@ from neurosym.experiments.options import (
     existing_file,
     existing_folder,
     fraction_up_to_one,
+    non_negative_float,
     non_negative_int,
     output_folder,
     positive_float,
     positive_int,
     probability_below_one,
+    time_limit_minutes,
 )
 
 
@@ -58,6 +60,28 @@ def test_integer_options_accept_exponent_notation_but_not_fractions() -> None:
     for text in ("1.5", "abc", "", "inf", "nan"):
         with pytest.raises(argparse.ArgumentTypeError, match="expected an integer"):
             positive_int(text)
+
+
+@given(st.integers(0, 10**9), st.data())
+def test_numbers_are_read_in_ascii_digits_alone(value: int, data) -> None:
+    text = str(value)
+    at = data.draw(st.integers(0, len(text) - 1))
+    digit = data.draw(st.characters(categories=["Nd"]).filter(lambda character: not character.isascii()))
+    spellings = [text[:at] + digit + text[at + 1 :], text[:at] + "\N{FULLWIDTH DIGIT ONE}" + text[at:]]
+    spellings += [text[:at] + "_" + text[at:]] if 0 < at else []
+    for spelled in spellings:
+        float(spelled)  # (Python reads it as a number: ٣ and ３ as 3, 1_000 as 1000)
+        for parse in (non_negative_int, non_negative_float, time_limit_minutes):
+            with pytest.raises(argparse.ArgumentTypeError, match=re.escape(f"got {spelled!r} (numbers are written in ASCII")):
+                parse(spelled)
+    assert non_negative_int(f" {text}\t") == value and time_limit_minutes(f"{text}e-3") == value / 1000
+
+
+def test_a_number_in_other_digits_is_a_usage_error_naming_the_option_and_the_text(capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        build_parser("hint").parse_args(["hint", "--steps", "\N{FULLWIDTH DIGIT THREE}"])  # (parsed: was read as 3)
+    message = "argument --steps: expected an integer, got '３' (numbers are written in ASCII: the digits 0-9, no '_')"
+    assert stopped.value.code == 2 and message in capsys.readouterr().err
 
 
 def test_path_options_name_the_missing_path(tmp_path) -> None:

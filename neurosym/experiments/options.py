@@ -9,7 +9,8 @@ are the fields of :class:`OutputOptions`, :class:`ThreadOptions`, :class:`RunOpt
 
 Each option type turns the option's text into its value or raises :class:`argparse.ArgumentTypeError`, so a
 bad value ends the command with a one-line usage error that names the option, instead of a traceback from
-deep inside a run that has already started. Lists are given comma-separated and parsed by :func:`comma_list`.
+deep inside a run that has already started. Lists are given comma-separated and parsed by :func:`comma_list`;
+numbers are ASCII decimal (:data:`DECIMAL`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
@@ -38,19 +40,25 @@ Number = TypeVar("Number", int, float)
 Options = TypeVar("Options", bound="DataclassInstance")
 
 
+DECIMAL = re.compile(
+    r"\s*[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:e[+-]?[0-9]+)?|inf|infinity|nan)\s*", re.ASCII | re.IGNORECASE
+)
+"""A number as the options read it: ASCII decimal digits, with a sign, a fraction and an exponent where wanted, or
+``inf`` or ``nan``; spaces around it. Not what ``float`` reads beside: digits of other scripts (``٣``, ``３``) and
+``_`` between digits (``1_000``)."""
+
+
 def _number(text: str, kind: type[Number]) -> Number:
-    """``text`` as a float, or as an int (also written like ``5e6``, but not ``1.5``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
+    """``text`` as a float, or as an int (also written like ``5e6``, but not ``1.5``), written as :data:`DECIMAL` says."""
+    value = float(text) if DECIMAL.fullmatch(text) else math.nan
     if kind is float and not math.isnan(value):
         return kind(value)
     if kind is float and text.strip().lower() in ("nan", "+nan", "-nan"):
         raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
     if kind is int and math.isfinite(value) and value.is_integer():
         return int(text) if text.strip().lstrip("+-").isdigit() else int(value)
-    raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}")
+    ascii_only = "" if text.isascii() and "_" not in text else " (numbers are written in ASCII: the digits 0-9, no '_')"
+    raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}{ascii_only}")
 
 
 def _in_range(kind: type[Number], accepts: Callable[[Number], bool], expected: str, meaning: str) -> Callable[[str], Number]:
@@ -143,15 +151,10 @@ def options_as_json(options: Any) -> dict[str, Any]:
     return json.loads(json.dumps(asdict(options), default=str))
 
 
-def time_limit_minutes(text: str) -> float:
-    """The value of a ``--time-limit MINUTES`` option: a number of minutes, at least 0."""
-    try:
-        minutes = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of minutes, got {text!r}") from None
-    if not minutes >= 0 or minutes == float("inf"):
-        raise argparse.ArgumentTypeError(f"the time limit must be a finite number of minutes, at least 0; got {text!r}")
-    return minutes
+time_limit_minutes = _in_range(
+    float, lambda v: 0 <= v < math.inf, "a finite number of minutes, at least 0",
+    "The value of a ``--time-limit MINUTES`` option: a finite number of minutes, at least 0.",
+)  # fmt: skip
 
 
 COMPILE_HELP = (
