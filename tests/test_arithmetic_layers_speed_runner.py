@@ -27,7 +27,7 @@ def test_layer_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> None
     assert "| 3→3   | NMU" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("text", ["100", "ax2", "0x3", "2x-1"])
+@pytest.mark.parametrize("text", ["100", "ax2", "0x3", "2x-1", "１００x2", "1_0x2", "2x3x4"])
 def test_shape_argument_rejects_malformed_text(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match="shape"):
         layer_speed._shape(text)

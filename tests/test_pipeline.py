@@ -210,8 +210,12 @@ def test_curriculum_stages_and_errors():
     first = curriculum.sample(lengths, 0, 50, seed=1)
     assert set(first.tolist()) == {0}
     assert np.array_equal(curriculum.sample(lengths, 5, 20, 1), curriculum.sample(lengths, 5, 20, 1))
-    with pytest.raises(ValueError, match="max_length:steps"):
-        parse_stages("1-2")
+    for text in ("1-2", "3:１００", "1_0:5", "1:2:3", "-1:5"):  # other scripts' digits and '_' were read by int()
+        with pytest.raises(ValueError, match=r"is not 'max_length:steps' \(ASCII digits\) or 'all'"):
+            parse_stages(text)
+    with pytest.raises(ValueError, match="needs a positive max_length and positive steps"):
+        parse_stages("0:5")
+    assert parse_stages(" 1 : 2 ,all") == ((1, 2), (10**9, 10**9))
     with pytest.raises(ValueError, match="growing"):
         Curriculum(((3, 1), (1, 1)))
     for stages in (((1, 5, 3),), ((-3, 5), (5, 5)), (), ((1, 2.5),), ((3.7, 10),), ((True, True),), (("3", 5),)):  # 2.5 lasted 3

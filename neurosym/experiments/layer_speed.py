@@ -31,12 +31,15 @@ BASELINE = "Linear"
 
 
 def _shape(text: str) -> tuple[int, int]:
+    parts = text.lower().split("x")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"shape must look like IN x OUT, e.g. 100x2; got {text!r}")
     try:
-        in_features, out_features = (int(part) for part in text.lower().split("x"))
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"shape must look like IN x OUT, e.g. 100x2; got {text!r}") from error
-    if in_features < 1 or out_features < 1:
-        raise argparse.ArgumentTypeError(f"shape sizes must be positive, got {text!r}")
+        in_features, out_features = (positive_int(part) for part in parts)
+    except argparse.ArgumentTypeError as error:
+        raise argparse.ArgumentTypeError(
+            f"shape sizes must be positive integers, IN x OUT, e.g. 100x2; in {text!r}: {error}"
+        ) from None
     return in_features, out_features
 
 

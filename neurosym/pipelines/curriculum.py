@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -63,10 +64,10 @@ def parse_stages(text: str) -> tuple[tuple[int, int], ...]:
         if part == "all":
             stages.append((10**9, 10**9))
             continue
-        try:
-            length, steps = (int(x) for x in part.split(":"))
-        except ValueError:
-            raise ValueError(f"curriculum stage {part!r} is not 'max_length:steps' or 'all'") from None
+        numbers = part.split(":")
+        if len(numbers) != 2 or not all(re.fullmatch(r"\s*[0-9]+\s*", number, re.ASCII) for number in numbers):
+            raise ValueError(f"curriculum stage {part!r} is not 'max_length:steps' (ASCII digits) or 'all'")
+        length, steps = (int(number) for number in numbers)
         if length < 1 or steps < 1:
             raise ValueError(f"curriculum stage {part!r} needs a positive max_length and positive steps")
         stages.append((length, steps))
