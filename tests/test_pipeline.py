@@ -19,6 +19,7 @@ from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
+from neurosym.pipelines.subsets import subset_scores
 from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver
@@ -57,6 +58,14 @@ def test_the_scores_name_hints_test_subsets_in_hints_order_whatever_order_the_re
     scores = evaluate_pipeline(tiny_pipeline(), WindowSource(records, prototype_bank(), "test"), CPU)
     assert list(scores) == [*EVAL_SUBSETS, "avg", "overall", "symbol", "symbol_by_class"]
     assert scores["avg"] == pytest.approx(np.mean([scores[subset] for subset in EVAL_SUBSETS]))
+
+
+def test_evaluating_no_record_is_named_rather_than_scored_nan_with_a_warning():
+    with pytest.raises(ValueError, match="no example to score: the records evaluated are empty"):
+        evaluate_pipeline(tiny_pipeline(), WindowSource([], prototype_bank(), "test"), CPU)  # was symbol 0.0, avg NaN
+    with pytest.raises(ValueError, match="no example to score"):
+        subset_scores({"I": []})
+    assert subset_scores({"I": [], "SS": [True, False]}) == {"SS": 0.5, "avg": 0.5, "overall": 0.5}
 
 
 def test_evaluating_with_other_batch_statistics_reads_as_within_batch_statistics_of_and_restores_them(problem):
