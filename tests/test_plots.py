@@ -79,6 +79,14 @@ DEGENERATE = {
     "PVR holdouts, no run": (plot_holdouts, ({"runs": []}, {"complexity": 1, "runs": []})),
     "PVR holdouts, None": (plot_holdouts, (None, HOLDOUT_I)),
     "unit ratios, none": (plot_unit_ratios, ([], "linear", {})),
+    "unit ratios, a pair missing and None": (
+        plot_unit_ratios,
+        (
+            [{"shape": "2→1", "unit": "NAU", "ratio_to_linear": 2.0}, {"shape": "3→1", "unit": "NMU", "ratio_to_linear": None}],
+            "Linear",
+            {},
+        ),
+    ),
     "attention times, none": (plot_times_over_length, ({}, [], "none")),
     "attention times, zero and NaN": (plot_times_over_length, ({"vanilla": {8: 0.0, 16: NAN}}, [8, 16], "zero")),
     "attention times, one NaN": (plot_times_over_length, ({"vanilla": {8: NAN}}, [8], "NaN")),

@@ -12,12 +12,13 @@ from neurosym.plots.figure import drawable, grouped_bars, legend, log_scale, opt
 @optional_figure
 def plot_unit_ratios(records: list[dict], baseline: str, goals: Mapping[str, float], path: Path) -> Path:
     """Grouped bars of each unit's time relative to ``baseline`` per shape (log scale), with ``goals`` as
-    black ticks. ``records``: ``{"shape", "unit", "ratio_to_linear"}`` per (shape, unit)."""
+    black ticks. ``records``: ``{"shape", "unit", "ratio_to_linear"}`` per (shape, unit); a pair without a record (or
+    with a ``None`` ratio) draws no bar."""
     shapes = list(dict.fromkeys(r["shape"] for r in records))
     units = [u for u in dict.fromkeys(r["unit"] for r in records) if u != baseline]
     ratios = {(r["unit"], r["shape"]): r["ratio_to_linear"] for r in records}
     figure, axis = pyplot().subplots(figsize=(2 + 2 * len(shapes), 4))
-    centres = grouped_bars(axis, shapes, {unit: [ratios[(unit, s)] for s in shapes] for unit in units})
+    centres = grouped_bars(axis, shapes, {unit: drawable(ratios.get((unit, s)) for s in shapes) for unit in units})
     for unit in units:
         if unit in goals:
             axis.scatter(centres[unit], [goals[unit]] * len(shapes), marker="_", s=400, color="black", zorder=3)
