@@ -15,6 +15,7 @@ from neurosym.metrics import (
     summarize,
     wilson_interval,
 )
+from neurosym.metrics.interval import normal_quantile
 from neurosym.metrics.noise_sensitivity import noise_sensitivity, noise_sensitivity_curve
 from neurosym.metrics.profile import beta_mean_interval, gamma_mean_interval
 from neurosym.metrics.success import sparsity_at_best
@@ -45,6 +46,29 @@ def test_wilson_interval_contains_the_rate_and_narrows_with_confidence(trials, d
     assert 0.0 <= low <= successes / trials <= high <= 1.0
     wider_low, wider_high = wilson_interval(successes, trials, min(0.9999, confidence + 0.0005))
     assert wider_low <= low + 1e-12 and wider_high >= high - 1e-12
+
+
+confidences = st.one_of(
+    st.floats(0.01, 0.99),
+    st.floats(1.0, 15.5).map(lambda digits: 1 - 10**-digits),  # near 1: 1 − confidence is exact
+    st.floats(1.0, 300.0).map(lambda digits: 10**-digits),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(confidence=confidences)
+def test_the_normal_quantile_of_a_confidence_is_exact_near_0_and_1_too(confidence):
+    z = normal_quantile(confidence)
+    assert math.erf(z / math.sqrt(2)) == pytest.approx(confidence, rel=1e-13, abs=0)
+    assert math.erfc(z / math.sqrt(2)) == pytest.approx(1 - confidence, rel=1e-11, abs=0)  # the tail beyond ±z
+
+
+def test_the_normal_quantile_matches_high_precision_values():
+    # √2 · erf⁻¹(confidence) at 40 digits (mpmath); 0.5 + confidence / 2 rounded the tail away near 1 (8.0414 at
+    # 1 − 1e-15) and the quantile itself near 0
+    for confidence, expected in ((0.95, 1.9599639845400538), (1 - 1e-12, 7.130509892879273),
+                                 (1 - 1e-15, 8.026957018033892), (1e-12, 1.2533141373155002e-12)):  # fmt: skip
+        assert normal_quantile(confidence) == pytest.approx(expected, rel=1e-14, abs=0)
 
 
 def test_wilson_interval_rejects_bad_counts():
