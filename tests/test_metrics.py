@@ -194,18 +194,22 @@ def test_one_solved_run_or_a_sparsity_error_above_one_half_gives_a_mean_without_
     assert beyond.solved_at_interval == (20.0, 20.0)  # solved at the same step: all equal
 
 
-@pytest.mark.parametrize("missing", [math.nan, math.inf, -math.inf])
-def test_a_sparsity_error_that_is_no_finite_number_at_a_solved_runs_best_evaluation_is_named(missing):
+@pytest.mark.parametrize("missing", [math.nan, math.inf, -math.inf, -0.125, -1e-300])
+def test_a_sparsity_error_that_is_no_finite_number_at_least_0_at_a_solved_runs_best_evaluation_is_named(missing):
     steps = torch.tensor([10, 20])
     validation, extrapolation = _curves([[0.2, 0.1], [0.1, 0.2], [0.2, 0.1]], [[0.5, 0.03], [0.03, 0.5], [0.5, 0.5]])
     outcomes = run_outcomes(steps, validation, extrapolation, threshold=0.05)  # runs 0 and 1 solved, at 20 and 10
-    sparsity = torch.full((2, 3), 0.1)
+    sparsity = torch.full((2, 3), 0.1, dtype=torch.float64)
     sparsity[1, 0], sparsity[0, 1], sparsity[1, 2] = missing, missing, missing
-    with pytest.raises(  # the mean over the solved runs was NaN (or inf)
+    with pytest.raises(  # the mean over the solved runs was NaN (or inf); a negative one was named by its place among
+        # the solved runs (or averaged in beside a sparsity error above 0.5)
         ValueError,
-        match=rf"^sparsity_error is not a finite number at the best evaluation of solved run\(s\) \[0, 1\] "
+        match=rf"^sparsity_error is not a finite number >= 0 at the best evaluation of solved run\(s\) \[0, 1\] "
         rf"\(evaluation \[1, 0\]\): \[{missing}, {missing}\]$",
     ):
+        summarize(outcomes, sparsity)
+    sparsity[0, 1] = 0.75  # beside a sparsity error above 0.5 (no interval), -0.125 was averaged in
+    with pytest.raises(ValueError, match=rf"solved run\(s\) \[0\] \(evaluation \[1\]\): \[{missing}\]$"):
         summarize(outcomes, sparsity)
     sparsity[1, 0], sparsity[0, 1] = 0.2, 0.3  # the unsolved run 2 is not read, even at its best evaluation
     assert summarize(outcomes, sparsity).mean_sparsity_error == pytest.approx(0.25)

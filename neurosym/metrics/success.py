@@ -158,7 +158,8 @@ def _mean_and_interval(
 def sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> Tensor:
     """``[S]`` (float64): the ``sparsity_error [E, S]`` (a tensor, an array or lists) of each solved run at its best
     evaluation, NaN for the unsolved runs. ``ValueError`` unless it is ``[E, S]`` over the outcomes' evaluations
-    (solved runs or not) and a finite number at every solved run's best evaluation (a NaN there has no mean)."""
+    (solved runs or not) and a finite number of at least 0 at every solved run's best evaluation (a NaN there has no
+    mean; a distance from {−1, 0, 1} is never negative)."""
     solved, best_index = outcomes.solved.reshape(-1), outcomes.best_index.reshape(-1)
     expected = [outcomes.evaluations, solved.numel()]
     sparsity_error = torch.as_tensor(sparsity_error)  # (lists too, as run_outcomes takes them)
@@ -166,9 +167,9 @@ def sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> Tensor:
         raise ValueError(f"sparsity_error must be [E, S] = {expected}, as the outcomes' evaluations and runs, got "
                          f"{list(sparsity_error.shape)}")  # fmt: skip
     at_best = sparsity_error.gather(0, best_index.reshape(1, -1)).squeeze(0).double()
-    if bad := (solved & ~at_best.isfinite()).nonzero().flatten().tolist():
+    if bad := (solved & ~(at_best.isfinite() & (at_best >= 0))).nonzero().flatten().tolist():
         raise ValueError(
-            f"sparsity_error is not a finite number at the best evaluation of solved run(s) {bad} (evaluation "
+            f"sparsity_error is not a finite number >= 0 at the best evaluation of solved run(s) {bad} (evaluation "
             f"{best_index[bad].tolist()}): {at_best[bad].tolist()}"
         )
     return torch.where(solved, at_best, math.nan)
