@@ -194,6 +194,15 @@ def test_one_solved_run_or_a_sparsity_error_above_one_half_gives_a_mean_without_
     assert beyond.solved_at_interval == (20.0, 20.0)  # solved at the same step: all equal
 
 
+def test_a_run_solved_at_step_0_gives_the_mean_solved_at_step_without_an_interval():
+    validation, extrapolation = _curves([[0.3, 0.2, 0.1], [0.3, 0.2, 0.1]], [[0.01, 0.01, 0.01], [0.5, 0.01, 0.01]])
+    outcomes = run_outcomes([0, 10, 20], validation, extrapolation, 0.05)  # evaluated untrained, then every 10 steps
+    assert outcomes.solved_at.tolist() == [0.0, 10.0]
+    summary = summarize(outcomes, torch.full((3, 2), 0.1, dtype=torch.float64))  # (a gamma fit of step 0 raised)
+    assert (summary.mean_solved_at, summary.median_solved_at, summary.solved_at_interval) == (5.0, 5.0, None)
+    assert summary.sparsity_error_interval == (0.1, 0.1)  # the other interval is still given
+
+
 @pytest.mark.parametrize("missing", [math.nan, math.inf, -math.inf, -0.125, -1e-300])
 def test_a_sparsity_error_that_is_no_finite_number_at_least_0_at_a_solved_runs_best_evaluation_is_named(missing):
     steps = torch.tensor([10, 20])

@@ -113,8 +113,9 @@ class SuccessSummary:
     the mean solved-at step with its gamma-profiled interval (and the median step), and the mean sparsity error with
     its interval profiled under a beta distribution on ``[0, 0.5]`` (:mod:`neurosym.metrics.profile`; the beta's
     maximum-likelihood mean). A mean is ``None`` when nothing was solved (the sparsity error's too when it was not
-    given); an interval is ``None`` with fewer than two solved runs, and the sparsity error's also when one of them
-    exceeds :data:`SPARSITY_BOUND` (its mean is then the plain mean). Intervals are at the summary's confidence."""
+    given); an interval is ``None`` with fewer than two solved runs, the solved-at step's also when a run was solved
+    at a step of 0 or below (outside a gamma's support), and the sparsity error's when one of them exceeds
+    :data:`SPARSITY_BOUND` (its mean is then the plain mean). Intervals are at the summary's confidence."""
 
     solved: int
     runs: int
@@ -134,7 +135,8 @@ def summarize(outcomes: RunOutcomes, sparsity_error: Tensor | None = None, confi
     count, runs = int(solved.sum()), solved.numel()
     solved_at = outcomes.solved_at.reshape(-1)[solved].double()
     median = float(solved_at.quantile(0.5)) if count else None
-    mean_solved_at, solved_at_interval = _mean_and_interval(solved_at, gamma_mean_interval, confidence)
+    steps_profiled = gamma_mean_interval if bool((solved_at > 0).all()) else None  # (a step 0: evaluated untrained)
+    mean_solved_at, solved_at_interval = _mean_and_interval(solved_at, steps_profiled, confidence)
     mean_sparsity, sparsity_interval = None, None
     if sparsity_error is not None:
         sparsity = sparsity_at_best(outcomes, sparsity_error)[solved]
