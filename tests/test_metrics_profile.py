@@ -169,3 +169,21 @@ def test_for_many_values_the_intervals_approach_the_normal_approximation():
 def test_bad_values_are_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize(
+    ("values", "kind"),
+    [
+        (torch.tensor([True, True, False]), r"a tensor of torch.bool"),  # read as 1, 1, 0
+        (torch.tensor([1.0 + 0j, 2.0 + 0j]), r"a tensor of torch.complex64"),
+        (np.array([0.1 + 0.5j, 0.2]), r"ndarray of complex128"),  # the imaginary part was dropped with a warning
+        (["0.1", "0.2"], r"list of <U3"),  # parsed as numbers
+        ((value for value in [0.1, 0.2]), r"generator of object"),  # failed inside numpy
+        ([0.1, None], r"list of object"),
+    ],
+)
+def test_values_that_are_no_ints_or_floats_are_named(values, kind):
+    for interval in (gamma_mean_interval, beta_mean_interval):
+        with pytest.raises(TypeError, match=rf"^a profile interval needs ints or floats, got {kind}$"):
+            interval(values)
+    assert gamma_mean_interval(np.array([1, 3], dtype=np.uint8)) == gamma_mean_interval([1.0, 3.0])  # ints are numbers

@@ -38,7 +38,7 @@ def gamma_mean_interval(values: Sequence[float] | Array | torch.Tensor, confiden
     """``(mean, low, high)``: the mean of the positive ``values [n]`` (``n >= 2``; a tensor, an array or a list) and its
     ``confidence`` interval under a gamma distribution, by profiling the shape. The maximum-likelihood mean is the
     sample mean. Values all equal (:data:`SPREAD`) give ``(mean, mean, mean)``. ``ValueError`` naming values that are
-    not finite or not positive."""
+    not finite or not positive; ``TypeError`` for values that are no ints or floats (bools, complex numbers, text)."""
     x = _sample(values)
     if bad := np.flatnonzero(x <= 0).tolist():
         raise ValueError(f"a gamma distribution needs positive values, got {x[bad].tolist()} at {bad}")
@@ -69,7 +69,8 @@ def beta_mean_interval(
     an array or a list) under a beta distribution scaled to ``[0, upper]``, and its ``confidence`` interval, by
     profiling the concentration. Values at 0 or ``upper`` are clipped inside (:data:`EDGE`; so values at 0 pull the
     mean below the sample mean); values all equal (:data:`SPREAD`) give ``(mean, mean, mean)`` of the sample mean.
-    ``ValueError`` naming values that are not finite or outside ``[0, upper]``."""
+    ``ValueError`` naming values that are not finite or outside ``[0, upper]``; ``TypeError`` for values that are no
+    ints or floats (bools, complex numbers, text)."""
     if not (is_real(upper) and 0 < upper < math.inf):
         raise ValueError(f"upper must be a positive finite number, got {upper!r}")
     x = _sample(values)
@@ -101,13 +102,26 @@ def beta_mean_interval(
 
 
 def _sample(values: Sequence[float] | Array | torch.Tensor) -> Array:
-    """``values`` as a float64 array ``[n]``; ``ValueError`` unless 1-D, ``n >= 2`` and finite (naming the others)."""
-    x = values.detach().cpu().double().numpy() if isinstance(values, torch.Tensor) else np.asarray(values, dtype=np.float64)
+    """``values`` as a float64 array ``[n]``; ``TypeError`` unless they are ints or floats (bools, complex numbers and
+    text were read as numbers), ``ValueError`` unless 1-D, ``n >= 2`` and finite (naming the others)."""
+    x = _float64(values)
     if x.ndim != 1 or len(x) < 2:
         raise ValueError(f"a profile interval needs a 1-D sequence of at least 2 values, got shape {list(x.shape)}")
     if bad := np.flatnonzero(~np.isfinite(x)).tolist():
         raise ValueError(f"values must be finite numbers, got {x[bad].tolist()} at {bad}")
     return x
+
+
+def _float64(values: Sequence[float] | Array | torch.Tensor) -> Array:
+    """``values`` as a float64 array; ``TypeError`` unless they are ints or floats."""
+    if isinstance(values, torch.Tensor):
+        if values.dtype == torch.bool or values.is_complex():
+            raise TypeError(f"a profile interval needs ints or floats, got a tensor of {values.dtype}")
+        return values.detach().cpu().double().numpy()
+    array = np.asarray(values)
+    if array.dtype.kind not in "iuf":  # (text was parsed, a generator failed inside numpy)
+        raise TypeError(f"a profile interval needs ints or floats, got {type(values).__name__} of {array.dtype}")
+    return array.astype(np.float64)
 
 
 def _profile_drop(confidence: float, count: int) -> float:
