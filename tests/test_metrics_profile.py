@@ -1,9 +1,10 @@
 import math
+from functools import partial
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from neurosym.metrics.interval import normal_quantile
@@ -169,6 +170,19 @@ def test_for_many_values_the_intervals_approach_the_normal_approximation():
 def test_bad_values_are_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("upper", [None, 1.5])  # the gamma, a beta on [0, 1.5]
+@settings(max_examples=25, deadline=None)
+@given(values=st.lists(st.floats(1.0, 1.5), min_size=2, max_size=30), power=st.integers(-1000, 1022))
+@example(values=[1.0, 1.25, 1.5, 1.5], power=1022).via("a sum beyond the largest float")
+@example(values=[1.5, 1.5, 1.5], power=1022).via("values all equal")
+def test_the_intervals_scale_with_a_power_of_two_up_to_the_largest_float(upper, values, power):
+    x, scale = np.array(values), 2.0**power  # (the sum of values near the largest float overflowed: a mean of inf)
+    interval = gamma_mean_interval if upper is None else partial(beta_mean_interval, upper=upper)
+    assume(interval(x)[2] * scale < 1.7e308)
+    scaled = gamma_mean_interval(x * scale) if upper is None else beta_mean_interval(x * scale, upper=upper * scale)
+    assert scaled == tuple(scale * value for value in interval(x))  # exactly: the scale only changes the exponent
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ def gamma_mean_interval(values: Sequence[float] | Array | torch.Tensor, confiden
     if bad := np.flatnonzero(x <= 0).tolist():
         raise ValueError(f"a gamma distribution needs positive values, got {x[bad].tolist()} at {bad}")
     drop = _profile_drop(confidence, len(x))
-    mean = float(x.mean())
+    mean = _mean(x)
     if np.ptp(x) <= SPREAD * mean:
         return mean, mean, mean
     mean_log = float(np.log(x / mean).mean())  # of the values scaled to mean 1 (< 0 unless all are equal)
@@ -79,7 +79,7 @@ def beta_mean_interval(
     drop = _profile_drop(confidence, len(x))
     y = np.clip(x / upper, EDGE, 1 - EDGE)
     if np.ptp(y) <= SPREAD * min(y.mean(), 1 - y.mean()):
-        mean = float(x.mean())
+        mean = _mean(x)
         return mean, mean, mean
     mean_logs = np.log(y).mean(), np.log1p(-y).mean()
 
@@ -110,6 +110,13 @@ def _sample(values: Sequence[float] | Array | torch.Tensor) -> Array:
     if bad := np.flatnonzero(~np.isfinite(x)).tolist():
         raise ValueError(f"values must be finite numbers, got {x[bad].tolist()} at {bad}")
     return x
+
+
+def _mean(x: Array) -> float:
+    """The mean of ``x [n]``, summed at a power-of-two scale: the same digits, and finite near the largest float too
+    (the sum of 1e307 and 1.7e308 overflowed)."""
+    exponent = int(np.frexp(np.abs(x).max())[1])
+    return float(np.ldexp(np.ldexp(x, -exponent).mean(), exponent))
 
 
 def _float64(values: Sequence[float] | Array | torch.Tensor) -> Array:
