@@ -295,6 +295,31 @@ def test_exact_match_for_tensors_and_sequences():
         exact_match(predictions, targets.tolist())
 
 
+CONTAINERS = {
+    "list": lambda grid: [list(row) for row in grid],
+    "tuple": lambda grid: tuple(tuple(row) for row in grid),
+    "list of tuples": lambda grid: [tuple(row) for row in grid],
+    "tuple of tensors": lambda grid: tuple(torch.tensor(row, dtype=torch.long) for row in grid),
+    "array": lambda grid: np.array(grid, dtype=np.int64).reshape(len(grid), -1),
+    "tensor": lambda grid: torch.tensor(grid, dtype=torch.long).reshape(len(grid), -1),
+}
+token_grids = st.integers(1, 3).flatmap(lambda width: st.lists(st.lists(st.integers(0, 9), min_size=width, max_size=width),
+                                                          min_size=1, max_size=3))  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(grids=st.lists(token_grids, min_size=1, max_size=4), data=st.data())
+def test_examples_given_as_nested_sequences_match_whatever_their_containers(grids, data):
+    kinds = st.sampled_from(sorted(CONTAINERS))
+    predictions = [CONTAINERS[data.draw(kinds)](grid) for grid in grids]
+    targets = [CONTAINERS[data.draw(kinds)](grid) for grid in grids]  # (a 2-D array against nested tuples: no match)
+    assert sequence_matches(predictions, targets).all()
+    changed = data.draw(st.integers(0, len(grids) - 1))
+    grids[changed][0][0] += 1
+    targets[changed] = CONTAINERS[data.draw(kinds)](grids[changed])
+    assert sequence_matches(predictions, targets).tolist() == [k != changed for k in range(len(grids))]
+
+
 def test_exact_match_reads_each_row_of_an_array_and_each_decoded_tensor_as_one_example():
     predictions, targets = np.array([[1, 2], [3, 4]]), np.array([[1, 2], [3, 5]])
     assert exact_match(predictions, targets) == 0.5 and exact_match(list(predictions), list(targets)) == 0.5

@@ -15,8 +15,8 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
 
     Tensors or numpy arrays: ``predictions`` and ``targets`` of the same shape ``[N, ...]`` (padding included, so
     a prediction must also reproduce the padding); each row ``[...]`` is one example. Python sequences: ``N`` items
-    compared with ``==`` after turning each item into a tuple (so a list, a tuple, a 1-D tensor and a 1-D array of
-    the same tokens match, whatever their lengths; strings compare as strings). One string for ``predictions`` or
+    compared with ``==`` after turning each item into a tuple, at every depth (so a list, a tuple, a tensor and an
+    array of the same tokens match, whatever their lengths; strings compare as strings). One string for ``predictions`` or
     ``targets`` raises ``TypeError``: it would be read as one example per character.
     """
     if isinstance(predictions, str) or isinstance(targets, str):
@@ -47,10 +47,11 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
 
 
 def _as_item(value: Any) -> Any:
-    """One example as a comparable value: a tensor or array as the tuple of its (nested) items' values."""
+    """One example as a comparable value: a sequence (a list, a tuple, a tensor or an array, nested at any depth) as
+    the tuple of its items, each turned the same way; a string as it is."""
     if isinstance(value, Tensor | np.ndarray):
         value = value.tolist()
-    return value if isinstance(value, str) or not isinstance(value, Sequence) else tuple(value)
+    return value if isinstance(value, str) or not isinstance(value, Sequence) else tuple(map(_as_item, value))
 
 
 def exact_match(predictions: Tensor | Sequence[Any], targets: Tensor | Sequence[Any]) -> float:
