@@ -264,6 +264,10 @@ def test_success_criterion_rejects_bad_input():
         run_outcomes(torch.tensor([1, 2, 3]), good, good, torch.tensor([0.1, 0.1, 0.1]))
     with pytest.raises(ValueError, match="finite and strictly increasing"):
         run_outcomes(torch.tensor([1.0, math.nan, 3.0]), good, good, 0.1)
+    for threshold in (True, "0.1", None):  # True was read as a threshold of 1; text failed inside torch
+        with pytest.raises(ValueError, match=rf"^threshold must be a finite number above 0, got {threshold!r}$"):
+            run_outcomes(torch.tensor([1, 2, 3]), good, good, threshold)
+    assert run_outcomes([1, 2, 3], good, good, np.float32(0.1)).solved.all()  # numpy's numbers are numbers
 
 
 @pytest.mark.parametrize("missing", [math.nan, math.inf])

@@ -15,11 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from neurosym.metrics.interval import wilson_interval
 from neurosym.metrics.profile import beta_mean_interval, gamma_mean_interval
+from neurosym.training.checks import positive_number
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,8 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     """Apply the success criterion to ``S`` runs evaluated at ``E`` steps.
 
     ``steps [E]`` strictly increasing; ``validation_mse`` and ``extrapolation_mse`` ``[E, S]`` (or ``[E]``
-    for one run); tensors, arrays or lists; ``threshold`` a scalar or ``[S]`` (one per run). A NaN or infinite
+    for one run); tensors, arrays or lists; ``threshold`` a finite positive number (not a bool) or ``[S]`` of them (one
+    per run). A NaN or infinite
     validation MSE never counts as best (a run with no other is unsolved), and a NaN extrapolation MSE never
     counts as under the threshold. Ties in validation MSE go to the earliest evaluation. A negative MSE (``-inf``
     too) is no error of a prediction: ``ValueError`` naming where it is.
@@ -66,6 +69,8 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     _check_not_negative(extrapolation, "extrapolation")
     # compared in float64: a threshold is not rounded to bfloat16 (1.48e-5 became 1.4782e-5) nor flushed to 0 in float16
     extrapolation = extrapolation.double()
+    if not isinstance(threshold, Tensor | np.ndarray | list | tuple):  # (True was read as 1, text failed inside torch)
+        threshold = positive_number(threshold, "threshold")
     threshold = torch.as_tensor(threshold, dtype=torch.float64, device=extrapolation.device)
     if threshold.dim() != 0 and tuple(threshold.shape) != (validation.shape[1],):
         raise ValueError(f"threshold must be a scalar or one per run [{validation.shape[1]}], got shape {list(threshold.shape)}")
