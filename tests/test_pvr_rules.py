@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 from neurosym.data.pvr import VectorPVR, block_rule, sequential_rule, vector_rule
 from neurosym.metrics.noise_sensitivity import (
+    bits_per_digit,
     bits_to_digits,
     noise_sensitivity,
     noise_sensitivity_curve,
@@ -31,6 +32,14 @@ def test_bits_to_digits_reads_unsigned_binary_mod_k():
         bits_to_digits(np.zeros((1, 6), dtype=int), 10)
     with pytest.raises(ValueError, match="probability"):
         noise_sensitivity(lambda d: d[:, 0], 2, 10, 1.5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(bits=st.integers(1, 62), offset=st.sampled_from([-1, 0, 1]))
+def test_bits_per_digit_is_the_fewest_bits_that_hold_every_class(bits, offset):
+    classes = max(2, 2**bits + offset)  # (just past a power of two, from 2**49 + 1 on, took one bit too few)
+    width = bits_per_digit(np.int64(classes))
+    assert 2 ** (width - 1) < classes <= 2**width
 
 
 def test_mod_sum_gets_more_sensitive_with_complexity_and_min_does_not():

@@ -9,7 +9,6 @@ each bit of ``x`` independently with probability ``delta``. Bit patterns above `
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
@@ -25,7 +24,7 @@ def bits_per_digit(num_classes: int) -> int:
     """The smallest ``D`` with ``num_classes <= 2**D``."""
     if not is_int(num_classes) or num_classes < 2:  # 2.5 classes read digits mod 2.5
         raise ValueError(f"need an int of at least 2 digit classes, got {num_classes!r}")
-    return math.ceil(math.log2(num_classes))
+    return (int(num_classes) - 1).bit_length()  # (log2 in floats gave 49 bits for 2**49 + 1 classes)
 
 
 def bits_to_digits(bits: np.ndarray, num_classes: int) -> np.ndarray:
