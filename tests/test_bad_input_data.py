@@ -1,5 +1,7 @@
 """Bad input to the data, perception, semantics, metrics and training helpers is named where it is given."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -68,7 +70,8 @@ def test_sizes_and_seeds_are_ints_where_they_are_given():
 def test_noise_sensitivity_takes_a_seed_and_names_a_delta_that_is_no_probability():
     first = noise_sensitivity(lambda digits: digits[:, 0], 3, 10, 0.1, 200, rng=0)
     assert first == noise_sensitivity(lambda digits: digits[:, 0], 3, 10, 0.1, 200, rng=0) > 0  # (an int seed failed)
-    with pytest.raises(ValueError, match="delta is a probability, got True"):
-        noise_sensitivity(lambda digits: digits[:, 0], 3, 10, True, 200, rng=0)
+    for delta, named in ((True, "True"), (np.bool_(True), "np.True_"), ("0.1", "'0.1'"), (math.nan, "nan")):
+        with pytest.raises(ValueError, match=rf"^delta is a probability, got {named}$"):
+            noise_sensitivity(lambda digits: digits[:, 0], 3, 10, delta, 200, rng=0)
     with pytest.raises(ValueError, match="deltas must be a 1-D sequence of probabilities"):
         noise_sensitivity_curve(lambda digits: digits[:, 0], 3, 10, 0.1, 200, 2, rng=0)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from neurosym.data.randomness import as_generator
-from neurosym.training.checks import int_at_least, is_int
+from neurosym.training.checks import int_at_least, is_fraction, is_int
 
 DigitFunction = Callable[[np.ndarray], np.ndarray]
 """``digits [N, L]`` int -> outputs ``[N]``."""
@@ -47,8 +47,8 @@ def noise_sensitivity(
 ) -> float:
     """Estimate ``NS_delta[function]`` from ``num_samples`` pairs ``(x, y)`` of ``length`` digits each; ``function``
     must give one output per row (``[N]``)."""
-    if isinstance(delta, bool) or not 0.0 <= delta <= 1.0:
-        raise ValueError(f"delta is a probability, got {delta}")
+    if not is_fraction(delta):  # (numpy's True was read as 1, text failed on the comparison)
+        raise ValueError(f"delta is a probability, got {delta!r}")
     if not is_int(num_samples) or num_samples < 1:
         raise ValueError(f"need an int of at least one sample, got {num_samples!r}")
     length = int_at_least(length, "length (digits per input)", 1)  # 0 digits gave NS 0 for any function
