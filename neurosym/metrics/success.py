@@ -42,10 +42,9 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
 
     ``steps [E]`` strictly increasing; ``validation_mse`` and ``extrapolation_mse`` ``[E, S]`` (or ``[E]``
     for one run); tensors, arrays or lists; ``threshold`` a finite positive number (not a bool) or ``[S]`` of them (one
-    per run). A NaN or infinite
-    validation MSE never counts as best (a run with no other is unsolved), and a NaN extrapolation MSE never
-    counts as under the threshold. Ties in validation MSE go to the earliest evaluation. A negative MSE (``-inf``
-    too) is no error of a prediction: ``ValueError`` naming where it is.
+    per run). A NaN or infinite validation MSE never counts as best (a run with no other is unsolved), and a NaN
+    extrapolation MSE never counts as under the threshold. Ties in validation MSE go to the earliest evaluation. A
+    negative MSE (``-inf`` too) is no error of a prediction: ``ValueError`` naming where it is.
     """
     steps, validation_mse, extrapolation_mse = (torch.as_tensor(v) for v in (steps, validation_mse, extrapolation_mse))
     single = validation_mse.dim() == 1
