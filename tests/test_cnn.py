@@ -6,7 +6,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
-from neurosym.perception.cnn import VGG11BN, ResidualConv, ResNet18, SmallCNN
+from neurosym.perception.cnn import VGG11BN, ResidualConv, ResNet18, SmallCNN, _channels_last_images, hangs_channels_last
 from neurosym.perception.symbol_classifier import SymbolClassifier
 
 
@@ -168,7 +168,7 @@ CONTIGUOUS_FORWARD = {  # each encoder's modules applied to images as given, no 
     ("build", "size"),
     [
         (lambda: SmallCNN(1, 10, 32, width=4, stage_convs=(1, 2, 1)), 32),
-        (lambda: ResNet18(1, 10, small_input=False, width=4), 40),
+        (lambda: ResNet18(1, 10, small_input=False, width=8), 40),
         (lambda: VGG11BN(1, 10, width=4, hidden=8), 40),
     ],
 )
@@ -220,3 +220,20 @@ def test_the_batch_norm_check_names_the_encoder_and_what_to_do():
         VGG11BN(1, 3, width=1, hidden=4)(torch.randn(1, 1, 16, 9))
     with pytest.raises(ValueError, match=r"^ResNet18 in train mode: .* got 1 image of 8x8 pixels"):
         ResNet18(1, 3, width=2)(torch.randn(1, 1, 8, 8))
+
+
+@pytest.mark.parametrize("width", [2, 4, 7])
+def test_an_encoder_with_a_narrow_strided_shortcut_stays_contiguous_and_trains(width):
+    """oneDNN's channels-last weight gradient of a 1x1 stride-2 convolution over 2-7 channels hung or corrupted the
+    heap on AVX2 CPUs (ResNet-18's shortcut at width 4): such encoders keep the contiguous layout, weights and images."""
+    torch.manual_seed(0)
+    model = ResNet18(1, 10, small_input=True, width=width)
+    convolutions = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
+    assert any(hangs_channels_last(conv) for conv in convolutions) and not model.channels_last
+    assert all(conv.weight.is_contiguous() for conv in convolutions)
+    images = torch.rand(4, 1, 32, 32)
+    assert _channels_last_images(images, 1, model).is_contiguous()
+    model(images).sum().backward()  # (hung here)
+    assert all(torch.isfinite(conv.weight.grad).all() for conv in convolutions)
+    wide = ResNet18(1, 10, small_input=True, width=8)
+    assert wide.channels_last and not any(hangs_channels_last(m) for m in wide.modules() if isinstance(m, nn.Conv2d))

@@ -31,7 +31,8 @@ def _channels_last_images(images: torch.Tensor, in_channels: int, encoder: nn.Mo
     if not images.is_floating_point():
         raise ValueError(f"{name} expects floating-point images, got {images.dtype} (pixels 0..255: images.float() / 255)")
     check_dtype_of(images, encoder, "images")
-    return images.contiguous(memory_format=torch.channels_last)
+    layout = torch.channels_last if getattr(encoder, "channels_last", False) else torch.contiguous_format
+    return images.contiguous(memory_format=layout)
 
 
 def _check_batch_norm_batch(images: torch.Tensor, encoder: nn.Module, downsampling: int) -> None:
@@ -49,11 +50,23 @@ def _check_batch_norm_batch(images: torch.Tensor, encoder: nn.Module, downsampli
         )
 
 
-def _channels_last(encoder: nn.Module) -> None:
+def hangs_channels_last(conv: nn.Conv2d) -> bool:
+    """Whether ``conv`` is a convolution whose weight gradient oneDNN's CPU kernels compute wrongly channels-last: a
+    1x1 strided one over 2-7 input channels (torch 2.13 on AVX2 CPUs: the backward pass hangs or corrupts the
+    heap, e.g. ResNet-18's shortcut at width 4; every other shape tried, and 1 or 8+ channels, works)."""
+    return conv.kernel_size == (1, 1) and conv.stride != (1, 1) and 1 < conv.in_channels < 8
+
+
+def _channels_last(encoder: nn.Module) -> bool:
     """Keep ``encoder``'s convolution weights channels-last (``[O, I, kH, kW]`` with the channels innermost in memory):
     with channels-last images, convolutions, batch norms and poolings take 1.3-2.6x less time forward and backward
-    on a CPU (docs/performance.md); ``.to(device)`` keeps the layout."""
+    on a CPU (docs/performance.md); ``.to(device)`` keeps the layout. An encoder with a convolution oneDNN gets wrong
+    that way (:func:`hangs_channels_last`) stays contiguous. Returns whether the layout is channels-last (the encoders
+    keep it as ``channels_last``, the layout their images take)."""
+    if any(hangs_channels_last(module) for module in encoder.modules() if isinstance(module, nn.Conv2d)):
+        return False
     encoder.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # (documented; absent from the stubs)
+    return True
 
 
 def _conv_bn_relu(in_channels: int, out_channels: int) -> list[nn.Module]:
@@ -120,7 +133,7 @@ class SmallCNN(nn.Module):
         self.features = nn.Sequential(*layers)
         side = input_size // 8
         self.head = nn.Linear(4 * width * side * side, out_features)
-        _channels_last(self)
+        self.channels_last = _channels_last(self)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """``images [B, C, S, S]`` with ``S == input_size`` -> ``[B, out_features]``."""
@@ -188,7 +201,7 @@ class ResNet18(nn.Module):
             channels = out_channels
         self.body = nn.Sequential(*stem, *blocks, nn.AdaptiveAvgPool2d(1))
         self.head = nn.Linear(channels, out_features)
-        _channels_last(self)
+        self.channels_last = _channels_last(self)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """``images [B, C, H, W]`` -> ``[B, out_features]``; in train mode a batch of one image must be larger than
@@ -244,7 +257,7 @@ class VGG11BN(nn.Module):
             nn.Dropout(dropout),
             nn.Linear(hidden, out_features),
         )
-        _channels_last(self)
+        self.channels_last = _channels_last(self)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         """``images [B, C, H, W]`` -> ``[B, out_features]``; in train mode a batch of one image must be larger than
