@@ -265,6 +265,19 @@ def test_few_shot_stage_stops_after_the_concept_under_way_and_the_same_command_c
     assert json.loads((out / "results.json").read_text())["fewshot"]["0.01"]["concepts"].keys() == {"x", "y", "a"}
 
 
+def test_a_run_that_learns_no_concept_reads_no_few_shot_progress(private_cache, capsys):
+    out = private_cache / "out"
+    out.mkdir()
+    (out / "fewshot_symbol.json").write_text('{"setup": {"seed": 3}}')  # another run's concepts, left over
+    argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "none",
+            "--speed-samples", "1", "--out", str(out), "--no-progress", "--resume"]  # fmt: skip
+    assert main(argv) == 0  # (was 2: refused for the seed of concepts it does not learn)
+    assert json.loads((out / "results.json").read_text())["fewshot"] == {}
+    assert (out / "fewshot_symbol.json").read_text() == '{"setup": {"seed": 3}}'  # left as it was
+    (out / "fewshot_symbol.json").write_text("{cut short")
+    assert main(argv) == 0  # (was 1: not valid JSON)
+
+
 @pytest.mark.parametrize(("semantics", "scale"), [("given", "0.002"), ("learned", "0.005")])
 def test_the_few_shot_stage_on_symbols_gets_what_the_induction_left_of_the_time_limit(
     private_cache, monkeypatch, capsys, semantics, scale

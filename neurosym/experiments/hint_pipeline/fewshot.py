@@ -64,7 +64,11 @@ def learn_fewshot(
     options), or on data rewritten since, as ``run_setup`` stamps it, raises
     :class:`~neurosym.training.checkpoint.CheckpointMismatch`), each learned model (where the learner saves one) first
     in its :func:`concept_checkpoint`. SIGINT, SIGTERM or ``time_limit`` seconds end the stage after the concept under way with
-    :class:`TrainingInterrupted`."""
+    :class:`TrainingInterrupted`. A run that learns no concept (no scale or no concept given) reads and writes nothing
+    of the stage and returns ``{}``."""
+    scales, concepts = args.fewshot_scales, args.fewshot_concepts
+    if not (scales and concepts):  # (a leftover progress file of another setup would refuse a run that learns nothing)
+        return {}
     progress_path = out / f"fewshot_{args.input}.json"
     done: dict[str, Any] = load_json(progress_path) if progress_path.is_file() and args.resume else {}
     data = run_setup.of((), {"steps": DEFAULT_STEPS["neurosym"], "learning_rate": PIPELINE_LEARNING_RATE})  # left out: these
@@ -72,7 +76,6 @@ def learn_fewshot(
     setup = Setup(values, data.defaults)
     check_setup(done.get("setup"), setup, progress_path)  # another seed's or semantics' concepts are not this run's
     done["setup"] = values
-    scales, concepts = args.fewshot_scales, args.fewshot_concepts
     with StopRequests(time_limit) as stops:
         for number, (scale, concept) in enumerate(itertools.product(scales, concepts), start=1):
             per_concept: dict[str, Any] = done.setdefault(str(scale), {"concepts": {}})["concepts"]
