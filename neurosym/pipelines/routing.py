@@ -17,6 +17,7 @@ from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, refit_reader
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 from neurosym.training.checks import is_int
+from neurosym.training.seeding import seeded
 
 
 def source_windows(source: WindowSource | ConcatWindows, label: int) -> LabelledWindows:
@@ -41,13 +42,15 @@ def route_readers(
     time_limit: float | None = None,
 ) -> RoutedReader:
     """``readers[k]`` for the handwriting of ``sources[k]``'s expressions: a router (a small ``backbone``
-    classifier, one class per reader) is fit to tell the sources' windows apart by :func:`refit_reader`
+    classifier, one class per reader, initialised from ``config.seed`` alone: the caller's random stream neither
+    changes it nor is moved by it) is fit to tell the sources' windows apart by :func:`refit_reader`
     (resumable from ``checkpoint``; a stop request or ``time_limit`` seconds checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`), and the routed reader reads with them all."""
     if len(readers) != len(sources) or len(readers) < 2:
         raise ValueError(f"route_readers needs one source per reader and at least two, got {len(readers)} and {len(sources)}")
     shared_vocabulary(readers, "a routed reader")  # (checked by RoutedReader only after the router's training)
-    router = SymbolClassifier([f"source {k}" for k in range(len(sources))], backbone, 32, width=16)
+    with seeded(config.seed):  # (its initial weights: alike whatever the caller drew before, e.g. fresh or resumed)
+        router = SymbolClassifier([f"source {k}" for k in range(len(sources))], backbone, 32, width=16)
     labelled = [source_windows(source, k) for k, source in enumerate(sources)]
     refit_reader(router, labelled, config, device, checkpoint, progress, time_limit)
     return RoutedReader(list(readers), router.eval())
