@@ -13,6 +13,7 @@ from neurosym.perception.routed import RoutedReader
 from neurosym.pipelines import AdaptConfig, adapt_to_writer, evaluate_pipeline, train_pipeline
 from neurosym.pipelines.adapt import STAGE_CHECKPOINTS
 from neurosym.pipelines.windows import WindowSource
+from neurosym.training.checkpoint import CheckpointMismatch
 from neurosym.training.stopping import TrainingInterrupted
 
 CPU = torch.device("cpu")
@@ -41,9 +42,34 @@ def test_adaptation_reads_the_new_writer_better_and_routes_between_the_two_reade
     for name, tensor in pipeline.classifier.state_dict().items():
         assert torch.equal(again.classifier.state_dict()[name], tensor), name
     with pytest.raises(ValueError, match="fitted to other labelled windows"):  # unrouted, the refit fits both banks
+        as_trained = tiny_pipeline()
+        as_trained.classifier.load_state_dict(trained)  # (the reader the finished adaptation adapted)
         adapt_to_writer(
-            tiny_pipeline(), records, new, first, TINY_TRAINING, AdaptConfig(60, 30, 40, refit_steps=3, seed=1), CPU, tmp_path
+            as_trained, records, new, first, TINY_TRAINING, AdaptConfig(60, 30, 40, refit_steps=3, seed=1), CPU, tmp_path
         )
+
+
+def test_an_adaptation_of_another_trained_reader_is_refused_not_resumed(tmp_path):
+    records, first, new = short_training_records(), prototype_bank(), prototype_bank(seed=1)
+    adapt = AdaptConfig(examples=20, replay=10, steps=2, refit_steps=1, seed=1)
+    adapt_to_writer(tiny_pipeline(0), records, new, first, TINY_TRAINING, adapt, CPU, tmp_path)
+    retrained = tiny_pipeline(1)  # the main reader trained anew after the adaptation had finished
+    kept = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    message = (r"adapt_checkpoint.pt was written for another model or data \(trained_reader differ\): trained_reader "
+               r"'[0-9a-f]{16}' there, '[0-9a-f]{16}' now; it adapted another trained reader .*: remove it and "
+               "refit_checkpoint.pt beside it to adapt this one")  # fmt: skip
+    with pytest.raises(CheckpointMismatch, match=message):  # (was: the old reader's adaptation resumed, as finished)
+        adapt_to_writer(retrained, records, new, first, TINY_TRAINING, adapt, CPU, tmp_path)
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == kept  # refused before any stage ran
+    saved = torch.load(tmp_path / "adapt_checkpoint.pt", weights_only=False)
+    del saved["setup"]["trained_reader"]  # as written before the digest was kept: whose reader it adapted is unknown
+    torch.save(saved, tmp_path / "adapt_checkpoint.pt")
+    with pytest.raises(CheckpointMismatch, match="trained_reader None there, .* now; it adapted a reader it kept no digest"):
+        adapt_to_writer(tiny_pipeline(0), records, new, first, TINY_TRAINING, adapt, CPU, tmp_path)
+    for name in ("adapt_checkpoint.pt", "refit_checkpoint.pt"):
+        (tmp_path / name).unlink()
+    adapt_to_writer(retrained, records, new, first, TINY_TRAINING, adapt, CPU, tmp_path)  # adapted anew
+    adapt_to_writer(tiny_pipeline(1), records, new, first, TINY_TRAINING, adapt, CPU, tmp_path)  # and resumed as adapted
 
 
 @pytest.mark.parametrize(

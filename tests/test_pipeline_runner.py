@@ -248,6 +248,10 @@ def test_adaptation_stops_at_what_is_left_of_the_time_limit_with_its_checkpoint(
     assert main([*argv, *adapt, "--time-limit", "0"]) == 75  # (was: adapted to the end, past the time limit)
     assert "training stopped after step 1 of 5 (time limit); " in capsys.readouterr().err
     assert torch.load(out / "adapt_checkpoint.pt", weights_only=False)["step"] == 1 and not (out / "results.json").exists()
+    (out / "checkpoint.pt").unlink()  # the main reader trained anew (one step more): the adaptation is another reader's
+    longer = [*argv[: argv.index("--steps") + 1], "5", *argv[argv.index("--steps") + 2 :]]
+    assert main([*longer, *adapt]) == 2  # (was: the old reader's adaptation resumed, and scored as this reader's)
+    assert "adapt_checkpoint.pt was written for another model or data (trained_reader differ)" in capsys.readouterr().err
 
 
 def test_few_shot_stage_stops_after_the_concept_under_way_and_the_same_command_continues(private_cache, capsys):

@@ -1,4 +1,5 @@
 import argparse
+import copy
 import errno
 import gzip
 import json
@@ -21,7 +22,7 @@ from neurosym.data import mnist as mnist_module
 from neurosym.data.mnist import load_mnist, mnist_path
 from neurosym.experiments.report import fixed, format_table, percent, symbol_cell
 from neurosym.training import autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
-from neurosym.training.checkpoint import atomic_path, files_stamp, save_json
+from neurosym.training.checkpoint import atomic_path, files_stamp, save_json, weights_stamp
 from neurosym.training.checks import fraction, is_int_tensor
 from neurosym.training.stopping import StopRequests, minutes_to_seconds, time_left
 
@@ -337,6 +338,24 @@ def test_a_files_stamp_leaves_out_links_to_nothing_and_keeps_linked_files(tmp_pa
     (tmp_path / "b.json").write_text("[1]")
     (folder / "b.json").symlink_to(tmp_path / "b.json")
     assert files_stamp(folder) != first
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from([torch.float32, torch.bfloat16, torch.float64]), st.integers(0, 10**6), st.booleans())
+def test_a_weights_stamp_follows_every_weight_and_buffer_and_nothing_else(dtype, position, buffer):
+    torch.manual_seed(0)
+    module = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4)).to(dtype)
+    stamp = weights_stamp(module)
+    assert len(stamp) == 16 and weights_stamp(copy.deepcopy(module)) == stamp  # the values, not the object
+    again = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4)).to(dtype)
+    again.load_state_dict(module.state_dict())
+    assert weights_stamp(again) == stamp
+    changed = module[1].running_mean if buffer else module[0].weight  # a buffer (batch-norm statistics) counts too
+    with torch.no_grad():
+        flat = changed.view(-1)
+        flat[position % len(flat)] += 1
+    assert weights_stamp(module) != stamp
+    assert weights_stamp(again.to(torch.float16)) != stamp  # the same values in another dtype
 
 
 @settings(max_examples=60, deadline=None)

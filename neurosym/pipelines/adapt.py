@@ -32,6 +32,7 @@ from neurosym.pipelines.refit import RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.routing import route_readers
 from neurosym.pipelines.trainer import Anchor, PipelineConfig, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
+from neurosym.training.checkpoint import check_setup, load_checkpoint, weights_stamp
 from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.stopping import time_left
 
@@ -123,9 +124,10 @@ def adapt_to_writer(
     :attr:`Adaptation.examples`) are shown with the new writer's training images, the next ``adapt.replay`` with
     the first bank's; each stage writes its checkpoint into ``folder``
     (:data:`STAGE_CHECKPOINTS`) and, with ``resume``, continues from it (else they are removed first). The adaptation's
-    checkpoint keeps ``adapt``'s examples, replay and seed, the number of ``expressions`` and ``setup`` (what
-    ``new_bank`` was made from, e.g. the runner's bank option): resuming it under others raises
-    :class:`~neurosym.training.checkpoint.CheckpointMismatch`. SIGINT, SIGTERM or ``time_limit`` seconds (for all the
+    checkpoint keeps ``adapt``'s examples, replay and seed, the number of ``expressions``, ``setup`` (what
+    ``new_bank`` was made from, e.g. the runner's bank option) and a digest of the trained reader's weights
+    (:func:`~neurosym.training.checkpoint.weights_stamp`, as ``"trained_reader"``): resuming it under others, or for a
+    reader trained anew since, raises :class:`~neurosym.training.checkpoint.CheckpointMismatch` before any stage runs. SIGINT, SIGTERM or ``time_limit`` seconds (for all the
     stages together) end the stage under way with its checkpoint written and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`; the same call then continues.
 
@@ -148,6 +150,9 @@ def adapt_to_writer(
     if not resume:
         for path in checkpoints.values():
             path.unlink(missing_ok=True)
+    trained_reader = weights_stamp(reader_module(pipeline.classifier))
+    if resume:
+        _check_adapted_reader(checkpoints, trained_reader)
     both = ConcatWindows(*sources.values())
     trained = copy.deepcopy(pipeline.classifier)  # frozen: the replay's anchor and labeller, a routed reader's first
     reader_module(trained).to(device)  # (unmoved without distillation, a routed reader read CUDA windows on the CPU)
@@ -162,6 +167,7 @@ def adapt_to_writer(
         "replay": replay,
         "seed": adapt.seed,
         "expressions": len(expressions),
+        "trained_reader": trained_reader,
     }
 
     def left() -> float | None:
@@ -186,6 +192,21 @@ def adapt_to_writer(
             checkpoints["route"], progress, adapt.router_backbone, left(),
         )  # fmt: skip
     return Adaptation(sources, config.learning_rate)
+
+
+def _check_adapted_reader(checkpoints: Mapping[str, Path], trained_reader: str) -> None:
+    """Refuse (:class:`~neurosym.training.checkpoint.CheckpointMismatch`) an adaptation checkpoint in ``checkpoints``
+    (:data:`STAGE_CHECKPOINTS`' paths) of another trained reader than the one whose :func:`weights_stamp` is
+    ``trained_reader`` (e.g. the main reader trained anew since), before any stage runs: its refit is stale too."""
+    path = checkpoints["adapt"]
+    saved = load_checkpoint(path)
+    if saved is None:
+        return
+    kept = (saved.get("setup") or {}).get("trained_reader")
+    adapted = "another trained reader (e.g. the main one before it was trained anew)" if kept else "a reader it kept no digest of"
+    advice = (f"it adapted {adapted}: remove it and {checkpoints['refit'].name} beside it to adapt this one, or resume "
+              "with the reader it adapted")  # fmt: skip
+    check_setup({"trained_reader": kept}, {"trained_reader": trained_reader}, path, advice)
 
 
 def check_adaptation_data(count: int, adapt: AdaptConfig) -> None:

@@ -272,6 +272,17 @@ def files_stamp(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def weights_stamp(module: nn.Module) -> str:
+    """A short digest of ``module``'s weights and buffers (each one's name, dtype, shape and values, wherever they lie): a
+    checkpoint of a stage that went on from a trained model keeps it in its setup (:func:`check_setup`), so that a
+    resume notices the model trained anew since."""
+    digest = hashlib.blake2b(digest_size=8)
+    for name, tensor in module.state_dict().items():
+        digest.update(f"{name}\0{tensor.dtype}\0{tuple(tensor.shape)}\n".encode())
+        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
 def _files_under(root: Path) -> list[Path]:
     """The paths of everything but folders under the folder ``root``, sorted (links to folders not followed);
     ``ValueError`` naming a folder that cannot be read."""
