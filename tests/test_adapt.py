@@ -64,7 +64,7 @@ def test_an_adaptation_of_another_trained_reader_is_refused_not_resumed(tmp_path
     saved = torch.load(tmp_path / "adapt_checkpoint.pt", weights_only=False)
     del saved["setup"]["trained_reader"]  # as written before the digest was kept: whose reader it adapted is unknown
     torch.save(saved, tmp_path / "adapt_checkpoint.pt")
-    with pytest.raises(CheckpointMismatch, match="trained_reader None there, .* now; it adapted a reader it kept no digest"):
+    with pytest.raises(CheckpointMismatch, match="trained_reader None there, .* now; it adapted a reader it kept no digest of"):
         adapt_to_writer(tiny_pipeline(0), records, new, first, TINY_TRAINING, adapt, CPU, tmp_path)
     for name in ("adapt_checkpoint.pt", "refit_checkpoint.pt"):
         (tmp_path / name).unlink()

@@ -11,8 +11,10 @@ import torch
 
 from neurosym.cli import main
 from neurosym.data.hint import main_split
-from neurosym.data.symbol_images import HINT_SYMBOLS
+from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, with_brackets
 from neurosym.experiments.hint_pipeline import trained_hint_pipeline
+from neurosym.perception.routed import RoutedReader
+from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import evaluate_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.training.checkpoint import save_checkpoint
@@ -242,6 +244,8 @@ def test_adaptation_stops_at_what_is_left_of_the_time_limit_with_its_checkpoint(
             "--batch-size", "4", "--curriculum", "7:4", "--classifier-features", "8", "--classifier-width", "4",
             "--fewshot-scales", "none", "--speed-samples", "1", "--no-progress", "--out", str(out)]  # fmt: skip
     assert main(argv) == 0  # trained: the main training has no step left
+    with pytest.raises(ValueError, match="holds no finished --adapt run"):
+        trained_hint_pipeline(out, adapted=True)
     (out / "results.json").unlink()
     adapt = ["--adapt", "test-writers", "--adapt-examples", "20", "--adapt-steps", "5", "--adapt-refit", "0"]
     monkeypatch.setattr(image, "evaluate_pipeline", scored_too_soon)  # (was: the trained reader scored before adapting)
@@ -409,6 +413,7 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
             "--adapt-refit", "0", "--out", str(out)]  # fmt: skip
     monkeypatch.setattr(hint_sources, "writers_bank", lambda side, seed=0: prototype_bank(seed=1))
     assert main(argv) == 0
+    _read_back_as_scored(out, argv, prototype_bank(seed=1))  # (was: only the reader before adaptation was read back)
     adapted = torch.load(out / "adapt_checkpoint.pt", weights_only=False)
     assert adapted["step"] == 4 and adapted["config"]["schedule"] == "cosine" and adapted["config"]["distill"] == 2
     assert torch.load(out / "checkpoint.pt", weights_only=False)["config"]["distill"] == 0  # the main run distils nothing
@@ -424,6 +429,7 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
     assert "adapted, first bank, test (own batch-norm statistics)" in capsys.readouterr().out
     assert report["refit_steps"] == 0 and not (out / "refit_checkpoint.pt").exists()
     assert main([*argv, "--adapt-refit", "3", "--resume"]) == 0  # trained and adapted: only the refit runs
+    _read_back_as_scored(out, argv, prototype_bank(seed=1))  # the refit reader
     refit = torch.load(out / "refit_checkpoint.pt", weights_only=False)
     assert refit["step"] == 3 and refit["config"]["batch_size"] == 128 and refit["config"]["learning_rate"] == 4e-4
     assert any(not torch.equal(refit["model"][name], tensor) for name, tensor in adapted["model"].items())
@@ -435,6 +441,7 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
         main(routed)  # routed, the refit fits the new writer's windows alone: the finished one fitted both banks'
     (out / "refit_checkpoint.pt").unlink()
     assert main(routed) == 0  # the refit runs anew on the new writer's windows, then the router trains
+    assert isinstance(_read_back_as_scored(out, argv, prototype_bank(seed=1)).classifier, RoutedReader)
     refit_alone = torch.load(out / "refit_checkpoint.pt", weights_only=False)
     assert refit_alone["step"] == 3 and refit_alone["fitted_to"] != refit["fitted_to"]
     routing = torch.load(out / "routing_checkpoint.pt", weights_only=False)
@@ -447,6 +454,40 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
     with pytest.raises(SystemExit):
         main([*argv, "--adapt-distill", "-1"])
     assert "--adapt-distill: expected a finite number >= 0, got '-1'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="give a concept or adapted, not both"):
+        trained_hint_pipeline(out, "x", adapted=True)
+    stale = torch.load(out / "adapt_checkpoint.pt", weights_only=False)
+    stale["setup"]["trained_reader"] = "0" * 16  # the adaptation of another trained reader
+    save_checkpoint(stale, out / "adapt_checkpoint.pt")
+    with pytest.raises(ValueError, match=r"adapt_checkpoint.pt was written for another model or data \(trained_reader differ"):
+        trained_hint_pipeline(out, adapted=True)
+
+
+def _read_back_as_scored(out: Path, argv: list[str], new_writer: SymbolBank) -> HintPipeline:
+    """Assert that the pipelines :func:`trained_hint_pipeline` reads back from the finished ``--adapt`` run of ``argv`` in
+    ``out`` score its validation results: the trained one its ``val``, the adapted one (refit, routed, as the run was)
+    its ``adapt`` scores of either writer (``new_writer``'s images, the first bank's); returns the adapted one."""
+    from neurosym.cli import build_parser
+    from neurosym.experiments.hint_options import HintOptions
+    from neurosym.experiments.hint_sources import load_hint_data
+    from neurosym.experiments.options import options_from
+
+    results = json.loads((out / "results.json").read_text())
+    options = options_from(HintOptions, build_parser().parse_args(argv))
+    data = load_hint_data(options, image_input=True, fewshot=False)
+    bank, device, seed = data.image_bank(), torch.device(results["device"]), options.data_seed_or_seed()
+
+    def scored(pipeline: HintPipeline, images: SymbolBank) -> dict[str, float]:
+        return evaluate_pipeline(pipeline, WindowSource(data.splits["val"], images, "val", seed), device, options.eval_batch_size)
+
+    def subsets(scores: dict[str, float]) -> dict[str, float]:
+        return {key: scores[key] for key in ("I", "SS", "LS", "SL", "LL", "avg", "symbol")}
+
+    assert subsets(scored(trained_hint_pipeline(out), bank)) == subsets(results["val"])
+    adapted = trained_hint_pipeline(out, adapted=True)
+    assert subsets(scored(adapted, with_brackets(new_writer, bank))) == subsets(results["adapt"]["val_new_writer"])
+    assert subsets(scored(adapted, bank)) == subsets(results["adapt"]["val_first_bank"])
+    return adapted
 
 
 def test_ensemble_reads_with_the_trained_runs_readers_and_trains_nothing(private_cache, monkeypatch, capsys):

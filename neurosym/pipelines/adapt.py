@@ -127,7 +127,8 @@ def adapt_to_writer(
     checkpoint keeps ``adapt``'s examples, replay and seed, the number of ``expressions``, ``setup`` (what
     ``new_bank`` was made from, e.g. the runner's bank option) and a digest of the trained reader's weights
     (:func:`~neurosym.training.checkpoint.weights_stamp`, as ``"trained_reader"``): resuming it under others, or for a
-    reader trained anew since, raises :class:`~neurosym.training.checkpoint.CheckpointMismatch` before any stage runs. SIGINT, SIGTERM or ``time_limit`` seconds (for all the
+    reader trained anew since (:func:`check_adapted_reader`, before any stage runs), raises
+    :class:`~neurosym.training.checkpoint.CheckpointMismatch`. SIGINT, SIGTERM or ``time_limit`` seconds (for all the
     stages together) end the stage under way with its checkpoint written and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`; the same call then continues.
 
@@ -152,7 +153,7 @@ def adapt_to_writer(
             path.unlink(missing_ok=True)
     trained_reader = weights_stamp(reader_module(pipeline.classifier))
     if resume:
-        _check_adapted_reader(checkpoints, trained_reader)
+        check_adapted_reader(folder, trained_reader)
     both = ConcatWindows(*sources.values())
     trained = copy.deepcopy(pipeline.classifier)  # frozen: the replay's anchor and labeller, a routed reader's first
     reader_module(trained).to(device)  # (unmoved without distillation, a routed reader read CUDA windows on the CPU)
@@ -194,18 +195,21 @@ def adapt_to_writer(
     return Adaptation(sources, config.learning_rate)
 
 
-def _check_adapted_reader(checkpoints: Mapping[str, Path], trained_reader: str) -> None:
-    """Refuse (:class:`~neurosym.training.checkpoint.CheckpointMismatch`) an adaptation checkpoint in ``checkpoints``
-    (:data:`STAGE_CHECKPOINTS`' paths) of another trained reader than the one whose :func:`weights_stamp` is
-    ``trained_reader`` (e.g. the main reader trained anew since), before any stage runs: its refit is stale too."""
-    path = checkpoints["adapt"]
+def check_adapted_reader(folder: str | os.PathLike, trained_reader: str) -> None:
+    """Refuse (:class:`~neurosym.training.checkpoint.CheckpointMismatch`) the adaptation checkpoint in ``folder``
+    (:data:`STAGE_CHECKPOINTS`) where it adapted another trained reader than the one whose
+    :func:`~neurosym.training.checkpoint.weights_stamp` is ``trained_reader`` (e.g. the main reader trained anew since):
+    its refit is stale too. Nothing to check where there is none."""
+    path = Path(folder) / STAGE_CHECKPOINTS["adapt"]
     saved = load_checkpoint(path)
     if saved is None:
         return
     kept = (saved.get("setup") or {}).get("trained_reader")
-    adapted = "another trained reader (e.g. the main one before it was trained anew)" if kept else "a reader it kept no digest of"
-    advice = (f"it adapted {adapted}: remove it and {checkpoints['refit'].name} beside it to adapt this one, or resume "
-              "with the reader it adapted")  # fmt: skip
+    adapted = "another trained reader (e.g. the main one before it was trained anew)"
+    if kept is None:
+        adapted = "a reader it kept no digest of (written before digests were kept)"
+    advice = (f"it adapted {adapted}: remove it and {STAGE_CHECKPOINTS['refit']} beside it to adapt this one, or "
+              "resume with the reader it adapted")  # fmt: skip
     check_setup({"trained_reader": kept}, {"trained_reader": trained_reader}, path, advice)
 
 

@@ -31,6 +31,13 @@ def source_windows(source: WindowSource | ConcatWindows, label: int) -> Labelled
     return LabelledWindows(windows, torch.full((len(windows),), label, dtype=torch.long), len(source), 0)
 
 
+def writer_router(sources: int, backbone: str = "small") -> SymbolClassifier:
+    """A fresh router of :func:`route_readers` between ``sources`` sources of windows (its classes ``"source 0"``,
+    ``"source 1"``, ...): a small ``backbone`` classifier of windows ``[N, 32, 32]``, e.g. to read a router's
+    checkpoint back into."""
+    return SymbolClassifier([f"source {k}" for k in range(sources)], backbone, 32, width=16)
+
+
 def route_readers(
     readers: Sequence[nn.Module],
     sources: Sequence[WindowSource | ConcatWindows],
@@ -50,7 +57,7 @@ def route_readers(
         raise ValueError(f"route_readers needs one source per reader and at least two, got {len(readers)} and {len(sources)}")
     shared_vocabulary(readers, "a routed reader")  # (checked by RoutedReader only after the router's training)
     with seeded(config.seed):  # (its initial weights: alike whatever the caller drew before, e.g. fresh or resumed)
-        router = SymbolClassifier([f"source {k}" for k in range(len(sources))], backbone, 32, width=16)
+        router = writer_router(len(sources), backbone)
     labelled = [source_windows(source, k) for k, source in enumerate(sources)]
     refit_reader(router, labelled, config, device, checkpoint, progress, time_limit)
     return RoutedReader(list(readers), router.eval())

@@ -17,6 +17,7 @@ sets (:mod:`.fewshot`), and time abduction on corrupted 7-symbol expressions. Ge
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -24,26 +25,37 @@ from neurosym.benchmarking.abduction_speed import abduction_speed
 from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_sources import load_hint_data
+from neurosym.perception.reader import Reader, reader_module
+from neurosym.perception.routed import RoutedReader
 from neurosym.perception.saved_reader import load_reader
+from neurosym.perception.symbol_classifier import SymbolClassifier
+from neurosym.pipelines.adapt import STAGE_CHECKPOINTS, check_adapted_reader
 from neurosym.pipelines.concepts import concept_table
 from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.routing import writer_router
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
 from neurosym.training.allocator import retain_freed_memory
-from neurosym.training.checkpoint import load_checkpoint, load_json, load_model_state, save_json
+from neurosym.training.checkpoint import load_checkpoint, load_json, load_model_state, save_json, weights_stamp
 
 
-def trained_hint_pipeline(run: str | os.PathLike, concept: str | None = None, scale: float | None = None) -> HintPipeline:
+def trained_hint_pipeline(
+    run: str | os.PathLike, concept: str | None = None, scale: float | None = None, adapted: bool = False
+) -> HintPipeline:
     """The pipeline that a finished ``neurosym hint --model neurosym --input image`` run trained (``run``: its
     ``--out`` folder): its reader from ``checkpoint.pt`` (rebuilt from the options the checkpoint keeps) with HINT's
     operator table, in evaluation mode, ready to read and predict windows ``[B, T, 32, 32]``
-    (:meth:`~neurosym.pipelines.pipeline.HintPipeline.predict`). With ``concept`` (``"x"``, ``"a"``, ...): the
-    pipeline its few-shot stage grew for that concept (the reader with the concept's class, the table with its
-    meaning), learned at ``scale`` (needed only when the run learned it at several). An adaptation and a refit keep
-    checkpoints of their own and are not included, nor is an ``--ensemble`` run, which keeps no reader (its members'
-    runs are read back one by one). ``ValueError`` names what is missing or does not fit."""
+    (:meth:`~neurosym.pipelines.pipeline.HintPipeline.predict`): what its ``val`` and ``test`` results scored. With
+    ``adapted``: the pipeline its ``--adapt`` left (:func:`_adapted`), what its ``adapt`` results scored and what its
+    few-shot stage grew its concepts from. With ``concept`` (``"x"``, ``"a"``, ...): the pipeline its few-shot stage
+    grew for that concept (the reader with the concept's class, the table with its meaning; grown from the adapted
+    reader where the run adapted), learned at ``scale`` (needed only when the run learned it at several). An
+    ``--ensemble`` run keeps no reader (its members' runs are read back one by one). ``ValueError`` names what is
+    missing or does not fit."""
     run = Path(run)
     if concept is not None:
+        if adapted:
+            raise ValueError("give a concept or adapted, not both: a run that adapted grew its concepts from the adapted one")
         return _trained_concept(run, concept, scale)
     checkpoint = run / "checkpoint.pt"
     saved = load_checkpoint(checkpoint)
@@ -64,7 +76,29 @@ def trained_hint_pipeline(run: str | os.PathLike, concept: str | None = None, sc
     from neurosym.experiments.hint_pipeline.image import hint_reader
 
     reader = load_reader(checkpoint, hint_reader(setup))
-    return HintPipeline(reader.eval(), HINT_SEMANTICS, abduction_changes=setup["abduction_changes"])
+    read_with: Reader = _adapted(run, reader, setup) if adapted else reader
+    reader_module(read_with).eval()
+    return HintPipeline(read_with, HINT_SEMANTICS, abduction_changes=setup["abduction_changes"])
+
+
+def _adapted(run: Path, trained: SymbolClassifier, setup: Mapping[str, Any]) -> Reader:
+    """The reader of :func:`trained_hint_pipeline` with ``adapted``: ``trained`` (the run's, built from ``setup``) as
+    the run's ``--adapt`` stages left it, as its ``results.json`` records them: the adapted reader
+    (``adapt_checkpoint.pt``, which must have adapted ``trained``), refit (``refit_checkpoint.pt``) where the run refit
+    it, routed with ``trained`` by the router of ``routing_checkpoint.pt`` where the run routed."""
+    from neurosym.experiments.hint_pipeline.image import hint_reader
+
+    results = run / "results.json"
+    done = load_json(results).get("adapt") if results.is_file() else None
+    if not done:
+        raise ValueError(f"{run} holds no finished --adapt run ({results.name} records none): read it without adapted")
+    check_adapted_reader(run, weights_stamp(trained))
+    adapted = load_reader(run / STAGE_CHECKPOINTS["adapt"], hint_reader(setup))
+    if done.get("refit_steps"):
+        adapted = load_reader(run / STAGE_CHECKPOINTS["refit"], adapted)
+    if not done.get("routing_steps"):
+        return adapted
+    return RoutedReader([trained, adapted], load_reader(run / STAGE_CHECKPOINTS["route"], writer_router(2, setup["cnn"])))
 
 
 def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeline:
