@@ -131,6 +131,24 @@ def test_semantics_named_after_what_no_parse_tree_holds_are_refused(text, name):
     assert (name in kept.names) == (name in held) == (name != "_number")
 
 
+TEMPLATE = 'list{item}: item ("," item)*\nstart: list{DIGIT} ";" list{DIGIT}\nDIGIT: "0".."9"\n'
+
+
+@settings(max_examples=20, deadline=None)
+@given(left=st.lists(st.integers(0, 9), min_size=1, max_size=4), right=st.lists(st.integers(0, 9), min_size=1, max_size=4))
+def test_a_templates_instances_carry_the_templates_name_as_lark_gives_it(left, right):
+    """Nodes of ``list{DIGIT}`` are named ``list``: semantics for ``list`` were refused as naming what no parse tree
+    holds, and semantics for ``list{DIGIT}``, accepted, were never called ("no callable for rule 'list'")."""
+    grammar = SymbolGrammar(TEMPLATE)
+    assert {"list", "start", "DIGIT"} <= grammar.names and "list{DIGIT}" not in grammar.names
+    semantics = TreeSemantics({"list": lambda digits: sum(map(int, digits)), "start": lambda sums: sums[0] * sums[1]})
+    pipeline = GrammarPipeline(grammar, semantics, Uniform(list(grammar.symbols)))
+    sentence = ",".join(map(str, left)) + ";" + ",".join(map(str, right))
+    assert pipeline.executor.value(sentence) == sum(left) * sum(right)
+    with pytest.raises(ValueError, match=r"the semantics name \['list\{DIGIT\}'\], which no node"):
+        GrammarPipeline(grammar, TreeSemantics({"list{DIGIT}": sum, "start": sum}), Uniform(list(grammar.symbols)))
+
+
 def test_alternatives_that_differ_only_in_dropped_tokens_are_refused_where_semantics_name_their_rule():
     """``e: n "+" n | n "-" n`` gives both ``e(n, n)``: semantics for ``e`` computed one of them for the other."""
     text = 'start: e\ne: n "+" n | n "-" n | n\nn: DIGIT\nDIGIT: "0".."9"\n'

@@ -190,9 +190,10 @@ class SymbolGrammar:
     @cached_property
     def names(self) -> frozenset[str]:
         """Every name a parse tree's nodes and tokens can carry: the rules (but those named ``_rule``, which Lark inlines
-        into their parents), their aliases (``-> name``), and the terminals a rule keeps (not those named ``_TERMINAL``
-        or anonymous ones such as ``"+"``, which Lark drops, but in a ``!rule`` that keeps all its tokens)."""
-        rules = {str(rule.origin.name) for rule in self._rules if not str(rule.origin.name).startswith("_")}
+        into their parents; a template's instances, ``list{DIGIT}`` of ``list{x}``, carry the template's name, ``list``),
+        their aliases (``-> name``), and the terminals a rule keeps (not those named ``_TERMINAL`` or anonymous ones
+        such as ``"+"``, which Lark drops, but in a ``!rule`` that keeps all its tokens)."""
+        rules = {name for name in map(_node_name, self._rules) if name is not None}
         aliases = {str(rule.alias) for rule in self._rules if rule.alias}
         kept = {
             str(item.name) for rule in self._rules for item in rule.expansion if isinstance(item, Terminal) and _keeps(rule, item)
@@ -206,8 +207,8 @@ class SymbolGrammar:
         semantics of the rule can tell them apart. (An alternative of a ``?rule`` with one child is inlined.)"""
         alike: dict[tuple[str, tuple[str, ...]], list[str]] = {}
         for rule in self._rules:
-            name, kept = str(rule.origin.name), tuple(str(item.name) for item in rule.expansion if _keeps(rule, item))
-            if rule.alias or name.startswith("_") or (rule.options.expand1 and len(kept) == 1):
+            name, kept = _node_name(rule), tuple(str(item.name) for item in rule.expansion if _keeps(rule, item))
+            if rule.alias or name is None or (rule.options.expand1 and len(kept) == 1):
                 continue
             alike.setdefault((name, kept), []).append(" ".join(str(item.name) for item in rule.expansion))
         return {name: alternatives for (name, _), alternatives in alike.items() if len(alternatives) > 1}
@@ -404,6 +405,13 @@ def _without_nullable(body: tuple[str, ...], nullable: set[str]) -> list[tuple[s
 
 
 __all__ = ["CANDIDATE_SYMBOLS", "NormalForm", "SymbolGrammar"]
+
+
+def _node_name(rule: Rule) -> str | None:
+    """The name of the parse-tree nodes of ``rule`` without its alias: ``None`` for a rule named ``_rule`` (Lark inlines
+    it into its parent), the template's name for an instance of a template (``list{DIGIT}`` of ``list{x}``: ``list``)."""
+    origin = str(rule.origin.name)
+    return None if origin.startswith("_") else str(rule.options.template_source or origin)
 
 
 def _keeps(rule: Rule, item: Symbol) -> bool:
