@@ -14,6 +14,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from lark import Tree
 from torch import nn
 
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
@@ -147,6 +148,34 @@ def test_a_templates_instances_carry_the_templates_name_as_lark_gives_it(left, r
     assert pipeline.executor.value(sentence) == sum(left) * sum(right)
     with pytest.raises(ValueError, match=r"the semantics name \['list\{DIGIT\}'\], which no node"):
         GrammarPipeline(grammar, TreeSemantics({"list{DIGIT}": sum, "start": sum}), Uniform(list(grammar.symbols)))
+
+
+BOOLEAN = '?start: disj\n?disj: disj "|" conj -> or_ | conj\n?conj: conj "&" atom -> and_ | atom\n?atom: VAL | "(" disj ")"\nVAL: "T" | "F"\n'
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        (BOOLEAN, "atom"),  # each alternative has one child, which takes its place
+        (BOOLEAN, "disj"),  # each alternative has an alias or one child
+        ('start: expr\nexpr: n "+" n -> add | n "-" n -> sub\nn: DIGIT\nDIGIT: "0".."9"\n', "expr"),  # aliases alone
+    ],
+)
+def test_semantics_named_after_a_rule_whose_alternatives_all_give_other_nodes_are_refused(text, name):
+    """``atom: lambda c: c[0] == "T"`` was accepted and never called: ``F`` gave the symbol ``'F'``, and ``F&T``
+    gave ``'T'`` (a string is truthy)."""
+    grammar = SymbolGrammar(text)
+    held = {
+        str(node.data)
+        for sentence in ("T", "F&T", "(T|F)&T", "1+2", "1-2")
+        if grammar.accepts(sentence) and isinstance(tree := grammar.parse(sentence), Tree)
+        for node in tree.iter_subtrees()
+    }
+    assert name not in held and name not in grammar.names and held <= grammar.names
+    with pytest.raises(ValueError, match=rf"the semantics name \['{name}'\], which no node or token .* carries"):
+        GrammarPipeline(grammar, TreeSemantics({name: lambda children: children[0]}), Uniform(list(grammar.symbols)))
+    semantics = TreeSemantics({"or_": any, "and_": all, "VAL": lambda symbol: symbol == "T"})
+    assert Executor(SymbolGrammar(BOOLEAN), semantics).values(["F", "F&T", "(T|F)&T", "!"]) == [False, False, True, None]
 
 
 def test_alternatives_that_differ_only_in_dropped_tokens_are_refused_where_semantics_name_their_rule():

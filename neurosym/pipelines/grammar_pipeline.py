@@ -84,8 +84,9 @@ class GrammarPipeline:
             helpers = "; a Transformer's helper methods must start with '_'" if isinstance(semantics.rules, Transformer) else ""
             raise ValueError(
                 f"the semantics name {unknown}, which no node or token of the grammar's parse trees carries "
-                f"(they carry {sorted(grammar.names)}; Lark inlines rules named '_rule' and drops terminals named '_TERMINAL' "
-                f'and anonymous ones such as "+", but in a !rule{helpers})'
+                f"(they carry {sorted(grammar.names)}; Lark inlines rules named '_rule', puts the one child of a ?rule's "
+                "alternative in its place, names the nodes of an alternative with an alias by the alias, and drops terminals "
+                f"named '_TERMINAL' and anonymous ones such as \"+\", but in a !rule{helpers})"
             )
         if alike := {rule: forms for rule, forms in grammar.indistinct_alternatives.items() if rule in semantics.names}:
             rule, forms = next(iter(alike.items()))

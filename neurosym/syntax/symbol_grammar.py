@@ -189,11 +189,13 @@ class SymbolGrammar:
 
     @cached_property
     def names(self) -> frozenset[str]:
-        """Every name a parse tree's nodes and tokens can carry: the rules (but those named ``_rule``, which Lark inlines
-        into their parents; a template's instances, ``list{DIGIT}`` of ``list{x}``, carry the template's name, ``list``),
-        their aliases (``-> name``), and the terminals a rule keeps (not those named ``_TERMINAL`` or anonymous ones
-        such as ``"+"``, which Lark drops, but in a ``!rule`` that keeps all its tokens)."""
-        rules = {name for name in map(_node_name, self._rules) if name is not None}
+        """Every name a parse tree's nodes and tokens can carry: the rules with an alternative that gives a node of
+        their name (not those named ``_rule``, which Lark inlines into their parents, nor a ``?rule`` each of whose
+        alternatives has an alias or one child, which Lark puts in its place; a template's instances, ``list{DIGIT}``
+        of ``list{x}``, carry the template's name, ``list``), their aliases (``-> name``), and the terminals a rule
+        keeps (not those named ``_TERMINAL`` or anonymous ones such as ``"+"``, which Lark drops, but in a ``!rule``
+        that keeps all its tokens)."""
+        rules = {name for rule in self._rules if (name := _node_name(rule)) and not (rule.alias or _inlined(rule))}
         aliases = {str(rule.alias) for rule in self._rules if rule.alias}
         kept = {
             str(item.name) for rule in self._rules for item in rule.expansion if isinstance(item, Terminal) and _keeps(rule, item)
@@ -412,6 +414,13 @@ def _node_name(rule: Rule) -> str | None:
     it into its parent), the template's name for an instance of a template (``list{DIGIT}`` of ``list{x}``: ``list``)."""
     origin = str(rule.origin.name)
     return None if origin.startswith("_") else str(rule.options.template_source or origin)
+
+
+def _inlined(rule: Rule) -> bool:
+    """Whether ``rule`` is an alternative of a ``?rule`` that Lark replaces by its one child: it keeps one item, a
+    terminal or a rule not named ``_rule`` (whose own children, one or several, would take its place)."""
+    kept = [item for item in rule.expansion if _keeps(rule, item)]
+    return bool(rule.options.expand1) and len(kept) == 1 and (isinstance(kept[0], Terminal) or not kept[0].name.startswith("_"))
 
 
 def _keeps(rule: Rule, item: Symbol) -> bool:
