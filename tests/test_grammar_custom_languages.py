@@ -194,6 +194,25 @@ def test_alternatives_that_differ_only_in_dropped_tokens_are_refused_where_seman
     GrammarPipeline(SymbolGrammar(text), TreeSemantics({**rules, "start": sum}), Uniform(list("0123456789+-")))
 
 
+def test_a_grammar_files_relative_imports_look_beside_it_and_one_lark_does_not_find_is_named(tmp_path, monkeypatch):
+    """``%import .defs (DIGIT)`` in ``grammars/sum.lark`` looked for ``defs.lark`` in the working folder, and a missing
+    import escaped as a bare ``FileNotFoundError: 'defs.lark'`` from inside Lark."""
+    folder = tmp_path / "grammars"
+    folder.mkdir()
+    (folder / "defs.lark").write_text('DIGIT: "0".."9"\nPLUS: "+"\n')
+    (folder / "sum.lark").write_text("%import .defs (DIGIT, PLUS)\nstart: DIGIT PLUS DIGIT\n")
+    monkeypatch.chdir(tmp_path)
+    for path in (folder / "sum.lark", "grammars/sum.lark"):
+        grammar = SymbolGrammar(path)
+        assert grammar.symbols == tuple("0123456789+") and grammar.accepts("1+2") and not grammar.accepts("12")
+        assert GrammarDecoder(grammar).decode(torch.zeros(1, 3, 11), torch.tensor([3])).sentences(grammar.symbols) == ["0+0"]
+    (folder / "defs.lark").unlink()
+    with pytest.raises(ValueError, match=r"the grammar imports 'defs.lark', which Lark does not find: .* looks in the folder of"):
+        SymbolGrammar(folder / "sum.lark")
+    with pytest.raises(ValueError, match=r"the grammar imports 'nothere.lark', which Lark does not find"):
+        SymbolGrammar("%import nothere (X)\nstart: X\n")
+
+
 def test_a_terminal_that_none_of_the_symbols_given_matches_is_refused():
     """Decoding then named a length no sentence fits, not the terminal no symbol was given for."""
     with pytest.raises(ValueError, match=r"the grammar's terminals \['PLUS'\] match none of the symbols \['0', '1'"):

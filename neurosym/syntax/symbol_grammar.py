@@ -55,7 +55,8 @@ class SymbolGrammar:
     """A Lark grammar over single-character symbols, one token per symbol.
 
     Args:
-        grammar: Lark grammar text, or a path to a ``.lark`` file.
+        grammar: Lark grammar text, or a path to a ``.lark`` file (whose relative imports, ``%import .defs (DIGIT)``,
+            look beside it, as ``Lark.open``'s do).
         symbols: the vocabulary (single characters); default: every character of
             :data:`CANDIDATE_SYMBOLS` that one of the grammar's terminals matches.
         start: the start rule.
@@ -64,16 +65,18 @@ class SymbolGrammar:
         ValueError: grammar text Lark cannot load (with Lark's line and column), no ``start`` rule, a symbol that
             is not one character, matches no terminal or matches several; a terminal that matches strings of several
             characters (``"01" | "1"``, ``/[0-9]+/``); a terminal that matches none of ``symbols`` (without them,
-            none of :data:`CANDIDATE_SYMBOLS`).
+            none of :data:`CANDIDATE_SYMBOLS`); an ``%import`` of a grammar Lark does not find.
         FileNotFoundError: a ``.lark`` path that does not exist.
     """
 
     def __init__(self, grammar: str | os.PathLike, symbols: Sequence[str] | None = None, start: str = "start"):
         if not isinstance(grammar, str | os.PathLike):
             raise TypeError(f"SymbolGrammar takes a grammar's text or the path of a .lark file, got {type(grammar).__name__}")
+        # (a file's relative imports, %import .defs, resolve against its folder, as Lark.open resolves them)
+        self.source_path = str(Path(grammar).resolve()) if _is_path(grammar) else None
         text = Path(grammar).read_text(encoding="utf-8") if _is_path(grammar) else str(grammar)
         self.text, self.start = text, start
-        probe = _loaded(text, start)
+        probe = _loaded(text, start, self.source_path)
         ignored = set(probe.ignore_tokens)
         self._patterns = {t.name: t.pattern for t in probe.terminals if t.name not in ignored}
         if not self._patterns:
@@ -136,6 +139,7 @@ class SymbolGrammar:
                     start=self.start,
                     parser=parser,
                     lexer=SymbolLexer,
+                    source_path=self.source_path,
                     propagate_positions=True,
                     maybe_placeholders=False,  # an absent [item] is no child (a None child would read as invalid)
                     strict=parser == "lalr",
@@ -244,14 +248,22 @@ def _is_path(grammar: str | os.PathLike) -> bool:
     return isinstance(grammar, os.PathLike) or (grammar.strip().endswith(".lark") and "\n" not in grammar.strip())
 
 
-def _loaded(text: str, start: str) -> Lark:
-    """The grammar loaded by Lark (Earley, basic lexer: any grammar), its errors as ``ValueError``."""
+def _loaded(text: str, start: str, source_path: str | None) -> Lark:
+    """The grammar loaded by Lark (Earley, basic lexer: any grammar), its errors as ``ValueError`` (an ``%import`` of
+    a grammar file that is nowhere to be found too); relative imports look beside ``source_path`` (``None``: text, beside
+    the script run)."""
     try:
-        return Lark(text, start=start, parser="earley", lexer="basic")
+        return Lark(text, start=start, parser="earley", lexer="basic", source_path=source_path)
     except LarkError as error:
         if f"NonTerminal('{start}')" in str(error):
             raise ValueError(f"the grammar has no rule {start!r} to start from (give start= for another)") from None
         raise ValueError(f"the grammar does not load: {error}") from None
+    except FileNotFoundError as error:  # (Lark opens the missing file to raise its error)
+        folder = "the folder of the script run (grammar text)" if source_path is None else f"the folder of {source_path}"
+        raise ValueError(
+            f"the grammar imports {error.filename!r}, which Lark does not find: a relative %import (.name) looks in {folder}, "
+            "any other among Lark's own grammars (%import common.DIGIT)"
+        ) from None
 
 
 def _matches(pattern: Pattern, symbol: str) -> bool:
