@@ -508,6 +508,28 @@ def test_a_transformers_inline_arguments_and_own_defaults_are_used_as_lark_uses_
     # had no callable: "no callable for rule 'sub'", and tokens stayed strings)
 
 
+@settings(max_examples=25, deadline=None)
+@given(digits=st.lists(st.sampled_from("0123456789"), min_size=1, max_size=6), operators=st.data())
+def test_a_transformer_that_takes_each_nodes_meta_gets_it_as_lark_gives_it(digits, operators):
+    """``v_args(meta=True)`` and ``__default__`` got a node without positions: ``'Meta' object has no attribute
+    'start_pos'`` from deep inside evaluation."""
+    grammar = SymbolGrammar('?start: sum\n?sum: DIGIT | sum "+" DIGIT -> add | sum "-" DIGIT -> sub\n%import common.DIGIT\n')
+    signs = operators.draw(st.lists(st.sampled_from("+-"), min_size=len(digits) - 1, max_size=len(digits) - 1))
+    sentence = digits[0] + "".join(sign + digit for sign, digit in zip(signs, digits[1:]))
+
+    @v_args(meta=True)
+    class Spans(Transformer):
+        def add(self, meta, children):
+            return [*children, f"+{meta.start_pos}:{meta.end_pos}"]
+
+        def __default__(self, data, children, meta):  # sub: no method of its own
+            return [*children, f"{data}{meta.start_pos}:{meta.end_pos}"]
+
+    executor = Executor(grammar, TreeSemantics(Spans()))
+    executor.value(sentence.translate(str.maketrans("0123456789", "9876543210")))  # a parse of its shape, run first
+    assert executor.value(sentence) == Spans().transform(grammar.parse(sentence))
+
+
 def brute_force_abduction(grammar, executor, sentence, log_probs, target, max_changes, fixed=()):
     best = None
     index = {s: i for i, s in enumerate(grammar.symbols)}

@@ -19,6 +19,7 @@ from typing import Any
 
 from lark import Token, Transformer, Tree
 from lark.exceptions import VisitError
+from lark.tree import Meta
 
 from neurosym.semantics.operators import INVALID
 from neurosym.syntax.errors import ParseError
@@ -84,7 +85,7 @@ class TreeSemantics:
                 return None  # (Lark's own fallbacks keep a token, or build a tree: no value)
             if terminal:  # a terminal callback: Lark passes the token
                 return _unwrapped(lambda symbol: transformer._call_userfunc_token(Token(name, symbol)))
-            return _unwrapped(lambda children: transformer._call_userfunc(Tree(name, children), children))
+            return _transformer_rule(transformer, name, None)
         return self.rules.get(name)
 
     def preimages(self, rule: str, wanted: Any, children: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
@@ -183,10 +184,13 @@ class TreeSemantics:
         return run
 
     def _rule_callable(self, node: Tree) -> Callable | None:
-        """The callable of ``node``'s rule; ``None`` for a rule without one that passes its one child's value up."""
+        """The callable of ``node``'s rule; ``None`` for a rule without one that passes its one child's value up. A
+        Transformer's is given ``node``'s meta, as Lark gives it (``v_args(meta=True)``, ``__default__``)."""
         function = self.callable_of(str(node.data))
         if function is None and len(node.children) != 1:
             raise TypeError(f"the semantics give no callable for rule {str(node.data)!r} ({len(node.children)} children)")
+        if function is not None and isinstance(self.rules, Transformer):
+            return _transformer_rule(self.rules, str(node.data), node.meta)
         return function
 
 
@@ -233,6 +237,12 @@ def _named_callables(rules: Transformer | Mapping[str, Callable]) -> set[str]:
         return set(rules)
     lark_own = {name for kind in type(rules).__mro__ if kind.__module__.split(".")[0] == "lark" for name in vars(kind)}
     return {name for name in dir(rules) if not name.startswith("_") and name not in lark_own and callable(getattr(rules, name))}
+
+
+def _transformer_rule(transformer: Transformer, name: str, meta: Meta | None) -> Callable[[list], Any]:
+    """The callback of rule ``name`` as Lark calls it: on a node of that name, the children's values and ``meta``
+    (``None``: an empty one)."""
+    return _unwrapped(lambda children: transformer._call_userfunc(Tree(name, children, meta), children))
 
 
 def _unwrapped(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
