@@ -14,7 +14,7 @@ import pytest
 import torch
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
-from lark import Transformer, v_args
+from lark import Discard, Transformer, v_args
 
 from neurosym.pipelines import grammar_abduction
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
@@ -528,6 +528,29 @@ def test_a_transformer_that_takes_each_nodes_meta_gets_it_as_lark_gives_it(digit
     executor = Executor(grammar, TreeSemantics(Spans()))
     executor.value(sentence.translate(str.maketrans("0123456789", "9876543210")))  # a parse of its shape, run first
     assert executor.value(sentence) == Spans().transform(grammar.parse(sentence))
+
+
+def test_a_transformer_that_discards_a_node_is_named_where_its_parent_would_have_seen_lark_discard():
+    """Lark leaves a discarded child out of its parent's children: here ``1,2,3`` gave ``[1, Discard, 2, Discard, 3]``."""
+    grammar = SymbolGrammar('start: DIGIT (SEP DIGIT)*\nSEP: ","\n%import common.DIGIT\n')
+
+    class Digits(Transformer):
+        def SEP(self, token):
+            return Discard
+
+        def DIGIT(self, token):
+            return int(token)
+
+        def start(self, children):
+            return children
+
+    named = r"callback of 'SEP' returned lark's Discard: .*\(a terminal named _SEP"
+    with pytest.raises(TypeError, match=named):
+        Executor(grammar, TreeSemantics(Digits())).value("1,2,3")
+    with pytest.raises(TypeError, match=named):
+        TreeSemantics(Digits()).evaluate(grammar.parse("1,2,3"))
+    dropped = SymbolGrammar('start: DIGIT (_SEP DIGIT)*\n_SEP: ","\n%import common.DIGIT\n')
+    assert Executor(dropped, TreeSemantics({"start": list, "DIGIT": int})).value("1,2,3") == [1, 2, 3]
 
 
 def brute_force_abduction(grammar, executor, sentence, log_probs, target, max_changes, fixed=()):

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from lark import Token, Transformer, Tree
+from lark import Discard, Token, Transformer, Tree
 from lark.exceptions import VisitError
 from lark.tree import Meta
 
@@ -37,7 +37,8 @@ class TreeSemantics:
             applies it, and its own ``__default__`` / ``__default_token__`` for the names without one), or a mapping
             from those names to callables; a rule callable takes the list of its children's values, a
             terminal callable the symbol (``str``). A rule without a callable and with one child passes
-            its child's value up; with several children it is an error (named at evaluation).
+            its child's value up; with several children it is an error (named at evaluation), as is a
+            Transformer's callback that returns Lark's ``Discard`` (leave the node out of the tree in the grammar).
         inverses: per rule name, ``f(wanted, children_values) -> iterable of children-value tuples`` whose
             evaluation gives ``wanted`` (each tuple as long as ``children_values``; a child kept as it is
             repeats its current value). An inverse that raises an arithmetic or value error (``wanted / 0``) offers
@@ -84,7 +85,7 @@ class TreeSemantics:
             if not hasattr(transformer, name) and getattr(type(transformer), fallback) is getattr(Transformer, fallback):
                 return None  # (Lark's own fallbacks keep a token, or build a tree: no value)
             if terminal:  # a terminal callback: Lark passes the token
-                return _unwrapped(lambda symbol: transformer._call_userfunc_token(Token(name, symbol)))
+                return _unwrapped(lambda symbol: transformer._call_userfunc_token(Token(name, symbol)), name)
             return _transformer_rule(transformer, name, None)
         return self.rules.get(name)
 
@@ -242,17 +243,26 @@ def _named_callables(rules: Transformer | Mapping[str, Callable]) -> set[str]:
 def _transformer_rule(transformer: Transformer, name: str, meta: Meta | None) -> Callable[[list], Any]:
     """The callback of rule ``name`` as Lark calls it: on a node of that name, the children's values and ``meta``
     (``None``: an empty one)."""
-    return _unwrapped(lambda children: transformer._call_userfunc(Tree(name, children, meta), children))
+    return _unwrapped(lambda children: transformer._call_userfunc(Tree(name, children, meta), children), name)
 
 
-def _unwrapped(function: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``function`` raising what a Lark callback raised, not Lark's ``VisitError`` around it."""
+def _unwrapped(function: Callable[[Any], Any], name: str) -> Callable[[Any], Any]:
+    """``function``, the callback of ``name``, raising what a Lark callback raised, not Lark's ``VisitError`` around
+    it; ``TypeError`` where it returns Lark's ``Discard``, which would stand among its parent's children (Lark leaves it
+    out of them, where an inverse's tuples would then be one value short of the parse tree's children)."""
 
     def call(argument: Any) -> Any:
         try:
-            return function(argument)
+            value = function(argument)
         except VisitError as error:
             raise error.orig_exc from None
+        if value is Discard:
+            raise TypeError(
+                f"the Transformer's callback of {name!r} returned lark's Discard: every node of a parse tree takes part in "
+                "its parent's value here; leave it out of the tree in the grammar instead (a terminal named _SEP or "
+                'written anonymously, ",", a rule named _rule)'
+            )
+        return value
 
     return call
 
