@@ -540,6 +540,30 @@ def test_the_pipeline_command_runs_a_task_module_of_ones_own(tmp_path, monkeypat
     assert "--reader-width: the build() of task 'my_binary_task' got an unexpected keyword argument" in capsys.readouterr().err
 
 
+def test_a_task_module_of_ones_own_says_when_a_value_counts_as_its_result(tmp_path, monkeypatch):
+    """Results rounded where they were computed (a third of each number, to four places) count through the task's
+    ``equal``: a Task had none to give, so the command counted only the thirds that happen to be exact."""
+    thirds = BINARY_TASK.replace("[int(t, 2) for t in truths]", "[round(int(t, 2) / 3, 4) for t in truths]")
+    thirds = thirds.replace('lambda bits: int("".join(bits), 2)', 'lambda bits: int("".join(bits), 2) / 3')
+    thirds = thirds.replace('data_note="four handwritten bits")', 'data_note="thirds", equal=close)')
+    thirds = thirds.replace(
+        "def build(seed=0):", "def close(value, result):\n    return abs(value - result) < 1e-3\n\n\ndef build(seed=0):"
+    )
+    (tmp_path / "my_thirds.py").write_text(thirds)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "run"
+    assert main(["pipeline", "--task", "my_thirds", "--epochs", "0.25", "--no-progress", "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    task, pipeline = trained_pipeline(out)  # the run's pipeline again, with the task's equal
+    true_values = pipeline.executor.values(task.test.truths)
+    assert all(map(pipeline.abducer.gives, true_values, task.test.targets))
+    assert not all(value == target for value, target in zip(true_values, task.test.targets))
+    values = pipeline.predict(task.test.batch(list(range(len(task.test)))))
+    assert results["test"]["accuracy"] == np.mean([abs(v - t) < 1e-3 for v, t in zip(values, task.test.targets)])
+    with pytest.raises(TypeError, match="task 'binary': equal must be callable"):
+        replace(task, equal=1e-3)
+
+
 def test_a_task_module_whose_task_cannot_train_is_named_when_it_is_built(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     for name, change, error, message in (

@@ -295,7 +295,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
             load_reader(options.init_reader, reader, finished=False)
         except ValueError as error:
             raise CommandFailed(f"--init-reader {error}") from None
-    pipeline = GrammarPipeline(task.grammar, task.semantics, as_reader(reader), abduction)
+    pipeline = GrammarPipeline(task.grammar, task.semantics, as_reader(reader), abduction, task.equal)
     epochs, config = training_config(options, task)
     steps = config.steps
     out = Path(options.out)
@@ -452,7 +452,8 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
         else load_reader(_scored_checkpoint(run, results), make_reader(task, options))
     )  # fmt: skip
     reader_module(as_reader(reader)).eval()
-    return task, GrammarPipeline(task.grammar, task.semantics, as_reader(reader), AbductionBudget(**results["abduction"]))
+    budget = AbductionBudget(**results["abduction"])
+    return task, GrammarPipeline(task.grammar, task.semantics, as_reader(reader), budget, task.equal)
 
 
 DATA_OPTIONS = ("task", "digits", "scale", "data", "mnist")

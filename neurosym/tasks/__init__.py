@@ -58,7 +58,9 @@ class Task:
     parts of ``validation`` and of ``test`` scored apart as well, with their mean (e.g. HINT's I, SS, LS, SL, LL);
     ``seed_assigns_splits`` whether the build's ``seed`` decides which examples or images go to which split (HINT's
     generated expressions and image pools): a run of another seed then trained on what this one tests on, so
-    ``--ensemble`` reads only members of its own seed.
+    ``--ensemble`` reads only members of its own seed; ``equal`` when a value counts as an example's result (``None``:
+    ``==``; e.g. ``math.isclose`` for real results computed elsewhere), the
+    :class:`~neurosym.pipelines.grammar_pipeline.GrammarPipeline`'s ``equal``.
     """
 
     name: str
@@ -81,6 +83,7 @@ class Task:
     data_note: str = ""
     subsets: Mapping[str, Mapping[str, SentenceSource]] = field(default_factory=dict)
     seed_assigns_splits: bool = False
+    equal: Callable[[Any, Any], bool] | None = None
 
     def __post_init__(self) -> None:  # a task module's mistake, named at its build rather than deep inside a run
         for value, kind, what in ((self.grammar, SymbolGrammar, "grammar"), (self.semantics, TreeSemantics, "semantics")):
@@ -88,6 +91,8 @@ class Task:
                 raise TypeError(f"task {self.name!r}: {what} must be a {kind.__name__}, got {type(value).__name__}")
         if not callable(self.make_reader):
             raise TypeError(f"task {self.name!r}: make_reader must be callable (it builds a fresh reader)")
+        if self.equal is not None and not callable(self.equal):
+            raise TypeError(f"task {self.name!r}: equal must be callable (value, result) -> bool, or None for ==")
         where = f"task {self.name!r}:"
         positive_number(self.epochs, f"{where} epochs")
         positive_number(self.learning_rate, f"{where} learning_rate")
