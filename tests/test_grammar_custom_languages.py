@@ -213,6 +213,37 @@ def test_a_grammar_files_relative_imports_look_beside_it_and_one_lark_does_not_f
         SymbolGrammar("%import nothere (X)\nstart: X\n")
 
 
+PRODUCTS = 'start: VAR (TIMES VAR)*\nTIMES.2: "x"\nVAR: /[a-z]/\n'
+
+
+@settings(max_examples=30, deadline=None)
+@given(sentence=st.text(alphabet="abxyz", min_size=1, max_size=7))
+def test_a_symbol_that_several_terminals_match_is_read_as_the_one_of_the_highest_priority(sentence):
+    """``x`` is the product's cross, not a variable: ``TIMES.2: "x"`` over ``VAR: /[a-z]/``, as Lark's basic lexer
+    reads it. Such a grammar was refused ("symbol 'x' matches several terminals")."""
+    grammar = SymbolGrammar(PRODUCTS)
+    assert grammar.terminal_of["x"] == "TIMES" and {grammar.terminal_of[s] for s in "abyz"} == {"VAR"}
+    is_product = sentence[::2].count("x") == 0 and set(sentence[1::2]) == ({"x"} if len(sentence) > 1 else set())
+    assert grammar.accepts(sentence) == (len(sentence) % 2 == 1 and is_product)
+    log_probs = torch.full((1, 3, len(grammar.symbols)), -10.0)
+    log_probs[0, :, grammar.symbols.index("x")] = 0.0  # a cross is read everywhere, but only the middle may hold one
+    log_probs[0, :, grammar.symbols.index("y")] = -1.0
+    assert GrammarDecoder(grammar).decode(log_probs, torch.tensor([3])).sentences(grammar.symbols) == ["yxy"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('start: A | B\nA: "a"\nB: /[a-c]/\n', r"symbol 'a' matches several terminals \(A, B\) .* of priority 0: .*A\.1"),
+        ('start: A | B\nA.2: "a"\nB.2: /[a-c]/\n', r"symbol 'a' matches several terminals \(A, B\) .* of priority 2"),
+        ('start: A | B\nA.2: /[a-c]/\nB: "b"\n', r"terminals \['B'\] match only symbols read as terminals of a higher"),
+    ],
+)
+def test_a_symbol_that_terminals_of_one_priority_match_or_a_terminal_read_from_no_symbol_is_refused(text, message):
+    with pytest.raises(ValueError, match=message):
+        SymbolGrammar(text)
+
+
 def test_a_terminal_that_none_of_the_symbols_given_matches_is_refused():
     """Decoding then named a length no sentence fits, not the terminal no symbol was given for."""
     with pytest.raises(ValueError, match=r"the grammar's terminals \['PLUS'\] match none of the symbols \['0', '1'"):

@@ -1,9 +1,9 @@
 """Any Lark grammar as a language of perceived symbols: one window, one single-character symbol, one token.
 
 A :class:`SymbolGrammar` reads a Lark grammar (text or ``.lark`` file) whose terminals match single
-characters: every symbol of its vocabulary matches exactly one terminal, so a sentence (a string of
-symbols) is lexed one token per symbol, whatever the terminals' patterns would match greedily. It parses
-sentences into Lark trees whose tokens carry their symbol position (``token.start_pos``), and compiles
+characters: every symbol of its vocabulary is read as one terminal (of those it matches, the one of the highest
+priority: ``X.2: "x"`` over ``VAR: /[a-z]/``), so a sentence (a string of symbols) is lexed one token per symbol,
+whatever the terminals' patterns would match greedily. It parses sentences into Lark trees whose tokens carry their symbol position (``token.start_pos``), and compiles
 the grammar's rules into the weighted normal form that exact grammar-constrained decoding needs
 (:class:`NormalForm`: terminal, unary and binary rules over integer ids). An optional ``[item]`` that is absent is
 no child of its rule (as ``item?``), not Lark's ``None`` placeholder.
@@ -63,7 +63,8 @@ class SymbolGrammar:
 
     Raises:
         ValueError: grammar text Lark cannot load (with Lark's line and column), no ``start`` rule, a symbol that
-            is not one character, matches no terminal or matches several; a terminal that matches strings of several
+            is not one character, matches no terminal, or several of the highest priority among those it matches; a
+            terminal that only symbols read as terminals of a higher priority match; a terminal that matches strings of several
             characters (``"01" | "1"``, ``/[0-9]+/``); a terminal that matches none of ``symbols`` (without them,
             none of :data:`CANDIDATE_SYMBOLS`); an ``%import`` of a grammar Lark does not find.
         FileNotFoundError: a ``.lark`` path that does not exist.
@@ -79,6 +80,7 @@ class SymbolGrammar:
         probe = _loaded(text, start, self.source_path)
         ignored = set(probe.ignore_tokens)
         self._patterns = {t.name: t.pattern for t in probe.terminals if t.name not in ignored}
+        self._priorities = {t.name: t.priority for t in probe.terminals}
         if not self._patterns:
             raise ValueError(f"the grammar's rules from {start!r} use no terminal: it has no sentence of symbols to read")
         if wide := {name: pattern for name, pattern in self._patterns.items() if pattern.max_width > 1}:
@@ -90,13 +92,12 @@ class SymbolGrammar:
         self.symbols: tuple[str, ...] = tuple(symbols) if symbols is not None else self._matched(CANDIDATE_SYMBOLS)
         self.terminal_of: dict[str, str] = {}
         for symbol in self.symbols:
-            if len(symbol) != 1:
-                raise ValueError(f"symbols are single characters, got {symbol!r}")
-            matching = [name for name, pattern in self._patterns.items() if _matches(pattern, symbol)]
-            if len(matching) != 1:
-                found = "no terminal" if not matching else f"several terminals ({', '.join(matching)})"
-                raise ValueError(f"symbol {symbol!r} matches {found} of the grammar; each symbol must match exactly one")
-            self.terminal_of[symbol] = matching[0]
+            self.terminal_of[symbol] = self._read_as(symbol)
+        if shadowed := [n for n, p in self._patterns.items() if n not in self.terminal_of.values() and self._matched_by(p)]:
+            raise ValueError(
+                f"the grammar's terminals {shadowed} match only symbols read as terminals of a higher priority: a sentence "
+                "could never hold them; give them symbols of their own, or leave them out of the grammar"
+            )
         if unmatched := [n for n, p in self._patterns.items() if not self._matched_by(p)]:
             raise ValueError(
                 f"the grammar's terminals {unmatched} match none of the symbols {list(self.symbols)}: a sentence could never "
@@ -111,6 +112,23 @@ class SymbolGrammar:
         self._symbol_of = {terminal: symbol for symbol, terminal in reversed(self.terminal_of.items())}  # one each
         self._rules = probe.rules
         self.parser = self._parser()
+
+    def _read_as(self, symbol: str) -> str:
+        """The terminal ``symbol`` is read as: the one of the highest priority among those it matches (``X.2: "x"``
+        over ``VAR: /[a-z]/``, as Lark's basic lexer chooses); ``ValueError`` where none, or several of that
+        priority, match it."""
+        if len(symbol) != 1:
+            raise ValueError(f"symbols are single characters, got {symbol!r}")
+        matching = [name for name, pattern in self._patterns.items() if _matches(pattern, symbol)]
+        if not matching:
+            raise ValueError(f"symbol {symbol!r} matches no terminal of the grammar; each symbol must match exactly one")
+        top = max(self._priorities[name] for name in matching)
+        if len(first := [name for name in matching if self._priorities[name] == top]) > 1:
+            raise ValueError(
+                f"symbol {symbol!r} matches several terminals ({', '.join(first)}) of the grammar, of priority {top}: each "
+                f"symbol is read as one terminal, the one of the highest priority it matches (give it one, e.g. {first[0]}.{top + 1})"
+            )
+        return first[0]
 
     def _matched(self, candidates: Iterable[str]) -> tuple[str, ...]:
         return tuple(c for c in candidates if any(_matches(p, c) for p in self._patterns.values()))
