@@ -49,8 +49,13 @@ class Curriculum:
         """Indices ``[batch_size]`` of expressions allowed at ``step``, drawn with replacement; the
         draw depends only on ``(seed, step)``, so a resumed run sees the same batches."""
         allowed = np.flatnonzero(lengths <= self.max_length(step))
-        if len(allowed) == 0:
-            raise ValueError(f"no training expression has at most {self.max_length(step)} symbols")
+        if len(allowed) == 0:  # (PipelineConfig's default is HINT's curriculum, from single symbols on)
+            shortest = f"the shortest has {int(np.min(lengths))}" if len(lengths) else "there are none"
+            raise ValueError(
+                f"the curriculum allows examples of at most {self.max_length(step)} symbols at step {step}, and no training "
+                f"example is that short ({shortest}): start its stages {self.stages} at a length some example has, or "
+                "train without one (Curriculum.none())"
+            )
         return allowed[np.random.default_rng([seed, step]).integers(len(allowed), size=batch_size)]
 
 
