@@ -417,3 +417,10 @@ def test_targets_no_value_can_equal_are_refused_before_training():
     _check_targets(pipeline, _Sums([1 / 3 + 4.0]))
     with pytest.raises(TypeError, match="compares with == elementwise"):
         _check_targets(pipeline, _Sums([1 / 3 + 4.0, np.array([5.0, 5.0])]))
+    rounded = _Sums([round(1 / 3 + 4.0, 4)] * 3)  # (the message named no way to count a value near its result)
+    with pytest.raises(
+        ValueError, match=r"gives 4.333333333333333 \(float\), its target is 4.3333 .* under the pipeline's equal"
+    ):
+        _check_targets(pipeline, rounded)
+    close = GrammarPipeline(executor.grammar, executor.semantics, pipeline.reader, equal=lambda a, b: abs(a - b) < 1e-3)
+    _check_targets(close, rounded)

@@ -184,7 +184,7 @@ def _check_targets(pipeline: GrammarPipeline, source: SentenceSource) -> None:
         raise ValueError(
             f"none of the first {count} true sentences executes to its target: {truths[0]!r} gives {value!r} "
             f"({type(value).__name__}), its target is {target!r} ({type(target).__name__}); the targets must be the "
-            "semantics' values"
+            "semantics' values, or count as them under the pipeline's equal (e.g. math.isclose for results rounded elsewhere)"
         )
 
 
