@@ -19,7 +19,8 @@ from torch import nn
 
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
-from neurosym.pipelines.grammar_pipeline import GrammarPipeline
+from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline
+from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 
@@ -376,6 +377,7 @@ def test_values_with_a_tolerance_are_abduced_and_explained_through_equal_as_brut
         (np.array([5.0, 5.0]), TypeError, r"target ndarray .* compares with == elementwise \(to a ndarray"),
         (torch.tensor([5.0, 5.0]), TypeError, r"target Tensor .* compares with == elementwise \(to a Tensor"),
         (float("nan"), ValueError, r"target nan is not equal to itself under =="),
+        (torch.tensor(5.0), TypeError, r"target tensor\(5.\) is a 0-d Tensor, .* give the targets as Python values"),
     ],
 )
 def test_a_target_no_sentence_can_give_is_refused_by_name(target, error, message):
@@ -396,6 +398,21 @@ def test_a_target_no_sentence_can_give_is_refused_by_name(target, error, message
         assert found is not None and np.allclose(vectors.value(found.sentence), [5.0, 5.0])
     found = GrammarAbducer(executor).abduce("1/3+4", log_probs, np.float64(5.0))  # (its == gives an np.bool_)
     assert found is not None and found.changes == 1 and executor.value(found.sentence) == 5.0
+
+
+def test_results_given_as_a_tensor_are_taken_as_their_python_numbers():
+    """Each item of a tensor is a 0-d tensor, whose ``==`` gives a tensor: every target was refused as one that
+    compares elementwise, to be given an ``equal`` such as numpy.array_equal."""
+    executor = fractions_executor(False)
+    pipeline = GrammarPipeline(executor.grammar, executor.semantics, Uniform(list(executor.grammar.symbols)))
+    truths = ["1/3+4", "7+2/6", "5/3+1"]
+    targets = [executor.value(t) for t in truths]
+    layout = (np.zeros((1, 2, 2), np.uint8), np.zeros((3, 5), int), np.full((3, 5), READ), np.full(3, 5))
+    sentences = ImageSentences(*layout, torch.tensor(targets, dtype=torch.float64), truths)
+    assert sentences.targets == targets and all(type(target) is float for target in sentences.targets)
+    assert evaluate_grammar_pipeline(pipeline, sentences, "cpu") == evaluate_grammar_pipeline(
+        pipeline, ImageSentences(*layout, targets, truths), "cpu"
+    )
 
 
 class _Sums:

@@ -180,8 +180,8 @@ class GrammarAbducer:
     def check_target(self, target: Any) -> None:
         """Refuse a ``target`` no sentence can give: ``None`` (the value of an invalid sentence) with ``TypeError``; and
         under the default ``equal`` (``==``) a target that ``==`` does not compare to a bool (a numpy array or a
-        tensor, elementwise: abduction failed deep inside on "the truth value of an array is ambiguous") with
-        ``TypeError``, or one not equal to itself (NaN) with ``ValueError``."""
+        tensor, elementwise: abduction failed deep inside on "the truth value of an array is ambiguous"; a 0-d tensor
+        named as one, to give as a Python value) with ``TypeError``, or one not equal to itself (NaN) with ``ValueError``."""
         if target is None:
             raise TypeError("target is None: no sentence's value is None (None marks an invalid sentence)")
         if self.custom_equal:
@@ -190,6 +190,11 @@ class GrammarAbducer:
             same = target == target  # noqa: PLR0124 (what == gives, and NaN)
         except Exception as error:  # (whatever ``==`` of a user's type raises)
             raise TypeError(f"target {target!r:.60} cannot be compared with == ({error}): pass an `equal`") from error
+        if not isinstance(same, bool | np.bool_) and getattr(target, "ndim", None) == 0:
+            raise TypeError(
+                f"target {target!r:.60} is a 0-d {type(target).__name__}, whose == gives a {type(same).__name__}, not a "
+                "bool: give the targets as Python values (a tensor's .tolist())"
+            )
         if not isinstance(same, bool | np.bool_):
             raise TypeError(
                 f"target {type(target).__name__} {target!r:.60} compares with == elementwise (to a "

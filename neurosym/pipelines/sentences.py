@@ -58,7 +58,7 @@ class ImageSentences:
         given: ``[N, T]`` int, the grammar's symbol id given at a position, :data:`READ` where it is read
             (and past each length).
         lengths: ``[N]`` symbols per example.
-        targets: the result of each example.
+        targets: the result of each example (a 1-D tensor's as its Python numbers).
         truths: the true sentences (for the symbol accuracy only), or ``None``.
     """
 
@@ -98,7 +98,9 @@ class ImageSentences:
         self.images = images
         # (int32 arrays, numpy's default on some platforms, failed in one_hot at the first read)
         self.picks, self.given, self.lengths = picks.astype(np.int64), given.astype(np.int64), lengths.astype(np.int64)
-        self.targets, self.truths = list(targets), None if truths is None else list(truths)
+        # (a tensor's items are 0-d tensors, whose == gives a tensor: every target was refused as compared elementwise)
+        self.targets = targets.tolist() if isinstance(targets, torch.Tensor) and targets.ndim == 1 else list(targets)
+        self.truths = None if truths is None else list(truths)
 
     def __len__(self) -> int:
         return len(self.targets)
