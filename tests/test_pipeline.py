@@ -9,6 +9,8 @@ import pytest
 import torch
 from hint_banks import prototype_bank
 from hint_pipelines import TINY_TRAINING, tiny_pipeline, tiny_problem
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import neurosym.pipelines.trainer as trainer_module
 import neurosym.training.core as training_loop
@@ -210,6 +212,21 @@ def test_classifier_grows_its_vocabulary_keeping_weights():
         classifier.add_symbol("x")
     with pytest.raises(ValueError, match="windows"):
         classifier(torch.rand(2, 28, 28))
+
+
+@settings(max_examples=30, deadline=None)
+@given(lengths=st.lists(st.integers(1, 9), min_size=1, max_size=20), step=st.integers(0, 2000), seed=st.integers(0, 99))
+def test_a_curriculum_draws_from_a_list_of_lengths_as_from_their_array(lengths, step, seed):
+    """A source of one's own whose ``lengths`` is a list stopped training at its first step with "'<=' not supported
+    between instances of 'list' and 'int'" (evaluation took the list)."""
+    curriculum = Curriculum(((2, 150), (5, 400), (10**9, 10**9)))
+    if min(lengths) > curriculum.max_length(step):
+        with pytest.raises(ValueError, match="no training example is that short"):
+            curriculum.sample(lengths, step, 8, seed)
+        return
+    drawn = curriculum.sample(lengths, step, 8, seed)
+    assert np.array_equal(drawn, curriculum.sample(np.array(lengths), step, 8, seed))
+    assert all(lengths[i] <= curriculum.max_length(step) for i in drawn.tolist())
 
 
 def test_curriculum_stages_and_errors():

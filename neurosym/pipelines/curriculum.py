@@ -45,9 +45,11 @@ class Curriculum:
             step -= steps
         return self.stages[-1][0]
 
-    def sample(self, lengths: np.ndarray, step: int, batch_size: int, seed: int) -> np.ndarray:
-        """Indices ``[batch_size]`` of expressions allowed at ``step``, drawn with replacement; the
-        draw depends only on ``(seed, step)``, so a resumed run sees the same batches."""
+    def sample(self, lengths: Sequence[int] | np.ndarray, step: int, batch_size: int, seed: int) -> np.ndarray:
+        """Indices ``[batch_size]`` of expressions allowed at ``step`` (``lengths [N]``: symbols per expression, an
+        array or a list), drawn with replacement; the draw depends only on ``(seed, step)``, so a resumed run sees the
+        same batches."""
+        lengths = np.asarray(lengths)  # (a source's list of lengths failed in '<=' between a list and an int)
         allowed = np.flatnonzero(lengths <= self.max_length(step))
         if len(allowed) == 0:  # (PipelineConfig's default is HINT's curriculum, from single symbols on)
             shortest = f"the shortest has {int(np.min(lengths))}" if len(lengths) else "there are none"
