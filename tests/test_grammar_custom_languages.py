@@ -20,7 +20,7 @@ from torch import nn
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
 from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline
-from neurosym.pipelines.sentences import READ, ImageSentences
+from neurosym.pipelines.sentences import READ, ImageSentences, SentenceBatch
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 
@@ -413,6 +413,40 @@ def test_results_given_as_a_tensor_are_taken_as_their_python_numbers():
     assert evaluate_grammar_pipeline(pipeline, sentences, "cpu") == evaluate_grammar_pipeline(
         pipeline, ImageSentences(*layout, targets, truths), "cpu"
     )
+
+
+class _BitSums:
+    """Two binary numbers and the ``+`` between them, given: a source of one's own whose ids come in ``dtype``."""
+
+    truths, targets, lengths = ["01+01", "1+10", "1+1"], [4, 3, 2], np.array([5, 4, 3])
+
+    def __init__(self, dtype: torch.dtype) -> None:
+        self.dtype = dtype
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def batch(self, indices: list[int]) -> SentenceBatch:
+        steps = int(self.lengths[indices].max())
+        given = torch.full((len(indices), steps), READ)
+        for row, index in enumerate(indices):
+            given[row, self.truths[index].index("+")] = 2
+        windows = torch.zeros(len(indices), steps, 2, 2, dtype=torch.uint8)
+        return SentenceBatch(windows, torch.from_numpy(self.lengths[indices]).to(self.dtype), given.to(self.dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.int16, torch.int32, torch.int64])
+def test_a_sources_symbol_ids_and_lengths_of_any_integer_width_are_read(dtype):
+    """int32 ids (numpy's default on some platforms) failed in ``one_hot``: "only applicable to index tensor of type
+    LongTensor"."""
+    grammar = SymbolGrammar('start: BIT+ "+" BIT+\nBIT: "0" | "1"\n')
+    pipeline = GrammarPipeline(grammar, TreeSemantics({"start": len}), Uniform(["0", "1"]))
+    assert evaluate_grammar_pipeline(pipeline, _BitSums(dtype), "cpu") == {"accuracy": 1.0, "symbol": 3 / 9}
+    for kind in (torch.float32, torch.bool):
+        with pytest.raises(TypeError, match=f"SentenceBatch's given must be an integer tensor, got a {kind} tensor"):
+            SentenceBatch(torch.zeros(1, 3, 2, 2), torch.tensor([3]), torch.zeros(1, 3, dtype=kind))
+    with pytest.raises(TypeError, match="SentenceBatch's lengths must be an integer tensor, got list"):
+        SentenceBatch(torch.zeros(1, 3, 2, 2), [3], torch.zeros(1, 3, dtype=torch.long))
 
 
 class _Sums:

@@ -18,12 +18,22 @@ READ = -1
 @dataclass(frozen=True)
 class SentenceBatch:
     """A padded batch: ``windows [B, T, ...]`` (anything at given or padding positions), ``lengths [B]``
-    symbols per example, ``given [B, T]`` int64 symbol ids of the grammar's vocabulary where a symbol is
-    given, :data:`READ` where it is read."""
+    symbols per example, ``given [B, T]`` symbol ids of the grammar's vocabulary where a symbol is given,
+    :data:`READ` where it is read (both integer tensors, taken as int64)."""
 
     windows: torch.Tensor
     lengths: torch.Tensor
     given: torch.Tensor
+
+    def __post_init__(self) -> None:
+        """Integer ``lengths`` and ``given`` of any width become int64 (a source's int32 ids failed in ``one_hot``,
+        "only applicable to index tensor of type LongTensor"); other kinds are refused by name."""
+        for name in ("lengths", "given"):
+            value = getattr(self, name)
+            if not isinstance(value, torch.Tensor) or not _is_integer(value.dtype):
+                kind = f"a {value.dtype} tensor" if isinstance(value, torch.Tensor) else type(value).__name__
+                raise TypeError(f"SentenceBatch's {name} must be an integer tensor, got {kind}")
+            object.__setattr__(self, name, value.long())
 
     def to(self, device: torch.device) -> SentenceBatch:
         return SentenceBatch(self.windows.to(device), self.lengths.to(device), self.given.to(device))
@@ -115,3 +125,8 @@ class ImageSentences:
         picks = torch.from_numpy(self.picks[rows, :steps])
         windows = self.images[picks.clamp_min(0)] * (picks >= 0)[..., None, None].to(self.images.device, self.images.dtype)
         return SentenceBatch(windows, torch.from_numpy(lengths), torch.from_numpy(self.given[rows, :steps]))
+
+
+def _is_integer(dtype: torch.dtype) -> bool:
+    """Whether ``dtype`` holds integers (bool aside)."""
+    return not (dtype.is_floating_point or dtype.is_complex) and dtype != torch.bool
