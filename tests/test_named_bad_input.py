@@ -94,6 +94,8 @@ def test_tree_semantics_refuses_a_rule_that_is_not_callable() -> None:
         TreeSemantics({0: sum})
     with pytest.raises(TypeError, match=r"TreeSemantics takes a Lark Transformer or a mapping rule -> callable, got list"):
         TreeSemantics([sum])
+    with pytest.raises(TypeError, match=r"takes a Lark Transformer, got the class Transformer: give an instance"):
+        TreeSemantics(Transformer)
     with pytest.raises(TypeError, match=r"inverses must be a mapping rule -> inverse callable, got function"):
         TreeSemantics({"start": sum}, lambda wanted, children: [])
 

@@ -46,6 +46,8 @@ class TreeSemantics:
     """
 
     def __init__(self, rules: Transformer | Mapping[str, Callable], inverses: Mapping[str, Inverse] | None = None):
+        if isinstance(rules, type) and issubclass(rules, Transformer):  # (named "got ABCMeta")
+            raise TypeError(f"TreeSemantics takes a Lark Transformer, got the class {rules.__name__}: give an instance")
         if not isinstance(rules, Transformer | Mapping):
             raise TypeError(f"TreeSemantics takes a Lark Transformer or a mapping rule -> callable, got {type(rules).__name__}")
         if inverses is not None and not isinstance(inverses, Mapping):
