@@ -73,6 +73,8 @@ class SymbolGrammar:
     def __init__(self, grammar: str | os.PathLike, symbols: Sequence[str] | None = None, start: str = "start"):
         if not isinstance(grammar, str | os.PathLike):
             raise TypeError(f"SymbolGrammar takes a grammar's text or the path of a .lark file, got {type(grammar).__name__}")
+        if not isinstance(start, str):  # (Lark takes several; a list failed here as "unhashable type: 'list'")
+            raise TypeError(f"start is the name of the one rule sentences start from, got {type(start).__name__} {start!r:.40}")
         # (a file's relative imports, %import .defs, resolve against its folder, as Lark.open resolves them)
         self.source_path = str(Path(grammar).resolve()) if _is_path(grammar) else None
         text = Path(grammar).read_text(encoding="utf-8") if _is_path(grammar) else str(grammar)
