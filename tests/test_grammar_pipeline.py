@@ -93,6 +93,8 @@ def test_a_grammar_that_cannot_serve_is_named_before_any_work(tmp_path):
     assert SymbolGrammar('expr: "a"\n', start="expr").symbols == ("a",)
     with pytest.raises(TypeError, match=r"start is the name of the one rule sentences start from, got list \['expr'\]"):
         SymbolGrammar('expr: "a"\n', start=["expr"])
+    with pytest.raises(ValueError, match=r"symbol ' ' matches only the terminals \['WS'\] the grammar ignores"):
+        SymbolGrammar(ADDITION + "%import common.WS\n%ignore WS\n", symbols=list("0123456789+ "))  # ("matches no terminal")
     for text in ('start: start\nA: "a"\n', "start:\n"):  # (an empty vocabulary was named, not why)
         with pytest.raises(ValueError, match="the grammar's rules from 'start' use no terminal"):
             SymbolGrammar(text)

@@ -83,6 +83,7 @@ class SymbolGrammar:
         ignored = set(probe.ignore_tokens)
         self._patterns = {t.name: t.pattern for t in probe.terminals if t.name not in ignored}
         self._priorities = {t.name: t.priority for t in probe.terminals}
+        self._ignored = {t.name: t.pattern for t in probe.terminals if t.name in ignored}
         if not self._patterns:
             raise ValueError(f"the grammar's rules from {start!r} use no terminal: it has no sentence of symbols to read")
         if wide := {name: pattern for name, pattern in self._patterns.items() if pattern.max_width > 1}:
@@ -123,6 +124,11 @@ class SymbolGrammar:
             raise ValueError(f"symbols are single characters, got {symbol!r}")
         matching = [name for name, pattern in self._patterns.items() if _matches(pattern, symbol)]
         if not matching:
+            if skipped := [name for name, pattern in self._ignored.items() if _matches(pattern, symbol)]:
+                raise ValueError(
+                    f"symbol {symbol!r} matches only the terminals {skipped} the grammar ignores (%ignore): every window is "
+                    "one symbol of the sentence, so none is ignored; leave it out of symbols"
+                )
             raise ValueError(f"symbol {symbol!r} matches no terminal of the grammar; each symbol must match exactly one")
         top = max(self._priorities[name] for name in matching)
         if len(first := [name for name in matching if self._priorities[name] == top]) > 1:
