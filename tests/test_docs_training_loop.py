@@ -19,7 +19,7 @@ def _block() -> str:
 
 
 def test_the_documented_loop_trains_checkpoints_and_resumes(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)  # its checkpoint goes to results/run.pt
+    monkeypatch.chdir(tmp_path)  # its checkpoint goes to results/own_loop.pt
     model = torch.nn.Linear(3, 1)
 
     def step(index: int) -> tuple[torch.Tensor, dict]:
@@ -30,7 +30,7 @@ def test_the_documented_loop_trains_checkpoints_and_resumes(tmp_path, monkeypatc
     namespace = {"model": model, "config": Config(), "step": step}
     before = step(10_000)[0].item()
     exec(compile(block, str(DOC), "exec"), namespace)
-    assert namespace["result"].step == 600 and (tmp_path / "results" / "run.pt").is_file()
+    assert namespace["result"].step == 600 and (tmp_path / "results" / "own_loop.pt").is_file()
     assert step(10_000)[0].item() < before / 2  # it learns the sum
     exec(compile(block, str(DOC), "exec"), namespace)  # the checkpoint is finished: nothing left to train
     assert namespace["result"].steps_this_call == 0
