@@ -513,6 +513,24 @@ def test_a_transformers_inline_arguments_and_own_defaults_are_used_as_lark_uses_
 
 
 @settings(max_examples=25, deadline=None)
+@given(sentence=st.text(alphabet="0123456789", min_size=1, max_size=6), visit_tokens=st.booleans())
+def test_a_transformer_visits_tokens_only_where_lark_would(sentence, visit_tokens):
+    """With ``visit_tokens=False`` Lark calls no terminal callback; here ``DIGIT`` was called all the same."""
+    grammar = SymbolGrammar("start: DIGIT+\n%import common.DIGIT\n")
+
+    class Tens(Transformer):
+        def DIGIT(self, token):
+            return int(token) * 10
+
+        def start(self, children):
+            return sum(int(child) for child in children)
+
+    lark_value = Tens(visit_tokens=visit_tokens).transform(grammar.parse(sentence))
+    assert Executor(grammar, TreeSemantics(Tens(visit_tokens=visit_tokens))).value(sentence) == lark_value
+    assert TreeSemantics(Tens(visit_tokens=visit_tokens)).evaluate(grammar.parse(sentence)) == lark_value
+
+
+@settings(max_examples=25, deadline=None)
 @given(digits=st.lists(st.sampled_from("0123456789"), min_size=1, max_size=6), operators=st.data())
 def test_a_transformer_that_takes_each_nodes_meta_gets_it_as_lark_gives_it(digits, operators):
     """``v_args(meta=True)`` and ``__default__`` got a node without positions: ``'Meta' object has no attribute

@@ -34,9 +34,10 @@ class TreeSemantics:
 
     Args:
         rules: a Lark ``Transformer`` (its methods named after rules, aliases or terminals, ``v_args`` as Lark
-            applies it, and its own ``__default__`` / ``__default_token__`` for the names without one), or a mapping
-            from those names to callables; a rule callable takes the list of its children's values, a
-            terminal callable the symbol (``str``). A rule without a callable and with one child passes
+            applies it, and its own ``__default__`` / ``__default_token__`` for the names without one; as in Lark, no
+            terminal callback where it was made with ``visit_tokens=False``), or a mapping from those names to
+            callables; a rule callable takes the list of its children's values, a terminal callable the symbol
+            (``str``). A rule without a callable and with one child passes
             its child's value up; with several children it is an error (named at evaluation), as is a
             Transformer's callback that returns Lark's ``Discard`` (leave the node out of the tree in the grammar).
         inverses: per rule name, ``f(wanted, children_values) -> iterable of children-value tuples`` whose
@@ -83,6 +84,8 @@ class TreeSemantics:
     def _look_up(self, name: str) -> Callable | None:
         if isinstance(self.rules, Transformer):
             transformer, terminal = self.rules, name.isupper()
+            if terminal and not transformer.__visit_tokens__:
+                return None  # (Lark calls no terminal callback of a Transformer made with visit_tokens=False)
             fallback = "__default_token__" if terminal else "__default__"
             if not hasattr(transformer, name) and getattr(type(transformer), fallback) is getattr(Transformer, fallback):
                 return None  # (Lark's own fallbacks keep a token, or build a tree: no value)
