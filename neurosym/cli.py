@@ -87,12 +87,13 @@ def build_parser(command: str | None = None, prog: str | None = None) -> argpars
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, summary) in COMMANDS.items():
         child = sub.add_parser(name, help=summary, description=summary, formatter_class=_HelpWithDefaults)
+        named = child.prog  # (neurosym NAME, as the options' docstrings name the command)
         if prog is not None and name == command:
             child.prog = prog
         if command in (None, name):
             from neurosym.experiments.options import CONFIG_OPTION, add_options, existing_file
 
-            add_options(child, importlib.import_module(module_name).OPTIONS)
+            add_options(child, importlib.import_module(module_name).OPTIONS, named)
             child.add_argument(
                 CONFIG_OPTION, type=existing_file, metavar="FILE.toml",
                 help="option values from a TOML file (keys: the option names); options given here win",

@@ -269,6 +269,10 @@ def test_a_benchmark_script_names_itself_in_its_usage_as_invoked(script: Path, c
         runpy.run_path(str(script), run_name="__main__")
     shown = capsys.readouterr().out
     assert stopped.value.code == 0 and shown.startswith(f"usage: {script.name} [-h]") and "neurosym" not in shown.split("\n")[0]
+    own = re.compile(rf"neurosym {script.stem.replace('_', '-')}(?![\w-])")  # (the command the script runs)
+    assert not own.search(shown), own.search(shown)  # (a group titled "The options of neurosym hint" under hint.py)
+    if script.stem.replace("_", "-") in COMMANDS:
+        assert f"The options of {script.name}" in shown
 
 
 def test_a_named_command_names_its_errors_by_that_name(capsys, monkeypatch, tmp_path) -> None:

@@ -281,21 +281,28 @@ def _field_parser(config_field: Field, annotation: Any) -> Callable[[str], Any] 
 SHARED_TITLE = "options shared with other commands"
 
 
-def add_options(parser: argparse.ArgumentParser, options: type) -> None:
+def _group_title(owner: type, named: str | None, program: str) -> str:
+    """The help's title of the options ``owner`` declares: its docstring's first line, where the command's name in
+    it (``named``, e.g. ``neurosym hint``) is the program actually run (``program``, e.g. ``hint.py``)."""
+    if owner.__module__ == __name__:
+        return SHARED_TITLE
+    title = (owner.__doc__ or owner.__name__).strip().splitlines()[0].replace("``", "").rstrip(".")
+    return title if named is None else re.sub(rf"{re.escape(named)}(?![\w-])", lambda _: program, title)
+
+
+def add_options(parser: argparse.ArgumentParser, options: type, named: str | None = None) -> None:
     """Every field of the dataclass ``options`` (made with :func:`option`) as a command-line option: name, type,
     default and help written once, in the dataclass. One group per class of its hierarchy that declares
-    fields, titled by the class docstring's first line (the most derived first); the classes of this module
-    make one last group, the options shared with other commands."""
+    fields, titled by the class docstring's first line (the most derived first), the command's name there
+    (``named``: ``neurosym hint``) written as ``parser.prog`` (``hint.py`` for ``benchmarks/hint.py``); the classes
+    of this module make one last group, the options shared with other commands."""
     hints, by_name = get_type_hints(options), {item.name: item for item in fields(options)}
     groups: dict[str, list[str]] = {}
     for owner in options.__mro__:
         own = [name for name in vars(owner).get("__annotations__", {}) if name in by_name]
         if not own:
             continue
-        shared = owner.__module__ == __name__
-        title = (
-            SHARED_TITLE if shared else (owner.__doc__ or owner.__name__).strip().splitlines()[0].replace("``", "").rstrip(".")
-        )
+        title = _group_title(owner, named, parser.prog)
         groups.setdefault(title, []).extend(name for name in own if not any(name in names for names in groups.values()))
     for title, names in groups.items():
         group = parser.add_argument_group(title)
