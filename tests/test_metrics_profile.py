@@ -1,4 +1,5 @@
 import math
+import sys
 from functools import partial
 
 import numpy as np
@@ -18,10 +19,12 @@ def _lgamma(z: np.ndarray) -> np.ndarray:
     return torch.lgamma(torch.from_numpy(z)).numpy()
 
 
-def _gamma_log_likelihood(x: np.ndarray):
-    """The summed gamma log-likelihood at means ``[M, 1]`` and every shape of :data:`SHAPES`: ``[M, K]``."""
+def _gamma_log_likelihood(x: np.ndarray, shapes: np.ndarray = SHAPES):
+    """The summed gamma log-likelihood at means ``[M, 1]`` and every shape of ``shapes [1, K]``: ``[M, K]``."""
     mean, mean_log = x.mean(), np.log(x).mean()
-    return lambda mu: len(x) * ((SHAPES - 1) * mean_log - SHAPES * mean / mu + SHAPES * np.log(SHAPES / mu) - _lgamma(SHAPES))
+    return lambda mu: (
+        len(x) * ((shapes - 1) * mean_log - shapes * mean / mu + shapes * (np.log(shapes) - np.log(mu)) - _lgamma(shapes))
+    )
 
 
 def _beta_log_likelihood(x: np.ndarray, upper: float = 0.5):
@@ -81,6 +84,32 @@ def test_the_interval_at_a_confidence_ends_where_the_deviance_reaches_its_chi_sq
     assert ends == pytest.approx([low, high], rel=1e-5)
     _, wide_low, wide_high = gamma_mean_interval(x)
     assert wide_low < low < mean < high < wide_high
+
+
+SMALL_SHAPES = np.geomspace(1e-7, 10.0, 200_001)[None]  # the gamma's shape of values far apart is near 0
+
+
+@settings(max_examples=15, deadline=None)
+@given(smallest=st.floats(5e-324, 1e-100), largest=st.floats(1e-50, 1e300), confidence=st.sampled_from([0.5, 0.95, 0.99]))
+@example(smallest=5e-324, largest=1e300, confidence=0.95).via("values spanning more than 1e308")
+@example(smallest=1e-300, largest=1.0, confidence=0.95).via("an end beyond the search's former reach")
+@example(smallest=5e-324, largest=1e-200, confidence=0.994).via("an end more than exp(709) times the mean")
+@example(smallest=1.0, largest=3.0, confidence=1 - 1e-15).via("a confidence near 1")
+def test_the_gamma_interval_of_values_far_apart_ends_where_the_deviance_reaches_its_quantile(smallest, largest, confidence):
+    # (an ArithmeticError from the search, an OverflowError from the upper end, or -inf from x / mean)
+    x = np.array([smallest, largest])
+    mean, low, high = gamma_mean_interval(x, confidence)
+    log_likelihood = _gamma_log_likelihood(x, SMALL_SHAPES)
+    top = log_likelihood(np.array([[mean]])).max()
+
+    def deviance(mu: float) -> float:
+        return 2 * (top - log_likelihood(np.array([[mu]])).max())
+
+    assert 0 < low < mean < high and deviance(low) == pytest.approx(normal_quantile(confidence) ** 2, rel=1e-6)
+    if high < math.inf:
+        assert deviance(high) == pytest.approx(normal_quantile(confidence) ** 2, rel=1e-6)
+    else:  # the end lies beyond the largest float
+        assert deviance(sys.float_info.max) < normal_quantile(confidence) ** 2
 
 
 positive_samples = st.lists(st.floats(1e-3, 1e3), min_size=2, max_size=25)

@@ -10,6 +10,7 @@ that they stay exact for the large shapes of nearly equal values, where ``log Γ
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -29,16 +30,19 @@ EDGE = 2.0**-52
 """A beta distribution has no likelihood for a value at 0 or at ``upper``: scaled to ``[0, 1]``, values are clipped
 into ``[EDGE, 1 − EDGE]`` (2.2e-16, both ends exact in float64), as Madsen & Johansen's analysis clipped sparsity
 errors into ``[1e-16, 0.5 − 1e-16]``."""
-_POINTS, _ROUNDS, _DOUBLINGS = 33, 11, 9
+_POINTS, _ROUNDS, _DOUBLINGS = 33, 11, 11
 """Root finding: ``_POINTS`` points a round narrow a bracket ``(_POINTS − 1)``-fold, ``_ROUNDS`` times; a bracket is
-searched for up to ``2 ** _DOUBLINGS − 1`` (on a log or logit scale) from its start."""
+searched for up to ``2 ** _DOUBLINGS − 1`` (on a log or logit scale) from its start: past the 1454 between the
+smallest and the largest positive float on a log scale."""
 
 
 def gamma_mean_interval(values: Sequence[float] | Array | torch.Tensor, confidence: float = 0.95) -> tuple[float, float, float]:
     """``(mean, low, high)``: the mean of the positive ``values [n]`` (``n >= 2``; a tensor, an array or a list) and its
     ``confidence`` interval under a gamma distribution, by profiling the shape. The maximum-likelihood mean is the
-    sample mean. Values all equal (:data:`SPREAD`) give ``(mean, mean, mean)``. ``ValueError`` naming values that are
-    not finite or not positive; ``TypeError`` for values that are no ints or floats (bools, complex numbers, text)."""
+    sample mean. Values all equal (:data:`SPREAD`) give ``(mean, mean, mean)``; ``high`` is ``inf`` where it lies beyond
+    the largest float (values far apart, as 1e-300 and 1, or a confidence near 1). ``ValueError`` naming values that
+    are not finite or not positive; ``TypeError`` for values that are no ints or floats (bools, complex numbers,
+    text)."""
     x = _sample(values)
     if bad := np.flatnonzero(x <= 0).tolist():
         raise ValueError(f"a gamma distribution needs positive values, got {x[bad].tolist()} at {bad}")
@@ -46,7 +50,7 @@ def gamma_mean_interval(values: Sequence[float] | Array | torch.Tensor, confiden
     mean = _mean(x)
     if np.ptp(x) <= SPREAD * mean:
         return mean, mean, mean
-    mean_log = float(np.log(x / mean).mean())  # of the values scaled to mean 1 (< 0 unless all are equal)
+    mean_log = float(_log_ratio(x, mean).mean())  # of the values scaled to mean 1 (< 0 unless all are equal)
 
     def profile(log_mean: Array) -> Array:
         """The profile log-likelihood per value (up to a constant) at the means ``exp(log_mean)`` of the scaled values."""
@@ -58,8 +62,27 @@ def gamma_mean_interval(values: Sequence[float] | Array | torch.Tensor, confiden
         shape = np.exp(_zero(minus_score, -np.log(2 * excess)))  # log k − ψ(k) = excess: k is about 1 / (2 excess)
         return 0.5 * np.log(shape) - _stirling_remainder(shape) - shape * excess
 
-    low, high = _interval(profile, 0.0, drop)
-    return mean, mean * math.exp(low), mean * math.exp(high)
+    low, high = _interval(profile, 0.0, drop, ceiling=math.log(sys.float_info.max) - math.log(mean))
+    return mean, _times_exp(mean, low), _times_exp(mean, high)
+
+
+def _log_ratio(x: Array, mean: float) -> Array:
+    """``log(x / mean)`` of the positive ``x [n]``, finite where ``x / mean`` is below the smallest float (values
+    spanning more than 1e308 gave ``-inf``): taken apart into mantissas and powers of two."""
+    mantissas, powers = np.frexp(x)
+    mean_mantissa, mean_power = math.frexp(mean)
+    return np.log(mantissas / mean_mantissa) + (powers - mean_power) * math.log(2)
+
+
+def _times_exp(value: float, exponent: float) -> float:
+    """``value · exp(exponent)`` for a positive ``value``, finite wherever the product is (``exp`` alone overflowed
+    past 709.78, ``math.exp`` raising ``OverflowError``); ``inf`` beyond the largest float."""
+    if exponent == math.inf:
+        return math.inf
+    power = math.floor(exponent / math.log(2))
+    mantissa, value_power = math.frexp(value)
+    with np.errstate(over="ignore"):
+        return float(np.ldexp(mantissa * math.exp(exponent - power * math.log(2)), value_power + power))
 
 
 def beta_mean_interval(
@@ -159,13 +182,14 @@ def _log_sigmoid(logit: Array) -> Array:
     return -np.logaddexp(0.0, -logit)
 
 
-def _interval(profile: Callable[[Array], Array], centre: float, drop: float) -> tuple[float, float]:
+def _interval(profile: Callable[[Array], Array], centre: float, drop: float, ceiling: float = math.inf) -> tuple[float, float]:
     """The ends of the points where the unimodal ``profile`` (of points ``[..., P]``) is within ``drop`` of its
-    maximum at ``centre``."""
+    maximum at ``centre``; the upper end is ``inf`` where the profile is still within ``drop`` at ``ceiling``."""
     level = profile(np.array([centre]))[0] - drop
-    side = np.array([[-1.0], [1.0]])  # below the centre the profile increases, above it decreases
-    low, high = _zero(lambda point: side * (level - profile(point)), np.full(2, centre))
-    return float(low), float(high)
+    bounded = ceiling == math.inf or profile(np.array([ceiling]))[0] <= level
+    side = np.array([[-1.0], [1.0]])[: 1 + bounded]  # below the centre the profile increases, above it decreases
+    ends = _zero(lambda point: side * (level - profile(point)), np.full(len(side), centre))
+    return float(ends[0]), float(ends[1]) if bounded else math.inf
 
 
 def _zero(increasing: Callable[[Array], Array], start: Array) -> Array:
