@@ -1,9 +1,10 @@
+import decimal
 import math
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from neurosym.data.arithmetic import SubsetLayout
@@ -46,6 +47,29 @@ def test_wilson_interval_contains_the_rate_and_narrows_with_confidence(trials, d
     assert 0.0 <= low <= successes / trials <= high <= 1.0
     wider_low, wider_high = wilson_interval(successes, trials, min(0.9999, confidence + 0.0005))
     assert wider_low <= low + 1e-12 and wider_high >= high - 1e-12
+
+
+def _wilson_at_60_digits(successes: int, trials: int, confidence: float) -> tuple[float, float]:
+    with decimal.localcontext(prec=60):
+        z_squared = decimal.Decimal(normal_quantile(confidence)) ** 2
+        scale = trials + z_squared
+        centre = (successes + z_squared / 2) / scale
+        half_width = (z_squared * (decimal.Decimal(successes) * (trials - successes) / trials + z_squared / 4)).sqrt() / scale
+        return float(centre - half_width), float(centre + half_width)
+
+
+@settings(max_examples=60, deadline=None)
+@given(bits=st.integers(1, 1200), data=st.data(), confidence=st.floats(0.5, 0.999))
+@example(bits=1100, data=None, confidence=0.95).via("more trials than the largest float")
+@example(bits=600, data=None, confidence=0.95).via("trials squared beyond the largest float")
+def test_wilson_interval_of_any_number_of_trials_agrees_with_a_60_digit_one(bits, data, confidence):
+    # (an OverflowError from 1e154 trials on: the interval was computed in floats)
+    trials = 2**bits - 1 if data is None else data.draw(st.integers(2 ** (bits - 1), 2**bits))
+    successes = 5 if data is None else data.draw(st.one_of(st.integers(0, min(trials, 100)), st.integers(0, trials)))
+    low, high = wilson_interval(successes, trials, confidence)
+    expected_low, expected_high = _wilson_at_60_digits(successes, trials, confidence)
+    assert high == pytest.approx(expected_high, rel=1e-14, abs=1e-323)
+    assert low == pytest.approx(expected_low, rel=0, abs=1e-15 * expected_high + 1e-323)  # (centre − half-width)
 
 
 confidences = st.one_of(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import torch
 
@@ -29,19 +30,25 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
     """The Wilson (1927) score interval ``(low, high)`` for ``successes`` out of ``trials``.
 
     Unlike the normal approximation it stays inside ``[0, 1]`` and is informative at 0 and ``trials``
-    successes: 98/100 gives (0.930, 0.994) and 0/100 gives (0, 0.037) at 95 %.
+    successes: 98/100 gives (0.930, 0.994) and 0/100 gives (0, 0.037) at 95 %. Computed in exact fractions, so that
+    any number of trials is taken (beyond the largest float too; 1e154 of them overflowed).
     """
     total, count = _count(trials), _count(successes)
     if total is None or total < 1:
         raise ValueError(f"trials must be a positive int, got {trials!r}")
     if count is None or not 0 <= count <= total:
         raise ValueError(f"successes must be an int in [0, {total}], got {successes!r}")
-    successes, trials = count, total
-    z = normal_quantile(confidence)
-    rate = successes / trials
-    denominator = 1 + z * z / trials
-    centre = (rate + z * z / (2 * trials)) / denominator
-    half_width = z * math.sqrt(rate * (1 - rate) / trials + z * z / (4 * trials * trials)) / denominator
-    low = 0.0 if successes == 0 else centre - half_width  # exact bounds where rounding would leave 1e-18
-    high = 1.0 if successes == trials else centre + half_width
+    z_squared = Fraction(normal_quantile(confidence)) ** 2
+    scale = total + z_squared  # centre ± half-width = (count + z²/2 ± z √(count (total − count) / total + z²/4)) / scale
+    centre = (count + z_squared / 2) / scale
+    half_width = _square_root(z_squared * (Fraction(count * (total - count), total) + z_squared / 4) / scale**2)
+    low = 0.0 if count == 0 else float(centre) - half_width  # exact bounds where rounding would leave 1e-18
+    high = 1.0 if count == total else float(centre) + half_width
     return low, high
+
+
+def _square_root(value: Fraction) -> float:
+    """``√value`` of a fraction ``>= 0`` as a float, also where ``value`` alone is below the smallest float: scaled by a
+    power of 4 into ``[1/4, 4)`` first."""
+    shift = (value.denominator.bit_length() - value.numerator.bit_length()) // 2
+    return math.ldexp(math.sqrt(value * Fraction(4) ** shift), -shift)
