@@ -294,6 +294,27 @@ def test_success_criterion_rejects_bad_input():
     assert run_outcomes([1, 2, 3], good, good, np.float32(0.1)).solved.all()  # numpy's numbers are numbers
 
 
+@pytest.mark.parametrize("kind", [torch.bool, torch.complex64])
+@pytest.mark.parametrize("which", ["steps", "validation_mse", "extrapolation_mse", "threshold", "sparsity_error"])
+def test_curves_of_bools_or_complex_numbers_are_named(which, kind):
+    # (True was read as an MSE, a step or a threshold of 1 and False as an MSE of 0, under every threshold: solved)
+    arguments = {
+        "steps": torch.tensor([0, 1]),
+        "validation_mse": torch.tensor([[1.0], [0.0]]),
+        "extrapolation_mse": torch.tensor([[1.0], [0.0]]),
+        "threshold": torch.tensor([0.5]),
+    }
+    sparsity = torch.tensor([[0.0], [1.0]])
+    assert summarize(run_outcomes(**arguments), sparsity).solved == 1
+    with pytest.raises(TypeError, match=rf"^{which} must hold ints or floats, got Tensor of {kind}$"):
+        if which == "sparsity_error":
+            summarize(run_outcomes(**arguments), sparsity.to(kind))
+        else:
+            run_outcomes(**{**arguments, which: arguments[which].to(kind)})
+    with pytest.raises(TypeError, match=r"^validation_mse must hold ints or floats, got list of torch.bool$"):
+        run_outcomes([0, 1], [True, False], [0.0, 0.0], 0.5)
+
+
 @pytest.mark.parametrize("missing", [math.nan, math.inf])
 def test_a_run_without_a_finite_validation_mse_is_unsolved_and_lists_and_integers_are_read_as_values(missing):
     validation = torch.tensor([[missing, 1.0], [missing, 0.5]])  # (+inf was read as the largest double: solved)

@@ -41,12 +41,16 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     """Apply the success criterion to ``S`` runs evaluated at ``E`` steps.
 
     ``steps [E]`` strictly increasing; ``validation_mse`` and ``extrapolation_mse`` ``[E, S]`` (or ``[E]``
-    for one run); tensors, arrays or lists; ``threshold`` a finite positive number (not a bool) or ``[S]`` of them (one
-    per run). A NaN or infinite validation MSE never counts as best (a run with no other is unsolved), and a NaN
-    extrapolation MSE never counts as under the threshold. Ties in validation MSE go to the earliest evaluation. A
-    negative MSE (``-inf`` too) is no error of a prediction: ``ValueError`` naming where it is.
+    for one run); tensors, arrays or lists of ints or floats (``TypeError`` for bools or complex numbers); ``threshold``
+    a finite positive number (not a bool) or ``[S]`` of them (one per run). A NaN or infinite validation MSE never
+    counts as best (a run with no other is unsolved), and a NaN extrapolation MSE never counts as under the threshold.
+    Ties in validation MSE go to the earliest evaluation. A negative MSE (``-inf`` too) is no error of a prediction:
+    ``ValueError`` naming where it is.
     """
-    steps, validation_mse, extrapolation_mse = (torch.as_tensor(v) for v in (steps, validation_mse, extrapolation_mse))
+    steps, validation_mse, extrapolation_mse = (
+        _real(value, name)
+        for value, name in ((steps, "steps"), (validation_mse, "validation_mse"), (extrapolation_mse, "extrapolation_mse"))
+    )
     single = validation_mse.dim() == 1
     validation = validation_mse.unsqueeze(1) if single else validation_mse
     extrapolation = extrapolation_mse.unsqueeze(1) if single else extrapolation_mse
@@ -68,7 +72,9 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     _check_not_negative(extrapolation, "extrapolation")
     # compared in float64: a threshold is not rounded to bfloat16 (1.48e-5 became 1.4782e-5) nor flushed to 0 in float16
     extrapolation = extrapolation.double()
-    if not isinstance(threshold, Tensor | np.ndarray | list | tuple):  # (True was read as 1, text failed inside torch)
+    if isinstance(threshold, Tensor | np.ndarray | list | tuple):
+        _real(threshold, "threshold")  # (a tensor of True was read as 1)
+    else:  # (True was read as 1, text failed inside torch)
         threshold = positive_number(threshold, "threshold")
     threshold = torch.as_tensor(threshold, dtype=torch.float64, device=extrapolation.device)
     if threshold.dim() != 0 and tuple(threshold.shape) != (validation.shape[1],):
@@ -93,6 +99,15 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
             v.squeeze(0) for v in (solved, solved_at, best_index, best_extrapolation)
         )
     return RunOutcomes(solved, solved_at, best_index, best_extrapolation, evaluations)
+
+
+def _real(values: object, name: str) -> Tensor:
+    """``values`` (a tensor, an array or lists) as a tensor; ``TypeError`` naming ``name`` unless it holds ints or
+    floats (a bool was read as an MSE, a step or a threshold of 0 or 1; complex numbers failed inside torch)."""
+    tensor = torch.as_tensor(values)
+    if tensor.dtype == torch.bool or tensor.is_complex():
+        raise TypeError(f"{name} must hold ints or floats, got {type(values).__name__} of {tensor.dtype}")
+    return tensor
 
 
 def _check_not_negative(mse: Tensor, which: str) -> None:
@@ -162,13 +177,13 @@ def _mean_and_interval(
 
 
 def sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> Tensor:
-    """``[S]`` (float64): the ``sparsity_error [E, S]`` (a tensor, an array or lists) of each solved run at its best
-    evaluation, NaN for the unsolved runs. ``ValueError`` unless it is ``[E, S]`` over the outcomes' evaluations
-    (solved runs or not) and a finite number of at least 0 at every solved run's best evaluation (a NaN there has no
-    mean; a distance from {−1, 0, 1} is never negative)."""
+    """``[S]`` (float64): the ``sparsity_error [E, S]`` (a tensor, an array or lists of ints or floats: ``TypeError`` for
+    bools or complex numbers) of each solved run at its best evaluation, NaN for the unsolved runs. ``ValueError``
+    unless it is ``[E, S]`` over the outcomes' evaluations (solved runs or not) and a finite number of at least 0 at
+    every solved run's best evaluation (a NaN there has no mean; a distance from {−1, 0, 1} is never negative)."""
     solved, best_index = outcomes.solved.reshape(-1), outcomes.best_index.reshape(-1)
     expected = [outcomes.evaluations, solved.numel()]
-    sparsity_error = torch.as_tensor(sparsity_error)  # (lists too, as run_outcomes takes them)
+    sparsity_error = _real(sparsity_error, "sparsity_error")  # (lists too, as run_outcomes takes them)
     if list(sparsity_error.shape) != expected:  # (another run's longer curve, or [S, E], was read at the wrong steps)
         raise ValueError(f"sparsity_error must be [E, S] = {expected}, as the outcomes' evaluations and runs, got "
                          f"{list(sparsity_error.shape)}")  # fmt: skip
