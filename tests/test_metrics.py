@@ -204,6 +204,27 @@ def test_success_criterion_per_run_thresholds_and_empty_summary():
         summarize(none_solved, torch.zeros(2, 1))
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    curves=st.integers(1, 6).flatmap(
+        lambda evaluations: st.tuples(*(st.lists(st.floats(0.0, 0.5), min_size=evaluations, max_size=evaluations),) * 3)
+    )
+)
+def test_one_runs_sparsity_error_is_read_as_its_curves_are_one_dimensional_or_a_column(curves):
+    # (run_outcomes took one run's curves as [E], sparsity_at_best and summarize raised unless they were [E, 1])
+    validation, extrapolation, sparsity = (torch.tensor(curve, dtype=torch.float64) for curve in curves)
+    steps = torch.arange(len(validation))
+    one_run = run_outcomes(steps, validation, extrapolation, 0.25)
+    column = run_outcomes(steps, validation[:, None], extrapolation[:, None], 0.25)
+    for outcomes in (one_run, column):
+        read = sparsity_at_best(outcomes, sparsity)  # [1]: NaN for an unsolved run
+        torch.testing.assert_close(read, sparsity_at_best(column, sparsity[:, None]), rtol=0, atol=0, equal_nan=True)
+        assert summarize(outcomes, sparsity) == summarize(column, sparsity[:, None])
+    two_runs = run_outcomes(steps, validation[:, None].repeat(1, 2), extrapolation[:, None].repeat(1, 2), 0.25)
+    with pytest.raises(ValueError, match=rf"sparsity_error must be \[E, S\] = \[{len(steps)}, 2\], .* got \[{len(steps)}\]"):
+        summarize(two_runs, sparsity)  # one curve for two runs: whose?
+
+
 def test_one_solved_run_or_a_sparsity_error_above_one_half_gives_a_mean_without_an_interval():
     steps = torch.tensor([10, 20])
     validation, extrapolation = _curves([[0.2, 0.1], [0.2, 0.1], [0.1, 0.2]], [[0.5, 0.03], [0.5, 0.03], [0.5, 0.5]])

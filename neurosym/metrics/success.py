@@ -148,8 +148,8 @@ class SuccessSummary:
 
 
 def summarize(outcomes: RunOutcomes, sparsity_error: Tensor | None = None, confidence: float = 0.95) -> SuccessSummary:
-    """Summarise ``S`` runs at ``confidence``; ``sparsity_error [E, S]`` is read at each solved run's best evaluation
-    (:func:`sparsity_at_best`)."""
+    """Summarise ``S`` runs at ``confidence``; ``sparsity_error [E, S]`` (``[E]`` for one run) is read at each solved
+    run's best evaluation (:func:`sparsity_at_best`)."""
     solved = outcomes.solved.reshape(-1)
     count, runs = int(solved.sum()), solved.numel()
     solved_at = outcomes.solved_at.reshape(-1)[solved].double()
@@ -177,13 +177,16 @@ def _mean_and_interval(
 
 
 def sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> Tensor:
-    """``[S]`` (float64): the ``sparsity_error [E, S]`` (a tensor, an array or lists of ints or floats: ``TypeError`` for
-    bools or complex numbers) of each solved run at its best evaluation, NaN for the unsolved runs. ``ValueError``
-    unless it is ``[E, S]`` over the outcomes' evaluations (solved runs or not) and a finite number of at least 0 at
-    every solved run's best evaluation (a NaN there has no mean; a distance from {−1, 0, 1} is never negative)."""
+    """``[S]`` (float64): the ``sparsity_error [E, S]`` (``[E]`` for one run, as :func:`run_outcomes` takes its curves;
+    a tensor, an array or lists of ints or floats: ``TypeError`` for bools or complex numbers) of each solved run at
+    its best evaluation, NaN for the unsolved runs. ``ValueError`` unless it is ``[E, S]`` (or that ``[E]``) over the
+    outcomes' evaluations (solved runs or not) and a finite number of at least 0 at every solved run's best evaluation
+    (a NaN there has no mean; a distance from {−1, 0, 1} is never negative)."""
     solved, best_index = outcomes.solved.reshape(-1), outcomes.best_index.reshape(-1)
     expected = [outcomes.evaluations, solved.numel()]
     sparsity_error = _real(sparsity_error, "sparsity_error")  # (lists too, as run_outcomes takes them)
+    if sparsity_error.dim() == 1 and solved.numel() == 1:  # one run's [E], as run_outcomes takes its curves
+        sparsity_error = sparsity_error.unsqueeze(1)
     if list(sparsity_error.shape) != expected:  # (another run's longer curve, or [S, E], was read at the wrong steps)
         raise ValueError(f"sparsity_error must be [E, S] = {expected}, as the outcomes' evaluations and runs, got "
                          f"{list(sparsity_error.shape)}")  # fmt: skip
