@@ -268,8 +268,10 @@ def test_exact_match_is_counted_per_subset() -> None:
     }
     scores = exact_match_by_subset(Oracle(tgt_out, right=3), [batch], False, torch.device("cpu"))
     assert scores == {"all": 75.0, "I": 100.0, "LL": 50.0}
-    with pytest.raises(ValueError, match="the batches hold no example to evaluate"):
-        exact_match_by_subset(Oracle(tgt_out, right=3), [], False, torch.device("cpu"))
+    empty = {"tokens": batch["tokens"][:0], "mask": batch["mask"][:0], "res_digits": digits[:0], "eval": []}
+    for batches in ([], [empty, empty]):  # (empty batches gave {"all": nan})
+        with pytest.raises(ValueError, match="the batches hold no example to evaluate"):
+            exact_match_by_subset(Oracle(tgt_out[:0], right=0), batches, False, torch.device("cpu"))
 
 
 def test_a_prediction_without_end_token_is_wrong() -> None:

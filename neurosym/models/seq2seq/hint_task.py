@@ -44,7 +44,7 @@ def exact_match_by_subset(
     model: Seq2Seq, batches: Iterable[dict[str, Any]], image_input: bool, device: torch.device
 ) -> dict[str, float]:
     """Greedy-decoding exact match (in %) per ``eval`` subset, plus ``"all"`` over every example (``ValueError``
-    when ``batches`` yields none)."""
+    when ``batches`` holds none: no batch, or only empty ones)."""
     correct: dict[str, list[torch.Tensor]] = defaultdict(list)
     for batch in batches:
         src, src_mask, _, tgt_out = (t.to(device) for t in hint_batch(batch, image_input))
@@ -55,7 +55,7 @@ def exact_match_by_subset(
         for subset in set(batch["eval"]) - {""}:
             rows = torch.tensor([name == subset for name in batch["eval"]])
             correct[subset].append(matches[rows])
-    if not correct:  # (no batch: every mean below would be missing, "all" too)
+    if not sum(len(matches) for matches in correct["all"]):  # (no batch, or only empty ones: each mean missing or NaN)
         raise ValueError("exact_match_by_subset: the batches hold no example to evaluate")
     return {name: 100.0 * float(torch.cat(parts).float().mean()) for name, parts in correct.items()}
 
