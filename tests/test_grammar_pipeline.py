@@ -14,7 +14,7 @@ import pytest
 import torch
 from hypothesis import given, reject, settings
 from hypothesis import strategies as st
-from lark import Discard, Transformer, v_args
+from lark import Discard, Lark, Transformer, v_args
 
 from neurosym.pipelines import grammar_abduction
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
@@ -528,6 +528,34 @@ def test_a_transformer_visits_tokens_only_where_lark_would(sentence, visit_token
     lark_value = Tens(visit_tokens=visit_tokens).transform(grammar.parse(sentence))
     assert Executor(grammar, TreeSemantics(Tens(visit_tokens=visit_tokens))).value(sentence) == lark_value
     assert TreeSemantics(Tens(visit_tokens=visit_tokens)).evaluate(grammar.parse(sentence)) == lark_value
+
+
+@settings(max_examples=30, deadline=None)
+@given(sentence=st.text(alphabet="0123+-", min_size=1, max_size=8), data=st.data())
+def test_a_transformers_terminal_callbacks_get_tokens_placed_as_larks_lexer_places_them(sentence, data):
+    """The callbacks got ``Token(type, symbol)`` without positions (``start_pos`` None), and the grammar's own tokens
+    ended a column early (``end_column`` 1 for a symbol at column 1, where Lark's lexer gives 2)."""
+    text = 'start: (DIGIT | SIGN)+\nSIGN: "+" | "-"\n%import common.DIGIT\n'
+
+    class Places(Transformer):
+        def __default_token__(self, token):
+            return (str(token), token.start_pos, token.end_pos, token.line, token.column, token.end_line, token.end_column)
+
+        def start(self, children):
+            return children
+
+    grammar = SymbolGrammar(text)
+    expected = Places().transform(Lark(text, parser="lalr").parse(sentence))
+    executor = Executor(grammar, TreeSemantics(Places()))
+    executor.value(sentence.translate(str.maketrans("0123+-", "3210-+")))  # a parse of its shape, run first
+    assert executor.value(sentence) == expected
+    assert TreeSemantics(Places()).evaluate(grammar.parse(sentence)) == expected
+    position = data.draw(st.integers(0, len(sentence) - 1))
+    other = {"+": "-", "-": "+", "0": "1"}.get(sentence[position], "0")
+    replaced = sentence[:position] + other + sentence[position + 1 :]
+    read_as = Places().transform(Lark(text, parser="lalr").parse(replaced))
+    assert TreeSemantics(Places()).evaluate(grammar.parse(sentence), {position: other}) == read_as
+    assert TreeSemantics(Places()).leaf_value("SIGN", "+", position)[1:3] == (position, position + 1)
 
 
 @settings(max_examples=25, deadline=None)

@@ -178,7 +178,7 @@ class ValueChain:
         """``node``'s value in ``sentence`` (its subtree compiled once per chain)."""
         if isinstance(node, Token):
             assert node.start_pos is not None  # the grammar's SymbolLexer places every token
-            return self.semantics.leaf_value(node.type, sentence[node.start_pos])
+            return self.semantics.leaf_value(node.type, sentence[node.start_pos], node.start_pos)
         if id(node) not in programs:
             programs[id(node)] = self.semantics.compile(node)
         return programs[id(node)](sentence)

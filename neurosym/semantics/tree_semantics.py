@@ -23,7 +23,7 @@ from lark.tree import Meta
 
 from neurosym.semantics.operators import INVALID
 from neurosym.syntax.errors import ParseError
-from neurosym.syntax.symbol_grammar import SymbolGrammar
+from neurosym.syntax.symbol_grammar import SymbolGrammar, symbol_token
 from neurosym.training.checks import int_at_least
 
 Inverse = Callable[[Any, tuple[Any, ...]], Iterable[Sequence[Any]]]
@@ -37,8 +37,10 @@ class TreeSemantics:
             applies it, and its own ``__default__`` / ``__default_token__`` for the names without one; as in Lark, no
             terminal callback where it was made with ``visit_tokens=False``), or a mapping from those names to
             callables; a rule callable takes the list of its children's values, a terminal callable the symbol
-            (``str``). A rule without a callable and with one child passes
-            its child's value up; with several children it is an error (named at evaluation), as is a
+            (``str``; a Transformer's, as in Lark, its token, placed at the symbol's position in the sentence:
+            ``start_pos``, ``column``, on line 1; where abduction asks which symbols of a terminal give a value, placed
+            nowhere, so a terminal's value is best one of its symbol alone). A rule without a callable and with one
+            child passes its child's value up; with several children it is an error (named at evaluation), as is a
             Transformer's callback that returns Lark's ``Discard`` (leave the node out of the tree in the grammar).
         inverses: per rule name, ``f(wanted, children_values) -> iterable of children-value tuples`` whose
             evaluation gives ``wanted`` (each tuple as long as ``children_values``; a child kept as it is
@@ -65,6 +67,7 @@ class TreeSemantics:
                 if not callable(function):
                     raise TypeError(f"{what.format(name)} must be callable, got {type(function).__name__} {function!r:.40}")
         self.rules = rules
+        self._transformer = rules if isinstance(rules, Transformer) else None  # (an ABC's isinstance is slow per leaf)
         self.inverses = dict(inverses or {})
         self._callables: dict[str, Callable | None] = {}
 
@@ -76,7 +79,8 @@ class TreeSemantics:
         return set(self.inverses) | _named_callables(self.rules)
 
     def callable_of(self, name: str) -> Callable | None:
-        """The callable of rule or terminal ``name`` (``None`` when the semantics give none), looked up once."""
+        """The callable of rule or terminal ``name`` (``None`` when the semantics give none), looked up once; a
+        Transformer's terminal callback takes the symbol or, placed where it stands, its token (:meth:`leaf_function`)."""
         if name not in self._callables:
             self._callables[name] = self._look_up(name)
         return self._callables[name]
@@ -90,9 +94,19 @@ class TreeSemantics:
             if not hasattr(transformer, name) and getattr(type(transformer), fallback) is getattr(Transformer, fallback):
                 return None  # (Lark's own fallbacks keep a token, or build a tree: no value)
             if terminal:  # a terminal callback: Lark passes the token
-                return _unwrapped(lambda symbol: transformer._call_userfunc_token(Token(name, symbol)), name)
+                return _unwrapped(lambda symbol: transformer._call_userfunc_token(_token_of(name, symbol)), name)
             return _transformer_rule(transformer, name, None)
         return self.rules.get(name)
+
+    def leaf_function(self, terminal: str, position: int | None) -> Callable[[str], Any] | None:
+        """The callable of ``terminal`` (``None`` when the semantics give none), taking a symbol read at ``position`` of
+        a sentence: a Transformer's terminal callback is given the token placed there (``start_pos``, ``column``), as
+        Lark gives it (``position`` ``None``: a token placed nowhere); a mapping's callable takes the symbol alone."""
+        function = self.callable_of(terminal)
+        if function is None or position is None or self._transformer is None:
+            return function
+        call = self._transformer._call_userfunc_token
+        return _unwrapped(lambda symbol: call(symbol_token(terminal, symbol, position)), terminal)
 
     def preimages(self, rule: str, wanted: Any, children: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
         """The children-value tuples the inverse of ``rule`` offers for ``wanted`` given the ``children`` values read,
@@ -122,10 +136,21 @@ class TreeSemantics:
                 return
             yield _children_values(rule, wanted, item, len(children))
 
-    def leaf_value(self, terminal: str, symbol: str) -> Any:
-        """The value of ``symbol`` read as ``terminal``."""
-        function = self.callable_of(terminal)
+    def leaf_value(self, terminal: str, symbol: str, position: int | None = None) -> Any:
+        """The value of ``symbol`` read as ``terminal`` at ``position`` of a sentence (``None``: at no position; a
+        Transformer's terminal callback then gets a token without one, :meth:`leaf_function`)."""
+        function = self.leaf_function(terminal, position)
         return symbol if function is None else function(symbol)
+
+    def _token_value(self, token: Token, replaced: Mapping[int, str]) -> Any:
+        """The value of ``token``, a leaf of a parse tree, read as the symbol ``replaced`` gives at its position where
+        it gives one; a Transformer's terminal callback is given the token itself, placed where it stands."""
+        if token.start_pos is not None and token.start_pos in replaced:
+            token = token.update(value=replaced[token.start_pos])
+        function = self.callable_of(token.type)
+        if function is None:
+            return str(token)
+        return function(str(token) if self._transformer is None else token)
 
     def node_values(self, tree: Tree | Token, replaced: Mapping[int, str] | None = None) -> dict[int, Any] | None:
         """The value of every subtree and token (keyed by ``id``), or ``None`` when the sentence is invalid; the
@@ -135,9 +160,7 @@ class TreeSemantics:
         try:
             for node in postorder(tree):
                 if isinstance(node, Token):
-                    # A token without a position (a tree not parsed by a SymbolGrammar) reads its own symbol.
-                    symbol = str(node) if node.start_pos is None else replaced.get(node.start_pos, str(node))
-                    value = self.leaf_value(node.type, symbol)
+                    value = self._token_value(node, replaced)
                 else:
                     children = [values[id(child)] for child in node.children]
                     function = self._rule_callable(node)
@@ -164,7 +187,7 @@ class TreeSemantics:
             if isinstance(node, Token):
                 if node.start_pos is None:
                     raise ValueError(f"token {str(node)!r} has no position: compile takes trees a SymbolGrammar parsed")
-                steps.append((node.start_pos, self.callable_of(node.type), None))
+                steps.append((node.start_pos, self.leaf_function(node.type, node.start_pos), None))
             else:
                 children = tuple(step_of[id(child)] for child in node.children)
                 steps.append((-1, self._rule_callable(node), children))
@@ -249,6 +272,11 @@ def _transformer_rule(transformer: Transformer, name: str, meta: Meta | None) ->
     """The callback of rule ``name`` as Lark calls it: on a node of that name, the children's values and ``meta``
     (``None``: an empty one)."""
     return _unwrapped(lambda children: transformer._call_userfunc(Tree(name, children, meta), children), name)
+
+
+def _token_of(terminal: str, symbol: str) -> Token:
+    """``symbol`` where it is already a token (placed where it stands), else its token of ``terminal``, placed nowhere."""
+    return symbol if isinstance(symbol, Token) else symbol_token(terminal, symbol, None)
 
 
 def _unwrapped(function: Callable[[Any], Any], name: str) -> Callable[[Any], Any]:

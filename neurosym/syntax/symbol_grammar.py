@@ -156,7 +156,7 @@ class SymbolGrammar:
                 for position, symbol in enumerate(data):
                     if symbol not in terminal_of:
                         raise UnexpectedCharacters(data, position, 1, position + 1)
-                    yield Token(terminal_of[symbol], symbol, position, 1, position + 1, 1, position + 1, position + 1)
+                    yield symbol_token(terminal_of[symbol], symbol, position)
 
         for parser in ("lalr", "earley"):
             try:
@@ -267,6 +267,15 @@ class SymbolGrammar:
             for position in np.flatnonzero(reached[head, :, 1]):
                 allowed[position].update(self.symbols_of(form.terminals[terminal]))
         return tuple(tuple(s for s in self.symbols if s in symbols) for symbols in allowed)
+
+
+def symbol_token(terminal: str, symbol: str, position: int | None) -> Token:
+    """The token of ``symbol`` read as ``terminal`` at ``position`` of a sentence, placed as Lark's lexer places a
+    one-character token (one line, columns from 1, ``end_pos`` and ``end_column`` just past it); ``position`` ``None``:
+    a token placed nowhere."""
+    if position is None:
+        return Token(terminal, symbol)
+    return Token(terminal, symbol, position, 1, position + 1, 1, position + 2, position + 1)
 
 
 def _is_path(grammar: str | os.PathLike) -> bool:
@@ -444,7 +453,7 @@ def _without_nullable(body: tuple[str, ...], nullable: set[str]) -> list[tuple[s
     return list(dict.fromkeys(variants))
 
 
-__all__ = ["CANDIDATE_SYMBOLS", "NormalForm", "SymbolGrammar"]
+__all__ = ["CANDIDATE_SYMBOLS", "NormalForm", "SymbolGrammar", "symbol_token"]
 
 
 def _node_name(rule: Rule) -> str | None:
