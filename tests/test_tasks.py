@@ -274,6 +274,39 @@ def test_the_truths_reference_trains_on_the_true_sentences_and_never_abduces(mon
         train_grammar_pipeline(addition_pipeline(0), unlabelled, supervised, torch.device("cpu"))
 
 
+class NineLessReader(GlyphReader):
+    """A linear reader of the digits 0 to 8 alone."""
+
+    def __init__(self):
+        super().__init__()
+        self.vocabulary = list("012345678")
+        self.layer = nn.Linear(GLYPH * GLYPH, 9)
+
+
+@pytest.mark.parametrize("odd", [0, 30])
+def test_the_truths_reference_names_a_true_symbol_the_reader_lacks_before_training_on_it(odd):
+    """A true symbol outside the reader's vocabulary where it is read was trained on as an infinite loss (the loop's
+    ``FloatingPointError`` at the first step that drew it, naming neither the symbol nor the reader's vocabulary); a
+    given one (``+``, which the reader lacks too) is not the reader's to read. Among the first examples it is named
+    before any step, further on at the step that draws it."""
+    train = addition_problem(1, 40, seed=0)
+
+    def with_truths(truths: list[str]) -> ImageSentences:
+        targets = [int(truth[0]) + int(truth[2]) for truth in truths]
+        return ImageSentences(train.images, train.picks, train.given, train.lengths, targets, truths)
+
+    truths = [truth.replace("9", "8") for truth in train.truths]
+    torch.manual_seed(0)
+    pipeline = GrammarPipeline(SymbolGrammar(grammar_file("mnist_add.lark")), addition_semantics(), NineLessReader())
+    weights = pipeline.reader.layer.weight.detach().clone()
+    supervised = replace(tiny_training(20), pseudo_labels="truths")
+    named = rf"true sentence {odd} \('9\+9'\) has '9' at position 0, which the reader reads, but .* \['0', .*'8'\] lacks it"
+    with pytest.raises(ValueError, match=named):
+        train_grammar_pipeline(pipeline, with_truths([*truths[:odd], "9+9", *truths[odd + 1 :]]), supervised, "cpu")
+    assert torch.equal(pipeline.reader.layer.weight, weights) == (odd == 0)  # (further on, the steps before it trained)
+    assert len(train_grammar_pipeline(pipeline, with_truths(truths), supervised, "cpu")) == 20
+
+
 @pytest.mark.parametrize(
     ("labels", "budget"),
     [

@@ -164,7 +164,7 @@ class GrammarPipeline:
 
 TARGETS_CHECKED = 16
 """How many of a source's true sentences :func:`train_grammar_pipeline` and :func:`evaluate_grammar_pipeline` execute
-against their targets first."""
+against their targets first (and, training on them, check for symbols the reader lacks)."""
 
 
 def _check_targets(pipeline: GrammarPipeline, source: SentenceSource) -> None:
@@ -186,6 +186,22 @@ def _check_targets(pipeline: GrammarPipeline, source: SentenceSource) -> None:
             f"({type(value).__name__}), its target is {target!r} ({type(target).__name__}); the targets must be the "
             "semantics' values, or count as them under the pipeline's equal (e.g. math.isclose for results rounded elsewhere)"
         )
+
+
+def _check_truths_read(reader: Reader, truths: Sequence[str], indices: Sequence[int], read: np.ndarray) -> None:
+    """The true sentences of examples ``indices`` (``read [B, T]``: the positions the reader reads in each) must have
+    only symbols of ``reader``'s vocabulary where it reads them: it gives any other a log-probability of ``-inf``, so
+    training on them (``pseudo_labels="truths"``) would have an infinite loss."""
+    vocabulary = set(reader.vocabulary)
+    for row, index in enumerate(indices):
+        truth = truths[index]
+        outside = [p for p, symbol in enumerate(truth) if symbol not in vocabulary and p < read.shape[1] and read[row, p]]
+        if outside:
+            raise ValueError(
+                f"true sentence {index} ({truth!r}) has {truth[outside[0]]!r} at position {outside[0]}, which the reader "
+                f"reads, but the reader's vocabulary {list(reader.vocabulary)} lacks it: pseudo_labels='truths' would "
+                "train on an infinite loss; give the reader that symbol, or give the symbol at that position"
+            )
 
 
 class NothingReadRight(RuntimeError):
@@ -219,7 +235,9 @@ def train_grammar_pipeline(
     ``config.pseudo_labels`` ``"all"`` trains on each example's best correction (hard EM), ``"marginal"`` on all
     its explanations found, each as probable as the reader makes it (:func:`marginal_loss`; importance-weighted
     where abduction drew readings, :attr:`AbductionBudget.sample_readings`), ``"truths"`` on the source's true
-    sentences (a supervised reference: no result is used).
+    sentences (a supervised reference: no result is used; a true symbol the reader lacks where it reads it is a
+    ``ValueError``, among the first :data:`TARGETS_CHECKED` examples before any step, the others at the step that draws
+    them).
     Resumes from ``checkpoint`` (refused under another ``setup``: what the data, reader and abduction were built from,
     :class:`~neurosym.training.core.Checkpointing`); SIGINT, SIGTERM or ``time_limit`` seconds checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`. Under ``torchrun`` (a distributed ``context``,
@@ -237,8 +255,11 @@ def train_grammar_pipeline(
     _check_targets(pipeline, source)
     device = torch.device(device)
     truths: Sequence[str] | None = getattr(source, "truths", None)
-    if config.pseudo_labels == "truths" and truths is None:
-        raise ValueError("pseudo_labels='truths' trains on the true sentences, and this source has none")
+    if config.pseudo_labels == "truths":
+        if truths is None:
+            raise ValueError("pseudo_labels='truths' trains on the true sentences, and this source has none")
+        first = list(range(min(len(source), TARGETS_CHECKED)))  # (each step's batch is checked as it comes, too)
+        _check_truths_read(pipeline.reader, truths, first, (source.batch(first).given == READ).cpu().numpy())
     model.to(device)
     share = slice(context.rank, None, context.world_size) if context is not None and context.is_distributed else None
     distributed = share is not None
@@ -266,6 +287,7 @@ def train_grammar_pipeline(
             labelled = [bool(f) for f in found]
         elif config.pseudo_labels == "truths":  # the labels themselves, as a sentence read with certainty
             assert truths is not None  # checked before training
+            _check_truths_read(pipeline.reader, truths, indices, read)
             labels = [truths[i] for i in indices]
             labelled = [True] * len(labels)
             loss = pseudo_label_loss(reading.log_probs, labels, pipeline.grammar.symbols, read)
