@@ -20,7 +20,8 @@ from neurosym.pipelines import grammar_abduction
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
-from neurosym.pipelines.grammar_pipeline import marginal_loss
+from neurosym.pipelines.grammar_pipeline import GrammarPipeline, marginal_loss
+from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.pipelines.trainer import pseudo_label_loss
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax import ParseError
@@ -689,6 +690,40 @@ def test_the_marginal_loss_is_the_pseudo_label_loss_for_one_explanation_and_sums
     (gradient,) = torch.autograd.grad(both, log_probs)
     assert torch.allclose(gradient, torch.autograd.grad(expected, log_probs)[0])
     assert marginal_loss(log_probs, [[], []], vocabulary, read) is None
+
+
+@pytest.mark.parametrize(("dtype", "kept"), [(torch.float64, torch.float64), (torch.bfloat16, torch.float32)])
+def test_a_float64_readers_log_probabilities_and_losses_keep_its_precision(dtype, kept):
+    """A float64 reader's log-probabilities were rounded to float32, and the losses on them computed in float32; a
+    half-precision reader's are still mixed in float32."""
+    grammar = SymbolGrammar('start: BIT+ PLUS BIT+\nBIT: "0" | "1"\nPLUS: "+"\n')
+
+    class Bits(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.vocabulary = ["0", "1"]
+            self.layer = torch.nn.Linear(4, 2).to(dtype)
+
+        def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+            return self.layer(windows.to(dtype).flatten(1) / 255).log_softmax(-1)
+
+    reader = Bits()
+    pipeline = GrammarPipeline(grammar, TreeSemantics({"start": lambda parts: len(parts)}), reader)
+    images = np.random.default_rng(0).integers(0, 256, size=(4, 2, 2), dtype=np.uint8)
+    given = np.array([[READ, grammar.symbols.index("+"), READ, READ]])
+    source = ImageSentences(images, np.array([[0, -1, 1, 2]]), given, np.array([4]), [4], ["1+01"])
+    batch = source.batch([0])
+    log_probs = pipeline.log_probs(batch)  # [1, 4, 3]
+    assert log_probs.dtype == kept
+    read = given == READ
+    exact = reader(batch.windows[0, read[0]]).to(kept)  # [3, 2]
+    assert torch.equal(log_probs[0, read[0]][:, [grammar.symbols.index("0"), grammar.symbols.index("1")]], exact)
+    expected = -exact[[0, 1, 2], [1, 0, 1]].mean()  # the cross-entropy of "1", "0", "1" at the read positions
+    for loss in (
+        pseudo_label_loss(log_probs, ["1+01"], grammar.symbols, read),
+        marginal_loss(log_probs, [["1+01"]], grammar.symbols, read),
+    ):
+        assert loss.dtype == kept and torch.allclose(loss, expected, rtol=1e-12 if kept == torch.float64 else 1e-6)
 
 
 def test_the_marginal_loss_divides_each_explanation_by_its_proposal():

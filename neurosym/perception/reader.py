@@ -88,6 +88,12 @@ LOG_PROB_TOLERANCE = 1e-2
 """How far from 0 a reader's row may sum in log space (``logsumexp``) and still count as log-probabilities."""
 
 
+def at_least_float32(log_probs: torch.Tensor) -> torch.Tensor:
+    """``log_probs`` (any shape) in float32, or in their own dtype where it is wider: half-precision readings are mixed
+    in float32, and a float64 reader's are not rounded to it."""
+    return log_probs.to(torch.promote_types(log_probs.dtype, torch.float32))
+
+
 def check_log_probs(log_probs: torch.Tensor, columns: int) -> None:
     """Refuse a reader's output ``[n, V]`` that is not log-probabilities over its ``columns`` symbols."""
     if log_probs.ndim != 2 or log_probs.shape[-1] != columns:

@@ -9,15 +9,9 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from neurosym.perception.reader import shared_vocabulary, shared_window
+from neurosym.perception.reader import at_least_float32, shared_vocabulary, shared_window
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.training.checks import is_int_tensor
-
-
-def _at_least_float32(log_probs: torch.Tensor) -> torch.Tensor:
-    """``log_probs`` (any shape) in float32, or in their own dtype where it is wider: half-precision readings are mixed
-    in float32, and a float64 reader's are not rounded to it."""
-    return log_probs.to(torch.promote_types(log_probs.dtype, torch.float32))
 
 
 class RoutedReader(nn.Module):
@@ -45,7 +39,7 @@ class RoutedReader(nn.Module):
 
     def route(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` -> log-weights of the readers ``[N, K]`` (per group when ``groups [N]`` is given)."""
-        log_weights = _at_least_float32(self.router(windows))
+        log_weights = at_least_float32(self.router(windows))
         if groups is None or len(log_weights) == 0:
             return log_weights
         if not is_int_tensor(groups) or groups.shape != log_weights.shape[:1]:
@@ -58,5 +52,5 @@ class RoutedReader(nn.Module):
 
     def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` or ``[N, 1, S, S]`` (``groups [N]`` optional) -> log-probabilities ``[N, V]``."""
-        readings = torch.stack([_at_least_float32(reader(windows, groups)) for reader in self.readers], dim=1)  # [N, K, V]
+        readings = torch.stack([at_least_float32(reader(windows, groups)) for reader in self.readers], dim=1)  # [N, K, V]
         return (readings + self.route(windows, groups).unsqueeze(-1)).logsumexp(dim=1)

@@ -29,7 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
-from neurosym.perception.reader import Reader, check_log_probs, check_reader, reader_module
+from neurosym.perception.reader import Reader, at_least_float32, check_log_probs, check_reader, reader_module
 from neurosym.pipelines.abduction import Correction
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
@@ -104,7 +104,8 @@ class GrammarPipeline:
     def log_probs(self, batch: SentenceBatch, reader: ReadWindows | None = None) -> torch.Tensor:
         """Per-position log-probabilities over the grammar's symbols ``[B, T, V]``: the reader's (or
         ``reader``'s, e.g. the reader wrapped for DistributedDataParallel) at read positions (``-inf`` for
-        symbols it lacks), one-hot at given ones, zero at padding. Without gradients the reader reads in evaluation
+        symbols it lacks), one-hot at given ones, zero at padding; in float32, or in the reader's dtype where it is
+        wider (:func:`~neurosym.perception.reader.at_least_float32`). Without gradients the reader reads in evaluation
         mode (:func:`~neurosym.training.modes.reading_mode`), with them in the mode its caller set."""
         size, steps = batch.given.shape
         real = real_positions(batch.lengths, steps)
@@ -112,7 +113,7 @@ class GrammarPipeline:
         groups = repeat(torch.arange(size, device=batch.given.device), "b -> b t", t=steps)
         flat = rearrange(batch.windows, "b t ... -> (b t) ...")
         with reading_mode(reader or self.reader):
-            read_log_probs = (reader or self.reader)(flat[read.flatten()], groups[read]).float()  # [n, V_reader]
+            read_log_probs = at_least_float32((reader or self.reader)(flat[read.flatten()], groups[read]))  # [n, V_reader]
         check_log_probs(read_log_probs, len(self.columns))
         vocabulary = len(self.grammar.symbols)
         out = read_log_probs.new_full((size * steps, vocabulary), -torch.inf)
@@ -121,7 +122,7 @@ class GrammarPipeline:
         given = (batch.given != READ) & real
         if (given & ((batch.given < 0) | (batch.given >= vocabulary))).any():
             raise ValueError(f"a given symbol id is outside the grammar's vocabulary [0, {vocabulary}) (READ = {READ} is read)")
-        out[given.flatten()] = F.one_hot(batch.given[given], vocabulary).float().log()
+        out[given.flatten()] = F.one_hot(batch.given[given], vocabulary).to(out.dtype).log()
         out[~real.flatten()] = 0.0
         return rearrange(out, "(b t) v -> b t v", b=size)
 
@@ -332,8 +333,9 @@ def marginal_loss(
     explanations, per trained position, averaged over the examples that have any: each explanation's negative
     log-probability weighed by its share of that sum (the share taken as a constant), so that its value is the
     explanations' mean cross-entropy. ``log_probs [B, T, V]`` (columns in ``vocabulary`` order), per example its
-    explaining sentences, ``trained [B, T]`` the positions the reader reads. With one explanation each it is the
-    cross-entropy of :func:`~neurosym.pipelines.trainer.pseudo_label_loss` (for examples of one length);
+    explaining sentences, ``trained [B, T]`` the positions the reader reads; in float32, or ``log_probs``' dtype where
+    it is wider. With one explanation each it is the cross-entropy of
+    :func:`~neurosym.pipelines.trainer.pseudo_label_loss` (for examples of one length);
     ``None`` when no example has an explanation. ``proposals`` (per explanation, :attr:`Correction.proposal`)
     divide each explanation's probability by that of its drawn parts, taken as a constant: an importance-sampled
     likelihood, whose gradient weighs each explanation by the probability of what was solved for (or, for a
@@ -348,7 +350,7 @@ def marginal_loss(
         if not mask.any():
             continue
         symbols = torch.tensor([[index[c] for c in sentence] for sentence in sentences], device=log_probs.device)  # [C, n]
-        picked = log_probs[row, :length].float().gather(1, rearrange(symbols, "c n -> n c"))  # [n, C]
+        picked = at_least_float32(log_probs[row, :length]).gather(1, rearrange(symbols, "c n -> n c"))  # [n, C]
         per_sentence = torch.where(mask[:, None], picked, torch.zeros_like(picked)).sum(dim=0)  # [C]
         weighted = per_sentence.detach()
         if proposals is not None:

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.batch_statistics import batch_statistics_of
-from neurosym.perception.reader import Reader, reader_module
+from neurosym.perception.reader import Reader, at_least_float32, reader_module
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
@@ -137,8 +137,9 @@ def pseudo_label_loss(
     trained: Sequence[Sequence[bool] | None] | np.ndarray | None = None,
 ) -> torch.Tensor | None:
     """Cross-entropy of the windows of examples with a pseudo-label: ``log_probs [B, T, V]`` (columns in
-    ``vocabulary`` order) -> scalar, ``None`` when no position is trained; with ``trained``, only of the
-    positions it marks (per label, one flag per symbol, or a bool array ``[B, T]``)."""
+    ``vocabulary`` order) -> scalar (float32, or ``log_probs``' dtype where it is wider), ``None`` when no position is
+    trained; with ``trained``, only of the positions it marks (per label, one flag per symbol, or a bool array
+    ``[B, T]``)."""
     if len(labels) != len(log_probs) or (trained is not None and len(trained) != len(labels)):
         raise ValueError(f"{len(log_probs)} examples of log-probabilities and {len(labels)} labels: one label (or None) each")
     index = {s: i for i, s in enumerate(vocabulary)}
@@ -160,7 +161,7 @@ def pseudo_label_loss(
     if not rows:
         return None
     picked = log_probs[torch.tensor(rows), torch.tensor(columns)]
-    return F.nll_loss(picked.float(), torch.tensor(classes, device=picked.device))
+    return F.nll_loss(at_least_float32(picked), torch.tensor(classes, device=picked.device))
 
 
 def train_pipeline(
