@@ -782,6 +782,29 @@ def test_drawn_readings_that_explain_nothing_fall_back_to_the_enumeration():
     assert sorted(c.sentence for c in found) == ["1+3", "2+2"]
 
 
+@pytest.mark.parametrize("target", [True, 1, 1.0])
+def test_the_top_down_search_tells_apart_wanted_values_python_counts_as_one_where_equal_does_not(target):
+    """Its memory of the ways to each (node, wanted value) took ``True``, ``1`` and ``1.0`` for one: under a type-strict
+    ``equal``, a symbol of value ``True`` was asked for and the ways to ``1``, asked for first, came back."""
+    values = {"a": 1, "b": True, "d": 1.0, "c": 0}
+    grammar = SymbolGrammar('start: V\nV: "a" | "b" | "c" | "d"\n')
+    others = [value for value in (True, 1, 1.0) if type(value) is not type(target)]
+    semantics = TreeSemantics(
+        {"start": lambda children: children[0], "V": values.__getitem__},
+        {"start": lambda wanted, children: [(other,) for other in others] + [(wanted,)]},
+    )
+    right = next(symbol for symbol, value in values.items() if type(value) is type(target) and value == target)
+    probabilities = {symbol: 0.1 if symbol == right else 0.3 for symbol in grammar.symbols}  # "c" read; the right one least
+    log_probs = np.log([[probabilities[symbol] for symbol in grammar.symbols]])
+
+    def strict(value, wanted):
+        return type(value) is type(wanted) and value == wanted
+
+    abducer = GrammarAbducer(Executor(grammar, semantics), AbductionBudget(max_candidates=1), equal=strict)
+    found = abducer.abduce("c", log_probs, target)  # (the enumeration's one candidate is another symbol)
+    assert found is not None and found.sentence == right
+
+
 def test_top_down_search_changes_a_whole_number_that_enumeration_cannot_reach():
     grammar = SymbolGrammar(ADDITION)
     semantics = addition_semantics()

@@ -126,7 +126,9 @@ class _Way(NamedTuple):
 @dataclass
 class _Search:
     """One top-down search's inputs (node values by ``id``, the sentence read, its ``log_probs``, the fixed
-    positions), the expansions it has left, and its memory of the ways found per ``(id(node), wanted value)``."""
+    positions), the expansions it has left, and its memory of the ways found per ``(id(node), type of the wanted value,
+    wanted value)`` (values of other types that Python counts as one, ``True``, ``1`` and ``1.0``, need not be one under
+    a type-strict ``equal``)."""
 
     values: dict[int, Any]
     sentence: str
@@ -134,7 +136,7 @@ class _Search:
     fixed: frozenset[int]
     nodes_left: int
     rng: np.random.Generator | None = None
-    memo: dict[tuple[int, Any], list[_Way]] = field(default_factory=dict)
+    memo: dict[tuple[int, type, Any], list[_Way]] = field(default_factory=dict)
 
     def expand(self) -> bool:
         """Spend one expansion: ``False`` where none is left."""
@@ -309,10 +311,12 @@ class GrammarAbducer:
 
     def _descend(self, node: Tree | Token, wanted: Any, search: _Search) -> list[_Way]:
         """The ``beam`` most probable (or weighty, where parts were drawn) ways to make ``node``'s value ``wanted``,
-        remembered per node and wanted value for the rest of the ``search`` (other assumptions about a sibling ask for
-        the same again); none once the search has spent its ``max_nodes`` expansions."""
+        remembered per node and wanted value (and its type) for the rest of the ``search`` (other assumptions about a
+        sibling ask for the same again); none once the search has spent its ``max_nodes`` expansions."""
         return _remembered(
-            search.memo, (id(node), wanted), lambda: self._descend_anew(node, wanted, search) if search.expand() else []
+            search.memo,
+            (id(node), type(wanted), wanted),
+            lambda: self._descend_anew(node, wanted, search) if search.expand() else [],
         )
 
     def _descend_anew(self, node: Tree | Token, wanted: Any, search: _Search) -> list[_Way]:
