@@ -402,6 +402,17 @@ def test_exact_match_reads_each_row_of_an_array_and_each_decoded_tensor_as_one_e
     assert exact_match(np.array([["1", "2"], ["3", "4"]]), [("1", "2"), ["3", "5"]]) == 0.5
 
 
+def test_tensors_on_two_devices_are_named_and_an_array_goes_to_the_tensors_device():
+    # (torch raised a RuntimeError about an expected device, for an array beside a CUDA tensor too)
+    on_meta = torch.tensor([[1, 2], [3, 4]], device="meta")
+    with pytest.raises(ValueError, match=r"^predictions and targets must be on one device, got meta and cpu$"):
+        sequence_matches(on_meta, torch.tensor([[1, 2], [3, 4]]))
+    for predictions, targets in ((on_meta, np.array([[1, 2], [3, 5]])), (np.array([[1, 2], [3, 5]]), on_meta)):
+        matches = sequence_matches(predictions, targets)
+        assert matches.device == on_meta.device and matches.shape == (2,)
+    assert sequence_matches(np.array([[1, 2], [3, 5]]), torch.tensor([[1, 2], [3, 4]])).tolist() == [True, False]
+
+
 def test_exact_match_refuses_one_string_that_it_would_score_character_by_character():
     with pytest.raises(TypeError, match="not one string: got str and str"):
         exact_match("abc", "abd")  # was 2/3

@@ -14,10 +14,12 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
     """Per-example exact match: ``[N]`` bool, True where the whole prediction equals the whole target.
 
     Tensors or numpy arrays: ``predictions`` and ``targets`` of the same shape ``[N, ...]`` (padding included, so
-    a prediction must also reproduce the padding); each row ``[...]`` is one example. Python sequences: ``N`` items
-    compared with ``==`` after turning each item into a tuple, at every depth (so a list, a tuple, a tensor and an
-    array of the same tokens match, whatever their lengths; strings compare as strings). One string for ``predictions`` or
-    ``targets`` raises ``TypeError``: it would be read as one example per character.
+    a prediction must also reproduce the padding); each row ``[...]`` is one example. Values compare as numbers
+    whatever their dtypes (float32 1.5 matches float64 1.5); two tensors must be on one device (``ValueError``), an
+    array is moved to the tensor's. Python sequences: ``N`` items compared with ``==`` after turning each item into a
+    tuple, at every depth (so a list, a tuple, a tensor and an array of the same tokens match, whatever their lengths;
+    strings compare as strings). One string for ``predictions`` or ``targets`` raises ``TypeError``: it would be read
+    as one example per character.
     """
     if isinstance(predictions, str) or isinstance(targets, str):
         raise TypeError(
@@ -29,15 +31,17 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
         for value in (predictions, targets)
     )
     if isinstance(predictions, np.ndarray) and isinstance(targets, np.ndarray | Tensor):
-        predictions = torch.as_tensor(predictions)
+        predictions = torch.as_tensor(predictions, device=targets.device if isinstance(targets, Tensor) else None)
     if isinstance(targets, np.ndarray) and isinstance(predictions, Tensor):
-        targets = torch.as_tensor(targets)
+        targets = torch.as_tensor(targets, device=predictions.device)
     if isinstance(predictions, Tensor) and isinstance(targets, Tensor):
         if predictions.shape != targets.shape or predictions.dim() < 1:
             raise ValueError(
                 f"predictions and targets must have the same shape [N, ...], got {list(predictions.shape)} "
                 f"and {list(targets.shape)}"
             )
+        if predictions.device != targets.device:  # (torch raised a RuntimeError about an "expected device")
+            raise ValueError(f"predictions and targets must be on one device, got {predictions.device} and {targets.device}")
         return (predictions == targets).flatten(1).all(dim=1) if predictions.dim() > 1 else predictions == targets
     if isinstance(predictions, Tensor) or isinstance(targets, Tensor):
         raise TypeError("pass both predictions and targets as tensors, or both as sequences")
