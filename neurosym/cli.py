@@ -146,15 +146,13 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         afresh = " (--no-resume starts afresh over it)" if getattr(args, "resume", None) is not None else ""
         print(f"{shown}: {error}{afresh}", file=sys.stderr)
         return USAGE_ERROR
-    except CommandFailed as error:  # the runner's one line, after the program's name
-        raise SystemExit(f"{shown}: {error}") from None
     except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C
         print(
             f"{shown}: interrupted; what it saved is whole (written atomically): the same command continues from there",
             file=sys.stderr,
         )
         return INTERRUPTED
-    except (ValueError, KeyError, FileNotFoundError) as error:  # bad input found once work began: named by its check
+    except (CommandFailed, ValueError, KeyError, FileNotFoundError) as error:  # bad input found once work began
         if os.environ.get(TRACEBACK_VARIABLE):
             raise
         text = error.args[0] if isinstance(error, KeyError) and error.args else error

@@ -289,14 +289,28 @@ def test_a_named_command_names_its_errors_by_that_name(capsys, monkeypatch, tmp_
     assert capsys.readouterr().err.startswith("usage: solver_speed.py [-h]")
 
 
-def test_a_benchmark_script_names_itself_in_a_failure_its_runner_found(tmp_path, monkeypatch) -> None:
+def test_a_benchmark_script_names_itself_in_a_failure_its_runner_found(tmp_path, monkeypatch, capsys) -> None:
     (tmp_path / "mnist.pkl.gz").write_text("hello")
     script = next(path for path in SCRIPTS if path.name == "pipeline.py")
     monkeypatch.setattr(sys, "argv", [str(script), "--mnist", str(tmp_path / "mnist.pkl.gz"), "--out", str(tmp_path / "out")])
     with pytest.raises(SystemExit) as stopped:
         runpy.run_path(str(script), run_name="__main__")
-    message = str(stopped.value.code)  # (was "neurosym pipeline: ...")
-    assert re.fullmatch(r"pipeline\.py: .*mnist\.pkl\.gz is not an MNIST pickle.*", message)
+    message = capsys.readouterr().err  # (was "neurosym pipeline: ...")
+    assert stopped.value.code == 1 and re.fullmatch(r"pipeline\.py: .*mnist\.pkl\.gz is not an MNIST pickle.*\n", message)
+
+
+def test_a_failure_its_runner_found_ends_the_command_as_a_failed_check_does(capsys, monkeypatch, tmp_path) -> None:
+    from neurosym.experiments import CommandFailed, solver_speed
+
+    def failing(options) -> None:
+        raise CommandFailed("data.json is empty")
+
+    monkeypatch.setattr(solver_speed, "run", failing)
+    assert main(["solver-speed", "--out", str(tmp_path)], prog="solver_speed.py") == 1  # (raised SystemExit)
+    assert capsys.readouterr().err == "solver_speed.py: data.json is empty (NEUROSYM_TRACEBACK=1 shows where)\n"
+    monkeypatch.setenv("NEUROSYM_TRACEBACK", "1")
+    with pytest.raises(CommandFailed, match="data.json is empty"):  # (the traceback asked for: was the one line)
+        main(["solver-speed", "--out", str(tmp_path)])
 
 
 def test_no_runner_writes_a_program_name_of_its_own() -> None:
