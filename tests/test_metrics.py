@@ -1,5 +1,6 @@
 import decimal
 import math
+import re
 
 import numpy as np
 import pytest
@@ -313,6 +314,8 @@ def test_success_criterion_rejects_bad_input():
         with pytest.raises(ValueError, match=rf"^threshold must be a finite number above 0, got {threshold!r}$"):
             run_outcomes(torch.tensor([1, 2, 3]), good, good, threshold)
     assert run_outcomes([1, 2, 3], good, good, np.float32(0.1)).solved.all()  # numpy's numbers are numbers
+    with pytest.raises(TypeError, match=r"^steps must hold ints or floats, got ndarray holding text '0'$"):
+        run_outcomes(np.array(["0", "1"]), [1.0, 0.0], [1.0, 0.0], 0.5)  # (an array of text named as its text)
 
 
 @pytest.mark.parametrize("kind", [torch.bool, torch.complex64])
@@ -334,6 +337,32 @@ def test_curves_of_bools_or_complex_numbers_are_named(which, kind):
             run_outcomes(**{**arguments, which: arguments[which].to(kind)})
     with pytest.raises(TypeError, match=r"^validation_mse must hold ints or floats, got list of torch.bool$"):
         run_outcomes([0, 1], [True, False], [0.0, 0.0], 0.5)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    which=st.sampled_from(["steps", "validation_mse", "extrapolation_mse", "threshold", "sparsity_error"]),
+    text=st.text(max_size=3),
+    as_array=st.booleans(),
+    data=st.data(),
+)
+def test_curves_holding_text_are_named(which, text, as_array, data):
+    # (text failed inside torch with "too many dimensions 'str'", not naming which argument held it)
+    arguments = {"steps": [0, 1], "validation_mse": [[1.0], [0.0]], "extrapolation_mse": [[1.0], [0.0]], "threshold": [0.5]}
+    sparsity = [[0.0], [1.0]]
+    given_values = sparsity if which == "sparsity_error" else arguments[which]
+    assert summarize(run_outcomes(**arguments), sparsity).solved == 1
+    index = data.draw(st.integers(0, len(given_values) - 1))
+    entry = text if isinstance(given_values[index], float | int) else [text]
+    holding = [entry if i == index else value for i, value in enumerate(given_values)]
+    if as_array:
+        holding = np.array(holding, dtype=object)
+    kind = type(holding).__name__
+    with pytest.raises(TypeError, match=rf"^{which} must hold ints or floats, got {kind} holding text {re.escape(repr(text))}$"):
+        if which == "sparsity_error":
+            summarize(run_outcomes(**arguments), holding)
+        else:
+            run_outcomes(**{**arguments, which: holding})
 
 
 @pytest.mark.parametrize("missing", [math.nan, math.inf])

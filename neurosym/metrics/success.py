@@ -41,7 +41,7 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     """Apply the success criterion to ``S`` runs evaluated at ``E`` steps.
 
     ``steps [E]`` strictly increasing; ``validation_mse`` and ``extrapolation_mse`` ``[E, S]`` (or ``[E]``
-    for one run); tensors, arrays or lists of ints or floats (``TypeError`` for bools or complex numbers); ``threshold``
+    for one run); tensors, arrays or lists of ints or floats (``TypeError`` for bools, complex numbers or text); ``threshold``
     a finite positive number (not a bool) or ``[S]`` of them (one per run). A NaN or infinite validation MSE never
     counts as best (a run with no other is unsolved), and a NaN extrapolation MSE never counts as under the threshold.
     Ties in validation MSE go to the earliest evaluation. A negative MSE (``-inf`` too) is no error of a prediction:
@@ -103,11 +103,26 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
 
 def _real(values: object, name: str) -> Tensor:
     """``values`` (a tensor, an array or lists) as a tensor; ``TypeError`` naming ``name`` unless it holds ints or
-    floats (a bool was read as an MSE, a step or a threshold of 0 or 1; complex numbers failed inside torch)."""
-    tensor = torch.as_tensor(values)
+    floats (a bool was read as an MSE, a step or a threshold of 0 or 1; complex numbers and text failed inside torch,
+    text with "too many dimensions 'str'")."""
+    try:
+        tensor = torch.as_tensor(values)
+    except (TypeError, ValueError) as error:
+        if (text := _first_text(values)) is not None:
+            raise TypeError(f"{name} must hold ints or floats, got {type(values).__name__} holding text {text!r}") from error
+        raise
     if tensor.dtype == torch.bool or tensor.is_complex():
         raise TypeError(f"{name} must hold ints or floats, got {type(values).__name__} of {tensor.dtype}")
     return tensor
+
+
+def _first_text(values: object) -> str | bytes | None:
+    """The first string (or bytes) in ``values`` (itself, or nested in lists, tuples or arrays), ``None`` if none."""
+    if isinstance(values, str | bytes):
+        return values.item() if isinstance(values, np.generic) else values  # (np.str_('a') named as 'a')
+    if isinstance(values, list | tuple | np.ndarray):
+        return next((text for value in values if (text := _first_text(value)) is not None), None)
+    return None
 
 
 def _check_not_negative(mse: Tensor, which: str) -> None:
@@ -178,7 +193,7 @@ def _mean_and_interval(
 
 def sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> Tensor:
     """``[S]`` (float64): the ``sparsity_error [E, S]`` (``[E]`` for one run, as :func:`run_outcomes` takes its curves;
-    a tensor, an array or lists of ints or floats: ``TypeError`` for bools or complex numbers) of each solved run at
+    a tensor, an array or lists of ints or floats: ``TypeError`` for bools, complex numbers or text) of each solved run at
     its best evaluation, NaN for the unsolved runs. ``ValueError`` unless it is ``[E, S]`` (or that ``[E]``) over the
     outcomes' evaluations (solved runs or not) and a finite number of at least 0 at every solved run's best evaluation
     (a NaN there has no mean; a distance from {−1, 0, 1} is never negative)."""
