@@ -313,6 +313,28 @@ def test_distillation_loss_is_the_anchors_kl_over_the_real_windows_only():
     assert trainer_module._distillation_loss(anchor, windows, lengths, same).abs() < 1e-6
 
 
+@pytest.mark.parametrize(("dtype", "kept"), [(torch.float64, torch.float64), (torch.bfloat16, torch.float32)])
+def test_a_float64_readers_reading_and_distillation_keep_its_precision(problem, dtype, kept):
+    """A float64 reader's log-probabilities were rounded to float32, and the distillation loss on them computed in
+    float32; a half-precision reader's are still mixed in float32."""
+    train, _ = problem
+    pipeline = tiny_pipeline()
+    pipeline.classifier.to(dtype).eval()
+    windows, lengths = train.batch(range(3))
+    reading = pipeline.read(windows, lengths)
+    assert reading.log_probs.dtype == kept
+    real = torch.arange(windows.shape[1])[None, :] < lengths[:, None]  # [B, T]
+    with torch.no_grad():
+        exact = pipeline.classifier(windows[real]).to(kept)  # [n, V]
+    assert torch.equal(reading.log_probs[real], exact)
+    anchor = tiny_pipeline(seed=1).classifier.to(dtype).eval()
+    with torch.no_grad():
+        target = anchor(windows[real]).to(kept)
+    loss = trainer_module._distillation_loss(anchor, windows, lengths, reading.log_probs)
+    assert loss.dtype == kept
+    assert torch.allclose(loss, (target.exp() * (target - exact)).sum(-1).mean(), rtol=1e-12 if kept == torch.float64 else 1e-5)
+
+
 def _reading_gap(reader: SymbolClassifier, anchor: SymbolClassifier, source: WindowSource) -> float:
     """Mean KL between two readers' distributions over ``source``'s windows (both in eval mode)."""
     windows = torch.cat([source.windows(i) for i in range(len(source))])

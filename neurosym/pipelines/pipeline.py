@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from einops import rearrange, repeat
 
-from neurosym.perception.reader import Reader, check_log_probs, check_reader
+from neurosym.perception.reader import Reader, at_least_float32, check_log_probs, check_reader
 from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.windows import real_positions
@@ -20,8 +20,9 @@ from neurosym.training.modes import reading_mode
 @dataclass(frozen=True)
 class Reading:
     """What the pipeline read: ``sentences`` (one string per example), their ``log_probs [B, T, V]``
-    (per-window log-probabilities, with gradients when computed in training) and ``values`` (results,
-    ``None`` where invalid)."""
+    (per-window log-probabilities, with gradients when computed in training; in float32, or in the reader's dtype where
+    it is wider: :func:`~neurosym.perception.reader.at_least_float32`) and ``values`` (results, ``None`` where
+    invalid)."""
 
     sentences: list[str]
     log_probs: torch.Tensor
@@ -81,7 +82,7 @@ class HintPipeline:
         mask = real_positions(lengths, steps)
         expression = repeat(torch.arange(batch, device=windows.device), "b -> (b t)", t=steps)
         with reading_mode(self.classifier):
-            read = self.classifier(flat[mask.flatten()], expression[mask.flatten()]).float()
+            read = at_least_float32(self.classifier(flat[mask.flatten()], expression[mask.flatten()]))  # [n, V]
         check_log_probs(read, len(self.classifier.vocabulary))
         log_probs = read.new_zeros(batch * steps, read.shape[-1]).index_put((mask.flatten().nonzero().flatten(),), read)
         log_probs = rearrange(log_probs, "(b t) v -> b t v", b=batch)

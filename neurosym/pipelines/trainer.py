@@ -116,11 +116,14 @@ class Anchor:
 
 
 def _distillation_loss(anchor: nn.Module, windows: torch.Tensor, lengths: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
-    """KL(anchor's reading || ``log_probs [B, T, V]``) per window of ``windows [B, T, ...]`` (``lengths [B]``) -> scalar."""
+    """KL(anchor's reading || ``log_probs [B, T, V]``) per window of ``windows [B, T, ...]`` (``lengths [B]``) -> scalar
+    (float32, or the wider dtype of the two readings)."""
     mask = real_positions(lengths, windows.shape[1])
     with torch.no_grad():
-        target = anchor(windows[mask]).float()
-    return F.kl_div(log_probs[mask].float(), target, reduction="batchmean", log_target=True)
+        target = anchor(windows[mask])
+    read = log_probs[mask]
+    dtype = torch.promote_types(torch.promote_types(target.dtype, read.dtype), torch.float32)
+    return F.kl_div(read.to(dtype), target.to(dtype), reduction="batchmean", log_target=True)
 
 
 def _windows_on(
