@@ -349,10 +349,13 @@ class GrammarAbducer:
                 assumptions.append((which, way, current[:which] + (value,) + current[which + 1 :]))
         if search.rng is None or not assumptions:
             assumptions.insert(0, (-1, _Way(0.0, ()), current))
-        ways: list[_Way] = []
+        # (the child whose drawn or other reading a way keeps, -1 where it keeps none; the way): one route counts once in
+        # an importance-sampled marginal and takes one place in the beam, reached by both preimages (where the assumed
+        # values already give ``wanted``: a draw counted twice) or from each draw of a child the inverse then changes
+        routes: dict[tuple[int, _Way], None] = {}
         for which, kept, assumed in assumptions:
             for wanted_children in itertools.islice(self.semantics.preimages(rule, wanted, assumed), 4 * self.beam):
-                combined = [kept]
+                combined, keeps = [kept], which
                 for position, (child, value, now) in enumerate(zip(node.children, wanted_children, assumed)):
                     if self.gives(now, value):  # kept (``==`` failed on arrays, and ignored a tolerance)
                         continue
@@ -361,6 +364,7 @@ class GrammarAbducer:
                             _Way(w.gain - kept.gain, tuple(e for e in w.edits if e not in kept.edits), w.proposal - kept.proposal)
                             for w in combined
                         ]
+                        keeps = -1  # (one way, whichever reading of the child was kept)
                     options = self._descend(child, value, search)
                     joined = [
                         _Way(a.gain + b.gain, a.edits + b.edits, a.proposal + b.proposal)
@@ -369,8 +373,8 @@ class GrammarAbducer:
                     combined = joined if len(joined) <= self.beam else heapq.nlargest(self.beam, joined, key=_weight)
                     if not combined:
                         break
-                ways += combined
-        return heapq.nlargest(self.beam, ways, key=_weight)
+                routes.update(dict.fromkeys((keeps, way) for way in combined))
+        return heapq.nlargest(self.beam, (way for _, way in routes), key=_weight)
 
     def _symbols_giving(self, terminal: str, wanted: Any) -> list[tuple[str, int]]:
         """``(symbol, column)`` of every symbol of ``terminal`` whose value is ``wanted``. The symbols' values are
