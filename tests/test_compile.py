@@ -40,3 +40,5 @@ def test_a_compiled_transformer_trains_as_the_eager_one_with_one_graph() -> None
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4, msg=name)
     assert compiled.state_dict().keys() == eager.state_dict().keys()
     assert torch._dynamo.utils.counters["stats"]["unique_graphs"] == 1
+    attempts = [key for key in torch._dynamo.utils.compilation_time_metrics if key.startswith("compile_attempt_")]
+    assert attempts == ["compile_attempt_0"]  # the forward was traced once, not again with its floats fixed
