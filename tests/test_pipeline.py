@@ -22,7 +22,7 @@ from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.subsets import subset_scores
-from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, evaluate_pipeline_on_each, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver
 from neurosym.training import TrainingInterrupted, load_checkpoint, save_checkpoint
@@ -81,6 +81,23 @@ def test_evaluating_with_other_batch_statistics_reads_as_within_batch_statistics
     assert own != plain  # the untrained reader's running statistics (0, 1) read otherwise
     assert all(torch.equal(a, b) for a, b in zip(running, pipeline.classifier.state_dict().values(), strict=True))
     assert evaluate_pipeline(pipeline, test, CPU) == plain
+
+
+def test_each_source_is_scored_as_alone_with_the_batch_statistics_estimated_once(problem):
+    train, test = problem
+    pipeline = tiny_pipeline()
+    halves = {
+        "first": WindowSource(test.records[:10], test.dataset.bank, "test"),
+        "rest": WindowSource(test.records[10:], test.dataset.bank, "test"),
+    }
+    alone = {name: evaluate_pipeline(pipeline, source, CPU, statistics=train.window_batches()) for name, source in halves.items()}
+    estimates = []
+    pipeline.classifier.register_forward_hook(lambda module, *_: estimates.append(1) if module.training else None)
+    assert evaluate_pipeline_on_each(pipeline, halves, CPU, statistics=train.window_batches()) == alone
+    assert len(estimates) == len(list(train.window_batches()))  # the statistics' windows read once, not per source
+    assert evaluate_pipeline_on_each(pipeline, halves, CPU) == {
+        name: evaluate_pipeline(pipeline, source, CPU) for name, source in halves.items()
+    }
 
 
 def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, monkeypatch):

@@ -67,6 +67,7 @@ from neurosym.pipelines.trainer import (
     PipelineConfig,
     WindowTraining,
     evaluate_pipeline,
+    evaluate_pipeline_on_each,
     pseudo_label_loss,
     train_pipeline,
 )
@@ -108,6 +109,7 @@ __all__ = [
     "constrained_decode",
     "evaluate_grammar_pipeline",
     "evaluate_pipeline",
+    "evaluate_pipeline_on_each",
     "explained_fraction",
     "induced_table",
     "learn_concept",

@@ -368,3 +368,20 @@ def evaluate_pipeline(
     scores["symbol"] = float(np.mean([hit for flags in by_class.values() for hit in flags])) if by_class else 0.0
     scores["symbol_by_class"] = {symbol: float(np.mean(flags)) for symbol, flags in sorted(by_class.items())}
     return scores
+
+
+def evaluate_pipeline_on_each(
+    pipeline: HintPipeline,
+    sources: Mapping[str, WindowSource | ConcatWindows],
+    device: torch.device,
+    batch_size: int = 256,
+    statistics: Iterable[torch.Tensor] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """:func:`evaluate_pipeline` of each of ``sources`` (``{name: source}``): ``{name: scores}``. With ``statistics`` the
+    reader reads all of them with the batch-norm statistics of those windows, estimated once (each estimate reads every
+    window of ``statistics`` through the reader, as many as reading the splits scored may take)."""
+    if statistics is not None:
+        model = reader_module(pipeline.classifier).to(device)  # before the statistics are gathered on ``device``
+        with batch_statistics_of(model, (windows.to(device) for windows in statistics)):
+            return evaluate_pipeline_on_each(pipeline, sources, device, batch_size)
+    return {name: evaluate_pipeline(pipeline, source, device, batch_size) for name, source in sources.items()}

@@ -28,7 +28,7 @@ from neurosym.pipelines.adapt import Adaptation, AdaptConfig, adapt_to_writer, c
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.fewshot import FewShotConfig, learn_concept_from_images
 from neurosym.pipelines.pipeline import HintPipeline
-from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, evaluate_pipeline_on_each, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.plots.hint_pipeline import plot_training
 from neurosym.semantics import HINT_SEMANTICS
@@ -38,8 +38,9 @@ from neurosym.training.checks import check_batch_fits
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
-Evaluate = Callable[[list[HintRecord], SymbolBank, str, WindowSource | None], dict[str, Any]]
-"""``run_image``'s scorer: ``(records, images, pool, own)``, ``own`` the windows whose batch-norm statistics read them."""
+Evaluate = Callable[[Mapping[str, list[HintRecord]], SymbolBank, WindowSource | None], dict[str, dict[str, Any]]]
+"""``run_image``'s scorer: ``(records, images, own)``, the scores of each split of ``records`` (``{split: records}``, shown
+by ``images`` of the split's pool), ``own`` the windows whose batch-norm statistics read them all (estimated once)."""
 READER_BUILT_FROM = ("cnn", "classifier_features", "classifier_width", "stroke_width")
 """The options the reader is built from (:func:`hint_reader`)."""
 READER_OPTIONS = (*READER_BUILT_FROM, "abduction_changes")
@@ -113,7 +114,8 @@ def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, An
     # validation chooses, test reports
     splits = {"val": "validation", "test": "test"} if args.score_test else {"val": "validation"}
     model = f"ensemble of {len(args.ensemble)} readers" if args.ensemble and len(args.ensemble) > 1 else "neurosym"
-    scored = {split: evaluate(data.splits[split], bank, split, None) for split in splits}
+    chosen = {split: data.splits[split] for split in splits}
+    scored = evaluate(chosen, bank, None)
     results: dict[str, Any] = {"device": str(device), "data": data.label, "train_seconds": train_seconds, "steps": None if args.ensemble else config.steps,
                                "val": scored["val"], "test": scored.get("test"), "history": history, "ensemble": args.ensemble and [str(run.resolve()) for run in args.ensemble]}  # fmt: skip
     rows = [_row(f"{model}, {name}: {data.label}", scored[split]) for split, name in splits.items()]
@@ -122,15 +124,13 @@ def run_image(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, An
         extra = with_brackets(extra, bank)
         unlabelled = WindowSource(data.splits["train"][: args.adapt_examples], extra, "train", args.data_seed_or_seed() + 1)
         results["extra_test_bank"] = {"images": images}
+        plain, restats = evaluate(chosen, extra, None), evaluate(chosen, extra, unlabelled)
         for split, name in splits.items():
-            plain, restats = [evaluate(data.splits[split], extra, split, statistics) for statistics in (None, unlabelled)]
-            results["extra_test_bank"] |= {split: plain, f"{split}_their_batch_statistics": restats}
-            rows += [_row(f"same model, {name} images: {images}", plain),
-                     _row(f"same weights, {name}, batch-norm statistics of {len(unlabelled)} unlabelled expressions", restats)]  # fmt: skip
+            results["extra_test_bank"] |= {split: plain[split], f"{split}_their_batch_statistics": restats[split]}
+            rows += [_row(f"same model, {name} images: {images}", plain[split]),
+                     _row(f"same weights, {name}, batch-norm statistics of {len(unlabelled)} unlabelled expressions", restats[split])]  # fmt: skip
     if adaptation is not None:
-        results["adapt"], adapted_rows = _adapted_scores(
-            args, adaptation, data.splits, list(splits), bank, _scorer(args, pipeline, device)
-        )
+        results["adapt"], adapted_rows = _adapted_scores(args, adaptation, chosen, bank, _scorer(args, pipeline, device))
         rows += adapted_rows
     rows.append([f"Transformer rel. uni. ({published_data('image')})", *(PAPER_TRANSFORMER[s] for s in SUBSETS), None])
     rows.append([f"NSR ({published_data('image')}; average only)", *(None for _ in EVAL_SUBSETS), HINT_NSR_IMAGE_AVERAGE, None])
@@ -153,10 +153,12 @@ def _scorer(args: HintOptions, scored: HintPipeline, device: torch.device) -> Ev
     """The :data:`Evaluate` of ``scored`` on ``device``: the records' windows as ``args``' data seed draws them (each run's
     alike), ``--eval-batch-size`` at a time."""
 
-    def evaluate(records: list[HintRecord], images: SymbolBank, pool: str, own: WindowSource | None) -> dict[str, Any]:
-        source = WindowSource(records, images, pool, args.data_seed_or_seed())
+    def evaluate(
+        records: Mapping[str, list[HintRecord]], images: SymbolBank, own: WindowSource | None
+    ) -> dict[str, dict[str, Any]]:
+        sources = {split: WindowSource(chosen, images, split, args.data_seed_or_seed()) for split, chosen in records.items()}
         statistics = None if own is None else own.window_batches()
-        return evaluate_pipeline(scored, source, device, args.eval_batch_size, statistics=statistics)
+        return evaluate_pipeline_on_each(scored, sources, device, args.eval_batch_size, statistics)
 
     return evaluate
 
@@ -227,11 +229,10 @@ def _adapted_scores(
     args: HintOptions,
     writer: NewWriter,
     splits: dict[str, list[HintRecord]],
-    split_names: list[str],
     bank: SymbolBank,
     evaluate: Evaluate,
 ) -> tuple[dict[str, Any], list[list]]:
-    """Both writers' ``split_names`` (validation, and test unless ``--no-score-test``) scored by the adapted pipeline's
+    """Both writers' ``splits`` (validation, and test unless ``--no-score-test``) scored by the adapted pipeline's
     ``evaluate``, as adapted and with the batch-norm statistics of their own adaptation images: the results and rows."""
     done = writer.adaptation
     adapted = {"images": writer.images, "examples": done.examples, "replayed": done.replayed, "steps": args.adapt_steps,
@@ -244,8 +245,8 @@ def _adapted_scores(
     for writers, shown, name in (("new_writer", writer.bank, f"{adapted_from}, {writer.images}"),
                                  ("first_bank", bank, "adapted, first bank")):  # fmt: skip
         for suffix, statistics in (("", None), ("_own_statistics", done.sources[writers])):
-            for split in split_names:
-                adapted[f"{split}_{writers}{suffix}"] = scores = evaluate(splits[split], shown, split, statistics)
+            for split, scores in evaluate(splits, shown, statistics).items():
+                adapted[f"{split}_{writers}{suffix}"] = scores
                 rows.append(_row(f"{name}, {split}{' (own batch-norm statistics)' if suffix else ''}", scores))
     return adapted, rows
 
