@@ -51,6 +51,28 @@ def test_mod_sum_gets_more_sensitive_with_complexity_and_min_does_not():
     assert minimum[1] < minimum[0]
 
 
+@settings(max_examples=50, deadline=None)
+@given(
+    length=st.integers(2, 8),
+    data=st.data(),
+    aggregation=st.sampled_from(sorted(AGGREGATIONS)),
+    boundary=st.sampled_from(["wrap", "truncate"]),
+    classes=st.integers(2, 5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_labels_from_each_start_are_those_of_the_rule_that_starts_every_window_there(
+    length, data, aggregation, boundary, classes, seed
+):
+    complexity, position = data.draw(st.integers(0, length - 2)), data.draw(st.integers(0, length - 1))
+    digits = np.random.default_rng(seed).integers(0, classes, size=(data.draw(st.integers(0, 6)), length))
+    rule = PVRRule(length, (0,) * classes, position, complexity, aggregation, boundary)
+    each = rule.labels_from_each_start(digits)
+    assert each.shape == (length - 1, len(digits)) and each.dtype == np.int64
+    for start in range(length - 1):
+        starting_there = PVRRule(length, (start,) * classes, position, complexity, aggregation, boundary)
+        assert each[start].tolist() == starting_there.label(digits).tolist()
+
+
 @settings(max_examples=8, deadline=None)
 @given(
     complexity=st.integers(0, 3),

@@ -139,8 +139,11 @@ class PVRRule:
     def window_slots(self, pointers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Slots of the window chosen by each pointer digit: ``pointers [N]`` -> ``(slots [N, m+1],
         valid [N, m+1])``; ``valid`` is False where a truncated window ran past the last value."""
+        return self._windows_from(np.asarray(self.pointer_table)[pointers])
+
+    def _windows_from(self, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(slots [N, m+1], valid [N, m+1])`` of the windows that start at the values ``starts [N]``."""
         num_values = self.length - 1
-        starts = np.asarray(self.pointer_table)[pointers]
         positions = starts[:, None] + np.arange(self.complexity + 1)
         valid = positions < num_values
         if self.boundary == "wrap":
@@ -153,6 +156,17 @@ class PVRRule:
         slots, valid = self.window_slots(digits[:, self.pointer_position])
         window = np.take_along_axis(digits, slots, axis=1)
         return AGGREGATIONS[self.aggregation](window, valid, self.num_classes).astype(np.int64)
+
+    def labels_from_each_start(self, digits: np.ndarray) -> np.ndarray:
+        """``digits [N, L]`` -> ``[L - 1, N]``: row ``s`` holds the labels of the rule whose window starts at value ``s``
+        whatever the pointer (this rule with the pointer table ``(s,) * K``), all in one pass: what :func:`induce_rule`
+        fits a pointer table from."""
+        digits = check_digits(digits, self.length, self.num_classes)
+        num_values, count = self.length - 1, len(digits)
+        slots, valid = self._windows_from(np.arange(num_values))  # [S, m+1]
+        windows = np.swapaxes(digits[:, slots], 0, 1).reshape(num_values * count, slots.shape[1])  # [S * N, m+1], start by start
+        aggregate = AGGREGATIONS[self.aggregation]
+        return aggregate(windows, np.repeat(valid, count, axis=0), self.num_classes).astype(np.int64).reshape(num_values, count)
 
 
 def check_digits(digits: np.ndarray, length: int, num_classes: int) -> np.ndarray:
@@ -220,11 +234,9 @@ def induce_rule(
         if boundary == "truncate" and complexity == 0:
             continue  # identical to "wrap" for single-value windows
         # hits[s, n]: whether starting the window at value s labels example n correctly (the rule checks the position)
-        hits = np.stack(
-            [
-                PVRRule(length, (start,) * num_classes, position, complexity, aggregation, boundary).label(digits) == labels
-                for start in range(num_values)
-            ]
+        hits = (
+            PVRRule(length, (0,) * num_classes, position, complexity, aggregation, boundary).labels_from_each_start(digits)
+            == labels
         )
         pointers = digits[:, position]
         per_pointer = np.stack([hits[:, pointers == d].sum(axis=1) for d in range(num_classes)])  # [K, L-1]
