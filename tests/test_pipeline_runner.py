@@ -335,7 +335,7 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     np.savez(archive, images=new.images, labels=new.labels, splits=new.pools)
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: first)
     out = private_cache / "out"
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "100", "--batch-size", "12",
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.001", "--steps", "100", "--batch-size", "12",
             "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32", "--classifier-width", "8",
             "--fewshot-scales", "none", "--extra-test-bank", str(archive), "--adapt", str(archive),
             "--adapt-examples", "400", "--adapt-steps", "150", "--adapt-distill", "0", "--adapt-refit", "0",
@@ -407,7 +407,7 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
     out = private_cache / "out"
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "6", "--batch-size", "4",
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.001", "--steps", "6", "--batch-size", "4",
             "--curriculum", "7:6", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
             "--speed-samples", "1", "--no-progress", "--lr-schedule", "cosine", "--adapt", "test-writers",
             "--adapt-examples", "30", "--adapt-steps", "4", "--adapt-lr", "4e-4", "--adapt-replay", "20", "--adapt-distill", "2",
@@ -601,7 +601,7 @@ def test_data_seed_draws_the_data_and_seed_the_reader_so_runs_of_one_data_seed_a
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank(per_symbol=8, seed=seed))
 
     def data(**seeds: int) -> tuple[dict, np.ndarray]:
-        loaded = load_hint_data(HintOptions(model="neurosym", input="image", scale=0.002, **seeds), image_input=True)
+        loaded = load_hint_data(HintOptions(model="neurosym", input="image", scale=0.001, **seeds), image_input=True)
         return loaded.splits, loaded.image_bank().images
 
     seed0, seed1 = data(seed=0), data(seed=1)
@@ -609,7 +609,7 @@ def test_data_seed_draws_the_data_and_seed_the_reader_so_runs_of_one_data_seed_a
     for seeds in ({"seed": 0, "data_seed": 0}, {"seed": 1, "data_seed": 0}):
         splits, images = data(**seeds)
         assert splits == seed0[0] and np.array_equal(images, seed0[1])
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--classifier-features", "8",
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.001", "--classifier-features", "8",
             "--classifier-width", "4", "--fewshot-scales", "none", "--speed-samples", "1", "--no-progress", "--device", "cpu"]  # fmt: skip
     training = ["--steps", "6", "--batch-size", "4", "--curriculum", "1:3,3:3"]
     runs = {seeds: private_cache / "_".join(seeds) for seeds in [("--seed", "0"), ("--seed", "0", "--data-seed", "0"),
