@@ -58,7 +58,7 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "100"]
     argv += ["--batch-size", "12", "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32"]
     argv += ["--classifier-width", "8", "--fewshot-scales", "0.01", "--fewshot-replay", "40"]
-    argv += ["--fewshot-concepts", "x,a", "--fewshot-steps", "60,20", "--fewshot-only-new-class", "none"]
+    argv += ["--fewshot-concepts", "x,a", "--fewshot-steps", "30,10", "--fewshot-only-new-class", "none"]
     argv += ["--speed-samples", "5", "--out", str(out), "--no-progress"]
     argv += ["--device", "cpu"]  # the concepts are learned twice and compared exactly: CUDA's kernels may not repeat
     assert main([*argv, "--no-score-test"]) == 0  # validation alone, the few-shot concepts' too: for choosing
