@@ -273,7 +273,7 @@ def grammatical_sentences(grammar: SymbolGrammar, length: int) -> list[str]:
     return [s for s in map("".join, itertools.product(grammar.symbols, repeat=length)) if grammar.accepts(s)]
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(text=random_grammars(), seed=st.integers(0, 2**31 - 1))
 def test_decoding_any_grammar_is_exactly_optimal_or_names_the_length_no_sentence_fits(text, seed):
     grammar = loaded(text)
