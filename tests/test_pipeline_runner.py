@@ -429,7 +429,7 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
         assert report[f"{split}_{writers}_own_statistics"].keys() == report[f"{split}_{writers}"].keys()
     assert "adapted, first bank, test (own batch-norm statistics)" in capsys.readouterr().out
     assert report["refit_steps"] == 0 and not (out / "refit_checkpoint.pt").exists()
-    assert main([*argv, "--adapt-refit", "3", "--resume"]) == 0  # trained and adapted: only the refit runs
+    assert main([*argv, "--adapt-refit", "3", "--resume", "--no-score-test"]) == 0  # trained and adapted: only the refit runs
     _read_back_as_scored(out, argv, prototype_bank(seed=1))  # the refit reader
     refit = torch.load(out / "refit_checkpoint.pt", weights_only=False)
     assert refit["step"] == 3 and refit["config"]["batch_size"] == 128 and refit["config"]["learning_rate"] == 4e-4
@@ -437,7 +437,7 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
     assert torch.load(out / "adapt_checkpoint.pt", weights_only=False)["model"].keys() == adapted["model"].keys()
     assert json.loads((out / "results.json").read_text())["adapt"]["refit_steps"] == 3
     assert "adapted from 30 results, refit, " in capsys.readouterr().out
-    routed = [*argv, "--adapt-refit", "3", "--adapt-route", "2", "--resume"]
+    routed = [*argv, "--adapt-refit", "3", "--adapt-route", "2", "--resume", "--no-score-test"]  # (read back: validation)
     assert main(routed) == 1  # routed, the refit fits the new writer's windows alone: the finished one fitted both banks'
     assert "refit_checkpoint.pt was fitted to other labelled windows" in capsys.readouterr().err
     (out / "refit_checkpoint.pt").unlink()
