@@ -40,7 +40,7 @@ from neurosym.pipelines.trainer import PipelineConfig
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.tasks import build_task, grammar_file
-from neurosym.tasks.hwf import DIGITS, OPERATORS, formula_semantics
+from neurosym.tasks.hwf import DIGITS, LENGTHS, OPERATORS, formula_semantics, formula_sentences, random_formulas
 from neurosym.training import TrainingInterrupted, load_checkpoint
 
 SYMBOLS = DIGITS + OPERATORS
@@ -217,6 +217,27 @@ def test_hwf_formulas_have_their_values_and_splits_share_no_image():
         assert torch.equal(
             sentences.images, torch.from_numpy(bank.images[(bank.splits == split) & np.isin(bank.labels, list(SYMBOLS))])
         )
+
+
+def test_hwf_draws_its_formulas_and_images_as_rng_choice_draws_them():
+    """The stream of draws the tasks were built from (and their runs trained on), however it is taken."""
+    rng, expected = np.random.default_rng(5), []
+    while len(expected) < 40:
+        formula = "".join(rng.choice(list(OPERATORS if i % 2 else DIGITS)) for i in range(LENGTHS[len(expected) % len(LENGTHS)]))
+        expected += [formula] if "/0" not in formula else []
+    assert random_formulas(40, 5) == expected
+    labels = np.array([*DIGITS, *OPERATORS] * 3)
+    drawn = formula_sentences(
+        expected,
+        np.zeros((len(labels), 28, 28), np.uint8),
+        labels,
+        6,
+        SymbolGrammar(grammar_file("hwf.lark")),
+        formula_semantics(),
+    )
+    rng = np.random.default_rng(6)
+    for formula, picks in zip(expected, drawn.picks.tolist()):
+        assert picks[: len(formula)] == [rng.choice(np.flatnonzero(labels == symbol)) for symbol in formula]
 
 
 def tiny_training(steps: int) -> PipelineConfig:

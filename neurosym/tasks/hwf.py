@@ -78,11 +78,12 @@ def _value(operator: str, left: Fraction, right: Fraction) -> Fraction | None:
 def random_formulas(count: int, rng: np.random.Generator | int) -> list[str]:
     """``count`` valid formulas, a quarter of each length of :data:`LENGTHS` (uniform symbols)."""
     rng = as_generator(rng)
+    kinds = list(DIGITS), list(OPERATORS)
     formulas = []
     for index in range(count):
         length = LENGTHS[index % len(LENGTHS)]
-        while True:
-            symbols = [rng.choice(list(DIGITS if i % 2 == 0 else OPERATORS)) for i in range(length)]
+        while True:  # (kind[rng.integers(len(kind))] draws as rng.choice(kind) does, without its checks per symbol)
+            symbols = [kinds[i % 2][rng.integers(len(kinds[i % 2]))] for i in range(length)]
             formula = "".join(symbols)
             if "/0" not in formula:
                 formulas.append(formula)
@@ -105,7 +106,7 @@ def formula_sentences(
     steps = max(LENGTHS)
     picks = np.full((len(formulas), steps), -1)
     for row, formula in enumerate(formulas):
-        picks[row, : len(formula)] = [rng.choice(pools[symbol]) for symbol in formula]
+        picks[row, : len(formula)] = [pools[symbol][rng.integers(len(pools[symbol]))] for symbol in formula]  # (as rng.choice)
     targets = [semantics.evaluate(grammar.parse(formula)) for formula in formulas]
     lengths = np.array([len(f) for f in formulas])
     return ImageSentences(images, picks, np.full(picks.shape, READ), lengths, targets, formulas)
