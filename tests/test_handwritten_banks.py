@@ -97,6 +97,14 @@ def test_the_shipped_archive_loads_checked():
     assert all(len(splits) == 1 for splits in by_image.values()), "a test image was also a training one"
 
 
+def test_the_shipped_archive_is_read_once_and_shared_read_only():
+    real = handwritten_symbols()
+    assert handwritten_symbols(str(HANDWRITTEN_ARCHIVE)) is real  # (each task built read and checked it again)
+    for array in (real.images, real.labels, real.sources, real.splits):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = array[1]
+
+
 def test_copies_of_one_image_go_to_the_first_split_any_of_them_is_in():
     images = np.zeros((6, 2, 2), np.uint8)
     images[1, 0, 0] = images[3, 0, 0] = 1  # one image in val and test
