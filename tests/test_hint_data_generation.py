@@ -16,6 +16,7 @@ from neurosym.data.hint import (
     HintSplit,
     enumerate_prefix,
     evaluate_prefix,
+    examples,
     fewshot_rules,
     fewshot_split,
     fewshot_vocabulary,
@@ -26,8 +27,8 @@ from neurosym.data.hint import (
     sample_prefix,
 )
 from neurosym.data.hint.generate import _ListsOfOneSize
-from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator, evaluate, execute
-from neurosym.syntax import from_prefix, heads, parse
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator, evaluate, execute, executor
+from neurosym.syntax import from_prefix, heads, infix_layout, parse
 
 SCALE = 0.01
 
@@ -99,6 +100,20 @@ def test_a_split_names_an_invalid_expression_among_its_rows():
     rows = np.asarray([[MAIN_VOCABULARY.id_of(s) for s in "/10"]], dtype=np.uint8)  # 1/0
     with pytest.raises(ValueError, match="prefix expression '/10' is invalid"):
         HintSplit.from_prefix_rows([("SS", rows, np.zeros(1, np.int64), 1)], MAIN_VOCABULARY)
+
+
+def test_a_split_lays_each_distinct_expression_out_once(monkeypatch):
+    laid_out = []
+
+    def counted(node, concepts=None):
+        laid_out.append(node)
+        return infix_layout(node, concepts)
+
+    monkeypatch.setattr(examples, "infix_layout", counted)
+    monkeypatch.setattr(executor, "infix_layout", counted)  # (execute laid each out a second time)
+    rows = np.asarray([[MAIN_VOCABULARY.id_of(s) for s in expression] for expression in ("+12", "*34", "+12")], np.uint8)
+    split = HintSplit.from_prefix_rows([("I", rows, np.array([3, 12, 3]), 1)], MAIN_VOCABULARY)
+    assert len(laid_out) == 2 and [record.res_all for record in split] == [(1, 3, 2), (3, 12, 4), (1, 3, 2)]
 
 
 @settings(max_examples=30, deadline=None)

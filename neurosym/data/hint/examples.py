@@ -13,7 +13,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from neurosym.data.hint.sampling import Vocabulary
-from neurosym.semantics import HINT_SEMANTICS, OperatorTable, execute
+from neurosym.semantics import HINT_SEMANTICS, OperatorTable
+from neurosym.semantics.executor import subexpression_values
 from neurosym.syntax import from_prefix, infix_layout
 from neurosym.training import atomic_path
 
@@ -115,10 +116,9 @@ class HintSplit(Sequence[HintRecord]):
         concepts, table = vocabulary.table.concepts, vocabulary.table
         layouts = {}
         for sentence in tqdm(set(prefix), desc=description, unit="expr", disable=description is None):
-            node = from_prefix(list(sentence), concepts)
-            layout = infix_layout(node, concepts)
-            res_all = execute(node, table).res_all
-            if res_all is None:
+            layout = infix_layout(from_prefix(list(sentence), concepts), concepts)
+            res_all = subexpression_values(layout, table)  # (what execute gives, on the layout already made)
+            if res_all[layout.preorder[0]] is None:
                 raise ValueError(
                     f"prefix expression {sentence!r} is invalid under {table.name!r} (a split holds valid ones only)"
                 )
