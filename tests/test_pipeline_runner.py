@@ -28,6 +28,14 @@ def private_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
+def undrawn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The image runs' training figure left undrawn (0.4 s a run) in tests of what the runs train and score: they
+    check no figure, tests/test_plots.py draws this one, and the other image runs here still draw it."""
+    from neurosym.experiments.hint_pipeline import image
+
+    monkeypatch.setattr(image, "plot_training", lambda *args, **kwargs: None)
+
+
 def test_symbol_input_run_induces_semantics_and_learns_concepts(private_cache, capsys):
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "0.01"]
@@ -334,6 +342,7 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     archive = tmp_path / "new_writer.npz"
     np.savez(archive, images=new.images, labels=new.labels, splits=new.pools)
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: first)
+    undrawn(monkeypatch)
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.001", "--steps", "100", "--batch-size", "12",
             "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32", "--classifier-width", "8",
@@ -406,6 +415,7 @@ def test_adapting_runs_the_main_schedule_anew_at_adapt_lr_with_adapt_replay_and_
     from neurosym.experiments import hint_sources
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
+    undrawn(monkeypatch)
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.001", "--steps", "6", "--batch-size", "4",
             "--curriculum", "7:6", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
@@ -599,6 +609,7 @@ def test_data_seed_draws_the_data_and_seed_the_reader_so_runs_of_one_data_seed_a
     from neurosym.experiments.hint_sources import load_hint_data
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank(per_symbol=8, seed=seed))
+    undrawn(monkeypatch)
 
     def data(**seeds: int) -> tuple[dict, np.ndarray]:
         loaded = load_hint_data(HintOptions(model="neurosym", input="image", scale=0.001, **seeds), image_input=True)
@@ -641,11 +652,11 @@ def test_a_run_stamps_its_data_files_once_and_each_checkpoint_keeps_that_stamp(p
 
     from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS
     from neurosym.experiments import options
-    from neurosym.experiments.hint_pipeline import fewshot, image
+    from neurosym.experiments.hint_pipeline import fewshot
     from neurosym.training.checkpoint import files_stamp, load_checkpoint
 
-    for plots, name in ((image, "plot_training"), (fewshot, "plot_fewshot")):  # (drawing them takes seconds)
-        monkeypatch.setattr(plots, name, lambda *args, **kwargs: None)
+    undrawn(monkeypatch)
+    monkeypatch.setattr(fewshot, "plot_fewshot", lambda *args, **kwargs: None)  # (drawing it takes seconds)
     bank = prototype_bank(per_symbol=12, symbols=[*HINT_SYMBOLS, *FEWSHOT_CONCEPTS])
     archive = private_cache / "bank.npz"  # a path option: its stamp is kept beside it
     np.savez(archive, images=bank.images, labels=bank.labels, splits=bank.pools)
