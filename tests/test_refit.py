@@ -8,7 +8,7 @@ from hint_pipelines import TINY_TRAINING, check_reads_in_evaluation_mode_and_kee
 
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.routing import source_windows
-from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, train_pipeline
+from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, fit_windows, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
 from neurosym.semantics import BatchSolver
 from neurosym.training import TrainingInterrupted, load_checkpoint
@@ -157,3 +157,14 @@ def test_refit_refuses_bad_input(problem):
         for config in (RefitConfig, PipelineConfig):  # both check the settings they share once, in WindowTraining
             with pytest.raises(ValueError, match=match):
                 config(**bad)
+
+
+def test_fitting_a_float64_reader_reports_its_loss_at_float64():
+    """A float64 classifier's cross-entropy is taken in float64 (it was rounded to float32 first)."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4, 3), torch.nn.LogSoftmax(-1)).double()
+    windows, labels = torch.randn(5, 2, 2, dtype=torch.float64), torch.tensor([0, 1, 2, 1, 0])
+    expected = torch.nn.functional.nll_loss(model(windows), labels).item()
+    config = RefitConfig(steps=1, learning_rate=1e-3, checkpoint_every=1)  # (the loss is taken before the step)
+    history = fit_windows(model, lambda index: (windows, labels), config, CPU)
+    assert history[0]["loss"] == expected and expected != float(torch.tensor(expected, dtype=torch.float32))

@@ -327,7 +327,7 @@ def fit_windows(
             windows, labels = windows[share], labels[share]
         with mixed_precision(device):
             log_probs = forward(windows.to(device))
-        loss = F.nll_loss(log_probs.float(), labels.to(device))
+        loss = F.nll_loss(at_least_float32(log_probs), labels.to(device))
         return loss, {"loss": loss.item()}
 
     return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, description, save, load, context)
