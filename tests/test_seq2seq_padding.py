@@ -12,6 +12,7 @@ from test_seq2seq import BOS, EOS, reversal_batch, tiny_model
 
 from neurosym.layers.value_checks import values_are_readable
 from neurosym.models import build_front_end, build_seq2seq
+from neurosym.models.seq2seq import BoundaryMarkers, TokenFrontEnd
 from neurosym.models.seq2seq.base import prepared_source
 from neurosym.models.seq2seq.padding import real_first
 from neurosym.models.seq2seq.targets import teacher_forcing_pair
@@ -39,6 +40,25 @@ def test_real_first_moves_each_rows_real_positions_to_its_front_in_order(rows) -
         assert torch.equal(aligned[row, :count], real)
         assert torch.equal(aligned_padding[row], torch.arange(values.shape[1]) >= count)
         assert sorted(aligned[row, count:, 0].tolist()) == sorted(values[row][padding[row]][:, 0].tolist())
+
+
+@settings(max_examples=60, deadline=None)
+@given(padded_rows())
+def test_boundary_markers_frame_right_padded_sources_and_name_any_other(rows) -> None:
+    values, padding = rows
+    torch.manual_seed(0)
+    front = BoundaryMarkers(TokenFrontEnd(values.numel(), 4))
+    src = values[..., 0]
+    if bool((padding[:, :-1] & ~padding[:, 1:]).any()):  # a real position after a padding one
+        with pytest.raises(ValueError, match="right-padded"):
+            front(src, padding)
+        return
+    framed, table = front(src, padding), front.front_end.embedding.weight
+    for row, length in enumerate((~padding).sum(dim=1).tolist()):
+        assert torch.equal(framed[row, 0], front.start)
+        assert torch.equal(framed[row, 1 : length + 1], table[src[row, :length]])
+        assert torch.equal(framed[row, length + 1], front.end)
+        assert not framed[row, length + 2 :].any()
 
 
 def _scatter_padding(src: torch.Tensor, src_mask: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:

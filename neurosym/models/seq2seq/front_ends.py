@@ -87,18 +87,26 @@ class BoundaryMarkers(nn.Module):
 
     def output_mask(self, src_mask: torch.Tensor) -> torch.Tensor:
         """``[B, S]`` source padding -> ``[B, S + 2]`` padding of the framed sequence."""
-        if values_are_readable(src_mask) and bool((src_mask[:, :-1] & ~src_mask[:, 1:]).any()):
-            raise ValueError("BoundaryMarkers needs right-padded sources: a real position follows a padding one")
+        check_right_padded(src_mask)
         positions = torch.arange(src_mask.shape[1] + 2, device=src_mask.device)
         return positions > (~src_mask).sum(dim=1, keepdim=True) + 1
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         body = self.front_end(src, src_mask).masked_fill(src_mask.unsqueeze(-1), 0.0)
+        check_right_padded(src_mask)  # (after the front end, which names a mask that does not fit the source)
         framed = F.pad(body, (0, 0, 1, 1))  # [B, S + 2, dim]
         positions = torch.arange(framed.shape[1], device=src_mask.device)
         end = positions == (~src_mask).sum(dim=1, keepdim=True) + 1  # [B, S + 2]
         framed = torch.where(end.unsqueeze(-1), self.end.to(framed.dtype), framed)
         return torch.where((positions == 0).view(1, -1, 1), self.start.to(framed.dtype), framed)
+
+
+def check_right_padded(src_mask: torch.Tensor) -> None:
+    """Raise ``ValueError`` when a real position follows a padding one in a row of ``src_mask [B, S]`` (``True`` =
+    padding), where values are readable: framed as if right-padded, a left-padded source had its last real position
+    overwritten by the end vector."""
+    if values_are_readable(src_mask) and bool((src_mask[:, :-1] & ~src_mask[:, 1:]).any()):
+        raise ValueError("BoundaryMarkers needs right-padded sources: a real position follows a padding one")
 
 
 def front_end_dim(front_end: nn.Module) -> int:
