@@ -1,4 +1,5 @@
-"""The Universal Transformer's construction: its shared layer's width and its depth, numpy's ints included."""
+"""The Universal Transformer's construction (its shared layer's width and its depth, numpy's ints included) and the
+inputs it names."""
 
 from __future__ import annotations
 
@@ -22,3 +23,20 @@ def test_a_layer_width_that_is_no_int_of_at_least_1_is_named(dim) -> None:
     layer.dim = dim
     with pytest.raises(ValueError, match=r"the shared layer's model width \(its attribute `dim`\) must be an int of at least 1"):
         UniversalTransformer(layer, 2)
+
+
+@pytest.mark.parametrize("act", [False, True])
+@pytest.mark.parametrize(
+    ("dtype", "message"),
+    [
+        (torch.float64, r"the input has dtype torch.float64 but the \w+'s parameters are torch.float32"),
+        (torch.int64, r"the input must be floating point \(the \w+'s parameters are torch.float32\), got torch.int64"),
+    ],
+)
+def test_an_input_of_another_dtype_is_named_with_or_without_halting(act: bool, dtype: torch.dtype, message: str) -> None:
+    # with ACT the halting unit read the input first: "mat1 and mat2 must have the same dtype" from inside torch
+    universal = UniversalTransformer(TransformerEncoderLayer(16, 2, 32), 3, act=act)
+    with pytest.raises(ValueError, match=message):
+        universal(torch.zeros(2, 3, 16, dtype=dtype))
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts inside: a bfloat16 input is fine there
+        assert universal(torch.zeros(2, 3, 16, dtype=torch.bfloat16)).hidden.shape == (2, 3, 16)

@@ -34,7 +34,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.positional import sinusoid_table
-from neurosym.layers.shape_checks import check_sequence
+from neurosym.layers.shape_checks import check_dtype_of, check_sequence
 from neurosym.training.checks import ignored_option, int_at_least
 
 ACT_EPSILON = 0.01
@@ -98,6 +98,7 @@ class UniversalTransformer(nn.Module):
         return self._adaptive(x, key_padding_mask, self.halting)
 
     def _adaptive(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None, halting: nn.Linear) -> UniversalOutput:
+        check_dtype_of(x, self, "the input")  # (the halting unit reads it before the shared layer checks it)
         progress = HaltingState.start(x.new_zeros(x.shape[:2]))
         output = torch.zeros_like(x)
         state = x
