@@ -370,6 +370,10 @@ def test_bad_inputs_raise_clear_errors() -> None:
         sinusoid_table(torch.zeros(2, 3), 4)
     with pytest.raises(TypeError, match="query must be a torch.Tensor, got list"):  # (failed on list.dim)
         module([[0.0] * DIM])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"key_padding_mask \(or None\) must be a torch.Tensor, got list"):  # (list.dtype)
+        module(x, key_padding_mask=[[False] * 4] * 2)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"cache must be an AttentionCache \(or None\), got dict"):  # (failed on dict.keys)
+        module(x, cache={})  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes
+from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes, check_tensor
 from neurosym.layers.value_checks import values_are_readable
 from neurosym.training.checks import dropout_probability
 
@@ -219,13 +219,16 @@ class MultiheadAttention(nn.Module):
         causal: bool = False,
         cache: AttentionCache | None = None,
     ) -> None:
-        """Raise ``ValueError`` (``TypeError`` for a non-tensor) unless :meth:`forward` takes these arguments; it runs
+        """Raise ``ValueError`` (``TypeError`` for a non-tensor or a ``cache`` that is no :class:`AttentionCache`) unless
+        :meth:`forward` takes these arguments; it runs
         before anything changes, so a layer may check a later call before an earlier one advances its cache.
 
         A batch element whose keys are all padding is refused, except in causal self-attention with a ``cache``: there
         the keys so far are a prefix of the element's (left padding), and its queries get zeros, as in the full call."""
         check_sequence(query, self.dim, "query")
         check_dtype_of(query, self, "query")
+        if cache is not None and not isinstance(cache, AttentionCache):  # (a dict failed on its own keys method)
+            raise TypeError(f"cache must be an AttentionCache (or None), got {type(cache).__name__}")
         if key_value is not None:
             check_sequence(key_value, self.dim, "key_value", batch=query.shape[0])
             check_dtype_of(key_value, self, "key_value")
@@ -234,6 +237,7 @@ class MultiheadAttention(nn.Module):
         if cache is not None and cache.keys is not None:
             self._check_cache(cache, query, key_value)
         if key_padding_mask is not None:
+            check_tensor(key_padding_mask, "key_padding_mask (or None)")  # (a list failed on list.dtype)
             if key_padding_mask.dtype != torch.bool or key_padding_mask.dim() != 2:
                 raise ValueError("key_padding_mask must be a bool tensor [batch, keys] with True marking padding")
             if key_padding_mask.shape[0] != query.shape[0]:

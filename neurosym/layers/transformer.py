@@ -211,6 +211,20 @@ class TransformerDecoder(_LayerStack):
         """An empty cache, one :class:`DecoderLayerCache` per layer."""
         return [DecoderLayerCache() for _ in self.layers]
 
+    def _check_cache(self, cache: list[DecoderLayerCache] | None) -> None:
+        """Raise ``TypeError`` unless ``cache`` is ``None`` or a list of :class:`DecoderLayerCache` (a ``None`` entry
+        ran its layer without a cache, silently: each incremental call then saw its own positions alone), and
+        ``ValueError`` unless it has one per layer."""
+        if cache is None:
+            return
+        if not isinstance(cache, (list, tuple)):
+            raise TypeError(f"cache must be the list of DecoderLayerCache that new_cache() gives, got {type(cache).__name__}")
+        for index, entry in enumerate(cache):
+            if not isinstance(entry, DecoderLayerCache):
+                raise TypeError(f"cache[{index}] must be a DecoderLayerCache (from new_cache()), got {type(entry).__name__}")
+        if len(cache) != len(self.layers):
+            raise ValueError(f"cache has {len(cache)} layers, the decoder has {len(self.layers)}")
+
     def forward(
         self,
         x: torch.Tensor,
@@ -219,8 +233,7 @@ class TransformerDecoder(_LayerStack):
         memory_padding_mask: torch.Tensor | None = None,
         cache: list[DecoderLayerCache] | None = None,
     ) -> torch.Tensor:
-        if cache is not None and len(cache) != len(self.layers):
-            raise ValueError(f"cache has {len(cache)} layers, the decoder has {len(self.layers)}")
+        self._check_cache(cache)
         for index, layer in enumerate(self.layers):
             layer_cache = cache[index] if cache is not None else None
             x = layer(x, memory, memory_padding_mask=memory_padding_mask, cache=layer_cache)
