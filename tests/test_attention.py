@@ -484,6 +484,14 @@ def test_additive_attention_weighs_real_keys_and_names_bad_inputs() -> None:
         attention(query.double(), keys, projected)
     with pytest.raises(ValueError, match="keys has dtype torch.float64"):
         attention(query, keys.double(), projected)
+    with pytest.raises(ValueError, match=r"keys must have shape \[batch, length, 6\], got \(2, 3, 5\)"):  # (mat1 and mat2)
+        attention.project_keys(keys[..., :5])
+    with pytest.raises(ValueError, match=r"keys must have shape \[batch, length, 6\], got \(3, 6\)"):
+        attention.project_keys(keys[0])
+    with pytest.raises(ValueError, match="keys has dtype torch.float64 but the AdditiveAttention's parameters"):
+        attention.project_keys(keys.double())
+    with pytest.raises(TypeError, match="keys must be a torch.Tensor, got NoneType"):
+        attention.project_keys(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="query_dim must be an int of at least 1, got 0"):
         AdditiveAttention(0, 4, 4)
     with pytest.raises(ValueError, match="heads must be an int of at least 1, got 2.0"):

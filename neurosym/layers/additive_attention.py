@@ -27,6 +27,10 @@ class AdditiveAttention(nn.Module):
         self.score = nn.Linear(attention_dim, 1, bias=False)
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
+        """``keys [B, S, key_dim]`` -> ``[B, S, attention_dim]``; ``ValueError`` naming keys of another width, rank or
+        dtype (``TypeError`` for a non-tensor), which failed inside the key projection."""
+        check_sequence(keys, self.key_dim, "keys")
+        check_dtype_of(keys, self, "keys")
         return self.key_proj(keys)
 
     def forward(
