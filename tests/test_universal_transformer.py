@@ -40,3 +40,10 @@ def test_an_input_of_another_dtype_is_named_with_or_without_halting(act: bool, d
         universal(torch.zeros(2, 3, 16, dtype=dtype))
     with torch.autocast("cpu", dtype=torch.bfloat16):  # autocast casts inside: a bfloat16 input is fine there
         assert universal(torch.zeros(2, 3, 16, dtype=torch.bfloat16)).hidden.shape == (2, 3, 16)
+
+
+def test_a_step_embedding_over_a_layer_of_odd_width_is_refused_at_construction() -> None:
+    layer = TransformerEncoderLayer(15, 3, 30)
+    with pytest.raises(ValueError, match="the shared layer's width must be even, got 15; use step_embedding=False"):
+        UniversalTransformer(layer, 2)  # failed only at the first forward
+    assert UniversalTransformer(layer, 2, step_embedding=False)(torch.zeros(2, 3, 15)).hidden.shape == (2, 3, 15)

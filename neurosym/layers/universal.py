@@ -52,7 +52,7 @@ class UniversalTransformer(nn.Module):
     """Apply ``layer`` (e.g. a :class:`~neurosym.layers.transformer.TransformerEncoderLayer`) ``depth`` times.
 
     ``layer`` must map ``(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]`` and expose its width
-    as ``layer.dim``. The parameter count is that of ``layer`` (plus a ``D -> 1`` halting unit with ACT),
+    as ``layer.dim`` (even with ``step_embedding=True``, else ``ValueError``). The parameter count is that of ``layer`` (plus a ``D -> 1`` halting unit with ACT),
     whatever ``depth``. ``forward(x, key_padding_mask=None) -> UniversalOutput``; with ``act=True``
     ``depth`` is the maximum number of steps, and ``act_epsilon`` sets where it halts (without ACT an
     ``act_epsilon`` away from its default raises ``ValueError``: it would be ignored; with ACT, ``forward`` raises
@@ -72,6 +72,11 @@ class UniversalTransformer(nn.Module):
         # numpy's ints are accepted (a layer built with np.int64(16) has that as its dim) and stored as Python ints
         self.depth = int_at_least(depth, "depth", 1)
         self.dim = int_at_least(getattr(layer, "dim", None), "the shared layer's model width (its attribute `dim`)", 1)
+        if step_embedding and self.dim % 2:  # (failed only at the first forward, in the sinusoid)
+            raise ValueError(
+                f"step_embedding=True adds a sinusoid of as many sines as cosines: the shared layer's width must be "
+                f"even, got {self.dim}; use step_embedding=False"
+            )
         if not 0.0 < act_epsilon < 1.0:
             raise ValueError(f"act_epsilon must be in (0, 1), got {act_epsilon}")
         if not act and act_epsilon != ACT_EPSILON:
