@@ -215,6 +215,8 @@ def test_bad_targets_are_named_for_every_model(name: str) -> None:
         model(src, src_mask, tgt_in[:, :0])
     with pytest.raises(ValueError, match="tgt_in has 3 targets for 4 sources"):
         model(src, src_mask, tgt_in[:3])
+    with pytest.raises(ValueError, match=r"src_mask must be a bool .*, got torch.bool with shape \(5,\)"):
+        model(src, src_mask[0], tgt_in)  # was read as 5 sources: "tgt_in has 4 targets for 5 sources"
     assert model(src, src_mask, tgt_in.int()).shape == (*tgt_in.shape, 13)  # int32 ids are ids too
 
 

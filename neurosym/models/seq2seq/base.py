@@ -86,9 +86,10 @@ class Seq2Seq(nn.Module, ABC):
 
 def check_targets(tgt_in: torch.Tensor, src_mask: torch.Tensor, target_vocab: int) -> None:
     """Raise ``ValueError`` unless ``tgt_in`` is int64 or int32 target ids ``[B, T]`` (``T >= 1``) for the ``B`` sources of
-    ``src_mask [B, S]``, each in ``[0, target_vocab)`` (where values are readable); ``TypeError`` for a non-tensor."""
+    ``src_mask [B, S]`` (itself checked first, :func:`check_padding_mask`), each in ``[0, target_vocab)`` (where values
+    are readable); ``TypeError`` for a non-tensor."""
     check_tensor(tgt_in, "tgt_in")
-    check_tensor(src_mask, "src_mask")
+    check_padding_mask(src_mask)  # (a mask [S] was read as S sources: "tgt_in has B targets for S sources")
     if tgt_in.dtype not in TOKEN_ID_DTYPES or tgt_in.dim() != 2 or tgt_in.shape[1] == 0:
         raise ValueError(
             f"tgt_in must be int64 or int32 target ids [batch, length >= 1], got {tgt_in.dtype} {tuple(tgt_in.shape)}"
@@ -109,16 +110,21 @@ def check_step_tokens(tokens: torch.Tensor, batch: int, target_vocab: int) -> No
     check_token_ids(tokens, target_vocab, "step")
 
 
-def check_source_mask(src: torch.Tensor, src_mask: torch.Tensor) -> None:
-    """Raise ``ValueError`` unless ``src_mask`` is a bool ``[batch, length]`` matching ``src``'s first two sizes
-    (``TypeError`` unless both are tensors)."""
-    check_tensor(src, "src")
+def check_padding_mask(src_mask: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``src_mask`` is a bool ``[batch, length]`` (``TypeError`` unless it is a tensor)."""
     check_tensor(src_mask, "src_mask")
     if src_mask.dtype != torch.bool or src_mask.dim() != 2:
         raise ValueError(
             f"src_mask must be a bool tensor [batch, length] (True = padding), got {src_mask.dtype} "
             f"with shape {tuple(src_mask.shape)}"
         )
+
+
+def check_source_mask(src: torch.Tensor, src_mask: torch.Tensor) -> None:
+    """Raise ``ValueError`` unless ``src_mask`` is a bool ``[batch, length]`` matching ``src``'s first two sizes
+    (``TypeError`` unless both are tensors)."""
+    check_tensor(src, "src")
+    check_padding_mask(src_mask)
     if tuple(src.shape[:2]) != tuple(src_mask.shape):
         raise ValueError(f"src {tuple(src.shape)} and src_mask {tuple(src_mask.shape)} disagree on [batch, length]")
 
