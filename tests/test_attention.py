@@ -368,6 +368,8 @@ def test_bad_inputs_raise_clear_errors() -> None:
         RelativeMultiheadAttention(DIM, HEADS, relative="xl", position_dim=4.0)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match=r"positions must have shape \[N\], got \(2, 3\)"):  # (failed in einops)
         sinusoid_table(torch.zeros(2, 3), 4)
+    with pytest.raises(ValueError, match="dtype must be floating-point, got torch.int64"):  # (a table of -1, 0 and 1)
+        sinusoid_table(torch.arange(3), 4, torch.int64)
     with pytest.raises(TypeError, match="query must be a torch.Tensor, got list"):  # (failed on list.dim)
         module([[0.0] * DIM])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"key_padding_mask \(or None\) must be a torch.Tensor, got list"):  # (list.dtype)

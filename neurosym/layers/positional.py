@@ -40,11 +40,14 @@ def sinusoid_table(positions: torch.Tensor, dim: int, dtype: torch.dtype = torch
 
     ``positions`` has shape ``[N]``; the result has shape ``[N, dim]`` and dtype ``dtype``, with the sines in the first
     half of the features and the cosines in the second, at the frequencies of :func:`sinusoid_frequencies` (computed
-    as :func:`sinusoid_angles` says).
+    as :func:`sinusoid_angles` says). ``dtype`` must be a floating-point type (``ValueError``: an integer table held
+    only the values -1, 0 and 1).
     """
     check_tensor(positions, "positions")
     if positions.dim() != 1:
         raise ValueError(f"positions must have shape [N], got {tuple(positions.shape)}")
+    if not dtype.is_floating_point:
+        raise ValueError(f"a sinusoid table is made of sines and cosines: dtype must be floating-point, got {dtype}")
     angles = sinusoid_angles(positions, dim, dtype)
     return torch.cat([angles.sin(), angles.cos()], dim=-1).to(dtype)
 
