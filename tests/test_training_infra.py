@@ -61,6 +61,16 @@ def test_mixed_precision_is_bfloat16_where_the_gpu_has_it_and_off_on_the_cpu(mon
     assert autocast_dtype(torch.device("cuda")) == torch.float16
 
 
+def older_gpu_bf16_support(including_emulation: bool = True) -> bool:
+    """``torch.cuda.is_bf16_supported`` on a GPU older than Ampere (a T4, a V100): bfloat16 only emulated."""
+    return including_emulation
+
+
+def test_mixed_precision_is_float16_on_a_gpu_that_only_emulates_bfloat16(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", older_gpu_bf16_support)
+    assert autocast_dtype(torch.device("cuda")) == torch.float16
+
+
 def test_checkpoint_roundtrip_and_no_partial_files(tmp_path):
     path = tmp_path / "deep" / "ckpt.pt"
     assert load_checkpoint(path) is None

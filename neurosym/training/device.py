@@ -36,10 +36,11 @@ def autocast_dtype(device: torch.device) -> torch.dtype | None:
     """The mixed-precision (AMP) dtype on ``device``, ``None`` where AMP is off (the CPU).
 
     bfloat16 on GPUs that support it (Ampere and newer): float32's range, so no loss scaling. float16 on
-    older GPUs, where :func:`~neurosym.training.train` scales the loss (``GradScaler``)."""
+    older GPUs, where :func:`~neurosym.training.train` scales the loss (``GradScaler``): torch's
+    ``is_bf16_supported()`` says yes there too, since they can emulate bfloat16, but only slowly."""
     if device.type != "cuda":
         return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
 
 
 def amp_available(device: torch.device) -> bool:
