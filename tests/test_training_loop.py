@@ -134,6 +134,20 @@ def test_evaluations_come_every_eval_every_steps_and_at_the_last_with_the_loss_r
     assert result.stopped_early and result.step == 4
 
 
+def test_an_early_stop_between_checkpoint_steps_is_checkpointed_and_a_rerun_takes_no_step(tmp_path: Path) -> None:
+    """Evaluated every 4 steps and checkpointed every 3, a run that its evaluation ends at step 4 keeps step 4: its
+    checkpoint held step 3, and a rerun trained step 3 again (finished() had no record of the stop)."""
+
+    path = tmp_path / "run.pt"
+    first = Toy()
+    first.evaluate = lambda step, loss: step == 4  # type: ignore[method-assign]
+    assert first.run(10, path).stopped_early and load_checkpoint(path)["step"] == 4
+    rerun = Toy(seed=1)
+    result = rerun.run(10, path, finished=lambda: rerun.total == first.total)  # the state of the stop came back
+    assert rerun.steps_seen == [] and result.step == 4 and result.stopped_early
+    assert torch.equal(rerun.model.weight, first.model.weight)
+
+
 def test_the_callers_state_round_trips_through_a_checkpoint(tmp_path: Path) -> None:
     toy = Toy()
     toy.run(6, tmp_path / "run.pt")

@@ -78,7 +78,8 @@ class StopSource(Protocol):
 class Checkpointing:
     """Where and when the loop checkpoints, and what a resume must agree with.
 
-    Checkpoints go to ``path`` every ``every`` steps, at the last step and at a stop request. ``config``
+    Checkpoints go to ``path`` every ``every`` steps, at the last step (also one where the evaluation hook ended
+    training early) and at a stop request. ``config``
     (a dataclass) is saved; resuming under a configuration that differs outside ``may_change`` raises
     ``ValueError``. ``save_extra() -> dict`` adds the caller's own entries (names outside
     :data:`CHECKPOINT_KEYS`); ``load_extra(checkpoint)`` gets the whole checkpoint back on resume, after
@@ -323,6 +324,7 @@ def run_training(
             if evaluating:
                 assert evaluate is not None  # evaluating implies it
                 stopped_early = bool(evaluate(done, loss_value))
+            checkpointed = checkpointed or (checkpoint is not None and stopped_early)  # (the run's last step)
             if checkpointed:
                 save()
             reason = _agreed_stop(requests.reason(), context)
