@@ -49,6 +49,17 @@ def test_resolve_device_refuses_a_cuda_index_past_the_machines_devices(monkeypat
         resolve_device("cuda:2")
 
 
+@pytest.mark.parametrize("present", [False, True])
+def test_resolve_device_refuses_an_accelerator_the_machine_lacks(monkeypatch, present):
+    """``mps`` on a machine without it resolved, and the first tensor put there failed in torch's dispatcher."""
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: present)
+    if present:
+        assert resolve_device("mps") == torch.device("mps")
+    else:
+        with pytest.raises(ValueError, match="device 'mps' was requested but this machine has no mps device"):
+            resolve_device("mps")
+
+
 def test_mixed_precision_is_bfloat16_where_the_gpu_has_it_and_off_on_the_cpu(monkeypatch):
     cpu = torch.device("cpu")
     assert autocast_dtype(cpu) is None

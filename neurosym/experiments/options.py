@@ -193,7 +193,7 @@ def comma_list(
 
 def device_name(text: str) -> str:
     """``auto`` or a torch device string (``cpu``, ``cuda``, ``cuda:1``, ``mps``), checked but not opened
-    (:func:`~neurosym.training.device.resolve_device`): a CUDA device must be on this machine."""
+    (:func:`~neurosym.training.device.resolve_device`): a CUDA or MPS device must be on this machine."""
     try:
         resolve_device(text)
     except ValueError as error:

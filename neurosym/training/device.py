@@ -9,8 +9,9 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     """Return a concrete :class:`torch.device`.
 
     ``"auto"`` selects ``cuda`` when a GPU is visible and ``cpu`` otherwise; any other string is passed
-    to :class:`torch.device`. A value that names no device, CUDA asked for on a machine without it, or a CUDA
-    index past the machine's devices raises a clear ``ValueError``.
+    to :class:`torch.device`. A value that names no device, CUDA or another accelerator that torch can look for
+    (MPS, XPU) asked for on a machine without it, or a CUDA index past the machine's devices raises a clear
+    ``ValueError``.
     """
     if isinstance(device, torch.device):
         resolved = device
@@ -29,7 +30,21 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         )
     if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
         raise ValueError(f"device {str(device)!r}: this machine has {torch.cuda.device_count()} CUDA devices")
+    if _available(resolved.type) is False:  # (else the first tensor put there failed with torch's internals)
+        raise ValueError(
+            f"device {str(device)!r} was requested but this machine has no {resolved.type} device (device 'auto' picks "
+            "CUDA when present, else the CPU)"
+        )
     return resolved
+
+
+def _available(kind: str) -> bool | None:
+    """Whether this machine has devices of the type ``kind`` (``"mps"``, ``"xpu"``, ...), where torch can say
+    (its ``is_available``); ``None`` where it cannot (a backend it has no module for)."""
+    if kind == "mps":
+        return torch.backends.mps.is_available()
+    is_available = getattr(getattr(torch, kind, None), "is_available", None)
+    return bool(is_available()) if callable(is_available) else None
 
 
 def autocast_dtype(device: torch.device) -> torch.dtype | None:
