@@ -99,6 +99,16 @@ def test_bad_inputs_and_foreign_checkpoints_are_named(tmp_path):
         fit_classifier(_model(), inputs, labels, _config(max_steps=3, checkpoint=path), torch.device("cpu"))
 
 
+def test_a_fit_resumes_under_another_sync_every(tmp_path):
+    """How often the loop reads the loss on the host changes no step: a resume under another ``sync_every`` was refused
+    as a checkpoint of another configuration."""
+    inputs, labels = _data()
+    path = tmp_path / "run.pt"
+    fit_classifier(_model(), inputs, labels, _config(max_steps=2, checkpoint=path), torch.device("cpu"))
+    again = fit_classifier(_model(), inputs, labels, _config(max_steps=2, checkpoint=path, sync_every=5), torch.device("cpu"))
+    assert again.steps == 2 and again.steps_this_call == 0
+
+
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.uint8])
 def test_labels_of_any_integer_dtype_train_as_int64_ones_do(dtype):
     """int32 labels failed inside cross_entropy."""

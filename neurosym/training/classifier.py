@@ -16,12 +16,12 @@ from torch.utils.data import Dataset
 
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
-from neurosym.training.loop import TrainConfig, TrainResult, train
+from neurosym.training.loop import RUN_TIME_FIELDS, TrainConfig, TrainResult, train
 
 Prepare = Callable[[torch.Tensor], torch.Tensor]
 """Turns a batch of stored inputs (already on the device) into model inputs, e.g. uint8 -> float."""
 
-RUN_INDEPENDENT_FIELDS = ("checkpoint", "progress", "num_workers", "time_limit")
+RUN_INDEPENDENT_FIELDS = RUN_TIME_FIELDS
 """Configuration fields that may change between an interrupted run and its resumption."""
 
 

@@ -129,7 +129,9 @@ def _one_number(value: Any, step: int) -> float:
     return float(value)
 
 
-RESUMABLE_CHANGES = ("max_steps", "eval_every", "patience", "checkpoint", "progress", "num_workers", "time_limit", "sync_every")
+RUN_TIME_FIELDS = ("checkpoint", "progress", "num_workers", "time_limit", "sync_every")
+"""Fields of :class:`TrainConfig` that say how this call runs, not what it trains: any resume may change them."""
+RESUMABLE_CHANGES = ("max_steps", "eval_every", "patience", *RUN_TIME_FIELDS)
 """Fields of :class:`TrainConfig` that may differ when a run is resumed (a larger ``max_steps`` continues it under the
 constant schedule; the cosine schedule's decay ends at ``max_steps``, so there it may not change; more ``patience``
 continues a run that stopped early)."""
