@@ -100,6 +100,8 @@ def _command(argv: list[str], seconds: float, env: dict[str, str] | None = None)
 
 
 def environment(device: torch.device, out: Path, seconds: float) -> dict[str, Any]:
+    from neurosym.training.device import autocast_dtype
+
     found: dict[str, Any] = {
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -111,7 +113,7 @@ def environment(device: torch.device, out: Path, seconds: float) -> dict[str, An
     if device.type == "cuda":
         properties = torch.cuda.get_device_properties(device)
         found |= {"gpu": properties.name, "gpu_memory_gib": round(properties.total_memory / 2**30, 1)}
-        found["bf16"] = torch.cuda.is_bf16_supported()
+        found["amp_dtype"] = str(autocast_dtype(device))  # (bfloat16 where native; is_bf16_supported counts emulation)
     return found
 
 
