@@ -101,6 +101,28 @@ def test_a_missing_image_is_named_with_its_record(release):
     check_release(release, images=False)
 
 
+@pytest.mark.parametrize("kind", ["another symbol's", "no image", "hidden", "nested"])
+def test_an_image_the_bank_does_not_read_as_its_symbol_is_named_with_its_record(release, kind):
+    """The file exists, but the release's bank does not read it as the symbol's image: training failed on the record
+    (a KeyError or a ValueError from HintImageDataset) once its images were drawn."""
+    records = _records(release, SPLIT_FILES["test"])
+    path = records[0]["img_paths"][0]
+    folder, name = path.split("/")
+    images = release / IMAGE_FOLDER
+    other = next(p for record in records for p in record["img_paths"] if not p.startswith(f"{folder}/"))
+    shown = {"another symbol's": other, "no image": f"{folder}/notes.txt", "hidden": f"{folder}/.{name}"}
+    shown["nested"] = f"{folder}/copies/{name}"
+    if kind != "another symbol's":
+        (images / shown[kind]).parent.mkdir(exist_ok=True)
+        shutil.copy(images / path, images / shown[kind])
+    records[0]["img_paths"][0] = shown[kind]
+    (release / SPLIT_FILES["test"]).write_text(json.dumps(records))
+    expected = f"expr_test.json record 0 (id {records[0]['id']!r}): img_paths[0] {shown[kind]!r} is "
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        check_release(release)
+    check_release(release, images=False)
+
+
 def test_a_release_without_images_passes_only_when_asked_not_to_check_them(tmp_path):
     splits = generate_split(MAIN_RULES.with_scale(0.0002), MAIN_VOCABULARY, seed=3, progress=False)
     write_release(tmp_path, splits)

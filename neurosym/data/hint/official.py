@@ -34,6 +34,7 @@ from neurosym.data.symbol_images import (
     load_folder_bank,
     write_folder_bank,
 )
+from neurosym.data.symbol_images.folder import folder_image_problem
 from neurosym.semantics import BRACKET_VALUE, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable, execute, solve_batch
 from neurosym.syntax import ParseError, canonical_sentence, infix_layout, parse
 from neurosym.training.checkpoint import atomic_path, load_json
@@ -275,7 +276,8 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
     its id used once in its list, its ``head`` the parse of its ``expr`` (written with the release's minimal
     brackets) and its ``res_all`` the values of the sub-expressions, under HINT's semantics (the few-shot
     concepts' in ``fewshot_dataset.json``); and, when ``images``, every record must list ``img_paths`` whose
-    files exist under ``symbol_images/``. A missing file raises ``FileNotFoundError``, anything else a
+    files exist under ``symbol_images/``, each an image that the release's bank reads as its symbol's
+    (:func:`~neurosym.data.symbol_images.folder.folder_image_problem`). A missing file raises ``FileNotFoundError``, anything else a
     ``ValueError``; both are one line naming the file and, for a record, its index and id.
     """
     root = Path(root)
@@ -313,13 +315,18 @@ def _check_records(items: list, name: str, available: set[str] | None, root: Pat
 
 
 def _check_images(records: list[HintRecord], where: Callable[[int], str], available: set[str], root: Path) -> None:
-    """Raise unless every record lists ``img_paths``, each of them one of the ``available`` files under ``root``."""
+    """Raise unless every record lists ``img_paths``, each of them one of the ``available`` files under ``root`` that
+    the release's bank reads as an image of its symbol (:func:`~neurosym.data.symbol_images.folder.folder_image_problem`:
+    a path it does not read failed only when the record's images were drawn, in training)."""
     for index, record in enumerate(records):
         if record.img_paths is None:
             raise ValueError(f"{where(index)}: record lacks img_paths")
         absent = next((path for path in record.img_paths if path not in available), None)
         if absent is not None:
             raise FileNotFoundError(f"{where(index)}: image {absent!r} is not in {root / IMAGE_FOLDER}")
+        for position, (path, symbol) in enumerate(zip(record.img_paths, record.expr)):
+            if problem := folder_image_problem(path, symbol):
+                raise ValueError(f"{where(index)}: img_paths[{position}] {problem}")
 
 
 def _check_together(records: Sequence[HintRecord], where: Callable[[int], str], table: OperatorTable) -> None:

@@ -153,12 +153,30 @@ def _class_folders(root: Path, symbols: list[str] | None) -> list[Path]:
 def _image_files(class_dir: Path) -> list[Path]:
     """The image files of one class folder, sorted, hidden ones (``.…``, such as macOS's ``._x.jpg`` metadata) left
     out; ``ValueError`` naming the folder when it holds none (its symbol would be left out of the bank)."""
-    files = sorted(
-        f for f in class_dir.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES and not f.name.startswith(".")
-    )
+    files = sorted(f for f in class_dir.iterdir() if f.is_file() and _is_image_name(f.name))
     if not files:
         raise ValueError(f"{class_dir}: class folder holds no images (looked for {', '.join(IMAGE_SUFFIXES)})")
     return files
+
+
+def _is_image_name(name: str) -> bool:
+    """Whether a folder bank reads a file of this name: one of :data:`IMAGE_SUFFIXES` (any case), not hidden (``.…``)."""
+    return PurePosixPath(name).suffix.lower() in IMAGE_SUFFIXES and not name.startswith(".")
+
+
+def folder_image_problem(path: str, symbol: str) -> str | None:
+    """What keeps :func:`load_folder_bank` from reading the file ``path`` (relative to its folder) as an image of
+    ``symbol``: a path that is not ``<class>/<file>`` written plainly, a file it skips (hidden, or without an image
+    suffix), or a class folder of another symbol than ``symbol`` (``times/`` holds ``*``); ``None`` when it reads it so."""
+    parts = PurePosixPath(path).parts
+    if len(parts) != 2 or PurePosixPath(path).as_posix() != path or not _is_image_name(parts[1]):
+        return (
+            f"{path!r} is no image file of a class folder that a bank reads (<class>/<file>, the file not hidden and "
+            f"ending in one of {', '.join(IMAGE_SUFFIXES)})"
+        )
+    if parts[0] != folder_of(symbol):
+        return f"{path!r} is an image of {token_of(parts[0])!r} (its class folder), not of {symbol!r} ({folder_of(symbol)}/)"
+    return None
 
 
 def load_npz_bank(path: str | os.PathLike, seed: int = 0, symbols: list[str] | None = None) -> SymbolBank:
