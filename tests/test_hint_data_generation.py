@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from neurosym.data.hint import (
@@ -182,6 +182,15 @@ def test_table_a1_sizes_are_encoded_in_the_rules():
     train = sum(MAIN_RULES.train_size(n) for n in range(11))
     val_i, test_i = map(sum, zip(*(MAIN_RULES.i_sizes(n) for n in range(11))))
     assert (train, val_i, test_i) == (998_000, 998, 9_980)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 100), st.integers(1, 200_000))
+@example(29, 100)
+@example(35, 660)
+def test_a_result_may_fill_the_exact_floor_of_the_decimal_share_as_written(percent, size):
+    """A cap of 0.29 lets 29 of a list of 100 share a result (the float product 100 * 0.29 is 28.999999999999996)."""
+    assert replace(MAIN_RULES, result_share_cap=percent / 100).share_cap(size) == max(1, size * percent // 100)
 
 
 def test_enumerated_sizes_at_full_scale_match_table_a1():

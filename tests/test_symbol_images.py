@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
@@ -48,6 +48,20 @@ def test_pools_are_a_disjoint_75_5_20_split_of_every_label(labels, seed):
         assert (mine == "test").sum() == int(n * 0.20)
         assert (mine == "train").sum() == n - int(n * 0.05) - int(n * 0.20)
     assert np.array_equal(pools, assign_pools(labels, seed))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 1000), st.integers(0, 100), st.integers(0, 100))
+@example(100, 1, 29)
+@example(180, 35, 0)
+def test_pools_hold_the_exact_floor_of_the_decimal_fractions_as_written(count, val_percent, test_percent):
+    """0.29 of 100 images is 29 test images (the float product 100 * 0.29 is 28.999999999999996)."""
+    if val_percent + test_percent > 100:
+        val_percent, test_percent = 100 - val_percent, 100 - test_percent
+    fractions = ((100 - val_percent - test_percent) / 100, val_percent / 100, test_percent / 100)
+    pools = assign_pools(np.full(count, "x"), fractions=fractions)
+    assert (pools == "val").sum() == count * val_percent // 100
+    assert (pools == "test").sum() == count * test_percent // 100
 
 
 def test_pool_fractions_are_validated():

@@ -17,13 +17,13 @@ import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import cached_property
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from neurosym.data.shares import decimal_floor
 from neurosym.layers.arithmetic.base import ensemble_linear
 from neurosym.training.checks import int_at_least, is_int_tensor, is_real
 
@@ -172,12 +172,6 @@ def range_pair(name: str) -> tuple[SampleRange, SampleRange]:
         raise ValueError(f"unknown range pair {name!r}: choose from {', '.join(RANGE_PAIRS)}") from None
 
 
-def _decimal_floor(ratio: float, size: int) -> int:
-    """``⌊ratio · size⌋`` for the decimal ``ratio`` is written as (its shortest ``repr``), in exact rational
-    arithmetic: ``0.29 · 100`` is 29, where the binary float product ``28.999999999999996`` floors to 28."""
-    return math.floor(Fraction(repr(float(ratio))) * size)
-
-
 @dataclass(frozen=True)
 class SubsetLayout:
     """Sizes of the two summed subsets: ``⌊s·d⌋`` elements each, overlapping by ``⌊o·⌊s·d⌋⌋``."""
@@ -202,13 +196,13 @@ class SubsetLayout:
 
     @property
     def subset_size(self) -> int:
-        """``⌊s·d⌋``, exact for the decimal ``s`` is written as (:func:`_decimal_floor`)."""
-        return _decimal_floor(self.subset_ratio, self.input_size)
+        """``⌊s·d⌋``, exact for the decimal ``s`` is written as (:func:`~neurosym.data.shares.decimal_floor`)."""
+        return decimal_floor(self.subset_ratio, self.input_size)
 
     @property
     def overlap_size(self) -> int:
-        """``⌊o·subset⌋``, exact for the decimal ``o`` is written as (:func:`_decimal_floor`)."""
-        return _decimal_floor(self.overlap_ratio, self.subset_size)
+        """``⌊o·subset⌋``, exact for the decimal ``o`` is written as (:func:`~neurosym.data.shares.decimal_floor`)."""
+        return decimal_floor(self.overlap_ratio, self.subset_size)
 
     @property
     def span(self) -> int:

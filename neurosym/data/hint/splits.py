@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from neurosym.data.shares import decimal_floor
 from neurosym.training.checks import int_at_least, positive_number
 
 EVAL_SUBSETS: tuple[str, ...] = ("I", "SS", "LS", "SL", "LL")
@@ -72,8 +73,9 @@ class SplitRules:
         return max(1, round(train * self.val_i_fraction)), max(1, round(train * self.test_i_fraction))
 
     def share_cap(self, size: int) -> int:
-        """How many items of a list of ``size`` may share one result value."""
-        return max(1, int(size * self.result_share_cap))
+        """How many items of a list of ``size`` may share one result value: ``result_share_cap`` of them (rounded
+        down, exactly for the decimal it is written as), at least 1."""
+        return max(1, decimal_floor(self.result_share_cap, size))  # (int(100 * 0.29) is 28)
 
     def with_scale(self, scale: float) -> SplitRules:
         return replace(self, scale=scale)

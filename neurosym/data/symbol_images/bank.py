@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neurosym.data.randomness import as_generator
+from neurosym.data.shares import decimal_floor
 from neurosym.data.symbol_images.classes import HINT_SYMBOLS
 from neurosym.data.symbol_images.render import resize_images
 
@@ -20,7 +21,8 @@ def assign_pools(labels: np.ndarray, seed: int = 0, fractions: Sequence[float] =
     """Split the images of every label at random into pools of the given ``fractions``.
 
     ``labels`` is ``[N]``; returns ``[N]`` strings from :data:`POOLS`. Each label is split on its own,
-    so every symbol appears in every pool in the same proportions (rounded down for val and test).
+    so every symbol appears in every pool in the same proportions (rounded down for val and test, exactly for the
+    decimals the fractions are written as: :func:`~neurosym.data.shares.decimal_floor`).
     """
     labels = np.asarray(labels)
     if len(fractions) != len(POOLS) or abs(sum(fractions) - 1.0) > 1e-9 or min(fractions) < 0:
@@ -29,8 +31,8 @@ def assign_pools(labels: np.ndarray, seed: int = 0, fractions: Sequence[float] =
     pools = np.empty(len(labels), dtype="<U5")
     for label in np.unique(labels):
         members = rng.permutation(np.flatnonzero(labels == label))
-        n_val = int(len(members) * fractions[1])
-        n_test = int(len(members) * fractions[2])
+        n_val = decimal_floor(fractions[1], len(members))  # (int(100 * 0.29) is 28)
+        n_test = decimal_floor(fractions[2], len(members))
         pools[members] = "train"
         pools[members[len(members) - n_val - n_test : len(members) - n_test]] = "val"
         pools[members[len(members) - n_test :]] = "test"
