@@ -197,6 +197,16 @@ def test_unreadable_files_are_named(release):
         read_fewshot(release)
 
 
+def test_a_fewshot_concept_of_another_name_is_named_before_any_work(release):
+    """A concept misnamed (``X`` for ``x``) was read, and a run failed with KeyError 'x' once its few-shot stage began."""
+    data = json.loads((release / "fewshot_dataset.json").read_text())
+    (release / "fewshot_dataset.json").write_text(json.dumps({"X": data["x"]}))
+    message = r"fewshot_dataset.json: unknown few-shot concepts \['X'\]; expected among \['x', 'y', 'a', 'b', 'c', 'd'\]"
+    for read in (read_fewshot, lambda root: load_release(root, dict.fromkeys(("train", "val", "test"), 1.0), fewshot=True)):
+        with pytest.raises(ValueError, match=message):
+            read(release)
+
+
 def test_a_release_bank_reads_only_the_symbols_class_folders(release):
     """A folder bank read whole refuses a folder that names no symbol; a release's other folders are left unread."""
     write_image(release / "symbol_images" / "!" / "bang.jpg", _glyph(5))
@@ -266,6 +276,7 @@ def test_a_release_of_fewer_splits_removes_the_other_splits_files(tmp_path):
     [
         ({"train": 4, "dev": 2}, None, r"unknown splits? .*'dev'.*; expected \('train', 'val', 'test'\)"),
         ({"train": 4}, {"x": {"train": 2, "val": 1}}, r"few-shot concept 'x' has the splits \['train', 'val'\]"),
+        ({"train": 4}, {"e": {"train": 2, "val": 1, "test": 1}}, r"unknown few-shot concepts \['e'\]; expected among"),
     ],
 )
 def test_bad_input_leaves_the_earlier_release_untouched(tmp_path, splits, fewshot, message):

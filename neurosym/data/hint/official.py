@@ -2,7 +2,8 @@
 
 A release folder holds ``expr_train.json``, ``expr_val.json`` and ``expr_test.json`` (lists of records
 with ``id``, ``img_paths``, ``expr``, ``head``, ``res``, ``res_all`` and, in val/test, ``eval``), optionally
-``fewshot_dataset.json`` (``{concept: {"train": [...], "val": [...], "test": [...]}}``) and
+``fewshot_dataset.json`` (``{concept: {"train": [...], "val": [...], "test": [...]}}``, concepts among ``x y a b c
+d``) and
 ``symbol_images/<class>/<file>.jpg``. :func:`write_release` produces the same layout from generated splits
 (its images keep the suffix of their path in the bank: ``.png`` from an ``.npz`` bank);
 :func:`check_release` checks a folder (files, records, images) before any work is done on it.
@@ -134,6 +135,7 @@ def _fewshot_items(root: str | os.PathLike) -> dict[str, dict[str, list]]:
     data = load_json(path)
     if not isinstance(data, Mapping):
         raise ValueError(f"{path}: expected an object keyed by concept")
+    _check_concepts(data, path)
     for concept, splits in data.items():
         missing = [s for s in SPLIT_FILES if not isinstance(splits, Mapping) or s not in splits]
         if missing:
@@ -142,6 +144,14 @@ def _fewshot_items(root: str | os.PathLike) -> dict[str, dict[str, list]]:
         if wrong:
             raise ValueError(f"{path}: concept {concept!r} splits {wrong} must be JSON lists of records")
     return {concept: {split: splits[split] for split in SPLIT_FILES} for concept, splits in data.items()}
+
+
+def _check_concepts(concepts: Collection[str], where: object) -> None:
+    """Raise ``ValueError`` naming ``where`` for a few-shot concept not of :data:`FEWSHOT_CONCEPTS` (``"X"`` for
+    ``"x"`` was read, and the run failed on ``"x"`` only when its few-shot stage began, after the main training)."""
+    unknown = [concept for concept in concepts if concept not in FEWSHOT_CONCEPTS]
+    if unknown:
+        raise ValueError(f"{where}: unknown few-shot concepts {unknown}; expected among {list(FEWSHOT_CONCEPTS)}")
 
 
 def read_records(path: str | os.PathLike) -> list[HintRecord]:
@@ -503,7 +513,7 @@ def write_release(
     of a split not in ``splits``, ``fewshot_dataset.json`` without ``fewshot``, ``symbol_images/`` without a
     ``bank``, images no longer used) is removed; other files in ``root`` are left alone. Every split is
     prepared (names checked, images drawn) before ``root`` is touched, so bad input (an unknown split, a
-    few-shot concept without its three splits, records the readers would refuse: an id used twice in a list, a
+    few-shot concept not of :data:`FEWSHOT_CONCEPTS` or without its three splits, records the readers would refuse: an id used twice in a list, a
     ``head`` or ``res_all`` that is not its ``expr``'s) raises a ``ValueError`` and leaves ``root`` as it was.
     """
     _check_split_names(splits, fewshot)
@@ -547,10 +557,12 @@ def write_release(
 def _check_split_names(
     splits: Mapping[str, Sequence[HintRecord]], fewshot: Mapping[str, Mapping[str, Sequence[HintRecord]]] | None
 ) -> None:
-    """Raise ``ValueError`` unless every split is one of :data:`SPLIT_FILES` and every few-shot concept has all three."""
+    """Raise ``ValueError`` unless every split is one of :data:`SPLIT_FILES` and every few-shot concept is one of
+    :data:`FEWSHOT_CONCEPTS` with all three."""
     unknown = [split for split in splits if split not in SPLIT_FILES]
     if unknown:
         raise ValueError(f"unknown splits {unknown}; expected {tuple(SPLIT_FILES)}")
+    _check_concepts(fewshot or {}, "few-shot splits")
     for concept, parts in (fewshot or {}).items():
         if sorted(parts) != sorted(SPLIT_FILES):
             raise ValueError(f"few-shot concept {concept!r} has the splits {list(parts)}; expected {tuple(SPLIT_FILES)}")
