@@ -242,6 +242,24 @@ def test_generated_release_reads_back_identically(tmp_path):
     assert abs(int(test_image[14, 14]) - POOL_SHADES["test"]) < 10, "written black on white, read back white on black"
 
 
+def test_a_list_gets_the_same_images_whatever_lists_are_written_with_it(tmp_path):
+    """A seed draws a list's images by its name: the test list written alone (or after the others), and a few-shot
+    concept's list written without the concepts before it, got the images of another list's draw."""
+    splits = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
+    bank = pool_shaded_bank(20)
+    parts = {name: [splits["val"][i] for i in range(4)] for name in ("train", "val", "test")}
+
+    def images(name: str, lists: dict, fewshot: dict | None = None) -> list:
+        root = write_release(tmp_path / name, lists, bank=bank, fewshot=fewshot, seed=5)
+        return [record.img_paths for record in read_records(root / "expr_test.json")] + [
+            record.img_paths for record in (read_fewshot(root)["y"]["test"] if fewshot else [])
+        ]
+
+    every = images("every", dict(splits), {"x": parts, "y": parts})
+    assert images("reversed", {name: splits[name] for name in ("test", "val", "train")}, {"y": parts, "x": parts}) == every
+    assert images("alone", {"test": splits["test"]}, {"y": parts}) == every
+
+
 def test_a_release_written_over_another_leaves_nothing_of_it(tmp_path):
     """A second release into the same folder without few-shot splits or images removes the first one's
     few-shot file and images, and keeps files that are not part of a release."""

@@ -504,7 +504,8 @@ def write_release(
 ) -> Path:
     """Write ``splits`` (and ``fewshot``) in the release's format under ``root``.
 
-    With a ``bank``, each split's symbols get images from the pool of the same name (train/val/test)
+    With a ``bank``, each split's symbols get images from the pool of the same name (train/val/test), drawn with
+    ``seed`` and the list's name (:func:`_image_salt`: the same images whatever other lists are written with it),
     and every image used is written 45×45, black on white, to ``symbol_images/<its path in the bank>`` in the
     format of the path's suffix: JPEG for the built-in banks, the files' own format for a bank read from a folder,
     PNG for a bank read from an ``.npz`` (:func:`~neurosym.data.symbol_images.load_npz_bank` names its images
@@ -519,26 +520,25 @@ def write_release(
     _check_split_names(splits, fewshot)
     used: set[str] = set()
 
-    def prepare(records: Sequence[HintRecord], split: str, salt: int, table: OperatorTable, name: str) -> list[dict]:
+    def prepare(records: Sequence[HintRecord], split: str, concept: str | None, table: OperatorTable, name: str) -> list[dict]:
         listed = [records[i] for i in tqdm(range(len(records)), desc=f"records {split}", disable=not progress)]
         if bank is not None:
-            listed = assign_images(listed, bank, split, seed=seed * 1_000 + salt)
+            listed = assign_images(listed, bank, split, seed=seed * 1_000 + _image_salt(split, concept))
             used.update(p for record in listed for p in record.img_paths or ())
         items = [record_to_json(record) for record in listed]
         _read_list(items, name, table)  # (raises where the readers would refuse to read it back)
         return items
 
     files: dict[str, object] = {
-        SPLIT_FILES[split]: prepare(records, split, salt, HINT_SEMANTICS, split)
-        for salt, (split, records) in enumerate(splits.items())
+        SPLIT_FILES[split]: prepare(records, split, None, HINT_SEMANTICS, split) for split, records in splits.items()
     }
     if fewshot is not None:
         files[FEWSHOT_FILE] = {
             concept: {
-                split: prepare(records, split, 100 + 10 * c + s, HINT_FEWSHOT_SEMANTICS, f"few-shot {concept}/{split}")
-                for s, (split, records) in enumerate(parts.items())
+                split: prepare(records, split, concept, HINT_FEWSHOT_SEMANTICS, f"few-shot {concept}/{split}")
+                for split, records in parts.items()
             }
-            for c, (concept, parts) in enumerate(fewshot.items())
+            for concept, parts in fewshot.items()
         }
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
@@ -552,6 +552,14 @@ def write_release(
         indices = sorted(bank.index_of(p) for p in used)
         write_folder_bank(bank.take(indices), root / IMAGE_FOLDER)
     return root
+
+
+def _image_salt(split: str, concept: str | None) -> int:
+    """What :func:`write_release` adds to ``seed * 1000`` to draw the images of the list ``split`` (of the few-shot
+    ``concept``): fixed by the names, so that a list gets the same images whatever lists are written with it, in
+    whatever order (it was the list's position among them: the test list written alone got the training list's)."""
+    index = list(SPLIT_FILES).index(split)
+    return index if concept is None else 100 + 10 * FEWSHOT_CONCEPTS.index(concept) + index
 
 
 def _check_split_names(
