@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 import torch
-from hint_banks import POOL_SHADES, pool_shaded_bank
+from hint_banks import POOL_SHADES, pool_shaded_bank, prototype_bank
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -86,6 +86,17 @@ def test_image_dataset_refuses_img_paths_that_do_not_match_the_symbols(symbols, 
     right = dataclasses.replace(record, img_paths=tuple(path_of[symbol] for symbol in "3+4"))
     indices = HintImageDataset([right], bank, pool="train").image_indices(0, right)
     assert bank.paths[indices].tolist() == list(right.img_paths)
+
+
+def test_a_negative_index_gives_the_item_of_the_records_position():
+    """dataset[-1] is dataset[len - 1], its images too (they are drawn with the seed and the record's position)."""
+    records = [_record(expr) for expr in ("3+4", "7", "(1+2)*3", "9-8")]
+    dataset = HintImageDataset(records, prototype_bank(), pool="test", seed=2)
+    for index in range(-len(records), 0):
+        item, same = dataset[index], dataset[index + len(records)]
+        assert torch.equal(item["images"], same["images"]) and torch.equal(item["tokens"], same["tokens"])
+    with pytest.raises(IndexError):
+        dataset[len(records)]
 
 
 def test_image_dataset_picks_images_of_the_right_symbols():

@@ -108,6 +108,9 @@ class HintImageDataset(HintSymbolDataset):
         return indices
 
     def __getitem__(self, index: int) -> dict:
+        """The item of record ``index`` with its ``images``; a negative index counts from the end, as for the records
+        (it seeded the images' draw with itself, which numpy refuses, instead of the record's position)."""
+        index = range(len(self))[index]
         item = super().__getitem__(index)
         record = self.records[index]
         item["images"] = render_windows(self.bank.images[self.image_indices(index, record)])
