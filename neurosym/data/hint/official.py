@@ -327,16 +327,20 @@ def _check_records(items: list, name: str, available: set[str] | None, root: Pat
 def _check_images(records: list[HintRecord], where: Callable[[int], str], available: set[str], root: Path) -> None:
     """Raise unless every record lists ``img_paths``, each of them one of the ``available`` files under ``root`` that
     the release's bank reads as an image of its symbol (:func:`~neurosym.data.symbol_images.folder.folder_image_problem`:
-    a path it does not read failed only when the record's images were drawn, in training)."""
+    a path it does not read failed only when the record's images were drawn, in training). Each pair of a path and
+    a symbol is checked once (a release uses each of its images many times)."""
+    problems: dict[tuple[str, str], str | None] = {}
     for index, record in enumerate(records):
         if record.img_paths is None:
             raise ValueError(f"{where(index)}: record lacks img_paths")
         absent = next((path for path in record.img_paths if path not in available), None)
         if absent is not None:
             raise FileNotFoundError(f"{where(index)}: image {absent!r} is not in {root / IMAGE_FOLDER}")
-        for position, (path, symbol) in enumerate(zip(record.img_paths, record.expr)):
-            if problem := folder_image_problem(path, symbol):
-                raise ValueError(f"{where(index)}: img_paths[{position}] {problem}")
+        for position, use in enumerate(zip(record.img_paths, record.expr)):
+            if use not in problems:
+                problems[use] = folder_image_problem(*use)
+            if problems[use]:
+                raise ValueError(f"{where(index)}: img_paths[{position}] {problems[use]}")
 
 
 def _check_together(records: Sequence[HintRecord], where: Callable[[int], str], table: OperatorTable) -> None:
