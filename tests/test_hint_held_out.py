@@ -29,6 +29,7 @@ from neurosym.data.hint import (
     subsample,
     write_release,
 )
+from neurosym.experiments import CommandFailed
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_sources import load_hint_data
 from neurosym.experiments.options import options_from
@@ -166,6 +167,9 @@ def test_a_releases_fewshot_concept_tests_i_on_the_expressions_it_learned_from(p
     fewshot = {"x": {name: list(s) for name, s in fewshot_split("x", scale=0.2).items()}}
     release = write_release(private_cache / "release", main, fewshot=fewshot)
     argv = ["hint", "--data", str(release), "--model", "neurosym", "--input", "symbol", "--fewshot-scales", "0.1"]
+    with pytest.raises(CommandFailed, match=r"fewshot_dataset.json holds no lists of the few-shot concepts \['y', 'a', 'b', "):
+        load_hint_data(options_from(HintOptions, build_parser().parse_args(argv)), image_input=False, fewshot=True)
+    argv += ["--fewshot-concepts", "x"]  # (the release holds x alone: all six, the default, failed on y after x was learned)
     data = load_hint_data(options_from(HintOptions, build_parser().parse_args(argv)), image_input=False, fewshot=True)
     split = data.fewshot("x", 0.1)
     trained = {r.expr for r in split["train"]}

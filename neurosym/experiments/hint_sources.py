@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from neurosym.data.hint import (
+    FEWSHOT_FILE,
     MAIN_RULES,
     HintRecord,
     SplitRules,
@@ -119,11 +120,17 @@ def load_hint_data(
     if (release := args.data) is not None:
         try:
             splits, bank = load_release(release, scales, seed, images=image_input, fewshot=fewshot)
+            concepts = read_fewshot(release) if fewshot else {}
         except (FileNotFoundError, ValueError) as error:  # one line naming the file and record, before any work
             raise CommandFailed(str(error)) from None
+        if missing := [concept for concept in args.fewshot_concepts if fewshot and concept not in concepts]:
+            raise CommandFailed(  # (a bare KeyError once the few-shot stage reached it, after the main training)
+                f"{Path(release) / FEWSHOT_FILE} holds no lists of the few-shot concepts {missing}; name the ones it "
+                f"holds, {sorted(concepts)}, with --fewshot-concepts"
+            )
 
         def release_fewshot(concept: str, scale: float) -> dict[str, list[HintRecord]]:
-            return subsample_split(read_fewshot(release)[concept], dict.fromkeys(("train", "val", "test"), scale), seed)
+            return subsample_split(concepts[concept], dict.fromkeys(("train", "val", "test"), scale), seed)
 
         return HintData(splits, bank, f"official HINT release {release}", args.scale, release_fewshot)
     splits = {name: list(split) for name, split in main_split(scale=args.scale, seed=seed, progress=progress).items()}
