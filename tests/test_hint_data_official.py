@@ -190,6 +190,9 @@ def test_unreadable_files_are_named(release):
     (release / "expr_test.json").write_text("[{")
     with pytest.raises(ValueError, match="expr_test.json is not valid JSON"):
         read_release(release)
+    (release / "expr_test.json").write_bytes(b'[{"id": "\xff"}]')  # (was a UnicodeDecodeError naming no file)
+    with pytest.raises(ValueError, match=r"expr_test.json is not valid JSON: not UTF-8 text \(invalid start byte at byte 9\)"):
+        read_release(release)
     with pytest.raises(FileNotFoundError, match="expr_missing.json"):
         read_records(release / "expr_missing.json")
     (release / "fewshot_dataset.json").write_text(json.dumps({"x": {"train": []}}))

@@ -113,11 +113,14 @@ def save_json(data: Any, path: str | os.PathLike) -> Path:
 
 
 def load_json(path: str | os.PathLike) -> Any:
-    """The JSON in ``path``; a file that is not JSON (cut short, edited) raises ``ValueError`` naming it and where."""
+    """The JSON in ``path`` (UTF-8, or UTF-16/32 as JSON allows: never the locale's encoding); a file that is not JSON
+    (cut short, edited, bytes that are no such text) raises ``ValueError`` naming it and where."""
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(Path(path).read_bytes())
     except json.JSONDecodeError as error:  # (a message without the file's name)
         raise ValueError(f"{path} is not valid JSON: {error}") from None
+    except UnicodeDecodeError as error:  # (torn out of the decoder, without the file's name)
+        raise ValueError(f"{path} is not valid JSON: not UTF-8 text ({error.reason} at byte {error.start})") from None
 
 
 def _strict_json(value: Any) -> Any:
