@@ -73,9 +73,9 @@ class HintSymbolDataset(Dataset):
 class HintImageDataset(HintSymbolDataset):
     """Records with image input rendered from ``bank``.
 
-    A record's own ``img_paths`` are used when the bank holds them (the official release); otherwise
-    each symbol's image is drawn from the bank's ``pool`` (train/val/test), reproducibly per ``seed`` and
-    item index.
+    A record with ``img_paths`` (the official release's) shows those images: each must be in the bank (else the
+    bank's ``KeyError``) and show its symbol (else ``ValueError`` naming the record); a record without them gets each
+    symbol's image drawn from the bank's ``pool`` (train/val/test), reproducibly per ``seed`` and item index.
     """
 
     def __init__(
