@@ -96,6 +96,7 @@ class UniversalTransformer(nn.Module):
 
     def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> UniversalOutput:
         check_sequence(x, self.dim, "the input")
+        check_dtype_of(x, self, "the input")  # (the step signal and the halting unit read it before the shared layer)
         if self.halting is None:
             for step in range(self.depth):
                 x = self.layer(self._step_input(x, step), key_padding_mask)
@@ -103,7 +104,6 @@ class UniversalTransformer(nn.Module):
         return self._adaptive(x, key_padding_mask, self.halting)
 
     def _adaptive(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None, halting: nn.Linear) -> UniversalOutput:
-        check_dtype_of(x, self, "the input")  # (the halting unit reads it before the shared layer checks it)
         progress = HaltingState.start(x.new_zeros(x.shape[:2]))
         output = torch.zeros_like(x)
         state = x
