@@ -107,7 +107,7 @@ def test_impossible_label_gives_none_and_bad_shapes_raise(abducer):
         abducer.abduce("1+1", log_probs, 3)
 
 
-def test_concept_operators_use_scanned_inverses():
+def test_concept_operators_have_inverses():
     vocab = VOCAB + ["a"]
     abducer = Abducer(vocab, HINT_FEWSHOT_SEMANTICS)
     probs = np.full((3, len(vocab)), 1e-4)
@@ -116,6 +116,20 @@ def test_concept_operators_use_scanned_inverses():
     probs[2, vocab.index("8")] = 0.05
     found = abducer.abduce("3a5", np.log(probs), 8)  # max(3, 5) = 5; label 8 -> max(3, 8)
     assert found.sentence == "3a8"
+
+
+def test_a_concept_operator_passes_on_wanted_values_beyond_any_scan():
+    """min(a, 5) = 5 for every a >= 5: the most probable fix, 9*9*2 = 162, lies beyond the scan up to 100 that
+    stood for that preimage, which found only the less probable 9*9*1."""
+    vocab = VOCAB + ["b"]
+    read = "(9*9*0)b5"
+    probs = np.full((len(read), len(vocab)), 1e-4)
+    for position, symbol in enumerate(read):
+        probs[position, vocab.index(symbol)] = 0.9
+    probs[5, vocab.index("2")] = 0.5
+    probs[5, vocab.index("1")] = 0.01
+    found = Abducer(vocab, HINT_FEWSHOT_SEMANTICS, max_changes=1).abduce(read, np.log(probs), 5)
+    assert found.sentence == "(9*9*2)b5"
 
 
 @pytest.mark.parametrize(

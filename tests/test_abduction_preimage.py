@@ -123,3 +123,27 @@ def test_an_interval_whose_hi_is_below_its_lo_is_refused_and_make_gives_none_for
     made = Interval.make(lo, hi)
     assert (made is None) == (hi < max(lo, 0))
     assert made is None or (made.lo, made.hi) == (max(lo, 0), hi)
+
+
+FEWSHOT_VALUES = [*range(300), 10**3, 10**6, 10**15]
+"""Operands to check preimages at: a grid, and values far beyond it (an unbounded preimage holds them too)."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    symbol=st.sampled_from("abcd"),
+    target=intervals,
+    operands=st.tuples(st.integers(0, 40), st.integers(0, 40)),
+)
+def test_fewshot_concept_preimages_match_brute_force_beyond_any_scan(symbol, target, operands):
+    """The few-shot concepts' preimages hold every operand value that gives a wanted value, however large: a scan up to
+    twice the values in play left out ``a = 162`` of ``min(a, 5) = 5``, which abduction then never proposed."""
+    from neurosym.semantics.preimage import operand_preimages
+    from neurosym.semantics.table import FEWSHOT_OPERATORS
+
+    operator, (left, right) = FEWSHOT_OPERATORS[symbol], operands
+    found = operand_preimages(operator, target, left, right)
+    wanted_left = {a for a in FEWSHOT_VALUES if operator.value(a, right) in target}
+    wanted_right = {b for b in FEWSHOT_VALUES if operator.value(left, b) in target}
+    for interval, wanted in zip(found, (wanted_left, wanted_right), strict=True):
+        assert (set() if interval is None else {v for v in FEWSHOT_VALUES if v in interval}) == wanted

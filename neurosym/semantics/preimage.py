@@ -5,9 +5,11 @@ one operand and the set of results wanted, which values of the other operand giv
 For HINT's operators the answer is always an interval ``[lo, hi]`` (``hi = None`` for unbounded):
 ``a - b = max(0, a - b)`` makes the result 0 for every ``a <= b``, and ``a / b = ceil(a / b)`` gives
 ``t`` for every ``a`` in ``((t - 1) b, t b]``. :func:`left_preimage` and :func:`right_preimage` give
-those intervals exactly for ``+ - * /``; any other operator (a concept added at run time or an
-induced program) gets the hull of a scan over ``0..scan_limit`` — exact for monotone operators,
-an over-approximation otherwise, so callers verify candidates by execution.
+those intervals exactly for ``+ - * /``; :func:`operand_preimages` also knows the few-shot concepts ``max``,
+``min``, ``ceil((i + j) / 2)`` and ``ceil(2ij / (i + j))`` in closed form (``min(a, 5) = 5`` for every ``a >= 5``).
+Any other operator (a concept added at run time or an induced program) gets the hull of a scan over
+``0..scan_limit`` — exact for monotone operators within the scan, an over-approximation otherwise, so callers
+verify candidates by execution.
 """
 
 from __future__ import annotations
@@ -17,7 +19,18 @@ from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Integral
 
-from neurosym.semantics.operators import CEIL_DIVIDE, CLAMPED_MINUS, PLUS, TIMES, Value, rule_value
+from neurosym.semantics.operators import (
+    CEIL_DIVIDE,
+    CEIL_HARMONIC,
+    CEIL_MEAN,
+    CLAMPED_MINUS,
+    MAXIMUM,
+    MINIMUM,
+    PLUS,
+    TIMES,
+    Value,
+    rule_value,
+)
 from neurosym.semantics.operators import Operator as OperatorMeaning
 from neurosym.training.checks import is_int
 
@@ -138,6 +151,49 @@ def _right_exact(symbol: str, left: int, wanted: Interval) -> Interval | None:
 EXACT_SYMBOLS = frozenset("+-*/")
 
 
+def _maximum_preimage(target: Interval, other: int) -> Interval | None:
+    """``{x : max(x, other) in target}``: up to ``target.hi`` where ``other`` is in reach, else ``target`` itself."""
+    if target.hi is not None and other > target.hi:
+        return None
+    return Interval.make(0 if other >= target.lo else target.lo, target.hi)
+
+
+def _minimum_preimage(target: Interval, other: int) -> Interval | None:
+    """``{x : min(x, other) in target}``: from ``target.lo`` on, without a bound where ``other`` is in ``target``."""
+    if other < target.lo:
+        return None
+    return Interval.make(target.lo, None if target.hi is None or other <= target.hi else target.hi)
+
+
+def _ceil_mean_preimage(target: Interval, other: int) -> Interval | None:
+    """``{x : ceil((x + other) / 2) in target}``: ``2 lo - 1 <= x + other <= 2 hi``."""
+    return Interval.make(2 * target.lo - 1 - other, None if target.hi is None else 2 * target.hi - other)
+
+
+def _ceil_harmonic_preimage(target: Interval, other: int) -> Interval | None:
+    """``{x : ceil(2 x other / (x + other)) in target}`` (undefined where ``x + other = 0``). For ``other > 0`` the
+    quotient grows with ``x`` from 0 towards ``2 other``, never reaching it: ``ceil >= lo`` where it exceeds ``lo - 1``,
+    ``ceil <= hi`` where it is at most ``hi``."""
+    if other == 0:  # 0 for every x >= 1
+        return Interval(1) if 0 in target else None
+    below = target.lo - 1  # the quotient must exceed it
+    if below >= 2 * other:
+        return None
+    lo = 0 if below < 0 else below * other // (2 * other - below) + 1
+    hi = target.hi
+    return Interval.make(lo, None if hi is None or hi >= 2 * other else hi * other // (2 * other - hi))
+
+
+_SYMMETRIC = {
+    id(MAXIMUM): _maximum_preimage,
+    id(MINIMUM): _minimum_preimage,
+    id(CEIL_MEAN): _ceil_mean_preimage,
+    id(CEIL_HARMONIC): _ceil_harmonic_preimage,
+}
+"""Commutative meanings whose preimages are known in closed form for non-negative integer operands: ``f(target,
+other)``, the values of either operand for which the operator gives a value in ``target`` with ``other`` kept."""
+
+
 def _hull(values: list[int]) -> Interval | None:
     return Interval(min(values), max(values)) if values else None
 
@@ -186,12 +242,18 @@ def operand_preimages(
     operator: OperatorMeaning, wanted: Interval, left: Value, right: Value
 ) -> tuple[Interval | None, Interval | None]:
     """Values of the left operand (``right`` kept) and of the right one (``left`` kept) for which ``operator``
-    gives a value in ``wanted``: exact for HINT's ``+ - * /`` meanings (recognised by identity, whatever symbol
-    shows them) of integer operands, else the hull of a scan beyond every value in play."""
+    gives a value in ``wanted``: exact for HINT's ``+ - * /`` meanings of integer operands and for the few-shot
+    concepts' (:data:`_SYMMETRIC`) of non-negative ones (recognised by identity, whatever symbol shows them), else the
+    hull of a scan beyond every value in play (a scan stops there: ``min(a, 5) = 5`` for every ``a >= 5`` was cut off
+    at 100, and it took seconds for values of millions)."""
     left, right = (int(value) if is_int(value) else value for value in (left, right))  # (np.int64 wrapped around)
     exact = _EXACT.get(id(operator))
     if exact is not None and isinstance(left, int) and isinstance(right, int):  # (closed forms of integer operands)
         return _left_exact(exact, wanted, right), _right_exact(exact, left, wanted)
+    symmetric = _SYMMETRIC.get(id(operator))
+    if symmetric is not None and isinstance(left, int) and isinstance(right, int) and min(left, right) >= 0:
+        target = _reachable(wanted)
+        return (None, None) if target is None else (symmetric(target, right), symmetric(target, left))
     top = wanted.lo if wanted.hi is None else wanted.hi
     scan = int(max(100, 2 * top, 2 * left, 2 * right))
     return scan_left_preimage(operator.apply, wanted, right, scan), scan_right_preimage(operator.apply, left, wanted, scan)
