@@ -194,6 +194,16 @@ def test_operator_table_validation():
         HINT_SEMANTICS.extend(operators={"+": max})  # a built-in symbol redefined by a bare function
     with pytest.raises(ValueError, match="reserved"):
         HINT_SEMANTICS.extend(numbers={"(": 5})
+    # (failed at the first evaluation as "'int' object is not callable", and at a batch's first solve as a rule that
+    # raised: the description taken for a vectorised rule)
+    for operator, role, rule in [
+        (Operator(1, 5), r"scalar rule \(apply\)", "int 5"),
+        (Operator(1, None, HINT_SEMANTICS.operators["+"].vectorised), r"scalar rule \(apply\)", "NoneType None"),
+        (Operator(1, max, "max(a, b)"), "vectorised rule", "str 'max\\(a, b\\)'"),
+    ]:
+        with pytest.raises(ValueError, match=rf"operator 'q': its {role} must be callable, got {rule} \(an Operator is"):
+            HINT_SEMANTICS.extend(operators={"q": operator})
+    assert HINT_SEMANTICS.extend(operators={"q": Operator(1, max)}).operators["q"].vectorised is None
     with pytest.raises(ValueError, match="both numbers and operators"):
         HINT_SEMANTICS.extend(numbers={"q": 1}, operators={"q": Operator(1, max)})
     for value in ("five", None, math.nan, True):  # each failed later, or computed NaN

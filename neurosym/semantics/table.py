@@ -36,6 +36,21 @@ def number_value(symbol: str, value: object) -> Value:
     return value
 
 
+def _check_rules(symbol: str, operator: Operator) -> None:
+    """``ValueError`` naming operator ``symbol`` where its scalar rule, or its vectorised rule where it has one, is not
+    callable (``Operator(1, max, "max(a, b)")`` took the description for a vectorised rule, and failed at a batch's first
+    solve as a rule that raised; ``Operator(1, 5)`` at the first evaluation as "'int' object is not callable")."""
+    rules: dict[str, object] = {"scalar rule (apply)": operator.apply}
+    if operator.vectorised is not None:  # (None: the scalar rule alone)
+        rules["vectorised rule"] = operator.vectorised
+    for role, rule in rules.items():
+        if not callable(rule):
+            raise ValueError(
+                f"operator {symbol!r}: its {role} must be callable, got {type(rule).__name__} {rule!r:.40} (an Operator "
+                "is Operator(level, apply, vectorised=None, description=''))"
+            )
+
+
 @dataclass(frozen=True, eq=False)
 class OperatorTable:
     """The meaning of every symbol: ``numbers`` maps number symbols to values, ``operators`` maps
@@ -59,6 +74,7 @@ class OperatorTable:
                 raise ValueError(f"operator {symbol!r} must be an Operator(level, apply), got {operator!r}")
             if operator.level not in (ADDITIVE, MULTIPLICATIVE):
                 raise ValueError(f"operator {symbol!r}: level must be 1 (like + −) or 2 (like × ÷)")
+            _check_rules(symbol, operator)
         for symbol, level in BUILTIN_OPERATORS.items():
             if self.operators[symbol].level != level:
                 raise ValueError(f"built-in operator {symbol!r} must keep precedence level {level}")
