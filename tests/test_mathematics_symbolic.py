@@ -95,6 +95,10 @@ def test_tree_is_canonical():
         ("What is 0**-1?", "zero to the negative power"),
         ("What is 2**(1/2)?", "must be an integer"),
         ("Simplify 1/(sqrt(2) - sqrt(2)).", "division by zero"),
+        # (answered "zoo", complex infinity: a zero that sympy does not write as 0, to a negative power)
+        ("Simplify ((1 + sqrt(2))**2 - 3 - 2*sqrt(2))**-1.", r"zero to the negative power -1 at characters \(45, 47\)"),
+        ("Simplify sqrt(-4).", r"sqrt of -4 at characters \(14, 16\) is not real"),  # (answered "2*I")
+        ("Simplify sqrt(1 - sqrt(2)**2).", r"sqrt of -1 at characters \(14, 28\) is not real"),  # (answered "I")
     ],
 )
 def test_bad_questions_raise_clear_errors(question, message):

@@ -262,7 +262,8 @@ def _rational_sqrt(value: Fraction, where: Node) -> Fraction:
 @names_malformed_trees
 def to_sympy(tree: Node) -> sympy.Expr:
     """The exact sympy expression of a tree of numbers, ``+ - * / ** neg sqrt`` (for surds); ``TypeError`` for a
-    malformed tree, :class:`QuestionError` for a too deep one, as :func:`evaluate`."""
+    malformed tree, :class:`QuestionError` for a too deep one, as :func:`evaluate`, and for one without a real value
+    (division by zero, zero to a negative power, the square root of a negative number)."""
     _check_tree_depth(tree)
     return _to_sympy(tree)
 
@@ -273,8 +274,12 @@ def _to_sympy(tree: Node) -> sympy.Expr:
     if not children:
         return sympy.Rational(_number(symbol, tree.span))
     values = [_to_sympy(child) for child in children]
-    if symbol in ("neg", "sqrt"):
-        return -values[0] if symbol == "neg" else sympy.sqrt(values[0])
+    if symbol == "neg":
+        return -values[0]
+    if symbol == "sqrt":
+        if values[0].is_negative:  # (answered "2*I" for sqrt(-4))
+            raise QuestionError(f"sqrt of {values[0]} at characters {children[0].span} is not real")
+        return sympy.sqrt(values[0])
     left, right = values
     if symbol == "/" and right.is_zero:
         raise QuestionError(f"division by zero at characters {children[1].span}")
@@ -290,6 +295,8 @@ def _surd_power(base: sympy.Expr, exponent: sympy.Expr, where: Node) -> sympy.Ex
     ``10**10**9`` for minutes), any exponent at most :data:`_MAX_EXPONENT` in size."""
     if abs(exponent) > _MAX_EXPONENT:
         raise QuestionError(f"exponent {exponent} at characters {where.span} is larger than {_MAX_EXPONENT}")
+    if exponent.is_negative and base.is_zero:  # (a zero sympy does not write as 0 was answered "zoo")
+        raise QuestionError(f"zero to the negative power {exponent} at characters {where.span}")
     if base.is_Rational and exponent.is_Integer:
         return sympy.Rational(_power(_fraction(base), _fraction(exponent), where))
     return base**exponent
