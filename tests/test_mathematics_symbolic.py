@@ -130,6 +130,19 @@ def test_base_formatting_round_trips(value, base):
     assert int(format_in_base(value, base), base) == value
 
 
+@pytest.mark.parametrize("base", [-2, 0, 1, True, 37, 2.0])
+def test_a_base_that_is_no_int_in_2_to_36_is_refused(base):
+    # (1 and True looped forever, -2 wrote 5 as "zzzz", 0 and 37 failed deep inside as ZeroDivisionError, IndexError)
+    with pytest.raises(ValueError, match="base must be"):
+        format_in_base(5, base)
+
+
+@pytest.mark.parametrize("value", [2.5, Fraction(5), "5", None])
+def test_a_value_that_is_no_int_is_refused_in_any_base(value):
+    with pytest.raises(ValueError, match="format_in_base writes an int, got"):
+        format_in_base(value, 2)
+
+
 @settings(max_examples=200, deadline=None)
 @given(root=st.integers(0, 10**120), degree=st.integers(1, 12), offset=st.integers(-(10**6), 10**6))
 def test_nearest_integer_roots_are_exact_for_radicands_of_any_size(root, degree, offset):

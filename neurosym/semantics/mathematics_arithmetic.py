@@ -28,6 +28,7 @@ import sympy
 
 from neurosym.syntax import Node
 from neurosym.syntax.tree import names_malformed_trees, symbol_and_children
+from neurosym.training.checks import int_at_least, is_int
 
 ARITHMETIC_MODULES: dict[str, tuple[str, ...]] = {
     "interpolate": (
@@ -374,8 +375,14 @@ def _multiplicity(number: int, prime: int) -> int:
 
 
 def format_in_base(value: int, base: int) -> str:
-    """An integer written in ``base`` with digits ``0-9a-z`` and a leading ``-`` when negative."""
-    magnitude, digits = abs(value), []
+    """An integer written in ``base`` with digits ``0-9a-z`` and a leading ``-`` when negative; ``ValueError`` for a
+    value that is no int (numpy's count) or a base that is no int in ``2..36`` (base 1, or ``True``, looped forever)."""
+    if not is_int(value):
+        raise ValueError(f"format_in_base writes an int, got {type(value).__name__} {value!r:.40}")
+    base = int_at_least(base, "base", 2)
+    if base > len(_DIGITS):
+        raise ValueError(f"base must be at most {len(_DIGITS)} (the digits 0-9a-z), got {base}")
+    magnitude, digits = abs(int(value)), []
     while True:
         magnitude, digit = divmod(magnitude, base)
         digits.append(_DIGITS[digit])
