@@ -130,6 +130,13 @@ def test_base_formatting_round_trips(value, base):
     assert int(format_in_base(value, base), base) == value
 
 
+def test_a_base_tree_whose_value_is_no_integer_is_refused_not_truncated():
+    half = Node("base", (Node("2"), Node("/", (Node("1"), Node("10")))))  # 1/10 in base 2: a half (was answered "0")
+    with pytest.raises(QuestionError, match="the base question at characters None has the value 1/2, which is no integer"):
+        answer_tree(half)
+    assert answer_tree(Node("base", (Node("2"), Node("/", (Node("110"), Node("10")))))) == "11"
+
+
 @pytest.mark.parametrize("base", [-2, 0, 1, True, 37, 2.0])
 def test_a_base_that_is_no_int_in_2_to_36_is_refused(base):
     # (1 and True looped forever, -2 wrote 5 as "zzzz", 0 and 37 failed deep inside as ZeroDivisionError, IndexError)

@@ -394,7 +394,7 @@ def format_in_base(value: int, base: int) -> str:
 @names_malformed_trees
 def answer_tree(tree: Node) -> str:
     """The answer string for a parsed question; ``TypeError`` for a malformed tree, :class:`QuestionError` for a too
-    deep one, as :func:`evaluate`."""
+    deep one, as :func:`evaluate`, and for a base question whose value is no integer (a tree built by hand)."""
     _check_tree_depth(tree)
     if tree.symbol == "simplify":
         surd = sympy.expand(sympy.simplify(_to_sympy(tree.children[0])))
@@ -403,6 +403,8 @@ def answer_tree(tree: Node) -> str:
         return str(surd)
     value = _evaluate(tree, 10)
     if tree.symbol == "base":
+        if value.denominator != 1:  # (a tree built with a division: int() truncated 1/10 in base 2 to "0")
+            raise QuestionError(f"the base question at characters {tree.span} has the value {value}, which is no integer")
         return format_in_base(int(value), int(tree.children[0].symbol))
     return format_rational(value, as_decimal=_has_decimal(tree))
 
