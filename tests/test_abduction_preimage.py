@@ -96,6 +96,16 @@ def test_numpy_integers_are_taken_as_python_ints_so_large_preimages_are_exact(wa
         assert interval is None or type(interval.lo) is int and type(interval.hi) in (int, type(None))
 
 
+@settings(max_examples=200, deadline=None)
+@given(wanted=st.integers(0, 2**63 - 1), other=st.integers(0, 2**63 - 1), symbol=st.sampled_from("+-*/"))
+def test_left_and_right_preimages_take_a_numpy_operand_as_a_python_int(wanted, other, symbol):
+    """The public preimages wrapped around on an ``np.int64`` operand as ``operand_preimages`` did: ``a / 4 = 2**62``
+    gave ``a = 0`` and ``a - 2**62 = 2**62`` no ``a`` at all."""
+    target = Interval.point(wanted)
+    assert left_preimage(symbol, target, np.int64(other)) == left_preimage(symbol, target, other)
+    assert right_preimage(symbol, np.int64(other), target) == right_preimage(symbol, other, target)
+
+
 @pytest.mark.parametrize("bound", [2.0, True, np.True_, None, "3", np.float64(3)])
 def test_an_interval_bound_that_is_no_int_is_refused(bound):
     with pytest.raises(TypeError, match=r"an Interval's lo must be an int, got"):

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from numbers import Integral
+from typing import TypeVar, cast
 
 from neurosym.semantics.operators import (
     CEIL_DIVIDE,
@@ -33,6 +34,8 @@ from neurosym.semantics.operators import (
 )
 from neurosym.semantics.operators import Operator as OperatorMeaning
 from neurosym.training.checks import is_int
+
+_Operand = TypeVar("_Operand", bound=Value)
 
 Operator = Callable[[Value, Value], Value | None]
 """A binary operator the scans invert: any scalar rule (a result that is no integer lies in no :class:`Interval`, nor
@@ -214,8 +217,9 @@ def left_preimage(
     """Values ``a`` with ``apply(a, right) in target``; ``None`` when there are none.
 
     ``symbol`` in ``+ - * /`` uses HINT's semantics exactly (``apply`` is then ignored); for any other
-    symbol ``apply`` is scanned (:func:`scan_left_preimage`).
+    symbol ``apply`` is scanned (:func:`scan_left_preimage`). A numpy integer ``right`` is taken as a Python int.
     """
+    right = _python_int(right)  # (an np.int64's arithmetic wrapped around: a / 4 = 2**62 gave a = 0)
     if symbol in EXACT_SYMBOLS:
         return _left_exact(symbol, target, right)
     return scan_left_preimage(_scanned(symbol, apply), target, right, scan_limit)
@@ -225,9 +229,15 @@ def right_preimage(
     symbol: str, left: int, target: Interval, apply: Operator | None = None, scan_limit: int = 200
 ) -> Interval | None:
     """Values ``b`` with ``apply(left, b) in target``; ``None`` when there are none (see :func:`left_preimage`)."""
+    left = _python_int(left)
     if symbol in EXACT_SYMBOLS:
         return _right_exact(symbol, left, target)
     return scan_right_preimage(_scanned(symbol, apply), left, target, scan_limit)
+
+
+def _python_int(value: _Operand) -> _Operand:
+    """``value`` with a numpy integer as a Python int (an ``np.int64``'s arithmetic wraps around at 2**63)."""
+    return cast(_Operand, int(value)) if is_int(value) else value
 
 
 def _scanned(symbol: str, apply: Operator | None) -> Operator:
@@ -246,7 +256,7 @@ def operand_preimages(
     concepts' (:data:`_SYMMETRIC`) of non-negative ones (recognised by identity, whatever symbol shows them), else the
     hull of a scan beyond every value in play (a scan stops there: ``min(a, 5) = 5`` for every ``a >= 5`` was cut off
     at 100, and it took seconds for values of millions)."""
-    left, right = (int(value) if is_int(value) else value for value in (left, right))  # (np.int64 wrapped around)
+    left, right = _python_int(left), _python_int(right)
     exact = _EXACT.get(id(operator))
     if exact is not None and isinstance(left, int) and isinstance(right, int):  # (closed forms of integer operands)
         return _left_exact(exact, wanted, right), _right_exact(exact, left, wanted)
