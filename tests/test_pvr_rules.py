@@ -115,6 +115,9 @@ def test_induction_rejects_bad_input():
     with pytest.raises(ValueError, match="search space is empty"):
         induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int), aggregations=())
     assert isinstance(induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int)).rule, PVRRule)
+    for name, value in (("aggregations", "median"), ("boundaries", "wrap")):  # (their letters were searched)
+        with pytest.raises(TypeError, match=rf"{name} must be a sequence of names, got the string '{value}'"):
+            induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int), **{name: value})
     with pytest.raises(ValueError, match="pointer_position 7 is outside 0..3"):  # (was numpy's IndexError)
         induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int), pointer_positions=[7])
     for bad in (1, 0, 2.5, True):  # (1 was named as a pointer_table, which the call has none of)

@@ -212,6 +212,9 @@ def induce_rule(
     int of at least 2 (as :class:`PVRRule` needs): ``ValueError`` otherwise, as for bad digits and labels.
     """
     num_classes = int_at_least(num_classes, "num_classes (digit classes)", 2)  # (1 was named as pointer_table)
+    for name, names in (("aggregations", aggregations), ("boundaries", boundaries)):
+        if isinstance(names, str):  # (its letters were searched: "unknown aggregation 'm'" for "median")
+            raise TypeError(f"{name} must be a sequence of names, got the string {names!r} (write [{names!r}])")
     digits = np.asarray(digits)
     if digits.ndim != 2:
         raise ValueError(f"expected digits of shape [N, L], got {digits.shape}")
