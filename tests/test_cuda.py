@@ -1,6 +1,6 @@
 """What must hold on a CUDA device: the units and the stroke normaliser compute there what they compute on the CPU,
-a seeded block gives the caller's streams back, the batched arithmetic training resumes exactly, and the grammar
-pipeline learns with mixed precision.
+a seeded block gives the caller's streams back, the batched arithmetic training resumes exactly, a resumed training
+keeps its best weights on the CPU, and the grammar pipeline learns with mixed precision.
 
 Marked ``cuda``: skipped without a GPU, run by ``make gpu-check`` (``benchmarks/device_check.py``);
 ``NEUROSYM_CUDA_TESTS_ON=cpu`` runs them on the CPU to check the tests themselves.
@@ -8,11 +8,13 @@ Marked ``cuda``: skipped without a GPU, run by ``make gpu-check`` (``benchmarks/
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
 import torch
 from test_tasks import addition_pipeline, addition_problem, tiny_training
+from torch import nn
 
 from neurosym.benchmarking.arithmetic_results import group_cells
 from neurosym.benchmarking.arithmetic_training import GraphedStep, GroupConfig, build, train_group
@@ -21,7 +23,7 @@ from neurosym.layers import NALU, NAU, NMU, NPU
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.strokes import StrokeNormaliser, skeletonise
 from neurosym.pipelines.grammar_pipeline import evaluate_grammar_pipeline, train_grammar_pipeline
-from neurosym.training import load_checkpoint, resolve_device
+from neurosym.training import DistributedContext, TrainConfig, TrainResult, load_checkpoint, resolve_device, train
 from neurosym.training.seeding import seeded
 from neurosym.training.stopping import StopRequests
 from neurosym.training.update import adam
@@ -104,6 +106,23 @@ def test_batched_arithmetic_training_resumes_exactly_on_the_device(tmp_path, acc
     for name, values in straight.curves.stacked().items():
         torch.testing.assert_close(resumed.curves.stacked()[name], values, rtol=0, atol=0, msg=name)
     assert torch.isfinite(straight.curves.stacked()["validation"]).all()
+
+
+def test_a_resumed_training_keeps_its_best_weights_on_the_cpu(tmp_path, accelerator):
+    """The checkpoint is read onto the device; its best weights go back to the CPU, where the evaluations keep them."""
+    torch.manual_seed(0)
+    data = [(x, x.sum(0, keepdim=True)) for x in torch.randn(16, 3)]
+    context = DistributedContext(0, 1, 0, accelerator)
+    scores = itertools.chain([1.0], itertools.repeat(0.0))  # the first evaluation's weights stay the best
+
+    def run(steps: int) -> TrainResult:
+        config = TrainConfig(steps, 4, eval_every=2, checkpoint=tmp_path / "run.pt")
+        return train(nn.Linear(3, 1), data, lambda model, batch: (model(batch[0]) - batch[1]).square().mean(), config,
+                     context, evaluate=lambda model: next(scores))  # fmt: skip
+
+    assert run(4).best_step == 2 and run(6).steps_this_call == 2
+    saved = torch.load(tmp_path / "run.pt", weights_only=False)  # (each tensor on the device it was saved from)
+    assert {value.device.type for value in saved["loop"]["best_model"].values()} == {"cpu"}
 
 
 def test_the_cuda_graph_step_trains_as_the_eager_step_and_resumes_exactly(tmp_path, accelerator):

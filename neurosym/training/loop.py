@@ -333,7 +333,12 @@ class _BestWeights:
         }
 
     def load(self, checkpoint: dict[str, Any]) -> None:
-        self.state = checkpoint["loop"]
+        """Take the state of a checkpoint read onto the training device, its best weights back to the CPU (where
+        :meth:`evaluate` keeps them: on a GPU they held a second copy of the model there for the rest of the run)."""
+        state = checkpoint["loop"]
+        if state["best_model"] is not None:
+            state["best_model"] = {key: value.cpu() for key, value in state["best_model"].items()}
+        self.state = state
 
     def evaluate(self, step: int, loss: float | None) -> bool:
         """Record the evaluation after ``step``; ``True`` when patience has run out."""
