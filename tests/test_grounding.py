@@ -135,6 +135,17 @@ def test_display_symbols_and_table_follow_the_learned_meaning():
     assert grounding.solve([(7, 1, 0)]) == [None]
 
 
+@pytest.mark.parametrize("bad", [-1, 8, True, 1.0])
+def test_a_class_id_outside_the_classes_is_named_rather_than_read_from_the_end(bad):
+    """``-1``, the padding of decoded tokens, was read as the last class (``(5, 6, 0, -1)`` as ``h i e j``), and a bool
+    as class 1."""
+    grounding = _odd_grounding()
+    message = rf"class ids must be in 0..7, got {re.escape(repr(bad))} at position 3 of \[5, 6, 0, {re.escape(repr(bad))}\]"
+    with pytest.raises(ValueError, match=message):
+        grounding.solve([(5, 6, 0, 3), (5, 6, 0, bad)])
+    assert grounding.sentence((5, 6, 0, 3)) == "hieg"
+
+
 def test_printout_and_json_round_trip(tmp_path):
     grounding = _odd_grounding()
     text = grounding.format()
