@@ -19,6 +19,7 @@ from functools import lru_cache
 
 import torch
 
+from neurosym.perception.reader import at_least_float32
 from neurosym.training.checks import is_int_tensor
 
 OPEN, CLOSE = "(", ")"
@@ -60,7 +61,8 @@ class TokenRoles:
 
 @dataclass(frozen=True)
 class Decoded:
-    """Decoder output: ``tokens`` [B, T] vocabulary indices (``-1`` past each length) and ``log_prob`` [B]."""
+    """Decoder output: ``tokens`` [B, T] vocabulary indices (``-1`` past each length) and ``log_prob`` [B] (float32, or
+    the input's dtype where wider)."""
 
     tokens: torch.Tensor
     log_prob: torch.Tensor
@@ -200,7 +202,8 @@ def constrained_decode(
     """Exact most probable grammatical sentence per example (Viterbi over the bracket automaton).
 
     Args:
-        log_probs: [B, T, V] per-window log-probabilities (padding positions are ignored).
+        log_probs: [B, T, V] per-window log-probabilities (padding positions are ignored); half-precision ones are
+            summed in float32 (in bfloat16 the path scores' rounding chose a less probable sentence).
         lengths: [B] number of windows of each example, integers, 1 <= length <= T.
         roles: the vocabulary's grammatical roles.
         minimal_brackets: also exclude brackets that the HINT release never writes: around a single
@@ -223,8 +226,8 @@ def constrained_decode(
     automaton = _automaton(steps, minimal_brackets)
     source, token_class = automaton.incoming_source.to(device), automaton.incoming_class.to(device)
     neg_inf = -torch.inf
-    class_score, class_token = _class_scores(log_probs, roles)
-    score = log_probs.new_full((batch, source.shape[0]), neg_inf)
+    class_score, class_token = _class_scores(at_least_float32(log_probs), roles)
+    score = class_score.new_full((batch, source.shape[0]), neg_inf)
     score[:, automaton.start] = 0.0
     back: list[torch.Tensor] = []  # per step, [B, S]: the incoming transition each state was best reached through
     sources, classes = source.flatten(), token_class.flatten()  # (index_select of [S * M]: 2x faster than [:, source])
