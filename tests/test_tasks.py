@@ -165,6 +165,12 @@ def test_image_sentences_check_their_layout():
     for indices in ([-1], [1], []):  # (-1 read the last example silently)
         with pytest.raises(ValueError, match=r"indices must be one or more example indices in \[0, 1\), got"):
             one.batch(indices)
+    two = ImageSentences(np.zeros((3, 4, 4)), np.array([[0, 1], [2, -1]]), np.full((2, 2), READ), np.array([2, 1]), [1, 2])
+    for indices, dtype in (([False, True], "bool"), (torch.tensor([False, True]), "bool"), ([0.9], "float64")):
+        # (a mask [False, True] read examples 0 and 1, and 0.9 example 0, silently)
+        with pytest.raises(ValueError, match=rf"in \[0, 2\), got .* of dtype {dtype} \(integers: a mask is no indices\)"):
+            two.batch(indices)
+    assert two.batch(torch.tensor([1])).lengths.tolist() == two.batch(np.array([1], np.uint8)).lengths.tolist() == [1]
 
 
 @settings(max_examples=30, deadline=None)

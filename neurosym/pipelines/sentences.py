@@ -116,10 +116,12 @@ class ImageSentences:
         return len(self.targets)
 
     def batch(self, indices: Sequence[int]) -> SentenceBatch:
-        """The examples at ``indices``, padded to the longest."""
-        rows = np.asarray(indices, dtype=np.int64)
-        if rows.ndim != 1 or not len(rows) or rows.min() < 0 or rows.max() >= len(self):
-            raise ValueError(f"indices must be one or more example indices in [0, {len(self)}), got {rows.tolist()}")
+        """The examples at ``indices`` (integers), padded to the longest."""
+        rows = np.asarray(indices)
+        if rows.ndim != 1 or not len(rows) or rows.dtype.kind not in "iu" or rows.min() < 0 or rows.max() >= len(self):
+            kind = "" if rows.dtype.kind in "iu" or not len(rows) else f" of dtype {rows.dtype} (integers: a mask is no indices)"
+            raise ValueError(f"indices must be one or more example indices in [0, {len(self)}), got {rows.tolist()}{kind}")
+        rows = rows.astype(np.int64)
         lengths = self.lengths[rows]
         steps = int(lengths.max())
         picks = torch.from_numpy(self.picks[rows, :steps])
