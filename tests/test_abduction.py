@@ -1,5 +1,7 @@
 """Top-down back-search finds the known corrections, including through set-valued inverses."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -156,26 +158,62 @@ def _single_changes(abducer: Abducer, read: str) -> list[str]:
     ]
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.sampled_from([3, 5, 7]), st.integers(0, 100), st.integers(0, 2**32 - 1), st.integers(0, 10**6))
-def test_one_change_search_matches_brute_force(length, template, seed, planted):
-    """With one change allowed, the back-search returns the most probable of all one-change corrections (the target
-    is the value of one of them, drawn)."""
-    abducer = Abducer(VOCAB, max_changes=1, max_template_length=1)  # (no shape search)
+ONE_CHANGE = Abducer(VOCAB, max_changes=1, max_template_length=1)  # (no shape search)
+
+
+def _one_change_problem(
+    length: int, template: int, seed: int, planted: int, ruled_out: float = 0.0
+) -> tuple[str, np.ndarray, int, float] | None:
+    """A reading of the ``template``-th shape of ``length`` symbols (the most probable symbol of each class), its
+    log-probabilities ``[length, V]`` (a share ``ruled_out`` of the other entries ``-inf``), a target drawn among the
+    values of its one-change corrections and the best log-probability of those that give it (``None``: no target)."""
     rng = np.random.default_rng(seed)
     shape = sentence_templates(length)[template % len(sentence_templates(length))]
     log_probs = np.log(rng.dirichlet(np.full(len(VOCAB), 0.3), size=length))
     members = {NUMBER: "0123456789", OPERATOR: "+-*/", OPEN_CLASS: "(", CLOSE_CLASS: ")"}
     read = "".join(max(members[c], key=lambda s: log_probs[p, VOCAB.index(s)]) for p, c in enumerate(shape))
-    values = {fixed: abducer.value(fixed) for fixed in _single_changes(abducer, read)}
-    targets = sorted({v for v in values.values() if v is not None and v != abducer.value(read)})
+    ruled = rng.random(log_probs.shape) < ruled_out
+    ruled[np.arange(length), [VOCAB.index(s) for s in read]] = False
+    log_probs[ruled] = -np.inf
+    values = {fixed: ONE_CHANGE.value(fixed) for fixed in _single_changes(ONE_CHANGE, read)}
+    targets = sorted({v for v in values.values() if v is not None and v != ONE_CHANGE.value(read)})
     if not targets:
-        return
+        return None
     target = targets[planted % len(targets)]
-    best = max(abducer.score(fixed, log_probs) for fixed, value in values.items() if value == target)
-    found = abducer.abduce(read, log_probs, target)
+    return read, log_probs, target, max(ONE_CHANGE.score(fixed, log_probs) for fixed, v in values.items() if v == target)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([3, 5, 7]), st.integers(0, 100), st.integers(0, 2**32 - 1), st.integers(0, 10**6))
+def test_one_change_search_matches_brute_force(length, template, seed, planted):
+    """With one change allowed, the back-search returns the most probable of all one-change corrections (the target
+    is the value of one of them, drawn)."""
+    if (problem := _one_change_problem(length, template, seed, planted)) is None:
+        return
+    read, log_probs, target, best = problem
+    found = ONE_CHANGE.abduce(read, log_probs, target)
     assert found is not None and found.changes == 1 and found.log_prob == pytest.approx(best)
-    assert abducer.value(found.sentence) == target
+    assert ONE_CHANGE.value(found.sentence) == target
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([1, 3, 5, 7]), st.integers(0, 100), st.integers(0, 2**32 - 1), st.integers(0, 10**6))
+def test_a_symbol_the_reader_rules_out_is_never_abduced(length, template, seed, planted):
+    """Where the reader scores symbols ``-inf``, the one-change search returns the most probable correction among those
+    it leaves possible, ``None`` where there is none (a ruled-out one was returned with log-probability ``-inf``, and
+    ``-inf - -inf`` made scores NaN), and the wider searches return none either."""
+    if (problem := _one_change_problem(length, template, seed, planted, ruled_out=0.5)) is None:
+        return
+    read, log_probs, target, best = problem
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (NaN arithmetic warned)
+        found = ONE_CHANGE.abduce(read, log_probs, target)
+        wider = Abducer(VOCAB, max_changes=3).abduce(read, log_probs, target)
+    if np.isfinite(best):
+        assert found is not None and found.changes == 1 and found.log_prob == pytest.approx(best)
+    else:
+        assert found is None
+    assert wider is None or (np.isfinite(wider.log_prob) and ONE_CHANGE.value(wider.sentence) == target)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -11,7 +11,8 @@ tree). A reading without a value (``6/0+3``) gets every change inside its lowest
 The most probable verified proposal wins. When no single change
 works, it changes up to ``max_changes - 1`` of the least confident symbols to their next most
 probable readings first (a bounded beam), and finally tries other sentence shapes (where the
-brackets go) for short sentences. Every returned sentence is checked by executing it.
+brackets go) for short sentences. Every returned sentence is checked by executing it, and no symbol the perception
+rules out (log-probability ``-inf``) is ever proposed.
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ class Abducer:
             return None
 
     def abduce(self, sentence: str, log_probs: np.ndarray, target: int) -> Correction | None:
-        """The most probable correction of ``sentence`` found that evaluates to ``target``, or ``None``.
+        """The most probable correction of ``sentence`` found that evaluates to ``target``, or ``None``; it changes no
+        symbol to one that ``log_probs`` rule out (``-inf``: such a correction is no more probable than none).
 
         Args:
             sentence: the sentence read by the perception (length ``n``).
@@ -182,7 +184,7 @@ class Abducer:
             for position in swappable:
                 members = self.numbers if sentence[position] in self.table.numbers else self.operators
                 readings = sorted(
-                    (s for s in members if s != sentence[position]),
+                    (s for s in members if s != sentence[position] and log_probs[position, self.index[s]] > -np.inf),
                     key=lambda s: -log_probs[position, self.index[s]],
                 )[: self.beam]
                 for symbol in readings:
@@ -201,7 +203,8 @@ class Abducer:
             reading = "".join(
                 max(self._class_members[cls], key=lambda s: log_probs[p, self.index[s]]) for p, cls in enumerate(shape)
             )
-            readings.append((self.score(reading, log_probs), reading))
+            if np.isfinite(score := self.score(reading, log_probs)):  # (a shape the reader rules out stays ruled out)
+                readings.append((score, reading))
         best: Correction | None = None
         for _, reading in heapq.nlargest(self.beam, readings):
             found = Correction(reading, self.score(reading, log_probs), 0) if self.value(reading) == target else None
@@ -291,13 +294,10 @@ class Abducer:
         return operand_preimages(self.table.operators[symbol], wanted, left, right)
 
     def _propose(self, sentence: str, log_probs: np.ndarray, position: int, symbols: list[str]) -> list[_Proposal]:
-        """Replacing the symbol at ``position`` by each of ``symbols`` (other than itself)."""
+        """Replacing the symbol at ``position`` by each of ``symbols`` (other than itself and those ruled out)."""
         current = log_probs[position, self.index[sentence[position]]]
-        return [
-            _Proposal(float(log_probs[position, self.index[s]] - current), position, s)
-            for s in symbols
-            if s != sentence[position]
-        ]
+        scored = ((s, log_probs[position, self.index[s]]) for s in symbols if s != sentence[position])
+        return [_Proposal(float(score - current), position, s) for s, score in scored if score > -np.inf]
 
     def node_values(self, root: Node) -> dict[int, Value] | None:
         """Value of every node (by ``id``), ``None`` when the expression is invalid."""
