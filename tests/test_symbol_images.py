@@ -226,6 +226,13 @@ def test_sliding_windows_pad_the_last_partial_window():
         sliding_windows(np.zeros((28, 40), np.uint8))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_])
+def test_sliding_windows_refuse_a_strip_of_anything_but_uint8_pixels(dtype):
+    # (a float strip in [0, 1] was divided by 255 again and read as black; int pixels above 255 gave values above 1)
+    with pytest.raises(ValueError, match=f"strip must hold uint8 pixels \\(0..255\\), got {np.dtype(dtype)}"):
+        sliding_windows(np.ones((32, 40), dtype))
+
+
 def _write_official_folder(root: Path) -> None:
     for folder, value in (("3", 0), ("times", 60), ("div", 120), ("(", 30)):
         for i in range(4):
@@ -387,8 +394,10 @@ def test_sizes_of_no_pixels_are_named():
         resize_images(images, (True, 8))  # (taken as a height of 1)
     with pytest.raises(ValueError, match="height must be a positive number of pixels, got 0"):
         render_strip(images, height=0)
-    with pytest.raises(ValueError, match="for a window of at least 1 pixel"):
+    with pytest.raises(ValueError, match="window must be an int of at least 1, got 0"):
         sliding_windows(np.zeros((0, 8), dtype=np.uint8), window=0)
+    with pytest.raises(ValueError, match="window must be an int of at least 1, got True"):
+        sliding_windows(np.zeros((1, 8), dtype=np.uint8), window=True)  # (taken as a window of 1 pixel)
 
 
 def test_write_image_names_pixels_a_cast_would_blacken(tmp_path):

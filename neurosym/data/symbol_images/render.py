@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 
-from neurosym.training.checks import height_width
+from neurosym.training.checks import height_width, int_at_least
 
 WINDOW = 32
 """Height of a rendered expression and width of the sliding window (appendix B.1)."""
@@ -45,10 +45,14 @@ def render_strip(images: np.ndarray, height: int = WINDOW) -> np.ndarray:
 
 
 def sliding_windows(strip: np.ndarray, window: int = WINDOW) -> torch.Tensor:
-    """Cut a rendered strip ``[window, W]`` into windows of ``window`` columns: float ``[W // window, 1, window, window]``
-    in ``[0, 1]`` (a last partial window is padded with black)."""
-    if window < 1 or strip.ndim != 2 or strip.shape[0] != window:
+    """Cut a rendered strip ``[window, W]`` of uint8 pixels into windows of ``window`` columns: float
+    ``[ceil(W / window), 1, window, window]`` in ``[0, 1]`` (a last partial window is padded with black). Other dtypes
+    raise ``ValueError``: pixels are divided by 255, so a strip already in ``[0, 1]`` would read as black."""
+    window = int_at_least(window, "window", 1)  # (True was taken as a window of 1 pixel)
+    if strip.ndim != 2 or strip.shape[0] != window:
         raise ValueError(f"strip must be [{window}, W] for a window of at least 1 pixel, got shape {strip.shape}")
+    if strip.dtype != np.uint8:
+        raise ValueError(f"strip must hold uint8 pixels (0..255), got {strip.dtype}")
     pad = (-strip.shape[1]) % window
     padded = np.pad(strip, ((0, 0), (0, pad)))
     return rearrange(torch.from_numpy(padded).float() / 255.0, "h (n w) -> n 1 h w", w=window)
