@@ -226,6 +226,16 @@ def test_sliding_windows_pad_the_last_partial_window():
         sliding_windows(np.zeros((28, 40), np.uint8))
 
 
+@pytest.mark.parametrize("shape", [(2, 0, 5), (2, 5, 0)])
+def test_images_of_no_pixels_are_named_not_failed_on_inside_the_resizing(shape):
+    # (a division by zero for no rows, an error from inside torch's interpolation for no columns)
+    empty = np.zeros(shape, np.uint8)
+    with pytest.raises(ValueError, match=re.escape(f"images must be [N, H, W] with H, W >= 1, got shape {shape}")):
+        resize_images(empty, (4, 4))
+    with pytest.raises(ValueError, match=re.escape(f"symbol images with H, W >= 1, got shape {shape}")):
+        render_strip(empty)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_])
 def test_sliding_windows_refuse_a_strip_of_anything_but_uint8_pixels(dtype):
     # (a float strip in [0, 1] was divided by 255 again and read as black; int pixels above 255 gave values above 1)
@@ -394,6 +404,9 @@ def test_sizes_of_no_pixels_are_named():
         resize_images(images, (True, 8))  # (taken as a height of 1)
     with pytest.raises(ValueError, match="height must be a positive number of pixels, got 0"):
         render_strip(images, height=0)
+    for height in (True, 31.5):  # (True was taken as a height of 1; 31.5 named a size the caller never gave)
+        with pytest.raises(ValueError, match=f"height must be a positive number of pixels, got {height}"):
+            render_strip(images, height=height)
     with pytest.raises(ValueError, match="window must be an int of at least 1, got 0"):
         sliding_windows(np.zeros((0, 8), dtype=np.uint8), window=0)
     with pytest.raises(ValueError, match="window must be an int of at least 1, got True"):

@@ -7,16 +7,16 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 
-from neurosym.training.checks import height_width, int_at_least
+from neurosym.training.checks import height_width, int_at_least, is_int
 
 WINDOW = 32
 """Height of a rendered expression and width of the sliding window (appendix B.1)."""
 
 
 def resize_images(images: np.ndarray, size: tuple[int, int]) -> np.ndarray:
-    """Resize uint8 ``[N, H, W]`` images to ``[N, *size]`` (bilinear with anti-aliasing)."""
-    if images.ndim != 3:
-        raise ValueError(f"images must be [N, H, W], got shape {images.shape}")
+    """Resize uint8 ``[N, H, W]`` images (``H, W >= 1``) to ``[N, *size]`` (bilinear with anti-aliasing)."""
+    if images.ndim != 3 or 0 in images.shape[1:]:  # (images of no pixels failed inside torch's interpolation)
+        raise ValueError(f"images must be [N, H, W] with H, W >= 1, got shape {images.shape}")
     if images.dtype != np.uint8:  # floats in [0, 1] came back black, larger ints clipped at 255
         raise ValueError(f"images must be uint8 pixels, got {images.dtype}")
     size = height_width(size, "size")  # a bool was taken as a side of 1
@@ -34,12 +34,12 @@ def render_strip(images: np.ndarray, height: int = WINDOW) -> np.ndarray:
 
     Each symbol is scaled to ``height`` keeping its aspect ratio, so square symbols give ``W' = height``.
     """
-    if images.ndim != 3 or len(images) == 0:
-        raise ValueError(f"need a non-empty [n, H, W] array of symbol images, got shape {images.shape}")
+    if images.ndim != 3 or 0 in images.shape:  # (images of no pixels failed in a division by zero or in torch)
+        raise ValueError(f"need a non-empty [n, H, W] array of symbol images with H, W >= 1, got shape {images.shape}")
     if images.dtype != np.uint8:
         raise ValueError(f"symbol images must be uint8 pixels, got {images.dtype}")
-    if height < 1:
-        raise ValueError(f"height must be a positive number of pixels, got {height}")
+    if not is_int(height) or height < 1:  # (True was taken as a height of 1, 31.5 named another size)
+        raise ValueError(f"height must be a positive number of pixels, got {height!r}")
     width = max(1, round(images.shape[2] * height / images.shape[1]))
     return rearrange(resize_images(images, (height, width)), "n h w -> h (n w)")
 
