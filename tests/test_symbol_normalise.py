@@ -45,6 +45,30 @@ def test_an_empty_image_is_kept_and_bad_input_is_refused():
         normalise_glyphs(images, box=40)
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"chunk": -1}, "chunk must be an int of at least 1, got -1"),  # (every image came back unchanged)
+        ({"chunk": 0}, "chunk must be an int of at least 1, got 0"),
+        ({"box": True}, r"box must be an int in 1..28, got True"),  # (a box of 1 pixel)
+        ({"box": 10.5}, r"box must be an int in 1..28, got 10.5"),
+        ({"threshold": 255}, r"threshold must be a number in \[0, 255\), got 255"),  # (no ink: images unchanged)
+        ({"threshold": float("nan")}, r"threshold must be a number in \[0, 255\), got nan"),
+        ({"threshold": -1}, r"threshold must be a number in \[0, 255\), got -1"),
+    ],
+)
+def test_options_that_would_leave_the_glyphs_unchanged_or_misshapen_are_named(options, message):
+    images = np.zeros((3, 28, 28), np.uint8)
+    images[:, 5:15, 5:10] = 200
+    with pytest.raises(ValueError, match=message):
+        normalise_glyphs(images, **options)
+
+
+def test_images_of_no_pixels_are_named():  # (the box was refused as out of 1..0)
+    with pytest.raises(ValueError, match=r"images must be uint8 \[N, H, W\] with H, W >= 1, got uint8 of shape \[2, 0, 5\]"):
+        normalise_glyphs(np.zeros((2, 0, 5), np.uint8))
+
+
 def _longest_ink_side(image: np.ndarray, threshold: int = 32) -> int:
     rows, columns = np.nonzero(image > threshold)
     return max(rows.max() - rows.min(), columns.max() - columns.min()) + 1

@@ -13,6 +13,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from neurosym.training.checks import int_at_least, is_int, is_real
+
 MNIST_BOX = 20
 """The longer side of the ink's bounding box in MNIST's images (pixels of :data:`MNIST_SIZE`)."""
 MNIST_SIZE = 28
@@ -25,26 +27,31 @@ def mnist_box(side: int) -> int:
     return max(1, round(MNIST_BOX * side / MNIST_SIZE))
 
 
-def normalise_glyphs(images: np.ndarray, box: int | None = None, threshold: int = 32, chunk: int = 8192) -> np.ndarray:
+def normalise_glyphs(images: np.ndarray, box: int | None = None, threshold: float = 32, chunk: int = 8192) -> np.ndarray:
     """Scale and centre uint8 glyphs ``[N, H, W]`` (white ink on black) to MNIST's convention -> ``[N, H, W]``.
 
     The ink is every pixel above ``threshold``; its bounding box's longer side becomes ``box`` pixels
     (default: :func:`mnist_box` of the images' shorter side, 20 for 28×28) and its centre of mass (of all
     pixel values) the image's centre, by one bilinear resampling. An image without ink is returned unchanged.
+    ``box`` is an int, ``threshold`` a number in ``[0, 255)`` and ``chunk`` (images resampled at once) an int of at
+    least 1; anything else raises ``ValueError``.
     """
-    if images.ndim != 3 or images.dtype != np.uint8:
-        raise ValueError(f"images must be uint8 [N, H, W], got {images.dtype} of shape {list(images.shape)}")
+    if images.ndim != 3 or images.dtype != np.uint8 or 0 in images.shape[1:]:
+        raise ValueError(f"images must be uint8 [N, H, W] with H, W >= 1, got {images.dtype} of shape {list(images.shape)}")
     if box is None:
         box = mnist_box(min(images.shape[1:]))
-    if not 0 < box <= min(images.shape[1:]):
-        raise ValueError(f"box must be in 1..{min(images.shape[1:])}, got {box}")
+    if not (is_int(box) and 0 < box <= min(images.shape[1:])):  # (True was taken as a box of 1 pixel)
+        raise ValueError(f"box must be an int in 1..{min(images.shape[1:])}, got {box!r}")
+    if not (is_real(threshold) and 0 <= threshold < 255):  # (255 or NaN: no ink, and every image came back unchanged)
+        raise ValueError(f"threshold must be a number in [0, 255), got {threshold!r}")
+    int_at_least(chunk, "chunk", 1)  # (a negative chunk returned every image unchanged)
     parts = [
         _normalise(torch.from_numpy(images[start : start + chunk]), box, threshold) for start in range(0, len(images), chunk)
     ]
     return np.concatenate(parts) if parts else images.copy()
 
 
-def _normalise(images: torch.Tensor, box: int, threshold: int) -> np.ndarray:
+def _normalise(images: torch.Tensor, box: int, threshold: float) -> np.ndarray:
     """:func:`normalise_glyphs` of one chunk ``[n, H, W]`` uint8."""
     n, height, width = images.shape
     pixels = images.float()
