@@ -83,6 +83,15 @@ def test_the_symbol_classifier_reads_uint8_and_any_float_windows_alike_and_names
         classifier.add_symbol(2)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_uint8_windows_read_exactly_as_their_intensities_in_the_classifiers_dtype(dtype):
+    # (a float64 classifier read uint8 windows divided by 255 in float32, rounded there)
+    classifier = SymbolClassifier(list("01"), window=8, width=2, features=4).to(dtype).eval()
+    windows = torch.arange(256, dtype=torch.uint8).reshape(4, 8, 8)
+    read = classifier(windows)
+    assert read.dtype == dtype and torch.equal(read, classifier(windows.to(dtype) / 255))
+
+
 def test_small_cnn_stages_take_their_convolution_counts():
     default = SmallCNN(in_channels=1, out_features=3, input_size=16, width=4)
     deeper = SmallCNN(in_channels=1, out_features=3, input_size=16, width=4, stage_convs=(1, 2, 3))

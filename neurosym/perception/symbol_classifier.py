@@ -30,8 +30,9 @@ class SymbolClassifier(nn.Module):
             (:class:`~neurosym.perception.strokes.StrokeNormaliser`), so the reader never sees a writer's
             stroke width or blur.
 
-    Shapes: ``windows [N, window, window]`` or ``[N, 1, window, window]`` (uint8 in 0..255 or float in
-    0..1; other float values, NaN included, raise ``ValueError``) -> log-probabilities ``[N, len(vocabulary)]``.
+    Shapes: ``windows [N, window, window]`` or ``[N, 1, window, window]`` (uint8 in 0..255, divided by 255 in the
+    classifier's dtype, or float in 0..1; other float values, NaN included, raise ``ValueError``) -> log-probabilities
+    ``[N, len(vocabulary)]``.
     """
 
     def __init__(
@@ -68,8 +69,8 @@ class SymbolClassifier(nn.Module):
             windows = rearrange(windows, "n h w -> n 1 h w")
         if windows.dim() != 4 or windows.shape[1:] != (1, self.window, self.window):
             raise ValueError(f"SymbolClassifier expects windows [N, {self.window}, {self.window}], got {tuple(windows.shape)}")
-        if windows.dtype == torch.uint8:
-            windows = windows.float() / 255.0
+        if windows.dtype == torch.uint8:  # (in float32 first, a float64 classifier read them rounded to float32)
+            windows = windows.to(self.classifier.weight.dtype) / 255
         if not windows.is_floating_point():
             raise ValueError(f"SymbolClassifier expects uint8 (0..255) or floating-point (0..1) windows, got {windows.dtype}")
         check_intensities(windows)
