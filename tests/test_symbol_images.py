@@ -226,6 +226,15 @@ def test_sliding_windows_pad_the_last_partial_window():
         sliding_windows(np.zeros((28, 40), np.uint8))
 
 
+@pytest.mark.parametrize("shape", [(3, 28, 40), (3, 40, 28)])
+def test_render_windows_refuses_images_that_are_not_square(shape):
+    # (3 images of 28x40 gave 5 windows, of 40x28 3 windows that each straddled two symbols)
+    with pytest.raises(
+        ValueError, match=re.escape(f"symbol images must be square [n, S, S] to give one window each, got shape {shape}")
+    ):
+        render_windows(np.zeros(shape, np.uint8))
+
+
 @pytest.mark.parametrize("shape", [(2, 0, 5), (2, 5, 0)])
 def test_images_of_no_pixels_are_named_not_failed_on_inside_the_resizing(shape):
     # (a division by zero for no rows, an error from inside torch's interpolation for no columns)

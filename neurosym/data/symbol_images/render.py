@@ -59,5 +59,9 @@ def sliding_windows(strip: np.ndarray, window: int = WINDOW) -> torch.Tensor:
 
 
 def render_windows(images: np.ndarray) -> torch.Tensor:
-    """Symbol images ``[n, H, W]`` (uint8, white on black) → windows float ``[n, 1, 32, 32]`` (one per symbol)."""
+    """Square symbol images ``[n, S, S]`` (uint8, white on black) → windows float ``[n, 1, 32, 32]`` (one per symbol).
+    Other images raise ``ValueError``: scaled to a height of 32 they are not 32 wide, and the windows cut from their
+    strip would not hold one symbol each."""
+    if images.ndim == 3 and images.shape[1] != images.shape[2]:
+        raise ValueError(f"symbol images must be square [n, S, S] to give one window each, got shape {images.shape}")
     return sliding_windows(render_strip(images))
