@@ -2,6 +2,7 @@
 
 import itertools
 
+import numpy as np
 import pytest
 import torch
 from hint_pipelines import TINY_TRAINING, check_reads_in_evaluation_mode_and_keeps_training_mode, tiny_pipeline, tiny_problem
@@ -168,3 +169,14 @@ def test_fitting_a_float64_reader_reports_its_loss_at_float64():
     config = RefitConfig(steps=1, learning_rate=1e-3, checkpoint_every=1)  # (the loss is taken before the step)
     history = fit_windows(model, lambda index: (windows, labels), config, CPU)
     assert history[0]["loss"] == expected and expected != float(torch.tensor(expected, dtype=torch.float32))
+
+
+def test_window_sources_take_integer_indices_of_their_records_alone(problem):
+    train, _ = problem
+    source = ConcatWindows(WindowSource(train.records[:3], train.dataset.bank, "train"), train)
+    for indexed in (train, source):
+        windows, lengths = indexed.batch(np.array([2, 0], np.uint8))
+        assert torch.equal(windows[1, : lengths[1]], indexed.windows(0)) and indexed.batch([])[0].shape[0] == 0
+        for bad in ([False, True], np.array([0.9]), [-1], [len(indexed)]):  # (a mask read records 0 and 1; -1 the last)
+            with pytest.raises(ValueError, match=rf"indices must be example indices in \[0, {len(indexed)}\), got"):
+                indexed.batch(bad)

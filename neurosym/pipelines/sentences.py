@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -117,16 +117,27 @@ class ImageSentences:
 
     def batch(self, indices: Sequence[int]) -> SentenceBatch:
         """The examples at ``indices`` (integers), padded to the longest."""
-        rows = np.asarray(indices)
-        if rows.ndim != 1 or not len(rows) or rows.dtype.kind not in "iu" or rows.min() < 0 or rows.max() >= len(self):
-            kind = "" if rows.dtype.kind in "iu" or not len(rows) else f" of dtype {rows.dtype} (integers: a mask is no indices)"
-            raise ValueError(f"indices must be one or more example indices in [0, {len(self)}), got {rows.tolist()}{kind}")
-        rows = rows.astype(np.int64)
+        rows = example_indices(indices, len(self))
+        if not len(rows):
+            raise ValueError(f"indices must be one or more example indices in [0, {len(self)}), got []")
         lengths = self.lengths[rows]
         steps = int(lengths.max())
         picks = torch.from_numpy(self.picks[rows, :steps])
         windows = self.images[picks.clamp_min(0)] * (picks >= 0)[..., None, None].to(self.images.device, self.images.dtype)
         return SentenceBatch(windows, torch.from_numpy(lengths), torch.from_numpy(self.given[rows, :steps]))
+
+
+def example_indices(indices: Iterable[int], size: int) -> np.ndarray:
+    """``indices`` (a sequence, array or tensor of integers, or any iterable of them) as int64 ``[B]``; ``ValueError``
+    unless each is an index in ``[0, size)``: a bool mask was read as the indices 0 and 1, a float truncated, ``-1``
+    read as the last example."""
+    rows = np.asarray(indices if isinstance(indices, (Sequence, np.ndarray, torch.Tensor)) else list(indices))
+    if rows.ndim == 1 and not len(rows):
+        return rows.astype(np.int64)
+    if rows.ndim != 1 or rows.dtype.kind not in "iu" or rows.min() < 0 or rows.max() >= size:
+        kind = "" if rows.dtype.kind in "iu" else f" of dtype {rows.dtype} (integers: a mask is no indices)"
+        raise ValueError(f"indices must be example indices in [0, {size}), got {rows.tolist()}{kind}")
+    return rows.astype(np.int64)
 
 
 def _is_integer(dtype: torch.dtype) -> bool:

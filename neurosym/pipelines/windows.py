@@ -9,6 +9,7 @@ import torch
 
 from neurosym.data.hint import HintImageDataset, HintRecord
 from neurosym.data.symbol_images import WINDOW, SymbolBank
+from neurosym.pipelines.sentences import example_indices
 
 
 class WindowSource:
@@ -37,8 +38,9 @@ class WindowSource:
         return self.images[torch.from_numpy(self.image_indices(index))]
 
     def batch(self, indices: Iterable[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]`` of the records at ``indices``."""
-        return stack_windows([self.windows(int(i)) for i in indices])
+        """Windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]`` of the records at ``indices`` (integers in
+        ``[0, len(self))``, else ``ValueError``: :func:`~neurosym.pipelines.sentences.example_indices`)."""
+        return stack_windows([self.windows(i) for i in example_indices(indices, len(self)).tolist()])
 
     def window_batches(self, records_per_batch: int = 64) -> Iterator[torch.Tensor]:
         """Every record's windows, ``records_per_batch`` records at a time: uint8 ``[n, 32, 32]`` per batch
@@ -110,5 +112,6 @@ class ConcatWindows:
         return self.sources[which].windows(index - int(self.offsets[which]))
 
     def batch(self, indices: Iterable[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """Windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]`` of the records at ``indices``."""
-        return stack_windows([self.windows(int(i)) for i in indices])
+        """Windows uint8 ``[B, T, 32, 32]`` (black padding) and lengths ``[B]`` of the records at ``indices`` (integers in
+        ``[0, len(self))``, else ``ValueError``: :func:`~neurosym.pipelines.sentences.example_indices`)."""
+        return stack_windows([self.windows(i) for i in example_indices(indices, len(self)).tolist()])
