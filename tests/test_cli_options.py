@@ -358,6 +358,7 @@ def test_a_config_file_gives_defaults_that_the_command_line_overrides(tmp_path) 
         ("epochs = -1\n", "epochs: expected a finite positive number, got '-1'"),
         ("epochs = 0\n", "epochs: expected a finite positive number, got '0'"),  # (it trained one step)
         ("epoch = 3\n", "unknown option 'epoch'"),
+        ("augment-shift = 1\naugment_shift = 3\n", "'augment-shift' and 'augment_shift' are one option (--augment-shift)"),
         (
             'task = "sudoku"\n',
             "task: unknown task 'sudoku': neither one of ['hint-grammar', 'hwf', 'mnist-add'] nor an importable module",

@@ -400,18 +400,22 @@ def options_from(options: type[Options], namespace: argparse.Namespace) -> Optio
 
 def config_file_values(options: type, path: Path) -> dict[str, Any]:
     """The values of the TOML config file ``path`` for the fields of ``options`` (keys: field names, with ``-``
-    or ``_``), each read as the command line reads it; a bad or unknown entry raises ``ValueError`` naming it."""
+    or ``_``), each read as the command line reads it; a bad or unknown entry, or one option under two spellings
+    (``augment-shift`` and ``augment_shift``), raises ``ValueError`` naming it."""
     try:
         table = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ValueError(str(error)) from None
     hints, by_name = get_type_hints(options), {item.name: item for item in fields(options) if "help" in item.metadata}
-    values = {}
+    values: dict[str, Any] = {}
+    keys: dict[str, str] = {}  # option name -> the key that set it
     for key, value in table.items():
         name = key.replace("-", "_")
         if name not in by_name:
             raise ValueError(f"unknown option {key!r}")
-        values[name] = _config_value(key, value, by_name[name], hints[name])
+        if name in keys:
+            raise ValueError(f"{keys[name]!r} and {key!r} are one option ({flag(name)}): keep one of them")
+        keys[name], values[name] = key, _config_value(key, value, by_name[name], hints[name])
     return values
 
 
