@@ -228,8 +228,9 @@ class PipelineOptions(TrainingOptions):
         if self.ensemble:  # nothing is trained (a refit trains a fresh reader, with the abduction budget and shifts)
             unused = ("epochs", "batch_size", "learning_rate", "schedule", "curriculum", "pseudo_labels", "augment_style")
             reject_unused(self, unused, "a run that trains its reader (not --ensemble)")
-            if not self.refit_epochs:  # nor is a fresh reader refit: nothing for a time limit to stop
-                reject_unused(self, ("time_limit",), "a run that trains a reader (not --ensemble, or with --refit-epochs)")
+            if not self.refit_epochs:  # nor is a fresh reader refit: no window to shift, nothing for a time limit to stop
+                refit = ("augment_shift", "time_limit")
+                reject_unused(self, refit, "a run that trains a reader (not --ensemble, or with --refit-epochs)")
 
 
 SHARED = {item.name for item in fields(TrainingOptions)}
