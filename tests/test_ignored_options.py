@@ -20,6 +20,7 @@ PVR = "pvr --preset smoke --sweeps vector"
 MATHEMATICS = "mathematics --preset smoke --models symbolic"
 ENSEMBLE = "hint --model neurosym --input image --scale 0.001 --fewshot-scales none --ensemble r0 r1"
 SYMBOLS = HINT.replace("image", "symbol").replace(" --steps 3", "")
+LEARNED = HINT + " --semantics learned"
 MNIST = "mnist.pkl.gz"
 """A file written in each test's folder (``--mnist`` takes an existing file; no sweep here reads it)."""
 
@@ -43,6 +44,9 @@ IGNORED = [
     (HINT, "--fewshot-only-new-class none"),
     (HINT, "--fewshot-bank other-writers"),
     (SYMBOLS, "--fewshot-concepts x"),
+    (SYMBOLS, "--eval-batch-size 8"),  # no reader decodes the expressions
+    (LEARNED, "--augment-shift 2"),  # its grounding draws the windows as they are
+    (LEARNED, "--augment-style 0.5"),
     (ENSEMBLE, "--time-limit 5"),  # nothing trains, so nothing is stopped
     (SYMBOLS, "--time-limit 5"),  # the operators' meanings are found by a search
     (SYMBOLS + " --semantics learned", "--time-limit 5"),
@@ -79,6 +83,9 @@ READ = [
     (HINT, "--extra-test-bank other-writers --adapt-examples 10"),
     (SYMBOLS.replace("none", "0.01"), "--fewshot-concepts x --time-limit 5"),
     (HINT, "--time-limit 5"),
+    (HINT, "--eval-batch-size 8 --augment-shift 2 --augment-style 0.5"),
+    (LEARNED.replace("none", "0.01"), "--augment-shift 2 --augment-style 0.5"),  # the few-shot stage shifts and restyles
+    (LEARNED, "--eval-batch-size 8"),
     (TRANSFORMER.replace("transformer", "gru"), "--time-limit 5"),
     ("pipeline --ensemble r0 r1 --refit-epochs 1", "--time-limit 5 --augment-shift 1"),  # the refit trains a fresh reader
     (PVR.replace("vector", "noise,vector"), "--time-limit 5"),

@@ -297,6 +297,8 @@ class HintOptions(HintPipelineOptions):
             reject_unused(self, ("classes",), "--semantics learned")
         if not self.fewshot_scales:  # --fewshot-scales none: no few-shot stage
             reject_unused(self, FEWSHOT_ONLY, "the few-shot stage (--fewshot-scales other than none)")
+            if self.semantics == "learned" and self.input == "image":  # its grounding draws windows as they are
+                reject_unused(self, ("augment_shift", "augment_style"), "--semantics given or the few-shot stage")
             if self.model == "neurosym" and self.input == "symbol":  # a search for the symbols' meanings: nothing trains
                 reject_unused(self, ("time_limit",), "a run that trains (a baseline, --input image or the few-shot stage)")
 
@@ -374,9 +376,9 @@ PIPELINE_IMAGE_ONLY = (
     "steps", "batch_size", "learning_rate", "lr_schedule", "curriculum", "augment_shift", "augment_style", "stroke_width",
     "learning_rule", "pseudo_labels", "abduction_changes", "classifier_features", "classifier_width", "checkpoint_every",
     "extra_test_bank", "adapt", "adapt_examples", "adapt_steps", "adapt_replay", "adapt_lr", "adapt_distill", "adapt_refit",
-    "adapt_route", "fewshot_bank", "fewshot_steps", "fewshot_replay", "fewshot_only_new_class",
+    "adapt_route", "fewshot_bank", "fewshot_steps", "fewshot_replay", "fewshot_only_new_class", "eval_batch_size",
 )  # fmt: skip
-"""The options that ``--model neurosym`` reads on image input only (symbol input trains no reader)."""
+"""The options that ``--model neurosym`` reads on image input only (symbol input trains and reads with no reader)."""
 TRANSFORMER_ONLY = ("dim", "heads", "relative", "norm", "step_embedding", "attention_bias", "embedding_dropout", "init")
 """The baseline options that only the Transformers read."""
 ENSEMBLE_UNUSED = (
