@@ -65,6 +65,8 @@ IGNORED = [
     (PVR.replace("vector", "noise"), "--vector-models mlp"),
     (PVR.replace("vector", "noise"), "--aggregation max"),
     (PVR.replace("vector", "noise,block"), "--sequential-models vgg11bn"),
+    ("arithmetic --speed", "--resume"),  # the speed test keeps no checkpoint
+    ("arithmetic --speed", "--time-limit 5"),
     (MATHEMATICS, "--steps 5"),
     (MATHEMATICS, "--batch-size 8"),
     (MATHEMATICS, "--learning-rate 1e-3"),  # (--lr: the message names --learning-rate)

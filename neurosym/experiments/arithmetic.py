@@ -153,8 +153,10 @@ OPTIONS = ArithmeticOptions
 TABLE_ONLY = (
     "steps", "seeds", "schedule", "ranges", "input_size", "subset_ratio", "overlap_ratio", "eval_every", "batch_size",
     "learning_rate", "evaluation_size", "epsilon", "threshold_samples", "cuda_graph", "compile_loss", "seed", "time_limit",
+    "resume",
 )  # fmt: skip
-"""The options that train Table 1's cells, which ``--speed`` (its own seeds and steps of every model) does not read."""
+"""The options that train Table 1's cells, which ``--speed`` (its own seeds and steps of every model, timed afresh with no
+checkpoint) does not read."""
 GROUP_OPTIONS = ("eval_every", "batch_size", "learning_rate", "ranges", "evaluation_size", "seed", "input_size",
                  "subset_ratio", "overlap_ratio", "schedule")  # fmt: skip
 """The fields of :class:`GroupConfig` that the options set under the same names."""
