@@ -389,6 +389,14 @@ def markdown(report: dict[str, dict[str, Any]], device: torch.device) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a reader, or a check killed meanwhile, sees the old file or the new one."""
+    from neurosym.training.checkpoint import atomic_path
+
+    with atomic_path(path) as partial:
+        partial.write_text(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "device_check", help="folder of the JSON and Markdown")
@@ -413,9 +421,9 @@ def main(argv: list[str] | None = None) -> int:
         print("no CUDA device: every part runs on the CPU, against budgets meant for a GPU (--skip or --deadline bound it)")
     args.out.mkdir(parents=True, exist_ok=True)
 
-    def write(report: dict[str, dict[str, Any]]) -> None:
-        (args.out / "device_check.json").write_text(json.dumps(report, indent=2, default=str))
-        (args.out / "device_check.md").write_text(markdown(report, device))
+    def write(report: dict[str, dict[str, Any]]) -> None:  # (atomically: a check killed meanwhile keeps the last report)
+        _write_whole(args.out / "device_check.json", json.dumps(report, indent=2, default=str))
+        _write_whole(args.out / "device_check.md", markdown(report, device))
 
     parts = [part for part in PARTS if part not in skipped]
     report = run_parts(parts, device, args.out, args.budget_scale, args.deadline, write)

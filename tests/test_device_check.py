@@ -191,3 +191,21 @@ def test_the_hint_speed_runs_are_valid_commands_that_time_training_only(device_c
         hint = argv[argv.index("hint") :]
         args = build_parser("hint").parse_args(hint)
         assert args.device == "cuda" and args.fewshot_scales in ([], None, ()), args.fewshot_scales
+
+
+def test_a_check_killed_while_writing_its_report_keeps_the_last_report_whole(device_check, tmp_path, monkeypatch):
+    write_text, killed = Path.write_text, []
+
+    def cut_short(path: Path, text: str, *args, **kwargs) -> int:  # the kill comes halfway through a file, once asked for
+        if not killed:
+            return write_text(path, text, *args, **kwargs)
+        write_text(path, text[: len(text) // 2], *args, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Path, "write_text", cut_short)
+    monkeypatch.setitem(device_check.RUNNERS, "hint_transformer", lambda device, out, seconds: killed.append(True) or {})
+    parts = ",".join(part for part in device_check.PARTS if part not in ("environment", "hint_transformer"))
+    with pytest.raises(KeyboardInterrupt):
+        device_check.main(["--skip", parts, "--out", str(tmp_path)])
+    assert list(json.loads((tmp_path / "device_check.json").read_text())) == ["environment"]
+    assert "| environment | ok |" in (tmp_path / "device_check.md").read_text()
