@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from neurosym.cli import COMMANDS, build_parser, main
 from neurosym.experiments.options import (
+    comma_list,
     existing_file,
     existing_folder,
     fraction_up_to_one,
@@ -75,6 +76,17 @@ def test_numbers_are_read_in_ascii_digits_alone(value: int, data) -> None:
             with pytest.raises(argparse.ArgumentTypeError, match=re.escape(f"got {spelled!r} (numbers are written in ASCII")):
                 parse(spelled)
     assert non_negative_int(f" {text}\t") == value and time_limit_minutes(f"{text}e-3") == value / 1000
+
+
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=6))
+def test_a_list_of_distinct_values_refuses_any_value_given_twice_zero_too(values: list[int]) -> None:
+    parse, text = comma_list(non_negative_int, what="count", distinct=True), ",".join(map(str, values))
+    if len(set(values)) == len(values):
+        assert parse(text) == values
+    else:
+        repeated = next(value for i, value in enumerate(values) if value in values[:i])
+        with pytest.raises(argparse.ArgumentTypeError, match=f"^count {repeated} given twice"):
+            parse(text)
 
 
 def test_a_number_in_other_digits_is_a_usage_error_naming_the_option_and_the_text(capsys) -> None:
@@ -182,6 +194,14 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("mathematics --modules arithmetic__mul,arithmetic__mul", "module 'arithmetic__mul' given twice: each is run once"),
         ("arithmetic --operations add,sub,add", "argument --operations: operation 'add' given twice"),
         ("pvr --vector-models mlp,mlp", "argument --vector-models: vector model 'mlp' given twice"),
+        ("pvr --complexities 0,1,0", "argument --complexities: complexity 0 given twice"),
+        ("pvr --train-sizes 500,500", "argument --train-sizes: training-set size 500 given twice"),
+        ("solver-speed --operator-counts 10,10", "argument --operator-counts: operator count 10 given twice"),
+        ("solver-speed --batch-sizes 16,1,16", "argument --batch-sizes: batch size 16 given twice"),
+        ("layer-speed --shapes 4x2,4X2", "argument --shapes: shape (4, 2) given twice"),
+        ("layer-speed --units NAU,NAU", "argument --units: unit 'NAU' given twice"),
+        ("attention-speed --lengths 64,64", "argument --lengths: length 64 given twice"),
+        ("hint --model neurosym --fewshot-scales 0.1,0.10", "argument --fewshot-scales: scale 0.1 given twice"),
         ("mathematics --train-per-module 2", "--train-per-module is split over easy/medium/hard: at least 3, got 2"),
         ("mathematics --models symbolic --time-limit 5", "--time-limit is used by the neural models"),
         ("hint --model gru --input symbol --drawn-digits 500", "--drawn-digits is used by --input image only"),

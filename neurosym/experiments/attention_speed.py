@@ -43,7 +43,7 @@ class AttentionSpeedOptions(TimingOptions):
     lengths: list[int] = option(
         None,
         "comma-separated sequence lengths to time",
-        parse=comma_list(positive_int, what="length"),
+        parse=comma_list(positive_int, what="length", distinct=True),
         factory=lambda: [64, 256, 1024],
     )
     batch_size: int | None = option(None, "sequences per batch (default: 8 CPU, 64 CUDA)", parse=positive_int)

@@ -48,7 +48,7 @@ def _roles(text: str) -> tuple[str, ...]:
 
 def _fewshot_scales(text: str) -> list[float]:
     """``--fewshot-scales``: comma-separated positive scales, or ``none``."""
-    return [] if text.strip().lower() == "none" else comma_list(positive_float, what="scale")(text)
+    return [] if text.strip().lower() == "none" else comma_list(positive_float, what="scale", distinct=True)(text)
 
 
 _fewshot_concepts = comma_list(str, what="concept", choices=FEWSHOT_CONCEPTS, distinct=True)

@@ -50,12 +50,12 @@ class LayerSpeedOptions(TimingOptions):
     shapes: list[tuple[int, int]] = option(
         None,
         "comma-separated layer shapes IN x OUT",
-        parse=comma_list(_shape, what="shape"),
+        parse=comma_list(_shape, what="shape", distinct=True),
         factory=lambda: [(100, 2), (512, 512)],
     )
     units: list[str] = option(
         None, "comma-separated units to time against nn.Linear",
-        parse=comma_list(str, what="unit", choices=[name for name in UNITS if name != BASELINE]),
+        parse=comma_list(str, what="unit", choices=[name for name in UNITS if name != BASELINE], distinct=True),
         factory=lambda: ["NAU", "NMU", "NMU-compiled", "NALU"],
     )  # fmt: skip
     batch_size: int = option(128, "rows per forward/backward step", parse=positive_int)
@@ -71,7 +71,7 @@ OPTIONS = LayerSpeedOptions
 def run(options: LayerSpeedOptions) -> dict:
     device = resolve_device(options.device)
     torch.manual_seed(options.seed)
-    names = [BASELINE, *dict.fromkeys(options.units)]
+    names = [BASELINE, *options.units]
     steps = {(shape, name): unit_step(name, shape, options.batch_size, device) for shape in options.shapes for name in names}
     best = fastest_of_rounds(steps, options.rounds, options.min_time, options.threads, "layer-speed", options.progress)
     records = unit_records(best, BASELINE)

@@ -183,8 +183,9 @@ def comma_list(
                 values.append(item(part))
             except ValueError as error:  # a type's own ArgumentTypeError names the part already
                 raise argparse.ArgumentTypeError(f"{what} {part!r}: {error}") from None
-        if distinct and (repeated := next((value for i, value in enumerate(values) if value in values[:i]), None)):
-            raise argparse.ArgumentTypeError(f"{what} {repeated!r} given twice: each is run once")
+        repeated = [value for i, value in enumerate(values) if value in values[:i]]  # (0 and "" are values too)
+        if distinct and repeated:
+            raise argparse.ArgumentTypeError(f"{what} {repeated[0]!r} given twice: each is run once")
         return values
 
     parse.__name__ = f"comma-separated {what}s"  # argparse names the type in its error message

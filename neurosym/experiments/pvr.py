@@ -84,10 +84,13 @@ class PVROptions(TrainingOptions):
         factory=lambda: ["mlp", "mixer"],
     )  # fmt: skip
     complexities: list[int] = option(
-        None, "vector sweep complexities m", parse=comma_list(COMPLEXITY, what="complexity"), factory=lambda: [0, 1]
+        None,
+        "vector sweep complexities m",
+        parse=comma_list(COMPLEXITY, what="complexity", distinct=True),
+        factory=lambda: [0, 1],
     )
     train_sizes: list[int] = option(
-        None, "vector sweep training-set sizes", parse=comma_list(positive_int, what="training-set size"),
+        None, "vector sweep training-set sizes", parse=comma_list(positive_int, what="training-set size", distinct=True),
         factory=lambda: [1000, 5000],
     )  # fmt: skip
     vector_epochs: int | None = option(

@@ -45,8 +45,8 @@ class SolverSpeedOptions(ThreadOptions):
         "cpu",
     )
     operator_counts: list[int] = option(
-        None, "comma-separated operator counts n_op of the expressions", parse=comma_list(non_negative_int, what="operator count"),
-        aliases=["--operators"], factory=lambda: [10],
+        None, "comma-separated operator counts n_op of the expressions",
+        parse=comma_list(non_negative_int, what="operator count", distinct=True), aliases=["--operators"], factory=lambda: [10],
     )  # fmt: skip
     count: int | None = option(
         None, "expressions sampled per operator count, the largest batch (default: the preset's)", parse=positive_int
@@ -57,7 +57,7 @@ class SolverSpeedOptions(ThreadOptions):
     batch_sizes: list[int] | None = option(
         None, f"comma-separated batch sizes of the batch solver (default: {','.join(map(str, DEFAULT_BATCH_SIZES))}, those up "
         "to the count)",
-        parse=comma_list(positive_int, what="batch size"),
+        parse=comma_list(positive_int, what="batch size", distinct=True),
     )  # fmt: skip
     rounds: int = option(5, "interleaved timing rounds; the fastest is kept", parse=positive_int, aliases=["--repeats"])
 
