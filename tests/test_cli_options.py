@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import math
 import re
 import runpy
@@ -398,6 +399,19 @@ def test_a_config_file_with_a_bad_entry_is_a_one_line_usage_error(text, message,
     with pytest.raises(SystemExit) as stopped:
         main(["pipeline", "--config", str(config)])
     assert stopped.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["pipeline", "hint --model neurosym --input image --fewshot-scales none"])
+def test_a_config_file_list_of_no_runs_is_refused_as_the_command_line_refuses_it(command, tmp_path, capsys, monkeypatch) -> None:
+    ran: list[object] = []
+    monkeypatch.setattr(importlib.import_module(COMMANDS[command.split()[0]][0]), "run", ran.append)  # (else it trained)
+    config = tmp_path / "run.toml"
+    config.write_text("ensemble = []\n")
+    for argv in ([*command.split(), "--config", str(config)], [*command.split(), "--ensemble"]):
+        with pytest.raises(SystemExit) as stopped:
+            main([*argv, "--out", str(tmp_path / "out")])
+        assert stopped.value.code == 2 and not ran
+    assert "ensemble: expected at least one value, got []" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

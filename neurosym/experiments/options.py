@@ -439,6 +439,8 @@ def _config_value(key: str, value: Any, config_field: Field, annotation: Any) ->
             parsed.append(parse(text))
         except (argparse.ArgumentTypeError, ValueError) as error:
             raise ValueError(f"{key}: {error}") from None
+    if meta.get("nargs") == "+" and not parsed:  # (as the command line refuses the option without a value)
+        raise ValueError(f"{key}: expected at least one value, got {value!r}")
     return parsed if meta.get("nargs") else parsed[0]
 
 
