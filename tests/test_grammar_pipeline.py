@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, reject, settings
+from hypothesis import example, given, reject, settings
 from hypothesis import strategies as st
 from lark import Discard, Lark, Transformer, v_args
 
@@ -128,7 +128,24 @@ HINT_GRAMMAR = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)
 def test_a_parse_error_expects_exactly_the_terminals_that_can_follow_what_came_before(sentence):
     """Lark's LALR error names the terminals of its state after the lookahead's default reductions: after ``1+2``,
     ``)`` was met with ``$END, OP1`` (``*`` left out), and after ``1``, ``1`` with ``RPAR`` outside any bracket."""
-    grammar = HINT_GRAMMAR
+    assert_expects_what_can_follow(HINT_GRAMMAR, sentence)
+
+
+AMBIGUOUS = SymbolGrammar('start: e\ne: e "+" e | e "*" e | N | "(" e ")"\nN: "1" | "2"\n')  # not LALR(1): Earley
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="12+*()", max_size=7))
+@example("11")
+def test_an_earley_parse_error_expects_the_end_where_what_came_before_is_a_sentence(sentence):
+    """Earley's error names the terminals that continue the sentence, never its end: ``11`` expected ``PLUS, STAR``."""
+    assert AMBIGUOUS.parser.options.parser == "earley"
+    assert_expects_what_can_follow(AMBIGUOUS, sentence)
+
+
+def assert_expects_what_can_follow(grammar: SymbolGrammar, sentence: str) -> None:
+    """A parse error of ``sentence`` expects exactly the terminals that can follow what came before it, and the end of
+    input where that is a sentence."""
     try:
         grammar.parse(sentence)
         return

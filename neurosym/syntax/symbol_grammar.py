@@ -331,11 +331,25 @@ def _parse_error(parser: Lark, sentence: str, error: UnexpectedInput) -> ParseEr
 
 
 def _expected(parser: Lark, prefix: str, error: UnexpectedInput) -> tuple[str, ...]:
-    """The terminals the grammar accepts after ``prefix``, where ``error`` stopped the parse, sorted: fed anew to an LALR
-    parser (its error names those of the state after the lookahead's default reductions); Earley's error names them."""
+    """The terminals the grammar accepts after ``prefix``, where ``error`` stopped the parse, sorted (``"$END"`` where
+    ``prefix`` is a sentence): fed anew to an LALR parser (its error names those of the state after the lookahead's
+    default reductions); Earley's error names those that continue ``prefix``, never its end."""
     if parser.options.parser == "lalr":
         return tuple(sorted(accepted_terminals(parser, prefix)))
-    return tuple(sorted(getattr(error, "expected", None) or getattr(error, "accepts", None) or ()))
+    named = set(getattr(error, "expected", None) or getattr(error, "accepts", None) or ())
+    # (at the end of the sentence, prefix is the sentence that failed)
+    if isinstance(error, UnexpectedToken) and _is_sentence(parser, prefix):
+        named.add("$END")
+    return tuple(sorted(named))
+
+
+def _is_sentence(parser: Lark, text: str) -> bool:
+    """Whether ``parser`` parses ``text`` whole."""
+    try:
+        parser.parse(text)
+    except UnexpectedInput:
+        return False
+    return True
 
 
 def _normal_form(rules: Iterable[Rule], terminals: tuple[str, ...], start: str) -> NormalForm:
