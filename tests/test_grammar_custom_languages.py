@@ -179,6 +179,29 @@ def test_semantics_named_after_a_rule_whose_alternatives_all_give_other_nodes_ar
     assert Executor(SymbolGrammar(BOOLEAN), semantics).values(["F", "F&T", "(T|F)&T", "!"]) == [False, False, True, None]
 
 
+DIGIT_ATOMS = 'start: atom "+" atom\n?atom: _digit | "(" start ")"\n_digit: ONE | TWO\nONE: "1"\nTWO: "2"\n'
+
+
+def held_names(grammar: SymbolGrammar, sentences: list[str]) -> set[str]:
+    """The names of the nodes and tokens of the parse trees of ``sentences``."""
+    trees = [grammar.parse(sentence) for sentence in sentences]
+    return {str(node.data) for tree in trees for node in tree.iter_subtrees()} | {
+        token.type for tree in trees for token in tree.scan_values(bool)
+    }
+
+
+def test_a_rule_whose_one_child_always_comes_from_an_inlined_rule_is_no_name():
+    """``?atom: _digit`` with ``_digit: ONE | TWO`` is always replaced by its one token: semantics for ``atom`` were
+    accepted and never called (``1+2`` then summed the symbols: a TypeError from deep inside)."""
+    grammar = SymbolGrammar(DIGIT_ATOMS)
+    held = held_names(grammar, ["1+2", "(1+2)+1", "2+(1+1)"])
+    assert "atom" not in held and "atom" not in grammar.names and held <= grammar.names
+    with pytest.raises(ValueError, match=r"the semantics name \['atom'\], which no node or token .* carries"):
+        GrammarPipeline(grammar, TreeSemantics({"start": sum, "atom": int}), Uniform(list(grammar.symbols)))
+    several = SymbolGrammar(DIGIT_ATOMS.replace("ONE | TWO", "ONE | TWO | ONE TWO"))  # "12": an atom of two children
+    assert "atom" in held_names(several, ["12+1"]) and "atom" in several.names
+
+
 def test_alternatives_that_differ_only_in_dropped_tokens_are_refused_where_semantics_name_their_rule():
     """``e: n "+" n | n "-" n`` gives both ``e(n, n)``: semantics for ``e`` computed one of them for the other."""
     text = 'start: e\ne: n "+" n | n "-" n | n\nn: DIGIT\nDIGIT: "0".."9"\n'

@@ -221,11 +221,12 @@ class SymbolGrammar:
     def names(self) -> frozenset[str]:
         """Every name a parse tree's nodes and tokens can carry: the rules with an alternative that gives a node of
         their name (not those named ``_rule``, which Lark inlines into their parents, nor a ``?rule`` each of whose
-        alternatives has an alias or one child, which Lark puts in its place; a template's instances, ``list{DIGIT}``
-        of ``list{x}``, carry the template's name, ``list``), their aliases (``-> name``), and the terminals a rule
-        keeps (not those named ``_TERMINAL`` or anonymous ones such as ``"+"``, which Lark drops, but in a ``!rule``
-        that keeps all its tokens)."""
-        rules = {name for rule in self._rules if (name := _node_name(rule)) and not (rule.alias or _inlined(rule))}
+        alternatives has an alias or one child, which Lark puts in its place, also where that child comes from a
+        ``_rule`` that always gives one; a template's instances, ``list{DIGIT}`` of ``list{x}``, carry the template's
+        name, ``list``), their aliases (``-> name``), and the terminals a rule keeps (not those named ``_TERMINAL`` or
+        anonymous ones such as ``"+"``, which Lark drops, but in a ``!rule`` that keeps all its tokens)."""
+        given = _inlined_children(self._rules)
+        rules = {name for rule in self._rules if (name := _node_name(rule)) and not (rule.alias or _inlined(rule, given))}
         aliases = {str(rule.alias) for rule in self._rules if rule.alias}
         kept = {
             str(item.name) for rule in self._rules for item in rule.expansion if isinstance(item, Terminal) and _keeps(rule, item)
@@ -477,11 +478,38 @@ def _node_name(rule: Rule) -> str | None:
     return None if origin.startswith("_") else str(rule.options.template_source or origin)
 
 
-def _inlined(rule: Rule) -> bool:
-    """Whether ``rule`` is an alternative of a ``?rule`` that Lark replaces by its one child: it keeps one item, a
-    terminal or a rule not named ``_rule`` (whose own children, one or several, would take its place)."""
-    kept = [item for item in rule.expansion if _keeps(rule, item)]
-    return bool(rule.options.expand1) and len(kept) == 1 and (isinstance(kept[0], Terminal) or not kept[0].name.startswith("_"))
+def _inlined(rule: Rule, given: dict[str, set[int]]) -> bool:
+    """Whether ``rule`` is an alternative of a ``?rule`` that Lark replaces by its one child: it always has one child,
+    once the ``_rule`` items are inlined (``given``: :func:`_inlined_children`)."""
+    return bool(rule.options.expand1) and _children(rule, given) == {1}
+
+
+def _inlined_children(rules: Iterable[Rule]) -> dict[str, set[int]]:
+    """Per rule named ``_rule``, how many children it gives the node it is inlined into (2 for two or more): the
+    least fixed point of :func:`_children` over its alternatives (a ``_rule`` may hold itself, as ``x*`` does)."""
+    rules = [rule for rule in rules if str(rule.origin.name).startswith("_")]
+    given: dict[str, set[int]] = {str(rule.origin.name): set() for rule in rules}
+    changed = True
+    while changed:
+        changed = False
+        for rule in rules:
+            counts = given[str(rule.origin.name)]
+            if not (grown := _children(rule, given)) <= counts:
+                counts |= grown
+                changed = True
+    return given
+
+
+def _children(rule: Rule, given: dict[str, set[int]]) -> set[int]:
+    """How many children an alternative's node can have (2 for two or more): one per item it keeps, but a ``_rule``,
+    which gives the counts ``given`` names for it."""
+    counts = {0}
+    for item in rule.expansion:
+        if not _keeps(rule, item):
+            continue
+        inlined = not isinstance(item, Terminal) and str(item.name).startswith("_")
+        counts = {min(count + more, 2) for count in counts for more in (given.get(str(item.name), set()) if inlined else {1})}
+    return counts
 
 
 def _keeps(rule: Rule, item: Symbol) -> bool:
