@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from lark import Tree
 from torch import nn
@@ -22,6 +22,7 @@ from neurosym.pipelines.grammar_decoding import GrammarDecoder
 from neurosym.pipelines.grammar_pipeline import GrammarPipeline, evaluate_grammar_pipeline
 from neurosym.pipelines.sentences import READ, ImageSentences, SentenceBatch
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
+from neurosym.syntax import ParseError
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 
 PRODUCT = 'start: number "*" number\nnumber: DIGIT+\nDIGIT: "0".."9"\n'
@@ -498,3 +499,46 @@ def test_targets_no_value_can_equal_are_refused_before_training():
         _check_targets(pipeline, rounded)
     close = GrammarPipeline(executor.grammar, executor.semantics, pipeline.reader, equal=lambda a, b: abs(a - b) < 1e-3)
     _check_targets(close, rounded)
+
+
+@pytest.mark.parametrize("text", ['start: z\nx:\n?z: "a" x\n', 'start: z "b"\nx: "c"?\n?z: "a" x\n'])
+def test_a_rule_replaced_by_an_empty_rules_node_is_placed_where_the_rule_is(text):
+    """Lark placed the empty ``x`` that takes the place of ``?z`` at the start of ``a`` but not to its end, then read
+    that end: ``a`` raised ``AttributeError: 'Meta' object has no attribute 'end_line'`` from parse and accepts."""
+    grammar = SymbolGrammar(text)
+    sentence = "a" if grammar.accepts("a") else "ab"
+    tree = grammar.parse(sentence)
+    (x, *_) = tree.children
+    assert (x.data, x.children, x.meta.start_pos, x.meta.end_pos) == ("x", [], 0, 1)
+    assert (tree.meta.start_pos, tree.meta.end_pos) == (0, len(sentence))
+
+
+RULE_ITEMS = ["x", "y", "z", '"a"', "B", '"a"?', "y*", "[z]"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    alternatives=st.lists(
+        st.lists(st.lists(st.sampled_from(RULE_ITEMS), max_size=3), min_size=1, max_size=3), min_size=3, max_size=3
+    ),
+    inlined=st.lists(st.booleans(), min_size=3, max_size=3),
+)
+@example(alternatives=[[["z"]], [[]], [['"a"', "y"]]], inlined=[False, False, True])  # ?z: "a" y, with y empty
+def test_any_grammar_parses_every_sentence_or_names_the_parse_error(alternatives, inlined):
+    """Rules of any shape (empty ones, ?rules, repeats): each short sentence parses, or its ParseError is raised."""
+    rules = [
+        f"{'?' * mark}{name}: " + " | ".join(" ".join(items) for items in bodies)
+        for name, bodies, mark in zip("xyz", alternatives, inlined, strict=True)
+    ]
+    try:
+        grammar = SymbolGrammar("start: x\n" + "\n".join(rules) + '\nB: "b"\n')
+    except ValueError:  # a grammar without a sentence of some terminal
+        return
+    for length in range(4):
+        for sentence in map("".join, itertools.product(grammar.symbols, repeat=length)):
+            try:
+                grammar.parse(sentence)
+            except ParseError:
+                assert not grammar.accepts(sentence)
+            else:
+                assert grammar.accepts(sentence)

@@ -166,7 +166,7 @@ class SymbolGrammar:
                     parser=parser,
                     lexer=SymbolLexer,
                     source_path=self.source_path,
-                    propagate_positions=True,
+                    propagate_positions=_placed,
                     maybe_placeholders=False,  # an absent [item] is no child (a None child would read as invalid)
                     strict=parser == "lalr",
                 )
@@ -277,6 +277,13 @@ def symbol_token(terminal: str, symbol: str, position: int | None) -> Token:
     if position is None:
         return Token(terminal, symbol)
     return Token(terminal, symbol, position, 1, position + 1, 1, position + 2, position + 1)
+
+
+def _placed(child: Tree | Token) -> bool:
+    """Whether Lark may place a parse-tree node by ``child`` (``propagate_positions``): a token, or a tree placed to its
+    end. Where a ``?rule``'s node is replaced by an empty rule's node (``?z: "a" x`` with ``x:``), Lark places that node
+    at the start of the rule's first token but not to its end, then reads its end (``AttributeError`` parsing ``a``)."""
+    return not isinstance(child, Tree) or hasattr(child.meta, "end_pos")
 
 
 def _is_path(grammar: str | os.PathLike) -> bool:
