@@ -219,6 +219,18 @@ def test_alternatives_that_differ_only_in_dropped_tokens_are_refused_where_seman
     GrammarPipeline(SymbolGrammar(text), TreeSemantics({**rules, "start": sum}), Uniform(list("0123456789+-")))
 
 
+def test_alternatives_alike_through_an_inlined_rule_of_several_children_are_refused():
+    """``?e: _p "+" | _p "-"`` with ``_p: N N`` gives ``e(N, N)`` for both (the ?rule keeps its node: two children),
+    but each alternative was taken for one of a single child, replaced by it, and went unnamed."""
+    grammar = SymbolGrammar('start: e\n?e: _p "+" | _p "-"\n_p: N N\nN: "1" | "2"\n')
+    assert grammar.parse("12+") == grammar.parse("12-")
+    assert grammar.indistinct_alternatives == {"e": ["_p PLUS", "_p MINUS"]}
+    with pytest.raises(ValueError, match=r"the alternatives _p PLUS \| _p MINUS of rule 'e' give parse-tree nodes alike"):
+        GrammarPipeline(grammar, TreeSemantics({"start": sum, "e": sum, "N": int}), Uniform(list(grammar.symbols)))
+    single = SymbolGrammar('start: e\n?e: _p "+" | _p "-"\n_p: N\nN: "1" | "2"\n')  # e is replaced by its one N
+    assert single.indistinct_alternatives == {}
+
+
 def test_a_grammar_files_relative_imports_look_beside_it_and_one_lark_does_not_find_is_named(tmp_path, monkeypatch):
     """``%import .defs (DIGIT)`` in ``grammars/sum.lark`` looked for ``defs.lark`` in the working folder, and a missing
     import escaped as a bare ``FileNotFoundError: 'defs.lark'`` from inside Lark."""

@@ -225,7 +225,7 @@ class SymbolGrammar:
         ``_rule`` that always gives one; a template's instances, ``list{DIGIT}`` of ``list{x}``, carry the template's
         name, ``list``), their aliases (``-> name``), and the terminals a rule keeps (not those named ``_TERMINAL`` or
         anonymous ones such as ``"+"``, which Lark drops, but in a ``!rule`` that keeps all its tokens)."""
-        given = _inlined_children(self._rules)
+        given = self._rule_children
         rules = {name for rule in self._rules if (name := _node_name(rule)) and not (rule.alias or _inlined(rule, given))}
         aliases = {str(rule.alias) for rule in self._rules if rule.alias}
         kept = {
@@ -237,14 +237,20 @@ class SymbolGrammar:
     def indistinct_alternatives(self) -> dict[str, list[str]]:
         """Per rule, its alternatives without an alias that give nodes alike though they differ only in tokens Lark
         drops (``e: n "+" n | n "-" n``: both ``e`` over two ``n``, the operator gone), written as their symbols: no
-        semantics of the rule can tell them apart. (An alternative of a ``?rule`` with one child is inlined.)"""
+        semantics of the rule can tell them apart. (An alternative of a ``?rule`` with one child is inlined, but not one
+        whose ``_rule`` item gives several.)"""
         alike: dict[tuple[str, tuple[str, ...]], list[str]] = {}
         for rule in self._rules:
             name, kept = _node_name(rule), tuple(str(item.name) for item in rule.expansion if _keeps(rule, item))
-            if rule.alias or name is None or (rule.options.expand1 and len(kept) == 1):
+            if rule.alias or name is None or _inlined(rule, self._rule_children):
                 continue
             alike.setdefault((name, kept), []).append(" ".join(str(item.name) for item in rule.expansion))
         return {name: alternatives for (name, _), alternatives in alike.items() if len(alternatives) > 1}
+
+    @cached_property
+    def _rule_children(self) -> dict[str, set[int]]:
+        """Per rule named ``_rule``, how many children it gives the node it is inlined into: :func:`_inlined_children`."""
+        return _inlined_children(self._rules)
 
     @cached_property
     def normal_form(self) -> NormalForm:
