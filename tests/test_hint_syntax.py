@@ -339,6 +339,16 @@ def test_concept_table_validation_and_parser_cache():
         parse(12)
 
 
+@pytest.mark.parametrize("table", [ConceptTable(), CONCEPTS, HINT_FEWSHOT_SEMANTICS.concepts])
+def test_concept_tables_pickle_and_copy_once_their_operators_are_read(table):
+    # (each failed once parsing or printing had read table.operators: cannot pickle 'mappingproxy' object)
+    to_infix(parse("1+2*3", table), table)
+    assert table.operators["+"] == ADDITIVE
+    for twin in (pickle.loads(pickle.dumps(table)), copy.copy(table), copy.deepcopy(table)):
+        assert twin == table and hash(twin) == hash(table) and dict(twin.operators) == dict(table.operators)
+        assert lark_parser(twin) is lark_parser(table)
+
+
 SYNTAX_CALLS = {  # every function of the syntax that takes a ConceptTable, called with ``table`` in its place
     "parse": lambda table: parse("x+1", table),
     "to_infix": lambda table: to_infix(parse("x+1", CONCEPTS), table),

@@ -64,6 +64,10 @@ class ConceptTable:
                 raise ValueError(f"concept symbol {symbol!r} is declared twice")
             seen.add(symbol)
 
+    def __reduce__(self) -> tuple[type[ConceptTable], tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]]:
+        """Pickled and copied as its fields: the views cached once read (``operators``, a mappingproxy) do not pickle."""
+        return type(self), (self.numbers, self.additive, self.multiplicative)
+
     @cached_property
     def operators(self) -> Mapping[str, int]:
         """Every operator symbol (built-in and added) with its precedence level (read-only)."""
