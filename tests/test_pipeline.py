@@ -213,6 +213,11 @@ def test_reinforce_loss_rewards_readings_that_give_the_result_and_follows_the_sc
     assert reinforce_loss(padded, short, [2, 81], vocabulary, solver, baseline=0.0)[1] == 1.0
     with pytest.raises(ValueError, match=r"lengths must be in \[1, 3\], got \[1, 4\]"):  # was cut to 3 symbols
         reinforce_loss(log_probs, torch.tensor([1, 4]), [5, 81], vocabulary, solver, baseline=0.0)
+    with pytest.raises(ValueError, match="needs at least one example"):  # (a NaN loss and reward)
+        reinforce_loss(log_probs[:0], short[:0], [], vocabulary, solver, baseline=0.0)
+    padded[1, 2] = -torch.inf  # (torch's multinomial raised on the whole batch)
+    with pytest.raises(ValueError, match=r"every symbol -inf at a real position \(example 1, position 2\)"):
+        reinforce_loss(padded, short, [2, 81], vocabulary, solver, baseline=0.0)
 
 
 def test_classifier_grows_its_vocabulary_keeping_weights():

@@ -34,14 +34,24 @@ def reinforce_loss(
 
     Returns:
         The loss (a scalar tensor) and the batch's mean reward.
+
+    Raises:
+        ValueError: for an empty batch (its mean reward was NaN), a real position that scores every symbol ``-inf``
+            (nothing to draw there), and the inputs :func:`~neurosym.pipelines.decoding.checked_decoder_inputs` refuses.
     """
     batch, steps, size = log_probs.shape
     if not len(lengths) == len(targets) == batch:
         raise ValueError(f"{batch} examples of log-probabilities, {len(lengths)} lengths and {len(targets)} targets")
+    if batch == 0:
+        raise ValueError("reinforce_loss needs at least one example (an empty batch has no mean reward)")
     lengths = checked_decoder_inputs(log_probs, lengths, len(vocabulary))
     mask = real_positions(lengths, steps)
     probs = log_probs.detach().float().exp().masked_fill(~mask[..., None], 1.0)  # padding: any draw, never used
     probs = probs.reshape(batch * steps, size).cpu()
+    dead = (probs.sum(-1) == 0).nonzero().flatten().tolist()  # (torch's multinomial refused the batch, naming nothing)
+    if dead:
+        row, position = divmod(dead[0], steps)
+        raise ValueError(f"log_probs score every symbol -inf at a real position (example {row}, position {position})")
     samples = torch.multinomial(probs, 1, generator=generator).view(batch, steps).to(log_probs.device)
     sentences = ["".join(vocabulary[t] for t in row[: int(n)]) for row, n in zip(samples.tolist(), lengths.tolist())]
     values = solver.solve(sentences)
