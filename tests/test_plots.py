@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 pytest.importorskip("matplotlib")
 
 from neurosym.benchmarking.arithmetic_training import Curves, GroupConfig, GroupRun
-from neurosym.plots import arithmetic, speed
+from neurosym.plots import arithmetic, mathematics, speed
 from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
 from neurosym.plots.figure import bar_vs_published, legend, log_scale, optional_figure, plot_vs_published, pyplot, save_figure
 from neurosym.plots.hint_data import plot_statistics
@@ -157,3 +157,18 @@ def test_holdouts_without_either_sweep_is_an_error_naming_both(tmp_path) -> None
     with pytest.raises(ValueError, match="neither block nor holdout_i"):
         plot_holdouts(None, None, tmp_path / "holdout.png")
     assert not list(tmp_path.iterdir())
+
+
+def test_a_module_a_model_was_not_scored_on_draws_no_bar(tmp_path, monkeypatch) -> None:
+    """The symbolic route is scored on arithmetic modules only: its table shows ``n/a`` elsewhere, and its figure
+    draws no bar there (a bar of height 0 read as an accuracy of 0)."""
+    figures = _drawn(mathematics, monkeypatch)
+    scored = {"transformer": {"arithmetic__mul": 0.5, "algebra__linear_1d": 0.25}, "symbolic": {"arithmetic__mul": 1.0}}
+    results = {
+        "modules": {"interpolate": ["arithmetic__mul", "algebra__linear_1d"], "extrapolate": []},
+        "models": {name: {regime: {"per_module": accuracies} for regime in REGIMES} for name, accuracies in scored.items()},
+    }
+    plot_module_accuracies(results, {"interpolate": 0.76, "extrapolate": 0.5}, tmp_path / "accuracy.png")
+    heights = [bar.get_height() for bar in figures.pop().axes[0].patches]
+    pyplot().close("all")
+    assert heights[:3] == [0.5, 0.25, 1.0] and math.isnan(heights[3])

@@ -15,13 +15,14 @@ def plot_module_accuracies(results: dict, published_transformer: Mapping[str, fl
     """Grouped bars: accuracy per module and model, interpolation and extrapolation side by side, with the
     paper's Transformer mean (``published_transformer[regime]``) as a dashed line.
 
-    ``results``: ``{"modules": {regime: [module]}, "models": {name: {regime: {"per_module": {module: accuracy}}}}}``.
+    ``results``: ``{"modules": {regime: [module]}, "models": {name: {regime: {"per_module": {module: accuracy}}}}}``; a
+    module a model was not scored on (the symbolic route outside arithmetic, ``n/a`` in the table) draws no bar.
     """
     names = list(results["models"])
     figure, axes = pyplot().subplots(1, 2, figsize=(13, 4.5), sharey=True)
     for axis, regime in zip(axes, REGIMES):
         modules = results["modules"][regime]
-        values = {name: [results["models"][name][regime]["per_module"].get(m, 0.0) for m in modules] for name in names}
+        values = {name: [results["models"][name][regime]["per_module"].get(m) for m in modules] for name in names}
         grouped_bars(axis, [m.removeprefix("arithmetic__") for m in modules], values)
         axis.axhline(published_transformer[regime], color="black", linestyle="--", linewidth=1,
                      label="paper Transformer (mean, all modules)")  # fmt: skip
