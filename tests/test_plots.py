@@ -172,3 +172,16 @@ def test_a_module_a_model_was_not_scored_on_draws_no_bar(tmp_path, monkeypatch) 
     heights = [bar.get_height() for bar in figures.pop().axes[0].patches]
     pyplot().close("all")
     assert heights[:3] == [0.5, 0.25, 1.0] and math.isnan(heights[3])
+
+
+def test_published_rates_are_in_the_legend_when_the_first_model_has_none(tmp_path, monkeypatch) -> None:
+    figures = _drawn(arithmetic, monkeypatch)  # NMU has no published rate on +, NAU has: its crosses were unlabelled
+    cells = [
+        {"operation": "add", "model": "NMU", "success_rate": 0.5, "interval": [0.2, 0.8], "published": None},
+        {"operation": "add", "model": "NAU", "success_rate": 1.0, "interval": [0.8, 1.0], "published": 1.0},
+    ]
+    plot_success_rates(cells, tmp_path / "s.png")
+    axis = figures.pop().axes[0]
+    pyplot().close("all")
+    assert sorted(text.get_text() for text in axis.get_legend().get_texts()) == ["NAU", "NMU", "published"]
+    assert [tuple(point) for point in axis.collections[-1].get_offsets()] == [(0.2, 1.0)]

@@ -30,10 +30,14 @@ def plot_success_rates(cells: list[dict], path: Path) -> Path:
     rates = {model: [rate for rate, _, _ in chosen] for model, chosen in bars.items()}
     errors = {model: [[below for _, below, _ in chosen], [above for _, _, above in chosen]] for model, chosen in bars.items()}
     centres = grouped_bars(axis, [OPERATIONS[op].symbol for op in operations], rates, errors)
-    for m, (model, chosen) in enumerate(table.items()):
-        published = [(x, c["published"]) for x, c in zip(centres[model], chosen) if c["published"] is not None]
-        if published:
-            axis.scatter(*zip(*published), marker="x", color="black", zorder=3, label="published" if m == 0 else None)
+    published = [
+        (x, cell["published"])
+        for model, chosen in table.items()
+        for x, cell in zip(centres[model], chosen)
+        if cell["published"] is not None
+    ]  # one set of crosses, labelled whichever model has a published rate
+    if published:
+        axis.scatter(*zip(*published), marker="x", color="black", zorder=3, label="published")
     axis.set_ylim(0, 1.05)
     axis.set_ylabel("success rate (Wilson 95% interval)")
     legend(axis, fontsize="small", ncol=2)
