@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -185,3 +186,24 @@ def test_published_rates_are_in_the_legend_when_the_first_model_has_none(tmp_pat
     pyplot().close("all")
     assert sorted(text.get_text() for text in axis.get_legend().get_texts()) == ["NAU", "NMU", "published"]
     assert [tuple(point) for point in axis.collections[-1].get_offsets()] == [(0.2, 1.0)]
+
+
+@pytest.mark.filterwarnings("error")
+def test_learning_curves_mark_the_evaluations_where_a_seed_diverged(tmp_path, monkeypatch) -> None:
+    """A NaN or infinite extrapolation MSE (a diverged NALU) has no point on a line: crosses along the panel's top
+    show where, without moving its limits."""
+    figures = _drawn(arithmetic, monkeypatch)
+    config = GroupConfig("NALU", ("mul", "div"), (0, 1), steps=30, eval_every=10)
+    mse = [[1.0, 1.0, 1.0, 1.0], [0.5, NAN, 2.0, 0.5], [0.1, NAN, math.inf, 0.2]]  # mul: seed 1 NaN at 20 and 30
+    rows = [torch.tensor(row, dtype=torch.float64) for row in mse]
+    curves = Curves([10, 20, 30], rows, rows, [torch.full((4,), 0.1)] * 3)
+    plot_learning_curves([GroupRun(config, curves, 30, 1.0)], {"mul": 0.16, "div": 1e-11}, tmp_path / "curves.png")
+    figure = figures.pop()
+    figure.canvas.draw()
+    mul, div = figure.axes[:2]
+    pyplot().close("all")
+    assert [(line.get_label(), list(line.get_xdata())) for line in mul.lines if line.get_marker() == "x"] == [
+        ("NaN or inf (1 seed)", [20, 30])
+    ]
+    assert [list(line.get_xdata()) for line in div.lines if line.get_marker() == "x"] == [[30]]
+    assert mul.get_ylim()[1] < 2 and div.get_ylim()[1] < 10  # the finite values' limits: the crosses sit on the top

@@ -6,11 +6,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
 
 from neurosym.benchmarking.arithmetic_training import GroupRun
 from neurosym.data.arithmetic import OPERATIONS
 from neurosym.plots.figure import drawable, grouped_bars, legend, log_scale, optional_figure, pyplot, save_figure
+
+if TYPE_CHECKING:  # matplotlib is optional and imported only when a figure is drawn
+    from matplotlib.axes import Axes
 
 
 @optional_figure
@@ -54,7 +60,8 @@ def _bar(cell: Mapping[str, Any]) -> tuple[float, float, float]:
 @optional_figure
 def plot_learning_curves(groups: list[GroupRun], thresholds: dict[str, float], path: Path) -> Path:
     """One panel per (model, operation) cell: the extrapolation MSE of every seed at each evaluation (log
-    scale), with the cell's success threshold as a dashed line."""
+    scale), with the cell's success threshold as a dashed line; evaluations where a seed's MSE is NaN or infinite
+    (a diverged seed, which its line leaves out) as crosses along the top of the panel."""
     panels = [(group, index, name) for group in groups for index, name in enumerate(group.config.operations)]
     columns = max(1, min(3, len(panels)))
     rows = max(1, math.ceil(len(panels) / columns))
@@ -63,8 +70,9 @@ def plot_learning_curves(groups: list[GroupRun], thresholds: dict[str, float], p
         count = len(group.config.seeds)
         if group.curves.steps:  # (a group not yet evaluated: its threshold alone)
             curves = group.curves.stacked()
-            test = curves["test"][:, index * count : (index + 1) * count].clamp_min(1e-300).numpy()
-            axis.plot(curves["steps"].numpy(), test, linewidth=0.6, alpha=0.5)
+            test = curves["test"][:, index * count : (index + 1) * count]
+            axis.plot(curves["steps"].numpy(), test.clamp_min(1e-300).numpy(), linewidth=0.6, alpha=0.5)
+            _mark_not_finite(axis, curves["steps"], test)
         axis.axhline(thresholds[name], color="black", linestyle="--", linewidth=1, label="success threshold")
         log_scale(axis, "y")
         axis.set_title(f"{group.config.model}, {OPERATIONS[name].symbol} ({count} seeds)", fontsize=10)
@@ -74,6 +82,17 @@ def plot_learning_curves(groups: list[GroupRun], thresholds: dict[str, float], p
     for axis in list(axes.flat)[len(panels) :]:
         axis.set_visible(False)
     return save_figure(figure, path, dpi=110)
+
+
+def _mark_not_finite(axis: Axes, steps: Tensor, mse: Tensor) -> None:
+    """A cross along the top of ``axis`` at each of ``steps [E]`` where a seed's ``mse [E, S]`` is NaN or infinite (no
+    line can show it), labelled with the number of such seeds; nothing when every value is finite."""
+    bad = ~torch.isfinite(mse)
+    evaluations, seeds = bad.any(dim=1), int(bad.any(dim=0).sum())
+    if seeds:
+        marked = steps[evaluations].tolist()
+        axis.plot(marked, [1.0] * len(marked), transform=axis.get_xaxis_transform(), linestyle="none", marker="x",
+                  color="red", clip_on=False, label=f"NaN or inf ({seeds} seed{'s' if seeds > 1 else ''})")  # fmt: skip
 
 
 @optional_figure
