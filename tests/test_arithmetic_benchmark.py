@@ -227,7 +227,7 @@ def test_cli_writes_table_json_and_plot(tmp_path, capsys, monkeypatch):
     assert set(result["thresholds"]) == {"mul", "add", "sub"}
     assert result["preset"] is None  # steps, seeds and models given: no preset chose anything (was "smoke")
     assert (out / "success_rates.png").stat().st_size > 0 and (out / "learning_curves.png").stat().st_size > 0
-    assert "| 2 x 200 " in printed and "| 100 x 5e+06 " in printed  # each row's budget beside the published one
+    assert "| 2 x 200 " in printed and "| 100 x 5,000,000 " in printed  # each row's budget beside the published one
     assert "Solved at: mean [95% interval]" in printed and "Sparsity error: mean [95% interval]" in printed
     assert all(len(cell["per_seed"]["sparsity_error"]) == 2 for cell in result["cells"])
     assert (out / "checkpoints" / "nau.pt").exists() and (out / "checkpoints" / "nmu.pt").exists()
@@ -476,6 +476,10 @@ def test_cells_keep_each_solved_seeds_sparsity_error_and_show_the_profiled_inter
     )  # fmt: skip
     _, headers, rows = results_table([add, sub], 3, 30, (100, 5_000_000))
     solved_at, sparsity = headers.index("Solved at: mean [95% interval]"), headers.index("Sparsity error: mean [95% interval]")
+    budget, success = headers.index("Budget"), headers.index("Success")
+    assert [rows[0][budget], rows[0][headers.index("Published budget")]] == ["3 x 30", "100 x 5,000,000"]  # (was 5e+06)
+    for rate, shown in ((0.0, "0%"), (1 / 200, "<1%"), (0.5, "50%"), (199 / 200, ">99%"), (1.0, "100%")):
+        assert results_table([{**add, "success_rate": rate}], 3, 30, (100, 5_000_000))[2][0][success] == shown
     low, high = add["solved_at_interval"]
     assert rows[0][solved_at] == f"23.3 [{low:.3g}, {high:.3g}]" and rows[1][solved_at] == "20"
     assert rows[0][sparsity].startswith(f"{add['mean_sparsity_error']:.2g} [") and rows[1][sparsity] == "0.05"

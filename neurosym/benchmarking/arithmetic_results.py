@@ -103,7 +103,12 @@ def table_cells(groups: Iterable[GroupRun], thresholds: Mapping[str, float], mod
 
 
 def _percent(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.0f}%"
+    """``value`` as a whole percentage, but ``<1%`` and ``>99%`` where it is not exactly 0 or 1 (1 solved run of 200
+    was 0%, 199 of 200 100%)."""
+    if value is None:
+        return "—"
+    shown = f"{100 * value:.0f}"
+    return "<1%" if shown == "0" and value > 0 else ">99%" if shown == "100" and value < 1 else f"{shown}%"
 
 
 def _with_interval(mean: float | None, interval: tuple[float, float] | None, digits: int) -> str:
@@ -135,9 +140,9 @@ def results_table(
                 solved,
                 _percent(cell["success_rate"]),
                 f"[{100 * low:.1f}%, {100 * high:.1f}%]",
-                f"{cell['runs']} x {cell['steps_done']:.3g}",
+                f"{cell['runs']} x {cell['steps_done']:,}",  # (whole: 4,381,000 steps read 4.38e+06)
                 _percent(cell["published"]),
-                "—" if cell["published"] is None else "{} x {:.3g}".format(*published_budget),
+                "—" if cell["published"] is None else "{} x {:,}".format(*published_budget),
                 _with_interval(cell["mean_solved_at"], cell["solved_at_interval"], 3),
                 _with_interval(cell["mean_sparsity_error"], cell["sparsity_error_interval"], 2),
             ]
