@@ -147,3 +147,19 @@ def test_results_are_saved_before_the_holdout_figure_is_drawn(tmp_path, monkeypa
     with pytest.raises(RuntimeError, match="figure failed"):
         main(["pvr", *tiny("holdout_i"), "--out", str(tmp_path)])
     assert [r["i"] for r in json.loads((tmp_path / "pvr.json").read_text())["holdout_i"]["runs"]] == [1, 2]
+
+
+def test_a_run_stored_on_another_kind_of_device_is_trained_anew(tmp_path):
+    """Stored runs were reused whatever device stored them: a CPU run was reported as the CUDA one, seconds and all."""
+    out = tmp_path / "out"
+    assert main(["pvr", *tiny("vector"), "--out", str(out)]) == 0
+    (stored,) = (out / "runs").iterdir()
+    assert json.loads(stored.read_text())["device"] == "cpu"
+    mine = stored.stat().st_mtime_ns
+    assert main(["pvr", *tiny("vector"), "--out", str(out)]) == 0 and stored.stat().st_mtime_ns == mine  # reused
+    for device in ("cuda", None):  # another kind of device's run, and one that records none
+        run = json.loads(stored.read_text())
+        stored.write_text(json.dumps({**run, "device": device, "train_accuracy": -1.0}))
+        assert main(["pvr", *tiny("vector"), "--out", str(out)]) == 0
+        again = json.loads(stored.read_text())
+        assert again["device"] == "cpu" and 0.0 <= again["train_accuracy"] <= 1.0

@@ -168,14 +168,19 @@ class PVRRuns:
         prepare: Prepare = identity,
     ) -> dict[str, Any]:
         """Train (or resume) ``model`` on ``train`` (inputs ``[N, ...]``, labels ``[N]``) and score it on its
-        training set and each test set; a run stored under ``key`` is returned without training."""
+        training set and each test set; a run stored under ``key`` on this kind of device is returned without
+        training (one stored on another, or before runs recorded theirs, is trained anew: a CPU run was reported as
+        the CUDA one, its seconds included)."""
         done = self.store.get(key)
-        if done is not None:
+        if done is not None and done.get("device") == self.device.type:
             return done
+        if done is not None:
+            self.store.checkpoint(key).unlink(missing_ok=True)  # (finished there: resuming it would take no step)
         started = time.perf_counter()
         config = replace(config, checkpoint=self.store.checkpoint(key), progress=self.progress, time_limit=self.time_left())
         trained = fit_classifier(model, _tensor(train[0]), _tensor(train[1]), config, self.device, prepare)
         result = {
+            "device": self.device.type,
             "steps": config.max_steps,
             "parameters": sum(p.numel() for p in model.parameters()),
             "train_accuracy": accuracy(model, _tensor(train[0]), _tensor(train[1]), self.device, prepare),
