@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
+import subprocess
+import sys
 from fractions import Fraction
 
 import numpy as np
@@ -21,6 +25,8 @@ from neurosym.semantics import (
     execute,
     solve_batch,
 )
+from neurosym.semantics import operators as operator_module
+from neurosym.semantics.preimage import Interval, operand_preimages
 from neurosym.syntax import Node, ParseError, heads, parse, to_infix, tokens
 
 BRACKETS = ("(", ")")
@@ -258,3 +264,74 @@ def test_an_operator_rule_that_returns_a_float_is_named_not_passed_on():
             solve()
     exact = HINT_SEMANTICS.extend(operators={"q": Operator(1, lambda a, b: Fraction(a, b))})
     assert evaluate("3q2", exact) == Fraction(3, 2) and solve_batch(["3q2", "4q2"], exact) == [Fraction(3, 2), 2]
+
+
+def _modulo(a, b):
+    """A user's rule that pickles (a module-level function): ``a mod b``, undefined for ``b = 0``."""
+    return None if b == 0 else a % b
+
+
+MODULO_TABLE = HINT_FEWSHOT_SEMANTICS.extend({"t": 10}, {"%": Operator(2, _modulo, description="a mod b")}, "modulo")
+TABLES = (HINT_SEMANTICS, HINT_FEWSHOT_SEMANTICS, RATIONAL_SEMANTICS, MODULO_TABLE)
+COPIERS = {"pickle": lambda table: pickle.loads(pickle.dumps(table)), "deepcopy": copy.deepcopy, "copy": copy.copy}
+
+
+@pytest.mark.parametrize("copier", sorted(COPIERS))
+@pytest.mark.parametrize("table", TABLES, ids=lambda table: table.name)
+def test_a_table_pickles_and_copies_its_built_in_operators_as_themselves(table, copier):
+    # (pickle and deepcopy raised "cannot pickle 'mappingproxy' object"; a copied operator of this module was a new
+    # object, whose closed-form preimages, recognised by identity, were lost)
+    twin = COPIERS[copier](table)
+    assert twin is not table and twin.name == table.name and dict(twin.numbers) == dict(table.numbers)
+    assert twin.operators.keys() == table.operators.keys() and twin.concepts == table.concepts
+    for symbol, operator in table.operators.items():
+        assert twin.operators[symbol] == operator
+        built_in = any(operator is meaning for meaning in vars(operator_module).values())
+        assert (twin.operators[symbol] is operator) == (built_in or copier == "copy")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_a_copied_table_evaluates_and_solves_as_the_original(data):
+    table = data.draw(st.sampled_from(TABLES), "table")
+    twin = COPIERS[data.draw(st.sampled_from(sorted(COPIERS)), "copier")](table)
+    operators = "".join(table.operators)
+    tree = data.draw(trees("".join(table.numbers), operators.replace("/", "") if table is RATIONAL_SEMANTICS else operators))
+    assert execute(tree, twin) == execute(tree, table)
+    if table is not RATIONAL_SEMANTICS:  # (the batch solver takes integer numbers)
+        sentence = to_infix(tree, table.concepts)
+        assert solve_batch([sentence], twin) == solve_batch([sentence], table)
+
+
+def test_a_copied_table_keeps_the_closed_form_preimages():
+    # (a scan stops at 100 here: min(a, 5) = 5 for every a >= 5, max(0, 3 - b) = 0 for every b >= 3)
+    for twin in (copier(table) for table in TABLES for copier in COPIERS.values()):
+        if "b" in twin.operators:
+            assert operand_preimages(twin.operators["b"], Interval.point(5), 7, 5) == (Interval(5), Interval(5, 5))
+        if twin.operators["-"] is operator_module.CLAMPED_MINUS:
+            assert operand_preimages(twin.operators["-"], Interval.point(0), 3, 7) == (Interval(0, 7), Interval(3))
+
+
+def test_every_operator_of_the_operators_module_pickles_and_copies_as_itself():
+    meanings = {name: value for name, value in vars(operator_module).items() if isinstance(value, Operator)}
+    assert {"PLUS", "CLAMPED_MINUS", "TIMES", "CEIL_DIVIDE", "MAXIMUM", "MINIMUM", "CEIL_HARMONIC"} <= meanings.keys()
+    for meaning in meanings.values():
+        assert all(copier(meaning) is meaning for copier in COPIERS.values())
+    mine = Operator(1, _modulo)
+    assert all(copier(mine) == mine and copier(mine) is not mine for copier in COPIERS.values())
+
+
+def test_a_table_unpickled_in_a_fresh_interpreter_keeps_the_closed_form_preimages():
+    # (as a spawned DataLoader worker or multiprocessing pool reads it: its operators are that interpreter's own)
+    script = (
+        "import pickle, sys\n"
+        "from neurosym.semantics.preimage import Interval, operand_preimages\n"
+        "from neurosym.semantics.operators import MINIMUM\n"
+        "table = pickle.loads(sys.stdin.buffer.read())\n"
+        "assert table.operators['b'] is MINIMUM\n"
+        "print(operand_preimages(table.operators['b'], Interval.point(5), 7, 5))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], input=pickle.dumps(HINT_FEWSHOT_SEMANTICS), capture_output=True, check=True
+    )
+    assert run.stdout.decode().strip() == repr((Interval(5), Interval(5, 5)))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any, SupportsIndex
 
 import numpy as np
 
@@ -77,7 +78,14 @@ def _checked_outcome(symbol: str, outcome: object, n: int) -> tuple[np.ndarray, 
 
 @dataclass(frozen=True)
 class Operator:
-    """An operator's meaning: ``level`` is its precedence (1 like ``+ -``, 2 like ``* /``)."""
+    """An operator's meaning: ``level`` is its precedence (1 like ``+ -``, 2 like ``* /``).
+
+    The meanings defined in this module (:data:`PLUS`, :data:`CEIL_DIVIDE`, :data:`MAXIMUM`, ...) pickle and copy
+    (``copy.copy``, ``copy.deepcopy``) as references to themselves: parts of the library recognise them by identity
+    (:func:`~neurosym.semantics.preimage.operand_preimages` knows their preimages in closed form), and their rules
+    are lambdas, which do not pickle. Any other operator pickles and copies by value, its rules with it (pickled only
+    where they pickle: module-level functions, not lambdas or closures).
+    """
 
     level: int
     apply: ScalarRule
@@ -87,6 +95,11 @@ class Operator:
     def value(self, a: Value, b: Value) -> Value | None:
         """The scalar rule's result for ``a`` and ``b``, ``None`` where it is undefined (:func:`rule_value`)."""
         return rule_value(self.apply, a, b)
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> str | tuple[Any, ...]:
+        """This module's name of a meaning defined here (pickle and ``copy`` then give this very object), else the
+        default reduction by value."""
+        return _MODULE_MEANINGS.get(id(self)) or super().__reduce_ex__(protocol)
 
 
 def _ceil_divide(a: Value, b: Value) -> int | None:
@@ -122,3 +135,6 @@ MAXIMUM = Operator(1, max, lambda a, b: (np.maximum(a, b), None), "max(a, b)")
 MINIMUM = Operator(1, min, lambda a, b: (np.minimum(a, b), None), "min(a, b)")
 CEIL_MEAN = Operator(2, lambda i, j: -(-(i + j) // 2), lambda i, j: (-(-(i + j) // 2), None), "⌈(i + j) ÷ 2⌉")
 CEIL_HARMONIC = Operator(2, _ceil_harmonic, _ceil_harmonic_arrays, "⌈2ij ÷ (i + j)⌉, invalid if i + j = 0")
+
+#: The meanings defined above by identity, each with its name in this module (:meth:`Operator.__reduce_ex__`).
+_MODULE_MEANINGS = {id(meaning): name for name, meaning in globals().items() if isinstance(meaning, Operator)}

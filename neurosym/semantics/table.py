@@ -56,6 +56,11 @@ class OperatorTable:
     """The meaning of every symbol: ``numbers`` maps number symbols to values, ``operators`` maps
     operator symbols to :class:`Operator`. It must cover the built-in digits and ``+ - * /`` (with
     their grammatical levels); any other symbol is a concept, and :attr:`concepts` tells the parser.
+
+    A table pickles and copies (``copy.copy``, ``copy.deepcopy``) as its three fields, so a copy evaluates and solves
+    as the original does: the operators defined in :mod:`~neurosym.semantics.operators` (``PLUS``, ``MAXIMUM``, ...)
+    come back as the very same objects, which keeps the closed-form preimages recognised by identity; any other
+    operator by value (pickled where its rules pickle: module-level functions, not lambdas).
     """
 
     numbers: Mapping[str, Value]
@@ -82,6 +87,10 @@ class OperatorTable:
         if both:
             raise ValueError(f"symbols {sorted(both)} are both numbers and operators")
         self.concepts  # noqa: B018 - validates the added symbols now rather than at the first parse
+
+    def __reduce__(self) -> tuple[type[OperatorTable], tuple[dict[str, Value], dict[str, Operator], str]]:
+        """Pickled and copied as its fields: the read-only views it holds (mappingproxy) do not pickle."""
+        return type(self), (dict(self.numbers), dict(self.operators), self.name)
 
     @cached_property
     def concepts(self) -> ConceptTable:
