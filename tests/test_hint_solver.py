@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -311,3 +313,14 @@ def test_solver_timing_refuses_fewer_expressions_than_it_counts():
 
 def test_a_lone_surrogate_is_an_invalid_sentence_of_its_batch():
     assert solve_batch(["1+\ud800", "1+2", "\udfff"]) == [None, 3, None]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(trees(numbers="0123456789xy", operators="+-*/abcd", max_leaves=12), min_size=1, max_size=20))
+def test_a_solver_pickles_and_copies_and_solves_as_the_original(batch):
+    # (pickle raised "cannot pickle 'mappingproxy' object", then on the vectorised rules, lambdas, it held)
+    solver = BatchSolver(HINT_FEWSHOT_SEMANTICS)
+    sentences = [to_infix(tree, HINT_FEWSHOT_SEMANTICS.concepts) for tree in batch] + ["1+", "(0d0)", "9*" * 30 + "9"]
+    for twin in (pickle.loads(pickle.dumps(solver)), copy.deepcopy(solver), copy.copy(solver)):
+        assert type(twin) is BatchSolver and twin.table.operators["a"] is FEWSHOT_OPERATORS["a"]
+        assert twin.solve(sentences) == solver.solve(sentences)

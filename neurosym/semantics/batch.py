@@ -49,7 +49,8 @@ _FOLLOWS[END, END] = True
 
 
 class BatchSolver:
-    """Solves batches of sentences under one operator table (whose numbers must be integers)."""
+    """Solves batches of sentences under one operator table (whose numbers must be integers); pickled and copied as
+    that table, from which the copy is built again."""
 
     def __init__(self, table: OperatorTable = HINT_SEMANTICS) -> None:
         if not isinstance(table, OperatorTable):
@@ -97,6 +98,12 @@ class BatchSolver:
         self._lookup[codes] = np.arange(OPEN_ID, len(kind))
         # Which token may follow which, by token id (row: previous id, or START_ROW before the first).
         self._follows = _FOLLOWS[np.append(kind, START)[:, None], kind[None, :]]
+
+    def __reduce__(self) -> tuple[type[BatchSolver], tuple[OperatorTable]]:
+        """Pickled and copied as its table, the solver rebuilt from it: the rules it holds are the table's operators'
+        (lambdas for the built-in ones, which pickle only as the :class:`~neurosym.semantics.operators.Operator` they
+        belong to)."""
+        return type(self), (self.table,)
 
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
         """Token ids ``[n, length + 1]`` (int64): spaces dropped, aliases normalised, 0 after the end."""
