@@ -4,7 +4,9 @@ inverses, and learning a reader from results on a tiny synthetic task."""
 from __future__ import annotations
 
 import contextlib
+import copy
 import itertools
+import pickle
 import re
 import sys
 from collections.abc import Iterator
@@ -492,6 +494,29 @@ class Arithmetic(Transformer):
 
     def NUMBER(self, token):
         return int(token)
+
+
+class CountedArithmetic(Arithmetic):
+    """:class:`Arithmetic` counting the numbers it has read: a Transformer with a state of its own."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.numbers_read = 0
+
+    def NUMBER(self, token):
+        self.numbers_read += 1
+        return super().NUMBER(token)
+
+
+def test_used_semantics_pickle_and_copy_and_a_copy_calls_its_own_transformer():
+    # (the callables looked up held closures over the Transformer: pickling raised "Can't pickle local object", and a
+    # deep copy's terminal callbacks ran the original Transformer)
+    tree = SymbolGrammar('start: NUMBER "/" NUMBER\nNUMBER: "0".."9"\n').parse("8/2")
+    semantics = TreeSemantics(CountedArithmetic())
+    assert semantics.evaluate(tree) == 4 and semantics.rules.numbers_read == 2
+    for twin in (pickle.loads(pickle.dumps(semantics)), copy.deepcopy(semantics)):
+        assert twin.evaluate(tree) == 4 and twin.rules.numbers_read == 4
+    assert semantics.rules.numbers_read == 2
 
 
 def test_semantics_from_a_transformer_or_a_mapping_and_invalid_values():

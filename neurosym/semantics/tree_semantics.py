@@ -46,6 +46,9 @@ class TreeSemantics:
             evaluation gives ``wanted`` (each tuple as long as ``children_values``; a child kept as it is
             repeats its current value). An inverse that raises an arithmetic or value error (``wanted / 0``) offers
             nothing more, as a rule's callable that raises one gives an invalid value (:meth:`preimages`).
+
+    Semantics pickle (where their rules and inverses do) and copy as their rules and inverses; the callables they
+    have looked up are looked up again by the copy, so a deep copy runs its own Transformer.
     """
 
     def __init__(self, rules: Transformer | Mapping[str, Callable], inverses: Mapping[str, Inverse] | None = None):
@@ -70,6 +73,11 @@ class TreeSemantics:
         self._transformer = rules if isinstance(rules, Transformer) else None  # (an ABC's isinstance is slow per leaf)
         self.inverses = dict(inverses or {})
         self._callables: dict[str, Callable | None] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled and copied without the callables looked up (:meth:`callable_of`), looked up again by the copy: a
+        Transformer's are closures over it, which do not pickle, and a deep copy's would call the original Transformer."""
+        return {**self.__dict__, "_callables": {}}
 
     @property
     def names(self) -> set[str]:
