@@ -1,6 +1,8 @@
 """Learning everything from results on symbol input: roles, values, programs and precedence of
 anonymous classes; the grounding's table, printout and JSON."""
 
+import copy
+import pickle
 import re
 
 import numpy as np
@@ -135,6 +137,19 @@ def test_display_symbols_and_table_follow_the_learned_meaning():
     # f = max at level 1, i = ceil(i / 2) at level 2: e f (g i h) -> max(3, ceil(3 / 2)) = 3
     assert grounding.solve([(0, 1, 2, 3, 6, 5, 4), (5, 6, 0, 1, 3)]) == [3, 6]
     assert grounding.solve([(7, 1, 0)]) == [None]
+
+
+def test_a_used_grounding_and_its_table_pickle_and_copy():
+    # (its table's rules were lru_caches of the programs: "'functools._lru_cache_wrapper' object has no attribute
+    # '__qualname__'" once the table had been read, for the grounding, its table and its solver alike)
+    grounding = _odd_grounding()
+    sentences = [(0, 1, 2, 3, 6, 5, 4), (5, 6, 0, 1, 3), (7, 1, 0)]
+    expected = grounding.solve(sentences)
+    for twin in (pickle.loads(pickle.dumps(grounding)), copy.deepcopy(grounding)):
+        assert twin.solve(sentences) == expected
+    for table in (pickle.loads(pickle.dumps(grounding.table)), copy.deepcopy(grounding.table)):
+        assert BatchSolver(table).solve([grounding.sentence(s) for s in sentences]) == expected
+        assert table.operators["f"].value(3, 12) == 12 and table.operators["i"].value(3, 0) == 2
 
 
 @pytest.mark.parametrize("bad", [-1, 8, True, 1.0])

@@ -15,7 +15,7 @@ import functools
 import json
 import os
 import string
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -107,7 +107,7 @@ class Grounding:
         shows stay in the table (it requires them) but are never read: no class's symbol is one of them."""
         symbols = self.symbols
         numbers = {symbols[c]: v for c, v in self.values.items()}
-        operators = {symbols[c]: Operator(self.levels[c], _cached(p), None, str(p)) for c, p in self.programs.items()}
+        operators = {symbols[c]: Operator(self.levels[c], _MemoisedProgram(p), None, str(p)) for c, p in self.programs.items()}
         unread = {s: int(s) for s in BUILTIN_NUMBERS if s not in numbers}
         placeholders = {s: Operator(level, _never, None, "not shown by any class") for s, level in BUILTIN_OPERATORS.items()}
         return OperatorTable({**unread, **numbers}, {**placeholders, **operators}, "learned")
@@ -194,9 +194,20 @@ def _never(a: Value, b: Value) -> None:
     return None
 
 
-def _cached(program: Program) -> Callable[[Value, Value], int | None]:
-    """``program`` as a memoised scalar rule (the same operand pairs recur across a corpus)."""
-    return functools.lru_cache(maxsize=1 << 16)(program)
+class _MemoisedProgram:
+    """``program`` as a memoised scalar rule (the same operand pairs recur across a corpus). It pickles and copies as
+    its program, with an empty memory: a learned table reaches worker processes (an ``lru_cache`` of the program
+    itself did not pickle)."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self._memo = functools.lru_cache(maxsize=1 << 16)(program)
+
+    def __call__(self, a: Value, b: Value) -> int | None:
+        return self._memo(a, b)
+
+    def __reduce__(self) -> tuple[type[_MemoisedProgram], tuple[Program]]:
+        return type(self), (self.program,)
 
 
 def _expr_to_json(expr: tuple) -> list:
