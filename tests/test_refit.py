@@ -1,5 +1,6 @@
 """Refitting a reader to abduced readings: the windows and labels taken, the fit, its resumption and bad input."""
 
+import copy
 import itertools
 
 import numpy as np
@@ -118,6 +119,19 @@ def test_refit_learns_the_labels_and_a_resumed_refit_repeats_an_uninterrupted_on
     other.labels[0] = (other.labels[0] + 1) % len(chunked.classifier.vocabulary)  # one label differs
     with pytest.raises(ValueError, match="fitted to other labelled windows"):
         refit_reader(tiny_pipeline(seed=3).classifier, [other], config, CPU, path)
+
+
+def test_a_refused_refit_checkpoint_leaves_the_reader_and_the_random_generators_as_they_were(problem, tmp_path):
+    _, test = problem
+    path, config = tmp_path / "refit.pt", RefitConfig(steps=2, batch_size=8)
+    refit_reader(tiny_pipeline(seed=1).classifier, [_truth(test)], config, CPU, path)
+    reader = tiny_pipeline(seed=2).classifier
+    weights, generator = copy.deepcopy(reader.state_dict()), torch.get_rng_state()
+    with pytest.raises(ValueError, match="fitted to other labelled windows"):
+        refit_reader(reader, [source_windows(test, 0)], config, CPU, path)
+    # (was: the refused checkpoint's weights and generator states restored first, then refused)
+    assert all(torch.equal(tensor, reader.state_dict()[name]) for name, tensor in weights.items())
+    assert torch.equal(torch.get_rng_state(), generator)
 
 
 def test_refit_refuses_bad_input(problem):

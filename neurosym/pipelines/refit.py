@@ -99,8 +99,9 @@ def refit_reader(
 ) -> list[dict]:
     """Fit ``reader`` to the labelled windows of all of ``data`` (drawn uniformly across them) by
     cross-entropy; returns the history (``loss`` per step). Runs in the library's one training loop:
-    resumes from ``checkpoint`` (refusing, with ``ValueError``, one fitted to other labelled windows), and a stop
-    request or ``time_limit`` checkpoints and raises :class:`~neurosym.training.stopping.TrainingInterrupted`.
+    resumes from ``checkpoint`` (refusing, with ``ValueError``, one fitted to other labelled windows before any of it is
+    loaded: ``reader`` keeps its weights), and a stop request or ``time_limit`` checkpoints and raises
+    :class:`~neurosym.training.stopping.TrainingInterrupted`.
     Under ``torchrun`` (a distributed ``context``) every process holds the same ``data`` and learns from its share
     of each batch (:func:`~neurosym.pipelines.trainer.fit_windows`)."""
     if not data:
@@ -129,8 +130,8 @@ def refit_reader(
 
     model = reader_module(reader).to(device)
     return fit_windows(
-        model, batch, config, device, checkpoint, progress, time_limit, "refit", lambda: {"fitted_to": fitted_to}, check_data,
-        context,
+        model, batch, config, device, checkpoint, progress, time_limit, "refit", lambda: {"fitted_to": fitted_to},
+        context=context, check=check_data,
     )  # fmt: skip
 
 

@@ -255,10 +255,12 @@ def run_reader_training(
     load: Callable[[dict[str, Any]], None] | None = None,
     context: DistributedContext | None = None,
     setup: Mapping[str, Any] | None = None,
+    check: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict]:
     """``config.steps`` steps ``step(i) -> (loss, logs)`` of Adam at ``config.learning_rate`` under
     ``config.schedule``, in the library's one training loop, checkpointing to ``checkpoint`` every
-    ``config.checkpoint_every`` steps (with the caller's ``save``/``load`` entries and ``setup``); returns the history.
+    ``config.checkpoint_every`` steps (with the caller's ``save``/``load`` entries and ``setup``; ``check(saved)`` may
+    refuse a checkpoint to resume by raising, before any of it is restored); returns the history.
     With a distributed ``context`` the processes agree on stops and only rank 0 writes. Every module of ``model`` gets
     the train/eval mode it had back on return (the steps set training mode), also when training stops with an error.
     The checkpoint of a ``model`` that is a :class:`~neurosym.perception.reader.Reader` records its ``"vocabulary"``,
@@ -268,7 +270,9 @@ def run_reader_training(
     checkpointing = None
     if checkpoint is not None:
         entries = _with_vocabulary(model, save)
-        checkpointing = Checkpointing(Path(checkpoint), config, config.checkpoint_every, (), entries, load, setup=setup)
+        checkpointing = Checkpointing(
+            Path(checkpoint), config, config.checkpoint_every, (), entries, load, setup=setup, check_extra=check
+        )
     with modes_kept(model):
         result = run_training(
             model,
@@ -309,11 +313,12 @@ def fit_windows(
     save: Callable[[], dict[str, Any]] | None = None,
     load: Callable[[dict[str, Any]], None] | None = None,
     context: DistributedContext | None = None,
+    check: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict]:
     """Fit a window classifier (windows -> log-probabilities) to ``batches(i)`` by cross-entropy: the one fit
     of every window classifier here (glyphs, refits, routers), by :func:`run_reader_training` (``config``:
-    ``steps``, ``learning_rate``, ``schedule``, ``checkpoint_every``); returns the history (``loss`` and ``seconds`` of
-    training so far, over every call of a resumed fit, per step).
+    ``steps``, ``learning_rate``, ``schedule``, ``checkpoint_every``; ``save``, ``load`` and ``check`` as there); returns
+    the history (``loss`` and ``seconds`` of training so far, over every call of a resumed fit, per step).
     With a distributed ``context`` each process learns from its share (every ``world_size``-th row, from its
     ``rank`` on) of the global batch ``batches(i)`` through DistributedDataParallel, and the logged loss is its
     share's."""
@@ -330,7 +335,9 @@ def fit_windows(
         loss = F.nll_loss(at_least_float32(log_probs), labels.to(device))
         return loss, {"loss": loss.item()}
 
-    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, description, save, load, context)
+    return run_reader_training(
+        model, step, config, device, checkpoint, progress, time_limit, description, save, load, context, check=check
+    )
 
 
 def evaluate_pipeline(

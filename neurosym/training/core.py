@@ -86,6 +86,9 @@ class Checkpointing:
     the loop has restored its own state. ``resume=False`` starts afresh over an existing checkpoint. ``setup`` (JSON-like
     values: what the model and data were built from) is saved too, and resuming under another setup raises
     :class:`~neurosym.training.checkpoint.CheckpointMismatch` (a checkpoint written without one is accepted).
+    ``check_extra(checkpoint)`` refuses a checkpoint by the caller's own entries (it raises) as the configuration and
+    setup are checked: before anything of it is restored, so that a refused checkpoint leaves the model, the optimiser
+    and the global random generators as they were.
     """
 
     path: str | Path
@@ -96,6 +99,7 @@ class Checkpointing:
     load_extra: Callable[[dict[str, Any]], None] | None = None
     resume: bool = True
     setup: Mapping[str, Any] | None = None
+    check_extra: Callable[[dict[str, Any]], None] | None = None
 
     def __post_init__(self) -> None:
         if not is_int(self.every) or self.every < 1:
@@ -205,6 +209,8 @@ def _resume(
     check_resumable(saved["config"], checkpoint.config, checkpoint.may_change, checkpoint.path)
     if checkpoint.setup is not None:
         check_setup(saved.get("setup"), checkpoint.setup, checkpoint.path)
+    if checkpoint.check_extra is not None:
+        checkpoint.check_extra(saved)
     load_model_state(model, saved["model"], f"the checkpoint {checkpoint.path}")
     update.optimizer.load_state_dict(saved["optimizer"])
     if update.scheduler is not None:
