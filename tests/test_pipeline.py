@@ -26,6 +26,7 @@ from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, evalua
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver
 from neurosym.training import TrainingInterrupted, load_checkpoint, save_checkpoint
+from neurosym.training.checkpoint import CheckpointMismatch
 from neurosym.training.stopping import TIME_LIMIT
 
 CPU = torch.device("cpu")
@@ -161,6 +162,25 @@ def test_checkpoint_of_another_configuration_is_refused(problem, tmp_path):
     train_pipeline(tiny_pipeline(), train, PipelineConfig(steps=2, batch_size=4), CPU, path, progress=False)
     with pytest.raises(ValueError, match="another configuration"):
         train_pipeline(tiny_pipeline(), train, PipelineConfig(steps=3, batch_size=4), CPU, path, progress=False)
+
+
+def test_checkpoint_of_a_reader_of_another_vocabulary_is_refused_before_it_is_loaded(problem, tmp_path):
+    train, _ = problem
+    path, config = tmp_path / "ckpt.pt", PipelineConfig(steps=3, batch_size=4, curriculum=Curriculum.none())
+    with pytest.raises(TrainingInterrupted):
+        train_pipeline(tiny_pipeline(), train, config, CPU, path, time_limit=0.0)
+    swapped = ["1", "0", *HINT_SYMBOLS[2:]]  # as many symbols, two in another order: the weights load alike
+    torch.manual_seed(0)
+    pipeline = HintPipeline(SymbolClassifier(swapped, features=32, width=8))
+    weights = {name: tensor.clone() for name, tensor in pipeline.classifier.state_dict().items()}
+    message = r"checkpoint .*ckpt.pt holds a reader of another vocabulary: \['0', '1', .* there, \['1', '0', .* now"
+    with pytest.raises(CheckpointMismatch, match=message):  # was resumed, reading each 0 as 1 and each 1 as 0
+        train_pipeline(pipeline, train, config, CPU, path)
+    assert all(torch.equal(tensor, pipeline.classifier.state_dict()[name]) for name, tensor in weights.items())
+    state = load_checkpoint(path)
+    del state["vocabulary"]  # as written before the vocabulary was kept: accepted
+    save_checkpoint(state, path)
+    assert len(train_pipeline(pipeline, train, config, CPU, path)) == 3
 
 
 def test_checkpoint_from_before_a_new_config_field_resumes_with_its_default(problem, tmp_path):

@@ -33,6 +33,7 @@ from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.subsets import subset_scores
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, reading_batches, real_positions
+from neurosym.training.checkpoint import RESUME_ADVICE, CheckpointMismatch
 from neurosym.training.checks import fraction, int_at_least, positive_number
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
@@ -264,14 +265,15 @@ def run_reader_training(
     With a distributed ``context`` the processes agree on stops and only rank 0 writes. Every module of ``model`` gets
     the train/eval mode it had back on return (the steps set training mode), also when training stops with an error.
     The checkpoint of a ``model`` that is a :class:`~neurosym.perception.reader.Reader` records its ``"vocabulary"``,
-    which :func:`~neurosym.perception.saved_reader.load_reader` checks."""
+    which a resume (:func:`_of_its_vocabulary`) and :func:`~neurosym.perception.saved_reader.load_reader` check."""
     optimizer = adam(model.parameters(), config.learning_rate)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda index: schedule_factor(index, config.steps, config.schedule))
     checkpointing = None
     if checkpoint is not None:
         entries = _with_vocabulary(model, save)
+        refuse = _of_its_vocabulary(model, checkpoint, check)
         checkpointing = Checkpointing(
-            Path(checkpoint), config, config.checkpoint_every, (), entries, load, setup=setup, check_extra=check
+            Path(checkpoint), config, config.checkpoint_every, (), entries, load, setup=setup, check_extra=refuse
         )
     with modes_kept(model):
         result = run_training(
@@ -295,6 +297,28 @@ def _with_vocabulary(model: nn.Module, save: Callable[[], dict[str, Any]] | None
     if not isinstance(model, Reader):
         return save
     return lambda: {"vocabulary": list(model.vocabulary), **(save() if save is not None else {})}
+
+
+def _of_its_vocabulary(
+    model: nn.Module, path: str | os.PathLike, check: Callable[[dict[str, Any]], None] | None
+) -> Callable[[dict[str, Any]], None] | None:
+    """``check`` (what refuses a checkpoint at ``path`` to resume) refusing also, where ``model`` is a reader, the
+    checkpoint of a reader of another recorded ``"vocabulary"`` (:func:`_with_vocabulary`; one that recorded none is
+    accepted) with :class:`~neurosym.training.checkpoint.CheckpointMismatch`: its weights would load alike."""
+    if not isinstance(model, Reader):
+        return check
+
+    def checked(saved: dict[str, Any]) -> None:
+        kept = saved.get("vocabulary")
+        if kept is not None and list(kept) != list(model.vocabulary):
+            raise CheckpointMismatch(
+                f"checkpoint {path} holds a reader of another vocabulary: {list(kept)} there, {list(model.vocabulary)} "
+                f"now; {RESUME_ADVICE}"
+            )
+        if check is not None:
+            check(saved)
+
+    return checked
 
 
 WindowBatches = Callable[[int], tuple[torch.Tensor, torch.Tensor]]
