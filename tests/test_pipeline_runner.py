@@ -690,6 +690,17 @@ def test_an_ensemble_run_is_named_as_one_where_a_trained_run_is_read_back(privat
         trained_hint_pipeline(private_cache)
 
 
+def test_a_few_shot_concept_the_run_found_no_meaning_of_is_named_so_where_it_is_read_back(private_cache):
+    run = private_cache / "run"
+    run.mkdir()
+    failed = "not learned (no program explains 60% of the examples of operator 'c')"
+    entry = {"train": 10, "val": 48, "test": 48, "test_unseen": 38, "learned": failed, "val_accuracy": 0.0}
+    (run / "fewshot_image.json").write_text(json.dumps({"setup": {}, "0.01": {"concepts": {"c": entry}}}))
+    message = r"found no meaning of the few-shot concept 'c' at scale 0.01: not learned \(no program explains 60%"
+    with pytest.raises(ValueError, match=message):  # was: its model "is missing", to be learned again by the same command
+        trained_hint_pipeline(run, "c")
+
+
 def test_stages_their_data_cannot_feed_are_refused_before_training(private_cache, monkeypatch, capsys):
     from hint_banks import prototype_bank
 

@@ -103,7 +103,7 @@ def _adapted(run: Path, trained: SymbolClassifier, setup: Mapping[str, Any]) -> 
 
 def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeline:
     """:func:`trained_hint_pipeline` for a few-shot ``concept``: the model its :func:`.fewshot.concept_checkpoint` keeps."""
-    from neurosym.experiments.hint_pipeline.fewshot import concept_checkpoint
+    from neurosym.experiments.hint_pipeline.fewshot import NOT_LEARNED, concept_checkpoint
     from neurosym.experiments.hint_pipeline.image import hint_reader
 
     progress = run / "fewshot_image.json"
@@ -116,7 +116,10 @@ def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeli
                          f" ({progress.name} lists {', '.join(found) if found else 'none'})")  # fmt: skip
     if scale is None and len(scales) > 1:
         raise ValueError(f"{run} learned {concept!r} at the few-shot scales {', '.join(scales)}: give one as scale")
-    path = concept_checkpoint(run, "image", scales[0] if scale is None else str(scale), concept)
+    key = scales[0] if scale is None else str(scale)
+    if str(outcome := learned[key][concept].get("learned", "")).startswith(NOT_LEARNED):  # (it kept no model)
+        raise ValueError(f"{run} found no meaning of the few-shot concept {concept!r} at scale {key}: {outcome}")
+    path = concept_checkpoint(run, "image", key, concept)
     saved = load_checkpoint(path)
     if saved is None:
         raise ValueError(f"{path} is missing: delete {progress} and run the same command again (it learns the concepts again)")

@@ -44,6 +44,10 @@ NOT_IN_SETUP = frozenset(
 run under other ones does not take them (:class:`~neurosym.training.checkpoint.CheckpointMismatch`)."""
 
 
+NOT_LEARNED = "not learned"
+"""How a concept's ``learned`` entry starts where no meaning explained its examples (it keeps no model)."""
+
+
 def concept_checkpoint(out: Path, input: str, scale: float | str, concept: str) -> Path:
     """Where a run in ``out`` keeps what it learned of ``concept`` at few-shot ``scale`` on ``input`` (``image``)."""
     return out / f"fewshot_{input}_{scale}_{concept}.pt"
@@ -96,7 +100,7 @@ def learn_fewshot(
                 if save is not None:
                     save(saved)
             except ConceptNotLearned as error:  # no meaning: no expression using the concept can be evaluated
-                learned, val_accuracy = f"not learned ({error})", 0.0
+                learned, val_accuracy = f"{NOT_LEARNED} ({error})", 0.0
                 accuracy, unseen_accuracy = (0.0, 0.0) if args.score_test else (None, None)
             per_concept[concept] = {
                 "train": len(train),
