@@ -183,6 +183,19 @@ def test_checkpoint_of_a_reader_of_another_vocabulary_is_refused_before_it_is_lo
     assert len(train_pipeline(pipeline, train, config, CPU, path)) == 3
 
 
+def test_checkpoint_of_a_reader_of_other_sizes_is_refused_before_any_of_it_is_loaded(problem, tmp_path):
+    train, _ = problem
+    path, config = tmp_path / "ckpt.pt", PipelineConfig(steps=2, batch_size=4, curriculum=Curriculum.none())
+    train_pipeline(tiny_pipeline(), train, config, CPU, path)
+    wider = HintPipeline(SymbolClassifier(list(HINT_SYMBOLS), features=64, width=8))  # the same convolutions, a wider head
+    weights = {name: tensor.clone() for name, tensor in wider.classifier.state_dict().items()}
+    with pytest.raises(CheckpointMismatch, match=r"holds another model \(other sizes or options\): other values: "
+                                                 r"encoder.head.weight \[32, 512\] there, \[64, 512\] here"):  # fmt: skip
+        train_pipeline(wider, train, config, CPU, path)
+    # (was: every tensor of the checkpoint that fitted, the convolutions', loaded before the refusal)
+    assert all(torch.equal(tensor, wider.classifier.state_dict()[name]) for name, tensor in weights.items())
+
+
 def test_checkpoint_from_before_a_new_config_field_resumes_with_its_default(problem, tmp_path):
     train, _ = problem
     path = tmp_path / "ckpt.pt"

@@ -196,12 +196,31 @@ class CheckpointMismatch(ValueError):
 
 def load_model_state(model: nn.Module, state: Mapping[str, Any], source: str, what: str = "model") -> None:
     """``model.load_state_dict(state)``; a ``state`` of other sizes or parameter names raises
-    :class:`CheckpointMismatch`: ``"{source} holds another {what} (other sizes or options): ..."`` with torch's
-    details on one line."""
+    :class:`CheckpointMismatch`: ``"{source} holds another {what} (other sizes or options): ..."`` with the details on one
+    line, before any of it is loaded (``model`` keeps its weights; torch copies every tensor that fits before it
+    refuses)."""
+    refused = f"{source} holds another {what} (other sizes or options)"
+    if differences := _state_differences(model.state_dict(), state):
+        raise CheckpointMismatch(f"{refused}: {_clipped(differences, 300)}")
     try:
         model.load_state_dict(state)
-    except RuntimeError as error:
-        raise CheckpointMismatch(f"{source} holds another {what} (other sizes or options): {_one_line(error, 300)}") from None
+    except RuntimeError as error:  # (what names and sizes do not show, e.g. a module's own load hook)
+        raise CheckpointMismatch(f"{refused}: {_one_line(error, 300)}") from None
+
+
+def _state_differences(own: Mapping[str, torch.Tensor], state: Mapping[str, Any]) -> str:
+    """What keeps ``state`` from loading into a module whose state dict is ``own``: the names it lacks, the names it
+    has beyond them, and its values that are no tensor or of another shape, on one line; empty when it fits."""
+    missing, unexpected = sorted(own.keys() - state.keys()), sorted(state.keys() - own.keys())
+    shared = [name for name in own if name in state]
+    values = [f"{name} is a {type(state[name]).__name__}" for name in shared if not isinstance(state[name], torch.Tensor)]
+    values += [
+        f"{name} {list(state[name].shape)} there, {list(own[name].shape)} here"
+        for name in shared
+        if isinstance(state[name], torch.Tensor) and state[name].shape != own[name].shape
+    ]
+    parts = [("missing", missing), ("unexpected", unexpected), ("other values", values)]
+    return "; ".join(f"{label}: {', '.join(names)}" for label, names in parts if names)
 
 
 def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[str], path: Any) -> None:
