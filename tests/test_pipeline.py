@@ -26,7 +26,7 @@ from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, evalua
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver
 from neurosym.training import TrainingInterrupted, load_checkpoint, save_checkpoint
-from neurosym.training.checkpoint import CheckpointMismatch
+from neurosym.training.checkpoint import CheckpointMismatch, load_model_state
 from neurosym.training.stopping import TIME_LIMIT
 
 CPU = torch.device("cpu")
@@ -194,6 +194,28 @@ def test_checkpoint_of_a_reader_of_other_sizes_is_refused_before_any_of_it_is_lo
         train_pipeline(wider, train, config, CPU, path)
     # (was: every tensor of the checkpoint that fitted, the convolutions', loaded before the refusal)
     assert all(torch.equal(tensor, wider.classifier.state_dict()[name]) for name, tensor in weights.items())
+
+
+class _Tagged(torch.nn.Module):
+    """A module with extra state (``get_extra_state``): a value of its state dict that is no tensor."""
+
+    def __init__(self, tag: str) -> None:
+        super().__init__()
+        self.linear, self.tag = torch.nn.Linear(2, 2), tag
+
+    def get_extra_state(self) -> dict:
+        return {"tag": self.tag}
+
+    def set_extra_state(self, state: dict) -> None:
+        self.tag = state["tag"]
+
+
+def test_a_modules_extra_state_loads_and_only_tensors_are_compared_by_shape():
+    source, target = _Tagged("source"), _Tagged("target")
+    load_model_state(target, source.state_dict(), "a state")  # (was refused: "_extra_state is a dict")
+    assert target.tag == "source" and torch.equal(target.linear.weight, source.linear.weight)
+    with pytest.raises(CheckpointMismatch, match=r"other values: linear.weight is a list"):
+        load_model_state(target, {**source.state_dict(), "linear.weight": [[0.0, 0.0]] * 2}, "a state")
 
 
 def test_checkpoint_from_before_a_new_config_field_resumes_with_its_default(problem, tmp_path):

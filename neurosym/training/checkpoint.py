@@ -212,7 +212,7 @@ def _state_differences(own: Mapping[str, torch.Tensor], state: Mapping[str, Any]
     """What keeps ``state`` from loading into a module whose state dict is ``own``: the names it lacks, the names it
     has beyond them, and its values that are no tensor or of another shape, on one line; empty when it fits."""
     missing, unexpected = sorted(own.keys() - state.keys()), sorted(state.keys() - own.keys())
-    shared = [name for name in own if name in state]
+    shared = [name for name in own if name in state and isinstance(own[name], torch.Tensor)]  # (not a module's extra state)
     values = [f"{name} is a {type(state[name]).__name__}" for name in shared if not isinstance(state[name], torch.Tensor)]
     values += [
         f"{name} {list(state[name].shape)} there, {list(own[name].shape)} here"
