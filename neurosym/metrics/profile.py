@@ -1,5 +1,7 @@
 """Maximum-likelihood profile confidence intervals for a mean, as Madsen & Johansen (2019) report the step a run is
 solved at (under a gamma distribution) and its sparsity error (under a beta distribution scaled to ``[0, 0.5]``).
+Their published sparsity errors are about half of what this fit gives: their analysis evaluates the beta density at the
+unscaled error ``x`` instead of at ``2x`` (docs/arithmetic_benchmark.md).
 
 The profile log-likelihood of a mean maximises the log-likelihood over the other parameter (the gamma's shape, the
 beta's concentration); the interval holds the means whose profile is within ``χ²₁(confidence) / 2`` of the maximum
