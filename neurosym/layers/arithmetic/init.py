@@ -32,7 +32,9 @@ def nau_init_(weight: Tensor, fan_in: int, fan_out: int) -> Tensor:
 
 def nmu_init_(weight: Tensor) -> Tensor:
     """NMU initialisation (Madsen & Johansen 2020): ``U[1/2 − 1/4, 1/2 + 1/4]``, so E[W] = 1/2 and every
-    input starts half-way between "ignored" (W = 0) and "multiplied in" (W = 1)."""
+    input starts half-way between "ignored" (W = 0) and "multiplied in" (W = 1). The paper proposes Var[W] = 1/4,
+    which no distribution on [0, 1] with mean 1/2 but a fair draw of 0 or 1 has; its reference code caps the half-width
+    at 1/4 (Var[W] = 1/48), as here."""
     with torch.no_grad():
         return weight.uniform_(0.25, 0.75)
 
@@ -52,7 +54,8 @@ def _tanh_sigmoid_variance(bound: float) -> float:
 def nac_glorot_matched_range(fan_in: int, fan_out: int) -> float:
     """Half-width ``r`` of ``Ŵ, M̂ ~ U[−r, r]`` such that ``W = tanh(Ŵ) σ(M̂)`` has the Glorot variance
     ``2 / (fan_in + fan_out)`` (the NAC initialisation analysed by Madsen & Johansen 2020). The variance
-    of ``tanh·σ`` cannot exceed 1/2, so for very small layers ``r`` saturates at 8."""
+    of ``tanh·σ`` stays below 1/2 (0.383 at ``r = 8``), so for ``fan_in + fan_out <= 5`` ``r`` saturates at 8; the
+    reference code floors the fan sum at 5 instead (``r = 9.47``, variance 0.4)."""
     target = 2.0 / (fan_in + fan_out)
     if _tanh_sigmoid_variance(_MAX_NAC_RANGE) <= target:
         return _MAX_NAC_RANGE
