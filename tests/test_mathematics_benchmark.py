@@ -11,7 +11,7 @@ import neurosym.experiments.mathematics as mathematics_runner
 from neurosym.cli import main
 from neurosym.data.mathematics import read_module_file
 from neurosym.models.seq2seq.mathematics_task import score, train_model
-from neurosym.semantics.mathematics_arithmetic import symbolic_answers
+from neurosym.semantics.mathematics_arithmetic import ARITHMETIC_MODULES, symbolic_answers
 from neurosym.training import load_checkpoint, save_checkpoint
 
 
@@ -155,3 +155,36 @@ def test_table_marks_modules_a_model_was_not_scored_on():
     assert headers[2:4] == ["symbolic", "transformer"]
     assert rows[1][:4] == ["interpolate", "comparison__pair", "n/a", 0.3]
     assert rows[2][:4] == ["interpolate", "mean over modules", 1.0, 0.4]
+
+
+RELEASED_EXTRAPOLATION_FILES = {  # mathematics_dataset-v1.0/extrapolate (Saxton et al., Appendix B)
+    *ARITHMETIC_MODULES["extrapolate"],  # (each with a fixture file here)
+    "algebra__polynomial_roots_big",
+    "comparison__closest_more",
+    "comparison__kth_biggest_more",
+    "comparison__sort_more",
+    "measurement__conversion",
+    "numbers__place_value_big",
+    "numbers__round_number_big",
+    "probability__swr_p_level_set_more_samples",
+    "probability__swr_p_sequence_more_samples",
+}
+
+
+def test_every_released_extrapolation_module_tests_its_training_module(tmp_path):
+    """Algebra, measurement and probability modules were scored on interpolation only, their extrapolation files never
+    read, so an extrapolation mean left out four of the release's fifteen modules."""
+    from neurosym.models.seq2seq.mathematics_task import EXTRAPOLATION_MODULES, TRAIN_REGIMES, load_data
+
+    assert {m for tested in EXTRAPOLATION_MODULES.values() for m in tested} == RELEASED_EXTRAPOLATION_FILES
+    files = {regime: ("measurement__conversion", "probability__swr_p_sequence") for regime in (*TRAIN_REGIMES, "interpolate")}
+    files["extrapolate"] = ("measurement__conversion", "probability__swr_p_sequence_more_samples")
+    for regime, modules in files.items():
+        for module in modules:
+            (tmp_path / regime).mkdir(exist_ok=True)
+            (tmp_path / regime / f"{module}.txt").write_text(f"A {regime} question of {module}?\n1\n")
+    loaded = load_data(["measurement__conversion", "probability__swr_p_sequence"], 3, 1, seed=0, data_root=tmp_path)
+    assert [(e.regime, e.module) for e in loaded["extrapolate"]] == [
+        ("extrapolate", "measurement__conversion"),
+        ("extrapolate", "probability__swr_p_sequence_more_samples"),
+    ]

@@ -38,6 +38,7 @@ from neurosym.training.device import mixed_precision
 from neurosym.training.seeding import seeded
 
 EXTRAPOLATION_MODULES: dict[str, tuple[str, ...]] = {
+    "algebra__polynomial_roots": ("algebra__polynomial_roots_big",),
     "arithmetic__add_or_sub": ("arithmetic__add_or_sub_big",),
     "arithmetic__add_sub_multiple": ("arithmetic__add_sub_multiple_longer",),
     "arithmetic__mul": ("arithmetic__mul_big",),
@@ -47,10 +48,14 @@ EXTRAPOLATION_MODULES: dict[str, tuple[str, ...]] = {
     "comparison__closest": ("comparison__closest_more",),
     "comparison__kth_biggest": ("comparison__kth_biggest_more",),
     "comparison__sort": ("comparison__sort_more",),
+    "measurement__conversion": ("measurement__conversion",),  # (the release's extrapolate file keeps the name)
     "numbers__place_value": ("numbers__place_value_big",),
     "numbers__round_number": ("numbers__round_number_big",),
+    "probability__swr_p_level_set": ("probability__swr_p_level_set_more_samples",),
+    "probability__swr_p_sequence": ("probability__swr_p_sequence_more_samples",),
 }
-"""The extrapolation modules that test each training module (none for the other modules)."""
+"""The extrapolation modules that test each training module (none for the other modules): the release's 15
+``extrapolate`` files (Saxton et al., Appendix B)."""
 DEFAULT_MODULES = tuple(module for module in EXTRAPOLATION_MODULES if module.startswith("arithmetic__"))
 """The six arithmetic modules that have extrapolation versions."""
 
