@@ -223,6 +223,8 @@ def test_a_question_nested_too_deep_is_a_question_error_and_a_miss_in_a_batch():
         "In base 3, what is " + "1" * 4400 + " + 1?",
         "Simplify 3**20000.",
         "Simplify sqrt(2)**1000000.",
+        "What is 0.5**10000?",  # (a decimal of 10,000 digits, from a fraction of 3,011: raised ValueError when written)
+        "0.5**6000",  # (answered with 6,002 characters)
     ],
 )
 def test_numbers_too_long_to_write_are_question_errors_and_misses(question):
@@ -235,3 +237,17 @@ def test_numbers_up_to_the_digit_cap_are_answered():
     assert answer_question("What is 10**4000?") == "1" + "0" * 4000
     assert answer_question("Simplify (1 + sqrt(2))**2.") == "2*sqrt(2) + 3"
     assert answer_question("Simplify 2**-3.") == "1/8"
+
+
+@settings(max_examples=20, deadline=None)
+@given(exponent=st.integers(1, 6000), sign=st.sampled_from(["", "-"]))
+def test_decimal_answers_are_bounded_by_their_own_digits(exponent, sign):
+    """A decimal answer was bounded by its fraction's digits: 2**-k has k decimal places but about 0.3 k digits."""
+    question = f"What is {sign}0.5**{exponent}?"
+    if exponent > 4000:
+        with pytest.raises(QuestionError, match=f"the answer as a decimal has about {exponent} digits, more than the 4000"):
+            answer_question(question)
+        return
+    answer = answer_question(question)
+    assert Fraction(answer) == Fraction(-1 if sign else 1, 2**exponent)  # (-0.5**k is -(0.5**k))
+    assert answer.lstrip("-").startswith("0.") and len(answer.lstrip("-")) == exponent + 2

@@ -351,7 +351,7 @@ def _has_decimal(tree: Node) -> bool:
 
 def format_rational(value: Fraction, as_decimal: bool = False) -> str:
     """``value`` as the dataset writes it: an integer, a reduced fraction ``-2/3``, or an exact decimal;
-    :class:`QuestionError` for more than :data:`_MAX_DIGITS` digits."""
+    :class:`QuestionError` for more than :data:`_MAX_DIGITS` digits (in the decimal, when it is one)."""
     _check_digits(_digits(value), "the answer")
     if value.denominator == 1:
         return str(value.numerator)
@@ -361,6 +361,8 @@ def format_rational(value: Fraction, as_decimal: bool = False) -> str:
     if 10**places % value.denominator:
         raise QuestionError(f"{value} has no terminating decimal expansion")
     scaled = abs(value.numerator) * 10**places // value.denominator
+    # (a decimal has more digits than its fraction: 0.5**10000 has 10,000, and failed to be written as a ValueError)
+    _check_digits(max(places, math.log10(max(scaled, 1))), "the answer as a decimal")
     digits = str(scaled).rjust(places + 1, "0")
     text = f"{digits[:-places]}.{digits[-places:]}".rstrip("0")
     return ("-" if value < 0 else "") + text
