@@ -90,6 +90,10 @@ def test_tree_is_canonical():
         ("Calculate 3 + 4", r"column 16 \(the question ends too early\)"),
         ("", r"column 1 \(the question ends too early\)"),
         ("In base 1.5, what is 1 + 1?", "base '1.5'"),
+        # (a decimal of integer value where an integer belongs: int("2.0") raised ValueError, 16.0 was answered 4)
+        ("In base 2.0, what is 1 + 1?", r"base '2.0' at characters \(8, 11\) must be an integer in digits, at least 2"),
+        ("What is the square root of 16.0 to the nearest integer?", "radicand '16.0' .* must be an integer in digits"),
+        ("What is 26 to the power of 1/3.0, to the nearest integer?", "root degree '3.0' .* must be an integer in digits"),
         ("What is 8 to the power of 2/3, to the nearest integer?", "only powers 1/k"),
         ("What is sqrt(2)?", "not rational"),
         ("What is 0**-1?", "zero to the negative power"),

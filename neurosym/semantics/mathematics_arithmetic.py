@@ -317,11 +317,16 @@ def _literal(symbol: str, span: tuple[int, int] | None, base: int) -> Fraction:
 
 
 def _integer(leaf: Node, role: str, minimum: int, maximum: int | None = None) -> int:
+    """The value of a leaf where only an integer in digits belongs (a base, a radicand, a root's degree);
+    :class:`QuestionError` for a decimal there, ``2.0`` too (a base ``2.0`` failed later as ``int("2.0")``), or a value
+    out of range."""
     symbol = symbol_and_children(leaf)[0]
     value = _number(symbol, leaf.span)
-    if value.denominator != 1 or value < minimum or (maximum is not None and value > maximum):
+    if not (symbol.isascii() and symbol.isdigit()) or value < minimum or (maximum is not None and value > maximum):
         upper = "" if maximum is None else f" and at most {maximum}"
-        raise QuestionError(f"{role} {symbol!r} at characters {leaf.span} must be an integer of at least {minimum}{upper}")
+        raise QuestionError(
+            f"{role} {symbol!r} at characters {leaf.span} must be an integer in digits, at least {minimum}{upper}"
+        )
     return int(value)
 
 
