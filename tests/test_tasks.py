@@ -777,6 +777,24 @@ def test_mnist_add_splits_use_each_digit_once_and_share_none(tmp_path):
     assert not any(np.array_equal(a.picks, b.picks) for a, b in zip(splits, (other.train, other.validation, other.test)))
 
 
+def test_a_run_given_a_relative_mnist_path_is_read_back_and_ensembled_from_another_folder(tmp_path, monkeypatch, capsys):
+    """results.json kept --mnist as typed: read back from another working folder, the run's task was built on that
+    folder's file of the same name, which an --ensemble there took for the members' data and the file they read refused."""
+    for folder, per_class, seed in (("a", 501, 0), ("b", 502, 1)):  # 20 and 30 training digits beyond the 5,000 held out
+        (tmp_path / folder).mkdir()
+        write_fake_mnist(tmp_path / folder / "mnist.pkl.gz", per_class=per_class, seed=seed)
+    common = ["pipeline", "--no-progress", "--device", "cpu", "--threads", "1"]
+    monkeypatch.chdir(tmp_path / "a")
+    assert main([*common, "--mnist", "mnist.pkl.gz", "--epochs", "0.1", "--out", str(tmp_path / "run")]) == 0
+    monkeypatch.chdir(tmp_path / "b")
+    task, _ = trained_pipeline(tmp_path / "run")
+    assert len(task.train) == 10  # sums of a's 20 training digits, not of b's 30
+    ensemble = [*common, "--ensemble", str(tmp_path / "run")]
+    assert main([*ensemble, "--mnist", "mnist.pkl.gz", "--out", str(tmp_path / "b_data")]) == 1
+    assert re.search(r"--mnist \S*a/mnist.pkl.gz there, \S*b/mnist.pkl.gz here", capsys.readouterr().err)
+    assert main([*ensemble, "--mnist", str(tmp_path / "a" / "mnist.pkl.gz"), "--out", str(tmp_path / "a_data")]) == 0
+
+
 @pytest.mark.parametrize(
     ("train", "test", "digits", "message"),
     [

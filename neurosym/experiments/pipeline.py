@@ -323,7 +323,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         "task": task.name, "device": str(device), "processes": context.world_size, "epochs": epochs, "steps": steps,
         "reader_parameters": sum(parameter.numel() for parameter in reader_module(pipeline.reader).parameters()),
         "augment_shift": config.augment_shift, "augment_style": config.augment_style, "learning_rate": config.learning_rate,
-        "config": {key: option_as_json(value) for key, value in asdict(options).items()},
+        "config": recorded_options(options),
         "ensemble": [str(run.resolve()) for run in options.ensemble or []], "restarts": abandoned, "refit": refit,
         "abduction": asdict(abduction), "pseudo_labels": config.pseudo_labels, "train_seconds": trained, "data_note": task.data_note, "history": history,
         "examples": {"train": len(task.train), "validation": len(task.validation), "test": len(task.test)},
@@ -444,7 +444,7 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
     config: dict[str, Any] = results["config"]
     names = ("task", "digits", "scale", "seed", "reader_width", "reader_convs", "readers")
     kept = {name: config[name] for name in names if name in config}  # (one an older run lacks: its default then)
-    paths = {name: None if config.get(name) is None else Path(config[name]) for name in ("mnist", "data")}
+    paths = {name: None if config.get(name) is None else Path(config[name]) for name in DATA_PATHS}
     members = [Path(member) for member in results["ensemble"]]
     options = replace(PipelineOptions(), **kept | paths | {"ensemble": members or None})
     task = task_for(options)
@@ -459,8 +459,19 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
 
 DATA_OPTIONS = ("task", "digits", "scale", "data", "mnist")
 """The options a run's examples are built from."""
+DATA_PATHS = ("data", "mnist")
+"""The options of :data:`DATA_OPTIONS` that name files."""
 SETUP_OPTIONS = (*DATA_OPTIONS, "reader_width", "reader_convs", "readers")
 """The options a run's data and reader are built from (with the abduction budget: its checkpoint's setup)."""
+
+
+def recorded_options(options: PipelineOptions) -> dict[str, Any]:
+    """``options`` as a run's ``results.json`` keeps them (:func:`~neurosym.experiments.options.option_as_json`), the
+    data files of :data:`DATA_PATHS` by their resolved paths: :func:`trained_pipeline` and an ``--ensemble``'s check of
+    its members (:func:`_check_member`) then find the files the run read from any working folder (a relative
+    ``--mnist`` was read from the reader's, which may hold another file of that name)."""
+    recorded = {key: option_as_json(value) for key, value in asdict(options).items()}
+    return recorded | {name: str(path.resolve()) for name in DATA_PATHS if (path := getattr(options, name)) is not None}
 
 
 def training_setup(options: PipelineOptions, abduction: AbductionBudget) -> Setup:
@@ -561,7 +572,7 @@ def _check_member(run: Path, results: Mapping[str, Any], options: PipelineOption
     config = results.get("config", {})
 
     def comparable(name: str, value: Any) -> Any:
-        return str(Path(value).resolve()) if name in ("data", "mnist") and value is not None else option_as_json(value)
+        return str(Path(value).resolve()) if name in DATA_PATHS and value is not None else option_as_json(value)
 
     differ = [(name, comparable(name, config.get(name)), comparable(name, getattr(options, name))) for name in names]
     differ = [(name, theirs, ours) for name, theirs, ours in differ if theirs != ours]
