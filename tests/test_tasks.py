@@ -706,6 +706,17 @@ def test_options_left_out_are_the_tasks_choices():
     assert budgets[15].beam >= 2 * budgets[15].readings  # the two numbers' draws are not cut back
 
 
+@given(steps=st.integers(1, 10**5), examples=st.integers(1, 10**6), batch_size=st.integers(1, 4096))
+@example(steps=800, examples=2994, batch_size=32)  # hint-grammar's make run budget at --scale 0.003: was 801 steps
+def test_epochs_given_as_a_number_of_steps_train_that_many_steps(steps, examples, batch_size):
+    """A task's epochs written as steps of its batch over its examples (hint-grammar's 800 steps of 32) train those steps,
+    not one more where the float product lands a hair above them; a last part-batch still takes a step."""
+    from neurosym.experiments.pipeline import steps_of
+
+    assert steps_of(steps * batch_size / examples, examples, batch_size) == steps
+    assert steps_of((steps * batch_size + 1) / examples, examples, batch_size) == steps + 1
+
+
 def test_the_reader_options_left_out_are_the_tasks_choices(small_hwf):
     """(The reader does not depend on the data: the tasks are built at a tenth of HWF's splits.)"""
     from neurosym.experiments.pipeline import PipelineOptions, task_for

@@ -255,12 +255,24 @@ def task_for(options: PipelineOptions) -> Task:
         raise CommandFailed(str(error)) from None
 
 
+STEPS_DIGITS = 9
+"""Decimals a number of steps is rounded to before a part-step counts as a whole one: ``epochs`` given as a quotient
+(hint-grammar's ``make run`` budget of 800 steps of 32 as epochs over its 2,994 training expressions at ``--scale
+0.003``) come back from the product a hair above the whole number, which counted one step more."""
+
+
+def steps_of(epochs: float, examples: int, batch_size: int) -> int:
+    """The steps of ``epochs`` passes over ``examples`` in batches of ``batch_size``: a last part-batch counts as a
+    step, a float's rounding error does not (:data:`STEPS_DIGITS`); at least 1."""
+    return max(1, math.ceil(round(epochs * examples / batch_size, STEPS_DIGITS)))
+
+
 def training_config(options: PipelineOptions, task: Task) -> tuple[float, PipelineConfig]:
     """The epochs and the trainer's config of a run: each option the user left out is the task's choice."""
     epochs = task.epochs if options.epochs is None else options.epochs
     batch_size = task.batch_size if options.batch_size is None else options.batch_size
     config = PipelineConfig(
-        steps=max(1, math.ceil(epochs * len(task.train) / batch_size)), batch_size=batch_size,
+        steps=steps_of(epochs, len(task.train), batch_size), batch_size=batch_size,
         learning_rate=task.learning_rate if options.learning_rate is None else options.learning_rate,
         schedule=options.schedule,
         augment_shift=task.augment_shift if options.augment_shift is None else options.augment_shift,
@@ -411,7 +423,7 @@ def _refit(
     torch.manual_seed(options.seed)
     reader = as_reader(make_reader(task, options))
     refit_config = RefitConfig(
-        steps=max(1, math.ceil(options.refit_epochs * len(labelled.labels) / REFIT_BATCH)), batch_size=REFIT_BATCH,
+        steps=steps_of(options.refit_epochs, len(labelled.labels), REFIT_BATCH), batch_size=REFIT_BATCH,
         learning_rate=REFIT_LEARNING_RATE, augment_shift=config.augment_shift, seed=options.seed,
     )  # fmt: skip
     labelling = time.perf_counter() - began
