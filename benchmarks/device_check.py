@@ -422,7 +422,9 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
 
     def write(report: dict[str, dict[str, Any]]) -> None:  # (atomically: a check killed meanwhile keeps the last report)
-        _write_whole(args.out / "device_check.json", json.dumps(report, indent=2, default=str))
+        from neurosym.training.checkpoint import save_json
+
+        save_json(report, args.out / "device_check.json", default=str)  # (strict JSON: a NaN rate as null)
         _write_whole(args.out / "device_check.md", markdown(report, device))
 
     parts = [part for part in PARTS if part not in skipped]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import math
 import signal
 import subprocess
 import time
@@ -209,3 +210,17 @@ def test_a_check_killed_while_writing_its_report_keeps_the_last_report_whole(dev
         device_check.main(["--skip", parts, "--out", str(tmp_path)])
     assert list(json.loads((tmp_path / "device_check.json").read_text())) == ["environment"]
     assert "| environment | ok |" in (tmp_path / "device_check.md").read_text()
+
+
+def test_the_report_is_strict_json_with_a_number_that_is_no_number_as_null(device_check, tmp_path, monkeypatch):
+    rates = {"steps_per_second_batch_128": math.nan, "projected_hours_1e5_x_128": math.inf}  # (a stalled or failed timing)
+    monkeypatch.setitem(device_check.RUNNERS, "hint_transformer", lambda device, out, seconds: rates)
+    parts = ",".join(part for part in device_check.PARTS if part not in ("environment", "hint_transformer"))
+    device_check.main(["--skip", parts, "--out", str(tmp_path)])
+
+    def refused(constant: str) -> None:  # (what a strict parser does with Python's NaN)
+        raise ValueError(constant)
+
+    report = json.loads((tmp_path / "device_check.json").read_text(), parse_constant=refused)
+    assert report["hint_transformer"]["steps_per_second_batch_128"] is None
+    assert report["hint_transformer"]["projected_hours_1e5_x_128"] is None

@@ -10,7 +10,7 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
@@ -101,12 +101,13 @@ def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
     return Path(path)
 
 
-def save_json(data: Any, path: str | os.PathLike) -> Path:
+def save_json(data: Any, path: str | os.PathLike, default: Callable[[Any], Any] | None = None) -> Path:
     """Write ``data`` as indented strict JSON (atomically: :func:`atomic_path`), which any JSON parser reads: NaN and
     the infinities, which JSON has no numbers for (Python's ``json`` would write ``NaN`` and ``Infinity``, which
     other parsers refuse), as ``null``; paths as strings; arrays and tensors (anything with ``tolist``) as lists. A
-    value of another type raises ``TypeError`` naming it, before the file is touched."""
-    text = json.dumps(_strict_json(data), indent=2, allow_nan=False, default=_unserialisable)
+    value of another type is written as ``default`` gives it (e.g. ``str``), and without one raises ``TypeError`` naming
+    it, before the file is touched."""
+    text = json.dumps(_strict_json(data), indent=2, allow_nan=False, default=default or _unserialisable)
     with atomic_path(path) as tmp:
         tmp.write_text(text)
     return Path(path)
