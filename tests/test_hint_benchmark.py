@@ -127,6 +127,26 @@ def test_an_answer_decoded_without_its_end_is_none_and_max_digits_is_checked(mon
             answer_expressions(model, ["1+1"], max_digits=bad)
 
 
+def test_an_answer_is_right_exactly_where_exact_match_scores_it_right(monkeypatch) -> None:
+    model = build_baseline("gru", "symbol", len(DEFAULT_SYMBOLS) + 1, embedding=8, hidden=8, encoder_layers=1)
+    sentences, results = ["2+3", "2+3", "9-9", "9-9", "5*2"], [5, 5, 0, 0, 10]
+    decoded = torch.tensor([[5, EOS, EOS], [5, 0, EOS], [0, EOS, EOS], [0, 0, EOS], [0, 1, EOS]])  # 5, 05, 0, 00, 10
+    monkeypatch.setattr(model, "greedy_decode", lambda src, src_mask, max_len, bos, eos: decoded[:, :max_len])
+    answers = answer_expressions(model, sentences)
+    assert answers == [5, None, 0, None, 10]  # (05 and 00 were read as 5 and 0: right answers, scored wrong)
+    encoded = [HintSymbolDataset([]).encode(sentence) for sentence in sentences]
+    batch = {
+        "tokens": torch.nn.utils.rnn.pad_sequence(encoded, batch_first=True),
+        "mask": torch.ones(len(sentences), 3, dtype=torch.bool),
+        "res_digits": torch.nn.utils.rnn.pad_sequence(
+            [torch.tensor(result_digits(result)) for result in results], batch_first=True, padding_value=IGNORE_INDEX
+        ),
+        "eval": ["I"] * len(sentences),
+    }
+    scores = exact_match_by_subset(model, [batch], False, torch.device("cpu"))
+    assert scores["all"] == pytest.approx(100 * np.mean([answer == result for answer, result in zip(answers, results)]))
+
+
 def test_answers_are_decoded_in_evaluation_mode_and_each_module_keeps_its_mode(monkeypatch) -> None:
     model = build_baseline("gru", "symbol", len(DEFAULT_SYMBOLS) + 1, embedding=8, hidden=8, encoder_layers=1)
     model.train()

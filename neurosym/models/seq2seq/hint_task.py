@@ -63,9 +63,10 @@ def exact_match_by_subset(
 def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int = 12) -> list[int | None]:
     """A symbol-input baseline's answers to ``sentences`` (``"3+4*(5-2)"``; spaces and ``× ÷ −`` as the parser takes
     them): each encoded as its training data were, its result's digits decoded greedily (least significant first, as
-    trained, at most ``max_digits``) and read as an integer; ``None`` where what is decoded is no number: no digit
-    before the end of sequence, a token that is no digit, or no end of sequence within ``max_digits + 1`` tokens
-    (a longer result than ``max_digits`` allows, or none). Decoding runs in evaluation mode (no dropout: the same
+    trained, at most ``max_digits``) and read as an integer; ``None`` where what is decoded is no number as the
+    targets write one (and :func:`exact_match_by_subset` scores it wrong): no digit before the end of sequence, a
+    token that is no digit, a leading zero (``05``), or no end of sequence within ``max_digits + 1`` tokens (a longer
+    result than ``max_digits`` allows, or none). Decoding runs in evaluation mode (no dropout: the same
     answers at every call); each module's train/eval mode is restored after. A symbol outside the training vocabulary
     raises ``ValueError`` naming it and its position, a sentence that is no expression of HINT's grammar (few-shot
     concepts included) a :class:`~neurosym.syntax.ParseError` naming where, and a ``max_digits`` below 1
@@ -92,9 +93,11 @@ def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int
 
 def _read_digits(row: list[int]) -> int | None:
     """The number whose digits (least significant first) ``row`` holds before its first ``EOS``; ``None`` without
-    an ``EOS`` (the result went on past the tokens decoded), with no digit before it or with a token that is no
-    digit."""
+    an ``EOS`` (the result went on past the tokens decoded), with no digit before it, with a token that is no
+    digit or with a leading zero (``[5, 0]``: no target is written so)."""
     if EOS not in row:
         return None
     digits = row[: row.index(EOS)]
-    return int("".join(map(str, reversed(digits)))) if digits and max(digits) < 10 else None
+    if not digits or max(digits) >= 10 or (len(digits) > 1 and digits[-1] == 0):
+        return None
+    return int("".join(map(str, reversed(digits))))
