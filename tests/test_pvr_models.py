@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import torch
 
+from neurosym.data.pvr import VectorPVR, vector_rule
 from neurosym.models.pvr import (
     VECTOR_MODELS,
     EmbeddingMLP,
@@ -131,3 +132,12 @@ def test_the_vector_models_take_numpy_widths_and_depths() -> None:
     assert EmbeddingMLP(3, embed_dim=np.int64(4), widths=(np.int64(8),))(digits).shape == (2, 10)
     mixer = MixerClassifier(3, dim=np.int64(8), depth=np.int64(2), token_hidden=4, channel_hidden=4)
     assert len(mixer.blocks) == 2 and mixer(digits).shape == (2, 10)
+
+
+@pytest.mark.parametrize("name", VECTOR_MODELS)
+def test_a_vector_model_reads_the_digits_of_a_task_of_more_than_ten_classes(name: str) -> None:
+    """A model built for 16 digit classes refused digits 10..15 (its embedding had 10 entries whatever the task)."""
+    digits, _ = VectorPVR(vector_rule(num_classes=16)).sample(4, 0)
+    model = build_vector_model(name, length=11, num_classes=16, scale=0.05)
+    assert model(torch.from_numpy(digits)).shape == (4, 16)
+    assert model(torch.full((1, 11), 15)).shape == (1, 16)

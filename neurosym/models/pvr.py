@@ -145,20 +145,23 @@ VISUAL_MODELS = ("resnet18", "vgg11bn", "small_cnn")
 
 
 def build_vector_model(name: str, length: int = 11, num_classes: int = 10, scale: float = 1.0) -> nn.Module:
-    """One of :data:`VECTOR_MODELS` with the paper's sizes times ``scale``; ``ValueError`` names a ``length`` or
-    ``num_classes`` that is no int of at least 1 (numpy's are taken) and a ``scale`` that is no finite number above 0."""
-    scale = positive_number(scale, "scale")  # (length and num_classes are checked by the models)
+    """One of :data:`VECTOR_MODELS` with the paper's sizes times ``scale``, for a PVR task of ``num_classes`` digit
+    classes ``K``: it reads digits ``[B, length]`` in ``0..K-1`` and returns logits ``[B, K]`` (a PVR label is a digit).
+    ``ValueError`` names a ``length`` or ``num_classes`` that is no int of at least 1 (numpy's are taken) and a
+    ``scale`` that is no finite number above 0."""
+    scale = positive_number(scale, "scale")  # (length is checked by the models)
+    (num_classes,) = check_sizes(num_classes=num_classes)  # (also the vocabulary: named as such, not as vocab)
     if name in ("mlp", "mlp2x"):
         factor = 2 if name == "mlp2x" else 1
         widths = [_scaled(w * factor, scale) for w in MLP_WIDTHS]
-        return EmbeddingMLP(length, 10, num_classes, _scaled(64, scale), widths)
+        return EmbeddingMLP(length, num_classes, num_classes, _scaled(64, scale), widths)
     if name == "transformer":  # the width stays a multiple of the 4 heads
         dim = 4 * _scaled(128, scale)
-        return TransformerClassifier(length, 10, num_classes, dim=dim, heads=4, ff_dim=_scaled(1024, scale))
+        return TransformerClassifier(length, num_classes, num_classes, dim=dim, heads=4, ff_dim=_scaled(1024, scale))
     if name == "mixer":
         return MixerClassifier(
             length,
-            10,
+            num_classes,
             num_classes,
             dim=_scaled(512, scale),
             token_hidden=_scaled(768, scale),
