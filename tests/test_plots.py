@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 pytest.importorskip("matplotlib")
 
 from neurosym.benchmarking.arithmetic_training import Curves, GroupConfig, GroupRun
-from neurosym.plots import arithmetic, mathematics, speed
+from neurosym.pipelines.curriculum import UNBOUNDED, Curriculum
+from neurosym.plots import arithmetic, hint_pipeline, mathematics, speed
 from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
 from neurosym.plots.figure import bar_vs_published, legend, log_scale, optional_figure, plot_vs_published, pyplot, save_figure
 from neurosym.plots.hint_data import plot_statistics
@@ -72,6 +73,7 @@ DEGENERATE = {
     "speed-ups, none": (plot_speedups, ([], [], 10.0, "none")),
     "HINT statistics, no split": (plot_statistics, ({},)),
     "HINT training, zero loss": (plot_training, (ZERO_LOSS, ["I"], {"ours": [None]})),
+    "HINT training, no curriculum": (plot_training, ([{"step": 0, "loss": None, "max_length": UNBOUNDED}], ["I"], {})),
     "HINT few-shot, no concept": (plot_fewshot, ({}, [], {})),
     "mathematics, NaN": (plot_module_accuracies, (MODULES, {"interpolate": NAN, "extrapolate": NAN})),
     "pipeline, no history": (plot_grammar_pipeline, ([], NAN, [], "none")),
@@ -207,3 +209,24 @@ def test_learning_curves_mark_the_evaluations_where_a_seed_diverged(tmp_path, mo
     ]
     assert [list(line.get_xdata()) for line in div.lines if line.get_marker() == "x"] == [[30]]
     assert mul.get_ylim()[1] < 2 and div.get_ylim()[1] < 10  # the finite values' limits: the crosses sit on the top
+
+
+@pytest.mark.filterwarnings("error")
+def test_hint_training_labels_its_axes_and_legend_and_draws_no_cap_for_the_unbounded_stage(tmp_path, monkeypatch) -> None:
+    """The loss axis is labelled, its lines are in a legend, and the steps of the ``all`` stage (no length cap) have
+    no max-length point (a cap of 41 was drawn there) but a shaded span."""
+    figures = _drawn(hint_pipeline, monkeypatch)
+    curriculum = Curriculum(((1, 2), (3, 2), (UNBOUNDED, UNBOUNDED)))
+    history = [{"step": step, "loss": 1 / (step + 1), "max_length": curriculum.max_length(step)} for step in range(6)]
+    plot_training(history, ["I"], {"ours": [50.0]}, tmp_path / "t.png")
+    figure = figures.pop()
+    figure.canvas.draw()
+    curve, _, twin = figure.axes
+    pyplot().close("all")
+    assert curve.get_ylabel() == "pseudo-label loss"
+    assert [text.get_text() for text in curve.get_legend().get_texts()] == [
+        "pseudo-label loss",
+        "no length cap ('all' stage)",
+        "max length",
+    ]
+    assert np.array_equal(twin.lines[0].get_ydata(), [1, 1, 3, 3, NAN, NAN], equal_nan=True)

@@ -10,6 +10,9 @@ import numpy as np
 
 from neurosym.training.checks import is_int
 
+UNBOUNDED = 10**9
+"""The ``max_length`` (and ``steps``) of an unbounded stage (``all``): every expression, until training ends."""
+
 
 @dataclass(frozen=True)
 class Curriculum:
@@ -20,7 +23,7 @@ class Curriculum:
     the first brackets, then everything.
     """
 
-    stages: tuple[tuple[int, int], ...] = ((1, 150), (3, 400), (7, 600), (15, 800), (10**9, 10**9))
+    stages: tuple[tuple[int, int], ...] = ((1, 150), (3, 400), (7, 600), (15, 800), (UNBOUNDED, UNBOUNDED))
 
     def __post_init__(self) -> None:
         if isinstance(self.stages, str):
@@ -35,7 +38,7 @@ class Curriculum:
     @classmethod
     def none(cls) -> Curriculum:
         """No curriculum: every example may be drawn from the first step on."""
-        return cls(((10**9, 10**9),))
+        return cls(((UNBOUNDED, UNBOUNDED),))
 
     def max_length(self, step: int) -> int:
         """The longest expression allowed at ``step`` (0-based)."""
@@ -69,7 +72,7 @@ def parse_stages(text: str) -> tuple[tuple[int, int], ...]:
     for part in text.split(","):
         part = part.strip()
         if part == "all":
-            stages.append((10**9, 10**9))
+            stages.append((UNBOUNDED, UNBOUNDED))
             continue
         numbers = part.split(":")
         if len(numbers) != 2 or not all(re.fullmatch(r"\s*[0-9]+\s*", number, re.ASCII) for number in numbers):

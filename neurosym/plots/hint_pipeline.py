@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from neurosym.plots.figure import bar_vs_published, drawable, log_scale, optional_figure, pyplot, save_figure
+from neurosym.pipelines.curriculum import UNBOUNDED
+from neurosym.plots.figure import bar_vs_published, drawable, legend, log_scale, optional_figure, pyplot, save_figure
 
 
 @optional_figure
@@ -20,18 +21,21 @@ def plot_training(
     path: str | os.PathLike,
 ) -> None:
     """Left: the pseudo-label loss per logged step of ``history`` (log scale) with the curriculum's longest
-    expression; right: accuracy per test subset, one bar per entry of ``series`` (ours first)."""
+    expression (right axis; the steps of an unbounded stage, :data:`~neurosym.pipelines.curriculum.UNBOUNDED`, have no
+    cap to draw and are shaded instead); right: accuracy per test subset, one bar per entry of ``series`` (ours first)."""
     figure, (curve, bars) = pyplot().subplots(1, 2, figsize=(11, 4))
     steps = [h["step"] for h in history]
     curve.plot(steps, drawable(h["loss"] for h in history), label="pseudo-label loss", lw=0.8)
     log_scale(curve, "y")
-    curve.set_xlabel("step")
-    curve.set_title("training from results only")
+    curve.set(xlabel="step", ylabel="pseudo-label loss", title="training from results only")
     twin = curve.twinx()
-    twin.plot(
-        steps, [h["max_length"] if h["max_length"] < 10**6 else 41 for h in history], color="gray", ls="--", label="max length"
-    )
+    caps = [h["max_length"] for h in history]
+    twin.plot(steps, [math.nan if cap >= UNBOUNDED else cap for cap in caps], color="gray", ls="--", label="max length")
+    unbounded = [step for step, cap in zip(steps, caps) if cap >= UNBOUNDED]
+    if unbounded:
+        curve.axvspan(min(unbounded), max(unbounded), color="gray", alpha=0.15, label="no length cap ('all' stage)")
     twin.set_ylabel("curriculum: max symbols")
+    legend(curve, handles=curve.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0], fontsize=8)
     bar_vs_published(bars, subsets, series, "accuracy %")
     save_figure(figure, path)
 
