@@ -4,6 +4,7 @@ NaN or ``None`` only) is written without a matplotlib warning."""
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ pytest.importorskip("matplotlib")
 
 from neurosym.benchmarking.arithmetic_training import Curves, GroupConfig, GroupRun
 from neurosym.pipelines.curriculum import UNBOUNDED, Curriculum
-from neurosym.plots import arithmetic, hint_pipeline, mathematics, speed
+from neurosym.plots import arithmetic, hint_pipeline, mathematics, pipeline, speed
 from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
 from neurosym.plots.figure import bar_vs_published, legend, log_scale, optional_figure, plot_vs_published, pyplot, save_figure
 from neurosym.plots.hint_data import plot_statistics
@@ -76,7 +77,7 @@ DEGENERATE = {
     "HINT training, no curriculum": (plot_training, ([{"step": 0, "loss": None, "max_length": UNBOUNDED}], ["I"], {})),
     "HINT few-shot, no concept": (plot_fewshot, ({}, [], {})),
     "mathematics, NaN": (plot_module_accuracies, (MODULES, {"interpolate": NAN, "extrapolate": NAN})),
-    "pipeline, no history": (plot_grammar_pipeline, ([], NAN, [], "none")),
+    "pipeline, no history": (plot_grammar_pipeline, ([], NAN, "ours", [], "none")),
     "PVR noise, NaN, no aggregation": (plot_noise_sensitivity, (np.ones(1), NOISE, [], 0)),
     "PVR sweep, zero examples": (plot_vector_sweep, ([{"model": "m", "complexity": 0, "train_size": 0, "test_accuracy": NAN}],)),
     "PVR holdouts, no run": (plot_holdouts, ({"runs": []}, {"complexity": 1, "runs": []})),
@@ -230,3 +231,13 @@ def test_hint_training_labels_its_axes_and_legend_and_draws_no_cap_for_the_unbou
         "max length",
     ]
     assert np.array_equal(twin.lines[0].get_ydata(), [1, 1, 3, 3, NAN, NAN], equal_nan=True)
+
+
+def test_the_pipeline_figure_names_the_run_as_it_is_told(tmp_path, monkeypatch) -> None:
+    figures = _drawn(pipeline, monkeypatch)
+    history = [{"step": step, "correct": 0.5, "labelled": 1.0} for step in range(3)]
+    published = [SimpleNamespace(method="ABL", accuracy=98.1)]
+    plot_grammar_pipeline(history, 90.0, "neurosym, supervised by the true symbols", published, "hwf", tmp_path / "p.png")
+    bars = figures.pop().axes[1]
+    pyplot().close("all")
+    assert [text.get_text() for text in bars.get_legend().get_texts()] == ["neurosym, supervised by the true symbols", "ABL"]

@@ -1018,3 +1018,15 @@ def test_the_hint_task_runs_hints_own_pipeline_with_the_shared_options(tmp_path,
         False,
         5.0,
     )
+
+
+def test_the_pipeline_figure_names_the_run_as_its_table_does(tmp_path, capsys, monkeypatch, small_hwf):
+    """A run supervised by the true symbols is a reference: its bar was labelled "neurosym (ours)" all the same."""
+    from neurosym.experiments import pipeline as runner
+
+    drawn = []
+    monkeypatch.setattr(runner, "plot_grammar_pipeline", lambda *args: drawn.append(args))
+    argv = ["pipeline", "--task", "hwf", "--epochs", "0.2", "--reader-width", "8", "--no-progress", "--device", "cpu"]
+    assert main([*argv, "--pseudo-labels", "truths", "--out", str(tmp_path)]) == 0
+    reference = "neurosym, supervised by the true symbols (a reference)"
+    assert f"| {reference}" in capsys.readouterr().out and drawn[0][2] == reference

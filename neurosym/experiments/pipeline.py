@@ -342,7 +342,8 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     }  # fmt: skip
     save_json(results, out / "results.json")
     print(_table(task, results))
-    plot_grammar_pipeline(results["history"], 100 * results["test"]["accuracy"], task.published, task.name, out / "pipeline.png")
+    ours = 100 * results["test"]["accuracy"]
+    plot_grammar_pipeline(results["history"], ours, _ours(results), task.published, task.name, out / "pipeline.png")
     return results
 
 
@@ -607,9 +608,9 @@ def _results(run: Path) -> dict[str, Any]:
         raise ValueError(f"{run} is not a finished run (no readable results.json: {error})") from None
 
 
-def _table(task: Task, results: dict[str, Any]) -> str:
-    test, validation = results["test"], results["validation"]
-    symbol = test.get("symbol")
+def _ours(results: dict[str, Any]) -> str:
+    """What the run of ``results`` is called in its table and figure: ours, or the reference supervised by the true
+    symbols, with how its reader was made (an ensemble, readers trained together, a refit, restarts)."""
     ours = "neurosym, supervised by the true symbols (a reference)" if results["pseudo_labels"] == "truths" else "neurosym (ours)"
     if results["ensemble"]:
         ours += f", {len(results['ensemble'])} runs' readers trained apart, read as one"
@@ -619,9 +620,15 @@ def _table(task: Task, results: dict[str, Any]) -> str:
         ours += f", refit to its abduced labels ({refit['epochs']:g} epochs)"
     if restarts := len(results["restarts"]):
         ours += f", started afresh {restarts}× (nothing read right by step {results['restarts'][-1]['step']})"
+    return ours
+
+
+def _table(task: Task, results: dict[str, Any]) -> str:
+    test, validation = results["test"], results["validation"]
+    symbol = test.get("symbol")
     rows = [
         [
-            ours, percent(test["accuracy"], 2), percent(validation["accuracy"], 2), percent(symbol, 2),
+            _ours(results), percent(test["accuracy"], 2), percent(validation["accuracy"], 2), percent(symbol, 2),
             percent(results["ceiling"], 2), f"{results['train_seconds'] / 60:.1f} min", results["device"],
         ]
     ]  # fmt: skip

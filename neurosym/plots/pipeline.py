@@ -13,11 +13,17 @@ from neurosym.plots.figure import bar_vs_published, optional_figure, pyplot, sav
 
 @optional_figure
 def plot_grammar_pipeline(
-    history: Sequence[Mapping[str, Any]], ours: float, published: Sequence[Any], title: str, path: str | os.PathLike
+    history: Sequence[Mapping[str, Any]],
+    ours: float,
+    ours_label: str,
+    published: Sequence[Any],
+    title: str,
+    path: str | os.PathLike,
 ) -> None:
     """Left: per training step, the fraction of the batch read right and the fraction abduction could
     label (moving averages over 50 steps; empty when nothing was trained, e.g. an ensemble of finished runs);
-    right: the test accuracy in % beside each ``published`` row (objects with ``method`` and ``accuracy``)."""
+    right: the test accuracy in % (``ours``, named ``ours_label``, e.g. as a reference supervised by the true symbols)
+    beside each ``published`` row (objects with ``method`` and ``accuracy``)."""
     figure, (curve, bars) = pyplot().subplots(1, 2, figsize=(11, 4))
     steps = [h["step"] for h in history]
     for key, label in (("correct", "read right"), ("labelled", "abduced")) if history else ():
@@ -29,6 +35,6 @@ def plot_grammar_pipeline(
     curve.set_title(f"{title}: learning from results")
     if history:
         curve.legend(fontsize=8)
-    series = {"neurosym (ours)": [ours], **{row.method: [row.accuracy] for row in published}}
+    series = {ours_label: [ours], **{row.method: [row.accuracy] for row in published}}
     bar_vs_published(bars, ["test accuracy"], series, "accuracy %")
     save_figure(figure, path)
