@@ -183,8 +183,7 @@ def comma_list(
                 values.append(item(part))
             except ValueError as error:  # a type's own ArgumentTypeError names the part already
                 raise argparse.ArgumentTypeError(f"{what} {part!r}: {error}") from None
-        repeated = [value for i, value in enumerate(values) if value in values[:i]]  # (0 and "" are values too)
-        if distinct and repeated:
+        if distinct and (repeated := [value for i, value in enumerate(values) if value in values[:i]]):  # (0, "" too)
             raise argparse.ArgumentTypeError(f"{what} {repeated[0]!r} given twice: each is run once")
         return values
 

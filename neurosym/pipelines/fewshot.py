@@ -44,7 +44,7 @@ from neurosym.pipelines.concepts import (
     learn_operator_at,
     placeholder_table,
 )
-from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.curriculum import UNBOUNDED, Curriculum
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.pipeline import HintPipeline, check_batch
 from neurosym.pipelines.refit import RefitConfig
@@ -407,7 +407,7 @@ def _refine(
         steps=config.abduction_steps,
         batch_size=config.batch_size,
         learning_rate=config.learning_rate,
-        curriculum=Curriculum(((10**9, config.abduction_steps),)),
+        curriculum=Curriculum(((UNBOUNDED, config.abduction_steps),)),
         seed=config.seed,
         augment_shift=config.augment_shift,
         augment_style=config.augment_style,

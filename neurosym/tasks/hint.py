@@ -22,7 +22,7 @@ import numpy as np
 from neurosym.data.hint import HintImageDataset, HintRecord, load_release, main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS, WINDOW, SymbolBank, default_bank
 from neurosym.perception.symbol_classifier import SymbolClassifier
-from neurosym.pipelines.curriculum import Curriculum
+from neurosym.pipelines.curriculum import UNBOUNDED, Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, Value
@@ -160,7 +160,7 @@ def build(
         validation=parts["val"],
         test=parts["test"],
         abduction=ABDUCTION,
-        curriculum=Curriculum(((1, 150), (3, 200), (7, 200), (15, 10**9))),
+        curriculum=Curriculum(((1, 150), (3, 200), (7, 200), (15, UNBOUNDED))),
         pseudo_labels="all",
         epochs=MAKE_RUN_STEPS * MAKE_RUN_BATCH / len(parts["train"]),
         published=PUBLISHED,
