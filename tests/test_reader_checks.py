@@ -5,13 +5,17 @@ import torch
 from torch import nn
 
 from neurosym.data.symbol_images import HINT_SYMBOLS
+from neurosym.perception.reader import LOG_PROB_TOLERANCE
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines import GrammarPipeline, HintPipeline
+from neurosym.pipelines.sentences import READ, SentenceBatch
 from neurosym.semantics import TreeSemantics
 from neurosym.syntax import SymbolGrammar
 
 BITS = SymbolGrammar('start: BIT+\nBIT: "0" | "1"\n')
 BIT_VALUE = TreeSemantics({"start": lambda *bits: int("".join(bits), 2)})
+HINT_SYMBOL_ROWS = SymbolGrammar("start: SYMBOL+\nSYMBOL: " + " | ".join(f'"{s}"' for s in HINT_SYMBOLS) + "\n")
+ROW_LENGTH = TreeSemantics({"start": lambda *symbols: len(symbols)})
 
 
 class Logits(nn.Module):
@@ -53,6 +57,26 @@ def test_a_reader_that_returns_logits_is_refused_by_the_hint_pipeline():
     assert len(HintPipeline(Logits(log_softmax=True)).predict(windows, lengths)) == 2
     with pytest.raises(ValueError, match="the reader must return log-probabilities .*; a row's is .* away from 0"):
         HintPipeline(Logits(log_softmax=False)).predict(windows, lengths)
+
+
+@pytest.mark.parametrize("pipeline", ["hint", "grammar"])
+def test_a_bfloat16_readers_log_probabilities_are_read_not_refused(pipeline):
+    """bfloat16 rounds each log-probability by up to 2^-8 of itself: a bfloat16 reader's log_softmax over HINT's 16
+    symbols sums (in log space) up to 0.022 away from 0, and both pipelines refused one further than 0.01 as no
+    log-probabilities."""
+    torch.manual_seed(7)
+    reader = SymbolClassifier(list(HINT_SYMBOLS), features=32, width=8).to(torch.bfloat16).eval()
+    windows, lengths = torch.randint(0, 256, (8, 5, 32, 32), dtype=torch.uint8), torch.full((8,), 5)
+    with torch.no_grad():
+        read = reader(windows.flatten(0, 1))  # [40, 16]
+        assert read.float().logsumexp(-1).abs().max() > LOG_PROB_TOLERANCE  # (what was refused)
+        if pipeline == "hint":
+            log_probs = HintPipeline(reader).read(windows, lengths).log_probs
+        else:
+            batch = SentenceBatch(windows, lengths, torch.full((8, 5), READ))
+            grammar_pipeline = GrammarPipeline(HINT_SYMBOL_ROWS, ROW_LENGTH, reader)
+            log_probs = grammar_pipeline.log_probs(batch)[..., grammar_pipeline.columns]
+    assert torch.equal(log_probs.flatten(0, 1), read.float())
 
 
 def test_a_reader_whose_forward_takes_no_groups_is_named_when_the_pipeline_is_built():

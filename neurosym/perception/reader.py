@@ -85,7 +85,8 @@ def check_reader(reader: object, who: str) -> None:
 
 
 LOG_PROB_TOLERANCE = 1e-2
-"""How far from 0 a reader's row may sum in log space (``logsumexp``) and still count as log-probabilities."""
+"""How far from 0 a reader's row may sum in log space (``logsumexp``) and still count as log-probabilities (further in a
+dtype whose rounding moves it more: :func:`check_log_probs`)."""
 
 
 def at_least_float32(log_probs: torch.Tensor) -> torch.Tensor:
@@ -95,17 +96,29 @@ def at_least_float32(log_probs: torch.Tensor) -> torch.Tensor:
 
 
 def check_log_probs(log_probs: torch.Tensor, columns: int) -> None:
-    """Refuse a reader's output ``[n, V]`` that is not log-probabilities over its ``columns`` symbols."""
+    """Refuse a reader's output ``[n, V]`` (in the dtype the reader returned) that is not log-probabilities over its
+    ``columns`` symbols: a row whose ``logsumexp`` (in float32 at least) is further from 0 than
+    :data:`LOG_PROB_TOLERANCE`, or than :func:`log_prob_rounding` where the dtype rounds coarser."""
     if log_probs.ndim != 2 or log_probs.shape[-1] != columns:
         raise ValueError(f"the reader returned shape {list(log_probs.shape)} for its {columns} symbols: expected [n, {columns}]")
-    off = float(log_probs.detach().logsumexp(-1).abs().max()) if log_probs.numel() else 0.0  # NaN where any is NaN
+    off = float(at_least_float32(log_probs.detach()).logsumexp(-1).abs().max()) if log_probs.numel() else 0.0  # NaN: any
     if math.isnan(off):
         raise ValueError("the reader returned NaN log-probabilities (a diverged reader, or NaN windows)")
-    if off > LOG_PROB_TOLERANCE:
+    if off > max(LOG_PROB_TOLERANCE, log_prob_rounding(log_probs.dtype, columns)):
         raise ValueError(
             f"the reader must return log-probabilities (each row's logsumexp 0, e.g. from log_softmax); a row's is {off:.3g} "
             "away from 0"
         )
+
+
+def log_prob_rounding(dtype: torch.dtype, columns: int) -> float:
+    """How far rounding to ``dtype`` may move the ``logsumexp`` of a row of ``columns`` log-probabilities from 0:
+    ``eps * log(columns)``. Rounded once, each ``log p`` moves by up to ``eps / 2`` of itself and the row's
+    ``logsumexp`` by up to ``eps / 2 * log(columns)``; a ``log_softmax`` computed in ``dtype`` reaches nearly twice that.
+    For bfloat16 over HINT's 16 symbols it is 0.022: a bfloat16 reader's ``log_softmax`` was refused at 0.011, beyond
+    :data:`LOG_PROB_TOLERANCE`."""
+    eps = torch.finfo(dtype).eps if dtype.is_floating_point else 0.0
+    return eps * math.log(max(columns, 1))
 
 
 def check_intensities(images: torch.Tensor) -> None:

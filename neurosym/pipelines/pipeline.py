@@ -82,8 +82,9 @@ class HintPipeline:
         mask = real_positions(lengths, steps)
         expression = repeat(torch.arange(batch, device=windows.device), "b -> (b t)", t=steps)
         with reading_mode(self.classifier):
-            read = at_least_float32(self.classifier(flat[mask.flatten()], expression[mask.flatten()]))  # [n, V]
-        check_log_probs(read, len(self.classifier.vocabulary))
+            read = self.classifier(flat[mask.flatten()], expression[mask.flatten()])  # [n, V]
+        check_log_probs(read, len(self.classifier.vocabulary))  # (in the reader's dtype, which rounds them)
+        read = at_least_float32(read)
         log_probs = read.new_zeros(batch * steps, read.shape[-1]).index_put((mask.flatten().nonzero().flatten(),), read)
         log_probs = rearrange(log_probs, "(b t) v -> b t v", b=batch)
         decoded = constrained_decode(log_probs.detach(), lengths, self.roles, self.minimal_brackets)
