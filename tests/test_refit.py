@@ -185,6 +185,26 @@ def test_fitting_a_float64_reader_reports_its_loss_at_float64():
     assert history[0]["loss"] == expected and expected != float(torch.tensor(expected, dtype=torch.float32))
 
 
+class GpuIndices(torch.Tensor):
+    """Indices as a GPU holds them: numpy reads them only once they are on the CPU."""
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy the tensor to host memory first."
+        )
+
+    def cpu(self, *args, **kwargs) -> torch.Tensor:
+        return self.as_subclass(torch.Tensor)
+
+
+def test_window_sources_take_indices_held_on_a_gpu(problem):
+    """numpy read a tensor of indices as it was: one on a GPU raised "can't convert cuda:0 device type tensor"."""
+    train, _ = problem
+    indices = torch.tensor([2, 0]).as_subclass(GpuIndices)
+    windows, lengths = train.batch(indices)
+    assert torch.equal(windows[1, : lengths[1]], train.windows(0)) and torch.equal(lengths, train.batch([2, 0])[1])
+
+
 def test_window_sources_take_integer_indices_of_their_records_alone(problem):
     train, _ = problem
     source = ConcatWindows(WindowSource(train.records[:3], train.dataset.bank, "train"), train)

@@ -128,9 +128,11 @@ class ImageSentences:
 
 
 def example_indices(indices: Iterable[int], size: int) -> np.ndarray:
-    """``indices`` (a sequence, array or tensor of integers, or any iterable of them) as int64 ``[B]``; ``ValueError``
-    unless each is an index in ``[0, size)``: a bool mask was read as the indices 0 and 1, a float truncated, ``-1``
-    read as the last example."""
+    """``indices`` (a sequence, array or tensor of integers on any device, or any iterable of them) as int64 ``[B]``;
+    ``ValueError`` unless each is an index in ``[0, size)``: a bool mask was read as the indices 0 and 1, a float
+    truncated, ``-1`` read as the last example."""
+    if isinstance(indices, torch.Tensor):
+        indices = indices.cpu()  # (numpy reads no tensor on a GPU)
     rows = np.asarray(indices if isinstance(indices, (Sequence, np.ndarray, torch.Tensor)) else list(indices))
     if rows.ndim == 1 and not len(rows):
         return rows.astype(np.int64)
