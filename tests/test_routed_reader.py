@@ -5,6 +5,7 @@ import torch
 from hint_pipelines import tiny_pipeline, tiny_problem
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_reader_ensemble import RulingOut
 
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank
 from neurosym.perception.routed import RoutedReader
@@ -186,3 +187,25 @@ def test_a_float64_routed_reader_mixes_in_float64():
         mixture = sum(weights[:, k : k + 1] * routed.readers[k](windows).exp() for k in range(2))
     assert read.dtype == torch.float64  # (rounded to float32 before mixing)
     torch.testing.assert_close(read, mixture.log(), rtol=0, atol=1e-12)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(  # 2 readers over 4 symbols, each ruling some (not all) out: a symbol may be ruled out by both
+    st.tuples(st.lists(st.floats(-3, 3), min_size=4, max_size=4),
+              st.lists(st.booleans(), min_size=4, max_size=4).filter(lambda out: not all(out))),
+    min_size=2, max_size=2))  # fmt: skip
+def test_a_symbol_every_reader_rules_out_reads_minus_infinity_with_finite_gradients(readers):
+    routed = RoutedReader([RulingOut(scores, out) for scores, out in readers], InkRouter(0.5))
+    with torch.no_grad():
+        expected = routed(WINDOWS)
+    read = routed(WINDOWS)
+    torch.testing.assert_close(read.detach(), expected)
+    alive = ~torch.tensor([first and second for first, second in zip(readers[0][1], readers[1][1])])
+    assert torch.isneginf(read[:, ~alive]).all() and torch.isfinite(read[:, alive]).all()
+    read[:, alive].sum().backward()  # (torch's logsumexp gave NaN gradients through a column all readers rule out)
+    got = [reader.scores.grad.clone() for reader in routed.readers]
+    routed.zero_grad()
+    readings = torch.stack([reader(WINDOWS) for reader in routed.readers], dim=1)[..., alive]
+    (readings + routed.route(WINDOWS).unsqueeze(-1)).logsumexp(dim=1).sum().backward()
+    for gradient, reader in zip(got, routed.readers):
+        torch.testing.assert_close(gradient, reader.scores.grad)

@@ -53,4 +53,12 @@ class RoutedReader(nn.Module):
     def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` or ``[N, 1, S, S]`` (``groups [N]`` optional) -> log-probabilities ``[N, V]``."""
         readings = torch.stack([at_least_float32(reader(windows, groups)) for reader in self.readers], dim=1)  # [N, K, V]
-        return (readings + self.route(windows, groups).unsqueeze(-1)).logsumexp(dim=1)
+        return _mixture(readings + self.route(windows, groups).unsqueeze(-1))
+
+
+def _mixture(joint: torch.Tensor) -> torch.Tensor:
+    """``log Σ_k exp(joint[:, k])``: ``joint [N, K, V]`` -> ``[N, V]``, ``-inf`` where every reader rules a symbol out,
+    with a zero gradient there (torch's ``logsumexp`` of only ``-inf`` has a NaN gradient, which made every parameter of
+    the readers NaN, even under a loss that never reads that symbol)."""
+    ruled_out = (joint == -torch.inf).all(dim=1, keepdim=True)  # [N, 1, V]
+    return joint.masked_fill(ruled_out, 0.0).logsumexp(dim=1).masked_fill(ruled_out.squeeze(1), -torch.inf)
