@@ -16,7 +16,7 @@ from neurosym.models.seq2seq import (
     TokenFrontEnd,
     TransformerSeq2Seq,
 )
-from neurosym.models.seq2seq.hint_task import sequence_loss
+from neurosym.models.seq2seq.hint_task import hint_batch, sequence_loss
 from neurosym.models.seq2seq.mathematics_task import answer_loss
 from neurosym.perception.cnn import SmallCNN
 
@@ -245,6 +245,25 @@ def test_the_sequence_losses_take_int32_ids_as_int64_ones() -> None:
     answers = torch.cat([tgt_in, tgt_out[:, -1:]], dim=1)
     narrow_answers = (src.int(), src_mask, answers.int())
     assert answer_loss(model, narrow_answers) == answer_loss(model, (src, src_mask, answers))
+
+
+@pytest.mark.parametrize(("dtype", "kept"), [(torch.float64, torch.float64), (torch.bfloat16, torch.float32)])
+def test_the_sequence_losses_keep_a_float64_models_precision(dtype, kept) -> None:
+    """A float64 model's losses were computed on logits rounded to float32; a half-precision model's are in float32."""
+    model = tiny_model("gru").to(dtype).eval()
+    src, src_mask, tgt_in, tgt_out = reversal_batch(4)
+    digits = tgt_out.masked_fill(tgt_out <= EOS, IGNORE_INDEX)
+    batch = {"tokens": src, "mask": ~src_mask, "res_digits": digits}
+    _, _, hint_in, hint_out = hint_batch(batch, False)
+    answers = torch.cat([tgt_in, tgt_out[:, -1:]], dim=1)  # (PAD is the mathematics task's padding id too)
+    for loss, inputs, expected, ignored in (
+        (sequence_loss(model, batch, False), hint_in, hint_out, IGNORE_INDEX),
+        (answer_loss(model, (src, src_mask, answers)), answers[:, :-1], answers[:, 1:], PAD),
+    ):
+        logits = model(src, src_mask, inputs).to(kept).flatten(0, 1)
+        reference = torch.nn.functional.cross_entropy(logits, expected.flatten(), ignore_index=ignored)
+        assert loss.dtype == kept
+        torch.testing.assert_close(loss, reference, rtol=1e-12 if kept == torch.float64 else 1e-6, atol=0)
 
 
 def test_uint8_image_windows_read_as_their_pixels_over_255() -> None:

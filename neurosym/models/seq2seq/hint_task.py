@@ -15,6 +15,7 @@ from neurosym.data.hint import IGNORE_INDEX, PAD_ID, HintSymbolDataset
 from neurosym.metrics import sequence_matches
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
+from neurosym.perception.reader import at_least_float32
 from neurosym.semantics import HINT_FEWSHOT_SEMANTICS
 from neurosym.syntax import canonical_sentence, parse
 from neurosym.training.checks import int_at_least
@@ -34,10 +35,11 @@ def hint_batch(batch: dict[str, Any], image_input: bool) -> tuple[torch.Tensor, 
 
 
 def sequence_loss(model: nn.Module, batch: dict[str, Any], image_input: bool) -> torch.Tensor:
-    """Mean cross-entropy of the next target token under teacher forcing (token and result ids int64 or int32)."""
+    """Mean cross-entropy of the next target token under teacher forcing (token and result ids int64 or int32), in
+    float32, or in the logits' dtype where it is wider (a float64 model's loss was rounded to float32)."""
     src, src_mask, tgt_in, tgt_out = hint_batch(batch, image_input)
     logits = model(src, src_mask, tgt_in)
-    return F.cross_entropy(logits.flatten(0, 1).float(), tgt_out.flatten().long(), ignore_index=IGNORE_INDEX)
+    return F.cross_entropy(at_least_float32(logits.flatten(0, 1)), tgt_out.flatten().long(), ignore_index=IGNORE_INDEX)
 
 
 def exact_match_by_subset(

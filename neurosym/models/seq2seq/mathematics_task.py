@@ -32,6 +32,7 @@ from neurosym.data.mathematics import (
 from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.factory import build_front_end, build_seq2seq
+from neurosym.perception.reader import at_least_float32
 from neurosym.training import DistributedContext, TrainConfig, train
 from neurosym.training.compile import compile_for_training
 from neurosym.training.device import mixed_precision
@@ -167,11 +168,12 @@ def collate(examples: Sequence[MathExample]) -> tuple[torch.Tensor, torch.Tensor
 
 
 def answer_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """Mean cross-entropy of the answer characters under teacher forcing (padding ignored; ids int64 or int32)."""
+    """Mean cross-entropy of the answer characters under teacher forcing (padding ignored; ids int64 or int32), in
+    float32, or in the logits' dtype where it is wider (a float64 model's loss was rounded to float32)."""
     questions, mask, answers = batch
-    logits = model(questions, mask, answers[:, :-1])
+    logits = at_least_float32(model(questions, mask, answers[:, :-1]))
     return nn.functional.cross_entropy(
-        rearrange(logits.float(), "b t v -> (b t) v"), rearrange(answers[:, 1:].long(), "b t -> (b t)"), ignore_index=PAD
+        rearrange(logits, "b t v -> (b t) v"), rearrange(answers[:, 1:].long(), "b t -> (b t)"), ignore_index=PAD
     )
 
 
