@@ -272,6 +272,8 @@ def test_uint8_image_windows_read_as_their_pixels_over_255() -> None:
     src_mask, tgt_in = torch.zeros(2, 4, dtype=torch.bool), torch.full((2, 3), BOS)
     torch.testing.assert_close(model(pixels, src_mask, tgt_in), model(pixels.float() / 255, src_mask, tgt_in))
     torch.testing.assert_close(model(pixels.double() / 255, src_mask, tgt_in), model(pixels.float() / 255, src_mask, tgt_in))
+    model.double()  # (the pixels were divided in float32, off by 1e-9 in the output)
+    torch.testing.assert_close(model(pixels, src_mask, tgt_in), model(pixels.double() / 255, src_mask, tgt_in), rtol=0, atol=0)
 
 
 def test_front_ends_called_alone_name_a_mask_that_does_not_fit() -> None:

@@ -53,8 +53,9 @@ class ImageWindowFrontEnd(nn.Module):
             raise ValueError(f"image sources must have shape [batch, length, C, H, W], got {tuple(src.shape)}")
         check_source_mask(src, src_mask)
         real = ~src_mask
-        windows = src[real].float() / 255.0 if src.dtype == torch.uint8 else src[real]
-        windows = windows.to(self.proj.weight.dtype) if windows.is_floating_point() else windows  # (others: the CNN says)
+        dtype = self.proj.weight.dtype  # (pixels divided in float32 lost a float64 model's precision)
+        windows = src[real].to(dtype) / 255.0 if src.dtype == torch.uint8 else src[real]
+        windows = windows.to(dtype) if windows.is_floating_point() else windows  # (others: the CNN says)
         encoded = self.encoder(windows)
         if encoded.shape[-1] != self.proj.in_features:
             raise ValueError(f"the encoder gives {encoded.shape[-1]} features per window, the front end was built for "
