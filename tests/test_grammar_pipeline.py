@@ -312,6 +312,29 @@ def test_decoding_any_grammar_is_exactly_optimal_or_names_the_length_no_sentence
             assert score == pytest.approx(max(scores.values()), abs=1e-5)
 
 
+BITS = GrammarDecoder(SymbolGrammar('start: BIT+ PLUS BIT+\nBIT: "0" | "1"\nPLUS: "+"\n'))
+
+
+@settings(max_examples=5, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1))
+def test_float64_log_probabilities_are_decoded_in_float64(seed):
+    """Float64 log-probabilities were decoded rounded to float32: among sentences that float32 cannot tell apart the
+    decoder chose one that was not the most probable under the scores given, and reported a float32 log-probability."""
+    grammar = BITS.grammar
+    generator = torch.Generator().manual_seed(seed)
+    for length in (3, 5):
+        sentences = grammatical_sentences(grammar, length)
+        noise = torch.randn(4, length, len(grammar.symbols), generator=generator, dtype=torch.float64)
+        log_probs = (1e-9 * noise).log_softmax(-1)  # differences far below float32's resolution
+        symbols = torch.tensor([[grammar.symbols.index(c) for c in sentence] for sentence in sentences])  # [n, L]
+        best = log_probs[:, torch.arange(length), symbols].sum(-1).amax(1)  # [4]
+        for decoded in (BITS.decode(log_probs, torch.full((4,), length)), BITS.viterbi(log_probs, torch.full((4,), length))):
+            assert decoded.log_prob.dtype == torch.float64
+            reached = log_probs.gather(-1, decoded.tokens[..., None]).squeeze(-1).sum(-1)
+            torch.testing.assert_close(reached, best, rtol=0, atol=1e-13)
+            torch.testing.assert_close(decoded.log_prob, best, rtol=0, atol=1e-13)
+
+
 @settings(max_examples=20, deadline=None)
 @given(text=random_grammars(), seed=st.integers(0, 2**31 - 1))
 def test_the_executor_reusing_parses_of_one_shape_gives_what_evaluating_each_parse_gives(text, seed):

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from einops import rearrange
 
+from neurosym.perception.reader import at_least_float32
 from neurosym.pipelines.decoding import Decoded, checked_decoder_inputs
 from neurosym.syntax.symbol_grammar import NormalForm, SymbolGrammar
 
@@ -96,7 +97,8 @@ class GrammarDecoder:
 
         Args:
             log_probs: ``[B, T, V]`` per-window log-probabilities over the grammar's symbols (``-inf`` rules a
-                symbol out at a position; padding positions are ignored).
+                symbol out at a position; padding positions are ignored), summed in float32, or in their dtype where it
+                is wider (float64 ones rounded to float32 tied sentences they tell apart).
             lengths: ``[B]`` symbols of each example, integers, ``1 <= length <= T``.
 
         Returns:
@@ -109,7 +111,7 @@ class GrammarDecoder:
         """
         lengths = self._checked(log_probs, lengths)
         with torch.no_grad():
-            tokens, score = self._position_best(log_probs.detach().float(), lengths)
+            tokens, score = self._position_best(at_least_float32(log_probs.detach()), lengths)
         symbols = self.grammar.symbols
         rest = [
             row
@@ -127,7 +129,7 @@ class GrammarDecoder:
         lengths = self._checked(log_probs, lengths)
         batch, steps, _ = log_probs.shape
         with torch.no_grad():
-            term_score, best_symbol = self.terminal_scores(log_probs.detach().float())
+            term_score, best_symbol = self.terminal_scores(at_least_float32(log_probs.detach()))
             chart, back = self._chart(term_score)
         rows = torch.arange(batch)
         score = chart[rows, 0, lengths, self.form.start].cpu()
@@ -147,7 +149,7 @@ class GrammarDecoder:
         the CPU, ``-1`` past each length) and the sum of their log-probabilities (``[B]``, ``-inf``: none fits)."""
         batch, steps, _ = log_probs.shape
         tokens = torch.full((batch, steps), -1, dtype=torch.long)
-        score = torch.full((batch,), -torch.inf)
+        score = torch.full((batch,), -torch.inf, dtype=log_probs.dtype)
         for length in lengths.unique().tolist():
             rows = (lengths == length).nonzero().flatten()
             allowed = self._allowed(length).to(log_probs.device)  # [L, V]
@@ -169,9 +171,9 @@ class GrammarDecoder:
         batch, steps, _ = term_score.shape
         device, tables = term_score.device, self._tables
         count = len(self.form.nonterminals)
-        chart = torch.full((count, batch, steps, steps + 1), -torch.inf, device=device)
+        chart = torch.full((count, batch, steps, steps + 1), -torch.inf, dtype=term_score.dtype, device=device)
         # The same spans by end and reversed length, so the right parts of every split are one slice.
-        by_end = torch.full((count, batch, steps + 1, steps), -torch.inf, device=device)  # [A, b, i + l, T - l]
+        by_end = chart.new_full((count, batch, steps + 1, steps), -torch.inf)  # [A, b, i + l, T - l]
         back: dict[str, list] = {"rule": [None], "split": [None, None], "unary": [None]}
         per_rule = rearrange(term_score[..., tables.terminal_of_rule.to(device)], "b t r -> r b t")
         best, rule = _best_per_head(per_rule, tables.terminal_heads.to(device))
