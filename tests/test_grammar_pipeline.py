@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import itertools
+import math
 import pickle
 import re
 import sys
@@ -23,6 +24,7 @@ from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
 from neurosym.pipelines.grammar_pipeline import GrammarPipeline, marginal_loss
+from neurosym.pipelines.pipeline import Reading
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.pipelines.trainer import pseudo_label_loss
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
@@ -789,6 +791,32 @@ def test_a_float64_readers_log_probabilities_and_losses_keep_its_precision(dtype
         marginal_loss(log_probs, [["1+01"]], grammar.symbols, read),
     ):
         assert loss.dtype == kept and torch.allclose(loss, expected, rtol=1e-12 if kept == torch.float64 else 1e-6)
+
+
+class Digits(torch.nn.Module):
+    """A reader of the digits that reads nothing (its readings are given)."""
+
+    vocabulary = tuple("0123456789")
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        raise AssertionError("the reading is given")
+
+
+@pytest.mark.parametrize("favoured", [0, 2])
+def test_abduction_ranks_a_float64_readings_corrections_in_float64(favoured):
+    """A float64 reading's log-probabilities were rounded to float32 for abduction: corrections they tell apart were
+    tied, and the search kept whichever it met first."""
+    pipeline = GrammarPipeline(SYMBOL_ADDITION, addition_semantics(), Digits())
+    symbols = SYMBOL_ADDITION.symbols
+    log_probs = torch.full((1, 3, len(symbols)), math.log(0.01), dtype=torch.float64)
+    log_probs[0, [0, 2], symbols.index("1")] = math.log(0.4)
+    log_probs[0, [0, 2], symbols.index("2")] = math.log(0.3)
+    log_probs[0, 1, symbols.index("+")] = 0.0
+    log_probs[0, favoured, symbols.index("2")] += 1e-9  # far below float32's resolution at log(0.3)
+    reading, given = Reading(["1+1"], log_probs, [2]), torch.tensor([[READ, symbols.index("+"), READ]])
+    expected = "2+1" if favoured == 0 else "1+2"
+    assert pipeline.abduce(reading, [3], given)[0].sentence == expected
+    assert pipeline.explain(reading, [3], given)[0][0].sentence == expected
 
 
 def test_the_marginal_loss_divides_each_explanation_by_its_proposal():

@@ -19,7 +19,7 @@ from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.perception.batch_statistics import batch_statistics_of
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
-from neurosym.pipelines.pipeline import HintPipeline
+from neurosym.pipelines.pipeline import HintPipeline, Reading
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.subsets import subset_scores
 from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, evaluate_pipeline_on_each, train_pipeline
@@ -444,6 +444,20 @@ def test_distilling_keeps_the_anchors_reading_of_the_flagged_records_only(proble
     for distill in (math.nan, math.inf):  # were accepted: every loss NaN
         with pytest.raises(ValueError, match=f"distill must be a finite number at least 0, got {distill}"):
             PipelineConfig(distill=distill)
+
+
+@pytest.mark.parametrize("favoured", [0, 2])
+def test_abduction_ranks_a_float64_readings_corrections_in_float64(favoured):
+    """A float64 reading's log-probabilities were rounded to float32 for abduction: corrections they tell apart were
+    tied, and the search kept whichever it met first."""
+    pipeline = tiny_pipeline()
+    vocabulary = pipeline.classifier.vocabulary
+    log_probs = torch.full((1, 3, len(vocabulary)), math.log(0.01), dtype=torch.float64)
+    log_probs[0, [0, 2], vocabulary.index("1")] = math.log(0.4)
+    log_probs[0, [0, 2], vocabulary.index("2")] = math.log(0.3)
+    log_probs[0, 1, vocabulary.index("+")] = math.log(0.9)
+    log_probs[0, favoured, vocabulary.index("2")] += 1e-9  # far below float32's resolution at log(0.3)
+    assert pipeline.abduce(Reading(["1+1"], log_probs, [2]), [3]) == ["2+1" if favoured == 0 else "1+2"]
 
 
 def test_reading_abducing_and_verifying_refuse_bad_batches_and_targets(problem):

@@ -156,7 +156,7 @@ class GrammarPipeline:
                 f"{len(reading.sentences)} readings, {len(targets)} targets and {len(given)} rows of given symbols: "
                 "one each per example"
             )
-        log_probs = reading.log_probs.detach().float().cpu().numpy()
+        log_probs = at_least_float32(reading.log_probs.detach()).cpu().numpy()  # (float32 tied a float64 reader's)
         found = []
         for sentence, scores, target, fixed in zip(reading.sentences, log_probs, targets, given.cpu().numpy()):
             positions = np.flatnonzero(fixed[: len(sentence)] != READ).tolist()

@@ -99,7 +99,7 @@ class HintPipeline:
     def abduce(self, reading: Reading, targets: Sequence[int]) -> list[str | None]:
         """Pseudo-labels: per example, the most probable sentence found that gives its target (or ``None``)."""
         targets = _integer_targets(targets, len(reading.sentences), "readings")
-        log_probs = reading.log_probs.detach().float().cpu().numpy()
+        log_probs = at_least_float32(reading.log_probs.detach()).cpu().numpy()  # (float32 tied a float64 reader's)
         labels: list[str | None] = []
         for sentence, value, target, scores in zip(reading.sentences, reading.values, targets, log_probs):
             if value == target:
