@@ -390,6 +390,41 @@ def test_distillation_loss_is_the_anchors_kl_over_the_real_windows_only():
     assert trainer_module._distillation_loss(anchor, windows, lengths, same).abs() < 1e-6
 
 
+class RulingOutAnchor(torch.nn.Module):
+    """An anchor that rules the symbols of ``ruled_out [V]`` (bool) out (log-probability ``-inf``) and reads the others
+    by the windows' ink."""
+
+    def __init__(self, ruled_out: list[bool]):
+        super().__init__()
+        self.vocabulary, self.ruled_out = HINT_SYMBOLS, torch.tensor(ruled_out)
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        ink = windows.float().mean(dim=(-2, -1), keepdim=True).flatten(1) / 255  # [n, 1]
+        scores = ink * torch.arange(len(self.vocabulary), dtype=torch.float32)  # [n, V]
+        return scores.masked_fill(self.ruled_out, -torch.inf).log_softmax(-1)
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    ruled_out=st.lists(st.booleans(), min_size=len(HINT_SYMBOLS), max_size=len(HINT_SYMBOLS)).filter(lambda out: not all(out)),
+    student_too=st.booleans(),
+)
+def test_distillation_loss_counts_only_the_symbols_the_anchor_can_read(ruled_out, student_too):
+    """A symbol the anchor rules out (-inf) made the loss NaN (kl_div's 0 · log 0), which stopped training."""
+    anchor = RulingOutAnchor(ruled_out)
+    windows = torch.randint(0, 256, (2, 3, 32, 32), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    lengths = torch.tensor([3, 1])
+    scores = torch.randn(2, 3, len(HINT_SYMBOLS), generator=torch.Generator().manual_seed(1))
+    student = scores.masked_fill(anchor.ruled_out & student_too, -torch.inf).log_softmax(-1).requires_grad_()
+    real = torch.arange(3)[None, :] < lengths[:, None]  # [B, T]
+    target, picked = anchor(windows[real]), student.detach()[real]
+    expected = torch.where(target.isfinite(), target.exp() * (target - picked), 0.0).sum(-1).mean()
+    loss = trainer_module._distillation_loss(anchor, windows, lengths, student)
+    torch.testing.assert_close(loss.detach(), expected)
+    loss.backward()
+    assert torch.isfinite(student.grad).all()
+
+
 @pytest.mark.parametrize(("dtype", "kept"), [(torch.float64, torch.float64), (torch.bfloat16, torch.float32)])
 def test_a_float64_readers_reading_and_distillation_keep_its_precision(problem, dtype, kept):
     """A float64 reader's log-probabilities were rounded to float32, and the distillation loss on them computed in

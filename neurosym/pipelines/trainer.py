@@ -118,13 +118,16 @@ class Anchor:
 
 def _distillation_loss(anchor: nn.Module, windows: torch.Tensor, lengths: torch.Tensor, log_probs: torch.Tensor) -> torch.Tensor:
     """KL(anchor's reading || ``log_probs [B, T, V]``) per window of ``windows [B, T, ...]`` (``lengths [B]``) -> scalar
-    (float32, or the wider dtype of the two readings)."""
+    (float32, or the wider dtype of the two readings). A symbol the anchor rules out (``-inf``) has no share in it
+    (``0 · log 0 = 0``; torch's ``kl_div`` made the loss NaN there)."""
     mask = real_positions(lengths, windows.shape[1])
     with torch.no_grad():
         target = anchor(windows[mask])
     read = log_probs[mask]
     dtype = torch.promote_types(torch.promote_types(target.dtype, read.dtype), torch.float32)
-    return F.kl_div(read.to(dtype), target.to(dtype), reduction="batchmean", log_target=True)
+    ruled_out = target == -torch.inf
+    read, target = read.to(dtype).masked_fill(ruled_out, 0.0), target.to(dtype).masked_fill(ruled_out, 0.0)
+    return F.kl_div(read, target, reduction="batchmean", log_target=True)
 
 
 def _windows_on(
