@@ -3,9 +3,11 @@ that fail as semantics do, and the names and symbols a grammar is given checked 
 
 from __future__ import annotations
 
+import copy
 import functools
 import itertools
 import math
+import pickle
 from collections.abc import Iterator
 from fractions import Fraction
 
@@ -248,6 +250,34 @@ def test_a_grammar_files_relative_imports_look_beside_it_and_one_lark_does_not_f
         SymbolGrammar(folder / "sum.lark")
     with pytest.raises(ValueError, match=r"the grammar imports 'nothere.lark', which Lark does not find"):
         SymbolGrammar("%import nothere (X)\nstart: X\n")
+
+
+def test_a_grammar_pickles_and_copies_and_the_copy_parses_as_it_does(tmp_path, monkeypatch):
+    """A deep copy's LALR parser failed inside Lark ("'int' object has no attribute 'expansion'"), and so did a copied
+    pipeline's first reading; pickling raised "Can't pickle local object 'SymbolGrammar._parser.<locals>.SymbolLexer'"."""
+    folder = tmp_path / "grammars"
+    folder.mkdir()
+    (folder / "defs.lark").write_text('DIGIT: "0".."1"\n')
+    (folder / "calc.lark").write_text(
+        "%import .defs (DIGIT)\n" + CALCULATOR.replace('number: DIGIT+\nDIGIT: "0".."1"\n', "number: DIGIT+\n")
+    )
+    monkeypatch.chdir(tmp_path)
+    sentences = ["10^1^1", "~1+m(1,10)!", "1+", "m(1)"]
+    for grammar in (SymbolGrammar(CALCULATOR), SymbolGrammar("grammars/calc.lark", symbols=list("01+^~!m(,)"))):
+        monkeypatch.chdir(folder)  # (the file's imports are found beside it, wherever the copy is made)
+        for duplicate in (copy.deepcopy, lambda original: pickle.loads(pickle.dumps(original))):
+            twin = duplicate(grammar)
+            assert (twin.text, twin.symbols, twin.start, twin.source_path) == (
+                grammar.text,
+                grammar.symbols,
+                grammar.start,
+                grammar.source_path,
+            )
+            assert [twin.accepts(s) for s in sentences] == [grammar.accepts(s) for s in sentences] == [True, True, False, False]
+            assert twin.parse(sentences[1]) == grammar.parse(sentences[1])
+    pipeline = GrammarPipeline(SymbolGrammar(PRODUCT), product_semantics(), Uniform(list("0123456789*")))
+    batch = SentenceBatch(torch.zeros(1, 3, 1), torch.tensor([3]), torch.full((1, 3), READ))
+    assert copy.deepcopy(pipeline).predict(batch) == pipeline.predict(batch) == [0]
 
 
 PRODUCTS = 'start: VAR (TIMES VAR)*\nTIMES.2: "x"\nVAR: /[a-z]/\n'

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from lark import Lark, Token, Tree
@@ -68,6 +68,9 @@ class SymbolGrammar:
             characters (``"01" | "1"``, ``/[0-9]+/``); a terminal that matches none of ``symbols`` (without them,
             none of :data:`CANDIDATE_SYMBOLS`); an ``%import`` of a grammar Lark does not find.
         FileNotFoundError: a ``.lark`` path that does not exist.
+
+    A grammar pickles and copies as its text, symbols, start rule and path, and the copy is built again from them (a
+    grammar read from a file needs the grammars it imports beside that file where it is unpickled).
     """
 
     def __init__(self, grammar: str | os.PathLike, symbols: Sequence[str] | None = None, start: str = "start"):
@@ -76,9 +79,23 @@ class SymbolGrammar:
         if not isinstance(start, str):  # (Lark takes several; a list failed here as "unhashable type: 'list'")
             raise TypeError(f"start is the name of the one rule sentences start from, got {type(start).__name__} {start!r:.40}")
         # (a file's relative imports, %import .defs, resolve against its folder, as Lark.open resolves them)
-        self.source_path = str(Path(grammar).resolve()) if _is_path(grammar) else None
+        source_path = str(Path(grammar).resolve()) if _is_path(grammar) else None
         text = Path(grammar).read_text(encoding="utf-8") if _is_path(grammar) else str(grammar)
-        self.text, self.start = text, start
+        self._build(text, symbols, start, source_path)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled and copied as what it was built from, and built again by the copy: Lark's parser holds a lexer class
+        local to this grammar, which does not pickle, and its LALR tables do not deep-copy (a deep copy's parse failed
+        inside Lark, "'int' object has no attribute 'expansion'")."""
+        return {"text": self.text, "symbols": self.symbols, "start": self.start, "source_path": self.source_path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._build(**state)
+
+    def _build(self, text: str, symbols: Sequence[str] | None, start: str, source_path: str | None) -> None:
+        """Load ``text`` (read from ``source_path``, where relative imports look, or ``None``) and check it as
+        :class:`SymbolGrammar` says."""
+        self.text, self.start, self.source_path = text, start, source_path
         probe = _loaded(text, start, self.source_path)
         ignored = set(probe.ignore_tokens)
         self._patterns = {t.name: t.pattern for t in probe.terminals if t.name not in ignored}
