@@ -8,7 +8,8 @@ class ParseError(ValueError):
 
     ``position`` is the 0-based character index in the text given to ``parse`` (spaces included);
     ``char`` the offending character, ``None`` when the text ended too early; ``expected`` what the
-    grammar would have accepted there, in words (e.g. ``("a number", "'('")``).
+    grammar would have accepted there, in words (e.g. ``("a number", "'('")``; a
+    :class:`~neurosym.syntax.symbol_grammar.SymbolGrammar`'s: its terminals' names, ``"$END"`` for the end).
     """
 
     def __init__(self, message: str, position: int, char: str | None, expected: tuple[str, ...]) -> None:

@@ -200,14 +200,15 @@ class SymbolGrammar:
         grammar's inlined rules (``?rule``) reduce the whole sentence to one symbol).
 
         Raises:
-            ParseError: naming the position and what the grammar expected there.
+            ParseError: naming the position and what the grammar expected there, by the symbols that could stand there
+                (its ``expected``: the terminals' names, ``"$END"`` for the end of the sentence).
         """
         if not isinstance(sentence, str):
             raise TypeError(f"a sentence is a string of symbols, got {type(sentence).__name__}")
         try:
             return self.parser.parse(sentence)
         except UnexpectedInput as error:
-            raise _parse_error(self.parser, sentence, error) from None
+            raise _parse_error(self.parser, sentence, error, self.symbols_of) from None
 
     def accepts(self, sentence: str) -> bool:
         """Whether ``sentence`` is a sentence of the grammar. Parsing sees only terminals, so the answer is
@@ -337,7 +338,9 @@ def _matches(pattern: Pattern, symbol: str) -> bool:
     return bool(re.fullmatch(pattern.to_regexp(), symbol))
 
 
-def _parse_error(parser: Lark, sentence: str, error: UnexpectedInput) -> ParseError:
+def _parse_error(parser: Lark, sentence: str, error: UnexpectedInput, symbols_of: Callable[[str], tuple[str, ...]]) -> ParseError:
+    """``error`` as a :class:`ParseError` whose ``expected`` are the terminals' names (``"$END"``: the end) and whose
+    message shows them by their symbols (``symbols_of``)."""
     if isinstance(error, UnexpectedCharacters):
         # Lark declares pos_in_stream as None on the base class; SymbolLexer sets the symbol's position.
         position = cast(int, error.pos_in_stream)
@@ -349,7 +352,10 @@ def _parse_error(parser: Lark, sentence: str, error: UnexpectedInput) -> ParseEr
         position = len(sentence)
         expected = _expected(parser, sentence[:position], error)
         return UnexpectedEndError(
-            f"the sentence ends too early at position {position}; expected {', '.join(expected)}", position, None, expected
+            f"the sentence ends too early at position {position}; expected {_in_symbols(expected, symbols_of)}",
+            position,
+            None,
+            expected,
         )
     if not isinstance(error, UnexpectedToken):  # pragma: no cover - Lark raises only the three kinds above
         raise error
@@ -357,8 +363,32 @@ def _parse_error(parser: Lark, sentence: str, error: UnexpectedInput) -> ParseEr
     char = sentence[position]
     expected = _expected(parser, sentence[:position], error)
     return UnexpectedSymbolError(
-        f"unexpected symbol {char!r} at position {position}; expected {', '.join(expected)}", position, char, expected
+        f"unexpected symbol {char!r} at position {position}; expected {_in_symbols(expected, symbols_of)}",
+        position,
+        char,
+        expected,
     )
+
+
+SYMBOLS_SHOWN = 8
+"""How many of a terminal's symbols a parse error's message shows."""
+
+
+def _in_symbols(terminals: Sequence[str], symbols_of: Callable[[str], tuple[str, ...]]) -> str:
+    """The ``terminals`` a parse expected, in the symbols a sentence would hold there: ``'+'`` for a terminal of one
+    symbol, ``DIGIT ('0', '1', ...)`` for one of several (``one of 'a', 'b'`` where Lark named an anonymous pattern,
+    ``__ANON_0``), and ``$END`` as the end of the sentence; Lark's names alone (``LPAR``, ``__ANON_0``) said little of
+    the grammar one wrote."""
+    words = [_terminal_in_symbols(terminal, symbols_of(terminal)) for terminal in terminals if terminal != "$END"]
+    words += ["the end of the sentence"] * ("$END" in terminals)
+    return " or ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
+
+
+def _terminal_in_symbols(terminal: str, symbols: tuple[str, ...]) -> str:
+    if len(symbols) == 1:
+        return repr(symbols[0])
+    shown = ", ".join(map(repr, symbols[:SYMBOLS_SHOWN])) + (", ..." if len(symbols) > SYMBOLS_SHOWN else "")
+    return f"one of {shown}" if terminal.startswith("__") else f"{terminal} ({shown})"
 
 
 def _expected(parser: Lark, prefix: str, error: UnexpectedInput) -> tuple[str, ...]:
