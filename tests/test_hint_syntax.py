@@ -10,7 +10,7 @@ import pytest
 from hint_strategies import trees
 from hypothesis import given, settings
 
-from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator, evaluate, solve_batch
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator, evaluate, execute, solve_batch
 from neurosym.syntax import (
     ADDITIVE,
     ALIASES,
@@ -304,6 +304,21 @@ def test_concepts_extend_the_language_at_both_levels():
     with pytest.raises(UnexpectedEndError) as caught:
         parse("(1a2", CONCEPTS)
     assert caught.value.expected == ("an operator", "')'")
+
+
+def test_a_tree_of_added_concepts_read_without_them_is_told_to_take_them():
+    """Printed or executed without the concepts it was parsed with, such a tree met only "unknown symbol 'a': neither a
+    number nor an operator of this language"."""
+    tree = parse("x a 3", CONCEPTS)
+    expected = (
+        r"unknown symbol 'a'.* \(numbers 0123456789, operators \+-\*/\).* concepts=table.concepts, or execute\(tree, table\)$"
+    )
+    for read in (to_infix, heads, to_prefix, to_networkx, lambda tree: execute(tree)):
+        with pytest.raises(ValueError, match=expected):
+            read(tree)
+    with pytest.raises(ValueError, match=r"unknown symbol '\^'.* \(numbers 0123456789xy, operators \+-\*/abcd\)"):
+        to_infix(Node("^", (Node("1"), Node("2"))), CONCEPTS)
+    assert execute(tree, HINT_FEWSHOT_SEMANTICS).value == 11 and to_infix(tree, CONCEPTS) == "xa3"
 
 
 def test_concept_symbols_beyond_the_basic_plane_parse_as_the_solver_reads_them():

@@ -84,13 +84,19 @@ class ConceptTable:
         return BUILTIN_NUMBERS + self.numbers
 
     def precedence(self, symbol: str) -> int | None:
-        """The operator's precedence level, ``None`` for a number; unknown symbols raise ``ValueError``."""
+        """The operator's precedence level, ``None`` for a number; unknown symbols raise ``ValueError`` naming the
+        language's symbols (a tree parsed with added concepts printed or executed without them met only "unknown symbol
+        'm'")."""
         level = self.operators.get(symbol)
         if level is not None:
             return level
         if symbol in self._number_set:
             return None
-        raise ValueError(f"unknown symbol {symbol!r}: neither a number nor an operator of this language")
+        raise ValueError(
+            f"unknown symbol {symbol!r}: neither a number nor an operator of this language (numbers "
+            f"{''.join(self.all_numbers)}, operators {''.join(self.operators)}); a tree parsed with a ConceptTable is "
+            "read with the same one: concepts=table.concepts, or execute(tree, table)"
+        )
 
     def is_operator(self, symbol: str) -> bool:
         return self.precedence(symbol) is not None
