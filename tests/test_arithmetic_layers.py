@@ -415,6 +415,12 @@ def test_shape_mismatch_names_expected_and_received_shapes(cls) -> None:
     ensemble = _unit(cls, 3, 2, ensemble=5)
     with pytest.raises(ValueError, match=r"expected input of shape \[5, \.\.\., 3\], got \[4, 8, 3\]"):
         ensemble(torch.zeros(4, 8, 3))
+    shared = r"got \[8, 3\] \(one batch for every member: x\.expand\(5, \*x\.shape\)\)$"
+    with pytest.raises(ValueError, match=shared):
+        ensemble(torch.zeros(8, 3))
+    assert ensemble(torch.zeros(8, 3).expand(5, 8, 3)).shape == (5, 8, 2)
+    with pytest.raises(ValueError, match=r"got \[5, 8, 4\]$"):  # (no member's batch: no hint)
+        ensemble(torch.zeros(5, 8, 4))
     with pytest.raises(ValueError, match=r"got \[3\]"):
         ensemble(torch.zeros(3))
     with pytest.raises(ValueError, match="floating-point"):

@@ -122,7 +122,12 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         expected = f"[..., {self.in_features}]" if self.ensemble is None else f"[{self.ensemble}, ..., {self.in_features}]"
         min_dims = 1 + len(self.ensemble_shape)
         if x.dim() < min_dims or x.shape[-1] != self.in_features or (self.ensemble is not None and x.shape[0] != self.ensemble):
-            raise ValueError(f"{type(self).__name__}: expected input of shape {expected}, got {list(x.shape)}")
+            shared = (  # (a batch meant for every member is refused, or read as one example per member where [S, in])
+                f" (one batch for every member: x.expand({self.ensemble}, *x.shape))"
+                if self.ensemble is not None and x.shape[-1:] == (self.in_features,)
+                else ""
+            )
+            raise ValueError(f"{type(self).__name__}: expected input of shape {expected}, got {list(x.shape)}{shared}")
         if not x.is_floating_point():
             raise ValueError(f"{type(self).__name__}: expected a floating-point input, got dtype {x.dtype}")
 
