@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from neurosym.layers import TransformerEncoderLayer, UniversalTransformer
+from neurosym.layers import TransformerDecoderLayer, TransformerEncoderLayer, UniversalTransformer
 
 
 def test_a_layer_of_numpy_width_and_a_numpy_depth_are_taken_as_python_ints() -> None:
@@ -47,3 +47,9 @@ def test_a_step_embedding_over_a_layer_of_odd_width_is_refused_at_construction()
     with pytest.raises(ValueError, match="the shared layer's width must be even, got 15; use step_embedding=False"):
         UniversalTransformer(layer, 2)  # failed only at the first forward
     assert UniversalTransformer(layer, 2, step_embedding=False)(torch.zeros(2, 3, 15)).hidden.shape == (2, 3, 15)
+
+
+def test_a_decoder_layer_is_refused_at_construction() -> None:
+    # its memory was given the padding mask: "memory must have shape [2, length, 16], got (2, 3)" at the first forward
+    with pytest.raises(TypeError, match=r"forward\(x, key_padding_mask\).* a TransformerDecoderLayer also reads a memory"):
+        UniversalTransformer(TransformerDecoderLayer(16, 2, 32), 2)

@@ -35,6 +35,7 @@ from torch import nn
 
 from neurosym.layers.positional import sinusoid_table
 from neurosym.layers.shape_checks import check_dtype_of, check_sequence
+from neurosym.layers.transformer import TransformerDecoderLayer
 from neurosym.training.checks import ignored_option, int_at_least
 
 ACT_EPSILON = 0.01
@@ -52,7 +53,8 @@ class UniversalTransformer(nn.Module):
     """Apply ``layer`` (e.g. a :class:`~neurosym.layers.transformer.TransformerEncoderLayer`) ``depth`` times.
 
     ``layer`` must map ``(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]`` and expose its width
-    as ``layer.dim`` (even with ``step_embedding=True``, else ``ValueError``). The parameter count is that of ``layer`` (plus a ``D -> 1`` halting unit with ACT),
+    as ``layer.dim`` (even with ``step_embedding=True``, else ``ValueError``; a ``TransformerDecoderLayer``, which also
+    reads a memory, raises ``TypeError``). The parameter count is that of ``layer`` (plus a ``D -> 1`` halting unit with ACT),
     whatever ``depth``. ``forward(x, key_padding_mask=None) -> UniversalOutput``; with ``act=True``
     ``depth`` is the maximum number of steps, and ``act_epsilon`` sets where it halts (without ACT an
     ``act_epsilon`` away from its default raises ``ValueError``: it would be ignored; with ACT, ``forward`` raises
@@ -69,6 +71,11 @@ class UniversalTransformer(nn.Module):
         act_epsilon: float = ACT_EPSILON,
     ) -> None:
         super().__init__()
+        if isinstance(layer, TransformerDecoderLayer):  # (its memory was given the padding mask, or None)
+            raise TypeError(
+                "UniversalTransformer applies a layer of forward(x, key_padding_mask), such as a TransformerEncoderLayer; "
+                "a TransformerDecoderLayer also reads a memory"
+            )
         # numpy's ints are accepted (a layer built with np.int64(16) has that as its dim) and stored as Python ints
         self.depth = int_at_least(depth, "depth", 1)
         self.dim = int_at_least(getattr(layer, "dim", None), "the shared layer's model width (its attribute `dim`)", 1)
