@@ -563,6 +563,21 @@ def test_used_semantics_pickle_and_copy_and_a_copy_calls_its_own_transformer():
     assert semantics.rules.numbers_read == 2
 
 
+def test_a_used_executor_and_abducer_pickle_and_copy_and_a_copy_runs_its_own_transformer():
+    """Once it had run a sentence, an executor held its compiled program, a closure: pickling raised "Can't pickle local
+    object 'TreeSemantics.compile.<locals>.run'", and a deep copy ran sentences of that shape through the original
+    Transformer. An abducer (and so a pipeline) did not pickle even unused: its default ``equal`` was a lambda."""
+    executor = Executor(SymbolGrammar('start: NUMBER "/" NUMBER\nNUMBER: "0".."9"\n'), TreeSemantics(CountedArithmetic()))
+    abducer = GrammarAbducer(executor)
+    assert executor.value("8/2") == 4 and executor.semantics.rules.numbers_read == 2
+    uniform = np.full((3, len(executor.grammar.symbols)), -np.log(len(executor.grammar.symbols)))
+    for twin in (pickle.loads(pickle.dumps(abducer)), copy.deepcopy(abducer)):
+        assert twin.executor.value("9/3") == 3 and twin.executor.semantics.rules.numbers_read == 4
+        found = twin.abduce("8/2", uniform, 1)
+        assert found is not None and twin.executor.value(found.sentence) == 1
+    assert executor.semantics.rules.numbers_read == 2
+
+
 def test_semantics_from_a_transformer_or_a_mapping_and_invalid_values():
     grammar = SymbolGrammar('start: NUMBER "/" NUMBER\nNUMBER: "0".."9"\n')
     run = Executor(grammar, TreeSemantics(Arithmetic()))

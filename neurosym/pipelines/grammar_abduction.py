@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import operator
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator
@@ -168,7 +169,7 @@ class GrammarAbducer:
         self.beam, self.readings, self.sample_readings = budget.beam, budget.readings, budget.sample_readings
         self.chain_sweeps, self.max_nodes = budget.chain_sweeps, budget.max_nodes
         self.custom_equal = equal is not None
-        self.equal = equal or (lambda value, target: value == target)
+        self.equal = equal or operator.eq  # (a lambda here kept a pipeline from pickling)
         self.index = {symbol: i for i, symbol in enumerate(self.grammar.symbols)}
         self._leaf_values: dict[str, list[tuple[str, int, Any]]] = {}
         self._terminal_index = {terminal: i for i, terminal in enumerate(sorted(set(self.grammar.terminal_of.values())))}

@@ -335,6 +335,11 @@ class Executor:
         self._seen: OrderedDict[str, Any] = OrderedDict()
         self._parses: OrderedDict[tuple[str | None, ...], _Parse] = OrderedDict()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled and copied without the sentences and parses it remembers, which the copy remembers anew: their
+        compiled programs are closures, which do not pickle (a pipeline that had read failed to)."""
+        return {**self.__dict__, "_seen": OrderedDict(), "_parses": OrderedDict()}
+
     def value(self, sentence: str) -> Any:
         """The value of ``sentence`` (``None`` when ungrammatical or invalid)."""
         if sentence in self._seen:
