@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -64,6 +65,32 @@ def _records(release: Path, name: str) -> list[dict]:
 def test_a_release_of_real_images_passes(release):
     check_release(release, fewshot=True)
     assert sum(len(records) for records in read_release(release).values()) > 100
+
+
+def test_the_images_of_a_release_are_listed_from_its_folders_without_a_stat_per_file(written, monkeypatch):
+    """The check found a release's files with a ``stat`` (and a ``Path``) per image: most of its time on a small one."""
+    images = sum(1 for path in (written / IMAGE_FOLDER).rglob("*") if path.is_file())
+    stats = []
+    stat = os.stat
+    monkeypatch.setattr(os, "stat", lambda *args, **kwargs: stats.append(args[0]) or stat(*args, **kwargs))
+    check_release(written)
+    assert images > 1000 and len(stats) < 10, (images, stats[:10])
+
+
+def test_the_images_of_a_release_are_the_files_rglob_finds(tmp_path):
+    """Nested folders and a link to a file are listed; a link to a folder is not descended into (as ``rglob``)."""
+    from neurosym.data.hint.official import _image_files
+
+    images = tmp_path / IMAGE_FOLDER
+    for relative in ("1/a.jpg", "1/.hidden.jpg", "times/b.png", "1/nested/deeper/c.jpg", "notes.txt"):
+        (images / relative).parent.mkdir(parents=True, exist_ok=True)
+        (images / relative).write_bytes(b"")
+    (images / "1" / "linked.jpg").symlink_to(images / "times" / "b.png")
+    (images / "linked_folder").symlink_to(images / "times", target_is_directory=True)
+    (images / "1" / "empty").mkdir()
+    expected = {path.relative_to(images).as_posix() for path in images.rglob("*") if path.is_file()}
+    assert "1/linked.jpg" in expected and not any(path.startswith("linked_folder/") for path in expected)
+    assert _image_files(images) == expected
 
 
 def test_a_missing_split_is_named(release):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pytest
@@ -34,6 +34,7 @@ from neurosym.data.symbol_images import (
     write_folder_bank,
     write_image,
 )
+from neurosym.data.symbol_images.folder import IMAGE_SUFFIXES, folder_image_problem
 
 
 @settings(max_examples=25, deadline=None)
@@ -287,6 +288,28 @@ def test_every_bank_label_has_a_safe_folder_that_reads_back_as_it(label):
     folder = folder_of(label)
     assert "/" not in folder and "\\" not in folder and folder not in ("", ".", "..")
     assert token_of(folder) == label
+
+
+PATH_PIECES = ["1", "times", "*", "x", "/", ".", "..", ".jpg", ".PNG", ".txt", "a"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(path=st.lists(st.sampled_from(PATH_PIECES), max_size=6).map("".join), symbol=st.sampled_from(["1", "*", "x"]))
+@example(path="1/a.jpg", symbol="1")
+@example(path="/a.jpg", symbol="1")
+@example(path="1//a.jpg", symbol="1")
+@example(path="./1/a.jpg", symbol="1")
+@example(path="1/./a.jpg", symbol="1")
+@example(path="times/a.PNG", symbol="*")
+def test_a_path_a_bank_reads_as_its_symbol_is_one_plainly_written_file_in_the_symbols_folder(path, symbol):
+    """``folder_image_problem`` finds no problem exactly where the path, read as a path, is ``<folder>/<file>`` as
+    written, the folder the symbol's and the file an image a bank reads; otherwise the problem names the path."""
+    parts = PurePosixPath(path).parts
+    plain = PurePosixPath(path).as_posix() == path and len(parts) == 2
+    reads = plain and parts[0] == folder_of(symbol) and parts[1].lower().endswith(IMAGE_SUFFIXES) and not parts[1].startswith(".")
+    problem = folder_image_problem(path, symbol)
+    assert (problem is None) == reads
+    assert problem is None or problem.startswith(repr(path))
 
 
 def test_a_bank_of_every_label_is_written_inside_its_folder_and_read_back(tmp_path):

@@ -308,9 +308,22 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
 
 
 def _image_files(folder: Path) -> set[str]:
+    """The files under ``folder``, as paths relative to it written with ``/``: what ``folder.rglob("*")`` finds that
+    is a file (through a link too), read from the directory entries without a ``stat`` and a ``Path`` per file (a
+    release holds tens of thousands of images; these took most of a check of a small release)."""
     if not folder.is_dir():
         raise FileNotFoundError(f"the release has no image folder {folder}")
-    return {path.relative_to(folder).as_posix() for path in folder.rglob("*") if path.is_file()}
+    files: set[str] = set()
+    pending = [(str(folder), "")]
+    while pending:
+        directory, prefix = pending.pop()
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):  # (rglob does not descend into a linked folder either)
+                    pending.append((entry.path, f"{prefix}{entry.name}/"))
+                elif entry.is_file():
+                    files.add(prefix + entry.name)
+    return files
 
 
 def _check_records(items: list, name: str, available: set[str] | None, root: Path, table: OperatorTable) -> None:
