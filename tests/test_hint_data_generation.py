@@ -342,3 +342,18 @@ def test_bad_arguments_are_rejected():
             replace(MAIN_RULES, **bad)
     with pytest.raises(ValueError, match="few-shot concept"):
         fewshot_split("q", cache=False)
+
+
+@pytest.mark.parametrize("seed", [-1, True, 1.5, None, "3"])
+def test_a_seed_that_is_no_int_of_at_least_0_is_named_before_generating_or_caching(tmp_path, seed):
+    """-1 failed in numpy's seeding ("expected non-negative integer"), None in a len(); True was seed 1 and "3" seed 3,
+    cached under their own names ("seedTrue")."""
+    rules = replace(MAIN_RULES.with_scale(0.002), max_train_ops=1, max_test_ops=2)
+    for make in (
+        lambda: generate_split(rules, MAIN_VOCABULARY, seed),
+        lambda: main_split(scale=0.002, seed=seed, cache_root=tmp_path),
+        lambda: fewshot_split("x", scale=0.01, seed=seed, cache_root=tmp_path),
+    ):
+        with pytest.raises(ValueError, match=f"^seed must be an int of at least 0, got {seed!r}$"):
+            make()
+    assert not any(tmp_path.iterdir())

@@ -17,6 +17,7 @@ from neurosym.data.mnist import UNREADABLE_CACHE, cache_dir
 from neurosym.data.randomness import as_generator
 from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable
 from neurosym.syntax import BUILTIN_NUMBERS, BUILTIN_OPERATORS, from_prefix, to_infix
+from neurosym.training.checks import int_at_least
 
 SPLIT_NAMES: tuple[str, ...] = ("train", "val", "test")
 FEWSHOT_CONCEPTS: tuple[str, ...] = (*FEWSHOT_NUMBERS, *FEWSHOT_OPERATORS)
@@ -81,6 +82,7 @@ def main_split(
     scale: float = 1.0, seed: int = 0, cache: bool = True, cache_root: str | os.PathLike | None = None, progress: bool = False
 ) -> dict[str, HintSplit]:
     """The main HINT split ``{"train", "val", "test"}``; at ``scale=1`` Table A1's 998,000 / 4,698 / 46,620."""
+    seed = int_at_least(seed, "seed", 0)  # (before it names the cache: True was cached apart from 1, as "seedTrue")
     rules = MAIN_RULES.with_scale(scale)
     return _cached(
         f"main_s{_scale_key(scale)}_seed{seed}",
@@ -101,6 +103,7 @@ def fewshot_split(
 ) -> dict[str, HintSplit]:
     """The few-shot split of one concept; every expression contains ``concept``."""
     rules = fewshot_rules(concept).with_scale(scale)
+    seed = int_at_least(seed, "seed", 0)  # (before it names the cache)
     vocabulary = fewshot_vocabulary(concept)
     return _cached(
         f"fewshot_{concept}_s{_scale_key(scale)}_seed{seed}",

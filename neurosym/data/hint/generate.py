@@ -11,6 +11,7 @@ from tqdm.auto import tqdm
 from neurosym.data.hint.examples import HintSplit
 from neurosym.data.hint.sampling import Vocabulary, enumerate_prefix, evaluate_prefix, sample_prefix
 from neurosym.data.hint.splits import SplitRules
+from neurosym.training.checks import int_at_least
 
 _STALL_BATCHES = 30  # stop sampling a list after this many batches in a row add nothing to it
 _MAX_BATCH = 200_000
@@ -176,7 +177,9 @@ def generate_split(
     progress: bool = False,
     description: str = "HINT",
 ) -> dict[str, HintSplit]:
-    """Generate ``{"train", "val", "test"}`` by ``rules``; with ``concept``, every expression contains it."""
+    """Generate ``{"train", "val", "test"}`` by ``rules``; with ``concept``, every expression contains it. ``seed`` is an
+    int of at least 0 (else ``ValueError``)."""
+    seed = int_at_least(seed, "seed", 0)  # (True was seed 1, "3" seed 3; -1 failed in numpy's seeding)
     collected: dict[str, list[tuple[str, np.ndarray, np.ndarray, int]]] = {"train": [], "val": [], "test": []}
     sizes = range(rules.max_test_ops + 1)
     for n_op in tqdm(sizes, desc=description, unit="n_op", disable=not progress):
