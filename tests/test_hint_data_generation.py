@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import replace
 
@@ -357,3 +358,21 @@ def test_a_seed_that_is_no_int_of_at_least_0_is_named_before_generating_or_cachi
         with pytest.raises(ValueError, match=f"^seed must be an int of at least 0, got {seed!r}$"):
             make()
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: sample_prefix(-1, 3, MAIN_VOCABULARY, 0), "n_op must be an int of at least 0, got -1"),
+        (lambda: sample_prefix(True, 3, MAIN_VOCABULARY, 0), "n_op must be an int of at least 0, got True"),
+        (lambda: sample_prefix(2, -1, MAIN_VOCABULARY, 0), "count must be an int of at least 0, got -1"),
+        (lambda: sample_prefix(2, 2.5, MAIN_VOCABULARY, 0), "count must be an int of at least 0, got 2.5"),
+        (lambda: enumerate_prefix(-1, MAIN_VOCABULARY), "n_op must be an int of at least 0, got -1"),
+        (lambda: prefix_shapes(1.5), "n_op must be an int of at least 0, got 1.5"),
+    ],
+)
+def test_prefix_sizes_that_are_no_ints_of_at_least_0_are_named(make, message):
+    """-1 failed in numpy ("negative dimensions are not allowed", "need at least one array to concatenate"), 2.5 as a
+    float that "cannot be interpreted as an integer", and True drew expressions of one operator."""
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        make()

@@ -18,6 +18,7 @@ import numpy as np
 from neurosym.data.randomness import as_generator
 from neurosym.semantics import OperatorTable
 from neurosym.semantics.operators import vector_outcome
+from neurosym.training.checks import int_at_least
 
 VALUE_CEILING = 2**20
 """Intermediate values are clipped here (the vectorised rules need ``|v| <= 2**30``); anything this
@@ -59,6 +60,7 @@ class Vocabulary:
 
 def sample_prefix(n_op: int, count: int, vocabulary: Vocabulary, rng: np.random.Generator | int) -> np.ndarray:
     """``count`` random prefix expressions with ``n_op`` operators: uint8 ``[count, 2 * n_op + 1]``."""
+    n_op, count = int_at_least(n_op, "n_op", 0), int_at_least(count, "count", 0)  # (True drew one operator)
     rng = as_generator(rng)
     n_numbers, n_operators = len(vocabulary.numbers), len(vocabulary.operators)
     rows = np.arange(count)
@@ -82,7 +84,7 @@ def sample_prefix(n_op: int, count: int, vocabulary: Vocabulary, rng: np.random.
 
 def prefix_shapes(n_op: int) -> list[tuple[bool, ...]]:
     """Every prefix operator/number pattern of a binary tree with ``n_op`` operators (True = operator)."""
-    if n_op == 0:
+    if int_at_least(n_op, "n_op", 0) == 0:  # (-1 gave no pattern, which enumerate_prefix failed to concatenate)
         return [(False,)]
     return [
         (True, *left, *right)
