@@ -246,6 +246,16 @@ def test_hwf_draws_its_formulas_and_images_as_rng_choice_draws_them():
         assert picks[: len(formula)] == [rng.choice(np.flatnonzero(labels == symbol)) for symbol in formula]
 
 
+def test_hwf_names_a_negative_formula_count_and_a_symbol_without_images():
+    """random_formulas(-1) gave no formula, and a formula showing a symbol the images lack failed in numpy ("high <= 0")."""
+    with pytest.raises(ValueError, match="^count must be an int of at least 0, got -1$"):
+        random_formulas(-1, 0)
+    labels = np.array([*DIGITS, "+", "-", "*"])  # no "/"
+    grammar = SymbolGrammar(grammar_file("hwf.lark"))
+    with pytest.raises(ValueError, match="^formula 1 '8/2' shows '/', of which the images hold none$"):
+        formula_sentences(["1+2", "8/2"], np.zeros((len(labels), 28, 28), np.uint8), labels, 0, grammar, formula_semantics())
+
+
 def tiny_training(steps: int) -> PipelineConfig:
     return PipelineConfig(
         steps=steps,

@@ -25,6 +25,7 @@ from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.tasks import READER_CONVS, Published, Task, grammar_file
+from neurosym.training.checks import int_at_least
 
 DIGITS, OPERATORS = "0123456789", "+-*/"
 LENGTHS = (1, 3, 5, 7)
@@ -77,6 +78,7 @@ def _value(operator: str, left: Fraction, right: Fraction) -> Fraction | None:
 
 def random_formulas(count: int, rng: np.random.Generator | int) -> list[str]:
     """``count`` valid formulas, a quarter of each length of :data:`LENGTHS` (uniform symbols)."""
+    count = int_at_least(count, "count", 0)  # (-1 gave no formula)
     rng = as_generator(rng)
     kinds = list(DIGITS), list(OPERATORS)
     formulas = []
@@ -100,9 +102,11 @@ def formula_sentences(
     semantics: TreeSemantics,
 ) -> ImageSentences:
     """``formulas`` shown with images drawn (with replacement) from ``images`` of their symbols (``labels``), each
-    with its value under ``grammar`` and ``semantics``."""
+    with its value under ``grammar`` and ``semantics``; ``ValueError`` naming a formula that shows a symbol of which
+    ``images`` hold none."""
     rng = as_generator(rng)
     pools = {symbol: np.flatnonzero(labels == symbol) for symbol in DIGITS + OPERATORS}
+    _check_shown(formulas, pools)
     steps = max(LENGTHS)
     picks = np.full((len(formulas), steps), -1)
     for row, formula in enumerate(formulas):
@@ -110,6 +114,14 @@ def formula_sentences(
     targets = [semantics.evaluate(grammar.parse(formula)) for formula in formulas]
     lengths = np.array([len(f) for f in formulas])
     return ImageSentences(images, picks, np.full(picks.shape, READ), lengths, targets, formulas)
+
+
+def _check_shown(formulas: list[str], pools: dict[str, np.ndarray]) -> None:
+    """Raise ``ValueError`` for the first formula showing a symbol without images in ``pools`` (symbol -> indices)."""
+    for row, formula in enumerate(formulas):
+        for symbol in formula:
+            if not len(pools.get(symbol, ())):  # (drawing from no image failed in numpy: "high <= 0")
+                raise ValueError(f"formula {row} {formula!r} shows {symbol!r}, of which the images hold none")
 
 
 READER_WIDTH = 64
