@@ -15,6 +15,7 @@ from neurosym.data.hint import (
     MAIN_RULES,
     MAIN_VOCABULARY,
     HintSplit,
+    SplitRules,
     enumerate_prefix,
     evaluate_prefix,
     examples,
@@ -376,3 +377,67 @@ def test_prefix_sizes_that_are_no_ints_of_at_least_0_are_named(make, message):
     float that "cannot be interpreted as an integer", and True drew expressions of one operator."""
     with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
         make()
+
+
+def _lists(split: HintSplit) -> dict[tuple[str, int], list[int]]:
+    """The record indices of each list of a split: ``(subset, n_op) -> indices`` (subset ``""`` for training)."""
+    lists: dict[tuple[str, int], list[int]] = {}
+    for index, (subset, n_op) in enumerate(zip(split.eval.tolist(), split.n_op.tolist())):
+        lists.setdefault((subset, n_op), []).append(index)
+    return lists
+
+
+@settings(max_examples=6, deadline=None)
+@given(
+    concept=st.sampled_from([None, "x", "a", "d"]),
+    max_train_ops=st.integers(0, 3),
+    extra_ops=st.integers(1, 2),
+    small_limit=st.integers(1, 60),
+    large_limit=st.integers(61, 300),
+    sizes=st.tuples(st.integers(1, 40), st.integers(1, 20), st.integers(1, 10)),
+    enumerate_up_to=st.integers(0, 2),
+    min_train_ops=st.integers(0, 2),
+    seed=st.integers(0, 2**16),
+)
+def test_any_rules_give_the_papers_subsets_distinct_lists_and_capped_results(
+    concept, max_train_ops, extra_ops, small_limit, large_limit, sizes, enumerate_up_to, min_train_ops, seed
+):
+    """Section 3 for any SplitRules, not only the released ones: training expressions within the rules' operators
+    and values, I seen in training, SS/LS/SL/LL unseen and by operators and largest value, every sampled list (n above
+    enumerate_up_to) without repeats and no result above the share cap, validation and test disjoint per subset."""
+    train_per_op, test_per_op, val_per_op = sizes
+    rules = SplitRules(
+        max_train_ops=max_train_ops,
+        max_test_ops=max_train_ops + extra_ops,
+        small_limit=small_limit,
+        large_limit=large_limit,
+        train_per_op=train_per_op,
+        train_per_op_small={},
+        test_per_op=test_per_op,
+        val_per_op=val_per_op,
+        enumerate_up_to=enumerate_up_to,
+        min_train_ops=min(min_train_ops, max_train_ops),
+    )
+    vocabulary = MAIN_VOCABULARY if concept is None else fewshot_vocabulary(concept)
+    split = generate_split(rules, vocabulary, seed, concept)
+    trained = set(split["train"].expr)
+    for name, part in split.items():
+        for record in part:
+            n_op, peak = operator_count(record.expr), _peak(record, vocabulary.table)
+            assert (concept or "") in record.expr and evaluate(record.expr, vocabulary.table) == record.res
+            if name == "train":
+                assert rules.min_train_ops <= n_op <= max_train_ops and peak <= small_limit, record
+            elif record.eval == "I":
+                assert record.expr in trained, record
+            else:
+                short, small = n_op <= max_train_ops, peak <= small_limit
+                expected = {(True, True): "SS", (False, True): "LS", (True, False): "SL", (False, False): "LL"}[(short, small)]
+                assert record.eval == expected and record.expr not in trained and peak <= large_limit, record
+        for (subset, n_op), indices in _lists(part).items():
+            if n_op > enumerate_up_to and subset != "I":
+                size = rules.train_size(n_op) if name == "train" else rules.scaled(val_per_op if name == "val" else test_per_op)
+                assert len({part.expr[i] for i in indices}) == len(indices)
+                assert max(Counter(part.res[indices].tolist()).values()) <= rules.share_cap(size)
+    for subset in ("SS", "LS", "SL", "LL"):
+        in_val = {e for e, s in zip(split["val"].expr, split["val"].eval) if s == subset}
+        assert not in_val & {e for e, s in zip(split["test"].expr, split["test"].eval) if s == subset}
