@@ -63,7 +63,9 @@ class TransformerEncoderLayer(nn.Module):
     """Self-attention then feed-forward, each in a residual block (``attention_bias=False``: attention
     projections without biases).
 
-    ``forward(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]`` (``True`` marks padding).
+    ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, causal=False) -> [B, T, D]`` (``True`` marks padding);
+    ``causal=True`` lets position ``t`` attend to positions ``<= t`` only, so ``out[:, t]`` reads ``x[:, :t + 1]`` alone
+    (a decoder-only, GPT-style layer), in every attention kind.
     """
 
     def __init__(
@@ -85,10 +87,10 @@ class TransformerEncoderLayer(nn.Module):
         self.attention_block = _Residual(dim, dropout, pre_norm)
         self.feed_forward_block = _Residual(dim, dropout, pre_norm)
 
-    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, *, causal: bool = False) -> torch.Tensor:
         check_sequence(x, self.dim, "the input")
         check_dtype_of(x, self, "the input")
-        x = self.attention_block(x, lambda h: self.self_attention(h, key_padding_mask=key_padding_mask))
+        x = self.attention_block(x, lambda h: self.self_attention(h, key_padding_mask=key_padding_mask, causal=causal))
         return self.feed_forward_block(x, self.feed_forward)
 
 
@@ -185,14 +187,16 @@ class TransformerEncoder(_LayerStack):
     """``depth`` independent :class:`TransformerEncoderLayer` s (plus a final LayerNorm when pre-norm).
 
     ``TransformerEncoder(dim, depth, heads, ff_dim, dropout=0.1, *, attention="vanilla", pre_norm=True,
-    max_rel_pos=15, attention_bias=True)``; ``forward(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]``.
+    max_rel_pos=15, attention_bias=True)``; ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, causal=False)
+    -> [B, T, D]``. With ``causal=True`` every layer's self-attention is causal: a decoder-only (GPT-style) stack whose
+    ``out[:, t]`` is that of the prefix ``x[:, :t + 1]``.
     """
 
     layer_type = TransformerEncoderLayer
 
-    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, *, causal: bool = False) -> torch.Tensor:
         for layer in self.layers:
-            x = layer(x, key_padding_mask)
+            x = layer(x, key_padding_mask, causal=causal)
         return self.final_norm(x)
 
 

@@ -27,6 +27,8 @@ in ``[1 - act_epsilon, 1)``, so it would act as any other such epsilon, halting 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import partial
 from typing import NamedTuple
 
 import torch
@@ -55,7 +57,10 @@ class UniversalTransformer(nn.Module):
     ``layer`` must map ``(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]`` and expose its width
     as ``layer.dim`` (even with ``step_embedding=True``, else ``ValueError``; a ``TransformerDecoderLayer``, which also
     reads a memory, raises ``TypeError``). The parameter count is that of ``layer`` (plus a ``D -> 1`` halting unit with ACT),
-    whatever ``depth``. ``forward(x, key_padding_mask=None) -> UniversalOutput``; with ``act=True``
+    whatever ``depth``. ``forward(x [B, T, D], key_padding_mask [B, T] | None = None, *, causal=False) -> UniversalOutput``;
+    ``causal=True`` calls the layer with ``causal=True`` at every step (a layer that takes it, as the encoder layer
+    does), so that ``hidden[:, t]`` is that of the prefix ``x[:, :t + 1]``, with ACT too: each position halts on its own
+    states, which read no later position (``ponder_cost``, a mean over all positions, reads them all). With ``act=True``
     ``depth`` is the maximum number of steps, and ``act_epsilon`` sets where it halts (without ACT an
     ``act_epsilon`` away from its default raises ``ValueError``: it would be ignored; with ACT, ``forward`` raises
     ``ValueError`` for one below the states' dtype's resolution at 1, :func:`halting_threshold`).
@@ -101,16 +106,19 @@ class UniversalTransformer(nn.Module):
         signal = sinusoid_table(torch.tensor([step], device=x.device), self.dim, x.dtype)
         return x + rearrange(signal, "1 d -> 1 1 d")
 
-    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None) -> UniversalOutput:
+    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, *, causal: bool = False) -> UniversalOutput:
         check_sequence(x, self.dim, "the input")
         check_dtype_of(x, self, "the input")  # (the step signal and the halting unit read it before the shared layer)
+        layer = partial(self.layer, causal=True) if causal else self.layer  # (a layer may not take causal at all)
         if self.halting is None:
             for step in range(self.depth):
-                x = self.layer(self._step_input(x, step), key_padding_mask)
+                x = layer(self._step_input(x, step), key_padding_mask)
             return UniversalOutput(x, None)
-        return self._adaptive(x, key_padding_mask, self.halting)
+        return self._adaptive(x, key_padding_mask, self.halting, layer)
 
-    def _adaptive(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None, halting: nn.Linear) -> UniversalOutput:
+    def _adaptive(
+        self, x: torch.Tensor, key_padding_mask: torch.Tensor | None, halting: nn.Linear, layer: Callable[..., torch.Tensor]
+    ) -> UniversalOutput:
         progress = HaltingState.start(x.new_zeros(x.shape[:2]))
         output = torch.zeros_like(x)
         state = x
@@ -119,7 +127,7 @@ class UniversalTransformer(nn.Module):
             probability = torch.sigmoid(rearrange(halting(state), "b t 1 -> b t"))
             threshold = halting_threshold(self.act_epsilon, torch.promote_types(progress.mass.dtype, probability.dtype))
             progress, weight = halting_step(progress, probability, threshold, last_step=step == self.depth - 1)
-            state = self.layer(state, key_padding_mask)
+            state = layer(state, key_padding_mask)
             output = output + rearrange(weight, "b t -> b t 1") * state
         return UniversalOutput(output, ponder_cost(progress, key_padding_mask))
 
