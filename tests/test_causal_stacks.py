@@ -10,7 +10,7 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from neurosym.layers import TransformerEncoder, TransformerEncoderLayer, UniversalTransformer
+from neurosym.layers import AttentionCache, TransformerEncoder, TransformerEncoderLayer, UniversalTransformer
 
 DIM, HEADS, FF, MAX_LENGTH = 8, 2, 16, 6
 KINDS = ["vanilla", "xl", "xl_clipped", "shaw"]
@@ -19,17 +19,26 @@ STACKS = [(stack, kind) for stack in ("encoder", "universal", "act") for kind in
 Stack = Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]
 
 
+def options(kind: str) -> dict[str, object]:
+    """The layers' options for ``kind`` attention: clipped kinds at distance 2, below the lengths drawn."""
+    return dict(attention=kind, max_rel_pos=2 if kind in ("xl_clipped", "shaw") else 15)
+
+
+@cache
+def encoder_of(kind: str) -> TransformerEncoder:
+    """A float64 two-layer encoder stack of ``kind`` attention, without dropout."""
+    torch.manual_seed(0)
+    return TransformerEncoder(DIM, 2, HEADS, FF, 0.0, **options(kind)).double().eval()
+
+
 @cache
 def causal_stack(stack: str, kind: str) -> Stack:
-    """A float64 stack of ``kind`` attention (clipped kinds at distance 2, below the lengths drawn) run with
-    ``causal=True``: ``(x [B, T, D], key_padding_mask [B, T] | None) -> [B, T, D]``. ``"act"`` halts positions at
-    different steps (random halting weights)."""
-    torch.manual_seed(0)
-    options = dict(attention=kind, max_rel_pos=2 if kind in ("xl_clipped", "shaw") else 15)
+    """A float64 stack of ``kind`` attention run with ``causal=True``: ``(x [B, T, D], key_padding_mask [B, T] | None)
+    -> [B, T, D]``. ``"act"`` halts positions at different steps (random halting weights)."""
     if stack == "encoder":
-        encoder = TransformerEncoder(DIM, 2, HEADS, FF, 0.0, **options).double().eval()
-        return lambda x, padding: encoder(x, padding, causal=True)
-    layer = TransformerEncoderLayer(DIM, HEADS, FF, 0.0, pre_norm=False, **options)
+        return lambda x, padding: encoder_of(kind)(x, padding, causal=True)
+    torch.manual_seed(0)
+    layer = TransformerEncoderLayer(DIM, HEADS, FF, 0.0, pre_norm=False, **options(kind))
     universal = UniversalTransformer(layer, 3, act=stack == "act").double().eval()
     if universal.halting is not None:
         torch.nn.init.normal_(universal.halting.weight, std=1.0)
@@ -85,3 +94,73 @@ def test_a_causal_stack_gives_each_position_the_last_output_of_its_prefix(
     run = causal_stack(stack, kind)
     prefixes = [run(x[:, : t + 1], None if padding is None else padding[:, : t + 1])[:, -1] for t in range(x.shape[1])]
     torch.testing.assert_close(run(x, padding), torch.stack(prefixes, dim=1), atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=10, deadline=None)
+@given(batch=padded_batches(first_real=False), data=st.data())
+def test_a_cached_causal_encoder_fed_in_chunks_equals_the_full_causal_call(
+    kind: str, batch: tuple[torch.Tensor, torch.Tensor | None], data: st.DataObject
+) -> None:
+    """Fed a few positions per call through ``new_cache()``, with the padding mask of every position fed so far, the
+    stack gives the outputs of the uncached causal call (left padding included: a query before its element's first
+    real key gets zeros from attention in both)."""
+    x, padding = batch
+    cuts = data.draw(st.sets(st.integers(1, x.shape[1] - 1)) if x.shape[1] > 1 else st.just(set()), label="cuts")
+    ends = [*sorted(cuts), x.shape[1]]
+    encoder, chunk_cache = encoder_of(kind), encoder_of(kind).new_cache()
+    chunks = [
+        encoder(x[:, start:end], None if padding is None else padding[:, :end], causal=True, cache=chunk_cache)
+        for start, end in zip([0, *ends], ends, strict=False)
+    ]
+    torch.testing.assert_close(torch.cat(chunks, dim=1), encoder(x, padding, causal=True), atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_cached_causal_encoder_fed_one_position_at_a_time_equals_the_full_causal_call(kind: str) -> None:
+    """One position per call, over left padding (the first calls see padding alone) and padding inside a row."""
+    x = torch.randn(2, MAX_LENGTH, DIM, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    padding = torch.tensor([[True, True, False, False, True, False], [False, True, False, False, False, True]])
+    encoder, steps_cache = encoder_of(kind), encoder_of(kind).new_cache()
+    steps = [encoder(x[:, t : t + 1], padding[:, : t + 1], causal=True, cache=steps_cache) for t in range(MAX_LENGTH)]
+    torch.testing.assert_close(torch.cat(steps, dim=1), encoder(x, padding, causal=True), atol=1e-10, rtol=0)
+    assert [layer_cache.position for layer_cache in steps_cache] == [MAX_LENGTH, MAX_LENGTH]
+
+
+def test_a_cache_without_causal_is_refused_and_left_empty() -> None:
+    """Without ``causal=True`` a position reads later ones, which an incremental call has not seen yet."""
+    encoder, x = encoder_of("xl"), torch.randn(1, 2, DIM, dtype=torch.float64)
+    empty = encoder.new_cache()
+    with pytest.raises(ValueError, match="a cache needs causal=True"):
+        encoder(x, cache=empty)
+    with pytest.raises(ValueError, match="a cache needs causal=True"):
+        encoder.layers[0](x, cache=empty[0])
+    assert empty == [AttentionCache(), AttentionCache()]
+
+
+def test_a_cached_call_that_raises_leaves_the_cache_as_it_was() -> None:
+    """The padding mask of a cached call covers every position fed so far: one covering the new positions alone is
+    refused before any layer's cache takes the step, and the retried step gives the full call's outputs."""
+    encoder, x = encoder_of("shaw"), torch.randn(1, 3, DIM, dtype=torch.float64)
+    padding = torch.tensor([[False, True, False]])
+    encoder_cache = encoder.new_cache()
+    steps = [encoder(x[:, :1], padding[:, :1], causal=True, cache=encoder_cache)]
+    with pytest.raises(ValueError, match="key_padding_mask covers 1 keys, but there are 2"):
+        encoder(x[:, 1:2], padding[:, 1:2], causal=True, cache=encoder_cache)
+    assert [layer_cache.position for layer_cache in encoder_cache] == [1, 1]
+    steps.append(encoder(x[:, 1:], padding, causal=True, cache=encoder_cache))
+    torch.testing.assert_close(torch.cat(steps, dim=1), encoder(x, padding, causal=True), atol=1e-10, rtol=0)
+
+
+def test_an_encoder_cache_of_the_wrong_kind_or_size_is_refused() -> None:
+    encoder, x = encoder_of("vanilla"), torch.randn(1, 1, DIM, dtype=torch.float64)
+    with pytest.raises(ValueError, match="cache has 1 layers, the TransformerEncoder has 2"):
+        encoder(x, causal=True, cache=encoder.new_cache()[:1])
+    with pytest.raises(TypeError, match=r"cache\[1\] must be the AttentionCache that new_cache\(\) gives, got NoneType"):
+        encoder(x, causal=True, cache=[AttentionCache(), None])
+
+
+@pytest.mark.parametrize(("kind", "parameters"), [("vanilla", 1216), ("xl", 1312), ("xl_clipped", 1312), ("shaw", 1296)])
+def test_the_cache_adds_no_parameter(kind: str, parameters: int) -> None:
+    """The counts of the encoder stack before it took a cache; the caches live outside the module."""
+    assert sum(parameter.numel() for parameter in encoder_of(kind).parameters()) == parameters

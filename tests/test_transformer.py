@@ -67,7 +67,7 @@ def test_cache_of_the_wrong_size_is_rejected() -> None:
         decoder(torch.randn(1, 1, DIM), torch.randn(1, 2, DIM), cache=decoder.new_cache()[:1])
     with pytest.raises(TypeError, match="cache must be the list of DecoderLayerCache that new_cache"):
         decoder(torch.randn(1, 1, DIM), torch.randn(1, 2, DIM), cache=decoder.new_cache()[0])  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"cache\[1\] must be a DecoderLayerCache \(from new_cache\(\)\), got NoneType"):
+    with pytest.raises(TypeError, match=r"cache\[1\] must be the DecoderLayerCache that new_cache\(\) gives, got NoneType"):
         # (ran the second layer without a cache: each incremental call saw its own position alone)
         decoder(torch.randn(1, 1, DIM), torch.randn(1, 2, DIM), cache=[decoder.new_cache()[0], None])  # type: ignore[list-item]
     with pytest.raises(ValueError, match="unknown attention kind"):

@@ -9,7 +9,7 @@ vanilla: positions of the source and of the target are not comparable.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Generic, Literal, TypeVar
 
 import torch
 from torch import nn
@@ -63,9 +63,12 @@ class TransformerEncoderLayer(nn.Module):
     """Self-attention then feed-forward, each in a residual block (``attention_bias=False``: attention
     projections without biases).
 
-    ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, causal=False) -> [B, T, D]`` (``True`` marks padding);
-    ``causal=True`` lets position ``t`` attend to positions ``<= t`` only, so ``out[:, t]`` reads ``x[:, :t + 1]`` alone
-    (a decoder-only, GPT-style layer), in every attention kind.
+    ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, causal=False, cache=None) -> [B, T, D]`` (``True`` marks
+    padding); ``causal=True`` lets position ``t`` attend to positions ``<= t`` only, so ``out[:, t]`` reads ``x[:, :t + 1]``
+    alone (a decoder-only, GPT-style layer), in every attention kind. With ``causal=True`` an :class:`AttentionCache`
+    lets the layer be fed the sequence a few positions per call (incremental decoding): ``x [B, T_new, D]`` are the
+    positions after those of the earlier calls, and ``key_padding_mask [B, T_seen + T_new]`` covers every position fed
+    so far, as in :class:`MultiheadAttention`.
     """
 
     def __init__(
@@ -87,10 +90,23 @@ class TransformerEncoderLayer(nn.Module):
         self.attention_block = _Residual(dim, dropout, pre_norm)
         self.feed_forward_block = _Residual(dim, dropout, pre_norm)
 
-    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, *, causal: bool = False) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        *,
+        causal: bool = False,
+        cache: AttentionCache | None = None,
+    ) -> torch.Tensor:
         check_sequence(x, self.dim, "the input")
         check_dtype_of(x, self, "the input")
-        x = self.attention_block(x, lambda h: self.self_attention(h, key_padding_mask=key_padding_mask, causal=causal))
+        if cache is not None and not causal:
+            raise ValueError(
+                "a cache needs causal=True: without it a position reads later ones, which an incremental call has not seen"
+            )
+        x = self.attention_block(
+            x, lambda h: self.self_attention(h, key_padding_mask=key_padding_mask, causal=causal, cache=cache)
+        )
         return self.feed_forward_block(x, self.feed_forward)
 
 
@@ -156,10 +172,15 @@ class TransformerDecoderLayer(nn.Module):
         return self.feed_forward_block(x, self.feed_forward)
 
 
-class _LayerStack(nn.Module):
-    """``depth`` independent layers of type ``layer_type``, plus a final LayerNorm when pre-norm."""
+CacheT = TypeVar("CacheT", AttentionCache, DecoderLayerCache)
+
+
+class _LayerStack(nn.Module, Generic[CacheT]):
+    """``depth`` independent layers of type ``layer_type``, plus a final LayerNorm when pre-norm; each layer takes a
+    ``cache_type`` for incremental decoding."""
 
     layer_type: type[nn.Module]
+    cache_type: type[CacheT]
 
     def __init__(
         self,
@@ -182,25 +203,59 @@ class _LayerStack(nn.Module):
         self.layers = nn.ModuleList(self.layer_type(dim, heads, ff_dim, dropout, **options) for _ in range(depth))
         self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
 
+    def new_cache(self) -> list[CacheT]:
+        """An empty cache for incremental decoding, one ``cache_type`` per layer."""
+        return [self.cache_type() for _ in self.layers]
 
-class TransformerEncoder(_LayerStack):
+    def _layer_caches(self, cache: list[CacheT] | None) -> list[CacheT | None]:
+        """Each layer's entry of ``cache`` (``None`` for all without one); raise ``TypeError`` unless ``cache`` is
+        ``None`` or a list of ``cache_type`` (a ``None`` entry ran its layer without a cache, silently: each incremental
+        call then saw its own positions alone), and ``ValueError`` unless it has one per layer."""
+        if cache is None:
+            return [None] * len(self.layers)
+        name = self.cache_type.__name__
+        if not isinstance(cache, (list, tuple)):
+            raise TypeError(f"cache must be the list of {name} that new_cache() gives, got {type(cache).__name__}")
+        for index, entry in enumerate(cache):
+            if not isinstance(entry, self.cache_type):
+                raise TypeError(f"cache[{index}] must be the {name} that new_cache() gives, got {type(entry).__name__}")
+        if len(cache) != len(self.layers):
+            raise ValueError(f"cache has {len(cache)} layers, the {type(self).__name__} has {len(self.layers)}")
+        return list(cache)
+
+
+class TransformerEncoder(_LayerStack[AttentionCache]):
     """``depth`` independent :class:`TransformerEncoderLayer` s (plus a final LayerNorm when pre-norm).
 
     ``TransformerEncoder(dim, depth, heads, ff_dim, dropout=0.1, *, attention="vanilla", pre_norm=True,
-    max_rel_pos=15, attention_bias=True)``; ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, causal=False)
-    -> [B, T, D]``. With ``causal=True`` every layer's self-attention is causal: a decoder-only (GPT-style) stack whose
-    ``out[:, t]`` is that of the prefix ``x[:, :t + 1]``.
+    max_rel_pos=15, attention_bias=True)``; ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, causal=False,
+    cache=None) -> [B, T, D]``. With ``causal=True`` every layer's self-attention is causal: a decoder-only (GPT-style)
+    stack whose ``out[:, t]`` is that of the prefix ``x[:, :t + 1]``.
+
+    For incremental decoding (``causal=True`` only; ``ValueError`` otherwise) make a cache with :meth:`new_cache`, one
+    :class:`AttentionCache` per layer, and feed the sequence one position (or a few) at a time: ``x [B, T_new, D]``
+    continues the positions of the earlier calls, ``key_padding_mask [B, T_seen + T_new]`` covers every position fed
+    so far (the keys are the cached ones plus the new), and the outputs ``[B, T_new, D]`` equal those of the uncached
+    causal call on the whole sequence at the new positions. A call that raises leaves the cache as it was.
     """
 
     layer_type = TransformerEncoderLayer
+    cache_type = AttentionCache
 
-    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, *, causal: bool = False) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x, key_padding_mask, causal=causal)
+    def forward(
+        self,
+        x: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        *,
+        causal: bool = False,
+        cache: list[AttentionCache] | None = None,
+    ) -> torch.Tensor:
+        for layer, layer_cache in zip(self.layers, self._layer_caches(cache), strict=True):
+            x = layer(x, key_padding_mask, causal=causal, cache=layer_cache)
         return self.final_norm(x)
 
 
-class TransformerDecoder(_LayerStack):
+class TransformerDecoder(_LayerStack[DecoderLayerCache]):
     """``depth`` :class:`TransformerDecoderLayer` s (plus a final LayerNorm when pre-norm).
 
     Same constructor as :class:`TransformerEncoder`. ``forward(x [B, T, D], memory [B, S, D], *,
@@ -210,24 +265,7 @@ class TransformerDecoder(_LayerStack):
     """
 
     layer_type = TransformerDecoderLayer
-
-    def new_cache(self) -> list[DecoderLayerCache]:
-        """An empty cache, one :class:`DecoderLayerCache` per layer."""
-        return [DecoderLayerCache() for _ in self.layers]
-
-    def _check_cache(self, cache: list[DecoderLayerCache] | None) -> None:
-        """Raise ``TypeError`` unless ``cache`` is ``None`` or a list of :class:`DecoderLayerCache` (a ``None`` entry
-        ran its layer without a cache, silently: each incremental call then saw its own positions alone), and
-        ``ValueError`` unless it has one per layer."""
-        if cache is None:
-            return
-        if not isinstance(cache, (list, tuple)):
-            raise TypeError(f"cache must be the list of DecoderLayerCache that new_cache() gives, got {type(cache).__name__}")
-        for index, entry in enumerate(cache):
-            if not isinstance(entry, DecoderLayerCache):
-                raise TypeError(f"cache[{index}] must be a DecoderLayerCache (from new_cache()), got {type(entry).__name__}")
-        if len(cache) != len(self.layers):
-            raise ValueError(f"cache has {len(cache)} layers, the decoder has {len(self.layers)}")
+    cache_type = DecoderLayerCache
 
     def forward(
         self,
@@ -237,8 +275,6 @@ class TransformerDecoder(_LayerStack):
         memory_padding_mask: torch.Tensor | None = None,
         cache: list[DecoderLayerCache] | None = None,
     ) -> torch.Tensor:
-        self._check_cache(cache)
-        for index, layer in enumerate(self.layers):
-            layer_cache = cache[index] if cache is not None else None
+        for layer, layer_cache in zip(self.layers, self._layer_caches(cache), strict=True):
             x = layer(x, memory, memory_padding_mask=memory_padding_mask, cache=layer_cache)
         return self.final_norm(x)
