@@ -342,8 +342,8 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     }  # fmt: skip
     save_json(results, out / "results.json")
     print(_table(task, results))
-    ours = 100 * results["test"]["accuracy"]
-    plot_grammar_pipeline(results["history"], ours, _ours(results), task.published, task.name, out / "pipeline.png")
+    test_percent = 100 * results["test"]["accuracy"]
+    plot_grammar_pipeline(results["history"], test_percent, _run_label(results), task.published, task.name, out / "pipeline.png")
     return results
 
 
@@ -608,7 +608,7 @@ def _results(run: Path) -> dict[str, Any]:
         raise ValueError(f"{run} is not a finished run (no readable results.json: {error})") from None
 
 
-def _ours(results: dict[str, Any]) -> str:
+def _run_label(results: dict[str, Any]) -> str:
     """What the run of ``results`` is called in its table and figure: ours, or the reference supervised by the true
     symbols, with how its reader was made (an ensemble, readers trained together, a refit, restarts)."""
     ours = "neurosym, supervised by the true symbols (a reference)" if results["pseudo_labels"] == "truths" else "neurosym (ours)"
@@ -628,7 +628,7 @@ def _table(task: Task, results: dict[str, Any]) -> str:
     symbol = test.get("symbol")
     rows = [
         [
-            _ours(results), percent(test["accuracy"], 2), percent(validation["accuracy"], 2), percent(symbol, 2),
+            _run_label(results), percent(test["accuracy"], 2), percent(validation["accuracy"], 2), percent(symbol, 2),
             percent(results["ceiling"], 2), f"{results['train_seconds'] / 60:.1f} min", results["device"],
         ]
     ]  # fmt: skip
