@@ -53,9 +53,9 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
     assert set(merged) >= {"noise", "vector", "holdout_i", "block", "sequential"}
     assert merged["block"] == results["block"]
     assert main(["pvr", *tiny("noise"), "--no-resume", "--out", str(out)]) == 0
-    assert [p.name for p in (out / "runs").iterdir()] == [
-        name for name in stored if name.startswith("noise")
-    ]  # the rest forgotten
+    again = {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
+    assert again.keys() == stored.keys()  # the other sweeps' runs stay
+    assert {name for name in stored if again[name] != stored[name]} == {n for n in stored if n.startswith("noise")}
 
 
 def test_pvr_time_limit_checkpoints_the_run_under_way_exits_75_and_the_same_command_continues(tmp_path, capsys):
@@ -163,3 +163,20 @@ def test_a_run_stored_on_another_kind_of_device_is_trained_anew(tmp_path):
         assert main(["pvr", *tiny("vector"), "--out", str(out)]) == 0
         again = json.loads(stored.read_text())
         assert again["device"] == "cpu" and 0.0 <= again["train_accuracy"] <= 1.0
+
+
+def test_a_store_that_does_not_reuse_ignores_earlier_results_and_checkpoints_but_keeps_its_own(tmp_path):
+    from neurosym.benchmarking.pvr_runs import RunStore
+
+    earlier = RunStore(tmp_path)
+    earlier.put("run", {"steps": 1})
+    earlier.checkpoint("run").parent.mkdir(parents=True)
+    earlier.checkpoint("run").write_bytes(b"stale")
+    assert RunStore(tmp_path).get("run") == {"steps": 1} and RunStore(tmp_path).checkpoint("run").exists()
+    fresh = RunStore(tmp_path, reuse=False)
+    assert fresh.get("run") is None
+    assert not fresh.checkpoint("run").exists()  # an earlier command's checkpoint is not resumed
+    fresh.checkpoint("run").write_bytes(b"this command's")
+    assert fresh.checkpoint("run").read_bytes() == b"this command's"  # its own stays
+    fresh.put("run", {"steps": 2})
+    assert fresh.get("run") == {"steps": 2}

@@ -10,7 +10,6 @@ run resume.
 from __future__ import annotations
 
 import math
-import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -82,26 +81,32 @@ check the plumbing (used by the tests)."""
 
 class RunStore:
     """One JSON per finished run under ``out/runs`` (repeated commands reuse them) and checkpoints under
-    ``out/checkpoints``."""
+    ``out/checkpoints``. A store that does not ``reuse`` (``--no-resume``) ignores what earlier commands left:
+    each run it is asked for is trained afresh, overwriting its stored result and checkpoint, while runs it is
+    not asked for (other sweeps') stay."""
 
-    def __init__(self, out: Path) -> None:
+    def __init__(self, out: Path, reuse: bool = True) -> None:
         self.runs, self.checkpoints = out / "runs", out / "checkpoints"
+        self.reuse = reuse
+        self.stored: set[str] = set()  # keys of the results this store has written
+        self.checkpointed: set[str] = set()  # keys of the checkpoint paths this store has handed out
 
     def get(self, key: str) -> dict[str, Any] | None:
         path = self.runs / f"{key}.json"
-        return load_json(path) if path.exists() else None
+        return load_json(path) if path.exists() and (self.reuse or key in self.stored) else None
 
     def put(self, key: str, result: dict[str, Any]) -> dict[str, Any]:
         save_json(result, self.runs / f"{key}.json")
+        self.stored.add(key)
         return result
 
     def checkpoint(self, key: str) -> Path:
-        return self.checkpoints / f"{key}.pt"
-
-    def clear(self) -> None:
-        """Forget every stored run and checkpoint (``--no-resume``)."""
-        for folder in (self.runs, self.checkpoints):
-            shutil.rmtree(folder, ignore_errors=True)
+        """The checkpoint path of ``key``; without ``reuse``, an earlier command's checkpoint there is removed."""
+        path = self.checkpoints / f"{key}.pt"
+        if not self.reuse and key not in self.checkpointed:
+            path.unlink(missing_ok=True)
+        self.checkpointed.add(key)
+        return path
 
 
 @dataclass

@@ -208,9 +208,7 @@ def run(options: PVROptions) -> dict[str, Any]:
     apply_threads(options.threads)
     budget_name = options.preset or ("paper" if device.type == "cuda" else "cpu")
     deadline = None if options.time_limit is None else time.monotonic() + minutes_to_seconds(options.time_limit)
-    store = RunStore(options.out)
-    if not options.resume:
-        store.clear()
+    store = RunStore(options.out, reuse=options.resume)
     runs = PVRRuns(
         device,
         BUDGETS[budget_name],
