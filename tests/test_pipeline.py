@@ -173,7 +173,7 @@ def test_checkpoint_of_a_reader_of_another_vocabulary_is_refused_before_it_is_lo
     torch.manual_seed(0)
     pipeline = HintPipeline(SymbolClassifier(swapped, features=32, width=8))
     weights = {name: tensor.clone() for name, tensor in pipeline.classifier.state_dict().items()}
-    message = r"checkpoint .*ckpt.pt holds a reader of another vocabulary: \['0', '1', .* there, \['1', '0', .* now"
+    message = r"checkpoint .*ckpt.pt holds a reader of another vocabulary: \['0', '1', .* there, \['1', '0', .* here"
     with pytest.raises(CheckpointMismatch, match=message):  # was resumed, reading each 0 as 1 and each 1 as 0
         train_pipeline(pipeline, train, config, CPU, path)
     assert all(torch.equal(tensor, pipeline.classifier.state_dict()[name]) for name, tensor in weights.items())

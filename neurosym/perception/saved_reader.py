@@ -41,11 +41,7 @@ def load_reader(
     step, steps = saved.get("step", 0), _entry(saved, "config", path).get("steps", 0)
     if finished and step < steps:
         raise ValueError(f"{path} holds a reader trained for {step} of {steps} steps: finish its run first")
-    vocabulary = saved.get("vocabulary")
-    if vocabulary is not None and isinstance(reader, Reader) and list(vocabulary) != list(reader.vocabulary):
-        raise CheckpointMismatch(
-            f"{path} holds a reader of another vocabulary: {list(vocabulary)} there, {list(reader.vocabulary)} here"
-        )
+    check_vocabulary(saved, reader, str(path))
     if recorded is not None:
         held = {
             entry: {name: _recorded(saved, (entry, name), path, fallbacks or {}) for name in values}
@@ -54,6 +50,17 @@ def load_reader(
         check_setup(held, recorded, path, "read it under the values it records, or train a reader under these")
     load_model_state(reader, saved["model"], str(path), "reader")
     return reader
+
+
+def check_vocabulary(saved: Mapping[str, Any], reader: nn.Module, name: str, advice: str = "") -> None:
+    """Refuse with :class:`~neurosym.training.checkpoint.CheckpointMismatch` the checkpoint ``saved`` (``name`` in the
+    message, ``advice`` after it) of a reader of another recorded ``"vocabulary"`` than ``reader``'s: its weights would
+    load alike and read every symbol wrong. One that recorded none, or a module that is no reader, passes."""
+    kept = saved.get("vocabulary")
+    if kept is not None and isinstance(reader, Reader) and list(kept) != list(reader.vocabulary):
+        raise CheckpointMismatch(
+            f"{name} holds a reader of another vocabulary: {list(kept)} there, {list(reader.vocabulary)} here{advice}"
+        )
 
 
 def _recorded(

@@ -28,12 +28,13 @@ from tqdm.auto import tqdm
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.batch_statistics import batch_statistics_of
 from neurosym.perception.reader import Reader, at_least_float32, reader_module
+from neurosym.perception.saved_reader import check_vocabulary
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.subsets import subset_scores
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, reading_batches, real_positions
-from neurosym.training.checkpoint import RESUME_ADVICE, CheckpointMismatch
+from neurosym.training.checkpoint import RESUME_ADVICE
 from neurosym.training.checks import fraction, int_at_least, positive_number
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
@@ -312,12 +313,7 @@ def _of_its_vocabulary(
         return check
 
     def checked(saved: dict[str, Any]) -> None:
-        kept = saved.get("vocabulary")
-        if kept is not None and list(kept) != list(model.vocabulary):
-            raise CheckpointMismatch(
-                f"checkpoint {path} holds a reader of another vocabulary: {list(kept)} there, {list(model.vocabulary)} "
-                f"now; {RESUME_ADVICE}"
-            )
+        check_vocabulary(saved, model, f"checkpoint {path}", f"; {RESUME_ADVICE}")
         if check is not None:
             check(saved)
 
