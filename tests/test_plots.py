@@ -238,6 +238,8 @@ def test_the_pipeline_figure_names_the_run_as_it_is_told(tmp_path, monkeypatch) 
     history = [{"step": step, "correct": 0.5, "labelled": 1.0} for step in range(3)]
     published = [SimpleNamespace(method="ABL", accuracy=98.1)]
     plot_grammar_pipeline(history, 90.0, "neurosym, supervised by the true symbols", published, "hwf", tmp_path / "p.png")
-    bars = figures.pop().axes[1]
+    curve, bars = figures.pop().axes
     pyplot().close("all")
     assert [text.get_text() for text in bars.get_legend().get_texts()] == ["neurosym, supervised by the true symbols", "ABL"]
+    # the reading is scored by its result, not symbol by symbol
+    assert [text.get_text() for text in curve.get_legend().get_texts()] == ["reading gives the result", "abduced"]

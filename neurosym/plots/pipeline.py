@@ -20,13 +20,13 @@ def plot_grammar_pipeline(
     title: str,
     path: str | os.PathLike,
 ) -> None:
-    """Left: per training step, the fraction of the batch read right and the fraction abduction could
-    label (moving averages over 50 steps; empty when nothing was trained, e.g. an ensemble of finished runs);
+    """Left: per training step, the fraction of the batch whose reading executes to its result (before the update) and
+    the fraction abduction could label (moving averages over 50 steps; empty when nothing was trained, e.g. an ensemble of finished runs);
     right: the test accuracy in % (``ours``, named ``ours_label``, e.g. as a reference supervised by the true symbols)
     beside each ``published`` row (objects with ``method`` and ``accuracy``)."""
     figure, (curve, bars) = pyplot().subplots(1, 2, figsize=(11, 4))
     steps = [h["step"] for h in history]
-    for key, label in (("correct", "read right"), ("labelled", "abduced")) if history else ():
+    for key, label in (("correct", "reading gives the result"), ("labelled", "abduced")) if history else ():
         values = np.asarray([h[key] for h in history], dtype=float)
         window = min(50, len(values))
         curve.plot(steps[window - 1 :], np.convolve(values, np.ones(window) / window, mode="valid"), label=label, lw=0.9)
