@@ -141,13 +141,19 @@ def test_a_classifier_with_stroke_normalisation_reads_a_glyph_the_same_at_any_wi
 def test_the_pen_and_the_blur_equal_a_max_pool_and_a_separable_gaussian_convolution(points, written, pen):
     window = _stroke(points, written)[None, None].float()
     normalise = StrokeNormaliser(width=pen)
-    skeleton = skeletonise(window[:, 0] > 0)[:, None].float()
+    torch.testing.assert_close(normalise(window), _redrawn_by_convolution(window, pen, normalise.gaussian), atol=1e-6, rtol=0)
+
+
+def _redrawn_by_convolution(window: torch.Tensor, pen: int, gaussian: torch.Tensor) -> torch.Tensor:
+    """``window [1, 1, H, W]``'s skeleton widened by a ``pen``×``pen`` max-pool and blurred by a separable convolution
+    with ``gaussian [2r + 1]``, scaled to a brightest pixel of 1: ``[1, 1, H, W]`` in ``window``'s dtype."""
+    skeleton = skeletonise(window[:, 0] > 0)[:, None].to(window.dtype)
     before, after = (pen - 1) // 2, pen // 2
     widened = F.max_pool2d(F.pad(skeleton, (before, after, before, after)), pen, stride=1)
-    row = normalise.gaussian.view(1, 1, 1, -1)
+    row = gaussian.to(window.dtype).view(1, 1, 1, -1)
     radius = row.shape[-1] // 2
     soft = F.conv2d(F.conv2d(widened, row, padding=(0, radius)), row.view(1, 1, -1, 1), padding=(radius, 0))
-    torch.testing.assert_close(normalise(window), soft / soft.amax(), atol=1e-6, rtol=0)
+    return soft / soft.amax()
 
 
 @settings(max_examples=20, deadline=None)
@@ -162,3 +168,14 @@ def test_each_pixel_codes_its_eight_neighbours_clockwise_from_north(seed):
             if 0 <= row + d_row < 6 and 0 <= column + d_column < 7 and ink[n, row + d_row, column + d_column]
         )
         assert codes[n, row, column] == expected
+
+
+@settings(max_examples=20, deadline=None)
+@given(strokes, st.integers(1, 6), st.integers(1, 4), st.floats(0.3, 2.0))
+def test_a_float64_window_is_blurred_in_float64(points, written, pen, blur):
+    window = _stroke(points, written)[None, None].double()
+    radius = max(1, round(2 * blur))
+    gaussian = torch.exp(-(torch.arange(-radius, radius + 1, dtype=torch.float64) ** 2) / (2 * blur**2))
+    redrawn = StrokeNormaliser(width=pen, blur=blur)(window)  # (its Gaussian was float32's: up to 4e-8 off)
+    assert redrawn.dtype == torch.float64
+    torch.testing.assert_close(redrawn, _redrawn_by_convolution(window, pen, gaussian / gaussian.sum()), atol=1e-12, rtol=0)

@@ -14,6 +14,7 @@ max-pools over ten times slower on the CPU.
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 import torch.nn.functional as F
@@ -106,13 +107,24 @@ def _keep_isolated_squares(removable: torch.Tensor, codes: torch.Tensor) -> None
         removable[n, row + d_row, column + d_column] = False
 
 
+def _gaussian_taps(blur: float) -> tuple[float, ...]:
+    """A Gaussian of ``blur`` pixels at the offsets ``-r … r`` (``r = max(1, round(2 * blur))``), summing to 1: ``2r + 1``
+    Python floats (float64), which a product with a window rounds to the window's dtype."""
+    radius = max(1, round(2 * blur))
+    taps = [math.exp(-(offset**2) / (2 * blur**2)) for offset in range(-radius, radius + 1)]
+    total = math.fsum(taps)
+    return tuple(tap / total for tap in taps)
+
+
 class StrokeNormaliser(nn.Module):
     """Redraw every glyph as its skeleton traced by one round pen: windows ``[N, 1, S, S]`` float in
     ``[0, 1]`` -> ``[N, 1, S, S]`` float in ``[0, 1]``; a blank window stays blank.
 
     Ink is every pixel above ``threshold`` times the window's brightest pixel; the skeleton is widened to
     ``width`` pixels (a ``width``×``width`` max-pool) and softened by a Gaussian of ``blur`` pixels, then
-    scaled so the brightest pixel is 1. Parameter-free; the same on any batch, training or not.
+    scaled so the brightest pixel is 1, all in the windows' dtype (the Gaussian's taps are float64 numbers).
+    Parameter-free; the same on any batch, training or not. The buffer ``gaussian`` (the taps in the default
+    dtype) is there for the state dict, which thereby says a normaliser was used; the forward reads the taps.
     """
 
     gaussian: torch.Tensor
@@ -124,10 +136,8 @@ class StrokeNormaliser(nn.Module):
         if not (is_real(threshold) and 0 < threshold < 1):
             raise ValueError(f"threshold must be a number in (0, 1), got {threshold!r}")
         self.width, self.threshold = width, threshold
-        radius = max(1, round(2 * blur))
-        offsets = torch.arange(-radius, radius + 1, dtype=torch.float32)
-        gaussian = torch.exp(-(offsets**2) / (2 * blur**2))
-        self.register_buffer("gaussian", gaussian / gaussian.sum())  # saved, so a checkpoint says it was used
+        self.taps = _gaussian_taps(blur)  # (a float32 buffer cast to float64 blurred float64 windows 6e-9 off)
+        self.register_buffer("gaussian", torch.tensor(self.taps))  # saved, so a checkpoint says it was used
 
     def forward(self, windows: torch.Tensor) -> torch.Tensor:
         """``windows [N, 1, S, S]`` in ``[0, 1]`` -> redrawn ``[N, 1, S, S]``."""
@@ -142,9 +152,8 @@ class StrokeNormaliser(nn.Module):
         offsets = range(-((self.width - 1) // 2), self.width // 2 + 1)  # the pen: a width × width square
         pen = functools.reduce(torch.logical_or, (_shifted(skeleton, 0, offset) for offset in offsets))
         pen = functools.reduce(torch.logical_or, (_shifted(pen, offset, 0) for offset in offsets)).to(windows.dtype)
-        radius = len(self.gaussian) // 2
-        weights = self.gaussian.to(windows.dtype)
-        soft = functools.reduce(torch.add, (weight * _shifted(pen, 0, tap - radius) for tap, weight in enumerate(weights)))
-        soft = functools.reduce(torch.add, (weight * _shifted(soft, tap - radius, 0) for tap, weight in enumerate(weights)))
+        radius = len(self.taps) // 2
+        soft = functools.reduce(torch.add, (weight * _shifted(pen, 0, tap - radius) for tap, weight in enumerate(self.taps)))
+        soft = functools.reduce(torch.add, (weight * _shifted(soft, tap - radius, 0) for tap, weight in enumerate(self.taps)))
         soft = rearrange(soft, "n h w -> n 1 h w")
         return soft / soft.amax(dim=(2, 3), keepdim=True).clamp(min=torch.finfo(soft.dtype).tiny)
