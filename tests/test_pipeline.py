@@ -291,6 +291,18 @@ def test_classifier_grows_its_vocabulary_keeping_weights():
         classifier(torch.rand(2, 28, 28))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize(("weight_learns", "bias_learns"), [(True, True), (False, False), (False, True), (True, False)])
+def test_a_grown_head_keeps_which_of_its_parameters_learn_and_their_dtype(weight_learns, bias_learns, dtype):
+    classifier = SymbolClassifier(list("01"), features=8, width=4).to(dtype)
+    classifier.classifier.weight.requires_grad_(weight_learns)
+    classifier.classifier.bias.requires_grad_(bias_learns)
+    classifier.add_symbol("x")
+    head = classifier.classifier
+    assert (head.weight.requires_grad, head.bias.requires_grad) == (weight_learns, bias_learns)  # (a frozen head learned)
+    assert head.weight.dtype == head.bias.dtype == dtype
+
+
 @settings(max_examples=30, deadline=None)
 @given(lengths=st.lists(st.integers(1, 9), min_size=1, max_size=20), step=st.integers(0, 2000), seed=st.integers(0, 99))
 def test_a_curriculum_draws_from_a_list_of_lengths_as_from_their_array(lengths, step, seed):

@@ -80,7 +80,8 @@ class SymbolClassifier(nn.Module):
         return self.classifier(self.activation(self.encoder(windows))).log_softmax(dim=-1)
 
     def add_symbol(self, symbol: str) -> int:
-        """Append a class for ``symbol`` (existing classes keep their weights); returns its index."""
+        """Append a class for ``symbol`` (existing classes keep their weights; the grown weight ``[V + 1, features]``
+        and bias ``[V + 1]`` keep the device, dtype and ``requires_grad`` of the old ones); returns its index."""
         if not isinstance(symbol, str) or symbol in self.vocabulary:
             raise ValueError(f"symbol {symbol!r} is not a str or is already in the vocabulary")
         old = self.classifier
@@ -88,6 +89,8 @@ class SymbolClassifier(nn.Module):
         with torch.no_grad():
             grown.weight[:-1] = old.weight
             grown.bias[:-1] = old.bias
+        grown.weight.requires_grad_(old.weight.requires_grad)  # (a frozen head came back trainable)
+        grown.bias.requires_grad_(old.bias.requires_grad)
         self.classifier = grown
         self.vocabulary.append(symbol)
         return len(self.vocabulary) - 1
