@@ -111,6 +111,76 @@ def test_range_parsing_and_errors():
     assert str(RANGE_PAIRS["[-2,2]"][1]) == "U[-6,-2]∪U[2,6]"
 
 
+def _digits(draw, min_size: int) -> str:
+    """Decimal digits with single underscores between some of them, as in Python's float literals."""
+    digits = draw(st.lists(st.sampled_from("0123456789"), min_size=min_size, max_size=6))
+    return "".join(digit + ("_" if index < len(digits) - 1 and draw(st.booleans()) else "") for index, digit in enumerate(digits))
+
+
+@st.composite
+def float_literals(draw) -> str:
+    """Plain float literals: sign, integer part, fraction (``5.``, ``.5``), exponent with sign, underscores."""
+    sign = draw(st.sampled_from(["", "+", "-"]))
+    whole = _digits(draw, 0)
+    fraction = _digits(draw, 0) if draw(st.booleans()) else None  # None: no point; "": a trailing point
+    if not whole and not fraction:
+        whole = _digits(draw, 1)
+    mantissa = whole if fraction is None else f"{whole}.{fraction}"
+    exponent = draw(st.none() | st.tuples(st.sampled_from("eE"), st.sampled_from(["", "+", "-"]), st.integers(0, 300)))
+    return sign + mantissa + ("" if exponent is None else f"{exponent[0]}{exponent[1]}{exponent[2]}")
+
+
+@settings(max_examples=300, deadline=None)
+@given(low=float_literals(), high=float_literals())
+@example(low="+1", high="1e+5")
+@example(low=".5", high="5.")
+@example(low="-1_000.5e-3", high="1E1_0")
+def test_range_bounds_are_read_as_float_reads_them(low, high):
+    if not float(low) < float(high):
+        low, high = high, low
+    if float(low) == float(high):
+        with pytest.raises(ValueError, match="low < high"):
+            SampleRange.parse(f"[{low},{high}]")
+        return
+    assert SampleRange.parse(f" U[ {low} , {high} ] ").intervals == ((float(low), float(high)),)
+
+
+@settings(max_examples=200, deadline=None)
+@given(bounds=st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=2, max_size=6, unique=True).map(sorted))
+@example(bounds=[1e16, 2e16])
+@example(bounds=[1 / 3, 0.5])
+@example(bounds=[-0.0, 5e-324])
+def test_a_formatted_range_parses_back_exactly(bounds):
+    pairs = list(zip(bounds[::2], bounds[1::2], strict=False))
+    sample_range = SampleRange(tuple(pairs))
+    assert SampleRange.parse(str(sample_range)) == sample_range
+    for low, high in pairs:  # each bound written as repr, signed, in e-format
+        for text in (f"[{low!r},{high!r}]", f"[{low:+},{high:+}]", f"[{low:.17e},{high:.17E}]"):
+            assert SampleRange.parse(text).intervals == ((low, high),)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[1,2", "position 4: expected ']'"),
+        ("[1 2]", "position 3: expected ','"),
+        ("[1e400,2]", "position 1: 1e400 is too large for a float"),
+        ("[-1,1e+309]", "position 4: 1e\\+309 is too large for a float"),
+        ("[nan,1]", "position 1: expected a number"),
+        ("[1,inf]", "position 3: expected a number"),
+        ("[1__0,2]", "position 2: expected ','"),
+        ("[.,1]", "position 1: expected a number"),
+        ("[1e,2]", "position 2: expected ','"),
+        ("[+-1,2]", "position 1: expected a number"),
+        ("[1,2]u", "position 6: expected '\\[low,high\\]'"),
+        ("[1,2] ∪ (3,4)", "position 8: expected '\\[low,high\\]'"),
+    ],
+)
+def test_range_parsing_names_the_position_of_bad_text(text, message):
+    with pytest.raises(ValueError, match=f"cannot read a range from .* at {message}"):
+        SampleRange.parse(text)
+
+
 def test_batches_have_per_member_offsets_operations_and_targets():
     names = ["add", "sub", "mul", "div", "square", "sqrt"]
     data = SimpleFunctionData(names, seeds=[0, 1, 2, 3, 4, 5], evaluation_size=50)

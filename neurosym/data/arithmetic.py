@@ -53,23 +53,19 @@ class SampleRange:
 
     @classmethod
     def parse(cls, text: str) -> SampleRange:
-        """Read ``"[1,2]"`` or ``"[-6,-2]u[2,6]"`` (``u``, ``U`` or ``∪`` joins intervals; a leading ``U`` is allowed)."""
+        """Read ``"[1,2]"`` or ``"[-6,-2]u[2,6]"`` (``u``, ``U`` or ``∪`` joins intervals; a leading ``U`` is allowed).
+
+        The bounds are written as Python's ``float()`` reads them (``+1``, ``.5``, ``5.``, ``1e+5``, ``1_000``),
+        finite (no ``nan`` or ``inf``). ``ValueError`` names the position of text that does not fit.
+        """
         if not isinstance(text, str):
             raise TypeError(f"a range is read from a string like '[1,2]', got {type(text).__name__} {text!r}")
-        number = r"\s*(-?\d+(?:\.\d*)?(?:e-?\d+)?)\s*"
-        interval = re.compile(rf"U?\[{number},{number}\]", re.IGNORECASE)
-        intervals, position = [], _skip_spaces(text, 0)
-        while True:
-            match = interval.match(text, position)
-            if match is None:
-                raise ValueError(f"cannot read a range from {text!r} at position {position}: expected '[low,high]'")
-            intervals.append((float(match.group(1)), float(match.group(2))))
-            position = _skip_spaces(text, match.end())
-            if position == len(text):
-                return cls(tuple(intervals))
-            if text[position] not in "uU∪":
-                raise ValueError(f"cannot read a range from {text!r} at position {position}: expected '∪' or the end")
-            position = _skip_spaces(text, position + 1)
+        reader = _RangeReader(text)
+        intervals = [reader.interval()]
+        while not reader.at_end():
+            reader.expect("uU∪", "'∪' or the end")
+            intervals.append(reader.interval())
+        return cls(tuple(intervals))
 
     @property
     def low(self) -> float:
@@ -108,13 +104,67 @@ class SampleRange:
         return position - starts[index] + lows[index]
 
     def __str__(self) -> str:
-        return "∪".join(f"U[{low:g},{high:g}]" for low, high in self.intervals)
+        """``U[low,high]`` joined by ``∪``, each bound written short but exactly (:meth:`parse` reads it back)."""
+        return "∪".join(f"U[{_format_bound(low)},{_format_bound(high)}]" for low, high in self.intervals)
 
 
-def _skip_spaces(text: str, position: int) -> int:
-    while position < len(text) and text[position].isspace():
-        position += 1
-    return position
+def _format_bound(value: float) -> str:
+    """``value`` in ``g`` format (``2``, ``0.1``) where that is exact, else its shortest exact ``repr``."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(float(value))
+
+
+_DIGITS = r"\d(?:_?\d)*"
+_NUMBER = re.compile(rf"[+-]?(?:{_DIGITS}(?:\.(?:{_DIGITS})?)?|\.{_DIGITS})(?:[eE][+-]?{_DIGITS})?")
+"""A finite float as ``float()`` reads it: sign, digits (single underscores between them), fraction, exponent."""
+
+
+class _RangeReader:
+    """Reads the intervals of :meth:`SampleRange.parse` from ``text``, left to right, skipping spaces."""
+
+    def __init__(self, text: str):
+        self.text, self.position = text, 0
+        self._skip_spaces()
+
+    def at_end(self) -> bool:
+        return self.position == len(self.text)
+
+    def interval(self) -> tuple[float, float]:
+        """``U[low,high]`` (the ``U`` optional) -> ``(low, high)``."""
+        if self.text.startswith(("U[", "u["), self.position):
+            self.position += 1
+        self.expect("[", "'[low,high]'")
+        low = self.number()
+        self.expect(",", "','")
+        high = self.number()
+        self.expect("]", "']'")
+        return low, high
+
+    def expect(self, characters: str, what: str) -> None:
+        """Step over one of ``characters`` (and the spaces after it), else raise naming ``what`` was expected."""
+        if self.at_end() or self.text[self.position] not in characters:
+            raise self._error(f"expected {what}")
+        self.position += 1
+        self._skip_spaces()
+
+    def number(self) -> float:
+        """The finite number at the position (and the spaces after it)."""
+        match = _NUMBER.match(self.text, self.position)
+        if match is None:
+            raise self._error("expected a number")
+        value = float(match.group())
+        if not math.isfinite(value):
+            raise self._error(f"{match.group()} is too large for a float")
+        self.position = match.end()
+        self._skip_spaces()
+        return value
+
+    def _error(self, problem: str) -> ValueError:
+        return ValueError(f"cannot read a range from {self.text!r} at position {self.position}: {problem}")
+
+    def _skip_spaces(self) -> None:
+        while not self.at_end() and self.text[self.position].isspace():
+            self.position += 1
 
 
 RANGE_PAIRS: dict[str, tuple[SampleRange, SampleRange]] = {
