@@ -80,6 +80,26 @@ def test_a_larger_steps_resumes_to_the_weights_of_an_uninterrupted_run(tmp_path,
     )  # smoke preset's 30 whatever was given)
 
 
+def test_a_run_is_not_resumed_under_another_test_per_module(tmp_path, capsys):
+    """Training questions that occur in a test set are dropped, so --test-per-module shapes the training set too."""
+    out = tmp_path / "out"
+    argv = ["mathematics", "--preset", "smoke", "--data", str(released_folder(tmp_path / "data")), "--modules",
+            "arithmetic__mixed,arithmetic__div", "--device", "cpu", "--models", "lstm_att", "--threads", "1",
+            "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main([*argv, "--test-per-module", "12", "--steps", "2"]) == 0
+    assert json.loads((out / "results.json").read_text())["train_questions"] == 2 * 3 * 8  # questions 12 and 11 dropped
+    assert main([*argv, "--steps", "4"]) == 2  # (was resumed on 60 training questions: the preset's 10 tests drop none)
+    assert "(data.test_per_module differ): data.test_per_module 12 there, 10 now" in capsys.readouterr().err
+    path = out / "lstm_att" / "checkpoint.pt"
+    older = load_checkpoint(path)  # a checkpoint from before the count was kept ran with the preset's count, unless given
+    del older["setup"]["data"]["test_per_module"]
+    save_checkpoint(older, path)
+    assert main([*argv, "--test-per-module", "12", "--steps", "4"]) == 2
+    assert "data.test_per_module 10 there, 12 now" in capsys.readouterr().err
+    assert main([*argv, "--steps", "4"]) == 0
+    assert load_checkpoint(path)["step"] == 4
+
+
 def test_the_time_limit_is_the_whole_calls_not_each_models(tmp_path, monkeypatch):
     clock = iter(range(0, 1000, 10))  # the runner's clock: 10 s pass between its readings
     monkeypatch.setattr(mathematics_runner, "time", SimpleNamespace(perf_counter=lambda: float(next(clock))))

@@ -14,7 +14,6 @@ import functools
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 
@@ -50,7 +49,7 @@ from neurosym.models.seq2seq.mathematics_task import (
 from neurosym.plots.mathematics import plot_module_accuracies
 from neurosym.semantics.mathematics_arithmetic import ARITHMETIC_MODULES, symbolic_answers
 from neurosym.training import resolve_device
-from neurosym.training.checkpoint import save_json
+from neurosym.training.checkpoint import Setup, save_json
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
 MODELS = ("symbolic", *NEURAL_MODELS)
@@ -145,9 +144,11 @@ def run(options: MathematicsOptions) -> dict:
         "published": MATHEMATICS,
         "models": {},
     }
-    data_setup = {
-        "modules": options.modules, "train_per_module": train_count, "data": setup_value(options.data, options.out)
-    }  # fmt: skip
+    data_setup = Setup(  # the test counts too: training questions that occur in a test set are dropped
+        {"modules": options.modules, "train_per_module": train_count, "test_per_module": test_count,
+         "data": setup_value(options.data, options.out)},
+        {"test_per_module": QUESTIONS_PER_MODULE[options.preset][1]},  # (a checkpoint from before it was kept)
+    )  # fmt: skip
     trained = _train_models(options, neural, data["train"], steps, batch_size, device, data_setup)
     for name in options.models:  # scored once every model has trained: a stopped call scores none of them
         started = time.perf_counter()
@@ -179,7 +180,7 @@ def _train_models(
     steps: int,
     batch_size: int,
     device: torch.device,
-    data_setup: dict[str, Any],
+    data_setup: Setup,
 ) -> dict[str, tuple[Seq2Seq, dict, float]]:
     """Train (or resume) each neural model of ``names`` on ``train`` in turn, each within what is left of
     ``--time-limit``: by name, the model (in eval mode), its record (:func:`train_model`) and the seconds of this call

@@ -34,6 +34,7 @@ from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.factory import build_front_end, build_seq2seq
 from neurosym.perception.reader import at_least_float32
 from neurosym.training import DistributedContext, TrainConfig, train
+from neurosym.training.checkpoint import Setup
 from neurosym.training.compile import compile_for_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.seeding import seeded
@@ -203,7 +204,8 @@ def train_model(
     Checkpoints every ``checkpoint_every`` steps to ``folder/checkpoint.pt`` and resumes from it unless
     ``resume`` is false (a larger ``steps`` continues training on the same batch order).
     The checkpoint keeps the model configuration and ``data`` (what the training questions were made from: modules,
-    counts, a release folder) as its setup, beside the loop's batch size, learning rate, clip and
+    counts, a release folder; a :class:`~neurosym.training.checkpoint.Setup` brings the values that entries missing
+    from older checkpoints stand for) as its setup, beside the loop's batch size, learning rate, clip and
     seed; resuming with other ones raises :class:`~neurosym.training.checkpoint.CheckpointMismatch`. Returns the model (in eval mode) and its record: ``parameters``,
     ``steps``, ``losses`` (``[step, loss]`` pairs) and ``final_loss``.
     """
@@ -226,7 +228,7 @@ def train_model(
             **PAPER_ADAM,
         )
         context = DistributedContext(0, 1, 0, device)
-        setup = {"model": asdict(config), "data": dict(data or {})}
+        setup = Setup({"model": asdict(config), "data": dict(data or {})}, _data_defaults(data))
         outcome = train(model, train_examples, answer_loss, train_config, context, collate_fn=collate, setup=setup)
     model.eval()
     losses = [(entry["step"], entry["loss"]) for entry in outcome.history]
@@ -236,6 +238,11 @@ def train_model(
         "losses": losses,
         "final_loss": losses[-1][1],
     }
+
+
+def _data_defaults(data: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The defaults of a run's setup that come with its ``data`` setup (nested under ``"data"``), if it has any."""
+    return {"data": dict(data.defaults)} if isinstance(data, Setup) and data.defaults else {}
 
 
 @torch.no_grad()
