@@ -1,7 +1,7 @@
 """Training one batched model of the arithmetic benchmark: all (operation, seed) runs of one model type.
 
 Every run is an ensemble member of one :class:`TwoLayerArithmetic`; their losses are summed, so each
-member gets exactly the gradient it would get alone, and Adam's per-parameter statistics keep them
+member gets the gradient it would get alone (up to the order of floating-point sums), and Adam's per-parameter statistics keep them
 independent. The steps run in the library's one training loop
 (:func:`neurosym.training.core.run_training`, weights clamped after each update): it evaluates every
 ``eval_every`` steps (validation = interpolation range, test = extrapolation range), writes an atomic
