@@ -4,8 +4,8 @@ Each sub-command lives in a runner module of :mod:`neurosym.experiments`, import
 runner exposes ``OPTIONS``, the dataclass of its options (fields made with
 :func:`~neurosym.experiments.options.option`, from which the command line is generated), and
 ``run(options)`` (bad input it finds once its work began: :class:`~neurosym.experiments.CommandFailed`, one line after
-the program's name); every command also takes ``--config FILE.toml`` (its keys: option names; options given
-on the command line win).
+the program's name); every command also takes ``--config FILE.toml`` (its keys: option names; a relative path in it is relative to the
+file's folder; options given on the command line win).
 """
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def build_parser(command: str | None = None, prog: str | None = None) -> argpars
             add_options(child, importlib.import_module(module_name).OPTIONS, named)
             child.add_argument(
                 CONFIG_OPTION, type=existing_file, metavar="FILE.toml",
-                help="option values from a TOML file (keys: the option names); options given here win",
+                help="option values from a TOML file (keys: the option names; a relative path in it is relative to "
+                "its folder); options given here win",
             )  # fmt: skip
             child.set_defaults(_runner=module_name, _parser=child, out=Path("results") / name.replace("-", "_"))
     return parser

@@ -373,6 +373,39 @@ def test_a_config_file_gives_defaults_that_the_command_line_overrides(tmp_path) 
     assert options.batch_size is None and options.out.as_posix() == "results/pipeline"  # untouched: the task's
 
 
+def test_a_config_file_names_its_paths_relative_to_its_own_folder(tmp_path, monkeypatch) -> None:
+    """Paths in a --config file name the files beside it from any working folder (was: relative to the working
+    folder, so that the file named others, or none, once run from elsewhere); on the command line they stay relative
+    to the working folder, and an absolute path is itself."""
+    import numpy as np
+
+    from neurosym.cli import _parsed
+
+    study = tmp_path / "study"
+    for folder in ("release", "r0", "r1", "reader"):
+        (study / folder).mkdir(parents=True)
+    (study / "reader" / "checkpoint.pt").write_bytes(b"")
+    (study / "mnist.pkl.gz").write_bytes(b"")
+    np.savez(study / "mine.npz", images=np.zeros((1, 28, 28), np.uint8), labels=np.array(["1"]))
+    (tmp_path / "here.pkl.gz").write_bytes(b"")
+    monkeypatch.chdir(tmp_path)
+    config = study / "pipeline.toml"
+    config.write_text('mnist = "mnist.pkl.gz"\nout = "runs/a"\ninit-reader = "reader"\nensemble = ["r0", "r1"]\n')
+    args = _parsed(build_parser("pipeline"), ["pipeline", "--config", "study/pipeline.toml"])
+    beside = Path("study")  # (the config file's folder, as --config names it)
+    assert (args.mnist, args.out) == (beside / "mnist.pkl.gz", beside / "runs/a")
+    assert args.init_reader == beside / "reader/checkpoint.pt" and args.ensemble == [beside / "r0", beside / "r1"]
+    args = _parsed(build_parser("pipeline"), ["pipeline", "--config", "study/pipeline.toml", "--mnist", "here.pkl.gz"])
+    assert args.mnist == Path("here.pkl.gz")
+    config.write_text(f"mnist = {str(tmp_path / 'here.pkl.gz')!r}\n")
+    assert _parsed(build_parser("pipeline"), ["pipeline", "--config", str(config)]).mnist == tmp_path / "here.pkl.gz"
+    (study / "hint.toml").write_text('model = "neurosym"\ndata = "release"\nbank = "mine.npz"\nadapt = "default"\n')
+    args = _parsed(build_parser("hint"), ["hint", "--config", "study/hint.toml"])
+    assert (args.data, args.bank, args.adapt) == (beside / "release", beside / "mine.npz", "default")
+    (study / "hint_data.toml").write_text('bank = "release"\n')
+    assert _parsed(build_parser("hint-data"), ["hint-data", "--config", "study/hint_data.toml"]).bank == str(beside / "release")
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

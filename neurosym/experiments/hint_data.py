@@ -33,6 +33,7 @@ from neurosym.experiments.options import (
     integer_in,
     non_negative_int,
     option,
+    option_path,
     positive_int,
     preset_option,
     reject_unused,
@@ -47,8 +48,10 @@ SMOKE_SCALE = 0.01
 def _bank_source(text: str) -> str | Path:
     """``--bank``: what ``neurosym hint --bank`` takes (a name of :data:`BANKS` or an ``.npz`` archive), ``none``,
     or a ``symbol_images`` folder."""
-    if text == "none" or text in BANKS or Path(text).is_dir():
+    if text == "none" or text in BANKS:
         return text
+    if (folder := option_path(text)).is_dir():
+        return str(folder)
     if Path(text).suffix == ".npz":
         return bank_archive(text)
     raise argparse.ArgumentTypeError(

@@ -23,6 +23,7 @@ from neurosym.experiments.options import (
     non_negative_float,
     non_negative_int,
     option,
+    option_path,
     positive_float,
     positive_int,
     probability_below_one,
@@ -122,7 +123,7 @@ class HintPipelineOptions(TrainingOptions):
     ensemble: list[Path] | None = option(
         None, "neurosym (image input): train nothing; read with the mean probability of the readers these runs trained "
         "(their --out folders) with this command's data and reader options and, on generated data, its --data-seed "
-        "(which draws the image pools; members may differ in --seed)", parse=Path, nargs="+", metavar="RUN", listed=False,
+        "(which draws the image pools; members may differ in --seed)", parse=option_path, nargs="+", metavar="RUN", listed=False,
     )  # fmt: skip
     adapt_examples: int = option(AdaptConfig.examples, "neurosym: new writer's expressions", parse=positive_int, listed=False)
     adapt_steps: int = option(AdaptConfig.steps, "neurosym: training steps of --adapt", parse=positive_int, listed=False)

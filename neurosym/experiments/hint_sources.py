@@ -39,6 +39,7 @@ from neurosym.data.symbol_images import (
     writers_bank,
 )
 from neurosym.experiments import CommandFailed
+from neurosym.experiments.options import option_path
 
 BANKS: dict[str, str] = {
     "default": "real handwriting (MNIST + bhmsds digits; + - from bhmsds and handwritten-calculator; x / from "
@@ -55,20 +56,22 @@ if TYPE_CHECKING:  # hint_options reads bank names from here
 
 
 def bank_archive(text: str) -> Path:
-    """An ``.npz`` symbol bank option: the archive is read and checked when the option is parsed."""
+    """An ``.npz`` symbol bank option (its path: :func:`~neurosym.experiments.options.option_path`): the archive is
+    read and checked when the option is parsed."""
+    path = option_path(text)
     try:
-        read_bank_archive(text)
+        read_bank_archive(path)
     except (FileNotFoundError, ValueError) as error:
         raise argparse.ArgumentTypeError(str(error)) from None
-    return Path(text)
+    return path
 
 
 def bank_choice(text: str) -> str | Path:
     """``--bank``: a name of :data:`BANKS`, or a checked ``.npz`` archive."""
     if text in BANKS:
         return text
-    if not Path(text).is_file():
-        raise argparse.ArgumentTypeError(f"{text!r} is neither a bank ({', '.join(BANKS)}) nor an .npz archive")
+    if not (path := option_path(text)).is_file():
+        raise argparse.ArgumentTypeError(f"{str(path)!r} is neither a bank ({', '.join(BANKS)}) nor an .npz archive")
     return bank_archive(text)
 
 

@@ -98,29 +98,45 @@ def curriculum_stages(text: str) -> tuple[tuple[int, int], ...]:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def existing_file(text: str) -> Path:
-    """The path of a file that exists."""
-    path = Path(text)
+_config_folder: ContextVar[Path | None] = ContextVar("config file folder", default=None)
+"""The folder of the ``--config`` file whose values :func:`config_file_values` is reading (``None``: none is)."""
+
+
+def option_path(text: str) -> Path:
+    """The path an option's text names: written on the command line, relative to the working folder; written in a
+    ``--config`` file, relative to that file's folder (:func:`config_file_values`); an absolute path as it is."""
+    folder = _config_folder.get()
+    return Path(text) if folder is None else folder / text
+
+
+def file_at(path: Path) -> Path:
+    """``path``, a file that exists; :class:`argparse.ArgumentTypeError` naming it otherwise."""
     if not path.is_file():
-        raise argparse.ArgumentTypeError(f"no such file: {text!r}")
+        raise argparse.ArgumentTypeError(f"no such file: {str(path)!r}")
     return path
 
 
+def existing_file(text: str) -> Path:
+    """The path of a file that exists (:func:`option_path`)."""
+    return file_at(option_path(text))
+
+
 def existing_folder(text: str) -> Path:
-    """The path of a folder that exists."""
-    path = Path(text)
+    """The path of a folder that exists (:func:`option_path`)."""
+    path = option_path(text)
     if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"no such folder: {text!r}")
+        raise argparse.ArgumentTypeError(f"no such folder: {str(path)!r}")
     return path
 
 
 def output_folder(text: str) -> Path:
-    """The path of a folder to write into: one that exists, or one that can be made (no file in its place or above)."""
-    path = Path(text)
+    """The path of a folder to write into (:func:`option_path`): one that exists, or one that can be made (no file in its
+    place or above)."""
+    path = option_path(text)
     for place in (path, *path.parents):
         if place.exists():
             if not place.is_dir():
-                raise argparse.ArgumentTypeError(f"{text!r} cannot be an output folder: {str(place)!r} is a file")
+                raise argparse.ArgumentTypeError(f"{str(path)!r} cannot be an output folder: {str(place)!r} is a file")
             break
     return path
 
@@ -275,7 +291,7 @@ def _field_parser(config_field: Field, annotation: Any) -> Callable[[str], Any] 
         return lambda text: _number(text, int)
     if kind is float:
         return lambda text: _number(text, float)
-    return kind if kind in (Path, str) else None
+    return option_path if kind is Path else str if kind is str else None
 
 
 SHARED_TITLE = "options shared with other commands"
@@ -400,12 +416,22 @@ def options_from(options: type[Options], namespace: argparse.Namespace) -> Optio
 
 def config_file_values(options: type, path: Path) -> dict[str, Any]:
     """The values of the TOML config file ``path`` for the fields of ``options`` (keys: field names, with ``-``
-    or ``_``), each read as the command line reads it; a bad or unknown entry, or one option under two spellings
-    (``augment-shift`` and ``augment_shift``), raises ``ValueError`` naming it."""
+    or ``_``), each read as the command line reads it, but a relative path as one relative to the file's folder
+    (:func:`option_path`), so that the file names the same files from any working folder; a bad or unknown entry, or
+    one option under two spellings (``augment-shift`` and ``augment_shift``), raises ``ValueError`` naming it."""
     try:
         table = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ValueError(str(error)) from None
+    token = _config_folder.set(path.parent)
+    try:
+        return _table_values(options, table)
+    finally:
+        _config_folder.reset(token)
+
+
+def _table_values(options: type, table: Mapping[str, Any]) -> dict[str, Any]:
+    """The values of a config file's ``table`` for the fields of ``options`` (:func:`config_file_values`)."""
     hints, by_name = get_type_hints(options), {item.name: item for item in fields(options) if "help" in item.metadata}
     values: dict[str, Any] = {}
     keys: dict[str, str] = {}  # option name -> the key that set it

@@ -33,12 +33,14 @@ from neurosym.experiments.options import (
     curriculum_stages,
     existing_file,
     existing_folder,
+    file_at,
     flag,
     fraction_up_to_one,
     non_negative_float,
     non_negative_int,
     option,
     option_as_json,
+    option_path,
     options_set,
     positive_float,
     positive_int,
@@ -75,8 +77,8 @@ from neurosym.training.stopping import minutes_to_seconds, time_left
 
 def _run_checkpoint(text: str) -> Path:
     """``--init-reader``: a run's ``checkpoint.pt``, or the run folder that holds one."""
-    path = Path(text)
-    return existing_file(str(path / "checkpoint.pt" if path.is_dir() else path))
+    path = option_path(text)
+    return file_at(path / "checkpoint.pt" if path.is_dir() else path)
 
 
 def _task_name(text: str) -> str:
@@ -202,7 +204,7 @@ class PipelineOptions(TrainingOptions):
         None, "train nothing: read with the mean probability of the readers these runs of the same task scored "
         "(their --out folders; a run's refit reader where it refit one; this command's reader options); the training "
         "time is theirs summed",
-        parse=Path, nargs="+", metavar="RUN",
+        parse=option_path, nargs="+", metavar="RUN",
     )  # fmt: skip
 
     def __post_init__(self) -> None:
