@@ -180,3 +180,18 @@ def test_a_store_that_does_not_reuse_ignores_earlier_results_and_checkpoints_but
     assert fresh.checkpoint("run").read_bytes() == b"this command's"  # its own stays
     fresh.put("run", {"steps": 2})
     assert fresh.get("run") == {"steps": 2}
+
+
+def test_image_runs_on_another_mnist_file_are_trained_not_reused_and_the_file_is_recorded(tmp_path, monkeypatch):
+    first, second = (write_fake_mnist(tmp_path / f"{name}.pkl.gz", per_class=10, seed=seed) for seed, name in enumerate("ab"))
+    out = tmp_path / "out"
+    assert main(["pvr", *tiny("block", mnist=first), "--out", str(out)]) == 0
+    stored = {p.name for p in (out / "runs").iterdir()}
+    assert json.loads((out / "pvr.json").read_text())["block"]["mnist"] == str(first.resolve())
+    monkeypatch.setenv("NEUROSYM_MNIST", str(first))  # the same file named by the environment: reused
+    assert main(["pvr", *tiny("block"), "--out", str(out)]) == 0
+    assert {p.name for p in (out / "runs").iterdir()} == stored
+    assert main(["pvr", *tiny("block", mnist=second), "--out", str(out)]) == 0
+    again = {p.name for p in (out / "runs").iterdir()}
+    assert len(again) == 2 * len(stored) and again > stored  # the CNN trained anew on the other digits
+    assert json.loads((out / "pvr.json").read_text())["block"]["mnist"] == str(second.resolve())

@@ -18,13 +18,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from neurosym.data.mnist import given_mnist
 from neurosym.data.pvr import DigitBank, render_blocks
 from neurosym.models.pvr import build_visual_model
 from neurosym.perception.cnn import SmallCNN
 from neurosym.pipelines.pvr import READER_WIDTH, CellLayout, NeuroSymbolicPVR, images_to_float, train_digit_reader
 from neurosym.semantics.pvr_rules import PVRRule
 from neurosym.training import load_checkpoint, save_checkpoint
-from neurosym.training.checkpoint import load_json, save_json
+from neurosym.training.checkpoint import files_stamp, load_json, save_json
 from neurosym.training.classifier import Prepare, accuracy, fit_classifier, identity
 from neurosym.training.loop import TrainConfig
 
@@ -112,7 +113,8 @@ class RunStore:
 @dataclass
 class PVRRuns:
     """Everything a run needs: the device, the budget, the run store, the seed, the progress switch, the
-    ``time.monotonic()`` deadline of a time limit (None: none) and optional overrides of the epochs."""
+    ``time.monotonic()`` deadline of a time limit (None: none), optional overrides of the epochs, and ``digits``: what
+    names the MNIST file of the image runs in their keys (:func:`mnist_tag`; empty for the packaged default)."""
 
     device: torch.device
     budget: Budget
@@ -122,6 +124,7 @@ class PVRRuns:
     deadline: float | None = None
     vector_epochs: int | None = None
     visual_epochs: int | None = None
+    digits: str = ""
 
     def time_left(self) -> float | None:
         """Seconds until the deadline (0 once passed; None without one): the next training's time limit."""
@@ -199,7 +202,7 @@ class PVRRuns:
     def digit_reader(self, train_bank: DigitBank, test_bank: DigitBank, cell: int) -> tuple[SmallCNN, float]:
         """Train (or load) the neuro-symbolic model's digit reader for ``cell`` × ``cell`` digits; returns it
         and its accuracy on digits of ``test_bank``."""
-        key = f"reader-{cell}-n{self.budget.reader_examples}-e3-seed{self.seed}"
+        key = f"reader-{cell}-n{self.budget.reader_examples}-e3-seed{self.seed}{self.digits}"
         path = self.store.checkpoint(key)
         saved = load_checkpoint(path)
         if saved is None:
@@ -240,7 +243,7 @@ class PVRRuns:
         runs, rows = [], []
         config = self.visual_config()
         for name in models:
-            key = f"{task}-{name}-s{b.visual_scale}-n{len(train[1])}-{schedule_name(config)}"
+            key = f"{task}-{name}-s{b.visual_scale}-n{len(train[1])}-{schedule_name(config)}{self.digits}"
             torch.manual_seed(self.seed)
             model = build_visual_model(name, train[0].shape[1:], scale=b.visual_scale)
             result = self.train_and_score(key, model, train, tests, config, images_to_float)
@@ -269,6 +272,14 @@ class PVRRuns:
 
 def _tensor(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array))
+
+
+def mnist_tag(mnist: Path | None) -> str:
+    """What the keys of runs on the MNIST digits of ``mnist`` (``--mnist``, else ``$NEUROSYM_MNIST``; neither: the
+    packaged default, tagged by nothing) end with: ``-mnist`` and the file's stamp (its size and modification time,
+    :func:`~neurosym.training.checkpoint.files_stamp`), so that runs on another file are not reused."""
+    given = given_mnist(mnist)
+    return "" if given is None else f"-mnist{files_stamp(given)}"
 
 
 def schedule_name(config: TrainConfig) -> str:

