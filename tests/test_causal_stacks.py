@@ -160,6 +160,25 @@ def test_an_encoder_cache_of_the_wrong_kind_or_size_is_refused() -> None:
         encoder(x, causal=True, cache=[AttentionCache(), None])
 
 
+def test_layer_caches_at_different_positions_are_refused_and_left_as_they_were() -> None:
+    """A layer's cache replaced by a fresh one (or taken from another stack) put that layer's queries at other positions
+    than the other layers' and silently changed the outputs; the call is refused before any cache advances."""
+    encoder, x = encoder_of("xl"), torch.randn(1, 3, DIM, dtype=torch.float64)
+    level = encoder.new_cache()
+    encoder(x[:, :2], causal=True, cache=level)
+    mixed = [level[0], encoder.new_cache()[1]]
+    with pytest.raises(ValueError, match="the cache of layer 1 is at position 0, that of layer 0 at 2"):
+        encoder(x[:, 2:], causal=True, cache=mixed)
+    assert [layer_cache.position for layer_cache in mixed] == [2, 0]
+
+
+def test_one_cache_shared_by_two_layers_is_refused() -> None:
+    """``[AttentionCache()] * depth`` held the keys of every layer in one list and advanced once per layer."""
+    encoder, x = encoder_of("vanilla"), torch.randn(1, 1, DIM, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"cache\[1\] is the same object as cache\[0\]: each layer needs its own"):
+        encoder(x, causal=True, cache=[AttentionCache()] * 2)
+
+
 @pytest.mark.parametrize(("kind", "parameters"), [("vanilla", 1216), ("xl", 1312), ("xl_clipped", 1312), ("shaw", 1296)])
 def test_the_cache_adds_no_parameter(kind: str, parameters: int) -> None:
     """The counts of the encoder stack before it took a cache; the caches live outside the module."""

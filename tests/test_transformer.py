@@ -70,6 +70,12 @@ def test_cache_of_the_wrong_size_is_rejected() -> None:
     with pytest.raises(TypeError, match=r"cache\[1\] must be the DecoderLayerCache that new_cache\(\) gives, got NoneType"):
         # (ran the second layer without a cache: each incremental call saw its own position alone)
         decoder(torch.randn(1, 1, DIM), torch.randn(1, 2, DIM), cache=[decoder.new_cache()[0], None])  # type: ignore[list-item]
+    level = decoder.new_cache()
+    decoder(torch.randn(1, 2, DIM), torch.randn(1, 2, DIM), cache=level)
+    with pytest.raises(ValueError, match="the cache of layer 1 is at position 0, that of layer 0 at 2"):
+        decoder(torch.randn(1, 1, DIM), torch.randn(1, 2, DIM), cache=[level[0], decoder.new_cache()[1]])
+    with pytest.raises(ValueError, match="the cache of layer 1 is at position 2, that of layer 0 at 0"):
+        decoder(torch.randn(1, 1, DIM), torch.randn(1, 2, DIM), cache=[decoder.new_cache()[0], level[1]])
     with pytest.raises(ValueError, match="unknown attention kind"):
         TransformerEncoder(DIM, 1, HEADS, FF, attention="rotary")  # type: ignore[arg-type]
 

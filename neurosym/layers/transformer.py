@@ -8,7 +8,7 @@ vanilla: positions of the source and of the target are not comparable.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Generic, Literal, TypeVar
 
 import torch
@@ -117,6 +117,11 @@ class DecoderLayerCache:
         self.self_attention = AttentionCache()
         self.cross_attention = AttentionCache()
 
+    @property
+    def position(self) -> int:
+        """The target positions fed so far (both attention caches count them)."""
+        return self.self_attention.position
+
 
 class TransformerDecoderLayer(nn.Module):
     """Causal self-attention, cross-attention to the encoder memory, then feed-forward.
@@ -210,7 +215,8 @@ class _LayerStack(nn.Module, Generic[CacheT]):
     def _layer_caches(self, cache: list[CacheT] | None) -> list[CacheT | None]:
         """Each layer's entry of ``cache`` (``None`` for all without one); raise ``TypeError`` unless ``cache`` is
         ``None`` or a list of ``cache_type`` (a ``None`` entry ran its layer without a cache, silently: each incremental
-        call then saw its own positions alone), and ``ValueError`` unless it has one per layer."""
+        call then saw its own positions alone), and ``ValueError`` unless it has one per layer, each its own and all at
+        the same position (see :func:`check_cache_positions`)."""
         if cache is None:
             return [None] * len(self.layers)
         name = self.cache_type.__name__
@@ -221,7 +227,27 @@ class _LayerStack(nn.Module, Generic[CacheT]):
                 raise TypeError(f"cache[{index}] must be the {name} that new_cache() gives, got {type(entry).__name__}")
         if len(cache) != len(self.layers):
             raise ValueError(f"cache has {len(cache)} layers, the {type(self).__name__} has {len(self.layers)}")
+        check_cache_positions(cache)
         return list(cache)
+
+
+def check_cache_positions(cache: Sequence[AttentionCache | DecoderLayerCache]) -> None:
+    """Raise ``ValueError`` unless the layers' caches of one stack are distinct objects at the same position.
+
+    Every call advances each layer's cache by the positions it feeds, so a stack's caches stay level. A cache shared by
+    two layers held the keys of both and advanced twice per call; one at another position (a layer's cache replaced or
+    taken from another stack) placed its queries at other positions than the other layers': both silently gave other
+    outputs than the uncached call."""
+    first_index: dict[int, int] = {}  # id of each cache -> the first layer holding it
+    for index, entry in enumerate(cache):
+        first = first_index.setdefault(id(entry), index)
+        if first != index:
+            raise ValueError(f"cache[{index}] is the same object as cache[{first}]: each layer needs its own (new_cache())")
+        if entry.position != cache[0].position:
+            raise ValueError(
+                f"the cache of layer {index} is at position {entry.position}, that of layer 0 at {cache[0].position}: "
+                "the layers' caches of one stack must have seen the same positions (make them together with new_cache())"
+            )
 
 
 class TransformerEncoder(_LayerStack[AttentionCache]):
@@ -236,7 +262,9 @@ class TransformerEncoder(_LayerStack[AttentionCache]):
     :class:`AttentionCache` per layer, and feed the sequence one position (or a few) at a time: ``x [B, T_new, D]``
     continues the positions of the earlier calls, ``key_padding_mask [B, T_seen + T_new]`` covers every position fed
     so far (the keys are the cached ones plus the new), and the outputs ``[B, T_new, D]`` equal those of the uncached
-    causal call on the whole sequence at the new positions. A call that raises leaves the cache as it was.
+    causal call on the whole sequence at the new positions. A call that raises leaves the cache as it was. A cache
+    list whose layers' entries are at different positions, or share one object, raises ``ValueError`` (it would give
+    other outputs, silently): pass the same ``new_cache()`` list to every call.
     """
 
     layer_type = TransformerEncoderLayer
@@ -261,7 +289,8 @@ class TransformerDecoder(_LayerStack[DecoderLayerCache]):
     Same constructor as :class:`TransformerEncoder`. ``forward(x [B, T, D], memory [B, S, D], *,
     memory_padding_mask [B, S] | None, cache) -> [B, T, D]``. For incremental decoding make a cache with
     :meth:`new_cache` and feed the target one position (or a few) at a time: the result equals running
-    the whole prefix without a cache.
+    the whole prefix without a cache. Layers' caches at different positions, or shared, raise ``ValueError``, as in
+    :class:`TransformerEncoder`.
     """
 
     layer_type = TransformerDecoderLayer
