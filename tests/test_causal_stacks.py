@@ -1,4 +1,5 @@
-"""Decoder-only (causal) encoder stacks and universal transformers: position ``t`` reads positions ``<= t`` alone."""
+"""Decoder-only (causal) encoder stacks and universal transformers: position ``t`` reads positions ``<= t`` alone, and
+so they can be fed a few positions per call through a cache."""
 
 from __future__ import annotations
 
@@ -32,18 +33,24 @@ def encoder_of(kind: str) -> TransformerEncoder:
 
 
 @cache
-def causal_stack(stack: str, kind: str) -> Stack:
-    """A float64 stack of ``kind`` attention run with ``causal=True``: ``(x [B, T, D], key_padding_mask [B, T] | None)
-    -> [B, T, D]``. ``"act"`` halts positions at different steps (random halting weights)."""
-    if stack == "encoder":
-        return lambda x, padding: encoder_of(kind)(x, padding, causal=True)
+def universal_of(kind: str, act: bool) -> UniversalTransformer:
+    """A float64 universal transformer of three steps over a post-norm layer of ``kind`` attention, without dropout;
+    with ``act`` it halts positions at different steps (random halting weights)."""
     torch.manual_seed(0)
     layer = TransformerEncoderLayer(DIM, HEADS, FF, 0.0, pre_norm=False, **options(kind))
-    universal = UniversalTransformer(layer, 3, act=stack == "act").double().eval()
+    universal = UniversalTransformer(layer, 3, act=act).double().eval()
     if universal.halting is not None:
         torch.nn.init.normal_(universal.halting.weight, std=1.0)
         torch.nn.init.constant_(universal.halting.bias, -0.5)
-    return lambda x, padding: universal(x, padding, causal=True).hidden
+    return universal
+
+
+def causal_stack(stack: str, kind: str) -> Stack:
+    """A float64 stack of ``kind`` attention run with ``causal=True``: ``(x [B, T, D], key_padding_mask [B, T] | None)
+    -> [B, T, D]``. ``"act"`` halts positions at different steps."""
+    if stack == "encoder":
+        return lambda x, padding: encoder_of(kind)(x, padding, causal=True)
+    return lambda x, padding: universal_of(kind, stack == "act")(x, padding, causal=True).hidden
 
 
 @st.composite
@@ -125,6 +132,81 @@ def test_a_cached_causal_encoder_fed_one_position_at_a_time_equals_the_full_caus
     steps = [encoder(x[:, t : t + 1], padding[:, : t + 1], causal=True, cache=steps_cache) for t in range(MAX_LENGTH)]
     torch.testing.assert_close(torch.cat(steps, dim=1), encoder(x, padding, causal=True), atol=1e-10, rtol=0)
     assert [layer_cache.position for layer_cache in steps_cache] == [MAX_LENGTH, MAX_LENGTH]
+
+
+@pytest.mark.parametrize("act", [False, True], ids=["fixed_depth", "act"])
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=10, deadline=None)
+@given(batch=padded_batches(first_real=False), data=st.data())
+def test_a_cached_causal_universal_transformer_fed_in_chunks_equals_the_full_causal_call(
+    kind: str, act: bool, batch: tuple[torch.Tensor, torch.Tensor | None], data: st.DataObject
+) -> None:
+    """As the encoder stack, with one cache per step (ACT included: every step runs on every position, halted or not).
+    Each call's ``ponder_cost`` is the mean over its new real positions, so the chunks' costs weighted by their real
+    positions make the full call's."""
+    x, padding = batch
+    cuts = data.draw(st.sets(st.integers(1, x.shape[1] - 1)) if x.shape[1] > 1 else st.just(set()), label="cuts")
+    ends = [*sorted(cuts), x.shape[1]]
+    universal = universal_of(kind, act)
+    step_cache = universal.new_cache()
+    chunks = [
+        universal(x[:, start:end], None if padding is None else padding[:, :end], causal=True, cache=step_cache)
+        for start, end in zip([0, *ends], ends, strict=False)
+    ]
+    full = universal(x, padding, causal=True)
+    torch.testing.assert_close(torch.cat([chunk.hidden for chunk in chunks], dim=1), full.hidden, atol=1e-10, rtol=0)
+    assert [step.position for step in step_cache] == [x.shape[1]] * 3
+    if act:
+        real = torch.ones(x.shape[:2]) if padding is None else (~padding).double()
+        counts = [real[:, start:end].sum() for start, end in zip([0, *ends], ends, strict=False)]
+        total = sum(chunk.ponder_cost * count for chunk, count in zip(chunks, counts, strict=True))
+        torch.testing.assert_close(total / real.sum(), full.ponder_cost, atol=1e-10, rtol=0)
+    else:
+        assert all(chunk.ponder_cost is None for chunk in chunks)
+
+
+def test_a_universal_transformer_cache_is_checked_before_any_step_runs() -> None:
+    """A cache needs ``causal=True`` and one distinct, level ``AttentionCache`` per step; a refused call (here a padding
+    mask covering the new positions alone) leaves it as it was."""
+    universal, x = universal_of("shaw", True), torch.randn(1, 3, DIM, dtype=torch.float64)
+    step_cache = universal.new_cache()
+    with pytest.raises(ValueError, match="a cache needs causal=True"):
+        universal(x, cache=step_cache)
+    with pytest.raises(ValueError, match="cache has 2 steps, the UniversalTransformer has 3"):
+        universal(x, causal=True, cache=step_cache[:2])
+    with pytest.raises(ValueError, match=r"cache\[2\] is the same object as cache\[0\]: each step needs its own"):
+        universal(x, causal=True, cache=[*step_cache[:2], step_cache[0]])
+    universal(x[:, :1], causal=True, cache=step_cache)
+    with pytest.raises(ValueError, match="the cache of step 1 is at position 0, that of step 0 at 1"):
+        universal(x[:, 1:], causal=True, cache=[step_cache[0], AttentionCache(), step_cache[2]])
+    with pytest.raises(ValueError, match="key_padding_mask covers 2 keys, but there are 3"):
+        universal(x[:, 1:], torch.zeros(1, 2, dtype=torch.bool), causal=True, cache=step_cache)
+    assert [step.position for step in step_cache] == [1, 1, 1]
+
+
+class PositionwiseLayer(torch.nn.Module):
+    """A layer of ``forward(x [B, T, D], key_padding_mask, *, causal=False) -> [B, T, D]`` that reads each position
+    alone (causal as it is) and takes no cache."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dim = DIM
+        self.linear = torch.nn.Linear(DIM, DIM)
+
+    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, *, causal: bool = False) -> torch.Tensor:
+        return self.linear(x)
+
+
+def test_a_universal_transformer_over_another_layer_takes_no_cache() -> None:
+    """Only a layer that takes ``cache=`` (the encoder layer) can be fed incrementally; another serves uncached."""
+    universal = UniversalTransformer(PositionwiseLayer(), 2)
+    assert universal(torch.randn(1, 4, DIM), causal=True).hidden.shape == (1, 4, DIM)
+    with pytest.raises(
+        TypeError, match="a cache needs a shared layer that takes one, a TransformerEncoderLayer; .* PositionwiseLayer"
+    ):
+        universal.new_cache()
+    with pytest.raises(TypeError, match="a cache needs a shared layer that takes one"):
+        universal(torch.randn(1, 4, DIM), causal=True, cache=[AttentionCache(), AttentionCache()])
 
 
 def test_a_cache_without_causal_is_refused_and_left_empty() -> None:

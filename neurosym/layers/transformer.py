@@ -100,14 +100,19 @@ class TransformerEncoderLayer(nn.Module):
     ) -> torch.Tensor:
         check_sequence(x, self.dim, "the input")
         check_dtype_of(x, self, "the input")
-        if cache is not None and not causal:
-            raise ValueError(
-                "a cache needs causal=True: without it a position reads later ones, which an incremental call has not seen"
-            )
+        check_cache_is_causal(cache, causal=causal)
         x = self.attention_block(
             x, lambda h: self.self_attention(h, key_padding_mask=key_padding_mask, causal=causal, cache=cache)
         )
         return self.feed_forward_block(x, self.feed_forward)
+
+
+def check_cache_is_causal(cache: object, *, causal: bool) -> None:
+    """Raise ``ValueError`` for a ``cache`` (not ``None``) without ``causal=True``."""
+    if cache is not None and not causal:
+        raise ValueError(
+            "a cache needs causal=True: without it a position reads later ones, which an incremental call has not seen"
+        )
 
 
 class DecoderLayerCache:
@@ -213,41 +218,41 @@ class _LayerStack(nn.Module, Generic[CacheT]):
         return [self.cache_type() for _ in self.layers]
 
     def _layer_caches(self, cache: list[CacheT] | None) -> list[CacheT | None]:
-        """Each layer's entry of ``cache`` (``None`` for all without one); raise ``TypeError`` unless ``cache`` is
-        ``None`` or a list of ``cache_type`` (a ``None`` entry ran its layer without a cache, silently: each incremental
-        call then saw its own positions alone), and ``ValueError`` unless it has one per layer, each its own and all at
-        the same position (see :func:`check_cache_positions`)."""
+        """Each layer's entry of ``cache`` (``None`` for all without one), checked by :func:`check_cache_list`."""
         if cache is None:
             return [None] * len(self.layers)
-        name = self.cache_type.__name__
-        if not isinstance(cache, (list, tuple)):
-            raise TypeError(f"cache must be the list of {name} that new_cache() gives, got {type(cache).__name__}")
-        for index, entry in enumerate(cache):
-            if not isinstance(entry, self.cache_type):
-                raise TypeError(f"cache[{index}] must be the {name} that new_cache() gives, got {type(entry).__name__}")
-        if len(cache) != len(self.layers):
-            raise ValueError(f"cache has {len(cache)} layers, the {type(self).__name__} has {len(self.layers)}")
-        check_cache_positions(cache)
-        return list(cache)
+        return list(check_cache_list(cache, self.cache_type, len(self.layers), type(self).__name__, "layer"))
 
 
-def check_cache_positions(cache: Sequence[AttentionCache | DecoderLayerCache]) -> None:
-    """Raise ``ValueError`` unless the layers' caches of one stack are distinct objects at the same position.
+def check_cache_list(cache: object, cache_type: type[CacheT], count: int, owner: str, unit: str) -> Sequence[CacheT]:
+    """``cache``, checked to be the list of ``count`` ``cache_type`` that ``new_cache()`` gives ``owner``, one per
+    ``unit`` (a layer of a stack, a step of a universal transformer).
 
-    Every call advances each layer's cache by the positions it feeds, so a stack's caches stay level. A cache shared by
-    two layers held the keys of both and advanced twice per call; one at another position (a layer's cache replaced or
-    taken from another stack) placed its queries at other positions than the other layers': both silently gave other
-    outputs than the uncached call."""
-    first_index: dict[int, int] = {}  # id of each cache -> the first layer holding it
+    ``TypeError`` unless it is a list of ``cache_type`` (a ``None`` entry ran its layer without a cache, silently: each
+    incremental call then saw its own positions alone); ``ValueError`` unless it has ``count`` entries, each its own
+    object, all at the same position. Every call advances each entry by the positions it feeds, so they stay level: an
+    entry shared by two layers held the keys of both and advanced twice per call, and one at another position (a
+    layer's cache replaced by a fresh one, or taken from another stack) put its queries at other positions than the
+    others'; both silently gave other outputs than the uncached call."""
+    name = cache_type.__name__
+    if not isinstance(cache, (list, tuple)):
+        raise TypeError(f"cache must be the list of {name} that new_cache() gives, got {type(cache).__name__}")
+    for index, entry in enumerate(cache):
+        if not isinstance(entry, cache_type):
+            raise TypeError(f"cache[{index}] must be the {name} that new_cache() gives, got {type(entry).__name__}")
+    if len(cache) != count:
+        raise ValueError(f"cache has {len(cache)} {unit}s, the {owner} has {count}")
+    first_index: dict[int, int] = {}  # id of each entry -> the first index holding it
     for index, entry in enumerate(cache):
         first = first_index.setdefault(id(entry), index)
         if first != index:
-            raise ValueError(f"cache[{index}] is the same object as cache[{first}]: each layer needs its own (new_cache())")
+            raise ValueError(f"cache[{index}] is the same object as cache[{first}]: each {unit} needs its own (new_cache())")
         if entry.position != cache[0].position:
             raise ValueError(
-                f"the cache of layer {index} is at position {entry.position}, that of layer 0 at {cache[0].position}: "
-                "the layers' caches of one stack must have seen the same positions (make them together with new_cache())"
+                f"the cache of {unit} {index} is at position {entry.position}, that of {unit} 0 at {cache[0].position}: "
+                f"the {unit}s' caches must have seen the same positions (make them together with new_cache())"
             )
+    return cache
 
 
 class TransformerEncoder(_LayerStack[AttentionCache]):

@@ -35,9 +35,15 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.attention import AttentionCache
 from neurosym.layers.positional import sinusoid_table
 from neurosym.layers.shape_checks import check_dtype_of, check_sequence
-from neurosym.layers.transformer import TransformerDecoderLayer
+from neurosym.layers.transformer import (
+    TransformerDecoderLayer,
+    TransformerEncoderLayer,
+    check_cache_is_causal,
+    check_cache_list,
+)
 from neurosym.training.checks import ignored_option, int_at_least
 
 ACT_EPSILON = 0.01
@@ -45,7 +51,8 @@ ACT_EPSILON = 0.01
 
 
 class UniversalOutput(NamedTuple):
-    """``hidden [B, T, D]``; ``ponder_cost``: scalar mean of ``N + R`` over non-padding positions (ACT only)."""
+    """``hidden [B, T, D]``; ``ponder_cost``: scalar mean of ``N + R`` over non-padding positions (ACT only; over the
+    call's new positions in a cached call)."""
 
     hidden: torch.Tensor
     ponder_cost: torch.Tensor | None
@@ -64,6 +71,15 @@ class UniversalTransformer(nn.Module):
     ``depth`` is the maximum number of steps, and ``act_epsilon`` sets where it halts (without ACT an
     ``act_epsilon`` away from its default raises ``ValueError``: it would be ignored; with ACT, ``forward`` raises
     ``ValueError`` for one below the states' dtype's resolution at 1, :func:`halting_threshold`).
+
+    For incremental decoding with a :class:`~neurosym.layers.transformer.TransformerEncoderLayer` (``causal=True`` only;
+    ``ValueError`` otherwise) make a cache with :meth:`new_cache`, one :class:`AttentionCache` per step, and feed the
+    sequence a few positions per call, as :class:`~neurosym.layers.transformer.TransformerEncoder` is fed: ``x [B, T_new,
+    D]`` continues the positions of the earlier calls, ``key_padding_mask [B, T_seen + T_new]`` covers every position
+    fed so far, and ``hidden [B, T_new, D]`` equals the uncached causal call's at the new positions, with ACT too
+    (every step runs the layer on every position, halted or not, so each step's keys are defined for every position;
+    halting only weighs a position's own states). ``ponder_cost`` is then the mean of ``N + R`` over the call's new
+    non-padding positions. A call that raises leaves the cache as it was.
     """
 
     def __init__(
@@ -106,18 +122,55 @@ class UniversalTransformer(nn.Module):
         signal = sinusoid_table(torch.tensor([step], device=x.device), self.dim, x.dtype)
         return x + rearrange(signal, "1 d -> 1 1 d")
 
-    def forward(self, x: torch.Tensor, key_padding_mask: torch.Tensor | None = None, *, causal: bool = False) -> UniversalOutput:
+    def new_cache(self) -> list[AttentionCache]:
+        """An empty cache for incremental decoding, one :class:`AttentionCache` per step; ``TypeError`` unless the
+        shared layer is a :class:`~neurosym.layers.transformer.TransformerEncoderLayer` (which takes ``cache=``)."""
+        self._check_cacheable_layer()
+        return [AttentionCache() for _ in range(self.depth)]
+
+    def _check_cacheable_layer(self) -> None:
+        if not isinstance(self.layer, TransformerEncoderLayer):
+            raise TypeError(
+                "a cache needs a shared layer that takes one, a TransformerEncoderLayer; "
+                f"this UniversalTransformer shares a {type(self.layer).__name__}"
+            )
+
+    def forward(
+        self,
+        x: torch.Tensor,
+        key_padding_mask: torch.Tensor | None = None,
+        *,
+        causal: bool = False,
+        cache: list[AttentionCache] | None = None,
+    ) -> UniversalOutput:
         check_sequence(x, self.dim, "the input")
         check_dtype_of(x, self, "the input")  # (the step signal and the halting unit read it before the shared layer)
-        layer = partial(self.layer, causal=True) if causal else self.layer  # (a layer may not take causal at all)
+        check_cache_is_causal(cache, causal=causal)
+        step_layer = self._step_layers(causal, cache)
         if self.halting is None:
             for step in range(self.depth):
-                x = layer(self._step_input(x, step), key_padding_mask)
+                x = step_layer(step)(self._step_input(x, step), key_padding_mask)
             return UniversalOutput(x, None)
-        return self._adaptive(x, key_padding_mask, self.halting, layer)
+        return self._adaptive(x, key_padding_mask, self.halting, step_layer)
+
+    def _step_layers(
+        self, causal: bool, cache: list[AttentionCache] | None
+    ) -> Callable[[int], Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]]:
+        """The shared layer as each step calls it, ``step -> (x [B, T, D], key_padding_mask) -> [B, T, D]``: causal
+        when asked (a layer may not take ``causal`` at all), with that step's entry of the checked ``cache``."""
+        if cache is None:
+            layer = partial(self.layer, causal=True) if causal else self.layer
+            return lambda step: layer
+        self._check_cacheable_layer()
+        caches = check_cache_list(cache, AttentionCache, self.depth, type(self).__name__, "step")
+        return lambda step: partial(self.layer, causal=True, cache=caches[step])
 
     def _adaptive(
-        self, x: torch.Tensor, key_padding_mask: torch.Tensor | None, halting: nn.Linear, layer: Callable[..., torch.Tensor]
+        self,
+        x: torch.Tensor,
+        key_padding_mask: torch.Tensor | None,
+        halting: nn.Linear,
+        step_layer: Callable[[int], Callable[[torch.Tensor, torch.Tensor | None], torch.Tensor]],
     ) -> UniversalOutput:
         progress = HaltingState.start(x.new_zeros(x.shape[:2]))
         output = torch.zeros_like(x)
@@ -127,9 +180,11 @@ class UniversalTransformer(nn.Module):
             probability = torch.sigmoid(rearrange(halting(state), "b t 1 -> b t"))
             threshold = halting_threshold(self.act_epsilon, torch.promote_types(progress.mass.dtype, probability.dtype))
             progress, weight = halting_step(progress, probability, threshold, last_step=step == self.depth - 1)
-            state = layer(state, key_padding_mask)
+            state = step_layer(step)(state, key_padding_mask)
             output = output + rearrange(weight, "b t -> b t 1") * state
-        return UniversalOutput(output, ponder_cost(progress, key_padding_mask))
+        # (with a cache the mask covers the positions of the earlier calls first)
+        new_padding = None if key_padding_mask is None else key_padding_mask[:, key_padding_mask.shape[1] - x.shape[1] :]
+        return UniversalOutput(output, ponder_cost(progress, new_padding))
 
 
 def halting_threshold(act_epsilon: float, dtype: torch.dtype) -> float:
