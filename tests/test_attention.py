@@ -34,9 +34,11 @@ def reference(
     causal: bool,
     key_value: torch.Tensor | None = None,
     key_padding_mask: torch.Tensor | None = None,
+    attn_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Attention computed pair by pair from the published formulas, in the dtype of ``x``; a query that may see no key
-    gets zeros before the output projection."""
+    """Attention computed pair by pair from the published formulas, in the dtype of ``x``, with ``attn_mask [Tq, Tk] |
+    [B, Tq, Tk]`` ``True`` where a query may attend; a query that may see no key gets zeros before the output
+    projection."""
     source = x if key_value is None else key_value
     q = module.split_heads(module.query_proj(x))
     k, v = module.split_heads(module.key_value_proj(source)).chunk(2, dim=-1)
@@ -59,6 +61,8 @@ def reference(
             scores[:, :, i, j] = -math.inf
     if key_padding_mask is not None:
         scores = scores.masked_fill(key_padding_mask[:, None, None, :], -math.inf)
+    if attn_mask is not None:
+        scores = scores.masked_fill(~(attn_mask[:, None] if attn_mask.dim() == 3 else attn_mask), -math.inf)
     weights = torch.softmax(scores / math.sqrt(d), dim=-1).nan_to_num(0.0)  # (NaN: a query that sees no key)
     out = torch.einsum("bhij,bhjd->bhid", weights, v)
     if isinstance(module, RelativeMultiheadAttention) and module.relative == "shaw" and module.distance_values is not None:
@@ -194,6 +198,78 @@ def test_absolute_positions_would_break_the_shift_test() -> None:
     plain = module(x + positions[:4])
     shifted = module(torch.cat([torch.zeros(1, 2, DIM), x], 1) + positions, key_padding_mask=padding)[:, 2:]
     assert not torch.allclose(plain, shifted, atol=1e-3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    kind=st.sampled_from(["vanilla", "xl", "xl_clipped", "shaw"]),
+    num_queries=st.integers(1, 5),
+    num_keys=st.integers(1, 5),
+    cross=st.booleans(),
+    causal=st.booleans(),
+    per_element=st.booleans(),
+    data=st.data(),
+)
+def test_an_attention_mask_is_the_masked_formula_combined_with_padding_and_causality(
+    kind: str, num_queries: int, num_keys: int, cross: bool, causal: bool, per_element: bool, data: st.DataObject
+) -> None:
+    """A bool ``attn_mask`` of ``[Tq, Tk]`` or ``[B, Tq, Tk]`` (``True``: may attend) removes the keys it blocks from
+    the pairwise formula, alone or on top of padding and causality, in every kind; rows left no key (by it alone or combined)
+    get zeros before the output projection, as the blind queries of causal attention over left padding do."""
+    module = make(kind, **({"max_rel_pos": 2} if kind in ("xl_clipped", "shaw") else {})).double()
+    x = torch.randn(2, num_queries, DIM, dtype=torch.float64)
+    key_value = torch.randn(2, num_keys, DIM, dtype=torch.float64) if cross else None
+    keys = num_keys if cross else num_queries
+    padding = torch.tensor([data.draw(st.lists(st.booleans(), min_size=keys, max_size=keys)) for _ in range(2)])
+    padding[:, data.draw(st.integers(0, keys - 1))] = False  # (every element has a real key)
+    padding = padding if data.draw(st.booleans(), label="padded") else None
+    shape = (2, num_queries, keys) if per_element else (num_queries, keys)
+    mask = torch.tensor(data.draw(st.lists(st.booleans(), min_size=math.prod(shape), max_size=math.prod(shape)))).view(shape)
+    got = module(x, key_value, key_padding_mask=padding, attn_mask=mask, causal=causal)
+    torch.testing.assert_close(got, reference(module, x, causal, key_value, padding, mask), atol=1e-12, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])
+def test_a_query_an_attention_mask_leaves_no_key_gets_zeros_with_finite_gradients(kind: str) -> None:
+    module = make(kind).train()  # (dropout 0: train mode only to take gradients as training does)
+    x = torch.randn(2, 3, DIM, requires_grad=True)
+    mask = torch.tensor([[True, False, True], [False, False, False], [True, True, True]])
+    out = module(x, attn_mask=mask)
+    torch.testing.assert_close(out[:, 1], module.out_proj.bias.expand(2, DIM))
+    assert not torch.allclose(out[:, [0, 2]], module.out_proj.bias.expand(2, 2, DIM))
+    out.square().sum().backward()
+    assert all(p.grad is None or bool(p.grad.isfinite().all()) for p in [x, *module.parameters()])
+
+
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])
+def test_incremental_self_attention_with_an_attention_mask_equals_full(kind: str) -> None:
+    """Fed through a cache, a call's mask has its new queries' rows over every key so far."""
+    module = make(kind)
+    x = torch.randn(2, 5, DIM)
+    mask = torch.rand(2, 5, 5, generator=torch.Generator().manual_seed(0)) < 0.6
+    cache, ends = AttentionCache(), (2, 3, 5)
+    pieces = [
+        module(x[:, start:end], attn_mask=mask[:, start:end, :end], causal=True, cache=cache)
+        for start, end in zip((0, *ends), ends, strict=False)
+    ]
+    torch.testing.assert_close(torch.cat(pieces, 1), module(x, attn_mask=mask, causal=True), atol=1e-6, rtol=1e-5)
+
+
+def test_a_bad_attention_mask_is_refused_by_name() -> None:
+    module, x = make("shaw"), torch.randn(2, 3, DIM)
+    with pytest.raises(TypeError, match=r"attn_mask \(or None\) must be a torch.Tensor, got list"):
+        module(x, attn_mask=[[True] * 3] * 3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"attn_mask must be a bool tensor \[3, 3\] or \[2, 3, 3\] with True where a query"):
+        module(x, attn_mask=torch.zeros(3, 3))
+    with pytest.raises(ValueError, match=r"here \[3, 4\] or \[2, 3, 4\] .*, got \(3, 3\)"):
+        module(x, torch.randn(2, 4, DIM), attn_mask=torch.ones(3, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"here \[3, 3\] or \[2, 3, 3\] .*, got \(1, 3, 3\)"):
+        module(x, attn_mask=torch.ones(1, 3, 3, dtype=torch.bool))
+    cache = AttentionCache()
+    module(x[:, :2], causal=True, cache=cache)
+    with pytest.raises(ValueError, match=r"here \[1, 3\] or \[2, 1, 3\] \(with a cache the keys are every position"):
+        module(x[:, 2:], attn_mask=torch.ones(1, 1, dtype=torch.bool), causal=True, cache=cache)
+    assert cache.position == 2
 
 
 @pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])

@@ -124,6 +124,22 @@ def test_a_cached_causal_encoder_fed_in_chunks_equals_the_full_causal_call(
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_cached_causal_encoder_with_an_attention_mask_equals_the_full_causal_call(kind: str) -> None:
+    """Each call's ``attn_mask`` holds its new positions' rows over every position fed so far; with left padding the
+    rows it leaves no key get zeros from attention in both."""
+    x = torch.randn(2, MAX_LENGTH, DIM, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    padding = torch.tensor([[True, False, False, False, True, False], [False] * MAX_LENGTH])
+    mask = torch.rand(MAX_LENGTH, MAX_LENGTH, generator=torch.Generator().manual_seed(3)) < 0.5
+    encoder, chunk_cache, ends = encoder_of(kind), encoder_of(kind).new_cache(), (1, 4, MAX_LENGTH)
+    chunks = [
+        encoder(x[:, start:end], padding[:, :end], attn_mask=mask[start:end, :end], causal=True, cache=chunk_cache)
+        for start, end in zip((0, *ends), ends, strict=False)
+    ]
+    full = encoder(x, padding, attn_mask=mask, causal=True)
+    torch.testing.assert_close(torch.cat(chunks, dim=1), full, atol=1e-10, rtol=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_a_cached_causal_encoder_fed_one_position_at_a_time_equals_the_full_causal_call(kind: str) -> None:
     """One position per call, over left padding (the first calls see padding alone) and padding inside a row."""
     x = torch.randn(2, MAX_LENGTH, DIM, dtype=torch.float64, generator=torch.Generator().manual_seed(1))

@@ -61,6 +61,25 @@ def test_encoder_ignores_padding_content(attention: str) -> None:
     torch.testing.assert_close(encoder(x, padding)[1, :2], encoder(changed, padding)[1, :2], atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("attention", ["vanilla", "xl", "xl_clipped", "shaw"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_a_block_diagonal_attention_mask_runs_packed_sequences_as_separate_ones(attention: str, causal: bool) -> None:
+    """Two sequences packed in one row, each attending to its own positions alone (a ``[B, T, T]`` mask: the split
+    differs per element), give each sequence's outputs: relative distances inside a block are the sequence's own."""
+    torch.manual_seed(0)
+    options = {"max_rel_pos": 2} if attention in ("xl_clipped", "shaw") else {}
+    encoder = TransformerEncoder(DIM, 2, HEADS, FF, 0.0, attention=attention, **options).double().eval()
+    x, splits = torch.randn(2, 7, DIM, dtype=torch.float64), (3, 5)
+    mask = torch.stack([torch.block_diag(torch.ones(n, n), torch.ones(7 - n, 7 - n)).bool() for n in splits])
+    packed = encoder(x, attn_mask=mask, causal=causal)
+    for element, n in enumerate(splits):
+        row = x[element : element + 1]
+        alone = torch.cat([encoder(row[:, :n], causal=causal), encoder(row[:, n:], causal=causal)], dim=1)
+        torch.testing.assert_close(packed[element : element + 1], alone, atol=1e-12, rtol=1e-12)
+    with pytest.raises(ValueError, match=r"attn_mask must have shape \[queries, keys\] or \[batch, queries, keys\]"):
+        encoder(x, attn_mask=mask[:, :6])
+
+
 def test_cache_of_the_wrong_size_is_rejected() -> None:
     decoder = TransformerDecoder(DIM, 2, HEADS, FF)
     with pytest.raises(ValueError, match="cache has 1 layers"):

@@ -22,6 +22,23 @@ from neurosym.layers.value_checks import values_are_readable
 from neurosym.training.checks import dropout_probability
 
 
+def check_attention_mask(attn_mask: torch.Tensor, batch: int, queries: int, keys: int) -> None:
+    """Raise ``ValueError`` unless ``attn_mask`` is a bool ``[queries, keys]`` or ``[batch, queries, keys]`` tensor
+    (``TypeError`` unless it is a tensor). A float mask is refused rather than read as scores to add: the layers take
+    ``True`` where a query may attend."""
+    check_tensor(attn_mask, "attn_mask (or None)")
+    wanted = f"[{queries}, {keys}] or [{batch}, {queries}, {keys}]"
+    if attn_mask.dtype != torch.bool:
+        raise ValueError(
+            f"attn_mask must be a bool tensor {wanted} with True where a query may attend to a key, got {attn_mask.dtype}"
+        )
+    if attn_mask.shape not in ((queries, keys), (batch, queries, keys)):
+        raise ValueError(
+            f"attn_mask must have shape [queries, keys] or [batch, queries, keys], here {wanted} (with a cache the keys "
+            f"are every position fed so far), got {tuple(attn_mask.shape)}"
+        )
+
+
 @dataclass
 class AttentionCache:
     """State kept by one attention module between incremental (token-by-token) decoding calls.
@@ -45,9 +62,13 @@ class MultiheadAttention(nn.Module):
     the query, key/value and output projections without biases (as the HINT release does).
 
     ``forward(query [B, Tq, D], key_value [B, Tk, D] | None, *, key_padding_mask [B, Tk] | None,
-    causal=False, cache=None) -> [B, Tq, D]``. ``key_value=None`` means self-attention. In
-    ``key_padding_mask`` ``True`` marks a padding key that no query may attend to. ``causal=True`` lets
-    the query at position ``i`` see only keys at positions ``<= i``.
+    attn_mask [Tq, Tk] | [B, Tq, Tk] | None, causal=False, cache=None) -> [B, Tq, D]``. ``key_value=None`` means
+    self-attention. In ``key_padding_mask`` ``True`` marks a padding key that no query may attend to. ``attn_mask`` (bool)
+    is ``True`` where a query may attend to a key, as in ``F.scaled_dot_product_attention`` (the opposite of
+    ``nn.MultiheadAttention``'s bool masks); with a cache its keys are every key so far, ``Tk = T_seen + Tq``.
+    ``causal=True`` lets the query at position ``i`` see only keys at positions ``<= i``. The three masks combine: a
+    query attends to the keys all of them allow, and a query they leave no key gets zeros (before the output
+    projection), as ``F.scaled_dot_product_attention`` gives.
     """
 
     def __init__(self, dim: int, heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
@@ -137,10 +158,12 @@ class MultiheadAttention(nn.Module):
         key_padding_mask: torch.Tensor | None,
         causal: bool,
         dropout: float,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Attention of the projected heads ``q [B, H, Tq, d]`` over ``k, v [B, H, Tk, d]`` -> ``[B, H, Tq, e]``
         (``e >= d``; the first ``d`` features are the output). The first query sits at position ``offset``,
-        the keys at ``0 .. Tk-1``; ``dropout`` is the attention dropout in effect."""
+        the keys at ``0 .. Tk-1``; ``dropout`` is the attention dropout in effect; ``attn_mask [Tq, Tk] | [B, Tq, Tk]``
+        is ``True`` where a query may attend."""
         num_queries, num_keys = q.shape[2], k.shape[2]
         query_positions = torch.arange(offset, offset + num_queries, device=q.device)
         key_positions = torch.arange(num_keys, device=q.device)
@@ -148,10 +171,11 @@ class MultiheadAttention(nn.Module):
         positional = self.position_scores(q, query_positions, key_positions, scale)
         q, k, v = self.attention_inputs(q, k, v, query_positions, key_positions)
         plain_causal = offset == 0 and num_queries == num_keys
-        if positional is None and key_padding_mask is None and (not causal or plain_causal):
+        unmasked = key_padding_mask is None and attn_mask is None
+        if positional is None and unmasked and (not causal or plain_causal):
             return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=causal, scale=scale)
-        masked = key_padding_mask is not None or causal
-        allowed = self._allowed(query_positions, key_positions, key_padding_mask, causal) if masked else None
+        masked = not unmasked or causal
+        allowed = self._allowed(query_positions, key_positions, key_padding_mask, causal, attn_mask) if masked else None
         if positional is None:
             return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, dropout_p=dropout, scale=scale)
         positions = (query_positions, key_positions)
@@ -163,14 +187,17 @@ class MultiheadAttention(nn.Module):
         key_value: torch.Tensor | None = None,
         *,
         key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
         causal: bool = False,
         cache: AttentionCache | None = None,
     ) -> torch.Tensor:
-        self.check_inputs(query, key_value, key_padding_mask=key_padding_mask, causal=causal, cache=cache)
+        self.check_inputs(query, key_value, key_padding_mask=key_padding_mask, attn_mask=attn_mask, causal=causal, cache=cache)
         q = self.split_heads(self.query_proj(query))
         k, v, offset = self._keys_values(query, key_value, cache)
         dropout = self.dropout if self.training else 0.0
-        out = self.attend(q, k, v, offset=offset, key_padding_mask=key_padding_mask, causal=causal, dropout=dropout)
+        out = self.attend(
+            q, k, v, offset=offset, key_padding_mask=key_padding_mask, causal=causal, dropout=dropout, attn_mask=attn_mask
+        )
         return self.out_proj(rearrange(out[..., : self.head_dim], "b h t d -> b t (h d)"))
 
     def _keys_values(
@@ -200,14 +227,18 @@ class MultiheadAttention(nn.Module):
         key_positions: torch.Tensor,
         key_padding_mask: torch.Tensor | None,
         causal: bool,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Boolean ``[B or 1, 1, Tq, Tk]`` mask, ``True`` where a query may attend to a key."""
+        """Boolean ``[B or 1, 1, Tq, Tk]`` mask, ``True`` where a query may attend to a key (``attn_mask [Tq, Tk] |
+        [B, Tq, Tk]``: ``True`` where it may)."""
         shape = (1, 1, len(query_positions), len(key_positions))
         allowed = torch.ones(shape, dtype=torch.bool, device=query_positions.device)
         if causal:
             allowed = allowed & (rearrange(key_positions, "k -> 1 1 1 k") <= rearrange(query_positions, "q -> 1 1 q 1"))
         if key_padding_mask is not None:
             allowed = allowed & ~rearrange(key_padding_mask, "b k -> b 1 1 k")
+        if attn_mask is not None:
+            allowed = allowed & attn_mask.reshape(-1, 1, *attn_mask.shape[-2:])  # ([1 or B, 1, Tq, Tk])
         return allowed
 
     def check_inputs(
@@ -216,6 +247,7 @@ class MultiheadAttention(nn.Module):
         key_value: torch.Tensor | None = None,
         *,
         key_padding_mask: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
         causal: bool = False,
         cache: AttentionCache | None = None,
     ) -> None:
@@ -247,11 +279,18 @@ class MultiheadAttention(nn.Module):
             if not incremental and values_are_readable(fully_padded) and fully_padded.any():
                 row = int(fully_padded.nonzero()[0, 0])
                 raise ValueError(f"every key of batch element {row} is padding: nothing to attend to")
-            keys = query.shape[1] if key_value is None else key_value.shape[1]
-            if key_value is None and cache is not None:
-                keys += cache.position
+            keys = self._key_count(query, key_value, cache)
             if key_padding_mask.shape[1] != keys:
                 raise ValueError(f"key_padding_mask covers {key_padding_mask.shape[1]} keys, but there are {keys}")
+        if attn_mask is not None:
+            check_attention_mask(attn_mask, query.shape[0], query.shape[1], self._key_count(query, key_value, cache))
+
+    @staticmethod
+    def _key_count(query: torch.Tensor, key_value: torch.Tensor | None, cache: AttentionCache | None) -> int:
+        """The keys a call attends over: the memory's, or in self-attention the query's plus those of a cache."""
+        if key_value is not None:
+            return key_value.shape[1]
+        return query.shape[1] + (cache.position if cache is not None else 0)
 
     @staticmethod
     def _check_cache(cache: AttentionCache, query: torch.Tensor, key_value: torch.Tensor | None) -> None:

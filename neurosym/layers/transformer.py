@@ -63,12 +63,15 @@ class TransformerEncoderLayer(nn.Module):
     """Self-attention then feed-forward, each in a residual block (``attention_bias=False``: attention
     projections without biases).
 
-    ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, causal=False, cache=None) -> [B, T, D]`` (``True`` marks
-    padding); ``causal=True`` lets position ``t`` attend to positions ``<= t`` only, so ``out[:, t]`` reads ``x[:, :t + 1]``
-    alone (a decoder-only, GPT-style layer), in every attention kind. With ``causal=True`` an :class:`AttentionCache`
-    lets the layer be fed the sequence a few positions per call (incremental decoding): ``x [B, T_new, D]`` are the
-    positions after those of the earlier calls, and ``key_padding_mask [B, T_seen + T_new]`` covers every position fed
-    so far, as in :class:`MultiheadAttention`.
+    ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, attn_mask=None, causal=False, cache=None) -> [B, T, D]``
+    (``True`` marks padding); ``causal=True`` lets position ``t`` attend to positions ``<= t`` only, so ``out[:, t]`` reads
+    ``x[:, :t + 1]`` alone (a decoder-only, GPT-style layer), in every attention kind. ``attn_mask [T, T] | [B, T, T]``
+    (bool, ``True`` where position ``i`` may attend to position ``j``) restricts the self-attention further, combined
+    with the other two as in :class:`MultiheadAttention` (a position left no key gets zeros from attention). With
+    ``causal=True`` an :class:`AttentionCache` lets the layer be fed the sequence a few positions per call (incremental
+    decoding): ``x [B, T_new, D]`` are the positions after those of the earlier calls, and ``key_padding_mask [B, T_seen +
+    T_new]`` covers every position fed so far, as in :class:`MultiheadAttention` (``attn_mask`` then has ``T_new`` rows
+    of ``T_seen + T_new`` keys).
     """
 
     def __init__(
@@ -95,6 +98,7 @@ class TransformerEncoderLayer(nn.Module):
         x: torch.Tensor,
         key_padding_mask: torch.Tensor | None = None,
         *,
+        attn_mask: torch.Tensor | None = None,
         causal: bool = False,
         cache: AttentionCache | None = None,
     ) -> torch.Tensor:
@@ -102,7 +106,8 @@ class TransformerEncoderLayer(nn.Module):
         check_dtype_of(x, self, "the input")
         check_cache_is_causal(cache, causal=causal)
         x = self.attention_block(
-            x, lambda h: self.self_attention(h, key_padding_mask=key_padding_mask, causal=causal, cache=cache)
+            x,
+            lambda h: self.self_attention(h, key_padding_mask=key_padding_mask, attn_mask=attn_mask, causal=causal, cache=cache),
         )
         return self.feed_forward_block(x, self.feed_forward)
 
@@ -259,9 +264,11 @@ class TransformerEncoder(_LayerStack[AttentionCache]):
     """``depth`` independent :class:`TransformerEncoderLayer` s (plus a final LayerNorm when pre-norm).
 
     ``TransformerEncoder(dim, depth, heads, ff_dim, dropout=0.1, *, attention="vanilla", pre_norm=True,
-    max_rel_pos=15, attention_bias=True)``; ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, causal=False,
-    cache=None) -> [B, T, D]``. With ``causal=True`` every layer's self-attention is causal: a decoder-only (GPT-style)
-    stack whose ``out[:, t]`` is that of the prefix ``x[:, :t + 1]``.
+    max_rel_pos=15, attention_bias=True)``; ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, attn_mask=None,
+    causal=False, cache=None) -> [B, T, D]``. With ``causal=True`` every layer's self-attention is causal: a decoder-only
+    (GPT-style) stack whose ``out[:, t]`` is that of the prefix ``x[:, :t + 1]``. ``attn_mask [T, T] | [B, T, T]`` (bool,
+    ``True`` where a position may attend to another) reaches every layer's self-attention, as in
+    :class:`TransformerEncoderLayer`.
 
     For incremental decoding (``causal=True`` only; ``ValueError`` otherwise) make a cache with :meth:`new_cache`, one
     :class:`AttentionCache` per layer, and feed the sequence one position (or a few) at a time: ``x [B, T_new, D]``
@@ -280,11 +287,12 @@ class TransformerEncoder(_LayerStack[AttentionCache]):
         x: torch.Tensor,
         key_padding_mask: torch.Tensor | None = None,
         *,
+        attn_mask: torch.Tensor | None = None,
         causal: bool = False,
         cache: list[AttentionCache] | None = None,
     ) -> torch.Tensor:
         for layer, layer_cache in zip(self.layers, self._layer_caches(cache), strict=True):
-            x = layer(x, key_padding_mask, causal=causal, cache=layer_cache)
+            x = layer(x, key_padding_mask, attn_mask=attn_mask, causal=causal, cache=layer_cache)
         return self.final_norm(x)
 
 
