@@ -18,12 +18,13 @@ import torch
 from hypothesis import example, given, reject, settings
 from hypothesis import strategies as st
 from lark import Discard, Lark, Transformer, v_args
+from table_readers import TableReader
 
 from neurosym.pipelines import grammar_abduction
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
-from neurosym.pipelines.grammar_pipeline import GrammarPipeline, marginal_loss
+from neurosym.pipelines.grammar_pipeline import GrammarPipeline, marginal_loss, pipeline_timings
 from neurosym.pipelines.pipeline import Reading
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.pipelines.trainer import pseudo_label_loss
@@ -851,6 +852,31 @@ def test_abduction_ranks_a_float64_readings_corrections_in_float64(favoured):
     expected = "2+1" if favoured == 0 else "1+2"
     assert pipeline.abduce(reading, [3], given)[0].sentence == expected
     assert pipeline.explain(reading, [3], given)[0][0].sentence == expected
+
+
+@pytest.mark.parametrize("favoured", [0, 2])
+def test_the_timed_abduction_ranks_a_float64_readers_corrections_as_training_does(favoured, monkeypatch):
+    """pipeline_timings gave abduction the reading rounded to float32: corrections a float64 reader tells apart were
+    tied, and the timed search found another correction than training's."""
+    rows = torch.full((2, 10), math.log(0.3 / 8), dtype=torch.float64)
+    rows[:, 1], rows[:, 2] = math.log(0.4), math.log(0.3)
+    rows[1, 2] += 1e-9  # far below float32's resolution at log(0.3)
+    pipeline = GrammarPipeline(SYMBOL_ADDITION, addition_semantics(), TableReader("0123456789", rows))
+    picks = np.array([[int(favoured == 0), -1, int(favoured == 2)]])
+    given = np.array([[READ, SYMBOL_ADDITION.symbols.index("+"), READ]])
+    source = ImageSentences(np.stack([np.full((2, 2), k, np.uint8) for k in range(2)]), picks, given, [3], [3])
+    found = []
+    search = pipeline.abducer.abduce
+
+    def timed(*args):
+        found.append(search(*args))
+        return found[-1]
+
+    monkeypatch.setattr(pipeline.abducer, "abduce", timed)
+    timings = pipeline_timings(pipeline, source, torch.device("cpu"))
+    batch = source.batch([0])
+    (trained,) = pipeline.abduce(pipeline.read(batch), [3], batch.given)
+    assert timings["wrong_timed"] == 1 and found[0].sentence == trained.sentence == ("2+1" if favoured == 0 else "1+2")
 
 
 def test_the_marginal_loss_divides_each_explanation_by_its_proposal():

@@ -156,12 +156,19 @@ class GrammarPipeline:
                 f"{len(reading.sentences)} readings, {len(targets)} targets and {len(given)} rows of given symbols: "
                 "one each per example"
             )
-        log_probs = at_least_float32(reading.log_probs.detach()).cpu().numpy()  # (float32 tied a float64 reader's)
+        log_probs = abduction_scores(reading.log_probs)
         found = []
         for sentence, scores, target, fixed in zip(reading.sentences, log_probs, targets, given.cpu().numpy()):
             positions = np.flatnonzero(fixed[: len(sentence)] != READ).tolist()
             found.append(search(sentence, scores[: len(sentence)], target, positions))
         return found
+
+
+def abduction_scores(log_probs: torch.Tensor) -> np.ndarray:
+    """What abduction ranks corrections on: ``log_probs [B, T, V]`` detached, on the CPU, in float32 or in their own
+    dtype where it is wider (:func:`~neurosym.perception.reader.at_least_float32`: float32 tied corrections a float64
+    reading tells apart)."""
+    return at_least_float32(log_probs.detach()).cpu().numpy()
 
 
 TARGETS_CHECKED = 16
@@ -400,7 +407,8 @@ def pipeline_timings(
     """Seconds the symbolic parts take on ``source``: ``decode_per_batch`` (the median over batches of
     ``batch_size`` examples of constrained decoding alone) and ``abduction_per_wrong`` (the median over up to
     ``wrong`` examples read wrong of one abduction towards their result), with ``abduced`` the fraction of
-    those that abduction explained."""
+    those that abduction explained. Abduction ranks on the scores :meth:`GrammarPipeline.abduce` ranks on
+    (:func:`abduction_scores`), so it searches as training does."""
     decode: list[float] = []
     abduce: list[float] = []
     explained: list[bool] = []
@@ -411,7 +419,7 @@ def pipeline_timings(
         began = time.perf_counter()
         sentences = pipeline.decoder.decode(log_probs, batch.lengths).sentences(pipeline.grammar.symbols)
         decode.append(time.perf_counter() - began)
-        given, scores = batch.given.cpu().numpy(), log_probs.float().cpu().numpy()
+        given, scores = batch.given.cpu().numpy(), abduction_scores(log_probs)
         for row, sentence in enumerate(sentences):
             target = source.targets[start + row]
             if len(abduce) >= wrong or pipeline.abducer.gives(pipeline.executor.value(sentence), target):
