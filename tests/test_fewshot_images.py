@@ -15,6 +15,7 @@ from hint_pipelines import (
     short_training_records,
     tiny_pipeline,
 )
+from table_readers import TableReader
 
 from neurosym.data.hint import fewshot_split
 from neurosym.data.symbol_images import HINT_SYMBOLS
@@ -28,6 +29,7 @@ from neurosym.pipelines.fewshot import (
     spot_new_symbol,
     with_new_symbol,
 )
+from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import evaluate_pipeline, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 
@@ -61,6 +63,55 @@ def test_new_symbol_gets_the_mass_the_top_class_misses():
     for dtype in (torch.float16, torch.bfloat16):  # (1 - 1e-6 rounded to 1 there: the new class got -inf)
         half = with_new_symbol(probabilities.log().to(dtype))
         assert half.dtype == dtype and torch.isfinite(half[:, 3]).all() and half[1, 3] < -10
+
+
+def test_the_new_symbols_mass_keeps_a_float64_readings_precision():
+    """The mass was taken in float32 whatever the reading's dtype: a float64 reader's was rounded."""
+    top = 0.7 - 1e-10
+    extended = with_new_symbol(torch.tensor([[top, 0.2, 0.1 + 1e-10]], dtype=torch.float64).log())
+    assert extended.dtype == torch.float64 and extended[0, 3].item() == pytest.approx(math.log1p(-top), rel=1e-12)
+
+
+def _rows(vocabulary: list[str], shares: list[dict[str, float]], favoured: int) -> torch.Tensor:
+    """Float64 log-probabilities ``[len(shares), V]``: per row the ``shares`` it names, the rest spread evenly over the
+    other symbols; the first symbol named in row ``favoured`` made 1e-9 less likely (below float32's resolution)."""
+    rows = torch.empty(len(shares), len(vocabulary), dtype=torch.float64)
+    for row, named in zip(rows, shares):
+        row.fill_((1 - sum(named.values())) / (len(vocabulary) - len(named)))
+        for symbol, share in named.items():
+            row[vocabulary.index(symbol)] = share
+    rows = rows.log()
+    rows[favoured, vocabulary.index(next(iter(shares[favoured])))] -= 1e-9
+    return rows
+
+
+class _Shown:
+    """Expressions of given windows ``[B, T, 32, 32]`` and lengths ``[B]``, as a WindowSource hands them out."""
+
+    def __init__(self, windows: torch.Tensor, lengths: torch.Tensor):
+        self.windows, self.lengths = windows, lengths
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def batch(self, indices):
+        return self.windows[list(indices)], self.lengths[list(indices)]
+
+
+@pytest.mark.parametrize("favoured", [0, 2])
+def test_the_new_symbol_is_insisted_on_by_a_float64_readers_own_scores(favoured):
+    """Spotting and reading the few shots rounded a float64 reader's log-probabilities to float32 before ranking where
+    the new symbol goes: the positions it tells apart were tied, and the first was taken."""
+    windows = torch.arange(3, dtype=torch.uint8)[None, :, None, None].expand(1, 3, 32, 32)  # "1+2", window t reads row t
+    lengths, expected = torch.tensor([3]), "x+2" if favoured == 0 else "1+x"
+    vocabulary = list(HINT_SYMBOLS)
+    rows = _rows(vocabulary, [{"1": 0.6}, {"+": 0.9}, {"2": 0.6}], favoured)  # the new glyph gets log(0.4) at 0 and 2
+    readings, _, _ = spot_new_symbol(HintPipeline(TableReader(vocabulary, rows)), "x", windows, lengths, role="number")
+    assert readings == [expected]
+    vocabulary.append("x")  # the grown reader's, sure of neither number
+    rows = _rows(vocabulary, [{"1": 0.6, "x": 0.3}, {"+": 0.9}, {"2": 0.6, "x": 0.3}], favoured)
+    grown = HintPipeline(TableReader(vocabulary, rows))
+    assert _read(grown, _Shown(windows, lengths), CPU, insist=("x", "number")) == [expected]
 
 
 def test_a_reading_without_the_new_symbol_gets_it_where_a_same_role_symbol_is_least_sure():

@@ -34,7 +34,7 @@ from neurosym.data.hint import HintRecord
 from neurosym.data.symbol_images import SymbolBank
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.batch_statistics import batch_norms
-from neurosym.perception.reader import reader_module
+from neurosym.perception.reader import at_least_float32, reader_module
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.concepts import (
     ROLES,
@@ -131,8 +131,9 @@ class FewShotResult:
 
 def with_new_symbol(log_probs: torch.Tensor) -> torch.Tensor:
     """``[..., V]`` log-probabilities -> ``[..., V + 1]``: the last class, for a symbol never seen,
-    gets the mass the classifier does not give its top class, ``log(1 - max_v p_v)``."""
-    top = log_probs.max(dim=-1, keepdim=True).values.float().exp()  # (1 - 1e-6 is 1.0 in half precision)
+    gets the mass the classifier does not give its top class, ``log(1 - max_v p_v)`` (computed in float32, or in
+    ``log_probs``' dtype where it is wider: :func:`~neurosym.perception.reader.at_least_float32`)."""
+    top = at_least_float32(log_probs.max(dim=-1, keepdim=True).values).exp()  # (1 - 1e-6 is 1.0 in half precision)
     return torch.cat([log_probs, torch.log1p(-top.clamp(max=1.0 - 1e-6)).to(log_probs.dtype)], dim=-1)
 
 
@@ -191,7 +192,8 @@ def spot_new_symbol(
         raise ValueError(f"unknown role {role!r}: choose one of {ROLES} or None")
     check_batch(windows, lengths)
     with torch.no_grad(), evaluation_mode(reader_module(pipeline.classifier)):  # (train mode would move batch norms)
-        flat = torch.cat([pipeline.classifier(part).float() for part in rearrange(windows, "b t ... -> (b t) ...").split(4096)])
+        parts = rearrange(windows, "b t ... -> (b t) ...").split(4096)
+        flat = torch.cat([at_least_float32(pipeline.classifier(part)) for part in parts])  # (float32 tied a float64 reader's)
     extended = with_new_symbol(rearrange(flat, "(b t) v -> b t v", b=windows.shape[0])).cpu()
     vocabulary = [*pipeline.classifier.vocabulary, symbol]
     best: tuple[float, list[str], str] | None = None
@@ -243,7 +245,7 @@ def _read(
             continue
         symbol, role = insist
         interchangeable = _same_role(pipeline.table, role, vocabulary)
-        log_probs = reading.log_probs.float().cpu()
+        log_probs = reading.log_probs.cpu()  # (float32 or wider, as read: rounded to float32 it tied a float64 reader's)
         sentences += [
             insist_on_symbol(sentence, scores, vocabulary, symbol, interchangeable)
             for sentence, scores in zip(reading.sentences, log_probs)
