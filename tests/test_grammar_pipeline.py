@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 from hypothesis import example, given, reject, settings
 from hypothesis import strategies as st
 from lark import Discard, Lark, Transformer, v_args
@@ -792,6 +793,43 @@ def test_the_marginal_loss_is_the_pseudo_label_loss_for_one_explanation_and_sums
     (gradient,) = torch.autograd.grad(both, log_probs)
     assert torch.allclose(gradient, torch.autograd.grad(expected, log_probs)[0])
     assert marginal_loss(log_probs, [[], []], vocabulary, read) is None
+
+
+SUMS = [f"{a}+{b}" for a in "0123" for b in "0123"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**16),
+    st.lists(st.lists(st.sampled_from(SUMS), max_size=4, unique=True), min_size=2, max_size=2),
+    st.lists(st.tuples(st.integers(0, 1), st.sampled_from([0, 2]), st.integers(0, 3)), max_size=6),
+    st.booleans(),
+)
+def test_an_explanation_the_reader_rules_out_adds_nothing_to_the_marginal_loss(seed, explanations, ruled_out, drawn):
+    """An explanation with a symbol of log-probability -inf at a trained position made the loss NaN (its weight 0 times
+    its -inf), and an example whose explanations were all ruled out made its gradient NaN too."""
+    vocabulary = list("0123+")
+    log_probs = torch.randn(2, 3, 5, generator=torch.Generator().manual_seed(seed)).log_softmax(-1)
+    for row, position, digit in ruled_out:  # (the reader's own zeros, e.g. for a symbol it lacks)
+        log_probs[row, position, digit] = -torch.inf
+    log_probs[:, 1] = F.one_hot(torch.tensor(4), 5).log()  # the given "+": never trained, -inf elsewhere
+    log_probs.requires_grad_()
+    read = np.array([[True, False, True]] * 2)
+    proposals = [[-0.5 * (k + 1) for k in range(len(sentences))] for sentences in explanations] if drawn else None
+    loss = marginal_loss(log_probs, explanations, vocabulary, read, proposals)
+    kept = [  # per example, the explanations whose read digits the reader can read
+        [k for k, sentence in enumerate(sentences) if all(log_probs[row, p, int(sentence[p])] > -torch.inf for p in (0, 2))]
+        for row, sentences in enumerate(explanations)
+    ]
+    possible = [[explanations[row][k] for k in ks] for row, ks in enumerate(kept)]
+    weights = None if proposals is None else [[proposals[row][k] for k in ks] for row, ks in enumerate(kept)]
+    expected = marginal_loss(log_probs, possible, vocabulary, read, weights)
+    if expected is None:
+        assert loss is None
+        return
+    assert torch.isfinite(loss) and torch.allclose(loss, expected)
+    (gradient,) = torch.autograd.grad(loss, log_probs)
+    assert torch.isfinite(gradient).all() and torch.allclose(gradient, torch.autograd.grad(expected, log_probs)[0])
 
 
 @pytest.mark.parametrize(("dtype", "kept"), [(torch.float64, torch.float64), (torch.bfloat16, torch.float32)])

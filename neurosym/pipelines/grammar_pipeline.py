@@ -344,7 +344,9 @@ def marginal_loss(
     explaining sentences, ``trained [B, T]`` the positions the reader reads; in float32, or ``log_probs``' dtype where
     it is wider. With one explanation each it is the cross-entropy of
     :func:`~neurosym.pipelines.trainer.pseudo_label_loss` (for examples of one length);
-    ``None`` when no example has an explanation. ``proposals`` (per explanation, :attr:`Correction.proposal`)
+    ``None`` when no example has an explanation. An explanation the reader rules out (a symbol of log-probability
+    ``-inf`` at a trained position) adds nothing to the sum, and an example whose explanations it all rules out has no
+    probability to raise: it counts as one without explanations. ``proposals`` (per explanation, :attr:`Correction.proposal`)
     divide each explanation's probability by that of its drawn parts, taken as a constant: an importance-sampled
     likelihood, whose gradient weighs each explanation by the probability of what was solved for (or, for a
     chain's samples, by how often the chain was there)."""
@@ -360,9 +362,14 @@ def marginal_loss(
         symbols = torch.tensor([[index[c] for c in sentence] for sentence in sentences], device=log_probs.device)  # [C, n]
         picked = at_least_float32(log_probs[row, :length]).gather(1, rearrange(symbols, "c n -> n c"))  # [n, C]
         per_sentence = torch.where(mask[:, None], picked, torch.zeros_like(picked)).sum(dim=0)  # [C]
+        possible = torch.isfinite(per_sentence.detach())  # [C] (0 · -inf made the loss NaN)
+        if not possible.any():
+            continue
+        per_sentence = per_sentence[possible]
         weighted = per_sentence.detach()
         if proposals is not None:
-            weighted = weighted - torch.tensor(proposals[row], dtype=per_sentence.dtype, device=log_probs.device)
+            drawn = torch.tensor(proposals[row], dtype=per_sentence.dtype, device=log_probs.device)
+            weighted = weighted - drawn[possible]
         terms.append(-(weighted.softmax(dim=0) * per_sentence).sum() / mask.sum())
     return torch.stack(terms).mean() if terms else None
 
