@@ -493,6 +493,25 @@ def test_distilling_keeps_the_anchors_reading_of_the_flagged_records_only(proble
             PipelineConfig(distill=distill)
 
 
+@pytest.mark.parametrize("training", [True, False])
+def test_distilling_reads_the_anchor_in_evaluation_mode_and_gives_it_its_own_mode_back(problem, training):
+    """Training left the anchor in evaluation mode with its parameters frozen: a reader of one's own (adapting keeps
+    the trained one to route with) was switched for good."""
+    from neurosym.pipelines.trainer import Anchor
+
+    train, _ = problem
+    anchor = tiny_pipeline(seed=1).classifier.train(training)
+    anchor.classifier.train(not training)  # a part in a mode of its own
+    modes = [module.training for module in anchor.modules()]
+    read_in = []
+    anchor.register_forward_pre_hook(lambda module, args: read_in.append(module.training))
+    config = replace(TINY_TRAINING, steps=3, distill=1.0)
+    train_pipeline(tiny_pipeline(), train, config, CPU, progress=False, anchor=Anchor(anchor, np.ones(len(train), bool)))
+    assert read_in and not any(read_in)  # it read in evaluation mode
+    assert [module.training for module in anchor.modules()] == modes
+    assert all(parameter.requires_grad for parameter in anchor.parameters())
+
+
 @pytest.mark.parametrize("favoured", [0, 2])
 def test_abduction_ranks_a_float64_readings_corrections_in_float64(favoured):
     """A float64 reading's log-probabilities were rounded to float32 for abduction: corrections they tell apart were

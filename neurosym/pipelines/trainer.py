@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import SCHEDULES, schedule_factor
-from neurosym.training.modes import modes_kept
+from neurosym.training.modes import evaluation_mode, modes_kept
 from neurosym.training.update import Update, adam, grad_scaler
 
 LEARNING_RULES = ("abduction", "reinforce")
@@ -189,7 +190,8 @@ def train_pipeline(
     mean reward). Resumes from ``checkpoint`` when it exists. SIGINT, SIGTERM or ``time_limit`` seconds
     end the step under way, write the checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`. With ``config.distill > 0``, ``anchor``'s reading
-    of its records' windows is kept (added loss: ``distill`` times :func:`_distillation_loss`). ``setup``: what the
+    of its records' windows is kept (added loss: ``distill`` times :func:`_distillation_loss`; the anchor reads in
+    evaluation mode, without gradients, and has its own train/eval mode back on return). ``setup``: what the
     reader and data were built from, kept in the checkpoint (:class:`~neurosym.training.core.Checkpointing`)."""
     if config.pseudo_labels not in HINT_PSEUDO_LABELS:
         raise ValueError(f"HintPipeline trains on {HINT_PSEUDO_LABELS} pseudo-labels, got {config.pseudo_labels!r}")
@@ -198,7 +200,7 @@ def train_pipeline(
     anchored = anchor if config.distill > 0 else None
     model = reader_module(pipeline.classifier).to(device)
     if anchor is not None:
-        anchor.reader.to(device).eval().requires_grad_(False)
+        anchor.reader.to(device)
     lengths = stage_lengths(source.records)
     targets = np.fromiter((r.res for r in source.records), dtype=np.int64, count=len(source.records))
     baseline = 0.0
@@ -244,7 +246,10 @@ def train_pipeline(
         nonlocal baseline
         baseline = saved["baseline"]
 
-    return run_reader_training(model, step, config, device, checkpoint, progress, time_limit, "pipeline", save, load, setup=setup)
+    with nullcontext() if anchor is None else evaluation_mode(anchor.reader):  # (the anchor's own mode back on return)
+        return run_reader_training(
+            model, step, config, device, checkpoint, progress, time_limit, "pipeline", save, load, setup=setup
+        )
 
 
 def run_reader_training(
