@@ -701,6 +701,19 @@ def test_a_few_shot_concept_the_run_found_no_meaning_of_is_named_so_where_it_is_
         trained_hint_pipeline(run, "c")
 
 
+@pytest.mark.parametrize(("key", "scale"), [("1.0", 1), ("1.0", 1.0), ("0.01", 0.01), ("1e-05", 0.00001)])
+def test_a_few_shot_concept_is_read_back_at_the_scale_of_that_value(private_cache, key, scale):
+    """The scale was looked up as text: a run's concepts at --fewshot-scales 1 (kept as "1.0") were not found at scale 1."""
+    run = private_cache / "run"
+    run.mkdir()
+    entry = {"learned": "not learned (no value explains 60% of the examples of 'x')", "val_accuracy": 0.0}
+    (run / "fewshot_image.json").write_text(json.dumps({"setup": {}, key: {"concepts": {"x": entry}}}))
+    with pytest.raises(ValueError, match=f"found no meaning of the few-shot concept 'x' at scale {key}: not learned"):
+        trained_hint_pipeline(run, "x", scale=scale)
+    with pytest.raises(ValueError, match=f"learned no few-shot concept 'x' from images at scale 0.5 .*lists x at {key}"):
+        trained_hint_pipeline(run, "x", scale=0.5)
+
+
 def test_stages_their_data_cannot_feed_are_refused_before_training(private_cache, monkeypatch, capsys):
     from hint_banks import prototype_bank
 

@@ -110,13 +110,15 @@ def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeli
     done = load_json(progress) if progress.is_file() else {}
     learned = {key: entry["concepts"] for key, entry in done.items() if key != "setup"}
     scales = [key for key, concepts in learned.items() if "val_accuracy" in concepts.get(concept, {})]
-    if not scales or (scale is not None and str(scale) not in scales):
+    if scale is not None:  # (by value: a scale of 1 was not the run's "1.0")
+        scales = [key for key in scales if float(key) == float(scale)]
+    if not scales:
         found = sorted({f"{c} at {key}" for key, concepts in learned.items() for c in concepts})
         raise ValueError(f"{run} learned no few-shot concept {concept!r} from images{'' if scale is None else f' at scale {scale}'}"
                          f" ({progress.name} lists {', '.join(found) if found else 'none'})")  # fmt: skip
     if scale is None and len(scales) > 1:
         raise ValueError(f"{run} learned {concept!r} at the few-shot scales {', '.join(scales)}: give one as scale")
-    key = scales[0] if scale is None else str(scale)
+    key = scales[0]
     if str(outcome := learned[key][concept].get("learned", "")).startswith(NOT_LEARNED):  # (it kept no model)
         raise ValueError(f"{run} found no meaning of the few-shot concept {concept!r} at scale {key}: {outcome}")
     path = concept_checkpoint(run, "image", key, concept)
