@@ -4,25 +4,33 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hint_banks import POOL_SHADES, pool_shaded_bank
 
+from neurosym.cli import build_parser
 from neurosym.data.hint import (
+    FEWSHOT_FILE,
     MAIN_RULES,
     MAIN_VOCABULARY,
     HintImageDataset,
     HintRecord,
     generate_split,
     load_release,
+    official,
     read_fewshot,
     read_records,
     read_release,
     write_release,
 )
 from neurosym.data.symbol_images import load_folder_bank, write_image
+from neurosym.experiments import CommandFailed
+from neurosym.experiments.hint_options import HintOptions
+from neurosym.experiments.hint_sources import load_hint_data
+from neurosym.experiments.options import options_from
 
 
 def _glyph(value: int) -> np.ndarray:
@@ -208,6 +216,28 @@ def test_a_fewshot_concept_of_another_name_is_named_before_any_work(release):
     for read in (read_fewshot, lambda root: load_release(root, dict.fromkeys(("train", "val", "test"), 1.0), fewshot=True)):
         with pytest.raises(ValueError, match=message):
             read(release)
+
+
+def test_a_data_run_reads_the_few_shot_file_once(release, monkeypatch):
+    """A --data run read fewshot_dataset.json twice: once to check the release, once to read its concepts."""
+    reads: Counter[str] = Counter()
+    load = official.load_json
+
+    def counted(path):
+        reads[Path(path).name] += 1
+        return load(path)
+
+    monkeypatch.setattr(official, "load_json", counted)
+    argv = ["hint", "--data", str(release), "--model", "neurosym", "--input", "image", "--fewshot-concepts", "x"]
+    options = options_from(HintOptions, build_parser().parse_args(argv))
+    data = load_hint_data(options, image_input=True, fewshot=True)
+    assert reads[FEWSHOT_FILE] == 1
+    assert data.fewshot("x", 1.0) == read_fewshot(release)["x"]
+    fewshot = json.loads((release / FEWSHOT_FILE).read_text())
+    fewshot["x"]["train"][0]["img_paths"] = ["x/x_missing.jpg"]
+    (release / FEWSHOT_FILE).write_text(json.dumps(fewshot))
+    with pytest.raises(CommandFailed, match=r"fewshot_dataset.json x/train record 0 \(id '0'\): image 'x/x_missing.jpg' is not"):
+        load_hint_data(options, image_input=True, fewshot=True)  # (its images still checked before any work)
 
 
 def test_a_release_bank_reads_only_the_symbols_class_folders(release):

@@ -23,8 +23,8 @@ from neurosym.data.hint import (
     fewshot_split,
     held_out_for,
     load_release,
+    load_release_with_fewshot,
     main_split,
-    read_fewshot,
     seen_records,
     subsample_split,
 )
@@ -123,8 +123,11 @@ def load_hint_data(
     scales = {"train": args.scale, "val": test_scale or args.scale, "test": test_scale or args.scale}
     if (release := args.data) is not None:
         try:
-            splits, bank = load_release(release, scales, seed, images=image_input, fewshot=fewshot)
-            concepts = read_fewshot(release) if fewshot else {}
+            concepts: dict[str, dict[str, list[HintRecord]]] = {}
+            if fewshot:  # (the few-shot file read once: checked with the release, its records kept)
+                splits, bank, concepts = load_release_with_fewshot(release, scales, seed, images=image_input)
+            else:
+                splits, bank = load_release(release, scales, seed, images=image_input)
         except (FileNotFoundError, ValueError) as error:  # one line naming the file and record, before any work
             raise CommandFailed(str(error)) from None
         if missing := [concept for concept in args.fewshot_concepts if fewshot and concept not in concepts]:

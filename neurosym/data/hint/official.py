@@ -238,7 +238,23 @@ def load_release(
     (:func:`subsample_split`): ``I`` ("seen expressions") holds only records whose expression the sample holds,
     as many of each number of operators as ``scales[name]`` of the list's where so many are left;
     ``ValueError`` when none is."""
-    check_release(root, fewshot=fewshot, images=images)
+    splits, bank, _ = _load_checked(root, scales, seed, images, fewshot)
+    return splits, bank
+
+
+def load_release_with_fewshot(
+    root: str | os.PathLike, scales: Mapping[str, float], seed: int = 0, images: bool = True
+) -> tuple[dict[str, list[HintRecord]], SymbolBank | None, dict[str, dict[str, list[HintRecord]]]]:
+    """:func:`load_release` with ``fewshot=True``, and the records of ``fewshot_dataset.json`` its check read
+    (``{concept: {"train", "val", "test"}}``, as :func:`read_fewshot` reads them): the file is read once."""
+    return _load_checked(root, scales, seed, images, True)
+
+
+def _load_checked(
+    root: str | os.PathLike, scales: Mapping[str, float], seed: int, images: bool, fewshot: bool
+) -> tuple[dict[str, list[HintRecord]], SymbolBank | None, dict[str, dict[str, list[HintRecord]]]]:
+    """:func:`load_release`'s splits and bank, and the few-shot records its check read (empty without ``fewshot``)."""
+    concepts = _checked(root, fewshot, images)
     release = read_release(root)
     splits = subsample_split(release, scales, seed)
     for name in ("val", "test"):
@@ -247,7 +263,7 @@ def load_release(
                 f"{Path(root) / SPLIT_FILES[name]}: no I record (seen expressions) holds an expression of the "
                 f"{len(splits['train'])} training records sampled at scale {scales['train']:g}; use a larger scale"
             )
-    return splits, _release_bank(Path(root) / IMAGE_FOLDER, seed) if images else None
+    return splits, _release_bank(Path(root) / IMAGE_FOLDER, seed) if images else None, concepts
 
 
 def _release_bank(folder: Path, seed: int = 0) -> SymbolBank:
@@ -290,6 +306,11 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
     (:func:`~neurosym.data.symbol_images.folder.folder_image_problem`). A missing file raises ``FileNotFoundError``, anything else a
     ``ValueError``; both are one line naming the file and, for a record, its index and id.
     """
+    _checked(root, fewshot, images)
+
+
+def _checked(root: str | os.PathLike, fewshot: bool, images: bool) -> dict[str, dict[str, list[HintRecord]]]:
+    """:func:`check_release`, returning the few-shot records it checked (empty without ``fewshot``)."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"HINT release folder not found: {root}")
@@ -302,9 +323,13 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
         items = _record_items(root / name)
         _check_some(items, root / name)
         _check_records(items, name, available, root, HINT_SEMANTICS)
-    for concept, splits in (_fewshot_items(root) if fewshot else {}).items():
-        for split, items in splits.items():
-            _check_records(items, f"{FEWSHOT_FILE} {concept}/{split}", available, root, HINT_FEWSHOT_SEMANTICS)
+    return {
+        concept: {
+            split: _check_records(items, f"{FEWSHOT_FILE} {concept}/{split}", available, root, HINT_FEWSHOT_SEMANTICS)
+            for split, items in splits.items()
+        }
+        for concept, splits in (_fewshot_items(root) if fewshot else {}).items()
+    }
 
 
 def _image_files(folder: Path) -> set[str]:
@@ -326,7 +351,10 @@ def _image_files(folder: Path) -> set[str]:
     return files
 
 
-def _check_records(items: list, name: str, available: set[str] | None, root: Path, table: OperatorTable) -> None:
+def _check_records(items: list, name: str, available: set[str] | None, root: Path, table: OperatorTable) -> list[HintRecord]:
+    """The JSON records ``items`` of the list ``name``, read and checked under ``table`` as :func:`check_release` checks
+    them (their images too where ``available`` lists the files under ``root``'s image folder)."""
+
     def where(index: int) -> str:
         item = items[index]
         return f"{name} record {index}" + (f" (id {item['id']!r})" if isinstance(item, Mapping) and "id" in item else "")
@@ -335,6 +363,7 @@ def _check_records(items: list, name: str, available: set[str] | None, root: Pat
     if available is not None:
         _check_images(records, where, available, root)
     _check_together(records, where, table)
+    return records
 
 
 def _check_images(records: list[HintRecord], where: Callable[[int], str], available: set[str], root: Path) -> None:
