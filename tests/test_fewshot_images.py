@@ -227,6 +227,18 @@ def test_for_a_new_symbol_by_default_only_its_row_learns_and_the_known_symbols_a
     assert all(layer.momentum == 0.1 for layer in grown.modules() if isinstance(layer, torch.nn.BatchNorm2d))
 
 
+def test_only_the_new_class_learning_gives_every_parameter_back_the_learning_it_had():
+    classifier = tiny_pipeline().classifier
+    frozen = next(classifier.encoder.parameters())
+    frozen.requires_grad_(False)  # the caller froze part of the reader
+    before = [parameter.requires_grad for parameter in classifier.parameters()]
+    with fewshot._only_new_class_learns(classifier, enabled=True):
+        learning = {name for name, parameter in classifier.named_parameters() if parameter.requires_grad}
+        assert learning == {"classifier.weight", "classifier.bias"}
+    assert [parameter.requires_grad for parameter in classifier.parameters()] == before
+    assert not frozen.requires_grad  # (it came back trainable)
+
+
 def test_each_self_training_round_draws_its_own_windows_and_the_same_seed_the_same_ones(trained, monkeypatch):
     """Every round reseeded its generators alike: the second round trained on the first one's windows again."""
     pipeline, bank, replay = trained

@@ -288,11 +288,13 @@ def _keep_last_row(grad: torch.Tensor) -> torch.Tensor:
 @contextmanager
 def _only_new_class_learns(classifier: SymbolClassifier, enabled: bool) -> Iterator[None]:
     """Within the block only the output row of ``classifier``'s last class gets gradients and the batch-norm
-    statistics stay; on leaving, every parameter learns again. Does nothing unless ``enabled``."""
+    statistics stay; on leaving, every parameter learns as it did before (one frozen before stays frozen). Does nothing
+    unless ``enabled``."""
     if not enabled:
         yield
         return
     parameters = list(classifier.parameters())
+    learned = [parameter.requires_grad for parameter in parameters]
     norms = batch_norms(classifier)
     momenta = [layer.momentum for layer in norms]
     head = classifier.classifier
@@ -308,8 +310,8 @@ def _only_new_class_learns(classifier: SymbolClassifier, enabled: bool) -> Itera
     finally:
         for hook in hooks:
             hook.remove()
-        for parameter in parameters:
-            parameter.requires_grad_(True)
+        for parameter, learns in zip(parameters, learned, strict=True):
+            parameter.requires_grad_(learns)
         for layer, momentum in zip(norms, momenta, strict=True):
             layer.momentum = momentum
 
