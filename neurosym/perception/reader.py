@@ -12,6 +12,7 @@ from torch import nn
 
 from neurosym.layers.value_checks import values_are_readable
 from neurosym.training.checks import is_int
+from neurosym.training.device import at_least_float32
 
 
 @runtime_checkable
@@ -87,12 +88,6 @@ def check_reader(reader: object, who: str) -> None:
 LOG_PROB_TOLERANCE = 1e-2
 """How far from 0 a reader's row may sum in log space (``logsumexp``) and still count as log-probabilities (further in a
 dtype whose rounding moves it more: :func:`check_log_probs`)."""
-
-
-def at_least_float32(log_probs: torch.Tensor) -> torch.Tensor:
-    """``log_probs`` (any shape) in float32, or in their own dtype where it is wider: half-precision readings are mixed
-    in float32, and a float64 reader's are not rounded to it."""
-    return log_probs.to(torch.promote_types(log_probs.dtype, torch.float32))
 
 
 def check_log_probs(log_probs: torch.Tensor, columns: int) -> None:

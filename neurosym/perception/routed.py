@@ -9,9 +9,10 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from neurosym.perception.reader import at_least_float32, shared_vocabulary, shared_window
+from neurosym.perception.reader import shared_vocabulary, shared_window
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.training.checks import is_int_tensor
+from neurosym.training.device import at_least_float32
 
 
 class RoutedReader(nn.Module):

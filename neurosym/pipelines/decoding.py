@@ -19,8 +19,8 @@ from functools import lru_cache
 
 import torch
 
-from neurosym.perception.reader import at_least_float32
 from neurosym.training.checks import is_int_tensor
+from neurosym.training.device import at_least_float32
 
 OPEN, CLOSE = "(", ")"
 

@@ -34,7 +34,7 @@ from neurosym.data.hint import HintRecord
 from neurosym.data.symbol_images import SymbolBank
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.batch_statistics import batch_norms
-from neurosym.perception.reader import at_least_float32, reader_module
+from neurosym.perception.reader import reader_module
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.concepts import (
     ROLES,
@@ -52,6 +52,7 @@ from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeli
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics import OperatorTable
 from neurosym.training.checks import is_fraction, is_int
+from neurosym.training.device import at_least_float32
 from neurosym.training.modes import evaluation_mode
 from neurosym.training.seeding import seeded
 

@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from einops import rearrange
 
-from neurosym.perception.reader import at_least_float32
 from neurosym.pipelines.decoding import Decoded, checked_decoder_inputs
 from neurosym.syntax.symbol_grammar import NormalForm, SymbolGrammar
+from neurosym.training.device import at_least_float32
 
 
 @dataclass(frozen=True)

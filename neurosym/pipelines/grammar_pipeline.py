@@ -29,7 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
-from neurosym.perception.reader import Reader, at_least_float32, check_log_probs, check_reader, reader_module
+from neurosym.perception.reader import Reader, check_log_probs, check_reader, reader_module
 from neurosym.pipelines.abduction import Correction
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
@@ -39,7 +39,7 @@ from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig, ps
 from neurosym.pipelines.windows import reading_batches, real_positions
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.training.device import mixed_precision
+from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.modes import reading_mode
 

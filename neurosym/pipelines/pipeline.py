@@ -9,11 +9,12 @@ from dataclasses import dataclass
 import torch
 from einops import rearrange, repeat
 
-from neurosym.perception.reader import Reader, at_least_float32, check_log_probs, check_reader
+from neurosym.perception.reader import Reader, check_log_probs, check_reader
 from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
 from neurosym.pipelines.windows import real_positions
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver, OperatorTable, Value
+from neurosym.training.device import at_least_float32
 from neurosym.training.modes import reading_mode
 
 

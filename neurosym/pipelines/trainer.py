@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.batch_statistics import batch_statistics_of
-from neurosym.perception.reader import Reader, at_least_float32, reader_module
+from neurosym.perception.reader import Reader, reader_module
 from neurosym.perception.saved_reader import check_vocabulary
 from neurosym.pipelines.curriculum import Curriculum, stage_lengths
 from neurosym.pipelines.pipeline import HintPipeline
@@ -38,7 +38,7 @@ from neurosym.pipelines.windows import ConcatWindows, WindowSource, reading_batc
 from neurosym.training.checkpoint import RESUME_ADVICE
 from neurosym.training.checks import fraction, int_at_least, positive_number
 from neurosym.training.core import Checkpointing, run_training
-from neurosym.training.device import mixed_precision
+from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import SCHEDULES, schedule_factor
 from neurosym.training.modes import evaluation_mode, modes_kept

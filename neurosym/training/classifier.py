@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from neurosym.training.device import mixed_precision
+from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import RUN_TIME_FIELDS, TrainConfig, TrainResult, train
 
@@ -71,7 +71,7 @@ def fit_classifier(
 
     def loss_fn(network: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         batch_inputs, targets = batch
-        return nn.functional.cross_entropy(network(prepare(batch_inputs)).float(), targets.long())
+        return nn.functional.cross_entropy(at_least_float32(network(prepare(batch_inputs))), targets.long())
 
     context = DistributedContext(rank=0, world_size=1, local_rank=0, device=device)
     rows = RowIndices(len(inputs))

@@ -67,3 +67,9 @@ def mixed_precision(device: torch.device) -> torch.autocast:
     """The ``torch.autocast`` context of :func:`autocast_dtype` on ``device`` (disabled on the CPU)."""
     dtype = autocast_dtype(device)
     return torch.autocast(device.type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
+
+
+def at_least_float32(values: torch.Tensor) -> torch.Tensor:
+    """``values`` (any shape, e.g. log-probabilities or logits) in float32, or in their own dtype where it is wider:
+    half-precision outputs of mixed precision are scored in float32, and a float64 model's are not rounded to it."""
+    return values.to(torch.promote_types(values.dtype, torch.float32))

@@ -15,11 +15,10 @@ from neurosym.data.hint import IGNORE_INDEX, PAD_ID, HintSymbolDataset
 from neurosym.metrics import sequence_matches
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.targets import align_for_exact_match, teacher_forcing_pair
-from neurosym.perception.reader import at_least_float32
 from neurosym.semantics import HINT_FEWSHOT_SEMANTICS
 from neurosym.syntax import canonical_sentence, parse
 from neurosym.training.checks import int_at_least
-from neurosym.training.device import mixed_precision
+from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.modes import evaluation_mode
 
 BOS, EOS = 10, 11

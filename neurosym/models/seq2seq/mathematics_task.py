@@ -32,11 +32,10 @@ from neurosym.data.mathematics import (
 from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.factory import build_front_end, build_seq2seq
-from neurosym.perception.reader import at_least_float32
 from neurosym.training import DistributedContext, TrainConfig, train
 from neurosym.training.checkpoint import Setup
 from neurosym.training.compile import compile_for_training
-from neurosym.training.device import mixed_precision
+from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.seeding import seeded
 
 EXTRAPOLATION_MODULES: dict[str, tuple[str, ...]] = {
