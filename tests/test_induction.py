@@ -358,6 +358,30 @@ def test_examples_up_to_2_to_the_53_are_searched_exactly():
     assert str(induce_operator([(limit, 0, limit), (limit - 2, 1, limit - 1), (3, 4, 7)], max_size=3)) == "(i + j)"
 
 
+MEANS = {"ceil(((i + j) / 2))": lambda i, j: -(-(i + j) // 2), "floor(((i + j) / 2))": lambda i, j: (i + j) // 2}
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    target=st.sampled_from(sorted(MEANS)),
+    large=st.lists(st.tuples(st.integers(2**50, 2**53), st.integers(0, 2**53)), min_size=1, max_size=4),
+    small=st.booleans(),
+)
+def test_values_past_2_to_the_53_inside_the_search_hide_no_program(target, large, small):
+    """Examples up to 2**53 are taken, but a program's values on them may pass it, where float64 rounds: ``i + j`` of
+    ``2**53 + 1`` was ``2**53``, so ``ceil((i + j) / 2)`` missed ``(2**53, 1, 2**52 + 1)`` and a program of size 8 (or,
+    without small examples, none) came back. Such values are unknown to the search, and candidates are checked exactly."""
+    mean = MEANS[target]
+    pairs = [*large, *((i, j) for i in range(5) for j in range(5) if small)]
+    program = induce_operator([(i, j, mean(i, j)) for i, j in pairs], max_size=6)
+    assert program is not None and program.size <= 6 and all(program(i, j) == mean(i, j) for i, j in pairs)
+
+
+def test_the_mean_of_2_to_the_53_and_1_is_found_at_its_size():
+    examples = [(2**53, 1, 2**52 + 1)] + [(i, j, -(-(i + j) // 2)) for i in range(10) for j in range(10)]
+    assert str(induce_operator(examples)) == "ceil(((i + j) / 2))"  # was floor(((i + (j + 1)) / 2)), of size 8
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     rounding=st.sampled_from(["ceil", "floor"]),

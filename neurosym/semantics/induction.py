@@ -5,7 +5,9 @@ Programs are expressions over the operands ``i`` and ``j`` in a small typed DSL 
 integer. :func:`induce_operator` enumerates programs bottom-up by size, keeping one program per
 distinct vector of outputs on the examples (observational equivalence), all vectorised with numpy,
 and returns the smallest program that explains at least ``min_agreement`` of the examples (abduced
-examples may be noisy). Candidates found with floating point are re-checked with exact fractions. With
+examples may be noisy). Candidates found with floating point are re-checked with exact fractions; a value of
+:data:`EXAMPLE_LIMIT` or more in magnitude, which float64 may have rounded, is *unknown* (``inf``): it may match any
+output, so the program is checked exactly, and it is never pruned as equal to another. With
 many examples the enumeration runs on a subset of them; at agreement 1.0, when a candidate explains the
 subset but not every example, one example it gets wrong joins the subset and the search runs again.
 
@@ -18,7 +20,7 @@ from __future__ import annotations
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
@@ -36,7 +38,11 @@ _COMMUTATIVE = {"+", "*", "max", "min"}
 _NEAR_INTEGER = 1e-9
 EXAMPLE_LIMIT = 2**53
 """The largest integer an example may hold: the search computes in float64, exact for integers up to ``2**53`` (beyond
-it, examples were misread and no program found; beyond float range, the search overflowed)."""
+it, examples were misread and no program found; beyond float range, the search overflowed). A program's value of this
+magnitude or more on an example (``i + j`` of ``2**53 + 1`` is rounded to ``2**53``) is unknown to the search: it is
+taken as ``inf``, and ``ceil((i + j) / 2)`` is still found for ``(2**53, 1, 2**52 + 1)``."""
+_UNKNOWN = np.inf
+"""A value the search does not know exactly (see :data:`EXAMPLE_LIMIT`); NaN is a value that is undefined."""
 _MIX = ((np.uint64(30), np.uint64(0xBF58476D1CE4E5B9)), (np.uint64(27), np.uint64(0x94D049BB133111EB)))
 Examples = Sequence[tuple[int, int, int]] | np.ndarray | torch.Tensor
 """``(i, j, v)`` triples of non-negative integers: a sequence of them, or an ``[N, 3]`` array or tensor."""
@@ -105,7 +111,8 @@ def _snap(values: np.ndarray, where: np.ndarray | bool = True) -> np.ndarray:
     """Round values within floating-point noise of an integer to that integer, only ``where`` (a mask broadcast to
     ``values``) holds (in place; returns ``values``)."""
     rounded = np.rint(values)
-    np.copyto(values, rounded, where=(np.abs(values - rounded) < _NEAR_INTEGER) & where)
+    with np.errstate(invalid="ignore"):  # (inf - inf of an unknown value: NaN, never near an integer)
+        np.copyto(values, rounded, where=(np.abs(values - rounded) < _NEAR_INTEGER) & where)
     return values
 
 
@@ -125,8 +132,34 @@ def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _snap(quotient, where=~(_exact_integers(a) & _exact_integers(b)))
 
 
+def _reach(op: str, left: _Bank, right: _Bank) -> float:
+    """A bound on the magnitude of ``x op y`` in float64 for ``x`` a value of ``left`` and ``y`` one of ``right``
+    (rounding is monotone: the bound computed from the banks' largest and least magnitudes bounds each result)."""
+    if op in ("+", "-"):
+        return left.magnitude + right.magnitude
+    if op == "*":
+        return left.magnitude * right.magnitude
+    if op == "/":
+        return left.magnitude / right.least if right.least > 0 else np.inf
+    return max(left.magnitude, right.magnitude)
+
+
+def _mark_unknown(out: np.ndarray, a: np.ndarray, b: np.ndarray, divides: bool) -> bool:
+    """Make ``out``, the results of an operator on ``a`` and ``b`` (broadcast to ``out [Na, Nb, E]``), unknown (``inf``)
+    where their magnitude is :data:`EXAMPLE_LIMIT` or more (float64 may have rounded them: ``2**53 + 1`` is ``2**53``)
+    or an operand is unknown and none undefined (IEEE arithmetic gave ``inf - inf`` NaN, ``1 / inf`` 0); a division by
+    zero stays undefined. In place; whether ``out`` holds an unknown value."""
+    with np.errstate(invalid="ignore"):
+        np.copyto(out, _UNKNOWN, where=np.abs(out) >= EXAMPLE_LIMIT)
+    unknown_a, unknown_b = np.isinf(a), np.isinf(b)
+    if unknown_a.any() or unknown_b.any():
+        defined = ~(np.isnan(a) | np.isnan(b) | (b == 0)) if divides else ~(np.isnan(a) | np.isnan(b))
+        np.copyto(out, _UNKNOWN, where=(unknown_a | unknown_b) & defined)
+    return bool(np.isinf(out).any())
+
+
 def _apply_binary(op: str, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a [Na, 1, E]`` op ``b [1, Nb, E]`` -> ``[Na, Nb, E]`` (NaN where undefined)."""
+    """``a [Na, 1, E]`` op ``b [1, Nb, E]`` -> ``[Na, Nb, E]`` in float64 (NaN where undefined)."""
     if op == "/":
         return _divide(a, b)
     with np.errstate(invalid="ignore"):
@@ -150,10 +183,18 @@ Build = Callable[[np.ndarray], list[Expr]]
 
 @dataclass
 class _Bank:
-    """Programs of one size with their output vectors ``values [N, E]``."""
+    """Programs of one size with their output vectors ``values [N, E]``, and the largest magnitude among those values
+    (``inf`` where one is unknown; 0 for none) and the least but 0 (``inf`` for none; NaN, undefined, is neither)."""
 
     values: np.ndarray
     exprs: list[Expr]
+    magnitude: float = field(init=False)
+    least: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        magnitudes = np.abs(self.values)
+        self.magnitude = float(np.fmax.reduce(magnitudes, axis=None, initial=0.0))
+        self.least = float(np.fmin.reduce(np.where(magnitudes == 0, np.inf, magnitudes), axis=None, initial=np.inf))
 
 
 class _Enumerator:
@@ -162,7 +203,9 @@ class _Enumerator:
     Output vectors are compared by a 64-bit hash of their bytes (each value's bits mixed by a bijection, then a
     random linear map modulo 2^64; NaN read as +inf): two different vectors share a hash with probability about
     2^-64, so a program is wrongly pruned with probability below 10^-7 over a whole search of millions of programs.
-    (Unmixed, the trailing zero bits of small integers as floats left about 17 bits for vectors of integers below 50.)"""
+    (Unmixed, the trailing zero bits of small integers as floats left about 17 bits for vectors of integers below 50.)
+    A vector holding an unknown value (``inf``, :data:`EXAMPLE_LIMIT`) is never pruned, nor prunes another: programs
+    equal on the search's floats may differ there."""
 
     def __init__(self, inputs_i: np.ndarray, inputs_j: np.ndarray, chunk: int = 200_000):
         self.examples = len(inputs_i)
@@ -170,6 +213,7 @@ class _Enumerator:
         self.seen = np.zeros(0, dtype=np.uint64)  # sorted hashes of the output vectors kept so far
         self.chunk = chunk
         self.partial: set[int] = set()  # the sizes whose banks hold only some of their candidates
+        self.unknown = False  # whether a value unknown to the search (inf) has come up: every chunk is then checked for one
         self.multipliers = np.random.default_rng(0).integers(1, 2**63, size=self.examples, dtype=np.uint64) * np.uint64(
             2
         ) + np.uint64(1)
@@ -178,7 +222,8 @@ class _Enumerator:
         self.banks[1] = self._dedupe(values, lambda rows: [leaves[k] for k in rows])
 
     def _hashes(self, values: np.ndarray) -> np.ndarray:
-        """``values [N, E]`` -> ``[N]`` uint64 hashes of the rows' bytes (NaN read as +inf)."""
+        """``values [N, E]`` -> ``[N]`` uint64 hashes of the rows' bytes (NaN read as +inf: only vectors holding an
+        unknown value, which are never pruned, hold it)."""
         bits = np.nan_to_num(values, nan=np.inf).view(np.uint64)
         for shift, factor in _MIX:  # splitmix64's finaliser: every input bit reaches the low bits the map multiplies
             bits = (bits ^ (bits >> shift)) * factor
@@ -186,16 +231,17 @@ class _Enumerator:
 
     def _dedupe(self, values: np.ndarray, build: Build) -> _Bank:
         """The rows of ``values`` whose output vector is new (first occurrence, not seen at a smaller size, not
-        undefined everywhere), in their order, with their programs."""
+        undefined everywhere) or holds an unknown value, in their order, with their programs."""
         hashes = self._hashes(values)
+        unknown = np.isinf(values).any(axis=1) if self.unknown else np.zeros(len(values), dtype=bool)
         _, first = np.unique(hashes, return_index=True)
-        first.sort()
-        first = first[~np.isnan(values[first]).all(axis=1)]
+        first = first[~unknown[first] & ~np.isnan(values[first]).all(axis=1)]
         if len(self.seen):
             place = np.minimum(np.searchsorted(self.seen, hashes[first]), len(self.seen) - 1)
             first = first[self.seen[place] != hashes[first]]
         self.seen = np.union1d(self.seen, hashes[first])
-        return _Bank(values[first].reshape(-1, self.examples), build(first))
+        kept = np.union1d(first, np.flatnonzero(unknown))
+        return _Bank(values[kept].reshape(-1, self.examples), build(kept))
 
     def candidates(self, size: int) -> Iterator[tuple[np.ndarray, Build]]:
         """Every program of ``size`` as chunks of ``(values [N, E], build)``; not yet deduplicated."""
@@ -213,6 +259,8 @@ class _Enumerator:
                     if op in _COMMUTATIVE and left_size > right_size:
                         continue
                     values = _apply_binary(op, block[:, None, :], right.values[None, :, :])
+                    if _reach(op, left, right) >= EXAMPLE_LIMIT:
+                        self.unknown |= _mark_unknown(values, block[:, None, :], right.values[None, :, :], op == "/")
 
                     def build(
                         rows: np.ndarray,
@@ -380,7 +428,10 @@ def _search(
         best: dict[int, tuple[int, Program]] = {}  # per open agreement, this size's best program
         missed: set[int] = set()  # triples outside the subset that candidates explaining all of it get wrong
         for values, build in chunks:
-            hits = (values == target[None, :]).astype(np.int64) @ weights
+            matches = values == target[None, :]
+            if enumerator.unknown:  # an unknown value may match
+                matches |= np.isinf(values)
+            hits = matches.astype(np.int64) @ weights
             scored: dict[int, tuple[int, Program, np.ndarray]] = {}  # exact checks of this chunk's candidates
             for level in open_levels:
                 enough = np.flatnonzero(hits >= needed[level])
