@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.decoding import CLOSE_CLASS, NUMBER, OPEN_CLASS, OPERATOR, sentence_templates
 from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator, evaluate
+from neurosym.semantics.operators import MINUS
 
 VOCAB = list("0123456789+-*/()")
 
@@ -162,11 +163,12 @@ ONE_CHANGE = Abducer(VOCAB, max_changes=1, max_template_length=1)  # (no shape s
 
 
 def _one_change_problem(
-    length: int, template: int, seed: int, planted: int, ruled_out: float = 0.0
+    length: int, template: int, seed: int, planted: int, ruled_out: float = 0.0, abducer: Abducer = ONE_CHANGE
 ) -> tuple[str, np.ndarray, int, float] | None:
     """A reading of the ``template``-th shape of ``length`` symbols (the most probable symbol of each class), its
     log-probabilities ``[length, V]`` (a share ``ruled_out`` of the other entries ``-inf``), a target drawn among the
-    values of its one-change corrections and the best log-probability of those that give it (``None``: no target)."""
+    values of its one-change corrections under ``abducer``'s semantics and the best log-probability of those that give
+    it (``None``: no target)."""
     rng = np.random.default_rng(seed)
     shape = sentence_templates(length)[template % len(sentence_templates(length))]
     log_probs = np.log(rng.dirichlet(np.full(len(VOCAB), 0.3), size=length))
@@ -175,12 +177,12 @@ def _one_change_problem(
     ruled = rng.random(log_probs.shape) < ruled_out
     ruled[np.arange(length), [VOCAB.index(s) for s in read]] = False
     log_probs[ruled] = -np.inf
-    values = {fixed: ONE_CHANGE.value(fixed) for fixed in _single_changes(ONE_CHANGE, read)}
-    targets = sorted({v for v in values.values() if v is not None and v != ONE_CHANGE.value(read)})
+    values = {fixed: abducer.value(fixed) for fixed in _single_changes(abducer, read)}
+    targets = sorted({v for v in values.values() if v is not None and v != abducer.value(read)})
     if not targets:
         return None
     target = targets[planted % len(targets)]
-    return read, log_probs, target, max(ONE_CHANGE.score(fixed, log_probs) for fixed, v in values.items() if v == target)
+    return read, log_probs, target, max(abducer.score(fixed, log_probs) for fixed, v in values.items() if v == target)
 
 
 @settings(max_examples=150, deadline=None)
@@ -194,6 +196,24 @@ def test_one_change_search_matches_brute_force(length, template, seed, planted):
     found = ONE_CHANGE.abduce(read, log_probs, target)
     assert found is not None and found.changes == 1 and found.log_prob == pytest.approx(best)
     assert ONE_CHANGE.value(found.sentence) == target
+
+
+INTEGER_ONE_CHANGE = Abducer(VOCAB, HINT_SEMANTICS.extend(operators={"-": MINUS}, name="integers"), 1, max_template_length=1)
+"""One change under semantics whose values may be negative (ordinary subtraction)."""
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from([3, 5, 7]), st.integers(0, 100), st.integers(0, 2**32 - 1), st.integers(0, 10**6))
+def test_one_change_search_matches_brute_force_where_values_may_be_negative(length, template, seed, planted):
+    """Under ordinary subtraction values may be negative, which the preimages assumed they are not: the closed form of
+    ``+`` wanted no value of ``8`` in ``1-4+8`` for the result -3 (``1-4+0``), so no correction was found, and a scan
+    from 0 never tried ``8-5 = -4`` in ``8-5-2`` for -6 (``1-5-2``), so a less probable one came back."""
+    if (problem := _one_change_problem(length, template, seed, planted, abducer=INTEGER_ONE_CHANGE)) is None:
+        return
+    read, log_probs, target, best = problem
+    found = INTEGER_ONE_CHANGE.abduce(read, log_probs, target)
+    assert found is not None and found.changes == 1 and found.log_prob == pytest.approx(best)
+    assert INTEGER_ONE_CHANGE.value(found.sentence) == target
 
 
 @settings(max_examples=150, deadline=None)

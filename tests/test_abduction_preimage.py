@@ -5,6 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neurosym.semantics import operators
 from neurosym.semantics.preimage import Interval, left_preimage, right_preimage, scan_left_preimage, scan_right_preimage
 
 HINT = {
@@ -157,3 +158,74 @@ def test_fewshot_concept_preimages_match_brute_force_beyond_any_scan(symbol, tar
     wanted_right = {b for b in FEWSHOT_VALUES if operator.value(left, b) in target}
     for interval, wanted in zip(found, (wanted_left, wanted_right), strict=True):
         assert (set() if interval is None else {v for v in FEWSHOT_VALUES if v in interval}) == wanted
+
+
+NEGATIVE_RANGE = range(-40, 41)
+"""Operand values to check preimages at where the semantics admit negative values (within every scan)."""
+MONOTONE = {"+", "−", "*", "clamped −", "max", "min", "ceil mean"}
+"""Meanings monotone in each operand, the other kept: the hull of their preimage holds preimages only."""
+
+
+INTEGER_MEANINGS = {
+    "+": operators.PLUS, "−": operators.MINUS, "*": operators.TIMES, "/": operators.CEIL_DIVIDE,
+    "clamped −": operators.CLAMPED_MINUS, "max": operators.MAXIMUM, "min": operators.MINIMUM,
+    "ceil mean": operators.CEIL_MEAN, "ceil harmonic": operators.CEIL_HARMONIC,
+}  # fmt: skip
+"""Meanings over the integers, by name."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    name=st.sampled_from(sorted(INTEGER_MEANINGS)),
+    target=st.builds(lambda lo, width: Interval(lo, lo + width), st.integers(-30, 30), st.integers(0, 6)),
+    operands=st.tuples(st.integers(-12, 12), st.integers(-12, 12)),
+    declared=st.booleans(),
+)
+def test_preimages_where_values_may_be_negative_miss_no_operand_value(name, target, operands, declared):
+    """Where the semantics admit negative values (declared, or an operand is negative), the preimages hold every
+    operand value in range that gives a wanted value, and for monotone meanings no other. The closed forms assume
+    non-negative operands: ``a + 4 = 2`` gave no ``a`` (not -2), ``a * -2 = 6`` none, ``max(a, -3) = -3`` none."""
+    from neurosym.semantics.preimage import operand_preimages
+
+    operator, (left, right) = INTEGER_MEANINGS[name], operands
+    if not declared and min(left, right) >= 0:
+        left = -left - 1  # (the operand shows that values may be negative)
+    found = operand_preimages(operator, target, left, right, negative=declared)
+    wanted = (
+        {a for a in NEGATIVE_RANGE if operator.value(a, right) in target},
+        {b for b in NEGATIVE_RANGE if operator.value(left, b) in target},
+    )
+    for side, (interval, values) in enumerate(zip(found, wanted, strict=True)):
+        held = set() if interval is None else {v for v in NEGATIVE_RANGE if v in interval}
+        assert values <= held
+        if name in MONOTONE or (name == "/" and side == 0):
+            assert held == values
+
+
+@pytest.mark.parametrize(
+    "symbol,target,other,left,right",
+    [
+        ("*", 6, -2, Interval(-3, -3), Interval(-3, -3)),
+        ("+", 2, -3, Interval(5, 5), Interval(5, 5)),
+        ("/", 2, -4, Interval(-8, -5), Interval(-3, -2)),
+        ("-", 0, -3, Interval(-200, -3), Interval(-3, 200)),
+    ],
+)
+def test_hint_closed_forms_of_a_negative_operand_scan_hints_rule(symbol, target, other, left, right):
+    """A negative operand is outside HINT's non-negative values, where the closed forms hold: ``a * -2 = 6`` had
+    ``a`` nowhere (not -3), ``ceil(a / -4) = 2`` nowhere (not -8..-5), ``max(0, a - -3) = 0`` nowhere (not a <= -3);
+    HINT's rule is scanned instead."""
+    assert left_preimage(symbol, Interval.point(target), other) == left
+    assert right_preimage(symbol, other, Interval.point(target)) == right
+
+
+def test_the_tables_that_admit_negative_values_are_found_by_probing():
+    from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, RATIONAL_SEMANTICS, Operator
+    from neurosym.semantics.operators import MINUS
+    from neurosym.semantics.preimage import admits_negative_values
+
+    assert not admits_negative_values(HINT_SEMANTICS) and not admits_negative_values(HINT_FEWSHOT_SEMANTICS)
+    assert admits_negative_values(RATIONAL_SEMANTICS) and admits_negative_values(HINT_SEMANTICS.extend({"n": -2}))
+    assert admits_negative_values(HINT_SEMANTICS.extend(operators={"-": MINUS}))
+    ten_minus = Operator(1, lambda a, b: 10 - a)  # non-negative on digits, negative on 9 + 9
+    assert admits_negative_values(HINT_SEMANTICS.extend(operators={"t": ten_minus}))

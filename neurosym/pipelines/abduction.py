@@ -33,7 +33,7 @@ from neurosym.pipelines.decoding import (
 )
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, Value, execute
 from neurosym.semantics.executor import subexpression_values
-from neurosym.semantics.preimage import Interval, operand_preimages
+from neurosym.semantics.preimage import Interval, admits_negative_values, operand_preimages
 from neurosym.syntax import Node, ParseError, infix_layout, parse
 from neurosym.training.checks import int_at_least, is_int
 
@@ -82,6 +82,9 @@ class Abducer:
         max_changes: the most symbols one correction may change.
         beam: how many uncertain symbols (and readings of each) the multi-change search explores.
         max_template_length: sentences up to this length may also switch bracket shape.
+        negative_values: whether values under ``table`` may be negative (``None``: as
+            :func:`~neurosym.semantics.preimage.admits_negative_values` finds, when first needed); the closed-form
+            preimages of HINT's operators hold for non-negative values only, so wanted values are then scanned for.
     """
 
     def __init__(
@@ -91,6 +94,7 @@ class Abducer:
         max_changes: int = 2,
         beam: int = 3,
         max_template_length: int = 11,
+        negative_values: bool | None = None,
     ):
         max_changes, beam = int_at_least(max_changes, "max_changes", 1), int_at_least(beam, "beam", 1)
         max_template_length = int_at_least(max_template_length, "max_template_length", 1)
@@ -101,6 +105,7 @@ class Abducer:
         self.numbers = [s for s in table.numbers if s in self.index]
         self.operators = [s for s in table.operators if s in self.index]
         self.max_changes, self.beam, self.max_template_length = max_changes, beam, max_template_length
+        self._negative_values = negative_values
         self._class_members = {
             NUMBER: self.numbers,
             OPERATOR: self.operators,
@@ -289,9 +294,16 @@ class Abducer:
                     proposals += self._propose(sentence, log_probs, position, same)
         return proposals
 
+    @property
+    def negative_values(self) -> bool:
+        """Whether values under the table may be negative (given, or found by probing the table once)."""
+        if self._negative_values is None:
+            self._negative_values = admits_negative_values(self.table)
+        return self._negative_values
+
     def child_targets(self, symbol: str, wanted: Interval, left: Value, right: Value) -> tuple[Interval | None, Interval | None]:
         """Wanted values of the left child (right fixed) and of the right child (left fixed)."""
-        return operand_preimages(self.table.operators[symbol], wanted, left, right)
+        return operand_preimages(self.table.operators[symbol], wanted, left, right, self.negative_values)
 
     def _propose(self, sentence: str, log_probs: np.ndarray, position: int, symbols: list[str]) -> list[_Proposal]:
         """Replacing the symbol at ``position`` by each of ``symbols`` (other than itself and those ruled out)."""

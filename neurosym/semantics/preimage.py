@@ -10,6 +10,11 @@ those intervals exactly for ``+ - * /``; :func:`operand_preimages` also knows th
 Any other operator (a concept added at run time or an induced program) gets the hull of a scan over
 ``0..scan_limit`` — exact for monotone operators within the scan, an over-approximation otherwise, so callers
 verify candidates by execution.
+
+The closed forms hold where operands are non-negative, as under HINT's semantics. Where the semantics admit negative
+values (a table with ordinary subtraction, or a negative number: :func:`admits_negative_values`), ``a + 4 = 2`` has
+``a = -2``, which they leave out: every operator is then scanned over ``-scan_limit..scan_limit`` instead, as it is
+for a negative operand.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from numbers import Integral
+from numbers import Integral, Rational
 from typing import TypeVar, cast
 
 from neurosym.semantics.operators import (
@@ -33,6 +38,7 @@ from neurosym.semantics.operators import (
     rule_value,
 )
 from neurosym.semantics.operators import Operator as OperatorMeaning
+from neurosym.semantics.table import OperatorTable
 from neurosym.training.checks import is_int
 
 _Operand = TypeVar("_Operand", bound=Value)
@@ -46,8 +52,9 @@ does an operand pair where it raises an arithmetic or value error: :func:`~neuro
 class Interval:
     """The integers ``lo <= v <= hi`` (``hi is None``: no upper bound).
 
-    Operands are non-negative, and so are the values of HINT's operators (the preimages of a target's negative part
-    under them are empty); the value wanted of another operator, as ordinary subtraction, may be negative.
+    Under HINT's semantics operands are non-negative, and so are the values of HINT's operators (the preimages of a
+    target's negative part under them are empty, and :meth:`make` drops it); the value wanted of another operator, as
+    ordinary subtraction, may be negative, and where the semantics admit negative values so may the preimages.
 
     The bounds are held as Python ints (numpy's are converted: the preimages' arithmetic on an ``np.int64`` bound
     wrapped around, or overflowed, for large values); a bound that is no integer (a float, a bool, ``None`` as
@@ -201,14 +208,25 @@ def _hull(values: list[int]) -> Interval | None:
     return Interval(min(values), max(values)) if values else None
 
 
-def scan_left_preimage(apply: Operator, target: Interval, right: Value, scan_limit: int = 200) -> Interval | None:
-    """Hull of the ``a`` in ``0..scan_limit`` with ``apply(a, right) in target`` (any operator)."""
-    return _hull([a for a in range(scan_limit + 1) if rule_value(apply, a, right) in target])
+def _scanned_values(scan_limit: int, negative: bool) -> range:
+    """The operand values a scan tries: ``0..scan_limit``, from ``-scan_limit`` on where they may be ``negative``."""
+    return range(-scan_limit if negative else 0, scan_limit + 1)
 
 
-def scan_right_preimage(apply: Operator, left: Value, target: Interval, scan_limit: int = 200) -> Interval | None:
-    """Hull of the ``b`` in ``0..scan_limit`` with ``apply(left, b) in target`` (any operator)."""
-    return _hull([b for b in range(scan_limit + 1) if rule_value(apply, left, b) in target])
+def scan_left_preimage(
+    apply: Operator, target: Interval, right: Value, scan_limit: int = 200, negative: bool = False
+) -> Interval | None:
+    """Hull of the ``a`` in ``0..scan_limit`` (``-scan_limit..scan_limit`` where operands may be ``negative``) with
+    ``apply(a, right) in target`` (any operator)."""
+    return _hull([a for a in _scanned_values(scan_limit, negative) if rule_value(apply, a, right) in target])
+
+
+def scan_right_preimage(
+    apply: Operator, left: Value, target: Interval, scan_limit: int = 200, negative: bool = False
+) -> Interval | None:
+    """Hull of the ``b`` in ``0..scan_limit`` (``-scan_limit..scan_limit`` where operands may be ``negative``) with
+    ``apply(left, b) in target`` (any operator)."""
+    return _hull([b for b in _scanned_values(scan_limit, negative) if rule_value(apply, left, b) in target])
 
 
 def left_preimage(
@@ -216,13 +234,15 @@ def left_preimage(
 ) -> Interval | None:
     """Values ``a`` with ``apply(a, right) in target``; ``None`` when there are none.
 
-    ``symbol`` in ``+ - * /`` uses HINT's semantics exactly (``apply`` is then ignored); for any other
-    symbol ``apply`` is scanned (:func:`scan_left_preimage`). A numpy integer ``right`` is taken as a Python int.
+    ``symbol`` in ``+ - * /`` uses HINT's semantics exactly (``apply`` is then ignored) for a non-negative ``right``;
+    for a negative one (the semantics then admit negative values) HINT's rule is scanned over
+    ``-scan_limit..scan_limit`` (``a * -2 = 6`` has ``a = -3``), and for any other symbol ``apply`` is scanned
+    (:func:`scan_left_preimage`). A numpy integer ``right`` is taken as a Python int.
     """
     right = _python_int(right)  # (an np.int64's arithmetic wrapped around: a / 4 = 2**62 gave a = 0)
-    if symbol in EXACT_SYMBOLS:
+    if symbol in EXACT_SYMBOLS and right >= 0:
         return _left_exact(symbol, target, right)
-    return scan_left_preimage(_scanned(symbol, apply), target, right, scan_limit)
+    return scan_left_preimage(_scanned(symbol, apply), target, right, scan_limit, negative=right < 0)
 
 
 def right_preimage(
@@ -230,9 +250,9 @@ def right_preimage(
 ) -> Interval | None:
     """Values ``b`` with ``apply(left, b) in target``; ``None`` when there are none (see :func:`left_preimage`)."""
     left = _python_int(left)
-    if symbol in EXACT_SYMBOLS:
+    if symbol in EXACT_SYMBOLS and left >= 0:
         return _right_exact(symbol, left, target)
-    return scan_right_preimage(_scanned(symbol, apply), left, target, scan_limit)
+    return scan_right_preimage(_scanned(symbol, apply), left, target, scan_limit, negative=left < 0)
 
 
 def _python_int(value: _Operand) -> _Operand:
@@ -241,33 +261,70 @@ def _python_int(value: _Operand) -> _Operand:
 
 
 def _scanned(symbol: str, apply: Operator | None) -> Operator:
-    """``apply``, the function whose preimages are scanned for, where ``symbol`` has no closed form (an error when
-    it was not given)."""
+    """``apply``, the function whose preimages are scanned for, where ``symbol`` has no closed form (HINT's rule for
+    ``+ - * /``, whose closed forms do not hold for a negative operand; an error when it was not given)."""
+    if symbol in EXACT_SYMBOLS:
+        return _HINT_MEANINGS[symbol].apply
     if apply is None:
         raise ValueError(f"operator {symbol!r} has no built-in inverse: pass its function as `apply`")
     return apply
 
 
 def operand_preimages(
-    operator: OperatorMeaning, wanted: Interval, left: Value, right: Value
+    operator: OperatorMeaning, wanted: Interval, left: Value, right: Value, negative: bool = False
 ) -> tuple[Interval | None, Interval | None]:
     """Values of the left operand (``right`` kept) and of the right one (``left`` kept) for which ``operator``
-    gives a value in ``wanted``: exact for HINT's ``+ - * /`` meanings of integer operands and for the few-shot
-    concepts' (:data:`_SYMMETRIC`) of non-negative ones (recognised by identity, whatever symbol shows them), else the
-    hull of a scan beyond every value in play (a scan stops there: ``min(a, 5) = 5`` for every ``a >= 5`` was cut off
-    at 100, and it took seconds for values of millions)."""
+    gives a value in ``wanted``.
+
+    Where operands are non-negative (``negative`` False, and ``left`` and ``right`` are not negative), exact for HINT's
+    ``+ - * /`` meanings of integer operands and for the few-shot concepts' (:data:`_SYMMETRIC`) (recognised by
+    identity, whatever symbol shows them), else the hull of a scan of ``0..scan`` beyond every value in play (a scan
+    stops there: ``min(a, 5) = 5`` for every ``a >= 5`` was cut off at 100, and it took seconds for values of millions).
+    Where operands may be negative (``negative``: the semantics admit negative values, :func:`admits_negative_values`;
+    or an operand is), the closed forms do not hold (``a + 4 = 2`` has ``a = -2``), and every operator gets the hull of a
+    scan of ``-scan..scan``."""
     left, right = _python_int(left), _python_int(right)
+    negative = negative or left < 0 or right < 0
     exact = _EXACT.get(id(operator))
-    if exact is not None and isinstance(left, int) and isinstance(right, int):  # (closed forms of integer operands)
+    if exact is not None and isinstance(left, int) and isinstance(right, int) and not negative:  # (integer operands)
         return _left_exact(exact, wanted, right), _right_exact(exact, left, wanted)
     symmetric = _SYMMETRIC.get(id(operator))
-    if symmetric is not None and isinstance(left, int) and isinstance(right, int) and min(left, right) >= 0:
+    if symmetric is not None and isinstance(left, int) and isinstance(right, int) and not negative:
         target = _reachable(wanted)
         return (None, None) if target is None else (symmetric(target, right), symmetric(target, left))
-    top = wanted.lo if wanted.hi is None else wanted.hi
-    scan = int(max(100, 2 * top, 2 * left, 2 * right))
-    return scan_left_preimage(operator.apply, wanted, right, scan), scan_right_preimage(operator.apply, left, wanted, scan)
+    scan = int(max(100, 2 * abs(wanted.lo), 2 * abs(wanted.hi or 0), 2 * max(left, -left), 2 * max(right, -right)))
+    return (
+        scan_left_preimage(operator.apply, wanted, right, scan, negative),
+        scan_right_preimage(operator.apply, left, wanted, scan, negative),
+    )
 
 
-_EXACT = {id(PLUS): "+", id(CLAMPED_MINUS): "-", id(TIMES): "*", id(CEIL_DIVIDE): "/"}
+PROBED_VALUES = 32
+"""How many values :func:`admits_negative_values` probes each operator on, pairwise, in each of its two rounds."""
+
+
+def admits_negative_values(table: OperatorTable) -> bool:
+    """Whether values under ``table`` may be negative, as far as probing shows: a number is negative, or an operator
+    gives a negative value on two of the table's numbers or on two values that one operator gives on them (on the
+    :data:`PROBED_VALUES` least in magnitude). ``True`` for ordinary subtraction (``0 - 1``), ``False`` for HINT's
+    semantics and its few-shot concepts, whose values are non-negative integers, where the closed-form preimages hold
+    (:func:`operand_preimages` with ``negative``)."""
+    values = set(table.numbers.values())
+    for _ in range(2):
+        if any(value < 0 for value in values):
+            return True
+        probed = sorted(values, key=lambda value: (abs(value), value))[:PROBED_VALUES]
+        values |= {
+            result
+            for operator in table.operators.values()
+            for a in probed
+            for b in probed
+            if isinstance(result := operator.value(a, b), Rational)
+        }
+    return any(value < 0 for value in values)
+
+
+_HINT_MEANINGS = {"+": PLUS, "-": CLAMPED_MINUS, "*": TIMES, "/": CEIL_DIVIDE}
+"""HINT's meaning of each of the symbols :func:`left_preimage` knows in closed form."""
+_EXACT = {id(meaning): symbol for symbol, meaning in _HINT_MEANINGS.items()}
 """Meanings whose preimages are known in closed form, by the symbol :func:`left_preimage` uses for them."""
