@@ -322,6 +322,16 @@ def test_a_negative_result_gives_a_triple_only_where_an_operator_can_give_it():
     assert operator_examples("a", examples, hypothesis.extend(operators={"-": MINUS})) == [(2, 3, 3), (2, 3, 6)]
 
 
+def test_a_negative_operand_or_value_is_no_example_of_an_induced_program():
+    """Under ordinary subtraction ``(1-3)a2`` pushes ``(-2, 2, 0)`` down to ``a``, and ``5-9a1 = 7`` wants ``9a1 = -2``:
+    the programs are over non-negative integers, and such a triple failed the whole search with a ValueError."""
+    table = HINT_SEMANTICS.extend(operators={"-": MINUS}, name="integers")
+    examples = [("(1-3)a2", 0), ("5-9a1", 7), ("2a3", 6), ("4a2", 8)]
+    hypothesis = table.extend(operators={"a": Operator(MULTIPLICATIVE, lambda a, b: 1)})
+    assert operator_examples("a", examples, hypothesis) == [(2, 3, 6), (4, 2, 8)]
+    assert learn_operator("a", examples, table).program == Program(("*", ("i",), ("j",)))
+
+
 @settings(max_examples=20, deadline=None)
 @given(
     operands=st.lists(st.tuples(*[st.integers(0, 9)] * 3), min_size=4, max_size=12),

@@ -104,8 +104,8 @@ def operator_examples(symbol: str, examples: Sequence[Example], hypothesis: Oper
 
     ``hypothesis`` holds ``symbol`` (with any placeholder meaning) at the precedence level being
     tried; a triple is kept when the result pushed down to the operator's node is a single value and
-    all three are integers (the induced programs are over integers: an operand that another operator
-    made a fraction is no example of them). Sentences are read as the solver reads them (spaces
+    all three are non-negative integers (the induced programs are over those: an operand that another operator
+    made a fraction, or negative, is no example of them, nor is a negative value wanted of the operator). Sentences are read as the solver reads them (spaces
     dropped, typeset operators in ASCII), so ``"3 a 4"`` gives the triple of ``"3a4"``. A result is an int (numpy's
     too, taken as a Python int: :class:`~neurosym.semantics.preimage.Interval`), or ``None`` for an example without
     one, which gives no triple.
@@ -134,7 +134,7 @@ def operator_examples(symbol: str, examples: Sequence[Example], hypothesis: Oper
         if wanted is not None and wanted.hi == wanted.lo:
             left, right = node.children
             triple = _integer_triple(values[id(left)], values[id(right)], wanted.lo)
-            if triple is not None:
+            if triple is not None and min(triple) >= 0:  # (a negative one failed the whole search)
                 triples.append(triple)
     return triples
 
