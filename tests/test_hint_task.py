@@ -33,6 +33,7 @@ from neurosym.pipelines.grammar_pipeline import (
 from neurosym.pipelines.trainer import PipelineConfig
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS, Operator, evaluate
+from neurosym.semantics.operators import MINUS
 from neurosym.semantics.preimage import Interval
 from neurosym.semantics.tree_semantics import Executor
 from neurosym.syntax import to_infix
@@ -68,6 +69,22 @@ def test_an_inverse_passes_over_another_operator_whose_rule_raises_on_the_operan
     table = HINT_SEMANTICS.extend(operators={"/": Operator(2, lambda a, b: a // b)})
     ways = list(hint_semantics(table).inverses["binary"](6, (6, "*", 0)))
     assert ways[:2] == [(6, "+", 0), (6, "-", 0)] and (6, "*", 1) in ways and all(symbol != "/" for _, symbol, _ in ways)
+
+
+@settings(max_examples=300, deadline=None)
+@given(left=st.integers(-30, 30), right=st.integers(-30, 30), wanted=st.integers(-40, 40), symbol=st.sampled_from("+-*"))
+def test_under_semantics_with_negative_values_an_inverse_finds_negative_operands(left, right, wanted, symbol):
+    """With ordinary subtraction values may be negative: ``a + 4 = 2`` has ``a = -2`` (no operand value was offered
+    for a negative wanted value, and the closed forms offered none below 0)."""
+    table = HINT_SEMANTICS.extend(operators={"-": MINUS}, name="integers")
+    ways = list(hint_semantics(table).inverses["binary"](wanted, (left, symbol, right)))
+    for new_left, new_symbol, new_right in ways:
+        assert table.operators[new_symbol].apply(new_left, new_right) == wanted
+    apply = table.operators[symbol].apply
+    reachable = any(apply(a, right) == wanted for a in range(-100, 100)) or any(
+        apply(left, b) == wanted for b in range(-100, 100)
+    )
+    assert bool(ways) >= reachable
 
 
 @settings(max_examples=300, deadline=None)

@@ -26,7 +26,7 @@ from neurosym.pipelines.curriculum import UNBOUNDED, Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, Value
-from neurosym.semantics.preimage import Interval, operand_preimages
+from neurosym.semantics.preimage import Interval, admits_negative_values, operand_preimages
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.parser import base_grammar
 from neurosym.syntax.symbol_grammar import SymbolGrammar
@@ -52,8 +52,10 @@ correction) at 10.8 ms against 1.0 per wrong test expression."""
 def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
     """Integer values under ``table``; inverses give, for a wanted value, every other operator of the table
     that gives it from the operands as read, then values of either operand (the other kept) from the
-    operator's preimage (:func:`~neurosym.semantics.preimage.operand_preimages`), nearest the operand's current
-    value first, alternating sides."""
+    operator's preimage (:func:`~neurosym.semantics.preimage.operand_preimages`; negative values too where ``table``
+    admits them, :func:`~neurosym.semantics.preimage.admits_negative_values`), nearest the operand's current value
+    first, alternating sides."""
+    negative = admits_negative_values(table)
 
     def binary(children: list) -> Value | None:
         left, symbol, right = children
@@ -64,9 +66,10 @@ def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
         for other, operator in table.operators.items():
             if other != symbol and operator.value(left, right) == wanted:
                 yield left, other, right
-        if not is_int(wanted) or wanted < 0:  # (an np.int64 wanted value got no operand values)
+        if not is_int(wanted) or (wanted < 0 and not negative):  # (an np.int64 wanted value got no operand values)
             return
-        left_values, right_values = operand_preimages(table.operators[symbol], Interval.point(wanted), left, right)
+        wanted_values = Interval.point(wanted)
+        left_values, right_values = operand_preimages(table.operators[symbol], wanted_values, left, right, negative)
         lefts = ((value, symbol, right) for value in _nearest(left_values, left))
         rights = ((left, symbol, value) for value in _nearest(right_values, right))
         for pair in itertools.zip_longest(lefts, rights):
