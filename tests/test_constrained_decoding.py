@@ -8,10 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
-from neurosym.syntax import ParseError, parse
+from neurosym.syntax import Node, ParseError, parse, to_infix
+from neurosym.syntax.concepts import BUILTIN_OPERATORS
 
 HINT_VOCAB = list("0123456789+-*/()")
 HINT_ROLES = TokenRoles.from_vocabulary(HINT_VOCAB, "0123456789", "+-*/")
+RANKED_ROLES = TokenRoles.from_vocabulary(HINT_VOCAB, "0123456789", "+-*/", BUILTIN_OPERATORS)
 
 
 def _release_style(sentence: str) -> bool:
@@ -148,3 +150,85 @@ def test_inputs_that_do_not_fit_the_roles_are_named():
     with pytest.raises(ValueError, match=r"log_probs hold NaN \(example 1, position 3\)"):
         constrained_decode(poisoned, torch.tensor([3, 5]), HINT_ROLES)
     assert constrained_decode(poisoned, torch.tensor([3, 3]), HINT_ROLES).tokens.shape == (2, 5)  # padding: ignored
+
+
+def _certain_of(sentence: str) -> torch.Tensor:
+    """Log-probabilities [1, len(sentence), V] that rule out every symbol but ``sentence``'s."""
+    log_probs = torch.full((1, len(sentence), len(HINT_VOCAB)), -torch.inf)
+    log_probs[0, range(len(sentence)), [HINT_VOCAB.index(c) for c in sentence]] = 0.0
+    return log_probs
+
+
+def _admitted(sentence: str) -> bool:
+    """Whether minimal-bracket decoding with the operators' precedence can read ``sentence``."""
+    try:
+        decoded = constrained_decode(_certain_of(sentence), torch.tensor([len(sentence)]), RANKED_ROLES)
+    except ValueError:
+        return False
+    assert decoded.sentences(HINT_VOCAB) == [sentence] and decoded.log_prob.item() == 0.0
+    return True
+
+
+TREES = st.recursive(
+    st.sampled_from("0123456789").map(Node),
+    lambda operands: st.tuples(st.sampled_from("+-*/"), operands, operands).map(lambda t: Node(t[0], (t[1], t[2]))),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tree=TREES, chosen=st.integers(0, 10**6))
+def test_minimal_brackets_admit_what_the_printer_writes_and_refuse_a_redundant_pair(tree, chosen):
+    """``((1+2))*3``, ``(1*2)+3`` and ``(1+2)+3`` were read: only a bracketed number and brackets around the whole
+    sentence were refused."""
+    printed = to_infix(tree)
+    assert _admitted(printed)
+    nodes = list(parse(printed).postorder())
+    start, end = nodes[chosen % len(nodes)].span  # (brackets included): around it, a pair the tree does not need
+    padded = printed[:start] + "(" + printed[start:end] + ")" + printed[end:]
+    assert parse(padded) == tree and not _admitted(padded)
+
+
+@pytest.mark.parametrize("sentence", ["((1+2))*3", "(1*2)+3", "(1+2)+3", "1+(2*3)", "((1+2)*3)*4", "(1+(2*3))*4"])
+def test_named_redundant_brackets_are_refused_and_needed_ones_read(sentence):
+    assert not _admitted(sentence)
+    assert _admitted(to_infix(parse(sentence)))
+
+
+def _printed_sentences(length: int, numbers: str, operators: str) -> set[str]:
+    """Every sentence of ``length`` symbols that the printer writes for a tree over ``numbers`` and ``operators``."""
+    trees: list[list[Node]] = [[Node(n) for n in numbers]]  # by operator count
+    for count in range(1, length // 2 + 1):
+        trees.append(
+            [
+                Node(o, (left, right))
+                for left_count in range(count)
+                for left in trees[left_count]
+                for right in trees[count - 1 - left_count]
+                for o in operators
+            ]
+        )
+    return {p for level in trees for p in map(to_infix, level) if len(p) == length}
+
+
+@pytest.mark.parametrize("length", [1, 3, 5, 7, 9])
+@pytest.mark.parametrize("operators", ["+*", "+"])  # (with "+" alone, no operator of the level of "*")
+def test_minimal_decoding_with_precedence_is_exactly_optimal_against_brute_force(length, operators):
+    vocab = list("12+*()")
+    roles = TokenRoles.from_vocabulary(vocab, "12", operators, {o: "+*".index(o) + 1 for o in operators})
+    candidates = sorted(_printed_sentences(length, "12", operators))
+    generator = torch.Generator().manual_seed(length)
+    log_probs = (torch.randn(8, length, len(vocab), generator=generator) * 3).log_softmax(-1)
+    decoded = constrained_decode(log_probs, torch.full((8,), length), roles)
+    columns = torch.tensor([[vocab.index(c) for c in s] for s in candidates])  # [C, length]
+    scores = log_probs[:, torch.arange(length), columns].sum(-1)  # [8, C]
+    best = scores.max(dim=-1)
+    assert decoded.sentences(vocab) == [candidates[i] for i in best.indices.tolist()]
+    torch.testing.assert_close(decoded.log_prob, best.values, rtol=0, atol=1e-4)
+
+
+def test_a_precedence_that_does_not_fit_the_operators_is_refused():
+    with pytest.raises(ValueError, match=r"the level of the operators \['\+', '-', '\*', '/'\] and of nothing else"):
+        TokenRoles.from_vocabulary(HINT_VOCAB, "0123456789", "+-*/", {"+": 1, "-": 1, "*": 2})
+    with pytest.raises(ValueError, match=r"operator levels \{'/': 3\} are neither 1"):
+        TokenRoles.from_vocabulary(HINT_VOCAB, "0123456789", "+-*/", {"+": 1, "-": 1, "*": 2, "/": 3})

@@ -25,6 +25,7 @@ from neurosym.pipelines.subsets import subset_scores
 from neurosym.pipelines.trainer import PipelineConfig, evaluate_pipeline, evaluate_pipeline_on_each, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS, BatchSolver
+from neurosym.syntax import parse, to_infix
 from neurosym.training import TrainingInterrupted, load_checkpoint, save_checkpoint
 from neurosym.training.checkpoint import CheckpointMismatch, load_model_state
 from neurosym.training.stopping import TIME_LIMIT
@@ -567,3 +568,20 @@ def test_a_reader_that_is_no_module_reads_but_is_named_when_trained(problem):
     for run in (lambda: train_pipeline(pipeline, train, TINY_TRAINING, CPU), lambda: evaluate_pipeline(pipeline, train, CPU)):
         with pytest.raises(TypeError, match="a reader trained from results must be a torch.nn.Module, got Uniform"):
             run()
+
+
+def test_the_pipeline_reads_only_what_the_printer_writes_under_its_tables_precedence():
+    """The roles it decoded with knew no precedence: a reader sure of ``(1*2)+3`` was read as written."""
+
+    class Sure:  # reads the windows of one expression as (1*2)+3, other symbols far less likely
+        vocabulary = tuple(HINT_SYMBOLS)
+
+        def __call__(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+            log_probs = torch.full((len(windows), len(HINT_SYMBOLS)), -20.0)
+            log_probs[range(len(windows)), [HINT_SYMBOLS.index(c) for c in "(1*2)+3"]] = 0.0
+            return log_probs.log_softmax(-1)
+
+    windows, lengths = torch.zeros(1, 7, 32, 32), torch.tensor([7])
+    assert HintPipeline(Sure(), minimal_brackets=False).read(windows, lengths).sentences == ["(1*2)+3"]
+    (read,) = HintPipeline(Sure()).read(windows, lengths).sentences
+    assert read != "(1*2)+3" and to_infix(parse(read)) == read

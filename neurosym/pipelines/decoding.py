@@ -3,22 +3,30 @@
 The HINT grammar (numbers, binary operators, round brackets) accepts exactly the strings of a
 bracket-counting automaton whose state is ``(depth, expecting)``: ``expecting`` an *operand* (a number
 or ``(``) or an *operator* (a binary operator or ``)``). A sentence is accepted when it ends expecting an
-operator at depth 0. Precedence never changes which strings are accepted, so it plays no role here.
-Two flags per state optionally exclude the brackets the release never writes (see
-:func:`constrained_decode`).
+operator at depth 0. Precedence never changes which strings are accepted, so it plays no role there.
+Two flags per state optionally exclude brackets the release never writes: around a single number and
+around the whole sentence.
 
 :func:`constrained_decode` runs exact Viterbi over that automaton, vectorised over a batch and over
-states, so every returned sentence is grammatical and no accepted sentence is more probable.
+states, so every returned sentence is grammatical and no accepted sentence is more probable. Which
+brackets are redundant otherwise (``((1+2))*3``, ``(1*2)+3``) depends on what the brackets hold and on
+the operators on both sides, which no automaton of few states tells apart; so where the roles give the
+operators' precedence, an example whose best sentence is not printed as it reads
+(:func:`neurosym.syntax.to_infix`) is decoded again by CKY (:class:`~neurosym.pipelines.cky.Chart`) over a
+grammar of exactly the sentences the printer writes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import torch
 
+from neurosym.pipelines.cky import Chart
+from neurosym.syntax.concepts import ADDITIVE, MULTIPLICATIVE
+from neurosym.syntax.symbol_grammar import NormalForm
 from neurosym.training.checks import is_int_tensor
 from neurosym.training.device import at_least_float32
 
@@ -27,10 +35,11 @@ OPEN, CLOSE = "(", ")"
 
 @dataclass(frozen=True)
 class TokenRoles:
-    """Which vocabulary indices are numbers, binary operators and the two brackets.
+    """Which vocabulary indices are numbers, binary operators and the two brackets, and the operators' precedence.
 
     Built with :meth:`from_vocabulary`; symbols that are neither numbers, operators nor brackets are
-    never emitted by the decoder.
+    never emitted by the decoder. ``precedence`` holds each operator's level (``ADDITIVE`` like ``+ -``,
+    ``MULTIPLICATIVE`` like ``* /``) in the order of ``operators``, or nothing where it is not known.
     """
 
     vocabulary: tuple[str, ...]
@@ -38,9 +47,23 @@ class TokenRoles:
     operators: tuple[int, ...]
     open: int
     close: int
+    precedence: tuple[int, ...] = ()
 
     @classmethod
-    def from_vocabulary(cls, vocabulary: Sequence[str], numbers: Iterable[str], operators: Iterable[str]) -> TokenRoles:
+    def from_vocabulary(
+        cls,
+        vocabulary: Sequence[str],
+        numbers: Iterable[str],
+        operators: Iterable[str],
+        precedence: Mapping[str, int] | None = None,
+    ) -> TokenRoles:
+        """The roles of ``vocabulary``'s symbols; ``precedence`` gives every operator's level (and no other symbol's).
+
+        Raises:
+            ValueError: naming the symbols in question: a symbol named twice in the vocabulary, in two roles or
+                outside it; no number or no operator; a precedence that misses an operator, names another symbol or
+                gives a level other than ``ADDITIVE`` (1) and ``MULTIPLICATIVE`` (2).
+        """
         index = {symbol: i for i, symbol in enumerate(vocabulary)}
         if len(index) != len(vocabulary):
             repeated = sorted({s for s in vocabulary if list(vocabulary).count(s) > 1})
@@ -56,7 +79,22 @@ class TokenRoles:
         operator_ids = tuple(index[s] for s in operators)
         if not number_ids or not operator_ids:
             raise ValueError("the grammar needs at least one number and one operator symbol")
-        return cls(tuple(vocabulary), number_ids, operator_ids, index[OPEN], index[CLOSE])
+        levels = _operator_levels(operators, precedence)
+        return cls(tuple(vocabulary), number_ids, operator_ids, index[OPEN], index[CLOSE], levels)
+
+
+def _operator_levels(operators: list[str], precedence: Mapping[str, int] | None) -> tuple[int, ...]:
+    """The level of each of ``operators`` that ``precedence`` gives (none without it); ``ValueError`` unless it gives
+    every operator, and nothing else, a level ``ADDITIVE`` or ``MULTIPLICATIVE``."""
+    if precedence is None:
+        return ()
+    if set(precedence) != set(operators):
+        raise ValueError(
+            f"precedence must give the level of the operators {operators} and of nothing else, got {dict(precedence)}"
+        )
+    if odd := {s: level for s, level in precedence.items() if level not in (ADDITIVE, MULTIPLICATIVE)}:
+        raise ValueError(f"operator levels {odd} are neither {ADDITIVE} (like + -) nor {MULTIPLICATIVE} (like * /)")
+    return tuple(precedence[s] for s in operators)
 
 
 @dataclass(frozen=True)
@@ -169,8 +207,9 @@ def _automaton(steps: int, minimal_brackets: bool) -> _Automaton:
 
 @lru_cache(maxsize=64)
 def sentence_templates(length: int, minimal_brackets: bool = True) -> tuple[tuple[int, ...], ...]:
-    """Every accepted sequence of token classes (:data:`NUMBER`, :data:`OPERATOR`, :data:`OPEN_CLASS`,
-    :data:`CLOSE_CLASS`) of ``length`` symbols: the sentence shapes abduction may switch between."""
+    """Every sequence of token classes (:data:`NUMBER`, :data:`OPERATOR`, :data:`OPEN_CLASS`, :data:`CLOSE_CLASS`)
+    of ``length`` symbols that the bracket automaton accepts (precedence aside: with ``minimal_brackets``, those without
+    a bracketed number or brackets around the whole sentence): the sentence shapes abduction may switch between."""
     found: list[tuple[int, ...]] = []
     stack: list[tuple[State | None, tuple[int, ...]]] = [(None, ())]
     while stack:
@@ -185,10 +224,15 @@ def sentence_templates(length: int, minimal_brackets: bool = True) -> tuple[tupl
     return tuple(sorted(found))
 
 
-def _class_scores(log_probs: torch.Tensor, roles: TokenRoles) -> tuple[torch.Tensor, torch.Tensor]:
-    """Best score and vocabulary index per token class: both [B, T, 4]."""
+def _class_scores(log_probs: torch.Tensor, classes: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Best score and vocabulary index per class of ``classes`` (vocabulary indices; ``-inf`` for a class without
+    members): ``log_probs [B, T, V]`` -> both ``[B, T, len(classes)]``."""
     scores, ids = [], []
-    for members in (roles.numbers, roles.operators, (roles.open,), (roles.close,)):
+    for members in classes:
+        if not members:
+            scores.append(log_probs.new_full(log_probs.shape[:-1], -torch.inf))
+            ids.append(torch.zeros(log_probs.shape[:-1], dtype=torch.long, device=log_probs.device))
+            continue
         index = torch.tensor(members, device=log_probs.device)
         score, arg = log_probs.index_select(-1, index).max(dim=-1)
         scores.append(score)
@@ -196,18 +240,136 @@ def _class_scores(log_probs: torch.Tensor, roles: TokenRoles) -> tuple[torch.Ten
     return torch.stack(scores, dim=-1), torch.stack(ids, dim=-1)
 
 
+#: The sentences the printer writes, as a grammar over the terminals ``NUMBER``, ``ADDITIVE`` and ``MULTIPLICATIVE``
+#: (operators by level), ``OPEN`` and ``CLOSE``: a left operand is bracketed when its operator binds less tightly than
+#: its parent's, a right operand when less tightly or equally, and nothing else is (so never a number, a bracketed
+#: expression or the whole sentence).
+_MINIMAL_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("sentence", ("atom",)),
+    ("sentence", ("sum",)),
+    ("sentence", ("product",)),
+    ("sum", ("left of plus", "plus right")),
+    ("plus right", ("plus", "right of plus")),
+    ("product", ("left of times", "times right")),
+    ("times right", ("times", "right of times")),
+    ("(sum)", ("open", "sum)")),
+    ("sum)", ("sum", "close")),
+    ("(product)", ("open", "product)")),
+    ("product)", ("product", "close")),
+    *(("left of plus", (operand,)) for operand in ("atom", "sum", "product")),
+    *(("right of plus", (operand,)) for operand in ("atom", "product", "(sum)")),
+    *(("left of times", (operand,)) for operand in ("atom", "product", "(sum)")),
+    *(("right of times", (operand,)) for operand in ("atom", "(sum)", "(product)")),
+    ("atom", ("NUMBER",)),
+    ("plus", ("ADDITIVE",)),
+    ("times", ("MULTIPLICATIVE",)),
+    ("open", ("OPEN",)),
+    ("close", ("CLOSE",)),
+)
+_MINIMAL_TERMINALS = ("NUMBER", "ADDITIVE", "MULTIPLICATIVE", "OPEN", "CLOSE")
+
+
+def _normal_form(rules: Sequence[tuple[str, tuple[str, ...]]], terminals: Sequence[str]) -> NormalForm:
+    """``rules`` (heads and bodies of one or two names; the first head starts) as the normal form CKY reads."""
+    nonterminals = tuple(dict.fromkeys(head for head, _ in rules))
+    index = {name: i for i, name in enumerate(nonterminals)}
+    terminal = {name: i for i, name in enumerate(terminals)}
+    singles = [(index[head], body[0]) for head, body in rules if len(body) == 1]
+    return NormalForm(
+        nonterminals,
+        tuple(terminals),
+        0,
+        tuple((head, terminal[name]) for head, name in singles if name in terminal),
+        tuple((head, index[name]) for head, name in singles if name not in terminal),
+        tuple((index[head], index[body[0]], index[body[1]]) for head, body in rules if len(body) == 2),
+    )
+
+
+_MINIMAL_CHART = Chart(_normal_form(_MINIMAL_RULES, _MINIMAL_TERMINALS))
+
+
+#: Operators in a sentence's shape (numbers as ``1``), by precedence level.
+_SHAPE_LEVELS = {"+": ADDITIVE, "*": MULTIPLICATIVE}
+
+
+def _printed_as_read(shape: str) -> bool:
+    """Whether the printer writes the grammatical sentence ``shape`` (numbers as ``1``, operators as ``+`` or ``*`` by
+    level) as it is: whether it needs each of its bracket pairs (:func:`_needed`)."""
+    outside: list[tuple[int, int | None]] = []  # per open bracket: the level before it, the lowest level outside so far
+    lowest: int | None = None  # the lowest operator level at the top level inside the innermost open bracket so far
+    for position, symbol in enumerate(shape):
+        if symbol == OPEN:
+            outside.append((_level_at(shape, position - 1), lowest))
+            lowest = None
+        elif symbol == CLOSE:
+            before, enclosing = outside.pop()
+            if not _needed(before, lowest, _level_at(shape, position + 1)):
+                return False
+            lowest = enclosing
+        elif symbol in _SHAPE_LEVELS:
+            lowest = _SHAPE_LEVELS[symbol] if lowest is None else min(lowest, _SHAPE_LEVELS[symbol])
+    return True
+
+
+def _level_at(shape: str, position: int) -> int:
+    """The level of the operator at ``position`` of ``shape`` (0: no operator there, or outside the sentence)."""
+    return _SHAPE_LEVELS.get(shape[position], 0) if 0 <= position < len(shape) else 0
+
+
+def _needed(before: int, inside: int | None, after: int) -> bool:
+    """Whether the printer brackets an expression whose lowest top-level operator level is ``inside`` (``None``: it has
+    none) between operators of levels ``before`` and ``after`` (0: none). It is the right operand of the one before
+    when that binds at least as tightly as the one after (all operators are left-associative), and bracketed when it
+    binds no more tightly; otherwise the left operand of the one after, bracketed when it binds less tightly."""
+    if inside is None or not (before or after):
+        return False
+    return inside <= before if before >= after else inside < after
+
+
+def _printed_only(decoded: Decoded, log_probs: torch.Tensor, lengths: torch.Tensor, roles: TokenRoles) -> Decoded:
+    """``decoded`` (the bracket automaton's sentences, ``lengths [B]`` symbols of ``log_probs [B, T, V]``) with every
+    example the printer would write otherwise decoded again over :data:`_MINIMAL_RULES` (``roles`` give precedence)."""
+    levels = dict(zip(roles.operators, roles.precedence))
+    shapes = {roles.open: OPEN, roles.close: CLOSE} | {i: "1" for i in roles.numbers}
+    shapes |= {i: "+" if level == ADDITIVE else "*" for i, level in levels.items()}
+    redo = [
+        row
+        for row, (tokens, length) in enumerate(zip(decoded.tokens.tolist(), lengths.tolist()))
+        if not _printed_as_read("".join(shapes[token] for token in tokens[:length]))
+    ]
+    if not redo:
+        return decoded
+    rows = torch.tensor(redo, device=log_probs.device)
+    by_level = [[i for i, level in levels.items() if level == wanted] for wanted in (ADDITIVE, MULTIPLICATIVE)]
+    classes = (roles.numbers, *by_level, (roles.open,), (roles.close,))  # (in the order of _MINIMAL_TERMINALS)
+    score, ids = _class_scores(at_least_float32(log_probs[rows]), classes)
+    tokens, log_prob = _MINIMAL_CHART.best(score, ids, lengths[rows].tolist())
+    if impossible := (~torch.isfinite(log_prob)).nonzero().flatten().tolist():
+        row = redo[impossible[0]]
+        raise ValueError(
+            f"no sentence of length {lengths[row].item()} written with minimal brackets has a finite log-probability "
+            f"(example {row}): every one holds a symbol scored -inf"
+        )
+    chosen, scores = decoded.tokens.clone(), decoded.log_prob.clone()
+    chosen[rows], scores[rows] = torch.from_numpy(tokens).to(chosen.device), log_prob.to(scores)
+    return Decoded(chosen, scores)
+
+
 def constrained_decode(
     log_probs: torch.Tensor, lengths: torch.Tensor, roles: TokenRoles, minimal_brackets: bool = True
 ) -> Decoded:
-    """Exact most probable grammatical sentence per example (Viterbi over the bracket automaton).
+    """Exact most probable grammatical sentence per example (Viterbi over the bracket automaton; with
+    ``minimal_brackets`` and the operators' precedence, CKY for the examples the automaton reads otherwise).
 
     Args:
         log_probs: [B, T, V] per-window log-probabilities (padding positions are ignored); half-precision ones are
             summed in float32 (in bfloat16 the path scores' rounding chose a less probable sentence).
         lengths: [B] number of windows of each example, integers, 1 <= length <= T.
         roles: the vocabulary's grammatical roles.
-        minimal_brackets: also exclude brackets that the HINT release never writes: around a single
-            number (``(3)``) and around the whole sentence (``(2+3)``).
+        minimal_brackets: read only sentences written with minimal brackets. Where ``roles`` give the operators'
+            precedence, exactly the sentences :func:`neurosym.syntax.to_infix` writes (no ``(3)``, ``(2+3)``,
+            ``((1+2))*3``, ``(1*2)+3`` or ``1+(2*3)``); without it, only brackets around a single number (``(3)``)
+            and around the whole sentence (``(2+3)``) are excluded.
 
     Raises:
         ValueError: when a length admits no grammatical sentence (every HINT sentence has odd length), when
@@ -215,18 +377,25 @@ def constrained_decode(
             :func:`checked_decoder_inputs` rejects (NaN at a real position, a vocabulary of another size).
     """
     lengths = checked_decoder_inputs(log_probs, lengths, len(roles.vocabulary))
-    batch, steps, _ = log_probs.shape
-    device = log_probs.device
     bad = (lengths % 2 == 0).nonzero().flatten().tolist()
     if bad:
         raise ValueError(
             f"no grammatical sentence has length {lengths[bad[0]].item()} (example {bad[0]}): "
             "HINT sentences have an odd number of symbols, at least 1"
         )
+    decoded = _automaton_decode(log_probs, lengths, roles, minimal_brackets)
+    return _printed_only(decoded, log_probs, lengths, roles) if minimal_brackets and roles.precedence else decoded
+
+
+def _automaton_decode(log_probs: torch.Tensor, lengths: torch.Tensor, roles: TokenRoles, minimal_brackets: bool) -> Decoded:
+    """Viterbi over the bracket automaton: ``log_probs [B, T, V]`` and checked odd ``lengths [B]``."""
+    batch, steps, _ = log_probs.shape
+    device = log_probs.device
     automaton = _automaton(steps, minimal_brackets)
     source, token_class = automaton.incoming_source.to(device), automaton.incoming_class.to(device)
     neg_inf = -torch.inf
-    class_score, class_token = _class_scores(at_least_float32(log_probs), roles)
+    members = (roles.numbers, roles.operators, (roles.open,), (roles.close,))  # (NUMBER, OPERATOR, OPEN_CLASS, CLOSE_CLASS)
+    class_score, class_token = _class_scores(at_least_float32(log_probs), members)
     score = class_score.new_full((batch, source.shape[0]), neg_inf)
     score[:, automaton.start] = 0.0
     back: list[torch.Tensor] = []  # per step, [B, S]: the incoming transition each state was best reached through

@@ -38,7 +38,8 @@ class HintPipeline:
             window's expression as its group); its vocabulary must contain the table's symbols it should
             read, and ``(`` and ``)``.
         table: the semantics (given, or assembled from induced programs).
-        minimal_brackets: read only sentences the HINT release could have written (see decoding).
+        minimal_brackets: read only sentences the HINT release could have written: those the printer writes with
+            minimal brackets, under the table's precedence (see :func:`~neurosym.pipelines.decoding.constrained_decode`).
         abduction_changes: the most symbols one abduced correction may change.
     """
 
@@ -59,10 +60,12 @@ class HintPipeline:
         """Use ``table``'s semantics (after a concept was added or an operator's meaning induced)."""
         vocabulary = self.classifier.vocabulary
         self.table = table
+        operators = [s for s in table.operators if s in vocabulary]
         self.roles = TokenRoles.from_vocabulary(
             vocabulary,
             [s for s in table.numbers if s in vocabulary],
-            [s for s in table.operators if s in vocabulary],
+            operators,
+            {s: table.operators[s].level for s in operators},
         )
         self.solver = BatchSolver(table)
         self.abducer = Abducer(vocabulary, table, max_changes=self.abduction_changes)
