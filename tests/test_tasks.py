@@ -254,6 +254,9 @@ def test_hwf_names_a_negative_formula_count_and_a_symbol_without_images():
     grammar = SymbolGrammar(grammar_file("hwf.lark"))
     with pytest.raises(ValueError, match="^formula 1 '8/2' shows '/', of which the images hold none$"):
         formula_sentences(["1+2", "8/2"], np.zeros((len(labels), 28, 28), np.uint8), labels, 0, grammar, formula_semantics())
+    with_x = np.array([*labels, "x"])  # (a symbol outside HWF's was said to have no images, though it had)
+    with pytest.raises(ValueError, match=r"^formula 0 '1\+x' shows 'x', which is no HWF symbol \(0123456789\+-\*/\)$"):
+        formula_sentences(["1+x"], np.zeros((len(with_x), 28, 28), np.uint8), with_x, 0, grammar, formula_semantics())
 
 
 def tiny_training(steps: int) -> PipelineConfig:

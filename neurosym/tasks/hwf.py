@@ -102,8 +102,8 @@ def formula_sentences(
     semantics: TreeSemantics,
 ) -> ImageSentences:
     """``formulas`` shown with images drawn (with replacement) from ``images`` of their symbols (``labels``), each
-    with its value under ``grammar`` and ``semantics``; ``ValueError`` naming a formula that shows a symbol of which
-    ``images`` hold none."""
+    with its value under ``grammar`` and ``semantics``; ``ValueError`` naming a formula that shows a symbol other than
+    HWF's digits and operators, or one of which ``images`` hold none."""
     rng = as_generator(rng)
     pools = {symbol: np.flatnonzero(labels == symbol) for symbol in DIGITS + OPERATORS}
     _check_shown(formulas, pools)
@@ -117,10 +117,13 @@ def formula_sentences(
 
 
 def _check_shown(formulas: list[str], pools: dict[str, np.ndarray]) -> None:
-    """Raise ``ValueError`` for the first formula showing a symbol without images in ``pools`` (symbol -> indices)."""
+    """Raise ``ValueError`` for the first formula showing a symbol that is no key of ``pools`` (HWF's symbol -> indices
+    of its images) or one without images there."""
     for row, formula in enumerate(formulas):
         for symbol in formula:
-            if not len(pools.get(symbol, ())):  # (drawing from no image failed in numpy: "high <= 0")
+            if symbol not in pools:  # (named as lacking images, whatever the images held)
+                raise ValueError(f"formula {row} {formula!r} shows {symbol!r}, which is no HWF symbol ({''.join(pools)})")
+            if not len(pools[symbol]):  # (drawing from no image failed in numpy: "high <= 0")
                 raise ValueError(f"formula {row} {formula!r} shows {symbol!r}, of which the images hold none")
 
 
