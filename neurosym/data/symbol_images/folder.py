@@ -167,7 +167,9 @@ def _is_image_name(name: str) -> bool:
 def folder_image_problem(path: str, symbol: str) -> str | None:
     """What keeps :func:`load_folder_bank` from reading the file ``path`` (relative to its folder) as an image of
     ``symbol``: a path that is not ``<class>/<file>`` written plainly, a file it skips (hidden, or without an image
-    suffix), or a class folder of another symbol than ``symbol`` (``times/`` holds ``*``); ``None`` when it reads it so."""
+    suffix), or a class folder of another symbol than ``symbol`` (``times/`` holds ``*``); ``None`` when it reads it so.
+    A ``symbol`` that names no class folder raises :func:`~neurosym.data.symbol_images.classes.folder_of`'s
+    ``ValueError`` whatever the path: no path is an image of it."""
     folder, _, name = path.partition("/")
     if folder == folder_of(symbol) and "/" not in name and _is_image_name(name):
         return None  # (a release asks this of each of its images: the path is split only to name a problem)
