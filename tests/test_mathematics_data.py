@@ -1,6 +1,7 @@
 """DeepMind Mathematics data: loader, malformed files, encoding, generation driver and cache."""
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -418,3 +419,16 @@ def test_a_prediction_with_a_pad_or_bos_before_its_end_matches_no_answer() -> No
     assert decode([BOS, one, two, EOS, PAD]) == "12"  # a padded target still reads as its text
     with pytest.raises(TypeError, match=r"greedy_answers takes a list of questions, got one str 'qqq'"):
         greedy_answers(Predicts(), "qqq", torch.device("cpu"), batch_size=3)  # type: ignore[arg-type]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(st.integers(max_value=0), st.floats(allow_nan=True), st.booleans(), st.none()))
+def test_greedy_answers_names_a_batch_size_that_is_no_int_of_at_least_1(batch_size) -> None:
+    from neurosym.models.seq2seq.mathematics_task import greedy_answers
+
+    class Decodes:  # (never reached: the batch size is checked first)
+        def greedy_decode(self, src, src_mask, max_len, bos, eos):
+            raise AssertionError("decoded with a bad batch size")
+
+    with pytest.raises(ValueError, match=rf"batch_size must be an int of at least 1, got {re.escape(repr(batch_size))}"):
+        greedy_answers(Decodes(), ["1+1", "2+2"], torch.device("cpu"), batch_size=batch_size)  # type: ignore[arg-type]

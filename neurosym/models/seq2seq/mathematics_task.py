@@ -34,6 +34,7 @@ from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.factory import build_front_end, build_seq2seq
 from neurosym.training import DistributedContext, TrainConfig, train
 from neurosym.training.checkpoint import Setup
+from neurosym.training.checks import int_at_least
 from neurosym.training.compile import compile_for_training
 from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.seeding import seeded
@@ -248,10 +249,12 @@ def _data_defaults(data: Mapping[str, Any] | None) -> dict[str, Any]:
 def greedy_answers(
     model: Seq2Seq, questions: Sequence[str], device: torch.device, batch_size: int, progress: bool = False
 ) -> list[str]:
-    """Greedy decoding of at most 30 answer characters for every question (``batch_size`` questions at a time); a PAD
-    or BOS predicted before EOS is kept as a character no answer holds (:func:`~neurosym.data.mathematics.decode`)."""
+    """Greedy decoding of at most 30 answer characters for every question (``batch_size`` questions at a time, an int
+    of at least 1, else ``ValueError``); a PAD or BOS predicted before EOS is kept as a character no answer holds
+    (:func:`~neurosym.data.mathematics.decode`)."""
     if isinstance(questions, str):  # (each character would be read as a question of its own)
         raise TypeError(f"greedy_answers takes a list of questions, got one str {questions!r:.40}: give [question]")
+    batch_size = int_at_least(batch_size, "batch_size", 1)  # (a negative one answered no question, 0 failed in range())
     answers: list[str] = []
     for start in tqdm(range(0, len(questions), batch_size), desc="decoding", unit="batch", leave=False, disable=not progress):
         src = pad_sequences([encode(q, eos=True) for q in questions[start : start + batch_size]]).to(device)
