@@ -1,12 +1,16 @@
+import math
 import re
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neurosym.data.pvr import VectorPVR, vector_rule
 from neurosym.models.pvr import (
     VECTOR_MODELS,
+    VISUAL_MODELS,
     EmbeddingMLP,
     MixerClassifier,
     TransformerClassifier,
@@ -83,6 +87,24 @@ def test_bad_inputs_and_names_are_reported():
     ]:
         with pytest.raises(ValueError, match=re.escape(message)):
             build_vector_model("mlp", **sizes)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(VISUAL_MODELS),
+    scale=st.one_of(st.floats(max_value=0.0), st.just(math.inf), st.just(math.nan), st.booleans(), st.none(), st.just("1")),
+)
+def test_build_visual_model_names_a_scale_that_is_no_finite_number_above_0(name: str, scale: object) -> None:
+    """A scale of 0 or below built every layer one channel wide, silently; NaN, infinity and text failed in round()."""
+    with pytest.raises(ValueError, match=re.escape(f"scale must be a finite number above 0, got {scale!r}")):
+        build_visual_model(name, (32, 32), scale=scale)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("name", VISUAL_MODELS)
+@pytest.mark.parametrize("num_classes", [0, 2.5, True, None])
+def test_build_visual_model_names_a_num_classes_that_is_no_positive_int(name: str, num_classes: object) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"num_classes must be an int of at least 1, got {num_classes!r}")):
+        build_visual_model(name, (32, 32), num_classes=num_classes, scale=0.1)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

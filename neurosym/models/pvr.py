@@ -171,12 +171,15 @@ def build_vector_model(name: str, length: int = 11, num_classes: int = 10, scale
 
 
 def build_visual_model(name: str, image_size: tuple[int, int], num_classes: int = 10, scale: float = 1.0) -> nn.Module:
-    """One of :data:`VISUAL_MODELS` for grey images ``[B, 1, *image_size]`` (two positive ints, numpy's too);
-    ``scale`` multiplies widths.
+    """One of :data:`VISUAL_MODELS` for grey images ``[B, 1, *image_size]`` (two positive ints, numpy's too), returning
+    logits ``[B, num_classes]``; ``scale`` multiplies widths. ``ValueError`` names a ``num_classes`` that is no int of
+    at least 1 and a ``scale`` that is no finite number above 0, as :func:`build_vector_model` does.
 
     ResNet-18 uses the ImageNet stem (as torchvision's, used by the paper); ``small_cnn`` needs square images.
     """
     image_size = height_width(image_size, "image_size")
+    scale = positive_number(scale, "scale")  # (0 or below built every layer one channel wide; NaN failed in round())
+    (num_classes,) = check_sizes(num_classes=num_classes)  # (was named as the classifier's out_features)
     if name == "resnet18":
         return ResNet18(1, num_classes, small_input=False, width=_scaled(64, scale))
     if name == "vgg11bn":
