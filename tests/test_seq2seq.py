@@ -288,6 +288,17 @@ def test_front_ends_called_alone_name_a_mask_that_does_not_fit() -> None:
             front_end(src, torch.zeros(2, 2, dtype=torch.bool))
 
 
+@pytest.mark.parametrize("boundaries", [False, True])
+@pytest.mark.parametrize("kind", ["symbol", "image"])
+def test_front_ends_called_alone_name_a_source_that_is_no_tensor(kind: str, boundaries: bool) -> None:
+    """A list or numpy array of sources failed on ``src.dim()`` with an AttributeError."""
+    front_end = build_front_end(kind, 8, vocab_size=5, image_size=16, boundaries=boundaries)
+    src = torch.zeros(2, 3, dtype=torch.long) if kind == "symbol" else torch.rand(2, 3, 1, 16, 16)
+    for given in (src.tolist(), src.numpy()):
+        with pytest.raises(TypeError, match=f"src must be a torch.Tensor, got {type(given).__name__}"):
+            front_end(given, torch.zeros(2, 3, dtype=torch.bool))
+
+
 @pytest.mark.parametrize("name", ["gru_att", "transformer"])
 def test_a_decoding_step_names_tokens_that_are_not_one_id_per_source(name: str) -> None:
     model = tiny_model(name).eval()

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from neurosym.layers.shape_checks import check_sizes
+from neurosym.layers.shape_checks import check_sizes, check_tensor
 from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_token_ids, values_are_readable
 from neurosym.models.seq2seq.base import check_source_mask
 from neurosym.training.checks import int_at_least
@@ -14,7 +14,7 @@ from neurosym.training.checks import int_at_least
 
 class TokenFrontEnd(nn.Module):
     """Token ids ``[B, S]`` (int64 or int32, as ``nn.Embedding`` takes them and as the targets may be) -> embeddings
-    ``[B, S, dim]``; other dtypes raise ``ValueError`` naming the dtype."""
+    ``[B, S, dim]``; other dtypes raise ``ValueError`` naming the dtype, a source that is no tensor ``TypeError``."""
 
     def __init__(self, vocab_size: int, dim: int) -> None:
         super().__init__()
@@ -24,6 +24,7 @@ class TokenFrontEnd(nn.Module):
         self.embedding = nn.Embedding(vocab_size, dim)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        check_tensor(src, "src")  # (a list failed on src.dim())
         if src.dim() != 2 or src.dtype not in TOKEN_ID_DTYPES:
             raise ValueError(f"token sources must be int64 or int32 ids [batch, length], got {src.dtype} {tuple(src.shape)}")
         check_source_mask(src, src_mask)
@@ -34,7 +35,7 @@ class TokenFrontEnd(nn.Module):
 
 class ImageWindowFrontEnd(nn.Module):
     """One image per source position, ``[B, S, C, H, W]`` -> ``[B, S, dim]`` (floating point, or uint8 pixels 0..255
-    read as 0..1).
+    read as 0..1; a source that is no tensor raises ``TypeError``).
 
     Every non-padding window goes through ``encoder`` (any CNN mapping ``[N, C, H, W] -> [N, features]``,
     e.g. :class:`neurosym.perception.cnn.ResNet18` or ``SmallCNN``), then a linear map to ``dim``;
@@ -49,6 +50,7 @@ class ImageWindowFrontEnd(nn.Module):
         self.dim = dim
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        check_tensor(src, "src")  # (a list failed on src.dim())
         if src.dim() != 5:
             raise ValueError(f"image sources must have shape [batch, length, C, H, W], got {tuple(src.shape)}")
         check_source_mask(src, src_mask)
