@@ -303,6 +303,17 @@ def test_a_transformer_names_a_width_that_is_no_positive_int(dim: object) -> Non
     assert TransformerSeq2Seq(TokenFrontEnd(10, 16), 12, dim=np.int64(8), heads=2, encoder_layers=1).dim == 8
 
 
+@pytest.mark.parametrize("relative", ["xl", "xl_clipped"])
+@pytest.mark.parametrize(("dim", "heads"), [(12, 4), (16, 16), (20, 4)])
+def test_an_xl_transformer_of_an_odd_head_width_names_dim_and_heads(relative: str, dim: int, heads: int) -> None:
+    """The message named position_dim, which a seq2seq model has no option for."""
+    message = f"head_dim = dim / heads = {dim} / {heads} = {dim // heads} sinusoid features, which must be an even number"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        build_seq2seq("transformer_rel", TokenFrontEnd(10, dim), 12, heads=heads, encoder_layers=1, relative=relative)
+    with pytest.raises(ValueError, match="position_dim must be a positive even number, got 3"):  # (one given: named)
+        RelativeMultiheadAttention(dim, heads, relative="xl", position_dim=3)
+
+
 def test_a_step_embedding_without_a_universal_encoder_is_refused() -> None:
     """The stacked encoder has no step to embed: step_embedding=True built the same model as without it."""
     with pytest.raises(ValueError, match="step_embedding=True applies to universal=True, not to universal=False"):

@@ -53,6 +53,17 @@ def check_max_rel_pos(kind: str, max_rel_pos: object) -> None:
         raise ignored_option("max_rel_pos", max_rel_pos, "'xl_clipped' and 'shaw' attention", f"{kind!r} attention")
 
 
+def _odd_position_dim(position_dim: int, from_heads: bool, dim: int, heads: int) -> str:
+    """The message for an odd ``position_dim``; one left out is the head width ``dim / heads``, and a model that builds
+    the attention (a seq2seq Transformer) has only its ``dim`` and ``heads`` to change."""
+    if from_heads:
+        return (
+            f"XL attention encodes distances in head_dim = dim / heads = {dim} / {heads} = {position_dim} sinusoid "
+            f"features, which must be an even number: choose dim and heads of an even quotient (or an even position_dim)"
+        )
+    return f"position_dim must be a positive even number, got {position_dim}"
+
+
 class RelativeMultiheadAttention(MultiheadAttention):
     """Multi-head attention with relative positions; same call signature as :class:`MultiheadAttention`.
 
@@ -60,9 +71,9 @@ class RelativeMultiheadAttention(MultiheadAttention):
     causal=False, cache=None) -> [B, Tq, D]``. Query ``t`` of a call sits at position ``t`` (plus the
     cache's offset during incremental decoding); key ``j`` at position ``j``. ``max_rel_pos`` configures
     ``"shaw"`` and ``"xl_clipped"``, ``shaw_values`` ``"shaw"``, ``position_dim`` (even; default
-    ``head_dim``) ``"xl"`` and ``"xl_clipped"``; an option set away from its default for a kind that does not read it
-    raises ``ValueError``. After construction ``relative`` is ``"xl"`` or ``"shaw"``
-    and ``clipped`` says whether XL distances are clipped.
+    ``head_dim``, which must then be even, else ``ValueError`` naming ``dim`` and ``heads``) ``"xl"`` and
+    ``"xl_clipped"``; an option set away from its default for a kind that does not read it raises ``ValueError``.
+    After construction ``relative`` is ``"xl"`` or ``"shaw"`` and ``clipped`` says whether XL distances are clipped.
     """
 
     def __init__(
@@ -93,7 +104,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
             # (4.0 failed inside torch)
             self.position_dim = self.head_dim if position_dim is None else check_sizes(position_dim=position_dim)[0]
             if self.position_dim % 2:
-                raise ValueError(f"position_dim must be a positive even number, got {self.position_dim}")
+                raise ValueError(_odd_position_dim(self.position_dim, position_dim is None, self.dim, self.heads))
             self.distance_proj = nn.Linear(self.position_dim, dim, bias=False)
             self.content_bias = nn.Parameter(torch.zeros(heads, self.head_dim))
             self.position_bias = nn.Parameter(torch.zeros(heads, self.head_dim))

@@ -59,7 +59,8 @@ class TransformerSeq2Seq(Seq2Seq):
     (embeddings of 128 in a Transformer of width 512).
 
     ``attention="vanilla"`` adds sinusoidal absolute positions to source and target embeddings;
-    ``"xl"``/``"xl_clipped"``/``"shaw"`` use relative self-attention and no absolute positions. ``universal=True``
+    ``"xl"``/``"xl_clipped"``/``"shaw"`` use relative self-attention and no absolute positions (the XL ones need an
+    even head width ``dim / heads``, else ``ValueError``). ``universal=True``
     replaces the encoder stack by one layer applied ``encoder_layers`` times
     (:class:`~neurosym.layers.universal.UniversalTransformer`, with a step embedding before every
     application when ``step_embedding=True``, which without ``universal=True`` raises ``ValueError``; the HINT
