@@ -314,6 +314,14 @@ def test_an_xl_transformer_of_an_odd_head_width_names_dim_and_heads(relative: st
         RelativeMultiheadAttention(dim, heads, relative="xl", position_dim=3)
 
 
+@pytest.mark.parametrize("name", ["transformer", "gru"])
+@pytest.mark.parametrize("norm", ["Pre", "prenorm", "", None])
+def test_build_baseline_names_a_norm_that_is_neither_post_nor_pre(name: str, norm: object) -> None:
+    """Any norm but "pre" built a post-norm Transformer without a word."""
+    with pytest.raises(ValueError, match=re.escape(f"norm must be 'post' or 'pre', got {norm!r}")):
+        build_baseline(name, "symbol", 10, embedding=8, dim=16, hidden=16, heads=2, encoder_layers=1, norm=norm)  # type: ignore[arg-type]
+
+
 def test_a_step_embedding_without_a_universal_encoder_is_refused() -> None:
     """The stacked encoder has no step to embed: step_embedding=True built the same model as without it."""
     with pytest.raises(ValueError, match="step_embedding=True applies to universal=True, not to universal=False"):
