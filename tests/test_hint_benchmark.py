@@ -292,6 +292,9 @@ def test_exact_match_is_counted_per_subset() -> None:
     for batches in ([], [empty, empty]):  # (empty batches gave {"all": nan})
         with pytest.raises(ValueError, match="the batches hold no example to evaluate"):
             exact_match_by_subset(Oracle(tgt_out[:0], right=0), batches, False, torch.device("cpu"))
+    message = r"the batch holds no 'images' for a model of image input \(it holds eval, mask, res_digits, tokens\)"
+    with pytest.raises(ValueError, match=message):  # (a KeyError: 'images')
+        exact_match_by_subset(Oracle(tgt_out, right=3), [batch], True, torch.device("cpu"))
 
 
 def test_a_prediction_without_end_token_is_wrong() -> None:

@@ -27,8 +27,15 @@ TARGET_VOCAB = 12
 
 
 def hint_batch(batch: dict[str, Any], image_input: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(src, src_mask, tgt_in, tgt_out)`` of a :func:`collate_hint` batch (``src_mask`` True = padding)."""
-    src = batch["images"] if image_input else batch["tokens"]
+    """``(src, src_mask, tgt_in, tgt_out)`` of a :func:`collate_hint` batch (``src_mask`` True = padding); ``ValueError``
+    naming what is missing where the batch lacks the source it is asked for (``image_input``: images, else tokens)."""
+    source = "images" if image_input else "tokens"
+    if source not in batch:
+        raise ValueError(
+            f"the batch holds no {source!r} for a model of {'image' if image_input else 'symbol'} input (it holds "
+            f"{', '.join(sorted(batch))})" + (": collate a HintImageDataset's items" if image_input else "")
+        )
+    src = batch[source]
     tgt_in, tgt_out = teacher_forcing_pair(batch["res_digits"], BOS, EOS, IGNORE_INDEX)
     return src, ~batch["mask"], tgt_in, tgt_out
 
