@@ -4,6 +4,7 @@ import itertools
 import json
 from types import SimpleNamespace
 
+import pytest
 import torch
 from mathematics_release import FIXTURES, released_folder
 
@@ -155,6 +156,11 @@ def test_training_questions_that_occur_in_a_test_set_are_dropped(tmp_path):
     # each train file starts with interpolation questions 20..11, of which 12 and 11 are test questions
     assert len(loaded["train"]) == 3 * 8
     assert not test_questions & {e.question for e in loaded["train"]}
+    for train_count, test_count, message in ((2, 12, "train_count 2 gives each of the 3 difficulties"),
+                                             (-3, 12, "train_count must be an int of at least 0"),
+                                             (30, -1, "test_count must be an int of at least 0")):  # fmt: skip
+        with pytest.raises(ValueError, match=message):  # (2 trained on nothing; negative counts read nothing)
+            load_data(["arithmetic__div"], train_count, test_count, seed=0, data_root=data)
 
 
 def test_table_marks_modules_a_model_was_not_scored_on():

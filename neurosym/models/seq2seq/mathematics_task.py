@@ -95,10 +95,18 @@ CONFIGS = {
 def load_data(
     modules: Sequence[str], train_count: int, test_count: int, seed: int, data_root: Path | None, progress: bool = False
 ) -> dict[str, list[MathExample]]:
-    """Train examples (``train_count`` per module, a third per difficulty; none when 0) and test examples.
+    """Train examples (``train_count`` per module, a third per difficulty, rounded down; none when 0) and test examples
+    (``test_count`` per module and regime).
 
-    As in the released dataset, training questions that also occur in a test set are dropped.
+    As in the released dataset, training questions that also occur in a test set are dropped. ``ValueError`` names a
+    count that is no int of at least 0, and a ``train_count`` of 1 or 2, which gives no difficulty an example.
     """
+    train_count, test_count = int_at_least(train_count, "train_count", 0), int_at_least(test_count, "test_count", 0)
+    if 0 < train_count < len(TRAIN_REGIMES):
+        raise ValueError(
+            f"train_count {train_count} gives each of the {len(TRAIN_REGIMES)} difficulties {TRAIN_REGIMES} no example: "
+            f"give 0 (no training) or at least {len(TRAIN_REGIMES)}"
+        )
     extrapolate = [m for module in modules for m in EXTRAPOLATION_MODULES.get(module, ())]
     per_regime = train_count // len(TRAIN_REGIMES)
     train_regimes = TRAIN_REGIMES if per_regime else ()
