@@ -8,7 +8,7 @@ import torch
 
 from neurosym.data.hint.splits import SplitRules
 from neurosym.data.pvr.visual import DigitBank, render_blocks
-from neurosym.data.symbol_images import SymbolBank, merge_banks, with_drawn_digits
+from neurosym.data.symbol_images import SymbolBank, default_bank, draw_symbols, merge_banks, with_drawn_digits
 from neurosym.data.symbol_images.render import render_strip, resize_images
 from neurosym.metrics.noise_sensitivity import noise_sensitivity, noise_sensitivity_curve
 from neurosym.perception.augment import random_shift
@@ -65,6 +65,31 @@ def test_sizes_and_seeds_are_ints_where_they_are_given():
         TrainConfig(3, 4, num_workers=-1)
     with pytest.raises(ValueError, match="max_shift must be an int >= 0, got True"):
         random_shift(torch.rand(2, 8, 8), True)  # failed in F.pad
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"seed": -1}, "seed must be an int of at least 0, got -1"),  # numpy's "expected non-negative integer"
+        ({"seed": 1.5}, "seed must be an int of at least 0, got 1.5"),
+        ({"seed": "1"}, "seed must be an int of at least 0, got '1'"),  # drew as seed 1
+        ({"count": 2.5}, "count must be an int of at least 0, got 2.5"),
+        ({"count": True}, "count must be an int of at least 0, got True"),
+        ({"size": 8.5}, "size must be an int of at least 8, got 8.5"),
+    ],
+)
+def test_drawn_symbols_name_a_count_size_or_seed_that_is_no_int(options, named):
+    with pytest.raises(ValueError, match=f"^{named}$"):
+        draw_symbols("+", **{"count": 3, **options})
+    assert draw_symbols("+", 3, seed=np.int64(2)).shape == (3, 28, 28)
+
+
+def test_symbol_banks_name_a_seed_that_is_no_int_before_any_work(tmp_path):
+    for seed in (-1, True, "0"):  # failed in numpy's seeding, or after every drawn image was drawn
+        with pytest.raises(ValueError, match=f"^seed must be an int of at least 0, got {seed!r}$"):
+            default_bank(seed=seed, mnist_path=tmp_path / "not read.pkl.gz", cache=False)
+    with pytest.raises(ValueError, match="^seed must be an int of at least 0, got -1$"):
+        with_drawn_digits(_bank(), 2, seed=-1)
 
 
 def test_noise_sensitivity_takes_a_seed_and_names_a_delta_that_is_no_probability():

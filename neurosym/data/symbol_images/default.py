@@ -60,14 +60,16 @@ def default_bank(
     Every image is in MNIST's size convention: the shipped and the drawn images are brought to it by
     :func:`~neurosym.data.symbol_images.normalise.normalise_glyphs` (the sets' glyph sizes differ from
     14 to 28 pixels). The train/val/test pools are disjoint: the shipped sets keep their own splits, MNIST and drawn
-    images are split 75/5/20 per class with ``seed``. ``sources`` names each image's set (``mnist``,
-    ``bhmsds``, ``handwritten-calculator``, ``drawn``) and so does its path (``<class>/<source>_<i>.jpg``).
+    images are split 75/5/20 per class with ``seed`` (an int of at least 0, else ``ValueError``). ``sources`` names
+    each image's set (``mnist``, ``bhmsds``, ``handwritten-calculator``, ``drawn``) and so does its path
+    (``<class>/<source>_<i>.jpg``).
     The result is cached as an ``.npz`` under :func:`neurosym.data.mnist.cache_dir` when ``cache``, named by
     ``drawn_per_symbol``, ``seed``, a digest of the MNIST file read (``mnist_path``, ``$NEUROSYM_MNIST`` or the
     downloaded copy) and :data:`BANK_FORMAT_VERSION`, so a bank is reused only for the MNIST digits it was built from
     and by the code that built it; an unreadable cache file is warned about and built again.
     """
     drawn_per_symbol = int_at_least(drawn_per_symbol, "drawn_per_symbol", MIN_DRAWN_PER_SYMBOL)  # (fewer: no val image)
+    seed = int_at_least(seed, "seed", 0)  # (before it names the cache: -1 failed in numpy as drawing began, True after it)
     mnist_file = locate_mnist(mnist_path)
     digest = _file_digest(mnist_file)
     cached = cache_dir() / f"symbol_bank_normalised_{drawn_per_symbol}_{seed}_{digest}_v{BANK_FORMAT_VERSION}.npz"

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange, repeat
 
+from neurosym.training.checks import int_at_least
+
 _SUPERSAMPLE = 1
 _CHUNK = 256
 
@@ -159,11 +161,12 @@ def _elastic(images: torch.Tensor, generator: torch.Generator, strength: float =
 
 def draw_symbols(symbol: str, count: int, size: int = 28, seed: int = 0) -> np.ndarray:
     """Draw ``count`` handwriting-like images of ``symbol``: uint8 ``[count, size, size]``, white on black.
-    A symbol with several allographs (:data:`ALLOGRAPHS`) draws each image in one of them, uniformly at random."""
+    A symbol with several allographs (:data:`ALLOGRAPHS`) draws each image in one of them, uniformly at random.
+    ``count`` is an int of at least 0, ``size`` one of at least 8 and ``seed`` one of at least 0 (else ``ValueError``)."""
     if symbol not in ALLOGRAPHS:
         raise KeyError(f"no procedural glyph for {symbol!r}; available: {sorted(ALLOGRAPHS)}")
-    if count < 0 or size < 8:
-        raise ValueError(f"need count >= 0 and size >= 8, got count={count}, size={size}")
+    count, size = int_at_least(count, "count", 0), int_at_least(size, "size", 8)  # (2.5 failed in numpy, 8.5 in torch)
+    seed = int_at_least(seed, "seed", 0)  # (-1 failed in numpy's seeding, naming no seed; "1" was read as 1)
     rng = np.random.default_rng([seed, ord(symbol[0])])
     generator = torch.Generator().manual_seed(int(rng.integers(2**31)))
     segments = torch.from_numpy(_allograph_points(ALLOGRAPHS[symbol], count, rng)).float()
