@@ -356,3 +356,25 @@ def test_records_the_readers_would_refuse_are_not_written(tmp_path):
         wrong = dataclasses.replace(train[1], res=train[1].res + 1)
         write_release(tmp_path, generated, fewshot={"x": {"train": train[:1], "val": [train[0], wrong], "test": []}})
     assert _contents(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    ("template", "problem"),
+    [
+        ("3/{}.tif", r"'3/\d+.tif' is no image file of a class folder"),  # written, then refused by check_release
+        ("3/{}", r"'3/\d+' is no image file of a class folder"),  # Pillow's "unknown file extension", the images gone
+        ("3/.{}.png", r"'3/.\d+.png' is no image file of a class folder"),  # a hidden file, which the folder bank skips
+        ("4/three_{}.png", r"'4/three_\d+.png' is an image of '4' \(its class folder\), not of '3' \(3/\)"),  # read as 4s
+    ],
+)
+def test_a_bank_image_the_release_would_not_read_back_is_refused_before_writing(tmp_path, template, problem):
+    generated = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
+    bank = pool_shaded_bank(20)
+    write_release(tmp_path, generated, bank=bank)
+    before = _contents(tmp_path)
+    threes = bank.labels == "3"
+    paths = bank.paths.astype(object)  # (room for longer paths)
+    paths[threes] = [template.format(index) for index in np.flatnonzero(threes)]
+    with pytest.raises(ValueError, match=f"^bank image {problem}.*: a release written with it would not read back$"):
+        write_release(tmp_path, generated, bank=dataclasses.replace(bank, paths=paths))
+    assert _contents(tmp_path) == before

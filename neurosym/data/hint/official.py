@@ -561,7 +561,9 @@ def write_release(
     ``bank``, images no longer used) is removed; other files in ``root`` are left alone. Every split is
     prepared (names checked, images drawn) before ``root`` is touched, so bad input (an unknown split, a
     few-shot concept not of :data:`FEWSHOT_CONCEPTS` or without its three splits, records the readers would refuse: an id used twice in a list, a
-    ``head`` or ``res_all`` that is not its ``expr``'s) raises a ``ValueError`` and leaves ``root`` as it was.
+    ``head`` or ``res_all`` that is not its ``expr``'s; a bank image whose path the release's bank would not read back
+    as an image of its symbol: a suffix that is no image's, a hidden file, another symbol's class folder) raises a
+    ``ValueError`` and leaves ``root`` as it was.
     """
     _check_split_names(splits, fewshot)
     used: set[str] = set()
@@ -586,6 +588,8 @@ def write_release(
             }
             for concept, parts in fewshot.items()
         }
+    if bank is not None:
+        _check_bank_paths(bank, used)
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     for name in (*SPLIT_FILES.values(), FEWSHOT_FILE):
@@ -598,6 +602,16 @@ def write_release(
         indices = sorted(bank.index_of(p) for p in used)
         write_folder_bank(bank.take(indices), root / IMAGE_FOLDER)
     return root
+
+
+def _check_bank_paths(bank: SymbolBank, used: Collection[str]) -> None:
+    """Raise ``ValueError`` for an image of ``bank`` among the paths ``used`` that the release's bank would not read
+    back as an image of its label (:func:`~neurosym.data.symbol_images.folder.folder_image_problem`: a suffix that is
+    no image's, a hidden file, another symbol's class folder): written, it left a release that its readers refuse, or
+    failed in Pillow, naming no file, once the earlier release was gone."""
+    for path in sorted(used):
+        if problem := folder_image_problem(path, str(bank.labels[bank.index_of(path)])):
+            raise ValueError(f"bank image {problem}: a release written with it would not read back")
 
 
 def _image_salt(split: str, concept: str | None) -> int:
