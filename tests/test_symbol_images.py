@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path, PurePosixPath
 
@@ -68,6 +69,12 @@ def test_pools_hold_the_exact_floor_of_the_decimal_fractions_as_written(count, v
 def test_pool_fractions_are_validated():
     with pytest.raises(ValueError, match="fractions"):
         assign_pools(np.array(["1"]), fractions=(0.5, 0.1, 0.1))
+    # NaN passed every comparison (as the training share it was ignored, as the validation share it failed inside
+    # Fraction), a string failed in sum, a number alone in len
+    for fractions in ((math.nan, 0.05, 0.2), (0.75, math.nan, 0.2), ("0.75", 0.05, 0.2), (True, 0, 0), 0.75):
+        with pytest.raises(ValueError, match=r"^pool fractions must be 3 numbers in \[0, 1\] summing to 1, got "):
+            assign_pools(np.full(20, "1"), fractions=fractions)
+    assert (assign_pools(np.full(20, "1"), fractions=np.array([0.5, 0.25, 0.25])) == "val").sum() == 5
 
 
 def _bank(n_per_symbol: int = 40) -> SymbolBank:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,6 +11,7 @@ from neurosym.data.randomness import as_generator
 from neurosym.data.shares import decimal_floor
 from neurosym.data.symbol_images.classes import HINT_SYMBOLS
 from neurosym.data.symbol_images.render import resize_images
+from neurosym.training.checks import is_fraction
 
 POOLS: tuple[str, ...] = ("train", "val", "test")
 POOL_FRACTIONS: tuple[float, float, float] = (0.75, 0.05, 0.20)
@@ -25,8 +26,7 @@ def assign_pools(labels: np.ndarray, seed: int = 0, fractions: Sequence[float] =
     decimals the fractions are written as: :func:`~neurosym.data.shares.decimal_floor`).
     """
     labels = np.asarray(labels)
-    if len(fractions) != len(POOLS) or abs(sum(fractions) - 1.0) > 1e-9 or min(fractions) < 0:
-        raise ValueError(f"pool fractions must be {len(POOLS)} non-negative numbers summing to 1, got {fractions}")
+    _check_fractions(fractions)
     rng = as_generator(seed)
     pools = np.empty(len(labels), dtype="<U5")
     for label in np.unique(labels):
@@ -37,6 +37,15 @@ def assign_pools(labels: np.ndarray, seed: int = 0, fractions: Sequence[float] =
         pools[members[len(members) - n_val - n_test : len(members) - n_test]] = "val"
         pools[members[len(members) - n_test :]] = "test"
     return pools
+
+
+def _check_fractions(fractions: Sequence[float]) -> None:
+    """Raise ``ValueError`` unless ``fractions`` are one fraction in ``[0, 1]`` (a real number, not NaN) per pool of
+    :data:`POOLS`, summing to 1: a NaN passed both comparisons (a training share of NaN was ignored, another share
+    failed in :class:`~fractions.Fraction`), and a string failed in ``sum``."""
+    parts = tuple(fractions) if isinstance(fractions, Iterable) else ()
+    if len(parts) != len(POOLS) or not all(map(is_fraction, parts)) or abs(sum(parts) - 1.0) > 1e-9:
+        raise ValueError(f"pool fractions must be {len(POOLS)} numbers in [0, 1] summing to 1, got {fractions!r}")
 
 
 @dataclass
