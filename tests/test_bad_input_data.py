@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from neurosym.data.hint.splits import SplitRules
-from neurosym.data.pvr.visual import DigitBank, render_blocks
+from neurosym.data.pvr.visual import DigitBank, VisualPVR, block_rule, render_blocks, render_sequence
 from neurosym.data.symbol_images import SymbolBank, default_bank, draw_symbols, merge_banks, with_drawn_digits
 from neurosym.data.symbol_images.render import render_strip, resize_images
 from neurosym.metrics.noise_sensitivity import noise_sensitivity, noise_sensitivity_curve
@@ -45,6 +45,25 @@ def test_images_must_be_uint8_pixels_where_they_are_drawn_into_uint8_canvases():
     bank = DigitBank((floats * 255).astype(np.uint8), np.arange(20) % 10)
     with pytest.raises(ValueError, match=r"classes must be integers in 0..9, got int64 \[-1\]"):
         bank.draw(np.array([-1]), 0)  # wrapped around to class 9
+
+
+def test_pvr_grids_blocks_and_digit_images_are_named_where_they_are_given():
+    digits = np.zeros((1, 4, 28, 28), np.uint8)
+    assert render_blocks(digits, np.int64(2), 40, 0).shape == (1, 80, 80)
+    for grid, block, named in ((2.0, 40, r"grid \(cells a side\) must be an int of at least 1, got 2.0"),
+                               ("2", 40, r"grid \(cells a side\) must be an int of at least 1, got '2'"),
+                               (2, 40.5, r"block \(pixels a side of a cell\) must be an int of at least 28, got 40.5"),
+                               (2, 20, r"block \(pixels a side of a cell\) must be an int of at least 28, got 20")):  # fmt: skip
+        with pytest.raises(ValueError, match=f"^{named}$"):  # (TypeErrors inside numpy, or a product of strings)
+            render_blocks(digits, grid, block, 0)
+    bank = DigitBank(np.zeros((10, 28, 28), np.uint8), np.arange(10))
+    with pytest.raises(ValueError, match=r"^grid \(cells a side\) must be an int of at least 1, got 2.0$"):
+        VisualPVR(bank, block_rule(), grid=2.0)  # (was built, and failed in einops once sampled)
+    with pytest.raises(ValueError, match=r"^digit images must be \[N, grid \* grid, 28, 28\], got shape \[4, 28, 28\]$"):
+        render_blocks(digits[0], 2, 40, 0)  # ("28 digit images do not fill a 2x2 grid")
+    with pytest.raises(ValueError, match=r"^digit images must be \[N, L, 28, 28\], got shape \[4, 28, 28\]$"):
+        render_sequence(digits[0])  # (failed in einops)
+    assert render_sequence(digits).shape == (1, 28, 112)
 
 
 def test_induction_takes_integer_triples_only():

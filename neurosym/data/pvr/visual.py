@@ -78,13 +78,11 @@ def render_blocks(digits: np.ndarray, grid: int, block: int, rng: np.random.Gene
     """Place digit images ``[N, grid*grid, 28, 28]`` (row-major) into cells of ``block`` pixels, each at
     a random offset (``jitter``) or centred: uint8 ``[N, grid*block, grid*block]``."""
     rng = as_generator(rng)
-    if digits.dtype != np.uint8:
-        raise ValueError(f"digit images must be uint8 pixels, got {digits.dtype}")
+    grid, block = _grid_and_block(grid, block)
+    _check_digit_images(digits, "[N, grid * grid, 28, 28]")
     n, cells = digits.shape[:2]
     if cells != grid * grid:
         raise ValueError(f"{cells} digit images do not fill a {grid}x{grid} grid")
-    if block < DIGIT_SIZE:
-        raise ValueError(f"block size {block} is smaller than a {DIGIT_SIZE}-pixel digit")
     spare = block - DIGIT_SIZE
     if jitter:
         offsets = rng.integers(spare + 1, size=(2, n, cells))
@@ -98,8 +96,24 @@ def render_blocks(digits: np.ndarray, grid: int, block: int, rng: np.random.Gene
     return rearrange(canvas, "n (gh gw) h w -> n (gh h) (gw w)", gh=grid)
 
 
+def _grid_and_block(grid: int, block: int) -> tuple[int, int]:
+    """``grid`` (cells a side, an int of at least 1) and ``block`` (pixels a cell, an int no smaller than a digit), else
+    ``ValueError`` (a float failed in numpy or einops, a string in a product)."""
+    return int_at_least(grid, "grid (cells a side)", 1), int_at_least(block, "block (pixels a side of a cell)", DIGIT_SIZE)
+
+
+def _check_digit_images(digits: np.ndarray, shape: str) -> None:
+    """Raise ``ValueError`` unless ``digits`` are uint8 digit images of ``shape`` (``[N, cells, 28, 28]``)."""
+    digits = np.asarray(digits)
+    if digits.dtype != np.uint8:
+        raise ValueError(f"digit images must be uint8 pixels, got {digits.dtype}")
+    if digits.ndim != 4 or digits.shape[2:] != (DIGIT_SIZE, DIGIT_SIZE):
+        raise ValueError(f"digit images must be {shape}, got shape {list(digits.shape)}")
+
+
 def render_sequence(digits: np.ndarray) -> np.ndarray:
-    """Digit images ``[N, L, 28, 28]`` side by side: uint8 ``[N, 28, 28 * L]``."""
+    """Digit images ``[N, L, 28, 28]`` (uint8) side by side: uint8 ``[N, 28, 28 * L]``."""
+    _check_digit_images(digits, "[N, L, 28, 28]")
     return rearrange(digits, "n l h w -> n h (l w)")
 
 
@@ -157,6 +171,8 @@ class VisualPVR:
     def __post_init__(self) -> None:
         if self.style not in ("block", "sequential"):
             raise ValueError(f"style must be 'block' or 'sequential', got {self.style!r}")
+        if self.style == "block":  # (a float grid failed once sampled, in einops)
+            _grid_and_block(self.grid, self.block)
         if self.style == "block" and self.rule.length != self.grid * self.grid:
             raise ValueError(f"a {self.grid}x{self.grid} grid has {self.grid**2} slots, the rule {self.rule.length}")
         if self.allowed is not None and np.shape(self.allowed) != (self.rule.length, self.rule.num_classes):
