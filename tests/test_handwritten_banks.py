@@ -26,7 +26,10 @@ from neurosym.data.symbol_images import (
     POOLS,
     default_bank,
     handwritten_symbols,
+    load_folder_bank,
+    load_npz_bank,
     other_writers_bank,
+    write_image,
     writers_bank,
 )
 from neurosym.data.symbol_images.bank import assign_pools
@@ -112,6 +115,28 @@ def test_copies_of_one_image_go_to_the_first_split_any_of_them_is_in():
     splits = np.array(["test", "val", "train", "test", "test", "train"])
     assert disjoint_splits(images, splits).tolist() == ["train", "val", "train", "val", "train", "train"]
     assert disjoint_splits(images[:0], splits[:0]).tolist() == []
+
+
+def _pools_of_each_image(images: np.ndarray, pools: np.ndarray) -> list[set[str]]:
+    by_image: dict[bytes, set[str]] = {}
+    for image, pool in zip(images, pools.tolist()):
+        by_image.setdefault(image.tobytes(), set()).add(pool)
+    return list(by_image.values())
+
+
+def test_banks_read_from_an_archive_or_a_folder_keep_copies_of_one_image_in_one_pool(tmp_path):
+    """The shipped archive read as any .npz bank kept its sets' own splits as written: 23 validation and test images were
+    training images too (43 in pools drawn for an archive without splits)."""
+    real = handwritten_symbols()
+    np.savez(tmp_path / "without_splits.npz", images=real.images, labels=real.labels)
+    for path in (HANDWRITTEN_ARCHIVE, tmp_path / "without_splits.npz"):
+        bank = load_npz_bank(path)
+        assert all(len(pools) == 1 for pools in _pools_of_each_image(bank.images, bank.pools)), path.name
+        assert set(bank.pools.tolist()) == set(POOLS)
+    glyph = np.zeros((45, 45), np.uint8)
+    for index in range(40):  # every image a copy of one: no pool but training's may hold it
+        write_image(tmp_path / "folder" / "3" / f"{index}.png", glyph)
+    assert set(load_folder_bank(tmp_path / "folder").pools.tolist()) == {"train"}
 
 
 def test_the_licences_ship_beside_the_archive_and_in_the_wheel():

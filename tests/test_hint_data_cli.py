@@ -13,7 +13,8 @@ from neurosym.data.hint import read_release
 def test_hint_data_command_writes_release_table_and_plot(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "cache"))
     labels = np.repeat(list("0123456789+-*/()"), 20)
-    np.savez(tmp_path / "bank.npz", images=np.full((len(labels), 28, 28), 255, np.uint8), labels=labels)
+    images = np.random.default_rng(0).integers(0, 256, (len(labels), 28, 28), dtype=np.uint8)  # (copies share a pool)
+    np.savez(tmp_path / "bank.npz", images=images, labels=labels)
     out = tmp_path / "out"
     assert main(["hint-data", "--scale", "0.0005", "--bank", str(tmp_path / "bank.npz"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out

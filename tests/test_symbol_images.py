@@ -426,7 +426,8 @@ def test_16_bit_levels_of_8_bit_values_read_back_exactly_and_32_bit_levels_beyon
 def test_npz_bank_uses_its_own_splits(tmp_path):
     labels = np.array(["1", "1", "+", "+"])
     splits = np.array(["train", "test", "train", "val"])
-    np.savez(tmp_path / "bank.npz", images=np.zeros((4, 28, 28), np.uint8), labels=labels, splits=splits)
+    images = np.arange(4, dtype=np.uint8)[:, None, None].repeat(28, 1).repeat(28, 2)  # four different images
+    np.savez(tmp_path / "bank.npz", images=images, labels=labels, splits=splits)
     bank = load_npz_bank(tmp_path / "bank.npz")
     assert bank.pools.tolist() == splits.tolist()
     assert load_npz_bank(tmp_path / "bank.npz", symbols=["+"]).labels.tolist() == ["+", "+"]

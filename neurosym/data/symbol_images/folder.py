@@ -13,6 +13,7 @@ import numpy as np
 from neurosym.data.symbol_images.archive import read_bank_archive
 from neurosym.data.symbol_images.bank import SymbolBank, assign_pools
 from neurosym.data.symbol_images.classes import BANK_FOLDERS, folder_of, require_known, token_of
+from neurosym.data.symbol_images.handwriting import disjoint_splits
 from neurosym.data.symbol_images.render import resize_images
 
 if TYPE_CHECKING:  # Pillow is imported when an image is read or written
@@ -107,9 +108,11 @@ def load_folder_bank(
 
     Images are resized to ``size × size`` and inverted to white-on-black when ``black_on_white`` (the
     official release's convention). ``symbols`` (tokens) restricts the classes read. Pools are a seeded
-    75/5/20 split per class. Hidden files and folders (``.…``) and :data:`TOOL_FOLDERS` are skipped. ``ValueError`` names
-    a folder read whose name is no symbol's (:data:`~neurosym.data.symbol_images.classes.BANK_FOLDERS`), a
-    requested symbol without a folder, and a class folder read that holds no image file.
+    75/5/20 split per class, but for copies of one image, which go to the first pool any of them is in
+    (:func:`~neurosym.data.symbol_images.handwriting.disjoint_splits`: no validation or test image is a training
+    one). Hidden files and folders (``.…``) and :data:`TOOL_FOLDERS` are skipped. ``ValueError`` names a folder read
+    whose name is no symbol's (:data:`~neurosym.data.symbol_images.classes.BANK_FOLDERS`), a requested symbol without a
+    folder, and a class folder read that holds no image file.
     """
     root = Path(root)
     if not root.is_dir():
@@ -126,7 +129,7 @@ def load_folder_bank(
     if black_on_white:
         stack = 255 - stack
     labels_array = np.asarray(labels)
-    return SymbolBank(stack, labels_array, assign_pools(labels_array, seed), np.asarray(paths))
+    return SymbolBank(stack, labels_array, disjoint_splits(stack, assign_pools(labels_array, seed)), np.asarray(paths))
 
 
 def _class_folders(root: Path, symbols: list[str] | None) -> list[Path]:
@@ -186,15 +189,17 @@ def load_npz_bank(path: str | os.PathLike, seed: int = 0, symbols: list[str] | N
     """Read a bank from an ``.npz`` with ``images`` uint8 ``[N, S, S]`` (white on black) and ``labels`` ``[N]``.
 
     Its own ``splits`` array (``train``/``val``/``test``) is used when present, otherwise a seeded
-    75/5/20 split; its ``sources`` when present, otherwise the file's name. ``symbols`` (tokens) restricts
-    the labels kept (``ValueError`` naming those it holds no image of). The archive is checked first: a corrupt
-    file, a missing array, a wrong shape or dtype, an unknown label or arrays of different lengths raise a one-line
-    ``ValueError`` naming the file.
+    75/5/20 split; either way copies of one image go to the first pool any of them is in
+    (:func:`~neurosym.data.symbol_images.handwriting.disjoint_splits`: the shipped archive read so held 23 validation
+    and test images that are training images too). Its ``sources`` when present, otherwise the file's name.
+    ``symbols`` (tokens) restricts the labels kept (``ValueError`` naming those it holds no image of). The archive is
+    checked first: a corrupt file, a missing array, a wrong shape or dtype, an unknown label or arrays of different
+    lengths raise a one-line ``ValueError`` naming the file.
     """
     arrays = read_bank_archive(path)
     path = Path(path)
     labels = arrays["labels"]
-    pools = arrays["splits"] if "splits" in arrays else assign_pools(labels, seed)
+    pools = disjoint_splits(arrays["images"], arrays["splits"] if "splits" in arrays else assign_pools(labels, seed))
     sources = arrays.get("sources", np.full(len(labels), path.stem))
     paths = np.asarray([f"{folder_of(label)}/{path.stem}_{i}.png" for i, label in enumerate(labels.tolist())])
     bank = SymbolBank(arrays["images"], labels, pools, paths, sources)
