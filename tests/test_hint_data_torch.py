@@ -107,6 +107,9 @@ def test_image_dataset_picks_images_of_the_right_symbols():
     assert (bank.pools[chosen] == "train").all()
     with pytest.raises(ValueError, match="unknown pool"):
         HintImageDataset([], bank, pool="dev")
+    for seed in (-1, 1.5, "1", True):  # -1 and 1.5 failed at the first item, in numpy's seeding; "1" and True drew as 1
+        with pytest.raises(ValueError, match=f"^seed must be an int of at least 0, got {seed!r}$"):
+            HintImageDataset([_record("7")], bank, pool="train", seed=seed)
 
 
 def test_collate_pads_every_field():

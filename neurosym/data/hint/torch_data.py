@@ -17,6 +17,7 @@ from torch.utils.data import Dataset
 
 from neurosym.data.hint.examples import HintRecord, symbol_count_problem
 from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, render_windows
+from neurosym.training.checks import int_at_least
 
 PAD_ID = 0
 """Token id of padding; symbol ids start at 1."""
@@ -75,7 +76,8 @@ class HintImageDataset(HintSymbolDataset):
 
     A record with ``img_paths`` (the official release's) shows those images: each must be in the bank (else the
     bank's ``KeyError``) and show its symbol (else ``ValueError`` naming the record); a record without them gets each
-    symbol's image drawn from the bank's ``pool`` (train/val/test), reproducibly per ``seed`` and item index.
+    symbol's image drawn from the bank's ``pool`` (train/val/test), reproducibly per ``seed`` (an int of at least 0,
+    else ``ValueError``) and item index.
     """
 
     def __init__(
@@ -87,7 +89,8 @@ class HintImageDataset(HintSymbolDataset):
         symbols: Sequence[str] = DEFAULT_SYMBOLS,
     ):
         super().__init__(records, symbols)
-        self.bank, self.pool, self.seed = bank, pool, seed
+        # (-1 failed at the first item, in numpy's seeding; "1" drew as 1)
+        self.bank, self.pool, self.seed = bank, pool, int_at_least(seed, "seed", 0)
         bank.pool_indices(bank.symbols[0], pool)  # validates the pool name now
 
     def image_indices(self, index: int, record: HintRecord) -> np.ndarray:
