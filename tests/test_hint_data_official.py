@@ -378,3 +378,14 @@ def test_a_bank_image_the_release_would_not_read_back_is_refused_before_writing(
     with pytest.raises(ValueError, match=f"^bank image {problem}.*: a release written with it would not read back$"):
         write_release(tmp_path, generated, bank=dataclasses.replace(bank, paths=paths))
     assert _contents(tmp_path) == before
+
+
+def test_a_seed_that_is_no_int_of_at_least_0_is_named_before_writing(tmp_path):
+    generated = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
+    bank = pool_shaded_bank(20)
+    # -1 was named as the images' seed -1000, 1.5 as a float seed of numpy's, "1" failed adding a str to an int,
+    # True drew seed 1's images
+    for seed in (-1, 1.5, "1", True):
+        with pytest.raises(ValueError, match=f"^seed must be an int of at least 0, got {seed!r}$"):
+            write_release(tmp_path, generated, bank=bank, seed=seed)
+    assert not any(tmp_path.iterdir())

@@ -39,7 +39,7 @@ from neurosym.data.symbol_images.folder import folder_image_problem
 from neurosym.semantics import BRACKET_VALUE, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable, execute, solve_batch
 from neurosym.syntax import ParseError, canonical_sentence, infix_layout, parse
 from neurosym.training.checkpoint import atomic_path, load_json
-from neurosym.training.checks import is_real
+from neurosym.training.checks import int_at_least, is_real
 
 SPLIT_FILES: dict[str, str] = {"train": "expr_train.json", "val": "expr_val.json", "test": "expr_test.json"}
 FEWSHOT_FILE = "fewshot_dataset.json"
@@ -551,11 +551,12 @@ def write_release(
     """Write ``splits`` (and ``fewshot``) in the release's format under ``root``.
 
     With a ``bank``, each split's symbols get images from the pool of the same name (train/val/test), drawn with
-    ``seed`` and the list's name (:func:`_image_salt`: the same images whatever other lists are written with it),
-    and every image used is written 45×45, black on white, to ``symbol_images/<its path in the bank>`` in the
-    format of the path's suffix: JPEG for the built-in banks, the files' own format for a bank read from a folder,
-    PNG for a bank read from an ``.npz`` (:func:`~neurosym.data.symbol_images.load_npz_bank` names its images
-    ``.png``). The records' ``img_paths`` name these files. The folder holds
+    ``seed`` (an int of at least 0, else ``ValueError``) and the list's name (:func:`_image_salt`: the same images
+    whatever other lists are written with it), and every image used is written 45×45, black on white, to
+    ``symbol_images/<its path in the bank>`` in the format of the path's suffix: JPEG for the built-in banks, the
+    files' own format for a bank read from a folder, PNG for a bank read from an ``.npz``
+    (:func:`~neurosym.data.symbol_images.load_npz_bank` names its images ``.png``). The records' ``img_paths`` name
+    these files. The folder holds
     one release: what an earlier release in ``root`` left and this one does not write (the ``expr_*.json``
     of a split not in ``splits``, ``fewshot_dataset.json`` without ``fewshot``, ``symbol_images/`` without a
     ``bank``, images no longer used) is removed; other files in ``root`` are left alone. Every split is
@@ -566,6 +567,7 @@ def write_release(
     ``ValueError`` and leaves ``root`` as it was.
     """
     _check_split_names(splits, fewshot)
+    seed = int_at_least(seed, "seed", 0)  # (-1 was named as the seed -1000 of a list's images, "1" failed in a sum)
     used: set[str] = set()
 
     def prepare(records: Sequence[HintRecord], split: str, concept: str | None, table: OperatorTable, name: str) -> list[dict]:
