@@ -453,6 +453,16 @@ def test_sizes_of_no_pixels_are_named():
         sliding_windows(np.zeros((1, 8), dtype=np.uint8), window=True)  # (taken as a window of 1 pixel)
 
 
+def test_write_image_names_a_suffix_of_no_format_before_making_its_folder(tmp_path):
+    for name in ("a.foo", "a", "a.txt"):  # (Pillow's "unknown file extension: .foo", naming no file, in a folder made)
+        with pytest.raises(ValueError, match=rf"^cannot write image .*new/{re.escape(name)}: Pillow writes no image format"):
+            write_image(tmp_path / "new" / name, np.zeros((4, 4), np.uint8))
+    assert not (tmp_path / "new").exists()
+    for name in ("a.PNG", "a.jpeg", "a.bmp", "a.tif"):
+        write_image(tmp_path / name, np.full((4, 4), 9, np.uint8))
+        assert read_image(tmp_path / name).shape == (4, 4)
+
+
 def test_write_image_names_pixels_a_cast_would_blacken(tmp_path):
     for image in (np.full((4, 4), 0.5), np.full((4, 4), 300), np.zeros((2, 4, 4), np.uint8)):
         with pytest.raises(ValueError, match="write_image takes grey pixels \\[H, W\\] of integers in 0..255"):

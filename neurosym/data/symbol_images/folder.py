@@ -81,7 +81,8 @@ def _has_transparent_pixels(image: PillowImage) -> bool:
 
 def write_image(path: str | os.PathLike, image: np.ndarray) -> None:
     """Write grey uint8 ``[H, W]`` to ``path`` (format from the suffix), creating its folder; integer pixels in
-    0..255 are taken too, anything else (floats, which a cast would turn into a black image) raises."""
+    0..255 are taken too, anything else (floats, which a cast would turn into a black image) raises, as does a suffix
+    of no format Pillow writes (before the folder is made)."""
     image = np.asarray(image)
     if (
         image.ndim != 2
@@ -93,6 +94,9 @@ def write_image(path: str | os.PathLike, image: np.ndarray) -> None:
             "0..1: (image * 255).round().astype(np.uint8))"
         )
     Image = _pillow()
+    suffix = Path(path).suffix.lower()
+    if Image.registered_extensions().get(suffix) not in Image.SAVE:  # (Pillow's "unknown file extension: " named no file)
+        raise ValueError(f"cannot write image {path}: Pillow writes no image format of the suffix {suffix!r}")
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(image.astype(np.uint8)).save(path)
 
