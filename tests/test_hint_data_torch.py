@@ -19,10 +19,12 @@ from neurosym.data.hint import (
     HintSymbolDataset,
     collate_hint,
     dependency_range,
+    main_split,
     operator_count,
     random_sentences,
     result_digits,
     split_statistics,
+    split_summary,
     symbol_kl_divergence,
     tree_depth,
 )
@@ -179,3 +181,15 @@ def test_split_statistics_and_plot(tmp_path):
         symbol_kl_divergence(Counter("1*"), Counter("1+"))
     plot_statistics({"train": stats, "test": sample}, tmp_path / "stats.png")
     assert (tmp_path / "stats.png").stat().st_size > 10_000
+
+
+def test_statistics_name_a_sample_size_that_is_no_int_of_at_least_1():
+    """0 gave the statistics (and summary rows) of no record, -1 and 2.5 failed inside numpy."""
+    records = [_record(e) for e in ("3-(5+2)*4", "7", "9*9+9", "1+1")]
+    split = main_split(scale=0.001, cache=False)["test"]
+    for size in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match=f"^max_records must be an int of at least 1, got {size!r}$"):
+            split_statistics(records, max_records=size)
+        with pytest.raises(ValueError, match=f"^sample must be an int of at least 1, got {size!r}$"):
+            split_summary("test", split, size, 0)
+    assert split_statistics(records, max_records=None)["n_op"] == split_statistics(records, max_records=4)["n_op"]

@@ -13,6 +13,7 @@ import numpy as np
 from neurosym.data.hint.examples import HintRecord, HintSplit
 from neurosym.data.hint.splits import EVAL_SUBSETS
 from neurosym.data.randomness import as_generator
+from neurosym.training.checks import int_at_least
 
 ASPECTS: tuple[str, ...] = ("symbol", "n_op", "length", "depth", "dependency_range", "result")
 RESULT_BINS: tuple[int, ...] = (0, 10, 100, 1_000, 10_000)
@@ -61,8 +62,10 @@ def result_bin(result: int) -> str:
 
 
 def split_statistics(records: Sequence[HintRecord], max_records: int | None = 100_000, seed: int = 0) -> dict[str, Counter]:
-    """Frequencies of every aspect of :data:`ASPECTS` over ``records`` (a seeded sample of ``max_records``
-    when there are more)."""
+    """Frequencies of every aspect of :data:`ASPECTS` over ``records`` (a seeded sample of ``max_records``, an int of
+    at least 1 or ``None`` for all, when there are more; else ``ValueError``)."""
+    if max_records is not None:  # (0 gave empty tables as if there were no records, -1 and 2.5 failed in numpy)
+        max_records = int_at_least(max_records, "max_records", 1)
     indices = np.arange(len(records))
     if max_records is not None and len(records) > max_records:
         indices = np.sort(as_generator(seed).choice(len(records), size=max_records, replace=False))
@@ -96,7 +99,8 @@ SUMMARY_COLUMNS = ("split", "subset", "examples", "mean n_op", "mean length", "m
 def split_summary(name: str, split: HintSplit, sample: int, seed: int) -> tuple[list[list], dict[str, dict[str, Counter]]]:
     """Summary rows (:data:`SUMMARY_COLUMNS`) of split ``name``: all of it, then each test subset in it; and
     the :func:`split_statistics` of each (``{"all" | subset: {aspect: Counter}}``), over a seeded sample of
-    at most ``sample`` records per row."""
+    at most ``sample`` records per row (an int of at least 1, else ``ValueError``)."""
+    sample = int_at_least(sample, "sample", 1)  # (0 gave rows of means over no record, -1 failed in numpy)
     rows, stats = [], {}
     subsets = [("all", np.arange(len(split)))] + [
         (s, np.flatnonzero(split.eval == s)) for s in EVAL_SUBSETS if (split.eval == s).any()
