@@ -1,4 +1,5 @@
 import math
+import re
 from fractions import Fraction
 
 import numpy as np
@@ -293,6 +294,12 @@ def test_sizes_and_counts_must_be_positive_ints():
         SubsetLayout(100.5)  # (made weights 101 wide)
     with pytest.raises(ValueError, match="offsets must be an integer tensor, got torch.float32"):
         SubsetLayout().weights(torch.tensor([1.5]))  # (selected a shifted subset)
+    for ratio in (True, "0.25", None, math.nan):  # True overlapped the whole subset, "0.25" and None failed in a comparison
+        with pytest.raises(ValueError, match=rf"^overlap_ratio must be a number in \[0, 1\], got {re.escape(repr(ratio))}$"):
+            SubsetLayout(overlap_ratio=ratio)
+        with pytest.raises(ValueError, match=rf"^subset_ratio must be a number in \(0, 1\], got {re.escape(repr(ratio))}$"):
+            SubsetLayout(subset_ratio=ratio)
+    assert SubsetLayout(subset_ratio=np.float64(0.5), overlap_ratio=0).span == 100
     assert [c[0].shape[1] for c in data.evaluation_batches("test", np.int64(4))] == [4, 4, 2]
 
 

@@ -25,7 +25,7 @@ from torch import Tensor
 
 from neurosym.data.shares import decimal_floor
 from neurosym.layers.arithmetic.base import ensemble_linear
-from neurosym.training.checks import int_at_least, is_int_tensor, is_real
+from neurosym.training.checks import int_at_least, is_fraction, is_int_tensor, is_real
 
 
 @dataclass(frozen=True)
@@ -232,10 +232,11 @@ class SubsetLayout:
 
     def __post_init__(self) -> None:
         int_at_least(self.input_size, "input_size", 1)  # (a float would make weights of another width)
-        if not 0 < self.subset_ratio <= 1:
-            raise ValueError(f"subset_ratio must be in (0, 1], got {self.subset_ratio}")
-        if not 0 <= self.overlap_ratio <= 1:
-            raise ValueError(f"overlap_ratio must be in [0, 1], got {self.overlap_ratio}")
+        # (True was read as the ratio 1, a string or None failed in the comparison, naming neither)
+        if not (is_fraction(self.subset_ratio) and self.subset_ratio > 0):
+            raise ValueError(f"subset_ratio must be a number in (0, 1], got {self.subset_ratio!r}")
+        if not is_fraction(self.overlap_ratio):
+            raise ValueError(f"overlap_ratio must be a number in [0, 1], got {self.overlap_ratio!r}")
         if self.subset_size < 1:
             raise ValueError(f"subset_ratio {self.subset_ratio} of input_size {self.input_size} leaves an empty subset")
         if self.span > self.input_size:
