@@ -18,6 +18,7 @@ from neurosym.data.hint import (
     MAIN_VOCABULARY,
     HintImageDataset,
     HintRecord,
+    check_release,
     generate_split,
     load_release,
     official,
@@ -304,6 +305,12 @@ def test_a_release_written_over_another_leaves_nothing_of_it(tmp_path):
     assert not (tmp_path / "fewshot_dataset.json").exists() and not (tmp_path / "symbol_images").exists()
     assert (tmp_path / "notes.txt").read_text() == "mine"
     assert all(record.img_paths is None for record in read_release(tmp_path)["test"])
+    first = tmp_path / "first"
+    write_release(first, splits, bank=pool_shaded_bank(20))
+    write_release(first, read_release(first))  # its records, images listed, rewritten without a bank
+    check_release(first, images=False)
+    # (their img_paths named the images removed with symbol_images/)
+    assert all(record.img_paths is None for split in read_release(first).values() for record in split)
 
 
 def _contents(folder: Path) -> dict[str, bytes]:

@@ -11,6 +11,7 @@ d``) and
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -556,7 +557,7 @@ def write_release(
     ``symbol_images/<its path in the bank>`` in the format of the path's suffix: JPEG for the built-in banks, the
     files' own format for a bank read from a folder, PNG for a bank read from an ``.npz``
     (:func:`~neurosym.data.symbol_images.load_npz_bank` names its images ``.png``). The records' ``img_paths`` name
-    these files. The folder holds
+    these files; without a bank the records are written without ``img_paths``. The folder holds
     one release: what an earlier release in ``root`` left and this one does not write (the ``expr_*.json``
     of a split not in ``splits``, ``fewshot_dataset.json`` without ``fewshot``, ``symbol_images/`` without a
     ``bank``, images no longer used) is removed; other files in ``root`` are left alone. Every split is
@@ -575,6 +576,8 @@ def write_release(
         if bank is not None:
             listed = assign_images(listed, bank, split, seed=seed * 1_000 + _image_salt(split, concept))
             used.update(p for record in listed for p in record.img_paths or ())
+        else:  # (no image is written: paths a record held would name files removed with symbol_images/)
+            listed = [dataclasses.replace(record, img_paths=None) for record in listed]
         items = [record_to_json(record) for record in listed]
         _read_list(items, name, table)  # (raises where the readers would refuse to read it back)
         return items
