@@ -463,3 +463,17 @@ def test_noise_sensitivity_names_bad_sizes_and_functions_of_the_wrong_shape():
         noise_sensitivity(total, 3, 10, 0.1, 2.5)
     with pytest.raises(ValueError, match="repeats must be an int of at least 1, got 0"):
         noise_sensitivity_curve(total, 3, 10, np.array([0.1]), 10, repeats=0)  # NaN means
+
+
+@settings(max_examples=40, deadline=None)
+@given(total=st.integers(1, 5000), data=st.data())
+@example(total=2**25, data=None).via("all but one of 2**25: a float32 mean of 1.0")
+def test_exact_match_is_the_count_of_matches_over_the_count_of_examples(total, data):
+    # (a float32 mean: 1/3 was 0.3333333432674408, and 2**25 − 1 matches of 2**25 gave 1.0)
+    matched = total - 1 if data is None else data.draw(st.integers(0, total))
+    targets = torch.zeros(total, dtype=torch.uint8)
+    predictions = targets.clone()
+    predictions[matched:] = 1
+    assert exact_match(predictions, targets) == matched / total
+    if data is not None and total <= 50:
+        assert exact_match(predictions.tolist(), targets.tolist()) == matched / total
