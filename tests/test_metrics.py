@@ -477,3 +477,15 @@ def test_exact_match_is_the_count_of_matches_over_the_count_of_examples(total, d
     assert exact_match(predictions, targets) == matched / total
     if data is not None and total <= 50:
         assert exact_match(predictions.tolist(), targets.tolist()) == matched / total
+
+
+def test_curves_or_a_sparsity_error_on_another_device_are_named():
+    # (torch raised from deep inside: a RuntimeError about an expected device, or the meta device's NotImplementedError)
+    on_cpu = torch.tensor([[1.0], [0.01]])
+    with pytest.raises(ValueError, match=r"^validation_mse and extrapolation_mse must be on one device, got cpu and meta$"):
+        run_outcomes([0, 1], on_cpu, on_cpu.to("meta"), 0.1)
+    with pytest.raises(ValueError, match=r"^validation_mse and extrapolation_mse must be on one device, got meta and cpu$"):
+        run_outcomes([0, 1], on_cpu.to("meta"), on_cpu.tolist(), 0.1)  # a list is on the CPU
+    outcomes = run_outcomes([0, 1], on_cpu, on_cpu, 0.1)
+    with pytest.raises(ValueError, match=r"^sparsity_error and the outcomes must be on one device, got meta and cpu$"):
+        summarize(outcomes, torch.zeros(2, 1, device="meta"))

@@ -41,16 +41,18 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
     """Apply the success criterion to ``S`` runs evaluated at ``E`` steps.
 
     ``steps [E]`` strictly increasing; ``validation_mse`` and ``extrapolation_mse`` ``[E, S]`` (or ``[E]``
-    for one run); tensors, arrays or lists of ints or floats (``TypeError`` for bools, complex numbers or text); ``threshold``
-    a finite positive number (not a bool) or ``[S]`` of them (one per run). A NaN or infinite validation MSE never
-    counts as best (a run with no other is unsolved), and a NaN extrapolation MSE never counts as under the threshold.
-    Ties in validation MSE go to the earliest evaluation. A negative MSE (``-inf`` too) is no error of a prediction:
-    ``ValueError`` naming where it is.
+    for one run); tensors, arrays or lists of ints or floats (``TypeError`` for bools, complex numbers or text), the two
+    MSE curves on one device (``ValueError``; arrays and lists are on the CPU); ``threshold`` a finite positive number
+    (not a bool) or ``[S]`` of them (one per run). A NaN or infinite validation MSE never counts as best (a run with no
+    other is unsolved), and a NaN extrapolation MSE never counts as under the threshold. Ties in validation MSE go to
+    the earliest evaluation. A negative MSE (``-inf`` too) is no error of a prediction: ``ValueError`` naming where it
+    is.
     """
     steps, validation_mse, extrapolation_mse = (
         _real(value, name)
         for value, name in ((steps, "steps"), (validation_mse, "validation_mse"), (extrapolation_mse, "extrapolation_mse"))
     )
+    _check_one_device(validation_mse, extrapolation_mse, "validation_mse and extrapolation_mse")
     single = validation_mse.dim() == 1
     validation = validation_mse.unsqueeze(1) if single else validation_mse
     extrapolation = extrapolation_mse.unsqueeze(1) if single else extrapolation_mse
@@ -114,6 +116,13 @@ def _real(values: object, name: str) -> Tensor:
     if tensor.dtype == torch.bool or tensor.is_complex():
         raise TypeError(f"{name} must hold ints or floats, got {type(values).__name__} of {tensor.dtype}")
     return tensor
+
+
+def _check_one_device(first: Tensor, second: Tensor, names: str) -> None:
+    """``ValueError`` naming ``names`` unless ``first`` and ``second`` are on one device (torch raised a
+    ``RuntimeError`` about an expected device, from deep inside the criterion)."""
+    if first.device != second.device:
+        raise ValueError(f"{names} must be on one device, got {first.device} and {second.device}")
 
 
 def _first_text(values: object) -> str | bytes | None:
@@ -196,10 +205,11 @@ def sparsity_at_best(outcomes: RunOutcomes, sparsity_error: Tensor) -> Tensor:
     a tensor, an array or lists of ints or floats: ``TypeError`` for bools, complex numbers or text) of each solved run at
     its best evaluation, NaN for the unsolved runs. ``ValueError`` unless it is ``[E, S]`` (or that ``[E]``) over the
     outcomes' evaluations (solved runs or not) and a finite number of at least 0 at every solved run's best evaluation
-    (a NaN there has no mean; a distance from {−1, 0, 1} is never negative)."""
+    (a NaN there has no mean; a distance from {−1, 0, 1} is never negative), and unless it is on the outcomes' device."""
     solved, best_index = outcomes.solved.reshape(-1), outcomes.best_index.reshape(-1)
     expected = [outcomes.evaluations, solved.numel()]
     sparsity_error = _real(sparsity_error, "sparsity_error")  # (lists too, as run_outcomes takes them)
+    _check_one_device(sparsity_error, best_index, "sparsity_error and the outcomes")
     if sparsity_error.dim() == 1 and solved.numel() == 1:  # one run's [E], as run_outcomes takes its curves
         sparsity_error = sparsity_error.unsqueeze(1)
     if list(sparsity_error.shape) != expected:  # (another run's longer curve, or [S, E], was read at the wrong steps)
