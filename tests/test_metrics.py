@@ -489,3 +489,34 @@ def test_curves_or_a_sparsity_error_on_another_device_are_named():
     outcomes = run_outcomes([0, 1], on_cpu, on_cpu, 0.1)
     with pytest.raises(ValueError, match=r"^sparsity_error and the outcomes must be on one device, got meta and cpu$"):
         summarize(outcomes, torch.zeros(2, 1, device="meta"))
+
+
+INTEGER_DTYPES = [np.uint16, np.uint32, np.uint64, np.uint8, np.int8, np.int16, np.int32, np.int64]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    shape=st.tuples(st.integers(1, 4), st.integers(1, 3)),
+    dtypes=st.tuples(st.sampled_from(INTEGER_DTYPES), st.sampled_from(INTEGER_DTYPES)),
+    as_tensors=st.tuples(st.booleans(), st.booleans()),
+    data=st.data(),
+)
+def test_tokens_of_any_integer_dtypes_compare_as_numbers(shape, dtypes, as_tensors, data):
+    # (uint16, uint32 and uint64 beside another integer: torch raised "Promotion for uint16, uint32, uint64 types is
+    # not supported")
+    grids = [np.array(data.draw(st.lists(st.integers(0, 3), min_size=shape[0] * shape[1], max_size=shape[0] * shape[1])))
+             .reshape(shape) for _ in range(2)]  # fmt: skip
+    given_values = [
+        torch.as_tensor(grid.astype(dtype)) if tensor else grid.astype(dtype)
+        for grid, dtype, tensor in zip(grids, dtypes, as_tensors)
+    ]
+    assert sequence_matches(*given_values).tolist() == (grids[0] == grids[1]).all(axis=1).tolist()
+
+
+def test_a_uint64_beyond_every_other_integer_matches_none():
+    beyond = np.array([[2**64 - 1, 5], [2**63, 5]], dtype=np.uint64)  # as int64: −1 and −2**63
+    padded = torch.tensor([[-1, 5], [-(2**63), 5]])
+    assert sequence_matches(beyond, padded).tolist() == [False, False]
+    assert sequence_matches(padded, torch.as_tensor(beyond)).tolist() == [False, False]
+    assert sequence_matches(beyond, beyond.astype(np.uint16)).tolist() == [False, False]
+    assert sequence_matches(beyond, beyond).tolist() == [True, True]

@@ -15,11 +15,11 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
 
     Tensors or numpy arrays: ``predictions`` and ``targets`` of the same shape ``[N, ...]`` (padding included, so
     a prediction must also reproduce the padding); each row ``[...]`` is one example. Values compare as numbers
-    whatever their dtypes (float32 1.5 matches float64 1.5); two tensors must be on one device (``ValueError``), an
-    array is moved to the tensor's. Python sequences: ``N`` items compared with ``==`` after turning each item into a
-    tuple, at every depth (so a list, a tuple, a tensor and an array of the same tokens match, whatever their lengths;
-    strings compare as strings). One string for ``predictions`` or ``targets`` raises ``TypeError``: it would be read
-    as one example per character.
+    whatever their dtypes (float32 1.5 matches float64 1.5, uint16 3 matches int64 3); two tensors must be on one device
+    (``ValueError``), an array is moved to the tensor's. Python sequences: ``N`` items compared with ``==`` after turning
+    each item into a tuple, at every depth (so a list, a tuple, a tensor and an array of the same tokens match, whatever
+    their lengths; strings compare as strings). One string for ``predictions`` or ``targets`` raises ``TypeError``: it
+    would be read as one example per character.
     """
     if isinstance(predictions, str) or isinstance(targets, str):
         raise TypeError(
@@ -42,12 +42,32 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
             )
         if predictions.device != targets.device:  # (torch raised a RuntimeError about an "expected device")
             raise ValueError(f"predictions and targets must be on one device, got {predictions.device} and {targets.device}")
-        return (predictions == targets).flatten(1).all(dim=1) if predictions.dim() > 1 else predictions == targets
+        equal = _equal(predictions, targets)
+        return equal.flatten(1).all(dim=1) if equal.dim() > 1 else equal
     if isinstance(predictions, Tensor) or isinstance(targets, Tensor):
         raise TypeError("pass both predictions and targets as tensors, or both as sequences")
     if len(predictions) != len(targets):
         raise ValueError(f"got {len(predictions)} predictions for {len(targets)} targets")
     return torch.tensor([_as_item(p) == _as_item(t) for p, t in zip(predictions, targets)], dtype=torch.bool)
+
+
+_UNPROMOTED = (torch.uint16, torch.uint32, torch.uint64)
+"""The unsigned integers that torch compares with floats and with their own dtype only (a ``RuntimeError`` beside an
+int64 or any other integer)."""
+
+
+def _equal(predictions: Tensor, targets: Tensor) -> Tensor:
+    """``predictions == targets`` elementwise as numbers (one shape, one device), also for an unsigned 16-, 32- or
+    64-bit integer beside another integer, a bool or a complex number: compared as int64, where a uint64 of 2**63 or
+    more (beyond every other integer) equals nothing."""
+    if predictions.dtype == targets.dtype or predictions.is_floating_point() or targets.is_floating_point():
+        return predictions == targets
+    signed = [value.to(torch.int64) if value.dtype in _UNPROMOTED else value for value in (predictions, targets)]
+    equal = signed[0] == signed[1]
+    for value, as_signed in zip((predictions, targets), signed):
+        if value.dtype == torch.uint64:
+            equal &= as_signed >= 0  # (2**64 − 1 as int64 is −1, a padding's value)
+    return equal
 
 
 def _as_item(value: Any) -> Any:
