@@ -209,10 +209,13 @@ def _interpolated_ends(
 ) -> tuple[float, float]:
     """The ends of :func:`_interval` at a ``drop`` below ``resolved``: each end's distance from the centre is a smooth
     function of ``√drop`` that is 0 at 0, taken from the cubic through 0 and the distances at 1, 4 and 9 times
-    ``resolved`` (``√drop`` at 0, 1, 2 and 3 times ``√resolved``)."""
+    ``resolved`` (``√drop`` at 0, 1, 2 and 3 times ``√resolved``); where the profile is within one of those drops up to
+    ``ceiling``, the upper end is ``inf`` (wider than the exact one, never narrower)."""
     u = math.sqrt(drop / resolved)  # in [0, 1)
     weights = np.array([u * (u - 2) * (u - 3) / 2, -u * (u - 1) * (u - 3) / 2, u * (u - 1) * (u - 2) / 6])
     distances = np.array([_interval(profile, centre, k * k * resolved, ceiling) for k in (1, 2, 3)]) - centre  # [3, 2]
+    if np.isinf(distances[:, 1]).any():  # within a larger drop up to the ceiling: no upper end is interpolated, and
+        return float(centre + weights @ distances[:, 0]), math.inf  # the interval is kept open there (inf - inf: NaN)
     low, high = centre + weights @ distances
     return float(low), float(high)
 
