@@ -288,6 +288,8 @@ def test_exact_match_is_counted_per_subset() -> None:
     }
     scores = exact_match_by_subset(Oracle(tgt_out, right=3), [batch], False, torch.device("cpu"))
     assert scores == {"all": 75.0, "I": 100.0, "LL": 50.0}
+    three = {key: value[:3] for key, value in batch.items()}
+    assert exact_match_by_subset(Oracle(tgt_out[:3], right=1), [three], False, torch.device("cpu"))["all"] == 100 * (1 / 3)
     empty = {"tokens": batch["tokens"][:0], "mask": batch["mask"][:0], "res_digits": digits[:0], "eval": []}
     for batches in ([], [empty, empty]):  # (empty batches gave {"all": nan})
         with pytest.raises(ValueError, match="the batches hold no example to evaluate"):

@@ -143,3 +143,9 @@ def test_a_float64_model_learns_from_its_float64_cross_entropy():
     for trained, wanted in zip(model.parameters(), expected.parameters(), strict=True):
         assert trained.dtype == torch.float64
         torch.testing.assert_close(trained, wanted, rtol=0, atol=1e-14)  # (float32 logits: about 7e-10 off)
+
+
+def test_accuracy_is_the_exact_fraction_of_right_predictions():
+    inputs = torch.eye(3)  # the model predicts each row's class as its input's argmax: 0, 1, 2
+    labels = torch.tensor([0, 0, 0])
+    assert accuracy(torch.nn.Identity(), inputs, labels, torch.device("cpu")) == 1 / 3  # (float32: 0.3333333432674408)

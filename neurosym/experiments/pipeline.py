@@ -450,7 +450,7 @@ def _refit(
     truths = labelled.truths
     return {
         "epochs": options.refit_epochs, "steps": refit_config.steps, "windows": len(labelled.labels), "left_out": labelled.left_out,
-        "label_accuracy": None if truths is None else float((labelled.labels == truths).float().mean()),
+        "label_accuracy": None if truths is None else float((labelled.labels == truths).double().mean()),
         "validation_before": before, "seconds": labelling + history[-1]["seconds"],
     }  # fmt: skip
 

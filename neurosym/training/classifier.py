@@ -102,4 +102,4 @@ def accuracy(
     """Fraction of ``inputs`` whose predicted class equals ``labels``."""
     if len(inputs) == 0:
         raise ValueError("accuracy of an empty set is undefined")
-    return (predict(model, inputs, device, prepare, batch_size) == labels).float().mean().item()
+    return (predict(model, inputs, device, prepare, batch_size) == labels).double().mean().item()

@@ -65,7 +65,7 @@ def exact_match_by_subset(
             correct[subset].append(matches[rows])
     if not sum(len(matches) for matches in correct["all"]):  # (no batch, or only empty ones: each mean missing or NaN)
         raise ValueError("exact_match_by_subset: the batches hold no example to evaluate")
-    return {name: 100.0 * float(torch.cat(parts).float().mean()) for name, parts in correct.items()}
+    return {name: 100.0 * float(torch.cat(parts).double().mean()) for name, parts in correct.items()}
 
 
 def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int = 12) -> list[int | None]:
