@@ -17,10 +17,11 @@ Sizes count DSL nodes: ``max(i, j)`` has size 3, ``ceil((i + j) / 2)`` size 6 an
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -188,13 +189,19 @@ class _Bank:
 
     values: np.ndarray
     exprs: list[Expr]
-    magnitude: float = field(init=False)
-    least: float = field(init=False)
 
-    def __post_init__(self) -> None:
+    @functools.cached_property
+    def magnitude(self) -> float:
+        """(Computed when first asked for, from the largest and smallest value: no pass over ``|values|``.)"""
+        top = float(np.fmax.reduce(self.values, axis=None, initial=-np.inf))  # (fmax and fmin pass over NaN)
+        bottom = float(np.fmin.reduce(self.values, axis=None, initial=np.inf))
+        return max(abs(top), abs(bottom)) if top >= bottom else 0.0
+
+    @functools.cached_property
+    def least(self) -> float:
+        """(Computed when first asked for: only a division's reach needs it.)"""
         magnitudes = np.abs(self.values)
-        self.magnitude = float(np.fmax.reduce(magnitudes, axis=None, initial=0.0))
-        self.least = float(np.fmin.reduce(np.where(magnitudes == 0, np.inf, magnitudes), axis=None, initial=np.inf))
+        return float(np.fmin.reduce(np.where(magnitudes == 0, np.inf, magnitudes), axis=None, initial=np.inf))
 
 
 class _Enumerator:
@@ -233,14 +240,17 @@ class _Enumerator:
         """The rows of ``values`` whose output vector is new (first occurrence, not seen at a smaller size, not
         undefined everywhere) or holds an unknown value, in their order, with their programs."""
         hashes = self._hashes(values)
-        unknown = np.isinf(values).any(axis=1) if self.unknown else np.zeros(len(values), dtype=bool)
         _, first = np.unique(hashes, return_index=True)
-        first = first[~unknown[first] & ~np.isnan(values[first]).all(axis=1)]
+        first.sort()
+        unknown = np.isinf(values).any(axis=1) if self.unknown else None  # (None: no value is unknown so far)
+        if unknown is not None:
+            first = first[~unknown[first]]
+        first = first[~np.isnan(values[first]).all(axis=1)]
         if len(self.seen):
             place = np.minimum(np.searchsorted(self.seen, hashes[first]), len(self.seen) - 1)
             first = first[self.seen[place] != hashes[first]]
         self.seen = np.union1d(self.seen, hashes[first])
-        kept = np.union1d(first, np.flatnonzero(unknown))
+        kept = first if unknown is None else np.union1d(first, np.flatnonzero(unknown))
         return _Bank(values[kept].reshape(-1, self.examples), build(kept))
 
     def candidates(self, size: int) -> Iterator[tuple[np.ndarray, Build]]:
