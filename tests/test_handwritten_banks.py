@@ -115,6 +115,8 @@ def test_copies_of_one_image_go_to_the_first_split_any_of_them_is_in():
     splits = np.array(["test", "val", "train", "test", "test", "train"])
     assert disjoint_splits(images, splits).tolist() == ["train", "val", "train", "val", "train", "train"]
     assert disjoint_splits(images[:0], splits[:0]).tolist() == []
+    with pytest.raises(ValueError, match=r"splits must be among \('train', 'val', 'test'\), got \['dev'\]"):
+        disjoint_splits(images, np.array(["dev", *splits[1:]]))  # (tuple.index(x): x not in tuple)
 
 
 def _pools_of_each_image(images: np.ndarray, pools: np.ndarray) -> list[set[str]]:

@@ -78,7 +78,10 @@ def disjoint_splits(images: np.ndarray, splits: np.ndarray) -> np.ndarray:
     """``splits [N]`` (of :data:`~neurosym.data.symbol_images.bank.POOLS`) with every group of byte-identical
     ``images [N, H, W]`` in one split, the first of ``train``, ``val``, ``test`` the group is in: a source set's own
     split may hold copies of one image in several (the shipped ``handwritten-calculator`` ``-``: 25 groups, 14 test
-    images also in training or validation), and no validation or test image may be a training one."""
+    images also in training or validation), and no validation or test image may be a training one. ``ValueError``
+    names a split that is none of the pools."""
+    if unknown := sorted({str(split) for split in splits.tolist()} - set(POOLS)):
+        raise ValueError(f"splits must be among {POOLS}, got {unknown}")
     rows = np.ascontiguousarray(images.reshape(len(images), int(np.prod(images.shape[1:]))))
     _, group = np.unique(rows.view(np.dtype((np.void, rows.shape[1] * rows.itemsize))).reshape(-1), return_inverse=True)
     rank = np.asarray([POOLS.index(split) for split in splits.tolist()])
