@@ -431,6 +431,8 @@ def test_npz_bank_uses_its_own_splits(tmp_path):
     bank = load_npz_bank(tmp_path / "bank.npz")
     assert bank.pools.tolist() == splits.tolist()
     assert load_npz_bank(tmp_path / "bank.npz", symbols=["+"]).labels.tolist() == ["+", "+"]
+    np.savez(tmp_path / "times.npz", images=images, labels=np.array(["1", "1", "*", "*"]), splits=splits)
+    assert load_npz_bank(tmp_path / "times.npz", symbols=["×"]).labels.tolist() == ["*", "*"]  # as a folder bank reads it
     np.savez(tmp_path / "bad.npz", images=np.zeros((4, 28, 28), np.uint8))
     with pytest.raises(ValueError, match="labels"):
         load_npz_bank(tmp_path / "bad.npz")

@@ -209,10 +209,11 @@ def load_npz_bank(path: str | os.PathLike, seed: int = 0, symbols: list[str] | N
     bank = SymbolBank(arrays["images"], labels, pools, paths, sources)
     if symbols is None:
         return bank
-    missing = [symbol for symbol in symbols if symbol not in bank.symbols]
+    tokens = [token_of(folder_of(symbol)) for symbol in symbols]  # ("×" is "*", as a folder bank reads it)
+    missing = [symbol for symbol, token in zip(symbols, tokens) if token not in bank.symbols]
     if missing:
         raise ValueError(f"{path}: holds no image of the symbols {missing} (it has {bank.symbols})")
-    return bank.subset(symbols)
+    return bank.subset(tokens)
 
 
 def write_folder_bank(bank: SymbolBank, root: str | os.PathLike, size: int = OFFICIAL_IMAGE_SIZE) -> None:
