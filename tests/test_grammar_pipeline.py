@@ -489,14 +489,27 @@ def test_the_linear_shortcut_decodes_what_the_chart_does_and_spares_it_the_settl
         sentence = "".join("7" if i % 2 == 0 else "+" for i in range(length))
         log_probs[2 * row, range(length), [HINT_SYMBOLS.index(c) for c in sentence]] += 20
     log_probs = log_probs.log_softmax(-1)
+    exact = decoder.viterbi(log_probs, torch.tensor(lengths))
     charted_rows = []
-    viterbi = decoder.viterbi
-    decoder.viterbi = lambda scores, sizes: charted_rows.append(len(sizes)) or viterbi(scores, sizes)
+    charted = decoder._charted
+    decoder._charted = lambda scores, sizes, rows: charted_rows.append(len(sizes)) or charted(scores, sizes, rows)
     fast = decoder.decode(log_probs, torch.tensor(lengths))
-    exact = viterbi(log_probs, torch.tensor(lengths))
     assert torch.allclose(fast.log_prob, exact.log_prob, atol=1e-4)
     assert all(grammar.accepts(sentence) for sentence in fast.sentences(HINT_SYMBOLS))
     assert sum(charted_rows) <= len(lengths) - len(lengths[::2])  # the leaning examples never reach the chart
+
+
+def test_an_example_no_sentence_fits_is_named_by_its_place_in_the_batch_given():
+    """The examples the linear shortcut leaves go to the chart alone: one that no sentence fits was named by its place
+    among those (example 0), not in the batch."""
+    grammar = SymbolGrammar(ADDITION)
+    decoder = GrammarDecoder(grammar)
+    log_probs = torch.randn(4, 3, len(grammar.symbols), generator=torch.Generator().manual_seed(0)).log_softmax(-1)
+    log_probs[2] = -torch.inf
+    log_probs[2, :, grammar.symbols.index("0")] = 0.0  # only "000", which the grammar refuses
+    for decode in (decoder.decode, decoder.viterbi):
+        with pytest.raises(ValueError, match=r"no sentence of the grammar fits example 2 \(length 3 and its fixed symbols\)"):
+            decode(log_probs, torch.full((4,), 3))
 
 
 def test_padding_positions_do_not_change_shorter_examples():

@@ -11,6 +11,8 @@ with the parser: when that sentence is grammatical it is exactly the most probab
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 
 from neurosym.pipelines.cky import Chart
@@ -72,20 +74,27 @@ class GrammarDecoder:
         ]
         if rest:
             chosen = torch.tensor(rest)
-            charted = self.viterbi(log_probs[chosen.to(log_probs.device)], lengths[chosen])
+            charted = self._charted(log_probs[chosen.to(log_probs.device)], lengths[chosen], rest)
             tokens[chosen], score[chosen] = charted.tokens.cpu(), charted.log_prob.cpu()
         return Decoded(tokens.to(log_probs.device), score.to(log_probs.device))
 
     def viterbi(self, log_probs: torch.Tensor, lengths: torch.Tensor) -> Decoded:
         """:meth:`decode` through the CKY chart for every example (``O(T^3)`` each): what it falls back to."""
         lengths = self._checked(log_probs, lengths)
+        return self._charted(log_probs, lengths, range(len(lengths)))
+
+    def _charted(self, log_probs: torch.Tensor, lengths: torch.Tensor, examples: Sequence[int]) -> Decoded:
+        """:meth:`viterbi` of checked ``log_probs [R, T, V]`` and ``lengths [R]`` (on the CPU); ``examples [R]``: each row's
+        index in the batch given to :meth:`decode` or :meth:`viterbi`, which an error names (the chart gets only the rows
+        that the shortcut leaves)."""
         with torch.no_grad():
             term_score, best_symbol = self.terminal_scores(at_least_float32(log_probs.detach()))
         tokens, score = self.chart.best(term_score, best_symbol, lengths.tolist())
         bad = (~torch.isfinite(score)).nonzero().flatten().tolist()
         if bad:
             raise ValueError(
-                f"no sentence of the grammar fits example {bad[0]} (length {lengths[bad[0]].item()} and its fixed symbols)"
+                f"no sentence of the grammar fits example {examples[bad[0]]} (length {lengths[bad[0]].item()} and its "
+                "fixed symbols)"
             )
         return Decoded(torch.from_numpy(tokens).to(log_probs.device), score.to(log_probs.device))
 
