@@ -88,3 +88,40 @@ def test_a_reader_whose_forward_takes_no_groups_is_named_when_the_pipeline_is_bu
         with pytest.raises(TypeError, match=f"{who} takes a reader: a module with a vocabulary; Linear has none"):
             build(nn.Linear(2, 2))
     assert GrammarPipeline(BITS, BIT_VALUE, Logits(True, ("0", "1"))).reader.vocabulary == ["0", "1"]
+
+
+class Misread(nn.Module):
+    """A reader of HINT's symbols whose output is wrong in one way: ``"short"`` a row too few, ``"tuple"`` the rows in a
+    tuple, ``"integers"`` int64 scores."""
+
+    vocabulary = HINT_SYMBOLS
+
+    def __init__(self, fault: str):
+        super().__init__()
+        self.fault = fault
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> object:
+        read = torch.zeros(len(windows), len(self.vocabulary)).log_softmax(-1)
+        return {"short": read[:-1], "tuple": (read,), "integers": read.long()}[self.fault]
+
+
+@pytest.mark.parametrize("pipeline", ["hint", "grammar"])
+@pytest.mark.parametrize(
+    ("fault", "error", "message"),
+    [
+        ("short", ValueError, r"the reader returned shape \[5, 16\] for its 16 symbols and 6 windows: expected \[6, 16\]"),
+        ("tuple", TypeError, r"the reader returned a tuple: expected a tensor of log-probabilities \[6, 16\]"),
+        ("integers", ValueError, "the reader returned torch.int64 log-probabilities: expected floating point"),
+    ],
+)
+def test_a_reader_that_returns_no_row_of_log_probabilities_per_window_is_named(pipeline, fault, error, message):
+    """A row too few failed deep inside torch where the rows were put in place (a shape mismatch), a tuple on its missing
+    ``ndim``, and integer scores were read as log-probabilities."""
+    windows, lengths = torch.zeros(2, 4, 32, 32, dtype=torch.uint8), torch.tensor([4, 2])
+    with pytest.raises(error, match=message):
+        if pipeline == "hint":
+            HintPipeline(Misread(fault)).read(windows, lengths)
+        else:
+            GrammarPipeline(HINT_SYMBOL_ROWS, ROW_LENGTH, Misread(fault)).log_probs(
+                SentenceBatch(windows, lengths, torch.full((2, 4), READ))
+            )

@@ -90,12 +90,23 @@ LOG_PROB_TOLERANCE = 1e-2
 dtype whose rounding moves it more: :func:`check_log_probs`)."""
 
 
-def check_log_probs(log_probs: torch.Tensor, columns: int) -> None:
-    """Refuse a reader's output ``[n, V]`` (in the dtype the reader returned) that is not log-probabilities over its
-    ``columns`` symbols: a row whose ``logsumexp`` (in float32 at least) is further from 0 than
-    :data:`LOG_PROB_TOLERANCE`, or than :func:`log_prob_rounding` where the dtype rounds coarser."""
-    if log_probs.ndim != 2 or log_probs.shape[-1] != columns:
-        raise ValueError(f"the reader returned shape {list(log_probs.shape)} for its {columns} symbols: expected [n, {columns}]")
+def check_log_probs(log_probs: torch.Tensor, columns: int, rows: int) -> None:
+    """Refuse a reader's output for ``rows`` windows (in the dtype the reader returned) that is not log-probabilities
+    ``[rows, columns]`` over its ``columns`` symbols: no tensor (``TypeError``), another shape (one row per window: a row
+    too few or too many failed deep inside torch, where the rows were put in place) or dtype than floating point, or a
+    row whose ``logsumexp`` (in float32 at least) is further from 0 than :data:`LOG_PROB_TOLERANCE`, or than
+    :func:`log_prob_rounding` where the dtype rounds coarser."""
+    if not isinstance(log_probs, torch.Tensor):
+        raise TypeError(
+            f"the reader returned a {type(log_probs).__name__}: expected a tensor of log-probabilities [{rows}, {columns}]"
+        )
+    if tuple(log_probs.shape) != (rows, columns):
+        raise ValueError(
+            f"the reader returned shape {list(log_probs.shape)} for its {columns} symbols and {rows} windows: expected "
+            f"[{rows}, {columns}] (one row per window)"
+        )
+    if not log_probs.is_floating_point():
+        raise ValueError(f"the reader returned {log_probs.dtype} log-probabilities: expected floating point")
     off = float(at_least_float32(log_probs.detach()).logsumexp(-1).abs().max()) if log_probs.numel() else 0.0  # NaN: any
     if math.isnan(off):
         raise ValueError("the reader returned NaN log-probabilities (a diverged reader, or NaN windows)")

@@ -114,7 +114,7 @@ class GrammarPipeline:
         flat = rearrange(batch.windows, "b t ... -> (b t) ...")
         with reading_mode(reader or self.reader):
             read_log_probs = (reader or self.reader)(flat[read.flatten()], groups[read])  # [n, V_reader]
-        check_log_probs(read_log_probs, len(self.columns))  # (in the reader's dtype, which rounds them)
+        check_log_probs(read_log_probs, len(self.columns), int(read.sum()))  # (in the reader's dtype, which rounds them)
         read_log_probs = at_least_float32(read_log_probs)
         vocabulary = len(self.grammar.symbols)
         out = read_log_probs.new_full((size * steps, vocabulary), -torch.inf)

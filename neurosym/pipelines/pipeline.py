@@ -87,7 +87,7 @@ class HintPipeline:
         expression = repeat(torch.arange(batch, device=windows.device), "b -> (b t)", t=steps)
         with reading_mode(self.classifier):
             read = self.classifier(flat[mask.flatten()], expression[mask.flatten()])  # [n, V]
-        check_log_probs(read, len(self.classifier.vocabulary))  # (in the reader's dtype, which rounds them)
+        check_log_probs(read, len(self.classifier.vocabulary), int(mask.sum()))  # (in the reader's dtype, which rounds them)
         read = at_least_float32(read)
         log_probs = read.new_zeros(batch * steps, read.shape[-1]).index_put((mask.flatten().nonzero().flatten(),), read)
         log_probs = rearrange(log_probs, "(b t) v -> b t v", b=batch)
