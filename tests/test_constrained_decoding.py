@@ -1,6 +1,7 @@
 """Grammar-constrained decoding: always grammatical, and exactly optimal on small vocabularies."""
 
 import itertools
+from functools import partial
 
 import pytest
 import torch
@@ -8,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
-from neurosym.syntax import Node, ParseError, parse, to_infix
+from neurosym.pipelines.grammar_decoding import GrammarDecoder
+from neurosym.syntax import Node, ParseError, SymbolGrammar, parse, to_infix
 from neurosym.syntax.concepts import BUILTIN_OPERATORS
+from neurosym.syntax.parser import base_grammar
 
 HINT_VOCAB = list("0123456789+-*/()")
 HINT_ROLES = TokenRoles.from_vocabulary(HINT_VOCAB, "0123456789", "+-*/")
@@ -150,6 +153,19 @@ def test_inputs_that_do_not_fit_the_roles_are_named():
     with pytest.raises(ValueError, match=r"log_probs hold NaN \(example 1, position 3\)"):
         constrained_decode(poisoned, torch.tensor([3, 5]), HINT_ROLES)
     assert constrained_decode(poisoned, torch.tensor([3, 3]), HINT_ROLES).tokens.shape == (2, 5)  # padding: ignored
+
+
+def test_a_log_probability_of_plus_infinity_is_named_not_read_as_no_sentence_fitting():
+    """A ``+inf`` made every sentence through it score ``+inf``, which no chart keeps: the HINT decoder and the grammar
+    decoder both answered that no sentence fits the example's length."""
+    log_probs = torch.randn(2, 5, len(HINT_VOCAB), generator=torch.Generator().manual_seed(0)).log_softmax(-1)
+    log_probs[1, 2, HINT_VOCAB.index("+")] = torch.inf
+    decoder = GrammarDecoder(SymbolGrammar(base_grammar(), symbols=HINT_VOCAB))
+    message = r"log_probs hold \+inf \(example 1, position 2\): no probability's log is \+inf"
+    for decode in (partial(constrained_decode, roles=HINT_ROLES), decoder.decode, decoder.viterbi):
+        with pytest.raises(ValueError, match=message):
+            decode(log_probs, torch.tensor([3, 5]))
+        assert decode(log_probs, torch.tensor([3, 1])).tokens.shape == (2, 5)  # past example 1's length: padding, ignored
 
 
 def _certain_of(sentence: str) -> torch.Tensor:

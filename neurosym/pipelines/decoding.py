@@ -111,7 +111,8 @@ class Decoded:
 
 
 def checked_decoder_inputs(log_probs: torch.Tensor, lengths: torch.Tensor, vocabulary_size: int) -> torch.Tensor:
-    """Check a decoder's ``log_probs [B, T, V]`` (``V == vocabulary_size``, floating, no NaN at the real positions)
+    """Check a decoder's ``log_probs [B, T, V]`` (``V == vocabulary_size``, floating, no NaN or ``+inf`` at the real
+    positions: a ``+inf`` made every sentence through it score ``+inf``, and the decoders answered that no sentence fits)
     and ``lengths [B]`` (integers in ``[1, T]``); returns ``lengths`` on the device of ``log_probs``.
 
     Raises:
@@ -131,10 +132,11 @@ def checked_decoder_inputs(log_probs: torch.Tensor, lengths: torch.Tensor, vocab
     if ((lengths < 1) | (lengths > log_probs.shape[1])).any():
         raise ValueError(f"lengths must be in [1, {log_probs.shape[1]}], got {lengths.tolist()}")
     real = torch.arange(log_probs.shape[1], device=log_probs.device)[None, :] < lengths[:, None]
-    nan = (log_probs.isnan().any(dim=-1) & real).nonzero()
-    if len(nan):
-        row, position = nan[0].tolist()
-        raise ValueError(f"log_probs hold NaN (example {row}, position {position})")
+    for what, held, why in ((log_probs.isnan(), "NaN", ""), (log_probs == torch.inf, "+inf", ": no probability's log is +inf")):
+        found = (what.any(dim=-1) & real).nonzero()
+        if len(found):
+            row, position = found[0].tolist()
+            raise ValueError(f"log_probs hold {held} (example {row}, position {position}){why}")
     return lengths
 
 
@@ -374,7 +376,7 @@ def constrained_decode(
     Raises:
         ValueError: when a length admits no grammatical sentence (every HINT sentence has odd length), when
             every grammatical sentence holds a symbol scored ``-inf``, and on inputs
-            :func:`checked_decoder_inputs` rejects (NaN at a real position, a vocabulary of another size).
+            :func:`checked_decoder_inputs` rejects (NaN or +inf at a real position, a vocabulary of another size).
     """
     lengths = checked_decoder_inputs(log_probs, lengths, len(roles.vocabulary))
     bad = (lengths % 2 == 0).nonzero().flatten().tolist()

@@ -60,7 +60,7 @@ class GrammarDecoder:
 
         Raises:
             ValueError: an example whose length (or whose fixed symbols) no grammatical sentence fits, and on inputs
-                :func:`~neurosym.pipelines.decoding.checked_decoder_inputs` rejects (NaN at a real position, another
+                :func:`~neurosym.pipelines.decoding.checked_decoder_inputs` rejects (NaN or +inf at a real position, another
                 number of symbols).
         """
         lengths = self._checked(log_probs, lengths)
