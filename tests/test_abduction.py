@@ -110,6 +110,14 @@ def test_impossible_label_gives_none_and_bad_shapes_raise(abducer):
         abducer.abduce("1+1", log_probs, 3)
 
 
+def test_a_log_probability_of_plus_infinity_is_refused_by_position(abducer):
+    """A +inf is no log-probability: the correction through it came back with the log-probability +inf."""
+    log_probs = _log_probs("1+1")
+    log_probs[2, VOCAB.index("2")] = np.inf
+    with pytest.raises(ValueError, match="log_probs of '1\\+1' hold \\+inf at position 2"):
+        abducer.abduce("1+1", log_probs, 3)
+
+
 def test_concept_operators_have_inverses():
     vocab = VOCAB + ["a"]
     abducer = Abducer(vocab, HINT_FEWSHOT_SEMANTICS)

@@ -1086,6 +1086,18 @@ def test_abduction_refuses_nan_log_probabilities_naming_the_first_position_that_
         search(sentence, log_probs, 99)
 
 
+@pytest.mark.parametrize("explain", [False, True])
+def test_abduction_refuses_a_log_probability_of_plus_infinity_naming_its_position(explain):
+    """A symbol scored +inf was passed over as one ruled out: towards 5, ``1+2`` was corrected to ``5+0`` (two changes)
+    though its ``4`` at position 2, one change, was scored +inf."""
+    abducer = GrammarAbducer(Executor(SYMBOL_ADDITION, addition_semantics()), AbductionBudget(max_changes=2))
+    log_probs = np.log(np.random.default_rng(0).dirichlet(np.ones(11), size=3))
+    log_probs[2, SYMBOL_ADDITION.symbols.index("4")] = np.inf
+    search = abducer.explanations if explain else abducer.abduce
+    with pytest.raises(ValueError, match=r"log_probs of '1\+2' hold \+inf at position 2$"):
+        search("1+2", log_probs, 5)
+
+
 def test_readings_let_the_top_down_search_trade_one_number_against_the_other():
     grammar = SymbolGrammar(ADDITION)
     sentence = "19+19"  # read; the sum is 22: keeping either number as read needs an unlikely other number

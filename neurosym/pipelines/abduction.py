@@ -57,12 +57,14 @@ def changed(sentence: str, read: str) -> int:
 
 def checked_log_probs(sentence: str, log_probs: np.ndarray, columns: int) -> np.ndarray:
     """``log_probs`` of ``sentence`` as float64, refused (``ValueError``) unless ``[len(sentence), columns]`` and free of
-    NaN (a NaN gave every correction the score NaN, and the search an arbitrary choice)."""
+    NaN (a NaN gave every correction the score NaN, and the search an arbitrary choice) and of ``+inf`` (no
+    log-probability: a correction through it scored ``+inf``, or the grammar's searches passed over it as ruled out)."""
     log_probs = np.asarray(log_probs, dtype=np.float64)
     if log_probs.shape != (len(sentence), columns):
         raise ValueError(f"log_probs must have shape [{len(sentence)}, {columns}], got {list(log_probs.shape)}")
-    if np.isnan(log_probs).any():
-        raise ValueError(f"log_probs of {sentence!r} hold NaN at position {int(np.isnan(log_probs).any(1).argmax())}")
+    for held, what in ((np.isnan(log_probs), "NaN"), (np.isposinf(log_probs), "+inf")):
+        if held.any():
+            raise ValueError(f"log_probs of {sentence!r} hold {what} at position {int(held.any(1).argmax())}")
     return log_probs
 
 

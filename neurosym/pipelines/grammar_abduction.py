@@ -217,8 +217,8 @@ class GrammarAbducer:
 
         Args:
             sentence: the sentence read (``n`` symbols).
-            log_probs: ``[n, V]`` per-window log-probabilities over the grammar's symbols (``-inf``: never; NaN is
-                refused, naming its position).
+            log_probs: ``[n, V]`` per-window log-probabilities over the grammar's symbols (``-inf``: never; NaN and
+                ``+inf`` are refused, naming the position).
             target: the known result, a value of the semantics' kind (refused: ``None``, and under the default
                 ``equal`` a target that ``==`` does not compare to a bool, or NaN: :meth:`check_target`).
             fixed: positions that may not change (symbols given rather than read).
