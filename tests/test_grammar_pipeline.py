@@ -1068,6 +1068,19 @@ def test_abduction_checks_its_input():
         AbductionBudget(max_changes=1.5)
 
 
+@pytest.mark.parametrize("explain", [False, True])
+def test_abduction_names_a_sentence_that_is_no_string_of_the_grammars_symbols(explain):
+    """A symbol outside the grammar's vocabulary failed deep inside the search as ``KeyError: 'x'``, and a list of
+    symbols as "unhashable type: 'list'"."""
+    abducer = GrammarAbducer(Executor(SYMBOL_ADDITION, addition_semantics()))
+    search = abducer.explanations if explain else abducer.abduce
+    log_probs = np.log(np.full((3, 11), 1 / 11))
+    with pytest.raises(ValueError, match=r"position 1: symbol 'x' of '1x2' is not in the vocabulary"):
+        search("1x2", log_probs, 3)
+    with pytest.raises(TypeError, match=r"a sentence is a string of symbols, got list \['1', '\+', '2'\]"):
+        search(["1", "+", "2"], log_probs, 3)
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     sentence=st.sampled_from(["1+2", "12+3", "4+56", "789+0"]),

@@ -18,7 +18,7 @@ rules out (log-probability ``-inf``) is ever proposed.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -55,13 +55,19 @@ def changed(sentence: str, read: str) -> int:
     return sum(a != b for a, b in zip(sentence, read))
 
 
-def checked_log_probs(sentence: str, log_probs: np.ndarray, columns: int) -> np.ndarray:
-    """``log_probs`` of ``sentence`` as float64, refused (``ValueError``) unless ``[len(sentence), columns]`` and free of
+def checked_log_probs(sentence: str, log_probs: np.ndarray, vocabulary: Collection[str]) -> np.ndarray:
+    """``log_probs`` of ``sentence`` as float64. ``sentence`` is refused unless a str (``TypeError``) of symbols of
+    ``vocabulary`` (``ValueError`` naming the first other and its position: a search failed deep inside on it, as a
+    ``KeyError``), and ``log_probs`` (``ValueError``) unless ``[len(sentence), len(vocabulary)]`` and free of
     NaN (a NaN gave every correction the score NaN, and the search an arbitrary choice) and of ``+inf`` (no
     log-probability: a correction through it scored ``+inf``, or the grammar's searches passed over it as ruled out)."""
+    if not isinstance(sentence, str):
+        raise TypeError(f"a sentence is a string of symbols, got {type(sentence).__name__} {sentence!r:.40}")
     log_probs = np.asarray(log_probs, dtype=np.float64)
-    if log_probs.shape != (len(sentence), columns):
-        raise ValueError(f"log_probs must have shape [{len(sentence)}, {columns}], got {list(log_probs.shape)}")
+    if log_probs.shape != (len(sentence), len(vocabulary)):
+        raise ValueError(f"log_probs must have shape [{len(sentence)}, {len(vocabulary)}], got {list(log_probs.shape)}")
+    if unknown := next(((i, s) for i, s in enumerate(sentence) if s not in vocabulary), None):
+        raise ValueError(f"position {unknown[0]}: symbol {unknown[1]!r} of {sentence!r} is not in the vocabulary")
     for held, what in ((np.isnan(log_probs), "NaN"), (np.isposinf(log_probs), "+inf")):
         if held.any():
             raise ValueError(f"log_probs of {sentence!r} hold {what} at position {int(held.any(1).argmax())}")
@@ -138,9 +144,7 @@ class Abducer:
             target: the known result: an int (numpy's too, taken as a Python int so that the preimages' arithmetic is
                 exact; a bool, float or str is refused with ``TypeError``).
         """
-        log_probs = checked_log_probs(sentence, log_probs, len(self.vocabulary))
-        if unknown := next(((i, s) for i, s in enumerate(sentence) if s not in self.vocabulary), None):
-            raise ValueError(f"position {unknown[0]}: symbol {unknown[1]!r} of {sentence!r} is not in the vocabulary")
+        log_probs = checked_log_probs(sentence, log_probs, self.vocabulary)
         if not is_int(target):  # a str or None failed deep in the preimages
             raise TypeError(f"target must be an int, got {target!r}")
         target = int(target)  # (an np.int64 wrapped around, or overflowed, in the preimages of a large target)

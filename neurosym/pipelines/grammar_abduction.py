@@ -216,7 +216,8 @@ class GrammarAbducer:
         grammatical ones, so none can beat it; :meth:`explanations` lists the others).
 
         Args:
-            sentence: the sentence read (``n`` symbols).
+            sentence: the sentence read: a str of ``n`` symbols of the grammar's vocabulary (another symbol is refused,
+                naming its position).
             log_probs: ``[n, V]`` per-window log-probabilities over the grammar's symbols (``-inf``: never; NaN and
                 ``+inf`` are refused, naming the position).
             target: the known result, a value of the semantics' kind (refused: ``None``, and under the default
@@ -224,7 +225,7 @@ class GrammarAbducer:
             fixed: positions that may not change (symbols given rather than read).
         """
         self.check_target(target)
-        log_probs = checked_log_probs(sentence, log_probs, len(self.index))
+        log_probs = checked_log_probs(sentence, log_probs, self.index)
         base = self.score(sentence, log_probs)
         if self.gives(self.executor.value(sentence), target):
             return Correction(sentence, base, 0)
@@ -252,7 +253,7 @@ class GrammarAbducer:
         ``chain_sweeps`` they are the sentences a :class:`~neurosym.pipelines.value_chain.ValueChain` visits from the
         weightiest one found, each with the proposal that weighs it by its visits."""
         self.check_target(target)
-        log_probs = checked_log_probs(sentence, log_probs, len(self.index))
+        log_probs = checked_log_probs(sentence, log_probs, self.index)
         fixed = frozenset(fixed)
         ways: dict[str, _Way] = {}
         tree = self.executor.tree(sentence)

@@ -67,10 +67,10 @@ class ValueChain:
 
         Raises:
             ValueError: ``start`` does not give ``target`` (its value is another, or ``None``: ungrammatical or
-                invalid), or ``log_probs`` is not ``[len(start), len(index)]`` or holds NaN.
+                invalid), or ``log_probs`` is not ``[len(start), len(index)]`` or holds NaN or ``+inf``.
         """
         self._check_start(start, target)
-        log_probs = checked_log_probs(start, log_probs, len(self.index))
+        log_probs = checked_log_probs(start, log_probs, self.index)
         tree = self.executor.tree(start)
         fixed = frozenset(fixed)
         moves = None if tree is None else _moves(tree, self.semantics, fixed)
