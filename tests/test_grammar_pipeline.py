@@ -100,6 +100,8 @@ def test_a_grammar_that_cannot_serve_is_named_before_any_work(tmp_path):
     assert SymbolGrammar('expr: "a"\n', start="expr").symbols == ("a",)
     with pytest.raises(TypeError, match=r"start is the name of the one rule sentences start from, got list \['expr'\]"):
         SymbolGrammar('expr: "a"\n', start=["expr"])
+    with pytest.raises(TypeError, match=r"symbols are single characters \(str\), got int 1"):  # ("int has no len()")
+        SymbolGrammar('start: D+\nD: "1" | "2"\n', symbols=[1, 2])
     with pytest.raises(ValueError, match=r"symbol ' ' matches only the terminals \['WS'\] the grammar ignores"):
         SymbolGrammar(ADDITION + "%import common.WS\n%ignore WS\n", symbols=list("0123456789+ "))  # ("matches no terminal")
     for text in ('start: start\nA: "a"\n', "start:\n"):  # (an empty vocabulary was named, not why)

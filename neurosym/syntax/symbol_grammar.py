@@ -67,6 +67,7 @@ class SymbolGrammar:
             terminal that only symbols read as terminals of a higher priority match; a terminal that matches strings of several
             characters (``"01" | "1"``, ``/[0-9]+/``); a terminal that matches none of ``symbols`` (without them,
             none of :data:`CANDIDATE_SYMBOLS`); an ``%import`` of a grammar Lark does not find.
+        TypeError: a grammar that is neither text nor a path, a ``start`` that is no str, a symbol that is no str.
         FileNotFoundError: a ``.lark`` path that does not exist.
 
     A grammar pickles and copies as its text, symbols, start rule and path, and the copy is built again from them (a
@@ -137,6 +138,8 @@ class SymbolGrammar:
         """The terminal ``symbol`` is read as: the one of the highest priority among those it matches (``X.2: "x"``
         over ``VAR: /[a-z]/``, as Lark's basic lexer chooses); ``ValueError`` where none, or several of that
         priority, match it."""
+        if not isinstance(symbol, str):  # (an int failed on its missing len())
+            raise TypeError(f"symbols are single characters (str), got {type(symbol).__name__} {symbol!r:.40}")
         if len(symbol) != 1:
             raise ValueError(f"symbols are single characters, got {symbol!r}")
         matching = [name for name, pattern in self._patterns.items() if _matches(pattern, symbol)]
