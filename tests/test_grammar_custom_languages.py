@@ -8,6 +8,7 @@ import functools
 import itertools
 import math
 import pickle
+import re
 from collections.abc import Iterator
 from fractions import Fraction
 
@@ -541,6 +542,26 @@ def test_targets_no_value_can_equal_are_refused_before_training():
         _check_targets(pipeline, rounded)
     close = GrammarPipeline(executor.grammar, executor.semantics, pipeline.reader, equal=lambda a, b: abs(a - b) < 1e-3)
     _check_targets(close, rounded)
+
+
+@pytest.mark.parametrize(
+    ("truth", "error"),
+    [
+        ("01 + 01", r"symbol ' ' at position 2 is not in the grammar's vocabulary"),
+        ("0101", r"the sentence ends too early at position 4; expected BIT \('0', '1'\) or '\+'"),
+    ],
+)
+def test_true_sentences_that_are_no_sentences_of_the_grammar_are_named_with_their_parse_error(truth, error):
+    """Such a true sentence gave the value None, and the message spoke of the targets' kind though they were right."""
+    grammar = SymbolGrammar('start: BIT+ PLUS BIT+\nBIT: "0" | "1"\nPLUS: "+"\n')
+    pipeline = GrammarPipeline(grammar, TreeSemantics({"start": len}), Uniform(["0", "1"]))
+    source = _BitSums(torch.int64)
+    source.truths = [truth] * len(source)  # (an instance's own: the class's stay as they are)
+    with pytest.raises(
+        ValueError,
+        match=rf"true sentences executes to its target: '{re.escape(truth)}' is no sentence of the grammar \({error}\)",
+    ):
+        evaluate_grammar_pipeline(pipeline, source, "cpu")
 
 
 @pytest.mark.parametrize("text", ['start: z\nx:\n?z: "a" x\n', 'start: z "b"\nx: "c"?\n?z: "a" x\n'])

@@ -38,6 +38,7 @@ from neurosym.pipelines.sentences import READ, SentenceBatch, SentenceSource
 from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig, pseudo_label_loss, run_reader_training
 from neurosym.pipelines.windows import reading_batches, real_positions
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
+from neurosym.syntax.errors import ParseError
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.distributed import DistributedContext
@@ -190,11 +191,25 @@ def _check_targets(pipeline: GrammarPipeline, source: SentenceSource) -> None:
     values = pipeline.executor.values([truths[i] for i in range(count)])
     if not any(pipeline.abducer.gives(value, source.targets[i]) for i, value in enumerate(values)):
         value, target = values[0], source.targets[0]
+        _check_truth_parses(pipeline.grammar, truths[0], count)
         raise ValueError(
             f"none of the first {count} true sentences executes to its target: {truths[0]!r} gives {value!r} "
             f"({type(value).__name__}), its target is {target!r} ({type(target).__name__}); the targets must be the "
             "semantics' values, or count as them under the pipeline's equal (e.g. math.isclose for results rounded elsewhere)"
         )
+
+
+def _check_truth_parses(grammar: SymbolGrammar, truth: str, count: int) -> None:
+    """Where none of the first ``count`` true sentences executes to its target, one of them, ``truth``, that is no
+    sentence of ``grammar`` is named with its parse error (the advice on the targets' kind missed the problem: a true
+    sentence written in other symbols than the grammar's, or of another shape, gave ``None``)."""
+    try:
+        grammar.parse(truth)
+    except ParseError as error:
+        raise ValueError(
+            f"none of the first {count} true sentences executes to its target: {truth!r} is no sentence of the grammar "
+            f"({error}); the true sentences must be written in the grammar's symbols"
+        ) from None
 
 
 def _check_truths_read(reader: Reader, truths: Sequence[str], indices: Sequence[int], read: np.ndarray) -> None:
