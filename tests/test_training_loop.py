@@ -217,6 +217,29 @@ def test_resuming_under_another_configuration_is_refused(tmp_path: Path) -> None
         Toy().run(3, path)
 
 
+@pytest.mark.parametrize(
+    ("entry", "value", "named"),
+    [
+        ("config", Settings(), "its config is a Settings"),  # the dataclass itself: TypeError 'Settings' is not a mapping
+        ("config", None, "its config is a NoneType"),
+        ("model", nn.Linear(3, 1), "its model is a Linear"),  # the module itself: AttributeError, no 'keys'
+        ("optimizer", None, "its optimizer is a NoneType"),
+        ("step", torch.tensor(2), r"its step is tensor\(2\), not a count of steps"),  # trained on, returned tensor(10) steps
+        ("step", -3, "its step is -3, not a count of steps"),  # trained 13 steps
+        ("step", "2", "its step is '2', not a count of steps"),  # TypeError: '>' not supported
+    ],
+)
+def test_a_checkpoint_whose_entries_are_of_another_kind_is_named(tmp_path: Path, entry: str, value: object, named: str) -> None:
+    """A file of another program with the loop's entry names but other contents."""
+    path = tmp_path / "run.pt"
+    Toy().run(3, path)
+    save_checkpoint({**load_checkpoint(path), entry: value}, path)
+    toy = Toy()
+    with pytest.raises(ValueError, match=rf"run.pt is not a checkpoint of this training loop \({named}\); remove it"):
+        toy.run(10, path)
+    assert toy.steps_seen == []
+
+
 def test_a_checkpoint_past_max_steps_is_refused_and_one_at_max_steps_returns_at_once(tmp_path: Path) -> None:
     path = tmp_path / "run.pt"
     Toy().run(6, path)

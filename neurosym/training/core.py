@@ -199,13 +199,27 @@ def _due(step: int, every: int | None, max_steps: int) -> bool:
     return every is not None and (step % every == 0 or step == max_steps)
 
 
+def _check_entries(saved: dict[str, Any], path: str | Path) -> None:
+    """Refuse (``ValueError`` naming ``path``) a checkpoint that lacks the loop's entries or holds one of another kind:
+    a ``config``, ``model`` or ``optimizer`` that is no mapping (a file of another program that saved the objects
+    themselves failed with a ``TypeError`` or ``AttributeError`` naming no file), a ``step`` that is no int of at least
+    0 (a tensor or a negative one trained on from it)."""
+    if not {"config", "step", "model", "optimizer"} <= saved.keys():
+        raise ValueError(f"{path} is not a checkpoint of this training loop (it has {sorted(saved)}); remove it")
+    entries = ("config", "model", "optimizer")
+    odd = [f"its {name} is a {type(saved[name]).__name__}" for name in entries if not isinstance(saved[name], Mapping)]
+    if not is_int(saved["step"]) or saved["step"] < 0:
+        odd.append(f"its step is {saved['step']!r:.40}, not a count of steps")
+    if odd:
+        raise ValueError(f"{path} is not a checkpoint of this training loop ({'; '.join(odd)}); remove it")
+
+
 def _resume(
     saved: dict[str, Any], model: nn.Module, update: Update, checkpoint: Checkpointing, device: torch.device
 ) -> tuple[int, list[dict[str, Any]], float]:
     """Restore the loop's state (and the caller's) from ``saved``; returns the steps done, the history and the
     seconds of training so far."""
-    if not {"config", "step", "model", "optimizer"} <= saved.keys():
-        raise ValueError(f"{checkpoint.path} is not a checkpoint of this training loop (it has {sorted(saved)}); remove it")
+    _check_entries(saved, checkpoint.path)
     check_resumable(saved["config"], checkpoint.config, checkpoint.may_change, checkpoint.path)
     if checkpoint.setup is not None:
         check_setup(saved.get("setup"), checkpoint.setup, checkpoint.path)
@@ -223,7 +237,7 @@ def _resume(
         checkpoint.load_extra(saved)
     history = list(saved.get("history", []))
     seconds = saved.get("seconds", history[-1].get("seconds", 0.0) if history else 0.0)  # older: in the history only
-    return saved["step"], history, float(seconds)
+    return int(saved["step"]), history, float(seconds)
 
 
 def run_training(
