@@ -392,6 +392,23 @@ def test_a_checkpoint_path_that_cannot_hold_a_file_is_named_before_training(tmp_
         load_checkpoint(tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("clips", "named"),
+    [
+        ({"clip_norm": -1.0}, r"clip_norm \(None: no clipping\) must be a number above 0, got -1.0"),  # ascended the loss
+        ({"clip_norm": float("nan")}, r"clip_norm .* got nan"),  # NaN weights
+        ({"clip_value": 0.0}, r"clip_value \(None: no clipping\) must be a number above 0, got 0.0"),  # every gradient zeroed
+        ({"clip_value": -0.5}, r"clip_value .* got -0.5"),  # every gradient set to -0.5
+    ],
+)
+def test_an_update_names_clips_that_are_no_number_above_zero(clips: dict, named: str) -> None:
+    """``Update`` took them as given (only TrainConfig checked its own)."""
+    toy = Toy()
+    with pytest.raises(ValueError, match=named):
+        Update(toy.optimizer, **clips)
+    assert Update(toy.optimizer, clip_norm=float("inf"), clip_value=0.5).clips  # infinity: a norm never clipped
+
+
 def test_a_loss_that_is_no_scalar_tensor_is_named_with_its_step() -> None:
     toy = Toy()
     update = Update(toy.optimizer)

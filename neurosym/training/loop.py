@@ -34,7 +34,7 @@ from neurosym.training.core import Checkpointing, kept_random_state, run_trainin
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
 from neurosym.training.stopping import checked_time_limit
-from neurosym.training.update import Update, adam, grad_scaler
+from neurosym.training.update import Update, adam, check_clips, grad_scaler
 
 LossFunction = Callable[[nn.Module, Any], torch.Tensor]
 """``loss_fn(model, batch) -> scalar loss``; ``model`` may be DDP-wrapped, ``batch`` is on the device."""
@@ -101,9 +101,7 @@ class TrainConfig:
         betas = tuple(self.betas) if isinstance(self.betas, tuple | list) else ()
         if len(betas) != 2 or not all(is_real(beta) and 0 <= beta < 1 for beta in betas):
             raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
-        for name in ("clip_norm", "clip_value"):  # 0 zeroed every gradient, a negative clip_norm reversed them
-            if getattr(self, name) is not None:
-                positive_number(getattr(self, name), f"{name} (None: no clipping)", infinity=True)
+        check_clips(self.clip_norm, self.clip_value)
 
 
 def schedule_factor(step: int, max_steps: int, schedule: str, warmup_steps: int = 0) -> float:

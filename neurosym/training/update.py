@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from neurosym.training.checks import positive_number
 from neurosym.training.device import autocast_dtype
 
 FUSED_ADAM_DEVICES = ("cpu", "cuda")
@@ -41,6 +42,15 @@ def grad_scaler(device: torch.device, amp: bool = True) -> torch.amp.GradScaler:
     return torch.amp.GradScaler(device.type, enabled=amp and autocast_dtype(device) == torch.float16)
 
 
+def check_clips(clip_norm: float | None, clip_value: float | None) -> None:
+    """``ValueError`` naming ``clip_norm`` or ``clip_value`` where it is neither None (no clipping) nor a number above 0
+    (infinity allowed): a negative norm reversed the gradients (training ascended the loss), a value of 0 zeroed them,
+    and NaN made them NaN."""
+    for name, clip in (("clip_norm", clip_norm), ("clip_value", clip_value)):
+        if clip is not None:
+            positive_number(clip, f"{name} (None: no clipping)", infinity=True)
+
+
 SCHEDULE_FIRST = r"Detected call of `lr_scheduler.step\(\)` before `optimizer.step\(\)`"
 """Torch's warning when the schedule steps before the optimizer has: what ``update(None)`` does by design."""
 
@@ -48,10 +58,10 @@ SCHEDULE_FIRST = r"Detected call of `lr_scheduler.step\(\)` before `optimizer.st
 @dataclass
 class Update:
     """``update(loss)``, one training step: zero the gradients, back-propagate the scalar ``loss`` (scaled
-    by ``scaler``), clip the gradients by value (``clip_value``) and/or global norm (``clip_norm``), step
-    ``optimizer`` and run ``after`` (e.g. a model's weight clamp); then step ``scheduler``.
-    ``update(None)``, a batch without training signal, leaves the weights alone (``after`` is not run)
-    but still steps ``scheduler``: the learning rate follows steps, not updates.
+    by ``scaler``), clip the gradients by value (``clip_value``) and/or global norm (``clip_norm``; each None or a
+    number above 0, else ``ValueError`` here: :func:`check_clips`), step ``optimizer`` and run ``after`` (e.g. a
+    model's weight clamp); then step ``scheduler``. ``update(None)``, a batch without training signal, leaves the
+    weights alone (``after`` is not run) but still steps ``scheduler``: the learning rate follows steps, not updates.
     """
 
     optimizer: torch.optim.Optimizer
@@ -62,6 +72,7 @@ class Update:
     after: Callable[[], object] | None = None
 
     def __post_init__(self) -> None:
+        check_clips(self.clip_norm, self.clip_value)
         self.parameters = [p for group in self.optimizer.param_groups for p in group["params"]]
         self.clips = self.clip_norm is not None or self.clip_value is not None
 
