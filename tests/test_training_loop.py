@@ -28,6 +28,7 @@ from neurosym.training import (
     train,
 )
 from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, Setup, check_resumable, check_setup
+from neurosym.training.loop import MAX_SEED
 
 CPU = torch.device("cpu")
 
@@ -424,6 +425,8 @@ def test_a_loss_that_is_no_scalar_tensor_is_named_with_its_step() -> None:
         ({"max_steps": 2.5}, "max_steps must be an int of at least 1, got 2.5"),  # ran 3 steps
         ({"batch_size": 0}, "batch_size must be an int of at least 1, got 0"),  # torch's DataLoader named it
         ({"warmup_steps": 1.5}, "warmup_steps must be an int of at least 0"),
+        ({"seed": 2**64}, r"seed must be at most 2\*\*63 - 1 \(epoch e seeds .*\), got 18446744073709551616"),  # at step 1
+        ({"seed": 2**64 - 1}, r"seed must be at most 2\*\*63 - 1"),  # Overflow when unpacking long long at the second epoch
         ({"patience": 0}, r"patience \(None: no early stopping\) must be an int of at least 1, got 0"),  # acted as 1
         ({"lr": float("inf")}, "lr must be a finite number at least 0, got inf"),
         ({"clip_norm": -1.0}, r"clip_norm \(None: no clipping\) must be a number above 0, got -1.0"),  # reversed gradients
@@ -512,3 +515,9 @@ def test_a_train_config_takes_numpy_counts_as_python_ints() -> None:
     assert all(type(getattr(config, name)) is int for name in ("max_steps", "batch_size", "eval_every", "patience", "seed"))
     model, data = _regression()
     assert train(model, data, _squared_error, config, DistributedContext(0, 1, 0, CPU)).steps == 3
+
+
+def test_the_largest_seed_trains_through_several_epochs() -> None:
+    model, data = _regression()
+    config = TrainConfig(12, 8, seed=MAX_SEED)  # four batches an epoch: three epochs, seeded MAX_SEED + 0, 1, 2
+    assert train(model, data, _squared_error, config, DistributedContext(0, 1, 0, CPU)).steps == 12

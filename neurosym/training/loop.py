@@ -43,6 +43,9 @@ Evaluator = Callable[[nn.Module], float]
 
 SCHEDULES = ("constant", "cosine")
 """Learning-rate schedules of :func:`schedule_factor`."""
+MAX_SEED = 2**63 - 1
+"""The largest seed of a :class:`TrainConfig`: epoch ``e`` seeds the sampler's and the loader's generators with
+``seed + e``, which torch takes below ``2**64``."""
 
 
 @dataclass
@@ -89,6 +92,8 @@ class TrainConfig:
             raise ValueError(f"unknown schedule {self.schedule!r}: use one of {SCHEDULES}")
         for name in ("warmup_steps", "seed", "num_workers"):  # a seed of 1.5 failed in torch.manual_seed
             setattr(self, name, int_at_least(getattr(self, name), name, 0))
+        if self.seed > MAX_SEED:  # torch's generators take seeds below 2**64: it failed at the first step or a later epoch
+            raise ValueError(f"seed must be at most 2**63 - 1 (epoch e seeds its data order with seed + e), got {self.seed}")
         checked_time_limit(self.time_limit)
         for name in ("max_steps", "batch_size", "eval_every") + ("sync_every",) * (self.sync_every is not None):
             setattr(self, name, int_at_least(getattr(self, name), name, 1))  # numpy's as Python ints (torch refused them)
