@@ -79,9 +79,11 @@ class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
         return text if STATED_DEFAULT.search(text) or action.default is None else super()._get_help_string(action)
 
 
-def build_parser(command: str | None = None, prog: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, prog: str | None = None, *, options: bool = True) -> argparse.ArgumentParser:
     """The top-level parser; with ``command`` given, only that runner's module is imported, and its usage and
-    errors are named ``prog`` where given (else ``neurosym COMMAND``)."""
+    errors are named ``prog`` where given (else ``neurosym COMMAND``). With ``options=False`` no runner is imported:
+    the sub-commands have their summaries only (enough for ``neurosym --help``, ``--version`` and an unknown
+    command's error, without loading torch)."""
     parser = argparse.ArgumentParser(prog="neurosym", description="neurosym benchmarks and pipelines.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -90,7 +92,7 @@ def build_parser(command: str | None = None, prog: str | None = None) -> argpars
         named = child.prog  # (neurosym NAME, as the options' docstrings name the command)
         if prog is not None and name == command:
             child.prog = prog
-        if command in (None, name):
+        if options and command in (None, name):
             from neurosym.experiments.options import CONFIG_OPTION, add_options, existing_file
 
             add_options(child, importlib.import_module(module_name).OPTIONS, named)
@@ -126,7 +128,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     status; its usage and messages are named ``prog`` where given (else ``neurosym COMMAND``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None
-    parser = build_parser(command, prog)
+    parser = build_parser(command, prog, options=command is not None)  # (no command: argparse stops before running)
     args = _parsed(parser, argv)
     shown, runner = args._parser.prog, importlib.import_module(args._runner)  # (e.g. "neurosym hint")
     from neurosym.experiments import CommandFailed

@@ -352,6 +352,18 @@ def test_python_dash_m_neurosym_runs_the_command_line() -> None:
     assert bad.returncode == 2 and "--steps" in bad.stderr
 
 
+def test_the_command_list_and_its_errors_load_no_runner() -> None:
+    probe = (
+        "import sys\nfrom neurosym.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit as stop:\n    print(stop.code, 'torch' in sys.modules)\n"
+    )
+    for argv, status in ((["--help"], "0"), (["--version"], "0"), (["no-such-command"], "2"), ([], "2")):
+        done = subprocess.run([sys.executable, "-c", probe, *argv], check=True, capture_output=True, text=True, timeout=120)
+        assert done.stdout.split()[-2:] == [status, "False"], argv
+    listed = subprocess.run([sys.executable, "-m", "neurosym", "--help"], check=True, capture_output=True, text=True, timeout=120)
+    assert all(name in listed.stdout for name in COMMANDS)
+
+
 def test_fewshot_only_new_class_takes_roles_or_none() -> None:
     parser = build_parser()
     parse = lambda *extra: parser.parse_args(["hint", "--model", "neurosym", *extra]).fewshot_only_new_class
