@@ -19,7 +19,7 @@ from torch import nn
 
 from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes, check_tensor
 from neurosym.layers.value_checks import values_are_readable
-from neurosym.training.checks import dropout_probability
+from neurosym.training.checks import check_flags, dropout_probability
 
 
 def check_attention_mask(attn_mask: torch.Tensor, batch: int, queries: int, keys: int) -> None:
@@ -74,6 +74,7 @@ class MultiheadAttention(nn.Module):
     def __init__(self, dim: int, heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
         dim, heads = check_sizes(dim=dim, heads=heads)
+        check_flags(bias=bias)
         if dim % heads:
             raise ValueError(f"dim ({dim}) must be a positive multiple of heads ({heads})")
         dropout = dropout_probability(dropout)

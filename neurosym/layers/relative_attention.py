@@ -38,7 +38,7 @@ from torch import nn
 from neurosym.layers.attention import MultiheadAttention
 from neurosym.layers.positional import sinusoid_angles, sinusoid_table
 from neurosym.layers.shape_checks import check_sizes
-from neurosym.training.checks import ignored_option
+from neurosym.training.checks import check_flags, ignored_option
 
 RelativeKind = Literal["xl", "xl_clipped", "shaw"]
 
@@ -93,6 +93,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
             raise ValueError(f"relative must be 'xl', 'xl_clipped' or 'shaw', got {relative!r}")
         (max_rel_pos,) = check_sizes(max_rel_pos=max_rel_pos)  # 2.5 was clipped at 2.5
         check_max_rel_pos(relative, max_rel_pos)
+        check_flags(shaw_values=shaw_values)
         if relative == "shaw" and position_dim is not None:
             raise ValueError("position_dim belongs to relative='xl'; Shaw attention learns one vector per distance")
         if relative != "shaw" and not shaw_values:

@@ -17,6 +17,7 @@ from torch import nn
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
 from neurosym.layers.relative_attention import MAX_REL_POS, RelativeMultiheadAttention, check_max_rel_pos
 from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes
+from neurosym.training.checks import check_flags
 
 AttentionKind = Literal["vanilla", "xl", "xl_clipped", "shaw"]
 
@@ -49,6 +50,7 @@ class _Residual(nn.Module):
 
     def __init__(self, dim: int, dropout: float, pre_norm: bool) -> None:
         super().__init__()
+        check_flags(pre_norm=pre_norm)
         self.norm = nn.LayerNorm(dim)
         self.dropout = nn.Dropout(dropout)
         self.pre_norm = pre_norm

@@ -44,7 +44,7 @@ from neurosym.layers.transformer import (
     check_cache_is_causal,
     check_cache_list,
 )
-from neurosym.training.checks import ignored_option, int_at_least
+from neurosym.training.checks import check_flags, ignored_option, int_at_least
 
 ACT_EPSILON = 0.01
 """The default ``act_epsilon`` of :class:`UniversalTransformer` (ACT halts once ``1 - act_epsilon`` is reached)."""
@@ -98,6 +98,7 @@ class UniversalTransformer(nn.Module):
                 "a TransformerDecoderLayer also reads a memory"
             )
         # numpy's ints are accepted (a layer built with np.int64(16) has that as its dim) and stored as Python ints
+        check_flags(step_embedding=step_embedding, act=act)
         self.depth = int_at_least(depth, "depth", 1)
         self.dim = int_at_least(getattr(layer, "dim", None), "the shared layer's model width (its attribute `dim`)", 1)
         if step_embedding and self.dim % 2:  # (failed only at the first forward, in the sinusoid)

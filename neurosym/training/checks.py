@@ -69,6 +69,14 @@ def dropout_probability(value: object, name: str = "dropout") -> float:
     return fraction(value, name, below_one=True)
 
 
+def check_flags(where: str = "", **flags: object) -> None:
+    """Raise ``ValueError`` naming the first of ``flags`` that is not a bool (numpy's too): a switch given as ``"no"``,
+    ``"false"`` or ``0.0`` would be read by its truth, silently (``where``, when given, prefixes the name)."""
+    for name, value in flags.items():
+        if not isinstance(value, bool | np.bool_):
+            raise ValueError(f"{where}{name} must be True or False, got {value!r}")
+
+
 def ignored_option(option: str, value: object, users: str, chosen: str) -> ValueError:
     """The ``ValueError`` for ``option`` set to ``value``, away from its default, where the ``chosen`` configuration
     does not read it (``users`` do): it would be silently ignored."""

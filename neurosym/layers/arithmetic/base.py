@@ -14,7 +14,7 @@ from einops import pack, rearrange
 from torch import Tensor, nn
 
 from neurosym.layers.shape_checks import autocast_enabled, check_dtype_of, check_tensor
-from neurosym.training.checks import int_at_least, positive_number
+from neurosym.training.checks import check_flags, int_at_least, positive_number
 
 from .numerics import DEFAULT_EPS, MIN_EPS
 
@@ -101,6 +101,7 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
                 f"times an output of the unit it overflowed float32 (inf, and NaN at x = 0), got {options['eps']!r}"
             )
         # numpy's ints are accepted (as MultiheadAttention accepts them) and stored as Python ints
+        check_flags(f"{unit}: ", **{name: value for name, value in options.items() if isinstance(accepted[name].default, bool)})
         self.in_features = int_at_least(in_features, f"{unit}: in_features", 1)
         self.out_features = int_at_least(out_features, f"{unit}: out_features", 1)
         self.ensemble = None if ensemble is None else int_at_least(ensemble, f"{unit}: ensemble", 1)

@@ -18,7 +18,7 @@ from neurosym.layers.additive_attention import AdditiveAttention
 from neurosym.layers.shape_checks import check_sizes
 from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import front_end_dim, output_mask
-from neurosym.training.checks import dropout_probability, int_at_least
+from neurosym.training.checks import check_flags, dropout_probability, int_at_least
 
 Cell = Literal["gru", "lstm"]
 RecurrentState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
@@ -69,6 +69,7 @@ class RNNSeq2Seq(Seq2Seq):
         super().__init__()
         if cell not in ("gru", "lstm"):
             raise ValueError(f"cell must be 'gru' or 'lstm', got {cell!r}")
+        check_flags(attention=attention, bidirectional=bidirectional)
         front_dim = front_end_dim(front_end)
         embed_dim = front_dim if embed_dim is None else embed_dim
         if embed_dim != front_dim:  # (the encoder failed at the first forward, inside torch)

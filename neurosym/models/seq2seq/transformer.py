@@ -23,7 +23,7 @@ from neurosym.layers.transformer import (
 from neurosym.layers.universal import UniversalTransformer
 from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import front_end_dim, output_mask
-from neurosym.training.checks import ignored_option, int_at_least
+from neurosym.training.checks import check_flags, ignored_option, int_at_least
 
 
 class _LayerOptions(TypedDict):
@@ -95,6 +95,10 @@ class TransformerSeq2Seq(Seq2Seq):
         super().__init__()
         if init not in ("torch", "release"):
             raise ValueError(f"unknown init {init!r}: use 'torch' or 'release'")
+        check_flags(
+            universal=universal, step_embedding=step_embedding, pre_norm=pre_norm, attention_bias=attention_bias,
+            embedding_dropout=embedding_dropout,
+        )
         for name, count in (("heads", heads), ("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers)):
             int_at_least(count, name, 1)  # True built one head or one layer
         if step_embedding and not universal:  # (the stacked encoder has no step to embed: it was silently ignored)
