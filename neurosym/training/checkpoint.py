@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import MISSING, asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeGuard
 
 import torch
 from torch import nn
@@ -158,7 +158,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         _check_records(path)
         saved = torch.load(path, map_location=map_location, weights_only=False)
     except Exception as error:  # noqa: BLE001 — unpickling corrupt bytes raises almost anything (ImportError, ...)
-        raise ValueError(f"{path} is not a readable checkpoint ({type(error).__name__}: {_one_line(error)}); remove it") from None
+        raise ValueError(f"{path} is not a readable checkpoint ({type(error).__name__}: {one_line(error)}); remove it") from None
     if not isinstance(saved, dict):
         raise ValueError(f"{path} is not a checkpoint: it holds a {type(saved).__name__}, not a dict; remove it")
     return saved
@@ -190,7 +190,7 @@ def _check_records(path: Path) -> None:
                         pass
 
 
-def _one_line(error: BaseException, width: int = 200) -> str:
+def one_line(error: BaseException, width: int = 200) -> str:
     """``error``'s message on one line, cut to ``width`` characters."""
     return _clipped(" ".join(str(error).split()), width)
 
@@ -227,15 +227,24 @@ class CheckpointMismatch(ValueError):
 def load_model_state(model: nn.Module, state: Mapping[str, Any], source: str, what: str = "model") -> None:
     """``model.load_state_dict(state)``; a ``state`` of other sizes or parameter names raises
     :class:`CheckpointMismatch`: ``"{source} holds another {what} (other sizes or options): ..."`` with the details on one
-    line, before any of it is loaded (``model`` keeps its weights; torch copies every tensor that fits before it
-    refuses)."""
-    refused = f"{source} holds another {what} (other sizes or options)"
-    if differences := _state_differences(model.state_dict(), state):
-        raise CheckpointMismatch(f"{refused}: {_clipped(differences, 300)}")
+    line, before any of it is loaded (:func:`check_model_state`: ``model`` keeps its weights; torch copies every tensor
+    that fits before it refuses)."""
+    check_model_state(model, state, source, what)
     try:
         model.load_state_dict(state)
     except RuntimeError as error:  # (what names and sizes do not show, e.g. a module's own load hook)
-        raise CheckpointMismatch(f"{refused}: {_one_line(error, 300)}") from None
+        raise CheckpointMismatch(f"{_another(source, what)}: {one_line(error, 300)}") from None
+
+
+def check_model_state(model: nn.Module, state: Mapping[str, Any], source: str, what: str = "model") -> None:
+    """Refuse (:class:`CheckpointMismatch`, as :func:`load_model_state` does) a ``state`` of other sizes or parameter
+    names than ``model``'s, loading nothing."""
+    if differences := _state_differences(model.state_dict(), state):
+        raise CheckpointMismatch(f"{_another(source, what)}: {_clipped(differences, 300)}")
+
+
+def _another(source: str, what: str) -> str:
+    return f"{source} holds another {what} (other sizes or options)"
 
 
 def _state_differences(own: Mapping[str, torch.Tensor], state: Mapping[str, Any]) -> str:
@@ -251,6 +260,59 @@ def _state_differences(own: Mapping[str, torch.Tensor], state: Mapping[str, Any]
     ]
     parts = [("missing", missing), ("unexpected", unexpected), ("other values", values)]
     return "; ".join(f"{label}: {', '.join(names)}" for label, names in parts if names)
+
+
+ELEMENTWISE_STATE = ("exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer")
+"""The entries of an optimiser's state that hold one value per weight (Adam's moments, SGD's momentum): each has the
+shape of its parameter (:func:`check_optimizer_state`)."""
+
+
+def check_optimizer_state(optimizer: torch.optim.Optimizer, state: Mapping[str, Any], source: str) -> None:
+    """Refuse (:class:`CheckpointMismatch` naming ``source`` and what differs) an optimiser state dict ``state`` that was
+    written for other parameters or another optimiser than ``optimizer``'s, loading nothing: other numbers of parameter
+    groups or of parameters in them (``load_state_dict`` refused it only after the model's weights were loaded), an
+    :data:`ELEMENTWISE_STATE` entry of another shape than its parameter (loaded, and trained wrong), options of groups
+    that ``optimizer``'s lack (another optimiser: Adam's moments read as SGD's)."""
+    if differences := _optimizer_differences(optimizer, state):
+        raise CheckpointMismatch(f"{source} holds the state of another optimiser or parameters: {_clipped(differences, 300)}")
+
+
+def _optimizer_differences(optimizer: torch.optim.Optimizer, state: Mapping[str, Any]) -> str:
+    """What keeps the optimiser state dict ``state`` from loading into ``optimizer`` (:func:`check_optimizer_state`) on
+    one line; empty when it fits."""
+    groups, entries = state.get("param_groups"), state.get("state")
+    if not isinstance(entries, Mapping) or not _are_groups(groups):
+        return "no 'state' mapping and 'param_groups' list of groups with their 'params'"
+    own = optimizer.param_groups
+    there, here = [len(group["params"]) for group in groups], [len(group["params"]) for group in own]
+    if there != here:
+        return f"parameters per group {there} there, {here} here"
+    parts = [
+        f"group {index} has options {sorted(set(group) - set(mine))} that this optimiser lacks"
+        for index, (group, mine) in enumerate(zip(groups, own))
+        if set(group) - set(mine)
+    ]
+    parameters = dict(zip(_chained(groups), _chained(own)))
+    parts += [
+        f"{name} of parameter {index} {list(value.shape)} there, {list(parameters[index].shape)} here"
+        for index, values in entries.items()
+        if index in parameters and isinstance(values, Mapping)
+        for name, value in values.items()
+        if name in ELEMENTWISE_STATE and isinstance(value, torch.Tensor) and value.shape != parameters[index].shape
+    ]
+    return "; ".join(parts)
+
+
+def _are_groups(groups: Any) -> TypeGuard[list[Mapping[str, Any]]]:
+    """Whether ``groups`` is a list of parameter groups, each a mapping with a list of ``params``."""
+    return isinstance(groups, list) and all(
+        isinstance(group, Mapping) and isinstance(group.get("params"), list) for group in groups
+    )
+
+
+def _chained(groups: Iterable[Mapping[str, Any]]) -> list[Any]:
+    """The ``params`` of ``groups``, one after the other (as ``load_state_dict`` pairs a state's with an optimiser's)."""
+    return [parameter for group in groups for parameter in group["params"]]
 
 
 def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[str], path: Any) -> None:

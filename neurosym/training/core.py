@@ -37,10 +37,14 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from neurosym.training.checkpoint import (
+    CheckpointMismatch,
+    check_model_state,
+    check_optimizer_state,
     check_resumable,
     check_setup,
     load_checkpoint,
     load_model_state,
+    one_line,
     save_checkpoint,
     writable_file,
 )
@@ -217,20 +221,25 @@ def _check_entries(saved: dict[str, Any], path: str | Path) -> None:
 def _resume(
     saved: dict[str, Any], model: nn.Module, update: Update, checkpoint: Checkpointing, device: torch.device
 ) -> tuple[int, list[dict[str, Any]], float]:
-    """Restore the loop's state (and the caller's) from ``saved``; returns the steps done, the history and the
-    seconds of training so far."""
+    """Restore the loop's state (and the caller's) from ``saved``, once all of it has been checked (configuration,
+    setup, the caller's entries, the model's and the optimiser's states: a refused checkpoint restores nothing);
+    returns the steps done, the history and the seconds of training so far."""
     _check_entries(saved, checkpoint.path)
     check_resumable(saved["config"], checkpoint.config, checkpoint.may_change, checkpoint.path)
     if checkpoint.setup is not None:
         check_setup(saved.get("setup"), checkpoint.setup, checkpoint.path)
     if checkpoint.check_extra is not None:
         checkpoint.check_extra(saved)
-    load_model_state(model, saved["model"], f"the checkpoint {checkpoint.path}")
-    update.optimizer.load_state_dict(saved["optimizer"])
-    if update.scheduler is not None:
-        update.scheduler.load_state_dict(saved["scheduler"])
-    if saved.get("scaler"):  # empty when written without a float16 loss scale: a CPU run continues on a GPU afresh
-        update.scaler.load_state_dict(saved["scaler"])
+    source = f"the checkpoint {checkpoint.path}"
+    check_model_state(model, saved["model"], source)
+    check_optimizer_state(update.optimizer, saved["optimizer"], source)
+    with _all_or_nothing(update, source):
+        update.optimizer.load_state_dict(saved["optimizer"])
+        if update.scheduler is not None:
+            update.scheduler.load_state_dict(saved["scheduler"])
+        if saved.get("scaler"):  # empty when written without a float16 loss scale: a CPU run continues on a GPU afresh
+            update.scaler.load_state_dict(saved["scaler"])
+        load_model_state(model, saved["model"], source)  # (last: its weights are not put back)
     if "random" in saved:  # absent from checkpoints written before it was saved
         restore_random_state(saved["random"], device)
     if checkpoint.load_extra is not None:
@@ -238,6 +247,24 @@ def _resume(
     history = list(saved.get("history", []))
     seconds = saved.get("seconds", history[-1].get("seconds", 0.0) if history else 0.0)  # older: in the history only
     return int(saved["step"]), history, float(seconds)
+
+
+@contextlib.contextmanager
+def _all_or_nothing(update: Update, source: str) -> Iterator[None]:
+    """Within the block the state of the checkpoint ``source`` is loaded into ``update``'s optimiser, scheduler and
+    loss scaler (and then the model, checked beforehand); an error there puts back the states they had (a
+    :class:`~neurosym.training.checkpoint.CheckpointMismatch`, or any other error raised as one naming ``source``),
+    so that a refused checkpoint leaves no half-restored optimiser behind."""
+    parts: list[Any] = [part for part in (update.optimizer, update.scheduler, update.scaler) if part is not None]
+    before = [part.state_dict() for part in parts]
+    try:
+        yield
+    except Exception as error:
+        for part, state in zip(parts, before):
+            part.load_state_dict(state)
+        if isinstance(error, CheckpointMismatch):
+            raise
+        raise CheckpointMismatch(f"{source} cannot be restored here ({type(error).__name__}: {one_line(error)})") from None
 
 
 def run_training(

@@ -1,0 +1,105 @@
+"""Resuming the training loop from a checkpoint that does not fit the run: refused before anything is restored, with
+the checkpoint and what differs named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from neurosym.training import Checkpointing, CheckpointMismatch, Update, load_checkpoint, run_training, save_checkpoint
+
+CPU = torch.device("cpu")
+
+
+@dataclass(frozen=True)
+class Plain:
+    lr: float = 0.1
+
+
+OptimiserOf = Callable[[nn.Linear], torch.optim.Optimizer]
+
+
+def adam_over_all(model: nn.Linear) -> torch.optim.Optimizer:
+    return torch.optim.Adam(model.parameters(), lr=0.1)
+
+
+def linear_run(path: Path, steps: int, optimiser_of: OptimiserOf = adam_over_all, seed: int = 0) -> tuple[nn.Linear, Update]:
+    """``steps`` steps of a ``Linear(3, 2)`` (drawn from ``seed``) under the optimiser ``optimiser_of`` gives it, with a
+    schedule, checkpointed at ``path`` every step; returns the model and its update."""
+    torch.manual_seed(seed)
+    model = nn.Linear(3, 2)
+    optimizer = optimiser_of(model)
+    update = Update(optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0 / (1 + step)))
+
+    def step(index: int) -> tuple[torch.Tensor, dict]:
+        return (model(torch.full((4, 3), float(index))) - 1.0).square().mean(), {}
+
+    run_training(model, step, update, steps, device=CPU, checkpoint=Checkpointing(path, Plain(), 1))
+    return model, update
+
+
+def unchanged(module: nn.Module, before: dict[str, torch.Tensor]) -> bool:
+    return all(torch.equal(before[name], value) for name, value in module.state_dict().items())
+
+
+def copies(values: Iterable[tuple[str, torch.Tensor]]) -> dict[str, torch.Tensor]:
+    return {name: value.clone() for name, value in values}
+
+
+@pytest.mark.parametrize(
+    ("optimiser_of", "named"),
+    [
+        (lambda model: torch.optim.Adam([model.weight], lr=0.1), r"parameters per group \[2\] there, \[1\] here"),
+        (
+            lambda model: torch.optim.Adam([{"params": [model.weight]}, {"params": [model.bias]}], lr=0.1),
+            r"parameters per group \[2\] there, \[1, 1\] here",
+        ),
+        (
+            lambda model: torch.optim.Adam([model.bias, model.weight], lr=0.1),  # as many parameters, in another order
+            r"exp_avg of parameter 0 \[2, 3\] there, \[2\] here; exp_avg_sq of parameter 0",
+        ),
+        (
+            lambda model: torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+            r"group 0 has options \['amsgrad', 'betas', .*\] that this optimiser lacks",
+        ),
+    ],
+)
+def test_an_optimiser_state_of_other_parameters_is_refused_before_the_model_is_restored(
+    tmp_path: Path, optimiser_of: OptimiserOf, named: str
+) -> None:
+    """The model's weights were loaded first, then the optimiser's state refused with torch's message (or loaded, with
+    Adam's moments of one parameter on another, and training went on): the model was left half-restored."""
+    path = tmp_path / "run.pt"
+    linear_run(path, 2)
+    torch.manual_seed(1)
+    model = nn.Linear(3, 2)
+    optimizer = optimiser_of(model)
+    weights, options = copies(model.state_dict().items()), optimizer.state_dict()["param_groups"]
+    update = Update(optimizer)
+    with pytest.raises(CheckpointMismatch, match=rf"checkpoint {path} holds the state of another optimiser .*{named}"):
+        run_training(model, lambda index: (model(torch.ones(1, 3)).sum(), {}), update, 3, device=CPU,
+                     checkpoint=Checkpointing(path, Plain(), 1))  # fmt: skip
+    assert unchanged(model, weights) and optimizer.state_dict() == {"state": {}, "param_groups": options}
+
+
+def test_a_checkpoint_that_fails_to_restore_puts_the_optimiser_back_and_leaves_the_model(tmp_path: Path) -> None:
+    """A part that passes the checks but fails as it loads (here the schedule's state) puts back the optimiser's state
+    loaded before it, and the model (loaded last) is untouched."""
+    path = tmp_path / "run.pt"
+    linear_run(path, 2)
+    save_checkpoint({**load_checkpoint(path), "scheduler": {"last_epoch": 2}}, path)  # no lr_lambdas: KeyError
+    torch.manual_seed(1)
+    model = nn.Linear(3, 2)
+    optimizer = adam_over_all(model)
+    weights = copies(model.state_dict().items())
+    update = Update(optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0))
+    with pytest.raises(CheckpointMismatch, match=rf"checkpoint {path} cannot be restored here \(KeyError: 'lr_lambdas'\)"):
+        run_training(model, lambda index: (model(torch.ones(1, 3)).sum(), {}), update, 3, device=CPU,
+                     checkpoint=Checkpointing(path, Plain(), 1))  # fmt: skip
+    assert unchanged(model, weights) and optimizer.state_dict()["state"] == {}
+    assert optimizer.param_groups[0]["lr"] == 0.1 and update.scheduler is not None and update.scheduler.last_epoch == 0
