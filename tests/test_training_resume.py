@@ -11,7 +11,17 @@ import pytest
 import torch
 from torch import nn
 
-from neurosym.training import Checkpointing, CheckpointMismatch, Update, load_checkpoint, run_training, save_checkpoint
+from neurosym.training import (
+    Checkpointing,
+    CheckpointMismatch,
+    DistributedContext,
+    TrainConfig,
+    Update,
+    load_checkpoint,
+    run_training,
+    save_checkpoint,
+    train,
+)
 
 CPU = torch.device("cpu")
 
@@ -103,3 +113,77 @@ def test_a_checkpoint_that_fails_to_restore_puts_the_optimiser_back_and_leaves_t
                      checkpoint=Checkpointing(path, Plain(), 1))  # fmt: skip
     assert unchanged(model, weights) and optimizer.state_dict()["state"] == {}
     assert optimizer.param_groups[0]["lr"] == 0.1 and update.scheduler is not None and update.scheduler.last_epoch == 0
+
+
+def resume_linear(path: Path, steps: int = 3) -> nn.Linear:
+    """Resume ``linear_run``'s checkpoint at ``path`` in a model drawn from another seed; returns it."""
+    torch.manual_seed(1)
+    model = nn.Linear(3, 2)
+    optimizer = adam_over_all(model)
+    update = Update(optimizer, torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0))
+    run_training(model, lambda index: (model(torch.ones(1, 3)).sum(), {}), update, steps, device=CPU,
+                 checkpoint=Checkpointing(path, Plain(), 1))  # fmt: skip
+    return model
+
+
+@pytest.mark.parametrize(
+    ("cut", "named"),
+    [
+        (lambda saved: saved.pop("scheduler"), r"is not a checkpoint of this training loop: it lacks \['scheduler'\] "),
+        (
+            lambda saved: saved["random"].pop("cpu"),
+            r"is not a checkpoint of this training loop \(its random holds no state of the CPU generator\)",
+        ),
+    ],
+)
+def test_a_checkpoint_without_an_entry_the_loop_restores_is_named_with_it(
+    tmp_path: Path, cut: Callable[[dict], object], named: str
+) -> None:
+    """Written by an older version or cut short: resuming it failed with a bare KeyError ('scheduler', 'cpu') after
+    the model's weights were loaded."""
+    path = tmp_path / "run.pt"
+    linear_run(path, 2)
+    saved = load_checkpoint(path)
+    cut(saved)
+    save_checkpoint(saved, path)
+    with pytest.raises(ValueError, match=rf"{path} {named}.*; remove it"):
+        resume_linear(path)
+
+
+def regression(seed: int = 0) -> tuple[nn.Module, list[tuple[torch.Tensor, torch.Tensor]]]:
+    torch.manual_seed(seed)
+    inputs = torch.randn(16, 3)
+    return nn.Linear(3, 1), list(zip(inputs, inputs.sum(dim=1, keepdim=True)))
+
+
+def squared_error(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    inputs, targets = batch
+    return (model(inputs) - targets).square().mean()
+
+
+@pytest.mark.parametrize(
+    ("cut", "named"),
+    [
+        (lambda saved: saved.pop("loop"), r"is not a checkpoint of train: it lacks \['loop'\]"),
+        (
+            lambda saved: saved["loop"].pop("best_model"),
+            r"is not a checkpoint of train \(its loop state\): it lacks \['best_model'\]",
+        ),
+        (lambda saved: saved["loop"].pop("history"), r"is not a checkpoint of train \(its loop state\): it lacks \['history'\]"),
+    ],
+)
+def test_a_train_checkpoint_without_its_loop_state_is_named_with_what_it_lacks(
+    tmp_path: Path, cut: Callable[[dict], object], named: str
+) -> None:
+    path = tmp_path / "run.pt"
+    model, data = regression()
+    context = DistributedContext(0, 1, 0, CPU)
+    train(model, data, squared_error, TrainConfig(2, 8, checkpoint=path), context)
+    saved = load_checkpoint(path)
+    cut(saved)
+    save_checkpoint(saved, path)
+    other, _ = regression(1)
+    weights = copies(other.state_dict().items())
+    with pytest.raises(ValueError, match=rf"{path} {named}"):
+        train(other, data, squared_error, TrainConfig(4, 8, checkpoint=path), context)
+    assert unchanged(other, weights)

@@ -220,6 +220,14 @@ def _field_defaults(config: Any) -> dict[str, Any]:
     return defaults
 
 
+def require_entries(saved: Mapping[str, Any], names: Iterable[str], path: Any, what: str = "this training loop") -> None:
+    """Refuse (``ValueError`` naming ``path`` and each name it lacks) a checkpoint ``saved``, or an entry of one, that
+    lacks any of ``names``: written by another program or version, or a dict cut short (resuming it failed with a bare
+    ``KeyError`` once it reached the name)."""
+    if missing := [name for name in names if name not in saved]:
+        raise ValueError(f"{path} is not a checkpoint of {what}: it lacks {missing} (it has {sorted(saved)}); remove it")
+
+
 class CheckpointMismatch(ValueError):
     """A checkpoint that cannot be resumed here: written under another configuration, or holding another model."""
 

@@ -45,6 +45,7 @@ from neurosym.training.checkpoint import (
     load_checkpoint,
     load_model_state,
     one_line,
+    require_entries,
     save_checkpoint,
     writable_file,
 )
@@ -203,17 +204,22 @@ def _due(step: int, every: int | None, max_steps: int) -> bool:
     return every is not None and (step % every == 0 or step == max_steps)
 
 
-def _check_entries(saved: dict[str, Any], path: str | Path) -> None:
-    """Refuse (``ValueError`` naming ``path``) a checkpoint that lacks the loop's entries or holds one of another kind:
+def _check_entries(saved: dict[str, Any], path: str | Path, update: Update) -> None:
+    """Refuse (``ValueError`` naming ``path``) a checkpoint that lacks the loop's entries (the ``scheduler`` too where
+    ``update`` has one: :func:`~neurosym.training.checkpoint.require_entries`) or holds one of another kind:
     a ``config``, ``model`` or ``optimizer`` that is no mapping (a file of another program that saved the objects
     themselves failed with a ``TypeError`` or ``AttributeError`` naming no file), a ``step`` that is no int of at least
-    0 (a tensor or a negative one trained on from it)."""
-    if not {"config", "step", "model", "optimizer"} <= saved.keys():
-        raise ValueError(f"{path} is not a checkpoint of this training loop (it has {sorted(saved)}); remove it")
+    0 (a tensor or a negative one trained on from it), ``random`` generator states without the CPU generator's."""
+    expected = ["config", "step", "model", "optimizer"]
+    if update.scheduler is not None:
+        expected.append("scheduler")
+    require_entries(saved, expected, path)
     entries = ("config", "model", "optimizer")
     odd = [f"its {name} is a {type(saved[name]).__name__}" for name in entries if not isinstance(saved[name], Mapping)]
     if not is_int(saved["step"]) or saved["step"] < 0:
         odd.append(f"its step is {saved['step']!r:.40}, not a count of steps")
+    if "random" in saved and not (isinstance(saved["random"], Mapping) and isinstance(saved["random"].get("cpu"), torch.Tensor)):
+        odd.append("its random holds no state of the CPU generator")
     if odd:
         raise ValueError(f"{path} is not a checkpoint of this training loop ({'; '.join(odd)}); remove it")
 
@@ -224,7 +230,7 @@ def _resume(
     """Restore the loop's state (and the caller's) from ``saved``, once all of it has been checked (configuration,
     setup, the caller's entries, the model's and the optimiser's states: a refused checkpoint restores nothing);
     returns the steps done, the history and the seconds of training so far."""
-    _check_entries(saved, checkpoint.path)
+    _check_entries(saved, checkpoint.path, update)
     check_resumable(saved["config"], checkpoint.config, checkpoint.may_change, checkpoint.path)
     if checkpoint.setup is not None:
         check_setup(saved.get("setup"), checkpoint.setup, checkpoint.path)

@@ -29,6 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
+from neurosym.training.checkpoint import require_entries
 from neurosym.training.checks import check_batch_fits, int_at_least, is_real, positive_number
 from neurosym.training.core import Checkpointing, kept_random_state, run_training
 from neurosym.training.device import mixed_precision
@@ -283,6 +284,7 @@ def train(
             lambda: {"loop": best.state},
             best.load,
             setup=setup,
+            check_extra=lambda saved: _check_loop_state(saved, config.checkpoint),
         )
     result = run_training(
         model,
@@ -318,6 +320,19 @@ def patience_ran_out(loop_state: Mapping[str, Any], patience: int | None) -> boo
     """Whether the evaluations since the best one (``loop_state``: the ``"loop"`` entry of a :func:`train`
     checkpoint) have used up ``patience`` (``None``: no early stopping)."""
     return patience is not None and loop_state["bad_evaluations"] >= patience
+
+
+LOOP_STATE = ("best_score", "best_step", "bad_evaluations", "history", "best_model")
+"""The entries of the ``"loop"`` state that a :func:`train` checkpoint holds beside the loop's own
+(:class:`_BestWeights`)."""
+
+
+def _check_loop_state(saved: Mapping[str, Any], path: str | Path | None) -> None:
+    """Refuse (``ValueError`` naming ``path`` and the entries it lacks) a checkpoint ``saved`` without the ``"loop"``
+    state of :func:`train` or with one that lacks any of :data:`LOOP_STATE`."""
+    require_entries(saved, ["loop"], path, "train")
+    loop = saved["loop"]
+    require_entries(loop if isinstance(loop, Mapping) else {}, LOOP_STATE, path, "train (its loop state)")
 
 
 class _BestWeights:
