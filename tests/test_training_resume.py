@@ -3,12 +3,15 @@ the checkpoint and what differs named."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from neurosym.training import (
@@ -22,6 +25,7 @@ from neurosym.training import (
     save_checkpoint,
     train,
 )
+from neurosym.training.checkpoint import check_resumable, check_setup
 
 CPU = torch.device("cpu")
 
@@ -187,3 +191,57 @@ def test_a_train_checkpoint_without_its_loop_state_is_named_with_what_it_lacks(
     with pytest.raises(ValueError, match=rf"{path} {named}"):
         train(other, data, squared_error, TrainConfig(4, 8, checkpoint=path), context)
     assert unchanged(other, weights)
+
+
+@dataclass(frozen=True)
+class Placed:
+    device: str | torch.device = "cpu"
+    betas: tuple[float, float] | list[float] = (0.9, 0.999)
+    data: str | Path = "data"
+
+
+def as_json(values: dict) -> dict:
+    """``values`` written to a JSON file and read back (a configuration file's values)."""
+    return json.loads(json.dumps(values, default=str))
+
+
+devices = st.sampled_from(["cpu", "cuda:0", "meta"]).flatmap(lambda name: st.sampled_from([name, torch.device(name)]))
+betas = st.tuples(st.floats(0, 0.99), st.floats(0, 0.99)).flatmap(lambda pair: st.sampled_from([pair, list(pair)]))
+paths = st.sampled_from(["data", "runs/a.npz"]).flatmap(lambda name: st.sampled_from([name, Path(name)]))
+
+
+@settings(max_examples=30, deadline=None)
+@given(devices, betas, paths, st.booleans())
+def test_a_configuration_resumes_the_run_of_its_json_round_trip_both_ways(device, pair, data, saved_first: bool) -> None:
+    """A tuple of betas against the list a JSON file gives, a device against its text, a path against its text: each
+    was refused as another configuration."""
+    config = Placed(device, pair, data)
+    read_back = Placed(**as_json(asdict(config)))
+    saved, now = (config, read_back) if saved_first else (read_back, config)
+    check_resumable(asdict(saved), now, (), "run.pt")
+    check_setup(asdict(saved), asdict(now), "run.pt")
+
+
+@pytest.mark.parametrize(
+    ("saved", "now", "named"),
+    [
+        (Placed(device="cpu"), Placed(device=torch.device("meta")), r"device 'cpu' there, device\(type='meta'\) now"),
+        (Placed(betas=[0.9, 0.999]), Placed(betas=(0.9, 0.99)), r"betas \[0.9, 0.999\] there, \(0.9, 0.99\) now"),
+        (Placed(data=Path("a")), Placed(data="b"), r"data PosixPath\('a'\) there, 'b' now|data WindowsPath"),
+    ],
+)
+def test_other_values_in_another_form_are_still_refused(saved: Placed, now: Placed, named: str) -> None:
+    with pytest.raises(CheckpointMismatch, match=named):
+        check_resumable(asdict(saved), now, (), "run.pt")
+
+
+def test_a_train_config_read_from_json_resumes_a_run_started_in_code_and_the_other_way(tmp_path: Path) -> None:
+    """TrainConfig's betas from a JSON file are a list: a run started with the tuple was refused (betas differ)."""
+    context = DistributedContext(0, 1, 0, CPU)
+    in_code = TrainConfig(2, 8, checkpoint=tmp_path / "code.pt")
+    from_file = TrainConfig(**as_json(asdict(replace(in_code, checkpoint=tmp_path / "file.pt"))))
+    assert isinstance(from_file.betas, list)
+    for first, then in ((in_code, from_file), (from_file, in_code)):
+        train(regression()[0], regression()[1], squared_error, first, context)
+        longer = replace(then, max_steps=4, checkpoint=first.checkpoint)
+        assert train(regression()[0], regression()[1], squared_error, longer, context).steps_this_call == 2

@@ -327,7 +327,9 @@ def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[s
     """Refuse (:class:`CheckpointMismatch`) to resume the checkpoint at ``path`` whose ``saved`` configuration
     (``asdict`` of a dataclass config) differs from the dataclass ``config`` in a field outside ``may_change``; the
     message names each such field with both values. A field the checkpoint lacks (added to the config after it was
-    written) counts as its default, which reproduces the behaviour before the field existed."""
+    written) counts as its default, which reproduces the behaviour before the field existed. Values are compared as a
+    JSON file gives them back (a configuration read from one resumes a run started from the same values in code): a
+    list equals the tuple of its items, a device or a path its text."""
     current = asdict(config)
     saved = {**_field_defaults(config), **saved}
     keys = [key for key in current if key not in may_change]
@@ -449,12 +451,29 @@ def _flat(values: Mapping[str, Any], keys: Iterable[str]) -> dict[str, Any]:
     return flat
 
 
+def _as_compared(value: Any) -> Any:
+    """``value`` as a resume compares it, the form a JSON file of it gives back (a configuration read from one, or
+    written to one and read back): tuples as lists, devices and paths as their text, at any depth; so that
+    ``betas=(0.9, 0.999)`` resumes a run started with ``[0.9, 0.999]`` and ``torch.device("cpu")`` one started on
+    ``"cpu"``."""
+    if isinstance(value, Mapping):
+        return {key: _as_compared(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_as_compared(item) for item in value]
+    if isinstance(value, torch.device):
+        return str(value)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
+
+
 def _refuse_differences(
     saved: Mapping[str, Any], current: Mapping[str, Any], path: Any, how: str, advice: str = RESUME_ADVICE
 ) -> None:
     """Raise :class:`CheckpointMismatch` naming each key whose values differ between the flat mappings ``saved`` and
-    ``current`` (:func:`_flat`; a key one lacks counts as ``None``), with both values."""
-    differing = sorted(key for key in {*saved, *current} if saved.get(key) != current.get(key))
+    ``current`` (:func:`_flat`; a key one lacks counts as ``None``; values compared as JSON gives them back,
+    :func:`_as_compared`), with both values."""
+    differing = sorted(key for key in {*saved, *current} if _as_compared(saved.get(key)) != _as_compared(current.get(key)))
     if differing:
         values = "; ".join(
             f"{key} {_clipped(repr(saved.get(key)), 60)} there, {_clipped(repr(current.get(key)), 60)} now" for key in differing
