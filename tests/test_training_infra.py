@@ -9,6 +9,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 import zipfile
 
 import numpy as np
@@ -321,6 +322,25 @@ def test_writers_of_one_file_at_once_each_write_their_own_temporary_file(tmp_pat
         assert target.read_bytes() == b"second"
         first.write_bytes(b"first")
     assert target.read_bytes() == b"first" and sorted(p.name for p in target.parent.iterdir()) == ["entry.bin"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no locks there to tell a killed writer's file from a live one's")
+def test_the_temporary_files_of_killed_writers_go_at_the_next_write_and_a_live_writers_stays(tmp_path):
+    """A writer killed while writing (SIGKILL, a crash) leaves its temporary file behind, no longer locked: each
+    stayed for good beside the target, as large as a checkpoint."""
+    path = tmp_path / "run.pt"
+    save_checkpoint({"step": 1}, path)
+    abandoned = [tmp_path / f".run.pt.{name}.tmp" for name in ("killed_a", "killed_b")]
+    others = [tmp_path / name for name in (".run.pt.backup.tmp", ".other.pt.killed_c.tmp", ".run.pt.killed_d.npz")]
+    for leftover in abandoned + others:
+        leftover.write_bytes(b"half a checkpoint")
+    with atomic_path(path) as live:  # a writer at work meanwhile (another rank, another process)
+        save_checkpoint({"step": 2}, path)
+        assert live.exists() and not any(leftover.exists() for leftover in abandoned)
+        assert load_checkpoint(path) == {"step": 2}
+        torch.save({"step": 3}, live)
+    assert load_checkpoint(path) == {"step": 3}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["run.pt", *(other.name for other in others)])
 
 
 def test_atomic_writes_reach_the_disk_before_their_rename_and_the_rename_after(tmp_path, monkeypatch):

@@ -4,11 +4,13 @@ the one check that a checkpoint may be resumed under a given configuration."""
 from __future__ import annotations
 
 import errno
+import glob
 import hashlib
 import json
 import math
 import os
 import stat
+import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
@@ -19,6 +21,9 @@ from typing import Any, NoReturn, TypeGuard
 
 import torch
 from torch import nn
+
+if sys.platform != "win32":
+    import fcntl
 
 
 def _umask() -> int:
@@ -40,15 +45,15 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
     file away; the rename is atomic on POSIX file systems, so readers see either the old or the new file. The new
     file is flushed to disk before the rename, so that a crash soon after (a power cut) cannot leave ``path`` renamed
     but empty or cut short, and its folder after it, so that the rename itself survives a crash (where folders can be
-    opened: not on Windows). A ``path`` that is a symbolic link is written through: its target gets the new file and
-    the link stays. A ``path`` that is a folder or lies under a file raises ``ValueError`` (:func:`writable_file`)
-    before the block runs.
+    opened: not on Windows). The temporary files of writers that were killed while writing ``path`` (SIGKILL, a
+    crash), which no writer holds any more, are removed first (:func:`_remove_abandoned`): they do not pile up beside it.
+    A ``path`` that is a symbolic link is written through: its target gets the new file and the link stays. A ``path``
+    that is a folder or lies under a file raises ``ValueError`` (:func:`writable_file`) before the block runs.
     """
     target = writable_file(path).resolve()  # (a link's target: renaming over the link would replace it by a file)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
-    os.close(handle)
-    tmp = Path(name)
+    _remove_abandoned(target, suffix)
+    tmp, handle = _held_temporary(target, suffix)
     try:
         yield tmp
         _flush_to_disk(tmp)
@@ -57,7 +62,66 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    finally:
+        if handle is not None:
+            os.close(handle)  # (and with it the lock)
     _flush_folder(target.parent)
+
+
+RANDOM_NAME_LENGTH = 8
+"""The characters ``tempfile.mkstemp`` draws for a name, between its prefix and suffix: how a temporary file of
+:func:`atomic_path` is told from other files (:func:`_remove_abandoned`)."""
+
+
+def _held_temporary(target: Path, suffix: str) -> tuple[Path, int | None]:
+    """A new empty file ``.{target.name}.XXXXXXXX{suffix}`` beside ``target`` and the handle that holds it: an exclusive
+    ``flock`` on it until the handle is closed, which keeps :func:`_remove_abandoned` of other writers away from it.
+    ``None`` for the handle where no lock is held (Windows: its file is closed at once, as an open file cannot be
+    renamed there)."""
+    while True:
+        handle, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+        if sys.platform == "win32":
+            os.close(handle)
+            return Path(name), None
+        if _locked(handle, name):
+            return Path(name), handle
+        os.close(handle)  # another writer removed it before it was locked: make another
+
+
+def _locked(handle: int, name: str) -> bool:
+    """Lock the file open at ``handle`` (waiting while a :func:`_remove_abandoned` holds it) and say whether ``name``
+    still names it (not where that removed it first); ``True`` on a file system without such locks, where no one
+    removes it either."""
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+    except OSError:
+        return True
+    try:
+        return os.path.samestat(os.stat(name), os.fstat(handle))
+    except FileNotFoundError:
+        return False
+
+
+def _remove_abandoned(target: Path, suffix: str) -> None:
+    """Remove the temporary files of :func:`atomic_path` beside ``target`` that no writer holds: those of writers
+    killed while writing (each as large as ``target``), whose locks went with them. A live writer's file, locked, stays,
+    and so does every one where no lock can be taken (Windows, a file system without locks) or that cannot be
+    removed (another user's)."""
+    if sys.platform == "win32":
+        return
+    pattern = glob.escape(f".{target.name}.") + "?" * RANDOM_NAME_LENGTH + glob.escape(suffix)
+    for leftover in target.parent.glob(pattern):
+        try:
+            handle = os.open(leftover, os.O_RDONLY)
+        except OSError:  # (gone since it was listed, or not ours to read)
+            continue
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            leftover.unlink()
+        except OSError:  # (held by its writer, or not ours to remove)
+            pass
+        finally:
+            os.close(handle)
 
 
 def _flush_to_disk(path: Path) -> None:
