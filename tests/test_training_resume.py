@@ -19,6 +19,7 @@ from neurosym.training import (
     CheckpointMismatch,
     DistributedContext,
     TrainConfig,
+    TrainingInterrupted,
     Update,
     load_checkpoint,
     run_training,
@@ -26,6 +27,7 @@ from neurosym.training import (
     train,
 )
 from neurosym.training.checkpoint import check_resumable, check_setup
+from neurosym.training.classifier import fit_classifier
 
 CPU = torch.device("cpu")
 
@@ -245,3 +247,49 @@ def test_a_train_config_read_from_json_resumes_a_run_started_in_code_and_the_oth
         train(regression()[0], regression()[1], squared_error, first, context)
         longer = replace(then, max_steps=4, checkpoint=first.checkpoint)
         assert train(regression()[0], regression()[1], squared_error, longer, context).steps_this_call == 2
+
+
+FIT_INPUTS, FIT_LABELS = torch.randn(32, 4, generator=torch.Generator().manual_seed(0)), torch.arange(32) % 3
+
+
+@pytest.fixture(scope="module")
+def stopped_fit(tmp_path_factory: pytest.TempPathFactory) -> TrainConfig:
+    """The configuration of a classifier fit on ``FIT_INPUTS`` and ``FIT_LABELS`` that stopped after its first step (its
+    time limit), to resume."""
+    config = TrainConfig(4, 8, eval_every=2, checkpoint=tmp_path_factory.mktemp("fit") / "fit.pt", time_limit=0)
+    with pytest.raises(TrainingInterrupted):
+        fit_classifier(nn.Linear(4, 3), FIT_INPUTS, FIT_LABELS, config, CPU)
+    return replace(config, time_limit=None)
+
+
+def refused_fit(config: TrainConfig, inputs: torch.Tensor, labels: torch.Tensor, named: str) -> None:
+    """Resuming ``config``'s fit on ``inputs`` and ``labels`` is refused naming ``named`` and leaves the model as it was."""
+    model = nn.Linear(4, 3)
+    weights = copies(model.state_dict().items())
+    with pytest.raises(
+        CheckpointMismatch, match=rf"{config.checkpoint} was written for another model or data \({named} differ\)"
+    ):
+        fit_classifier(model, inputs, labels, config, CPU)
+    assert unchanged(model, weights)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, FIT_INPUTS.numel() - 1), st.floats(-3, 3, width=32), st.integers(0, len(FIT_LABELS) - 1))
+def test_fit_classifier_refuses_to_resume_on_inputs_or_labels_with_any_value_changed(
+    stopped_fit: TrainConfig, position: int, value: float, row: int
+) -> None:
+    """It resumed on any inputs and labels of the right sizes: it went on training on other data as if on the same."""
+    inputs = FIT_INPUTS.clone()
+    inputs.view(-1)[position] = value if value != inputs.view(-1)[position] else value + 1
+    refused_fit(stopped_fit, inputs, FIT_LABELS, "inputs.bytes")
+    labels = FIT_LABELS.clone()
+    labels[row] = (labels[row] + 1) % 3
+    refused_fit(stopped_fit, FIT_INPUTS, labels, "labels.bytes")
+
+
+def test_fit_classifier_refuses_other_shapes_or_dtypes_and_resumes_on_the_same_data(stopped_fit: TrainConfig) -> None:
+    refused_fit(stopped_fit, FIT_INPUTS.double(), FIT_LABELS, "inputs.bytes, inputs.dtype")
+    refused_fit(stopped_fit, FIT_INPUTS, FIT_LABELS.int(), "labels.bytes, labels.dtype")
+    refused_fit(stopped_fit, FIT_INPUTS[:24], FIT_LABELS[:24], "inputs.bytes, inputs.shape, labels.bytes, labels.shape")
+    resumed = fit_classifier(nn.Linear(4, 3), FIT_INPUTS.clone(), FIT_LABELS.clone(), stopped_fit, CPU)
+    assert resumed.steps == 4 and resumed.steps_this_call == 3

@@ -467,8 +467,22 @@ def weights_stamp(module: nn.Module) -> str:
     digest = hashlib.blake2b(digest_size=8)
     for name, tensor in module.state_dict().items():
         digest.update(f"{name}\0{tensor.dtype}\0{tuple(tensor.shape)}\n".encode())
-        digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes())
+        _digest_values(digest, tensor)
     return digest.hexdigest()
+
+
+def tensor_stamp(tensor: torch.Tensor) -> dict[str, Any]:
+    """What a run's setup keeps of a tensor it trains on (:func:`check_setup`), as JSON-like values: its ``shape``,
+    ``dtype`` and a short digest of its values' bytes (``bytes``; read once, wherever the tensor lies: about a second
+    a gigabyte), so that a resume notices other data of the same shape."""
+    digest = hashlib.blake2b(digest_size=8)
+    _digest_values(digest, tensor)
+    return {"shape": list(tensor.shape), "dtype": str(tensor.dtype).removeprefix("torch."), "bytes": digest.hexdigest()}
+
+
+def _digest_values(digest: Any, tensor: torch.Tensor) -> None:
+    """Feed the bytes of ``tensor``'s values (any shape, dtype and device), in order, to the ``hashlib`` ``digest``."""
+    digest.update(tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8).numpy())
 
 
 def _files_under(root: Path) -> list[Path]:

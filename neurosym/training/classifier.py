@@ -14,6 +14,7 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
+from neurosym.training.checkpoint import tensor_stamp
 from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import RUN_TIME_FIELDS, TrainConfig, TrainResult, train
@@ -57,8 +58,10 @@ def fit_classifier(
 
     With ``config.checkpoint`` set, the loop writes a checkpoint every ``config.eval_every`` steps and at
     the end, and resumes an existing one; a checkpoint written with another configuration (other than
-    :data:`RUN_INDEPENDENT_FIELDS`) is refused. Returns the loop's :class:`TrainResult` (its ``history``
-    holds the training loss at every checkpoint step).
+    :data:`RUN_INDEPENDENT_FIELDS`) or on other ``inputs`` or ``labels`` (the checkpoint keeps each one's shape,
+    dtype and a digest of its values: :func:`~neurosym.training.checkpoint.tensor_stamp`) is refused with
+    :class:`~neurosym.training.checkpoint.CheckpointMismatch`. Returns the loop's :class:`TrainResult` (its
+    ``history`` holds the training loss at every checkpoint step).
     """
     if len(inputs) != len(labels) or len(inputs) == 0:
         raise ValueError(f"need as many labels as inputs (and at least one): {len(inputs)} vs {len(labels)}")
@@ -75,7 +78,8 @@ def fit_classifier(
 
     context = DistributedContext(rank=0, world_size=1, local_rank=0, device=device)
     rows = RowIndices(len(inputs))
-    return train(model, rows, loss_fn, config, context, collate_fn=gather, resume_may_change=RUN_INDEPENDENT_FIELDS)
+    setup = {"inputs": tensor_stamp(inputs), "labels": tensor_stamp(labels)} if config.checkpoint else None
+    return train(model, rows, loss_fn, config, context, collate_fn=gather, resume_may_change=RUN_INDEPENDENT_FIELDS, setup=setup)
 
 
 @torch.no_grad()
