@@ -4,6 +4,7 @@ the checkpoint and what differs named."""
 from __future__ import annotations
 
 import json
+import signal
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -293,3 +294,113 @@ def test_fit_classifier_refuses_other_shapes_or_dtypes_and_resumes_on_the_same_d
     refused_fit(stopped_fit, FIT_INPUTS[:24], FIT_LABELS[:24], "inputs.bytes, inputs.shape, labels.bytes, labels.shape")
     resumed = fit_classifier(nn.Linear(4, 3), FIT_INPUTS.clone(), FIT_LABELS.clone(), stopped_fit, CPU)
     assert resumed.steps == 4 and resumed.steps_this_call == 3
+
+
+def dropout_model(seed: int) -> nn.Module:
+    """A tiny model whose steps draw from torch's global generator (dropout), built from ``seed`` (which then seeds
+    the generator for its steps)."""
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.3), nn.Linear(4, 1))
+
+
+SCORED = torch.randn(6, 3, generator=torch.Generator().manual_seed(1))
+
+
+def negative_error(model: nn.Module) -> float:
+    """A validation score that depends on the weights alone: minus the squared error on :data:`SCORED`."""
+    return -(model(SCORED) - SCORED.sum(dim=1, keepdim=True)).square().mean().item()
+
+
+configs = st.builds(
+    TrainConfig,
+    max_steps=st.integers(2, 7),
+    batch_size=st.sampled_from([4, 8]),  # 12 examples: three batches an epoch, or one (its last four left out)
+    lr=st.sampled_from([0.01, 0.1]),
+    optimizer=st.sampled_from(["adam", "sgd"]),
+    schedule=st.sampled_from(["constant", "cosine"]),
+    warmup_steps=st.integers(0, 2),
+    clip_norm=st.sampled_from([None, 0.5]),
+    clip_value=st.sampled_from([None, 0.1]),
+    eval_every=st.integers(1, 3),
+    patience=st.sampled_from([None, 1, 2]),
+    seed=st.integers(0, 3),
+)
+
+
+def trained(config: TrainConfig, model: nn.Module, evaluate: bool, stop_after: int | None = None) -> object:
+    """``train`` of ``model`` on 12 examples under ``config``, asking to stop (SIGINT, as Ctrl-C does) during step
+    ``stop_after`` (1-based); the result, or the ``TrainingInterrupted`` raised."""
+    data = regression()[1][:12]
+    steps = 0
+
+    def loss(network: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        nonlocal steps
+        steps += 1
+        if steps == stop_after:
+            signal.raise_signal(signal.SIGINT)
+        return squared_error(network, batch)
+
+    try:
+        return train(model, data, loss, config, DistributedContext(0, 1, 0, CPU), evaluate=negative_error if evaluate else None)
+    except TrainingInterrupted as stop:
+        return stop
+
+
+def same_weights(resumed: nn.Module, straight: nn.Module) -> bool:
+    return all(torch.equal(value, straight.state_dict()[name]) for name, value in resumed.state_dict().items())
+
+
+def without_seconds(history: list[dict]) -> list[dict]:
+    return [{key: value for key, value in entry.items() if key != "seconds"} for entry in history]
+
+
+@settings(max_examples=10, deadline=None)
+@given(configs, st.data(), st.booleans())
+def test_a_run_stopped_after_any_step_and_resumed_ends_bit_for_bit_as_an_uninterrupted_one(
+    tmp_path_factory: pytest.TempPathFactory, config: TrainConfig, data: st.DataObject, evaluate: bool
+) -> None:
+    """N steps straight against stop requests (Ctrl-C: the checkpoint is written) after any steps k < N, each followed
+    by a resume, the last to N: the same weights to the bit, evaluations, best step and early stop (patience may end
+    either run before a request)."""
+    stops = data.draw(st.lists(st.integers(1, config.max_steps - 1), min_size=1, max_size=2, unique=True).map(sorted))
+    path = tmp_path_factory.mktemp("resume") / "run.pt"
+    straight = dropout_model(config.seed)
+    expected = trained(config, straight, evaluate)
+    done = 0
+    for stop in stops:
+        model = dropout_model(config.seed + 100 * bool(done))  # the first run starts as the straight one did
+        outcome = trained(replace(config, checkpoint=path), model, evaluate, stop_after=stop - done)
+        if not isinstance(outcome, TrainingInterrupted):  # (an early stop before the request)
+            assert outcome.stopped_early
+            break
+        done = stop
+    resumed = dropout_model(config.seed + 100)  # another start: all of it must come from the checkpoint
+    again = trained(replace(config, checkpoint=path), resumed, evaluate)
+    assert same_weights(resumed, straight) and without_seconds(again.history) == without_seconds(expected.history)
+    assert [again.steps, again.best_score, again.best_step, again.stopped_early] == [
+        expected.steps,
+        expected.best_score,
+        expected.best_step,
+        expected.stopped_early,
+    ]
+
+
+@settings(max_examples=6, deadline=None)
+@given(configs.map(lambda config: replace(config, schedule="constant", patience=None)), st.data())
+def test_a_run_of_k_steps_continued_to_n_ends_bit_for_bit_as_n_steps_straight(
+    tmp_path_factory: pytest.TempPathFactory, config: TrainConfig, data: st.DataObject
+) -> None:
+    """Under the constant schedule a finished run continues to more steps (max_steps may change on resume): k steps,
+    then N, equal N straight (the history differs: the shorter run evaluated its last step)."""
+    first_steps = data.draw(st.integers(1, config.max_steps - 1), label="first_steps")
+    path = tmp_path_factory.mktemp("continue") / "run.pt"
+    straight = dropout_model(config.seed)
+    expected = trained(config, straight, evaluate=False)
+    trained(replace(config, max_steps=first_steps, checkpoint=path), dropout_model(config.seed), evaluate=False)
+    resumed = dropout_model(config.seed + 100)
+    again = trained(replace(config, checkpoint=path), resumed, evaluate=False)
+    assert (
+        same_weights(resumed, straight)
+        and again.steps == expected.steps
+        and again.steps_this_call == expected.steps - first_steps
+    )
