@@ -520,3 +520,26 @@ def test_a_uint64_beyond_every_other_integer_matches_none():
     assert sequence_matches(padded, torch.as_tensor(beyond)).tolist() == [False, False]
     assert sequence_matches(beyond, beyond.astype(np.uint16)).tolist() == [False, False]
     assert sequence_matches(beyond, beyond).tolist() == [True, True]
+
+
+NUMBER_DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.complex64, torch.complex128]
+TOKEN_RANGES = {torch.uint8: 2**8 - 1, torch.int32: 2**31 - 1, torch.int64: 2**63 - 1, torch.uint64: 2**63 - 1}
+near_roundings = st.sampled_from([2**11, 2**24, 2**53, 2**62]).flatmap(lambda power: st.integers(power - 3, power + 3))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    token_dtype=st.sampled_from(sorted(TOKEN_RANGES, key=str)),
+    number_dtype=st.sampled_from(NUMBER_DTYPES),
+    values=st.lists(st.one_of(near_roundings, st.integers(0, 2**63 - 1)), min_size=1, max_size=6),
+    shift=st.sampled_from([0.0, 0.5, 1.0, -1.0, 1j]),
+    integers_first=st.booleans(),
+)
+@example(torch.int64, torch.float32, [2**24 + 1], 0.0, True).via("int64 2**24 + 1 matched float32 2**24")
+def test_integer_tokens_and_floats_compare_exactly(token_dtype, number_dtype, values, shift, integers_first):
+    # (torch compared an integer with a float in the float's dtype: int64 2**24 + 1 matched float32 2**24)
+    tokens = torch.tensor([min(value, TOKEN_RANGES[token_dtype]) for value in values], dtype=token_dtype)[:, None]
+    numbers = (tokens.to(torch.float64).to(number_dtype) + (shift if number_dtype.is_complex else shift.real)).to(number_dtype)
+    expected = [int(token) == number for token, number in zip(tokens.flatten().tolist(), numbers.flatten().tolist())]
+    pair = (tokens, numbers) if integers_first else (numbers, tokens)
+    assert sequence_matches(*pair).tolist() == expected

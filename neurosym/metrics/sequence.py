@@ -15,8 +15,9 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
 
     Tensors or numpy arrays: ``predictions`` and ``targets`` of the same shape ``[N, ...]`` (padding included, so
     a prediction must also reproduce the padding); each row ``[...]`` is one example. Values compare as numbers
-    whatever their dtypes (float32 1.5 matches float64 1.5, uint16 3 matches int64 3); two tensors must be on one device
-    (``ValueError``), an array is moved to the tensor's. Python sequences: ``N`` items compared with ``==`` after turning
+    whatever their dtypes (float32 1.5 matches float64 1.5, uint16 3 matches int64 3), exactly (an int64 token
+    2**24 + 1 does not match a float32 2**24, as torch's comparison in float32 had it); two tensors must be on one
+    device (``ValueError``), an array is moved to the tensor's. Python sequences: ``N`` items compared with ``==`` after turning
     each item into a tuple, at every depth (so a list, a tuple, a tensor and an array of the same tokens match, whatever
     their lengths; strings compare as strings). One string for ``predictions`` or ``targets`` raises ``TypeError``: it
     would be read as one example per character.
@@ -58,9 +59,15 @@ int64 or any other integer)."""
 
 def _equal(predictions: Tensor, targets: Tensor) -> Tensor:
     """``predictions == targets`` elementwise as numbers (one shape, one device), also for an unsigned 16-, 32- or
-    64-bit integer beside another integer, a bool or a complex number: compared as int64, where a uint64 of 2**63 or
-    more (beyond every other integer) equals nothing."""
-    if predictions.dtype == targets.dtype or predictions.is_floating_point() or targets.is_floating_point():
+    64-bit integer beside another integer or a bool: compared as int64, where a uint64 of 2**63 or more (beyond every
+    other integer) equals nothing; an integer beside a float or a complex number exactly
+    (:func:`_integer_equals_number`)."""
+    if predictions.dtype == targets.dtype:
+        return predictions == targets
+    integer = [not (value.is_floating_point() or value.is_complex()) for value in (predictions, targets)]
+    if integer[0] != integer[1]:
+        return _integer_equals_number(*((predictions, targets) if integer[0] else (targets, predictions)))
+    if not integer[0]:  # (floats and complex numbers: torch widens both to a dtype that holds each exactly)
         return predictions == targets
     signed = [value.to(torch.int64) if value.dtype in _UNPROMOTED else value for value in (predictions, targets)]
     equal = signed[0] == signed[1]
@@ -68,6 +75,19 @@ def _equal(predictions: Tensor, targets: Tensor) -> Tensor:
         if value.dtype == torch.uint64:
             equal &= as_signed >= 0  # (2**64 − 1 as int64 is −1, a padding's value)
     return equal
+
+
+def _integer_equals_number(integers: Tensor, numbers: Tensor) -> Tensor:
+    """``integers == numbers`` exactly, elementwise: ``integers`` of an integer or bool dtype, ``numbers`` of a float
+    or complex one. torch compared them in the float's dtype, so that int64 2**24 + 1 equalled float32 2**24 (and
+    2**53 + 1 float64 2**53): a number equals an integer here only where it is a whole real number within int64,
+    compared as int64."""
+    real = numbers.real if numbers.is_complex() else numbers
+    whole = (real == real.trunc()) & (real >= -(2.0**63)) & (real < 2.0**63)  # (NaN and ±inf are no whole number)
+    if numbers.is_complex():
+        whole &= numbers.imag == 0
+    as_integers = torch.where(whole, real, torch.zeros_like(real)).to(torch.int64)
+    return whole & _equal(as_integers, integers)
 
 
 def _as_item(value: Any) -> Any:
