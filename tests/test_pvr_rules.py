@@ -1,6 +1,6 @@
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from neurosym.data.pvr import VectorPVR, block_rule, sequential_rule, vector_rule
@@ -152,3 +152,20 @@ def test_induction_ties_go_to_the_lowest_complexity_then_the_earliest_position(r
         for p in range(found.rule.pointer_position)
     ]
     assert all(agreement < found.agreement for agreement in simpler + earlier)
+
+
+@settings(max_examples=60, deadline=None)
+@given(classes=st.integers(2**62 - 2, 2**64 + 2), data=st.data())
+@example(classes=2**63, data=None).via("63-bit digits, 2**63 classes: numpy's OverflowError")
+def test_bits_to_digits_reads_63_bit_digits_exactly_and_refuses_more_classes(classes, data):
+    # (2**63 classes or more: an OverflowError from numpy naming nothing, a 64-bit digit's top bit wrapped around)
+    width = bits_per_digit(classes)
+    rows = [[1] * width, [0] * (width - 1) + [1]] if data is None else data.draw(st.lists(
+        st.lists(st.integers(0, 1), min_size=width, max_size=width), min_size=1, max_size=4))  # fmt: skip
+    if classes > 2**63 - 1:
+        for read in (lambda: bits_to_digits(np.array(rows), classes), lambda: noise_sensitivity(sum, 1, classes, 0.1)):
+            with pytest.raises(ValueError, match=rf"^{classes} digit classes are too many: .* at most 2\*\*63 - 1 "):
+                read()
+        return
+    expected = [[int("".join(map(str, row)), 2) % classes] for row in rows]
+    assert bits_to_digits(np.array(rows), classes).tolist() == expected

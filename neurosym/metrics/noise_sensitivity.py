@@ -27,9 +27,26 @@ def bits_per_digit(num_classes: int) -> int:
     return (int(num_classes) - 1).bit_length()  # (log2 in floats gave 49 bits for 2**49 + 1 classes)
 
 
-def bits_to_digits(bits: np.ndarray, num_classes: int) -> np.ndarray:
-    """``bits [N, L * D]`` of 0/1 -> digits ``[N, L]``, each read as unsigned binary then taken ``mod K``."""
+MAX_DIGIT_CLASSES = 2**63 - 1
+"""The most digit classes :func:`bits_to_digits` reads: its digits, and ``K`` they are taken ``mod``, are int64."""
+
+
+def _digit_width(num_classes: int) -> int:
+    """:func:`bits_per_digit` of ``num_classes``; ``ValueError`` beyond :data:`MAX_DIGIT_CLASSES` (numpy raised an
+    ``OverflowError`` that named nothing, after a 64-bit digit's top bit had wrapped around in int64)."""
     width = bits_per_digit(num_classes)
+    if num_classes > MAX_DIGIT_CLASSES:
+        raise ValueError(
+            f"{num_classes} digit classes are too many: digits are read as int64, so at most 2**63 - 1 "
+            f"({MAX_DIGIT_CLASSES}) classes"
+        )
+    return width
+
+
+def bits_to_digits(bits: np.ndarray, num_classes: int) -> np.ndarray:
+    """``bits [N, L * D]`` of 0/1 -> digits ``[N, L]`` (int64), each read as unsigned binary then taken ``mod K``;
+    ``K`` at most :data:`MAX_DIGIT_CLASSES` (``D`` at most 63 bits), else ``ValueError``."""
+    width = _digit_width(num_classes)
     if bits.shape[-1] % width:
         raise ValueError(f"{bits.shape[-1]} bits do not split into {width}-bit digits")
     grouped = bits.reshape(*bits.shape[:-1], -1, width).astype(np.int64)
@@ -53,7 +70,7 @@ def noise_sensitivity(
         raise ValueError(f"need an int of at least one sample, got {num_samples!r}")
     length = int_at_least(length, "length (digits per input)", 1)  # 0 digits gave NS 0 for any function
     rng = np.random.default_rng() if rng is None else as_generator(rng)
-    width = bits_per_digit(num_classes)
+    width = _digit_width(num_classes)  # (before any sampling)
     x = rng.integers(0, 2, size=(num_samples, length * width))
     y = x ^ (rng.random(x.shape) < delta)
     fx, fy = (np.asarray(function(bits_to_digits(bits, num_classes))) for bits in (x, y))
