@@ -10,12 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hint_banks import pool_shaded_bank
 from torch.utils.data import DataLoader
 
 from neurosym.cli import main
 from neurosym.data.hint import EVAL_SUBSETS, IGNORE_INDEX, HintSymbolDataset, collate_hint, main_split
 from neurosym.data.hint.torch_data import DEFAULT_SYMBOLS, result_digits
-from neurosym.experiments import hint, hint_pipeline
+from neurosym.experiments import hint, hint_pipeline, hint_sources
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.options import add_options, options_from
 from neurosym.layers import MultiheadAttention
@@ -262,6 +263,29 @@ def test_image_input_runs_with_the_small_cnn(tmp_path: Path) -> None:
     ]
     assert main([*args, *TINY]) == 0
     assert json.loads((out / "gru_att_image.json").read_text())["published"]["avg"] == 35.9
+
+
+def test_a_resume_under_another_or_a_rewritten_mnist_file_is_refused(tmp_path: Path, monkeypatch, capsys) -> None:
+    """The default bank's digits are $NEUROSYM_MNIST's: a checkpoint trained on one file resumed silently on another."""
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed: pool_shaded_bank())  # (the file's digits aside)
+    first, second = tmp_path / "first.pkl.gz", tmp_path / "second.pkl.gz"
+    first.write_bytes(b"first")
+    second.write_bytes(b"second")
+    command = ["hint", "--model", "gru", "--input", "image", "--cnn", "small", "--out", str(tmp_path / "out"), *TINY]
+    monkeypatch.setenv("NEUROSYM_MNIST", str(first))
+    assert main([*command, "--steps", "1"]) == 0
+    monkeypatch.setenv("NEUROSYM_MNIST", str(second))
+    assert main([*command, "--steps", "2"]) == 2
+    assert "another model or data (NEUROSYM_MNIST.files, NEUROSYM_MNIST.path differ)" in capsys.readouterr().err
+    monkeypatch.setenv("NEUROSYM_MNIST", str(first))
+    first.write_bytes(b"rewritten")
+    assert main([*command, "--steps", "2"]) == 2
+    assert "(NEUROSYM_MNIST.files differ)" in capsys.readouterr().err
+    first.write_bytes(b"first")
+    assert main([*command, "--steps", "2", "--no-resume"]) == 0
+    assert main([*command, "--steps", "3"]) == 0  # the same file resumes
+    symbols = HintOptions(model="gru", input="image", bank=str(tmp_path / "bank.npz"))
+    assert symbols.mnist_file() is None and HintOptions(model="gru").mnist_file() is None  # (no MNIST digit read)
 
 
 class Oracle(torch.nn.Module):

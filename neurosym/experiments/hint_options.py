@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from neurosym.data.hint import FEWSHOT_CONCEPTS
-from neurosym.experiments.hint_sources import BANKS, bank_choice
+from neurosym.data.mnist import MNIST_VARIABLE, given_mnist
+from neurosym.experiments.hint_sources import BANKS, MNIST_BANKS, bank_choice
 from neurosym.experiments.options import (
     COMPILE_HELP,
     TrainingOptions,
@@ -310,6 +311,16 @@ class HintOptions(HintPipelineOptions):
         training batches and windows, and the anonymous ids of ``--semantics learned``."""
         return self.seed if self.data_seed is None else self.data_seed
 
+    def mnist_file(self) -> Path | None:
+        """The MNIST file whose digits the run's images include, resolved: ``$NEUROSYM_MNIST``'s
+        (:func:`~neurosym.data.mnist.given_mnist`) where image input on generated expressions reads a bank of MNIST
+        digits (:data:`~neurosym.experiments.hint_sources.MNIST_BANKS`: its ``--bank``, ``--adapt``,
+        ``--extra-test-bank`` or ``--fewshot-bank``); ``None`` where it reads none, or the packaged default's."""
+        banks = [getattr(self, name) for name in ("bank", *OTHER_BANKS)]
+        reads = self.input == "image" and self.data is None and any(bank in MNIST_BANKS for bank in banks)
+        given = given_mnist() if reads else None
+        return None if given is None else given.resolve()
+
     def training_steps(self) -> int:
         """``--steps``, else the budget of the model: the HINT release's, or the pipeline's."""
         return self.steps or DEFAULT_STEPS["neurosym" if self.model == "neurosym" else "seq2seq"]
@@ -326,21 +337,24 @@ class RunSetup:
     """What one run under ``options`` builds its model and training data from, as its checkpoints keep it so that a
     resume under other options, or on data rewritten since, is refused
     (:func:`~neurosym.training.checkpoint.check_setup`): each option as
-    :func:`~neurosym.experiments.options.setup_value` gives it, a path with the stamp of its files. Make one when the
-    run starts and hand it to each stage: an option's value is taken once (the data's, :data:`DATA_OPTIONS`, on
-    construction), so that a release's files are walked once per run, not at every checkpoint, and every checkpoint
+    :func:`~neurosym.experiments.options.setup_value` gives it, a path with the stamp of its files, and the MNIST file
+    that the run's digits come from (``$NEUROSYM_MNIST``: :meth:`HintOptions.mnist_file`), so that a resume under
+    another one, or after it was rewritten, is refused too. Make one when the run starts and hand it to each stage: an
+    option's value is taken once (the data's, :data:`DATA_OPTIONS`, and the MNIST file, on construction), so that a
+    release's files are walked once per run, not at every checkpoint, and every checkpoint
     of the run records the same stamps. ``data_seed`` is kept as given (``None``: ``--seed``'s); its default,
     :meth:`defaults`, lets a checkpoint written before it was kept resume under the data it was trained on."""
 
     def __init__(self, options: HintOptions) -> None:
         self._options = options
-        self._values: dict[str, Any] = {}
+        self._values: dict[str, Any] = {MNIST_VARIABLE: setup_value(options.mnist_file(), options.out)}
         self.of(())
 
     def of(self, names: Iterable[str], defaults: Mapping[str, Any] | None = None) -> Setup:
-        """The options ``names`` together with the data's (:data:`DATA_OPTIONS`), each as this run first took it, with
-        :meth:`defaults` and ``defaults`` (a key's default where a setup lacks it or holds ``None``)."""
-        chosen = (*DATA_OPTIONS, *names)
+        """The options ``names`` together with the data's (:data:`DATA_OPTIONS`) and the MNIST file (key
+        ``NEUROSYM_MNIST``, ``None`` for none), each as this run first took it, with :meth:`defaults` and ``defaults`` (a
+        key's default where a setup lacks it or holds ``None``)."""
+        chosen = (*DATA_OPTIONS, MNIST_VARIABLE, *names)
         for name in chosen:
             if name not in self._values:
                 self._values[name] = setup_value(getattr(self._options, name), self._options.out)

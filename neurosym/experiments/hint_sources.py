@@ -50,6 +50,9 @@ BANKS: dict[str, str] = {
     "test-writers": "the other-writers protocol's test writers in every pool (bhmsds digits and + -), e.g. for --adapt",
 }
 """Named banks of ``--bank``; any other value is the path of an ``.npz`` archive."""
+MNIST_BANKS = ("default", "other-writers", "train-writers")
+"""The named banks that hold MNIST's digits (read from ``$NEUROSYM_MNIST`` where it names a file); test-writers holds
+``bhmsds``'s."""
 
 if TYPE_CHECKING:  # hint_options reads bank names from here
     from neurosym.experiments.hint_options import HintOptions
