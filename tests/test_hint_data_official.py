@@ -219,8 +219,8 @@ def test_a_fewshot_concept_of_another_name_is_named_before_any_work(release):
             read(release)
 
 
-def test_a_data_run_reads_the_few_shot_file_once(release, monkeypatch):
-    """A --data run read fewshot_dataset.json twice: once to check the release, once to read its concepts."""
+def _counted_reads(monkeypatch) -> Counter[str]:
+    """How many times each file of a release is read (by name) from now on: ``official.load_json`` counted."""
     reads: Counter[str] = Counter()
     load = official.load_json
 
@@ -229,6 +229,12 @@ def test_a_data_run_reads_the_few_shot_file_once(release, monkeypatch):
         return load(path)
 
     monkeypatch.setattr(official, "load_json", counted)
+    return reads
+
+
+def test_a_data_run_reads_the_few_shot_file_once(release, monkeypatch):
+    """A --data run read fewshot_dataset.json twice: once to check the release, once to read its concepts."""
+    reads = _counted_reads(monkeypatch)
     argv = ["hint", "--data", str(release), "--model", "neurosym", "--input", "image", "--fewshot-concepts", "x"]
     options = options_from(HintOptions, build_parser().parse_args(argv))
     data = load_hint_data(options, image_input=True, fewshot=True)
@@ -239,6 +245,15 @@ def test_a_data_run_reads_the_few_shot_file_once(release, monkeypatch):
     (release / FEWSHOT_FILE).write_text(json.dumps(fewshot))
     with pytest.raises(CommandFailed, match=r"fewshot_dataset.json x/train record 0 \(id '0'\): image 'x/x_missing.jpg' is not"):
         load_hint_data(options, image_input=True, fewshot=True)  # (its images still checked before any work)
+
+
+@pytest.mark.parametrize("fewshot", [False, True])
+def test_loading_a_release_reads_each_split_file_once(release, monkeypatch, fewshot):
+    """load_release read every expr_*.json twice: once to check the release, once to read its splits."""
+    reads = _counted_reads(monkeypatch)
+    splits, _ = load_release(release, dict.fromkeys(("train", "val", "test"), 1.0), images=False, fewshot=fewshot)
+    assert reads == Counter({**dict.fromkeys(official.SPLIT_FILES.values(), 1), **({FEWSHOT_FILE: 1} if fewshot else {})})
+    assert splits == read_release(release)  # the records the check read, as read_release reads them
 
 
 def test_a_release_bank_reads_only_the_symbols_class_folders(release):

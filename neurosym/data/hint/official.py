@@ -254,9 +254,9 @@ def load_release_with_fewshot(
 def _load_checked(
     root: str | os.PathLike, scales: Mapping[str, float], seed: int, images: bool, fewshot: bool
 ) -> tuple[dict[str, list[HintRecord]], SymbolBank | None, dict[str, dict[str, list[HintRecord]]]]:
-    """:func:`load_release`'s splits and bank, and the few-shot records its check read (empty without ``fewshot``)."""
-    concepts = _checked(root, fewshot, images)
-    release = read_release(root)
+    """:func:`load_release`'s splits and bank, and the few-shot records its check read (empty without ``fewshot``): each
+    file is read once, by the check."""
+    release, concepts = _checked(root, fewshot, images)
     splits = subsample_split(release, scales, seed)
     for name in ("val", "test"):
         if any(r.eval == "I" for r in release[name]) and not any(r.eval == "I" for r in splits[name]):
@@ -310,8 +310,11 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
     _checked(root, fewshot, images)
 
 
-def _checked(root: str | os.PathLike, fewshot: bool, images: bool) -> dict[str, dict[str, list[HintRecord]]]:
-    """:func:`check_release`, returning the few-shot records it checked (empty without ``fewshot``)."""
+def _checked(
+    root: str | os.PathLike, fewshot: bool, images: bool
+) -> tuple[dict[str, list[HintRecord]], dict[str, dict[str, list[HintRecord]]]]:
+    """:func:`check_release`, returning the records it checked: the main split's (as :func:`read_release` reads them)
+    and the few-shot concepts' (empty without ``fewshot``)."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"HINT release folder not found: {root}")
@@ -320,17 +323,22 @@ def _checked(root: str | os.PathLike, fewshot: bool, images: bool) -> dict[str, 
     if missing:
         raise FileNotFoundError(f"{root}: the release lacks {missing}")
     available = _image_files(root / IMAGE_FOLDER) if images else None
-    for name in SPLIT_FILES.values():
-        items = _record_items(root / name)
-        _check_some(items, root / name)
-        _check_records(items, name, available, root, HINT_SEMANTICS)
-    return {
+    main = {split: _checked_split(root / name, available) for split, name in SPLIT_FILES.items()}
+    return main, {
         concept: {
             split: _check_records(items, f"{FEWSHOT_FILE} {concept}/{split}", available, root, HINT_FEWSHOT_SEMANTICS)
             for split, items in splits.items()
         }
         for concept, splits in (_fewshot_items(root) if fewshot else {}).items()
     }
+
+
+def _checked_split(path: Path, available: set[str] | None) -> list[HintRecord]:
+    """The records of the split file ``path``, read and checked as :func:`check_release` checks them (their images too
+    where ``available`` lists the files under the release's image folder)."""
+    items = _record_items(path)
+    _check_some(items, path)
+    return _check_records(items, path.name, available, path.parent, HINT_SEMANTICS)
 
 
 def _image_files(folder: Path) -> set[str]:
