@@ -10,15 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hint_banks import POOL_SHADES, pool_shaded_bank
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neurosym.cli import build_parser
 from neurosym.data.hint import (
+    FEWSHOT_CONCEPTS,
     FEWSHOT_FILE,
     MAIN_RULES,
     MAIN_VOCABULARY,
     HintImageDataset,
     HintRecord,
     check_release,
+    fewshot_split,
     generate_split,
     load_release,
     official,
@@ -186,13 +190,38 @@ def test_a_repeated_id_is_named(release):
 def test_fewshot_records_are_read_under_the_concepts_semantics(release):
     """x is 11 and a is max in fewshot_dataset.json; a wrong value there is named with its concept and split."""
     data = json.loads((release / "fewshot_dataset.json").read_text())
-    data["x"]["val"] = [{"id": "0", "expr": "xa9", "head": [1, -1, 1], "res": 11, "res_all": [11, 11, 9]}]
+    data["x"]["val"] = [{"id": "0", "expr": "x+9", "head": [1, -1, 1], "res": 20, "res_all": [11, 20, 9]}]
+    data["a"] = {"train": [{"id": "0", "expr": "3a9", "head": [1, -1, 1], "res": 9, "res_all": [3, 9, 9]}], "val": [], "test": []}
     (release / "fewshot_dataset.json").write_text(json.dumps(data))
-    assert read_fewshot(release)["x"]["val"][0].res == 11
+    assert read_fewshot(release)["x"]["val"][0].res == 20 and read_fewshot(release)["a"]["train"][0].res == 9
     data["x"]["val"][0].update(res=9, res_all=[11, 9, 9])
     (release / "fewshot_dataset.json").write_text(json.dumps(data))
-    with pytest.raises(ValueError, match=r"fewshot_dataset.json x/val record 0: res 9 is not the value of expr 'xa9' \(11\)"):
+    with pytest.raises(ValueError, match=r"fewshot_dataset.json x/val record 0: res 9 is not the value of expr 'x\+9' \(20\)"):
         read_fewshot(release)
+
+
+def test_a_concepts_list_that_uses_another_few_shot_concept_is_refused(release, tmp_path):
+    """Each concept is learned from its own lists (HINT: added to the main grammar alone): an x list that used a was
+    read under the semantics of all six concepts, silently."""
+    data = json.loads((release / FEWSHOT_FILE).read_text())
+    other = {"id": "e7", "img_paths": ["x/x_a.jpg", "x/x_a.jpg", "3/3_a.jpg"], "expr": "xa3", "head": [1, -1, 1],
+             "res": 11, "res_all": [11, 11, 3]}  # fmt: skip
+    data["x"]["val"] = [data["x"]["train"][0], other]
+    (release / FEWSHOT_FILE).write_text(json.dumps(data))
+    message = (r"^fewshot_dataset.json x/val record 1 \(id 'e7'\): expr 'xa3' uses the few-shot concepts \['a'\]; a list of "
+               r"'x' holds no other new concept")  # fmt: skip
+    scales = dict.fromkeys(("train", "val", "test"), 1.0)
+    for read in (
+        read_fewshot,
+        lambda root: check_release(root, fewshot=True),
+        lambda root: load_release(root, scales, fewshot=True),
+    ):
+        with pytest.raises(ValueError, match=message):
+            read(release)
+    records = [official.record_from_json(item, "x/val") for item in data["x"]["val"]]
+    with pytest.raises(ValueError, match=r"^few-shot x/val record 1 \(id 'e7'\): expr 'xa3' uses the few-shot concepts"):
+        write_release(tmp_path / "written", read_release(release), fewshot={"x": {"train": [], "val": records, "test": []}})
+    assert not (tmp_path / "written").exists()
 
 
 def test_unreadable_files_are_named(release):
@@ -289,6 +318,16 @@ def test_generated_release_reads_back_identically(tmp_path):
     written = load_folder_bank(tmp_path / "symbol_images", size=28)
     test_image = written.images[written.paths == loaded["test"][0].img_paths[0]][0]
     assert abs(int(test_image[14, 14]) - POOL_SHADES["test"]) < 10, "written black on white, read back white on black"
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 2**16), concept=st.sampled_from(FEWSHOT_CONCEPTS), scale=st.sampled_from([0.01, 0.05]))
+def test_generated_few_shot_lists_use_their_own_concept_alone_and_read_back(tmp_path_factory, seed, concept, scale):
+    lists = {name: list(split) for name, split in fewshot_split(concept, scale=scale, seed=seed, cache=False).items()}
+    others = set(FEWSHOT_CONCEPTS) - {concept}
+    assert all(concept in record.expr and not others & set(record.expr) for split in lists.values() for record in split)
+    root = write_release(tmp_path_factory.mktemp("release"), {}, fewshot={concept: lists})
+    assert read_fewshot(root)[concept] == lists
 
 
 def test_a_list_gets_the_same_images_whatever_lists_are_written_with_it(tmp_path):

@@ -101,7 +101,8 @@ def fewshot_split(
     cache_root: str | os.PathLike | None = None,
     progress: bool = False,
 ) -> dict[str, HintSplit]:
-    """The few-shot split of one concept; every expression contains ``concept``."""
+    """The few-shot split of one concept; every expression contains ``concept`` and no other few-shot concept (its
+    vocabulary, :func:`fewshot_vocabulary`, is the main one and ``concept``)."""
     rules = fewshot_rules(concept).with_scale(scale)
     seed = int_at_least(seed, "seed", 0)  # (before it names the cache)
     vocabulary = fewshot_vocabulary(concept)

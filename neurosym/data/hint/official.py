@@ -277,20 +277,22 @@ def _release_bank(folder: Path, seed: int = 0) -> SymbolBank:
 
 def read_fewshot(root: str | os.PathLike) -> dict[str, dict[str, list[HintRecord]]]:
     """Read ``fewshot_dataset.json``: ``{concept: {"train", "val", "test"}}`` → records, checked as
-    :func:`check_release` checks them (its images aside), under the few-shot concepts' semantics."""
+    :func:`check_release` checks them (its images aside), under the few-shot concepts' semantics, each concept's lists
+    without another few-shot concept (:func:`_check_own_concept`)."""
     return {
         concept: {
-            split: _read_list(items, f"{FEWSHOT_FILE} {concept}/{split}", HINT_FEWSHOT_SEMANTICS)
+            split: _read_list(items, f"{FEWSHOT_FILE} {concept}/{split}", HINT_FEWSHOT_SEMANTICS, concept)
             for split, items in splits.items()
         }
         for concept, splits in _fewshot_items(root).items()
     }
 
 
-def _read_list(items: list, name: str, table: OperatorTable) -> list[HintRecord]:
+def _read_list(items: list, name: str, table: OperatorTable, concept: str | None = None) -> list[HintRecord]:
     """The JSON records ``items`` of the list ``name`` (``expr_val.json``, ``fewshot_dataset.json x/train``), read
-    and checked under ``table``."""
+    and checked under ``table``; a list of the few-shot ``concept`` without another one (:func:`_check_own_concept`)."""
     records = [record_from_json(item, f"{name} record {i}") for i, item in enumerate(items)]
+    _check_own_concept(records, concept, name)
     _check_together(records, lambda index: f"{name} record {index}", table)
     return records
 
@@ -302,7 +304,8 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
     ``fewshot``) must be present and hold records, every record well-formed as :func:`record_from_json` reads it,
     its id used once in its list, its ``head`` the parse of its ``expr`` (written with the release's minimal
     brackets) and its ``res_all`` the values of the sub-expressions, under HINT's semantics (the few-shot
-    concepts' in ``fewshot_dataset.json``); and, when ``images``, every record must list ``img_paths`` whose
+    concepts' in ``fewshot_dataset.json``, where a concept's lists use no other few-shot concept:
+    :func:`_check_own_concept`); and, when ``images``, every record must list ``img_paths`` whose
     files exist under ``symbol_images/``, each an image that the release's bank reads as its symbol's
     (:func:`~neurosym.data.symbol_images.folder.folder_image_problem`). A missing file raises ``FileNotFoundError``, anything else a
     ``ValueError``; both are one line naming the file and, for a record, its index and id.
@@ -326,7 +329,7 @@ def _checked(
     main = {split: _checked_split(root / name, available) for split, name in SPLIT_FILES.items()}
     return main, {
         concept: {
-            split: _check_records(items, f"{FEWSHOT_FILE} {concept}/{split}", available, root, HINT_FEWSHOT_SEMANTICS)
+            split: _check_records(items, f"{FEWSHOT_FILE} {concept}/{split}", available, root, HINT_FEWSHOT_SEMANTICS, concept)
             for split, items in splits.items()
         }
         for concept, splits in (_fewshot_items(root) if fewshot else {}).items()
@@ -360,19 +363,40 @@ def _image_files(folder: Path) -> set[str]:
     return files
 
 
-def _check_records(items: list, name: str, available: set[str] | None, root: Path, table: OperatorTable) -> list[HintRecord]:
+def _check_records(
+    items: list, name: str, available: set[str] | None, root: Path, table: OperatorTable, concept: str | None = None
+) -> list[HintRecord]:
     """The JSON records ``items`` of the list ``name``, read and checked under ``table`` as :func:`check_release` checks
-    them (their images too where ``available`` lists the files under ``root``'s image folder)."""
+    them (their images too where ``available`` lists the files under ``root``'s image folder; a list of the few-shot
+    ``concept`` without another one: :func:`_check_own_concept`)."""
 
     def where(index: int) -> str:
         item = items[index]
         return f"{name} record {index}" + (f" (id {item['id']!r})" if isinstance(item, Mapping) and "id" in item else "")
 
     records = [record_from_json(item, where(index)) for index, item in enumerate(items)]
+    _check_own_concept(records, concept, name)
     if available is not None:
         _check_images(records, where, available, root)
     _check_together(records, where, table)
     return records
+
+
+def _check_own_concept(records: Sequence[HintRecord], concept: str | None, name: str) -> None:
+    """Raise ``ValueError`` at the first record of the list ``name`` of the few-shot ``concept`` (none: a main list,
+    unchecked) whose expression uses another few-shot concept, naming the list, the record's index and id and the
+    concepts. Each concept is learned from its own lists, after the main task alone (HINT, Li et al.: the concept is
+    added to the main grammar, and each one's training set fine-tuned on individually): an ``x`` list that held ``y``
+    asked for a concept not learned, and the few-shot semantics (all six concepts) read it silently."""
+    if concept is None:
+        return
+    others = set(FEWSHOT_CONCEPTS) - {concept}
+    for index, record in enumerate(records):
+        if used := sorted(others.intersection(record.expr), key=FEWSHOT_CONCEPTS.index):
+            raise ValueError(
+                f"{name} record {index} (id {record.id!r}): expr {record.expr!r} uses the few-shot concepts {used}; "
+                f"a list of {concept!r} holds no other new concept (each is learned on its own)"
+            )
 
 
 def _check_images(records: list[HintRecord], where: Callable[[int], str], available: set[str], root: Path) -> None:
@@ -571,7 +595,7 @@ def write_release(
     ``bank``, images no longer used) is removed; other files in ``root`` are left alone. Every split is
     prepared (names checked, images drawn) before ``root`` is touched, so bad input (an unknown split, a
     few-shot concept not of :data:`FEWSHOT_CONCEPTS` or without its three splits, records the readers would refuse: an id used twice in a list, a
-    ``head`` or ``res_all`` that is not its ``expr``'s; a bank image whose path the release's bank would not read back
+    ``head`` or ``res_all`` that is not its ``expr``'s, a few-shot concept's record that uses another one; a bank image whose path the release's bank would not read back
     as an image of its symbol: a suffix that is no image's, a hidden file, another symbol's class folder) raises a
     ``ValueError`` and leaves ``root`` as it was.
     """
@@ -587,7 +611,7 @@ def write_release(
         else:  # (no image is written: paths a record held would name files removed with symbol_images/)
             listed = [dataclasses.replace(record, img_paths=None) for record in listed]
         items = [record_to_json(record) for record in listed]
-        _read_list(items, name, table)  # (raises where the readers would refuse to read it back)
+        _read_list(items, name, table, concept)  # (raises where the readers would refuse to read it back)
         return items
 
     files: dict[str, object] = {
