@@ -96,7 +96,10 @@ class TransformerSeq2Seq(Seq2Seq):
         if init not in ("torch", "release"):
             raise ValueError(f"unknown init {init!r}: use 'torch' or 'release'")
         check_flags(
-            universal=universal, step_embedding=step_embedding, pre_norm=pre_norm, attention_bias=attention_bias,
+            universal=universal,
+            step_embedding=step_embedding,
+            pre_norm=pre_norm,
+            attention_bias=attention_bias,
             embedding_dropout=embedding_dropout,
         )
         for name, count in (("heads", heads), ("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers)):
