@@ -14,9 +14,10 @@ from neurosym.training.distributed import (
 from neurosym.training.loop import TrainConfig, TrainResult, train
 from neurosym.training.stopping import StopRequests, TrainingInterrupted
 from neurosym.training.update import Update, grad_scaler
+from neurosym.training.workers import StopSafeLoader
 
 __all__ = ["autocast_dtype", "mixed_precision", "resolve_device", "save_checkpoint", "load_checkpoint"]
 __all__ += ["DistributedContext", "init_distributed", "shutdown_distributed", "TrainConfig", "TrainResult", "train"]
 __all__ += ["distributed_process", "StopRequests", "TrainingInterrupted", "check_resumable", "atomic_path"]
-__all__ += ["CheckpointMismatch"]
+__all__ += ["CheckpointMismatch", "StopSafeLoader"]
 __all__ += ["Checkpointing", "LoopResult", "run_training", "Update", "grad_scaler"]

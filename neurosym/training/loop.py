@@ -9,7 +9,9 @@ the global random generators (dropout masks, augmentations) and the loader's wor
 so that a single-process run resumed equals an uninterrupted one (a distributed run restores rank 0's
 generators on every rank). At
 SIGINT, SIGTERM or ``time_limit`` it finishes the step, checkpoints and raises
-:class:`~neurosym.training.stopping.TrainingInterrupted` (all processes stop at the same step).
+:class:`~neurosym.training.stopping.TrainingInterrupted` (all processes stop at the same step); its data-loading
+workers leave those signals to it (:class:`~neurosym.training.workers.StopSafeLoader`: a Ctrl-C in a terminal reaches
+every process of the group).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
 from neurosym.training.stopping import checked_time_limit
 from neurosym.training.update import Update, adam, check_clips, grad_scaler
+from neurosym.training.workers import StopSafeLoader
 
 LossFunction = Callable[[nn.Module, Any], torch.Tensor]
 """``loss_fn(model, batch) -> scalar loss``; ``model`` may be DDP-wrapped, ``batch`` is on the device."""
@@ -232,7 +235,9 @@ def train(
     configuration that differs outside ``resume_may_change``, or under another ``setup`` (what the model and data were
     built from; :class:`~neurosym.training.core.Checkpointing`), raises ``ValueError``. A stop request (SIGINT,
     SIGTERM, ``config.time_limit``) ends the step under way, writes the checkpoint and raises
-    :class:`~neurosym.training.stopping.TrainingInterrupted`; the model then holds that step's weights.
+    :class:`~neurosym.training.stopping.TrainingInterrupted`; the model then holds that step's weights. The
+    ``config.num_workers`` data-loading processes ignore SIGINT and SIGTERM sent to the whole process group, and leave
+    the stop to this one (:class:`~neurosym.training.workers.StopSafeLoader`).
     """
     if not isinstance(dataset, Sized):
         raise TypeError(f"train takes a map-style dataset (one with a length), got {type(dataset).__name__}")
@@ -250,7 +255,7 @@ def train(
     sampler: DistributedSampler[int] = DistributedSampler(
         examples, num_replicas=context.world_size, rank=context.rank, shuffle=True, seed=config.seed, drop_last=True
     )
-    loader = DataLoader(
+    loader = StopSafeLoader(
         examples,
         batch_size=per_rank,
         sampler=sampler,

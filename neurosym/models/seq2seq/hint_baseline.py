@@ -15,7 +15,7 @@ from neurosym.data.hint import EVAL_SUBSETS, collate_hint
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.factory import MODEL_OPTIONS, RNN_HIDDEN, build_front_end, build_seq2seq
 from neurosym.models.seq2seq.hint_task import TARGET_VOCAB, exact_match_by_subset, sequence_loss
-from neurosym.training import DistributedContext, TrainConfig, TrainResult, train
+from neurosym.training import DistributedContext, StopSafeLoader, TrainConfig, TrainResult, train
 
 BASELINE_OPTIONS = (
     "embedding", "dim", "hidden", "heads", "encoder_layers", "decoder_layers", "dropout", "relative", "norm",
@@ -107,8 +107,8 @@ def train_baseline(
     test subset and their unweighted mean ``"avg"`` (an empty dict off the main process). ``setup``: what the model
     and data were built from, kept in the checkpoint (:func:`~neurosym.training.train`)."""
 
-    def loader(dataset: Dataset) -> DataLoader:
-        return DataLoader(dataset, batch_size=eval_batch_size, collate_fn=collate_hint, num_workers=num_workers)
+    def loader(dataset: Dataset) -> DataLoader:  # (its workers leave Ctrl-C and SIGTERM to this process, as train's do)
+        return StopSafeLoader(dataset, batch_size=eval_batch_size, collate_fn=collate_hint, num_workers=num_workers)
 
     val_loader = loader(datasets["val"])
 
