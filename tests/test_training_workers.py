@@ -71,12 +71,12 @@ def _blocks_sigterm(pid: int) -> list[bool]:
 
 
 @pytest.mark.skipif(shutil.which("kill") is None or not Path("/proc/self/task").exists(), reason="needs kill and /proc")
-@pytest.mark.parametrize("start_method", ["fork"])
+@pytest.mark.parametrize("start_method", ["fork", pytest.param("spawn", marks=pytest.mark.slow)])
 def test_a_worker_lives_through_another_process_sigterm_and_ends_at_once_at_its_main_process(
     tmp_path: Path, start_method: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A worker in the middle of a long read (every thread of it holding SIGTERM for the one that waits for it) is left
-    alive by SIGTERM from another process and ends with status 0 at its main process's, as
+    """A worker in the middle of a long read (every thread of it, OpenBLAS's included, holding SIGTERM for the one that
+    waits for it) is left alive by SIGTERM from another process and ends with status 0 at its main process's, as
     torch's shutdown of the workers and Python's of daemon processes at exit expect."""
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "4")
     loader = StopSafeLoader(_Marked(tmp_path), num_workers=1, multiprocessing_context=start_method)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import multiprocessing
+import multiprocessing.resource_tracker
 import os
 import signal
 import threading
@@ -20,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from torch.utils.data import DataLoader, Dataset
+from torch.utils.data.dataloader import _BaseDataLoaderIter
 
 T = TypeVar("T")
 WorkerInit = Callable[[int], None]
@@ -28,6 +30,18 @@ WorkerInit = Callable[[int], None]
 WAITS_FOR_SIGTERM = hasattr(signal, "sigwaitinfo")
 """Whether a worker can tell its main process's SIGTERM from another's (Linux); elsewhere SIGTERM acts on workers
 as on torch's own."""
+
+
+def _held_signals() -> tuple[signal.Signals, ...]:
+    """:data:`HELD_SIGNALS` on this platform."""
+    if not hasattr(signal, "pthread_sigmask"):  # (Windows)
+        return ()
+    return (signal.SIGINT, signal.SIGTERM) if WAITS_FOR_SIGTERM else (signal.SIGINT,)
+
+
+HELD_SIGNALS = _held_signals()
+"""The signals workers start with blocked, so that one that comes while they start waits for them to ignore it (none
+where threads have no signal masks)."""
 
 
 def leave_stops_to_main(worker_init_fn: WorkerInit | None = None) -> WorkerInit:
@@ -61,9 +75,30 @@ def _exit_at_sigterm_from(main: int) -> None:
 
 class StopSafeLoader(DataLoader[T]):
     """A :class:`~torch.utils.data.DataLoader` whose workers leave SIGINT and SIGTERM to the main process
-    (:func:`leave_stops_to_main`, composed with any ``worker_init_fn`` given). Under ``forkserver`` (Python's fork
-    server forks the workers) a SIGTERM to the whole process group ends that server, and the workers with it. Its
-    options are ``DataLoader``'s, given by name after ``dataset``; without workers it is a plain ``DataLoader``."""
+    (:func:`leave_stops_to_main`, composed with any ``worker_init_fn`` given). Under the ``fork`` and ``spawn`` start
+    methods they start with both signals blocked, so that one sent while they start (seconds under ``spawn``) reaches
+    none of them, nor any thread they start (OpenBLAS's); the main process takes it once they are started. Under
+    ``forkserver`` Python's fork server forks them, as it is (a SIGTERM to the whole process group ends that server,
+    and the workers with it). Its options are ``DataLoader``'s, given by name after ``dataset``; without workers it
+    is a plain ``DataLoader``."""
 
     def __init__(self, dataset: Dataset[T], *, worker_init_fn: WorkerInit | None = None, **options: Any) -> None:
         super().__init__(dataset, worker_init_fn=leave_stops_to_main(worker_init_fn), **options)
+
+    def __iter__(self) -> _BaseDataLoaderIter:
+        start_method = self._start_method()
+        if start_method not in ("fork", "spawn") or not HELD_SIGNALS:
+            return super().__iter__()
+        if start_method == "spawn":  # Python's resource tracker, started with the first such process, unblocks them here
+            multiprocessing.resource_tracker.ensure_running()
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_SIGNALS)  # (the workers started here inherit the mask)
+        try:
+            return super().__iter__()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+    def _start_method(self) -> str | None:
+        """How iterating starts the worker processes (``None``: there are none)."""
+        if not self.num_workers:
+            return None
+        return (self.multiprocessing_context or multiprocessing).get_start_method()
