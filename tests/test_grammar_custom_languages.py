@@ -547,7 +547,7 @@ def test_targets_no_value_can_equal_are_refused_before_training():
 @pytest.mark.parametrize(
     ("truth", "error"),
     [
-        ("01 + 01", r"symbol ' ' at position 2 is not in the grammar's vocabulary"),
+        ("01 + 01", r"symbol ' ' at position 2 is not in the grammar's vocabulary; expected BIT \('0', '1'\) or '\+'"),
         ("0101", r"the sentence ends too early at position 4; expected BIT \('0', '1'\) or '\+'"),
     ],
 )

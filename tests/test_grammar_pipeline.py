@@ -151,6 +151,25 @@ def test_an_earley_parse_error_expects_the_end_where_what_came_before_is_a_sente
     assert_expects_what_can_follow(AMBIGUOUS, sentence)
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([HINT_GRAMMAR, AMBIGUOUS]), st.text(alphabet="12+*()", max_size=6), st.text(alphabet="12+*()x"))
+@example(AMBIGUOUS, "(1+", "x")
+def test_a_symbol_outside_the_vocabulary_expects_what_can_follow_what_came_before(grammar, before, after):
+    """The error of a symbol outside the vocabulary expected nothing (``()``, its message naming no alternative), in
+    the recursive grammars of either parser: it expects what the error of any other unexpected symbol there would."""
+    try:
+        grammar.parse(before)
+    except ParseError as error:
+        before = before[: error.position]  # (a sentence whose first error is the symbol outside the vocabulary)
+    sentence = before + "x" + after
+    with pytest.raises(
+        ParseError, match=rf"'x' at position {len(before)} is not in the grammar's vocabulary; expected "
+    ) as error:
+        grammar.parse(sentence)
+    assert error.value.char == "x" and error.value.expected
+    assert_expects_what_can_follow(grammar, sentence)
+
+
 def assert_expects_what_can_follow(grammar: SymbolGrammar, sentence: str) -> None:
     """A parse error of ``sentence`` expects exactly the terminals that can follow what came before it, and the end of
     input where that is a sentence."""

@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 from lark import Lark, Token, Tree
 from lark.common import LexerConf
-from lark.exceptions import GrammarError, LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark.exceptions import GrammarError, LarkError, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 from lark.grammar import Rule, Symbol, Terminal
 from lark.lexer import Lexer, Pattern
 
@@ -32,6 +32,8 @@ from neurosym.syntax.parser import accepted_terminals
 
 #: Characters tried against every terminal when no vocabulary is given.
 CANDIDATE_SYMBOLS = string.digits + string.ascii_letters + string.punctuation + "×÷−"
+OUTSIDE_VOCABULARY = "$OUTSIDE_VOCABULARY"
+"""The terminal a symbol outside the vocabulary is read as: no rule takes it, so the parser stops there."""
 
 
 @dataclass(frozen=True)
@@ -173,10 +175,10 @@ class SymbolGrammar:
 
             # Lark's interface-0 custom lexer (its wrapper passes the text); Lark's stub has only the newer signature.
             def lex(self, data: str) -> Iterator[Token]:  # type: ignore[override]
+                # (a symbol outside the vocabulary is a token no rule takes: the parser stops at it as at any unexpected
+                # token, and so says what it expected there; the lexer's own error knew nothing of the grammar)
                 for position, symbol in enumerate(data):
-                    if symbol not in terminal_of:
-                        raise UnexpectedCharacters(data, position, 1, position + 1)
-                    yield symbol_token(terminal_of[symbol], symbol, position)
+                    yield symbol_token(terminal_of.get(symbol, OUTSIDE_VOCABULARY), symbol, position)
 
         for parser in ("lalr", "earley"):
             try:
@@ -344,13 +346,6 @@ def _matches(pattern: Pattern, symbol: str) -> bool:
 def _parse_error(parser: Lark, sentence: str, error: UnexpectedInput, symbols_of: Callable[[str], tuple[str, ...]]) -> ParseError:
     """``error`` as a :class:`ParseError` whose ``expected`` are the terminals' names (``"$END"``: the end) and whose
     message shows them by their symbols (``symbols_of``)."""
-    if isinstance(error, UnexpectedCharacters):
-        # Lark declares pos_in_stream as None on the base class; SymbolLexer sets the symbol's position.
-        position = cast(int, error.pos_in_stream)
-        char = sentence[position]
-        return UnexpectedCharacterError(
-            f"symbol {char!r} at position {position} is not in the grammar's vocabulary", position, char, ()
-        )
     if isinstance(error, UnexpectedEOF) or (isinstance(error, UnexpectedToken) and error.token.type == "$END"):
         position = len(sentence)
         expected = _expected(parser, sentence[:position], error)
@@ -360,17 +355,17 @@ def _parse_error(parser: Lark, sentence: str, error: UnexpectedInput, symbols_of
             None,
             expected,
         )
-    if not isinstance(error, UnexpectedToken):  # pragma: no cover - Lark raises only the three kinds above
+    if not isinstance(error, UnexpectedToken):  # pragma: no cover - the parsers raise only the two kinds above
         raise error
     position = error.token.start_pos
     char = sentence[position]
     expected = _expected(parser, sentence[:position], error)
-    return UnexpectedSymbolError(
-        f"unexpected symbol {char!r} at position {position}; expected {_in_symbols(expected, symbols_of)}",
-        position,
-        char,
-        expected,
-    )
+    kind: type[ParseError]
+    if error.token.type == OUTSIDE_VOCABULARY:
+        message, kind = f"symbol {char!r} at position {position} is not in the grammar's vocabulary", UnexpectedCharacterError
+    else:
+        message, kind = f"unexpected symbol {char!r} at position {position}", UnexpectedSymbolError
+    return kind(f"{message}; expected {_in_symbols(expected, symbols_of)}", position, char, expected)
 
 
 SYMBOLS_SHOWN = 8
