@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import torch
 from hint_pipelines import TINY_TRAINING, check_reads_in_evaluation_mode_and_keeps_training_mode, tiny_pipeline, tiny_problem
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neurosym.pipelines.refit import LabelledWindows, RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.routing import source_windows
@@ -214,3 +216,25 @@ def test_window_sources_take_integer_indices_of_their_records_alone(problem):
         for bad in ([False, True], np.array([0.9]), [-1], [len(indexed)]):  # (a mask read records 0 and 1; -1 the last)
             with pytest.raises(ValueError, match=rf"indices must be example indices in \[0, {len(indexed)}\), got"):
                 indexed.batch(bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=-50, max_value=50), st.integers(min_value=0, max_value=4), st.integers(min_value=1, max_value=4))
+def test_one_records_windows_take_an_index_of_its_records_alone(problem, index, first, second):
+    """``windows(i)`` went unchecked: past the end a bare "tuple index out of range", below 0 "list index out of range"
+    or "expected non-negative integer" from deep inside (``batch`` refuses ``-1`` too), and ``True`` read record 1."""
+    train, _ = problem
+    bank = train.dataset.bank
+    parts = WindowSource(train.records[:first], bank, "train"), WindowSource(train.records[first : first + second], bank, "test")
+    for indexed, source, local in (
+        (ConcatWindows(*parts), parts[index >= first], index - first * (index >= first)),
+        (parts[1], parts[1], index),
+    ):
+        if 0 <= index < len(indexed):
+            assert torch.equal(indexed.windows(index), source.windows(local))
+            continue
+        with pytest.raises(IndexError, match=rf"record index {index} is outside \[0, {len(indexed)}\)"):
+            indexed.windows(index)
+    for bad in (True, 1.0):  # (True was read as record 1, 1.0 failed in list indexing)
+        with pytest.raises(TypeError, match=rf"a record index is an int, got {type(bad).__name__} {bad!r}"):
+            ConcatWindows(*parts).windows(bad)

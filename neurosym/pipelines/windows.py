@@ -10,6 +10,7 @@ import torch
 from neurosym.data.hint import HintImageDataset, HintRecord
 from neurosym.data.symbol_images import WINDOW, SymbolBank
 from neurosym.pipelines.sentences import example_indices
+from neurosym.training.checks import as_int
 
 
 class WindowSource:
@@ -25,7 +26,9 @@ class WindowSource:
         self._picks: dict[int, np.ndarray] = {}  # image indices per record, drawn once
 
     def image_indices(self, index: int) -> np.ndarray:
-        """Bank indices ``[n]`` of the images showing record ``index``'s symbols."""
+        """Bank indices ``[n]`` of the images showing record ``index``'s symbols (an int in ``[0, len(self))``:
+        :func:`record_index`)."""
+        index = record_index(index, len(self))
         if index not in self._picks:
             self._picks[index] = np.asarray(self.dataset.image_indices(index, self.records[index]))
         return self._picks[index]
@@ -34,7 +37,7 @@ class WindowSource:
         return len(self.records)
 
     def windows(self, index: int) -> torch.Tensor:
-        """Record ``index``'s windows, uint8 ``[n, 32, 32]``."""
+        """Record ``index``'s windows, uint8 ``[n, 32, 32]`` (an int in ``[0, len(self))``: :func:`record_index`)."""
         return self.images[torch.from_numpy(self.image_indices(index))]
 
     def batch(self, indices: Iterable[int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -47,6 +50,18 @@ class WindowSource:
         (no padding), e.g. to re-estimate batch-norm statistics on unlabelled images."""
         for start in range(0, len(self), records_per_batch):
             yield torch.cat([self.windows(i) for i in range(start, min(start + records_per_batch, len(self)))])
+
+
+def record_index(index: int, size: int) -> int:
+    """``index`` as a Python int where it names one of ``size`` records: ``TypeError`` unless an int (numpy's too, not a
+    bool, which was read as record 0 or 1), ``IndexError`` outside ``[0, size)`` (``-1`` too, as ``batch`` refuses it:
+    a window source counts its records from 0 alone)."""
+    number = as_int(index)
+    if number is None:
+        raise TypeError(f"a record index is an int, got {type(index).__name__} {index!r:.40}")
+    if not 0 <= number < size:
+        raise IndexError(f"record index {number} is outside [0, {size}): the source holds {size} records")
+    return number
 
 
 EVALUATION_WINDOWS = 4096
@@ -107,7 +122,9 @@ class ConcatWindows:
         return len(self.records)
 
     def windows(self, index: int) -> torch.Tensor:
-        """Record ``index``'s windows, uint8 ``[n, 32, 32]``, from the source that holds it."""
+        """Record ``index``'s windows, uint8 ``[n, 32, 32]``, from the source that holds it (an int in
+        ``[0, len(self))``: :func:`record_index`)."""
+        index = record_index(index, len(self))
         which = int(np.searchsorted(self.offsets, index, side="right")) - 1
         return self.sources[which].windows(index - int(self.offsets[which]))
 
