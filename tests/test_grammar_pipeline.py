@@ -116,6 +116,26 @@ def test_a_grammar_that_cannot_serve_is_named_before_any_work(tmp_path):
         SymbolGrammar(str(tmp_path / "missing.lark"))
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.text(alphabet="abcxyz_-/. ", max_size=12), st.sampled_from(['start: "a"', 'start : "a" | "a" start', '?start.2: "a"']))
+def test_one_line_grammar_text_ending_in_lark_is_text(comment, rule):
+    """A one-line grammar whose comment ended in ``.lark`` was read as the path of a file (``FileNotFoundError``)."""
+    assert SymbolGrammar(f"{rule}  // {comment}.lark").symbols == ("a",)
+
+
+def test_a_path_is_a_path_object_an_existing_file_or_a_lark_name_that_defines_no_rule(tmp_path):
+    """An existing file not named .lark was read as grammar text (Lark's "Unexpected token" of its name), and a missing
+    one was named by the operating system's bare error alone."""
+    path = tmp_path / "addition grammar.txt"
+    path.write_text(ADDITION)
+    for grammar in (path, str(path)):
+        assert SymbolGrammar(grammar).source_path == str(path.resolve())
+    assert SymbolGrammar(ADDITION).source_path is None
+    for missing in (tmp_path / "missing.txt", str(tmp_path / "missing.lark"), "missing.lark"):
+        with pytest.raises(FileNotFoundError, match=rf"no grammar file {re.escape(repr(str(missing)))} \(looked for .*missing"):
+            SymbolGrammar(missing)
+
+
 def test_parse_errors_name_the_position():
     grammar = SymbolGrammar(ADDITION)
     with pytest.raises(ParseError, match="position 2") as error:

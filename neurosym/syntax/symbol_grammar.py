@@ -57,8 +57,9 @@ class SymbolGrammar:
     """A Lark grammar over single-character symbols, one token per symbol.
 
     Args:
-        grammar: Lark grammar text, or a path to a ``.lark`` file (whose relative imports, ``%import .defs (DIGIT)``,
-            look beside it, as ``Lark.open``'s do).
+        grammar: Lark grammar text, or the path of a grammar file (whose relative imports, ``%import .defs (DIGIT)``,
+            look beside it, as ``Lark.open``'s do): a path object, or a str of one line that names an existing file or
+            ends in ``.lark`` and defines no rule (a one-line grammar, ``start: "a"  // a.lark``, is text).
         symbols: the vocabulary (single characters); default: every character of
             :data:`CANDIDATE_SYMBOLS` that one of the grammar's terminals matches.
         start: the start rule.
@@ -70,7 +71,7 @@ class SymbolGrammar:
             characters (``"01" | "1"``, ``/[0-9]+/``); a terminal that matches none of ``symbols`` (without them,
             none of :data:`CANDIDATE_SYMBOLS`); an ``%import`` of a grammar Lark does not find.
         TypeError: a grammar that is neither text nor a path, a ``start`` that is no str, a symbol that is no str.
-        FileNotFoundError: a ``.lark`` path that does not exist.
+        FileNotFoundError: a path (as above) to no file.
 
     A grammar pickles and copies as its text, symbols, start rule and path, and the copy is built again from them (a
     grammar read from a file needs the grammars it imports beside that file where it is unpickled).
@@ -82,8 +83,8 @@ class SymbolGrammar:
         if not isinstance(start, str):  # (Lark takes several; a list failed here as "unhashable type: 'list'")
             raise TypeError(f"start is the name of the one rule sentences start from, got {type(start).__name__} {start!r:.40}")
         # (a file's relative imports, %import .defs, resolve against its folder, as Lark.open resolves them)
-        source_path = str(Path(grammar).resolve()) if _is_path(grammar) else None
-        text = Path(grammar).read_text(encoding="utf-8") if _is_path(grammar) else str(grammar)
+        source_path = _grammar_path(grammar)
+        text = str(grammar) if source_path is None else Path(source_path).read_text(encoding="utf-8")
         self._build(text, symbols, start, source_path)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -315,9 +316,28 @@ def _placed(child: Tree | Token) -> bool:
     return not isinstance(child, Tree) or hasattr(child.meta, "end_pos")
 
 
-def _is_path(grammar: str | os.PathLike) -> bool:
-    """Whether ``grammar`` names a file: a path object, or one line of text ending in ``.lark``."""
-    return isinstance(grammar, os.PathLike) or (grammar.strip().endswith(".lark") and "\n" not in grammar.strip())
+_DEFINITION = re.compile(r"^\s*[?!]?[A-Za-z_]\w*(\.-?\d+)?(\{[^}]*\})?\s*:", re.MULTILINE)
+"""The start of a rule's or terminal's definition (``start:``, ``?sum:``, ``X.2:``, ``list{x}:``): grammar text."""
+
+
+def _grammar_path(grammar: str | os.PathLike) -> str | None:
+    """The resolved path of the file ``grammar`` names, ``None`` where it is grammar text. A path object names a file;
+    a str does where it is one line and names an existing file, or ends in ``.lark`` and defines no rule (a grammar
+    defines one, ``start: ...``, so a one-line grammar whose comment ends in ``.lark`` is text). ``FileNotFoundError``
+    where the file named is not there."""
+    line = str(grammar).strip()
+    named = isinstance(grammar, os.PathLike) or (
+        "\n" not in line and (os.path.isfile(grammar) or (line.endswith(".lark") and not _DEFINITION.search(line)))
+    )
+    if not named:
+        return None
+    path = Path(grammar).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"no grammar file {str(grammar)!r} (looked for {path}): a path object, or a one-line str that ends in .lark "
+            "and defines no rule, names the file of a grammar; grammar text defines its rules (start: ...)"
+        )
+    return str(path)
 
 
 def _loaded(text: str, start: str, source_path: str | None) -> Lark:
