@@ -517,10 +517,10 @@ def test_a_sources_symbol_ids_and_lengths_of_any_integer_width_are_read(dtype):
 
 
 class _Sums:
-    """A source's truths and targets alone: what the pipeline checks before training."""
+    """A source's truths, targets and lengths alone: what the pipeline checks before training."""
 
     def __init__(self, targets: list) -> None:
-        self.truths, self.targets = ["1/3+4"] * len(targets), targets
+        self.truths, self.targets, self.lengths = ["1/3+4"] * len(targets), targets, np.full(len(targets), 5)
 
     def __len__(self) -> int:
         return len(self.targets)
@@ -542,6 +542,56 @@ def test_targets_no_value_can_equal_are_refused_before_training():
         _check_targets(pipeline, rounded)
     close = GrammarPipeline(executor.grammar, executor.semantics, pipeline.reader, equal=lambda a, b: abs(a - b) < 1e-3)
     _check_targets(close, rounded)
+
+
+DIGIT_SUM = GrammarPipeline(
+    SymbolGrammar('start: DIGIT "+" DIGIT\nDIGIT: "0".."9"\n'),
+    TreeSemantics({"start": lambda digits: int(digits[0]) + int(digits[1])}),
+    Uniform(list("0123456789")),
+)
+
+
+def digit_sums(targets: list) -> ImageSentences:
+    """Sums of two digits shown as images, the ``+`` given, with ``targets`` alone (no true sentences)."""
+    count = len(targets)
+    picks = np.tile([0, -1, 0], (count, 1))
+    given = np.tile([READ, 10, READ], (count, 1))
+    return ImageSentences(np.zeros((1, 2, 2), np.uint8), picks, given, np.full(count, 3), targets)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 18), min_size=1, max_size=6),
+    st.data(),
+    st.one_of(st.integers(-30, 40), st.sampled_from([2.5, -1.0, 7.0, 18.0001, "7", (3,)])),
+)
+def test_targets_no_sentence_of_their_length_gives_are_refused_naming_the_example(targets, data, wrong):
+    """A source of targets alone was not checked at all: a negative sum, a fraction or text trained on examples that
+    no reading explains. Where a length has few sentences, their values say which targets can be met."""
+    from neurosym.pipelines.grammar_pipeline import train_grammar_pipeline
+    from neurosym.pipelines.trainer import PipelineConfig
+
+    index = data.draw(st.integers(0, len(targets)))
+    targets = [*targets[:index], wrong, *targets[index:]]
+    source = digit_sums(targets)
+    if wrong in range(19):  # (7.0 == 7: a value of a sentence)
+        assert evaluate_grammar_pipeline(DIGIT_SUM, source, "cpu")["accuracy"] >= 0
+        return
+    message = rf"the target of example {index}, {re.escape(repr(wrong))}, is no value of the 100 sentences of length 3"
+    with pytest.raises(ValueError, match=message):
+        evaluate_grammar_pipeline(DIGIT_SUM, source, "cpu")
+    with pytest.raises(ValueError, match=message):
+        train_grammar_pipeline(DIGIT_SUM, source, PipelineConfig(steps=1, batch_size=2), "cpu")
+
+
+def test_targets_of_lengths_with_many_sentences_are_left_to_abduction(monkeypatch):
+    """Where a length has more sentences than are run to learn their values, no target of that length is refused."""
+    from neurosym.pipelines import grammar_pipeline
+
+    monkeypatch.setattr(grammar_pipeline, "SENTENCES_ENUMERATED", 99)
+    assert evaluate_grammar_pipeline(DIGIT_SUM, digit_sums([-1, 3]), "cpu")["accuracy"] == 0.0
+    with pytest.raises(TypeError, match="the target of example 1: target is None"):  # (every target is checked)
+        evaluate_grammar_pipeline(DIGIT_SUM, digit_sums([3, None]), "cpu")
 
 
 @pytest.mark.parametrize(

@@ -175,19 +175,37 @@ def abduction_scores(log_probs: torch.Tensor) -> np.ndarray:
 TARGETS_CHECKED = 16
 """How many of a source's true sentences :func:`train_grammar_pipeline` and :func:`evaluate_grammar_pipeline` execute
 against their targets first (and, training on them, check for symbols the reader lacks)."""
+SENTENCES_ENUMERATED = 1024
+"""The most strings of one length :func:`train_grammar_pipeline` and :func:`evaluate_grammar_pipeline` parse to run every
+sentence of that length (:meth:`~neurosym.syntax.symbol_grammar.SymbolGrammar.sentences`), so that a target no value of
+them equals is refused; the targets of a length with more go unchecked so (abduction leaves them unexplained)."""
 
 
 def _check_targets(pipeline: GrammarPipeline, source: SentenceSource) -> None:
-    """Where ``source`` knows its true sentences, some of its first ones must execute to their targets: targets of
-    another kind than the semantics' values (``"37"`` for 37) would leave every example unexplained (in training)
-    or wrong (in evaluation), silently; and none of those first targets may be one no value can equal
-    (:meth:`~neurosym.pipelines.grammar_abduction.GrammarAbducer.check_target`)."""
+    """Every target must be one a value can equal (:meth:`~neurosym.pipelines.grammar_abduction.GrammarAbducer.check_target`,
+    the example named), and one the value of some sentence of its example's length equals where that length has few
+    sentences (:func:`_check_reachable`). Where ``source`` knows its true sentences, some of its first ones must also
+    execute to their targets: targets of another kind than the semantics' values (``"37"`` for 37) would leave every
+    example unexplained (in training) or wrong (in evaluation), silently."""
+    for index, target in enumerate(source.targets):  # (a target no value can equal failed inside the comparisons below)
+        _check_target(pipeline, index, target)
     truths = getattr(source, "truths", None)
-    if truths is None:
-        return
+    if truths is not None:
+        _check_truths_give_targets(pipeline, source, truths)
+    _check_reachable(pipeline, source)
+
+
+def _check_target(pipeline: GrammarPipeline, index: int, target: Any) -> None:
+    """:meth:`~neurosym.pipelines.grammar_abduction.GrammarAbducer.check_target`, its error naming example ``index``."""
+    try:
+        pipeline.abducer.check_target(target)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"the target of example {index}: {error}") from None
+
+
+def _check_truths_give_targets(pipeline: GrammarPipeline, source: SentenceSource, truths: Sequence[str]) -> None:
+    """Some of the first :data:`TARGETS_CHECKED` true sentences must execute to their targets."""
     count = min(len(source), TARGETS_CHECKED)
-    for i in range(count):  # (a target no value can equal failed inside the comparison below)
-        pipeline.abducer.check_target(source.targets[i])
     values = pipeline.executor.values([truths[i] for i in range(count)])
     if not any(pipeline.abducer.gives(value, source.targets[i]) for i, value in enumerate(values)):
         value, target = values[0], source.targets[0]
@@ -197,6 +215,58 @@ def _check_targets(pipeline: GrammarPipeline, source: SentenceSource) -> None:
             f"({type(value).__name__}), its target is {target!r} ({type(target).__name__}); the targets must be the "
             "semantics' values, or count as them under the pipeline's equal (e.g. math.isclose for results rounded elsewhere)"
         )
+
+
+def _check_reachable(pipeline: GrammarPipeline, source: SentenceSource) -> None:
+    """Each example of a length whose sentences are found by parsing at most :data:`SENTENCES_ENUMERATED` strings must have
+    a target that the value of one of them gives (under the pipeline's ``equal``): one that none gives (a negative sum, a
+    fraction of integer semantics) would be trained on though no reading explains it. Given symbols are not held
+    fixed, so a target refused is one that no reading of the example's windows can give."""
+    lengths = np.asarray(source.lengths)
+    for length in np.unique(lengths).tolist():
+        sentences = pipeline.grammar.sentences(length, SENTENCES_ENUMERATED)
+        if sentences is None:
+            continue
+        values = _distinct([value for value in pipeline.executor.values(sentences) if value is not None])
+        reached: dict[tuple[type, Any], bool] = {}
+        for index in np.flatnonzero(lengths == length).tolist():
+            target = source.targets[index]
+            if not _reached(pipeline.abducer.gives, values, target, reached):
+                shown = ", ".join(repr(value)[:40] for value in values[:8]) + (", ..." if len(values) > 8 else "")
+                raise ValueError(
+                    f"the target of example {index}, {target!r:.60}, is no value of the {len(sentences)} sentences of "
+                    f"length {length}: they give {shown or 'no valid value'}; no reading explains it (the targets must be the "
+                    "semantics' values, or count as them under the pipeline's equal)"
+                )
+
+
+def _distinct(values: list[Any]) -> list[Any]:
+    """``values`` in their order without repeats of one type and value (unhashable ones all kept)."""
+    seen: set[tuple[type, Any]] = set()
+    kept = []
+    for value in values:
+        try:
+            key = (type(value), value)
+            if key in seen:
+                continue
+            seen.add(key)
+        except TypeError:  # (unhashable)
+            pass
+        kept.append(value)
+    return kept
+
+
+def _reached(gives: Callable[[Any, Any], bool], values: list[Any], target: Any, memory: dict[tuple[type, Any], bool]) -> bool:
+    """Whether one of ``values`` gives ``target``, remembered in ``memory`` per target type and value where hashable
+    (a source repeats its targets: the sums of two digits are 19)."""
+    key = (type(target), target)
+    try:
+        return memory[key]
+    except TypeError:  # (unhashable)
+        return any(gives(value, target) for value in values)
+    except KeyError:
+        memory[key] = any(gives(value, target) for value in values)
+        return memory[key]
 
 
 def _check_truth_parses(grammar: SymbolGrammar, truth: str, count: int) -> None:

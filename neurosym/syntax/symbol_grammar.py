@@ -11,6 +11,8 @@ no child of its rule (as ``item?``), not Lark's ``None`` placeholder.
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import re
 import string
@@ -288,6 +290,15 @@ class SymbolGrammar:
         if length < 1:
             raise ValueError(f"a sentence has at least one symbol, got length {length}")
         return self._position_symbols(length)
+
+    def sentences(self, length: int, limit: int) -> list[str] | None:
+        """Every sentence of ``length`` symbols (in the vocabulary's order), or ``None`` where more than ``limit``
+        strings would have to be parsed to find them: those of the symbols some sentence of that length has at each
+        position (:meth:`position_symbols`)."""
+        allowed = self.position_symbols(length)
+        if math.prod(map(len, allowed)) > limit:
+            return None
+        return [sentence for sentence in map("".join, itertools.product(*allowed)) if self.accepts(sentence)]
 
     @lru_cache(maxsize=64)  # noqa: B019 (a grammar lives as long as the pipelines that use it)
     def _position_symbols(self, length: int) -> tuple[tuple[str, ...], ...]:
