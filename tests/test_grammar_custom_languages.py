@@ -9,6 +9,7 @@ import itertools
 import math
 import pickle
 import re
+import warnings
 from collections.abc import Iterator
 from fractions import Fraction
 
@@ -655,3 +656,40 @@ def test_any_grammar_parses_every_sentence_or_names_the_parse_error(alternatives
                 assert not grammar.accepts(sentence)
             else:
                 assert grammar.accepts(sentence)
+
+
+@pytest.mark.parametrize(
+    ("text", "sentence"),
+    [
+        ('start: e\ne: e "+" e | e "*" e | N | "(" e ")"\nN: "1" | "2"\n', "1+1+1"),  # (1+1)+1 or 1+(1+1)
+        ('start: s\ns: "i" s | "i" s "e" s | "x"\n', "iixex"),  # the dangling else
+        ('start: e\ne: "-" e | e "+" e | D\nD: "0".."9"\n', "-0+0"),  # -(0+0) or (-0)+0
+    ],
+)
+def test_an_ambiguous_grammar_is_warned_of_with_a_sentence_of_several_trees(text, sentence):
+    """Lark's Earley parser took one of a sentence's trees by its own order, silently: the values of such sentences
+    could be other than meant."""
+    from neurosym.syntax import AmbiguousGrammarWarning
+
+    grammar = SymbolGrammar(text)
+    with pytest.warns(AmbiguousGrammarWarning, match=rf"the grammar is ambiguous: {re.escape(repr(sentence))} has several"):
+        GrammarPipeline(grammar, TreeSemantics({}), Uniform(list(grammar.symbols)))
+    found, trees = grammar.ambiguous_sentence
+    assert found == sentence and len(trees) == 2 and trees[0] != trees[1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        'start: a | b\na: "x" a "y" | "x" "y"\nb: "x" b "y" "y" | "x" "y" "y"\n',  # Earley (not LALR(1)), one tree each
+        'start: "a" start "a" | "b" start "b" | "a" | "b" |\n',  # Earley, one tree each
+        'start: x+ x+\nx: "a"\n',  # several derivations of "aaa", all one tree: start(x, x, x)
+        'start: e\n?e: e "+" t | t\n?t: D | "(" e ")"\nD: "0".."9"\n',  # LALR(1): never ambiguous
+    ],
+)
+def test_a_grammar_whose_sentences_have_one_tree_each_is_not_warned_of(text):
+    grammar = SymbolGrammar(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        GrammarPipeline(grammar, TreeSemantics({}), Uniform(list(grammar.symbols)))
+    assert grammar.ambiguous_sentence is None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -24,7 +25,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from einops import rearrange, repeat
-from lark import Transformer
+from lark import Token, Transformer, Tree
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
@@ -38,7 +39,7 @@ from neurosym.pipelines.sentences import READ, SentenceBatch, SentenceSource
 from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig, pseudo_label_loss, run_reader_training
 from neurosym.pipelines.windows import reading_batches, real_positions
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
-from neurosym.syntax.errors import ParseError
+from neurosym.syntax.errors import AmbiguousGrammarWarning, ParseError
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.distributed import DistributedContext
@@ -96,6 +97,7 @@ class GrammarPipeline:
                 f'tokens such as "+"), so its semantics cannot tell them apart: give each an alias (-> name) and its '
                 'semantics, or name the terminals that differ (PLUS: "+")'
             )
+        _warn_if_ambiguous(grammar)
         self.grammar, self.semantics, self.reader = grammar, semantics, reader
         self.executor = Executor(grammar, semantics)
         self.decoder = GrammarDecoder(grammar)
@@ -163,6 +165,31 @@ class GrammarPipeline:
             positions = np.flatnonzero(fixed[: len(sentence)] != READ).tolist()
             found.append(search(sentence, scores[: len(sentence)], target, positions))
         return found
+
+
+def _warn_if_ambiguous(grammar: SymbolGrammar) -> None:
+    """An :class:`~neurosym.syntax.errors.AmbiguousGrammarWarning` where ``grammar`` has a sentence of several parse trees
+    (:attr:`~neurosym.syntax.symbol_grammar.SymbolGrammar.ambiguous_sentence`)."""
+    if (found := grammar.ambiguous_sentence) is None:
+        return
+    sentence, (tree, other) = found
+    warnings.warn(
+        AmbiguousGrammarWarning(
+            f"the grammar is ambiguous: {sentence!r} has several parse trees, e.g. {_bracketed(tree)} and {_bracketed(other)}, "
+            "and the parser takes one by its own order of the rules, so the semantics may give such sentences other values "
+            'than meant: write the grammar so that each sentence has one tree (a rule per precedence level, sum: sum "+" '
+            "product | product), or ignore this warning where the semantics give every tree of a sentence one value"
+        ),
+        stacklevel=3,
+    )
+
+
+def _bracketed(tree: Tree | Token, width: int = 80) -> str:
+    """``tree`` on one line, as ``rule(child, ...)`` with its tokens' symbols quoted, cut to ``width`` characters."""
+    text = (
+        repr(str(tree)) if isinstance(tree, Token) else f"{tree.data}({', '.join(_bracketed(c, width) for c in tree.children)})"
+    )
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def abduction_scores(log_probs: torch.Tensor) -> np.ndarray:

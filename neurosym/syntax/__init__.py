@@ -15,13 +15,20 @@ from neurosym.syntax.concepts import (
     canonical_sentence,
 )
 from neurosym.syntax.convert import from_prefix, to_networkx, to_postfix, to_prefix
-from neurosym.syntax.errors import ParseError, UnexpectedCharacterError, UnexpectedEndError, UnexpectedSymbolError
+from neurosym.syntax.errors import (
+    AmbiguousGrammarWarning,
+    ParseError,
+    UnexpectedCharacterError,
+    UnexpectedEndError,
+    UnexpectedSymbolError,
+)
 from neurosym.syntax.parser import grammar_text, lark_parser, parse
 from neurosym.syntax.printing import InfixLayout, heads, infix_layout, to_infix, tokens
 from neurosym.syntax.symbol_grammar import NormalForm, SymbolGrammar
 from neurosym.syntax.tree import Node
 
 __all__ = [
+    "AmbiguousGrammarWarning",
     "NormalForm",
     "SymbolGrammar",
     "ADDITIVE",

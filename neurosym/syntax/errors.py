@@ -1,4 +1,5 @@
-"""Parse errors that name the position, the offending character and what was expected."""
+"""Parse errors that name the position, the offending character and what was expected; the warning of an ambiguous
+grammar."""
 
 from __future__ import annotations
 
@@ -34,3 +35,9 @@ class UnexpectedSymbolError(ParseError):
 
 class UnexpectedEndError(ParseError):
     """The text ended before the expression was complete (e.g. ``3+``, ``(2`` or the empty string)."""
+
+
+class AmbiguousGrammarWarning(UserWarning):
+    """A grammar with a sentence of several parse trees (:attr:`~neurosym.syntax.symbol_grammar.SymbolGrammar.
+    ambiguous_sentence`): the parser takes one of them by its own order of the rules, so where the semantics give the
+    trees different values, the value of such a sentence may be another than meant."""

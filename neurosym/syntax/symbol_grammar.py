@@ -36,6 +36,12 @@ from neurosym.syntax.parser import accepted_terminals
 CANDIDATE_SYMBOLS = string.digits + string.ascii_letters + string.punctuation + "×÷−"
 OUTSIDE_VOCABULARY = "$OUTSIDE_VOCABULARY"
 """The terminal a symbol outside the vocabulary is read as: no rule takes it, so the parser stops there."""
+AMBIGUITY_CHECKED = 256
+"""The most sentences (one per sequence of terminals) :attr:`SymbolGrammar.ambiguous_sentence` parses with all their
+trees, and the most sequences of terminals a nonterminal may derive at a length it reaches (Lark's Earley parser
+takes one to a few milliseconds per short sentence: under a second in all)."""
+AMBIGUITY_LENGTHS = 16
+"""The longest sentences :attr:`SymbolGrammar.ambiguous_sentence` parses."""
 
 
 @dataclass(frozen=True)
@@ -170,34 +176,45 @@ class SymbolGrammar:
         return any(_matches(pattern, symbol) for symbol in self.symbols)
 
     def _parser(self) -> Lark:
-        terminal_of = self.terminal_of
+        """LALR where the grammar is LALR(1) without conflicts (Lark's strict mode; so one parse tree per sentence),
+        else Earley, which parses any context-free grammar (:attr:`ambiguous_sentence`)."""
+        try:
+            return self._lark(parser="lalr", strict=True)
+        except GrammarError:
+            return self._lark(parser="earley")
 
-        class SymbolLexer(Lexer):
-            def __init__(self, lexer_conf: LexerConf) -> None:
-                """Lark builds a lexer from its configuration; one token per symbol needs none of it."""
+    def _lark(self, **options: Any) -> Lark:
+        """The grammar's Lark parser with ``options``, over one token per symbol (:func:`_symbol_lexer`)."""
+        return Lark(
+            self.text,
+            start=self.start,
+            lexer=_symbol_lexer(self.terminal_of),
+            source_path=self.source_path,
+            propagate_positions=_placed,
+            maybe_placeholders=False,  # an absent [item] is no child (a None child would read as invalid)
+            **options,
+        )
 
-            # Lark's interface-0 custom lexer (its wrapper passes the text); Lark's stub has only the newer signature.
-            def lex(self, data: str) -> Iterator[Token]:  # type: ignore[override]
-                # (a symbol outside the vocabulary is a token no rule takes: the parser stops at it as at any unexpected
-                # token, and so says what it expected there; the lexer's own error knew nothing of the grammar)
-                for position, symbol in enumerate(data):
-                    yield symbol_token(terminal_of.get(symbol, OUTSIDE_VOCABULARY), symbol, position)
-
-        for parser in ("lalr", "earley"):
-            try:
-                return Lark(
-                    self.text,
-                    start=self.start,
-                    parser=parser,
-                    lexer=SymbolLexer,
-                    source_path=self.source_path,
-                    propagate_positions=_placed,
-                    maybe_placeholders=False,  # an absent [item] is no child (a None child would read as invalid)
-                    strict=parser == "lalr",
-                )
-            except GrammarError:  # not LALR(1): Earley parses any context-free grammar
-                continue
-        raise AssertionError("unreachable: Earley accepts every grammar Lark loads")
+    @cached_property
+    def ambiguous_sentence(self) -> tuple[str, tuple[Tree | Token, Tree | Token]] | None:
+        """A sentence with several parse trees, and two of them, or ``None`` where none was found: the parser takes one
+        of them by its own order of the rules, so the semantics may give such a sentence another value than meant. An
+        LALR grammar has none. An Earley grammar's sentences are parsed with all their trees, the shortest first (one
+        per sequence of terminals, :func:`_terminal_sentences`), up to :data:`AMBIGUITY_CHECKED` of them and
+        :data:`AMBIGUITY_LENGTHS` symbols: longer sentences go unchecked. Derivations that give one tree (``x+ x+``)
+        count as one."""
+        if self.parser.options.parser == "lalr":
+            return None
+        explicit, left = self._lark(parser="earley", ambiguity="explicit"), AMBIGUITY_CHECKED
+        form = self.normal_form
+        for sentences in itertools.islice(_terminal_sentences(form, AMBIGUITY_CHECKED), AMBIGUITY_LENGTHS):
+            if (left := left - len(sentences)) < 0:
+                return None
+            for terminals in sentences:
+                sentence = "".join(self._symbol_of[form.terminals[terminal]] for terminal in terminals)
+                if (trees := _two_trees(explicit.parse(sentence))) is not None:
+                    return sentence, trees
+        return None
 
     def symbols_of(self, terminal: str) -> tuple[str, ...]:
         """The vocabulary's symbols that ``terminal`` matches."""
@@ -309,6 +326,60 @@ class SymbolGrammar:
             for position in np.flatnonzero(reached[head, :, 1]):
                 allowed[position].update(self.symbols_of(form.terminals[terminal]))
         return tuple(tuple(s for s in self.symbols if s in symbols) for symbols in allowed)
+
+
+def _symbol_lexer(terminal_of: dict[str, str]) -> type[Lexer]:
+    """A Lark lexer that reads each symbol as one token of its terminal (``terminal_of``)."""
+
+    class SymbolLexer(Lexer):
+        def __init__(self, lexer_conf: LexerConf) -> None:
+            """Lark builds a lexer from its configuration; one token per symbol needs none of it."""
+
+        # Lark's interface-0 custom lexer (its wrapper passes the text); Lark's stub has only the newer signature.
+        def lex(self, data: str) -> Iterator[Token]:  # type: ignore[override]
+            # (a symbol outside the vocabulary is a token no rule takes: the parser stops at it as at any unexpected
+            # token, and so says what it expected there; the lexer's own error knew nothing of the grammar)
+            for position, symbol in enumerate(data):
+                yield symbol_token(terminal_of.get(symbol, OUTSIDE_VOCABULARY), symbol, position)
+
+    return SymbolLexer
+
+
+def _terminal_sentences(form: NormalForm, cap: int) -> Iterator[list[tuple[int, ...]]]:
+    """Per length 1, 2, ...: the sentences of ``form`` of that length as terminal ids, sorted; it stops before a length
+    where a nonterminal derives more than ``cap`` sequences."""
+    derived: list[list[set[tuple[int, ...]]]] = [[set() for _ in form.nonterminals]]  # [length][nonterminal]
+    for length in itertools.count(1):
+        cell: list[set[tuple[int, ...]]] = [set() for _ in form.nonterminals]
+        for head, terminal in form.terminal_rules if length == 1 else ():
+            cell[head].add((terminal,))
+        for head, left, right in form.binary_rules:
+            for split in range(1, length):
+                cell[head].update(a + b for a in derived[split][left] for b in derived[length - split][right])
+            if len(cell[head]) > cap:
+                return
+        changed = True
+        while changed:  # (along the unary rules, as _close_unary)
+            changed = False
+            for head, child in form.unary_rules:
+                if not cell[child] <= cell[head]:
+                    cell[head] |= cell[child]
+                    changed = True
+        if max(map(len, cell)) > cap:
+            return
+        derived.append(cell)
+        yield sorted(cell[form.start])
+
+
+def _two_trees(parsed: Tree | Token) -> tuple[Tree | Token, Tree | Token] | None:
+    """Two different trees of the alternatives at the first of Lark's ``_ambig`` nodes in ``parsed`` (a parse with
+    ``ambiguity="explicit"``) that has any, else ``None``."""
+    if not isinstance(parsed, Tree):
+        return None
+    for node in parsed.iter_subtrees_topdown():
+        if node.data == "_ambig" and (other := next((c for c in node.children[1:] if c != node.children[0]), None)) is not None:
+            return node.children[0], other
+    return None
 
 
 def symbol_token(terminal: str, symbol: str, position: int | None) -> Token:
