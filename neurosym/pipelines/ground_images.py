@@ -57,7 +57,7 @@ from neurosym.pipelines.refit import RefitConfig
 from neurosym.pipelines.trainer import PipelineConfig, fit_windows, train_pipeline
 from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics.induction import induce_noisy_operator
-from neurosym.training.checkpoint import check_setup, load_checkpoint, load_model_state, save_checkpoint
+from neurosym.training.checkpoint import check_setup, load_checkpoint, load_model_state, require_entries, save_checkpoint
 from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.modes import evaluation_mode
 from neurosym.training.seeding import seeded
@@ -371,6 +371,10 @@ def stages_checkpoint(checkpoint: str | os.PathLike) -> Path:
     return path.with_name(f"{path.stem}_stages{path.suffix}")
 
 
+STAGES_ENTRIES = ("setup", "classifier", "grounding", "readings", "log")
+"""The entries of the checkpoint of stages 1–3 (:func:`stages_checkpoint`) that a rerun reads back."""
+
+
 def learn_grounding_from_images(
     source: WindowSource,
     device: torch.device,
@@ -387,7 +391,8 @@ def learn_grounding_from_images(
     With a ``checkpoint``, what stages 1–3 learned is written beside it once they are done (:func:`stages_checkpoint`)
     and read back by a rerun instead of learning it again (minutes; refused with
     :class:`~neurosym.training.checkpoint.CheckpointMismatch` when written for other expressions, other images of them or
-    another configuration of those stages). The refinement (stage 4, most of the time) shows ``progress``, writes
+    another configuration of those stages, and with ``ValueError`` naming the entries of :data:`STAGES_ENTRIES` it lacks
+    when written by another program or cut short). The refinement (stage 4, most of the time) shows ``progress``, writes
     ``checkpoint`` and resumes from it; SIGINT, SIGTERM or ``time_limit`` seconds (for all the stages together: the
     refinement gets what stages 1–3 left of them) stop it with :class:`~neurosym.training.stopping.TrainingInterrupted`
     (:func:`train_pipeline`); stages 1–3 run to their end."""
@@ -407,6 +412,7 @@ def learn_grounding_from_images(
         }
         saved = None if stages is None else load_checkpoint(stages)
         if saved is not None:
+            require_entries(saved, STAGES_ENTRIES, stages, "learn_grounding_from_images' stages 1-3")
             check_setup(saved["setup"], setup, stages)
             load_model_state(classifier, saved["classifier"], str(stages), "classifier")
             grounding, readings, log = Grounding.from_json(saved["grounding"]), saved["readings"], saved["log"]

@@ -35,7 +35,7 @@ from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.reinforce import reinforce_loss
 from neurosym.pipelines.subsets import subset_scores
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, reading_batches, real_positions
-from neurosym.training.checkpoint import RESUME_ADVICE
+from neurosym.training.checkpoint import RESUME_ADVICE, require_entries
 from neurosym.training.checks import fraction, int_at_least, positive_number
 from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import at_least_float32, mixed_precision
@@ -187,7 +187,8 @@ def train_pipeline(
     """Train ``pipeline.classifier`` on ``source``'s records from their results; returns the history
     (one dict per step: ``step``, ``max_length``, ``loss`` (None when no example of the batch gave a
     training signal), ``labelled`` = fraction of the batch with a pseudo-label or, for REINFORCE, the
-    mean reward). Resumes from ``checkpoint`` when it exists. SIGINT, SIGTERM or ``time_limit`` seconds
+    mean reward). Resumes from ``checkpoint`` when it exists (``ValueError`` naming it where it lacks the REINFORCE
+    ``baseline`` it keeps, before any of it is restored). SIGINT, SIGTERM or ``time_limit`` seconds
     end the step under way, write the checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`. With ``config.distill > 0``, ``anchor``'s reading
     of its records' windows is kept (added loss: ``distill`` times :func:`_distillation_loss`; the anchor reads in
@@ -246,9 +247,12 @@ def train_pipeline(
         nonlocal baseline
         baseline = saved["baseline"]
 
+    def check(saved: dict[str, Any]) -> None:
+        require_entries(saved, ["baseline"], checkpoint, "train_pipeline")
+
     with nullcontext() if anchor is None else evaluation_mode(anchor.reader):  # (the anchor's own mode back on return)
         return run_reader_training(
-            model, step, config, device, checkpoint, progress, time_limit, "pipeline", save, load, setup=setup
+            model, step, config, device, checkpoint, progress, time_limit, "pipeline", save, load, setup=setup, check=check
         )
 
 

@@ -1,0 +1,109 @@
+"""Every reader of a checkpoint refuses one that lacks an entry it reads (written by another program or version, or cut
+short) with one ``ValueError`` naming the file and the entries it lacks, before it uses any of it: it failed with a bare
+``KeyError`` naming no file once it reached the entry (a resume, after it had restored the model's weights)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from hint_banks import prototype_bank
+from hint_pipelines import short_training_records, tiny_pipeline, tiny_problem
+
+from neurosym.pipelines import ground_images
+from neurosym.pipelines.ground_images import ImageGroundingConfig, learn_grounding_from_images, stages_checkpoint
+from neurosym.pipelines.grounding import Grounding
+from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
+from neurosym.pipelines.windows import WindowSource
+from neurosym.semantics.induction import Program
+from neurosym.training import load_checkpoint, save_checkpoint
+
+CPU = torch.device("cpu")
+
+
+class Refined(Exception):
+    """Raised in place of the image grounding's refinement: its stages' checkpoint was read back."""
+
+
+def _grounding_stages(run: Path) -> Path:
+    """Learn (stages 1-3 stood in for: their checkpoint's entries as they write them) or read back the stages of an
+    image grounding whose refinement checkpoints to ``run/refine.pt``; returns the stages' checkpoint."""
+    grounding = Grounding(("number", "operator", "open", "close"), {0: 1}, {1: Program(("+", ("i",), ("j",)))}, {1: 1})
+    source = WindowSource(short_training_records()[:8], prototype_bank(), "train", 0)
+    config = ImageGroundingConfig(glyph_steps=1, restarts=1, batch_size=4, width=4, features=8, classes=4)
+
+    def refinement(*args: Any) -> None:
+        raise Refined
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ground_images, "_first_stages", lambda *args: (grounding, [[0]], {"glyphs": {}}))
+        patch.setattr(ground_images, "train_pipeline", refinement)
+        with pytest.raises(Refined):
+            learn_grounding_from_images(source, CPU, config, run / "refine.pt")
+    return stages_checkpoint(run / "refine.pt")
+
+
+def _pipeline(run: Path) -> Path:
+    """Train (or resume) the tiny pipeline for one step, checkpointed to ``run/pipeline.pt``; returns the checkpoint."""
+    path = run / "pipeline.pt"
+    train_pipeline(tiny_pipeline(), tiny_problem()[0], PipelineConfig(steps=1, batch_size=4), CPU, path, progress=False)
+    return path
+
+
+KINDS: dict[str, tuple[Callable[[Path], Path], str]] = {
+    "grounding stages": (_grounding_stages, "learn_grounding_from_images' stages 1-3"),
+    "pipeline": (_pipeline, "train_pipeline"),
+}
+"""Per kind of checkpoint: what writes a real one to a folder and reads it back from there (returning its path), and
+what its refusal says the checkpoint is not."""
+
+ENTRIES = {
+    "grounding stages": ["setup", "classifier", "grounding", "readings", "log"],
+    "pipeline": ["baseline"],
+}
+"""Per kind of checkpoint, each entry its reader reads (``outer.inner`` for one inside another)."""
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """Kind -> a folder holding a real checkpoint of that kind (written once per kind, copied for each test)."""
+    folders: dict[str, Path] = {}
+
+    def folder(kind: str) -> Path:
+        if kind not in folders:
+            folders[kind] = tmp_path_factory.mktemp(re.sub(r"\W", "_", kind))
+            KINDS[kind][0](folders[kind])
+        return folders[kind]
+
+    return folder
+
+
+def _without(saved: dict[str, Any], entry: str) -> None:
+    """Remove ``entry`` (``outer.inner`` for one inside another) from the checkpoint ``saved``."""
+    *outer, name = entry.split(".")
+    for key in outer:
+        saved = saved[key]
+    del saved[name]
+
+
+@pytest.mark.parametrize(("kind", "entry"), [(kind, entry) for kind, entries in ENTRIES.items() for entry in entries])
+def test_a_checkpoint_without_an_entry_its_reader_reads_is_named_with_it(
+    written: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, entry: str
+) -> None:
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    shutil.copytree(written(kind), run)
+    read, what = KINDS[kind]
+    path = read(run)  # (the checkpoint as written reads back)
+    saved = load_checkpoint(path)
+    _without(saved, entry)
+    save_checkpoint(saved, path)
+    *outer, name = entry.split(".")
+    refused = f"{path} is not a checkpoint of {what}{f' (its {outer[0]})' if outer else ''}: it lacks {[name]}"
+    with pytest.raises(ValueError, match=f"^{re.escape(refused)} "):
+        read(run)
