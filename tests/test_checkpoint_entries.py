@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,12 @@ import pytest
 import torch
 from hint_banks import prototype_bank
 from hint_pipelines import short_training_records, tiny_pipeline, tiny_problem
+from pvr_fakes import write_fake_mnist
 
+from neurosym.benchmarking.arithmetic_training import GroupConfig, train_group
+from neurosym.benchmarking.pvr_runs import BUDGETS, PVRRuns, RunStore
+from neurosym.data.mnist import load_mnist
+from neurosym.data.pvr import DigitBank
 from neurosym.pipelines import ground_images
 from neurosym.pipelines.ground_images import ImageGroundingConfig, learn_grounding_from_images, stages_checkpoint
 from neurosym.pipelines.grounding import Grounding
@@ -22,6 +28,7 @@ from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics.induction import Program
 from neurosym.training import load_checkpoint, save_checkpoint
+from neurosym.training.stopping import StopRequests
 
 CPU = torch.device("cpu")
 
@@ -55,9 +62,31 @@ def _pipeline(run: Path) -> Path:
     return path
 
 
+def _digit_reader(run: Path) -> Path:
+    """Train (or load) the PVR runs' digit reader of the smoke budget on fake MNIST digits; returns its checkpoint."""
+    mnist = load_mnist(write_fake_mnist(run / "mnist.pkl.gz"))
+    runs = PVRRuns(CPU, BUDGETS["smoke"], RunStore(run / "out"))
+    runs.digit_reader(DigitBank.from_mnist(mnist, "train"), DigitBank.from_mnist(mnist, "test"), cell=28)
+    return runs.store.checkpoint(f"reader-28-n{BUDGETS['smoke'].reader_examples}-e3-seed0")
+
+
+GROUP = GroupConfig("NAU", ("add",), (0,), steps=4, eval_every=2, evaluation_size=8)
+
+
+def _group(run: Path) -> Path:
+    """Start a group of arithmetic runs, stopped at once (its checkpoint unfinished), or resume it; returns the
+    checkpoint."""
+    path = run / "group.pt"
+    with StopRequests(0) as stops:
+        train_group(GROUP, CPU, path, resume=path.exists(), stops=stops, progress=False)
+    return path
+
+
 KINDS: dict[str, tuple[Callable[[Path], Path], str]] = {
     "grounding stages": (_grounding_stages, "learn_grounding_from_images' stages 1-3"),
     "pipeline": (_pipeline, "train_pipeline"),
+    "digit reader": (_digit_reader, "a PVR digit reader"),
+    "arithmetic group": (_group, "train_group"),
 }
 """Per kind of checkpoint: what writes a real one to a folder and reads it back from there (returning its path), and
 what its refusal says the checkpoint is not."""
@@ -65,6 +94,8 @@ what its refusal says the checkpoint is not."""
 ENTRIES = {
     "grounding stages": ["setup", "classifier", "grounding", "readings", "log"],
     "pipeline": ["baseline"],
+    "digit reader": ["model"],
+    "arithmetic group": ["curves", "generator"],
 }
 """Per kind of checkpoint, each entry its reader reads (``outer.inner`` for one inside another)."""
 
@@ -107,3 +138,15 @@ def test_a_checkpoint_without_an_entry_its_reader_reads_is_named_with_it(
     refused = f"{path} is not a checkpoint of {what}{f' (its {outer[0]})' if outer else ''}: it lacks {[name]}"
     with pytest.raises(ValueError, match=f"^{re.escape(refused)} "):
         read(run)
+
+
+def test_a_finished_arithmetic_group_without_its_stream_state_is_still_read(tmp_path: Path) -> None:
+    """A finished run needs no stream state: one without it is read, not refused."""
+    path = tmp_path / "group.pt"
+    short = replace(GROUP, steps=2)
+    ran = train_group(short, CPU, path, progress=False)
+    saved = load_checkpoint(path)
+    del saved["generator"]
+    save_checkpoint(saved, path)
+    again = train_group(short, CPU, path, resume=True, progress=False)
+    assert again.finished and again.curves.steps == ran.curves.steps

@@ -25,7 +25,7 @@ from torch import Tensor
 from neurosym.data.arithmetic import SimpleFunctionData, SubsetLayout, seed_stream
 from neurosym.models.arithmetic import PAPER_ITERATIONS, TwoLayerArithmetic
 from neurosym.training.allocator import release_free_memory
-from neurosym.training.checkpoint import ABSENT_IS_DEFAULT
+from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, require_entries
 from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.core import Checkpointing, StopSource, run_training
 from neurosym.training.device import mixed_precision
@@ -303,7 +303,8 @@ def train_group(
     A checkpoint is written atomically at every evaluation. When ``stops`` reports a stop request (SIGINT,
     SIGTERM, time limit; without ``stops``, SIGINT and SIGTERM during this call) the run finishes its step,
     writes the checkpoint there and returns with ``stop_reason`` set; resuming later gives exactly the
-    curves of an uninterrupted run.
+    curves of an uninterrupted run. A checkpoint without its ``curves`` (or, unfinished, the ``generator`` state of its
+    training stream) raises ``ValueError`` naming it and what it lacks, before any of it is restored.
     """
     check_step_options(cuda_graph, amp, compile_loss)
     data, model = build(config, device)
@@ -336,9 +337,12 @@ def train_group(
         }  # the checkpoint is read onto ``device``
         curves = Curves(**saved_curves)
 
+    def check(saved: dict[str, Any]) -> None:  # (a finished run reads no stream state)
+        require_entries(saved, ["curves", *(["generator"] if saved["step"] < config.steps else [])], checkpoint, "train_group")
+
     checkpointing = None
     if checkpoint is not None:
-        checkpointing = Checkpointing(checkpoint, config, config.eval_every, (), save, load, resume=resume)
+        checkpointing = Checkpointing(checkpoint, config, config.eval_every, (), save, load, resume=resume, check_extra=check)
     description = f"{config.model} ({data.ensemble} runs)"
     try:
         result = run_training(
