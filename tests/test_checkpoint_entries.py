@@ -4,6 +4,7 @@ short) with one ``ValueError`` naming the file and the entries it lacks, before 
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from collections.abc import Callable
@@ -19,8 +20,13 @@ from pvr_fakes import write_fake_mnist
 
 from neurosym.benchmarking.arithmetic_training import GroupConfig, train_group
 from neurosym.benchmarking.pvr_runs import BUDGETS, PVRRuns, RunStore
+from neurosym.cli import main
 from neurosym.data.mnist import load_mnist
 from neurosym.data.pvr import DigitBank
+from neurosym.data.symbol_images import HINT_SYMBOLS
+from neurosym.experiments import hint
+from neurosym.experiments.hint_pipeline import trained_hint_pipeline
+from neurosym.experiments.hint_pipeline.image import READER_OPTIONS, hint_reader
 from neurosym.pipelines import ground_images
 from neurosym.pipelines.ground_images import ImageGroundingConfig, learn_grounding_from_images, stages_checkpoint
 from neurosym.pipelines.grounding import Grounding
@@ -82,11 +88,55 @@ def _group(run: Path) -> Path:
     return path
 
 
+def _baseline(run: Path) -> Path:
+    """Train a tiny ``neurosym hint --model gru`` run to ``run`` (or read its model back); returns its checkpoint."""
+    path = run / "gru_symbol.pt"
+    if path.exists():
+        hint.trained_baseline(run, "gru")
+        return path
+    tiny = ["--scale", "0.002", "--batch-size", "8", "--eval-every", "2", "--embedding", "8", "--hidden", "8"]
+    tiny += ["--encoder-layers", "1", "--eval-batch-size", "64", "--no-progress", "--device", "cpu"]
+    assert main(["hint", "--model", "gru", "--steps", "2", "--out", str(run), *tiny]) == 0
+    return path
+
+
+READER_SETUP = {"cnn": "small", "classifier_features": 8, "classifier_width": 4, "stroke_width": None, "abduction_changes": 2}
+"""A small reader's options as a ``neurosym hint --model neurosym --input image`` run keeps them."""
+
+
+def _image_reader(run: Path) -> Path:
+    """Write (as the run does) or read back the reader of a ``neurosym hint --model neurosym --input image`` run;
+    returns its checkpoint."""
+    path = run / "checkpoint.pt"
+    if not path.exists():
+        save_checkpoint({"setup": {"model": "neurosym", "input": "image", **READER_SETUP}, "vocabulary": list(HINT_SYMBOLS),
+                         "model": hint_reader(READER_SETUP).state_dict()}, path)  # fmt: skip
+    trained_hint_pipeline(run)
+    return path
+
+
+def _concept(run: Path) -> Path:
+    """Write (as the run's few-shot stage does) or read back the model of the few-shot concept ``x`` learned at scale
+    0.01; returns its checkpoint."""
+    path = run / "fewshot_image_0.01_x.pt"
+    if not path.exists():
+        (run / "fewshot_image.json").write_text(json.dumps({"0.01": {"concepts": {"x": {"val_accuracy": 1.0}}}}))
+        reader = hint_reader(READER_SETUP)
+        reader.add_symbol("x")
+        save_checkpoint({"setup": READER_SETUP, "vocabulary": list(reader.vocabulary), "model": reader.state_dict(),
+                         "role": "number", "value": 11, "level": None, "program": None}, path)  # fmt: skip
+    trained_hint_pipeline(run, "x")
+    return path
+
+
 KINDS: dict[str, tuple[Callable[[Path], Path], str]] = {
     "grounding stages": (_grounding_stages, "learn_grounding_from_images' stages 1-3"),
     "pipeline": (_pipeline, "train_pipeline"),
     "digit reader": (_digit_reader, "a PVR digit reader"),
     "arithmetic group": (_group, "train_group"),
+    "hint baseline": (_baseline, "a neurosym hint run"),
+    "hint reader": (_image_reader, "a neurosym hint --model neurosym --input image run"),
+    "few-shot concept": (_concept, "a few-shot concept"),
 }
 """Per kind of checkpoint: what writes a real one to a folder and reads it back from there (returning its path), and
 what its refusal says the checkpoint is not."""
@@ -96,6 +146,9 @@ ENTRIES = {
     "pipeline": ["baseline"],
     "digit reader": ["model"],
     "arithmetic group": ["curves", "generator"],
+    "hint baseline": ["loop", "step", "config", "loop.best_model", "loop.bad_evaluations", "config.max_steps", "config.patience"],
+    "hint reader": [f"setup.{name}" for name in READER_OPTIONS],
+    "few-shot concept": ["setup", "model", "value", "level", "program", *(f"setup.{name}" for name in READER_OPTIONS)],
 }
 """Per kind of checkpoint, each entry its reader reads (``outer.inner`` for one inside another)."""
 

@@ -11,6 +11,7 @@ exact match, resumable checkpoint). ``--model neurosym`` hands the whole run to
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -34,7 +35,7 @@ from neurosym.models.seq2seq.hint_baseline import (
 )
 from neurosym.plots.figure import plot_vs_published
 from neurosym.training import TrainConfig, distributed_process
-from neurosym.training.checkpoint import load_checkpoint, load_model_state, save_json
+from neurosym.training.checkpoint import load_checkpoint, load_model_state, require_entries, save_json
 from neurosym.training.compile import compile_for_training
 from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.loop import patience_ran_out
@@ -90,7 +91,9 @@ def trained_baseline(run: str | os.PathLike, model: str, input: Literal["symbol"
 def _best_weights(saved: dict[str, Any], checkpoint: Path) -> dict[str, torch.Tensor]:
     """The weights that scored best on validation in the checkpoint ``saved`` of a finished run: one at its last step,
     or one whose patience ran out (as many evaluations without improvement as its ``--patience``); ``ValueError``
-    for any other (its best weights so far are not those the finished run reports)."""
+    for any other (its best weights so far are not those the finished run reports), and naming the entries of
+    :data:`RUN_ENTRIES` it lacks."""
+    _check_run_entries(saved, checkpoint)
     loop, step, config = saved["loop"], saved["step"], saved["config"]
     if loop["best_model"] is None or not (step >= config["max_steps"] or patience_ran_out(loop, config["patience"])):
         raise ValueError(
@@ -98,6 +101,20 @@ def _best_weights(saved: dict[str, Any], checkpoint: Path) -> dict[str, torch.Te
             "trained it to continue it"
         )
     return loop["best_model"]
+
+
+RUN_ENTRIES = {"loop": ("best_model", "bad_evaluations"), "config": ("max_steps", "patience"), "step": ()}
+"""The entries of a run's checkpoint that :func:`trained_baseline` reads, with those it reads inside each."""
+
+
+def _check_run_entries(saved: Mapping[str, Any], checkpoint: Path) -> None:
+    """Refuse (``ValueError`` naming ``checkpoint`` and what it lacks) the checkpoint ``saved`` without an entry of
+    :data:`RUN_ENTRIES`, or without one inside it (an entry that is no mapping holds none)."""
+    what = "a neurosym hint run"
+    require_entries(saved, RUN_ENTRIES, checkpoint, what)
+    for name, inner in RUN_ENTRIES.items():
+        entry = saved[name] if isinstance(saved[name], Mapping) else {}
+        require_entries(entry, inner, checkpoint, f"{what} (its {name})")
 
 
 def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, Any]:

@@ -36,7 +36,14 @@ from neurosym.pipelines.routing import writer_router
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
 from neurosym.training.allocator import retain_freed_memory
-from neurosym.training.checkpoint import load_checkpoint, load_json, load_model_state, save_json, weights_stamp
+from neurosym.training.checkpoint import (
+    load_checkpoint,
+    load_json,
+    load_model_state,
+    require_entries,
+    save_json,
+    weights_stamp,
+)
 
 
 def trained_hint_pipeline(
@@ -73,12 +80,19 @@ def trained_hint_pipeline(
         raise ValueError(
             f"{checkpoint} is not the reader of a neurosym hint --model neurosym --input image run with HINT's semantics"
         )
-    from neurosym.experiments.hint_pipeline.image import hint_reader
-
-    reader = load_reader(checkpoint, hint_reader(setup))
+    reader = load_reader(checkpoint, _built_reader(setup, checkpoint, "a neurosym hint --model neurosym --input image run"))
     read_with: Reader = _adapted(run, reader, setup) if adapted else reader
     reader_module(read_with).eval()
     return HintPipeline(read_with, HINT_SEMANTICS, abduction_changes=setup["abduction_changes"])
+
+
+def _built_reader(setup: Any, path: Path, what: str) -> SymbolClassifier:
+    """A fresh reader built from ``setup``, what the checkpoint at ``path`` (of ``what``) keeps of the options of
+    :data:`.image.READER_OPTIONS` (:func:`.image.hint_reader`); ``ValueError`` naming ``path`` and each it lacks."""
+    from neurosym.experiments.hint_pipeline.image import READER_OPTIONS, hint_reader
+
+    require_entries(setup if isinstance(setup, Mapping) else {}, READER_OPTIONS, path, f"{what} (its setup)")
+    return hint_reader(setup)
 
 
 def _adapted(run: Path, trained: SymbolClassifier, setup: Mapping[str, Any]) -> Reader:
@@ -104,7 +118,6 @@ def _adapted(run: Path, trained: SymbolClassifier, setup: Mapping[str, Any]) -> 
 def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeline:
     """:func:`trained_hint_pipeline` for a few-shot ``concept``: the model its :func:`.fewshot.concept_checkpoint` keeps."""
     from neurosym.experiments.hint_pipeline.fewshot import NOT_LEARNED, concept_checkpoint
-    from neurosym.experiments.hint_pipeline.image import hint_reader
 
     progress = run / "fewshot_image.json"
     done = load_json(progress) if progress.is_file() else {}
@@ -125,9 +138,10 @@ def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeli
     saved = load_checkpoint(path)
     if saved is None:
         raise ValueError(f"{path} is missing: delete {progress} and run the same command again (it learns the concepts again)")
+    require_entries(saved, ["setup", "model", "value", "level", "program"], path, "a few-shot concept")
     if saved.get("vocabulary") != [*HINT_SYMBOLS, concept]:
         raise ValueError(f"{path} is not a concept learned over HINT's semantics (a --semantics learned run's reader)")
-    reader = hint_reader(saved["setup"])
+    reader = _built_reader(saved["setup"], path, "a few-shot concept")
     reader.add_symbol(concept)
     load_model_state(reader, saved["model"], str(path), "reader")
     table = concept_table(HINT_SEMANTICS, concept, saved["value"], saved["level"], saved["program"])
