@@ -1,6 +1,8 @@
 """Every reader of a checkpoint refuses one that lacks an entry it reads (written by another program or version, or cut
 short) with one ``ValueError`` naming the file and the entries it lacks, before it uses any of it: it failed with a bare
-``KeyError`` naming no file once it reached the entry (a resume, after it had restored the model's weights)."""
+``KeyError`` naming no file once it reached the entry (a resume, after it had restored the model's weights). One whose
+entry holds another kind of value than its reader reads is refused alike, naming the entry: it failed with a bare
+``AttributeError`` or ``TypeError``, or (curves without one of theirs) was read as if that one were empty."""
 
 from __future__ import annotations
 
@@ -27,7 +29,9 @@ from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.experiments import hint
 from neurosym.experiments.hint_pipeline import trained_hint_pipeline
 from neurosym.experiments.hint_pipeline.image import READER_OPTIONS, hint_reader
+from neurosym.perception.saved_reader import load_reader
 from neurosym.pipelines import ground_images
+from neurosym.pipelines.adapt import check_adapted_reader
 from neurosym.pipelines.ground_images import ImageGroundingConfig, learn_grounding_from_images, stages_checkpoint
 from neurosym.pipelines.grounding import Grounding
 from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
@@ -129,6 +133,25 @@ def _concept(run: Path) -> Path:
     return path
 
 
+def _adaptation(run: Path) -> Path:
+    """Write (keeping the setup entry ``adapt_to_writer`` keeps) or check the adaptation checkpoint of a run, which
+    adapted the trained reader of digest ``"trained"``; returns the checkpoint."""
+    path = run / "adapt_checkpoint.pt"
+    if not path.exists():
+        save_checkpoint({"setup": {"trained_reader": "trained"}, "model": {}}, path)
+    check_adapted_reader(run, "trained")
+    return path
+
+
+def _trained_reader(run: Path) -> Path:
+    """Write (as a training loop does) or read back a reader's training checkpoint; returns it."""
+    path = run / "reader.pt"
+    if not path.exists():
+        save_checkpoint({"config": {"steps": 2}, "step": 2, "model": hint_reader(READER_SETUP).state_dict()}, path)
+    load_reader(path, hint_reader(READER_SETUP))
+    return path
+
+
 KINDS: dict[str, tuple[Callable[[Path], Path], str]] = {
     "grounding stages": (_grounding_stages, "learn_grounding_from_images' stages 1-3"),
     "pipeline": (_pipeline, "train_pipeline"),
@@ -137,6 +160,8 @@ KINDS: dict[str, tuple[Callable[[Path], Path], str]] = {
     "hint baseline": (_baseline, "a neurosym hint run"),
     "hint reader": (_image_reader, "a neurosym hint --model neurosym --input image run"),
     "few-shot concept": (_concept, "a few-shot concept"),
+    "adaptation": (_adaptation, "adapt_to_writer's adaptation"),
+    "trained reader": (_trained_reader, "a reader's training"),
 }
 """Per kind of checkpoint: what writes a real one to a folder and reads it back from there (returning its path), and
 what its refusal says the checkpoint is not."""
@@ -145,7 +170,7 @@ ENTRIES = {
     "grounding stages": ["setup", "classifier", "grounding", "readings", "log"],
     "pipeline": ["baseline"],
     "digit reader": ["model"],
-    "arithmetic group": ["curves", "generator"],
+    "arithmetic group": ["curves", "generator", "curves.steps", "curves.test"],
     "hint baseline": ["loop", "step", "config", "loop.best_model", "loop.bad_evaluations", "config.max_steps", "config.patience"],
     "hint reader": [f"setup.{name}" for name in READER_OPTIONS],
     "few-shot concept": ["setup", "model", "value", "level", "program", *(f"setup.{name}" for name in READER_OPTIONS)],
@@ -170,9 +195,14 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
 def _without(saved: dict[str, Any], entry: str) -> None:
     """Remove ``entry`` (``outer.inner`` for one inside another) from the checkpoint ``saved``."""
     *outer, name = entry.split(".")
+    del _inside(saved, outer)[name]
+
+
+def _inside(saved: dict[str, Any], outer: list[str]) -> dict[str, Any]:
+    """The entry of the checkpoint ``saved`` at the names ``outer`` (each inside the one before)."""
     for key in outer:
         saved = saved[key]
-    del saved[name]
+    return saved
 
 
 @pytest.mark.parametrize(("kind", "entry"), [(kind, entry) for kind, entries in ENTRIES.items() for entry in entries])
@@ -203,3 +233,37 @@ def test_a_finished_arithmetic_group_without_its_stream_state_is_still_read(tmp_
     save_checkpoint(saved, path)
     again = train_group(short, CPU, path, resume=True, progress=False)
     assert again.finished and again.curves.steps == ran.curves.steps
+
+
+OTHER_KINDS = [
+    ("arithmetic group", "curves", [1.0], "its curves is a list, not a mapping"),  # was: AttributeError, no 'items'
+    ("arithmetic group", "curves.test", "x", "its test is a str, not a list of tensors"),  # AttributeError, no 'cpu'
+    ("arithmetic group", "curves.extra", [], "it has ['extra'] beyond ['steps', 'validation', 'test', 'sparsity']"),
+    ("hint reader", "setup", ["neurosym"], "its setup is a list, not a mapping"),  # AttributeError, no 'get'
+    ("few-shot concept", "setup", "small", "its setup is a str, not a mapping"),  # read as lacking every option
+    ("adaptation", "setup", "trained", "its setup is a str, not a mapping"),  # AttributeError, no 'get'
+    ("trained reader", "step", "2", "its step is a str, not a number"),  # TypeError: '<' not supported
+    ("trained reader", "config.steps", None, "its steps is a NoneType, not a number"),  # TypeError: '<' not supported
+    ("trained reader", "config", [2], "its config is a list, not a mapping"),
+    ("trained reader", "model", [], "its model is a list, not a mapping"),  # AttributeError, no 'keys'
+]
+"""Per kind of checkpoint: an entry (``outer.inner`` for one inside another), a value of another kind than its reader
+reads, and how the refusal names it."""
+
+
+@pytest.mark.parametrize(("kind", "entry", "value", "named"), OTHER_KINDS)
+def test_a_checkpoint_whose_entry_holds_another_kind_of_value_is_named_with_it(
+    written: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, entry: str, value: Any, named: str
+) -> None:
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    shutil.copytree(written(kind), run)
+    read, what = KINDS[kind]
+    path = read(run)
+    saved = load_checkpoint(path)
+    *outer, name = entry.split(".")
+    _inside(saved, outer)[name] = value
+    save_checkpoint(saved, path)
+    refused = f"{path} is not a checkpoint of {what}{f' (its {outer[0]})' if outer else ''}: {named}; remove it"
+    with pytest.raises(ValueError, match=f"^{re.escape(refused)}$"):
+        read(run)

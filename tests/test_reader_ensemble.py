@@ -146,7 +146,7 @@ def test_readers_from_checkpoints_names_each_bad_file(tmp_path):
     with pytest.raises(ValueError, match="unstarted.pt holds a reader trained for 0 of 10 steps"):
         readers_from_checkpoints([tmp_path / "unstarted.pt"], make)
     save_checkpoint({"config": [10], "step": 4, "model": state}, tmp_path / "listed.pt")  # (was an AttributeError)
-    with pytest.raises(ValueError, match="listed.pt: its 'config' entry is a list, not a mapping"):
+    with pytest.raises(ValueError, match="listed.pt is not a checkpoint of a reader's training: its config is a list"):
         readers_from_checkpoints([tmp_path / "listed.pt"], make)
     save_checkpoint({"config": {"steps": 1}, "step": 1, "model": reader(0, width=8).state_dict()}, tmp_path / "wide.pt")
     with pytest.raises(ValueError, match="wide.pt holds another reader"):

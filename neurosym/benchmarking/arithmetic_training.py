@@ -15,7 +15,7 @@ import contextlib
 import threading
 import zlib
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from torch import Tensor
 from neurosym.data.arithmetic import SimpleFunctionData, SubsetLayout, seed_stream
 from neurosym.models.arithmetic import PAPER_ITERATIONS, TwoLayerArithmetic
 from neurosym.training.allocator import release_free_memory
-from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, require_entries
+from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, LIST, MAPPING, Kind, require_entries, require_kinds
 from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.core import Checkpointing, StopSource, run_training
 from neurosym.training.device import mixed_precision
@@ -304,7 +304,8 @@ def train_group(
     SIGTERM, time limit; without ``stops``, SIGINT and SIGTERM during this call) the run finishes its step,
     writes the checkpoint there and returns with ``stop_reason`` set; resuming later gives exactly the
     curves of an uninterrupted run. A checkpoint without its ``curves`` (or, unfinished, the ``generator`` state of its
-    training stream) raises ``ValueError`` naming it and what it lacks, before any of it is restored.
+    training stream), or whose ``curves`` are not those of :class:`Curves` (:data:`CURVES`), raises ``ValueError``
+    naming it and the entry, before any of it is restored.
     """
     check_step_options(cuda_graph, amp, compile_loss)
     data, model = build(config, device)
@@ -337,8 +338,8 @@ def train_group(
         }  # the checkpoint is read onto ``device``
         curves = Curves(**saved_curves)
 
-    def check(saved: dict[str, Any]) -> None:  # (a finished run reads no stream state)
-        require_entries(saved, ["curves", *(["generator"] if saved["step"] < config.steps else [])], checkpoint, "train_group")
+    def check(saved: dict[str, Any]) -> None:
+        _check_group_entries(saved, checkpoint, config.steps)
 
     checkpointing = None
     if checkpoint is not None:
@@ -354,6 +355,23 @@ def train_group(
         assert stop.seconds is not None  # run_training reports the seconds of every stop it raises
         return GroupRun(config, curves, stop.step, stop.seconds, stop.reason)
     return GroupRun(config, curves, result.step, result.seconds, None)
+
+
+TENSORS = Kind("a list of tensors", lambda value: isinstance(value, list) and all(isinstance(item, Tensor) for item in value))
+CURVES = {spec.name: LIST if spec.name == "steps" else TENSORS for spec in fields(Curves)}
+"""The entries of a :func:`train_group` checkpoint's ``curves``, those of :class:`Curves`, with the kind of each."""
+
+
+def _check_group_entries(saved: dict[str, Any], checkpoint: Any, steps: int) -> None:
+    """Refuse (``ValueError`` naming ``checkpoint`` and the entry) the :func:`train_group` checkpoint ``saved`` of a run of
+    ``steps`` steps without its ``curves`` (or, unfinished, the ``generator`` state of its stream: a finished run reads
+    none), with ``curves`` that are no mapping, or with curves that lack one of :data:`CURVES` (read as none), have
+    another (a ``TypeError``) or hold another kind of value."""
+    what = "train_group"
+    require_entries(saved, ["curves", *(["generator"] if saved["step"] < steps else [])], checkpoint, what)
+    require_kinds(saved, {"curves": MAPPING}, checkpoint, what)
+    require_entries(saved["curves"], CURVES, checkpoint, f"{what} (its curves)")
+    require_kinds(saved["curves"], CURVES, checkpoint, f"{what} (its curves)", only=True)
 
 
 def checkpoint_name(model: str) -> str:

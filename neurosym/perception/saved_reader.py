@@ -10,9 +10,20 @@ from typing import Any, TypeVar
 from torch import nn
 
 from neurosym.perception.reader import Reader
-from neurosym.training.checkpoint import CheckpointMismatch, check_setup, load_checkpoint, load_model_state
+from neurosym.training.checkpoint import (
+    MAPPING,
+    NUMBER,
+    CheckpointMismatch,
+    check_setup,
+    load_checkpoint,
+    load_model_state,
+    require_kinds,
+)
 
 M = TypeVar("M", bound=nn.Module)
+
+TRAINING = "a reader's training"
+"""What a checkpoint :func:`load_reader` refuses is not a checkpoint of."""
 
 
 def load_reader(
@@ -29,7 +40,9 @@ def load_reader(
     ``fallbacks``: where the checkpoint holds nothing (or ``None``) at a recorded ``(entry, name)``, its value at
     another ``(entry, name)`` is compared instead, e.g. ``{("setup", "data_seed"): ("config", "seed")}`` (a value kept
     before the first one was).
-    Raises ``ValueError`` naming the file when it is missing, unreadable, not a training checkpoint, unfinished, or of
+    Raises ``ValueError`` naming the file when it is missing, unreadable, not a training checkpoint (no ``"model"``
+    mapping; a ``"step"``, or a ``"config"`` ``"steps"``, that is no number; an entry read as a mapping that is none),
+    unfinished, or of
     another reader (:class:`~neurosym.training.checkpoint.CheckpointMismatch`, a ``ValueError``: other sizes, another
     recorded ``"vocabulary"`` than ``reader``'s, or another value than ``recorded`` gives, each one named)."""
     path = Path(path)
@@ -38,7 +51,10 @@ def load_reader(
         raise ValueError(f"no checkpoint at {path}")
     if not isinstance(saved, dict) or "model" not in saved:
         raise ValueError(f"{path} is not a training checkpoint (it has no 'model' entry)")
-    step, steps = saved.get("step", 0), _entry(saved, "config", path).get("steps", 0)
+    require_kinds(saved, {"model": MAPPING, "step": NUMBER}, path, TRAINING)
+    config = _entry(saved, "config", path)
+    require_kinds(config, {"steps": NUMBER}, path, f"{TRAINING} (its config)")
+    step, steps = saved.get("step", 0), config.get("steps", 0)
     if finished and step < steps:
         raise ValueError(f"{path} holds a reader trained for {step} of {steps} steps: finish its run first")
     check_vocabulary(saved, reader, str(path))
@@ -73,12 +89,6 @@ def _recorded(
 
 def _entry(saved: Mapping[str, Any], name: str, path: Path) -> Mapping[str, Any]:
     """The mapping entry ``name`` of the checkpoint ``saved`` (empty where it has none); ``ValueError`` naming ``path``
-    where it holds something else."""
-    entry = saved.get(name)
-    if entry is None:
-        return {}
-    if not isinstance(entry, Mapping):
-        raise ValueError(
-            f"{path}: its {name!r} entry is a {type(entry).__name__}, not a mapping: no checkpoint this library wrote"
-        )
-    return entry
+    where it holds something else (:func:`~neurosym.training.checkpoint.require_kinds`)."""
+    require_kinds(saved, {name: MAPPING}, path, TRAINING)
+    return saved.get(name, {})

@@ -32,7 +32,7 @@ from neurosym.pipelines.refit import RefitConfig, abduced_windows, refit_reader
 from neurosym.pipelines.routing import route_readers
 from neurosym.pipelines.trainer import Anchor, PipelineConfig, train_pipeline
 from neurosym.pipelines.windows import ConcatWindows, WindowSource
-from neurosym.training.checkpoint import check_setup, load_checkpoint, weights_stamp
+from neurosym.training.checkpoint import MAPPING, check_setup, load_checkpoint, require_kinds, weights_stamp
 from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.stopping import time_left
 
@@ -199,12 +199,14 @@ def check_adapted_reader(folder: str | os.PathLike, trained_reader: str) -> None
     """Refuse (:class:`~neurosym.training.checkpoint.CheckpointMismatch`) the adaptation checkpoint in ``folder``
     (:data:`STAGE_CHECKPOINTS`) where it adapted another trained reader than the one whose
     :func:`~neurosym.training.checkpoint.weights_stamp` is ``trained_reader`` (e.g. the main reader trained anew since):
-    its refit is stale too. Nothing to check where there is none."""
+    its refit is stale too. Nothing to check where there is none. ``ValueError`` naming it where its ``setup`` is no
+    mapping."""
     path = Path(folder) / STAGE_CHECKPOINTS["adapt"]
     saved = load_checkpoint(path)
     if saved is None:
         return
-    kept = (saved.get("setup") or {}).get("trained_reader")
+    require_kinds(saved, {"setup": MAPPING}, path, "adapt_to_writer's adaptation")
+    kept = saved.get("setup", {}).get("trained_reader")
     adapted = "another trained reader (e.g. the main one before it was trained anew)"
     if kept is None:
         adapted = "a reader it kept no digest of (written before digests were kept)"

@@ -22,6 +22,8 @@ from typing import Any, NoReturn, TypeGuard
 import torch
 from torch import nn
 
+from neurosym.training.checks import is_real
+
 if sys.platform != "win32":
     import fcntl
 
@@ -290,6 +292,35 @@ def require_entries(saved: Mapping[str, Any], names: Iterable[str], path: Any, w
     ``KeyError`` once it reached the name)."""
     if missing := [name for name in names if name not in saved]:
         raise ValueError(f"{path} is not a checkpoint of {what}: it lacks {missing} (it has {sorted(saved)}); remove it")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """What an entry of a checkpoint must hold (:func:`require_kinds`): ``name`` says it in a refusal (``"a mapping"``),
+    ``holds`` tells whether a value is one."""
+
+    name: str
+    holds: Callable[[Any], bool]
+
+
+MAPPING = Kind("a mapping", lambda value: isinstance(value, Mapping))
+LIST = Kind("a list", lambda value: isinstance(value, list))
+NUMBER = Kind("a number", is_real)
+
+
+def require_kinds(
+    saved: Mapping[str, Any], kinds: Mapping[str, Kind], path: Any, what: str = "this training loop", only: bool = False
+) -> None:
+    """Refuse (``ValueError`` naming ``path`` and each entry) a checkpoint ``saved``, or an entry of one, whose entries
+    named in ``kinds`` hold another kind of value (a ``setup`` that is a list, a ``step`` that is text: written by another
+    program, they failed with a bare ``AttributeError`` or ``TypeError`` naming no file once they were read) or, with
+    ``only``, that has entries beyond them. An entry it lacks passes: :func:`require_entries` refuses those it needs."""
+    odd = [f"its {name} is a {type(saved[name]).__name__}, not {kind.name}"
+           for name, kind in kinds.items() if name in saved and not kind.holds(saved[name])]  # fmt: skip
+    if only and (beyond := [name for name in saved if name not in kinds]):
+        odd.append(f"it has {beyond} beyond {list(kinds)}")
+    if odd:
+        raise ValueError(f"{path} is not a checkpoint of {what}: {'; '.join(odd)}; remove it")
 
 
 class CheckpointMismatch(ValueError):

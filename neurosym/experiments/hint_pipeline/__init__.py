@@ -37,10 +37,12 @@ from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
 from neurosym.training.allocator import retain_freed_memory
 from neurosym.training.checkpoint import (
+    MAPPING,
     load_checkpoint,
     load_json,
     load_model_state,
     require_entries,
+    require_kinds,
     save_json,
     weights_stamp,
 )
@@ -75,23 +77,25 @@ def trained_hint_pipeline(
                 "neurosym.perception.ensemble.readers_from_checkpoints"
             )
         raise ValueError(f"{run} holds no checkpoint.pt: give the --out folder of a neurosym hint --model neurosym run")
-    setup = saved.get("setup") or {}
+    what = "a neurosym hint --model neurosym --input image run"
+    require_kinds(saved, {"setup": MAPPING}, checkpoint, what)
+    setup = saved.get("setup", {})
     if (setup.get("model"), setup.get("input"), saved.get("vocabulary")) != ("neurosym", "image", list(HINT_SYMBOLS)):
         raise ValueError(
             f"{checkpoint} is not the reader of a neurosym hint --model neurosym --input image run with HINT's semantics"
         )
-    reader = load_reader(checkpoint, _built_reader(setup, checkpoint, "a neurosym hint --model neurosym --input image run"))
+    reader = load_reader(checkpoint, _built_reader(setup, checkpoint, what))
     read_with: Reader = _adapted(run, reader, setup) if adapted else reader
     reader_module(read_with).eval()
     return HintPipeline(read_with, HINT_SEMANTICS, abduction_changes=setup["abduction_changes"])
 
 
-def _built_reader(setup: Any, path: Path, what: str) -> SymbolClassifier:
+def _built_reader(setup: Mapping[str, Any], path: Path, what: str) -> SymbolClassifier:
     """A fresh reader built from ``setup``, what the checkpoint at ``path`` (of ``what``) keeps of the options of
     :data:`.image.READER_OPTIONS` (:func:`.image.hint_reader`); ``ValueError`` naming ``path`` and each it lacks."""
     from neurosym.experiments.hint_pipeline.image import READER_OPTIONS, hint_reader
 
-    require_entries(setup if isinstance(setup, Mapping) else {}, READER_OPTIONS, path, f"{what} (its setup)")
+    require_entries(setup, READER_OPTIONS, path, f"{what} (its setup)")
     return hint_reader(setup)
 
 
@@ -139,6 +143,7 @@ def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeli
     if saved is None:
         raise ValueError(f"{path} is missing: delete {progress} and run the same command again (it learns the concepts again)")
     require_entries(saved, ["setup", "model", "value", "level", "program"], path, "a few-shot concept")
+    require_kinds(saved, {"setup": MAPPING}, path, "a few-shot concept")
     if saved.get("vocabulary") != [*HINT_SYMBOLS, concept]:
         raise ValueError(f"{path} is not a concept learned over HINT's semantics (a --semantics learned run's reader)")
     reader = _built_reader(saved["setup"], path, "a few-shot concept")
