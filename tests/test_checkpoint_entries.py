@@ -29,15 +29,17 @@ from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.experiments import hint
 from neurosym.experiments.hint_pipeline import trained_hint_pipeline
 from neurosym.experiments.hint_pipeline.image import READER_OPTIONS, hint_reader
+from neurosym.perception.cnn import SmallCNN
 from neurosym.perception.saved_reader import load_reader
 from neurosym.pipelines import ground_images
 from neurosym.pipelines.adapt import check_adapted_reader
 from neurosym.pipelines.ground_images import ImageGroundingConfig, learn_grounding_from_images, stages_checkpoint
 from neurosym.pipelines.grounding import Grounding
+from neurosym.pipelines.pvr import READER_WIDTH
 from neurosym.pipelines.trainer import PipelineConfig, train_pipeline
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics.induction import Program
-from neurosym.training import load_checkpoint, save_checkpoint
+from neurosym.training import CheckpointMismatch, load_checkpoint, save_checkpoint
 from neurosym.training.stopping import StopRequests
 
 CPU = torch.device("cpu")
@@ -267,3 +269,15 @@ def test_a_checkpoint_whose_entry_holds_another_kind_of_value_is_named_with_it(
     refused = f"{path} is not a checkpoint of {what}{f' (its {outer[0]})' if outer else ''}: {named}; remove it"
     with pytest.raises(ValueError, match=f"^{re.escape(refused)}$"):
         read(run)
+
+
+def test_a_stored_digit_reader_of_other_sizes_is_named(written: Callable[[str], Path], tmp_path: Path) -> None:
+    """It failed with load_state_dict's bare ``RuntimeError``, naming no file."""
+    run = tmp_path / "run"
+    shutil.copytree(written("digit reader"), run)
+    path = _digit_reader(run)
+    save_checkpoint({"model": SmallCNN(1, 10, input_size=28, width=2 * READER_WIDTH).state_dict()}, path)
+    with pytest.raises(
+        CheckpointMismatch, match=f"^{re.escape(str(path))} holds another digit reader \\(other sizes or options\\)"
+    ):
+        _digit_reader(run)

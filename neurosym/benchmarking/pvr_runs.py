@@ -25,7 +25,7 @@ from neurosym.perception.cnn import SmallCNN
 from neurosym.pipelines.pvr import READER_WIDTH, CellLayout, NeuroSymbolicPVR, images_to_float, train_digit_reader
 from neurosym.semantics.pvr_rules import PVRRule
 from neurosym.training import load_checkpoint, save_checkpoint
-from neurosym.training.checkpoint import files_stamp, load_json, require_entries, save_json
+from neurosym.training.checkpoint import files_stamp, load_json, load_model_state, require_entries, save_json
 from neurosym.training.classifier import Prepare, accuracy, fit_classifier, identity
 from neurosym.training.loop import TrainConfig
 
@@ -201,8 +201,8 @@ class PVRRuns:
 
     def digit_reader(self, train_bank: DigitBank, test_bank: DigitBank, cell: int) -> tuple[SmallCNN, float]:
         """Train (or load) the neuro-symbolic model's digit reader for ``cell`` × ``cell`` digits; returns it
-        and its accuracy on digits of ``test_bank``. A stored reader's checkpoint without its ``model`` raises
-        ``ValueError`` naming it."""
+        and its accuracy on digits of ``test_bank``. A stored reader's checkpoint without its ``model``, or holding a
+        reader of other sizes, raises ``ValueError`` naming it."""
         key = f"reader-{cell}-n{self.budget.reader_examples}-e3-seed{self.seed}{self.digits}"
         path = self.store.checkpoint(key)
         saved = load_checkpoint(path)
@@ -221,7 +221,7 @@ class PVRRuns:
         else:
             require_entries(saved, ["model"], path, "a PVR digit reader")
             reader = SmallCNN(1, 10, input_size=cell, width=READER_WIDTH)
-            reader.load_state_dict(saved["model"])
+            load_model_state(reader, saved["model"], str(path), "digit reader")
             reader.to(self.device).eval()
         rng = np.random.default_rng(self.seed + 7)
         classes = rng.integers(0, 10, size=(self.budget.test_size, 1))
