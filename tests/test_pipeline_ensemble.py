@@ -5,6 +5,8 @@ kept wherever the run is read back from."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -106,3 +108,41 @@ def test_members_of_another_task_are_refused_and_of_another_seed_where_the_seed_
     assert main([*seeded, "--ensemble", str(tmp_path / "member"), "--seed", "1", "--out", str(tmp_path / "other_seed")]) == 1
     assert "--seed 0 there, 1 here" in capsys.readouterr().err
     assert main([*seeded, "--ensemble", str(tmp_path / "member"), "--out", str(tmp_path / "same")]) == 0
+
+
+FOREIGN_RESULTS = [
+    ("ensemble", None, "is not the results of a neurosym pipeline run: it lacks ['ensemble']"),  # was: KeyError
+    ("abduction", None, "is not the results of a neurosym pipeline run: it lacks ['abduction']"),  # KeyError
+    ("config", [1], "is not the results of a neurosym pipeline run: its config is a list, not a mapping"),  # AttributeError
+    ("ensemble", [1], "is not the results of a neurosym pipeline run: its ensemble is a list, not a list of paths"),
+    ("abduction", {"max_changes": 1, "new_option": 2}, "records an abduction budget this version cannot take"),  # TypeError
+]
+"""An entry of a run's ``results.json`` (a value, or ``None`` for none), as another program or version may write it,
+and how reading the run back names it."""
+
+
+@pytest.mark.parametrize(("entry", "value", "named"), FOREIGN_RESULTS)
+def test_results_of_another_program_or_version_are_named_where_the_run_is_read_back(
+    refit_member, task_module, tmp_path, entry, value, named
+):
+    run = tmp_path / "run"
+    shutil.copytree(refit_member, run)
+    results = results_of(run)
+    if value is None:
+        del results[entry]
+    else:
+        results[entry] = value
+    (run / "results.json").write_text(json.dumps(results))
+    with pytest.raises(ValueError, match=f"^{re.escape(str(run / 'results.json'))} {re.escape(named)}"):
+        trained_pipeline(run)
+
+
+def test_an_ensemble_member_whose_results_lack_an_entry_is_named(refit_member, task_module, tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(refit_member, run)
+    results = results_of(run)
+    del results["train_seconds"]
+    (run / "results.json").write_text(json.dumps(results))
+    assert main([*COMMON, "--ensemble", str(run), "--out", str(tmp_path / "ensemble")]) == 1
+    named = f"--ensemble: {run / 'results.json'} is not the results of a neurosym pipeline run: it lacks ['train_seconds']"
+    assert named in capsys.readouterr().err  # was: "neurosym pipeline: train_seconds", a bare KeyError

@@ -69,7 +69,17 @@ from neurosym.plots.pipeline import plot_grammar_pipeline
 from neurosym.tasks import TASKS, Task, build_task, task_module
 from neurosym.training import distributed_process
 from neurosym.training.allocator import retain_freed_memory
-from neurosym.training.checkpoint import Setup, load_json, save_json
+from neurosym.training.checkpoint import (
+    MAPPING,
+    NUMBER,
+    Kind,
+    Setup,
+    load_json,
+    one_line,
+    require_entries,
+    require_kinds,
+    save_json,
+)
 from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.loop import SCHEDULES
 from neurosym.training.stopping import minutes_to_seconds, time_left
@@ -464,9 +474,7 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
     run = Path(run)
     if not (run / "results.json").is_file():
         raise ValueError(f"{run} holds no results.json: give the --out folder of a finished neurosym pipeline run")
-    results = load_json(run / "results.json")
-    if "config" not in results or results.get("task") is None:
-        raise ValueError(f"{run / 'results.json'} is not the results of a grammar-pipeline run (a --task hint run keeps HINT's)")
+    results = _results(run)
     config: dict[str, Any] = results["config"]
     names = ("task", "digits", "scale", "seed", "reader_width", "reader_convs", "readers")
     kept = {name: config[name] for name in names if name in config}  # (one an older run lacks: its default then)
@@ -479,7 +487,7 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
         else load_reader(_scored_checkpoint(run, results), make_reader(task, options))
     )  # fmt: skip
     reader_module(as_reader(reader)).eval()
-    budget = AbductionBudget(**results["abduction"])
+    budget = _budget(results["abduction"], run / "results.json")
     return task, GrammarPipeline(task.grammar, task.semantics, as_reader(reader), budget, task.equal)
 
 
@@ -595,7 +603,7 @@ def _check_member(run: Path, results: Mapping[str, Any], options: PipelineOption
     the task's splits (:attr:`Task.seed_assigns_splits`), the same seed: a member of another one trained on examples
     or images that this ensemble is scored on."""
     names = (*DATA_OPTIONS, "seed") if task.seed_assigns_splits else DATA_OPTIONS
-    config = results.get("config", {})
+    config = results["config"]
 
     def comparable(name: str, value: Any) -> Any:
         return str(Path(value).resolve()) if name in DATA_PATHS and value is not None else option_as_json(value)
@@ -613,12 +621,46 @@ def _scored_checkpoint(run: Path, results: Mapping[str, Any]) -> Path:
     return run / ("refit.pt" if results.get("refit") else "checkpoint.pt")
 
 
+RESULTS_ENTRIES = {
+    "config": MAPPING,
+    "ensemble": Kind("a list of paths", lambda value: isinstance(value, list) and all(isinstance(item, str) for item in value)),
+    "abduction": MAPPING,
+    "train_seconds": NUMBER,
+}
+"""The entries of a run's ``results.json`` that are read back (:func:`trained_pipeline`, an ``--ensemble`` of runs),
+with the kind of each."""
+RESULTS_OF = "a neurosym pipeline run"
+RESULTS_ADVICE = "read it with the version of neurosym that wrote it, or run it again"
+
+
 def _results(run: Path) -> dict[str, Any]:
-    """A finished run's ``results.json``; ``ValueError`` naming the run when there is none to read."""
+    """A finished run's ``results.json``; ``ValueError`` naming the run when there is none to read, and naming the file
+    where it holds no grammar-pipeline run's results: no mapping, a ``--task hint`` run's, or one that lacks an entry of
+    :data:`RESULTS_ENTRIES` or holds another kind of value there, naming the entry (written by another program or
+    version: reading it failed with a bare ``KeyError``, ``TypeError`` or ``AttributeError``)."""
+    path = run / "results.json"
     try:
-        return load_json(run / "results.json")
+        results = load_json(path)
     except (OSError, ValueError) as error:
         raise ValueError(f"{run} is not a finished run (no readable results.json: {error})") from None
+    if not isinstance(results, dict):
+        raise ValueError(f"{path} is not the results of {RESULTS_OF}: it holds a {type(results).__name__}; {RESULTS_ADVICE}")
+    if results.get("task") is None:
+        raise ValueError(f"{path} is not the results of a grammar-pipeline run (a --task hint run keeps HINT's)")
+    require_entries(results, RESULTS_ENTRIES, path, RESULTS_OF, file="the results", advice=RESULTS_ADVICE)
+    require_kinds(results, RESULTS_ENTRIES, path, RESULTS_OF, file="the results", advice=RESULTS_ADVICE)
+    return results
+
+
+def _budget(recorded: Mapping[str, Any], path: Path) -> AbductionBudget:
+    """The abduction budget a run's ``results.json`` (at ``path``) records; ``ValueError`` naming the file where it
+    records one this version has no such budget of (options it does not know, values it refuses)."""
+    try:
+        return AbductionBudget(**recorded)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"{path} records an abduction budget this version cannot take ({one_line(error)}); {RESULTS_ADVICE}"
+        ) from None
 
 
 def _run_label(results: dict[str, Any]) -> str:

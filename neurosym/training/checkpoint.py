@@ -286,12 +286,20 @@ def _field_defaults(config: Any) -> dict[str, Any]:
     return defaults
 
 
-def require_entries(saved: Mapping[str, Any], names: Iterable[str], path: Any, what: str = "this training loop") -> None:
+def require_entries(
+    saved: Mapping[str, Any],
+    names: Iterable[str],
+    path: Any,
+    what: str = "this training loop",
+    file: str = "a checkpoint",
+    advice: str = "remove it",
+) -> None:
     """Refuse (``ValueError`` naming ``path`` and each name it lacks) a checkpoint ``saved``, or an entry of one, that
     lacks any of ``names``: written by another program or version, or a dict cut short (resuming it failed with a bare
-    ``KeyError`` once it reached the name)."""
+    ``KeyError`` once it reached the name). The refusal reads ``"{path} is not {file} of {what}: ...; {advice}"``
+    (``file``: e.g. ``"the results"`` for a JSON file of results read back)."""
     if missing := [name for name in names if name not in saved]:
-        raise ValueError(f"{path} is not a checkpoint of {what}: it lacks {missing} (it has {sorted(saved)}); remove it")
+        raise ValueError(f"{path} is not {file} of {what}: it lacks {missing} (it has {sorted(saved)}); {advice}")
 
 
 @dataclass(frozen=True)
@@ -309,18 +317,25 @@ NUMBER = Kind("a number", is_real)
 
 
 def require_kinds(
-    saved: Mapping[str, Any], kinds: Mapping[str, Kind], path: Any, what: str = "this training loop", only: bool = False
+    saved: Mapping[str, Any],
+    kinds: Mapping[str, Kind],
+    path: Any,
+    what: str = "this training loop",
+    only: bool = False,
+    file: str = "a checkpoint",
+    advice: str = "remove it",
 ) -> None:
     """Refuse (``ValueError`` naming ``path`` and each entry) a checkpoint ``saved``, or an entry of one, whose entries
     named in ``kinds`` hold another kind of value (a ``setup`` that is a list, a ``step`` that is text: written by another
     program, they failed with a bare ``AttributeError`` or ``TypeError`` naming no file once they were read) or, with
-    ``only``, that has entries beyond them. An entry it lacks passes: :func:`require_entries` refuses those it needs."""
+    ``only``, that has entries beyond them. An entry it lacks passes: :func:`require_entries` refuses those it needs (its
+    refusal reads as that one's, ``file`` and ``advice`` as there)."""
     odd = [f"its {name} is a {type(saved[name]).__name__}, not {kind.name}"
            for name, kind in kinds.items() if name in saved and not kind.holds(saved[name])]  # fmt: skip
     if only and (beyond := [name for name in saved if name not in kinds]):
         odd.append(f"it has {beyond} beyond {list(kinds)}")
     if odd:
-        raise ValueError(f"{path} is not a checkpoint of {what}: {'; '.join(odd)}; remove it")
+        raise ValueError(f"{path} is not {file} of {what}: {'; '.join(odd)}; {advice}")
 
 
 class CheckpointMismatch(ValueError):
