@@ -194,6 +194,10 @@ def test_for_many_values_the_intervals_approach_the_normal_approximation():
         (lambda: beta_mean_interval([0.1, 0.6, -0.1]), r"on \[0, 0.5\] needs values in it, got \[0.6, -0.1\] at \[1, 2\]"),
         (lambda: beta_mean_interval([0.1, 0.2], upper=0.0), r"upper must be a positive finite number, got 0.0"),
         (lambda: gamma_mean_interval([1.0, 2.0], confidence=1.0), r"confidence must be a number in \(0, 1\), got 1.0"),
+        (
+            lambda: gamma_mean_interval([1, 10**400]),
+            r"finite numbers, got ints beyond the largest float \(1.798e\+308\) at \[1\]",
+        ),
     ],
 )
 def test_bad_values_are_named(call, message):
@@ -231,6 +235,17 @@ def test_values_that_are_no_ints_or_floats_are_named(values, kind):
         with pytest.raises(TypeError, match=rf"^a profile interval needs ints or floats, got {kind}$"):
             interval(values)
     assert gamma_mean_interval(np.array([1, 3], dtype=np.uint8)) == gamma_mean_interval([1.0, 3.0])  # ints are numbers
+
+
+@pytest.mark.parametrize("upper", [None, 2.0**1001])  # the gamma, a beta on [0, 2**1001]
+@settings(max_examples=25, deadline=None)
+@given(values=st.lists(st.integers(1, 2**1000), min_size=2, max_size=10).filter(lambda values: max(values) >= 2**64))
+@example(values=[1, 2**64])
+@example(values=[2**64 + 1, 2**64 + 5])
+def test_ints_past_int64_are_taken_as_their_nearest_floats(upper, values):
+    """numpy keeps them as objects: they were refused as "list of object", as if they were no numbers."""
+    interval = gamma_mean_interval if upper is None else partial(beta_mean_interval, upper=upper)
+    assert interval(values) == interval([float(value) for value in values])
 
 
 def _psi(z: float, order: int = 0) -> float:

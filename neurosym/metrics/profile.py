@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,11 +46,11 @@ smallest and the largest positive float on a log scale."""
 
 def gamma_mean_interval(values: Sequence[float] | Array | torch.Tensor, confidence: float = 0.95) -> tuple[float, float, float]:
     """``(mean, low, high)``: the mean of the positive ``values [n]`` (``n >= 2``; a tensor, an array or a list) and its
-    ``confidence`` interval under a gamma distribution, by profiling the shape. The maximum-likelihood mean is the
-    sample mean. Values all equal (:data:`SPREAD`) give ``(mean, mean, mean)``; ``high`` is ``inf`` where it lies beyond
-    the largest float (values far apart, as 1e-300 and 1, or a confidence near 1). ``ValueError`` naming values that
-    are not finite or not positive; ``TypeError`` for values that are no ints or floats (bools, complex numbers,
-    text)."""
+    ``confidence`` interval under a gamma distribution, by profiling the shape. Ints of any size are taken as their
+    nearest floats. The maximum-likelihood mean is the sample mean. Values all equal (:data:`SPREAD`) give
+    ``(mean, mean, mean)``; ``high`` is ``inf`` where it lies beyond the largest float (values far apart, as 1e-300 and
+    1, or a confidence near 1). ``ValueError`` naming values that are not finite (ints beyond the largest float too) or
+    not positive; ``TypeError`` for values that are no ints or floats (bools, complex numbers, text)."""
     x = _sample(values)
     if bad := np.flatnonzero(x <= 0).tolist():
         raise ValueError(f"a gamma distribution needs positive values, got {x[bad].tolist()} at {bad}")
@@ -97,10 +98,11 @@ def beta_mean_interval(
 ) -> tuple[float, float, float]:
     """``(mean, low, high)``: the maximum-likelihood mean of ``values [n]`` in ``[0, upper]`` (``n >= 2``; a tensor,
     an array or a list) under a beta distribution scaled to ``[0, upper]``, and its ``confidence`` interval, by
-    profiling the concentration. Values at 0 or ``upper`` are clipped inside (:data:`EDGE`; so values at 0 pull the
-    mean below the sample mean); values all equal (:data:`SPREAD`) give ``(mean, mean, mean)`` of the sample mean.
-    ``ValueError`` naming values that are not finite or outside ``[0, upper]``; ``TypeError`` for values that are no
-    ints or floats (bools, complex numbers, text)."""
+    profiling the concentration. Ints of any size are taken as their nearest floats. Values at 0 or ``upper`` are
+    clipped inside (:data:`EDGE`; so values at 0 pull the mean below the sample mean); values all equal
+    (:data:`SPREAD`) give ``(mean, mean, mean)`` of the sample mean. ``ValueError`` naming values that are not finite
+    (ints beyond the largest float too) or outside ``[0, upper]``; ``TypeError`` for values that are no ints or floats
+    (bools, complex numbers, text)."""
     if not (is_real(upper) and 0 < upper < math.inf):
         raise ValueError(f"upper must be a positive finite number, got {upper!r}")
     x = _sample(values)
@@ -150,14 +152,27 @@ def _mean(x: Array) -> float:
 
 
 def _float64(values: Sequence[float] | Array | torch.Tensor) -> Array:
-    """``values`` as a float64 array; ``TypeError`` unless they are ints or floats."""
+    """``values`` as a float64 array (ints of any size, each to the nearest float); ``TypeError`` unless they are ints
+    or floats."""
     if isinstance(values, torch.Tensor):
         if values.dtype == torch.bool or values.is_complex():
             raise TypeError(f"a profile interval needs ints or floats, got a tensor of {values.dtype}")
         return values.detach().cpu().double().numpy()
     array = np.asarray(values)
+    if array.dtype == object and all(map(is_real, array.flat)):  # (Python ints past int64, e.g. 2**64, kept as objects)
+        return _large_ints(array)
     if array.dtype.kind not in "iuf":  # (text was parsed, a generator failed inside numpy)
         raise TypeError(f"a profile interval needs ints or floats, got {type(values).__name__} of {array.dtype}")
+    return array.astype(np.float64)
+
+
+def _large_ints(array: NDArray[Any]) -> Array:
+    """``array`` of Python numbers (ints beyond int64 among them) as float64, each to the nearest float; ``ValueError``
+    naming the positions (flat) of ints beyond the largest float, which no float is near."""
+    if beyond := [index for index, value in enumerate(array.flat) if abs(value) > sys.float_info.max]:
+        raise ValueError(
+            f"values must be finite numbers, got ints beyond the largest float ({sys.float_info.max:.4g}) at {beyond}"
+        )
     return array.astype(np.float64)
 
 
