@@ -114,6 +114,46 @@ def test_duplicates_empty_batch_and_types():
         solve_batch(["1+2", None])
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.text(alphabet="0123456789+-*/()", min_size=1, max_size=12))
+def test_one_string_is_refused_not_read_as_one_sentence_per_character(sentence):
+    solver = BatchSolver()
+    for call in (solver.grammatical, solver.encode, solver.solve):
+        with pytest.raises(TypeError, match="not one string"):
+            call(sentence)
+
+
+@pytest.mark.parametrize(
+    ("sentences", "message"),
+    [
+        ([["1", "+", "2"]], "solve expects strings, got an item of unhashable type: 'list'"),
+        (None, "a sequence of sentences \\(str\\), got NoneType"),
+        (5, "a sequence of sentences \\(str\\), got int"),
+    ],
+)
+def test_sentences_that_are_no_strings_are_named(sentences, message):
+    with pytest.raises(TypeError, match=message):
+        solve_batch(sentences)
+
+
+@pytest.mark.parametrize("sentences", [[1, "2"], ["1+2", b"3"], [["1", "+", "2"]]])
+def test_grammatical_and_encode_name_the_sentence_that_is_no_string(sentences):
+    index = next(i for i, s in enumerate(sentences) if not isinstance(s, str))
+    for call in (BatchSolver().grammatical, BatchSolver().encode):
+        with pytest.raises(TypeError, match=f"sentence {index} must be a str, got {type(sentences[index]).__name__}"):
+            call(sentences)
+
+
+def test_grammatical_takes_a_numpy_array_of_sentences():
+    assert BatchSolver().grammatical(np.array(["1+2", "3+"])).tolist() == [True, False]
+
+
+@pytest.mark.parametrize("strict", ["no", 0, None])
+def test_a_strict_that_is_no_bool_is_refused(strict):
+    with pytest.raises(ValueError, match="strict must be True or False"):
+        solve_batch(["1+"], strict=strict)
+
+
 def test_strict_mode_raises_the_parse_error():
     with pytest.raises(ParseError, match="position 2: unexpected end of input"):
         solve_batch(["1+2", "3+"], strict=True)

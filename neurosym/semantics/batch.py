@@ -15,7 +15,7 @@ integers, by the reference path (``execute(parse(...))``). Invalid arithmetic (e
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -25,6 +25,7 @@ from neurosym.semantics.operators import ScalarRule, Value, VectorRule, rule_val
 from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
 from neurosym.syntax.concepts import CANONICAL_CHARACTERS, canonical_sentence
 from neurosym.syntax.parser import parse
+from neurosym.training.checks import check_flags
 
 #: Sentences are solved in chunks of at most this many rows and padded tokens (cache-friendly sizes).
 CHUNK_ROWS = 4096
@@ -106,7 +107,12 @@ class BatchSolver:
         return type(self), (self.table,)
 
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
-        """Token ids ``[n, length + 1]`` (int64): spaces dropped, aliases normalised, 0 after the end."""
+        """Token ids ``[n, length + 1]`` (int64) of ``n`` sentences: spaces dropped, aliases normalised, 0 after the end
+        (``TypeError`` for sentences that are no sequence of str, :func:`_check_sentences`)."""
+        return self._encode(_check_sentences(sentences))
+
+    def _encode(self, sentences: Collection[str]) -> np.ndarray:
+        """:meth:`encode` of sentences known to be a sequence of str."""
         joined = "".join(sentences)
         if any(chr(code) in joined for code in CANONICAL_CHARACTERS):
             sentences = [canonical_sentence(s) for s in sentences]
@@ -124,7 +130,8 @@ class BatchSolver:
         return ids
 
     def grammatical(self, sentences: Sequence[str]) -> np.ndarray:
-        """Boolean mask ``[n]``: which sentences the grammar accepts (exactly when ``parse`` succeeds)."""
+        """Boolean mask ``[n]``: which sentences the grammar accepts (exactly when ``parse`` succeeds; ``TypeError`` for
+        sentences that are no sequence of str, :func:`_check_sentences`)."""
         return self._grammatical(self.encode(sentences))[0]
 
     def _grammatical(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -140,16 +147,12 @@ class BatchSolver:
     def solve(self, sentences: Sequence[str], strict: bool = False) -> list[Value | None]:
         """The value of each sentence, ``None`` where it is invalid or (unless ``strict``) ungrammatical.
 
-        With ``strict=True`` the first ungrammatical sentence raises its ``ParseError``.
+        With ``strict=True`` the first ungrammatical sentence raises its ``ParseError``. ``TypeError`` for sentences that
+        are one string (each character would be solved as a sentence), no iterable, or hold anything but strings;
+        ``ValueError`` for a ``strict`` that is no bool (``"no"`` was read as true).
         """
-        if isinstance(sentences, str):
-            raise TypeError("solve expects a sequence of sentences, not one string")
-        position: dict[str, int] = {}
-        inverse = [position.setdefault(s, len(position)) for s in sentences]
-        distinct = list(position)
-        if not all(isinstance(s, str) for s in distinct):
-            wrong = next(s for s in distinct if not isinstance(s, str))
-            raise TypeError(f"solve expects strings, got {type(wrong).__name__} {wrong!r}")
+        check_flags(strict=strict)
+        distinct, inverse = _distinct(sentences)
         answers: list[Value | None] = [None] * len(distinct)
         accepted = np.zeros(len(distinct), dtype=bool)
         for chunk in _chunks_by_length(distinct):
@@ -160,7 +163,7 @@ class BatchSolver:
 
     def _solve_chunk(self, sentences: list[str], where: list[int], answers: list[Value | None]) -> np.ndarray:
         """Write the answer of ``sentences[j]`` to ``answers[where[j]]``; returns the grammatical mask."""
-        ids = self.encode(sentences)
+        ids = self._encode(sentences)
         accepted, depth = self._grammatical(ids)
         rows = np.flatnonzero(accepted)
         with np.errstate(all="ignore"):  # rows past the limit compute garbage that is never reported
@@ -259,6 +262,39 @@ class _Machine:
         self.operator_end += 1
         self.valid = np.ones(m, dtype=bool)
         self.overflow = np.zeros(m, dtype=bool)
+
+
+def _check_sentences(sentences: object) -> Collection[str]:
+    """``sentences`` when it is a collection (a list, a tuple, a numpy array) of str, else ``TypeError``: for one string
+    (each of its characters was read as a sentence), for no collection, and naming the first item that is no str and
+    its index."""
+    if isinstance(sentences, str):
+        raise TypeError("expected a sequence of sentences, not one string (wrap it in a list)")
+    if not isinstance(sentences, Collection):
+        raise TypeError(f"expected a sequence of sentences (str), got {type(sentences).__name__}")
+    for index, sentence in enumerate(sentences):
+        if not isinstance(sentence, str):
+            raise TypeError(f"sentence {index} must be a str, got {type(sentence).__name__} {sentence!r:.40}")
+    return sentences
+
+
+def _distinct(sentences: Iterable[str]) -> tuple[list[str], list[int]]:
+    """The distinct ``sentences`` in the order first seen, and each sentence's index among them. ``TypeError`` for one
+    string, for no iterable, and for an item that is no str (a list of symbols failed as "unhashable type")."""
+    if isinstance(sentences, str):
+        raise TypeError("solve expects a sequence of sentences, not one string")
+    if not isinstance(sentences, Iterable):
+        raise TypeError(f"solve expects a sequence of sentences (str), got {type(sentences).__name__}")
+    position: dict[str, int] = {}
+    try:
+        inverse = [position.setdefault(s, len(position)) for s in sentences]
+    except TypeError as error:  # an unhashable item
+        raise TypeError(f"solve expects strings, got an item of {error}") from None
+    distinct = list(position)
+    if not all(isinstance(s, str) for s in distinct):
+        wrong = next(s for s in distinct if not isinstance(s, str))
+        raise TypeError(f"solve expects strings, got {type(wrong).__name__} {wrong!r:.40}")
+    return distinct, inverse
 
 
 def _chunks_by_length(sentences: list[str]) -> list[np.ndarray]:
