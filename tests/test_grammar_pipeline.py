@@ -1109,6 +1109,25 @@ def test_abduction_checks_its_input():
         AbductionBudget(max_changes=1.5)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.text(alphabet="0123456789+", min_size=1, max_size=8))
+def test_executor_values_refuses_one_string_instead_of_reading_each_symbol_as_a_sentence(sentence):
+    executor = Executor(SymbolGrammar(ADDITION), addition_semantics())
+    with pytest.raises(TypeError, match="values takes many sentences, not one string"):
+        executor.values(sentence)
+
+
+@pytest.mark.parametrize(
+    ("sentence", "shown"), [(["1", "+", "2"], r"list \['1', '\+', '2'\]"), (12, "int 12"), (None, "NoneType None")]
+)
+def test_executor_names_a_sentence_that_is_no_string(sentence, shown):
+    """A list of symbols failed as "unhashable type: 'list'", an int as "'int' object is not iterable"."""
+    executor = Executor(SymbolGrammar(ADDITION), addition_semantics())
+    for call in (executor.value, executor.tree, lambda s: executor.values([s])):
+        with pytest.raises(TypeError, match=f"a sentence is a string of symbols, got {shown}"):
+            call(sentence)
+
+
 @pytest.mark.parametrize("explain", [False, True])
 def test_abduction_names_a_sentence_that_is_no_string_of_the_grammars_symbols(explain):
     """A symbol outside the grammar's vocabulary failed deep inside the search as ``KeyError: 'x'``, and a list of

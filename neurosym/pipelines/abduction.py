@@ -35,6 +35,7 @@ from neurosym.semantics import HINT_SEMANTICS, OperatorTable, Value, execute
 from neurosym.semantics.executor import subexpression_values
 from neurosym.semantics.preimage import Interval, admits_negative_values, operand_preimages
 from neurosym.syntax import Node, ParseError, infix_layout, parse
+from neurosym.syntax.symbol_grammar import check_sentence
 from neurosym.training.checks import int_at_least, is_int
 
 
@@ -61,8 +62,7 @@ def checked_log_probs(sentence: str, log_probs: np.ndarray, vocabulary: Collecti
     ``KeyError``), and ``log_probs`` (``ValueError``) unless ``[len(sentence), len(vocabulary)]`` and free of
     NaN (a NaN gave every correction the score NaN, and the search an arbitrary choice) and of ``+inf`` (no
     log-probability: a correction through it scored ``+inf``, or the grammar's searches passed over it as ruled out)."""
-    if not isinstance(sentence, str):
-        raise TypeError(f"a sentence is a string of symbols, got {type(sentence).__name__} {sentence!r:.40}")
+    check_sentence(sentence)
     log_probs = np.asarray(log_probs, dtype=np.float64)
     if log_probs.shape != (len(sentence), len(vocabulary)):
         raise ValueError(f"log_probs must have shape [{len(sentence)}, {len(vocabulary)}], got {list(log_probs.shape)}")

@@ -23,7 +23,7 @@ from lark.tree import Meta
 
 from neurosym.semantics.operators import INVALID
 from neurosym.syntax.errors import ParseError
-from neurosym.syntax.symbol_grammar import SymbolGrammar, symbol_token
+from neurosym.syntax.symbol_grammar import SymbolGrammar, check_sentence, symbol_token
 from neurosym.training.checks import int_at_least
 
 Inverse = Callable[[Any, tuple[Any, ...]], Iterable[Sequence[Any]]]
@@ -341,7 +341,9 @@ class Executor:
         return {**self.__dict__, "_seen": OrderedDict(), "_parses": OrderedDict()}
 
     def value(self, sentence: str) -> Any:
-        """The value of ``sentence`` (``None`` when ungrammatical or invalid)."""
+        """The value of ``sentence`` (``None`` when ungrammatical or invalid; ``TypeError`` for no str, a list of
+        symbols among them: :func:`~neurosym.syntax.symbol_grammar.check_sentence`)."""
+        check_sentence(sentence)
         if sentence in self._seen:
             self._seen.move_to_end(sentence)
             return self._seen[sentence]
@@ -382,7 +384,10 @@ class Executor:
         return parse
 
     def values(self, sentences: Iterable[str]) -> list[Any]:
-        """Values of many sentences (``None`` where ungrammatical or invalid)."""
+        """Values of many sentences (``None`` where ungrammatical or invalid); ``TypeError`` for one string (each of its
+        symbols was read as a sentence) and for a sentence that is no str."""
+        if isinstance(sentences, str):
+            raise TypeError("values takes many sentences, not one string (value takes one)")
         return [self.value(sentence) for sentence in sentences]
 
 

@@ -61,6 +61,13 @@ class NormalForm:
     binary_rules: tuple[tuple[int, int, int], ...]
 
 
+def check_sentence(sentence: object) -> str:
+    """``sentence`` when it is a str (a string of symbols), else ``TypeError`` naming what it is."""
+    if not isinstance(sentence, str):
+        raise TypeError(f"a sentence is a string of symbols, got {type(sentence).__name__} {sentence!r:.40}")
+    return sentence
+
+
 class SymbolGrammar:
     """A Lark grammar over single-character symbols, one token per symbol.
 
@@ -228,8 +235,7 @@ class SymbolGrammar:
             ParseError: naming the position and what the grammar expected there, by the symbols that could stand there
                 (its ``expected``: the terminals' names, ``"$END"`` for the end of the sentence).
         """
-        if not isinstance(sentence, str):
-            raise TypeError(f"a sentence is a string of symbols, got {type(sentence).__name__}")
+        check_sentence(sentence)
         try:
             return self.parser.parse(sentence)
         except UnexpectedInput as error:
@@ -238,14 +244,12 @@ class SymbolGrammar:
     def accepts(self, sentence: str) -> bool:
         """Whether ``sentence`` is a sentence of the grammar. Parsing sees only terminals, so the answer is
         remembered per terminal sequence (decoding asks it of every batch's sentences, mostly of a few shapes)."""
-        if not isinstance(sentence, str):
-            raise TypeError(f"a sentence is a string of symbols, got {type(sentence).__name__}")
         return self.accepts_terminals(self.terminals(sentence))
 
     def terminals(self, sentence: str) -> tuple[str | None, ...]:
         """The terminal of each symbol of ``sentence`` (``None`` for a symbol outside the vocabulary): all that
-        parsing sees of it."""
-        return tuple(map(self.terminal_of.get, sentence))
+        parsing sees of it (``TypeError`` for no str, :func:`check_sentence`: a list of symbols was read as one)."""
+        return tuple(map(self.terminal_of.get, check_sentence(sentence)))
 
     @lru_cache(maxsize=10_000)  # noqa: B019 (a grammar lives as long as the pipelines that use it)
     def accepts_terminals(self, terminals: tuple[str | None, ...]) -> bool:
