@@ -1128,6 +1128,24 @@ def test_executor_names_a_sentence_that_is_no_string(sentence, shown):
             call(sentence)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(st.text(alphabet="0123456789+", max_size=8), st.none(), st.lists(st.sampled_from("0123456789+"))))
+def test_semantics_name_a_tree_that_is_no_parse_tree(tree):
+    """A sentence (or an ungrammatical sentence's tree, None) given for its tree failed on a missing ``children``."""
+    semantics = addition_semantics()
+    for call in (semantics.evaluate, semantics.node_values, semantics.compile):
+        with pytest.raises(TypeError, match=f"expected a parse tree .*, got {type(tree).__name__}"):
+            call(tree)
+
+
+def test_semantics_refuse_replaced_symbols_that_are_no_mapping():
+    """A list of symbols was silently ignored: the tree's own symbols were read."""
+    tree = SymbolGrammar(ADDITION).parse("1+2")
+    assert addition_semantics().evaluate(tree, {0: "9"}) == 11
+    with pytest.raises(TypeError, match=r"replaced must be a mapping position -> symbol, got list \['9'\]"):
+        addition_semantics().evaluate(tree, ["9"])
+
+
 @pytest.mark.parametrize("explain", [False, True])
 def test_abduction_names_a_sentence_that_is_no_string_of_the_grammars_symbols(explain):
     """A symbol outside the grammar's vocabulary failed deep inside the search as ``KeyError: 'x'``, and a list of

@@ -162,8 +162,15 @@ class TreeSemantics:
 
     def node_values(self, tree: Tree | Token, replaced: Mapping[int, str] | None = None) -> dict[int, Any] | None:
         """The value of every subtree and token (keyed by ``id``), or ``None`` when the sentence is invalid; the
-        symbols at the positions of ``replaced`` (position -> symbol) read as the symbols it gives instead."""
+        symbols at the positions of ``replaced`` (position -> symbol) read as the symbols it gives instead.
+
+        Raises:
+            TypeError: ``tree`` is no Lark ``Tree`` or ``Token`` (:func:`postorder`), or ``replaced`` no mapping (a list
+                of symbols was silently ignored).
+        """
         values: dict[int, Any] = {}
+        if replaced is not None and not isinstance(replaced, Mapping):
+            raise TypeError(f"replaced must be a mapping position -> symbol, got {type(replaced).__name__} {replaced!r:.40}")
         replaced = replaced or {}
         try:
             for node in postorder(tree):
@@ -233,7 +240,12 @@ class TreeSemantics:
 
 def postorder(tree: Tree | Token) -> list[Tree | Token]:
     """Every subtree and token of ``tree``, each after its children (tokens left to right); iterative, so trees of any
-    depth are walked (Lark's own walks, such as ``scan_values``, recurse)."""
+    depth are walked (Lark's own walks, such as ``scan_values``, recurse). ``TypeError`` unless ``tree`` is a Lark
+    ``Tree`` or ``Token`` (a sentence given for its tree failed on a missing ``children``)."""
+    if not isinstance(tree, Tree | Token):
+        raise TypeError(
+            f"expected a parse tree (a Lark Tree or Token: SymbolGrammar.parse(sentence)), got {type(tree).__name__} {tree!r:.40}"
+        )
     order: list[Tree | Token] = []
     stack: list[tuple[Tree | Token, bool]] = [(tree, False)]
     while stack:
