@@ -1,5 +1,6 @@
 import copy
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import example, given, settings
@@ -81,6 +82,16 @@ def test_the_symbol_classifier_reads_uint8_and_any_float_windows_alike_and_names
         SymbolClassifier([0, 1])
     with pytest.raises(ValueError, match="symbol 2 is not a str or is already in the vocabulary"):
         classifier.add_symbol(2)
+
+
+@pytest.mark.parametrize(
+    "windows", [np.zeros((2, 8, 8), dtype=np.float32), np.zeros((2, 8, 8)).tolist(), None], ids=["numpy", "list", "none"]
+)
+def test_the_symbol_classifier_names_windows_that_are_no_tensor(windows):
+    """They failed on a missing ``.dim()`` (AttributeError)."""
+    classifier = SymbolClassifier(list("01"), window=8, width=2, features=4).eval()
+    with pytest.raises(TypeError, match=f"SymbolClassifier's windows must be a torch.Tensor, got {type(windows).__name__}"):
+        classifier(windows)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

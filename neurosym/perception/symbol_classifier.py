@@ -8,6 +8,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.shape_checks import check_tensor
 from neurosym.perception.cnn import ResNet18, SmallCNN
 from neurosym.perception.reader import check_intensities
 from neurosym.perception.strokes import StrokeNormaliser
@@ -31,7 +32,8 @@ class SymbolClassifier(nn.Module):
             stroke width or blur.
 
     Shapes: ``windows [N, window, window]`` or ``[N, 1, window, window]`` (uint8 in 0..255, divided by 255 in the
-    classifier's dtype, or float in 0..1; other float values, NaN included, raise ``ValueError``) -> log-probabilities
+    classifier's dtype, or float in 0..1; other float values, NaN included, raise ``ValueError``; a list or numpy array
+    ``TypeError``: ``torch.as_tensor`` it first) -> log-probabilities
     ``[N, len(vocabulary)]``.
     """
 
@@ -64,7 +66,9 @@ class SymbolClassifier(nn.Module):
 
     def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` or ``[N, 1, S, S]`` -> log-probabilities ``[N, V]`` (each window alone:
-        ``groups`` is accepted for the :class:`~neurosym.perception.reader.Reader` interface and unused)."""
+        ``groups`` is accepted for the :class:`~neurosym.perception.reader.Reader` interface and unused; ``TypeError``
+        for windows that are no tensor: a list or numpy array failed on ``.dim()``)."""
+        check_tensor(windows, "SymbolClassifier's windows")
         if windows.dim() == 3:
             windows = rearrange(windows, "n h w -> n 1 h w")
         if windows.dim() != 4 or windows.shape[1:] != (1, self.window, self.window):
