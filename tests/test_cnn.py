@@ -85,6 +85,29 @@ def test_the_symbol_classifier_reads_uint8_and_any_float_windows_alike_and_names
 
 
 @pytest.mark.parametrize(
+    "vocabulary", [None, (symbol for symbol in "01"), [["0"], ["1"]], 5], ids=["none", "generator", "lists", "int"]
+)
+def test_the_symbol_classifier_names_a_vocabulary_that_is_no_collection_of_symbols(vocabulary):
+    """None and a generator failed on len(), a list of lists as "unhashable type"."""
+    with pytest.raises(ValueError, match=r"the vocabulary must be non-empty symbols \(str\) without repeats, got"):
+        SymbolClassifier(vocabulary)
+
+
+def test_the_symbol_classifier_takes_a_numpy_array_of_symbols_as_its_vocabulary():
+    classifier = SymbolClassifier(np.array(["0", "1"]), window=8, width=2, features=4)
+    assert classifier.vocabulary == ["0", "1"] and all(type(symbol) is str for symbol in classifier.vocabulary)
+
+
+@pytest.mark.parametrize("backbone", ["small", "resnet18"])
+@pytest.mark.parametrize("stage_convs", [2, None])
+def test_stage_convs_that_are_no_sequence_are_named(backbone, stage_convs):
+    """An int failed on len() or tuple()."""
+    with pytest.raises(ValueError, match="stage_convs gives each of the three stages|stage_convs is an option of the 'small'"):
+        SymbolClassifier(list("01"), backbone=backbone, stage_convs=stage_convs)
+    assert len(SymbolClassifier(list("01"), backbone=backbone, stage_convs=np.array([1, 1, 1])).vocabulary) == 2
+
+
+@pytest.mark.parametrize(
     "windows", [np.zeros((2, 8, 8), dtype=np.float32), np.zeros((2, 8, 8)).tolist(), None], ids=["numpy", "list", "none"]
 )
 def test_the_symbol_classifier_names_windows_that_are_no_tensor(windows):

@@ -12,7 +12,7 @@ features ``[B, out_features]``, computing channels-last (NHWC) inside, where the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import torch
 from einops import rearrange
@@ -94,6 +94,11 @@ class ResidualConv(nn.Module):
         return torch.relu(x + self.norm(self.conv(x)))
 
 
+def _is_stage_convs(stage_convs: object) -> bool:
+    """Whether ``stage_convs`` is a sequence (or numpy array) of three ints (numpy's too, not bools) of at least 1."""
+    return isinstance(stage_convs, Collection) and len(stage_convs) == 3 and all(is_int(n) and n >= 1 for n in stage_convs)
+
+
 class SmallCNN(nn.Module):
     """Three stages of ``conv3x3-BN-ReLU`` then ``maxpool2`` (``width``, ``2*width``, ``4*width`` channels), then a
     flattening linear layer, so the output still knows *where* in the image things are. ``stage_convs`` says how
@@ -118,8 +123,8 @@ class SmallCNN(nn.Module):
         in_channels, out_features, width = check_sizes(in_channels=in_channels, out_features=out_features, width=width)
         if not is_int(input_size) or input_size < 8:
             raise ValueError(f"SmallCNN needs input_size >= 8 (three 2x poolings), got {input_size!r}")
-        if len(stage_convs) != 3 or not all(is_int(convs) and convs >= 1 for convs in stage_convs):
-            raise ValueError(f"stage_convs gives each of the three stages at least one convolution, got {tuple(stage_convs)}")
+        if not _is_stage_convs(stage_convs):  # (an int failed on len())
+            raise ValueError(f"stage_convs gives each of the three stages at least one convolution, got {stage_convs!r}")
         self.in_channels = in_channels
         self.input_size = input_size
         layers: list[nn.Module] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import torch
 from einops import rearrange
@@ -50,14 +50,14 @@ class SymbolClassifier(nn.Module):
         super().__init__()
         if backbone not in BACKBONES:
             raise ValueError(f"unknown backbone {backbone!r}: choose one of {BACKBONES}")
-        if len(set(vocabulary)) != len(vocabulary) or not vocabulary or not all(isinstance(s, str) for s in vocabulary):
-            raise ValueError(f"the vocabulary must be non-empty symbols (str) without repeats, got {list(vocabulary)}")
-        self.vocabulary = list(vocabulary)
+        if not _is_vocabulary(vocabulary):  # (None and a generator failed on len(), a list of lists as unhashable)
+            raise ValueError(f"the vocabulary must be non-empty symbols (str) without repeats, got {vocabulary!r:.200}")
+        self.vocabulary = [str(symbol) for symbol in vocabulary]  # (numpy's str_ as str)
         self.window = int_at_least(window, "window", 1)  # (the resnet18 backbone built, and refused every input)
         self.strokes = None if stroke_width is None else StrokeNormaliser(stroke_width)
         if backbone == "small":
             self.encoder: nn.Module = SmallCNN(1, features, input_size=self.window, width=width, stage_convs=stage_convs)
-        elif tuple(stage_convs) != (1, 1, 1):
+        elif not isinstance(stage_convs, Collection) or tuple(stage_convs) != (1, 1, 1):
             raise ValueError(f"stage_convs is an option of the 'small' backbone, not of {backbone!r}")
         else:
             self.encoder = ResNet18(1, features, small_input=True, width=width)
@@ -98,3 +98,10 @@ class SymbolClassifier(nn.Module):
         self.classifier = grown
         self.vocabulary.append(symbol)
         return len(self.vocabulary) - 1
+
+
+def _is_vocabulary(vocabulary: object) -> bool:
+    """Whether ``vocabulary`` is a non-empty collection of str (a list, a tuple, a numpy array) without repeats."""
+    if not isinstance(vocabulary, Collection) or len(vocabulary) == 0:
+        return False
+    return all(isinstance(symbol, str) for symbol in vocabulary) and len(set(vocabulary)) == len(vocabulary)
