@@ -187,6 +187,20 @@ def test_a_rule_that_raises_an_arithmetic_or_value_error_is_undefined_there():
         evaluate("8/2", mistyped)
 
 
+@pytest.mark.parametrize("symbols", [["x"], [("x", 11)], "x", None, 11])
+def test_numbers_and_operators_that_are_no_mapping_are_named(symbols):
+    """A list failed inside dict() ("cannot convert dictionary update sequence element") or in extend ("'list' object
+    is not a mapping"), without naming the argument."""
+    if symbols is not None:  # (extend reads None as no symbols added)
+        for field_name in ("numbers", "operators"):
+            with pytest.raises(TypeError, match=f"extend: {field_name} must be a mapping symbol -> meaning, got"):
+                HINT_SEMANTICS.extend(**{field_name: symbols})
+    with pytest.raises(TypeError, match="operator table 'custom': numbers must be a mapping symbol -> meaning, got"):
+        OperatorTable(symbols, dict(HINT_SEMANTICS.operators))
+    with pytest.raises(TypeError, match="operator table 'custom': operators must be a mapping symbol -> meaning, got"):
+        OperatorTable(dict(HINT_SEMANTICS.numbers), symbols)
+
+
 def test_operator_table_validation():
     with pytest.raises(ValueError, match="lacks the built-in symbols"):
         OperatorTable({"0": 0}, dict(HINT_SEMANTICS.operators))

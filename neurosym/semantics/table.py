@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from types import MappingProxyType
+from typing import TypeVar
 
 from neurosym.semantics.operators import (
     CEIL_DIVIDE,
@@ -25,6 +26,8 @@ from neurosym.semantics.operators import (
 from neurosym.syntax.concepts import ADDITIVE, BUILTIN_NUMBERS, BUILTIN_OPERATORS, MULTIPLICATIVE, ConceptTable
 from neurosym.training.checks import is_int
 
+_Symbols = TypeVar("_Symbols")
+
 
 def number_value(symbol: str, value: object) -> Value:
     """``value`` as the value of the number ``symbol``: an int (numpy's as a Python int, not a bool) or a Fraction,
@@ -34,6 +37,13 @@ def number_value(symbol: str, value: object) -> Value:
     if not isinstance(value, Fraction):
         raise ValueError(f"number {symbol!r}: its value must be an int or a Fraction, got {value!r}")
     return value
+
+
+def _symbol_mapping(symbols: _Symbols, what: str) -> _Symbols:
+    """``symbols`` when it is a mapping (symbol -> value or Operator), else ``TypeError`` naming ``what``."""
+    if not isinstance(symbols, Mapping):
+        raise TypeError(f"{what} must be a mapping symbol -> meaning, got {type(symbols).__name__} {symbols!r:.40}")
+    return symbols
 
 
 def _check_rules(symbol: str, operator: Operator) -> None:
@@ -68,6 +78,8 @@ class OperatorTable:
     name: str = field(default="custom")
 
     def __post_init__(self) -> None:
+        for field_name in ("numbers", "operators"):  # (a list failed in dict(), "cannot convert dictionary update ...")
+            _symbol_mapping(getattr(self, field_name), f"operator table {self.name!r}: {field_name}")
         numbers = {symbol: number_value(symbol, value) for symbol, value in dict(self.numbers).items()}
         object.__setattr__(self, "numbers", MappingProxyType(numbers))
         object.__setattr__(self, "operators", MappingProxyType(dict(self.operators)))
@@ -108,10 +120,11 @@ class OperatorTable:
         operators: Mapping[str, Operator] | None = None,
         name: str | None = None,
     ) -> OperatorTable:
-        """A new table with added (or redefined) numbers and operators, e.g. ``{"x": 11}``."""
+        """A new table with added (or redefined) numbers and operators, e.g. ``{"x": 11}`` (``TypeError`` for ones that
+        are no mapping: a list of symbols has no values)."""
         return OperatorTable(
-            {**self.numbers, **(numbers or {})},
-            {**self.operators, **(operators or {})},
+            {**self.numbers, **_symbol_mapping(numbers or {}, "extend: numbers")},
+            {**self.operators, **_symbol_mapping(operators or {}, "extend: operators")},
             name or f"{self.name}+concepts",
         )
 
