@@ -335,6 +335,14 @@ def test_concept_round_trip_and_heads(tree):
     assert (tokens(tree, CONCEPTS), heads(tree, CONCEPTS)) == reference_layout(tree, CONCEPT_LEVEL)
 
 
+@pytest.mark.parametrize("field_name", ["numbers", "additive", "multiplicative"])
+@pytest.mark.parametrize("symbols", [None, 5, 1.5])
+def test_concept_symbols_that_are_no_iterable_are_named(field_name, symbols):
+    """They failed in tuple() as "'NoneType' object is not iterable", naming neither the table nor the field."""
+    with pytest.raises(TypeError, match=f"ConceptTable's {field_name} must be symbols .*, got {symbols!r}"):
+        ConceptTable(**{field_name: symbols})
+
+
 def test_concept_table_validation_and_parser_cache():
     assert lark_parser(ConceptTable(("x",))) is lark_parser(ConceptTable(("x",)))
     with pytest.raises(ValueError, match="single character"):

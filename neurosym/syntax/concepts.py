@@ -9,7 +9,7 @@ appended to ``grammars/hint.lark``, so the grammar file stays the single source 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
@@ -53,7 +53,10 @@ class ConceptTable:
 
     def __post_init__(self) -> None:
         for name in ("numbers", "additive", "multiplicative"):  # any iterable of symbols ("xy", ["x", "y"]) as a tuple
-            object.__setattr__(self, name, tuple(getattr(self, name)))
+            symbols = getattr(self, name)
+            if not isinstance(symbols, Iterable):  # (None failed in tuple(), "'NoneType' object is not iterable")
+                raise TypeError(f"ConceptTable's {name} must be symbols ('xy' or ('x', 'y')), got {symbols!r:.40}")
+            object.__setattr__(self, name, tuple(symbols))
         seen: set[str] = set()
         for symbol in (*self.numbers, *self.additive, *self.multiplicative):
             if not isinstance(symbol, str) or len(symbol) != 1:
