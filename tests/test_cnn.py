@@ -1,4 +1,5 @@
 import copy
+import re
 
 import numpy as np
 import pytest
@@ -82,6 +83,17 @@ def test_the_symbol_classifier_reads_uint8_and_any_float_windows_alike_and_names
         SymbolClassifier([0, 1])
     with pytest.raises(ValueError, match="symbol 2 is not a str or is already in the vocabulary"):
         classifier.add_symbol(2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(1, 9), min_size=1, max_size=5).filter(lambda shape: shape[-2:] != [8, 8]))
+@example([2, 8, 9])
+@example([3, 7, 8])
+def test_the_symbol_classifier_names_the_shape_of_the_windows_as_given(shape):
+    """A shape of three sides was named with the channel the classifier added: [2, 8, 9] as (2, 1, 8, 9)."""
+    classifier = SymbolClassifier(list("01"), window=8, width=2, features=4).eval()
+    with pytest.raises(ValueError, match=re.escape(f"expects windows [N, 8, 8], got {tuple(shape)}")):
+        classifier(torch.zeros(shape))
 
 
 @pytest.mark.parametrize(

@@ -69,10 +69,11 @@ class SymbolClassifier(nn.Module):
         ``groups`` is accepted for the :class:`~neurosym.perception.reader.Reader` interface and unused; ``TypeError``
         for windows that are no tensor: a list or numpy array failed on ``.dim()``)."""
         check_tensor(windows, "SymbolClassifier's windows")
+        shape = tuple(windows.shape)  # (named as given: [2, 8, 9] was named as (2, 1, 8, 9))
         if windows.dim() == 3:
             windows = rearrange(windows, "n h w -> n 1 h w")
         if windows.dim() != 4 or windows.shape[1:] != (1, self.window, self.window):
-            raise ValueError(f"SymbolClassifier expects windows [N, {self.window}, {self.window}], got {tuple(windows.shape)}")
+            raise ValueError(f"SymbolClassifier expects windows [N, {self.window}, {self.window}], got {shape}")
         if windows.dtype == torch.uint8:  # (in float32 first, a float64 classifier read them rounded to float32)
             windows = windows.to(self.classifier.weight.dtype) / 255
         if not windows.is_floating_point():
