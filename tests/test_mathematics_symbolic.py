@@ -255,3 +255,12 @@ def test_decimal_answers_are_bounded_by_their_own_digits(exponent, sign):
     answer = answer_question(question)
     assert Fraction(answer) == Fraction(-1 if sign else 1, 2**exponent)  # (-0.5**k is -(0.5**k))
     assert answer.lstrip("-").startswith("0.") and len(answer.lstrip("-")) == exponent + 2
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(st.none(), st.integers(), st.binary(max_size=20), st.lists(st.text(max_size=3), max_size=3)))
+def test_a_question_that_is_no_string_is_named(question):
+    """It failed inside Lark's lexer: "'NoneType' object has no attribute 'char_pos'", "Cannot lex"."""
+    for call in (parse_question, answer_question):
+        with pytest.raises(TypeError, match=f"a question is a str, got {type(question).__name__}"):
+            call(question)

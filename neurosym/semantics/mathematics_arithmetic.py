@@ -82,7 +82,10 @@ def _parser() -> lark.Lark:
 
 def parse_question(question: str) -> Node:
     """Parse one question into a :class:`Node` tree; raise :class:`QuestionError` with the position (also for a
-    question nested more than :data:`_MAX_DEPTH` levels deep)."""
+    question nested more than :data:`_MAX_DEPTH` levels deep), ``TypeError`` for a question that is no str (it failed
+    inside Lark's lexer, on a missing ``char_pos``)."""
+    if not isinstance(question, str):
+        raise TypeError(f"a question is a str, got {type(question).__name__} {question!r:.40}")
     try:
         tree = _parser().parse(question)
     except lark.exceptions.UnexpectedInput as error:
@@ -417,7 +420,8 @@ def answer_tree(tree: Node) -> str:
 
 
 def answer_question(question: str) -> str:
-    """Answer one arithmetic question exactly as ``mathematics_dataset`` writes the answer."""
+    """Answer one arithmetic question exactly as ``mathematics_dataset`` writes the answer (:class:`QuestionError` for
+    one outside the language, ``TypeError`` for one that is no str: :func:`parse_question`)."""
     return answer_tree(parse_question(question))
 
 
