@@ -125,6 +125,22 @@ def test_induction_rejects_bad_input():
             induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int), num_classes=bad)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(2, 12), st.one_of(st.integers(-50, -1), st.integers(12, 50)), st.integers(0, 4))
+def test_induction_names_a_label_that_no_rule_gives(num_classes, label, where):
+    """A label outside 0..num_classes-1 agreed with no rule, silently: the search returned agreement below 1."""
+    labels = np.zeros(5, dtype=int)
+    labels[where] = label
+    with pytest.raises(ValueError, match=f"label {label} of example {where} is outside 0..{num_classes - 1}"):
+        induce_rule(np.zeros((5, 4), dtype=int), labels, num_classes=num_classes)
+
+
+@pytest.mark.parametrize("name", ["complexities", "pointer_positions"])
+def test_induction_names_complexities_or_pointer_positions_that_are_no_sequence(name):
+    with pytest.raises(TypeError, match=rf"{name} must be a sequence of ints, got int 1 \(write \[1\]\)"):
+        induce_rule(np.zeros((3, 4), dtype=int), np.zeros(3, dtype=int), **{name: 1})
+
+
 def test_induction_prefers_a_lower_complexity_to_an_earlier_pointer_position():
     """Every label is the first digit: the pointer at slot 1 selecting it (m = 0) explains them all, and so does the
     max of the last two digits (pointer at slot 0, m = 1). The position came first, so the larger window won."""

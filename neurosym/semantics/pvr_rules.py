@@ -24,7 +24,7 @@ This module is pure numpy: every function works on whole batches ``digits [N, L]
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -209,12 +209,17 @@ def induce_rule(
     rule with the highest agreement wins, ties going to the simplest: the lowest complexity (the earliest
     of ``complexities``, which the default lists from 0 up), then the earlier pointer position, aggregation
     and boundary. Pointer digits never seen keep start position 0. ``num_classes``, the digit classes, must be an
-    int of at least 2 (as :class:`PVRRule` needs): ``ValueError`` otherwise, as for bad digits and labels.
+    int of at least 2 (as :class:`PVRRule` needs): ``ValueError`` otherwise, as for bad digits and labels (a label
+    outside ``0..num_classes-1``, which no rule gives, among them); ``TypeError`` for ``complexities`` or
+    ``pointer_positions`` that are no sequence.
     """
     num_classes = int_at_least(num_classes, "num_classes (digit classes)", 2)  # (1 was named as pointer_table)
     for name, names in (("aggregations", aggregations), ("boundaries", boundaries)):
         if isinstance(names, str):  # (its letters were searched: "unknown aggregation 'm'" for "median")
             raise TypeError(f"{name} must be a sequence of names, got the string {names!r} (write [{names!r}])")
+    for name, values in (("complexities", complexities), ("pointer_positions", pointer_positions)):
+        if values is not None and not isinstance(values, Iterable):  # (an int failed as "'int' object is not iterable")
+            raise TypeError(f"{name} must be a sequence of ints, got {type(values).__name__} {values!r} (write [{values!r}])")
     digits = np.asarray(digits)
     if digits.ndim != 2:
         raise ValueError(f"expected digits of shape [N, L], got {digits.shape}")
@@ -226,6 +231,9 @@ def induce_rule(
         raise ValueError(f"labels must be integers, got dtype {labels.dtype}")
     if len(digits) == 0:
         raise ValueError("cannot induce a rule from zero examples")
+    outside = np.flatnonzero((labels < 0) | (labels >= num_classes))
+    if outside.size:  # (no rule gives such a label: it agreed with none, silently)
+        raise ValueError(f"label {labels[outside[0]]} of example {outside[0]} is outside 0..{num_classes - 1}")
     length = digits.shape[1]
     num_values = length - 1
     complexities = range(num_values) if complexities is None else complexities
