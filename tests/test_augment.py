@@ -166,3 +166,12 @@ def test_style_makes_no_float64_tensor_on_the_windows_device(dtype):
         styled = random_style(windows, 0.5, torch.Generator().manual_seed(0))
     assert styled.device.type == "meta" and styled.dtype == dtype and styled.shape == windows.shape
     assert not {(func, made) for func, made, device in outputs.made if device == "meta" and made == torch.float64}
+
+
+@pytest.mark.parametrize("windows", [[[0.0] * 8] * 8, np.zeros((2, 8, 8)), None], ids=["list", "numpy", "none"])
+def test_augmentations_name_windows_that_are_no_tensor(windows):
+    """They failed on a missing ``.dim()`` (AttributeError)."""
+    generator = torch.Generator().manual_seed(0)
+    for augment in (lambda w: random_shift(w, 1, generator), lambda w: random_style(w, 0.5, generator)):
+        with pytest.raises(TypeError, match=f"windows must be a torch.Tensor, got {type(windows).__name__}"):
+            augment(windows)

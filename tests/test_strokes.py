@@ -179,3 +179,12 @@ def test_a_float64_window_is_blurred_in_float64(points, written, pen, blur):
     redrawn = StrokeNormaliser(width=pen, blur=blur)(window)  # (its Gaussian was float32's: up to 4e-8 off)
     assert redrawn.dtype == torch.float64
     torch.testing.assert_close(redrawn, _redrawn_by_convolution(window, pen, gaussian / gaussian.sum()), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("images", [[[True] * 8] * 8, None], ids=["list", "none"])
+def test_stroke_functions_name_images_that_are_no_tensor(images):
+    """They failed on a missing ``.dtype`` or ``.dim()`` (AttributeError)."""
+    with pytest.raises(TypeError, match=f"skeletonise's ink must be a torch.Tensor, got {type(images).__name__}"):
+        skeletonise(images)
+    with pytest.raises(TypeError, match=f"StrokeNormaliser's windows must be a torch.Tensor, got {type(images).__name__}"):
+        StrokeNormaliser()(images)

@@ -8,13 +8,16 @@ import torch
 import torch.nn.functional as F
 from einops import rearrange
 
+from neurosym.layers.shape_checks import check_tensor
 from neurosym.training.checks import fraction, is_int
 
 
 def _check_inputs(windows: torch.Tensor, generator: torch.Generator | None) -> None:
     """Raise ``ValueError`` unless ``windows`` is ``[..., H, W]`` of real numbers and ``generator`` a CPU
     ``torch.Generator`` (the draws are made on the CPU and moved to the windows' device, so a seed gives the same
-    windows on any device; torch's own error for a generator on another device came from deep inside the draw)."""
+    windows on any device; torch's own error for a generator on another device came from deep inside the draw);
+    ``TypeError`` for windows that are no tensor (a list failed on ``.dim()``)."""
+    check_tensor(windows, "windows")
     if windows.dim() < 2 or windows.dtype == torch.bool or windows.is_complex():
         raise ValueError(f"windows must be images [..., H, W] of real numbers, got {windows.dtype} {tuple(windows.shape)}")
     if generator is not None and not isinstance(generator, torch.Generator):

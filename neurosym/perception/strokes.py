@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.shape_checks import check_tensor
 from neurosym.perception.reader import check_intensities
 from neurosym.training.checks import int_at_least, is_real, positive_number
 
@@ -68,8 +69,10 @@ def skeletonise(ink: torch.Tensor, max_iterations: int = 32) -> torch.Tensor:
 
     Zhang & Suen's two sub-iterations are repeated until no pixel changes or ``max_iterations`` passes;
     connectivity and the end points of strokes are kept, and an isolated pixel stays, as does an isolated 2×2 square
-    (their parallel step removes all four of its pixels at once: the dots of ÷ vanished).
+    (their parallel step removes all four of its pixels at once: the dots of ÷ vanished). ``TypeError`` for ink that is
+    no tensor (a list failed on ``.dtype``).
     """
+    check_tensor(ink, "skeletonise's ink")
     if ink.dtype != torch.bool or ink.dim() != 3:
         raise ValueError(f"skeletonise expects bool images [N, H, W], got {ink.dtype} of shape {tuple(ink.shape)}")
     int_at_least(max_iterations, "max_iterations", 0)  # (a negative count returned the ink unthinned)
@@ -140,7 +143,9 @@ class StrokeNormaliser(nn.Module):
         self.register_buffer("gaussian", torch.tensor(self.taps))  # saved, so a checkpoint says it was used
 
     def forward(self, windows: torch.Tensor) -> torch.Tensor:
-        """``windows [N, 1, S, S]`` in ``[0, 1]`` -> redrawn ``[N, 1, S, S]``."""
+        """``windows [N, 1, S, S]`` in ``[0, 1]`` -> redrawn ``[N, 1, S, S]`` (``TypeError`` for windows that are no
+        tensor: a list failed on ``.dim()``)."""
+        check_tensor(windows, "StrokeNormaliser's windows")
         if windows.dim() != 4 or windows.shape[1] != 1 or 0 in windows.shape[2:]:  # (no pixels: failed in amax)
             raise ValueError(f"StrokeNormaliser expects windows [N, 1, S, S], got {tuple(windows.shape)}")
         if not windows.is_floating_point():
