@@ -7,6 +7,7 @@ import contextlib
 import copy
 import itertools
 import math
+import os
 import pickle
 import re
 import sys
@@ -123,7 +124,7 @@ def test_one_line_grammar_text_ending_in_lark_is_text(comment, rule):
     assert SymbolGrammar(f"{rule}  // {comment}.lark").symbols == ("a",)
 
 
-def test_a_path_is_a_path_object_an_existing_file_or_a_lark_name_that_defines_no_rule(tmp_path):
+def test_a_path_is_a_path_object_an_existing_file_or_a_path_like_str_that_defines_no_rule(tmp_path):
     """An existing file not named .lark was read as grammar text (Lark's "Unexpected token" of its name), and a missing
     one was named by the operating system's bare error alone."""
     path = tmp_path / "addition grammar.txt"
@@ -134,6 +135,51 @@ def test_a_path_is_a_path_object_an_existing_file_or_a_lark_name_that_defines_no
     for missing in (tmp_path / "missing.txt", str(tmp_path / "missing.lark"), "missing.lark"):
         with pytest.raises(FileNotFoundError, match=rf"no grammar file {re.escape(repr(str(missing)))} \(looked for .*missing"):
             SymbolGrammar(missing)
+
+
+SEGMENTS = st.from_regex(r"[A-Za-z][\w\- ]{0,6}", fullmatch=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(["", "./", "../", "~/", "/", "C:\\", "c:/"]),
+    st.lists(SEGMENTS, min_size=1, max_size=3),
+    st.sampled_from(["/", "\\"]),
+    st.sampled_from(["", ".lark", ".txt", ".g"]),
+)
+@example("", ["grammar"], "/", ".txt")
+@example("", ["grammars", "my_grammar"], "/", "")
+@example("C:\\", ["g", "x"], "\\", ".lark")
+def test_a_one_line_str_with_a_folder_or_an_extension_names_a_file(start, folders, separator, extension):
+    """A missing file not named .lark (``grammar.txt``, ``grammars/my_grammar``) was read as grammar text (Lark's
+    "Unexpected token" of its name), and so was a Windows path from a drive (``C:\\g\\x.lark``, as the definition of
+    ``C``): each is named missing, as the path it is."""
+    path = start + separator.join(folders) + extension
+    if not (start or folders[1:] or extension) or os.path.isfile(os.path.expanduser(path)):
+        reject()  # (a bare name is text; a file that is there is read)
+    with pytest.raises(FileNotFoundError, match=rf"^no grammar file {re.escape(repr(path))} \(looked for "):
+        SymbolGrammar(path)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.sampled_from(["", "?", "!", "  "]),
+    st.sampled_from(["start", "start.2", "start "]),
+    st.sampled_from(['"a"', "/a/", '"a" | "a" start', '("a")']),
+    st.sampled_from(["", "  // ", "// see C:\\g\\"]),
+    st.text(alphabet="abc_-/\\.: ", max_size=12),
+)
+def test_a_one_line_grammar_is_text_whatever_its_body_and_comment_hold(prefix, name, body, comment, words):
+    """A one-line grammar is its start rule's definition: text, though its body or comment hold separators and dots."""
+    line = f"{prefix}{name}:{body}{comment + words if comment else ''}"
+    assert SymbolGrammar(line).symbols == ("a",)
+
+
+@pytest.mark.parametrize("text", ["calc", "%import common.DIGIT", "%import .defs.start"])
+def test_a_one_line_str_with_no_folder_extension_or_definition_or_a_statement_is_text(text):
+    """A bare name and one of Lark's statements are read as text: Lark names why it does not load."""
+    with pytest.raises(ValueError, match="the grammar (does not load|has no rule 'start'|imports)"):
+        SymbolGrammar(text)
 
 
 def test_parse_errors_name_the_position():

@@ -73,8 +73,10 @@ class SymbolGrammar:
 
     Args:
         grammar: Lark grammar text, or the path of a grammar file (whose relative imports, ``%import .defs (DIGIT)``,
-            look beside it, as ``Lark.open``'s do): a path object, or a str of one line that names an existing file or
-            ends in ``.lark`` and defines no rule (a one-line grammar, ``start: "a"  // a.lark``, is text).
+            look beside it, as ``Lark.open``'s do): a path object, or a str of one line that names an existing file, or
+            that holds a path separator or ends in an extension (``grammars/calc``, ``calc.txt``, ``C:\\g\\calc.lark``)
+            and is no grammar: it starts with no definition (``start: "a"  // a.lark`` is text; ``C:\\``, ``c:/``
+            start a drive) and no ``%`` statement (``~`` is the home folder).
         symbols: the vocabulary (single characters); default: every character of
             :data:`CANDIDATE_SYMBOLS` that one of the grammar's terminals matches.
         start: the start rule.
@@ -404,26 +406,40 @@ def _placed(child: Tree | Token) -> bool:
 
 _DEFINITION = re.compile(r"^\s*[?!]?[A-Za-z_]\w*(\.-?\d+)?(\{[^}]*\})?\s*:", re.MULTILINE)
 """The start of a rule's or terminal's definition (``start:``, ``?sum:``, ``X.2:``, ``list{x}:``): grammar text."""
+_DRIVE = re.compile(r"\s*[A-Za-z]:[\\/]")
+"""The start of a path from a Windows drive (``C:\\``, ``c:/``), not a definition."""
+_STATEMENT = re.compile(r"\s*%[a-z]+\b")
+"""The start of one of Lark's statements (``%import``, ``%ignore``, ``%declare``): grammar text."""
+_PATH_LIKE = re.compile(r"[\\/]|\.\w+$")
+"""A path separator, or an extension at the end (``.lark``, ``.txt``)."""
 
 
 def _grammar_path(grammar: str | os.PathLike) -> str | None:
     """The resolved path of the file ``grammar`` names, ``None`` where it is grammar text. A path object names a file;
-    a str does where it is one line and names an existing file, or ends in ``.lark`` and defines no rule (a grammar
-    defines one, ``start: ...``, so a one-line grammar whose comment ends in ``.lark`` is text). ``FileNotFoundError``
-    where the file named is not there."""
+    a str does where it is one line and names an existing file or :func:`_looks_like_a_path` (``~`` is the home folder).
+    ``FileNotFoundError`` where the file named is not there."""
     line = str(grammar).strip()
     named = isinstance(grammar, os.PathLike) or (
-        "\n" not in line and (os.path.isfile(grammar) or (line.endswith(".lark") and not _DEFINITION.search(line)))
+        "\n" not in line and (os.path.isfile(os.path.expanduser(grammar)) or _looks_like_a_path(line))
     )
     if not named:
         return None
-    path = Path(grammar).resolve()
+    path = Path(grammar).expanduser().resolve()
     if not path.is_file():
         raise FileNotFoundError(
-            f"no grammar file {str(grammar)!r} (looked for {path}): a path object, or a one-line str that ends in .lark "
-            "and defines no rule, names the file of a grammar; grammar text defines its rules (start: ...)"
+            f"no grammar file {str(grammar)!r} (looked for {path}): a path object, or a one-line str with a path separator "
+            "or an extension that starts with no definition (start: ...) and no %statement, names the file of a grammar"
         )
     return str(path)
+
+
+def _looks_like_a_path(line: str) -> bool:
+    """Whether ``line`` (a str of one line that names no existing file) is the path of a file: it holds a path
+    separator or ends in an extension (``grammars/calc``, ``calc.txt``, ``calc.lark``), and starts with no definition
+    (a one-line grammar is its start rule's, ``start: "a"  // a.lark``; ``C:\\``, ``c:/`` start a drive) and no
+    ``%`` statement. (A one-line str that is neither, ``calc``, is text, which Lark names where it does not load.)"""
+    grammar_syntax = bool(_STATEMENT.match(line)) or (bool(_DEFINITION.match(line)) and not _DRIVE.match(line))
+    return not grammar_syntax and bool(_PATH_LIKE.search(line))
 
 
 def _loaded(text: str, start: str, source_path: str | None) -> Lark:
