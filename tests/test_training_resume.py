@@ -404,3 +404,14 @@ def test_a_run_of_k_steps_continued_to_n_ends_bit_for_bit_as_n_steps_straight(
         and again.steps == expected.steps
         and again.steps_this_call == expected.steps - first_steps
     )
+
+
+@pytest.mark.parametrize("state", [[], None, "weights", torch.zeros(2)])
+def test_a_model_state_that_is_no_mapping_is_named_and_nothing_is_loaded(state) -> None:
+    from neurosym.training.checkpoint import CheckpointMismatch, load_model_state
+
+    model = nn.Linear(2, 1)
+    before = {name: value.clone() for name, value in model.state_dict().items()}
+    with pytest.raises(CheckpointMismatch, match=f"run.pt holds no reader state: its weights are a {type(state).__name__}"):
+        load_model_state(model, state, "run.pt", "reader")
+    assert all(torch.equal(before[name], value) for name, value in model.state_dict().items())

@@ -356,7 +356,9 @@ def load_model_state(model: nn.Module, state: Mapping[str, Any], source: str, wh
 
 def check_model_state(model: nn.Module, state: Mapping[str, Any], source: str, what: str = "model") -> None:
     """Refuse (:class:`CheckpointMismatch`, as :func:`load_model_state` does) a ``state`` of other sizes or parameter
-    names than ``model``'s, loading nothing."""
+    names than ``model``'s, loading nothing; also a ``state`` that is no mapping (a list failed on ``.keys()``)."""
+    if not isinstance(state, Mapping):
+        raise CheckpointMismatch(f"{source} holds no {what} state: its weights are a {type(state).__name__}, not a mapping")
     if differences := _state_differences(model.state_dict(), state):
         raise CheckpointMismatch(f"{_another(source, what)}: {_clipped(differences, 300)}")
 
