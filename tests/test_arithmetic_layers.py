@@ -648,6 +648,22 @@ def test_the_warmup_of_a_step_held_in_a_tensor_is_the_warmup_of_the_number(step,
     assert value.dtype == torch.float64 and value.dim() == 0 and value.item() == schedule(step)
 
 
+@pytest.mark.parametrize(
+    "step, described",
+    [
+        (torch.tensor(True), "torch.bool of shape []"),  # read as step 1
+        (torch.tensor([5, 6]), "torch.int64 of shape [2]"),  # gave two weights
+        (torch.tensor([5.0]), "torch.float32 of shape [1]"),
+        (torch.tensor(5 + 0j), "torch.complex64 of shape []"),
+        (5, "int"),  # (failed on .double())
+    ],
+)
+def test_the_warmup_at_a_tensor_step_refuses_anything_but_a_0d_real_tensor(step, described) -> None:
+    refused = f"RegularizerWarmup.at: the step must be a 0-d tensor of a real number, got {described}"
+    with pytest.raises(ValueError, match=rf"^{re.escape(refused)}$"):
+        RegularizerWarmup(1.0, 0, 10).at(step)
+
+
 def test_regularizer_warmup_edges() -> None:
     assert RegularizerWarmup(0.01, 5e3, 5e4)(27_500) == pytest.approx(0.005)
     assert RegularizerWarmup(1.0, 10, 10)(9) == 0.0 and RegularizerWarmup(1.0, 10, 10)(10) == 1.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
 from torch import Tensor
 
 from neurosym.training.checks import is_real, positive_number
@@ -45,7 +46,11 @@ class RegularizerWarmup:
     def at(self, step: Tensor) -> Tensor:
         """``λ(step)`` of a step held in a 0-d tensor (e.g. a step counter inside a CUDA graph): a 0-d float64
         tensor on ``step``'s device, equal to ``self(step.item())`` without reading the step back (so a NaN step, which
-        ``self`` refuses, is not checked here: it gives NaN)."""
+        ``self`` refuses, is not checked here: it gives NaN). ``ValueError`` unless ``step`` is a 0-d tensor of a real
+        number: a bool was read as step 0 or 1, and ``[n]`` steps gave ``[n]`` weights where one is meant."""
+        if not isinstance(step, Tensor) or step.dim() != 0 or step.dtype == torch.bool or step.is_complex():
+            described = f"{step.dtype} of shape {list(step.shape)}" if isinstance(step, Tensor) else type(step).__name__
+            raise ValueError(f"RegularizerWarmup.at: the step must be a 0-d tensor of a real number, got {described}")
         step = step.double()
         if self.end == self.start:
             return (step >= self.start).double() * self.weight
