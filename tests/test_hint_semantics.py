@@ -206,8 +206,12 @@ def test_operator_table_validation():
         OperatorTable({"0": 0}, dict(HINT_SEMANTICS.operators))
     with pytest.raises(ValueError, match="must keep precedence level 1"):
         HINT_SEMANTICS.extend(operators={"+": Operator(2, lambda a, b: a + b)})
-    with pytest.raises(ValueError, match="level must be 1"):
+    with pytest.raises(ValueError, match="level must be the int 1"):
         HINT_SEMANTICS.extend(operators={"q": Operator(3, max)})
+    for level, shown in [(True, "bool True"), (1.0, "float 1.0"), (2.0, "float 2.0")]:  # (equal 1 or 2)
+        with pytest.raises(ValueError, match=rf"operator 'q': level must be the int 1 .* or 2 .*, got {shown}"):
+            HINT_SEMANTICS.extend(operators={"q": Operator(level, max)})
+    assert HINT_SEMANTICS.extend(operators={"q": Operator(np.int64(2), max)}).concepts.multiplicative == ("q",)
     with pytest.raises(ValueError, match=r"operator 'q' must be an Operator\(level, apply\), got <built-in function max>"):
         HINT_SEMANTICS.extend(operators={"q": max})
     with pytest.raises(ValueError, match=r"operator '\+' must be an Operator\(level, apply\), got <built-in function max>"):

@@ -89,8 +89,11 @@ class OperatorTable:
         for symbol, operator in self.operators.items():  # (a plain function failed below, reading its level)
             if not isinstance(operator, Operator):
                 raise ValueError(f"operator {symbol!r} must be an Operator(level, apply), got {operator!r}")
-            if operator.level not in (ADDITIVE, MULTIPLICATIVE):
-                raise ValueError(f"operator {symbol!r}: level must be 1 (like + −) or 2 (like × ÷)")
+            if not is_int(operator.level) or operator.level not in (ADDITIVE, MULTIPLICATIVE):  # (True, 1.0 equal 1)
+                raise ValueError(
+                    f"operator {symbol!r}: level must be the int 1 (like + −) or 2 (like × ÷), got "
+                    f"{type(operator.level).__name__} {operator.level!r:.40}"
+                )
             _check_rules(symbol, operator)
         for symbol, level in BUILTIN_OPERATORS.items():
             if self.operators[symbol].level != level:
