@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Iterator
+from fractions import Fraction
 
+import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -45,4 +47,23 @@ def test_a_numeral_of_any_length_is_read_and_written_as_python_does_without_its_
 @pytest.mark.parametrize("digits", ["", "+1", "-1", " 1", "1 ", "1_000", "١٢", "12a", "0x1f", "1.0"])
 def test_anything_but_decimal_digits_is_refused(digits):
     with pytest.raises(ValueError, match=r"is not a decimal numeral \(one or more of the digits 0-9 alone\)"):
+        decimal_value(digits)
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [(1.5, "float 1.5"), (1e30, "float 1e\\+30"), (True, "bool True"), (Fraction(3, 2), "Fraction"), ("12", "str '12'")],
+)
+def test_decimal_text_refuses_anything_but_an_int(value, shown):
+    with pytest.raises(TypeError, match=f"decimal_text writes an int, got {shown}"):
+        decimal_text(value)
+
+
+def test_decimal_text_takes_numpy_ints():
+    assert decimal_text(np.int64(-42)) == "-42"
+
+
+@pytest.mark.parametrize("digits", [12, None, b"12", ["1", "2"]])
+def test_decimal_value_refuses_anything_but_a_str(digits):
+    with pytest.raises(TypeError, match=f"decimal_value reads a str of digits, got {type(digits).__name__}"):
         decimal_value(digits)

@@ -8,6 +8,8 @@ limit Python allows to be set, so every length is read and written exactly.
 
 from __future__ import annotations
 
+from neurosym.training.checks import as_int
+
 CHUNK_DIGITS = 600
 """Digits converted at once (Python's limit on integer text may be set no lower than 640)."""
 _CHUNK = 10**CHUNK_DIGITS
@@ -17,9 +19,12 @@ def decimal_value(digits: str) -> int:
     """The int the decimal numeral ``digits`` shows (ASCII ``0``-``9`` only, leading zeros allowed, any length).
 
     Raises:
+        TypeError: ``digits`` is no str (an int failed as "'int' object has no attribute 'isascii'").
         ValueError: ``digits`` is empty or holds anything else (a sign, a space, ``_``, another script's digits, all
             of which ``int`` takes).
     """
+    if not isinstance(digits, str):
+        raise TypeError(f"decimal_value reads a str of digits, got {type(digits).__name__} {digits!r:.40}")
     if not (digits.isascii() and digits.isdigit()):
         raise ValueError(f"{digits!r:.40} is not a decimal numeral (one or more of the digits 0-9 alone)")
     value = 0
@@ -30,11 +35,19 @@ def decimal_value(digits: str) -> int:
 
 
 def decimal_text(value: int) -> str:
-    """``value`` as a decimal numeral (``-`` before a negative one), as ``str(value)`` writes it, at any length."""
+    """``value`` as a decimal numeral (``-`` before a negative one), as ``str(value)`` writes it, at any length.
+
+    Raises:
+        TypeError: ``value`` is no int (numpy's count; a bool, a float, a Fraction do not: ``1.5``, ``1e30`` and
+            ``True`` were written ``"1.5"``, ``"1e+30"`` and ``"True"``, which are no decimal numerals).
+    """
+    number = as_int(value)
+    if number is None:
+        raise TypeError(f"decimal_text writes an int, got {type(value).__name__} {value!r:.40}")
     chunks = []
-    rest = abs(value)
+    rest = abs(number)
     while rest >= _CHUNK:
         rest, low = divmod(rest, _CHUNK)
         chunks.append(f"{low:0{CHUNK_DIGITS}d}")
     text = str(rest) + "".join(reversed(chunks))
-    return "-" + text if value < 0 else text
+    return "-" + text if number < 0 else text
