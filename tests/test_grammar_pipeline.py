@@ -1163,6 +1163,14 @@ def test_executor_values_refuses_one_string_instead_of_reading_each_symbol_as_a_
         executor.values(sentence)
 
 
+@pytest.mark.parametrize(("sentences", "shown"), [(None, "NoneType None"), (12, "int 12")])
+def test_executor_values_names_sentences_that_are_no_iterable(sentences, shown):
+    """They failed as "'NoneType' object is not iterable", naming no argument."""
+    executor = Executor(SymbolGrammar(ADDITION), addition_semantics())
+    with pytest.raises(TypeError, match=rf"values takes an iterable of sentences \(str\), got {shown}"):
+        executor.values(sentences)
+
+
 @pytest.mark.parametrize(
     ("sentence", "shown"), [(["1", "+", "2"], r"list \['1', '\+', '2'\]"), (12, "int 12"), (None, "NoneType None")]
 )

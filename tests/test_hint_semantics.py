@@ -26,8 +26,10 @@ from neurosym.semantics import (
     solve_batch,
 )
 from neurosym.semantics import operators as operator_module
+from neurosym.semantics.executor import subexpression_values
 from neurosym.semantics.preimage import Interval, operand_preimages
 from neurosym.syntax import Node, ParseError, heads, parse, to_infix, tokens
+from neurosym.syntax.printing import infix_layout
 
 BRACKETS = ("(", ")")
 
@@ -99,6 +101,16 @@ def test_a_sentence_where_a_tree_belongs_and_a_missing_table_are_named():
     with pytest.raises(TypeError, match="expected an OperatorTable .* got NoneType"):
         evaluate("1+2", None)
     assert execute(parse("1+2")).value == evaluate("1+2") == 3
+
+
+def test_subexpression_values_names_a_missing_layout_and_table():
+    """``None`` failed as "'NoneType' object has no attribute 'tokens'" (or 'numbers')."""
+    layout = infix_layout(parse("1+2"), HINT_SEMANTICS.concepts)
+    with pytest.raises(TypeError, match=r"expected an InfixLayout \(infix_layout\(tree, concepts\)\), got NoneType None"):
+        subexpression_values(None)
+    with pytest.raises(TypeError, match="expected an OperatorTable .* got NoneType"):
+        subexpression_values(layout, None)
+    assert subexpression_values(layout) == [1, 3, 2]
 
 
 def test_res_all_of_a_known_expression():

@@ -48,7 +48,12 @@ def execute(node: Node, table: OperatorTable = HINT_SEMANTICS) -> Execution:
 
 def subexpression_values(layout: InfixLayout, table: OperatorTable = HINT_SEMANTICS) -> list[Value | None]:
     """The value of the sub-expression each token of ``layout`` heads (``BRACKET_VALUE`` for a bracket), ``None``
-    for one that is invalid or holds an invalid one: which parts of an invalid expression still have values."""
+    for one that is invalid or holds an invalid one: which parts of an invalid expression still have values.
+    ``TypeError`` for a layout that is no :class:`~neurosym.syntax.printing.InfixLayout` or a table that is no
+    :class:`OperatorTable` (``None`` failed as "'NoneType' object has no attribute 'tokens'")."""
+    if not isinstance(layout, InfixLayout):
+        raise TypeError(f"expected an InfixLayout (infix_layout(tree, concepts)), got {type(layout).__name__} {layout!r:.40}")
+    _check_table(table)
     values: list[Value | None] = [BRACKET_VALUE] * len(layout.tokens)
     for index in reversed(layout.preorder):
         symbol, operands = layout.tokens[index], layout.operands[index]

@@ -397,9 +397,12 @@ class Executor:
 
     def values(self, sentences: Iterable[str]) -> list[Any]:
         """Values of many sentences (``None`` where ungrammatical or invalid); ``TypeError`` for one string (each of its
-        symbols was read as a sentence) and for a sentence that is no str."""
+        symbols was read as a sentence), for sentences that are no iterable (``None`` failed as "'NoneType' object is
+        not iterable") and for a sentence that is no str."""
         if isinstance(sentences, str):
             raise TypeError("values takes many sentences, not one string (value takes one)")
+        if not isinstance(sentences, Iterable):
+            raise TypeError(f"values takes an iterable of sentences (str), got {type(sentences).__name__} {sentences!r:.40}")
         return [self.value(sentence) for sentence in sentences]
 
 
