@@ -1,6 +1,7 @@
 """What must hold on a CUDA device: the units and the stroke normaliser compute there what they compute on the CPU,
 a seeded block gives the caller's streams back, the batched arithmetic training resumes exactly, a resumed training
-keeps its best weights on the CPU, and the grammar pipeline learns with mixed precision.
+keeps its best weights on the CPU, a recurrent seq2seq model maps an empty batch to empty outputs, and the grammar
+pipeline learns with mixed precision.
 
 Marked ``cuda``: skipped without a GPU, run by ``make gpu-check`` (``benchmarks/device_check.py``);
 ``NEUROSYM_CUDA_TESTS_ON=cpu`` runs them on the CPU to check the tests themselves.
@@ -13,6 +14,7 @@ import json
 
 import pytest
 import torch
+from test_seq2seq import BOS, EOS, reversal_batch, tiny_model
 from test_tasks import addition_pipeline, addition_problem, tiny_training
 from torch import nn
 
@@ -55,6 +57,15 @@ def test_units_compute_on_the_device_what_they_compute_on_the_cpu(cls, accelerat
     torch.testing.assert_close(x_device.grad.cpu(), x_cpu.grad, rtol=1e-7, atol=1e-9)
     for (name, on_cpu), on_device in zip(unit.named_parameters(), moved.parameters()):
         torch.testing.assert_close(on_device.grad.cpu(), on_cpu.grad, rtol=1e-7, atol=1e-9, msg=name)
+
+
+@pytest.mark.parametrize("name", ["lstm_att_bi", "gru"])
+def test_a_recurrent_model_maps_an_empty_batch_to_empty_outputs_on_the_device(name, accelerator):
+    """The recurrent kernels run an empty batch (unpacked: torch cannot pack one) on the device as on the CPU."""
+    src, src_mask, tgt_in, _ = (tensor[:0].to(accelerator) for tensor in reversal_batch(4))
+    model = tiny_model(name).to(accelerator)
+    assert model(src, src_mask, tgt_in).shape == (0, tgt_in.shape[1], 13)
+    assert model.eval().greedy_decode(src, src_mask, max_len=5, bos=BOS, eos=EOS).shape == (0, 1)
 
 
 def test_the_stroke_normaliser_redraws_on_the_device_what_it_redraws_on_the_cpu(accelerator):

@@ -21,7 +21,8 @@ class Seq2Seq(nn.Module, ABC):
     * ``src_mask``: ``[B, S]`` bool, ``True`` marks source padding;
     * ``tgt_in``: ``[B, T]`` target ids (int64 or int32) starting with the begin-of-sequence token (teacher forcing).
 
-    ``forward(src, src_mask, tgt_in) -> logits [B, T, target_vocab]``. Subclasses implement
+    ``forward(src, src_mask, tgt_in) -> logits [B, T, target_vocab]``; an empty batch (``B = 0``) gives empty logits,
+    and :meth:`greedy_decode` empty tokens ``[0, 1]``. Subclasses implement
     :meth:`start_decoding` and :meth:`_step` (the unchecked :meth:`decode_step`), which :meth:`greedy_decode` drives.
     """
 

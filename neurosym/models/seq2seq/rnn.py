@@ -107,21 +107,28 @@ class RNNSeq2Seq(Seq2Seq):
 
     def _encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> RNNDecoderState:
         src, src_mask = prepared_source(src, src_mask)
-        if src.shape[0] == 0:  # (torch cannot pack an empty batch)
-            raise ValueError("the recurrent seq2seq models need at least one source, got an empty batch")
         embedded = self.dropout(self.front_end(src, src_mask))
         mask = output_mask(self.front_end, src_mask)
-        lengths = (~mask).sum(dim=1).cpu()
-        packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
-        outputs, final = self.encoder(packed)
-        memory, _ = pad_packed_sequence(outputs, batch_first=True, total_length=mask.shape[1])
-        if self.cell == "gru":
+        memory, final = self._run_encoder(embedded, mask)
+        if isinstance(final, torch.Tensor):  # (a GRU's; an LSTM's is a pair)
             hidden: RecurrentState = self._top_final(final)
         else:
             final_hidden, final_cell = final
             hidden = (self._top_final(final_hidden), self._top_final(final_cell))
         projected = self.attention.project_keys(memory) if self.attention is not None else None
         return RNNDecoderState(hidden, memory, projected, mask)
+
+    def _run_encoder(self, embedded: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, RecurrentState]:
+        """The encoder over ``embedded [B, S, E]`` without the padding of ``mask [B, S]``: the memory
+        ``[B, S, hidden]`` (zeros at padding) and the final states ``[layers * directions, B, H]`` (a pair for LSTM).
+        An empty batch (``B = 0``), which torch cannot pack, is run unpacked: it has no padding to leave out."""
+        if embedded.shape[0] == 0:
+            return self.encoder(embedded)
+        lengths = (~mask).sum(dim=1).cpu()
+        packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
+        outputs, final = self.encoder(packed)
+        memory, _ = pad_packed_sequence(outputs, batch_first=True, total_length=mask.shape[1])
+        return memory, final
 
     def _top_final(self, final: torch.Tensor) -> torch.Tensor:
         """Encoder final states ``[layers * directions, B, H]`` -> the top layer's, once per decoder layer.
