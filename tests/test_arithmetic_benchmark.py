@@ -1,4 +1,5 @@
 import json
+import math
 import re
 import signal
 
@@ -65,6 +66,14 @@ def test_regulariser_schedules_scale_with_the_budget():
         model.regularization(torch.tensor([100, 200]))
     assert TwoLayerArithmetic("NALU", steps=10).schedule is None
     assert TwoLayerArithmetic("NALU", steps=10).regularization(10).item() == 0.0
+
+
+@pytest.mark.parametrize("model", ["NMU", "NALU"])  # (with a warm-up, and without one)
+@pytest.mark.parametrize("step", [-1, math.nan, 1.5, True])
+def test_the_regulariser_names_a_step_that_is_no_int_of_at_least_0(model, step):
+    """Before the warm-up, or without one, such a step gave zeros."""
+    with pytest.raises(ValueError, match=re.escape(f"step must be an int of at least 0, got {step!r}")):
+        TwoLayerArithmetic(model, steps=10).regularization(step)
 
 
 @pytest.mark.parametrize("steps", [0, 2.5, "10", True])

@@ -110,9 +110,14 @@ class TwoLayerArithmetic(nn.Module):
         """``λ(step) · Σ_layers R_layer`` (see :data:`PAPER_SCHEDULES`): ``[S]`` per member (0-d without an ensemble).
 
         ``step`` may be a 0-d tensor on the model's device (a CUDA graph's step counter): the weight is then
-        computed there, and a weight of 0 gives ``0 · R`` (the same value; nothing read back)."""
-        if isinstance(step, Tensor) and step.dim() != 0:
-            raise ValueError(f"step must be an int or a 0-d tensor, got shape {tuple(step.shape)}")
+        computed there, and a weight of 0 gives ``0 · R`` (the same value; nothing read back). ``ValueError`` for a
+        tensor of another shape, and for a step that is no int of at least 0 (``-1``, a NaN and ``1.5`` were taken:
+        before any warm-up, or without one, they gave zeros)."""
+        if isinstance(step, Tensor):
+            if step.dim() != 0:
+                raise ValueError(f"step must be an int or a 0-d tensor, got shape {tuple(step.shape)}")
+        else:
+            step = int_at_least(step, "step", 0)
         zeros = next(self.parameters()).new_zeros(self.units[0].ensemble_shape)
         if self.schedule is None or (not isinstance(step, Tensor) and self.schedule(step) == 0):
             return zeros
