@@ -191,6 +191,9 @@ def test_parse_errors_name_the_position():
         grammar.parse("12+")
     with pytest.raises(ParseError, match="'a' at position 1"):
         grammar.parse("1a+2")
+    with pytest.raises(ParseError, match=r"^the sentence is empty; expected DIGIT \('0', '1',") as error:
+        grammar.parse("")  # (it "ends too early at position 0")
+    assert error.value.position == 0 and error.value.char is None
     assert grammar.accepts("12+3") and not grammar.accepts("+3")
 
 

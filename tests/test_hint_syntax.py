@@ -122,6 +122,17 @@ def test_parse_errors_pickle_and_copy_with_their_fields(text):
         assert (twin.position, twin.char, twin.expected) == (error.position, error.char, error.expected)
 
 
+@pytest.mark.parametrize(
+    ("text", "position", "problem"), [("", 0, "is empty"), (" ", 1, "holds only spaces"), ("   ", 3, "holds only spaces")]
+)
+def test_an_empty_sentence_is_named_empty(text, position, problem):
+    """The end of a text of spaces was said to be "at the start", at a position past it."""
+    with pytest.raises(UnexpectedEndError) as caught:
+        parse(text)
+    assert str(caught.value) == f"position {position}: unexpected end of input: the sentence {problem}, expected a number or '('"
+    assert caught.value.position == position
+
+
 def test_message_reads_naturally():
     with pytest.raises(ParseError, match=r"^position 2: unexpected end of input after '3\+', expected a number or '\('$"):
         parse("3+")

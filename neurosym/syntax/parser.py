@@ -133,9 +133,17 @@ def _parse_error(parser: Lark, text: str, error: UnexpectedInput, concepts: Conc
     consumed = text[:position].rstrip(_IGNORED)
     shown = consumed if len(consumed) <= QUOTED_BEFORE_ERROR else "…" + consumed[-QUOTED_BEFORE_ERROR:]
     what = "end of input" if char is None else f"character {char!r}"
-    where = f" after {shown!r}" if consumed else " at the start"
+    where = f" after {shown!r}" if consumed else _start(text, char)
     message = f"position {position}: unexpected {what}{where}, expected {_join(expected)}"
     return kind(message, position, char, expected)
+
+
+def _start(text: str, char: str | None) -> str:
+    """Where in the message of an error at the start of ``text``: an end there means the sentence is empty (the end
+    of ``"   "`` at position 3 was said to be "at the start")."""
+    if char is not None:
+        return " at the start"
+    return ": the sentence holds only spaces" if text else ": the sentence is empty"
 
 
 def accepted_terminals(parser: Lark, prefix: str) -> set[str]:

@@ -471,8 +471,9 @@ def _parse_error(parser: Lark, sentence: str, error: UnexpectedInput, symbols_of
     if isinstance(error, UnexpectedEOF) or (isinstance(error, UnexpectedToken) and error.token.type == "$END"):
         position = len(sentence)
         expected = _expected(parser, sentence[:position], error)
+        problem = f"the sentence ends too early at position {position}" if position else "the sentence is empty"
         return UnexpectedEndError(
-            f"the sentence ends too early at position {position}; expected {_in_symbols(expected, symbols_of)}",
+            f"{problem}; expected {_in_symbols(expected, symbols_of)}",
             position,
             None,
             expected,
