@@ -248,6 +248,9 @@ OTHER_KINDS = [
     ("trained reader", "config.steps", None, "its steps is a NoneType, not a number"),  # TypeError: '<' not supported
     ("trained reader", "config", [2], "its config is a list, not a mapping"),
     ("trained reader", "model", [], "its model is a list, not a mapping"),  # AttributeError, no 'keys'
+    ("hint baseline", "loop", [1], "its loop is a list, not a mapping"),  # said to lack every entry inside it
+    ("hint baseline", "config", "x", "its config is a str, not a mapping"),  # said to lack every entry inside it
+    ("hint baseline", "step", "2", "its step is a str, not a number"),  # TypeError: '>=' not supported
 ]
 """Per kind of checkpoint: an entry (``outer.inner`` for one inside another), a value of another kind than its reader
 reads, and how the refusal names it."""

@@ -177,6 +177,8 @@ def squared_error(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) ->
             r"is not a checkpoint of train \(its loop state\): it lacks \['best_model'\]",
         ),
         (lambda saved: saved["loop"].pop("history"), r"is not a checkpoint of train \(its loop state\): it lacks \['history'\]"),
+        # (said to lack every entry of the loop state)
+        (lambda saved: saved.update(loop=[1]), r"is not a checkpoint of train: its loop is a list, not a mapping; remove it$"),
     ],
 )
 def test_a_train_checkpoint_without_its_loop_state_is_named_with_what_it_lacks(

@@ -35,7 +35,15 @@ from neurosym.models.seq2seq.hint_baseline import (
 )
 from neurosym.plots.figure import plot_vs_published
 from neurosym.training import TrainConfig, distributed_process
-from neurosym.training.checkpoint import load_checkpoint, load_model_state, require_entries, save_json
+from neurosym.training.checkpoint import (
+    MAPPING,
+    NUMBER,
+    load_checkpoint,
+    load_model_state,
+    require_entries,
+    require_kinds,
+    save_json,
+)
 from neurosym.training.compile import compile_for_training
 from neurosym.training.distributed import DistributedContext, main_process_first
 from neurosym.training.loop import patience_ran_out
@@ -105,16 +113,19 @@ def _best_weights(saved: dict[str, Any], checkpoint: Path) -> dict[str, torch.Te
 
 RUN_ENTRIES = {"loop": ("best_model", "bad_evaluations"), "config": ("max_steps", "patience"), "step": ()}
 """The entries of a run's checkpoint that :func:`trained_baseline` reads, with those it reads inside each."""
+RUN_KINDS = {"loop": MAPPING, "config": MAPPING, "step": NUMBER}
+"""What each entry of :data:`RUN_ENTRIES` holds."""
 
 
 def _check_run_entries(saved: Mapping[str, Any], checkpoint: Path) -> None:
     """Refuse (``ValueError`` naming ``checkpoint`` and what it lacks) the checkpoint ``saved`` without an entry of
-    :data:`RUN_ENTRIES`, or without one inside it (an entry that is no mapping holds none)."""
+    :data:`RUN_ENTRIES`, with one of another kind than :data:`RUN_KINDS` says (a loop that was no mapping was said to
+    lack every entry inside it), or without one inside it."""
     what = "a neurosym hint run"
     require_entries(saved, RUN_ENTRIES, checkpoint, what)
+    require_kinds(saved, RUN_KINDS, checkpoint, what)
     for name, inner in RUN_ENTRIES.items():
-        entry = saved[name] if isinstance(saved[name], Mapping) else {}
-        require_entries(entry, inner, checkpoint, f"{what} (its {name})")
+        require_entries(saved[name] if inner else {}, inner, checkpoint, f"{what} (its {name})")
 
 
 def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, Any]:

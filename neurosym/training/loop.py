@@ -31,7 +31,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
-from neurosym.training.checkpoint import require_entries
+from neurosym.training.checkpoint import MAPPING, require_entries, require_kinds
 from neurosym.training.checks import check_batch_fits, int_at_least, is_real, positive_number
 from neurosym.training.core import Checkpointing, kept_random_state, run_training
 from neurosym.training.device import mixed_precision
@@ -334,10 +334,11 @@ LOOP_STATE = ("best_score", "best_step", "bad_evaluations", "history", "best_mod
 
 def _check_loop_state(saved: Mapping[str, Any], path: str | Path | None) -> None:
     """Refuse (``ValueError`` naming ``path`` and the entries it lacks) a checkpoint ``saved`` without the ``"loop"``
-    state of :func:`train` or with one that lacks any of :data:`LOOP_STATE`."""
+    state of :func:`train`, with one that is no mapping (it was said to lack every entry of :data:`LOOP_STATE`), or
+    with one that lacks any of them."""
     require_entries(saved, ["loop"], path, "train")
-    loop = saved["loop"]
-    require_entries(loop if isinstance(loop, Mapping) else {}, LOOP_STATE, path, "train (its loop state)")
+    require_kinds(saved, {"loop": MAPPING}, path, "train")
+    require_entries(saved["loop"], LOOP_STATE, path, "train (its loop state)")
 
 
 class _BestWeights:
