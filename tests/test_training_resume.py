@@ -252,6 +252,18 @@ def test_a_train_config_read_from_json_resumes_a_run_started_in_code_and_the_oth
         assert train(regression()[0], regression()[1], squared_error, longer, context).steps_this_call == 2
 
 
+@pytest.mark.parametrize(("first", "then"), [("cpu", "cpu:0"), ("cpu:0", "cpu")])
+def test_a_run_on_the_cpu_resumes_on_cpu_0_and_the_other_way(tmp_path: Path, first: str, then: str) -> None:
+    """torch.load knows no map location "cpu:0": such a resume was told its checkpoint "is not a readable checkpoint
+    ...; remove it"."""
+    path = tmp_path / "run.pt"
+    train(*regression(), squared_error, TrainConfig(2, 8, checkpoint=path), DistributedContext(0, 1, 0, torch.device(first)))
+    resumed = train(
+        *regression(), squared_error, TrainConfig(4, 8, checkpoint=path), DistributedContext(0, 1, 0, torch.device(then))
+    )
+    assert resumed.steps_this_call == 2
+
+
 FIT_INPUTS, FIT_LABELS = torch.randn(32, 4, generator=torch.Generator().manual_seed(0)), torch.arange(32) % 3
 
 

@@ -212,9 +212,10 @@ def _unserialisable(value: Any) -> NoReturn:
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any] | None:
-    """Load a checkpoint written by :func:`save_checkpoint`; ``None`` when ``path`` does not exist. A file torch cannot
-    read back (truncated, foreign), one whose bytes changed after it was written (:func:`_check_records`) or a folder
-    raises ``ValueError`` naming it."""
+    """Load a checkpoint written by :func:`save_checkpoint` onto the device ``map_location`` (``cpu:0`` is the CPU, as
+    ``cpu`` is); ``None`` when ``path`` does not exist. A file torch cannot read back (truncated, foreign), one whose
+    bytes changed after it was written (:func:`_check_records`) or a folder raises ``ValueError`` naming it."""
+    map_location = _loaded_onto(map_location)
     path = Path(path)
     if not path.exists():
         return None
@@ -228,6 +229,13 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     if not isinstance(saved, dict):
         raise ValueError(f"{path} is not a checkpoint: it holds a {type(saved).__name__}, not a dict; remove it")
     return saved
+
+
+def _loaded_onto(device: str | torch.device) -> torch.device:
+    """``device`` as the ``map_location`` of ``torch.load``, which knows the CPU only without an index (a run on
+    ``cpu:0`` was told its checkpoint "is not a readable checkpoint ...; remove it")."""
+    device = torch.device(device)
+    return torch.device("cpu") if device.type == "cpu" else device
 
 
 RECORD_CHUNK = 1 << 20
