@@ -85,6 +85,8 @@ def test_pvr_json_collects_sweeps_of_the_same_device_and_budget():
     assert merge_results(earlier, {**now, "seed": 1}) == {**now, "seed": 1}  # another seed's sweeps are not this one's
     assert merge_results(earlier, {**now, "budget": "paper"}) == {**now, "budget": "paper"}
     assert merge_results(earlier, {**now, "device": "cuda"}) == {**now, "device": "cuda"}
+    on_gpu = {**earlier, "device": "cuda"}  # (device "auto" records "cuda")
+    assert merge_results(on_gpu, {**now, "device": "cuda:0"}) == {**now, "device": "cuda:0", "noise": {"a": 1}}
     assert merge_results(None, now) == now
 
 

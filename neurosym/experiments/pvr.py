@@ -205,12 +205,20 @@ def mnist_source(mnist: Path | None) -> str | None:
 
 def merge_results(previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
     """``pvr.json`` of an output folder collects its sweeps: the sweeps of an earlier invocation on the
-    same device, budget and seed stay, those run again are replaced (a sweep's entry is that of its latest
-    invocation; every single run also stays under ``runs/``); another device, budget or seed starts afresh."""
-    same = ("device", "budget", "seed")
-    if previous is None or [previous.get(key) for key in same] != [current.get(key) for key in same]:
+    same kind of device (``cuda`` and ``cuda:0`` alike, as the stored runs are matched), budget and seed stay, those
+    run again are replaced (a sweep's entry is that of its latest invocation; every single run also stays under
+    ``runs/``); another kind of device, budget or seed starts afresh."""
+    if previous is None or _sweep_key(previous) != _sweep_key(current):
         return current
     return {**previous, **current}
+
+
+def _sweep_key(results: dict[str, Any]) -> tuple[Any, ...]:
+    """What the sweeps of ``pvr.json`` must share to be collected: the kind of their device (``"cuda"`` of
+    ``"cuda:1"``), budget and seed."""
+    device = results.get("device")
+    kind = device.partition(":")[0] if isinstance(device, str) else device
+    return kind, results.get("budget"), results.get("seed")
 
 
 def run(options: PVROptions) -> dict[str, Any]:
