@@ -429,3 +429,15 @@ def test_a_model_state_that_is_no_mapping_is_named_and_nothing_is_loaded(state) 
     with pytest.raises(CheckpointMismatch, match=f"run.pt holds no reader state: its weights are a {type(state).__name__}"):
         load_model_state(model, state, "run.pt", "reader")
     assert all(torch.equal(before[name], value) for name, value in model.state_dict().items())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_a_good_checkpoint_loaded_onto_a_missing_gpu_names_the_device_not_the_file(tmp_path: Path) -> None:
+    """A good checkpoint mapped onto CUDA on a machine without it was said to be "not a readable checkpoint ...;
+    remove it"."""
+    path = tmp_path / "run.pt"
+    train(*regression(), squared_error, TrainConfig(2, 8, checkpoint=path), DistributedContext(0, 1, 0, torch.device("cpu")))
+    with pytest.raises(ValueError, match="CUDA is not available") as raised:
+        load_checkpoint(path, "cuda")
+    assert "remove it" not in str(raised.value)
+    assert load_checkpoint(path, "cpu") is not None

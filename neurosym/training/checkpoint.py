@@ -23,6 +23,7 @@ import torch
 from torch import nn
 
 from neurosym.training.checks import is_real
+from neurosym.training.device import resolve_device
 
 if sys.platform != "win32":
     import fcntl
@@ -213,7 +214,7 @@ def _unserialisable(value: Any) -> NoReturn:
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any] | None:
     """Load a checkpoint written by :func:`save_checkpoint` onto the device ``map_location`` (``cpu:0`` is the CPU, as
-    ``cpu`` is); ``None`` when ``path`` does not exist. A file torch cannot read back (truncated, foreign), one whose
+    ``cpu`` is; ``ValueError`` for one this machine lacks); ``None`` when ``path`` does not exist. A file torch cannot read back (truncated, foreign), one whose
     bytes changed after it was written (:func:`_check_records`) or a folder raises ``ValueError`` naming it."""
     map_location = _loaded_onto(map_location)
     path = Path(path)
@@ -232,9 +233,10 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
 
 
 def _loaded_onto(device: str | torch.device) -> torch.device:
-    """``device`` as the ``map_location`` of ``torch.load``, which knows the CPU only without an index (a run on
-    ``cpu:0`` was told its checkpoint "is not a readable checkpoint ...; remove it")."""
-    device = torch.device(device)
+    """``device`` as the ``map_location`` of ``torch.load``, which knows the CPU only without an index; ``ValueError``
+    (:func:`~neurosym.training.device.resolve_device`'s) for a device this machine lacks. Either way a good checkpoint
+    was said to be "not a readable checkpoint ...; remove it"."""
+    device = resolve_device(device)
     return torch.device("cpu") if device.type == "cpu" else device
 
 
