@@ -161,6 +161,17 @@ def test_a_one_line_str_with_a_folder_or_an_extension_names_a_file(start, folder
         SymbolGrammar(path)
 
 
+def test_a_one_letter_rule_read_as_a_drive_is_told_how_to_write_it() -> None:
+    """``c:/x/`` is a path from drive C as much as a one-letter rule: the missing file's error says how to write the
+    rule (a space after its colon), which then loads."""
+    with pytest.raises(FileNotFoundError, match=re.escape("reads as a drive: add a space (c: /x/)")):
+        SymbolGrammar("c:/x/", start="c")
+    assert SymbolGrammar("c: /x/", start="c").parse("x") is not None
+    with pytest.raises(FileNotFoundError) as raised:
+        SymbolGrammar("grammars/nope.lark")
+    assert "drive" not in str(raised.value)
+
+
 @settings(max_examples=100, deadline=None)
 @given(
     st.sampled_from(["", "?", "!", "  "]),

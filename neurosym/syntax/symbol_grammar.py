@@ -408,6 +408,8 @@ _DEFINITION = re.compile(r"^\s*[?!]?[A-Za-z_]\w*(\.-?\d+)?(\{[^}]*\})?\s*:", re.
 """The start of a rule's or terminal's definition (``start:``, ``?sum:``, ``X.2:``, ``list{x}:``): grammar text."""
 _DRIVE = re.compile(r"\s*[A-Za-z]:[\\/]")
 """The start of a path from a Windows drive (``C:\\``, ``c:/``), not a definition."""
+_DRIVE_HINT = "; as grammar text, a one-letter rule's colon right before a slash (c:/x/) reads as a drive: add a space (c: /x/)"
+"""What the error of a missing file adds where the str started with a drive: it may be a one-letter rule."""
 _STATEMENT = re.compile(r"\s*%[a-z]+\b")
 """The start of one of Lark's statements (``%import``, ``%ignore``, ``%declare``): grammar text."""
 _PATH_LIKE = re.compile(r"[\\/]|\.\w+$")
@@ -429,6 +431,8 @@ def _grammar_path(grammar: str | os.PathLike) -> str | None:
         raise FileNotFoundError(
             f"no grammar file {str(grammar)!r} (looked for {path}): a path object, or a one-line str with a path separator "
             "or an extension that starts with no definition (start: ...) and no %statement, names the file of a grammar"
+            + _DRIVE_HINT
+            * bool(_DRIVE.match(line))
         )
     return str(path)
 
