@@ -1,6 +1,7 @@
 """What must hold on a CUDA device: the units and the stroke normaliser compute there what they compute on the CPU,
 a seeded block gives the caller's streams back, the batched arithmetic training resumes exactly, a resumed training
-keeps its best weights on the CPU, a recurrent seq2seq model maps an empty batch to empty outputs, and the grammar
+keeps its best weights on the CPU, a recurrent seq2seq model maps an empty batch to empty outputs, every kind of
+attention gives a query with no allowed key zeros (no NaN) in float32 and under bfloat16 autocast, and the grammar
 pipeline learns with mixed precision.
 
 Marked ``cuda``: skipped without a GPU, run by ``make gpu-check`` (``benchmarks/device_check.py``);
@@ -14,6 +15,7 @@ import json
 
 import pytest
 import torch
+from test_attention import DIM, make
 from test_seq2seq import BOS, EOS, reversal_batch, tiny_model
 from test_tasks import addition_pipeline, addition_problem, tiny_training
 from torch import nn
@@ -66,6 +68,32 @@ def test_a_recurrent_model_maps_an_empty_batch_to_empty_outputs_on_the_device(na
     model = tiny_model(name).to(accelerator)
     assert model(src, src_mask, tgt_in).shape == (0, tgt_in.shape[1], 13)
     assert model.eval().greedy_decode(src, src_mask, max_len=5, bos=BOS, eos=EOS).shape == (0, 1)
+
+
+@pytest.mark.parametrize("autocast", [False, True])
+@pytest.mark.parametrize("kind", ["vanilla", "xl", "xl_clipped", "shaw"])
+def test_a_query_with_no_allowed_key_gets_zeros_on_the_device_as_on_the_cpu(kind, autocast, accelerator):
+    """Blind queries (causal over left padding, and a row of ``attn_mask`` that allows no key) get zeros before the
+    output projection on the device too, where the fused attention kernels run: no NaN, finite gradients, and the other
+    queries as on the CPU (some CUDA kernels of PyTorch once gave NaN for a fully masked row)."""
+    module = make(kind).train()  # (dropout 0: train mode only to take gradients as training does)
+    moved = make(kind).train().to(accelerator)
+    x = torch.randn(2, 4, DIM)
+    padding = torch.tensor([[True, True, False, False], [False, False, False, False]])
+    mask = torch.ones(4, 4, dtype=torch.bool)
+    mask[3] = False  # (the last query of each element sees no key)
+    x_device = x.to(accelerator).requires_grad_(True)
+    with torch.autocast(accelerator.type, dtype=torch.bfloat16, enabled=autocast):
+        out = moved(x_device, key_padding_mask=padding.to(accelerator), attn_mask=mask.to(accelerator), causal=True)
+    expected = module(x, key_padding_mask=padding, attn_mask=mask, causal=True)
+    blind = moved.out_proj.bias.expand(2, DIM).to(out.dtype)
+    assert bool(out.isfinite().all())
+    torch.testing.assert_close(out[0, :2], blind[:2])
+    torch.testing.assert_close(out[:, 3], blind)
+    tolerance = {"atol": 5e-2, "rtol": 5e-2} if autocast else {"atol": 1e-5, "rtol": 1e-4}
+    torch.testing.assert_close(out.float().cpu(), expected, **tolerance)
+    out.float().square().sum().backward()
+    assert all(p.grad is None or bool(p.grad.isfinite().all()) for p in [x_device, *moved.parameters()])
 
 
 def test_the_stroke_normaliser_redraws_on_the_device_what_it_redraws_on_the_cpu(accelerator):
