@@ -62,6 +62,7 @@ def test_images_given_as_28_by_28_and_float_digit_labels_load_as_before(tmp_path
     [
         (b"cno_such_module_of_neurosym\nThing\n.", "No module named 'no_such_module_of_neurosym'"),  # another library's
         (b"c__main__\nNoSuchThing\n.", "Can't get attribute 'NoSuchThing'"),  # a class of the script that wrote it
+        (b"c_codecs\nencode\n(Vx\nVno_such_codec\ntR.", "unknown encoding: no_such_codec"),  # a changed codec name
     ],
 )
 def test_a_pickle_of_objects_this_process_cannot_build_names_the_file(tmp_path, pickled, problem):
@@ -70,3 +71,10 @@ def test_a_pickle_of_objects_this_process_cannot_build_names_the_file(tmp_path, 
         handle.write(pickled)
     with pytest.raises(ValueError, match=rf"other\.pkl\.gz is not an MNIST pickle of \(train, valid, test\) pairs: {problem}"):
         load_mnist(tmp_path / "other.pkl.gz")
+
+
+def test_compressed_data_that_was_changed_names_the_file(tmp_path):
+    """A damaged copy (a gzip header, then deflate data of a reserved block type) raised zlib.error, naming no file."""
+    (tmp_path / "damaged.pkl.gz").write_bytes(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff\x07")
+    with pytest.raises(ValueError, match=r"damaged\.pkl\.gz is not an MNIST pickle .*: Error -3 .*invalid block type"):
+        load_mnist(tmp_path / "damaged.pkl.gz")

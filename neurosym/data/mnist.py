@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+import zlib
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -137,14 +138,30 @@ def _checked_part(file: Path, name: str, part: object) -> tuple[np.ndarray, np.n
     return images.reshape(len(images), -1), labels.astype(np.int64)
 
 
+_UNREADABLE_PICKLE = (
+    OSError,
+    ValueError,
+    TypeError,
+    pickle.UnpicklingError,
+    EOFError,
+    AttributeError,
+    ImportError,
+    LookupError,
+    zlib.error,
+)
+"""What reading a file that is no gzipped MNIST pickle raises: ``zlib.error`` for compressed data changed on the way
+(a damaged copy), ``LookupError`` for a pickle that names a codec or key that does not exist."""
+
+
 def load_mnist(path: str | os.PathLike | None = None, download: bool = True) -> MNIST:
     """Load MNIST; the pickle's train and validation parts together form the 60k training split. A file that is
-    no MNIST pickle (not gzip, another pickle's objects, parts of another format) raises ``ValueError`` naming it."""
+    no MNIST pickle (not gzip, compressed data cut or changed, another pickle's objects, parts of another format)
+    raises ``ValueError`` naming it."""
     file = mnist_path(path, download=download)
     try:
         with gzip.open(file, "rb") as handle:
             train, valid, test = pickle.load(handle, encoding="latin1")
-    except (OSError, ValueError, TypeError, pickle.UnpicklingError, EOFError, AttributeError, ImportError) as error:
+    except _UNREADABLE_PICKLE as error:
         raise ValueError(f"{file} is not an MNIST pickle of (train, valid, test) pairs: {error}") from error
     (train_x, train_y), (valid_x, valid_y), (test_x, test_y) = (
         _checked_part(file, name, part) for name, part in (("train", train), ("valid", valid), ("test", test))
