@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import re
+import struct
+import zlib
 from pathlib import Path, PurePosixPath
 
 import numpy as np
@@ -353,6 +355,24 @@ def test_folder_bank_errors(tmp_path):
         load_folder_bank(tmp_path)
     (tmp_path / "3" / "bad.jpg").write_bytes(b"not a jpeg")
     with pytest.raises(ValueError, match="cannot read image"):
+        load_folder_bank(tmp_path)
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _png_header(width: int, height: int) -> bytes:
+    """A grey PNG of ``width`` × ``height`` pixels without pixel data: its signature, header and end chunks."""
+    header = _png_chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+    return b"\x89PNG\r\n\x1a\n" + header + _png_chunk(b"IEND", b"")
+
+
+def test_an_image_of_more_pixels_than_pillow_opens_is_named(tmp_path):
+    """Pillow's DecompressionBombError named no file (a scan of 20000 × 20000 pixels in a class folder)."""
+    (tmp_path / "3").mkdir()
+    (tmp_path / "3" / "scan.png").write_bytes(_png_header(20000, 20000))
+    with pytest.raises(ValueError, match=r"cannot read image .*3/scan\.png: Image size \(400000000 pixels\) exceeds"):
         load_folder_bank(tmp_path)
 
 

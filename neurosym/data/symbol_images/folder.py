@@ -41,7 +41,8 @@ def _pillow() -> ModuleType:
 def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
     """One image file as grey uint8 ``[H, W]`` (resized to ``size × size`` when given).
 
-    An unreadable file, or one with transparent pixels (their grey level would be the colour they hide, often
+    An unreadable file, one whose size Pillow refuses as a possible decompression bomb (over twice its
+    ``MAX_IMAGE_PIXELS``), or one with transparent pixels (their grey level would be the colour they hide, often
     black: black ink on a transparent background read as a black square), raises ``ValueError`` naming it.
     """
     Image = _pillow()
@@ -52,7 +53,7 @@ def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
                     f"{path}: has transparent pixels, which a grey image cannot show: flatten it onto its background first"
                 )
             grey = _grey_levels(image, path)
-    except OSError as error:
+    except (OSError, Image.DecompressionBombError) as error:  # (the latter named no file)
         raise ValueError(f"cannot read image {path}: {error}") from error
     return grey if size is None else resize_images(grey[None], (size, size))[0]
 
