@@ -238,6 +238,13 @@ def test_unreadable_files_are_named(release):
         read_fewshot(release)
 
 
+def test_a_file_nested_deeper_than_the_parser_goes_is_named(release):
+    """A RecursionError was raised from inside the JSON decoder, naming no file."""
+    (release / "expr_val.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match=r"expr_val.json cannot be read as JSON: its arrays or objects are nested too deeply"):
+        read_release(release)
+
+
 def test_a_fewshot_concept_of_another_name_is_named_before_any_work(release):
     """A concept misnamed (``X`` for ``x``) was read, and a run failed with KeyError 'x' once its few-shot stage began."""
     data = json.loads((release / "fewshot_dataset.json").read_text())

@@ -183,9 +183,12 @@ def save_json(data: Any, path: str | os.PathLike, default: Callable[[Any], Any] 
 
 def load_json(path: str | os.PathLike) -> Any:
     """The JSON in ``path`` (UTF-8, or UTF-16/32 as JSON allows: never the locale's encoding); a file that is not JSON
-    (cut short, edited, bytes that are no such text) raises ``ValueError`` naming it and where."""
+    (cut short, edited, bytes that are no such text) raises ``ValueError`` naming it and where, as does one whose
+    arrays or objects are nested deeper than the parser's recursion goes."""
     try:
         return json.loads(Path(path).read_bytes())
+    except RecursionError:  # (raised from deep inside the decoder, without the file's name)
+        raise ValueError(f"{path} cannot be read as JSON: its arrays or objects are nested too deeply") from None
     except json.JSONDecodeError as error:  # (a message without the file's name)
         raise ValueError(f"{path} is not valid JSON: {error}") from None
     except UnicodeDecodeError as error:  # (torn out of the decoder, without the file's name)
