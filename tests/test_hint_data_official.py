@@ -133,6 +133,10 @@ def test_image_dataset_uses_the_records_own_images(release):
     ("change", "message"),
     [
         (lambda r: r.pop("res_all"), "record lacks the fields \\['res_all'\\]"),
+        (lambda r: r.update(id=None), "id must be a string or an integer, got null"),  # (read as the id "None")
+        (lambda r: r.update(id=1.5), "id must be a string or an integer, got 1.5"),
+        (lambda r: r.update(id=True), "id must be a string or an integer, got true"),
+        (lambda r: r.update(id=[0]), "id must be a string or an integer, got \\[0\\]"),
         (lambda r: r.update(head=[1, -1]), "expr '3-4' has 3 symbols but head 2"),
         (lambda r: r.update(eval="XX"), "eval must be one of"),
         (lambda r: r.update(img_paths=["3/3_a.jpg"]), "1 img_paths for 3 symbols"),

@@ -59,7 +59,8 @@ RELEASE_SYMBOLS = frozenset((*HINT_SYMBOLS, *FEWSHOT_CONCEPTS))
 def record_from_json(item: Mapping, where: str) -> HintRecord:
     """One release record → :class:`HintRecord`; ``where`` names it in error messages.
 
-    Each field is checked on its own and ``res`` against the root's ``res_all``; whether ``head`` is the parse of
+    Each field is checked on its own (``id`` a string or an integer, read as its digits) and ``res`` against the
+    root's ``res_all``; whether ``head`` is the parse of
     ``expr`` and ``res_all`` its values is checked by the readers, for a whole file at once
     (:func:`read_records`, :func:`read_fewshot`, :func:`check_release`).
     """
@@ -68,6 +69,8 @@ def record_from_json(item: Mapping, where: str) -> HintRecord:
     missing = [key for key in _REQUIRED if key not in item]
     if missing:
         raise ValueError(f"{where}: record lacks the fields {missing}")
+    if not isinstance(item["id"], str | int) or isinstance(item["id"], bool):  # (null was read as the id "None")
+        raise ValueError(f"{where}: id must be a string or an integer, got {json.dumps(item['id'])}")
     if not isinstance(item["expr"], str):
         raise ValueError(f"{where}: expr must be a string, got {type(item['expr']).__name__}")
     expr = canonical_sentence(item["expr"])
