@@ -1,5 +1,6 @@
 """DeepMind Mathematics data: loader, malformed files, encoding, generation driver and cache."""
 
+import codecs
 import json
 import re
 import subprocess
@@ -31,6 +32,7 @@ from neurosym.data.mathematics import (
     read_module_file,
 )
 from neurosym.data.mathematics import generation as generate_module
+from neurosym.data.mathematics.loader import count_pairs
 from neurosym.metrics.mathematics import mean_over_modules, module_accuracies
 
 FIXTURES = Path(__file__).resolve().parent / "data" / "mathematics"
@@ -92,11 +94,15 @@ def test_malformed_lines_name_file_and_line(tmp_path, lines, line_number, proble
     ),
     line_end=st.sampled_from(["\n", "\r\n"]),
     final_end=st.booleans(),
+    bom=st.booleans(),
 )
-def test_files_read_back_pair_for_pair_with_either_line_end(tmp_path_factory, pairs, line_end, final_end):
+def test_files_read_back_pair_for_pair_with_either_line_end(tmp_path_factory, pairs, line_end, final_end, bom):
+    """Also with a UTF-8 byte-order mark before the first question (refused as byte 0xef at 1:1)."""
     path = tmp_path_factory.mktemp("release") / "arithmetic__mul.txt"
-    path.write_bytes((line_end.join(part for pair in pairs for part in pair) + line_end * final_end).encode("ascii"))
+    text = line_end.join(part for pair in pairs for part in pair) + line_end * final_end
+    path.write_bytes(codecs.BOM_UTF8 * bom + text.encode("ascii"))
     assert read_module_file(path) == pairs
+    assert count_pairs(path) == len(pairs)
 
 
 def test_a_lone_carriage_return_is_refused_where_it_is_rather_than_splitting_its_line(tmp_path):

@@ -7,6 +7,7 @@ answer lines. A malformed file raises :class:`MathematicsFormatError` naming the
 
 from __future__ import annotations
 
+import codecs
 import os
 import re
 from dataclasses import dataclass
@@ -60,9 +61,10 @@ def module_path(root: str | os.PathLike, regime: str, module: str) -> Path:
 def _lines(path: Path) -> list[str]:
     """The lines of a file without their ends, ``"\\n"`` or ``"\\r\\n"`` (a file saved on Windows). A lone ``"\\r"``
     does not end a line (reading with universal newlines split a line there and shifted every later question into
-    the answers): it stays in its line, to be refused as outside the alphabet. Bytes beyond ASCII stay as
-    surrogate escapes, to be refused with their column."""
-    text = path.read_bytes().decode("ascii", errors="surrogateescape")
+    the answers): it stays in its line, to be refused as outside the alphabet. A UTF-8 byte-order mark opening the
+    file (an editor's on Windows) is no part of the first question. Bytes beyond ASCII stay as surrogate escapes,
+    to be refused with their column."""
+    text = path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("ascii", errors="surrogateescape")
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
