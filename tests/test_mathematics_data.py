@@ -119,6 +119,24 @@ def test_bytes_beyond_ascii_are_named_by_value_and_column(tmp_path):
         read_module_file(path)
 
 
+@pytest.mark.parametrize(
+    ("encoding", "named"),
+    [
+        ("utf-16-le", "UTF-16"),
+        ("utf-16-be", "UTF-16 \\(big-endian\\)"),
+        ("utf-32-le", "UTF-32"),
+        ("utf-32-be", "UTF-32 \\(big-endian\\)"),
+    ],
+)
+@pytest.mark.parametrize("pairs", [1, 2])
+def test_a_file_of_wider_text_is_named_by_its_byte_order_mark(tmp_path, encoding, named, pairs):
+    """PowerShell's ``>`` writes UTF-16: such a file was refused as a question without an answer, or at byte 0xff."""
+    path = tmp_path / "arithmetic__mul.txt"
+    path.write_bytes(("\ufeff" + "What is 1 + 2?\n3\n" * pairs).encode(encoding))
+    with pytest.raises(MathematicsFormatError, match=rf"arithmetic__mul\.txt:1: {named} text \(it opens with the byte-order"):
+        read_module_file(path)
+
+
 def test_module_names_are_file_stems_present_once_in_a_release_folder(tmp_path):
     write_module(tmp_path, "interpolate", "arithmetic__mul", ["1 * 2", "2"])
     write_module(tmp_path, "extrapolate", "arithmetic__mul_big", ["7 * 6", "42"])

@@ -21,6 +21,12 @@ _RELEASE_REGIMES = ("train-easy", "train-medium", "train-hard", "interpolate", "
 ALPHABET: str = "".join(chr(code) for code in range(32, 127))
 """The dataset's 95 characters: printable ASCII, space included."""
 _ALPHABET_SET = frozenset(ALPHABET)
+_WIDE_BYTE_ORDER_MARKS = {  # (UTF-32-LE's mark begins with UTF-16-LE's: it is looked for first)
+    "UTF-32": codecs.BOM_UTF32_LE,
+    "UTF-32 (big-endian)": codecs.BOM_UTF32_BE,
+    "UTF-16": codecs.BOM_UTF16_LE,
+    "UTF-16 (big-endian)": codecs.BOM_UTF16_BE,
+}
 
 
 class MathematicsFormatError(ValueError):
@@ -62,9 +68,18 @@ def _lines(path: Path) -> list[str]:
     """The lines of a file without their ends, ``"\\n"`` or ``"\\r\\n"`` (a file saved on Windows). A lone ``"\\r"``
     does not end a line (reading with universal newlines split a line there and shifted every later question into
     the answers): it stays in its line, to be refused as outside the alphabet. A UTF-8 byte-order mark opening the
-    file (an editor's on Windows) is no part of the first question. Bytes beyond ASCII stay as surrogate escapes,
-    to be refused with their column."""
-    text = path.read_bytes().removeprefix(codecs.BOM_UTF8).decode("ascii", errors="surrogateescape")
+    file (an editor's on Windows) is no part of the first question; a UTF-16 or UTF-32 one (PowerShell's ``>``
+    writes UTF-16) raises :class:`MathematicsFormatError` (its bytes split into lines at odd places, and the file
+    was refused as holding a question without an answer). Bytes beyond ASCII stay as surrogate escapes, to be
+    refused with their column."""
+    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    for encoding, mark in _WIDE_BYTE_ORDER_MARKS.items():
+        if data.startswith(mark):
+            raise MathematicsFormatError(
+                f"{path}:1: {encoding} text (it opens with the byte-order mark {mark.hex(' ')}); the dataset's files "
+                "are ASCII, one question or answer a line"
+            )
+    text = data.decode("ascii", errors="surrogateescape")
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
