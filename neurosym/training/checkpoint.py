@@ -147,6 +147,37 @@ def _flush_folder(folder: Path) -> None:
             raise
 
 
+def existing_file(path: str | os.PathLike, what: str) -> Path:
+    """``path`` as a :class:`Path` when it is a file (through a link too): ``FileNotFoundError`` ``"{what} not found:
+    {path}"`` when nothing is there, ``ValueError`` when it is a folder (it was reported as not found) or no regular
+    file. One ``stat``."""
+    path = Path(path)
+    mode = _mode(path, what)
+    if stat.S_ISDIR(mode):
+        raise ValueError(f"{what} {path} is a folder: give the path of the file itself")
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{what} {path} is no regular file")
+    return path
+
+
+def existing_folder(path: str | os.PathLike, what: str) -> Path:
+    """``path`` as a :class:`Path` when it is a folder (through a link too): ``FileNotFoundError`` ``"{what} not found:
+    {path}"`` when nothing is there, ``ValueError`` when it is a file (it was reported as not found). One ``stat``."""
+    path = Path(path)
+    if not stat.S_ISDIR(_mode(path, what)):
+        raise ValueError(f"{what} {path} is a file, not a folder: give the folder that holds it")
+    return path
+
+
+def _mode(path: Path, what: str) -> int:
+    """The ``st_mode`` of what ``path`` names (a link followed); ``FileNotFoundError`` ``"{what} not found: {path}"``
+    where nothing is there (a link to nothing, a path under a file)."""
+    try:
+        return path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        raise FileNotFoundError(f"{what} not found: {path}") from None
+
+
 def writable_file(path: str | os.PathLike, what: str = "path") -> Path:
     """``path`` as a :class:`Path` when a file may be written there: ``ValueError`` when it is a folder or lies under
     a file (no folder can be made there), so that a writer fails before its work rather than at its rename."""

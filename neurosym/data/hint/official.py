@@ -39,7 +39,7 @@ from neurosym.data.symbol_images import (
 from neurosym.data.symbol_images.folder import folder_image_problem
 from neurosym.semantics import BRACKET_VALUE, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable, execute, solve_batch
 from neurosym.syntax import ParseError, canonical_sentence, infix_layout, parse
-from neurosym.training.checkpoint import atomic_path, load_json
+from neurosym.training.checkpoint import atomic_path, existing_file, existing_folder, load_json
 from neurosym.training.checks import int_at_least, is_real
 
 SPLIT_FILES: dict[str, str] = {"train": "expr_train.json", "val": "expr_val.json", "test": "expr_test.json"}
@@ -123,9 +123,7 @@ def record_to_json(record: HintRecord) -> dict:
 
 def _record_items(path: Path) -> list:
     """The JSON list of records in one ``expr_*.json`` file."""
-    if not path.is_file():
-        raise FileNotFoundError(f"HINT file not found: {path}")
-    items = load_json(path)
+    items = load_json(existing_file(path, "HINT file"))
     if not isinstance(items, list):
         raise ValueError(f"{path}: expected a JSON list of records, got {type(items).__name__}")
     return items
@@ -133,9 +131,7 @@ def _record_items(path: Path) -> list:
 
 def _fewshot_items(root: str | os.PathLike) -> dict[str, dict[str, list]]:
     """``fewshot_dataset.json`` as ``{concept: {"train", "val", "test"}}`` → JSON lists of records."""
-    path = Path(root) / FEWSHOT_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"HINT few-shot file not found: {path}")
+    path = existing_file(Path(root) / FEWSHOT_FILE, "HINT few-shot file")
     data = load_json(path)
     if not isinstance(data, Mapping):
         raise ValueError(f"{path}: expected an object keyed by concept")
@@ -321,11 +317,9 @@ def _checked(
 ) -> tuple[dict[str, list[HintRecord]], dict[str, dict[str, list[HintRecord]]]]:
     """:func:`check_release`, returning the records it checked: the main split's (as :func:`read_release` reads them)
     and the few-shot concepts' (empty without ``fewshot``)."""
-    root = Path(root)
-    if not root.is_dir():
-        raise FileNotFoundError(f"HINT release folder not found: {root}")
+    root = existing_folder(root, "HINT release folder")
     wanted = [*SPLIT_FILES.values(), *([FEWSHOT_FILE] if fewshot else [])]
-    missing = [name for name in wanted if not (root / name).is_file()]
+    missing = [name for name in wanted if not (root / name).exists()]  # (a folder of that name is named as one)
     if missing:
         raise FileNotFoundError(f"{root}: the release lacks {missing}")
     available = _image_files(root / IMAGE_FOLDER) if images else None

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from neurosym.training.checkpoint import existing_file
 from neurosym.training.checks import int_at_least
 
 MAX_QUESTION_LENGTH = 160
@@ -93,11 +94,9 @@ def count_pairs(path: str | os.PathLike) -> int:
 
 def read_module_file(path: str | os.PathLike, limit: int | None = None) -> list[tuple[str, str]]:
     """The ``(question, answer)`` pairs of one file (the first ``limit`` of them), validated."""
-    path = Path(path)
     if limit is not None:  # (a negative limit would slice pairs off the end)
         limit = int_at_least(limit, "limit", 0)
-    if not path.is_file():
-        raise FileNotFoundError(f"DeepMind Mathematics file not found: {path}")
+    path = existing_file(path, "DeepMind Mathematics file")
     lines = _lines(path)
     if not lines:
         raise MathematicsFormatError(f"{path}:1: empty file, expected alternating question and answer lines")
@@ -142,10 +141,16 @@ def list_modules(root: str | os.PathLike, regime: str) -> list[str]:
     ``root`` holds when it has no ``regime`` folder."""
     folder = Path(root) / _check_regime_name(regime)
     if not folder.is_dir():
-        present = sorted(child.name for child in Path(root).iterdir() if child.is_dir()) if Path(root).is_dir() else None
-        held = "it does not exist" if present is None else f"its folders: {present}"
-        raise FileNotFoundError(f"no {regime!r} folder under {root} ({held}); a release has {_RELEASE_REGIMES}")
-    return sorted(path.stem for path in folder.glob("*.txt"))
+        raise FileNotFoundError(f"no {regime!r} folder under {root} ({_held(Path(root))}); a release has {_RELEASE_REGIMES}")
+    return sorted(path.stem for path in folder.glob("*.txt") if path.is_file())  # (a folder x.txt holds no module)
+
+
+def _held(root: Path) -> str:
+    """What a root without a regime's folder holds, as :func:`list_modules` names it: its folders, or that it is no
+    folder (a module's file given as the root was said not to exist)."""
+    if root.is_dir():
+        return f"its folders: {sorted(child.name for child in root.iterdir() if child.is_dir())}"
+    return "it is a file, not a folder" if root.exists() else "it does not exist"
 
 
 def load_split(

@@ -12,6 +12,7 @@ import numpy as np
 
 from neurosym.data.symbol_images.bank import POOLS
 from neurosym.data.symbol_images.classes import BANK_LABELS, require_known, token_of
+from neurosym.training.checkpoint import existing_file
 
 ARCHIVE_ARRAYS: tuple[str, ...] = ("images", "labels", "splits", "sources")
 """The arrays a bank archive may hold: ``images`` and ``labels`` always, ``splits`` and ``sources`` optionally."""
@@ -31,9 +32,7 @@ def read_bank_archive(path: str | os.PathLike, required: Sequence[str] = ("image
     ``FileNotFoundError``; an unreadable file, a missing array, a wrong shape or dtype, an unknown label
     or split, or arrays of different lengths raise a one-line ``ValueError`` naming the file.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"symbol bank archive not found: {path}")
+    path = existing_file(path, "symbol bank archive")
     if not zipfile.is_zipfile(path):  # numpy would try it as a pickle and advise loading it unsafely
         raise ValueError(f"{path}: not a readable .npz archive (not a zip of named arrays, as numpy.savez writes)")
     try:

@@ -15,6 +15,7 @@ from neurosym.data.symbol_images.bank import SymbolBank, assign_pools
 from neurosym.data.symbol_images.classes import BANK_FOLDERS, folder_of, require_known, token_of
 from neurosym.data.symbol_images.handwriting import disjoint_splits
 from neurosym.data.symbol_images.render import resize_images
+from neurosym.training.checkpoint import existing_folder
 
 if TYPE_CHECKING:  # Pillow is imported when an image is read or written
     from PIL.Image import Image as PillowImage
@@ -119,9 +120,7 @@ def load_folder_bank(
     whose name is no symbol's (:data:`~neurosym.data.symbol_images.classes.BANK_FOLDERS`), a requested symbol without a
     folder, and a class folder read that holds no image file.
     """
-    root = Path(root)
-    if not root.is_dir():
-        raise FileNotFoundError(f"symbol image folder not found: {root}")
+    root = existing_folder(root, "symbol image folder")
     images, labels, paths = [], [], []
     for class_dir in _class_folders(root, symbols):
         for file in _image_files(class_dir):

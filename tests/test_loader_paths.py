@@ -1,0 +1,66 @@
+"""Data loaders given a folder where they read a file, or a file where they read a folder: each names what it was
+given (it was reported as not found, though something was there), and still reports a path with nothing there as
+not found."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from neurosym.data.hint import check_release, read_fewshot, read_records
+from neurosym.data.mathematics import list_modules, load_split, read_module_file
+from neurosym.data.mnist import load_mnist
+from neurosym.data.symbol_images import load_folder_bank, load_npz_bank
+
+FILE_READERS: list[tuple[str, Callable[[Path], object], str]] = [
+    ("arithmetic__mul.txt", read_module_file, "DeepMind Mathematics file"),
+    ("expr_train.json", read_records, "HINT file"),
+    ("fewshot_dataset.json", lambda path: read_fewshot(path.parent), "HINT few-shot file"),
+    ("mnist.pkl.gz", load_mnist, "MNIST file"),
+    ("bank.npz", load_npz_bank, "symbol bank archive"),
+]
+FOLDER_READERS: list[tuple[Callable[[Path], object], str]] = [
+    (check_release, "HINT release folder"),
+    (load_folder_bank, "symbol image folder"),
+]
+
+
+@pytest.mark.parametrize(("name", "read", "what"), FILE_READERS)
+def test_a_folder_given_for_a_file_is_named_as_a_folder(tmp_path, name, read, what):
+    (tmp_path / name).mkdir()
+    with pytest.raises(ValueError, match=rf"^{what} .*{name} is a folder: give the path of the file itself$"):
+        read(tmp_path / name)
+    (tmp_path / name).rmdir()
+    with pytest.raises(FileNotFoundError, match=rf"^{what} not found: .*{name}$"):
+        read(tmp_path / name)
+
+
+@pytest.mark.parametrize(("read", "what"), FOLDER_READERS)
+def test_a_file_given_for_a_folder_is_named_as_a_file(tmp_path, read, what):
+    (tmp_path / "release.zip").write_bytes(b"PK")
+    with pytest.raises(ValueError, match=rf"^{what} .*release\.zip is a file, not a folder: give the folder that holds it$"):
+        read(tmp_path / "release.zip")
+    with pytest.raises(FileNotFoundError, match=rf"^{what} not found: .*missing$"):
+        read(tmp_path / "missing")
+
+
+def test_a_release_whose_split_file_is_a_folder_names_it(tmp_path):
+    """It was named as lacking the file."""
+    (tmp_path / "expr_train.json").mkdir()
+    for name in ("expr_val.json", "expr_test.json"):
+        (tmp_path / name).write_text("[]")
+    with pytest.raises(ValueError, match=r"^HINT file .*expr_train\.json is a folder"):
+        check_release(tmp_path, images=False)
+
+
+def test_a_mathematics_root_that_is_a_module_file_is_named_as_a_file(tmp_path):
+    """The root was said not to exist; a folder named like a module file is no module."""
+    (tmp_path / "interpolate").mkdir()
+    (tmp_path / "interpolate" / "arithmetic__mul.txt").write_text("1 * 2\n2\n")
+    (tmp_path / "interpolate" / "notes.txt").mkdir()
+    assert list_modules(tmp_path, "interpolate") == ["arithmetic__mul"]
+    assert [example.answer for example in load_split(tmp_path, "interpolate")] == ["2"]
+    with pytest.raises(FileNotFoundError, match=r"no 'interpolate' folder under .*arithmetic__mul\.txt \(it is a file, not a"):
+        list_modules(tmp_path / "interpolate" / "arithmetic__mul.txt", "interpolate")
