@@ -368,6 +368,18 @@ def _png_header(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + header + _png_chunk(b"IEND", b"")
 
 
+@pytest.mark.parametrize("suffix", [".jpg", ".png"])
+def test_an_image_is_read_as_its_exif_orientation_shows_it(tmp_path, suffix):
+    """A photo stored sideways with the tag to turn it (orientation 6: 90° clockwise) was read sideways."""
+    stored = np.full((45, 45), 255, np.uint8)
+    stored[:, :10] = 0  # ink down the left side, shown along the top
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(stored).save(tmp_path / f"photo{suffix}", exif=exif)
+    shown = read_image(tmp_path / f"photo{suffix}")
+    assert shown[:8].max() < 40 and shown[12:].min() > 215, "ink along the top rows, none below"
+
+
 def test_an_image_of_more_pixels_than_pillow_opens_is_named(tmp_path):
     """Pillow's DecompressionBombError named no file (a scan of 20000 × 20000 pixels in a class folder)."""
     (tmp_path / "3").mkdir()

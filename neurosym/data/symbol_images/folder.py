@@ -40,15 +40,19 @@ def _pillow() -> ModuleType:
 
 
 def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
-    """One image file as grey uint8 ``[H, W]`` (resized to ``size × size`` when given).
+    """One image file as grey uint8 ``[H, W]`` (resized to ``size × size`` when given), turned as its EXIF orientation
+    says (a phone's photo of a symbol, stored sideways with the tag to turn it, was read sideways).
 
     An unreadable file, one whose size Pillow refuses as a possible decompression bomb (over twice its
     ``MAX_IMAGE_PIXELS``), or one with transparent pixels (their grey level would be the colour they hide, often
     black: black ink on a transparent background read as a black square), raises ``ValueError`` naming it.
     """
     Image = _pillow()
+    from PIL import ImageOps
+
     try:
-        with Image.open(path) as image:
+        with Image.open(path) as stored:
+            image = ImageOps.exif_transpose(stored)
             if _has_transparent_pixels(image):
                 raise ValueError(
                     f"{path}: has transparent pixels, which a grey image cannot show: flatten it onto its background first"
