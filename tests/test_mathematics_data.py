@@ -75,6 +75,8 @@ def test_loader_reads_released_layout(tmp_path):
         (["What is 1 + 2?", ""], 2, "empty answer"),
         (["x" * 161, "3"], 1, "question of 161 characters"),
         (["What is 1 + 2?", "3" * 31], 2, "answer of 31 characters"),
+        (["What is 1 + 2?", "12 "], 2, ":3: answer ends with a space"),  # (read as an answer "12" does not match)
+        (["What is 1 + 2?", " 12"], 2, ":1: answer begins with a space"),
         (["What is 1 + 2?", "3", "What is 1\t+ 1?", "2"], 3, "character '\\\\t'"),
         (["What is 1 + 2?", "3", "Wh\u00e9t is 2?", "2"], 3, "outside the dataset's alphabet"),
     ],
@@ -85,10 +87,15 @@ def test_malformed_lines_name_file_and_line(tmp_path, lines, line_number, proble
         read_module_file(path)
 
 
+def _no_edge_space(answer: str) -> str:
+    """``answer`` as the dataset writes answers: without a space at either end (one made ``"x"``)."""
+    return answer.strip(" ") or "x"
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     pairs=st.lists(
-        st.tuples(st.text(ALPHABET, min_size=1, max_size=160), st.text(ALPHABET, min_size=1, max_size=30)),
+        st.tuples(st.text(ALPHABET, min_size=1, max_size=160), st.text(ALPHABET, min_size=1, max_size=30).map(_no_edge_space)),
         min_size=1,
         max_size=5,
     ),

@@ -127,6 +127,9 @@ def _check_line(path: Path, number: int, line: str, is_question: bool) -> None:
     for column, char in enumerate(line, start=1):
         if char not in _ALPHABET_SET:
             raise MathematicsFormatError(f"{where}:{column}: {_describe(char)} is outside the dataset's alphabet")
+    if not is_question and line != line.strip(" "):  # ("12 " was read as an answer that "12" does not match)
+        column, end = (1, "begins") if line.startswith(" ") else (len(line), "ends")
+        raise MathematicsFormatError(f"{where}:{column}: answer {end} with a space (the dataset's answers do not)")
 
 
 def _describe(char: str) -> str:
