@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import zipfile
 from collections import Counter
 from dataclasses import replace
 
@@ -318,6 +319,22 @@ def test_main_split_is_cached_on_disk(tmp_path):
     with pytest.warns(UserWarning, match=f"unreadable HINT cache in {tmp_path}"):
         third = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
     assert third["train"].expr == first["train"].expr and HintSplit.load(train).expr == first["train"].expr
+
+
+def test_a_cache_whose_compressed_bytes_changed_is_made_again(tmp_path):
+    """A deflate stream damaged on disk raised zlib.error from inside numpy instead of generating the split again."""
+    first = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    train = tmp_path / "main_s0.002_seed3_v2_train.npz"
+    with zipfile.ZipFile(train) as archive:
+        member = archive.getinfo("expr.npy")
+    data = bytearray(train.read_bytes())
+    header = member.header_offset  # (a local header: 30 bytes, then the name and extra field of the lengths it ends with)
+    name_length, extra_length = (int.from_bytes(data[header + at : header + at + 2], "little") for at in (26, 28))
+    data[header + 30 + name_length + extra_length] = 0x07  # (the first deflate block of a reserved type)
+    train.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match=f"unreadable HINT cache in {tmp_path} .*invalid block type"):
+        again = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    assert again["train"].expr == first["train"].expr
 
 
 def test_scales_that_differ_beyond_six_digits_have_their_own_caches(tmp_path):

@@ -45,8 +45,9 @@ def cache_dir() -> Path:
     return Path(os.environ.get("NEUROSYM_CACHE", Path.home() / ".cache" / "neurosym"))
 
 
-UNREADABLE_CACHE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile)
-"""What reading a corrupt or truncated cached ``.npz`` raises: a cache that raises one is made again, not a failure."""
+UNREADABLE_CACHE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
+"""What reading a corrupt or truncated cached ``.npz`` raises (``zlib.error``: compressed bytes changed on disk): a
+cache that raises one is made again, not a failure."""
 
 
 MNIST_VARIABLE = "NEUROSYM_MNIST"
