@@ -249,6 +249,17 @@ def test_a_file_nested_deeper_than_the_parser_goes_is_named(release):
         read_release(release)
 
 
+def test_a_record_that_holds_a_field_twice_is_named(release):
+    """Python's json kept the last of the two values: the record read as the one its second expr describes."""
+    (release / "expr_val.json").write_text(
+        '[{"id": "0", "expr": "3*5", "expr": "3", "head": [-1], "res": 3, "res_all": [3], "eval": "I"}]'
+    )
+    with pytest.raises(
+        ValueError, match=r"expr_val.json is not valid JSON for this reader: an object holds the key 'expr' twice \("
+    ):
+        read_release(release)
+
+
 def test_a_fewshot_concept_of_another_name_is_named_before_any_work(release):
     """A concept misnamed (``X`` for ``x``) was read, and a run failed with KeyError 'x' once its few-shot stage began."""
     data = json.loads((release / "fewshot_dataset.json").read_text())

@@ -215,9 +215,23 @@ def save_json(data: Any, path: str | os.PathLike, default: Callable[[Any], Any] 
 def load_json(path: str | os.PathLike) -> Any:
     """The JSON in ``path`` (UTF-8, or UTF-16/32 as JSON allows: never the locale's encoding); a file that is not JSON
     (cut short, edited, bytes that are no such text) raises ``ValueError`` naming it and where, as does one whose
-    arrays or objects are nested deeper than the parser's recursion goes."""
+    arrays or objects are nested deeper than the parser's recursion goes, or one with an object that holds a key
+    twice (Python's ``json`` kept the last value silently: an edited record's first ``expr`` was dropped)."""
+
+    def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        mapping = dict(pairs)
+        if len(mapping) < len(pairs):
+            keys = [key for key, _ in pairs]
+            repeated = next(key for index, key in enumerate(keys) if key in keys[:index])
+            shown = json.dumps(mapping, default=str)
+            raise ValueError(
+                f"{path} is not valid JSON for this reader: an object holds the key {repeated!r} twice "
+                f"({shown[:80]}{'...' if len(shown) > 80 else ''})"
+            )
+        return mapping
+
     try:
-        return json.loads(Path(path).read_bytes())
+        return json.loads(Path(path).read_bytes(), object_pairs_hook=unique_keys)
     except RecursionError:  # (raised from deep inside the decoder, without the file's name)
         raise ValueError(f"{path} cannot be read as JSON: its arrays or objects are nested too deeply") from None
     except json.JSONDecodeError as error:  # (a message without the file's name)
