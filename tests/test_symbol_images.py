@@ -368,6 +368,18 @@ def _png_header(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + header + _png_chunk(b"IEND", b"")
 
 
+def test_a_png_whose_chunks_are_broken_is_named(tmp_path):
+    """Its pixel chunk's length changed: Pillow raised SyntaxError ("broken PNG file"), naming no file."""
+    pixels = np.random.default_rng(0).integers(0, 256, (45, 45), dtype=np.uint8)  # (incompressible: a long chunk)
+    Image.fromarray(pixels).save(tmp_path / "broken.png")
+    data = bytearray((tmp_path / "broken.png").read_bytes())
+    length_at = data.index(b"IDAT") - 4
+    data[length_at : length_at + 4] = (100).to_bytes(4, "big")  # (the next chunk is read from inside this one)
+    (tmp_path / "broken.png").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"cannot read image .*broken\.png: broken PNG file"):
+        read_image(tmp_path / "broken.png")
+
+
 @pytest.mark.parametrize("suffix", [".jpg", ".png"])
 def test_an_image_is_read_as_its_exif_orientation_shows_it(tmp_path, suffix):
     """A photo stored sideways with the tag to turn it (orientation 6: 90° clockwise) was read sideways."""

@@ -43,7 +43,7 @@ def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
     """One image file as grey uint8 ``[H, W]`` (resized to ``size × size`` when given), turned as its EXIF orientation
     says (a phone's photo of a symbol, stored sideways with the tag to turn it, was read sideways).
 
-    An unreadable file, one whose size Pillow refuses as a possible decompression bomb (over twice its
+    An unreadable file (Pillow's ``OSError``, or ``SyntaxError`` for a PNG whose chunks are broken), one whose size Pillow refuses as a possible decompression bomb (over twice its
     ``MAX_IMAGE_PIXELS``), or one with transparent pixels (their grey level would be the colour they hide, often
     black: black ink on a transparent background read as a black square), raises ``ValueError`` naming it.
     """
@@ -58,7 +58,7 @@ def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
                     f"{path}: has transparent pixels, which a grey image cannot show: flatten it onto its background first"
                 )
             grey = _grey_levels(image, path)
-    except (OSError, Image.DecompressionBombError) as error:  # (the latter named no file)
+    except (OSError, SyntaxError, Image.DecompressionBombError) as error:  # (Pillow's SyntaxError: a broken PNG chunk)
         raise ValueError(f"cannot read image {path}: {error}") from error
     return grey if size is None else resize_images(grey[None], (size, size))[0]
 
