@@ -97,6 +97,23 @@ def test_damaged_archives_fail_at_once_in_one_line(tmp_path, cut, garbage):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [(10, 9, "That compression method is not supported"), (8, 1, "File 'images.npy' is encrypted, password required")],
+)
+def test_an_archive_of_members_zipfile_cannot_open_is_refused_naming_it(tmp_path, field, value, problem):
+    """Members compressed with Deflate64 (method 9) or encrypted (flag bit 0), as other zip tools write them:
+    zipfile's NotImplementedError and RuntimeError escaped, naming no file."""
+    data = bytearray(_write(tmp_path / "rezipped.npz").read_bytes())
+    start = data.index(b"PK\x01\x02")  # (the central directory: each entry's flags at 8, method at 10)
+    while start >= 0:
+        data[start + field : start + field + 2] = value.to_bytes(2, "little")
+        start = data.find(b"PK\x01\x02", start + 1)
+    (tmp_path / "rezipped.npz").write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=rf"rezipped\.npz: not a readable \.npz archive \({problem}"):
+        load_npz_bank(tmp_path / "rezipped.npz")
+
+
 def test_the_shipped_archive_is_checked_like_any_other(tmp_path):
     assert len(read_bank_archive(HANDWRITTEN_ARCHIVE)["labels"]) == 31_506
     _write(tmp_path / "no_sources.npz", sources=None)

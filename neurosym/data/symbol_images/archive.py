@@ -18,6 +18,11 @@ ARCHIVE_ARRAYS: tuple[str, ...] = ("images", "labels", "splits", "sources")
 """The arrays a bank archive may hold: ``images`` and ``labels`` always, ``splits`` and ``sources`` optionally."""
 
 
+_UNREADABLE = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)
+"""What numpy's reading of a damaged or foreign archive raises: ``zipfile``'s ``NotImplementedError`` for a compression
+method or feature it lacks (an archive zipped again with Deflate64), ``RuntimeError`` for an encrypted member."""
+
+
 def _one_line(error: BaseException) -> str:
     return " ".join(str(error).split()) or type(error).__name__
 
@@ -40,7 +45,7 @@ def read_bank_archive(path: str | os.PathLike, required: Sequence[str] = ("image
         with archive:
             arrays = {name: archive[name] for name in ARCHIVE_ARRAYS if name in archive.files}
             present = sorted(archive.files)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+    except _UNREADABLE as error:
         raise ValueError(f"{path}: not a readable .npz archive ({_one_line(error)})") from None
     missing = [name for name in required if name not in arrays]
     if missing:
