@@ -161,6 +161,14 @@ def test_module_names_are_file_stems_present_once_in_a_release_folder(tmp_path):
         load_split(tmp_path / "interpolate", "../extrapolate")
 
 
+def test_hidden_files_beside_the_modules_are_no_modules(tmp_path):
+    """A tar made on macOS holds ``._<module>.txt`` metadata beside each file: load_split failed on it as no module."""
+    write_module(tmp_path, "interpolate", "arithmetic__mul", ["1 * 2", "2"])
+    (tmp_path / "interpolate" / "._arithmetic__mul.txt").write_bytes(b"\x00\x05\x16\x07\x00\x02\x00\x00Mac OS X")
+    assert list_modules(tmp_path, "interpolate") == ["arithmetic__mul"]
+    assert load_split(tmp_path, "interpolate") == [MathExample("1 * 2", "2", "arithmetic__mul", "interpolate")]
+
+
 def test_limits_are_inclusive(tmp_path):
     path = write_module(tmp_path, "interpolate", "arithmetic__mul", ["q" * 160, "a" * 30])
     assert read_module_file(path) == [("q" * 160, "a" * 30)]

@@ -140,12 +140,13 @@ def _describe(char: str) -> str:
 
 
 def list_modules(root: str | os.PathLike, regime: str) -> list[str]:
-    """The module names (file stems) present for ``regime``, sorted; ``FileNotFoundError`` naming the folders that
-    ``root`` holds when it has no ``regime`` folder."""
+    """The module names (file stems) present for ``regime``, sorted: its ``*.txt`` files but hidden ones (``.…``, such
+    as the ``._arithmetic__mul.txt`` metadata that a tar made on macOS holds, which failed as no module name) and
+    folders; ``FileNotFoundError`` naming the folders that ``root`` holds when it has no ``regime`` folder."""
     folder = Path(root) / _check_regime_name(regime)
     if not folder.is_dir():
         raise FileNotFoundError(f"no {regime!r} folder under {root} ({_held(Path(root))}); a release has {_RELEASE_REGIMES}")
-    return sorted(path.stem for path in folder.glob("*.txt") if path.is_file())  # (a folder x.txt holds no module)
+    return sorted(path.stem for path in folder.glob("*.txt") if path.is_file() and not path.name.startswith("."))
 
 
 def _held(root: Path) -> str:
