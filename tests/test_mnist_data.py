@@ -57,6 +57,14 @@ def test_images_given_as_28_by_28_and_float_digit_labels_load_as_before(tmp_path
     assert mnist.train_labels.dtype == mnist.test_labels.dtype == np.int64 and mnist.train_images.dtype == np.uint8
 
 
+def test_a_pickle_gunzip_left_uncompressed_loads_as_the_gzipped_one(tmp_path):
+    """``mnist.pkl`` (the pickle that gunzip leaves) was refused as "Not a gzipped file"."""
+    gzipped = write_pickle(tmp_path / "mnist.pkl.gz", parts())
+    (tmp_path / "mnist.pkl").write_bytes(gzip.decompress(gzipped.read_bytes()))
+    plain, packed = load_mnist(tmp_path / "mnist.pkl"), load_mnist(gzipped)
+    assert all(np.array_equal(getattr(plain, name), getattr(packed, name)) for name in vars(packed))
+
+
 @pytest.mark.parametrize(
     ("pickled", "problem"),
     [

@@ -8,6 +8,7 @@ format can be given instead (argument ``path`` or the environment variable ``NEU
 from __future__ import annotations
 
 import gzip
+import io
 import math
 import os
 import pickle
@@ -138,6 +139,7 @@ def _checked_part(file: Path, name: str, part: object) -> tuple[np.ndarray, np.n
     return images.reshape(len(images), -1), labels.astype(np.int64)
 
 
+_GZIP_MAGIC = b"\x1f\x8b"
 _UNREADABLE_PICKLE = (
     OSError,
     ValueError,
@@ -153,13 +155,21 @@ _UNREADABLE_PICKLE = (
 (a damaged copy), ``LookupError`` for a pickle that names a codec or key that does not exist."""
 
 
+def _opened(file: Path) -> io.BufferedIOBase:
+    """``file`` opened for reading its pickle: through ``gzip`` where it starts with gzip's magic bytes."""
+    with file.open("rb") as probe:
+        gzipped = probe.read(2) == _GZIP_MAGIC
+    return gzip.open(file, "rb") if gzipped else file.open("rb")
+
+
 def load_mnist(path: str | os.PathLike | None = None, download: bool = True) -> MNIST:
-    """Load MNIST; the pickle's train and validation parts together form the 60k training split. A file that is
-    no MNIST pickle (not gzip, compressed data cut or changed, another pickle's objects, parts of another format)
+    """Load MNIST; the pickle's train and validation parts together form the 60k training split. The pickle may be
+    gzipped (``mnist.pkl.gz``) or not (``mnist.pkl``, as ``gunzip`` leaves it: it was refused as "Not a gzipped file").
+    A file that is no MNIST pickle (compressed data cut or changed, another pickle's objects, parts of another format)
     raises ``ValueError`` naming it."""
     file = mnist_path(path, download=download)
     try:
-        with gzip.open(file, "rb") as handle:
+        with _opened(file) as handle:
             train, valid, test = pickle.load(handle, encoding="latin1")
     except _UNREADABLE_PICKLE as error:
         raise ValueError(f"{file} is not an MNIST pickle of (train, valid, test) pairs: {error}") from error
