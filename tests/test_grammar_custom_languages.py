@@ -18,7 +18,7 @@ import pytest
 import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from lark import Tree
+from lark import Transformer, Tree
 from torch import nn
 
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
@@ -105,6 +105,13 @@ def test_an_inverse_that_offers_no_tuples_of_its_rules_children_is_named(inverse
     abducer = GrammarAbducer(Executor(grammar, semantics), AbductionBudget(max_changes=3))
     with pytest.raises(error, match=message):
         abducer.abduce("000*7", confident(grammar, "000*7"), 861)
+
+
+class Nodes(Transformer):
+    """Semantics of any grammar: every rule's callable, a node's value is the tuple of its children's values."""
+
+    def __default__(self, data, children, meta):
+        return tuple(children)
 
 
 class Uniform(nn.Module):
@@ -219,8 +226,10 @@ def test_alternatives_that_differ_only_in_dropped_tokens_are_refused_where_seman
     assert named.indistinct_alternatives == {}
     inlined = SymbolGrammar('start: a\n?a: "(" n ")" | "[" n "]" | n "+" n\nn: DIGIT\nDIGIT: "0".."9"\n')
     assert inlined.indistinct_alternatives == {}  # (a ?rule's alternative of one child is its child)
-    rules.pop("e")  # no semantics of its own: nothing to tell apart
-    GrammarPipeline(SymbolGrammar(text), TreeSemantics({**rules, "start": sum}), Uniform(list("0123456789+-")))
+    rules.pop("e")  # no semantics of its own: nothing to tell apart, where its nodes of one child pass their value up
+    signed = SymbolGrammar('start: e\ne: "+" n | "-" n | n\nn: DIGIT\nDIGIT: "0".."9"\n')
+    assert signed.indistinct_alternatives == {"e": ["PLUS n", "MINUS n", "n"]}
+    GrammarPipeline(signed, TreeSemantics(rules), Uniform(list("0123456789+-")))
 
 
 def test_alternatives_alike_through_an_inlined_rule_of_several_children_are_refused():
@@ -233,6 +242,27 @@ def test_alternatives_alike_through_an_inlined_rule_of_several_children_are_refu
         GrammarPipeline(grammar, TreeSemantics({"start": sum, "e": sum, "N": int}), Uniform(list(grammar.symbols)))
     single = SymbolGrammar('start: e\n?e: _p "+" | _p "-"\n_p: N\nN: "1" | "2"\n')  # e is replaced by its one N
     assert single.indistinct_alternatives == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "rules", "shown"),
+    [
+        (BOOLEAN, {"and_": all, "VAL": lambda symbol: symbol == "T"}, "'or_' (2+ children)"),  # an operator forgotten
+        ('start: e\ne: "(" ")" | D\nD: "0".."9"\n', {"D": int}, "'e' (no or 1 children)"),  # "()": a node of none
+        ('start: D+\nD: "0".."9"\n', {"D": int}, "'start' (1 or 2+ children)"),
+    ],
+)
+def test_semantics_without_a_callable_for_a_rule_of_no_or_several_children_are_refused(text, rules, shown):
+    """Semantics that forgot an operator were accepted, and failed only where a sentence holding it was first executed
+    (without true sentences to check, in a training step: "no callable for rule 'or_'"); a rule whose nodes have one
+    child passes its value up and needs none."""
+    grammar = SymbolGrammar(text)
+    with pytest.raises(ValueError, match=rf"the semantics give no callable for the rules {re.escape(shown)} of the grammar"):
+        GrammarPipeline(grammar, TreeSemantics(rules), Uniform(list(grammar.symbols)))
+    GrammarPipeline(grammar, TreeSemantics(Nodes()), Uniform(list(grammar.symbols)))  # (a callable for every rule)
+    trees = [grammar.parse(sentence) for sentence in ("T", "F|T", "T&(F|T)", "()", "7", "12") if grammar.accepts(sentence)]
+    for node in (node for tree in trees if isinstance(tree, Tree) for node in tree.iter_subtrees()):
+        assert min(len(node.children), 2) in grammar.node_children[str(node.data)]
 
 
 def test_a_grammar_files_relative_imports_look_beside_it_and_one_lark_does_not_find_is_named(tmp_path, monkeypatch):
@@ -673,7 +703,7 @@ def test_an_ambiguous_grammar_is_warned_of_with_a_sentence_of_several_trees(text
 
     grammar = SymbolGrammar(text)
     with pytest.warns(AmbiguousGrammarWarning, match=rf"the grammar is ambiguous: {re.escape(repr(sentence))} has several"):
-        GrammarPipeline(grammar, TreeSemantics({}), Uniform(list(grammar.symbols)))
+        GrammarPipeline(grammar, TreeSemantics(Nodes()), Uniform(list(grammar.symbols)))
     found, trees = grammar.ambiguous_sentence
     assert found == sentence and len(trees) == 2 and trees[0] != trees[1]
 
@@ -691,5 +721,5 @@ def test_a_grammar_whose_sentences_have_one_tree_each_is_not_warned_of(text):
     grammar = SymbolGrammar(text)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        GrammarPipeline(grammar, TreeSemantics({}), Uniform(list(grammar.symbols)))
+        GrammarPipeline(grammar, TreeSemantics(Nodes()), Uniform(list(grammar.symbols)))
     assert grammar.ambiguous_sentence is None

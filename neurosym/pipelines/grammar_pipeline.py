@@ -97,6 +97,7 @@ class GrammarPipeline:
                 f'tokens such as "+"), so its semantics cannot tell them apart: give each an alias (-> name) and its '
                 'semantics, or name the terminals that differ (PLUS: "+")'
             )
+        _check_callables(grammar, semantics)
         _warn_if_ambiguous(grammar)
         self.grammar, self.semantics, self.reader = grammar, semantics, reader
         self.executor = Executor(grammar, semantics)
@@ -165,6 +166,28 @@ class GrammarPipeline:
             positions = np.flatnonzero(fixed[: len(sentence)] != READ).tolist()
             found.append(search(sentence, scores[: len(sentence)], target, positions))
         return found
+
+
+def _check_callables(grammar: SymbolGrammar, semantics: TreeSemantics) -> None:
+    """``ValueError`` naming the rules whose parse-tree nodes can have no child or several
+    (:attr:`~neurosym.syntax.symbol_grammar.SymbolGrammar.node_children`) and that ``semantics`` give no callable: only a
+    node of one child passes its child's value up, so a sentence holding such a node would fail to execute wherever it
+    is first read (in a training step, where no true sentence holds one)."""
+    bare = {
+        name: counts for name, counts in grammar.node_children.items() if counts != {1} and semantics.callable_of(name) is None
+    }
+    if bare:
+        shown = ", ".join(f"{name!r} ({_children_shown(counts)})" for name, counts in sorted(bare.items()))
+        raise ValueError(
+            f"the semantics give no callable for the rules {shown} of the grammar: a node without a callable of its own "
+            "passes the value of its one child up, and these nodes can have none or several; give each a callable (or "
+            "an alias per alternative, -> name, and a callable for each)"
+        )
+
+
+def _children_shown(counts: frozenset[int]) -> str:
+    """The numbers of children ``counts`` holds (2 for two or more) in words: ``no or 2+ children``."""
+    return " or ".join({0: "no", 1: "1", 2: "2+"}[count] for count in sorted(counts)) + " children"
 
 
 def _warn_if_ambiguous(grammar: SymbolGrammar) -> None:

@@ -40,7 +40,8 @@ class TreeSemantics:
             (``str``; a Transformer's, as in Lark, its token, placed at the symbol's position in the sentence:
             ``start_pos``, ``column``, on line 1; where abduction asks which symbols of a terminal give a value, placed
             nowhere, so a terminal's value is best one of its symbol alone). A rule without a callable and with one
-            child passes its child's value up; with several children it is an error (named at evaluation), as is a
+            child passes its child's value up; with none or several it is an error (named at evaluation; a
+            :class:`~neurosym.pipelines.grammar_pipeline.GrammarPipeline` refuses such semantics as it is built), as is a
             Transformer's callback that returns Lark's ``Discard`` (leave the node out of the tree in the grammar).
         inverses: per rule name, ``f(wanted, children_values) -> iterable of children-value tuples`` whose
             evaluation gives ``wanted`` (each tuple as long as ``children_values``; a child kept as it is

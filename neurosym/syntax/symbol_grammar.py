@@ -274,13 +274,23 @@ class SymbolGrammar:
         ``_rule`` that always gives one; a template's instances, ``list{DIGIT}`` of ``list{x}``, carry the template's
         name, ``list``), their aliases (``-> name``), and the terminals a rule keeps (not those named ``_TERMINAL`` or
         anonymous ones such as ``"+"``, which Lark drops, but in a ``!rule`` that keeps all its tokens)."""
-        given = self._rule_children
-        rules = {name for rule in self._rules if (name := _node_name(rule)) and not (rule.alias or _inlined(rule, given))}
-        aliases = {str(rule.alias) for rule in self._rules if rule.alias}
         kept = {
             str(item.name) for rule in self._rules for item in rule.expansion if isinstance(item, Terminal) and _keeps(rule, item)
         }
-        return frozenset(rules | aliases | kept)
+        return frozenset(set(self.node_children) | kept)
+
+    @cached_property
+    def node_children(self) -> dict[str, frozenset[int]]:
+        """Per name a parse tree's nodes can carry (a rule or an alias, as :attr:`names` says; not a terminal), how many
+        children its nodes can have (2 for two or more): a node of one child may pass its child's value up, one of none
+        or several needs a callable of its own (:class:`~neurosym.semantics.tree_semantics.TreeSemantics`)."""
+        given = self._rule_children
+        counts: dict[str, frozenset[int]] = {}
+        for rule in self._rules:
+            name = str(rule.alias) if rule.alias else _node_name(rule)
+            if name is not None and (rule.alias or not _inlined(rule, given)):
+                counts[name] = counts.get(name, frozenset()) | _children(rule, given)
+        return counts
 
     @cached_property
     def indistinct_alternatives(self) -> dict[str, list[str]]:
