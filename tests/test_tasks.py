@@ -349,6 +349,23 @@ def test_the_truths_reference_names_a_true_symbol_the_reader_lacks_before_traini
     assert len(train_grammar_pipeline(pipeline, with_truths(truths), supervised, "cpu")) == 20
 
 
+@pytest.mark.parametrize("labels", ["all", "marginal"])
+def test_a_true_symbol_the_reader_lacks_where_it_reads_it_is_named_before_learning_from_results(labels):
+    """A reader without ``9`` learned from sums whose digits hold nines, silently: it could never read them. Among the
+    first examples such a symbol is named before any step, whatever the pseudo-labels."""
+    train = addition_problem(1, 40, seed=0)
+    truths = ["9+9", *(truth.replace("9", "8") for truth in train.truths[1:])]
+    targets = [int(truth[0]) + int(truth[2]) for truth in truths]
+    source = ImageSentences(train.images, train.picks, train.given, train.lengths, targets, truths)
+    torch.manual_seed(0)
+    pipeline = GrammarPipeline(SymbolGrammar(grammar_file("mnist_add.lark")), addition_semantics(), NineLessReader())
+    weights = pipeline.reader.layer.weight.detach().clone()
+    named = r"true sentence 0 \('9\+9'\) has '9' at position 0, which the reader reads, .* lacks it: the reader could never"
+    with pytest.raises(ValueError, match=named):
+        train_grammar_pipeline(pipeline, source, replace(tiny_training(2), pseudo_labels=labels), "cpu")
+    assert torch.equal(pipeline.reader.layer.weight, weights)
+
+
 @pytest.mark.parametrize(
     ("labels", "budget"),
     [

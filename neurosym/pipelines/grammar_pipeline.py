@@ -224,7 +224,7 @@ def abduction_scores(log_probs: torch.Tensor) -> np.ndarray:
 
 TARGETS_CHECKED = 16
 """How many of a source's true sentences :func:`train_grammar_pipeline` and :func:`evaluate_grammar_pipeline` execute
-against their targets first (and, training on them, check for symbols the reader lacks)."""
+against their targets first (and :func:`train_grammar_pipeline` checks for symbols the reader lacks where it reads them)."""
 SENTENCES_ENUMERATED = 1024
 """The most strings of one length :func:`train_grammar_pipeline` and :func:`evaluate_grammar_pipeline` parse to run every
 sentence of that length (:meth:`~neurosym.syntax.symbol_grammar.SymbolGrammar.sentences`), so that a target no value of
@@ -335,7 +335,7 @@ def _check_truth_parses(grammar: SymbolGrammar, truth: str, count: int) -> None:
 def _check_truths_read(reader: Reader, truths: Sequence[str], indices: Sequence[int], read: np.ndarray) -> None:
     """The true sentences of examples ``indices`` (``read [B, T]``: the positions the reader reads in each) must have
     only symbols of ``reader``'s vocabulary where it reads them: it gives any other a log-probability of ``-inf``, so
-    training on them (``pseudo_labels="truths"``) would have an infinite loss."""
+    it could never read them, and training on them (``pseudo_labels="truths"``) would have an infinite loss."""
     vocabulary = set(reader.vocabulary)
     for row, index in enumerate(indices):
         truth = truths[index]
@@ -343,8 +343,9 @@ def _check_truths_read(reader: Reader, truths: Sequence[str], indices: Sequence[
         if outside:
             raise ValueError(
                 f"true sentence {index} ({truth!r}) has {truth[outside[0]]!r} at position {outside[0]}, which the reader "
-                f"reads, but the reader's vocabulary {list(reader.vocabulary)} lacks it: pseudo_labels='truths' would "
-                "train on an infinite loss; give the reader that symbol, or give the symbol at that position"
+                f"reads, but the reader's vocabulary {list(reader.vocabulary)} lacks it: the reader could never read it "
+                "(and pseudo_labels='truths' would train on an infinite loss); give the reader that symbol, or give the "
+                "symbol at that position"
             )
 
 
@@ -379,9 +380,9 @@ def train_grammar_pipeline(
     ``config.pseudo_labels`` ``"all"`` trains on each example's best correction (hard EM), ``"marginal"`` on all
     its explanations found, each as probable as the reader makes it (:func:`marginal_loss`; importance-weighted
     where abduction drew readings, :attr:`AbductionBudget.sample_readings`), ``"truths"`` on the source's true
-    sentences (a supervised reference: no result is used; a true symbol the reader lacks where it reads it is a
-    ``ValueError``, among the first :data:`TARGETS_CHECKED` examples before any step, the others at the step that draws
-    them).
+    sentences (a supervised reference: no result is used). A true symbol the reader lacks where it reads it, which it
+    could never read, is a ``ValueError`` among the first :data:`TARGETS_CHECKED` examples before any step, and, training
+    on ``"truths"``, the others at the step that draws them.
     Resumes from ``checkpoint`` (refused under another ``setup``: what the data, reader and abduction were built from,
     :class:`~neurosym.training.core.Checkpointing`); SIGINT, SIGTERM or ``time_limit`` seconds checkpoint and raise
     :class:`~neurosym.training.stopping.TrainingInterrupted`. Under ``torchrun`` (a distributed ``context``,
@@ -399,10 +400,10 @@ def train_grammar_pipeline(
     _check_targets(pipeline, source)
     device = torch.device(device)
     truths: Sequence[str] | None = getattr(source, "truths", None)
-    if config.pseudo_labels == "truths":
-        if truths is None:
-            raise ValueError("pseudo_labels='truths' trains on the true sentences, and this source has none")
-        first = list(range(min(len(source), TARGETS_CHECKED)))  # (each step's batch is checked as it comes, too)
+    if config.pseudo_labels == "truths" and truths is None:
+        raise ValueError("pseudo_labels='truths' trains on the true sentences, and this source has none")
+    if truths is not None:  # (training on the truths, each step's batch is checked as it comes, too)
+        first = list(range(min(len(source), TARGETS_CHECKED)))
         _check_truths_read(pipeline.reader, truths, first, (source.batch(first).given == READ).cpu().numpy())
     model.to(device)
     share = slice(context.rank, None, context.world_size) if context is not None and context.is_distributed else None
