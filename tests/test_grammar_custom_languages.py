@@ -107,6 +107,34 @@ def test_an_inverse_that_offers_no_tuples_of_its_rules_children_is_named(inverse
         abducer.abduce("000*7", confident(grammar, "000*7"), 861)
 
 
+def test_an_error_the_semantics_raise_is_noted_with_the_rule_or_inverse_that_raised_it():
+    """``lambda c: c[0] + None`` raised a bare ``TypeError`` from inside the executor (at the first check of the targets
+    or a training step), naming neither the rule nor the sentence; arithmetic and value errors still make a value
+    invalid, and an inverse's still offer nothing."""
+    grammar = SymbolGrammar(BOOLEAN)
+    rules = {"or_": any, "and_": lambda children: children[0] + None, "VAL": lambda symbol: symbol == "T"}
+    semantics = TreeSemantics(rules)
+    with pytest.raises(TypeError) as raised:
+        Executor(grammar, semantics).value("T|F&T")
+    rule = "raised by the semantics of rule 'and_' on the children values [False, True]"
+    assert raised.value.__notes__ == [f"{rule}, reading the sentence 'T|F&T'"]
+    with pytest.raises(TypeError) as raised:
+        semantics.evaluate(grammar.parse("F&T"))
+    assert raised.value.__notes__ == [rule]
+    terminal = TreeSemantics({**rules, "and_": all, "VAL": lambda symbol: {"T": True}[symbol]})
+    with pytest.raises(KeyError) as raised:
+        Executor(grammar, terminal).value("T&F")
+    assert raised.value.__notes__ == ["raised by the semantics of terminal 'VAL' at position 2, reading the sentence 'T&F'"]
+    for inverse in (lambda wanted, children: [children[2]], lambda wanted, children: (children[2] for _ in "1")):
+        with pytest.raises(IndexError) as raised:
+            list(TreeSemantics(rules, {"or_": inverse}).preimages("or_", True, (False, False)))
+        assert raised.value.__notes__ == [
+            "raised by the inverse of rule 'or_' for the value wanted True and the children values (False, False)"
+        ]
+    invalid = TreeSemantics({**rules, "and_": lambda children: 1 / 0}, {"or_": lambda wanted, children: [1 / 0]})
+    assert Executor(grammar, invalid).value("T|F&T") is None and not list(invalid.preimages("or_", True, (False, False)))
+
+
 class Nodes(Transformer):
     """Semantics of any grammar: every rule's callable, a node's value is the tuple of its children's values."""
 

@@ -46,7 +46,9 @@ class TreeSemantics:
         inverses: per rule name, ``f(wanted, children_values) -> iterable of children-value tuples`` whose
             evaluation gives ``wanted`` (each tuple as long as ``children_values``; a child kept as it is
             repeats its current value). An inverse that raises an arithmetic or value error (``wanted / 0``) offers
-            nothing more, as a rule's callable that raises one gives an invalid value (:meth:`preimages`).
+            nothing more, as a rule's callable that raises one gives an invalid value (:meth:`preimages`). An error of
+            another kind that a callable or an inverse raises is raised with a note (``add_note``) naming the rule (or
+            the terminal and its position), what it was given and, executing a sentence, the sentence.
 
     Semantics pickle (where their rules and inverses do) and copy as their rules and inverses; the callables they
     have looked up are looked up again by the copy, so a deep copy runs its own Transformer.
@@ -132,6 +134,9 @@ class TreeSemantics:
             offered = inverse(wanted, children)
         except INVALID:
             return
+        except Exception as error:
+            error.add_note(_inverse_note(rule, wanted, children))
+            raise
         if not isinstance(offered, Iterable):
             raise TypeError(
                 f"the inverse of rule {rule!r} must return an iterable of children-value tuples, returned "
@@ -143,6 +148,9 @@ class TreeSemantics:
                 item = next(items)
             except (StopIteration, *INVALID):  # (a generator may raise as it offers)
                 return
+            except Exception as error:
+                error.add_note(_inverse_note(rule, wanted, children))
+                raise
             yield _children_values(rule, wanted, item, len(children))
 
     def leaf_value(self, terminal: str, symbol: str, position: int | None = None) -> Any:
@@ -172,9 +180,9 @@ class TreeSemantics:
         values: dict[int, Any] = {}
         if replaced is not None and not isinstance(replaced, Mapping):
             raise TypeError(f"replaced must be a mapping position -> symbol, got {type(replaced).__name__} {replaced!r:.40}")
-        replaced = replaced or {}
+        replaced, nodes = replaced or {}, postorder(tree)
         try:
-            for node in postorder(tree):
+            for node in nodes:
                 if isinstance(node, Token):
                     value = self._token_value(node, replaced)
                 else:
@@ -186,6 +194,9 @@ class TreeSemantics:
                 values[id(node)] = value
         except INVALID:
             return None
+        except Exception as error:
+            error.add_note(_semantics_note(node, [values[id(child)] for child in getattr(node, "children", ())]))
+            raise
         return values
 
     def evaluate(self, tree: Tree | Token, replaced: Mapping[int, str] | None = None) -> Any:
@@ -199,7 +210,8 @@ class TreeSemantics:
         position, so that many sentences of one shape are evaluated without walking a tree."""
         steps: list[tuple[int, Callable | None, tuple[int, ...] | None]] = []  # (position, callable, children)
         step_of: dict[int, int] = {}  # id(node) -> its step
-        for node in postorder(tree):
+        nodes = postorder(tree)
+        for node in nodes:
             if isinstance(node, Token):
                 if node.start_pos is None:
                     raise ValueError(f"token {str(node)!r} has no position: compile takes trees a SymbolGrammar parsed")
@@ -224,6 +236,10 @@ class TreeSemantics:
                     values.append(value)
             except INVALID:
                 return None
+            except Exception as error:  # (the step under way is the one after the values computed)
+                failed, children = nodes[len(values)], steps[len(values)][2] or ()
+                error.add_note(f"{_semantics_note(failed, [values[c] for c in children])}, reading the sentence {sentence!r:.80}")
+                raise
             return values[-1]
 
         return run
@@ -237,6 +253,19 @@ class TreeSemantics:
         if function is not None and isinstance(self.rules, Transformer):
             return _transformer_rule(self.rules, str(node.data), node.meta)
         return function
+
+
+def _semantics_note(node: Tree | Token, children: list[Any]) -> str:
+    """What a note on an error a callable of the semantics raised at ``node`` says: whose callable it was, and where it
+    stands (a token) or what it was given (a rule node's ``children`` values)."""
+    if isinstance(node, Token):
+        return f"raised by the semantics of terminal {node.type!r} at position {node.start_pos}"
+    return f"raised by the semantics of rule {str(node.data)!r} on the children values {children!r:.80}"
+
+
+def _inverse_note(rule: str, wanted: Any, children: tuple[Any, ...]) -> str:
+    """What a note on an error the inverse of ``rule`` raised says."""
+    return f"raised by the inverse of rule {rule!r} for the value wanted {wanted!r:.40} and the children values {children!r:.80}"
 
 
 def postorder(tree: Tree | Token) -> list[Tree | Token]:
