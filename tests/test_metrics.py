@@ -339,6 +339,21 @@ def test_curves_of_bools_or_complex_numbers_are_named(which, kind):
         run_outcomes([0, 1], [True, False], [0.0, 0.0], 0.5)
 
 
+@pytest.mark.parametrize("which", ["steps", "validation_mse", "extrapolation_mse", "threshold", "sparsity_error"])
+def test_lists_mixing_bools_with_numbers_are_named(which):
+    # (torch read [True, 0.0] as the floats 1.0, 0.0 and [0, True] as the ints 0, 1, silently)
+    curves = [[1.0, 1.0], [0.0, 0.0]]  # [E, S]: two evaluations of two runs
+    arguments = {"steps": [0, 1], "validation_mse": curves, "extrapolation_mse": curves, "threshold": [0.5, 0.5]}
+    mixed = {"steps": [0, True], "validation_mse": [[True, 1.0], [0.0, 0.0]],
+             "extrapolation_mse": [[1.0, 1.0], [False, 0.0]], "threshold": [True, 0.5]}  # fmt: skip
+    assert summarize(run_outcomes(**arguments), [[0.0, 0.0], [0.25, 0.25]]).mean_sparsity_error == 0.25
+    with pytest.raises(TypeError, match=rf"^{which} must hold ints or floats, got list holding a bool$"):
+        if which == "sparsity_error":
+            summarize(run_outcomes(**arguments), [[0.0, 0.0], [True, 0.25]])
+        else:
+            run_outcomes(**{**arguments, which: mixed[which]})
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     which=st.sampled_from(["steps", "validation_mse", "extrapolation_mse", "threshold", "sparsity_error"]),

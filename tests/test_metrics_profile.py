@@ -228,6 +228,8 @@ def test_the_intervals_scale_with_a_power_of_two_up_to_the_largest_float(upper, 
         (["0.1", "0.2"], r"list of <U3"),  # parsed as numbers
         ((value for value in [0.1, 0.2]), r"generator of object"),  # failed inside numpy
         ([0.1, None], r"list of object"),
+        ([True, 2], r"list holding a bool"),  # read as the ints 1, 2
+        ((0.5, np.True_), r"tuple holding a bool"),  # read as the floats 0.5, 1.0
     ],
 )
 def test_values_that_are_no_ints_or_floats_are_named(values, kind):

@@ -21,7 +21,7 @@ import torch
 from numpy.typing import NDArray
 
 from neurosym.metrics.interval import normal_quantile
-from neurosym.training.checks import is_real
+from neurosym.training.checks import holds_bool, is_real
 
 Array = NDArray[np.float64]
 
@@ -153,7 +153,7 @@ def _mean(x: Array) -> float:
 
 def _float64(values: Sequence[float] | Array | torch.Tensor) -> Array:
     """``values`` as a float64 array (ints of any size, each to the nearest float); ``TypeError`` unless they are ints
-    or floats."""
+    or floats (a list or tuple holding a bool among numbers too)."""
     if isinstance(values, torch.Tensor):
         if values.dtype == torch.bool or values.is_complex():
             raise TypeError(f"a profile interval needs ints or floats, got a tensor of {values.dtype}")
@@ -163,6 +163,8 @@ def _float64(values: Sequence[float] | Array | torch.Tensor) -> Array:
         return _large_ints(array)
     if array.dtype.kind not in "iuf":  # (text was parsed, a generator failed inside numpy)
         raise TypeError(f"a profile interval needs ints or floats, got {type(values).__name__} of {array.dtype}")
+    if holds_bool(values):  # ([True, 2] was read as the ints 1, 2)
+        raise TypeError(f"a profile interval needs ints or floats, got {type(values).__name__} holding a bool")
     return array.astype(np.float64)
 
 

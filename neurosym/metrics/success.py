@@ -21,7 +21,7 @@ from torch import Tensor
 
 from neurosym.metrics.interval import wilson_interval
 from neurosym.metrics.profile import beta_mean_interval, gamma_mean_interval
-from neurosym.training.checks import positive_number
+from neurosym.training.checks import holds_bool, positive_number
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
 def _real(values: object, name: str) -> Tensor:
     """``values`` (a tensor, an array or lists) as a tensor; ``TypeError`` naming ``name`` unless it holds ints or
     floats (a bool was read as an MSE, a step or a threshold of 0 or 1; complex numbers and text failed inside torch,
-    text with "too many dimensions 'str'")."""
+    text with "too many dimensions 'str'"; a list mixing bools with numbers, as ``[0, True]``, was read as numbers)."""
     try:
         tensor = torch.as_tensor(values)
     except (TypeError, ValueError) as error:
@@ -115,6 +115,8 @@ def _real(values: object, name: str) -> Tensor:
         raise
     if tensor.dtype == torch.bool or tensor.is_complex():
         raise TypeError(f"{name} must hold ints or floats, got {type(values).__name__} of {tensor.dtype}")
+    if holds_bool(values):
+        raise TypeError(f"{name} must hold ints or floats, got {type(values).__name__} holding a bool")
     return tensor
 
 

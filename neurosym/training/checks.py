@@ -32,6 +32,14 @@ def is_fraction(value: object) -> TypeGuard[float]:
     return is_real(value) and 0 <= value <= 1
 
 
+def holds_bool(values: object) -> bool:
+    """Whether ``values`` is a bool (numpy's too) or a list or tuple holding one at any depth: numpy and torch read
+    ``[True, 2.5]`` as the numbers ``[1.0, 2.5]``, and ``[True, 2]`` as ints."""
+    if isinstance(values, bool | np.bool_):
+        return True
+    return isinstance(values, list | tuple) and any(map(holds_bool, values))
+
+
 def is_int_tensor(value: object) -> TypeGuard[torch.Tensor]:
     """Whether ``value`` is a tensor of integers (not of bools, floats or complex numbers)."""
     return isinstance(value, torch.Tensor) and not (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool)
