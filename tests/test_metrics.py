@@ -464,6 +464,21 @@ def test_exact_match_refuses_one_string_that_it_would_score_character_by_charact
         sequence_matches(["12"], "12")
 
 
+@pytest.mark.parametrize(
+    ("predictions", "targets", "kind"),
+    [
+        ({0: "a", 1: "b"}, {0: "a", 1: "c"}, "dict"),  # its keys were compared: 1.0
+        ({"7", "8"}, {"7", "9"}, "set"),  # compared in the order of the hashes, 1/2 or 0 as they fell
+        ((token for token in "ab"), ["a", "b"], "generator"),  # failed as "object of type 'generator' has no len()"
+    ],
+)
+def test_exact_match_refuses_examples_that_are_no_sequence(predictions, targets, kind):
+    with pytest.raises(TypeError, match=rf"^predictions must be a sequence of examples .*, got {kind}$"):
+        exact_match(predictions, targets)
+    with pytest.raises(TypeError, match=rf"^targets must be a sequence of examples .*, got {kind}$"):
+        sequence_matches(["a", "b"], predictions)
+
+
 def test_noise_sensitivity_names_bad_sizes_and_functions_of_the_wrong_shape():
     def total(digits):
         return digits.sum(axis=1)

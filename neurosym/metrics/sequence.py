@@ -20,13 +20,18 @@ def sequence_matches(predictions: Tensor | Sequence[Any], targets: Tensor | Sequ
     device (``ValueError``), an array is moved to the tensor's. Python sequences: ``N`` items compared with ``==`` after turning
     each item into a tuple, at every depth (so a list, a tuple, a tensor and an array of the same tokens match, whatever
     their lengths; strings compare as strings). One string for ``predictions`` or ``targets`` raises ``TypeError``: it
-    would be read as one example per character.
+    would be read as one example per character; so does anything else that is no sequence (a dict, a set, a generator).
     """
     if isinstance(predictions, str) or isinstance(targets, str):
         raise TypeError(
             f"pass predictions and targets as sequences of examples (a list of strings), not one string: got "
             f"{type(predictions).__name__} and {type(targets).__name__}"
         )
+    for name, value in (("predictions", predictions), ("targets", targets)):
+        if not isinstance(value, Tensor | np.ndarray | Sequence):  # (a dict's keys were compared, a set's in hash order)
+            raise TypeError(
+                f"{name} must be a sequence of examples (a list, a tuple, a tensor or an array), got {type(value).__name__}"
+            )
     predictions, targets = (  # arrays of text or objects: their rows are examples, compared as sequences are
         value.tolist() if isinstance(value, np.ndarray) and value.dtype.kind not in "biufc" else value
         for value in (predictions, targets)
