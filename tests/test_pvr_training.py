@@ -1,4 +1,5 @@
 import copy
+import re
 
 import pytest
 import torch
@@ -149,3 +150,12 @@ def test_accuracy_is_the_exact_fraction_of_right_predictions():
     inputs = torch.eye(3)  # the model predicts each row's class as its input's argmax: 0, 1, 2
     labels = torch.tensor([0, 0, 0])
     assert accuracy(torch.nn.Identity(), inputs, labels, torch.device("cpu")) == 1 / 3  # (float32: 0.3333333432674408)
+
+
+@pytest.mark.parametrize("labels", [torch.tensor([[0], [1], [2]]), torch.tensor([0, 1]), torch.tensor(0)])
+def test_accuracy_names_labels_that_are_not_one_per_input(labels):
+    inputs = torch.eye(3)  # predicted 0, 1, 2: all right; labels [3, 1] were compared [3, 3], 3 of 9 pairs: 1/3
+    shape = re.escape(str(list(labels.shape)))
+    with pytest.raises(ValueError, match=rf"^labels must be one class per input, \[3\], got {shape}$"):
+        accuracy(torch.nn.Identity(), inputs, labels, torch.device("cpu"))
+    assert accuracy(torch.nn.Identity(), inputs, torch.tensor([0, 1, 2]), torch.device("cpu")) == 1.0

@@ -103,7 +103,10 @@ def accuracy(
     prepare: Prepare = identity,
     batch_size: int = 1024,
 ) -> float:
-    """Fraction of ``inputs`` whose predicted class equals ``labels``."""
+    """Fraction of ``inputs [N, ...]`` whose predicted class equals ``labels [N]``; ``ValueError`` for labels of another
+    shape (``[N, 1]`` was compared with every prediction, ``[N, N]`` pairs, and one label with all of them)."""
     if len(inputs) == 0:
         raise ValueError("accuracy of an empty set is undefined")
+    if labels.shape != (len(inputs),):
+        raise ValueError(f"labels must be one class per input, [{len(inputs)}], got {list(labels.shape)}")
     return (predict(model, inputs, device, prepare, batch_size) == labels).double().mean().item()
