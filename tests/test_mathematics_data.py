@@ -238,6 +238,17 @@ def test_module_scores_take_arrays_of_strings_and_refuse_anything_else():
         module_accuracies(["a", "a"], ["1", "2"], torch.tensor([1, 2]))
     with pytest.raises(TypeError, match="modules must be a sequence of strings, got the string 'ab'"):
         module_accuracies("ab", ["1", "2"], ["1", "2"])
+    assert module_accuracies(["a", "b"], (p for p in ["1", "2"]), ["1", "3"]) == {"a": 1.0, "b": 0.0}  # (in order)
+
+
+@pytest.mark.parametrize(
+    ("predictions", "kind"),
+    [({"2", "1"}, "set"), (frozenset({"1", "2"}), "frozenset"), ({"q1": "1", "q2": "2"}, "dict")],
+)
+def test_module_scores_refuse_predictions_without_an_order_or_keyed(predictions, kind):
+    # (a set's strings were scored in the order of their hashes, a dict's keys as the predictions)
+    with pytest.raises(TypeError, match=rf"^predictions must be a sequence of strings, got a {kind}"):
+        module_accuracies(["a", "b"], predictions, ["1", "2"])
 
 
 def test_generate_reuses_cached_files_and_asks_only_for_missing(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ table of a run's scores beside the published ones."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -35,9 +36,12 @@ def module_accuracies(modules: Sequence[str], predictions: Sequence[str], answer
 
 
 def _strings(values: Iterable[str], name: str) -> list[str]:
-    """``values`` as a list of strings, else ``TypeError`` naming ``name`` and the first value that is no string."""
+    """``values`` as a list of strings, else ``TypeError`` naming ``name`` and the first value that is no string, or
+    naming a set (its strings would be listed in the order of their hashes) or a mapping (its keys would be listed)."""
     if isinstance(values, str):
         raise TypeError(f"{name} must be a sequence of strings, got the string {values[:50]!r}")
+    if isinstance(values, AbstractSet | Mapping):
+        raise TypeError(f"{name} must be a sequence of strings, got a {type(values).__name__}, which aligns with nothing")
     listed = list(values)
     if bad := next(((k, value) for k, value in enumerate(listed) if not isinstance(value, str)), None):
         raise TypeError(f"{name} must be strings, got {bad[1]!r} ({type(bad[1]).__name__}) at {bad[0]}")
