@@ -88,7 +88,9 @@ def noise_sensitivity_curve(
     repeats: int = 10,
     rng: np.random.Generator | int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard deviation over ``repeats`` estimates at each of ``deltas [M]``: two ``[M]`` arrays."""
+    """Mean and standard deviation over ``repeats`` estimates at each of ``deltas [M]``: two ``[M]`` arrays. The
+    deviation is the population one (``ddof=0``: 0 for one repeat), the spread of these estimates the plot's error bars
+    show, not an estimate of the estimator's."""
     int_at_least(repeats, "repeats", 1)  # none gave NaN means and deviations
     if np.ndim(deltas) != 1:  # (a single delta failed as "not iterable")
         raise ValueError(f"deltas must be a 1-D sequence of probabilities, got {deltas!r:.60}")
