@@ -438,6 +438,7 @@ def test_a_loss_that_is_no_scalar_tensor_is_named_with_its_step() -> None:
         ({"momentum": float("nan")}, "momentum must be a finite number at least 0, got nan"),
         ({"betas": (0.9, 1.0)}, r"betas must be two numbers in \[0, 1\), got \(0.9, 1.0\)"),
         ({"betas": 0.9}, r"betas must be two numbers in \[0, 1\), got 0.9"),
+        ({"progress": "no"}, "progress must be True or False, got 'no'"),  # read by its truth: the bar was shown
     ],
 )
 def test_a_train_config_names_bad_counts_and_numbers(changes: dict, named: str) -> None:

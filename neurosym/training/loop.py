@@ -32,7 +32,7 @@ from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
 from neurosym.training.checkpoint import MAPPING, require_entries, require_kinds
-from neurosym.training.checks import check_batch_fits, int_at_least, is_real, positive_number
+from neurosym.training.checks import check_batch_fits, check_flags, int_at_least, is_real, positive_number
 from neurosym.training.core import Checkpointing, kept_random_state, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
@@ -99,6 +99,7 @@ class TrainConfig:
         if self.seed > MAX_SEED:  # torch's generators take seeds below 2**64: it failed at the first step or a later epoch
             raise ValueError(f"seed must be at most 2**63 - 1 (epoch e seeds its data order with seed + e), got {self.seed}")
         checked_time_limit(self.time_limit)
+        check_flags(progress=self.progress)  # "no" or 0.0 was read by its truth: "no" showed the bar
         for name in ("max_steps", "batch_size", "eval_every") + ("sync_every",) * (self.sync_every is not None):
             setattr(self, name, int_at_least(getattr(self, name), name, 1))  # numpy's as Python ints (torch refused them)
         if self.patience is not None:  # 0 or less stopped at the first evaluation without improvement, as 1 does
