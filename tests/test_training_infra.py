@@ -22,7 +22,7 @@ from neurosym.cli import COMMANDS, build_parser
 from neurosym.data import mnist as mnist_module
 from neurosym.data.mnist import load_mnist, mnist_path
 from neurosym.experiments.report import fixed, format_table, percent, symbol_cell
-from neurosym.training import autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
+from neurosym.training import TrainConfig, autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
 from neurosym.training.checkpoint import atomic_path, files_stamp, save_json, weights_stamp
 from neurosym.training.checks import fraction, is_int_tensor
 from neurosym.training.stopping import StopRequests, minutes_to_seconds, time_left
@@ -545,7 +545,7 @@ def test_state_files_that_are_not_json_are_named(tmp_path):
 
 
 def test_time_limits_that_are_no_number_of_at_least_zero_are_named():
-    for minutes in (float("nan"), -1, "5"):  # NaN and -1 gave NaN and -60 seconds
+    for minutes in (float("nan"), -1, "5", True):  # NaN, -1 and True gave NaN, -60 and 60 seconds
         with pytest.raises(ValueError, match="a time limit must be None or at least 0 minutes"):
             minutes_to_seconds(minutes)
     with pytest.raises(ValueError, match="time_limit must be None or at least 0 seconds, got nan"):
@@ -554,3 +554,5 @@ def test_time_limits_that_are_no_number_of_at_least_zero_are_named():
         time_left(10.0, float("nan"))
     with pytest.raises(ValueError, match="time_limit must be None or at least 0 seconds, got '10'"):
         StopRequests("10")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="time_limit must be None or at least 0 seconds, got True"):
+        TrainConfig(max_steps=1, batch_size=1, time_limit=True)  # was a limit of one second

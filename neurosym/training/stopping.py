@@ -7,13 +7,14 @@ checkpoint configured the loop still stops cleanly (the model keeps the weights 
 
 from __future__ import annotations
 
-import numbers
 import signal
 import threading
 import time
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeGuard, overload
+
+from neurosym.training.checks import is_real
 
 TIME_LIMIT = "time limit"
 """The stop reason when the time limit passed; the other reasons are signal names (``"SIGINT"``, ``"SIGTERM"``)."""
@@ -23,8 +24,8 @@ EXIT_TRY_AGAIN = 75
 
 
 def _is_duration(value: object) -> TypeGuard[float]:
-    """Whether ``value`` is a number of at least 0 (NaN is not)."""
-    return isinstance(value, numbers.Real) and float(value) >= 0
+    """Whether ``value`` is a number of at least 0 (NaN is not, nor a bool: ``True`` was a limit of one second)."""
+    return is_real(value) and float(value) >= 0
 
 
 def checked_time_limit(seconds: float | None) -> float | None:
