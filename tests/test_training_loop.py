@@ -28,6 +28,7 @@ from neurosym.training import (
     train,
 )
 from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, Setup, check_resumable, check_setup
+from neurosym.training.classifier import fit_classifier
 from neurosym.training.loop import MAX_SEED
 
 CPU = torch.device("cpu")
@@ -515,7 +516,22 @@ def test_a_train_config_takes_numpy_counts_as_python_ints() -> None:
     config = TrainConfig(np.int64(3), np.int64(8), eval_every=np.int64(2), patience=np.int64(1), seed=np.int64(0))
     assert all(type(getattr(config, name)) is int for name in ("max_steps", "batch_size", "eval_every", "patience", "seed"))
     model, data = _regression()
-    assert train(model, data, _squared_error, config, DistributedContext(0, 1, 0, CPU)).steps == 3
+    assert train(model, data, _squared_error, config, DistributedContext(0, 1, 0, CPU), evaluate=lambda m: 0.0).steps == 3
+
+
+def test_patience_without_an_evaluation_is_named_before_any_step() -> None:
+    """Nothing is scored without ``evaluate`` (nor by ``fit_classifier``): patience was ignored and every step trained."""
+    model, data = _regression()
+    classifier = nn.Linear(3, 2)
+    before = [{name: value.clone() for name, value in module.state_dict().items()} for module in (model, classifier)]
+    config = TrainConfig(6, 8, eval_every=1, patience=1)
+    with pytest.raises(ValueError, match="patience=1 applies to training with an evaluate function, not to train without"):
+        train(model, data, _squared_error, config, DistributedContext(0, 1, 0, CPU))
+    inputs, labels = torch.randn(8, 3), torch.arange(8) % 2
+    with pytest.raises(ValueError, match="patience=1 applies to training with an evaluate function, not to fit_classifier"):
+        fit_classifier(classifier, inputs, labels, config, CPU)
+    for module, weights in zip((model, classifier), before):
+        assert all(torch.equal(weights[name], value) for name, value in module.state_dict().items())
 
 
 def test_the_largest_seed_trains_through_several_epochs() -> None:

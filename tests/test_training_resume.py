@@ -354,6 +354,8 @@ def trained(config: TrainConfig, model: nn.Module, evaluate: bool, stop_after: i
             signal.raise_signal(signal.SIGINT)
         return squared_error(network, batch)
 
+    if not evaluate:
+        config = replace(config, patience=None)  # (patience needs evaluations)
     try:
         return train(model, data, loss, config, DistributedContext(0, 1, 0, CPU), evaluate=negative_error if evaluate else None)
     except TrainingInterrupted as stop:

@@ -15,6 +15,7 @@ from torch import nn
 from torch.utils.data import Dataset
 
 from neurosym.training.checkpoint import tensor_stamp
+from neurosym.training.checks import ignored_option
 from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import RUN_TIME_FIELDS, TrainConfig, TrainResult, train
@@ -61,8 +62,11 @@ def fit_classifier(
     :data:`RUN_INDEPENDENT_FIELDS`) or on other ``inputs`` or ``labels`` (the checkpoint keeps each one's shape,
     dtype and a digest of its values: :func:`~neurosym.training.checkpoint.tensor_stamp`) is refused with
     :class:`~neurosym.training.checkpoint.CheckpointMismatch`. Returns the loop's :class:`TrainResult` (its
-    ``history`` holds the training loss at every checkpoint step).
+    ``history`` holds the training loss at every checkpoint step). Nothing is evaluated, so ``config.patience`` must be
+    None (``ValueError``).
     """
+    if config.patience is not None:  # (no score to stop on: every step was trained)
+        raise ignored_option("patience", config.patience, "training with an evaluate function", "fit_classifier")
     if len(inputs) != len(labels) or len(inputs) == 0:
         raise ValueError(f"need as many labels as inputs (and at least one): {len(inputs)} vs {len(labels)}")
     if labels.dim() != 1 or labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:

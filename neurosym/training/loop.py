@@ -32,7 +32,14 @@ from torch.utils.data import DataLoader, Dataset
 from torch.utils.data.distributed import DistributedSampler
 
 from neurosym.training.checkpoint import MAPPING, require_entries, require_kinds
-from neurosym.training.checks import check_batch_fits, check_flags, int_at_least, is_real, positive_number
+from neurosym.training.checks import (
+    check_batch_fits,
+    check_flags,
+    ignored_option,
+    int_at_least,
+    is_real,
+    positive_number,
+)
 from neurosym.training.core import Checkpointing, kept_random_state, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
@@ -231,7 +238,8 @@ def train(
 ) -> TrainResult:
     """Train ``model`` (in place, on ``context.device``) as ``config`` says; returns a :class:`TrainResult`.
 
-    On return the model holds the best weights seen by ``evaluate`` (the last weights without one).
+    On return the model holds the best weights seen by ``evaluate`` (the last weights without one; early stopping,
+    ``config.patience``, needs one: ``ValueError`` without it).
     With ``config.checkpoint`` set, an existing checkpoint there is resumed from; one written with a
     configuration that differs outside ``resume_may_change``, or under another ``setup`` (what the model and data were
     built from; :class:`~neurosym.training.core.Checkpointing`), raises ``ValueError``. A stop request (SIGINT,
@@ -242,6 +250,8 @@ def train(
     """
     if not isinstance(dataset, Sized):
         raise TypeError(f"train takes a map-style dataset (one with a length), got {type(dataset).__name__}")
+    if config.patience is not None and evaluate is None:  # (nothing scored: every step was trained)
+        raise ignored_option("patience", config.patience, "training with an evaluate function", "train without one")
     per_rank = _check(config, context, len(dataset))
     device = context.device
     model.to(device)
