@@ -62,7 +62,8 @@ def fit_classifier(
     :data:`RUN_INDEPENDENT_FIELDS`) or on other ``inputs`` or ``labels`` (the checkpoint keeps each one's shape,
     dtype and a digest of its values: :func:`~neurosym.training.checkpoint.tensor_stamp`) is refused with
     :class:`~neurosym.training.checkpoint.CheckpointMismatch`. Returns the loop's :class:`TrainResult` (its
-    ``history`` holds the training loss at every checkpoint step). Nothing is evaluated, so ``config.patience`` must be
+    ``history`` holds the training loss every ``config.eval_every`` steps and at the last, with or without a
+    checkpoint). Nothing is evaluated, so ``config.patience`` must be
     None (``ValueError``).
     """
     if config.patience is not None:  # (no score to stop on: every step was trained)

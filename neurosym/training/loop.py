@@ -238,8 +238,8 @@ def train(
 ) -> TrainResult:
     """Train ``model`` (in place, on ``context.device``) as ``config`` says; returns a :class:`TrainResult`.
 
-    On return the model holds the best weights seen by ``evaluate`` (the last weights without one; early stopping,
-    ``config.patience``, needs one: ``ValueError`` without it).
+    On return the model holds the best weights seen by ``evaluate`` (higher is better; of equal scores the first; the
+    last weights without one; early stopping, ``config.patience``, needs one: ``ValueError`` without it).
     With ``config.checkpoint`` set, an existing checkpoint there is resumed from; one written with a
     configuration that differs outside ``resume_may_change``, or under another ``setup`` (what the model and data were
     built from; :class:`~neurosym.training.core.Checkpointing`), raises ``ValueError``. A stop request (SIGINT,
