@@ -259,6 +259,21 @@ def test_hwf_names_a_negative_formula_count_and_a_symbol_without_images():
         formula_sentences(["1+x"], np.zeros((len(with_x), 28, 28), np.uint8), with_x, 0, grammar, formula_semantics())
 
 
+@pytest.mark.parametrize("spare", [-3, -1, 1, 5])
+def test_the_task_sentences_refuse_labels_not_one_per_image(spare):
+    """Labels longer or shorter than the images paired images with labels of other images: addition_sentences drew
+    its sums from the first labels (or failed in numpy's indexing), formula_sentences drew a symbol's images from
+    another symbol's ones."""
+    images = np.zeros((28, 4, 4), np.uint8)
+    digits = np.arange(len(images) + spare) % 10
+    message = rf"needs one label per image: 28 images, labels of shape \[{28 + spare}\]$"
+    with pytest.raises(ValueError, match="^addition_sentences " + message):
+        addition_sentences(images, digits, 1, plus=10, seed=0)
+    symbols = np.array(list(SYMBOLS) * 3)[: len(images) + spare]
+    with pytest.raises(ValueError, match="^formula_sentences " + message):
+        formula_sentences(["1+2"], images, symbols, 0, SymbolGrammar(grammar_file("hwf.lark")), formula_semantics())
+
+
 def tiny_training(steps: int) -> PipelineConfig:
     return PipelineConfig(
         steps=steps,

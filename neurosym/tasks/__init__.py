@@ -16,6 +16,7 @@ from importlib.resources import files
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 from torch import nn
 
 from neurosym.pipelines.curriculum import Curriculum
@@ -112,6 +113,13 @@ READER_CONVS = (1, 1, 1)
 def grammar_file(name: str) -> str:
     """The text of the grammar ``name`` shipped beside the task modules (e.g. ``"mnist_add.lark"``)."""
     return (files("neurosym.tasks") / name).read_text(encoding="utf-8")
+
+
+def check_labelled_images(images: np.ndarray, labels: np.ndarray, who: str) -> None:
+    """Raise ``ValueError`` naming ``who`` unless ``labels`` are ``[M]``, one per image of ``images [M, H, W]``: with
+    more or fewer labels than images, sentences were drawn with images that other images' labels named."""
+    if np.shape(labels) != (len(images),):
+        raise ValueError(f"{who} needs one label per image: {len(images)} images, labels of shape {list(np.shape(labels))}")
 
 
 def task_module(name: str) -> ModuleType:

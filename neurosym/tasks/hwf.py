@@ -24,7 +24,7 @@ from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.tasks import READER_CONVS, Published, Task, grammar_file
+from neurosym.tasks import READER_CONVS, Published, Task, check_labelled_images, grammar_file
 from neurosym.training.checks import int_at_least
 
 DIGITS, OPERATORS = "0123456789", "+-*/"
@@ -103,7 +103,9 @@ def formula_sentences(
 ) -> ImageSentences:
     """``formulas`` shown with images drawn (with replacement) from ``images`` of their symbols (``labels``), each
     with its value under ``grammar`` and ``semantics``; ``ValueError`` naming a formula that shows a symbol other than
-    HWF's digits and operators, or one of which ``images`` hold none."""
+    HWF's digits and operators, or one of which ``images`` hold none, and ``ValueError`` unless ``labels`` hold one
+    symbol per image."""
+    check_labelled_images(images, labels, "formula_sentences")
     rng = as_generator(rng)
     pools = {symbol: np.flatnonzero(labels == symbol) for symbol in DIGITS + OPERATORS}
     _check_shown(formulas, pools)

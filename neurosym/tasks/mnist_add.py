@@ -21,7 +21,7 @@ from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.numerals import decimal_text, decimal_value
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.tasks import READER_CONVS, READER_WIDTH, Published, Task, grammar_file
+from neurosym.tasks import READER_CONVS, READER_WIDTH, Published, Task, check_labelled_images, grammar_file
 from neurosym.training.checks import int_at_least
 
 VALIDATION_DIGITS = 5000
@@ -61,7 +61,9 @@ def addition_semantics() -> TreeSemantics:
 
 def addition_sentences(images: np.ndarray, labels: np.ndarray, digits: int, plus: int, seed: int) -> ImageSentences:
     """``⌊len(images) / 2N⌋`` sums of two ``digits``-digit numbers from ``images [M, 28, 28]`` (``labels [M]``),
-    each digit used once, paired by a permutation drawn from ``seed``; ``plus`` is the given ``+``'s id."""
+    each digit used once, paired by a permutation drawn from ``seed``; ``plus`` is the given ``+``'s id. ``ValueError``
+    unless ``labels`` hold one digit per image."""
+    check_labelled_images(images, labels, "addition_sentences")
     count = len(images) // (2 * digits)
     order = as_generator(seed).permutation(len(images))[: count * 2 * digits].reshape(count, 2 * digits)
     picks = np.insert(order, digits, -1, axis=1)  # [count, 2N + 1]: the '+' between the numbers is given
