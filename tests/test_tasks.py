@@ -274,6 +274,14 @@ def test_the_task_sentences_refuse_labels_not_one_per_image(spare):
         formula_sentences(["1+2"], images, symbols, 0, SymbolGrammar(grammar_file("hwf.lark")), formula_semantics())
 
 
+@pytest.mark.parametrize("digits", [0, -1, 1.5, True])
+def test_addition_sentences_refuse_a_number_of_digits_that_is_no_positive_int(digits):
+    """0 digits failed dividing by zero, -1 in numpy's reshape, 1.5 in its slicing and True in its insert, none naming digits."""
+    labels = np.arange(20) % 10
+    with pytest.raises(ValueError, match=rf"^digits must be an int of at least 1, got {digits}$"):
+        addition_sentences(np.zeros((len(labels), 4, 4), np.uint8), labels, digits, plus=10, seed=0)
+
+
 def tiny_training(steps: int) -> PipelineConfig:
     return PipelineConfig(
         steps=steps,

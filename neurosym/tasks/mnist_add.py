@@ -62,7 +62,8 @@ def addition_semantics() -> TreeSemantics:
 def addition_sentences(images: np.ndarray, labels: np.ndarray, digits: int, plus: int, seed: int) -> ImageSentences:
     """``⌊len(images) / 2N⌋`` sums of two ``digits``-digit numbers from ``images [M, 28, 28]`` (``labels [M]``),
     each digit used once, paired by a permutation drawn from ``seed``; ``plus`` is the given ``+``'s id. ``ValueError``
-    unless ``labels`` hold one digit per image."""
+    unless ``labels`` hold one digit per image, or ``digits`` is no int of at least 1."""
+    digits = int_at_least(digits, "digits", 1)  # (0 failed dividing by zero, -1 in a reshape, 1.5 and True in numpy)
     check_labelled_images(images, labels, "addition_sentences")
     count = len(images) // (2 * digits)
     order = as_generator(seed).permutation(len(images))[: count * 2 * digits].reshape(count, 2 * digits)
