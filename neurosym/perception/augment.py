@@ -33,7 +33,8 @@ def random_shift(windows: torch.Tensor, max_shift: int, generator: torch.Generat
     """Translate each window by its own random whole-pixel offset in ``[-max_shift, max_shift]`` on both
     axes, filling with zeros (background): ``[..., H, W]`` -> ``[..., H, W]``, same dtype and device.
 
-    The offsets are drawn from ``generator``, a CPU one, so a seeded generator gives the same shifts on any device.
+    The offsets are drawn from ``generator``, a CPU one, so a seeded generator gives the same shifts on any device
+    (``None``: torch's global generator).
     """
     if not is_int(max_shift) or max_shift < 0:  # (True passed, and failed in F.pad)
         raise ValueError(f"max_shift must be an int >= 0, got {max_shift!r}")
@@ -91,9 +92,9 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
     either way, a scale of ``1 ± 0.2·strength`` on each axis and a shear of up to ``0.3·strength``, and with
     probability ``strength / 3`` each a stroke one pixel bolder (3×3 dilation) or thinner (half-way to a
     3×3 erosion), all in pixels, so a window of any height and width turns without stretching. The draws come from
-    ``generator``, a CPU one, so a seeded generator gives the same windows on any device; the maps are computed from
-    them in float64 on the CPU and only their values in the windows' working dtype (float32, or float64 for float64
-    windows) are moved to the windows' device, which thus needs no float64 (Apple's MPS has none). ``strength`` is in
+    ``generator``, a CPU one (``None``: torch's global one), so a seeded generator gives the same windows on any
+    device; the maps are computed from them in float64 on the CPU and only their values in the windows' working dtype
+    (float32, or float64 for float64 windows) are moved to the windows' device, which thus needs no float64 (Apple's MPS has none). ``strength`` is in
     ``[0, 1]``; 0 returns ``windows`` itself.
     """
     strength = fraction(strength, "strength")  # (True passed as 1)
