@@ -105,9 +105,23 @@ def build_parser(command: str | None = None, prog: str | None = None, *, options
     return parser
 
 
+def _known(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``argv`` parsed; an argument the command does not know is a usage error of that command (its program name and
+    usage, not ``neurosym``'s), naming the nearest option where one is close."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        from neurosym.experiments.options import nearest
+
+        shown = [action for action in args._parser._actions if action.default != argparse.SUPPRESS]  # (no old spelling)
+        flags = [text for action in shown for text in action.option_strings]
+        hint = next((nearest(word.split("=")[0], flags) for word in unknown if word.startswith("--")), "")
+        args._parser.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+    return args
+
+
 def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``argv`` parsed, with the values of a ``--config`` file as the command's defaults."""
-    args = parser.parse_args(argv)
+    args = _known(parser, argv)
     from neurosym.experiments.options import config_file_values, note_given
 
     values: dict[str, object] = {}
@@ -118,7 +132,7 @@ def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namesp
         except ValueError as error:
             args._parser.error(f"--config {args.config}: {error}")
         args._parser.set_defaults(**values)
-        args = parser.parse_args(argv)
+        args = _known(parser, argv)
     note_given(args, values)  # (the options the command line gave are noted as parsed)
     return args
 

@@ -296,6 +296,24 @@ def test_a_benchmark_script_names_itself_in_its_usage_as_invoked(script: Path, c
         assert f"The options of {script.name}" in shown
 
 
+@pytest.mark.parametrize(
+    ("argv", "prog", "message"),
+    [
+        (["pvr", "--models", "x"], "neurosym pvr", "--models x (did you mean --visual-models?)"),
+        (["arithmetic", "--sed=3"], "arithmetic.py", "--sed=3 (did you mean --seed?)"),
+        (["hint", "--clasess", "3"], "neurosym hint", "--clasess 3 (did you mean --classes?)"),  # (a study knob)
+        (["hint-data", "extra"], "neurosym hint-data", "extra\n"),
+    ],
+)
+def test_an_unknown_argument_is_a_usage_error_of_the_command_naming_the_nearest_option(argv, prog, message, capsys) -> None:
+    """Was ``neurosym``'s usage and ``neurosym: error: ...``, under ``pvr.py`` too, with no hint of the option meant."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv, prog=None if prog.startswith("neurosym") else prog)
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2 and err.startswith(f"usage: {prog} ")
+    assert f"{prog}: error: unrecognized arguments: {message}" in err
+
+
 def test_a_named_command_names_its_errors_by_that_name(capsys, monkeypatch, tmp_path) -> None:
     from neurosym.experiments import solver_speed
 

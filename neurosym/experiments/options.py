@@ -16,6 +16,7 @@ numbers are ASCII decimal (:data:`DECIMAL`).
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import re
@@ -139,6 +140,13 @@ def output_folder(text: str) -> Path:
                 raise argparse.ArgumentTypeError(f"{str(path)!r} cannot be an output folder: {str(place)!r} is a file")
             break
     return path
+
+
+def nearest(word: str, names: Iterable[str]) -> str:
+    """`` (did you mean NAME?)`` for the one of ``names`` closest to ``word`` (a mistyped option), or ``""`` where
+    none is close."""
+    close = difflib.get_close_matches(word, list(names), n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def option_as_json(value: Any) -> Any:
