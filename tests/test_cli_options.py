@@ -441,7 +441,10 @@ def test_a_config_file_names_its_paths_relative_to_its_own_folder(tmp_path, monk
     [
         ("epochs = -1\n", "epochs: expected a finite positive number, got '-1'"),
         ("epochs = 0\n", "epochs: expected a finite positive number, got '0'"),  # (it trained one step)
-        ("epoch = 3\n", "unknown option 'epoch'"),
+        ("epoch = 3\n", "unknown option 'epoch' (did you mean epochs?)"),
+        ("augment-shfit = 1\n", "unknown option 'augment-shfit' (did you mean augment-shift?)"),
+        ("sudoku = 1\n", "unknown option 'sudoku'\n"),
+        ('config = "other.toml"\n', "unknown option 'config' (--config is given on the command line only)"),
         ("augment-shift = 1\naugment_shift = 3\n", "'augment-shift' and 'augment_shift' are one option (--augment-shift)"),
         (
             'task = "sudoku"\n',

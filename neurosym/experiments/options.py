@@ -446,7 +446,9 @@ def _table_values(options: type, table: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in table.items():
         name = key.replace("-", "_")
         if name not in by_name:
-            raise ValueError(f"unknown option {key!r}")
+            spelled = [known.replace("_", "-") if "-" in key else known for known in by_name]  # (as the key is written)
+            hint = f" ({CONFIG_OPTION} is given on the command line only)" if name == "config" else nearest(key, spelled)
+            raise ValueError(f"unknown option {key!r}{hint}")
         if name in keys:
             raise ValueError(f"{keys[name]!r} and {key!r} are one option ({flag(name)}): keep one of them")
         keys[name], values[name] = key, _config_value(key, value, by_name[name], hints[name])
