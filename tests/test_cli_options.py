@@ -403,6 +403,15 @@ def test_a_config_file_gives_defaults_that_the_command_line_overrides(tmp_path) 
     assert options.batch_size is None and options.out.as_posix() == "results/pipeline"  # untouched: the task's
 
 
+def test_a_config_file_may_open_with_a_utf8_byte_order_mark(tmp_path) -> None:
+    """Was 'Invalid statement (at line 1, column 1)': tomllib reads no mark, which Windows editors write."""
+    from neurosym.cli import _parsed
+
+    config = tmp_path / "run.toml"
+    config.write_bytes("\N{BYTE ORDER MARK}epochs = 3\n".encode())
+    assert _parsed(build_parser("pipeline"), ["pipeline", "--config", str(config)]).epochs == 3
+
+
 def test_a_config_file_names_its_paths_relative_to_its_own_folder(tmp_path, monkeypatch) -> None:
     """Paths in a --config file name the files beside it from any working folder (was: relative to the working
     folder, so that the file named others, or none, once run from elsewhere); on the command line they stay relative

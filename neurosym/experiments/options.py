@@ -426,9 +426,10 @@ def config_file_values(options: type, path: Path) -> dict[str, Any]:
     """The values of the TOML config file ``path`` for the fields of ``options`` (keys: field names, with ``-``
     or ``_``), each read as the command line reads it, but a relative path as one relative to the file's folder
     (:func:`option_path`), so that the file names the same files from any working folder; a bad or unknown entry, or
-    one option under two spellings (``augment-shift`` and ``augment_shift``), raises ``ValueError`` naming it."""
+    one option under two spellings (``augment-shift`` and ``augment_shift``), raises ``ValueError`` naming it. The
+    file is UTF-8, with a byte-order mark or without."""
     try:
-        table = tomllib.loads(path.read_text(encoding="utf-8"))
+        table = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # (a byte-order mark, as Windows editors write, skipped)
     except (OSError, tomllib.TOMLDecodeError) as error:
         raise ValueError(str(error)) from None
     token = _config_folder.set(path.parent)
