@@ -103,8 +103,18 @@ def test_path_options_name_the_missing_path(tmp_path) -> None:
     assert existing_file(str(archive)) == archive and existing_folder(str(tmp_path)) == tmp_path
     with pytest.raises(argparse.ArgumentTypeError, match="no such file: '.*missing.npz'"):
         existing_file(str(tmp_path / "missing.npz"))
-    with pytest.raises(argparse.ArgumentTypeError, match="no such folder"):
+    with pytest.raises(argparse.ArgumentTypeError, match="no such folder: '.*missing'"):
+        existing_folder(str(tmp_path / "missing"))
+    with pytest.raises(argparse.ArgumentTypeError, match="'.*bank.npz' is a file, not a folder"):  # (was "no such folder")
         existing_folder(str(archive))
+    with pytest.raises(argparse.ArgumentTypeError, match=f"'{re.escape(str(tmp_path))}' is a folder, not a file"):
+        existing_file(str(tmp_path))  # (was "no such file")
+
+
+def test_a_config_file_that_is_a_folder_is_named_as_one(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["pipeline", "--config", str(tmp_path)])
+    assert stopped.value.code == 2 and f"argument --config: '{tmp_path}' is a folder, not a file" in capsys.readouterr().err
 
 
 def test_an_output_folder_must_not_be_or_lie_under_a_file(tmp_path, capsys) -> None:

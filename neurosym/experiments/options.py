@@ -111,9 +111,11 @@ def option_path(text: str) -> Path:
 
 
 def file_at(path: Path) -> Path:
-    """``path``, a file that exists; :class:`argparse.ArgumentTypeError` naming it otherwise."""
+    """``path``, a file that exists; :class:`argparse.ArgumentTypeError` naming it otherwise (a folder as a folder)."""
     if not path.is_file():
-        raise argparse.ArgumentTypeError(f"no such file: {str(path)!r}")
+        raise argparse.ArgumentTypeError(
+            f"{str(path)!r} is a folder, not a file" if path.is_dir() else f"no such file: {str(path)!r}"
+        )
     return path
 
 
@@ -123,10 +125,12 @@ def existing_file(text: str) -> Path:
 
 
 def existing_folder(text: str) -> Path:
-    """The path of a folder that exists (:func:`option_path`)."""
+    """The path of a folder that exists (:func:`option_path`); a file there is named as a file."""
     path = option_path(text)
     if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"no such folder: {str(path)!r}")
+        raise argparse.ArgumentTypeError(
+            f"{str(path)!r} is a file, not a folder" if path.exists() else f"no such folder: {str(path)!r}"
+        )
     return path
 
 
