@@ -58,7 +58,8 @@ INTERRUPTED = 130
 """Exit status after Ctrl-C outside a training loop: ``128 + SIGINT``, as a shell reports it."""
 FAILED = 1
 """Exit status of a command stopped by bad input found once its work began (data files, checkpoints, option values
-only the data shows wrong): the message names it, in one line."""
+only the data shows wrong) or by a file it could not read or write (``--out`` where it may not write): the message
+names it, in one line."""
 TRACEBACK_VARIABLE = "NEUROSYM_TRACEBACK"
 """Set (to anything) in the environment, a command stopped by bad input shows Python's traceback instead of one line."""
 USAGE_ERROR = 2
@@ -169,7 +170,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
             file=sys.stderr,
         )
         return INTERRUPTED
-    except (CommandFailed, ValueError, KeyError, FileNotFoundError) as error:  # bad input found once work began
+    except (CommandFailed, ValueError, KeyError, OSError) as error:  # bad input found once work began, a place not writable
         if os.environ.get(TRACEBACK_VARIABLE):
             raise
         text = error.args[0] if isinstance(error, KeyError) and error.args else error

@@ -362,6 +362,21 @@ def test_a_failure_its_runner_found_ends_the_command_as_a_failed_check_does(caps
         main(["solver-speed", "--out", str(tmp_path)])
 
 
+def test_a_place_the_command_may_not_write_ends_it_in_one_line(capsys, monkeypatch, tmp_path) -> None:
+    """Was a traceback ending in PermissionError (``--out /sys/run``: a read-only file system)."""
+    from neurosym.experiments import solver_speed
+
+    def unwritable(options) -> None:
+        raise PermissionError(13, "Permission denied", str(options.out / "solver_speed.json"))
+
+    monkeypatch.setattr(solver_speed, "run", unwritable)
+    assert main(["solver-speed", "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == (
+        f"neurosym solver-speed: [Errno 13] Permission denied: '{tmp_path / 'solver_speed.json'}' "
+        "(NEUROSYM_TRACEBACK=1 shows where)\n"
+    )
+
+
 def test_no_runner_writes_a_program_name_of_its_own() -> None:
     sources = sorted((Path(__file__).resolve().parents[1] / "neurosym" / "experiments").rglob("*.py"))
     quoted = re.compile(r"[\"']neurosym [a-z-]+: ")  # a message that begins with a command's name
