@@ -485,6 +485,8 @@ def test_a_config_file_names_its_paths_relative_to_its_own_folder(tmp_path, monk
             "task: unknown task 'sudoku': neither one of ['hint-grammar', 'hwf', 'mnist-add'] nor an importable module",
         ),
         ('progress = "no"\n', "progress must be true or false"),
+        ("epochs = [3]\n", "epochs takes one value, got the list [3]"),  # (was epochs 3)
+        ('task = ["hwf", "mnist-add"]\n', "task takes one value, got the list ['hwf', 'mnist-add']"),
         ("epochs = 3 3\n", "run.toml: Expected newline or end of document after a statement (at line 1, column 12)"),
         (
             "curriculum = [[1, 50], [3, 80]]\n",

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
 
 import torch
 
@@ -460,12 +460,19 @@ def _table_values(options: type, table: Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
+def _takes_a_list(annotation: Any) -> bool:
+    """Whether a field's value is a list or tuple (``list[int]``, ``tuple[str, ...] | None``): a comma-separated option."""
+    return any(get_origin(kind) in (list, tuple) for kind in (annotation, *get_args(annotation)))
+
+
 def _config_value(key: str, value: Any, config_field: Field, annotation: Any) -> Any:
-    """One config-file entry read as its option's text would be."""
+    """One config-file entry read as its option's text would be; a list only for an option of several values."""
     if _is_switch(annotation):
         if not isinstance(value, bool):
             raise ValueError(f"{key} must be true or false, got {value!r}")
         return value
+    if isinstance(value, list) and not _takes_a_list(annotation):
+        raise ValueError(f"{key} takes one value, got the list {value!r}")
     meta, parse = config_field.metadata, _field_parser(config_field, annotation) or str
     items = value if meta.get("nargs") else [value]
     parsed = []
