@@ -4,7 +4,7 @@ Each sub-command lives in a runner module of :mod:`neurosym.experiments`, import
 runner exposes ``OPTIONS``, the dataclass of its options (fields made with
 :func:`~neurosym.experiments.options.option`, from which the command line is generated), and
 ``run(options)`` (bad input it finds once its work began: :class:`~neurosym.experiments.CommandFailed`, one line after
-the program's name); every command also takes ``--config FILE.toml`` (its keys: option names; a relative path in it is relative to the
+the program's name); every command also takes one ``--config FILE.toml`` (its keys: option names; a relative path in it is relative to the
 file's folder; options given on the command line win).
 """
 
@@ -17,6 +17,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from neurosym import __version__
 
@@ -80,6 +81,17 @@ class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
         return text if STATED_DEFAULT.search(text) or action.default is None else super()._get_help_string(action)
 
 
+class _OneConfig(argparse.Action):
+    """``--config FILE.toml``, given once: a second file would replace the first, whose values were silently lost."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
+    ) -> None:
+        if (first := getattr(namespace, self.dest, None)) is not None:
+            parser.error(f"{option} given twice ({first}, {values}): one file gives the values, the command line the rest")
+        setattr(namespace, self.dest, values)
+
+
 def build_parser(command: str | None = None, prog: str | None = None, *, options: bool = True) -> argparse.ArgumentParser:
     """The top-level parser; with ``command`` given, only that runner's module is imported, and its usage and
     errors are named ``prog`` where given (else ``neurosym COMMAND``). With ``options=False`` no runner is imported:
@@ -98,7 +110,7 @@ def build_parser(command: str | None = None, prog: str | None = None, *, options
 
             add_options(child, importlib.import_module(module_name).OPTIONS, named)
             child.add_argument(
-                CONFIG_OPTION, type=existing_file, metavar="FILE.toml",
+                CONFIG_OPTION, action=_OneConfig, type=existing_file, metavar="FILE.toml",
                 help="option values from a TOML file (keys: the option names; a relative path in it is relative to "
                 "its folder); options given here win",
             )  # fmt: skip

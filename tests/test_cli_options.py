@@ -428,6 +428,16 @@ def test_a_config_file_gives_defaults_that_the_command_line_overrides(tmp_path) 
     assert options.batch_size is None and options.out.as_posix() == "results/pipeline"  # untouched: the task's
 
 
+def test_a_second_config_file_is_a_usage_error(tmp_path, capsys) -> None:
+    """Was the second file's values alone: the first file's were silently dropped."""
+    first, second = tmp_path / "a.toml", tmp_path / "b.toml"
+    first.write_text("epochs = 3\n")
+    second.write_text('task = "sudoku"\n')  # (without the check, this file alone was read)
+    with pytest.raises(SystemExit) as stopped:
+        main(["pipeline", "--config", str(first), "--config", str(second)])
+    assert stopped.value.code == 2 and f"--config given twice ({first}, {second})" in capsys.readouterr().err
+
+
 def test_a_config_file_may_open_with_a_utf8_byte_order_mark(tmp_path) -> None:
     """Was 'Invalid statement (at line 1, column 1)': tomllib reads no mark, which Windows editors write."""
     from neurosym.cli import _parsed
