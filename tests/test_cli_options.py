@@ -584,6 +584,19 @@ def test_a_default_named_default_is_shown(command, capsys) -> None:
     assert " ".join(bank.split()).endswith("(default: default)")  # its value is named 'default', and shown
 
 
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_list_default_is_shown_as_the_text_that_gives_it(command) -> None:
+    """Was Python's repr, which no option reads back: ``['NAU', 'NMU']``, ``[(100, 2), (512, 512)]``, and the
+    curriculum's ``((1, 150), ..., (1000000000, 1000000000))`` for ``1:150,...,all``."""
+    child = build_parser(command).parse_args([command])._parser
+    formatter = child._get_formatter()
+    lists = [action for action in child._actions if isinstance(action.default, list | tuple) and action.help != argparse.SUPPRESS]
+    for action in lists:
+        shown = re.search(r"\(default: (.*)\)$", formatter._get_help_string(action) % dict(vars(action), prog=command))
+        if shown is not None:  # (not where the help says its default in words)
+            assert list(action.type(shown.group(1))) == list(action.default), (action.dest, shown.group(1))
+
+
 def test_hint_seed_help_leaves_the_data_to_data_seed(capsys) -> None:
     with pytest.raises(SystemExit):
         main(["hint", "--help"])

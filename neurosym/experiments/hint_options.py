@@ -19,6 +19,7 @@ from neurosym.experiments.options import (
     TrainingOptions,
     comma_list,
     curriculum_stages,
+    curriculum_text,
     existing_folder,
     fraction_up_to_one,
     non_negative_float,
@@ -77,7 +78,7 @@ class HintPipelineOptions(TrainingOptions):
     )  # fmt: skip
     curriculum: tuple[tuple[int, int], ...] = option(
         curriculum_stages(DEFAULT_CURRICULUM), "neurosym: stages 'max_length:steps,...,all' from short to long expressions",
-        parse=curriculum_stages,
+        parse=curriculum_stages, shown=curriculum_text,
     )  # fmt: skip
     lr_schedule: str = option(
         "constant", "neurosym: learning-rate schedule over --steps (cosine decays to zero at the last step)", choices=SCHEDULES

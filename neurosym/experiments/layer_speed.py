@@ -52,6 +52,7 @@ class LayerSpeedOptions(TimingOptions):
         "comma-separated layer shapes IN x OUT",
         parse=comma_list(_shape, what="shape", distinct=True),
         factory=lambda: [(100, 2), (512, 512)],
+        shown=lambda shapes: ",".join(f"{in_features}x{out_features}" for in_features, out_features in shapes),
     )
     units: list[str] = option(
         None, "comma-separated units to time against nn.Linear",

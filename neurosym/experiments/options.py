@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_h
 
 import torch
 
-from neurosym.pipelines.curriculum import Curriculum, parse_stages
+from neurosym.pipelines.curriculum import UNBOUNDED, Curriculum, parse_stages
 from neurosym.training.checkpoint import files_stamp
 from neurosym.training.device import resolve_device
 
@@ -97,6 +97,11 @@ def curriculum_stages(text: str) -> tuple[tuple[int, int], ...]:
         return Curriculum(parse_stages(text)).stages  # checked as a curriculum: lengths growing, 'all' last
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def curriculum_text(stages: Sequence[tuple[int, int]]) -> str:
+    """Stages as ``--curriculum`` writes them (the inverse of :func:`curriculum_stages`): ``1:150,...,all``."""
+    return ",".join("all" if stage == (UNBOUNDED, UNBOUNDED) else f"{stage[0]}:{stage[1]}" for stage in stages)
 
 
 _config_folder: ContextVar[Path | None] = ContextVar("config file folder", default=None)
@@ -270,14 +275,16 @@ def option(
     factory: Callable[[], Any] | None = None,
     nargs: str | None = None,
     listed: bool = True,
+    shown: Callable[[Any], str] | None = None,
 ) -> Any:
     """A field of a command's options dataclass: its default, help text and, for the command line, how its
     text is read (``parse``: an option type of this module, else the field's annotated type), its ``choices``,
     ``metavar``, ``nargs`` and hidden ``aliases`` (old spellings still accepted). A bool field becomes
     ``--x/--no-x``. ``factory`` builds a mutable default (lists). ``listed=False`` keeps a study knob out of
-    ``--help``: it is set in a ``--config`` file (its flag still works, unlisted)."""
+    ``--help``: it is set in a ``--config`` file (its flag still works, unlisted). The help shows a list default as
+    the text that gives it (:func:`comma_text`, or ``shown`` of the default where its items are no plain values)."""
     metadata = {"help": help, "parse": parse, "choices": choices, "metavar": metavar, "aliases": tuple(aliases),
-                "nargs": nargs, "listed": listed}  # fmt: skip
+                "nargs": nargs, "listed": listed, "shown": shown}  # fmt: skip
     if factory is not None:
         return field(default_factory=factory, metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -381,8 +388,18 @@ def note_given(namespace: argparse.Namespace, names: Iterable[str]) -> None:
     setattr(namespace, GIVEN_OPTIONS, {*getattr(namespace, GIVEN_OPTIONS, ()), *names})
 
 
+def comma_text(values: Sequence[Any]) -> str:
+    """A list option's value as the command line writes it: ``[0.01, 0.1]`` -> ``0.01,0.1``."""
+    return ",".join(map(str, values))
+
+
 class _Store(argparse.Action):
-    """Stores an option's value, as argparse's ``store`` does, and notes it given (:func:`note_given`)."""
+    """Stores an option's value, as argparse's ``store`` does, and notes it given (:func:`note_given`); ``shown``: the
+    text of a list default, which the help shows instead of Python's ``['a', 'b']``."""
+
+    def __init__(self, *args: Any, shown: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.shown = shown
 
     def __call__(
         self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
@@ -409,6 +426,8 @@ def _add_field(group: argparse._ArgumentGroup, config_field: Field, annotation: 
         group.add_argument(flag(config_field.name), action=_Switch, default=default, help=shown)
         return
     kwargs = {"action": _Store, "type": _field_parser(config_field, annotation), "default": default, "help": shown}
+    if isinstance(default, list | tuple):
+        kwargs["shown"] = (meta["shown"] or comma_text)(default)
     kwargs |= {key: meta[key] for key in ("choices", "metavar", "nargs") if meta.get(key) is not None}
     group.add_argument(flag(config_field.name), dest=config_field.name, **kwargs)
     for alias in meta["aliases"]:
