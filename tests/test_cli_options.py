@@ -206,6 +206,7 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("arithmetic --operations add,sub,add", "argument --operations: operation 'add' given twice"),
         ("pvr --vector-models mlp,mlp", "argument --vector-models: vector model 'mlp' given twice"),
         ("pvr --complexities 0,1,0", "argument --complexities: complexity 0 given twice"),
+        ("pvr --complexities ,", "argument --complexities: expected a comma-separated list of complexities, got ','"),
         ("pvr --train-sizes 500,500", "argument --train-sizes: training-set size 500 given twice"),
         ("solver-speed --operator-counts 10,10", "argument --operator-counts: operator count 10 given twice"),
         ("solver-speed --batch-sizes 16,1,16", "argument --batch-sizes: batch size 16 given twice"),

@@ -198,16 +198,22 @@ COMPILE_HELP = (
 
 
 def comma_list(
-    item: Callable[[str], T], *, what: str = "value", choices: Sequence[str] | None = None, distinct: bool = False
+    item: Callable[[str], T],
+    *,
+    what: str = "value",
+    choices: Sequence[str] | None = None,
+    distinct: bool = False,
+    plural: str | None = None,
 ) -> Callable[[str], list[T]]:
     """A parser of a non-empty comma-separated list, each part converted by ``item`` (an option type, or
     ``str``) and, with ``choices``, one of them; ``distinct``: no value twice (a module or model named twice was run
-    twice). The error names the part that is wrong."""
+    twice). The error names the part that is wrong; ``plural``: ``what``'s, where it is not ``what`` + ``s``."""
+    whats = plural or f"{what}s"
 
     def parse(text: str) -> list[T]:
         parts = [part.strip() for part in text.split(",") if part.strip()]
         if not parts:
-            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {what}s, got {text!r}")
+            raise argparse.ArgumentTypeError(f"expected a comma-separated list of {whats}, got {text!r}")
         values = []
         for part in parts:
             if choices is not None and part not in choices:
@@ -220,7 +226,7 @@ def comma_list(
             raise argparse.ArgumentTypeError(f"{what} {repeated[0]!r} given twice: each is run once")
         return values
 
-    parse.__name__ = f"comma-separated {what}s"  # argparse names the type in its error message
+    parse.__name__ = f"comma-separated {whats}"  # argparse names the type in its error message
     return parse
 
 

@@ -87,7 +87,7 @@ class PVROptions(TrainingOptions):
     complexities: list[int] = option(
         None,
         "vector sweep complexities m",
-        parse=comma_list(COMPLEXITY, what="complexity", distinct=True),
+        parse=comma_list(COMPLEXITY, what="complexity", plural="complexities", distinct=True),
         factory=lambda: [0, 1],
     )
     train_sizes: list[int] = option(
