@@ -158,8 +158,12 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     status; its usage and messages are named ``prog`` where given (else ``neurosym COMMAND``)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = argv[0] if argv and argv[0] in COMMANDS else None
-    parser = build_parser(command, prog, options=command is not None)  # (no command: argparse stops before running)
-    args = _parsed(parser, argv)
+    try:
+        parser = build_parser(command, prog, options=command is not None)  # (no command: argparse stops before running)
+        args = _parsed(parser, argv)
+    except KeyboardInterrupt:  # while torch and the runner load, or a config file is read: nothing began
+        print(f"{prog or ' '.join(filter(None, ('neurosym', command)))}: interrupted before it began", file=sys.stderr)
+        return INTERRUPTED
     shown, runner = args._parser.prog, importlib.import_module(args._runner)  # (e.g. "neurosym hint")
     from neurosym.experiments import CommandFailed
     from neurosym.experiments.options import options_from

@@ -140,6 +140,24 @@ def test_ctrl_c_outside_a_training_loop_exits_130_and_says_how_to_continue(capsy
     assert "neurosym solver-speed: interrupted; what it saved is whole" in capsys.readouterr().err
 
 
+def test_ctrl_c_while_the_command_loads_exits_130_without_a_traceback(capsys, monkeypatch) -> None:
+    """Was a KeyboardInterrupt traceback: the runner's import (torch) takes seconds."""
+    import importlib as importer
+
+    from neurosym.cli import INTERRUPTED
+
+    def interrupted(name: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(importer, "import_module", interrupted)
+    try:
+        status = main(["solver-speed"])
+    except KeyboardInterrupt:  # (pytest would stop the whole session)
+        pytest.fail("Ctrl-C while the command loads escaped main")
+    assert status == INTERRUPTED
+    assert capsys.readouterr().err == "neurosym solver-speed: interrupted before it began\n"
+
+
 def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
     import torch
 
