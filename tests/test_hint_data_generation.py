@@ -337,6 +337,23 @@ def test_a_cache_whose_compressed_bytes_changed_is_made_again(tmp_path):
     assert again["train"].expr == first["train"].expr
 
 
+@pytest.mark.parametrize(("field", "value"), [(10, 9), (8, 1)])
+def test_a_cache_zipfile_cannot_open_is_made_again(tmp_path, field, value):
+    """A cache whose members say Deflate64 (method 9) or encryption (flag bit 0), as a tool that zipped it again
+    writes: zipfile's NotImplementedError and RuntimeError escaped instead of generating the split again."""
+    first = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    train = tmp_path / "main_s0.002_seed3_v2_train.npz"
+    data = bytearray(train.read_bytes())
+    start = data.index(b"PK\x01\x02")  # (the central directory: each entry's flags at 8, method at 10)
+    while start >= 0:
+        data[start + field : start + field + 2] = value.to_bytes(2, "little")
+        start = data.find(b"PK\x01\x02", start + 1)
+    train.write_bytes(bytes(data))
+    with pytest.warns(UserWarning, match=f"unreadable HINT cache in {tmp_path}"):
+        again = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    assert again["train"].expr == first["train"].expr
+
+
 def test_scales_that_differ_beyond_six_digits_have_their_own_caches(tmp_path):
     """0.1250001 read the cache of 0.125 (its six-digit name): 120 training expressions instead of 130."""
     coarse = fewshot_split("a", scale=0.125, cache_root=tmp_path, progress=False)

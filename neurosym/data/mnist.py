@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from neurosym.data.npz import UNREADABLE_NPZ
 from neurosym.training import atomic_path
 from neurosym.training.checkpoint import existing_file
 
@@ -46,9 +47,9 @@ def cache_dir() -> Path:
     return Path(os.environ.get("NEUROSYM_CACHE", Path.home() / ".cache" / "neurosym"))
 
 
-UNREADABLE_CACHE = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
-"""What reading a corrupt or truncated cached ``.npz`` raises (``zlib.error``: compressed bytes changed on disk): a
-cache that raises one is made again, not a failure."""
+UNREADABLE_CACHE = (*UNREADABLE_NPZ, KeyError)
+"""What reading a corrupt, truncated or rezipped cached ``.npz`` raises (an array it lacks: ``KeyError``): a cache that
+raises one is made again, not a failure."""
 
 
 MNIST_VARIABLE = "NEUROSYM_MNIST"

@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import os
 import zipfile
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from neurosym.data.npz import UNREADABLE_NPZ
 from neurosym.data.symbol_images.bank import POOLS
 from neurosym.data.symbol_images.classes import BANK_LABELS, require_known, token_of
 from neurosym.training.checkpoint import existing_file
 
 ARCHIVE_ARRAYS: tuple[str, ...] = ("images", "labels", "splits", "sources")
 """The arrays a bank archive may hold: ``images`` and ``labels`` always, ``splits`` and ``sources`` optionally."""
-
-
-_UNREADABLE = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError, RuntimeError)
-"""What numpy's reading of a damaged or foreign archive raises: ``zipfile``'s ``NotImplementedError`` for a compression
-method or feature it lacks (an archive zipped again with Deflate64), ``RuntimeError`` for an encrypted member."""
 
 
 def _one_line(error: BaseException) -> str:
@@ -45,7 +40,7 @@ def read_bank_archive(path: str | os.PathLike, required: Sequence[str] = ("image
         with archive:
             arrays = {name: archive[name] for name in ARCHIVE_ARRAYS if name in archive.files}
             present = sorted(archive.files)
-    except _UNREADABLE as error:
+    except UNREADABLE_NPZ as error:
         raise ValueError(f"{path}: not a readable .npz archive ({_one_line(error)})") from None
     missing = [name for name in required if name not in arrays]
     if missing:
