@@ -61,7 +61,9 @@ def trained_hint_pipeline(
     reader where the run adapted), learned at ``scale`` (needed only when the run learned it at several). An
     ``--ensemble`` run keeps no reader (its members' runs are read back one by one). ``ValueError`` names what is
     missing or does not fit."""
-    run = Path(run)
+    run = _run_folder(run)
+    if concept is None and scale is not None:
+        raise ValueError(f"scale={scale!r} picks the few-shot scale of a concept: give the concept too, or no scale")
     if concept is not None:
         if adapted:
             raise ValueError("give a concept or adapted, not both: a run that adapted grew its concepts from the adapted one")
@@ -88,6 +90,16 @@ def trained_hint_pipeline(
     read_with: Reader = _adapted(run, reader, setup) if adapted else reader
     reader_module(read_with).eval()
     return HintPipeline(read_with, HINT_SEMANTICS, abduction_changes=setup["abduction_changes"])
+
+
+def _run_folder(run: str | os.PathLike) -> Path:
+    """``run`` as the path of an existing folder (a missing one, or a file such as its ``checkpoint.pt``, raises
+    ``ValueError`` naming it: they were read as a run without checkpoint or concepts)."""
+    folder = Path(run)
+    if not folder.is_dir():
+        found = "is a file" if folder.exists() else "does not exist"
+        raise ValueError(f"{folder} {found}: give the --out folder of a neurosym hint --model neurosym run")
+    return folder
 
 
 def _built_reader(setup: Mapping[str, Any], path: Path, what: str) -> SymbolClassifier:
