@@ -125,3 +125,17 @@ def test_a_reader_that_returns_no_row_of_log_probabilities_per_window_is_named(p
             GrammarPipeline(HINT_SYMBOL_ROWS, ROW_LENGTH, Misread(fault)).log_probs(
                 SentenceBatch(windows, lengths, torch.full((2, 4), READ))
             )
+
+
+def test_black_on_white_windows_are_refused_by_predict_not_read_as_other_symbols():
+    pipeline = HintPipeline(SymbolClassifier(list(HINT_SYMBOLS), features=8, width=4))
+    glyphs = torch.zeros(2, 3, 32, 32, dtype=torch.uint8)
+    glyphs[:, :, 8:24, 14:18] = 255  # a white stroke on black
+    lengths = torch.tensor([3, 1])
+    assert len(pipeline.predict(glyphs, lengths)) == len(pipeline.predict(glyphs.float()[:, :, None] / 255, lengths)) == 2
+    padded = glyphs.clone()
+    padded[1, 1:] = 255  # (the padding after an expression is never read)
+    assert len(pipeline.predict(padded, lengths)) == 2
+    for inverted in (255 - glyphs, 1 - glyphs.float()[:, :, None] / 255):  # (was: read, as other symbols)
+        with pytest.raises(ValueError, match=r"window 0 of expression 0 has a bright border \(mean intensity 1.00\): the"):
+            pipeline.predict(inverted, lengths)

@@ -96,9 +96,15 @@ class HintPipeline:
         return Reading(sentences, log_probs, self.solver.solve(sentences))
 
     def predict(self, windows: torch.Tensor, lengths: torch.Tensor) -> list[Value | None]:
-        """Results of a batch of expressions (no gradients: the classifier reads in evaluation mode)."""
+        """Results of a batch of expressions (no gradients: the classifier reads in evaluation mode): ``windows
+        [B, T, 32, 32]`` (or ``[B, T, 1, 32, 32]``), uint8 pixels or float intensities in ``[0, 1]``, white ink on black
+        as the banks hold them (a window whose border is mostly bright raises ``ValueError``: black-on-white images
+        are read as other symbols), padded after each expression's ``lengths [B]`` symbols -> ``B`` values (``None``
+        where the reading is invalid)."""
         with torch.no_grad():
-            return self.read(windows, lengths).values
+            values = self.read(windows, lengths).values
+        check_white_on_black(windows, lengths)
+        return values
 
     def abduce(self, reading: Reading, targets: Sequence[int]) -> list[str | None]:
         """Pseudo-labels: per example, the most probable sentence found that gives its target (or ``None``)."""
@@ -168,6 +174,27 @@ def check_batch(windows: torch.Tensor, lengths: torch.Tensor) -> None:
         raise ValueError(f"windows must be a padded batch [B, T, 32, 32] of at least one expression, got {_shape(windows)}")
     if not isinstance(lengths, torch.Tensor) or lengths.shape != (len(windows),):
         raise ValueError(f"lengths must be a tensor [{len(windows)}], one per expression of the windows, got {_shape(lengths)}")
+
+
+BRIGHT_BORDER = 0.75
+"""The mean intensity (0 to 1) of a window's border above which :meth:`HintPipeline.predict` refuses it as black on
+white: the banks' windows have borders below 0.03, noise 0.5, a glyph drawn black on white near 1."""
+
+
+def check_white_on_black(windows: torch.Tensor, lengths: torch.Tensor) -> None:
+    """Raise ``ValueError`` naming the first window (within ``lengths [B]``) of ``windows [B, T, (1,) H, W]`` (uint8 or
+    floats in ``[0, 1]``, checked already) whose border's mean intensity is over :data:`BRIGHT_BORDER`."""
+    scale = 255 if windows.dtype == torch.uint8 else 1
+    border = torch.cat([windows[..., 0, :], windows[..., -1, :], windows[..., 0], windows[..., -1]], dim=-1)
+    brightness = border.detach().float().flatten(2).mean(-1) / scale  # [B, T]
+    bright = (brightness > BRIGHT_BORDER) & real_positions(lengths.to(windows.device), windows.shape[1])
+    if bright.any():
+        row, position = (int(i) for i in bright.nonzero()[0])
+        raise ValueError(
+            f"window {position} of expression {row} has a bright border (mean intensity {brightness[row, position]:.2f}): "
+            "the reader reads white ink on black, as the banks hold it; invert black-on-white images first "
+            "(255 - pixels, or 1 - intensities)"
+        )
 
 
 def _shape(value: object) -> str:
