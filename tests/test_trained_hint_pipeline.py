@@ -43,3 +43,9 @@ def test_a_scale_without_a_concept_is_refused(tmp_path):
     run = _run(tmp_path / "run")
     with pytest.raises(ValueError, match=r"scale=0.01 picks the few-shot scale of a concept: give the concept too"):
         trained_hint_pipeline(run, scale=0.01)  # (was: the main reader, the scale ignored)
+
+
+def test_a_concept_of_a_run_without_few_shot_stage_names_the_missing_record(tmp_path):
+    run = _run(tmp_path / "run")
+    with pytest.raises(ValueError, match=r"learned no few-shot concept 'x' from images \(it holds no fewshot_image.json: its"):
+        trained_hint_pipeline(run, "x")  # (was: "(fewshot_image.json lists none)", of a file it lacks)

@@ -143,8 +143,13 @@ def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeli
         scales = [key for key in scales if float(key) == float(scale)]
     if not scales:
         found = sorted({f"{c} at {key}" for key, concepts in learned.items() for c in concepts})
+        listed = (
+            f"{progress.name} lists {', '.join(found) if found else 'none'}"
+            if progress.is_file()
+            else f"it holds no {progress.name}: its few-shot stage did not run, as with --fewshot-scales none"
+        )
         raise ValueError(f"{run} learned no few-shot concept {concept!r} from images{'' if scale is None else f' at scale {scale}'}"
-                         f" ({progress.name} lists {', '.join(found) if found else 'none'})")  # fmt: skip
+                         f" ({listed})")  # fmt: skip
     if scale is None and len(scales) > 1:
         raise ValueError(f"{run} learned {concept!r} at the few-shot scales {', '.join(scales)}: give one as scale")
     key = scales[0]
