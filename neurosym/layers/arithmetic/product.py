@@ -18,7 +18,7 @@ float64), which counts zero terms and negative signs separately and never produc
 saturate at ``±exp(MAX_LOG_MAGNITUDE)`` (with zero gradient there, like a clamp), and the gradient at
 an exactly-zero term is the exact product of the other terms.
 
-Off the CPU (and under ``torch.compile``), where reading a value on the host would stall the device or split
+Off the CPU (and under ``torch.compile`` or a ``torch.func`` transform such as ``vmap``), where reading a value on the host would stall the device or split
 the graph (:func:`reads_on_host` is False), the *device route* (:func:`_device_product`) computes the plain and the log-domain value of every output and
 picks the exact one per output with ``torch.where``; its gradients likewise. No chunking there.
 
@@ -49,9 +49,18 @@ CHUNK_ELEMENTS = 1 << 18
 _MAX_MAGNITUDE = math.exp(MAX_LOG_MAGNITUDE)
 
 
+def _transformed(*tensors: Tensor) -> bool:
+    """Whether any of ``tensors`` is seen through a ``torch.func`` transform (``vmap``, ``grad``, ...); never
+    asked under ``torch.compile``, which takes the device route anyway and cannot trace the question."""
+    return not torch.compiler.is_compiling() and any(
+        torch._C._functorch.is_functorch_wrapped_tensor(tensor) for tensor in tensors
+    )
+
+
 def reads_on_host(x: Tensor) -> bool:
     """Whether the product of ``x`` takes the CPU route, which reads its exactness checks on the host: a CPU
-    tensor in eager mode. Elsewhere it takes the device route, which makes no host read."""
+    tensor in eager mode, unless a ``torch.func`` transform sees it (:func:`_transformed`). Elsewhere it takes
+    the device route, which makes no host read."""
     return x.device.type == "cpu" and not torch.compiler.is_compiling()
 
 
@@ -64,7 +73,7 @@ def _row_slices(rows: int, per_row: int) -> list[slice]:
 def _shrinkage(terms: Tensor) -> Tensor:
     """``Π_i min(|term_i|, 1)`` over the last axis: a lower bound of the magnitude of every partial product
     of the terms, in whatever order the product is reduced."""
-    return terms.abs().clamp_(max=1.0).prod(-1)
+    return terms.abs().clamp(max=1.0).prod(-1)
 
 
 def _in_range(product: Tensor) -> bool:
@@ -237,18 +246,43 @@ def _on_device_route(compiled_kernel: LazilyCompiled[R], eager: Callable[..., R]
     return eager(*args) if result is None else result
 
 
+class _DeviceRouteProduct(torch.autograd.Function):
+    """The device route (:func:`_device_product`): ``x [S, N, in]``, ``weight [S, out, in]`` → its five
+    ``[S, out, N]`` outputs, the product first and the rest non-differentiable. With no host reads and no
+    state kept outside ``ctx``, it composes with ``torch.func`` transforms (``vmap``, ``grad``, ``jacrev``):
+    its vmap rule is generated."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x: Tensor, weight: Tensor, compiled: bool) -> tuple[Tensor, ...]:
+        return _on_device_route(_compiled_device_product, _device_product, compiled, x, weight)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Tensor, Tensor, bool], output: tuple[Tensor, ...]) -> None:
+        x, weight, ctx.compiled = inputs
+        ctx.mark_non_differentiable(*output[1:])
+        ctx.save_for_backward(x, weight, *output)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx: Any, grad_output: Tensor, *_: Tensor | None) -> tuple[Tensor | None, Tensor | None, None]:
+        x, weight, *saved = ctx.saved_tensors
+        wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        gradients = _on_device_route(
+            _compiled_device_gradients, _device_gradients, ctx.compiled, x, weight, grad_output, tuple(saved), *wanted
+        )
+        return (*gradients, None)
+
+
 class _MultiplicativeProduct(torch.autograd.Function):
-    """``x [S, N, in]``, ``weight [S, out, in]`` → ``[S, out, N]`` (float32 or float64, no autocast);
-    ``compiled``: take the fast route through the compiled kernels (see :func:`multiplicative_product`)."""
+    """The CPU route: ``x [S, N, in]``, ``weight [S, out, in]`` → ``[S, out, N]`` (float32 or float64, no
+    autocast), reading its exactness checks on the host; ``compiled``: take the fast route through the
+    compiled kernels (see :func:`multiplicative_product`)."""
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, weight: Tensor, compiled: bool) -> Tensor:
-        ctx.log_domain_masks, ctx.compiled, ctx.device_route = {}, False, not reads_on_host(x)
-        if ctx.device_route:
-            saved = _on_device_route(_compiled_device_product, _device_product, compiled, x, weight)
-            ctx.compiled = compiled
-            ctx.save_for_backward(x, weight, *saved)
-            return saved[0]
+        ctx.log_domain_masks, ctx.compiled = {}, False
         one_chunk = x.numel() * weight.shape[1] <= CHUNK_ELEMENTS
         if compiled and not one_chunk:  # (one chunk: the plain eager path is as fast as the kernels)
             fast = _compiled_product(x, weight)
@@ -286,11 +320,6 @@ class _MultiplicativeProduct(torch.autograd.Function):
     def gradients(ctx: Any, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None]:
         """(``∂L/∂x``, ``∂L/∂W``) from ``∂L/∂y [S, out, N]``; None where no gradient is needed."""
         wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[1])
-        if ctx.device_route:
-            x, weight, *saved = ctx.saved_tensors
-            return _on_device_route(
-                _compiled_device_gradients, _device_gradients, ctx.compiled, x, weight, grad_output, tuple(saved), *wanted
-            )
         x, weight, result, *kept_terms = ctx.saved_tensors
         grad_times_result = (grad_output * result).unsqueeze(-1)  # [S, out, N, 1]
         if ctx.compiled:
@@ -365,5 +394,10 @@ def multiplicative_product(x: Tensor, weight: Tensor, *, compiled: bool = False)
     if x.numel() == 0:  # no rows: nothing to reduce (the routes' range checks need at least one value)
         return (x[..., :1] * weight.sum() * 0).expand(*x.shape[:-1], out_features)
     flat = x.reshape(members, -1, in_features)  # plain: one member holding every row
-    product = _MultiplicativeProduct.apply(flat, weight.reshape(members, out_features, in_features), compiled)  # [S, out, N]
+    stacked = weight.reshape(members, out_features, in_features)
+    transformed = _transformed(flat, stacked)
+    if reads_on_host(flat) and not transformed:
+        product = _MultiplicativeProduct.apply(flat, stacked, compiled)  # [S, out, N]
+    else:  # under torch.func transforms the kernels stay eager
+        product = _DeviceRouteProduct.apply(flat, stacked, compiled and not transformed)[0]
     return product.transpose(1, 2).reshape(*x.shape[:-1], out_features)
