@@ -175,3 +175,21 @@ def test_augmentations_name_windows_that_are_no_tensor(windows):
     for augment in (lambda w: random_shift(w, 1, generator), lambda w: random_style(w, 0.5, generator)):
         with pytest.raises(TypeError, match=f"windows must be a torch.Tensor, got {type(windows).__name__}"):
             augment(windows)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.integers(1, 3),
+    st.integers(2, 9),
+    st.integers(2, 9),
+    st.data(),
+    st.sampled_from([math.nan, math.inf, -math.inf]),
+    st.floats(0, 1),
+    st.sampled_from([torch.float32, torch.float64]),
+)
+def test_style_names_a_non_finite_pixel_instead_of_spreading_it(count, height, width, data, bad, strength, dtype):
+    windows = torch.rand(count, height, width, dtype=dtype)
+    index = tuple(data.draw(st.integers(0, side - 1)) for side in windows.shape)
+    windows[index] = bad
+    with pytest.raises(ValueError, match=rf"windows' pixels must be finite, got {bad} at index \[{', '.join(map(str, index))}\]"):
+        random_style(windows, strength, torch.Generator().manual_seed(0))

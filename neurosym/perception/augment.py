@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from einops import rearrange
 
 from neurosym.layers.shape_checks import check_tensor
+from neurosym.layers.value_checks import check_finite
 from neurosym.training.checks import fraction, is_int
 
 
@@ -95,10 +96,12 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
     ``generator``, a CPU one (``None``: torch's global one), so a seeded generator gives the same windows on any
     device; the maps are computed from them in float64 on the CPU and only their values in the windows' working dtype
     (float32, or float64 for float64 windows) are moved to the windows' device, which thus needs no float64 (Apple's MPS has none). ``strength`` is in
-    ``[0, 1]``; 0 returns ``windows`` itself.
+    ``[0, 1]``; 0 returns ``windows`` itself. A non-finite pixel (NaN or ±inf) raises ``ValueError`` naming it (the
+    resampling spread it over its neighbours, silently).
     """
     strength = fraction(strength, "strength")  # (True passed as 1)
     _check_inputs(windows, generator)
+    check_finite(windows, "windows' pixels")
     if strength == 0 or windows.numel() == 0:
         return windows
     working = torch.promote_types(windows.dtype, torch.float32)  # (float64 windows were computed in float32)
