@@ -316,3 +316,33 @@ def test_seeds_and_operations_are_checked_by_name():
         SimpleFunctionData("add", seeds=[0, 1, 2], evaluation_size=10)
     with pytest.raises(TypeError, match="from a string like '\\[1,2\\]', got NoneType None"):
         SampleRange.parse(None)
+
+
+_BOUNDS = st.floats(-1e6, 1e6, allow_subnormal=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(_BOUNDS, min_size=2, max_size=6, unique=True).map(sorted),
+    st.sampled_from([torch.float32, torch.float64]),
+    st.sampled_from([0.0, 1.0]),
+    st.integers(0, 2**31),
+)
+@example([1.0, 2.0], torch.float32, 0.0, 0)  # (torch.rand's largest value gave exactly 2.0)
+@example([-6.0, -2.0, 2.0, 6.0], torch.float32, 0.0, 0)
+def test_every_sample_lies_in_its_half_open_interval(points, dtype, origin, seed):
+    pairs = tuple(zip(points[0::2], points[1::2]))
+    sample_range = SampleRange(pairs)
+    try:  # (an interval narrower than the dtype's spacing holds no value of it)
+        uniform = torch.tensor([0.0, 1 - torch.finfo(dtype).eps / 2], dtype=dtype)
+        uniform = torch.cat([uniform, torch.rand(64, generator=torch.Generator().manual_seed(seed), dtype=dtype)]) + origin
+        samples = sample_range.transform(uniform, origin=origin).double()
+    except ValueError as error:
+        assert "holds no" in str(error)
+        info = torch.finfo(dtype)
+        assert any(high - low <= max(info.eps * max(abs(low), abs(high)), info.smallest_normal) for low, high in pairs)
+        return
+    inside = torch.zeros_like(samples, dtype=torch.bool)
+    for low, high in pairs:
+        inside |= (samples >= low) & (samples < high)
+    assert bool(inside.all()), samples[~inside]

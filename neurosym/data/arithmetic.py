@@ -87,25 +87,42 @@ class SampleRange:
         """Map samples uniform on ``[origin, origin + 1)`` onto this range, in place (any shape).
 
         A single interval is an affine map, skipped entirely when the range already is ``[origin, origin + 1)``;
-        a union first places each sample along the total length, then shifts it into its interval.
+        a union first places each sample along the total length, then shifts it into its interval. Every result lies
+        in ``[low, high)`` of its interval: the map's rounding in ``uniform``'s dtype could reach ``high`` (``U[1, 2]``
+        from ``torch.rand`` gave 2.0), so results are clamped to the values of that dtype in the interval
+        (:func:`_dtype_bounds`; an interval that holds none raises ``ValueError``).
         """
+        bounds = [_dtype_bounds(low, high, uniform.dtype) for low, high in self.intervals]
         if len(self.intervals) == 1:
             width = self.high - self.low
             shift = self.low - origin * width
-            if width != 1:
-                uniform.mul_(width)
-            return uniform.add_(shift) if shift != 0 else uniform
+            if width == 1 and shift == 0:
+                return uniform
+            return uniform.mul_(width).add_(shift).clamp_(*bounds[0])
         dtype, device = uniform.dtype, uniform.device
         lows = torch.tensor([low for low, _ in self.intervals], dtype=dtype, device=device)
         lengths = torch.tensor([high - low for low, high in self.intervals], dtype=dtype, device=device)
         starts = torch.cumsum(lengths, 0) - lengths
         position = uniform.sub_(origin).mul_(lengths.sum())
         index = (torch.searchsorted(starts, position, right=True) - 1).clamp_(0, len(self.intervals) - 1)
-        return position - starts[index] + lows[index]
+        smallest, largest = torch.tensor(bounds, dtype=dtype, device=device).unbind(1)  # [I] each
+        return (position - starts[index] + lows[index]).clamp_(smallest[index], largest[index])
 
     def __str__(self) -> str:
         """``U[low,high]`` joined by ``∪``, each bound written short but exactly (:meth:`parse` reads it back)."""
         return "∪".join(f"U[{_format_bound(low)},{_format_bound(high)}]" for low, high in self.intervals)
+
+
+def _dtype_bounds(low: float, high: float, dtype: torch.dtype) -> tuple[float, float]:
+    """The smallest value of ``dtype`` at least ``low`` and the largest below ``high``; ``ValueError`` when
+    ``[low, high)`` holds no value of ``dtype``."""
+    rounded = torch.tensor([low, high], dtype=torch.float64).to(dtype)
+    outside = torch.stack([rounded[0].double() < low, rounded[1].double() >= high])
+    inside = torch.where(outside, torch.nextafter(rounded, torch.tensor([math.inf, -math.inf], dtype=dtype)), rounded)
+    smallest, largest = inside.tolist()
+    if smallest > largest:
+        raise ValueError(f"the interval [{low}, {high}) holds no {dtype} value to sample")
+    return smallest, largest
 
 
 def _format_bound(value: float) -> str:
