@@ -163,3 +163,24 @@ def test_a_vector_model_reads_the_digits_of_a_task_of_more_than_ten_classes(name
     model = build_vector_model(name, length=11, num_classes=16, scale=0.05)
     assert model(torch.from_numpy(digits)).shape == (4, 16)
     assert model(torch.full((1, 11), 15)).shape == (1, 16)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "vgg11bn"])
+def test_pooled_visual_models_are_one_network_for_every_image_size_and_read_any_size(name):
+    """As documented: ``image_size`` is only checked for the globally pooled networks."""
+    torch.manual_seed(0)
+    built_small = build_visual_model(name, (28, 28), scale=0.125)
+    torch.manual_seed(0)
+    built_large = build_visual_model(name, (64, 308), scale=0.125)
+    small_state, large_state = built_small.state_dict(), built_large.state_dict()
+    assert small_state.keys() == large_state.keys()
+    assert all(torch.equal(small_state[key], large_state[key]) for key in small_state)
+    built_small.eval()
+    for size in [(28, 28), (40, 17), (64, 308)]:
+        assert built_small(torch.rand(2, 1, *size)).shape == (2, 10)
+
+
+def test_small_cnn_refuses_images_of_another_size_than_it_was_built_for():
+    model = build_visual_model("small_cnn", (28, 28), scale=0.125).eval()
+    with pytest.raises(ValueError, match=r"SmallCNN was built for 28x28 images, got \(32, 32\)"):
+        model(torch.rand(2, 1, 32, 32))

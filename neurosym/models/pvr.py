@@ -175,7 +175,9 @@ def build_visual_model(name: str, image_size: tuple[int, int], num_classes: int 
     logits ``[B, num_classes]``; ``scale`` multiplies widths. ``ValueError`` names a ``num_classes`` that is no int of
     at least 1 and a ``scale`` that is no finite number above 0, as :func:`build_vector_model` does.
 
-    ResNet-18 uses the ImageNet stem (as torchvision's, used by the paper); ``small_cnn`` needs square images.
+    ResNet-18 uses the ImageNet stem (as torchvision's, used by the paper). ``resnet18`` and ``vgg11bn`` pool globally
+    before their heads, so they are the same network for every ``image_size`` and read images of any size (``image_size``
+    is only checked); ``small_cnn`` is built for ``image_size``, which must be square, and refuses other sizes.
     """
     image_size = height_width(image_size, "image_size")
     scale = positive_number(scale, "scale")  # (0 or below built every layer one channel wide; NaN failed in round())
