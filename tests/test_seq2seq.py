@@ -3,8 +3,12 @@ bidirectional RNN encoders see the whole source."""
 
 from __future__ import annotations
 
+import math
+
+import hypothesis
 import pytest
 import torch
+from hypothesis import strategies as st
 
 from neurosym.data.hint import IGNORE_INDEX
 from neurosym.models import build_front_end, build_seq2seq
@@ -442,3 +446,17 @@ def test_framed_sources_ignore_extra_padding_and_decode_alike_with_a_cache(name:
 def test_a_model_over_framed_sources_overfits_a_batch_of_64() -> None:
     src, src_mask, tgt_in, tgt_out = reversal_batch()
     assert overfit(tiny_model("transformer_rel_uni", boundaries=True), src, src_mask, tgt_in, tgt_out, steps=200) == 1.0
+
+
+@hypothesis.settings(max_examples=20, deadline=None)
+@hypothesis.given(st.integers(0, 1), st.integers(0, 3), st.sampled_from([255.0, 1.5, -0.25, math.nan, math.inf]))
+def test_image_sources_outside_0_1_or_not_finite_are_refused(row: int, position: int, bad: float) -> None:
+    """Pixels 0..255 given as floats were read as saturated white, and a NaN pixel made its output NaN, silently."""
+    front_end = build_front_end("image", 8, cnn="small", image_size=16).eval()
+    src = torch.rand(2, 4, 1, 16, 16)
+    src[row, position, 0, 3, 5] = bad
+    message = "must be finite" if not math.isfinite(bad) else r"float images must hold intensities in \[0, 1\]"
+    with pytest.raises(ValueError, match=message):
+        front_end(src, torch.zeros(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"images must be uint8 pixels or floats in \[0, 1\], got torch.int16"):
+        front_end(torch.zeros(2, 4, 1, 16, 16, dtype=torch.int16), torch.zeros(2, 4, dtype=torch.bool))

@@ -120,7 +120,7 @@ def test_a_nan_or_out_of_range_pixel_is_refused_not_read_as_a_blank_window():
     windows = torch.zeros(2, 1, 16, 16)
     windows[:, 0, 4:12, 7:9] = 1.0
     windows[1, 0, 0, 0] = math.nan  # (its window came out blank)
-    with pytest.raises(ValueError, match=r"intensities in \[0, 1\], got values in \[nan, nan\]"):
+    with pytest.raises(ValueError, match=r"images must be finite, got nan at index \[1, 0, 0, 0\]"):
         StrokeNormaliser()(windows)
     with pytest.raises(ValueError, match=r"intensities in \[0, 1\], got values in \[0.0, 255.0\]"):
         StrokeNormaliser()(windows.nan_to_num() * 255)

@@ -9,6 +9,7 @@ from torch import nn
 from neurosym.layers.shape_checks import check_sizes, check_tensor
 from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_token_ids, values_are_readable
 from neurosym.models.seq2seq.base import check_source_mask
+from neurosym.perception.reader import check_intensities
 from neurosym.training.checks import int_at_least
 
 
@@ -34,8 +35,10 @@ class TokenFrontEnd(nn.Module):
 
 
 class ImageWindowFrontEnd(nn.Module):
-    """One image per source position, ``[B, S, C, H, W]`` -> ``[B, S, dim]`` (floating point, or uint8 pixels 0..255
-    read as 0..1; a source that is no tensor raises ``TypeError``).
+    """One image per source position, ``[B, S, C, H, W]`` -> ``[B, S, dim]`` (float intensities in ``[0, 1]``, or uint8
+    pixels 0..255 read as 0..1; a source that is no tensor raises ``TypeError``, float values outside ``[0, 1]``, e.g.
+    pixels 0..255 as floats, or not finite, and other dtypes ``ValueError``:
+    :func:`~neurosym.perception.reader.check_intensities`).
 
     Every non-padding window goes through ``encoder`` (any CNN mapping ``[N, C, H, W] -> [N, features]``,
     e.g. :class:`neurosym.perception.cnn.ResNet18` or ``SmallCNN``), then a linear map to ``dim``;
@@ -54,10 +57,10 @@ class ImageWindowFrontEnd(nn.Module):
         if src.dim() != 5:
             raise ValueError(f"image sources must have shape [batch, length, C, H, W], got {tuple(src.shape)}")
         check_source_mask(src, src_mask)
+        check_intensities(src)  # (pixels 0..255 as floats were read as saturated white, silently)
         real = ~src_mask
         dtype = self.proj.weight.dtype  # (pixels divided in float32 lost a float64 model's precision)
-        windows = src[real].to(dtype) / 255.0 if src.dtype == torch.uint8 else src[real]
-        windows = windows.to(dtype) if windows.is_floating_point() else windows  # (others: the CNN says)
+        windows = src[real].to(dtype) / 255.0 if src.dtype == torch.uint8 else src[real].to(dtype)
         encoded = self.encoder(windows)
         if encoded.shape[-1] != self.proj.in_features:
             raise ValueError(f"the encoder gives {encoded.shape[-1]} features per window, the front end was built for "
