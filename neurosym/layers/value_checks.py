@@ -34,3 +34,20 @@ def check_token_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
         low, high = (int(bound) for bound in torch.aminmax(ids))
         if low < 0 or high >= vocab_size:
             raise ValueError(f"{what} token ids must lie in [0, {vocab_size}), got {low}..{high}")
+
+
+def check_intensities(images: torch.Tensor) -> None:
+    """Raise unless ``images`` are uint8 pixels or float intensities in ``[0, 1]`` (readers read floats as such: pixels
+    0–255 as floats would all read as white). The range is read where values are readable
+    (:func:`values_are_readable`); a non-finite one is named with its index (:func:`check_finite`)."""
+    if images.dtype == torch.uint8:
+        return
+    if not images.is_floating_point():
+        raise ValueError(f"images must be uint8 pixels or floats in [0, 1], got {images.dtype}")
+    check_finite(images, "images")
+    if images.numel() and values_are_readable(images):
+        low, high = (float(bound) for bound in torch.aminmax(images.detach()))
+        if not (low >= 0 and high <= 1):  # (NaN fails both)
+            raise ValueError(
+                f"float images must hold intensities in [0, 1], got values in [{low}, {high}]: give uint8 pixels, or divide by 255"
+            )

@@ -10,7 +10,6 @@ from typing import Any, Protocol, runtime_checkable
 import torch
 from torch import nn
 
-from neurosym.layers.value_checks import check_finite, values_are_readable
 from neurosym.training.checks import is_int
 from neurosym.training.device import at_least_float32
 
@@ -125,21 +124,3 @@ def log_prob_rounding(dtype: torch.dtype, columns: int) -> float:
     :data:`LOG_PROB_TOLERANCE`."""
     eps = torch.finfo(dtype).eps if dtype.is_floating_point else 0.0
     return eps * math.log(max(columns, 1))
-
-
-def check_intensities(images: torch.Tensor) -> None:
-    """Raise unless ``images`` are uint8 pixels or float intensities in ``[0, 1]`` (readers read floats as such: pixels
-    0–255 as floats would all read as white). The range is read where values are readable
-    (:func:`~neurosym.layers.value_checks.values_are_readable`); a non-finite one is named with its index
-    (:func:`~neurosym.layers.value_checks.check_finite`)."""
-    if images.dtype == torch.uint8:
-        return
-    if not images.is_floating_point():
-        raise ValueError(f"images must be uint8 pixels or floats in [0, 1], got {images.dtype}")
-    check_finite(images, "images")
-    if images.numel() and values_are_readable(images):
-        low, high = (float(bound) for bound in torch.aminmax(images.detach()))
-        if not (low >= 0 and high <= 1):  # (NaN fails both)
-            raise ValueError(
-                f"float images must hold intensities in [0, 1], got values in [{low}, {high}]: give uint8 pixels, or divide by 255"
-            )

@@ -22,7 +22,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.shape_checks import check_tensor
-from neurosym.perception.reader import check_intensities
+from neurosym.layers.value_checks import check_intensities
 from neurosym.training.checks import int_at_least, is_real, positive_number
 
 _NEIGHBOURS = ((-1, 0), (-1, 1), (0, 1), (1, 1), (1, 0), (1, -1), (0, -1), (-1, -1))

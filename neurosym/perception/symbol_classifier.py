@@ -9,8 +9,8 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.shape_checks import check_tensor
+from neurosym.layers.value_checks import check_intensities
 from neurosym.perception.cnn import ResNet18, SmallCNN
-from neurosym.perception.reader import check_intensities
 from neurosym.perception.strokes import StrokeNormaliser
 from neurosym.training.checks import int_at_least
 

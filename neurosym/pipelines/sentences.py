@@ -9,7 +9,7 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
-from neurosym.perception.reader import check_intensities
+from neurosym.layers.value_checks import check_intensities
 
 READ = -1
 """The ``given`` entry of a position whose symbol is read from its window."""

@@ -37,6 +37,7 @@ from neurosym.data.symbol_images.handwriting import (
     disjoint_splits,
     handwritten_symbols,
 )
+from neurosym.data.symbol_images.normalise import glyph_window
 from neurosym.data.symbol_images.render import WINDOW, render_strip, render_windows, resize_images, sliding_windows
 from neurosym.data.symbol_images.strokes import ALLOGRAPHS, DIGIT_ALLOGRAPHS, GLYPHS, draw_symbols
 
@@ -70,6 +71,7 @@ __all__ = [
     "default_bank",
     "draw_symbols",
     "folder_of",
+    "glyph_window",
     "disjoint_splits",
     "handwritten_symbols",
     "load_folder_bank",

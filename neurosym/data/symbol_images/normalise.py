@@ -4,21 +4,28 @@
 The shipped sets differ most in size, not in style: ``bhmsds`` glyphs fill their 28×28 images, MNIST's
 digits their central 20×20, ``handwritten-calculator``'s about 14×14. A network trained on one set reads
 another set's glyphs far better once both are brought to one size (the other-writers protocol of
-``benchmarks/RESULTS.md`` measures it).
+``benchmarks/RESULTS.md`` measures it). :func:`glyph_window` brings one image of one's own, of any size and either
+polarity, to the window the banks' images give.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from neurosym.data.symbol_images.render import render_windows, resize_images
+from neurosym.layers.value_checks import check_intensities
 from neurosym.training.checks import int_at_least, is_int, is_real
 
 MNIST_BOX = 20
 """The longer side of the ink's bounding box in MNIST's images (pixels of :data:`MNIST_SIZE`)."""
 MNIST_SIZE = 28
 """The side of MNIST's images."""
+INK_THRESHOLD = 32
+"""The pixel value (of 255, white ink on black) above which a pixel is ink."""
 
 
 def mnist_box(side: int) -> int:
@@ -27,7 +34,9 @@ def mnist_box(side: int) -> int:
     return max(1, round(MNIST_BOX * side / MNIST_SIZE))
 
 
-def normalise_glyphs(images: np.ndarray, box: int | None = None, threshold: float = 32, chunk: int = 8192) -> np.ndarray:
+def normalise_glyphs(
+    images: np.ndarray, box: int | None = None, threshold: float = INK_THRESHOLD, chunk: int = 8192
+) -> np.ndarray:
     """Scale and centre uint8 glyphs ``[N, H, W]`` (white ink on black) to MNIST's convention -> ``[N, H, W]``.
 
     The ink is every pixel above ``threshold``; its bounding box's longer side becomes ``box`` pixels
@@ -78,3 +87,46 @@ def _span(occupied: torch.Tensor) -> torch.Tensor:
     first = torch.where(occupied, position, occupied.shape[1]).amin(dim=1)
     last = torch.where(occupied, position, -1).amax(dim=1)
     return (last - first + 1).clamp(min=0).float()
+
+
+def glyph_window(image: np.ndarray | torch.Tensor, black_on_white: bool | None = None) -> torch.Tensor:
+    """One grey glyph image of one's own ``[H, W]`` (any size; uint8 pixels or float intensities in ``[0, 1]``) as the
+    banks' windows show their symbols: float ``[32, 32]`` in ``[0, 1]``, white ink on black, ready for
+    :meth:`~neurosym.pipelines.HintPipeline.predict` (stack the windows of an expression to ``[T, 32, 32]``).
+
+    The ink (pixels above :data:`INK_THRESHOLD`, white on black) is cropped to its bounding box, padded square with
+    black so that its longer side fills :data:`MNIST_BOX` of :data:`MNIST_SIZE` pixels, resized to that size, brought to
+    the banks' convention by :func:`normalise_glyphs` (the box's longer side 20 pixels, centred by mass) and rendered as
+    :func:`~neurosym.data.symbol_images.render.render_windows` renders bank images (the ink's longer side about 23 of
+    32 pixels). ``black_on_white`` says the image's polarity; ``None`` reads it from the border: mostly bright (mean
+    above half) is black ink on white. ``ValueError`` for an image that is no ``[H, W]`` of at least one pixel,
+    values that ``check_intensities`` refuses, and an image without ink (blank).
+    """
+    pixels = _white_on_black(image, black_on_white)
+    rows, columns = (np.flatnonzero((pixels > INK_THRESHOLD).any(axis=axis)) for axis in (1, 0))
+    if len(rows) == 0:
+        raise ValueError(
+            f"the glyph image holds no ink: no pixel stands out from its background by more than {INK_THRESHOLD}/255"
+        )
+    ink = pixels[rows[0] : rows[-1] + 1, columns[0] : columns[-1] + 1]
+    side = math.ceil(max(ink.shape) * MNIST_SIZE / MNIST_BOX)
+    top, left = (side - ink.shape[0]) // 2, (side - ink.shape[1]) // 2
+    square = np.pad(ink, ((top, side - ink.shape[0] - top), (left, side - ink.shape[1] - left)))
+    glyph = normalise_glyphs(resize_images(square[None], (MNIST_SIZE, MNIST_SIZE)))
+    return render_windows(glyph)[0, 0]
+
+
+def _white_on_black(image: np.ndarray | torch.Tensor, black_on_white: bool | None) -> np.ndarray:
+    """``image [H, W]`` as uint8 pixels, white ink on black (inverted when ``black_on_white``, or, for ``None``, when its
+    border's mean is above half)."""
+    tensor = torch.as_tensor(image).detach().cpu()
+    if tensor.dim() != 2 or 0 in tensor.shape:
+        raise ValueError(f"a glyph image must be grey [H, W] with H, W >= 1, got shape {tuple(tensor.shape)}")
+    check_intensities(tensor)
+    if black_on_white is not None and not isinstance(black_on_white, bool | np.bool_):
+        raise ValueError(f"black_on_white must be True, False or None (detect), got {black_on_white!r}")
+    pixels = (tensor if tensor.dtype == torch.uint8 else (tensor.double() * 255).round().to(torch.uint8)).numpy()
+    if black_on_white is None:
+        border = np.concatenate([pixels[0], pixels[-1], pixels[:, 0], pixels[:, -1]])
+        black_on_white = bool(border.mean() > 127.5)
+    return 255 - pixels if black_on_white else pixels

@@ -7,9 +7,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from neurosym.layers.shape_checks import check_sizes, check_tensor
-from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_token_ids, values_are_readable
+from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_intensities, check_token_ids, values_are_readable
 from neurosym.models.seq2seq.base import check_source_mask
-from neurosym.perception.reader import check_intensities
 from neurosym.training.checks import int_at_least
 
 
@@ -38,7 +37,7 @@ class ImageWindowFrontEnd(nn.Module):
     """One image per source position, ``[B, S, C, H, W]`` -> ``[B, S, dim]`` (float intensities in ``[0, 1]``, or uint8
     pixels 0..255 read as 0..1; a source that is no tensor raises ``TypeError``, float values outside ``[0, 1]``, e.g.
     pixels 0..255 as floats, or not finite, and other dtypes ``ValueError``:
-    :func:`~neurosym.perception.reader.check_intensities`).
+    :func:`~neurosym.layers.value_checks.check_intensities`).
 
     Every non-padding window goes through ``encoder`` (any CNN mapping ``[N, C, H, W] -> [N, features]``,
     e.g. :class:`neurosym.perception.cnn.ResNet18` or ``SmallCNN``), then a linear map to ``dim``;
