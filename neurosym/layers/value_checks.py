@@ -44,10 +44,10 @@ def check_intensities(images: torch.Tensor) -> None:
         return
     if not images.is_floating_point():
         raise ValueError(f"images must be uint8 pixels or floats in [0, 1], got {images.dtype}")
-    check_finite(images, "images")
     if images.numel() and values_are_readable(images):
         low, high = (float(bound) for bound in torch.aminmax(images.detach()))
-        if not (low >= 0 and high <= 1):  # (NaN fails both)
+        if not (low >= 0 and high <= 1):  # (NaN fails both; then the first one is named)
+            check_finite(images, "images")
             raise ValueError(
                 f"float images must hold intensities in [0, 1], got values in [{low}, {high}]: give uint8 pixels, or divide by 255"
             )
