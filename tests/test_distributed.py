@@ -486,6 +486,22 @@ def test_cosine_schedule_warms_up_then_decays_to_zero() -> None:
         TrainConfig(max_steps=1, batch_size=1, optimizer="lamb")  # type: ignore[arg-type]
 
 
+@given(max_steps=st.integers(1, 50), warmup_steps=st.integers(0, 60))
+def test_every_accepted_cosine_warm_up_ends_within_the_run_at_the_full_rate(max_steps: int, warmup_steps: int) -> None:
+    """A warm-up of ``max_steps`` or more was accepted: the rate rose for the whole run (lr never reached beyond it) and
+    never decayed. Under the constant schedule it is accepted, as the start of a run continued to more steps."""
+    config = TrainConfig(max_steps=max_steps, batch_size=4, schedule="constant", warmup_steps=warmup_steps)
+    assert learning_rate_factor(warmup_steps, config) == 1.0
+    try:
+        config = replace(config, schedule="cosine")
+    except ValueError as error:
+        assert warmup_steps >= max_steps
+        assert f"got warmup_steps={warmup_steps} of max_steps={max_steps}" in str(error)
+        return
+    assert warmup_steps in range(max_steps)  # the first step after the warm-up is one of the run's, at the full rate
+    assert learning_rate_factor(warmup_steps, config) == 1.0
+
+
 def test_sgd_with_value_clipping_moves_each_weight_by_at_most_lr_times_clip() -> None:
     model = nn.Linear(4, 1)
     with torch.no_grad():

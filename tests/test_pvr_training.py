@@ -21,13 +21,15 @@ def _model(seed: int = 0):
 
 
 def _config(**changes) -> TrainConfig:
+    """SGD with cosine decay after a warm-up of a tenth of ``max_steps`` (30), which ``changes`` may change."""
+    max_steps = changes.pop("max_steps", 30)
     settings = dict(
-        max_steps=30,
+        max_steps=max_steps,
         batch_size=8,
         optimizer="sgd",
         lr=0.1,
         schedule="cosine",
-        warmup_steps=3,
+        warmup_steps=max_steps // 10,
         clip_norm=None,
         eval_every=10,
         progress=False,

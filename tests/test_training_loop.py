@@ -436,7 +436,16 @@ def test_a_loss_that_is_no_scalar_tensor_is_named_with_its_step() -> None:
         ({"sync_every": "2"}, "sync_every must be an int of at least 1, got '2'"),  # TypeError: '<' not supported
         ({"eps": 0.0}, "eps must be a finite number above 0, got 0.0"),  # 0/0 for a parameter without gradient
         ({"weight_decay": -0.1}, "weight_decay must be a finite number at least 0, got -0.1"),
-        ({"momentum": float("nan")}, "momentum must be a finite number at least 0, got nan"),
+        ({"momentum": float("nan")}, r"momentum must be a number in \[0, 1\), got nan"),
+        ({"momentum": 1.0}, r"momentum must be a number in \[0, 1\), got 1.0"),  # SGD's steps grew without bound
+        ({"momentum": -0.5}, r"momentum must be a number in \[0, 1\), got -0.5"),
+        ({"weight_decay": float("inf")}, "weight_decay must be a finite number at least 0, got inf"),
+        ({"betas": (-0.1, 0.999)}, r"betas must be two numbers in \[0, 1\), got \(-0.1, 0.999\)"),
+        (
+            {"warmup_steps": 3, "schedule": "cosine"},
+            "warmup_steps must be below max_steps under the cosine schedule .*, got warmup_steps=3 of max_steps=3",
+        ),  # never decayed
+        ({"warmup_steps": 5, "schedule": "cosine"}, "got warmup_steps=5 of max_steps=3"),  # lr never reached
         ({"betas": (0.9, 1.0)}, r"betas must be two numbers in \[0, 1\), got \(0.9, 1.0\)"),
         ({"betas": 0.9}, r"betas must be two numbers in \[0, 1\), got 0.9"),
         ({"progress": "no"}, "progress must be True or False, got 'no'"),  # read by its truth: the bar was shown

@@ -35,6 +35,7 @@ from neurosym.training.checkpoint import MAPPING, require_entries, require_kinds
 from neurosym.training.checks import (
     check_batch_fits,
     check_flags,
+    fraction,
     ignored_option,
     int_at_least,
     is_real,
@@ -64,9 +65,10 @@ class TrainConfig:
     """How to train.
 
     ``batch_size`` is the global batch: each of ``world_size`` processes takes ``batch_size / world_size``.
-    ``optimizer`` is ``"adam"`` (with ``betas`` and ``eps``) or ``"sgd"`` (with ``momentum``), both with
+    ``optimizer`` is ``"adam"`` (with ``betas`` and ``eps``) or ``"sgd"`` (with ``momentum`` in ``[0, 1)``), both with
     ``weight_decay``; the learning rate ``lr`` follows ``schedule`` (``"constant"`` or ``"cosine"``
-    decay to zero at ``max_steps``) after ``warmup_steps`` of linear warm-up. Gradients are clipped by
+    decay to zero at ``max_steps``) after ``warmup_steps`` of linear warm-up (fewer than ``max_steps`` under the cosine
+    schedule; a constant one may outlast them, as a run continued to more steps does). Gradients are clipped by
     global norm (``clip_norm``) and/or element-wise by value (``clip_value``); ``None`` turns either off.
     ``time_limit`` (seconds, ``None``: none) ends this call's training early, as SIGINT and SIGTERM do:
     checkpoint, then :class:`~neurosym.training.stopping.TrainingInterrupted`. ``sync_every`` is the number
@@ -109,12 +111,17 @@ class TrainConfig:
         check_flags(progress=self.progress)  # "no" or 0.0 was read by its truth: "no" showed the bar
         for name in ("max_steps", "batch_size", "eval_every") + ("sync_every",) * (self.sync_every is not None):
             setattr(self, name, int_at_least(getattr(self, name), name, 1))  # numpy's as Python ints (torch refused them)
+        if self.schedule == "cosine" and self.warmup_steps >= self.max_steps:  # lr reached at the last step or never
+            raise ValueError(
+                f"warmup_steps must be below max_steps under the cosine schedule (its decay follows the warm-up and ends "
+                f"at max_steps), got warmup_steps={self.warmup_steps} of max_steps={self.max_steps}"
+            )
         if self.patience is not None:  # 0 or less stopped at the first evaluation without improvement, as 1 does
             self.patience = int_at_least(self.patience, "patience (None: no early stopping)", 1)
         positive_number(self.lr, "lr", zero=True)
         positive_number(self.eps, "eps")  # Adam divides by sqrt(v) + eps: 0 gives 0/0 for a parameter without gradient
-        for name in ("momentum", "weight_decay"):
-            positive_number(getattr(self, name), name, zero=True)
+        positive_number(self.weight_decay, "weight_decay", zero=True)
+        fraction(self.momentum, "momentum", below_one=True)  # SGD's steps grew without bound from a momentum of 1
         betas = tuple(self.betas) if isinstance(self.betas, tuple | list) else ()
         if len(betas) != 2 or not all(is_real(beta) and 0 <= beta < 1 for beta in betas):
             raise ValueError(f"betas must be two numbers in [0, 1), got {self.betas!r}")
