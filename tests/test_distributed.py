@@ -167,14 +167,26 @@ def _stopping_worker(rank: int, port: int, folder: str) -> None:
             (Path(folder) / f"rank{rank}.txt").write_text(f"{stop.step} {stop.reason}")
 
 
-def run_two_processes(worker, folder: Path) -> None:
+def _failing_evaluation_worker(rank: int, port: int, folder: str) -> None:
+    """A gloo process whose rank 0 evaluates the first weights to no number (None), then to an error of its own."""
+    scores = {"None": lambda model: None, "error": lambda model: 1 / 0}
+    with torchrun_process(rank, port) as context:
+        for name, evaluate in scores.items():
+            config = TrainConfig(max_steps=4, batch_size=8, eval_every=1, progress=False)
+            try:
+                train(small_model(), regression_data(), mse, config, context, evaluate=evaluate)
+            except (ValueError, RuntimeError, ZeroDivisionError) as error:
+                (Path(folder) / f"{name}{rank}.txt").write_text(f"{type(error).__name__}: {error}")
+
+
+def run_two_processes(worker, folder: Path, seconds: float = 120) -> None:
     context = mp.start_processes(worker, args=(free_port(), str(folder)), nprocs=2, join=False, start_method="spawn")
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + seconds
     while not context.join(timeout=1):
         if time.monotonic() > deadline:
             for process in context.processes:
                 process.kill()
-            pytest.fail("the two DDP processes did not finish within 120 s")
+            pytest.fail(f"the two DDP processes did not finish within {seconds} s")
 
 
 def test_two_gloo_processes_take_the_same_steps_as_one_process(tmp_path: Path) -> None:
@@ -307,6 +319,17 @@ def test_every_process_stops_at_the_step_one_of_them_was_asked_to(tmp_path: Path
     run_two_processes(_stopping_worker, tmp_path)  # without agreement rank 0 would wait for rank 1 forever
     assert [(tmp_path / f"rank{rank}.txt").read_text() for rank in (0, 1)] == ["1 time limit", "1 time limit"]
     assert load_checkpoint(tmp_path / "ddp.pt")["step"] == 1
+
+
+def test_an_evaluation_that_fails_on_rank_0_raises_on_every_rank(tmp_path: Path) -> None:
+    """Rank 0 raised alone; rank 1 waited for it in the next collective until the group's timeout (30 minutes)."""
+    run_two_processes(_failing_evaluation_worker, tmp_path, seconds=60)
+    no_number = "ValueError: evaluate returned None after step 1: a score must be one number, higher is better"
+    assert [(tmp_path / f"None{rank}.txt").read_text() for rank in (0, 1)] == [no_number, no_number]
+    assert (tmp_path / "error0.txt").read_text() == "ZeroDivisionError: division by zero"
+    assert (
+        tmp_path / "error1.txt"
+    ).read_text() == "RuntimeError: evaluate raised ZeroDivisionError on rank 0 after step 1: division by zero"
 
 
 def test_time_limit_checkpoints_every_step_and_the_same_call_continues_exactly(tmp_path: Path) -> None:

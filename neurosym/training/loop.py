@@ -51,7 +51,8 @@ from neurosym.training.workers import StopSafeLoader
 LossFunction = Callable[[nn.Module, Any], torch.Tensor]
 """``loss_fn(model, batch) -> scalar loss``; ``model`` may be DDP-wrapped, ``batch`` is on the device."""
 Evaluator = Callable[[nn.Module], float]
-"""``evaluate(model) -> score`` (higher is better), called on rank 0 with the unwrapped model."""
+"""``evaluate(model) -> score`` (higher is better), called on rank 0 with the unwrapped model; where it raises, or
+returns no number, every rank raises."""
 
 SCHEDULES = ("constant", "cosine")
 """Learning-rate schedules of :func:`schedule_factor`."""
@@ -149,6 +150,15 @@ def _one_number(value: Any, step: int) -> float:
     if not is_real(value):
         raise ValueError(f"evaluate returned {value!r:.60} after step {step}: a score must be one number, higher is better")
     return float(value)
+
+
+def _evaluation_failure(kind: str, message: str, step: int) -> Exception:
+    """What the other ranks of a distributed run raise when rank 0's evaluation after ``step`` raised an exception of
+    class ``kind`` with ``message``: a ``ValueError`` (a score that is no number) as it is, else a ``RuntimeError``
+    naming it."""
+    if kind == ValueError.__name__:
+        return ValueError(message)
+    return RuntimeError(f"evaluate raised {kind} on rank 0 after step {step}: {message}")
 
 
 RUN_TIME_FIELDS = ("checkpoint", "progress", "num_workers", "time_limit", "sync_every")
@@ -388,12 +398,7 @@ class _BestWeights:
         if self.score is None:
             state["history"].append({"step": step, "loss": loss})
             return False
-        score = None
-        if self.context.is_main:
-            self.model.eval()
-            with torch.no_grad():
-                score = _one_number(self.score(self.model), step)
-        score = broadcast_from_main(score, self.context)
+        score = self._shared_score(step)
         if math.isnan(score):  # NaN is never better: a first NaN score would have kept the first weights for good
             raise ValueError(f"evaluate returned a NaN score after step {step}: a score must be a number, higher is better")
         state["history"].append({"step": step, "loss": loss, "score": score})
@@ -403,6 +408,32 @@ class _BestWeights:
             return False
         state["bad_evaluations"] += 1
         return self.exhausted()
+
+    def _shared_score(self, step: int) -> float:
+        """Rank 0's score after ``step`` on every rank. An evaluation that raises on rank 0 (a score that is no number,
+        or the evaluate function's own error) raises on every rank (:func:`_evaluation_failure`): the other ranks
+        waited for rank 0 in the next collective until the group's timeout."""
+        outcome: float | tuple[str, str] | None = None
+        failure: Exception | None = None
+        if self.context.is_main:
+            try:
+                outcome = self._scored(step)
+            except Exception as error:  # noqa: BLE001 — any failure is shared first, then raised on every rank
+                failure, outcome = error, (type(error).__name__, str(error))
+        outcome = broadcast_from_main(outcome, self.context)
+        if failure is not None:
+            raise failure
+        if isinstance(outcome, tuple):
+            raise _evaluation_failure(*outcome, step)
+        assert outcome is not None  # rank 0 sent a score or a failure
+        return outcome
+
+    def _scored(self, step: int) -> float:
+        """The evaluate function's score of the model after ``step`` (rank 0, no gradients, eval mode)."""
+        assert self.score is not None  # (evaluate() returns before without one)
+        self.model.eval()
+        with torch.no_grad():
+            return _one_number(self.score(self.model), step)
 
     def exhausted(self) -> bool:
         """Whether the evaluations since the best one have used up the patience (also of a resumed run: one that
