@@ -4,6 +4,7 @@ import codecs
 import json
 import re
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -460,7 +461,7 @@ def test_a_prediction_with_a_pad_or_bos_before_its_end_matches_no_answer() -> No
 
     one, two = encode("12")
 
-    class Predicts:  # greedy decoding's output: no BOS in front, EOS-filled after the end
+    class Predicts(torch.nn.Module):  # greedy decoding's output: no BOS in front, EOS-filled after the end
         def greedy_decode(self, src, src_mask, max_len, bos, eos):
             return torch.tensor([[one, PAD, two, EOS], [one, BOS, two, EOS], [one, two, EOS, EOS]])
 
@@ -476,9 +477,25 @@ def test_a_prediction_with_a_pad_or_bos_before_its_end_matches_no_answer() -> No
 def test_greedy_answers_names_a_batch_size_that_is_no_int_of_at_least_1(batch_size) -> None:
     from neurosym.models.seq2seq.mathematics_task import greedy_answers
 
-    class Decodes:  # (never reached: the batch size is checked first)
+    class Decodes(torch.nn.Module):  # (never reached: the batch size is checked first)
         def greedy_decode(self, src, src_mask, max_len, bos, eos):
             raise AssertionError("decoded with a bad batch size")
 
     with pytest.raises(ValueError, match=rf"batch_size must be an int of at least 1, got {re.escape(repr(batch_size))}"):
         greedy_answers(Decodes(), ["1+1", "2+2"], torch.device("cpu"), batch_size=batch_size)  # type: ignore[arg-type]
+
+
+def test_greedy_answers_decode_in_evaluation_mode_and_restore_each_module_s_mode() -> None:
+    """With the model in training mode, dropout changed the answers from one call to the next."""
+    from neurosym.models.seq2seq.mathematics_task import CONFIGS, build_model, greedy_answers
+
+    torch.manual_seed(0)
+    model = build_model("transformer", replace(CONFIGS["smoke"], dropout=0.5))
+    model.train()
+    frozen = next(module for module in model.modules() if isinstance(module, torch.nn.Dropout))
+    frozen.eval()  # a part the caller left in evaluation mode keeps it
+    questions = ["What is 12 + 30?", "Solve 3*x = 9 for x.", "Let f(x) = x**2. What is f(4)?"]
+    first = greedy_answers(model, questions, torch.device("cpu"), batch_size=2)
+    assert all(greedy_answers(model, questions, torch.device("cpu"), batch_size=2) == first for _ in range(3))
+    assert model.training and not frozen.training
+    assert sum(module.training for module in model.modules()) == len(list(model.modules())) - 1

@@ -37,6 +37,7 @@ from neurosym.training.checkpoint import Setup
 from neurosym.training.checks import int_at_least
 from neurosym.training.compile import compile_for_training
 from neurosym.training.device import at_least_float32, mixed_precision
+from neurosym.training.modes import evaluation_mode
 from neurosym.training.seeding import seeded
 
 EXTRAPOLATION_MODULES: dict[str, tuple[str, ...]] = {
@@ -259,15 +260,17 @@ def greedy_answers(
 ) -> list[str]:
     """Greedy decoding of at most 30 answer characters for every question (``batch_size`` questions at a time, an int
     of at least 1, else ``ValueError``); a PAD or BOS predicted before EOS is kept as a character no answer holds
-    (:func:`~neurosym.data.mathematics.decode`)."""
+    (:func:`~neurosym.data.mathematics.decode`). Decoding runs in evaluation mode (no dropout: the same answers at every
+    call); each module's train/eval mode is restored after."""
     if isinstance(questions, str):  # (each character would be read as a question of its own)
         raise TypeError(f"greedy_answers takes a list of questions, got one str {questions!r:.40}: give [question]")
     batch_size = int_at_least(batch_size, "batch_size", 1)  # (a negative one answered no question, 0 failed in range())
     answers: list[str] = []
-    for start in tqdm(range(0, len(questions), batch_size), desc="decoding", unit="batch", leave=False, disable=not progress):
-        src = pad_sequences([encode(q, eos=True) for q in questions[start : start + batch_size]]).to(device)
-        mask = src == PAD
-        with mixed_precision(device):
-            tokens = model.greedy_decode(src, mask, max_len=MAX_ANSWER_LENGTH + 1, bos=BOS, eos=EOS)
-        answers.extend(decode(row, show_special=True) for row in tokens.tolist())  # a PAD or BOS is no character
+    batches = tqdm(range(0, len(questions), batch_size), desc="decoding", unit="batch", leave=False, disable=not progress)
+    with evaluation_mode(model):
+        for start in batches:
+            src = pad_sequences([encode(q, eos=True) for q in questions[start : start + batch_size]]).to(device)
+            with mixed_precision(device):
+                tokens = model.greedy_decode(src, src == PAD, max_len=MAX_ANSWER_LENGTH + 1, bos=BOS, eos=EOS)
+            answers.extend(decode(row, show_special=True) for row in tokens.tolist())  # a PAD or BOS is no character
     return answers
