@@ -17,9 +17,9 @@ from neurosym.data.symbol_images import (
 POOL_SHADES = {"train": 60, "val": 120, "test": 240}
 
 
-def pool_shaded_bank(per_symbol: int = 40, size: int = 28) -> SymbolBank:
-    """The 16 HINT symbols, ``per_symbol`` images each, shaded by pool (:data:`POOL_SHADES`)."""
-    labels = np.repeat(list("0123456789+-*/()"), per_symbol)
+def pool_shaded_bank(per_symbol: int = 40, size: int = 28, symbols: Sequence[str] = HINT_SYMBOLS) -> SymbolBank:
+    """The 16 HINT ``symbols`` (or others), ``per_symbol`` images each, shaded by pool (:data:`POOL_SHADES`)."""
+    labels = np.repeat(list(symbols), per_symbol)
     pools = assign_pools(labels, 0)
     images = np.stack([np.full((size, size), POOL_SHADES[p], np.uint8) for p in pools])
     return SymbolBank(images, labels, pools, np.asarray([f"{folder_of(l)}/{i}.jpg" for i, l in enumerate(labels)]))

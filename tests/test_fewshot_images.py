@@ -200,7 +200,7 @@ def test_few_shot_learning_refuses_bad_inputs_before_any_training(trained):
     with pytest.raises(ValueError, match=r"lengths must be a tensor \[2\], one per expression"):
         spot_new_symbol(pipeline, "x", windows, lengths[:1])
     train = list(fewshot_split("x", scale=0.01, seed=0, cache=False, progress=False)["train"])
-    with pytest.raises(ValueError, match=r"few-shot expression 0 \('x'\) does not use 'a': every training expression"):
+    with pytest.raises(ValueError, match=r"few-shot expression 0 \(id '0'\): expr 'x' does not use 'a'; every training"):
         learn_concept_from_images(pipeline, "a", train, replay, bank, CPU, FAST)  # was x's glyph learned as 'a' = 11
     with pytest.raises(ValueError, match="no main-task expression to replay while 'x' is learned"):
         learn_concept_from_images(pipeline, "x", train, [], bank, CPU, FAST)  # was a RuntimeError deep in torch

@@ -31,7 +31,7 @@ from neurosym.data.hint import (
     read_release,
     write_release,
 )
-from neurosym.data.symbol_images import load_folder_bank, write_image
+from neurosym.data.symbol_images import HINT_SYMBOLS, load_folder_bank, write_image
 from neurosym.experiments import CommandFailed
 from neurosym.experiments.hint_options import HintOptions
 from neurosym.experiments.hint_sources import load_hint_data
@@ -204,26 +204,32 @@ def test_fewshot_records_are_read_under_the_concepts_semantics(release):
         read_fewshot(release)
 
 
-def test_a_concepts_list_that_uses_another_few_shot_concept_is_refused(release, tmp_path):
-    """Each concept is learned from its own lists (HINT: added to the main grammar alone): an x list that used a was
-    read under the semantics of all six concepts, silently."""
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        # each concept is learned from its own lists (HINT: added to the main grammar alone): an x list that used a was
+        # read under the semantics of all six concepts, silently
+        ({"id": "e7", "img_paths": ["x/x_a.jpg", "x/x_a.jpg", "3/3_a.jpg"], "expr": "xa3", "head": [1, -1, 1], "res": 11,
+          "res_all": [11, 11, 3]}, r"expr 'xa3' uses the few-shot concepts \['a'\]; a list of 'x' holds no other new concept \(each is learned on its own\)"),
+        # a record of x's lists without x taught nothing of it (or scored the main task), and was read silently
+        ({"id": "e7", "img_paths": ["4/4_a.jpg", "-/-_a.jpg", "3/3_a.jpg"], "expr": "4-3", "head": [1, -1, 1], "res": 1,
+          "res_all": [4, 1, 3]}, "expr '4-3' does not use the few-shot concept 'x'; every expression of its lists uses it"),
+    ],
+)  # fmt: skip
+def test_a_concepts_record_that_does_not_use_it_alone_is_refused(release, tmp_path, record, problem):
     data = json.loads((release / FEWSHOT_FILE).read_text())
-    other = {"id": "e7", "img_paths": ["x/x_a.jpg", "x/x_a.jpg", "3/3_a.jpg"], "expr": "xa3", "head": [1, -1, 1],
-             "res": 11, "res_all": [11, 11, 3]}  # fmt: skip
-    data["x"]["val"] = [data["x"]["train"][0], other]
+    data["x"]["val"] = [data["x"]["train"][0], record]
     (release / FEWSHOT_FILE).write_text(json.dumps(data))
-    message = (r"^fewshot_dataset.json x/val record 1 \(id 'e7'\): expr 'xa3' uses the few-shot concepts \['a'\]; a list of "
-               r"'x' holds no other new concept")  # fmt: skip
     scales = dict.fromkeys(("train", "val", "test"), 1.0)
     for read in (
         read_fewshot,
         lambda root: check_release(root, fewshot=True),
         lambda root: load_release(root, scales, fewshot=True),
     ):
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(ValueError, match=rf"^fewshot_dataset.json x/val record 1 \(id 'e7'\): {problem}$"):
             read(release)
     records = [official.record_from_json(item, "x/val") for item in data["x"]["val"]]
-    with pytest.raises(ValueError, match=r"^few-shot x/val record 1 \(id 'e7'\): expr 'xa3' uses the few-shot concepts"):
+    with pytest.raises(ValueError, match=rf"^few-shot x/val record 1 \(id 'e7'\): {problem}$"):
         write_release(tmp_path / "written", read_release(release), fewshot={"x": {"train": [], "val": records, "test": []}})
     assert not (tmp_path / "written").exists()
 
@@ -317,10 +323,22 @@ def test_a_release_bank_reads_only_the_symbols_class_folders(release):
         load_folder_bank(release / "symbol_images")
 
 
-def test_generated_release_reads_back_identically(tmp_path):
+@pytest.fixture(scope="module")
+def fewshot_lists() -> dict[str, dict[str, list]]:
+    """Small generated few-shot lists of x and y (each expression uses its concept)."""
+    return {concept: {name: list(split) for name, split in fewshot_split(concept, scale=0.005, seed=2, cache=False).items()}
+            for concept in ("x", "y")}  # fmt: skip
+
+
+def fewshot_bank(per_symbol: int = 20):
+    """:func:`pool_shaded_bank` with images of x and y too."""
+    return pool_shaded_bank(per_symbol, symbols=[*HINT_SYMBOLS, "x", "y"])
+
+
+def test_generated_release_reads_back_identically(tmp_path, fewshot_lists):
     splits = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
-    bank = pool_shaded_bank(20)
-    write_release(tmp_path, splits, bank=bank, fewshot={"x": {"train": splits["val"], "val": [], "test": []}}, seed=1)
+    bank = fewshot_bank()
+    write_release(tmp_path, splits, bank=bank, fewshot={"x": fewshot_lists["x"]}, seed=1)
     loaded = read_release(tmp_path)
     for name, split in splits.items():
         assert len(loaded[name]) == len(split)
@@ -336,7 +354,7 @@ def test_generated_release_reads_back_identically(tmp_path):
             assert [bank.labels[bank.index_of(p)] for p in theirs.img_paths] == list(mine.expr)
             assert all(bank.pools[bank.index_of(p)] == name for p in theirs.img_paths), "images from the split's own pool"
             assert all((tmp_path / "symbol_images" / p).is_file() for p in theirs.img_paths)
-    assert len(read_fewshot(tmp_path)["x"]["train"]) == len(splits["val"])
+    assert len(read_fewshot(tmp_path)["x"]["train"]) == len(fewshot_lists["x"]["train"])
     written = load_folder_bank(tmp_path / "symbol_images", size=28)
     test_image = written.images[written.paths == loaded["test"][0].img_paths[0]][0]
     assert abs(int(test_image[14, 14]) - POOL_SHADES["test"]) < 10, "written black on white, read back white on black"
@@ -352,12 +370,12 @@ def test_generated_few_shot_lists_use_their_own_concept_alone_and_read_back(tmp_
     assert read_fewshot(root)[concept] == lists
 
 
-def test_a_list_gets_the_same_images_whatever_lists_are_written_with_it(tmp_path):
+def test_a_list_gets_the_same_images_whatever_lists_are_written_with_it(tmp_path, fewshot_lists):
     """A seed draws a list's images by its name: the test list written alone (or after the others), and a few-shot
     concept's list written without the concepts before it, got the images of another list's draw."""
     splits = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
-    bank = pool_shaded_bank(20)
-    parts = {name: [splits["val"][i] for i in range(4)] for name in ("train", "val", "test")}
+    bank = fewshot_bank()
+    x, y = ({name: records[:4] for name, records in fewshot_lists[concept].items()} for concept in ("x", "y"))
 
     def images(name: str, lists: dict, fewshot: dict | None = None) -> list:
         root = write_release(tmp_path / name, lists, bank=bank, fewshot=fewshot, seed=5)
@@ -365,16 +383,16 @@ def test_a_list_gets_the_same_images_whatever_lists_are_written_with_it(tmp_path
             record.img_paths for record in (read_fewshot(root)["y"]["test"] if fewshot else [])
         ]
 
-    every = images("every", dict(splits), {"x": parts, "y": parts})
-    assert images("reversed", {name: splits[name] for name in ("test", "val", "train")}, {"y": parts, "x": parts}) == every
-    assert images("alone", {"test": splits["test"]}, {"y": parts}) == every
+    every = images("every", dict(splits), {"x": x, "y": y})
+    assert images("reversed", {name: splits[name] for name in ("test", "val", "train")}, {"y": y, "x": x}) == every
+    assert images("alone", {"test": splits["test"]}, {"y": y}) == every
 
 
-def test_a_release_written_over_another_leaves_nothing_of_it(tmp_path):
+def test_a_release_written_over_another_leaves_nothing_of_it(tmp_path, fewshot_lists):
     """A second release into the same folder without few-shot splits or images removes the first one's
     few-shot file and images, and keeps files that are not part of a release."""
     splits = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
-    write_release(tmp_path, splits, bank=pool_shaded_bank(20), fewshot={"x": {"train": splits["val"], "val": [], "test": []}})
+    write_release(tmp_path, splits, bank=fewshot_bank(), fewshot={"x": fewshot_lists["x"]})
     (tmp_path / "notes.txt").write_text("mine")
     assert (tmp_path / "fewshot_dataset.json").is_file() and any((tmp_path / "symbol_images").rglob("*.jpg"))
     write_release(tmp_path, splits)
@@ -428,7 +446,7 @@ def test_bad_input_leaves_the_earlier_release_untouched(tmp_path, splits, fewsho
     assert _contents(tmp_path) == before
 
 
-def test_records_the_readers_would_refuse_are_not_written(tmp_path):
+def test_records_the_readers_would_refuse_are_not_written(tmp_path, fewshot_lists):
     generated = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
     write_release(tmp_path, generated)
     before = _contents(tmp_path)
@@ -436,8 +454,9 @@ def test_records_the_readers_would_refuse_are_not_written(tmp_path):
     with pytest.raises(ValueError, match=r"train record 3: id .* is also record 0's"):  # was written, then refused
         write_release(tmp_path, {**generated, "train": [*train[:3], train[0]]})
     with pytest.raises(ValueError, match=r"few-shot x/val record 1: res \d+ differs from res_all at the root"):
-        wrong = dataclasses.replace(train[1], res=train[1].res + 1)
-        write_release(tmp_path, generated, fewshot={"x": {"train": train[:1], "val": [train[0], wrong], "test": []}})
+        x = fewshot_lists["x"]["train"]
+        wrong = dataclasses.replace(x[1], res=x[1].res + 1)
+        write_release(tmp_path, generated, fewshot={"x": {"train": x[:1], "val": [x[0], wrong], "test": []}})
     assert _contents(tmp_path) == before
 
 

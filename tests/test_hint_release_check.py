@@ -21,6 +21,7 @@ from neurosym.data.hint import (
     MAIN_VOCABULARY,
     SPLIT_FILES,
     check_release,
+    fewshot_split,
     generate_split,
     read_release,
     write_release,
@@ -38,10 +39,11 @@ from neurosym.data.symbol_images import (
 
 
 def _real_bank() -> SymbolBank:
-    """The shipped handwritten symbols of the main split, with 40 drawn images of each parenthesis."""
+    """The shipped handwritten symbols of the main split, with 40 drawn images of each parenthesis and of x."""
     real = load_npz_bank(HANDWRITTEN_ARCHIVE, symbols=[s for s in HINT_SYMBOLS if s not in PARENTHESES])
-    images = np.concatenate([draw_symbols(s, 40) for s in PARENTHESES])
-    labels = np.repeat(PARENTHESES, 40)
+    drawn = [*PARENTHESES, "x"]
+    images = np.concatenate([draw_symbols(s, 40) for s in drawn])
+    labels = np.repeat(drawn, 40)
     paths = np.asarray([f"{s}/drawn_{i}.jpg" for i, s in enumerate(labels)])
     return merge_banks(real, SymbolBank(images, labels, assign_pools(labels), paths))
 
@@ -49,7 +51,7 @@ def _real_bank() -> SymbolBank:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory) -> Path:
     splits = generate_split(MAIN_RULES.with_scale(0.0002), MAIN_VOCABULARY, seed=3, progress=False)
-    fewshot = {"x": {"train": [splits["val"][i] for i in range(5)], "val": [], "test": []}}
+    fewshot = {"x": {"train": fewshot_split("x", scale=0.005, seed=3, cache=False)["train"][:5], "val": [], "test": []}}
     return write_release(tmp_path_factory.mktemp("release"), splits, bank=_real_bank(), fewshot=fewshot, seed=1)
 
 

@@ -386,8 +386,8 @@ def _check_fewshot(symbol: str, records: Sequence[HintRecord], replay_records: S
     without = next((i for i, record in enumerate(records) if symbol not in record.expr), None)
     if without is not None:
         raise ValueError(
-            f"few-shot expression {without} ({records[without].expr!r}) does not use {symbol!r}: "
-            "every training expression of a new concept uses it"
+            f"few-shot expression {without} (id {records[without].id!r}): expr {records[without].expr!r} does not use "
+            f"{symbol!r}; every training expression of a new concept uses it"
         )
     if not replay_records:
         raise ValueError(f"no main-task expression to replay while {symbol!r} is learned: give at least one")

@@ -276,8 +276,8 @@ def _release_bank(folder: Path, seed: int = 0) -> SymbolBank:
 
 def read_fewshot(root: str | os.PathLike) -> dict[str, dict[str, list[HintRecord]]]:
     """Read ``fewshot_dataset.json``: ``{concept: {"train", "val", "test"}}`` → records, checked as
-    :func:`check_release` checks them (its images aside), under the few-shot concepts' semantics, each concept's lists
-    without another few-shot concept (:func:`_check_own_concept`)."""
+    :func:`check_release` checks them (its images aside), under the few-shot concepts' semantics, each expression of a
+    concept's lists using it and no other few-shot concept (:func:`_check_own_concept`)."""
     return {
         concept: {
             split: _read_list(items, f"{FEWSHOT_FILE} {concept}/{split}", HINT_FEWSHOT_SEMANTICS, concept)
@@ -289,7 +289,8 @@ def read_fewshot(root: str | os.PathLike) -> dict[str, dict[str, list[HintRecord
 
 def _read_list(items: list, name: str, table: OperatorTable, concept: str | None = None) -> list[HintRecord]:
     """The JSON records ``items`` of the list ``name`` (``expr_val.json``, ``fewshot_dataset.json x/train``), read
-    and checked under ``table``; a list of the few-shot ``concept`` without another one (:func:`_check_own_concept`)."""
+    and checked under ``table``; each expression of a list of the few-shot ``concept`` using it and no other one
+    (:func:`_check_own_concept`)."""
     records = [record_from_json(item, f"{name} record {i}") for i, item in enumerate(items)]
     _check_own_concept(records, concept, name)
     _check_together(records, lambda index: f"{name} record {index}", table)
@@ -303,7 +304,8 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
     ``fewshot``) must be present and hold records, every record well-formed as :func:`record_from_json` reads it,
     its id used once in its list, its ``head`` the parse of its ``expr`` (written with the release's minimal
     brackets) and its ``res_all`` the values of the sub-expressions, under HINT's semantics (the few-shot
-    concepts' in ``fewshot_dataset.json``, where a concept's lists use no other few-shot concept:
+    concepts' in ``fewshot_dataset.json``, where each expression of a concept's lists uses it and no other few-shot
+    concept:
     :func:`_check_own_concept`); and, when ``images``, every record must list ``img_paths`` whose
     files exist under ``symbol_images/``, each an image that the release's bank reads as its symbol's
     (:func:`~neurosym.data.symbol_images.folder.folder_image_problem`). A missing file raises ``FileNotFoundError``, anything else a
@@ -364,8 +366,8 @@ def _check_records(
     items: list, name: str, available: set[str] | None, root: Path, table: OperatorTable, concept: str | None = None
 ) -> list[HintRecord]:
     """The JSON records ``items`` of the list ``name``, read and checked under ``table`` as :func:`check_release` checks
-    them (their images too where ``available`` lists the files under ``root``'s image folder; a list of the few-shot
-    ``concept`` without another one: :func:`_check_own_concept`)."""
+    them (their images too where ``available`` lists the files under ``root``'s image folder; each expression of a list
+    of the few-shot ``concept`` using it and no other one: :func:`_check_own_concept`)."""
 
     def where(index: int) -> str:
         item = items[index]
@@ -381,14 +383,21 @@ def _check_records(
 
 def _check_own_concept(records: Sequence[HintRecord], concept: str | None, name: str) -> None:
     """Raise ``ValueError`` at the first record of the list ``name`` of the few-shot ``concept`` (none: a main list,
-    unchecked) whose expression uses another few-shot concept, naming the list, the record's index and id and the
-    concepts. Each concept is learned from its own lists, after the main task alone (HINT, Li et al.: the concept is
-    added to the main grammar, and each one's training set fine-tuned on individually): an ``x`` list that held ``y``
-    asked for a concept not learned, and the few-shot semantics (all six concepts) read it silently."""
+    unchecked) whose expression does not use ``concept``, or uses another few-shot concept, naming the list, the
+    record's index and id and the concepts. Each concept is learned from its own lists, after the main task alone
+    (HINT, Li et al.: the concept is added to the main grammar, and each one's training set fine-tuned on
+    individually), and every expression of them holds it: an ``x`` list that held ``y`` asked for a concept not
+    learned, and the few-shot semantics (all six concepts) read it silently; one without ``x`` taught nothing of it
+    (or scored the main task), and was read silently too."""
     if concept is None:
         return
     others = set(FEWSHOT_CONCEPTS) - {concept}
     for index, record in enumerate(records):
+        if concept not in record.expr:
+            raise ValueError(
+                f"{name} record {index} (id {record.id!r}): expr {record.expr!r} does not use the few-shot concept "
+                f"{concept!r}; every expression of its lists uses it"
+            )
         if used := sorted(others.intersection(record.expr), key=FEWSHOT_CONCEPTS.index):
             raise ValueError(
                 f"{name} record {index} (id {record.id!r}): expr {record.expr!r} uses the few-shot concepts {used}; "
@@ -592,7 +601,7 @@ def write_release(
     ``bank``, images no longer used) is removed; other files in ``root`` are left alone. Every split is
     prepared (names checked, images drawn) before ``root`` is touched, so bad input (an unknown split, a
     few-shot concept not of :data:`FEWSHOT_CONCEPTS` or without its three splits, records the readers would refuse: an id used twice in a list, a
-    ``head`` or ``res_all`` that is not its ``expr``'s, a few-shot concept's record that uses another one; a bank image whose path the release's bank would not read back
+    ``head`` or ``res_all`` that is not its ``expr``'s, a few-shot concept's record that does not use it, or uses another one; a bank image whose path the release's bank would not read back
     as an image of its symbol: a suffix that is no image's, a hidden file, another symbol's class folder) raises a
     ``ValueError`` and leaves ``root`` as it was.
     """
