@@ -8,7 +8,15 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neurosym.pipelines.decoding import TokenRoles, constrained_decode
+from neurosym.pipelines.decoding import (
+    CLOSE_CLASS,
+    NUMBER,
+    OPEN_CLASS,
+    OPERATOR,
+    TokenRoles,
+    constrained_decode,
+    sentence_templates,
+)
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
 from neurosym.syntax import Node, ParseError, SymbolGrammar, parse, to_infix
 from neurosym.syntax.concepts import BUILTIN_OPERATORS
@@ -203,6 +211,28 @@ def test_minimal_brackets_admit_what_the_printer_writes_and_refuse_a_redundant_p
     start, end = nodes[chosen % len(nodes)].span  # (brackets included): around it, a pair the tree does not need
     padded = printed[:start] + "(" + printed[start:end] + ")" + printed[end:]
     assert parse(padded) == tree and not _admitted(padded)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tree=TREES, chosen=st.integers(0, 10**6))
+def test_sentence_templates_hold_every_printed_shape_and_no_pair_directly_around_another(tree, chosen):
+    """Abduction switched to shapes such as ``1+((2+3))``, which the printer writes under no precedence."""
+    printed = to_infix(tree)
+    assert _shape(printed) in sentence_templates(len(printed))
+    root = parse(printed)
+    bracketed = [node.span for node in root.postorder() if not node.is_leaf and node is not root]
+    if not bracketed:
+        return
+    start, end = bracketed[chosen % len(bracketed)]  # a sub-expression of an operator, bracketed once more
+    doubled = printed[:start] + "((" + printed[start:end] + "))" + printed[end:]
+    assert _shape(doubled) in sentence_templates(len(doubled), minimal_brackets=False)
+    assert _shape(doubled) not in sentence_templates(len(doubled))
+
+
+def _shape(sentence: str) -> tuple[int, ...]:
+    """The token classes of a sentence of digits, ``+-*/`` and brackets."""
+    classes = {"(": OPEN_CLASS, ")": CLOSE_CLASS, **dict.fromkeys("+-*/", OPERATOR)}
+    return tuple(classes.get(symbol, NUMBER) for symbol in sentence)
 
 
 @pytest.mark.parametrize("sentence", ["((1+2))*3", "(1*2)+3", "(1+2)+3", "1+(2*3)", "((1+2)*3)*4", "(1+(2*3))*4"])

@@ -11,8 +11,9 @@ tree). A reading without a value (``6/0+3``) gets every change inside its lowest
 The most probable verified proposal wins. When no single change
 works, it changes up to ``max_changes - 1`` of the least confident symbols to their next most
 probable readings first (a bounded beam), and finally tries other sentence shapes (where the
-brackets go) for short sentences. Every returned sentence is checked by executing it, and no symbol the perception
-rules out (log-probability ``-inf``) is ever proposed.
+brackets go) for short sentences. Every returned sentence is checked by executing it (its value alone: it keeps the
+reading's brackets, which a changed operator may make redundant, ``(2+3)*4`` corrected to ``(2+3)+4``), and no symbol
+the perception rules out (log-probability ``-inf``) is ever proposed.
 """
 
 from __future__ import annotations

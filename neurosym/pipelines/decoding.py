@@ -210,20 +210,36 @@ def _automaton(steps: int, minimal_brackets: bool) -> _Automaton:
 @lru_cache(maxsize=64)
 def sentence_templates(length: int, minimal_brackets: bool = True) -> tuple[tuple[int, ...], ...]:
     """Every sequence of token classes (:data:`NUMBER`, :data:`OPERATOR`, :data:`OPEN_CLASS`, :data:`CLOSE_CLASS`)
-    of ``length`` symbols that the bracket automaton accepts (precedence aside: with ``minimal_brackets``, those without
-    a bracketed number or brackets around the whole sentence): the sentence shapes abduction may switch between."""
+    of ``length`` symbols that the bracket automaton accepts: the sentence shapes abduction may switch between. With
+    ``minimal_brackets``, those without a pair of brackets that is redundant under every precedence: around a number
+    (``(3)``), around the whole sentence, or directly around another pair (``1+((2+3))``, which the automaton itself
+    accepts: it tells whether the innermost open bracket holds an operator, not the ones around it). Whether other
+    brackets are redundant depends on the operators' precedence (:func:`constrained_decode` checks it)."""
     found: list[tuple[int, ...]] = []
     stack: list[tuple[State | None, tuple[int, ...]]] = [(None, ())]
     while stack:
         state, prefix = stack.pop()
         if len(prefix) == length:
-            if state is not None and _accepting(state):
+            if state is not None and _accepting(state) and not (minimal_brackets and _doubled_brackets(prefix)):
                 found.append(prefix)
             continue
         for token_class, target in _successors(state, minimal_brackets):
             if target[0] <= length - len(prefix) - 1:  # brackets still open must fit in what is left
                 stack.append((target, prefix + (token_class,)))
     return tuple(sorted(found))
+
+
+def _doubled_brackets(shape: Sequence[int]) -> bool:
+    """Whether the token classes ``shape`` hold a pair of brackets directly around another pair (``((...))``)."""
+    opened: list[int] = []  # positions of the brackets still open
+    for position, token_class in enumerate(shape):
+        if token_class == OPEN_CLASS:
+            opened.append(position)
+        elif token_class == CLOSE_CLASS:
+            start = opened.pop()
+            if opened and opened[-1] == start - 1 and position + 1 < len(shape) and shape[position + 1] == CLOSE_CLASS:
+                return True
+    return False
 
 
 def _class_scores(log_probs: torch.Tensor, classes: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
