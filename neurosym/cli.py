@@ -99,12 +99,13 @@ def build_parser(command: str | None = None, prog: str | None = None, *, options
     """The top-level parser; with ``command`` given, only that runner's module is imported, and its usage and
     errors are named ``prog`` where given (else ``neurosym COMMAND``). With ``options=False`` no runner is imported:
     the sub-commands have their summaries only (enough for ``neurosym --help``, ``--version`` and an unknown
-    command's error, without loading torch)."""
-    parser = argparse.ArgumentParser(prog="neurosym", description="neurosym benchmarks and pipelines.")
+    command's error, without loading torch). No parser takes an option abbreviated (``--progres`` is an unknown argument,
+    not ``--progress``): a new option would make an abbreviation that worked ambiguous or change its meaning."""
+    parser = argparse.ArgumentParser(prog="neurosym", description="neurosym benchmarks and pipelines.", allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, summary) in COMMANDS.items():
-        child = sub.add_parser(name, help=summary, description=summary, formatter_class=_HelpWithDefaults)
+        child = sub.add_parser(name, help=summary, description=summary, formatter_class=_HelpWithDefaults, allow_abbrev=False)
         named = child.prog  # (neurosym NAME, as the options' docstrings name the command)
         if prog is not None and name == command:
             child.prog = prog

@@ -343,6 +343,31 @@ def test_an_unknown_argument_is_a_usage_error_of_the_command_naming_the_nearest_
     assert f"{prog}: error: unrecognized arguments: {message}" in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["solver-speed", "--progres"], "--progres (did you mean --progress?)"),
+        (["hint", "--eval-ev", "3"], "--eval-ev 3 (did you mean --eval-every?)"),
+        (["layer-speed", "--round=3"], "--round=3 (did you mean --rounds?)"),
+    ],
+)
+def test_an_abbreviated_option_is_an_unknown_argument_naming_the_option(argv, message, capsys, monkeypatch) -> None:
+    """``--progres`` was taken as ``--progress``, the option it begins (and a new option could change its meaning)."""
+    runner = importlib.import_module(COMMANDS[argv[0]][0])
+    monkeypatch.setattr(runner, "run", lambda options: pytest.fail(f"ran with {options}"))
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2 and f"neurosym {argv[0]}: error: unrecognized arguments: {message}" in capsys.readouterr().err
+
+
+def test_the_command_list_takes_no_abbreviated_option(capsys) -> None:
+    """``neurosym --vers`` printed the version, as ``--version`` does."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["--vers"])
+    shown = capsys.readouterr()
+    assert stopped.value.code == 2 and "--vers" in shown.err and shown.out == ""
+
+
 def test_a_named_command_names_its_errors_by_that_name(capsys, monkeypatch, tmp_path) -> None:
     from neurosym.experiments import solver_speed
 
