@@ -6,6 +6,8 @@ import argparse
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from neurosym.cli import main
 from neurosym.experiments import layer_speed
@@ -43,3 +45,25 @@ def test_non_positive_settings_are_usage_errors(tmp_path, capsys) -> None:
     with pytest.raises(SystemExit):
         parser.parse_args(["--threads", "-1"])
     assert "argument --threads: expected an integer of at least 0" in capsys.readouterr().err
+
+
+@given(st.sampled_from(["NAU", "NMU", "NMU-compiled", "iNALU", "RealNPU"]), st.data())
+def test_units_are_named_in_any_case(unit: str, data) -> None:
+    """``--units nmu`` was refused as unknown, while ``arithmetic --models nmu`` takes it."""
+    flips = data.draw(st.lists(st.booleans(), min_size=len(unit), max_size=len(unit)))
+    written = "".join(char.swapcase() if flip else char for char, flip in zip(unit, flips, strict=True))
+    parser = argparse.ArgumentParser()
+    add_options(parser, layer_speed.OPTIONS)
+    assert parser.parse_args(["--units", f"nau,{written}" if unit != "NAU" else written]).units[-1] == unit
+
+
+def test_an_unknown_unit_is_refused_naming_the_nearest(capsys) -> None:
+    parser = argparse.ArgumentParser()
+    add_options(parser, layer_speed.OPTIONS)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--units", "NAU,nmx"])
+    error = capsys.readouterr().err
+    assert "argument --units: unknown unit 'nmx': choose from NAC, NACMul, " in error and error.endswith("(did you mean NMU?)\n")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--units", "nmu,NMU"])  # (one unit, timed once)
+    assert "argument --units: unit 'NMU' given twice" in capsys.readouterr().err

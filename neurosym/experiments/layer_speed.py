@@ -17,6 +17,7 @@ from neurosym.benchmarking.speed_steps import UNIT_GOALS, UNITS, unit_records, u
 from neurosym.benchmarking.timing import fastest_of_rounds
 from neurosym.experiments.options import (
     TimingOptions,
+    any_case,
     comma_list,
     option,
     positive_float,
@@ -55,8 +56,8 @@ class LayerSpeedOptions(TimingOptions):
         shown=lambda shapes: ",".join(f"{in_features}x{out_features}" for in_features, out_features in shapes),
     )
     units: list[str] = option(
-        None, "comma-separated units to time against nn.Linear",
-        parse=comma_list(str, what="unit", choices=[name for name in UNITS if name != BASELINE], distinct=True),
+        None, "comma-separated units to time against nn.Linear (any case: nmu for NMU)",
+        parse=comma_list(any_case([name for name in UNITS if name != BASELINE], "unit"), what="unit", distinct=True),
         factory=lambda: ["NAU", "NMU", "NMU-compiled", "NALU"],
     )  # fmt: skip
     batch_size: int = option(128, "rows per forward/backward step", parse=positive_int)

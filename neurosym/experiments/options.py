@@ -151,11 +151,31 @@ def output_folder(text: str) -> Path:
     return path
 
 
-def nearest(word: str, names: Iterable[str]) -> str:
+def nearest(word: str, names: Iterable[str], *, any_case: bool = False) -> str:
     """`` (did you mean NAME?)`` for the one of ``names`` closest to ``word`` (a mistyped option), or ``""`` where
-    none is close."""
-    close = difflib.get_close_matches(word, list(names), n=1)
-    return f" (did you mean {close[0]}?)" if close else ""
+    none is close; ``any_case``: compared with case folded (``nmx`` is close to ``NMU``)."""
+    fold = str.casefold if any_case else str
+    spelled = {fold(name): name for name in names}
+    close = difflib.get_close_matches(fold(word), list(spelled), n=1)
+    return f" (did you mean {spelled[close[0]]}?)" if close else ""
+
+
+def any_case(names: Sequence[str], what: str) -> Callable[[str], str]:
+    """The option type of one of ``names`` written in any case (``nmu`` for ``NMU``), read as ``names`` spell it; an
+    unknown one is refused, listing ``names`` (``what`` they are) with the nearest."""
+    spelled = {name.casefold(): name for name in names}
+    if len(spelled) < len(names):
+        raise ValueError(f"{what} names {list(names)} differ in case alone")
+
+    def parse(text: str) -> str:
+        if text.casefold() not in spelled:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {text!r}: choose from {', '.join(names)}{nearest(text, names, any_case=True)}"
+            )
+        return spelled[text.casefold()]
+
+    parse.__name__ = what  # argparse names the type in its error message
+    return parse
 
 
 def option_as_json(value: Any) -> Any:
