@@ -118,7 +118,8 @@ def build_parser(command: str | None = None, prog: str | None = None, *, options
                 help="option values from a TOML file (keys: the option names; a relative path in it is relative to "
                 "its folder); options given here win",
             )  # fmt: skip
-            child.set_defaults(_runner=module_name, _parser=child, out=Path("results") / name.replace("-", "_"))
+            out = str(Path("results") / name.replace("-", "_"))  # (text: argparse checks it as it checks a given --out)
+            child.set_defaults(_runner=module_name, _parser=child, out=out)
     return parser
 
 

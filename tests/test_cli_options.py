@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
 import re
 import runpy
 import subprocess
@@ -126,6 +127,34 @@ def test_an_output_folder_must_not_be_or_lie_under_a_file(tmp_path, capsys) -> N
             main(["pipeline", "--out", str(out)])
         assert stopped.value.code == 2
         assert f"argument --out: '{out}' cannot be an output folder: '{taken}' is a file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_the_default_output_folder_is_checked_before_any_work(command, tmp_path, capsys, monkeypatch) -> None:
+    """Was found at the first write, after the work: ``results`` a file in the working folder."""
+    runner = importlib.import_module(COMMANDS[command][0])
+    monkeypatch.setattr(runner, "run", lambda options: pytest.fail(f"ran with {options}"))
+    monkeypatch.chdir(tmp_path)
+    Path("results").write_text("")
+    with pytest.raises(SystemExit) as stopped:
+        main([command])
+    out = Path("results") / command.replace("-", "_")
+    assert stopped.value.code == 2
+    assert f"argument --out: '{out}' cannot be an output folder: 'results' is a file" in capsys.readouterr().err
+
+
+def test_an_output_folder_must_lie_in_a_folder_this_process_may_write(tmp_path, capsys, monkeypatch) -> None:
+    """A read-only folder (whose mode bits do not stop root, so its refusal is played here) was found at the first write."""
+    from neurosym.experiments import solver_speed
+
+    monkeypatch.setattr(solver_speed, "run", lambda options: pytest.fail(f"ran with {options}"))
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)
+    with pytest.raises(SystemExit) as stopped:
+        main(["solver-speed", "--out", str(tmp_path / "run")])
+    assert stopped.value.code == 2
+    assert f"argument --out: '{tmp_path / 'run'}' cannot be an output folder: '{tmp_path}' is not writable" in (
+        capsys.readouterr().err
+    )
 
 
 def test_ctrl_c_outside_a_training_loop_exits_130_and_says_how_to_continue(capsys, monkeypatch, tmp_path) -> None:

@@ -19,6 +19,7 @@ import argparse
 import difflib
 import json
 import math
+import os
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -141,12 +142,14 @@ def existing_folder(text: str) -> Path:
 
 def output_folder(text: str) -> Path:
     """The path of a folder to write into (:func:`option_path`): one that exists, or one that can be made (no file in its
-    place or above)."""
+    place or above), in a folder this process may write."""
     path = option_path(text)
     for place in (path, *path.parents):
         if place.exists():
             if not place.is_dir():
                 raise argparse.ArgumentTypeError(f"{str(path)!r} cannot be an output folder: {str(place)!r} is a file")
+            if not os.access(place, os.W_OK | os.X_OK):
+                raise argparse.ArgumentTypeError(f"{str(path)!r} cannot be an output folder: {str(place)!r} is not writable")
             break
     return path
 
