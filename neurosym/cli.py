@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         return INTERRUPTED
     shown, runner = args._parser.prog, importlib.import_module(args._runner)  # (e.g. "neurosym hint")
     from neurosym.experiments import CommandFailed
-    from neurosym.experiments.options import options_from
+    from neurosym.experiments.options import TrainingOptions, fresh_start, options_from
     from neurosym.training.checkpoint import CheckpointMismatch  # after the runner: torch is loaded by now
     from neurosym.training.stopping import TrainingInterrupted
 
@@ -176,6 +176,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         args = options_from(runner.OPTIONS, args)
     except ValueError as error:  # the options' own checks, before any work
         args._parser.error(str(error))
+    if isinstance(args, TrainingOptions) and (note := fresh_start(args)) is not None:
+        print(note, flush=True)  # (a note beside the run's output: its errors stay one line)
     try:
         runner.run(args)
     except TrainingInterrupted as stop:

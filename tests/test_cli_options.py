@@ -763,3 +763,50 @@ def test_version_prints_the_package_version(capsys) -> None:
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("neurosym is not installed: no metadata to compare")
     assert installed == neurosym.__version__  # pyproject reads it from there
+
+
+RESUMING = [
+    name for name, (module, _) in COMMANDS.items() if "resume" in importlib.import_module(module).OPTIONS.__dataclass_fields__
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "checkpoint", "written"),
+    [
+        (["arithmetic"], "checkpoints", "checkpoints/nau.pt"),
+        (["mathematics"], "", "lstm_att/checkpoint.pt"),
+        (["hint", "--model", "lstm"], "lstm_symbol.pt", "lstm_symbol.pt"),
+        (["hint", "--model", "neurosym"], "", "fewshot_symbol.json"),
+        (["pipeline"], "", "checkpoint.pt"),
+        (["pvr"], "", "runs/mlp.json"),
+    ],
+)
+def test_resume_without_a_checkpoint_says_the_run_starts_from_step_0(
+    argv, checkpoint, written, tmp_path, capsys, monkeypatch
+) -> None:
+    """Was silent: a run meant to continue started afresh without a word (a mistyped --out, say)."""
+    runner = importlib.import_module(COMMANDS[argv[0]][0])
+    monkeypatch.setattr(runner, "run", lambda options: None)
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    place = tmp_path / checkpoint if checkpoint else tmp_path
+    expected = f"--resume found no checkpoint at {place}: the run starts from step 0\n"
+    assert capsys.readouterr() == (expected, "")
+    assert main([*argv, "--out", str(tmp_path), "--no-resume"]) == 0 and capsys.readouterr().out == ""
+    (tmp_path / "gru_symbol.pt").write_text("")  # (another baseline's: resumes none of the others)
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == ("" if argv[0] in ("mathematics", "pipeline", "pvr") or "neurosym" in argv else expected)
+    (tmp_path / written).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / written).write_text("")
+    assert main([*argv, "--out", str(tmp_path)]) == 0 and capsys.readouterr().out == ""
+
+
+def test_every_command_that_resumes_says_where_it_found_no_checkpoint() -> None:
+    tested = {argv[0] for argv, _, _ in test_resume_without_a_checkpoint_says_the_run_starts_from_step_0.pytestmark[0].args[1]}
+    assert tested == set(RESUMING)
+
+
+def test_a_run_that_keeps_no_checkpoint_says_nothing_of_one(tmp_path, capsys, monkeypatch) -> None:
+    from neurosym.experiments import arithmetic
+
+    monkeypatch.setattr(arithmetic, "run", lambda options: None)
+    assert main(["arithmetic", "--speed", "--out", str(tmp_path)]) == 0 and capsys.readouterr().out == ""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -148,8 +149,14 @@ class ArithmeticOptions(TrainingOptions):
     def layout(self) -> SubsetLayout:
         return SubsetLayout(self.input_size, self.subset_ratio, self.overlap_ratio)
 
+    def checkpoints(self) -> Path | None:
+        """``--out``'s folder of the models' checkpoints; none under ``--speed`` (timed afresh)."""
+        return None if self.speed else self.out / CHECKPOINTS
+
 
 OPTIONS = ArithmeticOptions
+CHECKPOINTS = "checkpoints"
+"""The folder under ``--out`` that holds a checkpoint per model of the table."""
 TABLE_ONLY = (
     "steps", "seeds", "schedule", "ranges", "input_size", "subset_ratio", "overlap_ratio", "eval_every", "batch_size",
     "learning_rate", "evaluation_size", "epsilon", "threshold_samples", "cuda_graph", "compile_loss", "seed", "time_limit",
@@ -197,7 +204,7 @@ def _run_table(
         runs, pending = train_groups(
             configs,
             device,
-            options.out / "checkpoints",
+            options.out / CHECKPOINTS,
             options.resume,
             stops,
             amp,
@@ -241,7 +248,7 @@ def _run_table(
         waiting = [f"{label}: {', '.join(models)}" for label, models in
                    (("not evaluated yet", not_evaluated), ("not started", pending)) if models]  # fmt: skip
         print(f"{stopped.config.model} stopped at step {stopped.step} of {steps}" + "".join(f"; {part}" for part in waiting))
-        raise TrainingInterrupted(stopped.step, steps, reason, options.out / "checkpoints")
+        raise TrainingInterrupted(stopped.step, steps, reason, options.out / CHECKPOINTS)
     return result
 
 

@@ -138,7 +138,7 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
         compile_for_training(model)
     lr = args.training_learning_rate()
     name = f"{args.model}_{args.input}"
-    checkpoint = args.out / f"{name}.pt"
+    checkpoint = args.checkpoints()
     if not args.resume and context.is_main:
         checkpoint.unlink(missing_ok=True)
     config = TrainConfig(

@@ -322,6 +322,11 @@ class HintOptions(HintPipelineOptions):
         given = given_mnist() if reads else None
         return None if given is None else given.resolve()
 
+    def checkpoints(self) -> Path:
+        """A baseline's checkpoint, ``MODEL_INPUT.pt`` in ``--out`` (which the other baselines' share); the folder
+        ``--out`` of ``--model neurosym``, whose stages checkpoint there."""
+        return self.out if self.model == "neurosym" else self.out / f"{self.model}_{self.input}.pt"
+
     def training_steps(self) -> int:
         """``--steps``, else the budget of the model: the HINT release's, or the pipeline's."""
         return self.steps or DEFAULT_STEPS["neurosym" if self.model == "neurosym" else "seq2seq"]

@@ -575,7 +575,11 @@ class TimingOptions(RunOptions):
 class TrainingOptions(RunOptions):
     """The options of every command that trains with checkpoints."""
 
-    resume: bool = option(True, "continue from the checkpoints in --out (--no-resume starts afresh and overwrites them)")
+    resume: bool = option(
+        True,
+        "continue from the checkpoints in --out where there are (else it says so and starts from step 0; --no-resume "
+        "starts afresh and overwrites them)",
+    )
     time_limit: float | None = option(
         None,
         "minutes of training in this call: then the step under way ends, the checkpoint is written and the command "
@@ -583,3 +587,20 @@ class TrainingOptions(RunOptions):
         parse=time_limit_minutes,
         metavar="MINUTES",
     )
+
+    def checkpoints(self) -> Path | None:
+        """Where ``--resume`` looks for what this run continues: a checkpoint file, or a folder of them (the ``.pt`` and
+        ``.json`` files under it); ``None``: the run keeps none."""
+        return self.out
+
+
+def fresh_start(options: TrainingOptions) -> str | None:
+    """The line that says ``--resume`` found nothing to continue where ``options.checkpoints()`` says, so that the run
+    starts from step 0 (as it does: resuming where a checkpoint is present suits a job that may be interrupted); ``None``
+    where the run does not resume, keeps no checkpoint or finds one."""
+    place = options.checkpoints()
+    if not options.resume or place is None or place.is_file():
+        return None
+    if place.is_dir() and any(path.suffix in (".pt", ".json") for path in place.rglob("*") if path.is_file()):
+        return None
+    return f"--resume found no checkpoint at {place}: the run starts from step 0"

@@ -247,6 +247,10 @@ class PipelineOptions(TrainingOptions):
                 refit = ("augment_shift", "time_limit")
                 reject_unused(self, refit, "a run that trains a reader (not --ensemble, or with --refit-epochs)")
 
+    def checkpoints(self) -> Path | None:
+        """``--out``, where the reader's and the refit's checkpoints lie; none for ``--ensemble`` without a refit."""
+        return None if self.ensemble and not self.refit_epochs else self.out
+
 
 SHARED = {item.name for item in fields(TrainingOptions)}
 """The options every training command has; ``--task hint`` passes these on to ``neurosym hint``."""
