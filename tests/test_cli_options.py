@@ -789,7 +789,7 @@ def test_resume_without_a_checkpoint_says_the_run_starts_from_step_0(
     monkeypatch.setattr(runner, "run", lambda options: None)
     assert main([*argv, "--out", str(tmp_path)]) == 0
     place = tmp_path / checkpoint if checkpoint else tmp_path
-    expected = f"--resume found no checkpoint at {place}: the run starts from step 0\n"
+    expected = f"no checkpoint to resume at {place}: training starts from step 0\n"
     assert capsys.readouterr() == (expected, "")
     assert main([*argv, "--out", str(tmp_path), "--no-resume"]) == 0 and capsys.readouterr().out == ""
     (tmp_path / "gru_symbol.pt").write_text("")  # (another baseline's: resumes none of the others)
@@ -798,6 +798,16 @@ def test_resume_without_a_checkpoint_says_the_run_starts_from_step_0(
     (tmp_path / written).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / written).write_text("")
     assert main([*argv, "--out", str(tmp_path)]) == 0 and capsys.readouterr().out == ""
+
+
+def test_only_the_first_process_of_a_torchrun_job_says_it_found_no_checkpoint(tmp_path, capsys, monkeypatch) -> None:
+    """Every process of ``torchrun --nproc_per_node N`` printed the line."""
+    from neurosym.experiments import pipeline
+
+    monkeypatch.setattr(pipeline, "run", lambda options: None)
+    for rank, shown in (("1", ""), ("0", f"no checkpoint to resume at {tmp_path}: training starts from step 0\n")):
+        monkeypatch.setenv("RANK", rank)
+        assert main(["pipeline", "--out", str(tmp_path)]) == 0 and capsys.readouterr().out == shown
 
 
 def test_every_command_that_resumes_says_where_it_found_no_checkpoint() -> None:

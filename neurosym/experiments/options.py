@@ -597,10 +597,11 @@ class TrainingOptions(RunOptions):
 def fresh_start(options: TrainingOptions) -> str | None:
     """The line that says ``--resume`` found nothing to continue where ``options.checkpoints()`` says, so that the run
     starts from step 0 (as it does: resuming where a checkpoint is present suits a job that may be interrupted); ``None``
-    where the run does not resume, keeps no checkpoint or finds one."""
+    where the run does not resume, keeps no checkpoint or finds one, and on every process but the first of a
+    ``torchrun`` job (``RANK`` other than 0), which would repeat it."""
     place = options.checkpoints()
-    if not options.resume or place is None or place.is_file():
+    if not options.resume or place is None or place.is_file() or os.environ.get("RANK", "0") != "0":
         return None
     if place.is_dir() and any(path.suffix in (".pt", ".json") for path in place.rglob("*") if path.is_file()):
         return None
-    return f"--resume found no checkpoint at {place}: the run starts from step 0"
+    return f"no checkpoint to resume at {place}: training starts from step 0"
