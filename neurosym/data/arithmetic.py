@@ -17,7 +17,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 import torch
@@ -113,9 +113,10 @@ class SampleRange:
         return "∪".join(f"U[{_format_bound(low)},{_format_bound(high)}]" for low, high in self.intervals)
 
 
+@lru_cache(maxsize=1024)
 def _dtype_bounds(low: float, high: float, dtype: torch.dtype) -> tuple[float, float]:
     """The smallest value of ``dtype`` at least ``low`` and the largest below ``high``; ``ValueError`` when
-    ``[low, high)`` holds no value of ``dtype``."""
+    ``[low, high)`` holds no value of ``dtype``. Kept per interval and dtype (every training step asks again)."""
     rounded = torch.tensor([low, high], dtype=torch.float64).to(dtype)
     outside = torch.stack([rounded[0].double() < low, rounded[1].double() >= high])
     inside = torch.where(outside, torch.nextafter(rounded, torch.tensor([math.inf, -math.inf], dtype=dtype)), rounded)
