@@ -166,6 +166,34 @@ def test_answers_are_decoded_in_evaluation_mode_and_each_module_keeps_its_mode(m
     assert {name: module.training for name, module in model.named_modules()} == modes
 
 
+def test_exact_match_decodes_in_evaluation_mode_and_each_module_keeps_its_mode(monkeypatch) -> None:
+    torch.manual_seed(0)
+    model = build_baseline("transformer", "symbol", len(DEFAULT_SYMBOLS) + 1, embedding=8, dim=16, heads=2, dropout=0.9)
+    model.train()
+    frozen = next(module for module in model.modules() if module is not model)
+    frozen.eval()
+    modes = {name: module.training for name, module in model.named_modules()}
+    sentences = ["2+3", "9-9", "5*2", "7*8"]
+    batch = {
+        "tokens": torch.nn.utils.rnn.pad_sequence([HintSymbolDataset([]).encode(s) for s in sentences], batch_first=True),
+        "mask": torch.ones(len(sentences), 3, dtype=torch.bool),
+        "res_digits": torch.tensor([[5, IGNORE_INDEX], [0, IGNORE_INDEX], [0, 1], [6, 5]]),
+        "eval": ["I"] * len(sentences),
+    }
+    decode, seen = model.greedy_decode, []
+
+    def spy(*args, **kwargs):
+        seen.append((any(module.training for module in model.modules()), decode(*args, **kwargs)))
+        return seen[-1][1]
+
+    monkeypatch.setattr(model, "greedy_decode", spy)
+    for _ in range(5):
+        exact_match_by_subset(model, [batch], False, torch.device("cpu"))
+    assert [training for training, _ in seen] == [False] * 5  # (was decoded in training mode, dropout on)
+    assert all(torch.equal(decoded, seen[0][1]) for _, decoded in seen)
+    assert {name: module.training for name, module in model.named_modules()} == modes
+
+
 def test_bad_input_found_once_work_began_is_one_line_unless_a_traceback_is_asked_for(tmp_path: Path, capsys, monkeypatch) -> None:
     command = ["hint", "--model", "gru", "--steps", "1", "--out", str(tmp_path / "out"), *TINY, "--batch-size", "5000"]
     assert main(command) == 1

@@ -52,11 +52,12 @@ def exact_match_by_subset(
     model: Seq2Seq, batches: Iterable[dict[str, Any]], image_input: bool, device: torch.device
 ) -> dict[str, float]:
     """Greedy-decoding exact match (in %) per ``eval`` subset, plus ``"all"`` over every example (``ValueError``
-    when ``batches`` holds none: no batch, or only empty ones)."""
+    when ``batches`` holds none: no batch, or only empty ones). Decoding runs in evaluation mode (no dropout: the same
+    scores at every call); each module's train/eval mode is restored after."""
     correct: dict[str, list[torch.Tensor]] = defaultdict(list)
     for batch in batches:
         src, src_mask, _, tgt_out = (t.to(device) for t in hint_batch(batch, image_input))
-        with mixed_precision(device):
+        with mixed_precision(device), evaluation_mode(model):
             decoded = model.greedy_decode(src, src_mask, tgt_out.shape[1], BOS, EOS)
         matches = sequence_matches(*align_for_exact_match(decoded, tgt_out, EOS, IGNORE_INDEX)).cpu()
         correct["all"].append(matches)
