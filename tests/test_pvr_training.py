@@ -148,6 +148,22 @@ def test_a_float64_model_learns_from_its_float64_cross_entropy():
         torch.testing.assert_close(trained, wanted, rtol=0, atol=1e-14)  # (float32 logits: about 7e-10 off)
 
 
+def test_predict_reads_in_evaluation_mode_and_each_module_keeps_its_mode():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.Dropout(0.9), torch.nn.Linear(64, 5), torch.nn.Dropout(0.5))
+    model.train()
+    model[3].eval()  # a part its caller froze
+    modes = [module.training for module in model.modules()]
+    inputs = torch.randn(200, 8)
+    calls = [predict(model, inputs, torch.device("cpu")) for _ in range(3)]
+    assert all(torch.equal(classes, calls[0]) for classes in calls)  # (dropout on: other classes at every call)
+    assert torch.equal(calls[0], model.eval()(inputs).argmax(-1))
+    model.train()
+    model[3].eval()
+    predict(model, inputs, torch.device("cpu"))
+    assert [module.training for module in model.modules()] == modes  # (was left in evaluation mode)
+
+
 def test_accuracy_is_the_exact_fraction_of_right_predictions():
     inputs = torch.eye(3)  # the model predicts each row's class as its input's argmax: 0, 1, 2
     labels = torch.tensor([0, 0, 0])

@@ -19,6 +19,7 @@ from neurosym.training.checks import ignored_option
 from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import RUN_TIME_FIELDS, TrainConfig, TrainResult, train
+from neurosym.training.modes import evaluation_mode
 
 Prepare = Callable[[torch.Tensor], torch.Tensor]
 """Turns a batch of stored inputs (already on the device) into model inputs, e.g. uint8 -> float."""
@@ -91,12 +92,13 @@ def fit_classifier(
 def predict(
     model: nn.Module, inputs: torch.Tensor, device: torch.device, prepare: Prepare = identity, batch_size: int = 1024
 ) -> torch.Tensor:
-    """Arg-max class of every input: ``inputs [N, ...]`` -> ``[N]`` long on the CPU (model in eval mode)."""
-    model.to(device).eval()
+    """Arg-max class of every input: ``inputs [N, ...]`` -> ``[N]`` long on the CPU, read in evaluation mode (no dropout:
+    the same classes at every call); each module of ``model`` gets its own train/eval mode back after."""
     outputs = []
-    for chunk in torch.split(inputs, batch_size):
-        with mixed_precision(device):
-            outputs.append(model(prepare(chunk.to(device))).argmax(-1).cpu())
+    with evaluation_mode(model.to(device)):
+        for chunk in torch.split(inputs, batch_size):
+            with mixed_precision(device):
+                outputs.append(model(prepare(chunk.to(device))).argmax(-1).cpu())
     return torch.cat(outputs) if outputs else torch.zeros(0, dtype=torch.long)
 
 
