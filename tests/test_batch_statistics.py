@@ -26,6 +26,17 @@ def test_statistics_are_those_of_the_new_batches_inside_and_restored_after():
         assert torch.equal(value, before[key]), key
 
 
+def test_the_statistics_are_estimated_with_dropout_off():
+    torch.manual_seed(0)
+    network = nn.Sequential(nn.Linear(3, 4), nn.Dropout(0.5), nn.BatchNorm1d(4)).eval()
+    data = torch.randn(300, 3) * 3 + 2
+    features = network[0](data).detach()
+    with batch_statistics_of(network, data.split(60)):
+        torch.testing.assert_close(network[2].running_mean, features.mean(dim=0))  # (was the dropped-out features')
+        variances = torch.stack([part.var(dim=0) for part in features.split(60)])  # (averaged over the batches)
+        torch.testing.assert_close(network[2].running_var, variances.mean(dim=0))
+
+
 @settings(max_examples=30, deadline=None)
 @given(sizes=st.lists(st.sampled_from([0, 2, 3, 5]), min_size=1, max_size=6).filter(any), seed=st.integers(0, 99))
 def test_an_empty_batch_leaves_the_statistics_as_the_other_batches_give_them(sizes, seed):

@@ -8,6 +8,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
+from neurosym.perception.batch_statistics import batch_statistics_of
 from neurosym.perception.cnn import VGG11BN, ResidualConv, ResNet18, SmallCNN, _channels_last_images, hangs_channels_last
 from neurosym.perception.symbol_classifier import SymbolClassifier
 
@@ -268,6 +269,13 @@ def test_training_on_one_image_is_refused_up_front_exactly_where_batch_norm_cann
             encoder.body(image) if isinstance(encoder, ResNet18) else encoder.features(image)
         assert encoder.eval()(image).shape == (1, 3)  # reading one image in eval mode still works
         assert encoder.train()(image.expand(2, -1, -1, -1)).shape == (2, 3)
+
+
+def test_one_image_is_refused_up_front_while_batch_statistics_are_estimated():
+    encoder, image = VGG11BN(1, 3, width=1, hidden=4), torch.randn(1, 1, 16, 9)
+    refused = r"^VGG11BN in train mode: batch-norm training needs at least 2 images"
+    with pytest.raises(ValueError, match=refused), batch_statistics_of(encoder, [image]):  # (torch's error, from inside)
+        pass
 
 
 def test_the_batch_norm_check_names_the_encoder_and_what_to_do():

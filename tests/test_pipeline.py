@@ -16,7 +16,7 @@ import neurosym.pipelines.trainer as trainer_module
 import neurosym.training.core as training_loop
 from neurosym.data.hint import EVAL_SUBSETS
 from neurosym.data.symbol_images import HINT_SYMBOLS
-from neurosym.perception.batch_statistics import batch_statistics_of
+from neurosym.perception.batch_statistics import batch_norms, batch_statistics_of
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.curriculum import Curriculum, parse_stages
 from neurosym.pipelines.pipeline import HintPipeline, Reading
@@ -94,7 +94,8 @@ def test_each_source_is_scored_as_alone_with_the_batch_statistics_estimated_once
     }
     alone = {name: evaluate_pipeline(pipeline, source, CPU, statistics=train.window_batches()) for name, source in halves.items()}
     estimates = []
-    pipeline.classifier.register_forward_hook(lambda module, *_: estimates.append(1) if module.training else None)
+    estimating = batch_norms(pipeline.classifier)  # (in training mode while they estimate, the rest reading in evaluation)
+    pipeline.classifier.register_forward_hook(lambda *_: estimates.append(1) if estimating[0].training else None)
     assert evaluate_pipeline_on_each(pipeline, halves, CPU, statistics=train.window_batches()) == alone
     assert len(estimates) == len(list(train.window_batches()))  # the statistics' windows read once, not per source
     assert evaluate_pipeline_on_each(pipeline, halves, CPU) == {

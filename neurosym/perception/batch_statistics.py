@@ -31,7 +31,9 @@ def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> I
     """Within the block, ``module``'s batch-norm layers use the running statistics of ``batches`` (the
     plain average over all of them, empty ones left out); on leaving, every statistic, momentum and train/eval mode
     is restored. Yields the number of samples seen. Layers that keep no running statistics (``track_running_stats=False``)
-    normalise by each batch's own, so they are left alone.
+    normalise by each batch's own, so they are left alone. Only the batch-norm layers estimate in training mode: every
+    other module reads in evaluation mode (a dropout before a batch norm gave it the statistics of dropped-out
+    features, other ones at every estimate).
 
     ``batches``: inputs ``module`` accepts, e.g. windows ``[N, 32, 32]`` for a
     :class:`~neurosym.perception.symbol_classifier.SymbolClassifier`. No gradient is computed.
@@ -43,7 +45,9 @@ def batch_statistics_of(module: nn.Module, batches: Iterable[torch.Tensor]) -> I
         for layer in layers:
             layer.reset_running_stats()
             layer.momentum = None  # cumulative average
-        module.train()
+        module.eval()
+        for layer in layers:
+            layer.train()
         seen = 0
         with torch.no_grad():
             for batch in filter(len, batches):  # (an empty batch changed no statistic yet counted as a batch averaged)

@@ -19,6 +19,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.shape_checks import check_dtype_of, check_sizes
+from neurosym.perception.batch_statistics import batch_norms
 from neurosym.training.checks import is_int
 
 
@@ -36,10 +37,12 @@ def _channels_last_images(images: torch.Tensor, in_channels: int, encoder: nn.Mo
 
 
 def _check_batch_norm_batch(images: torch.Tensor, encoder: nn.Module, downsampling: int) -> None:
-    """``ValueError`` when ``encoder``, in train mode, would normalise a single value per channel: its deepest batch norm
-    sees ``images [B, C, H, W]`` shrunk ``downsampling`` times on each side (rounded up), and one image too small to
-    leave it more than 1x1 has no batch statistics (torch's own error came from deep inside the network)."""
-    if not encoder.training or images.shape[0] != 1:
+    """``ValueError`` when ``encoder``, its batch norms in train mode (the rest may read in evaluation mode, as
+    :func:`~neurosym.perception.batch_statistics.batch_statistics_of` sets them), would normalise a single value per
+    channel: its deepest batch norm sees ``images [B, C, H, W]`` shrunk ``downsampling`` times on each side (rounded
+    up), and one image too small to leave it more than 1x1 has no batch statistics (torch's own error came from deep
+    inside the network)."""
+    if images.shape[0] != 1 or not any(layer.training for layer in batch_norms(encoder)):
         return
     height, width = images.shape[-2:]
     if -(-height // downsampling) * -(-width // downsampling) == 1:
