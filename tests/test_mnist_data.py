@@ -27,11 +27,19 @@ def with_part(index, images=None, labels=None):
     return changed
 
 
+def with_value(images, index, value):
+    changed = images.copy()
+    changed[index] = value
+    return changed
+
+
 @pytest.mark.parametrize(
     ("changed", "problem"),
     [
         (with_part(0, images=np.full((5, 784), 200, dtype=np.uint8)), r"train part has pixel values in \[200.0, 200.0\]"),
-        (with_part(2, images=np.full((4, 784), np.nan, dtype=np.float32)), r"test part has pixel values in \[nan, nan\]"),
+        (with_part(2, images=np.full((4, 784), np.nan, dtype=np.float32)), r"test part has a pixel value nan at index \[0, 0\]"),
+        (with_part(2, images=with_value(parts()[2][0], (2, 5), np.inf)), r"test part has a pixel value inf at index \[2, 5\]"),
+        (with_part(0, images=with_value(parts()[0][0], (3, 0), -np.inf)), r"train part has a pixel value -inf at index \[3, 0\]"),
         (with_part(1, labels=np.arange(2)), r"valid part has labels of shape \[2\] for 3 images"),
         (with_part(2, images=np.zeros((4, 700), dtype=np.float32)), r"test part has images of shape \[4, 700\]"),
         (

@@ -22,8 +22,10 @@ from importlib import metadata
 from pathlib import Path
 
 import numpy as np
+import torch
 
 from neurosym.data.npz import UNREADABLE_NPZ
+from neurosym.layers.value_checks import first_non_finite
 from neurosym.training import atomic_path
 from neurosym.training.checkpoint import existing_file
 
@@ -132,7 +134,10 @@ def _checked_part(file: Path, name: str, part: object) -> tuple[np.ndarray, np.n
         raise bad(f"has images of shape {list(images.shape)}, expected [N, 784] with N >= 1")
     if labels.shape != (len(images),):
         raise bad(f"has labels of shape {list(labels.shape)} for {len(images)} images")
-    if images.size and not (images.min() >= 0 and images.max() <= 1):  # (NaN fails both)
+    if images.size and not (images.min() >= 0 and images.max() <= 1):  # (NaN fails both; then the first is named)
+        if found := first_non_finite(torch.tensor(images)):  # (a copy: the array may be read-only)
+            value, index = found
+            raise bad(f"has a pixel value {value} at index {index}, expected intensities in [0, 1]")
         raise bad(f"has pixel values in [{images.min()}, {images.max()}], expected intensities in [0, 1]")
     wrong = labels if labels.dtype.kind not in "iuf" else labels[~np.isin(labels, np.arange(10))]
     if wrong.size:

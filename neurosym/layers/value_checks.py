@@ -16,15 +16,24 @@ def values_are_readable(tensor: torch.Tensor) -> bool:
     return tensor.device.type != "meta" and not torch.compiler.is_compiling()
 
 
+def first_non_finite(tensor: torch.Tensor) -> tuple[complex | float, list[int]] | None:
+    """The first non-finite value (NaN or ±inf) of a floating ``tensor`` of any shape and its index, ``None`` where it
+    holds none or its values are not readable (:func:`values_are_readable`); tensors of other dtypes hold none."""
+    if not (tensor.is_floating_point() or tensor.is_complex()) or not tensor.numel() or not values_are_readable(tensor):
+        return None
+    bad = ~torch.isfinite(tensor.detach())
+    if not bad.any():
+        return None
+    index = tuple(int(i) for i in bad.nonzero()[0])
+    return tensor.detach()[index].item(), list(index)
+
+
 def check_finite(tensor: torch.Tensor, what: str) -> None:
     """Raise ``ValueError`` naming the first non-finite value (NaN or ±inf) of a floating ``tensor`` of any shape and
     its index, where values are readable (:func:`values_are_readable`); tensors of other dtypes hold no such value."""
-    if not (tensor.is_floating_point() or tensor.is_complex()) or not tensor.numel() or not values_are_readable(tensor):
-        return
-    bad = ~torch.isfinite(tensor.detach())
-    if bad.any():
-        index = tuple(int(i) for i in bad.nonzero()[0])
-        raise ValueError(f"{what} must be finite, got {tensor.detach()[index].item()} at index {list(index)}")
+    if found := first_non_finite(tensor):
+        value, index = found
+        raise ValueError(f"{what} must be finite, got {value} at index {index}")
 
 
 def check_token_ids(ids: torch.Tensor, vocab_size: int, what: str) -> None:
