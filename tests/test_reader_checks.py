@@ -143,3 +143,28 @@ def test_black_on_white_windows_are_refused_by_predict_not_read_as_other_symbols
     for inverted in (255 - glyphs, 1 - glyphs.float()[:, :, None] / 255):  # (was: read, as other symbols)
         with pytest.raises(ValueError, match=r"window 0 of expression 0 has a bright border \(mean intensity 1.00\): the"):
             pipeline.predict(inverted, lengths)
+
+
+class Unread(nn.Module):
+    """A reader of HINT's symbols that fails the test where it is asked to read."""
+
+    vocabulary = HINT_SYMBOLS
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        pytest.fail("the reader read windows that predict refuses")
+
+
+def test_predict_refuses_bad_windows_before_the_reader_reads_any():
+    """The windows were read first and the bright borders only then refused: a full reading spent on a refused batch."""
+    pipeline, lengths = HintPipeline(Unread()), torch.tensor([3, 1])
+    glyphs = torch.full((2, 3, 32, 32), 255, dtype=torch.uint8)
+    with pytest.raises(ValueError, match=r"window 0 of expression 0 has a bright border"):
+        pipeline.predict(glyphs, lengths)
+    windows = torch.zeros(2, 3, 32, 32)
+    windows[1, 0, 0, 5] = torch.nan  # (on the border: its mean is NaN, which no brightness check refuses)
+    with pytest.raises(ValueError, match=r"images must be finite, got nan at index \[1, 0, 0, 5\]"):
+        pipeline.predict(windows, lengths)
+    with pytest.raises(ValueError, match=r"float images must hold intensities in \[0, 1\], got values in \[255.0, 255.0\]"):
+        pipeline.predict(glyphs.float(), lengths)
+    with pytest.raises(ValueError, match=r"lengths must be a tensor \[2\]"):
+        pipeline.predict(glyphs, torch.tensor([3]))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import torch
 from einops import rearrange, repeat
 
+from neurosym.layers.value_checks import check_intensities
 from neurosym.perception.reader import Reader, check_log_probs, check_reader
 from neurosym.pipelines.abduction import Abducer
 from neurosym.pipelines.decoding import TokenRoles, constrained_decode
@@ -100,11 +101,13 @@ class HintPipeline:
         [B, T, 32, 32]`` (or ``[B, T, 1, 32, 32]``), uint8 pixels or float intensities in ``[0, 1]``, white ink on black
         as the banks hold them (a window whose border is mostly bright raises ``ValueError``: black-on-white images
         are read as other symbols), padded after each expression's ``lengths [B]`` symbols -> ``B`` values (``None``
-        where the reading is invalid)."""
-        with torch.no_grad():
-            values = self.read(windows, lengths).values
+        where the reading is invalid). The windows are checked before the reader reads any: a refused batch costs no
+        reading."""
+        check_batch(windows, lengths)
+        check_intensities(windows)  # (first: the border check reads intensities, a NaN border passed it)
         check_white_on_black(windows, lengths)
-        return values
+        with torch.no_grad():
+            return self.read(windows, lengths).values
 
     def abduce(self, reading: Reading, targets: Sequence[int]) -> list[str | None]:
         """Pseudo-labels: per example, the most probable sentence found that gives its target (or ``None``)."""
