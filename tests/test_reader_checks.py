@@ -1,5 +1,7 @@
 """What the pipelines and the symbol classifier refuse from a reader or its windows, before a wrong number comes out."""
 
+import math
+
 import pytest
 import torch
 from torch import nn
@@ -59,7 +61,7 @@ def test_float_windows_outside_0_1_are_refused_not_read_as_white():
 def test_a_reader_that_returns_logits_is_refused_by_the_hint_pipeline():
     windows, lengths = torch.rand(2, 3, 32, 32), torch.tensor([3, 1])
     assert len(HintPipeline(Logits(log_softmax=True)).predict(windows, lengths)) == 2
-    with pytest.raises(ValueError, match="the reader must return log-probabilities .*; a row's is .* away from 0"):
+    with pytest.raises(ValueError, match=r"the reader must return log-probabilities .*; row \d+'s is .* away from 0"):
         HintPipeline(Logits(log_softmax=False)).predict(windows, lengths)
 
 
@@ -168,3 +170,36 @@ def test_predict_refuses_bad_windows_before_the_reader_reads_any():
         pipeline.predict(glyphs.float(), lengths)
     with pytest.raises(ValueError, match=r"lengths must be a tensor \[2\]"):
         pipeline.predict(glyphs, torch.tensor([3]))
+
+
+class Fixed(nn.Module):
+    """A reader of two symbols that returns ``read`` for the first rows and log-probabilities for the others."""
+
+    vocabulary = ("0", "1")
+
+    def __init__(self, read: list[list[float]]):
+        super().__init__()
+        self.read = torch.tensor(read)
+
+    def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+        rows = torch.full((len(windows), 2), 0.5).log()
+        rows[: len(self.read)] = self.read
+        return rows
+
+
+@pytest.mark.parametrize(
+    ("read", "message"),
+    [
+        (
+            [[math.log(0.5)] * 2, [-0.7, math.nan]],
+            r"returned NaN log-probabilities \(a diverged reader, or NaN windows\), first in row 1 at symbol 1",
+        ),
+        ([[math.log(0.5)] * 2, [math.inf, -math.inf]], r"row 1's is inf away from 0 \(a log-probability of \+inf\)"),
+        ([[-math.inf, -math.inf]], r"row 0's is inf away from 0 \(every log-probability -inf\)"),
+    ],
+)
+def test_log_probabilities_that_are_not_finite_are_named_with_their_row(read, message):
+    """NaN was named without its place, a row of +inf or only -inf as "a row's is inf away from 0"."""
+    windows, lengths = torch.zeros(2, 2, 32, 32, dtype=torch.uint8), torch.tensor([2, 2])
+    with pytest.raises(ValueError, match=message):
+        GrammarPipeline(BITS, BIT_VALUE, Fixed(read)).log_probs(SentenceBatch(windows, lengths, torch.full((2, 2), READ)))

@@ -94,7 +94,7 @@ def check_log_probs(log_probs: torch.Tensor, columns: int, rows: int) -> None:
     ``[rows, columns]`` over its ``columns`` symbols: no tensor (``TypeError``), another shape (one row per window: a row
     too few or too many failed deep inside torch, where the rows were put in place) or dtype than floating point, or a
     row whose ``logsumexp`` (in float32 at least) is further from 0 than :data:`LOG_PROB_TOLERANCE`, or than
-    :func:`log_prob_rounding` where the dtype rounds coarser."""
+    :func:`log_prob_rounding` where the dtype rounds coarser. The error names the row (and, for a NaN, the symbol)."""
     if not isinstance(log_probs, torch.Tensor):
         raise TypeError(
             f"the reader returned a {type(log_probs).__name__}: expected a tensor of log-probabilities [{rows}, {columns}]"
@@ -106,13 +106,20 @@ def check_log_probs(log_probs: torch.Tensor, columns: int, rows: int) -> None:
         )
     if not log_probs.is_floating_point():
         raise ValueError(f"the reader returned {log_probs.dtype} log-probabilities: expected floating point")
-    off = float(at_least_float32(log_probs.detach()).logsumexp(-1).abs().max()) if log_probs.numel() else 0.0  # NaN: any
+    sums = at_least_float32(log_probs.detach()).logsumexp(-1)  # [rows]
+    off = float(sums.abs().max()) if log_probs.numel() else 0.0  # NaN: any
     if math.isnan(off):
-        raise ValueError("the reader returned NaN log-probabilities (a diverged reader, or NaN windows)")
-    if off > max(LOG_PROB_TOLERANCE, log_prob_rounding(log_probs.dtype, columns)):
+        row, column = (int(i) for i in log_probs.detach().isnan().nonzero()[0])
         raise ValueError(
-            f"the reader must return log-probabilities (each row's logsumexp 0, e.g. from log_softmax); a row's is {off:.3g} "
-            "away from 0"
+            f"the reader returned NaN log-probabilities (a diverged reader, or NaN windows), first in row {row} at symbol "
+            f"{column}"
+        )
+    if off > max(LOG_PROB_TOLERANCE, log_prob_rounding(log_probs.dtype, columns)):
+        row = int(sums.abs().argmax())
+        held = {math.inf: " (a log-probability of +inf)", -math.inf: " (every log-probability -inf)"}.get(float(sums[row]), "")
+        raise ValueError(
+            f"the reader must return log-probabilities (each row's logsumexp 0, e.g. from log_softmax); row {row}'s is "
+            f"{off:.3g} away from 0{held}"
         )
 
 
