@@ -37,3 +37,15 @@ def test_ctrl_c_outside_a_training_loop_exits_130_with_a_message(tmp_path, monke
     monkeypatch.setattr(runner, "main_split", interrupted_generation)
     assert main(["hint-data", "--scale", "0.0005", "--out", str(tmp_path / "out")]) == 130
     assert "neurosym hint-data: interrupted" in capsys.readouterr().err
+
+
+def test_a_file_where_the_release_folder_goes_is_refused_before_the_generation(tmp_path, capsys) -> None:
+    """It was found after the splits were generated, as "[Errno 17] File exists"."""
+    (tmp_path / "release").write_text("")
+    try:
+        main(["hint-data", "--out", str(tmp_path), "--preset", "smoke", "--bank", "none"])
+    except SystemExit as stop:
+        assert stop.code == 2
+    else:
+        raise AssertionError("the command ran")
+    assert f"--out {tmp_path} holds a file 'release' where the release folder is to be written" in capsys.readouterr().err

@@ -59,6 +59,10 @@ def _bank_source(text: str) -> str | Path:
     )
 
 
+RELEASE_FOLDER = "release"
+"""The folder of ``--out`` that the release is written into."""
+
+
 @dataclass(frozen=True)
 class HintDataOptions(OutputOptions):
     """The options of ``neurosym hint-data`` (it runs on the CPU)."""
@@ -88,6 +92,8 @@ class HintDataOptions(OutputOptions):
     def __post_init__(self) -> None:
         if self.bank != "default":
             reject_unused(self, ("drawn_per_symbol",), "--bank default")
+        if (self.out / RELEASE_FOLDER).is_file():  # (found after the generation, as "File exists")
+            raise ValueError(f"--out {self.out} holds a file {RELEASE_FOLDER!r} where the release folder is to be written")
 
 
 OPTIONS = HintDataOptions
@@ -117,7 +123,7 @@ def run(options: HintDataOptions) -> dict:
         else None
     )
     bank = _bank(options)
-    release = options.out / "release"
+    release = options.out / RELEASE_FOLDER
     write_release(release, splits, bank=bank, fewshot=fewshot, seed=options.seed, progress=options.progress)
     rows, stats = [], {}
     for name, split in splits.items():
