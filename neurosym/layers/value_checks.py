@@ -11,9 +11,22 @@ TOKEN_ID_DTYPES = (torch.int64, torch.int32)
 def values_are_readable(tensor: torch.Tensor) -> bool:
     """Whether an input check may read ``tensor``'s values on the host: in eager mode on every device (on an
     accelerator the read waits for the queued kernels, once per checked call), but not on the ``meta``
-    device (shapes only, no values) and not while ``torch.compile`` traces (a read would split the
-    graph). Where it is False the value checks are skipped; the structural checks (shapes, dtypes) still run."""
-    return tensor.device.type != "meta" and not torch.compiler.is_compiling()
+    device (shapes only, no values), not while ``torch.compile`` traces (a read would split the
+    graph) and not for a tensor that ``torch.func.vmap`` batches (:func:`is_vmapped`: a read fails there, so the
+    checks made per-sample gradients of every masked or token-reading layer fail). Where it is False the value checks
+    are skipped; the structural checks (shapes, dtypes) still run."""
+    return tensor.device.type != "meta" and not torch.compiler.is_compiling() and not is_vmapped(tensor)
+
+
+def is_vmapped(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` is, or wraps (under ``torch.func.grad`` inside the ``vmap``), a tensor batched by
+    ``torch.func.vmap``, whose values are those of every sample at once: ``.item()`` and ``bool()`` fail on it."""
+    functorch = torch._C._functorch
+    while not functorch.is_batchedtensor(tensor):
+        if functorch.maybe_get_level(tensor) == -1:  # a plain tensor: no transform wraps it
+            return False
+        tensor = functorch.get_unwrapped(tensor)
+    return True
 
 
 def first_non_finite(tensor: torch.Tensor) -> tuple[complex | float, list[int]] | None:
