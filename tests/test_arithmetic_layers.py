@@ -308,6 +308,34 @@ def test_no_unit_reads_a_value_on_the_host_off_the_cpu(cls, ensemble) -> None:
         unit.clamp_weights_()
 
 
+def _reset_every_module(module: torch.nn.Module, seed: int) -> None:
+    """Call every submodule's ``reset_parameters``, parents first, from ``seed`` (torch's deferred initialisation)."""
+    torch.manual_seed(seed)
+    for submodule in module.modules():
+        reset = getattr(submodule, "reset_parameters", None)
+        if reset is not None:
+            reset()
+
+
+@pytest.mark.parametrize("ensemble", [None, 3])
+@pytest.mark.parametrize("cls", UNITS)
+def test_a_unit_built_on_the_meta_device_is_initialised_by_reset_parameters(cls, ensemble) -> None:
+    """A unit built on the meta device (shapes only, nothing drawn) and materialised by ``to_empty`` gets every parameter
+    from its modules' ``reset_parameters``: the same values as a unit built on the CPU and reset from the same seed, none
+    left at the NaN planted in the empty memory (the NAC's initial range was computed on the meta device and failed
+    there; the NPUs' and the gates' initialisation ran only in the constructor)."""
+    with torch.device("meta"):
+        unit = _unit(cls, 4, 3, ensemble=ensemble)
+    unit.to_empty(device="cpu")
+    with torch.no_grad():
+        for parameter in unit.parameters():
+            parameter.fill_(math.nan)
+    _reset_every_module(unit, seed=5)
+    built = _unit(cls, 4, 3, ensemble=ensemble)
+    _reset_every_module(built, seed=5)
+    torch.testing.assert_close(unit.state_dict(), built.state_dict(), rtol=0.0, atol=0.0)
+
+
 # --- ensembles ---------------------------------------------------------------------------------------
 
 

@@ -28,7 +28,11 @@ class GatedNAUNMU(ArithmeticUnit):
         self.add = NAU(in_features, out_features, ensemble=ensemble)
         self.mul = NMU(in_features, out_features, ensemble=ensemble, compiled=compiled)
         self.gate = self.make_parameter(out_features, in_features)
-        glorot_uniform_(self.gate, in_features, out_features)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The gate ``G`` Glorot uniform (the NAU and the NMU reset their own weights)."""
+        glorot_uniform_(self.gate, self.in_features, self.out_features)
 
     def compute(self, x: Tensor) -> Tensor:
         return torch.lerp(self.mul(x), self.add(x), input_gate(x, self.gate, self.in_features))

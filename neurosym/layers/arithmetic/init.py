@@ -44,8 +44,9 @@ _MAX_NAC_RANGE = 8.0
 
 
 def _tanh_sigmoid_variance(bound: float) -> float:
-    """``Var[tanh(U) σ(V)] = E[tanh²(U)] · E[σ²(V)]`` for independent ``U, V ~ U[−bound, bound]`` (midpoint rule)."""
-    steps = torch.arange(_QUADRATURE_POINTS, dtype=torch.float64)
+    """``Var[tanh(U) σ(V)] = E[tanh²(U)] · E[σ²(V)]`` for independent ``U, V ~ U[−bound, bound]`` (midpoint rule), on
+    the CPU whatever the default device (under ``with torch.device("meta")`` the quadrature had no values to read)."""
+    steps = torch.arange(_QUADRATURE_POINTS, dtype=torch.float64, device="cpu")
     points = (steps + 0.5) / _QUADRATURE_POINTS * 2 * bound - bound
     return float(torch.tanh(points).square().mean() * torch.sigmoid(points).square().mean())
 

@@ -44,7 +44,11 @@ class NALU(ArithmeticUnit):
         self.mul = None if shared_weights else NACMul(in_features, out_features, eps=eps, ensemble=ensemble)
         self.eps = eps
         self.gate = self.make_parameter(out_features, in_features)
-        glorot_uniform_(self.gate, in_features, out_features)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The gate ``G`` Glorot uniform (the NACs reset their own weights)."""
+        glorot_uniform_(self.gate, self.in_features, self.out_features)
 
     def gate_value(self, x: Tensor) -> Tensor:
         """``g = σ(x Gᵀ)``: ``[(S,) ..., out]``, the weight of the additive path."""
@@ -88,6 +92,10 @@ class iNALU(ArithmeticUnit):  # lower-case i: the published name
         self.add = NAC(in_features, out_features, ensemble=ensemble)
         self.mul = NACMul(in_features, out_features, ensemble=ensemble)  # holds W_m; its own forward is unused
         self.gate = self.make_parameter(out_features)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The gate ``G = 0`` (the NACs reset their own weights)."""
         torch.nn.init.zeros_(self.gate)
 
     def compute(self, x: Tensor) -> Tensor:

@@ -14,15 +14,26 @@ from .numerics import DEFAULT_EPS, capped_exp
 
 class _PowerUnit(ArithmeticUnit):
     """Shared part of NPU and RealNPU: the relevance gate ``g [(S,) in]`` (clamped to [0, 1], initialised
-    to ½), the real weight ``W_re [(S,) out, in]`` (Glorot uniform), and the L1 regulariser."""
+    to ½), the real weight ``W_re [(S,) out, in]`` (Glorot uniform), with ``complex_weights`` the imaginary weight
+    ``W_im [(S,) out, in]`` (initialised to 0), and the L1 regulariser."""
+
+    complex_weights: bool
 
     def __init__(self, in_features: int, out_features: int, *, eps: float = DEFAULT_EPS, ensemble: int | None = None):
         super().__init__(in_features, out_features, ensemble=ensemble, eps=eps)
         self.eps = eps
         self.real_weight = self.make_parameter(out_features, in_features)
         self.relevance = self.make_parameter(in_features)
-        glorot_uniform_(self.real_weight, in_features, out_features)
-        torch.nn.init.constant_(self.relevance, 0.5)
+        if self.complex_weights:
+            self.imag_weight = self.make_parameter(out_features, in_features)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        glorot_uniform_(self.real_weight, self.in_features, self.out_features)
+        with torch.no_grad():
+            self.relevance.fill_(0.5)
+            if self.complex_weights:
+                self.imag_weight.zero_()
 
     def polar_input(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """``(log r, k)``, both ``[(S,) ..., in]``: ``r = ĝ (|x| + ε) + 1 − ĝ`` and ``k = π ĝ [x < 0]``
@@ -49,10 +60,7 @@ class NPU(_PowerUnit):
     The exponent is capped at ``MAX_LOG_MAGNITUDE``.
     """
 
-    def __init__(self, in_features: int, out_features: int, *, eps: float = DEFAULT_EPS, ensemble: int | None = None):
-        super().__init__(in_features, out_features, eps=eps, ensemble=ensemble)
-        self.imag_weight = self.make_parameter(out_features, in_features)
-        torch.nn.init.zeros_(self.imag_weight)
+    complex_weights = True
 
     def compute(self, x: Tensor) -> Tensor:
         log_radius, angle = self.polar_input(x)
@@ -70,6 +78,8 @@ class RealNPU(_PowerUnit):
 
     Shapes, initialisation (``W`` Glorot uniform, ``g = ½``), regulariser and exponent cap as :class:`NPU`.
     """
+
+    complex_weights = False
 
     def compute(self, x: Tensor) -> Tensor:
         log_radius, angle = self.polar_input(x)
