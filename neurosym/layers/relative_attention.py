@@ -64,6 +64,15 @@ def _odd_position_dim(position_dim: int, from_heads: bool, dim: int, heads: int)
     return f"position_dim must be a positive even number, got {position_dim}"
 
 
+class _DistanceTable(nn.Embedding):
+    """One vector per clipped distance, ``[2R + 1, head_dim]``, initialised ``N(0, 1 / head_dim)`` by
+    :meth:`reset_parameters` (so that deferred initialisation, which calls it, draws them as the constructor does)."""
+
+    def reset_parameters(self) -> None:
+        super().reset_parameters()  # (drawn N(0, 1) first, then redrawn: seeded models keep their initial values)
+        nn.init.normal_(self.weight, std=self.embedding_dim**-0.5)
+
+
 class RelativeMultiheadAttention(MultiheadAttention):
     """Multi-head attention with relative positions; same call signature as :class:`MultiheadAttention`.
 
@@ -110,11 +119,16 @@ class RelativeMultiheadAttention(MultiheadAttention):
             self.content_bias = nn.Parameter(torch.zeros(heads, self.head_dim))
             self.position_bias = nn.Parameter(torch.zeros(heads, self.head_dim))
         else:
-            self.distance_keys = nn.Embedding(2 * max_rel_pos + 1, self.head_dim)
-            nn.init.normal_(self.distance_keys.weight, std=self.head_dim**-0.5)
-            self.distance_values = nn.Embedding(2 * max_rel_pos + 1, self.head_dim) if shaw_values else None
-            if self.distance_values is not None:
-                nn.init.normal_(self.distance_values.weight, std=self.head_dim**-0.5)
+            self.distance_keys = _DistanceTable(2 * max_rel_pos + 1, self.head_dim)
+            self.distance_values = _DistanceTable(2 * max_rel_pos + 1, self.head_dim) if shaw_values else None
+
+    def reset_parameters(self) -> None:
+        """XL's biases ``u`` and ``v`` back to 0 (the projections and Shaw's tables reset themselves), as torch's
+        deferred initialisation calls it after ``to_empty``."""
+        if self.relative == "xl":
+            with torch.no_grad():
+                self.content_bias.zero_()
+                self.position_bias.zero_()
 
     def attention_inputs(
         self,

@@ -58,6 +58,16 @@ class UniversalOutput(NamedTuple):
     ponder_cost: torch.Tensor | None
 
 
+class _HaltingUnit(nn.Linear):
+    """ACT's ``D -> 1`` halting logit, its bias initialised to 1 by :meth:`reset_parameters` (so that deferred
+    initialisation, which calls it, sets it as the constructor does)."""
+
+    def reset_parameters(self) -> None:
+        super().reset_parameters()
+        if self.bias is not None:
+            nn.init.constant_(self.bias, 1.0)
+
+
 class UniversalTransformer(nn.Module):
     """Apply ``layer`` (e.g. a :class:`~neurosym.layers.transformer.TransformerEncoderLayer`) ``depth`` times.
 
@@ -113,9 +123,7 @@ class UniversalTransformer(nn.Module):
         self.layer = layer
         self.step_embedding = step_embedding
         self.act_epsilon = act_epsilon
-        self.halting = nn.Linear(self.dim, 1) if act else None
-        if self.halting is not None:
-            nn.init.constant_(self.halting.bias, 1.0)
+        self.halting = _HaltingUnit(self.dim, 1) if act else None
 
     def _step_input(self, x: torch.Tensor, step: int) -> torch.Tensor:
         if not self.step_embedding:

@@ -71,6 +71,12 @@ class EmbeddingMLP(nn.Module):
         return self.classifier(self.body(rearrange(self.embedding(digits), "b l e -> b (l e)")))
 
 
+def _small_normal_(parameter: nn.Parameter) -> None:
+    """Fill ``parameter`` in place from N(0, 0.02²) (the class token's and the learned positions' initialisation)."""
+    with torch.no_grad():
+        parameter.normal_().mul_(0.02)
+
+
 class _ClassTokenModel(nn.Module):
     """Shared front end: digit embedding, a learned class token prepended at position 0."""
 
@@ -80,8 +86,13 @@ class _ClassTokenModel(nn.Module):
             length=length, vocab=vocab, num_classes=num_classes, dim=dim
         )  # (a dim of 2.5 failed in torch.empty())
         self.embedding = nn.Embedding(self.vocab, dim)
-        self.class_token = nn.Parameter(torch.randn(dim) * 0.02)
+        self.class_token = nn.Parameter(torch.empty(dim))
+        _small_normal_(self.class_token)
         self.classifier = nn.Linear(dim, num_classes)
+
+    def reset_parameters(self) -> None:
+        """The class token drawn from N(0, 0.02²) again (the embedding and the layers reset their own parameters)."""
+        _small_normal_(self.class_token)
 
     def tokens(self, digits: torch.Tensor) -> torch.Tensor:
         """``digits [B, L]`` -> ``[B, L + 1, dim]`` with the class token first."""
@@ -107,8 +118,14 @@ class TransformerClassifier(_ClassTokenModel):
         dropout: float = 0.0,
     ) -> None:
         super().__init__(length, vocab, dim, num_classes)
-        self.positions = nn.Parameter(torch.randn(self.length + 1, dim) * 0.02)
+        self.positions = nn.Parameter(torch.empty(self.length + 1, dim))
+        _small_normal_(self.positions)
         self.encoder = TransformerEncoder(dim, depth, heads, ff_dim, dropout, attention="vanilla", pre_norm=True)
+
+    def reset_parameters(self) -> None:
+        """The class token and the learned positions drawn from N(0, 0.02²) again."""
+        super().reset_parameters()
+        _small_normal_(self.positions)
 
     def forward(self, digits: torch.Tensor) -> torch.Tensor:
         return self.classifier(self.encoder(self.tokens(digits) + self.positions)[:, 0])

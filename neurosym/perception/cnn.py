@@ -80,6 +80,15 @@ def _conv_bn_relu(in_channels: int, out_channels: int) -> list[nn.Module]:
     ]
 
 
+class _ZeroScaleBatchNorm2d(nn.BatchNorm2d):
+    """``nn.BatchNorm2d`` whose scale :meth:`reset_parameters` sets to 0 (deferred initialisation calls it too)."""
+
+    def reset_parameters(self) -> None:
+        super().reset_parameters()
+        if self.weight is not None:
+            nn.init.zeros_(self.weight)
+
+
 class ResidualConv(nn.Module):
     """``relu(x + BN(conv3x3(x)))`` with the BN's scale zero at first (Goyal et al. 2017), so the block starts as the
     identity on the non-negative ``x`` a ReLU gave it, and a network grown by such blocks starts as the one without.
@@ -90,8 +99,7 @@ class ResidualConv(nn.Module):
     def __init__(self, channels: int) -> None:
         super().__init__()
         self.conv = nn.Conv2d(channels, channels, kernel_size=3, padding=1, bias=False)
-        self.norm = nn.BatchNorm2d(channels)
-        nn.init.zeros_(self.norm.weight)
+        self.norm = _ZeroScaleBatchNorm2d(channels)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(x + self.norm(self.conv(x)))

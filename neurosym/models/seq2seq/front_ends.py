@@ -87,8 +87,15 @@ class BoundaryMarkers(nn.Module):
         super().__init__()
         self.front_end = front_end
         self.dim = front_end_dim(front_end)
-        self.start = nn.Parameter(torch.randn(self.dim))
-        self.end = nn.Parameter(torch.randn(self.dim))
+        self.start = nn.Parameter(torch.empty(self.dim))
+        self.end = nn.Parameter(torch.empty(self.dim))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Both vectors drawn from N(0, 1) (the front end resets its own parameters)."""
+        with torch.no_grad():
+            self.start.normal_()
+            self.end.normal_()
 
     def output_mask(self, src_mask: torch.Tensor) -> torch.Tensor:
         """``[B, S]`` source padding -> ``[B, S + 2]`` padding of the framed sequence."""
