@@ -575,6 +575,31 @@ def test_a_sources_symbol_ids_and_lengths_of_any_integer_width_are_read(dtype):
         SentenceBatch(torch.zeros(1, 3, 2, 2), [3], torch.zeros(1, 3, dtype=torch.long))
 
 
+@pytest.mark.parametrize(
+    ("windows", "lengths", "given", "problem"),
+    [
+        ((3, 2, 2), (1,), (1, 3), "disagree: windows [3, 2, 2], lengths [1] and given [1, 3]"),  # no batch axis
+        ((1, 3, 2, 2), (1,), (1, 2), "disagree"),
+        ((1, 3, 2, 2), (2,), (1, 3), "disagree"),
+        ((1, 3, 2, 2), (1, 1), (1, 3), "takes windows"),
+        ((1,), (1,), (1, 3), "takes windows"),
+        ((0, 3, 2, 2), (0,), (0, 3), "at least one example"),
+    ],
+)
+def test_a_batch_whose_shapes_do_not_fit_is_named_before_anything_reads_it(windows, lengths, given, problem):
+    """An expression's windows without the batch axis, ids of another width or more lengths than examples failed in
+    torch's indexing ("the shape of the mask [3] at index 0 does not match"), an empty batch in einops ("integer
+    modulo by zero")."""
+    grammar = SymbolGrammar('start: BIT+ "+" BIT+\nBIT: "0" | "1"\n')
+    pipeline = GrammarPipeline(grammar, TreeSemantics({"start": len}), Uniform(["0", "1"]))
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        pipeline.predict(
+            SentenceBatch(torch.zeros(windows), torch.ones(lengths, dtype=torch.long), torch.zeros(given, dtype=torch.long))
+        )
+    with pytest.raises(TypeError, match="windows must be a torch.Tensor"):
+        SentenceBatch(np.zeros((1, 3, 2, 2)), torch.tensor([3]), torch.zeros(1, 3, dtype=torch.long))
+
+
 class _Sums:
     """A source's truths, targets and lengths alone: what the pipeline checks before training."""
 

@@ -27,13 +27,17 @@ class SentenceBatch:
 
     def __post_init__(self) -> None:
         """Integer ``lengths`` and ``given`` of any width become int64 (a source's int32 ids failed in ``one_hot``,
-        "only applicable to index tensor of type LongTensor"); other kinds are refused by name."""
+        "only applicable to index tensor of type LongTensor"); other kinds are refused by name (``TypeError``), and
+        shapes that do not fit one another by theirs (``ValueError``)."""
         for name in ("lengths", "given"):
             value = getattr(self, name)
             if not isinstance(value, torch.Tensor) or not _is_integer(value.dtype):
                 kind = f"a {value.dtype} tensor" if isinstance(value, torch.Tensor) else type(value).__name__
                 raise TypeError(f"SentenceBatch's {name} must be an integer tensor, got {kind}")
             object.__setattr__(self, name, value.long())
+        if not isinstance(self.windows, torch.Tensor):
+            raise TypeError(f"SentenceBatch's windows must be a torch.Tensor [B, T, ...], got {type(self.windows).__name__}")
+        _check_shapes(self.windows.shape, self.lengths.shape, self.given.shape)
 
     def to(self, device: torch.device) -> SentenceBatch:
         return SentenceBatch(self.windows.to(device), self.lengths.to(device), self.given.to(device))
@@ -140,6 +144,19 @@ def example_indices(indices: Iterable[int], size: int) -> np.ndarray:
         kind = "" if rows.dtype.kind in "iu" else f" of dtype {rows.dtype} (integers: a mask is no indices)"
         raise ValueError(f"indices must be example indices in [0, {size}), got {rows.tolist()}{kind}")
     return rows.astype(np.int64)
+
+
+def _check_shapes(windows: torch.Size, lengths: torch.Size, given: torch.Size) -> None:
+    """Raise ``ValueError`` unless ``given`` is ``[B, T]`` with ``B >= 1``, ``lengths`` ``[B]`` and ``windows``
+    ``[B, T, ...]`` (a batch of one example without its batch axis, or ids of another width, failed inside torch's
+    indexing with "the shape of the mask [3] ... does not match"; an empty batch inside einops, "modulo by zero")."""
+    shapes = f"windows {list(windows)}, lengths {list(lengths)} and given {list(given)}"
+    if len(given) != 2 or len(lengths) != 1 or len(windows) < 2:
+        raise ValueError(f"a SentenceBatch takes windows [B, T, ...], lengths [B] and given [B, T], got {shapes}")
+    if windows[:2] != given or lengths[0] != given[0]:
+        raise ValueError(f"a SentenceBatch's windows [B, T, ...], lengths [B] and given [B, T] disagree: {shapes}")
+    if given[0] == 0:
+        raise ValueError(f"a SentenceBatch holds at least one example, got {shapes}")
 
 
 def _is_integer(dtype: torch.dtype) -> bool:
