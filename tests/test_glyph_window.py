@@ -89,3 +89,21 @@ def test_images_that_are_no_grey_glyph_are_refused():
         glyph_window(np.full((20, 20), np.nan))
     with pytest.raises(ValueError, match="black_on_white must be True, False or None"):
         glyph_window(np.zeros((20, 20), np.uint8), black_on_white="yes")
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 39), st.floats(0.8, 5), st.lists(st.integers(0, 90), min_size=4, max_size=4))
+def test_a_glyph_comes_back_in_mnists_convention_for_readers_of_28_pixel_windows(index, scale, margins):
+    """The readers of mnist-add and hwf read MNIST's ``[28, 28]``: a 32-pixel window was refused by them, and no function
+    brought one's own glyph to their convention."""
+    glyph = bank_glyphs()[index]
+    window = glyph_window(redrawn(glyph, scale, *margins), window=28)
+    assert window.shape == (28, 28) and window.dtype == torch.float32
+    assert 0 <= float(window.min()) and float(window.max()) <= 1
+    assert float((window - torch.from_numpy(glyph).float() / 255).abs().mean()) <= CLOSE
+
+
+@pytest.mark.parametrize("window", [27, 64, 28.0, True, "28"])
+def test_a_window_other_than_the_banks_or_mnists_is_refused(window):
+    with pytest.raises(ValueError, match="window must be 32 or 28 pixels"):
+        glyph_window(np.eye(30, dtype=np.uint8) * 255, window=window)

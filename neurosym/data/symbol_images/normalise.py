@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from neurosym.data.symbol_images.render import render_windows, resize_images
+from neurosym.data.symbol_images.render import WINDOW, render_windows, resize_images
 from neurosym.layers.value_checks import check_intensities
 from neurosym.training.checks import int_at_least, is_int, is_real
 
@@ -26,6 +26,9 @@ MNIST_SIZE = 28
 """The side of MNIST's images."""
 INK_THRESHOLD = 32
 """The pixel value (of 255, white ink on black) above which a pixel is ink."""
+GLYPH_WINDOWS = (WINDOW, MNIST_SIZE)
+"""The sides :func:`glyph_window` returns: the banks' rendered windows (HINT's readers) and MNIST's images (the
+``mnist-add`` and ``hwf`` readers')."""
 
 
 def mnist_box(side: int) -> int:
@@ -89,7 +92,7 @@ def _span(occupied: torch.Tensor) -> torch.Tensor:
     return (last - first + 1).clamp(min=0).float()
 
 
-def glyph_window(image: np.ndarray | torch.Tensor, black_on_white: bool | None = None) -> torch.Tensor:
+def glyph_window(image: np.ndarray | torch.Tensor, black_on_white: bool | None = None, window: int = WINDOW) -> torch.Tensor:
     """One grey glyph image of one's own ``[H, W]`` (any size; uint8 pixels or float intensities in ``[0, 1]``) as the
     banks' windows show their symbols: float ``[32, 32]`` in ``[0, 1]``, white ink on black, ready for
     :meth:`~neurosym.pipelines.HintPipeline.predict` (stack the windows of an expression to ``[T, 32, 32]``).
@@ -98,10 +101,14 @@ def glyph_window(image: np.ndarray | torch.Tensor, black_on_white: bool | None =
     black so that its longer side fills :data:`MNIST_BOX` of :data:`MNIST_SIZE` pixels, resized to that size, brought to
     the banks' convention by :func:`normalise_glyphs` (the box's longer side 20 pixels, centred by mass) and rendered as
     :func:`~neurosym.data.symbol_images.render.render_windows` renders bank images (the ink's longer side about 23 of
-    32 pixels). ``black_on_white`` says the image's polarity; ``None`` reads it from the border: mostly bright (mean
-    above half) is black ink on white. ``ValueError`` for an image that is no ``[H, W]`` of at least one pixel,
-    values that ``check_intensities`` refuses, and an image without ink (blank).
+    32 pixels). ``window=28`` returns that glyph itself, float ``[28, 28]``: MNIST's convention, which the readers of
+    the grammar pipeline's ``mnist-add`` and ``hwf`` tasks read (``SymbolClassifier(..., window=28)``).
+    ``black_on_white`` says the image's polarity; ``None`` reads it from the border: mostly bright (mean above half)
+    is black ink on white. ``ValueError`` for an image that is no ``[H, W]`` of at least one pixel, values that
+    ``check_intensities`` refuses, an image without ink (blank), and a ``window`` other than 32 or 28.
     """
+    if window not in GLYPH_WINDOWS or not is_int(window):
+        raise ValueError(f"window must be {' or '.join(map(str, GLYPH_WINDOWS))} pixels, got {window!r}")
     pixels = _white_on_black(image, black_on_white)
     rows, columns = (np.flatnonzero((pixels > INK_THRESHOLD).any(axis=axis)) for axis in (1, 0))
     if len(rows) == 0:
@@ -113,7 +120,7 @@ def glyph_window(image: np.ndarray | torch.Tensor, black_on_white: bool | None =
     top, left = (side - ink.shape[0]) // 2, (side - ink.shape[1]) // 2
     square = np.pad(ink, ((top, side - ink.shape[0] - top), (left, side - ink.shape[1] - left)))
     glyph = normalise_glyphs(resize_images(square[None], (MNIST_SIZE, MNIST_SIZE)))
-    return render_windows(glyph)[0, 0]
+    return render_windows(glyph)[0, 0] if window == WINDOW else torch.from_numpy(glyph[0]).float() / 255
 
 
 def _white_on_black(image: np.ndarray | torch.Tensor, black_on_white: bool | None) -> np.ndarray:
