@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 import struct
+import warnings
 import zlib
 from pathlib import Path, PurePosixPath
 
@@ -24,6 +25,7 @@ from neurosym.data.symbol_images import (
     assign_pools,
     draw_symbols,
     folder_of,
+    glyph_window,
     load_folder_bank,
     load_npz_bank,
     merge_banks,
@@ -454,6 +456,18 @@ def test_16_bit_grey_is_scaled_to_the_nearest_8_bit_level_not_clipped(tmp_path_f
     read = read_image(path)
     assert read.dtype == np.uint8 and read.shape == (1, len(levels))
     assert np.abs(read[0] * 257.0 - np.asarray(levels)).max() <= 128.5  # the nearest of 0, 257, ..., 65535
+
+
+@pytest.mark.parametrize("suffix", [".png", ".jpg", ".bmp"])
+def test_an_image_read_is_writable_and_becomes_a_glyph_window_without_a_warning(tmp_path, suffix):
+    """``np.asarray`` of a Pillow image is read-only: a pixel could not be written, and ``glyph_window(read_image(p))``,
+    as the docs write it, warned "The given NumPy array is not writable"."""
+    Image.fromarray(np.pad(np.full((20, 10), 255, np.uint8), 8)).save(tmp_path / f"one{suffix}")
+    read = read_image(tmp_path / f"one{suffix}")
+    read[0, 0] = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert glyph_window(read).shape == (32, 32)
 
 
 def test_16_bit_levels_of_8_bit_values_read_back_exactly_and_32_bit_levels_beyond_16_bits_are_named(tmp_path):

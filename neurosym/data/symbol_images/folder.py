@@ -66,9 +66,10 @@ def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
 def _grey_levels(image: PillowImage, path: str | os.PathLike) -> np.ndarray:
     """``image`` as grey uint8 ``[H, W]``: 16-bit grey (:data:`SIXTEEN_BIT_MODES`) scaled from 0..65535 to 0..255
     (a grey conversion clips it at 255), anything else converted by Pillow; ``ValueError`` naming ``path`` for
-    integer pixels outside 0..65535."""
+    integer pixels outside 0..65535. The array is one's own to write (``np.asarray`` of a Pillow image is read-only:
+    writing a pixel failed, and ``glyph_window`` of it warned that torch cannot hold a read-only array)."""
     if image.mode not in SIXTEEN_BIT_MODES:
-        return np.asarray(image.convert("L"), dtype=np.uint8)
+        return np.array(image.convert("L"), dtype=np.uint8)
     levels = np.asarray(image).astype(np.int64)
     if levels.size and not 0 <= levels.min() <= levels.max() <= SIXTEEN_BIT_MAX:
         raise ValueError(
