@@ -1035,6 +1035,19 @@ def test_ensemble_reads_with_finished_runs_readers_and_trains_nothing(tmp_path, 
     assert "holds another reader" in capsys.readouterr().err
 
 
+def test_a_run_read_back_before_it_finished_or_by_one_of_its_files_is_named_so(tmp_path):
+    """A run stopped by --time-limit (a checkpoint, no results yet) and a run's own checkpoint.pt given for its folder
+    were both told they held no results.json, as an empty folder is."""
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "checkpoint.pt").write_bytes(b"")
+    with pytest.raises(ValueError, match="holds a checkpoint.pt but no results.json: its run has not finished; run the"):
+        trained_pipeline(tmp_path / "cut")
+    with pytest.raises(ValueError, match=f"is a file: give the --out folder .*, {re.escape(str(tmp_path / 'cut'))}$"):
+        trained_pipeline(tmp_path / "cut" / "checkpoint.pt")
+    with pytest.raises(ValueError, match="holds no results.json: give the --out folder of a finished"):
+        trained_pipeline(tmp_path / "missing")
+
+
 def _ddp_budget_pipeline() -> GrammarPipeline:
     torch.manual_seed(0)
     grammar = SymbolGrammar(grammar_file("mnist_add.lark"))

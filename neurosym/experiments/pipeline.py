@@ -476,8 +476,7 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
     ``--ensemble`` run its members' readers, each the one its run scored) and abduction takes the run's budget.
     ``ValueError`` names what is missing or does not fit."""
     run = Path(run)
-    if not (run / "results.json").is_file():
-        raise ValueError(f"{run} holds no results.json: give the --out folder of a finished neurosym pipeline run")
+    _check_finished_folder(run)
     results = _results(run)
     config: dict[str, Any] = results["config"]
     names = ("task", "digits", "scale", "seed", "reader_width", "reader_convs", "readers")
@@ -493,6 +492,21 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
     reader_module(as_reader(reader)).eval()
     budget = _budget(results["abduction"], run / "results.json")
     return task, GrammarPipeline(task.grammar, task.semantics, as_reader(reader), budget, task.equal)
+
+
+def _check_finished_folder(run: Path) -> None:
+    """Raise ``ValueError`` unless ``run`` is a folder holding a ``results.json``, naming a file given for its folder
+    (its ``checkpoint.pt`` or ``results.json``) and a run that has not finished (a checkpoint and no results yet)."""
+    if run.is_file():
+        raise ValueError(f"{run} is a file: give the --out folder of a finished neurosym pipeline run, {run.parent}")
+    if (run / "results.json").is_file():
+        return
+    if (run / "checkpoint.pt").is_file():
+        raise ValueError(
+            f"{run} holds a checkpoint.pt but no results.json: its run has not finished; run the same neurosym "
+            "pipeline command again to finish it"
+        )
+    raise ValueError(f"{run} holds no results.json: give the --out folder of a finished neurosym pipeline run")
 
 
 DATA_OPTIONS = ("task", "digits", "scale", "data", "mnist")
