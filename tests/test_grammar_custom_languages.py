@@ -600,6 +600,39 @@ def test_a_batch_whose_shapes_do_not_fit_is_named_before_anything_reads_it(windo
         SentenceBatch(np.zeros((1, 3, 2, 2)), torch.tensor([3]), torch.zeros(1, 3, dtype=torch.long))
 
 
+def test_a_white_on_black_pipeline_refuses_a_read_window_with_a_bright_border_and_no_other():
+    """A reader trained on white ink on black (MNIST, the shipped handwriting) read black-on-white digits as other
+    digits without a word; a pipeline made ``white_on_black`` names the first such read window. Given and padding
+    windows are not read, so not checked; a pipeline that knows nothing of its images reads them all."""
+    grammar = SymbolGrammar('start: BIT+ "+" BIT+\nBIT: "0" | "1"\n')
+    pipeline = GrammarPipeline(grammar, TreeSemantics({"start": len}), Uniform(["0", "1"]), white_on_black=True)
+    windows = torch.zeros(2, 4, 28, 28, dtype=torch.uint8)
+    windows[0, 1] = windows[1, 3] = 255  # the given + of the first example, padding of the second
+    given = torch.tensor([[READ, 2, READ, READ], [READ, 2, READ, READ]])
+    assert pipeline.predict(SentenceBatch(windows, torch.tensor([4, 3]), given)) == [3, 2]
+    windows[1, 2] = 255 - windows[1, 2]
+    with pytest.raises(ValueError, match=r"window 2 of expression 1 has a bright border \(mean intensity 1.00\)"):
+        pipeline.predict(SentenceBatch(windows, torch.tensor([4, 3]), given))
+    with pytest.raises(ValueError, match="window 2 of expression 1 has a bright border"):
+        pipeline.read(SentenceBatch(windows[:, :, None].float() / 255, torch.tensor([4, 3]), given))
+    with pytest.raises(ValueError, match="must be finite"):  # (NaN intensities named as such, not as a border)
+        pipeline.predict(SentenceBatch(windows.float().fill_(math.nan), torch.tensor([4, 3]), given))
+    unknowing = GrammarPipeline(grammar, TreeSemantics({"start": len}), Uniform(["0", "1"]))
+    assert unknowing.predict(SentenceBatch(windows, torch.tensor([4, 3]), given)) == [3, 2]
+
+
+def test_the_shipped_tasks_images_are_white_on_black_as_their_tasks_say():
+    """``trained_pipeline`` makes its pipeline ``white_on_black`` where the task says so: each shipped task's training
+    windows have dark borders."""
+    from neurosym.pipelines.pipeline import check_white_on_black
+    from neurosym.tasks.hwf import build
+
+    task = build()
+    batch = task.train.batch(list(range(64)))
+    assert task.white_on_black
+    check_white_on_black(batch.windows, batch.given == READ)
+
+
 class _Sums:
     """A source's truths, targets and lengths alone: what the pipeline checks before training."""
 

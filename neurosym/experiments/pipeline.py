@@ -491,7 +491,8 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
     )  # fmt: skip
     reader_module(as_reader(reader)).eval()
     budget = _budget(results["abduction"], run / "results.json")
-    return task, GrammarPipeline(task.grammar, task.semantics, as_reader(reader), budget, task.equal)
+    pipeline = GrammarPipeline(task.grammar, task.semantics, as_reader(reader), budget, task.equal, task.white_on_black)
+    return task, pipeline
 
 
 def _check_finished_folder(run: Path) -> None:

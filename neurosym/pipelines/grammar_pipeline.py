@@ -29,12 +29,13 @@ from lark import Token, Transformer, Tree
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from neurosym.layers.value_checks import check_intensities
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.reader import Reader, check_log_probs, check_reader, reader_module
 from neurosym.pipelines.abduction import Correction
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
-from neurosym.pipelines.pipeline import Reading
+from neurosym.pipelines.pipeline import Reading, check_white_on_black
 from neurosym.pipelines.sentences import READ, SentenceBatch, SentenceSource
 from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig, pseudo_label_loss, run_reader_training
 from neurosym.pipelines.windows import reading_batches, real_positions
@@ -59,6 +60,9 @@ class GrammarPipeline:
         reader: windows -> log-probabilities over its vocabulary, each symbol once (symbols it lacks can only be
             given).
         budget: abduction's search budget (default: :class:`AbductionBudget`'s); equal: when a value counts as the result (default ``==``).
+        white_on_black: the reader reads images of white ink on black: :meth:`read` and :meth:`predict` then refuse
+            (``ValueError``) a read window ``[(1,) H, W]`` whose border is mostly bright, as black-on-white images are
+            read as other symbols (default ``False``: the pipeline knows nothing of its images).
     """
 
     def __init__(
@@ -68,6 +72,7 @@ class GrammarPipeline:
         reader: Reader,
         budget: AbductionBudget | None = None,
         equal: Callable[[Any, Any], bool] | None = None,
+        white_on_black: bool = False,
     ):
         for given, kind, hint in (
             (grammar, SymbolGrammar, "SymbolGrammar(text or path)"),
@@ -99,7 +104,7 @@ class GrammarPipeline:
             )
         _check_callables(grammar, semantics)
         _warn_if_ambiguous(grammar)
-        self.grammar, self.semantics, self.reader = grammar, semantics, reader
+        self.grammar, self.semantics, self.reader, self.white_on_black = grammar, semantics, reader, white_on_black
         self.executor = Executor(grammar, semantics)
         self.decoder = GrammarDecoder(grammar)
         self.abducer = GrammarAbducer(self.executor, budget or AbductionBudget(), equal)
@@ -134,7 +139,10 @@ class GrammarPipeline:
     def read(self, batch: SentenceBatch, reader: ReadWindows | None = None) -> Reading:
         """Read (with ``reader`` instead of the pipeline's, where given), decode and execute a batch: sentences,
         log-probabilities ``[B, T, V]`` (with gradients where computed in training) and values (``None`` where
-        invalid), read as :meth:`log_probs` reads."""
+        invalid), read as :meth:`log_probs` reads (a pipeline made ``white_on_black`` first refuses a read window with a
+        bright border)."""
+        if self.white_on_black:
+            _check_read_white_on_black(batch)
         log_probs = self.log_probs(batch, reader)
         decoded = self.decoder.decode(log_probs.detach(), batch.lengths)
         sentences = decoded.sentences(self.grammar.symbols)
@@ -166,6 +174,17 @@ class GrammarPipeline:
             positions = np.flatnonzero(fixed[: len(sentence)] != READ).tolist()
             found.append(search(sentence, scores[: len(sentence)], target, positions))
         return found
+
+
+def _check_read_white_on_black(batch: SentenceBatch) -> None:
+    """Raise ``ValueError`` naming the first read window of ``batch`` (images ``[B, T, (1,) H, W]``; other windows are
+    left to the reader) with values ``check_intensities`` refuses or a mostly bright border
+    (:func:`~neurosym.pipelines.pipeline.check_white_on_black`)."""
+    if batch.windows.dim() not in (4, 5):
+        return
+    read = real_positions(batch.lengths, batch.given.shape[1]) & (batch.given == READ)
+    check_intensities(batch.windows[read.to(batch.windows.device)])  # (first: a NaN border passed the border check)
+    check_white_on_black(batch.windows, read)
 
 
 def _check_callables(grammar: SymbolGrammar, semantics: TreeSemantics) -> None:

@@ -105,7 +105,7 @@ class HintPipeline:
         reading."""
         check_batch(windows, lengths)
         check_intensities(windows)  # (first: the border check reads intensities, a NaN border passed it)
-        check_white_on_black(windows, lengths)
+        check_white_on_black(windows, real_positions(lengths.to(windows.device), windows.shape[1]))
         with torch.no_grad():
             return self.read(windows, lengths).values
 
@@ -184,13 +184,14 @@ BRIGHT_BORDER = 0.75
 white: the banks' windows have borders below 0.03, noise 0.5, a glyph drawn black on white near 1."""
 
 
-def check_white_on_black(windows: torch.Tensor, lengths: torch.Tensor) -> None:
-    """Raise ``ValueError`` naming the first window (within ``lengths [B]``) of ``windows [B, T, (1,) H, W]`` (uint8 or
-    floats in ``[0, 1]``, checked already) whose border's mean intensity is over :data:`BRIGHT_BORDER`."""
+def check_white_on_black(windows: torch.Tensor, positions: torch.Tensor) -> None:
+    """Raise ``ValueError`` naming the first window at ``positions`` (bool ``[B, T]``: those read) of ``windows [B, T,
+    (1,) H, W]`` (uint8 or floats in ``[0, 1]``, checked already) whose border's mean intensity is over
+    :data:`BRIGHT_BORDER`."""
     scale = 255 if windows.dtype == torch.uint8 else 1
     border = torch.cat([windows[..., 0, :], windows[..., -1, :], windows[..., 0], windows[..., -1]], dim=-1)
     brightness = border.detach().float().flatten(2).mean(-1) / scale  # [B, T]
-    bright = (brightness > BRIGHT_BORDER) & real_positions(lengths.to(windows.device), windows.shape[1])
+    bright = (brightness > BRIGHT_BORDER) & positions.to(windows.device)
     if bright.any():
         row, position = (int(i) for i in bright.nonzero()[0])
         raise ValueError(

@@ -61,7 +61,9 @@ class Task:
     generated expressions and image pools): a run of another seed then trained on what this one tests on, so
     ``--ensemble`` reads only members of its own seed; ``equal`` when a value counts as an example's result (``None``:
     ``==``; e.g. ``math.isclose`` for real results computed elsewhere), the
-    :class:`~neurosym.pipelines.grammar_pipeline.GrammarPipeline`'s ``equal``.
+    :class:`~neurosym.pipelines.grammar_pipeline.GrammarPipeline`'s ``equal``; ``white_on_black`` whether its images
+    show white ink on black, as the shipped tasks' do: the pipeline :func:`~neurosym.experiments.pipeline.trained_pipeline`
+    reads a run back with then refuses a read window with a bright border (black on white, read as other symbols).
     """
 
     name: str
@@ -85,6 +87,7 @@ class Task:
     subsets: Mapping[str, Mapping[str, SentenceSource]] = field(default_factory=dict)
     seed_assigns_splits: bool = False
     equal: Callable[[Any, Any], bool] | None = None
+    white_on_black: bool = False
 
     def __post_init__(self) -> None:  # a task module's mistake, named at its build rather than deep inside a run
         for value, kind, what in ((self.grammar, SymbolGrammar, "grammar"), (self.semantics, TreeSemantics, "semantics")):

@@ -156,6 +156,7 @@ def build(
 
     return Task(
         name=f"hint scale {scale}",
+        white_on_black=True,  # (trained_pipeline's pipeline refuses black-on-white windows)
         grammar=grammar,
         semantics=hint_semantics(),
         make_reader=make_reader,

@@ -152,6 +152,7 @@ def build(seed: int = 0, reader_width: int = READER_WIDTH, reader_convs: Sequenc
 
     return Task(
         name="hwf",
+        white_on_black=True,  # (trained_pipeline's pipeline refuses black-on-white windows)
         grammar=grammar,
         semantics=semantics,
         make_reader=make_reader,

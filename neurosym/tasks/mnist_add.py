@@ -188,6 +188,7 @@ def build(
 
     return Task(
         name=f"mnist-add N={digits}",
+        white_on_black=True,  # (trained_pipeline's pipeline refuses black-on-white windows)
         grammar=grammar,
         semantics=addition_semantics(),
         make_reader=make_reader,
