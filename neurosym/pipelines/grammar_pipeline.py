@@ -149,7 +149,9 @@ class GrammarPipeline:
         return Reading(sentences, log_probs, self.executor.values(sentences))
 
     def predict(self, batch: SentenceBatch) -> list[Any]:
-        """Results of a batch (no gradients: the reader reads in evaluation mode)."""
+        """Results of a batch, ``B`` values (``None`` where the sentence read has none, e.g. a division by zero), read as
+        :meth:`read` reads (no gradients: the reader reads in evaluation mode). ``ValueError`` for a length no sentence
+        of the grammar has, given its given symbols (naming the example)."""
         with torch.no_grad():
             return self.read(batch).values
 
