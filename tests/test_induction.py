@@ -244,6 +244,8 @@ def test_noisy_induction_lowers_the_agreement_in_steps_so_a_constant_cannot_win(
     for bad in ({"step": math.nan}, {"step": 0.0}, {"lowest": math.nan}):  # a NaN step failed inside numpy
         with pytest.raises(ValueError, match="need 0 < lowest <= highest <= 1 and step > 0"):
             induce_noisy_operator(minus, **{"max_size": 8, "highest": 0.8, "lowest": 0.5, **bad})
+    for wide in (0.3, 1.0, math.inf):  # a step past lowest tries highest, then lowest (inf was read as NaN)
+        assert str(induce_noisy_operator(minus, max_size=8, highest=0.8, lowest=0.5, step=wide)) == "0"
     times = [(i, j, i * j + (k % 4 == 0)) for k, (i, j) in enumerate(pairs)]  # 75 % right
     assert str(induce_noisy_operator(times, max_size=8, highest=0.8, lowest=0.5)) == "(i * j)"
     assert induce_noisy_operator(times, max_size=8, highest=0.8, lowest=0.8) is None

@@ -507,5 +507,6 @@ def induce_noisy_operator(
     if not (0.0 < lowest <= highest <= 1.0 and step > 0):  # (a NaN step failed in numpy)
         raise ValueError(f"need 0 < lowest <= highest <= 1 and step > 0, got {lowest}, {highest}, {step}")
     count = int(np.floor((highest - lowest) / step + 1e-9))
-    agreements = list(dict.fromkeys((*(highest - k * step for k in range(count + 1)), lowest)))
+    # (k from 1: an infinite step gave highest - 0 * inf, NaN, refused as a min_agreement of nan)
+    agreements = list(dict.fromkeys((highest, *(highest - k * step for k in range(1, count + 1)), lowest)))
     return next((program for program in induce_operators(examples, max_size, agreements) if program is not None), None)
