@@ -150,6 +150,12 @@ def test_a_concept_needs_a_new_symbol_and_sentences_that_use_it():
         learn_operator("a", [("2a3", 3), ("5a1", 5.0)], HINT_SEMANTICS)  # (failed deep in the program search)
     with pytest.raises(TypeError, match="example 0 of the number 'x' has the result '11'"):
         learn_number("x", [("x", "11")], HINT_SEMANTICS)  # (was x = 0, explaining nothing)
+    with pytest.raises(TypeError, match=r"example 0 of the operator 'q' is '2q3': examples are \(sentence, result\) pairs"):
+        learn_operator("q", ["2q3"], HINT_SEMANTICS)  # (was "too many values to unpack")
+    with pytest.raises(TypeError, match=r"example 1 of the number 'x' is \('x',\): examples are"):
+        learn_number("x", [("x", 3), ("x",)], HINT_SEMANTICS)
+    with pytest.raises(TypeError, match=r"example 0 of the number 'x' is \(3, 'x'\): examples are"):
+        learn_number("x", [(3, "x")], HINT_SEMANTICS)
     with pytest.raises(ValueError, match="'a' is already an operator of the table"):
         learn_operator("a", [("1a2", 2), ("3a4", 4)], HINT_FEWSHOT_SEMANTICS)
     with pytest.raises(ValueError, match="'3' is already a number"):

@@ -222,13 +222,18 @@ def _check_unknown(symbol: str, table: OperatorTable) -> None:
 
 
 def _check_new_concept(symbol: str, role: str, examples: Sequence[Example], table: OperatorTable) -> None:
-    """Raise ``ValueError`` for a ``symbol`` that ``table`` knows or no example, ``TypeError`` for a result that is no
-    int (or None), and :class:`ConceptNotLearned` when no example's sentence uses ``symbol`` (any meaning would explain
+    """Raise ``ValueError`` for a ``symbol`` that ``table`` knows or no example, ``TypeError`` for an example that is no
+    ``(sentence, result)`` pair or a result that is no int (or None), and :class:`ConceptNotLearned` when no example's sentence uses ``symbol`` (any meaning would explain
     them all alike)."""
     _check_unknown(symbol, table)
     if not examples:
         raise ValueError(f"no training sentence for the {role} {symbol!r}")
-    for index, (_, result) in enumerate(examples):  # a float failed deep in the program search, a str explained nothing
+    for index, example in enumerate(examples):  # a float failed deep in the program search, a str explained nothing
+        if not (isinstance(example, tuple | list) and len(example) == 2 and isinstance(example[0], str)):
+            raise TypeError(
+                f"example {index} of the {role} {symbol!r} is {example!r}: examples are (sentence, result) pairs"
+            )  # (a bare sentence failed in unpacking, "too many values to unpack")
+        result = example[1]
         if result is not None and not is_int(result):
             raise TypeError(f"example {index} of the {role} {symbol!r} has the result {result!r}: results are ints (or None)")
     if not any(symbol in sentence for sentence, _ in examples):
