@@ -20,7 +20,7 @@ from neurosym.pipelines.concepts import (
     operator_examples,
     placeholder_table,
 )
-from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator, induction
 from neurosym.semantics.induction import Program, _Enumerator, induce_noisy_operator, induce_operator, induce_operators
 from neurosym.semantics.operators import FRACTION_DIVIDE, MINUS
 from neurosym.syntax import ADDITIVE, MULTIPLICATIVE, canonical_sentence
@@ -257,6 +257,94 @@ def test_noisy_induction_lowers_the_agreement_in_steps_so_a_constant_cannot_win(
     assert induce_noisy_operator(times, max_size=8, highest=0.8, lowest=0.8) is None
     with pytest.raises(ValueError, match="lowest"):
         induce_noisy_operator(times, max_size=8, highest=0.5, lowest=0.8)
+
+
+def _levels_before(highest, lowest, step):
+    """The agreements induce_noisy_operator searched before it kept one per requirement (every step)."""
+    count = int(np.floor((highest - lowest) / step + 1e-9))
+    return list(dict.fromkeys((highest, *(highest - k * step for k in range(1, count + 1)), lowest)))
+
+
+def _requirement(agreement, examples):
+    """What _search requires at ``agreement``: whether it is 1.0, and how many examples of the searched subset (64 of
+    the distinct examples at most) and of all examples a program must explain."""
+    distinct = sorted(set(examples))
+    counts = np.array([examples.count(triple) for triple in distinct])
+    subset = np.arange(len(distinct))
+    if len(distinct) > 64:
+        subset = np.sort(np.random.default_rng(0).choice(len(distinct), 64, replace=False))
+    searched = counts[subset].sum()
+    needed = int(searched) if agreement == 1.0 else int(np.floor(agreement * searched))
+    return agreement == 1.0, needed, int(np.ceil(agreement * counts.sum() - 1e-9))
+
+
+def _spy_on_agreements(monkeypatch):
+    """The lists of agreements induce_noisy_operator passes to induce_operators (filled as it is called)."""
+    passed = []
+
+    def spy(examples, max_size, agreements, *rest):
+        passed.append(list(agreements))
+        return induce_operators(examples, max_size, agreements, *rest)
+
+    monkeypatch.setattr(induction, "induce_operators", spy)
+    return passed
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    target=st.sampled_from(sorted(TARGETS)),
+    seed=st.integers(0, 2**31 - 1),
+    noise=st.integers(0, 15),
+    count=st.sampled_from([40, 120]),  # 120 examples: more than the 64 distinct ones searched
+    highest=st.floats(0.6, 1.0),
+    width=st.floats(0.0, 0.4),
+    step=st.floats(0.002, 0.3),
+)
+def test_noisy_induction_searches_the_first_agreement_of_each_requirement(target, seed, noise, count, highest, width, step):
+    rng = np.random.default_rng(seed)
+    examples = _examples(TARGETS[target], count=count, seed=seed)
+    for k in rng.choice(count, noise, replace=False):
+        i, j, v = examples[k]
+        examples[k] = (i, j, v + int(rng.integers(1, 4)))
+    lowest = highest - width
+    before = _levels_before(highest, lowest, step)
+    requirements = [_requirement(agreement, examples) for agreement in before]
+    first = [agreement for k, agreement in enumerate(before) if requirements[k] not in requirements[:k]]
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        passed = _spy_on_agreements(monkeypatch)
+        program = induce_noisy_operator(examples, 5, highest, lowest, step)
+    assert passed == [first]  # (every step's agreement was passed: up to 200 here, 10^12 at a step of 1e-12)
+    assert program == next((p for p in induce_operators(examples, 5, before) if p is not None), None)
+
+
+def test_a_fine_step_searches_one_agreement_per_requirement(monkeypatch):
+    pairs = [(i, j) for i in range(10) for j in range(10)]
+    minus = [(i, j, max(0, i - j) + (k % 2 == 0 and i > j)) for k, (i, j) in enumerate(pairs)]
+    coarse = induce_noisy_operator(minus, max_size=8, highest=0.8, lowest=0.5, step=1e-3)  # below 1 / 100 examples
+    assert str(coarse) == "(i - min(i, j))"
+
+    def bounded_range(*bounds):  # a list of a step's agreements ran out of memory: fail before building it
+        span = range(*bounds)
+        assert len(span) <= 10**6, f"a range of {len(span)}"
+        return span
+
+    monkeypatch.setattr(induction, "range", bounded_range, raising=False)
+    passed = _spy_on_agreements(monkeypatch)
+    for fine in (1e-12, 1e-300):
+        assert induce_noisy_operator(minus, max_size=8, highest=0.8, lowest=0.5, step=fine) == coarse
+    assert all(len(agreements) <= 2 * len(minus) + 3 for agreements in passed)
+
+
+@pytest.mark.parametrize("name, bad", [("highest", "0.8"), ("lowest", True), ("step", "0.05"), ("step", False)])
+def test_noisy_induction_names_an_argument_that_is_no_number(name, bad):
+    arguments = {"highest": 0.8, "lowest": 0.5, "step": 0.05, name: bad}  # (a str or bool: "'<=' not supported")
+    with pytest.raises(ValueError, match=f"{name} must be a real number, got {bad!r}"):
+        induce_noisy_operator([(1, 2, 2), (3, 1, 3)], 3, **arguments)
+
+
+def test_a_step_too_fine_to_count_its_agreements_in_floats_is_named():
+    with pytest.raises(ValueError, match="step 5e-324 is too small"):  # (int(inf) failed with an OverflowError)
+        induce_noisy_operator([(1, 2, 2), (3, 1, 3)], 3, 0.8, 0.5, 5e-324)
 
 
 def test_operator_examples_skip_operands_another_operator_made_fractions():

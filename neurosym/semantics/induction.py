@@ -18,9 +18,10 @@ Sizes count DSL nodes: ``max(i, j)`` has size 3, ``ceil((i + j) / 2)`` size 6 an
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -42,6 +43,8 @@ EXAMPLE_LIMIT = 2**53
 it, examples were misread and no program found; beyond float range, the search overflowed). A program's value of this
 magnitude or more on an example (``i + j`` of ``2**53 + 1`` is rounded to ``2**53``) is unknown to the search: it is
 taken as ``inf``, and ``ceil((i + j) / 2)`` is still found for ``(2**53, 1, 2**52 + 1)``."""
+MAX_SEARCH_EXAMPLES = 64
+"""The most distinct examples the enumeration of :func:`induce_operator` runs on by default."""
 _UNKNOWN = np.inf
 """A value the search does not know exactly (see :data:`EXAMPLE_LIMIT`); NaN is a value that is undefined."""
 _MIX = ((np.uint64(30), np.uint64(0xBF58476D1CE4E5B9)), (np.uint64(27), np.uint64(0x94D049BB133111EB)))
@@ -323,7 +326,7 @@ def induce_operator(
     max_size: int = 10,
     min_agreement: float = 1.0,
     max_bank: int = 400_000,
-    max_search_examples: int = 64,
+    max_search_examples: int = MAX_SEARCH_EXAMPLES,
 ) -> Program | None:
     """The smallest DSL program ``p`` with ``p(i, j) == v`` on at least ``min_agreement`` of ``examples``.
 
@@ -357,7 +360,7 @@ def induce_operators(
     max_size: int = 10,
     agreements: Sequence[float] = (1.0,),
     max_bank: int = 400_000,
-    max_search_examples: int = 64,
+    max_search_examples: int = MAX_SEARCH_EXAMPLES,
 ) -> list[Program | None]:
     """:func:`induce_operator` at each of ``agreements`` (the same programs), from one enumeration: it runs until the
     strictest agreement is met or ``max_size`` is passed, where one call per agreement enumerates again each time (an
@@ -368,9 +371,7 @@ def induce_operators(
     max_search_examples = int_at_least(max_search_examples, "max_search_examples", 1)
     if not agreements or not all(is_real(agreement) and 0.0 < agreement <= 1.0 for agreement in agreements):
         raise ValueError(f"min_agreement must be in (0, 1], got {list(agreements)}")
-    subset = np.arange(len(triples))
-    if len(triples) > max_search_examples:
-        subset = np.sort(np.random.default_rng(0).choice(len(triples), max_search_examples, replace=False))
+    subset = _searched_subset(len(triples), max_search_examples)
     found, counterexamples = _search(triples, counts, subset, list(agreements), max_size, max_bank)
     exact = [level for level, agreement in enumerate(agreements) if agreement == 1.0]
     while counterexamples:  # each round adds examples outside the subset: at most one round per distinct example
@@ -379,6 +380,22 @@ def induce_operators(
         for level in exact:
             found[level] = program
     return found
+
+
+def _searched_subset(distinct: int, max_search_examples: int) -> np.ndarray:
+    """The indices ``[S]`` of the ``distinct`` examples the enumeration runs on: all of them, or a fixed random sorted
+    subset of ``max_search_examples`` of them."""
+    if distinct <= max_search_examples:
+        return np.arange(distinct)
+    return np.sort(np.random.default_rng(0).choice(distinct, max_search_examples, replace=False))
+
+
+def _required_counts(agreement: float, searched: int, total: int) -> tuple[int, int]:
+    """How many examples a program must explain at ``agreement``: of the ``searched`` examples of the subset the
+    enumeration runs on (counted as often as they occur), all of them at 1.0, else the share rounded down (a share of
+    a subset may be wrong by chance); of all ``total`` examples, the share rounded up (within float noise)."""
+    needed = searched if agreement == 1.0 else math.floor(agreement * searched)
+    return needed, math.ceil(agreement * total - 1e-9)
 
 
 def _distinct_examples(examples: Examples) -> tuple[list[tuple[int, int, int]], np.ndarray]:
@@ -421,8 +438,8 @@ def _search(
     # Distinct examples count as often as they occur: noise is mostly distinct, right examples repeat, so an
     # unweighted share of distinct examples would understate the agreement. On the searched subset a share
     # may be wrong by chance: round the threshold down there.
-    needed = [int(weights.sum()) if agreement == 1.0 else int(np.floor(agreement * weights.sum())) for agreement in agreements]
-    needed_all = [int(np.ceil(agreement * counts.sum() - 1e-9)) for agreement in agreements]
+    required = [_required_counts(agreement, int(weights.sum()), int(counts.sum())) for agreement in agreements]
+    needed, needed_all = [n for n, _ in required], [n for _, n in required]
     outside = np.ones(len(triples), dtype=bool)
     outside[subset] = False
     found: list[Program | None] = [None] * len(agreements)
@@ -503,10 +520,59 @@ def induce_noisy_operator(
     found wins. So the program kept explains within ``step`` of the most any program explains: a small
     program that explains a little more than ``lowest`` (the constant ``0`` explains more than half of
     ``max(0, i - j)`` on digits) cannot win over the right one read through noise. ``None``: nothing
-    explains ``lowest``."""
+    explains ``lowest``.
+
+    Of agreements that require the same numbers of examples explained only the first is searched
+    (:func:`_agreement_levels`; the program found is the same): at most ``2 * len(examples) + 3`` of them, however
+    fine ``step`` is (a ``step`` of 1e-12 built 10^12 agreements and ran out of memory). ``ValueError`` when
+    ``highest``, ``lowest`` or ``step`` is no number, when not ``0 < lowest <= highest <= 1`` and ``step > 0``, or
+    when ``(highest - lowest) / step`` overflows a float."""
+    for name, value in (("highest", highest), ("lowest", lowest), ("step", step)):
+        if not is_real(value):  # (a str or bool failed comparing with "'<=' not supported")
+            raise ValueError(f"{name} must be a real number, got {value!r}")
     if not (0.0 < lowest <= highest <= 1.0 and step > 0):  # (a NaN step failed in numpy)
         raise ValueError(f"need 0 < lowest <= highest <= 1 and step > 0, got {lowest}, {highest}, {step}")
-    count = int(np.floor((highest - lowest) / step + 1e-9))
-    # (k from 1: an infinite step gave highest - 0 * inf, NaN, refused as a min_agreement of nan)
-    agreements = list(dict.fromkeys((highest, *(highest - k * step for k in range(1, count + 1)), lowest)))
+    triples, counts = _distinct_examples(examples)
+    searched = int(counts[_searched_subset(len(triples), MAX_SEARCH_EXAMPLES)].sum())
+    total = int(counts.sum())
+    agreements = _agreement_levels(
+        highest, lowest, step, lambda agreement: (agreement == 1.0, *_required_counts(agreement, searched, total))
+    )
     return next((program for program in induce_operators(examples, max_size, agreements) if program is not None), None)
+
+
+def _agreement_levels(highest: float, lowest: float, step: float, requires: Callable[[float], Hashable]) -> list[float]:
+    """The agreements ``highest``, then ``highest - k * step`` for ``k`` from 1 to ``floor((highest - lowest) / step
+    + 1e-9)``, then ``lowest``, each kept only when it is the first to require what it ``requires`` (``[L]``, in that
+    order). :func:`_search` reads an agreement only as whether it is 1.0 and as the counts of :func:`_required_counts`
+    (on a subset fixed by the examples alone), each agreement on its own: two agreements that require the same get the
+    same program, so the first program found over all agreements is the first found over these.
+
+    What an agreement requires never grows as ``k`` grows (``highest - k * step`` in floats does not grow with ``k``,
+    and the counts are rounded products that do not grow as the agreement is lowered): so the ``k`` that require alike
+    are runs, whose ends are found by bisection, and no list of ``(highest - lowest) / step`` agreements is built.
+    ``ValueError`` when that quotient overflows a float (a ``step`` of about 1e-308 or less).
+    """
+    quotient = (highest - lowest) / step
+    if math.isinf(quotient):
+        raise ValueError(
+            f"step {step} is too small for the agreements from {highest} to {lowest}: (highest - lowest) / step overflows"
+        )
+    count = math.floor(quotient + 1e-9)
+
+    def agreement(k: int) -> float:
+        return highest if k == 0 else highest - k * step  # (not highest - 0 * inf, NaN, for an infinite step)
+
+    levels: list[float] = []
+    seen: set[Hashable] = set()
+    k = 0
+    while k <= count:
+        required = requires(agreement(k))  # (new: what is required only lessens with k)
+        levels.append(agreement(k))
+        seen.add(required)
+        low, high = k + 1, count + 1  # the first k after this one that requires otherwise
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (middle + 1, high) if requires(agreement(middle)) == required else (low, middle)
+        k = low
+    return levels if requires(lowest) in seen else [*levels, lowest]
