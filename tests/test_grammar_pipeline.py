@@ -613,6 +613,20 @@ def test_an_example_no_sentence_fits_is_named_by_its_place_in_the_batch_given():
             decode(log_probs, torch.full((4,), 3))
 
 
+def test_an_example_no_sentence_fits_says_why_where_the_reason_is_plain():
+    """Both said only "length 3 and its fixed symbols": a length the grammar has no sentence of, and a symbol the
+    reader lacks marked to be read (mnist-add's "+" left to the digit reader)."""
+    grammar = SymbolGrammar(ADDITION)
+    decoder = GrammarDecoder(grammar)
+    log_probs = torch.randn(2, 3, len(grammar.symbols), generator=torch.Generator().manual_seed(0)).log_softmax(-1)
+    log_probs[..., grammar.symbols.index("+")] = -torch.inf
+    for decode in (decoder.decode, decoder.viterbi):
+        with pytest.raises(ValueError, match=r"\): at position 1 none of the symbols the grammar allows there \(\+\) is"):
+            decode(log_probs, torch.full((2,), 3))
+        with pytest.raises(ValueError, match=r"length 2 and its fixed symbols\): the grammar has no sentence of 2 symbols"):
+            decode(log_probs[:, :2], torch.full((2,), 2))
+
+
 def test_padding_positions_do_not_change_shorter_examples():
     grammar = SymbolGrammar(ADDITION)
     decoder = GrammarDecoder(grammar)

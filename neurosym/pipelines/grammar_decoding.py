@@ -92,11 +92,28 @@ class GrammarDecoder:
         tokens, score = self.chart.best(term_score, best_symbol, lengths.tolist())
         bad = (~torch.isfinite(score)).nonzero().flatten().tolist()
         if bad:
+            row = bad[0]
             raise ValueError(
-                f"no sentence of the grammar fits example {examples[bad[0]]} (length {lengths[bad[0]].item()} and its "
-                "fixed symbols)"
+                f"no sentence of the grammar fits example {examples[row]} (length {lengths[row].item()} and its "
+                f"fixed symbols){self._misfit(log_probs[row], int(lengths[row]))}"
             )
         return Decoded(torch.from_numpy(tokens).to(log_probs.device), score.to(log_probs.device))
+
+    def _misfit(self, log_probs: torch.Tensor, length: int) -> str:
+        """Why no sentence fits one example, ``log_probs [T, V]`` of ``length`` symbols, where a reason is plain: the
+        grammar has no sentence of that length, or at some position none of the symbols it allows there is possible
+        (finite), as where a symbol the reader lacks is marked to be read; else ``""``."""
+        allowed = self._allowed(length)  # [L, V]
+        if not allowed.any():
+            return f": the grammar has no sentence of {length} symbols"
+        possible = torch.isfinite(log_probs[:length]).cpu() & allowed
+        for position in (~possible.any(dim=1)).nonzero().flatten().tolist():
+            wanted = [symbol for symbol, ok in zip(self.grammar.symbols, allowed[position].tolist()) if ok]
+            return (
+                f": at position {position} none of the symbols the grammar allows there ({' '.join(wanted)}) is possible "
+                "(a symbol the reader lacks must be given, not read)"
+            )
+        return ""
 
     def _checked(self, log_probs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         return checked_decoder_inputs(log_probs, lengths, len(self.grammar.symbols)).to("cpu")
