@@ -196,8 +196,8 @@ def check_white_on_black(windows: torch.Tensor, positions: torch.Tensor) -> None
         row, position = (int(i) for i in bright.nonzero()[0])
         raise ValueError(
             f"window {position} of expression {row} has a bright border (mean intensity {brightness[row, position]:.2f}): "
-            "the reader reads white ink on black, as the banks hold it; invert black-on-white images first "
-            "(255 - pixels, or 1 - intensities)"
+            "the reader reads white ink on black, as its training images show it; invert black-on-white images first "
+            "(255 - pixels, or 1 - intensities, or neurosym.data.symbol_images.glyph_window)"
         )
 
 
