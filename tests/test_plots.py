@@ -243,3 +243,29 @@ def test_the_pipeline_figure_names_the_run_as_it_is_told(tmp_path, monkeypatch) 
     assert [text.get_text() for text in bars.get_legend().get_texts()] == ["neurosym, supervised by the true symbols", "ABL"]
     # the reading is scored by its result, not symbol by symbol
     assert [text.get_text() for text in curve.get_legend().get_texts()] == ["reading gives the result", "abduced"]
+
+
+def _outside(figure) -> list[str]:
+    """The texts of ``figure``, laid out as it is saved, that reach past its edges (cut off in the written image)."""
+    figure.tight_layout()
+    figure.canvas.draw()  # (the labels take their places when drawn)
+    renderer = figure.canvas.get_renderer()
+    edges = figure.bbox
+    texts = [text for axis in figure.axes for text in (axis.title, axis.xaxis.label, axis.yaxis.label)]
+    return [
+        text.get_text()
+        for text in texts
+        if text.get_text()
+        and not (edges.x0 <= (box := text.get_window_extent(renderer)).x0 and box.x1 <= edges.x1 and box.y1 <= edges.y1)
+    ]
+
+
+@pytest.mark.parametrize("shapes", [["100→2"], ["100→2", "512→512"]])
+def test_unit_ratios_of_any_number_of_shapes_keep_their_title_and_labels_inside_the_figure(shapes, tmp_path, monkeypatch):
+    figures = _drawn(speed, monkeypatch)  # (one shape cut the title off at "(black ticks: g")
+    records = [{"shape": s, "unit": u, "ratio_to_linear": 2.0} for s in shapes for u in ("NAU", "NMU")]
+    plot_unit_ratios(records, "Linear", {"NAU": 1.5, "NMU": 3.0}, tmp_path / "u.png")
+    figure = figures.pop()
+    outside = _outside(figure)
+    pyplot().close(figure)
+    assert outside == []

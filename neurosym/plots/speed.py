@@ -25,7 +25,7 @@ def plot_unit_ratios(records: list[dict], baseline: str, goals: Mapping[str, flo
     axis.axhline(1.0, color="grey", linewidth=0.8)
     log_scale(axis, "y")
     axis.set_ylabel("forward+backward time / nn.Linear")
-    axis.set_title("Arithmetic units vs nn.Linear (black ticks: goals)")
+    axis.set_title("Arithmetic units vs nn.Linear\n(black ticks: goals)")  # (one line is wider than a figure of one shape)
     legend(axis)
     return save_figure(figure, path)
 
