@@ -17,9 +17,12 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neurosym import __version__
+
+if TYPE_CHECKING:  # (the options module loads torch: imported when a command runs)
+    from neurosym.experiments.options import OutputOptions
 
 COMMANDS: dict[str, tuple[str, str]] = {
     "hint-data": (
@@ -188,10 +191,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         print(f"{shown}: {error}{afresh}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C
-        print(
-            f"{shown}: interrupted; what it saved is whole (written atomically): the same command continues from there",
-            file=sys.stderr,
-        )
+        print(f"{shown}: {_interrupted(runner.OPTIONS)}", file=sys.stderr)
         return INTERRUPTED
     except (CommandFailed, ValueError, KeyError, OSError) as error:  # bad input found once work began, a place not writable
         if os.environ.get(TRACEBACK_VARIABLE):
@@ -200,6 +200,14 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         print(f"{shown}: {text} ({TRACEBACK_VARIABLE}=1 shows where)", file=sys.stderr)
         return FAILED
     return 0
+
+
+def _interrupted(command_options: type[OutputOptions]) -> str:
+    """What a Ctrl-C outside a training loop left of a run of the command of ``command_options``, and what the same
+    command does next."""
+    if command_options.WRITES_AS_IT_GOES:
+        return "interrupted; what it saved is whole (written atomically): the same command continues from there"
+    return "interrupted before it wrote its results (it writes them at its end): the same command starts over"
 
 
 def script(command: str) -> int:

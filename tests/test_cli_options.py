@@ -157,16 +157,29 @@ def test_an_output_folder_must_lie_in_a_folder_this_process_may_write(tmp_path, 
     )
 
 
-def test_ctrl_c_outside_a_training_loop_exits_130_and_says_how_to_continue(capsys, monkeypatch, tmp_path) -> None:
-    from neurosym.cli import INTERRUPTED
-    from neurosym.experiments import solver_speed
+AFTER_CTRL_C = {
+    "hint-data": "interrupted; what it saved is whole (written atomically): the same command continues from there",
+    "pvr": "interrupted; what it saved is whole (written atomically): the same command continues from there",
+    "solver-speed": "interrupted before it wrote its results (it writes them at its end): the same command starts over",
+    "layer-speed": "interrupted before it wrote its results (it writes them at its end): the same command starts over",
+    "attention-speed": "interrupted before it wrote its results (it writes them at its end): the same command starts over",
+}
+"""What a command says after a Ctrl-C outside a training loop: a timing, which writes nothing before its end, said
+that the same command continued from what it saved."""
+
+
+@pytest.mark.parametrize("command", AFTER_CTRL_C)
+def test_ctrl_c_outside_a_training_loop_exits_130_and_says_what_the_same_command_does(
+    command: str, capsys, monkeypatch, tmp_path
+) -> None:
+    from neurosym.cli import COMMANDS, INTERRUPTED
 
     def interrupted(options) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(solver_speed, "run", interrupted)
-    assert main(["solver-speed", "--out", str(tmp_path)]) == INTERRUPTED == 130
-    assert "neurosym solver-speed: interrupted; what it saved is whole" in capsys.readouterr().err
+    monkeypatch.setattr(importlib.import_module(COMMANDS[command][0]), "run", interrupted)
+    assert main([command, "--out", str(tmp_path)]) == INTERRUPTED == 130
+    assert capsys.readouterr().err.splitlines()[-1] == f"neurosym {command}: {AFTER_CTRL_C[command]}"
 
 
 def test_ctrl_c_while_the_command_loads_exits_130_without_a_traceback(capsys, monkeypatch) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_args, get_origin, get_type_hints
 
 import torch
 
@@ -543,6 +543,10 @@ def _config_value(key: str, value: Any, config_field: Field, annotation: Any) ->
 class OutputOptions:
     """The options every command has."""
 
+    WRITES_AS_IT_GOES: ClassVar[bool] = True
+    """Whether the command writes its work as it goes (checkpoints, finished runs, cached splits), so that the same
+    command continues after a Ctrl-C; ``False`` for a command that writes its results at its end only (a timing)."""
+
     out: Path = option(
         Path("results"), "output folder (JSON, plot, checkpoints); on the command line results/COMMAND", parse=output_folder
     )
@@ -567,6 +571,8 @@ class RunOptions(ThreadOptions):
 @dataclass(frozen=True)
 class TimingOptions(RunOptions):
     """The options of every command that times code on a device (one CPU thread by default: steadier timings)."""
+
+    WRITES_AS_IT_GOES: ClassVar[bool] = False
 
     threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
 

@@ -10,6 +10,7 @@ the CPU, so there is no ``--device`` option.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -37,6 +38,8 @@ PRESET_COUNTS = {"smoke": (512, 100), "cpu": (32768, 2000)}
 @dataclass(frozen=True)
 class SolverSpeedOptions(ThreadOptions):
     """The options of ``neurosym solver-speed``."""
+
+    WRITES_AS_IT_GOES: ClassVar[bool] = False
 
     threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
     seed: int = option(0, "seed of the timed random expressions", parse=non_negative_int)
