@@ -399,12 +399,16 @@ def _write_whole(path: Path, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, default=ROOT / "results" / "device_check", help="folder of the JSON and Markdown")
-    parser.add_argument("--skip", default="", help=f"comma-separated parts to leave out, of {', '.join(PARTS)}")
     parser.add_argument(
-        "--with", dest="extra", default="", help=f"comma-separated optional parts to run, of {', '.join(OPTIONAL)}"
-    )
-    parser.add_argument("--budget-scale", type=float, default=1.0, help="multiply every part's time budget")
+        "--out", type=Path, default=ROOT / "results" / "device_check",
+        help="folder of the JSON and Markdown (default: results/device_check in the repository)",
+    )  # fmt: skip
+    parser.add_argument("--skip", default="", help=f"comma-separated parts to leave out, of {', '.join(PARTS)} (default: none)")
+    parser.add_argument(
+        "--with", dest="extra", default="",
+        help=f"comma-separated optional parts to run, of {', '.join(OPTIONAL)} (default: none: they are left out)",
+    )  # fmt: skip
+    parser.add_argument("--budget-scale", type=float, default=1.0, help="multiply every part's time budget (default: 1)")
     parser.add_argument(
         "--deadline", type=float, default=None, help="seconds the whole check may take: no part runs past them (default: none)"
     )

@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import json
 import math
+import re
 import signal
 import subprocess
 import time
@@ -224,3 +225,14 @@ def test_the_report_is_strict_json_with_a_number_that_is_no_number_as_null(devic
     report = json.loads((tmp_path / "device_check.json").read_text(), parse_constant=refused)
     assert report["hint_transformer"]["steps_per_second_batch_128"] is None
     assert report["hint_transformer"]["projected_hours_1e5_x_128"] is None
+
+
+def test_the_help_names_every_options_default(device_check, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        device_check.main(["--help"])
+    options = re.split(r"\n  (?=-)", capsys.readouterr().out.split("options:", 1)[1])[1:]
+    assert stopped.value.code == 0 and len(options) == 6  # (--out, --skip, --with and --budget-scale named none)
+    assert [" ".join(text.split()) for text in options if "(default:" not in text] == [
+        "-h, --help show this help message and exit"
+    ]
+    assert "(default: results/device_check in the repository)" in " ".join(" ".join(options).split())
