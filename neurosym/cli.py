@@ -176,22 +176,22 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     from neurosym.training.stopping import TrainingInterrupted
 
     try:
-        args = options_from(runner.OPTIONS, args)
+        options: OutputOptions = options_from(runner.OPTIONS, args)
     except ValueError as error:  # the options' own checks, before any work
         args._parser.error(str(error))
-    if isinstance(args, TrainingOptions) and (note := fresh_start(args)) is not None:
+    if isinstance(options, TrainingOptions) and (note := fresh_start(options)) is not None:
         print(note, flush=True)  # (a note beside the run's output: its errors stay one line)
     try:
-        runner.run(args)
+        runner.run(options)
     except TrainingInterrupted as stop:
         print(f"{shown}: {stop}", file=sys.stderr)
         return stop.exit_status
     except CheckpointMismatch as error:  # --resume (the default) over another run's checkpoint
-        afresh = " (--no-resume starts afresh over it)" if getattr(args, "resume", None) is not None else ""
+        afresh = " (--no-resume starts afresh over it)" if getattr(options, "resume", None) is not None else ""
         print(f"{shown}: {error}{afresh}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C
-        print(f"{shown}: {_interrupted(runner.OPTIONS)}", file=sys.stderr)
+        print(f"{shown}: {_interrupted(options)}", file=sys.stderr)
         return INTERRUPTED
     except (CommandFailed, ValueError, KeyError, OSError) as error:  # bad input found once work began, a place not writable
         if os.environ.get(TRACEBACK_VARIABLE):
@@ -202,10 +202,9 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     return 0
 
 
-def _interrupted(command_options: type[OutputOptions]) -> str:
-    """What a Ctrl-C outside a training loop left of a run of the command of ``command_options``, and what the same
-    command does next."""
-    if command_options.WRITES_AS_IT_GOES:
+def _interrupted(options: OutputOptions) -> str:
+    """What a Ctrl-C outside a training loop left of the run of ``options``, and what the same command does next."""
+    if options.writes_as_it_goes():
         return "interrupted; what it saved is whole (written atomically): the same command continues from there"
     return "interrupted before it wrote its results (it writes them at its end): the same command starts over"
 

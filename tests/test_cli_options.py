@@ -157,12 +157,16 @@ def test_an_output_folder_must_lie_in_a_folder_this_process_may_write(tmp_path, 
     )
 
 
+CONTINUES = "interrupted; what it saved is whole (written atomically): the same command continues from there"
+STARTS_OVER = "interrupted before it wrote its results (it writes them at its end): the same command starts over"
 AFTER_CTRL_C = {
-    "hint-data": "interrupted; what it saved is whole (written atomically): the same command continues from there",
-    "pvr": "interrupted; what it saved is whole (written atomically): the same command continues from there",
-    "solver-speed": "interrupted before it wrote its results (it writes them at its end): the same command starts over",
-    "layer-speed": "interrupted before it wrote its results (it writes them at its end): the same command starts over",
-    "attention-speed": "interrupted before it wrote its results (it writes them at its end): the same command starts over",
+    "hint-data": CONTINUES,
+    "pvr": CONTINUES,
+    "arithmetic --models nau": CONTINUES,
+    "arithmetic --speed": STARTS_OVER,
+    "solver-speed": STARTS_OVER,
+    "layer-speed": STARTS_OVER,
+    "attention-speed": STARTS_OVER,
 }
 """What a command says after a Ctrl-C outside a training loop: a timing, which writes nothing before its end, said
 that the same command continued from what it saved."""
@@ -177,9 +181,10 @@ def test_ctrl_c_outside_a_training_loop_exits_130_and_says_what_the_same_command
     def interrupted(options) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(importlib.import_module(COMMANDS[command][0]), "run", interrupted)
-    assert main([command, "--out", str(tmp_path)]) == INTERRUPTED == 130
-    assert capsys.readouterr().err.splitlines()[-1] == f"neurosym {command}: {AFTER_CTRL_C[command]}"
+    name, *options = command.split()
+    monkeypatch.setattr(importlib.import_module(COMMANDS[name][0]), "run", interrupted)
+    assert main([name, *options, "--out", str(tmp_path)]) == INTERRUPTED == 130
+    assert capsys.readouterr().err.splitlines()[-1] == f"neurosym {name}: {AFTER_CTRL_C[command]}"
 
 
 def test_ctrl_c_while_the_command_loads_exits_130_without_a_traceback(capsys, monkeypatch) -> None:

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import MISSING, Field, asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_hints
 
 import torch
 
@@ -543,15 +543,16 @@ def _config_value(key: str, value: Any, config_field: Field, annotation: Any) ->
 class OutputOptions:
     """The options every command has."""
 
-    WRITES_AS_IT_GOES: ClassVar[bool] = True
-    """Whether the command writes its work as it goes (checkpoints, finished runs, cached splits), so that the same
-    command continues after a Ctrl-C; ``False`` for a command that writes its results at its end only (a timing)."""
-
     out: Path = option(
         Path("results"), "output folder (JSON, plot, checkpoints); on the command line results/COMMAND", parse=output_folder
     )
     seed: int = option(0, "seed of data generation, initialisation and batch order", parse=non_negative_int)
     progress: bool = option(True, "show progress bars")
+
+    def writes_as_it_goes(self) -> bool:
+        """Whether this run writes its work as it goes (checkpoints, finished runs, cached splits), so that the same
+        command continues after a Ctrl-C; ``False`` for a run that writes its results at its end only (a timing)."""
+        return True
 
 
 @dataclass(frozen=True)
@@ -572,9 +573,11 @@ class RunOptions(ThreadOptions):
 class TimingOptions(RunOptions):
     """The options of every command that times code on a device (one CPU thread by default: steadier timings)."""
 
-    WRITES_AS_IT_GOES: ClassVar[bool] = False
-
     threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
+
+    def writes_as_it_goes(self) -> bool:
+        """``False``: a timing writes its results at its end only."""
+        return False
 
 
 @dataclass(frozen=True)
@@ -598,6 +601,10 @@ class TrainingOptions(RunOptions):
         """Where ``--resume`` looks for what this run continues: a checkpoint file, or a folder of them (the ``.pt`` and
         ``.json`` files under it); ``None``: the run keeps none."""
         return self.out
+
+    def writes_as_it_goes(self) -> bool:
+        """Whether this run keeps checkpoints (``--speed`` of ``neurosym arithmetic`` keeps none)."""
+        return self.checkpoints() is not None
 
 
 def fresh_start(options: TrainingOptions) -> str | None:

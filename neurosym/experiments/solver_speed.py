@@ -10,7 +10,6 @@ the CPU, so there is no ``--device`` option.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 
@@ -39,8 +38,6 @@ PRESET_COUNTS = {"smoke": (512, 100), "cpu": (32768, 2000)}
 class SolverSpeedOptions(ThreadOptions):
     """The options of ``neurosym solver-speed``."""
 
-    WRITES_AS_IT_GOES: ClassVar[bool] = False
-
     threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
     seed: int = option(0, "seed of the timed random expressions", parse=non_negative_int)
     preset: str = preset_option(
@@ -63,6 +60,10 @@ class SolverSpeedOptions(ThreadOptions):
         parse=comma_list(positive_int, what="batch size", distinct=True),
     )  # fmt: skip
     rounds: int = option(5, "interleaved timing rounds; the fastest is kept", parse=positive_int, aliases=["--repeats"])
+
+    def writes_as_it_goes(self) -> bool:
+        """``False``: the timing writes its results at its end only."""
+        return False
 
     def __post_init__(self) -> None:
         count, lark_count, _ = self.budget()
