@@ -161,6 +161,7 @@ CONTINUES = "interrupted; what it saved is whole (written atomically): the same 
 STARTS_OVER = "interrupted before it wrote its results (it writes them at its end): the same command starts over"
 AFTER_CTRL_C = {
     "hint-data": CONTINUES,
+    "hint-data --no-cache": STARTS_OVER,
     "pvr": CONTINUES,
     "arithmetic --models nau": CONTINUES,
     "arithmetic --speed": STARTS_OVER,

@@ -95,6 +95,10 @@ class HintDataOptions(OutputOptions):
         if (self.out / RELEASE_FOLDER).is_file():  # (found after the generation, as "File exists")
             raise ValueError(f"--out {self.out} holds a file {RELEASE_FOLDER!r} where the release folder is to be written")
 
+    def writes_as_it_goes(self) -> bool:
+        """Whether the generated splits are cached as they are made (``--no-cache`` makes them anew every time)."""
+        return self.cache
+
 
 OPTIONS = HintDataOptions
 
