@@ -73,7 +73,11 @@ class HintDataOptions(OutputOptions):
     )  # fmt: skip
 
     preset: str = preset_option(
-        {"smoke": f"scale {SMOKE_SCALE}, a few seconds", "paper": "scale 1, the released sizes (Table A1)"}, "paper"
+        {
+            "smoke": f"scale {SMOKE_SCALE}, about half a minute (writing the bank's images)",
+            "paper": "scale 1, the released sizes (Table A1)",
+        },
+        "paper",
     )
     scale: float | None = option(None, "fraction of the released sizes (overrides the preset)", parse=fraction_up_to_one)
     fewshot: bool = option(False, "also generate the few-shot splits of x y a b c d")
