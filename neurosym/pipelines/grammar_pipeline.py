@@ -44,7 +44,7 @@ from neurosym.syntax.errors import AmbiguousGrammarWarning, ParseError
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.distributed import DistributedContext
-from neurosym.training.modes import reading_mode
+from neurosym.training.modes import reading_mode, training_modes
 
 ReadWindows = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """What reads windows for :meth:`GrammarPipeline.read`: ``(windows [n, ...], groups int64 [n]) -> log-probabilities
@@ -432,10 +432,11 @@ def train_grammar_pipeline(
     forward = DistributedDataParallel(model) if distributed else model
     targets = list(source.targets)
     read_right = False  # whether any training example was read right so far
+    in_training_mode = training_modes(model)
 
     def step(index: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
         nonlocal read_right
-        model.train()
+        in_training_mode()
         drawn = config.curriculum.sample(source.lengths, index, config.batch_size, config.seed)
         indices = (drawn if share is None else drawn[share]).tolist()
         batch = source.batch(indices).to(device)

@@ -41,7 +41,7 @@ from neurosym.training.core import Checkpointing, run_training
 from neurosym.training.device import at_least_float32, mixed_precision
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import SCHEDULES, schedule_factor
-from neurosym.training.modes import evaluation_mode, modes_kept
+from neurosym.training.modes import evaluation_mode, modes_kept, training_modes
 from neurosym.training.update import Update, adam, grad_scaler
 
 LEARNING_RULES = ("abduction", "reinforce")
@@ -205,10 +205,11 @@ def train_pipeline(
     lengths = stage_lengths(source.records)
     targets = np.fromiter((r.res for r in source.records), dtype=np.int64, count=len(source.records))
     baseline = 0.0
+    in_training_mode = training_modes(model)
 
     def step(index: int) -> tuple[torch.Tensor | None, dict[str, Any]]:
         nonlocal baseline
-        model.train()
+        in_training_mode()
         indices = config.curriculum.sample(lengths, index, config.batch_size, config.seed)
         windows, batch_lengths = _windows_on(source, indices, device)
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
@@ -356,9 +357,10 @@ def fit_windows(
     share's."""
     share = slice(context.rank, None, context.world_size) if context is not None and context.is_distributed else None
     forward = DistributedDataParallel(model) if share is not None else model
+    in_training_mode = training_modes(model)
 
     def step(index: int) -> tuple[torch.Tensor, dict[str, float]]:
-        model.train()
+        in_training_mode()
         windows, labels = batches(index)
         if share is not None:
             windows, labels = windows[share], labels[share]

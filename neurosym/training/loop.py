@@ -44,6 +44,7 @@ from neurosym.training.checks import (
 from neurosym.training.core import Checkpointing, kept_random_state, run_training
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext, broadcast_from_main
+from neurosym.training.modes import training_modes
 from neurosym.training.stopping import checked_time_limit
 from neurosym.training.update import Update, adam, check_clips, grad_scaler
 from neurosym.training.workers import StopSafeLoader
@@ -275,6 +276,7 @@ def train(
     wrapped: nn.Module = model
     if context.is_distributed:
         wrapped = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    in_training_mode = training_modes(model)
     optimizer = make_optimizer(model, config)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: learning_rate_factor(step, config))
     update = Update(optimizer, scheduler, grad_scaler(device), config.clip_norm, config.clip_value)
@@ -299,7 +301,7 @@ def train(
         nonlocal batches
         if batches is None:  # the first step of this call: 0, or where the checkpoint left off
             batches = _batches(loader, sampler, config.seed, index, device)
-        wrapped.train()
+        in_training_mode()
         batch = move_to(next(batches), device)
         with mixed_precision(device):
             return loss_fn(wrapped, batch), {}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 import torch
@@ -13,12 +13,31 @@ from torch import nn
 def modes_kept(model: nn.Module) -> Iterator[None]:
     """On leaving the block, every module of ``model`` gets the train/eval mode it had on entering (``model.train()``
     alone would also switch a frozen part left in evaluation mode)."""
-    modes = [(module, module.training) for module in model.modules()]
+    modes = _modes_of(model)
     try:
         yield
     finally:
-        for module, training in modes:
-            module.train(training)
+        _set(modes)
+
+
+def training_modes(model: nn.Module) -> Callable[[], None]:
+    """What puts ``model`` in training mode before each step of a training run: its modules get the modes they had
+    when the run began, whatever an evaluation in between left (a part the caller put in evaluation mode, e.g. a frozen
+    backbone whose batch norms keep their statistics, stays there), unless the model came in evaluation mode as a whole
+    (``model.eval()``: last used for reading, not set up for training), which then trains in training mode throughout."""
+    modes = _modes_of(model) if model.training else [(model, True)]
+    return lambda: _set(modes)
+
+
+def _modes_of(model: nn.Module) -> list[tuple[nn.Module, bool]]:
+    """The train/eval mode of every module of ``model``, parents before their children."""
+    return [(module, module.training) for module in model.modules()]
+
+
+def _set(modes: list[tuple[nn.Module, bool]]) -> None:
+    """Give each module its mode (in order: a parent's ``train`` also switches its children, set after it)."""
+    for module, training in modes:
+        module.train(training)
 
 
 @contextmanager
