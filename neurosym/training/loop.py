@@ -258,6 +258,8 @@ def train(
 
     On return the model holds the best weights seen by ``evaluate`` (higher is better; of equal scores the first; the
     last weights without one; early stopping, ``config.patience``, needs one: ``ValueError`` without it).
+    Each step runs in the train/eval modes the model came with (a frozen part stays frozen; a model in evaluation mode
+    as a whole trains in training mode: :func:`~neurosym.training.modes.training_modes`).
     With ``config.checkpoint`` set, an existing checkpoint there is resumed from; one written with a
     configuration that differs outside ``resume_may_change``, or under another ``setup`` (what the model and data were
     built from; :class:`~neurosym.training.core.Checkpointing`), raises ``ValueError``. A stop request (SIGINT,
