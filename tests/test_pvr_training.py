@@ -177,3 +177,18 @@ def test_accuracy_names_labels_that_are_not_one_per_input(labels):
     with pytest.raises(ValueError, match=rf"^labels must be one class per input, \[3\], got {shape}$"):
         accuracy(torch.nn.Identity(), inputs, labels, torch.device("cpu"))
     assert accuracy(torch.nn.Identity(), inputs, torch.tensor([0, 1, 2]), torch.device("cpu")) == 1.0
+
+
+@pytest.mark.cuda
+def test_predict_gives_the_model_back_on_its_device(accelerator):
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+    inputs = torch.randn(5, 4)
+    assert torch.equal(predict(model, inputs, accelerator), model.eval()(inputs).argmax(-1))
+    assert {tensor.device.type for tensor in [*model.parameters(), *model.buffers()]} == {"cpu"}  # (was left there)
+
+
+def test_predict_refuses_a_model_spread_over_devices_and_leaves_it_there():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2, device="meta"))
+    with pytest.raises(ValueError, match=r"several devices \(cpu, meta\)"):  # (was gathered onto one)
+        predict(model, torch.randn(5, 4), torch.device("cpu"))
+    assert [layer.weight.device.type for layer in model] == ["cpu", "meta"]

@@ -16,7 +16,7 @@ from torch.utils.data import Dataset
 
 from neurosym.training.checkpoint import tensor_stamp
 from neurosym.training.checks import ignored_option
-from neurosym.training.device import at_least_float32, mixed_precision
+from neurosym.training.device import at_least_float32, mixed_precision, moved_to
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import RUN_TIME_FIELDS, TrainConfig, TrainResult, train
 from neurosym.training.modes import evaluation_mode
@@ -92,10 +92,11 @@ def fit_classifier(
 def predict(
     model: nn.Module, inputs: torch.Tensor, device: torch.device, prepare: Prepare = identity, batch_size: int = 1024
 ) -> torch.Tensor:
-    """Arg-max class of every input: ``inputs [N, ...]`` -> ``[N]`` long on the CPU, read in evaluation mode (no dropout:
-    the same classes at every call); each module of ``model`` gets its own train/eval mode back after."""
+    """Arg-max class of every input: ``inputs [N, ...]`` -> ``[N]`` long on the CPU, read on ``device`` in evaluation
+    mode (no dropout: the same classes at every call); ``model`` gets its device back after (:func:`moved_to`: a model
+    spread over several devices is refused) and each of its modules its own train/eval mode."""
     outputs = []
-    with evaluation_mode(model.to(device)):
+    with moved_to(model, device), evaluation_mode(model):
         for chunk in torch.split(inputs, batch_size):
             with mixed_precision(device):
                 outputs.append(model(prepare(chunk.to(device))).argmax(-1).cpu())

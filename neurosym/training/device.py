@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import chain
+
 import torch
+from torch import nn
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -73,3 +78,19 @@ def at_least_float32(values: torch.Tensor) -> torch.Tensor:
     """``values`` (any shape, e.g. log-probabilities or logits) in float32, or in their own dtype where it is wider:
     half-precision outputs of mixed precision are scored in float32, and a float64 model's are not rounded to it."""
     return values.to(torch.promote_types(values.dtype, torch.float32))
+
+
+@contextmanager
+def moved_to(model: nn.Module, device: torch.device) -> Iterator[nn.Module]:
+    """Within the block ``model`` is on ``device``; on leaving, it is back on the device it was on (a model read on
+    another device is its caller's model still, where the caller put it). A model with parameters or buffers on
+    several devices would be gathered onto one: ``ValueError`` naming them."""
+    places = sorted({str(tensor.device) for tensor in chain(model.parameters(), model.buffers())})
+    if len(places) > 1:
+        raise ValueError(f"the model's parameters and buffers are on several devices ({', '.join(places)}); move it to one")
+    model.to(device)
+    try:
+        yield model
+    finally:
+        if places:
+            model.to(places[0])
