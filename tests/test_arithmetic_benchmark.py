@@ -106,6 +106,33 @@ def test_the_optimal_solution_passes_the_success_criterion_and_a_perturbed_one_f
     assert test[0] < 1e-3 * threshold
 
 
+class DroppingOut(TwoLayerArithmetic):
+    """A two-layer model whose output goes through dropout: a part that reads otherwise in training mode."""
+
+    def __init__(self, name: str, steps: int, ensemble: int) -> None:
+        super().__init__(name, steps, ensemble=ensemble)
+        self.dropout = torch.nn.Dropout(0.9)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.dropout(super().forward(x))
+
+
+def test_evaluate_reads_in_evaluation_mode_and_gives_each_module_its_mode_back():
+    data = SimpleFunctionData(["add", "mul"], seeds=[4, 5], evaluation_size=200)
+    torch.manual_seed(0)
+    model = DroppingOut("NAU", steps=1000, ensemble=2)
+    model.layers[0].eval()  # a part its caller froze
+    modes = [module.training for module in model.modules()]
+    errors = evaluate(model, data, "test")
+    with torch.no_grad():
+        expected = [
+            (TwoLayerArithmetic.forward(model, x) - target).double().square().sum(dim=(1, 2))
+            for x, target in data.evaluation_batches("test")
+        ]
+    torch.testing.assert_close(errors, sum(expected) / data.evaluation_size)  # (was read with dropout on)
+    assert [module.training for module in model.modules()] == modes
+
+
 def test_ensemble_members_train_exactly_like_separate_models():
     config = GroupConfig("NMU", ("mul", "add"), (0, 1), steps=100, evaluation_size=10)
     data, model = build(config, CPU)

@@ -29,6 +29,7 @@ from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, LIST, MAPPING, Kind,
 from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.core import Checkpointing, StopSource, run_training
 from neurosym.training.device import mixed_precision
+from neurosym.training.modes import evaluation_mode
 from neurosym.training.stopping import TrainingInterrupted
 from neurosym.training.update import Update, adam
 
@@ -267,10 +268,12 @@ class GraphedStep:
 
 @torch.no_grad()
 def evaluate(model: TwoLayerArithmetic, data: SimpleFunctionData, split: str) -> Tensor:
-    """Mean squared error per member over the fixed ``split`` set: ``[S]`` (float64 accumulation, float32 model)."""
+    """Mean squared error per member over the fixed ``split`` set: ``[S]`` (float64 accumulation, float32 model), read
+    in evaluation mode (:func:`~neurosym.training.modes.evaluation_mode`: each module gets its own mode back after)."""
     total = torch.zeros(data.ensemble, dtype=torch.float64, device=data.device)
-    for x, target in data.evaluation_batches(split):
-        total += (model(x) - target).double().square().sum(dim=(1, 2))
+    with evaluation_mode(model):
+        for x, target in data.evaluation_batches(split):
+            total += (model(x) - target).double().square().sum(dim=(1, 2))
     return total / data.evaluation_size
 
 
