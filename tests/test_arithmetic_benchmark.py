@@ -257,6 +257,7 @@ def test_cli_writes_table_json_and_plot(tmp_path, capsys, monkeypatch):
     assert main(["arithmetic", "--models", "nau,nmu", *common]) == 0
     printed = capsys.readouterr().out
     assert "| Op" in printed and "| ×  | NMU" in printed and "| +  | NAU" in printed
+    assert f"Results in {out}: results.json, success_rates.png, learning_curves.png\n" in printed
     result = json.loads((out / "results.json").read_text())
     assert [(c["operation"], c["model"]) for c in result["cells"]] == [("mul", "NMU"), ("add", "NAU"), ("sub", "NAU")]
     assert printed.index("| ×  | NMU") < printed.index("| +  | NAU") < printed.index("| −  | NAU")
@@ -358,6 +359,7 @@ def test_cli_speed_mode(tmp_path, capsys, monkeypatch):
         assert run["speedup"] == pytest.approx(run["sequential_seconds"] / run["batched_seconds"])
     printed = capsys.readouterr().out
     assert "Seed-iterations/s" in printed and "NMU (×)" in printed and (out / "speed.png").exists()
+    assert printed.endswith(f"Results in {out}: speed.json, speed.png\n")
     assert kept == [True]  # a CPU run keeps freed memory (no page faults for the batched buffers)
 
 

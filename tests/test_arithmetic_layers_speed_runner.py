@@ -26,7 +26,8 @@ def test_layer_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> None
     assert records[("6→2", "Linear")]["ratio_to_linear"] == 1.0
     nmu = records[("3→3", "NMU")]
     assert nmu["goal"] == 3.0 and nmu["meets_goal"] == (nmu["ratio_to_linear"] <= 3.0)
-    assert "| 3→3   | NMU" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| 3→3   | NMU" in printed and printed.endswith(f"Results in {out}: layer_speed.json, layer_speed.png\n")
 
 
 @pytest.mark.parametrize("text", ["100", "ax2", "0x3", "2x-1", "１００x2", "1_0x2", "2x3x4"])

@@ -24,6 +24,7 @@ def test_attention_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> 
     assert results["rounds"] == 2
     printed = capsys.readouterr().out
     assert "| XL / vanilla" in printed and "clipped XL / vanilla" in printed
+    assert printed.endswith(f"Results in {out}: attention_speed.json, attention_speed.png\n")
 
 
 def test_attention_speed_rejects_bad_rounds(tmp_path, capsys) -> None:

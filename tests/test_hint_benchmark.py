@@ -55,7 +55,7 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "cache"))
 
 
-def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
+def test_runner_trains_reports_and_resumes(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     assert main(["hint", "--model", "transformer_rel_uni", "--steps", "2", "--out", str(out), *TINY_TRANSFORMER]) == 0
     result = json.loads((out / "transformer_rel_uni_symbol.json").read_text())
@@ -66,6 +66,9 @@ def test_runner_trains_reports_and_resumes(tmp_path: Path) -> None:
     arguments = result["arguments"]  # the options as JSON holds them (each was a str: "0", "None")
     assert arguments["seed"] == 0 and arguments["time_limit"] is None and arguments["out"] == str(out)
     assert (out / "transformer_rel_uni_symbol.png").stat().st_size > 0
+    assert capsys.readouterr().out.endswith(
+        f"Results in {out}: transformer_rel_uni_symbol.json, transformer_rel_uni_symbol.png\n"
+    )
     checkpoint = out / "transformer_rel_uni_symbol.pt"
     state = load_checkpoint(checkpoint)
     state["loop"]["history"][0]["loss"] = 123.0  # a marker that only a resumed run can report

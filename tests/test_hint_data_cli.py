@@ -19,6 +19,7 @@ def test_hint_data_command_writes_release_table_and_plot(tmp_path, monkeypatch, 
     assert main(["hint-data", "--scale", "0.0005", "--bank", str(tmp_path / "bank.npz"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "| test  | LL" in printed and "KL(train symbols || test symbols)" in printed
+    assert printed.endswith(f"Results in {out}: release/, hint_data.json, statistics.png\n")
     summary = json.loads((out / "hint_data.json").read_text())
     release = read_release(out / "release")
     assert summary["sizes"] == {name: len(records) for name, records in release.items()}

@@ -322,7 +322,8 @@ def test_solver_speed_runner_writes_table_json_and_plot(tmp_path, capsys):
     assert paths == [("lark", 1), ("batch", 16), ("batch", 256)]
     assert report["runs"][0]["agrees_with_lark"] and all(r["per_second"] > 0 for r in report["runs"])
     assert (tmp_path / "solver_speed.png").stat().st_size > 0
-    assert "| n_op | path" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "| n_op | path" in printed and printed.endswith(f"Results in {tmp_path}: solver_speed.json, solver_speed.png\n")
 
 
 @pytest.mark.filterwarnings("ignore:Attempting to set identical:UserWarning")  # (matplotlib, on the plot of no rate)

@@ -277,6 +277,7 @@ def test_the_pipeline_command_runs_hint_and_reports_each_subset(tmp_path, capsys
     assert results["timings"]["wrong_timed"] == 5 and results["timings"]["abduction_per_wrong"] > 0
     printed = capsys.readouterr().out
     assert "test subsets: I " in printed and "| Transformer rel. uni." in printed and ", mean " in printed
+    assert printed.endswith(f"Results in {tmp_path}: results.json, pipeline.png\n")
 
 
 def test_the_pipeline_trains_hint_on_a_release_folder_with_its_own_images(tmp_path, capsys, few_abductions_timed):

@@ -16,13 +16,14 @@ from neurosym.semantics.mathematics_arithmetic import ARITHMETIC_MODULES, symbol
 from neurosym.training import load_checkpoint, save_checkpoint
 
 
-def test_runner_trains_and_scores_every_model(tmp_path):
+def test_runner_trains_and_scores_every_model(tmp_path, capsys):
     data, out = released_folder(tmp_path / "data"), tmp_path / "out"
     argv = ["mathematics", "--preset", "smoke", "--data", str(data), "--modules", "arithmetic__mixed,arithmetic__div",
             "--device", "cpu", "--out", str(out)]  # fmt: skip
     assert main([*argv, "--models", "symbolic,transformer,lstm_att,lstm_att_bi", "--steps", "3"]) == 0
     results = json.loads((out / "results.json").read_text())
     assert (out / "accuracy.png").stat().st_size > 0
+    assert capsys.readouterr().out.endswith(f"Results in {out}: results.json, accuracy.png\n")
     assert results["modules"] == {
         "interpolate": ["arithmetic__div", "arithmetic__mixed"],
         "extrapolate": ["arithmetic__div_big", "arithmetic__mixed_longer"],

@@ -51,6 +51,7 @@ def test_symbol_input_run_induces_semantics_and_learns_concepts(private_cache, c
     printed = capsys.readouterr().out
     assert "| induced semantics |" in printed and "paper Table 4" in printed and "unseen expressions" in printed
     assert "training sentences, validation set " in printed
+    assert printed.endswith(f"Results in {out}: fewshot_symbol.json, hint_neurosym_fewshot_symbol.png, results.json\n")
 
 
 @pytest.mark.slow

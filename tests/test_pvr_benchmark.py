@@ -31,6 +31,7 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
     assert main(["pvr", *tiny(mnist=mnist), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "| aggregation" in printed and "holdout test" in printed and "neuro-symbolic" in printed
+    assert printed.endswith(f"Results in {out}: holdout.png, noise_sensitivity.png, pvr.json, vector_sweep.png\n")
     results = json.loads((out / "pvr.json").read_text())
     assert set(results) >= {"noise", "vector", "holdout_i", "block", "sequential", "published"}
     assert [r["i"] for r in results["holdout_i"]["runs"]] == [1, 2]

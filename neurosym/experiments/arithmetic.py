@@ -33,7 +33,7 @@ from neurosym.experiments.options import (
     reject_unused,
     unit_interval,
 )
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import format_table, report_results
 from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
 from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
 from neurosym.training import resolve_device
@@ -238,10 +238,7 @@ def _run_table(
     if cells:
         plot_success_rates(cells, options.out / "success_rates.png")
         plot_learning_curves(evaluated, thresholds, options.out / "learning_curves.png")
-    print(
-        f"Wrote {options.out / 'results.json'}"
-        + (f", {options.out / 'success_rates.png'} and learning_curves.png" if cells else "")
-    )
+    report_results(options.out, "results.json", *(("success_rates.png", "learning_curves.png") if cells else ()))
     ended = [(group, group.stop_reason) for group in runs if group.stop_reason is not None]
     if ended:  # (side by side, the stopped group need not be the last)
         stopped, reason = ended[0]
@@ -286,4 +283,5 @@ def _run_speed(options: ArithmeticOptions, operations: dict[str, tuple[str, ...]
     labels = [f"{run['model']} ({OPERATIONS[run['operation']].symbol})" for run in timed]
     title = f"{options.speed_seeds} seeds batched vs one at a time ({device}, {torch.get_num_threads()} threads)"
     plot_speedups(labels, [run["speedup"] for run in timed], SPEEDUP_GOAL, title, options.out / "speed.png")
+    report_results(options.out, "speed.json", "speed.png")
     return result

@@ -25,7 +25,7 @@ from neurosym.experiments.options import (
     positive_float,
     positive_int,
 )
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import format_table, report_results
 from neurosym.layers.transformer import AttentionKind
 from neurosym.plots.speed import plot_times_over_length
 from neurosym.training import resolve_device
@@ -113,4 +113,5 @@ def run(options: AttentionSpeedOptions) -> dict[str, Any]:
     }
     save_json(result, options.out / "attention_speed.json")
     plot_times_over_length(attention, options.lengths, where, options.out / "attention_speed.png")
+    report_results(options.out, "attention_speed.json", "attention_speed.png")
     return result

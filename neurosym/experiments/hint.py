@@ -24,7 +24,7 @@ from neurosym.experiments import hint_pipeline
 from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_sources import HintData, load_hint_data
 from neurosym.experiments.options import apply_threads, options_as_json
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import format_table, report_results
 from neurosym.metrics.published import HINT_SEQ2SEQ, published_data
 from neurosym.models.seq2seq import Seq2Seq
 from neurosym.models.seq2seq.hint_baseline import (
@@ -194,4 +194,5 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
     plot_vs_published(
         SUBSETS_AND_AVERAGE, series, "exact match (%)", f"HINT {args.model}, {args.input} input", args.out / f"{name}.png"
     )
+    report_results(args.out, f"{name}.json", f"{name}.png")
     return result

@@ -38,7 +38,7 @@ from neurosym.experiments.options import (
     preset_option,
     reject_unused,
 )
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import format_table, report_results
 from neurosym.plots.hint_data import plot_statistics
 from neurosym.training.checkpoint import save_json
 
@@ -141,7 +141,7 @@ def run(options: HintDataOptions) -> dict:
     table = format_table(SUMMARY_COLUMNS, rows)
     print(table)
     print(f"\nKL(train symbols || test symbols) = {divergence:.4f} (paper: 0.0055)")
-    print(f"generation: {generation_seconds:.1f} s (scale {scale:g}, seed {options.seed}); release written to {release}")
+    print(f"generation: {generation_seconds:.1f} s (scale {scale:g}, seed {options.seed})")
     plot_statistics(
         {
             f"{split} {subset}": stats[split][subset]
@@ -168,4 +168,5 @@ def run(options: HintDataOptions) -> dict:
         },
     }
     save_json(result, options.out / "hint_data.json")
+    report_results(options.out, f"{RELEASE_FOLDER}/", "hint_data.json", "statistics.png")
     return result

@@ -23,7 +23,7 @@ from neurosym.experiments.options import (
     positive_float,
     positive_int,
 )
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import format_table, report_results
 from neurosym.plots.speed import plot_unit_ratios
 from neurosym.training import resolve_device
 from neurosym.training.checkpoint import save_json
@@ -104,4 +104,5 @@ def run(options: LayerSpeedOptions) -> dict:
     }
     save_json(results, options.out / "layer_speed.json")
     plot_unit_ratios(records, BASELINE, UNIT_GOALS, options.out / "layer_speed.png")
+    report_results(options.out, "layer_speed.json", "layer_speed.png")
     return results

@@ -32,7 +32,7 @@ from neurosym.experiments.options import (
     reject_unused,
     setup_value,
 )
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import format_table, report_results
 from neurosym.metrics.mathematics import results_table
 from neurosym.metrics.published import MATHEMATICS
 from neurosym.models.seq2seq import Seq2Seq
@@ -170,6 +170,7 @@ def run(options: MathematicsOptions) -> dict:
     options.out.mkdir(parents=True, exist_ok=True)
     save_json(results, options.out / "results.json")
     plot_module_accuracies(results, MATHEMATICS["transformer"], options.out / "accuracy.png")
+    report_results(options.out, "results.json", "accuracy.png")
     return results
 
 

@@ -48,7 +48,7 @@ from neurosym.experiments.options import (
     setup_value,
     unit_interval,
 )
-from neurosym.experiments.report import format_table, percent
+from neurosym.experiments.report import format_table, percent, report_results
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.perception.reader import as_reader, reader_module
 from neurosym.perception.saved_reader import load_reader
@@ -371,6 +371,7 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
     print(_table(task, results))
     test_percent = 100 * results["test"]["accuracy"]
     plot_grammar_pipeline(results["history"], test_percent, _run_label(results), task.published, task.name, out / "pipeline.png")
+    report_results(out, "results.json", "pipeline.png")
     return results
 
 

@@ -46,7 +46,7 @@ from neurosym.experiments.options import (
     preset_option,
     reject_unused,
 )
-from neurosym.experiments.report import format_table
+from neurosym.experiments.report import format_table, report_results, result_files
 from neurosym.metrics.published import PVR
 from neurosym.models.pvr import VECTOR_MODELS, VISUAL_MODELS
 from neurosym.plots.pvr import plot_holdouts, plot_noise_sensitivity, plot_vector_sweep
@@ -254,5 +254,5 @@ def run(options: PVROptions) -> dict[str, Any]:
     save_json(results, path)
     if "holdout_i" in results or "block" in results:
         plot_holdouts(results.get("block"), results.get("holdout_i"), options.out / "holdout.png")
-    print(f"\nSaved {path} and plots in {options.out}")
+    report_results(options.out, *result_files(options.out))
     return results

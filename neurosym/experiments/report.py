@@ -7,6 +7,7 @@ import math
 import numbers
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 MISSING = "—"
@@ -30,6 +31,18 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(row, widths)) + " |" for row in cells]
     lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
     return "\n".join(lines)
+
+
+def report_results(folder: Path, *names: str) -> None:
+    """Print the line every command ends with: the folder its results are in (its ``--out``) and their files there,
+    ``Results in results/layer_speed: layer_speed.json, layer_speed.png``."""
+    print(f"Results in {folder}: {', '.join(names)}")
+
+
+def result_files(folder: Path) -> list[str]:
+    """The names of the JSON results and PNG plots in ``folder``, sorted: what :func:`report_results` names for a
+    command whose files depend on its options (and on its earlier runs into the same folder)."""
+    return sorted(path.name for path in folder.iterdir() if path.suffix in (".json", ".png") and path.is_file())
 
 
 def percent(fraction: float | None, decimals: int = 1) -> str:

@@ -24,7 +24,7 @@ from neurosym.experiments.options import (
     positive_int,
     preset_option,
 )
-from neurosym.experiments.report import fixed, format_table
+from neurosym.experiments.report import fixed, format_table, report_results
 from neurosym.plots.speed import plot_solver_throughput
 from neurosym.training.checkpoint import save_json
 
@@ -109,4 +109,5 @@ def run(options: SolverSpeedOptions) -> dict:
     options.out.mkdir(parents=True, exist_ok=True)
     save_json(results, options.out / "solver_speed.json")
     plot_solver_throughput(runs, options.out / "solver_speed.png")
+    report_results(options.out, "solver_speed.json", "solver_speed.png")
     return results

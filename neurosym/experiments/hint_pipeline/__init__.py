@@ -25,6 +25,7 @@ from neurosym.benchmarking.abduction_speed import abduction_speed
 from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_sources import load_hint_data
+from neurosym.experiments.report import report_results, result_files
 from neurosym.perception.reader import Reader, reader_module
 from neurosym.perception.routed import RoutedReader
 from neurosym.perception.saved_reader import load_reader
@@ -199,4 +200,5 @@ def run(args: HintOptions) -> dict[str, Any]:
         f"90th percentile {speed['p90_ms']:.2f} ms, corrected {speed['corrected']:.1%} of {speed['samples']}"
     )
     save_json(results, out / "results.json")
+    report_results(out, *result_files(out))
     return results
