@@ -77,14 +77,15 @@ STATED_DEFAULT = re.compile(r"\(default:|\bby default\b")
 class _HelpWithDefaults(argparse.ArgumentDefaultsHelpFormatter):
     """Each option's help ends with its default, unless the help already says what the default is
     (:data:`STATED_DEFAULT`) or the default is ``None``: the option left out, whose meaning (the command's own choice,
-    or nothing) its help says in words. A list default is shown as the command line writes it (``0.01,0.1,1.0``)."""
+    or nothing) its help says in words. An option's default is shown as the command line writes it (``0.01,0.1,1``,
+    ``0`` for ``0.0``, ``1e-5``: :func:`~neurosym.experiments.options.default_text`)."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
         if STATED_DEFAULT.search(text) or action.default is None:
             return text
-        shown = getattr(action, "shown", None)  # (options._Store's text of a list default)
-        return f"{text} (default: {shown.replace('%', '%%')})" if shown is not None else super()._get_help_string(action)
+        shown = getattr(action, "shown", None)  # (options._Store's text of its default)
+        return f"{text} (default: {shown().replace('%', '%%')})" if shown is not None else super()._get_help_string(action)
 
 
 class _OneConfig(argparse.Action):

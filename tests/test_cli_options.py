@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neurosym.cli import COMMANDS, build_parser, main
+from neurosym.cli import COMMANDS, STATED_DEFAULT, build_parser, main
 from neurosym.experiments.options import (
     comma_list,
+    default_text,
     existing_file,
     existing_folder,
     fraction_up_to_one,
@@ -27,6 +28,7 @@ from neurosym.experiments.options import (
     output_folder,
     positive_float,
     positive_int,
+    preset_option,
     probability_below_one,
     time_limit_minutes,
 )
@@ -676,17 +678,52 @@ def test_a_default_named_default_is_shown(command, capsys) -> None:
     assert " ".join(bank.split()).endswith("(default: default)")  # its value is named 'default', and shown
 
 
+PYTHON_WRITING = re.compile(r"\d\.0\b|e[+-]?0\d|e\+|\w\(|\[|'")
+"""How Python writes a value that no command line gives: ``0.0``, ``1e-05``, ``1e+20``, ``PosixPath('x')``, ``['a']``."""
+
+
 @pytest.mark.parametrize("command", COMMANDS)
-def test_a_list_default_is_shown_as_the_text_that_gives_it(command) -> None:
-    """Was Python's repr, which no option reads back: ``['NAU', 'NMU']``, ``[(100, 2), (512, 512)]``, and the
-    curriculum's ``((1, 150), ..., (1000000000, 1000000000))`` for ``1:150,...,all``."""
+def test_every_default_is_shown_as_the_text_that_gives_it(command) -> None:
+    """Was Python's writing, which no option reads back or no one types: ``['NAU', 'NMU']``, ``[(100, 2), (512, 512)]``,
+    the curriculum's ``((1, 150), ..., (1000000000, 1000000000))`` for ``1:150,...,all``, ``0.0`` for ``--refit-epochs``
+    (0: no refit), ``1e-05`` and ``0.01,0.1,1.0``."""
     child = build_parser(command).parse_args([command])._parser
     formatter = child._get_formatter()
-    lists = [action for action in child._actions if isinstance(action.default, list | tuple) and action.help != argparse.SUPPRESS]
-    for action in lists:
+    for action in child._actions:
+        if action.type is None or action.help == argparse.SUPPRESS or STATED_DEFAULT.search(action.help or ""):
+            continue  # (a switch: on or off; not in the help; or its help says its default in words)
         shown = re.search(r"\(default: (.*)\)$", formatter._get_help_string(action) % dict(vars(action), prog=command))
-        if shown is not None:  # (not where the help says its default in words)
-            assert list(action.type(shown.group(1))) == list(action.default), (action.dest, shown.group(1))
+        if shown is None:  # (a default of None: the option left out)
+            continue
+        text, default = shown.group(1), action.default
+        wanted = action.type(default) if isinstance(default, str) else default  # (argparse reads a text default too)
+        read = action.type(text)
+        if isinstance(default, list | tuple):
+            read, wanted = list(read), list(wanted)
+        assert read == wanted, (action.dest, text)
+        assert text in (action.choices or ()) or not PYTHON_WRITING.search(text), (action.dest, text)
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_a_float_default_is_shown_as_a_number_that_reads_back(value: float) -> None:
+    text = default_text(value)
+    assert float(text) == value and not PYTHON_WRITING.search(text)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_each_preset_names_its_default_as_every_option_does(command, capsys) -> None:
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    preset = capsys.readouterr().out.split("\n  --preset ")
+    if len(preset) > 1:  # (was, for pvr: "cpu: ... (the default without CUDA); paper: ... (the default on CUDA)")
+        assert re.search(r"\) \(default: [^()]+\)$", " ".join(preset[1].split("\n  --")[0].split()))
+
+
+def test_a_preset_left_to_the_command_says_which_it_takes() -> None:
+    with pytest.raises(ValueError, match="a preset's default is a name or, left to the command, the words chosen"):
+        preset_option({"smoke": "a few steps"}, None)
+    with pytest.raises(ValueError, match="'smoke' and 'the smoke preset'"):
+        preset_option({"smoke": "a few steps"}, "smoke", chosen="the smoke preset")
 
 
 def test_hint_seed_help_leaves_the_data_to_data_seed(capsys) -> None:

@@ -271,15 +271,21 @@ PRESETS: dict[str, str] = {
 """The one vocabulary of budgets; each command offers the presets it has, with what they mean for it."""
 
 
-def preset_option(meanings: Mapping[str, str], default: str | None) -> Any:
+def preset_option(meanings: Mapping[str, str], default: str | None, chosen: str | None = None) -> Any:
     """The ``preset`` field of a command's options: its budget, one of ``meanings`` (names from :data:`PRESETS`,
     each with what it means for this command); options given explicitly override the preset's values. A
-    ``None`` default leaves the choice to the command (say so in one of the meanings)."""
+    ``None`` default leaves the choice to the command: ``chosen`` says which it takes, for the help's
+    ``(default: ...)`` (``ValueError`` without it)."""
     unknown = set(meanings) - set(PRESETS)
     if unknown:
         raise ValueError(f"presets {sorted(unknown)} are not in the vocabulary {list(PRESETS)}")
+    if (default is None) != (chosen is not None):
+        raise ValueError(
+            f"a preset's default is a name or, left to the command, the words chosen: got {default!r} and {chosen!r}"
+        )
     lines = "; ".join(f"{name}: {meaning}" for name, meaning in meanings.items())
-    return option(default, f"budget ({lines})", choices=list(meanings))
+    stated = f" (default: {chosen})" if chosen is not None else ""
+    return option(default, f"budget ({lines}){stated}", choices=list(meanings))
 
 
 def apply_threads(threads: int) -> None:
@@ -310,8 +316,8 @@ def option(
     text is read (``parse``: an option type of this module, else the field's annotated type), its ``choices``,
     ``metavar``, ``nargs`` and hidden ``aliases`` (old spellings still accepted). A bool field becomes
     ``--x/--no-x``. ``factory`` builds a mutable default (lists). ``listed=False`` keeps a study knob out of
-    ``--help``: it is set in a ``--config`` file (its flag still works, unlisted). The help shows a list default as
-    the text that gives it (:func:`comma_text`, or ``shown`` of the default where its items are no plain values)."""
+    ``--help``: it is set in a ``--config`` file (its flag still works, unlisted). The help shows the default as the
+    text that gives it (:func:`default_text`, or ``shown`` of the default where a list's items are no plain values)."""
     metadata = {"help": help, "parse": parse, "choices": choices, "metavar": metavar, "aliases": tuple(aliases),
                 "nargs": nargs, "listed": listed, "shown": shown}  # fmt: skip
     if factory is not None:
@@ -417,18 +423,30 @@ def note_given(namespace: argparse.Namespace, names: Iterable[str]) -> None:
     setattr(namespace, GIVEN_OPTIONS, {*getattr(namespace, GIVEN_OPTIONS, ()), *names})
 
 
-def comma_text(values: Sequence[Any]) -> str:
-    """A list option's value as the command line writes it: ``[0.01, 0.1]`` -> ``0.01,0.1``."""
-    return ",".join(map(str, values))
+def default_text(value: Any) -> str:
+    """An option's value as the command line writes it, for its help: a list comma-separated (``[0.01, 0.1]`` ->
+    ``0.01,0.1``, not Python's ``['a', 'b']``), a whole float as an integer (``0.0`` -> ``0``) and an exponent without
+    its sign's padding (``1e-05`` -> ``1e-5``)."""
+    if isinstance(value, list | tuple):
+        return ",".join(map(default_text, value))
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    if isinstance(value, float):
+        return re.sub(r"e(-?)\+?0*(\d)", r"e\1\2", repr(value))
+    return str(value)
 
 
 class _Store(argparse.Action):
-    """Stores an option's value, as argparse's ``store`` does, and notes it given (:func:`note_given`); ``shown``: the
-    text of a list default, which the help shows instead of Python's ``['a', 'b']``."""
+    """Stores an option's value, as argparse's ``store`` does, and notes it given (:func:`note_given`); ``show``: the
+    text the help gives its default (the default now, as ``set_defaults`` and a ``--config`` file leave it)."""
 
-    def __init__(self, *args: Any, shown: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, show: Callable[[Any], str] = default_text, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.shown = shown
+        self.show = show
+
+    def shown(self) -> str:
+        """The text of the option's default in its help: :func:`default_text`, or the ``shown`` of its field."""
+        return self.show(self.default)
 
     def __call__(
         self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option: str | None = None
@@ -455,8 +473,8 @@ def _add_field(group: argparse._ArgumentGroup, config_field: Field, annotation: 
         group.add_argument(flag(config_field.name), action=_Switch, default=default, help=shown)
         return
     kwargs = {"action": _Store, "type": _field_parser(config_field, annotation), "default": default, "help": shown}
-    if isinstance(default, list | tuple):
-        kwargs["shown"] = (meta["shown"] or comma_text)(default)
+    if meta["shown"] is not None:
+        kwargs["show"] = meta["shown"]
     kwargs |= {key: meta[key] for key in ("choices", "metavar", "nargs") if meta.get(key) is not None}
     group.add_argument(flag(config_field.name), dest=config_field.name, **kwargs)
     for alias in meta["aliases"]:

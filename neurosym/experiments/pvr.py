@@ -64,8 +64,8 @@ SEQUENTIAL_MODELS = ("resnet18", "vgg11bn")
 """The CNNs that read a sequential (wide, not square) image."""
 PRESET_MEANINGS = {
     "smoke": "seconds-long runs that check the plumbing",
-    "cpu": "shrunk models and schedules for a CPU (the default without CUDA)",
-    "paper": "the paper's sizes and schedules (the default on CUDA)",
+    "cpu": "shrunk models and schedules for a CPU",
+    "paper": "the paper's sizes and schedules",
 }
 
 
@@ -79,7 +79,7 @@ class PVROptions(TrainingOptions):
         parse=comma_list(str, what="sweep", choices=SWEEPS, distinct=True),
         factory=lambda: list(SWEEPS),
     )
-    preset: str | None = preset_option(PRESET_MEANINGS, None)
+    preset: str | None = preset_option(PRESET_MEANINGS, None, chosen="paper on CUDA, else cpu")
     vector_models: list[str] = option(
         None, "vector models: mlp, mlp2x, transformer, mixer", parse=comma_list(str, what="vector model", choices=VECTOR_MODELS, distinct=True),
         factory=lambda: ["mlp", "mixer"],
