@@ -194,10 +194,25 @@ def writable_file(path: str | os.PathLike, what: str = "path") -> Path:
 
 def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
     """Write ``state`` with :func:`torch.save` to a temporary file, then rename it over ``path``
-    (:func:`atomic_path`; flushed to disk first)."""
+    (:func:`atomic_path`; flushed to disk first). Paths in ``state`` (in dicts, lists and tuples at any depth: a
+    configuration's checkpoint or data path) are written as their text, so that the file loads with
+    ``torch.load(path, weights_only=True)`` (torch's default since 2.6), which refuses a pickled path object."""
     with atomic_path(path) as tmp:
-        torch.save(state, tmp)
+        torch.save(_paths_as_text(state), tmp)
     return Path(path)
+
+
+def _paths_as_text(value: Any) -> Any:
+    """``value`` with every :class:`os.PathLike` in it (in plain dicts, lists and tuples at any depth) as its text;
+    other values as they are: tensors, and subclasses such as a model's ``state_dict`` (an ``OrderedDict`` whose
+    ``_metadata`` a rebuilt dict would lose) (:func:`save_checkpoint`)."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if type(value) is dict:
+        return {key: _paths_as_text(item) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(_paths_as_text(item) for item in value)
+    return value
 
 
 def save_json(data: Any, path: str | os.PathLike, default: Callable[[Any], Any] | None = None) -> Path:
