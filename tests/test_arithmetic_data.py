@@ -1,3 +1,5 @@
+import copy
+import io
 import math
 import re
 from fractions import Fraction
@@ -266,6 +268,26 @@ def test_uniform_stream_draws_float32_on_the_range_grid_reproducibly_and_resumes
     assert torch.equal(resumed.sample(union, (3, 7)), odd)
     with pytest.raises(ValueError, match="cannot resume"):
         resumed.set_state({"torch": torch.Generator().get_state()})
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**63 - 1), st.integers(1, 9))
+def test_a_stream_state_loads_weights_only_and_continues_the_stream(seed, drawn):
+    """The state goes into checkpoints, which ``torch.load`` reads with ``weights_only=True`` by default: it held
+    SFC64's words as a numpy array, which that refuses. All 64 bits of each word come back (int64 of the same bits);
+    a state of the older form, a numpy array, still resumes."""
+    stream = UniformStream(seed)
+    stream.sample(RANGE_PAIRS["[1,2]"][0], (drawn,))
+    buffer = io.BytesIO()
+    torch.save(stream.state(), buffer)
+    buffer.seek(0)
+    state = torch.load(buffer, weights_only=True)
+    older = {"sfc64": copy.deepcopy(stream._bits.state)}  # what checkpoints held before
+    expected = stream.sample(RANGE_PAIRS["[1,2]"][0], (5, 3))
+    for saved in (state, older):
+        resumed = UniformStream(0)
+        resumed.set_state(saved)
+        assert torch.equal(resumed.sample(RANGE_PAIRS["[1,2]"][0], (5, 3)), expected)
 
 
 @pytest.mark.parametrize("name", sorted(RANGE_PAIRS))

@@ -349,13 +349,18 @@ class UniformStream:
         return None if self._bits is not None else self._generator
 
     def state(self) -> dict:
-        """The position in the stream, for a checkpoint."""
+        """The position in the stream, for a checkpoint: tensors and Python numbers, so that the checkpoint loads with
+        ``torch.load(..., weights_only=True)`` (SFC64's four uint64 words as int64 ``[4]`` of the same bits: numpy's
+        array was refused there)."""
         if self._bits is None:
             return {"torch": self._generator.get_state()}
-        return {"sfc64": self._bits.state}
+        state = self._bits.state
+        words = torch.from_numpy(state["state"]["state"].view(np.int64).copy())
+        return {"sfc64": state | {"state": {"state": words}}}
 
     def set_state(self, state: dict) -> None:
-        """Continue from a :meth:`state` of a stream on the same kind of device."""
+        """Continue from a :meth:`state` of a stream on the same kind of device (an SFC64 state whose words are
+        a numpy array, as checkpoints held them before, too)."""
         kind = "torch" if self._bits is None else "sfc64"
         if not isinstance(state, dict) or kind not in state:
             raise ValueError(
@@ -364,8 +369,12 @@ class UniformStream:
             )
         if self._bits is None:
             self._generator.set_state(state["torch"].cpu())  # generator states are CPU byte tensors on every device
-        else:
-            self._bits.state = state["sfc64"]
+            return
+        saved = state["sfc64"]
+        words = saved["state"]["state"]
+        if isinstance(words, torch.Tensor):  # (read onto the training device)
+            words = words.cpu().numpy().view(np.uint64)
+        self._bits.state = saved | {"state": {"state": words}}
 
 
 def check_domain(op: Operation, ranges: str, *drawn: SampleRange) -> None:
