@@ -4,8 +4,11 @@ copied."""
 
 from __future__ import annotations
 
+import multiprocessing
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import torch
 from torch import nn
 
@@ -13,6 +16,30 @@ from neurosym.training import TrainConfig, load_checkpoint, save_checkpoint
 from neurosym.training.classifier import fit_classifier
 
 CPU = torch.device("cpu")
+
+
+@pytest.fixture
+def spawned_workers() -> Iterator[None]:
+    """Data-loading workers started by ``spawn`` (macOS's and Windows' default), which pickle what they are sent."""
+    before = multiprocessing.get_start_method(allow_none=True)
+    multiprocessing.set_start_method("spawn", force=True)
+    try:
+        yield
+    finally:
+        multiprocessing.set_start_method(before, force=True)
+
+
+def test_a_classifier_trains_with_a_spawned_worker_as_without_one(spawned_workers: None) -> None:
+    """fit_classifier's collate function was a local closure: a spawned worker could not be sent it (``Can't pickle
+    local object``), so ``num_workers`` failed wherever workers are spawned."""
+    inputs, labels = torch.randn(16, 3), torch.arange(16) % 2
+    weights = []
+    for workers in (0, 1):
+        torch.manual_seed(0)
+        model = nn.Linear(3, 2)
+        fit_classifier(model, inputs, labels, TrainConfig(max_steps=3, batch_size=4, num_workers=workers), CPU)
+        weights.append(model.weight.detach())
+    assert torch.equal(weights[0], weights[1])
 
 
 def test_a_training_checkpoint_at_a_path_object_loads_weights_only_and_resumes(tmp_path: Path) -> None:

@@ -46,6 +46,19 @@ class RowIndices(Dataset):
         return index
 
 
+class GatherRows:
+    """The collate function of :func:`fit_classifier`: rows ``[B]`` (a list of row numbers) -> ``(inputs[rows],
+    labels[rows])``, ``[B, ...]`` and ``[B]``. A class, not a closure, so that it pickles into data-loading workers
+    started by ``spawn`` or ``forkserver`` (macOS's and Windows' default), which a local function failed to."""
+
+    def __init__(self, inputs: torch.Tensor, labels: torch.Tensor) -> None:
+        self.inputs, self.labels = inputs, labels
+
+    def __call__(self, rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+        index = torch.tensor(rows)
+        return self.inputs[index], self.labels[index]
+
+
 def fit_classifier(
     model: nn.Module,
     inputs: torch.Tensor,
@@ -74,10 +87,6 @@ def fit_classifier(
     if labels.dim() != 1 or labels.dtype.is_floating_point or labels.dtype.is_complex or labels.dtype == torch.bool:
         raise ValueError(f"labels must be class indices: an integer tensor [N], got {labels.dtype} {list(labels.shape)}")
 
-    def gather(rows: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-        index = torch.tensor(rows)
-        return inputs[index], labels[index]
-
     def loss_fn(network: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         batch_inputs, targets = batch
         return nn.functional.cross_entropy(at_least_float32(network(prepare(batch_inputs))), targets.long())
@@ -85,7 +94,16 @@ def fit_classifier(
     context = DistributedContext(rank=0, world_size=1, local_rank=0, device=device)
     rows = RowIndices(len(inputs))
     setup = {"inputs": tensor_stamp(inputs), "labels": tensor_stamp(labels)} if config.checkpoint else None
-    return train(model, rows, loss_fn, config, context, collate_fn=gather, resume_may_change=RUN_INDEPENDENT_FIELDS, setup=setup)
+    return train(
+        model,
+        rows,
+        loss_fn,
+        config,
+        context,
+        collate_fn=GatherRows(inputs, labels),
+        resume_may_change=RUN_INDEPENDENT_FIELDS,
+        setup=setup,
+    )
 
 
 @torch.no_grad()
