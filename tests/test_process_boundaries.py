@@ -4,16 +4,27 @@ copied."""
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
-from collections.abc import Iterator
+import pickle
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 import torch
+from hint_banks import prototype_bank
 from torch import nn
 
+from neurosym.data.arithmetic import OPERATIONS, SimpleFunctionData
+from neurosym.data.hint import HintImageDataset, HintRecord, HintSymbolDataset, collate_hint
+from neurosym.data.mathematics.encoding import encode_batch
+from neurosym.data.mathematics.loader import MathExample
+from neurosym.models.seq2seq.mathematics_task import collate as mathematics_collate
+from neurosym.pipelines import READ, ImageSentences, WindowSource
 from neurosym.training import TrainConfig, load_checkpoint, save_checkpoint
-from neurosym.training.classifier import fit_classifier
+from neurosym.training.classifier import GatherRows, RowIndices, fit_classifier
 
 CPU = torch.device("cpu")
 
@@ -69,3 +80,63 @@ def test_a_checkpoint_written_with_a_path_object_still_loads(tmp_path: Path) -> 
     """Files written before paths were saved as text hold a ``PosixPath``: :func:`load_checkpoint` still reads them."""
     torch.save({"config": {"checkpoint": tmp_path / "old.pt"}}, tmp_path / "old.pt")
     assert load_checkpoint(tmp_path / "old.pt") == {"config": {"checkpoint": tmp_path / "old.pt"}}
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are equal, tensors and arrays (nested in dicts, lists, tuples) by their values."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return type(a) is type(b) and all(_same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a))
+    return a == b
+
+
+RECORDS = [
+    HintRecord("0", "1+2", (1, -1, 1), 3, (1, 3, 2)),
+    HintRecord("1", "(3*4)", (-1, 2, -1, 2, -1), 12, (-1, 3, 12, 4, -1), "I"),
+]
+MATHEMATICS = [MathExample("What is 1+1?", "2", "add", "train-easy"), MathExample("What is 2*3?", "6", "mul", "train-easy")]
+
+
+def _items(dataset: Any) -> list[Any]:
+    """Every item of a map-style ``dataset``."""
+    return [dataset[index] for index in range(len(dataset))]
+
+
+def _public_data() -> dict[str, tuple[Any, Callable[[Any], Any]]]:
+    """Every public data set, collate function and data source a worker may be sent, with what to compare of it."""
+    bank = prototype_bank(per_symbol=12)
+    windows = WindowSource(RECORDS, bank, "train", seed=3)
+    return {
+        "HintSymbolDataset": (HintSymbolDataset(RECORDS), _items),
+        "HintImageDataset": (HintImageDataset(RECORDS, bank, "train", seed=3), _items),
+        "collate_hint": (collate_hint, lambda collate: collate(_items(HintSymbolDataset(RECORDS)))),
+        "RowIndices": (RowIndices(5), _items),
+        "GatherRows": (GatherRows(torch.arange(12.0).view(4, 3), torch.arange(4)), lambda gather: gather([3, 1])),
+        "encode_batch": (encode_batch, lambda collate: collate(MATHEMATICS)),
+        "mathematics collate": (mathematics_collate, lambda collate: collate(MATHEMATICS)),
+        "SymbolBank": (bank, lambda bank: (bank.images, bank.sample(list("1+2"), "val", 0))),
+        "WindowSource": (windows, lambda source: source.batch([1, 0])),
+        "ImageSentences": (
+            ImageSentences(torch.rand(3, 4, 4), np.array([[0, 2]]), np.full((1, 2), READ), np.array([2]), [5]),
+            lambda sentences: dataclasses.astuple(sentences.batch([0])),
+        ),
+        "SimpleFunctionData": (
+            SimpleFunctionData(list(OPERATIONS), range(len(OPERATIONS)), evaluation_size=4),
+            lambda data: list(data.evaluation_batches("test")),
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_public_data()))
+def test_public_data_pickles_for_spawned_workers_and_gives_the_same_items(name: str) -> None:
+    """A spawned data-loading worker is sent its data set and collate function pickled. The arithmetic task's
+    ``square`` and ``sqrt`` were lambdas: a :class:`SimpleFunctionData` with either did not pickle."""
+    made, read = _public_data()[name]
+    assert _same(read(pickle.loads(pickle.dumps(made))), read(made))

@@ -210,6 +210,16 @@ class Operation:
     needs_non_negative: bool = False
 
 
+def _square(a: Tensor, b: Tensor) -> Tensor:
+    """``a²`` (``b`` is ignored): a module-level function, so that an :class:`Operation` pickles (a lambda did not)."""
+    return a.square()
+
+
+def _sqrt(a: Tensor, b: Tensor) -> Tensor:
+    """``√a`` (``b`` is ignored), as :func:`_square`."""
+    return a.sqrt()
+
+
 OPERATIONS: dict[str, Operation] = {
     op.name: op
     for op in [
@@ -217,8 +227,8 @@ OPERATIONS: dict[str, Operation] = {
         Operation("sub", "−", torch.sub),
         Operation("mul", "×", torch.mul),
         Operation("div", "÷", torch.div),
-        Operation("square", "a²", lambda a, b: a.square()),
-        Operation("sqrt", "√a", lambda a, b: a.sqrt(), needs_non_negative=True),
+        Operation("square", "a²", _square),
+        Operation("sqrt", "√a", _sqrt, needs_non_negative=True),
     ]
 }
 """The task's operations by name: ``add sub mul div`` (Table 1) and the unary ``square sqrt``."""
