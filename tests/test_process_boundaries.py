@@ -21,8 +21,16 @@ from neurosym.data.arithmetic import OPERATIONS, SimpleFunctionData
 from neurosym.data.hint import HintImageDataset, HintRecord, HintSymbolDataset, collate_hint
 from neurosym.data.mathematics.encoding import encode_batch
 from neurosym.data.mathematics.loader import MathExample
+from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.models.seq2seq.mathematics_task import collate as mathematics_collate
-from neurosym.pipelines import READ, ImageSentences, WindowSource
+from neurosym.perception import SymbolClassifier
+from neurosym.pipelines import READ, GrammarPipeline, ImageSentences, WindowSource
+from neurosym.syntax import SymbolGrammar
+from neurosym.syntax.parser import base_grammar
+from neurosym.tasks import grammar_file
+from neurosym.tasks.hint import hint_semantics
+from neurosym.tasks.hwf import formula_semantics
+from neurosym.tasks.mnist_add import addition_semantics
 from neurosym.training import TrainConfig, load_checkpoint, save_checkpoint
 from neurosym.training.classifier import GatherRows, RowIndices, fit_classifier
 
@@ -140,3 +148,33 @@ def test_public_data_pickles_for_spawned_workers_and_gives_the_same_items(name: 
     ``square`` and ``sqrt`` were lambdas: a :class:`SimpleFunctionData` with either did not pickle."""
     made, read = _public_data()[name]
     assert _same(read(pickle.loads(pickle.dumps(made))), read(made))
+
+
+TASK_SEMANTICS = {
+    "mnist_add": (
+        lambda: SymbolGrammar(grammar_file("mnist_add.lark")),
+        addition_semantics,
+        ["12+9", "0+0"],
+        ("start", 5, (2, 4)),
+    ),
+    "hwf": (lambda: SymbolGrammar(grammar_file("hwf.lark")), formula_semantics, ["3*4-2", "8/2"], ("binary", 6, (2, "*", 4))),
+    "hint": (
+        lambda: SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS),
+        hint_semantics,
+        ["(3+4)*2", "9/3"],
+        ("binary", 9, (2, "+", 4)),
+    ),
+}
+
+
+@pytest.mark.parametrize("task", sorted(TASK_SEMANTICS))
+def test_a_pipeline_over_a_shipped_tasks_semantics_pickles_and_reads_the_same(task: str) -> None:
+    """The shipped tasks' semantics were built of local functions and lambdas: a pipeline over any of them could not be
+    pickled (into a worker process, or to a file), as one over the library's HINT pipeline can."""
+    make_grammar, make_semantics, sentences, (rule, wanted, children) = TASK_SEMANTICS[task]
+    grammar = make_grammar()
+    pipeline = GrammarPipeline(grammar, make_semantics(), SymbolClassifier(list(grammar.symbols), width=4))
+    twin = pickle.loads(pickle.dumps(pipeline))
+    assert twin.executor.values(sentences) == pipeline.executor.values(sentences)
+    preimages = [list(semantics.preimages(rule, wanted, children)) for semantics in (twin.semantics, pipeline.semantics)]
+    assert preimages[0] == preimages[1] and preimages[0]

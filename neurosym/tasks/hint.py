@@ -13,6 +13,7 @@ whose decoder and abduction know its grammar's shape, and its few-shot, learned-
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 from collections.abc import Iterator, Sequence
@@ -54,31 +55,41 @@ def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
     that gives it from the operands as read, then values of either operand (the other kept) from the
     operator's preimage (:func:`~neurosym.semantics.preimage.operand_preimages`; negative values too where ``table``
     admits them, :func:`~neurosym.semantics.preimage.admits_negative_values`), nearest the operand's current value
-    first, alternating sides."""
+    first, alternating sides. Its functions are the module's own, bound to ``table`` by :func:`functools.partial`, so
+    that a pipeline over it pickles (into another process, or to a file) where ``table`` does."""
     negative = admits_negative_values(table)
-
-    def binary(children: list) -> Value | None:
-        left, symbol, right = children
-        return table.operators[symbol].value(left, right)
-
-    def inverse(wanted: int, children: tuple) -> Iterator[tuple]:
-        left, symbol, right = children
-        for other, operator in table.operators.items():
-            if other != symbol and operator.value(left, right) == wanted:
-                yield left, other, right
-        if not is_int(wanted) or (wanted < 0 and not negative):  # (an np.int64 wanted value got no operand values)
-            return
-        wanted_values = Interval.point(wanted)
-        left_values, right_values = operand_preimages(table.operators[symbol], wanted_values, left, right, negative)
-        lefts = ((value, symbol, right) for value in _nearest(left_values, left))
-        rights = ((left, symbol, value) for value in _nearest(right_values, right))
-        for pair in itertools.zip_longest(lefts, rights):
-            yield from (way for way in pair if way is not None)
-
     return TreeSemantics(
-        {"binary": binary, "bracketed": lambda children: children[1], "NUMBER": int},
-        {"binary": inverse, "bracketed": lambda wanted, children: [(children[0], wanted, children[2])]},
+        {"binary": functools.partial(_binary, table), "bracketed": _inside_brackets, "NUMBER": int},
+        {"binary": functools.partial(_inverse, table, negative), "bracketed": _bracketed_inverse},
     )
+
+
+def _binary(table: OperatorTable, children: list) -> Value | None:
+    left, symbol, right = children
+    return table.operators[symbol].value(left, right)
+
+
+def _inverse(table: OperatorTable, negative: bool, wanted: int, children: tuple) -> Iterator[tuple]:
+    left, symbol, right = children
+    for other, operator in table.operators.items():
+        if other != symbol and operator.value(left, right) == wanted:
+            yield left, other, right
+    if not is_int(wanted) or (wanted < 0 and not negative):  # (an np.int64 wanted value got no operand values)
+        return
+    wanted_values = Interval.point(wanted)
+    left_values, right_values = operand_preimages(table.operators[symbol], wanted_values, left, right, negative)
+    lefts = ((value, symbol, right) for value in _nearest(left_values, left))
+    rights = ((left, symbol, value) for value in _nearest(right_values, right))
+    for pair in itertools.zip_longest(lefts, rights):
+        yield from (way for way in pair if way is not None)
+
+
+def _inside_brackets(children: list) -> Value | None:
+    return children[1]
+
+
+def _bracketed_inverse(wanted: Value, children: tuple) -> list[tuple]:
+    return [(children[0], wanted, children[2])]
 
 
 def _nearest(values: Interval | None, current: int, count: int = 8) -> list[int]:

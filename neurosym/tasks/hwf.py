@@ -43,30 +43,36 @@ APPLY = {
 
 def formula_semantics() -> TreeSemantics:
     """Exact rational values; inverses of each operator for either operand, and every operator that already
-    gives the wanted value from the operands as read."""
+    gives the wanted value from the operands as read. Its functions are the module's own, so that a pipeline over it
+    pickles (into another process, or to a file)."""
+    return TreeSemantics({"binary": _binary, "DIGIT": _digit_value}, {"binary": _inverse})
 
-    def binary(children: list) -> Fraction:
-        left, operator, right = children
-        return APPLY[operator](left, right)
 
-    def inverse(wanted: Fraction, children: tuple) -> list[tuple]:
-        left, operator, right = children
-        lefts = {
-            "+": lambda: wanted - right,
-            "-": lambda: wanted + right,
-            "*": lambda: wanted / right,
-            "/": lambda: wanted * right,
-        }
-        rights = {"+": lambda: wanted - left, "-": lambda: left - wanted, "*": lambda: wanted / left, "/": lambda: left / wanted}
-        found = [(left, other, right) for other in OPERATORS if other != operator and _value(other, left, right) == wanted]
-        for solve, make in ((lefts[operator], lambda v: (v, operator, right)), (rights[operator], lambda v: (left, operator, v))):
-            try:
-                found.append(make(solve()))
-            except ZeroDivisionError:
-                continue
-        return found
+def _digit_value(symbol: str) -> Fraction:
+    return Fraction(int(symbol))
 
-    return TreeSemantics({"binary": binary, "DIGIT": lambda symbol: Fraction(int(symbol))}, {"binary": inverse})
+
+def _binary(children: list) -> Fraction:
+    left, operator, right = children
+    return APPLY[operator](left, right)
+
+
+def _inverse(wanted: Fraction, children: tuple) -> list[tuple]:
+    left, operator, right = children
+    lefts = {
+        "+": lambda: wanted - right,
+        "-": lambda: wanted + right,
+        "*": lambda: wanted / right,
+        "/": lambda: wanted * right,
+    }
+    rights = {"+": lambda: wanted - left, "-": lambda: left - wanted, "*": lambda: wanted / left, "/": lambda: left / wanted}
+    found = [(left, other, right) for other in OPERATORS if other != operator and _value(other, left, right) == wanted]
+    for solve, make in ((lefts[operator], lambda v: (v, operator, right)), (rights[operator], lambda v: (left, operator, v))):
+        try:
+            found.append(make(solve()))
+        except ZeroDivisionError:
+            continue
+    return found
 
 
 def _value(operator: str, left: Fraction, right: Fraction) -> Fraction | None:

@@ -44,19 +44,26 @@ PUBLISHED: dict[int, tuple[Published, ...]] = {
 def addition_semantics() -> TreeSemantics:
     """A number's value is its digits read in base 10 (exactly at any length: :mod:`~neurosym.semantics.numerals`);
     a sentence's is the sum of its two numbers. Inverses: one number kept and the other made the difference; a
-    number's digits from its value (zero-padded)."""
+    number's digits from its value (zero-padded). Its functions are the module's own, so that a pipeline over it
+    pickles (into another process, or to a file)."""
+    return TreeSemantics({"number": _number_value, "start": _sum_of_two}, {"start": _keep_one, "number": _digits_of})
 
-    def keep_one(total: int, numbers: tuple[int, int]) -> list[tuple[int, int]]:
-        left, right = numbers
-        return [pair for pair in ((total - right, right), (left, total - left)) if min(pair) >= 0]
 
-    def digits_of(value: int, digits: tuple[str, ...]) -> list[tuple[str, ...]]:
-        return [tuple(decimal_text(value).zfill(len(digits)))] if 0 <= value < 10 ** len(digits) else []
+def _number_value(digits: list[str]) -> int:
+    return decimal_value("".join(digits))
 
-    return TreeSemantics(
-        {"number": lambda digits: decimal_value("".join(digits)), "start": lambda numbers: numbers[0] + numbers[1]},
-        {"start": keep_one, "number": digits_of},
-    )
+
+def _sum_of_two(numbers: list[int]) -> int:
+    return numbers[0] + numbers[1]
+
+
+def _keep_one(total: int, numbers: tuple[int, int]) -> list[tuple[int, int]]:
+    left, right = numbers
+    return [pair for pair in ((total - right, right), (left, total - left)) if min(pair) >= 0]
+
+
+def _digits_of(value: int, digits: tuple[str, ...]) -> list[tuple[str, ...]]:
+    return [tuple(decimal_text(value).zfill(len(digits)))] if 0 <= value < 10 ** len(digits) else []
 
 
 def addition_sentences(images: np.ndarray, labels: np.ndarray, digits: int, plus: int, seed: int) -> ImageSentences:
