@@ -14,6 +14,7 @@ from neurosym.cli import main
 from neurosym.data.hint import main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, with_brackets
 from neurosym.experiments.hint_pipeline import trained_hint_pipeline
+from neurosym.experiments.hint_pipeline.fewshot import concept_checkpoint
 from neurosym.perception.routed import RoutedReader
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import evaluate_pipeline
@@ -101,6 +102,8 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
         validation = WindowSource(data.fewshot(concept, 0.01)["val"], data.image_bank(), "val", 0)
         scored = evaluate_pipeline(grown, validation, torch.device("cpu"), 256)["overall"]
         assert scored == concepts[concept]["val_accuracy"] and grown.classifier.vocabulary[-1] == concept
+    for concept in ("x", "a"):  # a user's own look into a concept's file, under torch.load's default since 2.6
+        assert torch.load(concept_checkpoint(out, "image", "0.01", concept), weights_only=True)["vocabulary"][-1] == concept
     assert trained_hint_pipeline(out, "a", scale=0.01).table.operators["a"].apply(3, 5) == 5
     assert trained_hint_pipeline(out, "x").table.numbers["x"] == 11 and "a" not in trained_hint_pipeline(out, "x").table.operators
     with pytest.raises(

@@ -22,9 +22,11 @@ from neurosym.data.hint import HintImageDataset, HintRecord, HintSymbolDataset, 
 from neurosym.data.mathematics.encoding import encode_batch
 from neurosym.data.mathematics.loader import MathExample
 from neurosym.data.symbol_images import HINT_SYMBOLS
+from neurosym.experiments.hint_pipeline.fewshot import program_from_saved, saved_program
 from neurosym.models.seq2seq.mathematics_task import collate as mathematics_collate
 from neurosym.perception import SymbolClassifier
 from neurosym.pipelines import READ, GrammarPipeline, ImageSentences, WindowSource
+from neurosym.semantics.induction import Program
 from neurosym.syntax import SymbolGrammar
 from neurosym.syntax.parser import base_grammar
 from neurosym.tasks import grammar_file
@@ -178,3 +180,10 @@ def test_a_pipeline_over_a_shipped_tasks_semantics_pickles_and_reads_the_same(ta
     assert twin.executor.values(sentences) == pipeline.executor.values(sentences)
     preimages = [list(semantics.preimages(rule, wanted, children)) for semantics in (twin.semantics, pipeline.semantics)]
     assert preimages[0] == preimages[1] and preimages[0]
+
+
+def test_a_concepts_program_is_saved_weights_only_and_read_back_from_either_form(tmp_path: Path) -> None:
+    program = Program(("max", ("i",), ("j",)))
+    save_checkpoint({"program": saved_program(program)}, tmp_path / "concept.pt")
+    assert program_from_saved(torch.load(tmp_path / "concept.pt", weights_only=True)["program"]) == program
+    assert program_from_saved(program) is program and program_from_saved(None) is None  # files written before

@@ -134,7 +134,7 @@ def _adapted(run: Path, trained: SymbolClassifier, setup: Mapping[str, Any]) -> 
 
 def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeline:
     """:func:`trained_hint_pipeline` for a few-shot ``concept``: the model its :func:`.fewshot.concept_checkpoint` keeps."""
-    from neurosym.experiments.hint_pipeline.fewshot import NOT_LEARNED, concept_checkpoint
+    from neurosym.experiments.hint_pipeline.fewshot import NOT_LEARNED, concept_checkpoint, program_from_saved
 
     progress = run / "fewshot_image.json"
     done = load_json(progress) if progress.is_file() else {}
@@ -167,7 +167,7 @@ def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeli
     reader = _built_reader(saved["setup"], path, "a few-shot concept")
     reader.add_symbol(concept)
     load_model_state(reader, saved["model"], str(path), "reader")
-    table = concept_table(HINT_SEMANTICS, concept, saved["value"], saved["level"], saved["program"])
+    table = concept_table(HINT_SEMANTICS, concept, saved["value"], saved["level"], program_from_saved(saved["program"]))
     return HintPipeline(reader.eval(), table, abduction_changes=saved["setup"]["abduction_changes"])
 
 

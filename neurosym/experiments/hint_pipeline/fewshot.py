@@ -19,6 +19,7 @@ from neurosym.experiments.report import format_table, percent
 from neurosym.metrics.published import HINT_FEWSHOT
 from neurosym.pipelines.concepts import ConceptNotLearned
 from neurosym.plots.hint_pipeline import plot_fewshot
+from neurosym.semantics.induction import Program
 from neurosym.training.checkpoint import Setup, check_setup, load_json, save_json
 from neurosym.training.stopping import StopRequests, TrainingInterrupted
 
@@ -51,6 +52,18 @@ NOT_LEARNED = "not learned"
 def concept_checkpoint(out: Path, input: str, scale: float | str, concept: str) -> Path:
     """Where a run in ``out`` keeps what it learned of ``concept`` at few-shot ``scale`` on ``input`` (``image``)."""
     return out / f"fewshot_{input}_{scale}_{concept}.pt"
+
+
+def saved_program(program: Program | None) -> tuple | None:
+    """An induced operator's ``program`` as a concept's checkpoint keeps it: its expression, a nested tuple of names
+    and integers, which ``torch.load(..., weights_only=True)`` reads (the :class:`Program` object itself it refused)."""
+    return None if program is None else program.expr
+
+
+def program_from_saved(entry: Program | tuple | None) -> Program | None:
+    """The program a concept's checkpoint keeps (:func:`saved_program`); files written before that hold the
+    :class:`Program` itself."""
+    return Program(entry) if isinstance(entry, tuple) else entry
 
 
 def learn_fewshot(

@@ -18,7 +18,7 @@ from neurosym.data.hint import EVAL_SUBSETS, HintRecord
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, merge_banks, with_brackets
 from neurosym.experiments import CommandFailed
 from neurosym.experiments.hint_options import HintOptions, RunSetup
-from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
+from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot, saved_program
 from neurosym.experiments.hint_sources import HintData, bank_from_option, load_hint_data
 from neurosym.experiments.report import format_table, percent, symbol_cell
 from neurosym.metrics.published import HINT_NSR_IMAGE_AVERAGE, HINT_SEQ2SEQ, published_data
@@ -296,7 +296,7 @@ def fewshot_from_images(
             reader, meaning = cast(SymbolClassifier, learned.pipeline.classifier), learned.learned  # (a grown copy of it)
             save_checkpoint({"setup": dict(run_setup.of(READER_OPTIONS)), "vocabulary": list(reader.vocabulary),
                              "model": reader.state_dict(), "role": learned.role, "value": meaning.value,
-                             "level": meaning.level, "program": meaning.program}, path)  # fmt: skip
+                             "level": meaning.level, "program": saved_program(meaning.program)}, path)  # fmt: skip
 
         return f"{learned.role}, {learned.learned.meaning}", score, save
 
