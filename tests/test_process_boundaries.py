@@ -4,6 +4,7 @@ copied."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import multiprocessing
 import pickle
@@ -23,6 +24,18 @@ from neurosym.data.mathematics.encoding import encode_batch
 from neurosym.data.mathematics.loader import MathExample
 from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.experiments.hint_pipeline.fewshot import program_from_saved, saved_program
+from neurosym.layers import (
+    NALU,
+    NAU,
+    NMU,
+    MixerBlock,
+    RealNPU,
+    RelativeMultiheadAttention,
+    TransformerEncoderLayer,
+    UniversalTransformer,
+    iNALU,
+)
+from neurosym.models import build_front_end, build_seq2seq
 from neurosym.models.seq2seq.mathematics_task import collate as mathematics_collate
 from neurosym.perception import SymbolClassifier
 from neurosym.pipelines import READ, GrammarPipeline, ImageSentences, WindowSource
@@ -50,6 +63,7 @@ def spawned_workers() -> Iterator[None]:
         multiprocessing.set_start_method(before, force=True)
 
 
+@pytest.mark.slow  # (a spawned worker imports torch and the library afresh: seconds)
 def test_a_classifier_trains_with_a_spawned_worker_as_without_one(spawned_workers: None) -> None:
     """fit_classifier's collate function was a local closure: a spawned worker could not be sent it (``Can't pickle
     local object``), so ``num_workers`` failed wherever workers are spawned."""
@@ -187,3 +201,30 @@ def test_a_concepts_program_is_saved_weights_only_and_read_back_from_either_form
     save_checkpoint({"program": saved_program(program)}, tmp_path / "concept.pt")
     assert program_from_saved(torch.load(tmp_path / "concept.pt", weights_only=True)["program"]) == program
     assert program_from_saved(program) is program and program_from_saved(None) is None  # files written before
+
+
+def _seq2seq(name: str) -> nn.Module:
+    size = {"dim": 8} if name.startswith("transformer") else {"hidden": 8}
+    return build_seq2seq(name, build_front_end("symbol", 8, vocab_size=10), 12, encoder_layers=1, dropout=0.0, **size)
+
+
+SEQUENCE, TOKENS = torch.randn(2, 5, 8), torch.randint(1, 10, (2, 5))
+SEQ2SEQ_INPUTS = (TOKENS, torch.zeros(2, 5, dtype=torch.bool), torch.randint(1, 12, (2, 4)))
+MODELS: dict[str, tuple[Callable[[], nn.Module], tuple[torch.Tensor, ...]]] = {
+    **{unit.__name__: (lambda unit=unit: unit(4, 2), (torch.rand(3, 4) + 0.5,)) for unit in (NMU, NAU, NALU, iNALU, RealNPU)},
+    "MixerBlock": (lambda: MixerBlock(5, 8, 4, 4), (SEQUENCE,)),
+    "RelativeMultiheadAttention": (lambda: RelativeMultiheadAttention(8, 2), (SEQUENCE,)),
+    "UniversalTransformer": (lambda: UniversalTransformer(TransformerEncoderLayer(8, 2, 16, 0.0), 3, act=True), (SEQUENCE,)),
+    **{name: (lambda name=name: _seq2seq(name), SEQ2SEQ_INPUTS) for name in ("gru_att", "transformer_rel_uni")},
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_layers_and_models_copy_and_pickle_after_a_forward_pass_with_the_same_outputs(name: str) -> None:
+    make, inputs = MODELS[name]
+    torch.manual_seed(0)
+    model = make().eval()
+    with torch.no_grad():
+        before = model(*inputs)
+        copies = copy.deepcopy(model), pickle.loads(pickle.dumps(model))
+        assert all(_same(twin(*inputs), before) for twin in copies)
