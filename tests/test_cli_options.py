@@ -574,6 +574,24 @@ def test_a_config_file_names_its_paths_relative_to_its_own_folder(tmp_path, monk
     assert _parsed(build_parser("hint-data"), ["hint-data", "--config", "study/hint_data.toml"]).bank == str(beside / "release")
 
 
+def test_a_path_opening_with_a_tilde_is_under_the_home_folder(tmp_path, monkeypatch) -> None:
+    """``--data=~/x`` (which no shell expands) and a config file's ``"~/x"`` named a folder ``~`` in the working or
+    the config file's folder: a run's --out was written there, and a data folder in the home folder was not found."""
+    from neurosym.cli import _parsed
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / "mathematics_dataset-v1.0").mkdir(parents=True)
+    (work / "study").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    args = _parsed(build_parser("mathematics"), ["mathematics", "--data=~/mathematics_dataset-v1.0", "--out=~/runs/a"])
+    assert (args.data, args.out) == (home / "mathematics_dataset-v1.0", home / "runs/a")
+    (work / "study" / "run.toml").write_text('data = "~/mathematics_dataset-v1.0"\nout = "~/runs/b"\n')
+    args = _parsed(build_parser("mathematics"), ["mathematics", "--config", "study/run.toml"])
+    assert (args.data, args.out) == (home / "mathematics_dataset-v1.0", home / "runs/b")
+    assert _parsed(build_parser("mathematics"), ["mathematics", "--out", "~nosuchuser/a"]).out == Path("~nosuchuser/a")
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

@@ -111,9 +111,12 @@ _config_folder: ContextVar[Path | None] = ContextVar("config file folder", defau
 
 def option_path(text: str) -> Path:
     """The path an option's text names: written on the command line, relative to the working folder; written in a
-    ``--config`` file, relative to that file's folder (:func:`config_file_values`); an absolute path as it is."""
+    ``--config`` file, relative to that file's folder (:func:`config_file_values`); an absolute path as it is. A
+    leading ``~`` or ``~user`` is the home folder, as a shell expands it (a shell leaves ``--data=~/x`` and a config
+    file's ``"~/x"`` as written: they named a folder ``~`` in the working or config file's folder)."""
+    path = Path(os.path.expanduser(text))  # (Path.expanduser raises for an unknown ~user: this leaves it as written)
     folder = _config_folder.get()
-    return Path(text) if folder is None else folder / text
+    return path if folder is None else folder / path
 
 
 def file_at(path: Path) -> Path:
