@@ -313,6 +313,18 @@ def test_loading_a_release_reads_each_split_file_once(release, monkeypatch, fews
     assert splits == read_release(release)  # the records the check read, as read_release reads them
 
 
+def test_a_class_folder_linked_from_elsewhere_is_read_and_a_link_to_a_folder_above_is_not_followed(release, tmp_path_factory):
+    """The check skipped a linked class folder and refused each of its images as not in the release, which the
+    release's bank reads."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere") / "3"
+    (release / "symbol_images" / "3").rename(elsewhere)
+    (release / "symbol_images" / "3").symlink_to(elsewhere, target_is_directory=True)
+    (release / "symbol_images" / "4" / "loop").symlink_to(release / "symbol_images", target_is_directory=True)
+    splits, bank = load_release(release, dict.fromkeys(("train", "val", "test"), 1.0))
+    assert bank is not None and sorted(bank.paths[bank.labels == "3"].tolist()) == ["3/3_a.jpg", "3/3_b.jpg"]
+    assert [record.expr for record in splits["test"]] == ["3/(4-3)"]
+
+
 def test_a_release_bank_reads_only_the_symbols_class_folders(release):
     """A folder bank read whole refuses a folder that names no symbol; a release's other folders are left unread."""
     write_image(release / "symbol_images" / "!" / "bang.jpg", _glyph(5))

@@ -90,8 +90,10 @@ def test_the_images_of_a_release_are_listed_from_its_folders_without_a_stat_per_
     assert images > 1000 and len(stats) < 10, (images, stats[:10])
 
 
-def test_the_images_of_a_release_are_the_files_rglob_finds(tmp_path):
-    """Nested folders and a link to a file are listed; a link to a folder is not descended into (as ``rglob``)."""
+def test_the_images_of_a_release_are_the_files_under_its_folder_through_links(tmp_path):
+    """Nested folders, a link to a file and a link to a folder are listed, as the release's bank reads them (a
+    linked class folder was not descended into, as ``rglob`` does not); a link to a folder that holds it is not
+    followed, nor are links that lead into each other."""
     from neurosym.data.hint.official import _image_files
 
     images = tmp_path / IMAGE_FOLDER
@@ -100,10 +102,15 @@ def test_the_images_of_a_release_are_the_files_rglob_finds(tmp_path):
         (images / relative).write_bytes(b"")
     (images / "1" / "linked.jpg").symlink_to(images / "times" / "b.png")
     (images / "linked_folder").symlink_to(images / "times", target_is_directory=True)
+    (images / "1" / "nested" / "up").symlink_to(images, target_is_directory=True)
+    (images / "times" / "to_1").symlink_to(images / "1" / "nested", target_is_directory=True)
+    (images / "1" / "nested" / "deeper" / "to_times").symlink_to(images / "times", target_is_directory=True)
     (images / "1" / "empty").mkdir()
-    expected = {path.relative_to(images).as_posix() for path in images.rglob("*") if path.is_file()}
-    assert "1/linked.jpg" in expected and not any(path.startswith("linked_folder/") for path in expected)
-    assert _image_files(images) == expected
+    own = {"1/a.jpg", "1/.hidden.jpg", "times/b.png", "1/nested/deeper/c.jpg", "notes.txt", "1/linked.jpg"}
+    # (each path stops at a link to a folder it already passed through: times/to_1/deeper/to_times is times again)
+    through_links = {"linked_folder/b.png", "times/to_1/deeper/c.jpg", "1/nested/deeper/to_times/b.png"}
+    through_links |= {"linked_folder/to_1/deeper/c.jpg"}
+    assert _image_files(images) == own | through_links
 
 
 def test_a_missing_split_is_named(release):

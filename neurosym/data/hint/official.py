@@ -344,19 +344,24 @@ def _checked_split(path: Path, available: set[str] | None) -> list[HintRecord]:
 
 
 def _image_files(folder: Path) -> set[str]:
-    """The files under ``folder``, as paths relative to it written with ``/``: what ``folder.rglob("*")`` finds that
-    is a file (through a link too), read from the directory entries without a ``stat`` and a ``Path`` per file (a
-    release holds tens of thousands of images; these took most of a check of a small release)."""
+    """The files under ``folder``, as paths relative to it written with ``/`` (through links to files and folders,
+    as the release's bank reads them: a class folder linked from elsewhere was skipped, and each of its images
+    refused as not in the release), read from the directory entries without a ``stat`` and a ``Path`` per file or
+    folder (a release holds tens of thousands of images; these took most of a check of a small release). A link to
+    a folder that holds it is not followed (it would be, forever)."""
     if not folder.is_dir():
         raise FileNotFoundError(f"the release has no image folder {folder}")
     files: set[str] = set()
-    pending = [(str(folder), "")]
+    real = os.path.realpath(folder)
+    pending = [(str(folder), "", real, frozenset({real}))]
     while pending:
-        directory, prefix = pending.pop()
+        directory, prefix, real, above = pending.pop()
         with os.scandir(directory) as entries:
             for entry in entries:
-                if entry.is_dir(follow_symlinks=False):  # (rglob does not descend into a linked folder either)
-                    pending.append((entry.path, f"{prefix}{entry.name}/"))
+                if entry.is_dir():
+                    inner = os.path.realpath(entry.path) if entry.is_symlink() else os.path.join(real, entry.name)
+                    if inner not in above:
+                        pending.append((entry.path, f"{prefix}{entry.name}/", inner, above | {inner}))
                 elif entry.is_file():
                     files.add(prefix + entry.name)
     return files
