@@ -312,6 +312,25 @@ def test_a_grammar_files_relative_imports_look_beside_it_and_one_lark_does_not_f
         SymbolGrammar("%import nothere (X)\nstart: X\n")
 
 
+@given(st.sampled_from(["\n", "\r\n"]), st.booleans())
+@settings(max_examples=8, deadline=None)
+def test_a_grammar_file_saved_on_windows_reads_as_its_text(tmp_path_factory, line_end, bom):
+    """A UTF-8 byte-order mark (a Windows editor's) was refused by Lark as unexpected input at line 1, column 1."""
+    path = tmp_path_factory.mktemp("grammar") / "calc.lark"
+    text = line_end.join(['start: n "+" n', 'n: "0" | "1"  // a comment: ´', ""])
+    path.write_bytes(b"\xef\xbb\xbf" * bom + text.encode())
+    grammar = SymbolGrammar(path)
+    assert grammar.symbols == tuple("01+") and grammar.accepts("1+0") and grammar.text == text
+
+
+def test_a_grammar_file_that_is_not_utf8_is_named_with_the_line_and_column(tmp_path):
+    """A UnicodeDecodeError named neither the file nor where in it."""
+    path = tmp_path / "calc.lark"
+    path.write_bytes('start: n "+" n\nn: "0" | "1"  // a comment: ´\n'.encode("latin-1"))
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(path))}:2:29: byte 0xb4 is not UTF-8 text \(invalid start byte\)"):
+        SymbolGrammar(path)
+
+
 def test_a_grammar_pickles_and_copies_and_the_copy_parses_as_it_does(tmp_path, monkeypatch):
     """A deep copy's LALR parser failed inside Lark ("'int' object has no attribute 'expansion'"), and so did a copied
     pipeline's first reading; pickling raised "Can't pickle local object 'SymbolGrammar._parser.<locals>.SymbolLexer'"."""

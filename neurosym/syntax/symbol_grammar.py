@@ -89,6 +89,8 @@ class SymbolGrammar:
             none of :data:`CANDIDATE_SYMBOLS`); an ``%import`` of a grammar Lark does not find.
         TypeError: a grammar that is neither text nor a path, a ``start`` that is no str, a symbol that is no str.
         FileNotFoundError: a path (as above) to no file.
+        UnicodeError: a grammar file that is not UTF-8 text (a ``ValueError`` too), named with the line and column of
+            its first byte that is not; a UTF-8 byte-order mark opening the file (a Windows editor's) is skipped.
 
     A grammar pickles and copies as its text, symbols, start rule and path, and the copy is built again from them (a
     grammar read from a file needs the grammars it imports beside that file where it is unpickled).
@@ -101,7 +103,7 @@ class SymbolGrammar:
             raise TypeError(f"start is the name of the one rule sentences start from, got {type(start).__name__} {start!r:.40}")
         # (a file's relative imports, %import .defs, resolve against its folder, as Lark.open resolves them)
         source_path = _grammar_path(grammar)
-        text = str(grammar) if source_path is None else Path(source_path).read_text(encoding="utf-8")
+        text = str(grammar) if source_path is None else _grammar_file_text(source_path)
         self._build(text, symbols, start, source_path)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -445,6 +447,22 @@ def _grammar_path(grammar: str | os.PathLike) -> str | None:
             * bool(_DRIVE.match(line))
         )
     return str(path)
+
+
+def _grammar_file_text(path: str) -> str:
+    """The text of the grammar file ``path``: UTF-8, without the byte-order mark a Windows editor opens it with (Lark
+    refused the mark as unexpected input at line 1, column 1, where nothing shows). ``UnicodeError`` naming the file and
+    the line and column of the first byte that is no UTF-8 (a ``UnicodeDecodeError`` named neither)."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line_start = data.rfind(b"\n", 0, error.start) + 1
+        line, column = data.count(b"\n", 0, error.start) + 1, error.start - line_start + 1
+        raise UnicodeError(
+            f"{path}:{line}:{column}: byte 0x{data[error.start]:02x} is not UTF-8 text ({error.reason}); "
+            "save the grammar as UTF-8"
+        ) from None
 
 
 def _looks_like_a_path(line: str) -> bool:
