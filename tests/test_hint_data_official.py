@@ -183,9 +183,26 @@ def test_records_whose_fields_disagree_are_named(release, expr, head, res, res_a
         read_release(release)
 
 
+@pytest.mark.parametrize("name", ["expr_val.json", "expr_test.json"])
+def test_a_validation_or_test_record_without_its_subset_is_named(release, name):
+    """A test list whose records lacked ``eval`` (or spelled it ``Eval``) was trained on and scored NaN in every
+    subset; a training record needs none, nor does a few-shot one."""
+    records = json.loads((release / name).read_text())
+    records[0]["Eval"] = records[0].pop("eval")
+    (release / name).write_text(json.dumps(records))
+    problem = rf"^{name} record 0 \(id '\d+'\): record lacks eval, its test subset \(one of \('I', 'SS', 'LS', 'SL', 'LL'\)\)"
+    for read in (check_release, lambda root: load_release(root, dict.fromkeys(("train", "val", "test"), 1.0))):
+        with pytest.raises(ValueError, match=problem):
+            read(release)
+    for read in (read_release, lambda root: read_records(root / name)):
+        with pytest.raises(ValueError, match=rf"^{name} record 0: record lacks eval"):
+            read(release)
+    assert read_records(release / "expr_train.json")[0].eval is None and read_fewshot(release)["x"]["train"][0].eval is None
+
+
 def test_a_repeated_id_is_named(release):
     records = json.loads((release / "expr_test.json").read_text())
-    other = {"id": records[0]["id"], "expr": "3", "head": [-1], "res": 3, "res_all": [3]}
+    other = {"id": records[0]["id"], "expr": "3", "head": [-1], "res": 3, "res_all": [3], "eval": "SS"}
     (release / "expr_test.json").write_text(json.dumps([*records, other]))
     with pytest.raises(ValueError, match=r"expr_test.json record 1: id '7' is also record 0's \(an id names one record\)"):
         read_release(release)

@@ -292,6 +292,7 @@ def _read_list(items: list, name: str, table: OperatorTable, concept: str | None
     and checked under ``table``; each expression of a list of the few-shot ``concept`` using it and no other one
     (:func:`_check_own_concept`)."""
     records = [record_from_json(item, f"{name} record {i}") for i, item in enumerate(items)]
+    _check_subsets(records, name, lambda index: f"{name} record {index}")
     _check_own_concept(records, concept, name)
     _check_together(records, lambda index: f"{name} record {index}", table)
     return records
@@ -301,8 +302,8 @@ def check_release(root: str | os.PathLike, fewshot: bool = False, images: bool =
     """Check a release folder before any work is done on it.
 
     Every ``expr_*.json`` split that :func:`read_release` reads (and ``fewshot_dataset.json`` when
-    ``fewshot``) must be present and hold records, every record well-formed as :func:`record_from_json` reads it,
-    its id used once in its list, its ``head`` the parse of its ``expr`` (written with the release's minimal
+    ``fewshot``) must be present and hold records, every record well-formed as :func:`record_from_json` reads it
+    (with its ``eval`` in ``expr_val.json`` and ``expr_test.json``), its id used once in its list, its ``head`` the parse of its ``expr`` (written with the release's minimal
     brackets) and its ``res_all`` the values of the sub-expressions, under HINT's semantics (the few-shot
     concepts' in ``fewshot_dataset.json``, where each expression of a concept's lists uses it and no other few-shot
     concept:
@@ -379,11 +380,25 @@ def _check_records(
         return f"{name} record {index}" + (f" (id {item['id']!r})" if isinstance(item, Mapping) and "id" in item else "")
 
     records = [record_from_json(item, where(index)) for index, item in enumerate(items)]
+    _check_subsets(records, name, where)
     _check_own_concept(records, concept, name)
     if available is not None:
         _check_images(records, where, available, root)
     _check_together(records, where, table)
     return records
+
+
+def _check_subsets(records: Sequence[HintRecord], name: str, where: Callable[[int], str]) -> None:
+    """Raise ``ValueError`` at the first record (named by ``where(index)``) of the validation or test file ``name``
+    (:data:`SPLIT_FILES`) without ``eval``, its test subset: a run scores each subset, and a test list read without
+    them (a key misspelled, ``"Eval"``) was trained on and scored as NaN in every subset."""
+    if name not in (SPLIT_FILES["val"], SPLIT_FILES["test"]):
+        return
+    index = next((index for index, record in enumerate(records) if record.eval is None), None)
+    if index is not None:
+        raise ValueError(
+            f"{where(index)}: record lacks eval, its test subset (one of {EVAL_SUBSETS}): each record of {name} names one"
+        )
 
 
 def _check_own_concept(records: Sequence[HintRecord], concept: str | None, name: str) -> None:
