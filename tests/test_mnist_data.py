@@ -94,3 +94,24 @@ def test_compressed_data_that_was_changed_names_the_file(tmp_path):
     (tmp_path / "damaged.pkl.gz").write_bytes(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff\x07")
     with pytest.raises(ValueError, match=r"damaged\.pkl\.gz is not an MNIST pickle .*: Error -3 .*invalid block type"):
         load_mnist(tmp_path / "damaged.pkl.gz")
+
+
+def test_the_path_variables_take_a_leading_tilde_as_the_home_folder(tmp_path, monkeypatch):
+    """``NEUROSYM_CACHE="~/c"`` (quoted, or in an env file: no shell expands it) named a folder ``~`` in the working
+    folder, where downloads and generated data were written; ``NEUROSYM_MNIST`` and ``NEUROSYM_MATHEMATICS_ENV`` too."""
+    from neurosym.data.mathematics.environment import generator_env_dir
+    from neurosym.data.mnist import cache_dir, given_mnist
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NEUROSYM_CACHE", "~/cache")
+    monkeypatch.setenv("NEUROSYM_MNIST", "~/mnist.pkl.gz")
+    monkeypatch.delenv("NEUROSYM_MATHEMATICS_ENV", raising=False)
+    assert (cache_dir(), given_mnist(), generator_env_dir()) == (
+        tmp_path / "cache",
+        tmp_path / "mnist.pkl.gz",
+        tmp_path / "cache" / "mathematics-env",
+    )
+    monkeypatch.setenv("NEUROSYM_MATHEMATICS_ENV", "~/env")
+    assert generator_env_dir() == tmp_path / "env" and given_mnist("~/kept.pkl.gz").as_posix() == "~/kept.pkl.gz"
+    monkeypatch.setenv("NEUROSYM_CACHE", "")
+    assert cache_dir() == tmp_path / ".cache" / "neurosym"

