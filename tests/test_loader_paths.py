@@ -64,3 +64,24 @@ def test_a_mathematics_root_that_is_a_module_file_is_named_as_a_file(tmp_path):
     assert [example.answer for example in load_split(tmp_path, "interpolate")] == ["2"]
     with pytest.raises(FileNotFoundError, match=r"no 'interpolate' folder under .*arithmetic__mul\.txt \(it is a file, not a"):
         list_modules(tmp_path / "interpolate" / "arithmetic__mul.txt", "interpolate")
+
+
+def test_a_mathematics_root_one_level_off_the_release_names_the_release_folder(tmp_path):
+    """A regime's folder, or the download folder that holds the release, was named with its folders only ([] for a
+    regime's folder), not with the folder to give."""
+    release = tmp_path / "download" / "mathematics_dataset-v1.0"
+    (release / "interpolate").mkdir(parents=True)
+    (release / "interpolate" / "arithmetic__mul.txt").write_text("1 * 2\n2\n")
+    (release / "extrapolate").mkdir()
+    assert list_modules(release, "interpolate") == ["arithmetic__mul"]
+    with pytest.raises(
+        FileNotFoundError,
+        match=rf"its folders: \[\]; it holds module files, as a regime's folder does: give the release folder above it, {release}\)",
+    ):
+        load_split(release / "interpolate", "interpolate")
+    with pytest.raises(
+        FileNotFoundError, match=rf"its folders: \['mathematics_dataset-v1.0'\]; give the release folder {release}, which holds"
+    ):
+        load_split(tmp_path / "download", "train-easy")
+    with pytest.raises(FileNotFoundError, match=r"its folders: \['download'\]\); a release has"):
+        load_split(tmp_path, "interpolate")

@@ -156,7 +156,10 @@ def test_module_names_are_file_stems_present_once_in_a_release_folder(tmp_path):
         load_split(tmp_path, "interpolate", ["arithmetic__mul", "arithmetic__mul"])  # (its examples counted twice)
     with pytest.raises(FileNotFoundError, match=r"no module 'arithmetic__div' in .*interpolate.*modules: \['arithmetic__mul'\]"):
         load_split(tmp_path, "interpolate", ["arithmetic__div"])
-    with pytest.raises(FileNotFoundError, match=r"no 'interpolate' folder under .*\(its folders: \[\]\); a release has"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=r"no 'interpolate' folder under .*\(its folders: \[\]; it holds module files, .*\); a release has",
+    ):
         load_split(tmp_path / "interpolate", "interpolate", ["arithmetic__mul"])  # (one folder too deep)
     with pytest.raises(ValueError, match="regime '../extrapolate' is not a folder name"):
         load_split(tmp_path / "interpolate", "../extrapolate")

@@ -150,11 +150,24 @@ def list_modules(root: str | os.PathLike, regime: str) -> list[str]:
 
 
 def _held(root: Path) -> str:
-    """What a root without a regime's folder holds, as :func:`list_modules` names it: its folders, or that it is no
-    folder (a module's file given as the root was said not to exist)."""
+    """What a root without a regime's folder holds, as :func:`list_modules` names it: its folders, and the release
+    folder where ``root`` is one level off it (:func:`_release_nearby`), or that it is no folder (a module's file
+    given as the root was said not to exist)."""
     if root.is_dir():
-        return f"its folders: {sorted(child.name for child in root.iterdir() if child.is_dir())}"
+        return f"its folders: {sorted(child.name for child in root.iterdir() if child.is_dir())}{_release_nearby(root)}"
     return "it is a file, not a folder" if root.exists() else "it does not exist"
+
+
+def _release_nearby(root: Path) -> str:
+    """``"; give ..."`` naming the release folder where the folder ``root`` is a regime's (it holds module files:
+    the release is above it) or the folder that holds the release (a folder of it holds regimes, as a download's
+    ``mathematics_dataset-v1.0/`` does); ``""`` otherwise."""
+    if any(path.suffix == ".txt" and not path.name.startswith(".") for path in root.iterdir()):
+        return f"; it holds module files, as a regime's folder does: give the release folder above it, {root.parent}"
+    for child in sorted(root.iterdir()):
+        if any(os.path.isdir(child / regime) for regime in _RELEASE_REGIMES):  # (False where unreadable)
+            return f"; give the release folder {child}, which holds the regimes' folders"
+    return ""
 
 
 def load_split(
