@@ -85,3 +85,25 @@ def test_a_mathematics_root_one_level_off_the_release_names_the_release_folder(t
         load_split(tmp_path / "download", "train-easy")
     with pytest.raises(FileNotFoundError, match=r"its folders: \['download'\]\); a release has"):
         load_split(tmp_path, "interpolate")
+
+
+def test_a_hint_root_one_level_off_the_release_names_the_release_folder(tmp_path):
+    """The folder that holds the release, its image folder or a class folder was named as lacking the split files
+    only, not with the folder to give."""
+    release = tmp_path / "HINT" / "data"
+    (release / "symbol_images" / "3").mkdir(parents=True)
+    for name in ("expr_train.json", "expr_val.json", "expr_test.json"):
+        (release / name).write_text("[]")
+    for given in (release / "symbol_images", release / "symbol_images" / "3"):
+        with pytest.raises(
+            FileNotFoundError,
+            match=rf"lacks .*; it is the release's image folder or under it: give the release folder {release}$",
+        ):
+            check_release(given)
+    with pytest.raises(FileNotFoundError, match=rf"lacks .*; give the release folder {release}, which holds them$"):
+        check_release(tmp_path / "HINT")
+    with pytest.raises(FileNotFoundError, match=r"the release lacks \['expr_train.json', 'expr_val.json', 'expr_test.json'\]$"):
+        check_release(tmp_path)
+    (release / "expr_val.json").unlink()
+    with pytest.raises(FileNotFoundError, match=r"the release lacks \['expr_val.json'\]$"):
+        check_release(release)

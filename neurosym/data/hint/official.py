@@ -324,7 +324,7 @@ def _checked(
     wanted = [*SPLIT_FILES.values(), *([FEWSHOT_FILE] if fewshot else [])]
     missing = [name for name in wanted if not (root / name).exists()]  # (a folder of that name is named as one)
     if missing:
-        raise FileNotFoundError(f"{root}: the release lacks {missing}")
+        raise FileNotFoundError(f"{root}: the release lacks {missing}{_release_nearby(root) if missing == wanted else ''}")
     available = _image_files(root / IMAGE_FOLDER) if images else None
     main = {split: _checked_split(root / name, available) for split, name in SPLIT_FILES.items()}
     return main, {
@@ -334,6 +334,19 @@ def _checked(
         }
         for concept, splits in (_fewshot_items(root) if fewshot else {}).items()
     }
+
+
+def _release_nearby(root: Path) -> str:
+    """``"; give ..."`` naming the release folder where the folder ``root``, which holds none of its files, is one
+    level off it: the release's image folder or one of its class folders (the release is above it), or the folder that
+    holds the release (a download's, one of whose folders holds the split files); ``""`` otherwise."""
+    for above in (root.parent, root.parent.parent):
+        if os.path.isfile(above / SPLIT_FILES["train"]) and root.resolve().is_relative_to((above / IMAGE_FOLDER).resolve()):
+            return f"; it is the release's image folder or under it: give the release folder {above}"
+    for child in sorted(root.iterdir()):
+        if os.path.isfile(child / SPLIT_FILES["train"]):  # (False where unreadable)
+            return f"; give the release folder {child}, which holds them"
+    return ""
 
 
 def _checked_split(path: Path, available: set[str] | None) -> list[HintRecord]:
