@@ -4,6 +4,8 @@ not found."""
 
 from __future__ import annotations
 
+import argparse
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -39,9 +41,9 @@ def test_a_folder_given_for_a_file_is_named_as_a_folder(tmp_path, name, read, wh
 
 @pytest.mark.parametrize(("read", "what"), FOLDER_READERS)
 def test_a_file_given_for_a_folder_is_named_as_a_file(tmp_path, read, what):
-    (tmp_path / "release.zip").write_bytes(b"PK")
-    with pytest.raises(ValueError, match=rf"^{what} .*release\.zip is a file, not a folder: give the folder that holds it$"):
-        read(tmp_path / "release.zip")
+    (tmp_path / "notes.txt").write_bytes(b"")
+    with pytest.raises(ValueError, match=rf"^{what} .*notes\.txt is a file, not a folder: give the folder that holds it$"):
+        read(tmp_path / "notes.txt")
     with pytest.raises(FileNotFoundError, match=rf"^{what} not found: .*missing$"):
         read(tmp_path / "missing")
 
@@ -107,3 +109,21 @@ def test_a_hint_root_one_level_off_the_release_names_the_release_folder(tmp_path
     (release / "expr_val.json").unlink()
     with pytest.raises(FileNotFoundError, match=r"the release lacks \['expr_val.json'\]$"):
         check_release(release)
+
+
+@pytest.mark.parametrize("name", ["release.zip", "HINT.ZIP", "mathematics_dataset-v1.0.tar.gz", "bank.tgz"])
+def test_an_archive_given_for_a_folder_is_named_as_one_to_extract(tmp_path, name):
+    """It was told to give the folder that holds it: the folder the archive lies in, not the one it holds."""
+    from neurosym.experiments.options import existing_folder
+
+    archive = tmp_path / name
+    archive.write_bytes(b"PK")
+    suffix = re.escape(next(s for s in (".zip", ".tar.gz", ".tgz") if name.lower().endswith(s)))
+    problem = rf"is a {suffix} archive, not a folder: extract it and give the folder it holds"
+    for read, what in FOLDER_READERS:
+        with pytest.raises(ValueError, match=rf"^{what} {re.escape(str(archive))} {problem}$"):
+            read(archive)
+    with pytest.raises(argparse.ArgumentTypeError, match=rf"^'{re.escape(str(archive))}' {problem}$"):
+        existing_folder(str(archive))
+    with pytest.raises(FileNotFoundError, match=rf"\(it {problem}\)"):
+        list_modules(archive, "interpolate")

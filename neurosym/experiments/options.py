@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_h
 import torch
 
 from neurosym.pipelines.curriculum import UNBOUNDED, Curriculum, parse_stages
-from neurosym.training.checkpoint import files_stamp
+from neurosym.training.checkpoint import files_stamp, not_a_folder
 from neurosym.training.device import resolve_device
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ def existing_folder(text: str) -> Path:
     path = option_path(text)
     if not path.is_dir():
         raise argparse.ArgumentTypeError(
-            f"{str(path)!r} is a file, not a folder" if path.exists() else f"no such folder: {str(path)!r}"
+            f"{str(path)!r} {not_a_folder(path)}" if path.exists() else f"no such folder: {str(path)!r}"
         )
     return path
 

@@ -162,11 +162,26 @@ def existing_file(path: str | os.PathLike, what: str) -> Path:
 
 def existing_folder(path: str | os.PathLike, what: str) -> Path:
     """``path`` as a :class:`Path` when it is a folder (through a link too): ``FileNotFoundError`` ``"{what} not found:
-    {path}"`` when nothing is there, ``ValueError`` when it is a file (it was reported as not found). One ``stat``."""
+    {path}"`` when nothing is there, ``ValueError`` when it is a file (it was reported as not found), saying what to
+    give instead (:func:`not_a_folder`). One ``stat``."""
     path = Path(path)
     if not stat.S_ISDIR(_mode(path, what)):
-        raise ValueError(f"{what} {path} is a file, not a folder: give the folder that holds it")
+        raise ValueError(f"{what} {path} {not_a_folder(path)}")
     return path
+
+
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".7z", ".rar")
+"""The suffixes of the archives a dataset is downloaded as (any case), which a reader of its folder cannot read."""
+
+
+def not_a_folder(path: Path) -> str:
+    """Why the file ``path``, given for a folder, is none, and what to give instead: an archive (by its suffix,
+    :data:`ARCHIVE_SUFFIXES`) is to be extracted first (giving the folder that holds it, as other files are told, read
+    that folder, not the archive); another file's folder may be the one meant."""
+    suffix = next((suffix for suffix in ARCHIVE_SUFFIXES if path.name.lower().endswith(suffix)), None)
+    if suffix is not None:
+        return f"is a {suffix} archive, not a folder: extract it and give the folder it holds"
+    return "is a file, not a folder: give the folder that holds it"
 
 
 def _mode(path: Path, what: str) -> int:

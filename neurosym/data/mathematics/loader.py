@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from neurosym.training.checkpoint import existing_file
+from neurosym.training.checkpoint import existing_file, not_a_folder
 from neurosym.training.checks import int_at_least
 
 MAX_QUESTION_LENGTH = 160
@@ -155,7 +155,7 @@ def _held(root: Path) -> str:
     given as the root was said not to exist)."""
     if root.is_dir():
         return f"its folders: {sorted(child.name for child in root.iterdir() if child.is_dir())}{_release_nearby(root)}"
-    return "it is a file, not a folder" if root.exists() else "it does not exist"
+    return f"it {not_a_folder(root)}" if root.exists() else "it does not exist"
 
 
 def _release_nearby(root: Path) -> str:
