@@ -127,3 +127,19 @@ def test_an_archive_given_for_a_folder_is_named_as_one_to_extract(tmp_path, name
         existing_folder(str(archive))
     with pytest.raises(FileNotFoundError, match=rf"\(it {problem}\)"):
         list_modules(archive, "interpolate")
+
+
+def test_a_symbol_image_folder_given_one_level_too_high_names_the_folder_to_give(tmp_path):
+    """A release's folder given for its symbol_images/ was named as holding an unknown class, 'symbol_images'."""
+    images = tmp_path / "release" / "symbol_images"
+    for symbol in ("3", "times"):
+        (images / symbol).mkdir(parents=True)
+        (images / symbol / "a.png").write_bytes(b"")
+    (tmp_path / "release" / "notes").mkdir()
+    given = tmp_path / "release"
+    with pytest.raises(
+        ValueError, match=rf"^{given}: holds no class folder but \['notes', 'symbol_images'\]; give the folder {images}, which"
+    ):
+        load_folder_bank(given)
+    with pytest.raises(ValueError, match=r": unknown class folders \['release'\]; expected among"):
+        load_folder_bank(tmp_path)

@@ -122,8 +122,9 @@ def load_folder_bank(
     75/5/20 split per class, but for copies of one image, which go to the first pool any of them is in
     (:func:`~neurosym.data.symbol_images.handwriting.disjoint_splits`: no validation or test image is a training
     one). Hidden files and folders (``.…``) and :data:`TOOL_FOLDERS` are skipped. ``ValueError`` names a folder read
-    whose name is no symbol's (:data:`~neurosym.data.symbol_images.classes.BANK_FOLDERS`), a requested symbol without a
-    folder, and a class folder read that holds no image file.
+    whose name is no symbol's (:data:`~neurosym.data.symbol_images.classes.BANK_FOLDERS`; where none is, and one of them
+    holds class folders, that one, to give instead), a requested symbol without a folder, and a class folder read that
+    holds no image file.
     """
     root = existing_folder(root, "symbol image folder")
     images, labels, paths = [], [], []
@@ -151,6 +152,7 @@ def _class_folders(root: Path, symbols: list[str] | None) -> list[Path]:
         if folder.is_dir() and not folder.name.startswith(".") and folder.name not in TOOL_FOLDERS
     }
     if symbols is None:
+        _check_not_above_a_bank(root, folders)
         require_known(root, "class folders", folders, BANK_FOLDERS)
         return [folders[name] for name in sorted(folders)]
     missing = [symbol for symbol in symbols if folder_of(symbol) not in folders]
@@ -160,6 +162,18 @@ def _class_folders(root: Path, symbols: list[str] | None) -> list[Path]:
             f"found {sorted(folders)})"
         )
     return [folders[name] for name in sorted({folder_of(symbol) for symbol in symbols})]
+
+
+def _check_not_above_a_bank(root: Path, folders: dict[str, Path]) -> None:
+    """Raise ``ValueError`` naming the folder to give where ``root``'s ``folders`` name no symbol but one of them holds
+    class folders (a release's folder given for its ``symbol_images/``: its folders were named as unknown classes)."""
+    if any(name in BANK_FOLDERS for name in folders):
+        return
+    for name in sorted(folders):
+        if any(os.path.isdir(folders[name] / class_folder) for class_folder in BANK_FOLDERS):  # (False where unreadable)
+            raise ValueError(
+                f"{root}: holds no class folder but {sorted(folders)}; give the folder {folders[name]}, which holds them"
+            )
 
 
 def _image_files(class_dir: Path) -> list[Path]:
