@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-from einops import rearrange, repeat
+from einops import rearrange
 from torch import nn
 
 from neurosym.layers import TransformerEncoder
@@ -95,10 +95,11 @@ class _ClassTokenModel(nn.Module):
         _small_normal_(self.class_token)
 
     def tokens(self, digits: torch.Tensor) -> torch.Tensor:
-        """``digits [B, L]`` -> ``[B, L + 1, dim]`` with the class token first."""
+        """``digits [B, L]`` -> ``[B, L + 1, dim]`` with the class token first (expanded to the batch size as a
+        size, not a Python int, so ``torch.export`` and ``torch.jit.trace`` keep the batch size free)."""
         _check_tokens(digits, self.length, self.vocab)
         embedded = self.embedding(digits)
-        return torch.cat([repeat(self.class_token, "d -> b 1 d", b=len(digits)), embedded], dim=1)
+        return torch.cat([self.class_token.expand(digits.shape[0], 1, -1), embedded], dim=1)
 
 
 class TransformerClassifier(_ClassTokenModel):
