@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 from torch import nn
+from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.export import Dim
 
 from neurosym.layers import (
@@ -198,3 +199,18 @@ def test_traced_module_computes_the_eager_outputs_at_every_batch_size(name: str)
     with torch.no_grad():
         for inputs in (example, case.inputs(6, 1)):
             _assert_same_outputs(traced(**inputs), module(**inputs))
+
+
+@pytest.mark.parametrize("name", EXPORTED)
+def test_fake_tensors_give_the_eager_shapes(name: str) -> None:
+    """Under ``FakeTensorMode`` (shapes only, what ``torch.export`` traces with and shape or memory estimates run in),
+    the checks that read values and the NMU product's exactness checks step aside instead of raising
+    ``DataDependentOutputException``; the outputs have the eager shapes and dtypes."""
+    case = EXPORTED[name]
+    module = case.build().eval()
+    inputs = case.inputs(3, 0)
+    with torch.no_grad():
+        expected = torch.utils._pytree.tree_leaves(module(**inputs))
+        with FakeTensorMode(allow_non_fake_inputs=True) as mode:
+            got = torch.utils._pytree.tree_leaves(module(**{key: mode.from_tensor(x) for key, x in inputs.items()}))
+    assert [(leaf.shape, leaf.dtype) for leaf in got] == [(leaf.shape, leaf.dtype) for leaf in expected]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+from torch._subclasses.fake_tensor import is_fake
 
 TOKEN_ID_DTYPES = (torch.int64, torch.int32)
 """The dtypes token ids may have: those ``nn.Embedding`` takes (int16 or uint8 ids fail in it)."""
@@ -11,11 +12,19 @@ TOKEN_ID_DTYPES = (torch.int64, torch.int32)
 def values_are_readable(tensor: torch.Tensor) -> bool:
     """Whether an input check may read ``tensor``'s values on the host: in eager mode on every device (on an
     accelerator the read waits for the queued kernels, once per checked call), but not on the ``meta``
-    device (shapes only, no values), not while ``torch.compile`` traces (a read would split the
-    graph) and not for a tensor that ``torch.func.vmap`` batches (:func:`is_vmapped`: a read fails there, so the
-    checks made per-sample gradients of every masked or token-reading layer fail). Where it is False the value checks
-    are skipped; the structural checks (shapes, dtypes) still run."""
-    return tensor.device.type != "meta" and not torch.compiler.is_compiling() and not is_vmapped(tensor)
+    device (shapes only, no values), not while a tracer sees it (:func:`is_traced`: ``torch.compile``,
+    ``torch.export`` or a ``FakeTensorMode``) and not for a tensor that ``torch.func.vmap`` batches
+    (:func:`is_vmapped`: a read fails there, so the checks made per-sample gradients of every masked or token-reading
+    layer fail). Where it is False the value checks are skipped; the structural checks (shapes, dtypes) still run."""
+    return tensor.device.type != "meta" and not is_traced(tensor) and not is_vmapped(tensor)
+
+
+def is_traced(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` has no values to read because a tracer sees it: while ``torch.compile`` or ``torch.export``
+    traces (a read would split the graph or fail), or a fake tensor (shapes only: ``FakeTensorMode``, which shape
+    and memory estimates run in and which ``torch.export`` traces with, raises ``DataDependentOutputException`` on a
+    read)."""
+    return torch.compiler.is_compiling() or is_fake(tensor)
 
 
 def is_vmapped(tensor: torch.Tensor) -> bool:

@@ -18,7 +18,7 @@ float64), which counts zero terms and negative signs separately and never produc
 saturate at ``±exp(MAX_LOG_MAGNITUDE)`` (with zero gradient there, like a clamp), and the gradient at
 an exactly-zero term is the exact product of the other terms.
 
-Off the CPU (and under ``torch.compile`` or a ``torch.func`` transform such as ``vmap``), where reading a value on the host would stall the device or split
+Off the CPU (and under ``torch.compile``, ``torch.export``, a fake tensor or a ``torch.func`` transform such as ``vmap``), where reading a value on the host would stall the device or split
 the graph (:func:`reads_on_host` is False), the *device route* (:func:`_device_product`) computes the plain and the log-domain value of every output and
 picks the exact one per output with ``torch.where``; its gradients likewise. No chunking there.
 
@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from neurosym.layers.shape_checks import autocast_enabled
+from neurosym.layers.value_checks import is_traced
 
 from ..lazy_compile import LazilyCompiled
 from .numerics import MAX_LOG_MAGNITUDE
@@ -59,9 +60,10 @@ def _transformed(*tensors: Tensor) -> bool:
 
 def reads_on_host(x: Tensor) -> bool:
     """Whether the product of ``x`` takes the CPU route, which reads its exactness checks on the host: a CPU
-    tensor in eager mode, unless a ``torch.func`` transform sees it (:func:`_transformed`). Elsewhere it takes
-    the device route, which makes no host read."""
-    return x.device.type == "cpu" and not torch.compiler.is_compiling()
+    tensor in eager mode, unless a ``torch.func`` transform (:func:`_transformed`) or a tracer
+    (:func:`~neurosym.layers.value_checks.is_traced`: ``torch.compile``, ``torch.export``, a fake tensor) sees it.
+    Elsewhere it takes the device route, which makes no host read."""
+    return x.device.type == "cpu" and not is_traced(x)
 
 
 def _row_slices(rows: int, per_row: int) -> list[slice]:
@@ -240,9 +242,10 @@ _compiled_device_gradients = LazilyCompiled(_device_gradients, "the NMU gradient
 
 
 def _on_device_route(compiled_kernel: LazilyCompiled[R], eager: Callable[..., R], compiled: bool, *args: Any) -> R:
-    """``eager(*args)`` through its compiled kernel when ``compiled`` (and not already inside a compiled
-    graph, which fuses it anyway), falling back to eager when compiling fails."""
-    result = compiled_kernel(*args) if compiled and not torch.compiler.is_compiling() else None
+    """``eager(*args)`` through its compiled kernel when ``compiled`` (and not already inside a traced graph, which
+    fuses it anyway, nor on fake tensors, which have no values to compute: :func:`~neurosym.layers.value_checks.is_traced`),
+    falling back to eager when compiling fails."""
+    result = compiled_kernel(*args) if compiled and not is_traced(args[0]) else None
     return eager(*args) if result is None else result
 
 
