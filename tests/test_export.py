@@ -21,6 +21,7 @@ from neurosym.layers import (
     NMU,
     NPU,
     AdditiveAttention,
+    EnsembleLinear,
     GatedNAUNMU,
     MixerBlock,
     MultiheadAttention,
@@ -102,7 +103,10 @@ def _encoder_layer() -> TransformerEncoderLayer:
 
 
 EXPORTED: dict[str, Case] = {
-    **{unit.__name__: Case(lambda unit=unit: unit(4, 3), _vectors) for unit in (NAC, NACMul, NALU, iNALU, NAU, NPU, RealNPU)},
+    **{
+        unit.__name__: Case(lambda unit=unit: unit(4, 3), _vectors)
+        for unit in (NAC, NACMul, NALU, iNALU, NAU, NPU, RealNPU, EnsembleLinear)
+    },
     "NMU": Case(lambda: NMU(4, 3), _vectors),
     "compiled GatedNAUNMU": Case(lambda: GatedNAUNMU(4, 3, compiled=True), _vectors),
     "NMU ensemble": Case(
