@@ -74,20 +74,22 @@ def _sequence(batch: int, seed: int, length: int = 5) -> torch.Tensor:
     return torch.randn(batch, length, 8, generator=_generator(seed))
 
 
-def _masked_sequence(batch: int, seed: int) -> Inputs:
-    return {"x": _sequence(batch, seed), "key_padding_mask": _padding(batch, 5, seed)}
+def _masked_sequence(batch: int, seed: int, length: int = 5) -> Inputs:
+    return {"x": _sequence(batch, seed, length), "key_padding_mask": _padding(batch, length, seed)}
 
 
-def _attention_inputs(batch: int, seed: int) -> Inputs:
-    return {"query": _sequence(batch, seed), "key_padding_mask": _padding(batch, 5, seed)}
+def _attention_inputs(batch: int, seed: int, length: int = 5) -> Inputs:
+    return {"query": _sequence(batch, seed, length), "key_padding_mask": _padding(batch, length, seed)}
 
 
-def _seq2seq_inputs(batch: int, seed: int, images: bool = False) -> Inputs:
-    """A teacher-forced batch: source ids in ``[1, 7)`` (or 16x16 windows) of length 5 with padding, targets in ``[0, 6)``."""
+def _seq2seq_inputs(batch: int, seed: int, length: int = 5, images: bool = False) -> Inputs:
+    """A teacher-forced batch: source ids in ``[1, 7)`` (or 16x16 windows) of ``length`` with padding, targets in
+    ``[0, 6)`` of ``length - 1``."""
     generator = _generator(seed)
-    src = torch.rand(batch, 5, 1, 16, 16, generator=generator) if images else torch.randint(1, 7, (batch, 5), generator=generator)
-    tgt_in = torch.randint(0, 6, (batch, 4), generator=generator)
-    return {"src": src, "src_mask": _padding(batch, 5, seed), "tgt_in": tgt_in}
+    shape = (batch, length)
+    src = torch.rand(*shape, 1, 16, 16, generator=generator) if images else torch.randint(1, 7, shape, generator=generator)
+    tgt_in = torch.randint(0, 6, (batch, length - 1), generator=generator)
+    return {"src": src, "src_mask": _padding(batch, length, seed), "tgt_in": tgt_in}
 
 
 def _digits(batch: int, seed: int) -> Inputs:
@@ -173,6 +175,41 @@ def test_exported_program_computes_the_eager_outputs_at_every_batch_size(name: s
     with torch.no_grad():
         for inputs in (example, case.inputs(6, 1)):
             _assert_same_outputs(program(**inputs), module(**inputs))
+
+
+VARIABLE_LENGTH: dict[str, tuple[Callable[[], nn.Module], Callable[[int, int, int], Inputs], dict[str, dict[int, str]]]] = {
+    "attention": (
+        lambda: MultiheadAttention(8, 2),
+        _attention_inputs,
+        {"query": {1: "source"}, "key_padding_mask": {1: "source"}},
+    ),
+    "shaw attention": (
+        EXPORTED["shaw attention"].build,
+        _attention_inputs,
+        {"query": {1: "source"}, "key_padding_mask": {1: "source"}},
+    ),
+    "clipped xl encoder": (EXPORTED["encoder"].build, _masked_sequence, {"x": {1: "source"}, "key_padding_mask": {1: "source"}}),
+    **{
+        name: (EXPORTED[name].build, _seq2seq_inputs, {"src": {1: "source"}, "src_mask": {1: "source"}, "tgt_in": {1: "target"}})
+        for name in ("transformer seq2seq", "relative universal seq2seq")
+    },
+}
+
+
+@pytest.mark.parametrize("name", VARIABLE_LENGTH)
+def test_exported_transformers_take_every_sequence_length(name: str) -> None:
+    """With the batch size and the sequence lengths dynamic, one exported program computes the eager outputs at other
+    lengths (the attention masks were built at the example's lengths)."""
+    build, inputs, length_dims = VARIABLE_LENGTH[name]
+    torch.manual_seed(0)
+    module = build().eval()
+    example = inputs(3, 0, 5)
+    dims = {"batch": Dim("batch", min=2), "source": Dim("source", min=2, max=64), "target": Dim("target", min=2, max=64)}
+    dynamic = {key: {0: dims["batch"]} | {axis: dims[dim] for axis, dim in length_dims[key].items()} for key in example}
+    program = torch.export.export(module, (), example, dynamic_shapes=dynamic).module()
+    with torch.no_grad():
+        for sample in (example, inputs(6, 1, 9)):
+            _assert_same_outputs(program(**sample), module(**sample))
 
 
 TRACED: dict[str, Case] = {

@@ -232,7 +232,7 @@ class MultiheadAttention(nn.Module):
     ) -> torch.Tensor:
         """Boolean ``[B or 1, 1, Tq, Tk]`` mask, ``True`` where a query may attend to a key (``attn_mask [Tq, Tk] |
         [B, Tq, Tk]``: ``True`` where it may)."""
-        shape = (1, 1, len(query_positions), len(key_positions))
+        shape = (1, 1, query_positions.shape[0], key_positions.shape[0])
         allowed = torch.ones(shape, dtype=torch.bool, device=query_positions.device)
         if causal:
             allowed = allowed & (rearrange(key_positions, "k -> 1 1 1 k") <= rearrange(query_positions, "q -> 1 1 q 1"))
