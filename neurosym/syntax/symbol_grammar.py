@@ -86,7 +86,8 @@ class SymbolGrammar:
             is not one character, matches no terminal, or several of the highest priority among those it matches; a
             terminal that only symbols read as terminals of a higher priority match; a terminal that matches strings of several
             characters (``"01" | "1"``, ``/[0-9]+/``); a terminal that matches none of ``symbols`` (without them,
-            none of :data:`CANDIDATE_SYMBOLS`); an ``%import`` of a grammar Lark does not find.
+            none of :data:`CANDIDATE_SYMBOLS`); an ``%import`` of a grammar Lark does not find; a start rule that derives no
+            sentence of symbols (``start: start DIGIT``: its language is empty), naming the rules that derive none.
         TypeError: a grammar that is neither text nor a path, a ``start`` that is no str, a symbol that is no str.
         FileNotFoundError: a path (as above) to no file.
         UnicodeError: a grammar file that is not UTF-8 text (a ``ValueError`` too), named with the line and column of
@@ -154,6 +155,12 @@ class SymbolGrammar:
             raise ValueError(f"the vocabulary must be non-empty without repeats, got {list(self.symbols)}")
         self._symbol_of = {terminal: symbol for symbol, terminal in reversed(self.terminal_of.items())}  # one each
         self._rules = probe.rules
+        if unproductive := _unproductive(self.normal_form):
+            raise ValueError(
+                f"the grammar's start rule {start!r} derives no sentence of symbols: the rules that derive no symbols are "
+                f"{', '.join(unproductive)} (each of their alternatives is empty or needs one of them); give the start rule "
+                "an alternative that ends in symbols"
+            )
         self.parser = self._parser()
 
     def _read_as(self, symbol: str) -> str:
@@ -622,6 +629,26 @@ def _normal_form(rules: Iterable[Rule], terminals: tuple[str, ...], start: str) 
     if start not in expansions:
         raise ValueError(f"the grammar has no rule {start!r}")
     return NormalForm(tuple(names), terminals, 0, tuple(sorted(terminal_rules)), tuple(sorted(unary)), tuple(sorted(binary)))
+
+
+def _unproductive(form: NormalForm) -> list[str]:
+    """The grammar's own rules that derive no sentence (``a: a "+"``), sorted, where the start symbol is one of them (it
+    derives no sentence, though it may derive the empty one, which a sentence of symbols never is), else none: the
+    least fixed point of the nonterminals some rule of ``form`` derives symbols from. (Names of the normal form's own,
+    ``<TERMINAL>`` and ``rule->...@k``, and of Lark's, ``__start_plus_0``, are left out.)"""
+    productive = {head for head, _ in form.terminal_rules}
+    changed = True
+    while changed:
+        grown = productive | {head for head, child in form.unary_rules if child in productive}
+        grown |= {head for head, left, right in form.binary_rules if left in productive and right in productive}
+        changed, productive = grown != productive, grown
+    if form.start in productive:
+        return []
+    return sorted(
+        name
+        for i, name in enumerate(form.nonterminals)
+        if i not in productive and not name.startswith(("<", "__")) and "->" not in name
+    )
 
 
 def _derivable_lengths(form: NormalForm, length: int) -> np.ndarray:
