@@ -33,3 +33,11 @@ def test_a_grammar_whose_language_is_empty_is_refused_naming_the_rules_that_deri
 def test_a_rule_that_derives_no_sentence_beside_ones_that_do_is_taken():
     grammar = SymbolGrammar('start: DIGIT | a\na: a "+"\n' + DIGITS)
     assert grammar.sentences(1, 10) == ["0", "1", "2"] and grammar.sentences(2, 100) == []
+
+
+@pytest.mark.parametrize("text", ["start: DIGIT X | DIGIT\n%declare X\n" + DIGITS, "start: DIGIT X\n%declare X\n" + DIGITS])
+def test_a_terminal_declared_without_a_pattern_is_refused_naming_it_and_its_rules(text):
+    """``%declare X`` names a terminal for a lexer of one's own to make; the one-token-per-symbol reading makes none, so the
+    alternatives holding it silently had no sentence (and semantics could name ``X``, which no tree held)."""
+    with pytest.raises(ValueError, match=r"terminals X \(in rule start\) are declared \(%declare\) without a pattern"):
+        SymbolGrammar(text)

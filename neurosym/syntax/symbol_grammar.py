@@ -87,7 +87,8 @@ class SymbolGrammar:
             terminal that only symbols read as terminals of a higher priority match; a terminal that matches strings of several
             characters (``"01" | "1"``, ``/[0-9]+/``); a terminal that matches none of ``symbols`` (without them,
             none of :data:`CANDIDATE_SYMBOLS`); an ``%import`` of a grammar Lark does not find; a start rule that derives no
-            sentence of symbols (``start: start DIGIT``: its language is empty), naming the rules that derive none.
+            sentence of symbols (``start: start DIGIT``: its language is empty), naming the rules that derive none; a terminal
+            declared without a pattern (``%declare X``), which no symbol is read as, naming the rules that use it.
         TypeError: a grammar that is neither text nor a path, a ``start`` that is no str, a symbol that is no str.
         FileNotFoundError: a path (as above) to no file.
         UnicodeError: a grammar file that is not UTF-8 text (a ``ValueError`` too), named with the line and column of
@@ -155,6 +156,12 @@ class SymbolGrammar:
             raise ValueError(f"the vocabulary must be non-empty without repeats, got {list(self.symbols)}")
         self._symbol_of = {terminal: symbol for symbol, terminal in reversed(self.terminal_of.items())}  # one each
         self._rules = probe.rules
+        if declared := _declared(self._rules, set(self._patterns) | ignored):
+            shown = "; ".join(f"{terminal} (in rule {', '.join(rules)})" for terminal, rules in declared.items())
+            raise ValueError(
+                f"the grammar's terminals {shown} are declared (%declare) without a pattern: no symbol is read as one, "
+                'so no sentence holds them; define each by the symbols it matches (X: "x")'
+            )
         if unproductive := _unproductive(self.normal_form):
             raise ValueError(
                 f"the grammar's start rule {start!r} derives no sentence of symbols: the rules that derive no symbols are "
@@ -629,6 +636,17 @@ def _normal_form(rules: Iterable[Rule], terminals: tuple[str, ...], start: str) 
     if start not in expansions:
         raise ValueError(f"the grammar has no rule {start!r}")
     return NormalForm(tuple(names), terminals, 0, tuple(sorted(terminal_rules)), tuple(sorted(unary)), tuple(sorted(binary)))
+
+
+def _declared(rules: Iterable[Rule], defined: set[str]) -> dict[str, list[str]]:
+    """Per terminal that ``rules`` use but that is not ``defined`` (``%declare X``: a name without a pattern, for a lexer
+    of one's own to make), the rules that use it, sorted."""
+    used: dict[str, set[str]] = {}
+    for rule in rules:
+        for item in rule.expansion:
+            if isinstance(item, Terminal) and item.name not in defined:
+                used.setdefault(str(item.name), set()).add(str(rule.origin.name))
+    return {terminal: sorted(names) for terminal, names in sorted(used.items())}
 
 
 def _unproductive(form: NormalForm) -> list[str]:
