@@ -15,8 +15,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from neurosym.perception import SymbolClassifier
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
+from neurosym.pipelines.grammar_pipeline import GrammarPipeline
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 
@@ -206,3 +208,19 @@ def test_a_feature_is_decoded_and_abduced_exactly_as_brute_force_finds_it(name, 
         found = abducer.abduce(read, log_probs, target)
         assert found is not None and executor.value(found.sentence) == target
         assert found.log_prob == pytest.approx(max(score[s] for s in of_length if executor.value(s) == target), abs=1e-4)
+
+
+@pytest.mark.parametrize("text", ["_s: DIGIT DIGIT\n", "_s: DIGIT _s | DIGIT DIGIT\n"])
+def test_a_start_rule_named_as_lark_inlines_is_the_root_its_semantics_name(text):
+    """Lark inlines a ``_rule`` into its parent, but the root has none: ``start="_s"`` parses into a tree ``_s``. Its
+    semantics were refused as naming what no tree holds, and semantics without it were taken, then failed on every
+    sentence for want of a callable of ``_s``."""
+    grammar = SymbolGrammar(text + DIGITS, start="_s")
+    assert grammar.parse("12").data == "_s" and grammar.node_children["_s"] == frozenset({2})
+    semantics = TreeSemantics({"_s": lambda digits: int("".join(digits))})
+    reader = SymbolClassifier(list(grammar.symbols), window=28, width=8)
+    assert GrammarPipeline(grammar, semantics, reader).executor.values(grammar.sentences(2, 100) or []) == [
+        0, 1, 2, 10, 11, 12, 20, 21, 22,
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="the semantics give no callable for the rules '_s'"):
+        GrammarPipeline(grammar, TreeSemantics({}), reader)

@@ -285,7 +285,8 @@ class SymbolGrammar:
     @cached_property
     def names(self) -> frozenset[str]:
         """Every name a parse tree's nodes and tokens can carry: the rules with an alternative that gives a node of
-        their name (not those named ``_rule``, which Lark inlines into their parents, nor a ``?rule`` each of whose
+        their name (not those named ``_rule``, which Lark inlines into their parents, but the start rule, the root of
+        every tree, ``start="_s"``; nor a ``?rule`` each of whose
         alternatives has an alias or one child, which Lark puts in its place, also where that child comes from a
         ``_rule`` that always gives one; a template's instances, ``list{DIGIT}`` of ``list{x}``, carry the template's
         name, ``list``), their aliases (``-> name``), and the terminals a rule keeps (not those named ``_TERMINAL`` or
@@ -303,7 +304,7 @@ class SymbolGrammar:
         given = self._rule_children
         counts: dict[str, frozenset[int]] = {}
         for rule in self._rules:
-            name = str(rule.alias) if rule.alias else _node_name(rule)
+            name = str(rule.alias) if rule.alias else _node_name(rule, self.start)
             if name is not None and (rule.alias or not _inlined(rule, given)):
                 counts[name] = counts.get(name, frozenset()) | _children(rule, given)
         return counts
@@ -316,7 +317,7 @@ class SymbolGrammar:
         whose ``_rule`` item gives several.)"""
         alike: dict[tuple[str, tuple[str, ...]], list[str]] = {}
         for rule in self._rules:
-            name, kept = _node_name(rule), tuple(str(item.name) for item in rule.expansion if _keeps(rule, item))
+            name, kept = _node_name(rule, self.start), tuple(str(item.name) for item in rule.expansion if _keeps(rule, item))
             if rule.alias or name is None or _inlined(rule, self._rule_children):
                 continue
             alike.setdefault((name, kept), []).append(" ".join(str(item.name) for item in rule.expansion))
@@ -729,11 +730,12 @@ def _without_nullable(body: tuple[str, ...], nullable: set[str]) -> list[tuple[s
 __all__ = ["CANDIDATE_SYMBOLS", "NormalForm", "SymbolGrammar", "symbol_token"]
 
 
-def _node_name(rule: Rule) -> str | None:
+def _node_name(rule: Rule, start: str) -> str | None:
     """The name of the parse-tree nodes of ``rule`` without its alias: ``None`` for a rule named ``_rule`` (Lark inlines
-    it into its parent), the template's name for an instance of a template (``list{DIGIT}`` of ``list{x}``: ``list``)."""
+    it into its parent) but the ``start`` rule (the root, which has no parent: ``start="_s"`` gives a tree ``_s``), the
+    template's name for an instance of a template (``list{DIGIT}`` of ``list{x}``: ``list``)."""
     origin = str(rule.origin.name)
-    return None if origin.startswith("_") else str(rule.options.template_source or origin)
+    return None if origin.startswith("_") and origin != start else str(rule.options.template_source or origin)
 
 
 def _inlined(rule: Rule, given: dict[str, set[int]]) -> bool:
