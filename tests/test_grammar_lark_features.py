@@ -224,3 +224,11 @@ def test_a_start_rule_named_as_lark_inlines_is_the_root_its_semantics_name(text)
     ]  # fmt: skip
     with pytest.raises(ValueError, match="the semantics give no callable for the rules '_s'"):
         GrammarPipeline(grammar, TreeSemantics({}), reader)
+
+
+def test_a_terminal_of_several_characters_is_refused_naming_the_rules_that_use_it():
+    """An anonymous ``"sin"`` is Lark's ``SIN``, a name the grammar never wrote: the rule that uses it says where it is."""
+    with pytest.raises(
+        ValueError, match=r"terminals SIN \(sin, in rule start\), COS \(cos, in rule f\) match strings of several"
+    ):
+        SymbolGrammar('start: "sin" DIGIT | f\nf: "cos" DIGIT\n' + DIGITS)

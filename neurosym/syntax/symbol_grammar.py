@@ -129,10 +129,14 @@ class SymbolGrammar:
         if not self._patterns:
             raise ValueError(f"the grammar's rules from {start!r} use no terminal: it has no sentence of symbols to read")
         if wide := {name: pattern for name, pattern in self._patterns.items() if pattern.max_width > 1}:
-            shown = ", ".join(f"{name} ({pattern.to_regexp()})" for name, pattern in wide.items())
+            used = _rules_using(probe.rules, wide.__contains__)
+            shown = ", ".join(
+                f"{name} ({pattern.to_regexp()}, {_in_rules(used.get(name, []))})" for name, pattern in wide.items()
+            )
             raise ValueError(
                 f"the grammar's terminals {shown} match strings of several characters: every terminal of a SymbolGrammar "
-                "matches one character (one window, one symbol); write a sequence as a rule (e.g. bits: BIT+)"
+                "matches one character (one window, one symbol); write a sequence as a rule (e.g. bits: BIT+), a word as its "
+                'letters ("s" "i" "n") or as one symbol of its own (SIN: "s")'
             )
         self.symbols: tuple[str, ...] = tuple(symbols) if symbols is not None else self._matched(CANDIDATE_SYMBOLS)
         self.terminal_of: dict[str, str] = {}
@@ -156,8 +160,8 @@ class SymbolGrammar:
             raise ValueError(f"the vocabulary must be non-empty without repeats, got {list(self.symbols)}")
         self._symbol_of = {terminal: symbol for symbol, terminal in reversed(self.terminal_of.items())}  # one each
         self._rules = probe.rules
-        if declared := _declared(self._rules, set(self._patterns) | ignored):
-            shown = "; ".join(f"{terminal} (in rule {', '.join(rules)})" for terminal, rules in declared.items())
+        if declared := _rules_using(self._rules, lambda name: name not in self._patterns and name not in ignored):
+            shown = "; ".join(f"{terminal} ({_in_rules(rules)})" for terminal, rules in declared.items())
             raise ValueError(
                 f"the grammar's terminals {shown} are declared (%declare) without a pattern: no symbol is read as one, "
                 'so no sentence holds them; define each by the symbols it matches (X: "x")'
@@ -639,15 +643,20 @@ def _normal_form(rules: Iterable[Rule], terminals: tuple[str, ...], start: str) 
     return NormalForm(tuple(names), terminals, 0, tuple(sorted(terminal_rules)), tuple(sorted(unary)), tuple(sorted(binary)))
 
 
-def _declared(rules: Iterable[Rule], defined: set[str]) -> dict[str, list[str]]:
-    """Per terminal that ``rules`` use but that is not ``defined`` (``%declare X``: a name without a pattern, for a lexer
-    of one's own to make), the rules that use it, sorted."""
+def _rules_using(rules: Iterable[Rule], chosen: Callable[[str], bool]) -> dict[str, list[str]]:
+    """Per terminal ``rules`` use that is ``chosen`` by its name, the rules that use it, sorted: where a refusal of the
+    terminal points (an anonymous ``"sin"`` is Lark's ``SIN``; a ``%declare X`` has no definition to point to)."""
     used: dict[str, set[str]] = {}
     for rule in rules:
         for item in rule.expansion:
-            if isinstance(item, Terminal) and item.name not in defined:
+            if isinstance(item, Terminal) and chosen(str(item.name)):
                 used.setdefault(str(item.name), set()).add(str(rule.origin.name))
     return {terminal: sorted(names) for terminal, names in sorted(used.items())}
+
+
+def _in_rules(rules: list[str]) -> str:
+    """``"in rule a, b"``: where the ``rules`` that use a terminal are."""
+    return f"in rule {', '.join(rules)}" if rules else "in no rule"
 
 
 def _unproductive(form: NormalForm) -> list[str]:
