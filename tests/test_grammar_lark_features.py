@@ -20,6 +20,7 @@ from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
 from neurosym.pipelines.grammar_decoding import GrammarDecoder
 from neurosym.pipelines.grammar_pipeline import GrammarPipeline
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
+from neurosym.syntax import AmbiguousGrammarWarning
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 
 DIGITS = 'DIGIT: "0".."2"\n'
@@ -139,6 +140,25 @@ FEATURES = {
         int,
         lengths=(1,),
     ),
+    "rule priorities among an ambiguous grammar's trees": Feature(
+        "start: x | y\nx.2: DIGIT DIGIT*\ny: DIGIT+\n" + DIGITS,
+        {"x": lambda digits: int("".join(digits)), "y": lambda _: None},
+        int,
+        lengths=(1, 2, 3),
+    ),
+    "mutual recursion": Feature(
+        'start: a\na: DIGIT | "(" b ")"\nb: a "+" a\n' + DIGITS,
+        {"a": lambda part: int(part[0]), "b": lambda parts: parts[0] + parts[1]},
+        eval,
+        {"b": sums},
+        (1, 5),
+    ),
+    "!rule, ~ repetition, %override": Feature(
+        '!start: DIGIT "+" DIGIT~1..2\n%import common.DIGIT\n%override DIGIT: "0".."2"\n',
+        {"start": lambda tokens: int(tokens[0]) + int("".join(tokens[2:]))},
+        lambda sentence: int(sentence[0]) + int(sentence[2:]),
+        lengths=(3, 4),
+    ),
     "regexp, union of terminals, case-insensitive string": Feature(
         'start: NUM OP NUM\nNUM: /[0-2]/\nOP: PLUS | TIMES\nPLUS: "+"\nTIMES: "x"i\n',
         {"start": lambda p: int(p[0]) + int(p[2]) if p[1] == "+" else int(p[0]) * int(p[2])},
@@ -232,3 +252,31 @@ def test_a_terminal_of_several_characters_is_refused_naming_the_rules_that_use_i
         ValueError, match=r"terminals SIN \(sin, in rule start\), COS \(cos, in rule f\) match strings of several"
     ):
         SymbolGrammar('start: "sin" DIGIT | f\nf: "cos" DIGIT\n' + DIGITS)
+
+
+def test_ignored_terminals_unreachable_rules_and_unused_terminals_give_the_vocabulary_no_symbol():
+    text = FEATURES["%ignore, unreachable rule, unused terminal"].text
+    assert SymbolGrammar(text).symbols == ("0", "1", "2", "+")
+    with pytest.raises(ValueError, match=r"symbol ' ' matches only the terminals \['__IGNORE_0'\] the grammar ignores"):
+        SymbolGrammar(text, symbols=[*"012+", " "])
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('start: DIGIT E\nE: ""\n' + DIGITS, "Empty terminals are not allowed"),
+        ("start: DIGIT A\nA: /a?/\n" + DIGITS, "zero-width terminals"),
+        ("start: NUMBER\n%import common.NUMBER\n", r"terminals NUMBER \(.*, in rule start\) match strings of several"),
+        ("start: [DIGIT] [DIGIT]\n" + DIGITS, "colliding expansion of optionals"),
+    ],
+)
+def test_what_a_grammar_of_symbols_cannot_hold_is_refused_by_name(text, message):
+    with pytest.raises(ValueError, match=message):
+        SymbolGrammar(text)
+
+
+def test_an_ambiguous_grammar_is_taken_with_a_warning_that_shows_a_sentence_of_two_trees():
+    grammar, executor, _ = built("ambiguous")
+    reader = SymbolClassifier(list(grammar.symbols), window=28, width=8)
+    with pytest.warns(AmbiguousGrammarWarning, match="0\\+0\\+0"):
+        GrammarPipeline(grammar, executor.semantics, reader)
