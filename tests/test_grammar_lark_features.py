@@ -280,3 +280,18 @@ def test_an_ambiguous_grammar_is_taken_with_a_warning_that_shows_a_sentence_of_t
     reader = SymbolClassifier(list(grammar.symbols), window=28, width=8)
     with pytest.warns(AmbiguousGrammarWarning, match="0\\+0\\+0"):
         GrammarPipeline(grammar, executor.semantics, reader)
+
+
+@pytest.mark.parametrize(
+    "text, terminal",
+    [
+        ('start: DIGIT SP DIGIT | DIGIT\nSP: " "\n%ignore SP\n' + DIGITS, "SP"),
+        ('start: DIGIT " " DIGIT\n%ignore " "\n' + DIGITS, "__IGNORE_0"),
+        ("start: DIGIT+\n%ignore DIGIT\n" + DIGITS, "DIGIT"),  # (in Lark's rule of the repetition, named as start)
+    ],
+)
+def test_a_terminal_both_ignored_and_used_in_a_rule_is_refused_naming_it_and_its_rules(text, terminal):
+    """No window is skipped, so no symbol is read as an ignored terminal: the alternatives using one silently had no
+    sentence, or the grammar was refused as having none, or as using no terminal."""
+    with pytest.raises(ValueError, match=rf"terminals {terminal} \(in rule start\) are ignored \(%ignore\) but used in rules"):
+        SymbolGrammar(text)

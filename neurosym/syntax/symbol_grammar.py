@@ -88,7 +88,8 @@ class SymbolGrammar:
             characters (``"01" | "1"``, ``/[0-9]+/``); a terminal that matches none of ``symbols`` (without them,
             none of :data:`CANDIDATE_SYMBOLS`); an ``%import`` of a grammar Lark does not find; a start rule that derives no
             sentence of symbols (``start: start DIGIT``: its language is empty), naming the rules that derive none; a terminal
-            declared without a pattern (``%declare X``), which no symbol is read as, naming the rules that use it.
+            declared without a pattern (``%declare X``) or ignored (``%ignore SP``) that a rule uses, which no symbol is
+            read as, naming the rules that use it.
         TypeError: a grammar that is neither text nor a path, a ``start`` that is no str, a symbol that is no str.
         FileNotFoundError: a path (as above) to no file.
         UnicodeError: a grammar file that is not UTF-8 text (a ``ValueError`` too), named with the line and column of
@@ -126,6 +127,7 @@ class SymbolGrammar:
         self._patterns = {t.name: t.pattern for t in probe.terminals if t.name not in ignored}
         self._priorities = {t.name: t.priority for t in probe.terminals}
         self._ignored = {t.name: t.pattern for t in probe.terminals if t.name in ignored}
+        _check_terminals_used(probe.rules, set(self._patterns), ignored)
         if not self._patterns:
             raise ValueError(f"the grammar's rules from {start!r} use no terminal: it has no sentence of symbols to read")
         if wide := {name: pattern for name, pattern in self._patterns.items() if pattern.max_width > 1}:
@@ -160,12 +162,6 @@ class SymbolGrammar:
             raise ValueError(f"the vocabulary must be non-empty without repeats, got {list(self.symbols)}")
         self._symbol_of = {terminal: symbol for symbol, terminal in reversed(self.terminal_of.items())}  # one each
         self._rules = probe.rules
-        if declared := _rules_using(self._rules, lambda name: name not in self._patterns and name not in ignored):
-            shown = "; ".join(f"{terminal} ({_in_rules(rules)})" for terminal, rules in declared.items())
-            raise ValueError(
-                f"the grammar's terminals {shown} are declared (%declare) without a pattern: no symbol is read as one, "
-                'so no sentence holds them; define each by the symbols it matches (X: "x")'
-            )
         if unproductive := _unproductive(self.normal_form):
             raise ValueError(
                 f"the grammar's start rule {start!r} derives no sentence of symbols: the rules that derive no symbols are "
@@ -643,6 +639,10 @@ def _normal_form(rules: Iterable[Rule], terminals: tuple[str, ...], start: str) 
     return NormalForm(tuple(names), terminals, 0, tuple(sorted(terminal_rules)), tuple(sorted(unary)), tuple(sorted(binary)))
 
 
+_LARK_REPETITION = re.compile(r"^__(.+)_(?:plus|star)_\d+$")
+"""The name of the rule Lark makes of a repetition in a rule (``__start_plus_0`` of ``DIGIT+`` in ``start``)."""
+
+
 def _rules_using(rules: Iterable[Rule], chosen: Callable[[str], bool]) -> dict[str, list[str]]:
     """Per terminal ``rules`` use that is ``chosen`` by its name, the rules that use it, sorted: where a refusal of the
     terminal points (an anonymous ``"sin"`` is Lark's ``SIN``; a ``%declare X`` has no definition to point to)."""
@@ -650,8 +650,29 @@ def _rules_using(rules: Iterable[Rule], chosen: Callable[[str], bool]) -> dict[s
     for rule in rules:
         for item in rule.expansion:
             if isinstance(item, Terminal) and chosen(str(item.name)):
-                used.setdefault(str(item.name), set()).add(str(rule.origin.name))
+                used.setdefault(str(item.name), set()).add(_LARK_REPETITION.sub(r"\1", str(rule.origin.name)))
     return {terminal: sorted(names) for terminal, names in sorted(used.items())}
+
+
+def _check_terminals_used(rules: Iterable[Rule], defined: set[str], ignored: set[str]) -> None:
+    """``ValueError`` naming the terminals ``rules`` use that no symbol is ever read as, and the rules that use them: an
+    ``ignored`` one (``%ignore SP``: every window is one symbol of the sentence, none is skipped) or one not ``defined``
+    (``%declare X``: a name without a pattern, for a lexer of one's own to make)."""
+    if used := _rules_using(rules, ignored.__contains__):
+        raise ValueError(
+            f"the grammar's terminals {_with_rules(used)} are ignored (%ignore) but used in rules: every window is one "
+            "symbol of the sentence and none is skipped, so no symbol is read as an ignored terminal; leave out the %ignore"
+        )
+    if declared := _rules_using(rules, lambda name: name not in defined and name not in ignored):
+        raise ValueError(
+            f"the grammar's terminals {_with_rules(declared)} are declared (%declare) without a pattern: no symbol is read "
+            'as one, so no sentence holds them; define each by the symbols it matches (X: "x")'
+        )
+
+
+def _with_rules(used: dict[str, list[str]]) -> str:
+    """``"SP (in rule start); X (in rule a, b)"``: terminals and the rules that use them (:func:`_rules_using`)."""
+    return "; ".join(f"{terminal} ({_in_rules(rules)})" for terminal, rules in used.items())
 
 
 def _in_rules(rules: list[str]) -> str:
