@@ -49,9 +49,10 @@ def _permuted_bank() -> tuple[SymbolBank, dict[str, str]]:
     return SymbolBank(bank.images, labels, bank.pools, bank.paths), shown
 
 
-SMALL = ImageGroundingConfig(
-    glyph_steps=60, glyph_batch=64, restarts=2, refine_steps=5, batch_size=16, width=8, features=32, max_reading_length=7
-)
+SMALL = ImageGroundingConfig(  # (one round of re-reading the operators runs the code of two, in fewer seconds)
+    glyph_steps=50, glyph_batch=64, restarts=2, operator_rounds=1, refine_steps=5, batch_size=16, width=8, features=32,
+    max_reading_length=7,
+)  # fmt: skip
 
 
 @pytest.fixture(scope="session")  # (not per module: the slow test, collected first, would have it learned twice)
@@ -143,10 +144,10 @@ def test_the_refinement_stops_at_a_time_limit_and_a_rerun_continues_it_from_the_
         for run in (result, resumed)
     ]
     assert untimed[0] == untimed[1]
-    other = replace(SMALL, glyph_steps=61, refine_steps=SMALL.refine_steps + 1)  # (the refinement's own fields may change)
+    other = replace(SMALL, glyph_steps=51, refine_steps=SMALL.refine_steps + 1)  # (the refinement's own fields may change)
     with pytest.raises(
         CheckpointMismatch,
-        match=r"refine_stages.pt was written for another model or data \(config.glyph_steps differ\): config.glyph_steps 60 there, 61",
+        match=r"refine_stages.pt was written for another model or data \(config.glyph_steps differ\): config.glyph_steps 50 there, 51",
     ):
         learn_grounding_from_images(source, CPU, other, checkpoint)
     with pytest.raises(CheckpointMismatch, match=r"\(data, expressions, images differ\)"):
