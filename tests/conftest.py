@@ -86,3 +86,14 @@ def small_hwf(monkeypatch: pytest.MonkeyPatch) -> None:
 
     for split, size in hwf.SIZES.items():
         monkeypatch.setitem(hwf.SIZES, split, size // 10)
+
+
+@pytest.fixture
+def tiny_hwf(monkeypatch: pytest.MonkeyPatch) -> None:
+    """HWF's splits at a hundredth of their sizes (100 training, 10 validation and 20 test formulas), for the tests of
+    what a run with a refit writes and reads back (a resume, a time limit), where even :func:`small_hwf`'s building, scoring and
+    labelling of its 1,300 formulas took most of their seconds."""
+    from neurosym.tasks import hwf
+
+    for split, size in hwf.SIZES.items():
+        monkeypatch.setitem(hwf.SIZES, split, size // 100)

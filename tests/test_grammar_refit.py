@@ -108,7 +108,7 @@ def test_two_gloo_processes_refit_a_reader_as_one_process_on_the_global_batch(tm
 
 
 @pytest.mark.slow
-def test_the_pipeline_command_refits_a_fresh_reader_and_a_resume_keeps_it(tmp_path, capsys, monkeypatch, small_hwf):
+def test_the_pipeline_command_refits_a_fresh_reader_and_a_resume_keeps_it(tmp_path, capsys, monkeypatch, tiny_hwf):
     from neurosym.experiments import pipeline as runner
 
     common = ["pipeline", "--task", "hwf", "--device", "cpu", "--no-progress", "--epochs", "0.2", "--reader-width", "8"]
