@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[list[str], int]] = {
     "hint, neurosym, images": (["hint", "--model", "neurosym", "--input", "image", *SMALL_READER, "--steps", "4",
                                 "--curriculum", "3:2,7:2", "--fewshot-scales", "0.01", "--fewshot-concepts", "x",
                                 "--fewshot-steps", "4,1", "--fewshot-replay", "10", "--augment-style", "0.5"], 6),
-    "pipeline": (["pipeline", "--task", "hwf", "--epochs", "0.1", "--reader-width", "8", "--refit-epochs", "0.2"], 6),
+    "pipeline": (["pipeline", "--task", "hwf", "--epochs", "1.2", "--reader-width", "8", "--refit-epochs", "2"], 6),
     "mathematics": (["mathematics", "--preset", "smoke", "--modules", "arithmetic__mixed,arithmetic__div",
                      "--models", "lstm_att", "--steps", "7", "--checkpoint-every", "3"], 4),
     "pvr": (["pvr", "--preset", "smoke", "--sweeps", "vector", "--train-sizes", "64", "--complexities", "0",
@@ -102,7 +102,7 @@ def command(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.
     bank = prototype_bank(symbols=[*HINT_SYMBOLS, *FEWSHOT_CONCEPTS])
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: bank)
     if argv[0] == "pipeline":
-        request.getfixturevalue("small_hwf")
+        request.getfixturevalue("tiny_hwf")
     if argv[0] == "mathematics":
         argv = [*argv, "--data", str(released_folder(tmp_path / "data"))]
     return [*argv, "--device", "cpu", "--threads", "1", "--no-progress", "--out", str(tmp_path / "out")], question
