@@ -14,7 +14,7 @@ from torch import nn
 from neurosym.pipelines import Curriculum, PipelineConfig, train_grammar_pipeline
 from neurosym.pipelines.trainer import fit_windows, train_pipeline
 from neurosym.training import DistributedContext, TrainConfig, train
-from neurosym.training.modes import training_modes
+from neurosym.training.modes import modes_kept, training_modes
 
 CPU = torch.device("cpu")
 
@@ -104,3 +104,20 @@ def test_the_pipelines_trainers_keep_a_frozen_part_of_the_reader_frozen(trainer)
         fit_windows(reader, lambda index: (windows, labels), PipelineConfig(steps=2, batch_size=16), CPU)
     assert not frozen.training and reader.training
     assert not _moved(frozen_before, frozen) and _moved(trained_before, trained)
+
+
+def test_the_modes_kept_are_every_modules_own_whatever_the_nesting():
+    torch.manual_seed(0)
+    model = nn.Sequential(_mlp(), nn.Sequential(_mlp(), nn.Dropout()), nn.ReLU())
+    for draw in range(20):
+        modes = (torch.rand(len(list(model.modules()))) < 0.5).tolist()
+        for module, training in zip(model.modules(), modes, strict=True):
+            module.training = training
+        again = training_modes(model) if modes[0] else None
+        with modes_kept(model):
+            model.eval() if draw % 2 else model.train()
+        assert [module.training for module in model.modules()] == modes
+        if again is not None:
+            model.train(draw % 2 == 0)
+            again()
+            assert [module.training for module in model.modules()] == modes

@@ -30,12 +30,24 @@ def training_modes(model: nn.Module) -> Callable[[], None]:
 
 
 def _modes_of(model: nn.Module) -> list[tuple[nn.Module, bool]]:
-    """The train/eval mode of every module of ``model``, parents before their children."""
-    return [(module, module.training) for module in model.modules()]
+    """``model``'s train/eval mode and those of its modules whose mode differs from their parent's, parents before
+    their children: what gives every module its mode back (:func:`_set`) with one switch of the whole model and one of
+    each part set apart, not one per module (each of which also switches all below it)."""
+    return [(model, model.training), *_set_apart(model)]
+
+
+def _set_apart(parent: nn.Module) -> list[tuple[nn.Module, bool]]:
+    """The modules below ``parent`` in another mode than their own parent, each with its mode, parents first."""
+    found: list[tuple[nn.Module, bool]] = []
+    for child in parent.children():
+        if child.training != parent.training:
+            found.append((child, child.training))
+        found += _set_apart(child)
+    return found
 
 
 def _set(modes: list[tuple[nn.Module, bool]]) -> None:
-    """Give each module its mode (in order: a parent's ``train`` also switches its children, set after it)."""
+    """Give each module its mode, in order: a module's ``train`` also switches those below it, set apart after it."""
     for module, training in modes:
         module.train(training)
 
