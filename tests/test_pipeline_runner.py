@@ -39,6 +39,9 @@ def undrawn(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_symbol_input_run_induces_semantics_and_learns_concepts(private_cache, capsys):
     out = private_cache / "out"
+    out.mkdir()
+    (out / "hint_neurosym.png").write_bytes(b"")  # an earlier image run's files, which this run does not write
+    (out / "grounding.json").write_text("{}")
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "0.01"]
     assert main([*argv, "--speed-samples", "5", "--out", str(out), "--no-progress"]) == 0
     results = json.loads((out / "results.json").read_text())

@@ -49,11 +49,14 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
     stored = {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
     assert len(stored) == 6  # noise, vector, two holdout-i, block CNN, sequential CNN
     assert main(["pvr", *tiny("vector", "holdout_i"), "--out", str(out)]) == 0
+    # the files this run wrote (holdout.png drawn again from the merged sweeps), not the first run's noise plot
+    assert capsys.readouterr().out.endswith(f"Results in {out}: holdout.png, pvr.json, vector_sweep.png\n")
     assert {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()} == stored
     merged = json.loads((out / "pvr.json").read_text())  # the sweeps not re-run are still there
     assert set(merged) >= {"noise", "vector", "holdout_i", "block", "sequential"}
     assert merged["block"] == results["block"]
     assert main(["pvr", *tiny("noise"), "--no-resume", "--out", str(out)]) == 0
+    assert capsys.readouterr().out.endswith(f"Results in {out}: holdout.png, noise_sensitivity.png, pvr.json\n")
     again = {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
     assert again.keys() == stored.keys()  # the other sweeps' runs stay
     assert {name for name in stored if again[name] != stored[name]} == {n for n in stored if n.startswith("noise")}

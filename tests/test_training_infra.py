@@ -10,6 +10,8 @@ import shutil
 import stat
 import subprocess
 import sys
+import threading
+import time
 import zipfile
 
 import numpy as np
@@ -21,9 +23,9 @@ from hypothesis import strategies as st
 from neurosym.cli import COMMANDS, build_parser
 from neurosym.data import mnist as mnist_module
 from neurosym.data.mnist import load_mnist, mnist_path
-from neurosym.experiments.report import fixed, format_table, percent, symbol_cell
+from neurosym.experiments.report import fixed, format_table, percent, reporting_results, symbol_cell
 from neurosym.training import TrainConfig, autocast_dtype, load_checkpoint, mixed_precision, resolve_device, save_checkpoint
-from neurosym.training.checkpoint import atomic_path, files_stamp, save_json, weights_stamp
+from neurosym.training.checkpoint import atomic_path, files_stamp, recording_writes, save_json, weights_stamp
 from neurosym.training.checks import fraction, is_int_tensor
 from neurosym.training.stopping import StopRequests, minutes_to_seconds, time_left
 
@@ -219,6 +221,35 @@ def _shown(value: float | None) -> str:
     if value is None or np.isnan(value):
         return "—"
     return f"{float(value):.4g}" if np.isfinite(value) else "∞" if value > 0 else "-∞"
+
+
+def test_a_command_names_the_result_files_it_wrote_or_rewrote_not_those_of_earlier_runs(tmp_path, capsys):
+    """A command's "Results in" line named every JSON and PNG file in its --out, those that earlier runs under other
+    options left there too."""
+    earlier = tmp_path / "earlier.png"
+    earlier.write_bytes(b"")
+    later = time.time() + 5  # (an earlier run's file that a coarse clock stamps at or after this run's start)
+    os.utime(earlier, (later, later))
+    save_json({"run": 1}, tmp_path / "results.json")
+    with reporting_results(tmp_path):
+        save_json({"run": 2}, tmp_path / "results.json")  # rewritten
+        with atomic_path(tmp_path / "plot.png", suffix=".png") as partial:
+            partial.write_bytes(b"")
+        save_json({}, tmp_path / "runs" / "run.json")  # under the folder, not in it
+        save_json({}, tmp_path / "notes.txt")  # no result file
+        save_json({}, tmp_path / "gone.json")
+        (tmp_path / "gone.json").unlink()
+        writer = threading.Thread(target=save_json, args=({}, tmp_path / "threaded.json"))
+        writer.start()
+        writer.join()
+        with recording_writes() as inner:
+            save_json({}, tmp_path / "inner.json")
+    assert inner == {tmp_path / "inner.json"}
+    assert capsys.readouterr().out == f"Results in {tmp_path}: inner.json, plot.png, results.json, threaded.json\n"
+    with pytest.raises(RuntimeError, match="failed"), reporting_results(tmp_path):
+        save_json({}, tmp_path / "results.json")
+        raise RuntimeError("failed")
+    assert capsys.readouterr().out == ""
 
 
 def test_infinities_are_written_as_such_in_every_kind_of_cell():

@@ -46,7 +46,7 @@ from neurosym.experiments.options import (
     preset_option,
     reject_unused,
 )
-from neurosym.experiments.report import format_table, report_results, result_files
+from neurosym.experiments.report import format_table, reporting_results
 from neurosym.metrics.published import PVR
 from neurosym.models.pvr import VECTOR_MODELS, VISUAL_MODELS
 from neurosym.plots.pvr import plot_holdouts, plot_noise_sensitivity, plot_vector_sweep
@@ -222,6 +222,13 @@ def _sweep_key(results: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def run(options: PVROptions) -> dict[str, Any]:
+    with reporting_results(options.out):
+        results = _run_sweeps(options)
+    return results
+
+
+def _run_sweeps(options: PVROptions) -> dict[str, Any]:
+    """The sweeps of :func:`run`, their tables printed and their files written: the merged ``pvr.json``."""
     device = resolve_device(options.device)
     apply_threads(options.threads)
     budget_name = options.preset or ("paper" if device.type == "cuda" else "cpu")
@@ -254,5 +261,4 @@ def run(options: PVROptions) -> dict[str, Any]:
     save_json(results, path)
     if "holdout_i" in results or "block" in results:
         plot_holdouts(results.get("block"), results.get("holdout_i"), options.out / "holdout.png")
-    report_results(options.out, *result_files(options.out))
     return results

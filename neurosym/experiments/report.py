@@ -6,9 +6,12 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from neurosym.training.checkpoint import recording_writes
 
 MISSING = "—"
 """What a table shows for a value that is missing (``None``) or not a number (NaN)."""
@@ -39,10 +42,24 @@ def report_results(folder: Path, *names: str) -> None:
     print(f"Results in {folder}: {', '.join(names)}")
 
 
-def result_files(folder: Path) -> list[str]:
-    """The names of the JSON results and PNG plots in ``folder``, sorted: what :func:`report_results` names for a
-    command whose files depend on its options (and on its earlier runs into the same folder)."""
-    return sorted(path.name for path in folder.iterdir() if path.suffix in (".json", ".png") and path.is_file())
+def result_files(folder: Path, written: Iterable[Path]) -> list[str]:
+    """The names of the JSON results and PNG plots among the files ``written`` (:func:`reporting_results`) that are in
+    ``folder`` (not under it) and still there, sorted."""
+    here = folder.resolve()
+    return sorted(
+        {path.name for path in written if path.suffix in (".json", ".png") and path.parent.resolve() == here and path.is_file()}
+    )
+
+
+@contextmanager
+def reporting_results(folder: Path) -> Iterator[None]:
+    """Run the block, then :func:`report_results` naming the JSON results and PNG plots it wrote or rewrote in
+    ``folder`` (:func:`result_files` of :func:`~neurosym.training.checkpoint.recording_writes`): for a command whose
+    files depend on its options, not those its earlier runs into the same folder left there. Nothing is printed when the
+    block raises."""
+    with recording_writes() as written:
+        yield
+    report_results(folder, *result_files(folder, written))
 
 
 def percent(fraction: float | None, decimals: int = 1) -> str:

@@ -12,6 +12,7 @@ import os
 import stat
 import sys
 import tempfile
+import threading
 import zipfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -51,9 +52,11 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
     opened: not on Windows). The temporary files of writers that were killed while writing ``path`` (SIGKILL, a
     crash), which no writer holds any more, are removed first (:func:`_remove_abandoned`): they do not pile up beside it.
     A ``path`` that is a symbolic link is written through: its target gets the new file and the link stays. A ``path``
-    that is a folder or lies under a file raises ``ValueError`` (:func:`writable_file`) before the block runs.
+    that is a folder or lies under a file raises ``ValueError`` (:func:`writable_file`) before the block runs. A file
+    written is added to every open :func:`recording_writes`.
     """
-    target = writable_file(path).resolve()  # (a link's target: renaming over the link would replace it by a file)
+    given = writable_file(path)
+    target = given.resolve()  # (a link's target: renaming over the link would replace it by a file)
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_abandoned(target, suffix)
     tmp, handle = _held_temporary(target, suffix)
@@ -69,6 +72,36 @@ def atomic_path(path: str | os.PathLike, suffix: str = ".tmp") -> Iterator[Path]
         if handle is not None:
             os.close(handle)  # (and with it the lock)
     _flush_folder(target.parent)
+    _record_write(given)
+
+
+_records: list[set[Path]] = []
+"""The open records of :func:`recording_writes`, each the files written since it opened."""
+_records_lock = threading.Lock()
+
+
+@contextmanager
+def recording_writes() -> Iterator[set[Path]]:
+    """The files :func:`atomic_path` writes (and so :func:`save_json`, :func:`save_checkpoint`, a figure's
+    ``save_figure``) while the block runs, in any thread of this process, each as the absolute path it was given (a
+    link as the link): what a command wrote or rewrote, told apart from the files that earlier runs left beside them
+    without reading any file's modification time (which some file systems keep to the second or two). The set fills as
+    the block runs; a file written within a record opened inside it goes to both."""
+    written: set[Path] = set()
+    with _records_lock:
+        _records.append(written)
+    try:
+        yield written
+    finally:
+        with _records_lock:
+            _records[:] = [record for record in _records if record is not written]  # (not remove: equal sets)
+
+
+def _record_write(path: Path) -> None:
+    """Add the file just written at ``path`` to every open record of :func:`recording_writes`."""
+    with _records_lock:
+        for written in _records:
+            written.add(path.absolute())
 
 
 RANDOM_NAME_LENGTH = 8

@@ -25,7 +25,7 @@ from neurosym.benchmarking.abduction_speed import abduction_speed
 from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_sources import load_hint_data
-from neurosym.experiments.report import report_results, result_files
+from neurosym.experiments.report import reporting_results
 from neurosym.perception.reader import Reader, reader_module
 from neurosym.perception.routed import RoutedReader
 from neurosym.perception.saved_reader import load_reader
@@ -172,11 +172,18 @@ def _trained_concept(run: Path, concept: str, scale: float | None) -> HintPipeli
 
 
 def run(args: HintOptions) -> dict[str, Any]:
+    out = Path(args.out)
+    with reporting_results(out):
+        results = _results(args, out)
+    return results
+
+
+def _results(args: HintOptions, out: Path) -> dict[str, Any]:
+    """What :func:`run` writes in ``out`` (its ``results.json``), its stages' files and tables written as they end."""
     from neurosym.experiments.hint_pipeline.image import run_image
     from neurosym.experiments.hint_pipeline.learned import run_learned_image, run_learned_symbol
     from neurosym.experiments.hint_pipeline.symbol import run_symbol
 
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if resolve_device(args.device).type == "cpu":  # a batch's reader activations would page-fault every step
         retain_freed_memory(large_blocks=True)
@@ -200,5 +207,4 @@ def run(args: HintOptions) -> dict[str, Any]:
         f"90th percentile {speed['p90_ms']:.2f} ms, corrected {speed['corrected']:.1%} of {speed['samples']}"
     )
     save_json(results, out / "results.json")
-    report_results(out, *result_files(out))
     return results
