@@ -3,7 +3,8 @@
 Sub-packages, by level (a package imports only packages of its own level or lower, and the package graph
 has no cycle; ``tests/test_import_order.py`` checks every import, those inside functions included):
 
-0. :mod:`neurosym.layers` — ``nn.Module`` building blocks (arithmetic units, attention, transformers);
+0. :mod:`neurosym.paths` — the paths a user gives (a leading ``~`` the home folder);
+   :mod:`neurosym.layers` — ``nn.Module`` building blocks (arithmetic units, attention, transformers);
    :mod:`neurosym.syntax` — grammars, parsing and parse trees;
    :mod:`neurosym.training` — devices, checkpoints and the shared training loop.
 1. :mod:`neurosym.semantics` — exact executors, solvers and program induction over parse trees.

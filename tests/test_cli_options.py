@@ -589,7 +589,9 @@ def test_a_path_opening_with_a_tilde_is_under_the_home_folder(tmp_path, monkeypa
     (work / "study" / "run.toml").write_text('data = "~/mathematics_dataset-v1.0"\nout = "~/runs/b"\n')
     args = _parsed(build_parser("mathematics"), ["mathematics", "--config", "study/run.toml"])
     assert (args.data, args.out) == (home / "mathematics_dataset-v1.0", home / "runs/b")
-    assert _parsed(build_parser("mathematics"), ["mathematics", "--out", "~nosuchuser/a"]).out == Path("~nosuchuser/a")
+    assert _parsed(build_parser("mathematics"), ["mathematics", "--out", "~nosuchuser/a"]).out == work / "~nosuchuser/a"
+    # a folder named ~ stays one where the library is given the path again (it reads a leading ~ as the home folder)
+    assert _parsed(build_parser("mathematics"), ["mathematics", "--out", "./~/a"]).out == work / "~/a"
 
 
 @pytest.mark.parametrize(

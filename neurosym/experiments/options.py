@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_h
 
 import torch
 
+from neurosym.paths import user_path
 from neurosym.pipelines.curriculum import UNBOUNDED, Curriculum, parse_stages
 from neurosym.training.checkpoint import files_stamp, not_a_folder
 from neurosym.training.device import resolve_device
@@ -114,7 +115,7 @@ def option_path(text: str) -> Path:
     ``--config`` file, relative to that file's folder (:func:`config_file_values`); an absolute path as it is. A
     leading ``~`` or ``~user`` is the home folder, as a shell expands it (a shell leaves ``--data=~/x`` and a config
     file's ``"~/x"`` as written: they named a folder ``~`` in the working or config file's folder)."""
-    path = Path(os.path.expanduser(text))  # (Path.expanduser raises for an unknown ~user: this leaves it as written)
+    path = user_path(text)
     folder = _config_folder.get()
     return path if folder is None else folder / path
 

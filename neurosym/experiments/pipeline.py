@@ -49,6 +49,7 @@ from neurosym.experiments.options import (
     unit_interval,
 )
 from neurosym.experiments.report import format_table, percent, report_results
+from neurosym.paths import user_path
 from neurosym.perception.ensemble import ReaderEnsemble, readers_from_checkpoints
 from neurosym.perception.reader import as_reader, reader_module
 from neurosym.perception.saved_reader import load_reader
@@ -476,7 +477,7 @@ def trained_pipeline(run: str | os.PathLike) -> tuple[Task, GrammarPipeline]:
     run scored (``refit.pt`` where it refit one, an ``--ensemble`` run's too; else ``checkpoint.pt``, or for an
     ``--ensemble`` run its members' readers, each the one its run scored) and abduction takes the run's budget.
     ``ValueError`` names what is missing or does not fit."""
-    run = Path(run)
+    run = user_path(run)
     _check_finished_folder(run)
     results = _results(run)
     config: dict[str, Any] = results["config"]

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from torch import nn
 
+from neurosym.paths import user_path
 from neurosym.perception.reader import Reader
 from neurosym.training.checkpoint import (
     MAPPING,
@@ -45,7 +46,7 @@ def load_reader(
     unfinished, or of
     another reader (:class:`~neurosym.training.checkpoint.CheckpointMismatch`, a ``ValueError``: other sizes, another
     recorded ``"vocabulary"`` than ``reader``'s, or another value than ``recorded`` gives, each one named)."""
-    path = Path(path)
+    path = user_path(path)
     saved = load_checkpoint(path)
     if saved is None:
         raise ValueError(f"no checkpoint at {path}")

@@ -17,7 +17,6 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ import torch
 
 from neurosym.data.hint import HintRecord
 from neurosym.data.symbol_images import SymbolBank
+from neurosym.paths import user_path
 from neurosym.perception.reader import reader_module
 from neurosym.perception.symbol_classifier import BACKBONES
 from neurosym.pipelines.pipeline import HintPipeline
@@ -146,7 +146,7 @@ def adapt_to_writer(
         "new_writer": WindowSource(chosen, new_bank, "train", adapt.seed + 1),
         "first_bank": WindowSource(replayed, first_bank, "train", adapt.seed),
     }
-    folder = Path(folder)
+    folder = user_path(folder)
     checkpoints = {stage: folder / name for stage, name in STAGE_CHECKPOINTS.items()}
     if not resume:
         for path in checkpoints.values():
@@ -201,7 +201,7 @@ def check_adapted_reader(folder: str | os.PathLike, trained_reader: str) -> None
     :func:`~neurosym.training.checkpoint.weights_stamp` is ``trained_reader`` (e.g. the main reader trained anew since):
     its refit is stale too. Nothing to check where there is none. ``ValueError`` naming it where its ``setup`` is no
     mapping."""
-    path = Path(folder) / STAGE_CHECKPOINTS["adapt"]
+    path = user_path(folder) / STAGE_CHECKPOINTS["adapt"]
     saved = load_checkpoint(path)
     if saved is None:
         return

@@ -44,6 +44,7 @@ import torch.nn.functional as F
 
 from neurosym.data.randomness import as_generator
 from neurosym.layers.shape_checks import check_tensor
+from neurosym.paths import user_path
 from neurosym.perception.reader import Reader, reader_module
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.pipelines.concepts import ConceptNotLearned
@@ -367,7 +368,7 @@ values are resumed."""
 def stages_checkpoint(checkpoint: str | os.PathLike) -> Path:
     """Where :func:`learn_grounding_from_images` keeps stages 1–3 (the classifier and grounding they learned) beside
     the refinement's ``checkpoint``: ``checkpoint.pt`` -> ``checkpoint_stages.pt``."""
-    path = Path(checkpoint)
+    path = user_path(checkpoint)
     return path.with_name(f"{path.stem}_stages{path.suffix}")
 
 

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from neurosym.paths import user_path
 from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, BatchSolver, Operator, OperatorTable, Value
 from neurosym.semantics.induction import Program
 from neurosym.syntax import ADDITIVE, BUILTIN_NUMBERS, BUILTIN_OPERATORS, MULTIPLICATIVE
@@ -183,7 +184,7 @@ class Grounding:
         """Write :meth:`to_json` to ``path`` (atomically: :func:`~neurosym.training.atomic_path`); returns the path."""
         with atomic_path(path) as partial:
             partial.write_text(json.dumps(self.to_json(), indent=1) + "\n")
-        return Path(path)
+        return user_path(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Grounding:

@@ -16,7 +16,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 from tqdm.auto import tqdm
 
+from neurosym.paths import user_path
 from neurosym.perception.augment import augment_windows
 from neurosym.perception.batch_statistics import batch_statistics_of
 from neurosym.perception.reader import Reader, reader_module
@@ -287,7 +287,7 @@ def run_reader_training(
         entries = _with_vocabulary(model, save)
         refuse = _of_its_vocabulary(model, checkpoint, check)
         checkpointing = Checkpointing(
-            Path(checkpoint), config, config.checkpoint_every, (), entries, load, setup=setup, check_extra=refuse
+            user_path(checkpoint), config, config.checkpoint_every, (), entries, load, setup=setup, check_extra=refuse
         )
     with modes_kept(model):
         result = run_training(

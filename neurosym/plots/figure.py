@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from neurosym.paths import user_path
 from neurosym.training.checkpoint import atomic_path
 
 if TYPE_CHECKING:  # matplotlib is optional and imported only when a figure is drawn
@@ -117,7 +118,7 @@ def bar_vs_published(axis: Axes, categories: Sequence[str], series: Mapping[str,
 def save_figure(figure: Figure, path: str | os.PathLike, dpi: int = 120) -> Path:
     """Lay out, write (creating the folder; atomically: :func:`~neurosym.training.atomic_path`, in the format of
     ``path``'s suffix) and close a matplotlib ``figure``, closed too when writing fails; returns ``path``."""
-    path = Path(path)
+    path = user_path(path)
     try:
         figure.tight_layout()
         with atomic_path(path, suffix=path.suffix) as partial:

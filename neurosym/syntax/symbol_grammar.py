@@ -29,6 +29,7 @@ from lark.exceptions import GrammarError, LarkError, UnexpectedEOF, UnexpectedIn
 from lark.grammar import Rule, Symbol, Terminal
 from lark.lexer import Lexer, Pattern
 
+from neurosym.paths import user_path
 from neurosym.syntax.errors import ParseError, UnexpectedCharacterError, UnexpectedEndError, UnexpectedSymbolError
 from neurosym.syntax.parser import accepted_terminals
 
@@ -449,11 +450,11 @@ def _grammar_path(grammar: str | os.PathLike) -> str | None:
     ``FileNotFoundError`` where the file named is not there."""
     line = str(grammar).strip()
     named = isinstance(grammar, os.PathLike) or (
-        "\n" not in line and (os.path.isfile(os.path.expanduser(grammar)) or _looks_like_a_path(line))
+        "\n" not in line and (os.path.isfile(user_path(grammar)) or _looks_like_a_path(line))
     )
     if not named:
         return None
-    path = Path(grammar).expanduser().resolve()
+    path = user_path(grammar).resolve()
     if not path.is_file():
         raise FileNotFoundError(
             f"no grammar file {str(grammar)!r} (looked for {path}): a path object, or a one-line str with a path separator "

@@ -1,5 +1,8 @@
 """Atomic checkpoints and JSON files: a crash or interruption never leaves a half-written file behind; and
-the one check that a checkpoint may be resumed under a given configuration."""
+the one check that a checkpoint may be resumed under a given configuration. A path given to the writers and readers
+here (:func:`atomic_path`, :func:`save_checkpoint`, :func:`load_checkpoint`, :func:`save_json`, :func:`load_json`) and
+to the checks of paths (:func:`existing_file`, :func:`existing_folder`, :func:`writable_file`) that opens with ``~``
+opens with the home folder (:func:`~neurosym.paths.user_path`)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ from typing import Any, NoReturn, TypeGuard
 import torch
 from torch import nn
 
+from neurosym.paths import user_path
 from neurosym.training.checks import is_real
 from neurosym.training.device import resolve_device
 
@@ -184,7 +188,7 @@ def existing_file(path: str | os.PathLike, what: str) -> Path:
     """``path`` as a :class:`Path` when it is a file (through a link too): ``FileNotFoundError`` ``"{what} not found:
     {path}"`` when nothing is there, ``ValueError`` when it is a folder (it was reported as not found) or no regular
     file. One ``stat``."""
-    path = Path(path)
+    path = user_path(path)
     mode = _mode(path, what)
     if stat.S_ISDIR(mode):
         raise ValueError(f"{what} {path} is a folder: give the path of the file itself")
@@ -197,7 +201,7 @@ def existing_folder(path: str | os.PathLike, what: str) -> Path:
     """``path`` as a :class:`Path` when it is a folder (through a link too): ``FileNotFoundError`` ``"{what} not found:
     {path}"`` when nothing is there, ``ValueError`` when it is a file (it was reported as not found), saying what to
     give instead (:func:`not_a_folder`). One ``stat``."""
-    path = Path(path)
+    path = user_path(path)
     if not stat.S_ISDIR(_mode(path, what)):
         raise ValueError(f"{what} {path} {not_a_folder(path)}")
     return path
@@ -229,7 +233,7 @@ def _mode(path: Path, what: str) -> int:
 def writable_file(path: str | os.PathLike, what: str = "path") -> Path:
     """``path`` as a :class:`Path` when a file may be written there: ``ValueError`` when it is a folder or lies under
     a file (no folder can be made there), so that a writer fails before its work rather than at its rename."""
-    path = Path(path)
+    path = user_path(path)
     if path.is_dir():
         raise ValueError(f"{what} {str(path)!r} is a folder: give the path of a file")
     for parent in path.parents:
@@ -245,9 +249,10 @@ def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
     (:func:`atomic_path`; flushed to disk first). Paths in ``state`` (in dicts, lists and tuples at any depth: a
     configuration's checkpoint or data path) are written as their text, so that the file loads with
     ``torch.load(path, weights_only=True)`` (torch's default since 2.6), which refuses a pickled path object."""
+    path = user_path(path)
     with atomic_path(path) as tmp:
         torch.save(_paths_as_text(state), tmp)
-    return Path(path)
+    return path
 
 
 def _paths_as_text(value: Any) -> Any:
@@ -270,9 +275,10 @@ def save_json(data: Any, path: str | os.PathLike, default: Callable[[Any], Any] 
     value of another type is written as ``default`` gives it (e.g. ``str``), and without one raises ``TypeError`` naming
     it, before the file is touched."""
     text = json.dumps(_strict_json(data), indent=2, allow_nan=False, default=default or _unserialisable)
+    path = user_path(path)
     with atomic_path(path) as tmp:
         tmp.write_text(text)
-    return Path(path)
+    return path
 
 
 def load_json(path: str | os.PathLike) -> Any:
@@ -294,7 +300,7 @@ def load_json(path: str | os.PathLike) -> Any:
         return mapping
 
     try:
-        return json.loads(Path(path).read_bytes(), object_pairs_hook=unique_keys)
+        return json.loads(user_path(path).read_bytes(), object_pairs_hook=unique_keys)
     except RecursionError:  # (raised from deep inside the decoder, without the file's name)
         raise ValueError(f"{path} cannot be read as JSON: its arrays or objects are nested too deeply") from None
     except json.JSONDecodeError as error:  # (a message without the file's name)
@@ -328,7 +334,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     ``cpu`` is; ``ValueError`` for one this machine lacks); ``None`` when ``path`` does not exist. A file torch cannot read back (truncated, foreign), one whose
     bytes changed after it was written (:func:`_check_records`) or a folder raises ``ValueError`` naming it."""
     map_location = _loaded_onto(map_location)
-    path = Path(path)
+    path = user_path(path)
     if not path.exists():
         return None
     if path.is_dir():

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 
@@ -15,6 +14,7 @@ from neurosym.data.hint.sampling import Vocabulary, sample_prefix
 from neurosym.data.hint.splits import FEWSHOT_NUMBER_RULES, FEWSHOT_OPERATOR_RULES, MAIN_RULES, SplitRules
 from neurosym.data.mnist import UNREADABLE_CACHE, cache_dir
 from neurosym.data.randomness import as_generator
+from neurosym.paths import user_path
 from neurosym.semantics import FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable
 from neurosym.syntax import BUILTIN_NUMBERS, BUILTIN_OPERATORS, from_prefix, to_infix
 from neurosym.training.checks import int_at_least
@@ -64,7 +64,7 @@ def _cached(
     cache: bool,
     root: str | os.PathLike | None,
 ) -> dict[str, HintSplit]:
-    folder = Path(root) if root is not None else cache_dir() / "hint"
+    folder = user_path(root) if root is not None else cache_dir() / "hint"
     paths = {split: folder / f"{name}_v{_FORMAT_VERSION}_{split}.npz" for split in SPLIT_NAMES}
     if cache and all(p.is_file() for p in paths.values()):
         try:

@@ -13,6 +13,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from neurosym.data.hint.sampling import Vocabulary
+from neurosym.paths import user_path
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable
 from neurosym.semantics.executor import subexpression_values
 from neurosym.syntax import from_prefix, infix_layout
@@ -146,11 +147,11 @@ class HintSplit(Sequence[HintRecord]):
         columns = {name: getattr(self, name) for name in ("res", "n_op", "eval", "head", "res_all")}
         with atomic_path(path, suffix=".npz") as partial:
             np.savez_compressed(partial, prefix=_pack(self.prefix), expr=_pack(self.expr), **columns)
-        return Path(path)
+        return user_path(path)
 
     @classmethod
     def load(cls, path: str | os.PathLike, table: OperatorTable = HINT_SEMANTICS) -> HintSplit:
-        with np.load(path) as archive:
+        with np.load(user_path(path)) as archive:
             res, n_op, evals, head, res_all = (archive[name] for name in ("res", "n_op", "eval", "head", "res_all"))
             return cls(_unpack(archive["prefix"]), _unpack(archive["expr"]), res, n_op, evals, head, res_all, table)
 

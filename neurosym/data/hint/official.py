@@ -37,6 +37,7 @@ from neurosym.data.symbol_images import (
     write_folder_bank,
 )
 from neurosym.data.symbol_images.folder import folder_image_problem
+from neurosym.paths import user_path
 from neurosym.semantics import BRACKET_VALUE, HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, OperatorTable, execute, solve_batch
 from neurosym.syntax import ParseError, canonical_sentence, infix_layout, parse
 from neurosym.training.checkpoint import atomic_path, existing_file, existing_folder, load_json
@@ -131,7 +132,7 @@ def _record_items(path: Path) -> list:
 
 def _fewshot_items(root: str | os.PathLike) -> dict[str, dict[str, list]]:
     """``fewshot_dataset.json`` as ``{concept: {"train", "val", "test"}}`` → JSON lists of records."""
-    path = existing_file(Path(root) / FEWSHOT_FILE, "HINT few-shot file")
+    path = existing_file(user_path(root) / FEWSHOT_FILE, "HINT few-shot file")
     data = load_json(path)
     if not isinstance(data, Mapping):
         raise ValueError(f"{path}: expected an object keyed by concept")
@@ -157,13 +158,13 @@ def _check_concepts(concepts: Collection[str], where: object) -> None:
 def read_records(path: str | os.PathLike) -> list[HintRecord]:
     """Read one ``expr_*.json`` file: every record well-formed and its fields in agreement, as :func:`check_release`
     checks them (its images aside)."""
-    path = Path(path)
+    path = user_path(path)
     return _read_list(_record_items(path), path.name, HINT_SEMANTICS)
 
 
 def read_release(root: str | os.PathLike) -> dict[str, list[HintRecord]]:
     """Read the main split of a release folder: ``{"train", "val", "test"}`` → records (each split holds some)."""
-    root = Path(root)
+    root = user_path(root)
     splits = {split: read_records(root / name) for split, name in SPLIT_FILES.items()}
     for split, records in splits.items():
         _check_some(records, root / SPLIT_FILES[split])
@@ -255,15 +256,16 @@ def _load_checked(
 ) -> tuple[dict[str, list[HintRecord]], SymbolBank | None, dict[str, dict[str, list[HintRecord]]]]:
     """:func:`load_release`'s splits and bank, and the few-shot records its check read (empty without ``fewshot``): each
     file is read once, by the check."""
+    root = user_path(root)
     release, concepts = _checked(root, fewshot, images)
     splits = subsample_split(release, scales, seed)
     for name in ("val", "test"):
         if any(r.eval == "I" for r in release[name]) and not any(r.eval == "I" for r in splits[name]):
             raise ValueError(
-                f"{Path(root) / SPLIT_FILES[name]}: no I record (seen expressions) holds an expression of the "
+                f"{root / SPLIT_FILES[name]}: no I record (seen expressions) holds an expression of the "
                 f"{len(splits['train'])} training records sampled at scale {scales['train']:g}; use a larger scale"
             )
-    return splits, _release_bank(Path(root) / IMAGE_FOLDER, seed) if images else None, concepts
+    return splits, _release_bank(root / IMAGE_FOLDER, seed) if images else None, concepts
 
 
 def _release_bank(folder: Path, seed: int = 0) -> SymbolBank:
@@ -666,7 +668,7 @@ def write_release(
         }
     if bank is not None:
         _check_bank_paths(bank, used)
-    root = Path(root)
+    root = user_path(root)
     root.mkdir(parents=True, exist_ok=True)
     for name in (*SPLIT_FILES.values(), FEWSHOT_FILE):
         if name not in files:

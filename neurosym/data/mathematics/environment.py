@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from neurosym.data.mnist import cache_dir, path_variable
+from neurosym.paths import user_path
 
 GENERATOR_REQUIREMENTS: tuple[str, ...] = (
     "mathematics-dataset==1.0.1",
@@ -39,7 +40,7 @@ def generator_env_dir() -> Path:
 
 def _env_dir(env_dir: str | os.PathLike | None) -> Path:
     """``env_dir`` as a ``Path`` (a string too), or the default :func:`generator_env_dir` for ``None``."""
-    return generator_env_dir() if env_dir is None else Path(env_dir)
+    return generator_env_dir() if env_dir is None else user_path(env_dir)
 
 
 def generator_python(env_dir: str | os.PathLike | None = None) -> Path:

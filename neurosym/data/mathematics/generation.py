@@ -28,6 +28,7 @@ from tqdm import tqdm
 from neurosym.data.mathematics.environment import ensure_generator_env
 from neurosym.data.mathematics.loader import check_module_name, count_pairs, module_path
 from neurosym.data.mnist import cache_dir
+from neurosym.paths import user_path
 from neurosym.training.checks import int_at_least
 
 REGIMES: tuple[str, ...] = ("train-easy", "train-medium", "train-hard", "train", "interpolate", "extrapolate")
@@ -65,7 +66,7 @@ def generate(
     """
     count = int_at_least(count, "count", 1)  # (a float or bool would reach the generator's range())
     seed = int_at_least(seed, "seed", 0)  # (True and 1.5 would name other files than 1)
-    root = generated_root(seed) if root is None else Path(root)
+    root = generated_root(seed) if root is None else user_path(root)
     requested = dict.fromkeys(_request(request) for request in requests)
     _record_seed(root, seed)
     todo: list[dict] = []

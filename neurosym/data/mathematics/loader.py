@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from neurosym.paths import user_path
 from neurosym.training.checkpoint import existing_file, not_a_folder
 from neurosym.training.checks import int_at_least
 
@@ -62,7 +63,7 @@ def _check_regime_name(regime: object) -> str:
 def module_path(root: str | os.PathLike, regime: str, module: str) -> Path:
     """``<root>/<regime>/<module>.txt``, the released location of one module's file (``ValueError`` for a regime
     or module name that is not a plain folder or file name)."""
-    return Path(root) / _check_regime_name(regime) / f"{check_module_name(module)}.txt"
+    return user_path(root) / _check_regime_name(regime) / f"{check_module_name(module)}.txt"
 
 
 def _lines(path: Path) -> list[str]:
@@ -89,7 +90,7 @@ def _lines(path: Path) -> list[str]:
 
 def count_pairs(path: str | os.PathLike) -> int:
     """How many complete question/answer pairs a file holds (without validating them)."""
-    return len(_lines(Path(path))) // 2
+    return len(_lines(user_path(path))) // 2
 
 
 def read_module_file(path: str | os.PathLike, limit: int | None = None) -> list[tuple[str, str]]:
@@ -143,9 +144,10 @@ def list_modules(root: str | os.PathLike, regime: str) -> list[str]:
     """The module names (file stems) present for ``regime``, sorted: its ``*.txt`` files but hidden ones (``.…``, such
     as the ``._arithmetic__mul.txt`` metadata that a tar made on macOS holds, which failed as no module name) and
     folders; ``FileNotFoundError`` naming the folders that ``root`` holds when it has no ``regime`` folder."""
-    folder = Path(root) / _check_regime_name(regime)
+    root = user_path(root)
+    folder = root / _check_regime_name(regime)
     if not folder.is_dir():
-        raise FileNotFoundError(f"no {regime!r} folder under {root} ({_held(Path(root))}); a release has {_RELEASE_REGIMES}")
+        raise FileNotFoundError(f"no {regime!r} folder under {root} ({_held(root)}); a release has {_RELEASE_REGIMES}")
     return sorted(path.stem for path in folder.glob("*.txt") if path.is_file() and not path.name.startswith("."))
 
 
@@ -176,12 +178,13 @@ def load_split(
     """All examples of ``regime`` (the given ``modules``, default every file), module by module."""
     if isinstance(modules, str):  # (a string would be read as its characters' modules)
         raise ValueError(f"modules must be a list of module names, got the string {modules!r}")
+    root = user_path(root)
     present = list_modules(root, regime)
     if modules is None:
         modules = present
         if not modules:
-            raise FileNotFoundError(f"no module files (*.txt) in {Path(root) / regime}")
-    _check_modules(list(modules), present, Path(root) / regime)
+            raise FileNotFoundError(f"no module files (*.txt) in {root / regime}")
+    _check_modules(list(modules), present, root / regime)
     return [
         MathExample(question, answer, module, regime)
         for module in modules

@@ -15,6 +15,7 @@ from neurosym.data.symbol_images.bank import SymbolBank, assign_pools
 from neurosym.data.symbol_images.classes import BANK_FOLDERS, folder_of, require_known, token_of
 from neurosym.data.symbol_images.handwriting import disjoint_splits
 from neurosym.data.symbol_images.render import resize_images
+from neurosym.paths import user_path
 from neurosym.training.checkpoint import existing_folder
 
 if TYPE_CHECKING:  # Pillow is imported when an image is read or written
@@ -50,6 +51,7 @@ def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
     Image = _pillow()
     from PIL import ImageOps
 
+    path = user_path(path)
     try:
         with Image.open(path) as stored:
             image = ImageOps.exif_transpose(stored)
@@ -101,10 +103,11 @@ def write_image(path: str | os.PathLike, image: np.ndarray) -> None:
             "0..1: (image * 255).round().astype(np.uint8))"
         )
     Image = _pillow()
-    suffix = Path(path).suffix.lower()
+    path = user_path(path)
+    suffix = path.suffix.lower()
     if Image.registered_extensions().get(suffix) not in Image.SAVE:  # (Pillow's "unknown file extension: " named no file)
         raise ValueError(f"cannot write image {path}: Pillow writes no image format of the suffix {suffix!r}")
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(image.astype(np.uint8)).save(path)
 
 
@@ -219,8 +222,8 @@ def load_npz_bank(path: str | os.PathLike, seed: int = 0, symbols: list[str] | N
     checked first: a corrupt file, a missing array, a wrong shape or dtype, an unknown label or arrays of different
     lengths raise a one-line ``ValueError`` naming the file.
     """
+    path = user_path(path)
     arrays = read_bank_archive(path)
-    path = Path(path)
     labels = arrays["labels"]
     pools = disjoint_splits(arrays["images"], arrays["splits"] if "splits" in arrays else assign_pools(labels, seed))
     sources = arrays.get("sources", np.full(len(labels), path.stem))
@@ -239,7 +242,7 @@ def write_folder_bank(bank: SymbolBank, root: str | os.PathLike, size: int = OFF
     """Write every image of ``bank`` to ``root/<path>`` in the release's format: ``size × size`` black on white.
 
     Raises ``ValueError``, before writing anything, when a path of ``bank`` would name a file outside ``root``."""
-    root = Path(root)
+    root = user_path(root)
     targets = [_inside(root, relative) for relative in bank.paths.tolist()]
     images = 255 - resize_images(bank.images, (size, size))
     for image, target in zip(images, targets):

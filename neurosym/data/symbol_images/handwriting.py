@@ -24,6 +24,7 @@ import numpy as np
 from neurosym.data.symbol_images.archive import read_bank_archive
 from neurosym.data.symbol_images.bank import POOLS
 from neurosym.data.symbol_images.classes import HANDWRITTEN_LABELS, require_known
+from neurosym.paths import user_path
 
 HANDWRITTEN_FOLDER = Path(__file__).with_name("handwritten")
 HANDWRITTEN_ARCHIVE = HANDWRITTEN_FOLDER / "handwritten_symbols.npz"
@@ -49,7 +50,8 @@ def handwritten_symbols(path: str | os.PathLike = HANDWRITTEN_ARCHIVE) -> Handwr
     a missing array, a wrong shape, an unknown label or source raises a ``ValueError`` naming the file. The shipped
     archive is read once per process (0.2 s a time, for every task built on it): its arrays are read-only, shared by
     every call."""
-    if Path(path).resolve() == HANDWRITTEN_ARCHIVE.resolve():
+    path = user_path(path)
+    if path.resolve() == HANDWRITTEN_ARCHIVE.resolve():
         return _shipped_symbols()
     return _read_symbols(path)
 

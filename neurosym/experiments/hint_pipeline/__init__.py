@@ -26,6 +26,7 @@ from neurosym.data.symbol_images import HINT_SYMBOLS
 from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_sources import load_hint_data
 from neurosym.experiments.report import reporting_results
+from neurosym.paths import user_path
 from neurosym.perception.reader import Reader, reader_module
 from neurosym.perception.routed import RoutedReader
 from neurosym.perception.saved_reader import load_reader
@@ -96,7 +97,7 @@ def trained_hint_pipeline(
 def _run_folder(run: str | os.PathLike) -> Path:
     """``run`` as the path of an existing folder (a missing one, or a file such as its ``checkpoint.pt``, raises
     ``ValueError`` naming it: they were read as a run without checkpoint or concepts)."""
-    folder = Path(run)
+    folder = user_path(run)
     if not folder.is_dir():
         found = "is a file" if folder.exists() else "does not exist"
         raise ValueError(f"{folder} {found}: give the --out folder of a neurosym hint --model neurosym run")
