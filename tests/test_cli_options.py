@@ -22,6 +22,7 @@ from neurosym.experiments.options import (
     default_text,
     existing_file,
     existing_folder,
+    existing_path,
     fraction_up_to_one,
     non_negative_float,
     non_negative_int,
@@ -112,6 +113,9 @@ def test_path_options_name_the_missing_path(tmp_path) -> None:
         existing_folder(str(archive))
     with pytest.raises(argparse.ArgumentTypeError, match=f"'{re.escape(str(tmp_path))}' is a folder, not a file"):
         existing_file(str(tmp_path))  # (was "no such file")
+    assert existing_path(str(archive)) == archive and existing_path(str(tmp_path)) == tmp_path  # (--mnist: pickle or folder)
+    with pytest.raises(argparse.ArgumentTypeError, match="no such file or folder: '.*missing'"):
+        existing_path(str(tmp_path / "missing"))
 
 
 def test_a_config_file_that_is_a_folder_is_named_as_one(tmp_path, capsys) -> None:
@@ -263,7 +267,7 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("hint --model neurosym --fewshot-only-new-class bracket", "argument --fewshot-only-new-class: unknown role 'bracket'"),
         ("hint --device gpu", "argument --device: unknown device 'gpu': use 'auto', 'cpu' or 'cuda[:N]'"),
         ("arithmetic --preset full", "argument --preset: invalid choice: 'full'"),
-        ("pvr --mnist missing.pkl.gz", "argument --mnist: no such file"),
+        ("pvr --mnist missing.pkl.gz", "argument --mnist: no such file or folder: 'missing.pkl.gz'"),
         ("arithmetic --threads -2", "argument --threads: expected an integer of at least 0"),
         ("attention-speed --lengths 64,0", "argument --lengths: expected a positive integer, got '0'"),
         ("layer-speed --min-time 0", "argument --min-time: expected a finite positive number"),

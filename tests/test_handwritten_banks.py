@@ -11,8 +11,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pvr_fakes import write_idx_mnist
 
 from neurosym.data import symbol_images
+from neurosym.data.mnist import load_mnist
 from neurosym.data.symbol_images import (
     BANK_SYMBOLS,
     DIGITS,
@@ -212,6 +214,18 @@ def test_the_cache_is_one_per_mnist_file(tmp_path, monkeypatch, mnist):
     assert (first.sources == "mnist").sum() == 3 * 10 * 20 and (second.sources == "mnist").sum() == 3 * 10 * 30
     assert (default_bank(drawn_per_symbol=20, mnist_path=mnist).sources == "mnist").sum() == 3 * 10 * 20
     assert len(list(tmp_path.glob("symbol_bank_normalised_*"))) == 2
+
+
+def test_a_bank_of_an_idx_folder_is_the_bank_of_its_pickle(tmp_path, monkeypatch, mnist, bank):
+    """$NEUROSYM_MNIST may name torchvision's MNIST folder of idx files (was refused: "is a folder"); its digits make the
+    bank that the pickle of the same digits makes, cached under the digest of its four files."""
+    monkeypatch.setenv("NEUROSYM_CACHE", str(tmp_path / "cache"))
+    write_idx_mnist(tmp_path / "MNIST" / "raw", load_mnist(mnist), gzipped=True)
+    monkeypatch.setenv("NEUROSYM_MNIST", str(tmp_path / "MNIST"))
+    built = default_bank(drawn_per_symbol=40, seed=0)
+    for name in ("images", "labels", "pools", "paths", "sources"):
+        assert np.array_equal(getattr(built, name), getattr(bank, name)), name
+    assert len(list((tmp_path / "cache").glob("symbol_bank_normalised_40_0_*"))) == 1
 
 
 @pytest.mark.parametrize("bank", ["default", "other-writers", "train-writers", "test-writers"])

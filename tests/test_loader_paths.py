@@ -13,14 +13,12 @@ import pytest
 
 from neurosym.data.hint import check_release, read_fewshot, read_records
 from neurosym.data.mathematics import list_modules, load_split, read_module_file
-from neurosym.data.mnist import load_mnist
 from neurosym.data.symbol_images import load_folder_bank, load_npz_bank
 
 FILE_READERS: list[tuple[str, Callable[[Path], object], str]] = [
     ("arithmetic__mul.txt", read_module_file, "DeepMind Mathematics file"),
     ("expr_train.json", read_records, "HINT file"),
     ("fewshot_dataset.json", lambda path: read_fewshot(path.parent), "HINT few-shot file"),
-    ("mnist.pkl.gz", load_mnist, "MNIST file"),
     ("bank.npz", load_npz_bank, "symbol bank archive"),
 ]
 FOLDER_READERS: list[tuple[Callable[[Path], object], str]] = [

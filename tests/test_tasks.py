@@ -7,6 +7,7 @@ import functools
 import itertools
 import json
 import math
+import os
 import re
 import sys
 from dataclasses import asdict, replace
@@ -20,11 +21,12 @@ import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from lark import Transformer
-from pvr_fakes import write_fake_mnist
+from pvr_fakes import write_fake_mnist, write_idx_mnist
 from test_distributed import run_two_processes, torchrun_process
 from torch import nn
 
 from neurosym.cli import main
+from neurosym.data.mnist import load_mnist
 from neurosym.data.symbol_images.handwriting import handwritten_symbols
 from neurosym.experiments.pipeline import trained_pipeline
 from neurosym.pipelines.curriculum import Curriculum
@@ -873,6 +875,21 @@ def test_a_run_records_the_mnist_file_of_its_environment_and_resumes_on_that_fil
     monkeypatch.setenv("NEUROSYM_MNIST", "b.pkl.gz")
     assert main(argv) == 2
     assert "b.pkl.gz" in capsys.readouterr().err
+
+
+def test_a_run_on_an_idx_folder_is_resumed_on_its_files_alone(tmp_path, capsys):
+    """--mnist takes torchvision's MNIST folder of idx files (was refused: "is a folder, not a file"); results.json keeps the
+    folder, and a resume after one of its four files was rewritten is refused."""
+    digits = load_mnist(write_fake_mnist(tmp_path / "mnist.pkl.gz", per_class=501, test_per_class=2))
+    raw = write_idx_mnist(tmp_path / "MNIST" / "raw", digits, gzipped=True)
+    argv = ["pipeline", "--no-progress", "--device", "cpu", "--threads", "1", "--epochs", "0.1", "--reader-width", "8",
+            "--mnist", str(tmp_path / "MNIST"), "--out", str(tmp_path / "run")]  # fmt: skip
+    assert main(argv) == 0
+    assert json.loads((tmp_path / "run" / "results.json").read_text())["config"]["mnist"] == str(tmp_path / "MNIST")
+    assert len(trained_pipeline(tmp_path / "run")[0].train) == 10  # sums of its 20 training digits beyond the 5,000 held out
+    os.utime(raw / "t10k-labels-idx1-ubyte.gz", ns=(0, 0))
+    assert main(argv) == 2
+    assert "(mnist.files differ)" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

