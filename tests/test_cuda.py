@@ -200,6 +200,9 @@ def test_the_grammar_pipeline_learns_two_digit_addition_on_the_device(accelerato
     after = evaluate_grammar_pipeline(pipeline, test, accelerator)
     assert after["symbol"] > 0.85 and after["accuracy"] > 0.6
     assert next(pipeline.reader.parameters()).device.type == accelerator.type
+    pipeline.reader.cpu()
+    assert evaluate_grammar_pipeline(pipeline, test, accelerator) == pytest.approx(after)
+    assert next(pipeline.reader.parameters()).device.type == "cpu"  # (an evaluation left it on the device)
 
 
 def test_the_arithmetic_command_runs_on_the_device_and_says_so(tmp_path, accelerator):

@@ -28,7 +28,7 @@ from neurosym.pipelines.ground_images import (
 )
 from neurosym.pipelines.ground_symbols import GroundingConfig
 from neurosym.pipelines.grounding import Grounding, compare_grounding
-from neurosym.pipelines.trainer import evaluate_pipeline
+from neurosym.pipelines.trainer import evaluate_pipeline, evaluate_pipeline_on_each
 from neurosym.pipelines.windows import WindowSource
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.semantics.induction import Program
@@ -85,6 +85,20 @@ def test_glyph_grid_shows_each_class_and_plots(learned, tmp_path):
     assert grid.shape == (16, 3, 32, 32) and (grid.reshape(16, -1).max(axis=1) > 0).all()
     save_glyph_grid(grid, result.grounding.symbols, tmp_path / "glyphs.png")
     assert (tmp_path / "glyphs.png").stat().st_size > 0
+
+
+@pytest.mark.cuda
+def test_reports_read_on_the_device_and_give_the_pipeline_back_where_it_was(learned, accelerator):
+    result, source, _, _ = learned
+    expected = symbol_accuracy(result.pipeline, source, CPU), glyph_grid(result.pipeline, source, 3, CPU)
+    assert symbol_accuracy(result.pipeline, source, accelerator)[0] == pytest.approx(expected[0][0])
+    assert glyph_grid(result.pipeline, source, 3, accelerator).shape == expected[1].shape
+    scores = evaluate_pipeline(result.pipeline, source, CPU)
+    assert evaluate_pipeline(result.pipeline, source, accelerator)["overall"] == pytest.approx(scores["overall"])
+    assert evaluate_pipeline_on_each(result.pipeline, {"train": source}, accelerator)["train"]["overall"] == pytest.approx(
+        scores["overall"]
+    )
+    assert {p.device.type for p in result.pipeline.classifier.parameters()} == {"cpu"}  # (was left on the device)
 
 
 @pytest.mark.parametrize(("concept", "role", "meaning"), [("x", "number", "= 11"), ("a", "operator", "level 1: max(i, j)")])

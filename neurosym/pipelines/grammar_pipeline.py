@@ -18,6 +18,7 @@ import time
 import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -42,7 +43,7 @@ from neurosym.pipelines.windows import reading_batches, real_positions
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.errors import AmbiguousGrammarWarning, ParseError
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.training.device import at_least_float32, mixed_precision
+from neurosym.training.device import at_least_float32, mixed_precision, moved_to
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.modes import reading_mode, training_modes
 
@@ -540,14 +541,21 @@ def evaluate_grammar_pipeline(
     progress: bool = False,
 ) -> dict[str, float]:
     """``accuracy`` of the results over ``source`` and, where it has ``truths``, ``symbol`` (the fraction of
-    read windows read right). The reader reads in evaluation mode and keeps its own mode."""
+    read windows read right). The reader reads in evaluation mode and keeps its own mode and device: a module reads on
+    ``device`` and is back where it was after (:func:`~neurosym.training.device.moved_to`)."""
     if len(source) == 0:
         raise ValueError("the source to evaluate has no examples")
     _check_targets(pipeline, source)
     device = torch.device(device)
     model = pipeline.reader
-    if isinstance(model, torch.nn.Module):
-        model.to(device)
+    with moved_to(model, device) if isinstance(model, torch.nn.Module) else nullcontext():
+        return _scores(pipeline, source, device, batch_size, progress)
+
+
+def _scores(
+    pipeline: GrammarPipeline, source: SentenceSource, device: torch.device, batch_size: int, progress: bool
+) -> dict[str, float]:
+    """:func:`evaluate_grammar_pipeline`'s scores, the reader on ``device``."""
     hits, symbols = [], []
     truths = getattr(source, "truths", None)
     for indices in tqdm(reading_batches(source.lengths, batch_size), disable=not progress, desc="evaluate"):

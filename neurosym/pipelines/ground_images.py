@@ -60,6 +60,7 @@ from neurosym.pipelines.windows import WindowSource, real_positions
 from neurosym.semantics.induction import induce_noisy_operator
 from neurosym.training.checkpoint import check_setup, load_checkpoint, load_model_state, require_entries, save_checkpoint
 from neurosym.training.checks import int_at_least, positive_number
+from neurosym.training.device import moved_to
 from neurosym.training.modes import evaluation_mode
 from neurosym.training.seeding import seeded
 from neurosym.training.stopping import time_left
@@ -170,8 +171,10 @@ def _fit(
 
 
 def _predict(classifier: Reader, windows: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """Log-probabilities ``[N, K]`` of ``windows [N, 32, 32]`` (no gradients, CPU)."""
-    with torch.no_grad(), evaluation_mode(reader_module(classifier).to(device)):
+    """Log-probabilities ``[N, K]`` of ``windows [N, 32, 32]`` (no gradients, CPU), read on ``device``; the classifier
+    is back on its own device after (:func:`~neurosym.training.device.moved_to`)."""
+    module = reader_module(classifier)
+    with torch.no_grad(), moved_to(module, device), evaluation_mode(module):
         parts = [classifier(part.to(device)).float().cpu() for part in windows.split(1024)]
     return torch.cat(parts) if parts else torch.zeros(0, len(classifier.vocabulary))
 

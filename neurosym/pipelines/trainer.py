@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,7 +38,7 @@ from neurosym.pipelines.windows import ConcatWindows, WindowSource, reading_batc
 from neurosym.training.checkpoint import RESUME_ADVICE, require_entries
 from neurosym.training.checks import fraction, int_at_least, positive_number
 from neurosym.training.core import Checkpointing, run_training
-from neurosym.training.device import at_least_float32, mixed_precision
+from neurosym.training.device import at_least_float32, mixed_precision, moved_to
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import SCHEDULES, schedule_factor
 from neurosym.training.modes import evaluation_mode, modes_kept, training_modes
@@ -389,11 +389,29 @@ def evaluate_pipeline(
     With ``statistics`` (batches of windows ``[n, 32, 32]``, e.g. a writer's unlabelled images from
     :meth:`WindowSource.window_batches`) the reader reads with their batch-norm statistics instead of its
     running ones (:func:`~neurosym.perception.batch_statistics.batch_statistics_of`), restored afterwards. The reader
-    reads in evaluation mode (:meth:`HintPipeline.read` without gradients) and keeps its own mode."""
-    model = reader_module(pipeline.classifier).to(device)  # before the statistics are gathered on ``device``
-    if statistics is not None:
+    reads in evaluation mode (:meth:`HintPipeline.read` without gradients) and keeps its own mode and device: it reads
+    on ``device`` and is back where it was after (:func:`~neurosym.training.device.moved_to`)."""
+    with _reading_on(pipeline, device, statistics):
+        return _scores(pipeline, source, device, batch_size, progress)
+
+
+@contextmanager
+def _reading_on(pipeline: HintPipeline, device: torch.device, statistics: Iterable[torch.Tensor] | None) -> Iterator[None]:
+    """Within the block the reader is on ``device`` (:func:`~neurosym.training.device.moved_to`) and, with
+    ``statistics``, reads with their batch-norm statistics, gathered there (:func:`batch_statistics_of`)."""
+    model = reader_module(pipeline.classifier)
+    with moved_to(model, device):
+        if statistics is None:
+            yield
+            return
         with batch_statistics_of(model, (windows.to(device) for windows in statistics)):
-            return evaluate_pipeline(pipeline, source, device, batch_size, progress)
+            yield
+
+
+def _scores(
+    pipeline: HintPipeline, source: WindowSource | ConcatWindows, device: torch.device, batch_size: int, progress: bool
+) -> dict[str, Any]:
+    """:func:`evaluate_pipeline`'s scores, the reader on ``device``."""
     hits: dict[str, list[bool]] = defaultdict(list)
     by_class: dict[str, list[bool]] = defaultdict(list)
     for indices in tqdm(reading_batches(stage_lengths(source.records), batch_size), disable=not progress, desc="evaluate"):
@@ -421,8 +439,5 @@ def evaluate_pipeline_on_each(
     """:func:`evaluate_pipeline` of each of ``sources`` (``{name: source}``): ``{name: scores}``. With ``statistics`` the
     reader reads all of them with the batch-norm statistics of those windows, estimated once (each estimate reads every
     window of ``statistics`` through the reader, as many as reading the splits scored may take)."""
-    if statistics is not None:
-        model = reader_module(pipeline.classifier).to(device)  # before the statistics are gathered on ``device``
-        with batch_statistics_of(model, (windows.to(device) for windows in statistics)):
-            return evaluate_pipeline_on_each(pipeline, sources, device, batch_size)
-    return {name: evaluate_pipeline(pipeline, source, device, batch_size) for name, source in sources.items()}
+    with _reading_on(pipeline, device, statistics):
+        return {name: _scores(pipeline, source, device, batch_size, False) for name, source in sources.items()}
