@@ -3,11 +3,11 @@ initialised by calling every submodule's ``reset_parameters`` (what torch's FSDP
 parameter must be set by the ``reset_parameters`` of the module that owns it, with the initialisation the
 constructor gives it."""
 
-import math
 from collections.abc import Callable
 
 import pytest
 import torch
+from deferred_init import materialised, reset_every_module
 from torch import nn
 
 from neurosym.layers import MultiheadAttention, RelativeMultiheadAttention, TransformerEncoderLayer, UniversalTransformer
@@ -33,27 +33,12 @@ BUILDERS: dict[str, Callable[[], nn.Module]] = {
 }
 
 
-def _reset_every_module(module: nn.Module, seed: int) -> None:
-    """Call every submodule's ``reset_parameters``, parents first, from ``seed``."""
-    torch.manual_seed(seed)
-    for submodule in module.modules():
-        reset = getattr(submodule, "reset_parameters", None)
-        if reset is not None:
-            reset()
-
-
 def _materialised(build: Callable[[], nn.Module]) -> nn.Module:
     """``build()`` on the meta device, materialised on the CPU with NaN in every floating parameter and buffer (what
     uninitialised memory may hold), then reset by every module."""
     with torch.device("meta"):
         module = build()
-    module.to_empty(device="cpu")
-    with torch.no_grad():
-        for tensor in [*module.parameters(), *module.buffers()]:
-            if tensor.is_floating_point():
-                tensor.fill_(math.nan)
-    _reset_every_module(module, seed=7)
-    return module
+    return materialised(module, seed=7)
 
 
 @pytest.mark.parametrize("name", BUILDERS)
@@ -62,7 +47,7 @@ def test_reset_parameters_sets_every_parameter(name: str) -> None:
     positions were set only by their constructors): the values are those of a module built on the CPU and reset
     from the same seed."""
     built = BUILDERS[name]()
-    _reset_every_module(built, seed=7)
+    reset_every_module(built, seed=7)
     torch.testing.assert_close(_materialised(BUILDERS[name]).state_dict(), built.state_dict(), rtol=0.0, atol=0.0)
 
 

@@ -6,6 +6,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes, check_tensor
 from neurosym.layers.value_checks import values_are_readable
 
@@ -15,16 +16,26 @@ class AdditiveAttention(nn.Module):
 
     Call :meth:`project_keys` once per source (``keys [B, S, key_dim] -> [B, S, attention_dim]``), then
     ``forward(query [B, query_dim], keys [B, S, key_dim], projected_keys, key_padding_mask [B, S] | None)
-    -> (context [B, key_dim], weights [B, S])``; ``True`` in the mask marks padding.
+    -> (context [B, key_dim], weights [B, S])``; ``True`` in the mask marks padding. ``device`` and ``dtype`` are
+    torch's factory keyword arguments (:mod:`neurosym.layers.factory`): the projections are created there.
     """
 
-    def __init__(self, query_dim: int, key_dim: int, attention_dim: int) -> None:
+    def __init__(
+        self,
+        query_dim: int,
+        key_dim: int,
+        attention_dim: int,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         query_dim, key_dim, attention_dim = check_sizes(query_dim=query_dim, key_dim=key_dim, attention_dim=attention_dim)
         self.query_dim, self.key_dim, self.attention_dim = query_dim, key_dim, attention_dim
-        self.query_proj = nn.Linear(query_dim, attention_dim, bias=False)
-        self.key_proj = nn.Linear(key_dim, attention_dim)
-        self.score = nn.Linear(attention_dim, 1, bias=False)
+        self.query_proj = nn.Linear(query_dim, attention_dim, bias=False, **factory)
+        self.key_proj = nn.Linear(key_dim, attention_dim, **factory)
+        self.score = nn.Linear(attention_dim, 1, bias=False, **factory)
 
     def project_keys(self, keys: torch.Tensor) -> torch.Tensor:
         """``keys [B, S, key_dim]`` -> ``[B, S, attention_dim]``; ``ValueError`` naming keys of another width, rank or

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes, check_tensor
 from neurosym.layers.value_checks import values_are_readable
 from neurosym.training.checks import check_flags, dropout_probability
@@ -68,11 +69,22 @@ class MultiheadAttention(nn.Module):
     ``nn.MultiheadAttention``'s bool masks); with a cache its keys are every key so far, ``Tk = T_seen + Tq``.
     ``causal=True`` lets the query at position ``i`` see only keys at positions ``<= i``. The three masks combine: a
     query attends to the keys all of them allow, and a query they leave no key gets zeros (before the output
-    projection), as ``F.scaled_dot_product_attention`` gives.
+    projection), as ``F.scaled_dot_product_attention`` gives. ``device`` and ``dtype`` are torch's factory keyword
+    arguments (:mod:`neurosym.layers.factory`): the projections are created there.
     """
 
-    def __init__(self, dim: int, heads: int, *, dropout: float = 0.0, bias: bool = True) -> None:
+    def __init__(
+        self,
+        dim: int,
+        heads: int,
+        *,
+        dropout: float = 0.0,
+        bias: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         dim, heads = check_sizes(dim=dim, heads=heads)
         check_flags(bias=bias)
         if dim % heads:
@@ -82,9 +94,9 @@ class MultiheadAttention(nn.Module):
         self.heads = heads
         self.head_dim = dim // heads
         self.dropout = dropout
-        self.query_proj = nn.Linear(dim, dim, bias=bias)
-        self.key_value_proj = nn.Linear(dim, 2 * dim, bias=bias)
-        self.out_proj = nn.Linear(dim, dim, bias=bias)
+        self.query_proj = nn.Linear(dim, dim, bias=bias, **factory)
+        self.key_value_proj = nn.Linear(dim, 2 * dim, bias=bias, **factory)
+        self.out_proj = nn.Linear(dim, dim, bias=bias, **factory)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``[B, T, D] -> [B, heads, T, head_dim]``."""

@@ -36,6 +36,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.attention import MultiheadAttention
+from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.positional import sinusoid_angles, sinusoid_table
 from neurosym.layers.shape_checks import check_sizes
 from neurosym.training.checks import check_flags, ignored_option
@@ -83,6 +84,8 @@ class RelativeMultiheadAttention(MultiheadAttention):
     ``head_dim``, which must then be even, else ``ValueError`` naming ``dim`` and ``heads``) ``"xl"`` and
     ``"xl_clipped"``; an option set away from its default for a kind that does not read it raises ``ValueError``.
     After construction ``relative`` is ``"xl"`` or ``"shaw"`` and ``clipped`` says whether XL distances are clipped.
+    ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`), as in
+    :class:`MultiheadAttention`.
     """
 
     def __init__(
@@ -96,8 +99,11 @@ class RelativeMultiheadAttention(MultiheadAttention):
         position_dim: int | None = None,
         dropout: float = 0.0,
         bias: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(dim, heads, dropout=dropout, bias=bias)
+        super().__init__(dim, heads, dropout=dropout, bias=bias, device=device, dtype=dtype)
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         if relative not in ("xl", "xl_clipped", "shaw"):
             raise ValueError(f"relative must be 'xl', 'xl_clipped' or 'shaw', got {relative!r}")
         (max_rel_pos,) = check_sizes(max_rel_pos=max_rel_pos)  # 2.5 was clipped at 2.5
@@ -115,12 +121,12 @@ class RelativeMultiheadAttention(MultiheadAttention):
             self.position_dim = self.head_dim if position_dim is None else check_sizes(position_dim=position_dim)[0]
             if self.position_dim % 2:
                 raise ValueError(_odd_position_dim(self.position_dim, position_dim is None, self.dim, self.heads))
-            self.distance_proj = nn.Linear(self.position_dim, dim, bias=False)
-            self.content_bias = nn.Parameter(torch.zeros(heads, self.head_dim))
-            self.position_bias = nn.Parameter(torch.zeros(heads, self.head_dim))
+            self.distance_proj = nn.Linear(self.position_dim, dim, bias=False, **factory)
+            self.content_bias = nn.Parameter(torch.zeros(heads, self.head_dim, **factory))
+            self.position_bias = nn.Parameter(torch.zeros(heads, self.head_dim, **factory))
         else:
-            self.distance_keys = _DistanceTable(2 * max_rel_pos + 1, self.head_dim)
-            self.distance_values = _DistanceTable(2 * max_rel_pos + 1, self.head_dim) if shaw_values else None
+            self.distance_keys = _DistanceTable(2 * max_rel_pos + 1, self.head_dim, **factory)
+            self.distance_values = _DistanceTable(2 * max_rel_pos + 1, self.head_dim, **factory) if shaw_values else None
 
     def reset_parameters(self) -> None:
         """XL's biases ``u`` and ``v`` back to 0 (the projections and Shaw's tables reset themselves), as torch's

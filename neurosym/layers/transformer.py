@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from neurosym.layers.attention import AttentionCache, MultiheadAttention
+from neurosym.layers.factory import FactoryKwargs, factory_kwargs
 from neurosym.layers.relative_attention import MAX_REL_POS, RelativeMultiheadAttention, check_max_rel_pos
 from neurosym.layers.shape_checks import check_dtype_of, check_sequence, check_sizes
 from neurosym.training.checks import check_flags
@@ -23,35 +24,49 @@ AttentionKind = Literal["vanilla", "xl", "xl_clipped", "shaw"]
 
 
 def make_attention(
-    kind: AttentionKind, dim: int, heads: int, *, dropout: float = 0.0, max_rel_pos: int = MAX_REL_POS, bias: bool = True
+    kind: AttentionKind,
+    dim: int,
+    heads: int,
+    *,
+    dropout: float = 0.0,
+    max_rel_pos: int = MAX_REL_POS,
+    bias: bool = True,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
 ) -> MultiheadAttention:
     """The attention module named by ``kind``: ``"vanilla"``, or ``"xl"``, ``"xl_clipped"`` or ``"shaw"``
     (:class:`~neurosym.layers.relative_attention.RelativeMultiheadAttention`; ``max_rel_pos`` clips the
     distances of the last two, and raises ``ValueError`` when set away from its default for the others, which would
-    ignore it); ``bias`` gives its query, key/value and output projections biases."""
+    ignore it); ``bias`` gives its query, key/value and output projections biases; ``device`` and ``dtype`` are
+    passed to it (torch's factory keyword arguments)."""
+    factory = factory_kwargs(device, dtype, "make_attention")
     if kind == "vanilla":
         check_max_rel_pos(kind, max_rel_pos)
-        return MultiheadAttention(dim, heads, dropout=dropout, bias=bias)
+        return MultiheadAttention(dim, heads, dropout=dropout, bias=bias, **factory)
     if kind in ("xl", "xl_clipped", "shaw"):
-        return RelativeMultiheadAttention(dim, heads, relative=kind, max_rel_pos=max_rel_pos, dropout=dropout, bias=bias)
+        return RelativeMultiheadAttention(
+            dim, heads, relative=kind, max_rel_pos=max_rel_pos, dropout=dropout, bias=bias, **factory
+        )
     raise ValueError(f"unknown attention kind {kind!r}: use 'vanilla', 'xl', 'xl_clipped' or 'shaw'")
 
 
 class FeedForward(nn.Sequential):
-    """Position-wise ``Linear(dim, ff_dim) -> ReLU -> Dropout -> Linear(ff_dim, dim)``; ``[B, T, D] -> [B, T, D]``."""
+    """Position-wise ``Linear(dim, ff_dim) -> ReLU -> Dropout -> Linear(ff_dim, dim)``; ``[B, T, D] -> [B, T, D]``; the
+    linear layers created as ``factory`` says."""
 
-    def __init__(self, dim: int, ff_dim: int, dropout: float) -> None:
+    def __init__(self, dim: int, ff_dim: int, dropout: float, factory: FactoryKwargs) -> None:
         dim, ff_dim = check_sizes(dim=dim, ff_dim=ff_dim)
-        super().__init__(nn.Linear(dim, ff_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff_dim, dim))
+        super().__init__(nn.Linear(dim, ff_dim, **factory), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff_dim, dim, **factory))
 
 
 class _Residual(nn.Module):
-    """``x + dropout(f(norm(x)))`` (pre-norm) or ``norm(x + dropout(f(x)))`` (post-norm)."""
+    """``x + dropout(f(norm(x)))`` (pre-norm) or ``norm(x + dropout(f(x)))`` (post-norm); the norm created as
+    ``factory`` says."""
 
-    def __init__(self, dim: int, dropout: float, pre_norm: bool) -> None:
+    def __init__(self, dim: int, dropout: float, pre_norm: bool, factory: FactoryKwargs) -> None:
         super().__init__()
         check_flags(pre_norm=pre_norm)
-        self.norm = nn.LayerNorm(dim)
+        self.norm = nn.LayerNorm(dim, **factory)
         self.dropout = nn.Dropout(dropout)
         self.pre_norm = pre_norm
 
@@ -73,7 +88,8 @@ class TransformerEncoderLayer(nn.Module):
     ``causal=True`` an :class:`AttentionCache` lets the layer be fed the sequence a few positions per call (incremental
     decoding): ``x [B, T_new, D]`` are the positions after those of the earlier calls, and ``key_padding_mask [B, T_seen +
     T_new]`` covers every position fed so far, as in :class:`MultiheadAttention` (``attn_mask`` then has ``T_new`` rows
-    of ``T_seen + T_new`` keys).
+    of ``T_seen + T_new`` keys). ``device`` and ``dtype`` are torch's factory keyword arguments
+    (:mod:`neurosym.layers.factory`): every sub-layer is created there.
     """
 
     def __init__(
@@ -87,13 +103,18 @@ class TransformerEncoderLayer(nn.Module):
         pre_norm: bool = True,
         max_rel_pos: int = MAX_REL_POS,
         attention_bias: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         self.dim = dim = check_sizes(dim=dim)[0]
-        self.self_attention = make_attention(attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias)
-        self.feed_forward = FeedForward(dim, ff_dim, dropout)
-        self.attention_block = _Residual(dim, dropout, pre_norm)
-        self.feed_forward_block = _Residual(dim, dropout, pre_norm)
+        self.self_attention = make_attention(
+            attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias, **factory
+        )
+        self.feed_forward = FeedForward(dim, ff_dim, dropout, factory)
+        self.attention_block = _Residual(dim, dropout, pre_norm, factory)
+        self.feed_forward_block = _Residual(dim, dropout, pre_norm, factory)
 
     def forward(
         self,
@@ -139,7 +160,8 @@ class TransformerDecoderLayer(nn.Module):
     """Causal self-attention, cross-attention to the encoder memory, then feed-forward.
 
     ``forward(x [B, T, D], memory [B, S, D], *, memory_padding_mask [B, S] | None, cache) -> [B, T, D]``.
-    With a :class:`DecoderLayerCache` the layer may be fed one new target position per call.
+    With a :class:`DecoderLayerCache` the layer may be fed one new target position per call. ``device`` and ``dtype``
+    are torch's factory keyword arguments (:mod:`neurosym.layers.factory`): every sub-layer is created there.
     """
 
     def __init__(
@@ -153,15 +175,20 @@ class TransformerDecoderLayer(nn.Module):
         pre_norm: bool = True,
         max_rel_pos: int = MAX_REL_POS,
         attention_bias: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         self.dim = dim = check_sizes(dim=dim)[0]
-        self.self_attention = make_attention(attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias)
-        self.cross_attention = MultiheadAttention(dim, heads, dropout=dropout, bias=attention_bias)
-        self.feed_forward = FeedForward(dim, ff_dim, dropout)
-        self.self_block = _Residual(dim, dropout, pre_norm)
-        self.cross_block = _Residual(dim, dropout, pre_norm)
-        self.feed_forward_block = _Residual(dim, dropout, pre_norm)
+        self.self_attention = make_attention(
+            attention, dim, heads, dropout=dropout, max_rel_pos=max_rel_pos, bias=attention_bias, **factory
+        )
+        self.cross_attention = MultiheadAttention(dim, heads, dropout=dropout, bias=attention_bias, **factory)
+        self.feed_forward = FeedForward(dim, ff_dim, dropout, factory)
+        self.self_block = _Residual(dim, dropout, pre_norm, factory)
+        self.cross_block = _Residual(dim, dropout, pre_norm, factory)
+        self.feed_forward_block = _Residual(dim, dropout, pre_norm, factory)
 
     def forward(
         self,
@@ -211,14 +238,17 @@ class _LayerStack(nn.Module, Generic[CacheT]):
         pre_norm: bool = True,
         max_rel_pos: int = MAX_REL_POS,
         attention_bias: bool = True,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         dim, depth, heads, ff_dim = check_sizes(
             dim=dim, depth=depth, heads=heads, ff_dim=ff_dim
         )  # a depth of 2.0 failed in range()
         options = dict(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos, attention_bias=attention_bias)
-        self.layers = nn.ModuleList(self.layer_type(dim, heads, ff_dim, dropout, **options) for _ in range(depth))
-        self.final_norm = nn.LayerNorm(dim) if pre_norm else nn.Identity()
+        self.layers = nn.ModuleList(self.layer_type(dim, heads, ff_dim, dropout, **options, **factory) for _ in range(depth))
+        self.final_norm = nn.LayerNorm(dim, **factory) if pre_norm else nn.Identity()
 
     def new_cache(self) -> list[CacheT]:
         """An empty cache for incremental decoding, one ``cache_type`` per layer."""
@@ -266,7 +296,8 @@ class TransformerEncoder(_LayerStack[AttentionCache]):
     """``depth`` independent :class:`TransformerEncoderLayer` s (plus a final LayerNorm when pre-norm).
 
     ``TransformerEncoder(dim, depth, heads, ff_dim, dropout=0.1, *, attention="vanilla", pre_norm=True,
-    max_rel_pos=15, attention_bias=True)``; ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, attn_mask=None,
+    max_rel_pos=15, attention_bias=True, device=None, dtype=None)`` (``device`` and ``dtype``: torch's factory keyword
+    arguments, :mod:`neurosym.layers.factory`); ``forward(x [B, T, D], key_padding_mask [B, T] | None, *, attn_mask=None,
     causal=False, cache=None) -> [B, T, D]``. With ``causal=True`` every layer's self-attention is causal: a decoder-only
     (GPT-style) stack whose ``out[:, t]`` is that of the prefix ``x[:, :t + 1]``. ``attn_mask [T, T] | [B, T, T]`` (bool,
     ``True`` where a position may attend to another) reaches every layer's self-attention, as in

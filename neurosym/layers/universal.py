@@ -36,6 +36,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.attention import AttentionCache
+from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.positional import sinusoid_table
 from neurosym.layers.shape_checks import check_dtype_of, check_sequence
 from neurosym.layers.transformer import (
@@ -90,6 +91,9 @@ class UniversalTransformer(nn.Module):
     (every step runs the layer on every position, halted or not, so each step's keys are defined for every position;
     halting only weighs a position's own states). ``ponder_cost`` is then the mean of ``N + R`` over the call's new
     non-padding positions. A call that raises leaves the cache as it was.
+
+    ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`) of what this module
+    creates, the halting unit: the shared ``layer`` is built by the caller (give it the same ones).
     """
 
     def __init__(
@@ -100,8 +104,11 @@ class UniversalTransformer(nn.Module):
         act: bool = False,
         *,
         act_epsilon: float = ACT_EPSILON,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         if isinstance(layer, TransformerDecoderLayer):  # (its memory was given the padding mask, or None)
             raise TypeError(
                 "UniversalTransformer applies a layer of forward(x, key_padding_mask), such as a TransformerEncoderLayer; "
@@ -123,7 +130,7 @@ class UniversalTransformer(nn.Module):
         self.layer = layer
         self.step_embedding = step_embedding
         self.act_epsilon = act_epsilon
-        self.halting = _HaltingUnit(self.dim, 1) if act else None
+        self.halting = _HaltingUnit(self.dim, 1, **factory) if act else None
 
     def _step_input(self, x: torch.Tensor, step: int) -> torch.Tensor:
         if not self.step_embedding:

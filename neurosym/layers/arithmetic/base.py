@@ -13,6 +13,7 @@ import torch
 from einops import pack, rearrange
 from torch import Tensor, nn
 
+from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.shape_checks import autocast_enabled, check_dtype_of, check_tensor
 from neurosym.training.checks import check_flags, int_at_least, positive_number
 
@@ -24,6 +25,17 @@ RUN_OPTIONS = frozenset({"compiled"})
 HALF_PRECISION = (torch.float16, torch.bfloat16)
 """The floating-point dtypes the units do not compute in (their sums and products of values in the thousands are not
 exact there, and float16 overflows to ``inf`` beyond 65504)."""
+
+
+def check_compute_dtype(unit: str, dtype: torch.dtype) -> None:
+    """Raise ``ValueError`` naming the ``unit`` when its parameters' ``dtype`` is float16 or bfloat16
+    (:data:`HALF_PRECISION`), which the units do not compute in."""
+    if dtype in HALF_PRECISION:
+        raise ValueError(
+            f"{unit}: the arithmetic units compute in float32 or float64, its parameters are {dtype}; "
+            "keep the unit in float32 (unit.float()): under autocast (AMP) it computes in float32 by itself, "
+            "so a mixed-precision model needs no half-precision copy of it"
+        )
 
 
 def ensemble_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -81,15 +93,31 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
     their losses trains ``S`` independent units at once. :meth:`regularization` and
     :meth:`sparsity_error` then return one value per member (shape ``[S]``).
 
+    ``device`` and ``dtype`` are torch's factory keyword arguments (``nn.Linear``'s): every parameter is created there
+    (``device="meta"`` allocates nothing); ``dtype`` is float32 or float64 (``ValueError`` for float16 and bfloat16, as
+    :meth:`check_precision` gives, and for a dtype that is not floating point).
+
     Subclasses pass their extra constructor options as keyword arguments to ``__init__`` (they are
-    replayed by :meth:`member`), create parameters with :meth:`make_parameter`, implement their
+    replayed by :meth:`member`), create parameters with :meth:`make_parameter` and build their sub-units with
+    ``**self._factory_kwargs`` (the ``device`` and ``dtype`` they were given), implement their
     formula in :meth:`compute` (``forward`` validates the input first), and list the weights the
     sparsity error is measured on in :meth:`sparsity_weights`.
     """
 
-    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, **options: Any):
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        ensemble: int | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+        **options: Any,
+    ):
         super().__init__()
         unit = type(self).__name__
+        self._factory_kwargs = factory_kwargs(device, dtype, unit)
+        check_compute_dtype(unit, torch.get_default_dtype() if dtype is None else dtype)
         accepted = inspect.signature(type(self).__init__).parameters  # the unit's own options, not a base's **options
         if unknown := [name for name in options if name not in accepted]:
             raise TypeError(f"{unit}() got an unexpected keyword argument {unknown[0]!r}")
@@ -113,8 +141,9 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         return () if self.ensemble is None else (self.ensemble,)
 
     def make_parameter(self, *shape: int) -> nn.Parameter:
-        """An uninitialised parameter of shape ``[S, *shape]`` (or ``shape`` without an ensemble)."""
-        return nn.Parameter(torch.empty(*self.ensemble_shape, *shape))
+        """An uninitialised parameter of shape ``[S, *shape]`` (or ``shape`` without an ensemble), on the ``device`` and
+        of the ``dtype`` the unit was built with."""
+        return nn.Parameter(torch.empty(*self.ensemble_shape, *shape, **self._factory_kwargs))
 
     def check_input(self, x: Tensor) -> None:
         """Raise ``ValueError`` naming expected and received shapes unless ``x`` is ``[(S,) ..., in]`` (``TypeError``
@@ -136,13 +165,7 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         """Raise ``ValueError`` when the parameters are float16 or bfloat16 (``unit.half()``): the guards of the units
         (the exponent cap, the input bound) are sized for float32 and float64, and in float16 the NMU and NPUs gave
         ``inf`` outputs and gradients, the ``GatedNAUNMU`` NaN, from finite inputs."""
-        dtype = next(self.parameters()).dtype
-        if dtype in HALF_PRECISION:
-            raise ValueError(
-                f"{type(self).__name__}: the arithmetic units compute in float32 or float64, its parameters are {dtype}; "
-                "keep the unit in float32 (unit.float()): under autocast (AMP) it computes in float32 by itself, "
-                "so a mixed-precision model needs no half-precision copy of it"
-            )
+        check_compute_dtype(type(self).__name__, next(self.parameters()).dtype)
 
     def forward(self, x: Tensor) -> Tensor:
         """Validate ``x [(S,) ..., in]`` and apply :meth:`compute` → ``[(S,) ..., out]``.

@@ -23,10 +23,19 @@ class GatedNAUNMU(ArithmeticUnit):
     ``compiled`` is passed to the :class:`NMU`.
     """
 
-    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, compiled: bool = False):
-        super().__init__(in_features, out_features, ensemble=ensemble, compiled=compiled)
-        self.add = NAU(in_features, out_features, ensemble=ensemble)
-        self.mul = NMU(in_features, out_features, ensemble=ensemble, compiled=compiled)
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        ensemble: int | None = None,
+        compiled: bool = False,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ):
+        super().__init__(in_features, out_features, ensemble=ensemble, compiled=compiled, device=device, dtype=dtype)
+        self.add = NAU(in_features, out_features, ensemble=ensemble, **self._factory_kwargs)
+        self.mul = NMU(in_features, out_features, ensemble=ensemble, compiled=compiled, **self._factory_kwargs)
         self.gate = self.make_parameter(out_features, in_features)
         self.reset_parameters()
 

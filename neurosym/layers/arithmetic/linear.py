@@ -19,8 +19,17 @@ class EnsembleLinear(ArithmeticUnit):
     near the float limit can overflow; unlike it, it computes in float32 under autocast, as all units do.
     """
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, *, ensemble: int | None = None):
-        super().__init__(in_features, out_features, ensemble=ensemble, bias=bias)
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        bias: bool = True,
+        *,
+        ensemble: int | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ):
+        super().__init__(in_features, out_features, ensemble=ensemble, bias=bias, device=device, dtype=dtype)
         self.weight = self.make_parameter(out_features, in_features)
         self.bias = self.make_parameter(out_features) if bias else None
         self.reset_parameters()

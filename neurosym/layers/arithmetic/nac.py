@@ -27,8 +27,17 @@ class _TanhSigmoidWeight(ArithmeticUnit):
     """Parameters ``Ŵ, M̂ [(S,) out, in]`` combined into ``W = tanh(Ŵ) ⊙ σ(M̂)``, which is biased towards
     {−1, 0, 1}; initialised so that ``W`` has Glorot variance (:func:`nac_init_`)."""
 
-    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, **options: Any) -> None:
-        super().__init__(in_features, out_features, ensemble=ensemble, **options)
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        ensemble: int | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+        **options: Any,
+    ) -> None:
+        super().__init__(in_features, out_features, ensemble=ensemble, device=device, dtype=dtype, **options)
         self.weight_hat = self.make_parameter(out_features, in_features)
         self.gate_hat = self.make_parameter(out_features, in_features)
         self.reset_parameters()
@@ -65,8 +74,17 @@ class NACMul(_TanhSigmoidWeight):
     capped at ``MAX_LOG_MAGNITUDE`` (outputs ≤ e^50) so outputs and gradients stay finite. No regulariser.
     """
 
-    def __init__(self, in_features: int, out_features: int, *, eps: float = DEFAULT_EPS, ensemble: int | None = None):
-        super().__init__(in_features, out_features, ensemble=ensemble, eps=eps)
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        eps: float = DEFAULT_EPS,
+        ensemble: int | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ):
+        super().__init__(in_features, out_features, ensemble=ensemble, eps=eps, device=device, dtype=dtype)
         self.eps = eps
 
     def compute(self, x: Tensor) -> Tensor:

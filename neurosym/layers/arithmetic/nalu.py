@@ -38,10 +38,15 @@ class NALU(ArithmeticUnit):
         shared_weights: bool = True,
         eps: float = DEFAULT_EPS,
         ensemble: int | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ):
-        super().__init__(in_features, out_features, ensemble=ensemble, shared_weights=shared_weights, eps=eps)
-        self.add = NAC(in_features, out_features, ensemble=ensemble)
-        self.mul = None if shared_weights else NACMul(in_features, out_features, eps=eps, ensemble=ensemble)
+        super().__init__(
+            in_features, out_features, ensemble=ensemble, shared_weights=shared_weights, eps=eps, device=device, dtype=dtype
+        )
+        factory = self._factory_kwargs
+        self.add = NAC(in_features, out_features, ensemble=ensemble, **factory)
+        self.mul = None if shared_weights else NACMul(in_features, out_features, eps=eps, ensemble=ensemble, **factory)
         self.eps = eps
         self.gate = self.make_parameter(out_features, in_features)
         self.reset_parameters()
@@ -87,10 +92,20 @@ class iNALU(ArithmeticUnit):  # lower-case i: the published name
     training-loop policy and is not part of this layer.
     """
 
-    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None):
-        super().__init__(in_features, out_features, ensemble=ensemble)
-        self.add = NAC(in_features, out_features, ensemble=ensemble)
-        self.mul = NACMul(in_features, out_features, ensemble=ensemble)  # holds W_m; its own forward is unused
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        ensemble: int | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ):
+        super().__init__(in_features, out_features, ensemble=ensemble, device=device, dtype=dtype)
+        self.add = NAC(in_features, out_features, ensemble=ensemble, **self._factory_kwargs)
+        self.mul = NACMul(
+            in_features, out_features, ensemble=ensemble, **self._factory_kwargs
+        )  # holds W_m; its own forward is unused
         self.gate = self.make_parameter(out_features)
         self.reset_parameters()
 

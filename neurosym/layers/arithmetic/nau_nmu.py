@@ -21,8 +21,17 @@ class _ClampedWeight(ArithmeticUnit):
 
     LOWER: float
 
-    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, **options: Any):
-        super().__init__(in_features, out_features, ensemble=ensemble, **options)
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        ensemble: int | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+        **options: Any,
+    ):
+        super().__init__(in_features, out_features, ensemble=ensemble, device=device, dtype=dtype, **options)
         self.weight = self.make_parameter(out_features, in_features)
         self.reset_parameters()
 
@@ -79,8 +88,17 @@ class NMU(_ClampedWeight):
 
     LOWER = 0.0
 
-    def __init__(self, in_features: int, out_features: int, *, ensemble: int | None = None, compiled: bool = False):
-        super().__init__(in_features, out_features, ensemble=ensemble, compiled=compiled)
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        ensemble: int | None = None,
+        compiled: bool = False,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ):
+        super().__init__(in_features, out_features, ensemble=ensemble, compiled=compiled, device=device, dtype=dtype)
         self.compiled = compiled
 
     def reset_parameters(self) -> None:

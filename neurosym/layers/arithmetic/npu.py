@@ -19,8 +19,17 @@ class _PowerUnit(ArithmeticUnit):
 
     complex_weights: bool
 
-    def __init__(self, in_features: int, out_features: int, *, eps: float = DEFAULT_EPS, ensemble: int | None = None):
-        super().__init__(in_features, out_features, ensemble=ensemble, eps=eps)
+    def __init__(
+        self,
+        in_features: int,
+        out_features: int,
+        *,
+        eps: float = DEFAULT_EPS,
+        ensemble: int | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ):
+        super().__init__(in_features, out_features, ensemble=ensemble, eps=eps, device=device, dtype=dtype)
         self.eps = eps
         self.real_weight = self.make_parameter(out_features, in_features)
         self.relevance = self.make_parameter(in_features)

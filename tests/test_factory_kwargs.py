@@ -1,0 +1,239 @@
+"""torch's factory keyword arguments ``device=`` and ``dtype=`` on every layer of :mod:`neurosym.layers`: parameters
+and buffers are created where and as asked (on ``meta``: nothing allocated), a float32 build draws the very values of
+a default one, and a float64 layer computes in float64."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+from deferred_init import materialised, reset_every_module
+from torch import nn
+
+from neurosym import layers
+from neurosym.layers import (
+    NAC,
+    NALU,
+    NAU,
+    NMU,
+    NPU,
+    AdditiveAttention,
+    ArithmeticUnit,
+    EnsembleLinear,
+    GatedNAUNMU,
+    MixerBlock,
+    MultiheadAttention,
+    NACMul,
+    RealNPU,
+    RelativeMultiheadAttention,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+    UniversalTransformer,
+    iNALU,
+    make_attention,
+)
+
+
+def _sequence(dtype: torch.dtype, length: int = 5, dim: int = 8) -> torch.Tensor:
+    return torch.randn(2, length, dim, dtype=dtype)
+
+
+def _unit_input(dtype: torch.dtype) -> torch.Tensor:
+    return torch.rand(4, 3, dtype=dtype) + 0.5
+
+
+@dataclass(frozen=True)
+class Case:
+    """``build(**factory)`` with small valid sizes, and ``run(module, dtype)``: one forward on an input of ``dtype``."""
+
+    build: Callable[..., nn.Module]
+    run: Callable[[Any, torch.dtype], torch.Tensor]
+
+
+def _unit(cls: type[ArithmeticUnit], **options: Any) -> Case:
+    return Case(lambda **factory: cls(3, 2, **options, **factory), lambda unit, dtype: unit(_unit_input(dtype)))
+
+
+def _additive(module: AdditiveAttention, dtype: torch.dtype) -> torch.Tensor:
+    keys = _sequence(dtype)
+    return module(torch.randn(2, 6, dtype=dtype), keys, module.project_keys(keys))[0]
+
+
+def _self_attending(module: nn.Module, dtype: torch.dtype) -> torch.Tensor:
+    return module(_sequence(dtype))
+
+
+def _decoding(module: nn.Module, dtype: torch.dtype) -> torch.Tensor:
+    return module(_sequence(dtype), _sequence(dtype, length=4))
+
+
+CASES: dict[str, Case] = {
+    "NAC": _unit(NAC),
+    "NACMul": _unit(NACMul),
+    "NALU": _unit(NALU),
+    "NALU separate weights": _unit(NALU, shared_weights=False),
+    "iNALU": _unit(iNALU),
+    "NAU": _unit(NAU),
+    "NMU": _unit(NMU),
+    "NMU ensemble": Case(lambda **f: NMU(3, 2, ensemble=2, **f), lambda unit, dtype: unit(_unit_input(dtype).expand(2, 4, 3))),
+    "GatedNAUNMU": _unit(GatedNAUNMU),
+    "NPU": _unit(NPU),
+    "RealNPU": _unit(RealNPU),
+    "EnsembleLinear": _unit(EnsembleLinear),
+    "EnsembleLinear no bias": _unit(EnsembleLinear, bias=False),
+    "MultiheadAttention": Case(lambda **f: MultiheadAttention(8, 2, **f), _self_attending),
+    "xl attention": Case(lambda **f: RelativeMultiheadAttention(8, 2, relative="xl", **f), _self_attending),
+    "clipped xl attention": Case(
+        lambda **f: RelativeMultiheadAttention(8, 2, relative="xl_clipped", max_rel_pos=3, **f), _self_attending
+    ),
+    "shaw attention": Case(lambda **f: RelativeMultiheadAttention(8, 2, relative="shaw", max_rel_pos=3, **f), _self_attending),
+    "make_attention": Case(lambda **f: make_attention("shaw", 8, 2, max_rel_pos=3, **f), _self_attending),
+    "AdditiveAttention": Case(lambda **f: AdditiveAttention(6, 8, 4, **f), _additive),
+    "MixerBlock": Case(lambda **f: MixerBlock(5, 8, 4, 6, **f), _self_attending),
+    "TransformerEncoderLayer": Case(lambda **f: TransformerEncoderLayer(8, 2, 16, attention="xl", **f), _self_attending),
+    "TransformerDecoderLayer": Case(lambda **f: TransformerDecoderLayer(8, 2, 16, attention="shaw", **f), _decoding),
+    "TransformerEncoder": Case(lambda **f: TransformerEncoder(8, 2, 2, 16, **f), _self_attending),
+    "TransformerDecoder": Case(lambda **f: TransformerDecoder(8, 2, 2, 16, pre_norm=False, **f), _decoding),
+    "UniversalTransformer": Case(
+        lambda **f: UniversalTransformer(TransformerEncoderLayer(8, 2, 16, **f), 2, act=True, **f),
+        lambda module, dtype: module(_sequence(dtype)).hidden,
+    ),
+}
+
+WITHOUT_FACTORY_KWARGS = {
+    "ArithmeticUnit": "abstract: every concrete unit is in CASES",
+    "SinusoidalPositionalEncoding": "creates no parameter or buffer (its signal is computed in the input's dtype), "
+    "as torch's parameter-free layers (nn.ReLU, nn.Dropout) it takes no factory keywords",
+}
+
+
+def _tensors(module: nn.Module) -> dict[str, torch.Tensor]:
+    return {**dict(module.named_parameters()), **dict(module.named_buffers())}
+
+
+def test_every_layer_is_covered() -> None:
+    """Every ``nn.Module`` class of ``neurosym.layers.__all__`` is built by a case (or is listed with the reason it is
+    not), so a new layer cannot be left without the factory keywords unnoticed."""
+    modules = {
+        name
+        for name in layers.__all__
+        if isinstance(getattr(layers, name), type) and issubclass(getattr(layers, name), nn.Module)
+    }
+    covered = {type(case.build()).__name__ for case in CASES.values()}
+    assert modules - covered == set(WITHOUT_FACTORY_KWARGS)
+    sinusoid = layers.SinusoidalPositionalEncoding(8)
+    assert not _tensors(sinusoid)
+    assert sinusoid(_sequence(torch.float64)).dtype == torch.float64
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_meta_device_and_dtype_reach_every_parameter_and_buffer(name: str) -> None:
+    """Built with ``device="meta", dtype=torch.float64`` every parameter and buffer is a float64 meta tensor (nothing
+    allocated; torch's default device and dtype, the CPU and float32, are not used on the way)."""
+    module = CASES[name].build(device="meta", dtype=torch.float64)
+    tensors = _tensors(module)
+    assert tensors
+    assert {(tensor.device.type, tensor.dtype) for tensor in tensors.values()} == {("meta", torch.float64)}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_float32_build_draws_the_default_builds_values(name: str) -> None:
+    """``device="cpu", dtype=torch.float32`` from the same seed gives bit for bit the parameters of the default build
+    (the one layers had before they took the keywords), and leaves the random state where the default build does."""
+    torch.manual_seed(3)
+    default = CASES[name].build()
+    after_default = torch.rand(4)
+    torch.manual_seed(3)
+    explicit = CASES[name].build(device=torch.device("cpu"), dtype=torch.float32)
+    torch.testing.assert_close(_tensors(explicit), _tensors(default), rtol=0.0, atol=0.0)
+    assert torch.equal(torch.rand(4), after_default)
+
+
+def test_torch_draws_a_float64_linear_in_float64() -> None:
+    """What holds for ``nn.Linear`` itself: with ``dtype=torch.float64`` its parameters are drawn in float64, from
+    other random numbers than float32's, so they are not those of ``nn.Linear(...).double()`` from the same seed (nor
+    float32 values): what the layers here do too (the next test)."""
+    torch.manual_seed(3)
+    converted = nn.Linear(5, 4).double()
+    torch.manual_seed(3)
+    built = nn.Linear(5, 4, dtype=torch.float64)
+    assert not torch.equal(built.weight, converted.weight)
+    assert not torch.equal(built.weight.float().double(), built.weight)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_float64_parameters_are_drawn_in_float64(name: str) -> None:
+    """With ``dtype=torch.float64`` every randomly drawn parameter holds values no float32 holds: drawn in float64
+    (as ``nn.Linear`` draws them), not drawn in float32 and converted."""
+    torch.manual_seed(3)
+    for parameter_name, parameter in CASES[name].build(dtype=torch.float64).named_parameters():
+        if parameter.unique().numel() > 1:  # (not a constant start such as a zero bias)
+            assert not torch.equal(parameter.float().double(), parameter), parameter_name
+
+
+def test_float64_attention_draws_what_torchs_linear_layers_draw() -> None:
+    """The projections of a float64 ``MultiheadAttention`` are the ``nn.Linear(..., dtype=torch.float64)`` layers torch
+    draws from the same seed, in the order they are built."""
+    torch.manual_seed(3)
+    attention = MultiheadAttention(8, 2, dtype=torch.float64)
+    torch.manual_seed(3)
+    projections = [nn.Linear(8, width, dtype=torch.float64) for width in (8, 16, 8)]
+    built = [attention.query_proj, attention.key_value_proj, attention.out_proj]
+    for mine, torchs in zip(built, projections, strict=True):
+        torch.testing.assert_close(mine.state_dict(), torchs.state_dict(), rtol=0.0, atol=0.0)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_float64_layer_computes_in_float64(name: str) -> None:
+    case = CASES[name]
+    assert case.run(case.build(dtype=torch.float64), torch.float64).dtype == torch.float64
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_a_meta_build_materialises_into_the_cpu_build(name: str) -> None:
+    """``device="meta"``, then ``to_empty(device="cpu")`` and every module's ``reset_parameters`` (deferred
+    initialisation), gives the parameters of a CPU build reset from the same seed, none left as the empty memory's
+    NaN; in float64 too."""
+    for dtype in (torch.float32, torch.float64):
+        built = CASES[name].build(dtype=dtype)
+        reset_every_module(built, seed=7)
+        deferred = materialised(CASES[name].build(device="meta", dtype=dtype), seed=7)
+        torch.testing.assert_close(_tensors(deferred), _tensors(built), rtol=0.0, atol=0.0)
+
+
+@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.complex64, "float64"], ids=str)
+def test_a_dtype_that_is_no_floating_point_torch_dtype_is_refused(name: str, dtype: object) -> None:
+    with pytest.raises(ValueError, match=r"dtype must be a floating-point torch.dtype .*, got"):
+        CASES[name].build(dtype=dtype)
+
+
+UNITS = [name for name, case in CASES.items() if isinstance(case.build(device="meta"), ArithmeticUnit)]
+
+
+@pytest.mark.parametrize("name", UNITS)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_half_precision_unit_is_refused_at_construction_as_at_forward(name: str, dtype: torch.dtype) -> None:
+    """An arithmetic unit built in bfloat16 or float16 raises at construction the error a unit converted to it raises
+    at its first forward."""
+    converted = CASES[name].build().to(dtype)
+    with pytest.raises(ValueError) as at_forward:
+        CASES[name].run(converted, dtype)
+    with pytest.raises(ValueError) as at_construction:
+        CASES[name].build(dtype=dtype)
+    assert str(at_construction.value) == str(at_forward.value)
+    assert "compute in float32 or float64" in str(at_construction.value)
+
+
+def test_a_unit_refuses_half_precision_under_a_half_precision_default_dtype() -> None:
+    """``dtype=None`` means torch's default dtype: a bfloat16 default is refused at construction too."""
+    default = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with pytest.raises(ValueError, match="compute in float32 or float64, its parameters are torch.bfloat16"):
+            NMU(3, 2)
+    finally:
+        torch.set_default_dtype(default)
