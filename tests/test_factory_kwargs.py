@@ -1,6 +1,7 @@
-"""torch's factory keyword arguments ``device=`` and ``dtype=`` on every layer of :mod:`neurosym.layers`: parameters
-and buffers are created where and as asked (on ``meta``: nothing allocated), a float32 build draws the very values of
-a default one, and a float64 layer computes in float64."""
+"""torch's factory keyword arguments ``device=`` and ``dtype=`` on every layer of :mod:`neurosym.layers` and the
+reference models of :mod:`neurosym.models` built from them: parameters and buffers are created where and as asked (on
+``meta``: nothing allocated), a float32 build draws the very values of a default one, and a float64 layer computes in
+float64."""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,10 @@ from neurosym.layers import (
     iNALU,
     make_attention,
 )
+from neurosym.models import ImageWindowFrontEnd, RNNSeq2Seq, TokenFrontEnd, TransformerSeq2Seq, build_seq2seq
+from neurosym.models.arithmetic import TwoLayerArithmetic
+from neurosym.models.pvr import EmbeddingMLP, MixerClassifier, TransformerClassifier, build_vector_model
+from neurosym.models.seq2seq.front_ends import BoundaryMarkers
 
 
 def _sequence(dtype: torch.dtype, length: int = 5, dim: int = 8) -> torch.Tensor:
@@ -110,6 +115,64 @@ WITHOUT_FACTORY_KWARGS = {
 }
 
 
+def _ids(vocab: int, *shape: int) -> torch.Tensor:
+    return torch.randint(vocab, shape)
+
+
+def _no_padding(length: int = 5) -> torch.Tensor:
+    return torch.zeros(2, length, dtype=torch.bool)
+
+
+def _front_end(module: nn.Module, dtype: torch.dtype) -> torch.Tensor:
+    return module(_ids(7, 2, 5), _no_padding())
+
+
+def _seq2seq(module: nn.Module, dtype: torch.dtype) -> torch.Tensor:
+    return module(_ids(7, 2, 5), _no_padding(), _ids(6, 2, 4))
+
+
+def _digits(module: nn.Module, dtype: torch.dtype) -> torch.Tensor:
+    return module(_ids(10, 2, 4))
+
+
+def _windows(module: nn.Module, dtype: torch.dtype) -> torch.Tensor:
+    return module(torch.rand(2, 5, 1, 4, 4), _no_padding())
+
+
+MODEL_CASES: dict[str, Case] = {
+    "TwoLayerArithmetic NMU": Case(lambda **f: TwoLayerArithmetic("NMU", 100, in_features=3, **f), CASES["NAU"].run),
+    "TwoLayerArithmetic NALU ensemble": Case(
+        lambda **f: TwoLayerArithmetic("NALU", 100, in_features=3, ensemble=2, **f), CASES["NMU ensemble"].run
+    ),
+    "EmbeddingMLP": Case(lambda **f: EmbeddingMLP(4, embed_dim=4, widths=(8, 6), **f), _digits),
+    "TransformerClassifier": Case(lambda **f: TransformerClassifier(4, dim=8, depth=1, heads=2, ff_dim=16, **f), _digits),
+    "MixerClassifier": Case(lambda **f: MixerClassifier(4, dim=8, depth=1, token_hidden=8, channel_hidden=8, **f), _digits),
+    "build_vector_model": Case(lambda **f: build_vector_model("transformer", 4, scale=0.02, **f), _digits),
+    "TokenFrontEnd": Case(lambda **f: TokenFrontEnd(7, 8, **f), _front_end),
+    "BoundaryMarkers": Case(lambda **f: BoundaryMarkers(TokenFrontEnd(7, 8, **f), **f), _front_end),
+    "ImageWindowFrontEnd": Case(lambda **f: ImageWindowFrontEnd(nn.Flatten(), 16, 8, **f), _windows),  # (any CNN)
+    "RNNSeq2Seq": Case(
+        lambda **f: RNNSeq2Seq(TokenFrontEnd(7, 8, **f), 6, hidden=8, encoder_layers=2, attention=True, **f), _seq2seq
+    ),
+    "TransformerSeq2Seq": Case(
+        lambda **f: TransformerSeq2Seq(
+            TokenFrontEnd(7, 8, **f), 6, dim=12, heads=2, encoder_layers=2, attention="xl", universal=True, **f
+        ),
+        _seq2seq,
+    ),
+    "build_seq2seq lstm": Case(
+        lambda **f: build_seq2seq("lstm", TokenFrontEnd(7, 8, **f), 6, hidden=8, encoder_layers=1, **f), _seq2seq
+    ),
+    "build_seq2seq transformer": Case(
+        lambda **f: build_seq2seq("transformer", TokenFrontEnd(7, 8, **f), 6, heads=2, encoder_layers=1, **f), _seq2seq
+    ),
+}
+"""The reference models that are built from the layers (the visual PVR models and the image front ends' CNNs, from
+:mod:`neurosym.perception`, take no factory keywords)."""
+
+ALL_CASES = {**CASES, **MODEL_CASES}
+
+
 def _tensors(module: nn.Module) -> dict[str, torch.Tensor]:
     return {**dict(module.named_parameters()), **dict(module.named_buffers())}
 
@@ -129,25 +192,25 @@ def test_every_layer_is_covered() -> None:
     assert sinusoid(_sequence(torch.float64)).dtype == torch.float64
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", ALL_CASES)
 def test_meta_device_and_dtype_reach_every_parameter_and_buffer(name: str) -> None:
     """Built with ``device="meta", dtype=torch.float64`` every parameter and buffer is a float64 meta tensor (nothing
     allocated; torch's default device and dtype, the CPU and float32, are not used on the way)."""
-    module = CASES[name].build(device="meta", dtype=torch.float64)
+    module = ALL_CASES[name].build(device="meta", dtype=torch.float64)
     tensors = _tensors(module)
     assert tensors
     assert {(tensor.device.type, tensor.dtype) for tensor in tensors.values()} == {("meta", torch.float64)}
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", ALL_CASES)
 def test_float32_build_draws_the_default_builds_values(name: str) -> None:
     """``device="cpu", dtype=torch.float32`` from the same seed gives bit for bit the parameters of the default build
     (the one layers had before they took the keywords), and leaves the random state where the default build does."""
     torch.manual_seed(3)
-    default = CASES[name].build()
+    default = ALL_CASES[name].build()
     after_default = torch.rand(4)
     torch.manual_seed(3)
-    explicit = CASES[name].build(device=torch.device("cpu"), dtype=torch.float32)
+    explicit = ALL_CASES[name].build(device=torch.device("cpu"), dtype=torch.float32)
     torch.testing.assert_close(_tensors(explicit), _tensors(default), rtol=0.0, atol=0.0)
     assert torch.equal(torch.rand(4), after_default)
 
@@ -164,12 +227,12 @@ def test_torch_draws_a_float64_linear_in_float64() -> None:
     assert not torch.equal(built.weight.float().double(), built.weight)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", ALL_CASES)
 def test_float64_parameters_are_drawn_in_float64(name: str) -> None:
     """With ``dtype=torch.float64`` every randomly drawn parameter holds values no float32 holds: drawn in float64
     (as ``nn.Linear`` draws them), not drawn in float32 and converted."""
     torch.manual_seed(3)
-    for parameter_name, parameter in CASES[name].build(dtype=torch.float64).named_parameters():
+    for parameter_name, parameter in ALL_CASES[name].build(dtype=torch.float64).named_parameters():
         if parameter.unique().numel() > 1:  # (not a constant start such as a zero bias)
             assert not torch.equal(parameter.float().double(), parameter), parameter_name
 
@@ -186,29 +249,29 @@ def test_float64_attention_draws_what_torchs_linear_layers_draw() -> None:
         torch.testing.assert_close(mine.state_dict(), torchs.state_dict(), rtol=0.0, atol=0.0)
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_a_float64_layer_computes_in_float64(name: str) -> None:
-    case = CASES[name]
+@pytest.mark.parametrize("name", ALL_CASES)
+def test_a_float64_layer_or_model_computes_in_float64(name: str) -> None:
+    case = ALL_CASES[name]
     assert case.run(case.build(dtype=torch.float64), torch.float64).dtype == torch.float64
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", ALL_CASES)
 def test_a_meta_build_materialises_into_the_cpu_build(name: str) -> None:
     """``device="meta"``, then ``to_empty(device="cpu")`` and every module's ``reset_parameters`` (deferred
     initialisation), gives the parameters of a CPU build reset from the same seed, none left as the empty memory's
     NaN; in float64 too."""
     for dtype in (torch.float32, torch.float64):
-        built = CASES[name].build(dtype=dtype)
+        built = ALL_CASES[name].build(dtype=dtype)
         reset_every_module(built, seed=7)
-        deferred = materialised(CASES[name].build(device="meta", dtype=dtype), seed=7)
+        deferred = materialised(ALL_CASES[name].build(device="meta", dtype=dtype), seed=7)
         torch.testing.assert_close(_tensors(deferred), _tensors(built), rtol=0.0, atol=0.0)
 
 
-@pytest.mark.parametrize("name", CASES)
+@pytest.mark.parametrize("name", ALL_CASES)
 @pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.complex64, "float64"], ids=str)
 def test_a_dtype_that_is_no_floating_point_torch_dtype_is_refused(name: str, dtype: object) -> None:
     with pytest.raises(ValueError, match=r"dtype must be a floating-point torch.dtype .*, got"):
-        CASES[name].build(dtype=dtype)
+        ALL_CASES[name].build(dtype=dtype)
 
 
 UNITS = [name for name, case in CASES.items() if isinstance(case.build(device="meta"), ArithmeticUnit)]
@@ -219,11 +282,11 @@ UNITS = [name for name, case in CASES.items() if isinstance(case.build(device="m
 def test_a_half_precision_unit_is_refused_at_construction_as_at_forward(name: str, dtype: torch.dtype) -> None:
     """An arithmetic unit built in bfloat16 or float16 raises at construction the error a unit converted to it raises
     at its first forward."""
-    converted = CASES[name].build().to(dtype)
+    converted = ALL_CASES[name].build().to(dtype)
     with pytest.raises(ValueError) as at_forward:
-        CASES[name].run(converted, dtype)
+        ALL_CASES[name].run(converted, dtype)
     with pytest.raises(ValueError) as at_construction:
-        CASES[name].build(dtype=dtype)
+        ALL_CASES[name].build(dtype=dtype)
     assert str(at_construction.value) == str(at_forward.value)
     assert "compute in float32 or float64" in str(at_construction.value)
 

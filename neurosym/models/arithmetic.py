@@ -20,14 +20,16 @@ from neurosym.layers import (
     NACMul,
     RegularizerWarmup,
 )
+from neurosym.layers.factory import FactoryKwargs, factory_kwargs
 from neurosym.training.checks import int_at_least
 
-UnitFactory = Callable[[int, int, int | None], ArithmeticUnit]
+UnitFactory = Callable[[int, int, int | None, FactoryKwargs], ArithmeticUnit]
+"""``(in_features, out_features, ensemble, factory) -> unit``: ``factory``, torch's factory keyword arguments."""
 
 
-def _linear(in_features: int, out_features: int, ensemble: int | None) -> ArithmeticUnit:
+def _linear(in_features: int, out_features: int, ensemble: int | None, factory: FactoryKwargs) -> ArithmeticUnit:
     """The paper's Linear layer as its reference code builds it: a bias, Xavier-uniform weights, a zero bias."""
-    layer = EnsembleLinear(in_features, out_features, bias=True, ensemble=ensemble)
+    layer = EnsembleLinear(in_features, out_features, bias=True, ensemble=ensemble, **factory)
     bound = math.sqrt(6.0 / (in_features + out_features))
     with torch.no_grad():
         layer.weight.uniform_(-bound, bound)
@@ -37,7 +39,7 @@ def _linear(in_features: int, out_features: int, ensemble: int | None) -> Arithm
 
 
 def _unit(cls: type[ArithmeticUnit]) -> UnitFactory:
-    return lambda in_features, out_features, ensemble: cls(in_features, out_features, ensemble=ensemble)
+    return lambda in_features, out_features, ensemble, factory: cls(in_features, out_features, ensemble=ensemble, **factory)
 
 
 MODEL_LAYERS: dict[str, tuple[UnitFactory, UnitFactory]] = {
@@ -84,16 +86,28 @@ class TwoLayerArithmetic(nn.Module):
     With ``ensemble=S`` every member is an independent model (its own parameters, regulariser and
     sparsity error). ``steps`` is the budget the model's regulariser warm-up is scaled to:
     :data:`PAPER_ITERATIONS` keeps it at its published iterations, a shorter budget compresses it.
+    ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`) of both units.
     """
 
-    def __init__(self, name: str, steps: int, in_features: int = 100, hidden: int = 2, ensemble: int | None = None):
+    def __init__(
+        self,
+        name: str,
+        steps: int,
+        in_features: int = 100,
+        hidden: int = 2,
+        ensemble: int | None = None,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ):
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         if name not in MODEL_LAYERS:
             raise ValueError(f"unknown model {name!r}: choose from {', '.join(MODEL_LAYERS)}")
         steps = int_at_least(steps, "steps", 1)  # (a float budget scaled the warm-up to a fraction of a step)
         first, second = MODEL_LAYERS[name]
         self.name = name
-        self.layers = nn.ModuleList([first(in_features, hidden, ensemble), second(hidden, 1, ensemble)])
+        self.layers = nn.ModuleList([first(in_features, hidden, ensemble, factory), second(hidden, 1, ensemble, factory)])
         self.schedule = scaled_schedule(name, steps)
 
     @property

@@ -15,6 +15,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers import TransformerEncoder
+from neurosym.layers.factory import FactoryKwargs, factory_kwargs
 from neurosym.layers.mixer import MixerBlock
 from neurosym.layers.shape_checks import check_sizes, check_tensor
 from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_token_ids
@@ -41,7 +42,7 @@ def _check_tokens(digits: torch.Tensor, length: int, vocab: int) -> None:
 
 class EmbeddingMLP(nn.Module):
     """Embed each digit (``embed_dim``), concatenate, then ``Linear -> ReLU`` for each of ``widths``
-    and a linear classifier. ``forward(digits [B, L]) -> logits [B, num_classes]``."""
+    and a linear classifier. ``forward(digits [B, L]) -> logits [B, num_classes]``. ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`)."""
 
     def __init__(
         self,
@@ -50,21 +51,25 @@ class EmbeddingMLP(nn.Module):
         num_classes: int = 10,
         embed_dim: int = 64,
         widths: Sequence[int] = MLP_WIDTHS,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         # an embed_dim or a width of 0 built a model whose output ignored its input; 2.5 failed in torch.empty()
         self.length, self.vocab, num_classes, embed_dim = check_sizes(
             length=length, vocab=vocab, num_classes=num_classes, embed_dim=embed_dim
         )
         widths = check_sizes(**{f"widths[{index}]": width for index, width in enumerate(widths)})
-        self.embedding = nn.Embedding(self.vocab, embed_dim)
+        self.embedding = nn.Embedding(self.vocab, embed_dim, **factory)
         layers: list[nn.Module] = []
         previous = self.length * embed_dim
         for width in widths:
-            layers += [nn.Linear(previous, width), nn.ReLU()]
+            layers += [nn.Linear(previous, width, **factory), nn.ReLU()]
             previous = width
         self.body = nn.Sequential(*layers)
-        self.classifier = nn.Linear(previous, num_classes)
+        self.classifier = nn.Linear(previous, num_classes, **factory)
 
     def forward(self, digits: torch.Tensor) -> torch.Tensor:
         _check_tokens(digits, self.length, self.vocab)
@@ -78,17 +83,18 @@ def _small_normal_(parameter: nn.Parameter) -> None:
 
 
 class _ClassTokenModel(nn.Module):
-    """Shared front end: digit embedding, a learned class token prepended at position 0."""
+    """Shared front end: digit embedding, a learned class token prepended at position 0; ``factory``: torch's factory
+    keyword arguments of every parameter and layer."""
 
-    def __init__(self, length: int, vocab: int, dim: int, num_classes: int) -> None:
+    def __init__(self, length: int, vocab: int, dim: int, num_classes: int, factory: FactoryKwargs) -> None:
         super().__init__()
         self.length, self.vocab, num_classes, dim = check_sizes(
             length=length, vocab=vocab, num_classes=num_classes, dim=dim
         )  # (a dim of 2.5 failed in torch.empty())
-        self.embedding = nn.Embedding(self.vocab, dim)
-        self.class_token = nn.Parameter(torch.empty(dim))
+        self.embedding = nn.Embedding(self.vocab, dim, **factory)
+        self.class_token = nn.Parameter(torch.empty(dim, **factory))
         _small_normal_(self.class_token)
-        self.classifier = nn.Linear(dim, num_classes)
+        self.classifier = nn.Linear(dim, num_classes, **factory)
 
     def reset_parameters(self) -> None:
         """The class token drawn from N(0, 0.02²) again (the embedding and the layers reset their own parameters)."""
@@ -105,7 +111,7 @@ class _ClassTokenModel(nn.Module):
 class TransformerClassifier(_ClassTokenModel):
     """Transformer encoder (pre-norm, :class:`neurosym.layers.TransformerEncoder`) over the class token and
     the embedded digits plus learned positions; the class token's output is classified.
-    ``forward(digits [B, L]) -> logits [B, num_classes]``."""
+    ``forward(digits [B, L]) -> logits [B, num_classes]``. ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`)."""
 
     def __init__(
         self,
@@ -117,11 +123,15 @@ class TransformerClassifier(_ClassTokenModel):
         heads: int = 4,
         ff_dim: int = 1024,
         dropout: float = 0.0,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(length, vocab, dim, num_classes)
-        self.positions = nn.Parameter(torch.empty(self.length + 1, dim))
+        factory = factory_kwargs(device, dtype, type(self).__name__)
+        super().__init__(length, vocab, dim, num_classes, factory)
+        self.positions = nn.Parameter(torch.empty(self.length + 1, dim, **factory))
         _small_normal_(self.positions)
-        self.encoder = TransformerEncoder(dim, depth, heads, ff_dim, dropout, attention="vanilla", pre_norm=True)
+        self.encoder = TransformerEncoder(dim, depth, heads, ff_dim, dropout, attention="vanilla", pre_norm=True, **factory)
 
     def reset_parameters(self) -> None:
         """The class token and the learned positions drawn from N(0, 0.02²) again."""
@@ -134,7 +144,7 @@ class TransformerClassifier(_ClassTokenModel):
 
 class MixerClassifier(_ClassTokenModel):
     """MLP-Mixer over the class token and the embedded digits (token order carries position), a final
-    LayerNorm, and a linear classifier on the class token. ``forward(digits [B, L]) -> [B, num_classes]``."""
+    LayerNorm, and a linear classifier on the class token. ``forward(digits [B, L]) -> [B, num_classes]``. ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`)."""
 
     def __init__(
         self,
@@ -146,13 +156,17 @@ class MixerClassifier(_ClassTokenModel):
         token_hidden: int = 768,
         channel_hidden: int = 2048,
         dropout: float = 0.0,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
-        super().__init__(length, vocab, dim, num_classes)
+        factory = factory_kwargs(device, dtype, type(self).__name__)
+        super().__init__(length, vocab, dim, num_classes, factory)
         (depth,) = check_sizes(depth=depth)  # a depth of 0 built a mixer of no block
         self.blocks = nn.Sequential(
-            *(MixerBlock(self.length + 1, dim, token_hidden, channel_hidden, dropout) for _ in range(depth))
+            *(MixerBlock(self.length + 1, dim, token_hidden, channel_hidden, dropout, **factory) for _ in range(depth))
         )
-        self.norm = nn.LayerNorm(dim)
+        self.norm = nn.LayerNorm(dim, **factory)
 
     def forward(self, digits: torch.Tensor) -> torch.Tensor:
         return self.classifier(self.norm(self.blocks(self.tokens(digits)))[:, 0])
@@ -162,20 +176,29 @@ VECTOR_MODELS = ("mlp", "mlp2x", "transformer", "mixer")
 VISUAL_MODELS = ("resnet18", "vgg11bn", "small_cnn")
 
 
-def build_vector_model(name: str, length: int = 11, num_classes: int = 10, scale: float = 1.0) -> nn.Module:
+def build_vector_model(
+    name: str,
+    length: int = 11,
+    num_classes: int = 10,
+    scale: float = 1.0,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> nn.Module:
     """One of :data:`VECTOR_MODELS` with the paper's sizes times ``scale``, for a PVR task of ``num_classes`` digit
     classes ``K``: it reads digits ``[B, length]`` in ``0..K-1`` and returns logits ``[B, K]`` (a PVR label is a digit).
     ``ValueError`` names a ``length`` or ``num_classes`` that is no int of at least 1 (numpy's are taken) and a
-    ``scale`` that is no finite number above 0."""
+    ``scale`` that is no finite number above 0. ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`), passed to the model."""
+    factory = factory_kwargs(device, dtype, "build_vector_model")
     scale = positive_number(scale, "scale")  # (length is checked by the models)
     (num_classes,) = check_sizes(num_classes=num_classes)  # (also the vocabulary: named as such, not as vocab)
     if name in ("mlp", "mlp2x"):
         factor = 2 if name == "mlp2x" else 1
         widths = [_scaled(w * factor, scale) for w in MLP_WIDTHS]
-        return EmbeddingMLP(length, num_classes, num_classes, _scaled(64, scale), widths)
+        return EmbeddingMLP(length, num_classes, num_classes, _scaled(64, scale), widths, **factory)
     if name == "transformer":  # the width stays a multiple of the 4 heads
         dim = 4 * _scaled(128, scale)
-        return TransformerClassifier(length, num_classes, num_classes, dim=dim, heads=4, ff_dim=_scaled(1024, scale))
+        return TransformerClassifier(length, num_classes, num_classes, dim=dim, heads=4, ff_dim=_scaled(1024, scale), **factory)
     if name == "mixer":
         return MixerClassifier(
             length,
@@ -184,6 +207,7 @@ def build_vector_model(name: str, length: int = 11, num_classes: int = 10, scale
             dim=_scaled(512, scale),
             token_hidden=_scaled(768, scale),
             channel_hidden=_scaled(2048, scale),
+            **factory,
         )
     raise ValueError(f"unknown vector model {name!r}: choose from {VECTOR_MODELS}")
 

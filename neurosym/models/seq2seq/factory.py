@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Literal
 
+import torch
 from torch import nn
 
 from neurosym.models.seq2seq.base import Seq2Seq
@@ -90,6 +91,8 @@ def build_seq2seq(
     attention_bias: bool = True,
     embedding_dropout: bool = True,
     init: Literal["torch", "release"] = "torch",
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
 ) -> Seq2Seq:
     """One of :data:`MODEL_NAMES` over ``front_end`` (whose ``dim`` attribute is the embedding size).
 
@@ -104,6 +107,7 @@ def build_seq2seq(
     ``embedding_dropout`` and ``init`` configure the Transformers (see :class:`TransformerSeq2Seq`). An option that
     the model ``name`` does not read (:data:`MODEL_OPTIONS`: ``relative`` the relative Transformers, ``step_embedding``
     ``transformer_rel_uni``) raises ``ValueError`` unless left at its default, as does a size that is no int.
+    ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`), passed to the model (the ``front_end`` is built by the caller).
     """
     if name not in MODEL_NAMES:
         raise ValueError(f"unknown model {name!r}: use one of {', '.join(MODEL_NAMES)}")
@@ -132,6 +136,8 @@ def build_seq2seq(
             dropout=dropout,
             attention=name.endswith("_att"),
             bidirectional=bidirectional,
+            device=device,
+            dtype=dtype,
         )
     return TransformerSeq2Seq(
         front_end,
@@ -149,6 +155,8 @@ def build_seq2seq(
         attention_bias=attention_bias,
         embedding_dropout=embedding_dropout,
         init=init,
+        device=device,
+        dtype=dtype,
     )
 
 

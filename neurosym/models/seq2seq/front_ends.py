@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.shape_checks import check_sizes, check_tensor
 from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_intensities, check_token_ids, values_are_readable
 from neurosym.models.seq2seq.base import check_source_mask
@@ -14,14 +15,18 @@ from neurosym.training.checks import int_at_least
 
 class TokenFrontEnd(nn.Module):
     """Token ids ``[B, S]`` (int64 or int32, as ``nn.Embedding`` takes them and as the targets may be) -> embeddings
-    ``[B, S, dim]``; other dtypes raise ``ValueError`` naming the dtype, a source that is no tensor ``TypeError``."""
+    ``[B, S, dim]``; other dtypes raise ``ValueError`` naming the dtype, a source that is no tensor ``TypeError``.
+    ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`) of the embedding."""
 
-    def __init__(self, vocab_size: int, dim: int) -> None:
+    def __init__(
+        self, vocab_size: int, dim: int, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         vocab_size, dim = check_sizes(vocab_size=vocab_size, dim=dim)  # 2.5 and True failed in torch.empty()
         self.vocab_size = vocab_size
         self.dim = dim
-        self.embedding = nn.Embedding(vocab_size, dim)
+        self.embedding = nn.Embedding(vocab_size, dim, **factory)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
         check_tensor(src, "src")  # (a list failed on src.dim())
@@ -42,13 +47,23 @@ class ImageWindowFrontEnd(nn.Module):
     Every non-padding window goes through ``encoder`` (any CNN mapping ``[N, C, H, W] -> [N, features]``,
     e.g. :class:`neurosym.perception.cnn.ResNet18` or ``SmallCNN``), then a linear map to ``dim``;
     padding windows get a zero vector and never reach the CNN (nor its batch-norm statistics).
+    ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`) of the linear map (the ``encoder`` is built by the caller).
     """
 
-    def __init__(self, encoder: nn.Module, features: int, dim: int) -> None:
+    def __init__(
+        self,
+        encoder: nn.Module,
+        features: int,
+        dim: int,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         features, dim = check_sizes(features=features, dim=dim)  # dim=0 gave vectors of width 0
         self.encoder = encoder
-        self.proj = nn.Linear(features, dim)
+        self.proj = nn.Linear(features, dim, **factory)
         self.dim = dim
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
@@ -80,15 +95,18 @@ class BoundaryMarkers(nn.Module):
     padding position after every real one): the seq2seq models bring theirs into that form first
     (:func:`~neurosym.models.seq2seq.padding.real_first`); other padding raises ``ValueError`` where values
     are readable (:func:`~neurosym.layers.value_checks.values_are_readable`). Both vectors are initialised
-    N(0, 1), like embedding rows.
+    N(0, 1), like embedding rows. ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`) of the two vectors (the ``front_end`` is built by the caller).
     """
 
-    def __init__(self, front_end: nn.Module) -> None:
+    def __init__(
+        self, front_end: nn.Module, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         self.front_end = front_end
         self.dim = front_end_dim(front_end)
-        self.start = nn.Parameter(torch.empty(self.dim))
-        self.end = nn.Parameter(torch.empty(self.dim))
+        self.start = nn.Parameter(torch.empty(self.dim, **factory))
+        self.end = nn.Parameter(torch.empty(self.dim, **factory))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -15,6 +15,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from neurosym.layers.additive_attention import AdditiveAttention
+from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.shape_checks import check_sizes
 from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
 from neurosym.models.seq2seq.front_ends import front_end_dim, output_mask
@@ -50,6 +51,7 @@ class RNNSeq2Seq(Seq2Seq):
     every position sees the whole source, and the decoder starts from the concatenated final states of
     the top layer's two directions (forward after the last token, backward after the first). Decoder,
     attention and output layer are the same as with the unidirectional encoder of ``hidden`` units.
+    ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`) of every layer the model builds (the ``front_end`` is built by the caller).
     """
 
     def __init__(
@@ -65,8 +67,11 @@ class RNNSeq2Seq(Seq2Seq):
         dropout: float = 0.1,
         attention: bool = False,
         bidirectional: bool = False,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         if cell not in ("gru", "lstm"):
             raise ValueError(f"cell must be 'gru' or 'lstm', got {cell!r}")
         check_flags(attention=attention, bidirectional=bidirectional)
@@ -95,15 +100,21 @@ class RNNSeq2Seq(Seq2Seq):
             batch_first=True,
             dropout=dropout if encoder_layers > 1 else 0.0,
             bidirectional=bidirectional,
+            **factory,
         )
-        self.target_embedding = nn.Embedding(target_vocab, embed_dim)
-        self.attention = AdditiveAttention(hidden, hidden, hidden) if attention else None
+        self.target_embedding = nn.Embedding(target_vocab, embed_dim, **factory)
+        self.attention = AdditiveAttention(hidden, hidden, hidden, **factory) if attention else None
         decoder_input = embed_dim + (hidden if attention else 0)
         self.decoder = recurrent(
-            decoder_input, hidden, decoder_layers, batch_first=True, dropout=dropout if decoder_layers > 1 else 0.0
+            decoder_input,
+            hidden,
+            decoder_layers,
+            batch_first=True,
+            dropout=dropout if decoder_layers > 1 else 0.0,
+            **factory,
         )
         self.dropout = nn.Dropout(dropout)
-        self.output = nn.Linear(hidden * (2 if attention else 1), target_vocab)
+        self.output = nn.Linear(hidden * (2 if attention else 1), target_vocab, **factory)
 
     def _encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> RNNDecoderState:
         src, src_mask = prepared_source(src, src_mask)

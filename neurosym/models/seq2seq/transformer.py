@@ -10,6 +10,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.attention import MultiheadAttention
+from neurosym.layers.factory import FactoryKwargs, factory_kwargs
 from neurosym.layers.positional import SinusoidalPositionalEncoding
 from neurosym.layers.relative_attention import MAX_REL_POS
 from neurosym.layers.transformer import (
@@ -35,9 +36,10 @@ class _LayerOptions(TypedDict):
     attention_bias: bool
 
 
-def _projection(embed_dim: int, dim: int) -> nn.Module:
-    """``[..., embed_dim]`` -> ``[..., dim]``: a linear layer, or the identity when the sizes agree."""
-    return nn.Identity() if embed_dim == dim else nn.Linear(embed_dim, dim)
+def _projection(embed_dim: int, dim: int, factory: FactoryKwargs) -> nn.Module:
+    """``[..., embed_dim]`` -> ``[..., dim]``: a linear layer (created as ``factory`` says), or the identity when the
+    sizes agree."""
+    return nn.Identity() if embed_dim == dim else nn.Linear(embed_dim, dim, **factory)
 
 
 @dataclass
@@ -70,6 +72,7 @@ class TransformerSeq2Seq(Seq2Seq):
     feeds the embeddings to the stacks without dropout, and ``init="release"`` re-initialises the weights
     as the HINT release does (:meth:`release_initialisation_`); the release has all three, with embedding
     dropout only where absolute positions are added. The defaults are PyTorch's.
+    ``device`` and ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`) of every layer the model builds (the ``front_end`` is built by the caller).
     """
 
     def __init__(
@@ -91,8 +94,11 @@ class TransformerSeq2Seq(Seq2Seq):
         attention_bias: bool = True,
         embedding_dropout: bool = True,
         init: Literal["torch", "release"] = "torch",
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         if init not in ("torch", "release"):
             raise ValueError(f"unknown init {init!r}: use 'torch' or 'release'")
         check_flags(
@@ -114,20 +120,20 @@ class TransformerSeq2Seq(Seq2Seq):
         self.front_end = front_end
         self.target_vocab = target_vocab
         self.dim = dim
-        self.source_projection = _projection(embed_dim, dim)
+        self.source_projection = _projection(embed_dim, dim, factory)
         self.positions = SinusoidalPositionalEncoding(dim) if attention == "vanilla" else None
         if universal:
-            layer = TransformerEncoderLayer(dim, heads, ff_dim, dropout, **options)
-            self.encoder: nn.Module = UniversalTransformer(layer, encoder_layers, step_embedding)
-            self.encoder_norm: nn.Module = nn.LayerNorm(dim) if pre_norm else nn.Identity()
+            layer = TransformerEncoderLayer(dim, heads, ff_dim, dropout, **options, **factory)
+            self.encoder: nn.Module = UniversalTransformer(layer, encoder_layers, step_embedding, **factory)
+            self.encoder_norm: nn.Module = nn.LayerNorm(dim, **factory) if pre_norm else nn.Identity()
         else:
-            self.encoder = TransformerEncoder(dim, encoder_layers, heads, ff_dim, dropout, **options)
+            self.encoder = TransformerEncoder(dim, encoder_layers, heads, ff_dim, dropout, **options, **factory)
             self.encoder_norm = nn.Identity()
-        self.decoder = TransformerDecoder(dim, decoder_layers, heads, ff_dim, dropout, **options)
-        self.target_embedding = nn.Embedding(target_vocab, embed_dim)
-        self.target_projection = _projection(embed_dim, dim)
+        self.decoder = TransformerDecoder(dim, decoder_layers, heads, ff_dim, dropout, **options, **factory)
+        self.target_embedding = nn.Embedding(target_vocab, embed_dim, **factory)
+        self.target_projection = _projection(embed_dim, dim, factory)
         self.dropout = nn.Dropout(dropout) if embedding_dropout else nn.Identity()
-        self.output = nn.Linear(dim, target_vocab)
+        self.output = nn.Linear(dim, target_vocab, **factory)
         if init == "release":
             self.release_initialisation_()
 
