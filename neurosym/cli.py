@@ -152,7 +152,7 @@ def _parsed(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namesp
         try:
             values = config_file_values(runner.OPTIONS, args.config)
         except ValueError as error:
-            args._parser.error(f"--config {args.config}: {error}")
+            args._parser.error(f"--config {error}")  # (the error opens with the file's path)
         args._parser.set_defaults(**values)
         args = _known(parser, argv)
     note_given(args, values)  # (the options the command line gave are noted as parsed)

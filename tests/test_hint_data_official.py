@@ -256,7 +256,7 @@ def test_unreadable_files_are_named(release):
     with pytest.raises(ValueError, match="expr_test.json is not valid JSON"):
         read_release(release)
     (release / "expr_test.json").write_bytes(b'[{"id": "\xff"}]')  # (was a UnicodeDecodeError naming no file)
-    with pytest.raises(ValueError, match=r"expr_test.json is not valid JSON: not UTF-8 text \(invalid start byte at byte 9\)"):
+    with pytest.raises(ValueError, match=r"expr_test.json:1:10: byte 0xff is not UTF-8 text \(invalid start byte\)"):
         read_release(release)
     with pytest.raises(FileNotFoundError, match="expr_missing.json"):
         read_records(release / "expr_missing.json")

@@ -72,8 +72,9 @@ def test_loader_reads_released_layout(tmp_path):
         (["What is 1 + 2?", "3", "What is 2 + 2?"], 3, "odd number of lines"),
         (["What is 1 + 2?", "3", "", "4"], 3, "empty question"),
         (["What is 1 + 2?", "3", "", "What is 2 + 2?", "4"], 3, "empty question \\(a blank line\\)"),  # (not line 5)
-        (["What is 1 + 2?", "3", "What is 2 + 2?", "4", ""], 5, "empty question"),
-        (["What is 1 + 2?", ""], 2, "empty answer"),
+        (["What is 1 + 2?", "3", "", "", "What is 2 + 2?", "4", ""], 3, "empty question"),  # (blank lines, then more)
+        (["What is 1 + 2?", "", "What is 2 + 2?", "4"], 2, "empty answer"),
+        (["What is 1 + 2?", ""], 1, "question without an answer"),  # (a blank line ends the file: no answer)
         (["x" * 161, "3"], 1, "question of 161 characters"),
         (["What is 1 + 2?", "3" * 31], 2, "answer of 31 characters"),
         (["What is 1 + 2?", "12 "], 2, ":3: answer ends with a space"),  # (read as an answer "12" does not match)

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, get_args, get_origin, get_type_h
 
 import torch
 
-from neurosym.paths import user_path
+from neurosym.paths import read_user_text, user_path
 from neurosym.pipelines.curriculum import UNBOUNDED, Curriculum, parse_stages
 from neurosym.training.checkpoint import files_stamp, not_a_folder
 from neurosym.training.device import resolve_device
@@ -507,16 +507,22 @@ def options_from(options: type[Options], namespace: argparse.Namespace) -> Optio
 def config_file_values(options: type, path: Path) -> dict[str, Any]:
     """The values of the TOML config file ``path`` for the fields of ``options`` (keys: field names, with ``-``
     or ``_``), each read as the command line reads it, but a relative path as one relative to the file's folder
-    (:func:`option_path`), so that the file names the same files from any working folder; a bad or unknown entry, or
-    one option under two spellings (``augment-shift`` and ``augment_shift``), raises ``ValueError`` naming it. The
-    file is UTF-8, with a byte-order mark or without."""
+    (:func:`option_path`), so that the file names the same files from any working folder. Every problem raises a
+    ``ValueError`` that opens with the file's path: a bad or unknown entry, or one option under two spellings
+    (``augment-shift`` and ``augment_shift``), naming it; text that is no TOML, or no UTF-8 (a Windows editor's
+    Latin-1), with its line and column; a Git LFS pointer. The file is UTF-8, with a byte-order mark or without, its
+    lines ending in ``"\n"`` or ``"\r\n"``."""
     try:
-        table = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # (a byte-order mark, as Windows editors write, skipped)
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ValueError(str(error)) from None
+        table = tomllib.loads(read_user_text(path, "config file"))
+    except OSError as error:
+        raise ValueError(f"{path}: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:  # (its message has the line and column, not the file)
+        raise ValueError(f"{path}: {error}") from None
     token = _config_folder.set(path.parent)
     try:
         return _table_values(options, table)
+    except ValueError as error:
+        raise ValueError(f"{path}: {error}") from None
     finally:
         _config_folder.reset(token)
 

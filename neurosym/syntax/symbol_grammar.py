@@ -19,7 +19,6 @@ import string
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,7 @@ from lark.exceptions import GrammarError, LarkError, UnexpectedEOF, UnexpectedIn
 from lark.grammar import Rule, Symbol, Terminal
 from lark.lexer import Lexer, Pattern
 
-from neurosym.paths import user_path
+from neurosym.paths import read_user_text, user_path
 from neurosym.syntax.errors import ParseError, UnexpectedCharacterError, UnexpectedEndError, UnexpectedSymbolError
 from neurosym.syntax.parser import accepted_terminals
 
@@ -94,7 +93,10 @@ class SymbolGrammar:
         TypeError: a grammar that is neither text nor a path, a ``start`` that is no str, a symbol that is no str.
         FileNotFoundError: a path (as above) to no file.
         UnicodeError: a grammar file that is not UTF-8 text (a ``ValueError`` too), named with the line and column of
-            its first byte that is not; a UTF-8 byte-order mark opening the file (a Windows editor's) is skipped.
+            its first byte that is not; a UTF-8 byte-order mark opening the file (a Windows editor's) is skipped, and
+            Windows line ends read as any others. A grammar file that is a Git LFS pointer raises ``ValueError`` naming
+            it; so do a file's grammar that Lark cannot load, one without a ``start`` rule and one whose import is not
+            found.
 
     A grammar pickles and copies as its text, symbols, start rule and path, and the copy is built again from them (a
     grammar read from a file needs the grammars it imports beside that file where it is unpickled).
@@ -107,7 +109,7 @@ class SymbolGrammar:
             raise TypeError(f"start is the name of the one rule sentences start from, got {type(start).__name__} {start!r:.40}")
         # (a file's relative imports, %import .defs, resolve against its folder, as Lark.open resolves them)
         source_path = _grammar_path(grammar)
-        text = str(grammar) if source_path is None else _grammar_file_text(source_path)
+        text = str(grammar) if source_path is None else read_user_text(source_path, "grammar")
         self._build(text, symbols, start, source_path)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -465,22 +467,6 @@ def _grammar_path(grammar: str | os.PathLike) -> str | None:
     return str(path)
 
 
-def _grammar_file_text(path: str) -> str:
-    """The text of the grammar file ``path``: UTF-8, without the byte-order mark a Windows editor opens it with (Lark
-    refused the mark as unexpected input at line 1, column 1, where nothing shows). ``UnicodeError`` naming the file and
-    the line and column of the first byte that is no UTF-8 (a ``UnicodeDecodeError`` named neither)."""
-    data = Path(path).read_bytes()
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line_start = data.rfind(b"\n", 0, error.start) + 1
-        line, column = data.count(b"\n", 0, error.start) + 1, error.start - line_start + 1
-        raise UnicodeError(
-            f"{path}:{line}:{column}: byte 0x{data[error.start]:02x} is not UTF-8 text ({error.reason}); "
-            "save the grammar as UTF-8"
-        ) from None
-
-
 def _looks_like_a_path(line: str) -> bool:
     """Whether ``line`` (a str of one line that names no existing file) is the path of a file: it holds a path
     separator or ends in an extension (``grammars/calc``, ``calc.txt``, ``calc.lark``), and starts with no definition
@@ -492,18 +478,19 @@ def _looks_like_a_path(line: str) -> bool:
 
 def _loaded(text: str, start: str, source_path: str | None) -> Lark:
     """The grammar loaded by Lark (Earley, basic lexer: any grammar), its errors as ``ValueError`` (an ``%import`` of
-    a grammar file that is nowhere to be found too); relative imports look beside ``source_path`` (``None``: text, beside
-    the script run)."""
+    a grammar file that is nowhere to be found too), which name the file ``source_path`` where the text is read from
+    one; relative imports look beside ``source_path`` (``None``: text, beside the script run)."""
+    named = "" if source_path is None else f"{source_path}: "
     try:
         return Lark(text, start=start, parser="earley", lexer="basic", source_path=source_path)
     except LarkError as error:
         if f"NonTerminal('{start}')" in str(error):
-            raise ValueError(f"the grammar has no rule {start!r} to start from (give start= for another)") from None
-        raise ValueError(f"the grammar does not load: {error}") from None
+            raise ValueError(f"{named}the grammar has no rule {start!r} to start from (give start= for another)") from None
+        raise ValueError(f"{named}the grammar does not load: {error}") from None
     except FileNotFoundError as error:  # (Lark opens the missing file to raise its error)
         folder = "the folder of the script run (grammar text)" if source_path is None else f"the folder of {source_path}"
         raise ValueError(
-            f"the grammar imports {error.filename!r}, which Lark does not find: a relative %import (.name) looks in {folder}, "
+            f"{named}the grammar imports {error.filename!r}, which Lark does not find: a relative %import (.name) looks in {folder}, "
             "any other among Lark's own grammars (%import common.DIGIT)"
         ) from None
 

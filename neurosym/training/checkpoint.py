@@ -26,7 +26,7 @@ from typing import Any, NoReturn, TypeGuard
 import torch
 from torch import nn
 
-from neurosym.paths import user_path
+from neurosym.paths import check_not_lfs_pointer, undecodable, user_path
 from neurosym.training.checks import is_real
 from neurosym.training.device import resolve_device
 
@@ -282,8 +282,9 @@ def save_json(data: Any, path: str | os.PathLike, default: Callable[[Any], Any] 
 
 
 def load_json(path: str | os.PathLike) -> Any:
-    """The JSON in ``path`` (UTF-8, or UTF-16/32 as JSON allows: never the locale's encoding); a file that is not JSON
-    (cut short, edited, bytes that are no such text) raises ``ValueError`` naming it and where, as does one whose
+    """The JSON in ``path`` (UTF-8 with a byte-order mark or without, or UTF-16/32 as JSON allows: never the locale's
+    encoding; any line ends); a file that is not JSON (empty, cut short, edited, a Git LFS pointer, bytes that are no
+    such text: named with their line and column) raises ``ValueError`` naming it and where, as does one whose
     arrays or objects are nested deeper than the parser's recursion goes, or one with an object that holds a key
     twice (Python's ``json`` kept the last value silently: an edited record's first ``expr`` was dropped)."""
 
@@ -299,14 +300,27 @@ def load_json(path: str | os.PathLike) -> Any:
             )
         return mapping
 
+    data = user_path(path).read_bytes()
+    check_not_lfs_pointer(path, data)
+    if not data.strip():  # (was "Expecting value: line 1 column 1")
+        raise ValueError(f"{path} is not valid JSON: it holds no JSON value (it is empty or blank)")
     try:
-        return json.loads(user_path(path).read_bytes(), object_pairs_hook=unique_keys)
+        return json.loads(data, object_pairs_hook=unique_keys)
     except RecursionError:  # (raised from deep inside the decoder, without the file's name)
         raise ValueError(f"{path} cannot be read as JSON: its arrays or objects are nested too deeply") from None
     except json.JSONDecodeError as error:  # (a message without the file's name)
-        raise ValueError(f"{path} is not valid JSON: {error}") from None
-    except UnicodeDecodeError as error:  # (torn out of the decoder, without the file's name)
-        raise ValueError(f"{path} is not valid JSON: not UTF-8 text ({error.reason} at byte {error.start})") from None
+        raise ValueError(f"{path} is not valid JSON: {error}{_cut_short(error)}") from None
+    except UnicodeDecodeError as error:  # (torn out of the decoder, without the file's name or where in it)
+        if error.encoding.startswith("utf-8"):
+            raise undecodable(path, data, error, "JSON file") from None
+        raise ValueError(f"{path} is not valid JSON: not {error.encoding} text ({error.reason} at byte {error.start})") from None
+
+
+def _cut_short(error: json.JSONDecodeError) -> str:
+    """What the message of ``error`` adds where the document ends before its value does: the error is at its end, or
+    at a string that no quote closes."""
+    unfinished = not error.doc[error.pos :].strip() or error.msg == "Unterminated string starting at"
+    return " (the file ends before it is complete: was it cut short?)" if unfinished else ""
 
 
 def _strict_json(value: Any) -> Any:

@@ -28,7 +28,7 @@ from tqdm import tqdm
 from neurosym.data.mathematics.environment import ensure_generator_env
 from neurosym.data.mathematics.loader import check_module_name, count_pairs, module_path
 from neurosym.data.mnist import cache_dir
-from neurosym.paths import user_path
+from neurosym.paths import read_user_text, user_path
 from neurosym.training.checks import int_at_least
 
 REGIMES: tuple[str, ...] = ("train-easy", "train-medium", "train-hard", "train", "interpolate", "extrapolate")
@@ -87,7 +87,7 @@ def _record_seed(root: Path, seed: int) -> None:
     """
     record = root / SEED_RECORD
     if record.is_file():
-        recorded = record.read_text(encoding="ascii").strip()
+        recorded = read_user_text(record, "seed record").strip()  # (written by hand: maybe in Notepad, with a mark)
         if recorded != str(seed):  # (its files were reused: seed 1 read seed 0's questions)
             raise ValueError(
                 f"{root} holds questions generated with seed {recorded} ({record}), not {seed}: generate into another "

@@ -2,7 +2,9 @@
 
 Layout: ``<root>/<regime>/<area>__<module>.txt`` with regimes ``train-easy``, ``train-medium``,
 ``train-hard`` (or ``train``), ``interpolate`` and ``extrapolate``; each file alternates question and
-answer lines. A malformed file raises :class:`MathematicsFormatError` naming the file and line.
+answer lines. A file saved on Windows (``"\r\n"`` line ends, a UTF-8 byte-order mark), one without a final line end
+and one with blank lines after its last answer read as the file without them; a malformed file (a Git LFS pointer
+too) raises :class:`MathematicsFormatError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from neurosym.paths import user_path
+from neurosym.paths import check_not_lfs_pointer, user_path
 from neurosym.training.checkpoint import existing_file, not_a_folder
 from neurosym.training.checks import int_at_least
 
@@ -72,20 +74,24 @@ def _lines(path: Path) -> list[str]:
     the answers): it stays in its line, to be refused as outside the alphabet. A UTF-8 byte-order mark opening the
     file (an editor's on Windows) is no part of the first question; a UTF-16 or UTF-32 one (PowerShell's ``>``
     writes UTF-16) raises :class:`MathematicsFormatError` (its bytes split into lines at odd places, and the file
-    was refused as holding a question without an answer). Bytes beyond ASCII stay as surrogate escapes, to be
-    refused with their column."""
-    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    was refused as holding a question without an answer). Blank lines that end the file (an editor's) are no
+    question: they were counted as one by :func:`count_pairs` and refused as an empty one by :func:`read_module_file`.
+    A Git LFS pointer in place of the file (its lines were read as a question without an answer, counted as one pair)
+    raises :class:`MathematicsFormatError`. Bytes beyond ASCII stay as surrogate escapes, to be refused with their
+    column."""
+    data = path.read_bytes()
+    check_not_lfs_pointer(path, data, MathematicsFormatError)
+    data = data.removeprefix(codecs.BOM_UTF8)
     for encoding, mark in _WIDE_BYTE_ORDER_MARKS.items():
         if data.startswith(mark):
             raise MathematicsFormatError(
                 f"{path}:1: {encoding} text (it opens with the byte-order mark {mark.hex(' ')}); the dataset's files "
                 "are ASCII, one question or answer a line"
             )
-    text = data.decode("ascii", errors="surrogateescape")
-    lines = text.split("\n")
-    if lines[-1] == "":
+    lines = [line.removesuffix("\r") for line in data.decode("ascii", errors="surrogateescape").split("\n")]
+    while lines and not lines[-1].strip(" "):
         lines.pop()
-    return [line.removesuffix("\r") for line in lines]
+    return lines
 
 
 def count_pairs(path: str | os.PathLike) -> int:

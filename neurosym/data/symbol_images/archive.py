@@ -12,6 +12,7 @@ import numpy as np
 from neurosym.data.npz import UNREADABLE_NPZ
 from neurosym.data.symbol_images.bank import POOLS
 from neurosym.data.symbol_images.classes import BANK_LABELS, require_known, token_of
+from neurosym.paths import check_not_lfs_pointer
 from neurosym.training.checkpoint import existing_file
 
 ARCHIVE_ARRAYS: tuple[str, ...] = ("images", "labels", "splits", "sources")
@@ -29,11 +30,13 @@ def read_bank_archive(path: str | os.PathLike, required: Sequence[str] = ("image
     :data:`~neurosym.data.symbol_images.classes.BANK_LABELS` (release folder names such as ``times`` are
     mapped to their tokens); ``splits`` ``[N]`` from ``train``/``val``/``test``; ``sources`` ``[N]``
     strings. ``required`` names the arrays that must be present. A missing file raises
-    ``FileNotFoundError``; an unreadable file, a missing array, a wrong shape or dtype, an unknown label
-    or split, or arrays of different lengths raise a one-line ``ValueError`` naming the file.
+    ``FileNotFoundError``; a Git LFS pointer in place of the archive, an unreadable file, a missing array, a wrong
+    shape or dtype, an unknown label or split, or arrays of different lengths raise a one-line ``ValueError`` naming
+    the file.
     """
     path = existing_file(path, "symbol bank archive")
     if not zipfile.is_zipfile(path):  # numpy would try it as a pickle and advise loading it unsafely
+        check_not_lfs_pointer(path)
         raise ValueError(f"{path}: not a readable .npz archive (not a zip of named arrays, as numpy.savez writes)")
     try:
         archive = np.load(path, allow_pickle=False)

@@ -15,7 +15,7 @@ from neurosym.data.symbol_images.bank import SymbolBank, assign_pools
 from neurosym.data.symbol_images.classes import BANK_FOLDERS, folder_of, require_known, token_of
 from neurosym.data.symbol_images.handwriting import disjoint_splits
 from neurosym.data.symbol_images.render import resize_images
-from neurosym.paths import user_path
+from neurosym.paths import check_not_lfs_pointer, user_path
 from neurosym.training.checkpoint import existing_folder
 
 if TYPE_CHECKING:  # Pillow is imported when an image is read or written
@@ -44,7 +44,7 @@ def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
     """One image file as grey uint8 ``[H, W]`` (resized to ``size × size`` when given), turned as its EXIF orientation
     says (a phone's photo of a symbol, stored sideways with the tag to turn it, was read sideways).
 
-    An unreadable file (Pillow's ``OSError``, or ``SyntaxError`` for a PNG whose chunks are broken), one whose size Pillow refuses as a possible decompression bomb (over twice its
+    A Git LFS pointer in place of the image (a release cloned without Git LFS), an unreadable file (Pillow's ``OSError``, or ``SyntaxError`` for a PNG whose chunks are broken), one whose size Pillow refuses as a possible decompression bomb (over twice its
     ``MAX_IMAGE_PIXELS``), or one with transparent pixels (their grey level would be the colour they hide, often
     black: black ink on a transparent background read as a black square), raises ``ValueError`` naming it.
     """
@@ -61,6 +61,7 @@ def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
                 )
             grey = _grey_levels(image, path)
     except (OSError, SyntaxError, Image.DecompressionBombError) as error:  # (Pillow's SyntaxError: a broken PNG chunk)
+        check_not_lfs_pointer(path)  # (Pillow said only that it cannot identify the image)
         raise ValueError(f"cannot read image {path}: {error}") from error
     return grey if size is None else resize_images(grey[None], (size, size))[0]
 
