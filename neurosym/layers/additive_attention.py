@@ -51,6 +51,9 @@ class AdditiveAttention(nn.Module):
         projected_keys: torch.Tensor,
         key_padding_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``query [B, query_dim]``, ``keys [B, S, key_dim]``, their ``projected_keys [B, S, attention_dim]``
+        (:meth:`project_keys`) and ``key_padding_mask [B, S] | None`` (``True`` marks padding)
+        -> ``(context [B, key_dim], weights [B, S])``."""
         self._check_inputs(query, keys, projected_keys, key_padding_mask)
         hidden = torch.tanh(projected_keys + rearrange(self.query_proj(query), "b a -> b 1 a"))
         scores = rearrange(self.score(hidden), "b s 1 -> b s")

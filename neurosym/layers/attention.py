@@ -204,6 +204,8 @@ class MultiheadAttention(nn.Module):
         causal: bool = False,
         cache: AttentionCache | None = None,
     ) -> torch.Tensor:
+        """``query [B, Tq, D]`` attending to ``key_value [B, Tk, D]`` (``None``: to itself) -> ``[B, Tq, D]``;
+        ``key_padding_mask``, ``attn_mask``, ``causal`` and ``cache`` as the class describes."""
         self.check_inputs(query, key_value, key_padding_mask=key_padding_mask, attn_mask=attn_mask, causal=causal, cache=cache)
         q = self.split_heads(self.query_proj(query))
         k, v, offset = self._keys_values(query, key_value, cache)

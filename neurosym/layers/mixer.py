@@ -18,7 +18,10 @@ def _mlp(width: int, hidden: int, dropout: float, factory: FactoryKwargs) -> nn.
 
 
 class MixerBlock(nn.Module):
-    """One mixer layer on a fixed number of tokens, both MLPs pre-normalised and residual::
+    """One mixer layer on a fixed number of tokens: token mixing, then channel mixing, both MLPs pre-normalised and
+    residual.
+
+    ::
 
         x = x + TokenMLP(LayerNorm(x)^T)^T      # mixes across the num_tokens positions
         x = x + ChannelMLP(LayerNorm(x))        # mixes across the dim features of each token
@@ -52,6 +55,8 @@ class MixerBlock(nn.Module):
         self.channel_mlp = _mlp(dim, channel_hidden, dropout, factory)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x [B, num_tokens, dim]`` -> ``[B, num_tokens, dim]``: token mixing, then channel mixing; an input of
+        another shape raises ``ValueError``."""
         if x.dim() != 3 or x.shape[1:] != (self.num_tokens, self.dim):
             raise ValueError(f"MixerBlock expects [B, {self.num_tokens}, {self.dim}], got {tuple(x.shape)}")
         check_dtype_of(x, self, "the input")

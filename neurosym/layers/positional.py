@@ -70,6 +70,8 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.dim = dim
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """``x [B, T, D]`` (floating point) plus the encodings of positions ``offset`` to ``offset + T - 1``
+        -> ``[B, T, D]``."""
         check_sequence(x, self.dim, "the input")
         if not x.is_floating_point():  # sines added to integers would be truncated to them
             raise ValueError(f"the input must be floating point (token embeddings), got {x.dtype}")

@@ -125,6 +125,8 @@ class TransformerEncoderLayer(nn.Module):
         causal: bool = False,
         cache: AttentionCache | None = None,
     ) -> torch.Tensor:
+        """``x [B, T, D]`` -> ``[B, T, D]``: self-attention, then feed-forward; ``key_padding_mask [B, T]`` (``True``
+        marks padding), ``attn_mask``, ``causal`` and ``cache`` as the class describes."""
         check_sequence(x, self.dim, "the input")
         check_dtype_of(x, self, "the input")
         check_cache_is_causal(cache, causal=causal)
@@ -198,6 +200,9 @@ class TransformerDecoderLayer(nn.Module):
         memory_padding_mask: torch.Tensor | None = None,
         cache: DecoderLayerCache | None = None,
     ) -> torch.Tensor:
+        """``x [B, T, D]`` and the encoder's ``memory [B, S, D]`` -> ``[B, T, D]``: causal self-attention,
+        cross-attention to ``memory`` (``memory_padding_mask [B, S]``, ``True`` marks padding), then feed-forward; with
+        a ``cache``, ``x`` continues the positions fed before."""
         check_sequence(x, self.dim, "the input")
         check_sequence(memory, self.dim, "memory", batch=x.shape[0])
         check_dtype_of(x, self, "the input")
@@ -324,6 +329,8 @@ class TransformerEncoder(_LayerStack[AttentionCache]):
         causal: bool = False,
         cache: list[AttentionCache] | None = None,
     ) -> torch.Tensor:
+        """``x [B, T, D]`` through every layer and the final norm -> ``[B, T, D]``; ``key_padding_mask [B, T]``,
+        ``attn_mask``, ``causal`` and ``cache`` (:meth:`new_cache`) reach every layer."""
         for layer, layer_cache in zip(self.layers, self._layer_caches(cache), strict=True):
             x = layer(x, key_padding_mask, attn_mask=attn_mask, causal=causal, cache=layer_cache)
         return self.final_norm(x)
@@ -350,6 +357,8 @@ class TransformerDecoder(_LayerStack[DecoderLayerCache]):
         memory_padding_mask: torch.Tensor | None = None,
         cache: list[DecoderLayerCache] | None = None,
     ) -> torch.Tensor:
+        """``x [B, T, D]`` through every layer, each reading ``memory [B, S, D]`` (``memory_padding_mask [B, S]``), and
+        the final norm -> ``[B, T, D]``; ``cache`` from :meth:`new_cache`."""
         for layer, layer_cache in zip(self.layers, self._layer_caches(cache), strict=True):
             x = layer(x, memory, memory_padding_mask=memory_padding_mask, cache=layer_cache)
         return self.final_norm(x)

@@ -159,6 +159,9 @@ class UniversalTransformer(nn.Module):
         causal: bool = False,
         cache: list[AttentionCache] | None = None,
     ) -> UniversalOutput:
+        """``x [B, T, D]`` through the shared layer ``depth`` times (with ACT, until each position halts) ->
+        :class:`UniversalOutput` (``hidden [B, T, D]``, ``ponder_cost``); ``key_padding_mask [B, T]``, ``causal`` and
+        ``cache`` as the class describes."""
         check_sequence(x, self.dim, "the input")
         check_dtype_of(x, self, "the input")  # (the step signal and the halting unit read it before the shared layer)
         check_cache_is_causal(cache, causal=causal)

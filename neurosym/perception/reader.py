@@ -21,7 +21,8 @@ class Reader(Protocol):
     may use to read an example's windows alike, or ignore) to log-probabilities ``[N, len(vocabulary)]``."""
 
     @property
-    def vocabulary(self) -> Sequence[str]: ...
+    def vocabulary(self) -> Sequence[str]:
+        """The symbol each output column stands for, in column order."""
 
     def __call__(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor: ...
 

@@ -97,10 +97,12 @@ class Adaptation:
 
     @property
     def examples(self) -> int:
+        """How many expressions the new writer's images showed."""
         return len(self.sources["new_writer"])
 
     @property
     def replayed(self) -> int:
+        """How many expressions of the first bank's images were replayed beside them."""
         return len(self.sources["first_bank"])
 
 

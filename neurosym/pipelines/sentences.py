@@ -40,6 +40,7 @@ class SentenceBatch:
         _check_shapes(self.windows.shape, self.lengths.shape, self.given.shape)
 
     def to(self, device: torch.device) -> SentenceBatch:
+        """The batch with its three tensors moved to ``device``."""
         return SentenceBatch(self.windows.to(device), self.lengths.to(device), self.given.to(device))
 
 
@@ -50,17 +51,21 @@ class SentenceSource(Protocol):
     (read-only here, so a ``list`` of targets fits)."""
 
     @property
-    def targets(self) -> Sequence[Any]: ...
+    def targets(self) -> Sequence[Any]:
+        """One result per example."""
 
     @property
-    def lengths(self) -> np.ndarray: ...
+    def lengths(self) -> np.ndarray:
+        """Symbols per example, int ``[N]`` (for the curriculum)."""
 
     @property
-    def truths(self) -> Sequence[str] | None: ...
+    def truths(self) -> Sequence[str] | None:
+        """The true sentences, used only to report how well symbols are read; ``None`` when unknown."""
 
     def __len__(self) -> int: ...
 
-    def batch(self, indices: Sequence[int]) -> SentenceBatch: ...
+    def batch(self, indices: Sequence[int]) -> SentenceBatch:
+        """The examples at ``indices`` as one padded :class:`SentenceBatch`."""
 
 
 class ImageSentences:

@@ -20,6 +20,7 @@ from typing import Any, SupportsIndex
 
 import numpy as np
 
+#: The value of an expression: an exact integer (HINT's semantics) or fraction (the rational semantics).
 Value = int | Fraction
 ScalarRule = Callable[[Value, Value], Value | None]
 VectorRule = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray | None]]

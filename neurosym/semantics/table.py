@@ -144,8 +144,10 @@ RATIONAL_SEMANTICS = OperatorTable(
     "rational",
 )
 
-#: The paper's few-shot concepts: numbers x = 11, y = 12; a = max and b = min (precedence of + −);
-#: c = ⌈(i+j)/2⌉ and d = ⌈2ij/(i+j)⌉ (precedence of × ÷).
+#: The paper's few-shot numbers: x = 11, y = 12.
 FEWSHOT_NUMBERS: dict[str, int] = {"x": 11, "y": 12}
+#: The paper's few-shot operators: a = max and b = min (precedence of + −); c = ⌈(i+j)/2⌉ and d = ⌈2ij/(i+j)⌉
+#: (precedence of × ÷).
 FEWSHOT_OPERATORS: dict[str, Operator] = {"a": MAXIMUM, "b": MINIMUM, "c": CEIL_MEAN, "d": CEIL_HARMONIC}
+#: The paper's semantics with the few-shot numbers and operators added.
 HINT_FEWSHOT_SEMANTICS = HINT_SEMANTICS.extend(FEWSHOT_NUMBERS, FEWSHOT_OPERATORS, "hint-fewshot")

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from types import MappingProxyType
 
-#: Precedence levels of the grammar: ``OP1`` (Expression level) and ``OP2`` (Term level).
+#: Precedence level of ``+`` and ``-``: the grammar's ``OP1`` (Expression level).
 ADDITIVE = 1
+#: Precedence level of ``*`` and ``/``: the grammar's ``OP2`` (Term level).
 MULTIPLICATIVE = 2
 
-#: The grammar's built-in numbers, and its built-in operators by canonical ASCII symbol.
+#: The grammar's built-in numbers.
 BUILTIN_NUMBERS: tuple[str, ...] = tuple("0123456789")
+#: The grammar's built-in operators by canonical ASCII symbol, each with its precedence level.
 BUILTIN_OPERATORS: dict[str, int] = {"+": ADDITIVE, "-": ADDITIVE, "*": MULTIPLICATIVE, "/": MULTIPLICATIVE}
 #: Typeset spellings accepted on input and the canonical symbol each one is read as.
 ALIASES: dict[str, str] = {"×": "*", "÷": "/", "−": "-"}
@@ -102,6 +104,7 @@ class ConceptTable:
         )
 
     def is_operator(self, symbol: str) -> bool:
+        """Whether ``symbol`` is an operator of this language, built in or added (it has a precedence level)."""
         return self.precedence(symbol) is not None
 
     def grammar_extension(self) -> str:

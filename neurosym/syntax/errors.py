@@ -38,6 +38,7 @@ class UnexpectedEndError(ParseError):
 
 
 class AmbiguousGrammarWarning(UserWarning):
-    """A grammar with a sentence of several parse trees (:attr:`~neurosym.syntax.symbol_grammar.SymbolGrammar.
-    ambiguous_sentence`): the parser takes one of them by its own order of the rules, so where the semantics give the
-    trees different values, the value of such a sentence may be another than meant."""
+    """A grammar with a sentence of several parse trees
+    (:attr:`~neurosym.syntax.symbol_grammar.SymbolGrammar.ambiguous_sentence`): the parser takes one of them by its own
+    order of the rules, so where the semantics give the trees different values, the value of such a sentence may be
+    another than meant."""

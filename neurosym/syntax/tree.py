@@ -53,6 +53,7 @@ class Node:
 
     @property
     def is_leaf(self) -> bool:
+        """Whether the node has no children."""
         return not self.children
 
     @names_malformed_trees

@@ -26,6 +26,18 @@ from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.training.checks import int_at_least, positive_number
 
+__all__ = [
+    "TASKS",
+    "Task",
+    "Published",
+    "build_task",
+    "task_module",
+    "grammar_file",
+    "check_labelled_images",
+    "READER_WIDTH",
+    "READER_CONVS",
+]
+
 TASKS: dict[str, str] = {
     "mnist-add": "neurosym.tasks.mnist_add",
     "hwf": "neurosym.tasks.hwf",

@@ -38,6 +38,7 @@ class DistributedContext:
 
     @property
     def is_distributed(self) -> bool:
+        """Whether more than one process trains (``world_size > 1``)."""
         return self.world_size > 1
 
 

@@ -20,10 +20,14 @@ from neurosym.syntax import BUILTIN_NUMBERS, BUILTIN_OPERATORS, from_prefix, to_
 from neurosym.training.checks import int_at_least
 
 SPLIT_NAMES: tuple[str, ...] = ("train", "val", "test")
+"""The splits of a HINT dataset, in order."""
 FEWSHOT_CONCEPTS: tuple[str, ...] = (*FEWSHOT_NUMBERS, *FEWSHOT_OPERATORS)
+"""The six few-shot concepts, the numbers first: ``x y a b c d``."""
 _FORMAT_VERSION = 2
 
 MAIN_VOCABULARY = Vocabulary(BUILTIN_NUMBERS, tuple(BUILTIN_OPERATORS), HINT_SEMANTICS)
+"""The vocabulary of the main HINT split: the ten digits and the four operators, under
+:data:`~neurosym.semantics.HINT_SEMANTICS`."""
 
 
 def random_sentences(n_operators: int, count: int, rng: np.random.Generator | int) -> list[str]:

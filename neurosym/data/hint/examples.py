@@ -151,6 +151,7 @@ class HintSplit(Sequence[HintRecord]):
 
     @classmethod
     def load(cls, path: str | os.PathLike, table: OperatorTable = HINT_SEMANTICS) -> HintSplit:
+        """The split :meth:`save` wrote to the ``.npz`` at ``path``, with ``table`` as its semantics."""
         with np.load(user_path(path)) as archive:
             res, n_op, evals, head, res_all = (archive[name] for name in ("res", "n_op", "eval", "head", "res_all"))
             return cls(_unpack(archive["prefix"]), _unpack(archive["expr"]), res, n_op, evals, head, res_all, table)

@@ -44,8 +44,11 @@ from neurosym.training.checkpoint import atomic_path, existing_file, existing_fo
 from neurosym.training.checks import int_at_least, is_real
 
 SPLIT_FILES: dict[str, str] = {"train": "expr_train.json", "val": "expr_val.json", "test": "expr_test.json"}
+"""The official release's JSON file of each split."""
 FEWSHOT_FILE = "fewshot_dataset.json"
+"""The official release's JSON file of the few-shot examples."""
 IMAGE_FOLDER = "symbol_images"
+"""The official release's folder of symbol images."""
 _REQUIRED = ("id", "expr", "head", "res", "res_all")
 _CHUNK_RECORDS = 1 << 16
 """Records whose meaning is checked together (this bounds the memory the check of a million records takes)."""

@@ -22,6 +22,8 @@ from neurosym.data.shares import decimal_floor
 from neurosym.training.checks import int_at_least, positive_number
 
 EVAL_SUBSETS: tuple[str, ...] = ("I", "SS", "LS", "SL", "LL")
+"""HINT's test and validation subsets: ``I`` (expressions of the training lists, shown with unseen images), then
+``SS``, ``LS``, ``SL`` and ``LL`` (short or long expressions, small or large values)."""
 
 
 @dataclass(frozen=True)
@@ -62,9 +64,12 @@ class SplitRules:
                 raise ValueError(f"{name} must be a fraction in (0, 1], got {getattr(self, name)!r}")
 
     def scaled(self, size: int) -> int:
+        """``size`` times ``scale``, rounded, at least 1."""
         return max(1, round(size * self.scale))
 
     def train_size(self, n_op: int) -> int:
+        """The scaled number of training expressions with ``n_op`` operators: ``train_per_op_small``'s entry for
+        ``n_op``, else ``train_per_op``."""
         return self.scaled(self.train_per_op_small.get(n_op, self.train_per_op))
 
     def i_sizes(self, n_op: int) -> tuple[int, int]:
@@ -78,6 +83,7 @@ class SplitRules:
         return max(1, decimal_floor(self.result_share_cap, size))  # (int(100 * 0.29) is 28)
 
     def with_scale(self, scale: float) -> SplitRules:
+        """These rules with ``scale`` replaced."""
         return replace(self, scale=scale)
 
 

@@ -16,6 +16,7 @@ from neurosym.data.randomness import as_generator
 from neurosym.training.checks import int_at_least
 
 ASPECTS: tuple[str, ...] = ("symbol", "n_op", "length", "depth", "dependency_range", "result")
+"""The aspects of an expression whose frequencies :func:`split_statistics` counts."""
 RESULT_BINS: tuple[int, ...] = (0, 10, 100, 1_000, 10_000)
 _BRACKETS = frozenset("()")
 

@@ -14,9 +14,15 @@ import torch
 
 from neurosym.data.mathematics.loader import ALPHABET, MathExample
 
-PAD, BOS, EOS = 0, 1, 2
+PAD = 0
+"""The id that pads a sequence."""
+BOS = 1
+"""The id that opens an answer (begin of sequence)."""
+EOS = 2
+"""The id that closes a question or an answer (end of sequence)."""
 _OFFSET = 3
 VOCAB_SIZE = _OFFSET + len(ALPHABET)
+"""The number of token ids: :data:`PAD`, :data:`BOS`, :data:`EOS` and one per character of :data:`ALPHABET`."""
 _CHAR_TO_ID = {char: index + _OFFSET for index, char in enumerate(ALPHABET)}
 
 
@@ -100,6 +106,7 @@ class EncodedBatch:
     answers: torch.Tensor
 
     def to(self, device: torch.device) -> EncodedBatch:
+        """The batch with both tensors moved to ``device``."""
         return EncodedBatch(self.questions.to(device), self.answers.to(device))
 
 

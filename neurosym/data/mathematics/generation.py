@@ -32,6 +32,8 @@ from neurosym.paths import read_user_text, user_path
 from neurosym.training.checks import int_at_least
 
 REGIMES: tuple[str, ...] = ("train-easy", "train-medium", "train-hard", "train", "interpolate", "extrapolate")
+"""The regimes the generator writes: the three training difficulties, ``train`` (training questions of every
+difficulty), ``interpolate`` and ``extrapolate``."""
 _DRIVER = Path(__file__).with_name("generator_driver.py")
 _CHILD_HASH_SEED = "0"
 SEED_RECORD = "neurosym-seed.txt"

@@ -20,7 +20,9 @@ from neurosym.training.checkpoint import existing_file, not_a_folder
 from neurosym.training.checks import int_at_least
 
 MAX_QUESTION_LENGTH = 160
+"""The most characters a question may have (DeepMind's generator's limit); a longer one in a file is refused."""
 MAX_ANSWER_LENGTH = 30
+"""The most characters an answer may have (DeepMind's generator's limit); a longer one in a file is refused."""
 _RELEASE_REGIMES = ("train-easy", "train-medium", "train-hard", "interpolate", "extrapolate")
 ALPHABET: str = "".join(chr(code) for code in range(32, 127))
 """The dataset's 95 characters: printable ASCII, space included."""

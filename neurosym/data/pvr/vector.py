@@ -46,6 +46,7 @@ class VectorPVR:
     rule: PVRRule
 
     def sample(self, n: int, rng: np.random.Generator | int) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` examples drawn with ``rng`` (a generator or the seed of one): ``(digits [n, L], labels [n])``."""
         rng = as_generator(rng)
         digits = sample_digits(n, all_allowed(self.rule.length, self.rule.num_classes), rng)
         return digits, self.rule.label(digits)

@@ -179,6 +179,8 @@ class VisualPVR:
             raise ValueError(f"allowed must have shape {(self.rule.length, self.rule.num_classes)}")
 
     def sample(self, n: int, rng: np.random.Generator | int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``n`` examples drawn with ``rng`` (a generator or the seed of one):
+        ``(images uint8 [n, H, W], digits [n, L], labels [n])``, the images laid out as the class says."""
         rng = as_generator(rng)
         allowed = all_allowed(self.rule.length, self.rule.num_classes) if self.allowed is None else self.allowed
         digits = sample_digits(n, allowed, rng)

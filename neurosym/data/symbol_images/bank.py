@@ -14,6 +14,7 @@ from neurosym.data.symbol_images.render import resize_images
 from neurosym.training.checks import is_fraction
 
 POOLS: tuple[str, ...] = ("train", "val", "test")
+"""The pools a bank's images are split into, one per split."""
 POOL_FRACTIONS: tuple[float, float, float] = (0.75, 0.05, 0.20)
 """The paper's random split of all handwritten images (Section 3): 75% train, 5% val, 20% test."""
 

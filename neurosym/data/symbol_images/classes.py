@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 DIGITS: tuple[str, ...] = tuple("0123456789")
+"""The ten digits, as canonical ASCII tokens."""
 OPERATORS: tuple[str, ...] = ("+", "-", "*", "/")
+"""HINT's four operators, as canonical ASCII tokens."""
 PARENTHESES: tuple[str, ...] = ("(", ")")
+"""The two brackets."""
 FEWSHOT_CONCEPTS: tuple[str, ...] = ("x", "y", "a", "b", "c", "d")
+"""The six few-shot concepts: numbers ``x`` and ``y``, operators ``a`` to ``d``."""
 HINT_SYMBOLS: tuple[str, ...] = DIGITS + OPERATORS + PARENTHESES
 """The 16 symbols of the main HINT split, as canonical ASCII tokens."""
 

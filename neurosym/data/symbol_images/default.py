@@ -49,7 +49,10 @@ def default_bank(
     mnist_path: str | os.PathLike | None = None,
     cache: bool = True,
 ) -> SymbolBank:
-    """Real handwriting wherever it exists, drawn symbols elsewhere (28×28, white ink on black):
+    """The default bank of HINT's symbols: real handwriting wherever it exists, drawn symbols elsewhere (28×28, white
+    ink on black).
+
+    Where each symbol's images come from:
 
     * digits: MNIST's 70,000 plus 15,000 from ``bhmsds``;
     * ``+`` and ``-``: ``bhmsds`` and ``handwritten-calculator``; ``*`` (×, a cross) and ``/`` (÷, an

@@ -28,8 +28,11 @@ from neurosym.paths import user_path
 
 HANDWRITTEN_FOLDER = Path(__file__).with_name("handwritten")
 HANDWRITTEN_ARCHIVE = HANDWRITTEN_FOLDER / "handwritten_symbols.npz"
+"""The shipped archive of real handwritten symbols (28×28)."""
 HANDWRITTEN_LICENSES = HANDWRITTEN_FOLDER / "LICENSES.md"
+"""The licence notices of the sets the archive's symbols come from."""
 HANDWRITTEN_SOURCES: tuple[str, ...] = ("bhmsds", "handwritten-calculator")
+"""The sets the archive's symbols come from, both under the MIT License."""
 HANDWRITTEN_SIZE = 28
 
 

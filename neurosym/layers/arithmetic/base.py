@@ -250,5 +250,6 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
                 target[index].copy_(source[key])
 
     def extra_repr(self) -> str:
+        """The sizes, ``ensemble`` and the unit's options, as the module's ``repr`` shows them."""
         options = "".join(f", {key}={value!r}" for key, value in self._options.items())
         return f"in_features={self.in_features}, out_features={self.out_features}, ensemble={self.ensemble}{options}"

@@ -35,6 +35,7 @@ class EnsembleLinear(ArithmeticUnit):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
+        """Draw ``weight`` and ``bias`` from ``U[−1/√in, 1/√in]``, as ``nn.Linear`` does."""
         bound = 1.0 / math.sqrt(self.in_features)
         with torch.no_grad():
             self.weight.uniform_(-bound, bound)

@@ -29,7 +29,9 @@ class Seq2Seq(nn.Module, ABC):
     target_vocab: int
 
     @abstractmethod
-    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor: ...
+    def forward(self, src: torch.Tensor, src_mask: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """``src`` (``[B, S]`` ids or ``[B, S, C, H, W]`` windows), ``src_mask [B, S]`` (``True`` marks padding) and the
+        teacher-forced ``tgt_in [B, T]`` -> logits ``[B, T, target_vocab]``."""
 
     @abstractmethod
     def start_decoding(self, src: torch.Tensor, src_mask: torch.Tensor, *, use_cache: bool = True) -> Any:

@@ -16,7 +16,10 @@ from neurosym.perception.cnn import ResNet18, SmallCNN
 from neurosym.training.checks import ignored_option, int_at_least, is_int
 
 MODEL_NAMES = ("gru", "lstm", "gru_att", "lstm_att", "transformer", "transformer_rel", "transformer_rel_uni")
+"""The HINT baselines :func:`build_seq2seq` builds: recurrent (``gru``, ``lstm``, with additive attention ``gru_att``,
+``lstm_att``) and Transformers (vanilla, relative, relative universal)."""
 CNN_NAMES = ("small", "resnet18")
+"""The CNNs of :func:`build_front_end`'s image front end."""
 RNN_HIDDEN = 512
 """Hidden units of the RNN baselines when none are given (the HINT release)."""
 

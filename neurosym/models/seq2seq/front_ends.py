@@ -29,6 +29,7 @@ class TokenFrontEnd(nn.Module):
         self.embedding = nn.Embedding(vocab_size, dim, **factory)
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        """Token ids ``src [B, S]`` with ``src_mask [B, S]`` (``True`` marks padding) -> embeddings ``[B, S, dim]``."""
         check_tensor(src, "src")  # (a list failed on src.dim())
         if src.dim() != 2 or src.dtype not in TOKEN_ID_DTYPES:
             raise ValueError(f"token sources must be int64 or int32 ids [batch, length], got {src.dtype} {tuple(src.shape)}")
@@ -67,6 +68,8 @@ class ImageWindowFrontEnd(nn.Module):
         self.dim = dim
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        """Image windows ``src [B, S, C, H, W]`` with ``src_mask [B, S]`` (``True`` marks padding) -> ``[B, S, dim]``;
+        padding windows get zeros and never reach the encoder."""
         check_tensor(src, "src")  # (a list failed on src.dim())
         if src.dim() != 5:
             raise ValueError(f"image sources must have shape [batch, length, C, H, W], got {tuple(src.shape)}")
@@ -122,6 +125,8 @@ class BoundaryMarkers(nn.Module):
         return positions > (~src_mask).sum(dim=1, keepdim=True) + 1
 
     def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+        """The front end's ``[B, S, dim]`` for ``src`` and ``src_mask [B, S]``, framed -> ``[B, S + 2, dim]``: the start
+        vector, a source's real positions, the end vector, zeros after it."""
         body = self.front_end(src, src_mask).masked_fill(src_mask.unsqueeze(-1), 0.0)
         check_right_padded(src_mask)  # (after the front end, which names a mask that does not fit the source)
         framed = F.pad(body, (0, 0, 1, 1))  # [B, S + 2, dim]
