@@ -67,6 +67,7 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
 
     bank = prototype_bank(symbols=[*HINT_SYMBOLS, *FEWSHOT_CONCEPTS])
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: bank)  # a tiny bank keeps the test fast
+    undrawn(monkeypatch)
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "100"]
     argv += ["--batch-size", "12", "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32"]
@@ -128,6 +129,7 @@ def test_stroke_width_option_puts_a_stroke_normaliser_in_front_of_the_reader(pri
     from neurosym.experiments import hint_sources
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
+    undrawn(monkeypatch)
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "5", "--batch-size", "4",
             "--curriculum", "1:5", "--classifier-features", "8", "--classifier-width", "4", "--fewshot-scales", "none",
@@ -514,6 +516,7 @@ def test_ensemble_reads_with_the_trained_runs_readers_and_trains_nothing(private
     from neurosym.experiments import hint_sources
 
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
+    undrawn(monkeypatch)
     runs = [private_cache / "shift0", private_cache / "shift1"]
     argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--classifier-features", "8",
             "--classifier-width", "4", "--fewshot-scales", "none", "--speed-samples", "1", "--no-progress"]  # fmt: skip
