@@ -1,5 +1,6 @@
 """Program induction recovers operators from examples; concepts are learned from results."""
 
+import itertools
 import math
 import warnings
 
@@ -333,6 +334,19 @@ def test_a_fine_step_searches_one_agreement_per_requirement(monkeypatch):
     for fine in (1e-12, 1e-300):
         assert induce_noisy_operator(minus, max_size=8, highest=0.8, lowest=0.5, step=fine) == coarse
     assert all(len(agreements) <= 2 * len(minus) + 3 for agreements in passed)
+
+
+@settings(max_examples=60, deadline=None)
+@given(lowest=st.integers(1, 100), above=st.integers(0, 99), step=st.sampled_from([0.01, 0.02, 0.03, 0.05, 0.07, 0.1, 0.3]))
+def test_the_agreements_searched_go_down_from_highest_to_lowest_and_never_below(lowest, above, step):
+    lowest, highest = lowest / 100, min(100, lowest + above) / 100
+    passed = []
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(induction, "induce_operators", lambda examples, size, agreements: passed.append(agreements) or [])
+        induce_noisy_operator([(i, j, i + j) for i in range(10) for j in range(10)], 3, highest, lowest, step)
+    (agreements,) = passed  # (one per count of examples required: 100 examples tell each level apart)
+    assert agreements[0] == highest and all(a > b for a, b in itertools.pairwise(agreements))
+    assert agreements[-1] == pytest.approx(lowest) and agreements[-1] >= lowest  # (0.03 - 2 * 0.01 gave 0.00999...98)
 
 
 @pytest.mark.parametrize("name, bad", [("highest", "0.8"), ("lowest", True), ("step", "0.05"), ("step", False)])

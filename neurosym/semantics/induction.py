@@ -561,7 +561,9 @@ def _agreement_levels(highest: float, lowest: float, step: float, requires: Call
     count = math.floor(quotient + 1e-9)
 
     def agreement(k: int) -> float:
-        return highest if k == 0 else highest - k * step  # (not highest - 0 * inf, NaN, for an infinite step)
+        if k == 0:  # (not highest - 0 * inf, NaN, for an infinite step)
+            return highest
+        return max(lowest, highest - k * step)  # (0.03 - 2 * 0.01 is 0.009999999999999998, below a lowest of 0.01)
 
     levels: list[float] = []
     seen: set[Hashable] = set()
