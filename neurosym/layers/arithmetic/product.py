@@ -22,6 +22,11 @@ Off the CPU (and under ``torch.compile``, ``torch.export``, a fake tensor or a `
 the graph (:func:`reads_on_host` is False), the *device route* (:func:`_device_product`) computes the plain and the log-domain value of every output and
 picks the exact one per output with ``torch.where``; its gradients likewise. No chunking there.
 
+Forward mode (``jvp``, ``jacfwd``) and a backward pass that is differentiated again (``create_graph=True``,
+``hessian``) take a differentiable formulation instead (:func:`_others`, :func:`_product_tangent`,
+:func:`_differentiable_gradients`): the same derivatives, computed from whole tensors of terms. The first-order
+backward pass runs in no-grad mode and stays on the routes above.
+
 With ``compiled=True``, products beyond one chunk take the fast route through ``torch.compile`` kernels
 (:class:`~neurosym.layers.lazy_compile.LazilyCompiled`) that form the terms inside their loops, so no
 chunk of terms is ever written to memory; the exactness checks and the log-domain route stay as above.
@@ -136,11 +141,51 @@ def _term_gradients(
     x: Tensor, weight: Tensor, grad_terms: Tensor, wanted: tuple[bool, bool]
 ) -> tuple[Tensor | None, Tensor | None]:
     """Chain rule through ``term = W x + 1 − W``: ``x [S, n, in]``, ``weight [S, out, 1, in]`` and
-    ``∂L/∂term [S, out, n, in]`` (overwritten) → (``∂L/∂x [S, n, in]``, the share of ``∂L/∂W [S, out, in]``
-    of these rows); an entry is None where ``wanted`` says so."""
+    ``∂L/∂term [S, out, n, in]`` (overwritten, unless grad mode is on: then a double backward differentiates
+    these sums) → (``∂L/∂x [S, n, in]``, the share of ``∂L/∂W [S, out, in]`` of these rows); an entry is
+    None where ``wanted`` says so."""
     grad_x = (grad_terms * weight).sum(1) if wanted[0] else None
-    grad_weight = grad_terms.mul_(x.unsqueeze(1) - 1).sum(2) if wanted[1] else None
-    return grad_x, grad_weight
+    if not wanted[1]:
+        return grad_x, None
+    shifted = x.unsqueeze(1) - 1
+    return grad_x, (grad_terms * shifted if torch.is_grad_enabled() else grad_terms.mul_(shifted)).sum(2)
+
+
+def _others(terms: Tensor) -> Tensor:
+    """``[..., in]`` → ``[..., in]``: ``Π_{k≠i} term_k``, 0 where the product saturates (``Σ log|term_k|`` over the
+    nonzero terms beyond ``MAX_LOG_MAGNITUDE``, as :meth:`_LogDomain.others` has it), built from differentiable
+    operations only, so that derivatives of any order and forward mode follow: the products of the terms before
+    and after each one (``cumprod``, whose derivatives are exact at zero terms), in float64 like the log domain.
+    The terms of a saturated product are zeroed first: no derivative reaches them, and no partial product of
+    theirs overflows (``inf`` there made a second derivative ``0 · inf = NaN``)."""
+    unsaturated = _LogDomain(terms.detach()).log_sum <= MAX_LOG_MAGNITUDE
+    wide = torch.where(unsaturated.unsqueeze(-1), terms.double(), 0.0)
+    ones = wide.new_ones(*wide.shape[:-1], 1)
+    before = torch.cumprod(torch.cat([ones, wide[..., :-1]], -1), -1)
+    after = torch.cumprod(torch.cat([ones, wide[..., 1:].flip(-1)], -1), -1).flip(-1)
+    return (before * after).to(terms.dtype)
+
+
+def _differentiable_gradients(
+    x: Tensor, weight: Tensor, grad_output: Tensor, wanted: tuple[bool, bool]
+) -> tuple[Tensor | None, Tensor | None]:
+    """The product's gradients as differentiable operations (:func:`_others`), for a backward pass that is
+    differentiated again (``create_graph=True``, ``hessian``): ``x [S, N, in]``, ``weight [S, out, in]``,
+    ``grad_output [S, out, N]`` → (``∂L/∂x [S, N, in]``, ``∂L/∂W [S, out, in]``), None where not ``wanted``.
+    The same values as the first-order routes up to rounding."""
+    expanded = weight.unsqueeze(2)
+    return _term_gradients(x, expanded, grad_output.unsqueeze(-1) * _others(_terms(x, expanded)), wanted)
+
+
+def _product_tangent(x: Tensor, weight: Tensor, x_tangent: Tensor | None, weight_tangent: Tensor | None) -> Tensor:
+    """Forward-mode derivative of the product, ``Σ_i (Π_{k≠i} term_k) · ∂term_i`` (:func:`_others`: exact at zero
+    terms, 0 where the output saturates) with ``∂term = W ∂x + (x − 1) ∂W``: ``x [S, N, in]``, ``weight [S, out, in]``
+    and their tangents of the same shapes (None: no tangent) → ``[S, out, N]``."""
+    expanded = weight.unsqueeze(2)
+    term_tangents = [expanded * x_tangent.unsqueeze(1)] if x_tangent is not None else []
+    if weight_tangent is not None:
+        term_tangents.append(weight_tangent.unsqueeze(2) * (x.unsqueeze(1) - 1))
+    return (_others(_terms(x, expanded)) * sum(term_tangents)).sum(-1)
 
 
 def _finite_gradients(gradients: tuple[Tensor | None, Tensor | None], wanted: tuple[bool, bool]) -> bool:
@@ -252,8 +297,9 @@ def _on_device_route(compiled_kernel: LazilyCompiled[R], eager: Callable[..., R]
 class _DeviceRouteProduct(torch.autograd.Function):
     """The device route (:func:`_device_product`): ``x [S, N, in]``, ``weight [S, out, in]`` → its five
     ``[S, out, N]`` outputs, the product first and the rest non-differentiable. With no host reads and no
-    state kept outside ``ctx``, it composes with ``torch.func`` transforms (``vmap``, ``grad``, ``jacrev``):
-    its vmap rule is generated."""
+    state kept outside ``ctx``, it composes with ``torch.func`` transforms (``vmap``, ``grad``, ``jacrev``,
+    ``hessian``): its vmap rule is generated, and a backward pass in grad mode (differentiated again) takes
+    :func:`_differentiable_gradients`. Its forward-mode rule is in :class:`_DeviceRouteProductForwardMode`."""
 
     generate_vmap_rule = True
 
@@ -268,23 +314,42 @@ class _DeviceRouteProduct(torch.autograd.Function):
         ctx.save_for_backward(x, weight, *output)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx: Any, grad_output: Tensor, *_: Tensor | None) -> tuple[Tensor | None, Tensor | None, None]:
         x, weight, *saved = ctx.saved_tensors
         wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+        if torch.is_grad_enabled():  # differentiated again
+            return (*_differentiable_gradients(x, weight, grad_output, wanted), None)
         gradients = _on_device_route(
             _compiled_device_gradients, _device_gradients, ctx.compiled, x, weight, grad_output, tuple(saved), *wanted
         )
         return (*gradients, None)
 
 
+class _DeviceRouteProductForwardMode(_DeviceRouteProduct):
+    """:class:`_DeviceRouteProduct` with its forward-mode rule, :func:`_product_tangent` (``jacfwd``, ``hessian``,
+    ``torch.autograd.forward_ad``), for eager mode: Dynamo does not trace a Function that defines ``jvp``, so
+    ``torch.compile`` and ``torch.export`` take the base class."""
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Tensor, Tensor, bool], output: tuple[Tensor, ...]) -> None:
+        _DeviceRouteProduct.setup_context(ctx, inputs, output)
+        ctx.save_for_forward(*inputs[:2])
+
+    @staticmethod
+    def jvp(ctx: Any, x_tangent: Tensor | None, weight_tangent: Tensor | None, _: None) -> tuple[Tensor | None, ...]:
+        x, weight = ctx.saved_tensors
+        return _product_tangent(x, weight, x_tangent, weight_tangent), None, None, None, None
+
+
 class _MultiplicativeProduct(torch.autograd.Function):
     """The CPU route: ``x [S, N, in]``, ``weight [S, out, in]`` → ``[S, out, N]`` (float32 or float64, no
     autocast), reading its exactness checks on the host; ``compiled``: take the fast route through the
-    compiled kernels (see :func:`multiplicative_product`)."""
+    compiled kernels (see :func:`multiplicative_product`). Its forward-mode rule is :func:`_product_tangent`; a
+    backward pass in grad mode (``create_graph=True``) takes :func:`_differentiable_gradients`."""
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, weight: Tensor, compiled: bool) -> Tensor:
+        ctx.save_for_forward(x, weight)
         ctx.log_domain_masks, ctx.compiled = {}, False
         one_chunk = x.numel() * weight.shape[1] <= CHUNK_ELEMENTS
         if compiled and not one_chunk:  # (one chunk: the plain eager path is as fast as the kernels)
@@ -315,8 +380,16 @@ class _MultiplicativeProduct(torch.autograd.Function):
         return result
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
+    def jvp(ctx: Any, x_tangent: Tensor | None, weight_tangent: Tensor | None, _: None) -> Tensor:
+        x, weight = ctx.saved_tensors
+        return _product_tangent(x, weight, x_tangent, weight_tangent)
+
+    @staticmethod
     def backward(ctx: Any, grad_output: Tensor) -> tuple[Tensor | None, Tensor | None, None]:
+        if torch.is_grad_enabled():  # differentiated again
+            x, weight = ctx.saved_tensors[:2]
+            wanted = (ctx.needs_input_grad[0], ctx.needs_input_grad[1])
+            return (*_differentiable_gradients(x, weight, grad_output, wanted), None)
         return (*_MultiplicativeProduct.gradients(ctx, grad_output), None)
 
     @staticmethod
@@ -402,5 +475,6 @@ def multiplicative_product(x: Tensor, weight: Tensor, *, compiled: bool = False)
     if reads_on_host(flat) and not transformed:
         product = _MultiplicativeProduct.apply(flat, stacked, compiled)  # [S, out, N]
     else:  # under torch.func transforms the kernels stay eager
-        product = _DeviceRouteProduct.apply(flat, stacked, compiled and not transformed)[0]
+        function = _DeviceRouteProduct if torch.compiler.is_compiling() else _DeviceRouteProductForwardMode
+        product = function.apply(flat, stacked, compiled and not transformed)[0]
     return product.transpose(1, 2).reshape(*x.shape[:-1], out_features)
