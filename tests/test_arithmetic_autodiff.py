@@ -16,6 +16,10 @@ from torch.func import functional_call, hessian, jacfwd, jacrev
 from neurosym.layers import arithmetic
 from neurosym.layers.arithmetic import MAX_LOG_MAGNITUDE, NMU, ArithmeticUnit, iNALU, multiplicative_product, product
 
+pytestmark = pytest.mark.filterwarnings(  # (torch's own forward-mode decompositions script themselves when first used)
+    "ignore:`torch.jit.script` is deprecated:DeprecationWarning"
+)
+
 UNITS = [
     unit
     for unit in (getattr(arithmetic, name) for name in arithmetic.__all__)
