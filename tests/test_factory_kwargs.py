@@ -1,8 +1,10 @@
-"""torch's factory keyword arguments ``device=`` and ``dtype=`` on every layer of :mod:`neurosym.layers` and the
-reference models of :mod:`neurosym.models` built from them: parameters and buffers are created where and as asked (on
-``meta``: nothing allocated), a float32 build draws the very values of a default one, and a float64 layer computes in
-float64."""
+"""torch's factory keyword arguments ``device=`` and ``dtype=`` on every layer of :mod:`neurosym.layers`, every
+encoder and reader of :mod:`neurosym.perception` and the reference models of :mod:`neurosym.models` built from them:
+parameters and buffers are created where and as asked (on ``meta``: nothing allocated), a float32 build draws the very
+values of a default one, and a float64 layer computes in float64."""
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -12,7 +14,7 @@ import torch
 from deferred_init import materialised, reset_every_module
 from torch import nn
 
-from neurosym import layers
+from neurosym import layers, perception
 from neurosym.layers import (
     NAC,
     NALU,
@@ -36,10 +38,26 @@ from neurosym.layers import (
     iNALU,
     make_attention,
 )
-from neurosym.models import ImageWindowFrontEnd, RNNSeq2Seq, TokenFrontEnd, TransformerSeq2Seq, build_seq2seq
+from neurosym.models import (
+    ImageWindowFrontEnd,
+    RNNSeq2Seq,
+    TokenFrontEnd,
+    TransformerSeq2Seq,
+    build_front_end,
+    build_seq2seq,
+)
 from neurosym.models.arithmetic import TwoLayerArithmetic
-from neurosym.models.pvr import EmbeddingMLP, MixerClassifier, TransformerClassifier, build_vector_model
+from neurosym.models.pvr import (
+    EmbeddingMLP,
+    MixerClassifier,
+    TransformerClassifier,
+    build_vector_model,
+    build_visual_model,
+)
 from neurosym.models.seq2seq.front_ends import BoundaryMarkers
+from neurosym.perception import SymbolClassifier
+from neurosym.perception.cnn import VGG11BN, BasicBlock, ResidualConv, ResNet18, SmallCNN
+from neurosym.perception.strokes import StrokeNormaliser
 
 
 def _sequence(dtype: torch.dtype, length: int = 5, dim: int = 8) -> torch.Tensor:
@@ -135,8 +153,39 @@ def _digits(module: nn.Module, dtype: torch.dtype) -> torch.Tensor:
     return module(_ids(10, 2, 4))
 
 
-def _windows(module: nn.Module, dtype: torch.dtype) -> torch.Tensor:
-    return module(torch.rand(2, 5, 1, 4, 4), _no_padding())
+def _windows(module: nn.Module, dtype: torch.dtype, side: int = 4) -> torch.Tensor:
+    return module(torch.rand(2, 5, 1, side, side), _no_padding())
+
+
+def _images(channels: int, side: int = 8) -> Callable[[nn.Module, torch.dtype], torch.Tensor]:
+    """The run of an encoder of images ``[2, channels, side, side]``."""
+    return lambda module, dtype: module(torch.rand(2, channels, side, side, dtype=dtype))
+
+
+def _symbol_windows(module: nn.Module, dtype: torch.dtype) -> torch.Tensor:
+    return module(torch.rand(2, 8, 8, dtype=dtype))
+
+
+PERCEPTION_CASES: dict[str, Case] = {
+    "ResidualConv": Case(lambda **f: ResidualConv(3, **f), _images(3, side=4)),
+    "BasicBlock": Case(lambda **f: BasicBlock(2, 3, stride=2, **f), _images(2, side=4)),  # (with its shortcut)
+    "SmallCNN": Case(lambda **f: SmallCNN(1, 6, input_size=8, width=2, stage_convs=(1, 2, 1), **f), _images(1)),
+    "ResNet18": Case(lambda **f: ResNet18(1, 5, width=2, **f), _images(1)),
+    "ResNet18 ImageNet stem, channels-last": Case(lambda **f: ResNet18(2, 5, small_input=False, width=8, **f), _images(2)),
+    "VGG11BN": Case(lambda **f: VGG11BN(1, 5, width=2, hidden=8, **f), _images(1)),
+    "StrokeNormaliser": Case(lambda **f: StrokeNormaliser(2, **f), _images(1)),
+    "SymbolClassifier": Case(
+        lambda **f: SymbolClassifier(["a", "b", "c"], features=6, window=8, width=2, stroke_width=2, **f), _symbol_windows
+    ),
+    "SymbolClassifier resnet18": Case(
+        lambda **f: SymbolClassifier(["a", "b"], backbone="resnet18", features=6, window=8, width=2, **f), _symbol_windows
+    ),
+}
+
+PERCEPTION_WITHOUT_FACTORY_KWARGS = {
+    name: "combines readers the caller built (build them with the keywords); creates no parameter or buffer of its own"
+    for name in ("ReaderEnsemble", "RoutedReader")
+}
 
 
 MODEL_CASES: dict[str, Case] = {
@@ -151,6 +200,13 @@ MODEL_CASES: dict[str, Case] = {
     "TokenFrontEnd": Case(lambda **f: TokenFrontEnd(7, 8, **f), _front_end),
     "BoundaryMarkers": Case(lambda **f: BoundaryMarkers(TokenFrontEnd(7, 8, **f), **f), _front_end),
     "ImageWindowFrontEnd": Case(lambda **f: ImageWindowFrontEnd(nn.Flatten(), 16, 8, **f), _windows),  # (any CNN)
+    "build_front_end image": Case(
+        lambda **f: build_front_end("image", 8, image_size=8, boundaries=True, **f), lambda m, d: _windows(m, d, side=8)
+    ),
+    "build_front_end symbol": Case(lambda **f: build_front_end("symbol", 8, vocab_size=7, **f), _front_end),
+    "build_visual_model resnet18": Case(lambda **f: build_visual_model("resnet18", (8, 8), scale=0.05, **f), _images(1)),
+    "build_visual_model vgg11bn": Case(lambda **f: build_visual_model("vgg11bn", (8, 8), scale=0.05, **f), _images(1)),
+    "build_visual_model small_cnn": Case(lambda **f: build_visual_model("small_cnn", (8, 8), scale=0.1, **f), _images(1)),
     "RNNSeq2Seq": Case(
         lambda **f: RNNSeq2Seq(TokenFrontEnd(7, 8, **f), 6, hidden=8, encoder_layers=2, attention=True, **f), _seq2seq
     ),
@@ -167,10 +223,10 @@ MODEL_CASES: dict[str, Case] = {
         lambda **f: build_seq2seq("transformer", TokenFrontEnd(7, 8, **f), 6, heads=2, encoder_layers=1, **f), _seq2seq
     ),
 }
-"""The reference models that are built from the layers (the visual PVR models and the image front ends' CNNs, from
-:mod:`neurosym.perception`, take no factory keywords)."""
+"""The reference models that are built from the layers and encoders (an ``ImageWindowFrontEnd``'s CNN is the caller's;
+``build_front_end`` builds it with the keywords)."""
 
-ALL_CASES = {**CASES, **MODEL_CASES}
+ALL_CASES = {**CASES, **PERCEPTION_CASES, **MODEL_CASES}
 
 
 def _tensors(module: nn.Module) -> dict[str, torch.Tensor]:
@@ -192,14 +248,42 @@ def test_every_layer_is_covered() -> None:
     assert sinusoid(_sequence(torch.float64)).dtype == torch.float64
 
 
+def _public_module_classes(package: Any) -> set[str]:
+    """The public ``nn.Module`` classes that the modules of ``package`` define (not those they import)."""
+    names: set[str] = set()
+    for info in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+        module = importlib.import_module(info.name)
+        names |= {
+            name
+            for name, value in vars(module).items()
+            if isinstance(value, type)
+            and issubclass(value, nn.Module)
+            and value.__module__ == module.__name__
+            and not name.startswith("_")
+        }
+    return names
+
+
+def test_every_perception_module_is_covered() -> None:
+    """Every public ``nn.Module`` class of :mod:`neurosym.perception` (its encoders, blocks and readers) is built by a
+    case (or is listed with the reason it is not)."""
+    covered = {type(case.build()).__name__ for case in PERCEPTION_CASES.values()}
+    assert {"SmallCNN", "SymbolClassifier", "ReaderEnsemble"} <= _public_module_classes(perception)
+    assert _public_module_classes(perception) - covered == set(PERCEPTION_WITHOUT_FACTORY_KWARGS)
+
+
 @pytest.mark.parametrize("name", ALL_CASES)
 def test_meta_device_and_dtype_reach_every_parameter_and_buffer(name: str) -> None:
     """Built with ``device="meta", dtype=torch.float64`` every parameter and buffer is a float64 meta tensor (nothing
-    allocated; torch's default device and dtype, the CPU and float32, are not used on the way)."""
+    allocated; torch's default device and dtype, the CPU and float32, are not used on the way), but for the batch
+    norms' ``num_batches_tracked``, an int64 counter as in ``nn.BatchNorm2d(..., dtype=torch.float64)``."""
     module = ALL_CASES[name].build(device="meta", dtype=torch.float64)
     tensors = _tensors(module)
     assert tensors
-    assert {(tensor.device.type, tensor.dtype) for tensor in tensors.values()} == {("meta", torch.float64)}
+    assert {tensor.device.type for tensor in tensors.values()} == {"meta"}
+    counters = {key for key in tensors if key.rpartition(".")[2] == "num_batches_tracked"}
+    assert {tensors[key].dtype for key in counters} <= {torch.int64}
+    assert {tensors[key].dtype for key in tensors.keys() - counters} == {torch.float64}
 
 
 @pytest.mark.parametrize("name", ALL_CASES)
@@ -300,3 +384,16 @@ def test_a_unit_refuses_half_precision_under_a_half_precision_default_dtype() ->
             NMU(3, 2)
     finally:
         torch.set_default_dtype(default)
+
+
+def test_a_grown_float64_classifier_draws_its_new_class_in_float64() -> None:
+    """``SymbolClassifier.add_symbol`` builds the grown head with the old head's device and dtype (drawn there, as a
+    float64 build draws every layer, not drawn in float32 and converted); on ``meta`` it allocates nothing."""
+    classifier = PERCEPTION_CASES["SymbolClassifier"].build(dtype=torch.float64)
+    classifier.add_symbol("d")
+    new_class = classifier.classifier.weight[-1]
+    assert new_class.dtype == torch.float64
+    assert not torch.equal(new_class.float().double(), new_class)
+    on_meta = PERCEPTION_CASES["SymbolClassifier"].build(device="meta")
+    on_meta.add_symbol("d")
+    assert {tensor.device.type for tensor in _tensors(on_meta).values()} == {"meta"}

@@ -3,7 +3,8 @@
 Vector models read digits ``[B, L]`` (long) and return logits ``[B, num_classes]``; each starts with a
 learned embedding of the digits. At ``scale=1`` their sizes are the paper's (parameter counts for
 ``L = 11``: MLP 1,445,194; MLP 2x 5,052,426; Transformer 8,429,066; MLP-Mixer 8,495,674); ``scale``
-multiplies every width, to make CPU runs affordable. Visual models read images ``[B, 1, H, W]``.
+multiplies every width, to make CPU runs affordable. Visual models read images ``[B, 1, H, W]``. Every model and
+builder takes torch's factory keyword arguments ``device=`` and ``dtype=`` (:mod:`neurosym.layers.factory`).
 """
 
 from __future__ import annotations
@@ -212,24 +213,34 @@ def build_vector_model(
     raise ValueError(f"unknown vector model {name!r}: choose from {VECTOR_MODELS}")
 
 
-def build_visual_model(name: str, image_size: tuple[int, int], num_classes: int = 10, scale: float = 1.0) -> nn.Module:
+def build_visual_model(
+    name: str,
+    image_size: tuple[int, int],
+    num_classes: int = 10,
+    scale: float = 1.0,
+    *,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
+) -> nn.Module:
     """One of :data:`VISUAL_MODELS` for grey images ``[B, 1, *image_size]`` (two positive ints, numpy's too), returning
     logits ``[B, num_classes]``; ``scale`` multiplies widths. ``ValueError`` names a ``num_classes`` that is no int of
-    at least 1 and a ``scale`` that is no finite number above 0, as :func:`build_vector_model` does.
+    at least 1 and a ``scale`` that is no finite number above 0, as :func:`build_vector_model` does. ``device`` and
+    ``dtype`` are torch's factory keyword arguments (:mod:`neurosym.layers.factory`), passed to the model.
 
     ResNet-18 uses the ImageNet stem (as torchvision's, used by the paper). ``resnet18`` and ``vgg11bn`` pool globally
     before their heads, so they are the same network for every ``image_size`` and read images of any size (``image_size``
     is only checked); ``small_cnn`` is built for ``image_size``, which must be square, and refuses other sizes.
     """
+    factory = factory_kwargs(device, dtype, "build_visual_model")
     image_size = height_width(image_size, "image_size")
     scale = positive_number(scale, "scale")  # (0 or below built every layer one channel wide; NaN failed in round())
     (num_classes,) = check_sizes(num_classes=num_classes)  # (was named as the classifier's out_features)
     if name == "resnet18":
-        return ResNet18(1, num_classes, small_input=False, width=_scaled(64, scale))
+        return ResNet18(1, num_classes, small_input=False, width=_scaled(64, scale), **factory)
     if name == "vgg11bn":
-        return VGG11BN(1, num_classes, width=_scaled(64, scale), hidden=_scaled(512, scale))
+        return VGG11BN(1, num_classes, width=_scaled(64, scale), hidden=_scaled(512, scale), **factory)
     if name == "small_cnn":
         if image_size[0] != image_size[1]:
             raise ValueError(f"small_cnn needs square images, got {image_size}")
-        return SmallCNN(1, num_classes, input_size=image_size[0], width=_scaled(32, scale))
+        return SmallCNN(1, num_classes, input_size=image_size[0], width=_scaled(32, scale), **factory)
     raise ValueError(f"unknown visual model {name!r}: choose from {VISUAL_MODELS}")

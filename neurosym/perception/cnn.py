@@ -1,7 +1,9 @@
 """Convolutional image encoders shared by the visual benchmarks, written with plain ``torch.nn``.
 
 All three map images ``[B, C, H, W]`` (floating point of the encoder's dtype, any value range, any memory layout) to
-features ``[B, out_features]``, computing channels-last (NHWC) inside, where the CPU's convolutions run fastest:
+features ``[B, out_features]``, computing channels-last (NHWC) inside, where the CPU's convolutions run fastest. Each
+encoder and block takes torch's factory keyword arguments ``device=`` and ``dtype=`` (keyword-only,
+:mod:`neurosym.layers.factory`), passed to every convolution, batch norm and linear layer it builds:
 
 * :class:`SmallCNN`  -- three conv blocks and a linear head; fast on a CPU, keeps spatial layout.
 * :class:`ResNet18`  -- the 18-layer residual network (He et al. 2016), optionally with the
@@ -18,6 +20,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.factory import FactoryKwargs, factory_kwargs
 from neurosym.layers.shape_checks import check_dtype_of, check_sizes
 from neurosym.perception.batch_statistics import batch_norms
 from neurosym.training.checks import is_int
@@ -72,10 +75,11 @@ def _channels_last(encoder: nn.Module) -> bool:
     return True
 
 
-def _conv_bn_relu(in_channels: int, out_channels: int) -> list[nn.Module]:
+def _conv_bn_relu(in_channels: int, out_channels: int, factory: FactoryKwargs) -> list[nn.Module]:
+    """``conv3x3-BN-ReLU``: ``[B, in_channels, H, W]`` -> ``[B, out_channels, H, W]``, built with ``factory``."""
     return [
-        nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False),
-        nn.BatchNorm2d(out_channels),
+        nn.Conv2d(in_channels, out_channels, kernel_size=3, padding=1, bias=False, **factory),
+        nn.BatchNorm2d(out_channels, **factory),
         nn.ReLU(inplace=True),
     ]
 
@@ -93,13 +97,15 @@ class ResidualConv(nn.Module):
     """``relu(x + BN(conv3x3(x)))`` with the BN's scale zero at first (Goyal et al. 2017), so the block starts as the
     identity on the non-negative ``x`` a ReLU gave it, and a network grown by such blocks starts as the one without.
 
-    Shapes: ``[B, channels, H, W]`` -> ``[B, channels, H, W]``.
+    Shapes: ``[B, channels, H, W]`` -> ``[B, channels, H, W]``. ``device`` and ``dtype`` are torch's factory keyword
+    arguments (:mod:`neurosym.layers.factory`).
     """
 
-    def __init__(self, channels: int) -> None:
+    def __init__(self, channels: int, *, device: torch.device | str | None = None, dtype: torch.dtype | None = None) -> None:
         super().__init__()
-        self.conv = nn.Conv2d(channels, channels, kernel_size=3, padding=1, bias=False)
-        self.norm = _ZeroScaleBatchNorm2d(channels)
+        factory = factory_kwargs(device, dtype, type(self).__name__)
+        self.conv = nn.Conv2d(channels, channels, kernel_size=3, padding=1, bias=False, **factory)
+        self.norm = _ZeroScaleBatchNorm2d(channels, **factory)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(x + self.norm(self.conv(x)))
@@ -119,7 +125,8 @@ class SmallCNN(nn.Module):
     ``input_size`` is the (square) side of the images it will see; the feature map after the three
     pools has side ``input_size // 8`` (at least 1).
 
-    Shapes: ``[B, in_channels, input_size, input_size]`` -> ``[B, out_features]``.
+    Shapes: ``[B, in_channels, input_size, input_size]`` -> ``[B, out_features]``. ``device`` and ``dtype`` are torch's
+    factory keyword arguments (:mod:`neurosym.layers.factory`).
     """
 
     def __init__(
@@ -129,8 +136,12 @@ class SmallCNN(nn.Module):
         input_size: int = 32,
         width: int = 32,
         stage_convs: Sequence[int] = (1, 1, 1),
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         in_channels, out_features, width = check_sizes(in_channels=in_channels, out_features=out_features, width=width)
         if not is_int(input_size) or input_size < 8:
             raise ValueError(f"SmallCNN needs input_size >= 8 (three 2x poolings), got {input_size!r}")
@@ -142,13 +153,13 @@ class SmallCNN(nn.Module):
         channels = in_channels
         for stage, convs in enumerate(stage_convs):
             out_channels = width * 2**stage
-            layers += _conv_bn_relu(channels, out_channels)
-            layers += [ResidualConv(out_channels) for _ in range(convs - 1)]
+            layers += _conv_bn_relu(channels, out_channels, factory)
+            layers += [ResidualConv(out_channels, **factory) for _ in range(convs - 1)]
             channels = out_channels
             layers.append(nn.MaxPool2d(2))
         self.features = nn.Sequential(*layers)
         side = input_size // 8
-        self.head = nn.Linear(4 * width * side * side, out_features)
+        self.head = nn.Linear(4 * width * side * side, out_features, **factory)
         self.channels_last = _channels_last(self)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -162,21 +173,32 @@ class SmallCNN(nn.Module):
 class BasicBlock(nn.Module):
     """Two 3x3 convolutions with a residual connection (projected by a 1x1 conv when the shape changes).
 
-    Shapes: ``[B, in_channels, H, W]`` -> ``[B, out_channels, ceil(H/stride), ceil(W/stride)]``.
+    Shapes: ``[B, in_channels, H, W]`` -> ``[B, out_channels, ceil(H/stride), ceil(W/stride)]``. ``device`` and ``dtype``
+    are torch's factory keyword arguments (:mod:`neurosym.layers.factory`).
     """
 
-    def __init__(self, in_channels: int, out_channels: int, stride: int = 1) -> None:
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        stride: int = 1,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         self.residual = nn.Sequential(
-            nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False),
-            nn.BatchNorm2d(out_channels),
+            nn.Conv2d(in_channels, out_channels, 3, stride=stride, padding=1, bias=False, **factory),
+            nn.BatchNorm2d(out_channels, **factory),
             nn.ReLU(inplace=True),
-            nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False),
-            nn.BatchNorm2d(out_channels),
+            nn.Conv2d(out_channels, out_channels, 3, padding=1, bias=False, **factory),
+            nn.BatchNorm2d(out_channels, **factory),
         )
         if stride != 1 or in_channels != out_channels:
             self.shortcut: nn.Module = nn.Sequential(
-                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False), nn.BatchNorm2d(out_channels)
+                nn.Conv2d(in_channels, out_channels, 1, stride=stride, bias=False, **factory),
+                nn.BatchNorm2d(out_channels, **factory),
             )
         else:
             self.shortcut = nn.Identity()
@@ -193,19 +215,30 @@ class ResNet18(nn.Module):
     ``False`` gives the ImageNet stem (7x7 stride-2 convolution and a 3x3 stride-2 max-pool).
     ``width=64`` is the standard network; smaller widths make it cheaper on a CPU.
 
-    Shapes: ``[B, in_channels, H, W]`` -> ``[B, out_features]``.
+    Shapes: ``[B, in_channels, H, W]`` -> ``[B, out_features]``. ``device`` and ``dtype`` are torch's factory keyword
+    arguments (:mod:`neurosym.layers.factory`).
     """
 
-    def __init__(self, in_channels: int = 3, out_features: int = 1000, small_input: bool = True, width: int = 64):
+    def __init__(
+        self,
+        in_channels: int = 3,
+        out_features: int = 1000,
+        small_input: bool = True,
+        width: int = 64,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         in_channels, out_features, width = check_sizes(in_channels=in_channels, out_features=out_features, width=width)
         self.in_channels = in_channels
         self.downsampling = 8 if small_input else 32  # before the last stage's batch norms (stem, then three halvings)
         if small_input:
-            stem: list[nn.Module] = [nn.Conv2d(in_channels, width, 3, padding=1, bias=False)]
+            stem: list[nn.Module] = [nn.Conv2d(in_channels, width, 3, padding=1, bias=False, **factory)]
         else:
-            stem = [nn.Conv2d(in_channels, width, 7, stride=2, padding=3, bias=False)]
-        stem += [nn.BatchNorm2d(width), nn.ReLU(inplace=True)]
+            stem = [nn.Conv2d(in_channels, width, 7, stride=2, padding=3, bias=False, **factory)]
+        stem += [nn.BatchNorm2d(width, **factory), nn.ReLU(inplace=True)]
         if not small_input:
             stem.append(nn.MaxPool2d(3, stride=2, padding=1))
         blocks: list[nn.Module] = []
@@ -213,10 +246,10 @@ class ResNet18(nn.Module):
         for stage in range(4):
             out_channels = width * 2**stage
             stride = 1 if stage == 0 else 2
-            blocks += [BasicBlock(channels, out_channels, stride), BasicBlock(out_channels, out_channels)]
+            blocks += [BasicBlock(channels, out_channels, stride, **factory), BasicBlock(out_channels, out_channels, **factory)]
             channels = out_channels
         self.body = nn.Sequential(*stem, *blocks, nn.AdaptiveAvgPool2d(1))
-        self.head = nn.Linear(channels, out_features)
+        self.head = nn.Linear(channels, out_features, **factory)
         self.channels_last = _channels_last(self)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
@@ -239,7 +272,8 @@ class VGG11BN(nn.Module):
 
     ``width=64, hidden=4096`` is the standard network's convolutional trunk; the default head is smaller.
 
-    Shapes: ``[B, in_channels, H, W]`` -> ``[B, out_features]``.
+    Shapes: ``[B, in_channels, H, W]`` -> ``[B, out_features]``. ``device`` and ``dtype`` are torch's factory keyword
+    arguments (:mod:`neurosym.layers.factory`).
     """
 
     def __init__(
@@ -249,8 +283,12 @@ class VGG11BN(nn.Module):
         width: int = 64,
         hidden: int = 512,
         dropout: float = 0.5,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         in_channels, out_features, width, hidden = check_sizes(
             in_channels=in_channels, out_features=out_features, width=width, hidden=hidden
         )  # (a width of 0 built a network of empty layers)
@@ -261,17 +299,17 @@ class VGG11BN(nn.Module):
             if isinstance(item, str):  # "M": a max-pool
                 layers.append(nn.MaxPool2d(2, ceil_mode=True))
             else:
-                layers += _conv_bn_relu(channels, width * item)
+                layers += _conv_bn_relu(channels, width * item, factory)
                 channels = width * item
         self.features = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1))
         self.classifier = nn.Sequential(
-            nn.Linear(channels, hidden),
+            nn.Linear(channels, hidden, **factory),
             nn.ReLU(inplace=True),
             nn.Dropout(dropout),
-            nn.Linear(hidden, hidden),
+            nn.Linear(hidden, hidden, **factory),
             nn.ReLU(inplace=True),
             nn.Dropout(dropout),
-            nn.Linear(hidden, out_features),
+            nn.Linear(hidden, out_features, **factory),
         )
         self.channels_last = _channels_last(self)
 

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.shape_checks import check_tensor
 from neurosym.layers.value_checks import check_intensities
 from neurosym.training.checks import int_at_least, is_real, positive_number
@@ -126,21 +127,38 @@ class StrokeNormaliser(nn.Module):
     Ink is every pixel above ``threshold`` times the window's brightest pixel; the skeleton is widened to
     ``width`` pixels (a ``width``×``width`` max-pool) and softened by a Gaussian of ``blur`` pixels, then
     scaled so the brightest pixel is 1, all in the windows' dtype (the Gaussian's taps are float64 numbers).
-    Parameter-free; the same on any batch, training or not. The buffer ``gaussian`` (the taps in the default
-    dtype) is there for the state dict, which thereby says a normaliser was used; the forward reads the taps.
+    Parameter-free; the same on any batch, training or not. The buffer ``gaussian`` (the taps ``[2r + 1]`` in
+    ``dtype``, torch's default dtype unless given) is there for the state dict, which thereby says a normaliser was
+    used; the forward reads the taps. ``device`` and ``dtype`` are torch's factory keyword arguments of that buffer
+    (:mod:`neurosym.layers.factory`).
     """
 
     gaussian: torch.Tensor
 
-    def __init__(self, width: int = 3, blur: float = 0.8, threshold: float = 0.4) -> None:
+    def __init__(
+        self,
+        width: int = 3,
+        blur: float = 0.8,
+        threshold: float = 0.4,
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         int_at_least(width, "the stroke width (pixels)", 1)  # (2.5 made a max-pool of another size)
         positive_number(blur, "blur (pixels)")  # (NaN and infinity failed in round())
         if not (is_real(threshold) and 0 < threshold < 1):
             raise ValueError(f"threshold must be a number in (0, 1), got {threshold!r}")
         self.width, self.threshold = width, threshold
         self.taps = _gaussian_taps(blur)  # (a float32 buffer cast to float64 blurred float64 windows 6e-9 off)
-        self.register_buffer("gaussian", torch.tensor(self.taps))  # saved, so a checkpoint says it was used
+        self.register_buffer("gaussian", torch.empty(len(self.taps), **factory))  # saved: a checkpoint says it was used
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The buffer ``gaussian`` set to the taps again (what deferred initialisation calls after ``to_empty``)."""
+        with torch.no_grad():
+            self.gaussian.copy_(torch.tensor(self.taps, device=self.gaussian.device, dtype=self.gaussian.dtype))
 
     def forward(self, windows: torch.Tensor) -> torch.Tensor:
         """``windows [N, 1, S, S]`` in ``[0, 1]`` -> redrawn ``[N, 1, S, S]`` (``TypeError`` for windows that are no

@@ -8,6 +8,7 @@ import torch
 from einops import rearrange
 from torch import nn
 
+from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.shape_checks import check_tensor
 from neurosym.layers.value_checks import check_intensities
 from neurosym.perception.cnn import ResNet18, SmallCNN
@@ -30,6 +31,8 @@ class SymbolClassifier(nn.Module):
         stroke_width: when given, every window is first redrawn as its skeleton at this pen width
             (:class:`~neurosym.perception.strokes.StrokeNormaliser`), so the reader never sees a writer's
             stroke width or blur.
+        device, dtype: torch's factory keyword arguments (:mod:`neurosym.layers.factory`), keyword-only, passed to the
+            encoder, the classifier and the stroke normaliser.
 
     Shapes: ``windows [N, window, window]`` or ``[N, 1, window, window]`` (uint8 in 0..255, divided by 255 in the
     classifier's dtype, or float in 0..1; other float values, NaN included, raise ``ValueError``; a list or numpy array
@@ -46,23 +49,29 @@ class SymbolClassifier(nn.Module):
         width: int = 32,
         stroke_width: int | None = None,
         stage_convs: Sequence[int] = (1, 1, 1),
-    ):
+        *,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> None:
         super().__init__()
+        factory = factory_kwargs(device, dtype, type(self).__name__)
         if backbone not in BACKBONES:
             raise ValueError(f"unknown backbone {backbone!r}: choose one of {BACKBONES}")
         if not _is_vocabulary(vocabulary):  # (None and a generator failed on len(), a list of lists as unhashable)
             raise ValueError(f"the vocabulary must be non-empty symbols (str) without repeats, got {vocabulary!r:.200}")
         self.vocabulary = [str(symbol) for symbol in vocabulary]  # (numpy's str_ as str)
         self.window = int_at_least(window, "window", 1)  # (the resnet18 backbone built, and refused every input)
-        self.strokes = None if stroke_width is None else StrokeNormaliser(stroke_width)
+        self.strokes = None if stroke_width is None else StrokeNormaliser(stroke_width, **factory)
         if backbone == "small":
-            self.encoder: nn.Module = SmallCNN(1, features, input_size=self.window, width=width, stage_convs=stage_convs)
+            self.encoder: nn.Module = SmallCNN(
+                1, features, input_size=self.window, width=width, stage_convs=stage_convs, **factory
+            )
         elif not isinstance(stage_convs, Collection) or tuple(stage_convs) != (1, 1, 1):
             raise ValueError(f"stage_convs is an option of the 'small' backbone, not of {backbone!r}")
         else:
-            self.encoder = ResNet18(1, features, small_input=True, width=width)
+            self.encoder = ResNet18(1, features, small_input=True, width=width, **factory)
         self.activation = nn.ReLU()
-        self.classifier = nn.Linear(features, len(self.vocabulary))
+        self.classifier = nn.Linear(features, len(self.vocabulary), **factory)
 
     def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
         """``windows [N, S, S]`` or ``[N, 1, S, S]`` -> log-probabilities ``[N, V]`` (each window alone:
@@ -86,11 +95,12 @@ class SymbolClassifier(nn.Module):
 
     def add_symbol(self, symbol: str) -> int:
         """Append a class for ``symbol`` (existing classes keep their weights; the grown weight ``[V + 1, features]``
-        and bias ``[V + 1]`` keep the device, dtype and ``requires_grad`` of the old ones); returns its index."""
+        and bias ``[V + 1]`` keep the device, dtype and ``requires_grad`` of the old ones, the new class drawn there in that
+        dtype, as a layer built with the factory keywords draws it); returns its index."""
         if not isinstance(symbol, str) or symbol in self.vocabulary:
             raise ValueError(f"symbol {symbol!r} is not a str or is already in the vocabulary")
         old = self.classifier
-        grown = nn.Linear(old.in_features, old.out_features + 1).to(old.weight.device, old.weight.dtype)
+        grown = nn.Linear(old.in_features, old.out_features + 1, device=old.weight.device, dtype=old.weight.dtype)
         with torch.no_grad():
             grown.weight[:-1] = old.weight
             grown.bias[:-1] = old.bias

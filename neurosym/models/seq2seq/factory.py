@@ -8,6 +8,7 @@ from typing import Any, Literal
 import torch
 from torch import nn
 
+from neurosym.layers.factory import FactoryKwargs, factory_kwargs
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.front_ends import BoundaryMarkers, ImageWindowFrontEnd, TokenFrontEnd
 from neurosym.models.seq2seq.rnn import RNNSeq2Seq
@@ -50,30 +51,36 @@ def build_front_end(
     image_channels: int = 1,
     image_size: int = 32,
     boundaries: bool = False,
+    device: torch.device | str | None = None,
+    dtype: torch.dtype | None = None,
 ) -> nn.Module:
     """``"symbol"``: a token embedding (needs ``vocab_size``); ``"image"``: a per-window CNN
     (``"resnet18"`` as in the HINT paper, randomly initialised, or ``"small"`` for CPU work).
     ``boundaries=True`` frames every source with learned start and end vectors (:class:`BoundaryMarkers`,
-    as the HINT release's START and END tokens)."""
-    front_end = _front_end(kind, dim, vocab_size, cnn, image_channels, image_size)
-    return BoundaryMarkers(front_end) if boundaries else front_end
+    as the HINT release's START and END tokens). ``device`` and ``dtype`` are torch's factory keyword arguments
+    (:mod:`neurosym.layers.factory`), passed to every layer it builds, the CNN's included."""
+    factory = factory_kwargs(device, dtype, "build_front_end")
+    front_end = _front_end(kind, dim, vocab_size, cnn, image_channels, image_size, factory)
+    return BoundaryMarkers(front_end, **factory) if boundaries else front_end
 
 
-def _front_end(kind: str, dim: int, vocab_size: int | None, cnn: str, image_channels: int, image_size: int) -> nn.Module:
+def _front_end(
+    kind: str, dim: int, vocab_size: int | None, cnn: str, image_channels: int, image_size: int, factory: FactoryKwargs
+) -> nn.Module:
     if kind == "symbol":
         if vocab_size is None:
             raise ValueError("a symbol front end needs vocab_size")
-        return TokenFrontEnd(vocab_size, dim)
+        return TokenFrontEnd(vocab_size, dim, **factory)
     if kind != "image":
         raise ValueError(f"unknown input kind {kind!r}: use 'symbol' or 'image'")
     features = 256 if cnn == "small" else 512
     if cnn == "small":
-        encoder: nn.Module = SmallCNN(image_channels, features, input_size=image_size)
+        encoder: nn.Module = SmallCNN(image_channels, features, input_size=image_size, **factory)
     elif cnn == "resnet18":
-        encoder = ResNet18(image_channels, features, small_input=True)
+        encoder = ResNet18(image_channels, features, small_input=True, **factory)
     else:
         raise ValueError(f"unknown cnn {cnn!r}: use one of {CNN_NAMES}")
-    return ImageWindowFrontEnd(encoder, features, dim)
+    return ImageWindowFrontEnd(encoder, features, dim, **factory)
 
 
 def build_seq2seq(
