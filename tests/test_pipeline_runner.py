@@ -353,10 +353,12 @@ def test_adapting_to_a_new_writer_from_results_improves_on_its_images(private_ca
     monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: first)
     undrawn(monkeypatch)
     out = private_cache / "out"
-    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.001", "--steps", "100", "--batch-size", "12",
-            "--curriculum", "1:20,3:40,7:40", "--classifier-features", "32", "--classifier-width", "8",
+    # mostly one-symbol expressions, in batches of 32, so that the claims hold whatever the seed: --seed 0..4 adapt to
+    # 0.92-1.0 on the new writer and keep 0.99-1.0 on the first bank (1:20,3:40,7:40 in batches of 12 failed three of them)
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.001", "--steps", "100", "--batch-size", "32",
+            "--curriculum", "1:60,3:20,7:20", "--classifier-features", "32", "--classifier-width", "8",
             "--fewshot-scales", "none", "--extra-test-bank", str(archive), "--adapt", str(archive),
-            "--adapt-examples", "400", "--adapt-steps", "150", "--adapt-distill", "0", "--adapt-refit", "0",
+            "--adapt-examples", "400", "--adapt-steps", "100", "--adapt-distill", "0", "--adapt-refit", "0",
             "--speed-samples", "3", "--out", str(out), "--no-progress"]  # fmt: skip
     assert main(argv) == 0
     results = json.loads((out / "results.json").read_text())
