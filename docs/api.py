@@ -333,6 +333,8 @@ def _method_doc(cls: type, name: str, function: Any) -> str | None:
     a dependency's, whose words change with its version)."""
     for base in cls.__mro__:
         found = base.__dict__.get(name) if base is not cls else function
+        if found is None:  # (a base that does not define it: Python 3.13's None has a docstring of its own)
+            continue
         found = getattr(found, "__func__", getattr(found, "fget", found))
         if base.__module__.startswith("neurosym") and (doc := _own_doc(found)):
             return doc

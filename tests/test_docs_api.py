@@ -111,6 +111,28 @@ def test_a_public_name_without_a_docstring_is_refused_by_name() -> None:
         API.first_paragraph("   \n", "neurosym.x.f")
 
 
+def test_an_undocumented_override_takes_the_docstring_past_bases_that_do_not_define_the_method() -> None:
+    """(Under Python 3.13, where ``None.__doc__`` is a sentence, a base without the method lent the NAU's and the
+    NPU's ``compute`` the docstring of ``NoneType``.)"""
+
+    class Unit:
+        def compute(self) -> None:
+            """The unit's formula."""
+
+    class Family(Unit):
+        def weight(self) -> None:
+            """The family's weight."""
+
+    class Member(Family):
+        def compute(self) -> None:
+            return None
+
+    for cls in (Unit, Family, Member):
+        cls.__module__ = "neurosym.layers.example"
+    assert API._method_doc(Member, "compute", Member.compute) == "The unit's formula."
+    assert API._method_doc(Member, "reset", lambda: None) is None
+
+
 def test_signatures_show_annotations_and_defaults_as_the_source_writes_them() -> None:
     from neurosym.semantics import evaluate
     from neurosym.syntax import SymbolGrammar
