@@ -166,7 +166,8 @@ def idx_files(folder: str | os.PathLike) -> list[Path]:
 def mnist_files(source: str | os.PathLike) -> list[Path]:
     """The files that :func:`load_mnist` reads from ``source``, a pickle or an idx folder (:func:`mnist_path`): the
     pickle itself, or the folder's four idx files (:func:`idx_files`)."""
-    return idx_files(source) if user_path(source).is_dir() else [user_path(source)]
+    source = user_path(source)
+    return idx_files(source) if source.is_dir() else [source]
 
 
 def _idx_file(folder: Path, name: str) -> Path:

@@ -400,11 +400,9 @@ def _reading_on(pipeline: HintPipeline, device: torch.device, statistics: Iterab
     """Within the block the reader is on ``device`` (:func:`~neurosym.training.device.moved_to`) and, with
     ``statistics``, reads with their batch-norm statistics, gathered there (:func:`batch_statistics_of`)."""
     model = reader_module(pipeline.classifier)
-    with moved_to(model, device):
-        if statistics is None:
-            yield
-            return
-        with batch_statistics_of(model, (windows.to(device) for windows in statistics)):
+    with moved_to(model, device):  # (first: the statistics are gathered on ``device``)
+        gathered = (windows.to(device) for windows in statistics) if statistics is not None else None
+        with nullcontext() if gathered is None else batch_statistics_of(model, gathered):
             yield
 
 
