@@ -46,7 +46,7 @@ def write_idx_mnist(folder, mnist, gzipped=False):
     arrays = (mnist.train_images, mnist.train_labels, mnist.test_images, mnist.test_labels)
     for name, array in zip(IDX_FILES, arrays):
         data = idx_bytes(array)
-        (folder / f"{name}.gz" if gzipped else folder / name).write_bytes(gzip.compress(data) if gzipped else data)
+        (folder / f"{name}.gz" if gzipped else folder / name).write_bytes(gzip.compress(data, mtime=0) if gzipped else data)
     return folder
 
 
