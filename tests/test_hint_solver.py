@@ -48,9 +48,9 @@ def test_agrees_on_random_expressions(batch):
     assert solve_batch(sentences) == [reference(s) for s in sentences]
 
 
-# Strings over the language's alphabet plus a few strangers (beyond Latin-1, a lone surrogate that failed the whole
-# batch): mostly ungrammatical, some not.
-ALPHABET = "0123456789+-*/()" * 3 + "  ×÷−x&\0é😀\ud800"
+# Strings over the language's alphabet plus whitespace of several kinds (ignored as the parser ignores it) and a few
+# strangers (beyond Latin-1, a lone surrogate that failed the whole batch): mostly ungrammatical, some not.
+ALPHABET = "0123456789+-*/()" * 3 + "  \t\n\r\xa0\u3000×÷−x&\0é😀\ud800"
 
 
 @settings(max_examples=60, deadline=None)
@@ -79,6 +79,7 @@ def test_adversarial_inputs():
         "8-9-1",
         "7/2/2",
         "3 × (4 ÷ 2) − 1",
+        "3\t× (4 ÷ 2)\u00a0− 1\r\n",
         "",
         " ",
         "12",

@@ -21,6 +21,7 @@ from neurosym.syntax import (
     UnexpectedCharacterError,
     UnexpectedEndError,
     UnexpectedSymbolError,
+    canonical_sentence,
     from_prefix,
     grammar_text,
     heads,
@@ -123,7 +124,13 @@ def test_parse_errors_pickle_and_copy_with_their_fields(text):
 
 
 @pytest.mark.parametrize(
-    ("text", "position", "problem"), [("", 0, "is empty"), (" ", 1, "holds only spaces"), ("   ", 3, "holds only spaces")]
+    ("text", "position", "problem"),
+    [
+        ("", 0, "is empty"),
+        (" ", 1, "holds only whitespace"),
+        ("   ", 3, "holds only whitespace"),
+        ("\n\t", 2, "holds only whitespace"),
+    ],
 )
 def test_an_empty_sentence_is_named_empty(text, position, problem):
     """The end of a text of spaces was said to be "at the start", at a position past it."""
@@ -153,6 +160,20 @@ def test_spaces_are_ignored_and_spans_count_tokens():
     spaced = parse(" 3 -  ( 5+2 ) * 4 ")
     assert spaced == parse("3-(5+2)*4")
     assert [spaced.span, spaced.children[0].span, spaced.children[1].children[0].span] == [(0, 9), (0, 1), (2, 7)]
+
+
+@pytest.mark.parametrize("blank", ["\t", "\n", "\r\n", "\u00a0", "\u3000", "\x0b\x0c"])
+def test_whitespace_of_every_kind_is_ignored_as_spaces_are(blank):
+    """A line read from a file ends in a line end, and a tab or a no-break space separates symbols as a space does: each
+    was an UnexpectedCharacterError. Spans still count tokens, and an error's position counts every character."""
+    text = f"{blank}3{blank}-(5+2){blank}*4{blank}"
+    tree = parse(text)
+    assert tree == parse("3-(5+2)*4") and tree.span == (0, 9) and tree.children[1].children[0].span == (2, 7)
+    assert evaluate(text) == solve_batch([text])[0] == 0
+    assert canonical_sentence(text) == "3-(5+2)*4"
+    with pytest.raises(UnexpectedSymbolError) as caught:
+        parse(f"3{blank}4")
+    assert caught.value.position == 1 + len(blank) and caught.value.char == "4"
 
 
 def test_typeset_operators_are_normalised():

@@ -81,7 +81,7 @@ def scanned_error(text: str) -> tuple[type[ParseError], int, str | None, tuple[s
     for an expression."""
     previous, depth = "start", 0
     for at, char in enumerate(text):
-        if char == " ":
+        if char.isspace():
             continue
         kind = "number" if char in NUMBERS else "operator" if char in LEVEL and char not in "abcd" else char
         if kind not in ("number", "operator", "(", ")"):

@@ -105,7 +105,7 @@ def operator_examples(symbol: str, examples: Sequence[Example], hypothesis: Oper
     ``hypothesis`` holds ``symbol`` (with any placeholder meaning) at the precedence level being
     tried; a triple is kept when the result pushed down to the operator's node is a single value and
     all three are non-negative integers (the induced programs are over those: an operand that another operator
-    made a fraction, or negative, is no example of them, nor is a negative value wanted of the operator). Sentences are read as the solver reads them (spaces
+    made a fraction, or negative, is no example of them, nor is a negative value wanted of the operator). Sentences are read as the solver reads them (whitespace
     dropped, typeset operators in ASCII), so ``"3 a 4"`` gives the triple of ``"3a4"``. A result is an int (numpy's
     too, taken as a Python int: :class:`~neurosym.semantics.preimage.Interval`), or ``None`` for an example without
     one, which gives no triple.
@@ -250,7 +250,7 @@ def induced_table(
     the induced operators and the programs by symbol.
     """
     programs: dict[str, Program] = {}
-    # as the solver reads them (spaces, typeset operators); a sentence without a value (÷ 0) pins nothing down
+    # as the solver reads them (whitespace, typeset operators); a sentence without a value (÷ 0) pins nothing down
     examples = [(canonical_sentence(sentence), result) for sentence, result in examples if result is not None]
     unknown = next(((s, n) for s, _ in examples if len(s) == 3 for n in s[::2] if n not in known.numbers), None)
     if unknown is not None:

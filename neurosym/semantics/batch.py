@@ -23,7 +23,7 @@ import numpy as np
 from neurosym.semantics.executor import execute
 from neurosym.semantics.operators import ScalarRule, Value, VectorRule, rule_value, vector_outcome
 from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
-from neurosym.syntax.concepts import CANONICAL_CHARACTERS, canonical_sentence
+from neurosym.syntax.concepts import NON_CANONICAL, canonical_sentence
 from neurosym.syntax.parser import parse
 from neurosym.training.checks import check_flags
 
@@ -107,14 +107,14 @@ class BatchSolver:
         return type(self), (self.table,)
 
     def encode(self, sentences: Sequence[str]) -> np.ndarray:
-        """Token ids ``[n, length + 1]`` (int64) of ``n`` sentences: spaces dropped, aliases normalised, 0 after the end
+        """Token ids ``[n, length + 1]`` (int64) of ``n`` sentences: whitespace dropped, aliases normalised, 0 after the end
         (``TypeError`` for sentences that are no sequence of str, :func:`_check_sentences`)."""
         return self._encode(_check_sentences(sentences))
 
     def _encode(self, sentences: Collection[str]) -> np.ndarray:
         """:meth:`encode` of sentences known to be a sequence of str."""
         joined = "".join(sentences)
-        if any(chr(code) in joined for code in CANONICAL_CHARACTERS):
+        if NON_CANONICAL.search(joined):
             sentences = [canonical_sentence(s) for s in sentences]
         width = max(map(len, sentences), default=0) + 1
         padded = "".join([s.ljust(width, "\0") for s in sentences])

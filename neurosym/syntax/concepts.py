@@ -9,6 +9,7 @@ appended to ``grammars/hint.lark``, so the grammar file stays the single source 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,13 +26,19 @@ BUILTIN_NUMBERS: tuple[str, ...] = tuple("0123456789")
 BUILTIN_OPERATORS: dict[str, int] = {"+": ADDITIVE, "-": ADDITIVE, "*": MULTIPLICATIVE, "/": MULTIPLICATIVE}
 #: Typeset spellings accepted on input and the canonical symbol each one is read as.
 ALIASES: dict[str, str] = {"×": "*", "÷": "/", "−": "-"}
-#: What :func:`canonical_sentence` does to each character: spaces (which the grammar ignores) dropped, aliases replaced.
-CANONICAL_CHARACTERS: dict[int, str | None] = {ord(" "): None} | {ord(k): v for k, v in ALIASES.items()}
+#: What :func:`canonical_sentence` replaces: each alias by its canonical symbol.
+_CANONICAL_ALIASES: dict[int, str] = {ord(k): v for k, v in ALIASES.items()}
+#: The characters :func:`canonical_sentence` changes: whitespace of any kind (which the grammar ignores, as
+#: ``str.isspace`` defines it: spaces, tabs, line ends, no-break spaces) and the aliases.
+NON_CANONICAL = re.compile(rf"\s|[{''.join(ALIASES)}]")
+#: A run of whitespace, which the grammar ignores.
+WHITESPACE = re.compile(r"\s+")
 
 
 def canonical_sentence(text: str) -> str:
-    """``text`` as the solver and the parser read it: spaces dropped, :data:`ALIASES` in ASCII (``"3 × 4"`` -> ``"3*4"``)."""
-    return text.translate(CANONICAL_CHARACTERS)
+    """``text`` as the solver and the parser read it: whitespace dropped, :data:`ALIASES` in ASCII (``"3 × 4\\n"`` ->
+    ``"3*4"``)."""
+    return WHITESPACE.sub("", text).translate(_CANONICAL_ALIASES)
 
 
 #: Symbols with a fixed grammatical role that no concept may take.

@@ -7,7 +7,7 @@ from __future__ import annotations
 class ParseError(ValueError):
     """A sentence that is not an expression of the language.
 
-    ``position`` is the 0-based character index in the text given to ``parse`` (spaces included);
+    ``position`` is the 0-based character index in the text given to ``parse`` (whitespace included);
     ``char`` the offending character, ``None`` when the text ended too early; ``expected`` what the
     grammar would have accepted there, in words (e.g. ``("a number", "'('")``; a
     :class:`~neurosym.syntax.symbol_grammar.SymbolGrammar`'s: its terminals' names, ``"$END"`` for the end).

@@ -10,7 +10,7 @@ from typing import cast
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
-from neurosym.syntax.concepts import ALIASES, BASE_CONCEPTS, ConceptTable, concept_table
+from neurosym.syntax.concepts import ALIASES, BASE_CONCEPTS, WHITESPACE, ConceptTable, concept_table
 from neurosym.syntax.errors import (
     ParseError,
     UnexpectedCharacterError,
@@ -20,7 +20,6 @@ from neurosym.syntax.errors import (
 from neurosym.syntax.tree import Node
 
 _END = "$END"
-_IGNORED = " "
 
 
 def base_grammar() -> str:
@@ -72,8 +71,8 @@ def _cached_parser(concepts: ConceptTable) -> Lark:
 def parse(text: str, concepts: ConceptTable | None = None) -> Node:
     """Parse one sentence into a tree.
 
-    Spaces are ignored; ``× ÷ −`` are read as ``* / -``. Each node's ``span`` is the ``[start, end)``
-    range of *token* indices (spaces not counted) covered by its sub-expression, brackets included.
+    Whitespace is ignored (``str.isspace``: spaces, tabs, line ends); ``× ÷ −`` are read as ``* / -``. Each node's
+    ``span`` is the ``[start, end)`` range of *token* indices (whitespace not counted) covered by its sub-expression, brackets included.
     Raises a :class:`ParseError` subclass naming the position, the offending character and what the
     grammar expected there.
     """
@@ -86,7 +85,7 @@ def parse(text: str, concepts: ConceptTable | None = None) -> Node:
     except UnexpectedInput as error:
         raise _parse_error(parser, text, error, concepts) from None
     assert isinstance(tree, Node)  # the _TreeBuilder transformer turns Lark's tree into a Node
-    return _reindex_spans(tree, _token_index_of_char(text)) if _IGNORED in text else tree
+    return _reindex_spans(tree, _token_index_of_char(text)) if WHITESPACE.search(text) else tree
 
 
 def _token_index_of_char(text: str) -> list[int]:
@@ -94,7 +93,7 @@ def _token_index_of_char(text: str) -> list[int]:
     index, counts = 0, []
     for char in text:
         counts.append(index)
-        index += char != _IGNORED
+        index += not char.isspace()
     counts.append(index)
     return counts
 
@@ -130,7 +129,7 @@ def _parse_error(parser: Lark, text: str, error: UnexpectedInput, concepts: Conc
     else:  # pragma: no cover - Lark's LALR parser raises only the three kinds above
         raise error
     expected = _expected_words(parser, text[:position], concepts)
-    consumed = text[:position].rstrip(_IGNORED)
+    consumed = text[:position].rstrip()
     shown = consumed if len(consumed) <= QUOTED_BEFORE_ERROR else "…" + consumed[-QUOTED_BEFORE_ERROR:]
     what = "end of input" if char is None else f"character {char!r}"
     where = f" after {shown!r}" if consumed else _start(text, char)
@@ -143,7 +142,7 @@ def _start(text: str, char: str | None) -> str:
     of ``"   "`` at position 3 was said to be "at the start")."""
     if char is not None:
         return " at the start"
-    return ": the sentence holds only spaces" if text else ": the sentence is empty"
+    return ": the sentence holds only whitespace" if text else ": the sentence is empty"
 
 
 def accepted_terminals(parser: Lark, prefix: str) -> set[str]:

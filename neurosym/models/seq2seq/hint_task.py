@@ -70,7 +70,7 @@ def exact_match_by_subset(
 
 
 def answer_expressions(model: Seq2Seq, sentences: Sequence[str], max_digits: int = 12) -> list[int | None]:
-    """A symbol-input baseline's answers to ``sentences`` (``"3+4*(5-2)"``; spaces and ``× ÷ −`` as the parser takes
+    """A symbol-input baseline's answers to ``sentences`` (``"3+4*(5-2)"``; whitespace and ``× ÷ −`` as the parser takes
     them): each encoded as its training data were, its result's digits decoded greedily (least significant first, as
     trained, at most ``max_digits``) and read as an integer; ``None`` where what is decoded is no number as the
     targets write one (and :func:`exact_match_by_subset` scores it wrong): no digit before the end of sequence, a
