@@ -734,6 +734,38 @@ def test_units_clamp_weights_outside_their_range_and_stop_their_gradient() -> No
     assert nmu.weight.grad[0, :2].eq(0).all() and nmu.weight.grad[0, 2] != 0
 
 
+TORCH_CLAMP = torch.Tensor.clamp
+
+
+def _clamp_without_gradient_at_bounds(self: torch.Tensor, min: float | None = None, max: float | None = None) -> torch.Tensor:
+    """``Tensor.clamp`` to two scalar bounds under torch 2.14's rule: gradient 0 at a bound itself (hardtanh's)."""
+    if isinstance(min, float) and isinstance(max, float):
+        return torch.nn.functional.hardtanh(self, min, max)
+    return TORCH_CLAMP(self, min, max)
+
+
+@pytest.mark.parametrize("clamp_rule", ["torch's", "torch 2.14's"])
+def test_a_weight_projected_onto_a_bound_still_has_its_gradient_there(clamp_rule, monkeypatch) -> None:
+    """clamp_weights_ leaves a weight exactly on its bound: the gradient must still reach it there (the subgradient 1
+    Madsen & Johansen's units had through torch.clamp), or a weight once at a bound could never leave it. torch 2.14
+    made torch.clamp's gradient 0 at the bounds: NMU and NAU weights there got none, and an NPU gate at 0 or 1."""
+    if clamp_rule == "torch 2.14's":
+        monkeypatch.setattr(torch.Tensor, "clamp", _clamp_without_gradient_at_bounds)
+    nau, nmu, npu = NAU(3, 1), NMU(3, 1), NPU(2, 1)
+    with torch.no_grad():
+        nau.weight.copy_(torch.tensor([[1.0, -1.0, 0.5]]))
+        nmu.weight.copy_(torch.tensor([[1.0, 0.0, 0.5]]))
+        npu.relevance.copy_(torch.tensor([0.0, 1.0]))
+    x = torch.tensor([[2.0, 3.0, 4.0]])
+    nau(x).sum().backward()
+    nmu(x).sum().backward()
+    npu(x[:, :2]).sum().backward()
+    torch.testing.assert_close(nau.weight.grad, x)
+    # ∂/∂W_i of Π_k (W_k x_k + 1 − W_k) = (x_i − 1) · Π_{k≠i} term_k, terms (2, 1, 2.5)
+    torch.testing.assert_close(nmu.weight.grad, torch.tensor([[1.0 * 2.5, 2.0 * 2 * 2.5, 3.0 * 2]]))
+    assert npu.relevance.grad.ne(0).all()
+
+
 # --- float64 references of the published formulas, per ensemble member ---------------------------------------------
 
 

@@ -11,6 +11,7 @@ from torch import Tensor
 from .base import ArithmeticUnit, per_member_mean
 from .init import nau_init_, nmu_init_
 from .nac import nac_add
+from .numerics import clamp_with_gradient_at_bounds
 from .product import multiplicative_product
 
 
@@ -40,8 +41,9 @@ class _ClampedWeight(ArithmeticUnit):
         """Initialise ``weight`` as the concrete unit's paper prescribes."""
 
     def clamped_weight(self) -> Tensor:
-        """The weight clamped to ``[LOWER, 1]``, shape ``[(S,) out, in]``."""
-        return self.weight.clamp(self.LOWER, 1.0)
+        """The weight clamped to ``[LOWER, 1]``, shape ``[(S,) out, in]``; its gradient passes at the bounds, where
+        :meth:`clamp_weights_` leaves a weight (:func:`~.numerics.clamp_with_gradient_at_bounds`)."""
+        return clamp_with_gradient_at_bounds(self.weight, self.LOWER, 1.0)
 
     @torch.no_grad()
     def clamp_weights_(self) -> None:

@@ -44,6 +44,15 @@ def bounded_input(x: Tensor, in_features: int) -> Tensor:
     return x.clamp(-bound, bound)
 
 
+def clamp_with_gradient_at_bounds(x: Tensor, low: float, high: float) -> Tensor:
+    """``x`` clamped to ``[low, high]`` (any shape), its gradient 1 on the closed interval and 0 outside it: the
+    subgradient 1 at the bounds that ``torch.clamp`` gave up to torch 2.13, on every torch. From 2.14 ``torch.clamp``
+    gives 0 at a bound itself, and a weight projected onto its range after each optimiser step (``clamp_weights_``:
+    Madsen & Johansen's NAU and NMU) sits exactly there once it reaches it: it could never leave the bound again."""
+    inside = (x >= low) & (x <= high)
+    return torch.where(inside, x, x.detach().clamp(low, high))
+
+
 def capped_exp(log_magnitude: Tensor) -> Tensor:
     """``exp(min(z, MAX_LOG_MAGNITUDE))`` element-wise: finite for every input, including ``+inf``."""
     return torch.exp(log_magnitude.clamp(max=MAX_LOG_MAGNITUDE))
