@@ -196,7 +196,25 @@ VARIABLE_LENGTH: dict[str, tuple[Callable[[], nn.Module], Callable[[int, int, in
 }
 
 
-@pytest.mark.parametrize("name", VARIABLE_LENGTH)
+CLIPPED_DISTANCES_EXPORT = torch.torch_version.TorchVersion(torch.__version__) >= "2.13"
+"""Whether this torch's exporter takes a dynamic length through clipped relative distances: torch 2.11 and 2.12 cannot
+prove the guards they generate there (``min(s·s, 2·s·s) == s·s``) and refuse the dynamic length (the suite's floor is
+2.11: pyproject.toml)."""
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            name,
+            marks=pytest.mark.skipif(
+                name in ("shaw attention", "clipped xl encoder") and not CLIPPED_DISTANCES_EXPORT,
+                reason="torch < 2.13 exports clipped relative distances at fixed lengths only",
+            ),
+        )
+        for name in VARIABLE_LENGTH
+    ],
+)
 def test_exported_transformers_take_every_sequence_length(name: str) -> None:
     """With the batch size and the sequence lengths dynamic, one exported program computes the eager outputs at other
     lengths (the attention masks were built at the example's lengths)."""
