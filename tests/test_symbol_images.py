@@ -452,7 +452,7 @@ def test_16_bit_grey_is_scaled_to_the_nearest_8_bit_level_not_clipped(tmp_path_f
     path = tmp_path_factory.mktemp("png16") / "grey.png"
     Image.fromarray(np.asarray([levels], np.uint16)).save(path)
     with Image.open(path) as saved:
-        assert saved.mode == "I;16", "the file holds 16-bit grey"
+        assert saved.mode in ("I;16", "I"), "the file holds 16-bit grey (Pillow 9 opens it as 32-bit I)"
     read = read_image(path)
     assert read.dtype == np.uint8 and read.shape == (1, len(levels))
     assert np.abs(read[0] * 257.0 - np.asarray(levels)).max() <= 128.5  # the nearest of 0, 257, ..., 65535
