@@ -72,8 +72,8 @@ def parse(text: str, concepts: ConceptTable | None = None) -> Node:
     """Parse one sentence into a tree.
 
     Whitespace is ignored (``str.isspace``: spaces, tabs, line ends); ``× ÷ −`` are read as ``* / -``. Each node's
-    ``span`` is the ``[start, end)`` range of *token* indices (whitespace not counted) covered by its sub-expression, brackets included.
-    Raises a :class:`ParseError` subclass naming the position, the offending character and what the
+    ``span`` is the ``[start, end)`` range of *token* indices (whitespace not counted) covered by its sub-expression,
+    brackets included. Raises a :class:`ParseError` subclass naming the position, the offending character and what the
     grammar expected there.
     """
     if not isinstance(text, str):

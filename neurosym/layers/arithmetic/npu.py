@@ -46,8 +46,8 @@ class _PowerUnit(ArithmeticUnit):
 
     def polar_input(self, x: Tensor) -> tuple[Tensor, Tensor]:
         """``(log r, k)``, both ``[(S,) ..., in]``: ``r = ĝ (|x| + ε) + 1 − ĝ`` and ``k = π ĝ [x < 0]``
-        with ``ĝ = clamp(g, 0, 1)`` (its gradient passing at the bounds); an irrelevant input (``ĝ = 0``) becomes ``r = 1, k = 0``, i.e. the
-        neutral factor 1."""
+        with ``ĝ = clamp(g, 0, 1)`` (its gradient passing at the bounds); an irrelevant input (``ĝ = 0``) becomes
+        ``r = 1, k = 0``, i.e. the neutral factor 1."""
         relevance = broadcast_per_member(clamp_with_gradient_at_bounds(self.relevance, 0.0, 1.0), self.ensemble, x.dim())
         log_radius = torch.log(torch.lerp(torch.ones_like(x), x.abs() + self.eps, relevance))
         angle = math.pi * relevance * (x < 0).to(x.dtype)
