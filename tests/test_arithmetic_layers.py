@@ -216,6 +216,25 @@ def test_never_nan_for_any_finite_input(cls, values: np.ndarray) -> None:
     _assert_finite_output_and_gradients(_unit(cls, 3, 2), torch.from_numpy(values), allow_inf=True)
 
 
+@pytest.mark.parametrize("cls", [NALU, GatedNAUNMU])
+@settings(max_examples=40, deadline=None)
+@given(
+    values=arrays(np.float32, (4, 3), elements=ANY_FINITE | float32_values(3.4e38, -3.4e38, 0.0)),
+    gate=arrays(np.float32, (2, 3), elements=st.floats(-100.0, 100.0, width=32) | float32_values(10.0, -10.0)),
+)
+def test_a_gate_trained_beyond_its_initial_range_gives_no_nan_for_any_finite_input(cls, values, gate) -> None:
+    """The input bound kept sums with weights in [-1, 1] finite, but the gate's weights are unbounded: at G = ±10 inputs
+    of 3e38 made the gate logits inf - inf = NaN. (The weights' gradients, sums over the batch, may overflow there.)"""
+    unit = _unit(cls, 3, 2)
+    with torch.no_grad():
+        unit.gate.copy_(torch.from_numpy(gate))
+    x = torch.from_numpy(values).requires_grad_(True)
+    y = unit(x)
+    y.sum().backward()
+    assert not torch.isnan(y).any(), y
+    assert x.grad is not None and not torch.isnan(x.grad).any(), x.grad
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     values=arrays(np.float64, (3, 4), elements=st.floats(-30, 30, allow_nan=False) | st.just(0.0)),

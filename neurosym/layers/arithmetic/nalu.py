@@ -15,8 +15,8 @@ from .product import multiplicative_product
 
 def input_gate(x: Tensor, gate_weight: Tensor, in_features: int) -> Tensor:
     """NALU gate ``g = σ(x Gᵀ)``: ``x [(S,) ..., in]``, ``G [(S,) out, in]`` → ``[(S,) ..., out]``
-    (the logits are an overflow-guarded sum, as in :func:`nac_add`)."""
-    return torch.sigmoid(nac_add(x, gate_weight, in_features))
+    (the logits are an overflow-guarded sum, as in :func:`nac_add`, guarded for ``G`` beyond ``[−1, 1]`` too)."""
+    return torch.sigmoid(ensemble_linear(bounded_input(x, in_features, gate_weight), gate_weight))
 
 
 class NALU(ArithmeticUnit):
@@ -62,7 +62,7 @@ class NALU(ArithmeticUnit):
     def compute(self, x: Tensor) -> Tensor:
         add_weight = self.add.weight()
         mul_weight = add_weight if self.mul is None else self.mul.weight()
-        guarded = bounded_input(x, self.in_features)  # one clamp guards both sums of x (additive path, gate logits)
+        guarded = bounded_input(x, self.in_features, self.gate)  # one clamp guards both sums (additive path, gate)
         added = ensemble_linear(guarded, add_weight)
         multiplied = nac_mul(x, mul_weight, self.eps)
         return torch.lerp(multiplied, added, torch.sigmoid(ensemble_linear(guarded, self.gate)))

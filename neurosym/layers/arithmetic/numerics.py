@@ -4,7 +4,8 @@ The units must never produce NaN for a finite input, and must stay finite (outpu
 inputs up to 1e6 in magnitude. Three guards achieve this:
 
 * additive paths clamp their input to ``±finfo.max / (2 · in_features)``, so a weighted sum with
-  weights in ``[-1, 1]`` cannot overflow (and therefore never meets ``inf − inf``);
+  weights in ``[-1, 1]`` cannot overflow (and therefore never meets ``inf − inf``); sums with an unbounded weight
+  (the NALU gate's) divide the bound by its largest magnitude;
 * logarithms are taken of ``|x| + eps`` (or ``max(|x|, eps)``), never of zero (``eps`` is at least
   :data:`MIN_EPS`, so the logarithm's derivative, at most ``1/eps``, cannot overflow the gradient);
 * exponents are capped at :data:`MAX_LOG_MAGNITUDE`, so ``exp`` stays far below the float32 limit and
@@ -36,12 +37,17 @@ def input_bound(dtype: torch.dtype, in_features: int) -> float:
     return torch.finfo(dtype).max / (2 * in_features)
 
 
-def bounded_input(x: Tensor, in_features: int) -> Tensor:
+def bounded_input(x: Tensor, in_features: int, weight: Tensor | None = None) -> Tensor:
     """Clamp ``x`` to ``±`` :func:`input_bound`: sums of ``in_features`` terms weighted by ``|w| ≤ 1``
     then cannot overflow. Shape is unchanged. Values this large only occur for inputs beyond ~1e35
-    (float32), so ordinary inputs pass through untouched."""
+    (float32), so ordinary inputs pass through untouched. ``weight`` (any shape) is an unbounded weight the sums also
+    take, as the NALU's gate: the bound is then divided by its largest magnitude where that exceeds 1 (a gate weight
+    of 10 made a sum of inputs within the bound overflow into ``inf − inf = NaN``)."""
     bound = input_bound(x.dtype, in_features)
-    return x.clamp(-bound, bound)
+    if weight is None:
+        return x.clamp(-bound, bound)
+    scaled = bound / weight.detach().abs().amax().clamp(min=1.0).to(x.dtype)
+    return x.clamp(-scaled, scaled)
 
 
 def clamp_with_gradient_at_bounds(x: Tensor, low: float, high: float) -> Tensor:
