@@ -4,6 +4,7 @@ bidirectional RNN encoders see the whole source."""
 from __future__ import annotations
 
 import math
+import re
 
 import hypothesis
 import pytest
@@ -446,6 +447,21 @@ def test_framed_sources_ignore_extra_padding_and_decode_alike_with_a_cache(name:
 def test_a_model_over_framed_sources_overfits_a_batch_of_64() -> None:
     src, src_mask, tgt_in, tgt_out = reversal_batch()
     assert overfit(tiny_model("transformer_rel_uni", boundaries=True), src, src_mask, tgt_in, tgt_out, steps=200) == 1.0
+
+
+@pytest.mark.parametrize("name", ["gru_att", "transformer_rel"])
+def test_a_non_finite_pixel_is_named_at_its_index_in_the_source_as_given(name: str) -> None:
+    """Left padding is moved behind the real windows before the front end reads them: the front end named the NaN at
+    window 1 of the moved source, not at window 2 where the caller put it."""
+    sizes = dict(heads=2) if name.startswith("transformer") else {}
+    model = build_seq2seq(name, build_front_end("image", 8, cnn="small", image_size=16), 5, hidden=8, encoder_layers=1, **sizes)
+    src = torch.rand(1, 3, 1, 16, 16)
+    src[0, 2, 0, 5, 7] = math.nan
+    src_mask = torch.tensor([[True, False, False]])
+    with pytest.raises(ValueError, match=re.escape("src must be finite, got nan at index [0, 2, 0, 5, 7]")):
+        model.eval().greedy_decode(src, src_mask, max_len=3, bos=1, eos=2)
+    with pytest.raises(ValueError, match=re.escape("src must be finite, got nan at index [0, 2, 0, 5, 7]")):
+        model(src, src_mask, torch.ones(1, 2, dtype=torch.long))
 
 
 @hypothesis.settings(max_examples=20, deadline=None)

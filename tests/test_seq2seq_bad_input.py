@@ -322,6 +322,17 @@ def test_build_baseline_names_a_norm_that_is_neither_post_nor_pre(name: str, nor
         build_baseline(name, "symbol", 10, embedding=8, dim=16, hidden=16, heads=2, encoder_layers=1, norm=norm)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("name", ["transformer_rel", "transformer_rel_uni"])
+@pytest.mark.parametrize("relative", ["vanilla", "XL", None])
+def test_a_relative_transformer_names_a_relative_kind_it_does_not_have(name: str, relative: object) -> None:
+    """relative="vanilla" built a Transformer without relative positions; None was told to use 'vanilla'."""
+    expected = re.escape(f"relative must be one of 'xl', 'xl_clipped', 'shaw', got {relative!r}")
+    with pytest.raises(ValueError, match=expected):
+        build_seq2seq(name, build_front_end("symbol", 16, vocab_size=10), 12, relative=relative)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=expected):
+        build_baseline(name, "symbol", 10, embedding=8, dim=16, hidden=16, heads=2, relative=relative)  # type: ignore[arg-type]
+
+
 def test_a_step_embedding_without_a_universal_encoder_is_refused() -> None:
     """The stacked encoder has no step to embed: step_embedding=True built the same model as without it."""
     with pytest.raises(ValueError, match="step_embedding=True applies to universal=True, not to universal=False"):

@@ -28,7 +28,7 @@ over the ``[Tq, Tk]`` grid by an index gather.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 import torch.nn.functional as F
@@ -42,9 +42,17 @@ from neurosym.layers.shape_checks import check_sizes
 from neurosym.training.checks import check_flags, ignored_option
 
 RelativeKind = Literal["xl", "xl_clipped", "shaw"]
+RELATIVE_KINDS: tuple[str, ...] = get_args(RelativeKind)
+"""The relative position encodings of :class:`RelativeMultiheadAttention`."""
 
 MAX_REL_POS = 15
 """The default clipping distance of ``"xl_clipped"`` and ``"shaw"`` attention (the HINT release's)."""
+
+
+def check_relative_kind(relative: object) -> None:
+    """Raise ``ValueError`` unless ``relative`` is one of :data:`RELATIVE_KINDS`."""
+    if relative not in RELATIVE_KINDS:
+        raise ValueError(f"relative must be one of {', '.join(map(repr, RELATIVE_KINDS))}, got {relative!r}")
 
 
 def check_max_rel_pos(kind: str, max_rel_pos: object) -> None:
@@ -104,8 +112,7 @@ class RelativeMultiheadAttention(MultiheadAttention):
     ) -> None:
         super().__init__(dim, heads, dropout=dropout, bias=bias, device=device, dtype=dtype)
         factory = factory_kwargs(device, dtype, type(self).__name__)
-        if relative not in ("xl", "xl_clipped", "shaw"):
-            raise ValueError(f"relative must be 'xl', 'xl_clipped' or 'shaw', got {relative!r}")
+        check_relative_kind(relative)
         (max_rel_pos,) = check_sizes(max_rel_pos=max_rel_pos)  # 2.5 was clipped at 2.5
         check_max_rel_pos(relative, max_rel_pos)
         check_flags(shaw_values=shaw_values)

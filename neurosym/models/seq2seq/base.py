@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from neurosym.layers.shape_checks import check_tensor
-from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_token_ids, values_are_readable
+from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_finite, check_token_ids, values_are_readable
 from neurosym.models.seq2seq.padding import real_first
 from neurosym.training.checks import int_at_least, is_int
 
@@ -136,8 +136,10 @@ def prepared_source(src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Te
     """``(src, src_mask)`` checked and with every row's real positions first (:func:`real_first`), which is
     what the encoders and :class:`~neurosym.models.seq2seq.front_ends.BoundaryMarkers` assume; raises a clear
     error when the two do not fit together, or (where values are readable, see
-    :func:`values_are_readable`) when a source is empty."""
+    :func:`values_are_readable`) when a source is empty or holds a value that is not finite (named with its index in
+    ``src`` as given: the front end, which sees the reordered source, would name another)."""
     check_source_mask(src, src_mask)
+    check_finite(src, "src")
     if values_are_readable(src_mask):
         empty = src_mask.all(dim=1)
         if bool(empty.any()):

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from neurosym.layers.factory import FactoryKwargs, factory_kwargs
+from neurosym.layers.relative_attention import check_relative_kind
 from neurosym.models.seq2seq.base import Seq2Seq
 from neurosym.models.seq2seq.front_ends import BoundaryMarkers, ImageWindowFrontEnd, TokenFrontEnd
 from neurosym.models.seq2seq.rnn import RNNSeq2Seq
@@ -134,6 +135,8 @@ def build_seq2seq(
         attention_bias=attention_bias, embedding_dropout=embedding_dropout, init=init,
     )  # fmt: skip
     _reject_unused(name, options)
+    if "relative" in MODEL_OPTIONS[name]:
+        check_relative_kind(relative)  # "vanilla" built a Transformer without relative positions
     is_rnn = name.startswith(("gru", "lstm"))
     if is_rnn:
         return RNNSeq2Seq(
