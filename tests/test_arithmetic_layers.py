@@ -492,6 +492,19 @@ def test_an_input_of_another_dtype_than_the_unit_is_named_with_both(cls) -> None
         assert unit.float()(torch.ones(8, 3, dtype=torch.bfloat16)).dtype == torch.float32
 
 
+@pytest.mark.parametrize("cls", GUARDED_UNITS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_a_half_precision_input_is_told_to_be_converted_not_the_unit(cls, dtype) -> None:
+    """The message told to convert the unit (module.to(torch.bfloat16)), which the units then refused."""
+    unit = _unit(cls, 3, 2)
+    x = torch.ones(8, 3, dtype=dtype)
+    with pytest.raises(ValueError, match=re.escape(f"the input has dtype {dtype}, but the {cls.__name__} computes in float32 "
+                                                   "or float64 (its parameters are torch.float32): convert the input "
+                                                   "(x.to(torch.float32))")):  # fmt: skip
+        unit(x)
+    assert unit(x.to(torch.float32)).dtype == torch.float32
+
+
 def test_invalid_construction_is_rejected() -> None:
     with pytest.raises(ValueError, match="in_features"):
         NAU(0, 2)

@@ -357,6 +357,12 @@ def test_incremental_self_attention_gives_an_element_all_padding_the_blind_queri
     assert bool(x.grad[0].eq(0).all())
 
 
+def test_a_mask_of_another_length_is_named_by_its_length_before_any_row_of_it_is_read() -> None:
+    """A mask of 3 keys for 5 whose row was all True was reported as "every key of batch element 0 is padding"."""
+    with pytest.raises(ValueError, match="key_padding_mask covers 3 keys, but there are 5"):
+        make("vanilla")(torch.randn(2, 5, DIM), key_padding_mask=torch.tensor([[True] * 3, [False] * 3]))
+
+
 def test_an_element_all_padding_is_still_refused_outside_incremental_causal_self_attention() -> None:
     module, x = make("vanilla"), torch.randn(2, 3, DIM)
     padding = torch.tensor([[True, True, True], [False, False, False]])
@@ -427,7 +433,7 @@ def test_bad_inputs_raise_clear_errors() -> None:
         module(x, key_padding_mask=torch.tensor([[False] * 4, [True] * 4]))
     with pytest.raises(ValueError, match="multiple of heads"):
         MultiheadAttention(10, 4)
-    with pytest.raises(ValueError, match="'xl', 'xl_clipped' or 'shaw', got 'rope'"):
+    with pytest.raises(ValueError, match="relative must be one of 'xl', 'xl_clipped', 'shaw', got 'rope'"):
         RelativeMultiheadAttention(DIM, HEADS, relative="rope")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="positive even"):
         sinusoid_table(torch.arange(3), 5)

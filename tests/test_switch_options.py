@@ -63,3 +63,32 @@ def test_check_flags_takes_only_bools(value) -> None:
     with pytest.raises(ValueError, match="where: flag must be True or False"):
         check_flags("where: ", flag=value)
     check_flags("where: ", flag=True, other=np.False_)
+
+
+CAUSAL_CALLS: list[tuple[str, Callable[[object], object]]] = [
+    ("vanilla attention", lambda causal: MultiheadAttention(8, 2)(torch.randn(2, 3, 8), causal=causal)),
+    ("shaw attention", lambda causal: RelativeMultiheadAttention(8, 2, relative="shaw")(torch.randn(2, 3, 8), causal=causal)),
+    ("encoder layer", lambda causal: TransformerEncoderLayer(8, 2, 16)(torch.randn(2, 3, 8), causal=causal)),
+    ("universal", lambda causal: UniversalTransformer(TransformerEncoderLayer(8, 2, 16), 2)(torch.randn(2, 3, 8), causal=causal)),
+]
+
+
+@pytest.mark.parametrize(("where", "call"), CAUSAL_CALLS, ids=[where for where, _ in CAUSAL_CALLS])
+@pytest.mark.parametrize("value", ["no", 0, 1, None])
+def test_causal_that_is_no_bool_is_refused_at_the_call(where, call, value) -> None:
+    """``causal="no"`` ran the universal Transformer causally; ``causal=1`` failed inside torch's SDPA, but only where
+    no mask was given."""
+    with pytest.raises(ValueError, match=rf"causal must be True or False, got {value!r}"):
+        call(value)
+
+
+@pytest.mark.parametrize(("where", "call"), CAUSAL_CALLS, ids=[where for where, _ in CAUSAL_CALLS])
+def test_causal_takes_numpy_bools_as_python_bools(where, call) -> None:
+    """``causal=np.True_`` failed in SDPA ("argument 'is_causal' must be bool, not numpy.bool")."""
+    for numpy_value, value in ((np.True_, True), (np.False_, False)):
+        torch.manual_seed(0)
+        expected = call(value)
+        torch.manual_seed(0)
+        got = call(numpy_value)
+        expected, got = (out.hidden if hasattr(out, "hidden") else out for out in (expected, got))
+        torch.testing.assert_close(got, expected)

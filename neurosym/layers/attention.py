@@ -207,6 +207,7 @@ class MultiheadAttention(nn.Module):
         """``query [B, Tq, D]`` attending to ``key_value [B, Tk, D]`` (``None``: to itself) -> ``[B, Tq, D]``;
         ``key_padding_mask``, ``attn_mask``, ``causal`` and ``cache`` as the class describes."""
         self.check_inputs(query, key_value, key_padding_mask=key_padding_mask, attn_mask=attn_mask, causal=causal, cache=cache)
+        causal = bool(causal)  # (numpy's bool failed in SDPA, and only where no mask was given)
         q = self.split_heads(self.query_proj(query))
         k, v, offset = self._keys_values(query, key_value, cache)
         dropout = self.dropout if self.training else 0.0
@@ -274,6 +275,7 @@ class MultiheadAttention(nn.Module):
         the keys so far are a prefix of the element's (left padding), and its queries get zeros, as in the full call."""
         check_sequence(query, self.dim, "query")
         check_dtype_of(query, self, "query")
+        check_flags(causal=causal)
         if cache is not None and not isinstance(cache, AttentionCache):  # (a dict failed on its own keys method)
             raise TypeError(f"cache must be an AttentionCache (or None), got {type(cache).__name__}")
         if key_value is not None:
@@ -289,14 +291,14 @@ class MultiheadAttention(nn.Module):
                 raise ValueError("key_padding_mask must be a bool tensor [batch, keys] with True marking padding")
             if key_padding_mask.shape[0] != query.shape[0]:
                 raise ValueError(f"key_padding_mask has batch {key_padding_mask.shape[0]}, query has {query.shape[0]}")
+            keys = self._key_count(query, key_value, cache)
+            if key_padding_mask.shape[1] != keys:
+                raise ValueError(f"key_padding_mask covers {key_padding_mask.shape[1]} keys, but there are {keys}")
             fully_padded = key_padding_mask.all(dim=1)
             incremental = causal and key_value is None and cache is not None  # later keys are still to come
             if not incremental and values_are_readable(fully_padded) and fully_padded.any():
                 row = int(fully_padded.nonzero()[0, 0])
                 raise ValueError(f"every key of batch element {row} is padding: nothing to attend to")
-            keys = self._key_count(query, key_value, cache)
-            if key_padding_mask.shape[1] != keys:
-                raise ValueError(f"key_padding_mask covers {key_padding_mask.shape[1]} keys, but there are {keys}")
         if attn_mask is not None:
             check_attention_mask(attn_mask, query.shape[0], query.shape[1], self._key_count(query, key_value, cache))
 

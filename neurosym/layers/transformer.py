@@ -138,7 +138,9 @@ class TransformerEncoderLayer(nn.Module):
 
 
 def check_cache_is_causal(cache: object, *, causal: bool) -> None:
-    """Raise ``ValueError`` for a ``cache`` (not ``None``) without ``causal=True``."""
+    """Raise ``ValueError`` for a ``causal`` that is no bool (``"no"`` ran causally), or a ``cache`` (not ``None``)
+    without ``causal=True``."""
+    check_flags(causal=causal)
     if cache is not None and not causal:
         raise ValueError(
             "a cache needs causal=True: without it a position reads later ones, which an incremental call has not seen"

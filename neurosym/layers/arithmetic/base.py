@@ -179,6 +179,13 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         autocast = autocast_enabled(x)
         with torch.autocast(x.device.type, enabled=False) if autocast else contextlib.nullcontext():
             x = x.float() if autocast and x.dtype in HALF_PRECISION else x
+            if x.dtype in HALF_PRECISION:  # (check_dtype_of would tell to convert the unit, which check_precision refuses)
+                dtype = next(self.parameters()).dtype
+                raise ValueError(
+                    f"the input has dtype {x.dtype}, but the {type(self).__name__} computes in float32 or float64 (its "
+                    f"parameters are {dtype}): convert the input (x.to({dtype})), or run under autocast, where the "
+                    "unit converts it by itself"
+                )
             check_dtype_of(x, self, "the input")
             return self.compute(x)
 
