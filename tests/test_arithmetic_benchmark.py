@@ -48,8 +48,15 @@ def test_models_map_batched_inputs_to_one_output_per_member(name):
     assert model.sparsity_error().shape == (3,) and model.regularization(10**9).shape == (3,)
 
 
-def test_linear_baseline_is_built_like_the_reference_code():
-    first, second = TwoLayerArithmetic("Linear", steps=10, ensemble=50).layers
+@pytest.mark.parametrize("build", ["constructed", "reset", "materialised from meta"])
+def test_linear_baseline_is_built_like_the_reference_code(build: str):
+    """Built on ``meta`` and reset (deferred initialisation), or reset, the layers had nn.Linear's initialisation."""
+    model = TwoLayerArithmetic("Linear", steps=10, ensemble=50, device="meta" if build.endswith("meta") else None)
+    if build != "constructed":
+        model = model.to_empty(device="cpu")
+        for layer in model.layers:
+            layer.reset_parameters()
+    first, second = model.layers
     for layer, bound in ((first, (6 / 102) ** 0.5), (second, (6 / 3) ** 0.5)):
         assert layer.bias is not None and bool((layer.bias == 0).all())  # a trainable bias that starts at zero
         assert layer.weight.abs().max() <= bound and layer.weight.abs().max() > 0.9 * bound  # Xavier-uniform range

@@ -27,15 +27,23 @@ UnitFactory = Callable[[int, int, int | None, FactoryKwargs], ArithmeticUnit]
 """``(in_features, out_features, ensemble, factory) -> unit``: ``factory``, torch's factory keyword arguments."""
 
 
+class ReferenceLinear(EnsembleLinear):
+    """The paper's Linear layer as its reference code builds it: :class:`EnsembleLinear` with a bias, Xavier-uniform
+    weights and a zero bias, drawn by :meth:`reset_parameters` (so a model built on the ``meta`` device and reset
+    gets them too). Shapes as :class:`EnsembleLinear`."""
+
+    def reset_parameters(self) -> None:
+        """``weight ~ U[−√(6/(in+out)), √(6/(in+out))]``, ``bias = 0``."""
+        super().reset_parameters()  # (drawn and overwritten: the random stream the recorded results were run with)
+        bound = math.sqrt(6.0 / (self.in_features + self.out_features))
+        with torch.no_grad():
+            self.weight.uniform_(-bound, bound)
+            if self.bias is not None:
+                self.bias.zero_()
+
+
 def _linear(in_features: int, out_features: int, ensemble: int | None, factory: FactoryKwargs) -> ArithmeticUnit:
-    """The paper's Linear layer as its reference code builds it: a bias, Xavier-uniform weights, a zero bias."""
-    layer = EnsembleLinear(in_features, out_features, bias=True, ensemble=ensemble, **factory)
-    bound = math.sqrt(6.0 / (in_features + out_features))
-    with torch.no_grad():
-        layer.weight.uniform_(-bound, bound)
-        assert layer.bias is not None  # built with bias=True
-        layer.bias.zero_()
-    return layer
+    return ReferenceLinear(in_features, out_features, bias=True, ensemble=ensemble, **factory)
 
 
 def _unit(cls: type[ArithmeticUnit]) -> UnitFactory:
