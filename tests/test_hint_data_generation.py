@@ -181,6 +181,20 @@ def test_enumeration_covers_every_expression_once():
     assert len(np.unique(rows, axis=0)) == len(rows)
 
 
+def test_the_i_subsets_hold_each_result_within_the_share_cap_as_the_papers_balanced_test_lists() -> None:
+    """I was the head of each training list, whose sampled order puts the most frequent results first: one result
+    filled 13-26% of test I (60% of validation I) for every n from 3 to 10."""
+    split = main_split(scale=0.005, seed=0, cache=False, progress=False)
+    trained = set(split["train"].expr)
+    for which, name in enumerate(("val", "test")):
+        part = split[name]
+        for n_op in range(MAIN_RULES.enumerate_up_to + 1, MAIN_RULES.max_train_ops + 1):
+            seen = (part.eval == "I") & (part.n_op == n_op)
+            size = MAIN_RULES.with_scale(0.005).i_sizes(n_op)[which]
+            assert seen.sum() == size and {expr for expr, is_seen in zip(part.expr, seen, strict=True) if is_seen} <= trained
+            assert max(Counter(part.res[seen].tolist()).values()) <= MAIN_RULES.with_scale(0.005).share_cap(size)
+
+
 def test_table_a1_sizes_are_encoded_in_the_rules():
     train = sum(MAIN_RULES.train_size(n) for n in range(11))
     val_i, test_i = map(sum, zip(*(MAIN_RULES.i_sizes(n) for n in range(11))))
@@ -306,7 +320,7 @@ def test_fewshot_split_matches_table_a1(concept, sizes, subsets):
 
 def test_main_split_is_cached_on_disk(tmp_path):
     first = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"main_s0.002_seed3_v2_{s}.npz" for s in ("train", "val", "test"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"main_s0.002_seed3_v3_{s}.npz" for s in ("train", "val", "test"))
     with pytest.MonkeyPatch.context() as patch:  # the second call must read the files, not generate again
         patch.setattr("neurosym.data.hint.build.generate_split", lambda *args, **kwargs: pytest.fail("regenerated"))
         second = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
@@ -314,17 +328,37 @@ def test_main_split_is_cached_on_disk(tmp_path):
         assert second[name].expr == first[name].expr and second[name].prefix == first[name].prefix
         assert np.array_equal(second[name].res, first[name].res) and np.array_equal(second[name].eval, first[name].eval)
         assert second[name][0] == first[name][0]
-    train = tmp_path / "main_s0.002_seed3_v2_train.npz"
+    train = tmp_path / "main_s0.002_seed3_v3_train.npz"
     train.write_bytes(train.read_bytes()[:300])  # cut short: a cache is made again, with a warning naming it
     with pytest.warns(UserWarning, match=f"unreadable HINT cache in {tmp_path}"):
         third = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
     assert third["train"].expr == first["train"].expr and HintSplit.load(train).expr == first["train"].expr
 
 
+@pytest.mark.parametrize("column", ["res", "n_op", "eval"])
+def test_a_cache_with_a_column_cut_short_is_made_again(tmp_path, column):
+    """A short res, n_op or eval column loaded as a split of the full length, and failed later with numpy's IndexError
+    naming no file (only head and res_all were checked)."""
+    first = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    test = tmp_path / "main_s0.002_seed3_v3_test.npz"
+    with np.load(test) as archive:
+        columns = {name: archive[name] for name in archive.files}
+    columns[column] = columns[column][:-1]
+    np.savez_compressed(test, **columns)
+    expected = (
+        rf"every column needs one entry per expression \({len(first['test'])}\), got \{{'{column}': {len(first['test']) - 1}\}}"
+    )
+    with pytest.raises(ValueError, match=expected):
+        HintSplit.load(test)
+    with pytest.warns(UserWarning, match=f"unreadable HINT cache in {tmp_path} .*every column needs one entry"):
+        again = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    assert np.array_equal(again["test"].res, first["test"].res) and again["test"][-1] == first["test"][-1]
+
+
 def test_a_cache_whose_compressed_bytes_changed_is_made_again(tmp_path):
     """A deflate stream damaged on disk raised zlib.error from inside numpy instead of generating the split again."""
     first = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
-    train = tmp_path / "main_s0.002_seed3_v2_train.npz"
+    train = tmp_path / "main_s0.002_seed3_v3_train.npz"
     with zipfile.ZipFile(train) as archive:
         member = archive.getinfo("expr.npy")
     data = bytearray(train.read_bytes())
@@ -342,7 +376,7 @@ def test_a_cache_zipfile_cannot_open_is_made_again(tmp_path, field, value):
     """A cache whose members say Deflate64 (method 9) or encryption (flag bit 0), as a tool that zipped it again
     writes: zipfile's NotImplementedError and RuntimeError escaped instead of generating the split again."""
     first = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
-    train = tmp_path / "main_s0.002_seed3_v2_train.npz"
+    train = tmp_path / "main_s0.002_seed3_v3_train.npz"
     data = bytearray(train.read_bytes())
     start = data.index(b"PK\x01\x02")  # (the central directory: each entry's flags at 8, method at 10)
     while start >= 0:
@@ -361,7 +395,7 @@ def test_scales_that_differ_beyond_six_digits_have_their_own_caches(tmp_path):
     assert len(fine["train"]) == len(fewshot_split("a", scale=0.1250001, cache=False, progress=False)["train"])
     assert len(fine["train"]) != len(coarse["train"])
     names = {p.name for p in tmp_path.iterdir() if p.name.endswith("_train.npz")}
-    assert names == {"fewshot_a_s0.125_seed0_v2_train.npz", "fewshot_a_s0.1250001_seed0_v2_train.npz"}, "0.125 keeps its name"
+    assert names == {"fewshot_a_s0.125_seed0_v3_train.npz", "fewshot_a_s0.1250001_seed0_v3_train.npz"}, "0.125 keeps its name"
 
 
 def test_bad_arguments_are_rejected():
@@ -468,8 +502,9 @@ def test_any_rules_give_the_papers_subsets_distinct_lists_and_capped_results(
                 expected = {(True, True): "SS", (False, True): "LS", (True, False): "SL", (False, False): "LL"}[(short, small)]
                 assert record.eval == expected and record.expr not in trained and peak <= large_limit, record
         for (subset, n_op), indices in _lists(part).items():
-            if n_op > enumerate_up_to and subset != "I":
+            if n_op > enumerate_up_to:  # (an I subset was the training list's head: mostly its most frequent results)
                 size = rules.train_size(n_op) if name == "train" else rules.scaled(val_per_op if name == "val" else test_per_op)
+                size = rules.i_sizes(n_op)[name == "test"] if subset == "I" else size
                 assert len({part.expr[i] for i in indices}) == len(indices)
                 assert max(Counter(part.res[indices].tolist()).values()) <= rules.share_cap(size)
     for subset in ("SS", "LS", "SL", "LL"):

@@ -23,7 +23,7 @@ SPLIT_NAMES: tuple[str, ...] = ("train", "val", "test")
 """The splits of a HINT dataset, in order."""
 FEWSHOT_CONCEPTS: tuple[str, ...] = (*FEWSHOT_NUMBERS, *FEWSHOT_OPERATORS)
 """The six few-shot concepts, the numbers first: ``x y a b c d``."""
-_FORMAT_VERSION = 2
+_FORMAT_VERSION = 3  # 3: I subsets within the result share cap (2: a plain prefix of the training list)
 
 MAIN_VOCABULARY = Vocabulary(BUILTIN_NUMBERS, tuple(BUILTIN_OPERATORS), HINT_SEMANTICS)
 """The vocabulary of the main HINT split: the ten digits and the four operators, under

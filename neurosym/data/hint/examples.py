@@ -69,6 +69,9 @@ class HintSplit(Sequence[HintRecord]):
     offsets: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        columns = {"prefix": len(self.prefix), "res": len(self.res), "n_op": len(self.n_op), "eval": len(self.eval)}
+        if short := {name: size for name, size in columns.items() if size != len(self.expr)}:  # (indexing failed late)
+            raise ValueError(f"every column needs one entry per expression ({len(self.expr)}), got {short}")
         self.offsets = np.cumsum([0] + [len(e) for e in self.expr])
         if not len(self.head) == len(self.res_all) == self.offsets[-1]:
             raise ValueError(f"head and res_all need {self.offsets[-1]} entries, got {len(self.head)} and {len(self.res_all)}")

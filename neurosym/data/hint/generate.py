@@ -10,7 +10,7 @@ from tqdm.auto import tqdm
 
 from neurosym.data.hint.examples import HintSplit
 from neurosym.data.hint.sampling import Vocabulary, enumerate_prefix, evaluate_prefix, sample_prefix
-from neurosym.data.hint.splits import SplitRules
+from neurosym.data.hint.splits import SplitRules, ranks_among_equals
 from neurosym.training.checks import int_at_least
 
 _STALL_BATCHES = 30  # stop sampling a list after this many batches in a row add nothing to it
@@ -42,12 +42,7 @@ class _Bucket:
         Returns the indices taken and how many candidates were consumed (the rest may go elsewhere)."""
         allowed = np.ones(len(values), dtype=bool)
         if self.cap is not None:
-            order = np.argsort(values, kind="stable")
-            ordered = values[order]
-            group_start = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-            ranks = np.empty(len(values), dtype=np.int64)
-            ranks[order] = np.arange(len(values)) - np.repeat(group_start, np.diff(np.r_[group_start, len(values)]))
-            allowed = self.counts[values] + ranks < self.cap
+            allowed = self.counts[values] + ranks_among_equals(values) < self.cap
         chosen = np.flatnonzero(allowed)[: self.remaining]
         consumed = len(values) if len(chosen) < self.remaining else int(chosen[-1]) + 1
         np.add.at(self.counts, values[chosen], 1)
@@ -161,9 +156,9 @@ class _ListsOfOneSize:
         if self.train is not None:
             rows, values = self.train.result(width)
             yield "train", rows, values
-            n_val, n_test = self.rules.i_sizes(self.n_op)
-            yield "val:I", rows[:n_val], values[:n_val]
-            yield "test:I", rows[:n_test], values[:n_test]
+            for split in ("val", "test"):
+                seen = self.rules.seen_subset(self.n_op, values, split)
+                yield f"{split}:I", rows[seen], values[seen]
         for bucket in self.small + self.large:
             if bucket is not self.train:
                 yield (bucket.name, *bucket.result(width))

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
+import numpy as np
+
 from neurosym.data.hint.examples import HintRecord
 from neurosym.data.hint.splits import SplitRules
 from neurosym.data.hint.stats import operator_count
@@ -27,14 +29,15 @@ def held_out_for(records: Sequence[HintRecord], trained: Collection[str]) -> lis
 
 def seen_records(train: Sequence[HintRecord], rules: SplitRules, split: str) -> list[HintRecord]:
     """The ``I`` subset that ``rules`` give the ``split`` (``val`` or ``test``) of a run trained on ``train``, as the
-    generator draws it from its own training list: of each number of operators, the first
-    :meth:`~neurosym.data.hint.SplitRules.i_sizes` records of ``train`` (all of them where fewer), marked ``I``."""
+    generator draws it from its own training list: of each number of operators, the records of ``train`` that
+    :meth:`~neurosym.data.hint.SplitRules.seen_subset` picks (all of them where fewer), marked ``I``."""
     if split not in ("val", "test"):
         raise ValueError(f"split must be 'val' or 'test', got {split!r}")
     by_operators: dict[int, list[HintRecord]] = {}
     for record in train:
         by_operators.setdefault(operator_count(record.expr), []).append(record)
-    which = 0 if split == "val" else 1
     return [
-        replace(record, eval="I") for n_op, records in by_operators.items() for record in records[: rules.i_sizes(n_op)[which]]
+        replace(records[index], eval="I")
+        for n_op, records in by_operators.items()
+        for index in rules.seen_subset(n_op, np.array([record.res for record in records], dtype=np.int64), split)
     ]

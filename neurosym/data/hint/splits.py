@@ -3,7 +3,8 @@
 Per number of operators ``n`` (the paper's Section 3 and Table A1):
 
 * train: ``n <= 10``, every value (numbers, intermediate and final results) ``<= 100``;
-* test ``I``: the first 1% of that ``n``'s training list, to be shown with unseen images;
+* test ``I``: 1% of that ``n``'s training list, to be shown with unseen images: its leading expressions, each result
+  value within the share cap below (:meth:`SplitRules.seen_subset`);
 * ``SS``: unseen expressions with ``n <= 10`` and values ``<= 100``;
 * ``LS``: ``11 <= n <= 20`` and values ``<= 100``;
 * ``SL``: ``n <= 10`` with the largest value in ``101..10,000``; ``LL``: ``11 <= n <= 20``, the same values.
@@ -17,6 +18,8 @@ test sets, from the same candidates and disjoint from them, with a tenth of thei
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+
+import numpy as np
 
 from neurosym.data.shares import decimal_floor
 from neurosym.training.checks import int_at_least, positive_number
@@ -73,9 +76,21 @@ class SplitRules:
         return self.scaled(self.train_per_op_small.get(n_op, self.train_per_op))
 
     def i_sizes(self, n_op: int) -> tuple[int, int]:
-        """Sizes of the validation and test ``I`` subsets for ``n_op`` (leading parts of the train list)."""
+        """Sizes of the validation and test ``I`` subsets for ``n_op`` (drawn from the train list: :meth:`seen_subset`)."""
         train = self.train_size(n_op)
         return max(1, round(train * self.val_i_fraction)), max(1, round(train * self.test_i_fraction))
+
+    def seen_subset(self, n_op: int, values: np.ndarray, split: str) -> np.ndarray:
+        """The indices of the ``I`` subset of ``split`` (``"val"`` or ``"test"``) in a training list of ``n_op``
+        operators whose results are ``values [N]``: its leading :meth:`i_sizes` expressions, each result value taken
+        at most :meth:`share_cap` times from ``n = 3`` on (as in every sampled list; a plain prefix was mostly the
+        sampler's most frequent results, one of them up to 26% of the subset)."""
+        if split not in ("val", "test"):
+            raise ValueError(f"split must be 'val' or 'test', got {split!r}")
+        size = self.i_sizes(n_op)[0 if split == "val" else 1]
+        if n_op <= self.enumerate_up_to:
+            return np.arange(min(size, len(values)))
+        return np.flatnonzero(ranks_among_equals(values) < self.share_cap(size))[:size]
 
     def share_cap(self, size: int) -> int:
         """How many items of a list of ``size`` may share one result value: ``result_share_cap`` of them (rounded
@@ -98,3 +113,13 @@ again with unseen images as test ``I``, and 100 test / 10 validation per ``n`` i
 
 FEWSHOT_OPERATOR_RULES = replace(FEWSHOT_NUMBER_RULES, min_train_ops=1)
 """A few-shot operator concept (a, b, c, d): as for numbers, from ``n = 1`` (it needs an operator)."""
+
+
+def ranks_among_equals(values: np.ndarray) -> np.ndarray:
+    """``[N]``: how many earlier entries of ``values [N]`` (integers) hold the same value as each entry."""
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    group_start = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    ranks = np.empty(len(values), dtype=np.int64)
+    ranks[order] = np.arange(len(values)) - np.repeat(group_start, np.diff(np.r_[group_start, len(values)]))
+    return ranks
