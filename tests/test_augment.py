@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
-from neurosym.perception.augment import MAX_ROTATION, MAX_SHEAR, random_shift, random_style
+from neurosym.perception.augment import MAX_ROTATION, MAX_SHEAR, augment_windows, random_shift, random_style
 from neurosym.perception.strokes import StrokeNormaliser
 
 
@@ -193,3 +193,31 @@ def test_style_names_a_non_finite_pixel_instead_of_spreading_it(count, height, w
     windows[index] = bad
     with pytest.raises(ValueError, match=rf"windows' pixels must be finite, got {bad} at index \[{', '.join(map(str, index))}\]"):
         random_style(windows, strength, torch.Generator().manual_seed(0))
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), max_shift=st.integers(1, 3), strength=st.floats(0.1, 1.0))
+def test_the_channels_of_a_window_are_moved_alike_and_as_the_window_alone(seed: int, max_shift: int, strength: float) -> None:
+    """Colour windows [..., C, H, W] had each channel shifted and redrawn by its own draws: a dot landed at another
+    pixel in each channel."""
+    gray = torch.rand(2, 3, 12, 10)  # [B, T, H, W]
+    colour = torch.stack([gray, gray * 0.5, gray.flip(-1)], dim=2)  # [B, T, 3, H, W]
+    shifted = random_shift(colour, max_shift, torch.Generator().manual_seed(seed), channels=True)
+    alone = random_shift(gray, max_shift, torch.Generator().manual_seed(seed))
+    torch.testing.assert_close(shifted[:, :, 0], alone, rtol=0, atol=0)
+    torch.testing.assert_close(shifted[:, :, 1], alone * 0.5, rtol=0, atol=0)
+    styled = augment_windows(colour, max_shift, strength, torch.Generator().manual_seed(seed), batch_dims=2)
+    expected = augment_windows(gray, max_shift, strength, torch.Generator().manual_seed(seed), batch_dims=2)
+    torch.testing.assert_close(styled[:, :, 0], expected)
+    torch.testing.assert_close(styled[:, :, 1], expected * 0.5, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("shape", "batch_dims"), [((4, 3, 16), 2), ((4, 3, 2, 2, 8, 8), 2), ((5, 7), 1)])
+def test_windows_that_are_no_images_are_refused_by_augmentation_not_moved_as_images(shape, batch_dims) -> None:
+    """Vector windows [B, T, D] were shifted as one image [T, D] per example: window 0's features slid into window 1."""
+    windows = torch.rand(shape)
+    with pytest.raises(ValueError, match=r"each window must be \[H, W\] or \[C, H, W\], got windows of shape"):
+        augment_windows(windows, 1, 0.0, torch.Generator().manual_seed(0), batch_dims=batch_dims)
+    with pytest.raises(ValueError, match=r"each window must be \[H, W\] or \[C, H, W\]"):
+        augment_windows(windows, 0, 0.5, torch.Generator().manual_seed(0), batch_dims=batch_dims)
+    assert augment_windows(windows, 0, 0.0, torch.Generator().manual_seed(0), batch_dims=batch_dims) is windows

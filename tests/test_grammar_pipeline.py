@@ -577,6 +577,25 @@ def test_trees_deeper_than_pythons_recursion_are_executed_and_abduced():
             assert all(executor.value(c.sentence) == target for c in abducer.explanations(sentence, log_probs, target))
 
 
+def test_drawn_readings_of_a_tree_deeper_than_pythons_recursion_fall_back_as_the_search_does():
+    """Near the recursion limit numpy's unique(axis=0), which counted the drawn readings, turned the RecursionError into
+    "TypeError: Cannot compare structured arrays unless they have a common dtype", which nothing caught."""
+    grammar = SymbolGrammar('start: number\nnumber: number BIT -> more | BIT\nBIT: "0" | "1"\n')
+    semantics = TreeSemantics(
+        {"more": lambda c: 2 * c[0] + c[1], "BIT": int},
+        {"more": lambda w, c: [((w - b) // 2, b) for b in (0, 1) if w >= b and (w - b) % 2 == 0]},
+    )
+    bits = 80
+    log_probs = np.log(np.tile([0.1, 0.9], (bits, 1)))  # every bit read as 1 at 0.9
+    executor = Executor(grammar, semantics)
+    for frames in range(300, 312):  # the limit met at every point of a level's calls, inside numpy's unique among them
+        with recursion_limit_above_here(frames):
+            for sample_readings in (False, True):
+                abducer = GrammarAbducer(executor, AbductionBudget(readings=4, sample_readings=sample_readings))
+                found = abducer.abduce("0" + "1" * (bits - 1), log_probs, 2**bits - 1)
+                assert found is not None and found.sentence == "1" * bits
+
+
 def test_an_optional_item_in_brackets_that_is_absent_is_no_child():
     grammar = SymbolGrammar('start: DIGIT ["!" SIGN]\nDIGIT: "0".."9"\nSIGN: "-"\n')  # (absent: a None child crashed)
     executor = Executor(grammar, TreeSemantics({"start": lambda c: int(c[0]) * (-1 if len(c) == 2 else 1)}))
@@ -641,8 +660,15 @@ def test_an_example_no_sentence_fits_says_why_where_the_reason_is_plain():
     log_probs = torch.randn(2, 3, len(grammar.symbols), generator=torch.Generator().manual_seed(0)).log_softmax(-1)
     log_probs[..., grammar.symbols.index("+")] = -torch.inf
     for decode in (decoder.decode, decoder.viterbi):
-        with pytest.raises(ValueError, match=r"\): at position 1 none of the symbols the grammar allows there \(\+\) is"):
+        digits = " ".join(str(digit) for digit in range(10))
+        expected = rf"\): at position 1 the grammar allows \(\+\) and the example makes only \({digits}\) possible there"
+        with pytest.raises(ValueError, match=expected):
             decode(log_probs, torch.full((2,), 3))
+        given_first = log_probs.clone()  # "+" given where a digit must stand: named as the one possible symbol there
+        given_first[:, 0] = -torch.inf
+        given_first[:, 0, grammar.symbols.index("+")] = 0.0
+        with pytest.raises(ValueError, match=rf"position 0 the grammar allows \({digits}\) and the example makes only \(\+\)"):
+            decode(given_first, torch.full((2,), 3))
         with pytest.raises(ValueError, match=r"length 2 and its fixed symbols\): the grammar has no sentence of 2 symbols"):
             decode(log_probs[:, :2], torch.full((2,), 2))
 

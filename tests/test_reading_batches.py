@@ -26,8 +26,11 @@ def test_reading_batches_partition_the_examples_shortest_first_within_both_bound
         assert 1 <= len(batch) <= batch_size and (symbols <= max_windows or len(batch) == 1)
     for batch, following in itertools.pairwise(batches):  # a batch is closed only when the next example would not fit
         assert len(batch) == batch_size or sum(lengths[i] for i in batch) + lengths[following[0]] > max_windows
-    with pytest.raises(ValueError, match="must be positive"):
+    with pytest.raises(ValueError, match="max_windows must be an int of at least 1, got 0"):
         reading_batches([3], 4, 0)
+    for size in (0, 2.5):  # 0 was named with max_windows, which the caller never gave; 2.5 passed
+        with pytest.raises(ValueError, match=f"batch_size must be an int of at least 1, got {size}"):
+            reading_batches([3], size)
 
 
 def test_evaluation_is_the_same_however_the_examples_are_batched(monkeypatch):

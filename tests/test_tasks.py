@@ -453,6 +453,14 @@ def test_a_reader_that_reads_nothing_right_by_give_up_stops_there(tmp_path):
     assert [h["step"] for h in history] == [1, 2, 3, 4]
 
 
+@pytest.mark.parametrize("give_up", [0, -1, 2.5, True])
+def test_give_up_that_is_no_positive_int_is_refused_before_any_step(give_up) -> None:
+    """0 gave up after one step ("in its first 1 steps"), 2.5 after three."""
+    train = addition_problem(1, 10, seed=0)
+    with pytest.raises(ValueError, match=rf"give_up must be an int of at least 1, got {give_up!r}"):
+        train_grammar_pipeline(addition_pipeline(0), train, tiny_training(2), torch.device("cpu"), give_up=give_up)
+
+
 def test_the_pipeline_refuses_readers_outside_the_grammar_and_other_learning_rules():
     grammar = SymbolGrammar(grammar_file("mnist_add.lark"))
     reader = GlyphReader()

@@ -10,7 +10,7 @@ from einops import rearrange
 
 from neurosym.layers.shape_checks import check_tensor
 from neurosym.layers.value_checks import check_finite
-from neurosym.training.checks import fraction, is_int
+from neurosym.training.checks import check_flags, fraction, is_int
 
 
 def _check_inputs(windows: torch.Tensor, generator: torch.Generator | None) -> None:
@@ -30,9 +30,21 @@ def _check_inputs(windows: torch.Tensor, generator: torch.Generator | None) -> N
         )
 
 
-def random_shift(windows: torch.Tensor, max_shift: int, generator: torch.Generator | None = None) -> torch.Tensor:
+def _flat_windows(windows: torch.Tensor, channels: bool) -> torch.Tensor:
+    """``windows [..., H, W]`` as ``[N, 1, H, W]``, or with ``channels`` ``[..., C, H, W]`` as ``[N, C, H, W]``: one
+    row per window, whose channels then share its transform."""
+    check_flags(channels=channels)
+    if channels and windows.dim() < 3:
+        raise ValueError(f"windows with channels must be [..., C, H, W], got shape {tuple(windows.shape)}")
+    return rearrange(windows, "... c h w -> (...) c h w") if channels else rearrange(windows, "... h w -> (...) 1 h w")
+
+
+def random_shift(
+    windows: torch.Tensor, max_shift: int, generator: torch.Generator | None = None, *, channels: bool = False
+) -> torch.Tensor:
     """Translate each window by its own random whole-pixel offset in ``[-max_shift, max_shift]`` on both
-    axes, filling with zeros (background): ``[..., H, W]`` -> ``[..., H, W]``, same dtype and device.
+    axes, filling with zeros (background): ``[..., H, W]`` -> ``[..., H, W]``, same dtype and device; with
+    ``channels=True`` the windows are ``[..., C, H, W]``, a window's channels shifted alike.
 
     The offsets are drawn from ``generator``, a CPU one, so a seeded generator gives the same shifts on any device
     (``None``: torch's global generator).
@@ -40,17 +52,16 @@ def random_shift(windows: torch.Tensor, max_shift: int, generator: torch.Generat
     if not is_int(max_shift) or max_shift < 0:  # (True passed, and failed in F.pad)
         raise ValueError(f"max_shift must be an int >= 0, got {max_shift!r}")
     _check_inputs(windows, generator)
+    flat = _flat_windows(windows, channels)  # [N, C, H, W]
     if max_shift == 0 or windows.numel() == 0:
         return windows
-    height, width = windows.shape[-2:]
-    flat = rearrange(windows, "... h w -> (...) h w")
-    count = flat.shape[0]
+    count, _, height, width = flat.shape
     offsets = torch.randint(0, 2 * max_shift + 1, (2, count), generator=generator).to(windows.device)
-    padded = F.pad(flat, (max_shift, max_shift, max_shift, max_shift))
+    padded = rearrange(F.pad(flat, (max_shift, max_shift, max_shift, max_shift)), "n c h w -> n h w c")
     rows = offsets[0, :, None] + torch.arange(height, device=windows.device)  # [N, H] source rows
     columns = offsets[1, :, None] + torch.arange(width, device=windows.device)  # [N, W]
     shifted = padded[torch.arange(count, device=windows.device)[:, None, None], rows[:, :, None], columns[:, None, :]]
-    return shifted.view_as(windows)
+    return rearrange(shifted, "n h w c -> n c h w").reshape(windows.shape)
 
 
 MAX_ROTATION = math.radians(15.0)
@@ -85,9 +96,12 @@ def _style_draws(
     return torch.cat([inverse, inverse.new_zeros(count, 2, 1)], dim=2), stroke
 
 
-def random_style(windows: torch.Tensor, strength: float, generator: torch.Generator | None = None) -> torch.Tensor:
+def random_style(
+    windows: torch.Tensor, strength: float, generator: torch.Generator | None = None, *, channels: bool = False
+) -> torch.Tensor:
     """Redraw each window as another hand might have written it: ``[..., H, W]`` -> ``[..., H, W]``, same dtype
-    and device; blank windows stay blank.
+    and device; blank windows stay blank. With ``channels=True`` the windows are ``[..., C, H, W]``, a window's channels
+    redrawn alike.
 
     Each window gets its own random affine map about its centre, a rotation of up to ``strength`` × 15°
     either way, a scale of ``1 ± 0.2·strength`` on each axis and a shear of up to ``0.3·strength``, and with
@@ -101,11 +115,12 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
     """
     strength = fraction(strength, "strength")  # (True passed as 1)
     _check_inputs(windows, generator)
+    flat = _flat_windows(windows, channels)  # [N, C, H, W]
     check_finite(windows, "windows' pixels")
     if strength == 0 or windows.numel() == 0:
         return windows
     working = torch.promote_types(windows.dtype, torch.float32)  # (float64 windows were computed in float32)
-    flat = rearrange(windows, "... h w -> (...) 1 h w").to(working)
+    flat = flat.to(working)
     height, width = windows.shape[-2:]
     theta, stroke = _style_draws(flat.shape[0], strength, height, width, generator)
     # cast on the CPU, then moved: the windows' device need hold no float64 (float32 windows: the same values as ever)
@@ -119,10 +134,22 @@ def random_style(windows: torch.Tensor, strength: float, generator: torch.Genera
     if not windows.dtype.is_floating_point:
         limits = torch.iinfo(windows.dtype)
         styled = styled.round().clamp(limits.min, limits.max)  # (negative pixels of signed windows were clamped to 0)
-    return styled.to(windows.dtype).view_as(windows)
+    return styled.to(windows.dtype).reshape(windows.shape)
 
 
-def augment_windows(windows: torch.Tensor, max_shift: int, style: float, generator: torch.Generator) -> torch.Tensor:
+def augment_windows(
+    windows: torch.Tensor, max_shift: int, style: float, generator: torch.Generator, *, batch_dims: int
+) -> torch.Tensor:
     """:func:`random_shift` by up to ``max_shift`` pixels, then :func:`random_style` at strength ``style``, both
-    drawn from ``generator`` (seed it per training step and a resumed run stays exact): ``[..., H, W]`` -> ``[..., H, W]``."""
-    return random_style(random_shift(windows, max_shift, generator), style, generator)
+    drawn from ``generator`` (seed it per training step and a resumed run stays exact), of ``windows`` whose first
+    ``batch_dims`` dimensions index the windows (``[B, T, ...]``: 2): each window an image ``[H, W]``, or ``[C, H, W]``
+    whose channels are moved alike; same shape out. Windows of another shape (vectors) raise ``ValueError`` where either
+    augmentation is on: the leading dimensions of a window would have been moved as separate images."""
+    window = tuple(windows.shape[batch_dims:])
+    if (max_shift or style) and len(window) not in (2, 3):
+        raise ValueError(
+            f"augment_shift and augment_style move images: each window must be [H, W] or [C, H, W], got windows of "
+            f"shape {window} (a batch {tuple(windows.shape)})"
+        )
+    channels = len(window) == 3
+    return random_style(random_shift(windows, max_shift, generator, channels=channels), style, generator, channels=channels)

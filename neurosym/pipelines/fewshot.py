@@ -272,7 +272,8 @@ def _train_glyph(
         picks = [(w[i], y[i]) for w, y in (fewshot, replay) for i in [rng.integers(len(w), size=half)]]
         step = round_index * config.glyph_steps + index
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
-        windows = augment_windows(torch.cat([w for w, _ in picks]), config.augment_shift, config.augment_style, generator)
+        windows = torch.cat([w for w, _ in picks])
+        windows = augment_windows(windows, config.augment_shift, config.augment_style, generator, batch_dims=1)
         return windows, torch.cat([y for _, y in picks])
 
     schedule = RefitConfig(steps=config.glyph_steps, learning_rate=config.learning_rate, schedule="constant")

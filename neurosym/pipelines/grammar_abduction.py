@@ -28,7 +28,7 @@ import heapq
 import itertools
 import operator
 import zlib
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -424,15 +424,15 @@ class GrammarAbducer:
             scores[row, : len(symbols)] = search.log_probs[position, [self.index[s] for s in symbols]]
         drawn = np.argmax(scores + rng.gumbel(size=(self.readings, *scores.shape)), axis=-1)  # [R, P]
         read = np.array([search.log_probs[position, self.index[search.sentence[position]]] for position in positions])
-        rows, counts = np.unique(drawn, axis=0, return_counts=True)
+        # Distinct rows counted in Python: numpy's unique(axis=0) turned a RecursionError near the limit into a TypeError.
         ways = []
-        for row, count in zip(rows, counts):
-            picked = scores[np.arange(len(leaves)), row]
+        for reading, count in sorted(Counter(map(tuple, drawn.tolist())).items()):
+            picked = scores[np.arange(len(leaves)), list(reading)]
             if not np.isfinite(picked).all():  # a leaf none of whose symbols the reader can read
                 continue
             edits = tuple(
                 (position, choices[k][j])
-                for k, (position, j) in enumerate(zip(positions, row))
+                for k, (position, j) in enumerate(zip(positions, reading, strict=True))
                 if choices[k][j] != search.sentence[position]
             )
             ways.append(_Way(float((picked - read).sum()), edits, float(picked.sum() - np.log(count))))

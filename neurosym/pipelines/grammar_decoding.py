@@ -106,12 +106,16 @@ class GrammarDecoder:
         allowed = self._allowed(length)  # [L, V]
         if not allowed.any():
             return f": the grammar has no sentence of {length} symbols"
-        possible = torch.isfinite(log_probs[:length]).cpu() & allowed
-        for position in (~possible.any(dim=1)).nonzero().flatten().tolist():
-            wanted = [symbol for symbol, ok in zip(self.grammar.symbols, allowed[position].tolist()) if ok]
+        finite = torch.isfinite(log_probs[:length]).cpu()
+        for position in (~(finite & allowed).any(dim=1)).nonzero().flatten().tolist():
+            wanted, possible = (
+                " ".join(symbol for symbol, ok in zip(self.grammar.symbols, row[position].tolist()) if ok)
+                for row in (allowed, finite)
+            )
             return (
-                f": at position {position} none of the symbols the grammar allows there ({' '.join(wanted)}) is possible "
-                "(a symbol the reader lacks must be given, not read)"
+                f": at position {position} the grammar allows ({wanted}) and the example makes only ({possible}) possible "
+                "there (a given symbol is the only one possible at its position; a symbol the reader lacks must be given, "
+                "not read)"
             )
         return ""
 

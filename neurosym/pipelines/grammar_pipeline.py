@@ -43,6 +43,7 @@ from neurosym.pipelines.windows import reading_batches, real_positions
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
 from neurosym.syntax.errors import AmbiguousGrammarWarning, ParseError
 from neurosym.syntax.symbol_grammar import SymbolGrammar
+from neurosym.training.checks import int_at_least
 from neurosym.training.device import at_least_float32, mixed_precision, moved_to
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.modes import reading_mode, training_modes
@@ -416,6 +417,8 @@ def train_grammar_pipeline(
         raise ValueError(
             f"the grammar pipeline learns by abduction, without distillation, from {GRAMMAR_PSEUDO_LABELS} pseudo-labels"
         )
+    if give_up is not None:
+        give_up = int_at_least(give_up, "give_up", 1)  # (0 gave up after one step, 2.5 after three)
     model = reader_module(pipeline.reader)
     if len(source) == 0:
         raise ValueError("the training source has no examples")
@@ -442,7 +445,7 @@ def train_grammar_pipeline(
         indices = (drawn if share is None else drawn[share]).tolist()
         batch = source.batch(indices).to(device)
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
-        windows = augment_windows(batch.windows, config.augment_shift, config.augment_style, generator)
+        windows = augment_windows(batch.windows, config.augment_shift, config.augment_style, generator, batch_dims=2)
         batch = SentenceBatch(windows, batch.lengths, batch.given)
         with mixed_precision(device):
             reading = pipeline.read(batch, forward)

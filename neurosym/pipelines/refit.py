@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from neurosym.perception.augment import random_shift
+from neurosym.perception.augment import augment_windows
 from neurosym.perception.reader import Reader, reader_module
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import WindowTraining, fit_windows
@@ -117,7 +117,7 @@ def refit_reader(
     def batch(index: int) -> tuple[torch.Tensor, torch.Tensor]:
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
         picks = torch.randint(len(labels), (config.batch_size,), generator=generator)
-        return random_shift(windows[picks], config.augment_shift, generator), labels[picks]
+        return augment_windows(windows[picks], config.augment_shift, 0.0, generator, batch_dims=1), labels[picks]
 
     fitted_to = _fingerprint(windows, labels)
 

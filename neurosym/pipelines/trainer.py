@@ -56,7 +56,8 @@ GRAMMAR_PSEUDO_LABELS = ("all", "marginal", "truths")
 class WindowTraining:
     """How a reader is fitted to windows: ``steps`` batches of ``batch_size`` examples, Adam at ``learning_rate``
     under ``schedule`` (``"constant"``, or ``"cosine"`` decay to zero at ``steps``); each training window shifted by
-    up to ``augment_shift`` pixels (:func:`neurosym.perception.augment.random_shift`); batches drawn from ``seed``; a
+    up to ``augment_shift`` pixels (:func:`neurosym.perception.augment.augment_windows`: windows must then be images
+    ``[H, W]`` or ``[C, H, W]``, else ``ValueError`` at the first batch); batches drawn from ``seed``; a
     checkpoint every ``checkpoint_every`` steps. The settings every trainer of a reader shares
     (:class:`PipelineConfig`, :class:`~neurosym.pipelines.refit.RefitConfig`), checked once here."""
 
@@ -213,7 +214,7 @@ def train_pipeline(
         indices = config.curriculum.sample(lengths, index, config.batch_size, config.seed)
         windows, batch_lengths = _windows_on(source, indices, device)
         generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
-        windows = augment_windows(windows, config.augment_shift, config.augment_style, generator)
+        windows = augment_windows(windows, config.augment_shift, config.augment_style, generator, batch_dims=2)
         with mixed_precision(device):
             reading = pipeline.read(windows, batch_lengths)
         batch_targets = targets[indices].tolist()
