@@ -119,6 +119,10 @@ def test_a_lone_carriage_return_is_refused_where_it_is_rather_than_splitting_its
     path.write_bytes(b"What is 1 + 2?\n3\nWhat is\r 2 + 2?\n4\nWhat is\r 3 + 3?\n6\n")  # (read as 8 lines: misaligned)
     with pytest.raises(MathematicsFormatError, match=r"arithmetic__mul\.txt:3:8: character '\\r'"):
         read_module_file(path)
+    # old Mac line ends: the pairs in one line of an odd count, refused as "question without an answer"
+    path.write_bytes(b"What is 1 + 1?\r2\n")
+    with pytest.raises(MathematicsFormatError, match=r"arithmetic__mul\.txt:1:15: character '\\r' .*no line end"):
+        read_module_file(path)
 
 
 def test_bytes_beyond_ascii_are_named_by_value_and_column(tmp_path):

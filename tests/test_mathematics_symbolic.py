@@ -103,6 +103,17 @@ def test_tree_is_canonical():
         ("Simplify ((1 + sqrt(2))**2 - 3 - 2*sqrt(2))**-1.", r"zero to the negative power -1 at characters \(45, 47\)"),
         ("Simplify sqrt(-4).", r"sqrt of -4 at characters \(14, 16\) is not real"),  # (answered "2*I")
         ("Simplify sqrt(1 - sqrt(2)**2).", r"sqrt of -1 at characters \(14, 28\) is not real"),  # (answered "I")
+        # a fractional power of a negative base, as sqrt: answered "2*I", "-8*I", "2*(-1)**(1/3)", "sqrt(1 - sqrt(2))"
+        ("Simplify (-4)**(1/2).", r"-4 to the power 1/2 at characters \(16, 19\) is not real"),
+        ("Simplify (-4)**(3/2).", r"-4 to the power 3/2 at characters \(16, 19\) is not real"),
+        ("Simplify (-8)**(1/3).", "-8 to the power 1/3 .* is not real"),
+        ("Simplify (1-sqrt(2))**(1/2).", r"1 - sqrt\(2\) to the power 1/2 at characters \(23, 26\) is not real"),
+        # powers of sums that expand into more terms than a question may take (79 s, and 53 s as a power of a power)
+        (
+            "Simplify (sqrt(2)+sqrt(3)+sqrt(5)+sqrt(7))**100.",
+            "the power at characters .* expands into 176851 terms, more than 20000",
+        ),
+        ("Simplify ((sqrt(2)+sqrt(3)+sqrt(5)+sqrt(7))**30)**3.", "expands into 129766 terms, more than 20000"),
     ],
 )
 def test_bad_questions_raise_clear_errors(question, message):

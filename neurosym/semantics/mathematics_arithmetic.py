@@ -64,6 +64,10 @@ _MAX_EXPONENT = 10_000
 _MAX_DIGITS = 4_000
 """The most digits a number may have in a question, as a power's value, or in an answer (the dataset's answers have at
 most 30 characters; Python refuses to convert integers of more than 4,300 digits to or from text)."""
+_MAX_POWER_TERMS = 20_000
+"""The most terms a surd's integer power may expand into, ``C(e + k - 1, k - 1)`` for a base of ``k`` terms to the ``e``:
+simplifying takes about a millisecond a term (``(sqrt(2)+sqrt(3)+sqrt(5)+sqrt(7))**100``, 176,851 terms, took 79 s;
+``(sqrt(2)+1)**10000``, 10,001 terms, 9 s)."""
 _MAX_DEPTH = 200
 """How deep a question's parse tree, or a tree given to :func:`evaluate`, :func:`to_sympy` or :func:`answer_tree`, may
 nest (its operations are evaluated recursively; the generator's questions nest a few levels)."""
@@ -296,14 +300,23 @@ def _to_sympy(tree: Node) -> sympy.Expr:
 
 def _surd_power(base: sympy.Expr, exponent: sympy.Expr, where: Node) -> sympy.Expr:
     """``base ** exponent`` for surds: a rational to an integer power as :func:`_power` takes it (sympy computed
-    ``10**10**9`` for minutes), any exponent at most :data:`_MAX_EXPONENT` in size."""
+    ``10**10**9`` for minutes), any exponent at most :data:`_MAX_EXPONENT` in size, a power of a sum expanding into at
+    most :data:`_MAX_POWER_TERMS` terms, and a fractional power only of a base that is not negative (sympy answered
+    ``(-4)**(1/2)`` with ``2*I``, as ``sqrt(-4)``)."""
     if abs(exponent) > _MAX_EXPONENT:
         raise QuestionError(f"exponent {exponent} at characters {where.span} is larger than {_MAX_EXPONENT}")
     if exponent.is_negative and base.is_zero:  # (a zero sympy does not write as 0 was answered "zoo")
         raise QuestionError(f"zero to the negative power {exponent} at characters {where.span}")
+    if not exponent.is_Integer and not base.is_nonnegative:
+        raise QuestionError(f"{base} to the power {exponent} at characters {where.span} is not real")
     if base.is_Rational and exponent.is_Integer:
         return sympy.Rational(_power(_fraction(base), _fraction(exponent), where))
-    return base**exponent
+    power = base**exponent  # (sympy joins a power of a power: ((...)**30)**3 is (...)**90)
+    if isinstance(power, sympy.Pow) and power.exp.is_Integer:
+        base_terms = len(sympy.Add.make_args(sympy.expand(power.base)))
+        if (terms := math.comb(abs(int(power.exp)) + base_terms - 1, base_terms - 1)) > _MAX_POWER_TERMS:
+            raise QuestionError(f"the power at characters {where.span} expands into {terms} terms, more than {_MAX_POWER_TERMS}")
+    return power
 
 
 def _fraction(value: sympy.Rational) -> Fraction:

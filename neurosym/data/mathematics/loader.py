@@ -110,6 +110,7 @@ def read_module_file(path: str | os.PathLike, limit: int | None = None) -> list[
     if not lines:
         raise MathematicsFormatError(f"{path}:1: empty file, expected alternating question and answer lines")
     _check_no_blank_line(path, lines)
+    _check_no_lone_carriage_return(path, lines)
     if len(lines) % 2:
         raise MathematicsFormatError(f"{path}:{len(lines)}: question without an answer (odd number of lines)")
     if limit is not None:
@@ -126,6 +127,17 @@ def _check_no_blank_line(path: Path, lines: list[str]) -> None:
         if not line:
             kind = "question" if index % 2 == 0 else "answer"
             raise MathematicsFormatError(f"{path}:{index + 1}: empty {kind} (a blank line)")
+
+
+def _check_no_lone_carriage_return(path: Path, lines: list[str]) -> None:
+    """Raise for the first lone carriage return of the whole file, before the count of lines is checked: a file with
+    old Mac line ends (``\r`` alone) holds its pairs in one line, and was told it had an odd number of lines."""
+    for index, line in enumerate(lines):
+        if (column := line.find("\r")) >= 0:
+            raise MathematicsFormatError(
+                f"{path}:{index + 1}:{column + 1}: {_describe(chr(13))} is outside the dataset's alphabet (a lone "
+                "carriage return is no line end)"
+            )
 
 
 def _check_line(path: Path, number: int, line: str, is_question: bool) -> None:
