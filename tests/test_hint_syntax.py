@@ -286,6 +286,14 @@ def test_prefix_examples_and_errors():
         from_prefix([])
     with pytest.raises(ValueError, match="unknown symbol 'q'"):
         from_prefix(["q"])
+    for symbols, named in (
+        (None, "got NoneType"),
+        (5, "got int"),
+        ([["+"], "1", "2"], r"position 0: a symbol must be a str, got list \['\+'\]"),
+    ):
+        with pytest.raises(TypeError, match=named):  # (None and 5 failed on len(), a list as unhashable)
+            from_prefix(symbols)  # type: ignore[arg-type]
+    assert from_prefix(iter(["+", "1", "2"])) == from_prefix("+12") == parse("1+2")
     for convert in (to_prefix, to_postfix):  # (wrote ['+', '1'], which from_prefix cannot rebuild)
         with pytest.raises(ValueError, match="operator '\\+' needs 2 operands, got 1"):
             convert(Node("+", (Node("1"),)))

@@ -42,11 +42,18 @@ def to_postfix(node: Node, concepts: ConceptTable | None = None) -> list[str]:
 
 
 def from_prefix(symbols: Sequence[str], concepts: ConceptTable | None = None) -> Node:
-    """Rebuild the tree from its pre-order symbols; raises ``ValueError`` if they are not one tree."""
+    """Rebuild the tree from its pre-order symbols; raises ``ValueError`` if they are not one tree, ``TypeError`` for
+    symbols that are no sequence of strs (None failed on ``len``, a list among them as unhashable)."""
     concepts = concept_table(concepts)
+    try:
+        symbols = list(symbols)
+    except TypeError:
+        raise TypeError(f"from_prefix expects a sequence of symbols (str), got {type(symbols).__name__}") from None
     operands: list[Node] = []
     for position in range(len(symbols) - 1, -1, -1):  # right to left, operands are ready on a stack
         symbol = symbols[position]
+        if not isinstance(symbol, str):
+            raise TypeError(f"prefix position {position}: a symbol must be a str, got {type(symbol).__name__} {symbol!r}")
         if concepts.precedence(symbol) is None:
             operands.append(Node(symbol))
             continue
