@@ -69,6 +69,14 @@ def test_examples_abduction_cannot_explain_are_left_out_and_nothing_explained_is
         abduced_sentence_windows(pipeline_with(GlyphReader()), source, CPU)
 
 
+def test_a_target_no_value_can_equal_is_named_with_its_example_as_training_names_it():
+    """A tensor target was refused without the index of its example, which training and evaluation name."""
+    source = addition_problem(1, 10, seed=1)
+    source.targets[4] = torch.tensor(7)
+    with pytest.raises(TypeError, match="the target of example 4: "):
+        abduced_sentence_windows(pipeline_with(reader_confusing_three_with_eight()), source, CPU)
+
+
 def test_labelling_reads_in_evaluation_mode_and_leaves_the_reader_in_the_callers_mode():
     source = addition_problem(1, 20, seed=2)
     pipeline = pipeline_with(reader_confusing_three_with_eight())

@@ -260,20 +260,21 @@ def _check_targets(pipeline: GrammarPipeline, source: SentenceSource) -> None:
     sentences (:func:`_check_reachable`). Where ``source`` knows its true sentences, some of its first ones must also
     execute to their targets: targets of another kind than the semantics' values (``"37"`` for 37) would leave every
     example unexplained (in training) or wrong (in evaluation), silently."""
-    for index, target in enumerate(source.targets):  # (a target no value can equal failed inside the comparisons below)
-        _check_target(pipeline, index, target)
+    check_target_kinds(pipeline, source.targets)  # (a target no value can equal failed inside the comparisons below)
     truths = getattr(source, "truths", None)
     if truths is not None:
         _check_truths_give_targets(pipeline, source, truths)
     _check_reachable(pipeline, source)
 
 
-def _check_target(pipeline: GrammarPipeline, index: int, target: Any) -> None:
-    """:meth:`~neurosym.pipelines.grammar_abduction.GrammarAbducer.check_target`, its error naming example ``index``."""
-    try:
-        pipeline.abducer.check_target(target)
-    except (TypeError, ValueError) as error:
-        raise type(error)(f"the target of example {index}: {error}") from None
+def check_target_kinds(pipeline: GrammarPipeline, targets: Sequence[Any]) -> None:
+    """:meth:`~neurosym.pipelines.grammar_abduction.GrammarAbducer.check_target` of each of ``targets``, an error naming
+    its example."""
+    for index, target in enumerate(targets):
+        try:
+            pipeline.abducer.check_target(target)
+        except (TypeError, ValueError) as error:
+            raise type(error)(f"the target of example {index}: {error}") from None
 
 
 def _check_truths_give_targets(pipeline: GrammarPipeline, source: SentenceSource, truths: Sequence[str]) -> None:

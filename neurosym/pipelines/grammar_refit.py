@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import torch
 
-from neurosym.pipelines.grammar_pipeline import GrammarPipeline
+from neurosym.pipelines.grammar_pipeline import GrammarPipeline, check_target_kinds
 from neurosym.pipelines.refit import LabelledWindows
 from neurosym.pipelines.sentences import READ, SentenceSource
 from neurosym.pipelines.windows import reading_batches, real_positions
@@ -30,6 +30,7 @@ def abduced_sentence_windows(
     (:meth:`GrammarPipeline.read` without gradients) and keeps its own mode."""
     if len(source) == 0:
         raise ValueError("abduced_sentence_windows needs at least one example")
+    check_target_kinds(pipeline, source.targets)  # (a tensor target was named without its example)
     vocabulary = {symbol: index for index, symbol in enumerate(pipeline.reader.vocabulary)}
     known = getattr(source, "truths", None)
     if isinstance(pipeline.reader, torch.nn.Module):
