@@ -84,6 +84,19 @@ def test_ensemble_needs_readers_of_one_vocabulary():
         ReaderEnsemble([reader(0), other])
     with pytest.raises(TypeError, match="must be readers"):
         ReaderEnsemble([reader(0), torch.nn.Linear(2, 2)])
+    with pytest.raises(
+        TypeError, match=r"An ensemble calls its reader as reader\(windows, groups\) .* OneArgument's forward takes"
+    ):
+        ReaderEnsemble([reader(0), OneArgument()])  # (accepted, and failed at the first read inside the ensemble)
+
+
+class OneArgument(torch.nn.Module):
+    """A reader whose forward takes no ``groups``."""
+
+    vocabulary = VOCABULARY
+
+    def forward(self, windows: torch.Tensor) -> torch.Tensor:
+        return torch.zeros(len(windows), len(VOCABULARY))
 
 
 def test_members_of_other_window_sides_are_refused_when_ensembled_and_an_ensemble_states_its_side():

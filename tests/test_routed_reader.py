@@ -5,7 +5,7 @@ import torch
 from hint_pipelines import tiny_pipeline, tiny_problem
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_reader_ensemble import RulingOut
+from test_reader_ensemble import OneArgument, RulingOut
 
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank
 from neurosym.perception.routed import RoutedReader
@@ -113,6 +113,10 @@ def test_bad_routes_are_refused():
         RoutedReader([_reader(0), _reader(1, "0123456789")], _reader(2, ("first", "new")))
     with pytest.raises(ValueError, match="the router has 3 classes for 2 readers"):
         RoutedReader([_reader(0), _reader(1)], _reader(2, ("a", "b", "c")))
+    with pytest.raises(TypeError, match="the router must be a classifier with a vocabulary .*, got Linear"):
+        RoutedReader([_reader(0), _reader(1)], torch.nn.Linear(4, 2))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"A routed reader calls its reader as reader\(windows, groups\)"):
+        RoutedReader([_reader(0), OneArgument()], _reader(2, ("a", "b")))
     with pytest.raises(ValueError, match=r"one index per window \(12\), got torch.int64 \(5,\)"):
         _routed().route(WINDOWS, torch.zeros(5, dtype=torch.long))
     with pytest.raises(ValueError, match=r"groups must be an integer tensor, one index per window \(12\), got list"):

@@ -705,6 +705,19 @@ def test_a_task_module_whose_task_cannot_train_is_named_when_it_is_built(tmp_pat
             "task 'binary': batch_size must be an int of at least 1, got 0",
         ),
         ("text_grammar", ("SymbolGrammar(", "str("), TypeError, "task 'binary': grammar must be a SymbolGrammar, got str"),
+        # (both refused only by the run's PipelineConfig, which did not name the task)
+        (
+            "strong_style",
+            ("batch_size=16", "batch_size=16, augment_style=1.5"),
+            ValueError,
+            r"task 'binary': augment_style must be a number in \[0, 1\], got 1.5",
+        ),
+        (
+            "bogus_labels",
+            ("batch_size=16", "batch_size=16, pseudo_labels='bogus'"),
+            ValueError,
+            "task 'binary': pseudo_labels must be one of all, marginal, truths, got 'bogus'",
+        ),
         (
             "no_task",
             ("from neurosym.tasks import Task", "Task = lambda *fields, **options: fields"),

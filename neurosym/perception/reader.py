@@ -29,11 +29,14 @@ class Reader(Protocol):
 
 def shared_vocabulary(readers: Sequence[nn.Module], what: str) -> list[str]:
     """The one vocabulary of the modules ``readers`` that ``what`` (e.g. ``"an ensemble"``) combines: ``TypeError`` for
-    a member that is no :class:`Reader`, ``ValueError`` for none or for readers of different vocabularies."""
+    a member that is no :class:`Reader` or one it cannot call as ``reader(windows, groups)`` (:func:`check_reader`:
+    the first read failed), ``ValueError`` for none or for readers of different vocabularies."""
     if not readers:
         raise ValueError(f"{what} needs at least one reader")
     if not all(isinstance(reader, Reader) for reader in readers):
         raise TypeError(f"the members of {what} must be readers: modules with a vocabulary")
+    for reader in readers:
+        check_reader(reader, what[0].upper() + what[1:])
     vocabularies = {tuple(reader.vocabulary) for reader in readers if isinstance(reader, Reader)}
     if len(vocabularies) > 1:
         raise ValueError(f"the readers of {what} must share one vocabulary, got {sorted(vocabularies)}")

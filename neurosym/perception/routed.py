@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from neurosym.perception.reader import shared_vocabulary, shared_window
+from neurosym.perception.reader import Reader, shared_vocabulary, shared_window
 from neurosym.perception.symbol_classifier import SymbolClassifier
 from neurosym.training.checks import is_int_tensor
 from neurosym.training.device import at_least_float32
@@ -33,6 +33,10 @@ class RoutedReader(nn.Module):
         super().__init__()
         self.vocabulary = shared_vocabulary(readers, "a routed reader")
         self.window = shared_window([*readers, router], "a routed reader")
+        if not isinstance(router, Reader):  # (failed as "'Linear' object has no attribute 'vocabulary'")
+            raise TypeError(
+                f"the router must be a classifier with a vocabulary (one class per reader), got {type(router).__name__}"
+            )
         if len(router.vocabulary) != len(readers):
             raise ValueError(f"the router has {len(router.vocabulary)} classes for {len(readers)} readers")
         self.readers = nn.ModuleList(readers)

@@ -22,9 +22,10 @@ from torch import nn
 from neurosym.pipelines.curriculum import Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import SentenceSource
+from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS
 from neurosym.semantics.tree_semantics import TreeSemantics
 from neurosym.syntax.symbol_grammar import SymbolGrammar
-from neurosym.training.checks import int_at_least, positive_number
+from neurosym.training.checks import fraction, int_at_least, positive_number
 
 __all__ = [
     "TASKS",
@@ -112,7 +113,11 @@ class Task:
         where = f"task {self.name!r}:"
         positive_number(self.epochs, f"{where} epochs")
         positive_number(self.learning_rate, f"{where} learning_rate")
-        positive_number(self.augment_style, f"{where} augment_style", zero=True)
+        fraction(self.augment_style, f"{where} augment_style")  # (1.5 was refused only by the run, not naming the task)
+        if self.pseudo_labels not in GRAMMAR_PSEUDO_LABELS:
+            raise ValueError(
+                f"{where} pseudo_labels must be one of {', '.join(GRAMMAR_PSEUDO_LABELS)}, got {self.pseudo_labels!r}"
+            )
         int_at_least(self.batch_size, f"{where} batch_size", 1)
         int_at_least(self.augment_shift, f"{where} augment_shift", 0)
         int_at_least(self.restarts, f"{where} restarts", 0)
