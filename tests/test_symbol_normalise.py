@@ -1,12 +1,15 @@
 """Glyphs of any size and place come out in MNIST's convention: longer side 20 pixels, centred."""
 
+import warnings
+
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neurosym.data.symbol_images import DIGITS, SymbolBank, with_drawn_digits
-from neurosym.data.symbol_images.normalise import mnist_box, normalise_glyphs
+from neurosym.data.symbol_images import DIGITS, SymbolBank, handwritten_symbols, with_drawn_digits
+from neurosym.data.symbol_images.normalise import glyph_window, mnist_box, normalise_glyphs
 
 
 def _ink_box(image: np.ndarray, threshold: int = 32) -> tuple[int, int, float, float]:
@@ -103,3 +106,15 @@ def test_drawn_digits_fill_the_same_share_of_any_banks_images(side):
     bank = with_drawn_digits(_blank_bank(side), 2, seed=0)
     sides = [_longest_ink_side(image) for image in bank.images[bank.sources == "drawn"]]
     assert all(abs(longest - 20 * side / 28) <= 1 + side / 28 for longest in sides), sides
+
+
+def test_the_shipped_read_only_images_are_normalised_without_a_warning() -> None:
+    """torch warned, from torch.from_numpy and torch.as_tensor, that the shipped images are not writable."""
+    images = handwritten_symbols().images[:5]
+    assert not images.flags.writeable
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        normalised = normalise_glyphs(images)
+        window = glyph_window(images[0], window=28)
+    assert np.array_equal(normalised, normalise_glyphs(images.copy()))
+    assert torch.equal(window, glyph_window(images[0].copy(), window=28)) and not images.flags.writeable

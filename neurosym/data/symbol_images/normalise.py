@@ -58,7 +58,7 @@ def normalise_glyphs(
         raise ValueError(f"threshold must be a number in [0, 255), got {threshold!r}")
     int_at_least(chunk, "chunk", 1)  # (a negative chunk returned every image unchanged)
     parts = [
-        _normalise(torch.from_numpy(images[start : start + chunk]), box, threshold) for start in range(0, len(images), chunk)
+        _normalise(_tensor_of(images[start : start + chunk]), box, threshold) for start in range(0, len(images), chunk)
     ]
     return np.concatenate(parts) if parts else images.copy()
 
@@ -123,10 +123,16 @@ def glyph_window(image: np.ndarray | torch.Tensor, black_on_white: bool | None =
     return render_windows(glyph)[0, 0] if window == WINDOW else torch.from_numpy(glyph[0]).float() / 255
 
 
+def _tensor_of(array: np.ndarray) -> torch.Tensor:
+    """``torch.from_numpy(array)``, of a copy where ``array`` is read-only (the shipped images are: torch warned that
+    writing through the tensor would be undefined)."""
+    return torch.from_numpy(array if array.flags.writeable else array.copy())
+
+
 def _white_on_black(image: np.ndarray | torch.Tensor, black_on_white: bool | None) -> np.ndarray:
     """``image [H, W]`` as uint8 pixels, white ink on black (inverted when ``black_on_white``, or, for ``None``, when its
     border's mean is above half)."""
-    tensor = torch.as_tensor(image).detach().cpu()
+    tensor = (_tensor_of(image) if isinstance(image, np.ndarray) else torch.as_tensor(image)).detach().cpu()
     if tensor.dim() != 2 or 0 in tensor.shape:
         raise ValueError(f"a glyph image must be grey [H, W] with H, W >= 1, got shape {tuple(tensor.shape)}")
     check_intensities(tensor)
