@@ -82,8 +82,12 @@ def test_the_symbol_classifier_reads_uint8_and_any_float_windows_alike_and_names
         classifier(windows.long())
     with pytest.raises(ValueError, match=r"the vocabulary must be non-empty symbols \(str\) without repeats, got \[0, 1\]"):
         SymbolClassifier([0, 1])
-    with pytest.raises(ValueError, match="symbol 2 is not a str or is already in the vocabulary"):
+    with pytest.raises(ValueError, match="symbol 2 is not a non-empty str or is already in the vocabulary"):
         classifier.add_symbol(2)
+    with pytest.raises(ValueError, match="symbol '' is not a non-empty str"):  # (an empty symbol was taken)
+        classifier.add_symbol("")
+    with pytest.raises(ValueError, match=r"the vocabulary must be non-empty symbols \(str\) without repeats, got \['a', ''\]"):
+        SymbolClassifier(["a", ""])
 
 
 @settings(max_examples=25, deadline=None)

@@ -143,6 +143,10 @@ def test_a_bank_without_brackets_borrows_both_and_keeps_its_hint_symbols():
     assert borrowed.subset(["1"]).images.tolist() == digits.subset(["1"]).images.tolist()
     whole = merge_banks(digits, drawn.subset(["(", ")"]))
     assert with_brackets(whole, foreign) is whole  # has both: itself
+    with pytest.raises(ValueError, match=r"brackets_from has no '\(' or '\)' images to lend the bank"):
+        with_brackets(digits, foreign)  # (came back without brackets, silently)
+    with pytest.raises(ValueError, match=r"brackets_from has no '\)' images"):
+        with_brackets(digits, drawn.subset(["(", "2"]))
 
 
 def test_resized_images_are_computed_once_per_size_and_symbols_cannot_be_changed_from_outside():

@@ -97,8 +97,8 @@ class SymbolClassifier(nn.Module):
         """Append a class for ``symbol`` (existing classes keep their weights; the grown weight ``[V + 1, features]``
         and bias ``[V + 1]`` keep the device, dtype and ``requires_grad`` of the old ones, the new class drawn there in that
         dtype, as a layer built with the factory keywords draws it); returns its index."""
-        if not isinstance(symbol, str) or symbol in self.vocabulary:
-            raise ValueError(f"symbol {symbol!r} is not a str or is already in the vocabulary")
+        if not isinstance(symbol, str) or not symbol or symbol in self.vocabulary:
+            raise ValueError(f"symbol {symbol!r} is not a non-empty str or is already in the vocabulary")
         old = self.classifier
         grown = nn.Linear(old.in_features, old.out_features + 1, device=old.weight.device, dtype=old.weight.dtype)
         with torch.no_grad():
@@ -115,4 +115,4 @@ def _is_vocabulary(vocabulary: object) -> bool:
     """Whether ``vocabulary`` is a non-empty collection of str (a list, a tuple, a numpy array) without repeats."""
     if not isinstance(vocabulary, Collection) or len(vocabulary) == 0:
         return False
-    return all(isinstance(symbol, str) for symbol in vocabulary) and len(set(vocabulary)) == len(vocabulary)
+    return all(isinstance(symbol, str) and symbol for symbol in vocabulary) and len(set(vocabulary)) == len(vocabulary)

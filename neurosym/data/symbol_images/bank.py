@@ -168,8 +168,11 @@ def merge_banks(*banks: SymbolBank) -> SymbolBank:
 def with_brackets(bank: SymbolBank, brackets_from: SymbolBank) -> SymbolBank:
     """``bank`` itself when it has both brackets; else its HINT symbols with the ``(`` and ``)`` images of
     ``brackets_from`` (real handwritten brackets under a permissive licence exist nowhere: banks of real
-    handwriting borrow drawn ones)."""
+    handwriting borrow drawn ones). ``ValueError`` where ``brackets_from`` lacks either bracket (the bank came back
+    without brackets, silently)."""
     if {"(", ")"} <= set(bank.symbols):
         return bank
+    if missing := [bracket for bracket in "()" if bracket not in brackets_from.symbols]:
+        raise ValueError(f"brackets_from has no {' or '.join(map(repr, missing))} images to lend the bank")
     own = [s for s in HINT_SYMBOLS if s in bank.symbols and s not in "()"]
     return merge_banks(bank.subset(own), brackets_from.subset(["(", ")"]))

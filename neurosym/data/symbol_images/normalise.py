@@ -57,9 +57,7 @@ def normalise_glyphs(
     if not (is_real(threshold) and 0 <= threshold < 255):  # (255 or NaN: no ink, and every image came back unchanged)
         raise ValueError(f"threshold must be a number in [0, 255), got {threshold!r}")
     int_at_least(chunk, "chunk", 1)  # (a negative chunk returned every image unchanged)
-    parts = [
-        _normalise(_tensor_of(images[start : start + chunk]), box, threshold) for start in range(0, len(images), chunk)
-    ]
+    parts = [_normalise(_tensor_of(images[start : start + chunk]), box, threshold) for start in range(0, len(images), chunk)]
     return np.concatenate(parts) if parts else images.copy()
 
 
