@@ -259,6 +259,12 @@ def test_hwf_names_a_negative_formula_count_and_a_symbol_without_images():
     with_x = np.array([*labels, "x"])  # (a symbol outside HWF's was said to have no images, though it had)
     with pytest.raises(ValueError, match=r"^formula 0 '1\+x' shows 'x', which is no HWF symbol \(0123456789\+-\*/\)$"):
         formula_sentences(["1+x"], np.zeros((len(with_x), 28, 28), np.uint8), with_x, 0, grammar, formula_semantics())
+    images = np.zeros((len(labels) + 1, 28, 28), np.uint8)
+    labels = np.array([*labels, "/"])
+    with pytest.raises(ValueError, match=r"^formula 1 \('1\+'\) is no sentence of the grammar: "):  # (named a position only)
+        formula_sentences(["2", "1+"], images, labels, 0, grammar, formula_semantics())
+    with pytest.raises(ValueError, match=r"^formula 0 \('8/0'\) has no value"):  # (its target was None)
+        formula_sentences(["8/0"], images, labels, 0, grammar, formula_semantics())
 
 
 @pytest.mark.parametrize("spare", [-3, -1, 1, 5])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from neurosym.pipelines.curriculum import UNBOUNDED, Curriculum
 from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics.tree_semantics import TreeSemantics
+from neurosym.syntax.errors import ParseError
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.tasks import READER_CONVS, Published, Task, check_labelled_images, grammar_file
 from neurosym.training.checks import int_at_least
@@ -119,9 +121,21 @@ def formula_sentences(
     picks = np.full((len(formulas), steps), -1)
     for row, formula in enumerate(formulas):
         picks[row, : len(formula)] = [pools[symbol][rng.integers(len(pools[symbol]))] for symbol in formula]  # (as rng.choice)
-    targets = [semantics.evaluate(grammar.parse(formula)) for formula in formulas]
+    targets = [_formula_value(formula, row, grammar, semantics) for row, formula in enumerate(formulas)]
     lengths = np.array([len(f) for f in formulas])
     return ImageSentences(images, picks, np.full(picks.shape, READ), lengths, targets, formulas)
+
+
+def _formula_value(formula: str, row: int, grammar: SymbolGrammar, semantics: TreeSemantics) -> Any:
+    """``formula``'s value; ``ValueError`` naming it (``row``) where it is no sentence of ``grammar`` (the parse error
+    named only a position) or has no value (``8/0``: the pipeline refused it later)."""
+    try:
+        value = semantics.evaluate(grammar.parse(formula))
+    except ParseError as error:
+        raise ValueError(f"formula {row} ({formula!r}) is no sentence of the grammar: {error}") from None
+    if value is None:
+        raise ValueError(f"formula {row} ({formula!r}) has no value (a division by zero)")
+    return value
 
 
 def _check_shown(formulas: list[str], pools: dict[str, np.ndarray]) -> None:
