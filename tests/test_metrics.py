@@ -8,7 +8,7 @@ import torch
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from neurosym.data.arithmetic import SubsetLayout
+from neurosym.data.arithmetic import SimpleFunctionData, SubsetLayout
 from neurosym.metrics import (
     exact_match,
     perturbed_solution_mse,
@@ -140,6 +140,19 @@ def test_threshold_of_the_default_task_and_its_dependence_on_epsilon():
         perturbed_solution_mse("pow")
     with pytest.raises(ValueError, match="'sqrt' needs non-negative inputs"):  # was a NaN threshold
         perturbed_solution_mse("sqrt", ranges="[-2,2]", samples=10)
+    # ÷ over inputs of both signs: the estimate was a random number (4 to 4e6 with the seed), and ÷ "solved" against it
+    with pytest.raises(ValueError, match=r"'div' needs inputs of one sign, but range pair '\[-2,2\]' has both"):
+        perturbed_solution_mse("div", ranges="[-2,2]", samples=10)
+    with pytest.raises(ValueError, match="'div' needs inputs of one sign"):
+        SimpleFunctionData(["div"], [0], ranges="[-2,2]", evaluation_size=10)
+    assert perturbed_solution_mse("div", ranges="[-2,-1]", samples=1000).value > 0  # one sign, negative: taken
+    whole_overlap = SubsetLayout(overlap_ratio=1.0)  # a - b = 0 and a / b = 1 whatever the weights: a threshold of 0
+    for name in ("sub", "div"):  # (cached as 0.0, and refused by the table after the whole training budget)
+        with pytest.raises(
+            ValueError, match=f"the perturbed solution of '{name}' is exact .* its MSE, the success threshold, is 0"
+        ):
+            perturbed_solution_mse(name, layout=whole_overlap, samples=100)
+    assert perturbed_solution_mse("add", layout=whole_overlap, samples=100).value > 0
 
 
 def _curves(validation, extrapolation):

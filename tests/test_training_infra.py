@@ -575,6 +575,18 @@ def test_state_files_that_are_not_json_are_named(tmp_path):
         cached_thresholds(["add"], "[1,2]", SubsetLayout(100, 0.25, 0.5), 1e-5, 100, cache)
 
 
+def test_a_zero_threshold_cached_before_they_were_refused_is_refused_before_training(tmp_path):
+    """A 0.0 cached for sub with the whole subsets overlapping was taken, and the table refused it after training."""
+    from neurosym.benchmarking.arithmetic_results import cached_thresholds
+    from neurosym.data.arithmetic import SubsetLayout
+
+    layout, cache = SubsetLayout(100, 0.25, 1.0), tmp_path / "thresholds.json"
+    cache.write_text(json.dumps({f"sub [1,2] {layout} eps=1e-05 n=100": 0.0}))
+    with pytest.raises(ValueError, match="the perturbed solution of 'sub' is exact"):
+        cached_thresholds(["sub"], "[1,2]", layout, 1e-5, 100, cache)
+    assert cached_thresholds(["add"], "[1,2]", layout, 1e-5, 100, cache)["add"] > 0
+
+
 def test_time_limits_that_are_no_number_of_at_least_zero_are_named():
     for minutes in (float("nan"), -1, "5", True):  # NaN, -1 and True gave NaN, -60 and 60 seconds
         with pytest.raises(ValueError, match="a time limit must be None or at least 0 minutes"):

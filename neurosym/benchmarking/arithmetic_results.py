@@ -36,7 +36,7 @@ def cached_thresholds(
     thresholds = {}
     for name in dict.fromkeys(operations):
         key = f"{name} {ranges} {layout} eps={epsilon:g} n={samples}"
-        if key not in cache:
+        if not cache.get(key, 0) > 0:  # (a 0 cached before such thresholds were refused is refused now, before training)
             cache[key] = perturbed_solution_mse(name, ranges, layout, epsilon, samples).value
         thresholds[name] = cache[key]
     save_json(cache, cache_path)

@@ -49,7 +49,8 @@ def perturbed_solution_mse(
 
     Draws ``samples`` inputs ``x [N, d]`` from the extrapolation range of ``ranges`` (in float64, in chunks
     of ``chunk_size``), computes the exact target ``op(a, b)`` and the prediction ``op(a^ε, b^ε)`` of the
-    perturbed weights, and returns the mean squared difference with its standard error.
+    perturbed weights, and returns the mean squared difference with its standard error; ``ValueError`` where that is
+    0 (no run could fall below it).
     """
     samples = int_at_least(samples, "samples", 2)
     chunk_size = int_at_least(chunk_size, "chunk_size", 1)  # (True passed as 1, as a seed too)
@@ -72,5 +73,10 @@ def perturbed_solution_mse(
         total += float(squared.sum())
         total_square += float(squared.square().sum())
     mean = total / samples
+    if mean == 0:  # (a run measured against it could never succeed: refused after the whole training budget was spent)
+        raise ValueError(
+            f"the perturbed solution of {op.name!r} is exact on subsets of this layout ({layout}): its MSE, the success "
+            "threshold, is 0 (with the whole subsets overlapping, a - b and a / b do not depend on the weights)"
+        )
     variance = max(total_square / samples - mean * mean, 0.0) * samples / (samples - 1)
     return MonteCarloEstimate(mean, (variance / samples) ** 0.5)
