@@ -23,15 +23,17 @@ Parts, each within its own time budget (a part that overruns is stopped and repo
 
 It writes ``device_check.json`` and ``device_check.md`` under ``--out`` after every part (a check killed from
 outside keeps the parts it finished) and prints the Markdown, ending with what it could not run. With
-``--deadline S`` no part runs past ``S`` seconds from the start: each gets what is left of them at most, and the
-parts with less than :data:`MIN_PART_SECONDS` left are reported as not run. Without CUDA it runs on the CPU and
-says so (the parts still work).
+``--deadline S`` no part starts past ``S`` seconds from the start: each gets what is left of them at most as its budget,
+and the parts with less than :data:`MIN_PART_SECONDS` left are reported as not run. A part checks its budget between
+its steps (``arithmetic`` between model families, about 30 s each on a CPU), so it may run past it by one step.
+Without CUDA it runs on the CPU and says so (the parts still work).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import shutil
@@ -323,7 +325,7 @@ def run_parts(
         if deadline is not None:
             budget = min(budget, deadline - (started - opened))
         try:
-            if budget < MIN_PART_SECONDS:
+            if deadline is not None and budget < MIN_PART_SECONDS:  # (without a deadline: a small --budget-scale)
                 raise PartFailed(f"not run: {max(budget, 0):.0f} s were left of the check's --deadline {deadline:g} s")
             found = {"status": "ok"} | RUNNERS[part](device, out, budget)
         except PartFailed as error:
@@ -410,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--budget-scale", type=float, default=1.0, help="multiply every part's time budget (default: 1)")
     parser.add_argument(
-        "--deadline", type=float, default=None, help="seconds the whole check may take: no part runs past them (default: none)"
+        "--deadline", type=float, default=None, help="seconds the whole check may take: no part starts past them (default: none)"
     )
     args = parser.parse_args(argv)
     skipped, extra = ({part.strip() for part in text.split(",") if part.strip()} for text in (args.skip, args.extra))
@@ -418,8 +420,10 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted((skipped - set(PARTS)) | (extra - set(OPTIONAL)))
         parser.error(f"unknown parts {unknown}: choose from {', '.join(PARTS)} (optional: {', '.join(OPTIONAL)})")
     skipped |= set(OPTIONAL) - extra
-    if args.deadline is not None and args.deadline <= 0:
+    if args.deadline is not None and not (math.isfinite(args.deadline) and args.deadline > 0):  # (NaN ran every part)
         parser.error(f"--deadline must be a positive number of seconds, got {args.deadline:g}")
+    if not (math.isfinite(args.budget_scale) and args.budget_scale > 0):  # (-1 and NaN gave every part a budget of none)
+        parser.error(f"--budget-scale must be a positive number, got {args.budget_scale:g}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type == "cpu":  # said before the parts, not only in the closing summary
         print("no CUDA device: every part runs on the CPU, against budgets meant for a GPU (--skip or --deadline bound it)")

@@ -148,6 +148,24 @@ def test_a_deadline_caps_each_budget_and_reports_the_parts_it_leaves_no_time_for
     with pytest.raises(SystemExit):
         device_check.main(["--deadline", "0"])
     assert "--deadline must be a positive number of seconds, got 0" in capsys.readouterr().err
+    for option, value in (("--deadline", "nan"), ("--budget-scale", "-1"), ("--budget-scale", "nan")):
+        with pytest.raises(SystemExit):  # (NaN ran every part; a scale of -1 left every part a budget of none)
+            device_check.main([option, value])
+        assert f"{option} must be a positive number" in capsys.readouterr().err
+
+
+def test_a_small_budget_scale_without_a_deadline_runs_every_part_within_its_scaled_budget(device_check, monkeypatch):
+    """Below about 0.67 the parts were refused as if under a deadline, whose message then failed on None."""
+    budgets = []
+
+    def run(device, out, seconds):
+        budgets.append(seconds)
+        return {}
+
+    monkeypatch.setitem(device_check.RUNNERS, "hint_transformer", run)
+    report = device_check.run_parts(["hint_transformer"], torch.device("cpu"), Path("."), scale=0.1)
+    assert report["hint_transformer"]["status"] == "ok"
+    assert budgets == [pytest.approx(0.1 * device_check.BUDGETS["hint_transformer"])]
 
 
 @pytest.mark.slow
