@@ -136,6 +136,9 @@ def test_the_generic_abducer_is_timed_on_the_problems_hints_own_is_timed_on():
     assert generic["corrected"] >= 0.7 and generic["median_ms"] > 0
     few = AbductionBudget(max_changes=1, max_candidates=1, alternatives=1)  # a budget too small to correct most
     assert abduction_speed(40, seed=1, abduce=GrammarAbducer(EXECUTOR, few).abduce)["corrected"] < generic["corrected"]
+    for samples in (0, -3, 2.5):  # (0 and -3 failed in numpy's percentile, 2.5 corrected 1.2 of them)
+        with pytest.raises(ValueError, match=f"samples must be an int of at least 1, got {samples}"):
+            abduction_speed(samples)
 
 
 def near_uniform(sentence: str, seed: int, scale: float = 0.1) -> np.ndarray:

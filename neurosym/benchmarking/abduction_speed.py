@@ -9,6 +9,7 @@ import numpy as np
 
 from neurosym.pipelines.abduction import Abducer, Correction
 from neurosym.semantics import evaluate
+from neurosym.training.checks import int_at_least
 
 Abduce = Callable[[str, np.ndarray, int], Correction | None]
 """``(sentence, log_probs [n, 16], target) -> correction or None`` over the vocabulary ``0-9 + - * / ( )``."""
@@ -21,8 +22,10 @@ def abduction_speed(samples: int, seed: int = 0, abduce: Abduce | None = None) -
     on the rest (Dirichlet), so the true symbol is rarely the runner-up. ``abduce`` is the search timed
     (default: HINT's :class:`~neurosym.pipelines.abduction.Abducer`; e.g. a
     :class:`~neurosym.pipelines.grammar_abduction.GrammarAbducer`'s ``abduce`` on the same problems). Returns
-    the median and 90th-percentile milliseconds and the fraction corrected to the right result.
+    the median and 90th-percentile milliseconds and the fraction corrected to the right result; ``ValueError`` for
+    ``samples`` that is no int of at least 1 (0 failed in numpy, 2.5 gave a fraction above 1).
     """
+    samples = int_at_least(samples, "samples", 1)
     vocabulary = list("0123456789+-*/()")
     abduce = abduce or Abducer(vocabulary).abduce
     rng = np.random.default_rng(seed)
