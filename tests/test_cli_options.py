@@ -250,6 +250,8 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("hint-data --bank missing", "argument --bank: expected 'default', 'none'"),
         ("hint-data --drawn-per-symbol 19", "argument --drawn-per-symbol: expected an integer of at least 20, got '19'"),
         ("mathematics --steps -5", "argument --steps: expected a positive integer"),
+        # (1 passed the parser, and the run failed with exit status 1 on "samples must be an int of at least 2")
+        ("arithmetic --threshold-samples 1", "argument --threshold-samples: expected an integer of at least 2, got '1'"),
         ("mathematics --data-root missing", "argument --data-root: no such folder"),
         ("pvr --complexities 1,-1", "argument --complexities: expected an integer in 0..9, got '-1'"),
         ("pvr --vector-models mlp,,lstm", "argument --vector-models: unknown vector model 'lstm'"),

@@ -25,6 +25,7 @@ from neurosym.experiments.options import (
     apply_threads,
     comma_list,
     fraction_up_to_one,
+    integer_in,
     non_negative_int,
     option,
     positive_float,
@@ -116,7 +117,7 @@ class ArithmeticOptions(TrainingOptions):
     learning_rate: float = option(1e-3, "Adam learning rate", parse=positive_float, aliases=["--lr"])
     evaluation_size: int = option(10_000, "size of the fixed validation and test sets per run", parse=positive_int)
     epsilon: float = option(1e-5, "weight perturbation ε of the success threshold", parse=positive_float)
-    threshold_samples: int = option(1_000_000, "Monte-Carlo samples per threshold", parse=positive_int)
+    threshold_samples: int = option(1_000_000, "Monte-Carlo samples per threshold", parse=integer_in(2))
     amp: bool = option(
         False,
         "mixed precision on CUDA, bfloat16 where supported (off by default: half precision cannot reach the 1e-8 thresholds)",
