@@ -44,7 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "hint": (
         "neurosym.experiments.hint",
-        "HINT seq2seq baselines: GRU/LSTM (+attention) and Transformers (vanilla, relative, universal)",
+        "HINT: the neuro-symbolic pipeline (--model neurosym) and the seq2seq baselines (GRU/LSTM, Transformers)",
     ),
     "attention-speed": (
         "neurosym.experiments.attention_speed",

@@ -23,6 +23,8 @@ def test_attention_speed_runner_writes_table_json_and_plot(tmp_path, capsys) -> 
     assert results["decoding_speedup"] > 0
     assert results["rounds"] == 2
     printed = capsys.readouterr().out
+    speedup = results["decoding_speedup"]  # (0.75 was printed as "cached decoding is 0.75x faster")
+    assert f"cached decoding takes {1 / speedup:.2f}x the time of uncached decoding ({speedup:.2f}x as fast)" in printed
     assert "| XL / vanilla" in printed and "clipped XL / vanilla" in printed
     assert printed.endswith(f"Results in {out}: attention_speed.json, attention_speed.png\n")
 

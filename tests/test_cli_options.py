@@ -245,8 +245,9 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ),
         (
             "hint --model neurosym --fewshot-scales 0.1,-1",
-            "argument --fewshot-scales: expected a finite positive number, got '-1'",
+            "argument --fewshot-scales: expected a number in (0, 1], got '-1'",
         ),
+        ("hint --model neurosym --fewshot-scales 1.5", "argument --fewshot-scales: expected a number in (0, 1], got '1.5'"),
         ("hint-data --bank missing", "argument --bank: expected 'default', 'none'"),
         ("hint-data --drawn-per-symbol 19", "argument --drawn-per-symbol: expected an integer of at least 20, got '19'"),
         ("mathematics --steps -5", "argument --steps: expected a positive integer"),

@@ -50,8 +50,8 @@ def _roles(text: str) -> tuple[str, ...]:
 
 
 def _fewshot_scales(text: str) -> list[float]:
-    """``--fewshot-scales``: comma-separated positive scales, or ``none``."""
-    return [] if text.strip().lower() == "none" else comma_list(positive_float, what="scale", distinct=True)(text)
+    """``--fewshot-scales``: comma-separated scales in ``(0, 1]``, or ``none`` (1.5 failed after the main training)."""
+    return [] if text.strip().lower() == "none" else comma_list(fraction_up_to_one, what="scale", distinct=True)(text)
 
 
 _fewshot_concepts = comma_list(str, what="concept", choices=FEWSHOT_CONCEPTS, distinct=True)
@@ -179,7 +179,11 @@ DEFAULT_STEPS = {"seq2seq": 100_000, "neurosym": 2_000}
 class HintOptions(HintPipelineOptions):
     """The options of neurosym hint: the data and the training, the seq2seq baselines' models (unlisted ones for a --config file)."""
 
-    model: str = option("transformer_rel_uni", "which baseline to train", choices=(*MODEL_NAMES, "neurosym"))
+    model: str = option(
+        "transformer_rel_uni",
+        "which model to train: a seq2seq baseline, or neurosym (the pipeline)",
+        choices=(*MODEL_NAMES, "neurosym"),
+    )
     input: Literal["symbol", "image"] = option("symbol", "symbol ids or handwritten images", choices=("symbol", "image"))
     scale: float = option(1.0, "fraction of the released split sizes (1 = Table A1)", parse=fraction_up_to_one)
     steps: int | None = option(
