@@ -42,6 +42,13 @@ def test_resolve_device_auto_and_errors():
     for value in (None, 1.5):
         with pytest.raises(ValueError, match="device must be 'auto', a device string or a torch.device"):
             resolve_device(value)  # type: ignore[arg-type]
+    # (each was taken, and the run failed in torch: "unsupported autocast device_type 'meta'", "not linked with hip")
+    with pytest.raises(ValueError, match="device 'meta' holds shapes only, no values"):
+        resolve_device("meta")
+    if not torch.version.hip:
+        for value in ("hip", "lazy", "privateuseone"):
+            with pytest.raises(ValueError, match=f"device '{value}': torch cannot put tensors there"):
+                resolve_device(value)
 
 
 def test_resolve_device_refuses_a_cuda_index_past_the_machines_devices(monkeypatch):

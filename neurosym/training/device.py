@@ -15,8 +15,8 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 
     ``"auto"`` selects ``cuda`` when a GPU is visible and ``cpu`` otherwise; any other string is passed
     to :class:`torch.device`. A value that names no device, CUDA or another accelerator that torch can look for
-    (MPS, XPU) asked for on a machine without it, or a CUDA index past the machine's devices raises a clear
-    ``ValueError``.
+    (MPS, XPU) asked for on a machine without it, a CUDA index past the machine's devices, ``meta`` (no values), or
+    another type torch cannot put a tensor on here (``hip`` in a build without it) raises a clear ``ValueError``.
     """
     if isinstance(device, torch.device):
         resolved = device
@@ -35,11 +35,23 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
         )
     if resolved.type == "cuda" and resolved.index is not None and resolved.index >= torch.cuda.device_count():
         raise ValueError(f"device {str(device)!r}: this machine has {torch.cuda.device_count()} CUDA devices")
-    if _available(resolved.type) is False:  # (else the first tensor put there failed with torch's internals)
+    if resolved.type == "meta":  # (failed deep in the first run, as an autocast device type torch does not support)
+        raise ValueError(
+            "device 'meta' holds shapes only, no values: nothing trains or runs there (a layer's device='meta' defers "
+            "its initialisation instead)"
+        )
+    available = _available(resolved.type)
+    if available is False:  # (else the first tensor put there failed with torch's internals)
         raise ValueError(
             f"device {str(device)!r} was requested but this machine has no {resolved.type} device (device 'auto' picks "
             "CUDA when present, else the CPU)"
         )
+    if available is None:  # a type torch cannot say it has: one tensor put there tells (hip: torch not built for it)
+        try:
+            torch.empty(0, device=resolved)
+        except (RuntimeError, ImportError, NotImplementedError) as error:  # (privateuseone: no module of its own)
+            reason = str(error).splitlines()[0].split(". ")[0]
+            raise ValueError(f"device {str(device)!r}: torch cannot put tensors there ({reason})") from None
     return resolved
 
 
