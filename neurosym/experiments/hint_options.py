@@ -87,7 +87,7 @@ class HintPipelineOptions(TrainingOptions):
         None, "neurosym: few-shot split scales (1 = 1,000 training sentences per operator) to learn the concepts x y a b c d "
         "from after the main task, comma-separated, or 'none'", parse=_fewshot_scales, factory=lambda: [0.01, 0.1, 1.0],
     )  # fmt: skip
-    classes: int = option(16, "neurosym --semantics learned: anonymous classes", parse=positive_int, listed=False)
+    classes: int = option(16, "neurosym --semantics learned --input image: anonymous classes", parse=positive_int, listed=False)
     augment_shift: int = option(0, "neurosym: shift training windows up to N px", parse=non_negative_int, listed=False)
     augment_style: float = option(0.0, "neurosym: restyle training glyphs (0 to 1)", parse=unit_interval, listed=False)
     stroke_width: int | None = option(None, "neurosym: redraw each glyph's skeleton at N px", parse=positive_int, listed=False)
@@ -401,7 +401,7 @@ PIPELINE_IMAGE_ONLY = (
     "steps", "batch_size", "learning_rate", "lr_schedule", "curriculum", "augment_shift", "augment_style", "stroke_width",
     "learning_rule", "pseudo_labels", "abduction_changes", "classifier_features", "classifier_width", "checkpoint_every",
     "extra_test_bank", "adapt", "adapt_examples", "adapt_steps", "adapt_replay", "adapt_lr", "adapt_distill", "adapt_refit",
-    "adapt_route", "fewshot_bank", "fewshot_steps", "fewshot_replay", "fewshot_only_new_class", "eval_batch_size",
+    "adapt_route", "fewshot_bank", "fewshot_steps", "fewshot_replay", "fewshot_only_new_class", "eval_batch_size", "classes",
 )  # fmt: skip
 """The options that ``--model neurosym`` reads on image input only (symbol input trains and reads with no reader)."""
 TRANSFORMER_ONLY = ("dim", "heads", "relative", "norm", "step_embedding", "attention_bias", "embedding_dropout", "init")

@@ -29,6 +29,7 @@ from neurosym.pipelines.ground_images import (
     symbol_accuracy,
 )
 from neurosym.pipelines.ground_symbols import (
+    HINT_ALPHABET,
     accuracy_by_subset,
     anonymise,
     class_symbols,
@@ -70,11 +71,11 @@ def _report(grounding: Grounding, truth: list[str], scores: dict[str, float], ou
 
 
 def run_learned_symbol(args: HintOptions, out: Path, data: HintData, run_setup: RunSetup) -> dict[str, Any]:
-    """Symbol input: the tokens are given to the learner as ids of a random permutation of the classes."""
-    permutation = random_permutation(args.classes, args.seed)
+    """Symbol input: the tokens are given to the learner as ids of a random permutation of the alphabet's symbols."""
+    permutation = random_permutation(len(HINT_ALPHABET), args.seed)
     started = time.perf_counter()
     train = data.splits["train"]
-    grounding = learn_grounding(anonymise([r.expr for r in train], permutation), [r.res for r in train], args.classes)
+    grounding = learn_grounding(anonymise([r.expr for r in train], permutation), [r.res for r in train], len(permutation))
     seconds = time.perf_counter() - started
     test = data.splits["test"]
     scores = accuracy_by_subset(
