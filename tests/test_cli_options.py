@@ -294,6 +294,8 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("hint --model gru --input symbol --drawn-digits 500", "--drawn-digits is used by --input image only"),
         ("hint --model neurosym --input image --semantics learned --lr 0.05", "is used by --semantics given only"),  # was ignored
         ("hint --model neurosym --input image --semantics learned --cnn small", "--cnn is used by --semantics given only"),
+        ("hint --seed 4294967296", "argument --seed: expected a seed in 0..4294967295, got '4294967296'"),  # failed in torch
+        ("hint --model neurosym --data-seed 1e19", "argument --data-seed: expected a seed in 0..4294967295"),
         ("hint --model neurosym --input image --classes 12", "--classes is used by --semantics learned only"),
         ("hint --model neurosym --semantics learned --classes 12", "--classes is used by --input image only"),  # failed late
     ],

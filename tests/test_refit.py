@@ -123,6 +123,12 @@ def test_refit_learns_the_labels_and_a_resumed_refit_repeats_an_uninterrupted_on
         refit_reader(tiny_pipeline(seed=3).classifier, [other], config, CPU, path)
 
 
+def test_a_refit_of_any_seed_runs(problem, tmp_path):
+    train, _ = problem
+    config = RefitConfig(steps=2, batch_size=8, augment_shift=1, seed=2**60)  # (its step seeds passed torch's 2**64)
+    assert len(refit_reader(tiny_pipeline(seed=3).classifier, [_truth(train)], config, CPU, tmp_path / "r.pt")) == 2
+
+
 def test_a_refused_refit_checkpoint_leaves_the_reader_and_the_random_generators_as_they_were(problem, tmp_path):
     _, test = problem
     path, config = tmp_path / "refit.pt", RefitConfig(steps=2, batch_size=8)

@@ -2,10 +2,12 @@
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from torch import nn
 
 from neurosym.training.modes import evaluation_mode
-from neurosym.training.seeding import seeded
+from neurosym.training.seeding import STEP_SEED_STRIDE, seeded, step_generator
 
 
 def test_a_seeded_block_draws_the_same_whatever_came_before_and_the_callers_stream_goes_on():
@@ -52,6 +54,17 @@ def test_a_seeded_block_seeds_only_the_generators_it_gives_back(monkeypatch):
         assert [generator.seeds for generator in generators] == [[5] * given_back.count(k) for k in range(2)], device
         for generator in generators:
             generator.seeds.clear()
+
+
+@given(seed=st.integers(0, 2**80), step=st.integers(0, 10**9))
+def test_every_seed_and_step_have_a_step_generator_and_neighbouring_steps_differ(seed: int, step: int) -> None:
+    generator = step_generator(seed, step)  # (seeds past 2**64 / 1_000_003 overflowed torch's seed: the run failed)
+    assert generator.initial_seed() == (seed * STEP_SEED_STRIDE + step) % 2**64
+    assert not torch.equal(torch.rand(4, generator=generator), torch.rand(4, generator=step_generator(seed, step + 1)))
+
+
+def test_a_runs_step_generators_are_its_seeds_steps_apart_below_the_wrap() -> None:
+    assert [step_generator(7, step).initial_seed() for step in (0, 1, 5)] == [7_000_021, 7_000_022, 7_000_026]
 
 
 def test_evaluation_mode_gives_every_module_its_own_mode_back_even_after_an_error():

@@ -26,12 +26,12 @@ from neurosym.experiments.options import (
     comma_list,
     fraction_up_to_one,
     integer_in,
-    non_negative_int,
     option,
     positive_float,
     positive_int,
     preset_option,
     reject_unused,
+    seed_int,
     unit_interval,
 )
 from neurosym.experiments.report import format_table, report_results
@@ -92,7 +92,7 @@ class ArithmeticOptions(TrainingOptions):
     preset: str = preset_option(PRESET_MEANINGS, "smoke")
     seed: int = option(
         0, "seed of every run's initial weights and training batches (a run's input subsets and its validation and test "
-        "data follow its run number whatever the seed)", parse=non_negative_int,
+        "data follow its run number whatever the seed)", parse=seed_int,
     )  # fmt: skip
     steps: int | None = option(None, "training steps per run (overrides the preset; 1e5 style accepted)", parse=positive_int)
     seeds: int | None = option(None, "runs (seeds) per model and operation (overrides the preset)", parse=positive_int)

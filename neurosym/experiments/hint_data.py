@@ -31,12 +31,12 @@ from neurosym.experiments.options import (
     OutputOptions,
     fraction_up_to_one,
     integer_in,
-    non_negative_int,
     option,
     option_path,
     positive_int,
     preset_option,
     reject_unused,
+    seed_int,
 )
 from neurosym.experiments.report import format_table, report_results
 from neurosym.plots.hint_data import plot_statistics
@@ -69,7 +69,7 @@ class HintDataOptions(OutputOptions):
 
     seed: int = option(
         0, "seed of the generated splits, the bank's image pools and drawn digits, and the images drawn for the "
-        "expressions", parse=non_negative_int,
+        "expressions", parse=seed_int,
     )  # fmt: skip
 
     preset: str = preset_option(

@@ -30,6 +30,7 @@ from neurosym.experiments.options import (
     positive_int,
     probability_below_one,
     reject_unused,
+    seed_int,
     setup_value,
     unit_interval,
 )
@@ -195,13 +196,13 @@ class HintOptions(HintPipelineOptions):
     )
     seed: int = option(
         0, "seed of the initial weights, the training batches and windows, and --semantics learned's anonymous ids; of the "
-        "data too unless --data-seed is given", parse=non_negative_int,
+        "data too unless --data-seed is given", parse=seed_int,
     )  # fmt: skip
     data_seed: int | None = option(
         None, "seed of the data (default: --seed): the generated splits, the bank's image pools and drawn digits, a "
         "release's sub-sampling, and the validation and test images; --seed then draws the reader's initial weights and "
         "its training batches, so that runs of one --data-seed and several --seed are scored on the same images (and "
-        "may be read as one: --ensemble)", parse=non_negative_int, metavar="N",
+        "may be read as one: --ensemble)", parse=seed_int, metavar="N",
     )  # fmt: skip
     data: Path | None = option(
         None, "an official HINT release folder (expr_{train,val,test}.json, fewshot_dataset.json, symbol_images/): train, "

@@ -23,6 +23,7 @@ from neurosym.experiments.options import (
     option,
     positive_int,
     preset_option,
+    seed_int,
 )
 from neurosym.experiments.report import fixed, format_table, report_results
 from neurosym.plots.speed import plot_solver_throughput
@@ -39,7 +40,7 @@ class SolverSpeedOptions(ThreadOptions):
     """The options of ``neurosym solver-speed``."""
 
     threads: int = option(1, "torch CPU threads (0: torch's default, all cores)", parse=non_negative_int)
-    seed: int = option(0, "seed of the timed random expressions", parse=non_negative_int)
+    seed: int = option(0, "seed of the timed random expressions", parse=seed_int)
     preset: str = preset_option(
         {preset: "{:,} expressions ({:,} through Lark) unless given".format(*counts) for preset, counts in PRESET_COUNTS.items()},
         "cpu",

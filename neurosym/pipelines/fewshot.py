@@ -54,7 +54,7 @@ from neurosym.semantics import OperatorTable
 from neurosym.training.checks import is_fraction, is_int
 from neurosym.training.device import at_least_float32
 from neurosym.training.modes import evaluation_mode
-from neurosym.training.seeding import seeded
+from neurosym.training.seeding import seeded, step_generator
 
 
 @dataclass(frozen=True)
@@ -271,7 +271,7 @@ def _train_glyph(
     def batch(index: int) -> tuple[torch.Tensor, torch.Tensor]:
         picks = [(w[i], y[i]) for w, y in (fewshot, replay) for i in [rng.integers(len(w), size=half)]]
         step = round_index * config.glyph_steps + index
-        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + step)
+        generator = step_generator(config.seed, step)
         windows = torch.cat([w for w, _ in picks])
         windows = augment_windows(windows, config.augment_shift, config.augment_style, generator, batch_dims=1)
         return windows, torch.cat([y for _, y in picks])

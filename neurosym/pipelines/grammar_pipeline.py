@@ -47,6 +47,7 @@ from neurosym.training.checks import int_at_least
 from neurosym.training.device import at_least_float32, mixed_precision, moved_to
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.modes import reading_mode, training_modes
+from neurosym.training.seeding import step_generator
 
 ReadWindows = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """What reads windows for :meth:`GrammarPipeline.read`: ``(windows [n, ...], groups int64 [n]) -> log-probabilities
@@ -445,7 +446,7 @@ def train_grammar_pipeline(
         drawn = config.curriculum.sample(source.lengths, index, config.batch_size, config.seed)
         indices = (drawn if share is None else drawn[share]).tolist()
         batch = source.batch(indices).to(device)
-        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
+        generator = step_generator(config.seed, index)
         windows = augment_windows(batch.windows, config.augment_shift, config.augment_style, generator, batch_dims=2)
         batch = SentenceBatch(windows, batch.lengths, batch.given)
         with mixed_precision(device):

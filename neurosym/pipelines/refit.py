@@ -25,6 +25,7 @@ from neurosym.pipelines.trainer import WindowTraining, fit_windows
 from neurosym.pipelines.windows import ConcatWindows, WindowSource, real_positions
 from neurosym.training.device import mixed_precision
 from neurosym.training.distributed import DistributedContext
+from neurosym.training.seeding import step_generator
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def refit_reader(
         raise ValueError(f"a label ({low if low < 0 else high}) lies outside the reader's {len(reader.vocabulary)} classes")
 
     def batch(index: int) -> tuple[torch.Tensor, torch.Tensor]:
-        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
+        generator = step_generator(config.seed, index)
         picks = torch.randint(len(labels), (config.batch_size,), generator=generator)
         return augment_windows(windows[picks], config.augment_shift, 0.0, generator, batch_dims=1), labels[picks]
 

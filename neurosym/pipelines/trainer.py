@@ -42,6 +42,7 @@ from neurosym.training.device import at_least_float32, mixed_precision, moved_to
 from neurosym.training.distributed import DistributedContext
 from neurosym.training.loop import SCHEDULES, schedule_factor
 from neurosym.training.modes import evaluation_mode, modes_kept, training_modes
+from neurosym.training.seeding import step_generator
 from neurosym.training.update import Update, adam, grad_scaler
 
 LEARNING_RULES = ("abduction", "reinforce")
@@ -213,7 +214,7 @@ def train_pipeline(
         in_training_mode()
         indices = config.curriculum.sample(lengths, index, config.batch_size, config.seed)
         windows, batch_lengths = _windows_on(source, indices, device)
-        generator = torch.Generator().manual_seed(config.seed * 1_000_003 + index)
+        generator = step_generator(config.seed, index)
         windows = augment_windows(windows, config.augment_shift, config.augment_style, generator, batch_dims=2)
         with mixed_precision(device):
             reading = pipeline.read(windows, batch_lengths)

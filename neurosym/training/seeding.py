@@ -23,3 +23,14 @@ def seeded(seed: int, device: torch.device | str = "cpu") -> Iterator[None]:
         for index in cuda:
             torch.cuda.default_generators[index].manual_seed(seed)
         yield
+
+
+STEP_SEED_STRIDE = 1_000_003
+"""Runs of seeds ``s`` and ``s + 1`` draw their steps' randomness from seeds this far apart (:func:`step_generator`)."""
+
+
+def step_generator(seed: int, step: int) -> torch.Generator:
+    """A new CPU generator for training step ``step`` of a run of ``seed`` (its windows' shifts and styles, its
+    picks): seeded with ``seed * STEP_SEED_STRIDE + step``, wrapped below ``2**64`` (torch's seeds), so that any
+    seed and step ≥ 0 have one."""
+    return torch.Generator().manual_seed((seed * STEP_SEED_STRIDE + step) % 2**64)
