@@ -174,6 +174,7 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     from neurosym.experiments import CommandFailed
     from neurosym.experiments.options import TrainingOptions, fresh_start, options_from
     from neurosym.training.checkpoint import CheckpointMismatch  # after the runner: torch is loaded by now
+    from neurosym.training.device import out_of_memory
     from neurosym.training.stopping import TrainingInterrupted
 
     try:
@@ -194,6 +195,11 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C
         print(f"{shown}: {_interrupted(options)}", file=sys.stderr)
         return INTERRUPTED
+    except (MemoryError, RuntimeError) as error:  # sizes the machine cannot hold (torch's CPU allocator: a RuntimeError)
+        if (what := out_of_memory(error)) is None or os.environ.get(TRACEBACK_VARIABLE):
+            raise
+        print(f"{shown}: out of memory: {what}; smaller sizes fit ({TRACEBACK_VARIABLE}=1 shows where)", file=sys.stderr)
+        return FAILED
     except (CommandFailed, ValueError, KeyError, OSError) as error:  # bad input found once work began, a place not writable
         if os.environ.get(TRACEBACK_VARIABLE):
             raise

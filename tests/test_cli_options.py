@@ -12,7 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -479,6 +481,40 @@ def test_a_place_the_command_may_not_write_ends_it_in_one_line(capsys, monkeypat
         f"neurosym solver-speed: [Errno 13] Permission denied: '{tmp_path / 'solver_speed.json'}' "
         "(NEUROSYM_TRACEBACK=1 shows where)\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("allocation", "said"),
+    [
+        (lambda: torch.empty(2**61, dtype=torch.uint8), "the CPU cannot allocate memory: you tried to allocate"),
+        (lambda: np.empty(2**61, dtype=np.uint8), "Unable to allocate 2.00 EiB"),
+        (lambda: _raise(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 9.00 GiB.")), "CUDA out of memory."),
+    ],
+)
+def test_a_size_the_machine_cannot_hold_ends_the_command_in_one_line(allocation, said, capsys, monkeypatch, tmp_path):
+    """Were tracebacks from deep inside torch or numpy (``arithmetic --batch-size 1e9``)."""
+    from neurosym.experiments import solver_speed
+
+    monkeypatch.setattr(solver_speed, "run", lambda options: allocation())
+    assert main(["solver-speed", "--out", str(tmp_path)]) == 1
+    message = capsys.readouterr().err
+    assert message.startswith(f"neurosym solver-speed: out of memory: {said}") and message.count("\n") == 1
+    assert message.endswith("; smaller sizes fit (NEUROSYM_TRACEBACK=1 shows where)\n")
+
+
+def _raise(error: BaseException) -> None:
+    raise error
+
+
+def test_a_runtime_error_other_than_memory_is_not_taken_for_one(monkeypatch, tmp_path) -> None:
+    from neurosym.experiments import solver_speed
+
+    def failing(options) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(solver_speed, "run", failing)
+    with pytest.raises(RuntimeError, match="a bug"):  # (a bug keeps its traceback)
+        main(["solver-speed", "--out", str(tmp_path)])
 
 
 def test_no_runner_writes_a_program_name_of_its_own() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import chain
@@ -106,3 +107,17 @@ def moved_to(model: nn.Module, device: torch.device) -> Iterator[nn.Module]:
     finally:
         if places:
             model.to(places[0])
+
+
+_CPU_ALLOCATOR_FAILURE = re.compile(r"(?:\[enforce fail at [^\]]*\][^.]*\.\s*)?DefaultCPUAllocator: can't allocate memory: (.*)")
+
+
+def out_of_memory(error: BaseException) -> str | None:
+    """What ``error`` says ran out, where it is a failed allocation (Python's or numpy's ``MemoryError``, torch's
+    ``OutOfMemoryError`` on a GPU or its CPU allocator's failure, which torch raises as a plain ``RuntimeError``);
+    ``None`` for any other error."""
+    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    if isinstance(error, MemoryError | torch.OutOfMemoryError):
+        return first
+    failure = _CPU_ALLOCATOR_FAILURE.match(first) if isinstance(error, RuntimeError) else None
+    return None if failure is None else f"the CPU cannot allocate memory: {failure.group(1)}"
