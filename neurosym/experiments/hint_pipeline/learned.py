@@ -46,7 +46,7 @@ from neurosym.training.stopping import minutes_to_seconds, time_left
 
 SUBSETS = (*EVAL_SUBSETS, "avg")
 GIVEN = (
-    "given: --classes anonymous classes; numbers are single tokens; one pair of brackets; binary, left-associative "
+    "given: the count of anonymous classes (--classes on images, the 16 symbols' ids on symbol input); numbers are single tokens; one pair of brackets; binary, left-associative "
     "operators at two precedence levels (each operator is assigned to one); the decoder's fewest-brackets prior; "
     "programs over i, j, 0, 1, 2 with + - * / max min ceil floor"
 )
