@@ -577,6 +577,27 @@ def test_trees_deeper_than_pythons_recursion_are_executed_and_abduced():
             assert all(executor.value(c.sentence) == target for c in abducer.explanations(sentence, log_probs, target))
 
 
+@pytest.mark.parametrize("sample_readings", [False, True])
+def test_the_search_keeps_what_it_found_above_where_a_tree_grows_deeper_than_pythons_recursion(sample_readings):
+    """A RecursionError anywhere in the top-down search dropped all its findings: with other readings the enumeration
+    alone then missed a change of a last digit of two 100-digit numbers (the top of their left-recursive trees)."""
+    grammar = SymbolGrammar('start: number "+" number\nnumber: number DIGIT | DIGIT\nDIGIT: "0".."9"\n')
+    semantics = TreeSemantics(
+        {"number": lambda c: int(c[0]) if len(c) == 1 else 10 * c[0] + int(c[1]), "start": lambda c: c[0] + c[1]},
+        {"start": lambda w, c: [(w - c[1], c[1]), (c[0], w - c[0])],
+         "number": lambda w, c: [(w // 10, str(w % 10))] if w >= 10 else []},
+    )  # fmt: skip
+    executor = Executor(grammar, semantics)
+    sentence = "3" * 100 + "+" + "4" * 100
+    log_probs = np.full((len(sentence), len(grammar.symbols)), np.log(0.01))
+    log_probs[range(len(sentence)), [grammar.symbols.index(c) for c in sentence]] = np.log(0.9)
+    abducer = GrammarAbducer(executor, AbductionBudget(readings=4, sample_readings=sample_readings))
+    target = executor.value(sentence) + 1  # (a last digit of either number one more)
+    with recursion_limit_above_here(300):
+        found = abducer.abduce(sentence, log_probs, target)
+    assert found is not None and found.changes == 1 and executor.value(found.sentence) == target
+
+
 def test_drawn_readings_of_a_tree_deeper_than_pythons_recursion_fall_back_as_the_search_does():
     """Near the recursion limit numpy's unique(axis=0), which counted the drawn readings, turned the RecursionError into
     "TypeError: Cannot compare structured arrays unless they have a common dtype", which nothing caught."""

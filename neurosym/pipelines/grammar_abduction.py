@@ -305,21 +305,22 @@ class GrammarAbducer:
         if values is None:
             return []
         rng = np.random.default_rng(zlib.crc32(log_probs.tobytes())) if self.sample_readings else None
-        try:
-            found = self._descend(tree, target, _Search(values, sentence, log_probs, fixed, self.max_nodes, rng))
-        except RecursionError:  # a tree deeper than Python's recursion allows: the enumeration searches it alone
-            return []
+        found = self._descend(tree, target, _Search(values, sentence, log_probs, fixed, self.max_nodes, rng))
         return sorted((way for way in found if way.edits), key=lambda way: -way.gain)
 
     def _descend(self, node: Tree | Token, wanted: Any, search: _Search) -> list[_Way]:
         """The ``beam`` most probable (or weighty, where parts were drawn) ways to make ``node``'s value ``wanted``,
         remembered per node and wanted value (and its type) for the rest of the ``search`` (other assumptions about a
-        sibling ask for the same again); none once the search has spent its ``max_nodes`` expansions."""
-        return _remembered(
-            search.memo,
-            (id(node), type(wanted), wanted),
-            lambda: self._descend_anew(node, wanted, search) if search.expand() else [],
-        )
+        sibling ask for the same again); none once the search has spent its ``max_nodes`` expansions, nor below where
+        the tree is deeper than Python's recursion allows (the levels above it keep their ways)."""
+        try:
+            return _remembered(
+                search.memo,
+                (id(node), type(wanted), wanted),
+                lambda: self._descend_anew(node, wanted, search) if search.expand() else [],
+            )
+        except RecursionError:
+            return []
 
     def _descend_anew(self, node: Tree | Token, wanted: Any, search: _Search) -> list[_Way]:
         values, sentence, log_probs, fixed = search.values, search.sentence, search.log_probs, search.fixed
