@@ -238,20 +238,28 @@ def _power(base: Fraction, exponent: Fraction, where: Node) -> Fraction:
         raise QuestionError(f"exponent {exponent} at characters {where.span} must be an integer of at most {_MAX_EXPONENT}")
     if base == 0 and exponent < 0:
         raise QuestionError(f"zero to the negative power {exponent} at characters {where.span}")
-    _check_digits(abs(exponent) * _digits(base), f"the power with the exponent at characters {where.span}")
+    size = math.log10(max(abs(base.numerator), base.denominator))  # (the power's digits: its logarithm's whole part + 1)
+    _check_digits(int(abs(exponent) * size) + 1, f"the power with the exponent at characters {where.span}")
     return base ** int(exponent)
 
 
-def _digits(value: Fraction) -> float:
-    """The decimal logarithm of the larger of ``value``'s numerator and denominator: about its number of digits."""
-    return math.log10(max(abs(value.numerator), value.denominator))
+def _digits(value: Fraction) -> int:
+    """The number of decimal digits of the larger of ``value``'s numerator and denominator."""
+    return _integer_digits(max(abs(value.numerator), value.denominator))
 
 
-def _check_digits(digits: float, what: str) -> None:
+def _integer_digits(number: int) -> int:
+    """The number of decimal digits of ``number`` (at least 1), exactly: a float logarithm's whole part + 1 is one
+    too many just below a power of 10 (4,000 nines) and may be one too few at it."""
+    digits = int(math.log10(number)) + 1
+    return digits - (number < 10 ** (digits - 1)) + (number >= 10**digits)
+
+
+def _check_digits(digits: int, what: str) -> None:
     """Raise :class:`QuestionError` for a number of more than :data:`_MAX_DIGITS` digits (computed before a power is
     taken: nested powers ran for minutes, and a long answer raised ``ValueError`` when written)."""
     if digits > _MAX_DIGITS:
-        raise QuestionError(f"{what} has about {digits:.0f} digits, more than the {_MAX_DIGITS} answered")
+        raise QuestionError(f"{what} has {digits} digits, more than the {_MAX_DIGITS} answered")
 
 
 def _number(symbol: str, span: tuple[int, int] | None) -> Fraction:
@@ -383,7 +391,7 @@ def format_rational(value: Fraction, as_decimal: bool = False) -> str:
         raise QuestionError(f"{value} has no terminating decimal expansion")
     scaled = abs(value.numerator) * 10**places // value.denominator
     # (a decimal has more digits than its fraction: 0.5**10000 has 10,000, and failed to be written as a ValueError)
-    _check_digits(max(places, math.log10(max(scaled, 1))), "the answer as a decimal")
+    _check_digits(max(places, _integer_digits(max(scaled, 1))), "the answer as a decimal")
     digits = str(scaled).rjust(places + 1, "0")
     text = f"{digits[:-places]}.{digits[-places:]}".rstrip("0")
     return ("-" if value < 0 else "") + text
