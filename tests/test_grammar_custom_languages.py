@@ -91,6 +91,8 @@ def test_an_inverse_that_raises_an_arithmetic_error_offers_nothing_more_as_a_rul
     [
         (lambda wanted, factors: None, TypeError, r"inverse of rule 'start' must return an iterable .* returned NoneType"),
         (lambda wanted, factors: [wanted], TypeError, r"inverse of rule 'start' must offer tuples .* offered int 861"),
+        (lambda wanted, factors: ["ab"], TypeError, r"must offer tuples .* offered str 'ab'"),  # (was read as 'a', 'b')
+        (lambda wanted, factors: [{3: 0, 287: 0}], TypeError, r"must offer tuples .* offered dict"),  # (was its keys)
         (
             lambda wanted, factors: [(wanted,)],
             ValueError,

@@ -294,8 +294,9 @@ def leaves(tree: Tree | Token) -> list[Token]:
 
 
 def _children_values(rule: str, wanted: Any, item: Any, count: int) -> tuple[Any, ...]:
-    """``item``, one answer of the inverse of ``rule`` for ``wanted``, as a tuple of ``count`` children values."""
-    if not isinstance(item, Iterable):
+    """``item``, one answer of the inverse of ``rule`` for ``wanted``, as a tuple of ``count`` children values: a tuple
+    or list (a str would offer its characters, a dict its keys, a set them in no order)."""
+    if not isinstance(item, tuple | list):
         raise TypeError(
             f"the inverse of rule {rule!r} must offer tuples of children values, offered {type(item).__name__} "
             f"{item!r:.40} for {wanted!r:.40}"
