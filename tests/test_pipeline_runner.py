@@ -144,7 +144,12 @@ def test_stroke_width_option_puts_a_stroke_normaliser_in_front_of_the_reader(pri
     assert scores == json.loads((out / "results.json").read_text())["val"] and pipeline.classifier.strokes is not None
     with pytest.raises(ValueError, match="holds no checkpoint.pt"):
         trained_hint_pipeline(private_cache)
-    save_checkpoint({"setup": {"model": "transformer", "input": "image"}, "model": {}}, private_cache / "checkpoint.pt")
+    whole = torch.load(out / "checkpoint.pt")
+    save_checkpoint({name: value for name, value in whole.items() if name not in ("model", "config", "vocabulary")},
+                    private_cache / "checkpoint.pt")  # fmt: skip
+    with pytest.raises(ValueError, match=r"checkpoint.pt is not a checkpoint of .* it lacks \['model', 'config', 'vocabulary'\]"):
+        trained_hint_pipeline(private_cache)  # (said only that it is no reader of such a run)
+    save_checkpoint(whole | {"setup": {"model": "transformer", "input": "image"}}, private_cache / "checkpoint.pt")
     with pytest.raises(ValueError, match="is not the reader of a neurosym hint --model neurosym --input image run"):
         trained_hint_pipeline(private_cache)
     argv[argv.index(str(out))] = str(out.with_name("plain"))
