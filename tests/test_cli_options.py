@@ -937,8 +937,16 @@ def test_every_command_that_resumes_says_where_it_found_no_checkpoint() -> None:
     assert tested == set(RESUMING)
 
 
-def test_a_run_that_keeps_no_checkpoint_says_nothing_of_one(tmp_path, capsys, monkeypatch) -> None:
-    from neurosym.experiments import arithmetic
-
-    monkeypatch.setattr(arithmetic, "run", lambda options: None)
-    assert main(["arithmetic", "--speed", "--out", str(tmp_path)]) == 0 and capsys.readouterr().out == ""
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["arithmetic", "--speed"],
+        ["mathematics", "--models", "symbolic"],  # (these two said training starts from step 0: nothing trains)
+        ["hint", "--model", "neurosym", "--input", "image", "--fewshot-scales", "none", "--ensemble", "r0", "r1"],
+        ["pipeline", "--ensemble", "r0", "r1"],
+    ],
+)
+def test_a_run_that_keeps_no_checkpoint_says_nothing_of_one(argv, tmp_path, capsys, monkeypatch) -> None:
+    runner = importlib.import_module(COMMANDS[argv[0]][0])
+    monkeypatch.setattr(runner, "run", lambda options: None)
+    assert main([*argv, "--out", str(tmp_path)]) == 0 and capsys.readouterr().out == ""

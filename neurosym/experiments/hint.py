@@ -140,6 +140,7 @@ def _run_baseline(args: HintOptions, context: DistributedContext) -> dict[str, A
     lr = args.training_learning_rate()
     name = f"{args.model}_{args.input}"
     checkpoint = args.checkpoints()
+    assert checkpoint is not None  # (a baseline keeps one: --ensemble is the pipeline's)
     if not args.resume and context.is_main:
         checkpoint.unlink(missing_ok=True)
     config = TrainConfig(

@@ -327,9 +327,11 @@ class HintOptions(HintPipelineOptions):
         given = given_mnist() if reads else None
         return None if given is None else given.resolve()
 
-    def checkpoints(self) -> Path:
+    def checkpoints(self) -> Path | None:
         """A baseline's checkpoint, ``MODEL_INPUT.pt`` in ``--out`` (which the other baselines' share); the folder
-        ``--out`` of ``--model neurosym``, whose stages checkpoint there."""
+        ``--out`` of ``--model neurosym``, whose stages checkpoint there; none for ``--ensemble``, which trains nothing."""
+        if self.ensemble:
+            return None
         return self.out if self.model == "neurosym" else self.out / f"{self.model}_{self.input}.pt"
 
     def training_steps(self) -> int:

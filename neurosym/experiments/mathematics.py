@@ -107,6 +107,11 @@ class MathematicsOptions(TrainingOptions):
         if self.train_per_module is not None and self.train_per_module < len(TRAIN_REGIMES):  # (none read; blamed on the tests)
             raise ValueError(f"--train-per-module is split over easy/medium/hard: at least 3, got {self.train_per_module}")
 
+    def checkpoints(self) -> Path | None:
+        """``--out``, where the neural models' checkpoints lie; none where only the symbolic route runs (it trains
+        nothing)."""
+        return None if set(self.models) <= {"symbolic"} else self.out
+
 
 NEURAL_ONLY = (
     "steps", "batch_size", "learning_rate", "clip", "train_per_module", "eval_batch_size", "checkpoint_every", "compile",
