@@ -296,6 +296,9 @@ def test_a_cuda_device_that_this_machine_lacks_is_a_usage_error(capsys) -> None:
         ("hint --model gru --input symbol --drawn-digits 500", "--drawn-digits is used by --input image only"),
         ("hint --model neurosym --input image --semantics learned --lr 0.05", "is used by --semantics given only"),  # was ignored
         ("hint --model neurosym --input image --semantics learned --cnn small", "--cnn is used by --semantics given only"),
+        ("arithmetic --models NAU --operations add,div --ranges [-2,2]", "'div' needs inputs of one sign"),  # was exit 1,
+        ("arithmetic --operations sub --overlap-ratio 1", "the perturbed solution of 'sub' is exact"),  # after thresholds
+        ("arithmetic --preset paper --ranges [-2,2]", "'div' needs inputs of one sign"),  # (the preset's cells: ÷ too)
         ("hint --seed 4294967296", "argument --seed: expected a seed in 0..4294967295, got '4294967296'"),  # failed in torch
         ("hint --model neurosym --data-seed 1e19", "argument --data-seed: expected a seed in 0..4294967295"),
         ("hint --model neurosym --input image --classes 12", "--classes is used by --semantics learned only"),

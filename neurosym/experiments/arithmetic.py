@@ -35,6 +35,7 @@ from neurosym.experiments.options import (
     unit_interval,
 )
 from neurosym.experiments.report import format_table, report_results
+from neurosym.metrics.threshold import perturbed_solution_mse
 from neurosym.models.arithmetic import MODEL_LAYERS, PAPER_ITERATIONS
 from neurosym.plots.arithmetic import plot_learning_curves, plot_speedups, plot_success_rates
 from neurosym.training import resolve_device
@@ -146,9 +147,22 @@ class ArithmeticOptions(TrainingOptions):
             reject_unused(self, TABLE_ONLY, "the table (not --speed)")
         else:
             reject_unused(self, ("speed_seeds", "speed_steps"), "--speed")
+            for name in dict.fromkeys(op for ops in self.model_operations().values() for op in ops):  # (refused once
+                perturbed_solution_mse(name, self.ranges, self.layout(), self.epsilon, samples=2)  # others' were estimated)
 
     def layout(self) -> SubsetLayout:
         return SubsetLayout(self.input_size, self.subset_ratio, self.overlap_ratio)
+
+    def budget(self) -> Budget:
+        """The ``--preset``'s budget and cells."""
+        return PAPER if self.preset == "paper" else SMOKE
+
+    def model_operations(self) -> dict[str, tuple[str, ...]]:
+        """The operations each model trains on: ``--models`` (else the preset's cells' models) on ``--operations``
+        (else each model's cells of the preset, or its published ones)."""
+        cells = self.budget().cells if self.models is None else None  # models of one's own choosing: their published cells
+        models = self.models if self.models is not None else list(cells or MODEL_LAYERS)
+        return {model: _operations_for(model, self.operations, cells) for model in models}
 
     def checkpoints(self) -> Path | None:
         """``--out``'s folder of the models' checkpoints; none under ``--speed`` (timed afresh)."""
@@ -171,10 +185,7 @@ GROUP_OPTIONS = ("eval_every", "batch_size", "learning_rate", "ranges", "evaluat
 
 
 def run(options: ArithmeticOptions) -> dict:
-    preset = PAPER if options.preset == "paper" else SMOKE
-    cells = preset.cells if options.models is None else None  # models of one's own choosing get their published cells
-    models = options.models if options.models is not None else list(cells or MODEL_LAYERS)
-    operations = {model: _operations_for(model, options.operations, cells) for model in models}
+    preset, operations = options.budget(), options.model_operations()
     device = resolve_device(options.device)
     apply_threads(options.threads)
     if device.type == "cpu":  # the batched steps' MB-sized buffers would page-fault every step otherwise
