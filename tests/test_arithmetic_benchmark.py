@@ -2,6 +2,7 @@ import json
 import math
 import re
 import signal
+from dataclasses import replace
 
 import pytest
 import torch
@@ -497,6 +498,19 @@ def test_groups_trained_side_by_side_give_the_curves_and_checkpoints_of_groups_i
             torch.testing.assert_close(a.curves.stacked()[name], values, rtol=0, atol=0, msg=name)
     stopped, _ = train_groups(configs, CPU, tmp_path / "stopped", False, StopRequests(0), progress=False, side_by_side=True)
     assert all(run.stop_reason is not None and run.step == 1 for run in stopped)  # a stop request ends every group
+
+
+def test_a_later_groups_checkpoint_of_another_configuration_is_refused_before_any_group_trains(tmp_path):
+    """Each group's checkpoint was checked as its turn came: after the groups before it had trained."""
+    configs = [
+        GroupConfig(model, ("add",), (0,), steps=20, eval_every=10, evaluation_size=20, schedule="scaled")
+        for model in ("NAU", "NMU")
+    ]
+    train_groups(configs[1:], CPU, tmp_path, False, StopRequests(), progress=False)  # the NMU's, at this learning rate
+    changed = [replace(config, learning_rate=config.learning_rate / 2) for config in configs]
+    with pytest.raises(ValueError, match=r"nmu.pt was written with another configuration \(learning_rate differ"):
+        train_groups(changed, CPU, tmp_path, True, StopRequests(), progress=False)
+    assert not (tmp_path / checkpoint_name("NAU")).exists()  # (the NAU's group had trained first)
 
 
 def test_cells_keep_each_solved_seeds_sparsity_error_and_show_the_profiled_intervals():

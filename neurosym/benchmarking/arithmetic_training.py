@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import zlib
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -25,7 +26,16 @@ from torch import Tensor
 from neurosym.data.arithmetic import SimpleFunctionData, SubsetLayout, seed_stream
 from neurosym.models.arithmetic import PAPER_ITERATIONS, TwoLayerArithmetic
 from neurosym.training.allocator import release_free_memory
-from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, LIST, MAPPING, Kind, require_entries, require_kinds
+from neurosym.training.checkpoint import (
+    ABSENT_IS_DEFAULT,
+    LIST,
+    MAPPING,
+    Kind,
+    check_resumable,
+    load_checkpoint,
+    require_entries,
+    require_kinds,
+)
 from neurosym.training.checks import int_at_least, positive_number
 from neurosym.training.core import Checkpointing, StopSource, run_training
 from neurosym.training.device import mixed_precision
@@ -403,6 +413,8 @@ def train_groups(
     own, so that the GPU runs the groups' small graphs together; a stop request then ends every group."""
     if side_by_side is None:
         side_by_side = cuda_graph and device.type == "cuda"
+    if resume:
+        _check_resumable_groups(configs, checkpoints)
     if side_by_side:
         return _train_side_by_side(configs, device, checkpoints, resume, stops, amp, progress, cuda_graph, compile_loss), []
     runs: list[GroupRun] = []
@@ -414,6 +426,17 @@ def train_groups(
         checkpoint = checkpoints / checkpoint_name(config.model)
         runs.append(train_group(config, device, checkpoint, resume, stops, amp, progress, cuda_graph, compile_loss))
     return runs, pending
+
+
+def _check_resumable_groups(configs: list[GroupConfig], checkpoints: Path) -> None:
+    """Refuse (:class:`~neurosym.training.checkpoint.CheckpointMismatch`) before any group trains a checkpoint in
+    ``checkpoints`` written under another configuration than its group's: each was checked only as its turn came, after
+    the groups before it had trained."""
+    for config in configs:
+        path = checkpoints / checkpoint_name(config.model)
+        saved = load_checkpoint(path)
+        if isinstance(saved, dict) and isinstance(saved.get("config"), Mapping):  # (other damage: named at its turn)
+            check_resumable(saved["config"], config, (), path)
 
 
 def _train_side_by_side(
