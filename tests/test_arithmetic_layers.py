@@ -268,6 +268,19 @@ def test_multiplicative_product_names_shapes_that_do_not_fit(x_shape, weight_sha
         multiplicative_product(torch.rand(x_shape), torch.rand(weight_shape))
 
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_zero_term_whose_others_pass_the_cap_keeps_the_capped_gradient(product_route, create_graph) -> None:
+    """The output is 0, not saturated, yet its gradients were 0 (the others' product, 1e22, passes e^50)."""
+    x = torch.tensor([[0.0, 1e22]], requires_grad=True)
+    w = torch.ones(1, 2, requires_grad=True)
+    y = multiplicative_product(x, w)
+    grad_x, grad_w = torch.autograd.grad(y.sum(), (x, w), create_graph=create_graph)
+    cap = math.exp(MAX_LOG_MAGNITUDE)
+    assert y.item() == 0.0
+    torch.testing.assert_close(grad_x.detach(), torch.tensor([[cap, 0.0]]), rtol=1e-5, atol=0.0)
+    torch.testing.assert_close(grad_w.detach(), torch.tensor([[-cap, 0.0]]), rtol=1e-5, atol=0.0)
+
+
 def test_multiplicative_product_gradient_beyond_float_range_is_capped_not_inf(product_route) -> None:
     # y = 1e-30 · (1e6)^7 = 1e12 is fine, but ∂y/∂x_0 = (1e6)^7 = 1e42 exceeds float32
     x = torch.tensor([[1e-30] + [1e6] * 7], requires_grad=True)
