@@ -29,6 +29,7 @@ from neurosym.layers import (
 )
 from neurosym.layers.arithmetic import MAX_LOG_MAGNITUDE, multiplicative_product, product
 from neurosym.layers.arithmetic.init import nac_glorot_matched_range
+from neurosym.layers.arithmetic.nalu import input_gate
 from neurosym.layers.arithmetic.numerics import MIN_EPS
 
 UNITS = [NAC, NACMul, NALU, NAU, NMU, iNALU, NPU, RealNPU, GatedNAUNMU, EnsembleLinear]
@@ -233,6 +234,19 @@ def test_a_gate_trained_beyond_its_initial_range_gives_no_nan_for_any_finite_inp
     y.sum().backward()
     assert not torch.isnan(y).any(), y
     assert x.grad is not None and not torch.isnan(x.grad).any(), x.grad
+
+
+@pytest.mark.parametrize("cls", [NALU, GatedNAUNMU])
+def test_one_members_huge_gate_bounds_only_its_own_inputs(cls) -> None:
+    """The gate-scaled input bound took the largest gate weight of all members: member 0's diverged gate clamped
+    member 1's inputs (its gate logit 0.85 in the ensemble, 1 alone)."""
+    ensemble = cls(2, 1, ensemble=2)
+    with torch.no_grad():
+        ensemble.gate[0].fill_(1e20)
+        ensemble.gate[1].copy_(torch.tensor([[1e-18, 0.0]]))
+    x = torch.tensor([[[1e18, 0.0]]]).expand(2, 1, 2)
+    torch.testing.assert_close(input_gate(x, ensemble.gate, 2)[1], torch.sigmoid(torch.ones(1, 1)))  # (the units' gate)
+    torch.testing.assert_close(ensemble(x)[1], ensemble.member(1)(x[1]), rtol=0.0, atol=0.0)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -40,13 +40,15 @@ def input_bound(dtype: torch.dtype, in_features: int) -> float:
 def bounded_input(x: Tensor, in_features: int, weight: Tensor | None = None) -> Tensor:
     """Clamp ``x`` to ``±`` :func:`input_bound`: sums of ``in_features`` terms weighted by ``|w| ≤ 1``
     then cannot overflow. Shape is unchanged. Values this large only occur for inputs beyond ~1e35
-    (float32), so ordinary inputs pass through untouched. ``weight`` (any shape) is an unbounded weight the sums also
-    take, as the NALU's gate: the bound is then divided by its largest magnitude where that exceeds 1 (a gate weight
-    of 10 made a sum of inputs within the bound overflow into ``inf − inf = NaN``)."""
+    (float32), so ordinary inputs pass through untouched. ``weight [out, in]`` (or, for an ensemble's
+    ``x [S, ..., in]``, ``[S, out, in]``) is an unbounded weight the sums also take, as the NALU's gate: the bound is
+    then divided by its largest magnitude (each member's own) where that exceeds 1 (a gate weight of 10 made a sum of
+    inputs within the bound overflow into ``inf − inf = NaN``)."""
     bound = input_bound(x.dtype, in_features)
     if weight is None:
         return x.clamp(-bound, bound)
-    scaled = bound / weight.detach().abs().amax().clamp(min=1.0).to(x.dtype)
+    largest = weight.detach().abs().amax(dim=(-2, -1))  # [] or [S]: one member's weight bounds only its own inputs
+    scaled = bound / largest.clamp(min=1.0).to(x.dtype).reshape(*largest.shape, *[1] * (x.dim() - largest.dim()))
     return x.clamp(-scaled, scaled)
 
 
