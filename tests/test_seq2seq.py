@@ -476,3 +476,19 @@ def test_image_sources_outside_0_1_or_not_finite_are_refused(row: int, position:
         front_end(src, torch.zeros(2, 4, dtype=torch.bool))
     with pytest.raises(ValueError, match=r"images must be uint8 pixels or floats in \[0, 1\], got torch.int16"):
         front_end(torch.zeros(2, 4, 1, 16, 16, dtype=torch.int16), torch.zeros(2, 4, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("name", ["gru_att", "transformer_rel"])
+@pytest.mark.parametrize("padding", [math.nan, -1.0, 255.0])
+def test_what_padding_windows_hold_is_never_read_nor_refused(name: str, padding: float) -> None:
+    """Padding windows never reach the CNN, yet a NaN or a value outside [0, 1] there was refused (token sources
+    take any id at padding)."""
+    sizes = dict(heads=2) if name.startswith("transformer") else {}
+    model = build_seq2seq(name, build_front_end("image", 8, cnn="small", image_size=16), 5, hidden=8, encoder_layers=1, **sizes)
+    model.eval()
+    src, src_mask = torch.rand(2, 3, 1, 16, 16), torch.tensor([[False, False, True], [True, False, True]])
+    filled = src.masked_fill(src_mask[..., None, None, None], padding)
+    tgt_in = torch.ones(2, 2, dtype=torch.long)
+    torch.testing.assert_close(model(filled, src_mask, tgt_in), model(src, src_mask, tgt_in), rtol=0, atol=0)
+    assert torch.equal(model.greedy_decode(filled, src_mask, max_len=3, bos=1, eos=2),
+                       model.greedy_decode(src, src_mask, max_len=3, bos=1, eos=2))  # fmt: skip

@@ -132,14 +132,20 @@ def check_source_mask(src: torch.Tensor, src_mask: torch.Tensor) -> None:
         raise ValueError(f"src {tuple(src.shape)} and src_mask {tuple(src_mask.shape)} disagree on [batch, length]")
 
 
+def padding_zeroed(src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
+    """``src [B, S, ...]`` with every padding position (``src_mask [B, S]`` True) zero, for checks of the real
+    positions' values that name an index in ``src`` as given (what padding holds is never read)."""
+    return src.masked_fill(src_mask.reshape(*src_mask.shape, *[1] * (src.dim() - 2)), 0)
+
+
 def prepared_source(src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """``(src, src_mask)`` checked and with every row's real positions first (:func:`real_first`), which is
     what the encoders and :class:`~neurosym.models.seq2seq.front_ends.BoundaryMarkers` assume; raises a clear
     error when the two do not fit together, or (where values are readable, see
     :func:`values_are_readable`) when a source is empty or holds a value that is not finite (named with its index in
-    ``src`` as given: the front end, which sees the reordered source, would name another)."""
+    ``src`` as given: the front end, which sees the reordered source, would name another; padding holds anything)."""
     check_source_mask(src, src_mask)
-    check_finite(src, "src")
+    check_finite(padding_zeroed(src, src_mask), "src")
     if values_are_readable(src_mask):
         empty = src_mask.all(dim=1)
         if bool(empty.any()):

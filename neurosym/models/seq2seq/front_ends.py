@@ -9,7 +9,7 @@ from torch import nn
 from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.shape_checks import check_sizes, check_tensor
 from neurosym.layers.value_checks import TOKEN_ID_DTYPES, check_intensities, check_token_ids, values_are_readable
-from neurosym.models.seq2seq.base import check_source_mask
+from neurosym.models.seq2seq.base import check_source_mask, padding_zeroed
 from neurosym.training.checks import int_at_least
 
 
@@ -74,7 +74,7 @@ class ImageWindowFrontEnd(nn.Module):
         if src.dim() != 5:
             raise ValueError(f"image sources must have shape [batch, length, C, H, W], got {tuple(src.shape)}")
         check_source_mask(src, src_mask)
-        check_intensities(src)  # (pixels 0..255 as floats were read as saturated white, silently)
+        check_intensities(padding_zeroed(src, src_mask))  # (pixels 0..255 as floats read as white; padding: anything)
         real = ~src_mask
         dtype = self.proj.weight.dtype  # (pixels divided in float32 lost a float64 model's precision)
         windows = src[real].to(dtype) / 255.0 if src.dtype == torch.uint8 else src[real].to(dtype)
