@@ -295,6 +295,18 @@ def test_a_zero_term_whose_others_pass_the_cap_keeps_the_capped_gradient(product
     torch.testing.assert_close(grad_w.detach(), torch.tensor([[-cap, 0.0]]), rtol=1e-5, atol=0.0)
 
 
+@pytest.mark.parametrize("half", [torch.float16, torch.bfloat16])
+def test_the_product_refuses_half_precision_outside_autocast_and_upcasts_under_it(half) -> None:
+    """A float16 product of 1000 · 1000 was inf, its gradients too, silently."""
+    x, w = torch.tensor([[1000.0, 1000.0]], dtype=half), torch.ones(1, 2, dtype=half)
+    with pytest.raises(ValueError, match=f"computes in float32 or float64, got {half} and {half}"):
+        multiplicative_product(x, w)
+    with pytest.raises(ValueError, match=f"got {half} \\(its products"):
+        multiplicative_product(x.float(), w)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert multiplicative_product(x, w).item() == 1e6
+
+
 def test_multiplicative_product_gradient_beyond_float_range_is_capped_not_inf(product_route) -> None:
     # y = 1e-30 · (1e6)^7 = 1e12 is fine, but ∂y/∂x_0 = (1e6)^7 = 1e42 exceeds float32
     x = torch.tensor([[1e-30] + [1e6] * 7], requires_grad=True)

@@ -45,6 +45,7 @@ from neurosym.layers.shape_checks import autocast_enabled
 from neurosym.layers.value_checks import is_traced
 
 from ..lazy_compile import LazilyCompiled
+from .base import HALF_PRECISION
 from .numerics import MAX_LOG_MAGNITUDE
 
 R = TypeVar("R")
@@ -448,8 +449,9 @@ def multiplicative_product(x: Tensor, weight: Tensor, *, compiled: bool = False)
     Plain: ``x [..., in]``, ``weight [out, in]`` → ``[..., out]``.
     Ensemble: ``x [S, ..., in]``, ``weight [S, out, in]`` → ``[S, ..., out]``.
     Magnitudes saturate at ``exp(MAX_LOG_MAGNITUDE)``; see the module docstring for the gradient.
-    Under autocast it computes in float32 (half-precision inputs are upcast). Shapes that fit neither form (another
-    ``in``, another number of members) raise ``ValueError`` naming both.
+    Under autocast it computes in float32 (half-precision inputs are upcast); outside it a float16 or bfloat16 ``x``
+    or ``weight`` raises ``ValueError`` (it overflowed to ``inf``). Shapes that fit neither form (another ``in``,
+    another number of members) raise ``ValueError`` naming both.
 
     ``compiled=True`` takes the fast route (plain product, ``y / term_i`` gradients) of products with
     more than :data:`CHUNK_ELEMENTS` terms through ``torch.compile`` kernels that form the terms inside
@@ -474,6 +476,11 @@ def multiplicative_product(x: Tensor, weight: Tensor, *, compiled: bool = False)
     if autocast_enabled(x):
         with torch.autocast(x.device.type, enabled=False):
             return multiplicative_product(x.float(), weight.float(), compiled=compiled)
+    if half := [str(dtype) for dtype in (x.dtype, weight.dtype) if dtype in HALF_PRECISION]:
+        raise ValueError(
+            f"multiplicative_product computes in float32 or float64, got {' and '.join(half)} (its products overflow "
+            "there): pass float32 tensors, or call it under autocast (AMP), which computes in float32 by itself"
+        )
     out_features, in_features = weight.shape[-2:]
     if x.numel() == 0:  # no rows: nothing to reduce (the routes' range checks need at least one value)
         return (x[..., :1] * weight.sum() * 0).expand(*x.shape[:-1], out_features)
