@@ -129,3 +129,13 @@ def test_an_epsilon_below_the_states_resolution_at_one_is_named(dtype: torch.dty
     with pytest.raises(ValueError, match=rf"act_epsilon \({epsilon:g}\) is below the resolution of {dtype} at 1"):
         model.to(dtype)(torch.randn(1, 2, DIM, dtype=dtype))
     assert model.double()(torch.randn(1, 2, DIM, dtype=torch.float64)).hidden.shape == (1, 2, DIM)
+
+
+def test_the_halting_unit_takes_the_shared_layers_dtype_unless_one_is_given():
+    """A float64 layer beside a float32 halting unit failed in torch's matmul at the first step."""
+    layer = TransformerEncoderLayer(8, 2, 16, dtype=torch.float64)
+    model = UniversalTransformer(layer, 2, act=True)
+    assert model.halting is not None and model.halting.weight.dtype == torch.float64
+    assert model(torch.randn(2, 3, 8, dtype=torch.float64)).hidden.dtype == torch.float64
+    with pytest.raises(ValueError, match="dtype=torch.float32 differs from the shared layer's torch.float64"):
+        UniversalTransformer(layer, 2, act=True, dtype=torch.float32)

@@ -36,7 +36,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.attention import AttentionCache
-from neurosym.layers.factory import factory_kwargs
+from neurosym.layers.factory import FactoryKwargs, factory_kwargs
 from neurosym.layers.positional import sinusoid_table
 from neurosym.layers.shape_checks import check_dtype_of, check_sequence
 from neurosym.layers.transformer import (
@@ -67,6 +67,18 @@ class _HaltingUnit(nn.Linear):
         super().reset_parameters()
         if self.bias is not None:
             nn.init.constant_(self.bias, 1.0)
+
+
+def _like_the_layer(layer: nn.Module, factory: FactoryKwargs) -> FactoryKwargs:
+    """The factory keyword arguments of the halting unit: those given, else the shared ``layer``'s parameters' device
+    and dtype (a float64 layer beside a float32 halting unit failed in torch at the first step); ``ValueError`` for a
+    given dtype other than the layer's."""
+    reference = next(layer.parameters(), None)
+    if reference is None:
+        return factory
+    if factory["dtype"] is not None and factory["dtype"] != reference.dtype:
+        raise ValueError(f"UniversalTransformer: dtype={factory['dtype']} differs from the shared layer's {reference.dtype}")
+    return {"device": reference.device if factory["device"] is None else factory["device"], "dtype": reference.dtype}
 
 
 class UniversalTransformer(nn.Module):
@@ -130,7 +142,7 @@ class UniversalTransformer(nn.Module):
         self.layer = layer
         self.step_embedding = step_embedding
         self.act_epsilon = act_epsilon
-        self.halting = _HaltingUnit(self.dim, 1, **factory) if act else None
+        self.halting = _HaltingUnit(self.dim, 1, **_like_the_layer(layer, factory)) if act else None
 
     def _step_input(self, x: torch.Tensor, step: int) -> torch.Tensor:
         if not self.step_embedding:
