@@ -27,7 +27,7 @@ from neurosym.layers import (
     RegularizerWarmup,
     iNALU,
 )
-from neurosym.layers.arithmetic import MAX_LOG_MAGNITUDE, multiplicative_product, product
+from neurosym.layers.arithmetic import MAX_LOG_MAGNITUDE, ensemble_linear, multiplicative_product, product
 from neurosym.layers.arithmetic.init import nac_glorot_matched_range
 from neurosym.layers.arithmetic.nalu import input_gate
 from neurosym.layers.arithmetic.numerics import MIN_EPS
@@ -445,6 +445,20 @@ def test_member_extracts_a_copy_with_that_members_parameters(cls) -> None:
         ensemble.member(4)
     with pytest.raises(ValueError, match="ensemble"):
         member.member(0)
+    torch.testing.assert_close(ensemble.member(np.int64(2))(x[2]), before)  # (numpy's ints are ints)
+    for index in (True, 1.0):  # (True failed in load_state_dict, 1.0 in torch's indexing)
+        with pytest.raises(TypeError, match=f"member\\(\\) takes a member's int index, got {type(index).__name__}"):
+            ensemble.member(index)
+        with pytest.raises(TypeError, match="set_member\\(\\) takes a member's int index"):
+            ensemble.set_member(index, _unit(cls, 3, 2))
+
+
+def test_ensemble_linear_names_shapes_that_do_not_fit() -> None:
+    with pytest.raises(ValueError, match=r"x of shape \[4, 3\] does not fit weight of shape \[2, 5, 3\]"):
+        ensemble_linear(torch.randn(4, 3), torch.randn(2, 5, 3))  # (was torch's bmm error)
+    with pytest.raises(ValueError, match=r"x of shape \[3\] does not fit"):
+        ensemble_linear(torch.randn(3), torch.randn(2, 5, 3))  # (was einops')
+    assert ensemble_linear(torch.randn(2, 4, 3), torch.randn(2, 5, 3)).shape == (2, 4, 5)
 
 
 @pytest.mark.parametrize(

@@ -233,6 +233,13 @@ def test_sinusoidal_positions_are_the_papers_in_float64(offset: int) -> None:
     assert torch.equal(halves, single.bfloat16())
 
 
+@pytest.mark.parametrize("offset", [0.5, -1, True])
+def test_a_position_offset_must_be_a_position(offset) -> None:
+    """0.5 added the encodings of positions 0.5, 1.5, ... silently."""
+    with pytest.raises(ValueError, match=f"offset must be an int of at least 0 \\(the first position\\), got {offset}"):
+        SinusoidalPositionalEncoding(DIM)(torch.zeros(1, 3, DIM), offset)
+
+
 def test_universal_transformer_rejects_layers_without_width() -> None:
     with pytest.raises(ValueError, match="`dim`"):
         UniversalTransformer(torch.nn.Linear(4, 4), 2)

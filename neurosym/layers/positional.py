@@ -75,5 +75,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         check_sequence(x, self.dim, "the input")
         if not x.is_floating_point():  # sines added to integers would be truncated to them
             raise ValueError(f"the input must be floating point (token embeddings), got {x.dtype}")
+        if not (is_int(offset) or isinstance(offset, torch.SymInt)) or offset < 0:  # (0.5 added positions 0.5, 1.5, ...)
+            raise ValueError(f"offset must be an int of at least 0 (the first position), got {offset!r}")
         positions = torch.arange(offset, offset + x.shape[1], device=x.device)
         return x + sinusoid_table(positions, self.dim, x.dtype)

@@ -15,7 +15,7 @@ from torch import Tensor, nn
 
 from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.shape_checks import autocast_enabled, check_dtype_of, check_tensor
-from neurosym.training.checks import check_flags, int_at_least, positive_number
+from neurosym.training.checks import check_flags, int_at_least, is_int, positive_number
 
 from .numerics import DEFAULT_EPS, MIN_EPS
 
@@ -51,6 +51,11 @@ def ensemble_linear(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Te
     """
     if weight.dim() == 2:
         return nn.functional.linear(x, weight, bias)
+    if weight.dim() != 3 or x.dim() < 2 or x.shape[0] != weight.shape[0] or x.shape[-1] != weight.shape[-1]:
+        raise ValueError(
+            f"ensemble_linear: x of shape {list(x.shape)} does not fit weight of shape {list(weight.shape)} "
+            "(x [..., in] with weight [out, in], or x [S, ..., in] with weight [S, out, in])"
+        )
     rows = rearrange(x, "s ... i -> s i (...)")  # [S, in, rows], a view of x
     if bias is None:
         out = torch.bmm(weight, rows)
@@ -220,9 +225,12 @@ class ArithmeticUnit(nn.Module, metaclass=ABCMeta):
         return unit
 
     def _check_member_index(self, index: int, method: str) -> None:
-        """``ValueError`` unless this is an ensemble unit, ``IndexError`` unless ``index`` names one of its members."""
+        """``ValueError`` unless this is an ensemble unit, ``TypeError`` unless ``index`` is an int (numpy's too; not a
+        bool, which torch read as a mask, nor a float), ``IndexError`` unless it names one of its members."""
         if self.ensemble is None:
             raise ValueError(f"{type(self).__name__}: {method}() needs an ensemble unit, this one has ensemble=None")
+        if not is_int(index):
+            raise TypeError(f"{type(self).__name__}: {method}() takes a member's int index, got {type(index).__name__} {index!r}")
         if not -self.ensemble <= index < self.ensemble:
             raise IndexError(f"{type(self).__name__}: member {index} out of range for ensemble={self.ensemble}")
 
