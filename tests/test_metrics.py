@@ -586,3 +586,27 @@ def test_integer_tokens_and_floats_compare_exactly(token_dtype, number_dtype, va
     expected = [int(token) == number for token, number in zip(tokens.flatten().tolist(), numbers.flatten().tolist())]
     pair = (tokens, numbers) if integers_first else (numbers, tokens)
     assert sequence_matches(*pair).tolist() == expected
+
+
+def test_bad_curves_and_outcomes_are_named_not_failed_inside_torch():
+    """A 0-d extrapolation MSE failed in unsqueeze (IndexError), None or a dict in torch (RuntimeError), and
+    summarize(None) in an attribute lookup."""
+    with pytest.raises(ValueError, match=r"expected validation and extrapolation MSE of shape \[1, S\] .* got \[1\] and \[\]"):
+        run_outcomes([100], torch.tensor([0.5]), torch.tensor(1e-9), 1e-5)
+    with pytest.raises(TypeError, match="steps must hold ints or floats, got NoneType"):
+        run_outcomes(None, [1.0, 0.5], [1e-9, 1e-9], 1e-5)
+    outcomes = run_outcomes([1, 2], [[1.0], [0.5]], [[1.0], [1e-9]], 1e-5)
+    for bad in ({"a": 1}, [None, None]):
+        with pytest.raises(TypeError, match=f"sparsity_error must hold ints or floats, got {type(bad).__name__}"):
+            summarize(outcomes, sparsity_error=bad)
+    with pytest.raises(TypeError, match="summarize takes the RunOutcomes of run_outcomes, got NoneType"):
+        summarize(None)
+
+
+@pytest.mark.parametrize(("name", "epsilon", "value"), [("sqrt", 0.4, "nan"), ("add", 1e155, "inf")])
+def test_a_threshold_with_no_finite_value_is_refused(name, epsilon, value):
+    """It was returned: NaN as a threshold failed only later, in run_outcomes, naming no epsilon."""
+    with pytest.raises(ValueError, match=re.escape(f"'{name}' at epsilon={epsilon:g} has no finite MSE ({value})")):
+        perturbed_solution_mse(name, epsilon=epsilon, samples=1000)
+    with pytest.raises(TypeError, match="layout must be a SubsetLayout, got NoneType"):
+        perturbed_solution_mse(name, layout=None, samples=100)

@@ -53,7 +53,7 @@ def run_outcomes(steps: Tensor, validation_mse: Tensor, extrapolation_mse: Tenso
         for value, name in ((steps, "steps"), (validation_mse, "validation_mse"), (extrapolation_mse, "extrapolation_mse"))
     )
     _check_one_device(validation_mse, extrapolation_mse, "validation_mse and extrapolation_mse")
-    single = validation_mse.dim() == 1
+    single = validation_mse.dim() == extrapolation_mse.dim() == 1  # (a 0-d one failed in unsqueeze: named below)
     validation = validation_mse.unsqueeze(1) if single else validation_mse
     extrapolation = extrapolation_mse.unsqueeze(1) if single else extrapolation_mse
     if steps.dim() != 1 or len(steps) == 0:
@@ -109,9 +109,11 @@ def _real(values: object, name: str) -> Tensor:
     text with "too many dimensions 'str'"; a list mixing bools with numbers, as ``[0, True]``, was read as numbers)."""
     try:
         tensor = torch.as_tensor(values)
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, RuntimeError) as error:  # (None or a dict: torch's RuntimeError)
         if (text := _first_text(values)) is not None:
             raise TypeError(f"{name} must hold ints or floats, got {type(values).__name__} holding text {text!r}") from error
+        if isinstance(error, RuntimeError):
+            raise TypeError(f"{name} must hold ints or floats, got {type(values).__name__}: {error}") from None
         raise
     if tensor.dtype == torch.bool or tensor.is_complex():
         raise TypeError(f"{name} must hold ints or floats, got {type(values).__name__} of {tensor.dtype}")
@@ -175,7 +177,9 @@ class SuccessSummary:
 
 def summarize(outcomes: RunOutcomes, sparsity_error: Tensor | None = None, confidence: float = 0.95) -> SuccessSummary:
     """Summarise ``S`` runs at ``confidence``; ``sparsity_error [E, S]`` (``[E]`` for one run) is read at each solved
-    run's best evaluation (:func:`sparsity_at_best`)."""
+    run's best evaluation (:func:`sparsity_at_best`); ``TypeError`` for ``outcomes`` that are no :class:`RunOutcomes`."""
+    if not isinstance(outcomes, RunOutcomes):
+        raise TypeError(f"summarize takes the RunOutcomes of run_outcomes, got {type(outcomes).__name__}")
     solved = outcomes.solved.reshape(-1)
     count, runs = int(solved.sum()), solved.numel()
     solved_at = outcomes.solved_at.reshape(-1)[solved].double()

@@ -14,6 +14,7 @@ and 5.80e-12.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -50,12 +51,15 @@ def perturbed_solution_mse(
     Draws ``samples`` inputs ``x [N, d]`` from the extrapolation range of ``ranges`` (in float64, in chunks
     of ``chunk_size``), computes the exact target ``op(a, b)`` and the prediction ``op(a^ε, b^ε)`` of the
     perturbed weights, and returns the mean squared difference with its standard error; ``ValueError`` where that is
-    0 (no run could fall below it).
+    0 (no run could fall below it) or not finite (an ``epsilon`` that drives the perturbed inputs out of the operation's
+    domain, ``sqrt`` of negatives at 0.4, or overflows), ``TypeError`` for a ``layout`` that is no ``SubsetLayout``.
     """
     samples = int_at_least(samples, "samples", 2)
     chunk_size = int_at_least(chunk_size, "chunk_size", 1)  # (True passed as 1, as a seed too)
     seed = int_at_least(seed, "seed", 0)
     epsilon = positive_number(epsilon, "epsilon")  # (True passed as 1)
+    if not isinstance(layout, SubsetLayout):
+        raise TypeError(f"layout must be a SubsetLayout, got {type(layout).__name__}")
     op = operation(operation_name)
     extrapolation = range_pair(ranges)[1]
     check_domain(op, ranges, extrapolation)
@@ -73,6 +77,11 @@ def perturbed_solution_mse(
         total += float(squared.sum())
         total_square += float(squared.square().sum())
     mean = total / samples
+    if not math.isfinite(mean):  # (returned as the threshold: NaN failed later, in run_outcomes, naming no epsilon)
+        raise ValueError(
+            f"the perturbed solution of {op.name!r} at epsilon={epsilon:g} has no finite MSE ({mean}): its perturbed "
+            "inputs leave the operation's domain or overflow; choose a smaller epsilon"
+        )
     if mean == 0:  # (a run measured against it could never succeed: refused after the whole training budget was spent)
         raise ValueError(
             f"the perturbed solution of {op.name!r} is exact on subsets of this layout ({layout}): its MSE, the success "
