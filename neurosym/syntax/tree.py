@@ -101,16 +101,27 @@ class Node:
 
     @names_malformed_trees
     def __repr__(self) -> str:
-        """The dataclass's ``Node(symbol=..., children=(...), span=...)``, built iteratively (any depth): in post-order
-        each node's children are the last ones shown, so a stack holds them (a subtree held twice is shown twice)."""
-        shown: list[str] = []
-        for node in self.postorder():
-            first = len(shown) - len(node.children)
-            inner = ", ".join(shown[first:])
-            del shown[first:]
-            children = f"({inner},)" if len(node.children) == 1 else f"({inner})"
-            shown.append(f"Node(symbol={node.symbol!r}, children={children}, span={node.span!r})")
-        return shown[0]
+        """The dataclass's ``Node(symbol=..., children=(...), span=...)``, built iteratively (any depth) as pieces
+        joined once, in linear time (a subtree held twice is shown twice): a stack holds the nodes still to show and
+        the text that closes each one shown (joining each node's children's texts copied long chains at every level)."""
+        pieces: list[str] = []
+        pending: list[Node | _Text] = [self]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, _Text):
+                pieces.append(item)
+                continue
+            pieces.append(f"Node(symbol={item.symbol!r}, children=(")
+            pending.append(_Text(f"{',' if len(item.children) == 1 else ''}), span={item.span!r})"))
+            for index in reversed(range(len(item.children))):
+                pending.append(item.children[index])
+                if index:
+                    pending.append(_Text(", "))
+        return "".join(pieces)
+
+
+class _Text(str):
+    """Text that :meth:`Node.__repr__` writes between nodes (a child that is a plain str is a malformed tree's)."""
 
 
 def _from_preorder(order: tuple[tuple[str, int, tuple[int, int] | None], ...]) -> Node:
