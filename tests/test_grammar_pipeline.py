@@ -1460,3 +1460,21 @@ def test_the_enumeration_stops_after_max_patterns_ungrammatical_patterns(monkeyp
 def test_max_nodes_must_be_a_positive_int(max_nodes):
     with pytest.raises(ValueError, match="beam and max_nodes must be ints of at least 1"):
         AbductionBudget(max_nodes=max_nodes)
+
+
+def test_lengths_limits_and_terminal_sequences_of_another_kind_are_named():
+    """NaN as a limit parsed every candidate (25.6 million for nine HWF symbols); True, 2.5 and "3" as a length, an
+    unknown terminal and a str of terminal names failed inside numpy, a comparison or a dict lookup."""
+    grammar = SymbolGrammar('start: DIGIT ("+" DIGIT)*\nDIGIT: "0".."9"\n')
+    for limit in (math.nan, None, -1):
+        with pytest.raises(ValueError, match=f"limit must be a number of at least 0 \\(math.inf: none\\), got {limit}"):
+            grammar.sentences(3, limit)
+    assert len(grammar.sentences(3, math.inf)) == 100 and grammar.sentences(3, 99) is None
+    for length in (True, 2.5, "3"):
+        with pytest.raises(TypeError, match=f"length must be an int, got {type(length).__name__}"):
+            grammar.position_symbols(length)
+    assert grammar.position_symbols(np.int64(1)) == grammar.position_symbols(1)
+    digit = grammar.terminals("1")[0]
+    assert grammar.accepts_terminals((digit,)) and not grammar.accepts_terminals(("FOO",))
+    with pytest.raises(TypeError, match="terminals must be a tuple of terminal names, got str 'DIGIT'"):
+        grammar.accepts_terminals("DIGIT")

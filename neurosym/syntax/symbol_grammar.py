@@ -31,6 +31,7 @@ from lark.lexer import Lexer, Pattern
 from neurosym.paths import read_user_text, user_path
 from neurosym.syntax.errors import ParseError, UnexpectedCharacterError, UnexpectedEndError, UnexpectedSymbolError
 from neurosym.syntax.parser import accepted_terminals
+from neurosym.training.checks import is_int, is_real
 
 #: Characters tried against every terminal when no vocabulary is given.
 CANDIDATE_SYMBOLS = string.digits + string.ascii_letters + string.punctuation + "×÷−"
@@ -274,10 +275,13 @@ class SymbolGrammar:
 
     @lru_cache(maxsize=10_000)  # noqa: B019 (a grammar lives as long as the pipelines that use it)
     def accepts_terminals(self, terminals: tuple[str | None, ...]) -> bool:
-        """Whether the grammar accepts a sentence of these terminals (``None``: a symbol outside the vocabulary),
-        remembered per sequence: :meth:`accepts` without the symbols."""
-        known = [terminal for terminal in terminals if terminal is not None]
-        if len(known) != len(terminals):  # a symbol outside the vocabulary
+        """Whether the grammar accepts a sentence of these terminals (``None``: a symbol outside the vocabulary; a name
+        that is none of the grammar's terminals is never accepted either), remembered per sequence: :meth:`accepts`
+        without the symbols. ``TypeError`` for ``terminals`` that are no tuple (a str was read as one name a letter)."""
+        if not isinstance(terminals, tuple):
+            raise TypeError(f"terminals must be a tuple of terminal names, got {type(terminals).__name__} {terminals!r:.40}")
+        known = [terminal for terminal in terminals if terminal in self._symbol_of]
+        if len(known) != len(terminals):  # a symbol outside the vocabulary, or no terminal of the grammar
             return False
         try:  # (Lark's own error: a ParseError's message, built for nothing here, took half the time of a long sentence)
             self.parser.parse("".join(self._symbol_of[terminal] for terminal in known))
@@ -339,7 +343,11 @@ class SymbolGrammar:
     def position_symbols(self, length: int) -> tuple[tuple[str, ...], ...]:
         """Per position of a sentence of ``length`` symbols, the vocabulary's symbols that some sentence of the
         grammar of that length has there (all empty when no sentence has that length); e.g. which symbols an
-        edit may put at a position. Exact, computed once per length (time ``O(rules · length²)``)."""
+        edit may put at a position. Exact, computed once per length (time ``O(rules · length²)``). ``TypeError`` for a
+        ``length`` that is no int (numpy's ints are)."""
+        if not is_int(length):  # (True, 2.5 and "3" failed inside numpy or in a comparison)
+            raise TypeError(f"length must be an int, got {type(length).__name__} {length!r:.40}")
+        length = int(length)
         if length < 1:
             raise ValueError(f"a sentence has at least one symbol, got length {length}")
         return self._position_symbols(length)
@@ -347,7 +355,10 @@ class SymbolGrammar:
     def sentences(self, length: int, limit: int) -> list[str] | None:
         """Every sentence of ``length`` symbols (in the vocabulary's order), or ``None`` where more than ``limit``
         strings would have to be parsed to find them: those of the symbols some sentence of that length has at each
-        position (:meth:`position_symbols`)."""
+        position (:meth:`position_symbols`). ``limit``: a number of at least 0 (``math.inf``: no limit), else
+        ``ValueError`` (NaN, which compares False, parsed every candidate)."""
+        if not (is_real(limit) and limit >= 0):
+            raise ValueError(f"limit must be a number of at least 0 (math.inf: none), got {limit!r:.40}")
         allowed = self.position_symbols(length)
         if math.prod(map(len, allowed)) > limit:
             return None
