@@ -327,6 +327,8 @@ def test_networkx_attributes_carry_spans_and_values():
     assert graph.graph["infix"] == "3-(5+2)*4"
     with pytest.raises(ValueError, match="values has 2 entries for 9"):
         to_networkx(tree, values=[1, 2])
+    with pytest.raises(TypeError, match="values must be a sequence of one value per infix token, got list_iterator"):
+        to_networkx(tree, values=iter(values))  # (was len()'s TypeError, naming no argument)
 
 
 def test_concepts_extend_the_language_at_both_levels():

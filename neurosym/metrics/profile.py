@@ -48,8 +48,8 @@ def gamma_mean_interval(values: Sequence[float] | Array | torch.Tensor, confiden
     """``(mean, low, high)``: the mean of the positive ``values [n]`` (``n >= 2``; a tensor, an array or a list) and its
     ``confidence`` interval under a gamma distribution, by profiling the shape. Ints of any size are taken as their
     nearest floats. The maximum-likelihood mean is the sample mean. Values all equal (:data:`SPREAD`) give
-    ``(mean, mean, mean)``; ``high`` is ``inf`` where it lies beyond the largest float (values far apart, as 1e-300 and
-    1, or a confidence near 1). ``ValueError`` naming values that are not finite (ints beyond the largest float too) or
+    ``(mean, mean, mean)``; ``high`` is ``inf`` where it lies beyond the largest float (a confidence near 1, as
+    ``1 - 1e-16`` for 1, 2, 3; values far apart give a huge but finite one, ``3.4e245`` for 1e-300 and 1). ``ValueError`` naming values that are not finite (ints beyond the largest float too) or
     not positive; ``TypeError`` for values that are no ints or floats (bools, complex numbers, text)."""
     x = _sample(values)
     if bad := np.flatnonzero(x <= 0).tolist():

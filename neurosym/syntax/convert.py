@@ -72,9 +72,12 @@ def to_networkx(node: Node, concepts: ConceptTable | None = None, values: Sequen
 
     Graph nodes are the infix token indices of the symbols (those of :func:`~neurosym.syntax.tokens`);
     attributes: ``symbol``, ``span`` (the tree node's span, ``None`` if unknown) and ``value`` (taken
-    from ``values``, one per infix token such as ``execute(node).res_all``; ``None`` when not given).
+    from ``values``, one per infix token such as ``execute(node).res_all``; ``None`` when not given;
+    ``TypeError`` for values that are no sequence, such as an iterator).
     """
     layout = infix_layout(node, concepts)
+    if values is not None and not hasattr(values, "__len__"):  # (an iterator failed on len())
+        raise TypeError(f"values must be a sequence of one value per infix token, got {type(values).__name__}")
     if values is not None and len(values) != len(layout.tokens):
         raise ValueError(f"values has {len(values)} entries for {len(layout.tokens)} infix tokens")
     graph = nx.DiGraph(infix="".join(layout.tokens))
