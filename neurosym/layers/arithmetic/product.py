@@ -16,7 +16,8 @@ entries where it is not (an exact zero term, overflow, an underflow into subnorm
 anywhere along the product, a gradient beyond the float range) are recomputed in the log domain (in
 float64), which counts zero terms and negative signs separately and never produces NaN: outputs
 saturate at ``±exp(MAX_LOG_MAGNITUDE)`` (with zero gradient there, like a clamp), and the gradient at
-an exactly-zero term is the exact product of the other terms (capped there too: that output is 0, never saturated).
+an exactly-zero term is the exact product of the other terms, or 0 where that product passes ``exp(MAX_LOG_MAGNITUDE)``
+(as at a saturated output).
 
 Off the CPU (and under ``torch.compile``, ``torch.export``, a fake tensor or a ``torch.func`` transform such as ``vmap``), where reading a value on the host would stall the device or split
 the graph (:func:`reads_on_host` is False), the *device route* (:func:`_device_product`) computes the plain and the log-domain value of every output and
@@ -54,7 +55,6 @@ CHUNK_ELEMENTS = 1 << 18
 """Largest number of product terms (``ensemble · rows · out · in``) materialised at once (1 MiB in float32)."""
 
 _MAX_MAGNITUDE = math.exp(MAX_LOG_MAGNITUDE)
-_LOG_FLOAT64_MAX = math.log(torch.finfo(torch.float64).max)
 
 
 def _transformed(*tensors: Tensor) -> bool:
@@ -154,18 +154,18 @@ def _term_gradients(
 
 
 def _others(terms: Tensor) -> Tensor:
-    """``[..., in]`` → ``[..., in]``: ``Π_{k≠i} term_k`` capped at ``±e^MAX_LOG_MAGNITUDE``, 0 where the product
-    saturates (:meth:`_LogDomain.has_gradient`), built from differentiable operations only, so that derivatives of
-    any order and forward mode follow: the products of the terms before and after each one (``cumprod``, whose
-    derivatives are exact at zero terms), in float64 like the log domain. The terms of a saturated product are zeroed
-    first: no derivative reaches them, and no partial product of theirs overflows (``inf`` there made a second
-    derivative ``0 · inf = NaN``)."""
-    kept = _LogDomain(terms.detach()).has_gradient()
-    wide = torch.where(kept.unsqueeze(-1), terms.double(), 0.0)
+    """``[..., in]`` → ``[..., in]``: ``Π_{k≠i} term_k``, 0 where the product saturates (``Σ log|term_k|`` over the
+    nonzero terms beyond ``MAX_LOG_MAGNITUDE``, as :meth:`_LogDomain.others` has it), built from differentiable
+    operations only, so that derivatives of any order and forward mode follow: the products of the terms before
+    and after each one (``cumprod``, whose derivatives are exact at zero terms), in float64 like the log domain.
+    The terms of a saturated product are zeroed first: no derivative reaches them, and no partial product of
+    theirs overflows (``inf`` there made a second derivative ``0 · inf = NaN``)."""
+    unsaturated = _LogDomain(terms.detach()).log_sum <= MAX_LOG_MAGNITUDE
+    wide = torch.where(unsaturated.unsqueeze(-1), terms.double(), 0.0)
     ones = wide.new_ones(*wide.shape[:-1], 1)
     before = torch.cumprod(torch.cat([ones, wide[..., :-1]], -1), -1)
     after = torch.cumprod(torch.cat([ones, wide[..., 1:].flip(-1)], -1), -1).flip(-1)
-    return (before * after).clamp(-_MAX_MAGNITUDE, _MAX_MAGNITUDE).to(terms.dtype)
+    return (before * after).to(terms.dtype)
 
 
 def _differentiable_gradients(
@@ -244,21 +244,14 @@ class _LogDomain:
         value = self.sign * torch.exp(self.log_sum.clamp(max=MAX_LOG_MAGNITUDE))
         return torch.where(self.zero_count > 0, 0.0, value).to(self.dtype)
 
-    def has_gradient(self) -> Tensor:
-        """``[S, out, n]``: whether the output has a gradient: it does not saturate (no zero term, ``Σ log|term|``
-        beyond ``MAX_LOG_MAGNITUDE``: zero gradient, like a clamp), and, where a zero term makes it 0, the product of
-        the other terms stays within float64 (beyond, those terms are left out: no partial product overflows)."""
-        return torch.where(self.zero_count > 0, self.log_sum <= _LOG_FLOAT64_MAX, self.log_sum <= MAX_LOG_MAGNITUDE)
-
     def others(self) -> Tensor:
-        """``[S, out, n, in]``: ``Π_{k≠i} term_k`` capped at ``±e^MAX_LOG_MAGNITUDE``, 0 where the output has no
-        gradient (:meth:`has_gradient`). At a zero term the output is 0, unsaturated, and this is its gradient (it
-        was 0 where the other terms' product passed the cap)."""
+        """``[S, out, n, in]``: ``Π_{k≠i} term_k``, 0 where the output is saturated."""
         log_others = self.log_sum.unsqueeze(-1) - self.log_magnitude
         value = (self.sign.unsqueeze(-1) * self.term_sign) * torch.exp(log_others.clamp(max=MAX_LOG_MAGNITUDE))
         zeros = self.zero_count.unsqueeze(-1)
         defined = torch.where(self.is_zero, zeros == 1, zeros == 0)
-        return torch.where(defined & self.has_gradient().unsqueeze(-1), value, 0.0).to(self.dtype)
+        unsaturated = (self.log_sum <= MAX_LOG_MAGNITUDE).unsqueeze(-1)
+        return torch.where(defined & unsaturated, value, 0.0).to(self.dtype)
 
 
 def _device_product(x: Tensor, weight: Tensor) -> tuple[Tensor, ...]:
