@@ -479,10 +479,10 @@ def test_image_sources_outside_0_1_or_not_finite_are_refused(row: int, position:
 
 
 @pytest.mark.parametrize("name", ["gru_att", "transformer_rel"])
-@pytest.mark.parametrize("padding", [math.nan, -1.0, 255.0])
+@pytest.mark.parametrize("padding", [-1.0, 255.0])
 def test_what_padding_windows_hold_is_never_read_nor_refused(name: str, padding: float) -> None:
-    """Padding windows never reach the CNN, yet a NaN or a value outside [0, 1] there was refused (token sources
-    take any id at padding)."""
+    """Padding windows never reach the CNN, yet a value outside [0, 1] there was refused (token sources take any id
+    at padding). A NaN there is still refused, by the model, for every front end: one of one's own may embed it."""
     sizes = dict(heads=2) if name.startswith("transformer") else {}
     model = build_seq2seq(name, build_front_end("image", 8, cnn="small", image_size=16), 5, hidden=8, encoder_layers=1, **sizes)
     model.eval()
@@ -492,3 +492,5 @@ def test_what_padding_windows_hold_is_never_read_nor_refused(name: str, padding:
     torch.testing.assert_close(model(filled, src_mask, tgt_in), model(src, src_mask, tgt_in), rtol=0, atol=0)
     assert torch.equal(model.greedy_decode(filled, src_mask, max_len=3, bos=1, eos=2),
                        model.greedy_decode(src, src_mask, max_len=3, bos=1, eos=2))  # fmt: skip
+    with pytest.raises(ValueError, match=re.escape("src must be finite, got nan at index [0, 2, 0, 0, 0]")):
+        model(src.masked_fill(src_mask[..., None, None, None], math.nan), src_mask, tgt_in)

@@ -143,9 +143,10 @@ def prepared_source(src: torch.Tensor, src_mask: torch.Tensor) -> tuple[torch.Te
     what the encoders and :class:`~neurosym.models.seq2seq.front_ends.BoundaryMarkers` assume; raises a clear
     error when the two do not fit together, or (where values are readable, see
     :func:`values_are_readable`) when a source is empty or holds a value that is not finite (named with its index in
-    ``src`` as given: the front end, which sees the reordered source, would name another; padding holds anything)."""
+    ``src`` as given: the front end, which sees the reordered source, would name another; padding too, since a front
+    end of one's own may embed it, and a NaN there reaches every real position through masked attention, 0 · NaN)."""
     check_source_mask(src, src_mask)
-    check_finite(padding_zeroed(src, src_mask), "src")
+    check_finite(src, "src")
     if values_are_readable(src_mask):
         empty = src_mask.all(dim=1)
         if bool(empty.any()):
