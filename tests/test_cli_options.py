@@ -505,6 +505,23 @@ def test_a_size_the_machine_cannot_hold_ends_the_command_in_one_line(allocation,
     assert message.endswith("; smaller sizes fit (NEUROSYM_TRACEBACK=1 shows where)\n")
 
 
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: not enough memory: you tried to "
+                      "allocate 911360 bytes."), "the CPU cannot allocate memory: you tried to allocate 911360 bytes."),
+        (MemoryError(), "MemoryError"),
+        (RuntimeError("a bug"), None),
+        (ValueError("DefaultCPUAllocator: can't allocate memory: 4 bytes"), None),
+    ],
+)  # fmt: skip
+def test_out_of_memory_reads_every_allocator_failure_and_nothing_else(error, said) -> None:
+    """torch on Windows says "not enough memory": that one kept its traceback."""
+    from neurosym.training.device import out_of_memory
+
+    assert out_of_memory(error) == said
+
+
 def _raise(error: BaseException) -> None:
     raise error
 
@@ -947,6 +964,8 @@ def test_every_command_that_resumes_says_where_it_found_no_checkpoint() -> None:
         ["mathematics", "--models", "symbolic"],  # (these two said training starts from step 0: nothing trains)
         ["hint", "--model", "neurosym", "--input", "image", "--fewshot-scales", "none", "--ensemble", "r0", "r1"],
         ["pipeline", "--ensemble", "r0", "r1"],
+        ["hint", "--model", "neurosym", "--fewshot-scales", "none"],  # symbol input: a search, nothing trains
+        ["hint", "--model", "neurosym", "--semantics", "learned", "--fewshot-scales", "none"],
     ],
 )
 def test_a_run_that_keeps_no_checkpoint_says_nothing_of_one(argv, tmp_path, capsys, monkeypatch) -> None:

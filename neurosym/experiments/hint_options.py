@@ -329,8 +329,9 @@ class HintOptions(HintPipelineOptions):
 
     def checkpoints(self) -> Path | None:
         """A baseline's checkpoint, ``MODEL_INPUT.pt`` in ``--out`` (which the other baselines' share); the folder
-        ``--out`` of ``--model neurosym``, whose stages checkpoint there; none for ``--ensemble``, which trains nothing."""
-        if self.ensemble:
+        ``--out`` of ``--model neurosym``, whose stages checkpoint there; none for ``--ensemble``, and for symbol input
+        without the few-shot stage (a search for the symbols' meanings): they train nothing."""
+        if self.ensemble or (self.model == "neurosym" and self.input == "symbol" and not self.fewshot_scales):
             return None
         return self.out if self.model == "neurosym" else self.out / f"{self.model}_{self.input}.pt"
 

@@ -109,7 +109,9 @@ def moved_to(model: nn.Module, device: torch.device) -> Iterator[nn.Module]:
             model.to(places[0])
 
 
-_CPU_ALLOCATOR_FAILURE = re.compile(r"(?:\[enforce fail at [^\]]*\][^.]*\.\s*)?DefaultCPUAllocator: can't allocate memory: (.*)")
+_CPU_ALLOCATOR_FAILURE = re.compile(
+    r"(?:\[enforce fail at [^\]]*\][^.]*\.\s*)?DefaultCPUAllocator: (?:can't allocate memory|not enough memory): (.*)"
+)  # (the second: torch on Windows)
 
 
 def out_of_memory(error: BaseException) -> str | None:
