@@ -82,7 +82,7 @@ def trained_hint_pipeline(
             )
         raise ValueError(f"{run} holds no checkpoint.pt: give the --out folder of a neurosym hint --model neurosym run")
     what = "a neurosym hint --model neurosym --input image run"
-    require_entries(saved, ("model", "config", "setup", "vocabulary"), checkpoint, what, advice="give its run's folder")
+    require_entries(saved, ("model", "setup", "vocabulary"), checkpoint, what, advice="give its run's folder")
     require_kinds(saved, {"setup": MAPPING}, checkpoint, what)
     setup = saved["setup"]
     if (setup.get("model"), setup.get("input"), saved.get("vocabulary")) != ("neurosym", "image", list(HINT_SYMBOLS)):
