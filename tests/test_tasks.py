@@ -76,6 +76,15 @@ def addition_problem(digits: int, count: int, seed: int) -> ImageSentences:
     return addition_sentences(glyphs(labels, seed), labels, digits, plus=10, seed=seed)
 
 
+@pytest.mark.parametrize(
+    "labels", [np.array(list("1234")), np.array([1, 2, 3, 12]), np.array([1.0, 2, 3, 4]), np.array([1, 0, 1, 1], bool)]
+)
+def test_addition_sentences_take_digit_labels_only(labels):
+    """Text labels (a SymbolBank's) were concatenated: '3' + '1' gave the target 31, silently."""
+    with pytest.raises(ValueError, match="labels must be the digits 0-9 as integers, one per image"):
+        addition_sentences(np.zeros((4, 28, 28), np.uint8), labels, 1, plus=10, seed=0)
+
+
 def test_addition_sentences_pair_each_digit_once_with_the_plus_given():
     labels = np.arange(24) % 10
     sentences = addition_sentences(glyphs(labels, 0), labels, digits=3, plus=10, seed=1)

@@ -72,6 +72,12 @@ def addition_sentences(images: np.ndarray, labels: np.ndarray, digits: int, plus
     unless ``labels`` hold one digit per image, or ``digits`` is no int of at least 1."""
     digits = int_at_least(digits, "digits", 1)  # (0 failed dividing by zero, -1 in a reshape, 1.5 and True in numpy)
     check_labelled_images(images, labels, "addition_sentences")
+    labels = np.asarray(labels)
+    if labels.dtype.kind not in "iu" or (labels.size and not (labels.min() >= 0 and labels.max() <= 9)):  # (text
+        raise ValueError(  # labels were concatenated: '3' + '1' summed to 31; 12, -1, 1.0, True failed as misfits)
+            f"addition_sentences: labels must be the digits 0-9 as integers, one per image, got {labels.dtype} "
+            f"{labels.flat[:5].tolist()}"
+        )
     count = len(images) // (2 * digits)
     order = as_generator(seed).permutation(len(images))[: count * 2 * digits].reshape(count, 2 * digits)
     picks = np.insert(order, digits, -1, axis=1)  # [count, 2N + 1]: the '+' between the numbers is given
