@@ -510,3 +510,11 @@ def test_any_rules_give_the_papers_subsets_distinct_lists_and_capped_results(
     for subset in ("SS", "LS", "SL", "LL"):
         in_val = {e for e, s in zip(split["val"].expr, split["val"].eval) if s == subset}
         assert not in_val & {e for e, s in zip(split["test"].expr, split["test"].eval) if s == subset}
+
+
+def test_value_limits_at_or_above_the_samplers_ceiling_are_refused():
+    """Values are clipped at 2**20: with limits above it a record of a clipped value joined the training split, its res
+    contradicting its res_all (1048576 against 43046721 for 9**8)."""
+    with pytest.raises(ValueError, match=r"need 0 < small_limit < large_limit < 1048576 .* got 2097152 and 2097153"):
+        SplitRules(scale=0.001, small_limit=2**21, large_limit=2**21 + 1, max_train_ops=7, max_test_ops=8)
+    assert SplitRules(small_limit=2**20 - 2, large_limit=2**20 - 1).large_limit == 2**20 - 1

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from neurosym.data.hint.sampling import VALUE_CEILING
 from neurosym.data.shares import decimal_floor
 from neurosym.training.checks import int_at_least, positive_number
 
@@ -53,8 +54,11 @@ class SplitRules:
             raise ValueError(f"scale must be in (0, 1], got {self.scale}")
         if not 0 <= self.min_train_ops <= self.max_train_ops < self.max_test_ops:
             raise ValueError("need 0 <= min_train_ops <= max_train_ops < max_test_ops")
-        if not 0 < self.small_limit < self.large_limit:
-            raise ValueError("need 0 < small_limit < large_limit")
+        if not 0 < self.small_limit < self.large_limit < VALUE_CEILING:  # (values are clipped there: a record of a
+            raise ValueError(  # clipped value joined the wrong split, with a res its res_all contradicts)
+                f"need 0 < small_limit < large_limit < {VALUE_CEILING} (the sampler's value ceiling), got "
+                f"{self.small_limit} and {self.large_limit}"
+            )
         for name in ("max_train_ops", "max_test_ops", "small_limit", "large_limit", "enumerate_up_to", "min_train_ops"):
             int_at_least(getattr(self, name), name, 0)
         for name in ("train_per_op", "test_per_op", "val_per_op"):  # 0 or -1 gave lists of one, 2.5 a float size
