@@ -257,6 +257,17 @@ def test_hwf_draws_its_formulas_and_images_as_rng_choice_draws_them():
         assert picks[: len(formula)] == [rng.choice(np.flatnonzero(labels == symbol)) for symbol in formula]
 
 
+def test_hwf_formulas_longer_than_the_datasets_are_shown_whole():
+    """Formulas past HWF's 7 symbols (a length-extrapolation test) failed in numpy's broadcast, naming none."""
+    labels = np.array([*DIGITS, *OPERATORS])
+    grammar = SymbolGrammar(grammar_file("hwf.lark"))
+    drawn = formula_sentences(
+        ["1+2+3+4+5", "7"], np.zeros((len(labels), 28, 28), np.uint8), labels, 0, grammar, formula_semantics()
+    )
+    assert drawn.targets == [15, 7] and drawn.lengths.tolist() == [9, 1] and drawn.picks.shape == (2, 9)
+    assert (drawn.picks[0] >= 0).all() and (drawn.picks[1, 1:] == -1).all()
+
+
 def test_hwf_names_a_negative_formula_count_and_a_symbol_without_images():
     """random_formulas(-1) gave no formula, and a formula showing a symbol the images lack failed in numpy ("high <= 0")."""
     with pytest.raises(ValueError, match="^count must be an int of at least 0, got -1$"):

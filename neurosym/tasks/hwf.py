@@ -117,7 +117,7 @@ def formula_sentences(
     rng = as_generator(rng)
     pools = {symbol: np.flatnonzero(labels == symbol) for symbol in DIGITS + OPERATORS}
     _check_shown(formulas, pools)
-    steps = max(LENGTHS)
+    steps = max(max(LENGTHS), *map(len, formulas))  # (longer formulas than HWF's failed in numpy's broadcast)
     picks = np.full((len(formulas), steps), -1)
     for row, formula in enumerate(formulas):
         picks[row, : len(formula)] = [pools[symbol][rng.integers(len(pools[symbol]))] for symbol in formula]  # (as rng.choice)
