@@ -480,12 +480,17 @@ def test_records_the_readers_would_refuse_are_not_written(tmp_path, fewshot_list
     write_release(tmp_path, generated)
     before = _contents(tmp_path)
     train = list(generated["train"])
-    with pytest.raises(ValueError, match=r"train record 3: id .* is also record 0's"):  # was written, then refused
+    with pytest.raises(ValueError, match=r"expr_train.json record 3: id .* is also record 0's"):  # was written, then refused
         write_release(tmp_path, {**generated, "train": [*train[:3], train[0]]})
     with pytest.raises(ValueError, match=r"few-shot x/val record 1: res \d+ differs from res_all at the root"):
         x = fewshot_lists["x"]["train"]
         wrong = dataclasses.replace(x[1], res=x[1].res + 1)
         write_release(tmp_path, generated, fewshot={"x": {"train": x[:1], "val": [x[0], wrong], "test": []}})
+    test = [dataclasses.replace(record, eval=None) for record in generated["test"]]  # (written; read_release refused it)
+    with pytest.raises(ValueError, match=r"expr_test.json record 0: record lacks eval, its test subset"):
+        write_release(tmp_path, {**generated, "test": test})
+    with pytest.raises(ValueError, match=r"expr_val.json holds no expression: every split of a release needs some"):
+        write_release(tmp_path, {**generated, "val": []})
     assert _contents(tmp_path) == before
 
 

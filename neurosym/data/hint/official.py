@@ -658,8 +658,10 @@ def write_release(
         _read_list(items, name, table, concept)  # (raises where the readers would refuse to read it back)
         return items
 
+    for split, records in splits.items():  # (an empty list, or val/test records without eval, were written: a release
+        _check_some(records, user_path(root) / SPLIT_FILES[split])  # its readers refuse, over a good one)
     files: dict[str, object] = {
-        SPLIT_FILES[split]: prepare(records, split, None, HINT_SEMANTICS, split) for split, records in splits.items()
+        SPLIT_FILES[split]: prepare(records, split, None, HINT_SEMANTICS, SPLIT_FILES[split]) for split, records in splits.items()
     }
     if fewshot is not None:
         files[FEWSHOT_FILE] = {
