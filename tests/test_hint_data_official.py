@@ -525,3 +525,14 @@ def test_a_seed_that_is_no_int_of_at_least_0_is_named_before_writing(tmp_path):
         with pytest.raises(ValueError, match=f"^seed must be an int of at least 0, got {seed!r}$"):
             write_release(tmp_path, generated, bank=bank, seed=seed)
     assert not any(tmp_path.iterdir())
+
+
+def test_a_scales_mapping_without_a_list_is_named():
+    """load_release(root, {"train": 0.5}) failed with a bare KeyError: 'val'."""
+    from neurosym.data.hint.official import subsample_split
+
+    generated = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
+    with pytest.raises(ValueError, match=r"scales lacks \['val', 'test'\]"):
+        subsample_split(generated, {"train": 0.5})
+    with pytest.raises(ValueError, match=r"split lacks \['test'\]"):
+        subsample_split({"train": generated["train"], "val": generated["val"]}, {"train": 1, "val": 1, "test": 1})

@@ -225,7 +225,11 @@ def subsample_split(
 ) -> dict[str, list[HintRecord]]:
     """A release's ``train``, ``val`` and ``test`` lists, each ``name`` sampled at ``scales[name]``
     (:func:`subsample`); below training scale 1 the validation and test lists keep their subsets' meaning for the
-    sampled training list (``I`` its expressions, the other subsets others)."""
+    sampled training list (``I`` its expressions, the other subsets others). ``ValueError`` naming a list that
+    ``split`` or ``scales`` lacks."""
+    for named, what in ((split, "split"), (scales, "scales")):
+        if missing := [name for name in SPLIT_FILES if name not in named]:  # (a raw KeyError: 'val')
+            raise ValueError(f"{what} lacks {missing}: give the train, val and test lists' {what}")
     train = subsample(split["train"], scales["train"], seed)
     trained = None if scales["train"] == 1 else {record.expr for record in train}
     return {"train": train, **{name: subsample(split[name], scales[name], seed, trained) for name in ("val", "test")}}
