@@ -193,3 +193,11 @@ def test_statistics_name_a_sample_size_that_is_no_int_of_at_least_1():
         with pytest.raises(ValueError, match=f"^sample must be an int of at least 1, got {size!r}$"):
             split_summary("test", split, size, 0)
     assert split_statistics(records, max_records=None)["n_op"] == split_statistics(records, max_records=4)["n_op"]
+
+
+def test_a_bank_without_symbols_is_named():
+    """HintImageDataset read its first symbol: an IndexError."""
+    bank = pool_shaded_bank()
+    empty = type(bank)(bank.images[:0], bank.labels[:0], bank.pools[:0], bank.paths[:0])
+    with pytest.raises(ValueError, match="the bank holds no symbol"):
+        HintImageDataset([_record("7")], empty, pool="train")

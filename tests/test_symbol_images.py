@@ -98,6 +98,7 @@ def test_sample_draws_each_symbol_from_the_requested_pool_only():
     train = set(bank.pool_indices("1", "train").tolist())
     test = set(bank.pool_indices("1", "test").tolist())
     assert train and test and not train & test
+    assert bank.labels[bank.sample("1+1", "train", 0)].tolist() == ["1", "+", "1"]  # (a str failed in len())
 
 
 def test_bank_errors_name_the_problem():

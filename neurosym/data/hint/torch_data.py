@@ -91,6 +91,8 @@ class HintImageDataset(HintSymbolDataset):
         super().__init__(records, symbols)
         # (-1 failed at the first item, in numpy's seeding; "1" drew as 1)
         self.bank, self.pool, self.seed = bank, pool, int_at_least(seed, "seed", 0)
+        if not bank.symbols:  # (an IndexError)
+            raise ValueError("the bank holds no symbol: its images cannot show any expression")
         bank.pool_indices(bank.symbols[0], pool)  # validates the pool name now
 
     def image_indices(self, index: int, record: HintRecord) -> np.ndarray:

@@ -118,9 +118,10 @@ class SymbolBank:
         return self._index[(symbol, pool)]
 
     def sample(self, symbols: Sequence[str], pool: str, rng: np.random.Generator | int) -> np.ndarray:
-        """Draw one image index per symbol of ``symbols`` from ``pool``; returns ``[len(symbols)]``."""
+        """Draw one image index per symbol of ``symbols`` (a str is its characters) from ``pool``; returns
+        ``[len(symbols)]``."""
         rng = as_generator(rng)
-        wanted = np.asarray(symbols, dtype=str)
+        wanted = np.asarray(list(symbols), dtype=str)  # (a str failed in len() of a 0-d array)
         picks = np.empty(len(wanted), dtype=np.int64)
         for symbol in np.unique(wanted).tolist():
             where = wanted == symbol
