@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -122,3 +123,17 @@ def test_the_shipped_archive_is_checked_like_any_other(tmp_path):
     _write(tmp_path / "strangers.npz")
     with pytest.raises(ValueError, match=r"strangers.npz: unknown sources \['me'\]"):
         handwritten_symbols(tmp_path / "strangers.npz")
+
+
+def test_an_archive_without_images_or_with_members_that_are_no_arrays_is_named(tmp_path):
+    """required=("labels",) over an archive without images failed on a bare KeyError: 'images', and a member that is
+    no .npy data (numpy gives its bytes) on an AttributeError."""
+    np.savez(tmp_path / "labels_only.npz", labels=np.array(["1"]))
+    with pytest.raises(ValueError, match=r"labels_only.npz: lacks the arrays \['images'\] \(has \['labels'\]\)"):
+        read_bank_archive(tmp_path / "labels_only.npz", required=("labels",))
+    with zipfile.ZipFile(tmp_path / "raw.npz", "w") as archive:
+        archive.writestr("images", b"not an array")
+        np.save(tmp_path / "labels.npy", np.array(["1"]))
+        archive.write(tmp_path / "labels.npy", "labels.npy")
+    with pytest.raises(ValueError, match=r"raw.npz: \['images'\] are no arrays"):
+        read_bank_archive(tmp_path / "raw.npz")

@@ -45,9 +45,11 @@ def read_bank_archive(path: str | os.PathLike, required: Sequence[str] = ("image
             present = sorted(archive.files)
     except UNREADABLE_NPZ as error:
         raise ValueError(f"{path}: not a readable .npz archive ({_one_line(error)})") from None
-    missing = [name for name in required if name not in arrays]
-    if missing:
+    missing = [name for name in dict.fromkeys(("images", "labels", *required)) if name not in arrays]  # (every bank
+    if missing:  # holds its images and labels: a `required` without them failed on a bare KeyError)
         raise ValueError(f"{path}: lacks the arrays {missing} (has {present})")
+    if odd := [name for name, array in arrays.items() if not isinstance(array, np.ndarray)]:  # (numpy gives bytes)
+        raise ValueError(f"{path}: {odd} are no arrays (members not written as .npy data, as numpy.savez writes them)")
     return _checked(path, arrays)
 
 
