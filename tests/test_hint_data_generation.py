@@ -355,6 +355,26 @@ def test_a_cache_with_a_column_cut_short_is_made_again(tmp_path, column):
     assert np.array_equal(again["test"].res, first["test"].res) and again["test"][-1] == first["test"][-1]
 
 
+def test_a_cache_with_a_member_that_is_no_array_is_made_again(tmp_path):
+    """numpy gives a member not written as .npy data as its bytes: loading failed with an AttributeError."""
+    first = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    val = tmp_path / "main_s0.002_seed3_v3_val.npz"
+    with np.load(val) as archive:
+        columns = {name: archive[name] for name in archive.files}
+    with zipfile.ZipFile(val, "w") as rewritten:
+        for name, array in columns.items():
+            if name == "expr":
+                rewritten.writestr("expr", b"one line of text")
+                continue
+            with rewritten.open(f"{name}.npy", "w") as member:
+                np.lib.format.write_array(member, array)
+    with pytest.raises(ValueError, match=r"\['expr'\] are no arrays"):
+        HintSplit.load(val)
+    with pytest.warns(UserWarning, match=f"unreadable HINT cache in {tmp_path} .*are no arrays"):
+        again = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)
+    assert again["val"].expr == first["val"].expr
+
+
 def test_a_cache_whose_compressed_bytes_changed_is_made_again(tmp_path):
     """A deflate stream damaged on disk raised zlib.error from inside numpy instead of generating the split again."""
     first = main_split(scale=0.002, seed=3, cache_root=tmp_path, progress=False)

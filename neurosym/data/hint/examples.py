@@ -154,10 +154,15 @@ class HintSplit(Sequence[HintRecord]):
 
     @classmethod
     def load(cls, path: str | os.PathLike, table: OperatorTable = HINT_SEMANTICS) -> HintSplit:
-        """The split :meth:`save` wrote to the ``.npz`` at ``path``, with ``table`` as its semantics."""
+        """The split :meth:`save` wrote to the ``.npz`` at ``path``, with ``table`` as its semantics; ``ValueError``
+        naming a member that is no array (numpy gives a member not written as ``.npy`` data as its bytes)."""
         with np.load(user_path(path)) as archive:
-            res, n_op, evals, head, res_all = (archive[name] for name in ("res", "n_op", "eval", "head", "res_all"))
-            return cls(_unpack(archive["prefix"]), _unpack(archive["expr"]), res, n_op, evals, head, res_all, table)
+            names = ("prefix", "expr", "res", "n_op", "eval", "head", "res_all")
+            arrays = {name: archive[name] for name in names}
+        if odd := [name for name, array in arrays.items() if not isinstance(array, np.ndarray)]:  # (an AttributeError,
+            raise ValueError(f"{path}: {odd} are no arrays")  # which no cache reader took for a damaged cache)
+        prefix, expr, res, n_op, evals, head, res_all = arrays.values()
+        return cls(_unpack(prefix), _unpack(expr), res, n_op, evals, head, res_all, table)
 
 
 def _pack(sentences: list[str]) -> np.ndarray:
