@@ -81,11 +81,21 @@ def test_loader_reads_released_layout(tmp_path):
         (["What is 1 + 2?", " 12"], 2, ":1: answer begins with a space"),
         (["What is 1 + 2?", "3", "What is 1\t+ 1?", "2"], 3, "character '\\\\t'"),
         (["What is 1 + 2?", "3", "Wh\u00e9t is 2?", "2"], 3, "outside the dataset's alphabet"),
+        (["What is 1 + 2?", "3", "\t"], 3, ":1: character '\\\\t'"),  # (a last line of a tab: said odd number of lines)
     ],
 )
 def test_malformed_lines_name_file_and_line(tmp_path, lines, line_number, problem):
     path = write_module(tmp_path, "interpolate", "arithmetic__mul", lines)
     with pytest.raises(MathematicsFormatError, match=rf"arithmetic__mul\.txt:{line_number}\b.*{problem}"):
+        read_module_file(path)
+
+
+def test_a_file_of_another_encoding_is_named_by_its_first_foreign_character(tmp_path):
+    """UTF-16 without a byte-order mark split into an odd number of lines at its NUL bytes: "question without an
+    answer" at the last line."""
+    path = write_module(tmp_path, "interpolate", "arithmetic__mul", ["x"])
+    path.write_bytes("What is 1 + 2?\n3\n".encode("utf-16-le"))
+    with pytest.raises(MathematicsFormatError, match=r"arithmetic__mul\.txt:1:2: character '\\x00' is outside"):
         read_module_file(path)
 
 

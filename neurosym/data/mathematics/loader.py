@@ -27,6 +27,7 @@ _RELEASE_REGIMES = ("train-easy", "train-medium", "train-hard", "interpolate", "
 ALPHABET: str = "".join(chr(code) for code in range(32, 127))
 """The dataset's 95 characters: printable ASCII, space included."""
 _ALPHABET_SET = frozenset(ALPHABET)
+_OUTSIDE_ALPHABET = re.compile(f"[^{re.escape(ALPHABET)}]")
 _WIDE_BYTE_ORDER_MARKS = {  # (UTF-32-LE's mark begins with UTF-16-LE's: it is looked for first)
     "UTF-32": codecs.BOM_UTF32_LE,
     "UTF-32 (big-endian)": codecs.BOM_UTF32_BE,
@@ -112,6 +113,7 @@ def read_module_file(path: str | os.PathLike, limit: int | None = None) -> list[
     _check_no_blank_line(path, lines)
     _check_no_lone_carriage_return(path, lines)
     if len(lines) % 2:
+        _check_alphabet(path, lines)  # (UTF-16 without a byte-order mark, a last line of a tab: a character is the fault)
         raise MathematicsFormatError(f"{path}:{len(lines)}: question without an answer (odd number of lines)")
     if limit is not None:
         lines = lines[: 2 * limit]
@@ -137,6 +139,16 @@ def _check_no_lone_carriage_return(path: Path, lines: list[str]) -> None:
             raise MathematicsFormatError(
                 f"{path}:{index + 1}:{column + 1}: {_describe(chr(13))} is outside the dataset's alphabet (a lone "
                 "carriage return is no line end)"
+            )
+
+
+def _check_alphabet(path: Path, lines: list[str]) -> None:
+    """Raise for the first character of the whole file outside the dataset's alphabet, with its line and column (the
+    lines of a file of another encoding, or with a line of tabs, were miscounted as a question without an answer)."""
+    for index, line in enumerate(lines):
+        if found := _OUTSIDE_ALPHABET.search(line):
+            raise MathematicsFormatError(
+                f"{path}:{index + 1}:{found.start() + 1}: {_describe(found.group())} is outside the dataset's alphabet"
             )
 
 
