@@ -548,27 +548,33 @@ def recursion_limit_above_here(frames: int) -> Iterator[None]:
         sys.setrecursionlimit(limit)
 
 
-def test_trees_deeper_than_pythons_recursion_are_executed_and_abduced():
-    """Left-recursive numbers of 400 digits, each digit one level deeper, under a recursion limit 300 frames above the
-    test's (these walks recursed, and failed at ~330 digits under the default limit of 1,000 frames; 1,200 digits under
-    that limit took half a minute, the searches' time growing faster than the depth)."""
-    digits = 400
+def _sum_of_long_numbers(digits: int) -> tuple[Executor, str, np.ndarray]:
+    """A sum of two left-recursive numbers of ``digits`` digits (each digit one level deeper), its executor, and
+    log-probabilities that read it with 0.9 per symbol."""
     grammar = SymbolGrammar('start: number "+" number\nnumber: number DIGIT | DIGIT\nDIGIT: "0".."9"\n')
     semantics = TreeSemantics(
         {"number": lambda c: int(c[0]) if len(c) == 1 else 10 * c[0] + int(c[1]), "start": lambda c: c[0] + c[1]},
         {"start": lambda w, c: [(w - c[1], c[1]), (c[0], w - c[0])],
          "number": lambda w, c: [(w // 10, str(w % 10))] if w >= 10 else []},
     )  # fmt: skip
-    executor = Executor(grammar, semantics)
     sentence = "3" * digits + "+" + "4" * digits
+    log_probs = np.full((len(sentence), len(grammar.symbols)), np.log(0.01))
+    log_probs[range(len(sentence)), [grammar.symbols.index(c) for c in sentence]] = np.log(0.9)
+    return Executor(grammar, semantics), sentence, log_probs
+
+
+def test_trees_deeper_than_pythons_recursion_are_executed_and_abduced():
+    """Left-recursive numbers of 400 digits, each digit one level deeper, under a recursion limit 300 frames above the
+    test's (these walks recursed, and failed at ~330 digits under the default limit of 1,000 frames; 1,200 digits under
+    that limit took half a minute, the searches' time growing faster than the depth)."""
+    digits = 400
+    executor, sentence, log_probs = _sum_of_long_numbers(digits)
     with recursion_limit_above_here(300):
         with pytest.raises(RecursionError):  # deeper than the limit: a walk that recurses (here Lark's own) fails
             list(executor.tree(sentence).scan_values(lambda _: True))
         assert executor.value(sentence) == 7 * (10**digits - 1) // 9
         changed = "5" + sentence[1:]
         assert executor.tree(changed) is not None and executor.value(changed) == executor.value(sentence) + 2 * 10 ** (digits - 1)
-        log_probs = np.full((len(sentence), len(grammar.symbols)), np.log(0.01))
-        log_probs[range(len(sentence)), [grammar.symbols.index(c) for c in sentence]] = np.log(0.9)
         target = executor.value(sentence) + 1
         for budget in (AbductionBudget(readings=1), AbductionBudget(chain_sweeps=2)):  # the search and the chain
             abducer = GrammarAbducer(executor, budget)
@@ -581,16 +587,7 @@ def test_trees_deeper_than_pythons_recursion_are_executed_and_abduced():
 def test_the_search_keeps_what_it_found_above_where_a_tree_grows_deeper_than_pythons_recursion(sample_readings):
     """A RecursionError anywhere in the top-down search dropped all its findings: with other readings the enumeration
     alone then missed a change of a last digit of two 100-digit numbers (the top of their left-recursive trees)."""
-    grammar = SymbolGrammar('start: number "+" number\nnumber: number DIGIT | DIGIT\nDIGIT: "0".."9"\n')
-    semantics = TreeSemantics(
-        {"number": lambda c: int(c[0]) if len(c) == 1 else 10 * c[0] + int(c[1]), "start": lambda c: c[0] + c[1]},
-        {"start": lambda w, c: [(w - c[1], c[1]), (c[0], w - c[0])],
-         "number": lambda w, c: [(w // 10, str(w % 10))] if w >= 10 else []},
-    )  # fmt: skip
-    executor = Executor(grammar, semantics)
-    sentence = "3" * 100 + "+" + "4" * 100
-    log_probs = np.full((len(sentence), len(grammar.symbols)), np.log(0.01))
-    log_probs[range(len(sentence)), [grammar.symbols.index(c) for c in sentence]] = np.log(0.9)
+    executor, sentence, log_probs = _sum_of_long_numbers(100)
     abducer = GrammarAbducer(executor, AbductionBudget(readings=4, sample_readings=sample_readings))
     target = executor.value(sentence) + 1  # (a last digit of either number one more)
     with recursion_limit_above_here(300):
