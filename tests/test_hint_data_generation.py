@@ -17,6 +17,7 @@ from neurosym.data.hint import (
     MAIN_VOCABULARY,
     HintSplit,
     SplitRules,
+    Vocabulary,
     enumerate_prefix,
     evaluate_prefix,
     examples,
@@ -538,3 +539,15 @@ def test_value_limits_at_or_above_the_samplers_ceiling_are_refused():
     with pytest.raises(ValueError, match=r"need 0 < small_limit < large_limit < 1048576 .* got 2097152 and 2097153"):
         SplitRules(scale=0.001, small_limit=2**21, large_limit=2**21 + 1, max_train_ops=7, max_test_ops=8)
     assert SplitRules(small_limit=2**20 - 2, large_limit=2**20 - 1).large_limit == 2**20 - 1
+
+
+def test_a_vocabulary_refuses_no_numbers_repeated_symbols_and_ids_outside_it():
+    """An empty or repeated vocabulary failed later in numpy's sampling; id -1 was read as the last symbol."""
+    with pytest.raises(ValueError, match=r"a vocabulary needs a number, got numbers \(\)"):
+        Vocabulary((), ("+",), HINT_SEMANTICS)
+    with pytest.raises(ValueError, match=r"a vocabulary names each symbol once, got \('1', '1', '\+'\)"):
+        Vocabulary(("1", "1"), ("+",), HINT_SEMANTICS)
+    vocabulary = Vocabulary(("1", "2"), ("+",), HINT_SEMANTICS)
+    assert vocabulary.to_strings(np.array([[2, 0, 1]])) == ["+12"]
+    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 3\), got -1..2"):
+        vocabulary.to_strings(np.array([[2, -1, 1]]))

@@ -38,6 +38,10 @@ class Vocabulary:
         unknown += [s for s in self.operators if s not in self.table.operators]
         if unknown:
             raise ValueError(f"symbols {unknown} are not defined by operator table {self.table.name!r}")
+        if not self.numbers:  # (every expression holds one; sampling failed in numpy: "high <= 0")
+            raise ValueError(f"a vocabulary needs a number, got numbers {self.numbers}")
+        if len(set(self.symbols.tolist())) != len(self.symbols):  # (an id would stand for a symbol another one has)
+            raise ValueError(f"a vocabulary names each symbol once, got {self.numbers + self.operators}")
         if len(self.symbols) > 255:
             raise ValueError("a vocabulary holds at most 255 symbols")
 
@@ -54,7 +58,11 @@ class Vocabulary:
             raise ValueError(f"symbol {symbol!r} is not in the vocabulary {self.numbers + self.operators}") from None
 
     def to_strings(self, ids: np.ndarray) -> list[str]:
-        """Rows of ids ``[count, length]`` → prefix sentences (one character per symbol)."""
+        """Rows of ids ``[count, length]`` → prefix sentences (one character per symbol); ``ValueError`` for an id
+        outside the vocabulary (-1 was read as the last symbol)."""
+        ids = np.asarray(ids)
+        if ids.size and not (ids.min() >= 0 and ids.max() < len(self.symbols)):
+            raise ValueError(f"token ids must lie in [0, {len(self.symbols)}), got {ids.min()}..{ids.max()}")
         return ["".join(row) for row in self.symbols[ids].tolist()]
 
 
