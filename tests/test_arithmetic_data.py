@@ -266,6 +266,10 @@ def test_uniform_stream_draws_float32_on_the_range_grid_reproducibly_and_resumes
     resumed = UniformStream(0)
     resumed.set_state(state)
     assert torch.equal(resumed.sample(union, (3, 7)), odd)
+    for shape in ((-1,), (2, 1.5)):  # ((-1,) gave an empty tensor)
+        with pytest.raises(ValueError, match="shape must hold sizes of at least 0"):
+            stream.sample(union, shape)
+    assert stream.sample(union, (0, 3)).shape == (0, 3)
     with pytest.raises(ValueError, match="cannot resume"):
         resumed.set_state({"torch": torch.Generator().get_state()})
 

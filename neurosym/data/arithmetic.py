@@ -25,7 +25,7 @@ from torch import Tensor
 
 from neurosym.data.shares import decimal_floor
 from neurosym.layers.arithmetic.base import ensemble_linear
-from neurosym.training.checks import int_at_least, is_fraction, is_int_tensor, is_real
+from neurosym.training.checks import int_at_least, is_fraction, is_int, is_int_tensor, is_real
 
 __all__ = [
     "SampleRange",
@@ -364,7 +364,10 @@ class UniformStream:
             self._generator = torch.Generator(device=self.device).manual_seed(seed)
 
     def sample(self, sample_range: SampleRange, shape: Sequence[int]) -> Tensor:
-        """A fresh float32 tensor of ``shape`` on the stream's device, uniform over ``sample_range``."""
+        """A fresh float32 tensor of ``shape`` (sizes ints >= 0, else ``ValueError``: ``(-1,)`` gave an empty tensor) on
+        the stream's device, uniform over ``sample_range``."""
+        if not all(is_int(size) and size >= 0 for size in shape):
+            raise ValueError(f"shape must hold sizes of at least 0, got {tuple(shape)}")
         if self._bits is None:
             return sample_range.transform(torch.rand(tuple(shape), generator=self._generator, device=self.device))
         count = math.prod(shape)
