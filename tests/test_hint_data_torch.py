@@ -201,3 +201,10 @@ def test_a_bank_without_symbols_is_named():
     empty = type(bank)(bank.images[:0], bank.labels[:0], bank.pools[:0], bank.paths[:0])
     with pytest.raises(ValueError, match="the bank holds no symbol"):
         HintImageDataset([_record("7")], empty, pool="train")
+
+
+def test_a_value_beyond_int64_is_named_with_its_record():
+    """torch failed with "Overflow when unpacking long", naming no record."""
+    big = dataclasses.replace(_record("9*9"), res=2**64, res_all=(9, 2**64, 9))  # (as a release may hold it)
+    with pytest.raises(ValueError, match=r"record 1 \(id '0'\): a value of '9\*9' does not fit an int64 tensor"):
+        HintSymbolDataset([_record("7"), big])[1]

@@ -56,10 +56,13 @@ class HintSymbolDataset(Dataset):
 
     def __getitem__(self, index: int) -> dict:
         """One item (the module's fields); ``ValueError`` naming the record when its ``head`` or ``res_all`` do not
-        hold one entry per symbol, which would shift them against ``tokens`` once padded."""
+        hold one entry per symbol, which would shift them against ``tokens`` once padded, or when a value does not fit
+        the int64 tensors (torch's "Overflow when unpacking long" named no record)."""
         record = self.records[index]
         if problem := symbol_count_problem(record.expr, record.head, record.res_all):
             raise ValueError(f"record {index} (id {record.id!r}): {problem}")
+        if not all(-(2**63) <= value < 2**63 for value in (record.res, *record.res_all)):
+            raise ValueError(f"record {index} (id {record.id!r}): a value of {record.expr!r} does not fit an int64 tensor")
         return {
             "tokens": self.encode(record.expr),
             "head": torch.tensor(record.head, dtype=torch.long),
