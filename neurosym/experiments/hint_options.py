@@ -307,7 +307,7 @@ class HintOptions(HintPipelineOptions):
             reject_unused(self, FEWSHOT_ONLY, "the few-shot stage (--fewshot-scales other than none)")
             if self.semantics == "learned" and self.input == "image":  # its grounding draws windows as they are
                 reject_unused(self, ("augment_shift", "augment_style"), "--semantics given or the few-shot stage")
-            if self.model == "neurosym" and self.input == "symbol":  # a search for the symbols' meanings: nothing trains
+            if self._searches_only():
                 reject_unused(self, ("time_limit",), "a run that trains (a baseline, --input image or the few-shot stage)")
 
     def data_seed_or_seed(self) -> int:
@@ -331,9 +331,14 @@ class HintOptions(HintPipelineOptions):
         """A baseline's checkpoint, ``MODEL_INPUT.pt`` in ``--out`` (which the other baselines' share); the folder
         ``--out`` of ``--model neurosym``, whose stages checkpoint there; none for ``--ensemble``, and for symbol input
         without the few-shot stage (a search for the symbols' meanings): they train nothing."""
-        if self.ensemble or (self.model == "neurosym" and self.input == "symbol" and not self.fewshot_scales):
+        if self.ensemble or self._searches_only():
             return None
         return self.out if self.model == "neurosym" else self.out / f"{self.model}_{self.input}.pt"
+
+    def _searches_only(self) -> bool:
+        """Whether the run trains nothing but searches: the pipeline on symbol input (a search for the symbols'
+        meanings) without the few-shot stage."""
+        return self.model == "neurosym" and self.input == "symbol" and not self.fewshot_scales
 
     def training_steps(self) -> int:
         """``--steps``, else the budget of the model: the HINT release's, or the pipeline's."""

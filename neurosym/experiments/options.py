@@ -86,10 +86,12 @@ def integer_in(low: int, high: int | None = None) -> Callable[[str], int]:
 
 positive_int = _in_range(int, lambda v: v >= 1, "a positive integer", "An integer of at least 1.")
 non_negative_int = _in_range(int, lambda v: v >= 0, "an integer of at least 0", "An integer of at least 0.")
-MAX_SEED = 2**32 - 1
+MAX_COMMAND_SEED = 2**32 - 1
 """The largest ``--seed``: every seed a run derives from it (``seed + epoch``, ``seed * 1_000_003 + step``, ...) then
 fits torch's and numpy's generators."""
-seed_int = _in_range(int, lambda v: 0 <= v <= MAX_SEED, f"a seed in 0..{MAX_SEED}", f"A seed: an integer in 0..{MAX_SEED}.")
+seed_int = _in_range(
+    int, lambda v: 0 <= v <= MAX_COMMAND_SEED, f"a seed in 0..{MAX_COMMAND_SEED}", f"A seed: an integer in 0..{MAX_COMMAND_SEED}."
+)
 positive_float = _in_range(float, lambda v: v > 0 and math.isfinite(v), "a finite positive number", "A finite number above 0.")
 non_negative_float = _in_range(float, lambda v: v >= 0 and math.isfinite(v), "a finite number >= 0", "A finite number >= 0.")
 probability_below_one = _in_range(float, lambda v: 0 <= v < 1, "a number in [0, 1)", "A number in ``[0, 1)``: a dropout rate.")

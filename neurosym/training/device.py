@@ -118,7 +118,8 @@ def out_of_memory(error: BaseException) -> str | None:
     """What ``error`` says ran out, where it is a failed allocation (Python's or numpy's ``MemoryError``, torch's
     ``OutOfMemoryError`` on a GPU or its CPU allocator's failure, which torch raises as a plain ``RuntimeError``);
     ``None`` for any other error."""
-    first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    text = str(error).strip()
+    first = text.splitlines()[0] if text else type(error).__name__
     if isinstance(error, MemoryError | torch.OutOfMemoryError):
         return first
     failure = _CPU_ALLOCATOR_FAILURE.match(first) if isinstance(error, RuntimeError) else None

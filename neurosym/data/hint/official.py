@@ -649,6 +649,7 @@ def write_release(
     """
     _check_split_names(splits, fewshot)
     seed = int_at_least(seed, "seed", 0)  # (-1 was named as the seed -1000 of a list's images, "1" failed in a sum)
+    root = user_path(root)
     used: set[str] = set()
 
     def prepare(records: Sequence[HintRecord], split: str, concept: str | None, table: OperatorTable, name: str) -> list[dict]:
@@ -663,7 +664,7 @@ def write_release(
         return items
 
     for split, records in splits.items():  # (an empty list, or val/test records without eval, were written: a release
-        _check_some(records, user_path(root) / SPLIT_FILES[split])  # its readers refuse, over a good one)
+        _check_some(records, root / SPLIT_FILES[split])  # its readers refuse, over a good one)
     files: dict[str, object] = {
         SPLIT_FILES[split]: prepare(records, split, None, HINT_SEMANTICS, SPLIT_FILES[split]) for split, records in splits.items()
     }
@@ -677,7 +678,6 @@ def write_release(
         }
     if bank is not None:
         _check_bank_paths(bank, used)
-    root = user_path(root)
     root.mkdir(parents=True, exist_ok=True)
     for name in (*SPLIT_FILES.values(), FEWSHOT_FILE):
         if name not in files:

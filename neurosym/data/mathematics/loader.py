@@ -26,7 +26,6 @@ MAX_ANSWER_LENGTH = 30
 _RELEASE_REGIMES = ("train-easy", "train-medium", "train-hard", "interpolate", "extrapolate")
 ALPHABET: str = "".join(chr(code) for code in range(32, 127))
 """The dataset's 95 characters: printable ASCII, space included."""
-_ALPHABET_SET = frozenset(ALPHABET)
 _OUTSIDE_ALPHABET = re.compile(f"[^{re.escape(ALPHABET)}]")
 _WIDE_BYTE_ORDER_MARKS = {  # (UTF-32-LE's mark begins with UTF-16-LE's: it is looked for first)
     "UTF-32": codecs.BOM_UTF32_LE,
@@ -146,10 +145,13 @@ def _check_alphabet(path: Path, lines: list[str]) -> None:
     """Raise for the first character of the whole file outside the dataset's alphabet, with its line and column (the
     lines of a file of another encoding, or with a line of tabs, were miscounted as a question without an answer)."""
     for index, line in enumerate(lines):
-        if found := _OUTSIDE_ALPHABET.search(line):
-            raise MathematicsFormatError(
-                f"{path}:{index + 1}:{found.start() + 1}: {_describe(found.group())} is outside the dataset's alphabet"
-            )
+        _check_characters(f"{path}:{index + 1}", line)
+
+
+def _check_characters(where: str, line: str) -> None:
+    """Raise for the first character of ``line`` outside the dataset's alphabet, named at ``where`` and its column."""
+    if found := _OUTSIDE_ALPHABET.search(line):
+        raise MathematicsFormatError(f"{where}:{found.start() + 1}: {_describe(found.group())} is outside the dataset's alphabet")
 
 
 def _check_line(path: Path, number: int, line: str, is_question: bool) -> None:
@@ -157,9 +159,7 @@ def _check_line(path: Path, number: int, line: str, is_question: bool) -> None:
     where = f"{path}:{number}"
     if len(line) > limit:
         raise MathematicsFormatError(f"{where}: {kind} of {len(line)} characters, over the limit of {limit}")
-    for column, char in enumerate(line, start=1):
-        if char not in _ALPHABET_SET:
-            raise MathematicsFormatError(f"{where}:{column}: {_describe(char)} is outside the dataset's alphabet")
+    _check_characters(where, line)
     if not is_question and line != line.strip(" "):  # ("12 " was read as an answer that "12" does not match)
         column, end = (1, "begins") if line.startswith(" ") else (len(line), "ends")
         raise MathematicsFormatError(f"{where}:{column}: answer {end} with a space (the dataset's answers do not)")
