@@ -397,6 +397,9 @@ def test_cli_rejects_unknown_models_and_operations(capsys):
     with pytest.raises(SystemExit) as stopped:  # a usage error before any work
         main(["arithmetic", "--input-size", "10", "--subset-ratio", "0.7"])
     assert stopped.value.code == 2 and "error: two subsets of 7 overlapping by 3 span 11 elements" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stopped:  # it was found after the training: a NaN threshold, exit 1
+        main(["arithmetic", "--models", "NAU", "--ops", "sqrt", "--epsilon", "0.3", "--steps", "10", "--seeds", "1"])
+    assert stopped.value.code == 2 and "takes the square root of sums down to" in capsys.readouterr().err
 
 
 def test_every_evaluation_gives_freed_memory_back(monkeypatch):

@@ -603,10 +603,30 @@ def test_bad_curves_and_outcomes_are_named_not_failed_inside_torch():
         summarize(None)
 
 
-@pytest.mark.parametrize(("name", "epsilon", "value"), [("sqrt", 0.4, "nan"), ("add", 1e155, "inf")])
+@pytest.mark.parametrize(("name", "epsilon", "value"), [("add", 1e155, "inf"), ("mul", 1e78, "inf")])
 def test_a_threshold_with_no_finite_value_is_refused(name, epsilon, value):
     """It was returned: NaN as a threshold failed only later, in run_outcomes, naming no epsilon."""
     with pytest.raises(ValueError, match=re.escape(f"'{name}' at epsilon={epsilon:g} has no finite MSE ({value})")):
         perturbed_solution_mse(name, epsilon=epsilon, samples=1000)
     with pytest.raises(TypeError, match="layout must be a SubsetLayout, got NoneType"):
         perturbed_solution_mse(name, layout=None, samples=100)
+
+
+def test_a_perturbed_solution_leaving_the_domain_is_refused_whatever_the_samples():
+    """The perturbed sums' bounds on the extrapolation range decide it (the corners of the box of inputs): two samples
+    (the runner's up-front check) missed negative square roots at epsilon 0.2-0.5, and the threshold came out NaN."""
+    for epsilon, low in ((0.2, "-30"), (0.4, "-110")):
+        with pytest.raises(
+            ValueError, match=re.escape(f"'sqrt' at epsilon={epsilon:g} takes the square root of sums down to {low}")
+        ):
+            perturbed_solution_mse("sqrt", epsilon=epsilon, samples=2)
+    with pytest.raises(
+        ValueError, match=re.escape("'div' at epsilon=0.2 divides by sums from -30 to 150 on the extrapolation range, through 0")
+    ):
+        perturbed_solution_mse("div", epsilon=0.2, samples=2)
+    # the largest epsilon that keeps a = 25 (1+e) x_in - 75 e x_out >= 0 for x in [2, 6]: 50 / 400 = 0.125
+    for name in ("sqrt", "div"):
+        assert perturbed_solution_mse(name, epsilon=0.12, samples=1000).value > 0
+        with pytest.raises(ValueError, match="choose a smaller epsilon"):
+            perturbed_solution_mse(name, epsilon=0.126, samples=2)
+    assert perturbed_solution_mse("div", ranges="[-2,-1]", epsilon=0.1, samples=1000).value > 0  # negative, one sign

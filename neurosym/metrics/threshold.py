@@ -18,9 +18,12 @@ import math
 from typing import NamedTuple
 
 import torch
+from torch import Tensor
 
 from neurosym.data.arithmetic import (
     DEFAULT_LAYOUT,
+    Operation,
+    SampleRange,
     SubsetLayout,
     check_domain,
     operation,
@@ -52,7 +55,8 @@ def perturbed_solution_mse(
     of ``chunk_size``), computes the exact target ``op(a, b)`` and the prediction ``op(a^ε, b^ε)`` of the
     perturbed weights, and returns the mean squared difference with its standard error; ``ValueError`` where that is
     0 (no run could fall below it) or not finite (an ``epsilon`` that drives the perturbed inputs out of the operation's
-    domain, ``sqrt`` of negatives at 0.4, or overflows), ``TypeError`` for a ``layout`` that is no ``SubsetLayout``.
+    domain — checked exactly before sampling: ``sqrt`` of a perturbed sum that can be negative, a perturbed denominator
+    that can be 0 — or overflows), ``TypeError`` for a ``layout`` that is no ``SubsetLayout``.
     """
     samples = int_at_least(samples, "samples", 2)
     chunk_size = int_at_least(chunk_size, "chunk_size", 1)  # (True passed as 1, as a seed too)
@@ -65,6 +69,7 @@ def perturbed_solution_mse(
     check_domain(op, ranges, extrapolation)
     optimal = layout.weights(torch.zeros(1, dtype=torch.long))[0].double()  # [2, d]
     perturbed = optimal + epsilon * (2 * optimal - 1)
+    _check_perturbed_domain(op, perturbed, extrapolation, epsilon)
     generator = torch.Generator().manual_seed(seed_stream(seed, 0))
     total, total_square = 0.0, 0.0
     for start in range(0, samples, chunk_size):
@@ -89,3 +94,21 @@ def perturbed_solution_mse(
         )
     variance = max(total_square / samples - mean * mean, 0.0) * samples / (samples - 1)
     return MonteCarloEstimate(mean, (variance / samples) ** 0.5)
+
+
+def _check_perturbed_domain(op: Operation, perturbed: Tensor, extrapolation: SampleRange, epsilon: float) -> None:
+    """Raise ``ValueError`` when the perturbed sums ``a^ε, b^ε`` (rows of ``perturbed [2, d]``) can leave ``op``'s domain
+    on the extrapolation range: a linear function's extremes over the box of inputs lie at its corners, so the bounds
+    are exact (a few Monte-Carlo samples missed them, and the threshold came out NaN after the training)."""
+    corners = torch.stack([perturbed * extrapolation.low, perturbed * extrapolation.high])  # [2, 2, d]
+    low, high = corners.amin(0).sum(-1).tolist(), corners.amax(0).sum(-1).tolist()  # per sum
+    if op.needs_non_negative and low[0] < 0:
+        raise ValueError(
+            f"the perturbed solution of {op.name!r} at epsilon={epsilon:g} takes the square root of sums down to "
+            f"{low[0]:.4g} on the extrapolation range: choose a smaller epsilon"
+        )
+    if op.needs_one_sign and low[1] <= 0 <= high[1]:
+        raise ValueError(
+            f"the perturbed solution of {op.name!r} at epsilon={epsilon:g} divides by sums from {low[1]:.4g} to "
+            f"{high[1]:.4g} on the extrapolation range, through 0: its MSE has no finite value; choose a smaller epsilon"
+        )
