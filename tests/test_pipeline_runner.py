@@ -1,5 +1,6 @@
 """The `neurosym hint --model neurosym` runner end to end on symbol input (tiny scale)."""
 
+import dataclasses
 import itertools
 import json
 import re
@@ -11,10 +12,10 @@ import pytest
 import torch
 
 from neurosym.cli import main
-from neurosym.data.hint import main_split
+from neurosym.data.hint import fewshot_split, main_split
 from neurosym.data.symbol_images import HINT_SYMBOLS, SymbolBank, with_brackets
 from neurosym.experiments.hint_pipeline import trained_hint_pipeline
-from neurosym.experiments.hint_pipeline.fewshot import concept_checkpoint
+from neurosym.experiments.hint_pipeline.fewshot import concept_checkpoint, unseen
 from neurosym.perception.routed import RoutedReader
 from neurosym.pipelines.pipeline import HintPipeline
 from neurosym.pipelines.trainer import evaluate_pipeline
@@ -785,3 +786,13 @@ def test_few_shot_stage_resumes_under_its_options_typed_at_their_defaults(tmp_pa
     assert learned == ["x"]
     with pytest.raises(CheckpointMismatch, match="steps 2000 there, 1000 now"):
         run(steps=1000)
+
+
+def test_unseen_few_shot_test_expressions_are_told_apart_by_expression_not_by_subset():
+    """A release's few-shot records need not carry ``eval``: read by it, a test list without it counted its training
+    sentences (HINT's few-shot ``I``) as unseen. On generated lists both readings agree."""
+    split = fewshot_split("x", 0.01)
+    train, test = split["train"], split["test"]
+    assert unseen(test, train) == [record for record in test if record.eval != "I"] and 0 < len(unseen(test, train)) < len(test)
+    bare = [dataclasses.replace(record, eval=None) for record in test]
+    assert unseen(bare, train) == [record for record, original in zip(bare, test, strict=True) if original.eval != "I"]

@@ -31,10 +31,13 @@ FewShotSplits = Callable[[str, float], dict[str, list[HintRecord]]]
 """``splits(concept, scale) -> {"train", "val", "test"}``."""
 
 
-def unseen(records: list[HintRecord]) -> list[HintRecord]:
-    """The test expressions that are not training sentences of the concept (HINT's few-shot test sets hold
-    every training sentence too, as their ``I`` subset)."""
-    return [record for record in records if record.eval != "I"]
+def unseen(records: list[HintRecord], train: list[HintRecord]) -> list[HintRecord]:
+    """The test ``records`` whose expressions are none of the concept's training sentences ``train`` (HINT's few-shot
+    test sets hold every training sentence too, as their ``I`` subset; told apart by expression, not by ``eval``, which a
+    release's few-shot records need not carry: read by ``eval``, a list without it counted its training sentences as
+    unseen)."""
+    trained = {record.expr for record in train}
+    return [record for record in records if record.expr not in trained]
 
 
 NOT_IN_SETUP = frozenset(
@@ -108,7 +111,7 @@ def learn_fewshot(
                 learned, score, save = learn(concept, train)
                 val_accuracy = score(validation, "val")
                 accuracy, unseen_accuracy = (
-                    (score(test, "test"), score(unseen(test), "test")) if args.score_test else (None, None)
+                    (score(test, "test"), score(unseen(test, train), "test")) if args.score_test else (None, None)
                 )
                 if save is not None:
                     save(saved)
@@ -119,7 +122,7 @@ def learn_fewshot(
                 "train": len(train),
                 "val": len(validation),
                 "test": len(test),
-                "test_unseen": len(unseen(test)),
+                "test_unseen": len(unseen(test, train)),
                 "learned": learned,
                 "val_accuracy": val_accuracy,
                 "test_accuracy": accuracy,
