@@ -107,3 +107,18 @@ def test_a_glyph_comes_back_in_mnists_convention_for_readers_of_28_pixel_windows
 def test_a_window_other_than_the_banks_or_mnists_is_refused(window):
     with pytest.raises(ValueError, match="window must be 32 or 28 pixels"):
         glyph_window(np.eye(30, dtype=np.uint8) * 255, window=window)
+
+
+@pytest.mark.parametrize(("paper", "black_on_white"), [(60, True), (150, None), (200, None)])  # (dark paper: told)
+def test_a_glyph_on_grey_paper_comes_back_as_on_clean_paper_and_a_blank_grey_page_is_refused(paper, black_on_white):
+    """The paper's level is taken off first: every pixel of grey paper counted as ink (the whole page was the glyph's
+    box), and a blank grey page was read as a glyph."""
+    glyph = redrawn(bank_glyphs()[0], 2.0, 20, 5, 40, 70)  # black on white
+    ink = 255 - glyph.astype(np.int64)  # [H, W] of 0..255
+    on_grey = (paper - ink * paper // 255).astype(np.uint8)  # black ink on paper of level `paper`
+    window = glyph_window(on_grey, black_on_white=black_on_white)
+    assert float((window - glyph_window(glyph)).abs().mean()) <= CLOSE_ON_AVERAGE
+    blank = np.full((40, 30), paper, np.uint8)
+    for polarity in (None, True, False):
+        with pytest.raises(ValueError, match="the glyph image holds no ink"):
+            glyph_window(blank, black_on_white=polarity)

@@ -102,7 +102,9 @@ def glyph_window(image: np.ndarray | torch.Tensor, black_on_white: bool | None =
     32 pixels). ``window=28`` returns that glyph itself, float ``[28, 28]``: MNIST's convention, which the readers of
     the grammar pipeline's ``mnist-add`` and ``hwf`` tasks read (``SymbolClassifier(..., window=28)``).
     ``black_on_white`` says the image's polarity; ``None`` reads it from the border: mostly bright (mean above half)
-    is black ink on white. ``ValueError`` for an image that is no ``[H, W]`` of at least one pixel, values that
+    is black ink on white. The paper's level (the border's median: grey paper, a scan's or a photograph's) is taken off
+    every pixel before the ink is found, and the ink is stretched to full contrast (its brightest pixel white).
+    ``ValueError`` for an image that is no ``[H, W]`` of at least one pixel, values that
     ``check_intensities`` refuses, an image without ink (blank), and a ``window`` other than 32 or 28.
     """
     if window not in GLYPH_WINDOWS or not is_int(window):
@@ -113,7 +115,8 @@ def glyph_window(image: np.ndarray | torch.Tensor, black_on_white: bool | None =
         raise ValueError(
             f"the glyph image holds no ink: no pixel stands out from its background by more than {INK_THRESHOLD}/255"
         )
-    ink = pixels[rows[0] : rows[-1] + 1, columns[0] : columns[-1] + 1]
+    box = pixels[rows[0] : rows[-1] + 1, columns[0] : columns[-1] + 1]
+    ink = (box.astype(np.float64) * (255 / box.max())).round().astype(np.uint8)  # (dim ink on dark paper: full contrast)
     side = math.ceil(max(ink.shape) * MNIST_SIZE / MNIST_BOX)
     top, left = (side - ink.shape[0]) // 2, (side - ink.shape[1]) // 2
     square = np.pad(ink, ((top, side - ink.shape[0] - top), (left, side - ink.shape[1] - left)))
@@ -129,7 +132,7 @@ def _tensor_of(array: np.ndarray) -> torch.Tensor:
 
 def _white_on_black(image: np.ndarray | torch.Tensor, black_on_white: bool | None) -> np.ndarray:
     """``image [H, W]`` as uint8 pixels, white ink on black (inverted when ``black_on_white``, or, for ``None``, when its
-    border's mean is above half)."""
+    border's mean is above half), the paper's level (the border's median) taken off every pixel: grey paper is black."""
     tensor = (_tensor_of(image) if isinstance(image, np.ndarray) else torch.as_tensor(image)).detach().cpu()
     if tensor.dim() != 2 or 0 in tensor.shape:
         raise ValueError(f"a glyph image must be grey [H, W] with H, W >= 1, got shape {tuple(tensor.shape)}")
@@ -137,7 +140,10 @@ def _white_on_black(image: np.ndarray | torch.Tensor, black_on_white: bool | Non
     if black_on_white is not None and not isinstance(black_on_white, bool | np.bool_):
         raise ValueError(f"black_on_white must be True, False or None (detect), got {black_on_white!r}")
     pixels = (tensor if tensor.dtype == torch.uint8 else (tensor.double() * 255).round().to(torch.uint8)).numpy()
+    border = np.concatenate([pixels[0], pixels[-1], pixels[:, 0], pixels[:, -1]])
     if black_on_white is None:
-        border = np.concatenate([pixels[0], pixels[-1], pixels[:, 0], pixels[:, -1]])
         black_on_white = bool(border.mean() > 127.5)
-    return 255 - pixels if black_on_white else pixels
+    if black_on_white:
+        pixels, border = 255 - pixels, 255 - border
+    paper = np.median(border).astype(np.uint8)  # (grey paper: every pixel was ink, and a blank page was read)
+    return pixels - np.minimum(pixels, paper)
