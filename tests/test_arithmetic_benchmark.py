@@ -70,8 +70,11 @@ def test_regulariser_schedules_scale_with_the_budget():
     assert model.regularization(9_000).item() == 0.0  # NAU's own warm-up (0.01 from 50) does not apply here
     assert model.regularization(20_000).item() > model.regularization(15_000).item() > 0
     assert model.regularization(torch.tensor(20_000)).item() == model.regularization(20_000).item()
-    with pytest.raises(ValueError, match=r"step must be an int or a 0-d tensor, got shape \(2,\)"):
+    with pytest.raises(ValueError, match=r"step must be an int or a 0-d integer tensor, got torch.int64 of shape \(2,\)"):
         model.regularization(torch.tensor([100, 200]))
+    for step in (torch.tensor(math.nan), torch.tensor(5.5), torch.tensor(True)):  # (NaN gave a NaN regulariser)
+        with pytest.raises(ValueError, match=f"0-d integer tensor, got {step.dtype} of shape"):
+            model.regularization(step)
     assert TwoLayerArithmetic("NALU", steps=10).schedule is None
     assert TwoLayerArithmetic("NALU", steps=10).regularization(10).item() == 0.0
 

@@ -46,13 +46,18 @@ def reversal_batch(size: int = 64, seed: int = 0) -> tuple[torch.Tensor, torch.T
     return src, src_mask, tgt[:, :-1], tgt[:, 1:]
 
 
+def front_options(kind: str, vocab_size: int) -> dict:
+    """What :func:`build_front_end` reads for ``kind``: a vocabulary for symbols, 16-pixel windows for images."""
+    return {"vocab_size": vocab_size} if kind == "symbol" else {"image_size": 16}
+
+
 def tiny_model(
     name: str, kind: str = "symbol", encoder_layers: int | None = None, decoder_layers: int = 1, boundaries: bool = False
 ) -> torch.nn.Module:
     """One of :data:`VARIANTS`, 64 hidden units, 32-dimensional embeddings (framed by start and end vectors
     with ``boundaries=True``)."""
     torch.manual_seed(0)
-    front = build_front_end(kind, 32, vocab_size=SOURCE_VOCAB, image_size=16, boundaries=boundaries)
+    front = build_front_end(kind, 32, boundaries=boundaries, **front_options(kind, SOURCE_VOCAB))
     layers = encoder_layers or (2 if name.startswith("transformer") else 1)
     return build_seq2seq(
         name.removesuffix("_bi"),
@@ -297,7 +302,7 @@ def test_front_ends_called_alone_name_a_mask_that_does_not_fit() -> None:
 @pytest.mark.parametrize("kind", ["symbol", "image"])
 def test_front_ends_called_alone_name_a_source_that_is_no_tensor(kind: str, boundaries: bool) -> None:
     """A list or numpy array of sources failed on ``src.dim()`` with an AttributeError."""
-    front_end = build_front_end(kind, 8, vocab_size=5, image_size=16, boundaries=boundaries)
+    front_end = build_front_end(kind, 8, boundaries=boundaries, **front_options(kind, 5))
     src = torch.zeros(2, 3, dtype=torch.long) if kind == "symbol" else torch.rand(2, 3, 1, 16, 16)
     for given in (src.tolist(), src.numpy()):
         with pytest.raises(TypeError, match=f"src must be a torch.Tensor, got {type(given).__name__}"):

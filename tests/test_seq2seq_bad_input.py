@@ -18,6 +18,7 @@ from neurosym.models import ImageWindowFrontEnd, RNNSeq2Seq, TokenFrontEnd, Tran
 from neurosym.models.seq2seq.factory import MODEL_NAMES, MODEL_OPTIONS
 from neurosym.models.seq2seq.hint_baseline import build_baseline
 from neurosym.models.seq2seq.mathematics_task import CONFIGS, build_model
+from neurosym.models.seq2seq.targets import teacher_forcing_pair
 
 DIM, HEADS, FF = 16, 4, 32
 
@@ -346,3 +347,50 @@ def test_a_front_end_without_a_dim_is_named(model: type) -> None:
     """A bare nn.Embedding failed as "AttributeError: 'Embedding' object has no attribute 'dim'"."""
     with pytest.raises(ValueError, match=re.escape("the front end's vector size (its attribute `dim`) must be an int")):
         model(torch.nn.Embedding(10, 16), 12)
+
+
+def test_front_end_options_its_kind_does_not_read_are_refused():
+    """They were ignored: a CNN for symbols, a vocabulary for images, an image size for the ResNet-18."""
+    refused = [
+        (dict(kind="symbol", vocab_size=10, cnn="foo"), "cnn='foo' applies to 'image' inputs, not to 'symbol'"),
+        (dict(kind="symbol", vocab_size=10, image_channels=3), "image_channels=3 applies to 'image' inputs, not to 'symbol'"),
+        (dict(kind="image", vocab_size=10), "vocab_size=10 applies to 'symbol' inputs, not to 'image' with cnn='small'"),
+        (dict(kind="image", cnn="resnet18", image_size=7), "image_size=7 applies to 'image' inputs of the small CNN, not to 'image' with cnn='resnet18'"),
+        (dict(kind="symbol", vocab_size=10, boundaries=1), "boundaries must be True or False, got 1"),
+    ]  # fmt: skip
+    for options, message in refused:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            build_front_end(dim=8, **options)
+    assert isinstance(build_front_end("image", 8, image_size=28), ImageWindowFrontEnd)
+    assert isinstance(build_baseline("gru", "symbol", 10, cnn="resnet18", hidden=8).front_end.front_end, TokenFrontEnd)
+
+
+@pytest.mark.parametrize("name", ["lstm", "transformer"])
+def test_a_model_over_a_front_end_of_another_dtype_is_refused_when_built(name):
+    """The first forward failed inside torch ("mat1 and mat2 must have the same dtype")."""
+    front = build_front_end("symbol", 16, vocab_size=10, dtype=torch.float64)
+    with pytest.raises(
+        ValueError, match=r"front end's parameters are torch.float64 but the model would be built in torch.float32"
+    ):
+        build_seq2seq(name, front, 12, hidden=8, encoder_layers=1)
+    model = build_seq2seq(name, front, 12, hidden=8, encoder_layers=1, dtype=torch.float64)
+    logits = model(torch.randint(0, 10, (2, 5)), torch.zeros(2, 5, dtype=torch.bool), torch.randint(0, 12, (2, 3)))
+    assert logits.dtype == torch.float64 and logits.shape == (2, 3, 12)
+
+
+def test_teacher_forcing_pair_refuses_what_it_cannot_read():
+    sequences = torch.tensor([[1, 2]])
+    refused = [
+        ((sequences, 10.5, 11), "bos must be an int of at least 0, got 10.5"),  # (read as 10)
+        ((sequences, -3, 11), "bos must be an int of at least 0, got -3"),
+        ((sequences, 1, None), "eos must be an int of at least 0, got None"),
+        ((sequences.to(torch.uint8), 1, 2), "an int64 or int32 tensor of shape [batch, length], got torch.uint8 (1, 2)"),
+        (([[1, 2]], 1, 2), "an int64 or int32 tensor of shape [batch, length], got list"),
+    ]
+    for arguments, message in refused:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            teacher_forcing_pair(*arguments)
+    with pytest.raises(ValueError, match="ignore_index must be an int, got -1.5"):
+        teacher_forcing_pair(sequences, 1, 2, ignore_index=-1.5)
+    tgt_in, tgt_out = teacher_forcing_pair(sequences.int(), 1, 2)
+    assert tgt_in.tolist() == [[1, 1, 2]] and tgt_out.tolist() == [[1, 2, 2]]

@@ -21,7 +21,7 @@ from neurosym.layers import (
     RegularizerWarmup,
 )
 from neurosym.layers.factory import FactoryKwargs, factory_kwargs
-from neurosym.training.checks import int_at_least
+from neurosym.training.checks import int_at_least, is_int_tensor
 
 UnitFactory = Callable[[int, int, int | None, FactoryKwargs], ArithmeticUnit]
 """``(in_features, out_features, ensemble, factory) -> unit``: ``factory``, torch's factory keyword arguments."""
@@ -133,11 +133,11 @@ class TwoLayerArithmetic(nn.Module):
 
         ``step`` may be a 0-d tensor on the model's device (a CUDA graph's step counter): the weight is then
         computed there, and a weight of 0 gives ``0 · R`` (the same value; nothing read back). ``ValueError`` for a
-        tensor of another shape, and for a step that is no int of at least 0 (``-1``, a NaN and ``1.5`` were taken:
+        tensor of another shape or of no integer dtype, and for a step that is no int of at least 0 (``-1``, a NaN and ``1.5`` were taken:
         before any warm-up, or without one, they gave zeros)."""
         if isinstance(step, Tensor):
-            if step.dim() != 0:
-                raise ValueError(f"step must be an int or a 0-d tensor, got shape {tuple(step.shape)}")
+            if step.dim() != 0 or not is_int_tensor(step):  # (a float tensor's NaN gave a NaN regulariser; its 5.5 was taken)
+                raise ValueError(f"step must be an int or a 0-d integer tensor, got {step.dtype} of shape {tuple(step.shape)}")
         else:
             step = int_at_least(step, "step", 0)
         zeros = next(self.parameters()).new_zeros(self.units[0].ensemble_shape)

@@ -15,7 +15,7 @@ from neurosym.models.seq2seq.front_ends import BoundaryMarkers, ImageWindowFront
 from neurosym.models.seq2seq.rnn import RNNSeq2Seq
 from neurosym.models.seq2seq.transformer import TransformerSeq2Seq
 from neurosym.perception.cnn import ResNet18, SmallCNN
-from neurosym.training.checks import ignored_option, int_at_least, is_int
+from neurosym.training.checks import check_flags, ignored_option, int_at_least, is_int
 
 MODEL_NAMES = ("gru", "lstm", "gru_att", "lstm_att", "transformer", "transformer_rel", "transformer_rel_uni")
 """The HINT baselines :func:`build_seq2seq` builds: recurrent (``gru``, ``lstm``, with additive attention ``gru_att``,
@@ -58,11 +58,35 @@ def build_front_end(
     """``"symbol"``: a token embedding (needs ``vocab_size``); ``"image"``: a per-window CNN
     (``"resnet18"`` as in the HINT paper, randomly initialised, or ``"small"`` for CPU work).
     ``boundaries=True`` frames every source with learned start and end vectors (:class:`BoundaryMarkers`,
-    as the HINT release's START and END tokens). ``device`` and ``dtype`` are torch's factory keyword arguments
+    as the HINT release's START and END tokens). An option the kind does not read (``vocab_size`` of images; ``cnn``,
+    ``image_channels``, ``image_size`` of symbols; ``image_size`` of a ResNet-18) raises ``ValueError`` unless left at its
+    default. ``device`` and ``dtype`` are torch's factory keyword arguments
     (:mod:`neurosym.layers.factory`), passed to every layer it builds, the CNN's included."""
     factory = factory_kwargs(device, dtype, "build_front_end")
+    check_flags(boundaries=boundaries)
+    _reject_unread(kind, vocab_size=vocab_size, cnn=cnn, image_channels=image_channels, image_size=image_size)
     front_end = _front_end(kind, dim, vocab_size, cnn, image_channels, image_size, factory)
     return BoundaryMarkers(front_end, **factory) if boundaries else front_end
+
+
+_FRONT_END_READS = {"symbol": ("vocab_size",), "image": ("cnn", "image_channels", "image_size")}
+"""The options of :func:`build_front_end` each input kind reads (a ResNet-18 reads no ``image_size``)."""
+
+
+def _reject_unread(kind: str, **options: object) -> None:
+    """Raise ``ValueError`` naming the first of ``options`` that a front end of ``kind`` (with ``options["cnn"]``) does
+    not read and that is set away from its default: it would be silently ignored."""
+    cnn = options["cnn"]
+    defaults = {key: item.default for key, item in inspect.signature(build_front_end).parameters.items()}
+    read = set(_FRONT_END_READS.get(kind, options)) - ({"image_size"} if cnn == "resnet18" else set())
+    if given := next((key for key, value in options.items() if key not in read and value != defaults[key]), None):
+        users = " and ".join(f"{name!r} inputs" for name, names in _FRONT_END_READS.items() if given in names)
+        raise ignored_option(
+            given,
+            options[given],
+            users + (" of the small CNN" if given == "image_size" else ""),
+            repr(kind) + (f" with cnn={cnn!r}" if kind == "image" else ""),
+        )
 
 
 def _front_end(

@@ -150,6 +150,19 @@ def front_end_dim(front_end: nn.Module) -> int:
     return int_at_least(getattr(front_end, "dim", None), "the front end's vector size (its attribute `dim`)", 1)
 
 
+def check_front_end_dtype(front_end: nn.Module, dtype: torch.dtype | None, owner: str) -> None:
+    """Raise ``ValueError`` naming ``owner`` where ``front_end``'s floating-point parameters are of another dtype than
+    the model built over it (``dtype``, else torch's default): the first forward failed inside torch ("mat1 and mat2
+    must have the same dtype")."""
+    wanted = dtype or torch.get_default_dtype()
+    held = next((parameter.dtype for parameter in front_end.parameters() if parameter.is_floating_point()), wanted)
+    if held != wanted:
+        raise ValueError(
+            f"{owner}: the front end's parameters are {held} but the model would be built in {wanted}: pass dtype={held} "
+            f"(or build the front end with dtype={wanted})"
+        )
+
+
 def output_mask(front_end: nn.Module, src_mask: torch.Tensor) -> torch.Tensor:
     """The padding mask of what ``front_end`` returns for sources padded as ``src_mask [B, S]``: the same mask,
     unless the front end changes the length and says how (an ``output_mask`` method, as :class:`BoundaryMarkers`)."""

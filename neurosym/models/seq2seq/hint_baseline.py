@@ -71,11 +71,13 @@ def build_baseline(
     embeddings of 128; Transformers of width 512, 8 heads, feed-forward 2,048, post-norm, dropout 0.1, the
     release's initialisation, attention projections without biases, no embedding dropout in the relative
     models; RNNs of 512 units, dropout 0.5; every source framed by start and end vectors. A model is built with the
-    options it reads (:data:`~neurosym.models.seq2seq.factory.MODEL_OPTIONS`): an RNN ignores the Transformer ones. A
+    options it reads (:data:`~neurosym.models.seq2seq.factory.MODEL_OPTIONS`): an RNN ignores the Transformer ones, a
+    symbol front end ``cnn``, an image one ``source_vocab``. A
     ``norm`` other than ``"post"`` or ``"pre"`` raises ``ValueError``."""
     if norm not in ("post", "pre"):  # ("Pre" or "prenorm" built a post-norm Transformer without a word)
         raise ValueError(f"norm must be 'post' or 'pre', got {norm!r}")
-    front_end = build_front_end(input_type, embedding, vocab_size=source_vocab, cnn=cnn, boundaries=source_boundaries)
+    reads: dict[str, Any] = {"vocab_size": source_vocab} if input_type == "symbol" else {"cnn": cnn}
+    front_end = build_front_end(input_type, embedding, boundaries=source_boundaries, **reads)
     given = dict(hidden=hidden, encoder_layers=encoder_layers, dropout=dropout, embedding_dropout=embedding_dropout)
     options: dict[str, Any] = dict(
         dim=dim,

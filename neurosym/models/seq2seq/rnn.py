@@ -18,7 +18,7 @@ from neurosym.layers.additive_attention import AdditiveAttention
 from neurosym.layers.factory import factory_kwargs
 from neurosym.layers.shape_checks import check_sizes
 from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
-from neurosym.models.seq2seq.front_ends import front_end_dim, output_mask
+from neurosym.models.seq2seq.front_ends import check_front_end_dtype, front_end_dim, output_mask
 from neurosym.training.checks import check_flags, dropout_probability, int_at_least
 
 Cell = Literal["gru", "lstm"]
@@ -76,6 +76,7 @@ class RNNSeq2Seq(Seq2Seq):
             raise ValueError(f"cell must be 'gru' or 'lstm', got {cell!r}")
         check_flags(attention=attention, bidirectional=bidirectional)
         front_dim = front_end_dim(front_end)
+        check_front_end_dtype(front_end, dtype, type(self).__name__)
         embed_dim = front_dim if embed_dim is None else embed_dim
         if embed_dim != front_dim:  # (the encoder failed at the first forward, inside torch)
             raise ValueError(f"embed_dim ({embed_dim!r}) must be the front end's dim ({front_dim!r}), or be left out")

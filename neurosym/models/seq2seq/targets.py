@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from neurosym.models.seq2seq.padding import real_first
+from neurosym.training.checks import int_at_least, is_int
 
 
 def teacher_forcing_pair(
@@ -16,10 +17,19 @@ def teacher_forcing_pair(
     Padding in ``sequences`` is ``ignore_index``, anywhere in a row: a row's tokens are read in order with
     its padding left out (:func:`~neurosym.models.seq2seq.padding.real_first`). Returns ``tgt_in [B, K+1]``
     = ``bos`` then the tokens (padding replaced by ``eos``; the causal decoder never looks at it for real
-    positions) and ``tgt_out [B, K+1]`` = the tokens, then ``eos``, then ``ignore_index``.
+    positions) and ``tgt_out [B, K+1]`` = the tokens, then ``eos``, then ``ignore_index``. ``ValueError`` for
+    ``sequences`` that are no int64 or int32 tensor ``[B, K]``, a ``bos`` or ``eos`` that is no int of at least 0 and an
+    ``ignore_index`` that is no int.
     """
-    if sequences.dim() != 2:
-        raise ValueError(f"target sequences must have shape [batch, length], got {tuple(sequences.shape)}")
+    if not (isinstance(sequences, torch.Tensor) and sequences.dtype in (torch.int64, torch.int32) and sequences.dim() == 2):
+        raise ValueError(  # (uint8 failed inside torch: its padding -100 does not fit)
+            "target sequences must be an int64 or int32 tensor of shape [batch, length], got "
+            + (f"{sequences.dtype} {tuple(sequences.shape)}" if isinstance(sequences, torch.Tensor) else type(sequences).__name__)
+        )
+    for name, token in (("bos", bos), ("eos", eos)):  # (a bos of 10.5 was read as 10, one of -3 taken)
+        int_at_least(token, name, 0)
+    if not is_int(ignore_index):
+        raise ValueError(f"ignore_index must be an int, got {ignore_index!r}")
     sequences, padding = real_first(sequences, sequences == ignore_index)
     lengths = (~padding).sum(dim=1)
     batch = sequences.shape[0]

@@ -23,7 +23,7 @@ from neurosym.layers.transformer import (
 )
 from neurosym.layers.universal import UniversalTransformer
 from neurosym.models.seq2seq.base import Seq2Seq, check_targets, prepared_source
-from neurosym.models.seq2seq.front_ends import front_end_dim, output_mask
+from neurosym.models.seq2seq.front_ends import check_front_end_dtype, front_end_dim, output_mask
 from neurosym.training.checks import check_flags, ignored_option, int_at_least
 
 
@@ -114,6 +114,7 @@ class TransformerSeq2Seq(Seq2Seq):
             raise ignored_option("step_embedding", step_embedding, "universal=True", "universal=False")
         target_vocab = int_at_least(target_vocab, "target_vocab", 1)
         embed_dim = front_end_dim(front_end)
+        check_front_end_dtype(front_end, dtype, type(self).__name__)
         dim = embed_dim if dim is None else int_at_least(dim, "dim", 1)  # (2.5 failed in torch.empty())
         ff_dim = 4 * dim if ff_dim is None else ff_dim
         options = _LayerOptions(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos, attention_bias=attention_bias)
