@@ -188,3 +188,13 @@ def test_stroke_functions_name_images_that_are_no_tensor(images):
         skeletonise(images)
     with pytest.raises(TypeError, match=f"StrokeNormaliser's windows must be a torch.Tensor, got {type(images).__name__}"):
         StrokeNormaliser()(images)
+
+
+def test_a_state_of_another_blur_is_refused_and_one_of_the_same_blur_loads_in_any_dtype():
+    """The taps were loaded into the buffer and the forward went on blurring at its own (outputs 0.07 apart)."""
+    saved = StrokeNormaliser(blur=0.8).state_dict()
+    with pytest.raises(RuntimeError, match=r"gaussian holds the taps of another blur than this StrokeNormaliser's \(1 pixels\)"):
+        StrokeNormaliser(blur=1.0).load_state_dict(saved)
+    for dtype in (torch.float64, torch.bfloat16):
+        StrokeNormaliser(blur=0.8, dtype=dtype).load_state_dict(saved)
+        StrokeNormaliser(blur=0.8).load_state_dict(StrokeNormaliser(blur=0.8, dtype=dtype).state_dict())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -129,7 +130,9 @@ class StrokeNormaliser(nn.Module):
     scaled so the brightest pixel is 1, all in the windows' dtype (the Gaussian's taps are float64 numbers).
     Parameter-free; the same on any batch, training or not. The buffer ``gaussian`` (the taps ``[2r + 1]`` in
     ``dtype``, torch's default dtype unless given) is there for the state dict, which thereby says a normaliser was
-    used; the forward reads the taps. ``device`` and ``dtype`` are torch's factory keyword arguments of that buffer
+    used; the forward reads the taps, and loading a state of other taps (another ``blur``) is refused. ``width`` and
+    ``threshold`` are not in the state: a loader builds the normaliser with the ones it was saved with (the
+    runners keep ``stroke_width`` in their checkpoints' setup). ``device`` and ``dtype`` are torch's factory keyword arguments of that buffer
     (:mod:`neurosym.layers.factory`).
     """
 
@@ -150,7 +153,7 @@ class StrokeNormaliser(nn.Module):
         positive_number(blur, "blur (pixels)")  # (NaN and infinity failed in round())
         if not (is_real(threshold) and 0 < threshold < 1):
             raise ValueError(f"threshold must be a number in (0, 1), got {threshold!r}")
-        self.width, self.threshold = width, threshold
+        self.width, self.threshold, self.blur = width, threshold, blur
         self.taps = _gaussian_taps(blur)  # (a float32 buffer cast to float64 blurred float64 windows 6e-9 off)
         self.register_buffer("gaussian", torch.empty(len(self.taps), **factory))  # saved: a checkpoint says it was used
         self.reset_parameters()
@@ -159,6 +162,19 @@ class StrokeNormaliser(nn.Module):
         """The buffer ``gaussian`` set to the taps again (what deferred initialisation calls after ``to_empty``)."""
         with torch.no_grad():
             self.gaussian.copy_(torch.tensor(self.taps, device=self.gaussian.device, dtype=self.gaussian.dtype))
+
+    def _load_from_state_dict(self, state_dict: dict[str, Any], prefix: str, *args: Any) -> None:
+        """Load as torch does, refusing (in ``load_state_dict``'s list of errors) a ``gaussian`` of other taps: a state
+        saved by a normaliser of another ``blur`` was taken, and this one went on blurring at its own."""
+        saved = state_dict.get(prefix + "gaussian")
+        if isinstance(saved, torch.Tensor) and saved.shape == self.gaussian.shape:
+            own = torch.tensor(self.taps, dtype=saved.dtype, device=saved.device)
+            if not torch.allclose(saved, own, rtol=1e-3, atol=0):
+                args[-1].append(  # error_msgs
+                    f"{prefix}gaussian holds the taps of another blur than this StrokeNormaliser's ({self.blur:g} "
+                    "pixels): build it with the blur it was saved with"
+                )
+        super()._load_from_state_dict(state_dict, prefix, *args)
 
     def forward(self, windows: torch.Tensor) -> torch.Tensor:
         """``windows [N, 1, S, S]`` in ``[0, 1]`` -> redrawn ``[N, 1, S, S]`` (``TypeError`` for windows that are no
