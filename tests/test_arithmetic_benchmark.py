@@ -91,6 +91,8 @@ def test_the_regulariser_names_a_step_that_is_no_int_of_at_least_0(model, step):
 def test_the_schedule_budget_is_a_positive_int(steps):
     with pytest.raises(ValueError, match=f"steps must be an int of at least 1, got {re.escape(repr(steps))}"):
         TwoLayerArithmetic("NMU", steps=steps)
+    with pytest.raises(ValueError, match="^hidden must be an int of at least 1, got 0$"):  # (named NAU's out_features)
+        TwoLayerArithmetic("NAU", steps=10, hidden=0)
 
 
 @pytest.mark.parametrize("step", [15_000, torch.tensor(15_000)])

@@ -169,7 +169,7 @@ def test_small_cnn_stages_take_their_convolution_counts():
     [
         (lambda: SymbolClassifier(list("01"), window=28, width=0), "width must be an int of at least 1, got 0"),  # empty layers
         (lambda: SymbolClassifier(list("01"), window=28, width=2.5), "width must be an int of at least 1, got 2.5"),
-        (lambda: SymbolClassifier(list("01"), features=0), "out_features must be an int of at least 1, got 0"),
+        (lambda: SymbolClassifier(list("01"), features=0), "features must be an int of at least 1, got 0"),
         # the resnet18 backbone built with these, and then refused every input
         (lambda: SymbolClassifier(list("01"), backbone="resnet18", window=0), "window must be an int of at least 1, got 0"),
         (lambda: SymbolClassifier(list("01"), backbone="resnet18", window=-4), "window must be an int of at least 1, got -4"),

@@ -40,6 +40,8 @@ def test_mixer_block_is_the_papers_two_mlps() -> None:
 def test_mixer_block_rejects_wrong_token_count():
     with pytest.raises(ValueError, match=r"MixerBlock expects \[B, 5, 8\]"):
         MixerBlock(5, 8, 4, 4)(torch.randn(2, 6, 8))
+    with pytest.raises(TypeError, match="MixerBlock's input must be a torch.Tensor, got list"):  # (an AttributeError)
+        MixerBlock(5, 8, 4, 4)([[0.0]])
     with pytest.raises(ValueError, match="the input has dtype torch.float64 but the MixerBlock's parameters are torch.float32"):
         MixerBlock(5, 8, 4, 4)(torch.randn(2, 5, 8, dtype=torch.float64))
     with pytest.raises(ValueError, match="num_tokens must be an int of at least 1, got 0"):

@@ -302,6 +302,8 @@ def test_a_transformer_names_a_width_that_is_no_positive_int(dim: object) -> Non
     with pytest.raises(ValueError, match=re.escape(f"dim must be an int of at least 1, got {dim!r}")):
         TransformerSeq2Seq(TokenFrontEnd(10, 16), 12, dim=dim, encoder_layers=1)
     assert TransformerSeq2Seq(TokenFrontEnd(10, 16), 12, dim=np.int64(8), heads=2, encoder_layers=1).dim == 8
+    with pytest.raises(ValueError, match="the vanilla Transformer's sinusoidal positions need an even width dim, got 15"):
+        TransformerSeq2Seq(TokenFrontEnd(10, 15), 12, heads=3, encoder_layers=1)  # (named as a "sinusoid dimension")
 
 
 @pytest.mark.parametrize("relative", ["xl", "xl_clipped"])

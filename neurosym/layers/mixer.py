@@ -7,7 +7,7 @@ from einops import rearrange
 from torch import nn
 
 from neurosym.layers.factory import FactoryKwargs, factory_kwargs
-from neurosym.layers.shape_checks import check_dtype_of, check_sizes
+from neurosym.layers.shape_checks import check_dtype_of, check_sizes, check_tensor
 from neurosym.training.checks import dropout_probability
 
 
@@ -57,6 +57,7 @@ class MixerBlock(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """``x [B, num_tokens, dim]`` -> ``[B, num_tokens, dim]``: token mixing, then channel mixing; an input of
         another shape raises ``ValueError``."""
+        check_tensor(x, "MixerBlock's input")  # (a list failed on .dim() with an AttributeError)
         if x.dim() != 3 or x.shape[1:] != (self.num_tokens, self.dim):
             raise ValueError(f"MixerBlock expects [B, {self.num_tokens}, {self.dim}], got {tuple(x.shape)}")
         check_dtype_of(x, self, "the input")

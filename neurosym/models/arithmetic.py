@@ -113,6 +113,7 @@ class TwoLayerArithmetic(nn.Module):
         if name not in MODEL_LAYERS:
             raise ValueError(f"unknown model {name!r}: choose from {', '.join(MODEL_LAYERS)}")
         steps = int_at_least(steps, "steps", 1)  # (a float budget scaled the warm-up to a fraction of a step)
+        hidden = int_at_least(hidden, "hidden", 1)  # (0 was named as the first unit's out_features)
         first, second = MODEL_LAYERS[name]
         self.name = name
         self.layers = nn.ModuleList([first(in_features, hidden, ensemble, factory), second(hidden, 1, ensemble, factory)])

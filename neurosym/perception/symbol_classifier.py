@@ -61,6 +61,7 @@ class SymbolClassifier(nn.Module):
             raise ValueError(f"the vocabulary must be non-empty symbols (str) without repeats, got {vocabulary!r:.200}")
         self.vocabulary = [str(symbol) for symbol in vocabulary]  # (numpy's str_ as str)
         self.window = int_at_least(window, "window", 1)  # (the resnet18 backbone built, and refused every input)
+        features = int_at_least(features, "features", 1)  # (0 was named as a layer's out_features)
         self.strokes = None if stroke_width is None else StrokeNormaliser(stroke_width, **factory)
         if backbone == "small":
             self.encoder: nn.Module = SmallCNN(

@@ -116,6 +116,8 @@ class TransformerSeq2Seq(Seq2Seq):
         embed_dim = front_end_dim(front_end)
         check_front_end_dtype(front_end, dtype, type(self).__name__)
         dim = embed_dim if dim is None else int_at_least(dim, "dim", 1)  # (2.5 failed in torch.empty())
+        if attention == "vanilla" and dim % 2:  # (named as the sinusoid's dimension)
+            raise ValueError(f"the vanilla Transformer's sinusoidal positions need an even width dim, got {dim}")
         ff_dim = 4 * dim if ff_dim is None else ff_dim
         options = _LayerOptions(attention=attention, pre_norm=pre_norm, max_rel_pos=max_rel_pos, attention_bias=attention_bias)
         self.front_end = front_end
