@@ -203,10 +203,19 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
     except (CommandFailed, ValueError, KeyError, OSError) as error:  # bad input found once work began, a place not writable
         if os.environ.get(TRACEBACK_VARIABLE):
             raise
-        text = error.args[0] if isinstance(error, KeyError) and error.args else error
-        print(f"{shown}: {text} ({TRACEBACK_VARIABLE}=1 shows where)", file=sys.stderr)
+        print(f"{shown}: {_one_line(error)} ({TRACEBACK_VARIABLE}=1 shows where)", file=sys.stderr)
         return FAILED
     return 0
+
+
+def _one_line(error: Exception) -> str:
+    """``error``'s message with its notes (what raised it: a rule of one's own semantics, the sentence read); a
+    ``KeyError`` of a bare key (a lookup of one's own code: ``'3'``, printed as ``3`` with no note) named as one."""
+    text = str(error)
+    if isinstance(error, KeyError) and error.args:
+        key = error.args[0]
+        text = key if isinstance(key, str) and " " in key else f"KeyError: {key!r}"  # (a message, or a missing key)
+    return "; ".join([text, *getattr(error, "__notes__", [])])
 
 
 def _interrupted(options: OutputOptions) -> str:

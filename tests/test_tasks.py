@@ -1176,3 +1176,23 @@ def test_the_pipeline_figure_names_the_run_as_its_table_does(tmp_path, capsys, m
     assert main([*argv, "--pseudo-labels", "truths", "--out", str(tmp_path)]) == 0
     reference = "neurosym, supervised by the true symbols (a reference)"
     assert f"| {reference}" in capsys.readouterr().out and drawn[0][2] == reference
+
+
+def test_a_task_modules_evaluation_split_that_cannot_be_scored_is_named_before_training(tmp_path, monkeypatch, capsys):
+    """Validation targets written as text ("5" for 5) were found after the whole training, in a message that named no
+    split; a KeyError of one's own semantics reached the command line as its bare key, without the rule and sentence."""
+    texts = BINARY_TASK.replace(
+        "[int(t, 2) for t in truths]", '[int(t, 2) if split == "train" else str(int(t, 2)) for t in truths]'
+    )
+    (tmp_path / "task_text_targets.py").write_text(texts)
+    missing = BINARY_TASK.replace('lambda bits: int("".join(bits), 2)', 'lambda bits: {"0000": 0}["".join(bits)]')
+    (tmp_path / "task_missing_key.py").write_text(missing)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = ["pipeline", "--no-progress", "--device", "cpu"]
+    assert main([*argv, "--task", "task_text_targets", "--out", str(tmp_path / "text")]) == 1
+    printed = capsys.readouterr().err
+    assert "task 'binary', the validation split: none of the first 16 true sentences executes to its target" in printed
+    assert not (tmp_path / "text" / "checkpoint.pt").exists()  # nothing trained
+    assert main([*argv, "--task", "task_missing_key", "--out", str(tmp_path / "key")]) == 1
+    printed = capsys.readouterr().err
+    assert "KeyError: '" in printed and "raised by the semantics of rule 'start'" in printed

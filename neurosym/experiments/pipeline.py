@@ -58,6 +58,7 @@ from neurosym.pipelines.grammar_abduction import AbductionBudget
 from neurosym.pipelines.grammar_pipeline import (
     GrammarPipeline,
     NothingReadRight,
+    check_evaluation_source,
     evaluate_grammar_pipeline,
     pipeline_timings,
     train_grammar_pipeline,
@@ -341,6 +342,8 @@ def _run(options: PipelineOptions, context: DistributedContext) -> dict[str, Any
         except ValueError as error:
             raise CommandFailed(f"--init-reader {error}") from None
     pipeline = GrammarPipeline(task.grammar, task.semantics, as_reader(reader), abduction, task.equal)
+    for name, source in _evaluation_sources(task):  # (a mistake in one was found after the whole training)
+        check_evaluation_source(pipeline, source, f"task {task.name!r}, {name}")
     epochs, config = training_config(options, task)
     steps = config.steps
     out = Path(options.out)
@@ -567,6 +570,12 @@ def _hint(options: PipelineOptions) -> dict[str, Any] | None:
     """HINT's own pipeline with this command's shared options."""
     shared = {name: getattr(options, name) for name in SHARED}
     return hint.run(HintOptions(model="neurosym", input="image", **shared))
+
+
+def _evaluation_sources(task: Task) -> list[tuple[str, SentenceSource]]:
+    """The splits :func:`_evaluated` scores, each with its name: validation, test and the task's subsets."""
+    subsets = [(f"{split} subset {name!r}", part) for split, parts in task.subsets.items() for name, part in parts.items()]
+    return [("the validation split", task.validation), ("the test split", task.test), *subsets]
 
 
 def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, options: PipelineOptions) -> dict[str, Any]:

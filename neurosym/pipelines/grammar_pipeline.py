@@ -268,6 +268,16 @@ def _check_targets(pipeline: GrammarPipeline, source: SentenceSource) -> None:
     _check_reachable(pipeline, source)
 
 
+def check_evaluation_source(pipeline: GrammarPipeline, source: SentenceSource, name: str) -> None:
+    """What :func:`evaluate_grammar_pipeline` checks of ``source`` before it reads (its targets: their kinds, their
+    reach, its first true sentences executing to them), an error naming ``source`` as ``name`` (``"the validation
+    split"``): a runner checks its evaluation splits so before training, and a mistake in one was found after it."""
+    try:
+        _check_targets(pipeline, source)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"{name}: {error}") from None
+
+
 def check_target_kinds(pipeline: GrammarPipeline, targets: Sequence[Any]) -> None:
     """:meth:`~neurosym.pipelines.grammar_abduction.GrammarAbducer.check_target` of each of ``targets``, an error naming
     its example."""
