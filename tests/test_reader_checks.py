@@ -203,3 +203,24 @@ def test_log_probabilities_that_are_not_finite_are_named_with_their_row(read, me
     windows, lengths = torch.zeros(2, 2, 32, 32, dtype=torch.uint8), torch.tensor([2, 2])
     with pytest.raises(ValueError, match=message):
         GrammarPipeline(BITS, BIT_VALUE, Fixed(read)).log_probs(SentenceBatch(windows, lengths, torch.full((2, 2), READ)))
+
+
+def test_a_reader_assigned_to_a_pipeline_reads_by_its_own_vocabulary_and_is_checked():
+    """The columns of the first reader's vocabulary stayed: a reader of another symbol order assigned read every
+    symbol as the other one (the runner's refit assigns readers so)."""
+    torch.manual_seed(0)
+    first = Logits(log_softmax=True, vocabulary=("0", "1"))
+    swapped = Logits(log_softmax=True, vocabulary=("1", "0"))
+    with torch.no_grad():  # the same reader with its two output rows, and its vocabulary, in the other order
+        swapped.linear.weight.copy_(first.linear.weight.flip(0))
+        swapped.linear.bias.copy_(first.linear.bias.flip(0))
+    windows, lengths = torch.rand(4, 3, 32, 32), torch.tensor([3, 2, 3, 1])
+    batch = SentenceBatch(windows, lengths, torch.full((4, 3), READ))
+    pipeline = GrammarPipeline(BITS, TreeSemantics({"start": lambda bits: int("".join(bits), 2)}), first)
+    read_first = pipeline.read(batch).values
+    pipeline.reader = swapped
+    assert pipeline.read(batch).values == read_first and pipeline.columns.tolist() == [1, 0]
+    with pytest.raises(ValueError, match=r"the reader's symbols \['2'\] are not in the grammar's vocabulary"):
+        pipeline.reader = Logits(log_softmax=True, vocabulary=("0", "2"))
+    with pytest.raises(TypeError):
+        pipeline.reader = "a reader"

@@ -83,13 +83,8 @@ class GrammarPipeline:
         ):
             if not isinstance(given, kind):
                 raise TypeError(f"GrammarPipeline takes a {kind.__name__} ({hint}), got {type(given).__name__}")
-        check_reader(reader, "GrammarPipeline")
-        missing = [s for s in reader.vocabulary if s not in grammar.symbols]
-        if missing:
-            raise ValueError(f"the reader's symbols {missing} are not in the grammar's vocabulary {list(grammar.symbols)}")
-        if repeated := [s for s, count in Counter(reader.vocabulary).items() if count > 1]:
-            # (one column per grammar symbol: the other columns of a repeated symbol were dropped with their mass)
-            raise ValueError(f"the reader's vocabulary {list(reader.vocabulary)} repeats the symbols {repeated}")
+        self.grammar = grammar
+        self.reader = reader  # (checked against the grammar)
         if unknown := sorted(semantics.names - grammar.names):
             helpers = "; a Transformer's helper methods must start with '_'" if isinstance(semantics.rules, Transformer) else ""
             raise ValueError(
@@ -107,11 +102,29 @@ class GrammarPipeline:
             )
         _check_callables(grammar, semantics)
         _warn_if_ambiguous(grammar)
-        self.grammar, self.semantics, self.reader, self.white_on_black = grammar, semantics, reader, white_on_black
+        self.semantics, self.white_on_black = semantics, white_on_black
         self.executor = Executor(grammar, semantics)
         self.decoder = GrammarDecoder(grammar)
         self.abducer = GrammarAbducer(self.executor, budget or AbductionBudget(), equal)
-        self.columns = torch.tensor([grammar.symbols.index(s) for s in reader.vocabulary])
+
+    @property
+    def reader(self) -> Reader:
+        """The reader; one assigned is checked against the grammar as the constructor's is, and its vocabulary's
+        columns among the grammar's symbols (``columns [V_reader]``) follow it (they were the first reader's: a reader
+        of another symbol order assigned read every symbol as another)."""
+        return self._reader
+
+    @reader.setter
+    def reader(self, reader: Reader) -> None:
+        check_reader(reader, "GrammarPipeline")
+        symbols = self.grammar.symbols
+        if missing := [s for s in reader.vocabulary if s not in symbols]:
+            raise ValueError(f"the reader's symbols {missing} are not in the grammar's vocabulary {list(symbols)}")
+        if repeated := [s for s, count in Counter(reader.vocabulary).items() if count > 1]:
+            # (one column per grammar symbol: the other columns of a repeated symbol were dropped with their mass)
+            raise ValueError(f"the reader's vocabulary {list(reader.vocabulary)} repeats the symbols {repeated}")
+        self._reader = reader
+        self.columns = torch.tensor([symbols.index(s) for s in reader.vocabulary])
 
     def log_probs(self, batch: SentenceBatch, reader: ReadWindows | None = None) -> torch.Tensor:
         """Per-position log-probabilities over the grammar's symbols ``[B, T, V]``: the reader's (or
