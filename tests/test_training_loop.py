@@ -30,6 +30,7 @@ from neurosym.training import (
 from neurosym.training.checkpoint import ABSENT_IS_DEFAULT, Setup, check_resumable, check_setup
 from neurosym.training.classifier import fit_classifier
 from neurosym.training.loop import MAX_SEED
+from neurosym.training.update import adam
 
 CPU = torch.device("cpu")
 
@@ -547,3 +548,20 @@ def test_the_largest_seed_trains_through_several_epochs() -> None:
     model, data = _regression()
     config = TrainConfig(12, 8, seed=MAX_SEED)  # four batches an epoch: three epochs, seeded MAX_SEED + 0, 1, 2
     assert train(model, data, _squared_error, config, DistributedContext(0, 1, 0, CPU)).steps == 12
+
+
+def test_nothing_to_train_is_named_before_torch_fails_on_it() -> None:
+    """A model without parameters failed in torch's optimizer ("empty parameter list"); a frozen model, or one whose
+    output was detached, in autograd ("element 0 of tensors does not require grad")."""
+    with pytest.raises(ValueError, match="nothing to train: the model holds no parameters"):
+        adam(nn.Identity().parameters(), 1e-3)
+    frozen = nn.Linear(2, 1).requires_grad_(False)
+    with pytest.raises(ValueError, match=r"nothing to train: the model holds 2 parameters, all frozen \(requires_grad=False\)"):
+        adam(frozen.parameters(), 1e-3)
+    model = nn.Linear(2, 1)
+    update = Update(adam(model.parameters(), 1e-3))
+    with pytest.raises(ValueError, match="the loss carries no gradient: the model's output was detached"):
+        update(model(torch.ones(1, 2)).detach().sum())
+    before = model.weight.detach().clone()
+    update(model(torch.ones(1, 2)).sum())
+    assert not torch.equal(model.weight, before)

@@ -28,8 +28,15 @@ def adam(
 ) -> torch.optim.Adam:
     """The library's Adam (every trainer builds it here): fused where :data:`FUSED_ADAM_DEVICES` allows and
     every parameter is floating point (the same update, in one kernel), else the per-parameter loop.
-    ``capturable`` keeps its step counts on the parameters' device, so that a CUDA graph can capture the update."""
+    ``capturable`` keeps its step counts on the parameters' device, so that a CUDA graph can capture the update.
+    ``ValueError`` where nothing would train: no parameters (torch's "optimizer got an empty parameter list"), or none
+    that requires gradients (every one frozen)."""
     parameters = list(parameters)
+    if not any(parameter.requires_grad for parameter in parameters):
+        held = (
+            "holds no parameters" if not parameters else f"holds {len(parameters)} parameters, all frozen (requires_grad=False)"
+        )
+        raise ValueError(f"nothing to train: the model {held}")
     fused = all(p.device.type in FUSED_ADAM_DEVICES and p.is_floating_point() for p in parameters)
     return torch.optim.Adam(
         parameters, lr=learning_rate, betas=betas, eps=eps, weight_decay=weight_decay, fused=fused, capturable=capturable
@@ -89,6 +96,11 @@ class Update:
             self.scheduler.step()
 
     def _apply(self, loss: torch.Tensor) -> None:
+        if not loss.requires_grad:  # (autograd's "element 0 of tensors does not require grad")
+            raise ValueError(
+                "the loss carries no gradient: the model's output was detached or computed under torch.no_grad(), "
+                "so nothing can be trained"
+            )
         self.optimizer.zero_grad(set_to_none=True)
         self.scaler.scale(loss).backward()
         if self.clips:
