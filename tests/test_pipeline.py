@@ -328,7 +328,10 @@ def test_curriculum_stages_and_errors():
     assert set(first.tolist()) == {0}
     assert np.array_equal(curriculum.sample(lengths, 5, 20, 1), curriculum.sample(lengths, 5, 20, 1))
     # (the default, HINT's, met a grammar's examples of four symbols with "no training expression has at most 1 symbols")
-    with pytest.raises(ValueError, match=r"allows examples of at most 1 symbols at step 0, .*\(the shortest has 4\).*none\(\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"allows examples of at most 1 symbols at step 0, .*\(the shortest has 4\).*none\(\); on the command line --curriculum all\)",
+    ):
         PipelineConfig().curriculum.sample(np.array([4, 6]), 0, 8, seed=0)
     for text in ("1-2", "3:１００", "1_0:5", "1:2:3", "-1:5"):  # other scripts' digits and '_' were read by int()
         with pytest.raises(ValueError, match=r"is not 'max_length:steps' \(ASCII digits\) or 'all'"):

@@ -1196,3 +1196,30 @@ def test_a_task_modules_evaluation_split_that_cannot_be_scored_is_named_before_t
     assert main([*argv, "--task", "task_missing_key", "--out", str(tmp_path / "key")]) == 1
     printed = capsys.readouterr().err
     assert "KeyError: '" in printed and "raised by the semantics of rule 'start'" in printed
+
+
+def test_a_task_module_whose_import_fails_inside_or_whose_build_gives_no_task_is_named_in_one_line(tmp_path, monkeypatch, capsys):
+    """A module importing a package not installed was reported as no importable module at all; a build() returning
+    no Task reached the command line as a traceback."""
+    (tmp_path / "task_needs_more.py").write_text("import not_installed_package_xyz\n\ndef build(seed=0):\n    pass\n")
+    (tmp_path / "task_gives_none.py").write_text("def build(seed=0):\n    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(
+        ValueError, match="task module 'task_needs_more' cannot be imported: No module named 'not_installed_package_xyz'"
+    ):
+        build_task("task_needs_more")
+    assert main(["pipeline", "--task", "task_gives_none", "--no-progress", "--out", str(tmp_path / "run")]) == 1
+    assert "task module 'task_gives_none': build() returned NoneType, not a neurosym.tasks.Task" in capsys.readouterr().err
+
+
+def test_the_table_says_when_no_test_example_was_read_wrong_to_time_abduction_on():
+    from neurosym.experiments.pipeline import _table
+
+    timings = {"decode_per_batch": 0.002, "abduction_per_wrong": math.nan, "wrong_timed": 0, "abduced": math.nan}
+    results = {
+        "test": {"accuracy": 1.0, "symbol": 1.0}, "validation": {"accuracy": 1.0}, "ceiling": 1.0, "train_seconds": 6.0,
+        "device": "cpu", "timings": timings, "subsets": {}, "data_note": "", "pseudo_labels": "all", "ensemble": [],
+        "config": {"readers": 1}, "refit": None, "restarts": [],
+    }  # fmt: skip
+    table = _table(build_task("hwf", seed=0), results)
+    assert "no test example read wrong to time abduction on" in table and "nan" not in table

@@ -277,6 +277,10 @@ def task_for(options: PipelineOptions) -> Task:
         if given_data is None:
             raise
         raise CommandFailed(str(error)) from None
+    except TypeError as error:  # a task module of one's own whose build() gives no Task, or a Task of wrong parts
+        if options.task in TASKS:
+            raise
+        raise CommandFailed(str(error)) from error
 
 
 STEPS_DIGITS = 9
@@ -726,10 +730,13 @@ def _table(task: Task, results: dict[str, Any]) -> str:
         rows.append([row.method, accuracy, "", "", "", row.note, "published"])
     headers = ["method", "test %", "validation %", "symbols %", "ceiling p^n %", "training time", "device"]
     timings = results["timings"]
-    speed = (
-        f"decoding {1000 * timings['decode_per_batch']:.1f} ms per batch; abduction {1000 * timings['abduction_per_wrong']:.1f} ms "
-        f"per test example read wrong (median of {timings['wrong_timed']}; {100 * timings['abduced']:.0f} % explained)"
+    abduction = (
+        f"abduction {1000 * timings['abduction_per_wrong']:.1f} ms per test example read wrong (median of "
+        f"{timings['wrong_timed']}; {100 * timings['abduced']:.0f} % explained)"
+        if timings["wrong_timed"]
+        else "no test example read wrong to time abduction on"  # (printed as nan ms, a median of 0)
     )
+    speed = f"decoding {1000 * timings['decode_per_batch']:.1f} ms per batch; {abduction}"
     subsets = "".join(
         f"\n{split} subsets: " + ", ".join(f"{name} {percent(accuracy)}" for name, accuracy in scores.items())
         for split, scores in results["subsets"].items()

@@ -59,7 +59,7 @@ class Curriculum:
             raise ValueError(
                 f"the curriculum allows examples of at most {self.max_length(step)} symbols at step {step}, and no training "
                 f"example is that short ({shortest}): start its stages {self.stages} at a length some example has, or "
-                "train without one (Curriculum.none())"
+                "train without one (Curriculum.none(); on the command line --curriculum all)"
             )
         return allowed[np.random.default_rng([seed, step]).integers(len(allowed), size=batch_size)]
 

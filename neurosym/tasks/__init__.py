@@ -152,6 +152,9 @@ def task_module(name: str) -> ModuleType:
     try:
         module = importlib.import_module(name)
     except ImportError as error:  # (ModuleNotFoundError, or an import inside the module that failed)
+        missing = getattr(error, "name", None)
+        if missing is not None and not (name == missing or name.startswith(missing + ".")):  # the module is there
+            raise ValueError(f"task module {name!r} cannot be imported: {error}") from None
         raise ValueError(f"unknown task {name!r}: neither one of {sorted(TASKS)} nor an importable module ({error})") from None
     if not callable(getattr(module, "build", None)):
         raise ValueError(f"task module {name!r} has no build(seed, ...) function returning a neurosym.tasks.Task")
