@@ -1475,3 +1475,40 @@ def test_lengths_limits_and_terminal_sequences_of_another_kind_are_named():
     assert grammar.accepts_terminals((digit,)) and not grammar.accepts_terminals(("FOO",))
     with pytest.raises(TypeError, match="terminals must be a tuple of terminal names, got str 'DIGIT'"):
         grammar.accepts_terminals("DIGIT")
+
+
+def test_an_example_no_sentence_fits_is_named_by_its_index_in_the_source_in_evaluation_and_training():
+    """Evaluation reads examples sorted by length and training draws them: the decoder named the row of its batch
+    (example 4, example 0), not the source's example (6, whose "+" is given before any digit)."""
+    from neurosym.pipelines import Curriculum, PipelineConfig
+    from neurosym.pipelines.grammar_pipeline import evaluate_grammar_pipeline, train_grammar_pipeline
+
+    class Digits(torch.nn.Module):
+        vocabulary = tuple("0123456789")
+
+        def __init__(self):
+            super().__init__()
+            self.layer = torch.nn.Linear(4, 10)
+
+        def forward(self, windows: torch.Tensor, groups: torch.Tensor | None = None) -> torch.Tensor:
+            return self.layer(windows.flatten(1).float() / 255).log_softmax(-1)
+
+    sentences = ["1+2", "3+4", "12+5", "7+77", "1+1", "2+2", "+12", "3+3"]
+    width, plus = max(map(len, sentences)), SYMBOL_ADDITION.symbols.index("+")
+    picks = np.full((len(sentences), width), -1)
+    given = np.full((len(sentences), width), READ)
+    for row, sentence in enumerate(sentences):
+        for position, symbol in enumerate(sentence):
+            if symbol == "+":
+                given[row, position] = plus
+            else:
+                picks[row, position] = int(symbol)
+    images = np.stack([np.full((2, 2), k, np.uint8) for k in range(10)])
+    targets = [3, 7, 17, 84, 2, 4, 3, 6]
+    source = ImageSentences(images, picks, given, [len(s) for s in sentences], targets)
+    pipeline = GrammarPipeline(SYMBOL_ADDITION, addition_semantics(), Digits())
+    fits = r"no sentence of the grammar fits example 6 \(length 3 and its fixed symbols\)"
+    with pytest.raises(ValueError, match=fits):
+        evaluate_grammar_pipeline(pipeline, source, "cpu", batch_size=4)
+    with pytest.raises(ValueError, match=fits):
+        train_grammar_pipeline(pipeline, source, PipelineConfig(steps=5, batch_size=8, curriculum=Curriculum.none()), "cpu")

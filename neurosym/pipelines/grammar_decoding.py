@@ -21,6 +21,20 @@ from neurosym.syntax.symbol_grammar import NormalForm, SymbolGrammar
 from neurosym.training.device import at_least_float32
 
 
+class NoSentenceFits(ValueError):
+    """No sentence of the grammar fits example ``row`` of a decoded batch (its length and its given symbols), the
+    message saying why where it is plain; :meth:`of_example` names it by its index in a source of one's own."""
+
+    def __init__(self, row: int, detail: str):
+        self.row, self.detail = row, detail
+        super().__init__(f"no sentence of the grammar fits example {row} {detail}")
+
+    def of_example(self, index: int) -> NoSentenceFits:
+        """The same error naming the example by ``index`` (a batch's rows are drawn, or sorted by length, from a
+        source: the row's number named another example of it)."""
+        return NoSentenceFits(index, self.detail)
+
+
 class GrammarDecoder:
     """The most probable grammatical sentence per example, for any :class:`SymbolGrammar`.
 
@@ -93,9 +107,9 @@ class GrammarDecoder:
         bad = (~torch.isfinite(score)).nonzero().flatten().tolist()
         if bad:
             row = bad[0]
-            raise ValueError(
-                f"no sentence of the grammar fits example {examples[row]} (length {lengths[row].item()} and its "
-                f"fixed symbols){self._misfit(log_probs[row], int(lengths[row]))}"
+            raise NoSentenceFits(
+                examples[row],
+                f"(length {lengths[row].item()} and its fixed symbols){self._misfit(log_probs[row], int(lengths[row]))}",
             )
         return Decoded(torch.from_numpy(tokens).to(log_probs.device), score.to(log_probs.device))
 

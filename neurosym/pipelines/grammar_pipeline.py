@@ -17,8 +17,8 @@ import os
 import time
 import warnings
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import numpy as np
@@ -35,7 +35,7 @@ from neurosym.perception.augment import augment_windows
 from neurosym.perception.reader import Reader, check_log_probs, check_reader, reader_module
 from neurosym.pipelines.abduction import Correction
 from neurosym.pipelines.grammar_abduction import AbductionBudget, GrammarAbducer
-from neurosym.pipelines.grammar_decoding import GrammarDecoder
+from neurosym.pipelines.grammar_decoding import GrammarDecoder, NoSentenceFits
 from neurosym.pipelines.pipeline import Reading, check_white_on_black
 from neurosym.pipelines.sentences import READ, SentenceBatch, SentenceSource
 from neurosym.pipelines.trainer import GRAMMAR_PSEUDO_LABELS, PipelineConfig, pseudo_label_loss, run_reader_training
@@ -472,7 +472,7 @@ def train_grammar_pipeline(
         generator = step_generator(config.seed, index)
         windows = augment_windows(batch.windows, config.augment_shift, config.augment_style, generator, batch_dims=2)
         batch = SentenceBatch(windows, batch.lengths, batch.given)
-        with mixed_precision(device):
+        with mixed_precision(device), _examples_named(indices):
             reading = pipeline.read(batch, forward)
         batch_targets = [targets[i] for i in indices]
         read = (batch.given == READ).cpu().numpy()  # given symbols are not the reader's
@@ -589,7 +589,7 @@ def _scores(
     for indices in tqdm(reading_batches(source.lengths, batch_size), disable=not progress, desc="evaluate"):
         indices = indices.tolist()
         batch = source.batch(indices).to(device)
-        with torch.no_grad(), mixed_precision(device):
+        with torch.no_grad(), mixed_precision(device), _examples_named(indices):
             reading = pipeline.read(batch)
         given = batch.given.cpu().numpy()
         for row, (index, sentence, value) in enumerate(zip(indices, reading.sentences, reading.values)):
@@ -600,6 +600,16 @@ def _scores(
     if symbols:
         scores["symbol"] = float(np.mean(symbols))
     return scores
+
+
+@contextmanager
+def _examples_named(indices: Sequence[int]) -> Iterator[None]:
+    """Within the block, a batch of the source's examples ``indices`` is read: :class:`NoSentenceFits` names the
+    example by its index in the source, not by its row in the batch."""
+    try:
+        yield
+    except NoSentenceFits as error:
+        raise error.of_example(indices[error.row]) from None
 
 
 def pipeline_timings(
