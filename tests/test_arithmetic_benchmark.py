@@ -392,7 +392,7 @@ def test_speed_interleaves_the_modes_and_trains_every_step(monkeypatch):
     assert calls == [("one seed", 5), ("one seed", 5), ("batched", 3), ("one seed", 5), ("batched", 2)]
 
 
-def test_cli_rejects_unknown_models_and_operations(capsys):
+def test_cli_rejects_unknown_models_and_operations(capsys, tmp_path):
     with pytest.raises(SystemExit):
         main(["arithmetic", "--models", "transformer"])
     assert "unknown model 'transformer'" in capsys.readouterr().err
@@ -403,7 +403,23 @@ def test_cli_rejects_unknown_models_and_operations(capsys):
         main(["arithmetic", "--input-size", "10", "--subset-ratio", "0.7"])
     assert stopped.value.code == 2 and "error: two subsets of 7 overlapping by 3 span 11 elements" in capsys.readouterr().err
     with pytest.raises(SystemExit) as stopped:  # it was found after the training: a NaN threshold, exit 1
-        main(["arithmetic", "--models", "NAU", "--ops", "sqrt", "--epsilon", "0.3", "--steps", "10", "--seeds", "1"])
+        main(
+            [
+                "arithmetic",
+                "--models",
+                "NAU",
+                "--ops",
+                "sqrt",
+                "--epsilon",
+                "0.3",
+                "--steps",
+                "10",
+                "--seeds",
+                "1",
+                "--out",
+                str(tmp_path),
+            ]
+        )
     assert stopped.value.code == 2 and "takes the square root of sums down to" in capsys.readouterr().err
 
 
