@@ -32,12 +32,12 @@ from neurosym.pipelines.grammar_pipeline import (
 )
 from neurosym.pipelines.trainer import PipelineConfig
 from neurosym.pipelines.windows import WindowSource
-from neurosym.semantics import HINT_SEMANTICS, Operator, evaluate
+from neurosym.semantics import HINT_FEWSHOT_SEMANTICS, HINT_SEMANTICS, Operator, evaluate
 from neurosym.semantics.operators import MINUS
 from neurosym.semantics.preimage import Interval
 from neurosym.semantics.tree_semantics import Executor
 from neurosym.syntax import to_infix
-from neurosym.syntax.parser import base_grammar
+from neurosym.syntax.parser import base_grammar, grammar_text
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.tasks import build_task
 from neurosym.tasks.hint import ABDUCTION, SUBSETS, _nearest, hint_semantics, hint_sentences
@@ -69,6 +69,21 @@ def test_an_inverse_passes_over_another_operator_whose_rule_raises_on_the_operan
     table = HINT_SEMANTICS.extend(operators={"/": Operator(2, lambda a, b: a // b)})
     ways = list(hint_semantics(table).inverses["binary"](6, (6, "*", 0)))
     assert ways[:2] == [(6, "+", 0), (6, "-", 0)] and (6, "*", 1) in ways and all(symbol != "/" for _, symbol, _ in ways)
+
+
+def test_the_semantics_read_the_tables_numbers_and_the_typeset_operators():
+    """``NUMBER`` was ``int``: a few-shot number (``x`` = 11) gave no value, silently (``x+1``: None); and ``× ÷ −``,
+    which the grammar reads by default, failed with a KeyError in the operator lookup."""
+    fewshot = SymbolGrammar(grammar_text(HINT_FEWSHOT_SEMANTICS.concepts), symbols=tuple("0123456789+-*/()xyabcd"))
+    executor = Executor(fewshot, hint_semantics(HINT_FEWSHOT_SEMANTICS))
+    for text in ("x+1", "y*2", "xc3", "(x)", "3a4", "x/0"):
+        assert executor.value(text) == evaluate(text, HINT_FEWSHOT_SEMANTICS), text
+    typeset = Executor(SymbolGrammar(base_grammar()), hint_semantics())
+    for text in ("3×4", "7−9", "7÷2", "8÷0"):
+        assert typeset.value(text) == evaluate(text), text
+    ways = list(hint_semantics().inverses["binary"](7, (3, "×", 4)))  # the other operators, none of them * again
+    assert ways[0] == (3, "+", 4) and all(symbol != "*" for _, symbol, _ in ways)
+    assert (3, "×", 3) in list(hint_semantics().inverses["binary"](9, (3, "×", 4)))  # an operand way keeps the × read
 
 
 @settings(max_examples=300, deadline=None)

@@ -29,6 +29,7 @@ from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.semantics import HINT_SEMANTICS, OperatorTable, Value
 from neurosym.semantics.preimage import Interval, admits_negative_values, operand_preimages
 from neurosym.semantics.tree_semantics import TreeSemantics
+from neurosym.syntax.concepts import ALIASES
 from neurosym.syntax.parser import base_grammar
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 from neurosym.tasks import READER_CONVS, Published, Task
@@ -51,7 +52,8 @@ correction) at 10.8 ms against 1.0 per wrong test expression."""
 
 
 def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
-    """Integer values under ``table``; inverses give, for a wanted value, every other operator of the table
+    """Integer values under ``table`` (its numbers' values: the few-shot ``x`` is 11 under
+    :data:`~neurosym.semantics.HINT_FEWSHOT_SEMANTICS`; the typeset ``× ÷ −`` are ``* / -``); inverses give, for a wanted value, every other operator of the table
     that gives it from the operands as read, then values of either operand (the other kept) from the
     operator's preimage (:func:`~neurosym.semantics.preimage.operand_preimages`; negative values too where ``table``
     admits them, :func:`~neurosym.semantics.preimage.admits_negative_values`), nearest the operand's current value
@@ -59,25 +61,30 @@ def hint_semantics(table: OperatorTable = HINT_SEMANTICS) -> TreeSemantics:
     that a pipeline over it pickles (into another process, or to a file) where ``table`` does."""
     negative = admits_negative_values(table)
     return TreeSemantics(
-        {"binary": functools.partial(_binary, table), "bracketed": _inside_brackets, "NUMBER": int},
+        {"binary": functools.partial(_binary, table), "bracketed": _inside_brackets, "NUMBER": functools.partial(_number, table)},
         {"binary": functools.partial(_inverse, table, negative), "bracketed": _bracketed_inverse},
     )
 
 
+def _number(table: OperatorTable, symbol: str) -> Value:
+    return table.numbers[symbol]
+
+
 def _binary(table: OperatorTable, children: list) -> Value | None:
     left, symbol, right = children
-    return table.operators[symbol].value(left, right)
+    return table.operators[ALIASES.get(symbol, symbol)].value(left, right)  # (× ÷ −, which the grammar reads, as * / -)
 
 
 def _inverse(table: OperatorTable, negative: bool, wanted: int, children: tuple) -> Iterator[tuple]:
     left, symbol, right = children
+    canonical = ALIASES.get(symbol, symbol)  # (the operand ways keep the symbol as read)
     for other, operator in table.operators.items():
-        if other != symbol and operator.value(left, right) == wanted:
+        if other != canonical and operator.value(left, right) == wanted:
             yield left, other, right
     if not is_int(wanted) or (wanted < 0 and not negative):  # (an np.int64 wanted value got no operand values)
         return
     wanted_values = Interval.point(wanted)
-    left_values, right_values = operand_preimages(table.operators[symbol], wanted_values, left, right, negative)
+    left_values, right_values = operand_preimages(table.operators[canonical], wanted_values, left, right, negative)
     lefts = ((value, symbol, right) for value in _nearest(left_values, left))
     rights = ((left, symbol, value) for value in _nearest(right_values, right))
     for pair in itertools.zip_longest(lefts, rights):
