@@ -281,8 +281,12 @@ def test_chunking_keeps_order_and_strict_reports_the_first_bad_sentence(monkeypa
     monkeypatch.setattr(batch, "CHUNK_CELLS", 12)
     sentences = ["1+2*3", "(" * 20 + "4" + ")" * 20, "9/0", "2)", "8-3", "7", "((1+1))*3", "5+", "6/4"]
     assert BatchSolver().solve(sentences) == [reference(s) for s in sentences]
-    with pytest.raises(ParseError, match="position 1: unexpected character '\\)'"):
+    with pytest.raises(ParseError, match="position 1: unexpected character '\\)'") as raised:
         BatchSolver().solve(sentences, strict=True)  # "2)" comes before "5+"
+    assert raised.value.__notes__ == ["in sentence 3 of the 9 given"]  # (which of thousands it is: it was not said)
+    with pytest.raises(ParseError) as raised:
+        BatchSolver().solve(["7", "5+", "7", "5+"] * 3 + ["2)"], strict=True)  # repeats count by their first place
+    assert raised.value.__notes__ == ["in sentence 1 of the 13 given"]
 
 
 def test_agrees_on_mutated_sentences():

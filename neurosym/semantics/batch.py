@@ -24,6 +24,7 @@ from neurosym.semantics.executor import execute
 from neurosym.semantics.operators import ScalarRule, Value, VectorRule, rule_value, vector_outcome
 from neurosym.semantics.table import HINT_SEMANTICS, OperatorTable
 from neurosym.syntax.concepts import NON_CANONICAL, canonical_sentence
+from neurosym.syntax.errors import ParseError
 from neurosym.syntax.parser import parse
 from neurosym.training.checks import check_flags
 
@@ -147,7 +148,7 @@ class BatchSolver:
     def solve(self, sentences: Sequence[str], strict: bool = False) -> list[Value | None]:
         """The value of each sentence, ``None`` where it is invalid or (unless ``strict``) ungrammatical.
 
-        With ``strict=True`` the first ungrammatical sentence raises its ``ParseError``. ``TypeError`` for sentences that
+        With ``strict=True`` the first ungrammatical sentence raises its ``ParseError``, with a note naming its index. ``TypeError`` for sentences that
         are one string (each character would be solved as a sentence), no iterable, or hold anything but strings;
         ``ValueError`` for a ``strict`` that is no bool (``"no"`` was read as true).
         """
@@ -158,7 +159,12 @@ class BatchSolver:
         for chunk in _chunks_by_length(distinct):
             accepted[chunk] = self._solve_chunk([distinct[i] for i in chunk], chunk.tolist(), answers)
         if strict and not accepted.all():
-            parse(distinct[int(np.argmin(accepted))], self.concepts)  # raises the ParseError
+            first = int(np.argmin(accepted))  # (distinct sentences come in the order first seen)
+            try:
+                parse(distinct[first], self.concepts)
+            except ParseError as error:  # (its position is within the sentence: which one of thousands?)
+                error.add_note(f"in sentence {inverse.index(first)} of the {len(inverse)} given")
+                raise
         return [answers[i] for i in inverse]
 
     def _solve_chunk(self, sentences: list[str], where: list[int], answers: list[Value | None]) -> np.ndarray:
