@@ -32,7 +32,7 @@ from neurosym.pipelines.pipeline import Reading
 from neurosym.pipelines.sentences import READ, ImageSentences
 from neurosym.pipelines.trainer import pseudo_label_loss
 from neurosym.semantics.tree_semantics import Executor, TreeSemantics
-from neurosym.syntax import ParseError
+from neurosym.syntax import ParseError, UnexpectedEndError
 from neurosym.syntax.parser import base_grammar
 from neurosym.syntax.symbol_grammar import SymbolGrammar
 
@@ -203,10 +203,21 @@ def test_parse_errors_name_the_position():
         grammar.parse("12+")
     with pytest.raises(ParseError, match="'a' at position 1"):
         grammar.parse("1a+2")
-    with pytest.raises(ParseError, match=r"^the sentence is empty; expected DIGIT \('0', '1',") as error:
+    with pytest.raises(
+        ParseError, match=r"^the sentence is empty \(a sentence has at least one symbol\); expected DIGIT \('0', '1',"
+    ) as error:
         grammar.parse("")  # (it "ends too early at position 0")
     assert error.value.position == 0 and error.value.char is None
     assert grammar.accepts("12+3") and not grammar.accepts("+3")
+
+
+def test_the_empty_sentence_is_none_where_the_start_rule_can_be_empty():
+    grammar = SymbolGrammar('start: item*\nitem: "(" DIGIT ")" | DIGIT\n%import common.DIGIT')
+    with pytest.raises(UnexpectedEndError, match=r"^the sentence is empty .*expected DIGIT .* or '\('") as error:
+        grammar.parse("")  # (Lark parses it: as sentences(0) and position_symbols(0), the grammar has no such sentence)
+    assert error.value.position == 0 and set(error.value.expected) == {"DIGIT", "LPAR"}
+    assert not grammar.accepts("") and not grammar.accepts_terminals(())
+    assert grammar.accepts("(1)2") and grammar.sentences(1, 100) == list("0123456789")
 
 
 HINT_GRAMMAR = SymbolGrammar(base_grammar(), symbols=HINT_SYMBOLS)

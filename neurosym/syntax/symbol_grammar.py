@@ -257,7 +257,13 @@ class SymbolGrammar:
             ParseError: naming the position and what the grammar expected there, by the symbols that could stand there
                 (its ``expected``: the terminals' names, ``"$END"`` for the end of the sentence).
         """
-        check_sentence(sentence)
+        if not check_sentence(sentence):  # (Lark parsed it where the start rule can be empty, which sentences() never gives)
+            raise UnexpectedEndError(
+                f"the sentence is empty (a sentence has at least one symbol); expected {_in_symbols(self._first_terminals, self.symbols_of)}",
+                0,
+                None,
+                self._first_terminals,
+            )
         try:
             return self.parser.parse(sentence)
         except UnexpectedInput as error:
@@ -281,13 +287,29 @@ class SymbolGrammar:
         if not isinstance(terminals, tuple):
             raise TypeError(f"terminals must be a tuple of terminal names, got {type(terminals).__name__} {terminals!r:.40}")
         known = [terminal for terminal in terminals if terminal in self._symbol_of]
-        if len(known) != len(terminals):  # a symbol outside the vocabulary, or no terminal of the grammar
+        if not terminals or len(known) != len(terminals):  # empty (parse refuses it), or a symbol no terminal reads
             return False
         try:  # (Lark's own error: a ParseError's message, built for nothing here, took half the time of a long sentence)
             self.parser.parse("".join(self._symbol_of[terminal] for terminal in known))
         except UnexpectedInput:
             return False
         return True
+
+    @cached_property
+    def _first_terminals(self) -> tuple[str, ...]:
+        """The terminals some sentence starts with, sorted (what an empty sentence's :class:`ParseError` expected)."""
+        form = self.normal_form
+        first: list[set[int]] = [set() for _ in form.nonterminals]
+        for head, terminal in form.terminal_rules:
+            first[head].add(terminal)
+        grew = True
+        while grew:  # (a left child derives no empty string in the normal form)
+            grew = False
+            for head, child in (*form.unary_rules, *((head, left) for head, left, _ in form.binary_rules)):
+                if not first[child] <= first[head]:
+                    first[head] |= first[child]
+                    grew = True
+        return tuple(sorted(form.terminals[terminal] for terminal in first[form.start]))
 
     @cached_property
     def names(self) -> frozenset[str]:
@@ -517,9 +539,8 @@ def _parse_error(parser: Lark, sentence: str, error: UnexpectedInput, symbols_of
     if isinstance(error, UnexpectedEOF) or (isinstance(error, UnexpectedToken) and error.token.type == "$END"):
         position = len(sentence)
         expected = _expected(parser, sentence[:position], error)
-        problem = f"the sentence ends too early at position {position}" if position else "the sentence is empty"
-        return UnexpectedEndError(
-            f"{problem}; expected {_in_symbols(expected, symbols_of)}",
+        return UnexpectedEndError(  # (parse refuses the empty sentence before Lark sees it)
+            f"the sentence ends too early at position {position}; expected {_in_symbols(expected, symbols_of)}",
             position,
             None,
             expected,
