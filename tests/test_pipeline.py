@@ -103,6 +103,20 @@ def test_each_source_is_scored_as_alone_with_the_batch_statistics_estimated_once
     }
 
 
+def test_evaluating_each_source_shows_a_progress_bar_named_by_it(problem, capsys):
+    _, test = problem
+    halves = {
+        "first": WindowSource(test.records[:10], test.dataset.bank, "test"),
+        "rest": WindowSource(test.records[10:], test.dataset.bank, "test"),
+    }
+    pipeline = tiny_pipeline()
+    quiet = evaluate_pipeline_on_each(pipeline, halves, CPU)
+    assert "evaluate" not in capsys.readouterr().err
+    assert evaluate_pipeline_on_each(pipeline, halves, CPU, progress=True) == quiet
+    shown = capsys.readouterr().err
+    assert "evaluate first" in shown and "evaluate rest" in shown  # (an adapted run's evaluation read for 20 min unseen)
+
+
 def test_resume_after_interruption_matches_uninterrupted_run(problem, tmp_path, monkeypatch):
     train, test = problem
     config = PipelineConfig(

@@ -394,7 +394,7 @@ def evaluate_pipeline(
     reads in evaluation mode (:meth:`HintPipeline.read` without gradients) and keeps its own mode and device: it reads
     on ``device`` and is back where it was after (:func:`~neurosym.training.device.moved_to`)."""
     with _reading_on(pipeline, device, statistics):
-        return _scores(pipeline, source, device, batch_size, progress)
+        return _scores(pipeline, source, device, batch_size, progress, "evaluate")
 
 
 @contextmanager
@@ -409,12 +409,17 @@ def _reading_on(pipeline: HintPipeline, device: torch.device, statistics: Iterab
 
 
 def _scores(
-    pipeline: HintPipeline, source: WindowSource | ConcatWindows, device: torch.device, batch_size: int, progress: bool
+    pipeline: HintPipeline,
+    source: WindowSource | ConcatWindows,
+    device: torch.device,
+    batch_size: int,
+    progress: bool,
+    desc: str,
 ) -> dict[str, Any]:
-    """:func:`evaluate_pipeline`'s scores, the reader on ``device``."""
+    """:func:`evaluate_pipeline`'s scores, the reader on ``device`` (``progress``: a bar named ``desc``)."""
     hits: dict[str, list[bool]] = defaultdict(list)
     by_class: dict[str, list[bool]] = defaultdict(list)
-    for indices in tqdm(reading_batches(stage_lengths(source.records), batch_size), disable=not progress, desc="evaluate"):
+    for indices in tqdm(reading_batches(stage_lengths(source.records), batch_size), disable=not progress, desc=desc):
         windows, lengths = _windows_on(source, indices, device)
         with torch.no_grad(), mixed_precision(device):
             reading = pipeline.read(windows, lengths)
@@ -435,9 +440,13 @@ def evaluate_pipeline_on_each(
     device: torch.device,
     batch_size: int = 256,
     statistics: Iterable[torch.Tensor] | None = None,
+    progress: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """:func:`evaluate_pipeline` of each of ``sources`` (``{name: source}``): ``{name: scores}``. With ``statistics`` the
     reader reads all of them with the batch-norm statistics of those windows, estimated once (each estimate reads every
-    window of ``statistics`` through the reader, as many as reading the splits scored may take)."""
+    window of ``statistics`` through the reader, as many as reading the splits scored may take). ``progress``: a
+    progress bar per source, named by it."""
     with _reading_on(pipeline, device, statistics):
-        return {name: _scores(pipeline, source, device, batch_size, False) for name, source in sources.items()}
+        return {
+            name: _scores(pipeline, source, device, batch_size, progress, f"evaluate {name}") for name, source in sources.items()
+        }

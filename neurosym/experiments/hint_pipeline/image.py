@@ -158,7 +158,7 @@ def _scorer(args: HintOptions, scored: HintPipeline, device: torch.device) -> Ev
     ) -> dict[str, dict[str, Any]]:
         sources = {split: WindowSource(chosen, images, split, args.data_seed_or_seed()) for split, chosen in records.items()}
         statistics = None if own is None else own.window_batches()
-        return evaluate_pipeline_on_each(scored, sources, device, args.eval_batch_size, statistics)
+        return evaluate_pipeline_on_each(scored, sources, device, args.eval_batch_size, statistics, args.progress)
 
     return evaluate
 
