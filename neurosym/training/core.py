@@ -36,6 +36,7 @@ import torch.distributed as dist
 from torch import nn
 from tqdm.auto import tqdm
 
+from neurosym.training.allocator import release_free_memory
 from neurosym.training.checkpoint import (
     CheckpointMismatch,
     check_model_state,
@@ -389,6 +390,7 @@ def run_training(
                     dist.barrier()  # no process exits (and gets its peers killed by torchrun) before rank 0 has saved
                 path = None if checkpoint is None else checkpoint.path
                 raise TrainingInterrupted(done, max_steps, reason, path, seconds=clock())
+    release_free_memory()  # (the steps' freed buffers, kept for reuse, would stay with the process through what follows)
     return LoopResult(done, history, stopped_early, done - first, clock.this_call(), clock())
 
 
