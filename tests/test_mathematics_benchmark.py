@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -162,6 +163,32 @@ def test_training_questions_that_occur_in_a_test_set_are_dropped(tmp_path):
                                              (30, -1, "test_count must be an int of at least 0")):  # fmt: skip
         with pytest.raises(ValueError, match=message):  # (2 trained on nothing; negative counts read nothing)
             load_data(["arithmetic__div"], train_count, test_count, seed=0, data_root=data)
+
+
+def test_asking_for_more_questions_than_a_release_file_holds_is_refused(tmp_path):
+    """A fixture file holds 20 pairs: asking for 21 scored 20 while results.json said 21 (a release's test files hold
+    10,000 questions; --test-per-module 20000 was scored on those)."""
+    from neurosym.models.seq2seq.mathematics_task import load_data
+
+    data = released_folder(tmp_path / "data")
+    assert len(load_data(["arithmetic__div"], 60, 20, seed=0, data_root=data)["interpolate"]) == 20
+    with pytest.raises(
+        ValueError,
+        match=r"interpolate: 21 questions per module asked for, but arithmetic__div\.txt holds 20, arithmetic__mixed\.txt holds 20: ask for at most 20",
+    ):
+        load_data(["arithmetic__div", "arithmetic__mixed"], 60, 21, seed=0, data_root=data)
+    with pytest.raises(ValueError, match=r"train-easy: 21 questions per module asked for, but arithmetic__div\.txt holds 20"):
+        load_data(["arithmetic__div"], 63, 12, seed=0, data_root=data)  # (21 per difficulty)
+
+
+def test_a_release_without_extrapolation_serves_modules_that_have_none(tmp_path):
+    from neurosym.models.seq2seq.mathematics_task import load_data
+
+    data = released_folder(tmp_path / "data")
+    shutil.rmtree(data / "extrapolate")
+    (data / "interpolate" / "arithmetic__add_or_sub_in_base.txt").write_text("What is 1 + 1 in base 2?\n10\n")
+    loaded = load_data(["arithmetic__add_or_sub_in_base"], 0, 1, seed=0, data_root=data)  # (no extrapolation version)
+    assert [e.answer for e in loaded["interpolate"]] == ["10"] and loaded["extrapolate"] == []
 
 
 def test_table_marks_modules_a_model_was_not_scored_on():

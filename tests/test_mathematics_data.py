@@ -73,6 +73,8 @@ def test_loader_reads_released_layout(tmp_path):
         (["What is 1 + 2?", "3", "", "4"], 3, "empty question"),
         (["What is 1 + 2?", "3", "", "What is 2 + 2?", "4"], 3, "empty question \\(a blank line\\)"),  # (not line 5)
         (["What is 1 + 2?", "3", "", "", "What is 2 + 2?", "4", ""], 3, "empty question"),  # (blank lines, then more)
+        (["What is 1 + 2?", "3", " ", "What is 2 + 2?", "4"], 3, "empty question \\(a blank line of spaces\\)"),  # (not 5)
+        (["What is 1 + 2?", "3", "  ", "What is 2 + 2?"], 3, "empty question"),  # (was read as the pair ("  ", "What is..."))
         (["What is 1 + 2?", "", "What is 2 + 2?", "4"], 2, "empty answer"),
         (["What is 1 + 2?", ""], 1, "question without an answer"),  # (a blank line ends the file: no answer)
         (["x" * 161, "3"], 1, "question of 161 characters"),

@@ -125,9 +125,9 @@ def _check_no_blank_line(path: Path, lines: list[str]) -> None:
     """Raise for the first blank line of the whole file (one shifts every later pair, so it is named where it is,
     before the count of lines is checked)."""
     for index, line in enumerate(lines):
-        if not line:
+        if not line.strip(" "):  # (a line of spaces too: it was read as a question, shifting every later pair)
             kind = "question" if index % 2 == 0 else "answer"
-            raise MathematicsFormatError(f"{path}:{index + 1}: empty {kind} (a blank line)")
+            raise MathematicsFormatError(f"{path}:{index + 1}: empty {kind} (a blank line{' of spaces' * bool(line)})")
 
 
 def _check_no_lone_carriage_return(path: Path, lines: list[str]) -> None:
