@@ -370,12 +370,15 @@ def test_a_digit_bank_names_labels_that_are_no_classes():
     assert DigitBank(images, np.arange(20) % 10).counts.tolist() == [2] * 10
 
 
-def test_a_holdout_test_needs_held_out_windows_of_integer_digits():
+def test_a_holdout_needs_held_out_windows_of_integer_digits():
     rule = vector_rule(complexity=1)
-    with pytest.raises(ValueError, match=r"a holdout test needs held-out windows of digits in \[0, 10\), got \[\]"):
-        sample_vector_holdout_test(rule, 4, np.zeros((0, 2), dtype=int), 0)  # numpy's "high <= 0"
-    with pytest.raises(ValueError, match=r"digits in \[0, 10\), got \[\[3, 12\]\]"):
-        sample_vector_holdout_test(rule, 4, np.array([[3, 12]]), 0)
+    for sample in (sample_vector_holdout_test, sample_vector_holdout_train):  # (train held out nothing: a plain set)
+        with pytest.raises(ValueError, match=r"a holdout needs held-out windows of digits in \[0, 10\), got \[\]"):
+            sample(rule, 4, np.zeros((0, 2), dtype=int), 0)  # numpy's "high <= 0"
+        with pytest.raises(ValueError, match=r"digits in \[0, 10\), got \[\[3, 12\]\]"):
+            sample(rule, 4, np.array([[3, 12]]), 0)
+        with pytest.raises(ValueError, match=r"digits in \[0, 10\), got \[\[-1, 0\]\]"):
+            sample(rule, 4, np.array([[-1, 0]]), 0)
     for sample in (sample_vector_holdout_test, sample_vector_holdout_train):
         with pytest.raises(ValueError, match="held-out windows must hold integer digits, got dtype float64"):
             sample(rule, 4, np.array([[2.7, 1.0]]), 0)  # the test rows were given the window (2, 1)

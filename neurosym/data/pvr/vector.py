@@ -79,9 +79,8 @@ def sample_vector_holdout_train(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Uniform rows, redrawn until no pointed window equals a held-out window; ``(digits, labels)``."""
     rng = as_generator(rng)
-    held = _check_held(rule, held)
-    in_range = held[((held >= 0) & (held < rule.num_classes)).all(axis=1)]
-    if rule.window_slots(np.arange(rule.num_classes))[1].all() and len(np.unique(in_range, axis=0)) >= rule.num_classes ** (
+    held = _check_held_digits(rule, held)  # (a window of an impossible digit held nothing out: a plain training set)
+    if rule.window_slots(np.arange(rule.num_classes))[1].all() and len(np.unique(held, axis=0)) >= rule.num_classes ** (
         rule.complexity + 1
     ):
         raise ValueError("every window is held out and every pointer selects a whole window: no training row can be drawn")
@@ -100,9 +99,7 @@ def sample_vector_holdout_test(
     """Uniform rows whose pointed window is overwritten by a held-out window chosen uniformly; only
     pointers whose window is complete (all of them, unless truncated) are drawn. ``(digits, labels)``."""
     rng = as_generator(rng)
-    held = _check_held(rule, held)
-    if not len(held) or held.min() < 0 or held.max() >= rule.num_classes:
-        raise ValueError(f"a holdout test needs held-out windows of digits in [0, {rule.num_classes}), got {held.tolist()!r:.60}")
+    held = _check_held_digits(rule, held)
     allowed = all_allowed(rule.length, rule.num_classes)
     _, valid = rule.window_slots(np.arange(rule.num_classes))
     complete_pointers = valid.all(axis=1)
@@ -113,6 +110,15 @@ def sample_vector_holdout_test(
     slots, _, _ = _window_contents(rule, digits)
     np.put_along_axis(digits, slots, held[rng.integers(len(held), size=n)], axis=1)
     return digits, rule.label(digits)
+
+
+def _check_held_digits(rule: PVRRule, held: np.ndarray) -> np.ndarray:
+    """:func:`_check_held`, and ``ValueError`` unless there is a held-out window and every digit is in
+    ``[0, num_classes)``."""
+    held = _check_held(rule, held)
+    if not len(held) or held.min() < 0 or held.max() >= rule.num_classes:
+        raise ValueError(f"a holdout needs held-out windows of digits in [0, {rule.num_classes}), got {held.tolist()!r:.60}")
+    return held
 
 
 def _check_held(rule: PVRRule, held: np.ndarray) -> np.ndarray:
