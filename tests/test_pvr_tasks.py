@@ -245,6 +245,15 @@ def test_block_holdout_digits_outside_the_classes_are_named():
     for digits in ((-1,), (12,)):
         with pytest.raises(ValueError, match=r"holdout digits of slot 1 must lie in 0..9, got"):
             block_holdout_masks(4, {1: digits})
+    for digits in ((), tuple(range(10))):  # (none failed only when sampling; all left no training row)
+        with pytest.raises(ValueError, match=r"holdout digits of slot 1 must be some but not all of 0..9"):
+            block_holdout_masks(4, {1: digits})
+
+
+def test_the_papers_block_holdout_is_of_the_two_by_two_grid_only():
+    with pytest.raises(ValueError, match=r"the paper's holdout is of the 2 x 2 grid \(length 4\), got length 9: give holdout="):
+        block_holdout_masks(9)  # (its slots 1, 2, 3 are other places of a 3 x 3 grid)
+    assert block_holdout_masks(9, {4: (0, 1)})["train"][4].tolist() == [False, False] + [True] * 8
 
 
 def test_holding_out_every_window_is_named_instead_of_drawing_forever():

@@ -135,7 +135,10 @@ def block_holdout_masks(
 ) -> dict[str, np.ndarray]:
     """Allowed-digit masks ``[length, num_classes]`` for the holdout shift: ``"train"`` (and its
     in-distribution test ``"iid"``) forbid the held-out digits in their slots, ``"holdout"`` allows only
-    them there (other slots unrestricted), ``"dshift"`` allows everything everywhere."""
+    them there (other slots unrestricted), ``"dshift"`` allows everything everywhere. ``holdout`` (``{slot: digits}``)
+    defaults to the paper's, of the 2 × 2 grid (``length`` 4 only); a slot's digits are some but not all of them."""
+    if holdout is None and length != 4:  # (the 2 × 2 grid's slots 1, 2, 3 mean other places in a 3 × 3 grid)
+        raise ValueError(f"the paper's holdout is of the 2 x 2 grid (length 4), got length {length}: give holdout=")
     holdout = PAPER_BLOCK_HOLDOUT if holdout is None else holdout
     held = np.zeros((length, num_classes), dtype=bool)
     for slot, digits in holdout.items():
@@ -143,6 +146,10 @@ def block_holdout_masks(
             raise ValueError(f"holdout slot {slot!r} is not an int in 0..{length - 1}")
         if not all(is_int(digit) and 0 <= digit < num_classes for digit in digits):  # (-1 held out the last digit silently)
             raise ValueError(f"holdout digits of slot {slot} must lie in 0..{num_classes - 1}, got {tuple(digits)}")
+        if not 0 < len(set(digits)) < num_classes:  # (none: a holdout test of no row; all: a training set of none)
+            raise ValueError(
+                f"holdout digits of slot {slot} must be some but not all of 0..{num_classes - 1}, got {tuple(digits)}"
+            )
         held[slot, list(digits)] = True
     train = ~held
     only_held = all_allowed(length, num_classes)
