@@ -269,3 +269,13 @@ def test_unit_ratios_of_any_number_of_shapes_keep_their_title_and_labels_inside_
     outside = _outside(figure)
     pyplot().close(figure)
     assert outside == []
+
+
+def test_a_pvr_sweep_draws_chance_only_where_the_labels_are_uniform():
+    from neurosym.plots.pvr import chance_level
+
+    run = {"model": "mlp", "complexity": 1, "train_size": 10, "test_accuracy": 0.5}
+    assert chance_level([run | {"aggregation": "mod_sum"}] * 2) == 0.1
+    # min's labels: a constant 0 reads about 47 % of them at m = 5, far above 0.1
+    assert chance_level([run | {"aggregation": "mod_sum"}, run | {"aggregation": "min"}]) is None
+    assert chance_level([run]) is None and chance_level([]) is None  # (results written before runs named it)

@@ -35,6 +35,7 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
     results = json.loads((out / "pvr.json").read_text())
     assert set(results) >= {"noise", "vector", "holdout_i", "block", "sequential", "published"}
     assert [r["i"] for r in results["holdout_i"]["runs"]] == [1, 2]
+    assert {r["aggregation"] for r in results["vector"]["runs"]} == {"mod_sum"}  # (the plot's chance line reads it)
     # the rule is symbolic: whatever the data, induction from the generated labels is exact on holdout-i
     assert all(r["neurosymbolic_holdout_accuracy"] == 1.0 for r in results["holdout_i"]["runs"])
     assert {r["model"] for r in results["block"]["runs"]} == {"small_cnn", "neurosymbolic"}

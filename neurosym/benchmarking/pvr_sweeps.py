@@ -64,7 +64,9 @@ def vector_sweep(
                 torch.manual_seed(runs.seed)
                 model = build_vector_model(name, 11, scale=scale)
                 result = runs.train_and_score(key, model, train, {"test": test}, config)
-                results.append({"model": name, "scale": scale, "complexity": m, "train_size": n, **result})
+                results.append(
+                    {"model": name, "scale": scale, "complexity": m, "train_size": n, "aggregation": aggregation, **result}
+                )
     return results
 
 
