@@ -153,3 +153,10 @@ def test_a_finished_training_run_gives_its_freed_blocks_back() -> None:
     done = subprocess.run([sys.executable, "-c", TRAINED], capture_output=True, text=True, check=True, timeout=120)
     assert int(done.stdout.strip().splitlines()[-1]) > 60 << 20  # most of the 100 MiB freed: an adapted HINT run's
     # training stages left 9 GB with the process through its evaluation (14.6 GB at its peak; 5.5 GB without them)
+
+
+def test_the_allocator_settings_are_public_in_neurosym_training():
+    import neurosym.training as training  # (the README and docs name them there: the import failed)
+
+    assert training.retain_freed_memory is allocator.retain_freed_memory
+    assert training.release_free_memory is allocator.release_free_memory

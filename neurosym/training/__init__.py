@@ -2,6 +2,7 @@
 loop (:func:`run_training`, with its optimiser :class:`Update` and clean stop at SIGINT, SIGTERM or a time
 limit) and its dataset layer :func:`train`."""
 
+from neurosym.training.allocator import release_free_memory, retain_freed_memory
 from neurosym.training.checkpoint import CheckpointMismatch, atomic_path, check_resumable, load_checkpoint, save_checkpoint
 from neurosym.training.core import Checkpointing, LoopResult, run_training
 from neurosym.training.device import autocast_dtype, mixed_precision, resolve_device
@@ -21,3 +22,4 @@ __all__ += ["DistributedContext", "init_distributed", "shutdown_distributed", "T
 __all__ += ["distributed_process", "StopRequests", "TrainingInterrupted", "check_resumable", "atomic_path"]
 __all__ += ["CheckpointMismatch", "StopSafeLoader"]
 __all__ += ["Checkpointing", "LoopResult", "run_training", "Update", "grad_scaler"]
+__all__ += ["retain_freed_memory", "release_free_memory"]
