@@ -156,7 +156,7 @@ def test_a_finished_training_run_gives_its_freed_blocks_back() -> None:
 
 
 def test_the_allocator_settings_are_public_in_neurosym_training():
-    import neurosym.training as training  # (the README and docs name them there: the import failed)
+    from neurosym import training  # (the README and docs name them there: the import failed)
 
     assert training.retain_freed_memory is allocator.retain_freed_memory
     assert training.release_free_memory is allocator.release_free_memory
