@@ -57,7 +57,8 @@ def test_pvr_command_writes_tables_json_plots_and_reuses_finished_runs(tmp_path,
     assert set(merged) >= {"noise", "vector", "holdout_i", "block", "sequential"}
     assert merged["block"] == results["block"]
     assert main(["pvr", *tiny("noise"), "--no-resume", "--out", str(out)]) == 0
-    assert capsys.readouterr().out.endswith(f"Results in {out}: holdout.png, noise_sensitivity.png, pvr.json\n")
+    # (the plots of the collected sweeps are drawn again from the merged file)
+    assert capsys.readouterr().out.endswith(f"Results in {out}: holdout.png, noise_sensitivity.png, pvr.json, vector_sweep.png\n")
     again = {p.name: p.stat().st_mtime_ns for p in (out / "runs").iterdir()}
     assert again.keys() == stored.keys()  # the other sweeps' runs stay
     assert {name for name in stored if again[name] != stored[name]} == {n for n in stored if n.startswith("noise")}
@@ -93,6 +94,19 @@ def test_pvr_json_collects_sweeps_of_the_same_device_and_budget():
     on_gpu = {**earlier, "device": "cuda"}  # (device "auto" records "cuda")
     assert merge_results(on_gpu, {**now, "device": "cuda:0"}) == {**now, "device": "cuda:0", "noise": {"a": 1}}
     assert merge_results(None, now) == now
+
+
+def test_pvr_json_vector_grid_grows_over_invocations_of_one_aggregation():
+    def run(model, m, n, accuracy):
+        return {"model": model, "complexity": m, "train_size": n, "test_accuracy": accuracy}
+
+    key = {"device": "cpu", "budget": "cpu", "seed": 0}
+    earlier = {**key, "vector": {"aggregation": "mod_sum", "runs": [run("mlp", 0, 1000, 0.2), run("mlp", 1, 50000, 1.0)]}}
+    now = {**key, "vector": {"aggregation": "mod_sum", "runs": [run("mlp", 0, 1000, 0.3), run("mixer", 0, 1000, 0.5)]}}
+    merged = merge_results(earlier, now)["vector"]
+    assert merged == {"aggregation": "mod_sum", "runs": [run("mlp", 1, 50000, 1.0), *now["vector"]["runs"]]}
+    other = {**key, "vector": {**now["vector"], "aggregation": "min"}}  # another labelling: not one grid
+    assert merge_results(earlier, other) == other
 
 
 def test_pvr_command_rejects_unknown_sweeps_and_models(tmp_path, capsys):

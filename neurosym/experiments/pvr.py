@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -167,7 +168,6 @@ def sweep_vector(options: PVROptions, runs: PVRRuns) -> dict[str, Any]:
     keys = ("model", "scale", "complexity", "train_size", "steps", "train_accuracy", "test_accuracy")
     headers = ["model", "scale", "m", "train size", "steps", "train acc", "test acc"]
     print(format_table(headers, [[r[k] for k in keys] for r in results]))
-    plot_vector_sweep(results, options.out / "vector_sweep.png")
     return {"aggregation": options.aggregation, "runs": results}
 
 
@@ -209,11 +209,26 @@ def mnist_source(mnist: Path | None) -> str | None:
 def merge_results(previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
     """``pvr.json`` of an output folder collects its sweeps: the sweeps of an earlier invocation on the
     same kind of device (``cuda`` and ``cuda:0`` alike, as the stored runs are matched), budget and seed stay, those
-    run again are replaced (a sweep's entry is that of its latest invocation; every single run also stays under
-    ``runs/``); another kind of device, budget or seed starts afresh."""
+    run again are replaced (a sweep's entry is that of its latest invocation, save the vector sweep's grid, whose cells of
+    the same aggregation accumulate; every single run also stays under ``runs/``); another kind of device, budget or
+    seed starts afresh."""
     if previous is None or _sweep_key(previous) != _sweep_key(current):
         return current
-    return {**previous, **current}
+    merged = {**previous, **current}
+    if "vector" in current and "vector" in previous:
+        merged["vector"] = _merge_vector_cells(previous["vector"], current["vector"])
+    return merged
+
+
+def _merge_vector_cells(previous: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """The vector sweep's grid grows over invocations of the same aggregation (RESULTS' table takes three): a cell
+    (model, complexity, training-set size) run again is replaced, the others stay; another aggregation starts
+    afresh."""
+    if "runs" not in previous or previous.get("aggregation") != current.get("aggregation"):
+        return current
+    cell = itemgetter("model", "complexity", "train_size")
+    fresh = {cell(run) for run in current["runs"]}
+    return {**current, "runs": [*(run for run in previous["runs"] if cell(run) not in fresh), *current["runs"]]}
 
 
 def _sweep_key(results: dict[str, Any]) -> tuple[Any, ...]:
@@ -262,6 +277,8 @@ def _run_sweeps(options: PVROptions) -> dict[str, Any]:
     path = options.out / "pvr.json"
     results = merge_results(load_json(path) if path.exists() else None, results)
     save_json(results, path)
+    if "vector" in results:
+        plot_vector_sweep(results["vector"]["runs"], options.out / "vector_sweep.png")
     if "holdout_i" in results or "block" in results:
         plot_holdouts(results.get("block"), results.get("holdout_i"), options.out / "holdout.png")
     return results
