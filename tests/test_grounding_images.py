@@ -94,9 +94,9 @@ def test_reports_read_on_the_device_and_give_the_pipeline_back_where_it_was(lear
     assert symbol_accuracy(result.pipeline, source, accelerator)[0] == pytest.approx(expected[0][0])
     assert glyph_grid(result.pipeline, source, 3, accelerator).shape == expected[1].shape
     scores = evaluate_pipeline(result.pipeline, source, CPU)
-    assert evaluate_pipeline(result.pipeline, source, accelerator)["overall"] == pytest.approx(scores["overall"])
-    assert evaluate_pipeline_on_each(result.pipeline, {"train": source}, accelerator)["train"]["overall"] == pytest.approx(
-        scores["overall"]
+    assert evaluate_pipeline(result.pipeline, source, accelerator)["avg"] == pytest.approx(scores["avg"])
+    assert evaluate_pipeline_on_each(result.pipeline, {"train": source}, accelerator)["train"]["avg"] == pytest.approx(
+        scores["avg"]
     )
     assert {p.device.type for p in result.pipeline.classifier.parameters()} == {"cpu"}  # (was left on the device)
 
@@ -110,7 +110,7 @@ def test_after_learning_everything_a_new_concept_is_learned_from_eleven_results(
     new = learn_concept_from_images(result.pipeline, concept, list(split["train"]), source.records[:40], bank, CPU, config)
     assert new.role == role and new.learned.meaning == meaning
     test = [r for r in split["test"] if len(r.expr) <= 7]
-    assert evaluate_pipeline(new.pipeline, WindowSource(test, bank, "test"), CPU)["overall"] >= 0.8
+    assert evaluate_pipeline(new.pipeline, WindowSource(test, bank, "test"), CPU)["avg"] >= 0.8
 
 
 class Refined(Exception):

@@ -105,7 +105,7 @@ def test_image_input_run_trains_from_results_then_learns_concepts_from_images(pr
     for concept in ("x", "a"):  # each concept's grown pipeline read back: it scores as the run did
         grown = trained_hint_pipeline(out, concept)
         validation = WindowSource(data.fewshot(concept, 0.01)["val"], data.image_bank(), "val", 0)
-        scored = evaluate_pipeline(grown, validation, torch.device("cpu"), 256)["overall"]
+        scored = evaluate_pipeline(grown, validation, torch.device("cpu"), 256)["avg"]
         assert scored == concepts[concept]["val_accuracy"] and grown.classifier.vocabulary[-1] == concept
     for concept in ("x", "a"):  # a user's own look into a concept's file, under torch.load's default since 2.6
         assert torch.load(concept_checkpoint(out, "image", "0.01", concept), weights_only=True)["vocabulary"][-1] == concept
@@ -760,6 +760,9 @@ def test_subset_accuracy_refuses_records_that_miss_a_subset():
     records = [record for record in test if record.eval != "I"]
     with pytest.raises(ValueError, match=r"no record of the test subsets \['I'\]"):
         subset_accuracy(HINT_SEMANTICS, records)  # was NaN for I and for the average
+    wrong_ss = [dataclasses.replace(record, res=-1) if record.eval == "SS" else record for record in test]  # SS all missed
+    scores = subset_accuracy(HINT_SEMANTICS, wrong_ss)
+    assert scores["SS"] == 0.0 and scores["avg"] == pytest.approx(1 - sum(r.eval == "SS" for r in test) / len(test))
 
 
 def test_few_shot_stage_resumes_under_its_options_typed_at_their_defaults(tmp_path):

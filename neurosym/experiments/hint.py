@@ -2,7 +2,7 @@
 
 Every model reads the expression (symbol ids, or one 32×32 image window per symbol) and emits the
 result's digits, least significant first, then an end token; accuracy is exact match of the whole
-result on each test subset (I, SS, LS, SL, LL) and their unweighted mean. Training uses the shared loop
+result on each test subset (I, SS, LS, SL, LL) and over the whole test set (HINT's Avg.). Training uses the shared loop
 of :mod:`neurosym.training.loop` (DDP under ``torchrun``, AMP on CUDA, early stopping on validation
 exact match, resumable checkpoint). ``--model neurosym`` hands the whole run to
 :mod:`neurosym.experiments.hint_pipeline`. The options: :mod:`neurosym.experiments.hint_options`.

@@ -594,7 +594,7 @@ def _evaluated(pipeline: GrammarPipeline, task: Task, device: torch.device, opti
     return {
         "validation": validation, "test": test, "reads_per_example": float(reads.mean()),
         "ceiling": float(np.mean(test["symbol"] ** reads)) if "symbol" in test else None,
-        "subsets": {split: scores | {"mean": float(np.mean(list(scores.values())))} for split, scores in subsets.items()},
+        "subsets": subsets,
         "timings": pipeline_timings(pipeline, task.test, device),
     }  # fmt: skip
 

@@ -262,7 +262,7 @@ def accuracy_by_subset(
     grounding: Grounding, sentences: Sequence[Sentence], results: Sequence[int], subsets: Sequence[str | None]
 ) -> dict[str, float]:
     """Fraction of sentences the grounding evaluates to their result, per subset (HINT's in the order
-    ``I SS LS SL LL``; ``None`` counts as ``"all"``), with ``"avg"`` (mean over subsets) and ``"overall"``. One result and
+    ``I SS LS SL LL``; ``None`` counts as ``"all"``), with ``"avg"`` (over every record, as HINT's "Avg."). One result and
     one subset per sentence, else ``ValueError`` (the longer lists were cut to the shortest and scored without a word)."""
     if not len(sentences) == len(results) == len(subsets):
         raise ValueError(f"{len(sentences)} sentences, {len(results)} results and {len(subsets)} subsets: one each per sentence")

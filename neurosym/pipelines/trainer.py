@@ -385,8 +385,8 @@ def evaluate_pipeline(
     statistics: Iterable[torch.Tensor] | None = None,
 ) -> dict[str, Any]:
     """Accuracy of the results per test subset (``eval`` field, HINT's subsets in the order ``I SS LS SL LL``;
-    ``"all"`` for every record without one), their mean over subsets ``"avg"``, over all records ``"overall"``, and, for diagnosis only, the perception's
-    symbol accuracy ``"symbol"`` and per true symbol ``"symbol_by_class"`` (``{symbol: accuracy}``).
+    ``"all"`` for every record without one) and over every record, ``"avg"`` (HINT's "Avg.": a subset weighs by its
+    size), and, for diagnosis only, the perception's symbol accuracy ``"symbol"`` and per true symbol ``"symbol_by_class"`` (``{symbol: accuracy}``).
 
     With ``statistics`` (batches of windows ``[n, 32, 32]``, e.g. a writer's unlabelled images from
     :meth:`WindowSource.window_batches`) the reader reads with their batch-norm statistics instead of its

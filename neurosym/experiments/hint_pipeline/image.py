@@ -290,7 +290,7 @@ def fewshot_from_images(
 
         def score(records: list[HintRecord], split: str) -> float:
             source = WindowSource(records, fewshot_bank, split, args.data_seed_or_seed())
-            return evaluate_pipeline(learned.pipeline, source, device, args.eval_batch_size)["overall"] if records else 0.0
+            return evaluate_pipeline(learned.pipeline, source, device, args.eval_batch_size)["avg"] if records else 0.0
 
         def save(path: Path) -> None:  # what trained_hint_pipeline(out, concept) reads back
             reader, meaning = cast(SymbolClassifier, learned.pipeline.classifier), learned.learned  # (a grown copy of it)

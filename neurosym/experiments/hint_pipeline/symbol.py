@@ -8,14 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from neurosym.data.hint import EVAL_SUBSETS, HintRecord
 from neurosym.experiments.hint_options import HintOptions, RunSetup
 from neurosym.experiments.hint_pipeline.fewshot import FewShotSplits, learn_fewshot
 from neurosym.experiments.hint_sources import load_hint_data
 from neurosym.experiments.report import format_table
 from neurosym.pipelines.concepts import explained_fraction, induced_table, learn_concept
+from neurosym.pipelines.subsets import subset_scores
 from neurosym.semantics import FEWSHOT_NUMBERS, HINT_SEMANTICS, BatchSolver, OperatorTable
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
@@ -23,14 +22,16 @@ SUBSETS = (*EVAL_SUBSETS, "avg")
 
 
 def subset_accuracy(table: OperatorTable, records: list[HintRecord]) -> dict[str, float]:
-    """Exact-match accuracy of executing ``records`` with ``table``, per test subset and their mean ``avg``."""
+    """Exact-match accuracy of executing ``records`` with ``table``, per test subset and over every record, ``avg``
+    (:func:`~neurosym.pipelines.subsets.subset_scores`)."""
     missing = [s for s in EVAL_SUBSETS if not any(r.eval == s for r in records)]
     if missing:
         raise ValueError(f"no record of the test subsets {missing}: each of {EVAL_SUBSETS} needs one to be scored")
-    values = BatchSolver(table).solve([r.expr for r in records])
-    scores = {s: float(np.mean([v == r.res for v, r in zip(values, records) if r.eval == s])) for s in EVAL_SUBSETS}
-    scores["avg"] = float(np.mean(list(scores.values())))
-    return scores
+    hits: dict[str, list[bool]] = {subset: [] for subset in EVAL_SUBSETS}
+    for value, record in zip(BatchSolver(table).solve([r.expr for r in records]), records):
+        if record.eval in hits:
+            hits[record.eval].append(value == record.res)
+    return subset_scores(hits)
 
 
 def run_symbol(args: HintOptions, out: Path, run_setup: RunSetup) -> dict[str, Any]:
