@@ -6,8 +6,9 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import re
 from collections import Counter
-from dataclasses import replace
+from dataclasses import fields, replace
 
 import numpy as np
 import pytest
@@ -320,3 +321,19 @@ def test_the_pipeline_trains_hint_on_a_release_folder_with_its_own_images(tmp_pa
     with pytest.raises(SystemExit):
         main(["pipeline", "--task", "hwf", "--data", str(release)])
     assert "--data is used by --task hint-grammar only" in capsys.readouterr().err
+
+
+def test_the_pipeline_help_states_each_shipped_tasks_own_augment_shift(monkeypatch):
+    """``--augment-shift``'s help said every task's default was 1, where hint-grammar shifts by 0 (make run's)."""
+    from neurosym.experiments.pipeline import PipelineOptions
+    from neurosym.tasks import build_task, hint, mnist_add
+
+    monkeypatch.setattr(hint, "default_bank", lambda seed=0: prototype_bank())  # small stand-ins keep it fast
+    shifts = {
+        "mnist-add": mnist_add.AUGMENT_SHIFT,  # (building it reads MNIST)
+        "hwf": build_task("hwf", seed=0).augment_shift,
+        "hint-grammar": build_task("hint-grammar", seed=0, scale=0.002).augment_shift,
+    }
+    help_text = next(field for field in fields(PipelineOptions) if field.name == "augment_shift").metadata["help"]
+    stated = dict(re.findall(r"([a-z-]+) (\d+)", help_text.split("default: the task's:")[1]))
+    assert {name: int(shift) for name, shift in stated.items()} == shifts

@@ -155,7 +155,9 @@ class PipelineOptions(TrainingOptions):
         choices=GRAMMAR_PSEUDO_LABELS,
     )
     augment_shift: int | None = option(
-        None, "pixels each training window is shifted by, at most (default: the task's: 1)", parse=non_negative_int
+        None,
+        "pixels each training window is shifted by, at most (default: the task's: mnist-add 1, hwf 1, hint-grammar 0)",
+        parse=non_negative_int,
     )
     augment_style: float | None = option(
         None, "strength (0 to 1) at which training windows are redrawn in another hand (default: the task's: 0)",
