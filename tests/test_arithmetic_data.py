@@ -372,3 +372,41 @@ def test_every_sample_lies_in_its_half_open_interval(points, dtype, origin, seed
     for low, high in pairs:
         inside |= (samples >= low) & (samples < high)
     assert bool(inside.all()), samples[~inside]
+
+
+_WIDE_RANGES = [
+    ("[-3e38,3e38]", torch.float32),
+    ("[-3e38,-1]u[1,3e38]", torch.float32),
+    ("[0,2e38]", torch.float32),
+    ("[-1.7e308,-1e308]u[1e308,1.7e308]", torch.float64),
+]
+
+
+@pytest.mark.parametrize(("text", "dtype"), _WIDE_RANGES)
+def test_ranges_whose_width_overflows_the_dtype_still_sample_inside_them(text, dtype):
+    """The width of U[-3e38, 3e38] overflowed float32 to inf: every sample came out the largest float32 (from origin 1,
+    as UniformStream draws, already from U[0, 2e38]), a union's NaN; they are mapped in float64 now."""
+    sample_range = SampleRange.parse(text)
+    drawn = [sample_range.sample((4000,), torch.Generator().manual_seed(0), dtype=dtype)]
+    drawn.append(
+        sample_range.transform(torch.rand(4000, generator=torch.Generator().manual_seed(1), dtype=dtype) + 1, origin=1.0)
+    )
+    if dtype == torch.float32:
+        drawn.append(UniformStream(0).sample(sample_range, (4000,)))
+    for samples in drawn:
+        assert samples.dtype == dtype
+        inside = torch.zeros_like(samples, dtype=torch.bool)
+        for low, high in sample_range.intervals:
+            inside |= (samples.double() >= low) & (samples.double() < high)
+        assert bool(inside.all()), samples[~inside]
+        assert len(samples.unique()) > 3900  # (not piled up at a bound)
+
+
+def test_ranges_beyond_the_dtype_are_refused_by_name():
+    """U[0, 1e39] in float32 put two thirds of its samples at the largest float32, U[-1e308, 1e308] gave NaN samples."""
+    generator = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match=r"reaches beyond the largest torch\.float32 value"):
+        SampleRange.parse("[0,1e39]").sample((10,), generator)
+    assert bool(SampleRange.parse("[0,1e39]").sample((10,), generator, dtype=torch.float64).isfinite().all())
+    with pytest.raises(ValueError, match=r"U\[-1e\+308,1e\+308\] is too wide to sample from origin 0\.0: its map overflows"):
+        SampleRange.parse("[-1e308,1e308]").sample((10,), generator, dtype=torch.float64)

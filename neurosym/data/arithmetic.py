@@ -108,9 +108,26 @@ class SampleRange:
         a union first places each sample along the total length, then shifts it into its interval. Every result lies
         in ``[low, high)`` of its interval: the map's rounding in ``uniform``'s dtype could reach ``high`` (``U[1, 2]``
         from ``torch.rand`` gave 2.0), so results are clamped to the values of that dtype in the interval
-        (:func:`_dtype_bounds`; an interval that holds none raises ``ValueError``).
+        (:func:`_dtype_bounds`; an interval that holds none, or reaches beyond the dtype's largest value, raises
+        ``ValueError``). A range too wide for the map's products and sums in ``uniform``'s dtype (``U[-3e38,3e38]`` in
+        float32, whose width overflowed to ``inf``: every sample came out NaN or the largest float) is mapped in float64
+        and written back; one too wide for float64 raises ``ValueError``.
         """
         bounds = [_dtype_bounds(low, high, uniform.dtype) for low, high in self.intervals]
+        # the largest intermediate of _map (its results lie in the bounds): a sample times the width or the shift of an
+        # interval's affine map, the total length for a union (its samples are moved to origin 0 first)
+        width = self.high - self.low
+        single = max((abs(origin) + 1) * width, abs(self.low) + abs(origin) * width)
+        reach = single if len(self.intervals) == 1 else sum(high - low for low, high in self.intervals)
+        if reach <= torch.finfo(uniform.dtype).max:
+            return self._map(uniform, origin, bounds)
+        if reach > torch.finfo(torch.float64).max:
+            raise ValueError(f"the range {self} is too wide to sample from origin {origin}: its map overflows float64")
+        return uniform.copy_(self._map(uniform.double(), origin, bounds))  # (bounds hold: they are values of the dtype)
+
+    def _map(self, uniform: Tensor, origin: float, bounds: list[tuple[float, float]]) -> Tensor:
+        """:meth:`transform` in ``uniform``'s dtype, whose values ``bounds`` (per interval, the smallest and the largest
+        value to clamp to) are."""
         if len(self.intervals) == 1:
             width = self.high - self.low
             shift = self.low - origin * width
@@ -134,8 +151,14 @@ class SampleRange:
 @lru_cache(maxsize=1024)
 def _dtype_bounds(low: float, high: float, dtype: torch.dtype) -> tuple[float, float]:
     """The smallest value of ``dtype`` at least ``low`` and the largest below ``high``; ``ValueError`` when
-    ``[low, high)`` holds no value of ``dtype``. Kept per interval and dtype (every training step asks again)."""
+    ``[low, high)`` holds no value of ``dtype`` or reaches beyond its largest one. Kept per interval and dtype (every
+    training step asks again)."""
     rounded = torch.tensor([low, high], dtype=torch.float64).to(dtype)
+    if not bool(rounded.isfinite().all()):  # (its samples beyond the largest value all became that value)
+        raise ValueError(
+            f"the interval [{low}, {high}) reaches beyond the largest {dtype} value ({torch.finfo(dtype).max:g}): "
+            f"narrow it, or sample it in a wider dtype"
+        )
     outside = torch.stack([rounded[0].double() < low, rounded[1].double() >= high])
     inside = torch.where(outside, torch.nextafter(rounded, torch.tensor([math.inf, -math.inf], dtype=dtype)), rounded)
     smallest, largest = inside.tolist()
