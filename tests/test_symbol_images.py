@@ -575,3 +575,19 @@ def test_an_opaque_image_with_an_alpha_channel_reads_as_its_grey_levels(tmp_path
     rgba[2:6, 3, :3] = 40
     Image.fromarray(rgba, "RGBA").save(tmp_path / "opaque.png")
     assert read_image(tmp_path / "opaque.png").tolist() == np.asarray(Image.fromarray(rgba[..., :3]).convert("L")).tolist()
+
+
+def test_float_grey_images_read_as_intensities_or_levels_and_bad_pixels_are_named(tmp_path):
+    """Pillow's grey conversion of a float TIFF (mode F) truncated its pixels: intensities 0..1 all read black (0.99 as
+    0), NaN as 0 and 300 as 255, silently."""
+    intensities = np.array([[0.0, 0.25, 0.5, 0.99, 1.0]], np.float32)
+    Image.fromarray(intensities).save(tmp_path / "intensities.tif")
+    assert read_image(tmp_path / "intensities.tif").tolist() == [[0, 64, 128, 252, 255]]
+    Image.fromarray(np.array([[0.0, 2.0, 127.6, 255.0]], np.float32)).save(tmp_path / "levels.tif")
+    assert read_image(tmp_path / "levels.tif").tolist() == [[0, 2, 128, 255]]
+    Image.fromarray(np.array([[0.5, np.nan]], np.float32)).save(tmp_path / "nan.tif")
+    with pytest.raises(ValueError, match=r"nan.tif: mode F pixels must be finite, got nan at \(row, column\) \[0, 1\]"):
+        read_image(tmp_path / "nan.tif")
+    Image.fromarray(np.array([[-1.0, 300.0]], np.float32)).save(tmp_path / "beyond.tif")
+    with pytest.raises(ValueError, match=r"beyond.tif: mode F pixels span -1..300, outside intensities 0..1 and grey"):
+        read_image(tmp_path / "beyond.tif")

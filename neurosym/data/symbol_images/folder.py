@@ -30,6 +30,8 @@ SIXTEEN_BIT_MODES: tuple[str, ...] = ("I;16", "I;16L", "I;16B", "I;16N", "I")
 """Pillow's modes of 16-bit grey images (``I``: how Pillow may open a 16-bit PNG), read as levels 0..65535."""
 SIXTEEN_BIT_MAX = 65535
 """The highest 16-bit grey level (white)."""
+FLOAT_MODE = "F"
+"""Pillow's mode of 32-bit floating-point grey images (a float TIFF): intensities in 0..1, or grey levels 0..255."""
 
 
 def _pillow() -> ModuleType:
@@ -68,9 +70,12 @@ def read_image(path: str | os.PathLike, size: int | None = None) -> np.ndarray:
 
 def _grey_levels(image: PillowImage, path: str | os.PathLike) -> np.ndarray:
     """``image`` as grey uint8 ``[H, W]``: 16-bit grey (:data:`SIXTEEN_BIT_MODES`) scaled from 0..65535 to 0..255
-    (a grey conversion clips it at 255), anything else converted by Pillow; ``ValueError`` naming ``path`` for
-    integer pixels outside 0..65535. The array is one's own to write (``np.asarray`` of a Pillow image is read-only:
-    writing a pixel failed, and ``glyph_window`` of it warned that torch cannot hold a read-only array)."""
+    (a grey conversion clips it at 255), float grey (:data:`FLOAT_MODE`) by :func:`_float_grey_levels`, anything else
+    converted by Pillow; ``ValueError`` naming ``path`` for integer pixels outside 0..65535. The array is one's own to
+    write (``np.asarray`` of a Pillow image is read-only: writing a pixel failed, and ``glyph_window`` of it warned that
+    torch cannot hold a read-only array)."""
+    if image.mode == FLOAT_MODE:
+        return _float_grey_levels(np.asarray(image, dtype=np.float64), image.mode, path)
     if image.mode not in SIXTEEN_BIT_MODES:
         return np.array(image.convert("L"), dtype=np.uint8)
     levels = np.asarray(image).astype(np.int64)
@@ -80,6 +85,21 @@ def _grey_levels(image: PillowImage, path: str | os.PathLike) -> np.ndarray:
             f"0..{SIXTEEN_BIT_MAX}"
         )
     return ((levels * 255 + SIXTEEN_BIT_MAX // 2) // SIXTEEN_BIT_MAX).astype(np.uint8)  # rounded to nearest
+
+
+def _float_grey_levels(levels: np.ndarray, mode: str, path: str | os.PathLike) -> np.ndarray:
+    """Float grey ``levels [H, W]`` as uint8, rounded to nearest: intensities in 0..1 (every pixel at most 1) times 255,
+    else grey levels 0..255 as they are; ``ValueError`` naming ``path`` for a pixel that is not finite or outside
+    0..255. Pillow's grey conversion truncated them: an image of intensities read black, NaN as 0, 300 as 255."""
+    if not levels.size:
+        return levels.astype(np.uint8)
+    if not np.isfinite(levels).all():
+        index = [int(i) for i in np.argwhere(~np.isfinite(levels))[0]]
+        raise ValueError(f"{path}: mode {mode} pixels must be finite, got {levels[tuple(index)]} at (row, column) {index}")
+    low, high = float(levels.min()), float(levels.max())
+    if low < 0 or high > 255:
+        raise ValueError(f"{path}: mode {mode} pixels span {low:g}..{high:g}, outside intensities 0..1 and grey levels 0..255")
+    return np.rint(levels * (255 if high <= 1 else 1)).astype(np.uint8)
 
 
 def _has_transparent_pixels(image: PillowImage) -> bool:
