@@ -1486,6 +1486,10 @@ def test_lengths_limits_and_terminal_sequences_of_another_kind_are_named():
     assert grammar.accepts_terminals((digit,)) and not grammar.accepts_terminals(("FOO",))
     with pytest.raises(TypeError, match="terminals must be a tuple of terminal names, got str 'DIGIT'"):
         grammar.accepts_terminals("DIGIT")
+    with pytest.raises(TypeError, match=r"terminals must be a tuple of terminal names, got list \['DIGIT'\]"):
+        grammar.accepts_terminals(["DIGIT"])  # (failed in the cache: "unhashable type: 'list'")
+    with pytest.raises(TypeError, match=r"terminals must be a tuple of terminal names, got tuple \(\['DIGIT'\],\)"):
+        grammar.accepts_terminals((["DIGIT"],))
 
 
 def test_an_example_no_sentence_fits_is_named_by_its_index_in_the_source_in_evaluation_and_training():

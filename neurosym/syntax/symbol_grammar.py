@@ -279,13 +279,18 @@ class SymbolGrammar:
         parsing sees of it (``TypeError`` for no str, :func:`check_sentence`: a list of symbols was read as one)."""
         return tuple(map(self.terminal_of.get, check_sentence(sentence)))
 
-    @lru_cache(maxsize=10_000)  # noqa: B019 (a grammar lives as long as the pipelines that use it)
     def accepts_terminals(self, terminals: tuple[str | None, ...]) -> bool:
         """Whether the grammar accepts a sentence of these terminals (``None``: a symbol outside the vocabulary; a name
         that is none of the grammar's terminals is never accepted either), remembered per sequence: :meth:`accepts`
-        without the symbols. ``TypeError`` for ``terminals`` that are no tuple (a str was read as one name a letter)."""
-        if not isinstance(terminals, tuple):
+        without the symbols. ``TypeError`` for ``terminals`` that are no tuple of names (a str was read as one name a
+        letter; a list failed in the cache as "unhashable type: 'list'", before this check)."""
+        if not isinstance(terminals, tuple) or not all(terminal is None or isinstance(terminal, str) for terminal in terminals):
             raise TypeError(f"terminals must be a tuple of terminal names, got {type(terminals).__name__} {terminals!r:.40}")
+        return self._accepts_terminals(terminals)
+
+    @lru_cache(maxsize=10_000)  # noqa: B019 (a grammar lives as long as the pipelines that use it)
+    def _accepts_terminals(self, terminals: tuple[str | None, ...]) -> bool:
+        """:meth:`accepts_terminals` of a checked tuple, remembered per sequence."""
         known = [terminal for terminal in terminals if terminal in self._symbol_of]
         if not terminals or len(known) != len(terminals):  # empty (parse refuses it), or a symbol no terminal reads
             return False
