@@ -57,7 +57,7 @@ def test_a_decoder_step_that_raises_leaves_every_cache_as_it_was(attention: str)
     memory, target = torch.randn(1, 4, DIM), torch.randn(1, 3, DIM)
     cache = decoder.new_cache()
     steps = [decoder(target[:, :1], memory, cache=cache)]
-    with pytest.raises(ValueError, match="key_padding_mask covers 5 keys, but there are 4"):
+    with pytest.raises(ValueError, match="memory_padding_mask covers 5 keys, but there are 4"):
         decoder(target[:, 1:2], memory, cache=cache, memory_padding_mask=torch.zeros(1, 5, dtype=torch.bool))
     assert [layer.self_attention.position for layer in cache] == [1, 1]
     steps += [decoder(target[:, t : t + 1], memory, cache=cache) for t in (1, 2)]

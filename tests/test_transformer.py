@@ -347,3 +347,23 @@ def test_the_options_each_attention_kind_reads_and_the_defaults_still_build() ->
     assert UniversalTransformer(TransformerEncoderLayer(DIM, HEADS, FF), 3, act=True, act_epsilon=0.3).act_epsilon == 0.3
     for attention in ("vanilla", "xl", "xl_clipped", "shaw"):
         TransformerSeq2Seq(TokenFrontEnd(10, DIM), 12, encoder_layers=1, attention=attention, universal=True)
+
+
+def test_a_decoders_bad_memory_is_named_as_the_decoder_was_given_it() -> None:
+    """The decoder's checks of its memory ran in the cross-attention, which named the arguments it had been passed,
+    ``key_value`` and ``key_padding_mask``: no argument of the decoder's."""
+    decoder = TransformerDecoder(8, 1, 2, 16, 0.0)
+    x, memory = torch.randn(2, 3, 8), torch.randn(2, 5, 8)
+    padding = torch.zeros(2, 5, dtype=torch.bool)
+    cases = [
+        ({"memory": memory.double()}, "memory has dtype torch.float64 but the MultiheadAttention's parameters"),
+        ({"memory": memory.long()}, "memory must be floating point"),
+        ({"memory": memory[:, :0]}, "memory has no positions: nothing to attend to"),
+        ({"memory": memory, "memory_padding_mask": padding[:, :4]}, "memory_padding_mask covers 4 keys, but there are 5"),
+        ({"memory": memory, "memory_padding_mask": padding.float()}, "memory_padding_mask must be a bool tensor"),
+        ({"memory": memory, "memory_padding_mask": padding.tolist()}, r"memory_padding_mask \(or None\) must be a torch"),
+    ]
+    for arguments, message in cases:
+        with pytest.raises((ValueError, TypeError), match=message):
+            decoder(x, **arguments)
+    assert decoder(x, memory, memory_padding_mask=padding).shape == (2, 3, 8)

@@ -266,10 +266,14 @@ class MultiheadAttention(nn.Module):
         attn_mask: torch.Tensor | None = None,
         causal: bool = False,
         cache: AttentionCache | None = None,
+        key_value_name: str = "key_value",
+        mask_name: str = "key_padding_mask",
     ) -> None:
         """Raise ``ValueError`` (``TypeError`` for a non-tensor or a ``cache`` that is no :class:`AttentionCache`) unless
         :meth:`forward` takes these arguments; it runs
-        before anything changes, so a layer may check a later call before an earlier one advances its cache.
+        before anything changes, so a layer may check a later call before an earlier one advances its cache. The
+        messages call ``key_value`` and ``key_padding_mask`` by ``key_value_name`` and ``mask_name``: the names a layer
+        that calls this one was given them by (a decoder's ``memory`` and ``memory_padding_mask``).
 
         A batch element whose keys are all padding is refused, except in causal self-attention with a ``cache``: there
         the keys so far are a prefix of the element's (left padding), and its queries get zeros, as in the full call."""
@@ -279,21 +283,21 @@ class MultiheadAttention(nn.Module):
         if cache is not None and not isinstance(cache, AttentionCache):  # (a dict failed on its own keys method)
             raise TypeError(f"cache must be an AttentionCache (or None), got {type(cache).__name__}")
         if key_value is not None:
-            check_sequence(key_value, self.dim, "key_value", batch=query.shape[0])
-            check_dtype_of(key_value, self, "key_value")
+            check_sequence(key_value, self.dim, key_value_name, batch=query.shape[0])
+            check_dtype_of(key_value, self, key_value_name)
             if key_value.shape[1] == 0:  # SDPA returned the output projection's bias for every query
-                raise ValueError("key_value has no positions: nothing to attend to")
+                raise ValueError(f"{key_value_name} has no positions: nothing to attend to")
         if cache is not None and cache.keys is not None:
             self._check_cache(cache, query, key_value)
         if key_padding_mask is not None:
-            check_tensor(key_padding_mask, "key_padding_mask (or None)")  # (a list failed on list.dtype)
+            check_tensor(key_padding_mask, f"{mask_name} (or None)")  # (a list failed on list.dtype)
             if key_padding_mask.dtype != torch.bool or key_padding_mask.dim() != 2:
-                raise ValueError("key_padding_mask must be a bool tensor [batch, keys] with True marking padding")
+                raise ValueError(f"{mask_name} must be a bool tensor [batch, keys] with True marking padding")
             if key_padding_mask.shape[0] != query.shape[0]:
-                raise ValueError(f"key_padding_mask has batch {key_padding_mask.shape[0]}, query has {query.shape[0]}")
+                raise ValueError(f"{mask_name} has batch {key_padding_mask.shape[0]}, query has {query.shape[0]}")
             keys = self._key_count(query, key_value, cache)
             if key_padding_mask.shape[1] != keys:
-                raise ValueError(f"key_padding_mask covers {key_padding_mask.shape[1]} keys, but there are {keys}")
+                raise ValueError(f"{mask_name} covers {key_padding_mask.shape[1]} keys, but there are {keys}")
             fully_padded = key_padding_mask.all(dim=1)
             incremental = causal and key_value is None and cache is not None  # later keys are still to come
             if not incremental and values_are_readable(fully_padded) and fully_padded.any():

@@ -215,7 +215,14 @@ class TransformerDecoderLayer(nn.Module):
         self_cache = cache.self_attention if cache is not None else None
         cross_cache = cache.cross_attention if cache is not None else None
         # the cross-attention's arguments are checked before the self-attention advances its cache
-        self.cross_attention.check_inputs(x, memory, key_padding_mask=memory_padding_mask, cache=cross_cache)
+        self.cross_attention.check_inputs(
+            x,
+            memory,
+            key_padding_mask=memory_padding_mask,
+            cache=cross_cache,
+            key_value_name="memory",
+            mask_name="memory_padding_mask",
+        )
         x = self.self_block(x, lambda h: self.self_attention(h, causal=True, cache=self_cache))
         x = self.cross_block(
             x, lambda h: self.cross_attention(h, memory, key_padding_mask=memory_padding_mask, cache=cross_cache)
