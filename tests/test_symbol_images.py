@@ -535,6 +535,14 @@ def test_write_image_names_a_suffix_of_no_format_before_making_its_folder(tmp_pa
         assert read_image(tmp_path / name).shape == (4, 4)
 
 
+def test_write_image_names_an_image_of_no_pixels_before_making_its_folder(tmp_path):
+    """Pillow's "cannot write empty image" named no file, and came after the folder was made."""
+    for shape in ((0, 4), (4, 0), (0, 0)):
+        with pytest.raises(ValueError, match=rf"at least one pixel, got shape \({shape[0]}, {shape[1]}\) for .*new/a.png"):
+            write_image(tmp_path / "new" / "a.png", np.zeros(shape, np.uint8))
+    assert not (tmp_path / "new").exists()
+
+
 def test_write_image_names_pixels_a_cast_would_blacken(tmp_path):
     for image in (np.full((4, 4), 0.5), np.full((4, 4), 300), np.zeros((2, 4, 4), np.uint8)):
         with pytest.raises(ValueError, match="write_image takes grey pixels \\[H, W\\] of integers in 0..255"):

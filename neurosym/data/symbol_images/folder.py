@@ -110,9 +110,10 @@ def _has_transparent_pixels(image: PillowImage) -> bool:
 
 
 def write_image(path: str | os.PathLike, image: np.ndarray) -> None:
-    """Write grey uint8 ``[H, W]`` to ``path`` (format from the suffix), creating its folder; integer pixels in
-    0..255 are taken too, anything else (floats, which a cast would turn into a black image) raises, as does a suffix
-    of no format Pillow writes (before the folder is made)."""
+    """Write grey uint8 ``[H, W]`` (``H, W >= 1``) to ``path`` (format from the suffix), creating its folder; integer
+    pixels in 0..255 are taken too, anything else (floats, which a cast would turn into a black image; an image of no
+    pixels, which Pillow refused in its own words only once the folder was made) raises, as does a suffix of no format
+    Pillow writes (before the folder is made)."""
     image = np.asarray(image)
     if (
         image.ndim != 2
@@ -123,6 +124,8 @@ def write_image(path: str | os.PathLike, image: np.ndarray) -> None:
             f"write_image takes grey pixels [H, W] of integers in 0..255, got {image.dtype} {image.shape} (images in "
             "0..1: (image * 255).round().astype(np.uint8))"
         )
+    if not image.size:
+        raise ValueError(f"write_image takes an image of at least one pixel, got shape {image.shape} for {path}")
     Image = _pillow()
     path = user_path(path)
     suffix = path.suffix.lower()
