@@ -10,7 +10,8 @@ import torch
 from neurosym.data.hint.splits import SplitRules
 from neurosym.data.pvr.visual import DigitBank, VisualPVR, block_rule, render_blocks, render_sequence
 from neurosym.data.symbol_images import SymbolBank, default_bank, draw_symbols, merge_banks, with_drawn_digits
-from neurosym.data.symbol_images.render import render_strip, resize_images
+from neurosym.data.symbol_images.normalise import normalise_glyphs
+from neurosym.data.symbol_images.render import render_strip, render_windows, resize_images, sliding_windows
 from neurosym.metrics.noise_sensitivity import noise_sensitivity, noise_sensitivity_curve
 from neurosym.perception.augment import random_shift
 from neurosym.semantics.induction import induce_operator
@@ -31,6 +32,24 @@ def test_a_path_names_one_image_and_drawn_digits_are_numbered_after_the_banks_ow
     assert len(set(twice.paths.tolist())) == len(twice.paths) == 30
     with pytest.raises(ValueError, match="per_digit must be an int of at least 1, got 1.5"):
         with_drawn_digits(bank, 1.5)
+
+
+def test_image_functions_of_numpy_pixels_name_a_list_or_a_tensor():
+    """A list failed on ``.ndim`` (AttributeError); a uint8 tensor was refused as "must be uint8 pixels, got
+    torch.uint8", as if its dtype were wrong."""
+    images, strip = np.zeros((2, 28, 28), np.uint8), np.zeros((32, 64), np.uint8)
+    calls = [
+        (lambda x: resize_images(x, (14, 14)), images, "images"),
+        (render_strip, images, "symbol images"),
+        (render_windows, images, "symbol images"),
+        (normalise_glyphs, images, "images"),
+        (sliding_windows, strip, "strip"),
+    ]
+    for call, good, what in calls:
+        for bad, kind in ((good.tolist(), "list"), (torch.from_numpy(good), r"Tensor \(images.numpy\(\)")):
+            with pytest.raises(TypeError, match=rf"^{what} must be a numpy array of uint8 pixels, got {kind}"):
+                call(bad)
+        call(good)
 
 
 def test_images_must_be_uint8_pixels_where_they_are_drawn_into_uint8_canvases():

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from neurosym.data.symbol_images.render import WINDOW, render_windows, resize_images
+from neurosym.data.symbol_images.render import WINDOW, check_pixel_array, render_windows, resize_images
 from neurosym.layers.value_checks import check_intensities
 from neurosym.training.checks import int_at_least, is_int, is_real
 
@@ -46,8 +46,10 @@ def normalise_glyphs(
     (default: :func:`mnist_box` of the images' shorter side, 20 for 28×28) and its centre of mass (of all
     pixel values) the image's centre, by one bilinear resampling. An image without ink is returned unchanged.
     ``box`` is an int, ``threshold`` a number in ``[0, 255)`` and ``chunk`` (images resampled at once) an int of at
-    least 1; anything else raises ``ValueError``.
+    least 1; anything else raises ``ValueError`` (images that are no numpy array ``TypeError``, as
+    :func:`~neurosym.data.symbol_images.render.check_pixel_array` says).
     """
+    check_pixel_array(images, "images")
     if images.ndim != 3 or images.dtype != np.uint8 or 0 in images.shape[1:]:
         raise ValueError(f"images must be uint8 [N, H, W] with H, W >= 1, got {images.dtype} of shape {list(images.shape)}")
     if box is None:
