@@ -176,6 +176,13 @@ def test_whitespace_of_every_kind_is_ignored_as_spaces_are(blank):
     assert caught.value.position == 1 + len(blank) and caught.value.char == "4"
 
 
+@pytest.mark.parametrize("bad", [5, None, ["3", "+", "4"], b"3+4"])
+def test_canonical_sentence_names_text_that_is_no_str(bad):
+    """re's "expected string or bytes-like object, got 'int'" named neither the function nor its argument."""
+    with pytest.raises(TypeError, match=rf"^canonical_sentence takes a sentence \(str\), got {type(bad).__name__}"):
+        canonical_sentence(bad)
+
+
 def test_typeset_operators_are_normalised():
     assert parse("6×(4÷2)−1") == parse("6*(4/2)-1")
     assert to_infix(parse("6×(4÷2)−1")) == "6*(4/2)-1"

@@ -37,7 +37,9 @@ WHITESPACE = re.compile(r"\s+")
 
 def canonical_sentence(text: str) -> str:
     """``text`` as the solver and the parser read it: whitespace dropped, :data:`ALIASES` in ASCII (``"3 × 4\\n"`` ->
-    ``"3*4"``)."""
+    ``"3*4"``); ``TypeError`` for ``text`` that is no str (re's "expected string or bytes-like object" named neither)."""
+    if not isinstance(text, str):
+        raise TypeError(f"canonical_sentence takes a sentence (str), got {type(text).__name__} {text!r:.40}")
     return WHITESPACE.sub("", text).translate(_CANONICAL_ALIASES)
 
 
