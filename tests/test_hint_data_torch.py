@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 
+import numpy as np
 import pytest
 import torch
 from hint_banks import POOL_SHADES, pool_shaded_bank, prototype_bank
@@ -50,6 +51,16 @@ def test_result_digits_are_reversed_decimal_digits(result):
 def test_negative_results_are_rejected():
     with pytest.raises(ValueError, match="non-negative"):
         result_digits(-3)
+
+
+def test_result_digits_name_a_result_that_is_no_int_and_read_any_length():
+    """2.0 failed as "invalid literal for int() with base 10: '.'", True on its 'e', "12" in a comparison; a result of
+    5,000 digits in str's limit on integer text."""
+    for bad in (2.0, True, "12", None):
+        with pytest.raises(TypeError, match=f"^a HINT result is an int, got {type(bad).__name__}"):
+            result_digits(bad)
+    assert result_digits(10**5000) == [0] * 5000 + [1]
+    assert result_digits(np.int64(120)) == [0, 2, 1]
 
 
 def test_symbol_dataset_items_and_unknown_symbols():

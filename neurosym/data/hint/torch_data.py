@@ -17,7 +17,8 @@ from torch.utils.data import Dataset
 
 from neurosym.data.hint.examples import HintRecord, symbol_count_problem
 from neurosym.data.symbol_images import FEWSHOT_CONCEPTS, HINT_SYMBOLS, SymbolBank, render_windows
-from neurosym.training.checks import int_at_least
+from neurosym.semantics.numerals import decimal_text
+from neurosym.training.checks import as_int, int_at_least
 
 PAD_ID = 0
 """Token id of padding; symbol ids start at 1."""
@@ -27,10 +28,16 @@ DEFAULT_SYMBOLS: tuple[str, ...] = HINT_SYMBOLS + FEWSHOT_CONCEPTS
 
 
 def result_digits(result: int) -> list[int]:
-    """The decimal digits of a non-negative ``result``, least significant first: ``120`` → ``[0, 2, 1]``."""
-    if result < 0:
-        raise ValueError(f"HINT results are non-negative, got {result}")
-    return [int(d) for d in reversed(str(result))]
+    """The decimal digits of a non-negative int ``result`` (numpy's too, of any length), least significant first:
+    ``120`` → ``[0, 2, 1]``. ``TypeError`` for a result that is no int (``2.0`` failed as "invalid literal for int()
+    with base 10: '.'", ``True`` on its ``'e'``), ``ValueError`` for a negative one; a result of more than 4,300
+    digits failed in ``str`` (:mod:`~neurosym.semantics.numerals`)."""
+    number = as_int(result)
+    if number is None:
+        raise TypeError(f"a HINT result is an int, got {type(result).__name__} {result!r:.40}")
+    if number < 0:
+        raise ValueError(f"HINT results are non-negative, got {number}")
+    return [int(d) for d in reversed(decimal_text(number))]
 
 
 class HintSymbolDataset(Dataset):
