@@ -53,6 +53,15 @@ def test_negative_results_are_rejected():
         result_digits(-3)
 
 
+@pytest.mark.parametrize("head", [[5, -1], [0], [1, 0], [2, -1, 0]])
+def test_dependency_range_names_a_head_list_that_is_no_tree(head):
+    """It measured any list: a parent beyond the symbols ([5, -1] gave 5), a symbol its own parent ([0] gave 0) or a
+    cycle, where tree_depth of the same list raised."""
+    with pytest.raises(ValueError, match=r"is not one tree rooted at -1"):
+        dependency_range(head)
+    assert dependency_range([1, -1, 1]) == 1
+
+
 def test_result_digits_name_a_result_that_is_no_int_and_read_any_length():
     """2.0 failed as "invalid literal for int() with base 10: '.'", True on its 'e', "12" in a comparison; a result of
     5,000 digits in str's limit on integer text."""

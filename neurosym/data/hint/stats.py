@@ -50,7 +50,10 @@ def operator_count(expr: str) -> int:
 
 
 def dependency_range(head: Sequence[int]) -> int:
-    """The longest distance between a symbol and the symbol it depends on (0 for a single number)."""
+    """The longest distance between a symbol and the symbol it depends on (0 for a single number); ``ValueError`` unless
+    ``head`` is one tree rooted at -1 (:func:`parents_first`: a parent beyond the symbols, a symbol its own parent or a
+    cycle was measured as a distance)."""
+    parents_first(head)
     return max((abs(i - h) for i, h in enumerate(head) if h >= 0), default=0)
 
 
