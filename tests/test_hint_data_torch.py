@@ -199,6 +199,10 @@ def test_split_statistics_and_plot(tmp_path):
     assert symbol_kl_divergence(Counter("11+"), Counter("1+")) > 0
     with pytest.raises(ValueError, match="infinite"):
         symbol_kl_divergence(Counter("1*"), Counter("1+"))
+    with pytest.raises(ValueError, match=r"negative counts \{'a': -1\}"):  # (was 0.0: a number for no frequencies)
+        symbol_kl_divergence(Counter({"a": -1}), Counter("a"))
+    with pytest.raises(ValueError, match="negative counts"):
+        symbol_kl_divergence(Counter("ab"), Counter({"a": 2, "b": -1}))
     plot_statistics({"train": stats, "test": sample}, tmp_path / "stats.png")
     assert (tmp_path / "stats.png").stat().st_size > 10_000
 

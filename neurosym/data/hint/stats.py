@@ -86,7 +86,11 @@ def split_statistics(records: Sequence[HintRecord], max_records: int | None = 10
 
 
 def symbol_kl_divergence(p: Counter, q: Counter) -> float:
-    """KL(p ‖ q) between two symbol frequency tables (the paper reports 0.0055 for train ‖ test)."""
+    """KL(p ‖ q) between two symbol frequency tables (the paper reports 0.0055 for train ‖ test); ``ValueError`` for a
+    negative count (not a frequency)."""
+    negative = {s: n for table in (p, q) for s, n in table.items() if n < 0}
+    if negative:
+        raise ValueError(f"negative counts {negative}: a frequency table counts occurrences (0 or more)")
     total_p, total_q = sum(p.values()), sum(q.values())
     if total_p == 0 or total_q == 0:
         raise ValueError("both frequency tables need at least one count")
