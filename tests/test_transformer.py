@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import re
 
 import numpy as np
@@ -345,6 +346,9 @@ def test_the_options_each_attention_kind_reads_and_the_defaults_still_build() ->
     assert RelativeMultiheadAttention(DIM, HEADS, relative="xl_clipped", max_rel_pos=3).clipped
     assert type(make_attention("vanilla", DIM, HEADS, max_rel_pos=15)) is MultiheadAttention
     assert UniversalTransformer(TransformerEncoderLayer(DIM, HEADS, FF), 3, act=True, act_epsilon=0.3).act_epsilon == 0.3
+    for epsilon in ("0.1", None, [0.1], 0.1j, True, 0.0, 1.0, math.nan):  # (a str, None or a list failed on '<')
+        with pytest.raises(ValueError, match=re.escape(f"act_epsilon must be a number in (0, 1), got {epsilon!r}")):
+            UniversalTransformer(TransformerEncoderLayer(DIM, HEADS, FF), 3, act=True, act_epsilon=epsilon)
     for attention in ("vanilla", "xl", "xl_clipped", "shaw"):
         TransformerSeq2Seq(TokenFrontEnd(10, DIM), 12, encoder_layers=1, attention=attention, universal=True)
 

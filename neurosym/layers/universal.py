@@ -45,7 +45,7 @@ from neurosym.layers.transformer import (
     check_cache_is_causal,
     check_cache_list,
 )
-from neurosym.training.checks import check_flags, ignored_option, int_at_least
+from neurosym.training.checks import check_flags, ignored_option, int_at_least, is_real
 
 ACT_EPSILON = 0.01
 """The default ``act_epsilon`` of :class:`UniversalTransformer` (ACT halts once ``1 - act_epsilon`` is reached)."""
@@ -135,8 +135,8 @@ class UniversalTransformer(nn.Module):
                 f"step_embedding=True adds a sinusoid of as many sines as cosines: the shared layer's width must be "
                 f"even, got {self.dim}; use step_embedding=False"
             )
-        if not 0.0 < act_epsilon < 1.0:
-            raise ValueError(f"act_epsilon must be in (0, 1), got {act_epsilon}")
+        if not (is_real(act_epsilon) and 0.0 < act_epsilon < 1.0):  # ("0.1" failed on '<' between float and str)
+            raise ValueError(f"act_epsilon must be a number in (0, 1), got {act_epsilon!r}")
         if not act and act_epsilon != ACT_EPSILON:
             raise ignored_option("act_epsilon", act_epsilon, "act=True", "act=False")
         self.layer = layer
