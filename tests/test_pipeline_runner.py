@@ -791,6 +791,36 @@ def test_few_shot_stage_resumes_under_its_options_typed_at_their_defaults(tmp_pa
         run(steps=1000)
 
 
+def test_few_shot_stage_stopped_within_a_concept_says_the_run_continues(tmp_path):
+    """A Ctrl-C within a concept's own training (which keeps no checkpoint) ended the command with "this training had
+    no checkpoint, so running it again starts it afresh", though the main training and the concepts learned were kept
+    and the same command continued from them."""
+    from neurosym.experiments.hint_options import HintOptions, RunSetup
+    from neurosym.experiments.hint_pipeline.fewshot import learn_fewshot
+    from neurosym.training.stopping import TrainingInterrupted
+
+    records = main_split(scale=0.001, seed=0, progress=False)["train"][:2]
+    learned: list[str] = []
+
+    def learn(concept, train):
+        learned.append(concept)
+        if learned == ["x", "y"]:  # y's training, stopped by SIGINT (its own loop, without a checkpoint)
+            raise TrainingInterrupted(9, 10, "SIGINT", None)
+        return "11", lambda records, split: 1.0, None
+
+    args = HintOptions(model="neurosym", input="image", fewshot_scales=[0.01], fewshot_concepts=["x", "y"], out=tmp_path)
+
+    def run() -> dict:
+        return learn_fewshot(
+            args, tmp_path, "test", learn, lambda concept, scale: dict.fromkeys(("train", "val", "test"), records), RunSetup(args)
+        )
+
+    stopped = rf"after few-shot concept 1 of 2 \(SIGINT\); {re.escape(str(tmp_path))} holds it: run the same command again"
+    with pytest.raises(TrainingInterrupted, match=stopped):
+        run()
+    assert run()["0.01"]["concepts"].keys() == {"x", "y"} and learned == ["x", "y", "y"]  # x kept, y learned again
+
+
 def test_unseen_few_shot_test_expressions_are_told_apart_by_expression_not_by_subset():
     """A release's few-shot records need not carry ``eval``: read by it, a test list without it counted its training
     sentences (HINT's few-shot ``I``) as unseen. On generated lists both readings agree."""

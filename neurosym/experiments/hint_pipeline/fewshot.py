@@ -84,8 +84,9 @@ def learn_fewshot(
     options), or on data rewritten since, as ``run_setup`` stamps it, raises
     :class:`~neurosym.training.checkpoint.CheckpointMismatch`), each learned model (where the learner saves one) first
     in its :func:`concept_checkpoint`. SIGINT, SIGTERM or ``time_limit`` seconds end the stage after the concept under way with
-    :class:`TrainingInterrupted`. A run that learns no concept (no scale or no concept given) reads and writes nothing
-    of the stage and returns ``{}``."""
+    :class:`TrainingInterrupted` (a signal within a concept's own training, which keeps no checkpoint, ends it there:
+    ``out`` holds the run, and that concept alone is learned again). A run that learns no concept (no scale or no
+    concept given) reads and writes nothing of the stage and returns ``{}``."""
     scales, concepts = args.fewshot_scales, args.fewshot_concepts
     if not (scales and concepts):  # (a leftover progress file of another setup would refuse a run that learns nothing)
         return {}
@@ -96,6 +97,7 @@ def learn_fewshot(
     setup = Setup(values, data.defaults)
     check_setup(done.get("setup"), setup, progress_path)  # another seed's or semantics' concepts are not this run's
     done["setup"] = values
+    total = len(scales) * len(concepts)
     with StopRequests(time_limit) as stops:
         for number, (scale, concept) in enumerate(itertools.product(scales, concepts), start=1):
             per_concept: dict[str, Any] = done.setdefault(str(scale), {"concepts": {}})["concepts"]
@@ -118,6 +120,8 @@ def learn_fewshot(
             except ConceptNotLearned as error:  # no meaning: no expression using the concept can be evaluated
                 learned, val_accuracy = f"{NOT_LEARNED} ({error})", 0.0
                 accuracy, unseen_accuracy = (0.0, 0.0) if args.score_test else (None, None)
+            except TrainingInterrupted as stop:  # the concept's own training, stopped: it said no checkpoint held anything
+                raise TrainingInterrupted(number - 1, total, stop.reason, out, unit="few-shot concept") from None
             per_concept[concept] = {
                 "train": len(train),
                 "val": len(validation),
@@ -135,7 +139,7 @@ def learn_fewshot(
                   f"{val_accuracy:.1%}{tested}")  # fmt: skip
             reason = stops.reason()
             if reason is not None:
-                raise TrainingInterrupted(number, len(scales) * len(concepts), reason, progress_path, unit="few-shot concept")
+                raise TrainingInterrupted(number, total, reason, progress_path, unit="few-shot concept")
     return _report(done, scales, concepts, label, out / f"hint_neurosym_fewshot_{args.input}.png", args.score_test)
 
 
