@@ -436,6 +436,23 @@ def test_a_release_written_over_another_leaves_nothing_of_it(tmp_path, fewshot_l
     assert all(record.img_paths is None for split in read_release(first).values() for record in split)
 
 
+def test_a_write_interrupted_among_the_images_leaves_no_list_naming_a_missing_image(tmp_path, monkeypatch):
+    """The lists were written before the images: a Ctrl-C among the images left lists naming images never written
+    (and an earlier release's lists naming images removed), which the CLI called a whole release."""
+    splits = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
+    write_release(tmp_path, splits, bank=pool_shaded_bank(20))
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(official, "write_folder_bank", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_release(tmp_path, splits, bank=pool_shaded_bank(20), seed=1)
+    assert not list(tmp_path.glob("*.json"))  # (no list of either release: reading names the missing split)
+    with pytest.raises(FileNotFoundError, match="HINT file not found: .*expr_train.json"):
+        read_release(tmp_path)
+
+
 def _contents(folder: Path) -> dict[str, bytes]:
     return {path.relative_to(folder).as_posix(): path.read_bytes() for path in folder.rglob("*") if path.is_file()}
 

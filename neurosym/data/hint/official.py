@@ -645,7 +645,8 @@ def write_release(
     few-shot concept not of :data:`FEWSHOT_CONCEPTS` or without its three splits, records the readers would refuse: an id used twice in a list, a
     ``head`` or ``res_all`` that is not its ``expr``'s, a few-shot concept's record that does not use it, or uses another one; a bank image whose path the release's bank would not read back
     as an image of its symbol: a suffix that is no image's, a hidden file, another symbol's class folder) raises a
-    ``ValueError`` and leaves ``root`` as it was.
+    ``ValueError`` and leaves ``root`` as it was. The lists are written last, once every image is: a write interrupted
+    before leaves no list (of this release or the earlier one) that names an image missing.
     """
     _check_split_names(splits, fewshot)
     seed = int_at_least(seed, "seed", 0)  # (-1 was named as the seed -1000 of a list's images, "1" failed in a sum)
@@ -679,15 +680,14 @@ def write_release(
     if bank is not None:
         _check_bank_paths(bank, used)
     root.mkdir(parents=True, exist_ok=True)
-    for name in (*SPLIT_FILES.values(), FEWSHOT_FILE):
-        if name not in files:
-            (root / name).unlink(missing_ok=True)
+    for name in (*SPLIT_FILES.values(), FEWSHOT_FILE):  # (first: an interrupted write leaves no list naming an image
+        (root / name).unlink(missing_ok=True)  # it removed or has not yet written)
     shutil.rmtree(root / IMAGE_FOLDER, ignore_errors=True)
-    for name, data in files.items():
-        _dump(root / name, data)
     if bank is not None and used:
         indices = sorted(bank.index_of(p) for p in used)
         write_folder_bank(bank.take(indices), root / IMAGE_FOLDER)
+    for name, data in files.items():
+        _dump(root / name, data)
     return root
 
 
