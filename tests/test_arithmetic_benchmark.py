@@ -277,6 +277,7 @@ def test_cli_writes_table_json_and_plot(tmp_path, capsys, monkeypatch):
     assert result["cells"][0]["published"] == 0.98 and result["cells"][0]["runs"] == 2
     assert set(result["thresholds"]) == {"mul", "add", "sub"}
     assert result["preset"] is None  # steps, seeds and models given: no preset chose anything (was "smoke")
+    assert result["amp"] is False and result["cuda_graph"] is False  # how it trained is recorded (it was not)
     assert (out / "success_rates.png").stat().st_size > 0 and (out / "learning_curves.png").stat().st_size > 0
     assert "| 2 x 200 " in printed and "| 100 x 5,000,000 " in printed  # each row's budget beside the published one
     assert "Solved at: mean [95% interval]" in printed and "Sparsity error: mean [95% interval]" in printed

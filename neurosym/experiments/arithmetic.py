@@ -231,6 +231,8 @@ def _run_table(
         "command": "arithmetic",
         "preset": options.preset if _preset_decides(options) else None,
         "device": str(device),
+        "amp": amp,  # (what ran: --amp on a device without it trains in float32)
+        "cuda_graph": options.cuda_graph,
         "steps": steps,
         "seeds": seeds,
         "ranges": options.ranges,
