@@ -11,6 +11,7 @@ import argparse
 import importlib
 import re
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,9 @@ def _words(line: str) -> list[str]:
     return list(lexer)
 
 
-def _commands(text: str) -> list[list[str]]:
-    """The argument lists (command name first) of the neurosym commands of one shell block."""
+def _commands(text: str, placeholders: Mapping[str, str] = PLACEHOLDERS) -> list[list[str]]:
+    """The argument lists (command name first) of the neurosym commands of one shell block, each word of
+    ``placeholders`` (a value the reader picks) replaced by its value."""
     variables: dict[str, str] = {}
     found = []
     for line in text.replace("\\\n", "").splitlines():  # (bash drops a backslash-newline)
@@ -48,7 +50,7 @@ def _commands(text: str) -> list[list[str]]:
         argv: list[str] = []
         for word in [*_words(re.sub(r"\$(\w+)", lambda match: variables.get(match[1], match[0]), line)), ";"]:
             if word not in SEPARATORS:
-                argv.append(PLACEHOLDERS.get(word, word))
+                argv.append(placeholders.get(word, word))
                 continue
             if command := _neurosym_command(argv):
                 found.append(command)
@@ -66,24 +68,38 @@ def _neurosym_command(argv: list[str]) -> list[str] | None:
     return None
 
 
-QUOTED = [
+def _quoted(placeholders: Mapping[str, str] = PLACEHOLDERS) -> list[tuple[Path, list[str]]]:
+    """Every quoted command, as ``(document, argument list)``, its ``placeholders`` replaced (:func:`_commands`)."""
+    blocks = [
+        (document, argv)
+        for document in DOCUMENTS
+        for language, text in fenced_blocks(document)
+        if language in ("bash", "")
+        for argv in _commands(text, placeholders)
+    ]
+    spans = [
+        (document, argv)
+        for document in DOCUMENTS
+        for span in re.findall(r"`(neurosym [a-z-]+[^`$]*)`", document.read_text(encoding="utf-8"))
+        for argv in _commands(span.replace("\n", " "), placeholders)
+        if "--help" not in argv and argv[-1] != "--data"  # (names the option in prose: `neurosym hint --data`)
+    ]
+    return blocks + spans
+
+
+QUOTED = [pytest.param(argv, id=f"{document.name}:{' '.join(argv)[:80]}") for document, argv in _quoted()]
+SEEDED = [
     pytest.param(argv, id=f"{document.name}:{' '.join(argv)[:80]}")
-    for document in DOCUMENTS
-    for language, text in fenced_blocks(document)
-    if language in ("bash", "")
-    for argv in _commands(text)
-] + [
-    pytest.param(argv, id=f"{document.name}:{' '.join(argv)[:80]}")
-    for document in DOCUMENTS
-    for span in re.findall(r"`(neurosym [a-z-]+[^`$]*)`", document.read_text(encoding="utf-8"))
-    for argv in _commands(span.replace("\n", " "))
-    if "--help" not in argv and argv[-1] != "--data"  # (names the option in prose: `neurosym hint --data`)
+    for document, argv in _quoted({})
+    if "--seed" in argv[:-1] and argv[argv.index("--seed") + 1] == "S"
 ]
+"""The quoted commands run once per seed (``--seed S``), their placeholders as written."""
 
 
 def test_the_documents_quote_commands_of_every_kind() -> None:
     assert len(QUOTED) >= 40
     assert {param.values[0][0] for param in QUOTED} >= {"arithmetic", "hint", "pipeline", "pvr", "mathematics"}
+    assert len(SEEDED) >= 8
     assert _commands('B="--x 1"\nfor m in a b; do neurosym hint --model $m $B --seed S; done  # c\n') == [
         ["hint", "--model", "a", "--x", "1", "--seed", "0"]
     ]
@@ -103,6 +119,14 @@ def test_a_quoted_command_parses_passes_its_options_checks_and_spells_its_option
         pytest.fail(f"neurosym {shlex.join(argv)} is refused (exit {stop.code})")
     except (ValueError, argparse.ArgumentError) as error:
         pytest.fail(f"neurosym {shlex.join(argv)}: {error}")
+
+
+@pytest.mark.parametrize("argv", SEEDED)
+def test_a_command_quoted_for_each_seed_writes_each_seed_to_a_folder_of_its_own(argv: list[str]) -> None:
+    """Run for seeds 0, 1, 2 into one ``--out``, the second seed's run is refused (a checkpoint there records
+    another seed: ``neurosym pipeline``, ``neurosym hint``) or replaces the first's results (``pvr.json``)."""
+    out = argv[argv.index("--out") + 1] if "--out" in argv[:-1] else "(its default)"
+    assert "S" in out, f"neurosym {shlex.join(argv)}: every seed S writes to --out {out}; name S in it"
 
 
 def _make_run() -> list[str]:
