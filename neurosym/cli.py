@@ -189,7 +189,8 @@ def main(argv: Sequence[str] | None = None, prog: str | None = None) -> int:
         print(f"{shown}: {stop}", file=sys.stderr)
         return stop.exit_status
     except CheckpointMismatch as error:  # --resume (the default) over another run's checkpoint
-        afresh = " (--no-resume starts afresh over it)" if getattr(options, "resume", None) is not None else ""
+        resumes = getattr(options, "resume", None) is not None and "--no-resume" not in str(error)  # (unless it says)
+        afresh = " (--no-resume starts afresh over it)" if resumes else ""
         print(f"{shown}: {error}{afresh}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:  # outside a training loop (data generation, evaluation) or a second Ctrl-C

@@ -282,6 +282,31 @@ def test_adaptation_stops_at_what_is_left_of_the_time_limit_with_its_checkpoint(
     assert "adapt_checkpoint.pt was written for another model or data (trained_reader differ)" in capsys.readouterr().err
 
 
+def test_an_adaptation_of_other_adapt_options_is_refused_without_advising_no_resume(private_cache, monkeypatch, capsys):
+    """RESULTS' R5rt over R5's folder: a finished run adapted again under other --adapt options. --no-resume would
+    remove the main run's checkpoint too and train its reader anew (R5's 74 minutes): the advice is to remove the
+    adaptation's checkpoints."""
+    from hint_banks import prototype_bank
+
+    from neurosym.experiments import hint_sources
+
+    monkeypatch.setattr(hint_sources, "default_bank", lambda seed=0: prototype_bank())
+    monkeypatch.setattr(hint_sources, "writers_bank", lambda side, seed=0: prototype_bank(seed=1))
+    out = private_cache / "out"
+    argv = ["hint", "--model", "neurosym", "--input", "image", "--cnn", "small", "--scale", "0.002", "--steps", "2",
+            "--batch-size", "4", "--curriculum", "7:2", "--classifier-features", "8", "--classifier-width", "4",
+            "--fewshot-scales", "none", "--speed-samples", "1", "--no-progress", "--no-score-test", "--out", str(out),
+            "--adapt", "test-writers", "--adapt-examples", "20", "--adapt-steps", "2", "--adapt-refit", "0"]  # fmt: skip
+    assert main([*argv, "--adapt-distill", "0"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--adapt-distill", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "adapt_checkpoint.pt was written with another configuration (distill differ)" in err
+    assert "remove it, and the later stages' checkpoints beside it, to adapt anew" in err
+    assert "--no-resume would remove the main run's checkpoint too" in err
+    assert "(--no-resume starts afresh over it)" not in err and "choose another checkpoint path" not in err  # (was: both)
+
+
 def test_few_shot_stage_stops_after_the_concept_under_way_and_the_same_command_continues(private_cache, capsys):
     out = private_cache / "out"
     argv = ["hint", "--model", "neurosym", "--input", "symbol", "--scale", "0.002", "--fewshot-scales", "0.01",

@@ -33,7 +33,7 @@ from neurosym.pipelines.windows import WindowSource
 from neurosym.plots.hint_pipeline import plot_training
 from neurosym.semantics import HINT_SEMANTICS
 from neurosym.training import resolve_device
-from neurosym.training.checkpoint import CheckpointMismatch, save_checkpoint
+from neurosym.training.checkpoint import RESUME_ADVICE, CheckpointMismatch, save_checkpoint
 from neurosym.training.checks import check_batch_fits
 from neurosym.training.stopping import minutes_to_seconds, time_left
 
@@ -47,6 +47,13 @@ READER_OPTIONS = (*READER_BUILT_FROM, "abduction_changes")
 """The options the reader is built and trained from beside the data's (a resume under others is refused)."""
 DATA_SEED_KEPT_BEFORE = {("setup", "data_seed"): ("config", "seed")}
 """Where a checkpoint that keeps no data seed (``--data-seed`` not given, or a run from before it) keeps it: its seed."""
+ADAPT_ANEW = (
+    "remove it, and the later stages' checkpoints beside it, to adapt anew, or give the --adapt options it was written with"
+)
+"""What a refused resume of an ``--adapt`` stage's checkpoint (written under other ``--adapt`` options) may do instead."""
+NOT_NO_RESUME = "--no-resume would remove the main run's checkpoint too and train its reader anew"
+"""Why a refused ``--adapt`` stage is not started afresh by ``--no-resume`` (the command line's advice for a refused
+resume, :func:`neurosym.cli.main`): its checkpoints lie beside the main run's."""
 PAPER_TRANSFORMER = HINT_SEQ2SEQ[("image", "transformer_rel_uni")]
 """The best seq2seq model of HINT's Table 2 (image input), the pipeline's anchor."""
 
@@ -218,8 +225,10 @@ def _adapt(
     try:
         done = adapt_to_writer(pipeline, train, new, bank, config, _adapt_config(args), device, out,
                                args.resume, args.progress, {"new_bank": args.adapt}, time_limit)  # fmt: skip
-    except CheckpointMismatch:  # (a usage error: another run's adaptation)
-        raise
+    except CheckpointMismatch as error:  # (a usage error: another run's adaptation)
+        text = str(error).removesuffix(RESUME_ADVICE)  # (no other path can be chosen for it)
+        advice = ADAPT_ANEW if text != str(error) else ""
+        raise CheckpointMismatch(f"{text}{advice} ({NOT_NO_RESUME})") from None
     except ValueError as error:  # a resumed stage that fitted other data
         raise CommandFailed(f"--adapt: {error}") from None
     return NewWriter(done, new, images)
