@@ -154,3 +154,46 @@ def test_a_files_stamp_changes_with_a_file_added_removed_or_rewritten(tmp_path: 
     (folder / "inner" / "a.json").write_text("[12]")  # another size
     assert files_stamp(folder) != first
     assert files_stamp(folder / "inner" / "a.json") != files_stamp(folder)  # a file alone: its own stamp
+
+
+def test_a_resume_takes_the_same_release_named_otherwise(
+    release: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """The release named relative to another working folder, absolute, or through a link is the same data: the run
+    resumes (its path was compared as text, and the resume refused naming data.path)."""
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(release, project / "release")
+    (tmp_path / "link").symlink_to(project / "release")
+    argv = ["--model", "gru", "--input", "symbol", "--out", str(tmp_path / "out"), *SMALL]
+    monkeypatch.chdir(project)
+    assert main(["hint", "--data", "release", *argv, "--steps", "2"]) == 0
+    monkeypatch.chdir(tmp_path)
+    for steps, data in (("4", "project/release"), ("6", str(project / "release")), ("8", "link")):
+        capsys.readouterr()
+        assert main(["hint", "--data", data, *argv, "--steps", steps]) == 0, capsys.readouterr().err
+        assert f"{steps} steps" in capsys.readouterr().out  # (continued: not started afresh)
+    other = Path(shutil.copytree(release, tmp_path / "other"))
+    (other / SPLIT_FILES["test"]).write_text(json.dumps(json.loads((other / SPLIT_FILES["test"]).read_text())[1:]))
+    assert main(["hint", "--data", str(other), *argv, "--steps", "10"]) == 2  # other files: still refused
+    assert "data.files, data.path differ" in capsys.readouterr().err
+
+
+def test_a_checkpoint_keeping_a_relative_data_path_resumes_from_its_folder(tmp_path: Path, monkeypatch) -> None:
+    """A setup written with the data path as typed (before paths were kept resolved) resumes under the same files run
+    from the folder it was typed in, and is refused from another folder, where the text names other files."""
+    from neurosym.experiments.options import setup_value
+    from neurosym.training.checkpoint import CheckpointMismatch, check_setup, files_stamp
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.json").write_text("[]")
+    monkeypatch.chdir(tmp_path)
+    now = {"data": setup_value(Path("data"), tmp_path / "out")}
+    assert now["data"]["path"] == tmp_path.resolve() / "data"
+    check_setup({"data": {"path": "data", "files": files_stamp("data")}}, now, "checkpoint.pt")
+    check_setup({"data": {"path": str(tmp_path / "data"), "files": files_stamp("data")}}, now, "checkpoint.pt")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(CheckpointMismatch, match=r"\(data.path differ\): data.path 'data' there, '\S*/data' now"):
+        check_setup({"data": {"path": "data", "files": files_stamp(tmp_path / "data")}}, now, "checkpoint.pt")

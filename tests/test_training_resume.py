@@ -232,7 +232,7 @@ def test_a_configuration_resumes_the_run_of_its_json_round_trip_both_ways(device
     [
         (Placed(device="cpu"), Placed(device=torch.device("meta")), r"device 'cpu' there, device\(type='meta'\) now"),
         (Placed(betas=[0.9, 0.999]), Placed(betas=(0.9, 0.99)), r"betas \[0.9, 0.999\] there, \(0.9, 0.99\) now"),
-        (Placed(data=Path("a")), Placed(data="b"), r"data PosixPath\('a'\) there, 'b' now|data WindowsPath"),
+        (Placed(data=Path("a")), Placed(data="b"), r"data 'a' there, 'b' now"),
     ],
 )
 def test_other_values_in_another_form_are_still_refused(saved: Placed, now: Placed, named: str) -> None:

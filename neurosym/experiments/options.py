@@ -208,14 +208,16 @@ def option_as_json(value: Any) -> Any:
 
 def setup_value(value: Any, out: Path) -> Any:
     """An option's value as a run's setup keeps it (:func:`~neurosym.training.checkpoint.check_setup`): as
-    :func:`option_as_json` gives it, but a path as ``{"path": text, "files": stamp}``
-    (:func:`~neurosym.training.checkpoint.files_stamp`), so that a resume notices the data under it rewritten.
+    :func:`option_as_json` gives it, but a path as ``{"path": resolved, "files": stamp}``
+    (:func:`~neurosym.training.checkpoint.files_stamp`), so that a resume notices the data under it rewritten; the
+    path resolved (absolute, links followed), so that the same files named otherwise (from another working folder,
+    through a link, by a ``--config`` file read from elsewhere) resume: the path as typed was compared as text.
     ``ValueError`` where the run's output folder ``out`` lies inside such a folder: each checkpoint written there
     would change its stamp, and the run could never be resumed."""
     if isinstance(value, Path):
-        if value.resolve() in (out.resolve(), *out.resolve().parents):
+        if (resolved := value.resolve()) in (out.resolve(), *out.resolve().parents):
             raise ValueError(f"--out {out} lies inside {value}, whose files a resume checks: give an --out outside it")
-        return {"path": str(value), "files": files_stamp(value)}
+        return {"path": resolved, "files": files_stamp(value)}
     return [setup_value(item, out) for item in value] if isinstance(value, list) else value
 
 

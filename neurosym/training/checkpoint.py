@@ -582,7 +582,7 @@ def check_resumable(saved: dict[str, Any], config: Any, may_change: Collection[s
     message names each such field with both values. A field the checkpoint lacks (added to the config after it was
     written) counts as its default, which reproduces the behaviour before the field existed. Values are compared as a
     JSON file gives them back (a configuration read from one resumes a run started from the same values in code): a
-    list equals the tuple of its items, a device or a path its text."""
+    list equals the tuple of its items, a device its text, a path the text of any path to the same file (both resolved)."""
     current = asdict(config)
     saved = {**_field_defaults(config), **saved}
     keys = [key for key in current if key not in may_change]
@@ -734,15 +734,48 @@ def _as_compared(value: Any) -> Any:
     return value
 
 
+def _same(saved: Any, current: Any) -> bool:
+    """Whether ``saved``, a value as a checkpoint or a JSON file gives it back, is ``current`` (:func:`_as_compared`),
+    in mappings, lists and tuples at any depth; where either is a path, the other is the text of a path to the same
+    file or folder, both resolved (a relative one against the working folder: as the run that wrote it read it, when
+    run from here), so that the same data named otherwise (absolute, from another working folder, through a link) is
+    no other setup."""
+    if _are_paths(saved, current):
+        return Path(saved).resolve() == Path(current).resolve()
+    if isinstance(current, Mapping) and isinstance(saved, Mapping):
+        return saved.keys() == current.keys() and all(_same(saved[key], current[key]) for key in current)
+    if isinstance(current, list | tuple) and isinstance(saved, list | tuple):
+        return len(saved) == len(current) and all(map(_same, saved, current))
+    return _as_compared(saved) == _as_compared(current)
+
+
+def _are_paths(*values: Any) -> bool:
+    """Whether ``values`` are compared as paths (:func:`_same`): one is a path, and the others paths or their text."""
+    paths = [isinstance(value, os.PathLike) for value in values]
+    return any(paths) and all(path or isinstance(value, str) for path, value in zip(paths, values))
+
+
+def _shown(saved: Any, current: Any, width: int = 60) -> tuple[str, str]:
+    """The values ``saved`` and ``current`` of a key that differ as a refused resume names them, in ``width``
+    characters each: their ``repr`` cut short at its end; paths (:func:`_are_paths`) as strings cut short at their
+    start, as their ends tell them apart (``'…/b/mnist.pkl.gz'``)."""
+    if not _are_paths(saved, current):
+        return _clipped(repr(saved), width), _clipped(repr(current), width)
+
+    def tail(text: str) -> str:
+        return text if len(text) <= width else f"'…{text[len(text) - width + 2 :]}"
+
+    return tail(repr(os.fspath(saved))), tail(repr(os.fspath(current)))
+
+
 def _refuse_differences(
     saved: Mapping[str, Any], current: Mapping[str, Any], path: Any, how: str, advice: str = RESUME_ADVICE
 ) -> None:
     """Raise :class:`CheckpointMismatch` naming each key whose values differ between the flat mappings ``saved`` and
     ``current`` (:func:`_flat`; a key one lacks counts as ``None``; values compared as JSON gives them back,
-    :func:`_as_compared`), with both values."""
-    differing = sorted(key for key in {*saved, *current} if _as_compared(saved.get(key)) != _as_compared(current.get(key)))
+    :func:`_same`), with both values."""
+    differing = sorted(key for key in {*saved, *current} if not _same(saved.get(key), current.get(key)))
     if differing:
-        values = "; ".join(
-            f"{key} {_clipped(repr(saved.get(key)), 60)} there, {_clipped(repr(current.get(key)), 60)} now" for key in differing
-        )
+        shown = [(key, *_shown(saved.get(key), current.get(key))) for key in differing]
+        values = "; ".join(f"{key} {there} there, {now} now" for key, there, now in shown)
         raise CheckpointMismatch(f"checkpoint {path} was written {how} ({', '.join(differing)} differ): {values}; {advice}")
