@@ -492,6 +492,28 @@ def test_bad_input_leaves_the_earlier_release_untouched(tmp_path, splits, fewsho
     assert _contents(tmp_path) == before
 
 
+@pytest.mark.parametrize("kind", ["link", "file"])
+def test_an_image_folder_that_is_a_link_or_a_file_is_refused_before_writing(tmp_path, kind):
+    """A release's symbol_images/ that is a link had the new images written into its target, a folder elsewhere,
+    beside what it held (and was left in place by a release without images); a file failed once the split files
+    were written. Either is refused, naming it, with the folder elsewhere and the earlier release untouched."""
+    splits = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "mine.txt").write_text("mine")
+    root = tmp_path / "release"
+    write_release(root, splits)
+    if kind == "link":
+        (root / "symbol_images").symlink_to(elsewhere, target_is_directory=True)
+    else:
+        (root / "symbol_images").write_text("x")
+    before = _contents(root)
+    for bank in (pool_shaded_bank(20), None):
+        with pytest.raises(ValueError, match=rf"symbol_images is a {kind}.*not a folder of the release's own"):
+            write_release(root, splits, bank=bank)
+        assert _contents(root) == before and sorted(path.name for path in elsewhere.iterdir()) == ["mine.txt"]
+
+
 def test_records_the_readers_would_refuse_are_not_written(tmp_path, fewshot_lists):
     generated = generate_split(MAIN_RULES.with_scale(0.0005), MAIN_VOCABULARY, seed=2, progress=False)
     write_release(tmp_path, generated)

@@ -644,9 +644,10 @@ def write_release(
     prepared (names checked, images drawn) before ``root`` is touched, so bad input (an unknown split, a
     few-shot concept not of :data:`FEWSHOT_CONCEPTS` or without its three splits, records the readers would refuse: an id used twice in a list, a
     ``head`` or ``res_all`` that is not its ``expr``'s, a few-shot concept's record that does not use it, or uses another one; a bank image whose path the release's bank would not read back
-    as an image of its symbol: a suffix that is no image's, a hidden file, another symbol's class folder) raises a
-    ``ValueError`` and leaves ``root`` as it was. The lists are written last, once every image is: a write interrupted
-    before leaves no list (of this release or the earlier one) that names an image missing.
+    as an image of its symbol: a suffix that is no image's, a hidden file, another symbol's class folder; a
+    ``symbol_images`` in ``root`` that is a link or a file, :func:`_check_image_folder`) raises a ``ValueError`` and
+    leaves ``root`` as it was. The lists are written last, once every image is: a write interrupted before leaves no
+    list (of this release or the earlier one) that names an image missing.
     """
     _check_split_names(splits, fewshot)
     seed = int_at_least(seed, "seed", 0)  # (-1 was named as the seed -1000 of a list's images, "1" failed in a sum)
@@ -679,6 +680,7 @@ def write_release(
         }
     if bank is not None:
         _check_bank_paths(bank, used)
+    _check_image_folder(root / IMAGE_FOLDER)
     root.mkdir(parents=True, exist_ok=True)
     for name in (*SPLIT_FILES.values(), FEWSHOT_FILE):  # (first: an interrupted write leaves no list naming an image
         (root / name).unlink(missing_ok=True)  # it removed or has not yet written)
@@ -689,6 +691,19 @@ def write_release(
     for name, data in files.items():
         _dump(root / name, data)
     return root
+
+
+def _check_image_folder(folder: Path) -> None:
+    """Raise ``ValueError`` naming ``folder``, where a release's images go, when it is a link or a file: no earlier
+    release's images could be removed from it; a link's target, a folder elsewhere, had the new images written into
+    it beside what it held (two releases' images mixed), and a file failed the writing of the images once the new
+    split files were written."""
+    if folder.is_symlink() or (folder.exists() and not folder.is_dir()):
+        what = f"a link to {os.readlink(folder)}" if folder.is_symlink() else "a file"
+        raise ValueError(
+            f"{folder} is {what}, not a folder of the release's own: a release replaces its {IMAGE_FOLDER} folder "
+            "(a folder elsewhere is not written into); remove it"
+        )
 
 
 def _check_bank_paths(bank: SymbolBank, used: Collection[str]) -> None:
