@@ -109,6 +109,20 @@ def test_pvr_json_vector_grid_grows_over_invocations_of_one_aggregation():
     assert merge_results(earlier, other) == other
 
 
+@pytest.mark.parametrize(
+    ("earlier", "named"),
+    [([], "it holds a list"), ({"device": "cpu", "budget": "smoke", "seed": 0, "vector": {"runs": 3}}, "its runs is a int")],
+)
+def test_a_pvr_json_of_another_shape_in_out_is_named(tmp_path, capsys, earlier, named):
+    """A pvr.json in --out that is JSON but no pvr.json (a list; a vector sweep without a list of runs) failed deep in
+    the merge with a traceback ('list' object has no attribute 'get'); it is named, and left as it was."""
+    (tmp_path / "pvr.json").write_text(json.dumps(earlier))
+    assert main(["pvr", *tiny("noise"), "--threads", "1", "--out", str(tmp_path)]) == 1
+    error = capsys.readouterr().err
+    assert f"{tmp_path / 'pvr.json'} is not the results of neurosym pvr" in error and named in error
+    assert json.loads((tmp_path / "pvr.json").read_text()) == earlier
+
+
 def test_pvr_command_rejects_unknown_sweeps_and_models(tmp_path, capsys):
     for option, value, message in (
         ("--sweeps", "graphs", "argument --sweeps: unknown sweep 'graphs'"),

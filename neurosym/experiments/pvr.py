@@ -53,7 +53,7 @@ from neurosym.models.pvr import VECTOR_MODELS, VISUAL_MODELS
 from neurosym.plots.pvr import plot_holdouts, plot_noise_sensitivity, plot_vector_sweep
 from neurosym.semantics.pvr_rules import AGGREGATIONS
 from neurosym.training import resolve_device
-from neurosym.training.checkpoint import load_json, save_json
+from neurosym.training.checkpoint import LIST, MAPPING, load_json, require_kinds, save_json
 from neurosym.training.device import amp_available
 from neurosym.training.stopping import minutes_to_seconds
 
@@ -206,6 +206,24 @@ def mnist_source(mnist: Path | None) -> str | None:
     return None if given is None else str(given.resolve())
 
 
+def earlier_results(path: Path) -> dict[str, Any] | None:
+    """The ``pvr.json`` at ``path`` that :func:`merge_results` collects the sweeps of (``None`` where there is none);
+    ``ValueError`` naming it where it is no JSON, or JSON of another shape than a ``pvr.json``'s (an object, its vector
+    sweep an object with a list of ``runs``): such a file failed deep in the merge (``'list' object has no attribute
+    'get'``), its sweeps run."""
+    if not path.exists():
+        return None
+    earlier = load_json(path)
+    advice = "remove it (or give another --out)"
+    if not isinstance(earlier, dict):
+        raise ValueError(f"{path} is not the results of neurosym pvr: it holds a {type(earlier).__name__}; {advice}")
+    require_kinds(earlier, {"vector": MAPPING}, path, "neurosym pvr", file="the results", advice=advice)
+    require_kinds(
+        earlier.get("vector", {}), {"runs": LIST}, path, "neurosym pvr's vector sweep", file="the results", advice=advice
+    )
+    return earlier
+
+
 def merge_results(previous: dict[str, Any] | None, current: dict[str, Any]) -> dict[str, Any]:
     """``pvr.json`` of an output folder collects its sweeps: the sweeps of an earlier invocation on the
     same kind of device (``cuda`` and ``cuda:0`` alike, as the stored runs are matched), budget and seed stay, those
@@ -275,7 +293,7 @@ def _run_sweeps(options: PVROptions) -> dict[str, Any]:
     for name in options.sweeps:
         results[name] = sweeps[name](options, runs)
     path = options.out / "pvr.json"
-    results = merge_results(load_json(path) if path.exists() else None, results)
+    results = merge_results(earlier_results(path), results)
     save_json(results, path)
     if "vector" in results:
         plot_vector_sweep(results["vector"]["runs"], options.out / "vector_sweep.png")
