@@ -86,6 +86,9 @@ def test_tree_is_canonical():
         ("In base 2, what is 3 + 1?", "not a number in base 2"),
         ("In base 16, what is 0x1f + 1?", "'0x1f' at characters .* is not a number in base 16"),  # (Python's prefixes)
         ("In base 8, what is 1 - 0o7?", "'0o7' at characters .* is not a number in base 8"),
+        # (digits beyond 9 in base 10: "1e5" was answered as 100000, "562c" raised ValueError from Fraction)
+        ("In base 10, what is 1e5 + 1?", r"'1e5' at characters \(20, 23\) is not a number in base 10"),
+        ("In base 10, what is -562c - 7146?", r"'562c' at characters \(21, 25\) is not a number in base 10"),
         ("What is 3 +", r"column 12 \(the question ends too early\)"),  # (Lark named the '+' at column 11)
         ("Calculate 3 + 4", r"column 16 \(the question ends too early\)"),
         ("", r"column 1 \(the question ends too early\)"),

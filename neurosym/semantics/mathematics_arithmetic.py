@@ -332,7 +332,9 @@ def _fraction(value: sympy.Rational) -> Fraction:
 
 
 def _literal(symbol: str, span: tuple[int, int] | None, base: int) -> Fraction:
-    if base == 10:
+    """A leaf's exact value in ``base``: a decimal in base 10, else digits of the base (``"1e5"`` in base 10 was read
+    as 100000 by ``Fraction`` and ``"562c"`` failed in it with a ``ValueError``); :class:`QuestionError` otherwise."""
+    if base == 10 and "." in symbol:  # (a decimal: the numbers of a base question are digits only)
         return _number(symbol, span)
     _check_digits(len(symbol), f"the number at characters {span}")
     if not symbol or any(digit not in _DIGITS[:base] for digit in symbol):  # (int() read "0x1f" in base 16 as 31)
